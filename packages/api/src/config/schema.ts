@@ -1,0 +1,324 @@
+// The standalone config file (`gw -f config.yaml`): one zod definition gives the runtime validation,
+// the TypeScript types and the published JSON Schema (schema/config.json). Field names follow
+// agentgateway's config schema so its users can bring their files.
+import { z } from 'zod';
+import { parseByteSize, parseGoDuration } from '../duration.ts';
+
+const strict = z.strictObject;
+
+export const Duration = z
+  .string()
+  .refine((s) => parseGoDuration(s) !== undefined, {
+    message: 'expected a duration such as "10s", "1m30s" or "500ms"',
+  })
+  .meta({ description: 'Duration: digits with units h, m, s, ms (e.g. 1m30s)' });
+
+export const ByteSize = z
+  .union([z.number().int().nonnegative(), z.string()])
+  .refine((v) => parseByteSize(v) !== undefined, {
+    message: 'expected a size in bytes such as 2097152, "512Ki" or "2Mi" (at most 4Gi)',
+  });
+
+const Cel = z
+  .string()
+  .min(1)
+  .max(16384, 'CEL expression is longer than 16384 characters')
+  .meta({ description: 'CEL expression' });
+
+/** RFC 7230 token: what a header name may contain. */
+export const HEADER_NAME_PATTERN = /^:?[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const HeaderName = z
+  .string()
+  .min(1)
+  .max(256)
+  .regex(HEADER_NAME_PATTERN, 'expected an HTTP header name (letters, digits and !#$%&\'*+-.^_`|~)');
+
+const Port = z.number().int().min(0).max(65535);
+
+const Address = z
+  .string()
+  .regex(
+    /^(off|unix:\/.+|(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5})$/,
+    'expected "ip:port", "localhost:port", "unix:/path" or "off"',
+  );
+
+// ---------- matches ----------
+const StringMatch = z.union([strict({ exact: z.string() }), strict({ regex: z.string() })]);
+const PathMatch = z.union([
+  strict({ exact: z.string().startsWith('/') }),
+  strict({ pathPrefix: z.string().startsWith('/') }),
+  strict({ regex: z.union([z.string(), z.tuple([z.string(), z.number()])]) }),
+]);
+export const RouteMatch = strict({
+  path: PathMatch.optional(),
+  method: z.string().min(1).optional(),
+  headers: z.array(strict({ name: HeaderName, value: StringMatch })).optional(),
+  query: z.array(strict({ name: z.string().min(1), value: StringMatch })).optional(),
+});
+
+// ---------- traffic policies ----------
+const HeaderModifier = strict({
+  add: z.record(HeaderName, z.string()).optional(),
+  set: z.record(HeaderName, z.string()).optional(),
+  remove: z.array(HeaderName).optional(),
+});
+
+const Authority = z.union([
+  z.enum(['auto', 'none']),
+  strict({ full: z.string().min(1) }),
+  strict({ host: z.string().min(1) }),
+  strict({ port: Port }),
+]);
+const PathRewrite = z.union([strict({ full: z.string().startsWith('/') }), strict({ prefix: z.string() })]);
+
+const RequestRedirect = strict({
+  scheme: z.enum(['http', 'https']).optional(),
+  authority: Authority.optional(),
+  path: PathRewrite.optional(),
+  status: z.number().int().min(300).max(399).optional(),
+});
+const UrlRewrite = strict({ authority: Authority.optional(), path: PathRewrite.optional() });
+
+const DirectResponseBody = strict({
+  status: z.number().int().min(200).max(599),
+  body: z.string().optional(),
+  headers: z.record(HeaderName, z.string()).optional(),
+});
+
+const Cors = strict({
+  allowCredentials: z.boolean().optional(),
+  allowHeaders: z.array(z.string()).optional(),
+  allowMethods: z.array(z.string()).optional(),
+  allowOrigins: z.array(z.string()).optional(),
+  exposeHeaders: z.array(z.string()).optional(),
+  maxAge: Duration.optional(),
+});
+
+const Csrf = strict({
+  additionalOrigins: z
+    .array(z.string().regex(/^[a-z][a-z0-9+.-]*:\/\/[^/:]+(:[0-9]{1,5})?$/, 'expected <scheme>://<host>[:<port>]'))
+    .max(16)
+    .optional(),
+});
+
+const Timeout = strict({ requestTimeout: Duration.optional(), backendRequestTimeout: Duration.optional() });
+
+const Retry = strict({
+  attempts: z.number().int().min(1).max(255).optional(),
+  backoff: Duration.optional(),
+  codes: z.array(z.number().int().min(100).max(599)).min(1),
+});
+
+const FailureMode = z.enum(['failClosed', 'failOpen', 'FailClosed', 'FailOpen']);
+const BufferSide = strict({ maxBytes: ByteSize.optional(), failureMode: FailureMode.optional() });
+const Buffer = strict({ request: BufferSide.optional(), response: BufferSide.optional() });
+
+const DelayValue = z.union([Duration, Cel]);
+const Delay = z.union([
+  strict({ duration: DelayValue }),
+  strict({ conditional: z.array(strict({ condition: Cel.optional(), duration: DelayValue })).min(1) }),
+]);
+
+// ---------- backend policies ----------
+const FileOrInline = z.union([z.string(), strict({ file: z.string() })]);
+export const BackendTLS = strict({
+  cert: FileOrInline.optional(),
+  key: FileOrInline.optional(),
+  root: FileOrInline.optional(),
+  hostname: z.string().min(1).max(253).optional(),
+  insecure: z.boolean().optional(),
+  insecureHost: z.boolean().optional(),
+  alpn: z.array(z.string().min(1).max(64)).min(1).max(16).optional(),
+  subjectAltNames: z.array(z.string().min(1).max(256)).min(1).max(16).optional(),
+});
+const Keepalives = strict({
+  enabled: z.boolean().optional(),
+  time: Duration.optional(),
+  interval: Duration.optional(),
+  retries: z.number().int().min(1).max(64).optional(),
+});
+const BackendHttp = strict({ version: z.enum(['HTTP1', 'HTTP2']).optional(), requestTimeout: Duration.optional() });
+const BackendTcp = strict({ keepalives: Keepalives.optional(), connectTimeout: Duration.optional() });
+
+export const BackendPolicies = strict({
+  requestHeaderModifier: HeaderModifier.optional(),
+  responseHeaderModifier: HeaderModifier.optional(),
+  requestRedirect: RequestRedirect.optional(),
+  backendTLS: BackendTLS.optional(),
+  http: BackendHttp.optional(),
+  tcp: BackendTcp.optional(),
+});
+
+export const TrafficPolicies = strict({
+  timeout: Timeout.optional(),
+  cors: Cors.optional(),
+  buffer: Buffer.optional(),
+  csrf: Csrf.optional(),
+  requestHeaderModifier: HeaderModifier.optional(),
+  responseHeaderModifier: HeaderModifier.optional(),
+  urlRewrite: UrlRewrite.optional(),
+  requestRedirect: RequestRedirect.optional(),
+  delay: Delay.optional(),
+  directResponse: DirectResponseBody.optional(),
+  retry: Retry.optional(),
+  // Backend connection settings may also be set for every backend of a route.
+  backendTLS: BackendTLS.optional(),
+});
+
+// ---------- backends ----------
+const HostPort = z
+  .string()
+  .regex(
+    /^((\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):[0-9]{1,5}|unix:\/.+)$/,
+    'expected "<host>:<port>" or "unix:/path/to/socket"',
+  );
+
+export const RouteBackend = z.union([
+  strict({ host: HostPort, weight: z.number().int().min(0).optional(), policies: BackendPolicies.optional() }),
+  strict({
+    backend: z.string().min(1),
+    weight: z.number().int().min(0).optional(),
+    policies: BackendPolicies.optional(),
+  }),
+  strict({
+    dynamic: strict({}),
+    weight: z.number().int().min(0).optional(),
+    policies: BackendPolicies.optional(),
+  }),
+]);
+
+export const NamedBackend = z.union([
+  strict({ name: z.string().min(1), host: HostPort, policies: BackendPolicies.optional() }),
+  strict({ name: z.string().min(1), dynamic: strict({}), policies: BackendPolicies.optional() }),
+]);
+
+// ---------- routes, listeners, gateways ----------
+const routeFields = {
+  name: z.string().min(1).optional(),
+  namespace: z.string().optional(),
+  ruleName: z.string().optional(),
+  hostnames: z.array(z.string().min(1)).optional(),
+  matches: z.array(RouteMatch).optional(),
+  policies: TrafficPolicies.optional(),
+  backends: z.array(RouteBackend).optional(),
+};
+export const Route = strict(routeFields);
+export const AttachedRoute = strict({
+  ...routeFields,
+  gateways: z.union([z.string().min(1), z.array(z.string().min(1))]).optional(),
+});
+
+const ListenerTLS = strict({
+  cert: FileOrInline,
+  key: FileOrInline,
+  root: FileOrInline.optional(),
+  minTLSVersion: z.enum(['TLS_V1_2', 'TLS_V1_3']).optional(),
+  maxTLSVersion: z.enum(['TLS_V1_2', 'TLS_V1_3']).optional(),
+});
+const Protocol = z.enum(['HTTP', 'HTTPS']);
+
+export const Listener = strict({
+  name: z.string().min(1).optional(),
+  namespace: z.string().optional(),
+  gatewayName: z.string().optional(),
+  hostname: z.string().min(1).optional(),
+  protocol: Protocol.optional(),
+  tls: ListenerTLS.optional(),
+  routes: z.array(Route).optional(),
+  policies: TrafficPolicies.optional(),
+});
+
+export const Bind = strict({
+  port: Port,
+  address: z.string().min(1).optional().meta({ description: 'gw extension: address to bind (default all)' }),
+  listeners: z.array(Listener),
+});
+
+export const Gateway = strict({
+  port: Port.optional(),
+  address: z.string().min(1).optional(),
+  protocol: Protocol.optional(),
+  tls: ListenerTLS.optional(),
+  listeners: z.array(Listener.omit({ routes: true })).optional(),
+  policies: TrafficPolicies.optional(),
+});
+
+const AccessLog = strict({
+  filter: Cel.optional(),
+  add: z.record(z.string().min(1).max(64), Cel).optional(),
+  remove: z.array(z.string().min(1).max(64)).max(32).optional(),
+});
+
+export const FrontendPolicies = strict({
+  accessLog: AccessLog.optional(),
+  http: strict({
+    maxBufferSize: ByteSize.optional(),
+    http1IdleTimeout: Duration.optional(),
+    http2KeepaliveInterval: Duration.optional(),
+  }).optional(),
+});
+
+export const PolicyTarget = z.union([
+  strict({ gateway: z.string().min(1) }),
+  strict({ listener: z.string().min(1) }),
+  strict({ route: z.string().min(1) }),
+  strict({ backend: z.string().min(1) }),
+]);
+export const TargetedPolicy = strict({
+  name: z.union([z.string(), strict({ name: z.string(), namespace: z.string().optional() })]).optional(),
+  target: PolicyTarget,
+  policy: TrafficPolicies,
+});
+
+export const LogLevel = z.union([z.string().min(1), z.array(z.string().min(1))]);
+
+export const GlobalConfig = strict({
+  adminAddr: Address.optional(),
+  statsAddr: Address.optional(),
+  readinessAddr: Address.optional(),
+  sensitiveHeaders: z.array(z.string()).optional(),
+  workerThreads: z.union([z.literal('auto'), z.number().int().min(1).max(256), z.string().regex(/^[0-9]+$/)]).optional(),
+  connectionTerminationDeadline: Duration.optional(),
+  connectionMinTerminationDeadline: Duration.optional(),
+  logging: strict({
+    level: LogLevel.optional(),
+    format: z.enum(['text', 'json']).optional(),
+  }).optional(),
+  backend: strict({
+    connectTimeout: Duration.optional(),
+    poolIdleTimeout: Duration.optional(),
+    poolMaxSize: z.number().int().min(1).nullable().optional(),
+    keepalives: Keepalives.optional(),
+  }).optional(),
+});
+
+const NotYet = (what: string) =>
+  z.unknown().refine(() => false, { message: `${what} is not supported by this build of gw yet` });
+
+export const ConfigFile = strict({
+  config: GlobalConfig.optional(),
+  binds: z.array(Bind).optional(),
+  gateways: z.record(z.string().min(1), Gateway).optional(),
+  routes: z.array(AttachedRoute).optional(),
+  backends: z.array(NamedBackend).optional(),
+  policies: z.array(TargetedPolicy).optional(),
+  frontendPolicies: FrontendPolicies.optional(),
+  ui: strict({ gateways: z.union([z.string(), z.array(z.string())]).optional() }).optional(),
+  workloads: z.array(z.unknown()).optional(),
+  services: z.array(z.unknown()).optional(),
+  llm: NotYet('llm').optional(),
+  mcp: NotYet('mcp').optional(),
+  tcpRoutes: NotYet('tcpRoutes').optional(),
+});
+
+export type ConfigFile = z.infer<typeof ConfigFile>;
+export type TrafficPolicies = z.infer<typeof TrafficPolicies>;
+export type BackendPolicies = z.infer<typeof BackendPolicies>;
+export type RouteMatch = z.infer<typeof RouteMatch>;
+export type RouteBackend = z.infer<typeof RouteBackend>;
+export type Listener = z.infer<typeof Listener>;
+export type Gateway = z.infer<typeof Gateway>;
+export type BackendTLS = z.infer<typeof BackendTLS>;
+export type GlobalConfig = z.infer<typeof GlobalConfig>;
+export type ListenerTLS = z.infer<typeof ListenerTLS>;
+export type AccessLog = z.infer<typeof AccessLog>;

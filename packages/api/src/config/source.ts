@@ -1,0 +1,203 @@
+// Reads a YAML config file into plain data while keeping where every value came from, so that any
+// later complaint (syntax, schema, compile) can name the file, line, column and field path.
+import { isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument, Scalar } from 'yaml';
+import type { z } from 'zod';
+
+export type FieldPath = ReadonlyArray<string | number>;
+
+export interface ConfigIssue {
+  file: string;
+  line: number;
+  column: number;
+  path: string;
+  message: string;
+}
+
+/** One or more problems with a config file; `message` lists every issue, one per line. */
+export class ConfigError extends Error {
+  readonly issues: ConfigIssue[];
+  constructor(issues: ConfigIssue[]) {
+    super(issues.map(formatIssue).join('\n'));
+    this.name = 'ConfigError';
+    this.issues = issues;
+  }
+}
+
+export function formatIssue(i: ConfigIssue): string {
+  const where = i.line > 0 ? `${i.file}:${i.line}:${i.column}` : i.file;
+  return i.path ? `${where}: ${i.path}: ${i.message}` : `${where}: ${i.message}`;
+}
+
+/** `binds[0].listeners[1].routes[2]` style, as users see paths in the docs. */
+export function formatPath(path: FieldPath): string {
+  let out = '';
+  for (const seg of path) {
+    if (typeof seg === 'number') out += `[${seg}]`;
+    else if (/^[A-Za-z_][A-Za-z0-9_-]*$/.test(seg)) out += out ? `.${seg}` : seg;
+    else out += `[${JSON.stringify(seg)}]`;
+  }
+  return out;
+}
+
+export interface SourceDocument {
+  file: string;
+  data: unknown;
+  /** The issue for `path`, located at the deepest node of that path present in the file. */
+  issueAt(path: FieldPath, message: string): ConfigIssue;
+}
+
+export type EnvLookup = (name: string) => string | undefined;
+
+const ENV_REF = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g;
+
+/**
+ * Parses YAML text. `$VAR`, `${VAR}` and `${VAR:-default}` in scalar values are replaced from the
+ * environment (`$$` is a literal `$`); a plain scalar that expands to a number or boolean becomes one,
+ * so `port: $PORT` works. An unset variable without a default is an error at its position.
+ */
+export function parseSource(file: string, text: string, env: EnvLookup = (n) => process.env[n]): SourceDocument {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true, merge: true });
+  const at = (offset: number) => {
+    const p = lineCounter.linePos(offset);
+    return { line: p.line, column: p.col };
+  };
+  const issues: ConfigIssue[] = [];
+  for (const e of doc.errors) {
+    issues.push({ file, ...at(e.pos[0]), path: '', message: e.message.split('\n')[0] ?? e.message });
+  }
+  if (issues.length > 0) throw new ConfigError(issues);
+
+  const pathOf: string[] = [];
+  const expand = (node: unknown, path: FieldPath): void => {
+    if (isMap(node)) {
+      for (const pair of node.items) {
+        const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
+        expand(pair.value, [...path, key]);
+      }
+    } else if (isSeq(node)) {
+      node.items.forEach((item, i) => {
+        expand(item, [...path, i]);
+      });
+    } else if (isScalar(node) && typeof node.value === 'string' && node.value.includes('$')) {
+      const original = node.value;
+      const missing: string[] = [];
+      const out = original.replace(ENV_REF, (whole, braced?: string, fallback?: string, bare?: string) => {
+        if (whole === '$$') return '$';
+        const name = (braced ?? bare) as string;
+        const value = env(name);
+        if (value !== undefined && value !== '') return value;
+        if (fallback !== undefined) return fallback;
+        if (value === '') return '';
+        missing.push(name);
+        return whole;
+      });
+      if (missing.length > 0) {
+        const off = node.range?.[0] ?? 0;
+        issues.push({
+          file,
+          ...at(off),
+          path: formatPath(path),
+          message: `environment variable ${missing.map((m) => `$${m}`).join(', ')} is not set (use \${NAME:-default} for a default, $$ for a literal $)`,
+        });
+        return;
+      }
+      node.value = node.type === Scalar.PLAIN ? plainScalar(out) : out;
+    }
+  };
+  void pathOf;
+  expand(doc.contents, []);
+  if (issues.length > 0) throw new ConfigError(issues);
+
+  const data = doc.toJS({ maxAliasCount: 100 }) ?? {};
+  return {
+    file,
+    data,
+    issueAt(path, message) {
+      const { offset, rest } = locate(doc.contents, path);
+      const suffix = rest.length > 0 ? ` (missing field ${JSON.stringify(rest[0])})` : '';
+      return {
+        file,
+        ...(offset >= 0 ? at(offset) : { line: 0, column: 0 }),
+        path: formatPath(path),
+        message: rest.length > 0 && !/required/i.test(message) ? message + suffix : message,
+      };
+    },
+  };
+}
+
+function plainScalar(text: string): unknown {
+  if (/^-?(0|[1-9][0-9]*)$/.test(text)) return Number(text);
+  if (/^-?[0-9]+\.[0-9]+$/.test(text)) return Number(text);
+  if (text === 'true' || text === 'false') return text === 'true';
+  return text;
+}
+
+/** The start offset of the deepest node along `path`, and the part of the path that is absent. */
+function locate(root: unknown, path: FieldPath): { offset: number; rest: FieldPath } {
+  let node = root as Node | null | undefined;
+  let offset = (node as { range?: [number] } | null)?.range?.[0] ?? -1;
+  for (let i = 0; i < path.length; i++) {
+    const seg = path[i];
+    let next: unknown;
+    let keyOffset = -1;
+    if (isMap(node)) {
+      const pair = node.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(seg));
+      if (pair) {
+        next = pair.value;
+        keyOffset = (pair.key as Scalar).range?.[0] ?? -1;
+      }
+    } else if (isSeq(node) && typeof seg === 'number') {
+      next = node.items[seg];
+    }
+    if (next === undefined) return { offset, rest: path.slice(i) };
+    // A key with an empty value has no node of its own: point at the key.
+    const range = (next as { range?: [number] } | null)?.range;
+    offset = range ? range[0] : keyOffset;
+    if (keyOffset >= 0 && (next === null || !range)) offset = keyOffset;
+    node = next as Node;
+  }
+  return { offset, rest: [] };
+}
+
+/**
+ * Turns zod issues into located ConfigIssues. Unknown keys point at the key itself; a union that
+ * failed on every branch is reported once, with the branch that got furthest.
+ */
+export function issuesFromZod(src: SourceDocument, error: z.ZodError): ConfigIssue[] {
+  const out: ConfigIssue[] = [];
+  const seen = new Set<string>();
+  const push = (i: ConfigIssue) => {
+    const k = `${i.path}|${i.message}`;
+    if (!seen.has(k)) {
+      seen.add(k);
+      out.push(i);
+    }
+  };
+  const visit = (issue: z.core.$ZodIssue, base: FieldPath) => {
+    const path = [...base, ...(issue.path as PropertyKey[]).map((p) => (typeof p === 'number' ? p : String(p)))];
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) push(src.issueAt([...path, key], `unknown field ${JSON.stringify(key)}`));
+      return;
+    }
+    if (issue.code === 'invalid_union' && issue.errors.length > 0) {
+      // Pick the branch whose issues reach deepest into the input: it is most likely what was meant.
+      let best = issue.errors[0] as z.core.$ZodIssue[];
+      let bestDepth = -1;
+      for (const branch of issue.errors) {
+        const depth = Math.max(...branch.map((b) => b.path.length + (b.code === 'invalid_type' ? 0 : 0.5)));
+        if (depth > bestDepth) {
+          bestDepth = depth;
+          best = branch;
+        }
+      }
+      if (bestDepth > 0) {
+        for (const b of best) visit(b, path);
+        return;
+      }
+    }
+    push(src.issueAt(path, issue.message));
+  };
+  for (const issue of error.issues) visit(issue, []);
+  return out;
+}

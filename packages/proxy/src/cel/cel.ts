@@ -1,0 +1,87 @@
+// CEL for policies: one environment with the request variables, expressions compiled once per config
+// (never per request), and evaluation errors turned into "no value" instead of exceptions.
+import { Environment } from '@marcbachmann/cel-js';
+
+/** Variables an expression may name; each is filled in only when its context exists. */
+export const CEL_VARIABLES = [
+  'request',
+  'response',
+  'source',
+  'jwt',
+  'apiKey',
+  'extauthz',
+  'llmRequest',
+  'backend',
+  'route',
+] as const;
+export type CelContext = Partial<Record<(typeof CEL_VARIABLES)[number], unknown>>;
+
+const env = (() => {
+  const e = new Environment({ homogeneousAggregateLiterals: false });
+  for (const v of CEL_VARIABLES) e.registerVariable(v, 'dyn');
+  e.registerFunction('random(): double', () => Math.random());
+  return e;
+})();
+
+export class CelCompileError extends Error {
+  readonly expression: string;
+  constructor(expression: string, message: string) {
+    super(message);
+    this.name = 'CelCompileError';
+    this.expression = expression;
+  }
+}
+
+export interface CelProgram {
+  readonly source: string;
+  /** The value, or `undefined` when evaluation fails (e.g. a missing variable or field). */
+  eval(ctx: CelContext): unknown;
+}
+
+/** Compiles and type-checks; throws CelCompileError with the library's message (which shows where). */
+export function compileCel(source: string): CelProgram {
+  if (source.length > 16384) throw new CelCompileError(source, 'expression is longer than 16384 characters');
+  let fn: (ctx: CelContext) => unknown;
+  try {
+    fn = env.parse(source) as unknown as (ctx: CelContext) => unknown;
+  } catch (err) {
+    throw new CelCompileError(source, (err as Error).message);
+  }
+  const checked = env.check(source) as { valid: boolean; error?: Error };
+  if (!checked.valid) throw new CelCompileError(source, checked.error?.message ?? 'invalid expression');
+  return {
+    source,
+    eval(ctx) {
+      try {
+        return fn(ctx);
+      } catch {
+        return undefined;
+      }
+    },
+  };
+}
+
+/** True only for a boolean `true`; errors and non-booleans count as false. */
+export function celTrue(p: CelProgram, ctx: CelContext): boolean {
+  return p.eval(ctx) === true;
+}
+
+/** Milliseconds from a CEL value: a google.protobuf.Duration, or a number of milliseconds. */
+export function celDurationMs(value: unknown): number | undefined {
+  if (typeof value === 'bigint') return Number(value);
+  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
+  if (value && typeof value === 'object' && 'seconds' in value) {
+    const d = value as { seconds: number | bigint; nanos?: number | bigint };
+    return Number(d.seconds) * 1000 + Number(d.nanos ?? 0) / 1e6;
+  }
+  return undefined;
+}
+
+/** Plain JS for CEL results that leave the engine (access log fields, headers). */
+export function celToJson(value: unknown): unknown {
+  if (typeof value === 'bigint') return Number(value);
+  if (value instanceof Map) return Object.fromEntries([...value].map(([k, v]) => [String(k), celToJson(v)]));
+  if (Array.isArray(value)) return value.map(celToJson);
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('base64');
+  return value;
+}

@@ -1,0 +1,93 @@
+// The proxy's one intermediate representation. The standalone loader and the xDS client both produce
+// it; everything after (compile, swap, serve) is shared. Plain data, so it crosses worker threads.
+import type { AccessLog, BackendPolicies, RouteMatch, TrafficPolicies } from '@gw/api';
+import type { Secret } from '../secret.ts';
+
+export interface ProxyIR {
+  /** Content hash: equal configs have equal versions, so a no-op reload is skipped. */
+  version: string;
+  source: string;
+  global: GlobalIR;
+  binds: BindIR[];
+  frontend: FrontendIR;
+}
+
+export interface GlobalIR {
+  maxBufferSize: number;
+  connectTimeoutMs: number;
+  poolIdleTimeoutMs: number;
+  poolMaxSize: number | null;
+  keepalive: { enabled: boolean; timeMs: number; intervalMs: number; retries: number };
+  http1IdleTimeoutMs: number;
+  terminationDeadlineMs: number;
+  sensitiveHeaders: string[];
+}
+
+export interface FrontendIR {
+  accessLog?: AccessLog;
+}
+
+export interface TlsServerIR {
+  cert: string;
+  key: Secret;
+  root?: string;
+  minVersion?: 'TLSv1.2' | 'TLSv1.3';
+  maxVersion?: 'TLSv1.2' | 'TLSv1.3';
+}
+
+export interface BindIR {
+  /** `address:port`, stable across reloads so the listening socket is kept. */
+  key: string;
+  address: string;
+  port: number;
+  protocol: 'HTTP' | 'HTTPS';
+  listeners: ListenerIR[];
+}
+
+export interface ListenerIR {
+  gateway: string;
+  name: string;
+  hostname?: string;
+  protocol: 'HTTP' | 'HTTPS';
+  tls?: TlsServerIR;
+  routes: RouteIR[];
+}
+
+export interface RouteIR {
+  /** Unique in the config; used in metrics, logs and errors. */
+  key: string;
+  name: string;
+  /** Where the route was defined, e.g. `binds[0].listeners[0].routes[2]`. */
+  path: string;
+  hostnames: string[];
+  matches: RouteMatch[];
+  /** Effective traffic policy: gateway → listener → route, most specific field wins. */
+  policies: TrafficPolicies;
+  backends: RouteBackendIR[];
+}
+
+export type BackendTarget =
+  | { kind: 'host'; host: string; port: number }
+  | { kind: 'unix'; path: string }
+  | { kind: 'dynamic' };
+
+export interface RouteBackendIR {
+  name: string;
+  weight: number;
+  target: BackendTarget;
+  policies: ResolvedBackendPolicies;
+}
+
+/** Backend policies with file references already read (TLS material inline). */
+export interface ResolvedBackendPolicies extends Omit<BackendPolicies, 'backendTLS'> {
+  backendTLS?: {
+    cert?: string;
+    key?: Secret;
+    root?: string;
+    hostname?: string;
+    insecure?: boolean;
+    insecureHost?: boolean;
+    alpn?: string[];
+    subjectAltNames?: string[];
+  };
+}

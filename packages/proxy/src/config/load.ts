@@ -1,0 +1,498 @@
+// Standalone config loader: YAML file → validated ProxyIR. Every problem is reported with the file,
+// line, column and field path, and all problems are reported at once.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { createSecureContext } from 'node:tls';
+import {
+  type BackendPolicies,
+  ConfigError,
+  ConfigFile,
+  type ConfigIssue,
+  type EnvLookup,
+  type FieldPath,
+  formatPath,
+  type GlobalConfig,
+  type ListenerTLS,
+  HEADER_NAME_PATTERN,
+  issuesFromZod,
+  parseByteSize,
+  parseGoDuration,
+  parseSource,
+  type RouteBackend,
+  type RouteMatch,
+  type SourceDocument,
+  type TrafficPolicies,
+} from '@gw/api';
+import { CelCompileError, compileCel } from '../cel/cel.ts';
+import { Secret } from '../secret.ts';
+import type {
+  BackendTarget,
+  BindIR,
+  GlobalIR,
+  ListenerIR,
+  ProxyIR,
+  ResolvedBackendPolicies,
+  RouteBackendIR,
+  RouteIR,
+  TlsServerIR,
+} from './ir.ts';
+
+/** Settings read once at start-up (the spec: adminAddr and sensitiveHeaders are not hot-reloaded). */
+export interface StartupConfig {
+  adminAddr: string;
+  statsAddr: string;
+  readinessAddr: string;
+  workerThreads: number | 'auto';
+  logLevel: string;
+  logFormat: 'text' | 'json';
+}
+
+export interface LoadedConfig {
+  ir: ProxyIR;
+  startup: StartupConfig;
+}
+
+export const DEFAULT_MAX_BUFFER = 2 * 1024 * 1024;
+
+export async function loadConfigFile(path: string, env?: EnvLookup): Promise<LoadedConfig> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError([
+      { file: path, line: 0, column: 0, path: '', message: `cannot read file: ${(err as Error).message}` },
+    ]);
+  }
+  return loadConfigText(path, text, dirname(resolve(path)), env);
+}
+
+export function loadConfigText(file: string, text: string, baseDir: string, env?: EnvLookup): LoadedConfig {
+  const src = parseSource(file, text, env);
+  const parsed = ConfigFile.safeParse(src.data);
+  if (!parsed.success) throw new ConfigError(issuesFromZod(src, parsed.error));
+  return new Builder(src, parsed.data, baseDir).build();
+}
+
+const ms = (d: string | undefined, fallback: number) => (d === undefined ? fallback : (parseGoDuration(d) ?? fallback));
+
+function defaultAddr(a: string | undefined, port: number): string {
+  return a ?? `127.0.0.1:${port}`;
+}
+
+class Builder {
+  readonly issues: ConfigIssue[] = [];
+  readonly src: SourceDocument;
+  readonly cfg: ConfigFile;
+  readonly baseDir: string;
+  constructor(src: SourceDocument, cfg: ConfigFile, baseDir: string) {
+    this.src = src;
+    this.cfg = cfg;
+    this.baseDir = baseDir;
+  }
+
+  fail(path: FieldPath, message: string): void {
+    this.issues.push(this.src.issueAt(path, message));
+  }
+
+  build(): LoadedConfig {
+    const g = this.cfg.config ?? {};
+    const startup = this.startup(g);
+    const global = this.global(g);
+    const binds = this.binds();
+    const frontend = this.frontend();
+    if (this.issues.length > 0) throw new ConfigError(this.issues);
+    const body = { source: this.src.file, global, binds, frontend };
+    const version = createHash('sha256').update(JSON.stringify(body, secretHashReplacer)).digest('hex').slice(0, 16);
+    return { ir: { version, ...body }, startup };
+  }
+
+  startup(g: GlobalConfig): StartupConfig {
+    const level = g.logging?.level;
+    let workerThreads: number | 'auto' = 'auto';
+    if (typeof g.workerThreads === 'number') workerThreads = g.workerThreads;
+    else if (typeof g.workerThreads === 'string' && g.workerThreads !== 'auto') workerThreads = Number(g.workerThreads);
+    return {
+      adminAddr: defaultAddr(g.adminAddr, 15000),
+      statsAddr: g.statsAddr ?? '0.0.0.0:15020',
+      readinessAddr: g.readinessAddr ?? '0.0.0.0:15021',
+      workerThreads,
+      logLevel: Array.isArray(level) ? level.join(',') : (level ?? 'info'),
+      logFormat: g.logging?.format ?? 'text',
+    };
+  }
+
+  global(g: GlobalConfig): GlobalIR {
+    const sensitive: string[] = [];
+    (g.sensitiveHeaders ?? []).forEach((h, i) => {
+      if (!HEADER_NAME_PATTERN.test(h) || h.startsWith(':')) {
+        this.fail(['config', 'sensitiveHeaders', i], `invalid HTTP header name ${JSON.stringify(h)}`);
+      } else sensitive.push(h.toLowerCase());
+    });
+    const fh = this.cfg.frontendPolicies?.http;
+    const ka = g.backend?.keepalives;
+    return {
+      maxBufferSize: fh?.maxBufferSize === undefined ? DEFAULT_MAX_BUFFER : (parseByteSize(fh.maxBufferSize) ?? 0),
+      connectTimeoutMs: ms(g.backend?.connectTimeout, 10_000),
+      poolIdleTimeoutMs: ms(g.backend?.poolIdleTimeout, 90_000),
+      poolMaxSize: g.backend?.poolMaxSize ?? null,
+      keepalive: {
+        enabled: ka?.enabled ?? true,
+        timeMs: ms(ka?.time, 180_000),
+        intervalMs: ms(ka?.interval, 180_000),
+        retries: ka?.retries ?? 9,
+      },
+      http1IdleTimeoutMs: ms(fh?.http1IdleTimeout, 600_000),
+      terminationDeadlineMs: ms(g.connectionTerminationDeadline, 30_000),
+      sensitiveHeaders: ['authorization', 'proxy-authorization', ...sensitive],
+    };
+  }
+
+  frontend(): ProxyIR['frontend'] {
+    const al = this.cfg.frontendPolicies?.accessLog;
+    if (!al) return {};
+    const base = ['frontendPolicies', 'accessLog'];
+    if (al.filter) this.cel([...base, 'filter'], al.filter);
+    for (const [k, v] of Object.entries(al.add ?? {})) this.cel([...base, 'add', k], v);
+    return { accessLog: { ...al } };
+  }
+
+  cel(path: FieldPath, expr: string): void {
+    try {
+      compileCel(expr);
+    } catch (err) {
+      if (err instanceof CelCompileError) this.fail(path, `invalid CEL expression: ${err.message}`);
+      else throw err;
+    }
+  }
+
+  regex(path: FieldPath, pattern: string): void {
+    try {
+      new RegExp(pattern);
+    } catch (err) {
+      this.fail(path, `invalid regular expression: ${(err as Error).message}`);
+    }
+  }
+
+  readMaterial(path: FieldPath, v: string | { file: string }): string | undefined {
+    if (typeof v === 'string' && v.includes('-----BEGIN')) return v;
+    const file = typeof v === 'string' ? v : v.file;
+    const full = isAbsolute(file) ? file : resolve(this.baseDir, file);
+    try {
+      return readFileSync(full, 'utf8');
+    } catch (err) {
+      this.fail(path, `cannot read ${full}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      return undefined;
+    }
+  }
+
+  // ---------- listeners and binds ----------
+
+  binds(): BindIR[] {
+    const byKey = new Map<string, BindIR>();
+    const add = (path: FieldPath, address: string, port: number, l: ListenerIR) => {
+      const key = `${address}:${port}`;
+      let b = byKey.get(key);
+      if (!b) {
+        b = { key, address, port, protocol: l.protocol, listeners: [] };
+        byKey.set(key, b);
+      } else if (b.protocol !== l.protocol) {
+        this.fail(path, `port ${port} already serves ${b.protocol}; one port cannot mix HTTP and HTTPS`);
+        return;
+      }
+      const dup = b.listeners.find((o) => (o.hostname ?? '') === (l.hostname ?? ''));
+      if (dup && port !== 0) {
+        this.fail(
+          path,
+          `listener ${l.gateway}/${l.name} has the same hostname (${l.hostname ?? 'any'}) on port ${port} as ${dup.gateway}/${dup.name}`,
+        );
+        return;
+      }
+      b.listeners.push(l);
+    };
+
+    const gwPolicies = new Map<string, TrafficPolicies>();
+    const targeted = this.targetedPolicies();
+
+    (this.cfg.binds ?? []).forEach((bind, bi) => {
+      bind.listeners.forEach((l, li) => {
+        const path = ['binds', bi, 'listeners', li];
+        const gateway = l.gatewayName ?? `bind/${bind.port}`;
+        const name = l.name ?? `listener${li}`;
+        const protocol = l.protocol ?? (l.tls ? 'HTTPS' : 'HTTP');
+        const tls = this.serverTls([...path, 'tls'], protocol, l.tls);
+        const inherited = mergePolicies(
+          targeted.gateway.get(gateway),
+          gwPolicies.get(gateway),
+          targeted.listener.get(`${gateway}/${name}`),
+          l.policies,
+        );
+        const routes = (l.routes ?? []).map((r, ri) =>
+          this.route([...path, 'routes', ri], `${gateway}/${name}`, r, inherited, targeted),
+        );
+        const ir: ListenerIR = { gateway, name, protocol, routes, ...(tls ? { tls } : {}) };
+        if (l.hostname) ir.hostname = l.hostname.toLowerCase();
+        add(path, bind.address ?? '::', bind.port, ir);
+      });
+    });
+
+    // The simple form: gateways.<name> plus top-level routes attached by name.
+    const gws = this.cfg.gateways ?? {};
+    const listenersOf = new Map<string, ListenerIR[]>();
+    for (const [gname, gw] of Object.entries(gws)) {
+      const path = ['gateways', gname];
+      if (gw.port === undefined) {
+        this.fail(path, 'port is required');
+        continue;
+      }
+      const specs = gw.listeners ?? [{ protocol: gw.protocol, tls: gw.tls }];
+      if (gw.listeners && (gw.protocol || gw.tls)) {
+        this.fail(path, 'protocol and tls belong on each listener when listeners are set');
+      }
+      const out: ListenerIR[] = [];
+      specs.forEach((l, li) => {
+        const lpath = gw.listeners ? [...path, 'listeners', li] : path;
+        const name = ('name' in l && l.name) || (gw.listeners ? `listener${li}` : 'default');
+        const protocol = l.protocol ?? (l.tls ? 'HTTPS' : 'HTTP');
+        const tls = this.serverTls([...lpath, 'tls'], protocol, l.tls);
+        const ir: ListenerIR = { gateway: gname, name, protocol, routes: [], ...(tls ? { tls } : {}) };
+        if ('hostname' in l && l.hostname) ir.hostname = l.hostname.toLowerCase();
+        out.push(ir);
+        add(lpath, gw.address ?? '::', gw.port as number, ir);
+        const lp = 'policies' in l ? l.policies : undefined;
+        gwPolicies.set(`${gname}/${name}`, mergePolicies(gw.policies, lp) ?? {});
+      });
+      listenersOf.set(gname, out);
+    }
+    (this.cfg.routes ?? []).forEach((r, ri) => {
+      const path = ['routes', ri];
+      const refs = r.gateways === undefined ? ['default'] : Array.isArray(r.gateways) ? r.gateways : [r.gateways];
+      for (const ref of refs) {
+        const [gname, lname] = ref.split('/', 2) as [string, string | undefined];
+        const ls = listenersOf.get(gname);
+        if (!ls) {
+          const known = [...listenersOf.keys()];
+          this.fail(
+            [...path, 'gateways'],
+            `no gateway named ${JSON.stringify(gname)}${known.length ? ` (gateways: ${known.join(', ')})` : ' (define it under gateways:)'}`,
+          );
+          continue;
+        }
+        const targets = lname ? ls.filter((l) => l.name === lname) : ls;
+        if (targets.length === 0) this.fail([...path, 'gateways'], `gateway ${gname} has no listener ${lname}`);
+        for (const l of targets) {
+          const inherited = mergePolicies(
+            targeted.gateway.get(gname),
+            gwPolicies.get(`${gname}/${l.name}`),
+            targeted.listener.get(`${gname}/${l.name}`),
+          );
+          const { gateways: _g, ...route } = r;
+          l.routes.push(this.route(path, `${gname}/${l.name}`, route, inherited, targeted));
+        }
+      }
+    });
+    if (byKey.size === 0) this.fail([], 'no listeners: define binds: or gateways:');
+    return [...byKey.values()];
+  }
+
+  serverTls(
+    path: FieldPath,
+    protocol: 'HTTP' | 'HTTPS',
+    tls: ListenerTLS | undefined,
+  ): TlsServerIR | undefined {
+    if (protocol === 'HTTP') {
+      if (tls) this.fail([...path], 'tls is set but protocol is HTTP (use HTTPS)');
+      return undefined;
+    }
+    if (!tls) {
+      this.fail(path, 'protocol HTTPS needs tls with cert and key');
+      return undefined;
+    }
+    const cert = this.readMaterial([...path, 'cert'], tls.cert);
+    const key = this.readMaterial([...path, 'key'], tls.key);
+    const root = tls.root ? this.readMaterial([...path, 'root'], tls.root) : undefined;
+    if (cert === undefined || key === undefined) return undefined;
+    try {
+      createSecureContext({ cert, key, ...(root ? { ca: root } : {}) });
+    } catch (err) {
+      this.fail(path, `certificate and key do not load: ${(err as Error).message}`);
+      return undefined;
+    }
+    const ver = (v?: string) => (v === 'TLS_V1_3' ? 'TLSv1.3' : v === 'TLS_V1_2' ? 'TLSv1.2' : undefined);
+    const out: TlsServerIR = { cert, key: new Secret(key) };
+    if (root) out.root = root;
+    const min = ver(tls.minTLSVersion);
+    const max = ver(tls.maxTLSVersion);
+    if (min) out.minVersion = min;
+    if (max) out.maxVersion = max;
+    return out;
+  }
+
+  targetedPolicies() {
+    const out = {
+      gateway: new Map<string, TrafficPolicies>(),
+      listener: new Map<string, TrafficPolicies>(),
+      route: new Map<string, TrafficPolicies>(),
+      backend: new Map<string, TrafficPolicies>(),
+    };
+    (this.cfg.policies ?? []).forEach((p, i) => {
+      this.trafficChecks(['policies', i, 'policy'], p.policy);
+      const [kind, name] = Object.entries(p.target)[0] as unknown as [keyof typeof out, string];
+      out[kind].set(name, mergePolicies(out[kind].get(name), p.policy) ?? {});
+    });
+    return out;
+  }
+
+  // ---------- routes ----------
+
+  route(
+    path: FieldPath,
+    parent: string,
+    r: {
+      name?: string | undefined;
+      hostnames?: string[] | undefined;
+      matches?: RouteMatch[] | undefined;
+      policies?: TrafficPolicies | undefined;
+      backends?: RouteBackend[] | undefined;
+    },
+    inherited: TrafficPolicies | undefined,
+    targeted: ReturnType<Builder['targetedPolicies']>,
+  ): RouteIR {
+    const name = r.name ?? `route${path[path.length - 1]}`;
+    if (r.policies) this.trafficChecks([...path, 'policies'], r.policies);
+    const matches = r.matches && r.matches.length > 0 ? r.matches : [{ path: { pathPrefix: '/' } }];
+    matches.forEach((m, mi) => {
+      const mp = [...path, 'matches', mi];
+      if (m.path && 'regex' in m.path) {
+        this.regex([...mp, 'path', 'regex'], Array.isArray(m.path.regex) ? m.path.regex[0] : m.path.regex);
+      }
+      m.headers?.forEach((h, hi) => {
+        if ('regex' in h.value) this.regex([...mp, 'headers', hi, 'value', 'regex'], h.value.regex);
+      });
+      m.query?.forEach((q, qi) => {
+        if ('regex' in q.value) this.regex([...mp, 'query', qi, 'value', 'regex'], q.value.regex);
+      });
+    });
+    const policies = mergePolicies(inherited, targeted.route.get(name), r.policies) ?? {};
+    const backends: RouteBackendIR[] = [];
+    (r.backends ?? []).forEach((b, bi) => {
+      const ir = this.routeBackend([...path, 'backends', bi], b, policies, targeted);
+      if (ir) backends.push(ir);
+    });
+    return {
+      key: `${parent}/${name}`,
+      name,
+      path: formatPath(path),
+      hostnames: (r.hostnames ?? []).map((h) => h.toLowerCase()),
+      matches,
+      policies,
+      backends,
+    };
+  }
+
+  routeBackend(
+    path: FieldPath,
+    b: RouteBackend,
+    routePolicies: TrafficPolicies,
+    targeted: ReturnType<Builder['targetedPolicies']>,
+  ): RouteBackendIR | undefined {
+    let target: BackendTarget | undefined;
+    let name: string;
+    let named: BackendPolicies | undefined;
+    if ('host' in b) {
+      target = parseHost(b.host);
+      name = b.host;
+    } else if ('dynamic' in b) {
+      target = { kind: 'dynamic' };
+      name = 'dynamic';
+    } else {
+      name = b.backend;
+      const def = (this.cfg.backends ?? []).find((d) => d.name === b.backend);
+      if (!def) {
+        const known = (this.cfg.backends ?? []).map((d) => d.name);
+        this.fail(
+          [...path, 'backend'],
+          `no backend named ${JSON.stringify(b.backend)}${known.length ? ` (backends: ${known.join(', ')})` : ''}`,
+        );
+        return undefined;
+      }
+      target = 'host' in def ? parseHost(def.host) : { kind: 'dynamic' };
+      named = def.policies;
+    }
+    const fromRoute: BackendPolicies = {};
+    if (routePolicies.backendTLS) fromRoute.backendTLS = routePolicies.backendTLS;
+    const merged = mergePolicies(fromRoute, targeted.backend.get(name) as BackendPolicies, named, b.policies);
+    return {
+      name,
+      weight: b.weight ?? 1,
+      target,
+      policies: this.resolveBackendPolicies([...path, 'policies'], merged ?? {}),
+    };
+  }
+
+  resolveBackendPolicies(path: FieldPath, p: BackendPolicies): ResolvedBackendPolicies {
+    const { backendTLS, ...rest } = p;
+    const out: ResolvedBackendPolicies = { ...rest };
+    if (backendTLS) {
+      const t = backendTLS;
+      const tp = [...path, 'backendTLS'];
+      const resolved: NonNullable<ResolvedBackendPolicies['backendTLS']> = {};
+      if (t.cert) {
+        const v = this.readMaterial([...tp, 'cert'], t.cert);
+        if (v) resolved.cert = v;
+      }
+      if (t.key) {
+        const v = this.readMaterial([...tp, 'key'], t.key);
+        if (v) resolved.key = new Secret(v);
+      }
+      if (t.root) {
+        const v = this.readMaterial([...tp, 'root'], t.root);
+        if (v) resolved.root = v;
+      }
+      if (Boolean(t.cert) !== Boolean(t.key)) this.fail(tp, 'cert and key must be set together for mTLS');
+      if (t.insecure && t.subjectAltNames) this.fail(tp, 'at most one of insecure and subjectAltNames');
+      for (const k of ['hostname', 'insecure', 'insecureHost', 'alpn', 'subjectAltNames'] as const) {
+        if (t[k] !== undefined) (resolved as Record<string, unknown>)[k] = t[k];
+      }
+      out.backendTLS = resolved;
+    }
+    return out;
+  }
+
+  /** Checks that need more than the schema: CEL and regex compile. */
+  trafficChecks(path: FieldPath, p: TrafficPolicies): void {
+    if (p.delay) {
+      const items = 'conditional' in p.delay ? p.delay.conditional : [p.delay];
+      items.forEach((d, i) => {
+        const dp = 'conditional' in p.delay! ? [...path, 'delay', 'conditional', i] : [...path, 'delay'];
+        if ('condition' in d && typeof d.condition === 'string') this.cel([...dp, 'condition'], d.condition);
+        if (parseGoDuration(d.duration) === undefined) this.cel([...dp, 'duration'], d.duration);
+      });
+    }
+    if (p.retry && p.retry.attempts === undefined) p.retry.attempts = 1;
+  }
+}
+
+function parseHost(host: string): BackendTarget {
+  if (host.startsWith('unix:')) return { kind: 'unix', path: host.slice(5) };
+  const i = host.lastIndexOf(':');
+  let h = host.slice(0, i);
+  if (h.startsWith('[') && h.endsWith(']')) h = h.slice(1, -1);
+  return { kind: 'host', host: h, port: Number(host.slice(i + 1)) };
+}
+
+/** Most specific wins per policy field: later arguments replace earlier ones field by field. */
+export function mergePolicies<T extends object>(...layers: (T | undefined)[]): T | undefined {
+  let out: T | undefined;
+  for (const l of layers) {
+    if (!l) continue;
+    out = { ...(out ?? ({} as T)), ...l };
+  }
+  return out;
+}
+
+function secretHashReplacer(_k: string, v: unknown): unknown {
+  // Secrets print as [redacted]; hash their content so a rotated key is a new version.
+  return v instanceof Secret ? `secret:${createHash('sha256').update(v.reveal()).digest('hex')}` : v;
+}
