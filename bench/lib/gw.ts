@@ -1,0 +1,50 @@
+// Starts the proxy under test (bin/gw) from a generated config and waits for its readiness endpoint.
+import { accessSync, constants, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Ports } from '../scenarios/types.ts';
+import { waitForHttp } from './net.ts';
+import { spawnTracked, type Tracked } from './procs.ts';
+
+export function assertGwBinary(gwBin: string): void {
+  try {
+    accessSync(gwBin, constants.X_OK);
+  } catch {
+    throw new Error(
+      `bin/gw not found (${gwBin}), run make setup (or BENCH_STANDIN=nginx to test the harness)`,
+    );
+  }
+}
+
+/** The config: admin/stats/readiness on their own loopback ports, then the scenario's binds. */
+export function gwConfig(ports: Ports, workers: number, bindsYaml: string): string {
+  return `config:
+  adminAddr: 127.0.0.1:${ports.admin}
+  statsAddr: 127.0.0.1:${ports.stats}
+  readinessAddr: 127.0.0.1:${ports.ready}
+  workerThreads: ${workers}
+binds:
+${bindsYaml}`;
+}
+
+export async function startGw(opts: {
+  gwBin: string;
+  workDir: string;
+  yaml: string;
+  readyPort: number;
+  cpus: string | undefined;
+}): Promise<Tracked> {
+  const dir = join(opts.workDir, 'gw');
+  mkdirSync(dir, { recursive: true });
+  const configFile = join(dir, 'gw.yaml');
+  writeFileSync(configFile, opts.yaml);
+  const proc = spawnTracked('gw', [opts.gwBin, '-f', configFile], {
+    cpus: opts.cpus,
+    logFile: join(dir, 'gw.log'),
+    cwd: dir,
+  });
+  await waitForHttp(`http://127.0.0.1:${opts.readyPort}/healthz/ready`, proc, {
+    timeoutMs: 30_000,
+    status: 200,
+  });
+  return proc;
+}

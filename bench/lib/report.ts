@@ -1,0 +1,159 @@
+// Result files (bench/results/<date>-<scenario>.json) and the readable bench/RESULTS.md rebuilt from
+// them: the newest full run of each scenario, falling back to the newest quick run, clearly marked.
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Figure, LoadSpec, ModeResult, Settings } from '../scenarios/types.ts';
+import type { MachineInfo } from './machine.ts';
+
+export interface ResultFile {
+  scenario: string;
+  title: string;
+  reference: string | null;
+  date: string;
+  startedAt: string;
+  durationSeconds: number;
+  quick: boolean;
+  standin: boolean;
+  machine: MachineInfo;
+  settings: Omit<Settings, 'modes'>;
+  load: LoadSpec;
+  modes: ModeResult[];
+}
+
+export function resultFileName(r: Pick<ResultFile, 'date' | 'scenario' | 'quick'>): string {
+  // A quick check must never overwrite the day's full run, hence its own suffix.
+  return `${r.date}-${r.scenario}${r.quick ? '.quick' : ''}.json`;
+}
+
+function formatValue(v: number | null, unit: Figure['unit']): string {
+  if (v === null || !Number.isFinite(v)) return '–';
+  switch (unit) {
+    case 'x':
+      return `${v.toFixed(2)}×`;
+    case 'us':
+      return `${Math.abs(v) < 10 ? v.toFixed(1) : Math.round(v)} µs`;
+    case 'MiB':
+      return `${v.toFixed(1)} MiB`;
+    case 'rps':
+      return `${Math.round(v).toLocaleString('en-US')} req/s`;
+    case 'count':
+      return String(Math.round(v));
+  }
+}
+
+function formatFigure(f: Figure): string {
+  // JSON turns NaN into null, so values read back from files may be null.
+  const med = f.median as number | null;
+  if (f.n <= 1) return formatValue(med, f.unit);
+  return `**${formatValue(med, f.unit)}** (${formatValue(f.min, f.unit)} – ${formatValue(f.max, f.unit)})`;
+}
+
+export function renderSection(r: ResultFile, fileName: string): string {
+  const s = r.settings;
+  const kind = r.standin ? 'STAND-IN run' : r.quick ? 'QUICK run (indicative only)' : 'full run';
+  const m = r.machine;
+  const lines = [
+    `## ${r.title}`,
+    '',
+    `\`${r.scenario}\` · ${r.date} · ${kind}: ${s.pairs} interleaved rounds per mode; per peer and round ` +
+      `${s.saturationSeconds} s of wrk at ${r.load.connections} connections, then ${s.latencySeconds} s of ` +
+      `h2load at ${r.load.rateRps} req/s over ${r.load.latencyConnections} connections · ` +
+      `[results/${fileName}](results/${fileName})`,
+    '',
+    `Machine: ${m.nproc} × ${m.cpuModel} · Linux ${m.kernel} · Node ${m.node} · nginx ${m.nginx} · wrk ${m.wrk} · ` +
+      `h2load ${m.h2load} · gw ${m.gwRevision} · load average ${m.loadAverage.toFixed(2)} at start`,
+    '',
+  ];
+  const keys: { key: string; label: string }[] = [];
+  for (const mode of r.modes) {
+    for (const f of mode.figures)
+      if (!keys.some((k) => k.key === f.key)) keys.push({ key: f.key, label: f.label });
+  }
+  lines.push(`| Figure | ${r.modes.map((mr) => mr.mode.label).join(' | ')} |`);
+  lines.push(`| --- |${r.modes.map(() => ' --- |').join('')}`);
+  for (const { key, label } of keys) {
+    const cells = r.modes.map((mr) => {
+      const f = mr.figures.find((x) => x.key === key);
+      return f === undefined ? '–' : formatFigure(f);
+    });
+    lines.push(`| ${label} | ${cells.join(' | ')} |`);
+  }
+  const notes = r.modes.flatMap((mr: ModeResult) => mr.notes.map((n) => `- ${mr.mode.name}: ${n}`));
+  if (notes.length > 0) lines.push('', 'Notes:', '', ...notes);
+  if (r.reference !== null) lines.push('', `Reference: ${r.reference}`);
+  lines.push('');
+  return lines.join('\n');
+}
+
+const EXPLANATION = `## What the figures mean
+
+- **Throughput gw / nginx**, **gw / direct**: requests per second served at saturation (wrk, closed
+  loop, responses with status < 400 only), as a ratio of the two peers measured in the same round; the
+  median over rounds, the min–max range in brackets. "direct" is wrk talking to the upstream with no
+  proxy, the ceiling of the setup.
+- **CPU per request**: user + system CPU of the proxy's whole process tree (\`/proc/<pid>/stat\`
+  utime+stime, children included) over the saturation run, divided by the requests it served. For nginx
+  this is master + workers.
+- **Added p50 / p99 latency**: at a fixed rate well below saturation (h2load \`--rps\`, an open-loop
+  schedule per connection), the peer's percentile minus direct's percentile in the same round.
+  Latency is timed by h2load from each request's actual send.
+- **RSS idle**: summed VmRSS of the process tree after it is ready and has proxied one request, before
+  any load. **RSS peak**: the highest VmRSS sample (every 100 ms) during the warm-up and all rounds.
+  **VmHWM**: the kernel's own high-water mark at the end (summed per process, so an upper bound for a
+  multi-process tree).
+- **Context** rows are absolute numbers; they depend on the machine and its neighbours and are not for
+  comparison across runs.
+- **Pinned** runs put the proxies (gw with \`workerThreads: 1\`, nginx with \`worker_processes 1\`) on
+  core 0 and the upstream, the load generators and the harness on core 1 (\`taskset\`): per-core
+  figures. **Unpinned** runs use 2 workers each and let everything share all cores: the whole-machine
+  figure.
+- Rounds alternate their order (direct, gw, nginx, then nginx, gw, direct …) so a drifting
+  background load biases no peer.
+`;
+
+/** Rebuilds RESULTS.md from every result file in resultsDir; returns the text written. */
+export function writeResultsMarkdown(benchDir: string, scenarioOrder: readonly string[]): string {
+  const resultsDir = join(benchDir, 'results');
+  let files: string[] = [];
+  try {
+    files = readdirSync(resultsDir).filter((f) => f.endsWith('.json'));
+  } catch {
+    // No results yet.
+  }
+  const chosen = new Map<string, { file: string; r: ResultFile }>();
+  for (const file of files) {
+    let r: ResultFile;
+    try {
+      r = JSON.parse(readFileSync(join(resultsDir, file), 'utf8')) as ResultFile;
+    } catch {
+      continue;
+    }
+    if (r.standin) continue;
+    const current = chosen.get(r.scenario);
+    // A full run beats any quick run; among equals the newest wins.
+    const better =
+      current === undefined ||
+      (current.r.quick && !r.quick) ||
+      (current.r.quick === r.quick && r.startedAt > current.r.startedAt);
+    if (better) chosen.set(r.scenario, { file, r });
+  }
+  const ordered = [...chosen.keys()].sort((a, b) => {
+    const ia = scenarioOrder.indexOf(a);
+    const ib = scenarioOrder.indexOf(b);
+    return (ia < 0 ? 1e9 : ia) - (ib < 0 ? 1e9 : ib) || a.localeCompare(b);
+  });
+  const header = `# Benchmark results
+
+Generated by \`make bench\` (\`node bench/run.ts\`) from \`bench/results/\`; do not edit by hand. The
+protocol is in the design notes (BENCHMARKS.md): peers are measured interleaved in one run and each
+ratio is taken within a round, because the machines are shared and noisy; absolute numbers are context
+only.
+`;
+  const sections = ordered.map((name) => {
+    const c = chosen.get(name);
+    return c === undefined ? '' : renderSection(c.r, c.file);
+  });
+  const text = [header, ...(sections.length > 0 ? sections : ['No results yet.\n']), EXPLANATION].join('\n');
+  writeFileSync(join(benchDir, 'RESULTS.md'), text);
+  return text;
+}

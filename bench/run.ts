@@ -1,0 +1,165 @@
+// Benchmark entry (`make bench`): runs each scenario's interleaved protocol, writes
+// bench/results/<date>-<scenario>.json and rebuilds bench/RESULTS.md. BENCH_QUICK=1 is a <60 s check.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { assertGwBinary } from './lib/gw.ts';
+import { machineInfo } from './lib/machine.ts';
+import { stopAll } from './lib/procs.ts';
+import { type ResultFile, renderSection, resultFileName, writeResultsMarkdown } from './lib/report.ts';
+import { ensureTools } from './lib/tools.ts';
+import { SCENARIOS } from './scenarios/index.ts';
+import type { Mode, ModeName, Settings } from './scenarios/types.ts';
+
+const benchDir = dirname(fileURLToPath(import.meta.url));
+const repoRoot = resolve(benchDir, '..');
+
+const USAGE = `node bench/run.ts — environment:
+  BENCH_QUICK=1              short check (2 rounds × 2 s + 1 s per peer), under 60 s in all
+  BENCH_SCENARIOS=a,b        scenarios to run (default all: ${SCENARIOS.map((s) => s.name).join(', ')})
+  BENCH_MODES=pinned,unpinned
+  BENCH_PAIRS=N              interleaved rounds per mode (protocol minimum 5; default 5, quick 2)
+  BENCH_SECONDS=N            saturation seconds per peer and round (default 8, quick 2)
+  BENCH_LATENCY_SECONDS=N    fixed-rate seconds per peer and round (default 6, quick 1)
+  BENCH_GW_BIN=path          proxy binary (default bin/gw)
+  BENCH_STANDIN=nginx        measure a second nginx in gw's place (harness test; writes nothing in bench/)
+  BENCH_KEEP=1               keep the scratch directory (configs, logs, raw h2load samples)`;
+
+function envNumber(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got ${raw}`);
+  return n;
+}
+
+function modes(): Mode[] {
+  const wanted = (process.env['BENCH_MODES'] ?? 'pinned,unpinned').split(',').map((s) => s.trim());
+  const all: Record<ModeName, Mode> = {
+    pinned: {
+      name: 'pinned',
+      label: 'Pinned: 1 worker on core 0, load on core 1',
+      workers: 1,
+      proxyCpus: '0',
+      loadCpus: '1',
+      loadThreads: 1,
+    },
+    unpinned: {
+      name: 'unpinned',
+      label: 'Unpinned: 2 workers, all cores',
+      workers: 2,
+      proxyCpus: undefined,
+      loadCpus: undefined,
+      loadThreads: 2,
+    },
+  };
+  const out: Mode[] = [];
+  for (const name of wanted) {
+    if (name !== 'pinned' && name !== 'unpinned') throw new Error(`unknown mode ${name} in BENCH_MODES`);
+    if (name === 'pinned' && cpus().length < 2) {
+      console.error('bench: fewer than 2 CPUs, skipping the pinned mode');
+      continue;
+    }
+    out.push(all[name]);
+  }
+  return out;
+}
+
+function settingsFromEnv(): Settings {
+  const quick = process.env['BENCH_QUICK'] === '1';
+  const standin = process.env['BENCH_STANDIN'];
+  if (standin !== undefined && standin !== '' && standin !== 'nginx') {
+    throw new Error(`BENCH_STANDIN supports only "nginx", got ${standin}`);
+  }
+  return {
+    quick,
+    pairs: Math.round(envNumber('BENCH_PAIRS', quick ? 2 : 5)),
+    saturationSeconds: Math.round(envNumber('BENCH_SECONDS', quick ? 2 : 8)),
+    latencySeconds: envNumber('BENCH_LATENCY_SECONDS', quick ? 1 : 6),
+    warmupSeconds: quick ? 1 : 2,
+    modes: modes(),
+    standin: standin === 'nginx',
+  };
+}
+
+async function main(): Promise<void> {
+  if (process.argv.includes('--help') || process.argv.includes('-h')) {
+    console.log(USAGE);
+    return;
+  }
+  const settings = settingsFromEnv();
+  const only = process.env['BENCH_SCENARIOS']?.split(',').map((s) => s.trim());
+  const scenarios = only === undefined ? SCENARIOS : SCENARIOS.filter((s) => only.includes(s.name));
+  if (scenarios.length === 0) throw new Error(`no scenario matches BENCH_SCENARIOS=${only?.join(',')}`);
+  const gwBin = process.env['BENCH_GW_BIN'] ?? join(repoRoot, 'bin', 'gw');
+  if (!settings.standin) assertGwBinary(gwBin);
+  ensureTools(benchDir);
+
+  const machine = machineInfo(repoRoot);
+  const workDir = mkdtempSync(join(tmpdir(), 'gw-bench-'));
+  const started = Date.now();
+  const log = (line: string): void => {
+    console.log(`${((Date.now() - started) / 1000).toFixed(1).padStart(6)}s ${line}`);
+  };
+  log(
+    `${settings.quick ? 'QUICK ' : ''}${settings.standin ? 'STAND-IN ' : ''}bench: ${scenarios.map((s) => s.name).join(', ')}; ` +
+      `${settings.pairs} rounds × (${settings.saturationSeconds} s + ${settings.latencySeconds} s) per peer; ` +
+      `modes ${settings.modes.map((m) => m.name).join(', ')}; scratch ${workDir}`,
+  );
+  let failed = true;
+  try {
+    const { modes: modeList, ...rest } = settings;
+    for (const scenario of scenarios) {
+      const scenarioStart = new Date();
+      const result = await scenario.run({ settings, workDir, gwBin, log });
+      const firstMode = modeList[0];
+      if (firstMode === undefined) throw new Error('no modes to run');
+      // configure() is pure: called here only to record the load shape next to the figures.
+      const { load } = scenario.configure({
+        mode: firstMode,
+        ports: { gw: 0, nginx: 0, upstream: 0, admin: 0, stats: 0, ready: 0 },
+      });
+      const file: ResultFile = {
+        scenario: scenario.name,
+        title: scenario.title,
+        reference: scenario.reference ?? null,
+        date: scenarioStart.toISOString().slice(0, 10),
+        startedAt: scenarioStart.toISOString(),
+        durationSeconds: Math.round((Date.now() - scenarioStart.getTime()) / 1000),
+        quick: settings.quick,
+        standin: settings.standin,
+        machine,
+        settings: rest,
+        load,
+        modes: result.modes,
+      };
+      const name = resultFileName(file);
+      // Stand-in figures describe nginx, not gw: keep them out of bench/ entirely.
+      const outDir = settings.standin ? tmpdir() : join(benchDir, 'results');
+      mkdirSync(outDir, { recursive: true });
+      const outFile = join(outDir, settings.standin ? `gw-bench-standin-${name}` : name);
+      writeFileSync(outFile, `${JSON.stringify(file, null, 2)}\n`);
+      console.log(`\n${renderSection(file, name)}`);
+      log(`wrote ${outFile}`);
+    }
+    if (!settings.standin) {
+      writeResultsMarkdown(
+        benchDir,
+        SCENARIOS.map((s) => s.name),
+      );
+      log(`wrote ${join(benchDir, 'RESULTS.md')}`);
+    }
+    failed = false;
+  } finally {
+    await stopAll();
+    if (failed || process.env['BENCH_KEEP'] === '1')
+      console.error(`bench: scratch directory kept: ${workDir}`);
+    else rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(`bench: ${err instanceof Error ? err.message : String(err)}`);
+  process.exitCode = 1;
+});

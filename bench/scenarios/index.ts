@@ -1,0 +1,5 @@
+// The scenarios `node bench/run.ts` knows, in report order; add a scenario by adding its file here.
+import { plainHttp } from './plain-http.ts';
+import type { Scenario } from './types.ts';
+
+export const SCENARIOS: readonly Scenario[] = [plainHttp];

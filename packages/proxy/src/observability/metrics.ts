@@ -1,0 +1,32 @@
+// Prometheus metrics of a data-plane worker. Each worker has its own registry; the main thread
+// collects them and serves the sum on the stats port.
+import { Counter, Histogram, Registry } from 'prom-client';
+
+export class ProxyMetrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({
+    name: 'gw_requests_total',
+    help: 'HTTP requests handled, by gateway, listener, route, backend and response status',
+    labelNames: ['gateway', 'listener', 'route', 'backend', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly duration = new Histogram({
+    name: 'gw_request_duration_seconds',
+    help: 'Time from request arrival until the response is complete, by gateway and route',
+    labelNames: ['gateway', 'route'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly upstreamDuration = new Histogram({
+    name: 'gw_upstream_duration_seconds',
+    help: 'Time from sending a request upstream until its response headers arrive, by backend',
+    labelNames: ['backend'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly configVersion = new Counter({
+    name: 'gw_config_applied_total',
+    help: 'Configuration versions applied by this worker',
+    registers: [this.registry],
+  });
+}

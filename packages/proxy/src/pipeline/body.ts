@@ -1,0 +1,58 @@
+// Reading a body into memory up to a limit, for the few policies that need the whole body. Past the
+// limit nothing is lost: the caller gets back a stream of everything read plus the rest.
+import { PassThrough, type Readable } from 'node:stream';
+
+export type Buffered = { ok: true; data: Buffer } | { ok: false; stream: Readable };
+
+export async function bufferUpTo(body: Readable, limit: number, declaredLength?: number): Promise<Buffered> {
+  if (declaredLength !== undefined && declaredLength > limit) return { ok: false, stream: body };
+  const chunks: Buffer[] = [];
+  let size = 0;
+  return await new Promise<Buffered>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      chunks.push(chunk);
+      if (size > limit) {
+        cleanup();
+        body.pause();
+        resolve({ ok: false, stream: prepend(chunks, body) });
+      }
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve({ ok: true, data: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size) });
+    };
+    const onError = (err: Error) => {
+      cleanup();
+      reject(err);
+    };
+    const cleanup = () => {
+      body.off('data', onData);
+      body.off('end', onEnd);
+      body.off('error', onError);
+    };
+    body.on('data', onData);
+    body.on('end', onEnd);
+    body.on('error', onError);
+  });
+}
+
+/** A stream that yields `head` and then the remainder of `rest`. */
+export function prepend(head: Buffer[], rest: Readable): Readable {
+  const out = new PassThrough();
+  for (const c of head) out.write(c);
+  rest.pipe(out);
+  rest.on('error', (err) => out.destroy(err));
+  out.on('close', () => {
+    if (!rest.readableEnded) rest.destroy();
+  });
+  rest.resume();
+  return out;
+}
+
+export function contentLength(headers: Record<string, string | string[]>): number | undefined {
+  const v = headers['content-length'];
+  if (typeof v !== 'string') return undefined;
+  const n = Number(v);
+  return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+}

@@ -1,0 +1,175 @@
+// The state of one request as it flows through the policy layers to a backend and back.
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
+import type { Readable } from 'node:stream';
+import type { CelContext } from '../cel/cel.ts';
+import type { GwError } from '../errors.ts';
+
+export type Headers = Record<string, string | string[]>;
+export type Body = Readable | Buffer | null;
+
+export interface ProxyResponse {
+  status: number;
+  headers: Headers;
+  body: Body;
+}
+
+export interface RouteInfo {
+  key: string;
+  name: string;
+  gateway: string;
+  listener: string;
+}
+
+/** Hop-by-hop headers (RFC 9110 §7.6.1) are never forwarded in either direction. */
+export const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'upgrade',
+  'te',
+  'trailer',
+  'proxy-authenticate',
+  'http2-settings',
+]);
+
+export class RequestContext {
+  readonly req: IncomingMessage | Http2ServerRequest;
+  readonly res: ServerResponse | Http2ServerResponse;
+  readonly startTime: number;
+  readonly startDate: Date;
+  readonly scheme: 'http' | 'https';
+  readonly httpVersion: string;
+  readonly source: { address: string; port: number };
+  method: string;
+  /** Authority as sent by the client (Host or :authority), port included. */
+  authority: string;
+  /** Lower-case host without port, for matching. */
+  host: string;
+  path: string;
+  /** Path and query as the client sent them, before any rewrite. */
+  readonly originalUrl: string;
+  /** Query string including its leading `?`, or empty. */
+  query: string;
+  /** Request headers to send upstream: lower-case names, no hop-by-hop or pseudo headers. */
+  headers: Headers;
+  body: Body;
+  route: RouteInfo | undefined;
+  /** Matched PathPrefix of the selected route rule, for prefix rewrites. */
+  matchedPrefix: string | undefined;
+  backendName: string | undefined;
+  endpoint: string | undefined;
+  response: ProxyResponse | undefined;
+  error: GwError | undefined;
+  /** Set by `urlRewrite: {authority: auto}`: the Host header becomes the backend's address. */
+  rewriteHostToBackend = false;
+  readonly #abort = new AbortController();
+
+  constructor(
+    req: IncomingMessage | Http2ServerRequest,
+    res: ServerResponse | Http2ServerResponse,
+    scheme: 'http' | 'https',
+  ) {
+    this.req = req;
+    this.res = res;
+    this.startTime = performance.now();
+    this.startDate = new Date();
+    this.scheme = scheme;
+    this.httpVersion = req.httpVersion;
+    const sock = req.socket as { remoteAddress?: string; remotePort?: number };
+    this.source = { address: normalizeAddress(sock.remoteAddress ?? ''), port: sock.remotePort ?? 0 };
+    this.method = req.method ?? 'GET';
+    const h = req.headers;
+    this.authority = (h[':authority'] as string | undefined) ?? h.host ?? '';
+    this.host = hostOf(this.authority);
+    const url = (h[':path'] as string | undefined) ?? req.url ?? '/';
+    this.originalUrl = url;
+    const q = url.indexOf('?');
+    this.path = q === -1 ? url : url.slice(0, q);
+    this.query = q === -1 ? '' : url.slice(q);
+    this.headers = forwardableHeaders(h);
+    this.body = hasBody(req) ? (req as Readable) : null;
+    this.route = undefined;
+    this.matchedPrefix = undefined;
+    this.backendName = undefined;
+    this.endpoint = undefined;
+    this.response = undefined;
+    this.error = undefined;
+  }
+
+  get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+
+  /** Ends the request's upstream work; the reason (a GwError) decides what the client gets. */
+  abort(reason: GwError): void {
+    if (!this.#abort.signal.aborted) this.#abort.abort(reason);
+  }
+
+  /** The CEL view of this request (`request.*`, `source.*`, `response.*` once there is one). */
+  celContext(): CelContext {
+    const ctx: CelContext = {
+      request: {
+        method: this.method,
+        path: this.path,
+        pathAndQuery: this.path + this.query,
+        host: this.host,
+        scheme: this.scheme,
+        version: `HTTP/${this.httpVersion}`,
+        headers: celHeaders(this.headers, this.authority),
+        query: this.query,
+        startTime: this.startDate,
+      },
+      source: { address: this.source.address, port: this.source.port },
+    };
+    if (this.route) ctx.route = { name: this.route.name, gateway: this.route.gateway, listener: this.route.listener };
+    if (this.backendName) ctx.backend = { name: this.backendName };
+    if (this.response) ctx.response = { code: this.response.status, headers: celHeaders(this.response.headers) };
+    return ctx;
+  }
+}
+
+function celHeaders(h: Headers, authority?: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(h)) out[k] = Array.isArray(v) ? v.join(',') : v;
+  if (authority !== undefined && out.host === undefined) out.host = authority;
+  return out;
+}
+
+export function hostOf(authority: string): string {
+  if (authority.startsWith('[')) {
+    const end = authority.indexOf(']');
+    return authority.slice(1, end === -1 ? undefined : end).toLowerCase();
+  }
+  const i = authority.lastIndexOf(':');
+  return (i === -1 ? authority : authority.slice(0, i)).toLowerCase();
+}
+
+function normalizeAddress(a: string): string {
+  return a.startsWith('::ffff:') ? a.slice(7) : a;
+}
+
+function hasBody(req: IncomingMessage | Http2ServerRequest): boolean {
+  const h = req.headers;
+  if ('stream' in req) return !(req.stream as { endAfterHeaders?: boolean }).endAfterHeaders;
+  if (h['transfer-encoding']) return true;
+  const len = h['content-length'];
+  return len !== undefined && len !== '0';
+}
+
+function forwardableHeaders(h: IncomingHttpHeaders): Headers {
+  const out: Headers = {};
+  // Connection may name further hop-by-hop headers.
+  const conn = h.connection;
+  const extra = conn ? new Set(conn.split(',').map((s) => s.trim().toLowerCase())) : undefined;
+  for (const k in h) {
+    if (k.charCodeAt(0) === 58 /* : */ || HOP_BY_HOP.has(k) || extra?.has(k)) continue;
+    const v = h[k];
+    if (v !== undefined) out[k] = v;
+  }
+  // HTTP/2 clients send :authority instead of Host; upstream HTTP/1 needs Host.
+  if (out.host === undefined && h[':authority']) out.host = h[':authority'] as string;
+  if (h.te === 'trailers') out.te = 'trailers';
+  return out;
+}

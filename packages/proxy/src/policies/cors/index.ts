@@ -1,0 +1,54 @@
+// cors: answers preflights from allowed origins itself (so they never need authentication) and adds
+// the Access-Control-* headers to responses for allowed origins.
+import { parseGoDuration } from '@gw/api';
+import type { PolicyDefinition } from '../types.ts';
+
+function originMatcher(patterns: string[]): (origin: string) => boolean {
+  if (patterns.includes('*')) return () => true;
+  const exact = new Set(patterns.filter((p) => !p.includes('*')).map((p) => p.toLowerCase()));
+  const globs = patterns
+    .filter((p) => p.includes('*'))
+    .map((p) => new RegExp(`^${p.toLowerCase().split('*').map(escapeRe).join('[^/]*')}$`));
+  return (origin) => {
+    const o = origin.toLowerCase();
+    return exact.has(o) || globs.some((g) => g.test(o));
+  };
+}
+const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+export const cors: PolicyDefinition<'cors'> = {
+  name: 'cors',
+  build(config) {
+    const allowed = originMatcher(config.allowOrigins ?? []);
+    const anyOrigin = (config.allowOrigins ?? []).includes('*') && !config.allowCredentials;
+    const methods = (config.allowMethods ?? []).join(', ');
+    const headers = (config.allowHeaders ?? []).join(', ');
+    const expose = (config.exposeHeaders ?? []).join(', ');
+    const maxAge = config.maxAge ? String(Math.floor((parseGoDuration(config.maxAge) ?? 0) / 1000)) : '';
+    return async (ctx, next) => {
+      const origin = ctx.headers.origin;
+      if (typeof origin !== 'string' || !allowed(origin)) return next(ctx);
+      const allowOrigin = anyOrigin ? '*' : origin;
+      if (ctx.method === 'OPTIONS' && ctx.headers['access-control-request-method'] !== undefined) {
+        const h: Record<string, string> = { 'access-control-allow-origin': allowOrigin };
+        if (methods) h['access-control-allow-methods'] = methods;
+        if (headers) h['access-control-allow-headers'] = headers;
+        if (maxAge) h['access-control-max-age'] = maxAge;
+        if (config.allowCredentials) h['access-control-allow-credentials'] = 'true';
+        if (!anyOrigin) h.vary = 'Origin';
+        ctx.response = { status: 200, headers: h, body: null };
+        return;
+      }
+      await next(ctx);
+      const r = ctx.response;
+      if (!r) return;
+      r.headers['access-control-allow-origin'] = allowOrigin;
+      if (config.allowCredentials) r.headers['access-control-allow-credentials'] = 'true';
+      if (expose) r.headers['access-control-expose-headers'] = expose;
+      if (!anyOrigin) {
+        const vary = r.headers.vary;
+        r.headers.vary = vary ? `${Array.isArray(vary) ? vary.join(', ') : vary}, Origin` : 'Origin';
+      }
+    };
+  },
+};

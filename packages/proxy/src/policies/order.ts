@@ -1,0 +1,35 @@
+// The order in which route policies run, outermost first. A policy earlier in the list sees the
+// request before, and the response after, every policy below it. This is the only place it is set.
+import type { PolicyName } from './types.ts';
+
+export const POLICY_ORDER = [
+  // Outermost, so the deadline covers everything below, including delays, retries and buffering.
+  'timeout',
+  // Before authentication: a browser preflight carries no credentials and must not be rejected.
+  'cors',
+  // (Later: jwtAuthentication, basicAuth, apiKey, extAuthz, authorization, localRateLimit and
+  // remoteRateLimit go here, in that order: who is calling, then whether they may, then how often.)
+  // After admission control, so a rejected or rate-limited request never costs a body read.
+  'buffer',
+  // (Later: extProc and transformations, which may need the buffered body.)
+  // After authentication: a CSRF check on an unauthenticated request would only hide the 401.
+  'csrf',
+  // Header and URL changes before redirect/direct response, so those see the rewritten request.
+  'requestHeaderModifier',
+  // Wraps everything below on the way out, so it also edits redirects and direct responses.
+  'responseHeaderModifier',
+  'urlRewrite',
+  // A redirect ends the request here: nothing below runs.
+  'requestRedirect',
+  // Fault injection just before the answer is produced, counted against the request timeout.
+  'delay',
+  // A direct response also ends the request; it comes after delay so injected latency applies.
+  'directResponse',
+  // Innermost: each retry replays only the backend call, not the policies above.
+  'retry',
+] as const satisfies readonly PolicyName[];
+
+// A policy missing from the order is a type error here.
+type Missing = Exclude<PolicyName, (typeof POLICY_ORDER)[number]>;
+const _everyPolicyIsOrdered: [Missing] extends [never] ? true : Missing = true;
+void _everyPolicyIsOrdered;

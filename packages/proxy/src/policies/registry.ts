@@ -1,0 +1,42 @@
+// Every route policy's build function, keyed by config field. A missing entry is a type error.
+import type { TrafficPolicies } from '@gw/api';
+import type { Layer } from '../pipeline/layer.ts';
+import { buffer } from './buffer/index.ts';
+import { cors } from './cors/index.ts';
+import { csrf } from './csrf/index.ts';
+import { delay } from './delay/index.ts';
+import { directResponse } from './direct-response/index.ts';
+import { requestHeaderModifier, responseHeaderModifier } from './header-modifier/index.ts';
+import { POLICY_ORDER } from './order.ts';
+import { requestRedirect } from './request-redirect/index.ts';
+import { retry } from './retry/index.ts';
+import { timeout } from './timeout/index.ts';
+import type { BuildEnv, PolicyDefinition, PolicyName } from './types.ts';
+import { urlRewrite } from './url-rewrite/index.ts';
+
+export const POLICIES: { [K in PolicyName]: PolicyDefinition<K> } = {
+  timeout,
+  cors,
+  buffer,
+  csrf,
+  requestHeaderModifier,
+  responseHeaderModifier,
+  urlRewrite,
+  requestRedirect,
+  delay,
+  directResponse,
+  retry,
+};
+
+/** The layers of a route's effective policy, in POLICY_ORDER. */
+export function buildLayers(policies: TrafficPolicies, global: BuildEnv['global']): { name: PolicyName; layer: Layer }[] {
+  const env: BuildEnv = { global, policies };
+  const out: { name: PolicyName; layer: Layer }[] = [];
+  for (const name of POLICY_ORDER) {
+    const config = policies[name];
+    if (config === undefined) continue;
+    const def = POLICIES[name] as PolicyDefinition<typeof name>;
+    out.push({ name, layer: def.build(config as never, env) });
+  }
+  return out;
+}

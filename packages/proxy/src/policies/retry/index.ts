@@ -1,0 +1,64 @@
+// retry: re-sends a request whose attempt failed to connect, was reset before a response, or got one
+// of `codes`, up to `attempts` more times with exponential backoff from `backoff`. A request body is
+// kept in memory for replay up to the buffer limit; a larger body is streamed once, without retries.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseByteSize, parseGoDuration } from '@gw/api';
+import { GwError } from '../../errors.ts';
+import { bufferUpTo, contentLength } from '../../pipeline/body.ts';
+import type { PolicyDefinition } from '../types.ts';
+
+const RETRIABLE_ERRORS = new Set(['GW_ERR_UPSTREAM_CONNECT', 'GW_ERR_UPSTREAM_RESET']);
+const MAX_BACKOFF_MS = 10_000;
+
+export const retry: PolicyDefinition<'retry'> = {
+  name: 'retry',
+  build(config, env) {
+    const retries = config.attempts ?? 1;
+    const codes = new Set(config.codes);
+    const backoff = config.backoff ? (parseGoDuration(config.backoff) ?? 0) : 25;
+    const bufferLimit =
+      env.policies.buffer?.request?.maxBytes !== undefined
+        ? (parseByteSize(env.policies.buffer.request.maxBytes) ?? env.global.maxBufferSize)
+        : env.global.maxBufferSize;
+    return async (ctx, next) => {
+      let replayable = true;
+      if (ctx.body && !Buffer.isBuffer(ctx.body)) {
+        const r = await bufferUpTo(ctx.body, bufferLimit, contentLength(ctx.headers));
+        if (r.ok) {
+          ctx.body = r.data;
+          ctx.headers['content-length'] = String(r.data.length);
+        } else {
+          ctx.body = r.stream;
+          replayable = false;
+        }
+      }
+      for (let attempt = 0; ; attempt++) {
+        const last = !replayable || attempt >= retries;
+        try {
+          await next(ctx);
+        } catch (err) {
+          if (last || !(err instanceof GwError) || !RETRIABLE_ERRORS.has(err.code) || ctx.signal.aborted) throw err;
+          await wait(attempt, backoff, ctx.signal);
+          continue;
+        }
+        const res = ctx.response;
+        if (last || !res || !codes.has(res.status)) return;
+        // Discard this attempt's body before trying again.
+        if (res.body && !Buffer.isBuffer(res.body)) res.body.destroy();
+        ctx.response = undefined;
+        await wait(attempt, backoff, ctx.signal);
+      }
+    };
+  },
+};
+
+async function wait(attempt: number, base: number, signal: AbortSignal): Promise<void> {
+  const ms = Math.min(MAX_BACKOFF_MS, base * 2 ** attempt);
+  // Full jitter keeps a fleet of clients from retrying in lock-step.
+  const jittered = ms / 2 + Math.random() * (ms / 2);
+  try {
+    await sleep(jittered, undefined, { signal });
+  } catch {
+    throw signal.reason;
+  }
+}

@@ -1,0 +1,19 @@
+// What a policy module provides: a build function from its validated config to a layer.
+import type { TrafficPolicies } from '@gw/api';
+import type { GlobalIR } from '../config/ir.ts';
+import type { Layer } from '../pipeline/layer.ts';
+
+/** Route-level policies; backend connection settings (backendTLS) are handled by the upstream. */
+export type PolicyName = Exclude<keyof TrafficPolicies, 'backendTLS'>;
+export type PolicyConfig<K extends PolicyName> = NonNullable<TrafficPolicies[K]>;
+
+export interface BuildEnv {
+  global: GlobalIR;
+  /** The whole effective policy of the route, for policies that depend on another (retry ↔ buffer). */
+  policies: TrafficPolicies;
+}
+
+export interface PolicyDefinition<K extends PolicyName> {
+  name: K;
+  build(config: PolicyConfig<K>, env: BuildEnv): Layer;
+}

@@ -1,0 +1,176 @@
+// One listening socket per bind (address:port). Plain-text binds serve HTTP/1.1 and h2c (prior
+// knowledge) on the same port by looking at the first bytes; TLS binds serve h2 and HTTP/1.1 by ALPN
+// and pick the certificate by SNI from the listeners of the current table.
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import http2, { type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
+import net, { type Socket } from 'node:net';
+import { Duplex } from 'node:stream';
+import type { CompiledBind } from '../routing/table.ts';
+import { selectListener } from '../routing/table.ts';
+
+export type RequestListener = (
+  bind: BindServer,
+  req: IncomingMessage | Http2ServerRequest,
+  res: ServerResponse | Http2ServerResponse,
+) => void;
+
+const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n');
+
+export interface BindServerOptions {
+  idleTimeoutMs: number;
+  onRequest: RequestListener;
+  onClientError: (err: Error) => void;
+}
+
+export class BindServer {
+  readonly key: string;
+  readonly scheme: 'http' | 'https';
+  current: CompiledBind;
+  readonly #outer: net.Server;
+  readonly #h1: http.Server | undefined;
+  readonly #h2: http2.Http2Server | http2.Http2SecureServer;
+  readonly #sockets = new Set<Socket>();
+  readonly #sessions = new Set<Http2Session>();
+  #port = 0;
+
+  constructor(bind: CompiledBind, opts: BindServerOptions) {
+    this.key = bind.ir.key;
+    this.current = bind;
+    this.scheme = bind.ir.protocol === 'HTTPS' ? 'https' : 'http';
+    const handler = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) =>
+      opts.onRequest(this, req, res);
+    const onSession = (s: Http2Session) => {
+      this.#sessions.add(s);
+      s.once('close', () => this.#sessions.delete(s));
+    };
+
+    if (this.scheme === 'https') {
+      const first = bind.listeners.find((l) => l.secureContext)?.ir.tls;
+      const secure = http2.createSecureServer(
+        {
+          allowHTTP1: true,
+          ...(first ? { cert: first.cert, key: first.key.reveal() } : {}),
+          SNICallback: (servername, cb) => {
+            const l = selectListener(this.current, servername.toLowerCase()) ?? this.current.listeners[0];
+            cb(null, l?.secureContext);
+          },
+        },
+        handler,
+      );
+      secure.on('session', onSession);
+      secure.on('secureConnection', (s: Socket) => this.#track(s));
+      secure.on('tlsClientError', (err) => opts.onClientError(err));
+      secure.setTimeout(opts.idleTimeoutMs);
+      this.#h2 = secure;
+      this.#h1 = undefined;
+      this.#outer = secure;
+    } else {
+      const h1 = http.createServer({ keepAliveTimeout: opts.idleTimeoutMs, requestTimeout: 0 }, handler);
+      h1.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+        opts.onClientError(err);
+        if (socket.writable && err.code !== 'ECONNRESET') {
+          const reason = `bad request: ${err.code ?? err.message}`;
+          socket.end(
+            `HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\ncontent-length: ${reason.length + 1}\r\nconnection: close\r\n\r\n${reason}\n`,
+          );
+        } else socket.destroy();
+      });
+      const h2 = http2.createServer({}, handler);
+      h2.on('session', onSession);
+      this.#h1 = h1;
+      this.#h2 = h2;
+      this.#outer = net.createServer({ noDelay: true }, (socket) => {
+        this.#track(socket);
+        socket.once('data', (chunk: Buffer) => {
+          socket.pause();
+          if (startsWithPreface(chunk)) h2.emit('connection', wrapWithPrefix(socket, chunk));
+          else {
+            socket.unshift(chunk);
+            h1.emit('connection', socket);
+            socket.resume();
+          }
+        });
+        socket.on('error', () => socket.destroy());
+      });
+    }
+  }
+
+  #track(s: Socket): void {
+    this.#sockets.add(s);
+    s.once('close', () => this.#sockets.delete(s));
+  }
+
+  get port(): number {
+    return this.#port;
+  }
+
+  async listen(address: string, port: number, reusePort: boolean): Promise<number> {
+    await new Promise<void>((resolve, reject) => {
+      const onError = (err: Error) => reject(err);
+      this.#outer.once('error', onError);
+      this.#outer.listen({ host: address, port, reusePort, ipv6Only: false }, () => {
+        this.#outer.off('error', onError);
+        resolve();
+      });
+    });
+    const a = this.#outer.address();
+    this.#port = typeof a === 'object' && a ? a.port : port;
+    return this.#port;
+  }
+
+  /** Stops accepting and asks open connections to finish: idle HTTP/1 ones close, h2 gets GOAWAY. */
+  stopAccepting(): void {
+    this.#outer.close();
+    this.#h1?.closeIdleConnections();
+    for (const s of this.#sessions) s.close();
+  }
+
+  closeIdle(): void {
+    this.#h1?.closeIdleConnections();
+  }
+
+  destroyAll(): void {
+    for (const s of this.#sessions) s.destroy();
+    for (const s of this.#sockets) s.destroy();
+  }
+
+  get connections(): number {
+    return this.#sockets.size;
+  }
+}
+
+function startsWithPreface(chunk: Buffer): boolean {
+  const n = Math.min(chunk.length, H2_PREFACE.length);
+  return n >= 4 && chunk.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
+}
+
+/**
+ * http2 reads a net.Socket's handle directly, past anything unshifted, so for h2c the peeked bytes
+ * are replayed through a small Duplex in front of the socket.
+ */
+function wrapWithPrefix(socket: Socket, first: Buffer): Duplex {
+  const d = new Duplex({
+    read() {
+      socket.resume();
+    },
+    write(chunk, enc, cb) {
+      socket.write(chunk, enc, cb);
+    },
+    final(cb) {
+      socket.end(cb);
+    },
+    destroy(err, cb) {
+      socket.destroy(err ?? undefined);
+      cb(err);
+    },
+  });
+  Object.assign(d, { remoteAddress: socket.remoteAddress, remotePort: socket.remotePort, encrypted: false });
+  d.push(first);
+  socket.on('data', (c: Buffer) => {
+    if (!d.push(c)) socket.pause();
+  });
+  socket.on('end', () => d.push(null));
+  socket.on('error', (e) => d.destroy(e));
+  socket.on('close', () => d.destroy());
+  return d;
+}

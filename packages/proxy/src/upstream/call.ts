@@ -1,0 +1,95 @@
+// One upstream attempt: sends the (possibly rewritten) request through a pool and leaves the
+// streaming response in ctx.response. Transport failures become GwErrors with the right status.
+import { parseGoDuration } from '@gw/api';
+import type { Dispatcher } from 'undici';
+import { GwError } from '../errors.ts';
+import { HOP_BY_HOP, type Headers, type RequestContext } from '../pipeline/context.ts';
+
+export interface CallTarget {
+  dispatcher: Dispatcher;
+  /** host:port (or the socket path) used for `authority: auto` and logs. */
+  endpoint: string;
+}
+
+const CONNECT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOENT',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ETIMEDOUT',
+]);
+const RESET_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
+
+export function backendTimeoutMs(requestTimeout: string | undefined, fromRoute: string | undefined): number {
+  const t = fromRoute ?? requestTimeout;
+  return t ? (parseGoDuration(t) ?? 0) : 0;
+}
+
+export async function callUpstream(ctx: RequestContext, target: CallTarget, attemptTimeoutMs: number): Promise<void> {
+  const headers = ctx.headers;
+  if (ctx.rewriteHostToBackend) headers.host = target.endpoint;
+  const xff = headers['x-forwarded-for'];
+  headers['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ctx.source.address}` : ctx.source.address;
+  headers['x-forwarded-proto'] ??= ctx.scheme;
+  ctx.endpoint = target.endpoint;
+
+  let signal = ctx.signal;
+  let attemptTimer: AbortController | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  if (attemptTimeoutMs > 0) {
+    attemptTimer = new AbortController();
+    timer = setTimeout(() => attemptTimer?.abort(new GwError('GW_ERR_BACKEND_TIMEOUT')), attemptTimeoutMs);
+    signal = AbortSignal.any([ctx.signal, attemptTimer.signal]);
+  }
+  const body = ctx.body;
+  try {
+    const res = await target.dispatcher.request({
+      path: ctx.path + ctx.query,
+      method: ctx.method as Dispatcher.HttpMethod,
+      headers: headers as Record<string, string | string[]>,
+      body: body ?? null,
+      signal,
+    });
+    ctx.response = { status: res.statusCode, headers: responseHeaders(res.headers), body: res.body };
+    if (timer) {
+      // The attempt deadline covers the body too: a stalled stream is cut at the same moment.
+      const t = timer;
+      res.body.once('close', () => clearTimeout(t));
+    }
+  } catch (err) {
+    if (timer) clearTimeout(timer);
+    throw toGwError(err, signal);
+  }
+}
+
+function responseHeaders(h: Record<string, string | string[] | undefined>): Headers {
+  const out: Headers = {};
+  const conn = h.connection;
+  const extra = conn ? new Set(String(conn).split(',').map((s) => s.trim().toLowerCase())) : undefined;
+  for (const k in h) {
+    const v = h[k];
+    if (v === undefined || HOP_BY_HOP.has(k) || extra?.has(k)) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+export function toGwError(err: unknown, signal: AbortSignal): GwError {
+  if (err instanceof GwError) return err;
+  if (signal.aborted && signal.reason instanceof GwError) return signal.reason;
+  const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
+  const code = e.code ?? e.cause?.code ?? '';
+  const why = e.message || code;
+  if (CONNECT_CODES.has(code)) return new GwError('GW_ERR_UPSTREAM_CONNECT', `upstream connect error: ${why}`, { cause: err });
+  if (RESET_CODES.has(code)) return new GwError('GW_ERR_UPSTREAM_RESET', undefined, { cause: err });
+  if (code.startsWith('ERR_TLS') || code.includes('CERT') || code.includes('SSL') || /certificate|TLS/i.test(why)) {
+    return new GwError('GW_ERR_UPSTREAM_TLS', `upstream TLS error: ${why}`, { cause: err });
+  }
+  if (code.startsWith('UND_ERR') || code.startsWith('HPE_')) {
+    return new GwError('GW_ERR_UPSTREAM_PROTOCOL', `upstream error: ${why}`, { cause: err });
+  }
+  return new GwError('GW_ERR_INTERNAL', undefined, { cause: err });
+}

@@ -1,0 +1,94 @@
+// Keep-alive connection pools (undici) shared across config versions: a pool whose settings did not
+// change survives a reload, so a swap costs no reconnects; pools no longer used close once idle.
+import { checkServerIdentity, type PeerCertificate } from 'node:tls';
+import { Pool } from 'undici';
+import type { GlobalIR, ResolvedBackendPolicies } from '../config/ir.ts';
+
+export interface PoolSpec {
+  origin: string;
+  socketPath?: string;
+  tls?: ResolvedBackendPolicies['backendTLS'];
+  connectTimeoutMs: number;
+  idleTimeoutMs: number;
+  maxConnections: number | null;
+  keepalive: GlobalIR['keepalive'];
+  allowH2: boolean;
+}
+
+export function poolKey(spec: PoolSpec): string {
+  return JSON.stringify(spec, (_k, v) => (v && typeof v === 'object' && 'reveal' in v ? `k:${v.reveal()}` : v));
+}
+
+export function createPool(spec: PoolSpec): Pool {
+  const tls = spec.tls;
+  const connect: Record<string, unknown> = {
+    timeout: spec.connectTimeoutMs,
+    keepAlive: spec.keepalive.enabled,
+    keepAliveInitialDelay: spec.keepalive.timeMs,
+  };
+  if (spec.socketPath) connect.socketPath = spec.socketPath;
+  if (tls) {
+    if (tls.root) connect.ca = tls.root;
+    if (tls.cert) connect.cert = tls.cert;
+    if (tls.key) connect.key = tls.key.reveal();
+    if (tls.hostname) connect.servername = tls.hostname;
+    connect.ALPNProtocols = tls.alpn ?? (spec.allowH2 ? ['h2', 'http/1.1'] : ['http/1.1']);
+    if (tls.insecure) connect.rejectUnauthorized = false;
+    else if (tls.insecureHost) connect.checkServerIdentity = () => undefined;
+    else if (tls.subjectAltNames) {
+      const wanted = tls.subjectAltNames;
+      connect.checkServerIdentity = (_host: string, cert: PeerCertificate) => {
+        // Accept the certificate when any configured name verifies against it.
+        for (const name of wanted) if (checkServerIdentity(name, cert) === undefined) return undefined;
+        return new Error(`certificate does not match any of subjectAltNames ${wanted.join(', ')}`);
+      };
+    } else if (tls.hostname) {
+      const host = tls.hostname;
+      connect.checkServerIdentity = (_h: string, cert: PeerCertificate) => checkServerIdentity(host, cert);
+    }
+  }
+  return new Pool(spec.origin, {
+    connect,
+    connections: spec.maxConnections,
+    keepAliveTimeout: spec.idleTimeoutMs,
+    keepAliveMaxTimeout: spec.idleTimeoutMs,
+    allowH2: spec.allowH2,
+    // Policies own the deadlines (timeout, backendRequestTimeout); undici's own would cut SSE streams.
+    headersTimeout: 0,
+    bodyTimeout: 0,
+  });
+}
+
+export class PoolRegistry {
+  readonly #pools = new Map<string, Pool>();
+
+  acquire(spec: PoolSpec): Pool {
+    const key = poolKey(spec);
+    let pool = this.#pools.get(key);
+    if (!pool) {
+      pool = createPool(spec);
+      this.#pools.set(key, pool);
+    }
+    return pool;
+  }
+
+  /** Closes pools not in `keep`; close() lets their running requests finish first. */
+  retainOnly(keep: Set<Pool>): void {
+    for (const [key, pool] of this.#pools) {
+      if (!keep.has(pool)) {
+        this.#pools.delete(key);
+        pool.close().catch(() => {});
+      }
+    }
+  }
+
+  get size(): number {
+    return this.#pools.size;
+  }
+
+  async closeAll(): Promise<void> {
+    const all = [...this.#pools.values()];
+    this.#pools.clear();
+    await Promise.allSettled(all.map((p) => p.close()));
+  }
+}

@@ -1,0 +1,2 @@
+// @gw/testkit: real servers and helpers for tests (private).
+export * from './upstream.ts';
