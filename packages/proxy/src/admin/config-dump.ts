@@ -1,0 +1,57 @@
+// The /config_dump document: the running config as the proxy understands it, secrets redacted.
+import type { BindIR, RouteBackendIR } from '../config/ir.ts';
+import type { StartupConfig } from '../config/load.ts';
+import type { Supervisor } from '../server/supervisor.ts';
+
+export function configDump(s: Supervisor, startup: StartupConfig, lastError: string | undefined): unknown {
+  const ir = s.ir;
+  const ports = s.ports;
+  const binds = (ir?.binds ?? []).map((b: BindIR) => ({
+    key: b.key,
+    address: b.address,
+    port: ports[b.key] ?? b.port,
+    protocol: b.protocol,
+    listeners: b.listeners.map((l) => ({
+      gateway: l.gateway,
+      name: l.name,
+      hostname: l.hostname,
+      protocol: l.protocol,
+      tls: l.tls,
+      routes: l.routes.map((r) => r.key),
+    })),
+  }));
+  const routes = (ir?.binds ?? []).flatMap((b) =>
+    b.listeners.flatMap((l) =>
+      l.routes.map((r) => ({
+        key: r.key,
+        name: r.name,
+        definedAt: r.path,
+        hostnames: r.hostnames,
+        matches: r.matches,
+        backends: r.backends.map((x) => ({ name: x.name, weight: x.weight })),
+      })),
+    ),
+  );
+  const backends = new Map<string, RouteBackendIR>();
+  for (const b of ir?.binds ?? []) for (const l of b.listeners) for (const r of l.routes) for (const x of r.backends) backends.set(x.name, x);
+  const policies = (ir?.binds ?? []).flatMap((b) =>
+    b.listeners.flatMap((l) => l.routes.filter((r) => Object.keys(r.policies).length > 0).map((r) => ({ target: { route: r.key }, policy: r.policies }))),
+  );
+  // JSON.stringify through toJSON: Secret values come out as "[redacted]".
+  return JSON.parse(
+    JSON.stringify({
+      version: ir?.version,
+      source: ir?.source,
+      lastReloadError: lastError,
+      config: { ...startup, ...(ir ? { global: ir.global } : {}) },
+      frontendPolicies: ir?.frontend,
+      binds,
+      routes,
+      backends: [...backends.values()].map((b) => ({ name: b.name, target: b.target, policies: b.policies })),
+      policies,
+      workloads: [],
+      services: [],
+      workers: s.workers.map((w) => ({ index: w.index, version: w.version })),
+    }),
+  );
+}

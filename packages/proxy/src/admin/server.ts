@@ -1,0 +1,151 @@
+// The admin interface (loopback by default, no authentication): config dump, log level, memory,
+// CPU/heap profiles, in-flight tasks and graceful shutdown; plus the stats and readiness servers.
+import { rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { AggregatorRegistry } from 'prom-client';
+import type { StartupConfig } from '../config/load.ts';
+import type { LogHub } from '../observability/logger.ts';
+import { parseLevelFilter } from '../observability/logger.ts';
+import type { Supervisor } from '../server/supervisor.ts';
+import { configDump } from './config-dump.ts';
+import { formatListenAddress, type ListenAddress, parseListenAddress } from './address.ts';
+
+export interface AdminContext {
+  supervisor: Supervisor;
+  logs: LogHub;
+  startup: StartupConfig;
+  /** The last reload problem, shown in the config dump until a good config replaces it. */
+  lastError: () => string | undefined;
+  shutdown: (reason: string) => void;
+}
+
+async function listen(app: FastifyInstance, addr: ListenAddress): Promise<string | undefined> {
+  if (addr.kind === 'off') return undefined;
+  if (addr.kind === 'unix') {
+    rmSync(addr.path, { force: true });
+    await app.listen({ path: addr.path });
+    return formatListenAddress(addr);
+  }
+  await app.listen({ host: addr.host, port: addr.port });
+  return formatListenAddress(addr, (app.server.address() as AddressInfo).port);
+}
+
+export async function startAdmin(ctx: AdminContext): Promise<{ app: FastifyInstance; address: string | undefined }> {
+  const app = Fastify({ logger: false });
+  const { supervisor, logs } = ctx;
+
+  app.get('/', async (_req, reply) => {
+    reply.type('text/plain');
+    return [
+      'gw admin',
+      '  GET  /config_dump            loaded configuration (JSON, secrets redacted)',
+      '  GET  /logging                current log level',
+      '  POST /logging?level=L        set log level (error|warn|info|debug|trace, or module=level,...)',
+      '  GET  /memory                 process and heap memory',
+      '  GET  /debug/pprof/profile    CPU profile (?seconds=1..300&frequency=1..1000&worker=N)',
+      '  GET  /debug/pprof/heap       heap profile (?worker=N)',
+      '  GET  /debug/tasks            in-flight requests and active handles per worker',
+      '  POST /quitquitquit           graceful shutdown',
+      '',
+    ].join('\n');
+  });
+
+  app.get('/config_dump', async () => configDump(supervisor, ctx.startup, ctx.lastError()));
+
+  app.get('/logging', async (_req, reply) => {
+    reply.type('text/plain');
+    return `current log level is ${logs.filter}\n`;
+  });
+  app.post('/logging', async (req, reply) => {
+    reply.type('text/plain');
+    const level = (req.query as Record<string, string | undefined>).level;
+    if (!level) return reply.code(400).send('missing query parameter level\n');
+    try {
+      parseLevelFilter(level);
+    } catch (err) {
+      return reply.code(400).send(`${(err as Error).message}\n`);
+    }
+    logs.setFilter(level);
+    await supervisor.broadcast({ type: 'log-level', filter: level });
+    return `current log level is ${logs.filter}\n`;
+  });
+
+  app.get('/memory', async () => {
+    const workers = await supervisor.broadcast({ type: 'memory' });
+    return { process: process.memoryUsage(), resourceUsage: process.resourceUsage(), workers };
+  });
+
+  app.get('/debug/tasks', async () => ({
+    main: { resources: process.getActiveResourcesInfo() },
+    workers: await supervisor.broadcast({ type: 'tasks' }),
+  }));
+
+  if (process.platform === 'linux') {
+    const pickWorker = (q: Record<string, string | undefined>) => {
+      const n = q.worker === undefined ? 0 : Number(q.worker);
+      return Number.isInteger(n) ? supervisor.workers[n] : undefined;
+    };
+    app.get('/debug/pprof/profile', async (req, reply) => {
+      const q = req.query as Record<string, string | undefined>;
+      const seconds = q.seconds === undefined ? 10 : Number(q.seconds);
+      const frequency = q.frequency === undefined ? 100 : Number(q.frequency);
+      if (!Number.isInteger(seconds) || seconds < 1 || seconds > 300) {
+        return reply.code(400).type('text/plain').send('seconds must be an integer from 1 to 300\n');
+      }
+      if (!Number.isInteger(frequency) || frequency < 1 || frequency > 1000) {
+        return reply.code(400).type('text/plain').send('frequency must be an integer from 1 to 1000 (Hz)\n');
+      }
+      const w = pickWorker(q);
+      if (!w) return reply.code(400).type('text/plain').send(`worker must be 0..${supervisor.workers.length - 1}\n`);
+      const data = await w.call<Uint8Array>({ type: 'profile', kind: 'cpu', seconds, frequency });
+      return reply
+        .type('application/octet-stream')
+        .header('content-disposition', 'attachment; filename="cpu.pb.gz"')
+        .send(Buffer.from(data));
+    });
+    app.get('/debug/pprof/heap', async (req, reply) => {
+      const w = pickWorker(req.query as Record<string, string | undefined>);
+      if (!w) return reply.code(400).type('text/plain').send(`worker must be 0..${supervisor.workers.length - 1}\n`);
+      const data = await w.call<Uint8Array>({ type: 'profile', kind: 'heap' });
+      return reply
+        .type('application/octet-stream')
+        .header('content-disposition', 'attachment; filename="heap.pb.gz"')
+        .send(Buffer.from(data));
+    });
+  }
+
+  const quit = async (_req: unknown, reply: { type: (t: string) => unknown }) => {
+    reply.type('text/plain');
+    setImmediate(() => ctx.shutdown('admin /quitquitquit'));
+    return 'shutting down\n';
+  };
+  app.post('/quitquitquit', quit);
+  app.get('/quitquitquit', quit);
+
+  const address = await listen(app, parseListenAddress(ctx.startup.adminAddr));
+  return { app, address };
+}
+
+export async function startStats(addr: string, supervisor: Supervisor): Promise<{ app: FastifyInstance; address: string | undefined }> {
+  const app = Fastify({ logger: false });
+  const handler = async (_req: unknown, reply: { type: (t: string) => unknown }) => {
+    const perWorker = await supervisor.broadcast<unknown[]>({ type: 'metrics' });
+    const registry = AggregatorRegistry.aggregate(perWorker as Parameters<typeof AggregatorRegistry.aggregate>[0]);
+    reply.type(registry.contentType);
+    return await registry.metrics();
+  };
+  app.get('/metrics', handler);
+  app.get('/stats/prometheus', handler);
+  return { app, address: await listen(app, parseListenAddress(addr)) };
+}
+
+export async function startReadiness(addr: string, supervisor: Supervisor): Promise<{ app: FastifyInstance; address: string | undefined }> {
+  const app = Fastify({ logger: false });
+  app.get('/healthz/ready', async (_req, reply) => {
+    reply.type('text/plain');
+    if (!supervisor.ready) return reply.code(503).send('not ready\n');
+    return 'ready\n';
+  });
+  return { app, address: await listen(app, parseListenAddress(addr)) };
+}

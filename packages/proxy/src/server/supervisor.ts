@@ -1,0 +1,139 @@
+// The main thread of a proxy: starts one data-plane worker per core, hands each config version to
+// all of them (worker 0 first, so ports chosen by the OS are shared), and drains them on shutdown.
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import type { ProxyIR } from '../config/ir.ts';
+import { encodeSecrets } from '../secret.ts';
+import type { Envelope, Reply, WorkerData, WorkerRequest } from './protocol.ts';
+
+const WORKER_URL = new URL('./worker.ts', import.meta.url);
+
+export class WorkerHandle {
+  readonly index: number;
+  readonly worker: Worker;
+  version: string | undefined;
+  #next = 1;
+  readonly #pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+
+  constructor(index: number, data: WorkerData, onExit: (code: number) => void) {
+    this.index = index;
+    this.worker = new Worker(WORKER_URL, { workerData: data, stdout: false, stderr: false });
+    this.worker.on('message', (r: Reply) => {
+      const p = this.#pending.get(r.id);
+      if (!p) return;
+      this.#pending.delete(r.id);
+      if (r.ok) p.resolve(r.result);
+      else p.reject(new Error(r.error));
+    });
+    this.worker.on('error', (err) => {
+      for (const p of this.#pending.values()) p.reject(err);
+      this.#pending.clear();
+    });
+    this.worker.on('exit', (code) => {
+      for (const p of this.#pending.values()) p.reject(new Error(`worker ${index} exited with code ${code}`));
+      this.#pending.clear();
+      onExit(code);
+    });
+  }
+
+  call<T = unknown>(req: WorkerRequest): Promise<T> {
+    const id = this.#next++;
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      this.worker.postMessage({ id, req } satisfies Envelope);
+    });
+  }
+}
+
+export interface SupervisorOptions {
+  workers: number | 'auto';
+  logFilter: string;
+  logFormat: 'text' | 'json';
+  log: Logger;
+}
+
+export class Supervisor {
+  readonly workers: WorkerHandle[] = [];
+  readonly #opts: SupervisorOptions;
+  #ir: ProxyIR | undefined;
+  #ports: Record<string, number> = {};
+  #stopping = false;
+  #ready = false;
+  #queue: Promise<unknown> = Promise.resolve();
+  onWorkerExit: (index: number, code: number) => void = () => {};
+
+  constructor(opts: SupervisorOptions) {
+    this.#opts = opts;
+    const n = opts.workers === 'auto' ? availableParallelism() : opts.workers;
+    for (let i = 0; i < n; i++) this.#spawn(i, n);
+  }
+
+  #spawn(index: number, total: number): void {
+    const data: WorkerData = { index, workers: total, logFilter: this.#opts.logFilter, logFormat: this.#opts.logFormat };
+    this.workers[index] = new WorkerHandle(index, data, (code) => {
+      if (this.#stopping) return;
+      this.#opts.log.error({ worker: index, code }, 'data-plane worker exited; starting a new one');
+      this.onWorkerExit(index, code);
+      this.#spawn(index, total);
+      const ir = this.#ir;
+      const w = this.workers[index];
+      if (ir && w) {
+        w.call({ type: 'apply', ir: encodeSecrets(ir), ports: this.#ports })
+          .then(() => {
+            w.version = ir.version;
+          })
+          .catch((err: Error) => this.#opts.log.error({ worker: index, err: err.message }, 'restarted worker rejected config'));
+      }
+    });
+  }
+
+  get ir(): ProxyIR | undefined {
+    return this.#ir;
+  }
+
+  get ports(): Record<string, number> {
+    return { ...this.#ports };
+  }
+
+  get ready(): boolean {
+    return this.#ready && !this.#stopping;
+  }
+
+  /**
+   * Applies a config to every worker. Worker 0 goes first: if it refuses (compile error, port in use)
+   * no other worker sees the config and the running one stays.
+   */
+  apply(ir: ProxyIR): Promise<void> {
+    const run = this.#queue.then(() => this.#apply(ir));
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  async #apply(ir: ProxyIR): Promise<void> {
+    const encoded = encodeSecrets(ir);
+    const [first, ...rest] = this.workers as [WorkerHandle, ...WorkerHandle[]];
+    const ports = await first.call<Record<string, number>>({ type: 'apply', ir: encoded, ports: this.#ports });
+    first.version = ir.version;
+    const results = await Promise.allSettled(rest.map((w) => w.call({ type: 'apply', ir: encoded, ports })));
+    results.forEach((r, i) => {
+      const w = rest[i] as WorkerHandle;
+      if (r.status === 'fulfilled') w.version = ir.version;
+      else this.#opts.log.error({ worker: w.index, err: r.reason?.message }, 'worker failed to apply config');
+    });
+    this.#ir = ir;
+    this.#ports = ports;
+    this.#ready = true;
+  }
+
+  broadcast<T>(req: WorkerRequest): Promise<T[]> {
+    return Promise.all(this.workers.map((w) => w.call<T>(req)));
+  }
+
+  async stop(deadlineMs: number): Promise<number> {
+    this.#stopping = true;
+    const results = await Promise.allSettled(this.workers.map((w) => w.call<{ cut: number }>({ type: 'drain', deadlineMs })));
+    await Promise.allSettled(this.workers.map((w) => w.worker.terminate()));
+    return results.reduce((n, r) => n + (r.status === 'fulfilled' ? r.value.cut : 0), 0);
+  }
+}

@@ -1,0 +1,52 @@
+// Entry point of a data-plane worker thread: one DataPlane, driven by messages from the main thread.
+import { getHeapStatistics } from 'node:v8';
+import { parentPort, workerData } from 'node:worker_threads';
+import type { ProxyIR } from '../config/ir.ts';
+import { LogHub } from '../observability/logger.ts';
+import { ProxyMetrics } from '../observability/metrics.ts';
+import { decodeSecrets } from '../secret.ts';
+import { DataPlane } from './data-plane.ts';
+import { cpuProfile, heapProfile, startHeapSampling } from './profile.ts';
+import type { Envelope, Reply, WorkerData, WorkerRequest } from './protocol.ts';
+
+const data = workerData as WorkerData;
+const port = parentPort;
+if (!port) throw new Error('worker.ts must run in a worker thread');
+
+const logs = new LogHub(data.logFilter, data.logFormat);
+const log = logs.module('proxy');
+const metrics = new ProxyMetrics();
+metrics.registry.setDefaultLabels({ worker: String(data.index) });
+const plane = new DataPlane({ log, accessLog: logs.module('request'), metrics, reusePort: data.workers > 1 });
+startHeapSampling();
+
+async function handle(req: WorkerRequest): Promise<unknown> {
+  switch (req.type) {
+    case 'apply':
+      return await plane.apply(decodeSecrets(req.ir) as ProxyIR, req.ports);
+    case 'drain':
+      return await plane.drain(req.deadlineMs);
+    case 'log-level':
+      return logs.setFilter(req.filter);
+    case 'metrics':
+      return await metrics.registry.getMetricsAsJSON();
+    case 'tasks':
+      return { worker: data.index, inflight: plane.tasks(), resources: process.getActiveResourcesInfo() };
+    case 'memory':
+      return { worker: data.index, heap: getHeapStatistics() };
+    case 'profile':
+      return req.kind === 'cpu' ? await cpuProfile(req.seconds, req.frequency) : await heapProfile();
+  }
+}
+
+port.on('message', (msg: Envelope) => {
+  handle(msg.req).then(
+    (result) => port.postMessage({ id: msg.id, ok: true, result } satisfies Reply),
+    (err: Error) => port.postMessage({ id: msg.id, ok: false, error: err.message } satisfies Reply),
+  );
+});
+
+process.on('uncaughtException', (err) => {
+  // A bug in one request must not take the worker down with every other request on it.
+  log.error({ err }, 'uncaught exception in worker');
+});

@@ -1,0 +1,2 @@
+// The version reported by every binary.
+export const VERSION = '0.1.0';
