@@ -80,10 +80,14 @@ export async function stopTracked(t: Tracked, graceMs = 5000): Promise<void> {
   // The tree must be read before the root dies: orphans are re-parented and can no longer be found.
   const tree = processTree(t.pid);
   signalPids([t.pid], 'SIGTERM');
-  const timedOut = await Promise.race([t.exited.then(() => false), sleep(graceMs).then(() => true)]);
+  // Unref'd timers: a pending grace period must not keep the harness alive after everything exited.
+  const timedOut = await Promise.race([
+    t.exited.then(() => false),
+    sleep(graceMs, undefined, { ref: false }).then(() => true),
+  ]);
   const stragglers = tree.filter((p) => (timedOut || p !== t.pid) && sameProcess(p, startTimes.get(p)));
   signalPids(stragglers, 'SIGKILL');
-  await Promise.race([t.exited, sleep(1000)]);
+  await Promise.race([t.exited, sleep(1000, undefined, { ref: false })]);
 }
 
 export async function stopAll(): Promise<void> {

@@ -15,6 +15,7 @@ import type {
   Scenario,
   ScenarioConfig,
   ScenarioResult,
+  Unit,
   UpstreamSpec,
 } from '../scenarios/types.ts';
 import { busyFraction, cpuSnapshot, parseCpuList } from './cpu-load.ts';
@@ -168,7 +169,7 @@ async function runMode(
     const peakKiB = { gw: rss.gw.peakKiB, nginx: rss.nginx.peakKiB };
     return {
       mode,
-      figures: figures(rounds, idleKiB, peakKiB, hwmKiB),
+      figures: figures(rounds, idleKiB, peakKiB, hwmKiB, mode.loadCpus !== undefined),
       notes: notes(rounds, mode, settings.standin),
       rounds: [{ idleKiB, peakKiB, hwmKiB, ports }, ...rounds],
     };
@@ -302,10 +303,9 @@ function describeRound(round: Round): string {
     .join(' | ');
 }
 
-function perRound(
-  rounds: readonly Round[],
-  f: (r: Required<Round['peers']>) => number | undefined,
-): number[] {
+type PerRound = (r: Required<Round['peers']>) => number | undefined;
+
+function perRound(rounds: readonly Round[], f: PerRound): number[] {
   const out: number[] = [];
   for (const r of rounds) {
     const { direct, gw, nginx } = r.peers;
@@ -318,103 +318,83 @@ function perRound(
 
 const MiB = (kib: number): number => kib / 1024;
 
+// Figures taken within each round (so neighbours' noise hits both sides of a ratio alike).
+const ROUND_FIGURES: readonly [key: string, label: string, unit: Unit, f: PerRound][] = [
+  [
+    'gw-vs-nginx-throughput',
+    'Throughput gw / nginx',
+    'x',
+    (r) => r.gw.saturation.rps / r.nginx.saturation.rps,
+  ],
+  [
+    'gw-vs-direct-throughput',
+    'Throughput gw / direct',
+    'x',
+    (r) => r.gw.saturation.rps / r.direct.saturation.rps,
+  ],
+  [
+    'nginx-vs-direct-throughput',
+    'Throughput nginx / direct',
+    'x',
+    (r) => r.nginx.saturation.rps / r.direct.saturation.rps,
+  ],
+  ['gw-cpu-per-request', 'CPU per request, gw', 'us', (r) => r.gw.cpuUsPerRequest],
+  ['nginx-cpu-per-request', 'CPU per request, nginx', 'us', (r) => r.nginx.cpuUsPerRequest],
+  ['gw-added-p50', 'Added p50 latency, gw', 'us', (r) => r.gw.latency.p50Us - r.direct.latency.p50Us],
+  ['gw-added-p99', 'Added p99 latency, gw', 'us', (r) => r.gw.latency.p99Us - r.direct.latency.p99Us],
+  [
+    'nginx-added-p50',
+    'Added p50 latency, nginx',
+    'us',
+    (r) => r.nginx.latency.p50Us - r.direct.latency.p50Us,
+  ],
+  [
+    'nginx-added-p99',
+    'Added p99 latency, nginx',
+    'us',
+    (r) => r.nginx.latency.p99Us - r.direct.latency.p99Us,
+  ],
+];
+
+const CONTEXT_FIGURES: readonly [key: string, label: string, unit: Unit, f: PerRound][] = [
+  ['gw-rps', 'Context: gw throughput', 'rps', (r) => r.gw.saturation.rps],
+  ['nginx-rps', 'Context: nginx throughput', 'rps', (r) => r.nginx.saturation.rps],
+  ['direct-rps', 'Context: direct throughput', 'rps', (r) => r.direct.saturation.rps],
+  ['direct-p50', 'Context: direct p50 at fixed rate', 'us', (r) => r.direct.latency.p50Us],
+  ['direct-p99', 'Context: direct p99 at fixed rate', 'us', (r) => r.direct.latency.p99Us],
+  // Whether a proxy used all of its CPUs at saturation, or was held back by the load side.
+  ['gw-proxy-cpu-busy', 'Context: proxy CPUs busy, gw saturation', '%', (r) => 100 * r.gw.proxyCpuBusy],
+  [
+    'nginx-proxy-cpu-busy',
+    'Context: proxy CPUs busy, nginx saturation',
+    '%',
+    (r) => 100 * r.nginx.proxyCpuBusy,
+  ],
+];
+
+// Only meaningful when the load side has CPUs of its own.
+const PINNED_FIGURES: readonly [key: string, label: string, unit: Unit, f: PerRound][] = [
+  ['nginx-load-cpu-busy', 'Context: load CPUs busy, nginx saturation', '%', (r) => 100 * r.nginx.loadCpuBusy],
+];
+
 function figures(
   rounds: readonly Round[],
   idleKiB: Record<'gw' | 'nginx', number>,
   peakKiB: Record<'gw' | 'nginx', number>,
   hwmKiB: Record<'gw' | 'nginx', number>,
+  pinned: boolean,
 ): Figure[] {
-  const pr = (f: (r: Required<Round['peers']>) => number | undefined): number[] => perRound(rounds, f);
+  const fromRounds = (list: typeof ROUND_FIGURES): Figure[] =>
+    list.map(([key, label, unit, f]) => figure(key, label, unit, perRound(rounds, f)));
   return [
-    figure(
-      'gw-vs-nginx-throughput',
-      'Throughput gw / nginx',
-      'x',
-      pr((r) => r.gw.saturation.rps / r.nginx.saturation.rps),
-    ),
-    figure(
-      'gw-vs-direct-throughput',
-      'Throughput gw / direct',
-      'x',
-      pr((r) => r.gw.saturation.rps / r.direct.saturation.rps),
-    ),
-    figure(
-      'nginx-vs-direct-throughput',
-      'Throughput nginx / direct',
-      'x',
-      pr((r) => r.nginx.saturation.rps / r.direct.saturation.rps),
-    ),
-    figure(
-      'gw-cpu-per-request',
-      'CPU per request, gw',
-      'us',
-      pr((r) => r.gw.cpuUsPerRequest),
-    ),
-    figure(
-      'nginx-cpu-per-request',
-      'CPU per request, nginx',
-      'us',
-      pr((r) => r.nginx.cpuUsPerRequest),
-    ),
-    figure(
-      'gw-added-p50',
-      'Added p50 latency, gw',
-      'us',
-      pr((r) => r.gw.latency.p50Us - r.direct.latency.p50Us),
-    ),
-    figure(
-      'gw-added-p99',
-      'Added p99 latency, gw',
-      'us',
-      pr((r) => r.gw.latency.p99Us - r.direct.latency.p99Us),
-    ),
-    figure(
-      'nginx-added-p50',
-      'Added p50 latency, nginx',
-      'us',
-      pr((r) => r.nginx.latency.p50Us - r.direct.latency.p50Us),
-    ),
-    figure(
-      'nginx-added-p99',
-      'Added p99 latency, nginx',
-      'us',
-      pr((r) => r.nginx.latency.p99Us - r.direct.latency.p99Us),
-    ),
+    ...fromRounds(ROUND_FIGURES),
     figure('gw-rss-idle', 'RSS idle, gw', 'MiB', [MiB(idleKiB.gw)]),
     figure('gw-rss-peak', 'RSS peak (100 ms samples), gw', 'MiB', [MiB(peakKiB.gw)]),
     figure('gw-rss-hwm', 'RSS high-water mark (VmHWM), gw', 'MiB', [MiB(hwmKiB.gw)]),
     figure('nginx-rss-idle', 'RSS idle, nginx', 'MiB', [MiB(idleKiB.nginx)]),
     figure('nginx-rss-peak', 'RSS peak (100 ms samples), nginx', 'MiB', [MiB(peakKiB.nginx)]),
-    figure(
-      'gw-rps',
-      'Context: gw throughput',
-      'rps',
-      pr((r) => r.gw.saturation.rps),
-    ),
-    figure(
-      'nginx-rps',
-      'Context: nginx throughput',
-      'rps',
-      pr((r) => r.nginx.saturation.rps),
-    ),
-    figure(
-      'direct-rps',
-      'Context: direct throughput',
-      'rps',
-      pr((r) => r.direct.saturation.rps),
-    ),
-    figure(
-      'direct-p50',
-      'Context: direct p50 at fixed rate',
-      'us',
-      pr((r) => r.direct.latency.p50Us),
-    ),
-    figure(
-      'direct-p99',
-      'Context: direct p99 at fixed rate',
-      'us',
-      pr((r) => r.direct.latency.p99Us),
-    ),
+    ...fromRounds(CONTEXT_FIGURES),
+    ...(pinned ? fromRounds(PINNED_FIGURES) : []),
   ];
 }
 

@@ -36,6 +36,8 @@ function formatValue(v: number | null, unit: Figure['unit']): string {
       return `${v.toFixed(1)} MiB`;
     case 'rps':
       return `${Math.round(v).toLocaleString('en-US')} req/s`;
+    case '%':
+      return `${Math.round(v)} %`;
     case 'count':
       return String(Math.round(v));
   }

@@ -80,7 +80,7 @@ export interface RunContext {
   log: (line: string) => void;
 }
 
-export type Unit = 'x' | 'us' | 'MiB' | 'rps' | 'count';
+export type Unit = 'x' | 'us' | 'MiB' | 'rps' | '%' | 'count';
 
 /** One reported number: the median over rounds and its min–max range. */
 export interface Figure {

@@ -141,7 +141,9 @@ export async function main(argv: string[]): Promise<number> {
           {
             version: loaded.ir.version,
             workers: supervisor.workers.length,
-            listeners: Object.entries(supervisor.ports).map(([k, p]) => `${k.split(':')[0] === '::' ? '[::]' : k.slice(0, k.lastIndexOf(':'))}:${p}`).join(' '),
+            listeners: (supervisor.ir?.binds ?? [])
+              .map((b) => `${b.address.includes(':') ? `[${b.address}]` : b.address}:${supervisor.ports[b.key] ?? b.port}`)
+              .join(' '),
             admin: admin.address ?? 'off',
             stats: stats.address ?? 'off',
             readiness: ready.address ?? 'off',

@@ -192,7 +192,8 @@ class Builder {
   binds(): BindIR[] {
     const byKey = new Map<string, BindIR>();
     const add = (path: FieldPath, address: string, port: number, l: ListenerIR) => {
-      const key = `${address}:${port}`;
+      // Port 0 asks the OS for a free port, separately for every listener that says so.
+      const key = port === 0 ? `${address}:0/${l.gateway}/${l.name}` : `${address}:${port}`;
       let b = byKey.get(key);
       if (!b) {
         b = { key, address, port, protocol: l.protocol, listeners: [] };
