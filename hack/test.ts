@@ -14,7 +14,13 @@ if (files.length === 0) {
 }
 const r = spawnSync(
   process.execPath,
-  ['--disable-warning=ExperimentalWarning', '--test', '--test-concurrency=2', '--test-timeout=120000', ...files],
+  [
+    '--disable-warning=ExperimentalWarning',
+    '--test',
+    '--test-concurrency=2',
+    '--test-timeout=120000',
+    ...files,
+  ],
   { cwd: root, stdio: 'inherit', env: { ...process.env, GW_TEST: '1' } },
 );
 process.exit(r.status ?? 1);

@@ -92,6 +92,7 @@ async function runMode(
   ctx.log(`${tag} ${mode.label}`);
 
   const started: Tracked[] = [];
+  const samplers: RssSampler[] = [];
   // The harness samples /proc every 100 ms: keep that off the proxy's core too.
   pinSelf(mode.loadCpus);
   try {
@@ -138,6 +139,7 @@ async function runMode(
       nginx: statusKiB(processTree(nginxProc.pid), 'VmRSS'),
     };
     const rss = { gw: new RssSampler(gwProc.pid), nginx: new RssSampler(nginxProc.pid) };
+    samplers.push(rss.gw, rss.nginx);
 
     // Warm-up, not recorded: JIT, connection pools, page cache.
     for (const peer of peers) {
@@ -171,9 +173,10 @@ async function runMode(
       mode,
       figures: figures(rounds, idleKiB, peakKiB, hwmKiB, mode.loadCpus !== undefined),
       notes: notes(rounds, mode, settings.standin),
-      rounds: [{ idleKiB, peakKiB, hwmKiB, ports }, ...rounds],
+      raw: { ports, memoryKiB: { idle: idleKiB, peak: peakKiB, hwm: hwmKiB }, rounds },
     };
   } finally {
+    for (const s of samplers) s.stop();
     for (const t of started.reverse()) await stopTracked(t);
     pinSelf(undefined);
   }

@@ -31,6 +31,7 @@ function formatValue(v: number | null, unit: Figure['unit']): string {
     case 'x':
       return `${v.toFixed(2)}×`;
     case 'us':
+      if (Math.abs(v) >= 1000) return `${(v / 1000).toFixed(2)} ms`;
       return `${Math.abs(v) < 10 ? v.toFixed(1) : Math.round(v)} µs`;
     case 'MiB':
       return `${v.toFixed(1)} MiB`;
@@ -48,6 +49,19 @@ function formatFigure(f: Figure): string {
   const med = f.median as number | null;
   if (f.n <= 1) return formatValue(med, f.unit);
   return `**${formatValue(med, f.unit)}** (${formatValue(f.min, f.unit)} – ${formatValue(f.max, f.unit)})`;
+}
+
+/** A table padded the way Biome formats Markdown, so `biome check .` accepts the generated file. */
+function markdownTable(rows: readonly string[][]): string[] {
+  const widths: number[] = [];
+  for (const row of rows) {
+    for (const [i, cell] of row.entries()) widths[i] = Math.max(widths[i] ?? 3, cell.length);
+  }
+  const line = (cells: readonly string[]): string =>
+    `| ${cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join(' | ')} |`;
+  const [head, ...body] = rows;
+  if (head === undefined) return [];
+  return [line(head), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)];
 }
 
 export function renderSection(r: ResultFile, fileName: string): string {
@@ -71,15 +85,17 @@ export function renderSection(r: ResultFile, fileName: string): string {
     for (const f of mode.figures)
       if (!keys.some((k) => k.key === f.key)) keys.push({ key: f.key, label: f.label });
   }
-  lines.push(`| Figure | ${r.modes.map((mr) => mr.mode.label).join(' | ')} |`);
-  lines.push(`| --- |${r.modes.map(() => ' --- |').join('')}`);
-  for (const { key, label } of keys) {
-    const cells = r.modes.map((mr) => {
-      const f = mr.figures.find((x) => x.key === key);
-      return f === undefined ? '–' : formatFigure(f);
-    });
-    lines.push(`| ${label} | ${cells.join(' | ')} |`);
-  }
+  const rows = [
+    ['Figure', ...r.modes.map((mr) => mr.mode.label)],
+    ...keys.map(({ key, label }) => [
+      label,
+      ...r.modes.map((mr) => {
+        const f = mr.figures.find((x) => x.key === key);
+        return f === undefined ? '–' : formatFigure(f);
+      }),
+    ]),
+  ];
+  lines.push(...markdownTable(rows));
   const notes = r.modes.flatMap((mr: ModeResult) => mr.notes.map((n) => `- ${mr.mode.name}: ${n}`));
   if (notes.length > 0) lines.push('', 'Notes:', '', ...notes);
   if (r.reference !== null) lines.push('', `Reference: ${r.reference}`);

@@ -98,8 +98,8 @@ export interface ModeResult {
   figures: Figure[];
   /** Anything that makes the figures doubtful (errors, missed rates), shown with the table. */
   notes: string[];
-  /** Raw per-round measurements, for re-analysis. */
-  rounds: unknown[];
+  /** Raw measurements (per round, per peer), for re-analysis. */
+  raw: unknown;
 }
 
 export interface ScenarioResult {

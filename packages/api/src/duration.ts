@@ -53,7 +53,15 @@ export function parseByteSize(value: string | number): number | undefined {
 }
 
 const GO_DURATION_RE = /^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|ms|s|m|h)/;
-const GO_UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const GO_UNIT_MS: Record<string, number> = {
+  ns: 1e-6,
+  us: 1e-3,
+  µs: 1e-3,
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+};
 
 /**
  * Milliseconds of a Go-style duration (`1m30s`, `1.5h`, `500ms`, `0`), which the standalone config

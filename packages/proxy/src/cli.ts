@@ -2,9 +2,9 @@
 // it on change; `gw --validate-only -f config.yaml` checks a file and exits.
 import { parseArgs } from 'node:util';
 import { ConfigError } from '@gw/api';
+import { startAdmin, startReadiness, startStats } from './admin/server.ts';
 import { DEFAULT_CONFIG, DEFAULT_CONFIG_NAME } from './config/default-config.ts';
 import { type LoadedConfig, loadConfigFile, loadConfigText } from './config/load.ts';
-import { startAdmin, startReadiness, startStats } from './admin/server.ts';
 import { LogHub, parseLevelFilter } from './observability/logger.ts';
 import { compileTable } from './routing/table.ts';
 import { Supervisor } from './server/supervisor.ts';
@@ -23,7 +23,9 @@ Environment: GW_LOG overrides config.logging.level (e.g. "info,proxy=debug").
 `;
 
 async function load(file: string | undefined): Promise<LoadedConfig> {
-  const loaded = file ? await loadConfigFile(file) : loadConfigText(DEFAULT_CONFIG_NAME, DEFAULT_CONFIG, process.cwd());
+  const loaded = file
+    ? await loadConfigFile(file)
+    : loadConfigText(DEFAULT_CONFIG_NAME, DEFAULT_CONFIG, process.cwd());
   // Compile once without connecting anything, so what fails in a worker fails here first.
   compileTable(loaded.ir, null);
   return loaded;
@@ -75,7 +77,9 @@ export async function main(argv: string[]): Promise<number> {
     const { binds } = loaded.ir;
     const listeners = binds.reduce((n, b) => n + b.listeners.length, 0);
     const routes = binds.reduce((n, b) => n + b.listeners.reduce((m, l) => m + l.routes.length, 0), 0);
-    process.stdout.write(`${file ?? DEFAULT_CONFIG_NAME}: valid (${binds.length} binds, ${listeners} listeners, ${routes} routes)\n`);
+    process.stdout.write(
+      `${file ?? DEFAULT_CONFIG_NAME}: valid (${binds.length} binds, ${listeners} listeners, ${routes} routes)\n`,
+    );
     return 0;
   }
 
@@ -142,7 +146,10 @@ export async function main(argv: string[]): Promise<number> {
             version: loaded.ir.version,
             workers: supervisor.workers.length,
             listeners: (supervisor.ir?.binds ?? [])
-              .map((b) => `${b.address.includes(':') ? `[${b.address}]` : b.address}:${supervisor.ports[b.key] ?? b.port}`)
+              .map(
+                (b) =>
+                  `${b.address.includes(':') ? `[${b.address}]` : b.address}:${supervisor.ports[b.key] ?? b.port}`,
+              )
               .join(' '),
             admin: admin.address ?? 'off',
             stats: stats.address ?? 'off',
@@ -168,7 +175,9 @@ export async function main(argv: string[]): Promise<number> {
             })
             .catch((err) => {
               lastError = report(err);
-              log.error(`configuration change rejected, keeping version ${supervisor.ir?.version}:\n${lastError}`);
+              log.error(
+                `configuration change rejected, keeping version ${supervisor.ir?.version}:\n${lastError}`,
+              );
             });
         });
       }

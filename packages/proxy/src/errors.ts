@@ -6,7 +6,10 @@ export const ERRORS = {
   GW_ERR_NO_LISTENER: { status: 404, message: 'no listener for this host' },
   GW_ERR_NO_BACKEND: { status: 500, message: 'route has no backends' },
   GW_ERR_BAD_REQUEST: { status: 400, message: 'bad request' },
-  GW_ERR_DYNAMIC_NO_HOST: { status: 400, message: 'dynamic forward proxy: request has no host to forward to' },
+  GW_ERR_DYNAMIC_NO_HOST: {
+    status: 400,
+    message: 'dynamic forward proxy: request has no host to forward to',
+  },
   GW_ERR_CSRF: { status: 403, message: 'cross-site request rejected (CSRF)' },
   GW_ERR_REQUEST_TOO_LARGE: { status: 413, message: 'request body is larger than the buffer limit' },
   GW_ERR_RESPONSE_TOO_LARGE: { status: 502, message: 'response body is larger than the buffer limit' },

@@ -1,2 +1,4 @@
 // @gw/testkit: real servers and helpers for tests (private).
+
+export * from './tls.ts';
 export * from './upstream.ts';

@@ -31,7 +31,7 @@ const HeaderName = z
   .string()
   .min(1)
   .max(256)
-  .regex(HEADER_NAME_PATTERN, 'expected an HTTP header name (letters, digits and !#$%&\'*+-.^_`|~)');
+  .regex(HEADER_NAME_PATTERN, "expected an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)");
 
 const Port = z.number().int().min(0).max(65535);
 
@@ -96,7 +96,9 @@ const Cors = strict({
 
 const Csrf = strict({
   additionalOrigins: z
-    .array(z.string().regex(/^[a-z][a-z0-9+.-]*:\/\/[^/:]+(:[0-9]{1,5})?$/, 'expected <scheme>://<host>[:<port>]'))
+    .array(
+      z.string().regex(/^[a-z][a-z0-9+.-]*:\/\/[^/:]+(:[0-9]{1,5})?$/, 'expected <scheme>://<host>[:<port>]'),
+    )
     .max(16)
     .optional(),
 });
@@ -137,7 +139,10 @@ const Keepalives = strict({
   interval: Duration.optional(),
   retries: z.number().int().min(1).max(64).optional(),
 });
-const BackendHttp = strict({ version: z.enum(['HTTP1', 'HTTP2']).optional(), requestTimeout: Duration.optional() });
+const BackendHttp = strict({
+  version: z.enum(['HTTP1', 'HTTP2']).optional(),
+  requestTimeout: Duration.optional(),
+});
 const BackendTcp = strict({ keepalives: Keepalives.optional(), connectTimeout: Duration.optional() });
 
 export const BackendPolicies = strict({
@@ -174,7 +179,11 @@ const HostPort = z
   );
 
 export const RouteBackend = z.union([
-  strict({ host: HostPort, weight: z.number().int().min(0).optional(), policies: BackendPolicies.optional() }),
+  strict({
+    host: HostPort,
+    weight: z.number().int().min(0).optional(),
+    policies: BackendPolicies.optional(),
+  }),
   strict({
     backend: z.string().min(1),
     weight: z.number().int().min(0).optional(),
@@ -277,7 +286,9 @@ export const GlobalConfig = strict({
   statsAddr: Address.optional(),
   readinessAddr: Address.optional(),
   sensitiveHeaders: z.array(z.string()).optional(),
-  workerThreads: z.union([z.literal('auto'), z.number().int().min(1).max(256), z.string().regex(/^[0-9]+$/)]).optional(),
+  workerThreads: z
+    .union([z.literal('auto'), z.number().int().min(1).max(256), z.string().regex(/^[0-9]+$/)])
+    .optional(),
   connectionTerminationDeadline: Duration.optional(),
   connectionMinTerminationDeadline: Duration.optional(),
   logging: strict({

@@ -43,7 +43,7 @@ export interface SourceDocument {
   file: string;
   data: unknown;
   /** The issue for `path`, located at the deepest node of that path present in the file. */
-  issueAt(path: FieldPath, message: string): ConfigIssue;
+  issueAt(path: FieldPath, message: string, atKey?: boolean): ConfigIssue;
 }
 
 export type EnvLookup = (name: string) => string | undefined;
@@ -55,7 +55,11 @@ const ENV_REF = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][
  * environment (`$$` is a literal `$`); a plain scalar that expands to a number or boolean becomes one,
  * so `port: $PORT` works. An unset variable without a default is an error at its position.
  */
-export function parseSource(file: string, text: string, env: EnvLookup = (n) => process.env[n]): SourceDocument {
+export function parseSource(
+  file: string,
+  text: string,
+  env: EnvLookup = (n) => process.env[n],
+): SourceDocument {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true, merge: true });
   const at = (offset: number) => {
@@ -113,8 +117,8 @@ export function parseSource(file: string, text: string, env: EnvLookup = (n) => 
   return {
     file,
     data,
-    issueAt(path, message) {
-      const { offset, rest } = locate(doc.contents, path);
+    issueAt(path, message, atKey = false) {
+      const { offset, rest } = locate(doc.contents, path, atKey);
       const suffix = rest.length > 0 ? ` (missing field ${JSON.stringify(rest[0])})` : '';
       return {
         file,
@@ -134,7 +138,7 @@ function plainScalar(text: string): unknown {
 }
 
 /** The start offset of the deepest node along `path`, and the part of the path that is absent. */
-function locate(root: unknown, path: FieldPath): { offset: number; rest: FieldPath } {
+function locate(root: unknown, path: FieldPath, atKey: boolean): { offset: number; rest: FieldPath } {
   let node = root as Node | null | undefined;
   let offset = (node as { range?: [number] } | null)?.range?.[0] ?? -1;
   for (let i = 0; i < path.length; i++) {
@@ -142,7 +146,9 @@ function locate(root: unknown, path: FieldPath): { offset: number; rest: FieldPa
     let next: unknown;
     let keyOffset = -1;
     if (isMap(node)) {
-      const pair = node.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(seg));
+      const pair = node.items.find(
+        (p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(seg),
+      );
       if (pair) {
         next = pair.value;
         keyOffset = (pair.key as Scalar).range?.[0] ?? -1;
@@ -154,7 +160,11 @@ function locate(root: unknown, path: FieldPath): { offset: number; rest: FieldPa
     // A key with an empty value has no node of its own: point at the key.
     const range = (next as { range?: [number] } | null)?.range;
     offset = range ? range[0] : keyOffset;
-    if (keyOffset >= 0 && (next === null || !range)) offset = keyOffset;
+    // Point at the key for empty values and for blocks (a map or list under a key): that line names
+    // the field; a scalar is pointed at itself.
+    const last = i === path.length - 1;
+    if (keyOffset >= 0 && ((atKey && last) || next === null || !range || isMap(next) || isSeq(next)))
+      offset = keyOffset;
     node = next as Node;
   }
   return { offset, rest: [] };
@@ -175,9 +185,13 @@ export function issuesFromZod(src: SourceDocument, error: z.ZodError): ConfigIss
     }
   };
   const visit = (issue: z.core.$ZodIssue, base: FieldPath) => {
-    const path = [...base, ...(issue.path as PropertyKey[]).map((p) => (typeof p === 'number' ? p : String(p)))];
+    const path = [
+      ...base,
+      ...(issue.path as PropertyKey[]).map((p) => (typeof p === 'number' ? p : String(p))),
+    ];
     if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) push(src.issueAt([...path, key], `unknown field ${JSON.stringify(key)}`));
+      for (const key of issue.keys)
+        push(src.issueAt([...path, key], `unknown field ${JSON.stringify(key)}`, true));
       return;
     }
     if (issue.code === 'invalid_union' && issue.errors.length > 0) {

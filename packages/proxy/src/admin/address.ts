@@ -1,5 +1,8 @@
 // Listen addresses of the admin, stats and readiness servers: `ip:port`, `host:port`, `unix:/path`, `off`.
-export type ListenAddress = { kind: 'tcp'; host: string; port: number } | { kind: 'unix'; path: string } | { kind: 'off' };
+export type ListenAddress =
+  | { kind: 'tcp'; host: string; port: number }
+  | { kind: 'unix'; path: string }
+  | { kind: 'off' };
 
 export function parseListenAddress(text: string): ListenAddress {
   if (text === 'off') return { kind: 'off' };

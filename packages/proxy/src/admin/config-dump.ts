@@ -33,9 +33,15 @@ export function configDump(s: Supervisor, startup: StartupConfig, lastError: str
     ),
   );
   const backends = new Map<string, RouteBackendIR>();
-  for (const b of ir?.binds ?? []) for (const l of b.listeners) for (const r of l.routes) for (const x of r.backends) backends.set(x.name, x);
+  for (const b of ir?.binds ?? [])
+    for (const l of b.listeners)
+      for (const r of l.routes) for (const x of r.backends) backends.set(x.name, x);
   const policies = (ir?.binds ?? []).flatMap((b) =>
-    b.listeners.flatMap((l) => l.routes.filter((r) => Object.keys(r.policies).length > 0).map((r) => ({ target: { route: r.key }, policy: r.policies }))),
+    b.listeners.flatMap((l) =>
+      l.routes
+        .filter((r) => Object.keys(r.policies).length > 0)
+        .map((r) => ({ target: { route: r.key }, policy: r.policies })),
+    ),
   );
   // JSON.stringify through toJSON: Secret values come out as "[redacted]".
   return JSON.parse(

@@ -8,8 +8,8 @@ import type { StartupConfig } from '../config/load.ts';
 import type { LogHub } from '../observability/logger.ts';
 import { parseLevelFilter } from '../observability/logger.ts';
 import type { Supervisor } from '../server/supervisor.ts';
-import { configDump } from './config-dump.ts';
 import { formatListenAddress, type ListenAddress, parseListenAddress } from './address.ts';
+import { configDump } from './config-dump.ts';
 
 export interface AdminContext {
   supervisor: Supervisor;
@@ -31,7 +31,9 @@ async function listen(app: FastifyInstance, addr: ListenAddress): Promise<string
   return formatListenAddress(addr, (app.server.address() as AddressInfo).port);
 }
 
-export async function startAdmin(ctx: AdminContext): Promise<{ app: FastifyInstance; address: string | undefined }> {
+export async function startAdmin(
+  ctx: AdminContext,
+): Promise<{ app: FastifyInstance; address: string | undefined }> {
   const app = Fastify({ logger: false });
   const { supervisor, logs } = ctx;
 
@@ -97,7 +99,11 @@ export async function startAdmin(ctx: AdminContext): Promise<{ app: FastifyInsta
         return reply.code(400).type('text/plain').send('frequency must be an integer from 1 to 1000 (Hz)\n');
       }
       const w = pickWorker(q);
-      if (!w) return reply.code(400).type('text/plain').send(`worker must be 0..${supervisor.workers.length - 1}\n`);
+      if (!w)
+        return reply
+          .code(400)
+          .type('text/plain')
+          .send(`worker must be 0..${supervisor.workers.length - 1}\n`);
       const data = await w.call<Uint8Array>({ type: 'profile', kind: 'cpu', seconds, frequency });
       return reply
         .type('application/octet-stream')
@@ -106,7 +112,11 @@ export async function startAdmin(ctx: AdminContext): Promise<{ app: FastifyInsta
     });
     app.get('/debug/pprof/heap', async (req, reply) => {
       const w = pickWorker(req.query as Record<string, string | undefined>);
-      if (!w) return reply.code(400).type('text/plain').send(`worker must be 0..${supervisor.workers.length - 1}\n`);
+      if (!w)
+        return reply
+          .code(400)
+          .type('text/plain')
+          .send(`worker must be 0..${supervisor.workers.length - 1}\n`);
       const data = await w.call<Uint8Array>({ type: 'profile', kind: 'heap' });
       return reply
         .type('application/octet-stream')
@@ -127,11 +137,16 @@ export async function startAdmin(ctx: AdminContext): Promise<{ app: FastifyInsta
   return { app, address };
 }
 
-export async function startStats(addr: string, supervisor: Supervisor): Promise<{ app: FastifyInstance; address: string | undefined }> {
+export async function startStats(
+  addr: string,
+  supervisor: Supervisor,
+): Promise<{ app: FastifyInstance; address: string | undefined }> {
   const app = Fastify({ logger: false });
   const handler = async (_req: unknown, reply: { type: (t: string) => unknown }) => {
     const perWorker = await supervisor.broadcast<unknown[]>({ type: 'metrics' });
-    const registry = AggregatorRegistry.aggregate(perWorker as Parameters<typeof AggregatorRegistry.aggregate>[0]);
+    const registry = AggregatorRegistry.aggregate(
+      perWorker as Parameters<typeof AggregatorRegistry.aggregate>[0],
+    );
     reply.type(registry.contentType);
     return await registry.metrics();
   };
@@ -140,7 +155,10 @@ export async function startStats(addr: string, supervisor: Supervisor): Promise<
   return { app, address: await listen(app, parseListenAddress(addr)) };
 }
 
-export async function startReadiness(addr: string, supervisor: Supervisor): Promise<{ app: FastifyInstance; address: string | undefined }> {
+export async function startReadiness(
+  addr: string,
+  supervisor: Supervisor,
+): Promise<{ app: FastifyInstance; address: string | undefined }> {
   const app = Fastify({ logger: false });
   app.get('/healthz/ready', async (_req, reply) => {
     reply.type('text/plain');

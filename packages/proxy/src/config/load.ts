@@ -14,9 +14,9 @@ import {
   type FieldPath,
   formatPath,
   type GlobalConfig,
-  type ListenerTLS,
   HEADER_NAME_PATTERN,
   issuesFromZod,
+  type ListenerTLS,
   parseByteSize,
   parseGoDuration,
   parseSource,
@@ -75,7 +75,8 @@ export function loadConfigText(file: string, text: string, baseDir: string, env?
   return new Builder(src, parsed.data, baseDir).build();
 }
 
-const ms = (d: string | undefined, fallback: number) => (d === undefined ? fallback : (parseGoDuration(d) ?? fallback));
+const ms = (d: string | undefined, fallback: number) =>
+  d === undefined ? fallback : (parseGoDuration(d) ?? fallback);
 
 function defaultAddr(a: string | undefined, port: number): string {
   return a ?? `127.0.0.1:${port}`;
@@ -104,7 +105,10 @@ class Builder {
     const frontend = this.frontend();
     if (this.issues.length > 0) throw new ConfigError(this.issues);
     const body = { source: this.src.file, global, binds, frontend };
-    const version = createHash('sha256').update(JSON.stringify(body, secretHashReplacer)).digest('hex').slice(0, 16);
+    const version = createHash('sha256')
+      .update(JSON.stringify(body, secretHashReplacer))
+      .digest('hex')
+      .slice(0, 16);
     return { ir: { version, ...body }, startup };
   }
 
@@ -112,7 +116,8 @@ class Builder {
     const level = g.logging?.level;
     let workerThreads: number | 'auto' = 'auto';
     if (typeof g.workerThreads === 'number') workerThreads = g.workerThreads;
-    else if (typeof g.workerThreads === 'string' && g.workerThreads !== 'auto') workerThreads = Number(g.workerThreads);
+    else if (typeof g.workerThreads === 'string' && g.workerThreads !== 'auto')
+      workerThreads = Number(g.workerThreads);
     return {
       adminAddr: defaultAddr(g.adminAddr, 15000),
       statsAddr: g.statsAddr ?? '0.0.0.0:15020',
@@ -133,7 +138,8 @@ class Builder {
     const fh = this.cfg.frontendPolicies?.http;
     const ka = g.backend?.keepalives;
     return {
-      maxBufferSize: fh?.maxBufferSize === undefined ? DEFAULT_MAX_BUFFER : (parseByteSize(fh.maxBufferSize) ?? 0),
+      maxBufferSize:
+        fh?.maxBufferSize === undefined ? DEFAULT_MAX_BUFFER : (parseByteSize(fh.maxBufferSize) ?? 0),
       connectTimeoutMs: ms(g.backend?.connectTimeout, 10_000),
       poolIdleTimeoutMs: ms(g.backend?.poolIdleTimeout, 90_000),
       poolMaxSize: g.backend?.poolMaxSize ?? null,
@@ -182,7 +188,10 @@ class Builder {
     try {
       return readFileSync(full, 'utf8');
     } catch (err) {
-      this.fail(path, `cannot read ${full}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      this.fail(
+        path,
+        `cannot read ${full}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      );
       return undefined;
     }
   }
@@ -191,9 +200,10 @@ class Builder {
 
   binds(): BindIR[] {
     const byKey = new Map<string, BindIR>();
+    let zeroPorts = 0;
     const add = (path: FieldPath, address: string, port: number, l: ListenerIR) => {
       // Port 0 asks the OS for a free port, separately for every listener that says so.
-      const key = port === 0 ? `${address}:0/${l.gateway}/${l.name}` : `${address}:${port}`;
+      const key = port === 0 ? `${address}:0#${zeroPorts++}` : `${address}:${port}`;
       let b = byKey.get(key);
       if (!b) {
         b = { key, address, port, protocol: l.protocol, listeners: [] };
@@ -268,7 +278,8 @@ class Builder {
     }
     (this.cfg.routes ?? []).forEach((r, ri) => {
       const path = ['routes', ri];
-      const refs = r.gateways === undefined ? ['default'] : Array.isArray(r.gateways) ? r.gateways : [r.gateways];
+      const refs =
+        r.gateways === undefined ? ['default'] : Array.isArray(r.gateways) ? r.gateways : [r.gateways];
       for (const ref of refs) {
         const [gname, lname] = ref.split('/', 2) as [string, string | undefined];
         const ls = listenersOf.get(gname);
@@ -281,7 +292,8 @@ class Builder {
           continue;
         }
         const targets = lname ? ls.filter((l) => l.name === lname) : ls;
-        if (targets.length === 0) this.fail([...path, 'gateways'], `gateway ${gname} has no listener ${lname}`);
+        if (targets.length === 0)
+          this.fail([...path, 'gateways'], `gateway ${gname} has no listener ${lname}`);
         for (const l of targets) {
           const inherited = mergePolicies(
             targeted.gateway.get(gname),

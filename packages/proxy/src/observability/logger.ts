@@ -31,7 +31,14 @@ export function formatLevelFilter(f: LevelFilter): string {
   return [f.default, ...Object.entries(f.modules).map(([m, l]) => `${m}=${l}`)].join(',');
 }
 
-const PINO_LEVEL_NAMES: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
+const PINO_LEVEL_NAMES: Record<number, string> = {
+  10: 'trace',
+  20: 'debug',
+  30: 'info',
+  40: 'warn',
+  50: 'error',
+  60: 'fatal',
+};
 
 /** Rewrites pino's JSON lines as `time level module message key=value…`. */
 function textDestination(dest: DestinationStream): DestinationStream {

@@ -123,9 +123,11 @@ export class RequestContext {
       },
       source: { address: this.source.address, port: this.source.port },
     };
-    if (this.route) ctx.route = { name: this.route.name, gateway: this.route.gateway, listener: this.route.listener };
+    if (this.route)
+      ctx.route = { name: this.route.name, gateway: this.route.gateway, listener: this.route.listener };
     if (this.backendName) ctx.backend = { name: this.backendName };
-    if (this.response) ctx.response = { code: this.response.status, headers: celHeaders(this.response.headers) };
+    if (this.response)
+      ctx.response = { code: this.response.status, headers: celHeaders(this.response.headers) };
     return ctx;
   }
 }

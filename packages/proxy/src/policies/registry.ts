@@ -29,7 +29,10 @@ export const POLICIES: { [K in PolicyName]: PolicyDefinition<K> } = {
 };
 
 /** The layers of a route's effective policy, in POLICY_ORDER. */
-export function buildLayers(policies: TrafficPolicies, global: BuildEnv['global']): { name: PolicyName; layer: Layer }[] {
+export function buildLayers(
+  policies: TrafficPolicies,
+  global: BuildEnv['global'],
+): { name: PolicyName; layer: Layer }[] {
   const env: BuildEnv = { global, policies };
   const out: { name: PolicyName; layer: Layer }[] = [];
   for (const name of POLICY_ORDER) {

@@ -43,10 +43,13 @@ export function compileMatch<R>(route: R, m: RouteMatch, order: number): Compile
     pathLen = want.length;
   } else if ('pathPrefix' in p) {
     // Prefixes match whole path segments: /foo matches /foo and /foo/bar, not /foobar.
-    const want = p.pathPrefix.length > 1 && p.pathPrefix.endsWith('/') ? p.pathPrefix.slice(0, -1) : p.pathPrefix;
+    const want =
+      p.pathPrefix.length > 1 && p.pathPrefix.endsWith('/') ? p.pathPrefix.slice(0, -1) : p.pathPrefix;
     prefix = want;
     if (want !== '/') {
-      tests.push((i) => i.path.startsWith(want) && (i.path.length === want.length || i.path[want.length] === '/'));
+      tests.push(
+        (i) => i.path.startsWith(want) && (i.path.length === want.length || i.path[want.length] === '/'),
+      );
     }
     pathRank = 2;
     pathLen = want.length;

@@ -2,6 +2,7 @@
 // config is compiled completely before it replaces the old table, and a request keeps the table it
 // started with.
 import { createSecureContext, type SecureContext } from 'node:tls';
+import { parseGoDuration } from '@gw/api';
 import type { Pool } from 'undici';
 import type { BindIR, GlobalIR, ListenerIR, ProxyIR, RouteBackendIR, RouteIR } from '../config/ir.ts';
 import { GwError } from '../errors.ts';
@@ -11,10 +12,9 @@ import { headerModifier } from '../policies/header-modifier/index.ts';
 import { buildLayers } from '../policies/registry.ts';
 import { requestRedirect } from '../policies/request-redirect/index.ts';
 import { callUpstream } from '../upstream/call.ts';
-import type { PoolRegistry, PoolSpec } from '../upstream/pools.ts';
 import { DynamicTargets } from '../upstream/dynamic.ts';
+import type { PoolRegistry, PoolSpec } from '../upstream/pools.ts';
 import { compileMatch, HostRouter, hostMatches } from './match.ts';
-import { parseGoDuration } from '@gw/api';
 
 export interface CompiledRoute {
   info: RouteInfo;
@@ -75,7 +75,12 @@ export function compileTable(ir: ProxyIR, pools: PoolRegistry | null): RoutingTa
   return { version: ir.version, ir, binds, pools: used };
 }
 
-function compileListener(l: ListenerIR, global: GlobalIR, pools: PoolRegistry | null, used: Set<Pool>): CompiledListener {
+function compileListener(
+  l: ListenerIR,
+  global: GlobalIR,
+  pools: PoolRegistry | null,
+  used: Set<Pool>,
+): CompiledListener {
   const router = new HostRouter<CompiledRoute>();
   l.routes.forEach((r, order) => {
     const route = compileRoute(r, l, global, pools, used);
@@ -106,7 +111,9 @@ function compileRoute(
   const attemptTimeout = r.policies.timeout?.backendRequestTimeout;
   const backends = r.backends
     .filter((b) => b.weight > 0)
-    .map((b) => compileBackend(b, global, pools, used, attemptTimeout ? (parseGoDuration(attemptTimeout) ?? 0) : 0));
+    .map((b) =>
+      compileBackend(b, global, pools, used, attemptTimeout ? (parseGoDuration(attemptTimeout) ?? 0) : 0),
+    );
   const terminal = pickBackend(backends);
   return {
     info: { key: r.key, name: r.name, gateway: l.gateway, listener: l.name },
@@ -163,9 +170,13 @@ function compileBackend(
 ): CompiledBackend {
   const p = b.policies;
   const tls = p.backendTLS;
-  const attemptMs = p.http?.requestTimeout ? (parseGoDuration(p.http.requestTimeout) ?? 0) : routeAttemptTimeoutMs;
+  const attemptMs = p.http?.requestTimeout
+    ? (parseGoDuration(p.http.requestTimeout) ?? 0)
+    : routeAttemptTimeoutMs;
   const baseSpec = {
-    connectTimeoutMs: p.tcp?.connectTimeout ? (parseGoDuration(p.tcp.connectTimeout) ?? global.connectTimeoutMs) : global.connectTimeoutMs,
+    connectTimeoutMs: p.tcp?.connectTimeout
+      ? (parseGoDuration(p.tcp.connectTimeout) ?? global.connectTimeoutMs)
+      : global.connectTimeoutMs,
     idleTimeoutMs: global.poolIdleTimeoutMs,
     maxConnections: global.poolMaxSize,
     keepalive: p.tcp?.keepalives
@@ -192,8 +203,12 @@ function compileBackend(
     const spec: PoolSpec =
       t.kind === 'unix'
         ? { ...baseSpec, origin: 'http://localhost', socketPath: t.path }
-        : { ...baseSpec, origin: `${tls ? 'https' : 'http'}://${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.port}` };
-    const endpoint = t.kind === 'unix' ? `unix:${t.path}` : `${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.port}`;
+        : {
+            ...baseSpec,
+            origin: `${tls ? 'https' : 'http'}://${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.port}`,
+          };
+    const endpoint =
+      t.kind === 'unix' ? `unix:${t.path}` : `${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.port}`;
     const dispatcher = pools?.acquire(spec);
     if (dispatcher) used.add(dispatcher);
     call = (ctx) => {

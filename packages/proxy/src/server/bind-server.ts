@@ -57,6 +57,12 @@ export class BindServer {
         },
         handler,
       );
+      // HTTP/1.1 over TLS runs node's http connection code with the secure server's own defaults
+      // (5 s keep-alive, 300 s request timeout); make it behave like the plain-text port.
+      Object.assign(secure, { keepAliveTimeout: opts.idleTimeoutMs, requestTimeout: 0 });
+      secure.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) =>
+        answerClientError(err, socket, opts),
+      );
       secure.on('session', onSession);
       secure.on('secureConnection', (s: Socket) => this.#track(s));
       secure.on('tlsClientError', (err) => opts.onClientError(err));
@@ -66,15 +72,9 @@ export class BindServer {
       this.#outer = secure;
     } else {
       const h1 = http.createServer({ keepAliveTimeout: opts.idleTimeoutMs, requestTimeout: 0 }, handler);
-      h1.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
-        opts.onClientError(err);
-        if (socket.writable && err.code !== 'ECONNRESET') {
-          const reason = `bad request: ${err.code ?? err.message}`;
-          socket.end(
-            `HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\ncontent-length: ${reason.length + 1}\r\nconnection: close\r\n\r\n${reason}\n`,
-          );
-        } else socket.destroy();
-      });
+      h1.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) =>
+        answerClientError(err, socket, opts),
+      );
       const h2 = http2.createServer({}, handler);
       h2.on('session', onSession);
       this.#h1 = h1;
@@ -137,6 +137,26 @@ export class BindServer {
   get connections(): number {
     return this.#sockets.size;
   }
+}
+
+/** Statuses for HTTP/1 parse errors other than 400, as node's default handler and hyper send them. */
+const CLIENT_ERROR_STATUS: Record<string, string> = {
+  HPE_HEADER_OVERFLOW: '431 Request Header Fields Too Large',
+  ERR_HTTP_REQUEST_TIMEOUT: '408 Request Timeout',
+};
+
+/** An HTTP/1 request that cannot be parsed gets a status and a one-line reason, then the connection closes. */
+function answerClientError(err: NodeJS.ErrnoException, socket: Socket, opts: BindServerOptions): void {
+  opts.onClientError(err);
+  if (!socket.writable || err.code === 'ECONNRESET') {
+    socket.destroy();
+    return;
+  }
+  const status = CLIENT_ERROR_STATUS[err.code ?? ''] ?? '400 Bad Request';
+  const reason = `bad request: ${err.code ?? err.message}\n`;
+  socket.end(
+    `HTTP/1.1 ${status}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(reason)}\r\nconnection: close\r\n\r\n${reason}`,
+  );
 }
 
 function startsWithPreface(chunk: Buffer): boolean {

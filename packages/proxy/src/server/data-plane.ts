@@ -111,7 +111,11 @@ export class DataPlane {
     return this.ports();
   }
 
-  #handle(bs: BindServer, req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void {
+  #handle(
+    bs: BindServer,
+    req: IncomingMessage | Http2ServerRequest,
+    res: ServerResponse | Http2ServerResponse,
+  ): void {
     const bind = bs.current;
     const ctx = new RequestContext(req, res, bs.scheme);
     this.#inflight.add(ctx);
@@ -124,7 +128,14 @@ export class DataPlane {
     if (!m) return this.#fail(ctx, new GwError('GW_ERR_NO_ROUTE'));
     ctx.route = m.route.info;
     ctx.matchedPrefix = m.prefix;
-    m.route.handler(ctx).then(
+    let done: Promise<void>;
+    try {
+      done = m.route.handler(ctx);
+    } catch (err) {
+      // A layer that is not async may throw before returning its promise.
+      return this.#fail(ctx, err);
+    }
+    done.then(
       () => this.#respond(ctx),
       (err) => this.#fail(ctx, err),
     );
@@ -142,7 +153,10 @@ export class DataPlane {
       (res as ServerResponse).writeHead(r.status, r.headers as Record<string, string | string[]>);
     } catch (err) {
       if (r.body && !Buffer.isBuffer(r.body)) r.body.destroy();
-      return this.#fail(ctx, new GwError('GW_ERR_UPSTREAM_PROTOCOL', `invalid response header: ${(err as Error).message}`));
+      return this.#fail(
+        ctx,
+        new GwError('GW_ERR_UPSTREAM_PROTOCOL', `invalid response header: ${(err as Error).message}`),
+      );
     }
     const body = r.body;
     if (body === null || ctx.method === 'HEAD') {
@@ -153,7 +167,10 @@ export class DataPlane {
     } else {
       pipeline(body, res as NodeJS.WritableStream, (err) => {
         if (err && !ctx.error) {
-          ctx.error = err instanceof GwError ? err : new GwError('GW_ERR_UPSTREAM_RESET', `response stream failed: ${err.message}`);
+          ctx.error =
+            err instanceof GwError
+              ? err
+              : new GwError('GW_ERR_UPSTREAM_RESET', `response stream failed: ${err.message}`);
         }
       });
     }
@@ -175,7 +192,10 @@ export class DataPlane {
       return;
     }
     const body = errorBody(e);
-    (res as ServerResponse).writeHead(e.status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+    (res as ServerResponse).writeHead(e.status, {
+      'content-type': 'text/plain; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+    });
     res.end(body);
   }
 
@@ -232,7 +252,13 @@ export class DataPlane {
   }
 
   /** In-flight requests, oldest first: what /debug/tasks shows. */
-  tasks(): { method: string; path: string; route: string | undefined; backend: string | undefined; ageMs: number }[] {
+  tasks(): {
+    method: string;
+    path: string;
+    route: string | undefined;
+    backend: string | undefined;
+    ageMs: number;
+  }[] {
     const now = performance.now();
     return [...this.#inflight].map((c) => ({
       method: c.method,

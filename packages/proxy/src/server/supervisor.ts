@@ -70,7 +70,12 @@ export class Supervisor {
   }
 
   #spawn(index: number, total: number): void {
-    const data: WorkerData = { index, workers: total, logFilter: this.#opts.logFilter, logFormat: this.#opts.logFormat };
+    const data: WorkerData = {
+      index,
+      workers: total,
+      logFilter: this.#opts.logFilter,
+      logFormat: this.#opts.logFormat,
+    };
     this.workers[index] = new WorkerHandle(index, data, (code) => {
       if (this.#stopping) return;
       this.#opts.log.error({ worker: index, code }, 'data-plane worker exited; starting a new one');
@@ -83,7 +88,9 @@ export class Supervisor {
           .then(() => {
             w.version = ir.version;
           })
-          .catch((err: Error) => this.#opts.log.error({ worker: index, err: err.message }, 'restarted worker rejected config'));
+          .catch((err: Error) =>
+            this.#opts.log.error({ worker: index, err: err.message }, 'restarted worker rejected config'),
+          );
       }
     });
   }
@@ -113,7 +120,11 @@ export class Supervisor {
   async #apply(ir: ProxyIR): Promise<void> {
     const encoded = encodeSecrets(ir);
     const [first, ...rest] = this.workers as [WorkerHandle, ...WorkerHandle[]];
-    const ports = await first.call<Record<string, number>>({ type: 'apply', ir: encoded, ports: this.#ports });
+    const ports = await first.call<Record<string, number>>({
+      type: 'apply',
+      ir: encoded,
+      ports: this.#ports,
+    });
     first.version = ir.version;
     const results = await Promise.allSettled(rest.map((w) => w.call({ type: 'apply', ir: encoded, ports })));
     results.forEach((r, i) => {
@@ -132,7 +143,9 @@ export class Supervisor {
 
   async stop(deadlineMs: number): Promise<number> {
     this.#stopping = true;
-    const results = await Promise.allSettled(this.workers.map((w) => w.call<{ cut: number }>({ type: 'drain', deadlineMs })));
+    const results = await Promise.allSettled(
+      this.workers.map((w) => w.call<{ cut: number }>({ type: 'drain', deadlineMs })),
+    );
     await Promise.allSettled(this.workers.map((w) => w.worker.terminate()));
     return results.reduce((n, r) => n + (r.status === 'fulfilled' ? r.value.cut : 0), 0);
   }

@@ -3,7 +3,7 @@
 import { parseGoDuration } from '@gw/api';
 import type { Dispatcher } from 'undici';
 import { GwError } from '../errors.ts';
-import { HOP_BY_HOP, type Headers, type RequestContext } from '../pipeline/context.ts';
+import { type Headers, HOP_BY_HOP, type RequestContext } from '../pipeline/context.ts';
 
 export interface CallTarget {
   dispatcher: Dispatcher;
@@ -28,11 +28,17 @@ export function backendTimeoutMs(requestTimeout: string | undefined, fromRoute: 
   return t ? (parseGoDuration(t) ?? 0) : 0;
 }
 
-export async function callUpstream(ctx: RequestContext, target: CallTarget, attemptTimeoutMs: number): Promise<void> {
+export async function callUpstream(
+  ctx: RequestContext,
+  target: CallTarget,
+  attemptTimeoutMs: number,
+): Promise<void> {
   const headers = ctx.headers;
   if (ctx.rewriteHostToBackend) headers.host = target.endpoint;
   const xff = headers['x-forwarded-for'];
-  headers['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ctx.source.address}` : ctx.source.address;
+  headers['x-forwarded-for'] = xff
+    ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ctx.source.address}`
+    : ctx.source.address;
   headers['x-forwarded-proto'] ??= ctx.scheme;
   ctx.endpoint = target.endpoint;
 
@@ -68,7 +74,13 @@ export async function callUpstream(ctx: RequestContext, target: CallTarget, atte
 function responseHeaders(h: Record<string, string | string[] | undefined>): Headers {
   const out: Headers = {};
   const conn = h.connection;
-  const extra = conn ? new Set(String(conn).split(',').map((s) => s.trim().toLowerCase())) : undefined;
+  const extra = conn
+    ? new Set(
+        String(conn)
+          .split(',')
+          .map((s) => s.trim().toLowerCase()),
+      )
+    : undefined;
   for (const k in h) {
     const v = h[k];
     if (v === undefined || HOP_BY_HOP.has(k) || extra?.has(k)) continue;
@@ -83,9 +95,15 @@ export function toGwError(err: unknown, signal: AbortSignal): GwError {
   const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
   const code = e.code ?? e.cause?.code ?? '';
   const why = e.message || code;
-  if (CONNECT_CODES.has(code)) return new GwError('GW_ERR_UPSTREAM_CONNECT', `upstream connect error: ${why}`, { cause: err });
+  if (CONNECT_CODES.has(code))
+    return new GwError('GW_ERR_UPSTREAM_CONNECT', `upstream connect error: ${why}`, { cause: err });
   if (RESET_CODES.has(code)) return new GwError('GW_ERR_UPSTREAM_RESET', undefined, { cause: err });
-  if (code.startsWith('ERR_TLS') || code.includes('CERT') || code.includes('SSL') || /certificate|TLS/i.test(why)) {
+  if (
+    code.startsWith('ERR_TLS') ||
+    code.includes('CERT') ||
+    code.includes('SSL') ||
+    /certificate|TLS/i.test(why)
+  ) {
     return new GwError('GW_ERR_UPSTREAM_TLS', `upstream TLS error: ${why}`, { cause: err });
   }
   if (code.startsWith('UND_ERR') || code.startsWith('HPE_')) {

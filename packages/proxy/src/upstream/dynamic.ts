@@ -36,7 +36,10 @@ export class DynamicTargets {
     try {
       origin = new URL(`${tls ? 'https' : 'http'}://${endpoint}`).origin;
     } catch {
-      throw new GwError('GW_ERR_DYNAMIC_NO_HOST', `dynamic forward proxy: invalid host ${JSON.stringify(authority)}`);
+      throw new GwError(
+        'GW_ERR_DYNAMIC_NO_HOST',
+        `dynamic forward proxy: invalid host ${JSON.stringify(authority)}`,
+      );
     }
     const dispatcher = this.#pools.acquire({ ...this.#base, origin });
     this.#used.add(dispatcher);

@@ -1,7 +1,8 @@
 // Keep-alive connection pools (undici) shared across config versions: a pool whose settings did not
 // change survives a reload, so a swap costs no reconnects; pools no longer used close once idle.
+import type { Socket } from 'node:net';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
-import { Pool } from 'undici';
+import { buildConnector, errors, Pool } from 'undici';
 import type { GlobalIR, ResolvedBackendPolicies } from '../config/ir.ts';
 
 export interface PoolSpec {
@@ -16,13 +17,17 @@ export interface PoolSpec {
 }
 
 export function poolKey(spec: PoolSpec): string {
-  return JSON.stringify(spec, (_k, v) => (v && typeof v === 'object' && 'reveal' in v ? `k:${v.reveal()}` : v));
+  return JSON.stringify(spec, (_k, v) =>
+    v && typeof v === 'object' && 'reveal' in v ? `k:${v.reveal()}` : v,
+  );
 }
 
 export function createPool(spec: PoolSpec): Pool {
   const tls = spec.tls;
   const connect: Record<string, unknown> = {
-    timeout: spec.connectTimeoutMs,
+    // The deadline is kept by withConnectTimeout; undici's own timer is off.
+    timeout: 0,
+    allowH2: spec.allowH2,
     keepAlive: spec.keepalive.enabled,
     keepAliveInitialDelay: spec.keepalive.timeMs,
   };
@@ -48,7 +53,7 @@ export function createPool(spec: PoolSpec): Pool {
     }
   }
   return new Pool(spec.origin, {
-    connect,
+    connect: withConnectTimeout(buildConnector(connect), spec.connectTimeoutMs, spec.socketPath),
     connections: spec.maxConnections,
     keepAliveTimeout: spec.idleTimeoutMs,
     keepAliveMaxTimeout: spec.idleTimeoutMs,
@@ -57,6 +62,44 @@ export function createPool(spec: PoolSpec): Pool {
     headersTimeout: 0,
     bodyTimeout: 0,
   });
+}
+
+/**
+ * undici's connect timer runs on its coarse clock (ticks of ~0.5 s), so `connectTimeout: 200ms` fired
+ * after 0.5–1 s. A plain timer fails the attempt at the configured time (TCP plus TLS handshake).
+ */
+function withConnectTimeout(
+  connect: buildConnector.connector,
+  ms: number,
+  socketPath: string | undefined,
+): buildConnector.connector {
+  if (ms <= 0) return connect;
+  // undici's connector returns the socket it opens, though its types say void.
+  const open = connect as (o: buildConnector.Options, cb: buildConnector.Callback) => Socket | undefined;
+  return (opts, callback) => {
+    let settled = false;
+    const timer = setTimeout(() => {
+      if (settled) return;
+      settled = true;
+      socket?.destroy();
+      const where = socketPath ?? `${opts.hostname}:${opts.port}`;
+      callback(
+        new errors.ConnectTimeoutError(
+          `Connect Timeout Error (attempted address: ${where}, timeout: ${ms}ms)`,
+        ),
+        null,
+      );
+    }, ms);
+    const socket = open(opts, (...args) => {
+      if (settled) {
+        args[1]?.destroy();
+        return;
+      }
+      settled = true;
+      clearTimeout(timer);
+      callback(...args);
+    });
+  };
 }
 
 export class PoolRegistry {

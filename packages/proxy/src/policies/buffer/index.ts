@@ -12,7 +12,9 @@ export const buffer: PolicyDefinition<'buffer'> = {
   name: 'buffer',
   build(config, env) {
     const reqLimit =
-      config.request?.maxBytes !== undefined ? (parseByteSize(config.request.maxBytes) ?? 0) : env.global.maxBufferSize;
+      config.request?.maxBytes !== undefined
+        ? (parseByteSize(config.request.maxBytes) ?? 0)
+        : env.global.maxBufferSize;
     const resLimit =
       config.response?.maxBytes !== undefined
         ? (parseByteSize(config.response.maxBytes) ?? 0)
@@ -27,7 +29,10 @@ export const buffer: PolicyDefinition<'buffer'> = {
           ctx.headers['content-length'] = String(r.data.length);
         } else if (!reqOpen) {
           r.stream.resume(); // drain, so the connection stays usable for the 413
-          throw new GwError('GW_ERR_REQUEST_TOO_LARGE', `request body is larger than the buffer limit (${reqLimit} bytes)`);
+          throw new GwError(
+            'GW_ERR_REQUEST_TOO_LARGE',
+            `request body is larger than the buffer limit (${reqLimit} bytes)`,
+          );
         } else ctx.body = r.stream;
       }
       await next(ctx);
@@ -40,7 +45,10 @@ export const buffer: PolicyDefinition<'buffer'> = {
         } else if (!resOpen) {
           r.stream.destroy();
           ctx.response = undefined;
-          throw new GwError('GW_ERR_RESPONSE_TOO_LARGE', `response body is larger than the buffer limit (${resLimit} bytes)`);
+          throw new GwError(
+            'GW_ERR_RESPONSE_TOO_LARGE',
+            `response body is larger than the buffer limit (${resLimit} bytes)`,
+          );
         } else res.body = r.stream;
       }
     };

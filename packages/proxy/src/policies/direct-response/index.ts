@@ -5,7 +5,9 @@ export const directResponse: PolicyDefinition<'directResponse'> = {
   name: 'directResponse',
   build(config) {
     const body = config.body === undefined ? null : Buffer.from(config.body);
-    const headers = Object.fromEntries(Object.entries(config.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
+    const headers = Object.fromEntries(
+      Object.entries(config.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]),
+    );
     return async (ctx) => {
       ctx.body = null;
       ctx.response = { status: config.status, headers: { ...headers }, body };

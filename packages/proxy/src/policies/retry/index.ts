@@ -37,7 +37,8 @@ export const retry: PolicyDefinition<'retry'> = {
         try {
           await next(ctx);
         } catch (err) {
-          if (last || !(err instanceof GwError) || !RETRIABLE_ERRORS.has(err.code) || ctx.signal.aborted) throw err;
+          if (last || !(err instanceof GwError) || !RETRIABLE_ERRORS.has(err.code) || ctx.signal.aborted)
+            throw err;
           await wait(attempt, backoff, ctx.signal);
           continue;
         }

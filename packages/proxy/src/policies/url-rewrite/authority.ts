@@ -24,7 +24,8 @@ export function rewritePath(spec: PathSpec, ctx: RequestContext): string {
   const matched = ctx.matchedPrefix ?? '/';
   const rest = matched === '/' ? ctx.path : ctx.path.slice(matched.length);
   const prefix = spec.prefix;
-  if (rest === '' || rest === '/') return prefix === '' ? '/' : prefix + (rest === '/' && !prefix.endsWith('/') ? '/' : '');
+  if (rest === '' || rest === '/')
+    return prefix === '' ? '/' : prefix + (rest === '/' && !prefix.endsWith('/') ? '/' : '');
   if (prefix.endsWith('/') && rest.startsWith('/')) return prefix + rest.slice(1);
   if (prefix === '' && !rest.startsWith('/')) return `/${rest}`;
   return prefix + rest;

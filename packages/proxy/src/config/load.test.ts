@@ -1,0 +1,244 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { ConfigError } from '@gw/api';
+import { DEFAULT_CONFIG, DEFAULT_CONFIG_NAME } from './default-config.ts';
+import { loadConfigFile, loadConfigText } from './load.ts';
+
+const load = (yaml: string, env: Record<string, string> = {}) =>
+  loadConfigText('gw.yaml', yaml, process.cwd(), (n) => env[n]);
+
+/** The issues of an invalid config, as `line:col path: message` strings. */
+function issues(yaml: string, env: Record<string, string> = {}): string[] {
+  try {
+    load(yaml, env);
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${err}`);
+    return err.issues.map((i) => `${i.line}:${i.column} ${i.path}: ${i.message}`);
+  }
+  assert.fail('config was accepted');
+}
+
+const minimal = (route: string) => `binds:
+- port: 8080
+  listeners:
+  - routes:
+${route}`;
+
+describe('errors name the line, column and field path', () => {
+  test('YAML syntax error', () => {
+    const [i] = issues('binds:\n  - port: 1\n    listeners: [\n');
+    assert.match(i as string, /^\d+:\d+ : /);
+  });
+
+  test('unknown field points at the key', () => {
+    const got = issues(minimal('    - name: a\n      backendz: []\n'));
+    assert.deepEqual(got, ['6:7 binds[0].listeners[0].routes[0].backendz: unknown field "backendz"']);
+  });
+
+  test('wrong type says what was expected', () => {
+    const got = issues('binds:\n- port: "eighty"\n  listeners: []\n');
+    assert.equal(got.length, 1);
+    assert.match(got[0] as string, /^2:9 binds\[0\]\.port: .*expected number/i);
+  });
+
+  test('missing required field names it at the parent', () => {
+    const got = issues('binds:\n- port: 8080\n');
+    assert.match(got[0] as string, /^2:3 binds\[0\]\.listeners: /);
+  });
+
+  test('several problems are reported at once', () => {
+    const got = issues(
+      minimal(`    - matches: [{path: {regex: "("}}]
+      policies:
+        delay: {duration: "not a duration +"}
+      backends: [{backend: nope}]
+`),
+    );
+    assert.equal(got.length, 3, got.join('\n'));
+    assert.match(got.join('\n'), /path\.regex: invalid regular expression/);
+    assert.match(got.join('\n'), /delay\.duration: invalid CEL expression/);
+    assert.match(got.join('\n'), /backends\[0\]\.backend: no backend named "nope"/);
+  });
+
+  test('bad duration and byte size', () => {
+    const got = issues(
+      minimal(`    - policies:
+        timeout: {requestTimeout: 10 seconds}
+        buffer: {request: {maxBytes: 2Pi}}
+`),
+    );
+    assert.match(got.join('\n'), /timeout\.requestTimeout: expected a duration/);
+    assert.match(got.join('\n'), /maxBytes: expected a size in bytes/);
+  });
+
+  test('invalid config.sensitiveHeaders name fails the load', () => {
+    const got = issues(`config:\n  sensitiveHeaders: [x-api-key, "bad header"]\n${minimal('    - {}\n')}`);
+    assert.deepEqual(got, ['2:33 config.sensitiveHeaders[1]: invalid HTTP header name "bad header"']);
+  });
+
+  test('unsupported sections say so', () => {
+    const got = issues(`llm:\n  models: []\n${minimal('    - {}\n')}`);
+    assert.match(got[0] as string, /^1:1 llm: llm is not supported by this build of gw yet/);
+  });
+
+  test('a file that cannot be read names the file', async () => {
+    await assert.rejects(loadConfigFile('/nonexistent/gw.yaml'), (err: ConfigError) => {
+      assert.match(err.message, /^\/nonexistent\/gw\.yaml: cannot read file/);
+      return true;
+    });
+  });
+
+  test('file errors carry the file name', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-load-'));
+    const f = join(dir, 'bad.yaml');
+    writeFileSync(f, 'binds:\n- port: 70000\n  listeners: []\n');
+    await assert.rejects(loadConfigFile(f), (err: ConfigError) => {
+      assert.match(err.message, new RegExp(`^${f}:2:9: binds\\[0\\]\\.port: `));
+      return true;
+    });
+  });
+
+  test('HTTPS without tls, and tls files that do not exist', () => {
+    const a = issues('binds:\n- port: 8443\n  listeners:\n  - protocol: HTTPS\n');
+    assert.match(a[0] as string, /protocol HTTPS needs tls/);
+    const b = issues('binds:\n- port: 8443\n  listeners:\n  - tls: {cert: /no/cert.pem, key: /no/key.pem}\n');
+    assert.match(b.join('\n'), /tls\.cert: cannot read \/no\/cert\.pem: ENOENT/);
+  });
+
+  test('one port cannot serve HTTP and HTTPS', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-load-'));
+    const got = issues(`gateways:
+  a: {port: 9000}
+  b: {port: 9000, protocol: HTTPS, tls: {cert: ${dir}/c.pem, key: ${dir}/k.pem}}
+`);
+    assert.match(got.join('\n'), /cannot read/);
+  });
+
+  test('routes attached to an unknown gateway', () => {
+    const got = issues(
+      'gateways:\n  web: {port: 8080}\nroutes:\n- gateways: api\n  backends: [{host: "a:1"}]\n',
+    );
+    assert.deepEqual(got, ['4:13 routes[0].gateways: no gateway named "api" (gateways: web)']);
+  });
+});
+
+describe('environment expansion', () => {
+  test('$VAR and ${VAR:-default} expand; numbers stay numbers', () => {
+    const { ir } = load(
+      'binds:\n- port: $PORT\n  listeners:\n  - routes:\n    - backends: [{host: "${HOST:-localhost}:9"}]\n',
+      { PORT: '8123' },
+    );
+    assert.equal(ir.binds[0]?.port, 8123);
+    assert.deepEqual(ir.binds[0]?.listeners[0]?.routes[0]?.backends[0]?.target, {
+      kind: 'host',
+      host: 'localhost',
+      port: 9,
+    });
+  });
+
+  test('an unset variable is an error at its position; $$ is a literal $', () => {
+    assert.deepEqual(issues('binds:\n- port: $NOPE\n  listeners: []\n'), [
+      '2:9 binds[0].port: environment variable $NOPE is not set (use ${NAME:-default} for a default, $$ for a literal $)',
+    ]);
+    const { ir } = load(minimal('    - policies: {directResponse: {status: 200, body: "cost: $$5"}}\n'));
+    assert.equal(ir.binds[0]?.listeners[0]?.routes[0]?.policies.directResponse?.body, 'cost: $5');
+  });
+
+  test('regex anchors with $ are left alone', () => {
+    const { ir } = load(minimal('    - matches: [{path: {regex: "^/v[0-9]+$"}}]\n'));
+    assert.deepEqual(ir.binds[0]?.listeners[0]?.routes[0]?.matches[0]?.path, { regex: '^/v[0-9]+$' });
+  });
+});
+
+describe('shapes', () => {
+  test('the simple form: gateways.<name> and routes attached by name (default gateway "default")', () => {
+    const { ir } = load(`gateways:
+  default: {port: 3000}
+  admin: {port: 3001, listeners: [{name: a, hostname: admin.local}, {name: b}]}
+routes:
+- name: web
+  backends: [{host: "127.0.0.1:8080"}]
+- name: ops
+  gateways: admin/a
+  backends: [{host: "127.0.0.1:8081"}]
+`);
+    const byPort = Object.fromEntries(ir.binds.map((b) => [b.port, b]));
+    assert.equal(byPort[3000]?.listeners[0]?.routes[0]?.key, 'default/default/web');
+    assert.deepEqual(
+      byPort[3001]?.listeners.map((l) => [l.name, l.hostname, l.routes.map((r) => r.name)]),
+      [
+        ['a', 'admin.local', ['ops']],
+        ['b', undefined, []],
+      ],
+    );
+  });
+
+  test('policies merge gateway → listener → route, most specific field wins', () => {
+    const { ir } = load(`gateways:
+  default:
+    port: 3000
+    policies:
+      cors: {allowOrigins: ["*"]}
+      timeout: {requestTimeout: 30s}
+policies:
+- target: {route: r1}
+  policy: {timeout: {requestTimeout: 5s}, csrf: {}}
+routes:
+- name: r1
+  policies: {csrf: {additionalOrigins: ["https://a.example"]}}
+  backends: [{host: "127.0.0.1:1"}]
+`);
+    const p = ir.binds[0]?.listeners[0]?.routes[0]?.policies;
+    assert.deepEqual(p, {
+      cors: { allowOrigins: ['*'] },
+      timeout: { requestTimeout: '5s' },
+      csrf: { additionalOrigins: ['https://a.example'] },
+    });
+  });
+
+  test('named backends and backend policies resolve; inline policies win', () => {
+    const { ir } = load(`backends:
+- name: api
+  host: 10.0.0.1:8080
+  policies: {requestHeaderModifier: {set: {x-a: named}}, http: {requestTimeout: 2s}}
+binds:
+- port: 1
+  listeners:
+  - routes:
+    - backends:
+      - backend: api
+        weight: 3
+        policies: {requestHeaderModifier: {set: {x-a: inline}}}
+`);
+    const b = ir.binds[0]?.listeners[0]?.routes[0]?.backends[0];
+    assert.equal(b?.weight, 3);
+    assert.deepEqual(b?.target, { kind: 'host', host: '10.0.0.1', port: 8080 });
+    assert.deepEqual(b?.policies, {
+      requestHeaderModifier: { set: { 'x-a': 'inline' } },
+      http: { requestTimeout: '2s' },
+    });
+  });
+
+  test('equal configs have equal versions; any change makes a new one', () => {
+    const a = load(minimal('    - backends: [{host: "a:1"}]\n')).ir.version;
+    const b = load(minimal('    - backends: [{host: "a:1"}]\n')).ir.version;
+    const c = load(minimal('    - backends: [{host: "a:2"}]\n')).ir.version;
+    assert.equal(a, b);
+    assert.notEqual(a, c);
+  });
+
+  test('the embedded default config loads', () => {
+    const { ir, startup } = loadConfigText(
+      DEFAULT_CONFIG_NAME,
+      DEFAULT_CONFIG,
+      process.cwd(),
+      () => undefined,
+    );
+    assert.equal(startup.adminAddr, '127.0.0.1:15000');
+    assert.equal(ir.binds[0]?.port, 3000);
+    assert.equal(ir.binds[0]?.address, '127.0.0.1');
+  });
+});

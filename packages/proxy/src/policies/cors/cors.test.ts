@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { startUpstream, type TestServer } from '@gw/testkit';
+import { oneRoute } from '../../testing/route.ts';
+import { startProxy, type TestProxy } from '../../testing/start-proxy.ts';
+
+let up: TestServer;
+let proxy: TestProxy;
+before(async () => {
+  up = await startUpstream();
+  proxy = await startProxy(
+    oneRoute(
+      up.port,
+      `cors:
+  allowOrigins: ["https://app.example.com", "https://*.trusted.dev"]
+  allowMethods: [GET, POST]
+  allowHeaders: [x-custom]
+  exposeHeaders: [x-upstream]
+  allowCredentials: true
+  maxAge: 10m`,
+    ),
+  );
+});
+after(async () => {
+  await proxy.close();
+  await up.close();
+});
+
+test('a preflight from an allowed origin is answered by the gateway', async () => {
+  const before = up.seen.length;
+  const res = await fetch(proxy.url('/x'), {
+    method: 'OPTIONS',
+    headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST' },
+  });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('access-control-allow-origin'), 'https://app.example.com');
+  assert.equal(res.headers.get('access-control-allow-methods'), 'GET, POST');
+  assert.equal(res.headers.get('access-control-allow-headers'), 'x-custom');
+  assert.equal(res.headers.get('access-control-max-age'), '600');
+  assert.equal(res.headers.get('access-control-allow-credentials'), 'true');
+  assert.equal(up.seen.length, before, 'preflight must not reach the upstream');
+});
+
+test('wildcard origins match one label', async () => {
+  const res = await fetch(proxy.url('/x'), { headers: { origin: 'https://a.trusted.dev' } });
+  await res.arrayBuffer();
+  assert.equal(res.headers.get('access-control-allow-origin'), 'https://a.trusted.dev');
+  assert.equal(res.headers.get('access-control-expose-headers'), 'x-upstream');
+  assert.match(res.headers.get('vary') ?? '', /Origin/);
+});
+
+test('a disallowed origin gets no CORS headers and its preflight is forwarded', async () => {
+  const res = await fetch(proxy.url('/x'), { headers: { origin: 'https://evil.example' } });
+  await res.arrayBuffer();
+  assert.equal(res.headers.get('access-control-allow-origin'), null);
+  const before = up.seen.length;
+  const pre = await fetch(proxy.url('/x'), {
+    method: 'OPTIONS',
+    headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
+  });
+  await pre.arrayBuffer();
+  assert.equal(pre.headers.get('access-control-allow-origin'), null);
+  assert.equal(up.seen.length, before + 1);
+});

@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { startUpstream, type TestServer } from '@gw/testkit';
+import { startProxy, type TestProxy } from '../../testing/start-proxy.ts';
+
+let up: TestServer;
+let proxy: TestProxy;
+before(async () => {
+  up = await startUpstream();
+  proxy = await startProxy(`binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - name: prefix
+      matches: [{path: {pathPrefix: /api/v1}}]
+      policies: {urlRewrite: {path: {prefix: /v2}, authority: {full: "internal.svc:80"}}}
+      backends: [{host: "127.0.0.1:${up.port}"}]
+    - name: strip
+      matches: [{path: {pathPrefix: /strip/}}]
+      policies: {urlRewrite: {path: {prefix: /}}}
+      backends: [{host: "127.0.0.1:${up.port}"}]
+    - name: full
+      matches: [{path: {pathPrefix: /full}}]
+      policies: {urlRewrite: {path: {full: /fixed}, authority: auto}}
+      backends: [{host: "127.0.0.1:${up.port}"}]
+`);
+});
+after(async () => {
+  await proxy.close();
+  await up.close();
+});
+
+async function echo(path: string) {
+  const res = await fetch(proxy.url(path));
+  assert.equal(res.status, 200);
+  return (await res.json()) as { url: string; headers: Record<string, string> };
+}
+
+test('prefix rewrite replaces the matched prefix and keeps the query; authority full sets Host', async () => {
+  const e = await echo('/api/v1/users/7?x=1');
+  assert.equal(e.url, '/v2/users/7?x=1');
+  assert.equal(e.headers.host, 'internal.svc:80');
+});
+
+test('rewriting a prefix to / strips it', async () => {
+  assert.equal((await echo('/strip/a/b')).url, '/a/b');
+  assert.equal((await echo('/strip')).url, '/');
+});
+
+test('full path rewrite; authority auto uses the backend address', async () => {
+  const e = await echo('/full/whatever?k=v');
+  assert.equal(e.url, '/fixed?k=v');
+  assert.equal(e.headers.host, `127.0.0.1:${up.port}`);
+});
+
+test('the access log shows the path the client sent', async () => {
+  await echo('/api/v1/logged');
+  const line = proxy.accessLog.findLast((l) => String(l['http.path']).includes('logged'));
+  assert.equal(line?.['http.path'], '/api/v1/logged');
+});
