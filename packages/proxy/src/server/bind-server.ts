@@ -28,7 +28,6 @@ export class BindServer {
   current: CompiledBind;
   readonly #outer: net.Server;
   readonly #h1: http.Server | undefined;
-  readonly #h2: http2.Http2Server | http2.Http2SecureServer;
   readonly #sockets = new Set<Socket>();
   readonly #sessions = new Set<Http2Session>();
   #port = 0;
@@ -67,7 +66,6 @@ export class BindServer {
       secure.on('secureConnection', (s: Socket) => this.#track(s));
       secure.on('tlsClientError', (err) => opts.onClientError(err));
       secure.setTimeout(opts.idleTimeoutMs);
-      this.#h2 = secure;
       this.#h1 = undefined;
       this.#outer = secure;
     } else {
@@ -78,7 +76,6 @@ export class BindServer {
       const h2 = http2.createServer({}, handler);
       h2.on('session', onSession);
       this.#h1 = h1;
-      this.#h2 = h2;
       this.#outer = net.createServer({ noDelay: true }, (socket) => {
         this.#track(socket);
         socket.once('data', (chunk: Buffer) => {

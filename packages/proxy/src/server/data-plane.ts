@@ -123,9 +123,15 @@ export class DataPlane {
     if (this.#draining && 'shouldKeepAlive' in res) res.shouldKeepAlive = false;
 
     const listener = selectListener(bind, ctx.host);
-    if (!listener) return this.#fail(ctx, new GwError('GW_ERR_NO_LISTENER'));
+    if (!listener) {
+      this.#fail(ctx, new GwError('GW_ERR_NO_LISTENER'));
+      return;
+    }
     const m = listener.router.select(ctx.host, ctx);
-    if (!m) return this.#fail(ctx, new GwError('GW_ERR_NO_ROUTE'));
+    if (!m) {
+      this.#fail(ctx, new GwError('GW_ERR_NO_ROUTE'));
+      return;
+    }
     ctx.route = m.route.info;
     ctx.matchedPrefix = m.prefix;
     let done: Promise<void>;
@@ -133,7 +139,8 @@ export class DataPlane {
       done = m.route.handler(ctx);
     } catch (err) {
       // A layer that is not async may throw before returning its promise.
-      return this.#fail(ctx, err);
+      this.#fail(ctx, err);
+      return;
     }
     done.then(
       () => this.#respond(ctx),
@@ -144,7 +151,10 @@ export class DataPlane {
   #respond(ctx: RequestContext): void {
     const { res } = ctx;
     const r = ctx.response;
-    if (!r) return this.#fail(ctx, new GwError('GW_ERR_INTERNAL', 'no response was produced'));
+    if (!r) {
+      this.#fail(ctx, new GwError('GW_ERR_INTERNAL', 'no response was produced'));
+      return;
+    }
     if (res.destroyed || res.headersSent) {
       if (r.body && !Buffer.isBuffer(r.body)) r.body.destroy();
       return;
