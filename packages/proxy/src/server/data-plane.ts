@@ -163,10 +163,11 @@ export class DataPlane {
       (res as ServerResponse).writeHead(r.status, r.headers as Record<string, string | string[]>);
     } catch (err) {
       if (r.body && !Buffer.isBuffer(r.body)) r.body.destroy();
-      return this.#fail(
+      this.#fail(
         ctx,
         new GwError('GW_ERR_UPSTREAM_PROTOCOL', `invalid response header: ${(err as Error).message}`),
       );
+      return;
     }
     const body = r.body;
     if (body === null || ctx.method === 'HEAD') {
