@@ -1,6 +1,7 @@
 // Prometheus metrics of a data-plane worker. Each worker has its own registry; the main thread
 // collects them and serves the sum on the stats port.
 import { Counter, Histogram, Registry } from 'prom-client';
+import type { RouteInfo } from '../pipeline/context.ts';
 
 export class ProxyMetrics {
   readonly registry = new Registry();
@@ -29,4 +30,31 @@ export class ProxyMetrics {
     help: 'Configuration versions applied by this worker',
     registers: [this.registry],
   });
+
+  // Label lookups hash their label values on every call; the bound children are cached instead.
+  readonly #counters = new Map<string, Counter.Internal>();
+  readonly #histograms = new Map<string, Histogram.Internal<'gateway' | 'route'>>();
+
+  record(route: RouteInfo | undefined, backend: string | undefined, status: number, seconds: number): void {
+    const routeKey = route?.key ?? '';
+    const key = `${routeKey}\u0000${backend ?? ''}\u0000${status}`;
+    let c = this.#counters.get(key);
+    if (!c) {
+      c = this.requests.labels(
+        route?.gateway ?? '',
+        route?.listener ?? '',
+        routeKey,
+        backend ?? '',
+        String(status),
+      );
+      if (this.#counters.size < 10_000) this.#counters.set(key, c);
+    }
+    c.inc();
+    let h = this.#histograms.get(routeKey);
+    if (!h) {
+      h = this.duration.labels(route?.gateway ?? '', routeKey);
+      if (this.#histograms.size < 10_000) this.#histograms.set(routeKey, h);
+    }
+    h.observe(seconds);
+  }
 }

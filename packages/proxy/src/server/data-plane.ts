@@ -2,13 +2,14 @@
 // upstream pools; serves each request on the table it arrived under; swaps tables atomically.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
-import { pipeline } from 'node:stream';
+import type { Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import { type CelProgram, celToJson, celTrue, compileCel } from '../cel/cel.ts';
 import type { ProxyIR } from '../config/ir.ts';
 import { errorBody, GwError } from '../errors.ts';
 import type { ProxyMetrics } from '../observability/metrics.ts';
 import { RequestContext } from '../pipeline/context.ts';
+import { pump } from '../pipeline/pump.ts';
 import { compileTable, type RoutingTable, selectListener } from '../routing/table.ts';
 import { PoolRegistry } from '../upstream/pools.ts';
 import { BindServer } from './bind-server.ts';
@@ -176,8 +177,8 @@ export class DataPlane {
     } else if (Buffer.isBuffer(body)) {
       res.end(body);
     } else {
-      pipeline(body, res as NodeJS.WritableStream, (err) => {
-        if (err && !ctx.error) {
+      pump(body, res as unknown as Writable, (err) => {
+        if (!ctx.error) {
           ctx.error =
             err instanceof GwError
               ? err
@@ -222,16 +223,7 @@ export class DataPlane {
     const seconds = (performance.now() - ctx.startTime) / 1000;
     const route = ctx.route;
     const m = this.#opts.metrics;
-    if (m) {
-      m.requests.inc({
-        gateway: route?.gateway ?? '',
-        listener: route?.listener ?? '',
-        route: route?.key ?? '',
-        backend: ctx.backendName ?? '',
-        status: String(status),
-      });
-      m.duration.observe({ gateway: route?.gateway ?? '', route: route?.key ?? '' }, seconds);
-    }
+    if (m) m.record(route, ctx.backendName, status, seconds);
     const spec = this.#accessLog;
     const log = this.#opts.accessLog;
     if (!spec || !log.isLevelEnabled('info')) return;

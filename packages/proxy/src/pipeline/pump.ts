@@ -1,0 +1,37 @@
+// Streams a response body to the client with backpressure. Node's stream.pipeline() costs an
+// AbortController (and a DOMException) per call and keeps end-of-stream listeners on keep-alive
+// sockets; on the hot path a few listeners that remove themselves are all that is needed.
+import type { Readable, Writable } from 'node:stream';
+
+export function pump(body: Readable, res: Writable, onError: (err: Error) => void): void {
+  const onData = (chunk: Buffer) => {
+    if (!res.write(chunk)) body.pause();
+  };
+  const onDrain = () => body.resume();
+  const onEnd = () => {
+    cleanup();
+    res.end();
+  };
+  const onBodyError = (err: Error) => {
+    cleanup();
+    onError(err);
+    res.destroy(err);
+  };
+  const onResClose = () => {
+    cleanup();
+    // The client is gone before the body ended: stop reading from upstream.
+    if (!body.readableEnded) body.destroy();
+  };
+  const cleanup = () => {
+    body.off('data', onData);
+    body.off('end', onEnd);
+    body.off('error', onBodyError);
+    res.off('drain', onDrain);
+    res.off('close', onResClose);
+  };
+  body.on('data', onData);
+  body.on('end', onEnd);
+  body.on('error', onBodyError);
+  res.on('drain', onDrain);
+  res.on('close', onResClose);
+}
