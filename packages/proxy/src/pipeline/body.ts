@@ -56,3 +56,12 @@ export function contentLength(headers: Record<string, string | string[]>): numbe
   const n = Number(v);
   return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
 }
+
+const ignore = () => {};
+
+/** Throws a body away without reading it; an abort error it may emit afterwards is expected. */
+export function discard(body: Readable | Buffer | null | undefined): void {
+  if (!body || Buffer.isBuffer(body) || body.destroyed) return;
+  body.on('error', ignore);
+  body.destroy();
+}

@@ -2,6 +2,7 @@
 // AbortController (and a DOMException) per call and keeps end-of-stream listeners on keep-alive
 // sockets; on the hot path a few listeners that remove themselves are all that is needed.
 import type { Readable, Writable } from 'node:stream';
+import { discard } from './body.ts';
 
 export function pump(body: Readable, res: Writable, onError: (err: Error) => void): void {
   const onData = (chunk: Buffer) => {
@@ -20,7 +21,7 @@ export function pump(body: Readable, res: Writable, onError: (err: Error) => voi
   const onResClose = () => {
     cleanup();
     // The client is gone before the body ended: stop reading from upstream.
-    if (!body.readableEnded) body.destroy();
+    if (!body.readableEnded) discard(body);
   };
   const cleanup = () => {
     body.off('data', onData);

@@ -8,6 +8,7 @@ import { type CelProgram, celToJson, celTrue, compileCel } from '../cel/cel.ts';
 import type { ProxyIR } from '../config/ir.ts';
 import { errorBody, GwError } from '../errors.ts';
 import type { ProxyMetrics } from '../observability/metrics.ts';
+import { discard } from '../pipeline/body.ts';
 import { RequestContext } from '../pipeline/context.ts';
 import { pump } from '../pipeline/pump.ts';
 import { compileTable, type RoutingTable, selectListener } from '../routing/table.ts';
@@ -157,13 +158,13 @@ export class DataPlane {
       return;
     }
     if (res.destroyed || res.headersSent) {
-      if (r.body && !Buffer.isBuffer(r.body)) r.body.destroy();
+      discard(r.body);
       return;
     }
     try {
       (res as ServerResponse).writeHead(r.status, r.headers as Record<string, string | string[]>);
     } catch (err) {
-      if (r.body && !Buffer.isBuffer(r.body)) r.body.destroy();
+      discard(r.body);
       this.#fail(
         ctx,
         new GwError('GW_ERR_UPSTREAM_PROTOCOL', `invalid response header: ${(err as Error).message}`),
@@ -198,7 +199,7 @@ export class DataPlane {
     }
     ctx.error = e;
     const { res } = ctx;
-    if (ctx.response?.body && !Buffer.isBuffer(ctx.response.body)) ctx.response.body.destroy();
+    discard(ctx.response?.body);
     if (res.headersSent || res.destroyed) {
       res.destroy();
       return;

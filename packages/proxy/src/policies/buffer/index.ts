@@ -3,7 +3,7 @@
 // streams the body on unchanged.
 import { parseByteSize } from '@gw/api';
 import { GwError } from '../../errors.ts';
-import { bufferUpTo, contentLength } from '../../pipeline/body.ts';
+import { bufferUpTo, contentLength, discard } from '../../pipeline/body.ts';
 import type { PolicyDefinition } from '../types.ts';
 
 const failOpen = (m: string | undefined) => m === 'failOpen' || m === 'FailOpen';
@@ -43,7 +43,7 @@ export const buffer: PolicyDefinition<'buffer'> = {
           res.body = r.data;
           res.headers['content-length'] = String(r.data.length);
         } else if (!resOpen) {
-          r.stream.destroy();
+          discard(r.stream);
           ctx.response = undefined;
           throw new GwError(
             'GW_ERR_RESPONSE_TOO_LARGE',

@@ -4,7 +4,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseByteSize, parseGoDuration } from '@gw/api';
 import { GwError } from '../../errors.ts';
-import { bufferUpTo, contentLength } from '../../pipeline/body.ts';
+import { bufferUpTo, contentLength, discard } from '../../pipeline/body.ts';
 import type { PolicyDefinition } from '../types.ts';
 
 const RETRIABLE_ERRORS = new Set(['GW_ERR_UPSTREAM_CONNECT', 'GW_ERR_UPSTREAM_RESET']);
@@ -45,7 +45,7 @@ export const retry: PolicyDefinition<'retry'> = {
         const res = ctx.response;
         if (last || !res || !codes.has(res.status)) return;
         // Discard this attempt's body before trying again.
-        if (res.body && !Buffer.isBuffer(res.body)) res.body.destroy();
+        discard(res.body);
         ctx.response = undefined;
         await wait(attempt, backoff, ctx.signal);
       }
