@@ -34,7 +34,6 @@ export interface ConfigDump {
   source: string;
   lastReloadError?: string;
   binds: { key: string; address: string; port: number; protocol: string; listeners: unknown[] }[];
-  listeners?: unknown;
   routes: { key: string; name: string }[];
   backends: { name: string; policies: Record<string, unknown> }[];
   policies: unknown[];
@@ -69,8 +68,6 @@ export interface StartOptions {
   yaml?: string;
   args?: string[];
   env?: Record<string, string>;
-  /** Readiness, stats and admin addresses when the start-up line does not say (no -f, custom logging). */
-  addresses?: { admin: string; stats: string; readiness: string };
   timeoutMs?: number;
 }
 
@@ -209,20 +206,29 @@ export async function startGw(opts: StartOptions = {}): Promise<GwProcess> {
   running.add(g);
 
   const timeoutMs = opts.timeoutMs ?? 15_000;
+  let timer: NodeJS.Timeout | undefined;
   const addrs = await Promise.race([
-    opts.addresses ? Promise.resolve(opts.addresses) : announced,
+    announced,
     exited.then((e) => {
       throw new Error(
         `gw exited (${e.code ?? e.signal}) before serving:\n${stderr.join('\n')}\n${stdout.join('\n')}`,
       );
     }),
-    sleep(timeoutMs).then(() => {
-      throw new Error(`gw did not announce its addresses within ${timeoutMs} ms:\n${stdout.join('\n')}`);
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new Error(`gw did not announce its addresses within ${timeoutMs} ms:\n${stdout.join('\n')}`),
+          ),
+        timeoutMs,
+      );
     }),
-  ]).catch(async (err) => {
-    await g.stop(1000);
-    throw err;
-  });
+  ])
+    .catch(async (err) => {
+      await g.stop(1000);
+      throw err;
+    })
+    .finally(() => clearTimeout(timer));
   g.admin = origin(addrs.admin);
   g.stats = origin(addrs.stats);
   g.readiness = origin(addrs.readiness);

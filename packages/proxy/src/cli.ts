@@ -168,7 +168,12 @@ export async function main(argv: string[]): Promise<number> {
           if (stopping) return;
           load(file)
             .then(async (next) => {
-              if (next.ir.version === supervisor.ir?.version) return;
+              if (next.ir.version === supervisor.ir?.version) {
+                // The file is the running config again (a broken edit was undone): nothing to apply,
+                // but the error reported for the broken edit no longer describes the file.
+                lastError = undefined;
+                return;
+              }
               await supervisor.apply(next.ir);
               lastError = undefined;
               log.info({ version: next.ir.version }, 'configuration reloaded');

@@ -26,6 +26,8 @@ export class BindServer {
   readonly key: string;
   readonly scheme: 'http' | 'https';
   current: CompiledBind;
+  /** Set once the bind is gone from the config (or the proxy drains): connections close after use. */
+  retired = false;
   readonly #outer: net.Server;
   readonly #h1: http.Server | undefined;
   readonly #sockets = new Set<Socket>();
@@ -117,6 +119,7 @@ export class BindServer {
 
   /** Stops accepting and asks open connections to finish: idle HTTP/1 ones close, h2 gets GOAWAY. */
   stopAccepting(): void {
+    this.retired = true;
     this.#outer.close();
     this.#h1?.closeIdleConnections();
     for (const s of this.#sessions) s.close();

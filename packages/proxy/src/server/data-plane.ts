@@ -122,7 +122,7 @@ export class DataPlane {
     const ctx = new RequestContext(req, res, bs.scheme);
     this.#inflight.add(ctx);
     res.once('close', () => this.#finish(ctx));
-    if (this.#draining && 'shouldKeepAlive' in res) res.shouldKeepAlive = false;
+    if ((this.#draining || bs.retired) && 'shouldKeepAlive' in res) res.shouldKeepAlive = false;
 
     const listener = selectListener(bind, ctx.host);
     if (!listener) {

@@ -1,0 +1,509 @@
+// Standalone mode end to end, on the real `bin/gw` binary: validating a file, starting from it,
+// hot reload (also under load and across workers), rejected edits, graceful shutdown and the
+// embedded default config.
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { startUpstream, type TestServer } from '@gw/testkit';
+import { Pool } from 'undici';
+import {
+  cleanupGw,
+  configBlock,
+  freePort,
+  type GwProcess,
+  portIsFree,
+  runGw,
+  sleep,
+  startGw,
+  tempDir,
+} from './support/gw-process.ts';
+
+after(cleanupGw);
+
+interface Reply {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** One GET on a new connection (no agent), so requests spread over workers. */
+function get(port: number, path: string): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(chunks).toString(),
+        }),
+      );
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** A config with one direct-response route at `/` whose body is `body`. */
+function directConfig(body: string, extra = ''): string {
+  return `${configBlock()}binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - name: hello
+      policies:
+        directResponse: { status: 200, body: ${JSON.stringify(body)} }
+${extra}`;
+}
+
+describe('gw --validate-only', () => {
+  test('a valid file exits 0 with a one-line summary', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'ok.yaml');
+    writeFileSync(
+      file,
+      `binds:
+- port: 8080
+  listeners:
+  - routes:
+    - name: a
+      matches: [{ path: { pathPrefix: /a } }]
+      backends: [{ host: 127.0.0.1:9 }]
+    - name: b
+      policies:
+        directResponse: { status: 204 }
+`,
+    );
+    const r = await runGw(['--validate-only', '-f', file]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, `${file}: valid (1 binds, 1 listeners, 2 routes)\n`);
+    assert.equal(r.stderr, '');
+  });
+
+  test('an invalid file exits 1 naming file:line:column, the field and what was expected', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'bad.yaml');
+    writeFileSync(
+      file,
+      `binds:
+- port: http
+  listeners:
+  - routes:
+    - name: a
+      policies:
+        directResponse:
+          status: 99
+        requestHeaderModifer: {}
+`,
+    );
+    const r = await runGw(['--validate-only', '-f', file]);
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, '');
+    // Every problem at once, each on its own line.
+    assert.equal(r.stderr.split('\n').filter((l) => l.startsWith(`${file}:`)).length, 3, r.stderr);
+    assert.match(
+      r.stderr,
+      new RegExp(`^${RegExp.escape(file)}:2:9: binds\\[0\\]\\.port: .*expected number`, 'm'),
+    );
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `^${RegExp.escape(file)}:8:19: binds\\[0\\]\\.listeners\\[0\\]\\.routes\\[0\\]\\.policies\\.directResponse\\.status: .*>=200`,
+        'm',
+      ),
+    );
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `^${RegExp.escape(file)}:9:9: binds\\[0\\]\\.listeners\\[0\\]\\.routes\\[0\\]\\.policies\\.requestHeaderModifer: unknown field`,
+        'm',
+      ),
+    );
+  });
+
+  test('a file that cannot be read exits 1 and says so', async () => {
+    const file = join(tempDir(), 'missing.yaml');
+    const r = await runGw(['--validate-only', '-f', file]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /cannot read file/);
+    assert.ok(r.stderr.includes(file));
+  });
+
+  test('an invalid config.sensitiveHeaders name makes a normal start fail', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'sensitive.yaml');
+    writeFileSync(
+      file,
+      `${configBlock()}  sensitiveHeaders: [x-api-key, "bad header"]
+binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - policies:
+        directResponse: { status: 200 }
+`,
+    );
+    const started = Date.now();
+    const r = await runGw(['-f', file]);
+    assert.equal(r.code, 1, `expected exit 1, got ${r.code}; stdout:\n${r.stdout}`);
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `${RegExp.escape(file)}:5:33: config\\.sensitiveHeaders\\[1\\]: invalid HTTP header name "bad header"`,
+      ),
+    );
+    // It fails before serving anything.
+    assert.doesNotMatch(r.stdout, / serving /);
+    assert.ok(Date.now() - started < 10_000);
+    // --validate-only reports the same problem.
+    const v = await runGw(['--validate-only', '-f', file]);
+    assert.equal(v.code, 1);
+    assert.match(v.stderr, /config\.sensitiveHeaders\[1\]: invalid HTTP header name/);
+  });
+});
+
+describe('gw -f: start and hot reload', () => {
+  test('starts, reports ready and serves the file; an edit applies within 2 s', async () => {
+    const g = await startGw({ yaml: directConfig('first\n') });
+    const ready = await fetch(`${g.readiness}/healthz/ready`);
+    assert.equal(ready.status, 200);
+    const port = await g.proxyPort();
+    assert.notEqual(port, 0);
+    const before = await g.configDump();
+    assert.equal((await get(port, '/')).body, 'first\n');
+
+    g.write(directConfig('second\n'));
+    const edited = Date.now();
+    let body = '';
+    while (Date.now() - edited < 2000) {
+      body = (await get(port, '/')).body;
+      if (body === 'second\n') break;
+      await sleep(20);
+    }
+    assert.equal(body, 'second\n', 'the edit did not show within 2 s');
+    const afterEdit = await g.configDump();
+    assert.notEqual(afterEdit.version, before.version);
+    assert.equal(afterEdit.lastReloadError, undefined);
+    assert.ok(
+      g.stdout.some((l) => l.includes('configuration reloaded') && l.includes(afterEdit.version)),
+      'the reload is logged with its version',
+    );
+  });
+
+  test('100 config swaps under continuous load: zero failed requests', { timeout: 60_000 }, async (t) => {
+    const upstream = await startUpstream('load');
+    t.after(() => upstream.close());
+    const config = (n: number) => `${configBlock()}binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - name: up
+      backends: [{ host: 127.0.0.1:${upstream.port} }]
+      policies:
+        responseHeaderModifier:
+          set: { x-version: "${n}" }
+`;
+    const g = await startGw({ yaml: config(0), args: ['--workers', '2'] });
+    const port = await g.proxyPort();
+    const pool = new Pool(`http://127.0.0.1:${port}`, { connections: 16 });
+    t.after(() => pool.close());
+
+    const SWAPS = 100;
+    const CLIENTS = 16;
+    // appliedAt[n]: when every worker reported version n. A request sent later must see >= n.
+    const appliedAt: number[] = [performance.now()];
+    const seen: { sentAt: number; version: number }[] = [];
+    const failures: string[] = [];
+    let requests = 0;
+    let stop = false;
+    const client = async () => {
+      while (!stop) {
+        const sentAt = performance.now();
+        requests++;
+        try {
+          const r = await pool.request({ path: '/load', method: 'GET' });
+          const body = await r.body.text();
+          const v = r.headers['x-version'];
+          if (r.statusCode !== 200) failures.push(`status ${r.statusCode}: ${body.slice(0, 200)}`);
+          else if (typeof v !== 'string') failures.push('response without x-version');
+          else seen.push({ sentAt, version: Number(v) });
+        } catch (err) {
+          failures.push(`transport: ${(err as Error).message}`);
+        }
+      }
+    };
+    const started = performance.now();
+    const clients = Array.from({ length: CLIENTS }, client);
+    let version = (await g.configDump()).version;
+    for (let n = 1; n <= SWAPS; n++) {
+      g.write(config(n));
+      const d = await g.waitForDump(
+        (x) => x.version !== version && x.workers.every((w) => w.version === x.version),
+      );
+      version = d.version;
+      appliedAt[n] = performance.now();
+    }
+    // Keep the load on a little after the last swap, so the final version is served.
+    await sleep(200);
+    stop = true;
+    await Promise.all(clients);
+    const seconds = (performance.now() - started) / 1000;
+    t.diagnostic(
+      `swaps=${SWAPS} requests=${requests} failures=${failures.length} duration=${seconds.toFixed(1)}s`,
+    );
+
+    assert.deepEqual(failures.slice(0, 10), [], `${failures.length} of ${requests} requests failed`);
+    assert.ok(seen.length > 1000, `only ${seen.length} requests completed under load`);
+    assert.ok(
+      seen.some((s) => s.version === SWAPS),
+      'responses with the final version were seen',
+    );
+    // Swaps are atomic per worker and reach every worker: nothing sent after version n was applied
+    // everywhere is answered by an older config.
+    const stale = seen.filter((s) => {
+      let n = 0;
+      while (n + 1 <= SWAPS && (appliedAt[n + 1] as number) <= s.sentAt) n++;
+      return s.version < n;
+    });
+    assert.equal(stale.length, 0, `stale answers: ${JSON.stringify(stale.slice(0, 5))}`);
+    assert.ok(seconds < 30, `took ${seconds.toFixed(1)} s`);
+  });
+
+  test('a file rewritten every 50 ms keeps being reloaded while the writes go on', async () => {
+    const g = await startGw({ yaml: directConfig('w0') });
+    const port = await g.proxyPort();
+    const bodies = new Set<string>();
+    const started = Date.now();
+    let n = 0;
+    while (Date.now() - started < 2500) {
+      g.write(directConfig(`w${++n}`));
+      await sleep(50);
+      bodies.add((await get(port, '/')).body);
+    }
+    bodies.delete('w0');
+    // The debounce must not starve: edits show up while the file keeps changing, not only after.
+    assert.ok(bodies.size >= 2, `bodies served during ${n} rewrites: ${[...bodies].join(', ') || 'none'}`);
+    const last = `w${n}`;
+    const end = Date.now() + 2000;
+    let body = '';
+    while (Date.now() < end && body !== last) {
+      body = (await get(port, '/')).body;
+      await sleep(20);
+    }
+    assert.equal(body, last);
+  });
+
+  test('a config change reaches every worker (fresh connections all see it)', async () => {
+    const g = await startGw({ yaml: directConfig('old\n'), args: ['--workers', '2'] });
+    const port = await g.proxyPort();
+    const before = await g.configDump();
+    g.write(
+      directConfig(
+        'new\n',
+        `    - name: fresh
+      matches: [{ path: { exact: /fresh } }]
+      policies:
+        directResponse: { status: 200, body: "fresh\\n" }
+`,
+      ),
+    );
+    const d = await g.waitForDump(
+      (x) => x.version !== before.version && x.workers.every((w) => w.version === x.version),
+    );
+    assert.equal(d.workers.length, 2);
+
+    const replies = await Promise.all(Array.from({ length: 200 }, () => get(port, '/fresh')));
+    assert.deepEqual(new Set(replies.map((r) => `${r.status} ${r.body}`)), new Set(['200 fresh\n']));
+    const roots = await Promise.all(Array.from({ length: 50 }, () => get(port, '/')));
+    assert.deepEqual(new Set(roots.map((r) => r.body)), new Set(['new\n']));
+
+    // Both workers took part: the per-worker request counters of the new route are both non-zero.
+    const metrics = await (await fetch(`${g.stats}/metrics`)).text();
+    const perWorker = new Map<string, number>();
+    for (const line of metrics.split('\n')) {
+      if (!line.startsWith('gw_requests_total{') || !line.includes('route="bind/0/listener0/fresh"'))
+        continue;
+      const w = /worker="(\d+)"/.exec(line)?.[1] ?? '?';
+      perWorker.set(w, (perWorker.get(w) ?? 0) + Number(line.split(' ').pop()));
+    }
+    assert.equal(
+      [...perWorker.values()].reduce((a, b) => a + b, 0),
+      200,
+      `request counters: ${JSON.stringify([...perWorker])}`,
+    );
+    assert.ok((perWorker.get('0') ?? 0) > 0 && (perWorker.get('1') ?? 0) > 0, JSON.stringify([...perWorker]));
+  });
+
+  test('an invalid edit keeps the running config and is reported; a fixed file applies', async () => {
+    const good = directConfig('good\n');
+    const g = await startGw({ yaml: good });
+    const port = await g.proxyPort();
+    const running = await g.configDump();
+
+    // Line 12 is `        directResponse: { status: 200, body: … }`; make the status a string.
+    const broken = good.replace('status: 200', 'status: "200"');
+    g.write(broken);
+    const rejected = await g.waitForDump((d) => d.lastReloadError !== undefined);
+    assert.equal(rejected.version, running.version);
+    assert.match(
+      rejected.lastReloadError ?? '',
+      new RegExp(
+        `${RegExp.escape(g.file)}:12:35: binds\\[0\\]\\.listeners\\[0\\]\\.routes\\[0\\]\\.policies\\.directResponse\\.status: .*expected number`,
+      ),
+    );
+    assert.equal((await get(port, '/')).body, 'good\n');
+    assert.ok(g.stdout.some((l) => l.includes('configuration change rejected')));
+
+    // YAML that does not parse at all is reported with its position too.
+    g.write(`${good}  - [unclosed\n`);
+    const unparsable = await g.waitForDump(
+      (d) => d.lastReloadError !== undefined && d.lastReloadError !== rejected.lastReloadError,
+    );
+    assert.match(unparsable.lastReloadError ?? '', new RegExp(`${RegExp.escape(g.file)}:\\d+:\\d+: `));
+    assert.equal((await get(port, '/')).body, 'good\n');
+
+    g.write(directConfig('fixed\n'));
+    const fixed = await g.waitForDump((d) => d.version !== running.version);
+    assert.equal(fixed.lastReloadError, undefined);
+    assert.equal((await get(port, '/')).body, 'fixed\n');
+  });
+
+  test('reverting a broken edit to the running config clears the reported error', async () => {
+    const good = directConfig('steady\n');
+    const g = await startGw({ yaml: good });
+    const running = await g.configDump();
+    g.write(good.replace('status: 200', 'status: 99'));
+    await g.waitForDump((d) => d.lastReloadError !== undefined);
+    // The user undoes the typo: the file is the running config again.
+    g.write(good);
+    const d = await g.waitForDump((x) => x.lastReloadError === undefined);
+    assert.equal(d.version, running.version);
+  });
+});
+
+describe('graceful shutdown', () => {
+  let slow: TestServer;
+  const slowConfig = (port: number) => `${configBlock()}binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - name: slow
+      backends: [{ host: 127.0.0.1:${port} }]
+`;
+
+  /**
+   * Starts a slow request, triggers shutdown with `begin`, and checks: readiness turns 503, new
+   * connections are refused while the slow request is still running, it completes with 200, and
+   * gw exits 0.
+   */
+  async function drainWhileBusy(g: GwProcess, begin: () => Promise<void>): Promise<void> {
+    const port = await g.proxyPort();
+    const seenBefore = slow.seen.length;
+    const inflight = get(port, '/slow');
+    const started = Date.now();
+    while (slow.seen.length === seenBefore) {
+      assert.ok(Date.now() - started < 5000, 'the slow request never reached the upstream');
+      await sleep(10);
+    }
+    await begin();
+
+    let refusedAt = 0;
+    while (Date.now() - started < 3000) {
+      const result = await tryConnect(port);
+      if (result === 'refused') {
+        refusedAt = Date.now();
+        break;
+      }
+      await sleep(20);
+    }
+    assert.ok(refusedAt > 0, 'new connections were still accepted after shutdown began');
+    const notReady = await fetch(`${g.readiness}/healthz/ready`).then(
+      (r) => r.status,
+      () => 0,
+    );
+    // 503 while draining (or gone already, if the drain was that quick).
+    assert.ok(notReady === 503 || notReady === 0, `readiness answered ${notReady} while draining`);
+
+    const r = await inflight;
+    const doneAt = Date.now();
+    assert.equal(r.status, 200);
+    assert.equal(JSON.parse(r.body).url, '/slow');
+    assert.ok(refusedAt < doneAt, 'refusal was observed while the slow request was in flight');
+    const exit = await g.exited;
+    assert.deepEqual(exit, { code: 0, signal: null });
+    assert.ok(g.stdout.some((l) => l.includes('draining')));
+    assert.ok(g.stdout.some((l) => l.includes('stopped') && l.includes('cut=0')));
+  }
+
+  after(() => slow?.close());
+
+  test('SIGTERM: in-flight request completes, new connections are refused, exit 0', async () => {
+    slow = await startUpstream('slow', () => sleep(1000));
+    const g = await startGw({ yaml: slowConfig(slow.port), args: ['--workers', '2'] });
+    await drainWhileBusy(g, async () => {
+      process.kill(g.pid, 'SIGTERM');
+    });
+  });
+
+  test('POST /quitquitquit on admin does the same', async () => {
+    const g = await startGw({ yaml: slowConfig(slow.port), args: ['--workers', '2'] });
+    await drainWhileBusy(g, async () => {
+      const r = await fetch(`${g.admin}/quitquitquit`, { method: 'POST' });
+      assert.equal(r.status, 200);
+      assert.equal(await r.text(), 'shutting down\n');
+    });
+  });
+});
+
+describe('embedded default config', () => {
+  test('gw without -f serves the example route on GW_PORT', async (t) => {
+    const busy: string[] = [];
+    for (const [port, host] of [
+      [15000, '127.0.0.1'],
+      [15020, '0.0.0.0'],
+      [15021, '0.0.0.0'],
+    ] as const) {
+      if (!(await portIsFree(port, host))) busy.push(`${host}:${port}`);
+    }
+    if (busy.length > 0) {
+      t.skip(`fixed admin/stats/readiness ports in use: ${busy.join(', ')}`);
+      return;
+    }
+    const port = await freePort();
+
+    const g = await startGw({ env: { GW_PORT: String(port) } });
+    assert.equal(g.admin, 'http://127.0.0.1:15000');
+    assert.ok(g.stdout.some((l) => l.includes('serving <embedded default config>')));
+    const hello = await get(port, '/');
+    assert.equal(hello.status, 200);
+    assert.match(hello.body, /^Hello from gw\./);
+    assert.equal(hello.headers['content-type'], 'text/plain; charset=utf-8');
+    assert.deepEqual(await get(port, '/healthz').then((r) => [r.status, r.body]), [200, 'ok\n']);
+    const dump = await g.configDump();
+    assert.equal(dump.source, '<embedded default config>');
+    assert.deepEqual(await g.stop(), { code: 0, signal: null });
+  });
+});
+
+/** 'refused' when nothing accepts a TCP connection on `port`, else 'accepted'. */
+function tryConnect(port: number): Promise<'refused' | 'accepted'> {
+  return new Promise((resolve) => {
+    const s = net.connect({ host: '127.0.0.1', port });
+    s.once('connect', () => {
+      s.destroy();
+      resolve('accepted');
+    });
+    s.once('error', (err: NodeJS.ErrnoException) =>
+      resolve(err.code === 'ECONNREFUSED' || err.code === 'ECONNRESET' ? 'refused' : 'accepted'),
+    );
+  });
+}
