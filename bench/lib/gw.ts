@@ -22,6 +22,8 @@ export function gwConfig(ports: Ports, workers: number, bindsYaml: string): stri
   statsAddr: 127.0.0.1:${ports.stats}
   readinessAddr: 127.0.0.1:${ports.ready}
   workerThreads: ${workers}
+  # Access logs off, as nginx runs with access_log off: both proxies do the same work per request.
+  logging: { level: "info,request=warn" }
 binds:
 ${bindsYaml}`;
 }

@@ -164,27 +164,33 @@ export async function main(argv: string[]): Promise<number> {
         return;
       }
       if (file) {
+        // Reloads run one after another, so a slow load of an older edit never lands after a newer one.
+        let reloads: Promise<void> = Promise.resolve();
         stopWatch = watchFile(file, () => {
           if (stopping) return;
-          load(file)
-            .then(async (next) => {
-              if (next.ir.version === supervisor.ir?.version) {
-                // The file is the running config again (a broken edit was undone): nothing to apply,
-                // but the error reported for the broken edit no longer describes the file.
-                lastError = undefined;
-                return;
-              }
-              await supervisor.apply(next.ir);
-              lastError = undefined;
-              log.info({ version: next.ir.version }, 'configuration reloaded');
-            })
-            .catch((err) => {
-              lastError = report(err);
-              log.error(
-                `configuration change rejected, keeping version ${supervisor.ir?.version}:\n${lastError}`,
-              );
-            });
+          reloads = reloads.then(() => reload(file));
         });
+      }
+      async function reload(file: string): Promise<void> {
+        if (stopping) return;
+        await load(file)
+          .then(async (next) => {
+            if (next.ir.version === supervisor.ir?.version) {
+              // The file is the running config again (a broken edit was undone): nothing to apply,
+              // but the error reported for the broken edit no longer describes the file.
+              lastError = undefined;
+              return;
+            }
+            await supervisor.apply(next.ir);
+            lastError = undefined;
+            log.info({ version: next.ir.version }, 'configuration reloaded');
+          })
+          .catch((err) => {
+            lastError = report(err);
+            log.error(
+              `configuration change rejected, keeping version ${supervisor.ir?.version}:\n${lastError}`,
+            );
+          });
       }
     })();
   });
