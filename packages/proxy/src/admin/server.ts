@@ -4,6 +4,7 @@ import { rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { AggregatorRegistry } from 'prom-client';
+import { compileCel } from '../cel/cel.ts';
 import type { StartupConfig } from '../config/load.ts';
 import type { LogHub } from '../observability/logger.ts';
 import { parseLevelFilter } from '../observability/logger.ts';
@@ -48,6 +49,7 @@ export async function startAdmin(
       '  GET  /debug/pprof/profile    CPU profile (?seconds=1..300&frequency=1..1000&worker=N)',
       '  GET  /debug/pprof/heap       heap profile (?worker=N)',
       '  GET  /debug/tasks            in-flight requests and active handles per worker',
+      '  GET  /debug/trace            SSE trace of the next request (?expression=CEL to pick one)',
       '  POST /quitquitquit           graceful shutdown',
       '',
     ].join('\n');
@@ -124,6 +126,45 @@ export async function startAdmin(
         .send(Buffer.from(data));
     });
   }
+
+  app.get('/debug/trace', async (req, reply) => {
+    const expression = (req.query as Record<string, string | undefined>).expression;
+    if (expression !== undefined) {
+      try {
+        compileCel(expression);
+      } catch (err) {
+        return reply
+          .code(400)
+          .type('text/plain')
+          .send(`invalid expression: ${(err as Error).message}\n`);
+      }
+    }
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+    });
+    let done = false;
+    const sub = await supervisor.trace((event) => {
+      if (done) return;
+      if (event === null) {
+        done = true;
+        raw.end();
+        return;
+      }
+      raw.write(`data: ${JSON.stringify(event)}\n\n`);
+    }, expression);
+    // Tells a client (gwctl's inject mode) that every worker is armed, so its request will be seen.
+    if (!done) raw.write(': armed\n\n');
+    raw.on('close', () => {
+      if (!done) {
+        done = true;
+        sub.cancel();
+      }
+    });
+  });
 
   const quit = async (_req: unknown, reply: { type: (t: string) => unknown }) => {
     reply.type('text/plain');

@@ -63,6 +63,8 @@ export interface RouteIR {
   matches: RouteMatch[];
   /** Effective traffic policy: gateway → listener → route, most specific field wins. */
   policies: TrafficPolicies;
+  /** Where each effective policy was set: on the gateway/listener, or on the route itself. */
+  policySources: Record<string, 'gateway' | 'route'>;
   backends: RouteBackendIR[];
 }
 

@@ -387,7 +387,10 @@ class Builder {
         if ('regex' in q.value) this.regex([...mp, 'query', qi, 'value', 'regex'], q.value.regex);
       });
     });
-    const policies = mergePolicies(inherited, targeted.route.get(name), r.policies) ?? {};
+    const own = mergePolicies(targeted.route.get(name), r.policies) ?? {};
+    const policies = mergePolicies(inherited, own) ?? {};
+    const policySources: RouteIR['policySources'] = {};
+    for (const k of Object.keys(policies)) policySources[k] = k in own ? 'route' : 'gateway';
     const backends: RouteBackendIR[] = [];
     (r.backends ?? []).forEach((b, bi) => {
       const ir = this.routeBackend([...path, 'backends', bi], b, policies, targeted);
@@ -400,6 +403,7 @@ class Builder {
       hostnames: (r.hostnames ?? []).map((h) => h.toLowerCase()),
       matches,
       policies,
+      policySources,
       backends,
     };
   }

@@ -4,6 +4,7 @@ import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Readable } from 'node:stream';
 import type { CelContext } from '../cel/cel.ts';
 import type { GwError } from '../errors.ts';
+import type { TraceRecorder } from '../trace/recorder.ts';
 
 export type Headers = Record<string, string | string[]>;
 export type Body = Readable | Buffer | null;
@@ -64,6 +65,8 @@ export class RequestContext {
   error: GwError | undefined;
   /** Set by `urlRewrite: {authority: auto}`: the Host header becomes the backend's address. */
   rewriteHostToBackend = false;
+  /** Set only for the one request a trace subscriber claimed. */
+  trace: TraceRecorder | undefined = undefined;
   readonly #abort = new AbortController();
 
   constructor(

@@ -11,6 +11,14 @@ import { compose, type Handler, type Layer } from '../pipeline/layer.ts';
 import { headerModifier } from '../policies/header-modifier/index.ts';
 import { buildLayers } from '../policies/registry.ts';
 import { requestRedirect } from '../policies/request-redirect/index.ts';
+import {
+  type BackendDescription,
+  backendResponseReady,
+  marker,
+  tracedBackendEntry,
+  tracedCall,
+  tracedLayer,
+} from '../trace/instrument.ts';
 import { callUpstream } from '../upstream/call.ts';
 import { DynamicTargets } from '../upstream/dynamic.ts';
 import type { PoolRegistry, PoolSpec } from '../upstream/pools.ts';
@@ -21,6 +29,8 @@ export interface CompiledRoute {
   ir: RouteIR;
   policyNames: string[];
   handler: Handler;
+  /** The same chain with trace events; taken only by a traced request. */
+  tracedHandler: Handler;
 }
 
 export interface CompiledListener {
@@ -114,15 +124,29 @@ function compileRoute(
     .map((b) =>
       compileBackend(b, global, pools, used, attemptTimeout ? (parseGoDuration(attemptTimeout) ?? 0) : 0),
     );
-  const terminal = pickBackend(backends);
+
+  // The traced chain: each layer reports its outcome, and the request is snapshotted after the last
+  // policy set on the gateway/listener and after the last policy overall. Markers change nothing.
+  const phaseOf = (name: string) => r.policySources[name] ?? 'route';
+  const lastGateway = layers.findLastIndex((x) => phaseOf(x.name) === 'gateway');
+  const traced: Layer[] = [];
+  layers.forEach((x, i) => {
+    traced.push(tracedLayer(x.name, phaseOf(x.name), x.layer));
+    if (i === lastGateway) traced.push(marker((ctx) => ctx.trace?.requestSnapshot('gateway policies', ctx)));
+  });
+  if (lastGateway === -1)
+    traced.unshift(marker((ctx) => ctx.trace?.requestSnapshot('gateway policies', ctx)));
+  traced.push(marker((ctx) => ctx.trace?.requestSnapshot('route policies', ctx)));
+
   return {
     info: { key: r.key, name: r.name, gateway: l.gateway, listener: l.name },
     ir: r,
     policyNames: layers.map((x) => x.name),
     handler: compose(
       layers.map((x) => x.layer),
-      terminal,
+      pickBackend(backends, false),
     ),
+    tracedHandler: compose(traced, pickBackend(backends, true)),
   };
 }
 
@@ -130,19 +154,22 @@ interface CompiledBackend {
   name: string;
   weight: number;
   handler: Handler;
+  tracedHandler: Handler;
 }
 
-function pickBackend(backends: CompiledBackend[]): Handler {
+function pickBackend(backends: CompiledBackend[], traced: boolean): Handler {
   if (backends.length === 0) {
     return async () => {
       throw new GwError('GW_ERR_NO_BACKEND');
     };
   }
+  const handlerOf = (b: CompiledBackend) => (traced ? b.tracedHandler : b.handler);
   if (backends.length === 1) {
     const only = backends[0] as CompiledBackend;
+    const h = handlerOf(only);
     return (ctx) => {
       ctx.backendName = only.name;
-      return only.handler(ctx);
+      return h(ctx);
     };
   }
   const total = backends.reduce((s, b) => s + b.weight, 0);
@@ -157,7 +184,7 @@ function pickBackend(backends: CompiledBackend[]): Handler {
       }
     }
     ctx.backendName = chosen.name;
-    return chosen.handler(ctx);
+    return handlerOf(chosen)(ctx);
   };
 }
 
@@ -192,6 +219,7 @@ function compileBackend(
   } satisfies Omit<PoolSpec, 'origin'>;
 
   let call: Handler;
+  let endpointOf: (ctx: RequestContext) => string;
   const t = b.target;
   if (t.kind === 'dynamic') {
     const targets = pools ? new DynamicTargets(pools, baseSpec, used) : null;
@@ -199,39 +227,71 @@ function compileBackend(
       if (!targets) throw new GwError('GW_ERR_INTERNAL');
       await callUpstream(ctx, targets.forRequest(ctx), attemptMs);
     };
+    endpointOf = (ctx) => (typeof ctx.headers.host === 'string' ? ctx.headers.host : ctx.authority);
   } else {
+    const host = t.kind === 'host' && t.host.includes(':') ? `[${t.host}]` : t.kind === 'host' ? t.host : '';
     const spec: PoolSpec =
       t.kind === 'unix'
         ? { ...baseSpec, origin: 'http://localhost', socketPath: t.path }
-        : {
-            ...baseSpec,
-            origin: `${tls ? 'https' : 'http'}://${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.port}`,
-          };
-    const endpoint =
-      t.kind === 'unix' ? `unix:${t.path}` : `${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.port}`;
+        : { ...baseSpec, origin: `${tls ? 'https' : 'http'}://${host}:${t.port}` };
+    const endpoint = t.kind === 'unix' ? `unix:${t.path}` : `${host}:${t.port}`;
     const dispatcher = pools?.acquire(spec);
     if (dispatcher) used.add(dispatcher);
     call = (ctx) => {
       if (!dispatcher) throw new GwError('GW_ERR_INTERNAL');
       return callUpstream(ctx, { dispatcher, endpoint }, attemptMs);
     };
+    endpointOf = () => endpoint;
   }
 
-  const layers: Layer[] = [];
-  if (p.requestRedirect) layers.push(requestRedirect.build(p.requestRedirect, { global, policies: {} }));
+  const layers: { name: string; layer: Layer }[] = [];
+  if (p.requestRedirect) {
+    layers.push({
+      name: 'requestRedirect',
+      layer: requestRedirect.build(p.requestRedirect, { global, policies: {} }),
+    });
+  }
   if (p.requestHeaderModifier) {
     const apply = headerModifier(p.requestHeaderModifier);
-    layers.push((ctx, next) => {
-      apply(ctx.headers);
-      return next(ctx);
+    layers.push({
+      name: 'requestHeaderModifier',
+      layer: (ctx, next) => {
+        apply(ctx.headers);
+        return next(ctx);
+      },
     });
   }
   if (p.responseHeaderModifier) {
     const apply = headerModifier(p.responseHeaderModifier);
-    layers.push(async (ctx, next) => {
-      await next(ctx);
-      if (ctx.response) apply(ctx.response.headers);
+    layers.push({
+      name: 'responseHeaderModifier',
+      layer: async (ctx, next) => {
+        await next(ctx);
+        if (ctx.response) apply(ctx.response.headers);
+      },
     });
   }
-  return { name: b.name, weight: b.weight, handler: compose(layers, call) };
+  const description: BackendDescription = {
+    name: b.name,
+    type: t.kind === 'dynamic' ? 'dynamic' : t.kind === 'unix' ? 'unix' : 'static',
+    protocol: tls ? 'https' : 'http',
+    policies: Object.keys(p),
+    endpoint: endpointOf,
+  };
+  return {
+    name: b.name,
+    weight: b.weight,
+    handler: compose(
+      layers.map((x) => x.layer),
+      call,
+    ),
+    tracedHandler: compose(
+      [
+        tracedBackendEntry(description),
+        backendResponseReady(),
+        ...layers.map((x) => tracedLayer(x.name, 'backend', x.layer)),
+      ],
+      tracedCall(description, call),
+    ),
+  };
 }

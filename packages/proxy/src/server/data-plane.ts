@@ -11,16 +11,28 @@ import type { ProxyMetrics } from '../observability/metrics.ts';
 import { discard } from '../pipeline/body.ts';
 import { RequestContext } from '../pipeline/context.ts';
 import { pump } from '../pipeline/pump.ts';
-import { compileTable, type RoutingTable, selectListener } from '../routing/table.ts';
+import type { CompiledMatch } from '../routing/match.ts';
+import { type CompiledRoute, compileTable, type RoutingTable, selectListener } from '../routing/table.ts';
+import type { TraceEvent } from '../trace/events.ts';
+import { TraceRecorder } from '../trace/recorder.ts';
 import { PoolRegistry } from '../upstream/pools.ts';
 import { BindServer } from './bind-server.ts';
 
 export interface DataPlaneOptions {
+  /** Where the events of a traced request go: (subscription id, event), then (id, null) at its end. */
+  traceSink?: ((id: number, event: TraceEvent | null) => void) | undefined;
   log: Logger;
   accessLog: Logger;
   metrics?: ProxyMetrics | undefined;
   /** Several workers share each port through SO_REUSEPORT. */
   reusePort?: boolean;
+}
+
+interface TraceArm {
+  id: number;
+  /** Shared by every worker: the first to flip it from 0 to 1 traces its request. */
+  flag: Int32Array;
+  filter: CelProgram | undefined;
 }
 
 interface AccessLogSpec {
@@ -37,6 +49,8 @@ export class DataPlane {
   #table: RoutingTable | undefined;
   #accessLog: AccessLogSpec | undefined;
   #draining = false;
+  #arms: TraceArm[] = [];
+  #sensitive: ReadonlySet<string> = new Set(['authorization', 'proxy-authorization']);
   #applying: Promise<unknown> = Promise.resolve();
 
   constructor(opts: DataPlaneOptions) {
@@ -108,6 +122,7 @@ export class DataPlane {
     }
     this.#table = table;
     this.#accessLog = accessLog;
+    this.#sensitive = new Set(ir.global.sensitiveHeaders);
     this.#pools.retainOnly(table.pools);
     this.#opts.metrics?.configVersion.inc();
     return this.ports();
@@ -124,12 +139,20 @@ export class DataPlane {
     res.once('close', () => this.#finish(ctx));
     if ((this.#draining || bs.retired) && 'shouldKeepAlive' in res) res.shouldKeepAlive = false;
 
+    if (this.#arms.length > 0) this.#claimTrace(ctx);
+
     const listener = selectListener(bind, ctx.host);
     if (!listener) {
+      ctx.trace?.emit('routeSelection', {
+        selectedRoute: null,
+        evaluatedRoutes: [],
+        reason: 'no listener for host',
+      });
       this.#fail(ctx, new GwError('GW_ERR_NO_LISTENER'));
       return;
     }
     const m = listener.router.select(ctx.host, ctx);
+    if (ctx.trace) traceRouteSelection(ctx, ctx.trace, listener.router.candidates(ctx.host), m?.route);
     if (!m) {
       this.#fail(ctx, new GwError('GW_ERR_NO_ROUTE'));
       return;
@@ -138,7 +161,7 @@ export class DataPlane {
     ctx.matchedPrefix = m.prefix;
     let done: Promise<void>;
     try {
-      done = m.route.handler(ctx);
+      done = ctx.trace ? m.route.tracedHandler(ctx) : m.route.handler(ctx);
     } catch (err) {
       // A layer that is not async may throw before returning its promise.
       this.#fail(ctx, err);
@@ -171,7 +194,11 @@ export class DataPlane {
       );
       return;
     }
-    const body = r.body;
+    let body = r.body;
+    if (ctx.trace) {
+      ctx.trace.responseSnapshot('final response', ctx);
+      if (body && ctx.method !== 'HEAD') body = ctx.trace.tapBody('response', body);
+    }
     if (body === null || ctx.method === 'HEAD') {
       if (body && !Buffer.isBuffer(body)) body.resume();
       res.end();
@@ -204,16 +231,21 @@ export class DataPlane {
       res.destroy();
       return;
     }
-    const body = errorBody(e);
-    (res as ServerResponse).writeHead(e.status, {
-      'content-type': 'text/plain; charset=utf-8',
-      'content-length': Buffer.byteLength(body),
-    });
+    const body = Buffer.from(errorBody(e));
+    const headers = { 'content-type': 'text/plain; charset=utf-8', 'content-length': String(body.length) };
+    if (ctx.trace) {
+      ctx.trace.emit('error', { code: e.code, status: e.status, detail: e.detail }, null, 'warn');
+      ctx.response = { status: e.status, headers, body };
+      ctx.trace.responseSnapshot('final response', ctx);
+      ctx.trace.tapBody('response', body);
+    }
+    (res as ServerResponse).writeHead(e.status, headers);
     res.end(body);
   }
 
   #finish(ctx: RequestContext): void {
     this.#inflight.delete(ctx);
+    ctx.trace?.finish();
     const { res } = ctx;
     if (!res.writableFinished) {
       // The client went away (or the response was cut): stop the upstream side too.
@@ -253,6 +285,30 @@ export class DataPlane {
       }
     }
     log.info(rec);
+  }
+
+  /** Arms a trace of the next request (matching `expression`, when given) that this worker serves. */
+  armTrace(id: number, flag: SharedArrayBuffer, expression?: string): void {
+    const filter = expression ? compileCel(expression) : undefined;
+    this.#arms = [...this.#arms, { id, flag: new Int32Array(flag), filter }];
+  }
+
+  disarmTrace(id: number): void {
+    this.#arms = this.#arms.filter((a) => a.id !== id);
+  }
+
+  #claimTrace(ctx: RequestContext): void {
+    const sink = this.#opts.traceSink;
+    for (const arm of this.#arms) {
+      if (arm.filter && !celTrue(arm.filter, ctx.celContext())) continue;
+      this.disarmTrace(arm.id);
+      if (Atomics.compareExchange(arm.flag, 0, 0, 1) !== 0 || !sink) continue;
+      const tr = new TraceRecorder((e) => sink(arm.id, e), this.#sensitive, ctx.startTime);
+      ctx.trace = tr;
+      tr.emit('requestStarted', {}, 0);
+      tr.requestSnapshot('initial request', ctx);
+      return;
+    }
   }
 
   /** In-flight requests, oldest first: what /debug/tasks shows. */
@@ -296,4 +352,28 @@ function compileAccessLog(ir: ProxyIR): AccessLogSpec | undefined {
     add: Object.entries(a?.add ?? {}).map(([k, v]) => [k, compileCel(v)] as [string, CelProgram]),
     remove: new Set(a?.remove ?? []),
   };
+}
+
+function traceRouteSelection(
+  ctx: RequestContext,
+  tr: TraceRecorder,
+  candidates: CompiledMatch<CompiledRoute>[],
+  selected: CompiledRoute | undefined,
+): void {
+  const evaluatedRoutes = candidates.map((c) => ({
+    route: c.route.info.key,
+    matched: c.test(ctx),
+    selected: c.route === selected,
+  }));
+  tr.emit('routeSelection', {
+    selectedRoute: selected ? { ...selected.info, definedAt: selected.ir.path } : null,
+    evaluatedRoutes,
+  });
+  if (!selected) return;
+  const byPhase: Record<'gateway' | 'route', Record<string, unknown>> = { gateway: {}, route: {} };
+  for (const [name, config] of Object.entries(selected.ir.policies)) {
+    byPhase[selected.ir.policySources[name] ?? 'route'][name] = config;
+  }
+  tr.emit('policySelection', { phase: 'gateway', effectivePolicy: byPhase.gateway });
+  tr.emit('policySelection', { phase: 'route', effectivePolicy: byPhase.route });
 }

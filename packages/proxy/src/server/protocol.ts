@@ -7,7 +7,12 @@ export type WorkerRequest =
   | { type: 'tasks' }
   | { type: 'memory' }
   | { type: 'profile'; kind: 'cpu'; seconds: number; frequency: number }
-  | { type: 'profile'; kind: 'heap' };
+  | { type: 'profile'; kind: 'heap' }
+  | { type: 'trace-arm'; id: number; flag: SharedArrayBuffer; expression?: string }
+  | { type: 'trace-disarm'; id: number };
+
+/** Sent by a worker unasked: an event of a traced request (null when the trace is complete). */
+export type TraceMessage = { trace: number; event: unknown };
 
 export type Envelope = { id: number; req: WorkerRequest };
 export type Reply = { id: number; ok: true; result: unknown } | { id: number; ok: false; error: string };

@@ -5,7 +5,8 @@ import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { ProxyIR } from '../config/ir.ts';
 import { encodeSecrets } from '../secret.ts';
-import type { Envelope, Reply, WorkerData, WorkerRequest } from './protocol.ts';
+import type { TraceEvent } from '../trace/events.ts';
+import type { Envelope, Reply, TraceMessage, WorkerData, WorkerRequest } from './protocol.ts';
 
 const WORKER_URL = new URL('./worker.ts', import.meta.url);
 
@@ -16,10 +17,19 @@ export class WorkerHandle {
   #next = 1;
   readonly #pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
 
-  constructor(index: number, data: WorkerData, onExit: (code: number) => void) {
+  constructor(
+    index: number,
+    data: WorkerData,
+    onExit: (code: number) => void,
+    onTrace: (id: number, event: TraceEvent | null) => void,
+  ) {
     this.index = index;
     this.worker = new Worker(WORKER_URL, { workerData: data, stdout: false, stderr: false });
-    this.worker.on('message', (r: Reply) => {
+    this.worker.on('message', (r: Reply | TraceMessage) => {
+      if ('trace' in r) {
+        onTrace(r.trace, r.event as TraceEvent | null);
+        return;
+      }
       const p = this.#pending.get(r.id);
       if (!p) return;
       this.#pending.delete(r.id);
@@ -76,23 +86,69 @@ export class Supervisor {
       logFilter: this.#opts.logFilter,
       logFormat: this.#opts.logFormat,
     };
-    this.workers[index] = new WorkerHandle(index, data, (code) => {
-      if (this.#stopping) return;
-      this.#opts.log.error({ worker: index, code }, 'data-plane worker exited; starting a new one');
-      this.onWorkerExit(index, code);
-      this.#spawn(index, total);
-      const ir = this.#ir;
-      const w = this.workers[index];
-      if (ir && w) {
-        w.call({ type: 'apply', ir: encodeSecrets(ir), ports: this.#ports })
-          .then(() => {
-            w.version = ir.version;
-          })
-          .catch((err: Error) =>
-            this.#opts.log.error({ worker: index, err: err.message }, 'restarted worker rejected config'),
-          );
+    this.workers[index] = new WorkerHandle(
+      index,
+      data,
+      (code) => {
+        if (this.#stopping) return;
+        this.#opts.log.error({ worker: index, code }, 'data-plane worker exited; starting a new one');
+        this.onWorkerExit(index, code);
+        this.#spawn(index, total);
+        const ir = this.#ir;
+        const w = this.workers[index];
+        if (ir && w) {
+          w.call({ type: 'apply', ir: encodeSecrets(ir), ports: this.#ports })
+            .then(() => {
+              w.version = ir.version;
+            })
+            .catch((err: Error) =>
+              this.#opts.log.error({ worker: index, err: err.message }, 'restarted worker rejected config'),
+            );
+        }
+      },
+      (id, event) => this.#onTrace(id, event),
+    );
+  }
+
+  readonly #traces = new Map<number, (event: TraceEvent | null) => void>();
+  #nextTrace = 1;
+
+  #onTrace(id: number, event: TraceEvent | null): void {
+    const deliver = this.#traces.get(id);
+    if (!deliver) return;
+    if (event === null) this.#traces.delete(id);
+    deliver(event);
+  }
+
+  /**
+   * Subscribes to the trace of the next request any worker handles (matching `expression` when
+   * given). Resolves once every worker is armed; `cancel` disarms them all.
+   */
+  async trace(
+    onEvent: (event: TraceEvent | null) => void,
+    expression?: string,
+  ): Promise<{ cancel: () => void }> {
+    const id = this.#nextTrace++;
+    const flag = new SharedArrayBuffer(4);
+    let claimed = false;
+    this.#traces.set(id, (event) => {
+      if (!claimed) {
+        claimed = true;
+        // One worker won the flag; the others need not keep checking their requests.
+        for (const w of this.workers) w.call({ type: 'trace-disarm', id }).catch(() => {});
       }
+      onEvent(event);
     });
+    const req: WorkerRequest = expression
+      ? { type: 'trace-arm', id, flag, expression }
+      : { type: 'trace-arm', id, flag };
+    await this.broadcast(req);
+    return {
+      cancel: () => {
+        this.#traces.delete(id);
+        for (const w of this.workers) w.call({ type: 'trace-disarm', id }).catch(() => {});
+      },
+    };
   }
 
   get ir(): ProxyIR | undefined {

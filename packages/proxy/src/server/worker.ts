@@ -7,7 +7,7 @@ import { ProxyMetrics } from '../observability/metrics.ts';
 import { decodeSecrets } from '../secret.ts';
 import { DataPlane } from './data-plane.ts';
 import { cpuProfile, heapProfile, startHeapSampling } from './profile.ts';
-import type { Envelope, Reply, WorkerData, WorkerRequest } from './protocol.ts';
+import type { Envelope, Reply, TraceMessage, WorkerData, WorkerRequest } from './protocol.ts';
 
 const data = workerData as WorkerData;
 const port = parentPort;
@@ -17,7 +17,13 @@ const logs = new LogHub(data.logFilter, data.logFormat);
 const log = logs.module('proxy');
 const metrics = new ProxyMetrics();
 metrics.registry.setDefaultLabels({ worker: String(data.index) });
-const plane = new DataPlane({ log, accessLog: logs.module('request'), metrics, reusePort: data.workers > 1 });
+const plane = new DataPlane({
+  log,
+  accessLog: logs.module('request'),
+  metrics,
+  reusePort: data.workers > 1,
+  traceSink: (id, event) => port.postMessage({ trace: id, event } satisfies TraceMessage),
+});
 startHeapSampling();
 
 async function handle(req: WorkerRequest): Promise<unknown> {
@@ -34,6 +40,10 @@ async function handle(req: WorkerRequest): Promise<unknown> {
       return { worker: data.index, inflight: plane.tasks(), resources: process.getActiveResourcesInfo() };
     case 'memory':
       return { worker: data.index, heap: getHeapStatistics() };
+    case 'trace-arm':
+      return plane.armTrace(req.id, req.flag, req.expression);
+    case 'trace-disarm':
+      return plane.disarmTrace(req.id);
     case 'profile':
       return req.kind === 'cpu' ? await cpuProfile(req.seconds, req.frequency) : await heapProfile();
   }

@@ -4,6 +4,7 @@ import { loadConfigText } from '../config/load.ts';
 import { LogHub } from '../observability/logger.ts';
 import { ProxyMetrics } from '../observability/metrics.ts';
 import { DataPlane } from '../server/data-plane.ts';
+import type { TraceEvent } from '../trace/events.ts';
 
 export interface TestProxy {
   plane: DataPlane;
@@ -15,6 +16,8 @@ export interface TestProxy {
   /** Access log lines written so far, parsed. */
   accessLog: Record<string, unknown>[];
   metrics: ProxyMetrics;
+  /** Arms a trace; the promise resolves with every event of the next (matching) request. */
+  trace(expression?: string): Promise<TraceEvent[]>;
   close(): Promise<void>;
 }
 
@@ -28,7 +31,22 @@ export async function startProxy(yaml: string, baseDir = process.cwd()): Promise
   });
   const logs = new LogHub(process.env.GW_TEST_LOG ?? 'info,proxy=error', 'json', sink as never);
   const metrics = new ProxyMetrics();
-  const plane = new DataPlane({ log: logs.module('proxy'), accessLog: logs.module('request'), metrics });
+  const traces = new Map<number, { events: TraceEvent[]; done: (e: TraceEvent[]) => void }>();
+  let nextTrace = 1;
+  const plane = new DataPlane({
+    log: logs.module('proxy'),
+    accessLog: logs.module('request'),
+    metrics,
+    traceSink: (id, event) => {
+      const t = traces.get(id);
+      if (!t) return;
+      if (event) t.events.push(event);
+      else {
+        traces.delete(id);
+        t.done(t.events);
+      }
+    },
+  });
   let ports: Record<string, number> = {};
   let keys: string[] = [];
   const apply = async (text: string) => {
@@ -43,6 +61,12 @@ export async function startProxy(yaml: string, baseDir = process.cwd()): Promise
     port,
     url: (path = '/', n = 0) => `http://127.0.0.1:${port(n)}${path}`,
     reload: apply,
+    trace: (expression?: string) => {
+      const id = nextTrace++;
+      const p = new Promise<TraceEvent[]>((done) => traces.set(id, { events: [], done }));
+      plane.armTrace(id, new SharedArrayBuffer(4), expression);
+      return p;
+    },
     accessLog,
     metrics,
     close: async () => {
