@@ -1,31 +1,33 @@
-// `gwctl`: talks to a running proxy's admin interface, or reads a saved config dump.
+// `gwctl`: talks to a running proxy's admin interface (config, log level, traces, profiles), or reads
+// a saved config dump. This file parses the command line; each command lives in its own module.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
+import { adminText } from './admin-client.ts';
+import { GwctlError, usageError } from './errors.ts';
+import { runGatewayTrace } from './gateway-trace.ts';
+import { CURL_HELP } from './inject-request.ts';
+import { runProfile } from './profile-command.ts';
+import { runTrace } from './trace-command.ts';
 
 const VERSION = '0.1.0';
 const USAGE = `Usage:
   gwctl version
   gwctl proxy config all [--file dump.json] [-o json|yaml|table] [-p ADMIN_PORT]
   gwctl proxy log [--level LEVEL] [-p ADMIN_PORT]
+  gwctl proxy trace [--local] [--raw] [--expression CEL] [-p ADMIN_PORT] [--port PORT -- <url> [curl args]]
+  gwctl proxy profile cpu|heap [--local] [--seconds N] [-o FILE] [-p ADMIN_PORT]
+  gwctl trace gateway/<name> [-n NAMESPACE] [--raw] [--port PORT] [-- <url> [curl args]]
 
 Without --file, commands talk to the admin interface at 127.0.0.1:15000 (-p to change the port).
+proxy trace without a URL waits for the next request from any client (watch mode); with --port and
+a URL after -- it arms tracing, then sends that request to 127.0.0.1:PORT itself (inject mode); the
+URL's host is only the Host header. --raw prints JSON Lines; otherwise an interactive view opens
+(tab switch pane, arrows move/scroll, e/s/d event/snapshot/diff, q quit).
+${CURL_HELP}
+proxy profile writes a gzipped pprof file (CPU: 30 s unless --seconds; default name
+cpu-YYYYMMDD-HHMMSS.pb.gz or heap-...) and prints its path; open it with go tool pprof.
 `;
-
-class UsageError extends Error {}
-
-async function admin(port: number, path: string, init?: RequestInit): Promise<string> {
-  let res: Response;
-  try {
-    res = await fetch(`http://127.0.0.1:${port}${path}`, init);
-  } catch (err) {
-    const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
-    throw new Error(`cannot reach the gw admin interface at 127.0.0.1:${port} (${cause}); is gw running?`);
-  }
-  const text = await res.text();
-  if (!res.ok) throw new Error(`admin ${path} answered ${res.status}: ${text.trim()}`);
-  return text;
-}
 
 type Dump = {
   version?: string;
@@ -59,19 +61,50 @@ function table(d: Dump): string {
     .join('\n')}\n`;
 }
 
+function portOption(name: string, value: string | undefined, fallback?: number): number | undefined {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 65535)
+    throw usageError(`${name} ${value}: expected a port from 1 to 65535`);
+  return n;
+}
+
+function parse(argv: string[]) {
+  // Everything after the first `--` is the traced request (a URL and curl arguments), never ours.
+  const dash = argv.indexOf('--');
+  const own = dash === -1 ? argv : argv.slice(0, dash);
+  try {
+    const { values, positionals } = parseArgs({
+      args: own,
+      allowPositionals: true,
+      options: {
+        file: { type: 'string' },
+        output: { type: 'string', short: 'o' },
+        'admin-port': { type: 'string', short: 'p' },
+        port: { type: 'string' },
+        level: { type: 'string' },
+        raw: { type: 'boolean' },
+        local: { type: 'boolean' },
+        seconds: { type: 'string' },
+        expression: { type: 'string' },
+        namespace: { type: 'string', short: 'n' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+    return { values, positionals, curl: dash === -1 ? undefined : argv.slice(dash + 1) };
+  } catch (err) {
+    throw usageError((err as Error).message);
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      file: { type: 'string' },
-      output: { type: 'string', short: 'o', default: 'json' },
-      port: { type: 'string', short: 'p', default: '15000' },
-      level: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  const port = Number(values.port);
+  const { values, positionals, curl } = parse(argv);
+  // For config and log, --port has always meant the admin port; for trace it is the listener port.
+  const legacyAdminPort = () =>
+    values['admin-port'] !== undefined
+      ? (portOption('-p', values['admin-port']) as number)
+      : (portOption('--port', values.port, 15000) as number);
+  const adminPort = portOption('-p', values['admin-port'], 15000) as number;
   const cmd = positionals.join(' ');
   if (values.help || cmd === '') {
     process.stdout.write(USAGE);
@@ -82,25 +115,52 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (cmd === 'proxy config all' || cmd === 'proxy config') {
-    const text = values.file ? await readFile(values.file, 'utf8') : await admin(port, '/config_dump');
+    const text = values.file
+      ? await readFile(values.file, 'utf8')
+      : await adminText(legacyAdminPort(), '/config_dump');
     let dump: Dump;
     try {
       dump = JSON.parse(text) as Dump;
     } catch (err) {
       throw new Error(`${values.file ?? 'config dump'} is not valid JSON: ${(err as Error).message}`);
     }
-    if (values.output === 'yaml') process.stdout.write(stringify(dump));
-    else if (values.output === 'table') process.stdout.write(table(dump));
-    else if (values.output === 'json') process.stdout.write(`${JSON.stringify(dump, null, 2)}\n`);
-    else throw new UsageError(`unknown output format ${values.output} (json, yaml or table)`);
+    const format = values.output ?? 'json';
+    if (format === 'yaml') process.stdout.write(stringify(dump));
+    else if (format === 'table') process.stdout.write(table(dump));
+    else if (format === 'json') process.stdout.write(`${JSON.stringify(dump, null, 2)}\n`);
+    else throw usageError(`unknown output format ${format} (json, yaml or table)`);
     return 0;
   }
   if (cmd === 'proxy log') {
     const path = values.level ? `/logging?level=${encodeURIComponent(values.level)}` : '/logging';
-    process.stdout.write(await admin(port, path, { method: values.level ? 'POST' : 'GET' }));
+    process.stdout.write(await adminText(legacyAdminPort(), path, { method: values.level ? 'POST' : 'GET' }));
     return 0;
   }
-  throw new UsageError(`unknown command: ${cmd}`);
+  if (cmd === 'proxy trace') {
+    return await runTrace({
+      adminPort,
+      listenerPort: portOption('--port', values.port),
+      expression: values.expression,
+      raw: values.raw === true,
+      curl,
+      target: `admin 127.0.0.1:${adminPort}`,
+    });
+  }
+  if (positionals[0] === 'proxy' && positionals[1] === 'profile' && positionals.length <= 3) {
+    return await runProfile({
+      kind: positionals[2],
+      adminPort,
+      seconds: values.seconds,
+      output: values.output,
+    });
+  }
+  if (positionals[0] === 'trace' && positionals.length <= 2) {
+    return await runGatewayTrace({ target: positionals[1], namespace: values.namespace });
+  }
+  if (positionals[0] === 'proxy' && positionals[1] === 'trace') {
+    throw usageError(`unexpected ${positionals.slice(2).join(' ')}: put the URL and curl arguments after --`);
+  }
+  throw usageError(`unknown command: ${cmd}`);
 }
 
 main(process.argv.slice(2)).then(
@@ -108,7 +168,8 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err: Error) => {
-    process.stderr.write(`gwctl: ${err.message}\n${err instanceof UsageError ? `\n${USAGE}` : ''}`);
-    process.exitCode = err instanceof UsageError ? 2 : 1;
+    const usage = err instanceof GwctlError && err.code === 'GWCTL_ERR_USAGE';
+    process.stderr.write(`gwctl: ${err.message}\n${usage ? `\n${USAGE}` : ''}`);
+    process.exitCode = err instanceof GwctlError ? err.exit : 1;
   },
 );

@@ -10,6 +10,10 @@ export const ERRORS = {
     status: 400,
     message: 'dynamic forward proxy: request has no host to forward to',
   },
+  GW_ERR_UNAUTHENTICATED: { status: 401, message: 'authentication required' },
+  GW_ERR_JWT_INVALID: { status: 401, message: 'invalid JWT' },
+  GW_ERR_FORBIDDEN: { status: 403, message: 'authorization denied' },
+  GW_ERR_RATE_LIMITED: { status: 429, message: 'rate limit exceeded' },
   GW_ERR_CSRF: { status: 403, message: 'cross-site request rejected (CSRF)' },
   GW_ERR_REQUEST_TOO_LARGE: { status: 413, message: 'request body is larger than the buffer limit' },
   GW_ERR_RESPONSE_TOO_LARGE: { status: 502, message: 'response body is larger than the buffer limit' },
@@ -31,13 +35,20 @@ export class GwError extends Error {
   readonly status: number;
   /** The reason shown to the client; defaults to the catalogue text. */
   readonly detail: string;
-  constructor(code: ErrorCode, detail?: string, options?: { cause?: unknown }) {
+  /** Headers the answer must carry (WWW-Authenticate on 401, x-ratelimit-* on 429). */
+  headers: Record<string, string> | undefined;
+  constructor(
+    code: ErrorCode,
+    detail?: string,
+    options?: { cause?: unknown; headers?: Record<string, string> },
+  ) {
     const def = ERRORS[code];
     super(detail ?? def.message, options);
     this.name = 'GwError';
     this.code = code;
     this.status = def.status;
     this.detail = detail ?? def.message;
+    this.headers = options?.headers;
   }
 }
 

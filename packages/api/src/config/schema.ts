@@ -121,6 +121,87 @@ const Delay = z.union([
   strict({ conditional: z.array(strict({ condition: Cel.optional(), duration: DelayValue })).min(1) }),
 ]);
 
+// ---------- authentication, authorization, rate limits ----------
+const Mode = z.enum(['strict', 'optional', 'permissive', 'Strict', 'Optional', 'Permissive']);
+const TokenLocation = z.union([
+  strict({ header: strict({ name: HeaderName, prefix: z.string().optional() }) }),
+  strict({ queryParameter: strict({ name: z.string().min(1) }) }),
+  strict({ cookie: strict({ name: z.string().min(1) }) }),
+]);
+const Jwks = z.union([
+  strict({ inline: z.string().min(2).max(65536) }),
+  strict({ file: z.string().min(1) }),
+  strict({
+    url: z.string().regex(/^https?:\/\/[^@/]+(\/.*)?$/, 'expected http(s)://host[/path] without userinfo'),
+  }),
+]);
+const JwtProvider = strict({
+  issuer: z.string().min(1).max(256),
+  audiences: z.array(z.string().min(1)).min(1).max(64).optional(),
+  jwks: Jwks,
+});
+export const JwtAuth = strict({
+  mode: Mode.optional(),
+  providers: z.array(JwtProvider).min(1).max(64).optional(),
+  // agentgateway's single-provider form
+  issuer: z.string().min(1).max(256).optional(),
+  audiences: z.array(z.string().min(1)).min(1).max(64).optional(),
+  jwks: Jwks.optional(),
+  location: TokenLocation.optional(),
+  preserveToken: z.boolean().optional(),
+});
+
+const HtpasswdLine = z.string().regex(/^[^:\s]+:.+$/, 'expected an htpasswd line <user>:<hash>');
+export const BasicAuth = strict({
+  mode: z.enum(['strict', 'optional', 'Strict', 'Optional']).optional(),
+  realm: z.string().min(1).max(256).optional(),
+  users: z.array(HtpasswdLine).min(1).max(256).optional(),
+  htpasswd: z.union([z.string().min(1), strict({ file: z.string().min(1) })]).optional(),
+  location: TokenLocation.optional(),
+});
+
+const ApiKeyEntry = z.union([
+  z.string().min(1),
+  strict({ key: z.string().min(1), metadata: z.unknown().optional() }),
+  strict({
+    keyHash: z.string().regex(/^sha256:[0-9a-fA-F]{64}$/, 'expected sha256:<64 hex digits>'),
+    metadata: z.unknown().optional(),
+  }),
+]);
+export const ApiKeyAuth = strict({
+  mode: Mode.optional(),
+  keys: z.union([z.array(ApiKeyEntry).min(1), z.record(z.string(), ApiKeyEntry)]),
+  location: TokenLocation.optional(),
+});
+
+const AuthzRule = z.union([Cel, strict({ allow: Cel }), strict({ deny: Cel }), strict({ require: Cel })]);
+export const Authorization = z.union([
+  strict({ rules: z.array(AuthzRule).min(1) }),
+  // The GwPolicy form: one action per block.
+  strict({
+    action: z.enum(['Allow', 'Require', 'Deny']).optional(),
+    policy: strict({ matchExpressions: z.array(Cel).min(1) }),
+  }),
+]);
+
+const RateLimitUnit = z.enum(['Seconds', 'Minutes', 'Hours']);
+export const LocalRateLimit = z.union([
+  // agentgateway's token bucket form
+  strict({
+    maxTokens: z.number().int().min(1),
+    tokensPerFill: z.number().int().min(1),
+    fillInterval: Duration,
+    type: z.enum(['requests', 'tokens']).optional(),
+  }),
+  // the spec's form: N per unit plus burst
+  strict({
+    requests: z.number().int().min(1),
+    unit: RateLimitUnit,
+    burst: z.number().int().min(0).optional(),
+  }),
+  strict({ tokens: z.number().int().min(1), unit: RateLimitUnit, burst: z.number().int().min(0).optional() }),
+]);
+
 // ---------- backend policies ----------
 const FileOrInline = z.union([z.string(), strict({ file: z.string() })]);
 export const BackendTLS = strict({
@@ -157,6 +238,11 @@ export const BackendPolicies = strict({
 export const TrafficPolicies = strict({
   timeout: Timeout.optional(),
   cors: Cors.optional(),
+  jwtAuth: JwtAuth.optional(),
+  basicAuth: BasicAuth.optional(),
+  apiKey: ApiKeyAuth.optional(),
+  authorization: z.union([Authorization, z.array(Authorization)]).optional(),
+  localRateLimit: z.array(LocalRateLimit).min(1).optional(),
   buffer: Buffer.optional(),
   csrf: Csrf.optional(),
   requestHeaderModifier: HeaderModifier.optional(),
@@ -260,6 +346,7 @@ const AccessLog = strict({
 
 export const FrontendPolicies = strict({
   accessLog: AccessLog.optional(),
+  networkAuthorization: Authorization.optional(),
   http: strict({
     maxBufferSize: ByteSize.optional(),
     http1IdleTimeout: Duration.optional(),
@@ -333,3 +420,6 @@ export type BackendTLS = z.infer<typeof BackendTLS>;
 export type GlobalConfig = z.infer<typeof GlobalConfig>;
 export type ListenerTLS = z.infer<typeof ListenerTLS>;
 export type AccessLog = z.infer<typeof AccessLog>;
+export type Authorization = z.infer<typeof Authorization>;
+export type JwtAuth = z.infer<typeof JwtAuth>;
+export type LocalRateLimit = z.infer<typeof LocalRateLimit>;

@@ -48,12 +48,14 @@ export interface SourceDocument {
 
 export type EnvLookup = (name: string) => string | undefined;
 
-const ENV_REF = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g;
+// Bare `$NAME` only for upper-case names, so password hashes (`$apr1$…`, `$2y$05$…`) pass untouched.
+const ENV_REF = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Z_][A-Z0-9_]*)(?![A-Za-z0-9_])/g;
 
 /**
- * Parses YAML text. `$VAR`, `${VAR}` and `${VAR:-default}` in scalar values are replaced from the
- * environment (`$$` is a literal `$`); a plain scalar that expands to a number or boolean becomes one,
- * so `port: $PORT` works. An unset variable without a default is an error at its position.
+ * Parses YAML text. `${VAR}`, `${VAR:-default}` and `$VAR` (upper-case names) in scalar values are
+ * replaced from the environment (`$$` is a literal `$`); a plain scalar that expands to a number or
+ * boolean becomes one, so `port: $PORT` works. An unset `${VAR}` without a default is an error at its
+ * position; an unset bare `$VAR` stays as written.
  */
 export function parseSource(
   file: string,
@@ -93,6 +95,7 @@ export function parseSource(
         if (value !== undefined && value !== '') return value;
         if (fallback !== undefined) return fallback;
         if (value === '') return '';
+        if (bare !== undefined) return whole;
         missing.push(name);
         return whole;
       });

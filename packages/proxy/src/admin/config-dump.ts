@@ -2,6 +2,7 @@
 import type { BindIR, RouteBackendIR } from '../config/ir.ts';
 import type { StartupConfig } from '../config/load.ts';
 import type { Supervisor } from '../server/supervisor.ts';
+import { redactPolicies } from '../trace/redact.ts';
 
 export function configDump(s: Supervisor, startup: StartupConfig, lastError: string | undefined): unknown {
   const ir = s.ir;
@@ -36,11 +37,12 @@ export function configDump(s: Supervisor, startup: StartupConfig, lastError: str
   for (const b of ir?.binds ?? [])
     for (const l of b.listeners)
       for (const r of l.routes) for (const x of r.backends) backends.set(x.name, x);
+  const sensitive = new Set(ir?.global.sensitiveHeaders ?? []);
   const policies = (ir?.binds ?? []).flatMap((b) =>
     b.listeners.flatMap((l) =>
       l.routes
         .filter((r) => Object.keys(r.policies).length > 0)
-        .map((r) => ({ target: { route: r.key }, policy: r.policies })),
+        .map((r) => ({ target: { route: r.key }, policy: redactPolicies(r.policies, sensitive) })),
     ),
   );
   // JSON.stringify through toJSON: Secret values come out as "[redacted]".
@@ -53,7 +55,11 @@ export function configDump(s: Supervisor, startup: StartupConfig, lastError: str
       frontendPolicies: ir?.frontend,
       binds,
       routes,
-      backends: [...backends.values()].map((b) => ({ name: b.name, target: b.target, policies: b.policies })),
+      backends: [...backends.values()].map((b) => ({
+        name: b.name,
+        target: b.target,
+        policies: redactPolicies(b.policies as Record<string, unknown>, sensitive),
+      })),
       policies,
       workloads: [],
       services: [],

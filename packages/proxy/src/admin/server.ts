@@ -127,6 +127,14 @@ export async function startAdmin(
     });
   }
 
+  // Open trace streams never end on their own while no request comes; a graceful shutdown must end
+  // them, or closing the admin server waits for them forever.
+  const traceStreams = new Set<() => void>();
+  app.addHook('preClose', (done) => {
+    for (const end of traceStreams) end();
+    done();
+  });
+
   app.get('/debug/trace', async (req, reply) => {
     const expression = (req.query as Record<string, string | undefined>).expression;
     if (expression !== undefined) {
@@ -147,23 +155,39 @@ export async function startAdmin(
       connection: 'keep-alive',
     });
     let done = false;
-    const sub = await supervisor.trace((event) => {
+    let sub: { cancel: () => void } | undefined;
+    const end = () => {
       if (done) return;
-      if (event === null) {
-        done = true;
-        raw.end();
-        return;
-      }
-      raw.write(`data: ${JSON.stringify(event)}\n\n`);
-    }, expression);
+      done = true;
+      traceStreams.delete(end);
+      sub?.cancel();
+      raw.end();
+    };
+    traceStreams.add(end);
+    // Registered before arming: a client that leaves while the workers arm must still disarm them.
+    raw.on('close', end);
+    try {
+      sub = await supervisor.trace((event) => {
+        if (done) return;
+        if (event === null) {
+          done = true;
+          traceStreams.delete(end);
+          raw.end();
+          return;
+        }
+        raw.write(`data: ${JSON.stringify(event)}\n\n`);
+      }, expression);
+    } catch {
+      // The workers could not be armed (shutting down, or one is restarting): nothing will come.
+      end();
+      return;
+    }
+    if (done) {
+      sub.cancel();
+      return;
+    }
     // Tells a client (gwctl's inject mode) that every worker is armed, so its request will be seen.
-    if (!done) raw.write(': armed\n\n');
-    raw.on('close', () => {
-      if (!done) {
-        done = true;
-        sub.cancel();
-      }
-    });
+    raw.write(': armed\n\n');
   });
 
   const quit = async (_req: unknown, reply: { type: (t: string) => unknown }) => {

@@ -1,5 +1,6 @@
 // CEL for policies: one environment with the request variables, expressions compiled once per config
 // (never per request), and evaluation errors turned into "no value" instead of exceptions.
+import { BlockList, isIP } from 'node:net';
 import { Environment } from '@marcbachmann/cel-js';
 
 /** Variables an expression may name; each is filled in only when its context exists. */
@@ -16,10 +17,42 @@ export const CEL_VARIABLES = [
 ] as const;
 export type CelContext = Partial<Record<(typeof CEL_VARIABLES)[number], unknown>>;
 
+/** A CIDR range: `cidr('10.0.0.0/8').containsIP(source.address)`. */
+export class Cidr {
+  readonly #list = new BlockList();
+  readonly text: string;
+  constructor(text: string) {
+    const slash = text.indexOf('/');
+    const addr = slash === -1 ? text : text.slice(0, slash);
+    const family = isIP(addr);
+    if (family === 0) throw new Error(`invalid CIDR ${JSON.stringify(text)}`);
+    const bits = slash === -1 ? (family === 4 ? 32 : 128) : Number(text.slice(slash + 1));
+    if (!Number.isInteger(bits) || bits < 0 || bits > (family === 4 ? 32 : 128)) {
+      throw new Error(`invalid CIDR prefix length in ${JSON.stringify(text)}`);
+    }
+    this.#list.addSubnet(addr, bits, family === 4 ? 'ipv4' : 'ipv6');
+    this.text = text;
+  }
+  containsIP(ip: string): boolean {
+    const a = ip.startsWith('::ffff:') ? ip.slice(7) : ip;
+    const family = isIP(a);
+    return family !== 0 && this.#list.check(a, family === 4 ? 'ipv4' : 'ipv6');
+  }
+}
+
 const env = (() => {
   const e = new Environment({ homogeneousAggregateLiterals: false });
   for (const v of CEL_VARIABLES) e.registerVariable(v, 'dyn');
   e.registerFunction('random(): double', () => Math.random());
+  e.registerType('CIDR', Cidr);
+  e.registerFunction('cidr(string): CIDR', (text: string) => new Cidr(text));
+  e.registerFunction({
+    name: 'containsIP',
+    receiverType: 'CIDR',
+    returnType: 'bool',
+    handler: (c: Cidr, ip: unknown) => typeof ip === 'string' && c.containsIP(ip),
+    params: [{ name: 'ip', type: 'dyn' }],
+  });
   return e;
 })();
 

@@ -1,6 +1,6 @@
 // The proxy's one intermediate representation. The standalone loader and the xDS client both produce
 // it; everything after (compile, swap, serve) is shared. Plain data, so it crosses worker threads.
-import type { AccessLog, BackendPolicies, RouteMatch, TrafficPolicies } from '@gw/api';
+import type { AccessLog, Authorization, BackendPolicies, RouteMatch, TrafficPolicies } from '@gw/api';
 import type { Secret } from '../secret.ts';
 
 export interface ProxyIR {
@@ -25,6 +25,8 @@ export interface GlobalIR {
 
 export interface FrontendIR {
   accessLog?: AccessLog;
+  /** Layer-4 rules on each downstream connection's source address, before any HTTP. */
+  networkAuthorization?: Authorization;
 }
 
 export interface TlsServerIR {

@@ -139,12 +139,24 @@ describe('environment expansion', () => {
     });
   });
 
-  test('an unset variable is an error at its position; $$ is a literal $', () => {
-    assert.deepEqual(issues('binds:\n- port: $NOPE\n  listeners: []\n'), [
+  test('an unset ${VAR} is an error at its position; $$ is a literal $', () => {
+    assert.deepEqual(issues('binds:\n- port: ${NOPE}\n  listeners: []\n'), [
       '2:9 binds[0].port: environment variable $NOPE is not set (use ${NAME:-default} for a default, $$ for a literal $)',
     ]);
     const { ir } = load(minimal('    - policies: {directResponse: {status: 200, body: "cost: $$5"}}\n'));
     assert.equal(ir.binds[0]?.listeners[0]?.routes[0]?.policies.directResponse?.body, 'cost: $5');
+  });
+
+  test('password hashes and unset bare $NAMES are left as written', () => {
+    const { ir } = load(
+      minimal(
+        '    - policies: {directResponse: {status: 200, body: "$apr1$UVxm2AQH$uSUK. $2y$05$Heb $UNSET_BARE"}}\n',
+      ),
+    );
+    assert.equal(
+      ir.binds[0]?.listeners[0]?.routes[0]?.policies.directResponse?.body,
+      '$apr1$UVxm2AQH$uSUK. $2y$05$Heb $UNSET_BARE',
+    );
   });
 
   test('regex anchors with $ are left alone', () => {

@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import {
+  type Authorization,
   type BackendPolicies,
   ConfigError,
   ConfigFile,
@@ -26,6 +27,7 @@ import {
   type TrafficPolicies,
 } from '@gw/api';
 import { CelCompileError, compileCel } from '../cel/cel.ts';
+import { parseHtpasswd } from '../policies/basic-auth/htpasswd.ts';
 import { Secret } from '../secret.ts';
 import type {
   BackendTarget,
@@ -156,12 +158,19 @@ class Builder {
   }
 
   frontend(): ProxyIR['frontend'] {
+    const out: ProxyIR['frontend'] = {};
+    const na = this.cfg.frontendPolicies?.networkAuthorization;
+    if (na) {
+      this.authorizationChecks(['frontendPolicies', 'networkAuthorization'], na);
+      out.networkAuthorization = na;
+    }
     const al = this.cfg.frontendPolicies?.accessLog;
-    if (!al) return {};
+    if (!al) return out;
     const base = ['frontendPolicies', 'accessLog'];
     if (al.filter) this.cel([...base, 'filter'], al.filter);
     for (const [k, v] of Object.entries(al.add ?? {})) this.cel([...base, 'add', k], v);
-    return { accessLog: { ...al } };
+    out.accessLog = { ...al };
+    return out;
   }
 
   cel(path: FieldPath, expr: string): void {
@@ -488,6 +497,60 @@ class Builder {
       });
     }
     if (p.retry && p.retry.attempts === undefined) p.retry.attempts = 1;
+    if (p.authorization) this.authorizationChecks([...path, 'authorization'], p.authorization);
+    if (p.jwtAuth) {
+      const j = p.jwtAuth;
+      const jp = [...path, 'jwtAuth'];
+      if (!j.providers && !(j.issuer && j.jwks)) this.fail(jp, 'set providers, or issuer and jwks');
+      if (j.providers && (j.issuer || j.jwks)) this.fail(jp, 'use either providers or issuer/jwks, not both');
+      const providers = j.providers ?? (j.issuer && j.jwks ? [{ issuer: j.issuer, jwks: j.jwks }] : []);
+      providers.forEach((prov, i) => {
+        const pp = j.providers ? [...jp, 'providers', i, 'jwks'] : [...jp, 'jwks'];
+        if ('file' in prov.jwks) {
+          const text = this.readMaterial([...pp, 'file'], prov.jwks);
+          if (text !== undefined) (prov as { jwks: unknown }).jwks = { inline: text };
+        }
+        if ('inline' in prov.jwks) {
+          try {
+            const keys = JSON.parse(prov.jwks.inline) as { keys?: unknown };
+            if (!Array.isArray(keys.keys)) this.fail(pp, 'JWKS must be a JSON object with a "keys" list');
+          } catch (err) {
+            this.fail(pp, `JWKS is not valid JSON: ${(err as Error).message}`);
+          }
+        }
+      });
+    }
+    if (p.basicAuth) {
+      const b = p.basicAuth;
+      const bp = [...path, 'basicAuth'];
+      if (Boolean(b.users) === Boolean(b.htpasswd)) this.fail(bp, 'set exactly one of users and htpasswd');
+      if (b.htpasswd && typeof b.htpasswd === 'object') {
+        const text = this.readMaterial([...bp, 'htpasswd', 'file'], b.htpasswd);
+        if (text !== undefined) b.htpasswd = text;
+      }
+      const lines = b.users ?? (typeof b.htpasswd === 'string' ? b.htpasswd.split('\n') : []);
+      for (const problem of parseHtpasswd(lines).problems) {
+        this.fail(b.users ? [...bp, 'users', problem.index] : [...bp, 'htpasswd'], problem.message);
+      }
+    }
+  }
+
+  authorizationChecks(path: FieldPath, a: Authorization | Authorization[]): void {
+    const blocks = Array.isArray(a) ? a : [a];
+    blocks.forEach((b, bi) => {
+      const bp = Array.isArray(a) ? [...path, bi] : path;
+      if ('rules' in b) {
+        b.rules.forEach((r, ri) => {
+          const expr = typeof r === 'string' ? r : 'allow' in r ? r.allow : 'deny' in r ? r.deny : r.require;
+          const key = typeof r === 'string' ? [] : [Object.keys(r)[0] as string];
+          this.cel([...bp, 'rules', ri, ...key], expr);
+        });
+      } else {
+        b.policy.matchExpressions.forEach((e, ei) => {
+          this.cel([...bp, 'policy', 'matchExpressions', ei], e);
+        });
+      }
+    });
   }
 }
 
@@ -499,12 +562,20 @@ function parseHost(host: string): BackendTarget {
   return { kind: 'host', host: h, port: Number(host.slice(i + 1)) };
 }
 
-/** Most specific wins per policy field: later arguments replace earlier ones field by field. */
+/**
+ * Most specific wins per policy field: later arguments replace earlier ones field by field. The
+ * exception is `authorization`, whose rules accumulate (a route cannot drop a gateway's Deny rule).
+ */
 export function mergePolicies<T extends object>(...layers: (T | undefined)[]): T | undefined {
   let out: T | undefined;
   for (const l of layers) {
     if (!l) continue;
+    const prev = (out as { authorization?: unknown } | undefined)?.authorization;
     out = { ...(out ?? ({} as T)), ...l };
+    const next = (l as { authorization?: unknown }).authorization;
+    if (prev !== undefined && next !== undefined && prev !== next) {
+      (out as { authorization?: unknown }).authorization = [prev, next].flat();
+    }
   }
   return out;
 }

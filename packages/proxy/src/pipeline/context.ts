@@ -65,6 +65,12 @@ export class RequestContext {
   error: GwError | undefined;
   /** Set by `urlRewrite: {authority: auto}`: the Host header becomes the backend's address. */
   rewriteHostToBackend = false;
+  /** Claims of a validated JWT (`jwt.*` in CEL); undefined when no JWT was validated. */
+  jwt: Record<string, unknown> | undefined = undefined;
+  /** Metadata of the matched API key (`apiKey.*` in CEL). */
+  apiKey: Record<string, unknown> | undefined = undefined;
+  /** The user a basic-auth check accepted. */
+  basicUser: string | undefined = undefined;
   /** Set only for the one request a trace subscriber claimed. */
   trace: TraceRecorder | undefined = undefined;
   readonly #abort = new AbortController();
@@ -129,6 +135,8 @@ export class RequestContext {
     if (this.route)
       ctx.route = { name: this.route.name, gateway: this.route.gateway, listener: this.route.listener };
     if (this.backendName) ctx.backend = { name: this.backendName };
+    if (this.jwt) ctx.jwt = this.jwt;
+    if (this.apiKey) ctx.apiKey = this.apiKey;
     if (this.response)
       ctx.response = { code: this.response.status, headers: celHeaders(this.response.headers) };
     return ctx;

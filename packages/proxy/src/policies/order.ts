@@ -7,8 +7,17 @@ export const POLICY_ORDER = [
   'timeout',
   // Before authentication: a browser preflight carries no credentials and must not be rejected.
   'cors',
-  // (Later: jwtAuthentication, basicAuth, apiKey, extAuthz, authorization, localRateLimit and
-  // remoteRateLimit go here, in that order: who is calling, then whether they may, then how often.)
+  // Who is calling: authentication before anything that depends on the caller. JWT first, as the
+  // most common; each one only fills in its own identity (jwt.*, apiKey.*).
+  'jwtAuth',
+  'basicAuth',
+  'apiKey',
+  // (Later: extAuthz, between authentication and the gateway's own authorization.)
+  // Whether they may: after authentication, so rules can use jwt.* and apiKey.*.
+  'authorization',
+  // How often: only requests that are allowed count against a limit.
+  // (Later: remoteRateLimit, after the local limit so a local 429 saves the remote call.)
+  'localRateLimit',
   // After admission control, so a rejected or rate-limited request never costs a body read.
   'buffer',
   // (Later: extProc and transformations, which may need the buffered body.)

@@ -1,12 +1,17 @@
 // Every route policy's build function, keyed by config field. A missing entry is a type error.
 import type { TrafficPolicies } from '@gw/api';
 import type { Layer } from '../pipeline/layer.ts';
+import { apiKey } from './api-key/index.ts';
+import { authorization } from './authorization/index.ts';
+import { basicAuth } from './basic-auth/index.ts';
 import { buffer } from './buffer/index.ts';
 import { cors } from './cors/index.ts';
 import { csrf } from './csrf/index.ts';
 import { delay } from './delay/index.ts';
 import { directResponse } from './direct-response/index.ts';
 import { requestHeaderModifier, responseHeaderModifier } from './header-modifier/index.ts';
+import { jwtAuth } from './jwt-auth/index.ts';
+import { localRateLimit } from './local-rate-limit/index.ts';
 import { POLICY_ORDER } from './order.ts';
 import { requestRedirect } from './request-redirect/index.ts';
 import { retry } from './retry/index.ts';
@@ -17,6 +22,11 @@ import { urlRewrite } from './url-rewrite/index.ts';
 export const POLICIES: { [K in PolicyName]: PolicyDefinition<K> } = {
   timeout,
   cors,
+  jwtAuth,
+  basicAuth,
+  apiKey,
+  authorization,
+  localRateLimit,
   buffer,
   csrf,
   requestHeaderModifier,
@@ -32,8 +42,10 @@ export const POLICIES: { [K in PolicyName]: PolicyDefinition<K> } = {
 export function buildLayers(
   policies: TrafficPolicies,
   global: BuildEnv['global'],
+  route: string,
+  shared: BuildEnv['shared'],
 ): { name: PolicyName; layer: Layer }[] {
-  const env: BuildEnv = { global, policies };
+  const env: BuildEnv = { global, policies, route, shared };
   const out: { name: PolicyName; layer: Layer }[] = [];
   for (const name of POLICY_ORDER) {
     const config = policies[name];

@@ -11,6 +11,10 @@ export interface BuildEnv {
   global: GlobalIR;
   /** The whole effective policy of the route, for policies that depend on another (retry ↔ buffer). */
   policies: TrafficPolicies;
+  /** The route's key, for state that belongs to it. */
+  route: string;
+  /** Memory shared by every worker of the proxy under `key` (zeroed when new). */
+  shared(key: string, bytes: number): SharedArrayBuffer;
 }
 
 export interface PolicyDefinition<K extends PolicyName> {

@@ -75,11 +75,20 @@ export function selectListener(bind: CompiledBind, host: string): CompiledListen
  * `pools` is null for a dry run (validation in the main thread): everything is compiled except
  * upstream connections.
  */
-export function compileTable(ir: ProxyIR, pools: PoolRegistry | null): RoutingTable {
+export type SharedMemory = (key: string, bytes: number) => SharedArrayBuffer;
+
+/** Memory for a dry run or a single thread: plain per-compile buffers. */
+export const localMemory: SharedMemory = (_key, bytes) => new SharedArrayBuffer(bytes);
+
+export function compileTable(
+  ir: ProxyIR,
+  pools: PoolRegistry | null,
+  shared: SharedMemory = localMemory,
+): RoutingTable {
   const used = new Set<Pool>();
   const binds = new Map<string, CompiledBind>();
   for (const b of ir.binds) {
-    const listeners = b.listeners.map((l) => compileListener(l, ir.global, pools, used));
+    const listeners = b.listeners.map((l) => compileListener(l, ir.global, pools, used, shared));
     binds.set(b.key, { ir: b, listeners });
   }
   return { version: ir.version, ir, binds, pools: used };
@@ -90,10 +99,11 @@ function compileListener(
   global: GlobalIR,
   pools: PoolRegistry | null,
   used: Set<Pool>,
+  shared: SharedMemory,
 ): CompiledListener {
   const router = new HostRouter<CompiledRoute>();
   l.routes.forEach((r, order) => {
-    const route = compileRoute(r, l, global, pools, used);
+    const route = compileRoute(r, l, global, pools, used, shared);
     const matches = r.matches.map((m, i) => compileMatch(route, m, order * 1000 + i));
     router.add(r.hostnames, matches);
   });
@@ -116,8 +126,9 @@ function compileRoute(
   global: GlobalIR,
   pools: PoolRegistry | null,
   used: Set<Pool>,
+  shared: SharedMemory,
 ): CompiledRoute {
-  const layers = buildLayers(r.policies, global);
+  const layers = buildLayers(r.policies, global, r.key, shared);
   const attemptTimeout = r.policies.timeout?.backendRequestTimeout;
   const backends = r.backends
     .filter((b) => b.weight > 0)
@@ -248,7 +259,12 @@ function compileBackend(
   if (p.requestRedirect) {
     layers.push({
       name: 'requestRedirect',
-      layer: requestRedirect.build(p.requestRedirect, { global, policies: {} }),
+      layer: requestRedirect.build(p.requestRedirect, {
+        global,
+        policies: {},
+        route: b.name,
+        shared: localMemory,
+      }),
     });
   }
   if (p.requestHeaderModifier) {

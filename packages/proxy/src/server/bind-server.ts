@@ -20,6 +20,8 @@ export interface BindServerOptions {
   idleTimeoutMs: number;
   onRequest: RequestListener;
   onClientError: (err: Error) => void;
+  /** Layer-4 admission of a new connection by its peer address (networkAuthorization). */
+  admit: (address: string, port: number) => boolean;
 }
 
 export class BindServer {
@@ -65,6 +67,10 @@ export class BindServer {
         answerClientError(err, socket, opts),
       );
       secure.on('session', onSession);
+      // Before the TLS handshake: a refused peer costs no crypto.
+      secure.prependListener('connection', (socket: Socket) => {
+        if (!opts.admit(socket.remoteAddress ?? '', socket.remotePort ?? 0)) socket.destroy();
+      });
       secure.on('secureConnection', (s: Socket) => this.#track(s));
       secure.on('tlsClientError', (err) => opts.onClientError(err));
       secure.setTimeout(opts.idleTimeoutMs);
@@ -79,6 +85,10 @@ export class BindServer {
       h2.on('session', onSession);
       this.#h1 = h1;
       this.#outer = net.createServer({ noDelay: true }, (socket) => {
+        if (!opts.admit(socket.remoteAddress ?? '', socket.remotePort ?? 0)) {
+          socket.destroy();
+          return;
+        }
         this.#track(socket);
         socket.once('data', (chunk: Buffer) => {
           socket.pause();

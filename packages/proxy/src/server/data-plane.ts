@@ -11,10 +11,12 @@ import type { ProxyMetrics } from '../observability/metrics.ts';
 import { discard } from '../pipeline/body.ts';
 import { RequestContext } from '../pipeline/context.ts';
 import { pump } from '../pipeline/pump.ts';
+import { compileRules, decide, type Rule } from '../policies/authorization/decision.ts';
 import type { CompiledMatch } from '../routing/match.ts';
 import { type CompiledRoute, compileTable, type RoutingTable, selectListener } from '../routing/table.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import { TraceRecorder } from '../trace/recorder.ts';
+import { redactPolicies } from '../trace/redact.ts';
 import { PoolRegistry } from '../upstream/pools.ts';
 import { BindServer } from './bind-server.ts';
 
@@ -50,6 +52,8 @@ export class DataPlane {
   #accessLog: AccessLogSpec | undefined;
   #draining = false;
   #arms: TraceArm[] = [];
+  #shared = new Map<string, SharedArrayBuffer>();
+  #networkRules: Rule[] | undefined;
   #sensitive: ReadonlySet<string> = new Set(['authorization', 'proxy-authorization']);
   #applying: Promise<unknown> = Promise.resolve();
 
@@ -78,15 +82,31 @@ export class DataPlane {
    * Compiles `ir` and makes it current. Fails without touching the running config when compiling or
    * binding a new port fails. `ports` overrides configured ports (port 0 resolved by another worker).
    */
-  apply(ir: ProxyIR, ports: Record<string, number> = {}): Promise<Record<string, number>> {
-    const run = this.#applying.then(() => this.#apply(ir, ports));
+  apply(
+    ir: ProxyIR,
+    ports: Record<string, number> = {},
+    shared: Record<string, SharedArrayBuffer> = {},
+  ): Promise<Record<string, number>> {
+    const run = this.#applying.then(() => this.#apply(ir, ports, shared));
     this.#applying = run.catch(() => {});
     return run;
   }
 
-  async #apply(ir: ProxyIR, ports: Record<string, number>): Promise<Record<string, number>> {
+  async #apply(
+    ir: ProxyIR,
+    ports: Record<string, number>,
+    given: Record<string, SharedArrayBuffer>,
+  ): Promise<Record<string, number>> {
     if (this.#draining) throw new Error('shutting down');
-    const table = compileTable(ir, this.#pools);
+    // State shared across workers (rate limit buckets): buffers the main thread allocated win; a
+    // single-threaded plane keeps its own, so counters survive a reload of an unchanged limit.
+    const used = new Map<string, SharedArrayBuffer>();
+    const memory = (key: string, bytes: number) => {
+      const m = given[key] ?? this.#shared.get(key) ?? new SharedArrayBuffer(bytes);
+      used.set(key, m);
+      return m;
+    };
+    const table = compileTable(ir, this.#pools, memory);
     const accessLog = compileAccessLog(ir);
     const created: BindServer[] = [];
     try {
@@ -97,6 +117,7 @@ export class DataPlane {
           idleTimeoutMs: ir.global.http1IdleTimeoutMs,
           onRequest: (bs, req, res) => this.#handle(bs, req, res),
           onClientError: (err) => this.#opts.log.debug({ err: err.message }, 'client connection error'),
+          admit: (address, port) => this.#admit(address, port),
         });
         await server.listen(bind.ir.address, ports[key] ?? bind.ir.port, this.#opts.reusePort ?? false);
         created.push(server);
@@ -121,6 +142,10 @@ export class DataPlane {
       }
     }
     this.#table = table;
+    this.#networkRules = ir.frontend.networkAuthorization
+      ? compileRules(ir.frontend.networkAuthorization)
+      : undefined;
+    this.#shared = used;
     this.#accessLog = accessLog;
     this.#sensitive = new Set(ir.global.sensitiveHeaders);
     this.#pools.retainOnly(table.pools);
@@ -152,7 +177,8 @@ export class DataPlane {
       return;
     }
     const m = listener.router.select(ctx.host, ctx);
-    if (ctx.trace) traceRouteSelection(ctx, ctx.trace, listener.router.candidates(ctx.host), m?.route);
+    if (ctx.trace)
+      traceRouteSelection(ctx, ctx.trace, listener.router.candidates(ctx.host), m?.route, this.#sensitive);
     if (!m) {
       this.#fail(ctx, new GwError('GW_ERR_NO_ROUTE'));
       return;
@@ -232,7 +258,11 @@ export class DataPlane {
       return;
     }
     const body = Buffer.from(errorBody(e));
-    const headers = { 'content-type': 'text/plain; charset=utf-8', 'content-length': String(body.length) };
+    const headers: Record<string, string> = {
+      ...e.headers,
+      'content-type': 'text/plain; charset=utf-8',
+      'content-length': String(body.length),
+    };
     if (ctx.trace) {
       ctx.trace.emit('error', { code: e.code, status: e.status, detail: e.detail }, null, 'warn');
       ctx.response = { status: e.status, headers, body };
@@ -285,6 +315,16 @@ export class DataPlane {
       }
     }
     log.info(rec);
+  }
+
+  #admit(address: string, port: number): boolean {
+    const rules = this.#networkRules;
+    if (!rules) return true;
+    const a = address.startsWith('::ffff:') ? address.slice(7) : address;
+    const d = decide(rules, { source: { address: a, port } });
+    if (!d.allowed)
+      this.#opts.log.debug({ address: a, reason: d.reason }, 'connection refused by networkAuthorization');
+    return d.allowed;
   }
 
   /** Arms a trace of the next request (matching `expression`, when given) that this worker serves. */
@@ -359,6 +399,7 @@ function traceRouteSelection(
   tr: TraceRecorder,
   candidates: CompiledMatch<CompiledRoute>[],
   selected: CompiledRoute | undefined,
+  sensitive: ReadonlySet<string>,
 ): void {
   const evaluatedRoutes = candidates.map((c) => ({
     route: c.route.info.key,
@@ -374,6 +415,8 @@ function traceRouteSelection(
   for (const [name, config] of Object.entries(selected.ir.policies)) {
     byPhase[selected.ir.policySources[name] ?? 'route'][name] = config;
   }
+  byPhase.gateway = redactPolicies(byPhase.gateway, sensitive);
+  byPhase.route = redactPolicies(byPhase.route, sensitive);
   tr.emit('policySelection', { phase: 'gateway', effectivePolicy: byPhase.gateway });
   tr.emit('policySelection', { phase: 'route', effectivePolicy: byPhase.route });
 }

@@ -1,6 +1,6 @@
 // Messages between the main thread (config, admin) and the data-plane worker threads.
 export type WorkerRequest =
-  | { type: 'apply'; ir: unknown; ports: Record<string, number> }
+  | { type: 'apply'; ir: unknown; ports: Record<string, number>; shared: Record<string, SharedArrayBuffer> }
   | { type: 'drain'; deadlineMs: number }
   | { type: 'log-level'; filter: string }
   | { type: 'metrics' }

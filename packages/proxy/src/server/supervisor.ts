@@ -4,6 +4,7 @@ import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { ProxyIR } from '../config/ir.ts';
+import { rateLimitMemory } from '../policies/local-rate-limit/index.ts';
 import { encodeSecrets } from '../secret.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import type { Envelope, Reply, TraceMessage, WorkerData, WorkerRequest } from './protocol.ts';
@@ -97,7 +98,7 @@ export class Supervisor {
         const ir = this.#ir;
         const w = this.workers[index];
         if (ir && w) {
-          w.call({ type: 'apply', ir: encodeSecrets(ir), ports: this.#ports })
+          w.call({ type: 'apply', ir: encodeSecrets(ir), ports: this.#ports, shared: this.#sharedFor(ir) })
             .then(() => {
               w.version = ir.version;
             })
@@ -151,6 +152,17 @@ export class Supervisor {
     };
   }
 
+  #shared = new Map<string, SharedArrayBuffer>();
+
+  /** One buffer per rate limit, the same for every worker, kept while the limit is unchanged. */
+  #sharedFor(ir: ProxyIR): Record<string, SharedArrayBuffer> {
+    const next = new Map<string, SharedArrayBuffer>();
+    for (const { key, bytes } of rateLimitMemory(ir))
+      next.set(key, this.#shared.get(key) ?? new SharedArrayBuffer(bytes));
+    this.#shared = next;
+    return Object.fromEntries(next);
+  }
+
   get ir(): ProxyIR | undefined {
     return this.#ir;
   }
@@ -175,14 +187,18 @@ export class Supervisor {
 
   async #apply(ir: ProxyIR): Promise<void> {
     const encoded = encodeSecrets(ir);
+    const shared = this.#sharedFor(ir);
     const [first, ...rest] = this.workers as [WorkerHandle, ...WorkerHandle[]];
     const ports = await first.call<Record<string, number>>({
       type: 'apply',
       ir: encoded,
       ports: this.#ports,
+      shared,
     });
     first.version = ir.version;
-    const results = await Promise.allSettled(rest.map((w) => w.call({ type: 'apply', ir: encoded, ports })));
+    const results = await Promise.allSettled(
+      rest.map((w) => w.call({ type: 'apply', ir: encoded, ports, shared })),
+    );
     results.forEach((r, i) => {
       const w = rest[i] as WorkerHandle;
       if (r.status === 'fulfilled') w.version = ir.version;

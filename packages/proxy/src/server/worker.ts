@@ -29,7 +29,7 @@ startHeapSampling();
 async function handle(req: WorkerRequest): Promise<unknown> {
   switch (req.type) {
     case 'apply':
-      return await plane.apply(decodeSecrets(req.ir) as ProxyIR, req.ports);
+      return await plane.apply(decodeSecrets(req.ir) as ProxyIR, req.ports, req.shared);
     case 'drain':
       return await plane.drain(req.deadlineMs);
     case 'log-level':

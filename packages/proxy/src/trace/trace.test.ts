@@ -126,8 +126,10 @@ test('sensitive headers are redacted in every event, also when a policy adds the
   const finalReq = events.find(
     (e) => e.message.stage === 'final request' && e.message.type === 'requestSnapshot',
   );
-  const finalHeaders = (finalReq?.message.requestState as { request: { headers: Record<string, string> } })
-    .request.headers;
+  const finalState = finalReq?.message.requestState as
+    | { request: { headers: Record<string, string> } }
+    | undefined;
+  const finalHeaders = finalState?.request.headers ?? {};
   assert.equal(finalHeaders['x-api-key'], '<redacted>', 'added by a policy, still redacted');
   assert.equal(finalHeaders['x-backend-key'], 'visible-value', 'a header that is not sensitive is shown');
   assert.equal(withoutBodies.includes(SECRET), false, 'a secret leaked into a trace event');

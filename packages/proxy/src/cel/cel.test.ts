@@ -1,0 +1,46 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { CelCompileError, celDurationMs, celTrue, compileCel } from './cel.ts';
+
+test('request, source and jwt variables; a missing variable is no match, not an error', () => {
+  const p = compileCel('request.headers["x-user"] == "alice" && request.path.startsWith("/admin")');
+  assert.equal(celTrue(p, { request: { headers: { 'x-user': 'alice' }, path: '/admin/x' } }), true);
+  assert.equal(celTrue(p, { request: { headers: {}, path: '/admin/x' } }), false);
+  const j = compileCel('jwt.sub == "u1"');
+  assert.equal(celTrue(j, {}), false);
+  assert.equal(j.eval({}), undefined);
+  assert.equal(celTrue(j, { jwt: { sub: 'u1' } }), true);
+});
+
+test('cidr().containsIP() on source.address, IPv4, IPv6 and mapped addresses', () => {
+  const p = compileCel('cidr("10.0.0.0/8").containsIP(source.address)');
+  assert.equal(celTrue(p, { source: { address: '10.1.2.3' } }), true);
+  assert.equal(celTrue(p, { source: { address: '11.0.0.1' } }), false);
+  assert.equal(celTrue(p, { source: { address: '::ffff:10.9.9.9' } }), true);
+  assert.equal(
+    celTrue(compileCel('cidr("::1/128").containsIP(source.address)'), { source: { address: '::1' } }),
+    true,
+  );
+  assert.equal(
+    celTrue(compileCel('cidr("bogus").containsIP(source.address)'), { source: { address: '1.1.1.1' } }),
+    false,
+  );
+});
+
+test('has(), duration(), random()', () => {
+  assert.equal(
+    celTrue(compileCel('has(request.headers.authorization)'), {
+      request: { headers: { authorization: 'x' } },
+    }),
+    true,
+  );
+  assert.equal(celDurationMs(compileCel('duration("1m30s")').eval({})), 90_000);
+  const r = compileCel('random() >= 0.0 && random() < 1.0');
+  assert.equal(celTrue(r, {}), true);
+});
+
+test('compile errors name the problem; unknown variables and over-long expressions are rejected', () => {
+  assert.throws(() => compileCel('request.path =='), CelCompileError);
+  assert.throws(() => compileCel('nosuchvar == 1'), /Unknown variable: nosuchvar/);
+  assert.throws(() => compileCel(`"${'a'.repeat(16384)}"`), /longer than 16384/);
+});

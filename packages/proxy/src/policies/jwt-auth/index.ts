@@ -1,0 +1,105 @@
+// jwtAuth: validates a JWT from the configured location against the providers' JWKS (inline, or
+// remote with caching and refetch on an unknown key id). `iss` picks the provider, `aud` must be one
+// of its audiences when set, and the token needs a `kid` and an `exp`. Claims become `jwt.*` in CEL.
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  decodeJwt,
+  errors,
+  type JWTVerifyGetKey,
+  jwtVerify,
+} from 'jose';
+import { GwError } from '../../errors.ts';
+import {
+  BEARER,
+  type CredentialLocation,
+  normalizeMode,
+  readCredential,
+} from '../../pipeline/credential-location.ts';
+import type { PolicyDefinition } from '../types.ts';
+
+interface Provider {
+  issuer: string;
+  audiences: string[] | undefined;
+  keys: JWTVerifyGetKey;
+}
+
+function keySet(jwks: { inline: string } | { file: string } | { url: string }): JWTVerifyGetKey {
+  if ('url' in jwks)
+    return createRemoteJWKSet(new URL(jwks.url), { cooldownDuration: 30_000, cacheMaxAge: 600_000 });
+  // The loader has already turned `file` into `inline`.
+  const text = 'inline' in jwks ? jwks.inline : '';
+  return createLocalJWKSet(JSON.parse(text));
+}
+
+function reason(err: unknown): string {
+  if (err instanceof errors.JWTExpired) return 'token expired';
+  if (err instanceof errors.JWTClaimValidationFailed) return `claim ${err.claim} is not valid`;
+  if (err instanceof errors.JWKSNoMatchingKey) return 'no key in the JWKS matches the token';
+  if (err instanceof errors.JWSSignatureVerificationFailed) return 'signature does not verify';
+  if (err instanceof errors.JWKSTimeout || err instanceof errors.JOSEError) return err.message;
+  return 'token cannot be verified';
+}
+
+export const jwtAuth: PolicyDefinition<'jwtAuth'> = {
+  name: 'jwtAuth',
+  build(config) {
+    const list =
+      config.providers ??
+      (config.issuer && config.jwks
+        ? [{ issuer: config.issuer, audiences: config.audiences, jwks: config.jwks }]
+        : []);
+    const providers = new Map<string, Provider>(
+      list.map((p) => [p.issuer, { issuer: p.issuer, audiences: p.audiences, keys: keySet(p.jwks) }]),
+    );
+    const mode = normalizeMode(config.mode);
+    const location = (config.location as CredentialLocation | undefined) ?? BEARER;
+    const unauthorized = (detail: string) =>
+      new GwError(
+        detail === 'missing' ? 'GW_ERR_UNAUTHENTICATED' : 'GW_ERR_JWT_INVALID',
+        detail === 'missing' ? 'JWT is missing' : `invalid JWT: ${detail}`,
+        {
+          headers: { 'www-authenticate': 'Bearer' },
+        },
+      );
+    return async (ctx, next) => {
+      const cred = readCredential(ctx, location);
+      if (!cred) {
+        if (mode === 'strict') throw unauthorized('missing');
+        return next(ctx);
+      }
+      let iss: string | undefined;
+      try {
+        iss = decodeJwt(cred.value).iss;
+      } catch {
+        if (mode === 'permissive') return next(ctx);
+        throw unauthorized('malformed token');
+      }
+      const provider = iss ? providers.get(iss) : undefined;
+      try {
+        if (!provider)
+          throw new GwError(
+            'GW_ERR_JWT_INVALID',
+            `invalid JWT: issuer ${JSON.stringify(iss ?? '')} is not trusted`,
+          );
+        const { payload, protectedHeader } = await jwtVerify(cred.value, provider.keys, {
+          issuer: provider.issuer,
+          ...(provider.audiences ? { audience: provider.audiences } : {}),
+          requiredClaims: ['exp'],
+        });
+        if (!protectedHeader.kid)
+          throw new GwError('GW_ERR_JWT_INVALID', 'invalid JWT: the header has no kid');
+        ctx.jwt = payload as Record<string, unknown>;
+      } catch (err) {
+        if (mode === 'permissive') return next(ctx);
+        if (err instanceof GwError) {
+          err.headers = { 'www-authenticate': 'Bearer' };
+          throw err;
+        }
+        throw unauthorized(reason(err));
+      }
+      if (!config.preserveToken) cred.remove(ctx);
+      return next(ctx);
+    };
+  },
+};

@@ -1,0 +1,133 @@
+// localRateLimit: token buckets per route, exact across the workers of one proxy. Request limits take
+// a token before forwarding; token limits (LLM usage) only check that budget is left, and debit the
+// response's input+output tokens when it completes — so the request that crosses the limit succeeds,
+// and later ones get 429 until the bucket refills.
+import { createHash } from 'node:crypto';
+import type { LocalRateLimit } from '@gw/api';
+import { parseGoDuration } from '@gw/api';
+import type { ProxyIR } from '../../config/ir.ts';
+import { GwError } from '../../errors.ts';
+import { usageFromBody } from '../../llm/usage.ts';
+import type { RequestContext } from '../../pipeline/context.ts';
+import type { PolicyDefinition } from '../types.ts';
+import { BUCKET_BYTES, SharedBucket } from './bucket.ts';
+
+const UNIT_MS = { Seconds: 1000, Minutes: 60_000, Hours: 3_600_000 } as const;
+const USAGE_BODY_LIMIT = 4 * 1024 * 1024;
+
+interface Limit {
+  kind: 'requests' | 'tokens';
+  bucket: SharedBucket;
+}
+
+export function normalizeLimit(l: LocalRateLimit): {
+  kind: 'requests' | 'tokens';
+  capacity: number;
+  refillPerMs: number;
+} {
+  if ('maxTokens' in l) {
+    const every = parseGoDuration(l.fillInterval) ?? 1000;
+    return {
+      kind: l.type ?? 'requests',
+      capacity: l.maxTokens,
+      refillPerMs: l.tokensPerFill / Math.max(1, every),
+    };
+  }
+  const perUnit = 'requests' in l ? l.requests : l.tokens;
+  return {
+    kind: 'requests' in l ? 'requests' : 'tokens',
+    capacity: perUnit + (l.burst ?? 0),
+    refillPerMs: perUnit / UNIT_MS[l.unit],
+  };
+}
+
+/** Shared-memory keys: stable while a route's limit is unchanged, so counters survive reloads. */
+export function rateLimitKey(route: string, index: number, l: LocalRateLimit): string {
+  return `${route}#${index}#${createHash('sha256').update(JSON.stringify(l)).digest('hex').slice(0, 12)}`;
+}
+
+function headers(
+  limits: Limit[],
+  results: { remaining: number; resetSeconds: number }[],
+): Record<string, string> {
+  // Report the tightest limit.
+  let i = 0;
+  results.forEach((r, j) => {
+    if (r.remaining < (results[i]?.remaining ?? Number.POSITIVE_INFINITY)) i = j;
+  });
+  const l = limits[i] as Limit;
+  const r = results[i] as { remaining: number; resetSeconds: number };
+  return {
+    'x-ratelimit-limit': String(l.bucket.capacity),
+    'x-ratelimit-remaining': String(r.remaining),
+    'x-ratelimit-reset': String(r.resetSeconds),
+  };
+}
+
+function debitUsage(ctx: RequestContext, tokenLimits: Limit[]): void {
+  const res = ctx.response;
+  if (!res?.body) return;
+  const type = String(res.headers['content-type'] ?? '');
+  const settle = (body: Buffer) => {
+    const u = usageFromBody(type, body);
+    if (u) for (const l of tokenLimits) l.bucket.debit(u.input + u.output);
+  };
+  if (Buffer.isBuffer(res.body)) {
+    settle(res.body);
+    return;
+  }
+  // Watch the stream go by; the client still gets every chunk as it arrives.
+  const chunks: Buffer[] = [];
+  let size = 0;
+  res.body.on('data', (c: Buffer) => {
+    size += c.length;
+    if (size <= USAGE_BODY_LIMIT) chunks.push(c);
+  });
+  res.body.on('end', () => {
+    if (size <= USAGE_BODY_LIMIT) settle(Buffer.concat(chunks));
+  });
+}
+
+export const localRateLimit: PolicyDefinition<'localRateLimit'> = {
+  name: 'localRateLimit',
+  build(config, env) {
+    const limits: Limit[] = config.map((l, i) => {
+      const n = normalizeLimit(l);
+      return {
+        kind: n.kind,
+        bucket: new SharedBucket(
+          env.shared(rateLimitKey(env.route, i, l), BUCKET_BYTES),
+          n.capacity,
+          n.refillPerMs,
+        ),
+      };
+    });
+    const tokenLimits = limits.filter((l) => l.kind === 'tokens');
+    return async (ctx, next) => {
+      const results = limits.map((l) => (l.kind === 'requests' ? l.bucket.take(1) : l.bucket.peek()));
+      const h = headers(limits, results);
+      if (results.some((r) => !r.ok)) {
+        ctx.trace?.emit('rateLimit', { limited: true, ...h }, null, 'warn');
+        throw new GwError('GW_ERR_RATE_LIMITED', undefined, { headers: h });
+      }
+      await next(ctx);
+      if (ctx.response) Object.assign(ctx.response.headers, h);
+      if (tokenLimits.length > 0) debitUsage(ctx, tokenLimits);
+    };
+  },
+};
+
+/** The shared memory a config's rate limits need, so the main thread can hand the same buffers to every worker. */
+export function rateLimitMemory(ir: ProxyIR): { key: string; bytes: number }[] {
+  const out: { key: string; bytes: number }[] = [];
+  for (const b of ir.binds) {
+    for (const l of b.listeners) {
+      for (const r of l.routes) {
+        (r.policies.localRateLimit ?? []).forEach((limit, i) => {
+          out.push({ key: rateLimitKey(r.key, i, limit), bytes: BUCKET_BYTES });
+        });
+      }
+    }
+  }
+  return out;
+}
