@@ -18,6 +18,12 @@ import {
 } from '../../pipeline/credential-location.ts';
 import type { PolicyDefinition } from '../types.ts';
 
+/**
+ * After a fetch, a token with an unknown key id triggers another fetch only after this long: key
+ * rotation is picked up within seconds, and tokens with made-up key ids cannot hammer the IdP.
+ */
+const REFETCH_COOLDOWN_MS = 5_000;
+
 interface Provider {
   issuer: string;
   audiences: string[] | undefined;
@@ -26,7 +32,10 @@ interface Provider {
 
 function keySet(jwks: { inline: string } | { file: string } | { url: string }): JWTVerifyGetKey {
   if ('url' in jwks)
-    return createRemoteJWKSet(new URL(jwks.url), { cooldownDuration: 30_000, cacheMaxAge: 600_000 });
+    return createRemoteJWKSet(new URL(jwks.url), {
+      cooldownDuration: REFETCH_COOLDOWN_MS,
+      cacheMaxAge: 600_000,
+    });
   // The loader has already turned `file` into `inline`.
   const text = 'inline' in jwks ? jwks.inline : '';
   return createLocalJWKSet(JSON.parse(text));

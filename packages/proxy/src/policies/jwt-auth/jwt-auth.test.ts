@@ -1,0 +1,188 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startUpstream, type TestServer } from '@gw/testkit';
+import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
+import { request } from 'undici';
+import { startProxy, type TestProxy } from '../../testing/start-proxy.ts';
+
+type Key = { kid: string; privateKey: Awaited<ReturnType<typeof generateKeyPair>>['privateKey']; jwk: JWK };
+async function makeKey(kid: string): Promise<Key> {
+  const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
+  return { kid, privateKey, jwk: { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' } };
+}
+
+async function sign(
+  key: Key,
+  claims: Record<string, unknown>,
+  opts: { iss?: string; aud?: string; exp?: number | null; kid?: string | null } = {},
+): Promise<string> {
+  const header: { alg: string; kid?: string } = { alg: 'RS256' };
+  if (opts.kid !== null) header.kid = opts.kid ?? key.kid;
+  let jwt = new SignJWT(claims)
+    .setProtectedHeader(header)
+    .setIssuedAt()
+    .setIssuer(opts.iss ?? 'https://idp.local');
+  if (opts.aud) jwt = jwt.setAudience(opts.aud);
+  if (opts.exp !== null) jwt = jwt.setExpirationTime(opts.exp ?? '5m');
+  return await jwt.sign(key.privateKey);
+}
+
+let up: TestServer;
+let proxy: TestProxy;
+let inlineKey: Key;
+let remoteKeys: Key[];
+let jwksServer: http.Server;
+let jwksFetches = 0;
+
+before(async () => {
+  up = await startUpstream();
+  inlineKey = await makeKey('inline-1');
+  remoteKeys = [await makeKey('remote-1')];
+  jwksServer = http.createServer((_req, res) => {
+    jwksFetches++;
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ keys: remoteKeys.map((k) => k.jwk) }));
+  });
+  await new Promise<void>((r) => jwksServer.listen(0, '127.0.0.1', r));
+  const jwksPort = (jwksServer.address() as AddressInfo).port;
+  const inline = JSON.stringify({ keys: [inlineKey.jwk] });
+  const route = (name: string, prefix: string, policies: string) => `    - name: ${name}
+      matches: [{path: {pathPrefix: ${prefix}}}]
+      policies:
+${policies}
+      backends: [{host: "127.0.0.1:${up.port}"}]`;
+  proxy = await startProxy(`binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+${route(
+  'strict',
+  '/strict',
+  `        jwtAuth:
+          providers:
+          - issuer: https://idp.local
+            audiences: [api]
+            jwks: {inline: '${inline}'}
+        authorization:
+          rules: ['jwt.role == "admin" || request.method == "GET"']`,
+)}
+${route(
+  'optional',
+  '/optional',
+  `        jwtAuth: {mode: optional, issuer: https://idp.local, jwks: {inline: '${inline}'}, preserveToken: true}`,
+)}
+${route(
+  'permissive',
+  '/permissive',
+  `        jwtAuth: {mode: permissive, issuer: https://idp.local, jwks: {inline: '${inline}'}}
+        requestHeaderModifier: {set: {x-has-claims: "no"}}`,
+)}
+${route(
+  'remote',
+  '/remote',
+  `        jwtAuth:
+          providers:
+          - issuer: https://idp.local
+            jwks: {url: "http://127.0.0.1:${jwksPort}/jwks.json"}
+          location: {queryParameter: {name: token}}`,
+)}
+`);
+});
+after(async () => {
+  await proxy.close();
+  await up.close();
+  jwksServer.close();
+});
+
+async function call(path: string, token?: string, method = 'GET') {
+  const r = await request(proxy.url(path), {
+    method,
+    headers: token ? { authorization: `Bearer ${token}` } : {},
+  });
+  const text = await r.body.text();
+  return { status: r.statusCode, text, headers: r.headers };
+}
+
+test('a valid token passes; the token is removed before forwarding', async () => {
+  const r = await call('/strict', await sign(inlineKey, { sub: 'u1' }, { aud: 'api' }));
+  assert.equal(r.status, 200);
+  assert.equal(JSON.parse(r.text).headers.authorization, undefined);
+});
+
+test('Strict: missing, malformed, expired, wrong issuer, wrong audience, no kid, no exp, bad signature → 401', async () => {
+  const other = await makeKey('inline-1');
+  const cases: [string, string | undefined, RegExp][] = [
+    ['missing', undefined, /JWT is missing/],
+    ['malformed', 'not.a.jwt', /invalid JWT/],
+    [
+      'expired',
+      await sign(inlineKey, {}, { aud: 'api', exp: Math.floor(Date.now() / 1000) - 60 }),
+      /expired/,
+    ],
+    [
+      'issuer',
+      await sign(inlineKey, {}, { aud: 'api', iss: 'https://evil' }),
+      /issuer "https:\/\/evil" is not trusted/,
+    ],
+    ['audience', await sign(inlineKey, {}, { aud: 'other' }), /claim aud is not valid/],
+    ['no kid', await sign(inlineKey, {}, { aud: 'api', kid: null }), /invalid JWT/],
+    ['no exp', await sign(inlineKey, {}, { aud: 'api', exp: null }), /claim exp/],
+    ['signature', await sign(other, {}, { aud: 'api' }), /signature does not verify/],
+  ];
+  for (const [name, token, reason] of cases) {
+    const r = await call('/strict', token);
+    assert.equal(r.status, 401, name);
+    assert.match(r.text, reason, name);
+    assert.equal(r.headers['www-authenticate'], 'Bearer', name);
+  }
+  assert.equal(
+    up.seen.filter((s) => s.url.startsWith('/strict')).length,
+    1,
+    'only the valid request reached the upstream',
+  );
+});
+
+test('claims are jwt.* in authorization: 403 when the rule does not hold, after 401 checks', async () => {
+  const user = await sign(inlineKey, { sub: 'u2', role: 'viewer' }, { aud: 'api' });
+  const admin = await sign(inlineKey, { sub: 'u3', role: 'admin' }, { aud: 'api' });
+  assert.equal((await call('/strict', user, 'POST')).status, 403);
+  assert.equal((await call('/strict', admin, 'POST')).status, 200);
+  assert.equal((await call('/strict', undefined, 'POST')).status, 401);
+});
+
+test('Optional: no token passes, a bad one does not; preserveToken keeps it', async () => {
+  assert.equal((await call('/optional')).status, 200);
+  assert.equal((await call('/optional', 'garbage')).status, 401);
+  const token = await sign(inlineKey, {});
+  const r = await call('/optional', token);
+  assert.equal(JSON.parse(r.text).headers.authorization, `Bearer ${token}`);
+});
+
+test('Permissive: never rejects', async () => {
+  assert.equal((await call('/permissive')).status, 200);
+  assert.equal((await call('/permissive', 'garbage')).status, 200);
+});
+
+test('remote JWKS: fetched, cached, and a rotated key is picked up', async () => {
+  const first = await sign(remoteKeys[0] as Key, { sub: 'r' });
+  let r = await request(proxy.url(`/remote?token=${first}&keep=1`));
+  assert.equal(r.statusCode, 200);
+  const echoed = (await r.body.json()) as { url: string };
+  assert.equal(echoed.url, '/remote?keep=1', 'the token query parameter is removed');
+  const fetchesAfterFirst = jwksFetches;
+  r = await request(proxy.url(`/remote?token=${first}`));
+  await r.body.dump();
+  assert.equal(jwksFetches, fetchesAfterFirst, 'cached, not fetched again');
+
+  const rotated = await makeKey('remote-2');
+  remoteKeys = [rotated];
+  const second = await sign(rotated, { sub: 'r' });
+  await sleep(5_100); // the refetch cooldown
+  r = await request(proxy.url(`/remote?token=${second}`));
+  assert.equal(r.statusCode, 200, await r.body.text());
+  assert.ok(jwksFetches > fetchesAfterFirst, 'the JWKS was fetched again for the new kid');
+});
