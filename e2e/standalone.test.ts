@@ -507,3 +507,23 @@ function tryConnect(port: number): Promise<'refused' | 'accepted'> {
     );
   });
 }
+
+test('a catastrophic regex in a route match cannot pin a worker (linear-time fallback)', async () => {
+  const g = await startGw({
+    yaml: `${configBlock()}binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - matches: [{headers: [{name: x-probe, value: {regex: "(a+)+"}}]}]
+      policies: {directResponse: {status: 200, body: matched}}
+    - policies: {directResponse: {status: 404, body: other}}
+`,
+  });
+  const port = await g.proxyPort();
+  const t0 = performance.now();
+  const r = await fetch(`http://127.0.0.1:${port}/`, { headers: { 'x-probe': `${'a'.repeat(40)}b` } });
+  assert.equal(r.status, 404);
+  assert.equal(await r.text(), 'other');
+  assert.ok(performance.now() - t0 < 2000, `took ${Math.round(performance.now() - t0)} ms`);
+});
