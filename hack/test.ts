@@ -19,6 +19,7 @@ const r = spawnSync(
     '--test',
     '--test-concurrency=2',
     '--test-timeout=120000',
+    '--test-force-exit',
     ...files,
   ],
   { cwd: root, stdio: 'inherit', env: { ...process.env, GW_TEST: '1' } },
