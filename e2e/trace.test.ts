@@ -403,9 +403,9 @@ describe('errors', () => {
     const noTty = await runGwctl(['proxy', 'trace', '-p', String(adminPort)]);
     assert.equal(noTty.code, 2);
     assert.match(noTty.stderr, /needs a terminal; use --raw/);
-    const gateway = await runGwctl(['trace', 'gateway/web', '-n', 'prod', '--raw']);
+    const gateway = await runGwctl(['trace', 'gw/web', '-n', 'prod', '--raw']);
     assert.equal(gateway.code, 2);
-    assert.match(gateway.stderr, /not available in this build/);
+    assert.match(gateway.stderr, /expected gateway\/<name>, got gw\/web/);
   });
 
   test('a malformed event from the admin interface is a clear error', async () => {

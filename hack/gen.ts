@@ -1,7 +1,18 @@
 // Regenerates every generated file from its source; with --check, fails when a committed file is stale.
-// Today: schema/config.json (the standalone config's JSON Schema) from packages/api.
-import { readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+// Today: schema/config.json (the standalone config's JSON Schema) from packages/api, and the protobuf-es
+// code in packages/xds-proto/src/gen from the Envoy .proto files inside @grpc/grpc-js-xds (buf.gen.yaml).
+import { execFileSync } from 'node:child_process';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { configJsonSchema } from '@gw/api/config/json-schema';
 
@@ -11,6 +22,42 @@ const check = process.argv.includes('--check');
 const outputs: { path: string; content: string }[] = [
   { path: join(root, 'schema/config.json'), content: `${JSON.stringify(configJsonSchema(), null, 2)}\n` },
 ];
+
+// Generated directories are compared whole: a file the generator no longer writes is stale too.
+const generatedDirs: string[] = [];
+
+function filesUnder(dir: string): string[] {
+  try {
+    return readdirSync(dir, { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => relative(dir, join(e.parentPath, e.name)))
+      .sort();
+  } catch {
+    return [];
+  }
+}
+
+/** buf (the npm package's binary) runs protoc-gen-es into a temporary directory. */
+function protobufEs(): void {
+  const pkg = join(root, 'packages/xds-proto');
+  const bin = join(pkg, 'node_modules/.bin');
+  const tmp = mkdtempSync(join(tmpdir(), 'gw-gen-'));
+  try {
+    execFileSync(join(bin, 'buf'), ['generate', '--template', 'buf.gen.yaml', '--output', tmp], {
+      cwd: pkg,
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: { ...process.env, PATH: `${bin}${delimiter}${process.env.PATH ?? ''}` },
+    });
+    const out = join(pkg, 'src/gen');
+    generatedDirs.push(out);
+    for (const f of filesUnder(join(tmp, 'src/gen'))) {
+      outputs.push({ path: join(out, f), content: readFileSync(join(tmp, 'src/gen', f), 'utf8') });
+    }
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+protobufEs();
 
 let stale = 0;
 for (const o of outputs) {
@@ -25,8 +72,23 @@ for (const o of outputs) {
     stale++;
     console.error(`stale generated file: ${relative(root, o.path)} (run make gen and commit the result)`);
   } else {
+    mkdirSync(dirname(o.path), { recursive: true });
     writeFileSync(o.path, o.content);
     console.log(`wrote ${relative(root, o.path)}`);
+  }
+}
+const expected = new Set(outputs.map((o) => o.path));
+for (const dir of generatedDirs) {
+  for (const f of filesUnder(dir)) {
+    const path = join(dir, f);
+    if (expected.has(path)) continue;
+    if (check) {
+      stale++;
+      console.error(`generated file no longer produced: ${relative(root, path)} (run make gen)`);
+    } else {
+      unlinkSync(path);
+      console.log(`removed ${relative(root, path)}`);
+    }
   }
 }
 if (stale > 0) process.exit(1);

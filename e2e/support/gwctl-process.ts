@@ -24,9 +24,10 @@ export interface GwctlChild {
 
 const started = new Set<ChildProcess>();
 
-export function startGwctl(args: string[], opts: { cwd?: string } = {}): GwctlChild {
+export function startGwctl(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): GwctlChild {
   const child = spawn(GWCTL_BIN, args, {
     ...(opts.cwd ? { cwd: opts.cwd } : {}),
+    ...(opts.env ? { env: opts.env } : {}),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   started.add(child);
@@ -75,7 +76,7 @@ export function startGwctl(args: string[], opts: { cwd?: string } = {}): GwctlCh
 /** Runs gwctl to completion (killed after `timeoutMs`). */
 export function runGwctl(
   args: string[],
-  opts: { cwd?: string; timeoutMs?: number } = {},
+  opts: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
 ): Promise<GwctlResult> {
   return startGwctl(args, opts).result(opts.timeoutMs);
 }

@@ -5,7 +5,8 @@ import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { adminText } from './admin-client.ts';
 import { GwctlError, usageError } from './errors.ts';
-import { runGatewayTrace } from './gateway-trace.ts';
+import { GATEWAY_NAME_LABEL } from './gateway-pods.ts';
+import { PROXY_ADMIN_PORT, runGatewayTrace } from './gateway-trace.ts';
 import { CURL_HELP } from './inject-request.ts';
 import { runProfile } from './profile-command.ts';
 import { runTrace } from './trace-command.ts';
@@ -17,13 +18,17 @@ const USAGE = `Usage:
   gwctl proxy log [--level LEVEL] [-p ADMIN_PORT]
   gwctl proxy trace [--local] [--raw] [--expression CEL] [-p ADMIN_PORT] [--port PORT -- <url> [curl args]]
   gwctl proxy profile cpu|heap [--local] [--seconds N] [-o FILE] [-p ADMIN_PORT]
-  gwctl trace gateway/<name> [-n NAMESPACE] [--raw] [--port PORT] [-- <url> [curl args]]
+  gwctl trace gateway/<name> [-n NAMESPACE] [--context CONTEXT] [--raw] [--expression CEL] [--port PORT -- <url> [curl args]]
 
 Without --file, commands talk to the admin interface at 127.0.0.1:15000 (-p to change the port).
 proxy trace without a URL waits for the next request from any client (watch mode); with --port and
 a URL after -- it arms tracing, then sends that request to 127.0.0.1:PORT itself (inject mode); the
 URL's host is only the Host header. --raw prints JSON Lines; otherwise an interactive view opens
 (tab switch pane, arrows move/scroll, e/s/d event/snapshot/diff, q quit).
+trace gateway/<name> does the same in a cluster: with the kubeconfig (KUBECONFIG, ~/.kube/config or
+in-cluster; --context to pick one) it finds the newest ready proxy pod labelled
+${GATEWAY_NAME_LABEL}=<name> in the namespace (-n, else the context's, else default),
+port-forwards to its admin port ${PROXY_ADMIN_PORT}, and in inject mode sends the request to the pod's port PORT.
 ${CURL_HELP}
 proxy profile writes a gzipped pprof file (CPU: 30 s unless --seconds; default name
 cpu-YYYYMMDD-HHMMSS.pb.gz or heap-...) and prints its path; open it with go tool pprof.
@@ -88,6 +93,7 @@ function parse(argv: string[]) {
         seconds: { type: 'string' },
         expression: { type: 'string' },
         namespace: { type: 'string', short: 'n' },
+        context: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -155,7 +161,15 @@ async function main(argv: string[]): Promise<number> {
     });
   }
   if (positionals[0] === 'trace' && positionals.length <= 2) {
-    return await runGatewayTrace({ target: positionals[1], namespace: values.namespace });
+    return await runGatewayTrace({
+      target: positionals[1],
+      namespace: values.namespace,
+      context: values.context,
+      raw: values.raw === true,
+      listenerPort: portOption('--port', values.port),
+      expression: values.expression,
+      curl,
+    });
   }
   if (positionals[0] === 'proxy' && positionals[1] === 'trace') {
     throw usageError(`unexpected ${positionals.slice(2).join(' ')}: put the URL and curl arguments after --`);

@@ -12,6 +12,12 @@ export const ERRORS = {
   GWCTL_ERR_TRACE_TIMEOUT: { exit: 1 },
   GWCTL_ERR_REQUEST_FAILED: { exit: 1 },
   GWCTL_ERR_WRITE_FAILED: { exit: 1 },
+  GWCTL_ERR_KUBECONFIG: { exit: 1 },
+  GWCTL_ERR_CLUSTER_UNREACHABLE: { exit: 1 },
+  GWCTL_ERR_CLUSTER_STATUS: { exit: 1 },
+  GWCTL_ERR_FORBIDDEN: { exit: 1 },
+  GWCTL_ERR_NO_PROXY_POD: { exit: 1 },
+  GWCTL_ERR_PORT_FORWARD: { exit: 1 },
 } as const satisfies Record<string, { exit: number }>;
 
 export type GwctlErrorCode = keyof typeof ERRORS;

@@ -161,11 +161,15 @@ export function parseCurlArgs(args: string[]): InjectRequest {
   };
 }
 
-/** Sends the request to 127.0.0.1:`port`; Host (and SNI) come from the URL, which is never resolved. */
+/**
+ * Sends the request to 127.0.0.1:`port`; Host (and SNI) come from the URL, which is never resolved.
+ * `name` is how errors call that port when it only forwards somewhere else (`pod web-1 port 8080`).
+ */
 export function sendInjected(
   req: InjectRequest,
   port: number,
   signal?: AbortSignal,
+  name = `127.0.0.1:${port}`,
 ): Promise<InjectResponse> {
   const raw: string[] = [];
   if (!req.headers.some(([k]) => k.toLowerCase() === 'host')) raw.push('host', req.url.host);
@@ -210,7 +214,7 @@ export function sendInjected(
       reject(
         new GwctlError(
           'GWCTL_ERR_REQUEST_FAILED',
-          `the request to 127.0.0.1:${port} (Host ${req.url.host}) failed: ${causeOf(err)}`,
+          `the request to ${name} (Host ${req.url.host}) failed: ${causeOf(err)}`,
         ),
       );
     };

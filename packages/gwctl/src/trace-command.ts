@@ -12,6 +12,8 @@ export interface TraceOptions {
   adminPort: number;
   /** The proxy listener port the injected request goes to. */
   listenerPort: number | undefined;
+  /** How messages name that port when 127.0.0.1:<port> is only a forward (`pod web-1 port 8080`). */
+  listenerName?: string | undefined;
   expression: string | undefined;
   raw: boolean;
   /** The words after `--`: a URL and curl-style arguments; undefined in watch mode. */
@@ -41,7 +43,8 @@ function armedInTime(stream: TraceStream): Promise<void> {
 
 const statusLine = (r: InjectResponse) => `HTTP/${r.httpVersion} ${r.status} ${r.statusMessage}`.trimEnd();
 
-function parseInject(o: TraceOptions): InjectRequest | undefined {
+/** The request to inject, or undefined in watch mode; throws usage errors. */
+export function parseInject(o: Pick<TraceOptions, 'curl' | 'listenerPort'>): InjectRequest | undefined {
   if (o.curl === undefined) return undefined;
   const req = parseCurlArgs(o.curl);
   if (o.listenerPort === undefined) {
@@ -65,10 +68,12 @@ async function traceRaw(o: TraceOptions, inject: InjectRequest | undefined): Pro
       return 0;
     }
     await armedInTime(stream);
-    const response = sendInjected(inject, o.listenerPort as number, abort.signal).then((r) => {
-      process.stderr.write(`${statusLine(r)}\n`);
-      return r;
-    });
+    const response = sendInjected(inject, o.listenerPort as number, abort.signal, o.listenerName).then(
+      (r) => {
+        process.stderr.write(`${statusLine(r)}\n`);
+        return r;
+      },
+    );
     // A failed request never finishes its trace, so whichever fails first decides the error.
     await Promise.all([stream.done, response]);
     return 0;
@@ -79,14 +84,19 @@ async function traceRaw(o: TraceOptions, inject: InjectRequest | undefined): Pro
   }
 }
 
-async function traceTui(o: TraceOptions, inject: InjectRequest | undefined): Promise<number> {
-  const { stdin, stdout } = process;
-  if (!stdin.isTTY || !stdout.isTTY) {
+/** Without --raw the interactive view needs stdin and stdout to be a terminal; throws when they are not. */
+export function checkTerminal(raw: boolean): void {
+  if (!raw && (!process.stdin.isTTY || !process.stdout.isTTY)) {
     throw new GwctlError(
       'GWCTL_ERR_NO_TERMINAL',
       'the interactive trace view needs a terminal; use --raw to print JSON Lines',
     );
   }
+}
+
+async function traceTui(o: TraceOptions, inject: InjectRequest | undefined): Promise<number> {
+  const { stdin, stdout } = process;
+  checkTerminal(false);
   const tui = new TraceTui({ input: stdin, output: stdout }, `gwctl trace | ${o.target}`);
   const abort = new AbortController();
   let failure: Error | undefined;
@@ -116,11 +126,11 @@ async function traceTui(o: TraceOptions, inject: InjectRequest | undefined): Pro
     if (inject) await armedInTime(stream);
     else await stream.armed;
     trace = inject
-      ? `sending ${inject.method} ${inject.url.href} to 127.0.0.1:${o.listenerPort}`
+      ? `sending ${inject.method} ${inject.url.href} to ${o.listenerName ?? `127.0.0.1:${o.listenerPort}`}`
       : 'armed; waiting for the next request';
     show();
     if (inject) {
-      sendInjected(inject, o.listenerPort as number, abort.signal).then(
+      sendInjected(inject, o.listenerPort as number, abort.signal, o.listenerName).then(
         (r) => {
           response = `${statusLine(r)} (${r.body.length} bytes)`;
           show();
@@ -145,7 +155,7 @@ async function traceTui(o: TraceOptions, inject: InjectRequest | undefined): Pro
   return 0;
 }
 
-export async function runTrace(o: TraceOptions): Promise<number> {
-  const inject = parseInject(o);
+/** `inject` is parsed from `o` unless a caller that had to check the command line first passes it. */
+export async function runTrace(o: TraceOptions, inject = parseInject(o)): Promise<number> {
   return o.raw ? await traceRaw(o, inject) : await traceTui(o, inject);
 }

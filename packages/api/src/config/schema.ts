@@ -184,6 +184,47 @@ export const Authorization = z.union([
   }),
 ]);
 
+// External authorization: Envoy ext_authz v3 over gRPC, or a plain HTTP call (2xx allows).
+const AuthzHost = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):[0-9]{1,5}$/, 'expected "<host>:<port>"');
+const atMost64 = (o: Record<string, unknown>) => Object.keys(o).length <= 64;
+const CelByName = z
+  .record(z.string().min(1).max(256), Cel)
+  .refine(atMost64, 'at most 64 entries')
+  .meta({ maxProperties: 64 });
+const ExtAuthzGrpc = strict({
+  host: AuthzHost,
+  contextExtensions: z
+    .record(z.string().min(1).max(256), z.string())
+    .refine(atMost64, 'at most 64 entries')
+    .meta({ maxProperties: 64 })
+    .optional(),
+  requestMetadata: CelByName.optional(),
+  timeout: Duration.optional().meta({ description: 'deadline of the Check call (default 200ms)' }),
+});
+const ExtAuthzHttp = strict({
+  host: AuthzHost,
+  path: Cel.optional().meta({
+    description: 'CEL: path and query of the check request (default the original)',
+  }),
+  redirect: Cel.optional().meta({ description: 'CEL: Location of a 302 sent instead of a 401/403 denial' }),
+  body: Cel.optional().meta({ description: 'CEL: body of the check request (none by default)' }),
+  allowedRequestHeaders: z.array(HeaderName).max(64).optional(),
+  addRequestHeaders: z
+    .record(HeaderName, Cel)
+    .refine(atMost64, 'at most 64 entries')
+    .meta({ maxProperties: 64 })
+    .optional(),
+  allowedResponseHeaders: z.array(HeaderName).max(64).optional(),
+  responseMetadata: CelByName.optional(),
+  timeout: Duration.optional().meta({ description: 'deadline of the check request (default 200ms)' }),
+});
+export const ExtAuthz = z.union([
+  strict({ grpc: ExtAuthzGrpc, failureMode: FailureMode.optional() }),
+  strict({ http: ExtAuthzHttp, failureMode: FailureMode.optional() }),
+]);
+
 const RateLimitUnit = z.enum(['Seconds', 'Minutes', 'Hours']);
 export const LocalRateLimit = z.union([
   // agentgateway's token bucket form
@@ -241,6 +282,7 @@ export const TrafficPolicies = strict({
   jwtAuth: JwtAuth.optional(),
   basicAuth: BasicAuth.optional(),
   apiKey: ApiKeyAuth.optional(),
+  extAuthz: ExtAuthz.optional(),
   authorization: z.union([Authorization, z.array(Authorization)]).optional(),
   localRateLimit: z.array(LocalRateLimit).min(1).optional(),
   buffer: Buffer.optional(),
@@ -422,4 +464,5 @@ export type ListenerTLS = z.infer<typeof ListenerTLS>;
 export type AccessLog = z.infer<typeof AccessLog>;
 export type Authorization = z.infer<typeof Authorization>;
 export type JwtAuth = z.infer<typeof JwtAuth>;
+export type ExtAuthz = z.infer<typeof ExtAuthz>;
 export type LocalRateLimit = z.infer<typeof LocalRateLimit>;

@@ -12,6 +12,7 @@ import {
   ConfigFile,
   type ConfigIssue,
   type EnvLookup,
+  type ExtAuthz,
   type FieldPath,
   formatPath,
   type GlobalConfig,
@@ -498,6 +499,7 @@ class Builder {
     }
     if (p.retry && p.retry.attempts === undefined) p.retry.attempts = 1;
     if (p.authorization) this.authorizationChecks([...path, 'authorization'], p.authorization);
+    if (p.extAuthz) this.extAuthzChecks([...path, 'extAuthz'], p.extAuthz);
     if (p.jwtAuth) {
       const j = p.jwtAuth;
       const jp = [...path, 'jwtAuth'];
@@ -533,6 +535,31 @@ class Builder {
         this.fail(b.users ? [...bp, 'users', problem.index] : [...bp, 'htpasswd'], problem.message);
       }
     }
+  }
+
+  extAuthzChecks(path: FieldPath, e: ExtAuthz): void {
+    const celMap = (p: FieldPath, m: Record<string, string> | undefined) => {
+      for (const [k, v] of Object.entries(m ?? {})) this.cel([...p, k], v);
+    };
+    if ('grpc' in e) {
+      celMap([...path, 'grpc', 'requestMetadata'], e.grpc.requestMetadata);
+      return;
+    }
+    const hp = [...path, 'http'];
+    for (const f of ['path', 'redirect', 'body'] as const) {
+      const v = e.http[f];
+      if (v !== undefined) this.cel([...hp, f], v);
+    }
+    celMap([...hp, 'addRequestHeaders'], e.http.addRequestHeaders);
+    celMap([...hp, 'responseMetadata'], e.http.responseMetadata);
+    const pseudo = (p: FieldPath, h: string) => {
+      if (h.startsWith(':')) this.fail(p, `pseudo-header ${h} cannot be sent over HTTP`);
+    };
+    for (const [i, h] of (e.http.allowedRequestHeaders ?? []).entries())
+      pseudo([...hp, 'allowedRequestHeaders', i], h);
+    for (const h of Object.keys(e.http.addRequestHeaders ?? {})) pseudo([...hp, 'addRequestHeaders', h], h);
+    for (const [i, h] of (e.http.allowedResponseHeaders ?? []).entries())
+      pseudo([...hp, 'allowedResponseHeaders', i], h);
   }
 
   authorizationChecks(path: FieldPath, a: Authorization | Authorization[]): void {

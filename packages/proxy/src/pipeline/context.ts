@@ -69,6 +69,8 @@ export class RequestContext {
   jwt: Record<string, unknown> | undefined = undefined;
   /** Metadata of the matched API key (`apiKey.*` in CEL). */
   apiKey: Record<string, unknown> | undefined = undefined;
+  /** Metadata an external authorization service returned (`extauthz.*` in CEL). */
+  extauthz: Record<string, unknown> | undefined = undefined;
   /** The user a basic-auth check accepted. */
   basicUser: string | undefined = undefined;
   /** Set only for the one request a trace subscriber claimed. */
@@ -137,6 +139,7 @@ export class RequestContext {
     if (this.backendName) ctx.backend = { name: this.backendName };
     if (this.jwt) ctx.jwt = this.jwt;
     if (this.apiKey) ctx.apiKey = this.apiKey;
+    if (this.extauthz) ctx.extauthz = this.extauthz;
     if (this.response)
       ctx.response = { code: this.response.status, headers: celHeaders(this.response.headers) };
     return ctx;

@@ -12,8 +12,10 @@ export const POLICY_ORDER = [
   'jwtAuth',
   'basicAuth',
   'apiKey',
-  // (Later: extAuthz, between authentication and the gateway's own authorization.)
-  // Whether they may: after authentication, so rules can use jwt.* and apiKey.*.
+  // After authentication, so the check can see jwt.* (requestMetadata); before authorization, so
+  // rules can use the extauthz.* metadata the service returned.
+  'extAuthz',
+  // Whether they may: after authentication, so rules can use jwt.*, apiKey.* and extauthz.*.
   'authorization',
   // How often: only requests that are allowed count against a limit.
   // (Later: remoteRateLimit, after the local limit so a local 429 saves the remote call.)

@@ -9,6 +9,7 @@ import { cors } from './cors/index.ts';
 import { csrf } from './csrf/index.ts';
 import { delay } from './delay/index.ts';
 import { directResponse } from './direct-response/index.ts';
+import { extAuthz } from './ext-authz/index.ts';
 import { requestHeaderModifier, responseHeaderModifier } from './header-modifier/index.ts';
 import { jwtAuth } from './jwt-auth/index.ts';
 import { localRateLimit } from './local-rate-limit/index.ts';
@@ -25,6 +26,7 @@ export const POLICIES: { [K in PolicyName]: PolicyDefinition<K> } = {
   jwtAuth,
   basicAuth,
   apiKey,
+  extAuthz,
   authorization,
   localRateLimit,
   buffer,

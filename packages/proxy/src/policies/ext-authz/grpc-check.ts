@@ -1,0 +1,236 @@
+// The gRPC form: one Envoy ext_authz v3 Check call per request, built from the request context, and
+// the CheckResponse read the way Envoy's ext_authz filter reads it (OK allows, anything else denies).
+import { randomUUID } from 'node:crypto';
+import { create, type JsonObject } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { Client, credentials, Metadata, type ServiceError, status } from '@grpc/grpc-js';
+import { type ExtAuthz, HEADER_NAME_PATTERN, parseGoDuration } from '@gw/api';
+import {
+  HeaderValueOption_HeaderAppendAction as Action,
+  type HeaderValueOption,
+  type QueryParameter,
+} from '@gw/xds-proto/envoy/config/core/v3/base';
+import {
+  type CheckRequest,
+  CheckRequestSchema,
+  type CheckResponse,
+} from '@gw/xds-proto/envoy/service/auth/v3/external_auth';
+import { type CelProgram, celToJson, compileCel } from '../../cel/cel.ts';
+import { GwError } from '../../errors.ts';
+import type { Headers, ProxyResponse, RequestContext } from '../../pipeline/context.ts';
+import type { Check, Decision } from './decision.ts';
+import { CHECK_PATH, deserializeCheckResponse, serializeCheckRequest } from './service.ts';
+
+type GrpcConfig = Extract<ExtAuthz, { grpc: unknown }>['grpc'];
+
+/** Envoy's default for the ext_authz call: a slow authorization service must not stall every request. */
+export const DEFAULT_TIMEOUT_MS = 200;
+
+// One channel per authorization service, shared by every route and kept across config reloads, so a
+// reload does not reconnect. A restarted service is retried within seconds, not grpc-js's 2 minutes.
+const clients = new Map<string, Client>();
+function clientFor(host: string): Client {
+  let c = clients.get(host);
+  if (!c) {
+    c = new Client(host, credentials.createInsecure(), {
+      'grpc.initial_reconnect_backoff_ms': 100,
+      'grpc.max_reconnect_backoff_ms': 2_000,
+    });
+    clients.set(host, c);
+  }
+  return c;
+}
+
+export function grpcCheck(cfg: GrpcConfig): Check {
+  const timeoutMs = (cfg.timeout && parseGoDuration(cfg.timeout)) || DEFAULT_TIMEOUT_MS;
+  const extensions = { ...(cfg.contextExtensions ?? {}) };
+  const metadata = Object.entries(cfg.requestMetadata ?? {}).map(([k, v]) => [k, compileCel(v)] as const);
+  const client = clientFor(cfg.host);
+  return async (ctx) => {
+    const req = checkRequest(ctx, extensions, metadata);
+    let res: CheckResponse;
+    try {
+      res = await call(client, req, ctx.signal, timeoutMs);
+    } catch (err) {
+      const e = err as ServiceError;
+      const reason =
+        e.code === status.DEADLINE_EXCEEDED ? `no answer within ${timeoutMs}ms` : (e.details ?? e.message);
+      return { kind: 'failure', reason };
+    }
+    return decide(res);
+  };
+}
+
+function call(client: Client, req: CheckRequest, signal: AbortSignal, timeoutMs: number) {
+  return new Promise<CheckResponse>((resolve, reject) => {
+    const c = client.makeUnaryRequest(
+      CHECK_PATH,
+      serializeCheckRequest,
+      deserializeCheckResponse,
+      req,
+      new Metadata(),
+      { deadline: Date.now() + timeoutMs },
+      (err, res) => {
+        signal.removeEventListener('abort', cancel);
+        if (err || !res) reject(err ?? new Error('empty response'));
+        else resolve(res);
+      },
+    );
+    // The client went away: the decision is no longer needed.
+    const cancel = () => c.cancel();
+    signal.addEventListener('abort', cancel, { once: true });
+  });
+}
+
+function checkRequest(
+  ctx: RequestContext,
+  contextExtensions: Record<string, string>,
+  metadata: readonly (readonly [string, CelProgram])[],
+): CheckRequest {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(ctx.headers)) headers[k] = Array.isArray(v) ? v.join(',') : v;
+  // Envoy sends the pseudo-headers too; authorization servers written for it look for them.
+  headers[':authority'] = ctx.authority;
+  headers[':method'] = ctx.method;
+  headers[':path'] = ctx.path + ctx.query;
+  headers[':scheme'] = ctx.scheme;
+  const len = ctx.headers['content-length'];
+  const size = typeof len === 'string' && /^[0-9]+$/.test(len) ? BigInt(len) : ctx.body ? -1n : 0n;
+  const sock = ctx.req.socket as { localAddress?: string; localPort?: number };
+  const filterMetadata: Record<string, JsonObject> = {};
+  if (metadata.length > 0) {
+    const cel = ctx.celContext();
+    for (const [key, program] of metadata) {
+      const v = jsonObject(program.eval(cel));
+      if (v) filterMetadata[key] = v;
+    }
+  }
+  const requestId = ctx.headers['x-request-id'];
+  return create(CheckRequestSchema, {
+    attributes: {
+      source: { address: socketAddress(ctx.source.address, ctx.source.port) },
+      destination: { address: socketAddress(stripV4Mapped(sock.localAddress ?? ''), sock.localPort ?? 0) },
+      request: {
+        time: timestampFromDate(ctx.startDate),
+        http: {
+          id: typeof requestId === 'string' ? requestId : randomUUID(),
+          method: ctx.method,
+          headers,
+          path: ctx.path + ctx.query,
+          host: ctx.authority,
+          scheme: ctx.scheme,
+          protocol: ctx.httpVersion.startsWith('2') ? 'HTTP/2' : `HTTP/${ctx.httpVersion}`,
+          size,
+        },
+      },
+      contextExtensions,
+      metadataContext: { filterMetadata },
+    },
+  });
+}
+
+function socketAddress(address: string, port: number) {
+  return {
+    address: {
+      case: 'socketAddress' as const,
+      value: { address, portSpecifier: { case: 'portValue' as const, value: port } },
+    },
+  };
+}
+
+const stripV4Mapped = (a: string) => (a.startsWith('::ffff:') ? a.slice(7) : a);
+
+/** A CEL value as a protobuf Struct; metadata must be a map, anything else is left out. */
+function jsonObject(v: unknown): JsonObject | undefined {
+  if (v === undefined) return undefined;
+  const json = JSON.parse(JSON.stringify(celToJson(v)) ?? 'null') as unknown;
+  return json && typeof json === 'object' && !Array.isArray(json) ? (json as JsonObject) : undefined;
+}
+
+const nonEmpty = (o: JsonObject | undefined) => (o && Object.keys(o).length > 0 ? o : undefined);
+
+function decide(res: CheckResponse): Decision {
+  const ok = res.httpResponse.case === 'okResponse' ? res.httpResponse.value : undefined;
+  // The deprecated ok_response.dynamic_metadata wins over the outer field, as in Envoy.
+  const metadata = nonEmpty(ok?.dynamicMetadata) ?? nonEmpty(res.dynamicMetadata);
+  if ((res.status?.code ?? status.OK) === status.OK) {
+    return {
+      kind: 'allow',
+      apply(ctx) {
+        if (metadata) ctx.extauthz = metadata;
+        if (!ok) return;
+        applyHeaderOptions(ctx.headers, ok.headers);
+        for (const name of ok.headersToRemove) {
+          const k = name.toLowerCase();
+          // The service may not take away what routes the request.
+          if (!k.startsWith(':') && k !== 'host') delete ctx.headers[k];
+        }
+        applyQuery(ctx, ok.queryParametersToSet, ok.queryParametersToRemove);
+      },
+      onResponse:
+        ok && ok.responseHeadersToAdd.length > 0
+          ? (h) => applyHeaderOptions(h, ok.responseHeadersToAdd)
+          : undefined,
+    };
+  }
+  if (res.httpResponse.case !== 'deniedResponse')
+    return {
+      kind: 'deny',
+      response: new GwError('GW_ERR_FORBIDDEN', 'denied by external authorization'),
+      metadata,
+    };
+  const d = res.httpResponse.value;
+  const code = d.status?.code ?? 0;
+  const headers: Headers = {};
+  applyHeaderOptions(headers, d.headers);
+  const body = d.body ? Buffer.from(d.body) : null;
+  if (body) headers['content-length'] = String(body.length);
+  else delete headers['content-length'];
+  const response: ProxyResponse = { status: code >= 200 && code <= 599 ? code : 403, headers, body };
+  return { kind: 'deny', response, metadata };
+}
+
+/**
+ * Envoy's HeaderValueOption semantics: the deprecated `append` flag wins when set (true appends,
+ * false overwrites); otherwise `append_action`, whose default appends (or adds when absent).
+ */
+export function applyHeaderOptions(h: Headers, options: readonly HeaderValueOption[]): void {
+  for (const o of options) {
+    if (!o.header) continue;
+    const key = o.header.key.toLowerCase();
+    if (key.startsWith(':') || !HEADER_NAME_PATTERN.test(key)) continue;
+    const raw = o.header.rawValue;
+    const value = raw.length > 0 ? Buffer.from(raw).toString('latin1') : o.header.value;
+    if (/[\r\n\0]/.test(value) || (value === '' && !o.keepEmptyValue)) continue;
+    const action =
+      o.append === undefined
+        ? o.appendAction
+        : o.append
+          ? Action.APPEND_IF_EXISTS_OR_ADD
+          : Action.OVERWRITE_IF_EXISTS_OR_ADD;
+    const cur = h[key];
+    switch (action) {
+      case Action.ADD_IF_ABSENT:
+        if (cur === undefined) h[key] = value;
+        break;
+      case Action.OVERWRITE_IF_EXISTS_OR_ADD:
+        h[key] = value;
+        break;
+      case Action.OVERWRITE_IF_EXISTS:
+        if (cur !== undefined) h[key] = value;
+        break;
+      default:
+        h[key] = cur === undefined ? value : Array.isArray(cur) ? [...cur, value] : [cur, value];
+    }
+  }
+}
+
+function applyQuery(ctx: RequestContext, set: readonly QueryParameter[], remove: readonly string[]): void {
+  // Only rebuilt when asked: URLSearchParams re-encodes the whole query.
+  if (set.length === 0 && remove.length === 0) return;
+  const q = new URLSearchParams(ctx.query);
+  for (const k of remove) q.delete(k);
+  for (const p of set) q.set(p.key, p.value);
+  const s = q.toString();
+  ctx.query = s ? `?${s}` : '';
+}

@@ -1,0 +1,39 @@
+// extAuthz: asks an external authorization service, over Envoy's ext_authz v3 gRPC API or plain HTTP,
+// whether the request may pass. Allowed: the service's header changes and metadata (`extauthz.*` in
+// CEL) apply. Denied: the client gets the service's answer. No answer within the timeout (default
+// 200ms, as Envoy) or an error: `failureMode: failClosed` (default) answers 403, `failOpen` lets it pass.
+import { GwError } from '../../errors.ts';
+import type { PolicyDefinition } from '../types.ts';
+import { grpcCheck } from './grpc-check.ts';
+import { httpCheck } from './http-check.ts';
+
+export const extAuthz: PolicyDefinition<'extAuthz'> = {
+  name: 'extAuthz',
+  build(config) {
+    const failOpen = config.failureMode?.toLowerCase() === 'failopen';
+    const check = 'grpc' in config ? grpcCheck(config.grpc) : httpCheck(config.http);
+    return async (ctx, next) => {
+      const start = ctx.trace?.now() ?? null;
+      const d = await check(ctx);
+      if (d.kind === 'failure') {
+        ctx.trace?.emit('extAuthz', { result: 'failure', reason: d.reason, failOpen }, start, 'warn');
+        if (!failOpen) throw new GwError('GW_ERR_FORBIDDEN', 'external authorization failed');
+        return next(ctx);
+      }
+      if (d.kind === 'deny') {
+        if (d.metadata) ctx.extauthz = d.metadata;
+        const status = d.response.status;
+        ctx.trace?.emit('extAuthz', { result: 'denied', status }, start, 'warn');
+        if (d.response instanceof GwError) throw d.response;
+        // The request goes no further; its body is not read.
+        ctx.body = null;
+        ctx.response = d.response;
+        return;
+      }
+      d.apply(ctx);
+      ctx.trace?.emit('extAuthz', { result: 'allowed' }, start);
+      await next(ctx);
+      if (d.onResponse && ctx.response) d.onResponse(ctx.response.headers);
+    };
+  },
+};
