@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import http2 from 'node:http2';
 import https from 'node:https';
 import net, { type AddressInfo } from 'node:net';
@@ -12,44 +12,15 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { TLSSocket } from 'node:tls';
 import { startProxy, type TestProxy } from '@gw/proxy/testing/start-proxy';
-import { type Echo, makeTestPki, startUpstream, type TestPki, type TestServer } from '@gw/testkit';
-
-interface Reply {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-function get(
-  port: number,
-  path: string,
-  opts: { host?: string; agent?: http.Agent; headers?: Record<string, string> } = {},
-): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = http.get(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        headers: { ...(opts.host ? { host: opts.host } : {}), ...opts.headers },
-        agent: opts.agent ?? false,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            body: Buffer.concat(chunks).toString(),
-          }),
-        );
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-  });
-}
+import {
+  type Echo,
+  freePort,
+  httpGet as get,
+  makeTestPki,
+  startUpstream,
+  type TestPki,
+  type TestServer,
+} from '@gw/testkit';
 
 type Listening = http.Server | https.Server | http2.Http2SecureServer | net.Server;
 
@@ -66,13 +37,6 @@ async function listen<S extends Listening>(server: S, where: number | string = 0
 async function close(server: Listening): Promise<void> {
   if ('closeAllConnections' in server) server.closeAllConnections();
   await new Promise<void>((r) => server.close(() => r()));
-}
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  const port = await listen(s);
-  await close(s);
-  return port;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,57 +1,23 @@
 // Listeners end to end: HTTP/1.1 keep-alive and h2c on one plain port, HTTPS with ALPN and SNI,
 // route matching and precedence, weighted backends, and malformed requests.
 import assert from 'node:assert/strict';
-import http, { type IncomingHttpHeaders } from 'node:http';
+import http from 'node:http';
 import http2 from 'node:http2';
 import https from 'node:https';
-import net, { type AddressInfo } from 'node:net';
+import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import tls, { type TLSSocket } from 'node:tls';
 import { startProxy, type TestProxy } from '@gw/proxy/testing/start-proxy';
-import { type Echo, makeTestPki, startUpstream, type TestPki, type TestServer } from '@gw/testkit';
-
-interface Reply {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: string;
-  httpVersion: string;
-  reusedSocket: boolean;
-}
-
-function get(
-  port: number,
-  path: string,
-  opts: { host?: string; method?: string; headers?: Record<string, string>; agent?: http.Agent } = {},
-): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        method: opts.method ?? 'GET',
-        headers: { ...(opts.host ? { host: opts.host } : {}), ...opts.headers },
-        agent: opts.agent ?? false,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            body: Buffer.concat(chunks).toString(),
-            httpVersion: res.httpVersion,
-            reusedSocket: req.reusedSocket,
-          }),
-        );
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
-}
+import {
+  type Echo,
+  freePort,
+  httpGet as get,
+  makeTestPki,
+  type Reply,
+  startUpstream,
+  type TestPki,
+  type TestServer,
+} from '@gw/testkit';
 
 /** Which upstream answered, from the echo body. */
 const served = (r: Reply) => (JSON.parse(r.body) as Echo).server;
@@ -83,14 +49,6 @@ function exchange(
 }
 
 const plain = (port: number) => (onReady: () => void) => net.connect(port, '127.0.0.1', onReady);
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 describe('plain HTTP listener', () => {
   let up: TestServer;

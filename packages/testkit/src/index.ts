@@ -1,4 +1,5 @@
 // @gw/testkit: real servers and helpers for tests (private).
 
+export * from './http-client.ts';
 export * from './tls.ts';
 export * from './upstream.ts';
