@@ -1,5 +1,6 @@
 // @gw/testkit: real servers and helpers for tests (private).
 
 export * from './http-client.ts';
+export * from './identity-provider.ts';
 export * from './tls.ts';
 export * from './upstream.ts';
