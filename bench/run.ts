@@ -10,13 +10,14 @@ import { stopAll } from './lib/procs.ts';
 import { type ResultFile, renderSection, resultFileName, writeResultsMarkdown } from './lib/report.ts';
 import { ensureTools } from './lib/tools.ts';
 import { SCENARIOS } from './scenarios/index.ts';
-import type { Mode, ModeName, Settings } from './scenarios/types.ts';
+import type { Mode, ModeName, Scenario, Settings } from './scenarios/types.ts';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(benchDir, '..');
 
 const USAGE = `node bench/run.ts — environment:
-  BENCH_QUICK=1              short check (2 rounds × 2 s + 1 s per peer), under 60 s in all
+  BENCH_QUICK=1              short check (2 rounds × 2 s + 1 s per peer, or the scenario's own
+                             shorter quick budget), under 60 s per scenario
   BENCH_SCENARIOS=a,b        scenarios to run (default all: ${SCENARIOS.map((s) => s.name).join(', ')})
   BENCH_MODES=pinned,unpinned
   BENCH_PAIRS=N              interleaved rounds per mode (protocol minimum 5; default 5, quick 2)
@@ -83,6 +84,18 @@ function settingsFromEnv(): Settings {
   };
 }
 
+/** The settings one scenario runs with: its own quick budget, unless the environment sets the time. */
+function scenarioSettings(settings: Settings, scenario: Scenario): Settings {
+  if (!settings.quick || scenario.quick === undefined) return settings;
+  const unset = (name: string): boolean => (process.env[name] ?? '') === '';
+  const { saturationSeconds, latencySeconds } = scenario.quick;
+  return {
+    ...settings,
+    ...(saturationSeconds !== undefined && unset('BENCH_SECONDS') ? { saturationSeconds } : {}),
+    ...(latencySeconds !== undefined && unset('BENCH_LATENCY_SECONDS') ? { latencySeconds } : {}),
+  };
+}
+
 async function main(): Promise<void> {
   if (process.argv.includes('--help') || process.argv.includes('-h')) {
     console.log(USAGE);
@@ -109,10 +122,14 @@ async function main(): Promise<void> {
   );
   let failed = true;
   try {
-    const { modes: modeList, ...rest } = settings;
     for (const scenario of scenarios) {
       const scenarioStart = new Date();
-      const result = await scenario.run({ settings, workDir, gwBin, log });
+      const own = scenarioSettings(settings, scenario);
+      const { modes: modeList, ...rest } = own;
+      if (own !== settings) {
+        log(`${scenario.name}: quick budget ${own.saturationSeconds} s + ${own.latencySeconds} s per peer`);
+      }
+      const result = await scenario.run({ settings: own, workDir, gwBin, log });
       const firstMode = modeList[0];
       if (firstMode === undefined) throw new Error('no modes to run');
       // configure() is pure: called here only to record the load shape next to the figures.

@@ -29,17 +29,20 @@ ${bindsYaml}`;
 }
 
 export async function startGw(opts: {
+  /** Process and scratch-directory name; default "gw". */
+  name?: string;
   gwBin: string;
   workDir: string;
   yaml: string;
   readyPort: number;
   cpus: string | undefined;
 }): Promise<Tracked> {
-  const dir = join(opts.workDir, 'gw');
+  const name = opts.name ?? 'gw';
+  const dir = join(opts.workDir, name);
   mkdirSync(dir, { recursive: true });
   const configFile = join(dir, 'gw.yaml');
   writeFileSync(configFile, opts.yaml);
-  const proc = spawnTracked('gw', [opts.gwBin, '-f', configFile], {
+  const proc = spawnTracked(name, [opts.gwBin, '-f', configFile], {
     cpus: opts.cpus,
     logFile: join(dir, 'gw.log'),
     cwd: dir,

@@ -109,6 +109,9 @@ const EXPLANATION = `## What the figures mean
   loop, responses with status < 400 only), as a ratio of the two peers measured in the same round; the
   median over rounds, the min–max range in brackets. "direct" is wrk talking to the upstream with no
   proxy, the ceiling of the setup.
+- **gw plain** (scenarios that price a feature, e.g. 5): a second gw running scenario 1's config (no
+  policies) on the same upstream and load, measured in the same rounds; "X / gw plain" and "CPU per
+  request, X minus gw plain" are the cost of the feature itself.
 - **CPU per request**: user + system CPU of the proxy's whole process tree (\`/proc/<pid>/stat\`
   utime+stime, children included) over the saturation run, divided by the requests it served. For nginx
   this is master + workers.
@@ -146,6 +149,8 @@ export function writeResultsMarkdown(benchDir: string, scenarioOrder: readonly s
     } catch {
       continue;
     }
+    // results/ also holds other measurements (bench/cel writes <date>-cel.json): only scenario runs here.
+    if (!Array.isArray(r.modes) || typeof r.settings !== 'object' || r.settings === null) continue;
     if (r.standin) continue;
     const current = chosen.get(r.scenario);
     // A full run beats any quick run; among equals the newest wins.

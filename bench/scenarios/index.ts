@@ -1,5 +1,6 @@
 // The scenarios `node bench/run.ts` knows, in report order; add a scenario by adding its file here.
 import { plainHttp } from './plain-http.ts';
+import { policyChain } from './policy-chain.ts';
 import type { Scenario } from './types.ts';
 
-export const SCENARIOS: readonly Scenario[] = [plainHttp];
+export const SCENARIOS: readonly Scenario[] = [plainHttp, policyChain];

@@ -58,6 +58,20 @@ export interface ScenarioConfig {
   /** Body of the http {} block of the nginx proxy peer, listening on ports.nginx. */
   nginxHttp: string;
   load: LoadSpec;
+  /**
+   * Requests gw must answer with the given status (and carrying responseHeader, when set) before any
+   * load, sent as the load's request with `headers` in place of load.headers: proof that the policies
+   * under test really run, e.g. 401 without a token.
+   */
+  gwExpect?: { what: string; headers: Record<string, string>; status: number; responseHeader?: string }[];
+}
+
+/** How the report names the peers, when they are not all plain proxies. */
+export interface PeerLabels {
+  gw: string;
+  nginx: string;
+  /** The second gw peer, measured when the scenario has a gwBaseline. */
+  gwBaseline: string;
 }
 
 export interface Settings {
@@ -114,5 +128,17 @@ export interface Scenario {
   /** Published figures of other implementations to quote next to ours. */
   readonly reference?: string;
   configure(input: ConfigureInput): ScenarioConfig;
+  /**
+   * A second gw peer ("gw-plain") measured in the same rounds, with the same upstream and load: its
+   * gwYaml comes from this configure(), given ports of its own for gw, admin, stats and readiness.
+   * It makes the cost of a feature (gw with it / gw without it) a within-round ratio.
+   */
+  readonly gwBaseline?: Pick<Scenario, 'configure'>;
+  readonly peerLabels?: Partial<PeerLabels>;
+  /**
+   * Per-peer seconds for BENCH_QUICK=1 when the defaults would not fit the quick budget (more peers);
+   * explicit BENCH_SECONDS / BENCH_LATENCY_SECONDS still win. The result file records what ran.
+   */
+  readonly quick?: Partial<Pick<Settings, 'saturationSeconds' | 'latencySeconds'>>;
   run(ctx: RunContext): Promise<ScenarioResult>;
 }
