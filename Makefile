@@ -4,7 +4,7 @@ export PATH := $(CURDIR)/.tools/bin:$(PATH)
 STAMP := node_modules/.gw-setup-stamp
 CONFIG ?=
 
-.PHONY: setup run test unit lint typecheck gen verify-gen bench bench-quick clean
+.PHONY: setup test-services run test unit lint typecheck gen verify-gen bench bench-quick clean
 
 setup: $(STAMP)
 
@@ -19,8 +19,11 @@ run: setup ## the gateway on the embedded default config (or CONFIG=path)
 
 test: setup lint typecheck verify-gen unit
 
-unit: setup
+unit: setup test-services
 	node hack/test.ts
+
+test-services: ## real services the tests start: Debian's redis-server, envoyproxy/ratelimit built once per go.sum
+	@./hack/ratelimit/setup.sh >/dev/null
 
 lint: setup
 	pnpm exec biome check .

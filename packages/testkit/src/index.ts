@@ -2,5 +2,6 @@
 
 export * from './http-client.ts';
 export * from './identity-provider.ts';
+export * from './ratelimit.ts';
 export * from './tls.ts';
 export * from './upstream.ts';

@@ -243,6 +243,32 @@ export const LocalRateLimit = z.union([
   strict({ tokens: z.number().int().min(1), unit: RateLimitUnit, burst: z.number().int().min(0).optional() }),
 ]);
 
+// Global rate limit: Envoy's rate limit service v3 (envoyproxy/ratelimit), agentgateway's field names.
+const RemoteRateLimitDescriptor = strict({
+  entries: z
+    .array(
+      strict({
+        key: z.string().min(1).max(256),
+        value: Cel.meta({ description: 'CEL: the entry value; a failed evaluation drops the descriptor' }),
+      }),
+    )
+    .min(1)
+    .max(64),
+  type: z.enum(['requests', 'tokens']).optional().meta({
+    description: 'requests (default) counts each request; tokens counts LLM usage once the response ends',
+  }),
+});
+export const RemoteRateLimit = strict({
+  host: AuthzHost.meta({ description: 'gRPC address of the rate limit service' }),
+  domain: z.string().min(1).max(256),
+  descriptors: z.array(RemoteRateLimitDescriptor).min(1).max(64),
+  failureMode: FailureMode.optional().meta({
+    description:
+      'failOpen (default, as Envoy) lets requests pass when the service fails; failClosed answers 500',
+  }),
+  timeout: Duration.optional().meta({ description: 'deadline of the ShouldRateLimit call (default 100ms)' }),
+});
+
 // ---------- backend policies ----------
 const FileOrInline = z.union([z.string(), strict({ file: z.string() })]);
 export const BackendTLS = strict({
@@ -285,6 +311,7 @@ export const TrafficPolicies = strict({
   extAuthz: ExtAuthz.optional(),
   authorization: z.union([Authorization, z.array(Authorization)]).optional(),
   localRateLimit: z.array(LocalRateLimit).min(1).optional(),
+  remoteRateLimit: RemoteRateLimit.optional(),
   buffer: Buffer.optional(),
   csrf: Csrf.optional(),
   requestHeaderModifier: HeaderModifier.optional(),
@@ -466,3 +493,4 @@ export type Authorization = z.infer<typeof Authorization>;
 export type JwtAuth = z.infer<typeof JwtAuth>;
 export type ExtAuthz = z.infer<typeof ExtAuthz>;
 export type LocalRateLimit = z.infer<typeof LocalRateLimit>;
+export type RemoteRateLimit = z.infer<typeof RemoteRateLimit>;

@@ -500,6 +500,11 @@ class Builder {
     if (p.retry && p.retry.attempts === undefined) p.retry.attempts = 1;
     if (p.authorization) this.authorizationChecks([...path, 'authorization'], p.authorization);
     if (p.extAuthz) this.extAuthzChecks([...path, 'extAuthz'], p.extAuthz);
+    p.remoteRateLimit?.descriptors.forEach((d, di) => {
+      d.entries.forEach((e, ei) => {
+        this.cel([...path, 'remoteRateLimit', 'descriptors', di, 'entries', ei, 'value'], e.value);
+      });
+    });
     if (p.jwtAuth) {
       const j = p.jwtAuth;
       const jp = [...path, 'jwtAuth'];

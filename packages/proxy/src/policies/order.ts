@@ -18,8 +18,9 @@ export const POLICY_ORDER = [
   // Whether they may: after authentication, so rules can use jwt.*, apiKey.* and extauthz.*.
   'authorization',
   // How often: only requests that are allowed count against a limit.
-  // (Later: remoteRateLimit, after the local limit so a local 429 saves the remote call.)
   'localRateLimit',
+  // After the local limit, so a local 429 saves the round trip and does not count globally.
+  'remoteRateLimit',
   // After admission control, so a rejected or rate-limited request never costs a body read.
   'buffer',
   // (Later: extProc and transformations, which may need the buffered body.)

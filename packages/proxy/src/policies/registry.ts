@@ -14,6 +14,7 @@ import { requestHeaderModifier, responseHeaderModifier } from './header-modifier
 import { jwtAuth } from './jwt-auth/index.ts';
 import { localRateLimit } from './local-rate-limit/index.ts';
 import { POLICY_ORDER } from './order.ts';
+import { remoteRateLimit } from './remote-rate-limit/index.ts';
 import { requestRedirect } from './request-redirect/index.ts';
 import { retry } from './retry/index.ts';
 import { timeout } from './timeout/index.ts';
@@ -29,6 +30,7 @@ export const POLICIES: { [K in PolicyName]: PolicyDefinition<K> } = {
   extAuthz,
   authorization,
   localRateLimit,
+  remoteRateLimit,
   buffer,
   csrf,
   requestHeaderModifier,

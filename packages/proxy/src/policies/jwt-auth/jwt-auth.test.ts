@@ -186,3 +186,17 @@ test('remote JWKS: fetched, cached, and a rotated key is picked up', async () =>
   assert.equal(r.statusCode, 200, await r.body.text());
   assert.ok(jwksFetches > fetchesAfterFirst, 'the JWKS was fetched again for the new kid');
 });
+
+test('a verified token is reused until its exp, then rejected as expired', async () => {
+  const token = await sign(
+    inlineKey,
+    { sub: 'short' },
+    { aud: 'api', exp: Math.floor(Date.now() / 1000) + 2 },
+  );
+  assert.equal((await call('/strict', token)).status, 200);
+  assert.equal((await call('/strict', token)).status, 200, 'served from the cache');
+  await sleep(2_100);
+  const late = await call('/strict', token);
+  assert.equal(late.status, 401);
+  assert.match(late.text, /expired/);
+});

@@ -1,0 +1,66 @@
+// The gateway's side of Envoy's rate limit service v3 (`envoy.service.ratelimit.v3.RateLimitService/
+// ShouldRateLimit`): one unary call per check over protobuf-es messages, with its own deadline.
+import { fromBinary, toBinary } from '@bufbuild/protobuf';
+import { Client, credentials, Metadata, type ServiceError, status } from '@grpc/grpc-js';
+import {
+  type RateLimitRequest,
+  RateLimitRequestSchema,
+  type RateLimitResponse,
+  RateLimitResponseSchema,
+  RateLimitService,
+} from '@gw/xds-proto/envoy/service/ratelimit/v3/rls';
+
+export const SHOULD_RATE_LIMIT_PATH = `/${RateLimitService.typeName}/${RateLimitService.method.shouldRateLimit.name}`;
+
+const serialize = (m: RateLimitRequest): Buffer => Buffer.from(toBinary(RateLimitRequestSchema, m));
+const deserialize = (b: Buffer): RateLimitResponse => fromBinary(RateLimitResponseSchema, b);
+
+// One channel per service address, shared by every route and kept across config reloads (a reload
+// must not reconnect). A restarted service is retried within seconds rather than grpc-js's minutes.
+const clients = new Map<string, Client>();
+export function rateLimitClient(host: string): Client {
+  let c = clients.get(host);
+  if (!c) {
+    c = new Client(host, credentials.createInsecure(), {
+      'grpc.initial_reconnect_backoff_ms': 100,
+      'grpc.max_reconnect_backoff_ms': 2_000,
+    });
+    // Connect now: the first request should not pay for the handshake inside its short deadline.
+    c.getChannel().getConnectivityState(true);
+    clients.set(host, c);
+  }
+  return c;
+}
+
+/** The service's answer, or why there is none (for the failure mode and the trace). */
+export type Outcome = { ok: true; response: RateLimitResponse } | { ok: false; reason: string };
+
+export function shouldRateLimit(
+  client: Client,
+  req: RateLimitRequest,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<Outcome> {
+  return new Promise((resolve) => {
+    const call = client.makeUnaryRequest(
+      SHOULD_RATE_LIMIT_PATH,
+      serialize,
+      deserialize,
+      req,
+      new Metadata(),
+      { deadline: Date.now() + timeoutMs },
+      (err: ServiceError | null, res?: RateLimitResponse) => {
+        signal?.removeEventListener('abort', cancel);
+        if (res && !err) return resolve({ ok: true, response: res });
+        const reason =
+          err?.code === status.DEADLINE_EXCEEDED
+            ? `no answer within ${timeoutMs}ms`
+            : (err?.details ?? err?.message ?? 'empty response');
+        resolve({ ok: false, reason });
+      },
+    );
+    // The client went away: the answer is no longer needed.
+    const cancel = () => call.cancel();
+    signal?.addEventListener('abort', cancel, { once: true });
+  });
+}

@@ -1,0 +1,150 @@
+// remoteRateLimit: global limits, counted by an external service speaking Envoy's rate limit v3 API
+// (envoyproxy/ratelimit with Redis). Each request sends the descriptors its CEL entries produce, with
+// hits_addend 1. OVER_LIMIT answers 429 `rate limit exceeded` plus x-ext-ratelimited; OK forwards, and
+// the x-ratelimit-* headers go on the response. No answer within the timeout (default 100ms) or an
+// error: `failOpen` (the default, as Envoy's failure_mode_deny=false) forwards, `failClosed` answers 500.
+import { create } from '@bufbuild/protobuf';
+import { parseGoDuration, type RemoteRateLimit } from '@gw/api';
+import {
+  RateLimitResponse_Code as Code,
+  RateLimitRequestSchema,
+} from '@gw/xds-proto/envoy/service/ratelimit/v3/rls';
+import { type CelContext, type CelProgram, compileCel } from '../../cel/cel.ts';
+import { GwError } from '../../errors.ts';
+import { usageFromBody } from '../../llm/usage.ts';
+import type { RequestContext } from '../../pipeline/context.ts';
+import type { PolicyDefinition } from '../types.ts';
+import { rateLimitClient, shouldRateLimit } from './client.ts';
+import { quotaHeaders, serviceHeaders, setHeaders } from './headers.ts';
+
+/**
+ * Envoy's default is 20ms; a Node event loop under load pauses for longer than that, and with the
+ * fail-open default a too-short deadline would quietly stop limiting.
+ */
+export const DEFAULT_TIMEOUT_MS = 100;
+const USAGE_BODY_LIMIT = 4 * 1024 * 1024;
+
+interface Descriptor {
+  tokens: boolean;
+  entries: { key: string; value: CelProgram }[];
+}
+type Entries = { key: string; value: string }[];
+
+function compile(config: RemoteRateLimit): Descriptor[] {
+  return config.descriptors.map((d) => ({
+    tokens: d.type === 'tokens',
+    entries: d.entries.map((e) => ({ key: e.key, value: compileCel(e.value) })),
+  }));
+}
+
+/** A CEL result as a descriptor value: scalars only; anything else counts as a failed evaluation. */
+function celString(v: unknown): string | undefined {
+  if (typeof v === 'string') return v;
+  if (typeof v === 'bigint' || typeof v === 'boolean') return String(v);
+  if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+  return undefined;
+}
+
+/** The descriptors this request produces; one whose entry fails to evaluate is left out whole, as Envoy does. */
+function evaluate(
+  descriptors: readonly Descriptor[],
+  cel: CelContext,
+): { tokens: boolean; entries: Entries }[] {
+  const out: { tokens: boolean; entries: Entries }[] = [];
+  next: for (const d of descriptors) {
+    const entries: Entries = [];
+    for (const e of d.entries) {
+      const value = celString(e.value.eval(cel));
+      if (value === undefined) continue next;
+      entries.push({ key: e.key, value });
+    }
+    out.push({ tokens: d.tokens, entries });
+  }
+  return out;
+}
+
+/** Calls `settle` with the response's LLM token usage once its body has gone by (streamed or not). */
+function onUsage(ctx: RequestContext, settle: (tokens: number) => void): void {
+  const res = ctx.response;
+  if (!res?.body) return;
+  const type = String(res.headers['content-type'] ?? '');
+  const done = (body: Buffer) => {
+    const u = usageFromBody(type, body);
+    if (u) settle(u.input + u.output);
+  };
+  if (Buffer.isBuffer(res.body)) {
+    done(res.body);
+    return;
+  }
+  // Watch the stream go by; the client still gets every chunk as it arrives.
+  const chunks: Buffer[] = [];
+  let size = 0;
+  res.body.on('data', (c: Buffer) => {
+    size += c.length;
+    if (size <= USAGE_BODY_LIMIT) chunks.push(c);
+  });
+  res.body.on('end', () => {
+    if (size <= USAGE_BODY_LIMIT) done(Buffer.concat(chunks));
+  });
+}
+
+export const remoteRateLimit: PolicyDefinition<'remoteRateLimit'> = {
+  name: 'remoteRateLimit',
+  build(config) {
+    const failOpen = config.failureMode?.toLowerCase() !== 'failclosed';
+    const timeoutMs = (config.timeout && parseGoDuration(config.timeout)) || DEFAULT_TIMEOUT_MS;
+    const descriptors = compile(config);
+    const client = rateLimitClient(config.host);
+    const { domain } = config;
+    return async (ctx, next) => {
+      const start = ctx.trace?.now() ?? null;
+      const built = evaluate(descriptors, ctx.celContext());
+      // Nothing to count this request under: no call.
+      if (built.length === 0) {
+        ctx.trace?.emit('rateLimit', { global: true, result: 'skipped' }, start);
+        return next(ctx);
+      }
+      const req = create(RateLimitRequestSchema, {
+        domain,
+        descriptors: built.map((d) => ({ entries: d.entries })),
+        hitsAddend: 1,
+      });
+      const outcome = await shouldRateLimit(client, req, timeoutMs, ctx.signal);
+      // An answer without a verdict (UNKNOWN) is no decision either.
+      const verdict = outcome.ok ? outcome.response.overallCode : Code.UNKNOWN;
+      if (!outcome.ok || verdict === Code.UNKNOWN) {
+        const reason = outcome.ok ? 'answer without an overall code' : outcome.reason;
+        ctx.trace?.emit('rateLimit', { global: true, result: 'failure', reason, failOpen }, start, 'warn');
+        if (!failOpen) throw new GwError('GW_ERR_INTERNAL', 'rate limit service unavailable');
+        return next(ctx);
+      }
+      const res = outcome.response;
+      // The service's own headers first; the quota headers built from its statuses win on a clash,
+      // since they carry the window (`3, 3;w=60`) where the service sends only the number.
+      const headers = { ...serviceHeaders(res.responseHeadersToAdd), ...quotaHeaders(res.statuses) };
+      if (verdict === Code.OVER_LIMIT) {
+        ctx.trace?.emit('rateLimit', { global: true, limited: true, ...headers }, start, 'warn');
+        throw new GwError('GW_ERR_RATE_LIMITED', undefined, {
+          headers: { ...headers, 'x-ext-ratelimited': 'true' },
+        });
+      }
+      setHeaders(ctx.headers, serviceHeaders(res.requestHeadersToAdd));
+      ctx.trace?.emit('rateLimit', { global: true, limited: false, ...headers }, start);
+      await next(ctx);
+      if (ctx.response) setHeaders(ctx.response.headers, headers);
+      const tokenDescriptors = built.filter((d) => d.tokens);
+      if (tokenDescriptors.length === 0) return;
+      // Token limits: the check above took one token to ask; the rest of the usage is counted once the
+      // response ends, so the request that crosses the limit succeeds and later ones get 429.
+      onUsage(ctx, (tokens) => {
+        if (tokens <= 1) return;
+        const debit = create(RateLimitRequestSchema, {
+          domain,
+          descriptors: tokenDescriptors.map((d) => ({ entries: d.entries })),
+          hitsAddend: Math.min(Math.floor(tokens) - 1, 0xffff_ffff),
+        });
+        void shouldRateLimit(client, debit, Math.max(timeoutMs, 1_000));
+      });
+    };
+  },
+};
