@@ -127,6 +127,8 @@ const TokenLocation = z.union([
   strict({ header: strict({ name: HeaderName, prefix: z.string().optional() }) }),
   strict({ queryParameter: strict({ name: z.string().min(1) }) }),
   strict({ cookie: strict({ name: z.string().min(1) }) }),
+  // CEL over the request giving the credential, e.g. 'request.headers["x-token"].split(" ")[1]'.
+  strict({ expression: Cel }),
 ]);
 const Jwks = z.union([
   strict({ inline: z.string().min(2).max(65536) }),

@@ -499,6 +499,10 @@ class Builder {
     }
     if (p.retry && p.retry.attempts === undefined) p.retry.attempts = 1;
     if (p.authorization) this.authorizationChecks([...path, 'authorization'], p.authorization);
+    for (const k of ['jwtAuth', 'basicAuth', 'apiKey'] as const) {
+      const loc = p[k]?.location;
+      if (loc && 'expression' in loc) this.cel([...path, k, 'location', 'expression'], loc.expression);
+    }
     if (p.extAuthz) this.extAuthzChecks([...path, 'extAuthz'], p.extAuthz);
     p.remoteRateLimit?.descriptors.forEach((d, di) => {
       d.entries.forEach((e, ei) => {

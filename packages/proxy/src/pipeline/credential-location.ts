@@ -1,11 +1,29 @@
 // Where a credential travels (header with prefix, query parameter or cookie): reading it, and removing
 // it after validation so it is not forwarded unless the policy says to keep it.
+import { type CelProgram, compileCel } from '../cel/cel.ts';
 import type { RequestContext } from './context.ts';
 
+/** As written in config. */
+export type CredentialLocationConfig =
+  | { header: { name: string; prefix?: string | undefined } }
+  | { queryParameter: { name: string } }
+  | { cookie: { name: string } }
+  | { expression: string };
+
+/** Ready to read: an expression is compiled once, when the policy is built. */
 export type CredentialLocation =
   | { header: { name: string; prefix?: string | undefined } }
   | { queryParameter: { name: string } }
-  | { cookie: { name: string } };
+  | { cookie: { name: string } }
+  | { expression: CelProgram };
+
+export function compileLocation(
+  loc: CredentialLocationConfig | undefined,
+  fallback: CredentialLocation,
+): CredentialLocation {
+  if (!loc) return fallback;
+  return 'expression' in loc ? { expression: compileCel(loc.expression) } : loc;
+}
 
 export interface Credential {
   value: string;
@@ -13,6 +31,11 @@ export interface Credential {
 }
 
 export function readCredential(ctx: RequestContext, loc: CredentialLocation): Credential | undefined {
+  if ('expression' in loc) {
+    // The credential is wherever the expression finds it, so there is nothing to remove afterwards.
+    const v = loc.expression.eval(ctx.celContext());
+    return typeof v === 'string' && v !== '' ? { value: v, remove: () => {} } : undefined;
+  }
   if ('header' in loc) {
     const name = loc.header.name.toLowerCase();
     const raw = ctx.headers[name];

@@ -26,6 +26,13 @@ before(async () => {
         authorization:
           rules: ['apiKey.tier == "gold" || request.method == "GET"']
       backends: [{host: "127.0.0.1:${up.port}"}]
+    - name: expression
+      matches: [{path: {pathPrefix: /expression}}]
+      policies:
+        apiKey:
+          location: {expression: 'request.headers["x-auth"].split(" ")[1]'}
+          keys: [{key: k-expr}]
+      backends: [{host: "127.0.0.1:${up.port}"}]
     - name: header
       matches: [{path: {pathPrefix: /header}}]
       policies:
@@ -71,4 +78,10 @@ test('optional mode and a custom header location', async () => {
   assert.equal((await call('/header', {})).status, 200);
   assert.equal((await call('/header', { 'x-api-key': 'k-header' })).status, 200);
   assert.equal((await call('/header', { 'x-api-key': 'wrong' })).status, 401);
+});
+
+test('a CEL expression can locate the key', async () => {
+  assert.equal((await call('/expression', { 'x-auth': 'Token k-expr' })).status, 200);
+  assert.equal((await call('/expression', { 'x-auth': 'Token wrong' })).status, 401);
+  assert.equal((await call('/expression', {})).status, 401, 'an expression that finds nothing means no key');
 });

@@ -6,6 +6,7 @@ import { GwError } from '../../errors.ts';
 import {
   BEARER,
   type CredentialLocation,
+  compileLocation,
   normalizeMode,
   readCredential,
 } from '../../pipeline/credential-location.ts';
@@ -31,7 +32,7 @@ export const apiKey: PolicyDefinition<'apiKey'> = {
       else byHash.set(e.keyHash.slice('sha256:'.length).toLowerCase(), withName);
     }
     const mode = normalizeMode(config.mode);
-    const location = (config.location as CredentialLocation | undefined) ?? BEARER;
+    const location = compileLocation(config.location, BEARER);
     return (ctx, next) => {
       const cred = readCredential(ctx, location);
       if (!cred) {

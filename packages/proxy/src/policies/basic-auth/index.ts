@@ -1,7 +1,11 @@
 // basicAuth: HTTP Basic credentials checked against htpasswd entries; a failure answers 401 with
 // `WWW-Authenticate: Basic realm="<realm>"` (default realm "Restricted").
 import { GwError } from '../../errors.ts';
-import { type CredentialLocation, readCredential } from '../../pipeline/credential-location.ts';
+import {
+  type CredentialLocation,
+  compileLocation,
+  readCredential,
+} from '../../pipeline/credential-location.ts';
 import type { PolicyDefinition } from '../types.ts';
 import { parseHtpasswd, verifyPassword } from './htpasswd.ts';
 
@@ -15,7 +19,7 @@ export const basicAuth: PolicyDefinition<'basicAuth'> = {
     const users = new Map(parseHtpasswd(lines).entries.map((e) => [e.user, e.hash]));
     const optional = config.mode?.toLowerCase() === 'optional';
     const realm = (config.realm ?? 'Restricted').replace(/"/g, '');
-    const location = (config.location as CredentialLocation | undefined) ?? BASIC;
+    const location = compileLocation(config.location, BASIC);
     const challenge = { 'www-authenticate': `Basic realm="${realm}"` };
     // bcrypt is slow on purpose; remember recent successes so a keep-alive client is not re-hashed.
     const verified = new Map<string, string>();

@@ -13,6 +13,7 @@ import { GwError } from '../../errors.ts';
 import {
   BEARER,
   type CredentialLocation,
+  compileLocation,
   normalizeMode,
   readCredential,
 } from '../../pipeline/credential-location.ts';
@@ -63,7 +64,7 @@ export const jwtAuth: PolicyDefinition<'jwtAuth'> = {
       list.map((p) => [p.issuer, { issuer: p.issuer, audiences: p.audiences, keys: keySet(p.jwks) }]),
     );
     const mode = normalizeMode(config.mode);
-    const location = (config.location as CredentialLocation | undefined) ?? BEARER;
+    const location = compileLocation(config.location, BEARER);
     const unauthorized = (detail: string) =>
       new GwError(
         detail === 'missing' ? 'GW_ERR_UNAUTHENTICATED' : 'GW_ERR_JWT_INVALID',
