@@ -5,7 +5,6 @@ import { createHash } from 'node:crypto';
 import { GwError } from '../../errors.ts';
 import {
   BEARER,
-  type CredentialLocation,
   compileLocation,
   normalizeMode,
   readCredential,

@@ -12,7 +12,6 @@ import {
 import { GwError } from '../../errors.ts';
 import {
   BEARER,
-  type CredentialLocation,
   compileLocation,
   normalizeMode,
   readCredential,
