@@ -4,7 +4,7 @@ export PATH := $(CURDIR)/.tools/bin:$(PATH)
 STAMP := node_modules/.gw-setup-stamp
 CONFIG ?=
 
-.PHONY: setup test-services run test unit lint typecheck gen verify-gen bench bench-quick clean
+.PHONY: setup test-services kube-build run test unit lint typecheck gen verify-gen bench bench-quick clean
 
 setup: $(STAMP)
 
@@ -24,6 +24,9 @@ unit: setup test-services
 
 test-services: ## real services the tests start: Debian's redis-server, envoyproxy/ratelimit built once per go.sum
 	@./hack/ratelimit/setup.sh >/dev/null
+
+kube-build: ## a real kube-apiserver + embedded etcd for tests, built once per go.sum (not part of `make test` yet)
+	@./hack/kube-apiserver/build.sh
 
 lint: setup
 	pnpm exec biome check .
