@@ -1,25 +1,15 @@
 #!/usr/bin/env bash
 # Builds a test kube-apiserver (k8s.io/kubernetes/cmd/kube-apiserver plus an embedded etcd, main.go)
 # from the Go modules pinned by go.mod/go.sum beside this script, and prints the binary's path.
-# The binary is cached under a directory keyed by go.mod, go.sum and main.go, so a second call is instant.
+# The binary is cached (hack/lib/cached-go-binary.sh) keyed by go.mod, go.sum and main.go, so a second call is instant.
 # The build only talks to the Go module proxy; GOTOOLCHAIN=local keeps it on the installed Go.
 # To move the pin: edit the k8s.io/kubernetes require in go.mod (or pass the version to gen-replaces.sh),
 # run ./gen-replaces.sh, then GOTOOLCHAIN=local go mod tidy.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-key=$(cat "$here/go.mod" "$here/go.sum" "$here/main.go" | sha256sum | cut -c1-16)
-dir="${XDG_CACHE_HOME:-$HOME/.cache}/gw/kube-apiserver-$key"
-bin="$dir/kube-apiserver"
-if [ -x "$bin" ]; then
-  echo "$bin"
-  exit 0
-fi
-command -v go >/dev/null || { echo "kube-apiserver: go is not installed" >&2; exit 1; }
-mkdir -p "$dir"
-# Two concurrent first builds (parallel test files) must not race: one builds, the other waits.
-exec 9>"$dir/.lock"
-flock 9
-if [ ! -x "$bin" ]; then
+# shellcheck source=../lib/cached-go-binary.sh
+source "$here/../lib/cached-go-binary.sh"
+if cached_go_binary kube-apiserver "$here/go.mod" "$here/go.sum" "$here/main.go"; then
   export GOTOOLCHAIN=local
   # The version /version reports comes from the pinned k8s.io/kubernetes (helm's kubeVersion checks it).
   version=$(cd "$here" && go list -m -f '{{.Version}}' k8s.io/kubernetes)

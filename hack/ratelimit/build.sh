@@ -1,25 +1,15 @@
 #!/usr/bin/env bash
 # Builds envoyproxy/ratelimit (the global rate limit service the tests run) from its Go module,
 # pinned by go.mod/go.sum beside this script, and prints the binary's path.
-# The binary is cached under a directory keyed by those two files, so a second call is instant.
+# The binary is cached (hack/lib/cached-go-binary.sh) keyed by those two files, so a second call is instant.
 # The build only talks to the Go module proxy; GOTOOLCHAIN=local keeps it on the installed Go.
 # To move the pin: GOTOOLCHAIN=local go get -tool github.com/envoyproxy/ratelimit/src/service_cmd@<version>
 # && go mod tidy, here (the module publishes no release versions: its main branch comes as pseudo-versions).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-key=$(cat "$here/go.mod" "$here/go.sum" | sha256sum | cut -c1-16)
-dir="${XDG_CACHE_HOME:-$HOME/.cache}/gw/ratelimit-$key"
-bin="$dir/ratelimit"
-if [ -x "$bin" ]; then
-  echo "$bin"
-  exit 0
-fi
-command -v go >/dev/null || { echo "ratelimit: go is not installed" >&2; exit 1; }
-mkdir -p "$dir"
-# Two concurrent first builds (parallel test files) must not race: one builds, the other waits.
-exec 9>"$dir/.lock"
-flock 9
-if [ ! -x "$bin" ]; then
+# shellcheck source=../lib/cached-go-binary.sh
+source "$here/../lib/cached-go-binary.sh"
+if cached_go_binary ratelimit "$here/go.mod" "$here/go.sum"; then
   echo "ratelimit: building github.com/envoyproxy/ratelimit into $dir (first time only)" >&2
   start=$(date +%s)
   (cd "$here" && GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=readonly \

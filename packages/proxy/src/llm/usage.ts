@@ -2,6 +2,7 @@
 // (prompt/completion tokens; cached prompt tokens are already inside prompt_tokens), Anthropic
 // (`input_tokens` excludes cache reads and writes, so they are added), Gemini `usageMetadata`.
 // Works on a JSON body and on an SSE stream (the last usage seen wins, as streams repeat totals).
+import type { Readable } from 'node:stream';
 
 export interface Usage {
   input: number;
@@ -62,4 +63,36 @@ export function usageFromBody(contentType: string, body: Buffer): Usage | undefi
   } catch {
     return undefined;
   }
+}
+
+/** Bodies larger than this are not kept for usage accounting (the tokens go uncounted). */
+export const USAGE_BODY_LIMIT = 4 * 1024 * 1024;
+
+/**
+ * Calls `settle` with the response's input+output tokens once its body has gone by, streamed or
+ * not. It only watches the stream: the client still gets every chunk as it arrives.
+ */
+export function onResponseUsage(
+  response: { headers: Record<string, string | string[]>; body: Readable | Buffer | null } | undefined,
+  settle: (tokens: number) => void,
+): void {
+  if (!response?.body) return;
+  const type = String(response.headers['content-type'] ?? '');
+  const done = (body: Buffer) => {
+    const u = usageFromBody(type, body);
+    if (u) settle(u.input + u.output);
+  };
+  if (Buffer.isBuffer(response.body)) {
+    done(response.body);
+    return;
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  response.body.on('data', (c: Buffer) => {
+    size += c.length;
+    if (size <= USAGE_BODY_LIMIT) chunks.push(c);
+  });
+  response.body.on('end', () => {
+    if (size <= USAGE_BODY_LIMIT) done(Buffer.concat(chunks));
+  });
 }

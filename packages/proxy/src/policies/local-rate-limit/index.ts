@@ -7,13 +7,11 @@ import type { LocalRateLimit } from '@gw/api';
 import { parseGoDuration } from '@gw/api';
 import type { ProxyIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
-import { usageFromBody } from '../../llm/usage.ts';
-import type { RequestContext } from '../../pipeline/context.ts';
+import { onResponseUsage } from '../../llm/usage.ts';
 import type { PolicyDefinition } from '../types.ts';
 import { BUCKET_BYTES, SharedBucket } from './bucket.ts';
 
 const UNIT_MS = { Seconds: 1000, Minutes: 60_000, Hours: 3_600_000 } as const;
-const USAGE_BODY_LIMIT = 4 * 1024 * 1024;
 
 interface Limit {
   kind: 'requests' | 'tokens';
@@ -64,30 +62,6 @@ function headers(
   };
 }
 
-function debitUsage(ctx: RequestContext, tokenLimits: Limit[]): void {
-  const res = ctx.response;
-  if (!res?.body) return;
-  const type = String(res.headers['content-type'] ?? '');
-  const settle = (body: Buffer) => {
-    const u = usageFromBody(type, body);
-    if (u) for (const l of tokenLimits) l.bucket.debit(u.input + u.output);
-  };
-  if (Buffer.isBuffer(res.body)) {
-    settle(res.body);
-    return;
-  }
-  // Watch the stream go by; the client still gets every chunk as it arrives.
-  const chunks: Buffer[] = [];
-  let size = 0;
-  res.body.on('data', (c: Buffer) => {
-    size += c.length;
-    if (size <= USAGE_BODY_LIMIT) chunks.push(c);
-  });
-  res.body.on('end', () => {
-    if (size <= USAGE_BODY_LIMIT) settle(Buffer.concat(chunks));
-  });
-}
-
 export const localRateLimit: PolicyDefinition<'localRateLimit'> = {
   name: 'localRateLimit',
   build(config, env) {
@@ -112,7 +86,11 @@ export const localRateLimit: PolicyDefinition<'localRateLimit'> = {
       }
       await next(ctx);
       if (ctx.response) Object.assign(ctx.response.headers, h);
-      if (tokenLimits.length > 0) debitUsage(ctx, tokenLimits);
+      if (tokenLimits.length > 0) {
+        onResponseUsage(ctx.response, (tokens) => {
+          for (const l of tokenLimits) l.bucket.debit(tokens);
+        });
+      }
     };
   },
 };

@@ -11,8 +11,7 @@ import {
 } from '@gw/xds-proto/envoy/service/ratelimit/v3/rls';
 import { type CelContext, type CelProgram, compileCel } from '../../cel/cel.ts';
 import { GwError } from '../../errors.ts';
-import { usageFromBody } from '../../llm/usage.ts';
-import type { RequestContext } from '../../pipeline/context.ts';
+import { onResponseUsage } from '../../llm/usage.ts';
 import type { PolicyDefinition } from '../types.ts';
 import { rateLimitClient, shouldRateLimit } from './client.ts';
 import { quotaHeaders, serviceHeaders, setHeaders } from './headers.ts';
@@ -22,7 +21,6 @@ import { quotaHeaders, serviceHeaders, setHeaders } from './headers.ts';
  * fail-open default a too-short deadline would quietly stop limiting.
  */
 export const DEFAULT_TIMEOUT_MS = 100;
-const USAGE_BODY_LIMIT = 4 * 1024 * 1024;
 
 interface Descriptor {
   tokens: boolean;
@@ -61,31 +59,6 @@ function evaluate(
     out.push({ tokens: d.tokens, entries });
   }
   return out;
-}
-
-/** Calls `settle` with the response's LLM token usage once its body has gone by (streamed or not). */
-function onUsage(ctx: RequestContext, settle: (tokens: number) => void): void {
-  const res = ctx.response;
-  if (!res?.body) return;
-  const type = String(res.headers['content-type'] ?? '');
-  const done = (body: Buffer) => {
-    const u = usageFromBody(type, body);
-    if (u) settle(u.input + u.output);
-  };
-  if (Buffer.isBuffer(res.body)) {
-    done(res.body);
-    return;
-  }
-  // Watch the stream go by; the client still gets every chunk as it arrives.
-  const chunks: Buffer[] = [];
-  let size = 0;
-  res.body.on('data', (c: Buffer) => {
-    size += c.length;
-    if (size <= USAGE_BODY_LIMIT) chunks.push(c);
-  });
-  res.body.on('end', () => {
-    if (size <= USAGE_BODY_LIMIT) done(Buffer.concat(chunks));
-  });
 }
 
 export const remoteRateLimit: PolicyDefinition<'remoteRateLimit'> = {
@@ -136,7 +109,7 @@ export const remoteRateLimit: PolicyDefinition<'remoteRateLimit'> = {
       if (tokenDescriptors.length === 0) return;
       // Token limits: the check above took one token to ask; the rest of the usage is counted once the
       // response ends, so the request that crosses the limit succeeds and later ones get 429.
-      onUsage(ctx, (tokens) => {
+      onResponseUsage(ctx.response, (tokens) => {
         if (tokens <= 1) return;
         const debit = create(RateLimitRequestSchema, {
           domain,
