@@ -4,7 +4,7 @@ export PATH := $(CURDIR)/.tools/bin:$(PATH)
 STAMP := node_modules/.gw-setup-stamp
 CONFIG ?=
 
-.PHONY: setup test-services kube-build run test unit lint typecheck gen verify-gen bench bench-quick clean
+.PHONY: setup test-services kube-build kube-up kube-down run test unit lint typecheck gen verify-gen bench bench-quick clean
 
 setup: $(STAMP)
 
@@ -19,14 +19,21 @@ run: setup ## the gateway on the embedded default config (or CONFIG=path)
 
 test: setup lint typecheck verify-gen unit
 
-unit: setup test-services
+unit: setup test-services kube-build
 	node hack/test.ts
 
 test-services: ## real services the tests start: Debian's redis-server, envoyproxy/ratelimit built once per go.sum
 	@./hack/ratelimit/setup.sh >/dev/null
 
-kube-build: ## a real kube-apiserver + embedded etcd for tests, built once per go.sum (not part of `make test` yet)
-	@./hack/kube-apiserver/build.sh
+kube-build: ## a real kube-apiserver + embedded etcd for tests, built once per go.sum (first build 4-6 minutes)
+	@./hack/kube-apiserver/build.sh >/dev/null
+	@./hack/gateway-api/crd-dir.sh >/dev/null
+
+kube-up: setup ## the test kube-apiserver in the background, Gateway API CRDs and ours installed; prints KUBECONFIG=...
+	@node hack/kube-up.ts
+
+kube-down: setup ## stops what kube-up started
+	@node hack/kube-up.ts --down
 
 lint: setup
 	pnpm exec biome check .
