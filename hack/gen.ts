@@ -1,6 +1,7 @@
 // Regenerates every generated file from its source; with --check, fails when a committed file is stale.
-// Today: schema/config.json (the standalone config's JSON Schema) from packages/api, and the protobuf-es
-// code in packages/xds-proto/src/gen from the Envoy .proto files inside @grpc/grpc-js-xds (buf.gen.yaml).
+// Today: schema/config.json (the standalone config's JSON Schema) and crds/*.yaml (the gw.dev CRDs) from
+// packages/api, and the protobuf-es code in packages/xds-proto/src/gen from the Envoy .proto files
+// inside @grpc/grpc-js-xds (buf.gen.yaml).
 import { execFileSync } from 'node:child_process';
 import {
   mkdirSync,
@@ -15,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { configJsonSchema } from '@gw/api/config/json-schema';
+import { crdFileName, crdYaml, KINDS } from '@gw/api/crd/crds';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const check = process.argv.includes('--check');
@@ -24,7 +26,14 @@ const outputs: { path: string; content: string }[] = [
 ];
 
 // Generated directories are compared whole: a file the generator no longer writes is stale too.
-const generatedDirs: string[] = [];
+const generatedDirs: string[] = [join(root, 'crds')];
+
+for (const k of KINDS) {
+  outputs.push({
+    path: join(root, 'crds', crdFileName(k)),
+    content: crdYaml(k),
+  });
+}
 
 function filesUnder(dir: string): string[] {
   try {

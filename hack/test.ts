@@ -5,7 +5,12 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const patterns = ['packages/*/src/**/*.test.ts', 'e2e/**/*.test.ts', 'examples/**/*.test.ts'];
+const patterns = [
+  'packages/*/src/**/*.test.ts',
+  'packages/*/test/**/*.test.ts',
+  'e2e/**/*.test.ts',
+  'examples/**/*.test.ts',
+];
 const only = process.argv.slice(2);
 const files = only.length > 0 ? only : patterns.flatMap((p) => globSync(p, { cwd: root })).sort();
 if (files.length === 0) {

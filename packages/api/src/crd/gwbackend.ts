@@ -1,0 +1,222 @@
+// GwBackend: a destination of routes. Exactly one kind (static, ai, mcp, a2a, dynamicForwardProxy,
+// aws), plus connection and AI/MCP policies that win over a GwPolicy setting the same field.
+// Spec: "GwBackend specifics", "Backend connection settings".
+import { z } from 'zod';
+import { exactlyOne, obj, rules, setList } from './kube.ts';
+import { BackendFull, BackendWithAI, FailureMode } from './policy-blocks.ts';
+import {
+  Conditions,
+  LocalBackendObjectReference,
+  LongString,
+  Port,
+  SectionName,
+  ShortString,
+  TinyString,
+} from './types.ts';
+
+const hostPortTogether = {
+  rule: 'has(self.host) == has(self.port)',
+  message: 'host and port must be set together',
+};
+
+export const StaticBackend = rules(
+  obj({
+    host: ShortString.optional().meta({ description: 'Hostname or IP address.' }),
+    port: Port.optional(),
+    unixPath: LongString.optional().meta({ description: 'Path of a unix domain socket.' }),
+  }),
+  exactlyOne(['host', 'unixPath'], 'static: exactly one of host or unixPath must be set'),
+  hostPortTogether,
+);
+
+export const A2ABackend = obj({ host: ShortString, port: Port });
+
+// ---------- AI ----------
+export const LLM_FORMATS = [
+  'OpenAIChatCompletions',
+  'OpenAIResponses',
+  'OpenAIEmbeddings',
+  'AnthropicMessages',
+  'GeminiGenerateContent',
+  'BedrockConverse',
+] as const;
+export const BEDROCK_REGION_PATTERN = '^[a-z0-9-]+$';
+const Model = ShortString.meta({ description: 'Model sent to the provider, overriding the request.' });
+
+export const BedrockProvider = obj({
+  region: rules(z.string().min(1).max(63), {
+    rule: `self.matches('${BEDROCK_REGION_PATTERN}')`,
+    message: 'region must be lowercase letters, digits and dashes, e.g. us-east-1',
+  }).default('us-east-1'),
+  guardrail: obj({ identifier: ShortString, version: ShortString }).optional(),
+  model: Model.optional(),
+});
+export const CustomProvider = obj({
+  backendRef: LocalBackendObjectReference.optional().meta({
+    description:
+      'A Service or InferencePool in the same namespace; when unset the provider host and port are used.',
+  }),
+  providerOverride: TinyString.default('custom'),
+  formats: setList(z.array(z.enum(LLM_FORMATS)).min(1).max(6)),
+  model: Model.optional(),
+});
+
+/** The seven managed provider variants, then custom. */
+export const PROVIDER_VARIANTS = [
+  'openai',
+  'azureOpenAI',
+  'anthropic',
+  'gemini',
+  'vertexAI',
+  'bedrock',
+  'mistral',
+  'custom',
+] as const;
+const PATH_PREFIX_PROVIDERS = ['openai', 'anthropic'] as const;
+
+export const LLMProvider = rules(
+  obj({
+    name: SectionName.optional().meta({
+      description: 'Names the provider for targetRefs[].sectionName; required inside groups.',
+    }),
+    openai: obj({ model: Model.optional() }).optional(),
+    azureOpenAI: obj({
+      endpoint: ShortString.meta({ description: 'The resource host, e.g. my-resource.openai.azure.com.' }),
+      deploymentName: ShortString.optional(),
+      apiVersion: TinyString.optional(),
+    }).optional(),
+    anthropic: obj({ model: Model.optional() }).optional(),
+    gemini: obj({ model: Model.optional() }).optional(),
+    vertexAI: obj({ projectId: ShortString, region: TinyString, model: Model.optional() }).optional(),
+    bedrock: BedrockProvider.optional(),
+    mistral: obj({ model: Model.optional() }).optional(),
+    custom: CustomProvider.optional(),
+    host: ShortString.optional(),
+    port: Port.optional(),
+    path: LongString.optional(),
+    pathPrefix: LongString.optional(),
+    policies: BackendWithAI.optional(),
+  }),
+  exactlyOne(PROVIDER_VARIANTS, `exactly one provider must be set: ${PROVIDER_VARIANTS.join(', ')}`),
+  hostPortTogether,
+  {
+    rule: `!has(self.pathPrefix) || ${PATH_PREFIX_PROVIDERS.map((p) => `has(self.${p})`).join(' || ')}`,
+    message: `pathPrefix is only supported for the ${PATH_PREFIX_PROVIDERS.join(' and ')} providers`,
+  },
+  {
+    rule: '!has(self.custom) || has(self.custom.backendRef) || has(self.host)',
+    message: 'a custom provider needs custom.backendRef, or host and port',
+  },
+);
+
+export const AIBackend = rules(
+  obj({
+    provider: LLMProvider.optional(),
+    groups: z
+      .array(
+        obj({
+          providers: z
+            .array(
+              rules(LLMProvider, {
+                rule: 'has(self.name)',
+                message: 'providers inside groups must have a name',
+              }),
+            )
+            .min(1)
+            .max(16),
+        }),
+      )
+      .min(1)
+      .max(8)
+      .optional()
+      .meta({ description: 'Priority groups: the first group with a healthy provider serves.' }),
+  }),
+  exactlyOne(['provider', 'groups'], 'ai: exactly one of provider or groups must be set'),
+  {
+    rule:
+      '!has(self.groups) || self.groups.all(g, g.providers.all(p, !has(p.name) || ' +
+      'self.groups.filter(h, h.providers.exists(q, has(q.name) && q.name == p.name)).size() == 1 && ' +
+      'g.providers.filter(q, has(q.name) && q.name == p.name).size() == 1))',
+    message: 'provider names must be unique across all groups',
+  },
+);
+
+// ---------- MCP ----------
+export const McpTarget = rules(
+  obj({
+    name: SectionName,
+    selector: obj({
+      matchLabels: z.record(z.string().min(1).max(317), z.string().max(63)).meta({ maxProperties: 64 }),
+    })
+      .optional()
+      .meta({
+        description: 'Services in the backend namespace with these labels (and the MCP app protocol).',
+      }),
+    static: obj({
+      host: ShortString,
+      port: Port,
+      path: LongString.optional(),
+      protocol: z.enum(['StreamableHTTP', 'SSE']).default('StreamableHTTP'),
+      policies: BackendWithAI.omit({ ai: true }).optional(),
+    }).optional(),
+  }),
+  exactlyOne(['selector', 'static']),
+);
+export const McpBackend = rules(
+  obj({
+    targets: z.array(McpTarget).min(1).max(128),
+    sessionRouting: z.enum(['Stateful', 'Stateless']).default('Stateful'),
+    failureMode: FailureMode.default('FailClosed'),
+    prefixMode: z.enum(['Conditional', 'Always', 'Never']).default('Conditional').meta({
+      description:
+        'Conditional prefixes tool and prompt names with the target name only when there are several targets; Never requires names unique across targets.',
+    }),
+  }),
+  {
+    rule: 'self.targets.all(t, self.targets.filter(u, u.name == t.name).size() == 1)',
+    message: 'target names must be unique',
+  },
+);
+
+export const AwsBackend = rules(
+  obj({
+    agentCore: obj({
+      agentRuntimeArn: rules(LongString, {
+        rule: "self.startsWith('arn:aws')",
+        message: 'agentRuntimeArn must be an ARN (arn:aws…)',
+      }),
+      qualifier: ShortString.optional(),
+    }).optional(),
+  }),
+  exactlyOne(['agentCore'], 'aws: agentCore must be set'),
+);
+
+export const BACKEND_KINDS = ['static', 'ai', 'mcp', 'a2a', 'dynamicForwardProxy', 'aws'] as const;
+export const GwBackendSpec = rules(
+  obj({
+    static: StaticBackend.optional(),
+    ai: AIBackend.optional(),
+    mcp: McpBackend.optional(),
+    a2a: A2ABackend.optional(),
+    dynamicForwardProxy: obj({}).optional().meta({
+      description:
+        'Forwards to the host named by the Host header or TLS SNI; it can reach any destination, so put access controls in front of it.',
+    }),
+    aws: AwsBackend.optional(),
+    policies: BackendFull.optional(),
+  }),
+  exactlyOne(BACKEND_KINDS),
+  {
+    rule: '!has(self.policies) || !has(self.policies.ai) || has(self.ai)',
+    message: 'policies.ai applies only to ai backends',
+  },
+  {
+    rule: '!has(self.policies) || !has(self.policies.mcp) || has(self.mcp)',
+    message: 'policies.mcp applies only to mcp backends',
+  },
+);
+
+export const GwBackendStatus = obj({ conditions: Conditions.optional() });
+
+export type GwBackendSpec = z.output<typeof GwBackendSpec>;
+export type GwBackendStatus = z.output<typeof GwBackendStatus>;

@@ -1,0 +1,257 @@
+// GwModel (experimental): routes the requests for a model name, attached to Gateways, ListenerSets or
+// an HTTPRoute rule, either to one provider or to a virtual model that picks among other GwModels.
+// Spec: "GwModel spec", "Limits".
+
+import { z } from 'zod';
+import { BEDROCK_REGION_PATTERN, LLM_FORMATS } from './gwbackend.ts';
+import { exactlyOne, obj, rules, setList } from './kube.ts';
+import { BackendWithAI } from './policy-blocks.ts';
+import {
+  CELExpression,
+  Conditions,
+  Group,
+  LocalBackendObjectReference,
+  LongString,
+  ObjectName,
+  ParentReference,
+  Port,
+  SectionName,
+  ShortString,
+  TinyString,
+} from './types.ts';
+
+// ---------- where the model is served ----------
+const ParentKind = z.enum(['Gateway', 'ListenerSet', 'HTTPRoute']);
+
+export const ModelParentReference = rules(
+  obj({
+    group: Group.default('gateway.networking.k8s.io'),
+    kind: ParentKind.default('Gateway'),
+    name: ObjectName,
+    namespace: z
+      .string()
+      .min(1)
+      .max(63)
+      .optional()
+      .meta({ description: "Default: the GwModel's namespace." }),
+    sectionName: SectionName.optional().meta({
+      description: 'A listener of a Gateway or ListenerSet, or a rule name of an HTTPRoute.',
+    }),
+    port: Port.optional().meta({ description: 'A listener port of a Gateway or ListenerSet.' }),
+  }),
+  {
+    rule: "!has(self.port) || self.kind != 'HTTPRoute'",
+    message: 'port may only be set on a Gateway or ListenerSet parent',
+  },
+).meta({
+  description:
+    'An HTTPRoute parent needs a sectionName or exactly one rule, and that rule must use exactly one GwModel backend named * with PathPrefix path matches (checked by the controller).',
+});
+
+// ---------- which requests ----------
+/** A model name, or a pattern in which `*` stands for any run of characters (`gpt-*`, `*-mini`, `*`). */
+export const MODEL_PATTERN = '^[-A-Za-z0-9._:/@+*]+$';
+export const ModelMatch = obj({
+  model: rules(
+    ShortString.meta({
+      description:
+        'The model name clients request, exact (gpt-4o) or with * wildcards (gpt-*, *). An exact name is also the model sent to the provider unless a provider setting overrides it.',
+    }),
+    {
+      rule: `self.matches('${MODEL_PATTERN}')`,
+      message:
+        'must be a model name or a pattern with * wildcards (e.g. gpt-4o, gpt-*, *) made of letters, digits and - . _ : / @ + *',
+    },
+  ),
+});
+
+// ---------- one provider ----------
+/** The managed hosted providers plus Custom (any endpoint speaking provider-native formats). */
+export const ModelProvider = z.enum([
+  'OpenAI',
+  'AzureOpenAI',
+  'Anthropic',
+  'Gemini',
+  'VertexAI',
+  'Bedrock',
+  'Mistral',
+  'Custom',
+]);
+
+/** Provider-native API formats a custom endpoint speaks. */
+export const ApiFormat = z.enum(LLM_FORMATS);
+
+export const AzureSettings = obj({
+  endpoint: ShortString.optional().meta({
+    description:
+      'Host of the Azure OpenAI resource, e.g. my-resource.openai.azure.com; baseURL may be used instead.',
+  }),
+  deploymentName: ShortString.optional().meta({ description: 'Default: the model name.' }),
+  apiVersion: TinyString.optional(),
+});
+
+const Region = z.string().min(1).max(63).regex(new RegExp(BEDROCK_REGION_PATTERN));
+
+export const VertexAISettings = obj({
+  projectId: ShortString,
+  region: Region.default('us-central1').meta({
+    description: 'A Vertex AI location such as us-central1 or global.',
+  }),
+  publisher: TinyString.optional().meta({
+    description: 'Model publisher (google, anthropic, meta, ...); inferred from the model name when unset.',
+  }),
+});
+
+export const BedrockSettings = obj({
+  region: Region.default('us-east-1'),
+  guardrail: obj({ identifier: ShortString, version: ShortString }).optional(),
+  model: ShortString.optional().meta({
+    description: 'The Bedrock model id sent instead of the requested model.',
+  }),
+});
+
+export const CustomProviderSettings = obj({
+  backendRef: rules(LocalBackendObjectReference, {
+    rule: "(self.group == '' && self.kind == 'Service') || (self.group == 'inference.networking.k8s.io' && self.kind == 'InferencePool')",
+    message: 'backendRef must be a Service or an InferencePool (group inference.networking.k8s.io)',
+  })
+    .optional()
+    .meta({
+      description: 'A Service or InferencePool in the same namespace; when unset, baseURL must be set.',
+    }),
+  providerOverride: TinyString.default('custom').meta({
+    description: 'The provider name reported in telemetry and traces.',
+  }),
+  formats: setList(z.array(ApiFormat).min(1).max(6)).meta({
+    'x-kubernetes-list-type': 'set',
+    description: 'The provider-native API formats the endpoint speaks.',
+  }),
+  model: ShortString.optional().meta({ description: 'The model sent instead of the requested model.' }),
+});
+
+/** http(s)://host[:port][/path]: no userinfo, query or fragment. */
+export const BASE_URL_PATTERN = '^https?://[^/@?# ]+(/[^?# ]*)?$';
+export const BaseURL = rules(
+  LongString.meta({
+    description: "Overrides the provider's default endpoint, e.g. https://llm.example.com/v1.",
+  }),
+  {
+    rule: `self.matches('${BASE_URL_PATTERN}')`,
+    message:
+      'baseURL must be an http or https URL (http(s)://host[:port][/path]) without userinfo, query or fragment',
+  },
+);
+
+// ---------- virtual model ----------
+export const ModelRef = obj({ name: ObjectName }).meta({ description: 'A GwModel in the same namespace.' });
+const targetModel = ShortString.optional().meta({
+  description:
+    'The model to request from the referenced GwModel; required when its match is a wildcard (checked by the controller, which cannot be said in CEL).',
+});
+const Targets = <T extends z.ZodType>(target: T) => z.array(target).min(1).max(64);
+
+export const WeightedTarget = obj({
+  modelRef: ModelRef,
+  model: targetModel,
+  weight: z.int().min(0).max(1000000).default(1),
+});
+export const FailoverTarget = obj({ modelRef: ModelRef, model: targetModel });
+export const ConditionalTarget = obj({
+  modelRef: ModelRef,
+  model: targetModel,
+  when: CELExpression.optional().meta({
+    description:
+      'Routes here when true (request variables as in authorization rules); unset only on the last target, the fallback.',
+  }),
+});
+
+export const VirtualModel = rules(
+  obj({
+    weighted: obj({
+      targets: rules(Targets(WeightedTarget), {
+        rule: 'self.size() == 0 || self.exists(t, t.weight > 0)',
+        message: 'at least one target needs a weight above 0',
+      }),
+    })
+      .optional()
+      .meta({ description: 'Spreads requests over the targets in proportion to their weights.' }),
+    failover: obj({ targets: Targets(FailoverTarget) })
+      .optional()
+      .meta({ description: 'Tries the targets in order; the next one serves when the previous one fails.' }),
+    conditional: obj({
+      targets: rules(Targets(ConditionalTarget), {
+        // has() on an indexed element is not portable between CEL implementations; map() then index is.
+        rule: 'self.filter(t, !has(t.when)).size() == (self.map(t, has(t.when))[self.size() - 1] ? 0 : 1)',
+        message:
+          'every target but the last needs when; only the last target may omit it to act as the fallback',
+      }),
+    })
+      .optional()
+      .meta({ description: 'Evaluates the targets in order and routes to the first whose when is true.' }),
+  }),
+  exactlyOne(['weighted', 'failover', 'conditional']),
+);
+
+// ---------- spec ----------
+/** A provider setting block only the named provider reads. */
+const onlyFor = (field: string, provider: string) => ({
+  rule: `!has(self.${field}) || (has(self.provider) && self.provider == '${provider}')`,
+  message: `${field} may only be set when provider is ${provider}`,
+});
+
+export const GwModelSpec = rules(
+  obj({
+    parentRefs: rules(z.array(ModelParentReference).min(1).max(16), {
+      // whole-object equality (after defaulting): field-wise needs `namespace`, a CEL reserved word that
+      // the API server wants escaped as __namespace__ and cel-js does not know
+      rule: 'self.all(a, self.exists_one(b, a == b))',
+      message: 'parentRefs must be unique',
+    }),
+    match: ModelMatch,
+    visibility: z.enum(['Public', 'Internal']).default('Public').meta({
+      description: 'Internal models are not served to clients directly; only virtual models route to them.',
+    }),
+    provider: ModelProvider.optional(),
+    azure: AzureSettings.optional(),
+    vertexai: VertexAISettings.optional(),
+    bedrock: BedrockSettings.optional(),
+    custom: CustomProviderSettings.optional(),
+    baseURL: BaseURL.optional(),
+    policies: BackendWithAI.optional().meta({ description: 'Connection and AI settings for this model.' }),
+    virtualModel: VirtualModel.optional(),
+  }),
+  exactlyOne(['provider', 'virtualModel']),
+  onlyFor('azure', 'AzureOpenAI'),
+  onlyFor('vertexai', 'VertexAI'),
+  onlyFor('bedrock', 'Bedrock'),
+  onlyFor('custom', 'Custom'),
+  {
+    rule: "!has(self.provider) || self.provider != 'Custom' || has(self.custom)",
+    message: 'provider Custom needs custom (at least its formats)',
+  },
+  {
+    rule: "!has(self.provider) || self.provider != 'Custom' || !has(self.custom) || has(self.custom.backendRef) != has(self.baseURL)",
+    message: 'a Custom provider needs exactly one of custom.backendRef or baseURL',
+  },
+  {
+    rule: "!has(self.provider) || self.provider != 'VertexAI' || has(self.vertexai)",
+    message: 'provider VertexAI needs vertexai (at least its projectId)',
+  },
+  {
+    rule: "!has(self.provider) || self.provider != 'AzureOpenAI' || has(self.baseURL) || (has(self.azure) && has(self.azure.endpoint))",
+    message: 'provider AzureOpenAI needs azure.endpoint or baseURL',
+  },
+  { rule: '!has(self.baseURL) || has(self.provider)', message: 'baseURL may only be set with provider' },
+);
+
+export const ModelParentStatus = obj({
+  parentRef: ParentReference,
+  controllerName: z.string().min(1).max(253),
+  conditions: Conditions,
+});
+export const GwModelStatus = obj({
+  parents: z.array(ModelParentStatus).max(16).optional(),
+});
+
+export type GwModelSpec = z.output<typeof GwModelSpec>;
+export type GwModelStatus = z.output<typeof GwModelStatus>;

@@ -1,0 +1,177 @@
+// GwParameters: how the controller provisions a Gateway's data plane (workload, image, logging, mesh
+// identity, resources), referenced by a GatewayClass or a Gateway, plus strategic-merge-patch
+// overlays of the generated objects. Spec: "GwParameters (data-plane provisioning) fields".
+import { z } from 'zod';
+import { JsonObject, maxEntries, obj, rules, setList } from './kube.ts';
+import {
+  Conditions,
+  Duration,
+  Labels,
+  LongString,
+  ObjectName,
+  ShortString,
+  SNI,
+  URL_PATTERN,
+} from './types.ts';
+
+// ---------- logging ----------
+const LOG_LEVEL = '(off|error|warn|info|debug|trace)';
+const LOG_TARGET = '[A-Za-z_][-A-Za-z0-9_]*(::[A-Za-z_][-A-Za-z0-9_]*)*';
+const LOG_DIRECTIVE = `(${LOG_LEVEL}|${LOG_TARGET}(=${LOG_LEVEL})?)`;
+/** RUST_LOG directives: a default level and/or target=level pairs, comma separated. */
+export const LOG_LEVEL_PATTERN = `^${LOG_DIRECTIVE}(,${LOG_DIRECTIVE})*$`;
+export const Logging = obj({
+  level: rules(
+    ShortString.default('info').meta({ description: 'RUST_LOG syntax, e.g. info or info,gw::proxy=debug.' }),
+    {
+      rule: `self.matches('${LOG_LEVEL_PATTERN}')`,
+      message:
+        'must be RUST_LOG directives separated by commas: a level (off, error, warn, info, debug, trace) or target=level, e.g. info,gw::proxy=debug',
+    },
+  ),
+  format: z.enum(['json', 'text']).default('text'),
+});
+
+// ---------- image and container ----------
+/** A container image tag as registries accept it. */
+export const IMAGE_TAG_PATTERN = '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$';
+export const Image = obj({
+  registry: ShortString.optional().meta({ description: 'e.g. ghcr.io or registry.example.com:5000.' }),
+  repository: ShortString.optional(),
+  tag: z.string().min(1).max(128).regex(new RegExp(IMAGE_TAG_PATTERN)).optional(),
+  pullPolicy: z.enum(['Always', 'IfNotPresent', 'Never']).optional(),
+});
+
+export const ENV_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]*$';
+export const EnvVar = rules(
+  obj({
+    name: z.string().min(1).max(256).regex(new RegExp(ENV_NAME_PATTERN)),
+    value: z.string().max(32768).optional(),
+    valueFrom: JsonObject.optional().meta({
+      description: 'A Kubernetes EnvVarSource (secretKeyRef, configMapKeyRef, fieldRef, resourceFieldRef).',
+    }),
+  }),
+  {
+    rule: '!has(self.value) || !has(self.valueFrom)',
+    message: 'at most one of value or valueFrom may be set',
+  },
+);
+
+/** Quantity strings (500m, 1Gi) or plain integers, as in a container's resources. */
+const ResourceList = rules(
+  maxEntries(
+    z.record(
+      z.string().min(1).max(253),
+      z.union([z.int(), z.string().max(64)]).meta({ 'x-kubernetes-int-or-string': true, maxLength: 64 }),
+    ),
+    16,
+  ),
+  {
+    rule: "self.all(k, type(self[k]) != string || (isQuantity(self[k]) && !quantity(self[k]).isLessThan(quantity('0'))))",
+    message: 'values must be non-negative quantities such as 500m, 2 or 1Gi',
+  },
+);
+export const Resources = obj({ limits: ResourceList.optional(), requests: ResourceList.optional() });
+
+export const Shutdown = rules(
+  obj({
+    min: Duration.optional().meta({
+      description: 'The proxy keeps draining at least this long after SIGTERM.',
+    }),
+    max: Duration.optional().meta({ description: 'The proxy exits at the latest after this long.' }),
+  }),
+  {
+    rule: '!has(self.min) || !has(self.max) || duration(self.min) <= duration(self.max)',
+    message: 'shutdown.min must not be above shutdown.max',
+  },
+);
+
+// ---------- identity ----------
+const absolutePath = (field: string) => ({
+  rule: "self.startsWith('/')",
+  message: `${field} must be an absolute path`,
+});
+
+export const Istio = obj({
+  enabled: z.boolean().default(false),
+  caAddress: rules(LongString, {
+    rule: `self.matches('${URL_PATTERN}')`,
+    message: 'caAddress must be http(s)://host[:port][/path] without userinfo',
+  }).default('https://istiod.istio-system.svc:15012'),
+  trustDomain: SNI.default('cluster.local'),
+  additionalTrustDomains: setList(z.array(SNI).max(16)).optional(),
+  clusterId: ShortString.default('Kubernetes'),
+  network: ShortString.optional(),
+});
+
+export const Spiffe = obj({
+  enabled: z.boolean().default(false),
+  trustDomain: SNI.optional().meta({ description: 'Default: the trust domain of the workload API.' }),
+  socketPath: rules(LongString, absolutePath('socketPath'))
+    .optional()
+    .meta({ description: 'Unix socket of the SPIFFE workload API, e.g. /run/spire/sockets/agent.sock.' }),
+});
+
+export const ModelCatalog = obj({
+  enabled: z.boolean().default(true),
+  configMapRef: obj({
+    name: ObjectName,
+    key: z.string().min(1).max(253).default('catalog.yaml'),
+  })
+    .optional()
+    .meta({
+      description: 'A ConfigMap in the namespace of the Gateway whose key holds extra catalog entries.',
+    }),
+}).meta({ description: 'Only effective on Gateway-level parameters; ignored on GatewayClass parameters.' });
+
+// ---------- overlays ----------
+export const Overlay = obj({
+  metadata: obj({
+    labels: maxEntries(Labels, 64).optional(),
+    annotations: maxEntries(z.record(z.string().min(1).max(317), z.string().max(65536)), 64).optional(),
+  }).optional(),
+  spec: JsonObject.optional().meta({
+    description:
+      'Merged into the generated object with strategic-merge-patch semantics; $patch: delete and $patch: replace directives are honored.',
+  }),
+}).meta({
+  description: 'Merge order: class typed fields, gateway typed fields, class overlays, gateway overlays.',
+});
+
+// ---------- spec ----------
+export const GwParametersSpec = rules(
+  obj({
+    workload: z.enum(['Deployment', 'DaemonSet']).optional().meta({ description: 'Deployment when unset.' }),
+    logging: Logging.optional(),
+    rawConfig: JsonObject.optional().meta({
+      description: 'Merged into the generated proxy configuration; typed fields win.',
+    }),
+    image: Image.optional(),
+    env: z.array(EnvVar).max(64).optional().meta({
+      description:
+        'Setting SESSION_KEY takes precedence over the per-Gateway session key the controller manages.',
+    }),
+    resources: Resources.optional(),
+    shutdown: Shutdown.optional(),
+    istio: Istio.optional(),
+    spiffe: Spiffe.optional(),
+    modelCatalog: ModelCatalog.optional(),
+    deployment: Overlay.optional(),
+    daemonSet: Overlay.optional(),
+    service: Overlay.optional(),
+    serviceAccount: Overlay.optional(),
+    podDisruptionBudget: Overlay.optional(),
+  }),
+  {
+    rule: '!has(self.env) || self.env.all(a, self.env.filter(b, b.name == a.name).size() == 1)',
+    message: 'env names must be unique',
+  },
+);
+
+export const GwParametersStatus = obj({
+  conditions: Conditions.optional(),
+  observedGeneration: z.int().min(0).optional(),
+});
+
+export type GwParametersSpec = z.output<typeof GwParametersSpec>;
+export type GwParametersStatus = z.output<typeof GwParametersStatus>;

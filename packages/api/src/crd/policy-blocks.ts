@@ -1,0 +1,487 @@
+// Policy blocks shared by GwPolicy's sections, GwBackend.spec.policies and GwModel.spec.policies:
+// authorization, authentication, rate limits, backend connection settings (BackendSimple /
+// BackendWithAI / BackendFull), prompt guards, MCP policies. Field names and limits follow the spec's
+// "Resources and their fields"; a rule states its constraint in the words a user needs to fix it.
+import { z } from 'zod';
+import {
+  atLeastOne,
+  atMostOne,
+  exactlyOne,
+  IntOrString,
+  Json,
+  maxEntries,
+  obj,
+  rules,
+  setList,
+} from './kube.ts';
+import {
+  ByteSize,
+  CELExpression,
+  CredentialLocation,
+  Duration,
+  HeaderName,
+  LocalBackendObjectReference,
+  LocalCACertificateRef,
+  LocalSecretKeyRef,
+  LocalSecretObjectRef,
+  LongString,
+  remoteEndpoint,
+  ShortString,
+  SNI,
+  TinyString,
+} from './types.ts';
+
+const Mode3 = z.enum(['Strict', 'Optional', 'Permissive']);
+export const FailureMode = z.enum(['FailClosed', 'FailOpen']);
+
+// ---------- authorization ----------
+export const Authorization = obj({
+  action: z.enum(['Allow', 'Require', 'Deny']).default('Allow'),
+  policy: obj({ matchExpressions: z.array(CELExpression).min(1).max(64) }),
+});
+
+// ---------- authentication ----------
+export const JwksRemote = remoteEndpoint({
+  cacheDuration: Duration.optional().meta({ description: 'How long fetched keys are kept (default 10m).' }),
+});
+export const Jwks = rules(
+  obj({
+    remote: JwksRemote.optional(),
+    inline: z.string().min(2).max(65536).optional().meta({ description: 'A JWKS document as JSON.' }),
+  }),
+  exactlyOne(['remote', 'inline'], 'jwks: exactly one of remote or inline must be set'),
+);
+export const JwtProvider = obj({
+  issuer: ShortString.meta({ description: 'Matches the iss claim.' }),
+  audiences: z.array(ShortString).min(1).max(64).optional(),
+  jwks: Jwks,
+});
+export const McpIdp = z.enum(['Auth0', 'Keycloak', 'Okta', 'Generic']);
+export const JwtMcpConfig = obj({
+  resourceMetadata: maxEntries(z.record(z.string().min(1).max(256), Json), 64).optional(),
+  provider: McpIdp.optional(),
+  clientId: ShortString.optional(),
+});
+export const JwtAuthentication = obj({
+  mode: Mode3.default('Strict'),
+  providers: z.array(JwtProvider).min(1).max(64),
+  location: CredentialLocation.optional(),
+  preserveToken: z.boolean().default(false),
+  mcp: JwtMcpConfig.optional(),
+});
+
+const MatchLabels = maxEntries(z.record(z.string().min(1).max(317), z.string().max(63)), 64);
+export const ApiKeyAuthentication = rules(
+  obj({
+    mode: Mode3.default('Strict'),
+    secretRef: LocalSecretObjectRef.optional(),
+    secretSelector: obj({ matchLabels: MatchLabels }).optional(),
+    configMapSelector: obj({ matchLabels: MatchLabels }).optional().meta({
+      description: 'ConfigMaps hold only hashed keys (keyHash: sha256:<hex>); a raw key is rejected.',
+    }),
+    location: CredentialLocation.optional(),
+  }),
+  exactlyOne(['secretRef', 'secretSelector', 'configMapSelector']),
+);
+
+/** htpasswd line `<user>:<hash>`, hashed with MD5 ($apr1$), bcrypt ($2a$/$2b$/$2y$), SHA-1 ({SHA}) or crypt. */
+export const HTPASSWD_PATTERN = '^[^:]+:([$]apr1[$].+|[$]2[aby][$].+|[{]SHA[}].+|[./0-9A-Za-z]{13})$';
+export const BasicAuthentication = rules(
+  obj({
+    mode: z.enum(['Strict', 'Optional']).default('Strict'),
+    realm: ShortString.default('Restricted'),
+    users: z
+      .array(
+        rules(z.string().min(3).max(512), {
+          rule: `self.matches('${HTPASSWD_PATTERN}')`,
+          message:
+            'must be an htpasswd line <user>:<hash> with an MD5 ($apr1$), bcrypt ($2y$), SHA-1 ({SHA}) or crypt hash; plain passwords are not accepted',
+        }),
+      )
+      .min(1)
+      .max(256)
+      .optional(),
+    secretRef: LocalSecretKeyRef.optional().meta({
+      description: 'Secret holding htpasswd lines (key .htaccess).',
+    }),
+    location: CredentialLocation.optional(),
+  }),
+  exactlyOne(['users', 'secretRef']),
+);
+
+// ---------- rate limits ----------
+export const RateLimitUnit = z.enum(['Seconds', 'Minutes', 'Hours']);
+export const LocalRateLimit = rules(
+  obj({
+    requests: z.int().min(1).optional(),
+    tokens: z.int().min(1).optional(),
+    unit: RateLimitUnit,
+    burst: z.int().min(0).optional(),
+  }),
+  exactlyOne(['requests', 'tokens']),
+);
+export const GlobalRateLimit = obj({
+  backendRef: LocalBackendObjectReference.meta({ description: 'The Envoy rate limit service (gRPC).' }),
+  domain: ShortString,
+  descriptors: z
+    .array(
+      obj({
+        entries: z
+          .array(obj({ name: TinyString, expression: CELExpression }))
+          .min(1)
+          .max(16),
+        type: z.enum(['Requests', 'Tokens']).default('Requests'),
+      }),
+    )
+    .min(1)
+    .max(16),
+  failureMode: FailureMode.default('FailOpen'),
+  timeout: Duration.optional(),
+});
+export const RateLimit = rules(
+  obj({ local: z.array(LocalRateLimit).min(1).max(16).optional(), global: GlobalRateLimit.optional() }),
+  atLeastOne(['local', 'global']),
+);
+
+// ---------- headers and transformation ----------
+const HeaderValue = obj({ name: HeaderName, value: LongString });
+export const HeaderModifier = obj({
+  set: z.array(HeaderValue).max(16).optional(),
+  add: z.array(HeaderValue).max(16).optional(),
+  remove: z.array(HeaderName).max(16).optional(),
+});
+const TransformSide = obj({
+  set: z
+    .array(obj({ name: HeaderName, value: CELExpression }))
+    .max(16)
+    .optional(),
+  add: z
+    .array(obj({ name: HeaderName, value: CELExpression }))
+    .max(16)
+    .optional(),
+  remove: z.array(HeaderName).max(16).optional(),
+  body: CELExpression.optional(),
+});
+export const Transformation = rules(
+  obj({ request: TransformSide.optional(), response: TransformSide.optional() }),
+  atLeastOne(['request', 'response']),
+);
+
+// ---------- backend connection settings ----------
+export const Keepalive = obj({
+  retries: z.int().min(1).max(64).default(9),
+  time: Duration.default('180s'),
+  interval: Duration.default('180s'),
+});
+export const BackendTcp = obj({ keepalive: Keepalive.optional(), connectTimeout: Duration.optional() });
+
+export const KeyExchangeGroup = z.enum(['X25519', 'P-256', 'P-384', 'X25519_MLKEM768']);
+export const BackendTls = rules(
+  obj({
+    certificateSource: z.enum(['Inline', 'SPIFFE']).default('Inline'),
+    mtlsCertificateRef: z
+      .array(LocalSecretObjectRef)
+      .max(1)
+      .optional()
+      .meta({ description: 'Secret with tls.crt, tls.key and optionally ca.cert.' }),
+    caCertificateRefs: z
+      .array(LocalCACertificateRef)
+      .max(1)
+      .optional()
+      .meta({ description: 'CA bundle (key ca.crt); takes priority over ca.cert of mtlsCertificateRef.' }),
+    insecureSkipVerify: z.enum(['All', 'Hostname']).optional(),
+    sni: SNI.optional(),
+    verifySubjectAltNames: z.array(ShortString).min(1).max(16).optional(),
+    alpnProtocols: z.array(z.string().min(1).max(64)).min(1).max(16).optional(),
+    keyExchangeGroups: setList(z.array(KeyExchangeGroup).min(1).max(4)).optional(),
+  }),
+  atMostOne(['verifySubjectAltNames', 'insecureSkipVerify']),
+);
+export const BackendHttp = obj({
+  version: z.enum(['HTTP1', 'HTTP2']).optional().meta({ description: 'Inferred when unset.' }),
+  requestTimeout: Duration.optional(),
+});
+export const Tunnel = remoteEndpoint({ mode: z.enum(['Auto', 'Connect']).default('Auto') });
+
+const OAuthClientAuth = obj({
+  clientId: ShortString,
+  clientSecretRef: LocalSecretKeyRef.optional(),
+  method: z.enum(['ClientSecretBasic', 'ClientSecretPost', 'None']).default('ClientSecretBasic'),
+});
+const OAuthEndpoint = remoteEndpoint({
+  path: rules(LongString, { rule: "self.startsWith('/')", message: 'path must start with /' }).default('/'),
+  clientAuth: OAuthClientAuth,
+});
+export const CrossAppAccessAuth = obj({
+  identityProvider: OAuthEndpoint,
+  resourceAuthorizationServer: OAuthEndpoint,
+  audience: ShortString,
+  resources: z.array(LongString).max(16).optional(),
+  scopes: z.array(ShortString).max(32).optional(),
+  accessTokenScopes: z
+    .array(ShortString)
+    .max(32)
+    .optional()
+    .meta({ description: 'Defaults to scopes; an empty list omits the scope parameter.' }),
+  subjectToken: obj({
+    source: z.enum(['Request', 'JwtClaim']).default('Request'),
+    tokenType: z.enum(['IdToken', 'AccessToken', 'Jwt']).default('IdToken'),
+  }).optional(),
+  cache: obj({ ttl: Duration.optional(), maxEntries: z.int().min(1).max(100000).optional() }).optional(),
+});
+export const OAuthTokenExchange = obj({
+  tokenEndpoint: OAuthEndpoint,
+  audience: ShortString.optional(),
+  scopes: z.array(ShortString).max(32).optional(),
+  subjectTokenType: z.enum(['IdToken', 'AccessToken', 'Jwt']).default('AccessToken'),
+});
+export const JwtSignAuth = obj({
+  signingKeyRef: LocalSecretKeyRef.meta({
+    description: 'Secret key signingKey: a PEM RSA or EC private key.',
+  }),
+  alg: z.enum(['RS256', 'RS384', 'RS512', 'PS256', 'ES256', 'ES384']).default('RS256'),
+  kid: ShortString.optional(),
+  claims: rules(
+    z
+      .object({ iat: IntOrString.optional(), exp: IntOrString.optional(), nbf: IntOrString.optional() })
+      .catchall(z.unknown())
+      .meta({ 'x-kubernetes-preserve-unknown-fields': true, maxProperties: 64 }),
+    {
+      rule: '!has(self.iat) && !has(self.exp) && !has(self.nbf)',
+      message: 'claims may not set iat, exp or nbf: the gateway sets them when it signs',
+    },
+  ).optional(),
+  ttl: Duration.default('300s'),
+  location: CredentialLocation.optional(),
+});
+export const AwsAuth = obj({
+  secretRef: LocalSecretObjectRef.optional().meta({
+    description:
+      'Secret with accessKey, secretKey and optionally sessionToken; default credential chain when unset.',
+  }),
+  region: TinyString.optional(),
+  service: TinyString.optional(),
+});
+export const BackendAuth = rules(
+  obj({
+    key: LongString.optional(),
+    secretRef: LocalSecretKeyRef.optional(),
+    passthrough: obj({}).optional(),
+    aws: AwsAuth.optional(),
+    azure: rules(
+      obj({
+        secretRef: LocalSecretObjectRef.optional(),
+        managedIdentity: obj({ clientId: ShortString.optional() }).optional(),
+      }),
+      atMostOne(['secretRef', 'managedIdentity']),
+    ).optional(),
+    gcp: obj({
+      type: z.enum(['AccessToken', 'IdToken']).default('AccessToken'),
+      audience: LongString.optional(),
+    }).optional(),
+    oauthTokenExchange: OAuthTokenExchange.optional(),
+    crossAppAccess: CrossAppAccessAuth.optional(),
+    jwtSign: JwtSignAuth.optional(),
+  }),
+  atMostOne(
+    [
+      'key',
+      'secretRef',
+      'passthrough',
+      'aws',
+      'azure',
+      'gcp',
+      'oauthTokenExchange',
+      'crossAppAccess',
+      'jwtSign',
+    ],
+    'auth: at most one of key, secretRef, passthrough, aws, azure, gcp, oauthTokenExchange, crossAppAccess or jwtSign may be set',
+  ),
+);
+
+export const Health = rules(
+  obj({
+    passive: obj({
+      consecutiveFailures: z.int().min(1).max(1000).default(5),
+      ejectionTime: Duration.default('30s'),
+    }).optional(),
+    active: obj({
+      path: rules(LongString, { rule: "self.startsWith('/')", message: 'path must start with /' }).default(
+        '/',
+      ),
+      interval: Duration.default('10s'),
+      timeout: Duration.default('1s'),
+      healthyThreshold: z.int().min(1).max(100).default(1),
+      unhealthyThreshold: z.int().min(1).max(100).default(3),
+    }).optional(),
+  }),
+  atLeastOne(['passive', 'active']),
+);
+
+// ---------- AI: prompt guards, enrichment ----------
+export const ContentScope = z.enum(['SystemPrompt', 'Messages', 'ToolOutput', 'ToolInput']);
+export const CustomResponse = obj({
+  message: LongString.optional().meta({
+    description: 'Default: a generic rejected-due-to-inappropriate-content text.',
+  }),
+  statusCode: z.int().min(200).max(599).default(403),
+});
+export const RegexGuard = rules(
+  obj({
+    action: z.enum(['Mask', 'Reject', 'Audit']).default('Reject'),
+    matches: z
+      .array(obj({ pattern: LongString, name: TinyString.optional() }))
+      .max(64)
+      .optional(),
+    builtins: setList(
+      z.array(z.enum(['Ssn', 'CreditCard', 'PhoneNumber', 'Email', 'CaSin'])).max(5),
+    ).optional(),
+  }),
+  atLeastOne(['matches', 'builtins'], 'regex: at least one of matches or builtins must be set'),
+);
+export const WebhookGuard = obj({
+  backendRef: LocalBackendObjectReference,
+  action: z.enum(['Enforce', 'Audit']).default('Enforce'),
+  headers: maxEntries(z.record(z.string().min(1).max(256), CELExpression), 64).optional(),
+});
+const GuardConnection = obj({
+  tcp: BackendTcp.optional(),
+  tls: BackendTls.optional(),
+  http: BackendHttp.optional(),
+});
+export const BedrockGuardrails = obj({
+  identifier: ShortString,
+  version: ShortString,
+  region: ShortString,
+  action: z.enum(['Reject', 'Audit']).default('Reject'),
+  policies: obj({
+    tcp: BackendTcp.optional(),
+    tls: BackendTls.optional(),
+    http: BackendHttp.optional(),
+    auth: rules(
+      obj({ key: LongString.optional(), secretRef: LocalSecretKeyRef.optional(), aws: AwsAuth.optional() }),
+      exactlyOne(['key', 'secretRef', 'aws']),
+    ).optional(),
+  }).optional(),
+});
+export const OpenAIModeration = obj({
+  model: ShortString.optional(),
+  policies: obj({
+    auth: rules(
+      obj({ key: LongString.optional(), secretRef: LocalSecretKeyRef.optional() }),
+      exactlyOne(['key', 'secretRef']),
+    ).optional(),
+  }).optional(),
+});
+export const GoogleModelArmor = obj({
+  templateId: ShortString,
+  projectId: ShortString,
+  location: ShortString.default('us-central1'),
+  policies: GuardConnection.optional(),
+});
+const guardFields = {
+  regex: RegexGuard.optional(),
+  webhook: WebhookGuard.optional(),
+  bedrockGuardrails: BedrockGuardrails.optional(),
+  googleModelArmor: GoogleModelArmor.optional(),
+  contentScopes: setList(z.array(ContentScope).min(1).max(4)).optional(),
+  response: CustomResponse.optional(),
+};
+export const RequestGuard = rules(
+  obj({ ...guardFields, openAIModeration: OpenAIModeration.optional() }),
+  exactlyOne(['regex', 'webhook', 'openAIModeration', 'bedrockGuardrails', 'googleModelArmor']),
+);
+export const ResponseGuard = rules(
+  obj(guardFields),
+  exactlyOne(['regex', 'webhook', 'bedrockGuardrails', 'googleModelArmor']),
+);
+export const PromptGuard = rules(
+  obj({
+    streaming: z.boolean().default(false),
+    request: z.array(RequestGuard).min(1).max(8).optional(),
+    response: z.array(ResponseGuard).min(1).max(8).optional(),
+  }),
+  atLeastOne(['request', 'response']),
+);
+const Message = obj({ role: TinyString, content: z.string().min(1).max(65536) });
+export const PromptEnrichment = rules(
+  obj({ prepend: z.array(Message).max(16).optional(), append: z.array(Message).max(16).optional() }),
+  atLeastOne(['prepend', 'append']),
+);
+export const AiPolicy = obj({
+  promptGuard: PromptGuard.optional(),
+  promptEnrichment: PromptEnrichment.optional(),
+  defaults: maxEntries(z.record(z.string().min(1).max(256), Json), 64)
+    .optional()
+    .meta({ description: 'Request fields set when the client did not set them.' }),
+  overrides: maxEntries(z.record(z.string().min(1).max(256), Json), 64)
+    .optional()
+    .meta({ description: 'Request fields always set.' }),
+  modelAliases: maxEntries(z.record(ShortString, ShortString), 64).optional(),
+});
+
+// ---------- MCP ----------
+export const MCP_METHOD_PATTERN = '^([*]|[^*]+|[^*]+/[*]|[*]/[^*]+)$';
+export const McpGuardrails = obj({
+  processors: z
+    .array(
+      obj({
+        remote: remoteEndpoint({
+          failureMode: FailureMode.default('FailClosed'),
+          metadata: maxEntries(z.record(z.string().min(1).max(256), CELExpression), 64).optional(),
+          allowedRequestHeaders: z.array(HeaderName).max(64).optional(),
+        }),
+        methods: rules(
+          z.record(z.string().min(1).max(256), z.enum(['Request', 'Response', 'RequestAndResponse'])),
+          { rule: 'self.size() >= 1 && self.size() <= 64', message: 'methods must have 1 to 64 entries' },
+          {
+            rule: `self.all(k, k.matches('${MCP_METHOD_PATTERN}'))`,
+            message:
+              'method keys are exact names, a prefix wildcard like tools/*, a suffix wildcard like */list, or *',
+          },
+        ).meta({ maxProperties: 64, minProperties: 1 }),
+      }),
+    )
+    .min(1)
+    .max(16),
+});
+export const McpAuthentication = obj({
+  resourceMetadata: maxEntries(z.record(z.string().min(1).max(256), Json), 64).optional(),
+  provider: McpIdp.optional(),
+  issuer: ShortString.optional(),
+  audiences: z.array(ShortString).min(1).max(64).optional(),
+  jwks: obj({ remote: JwksRemote }),
+  mode: Mode3.default('Strict'),
+  clientId: ShortString.optional(),
+  clientSecretRef: LocalSecretKeyRef.optional().meta({ description: 'Default key clientSecret.' }),
+});
+export const McpPolicy = obj({
+  authorization: Authorization.optional(),
+  authentication: McpAuthentication.optional().meta({
+    description: 'Deprecated: use traffic.jwtAuthentication.mcp.',
+  }),
+  guardrails: McpGuardrails.optional(),
+});
+
+/** BackendSimple: connection settings every backend takes. */
+export const backendSimpleFields = {
+  tcp: BackendTcp.optional(),
+  tls: BackendTls.optional(),
+  http: BackendHttp.optional(),
+  tunnel: Tunnel.optional(),
+  auth: BackendAuth.optional(),
+  transformation: Transformation.optional(),
+  health: Health.optional(),
+};
+/** BackendFull: BackendSimple plus the AI and MCP settings. */
+export const BackendFull = obj({
+  ...backendSimpleFields,
+  ai: AiPolicy.optional(),
+  mcp: McpPolicy.optional(),
+});
+export const BackendWithAI = obj({ ...backendSimpleFields, ai: AiPolicy.optional() });
+
+export const Buffer = obj({
+  request: obj({ maxBytes: ByteSize.optional(), failureMode: FailureMode.default('FailClosed') }).optional(),
+  response: obj({ maxBytes: ByteSize.optional(), failureMode: FailureMode.default('FailClosed') }).optional(),
+});

@@ -1,0 +1,133 @@
+// The spec's shared scalar types and reference types ("Shared scalar types", "Reference types"). Each
+// is defined once here and used by every kind and by the standalone config, so a limit or a pattern
+// has one wording everywhere.
+import { z } from 'zod';
+import { DURATION_PATTERN } from '../duration.ts';
+import { exactlyOne, obj, rules } from './kube.ts';
+
+export const TinyString = z.string().min(1).max(64);
+export const ShortString = z.string().min(1).max(256);
+export const LongString = z.string().min(1).max(1024);
+export const CELExpression = z
+  .string()
+  .min(1)
+  .max(16384)
+  .meta({ description: 'A CEL expression (at most 16384 characters).' });
+
+export const DURATION_MESSAGE =
+  'must be a duration: 1 to 4 groups of 1-5 digits, each followed by h, m, s or ms (e.g. 30s, 1m30s, 250ms)';
+export const Duration = rules(
+  z.string().max(32).meta({ description: 'A duration such as 30s, 1m30s or 250ms.' }),
+  { rule: `self.matches('${DURATION_PATTERN}')`, message: DURATION_MESSAGE },
+);
+
+/** The largest body the data plane buffers; a ByteSize must fit below it. */
+export const BYTE_SIZE_MAX = '4Gi';
+export const BYTE_SIZE_MESSAGE = `must be a size in bytes such as 1048576, 512Ki or 2Mi, at most ${BYTE_SIZE_MAX}`;
+export const ByteSize = rules(
+  z.string().min(1).max(32).meta({ description: 'A size in bytes as a Kubernetes quantity, e.g. 2Mi.' }),
+  {
+    rule: `isQuantity(self) && !quantity(self).isLessThan(quantity('0')) && !quantity(self).isGreaterThan(quantity('${BYTE_SIZE_MAX}'))`,
+    message: BYTE_SIZE_MESSAGE,
+  },
+);
+
+export const SNI_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
+export const SNI = z.string().min(1).max(253).regex(new RegExp(SNI_PATTERN));
+
+export const HEADER_NAME_PATTERN = "^:?[A-Za-z0-9!#$%&'*+\\-.^_`|~]+$";
+export const HeaderName = z.string().min(1).max(256).regex(new RegExp(HEADER_NAME_PATTERN));
+
+export const Port = z.int().min(1).max(65535);
+
+/** A DNS label style name (sectionName of a targetRef, listener names). */
+export const SECTION_NAME_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
+export const SectionName = z.string().min(1).max(253).regex(new RegExp(SECTION_NAME_PATTERN));
+export const ObjectName = z.string().min(1).max(253);
+export const Group = z.string().max(253);
+export const Kind = z.string().min(1).max(63);
+
+export const Labels = z.record(z.string().max(317), z.string().max(63));
+
+// ---------- references ----------
+export const LocalSecretObjectRef = obj({
+  group: Group.optional().meta({ description: 'Empty means the core group.' }),
+  kind: Kind.optional().meta({ description: 'Empty means Secret.' }),
+  name: ObjectName,
+});
+export const LocalSecretKeyRef = obj({
+  group: Group.optional(),
+  kind: Kind.optional(),
+  name: ObjectName,
+  key: z
+    .string()
+    .min(1)
+    .max(253)
+    .optional()
+    .meta({ description: 'Key in the object; each use has a default.' }),
+});
+
+export const LocalBackendObjectReference = rules(
+  obj({
+    group: Group.default(''),
+    kind: Kind.default('Service'),
+    name: ObjectName,
+    port: Port.optional(),
+  }),
+  {
+    rule: "!(self.group == '' && self.kind == 'Service') || has(self.port)",
+    message: 'port is required when the backend is a Service',
+  },
+);
+
+export const LocalCACertificateRef = obj({
+  name: ObjectName,
+  kind: z.enum(['ConfigMap', 'Secret']).default('ConfigMap'),
+});
+
+export const URL_PATTERN = '^https?://[^/@?# ]+(/[^ ]*)?$';
+export const URL_MESSAGE = 'url must be http(s)://host[:port][/path] without userinfo';
+export const Url = rules(LongString, { rule: `self.matches('${URL_PATTERN}')`, message: URL_MESSAGE });
+
+/** An endpoint reached either through a backend reference or by a URL (opaque: no service policies). */
+export function remoteEndpoint<S extends z.ZodRawShape>(extra: S) {
+  return rules(
+    obj({ backendRef: LocalBackendObjectReference.optional(), url: Url.optional(), ...extra }),
+    exactlyOne(['backendRef', 'url']),
+  );
+}
+export const RemoteEndpoint = remoteEndpoint({});
+
+/** Where a credential is read from; the default is the Authorization header with a scheme prefix. */
+export const CredentialLocation = rules(
+  obj({
+    header: obj({ name: HeaderName, prefix: TinyString.optional() }).optional(),
+    queryParameter: obj({ name: ShortString }).optional(),
+    cookie: obj({ name: ShortString }).optional(),
+    expression: CELExpression.optional(),
+  }),
+  exactlyOne(['header', 'queryParameter', 'cookie', 'expression']),
+);
+
+export const Condition = obj({
+  type: z.string().min(1).max(316),
+  status: z.enum(['True', 'False', 'Unknown']),
+  observedGeneration: z.int().min(0).optional(),
+  lastTransitionTime: z.string(),
+  reason: z.string().min(1).max(1024),
+  message: z.string().max(32768),
+});
+/** Conditions as Kubernetes lists them: keyed by type, at most 8. */
+export const Conditions = z
+  .array(Condition)
+  .max(8)
+  .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] });
+
+export const ParentReference = obj({
+  group: Group.optional(),
+  kind: Kind.optional(),
+  namespace: z.string().min(1).max(63).optional(),
+  name: ObjectName,
+  sectionName: SectionName.optional(),
+  port: Port.optional(),
+});
