@@ -1,10 +1,49 @@
 // The standalone config file (`gw -f config.yaml`): one zod definition gives the runtime validation,
 // the TypeScript types and the published JSON Schema (schema/config.json). Field names follow
 // agentgateway's config schema so its users can bring their files.
+//
+// Where a field means what a gw.dev CRD field means, it is the CRD's definition (../crd), so a limit,
+// a pattern or a rule's message is written once and a user reads the same words whether the mistake
+// is in a config file or in a GwPolicy (shared-definitions.test.ts holds this). What stays local is
+// agentgateway's shapes and the forms the standalone config accepts beyond the CRDs: Go-style
+// durations (`1.5h`, `0`), integer byte sizes, JWKS and htpasswd files, lower-case enum values.
 import { z } from 'zod';
+import {
+  AccessLog as CrdAccessLog,
+  Csrf as CrdCsrf,
+  DirectResponse as CrdDirectResponse,
+  ExtAuth as CrdExtAuth,
+} from '../crd/gwpolicy.ts';
+import {
+  Authorization as CrdAuthorization,
+  BackendTls as CrdBackendTls,
+  BasicAuthentication as CrdBasicAuthentication,
+  GlobalRateLimit as CrdGlobalRateLimit,
+  Jwks as CrdJwks,
+  JwtAuthentication as CrdJwtAuthentication,
+  JwtProvider as CrdJwtProvider,
+  Keepalive as CrdKeepalive,
+  LocalRateLimit as CrdLocalRateLimit,
+} from '../crd/policy-blocks.ts';
+import {
+  BYTE_SIZE_MESSAGE,
+  CELExpression,
+  HEADER_NAME_PATTERN as CRD_HEADER_NAME_PATTERN,
+  ByteSize as CrdByteSize,
+  CredentialLocation as CrdCredentialLocation,
+  HeaderName as CrdHeaderName,
+  ShortString,
+  Url,
+} from '../crd/types.ts';
 import { parseByteSize, parseGoDuration } from '../duration.ts';
 
 const strict = z.strictObject;
+
+/** A list of `item` with the length limits of a CRD list, so the numbers are written once. */
+function listLimitedLike<T extends z.ZodType>(crdList: z.ZodArray, item: T) {
+  // length checks read only the length, so they apply to a list of any item
+  return z.array(item).check(...((crdList.def.checks ?? []) as z.core.$ZodCheck<unknown[]>[]));
+}
 
 export const Duration = z
   .string()
@@ -13,25 +52,19 @@ export const Duration = z
   })
   .meta({ description: 'Duration: digits with units h, m, s, ms (e.g. 1m30s)' });
 
+/**
+ * The CRD's ByteSize (a Kubernetes quantity up to 4Gi) or, as agentgateway writes it, a plain number
+ * of bytes. The quantity must also be one the data plane converts (no exponents or milli-units).
+ */
 export const ByteSize = z
-  .union([z.number().int().nonnegative(), z.string()])
-  .refine((v) => parseByteSize(v) !== undefined, {
-    message: 'expected a size in bytes such as 2097152, "512Ki" or "2Mi" (at most 4Gi)',
-  });
+  .union([z.number().int().nonnegative(), CrdByteSize])
+  .refine((v) => parseByteSize(v) !== undefined, { message: BYTE_SIZE_MESSAGE });
 
-const Cel = z
-  .string()
-  .min(1)
-  .max(16384, 'CEL expression is longer than 16384 characters')
-  .meta({ description: 'CEL expression' });
+const Cel = CELExpression;
 
-/** RFC 7230 token: what a header name may contain. */
-export const HEADER_NAME_PATTERN = /^:?[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-const HeaderName = z
-  .string()
-  .min(1)
-  .max(256)
-  .regex(HEADER_NAME_PATTERN, "expected an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)");
+/** RFC 7230 token: what a header name may contain (the CRDs' HeaderName pattern). */
+export const HEADER_NAME_PATTERN = new RegExp(CRD_HEADER_NAME_PATTERN);
+const HeaderName = CrdHeaderName;
 
 const Port = z.number().int().min(0).max(65535);
 
@@ -80,7 +113,7 @@ const RequestRedirect = strict({
 const UrlRewrite = strict({ authority: Authority.optional(), path: PathRewrite.optional() });
 
 const DirectResponseBody = strict({
-  status: z.number().int().min(200).max(599),
+  status: CrdDirectResponse.shape.status,
   body: z.string().optional(),
   headers: z.record(HeaderName, z.string()).optional(),
 });
@@ -94,14 +127,7 @@ const Cors = strict({
   maxAge: Duration.optional(),
 });
 
-const Csrf = strict({
-  additionalOrigins: z
-    .array(
-      z.string().regex(/^[a-z][a-z0-9+.-]*:\/\/[^/:]+(:[0-9]{1,5})?$/, 'expected <scheme>://<host>[:<port>]'),
-    )
-    .max(16)
-    .optional(),
-});
+const Csrf = strict({ additionalOrigins: CrdCsrf.shape.additionalOrigins.optional() });
 
 const Timeout = strict({ requestTimeout: Duration.optional(), backendRequestTimeout: Duration.optional() });
 
@@ -123,41 +149,43 @@ const Delay = z.union([
 
 // ---------- authentication, authorization, rate limits ----------
 const Mode = z.enum(['strict', 'optional', 'permissive', 'Strict', 'Optional', 'Permissive']);
+// The CRD's CredentialLocation as a union (one object per form); the header prefix stays a plain
+// string, as an empty prefix means none.
+const Location = CrdCredentialLocation.shape;
 const TokenLocation = z.union([
   strict({ header: strict({ name: HeaderName, prefix: z.string().optional() }) }),
-  strict({ queryParameter: strict({ name: z.string().min(1) }) }),
-  strict({ cookie: strict({ name: z.string().min(1) }) }),
+  strict({ queryParameter: Location.queryParameter.unwrap() }),
+  strict({ cookie: Location.cookie.unwrap() }),
   // CEL over the request giving the credential, e.g. 'request.headers["x-token"].split(" ")[1]'.
   strict({ expression: Cel }),
 ]);
+// The CRD's jwks.inline and jwks.remote.url; a file is read when the config loads.
 const Jwks = z.union([
-  strict({ inline: z.string().min(2).max(65536) }),
+  strict({ inline: CrdJwks.shape.inline.unwrap() }),
   strict({ file: z.string().min(1) }),
-  strict({
-    url: z.string().regex(/^https?:\/\/[^@/]+(\/.*)?$/, 'expected http(s)://host[/path] without userinfo'),
-  }),
+  strict({ url: Url }),
 ]);
 const JwtProvider = strict({
-  issuer: z.string().min(1).max(256),
-  audiences: z.array(z.string().min(1)).min(1).max(64).optional(),
+  issuer: CrdJwtProvider.shape.issuer,
+  audiences: CrdJwtProvider.shape.audiences,
   jwks: Jwks,
 });
 export const JwtAuth = strict({
   mode: Mode.optional(),
-  providers: z.array(JwtProvider).min(1).max(64).optional(),
+  providers: listLimitedLike(CrdJwtAuthentication.shape.providers, JwtProvider).optional(),
   // agentgateway's single-provider form
-  issuer: z.string().min(1).max(256).optional(),
-  audiences: z.array(z.string().min(1)).min(1).max(64).optional(),
+  issuer: CrdJwtProvider.shape.issuer.optional(),
+  audiences: CrdJwtProvider.shape.audiences,
   jwks: Jwks.optional(),
   location: TokenLocation.optional(),
   preserveToken: z.boolean().optional(),
 });
 
-const HtpasswdLine = z.string().regex(/^[^:\s]+:.+$/, 'expected an htpasswd line <user>:<hash>');
 export const BasicAuth = strict({
   mode: z.enum(['strict', 'optional', 'Strict', 'Optional']).optional(),
-  realm: z.string().min(1).max(256).optional(),
-  users: z.array(HtpasswdLine).min(1).max(256).optional(),
+  realm: ShortString.optional(),
+  // htpasswd lines with a hash, as in the CRD; or a whole htpasswd text or file
+  users: CrdBasicAuthentication.shape.users,
   htpasswd: z.union([z.string().min(1), strict({ file: z.string().min(1) })]).optional(),
   location: TokenLocation.optional(),
 });
@@ -180,13 +208,11 @@ const AuthzRule = z.union([Cel, strict({ allow: Cel }), strict({ deny: Cel }), s
 export const Authorization = z.union([
   strict({ rules: z.array(AuthzRule).min(1) }),
   // The GwPolicy form: one action per block.
-  strict({
-    action: z.enum(['Allow', 'Require', 'Deny']).optional(),
-    policy: strict({ matchExpressions: z.array(Cel).min(1) }),
-  }),
+  CrdAuthorization,
 ]);
 
 // External authorization: Envoy ext_authz v3 over gRPC, or a plain HTTP call (2xx allows).
+const CrdExtAuthHttp = CrdExtAuth.shape.http.unwrap().shape;
 const AuthzHost = z
   .string()
   .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):[0-9]{1,5}$/, 'expected "<host>:<port>"');
@@ -212,13 +238,13 @@ const ExtAuthzHttp = strict({
   }),
   redirect: Cel.optional().meta({ description: 'CEL: Location of a 302 sent instead of a 401/403 denial' }),
   body: Cel.optional().meta({ description: 'CEL: body of the check request (none by default)' }),
-  allowedRequestHeaders: z.array(HeaderName).max(64).optional(),
+  allowedRequestHeaders: CrdExtAuthHttp.allowedRequestHeaders,
   addRequestHeaders: z
     .record(HeaderName, Cel)
     .refine(atMost64, 'at most 64 entries')
     .meta({ maxProperties: 64 })
     .optional(),
-  allowedResponseHeaders: z.array(HeaderName).max(64).optional(),
+  allowedResponseHeaders: CrdExtAuthHttp.allowedResponseHeaders,
   responseMetadata: CelByName.optional(),
   timeout: Duration.optional().meta({ description: 'deadline of the check request (default 200ms)' }),
 });
@@ -227,7 +253,6 @@ export const ExtAuthz = z.union([
   strict({ http: ExtAuthzHttp, failureMode: FailureMode.optional() }),
 ]);
 
-const RateLimitUnit = z.enum(['Seconds', 'Minutes', 'Hours']);
 export const LocalRateLimit = z.union([
   // agentgateway's token bucket form
   strict({
@@ -236,13 +261,8 @@ export const LocalRateLimit = z.union([
     fillInterval: Duration,
     type: z.enum(['requests', 'tokens']).optional(),
   }),
-  // the spec's form: N per unit plus burst
-  strict({
-    requests: z.number().int().min(1),
-    unit: RateLimitUnit,
-    burst: z.number().int().min(0).optional(),
-  }),
-  strict({ tokens: z.number().int().min(1), unit: RateLimitUnit, burst: z.number().int().min(0).optional() }),
+  // the spec's form: N requests or tokens per unit plus burst, as in GwPolicy
+  CrdLocalRateLimit,
 ]);
 
 // Global rate limit: Envoy's rate limit service v3 (envoyproxy/ratelimit), agentgateway's field names.
@@ -262,7 +282,7 @@ const RemoteRateLimitDescriptor = strict({
 });
 export const RemoteRateLimit = strict({
   host: AuthzHost.meta({ description: 'gRPC address of the rate limit service' }),
-  domain: z.string().min(1).max(256),
+  domain: CrdGlobalRateLimit.shape.domain,
   descriptors: z.array(RemoteRateLimitDescriptor).min(1).max(64),
   failureMode: FailureMode.optional().meta({
     description:
@@ -280,14 +300,14 @@ export const BackendTLS = strict({
   hostname: z.string().min(1).max(253).optional(),
   insecure: z.boolean().optional(),
   insecureHost: z.boolean().optional(),
-  alpn: z.array(z.string().min(1).max(64)).min(1).max(16).optional(),
-  subjectAltNames: z.array(z.string().min(1).max(256)).min(1).max(16).optional(),
+  alpn: CrdBackendTls.shape.alpnProtocols,
+  subjectAltNames: CrdBackendTls.shape.verifySubjectAltNames,
 });
 const Keepalives = strict({
   enabled: z.boolean().optional(),
   time: Duration.optional(),
   interval: Duration.optional(),
-  retries: z.number().int().min(1).max(64).optional(),
+  retries: CrdKeepalive.shape.retries.unwrap().optional(),
 });
 const BackendHttp = strict({
   version: z.enum(['HTTP1', 'HTTP2']).optional(),
@@ -412,7 +432,7 @@ export const Gateway = strict({
 const AccessLog = strict({
   filter: Cel.optional(),
   add: z.record(z.string().min(1).max(64), Cel).optional(),
-  remove: z.array(z.string().min(1).max(64)).max(32).optional(),
+  remove: CrdAccessLog.shape.attributes.unwrap().shape.remove,
 });
 
 export const FrontendPolicies = strict({

@@ -1,7 +1,9 @@
 // Reads a YAML config file into plain data while keeping where every value came from, so that any
 // later complaint (syntax, schema, compile) can name the file, line, column and field path.
+
 import { isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument, Scalar } from 'yaml';
 import type { z } from 'zod';
+import { describeIssue, type Issue } from '../crd/validate.ts';
 
 export type FieldPath = ReadonlyArray<string | number>;
 
@@ -171,6 +173,26 @@ function locate(root: unknown, path: FieldPath, atKey: boolean): { offset: numbe
     node = next as Node;
   }
   return { offset, rest: [] };
+}
+
+/**
+ * Checks a parsed file against a schema (ConfigFile for `gw -f`) and returns the typed value; every
+ * problem is thrown at once as a ConfigError located in the file.
+ */
+export function validateSource<T extends z.ZodType>(src: SourceDocument, schema: T): z.output<T> {
+  // Limits and patterns the schema gives no message of its own are worded as the API server words
+  // them for the CRDs (crd/validate.ts), so a config file and `kubectl apply` read the same.
+  const parsed = schema.safeParse(src.data, {
+    reportInput: true,
+    error: (iss) => {
+      if (iss.code !== 'too_big' && iss.code !== 'too_small' && iss.code !== 'invalid_format')
+        return undefined;
+      const path = (iss.path ?? []).map((p) => (typeof p === 'number' ? p : String(p)));
+      return describeIssue(iss as unknown as Issue, formatPath(path))[0];
+    },
+  });
+  if (!parsed.success) throw new ConfigError(issuesFromZod(src, parsed.error));
+  return parsed.data;
 }
 
 /**

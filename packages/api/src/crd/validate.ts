@@ -34,9 +34,10 @@ function shown(v: unknown): string {
   return quote(kubeType(v));
 }
 
-type Issue = z.core.$ZodIssue & { input?: unknown };
+export type Issue = z.core.$ZodIssue & { input?: unknown };
 
-function detail(issue: Issue, field: string): string[] {
+/** The API server's wording of one zod issue at `field` (what follows `field: ` in its message). */
+export function describeIssue(issue: Issue, field: string): string[] {
   const input = issue.input;
   switch (issue.code) {
     case 'invalid_type': {
@@ -110,7 +111,7 @@ export function validateAgainst<T extends z.ZodType>(
   const errors: FieldError[] = [];
   for (const issue of r.error.issues as Issue[]) {
     const field = formatPath(prefix, issue.path);
-    for (const d of detail(issue, field)) {
+    for (const d of describeIssue(issue, field)) {
       // an unknown field is reported by the decoder, without a path prefix of its own
       errors.push(issue.code === 'unrecognized_keys' ? { field: '', detail: d } : { field, detail: d });
     }

@@ -71,7 +71,10 @@ describe('errors name the line, column and field path', () => {
 `),
     );
     assert.match(got.join('\n'), /timeout\.requestTimeout: expected a duration/);
-    assert.match(got.join('\n'), /maxBytes: expected a size in bytes/);
+    assert.match(
+      got.join('\n'),
+      /maxBytes: must be a size in bytes such as 1048576, 512Ki or 2Mi, at most 4Gi/,
+    );
   });
 
   test('invalid config.sensitiveHeaders name fails the load', () => {

@@ -17,7 +17,6 @@ import {
   formatPath,
   type GlobalConfig,
   HEADER_NAME_PATTERN,
-  issuesFromZod,
   type ListenerTLS,
   parseByteSize,
   parseGoDuration,
@@ -26,6 +25,7 @@ import {
   type RouteMatch,
   type SourceDocument,
   type TrafficPolicies,
+  validateSource,
 } from '@gw/api';
 import { CelCompileError, compileCel } from '../cel/cel.ts';
 import { parseHtpasswd } from '../policies/basic-auth/htpasswd.ts';
@@ -73,9 +73,7 @@ export async function loadConfigFile(path: string, env?: EnvLookup): Promise<Loa
 
 export function loadConfigText(file: string, text: string, baseDir: string, env?: EnvLookup): LoadedConfig {
   const src = parseSource(file, text, env);
-  const parsed = ConfigFile.safeParse(src.data);
-  if (!parsed.success) throw new ConfigError(issuesFromZod(src, parsed.error));
-  return new Builder(src, parsed.data, baseDir).build();
+  return new Builder(src, validateSource(src, ConfigFile), baseDir).build();
 }
 
 const ms = (d: string | undefined, fallback: number) =>

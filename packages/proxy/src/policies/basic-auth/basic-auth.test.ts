@@ -101,6 +101,6 @@ test('plain-text passwords are refused when the config loads', async () => {
 - port: 0
   listeners: [{routes: [{policies: {basicAuth: {users: ["bob:plaintext"]}}}]}]
 `),
-    /basicAuth\.users\[0\]: user bob: unsupported or plain-text password/,
+    /basicAuth\.users\[0\]: must be an htpasswd line <user>:<hash> .*; plain passwords are not accepted/,
   );
 });

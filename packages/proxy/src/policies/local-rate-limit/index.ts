@@ -31,9 +31,10 @@ export function normalizeLimit(l: LocalRateLimit): {
       refillPerMs: l.tokensPerFill / Math.max(1, every),
     };
   }
-  const perUnit = 'requests' in l ? l.requests : l.tokens;
+  // the schema lets exactly one of requests and tokens through
+  const perUnit = l.requests ?? l.tokens ?? 0;
   return {
-    kind: 'requests' in l ? 'requests' : 'tokens',
+    kind: l.requests !== undefined ? 'requests' : 'tokens',
     capacity: perUnit + (l.burst ?? 0),
     refillPerMs: perUnit / UNIT_MS[l.unit],
   };
