@@ -114,7 +114,7 @@ describe('gw --validate-only', () => {
     assert.match(
       r.stderr,
       new RegExp(
-        `^${RegExp.escape(file)}:8:19: binds\\[0\\]\\.listeners\\[0\\]\\.routes\\[0\\]\\.policies\\.directResponse\\.status: .*>=200`,
+        `^${RegExp.escape(file)}:8:19: binds\\[0\\]\\.listeners\\[0\\]\\.routes\\[0\\]\\.policies\\.directResponse\\.status: .*greater than or equal to 200`,
         'm',
       ),
     );
