@@ -1,0 +1,886 @@
+// GwPolicy / GwBackend policy sections → standalone policy shapes. Each case builds its input through
+// the CRD schema (validateResource, so defaults are applied as the API server would), translates it
+// against an in-memory snapshot and checks the output twice: against the expected standalone object,
+// and against the standalone zod schema the proxy validates it with.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { describe, test } from 'node:test';
+import { BackendPolicies, FrontendPolicies, TrafficPolicies } from '@gw/api';
+import { validateResource } from '@gw/api/crd/crds';
+import type { GwBackendSpec } from '@gw/api/crd/gwbackend';
+import type { GwPolicySpec } from '@gw/api/crd/gwpolicy';
+import { inMemoryLookup } from './lookup.ts';
+import { backendPolicy, DENY_ALL, EMPTY_JWKS, frontendPolicy, trafficPolicy } from './policies.ts';
+import type { KubeObject } from './types.ts';
+
+const NS = 'apps';
+const TARGET = { targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'gw' }] };
+
+function validated(kind: 'GwPolicy' | 'GwBackend', spec: Record<string, unknown>): unknown {
+  const r = validateResource({
+    apiVersion: 'gw.dev/v1alpha1',
+    kind,
+    metadata: { name: 'x', namespace: NS },
+    spec,
+  });
+  if (!r.ok) assert.fail(`invalid ${kind}: ${JSON.stringify(r.errors)}`);
+  return r.spec;
+}
+const trafficSpec = (traffic: Record<string, unknown>) =>
+  (validated('GwPolicy', { ...TARGET, traffic }) as GwPolicySpec).traffic!;
+const backendSpec = (backend: Record<string, unknown>) =>
+  (validated('GwPolicy', { ...TARGET, backend }) as GwPolicySpec).backend!;
+const frontendSpec = (frontend: Record<string, unknown>) =>
+  (validated('GwPolicy', { ...TARGET, frontend }) as GwPolicySpec).frontend!;
+
+const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
+function secret(name: string, data: Record<string, string>, labels?: Record<string, string>): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name, namespace: NS, ...(labels ? { labels } : {}) },
+    data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, b64(v)])),
+  };
+}
+function configMap(name: string, data: Record<string, string>, labels?: Record<string, string>): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name, namespace: NS, ...(labels ? { labels } : {}) },
+    data,
+  };
+}
+function service(name: string, ports: { port: number; appProtocol?: string }[], namespace = NS): KubeObject {
+  return { apiVersion: 'v1', kind: 'Service', metadata: { name, namespace }, spec: { ports } };
+}
+
+/** Translates spec.traffic and checks the output against `expected` and the standalone schema. */
+function traffic(
+  spec: Record<string, unknown>,
+  objects: KubeObject[],
+  expected: unknown,
+  problems: string[] = [],
+) {
+  const r = trafficPolicy(trafficSpec(spec), NS, inMemoryLookup(objects));
+  assert.deepEqual(r.policies, expected);
+  const parsed = TrafficPolicies.safeParse(r.policies);
+  assert.ok(parsed.success, `not a valid TrafficPolicies: ${parsed.error?.message}`);
+  assert.deepEqual(r.problems, problems);
+  return r;
+}
+
+const SHA_ALICE = 'alice:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=';
+const SHA_BOB = 'bob:{SHA}fEqNCco3Yq9h5ZUglD3CZJT4lBs=';
+const PEM_CERT = '-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n';
+const PEM_CA = '-----BEGIN CERTIFICATE-----\nMIIBca\n-----END CERTIFICATE-----\n';
+const PEM_KEY = '-----BEGIN PRIVATE KEY-----\nMIIEkey\n-----END PRIVATE KEY-----\n';
+const hash = (k: string) => `sha256:${createHash('sha256').update(k).digest('hex')}`;
+const denyAll = { action: 'Deny', policy: { matchExpressions: ['true'] } };
+
+describe('traffic: direct mappings', () => {
+  const cases: [string, Record<string, unknown>, unknown][] = [
+    [
+      'timeouts → timeout',
+      { timeouts: { request: '10s', backendRequest: '2s' } },
+      { timeout: { requestTimeout: '10s', backendRequestTimeout: '2s' } },
+    ],
+    [
+      'retry (attempts defaulted)',
+      { retry: { codes: [502, 503], backoff: '100ms' } },
+      { retry: { attempts: 1, backoff: '100ms', codes: [502, 503] } },
+    ],
+    [
+      'cors',
+      {
+        cors: {
+          allowOrigins: ['https://a.example'],
+          allowMethods: ['GET'],
+          allowHeaders: ['x-a'],
+          exposeHeaders: ['x-b'],
+          allowCredentials: true,
+          maxAge: '1h',
+        },
+      },
+      {
+        cors: {
+          allowOrigins: ['https://a.example'],
+          allowMethods: ['GET'],
+          allowHeaders: ['x-a'],
+          exposeHeaders: ['x-b'],
+          allowCredentials: true,
+          maxAge: '1h',
+        },
+      },
+    ],
+    [
+      'csrf',
+      { csrf: { additionalOrigins: ['https://b.example:8443'] } },
+      { csrf: { additionalOrigins: ['https://b.example:8443'] } },
+    ],
+    [
+      'authorization (action defaulted to Allow)',
+      { authorization: { policy: { matchExpressions: ['request.path.startsWith("/a")'] } } },
+      { authorization: { action: 'Allow', policy: { matchExpressions: ['request.path.startsWith("/a")'] } } },
+    ],
+    [
+      'rateLimit.local → localRateLimit',
+      {
+        rateLimit: {
+          local: [
+            { requests: 10, unit: 'Minutes', burst: 5 },
+            { tokens: 100, unit: 'Hours' },
+          ],
+        },
+      },
+      {
+        localRateLimit: [
+          { requests: 10, unit: 'Minutes', burst: 5 },
+          { tokens: 100, unit: 'Hours' },
+        ],
+      },
+    ],
+    [
+      'buffer (failureMode defaulted, lowercased)',
+      { buffer: { request: { maxBytes: '1Mi' }, response: { failureMode: 'FailOpen' } } },
+      {
+        buffer: {
+          request: { maxBytes: '1Mi', failureMode: 'failClosed' },
+          response: { failureMode: 'failOpen' },
+        },
+      },
+    ],
+    [
+      'headerModifiers → request/responseHeaderModifier maps',
+      {
+        headerModifiers: {
+          request: {
+            set: [{ name: 'x-set', value: '1' }],
+            add: [
+              { name: 'x-add', value: 'a' },
+              { name: 'x-other', value: 'b' },
+            ],
+            remove: ['x-drop'],
+          },
+          response: { remove: ['server'] },
+        },
+      },
+      {
+        requestHeaderModifier: {
+          set: { 'x-set': '1' },
+          add: { 'x-add': 'a', 'x-other': 'b' },
+          remove: ['x-drop'],
+        },
+        responseHeaderModifier: { remove: ['server'] },
+      },
+    ],
+    [
+      'directResponse',
+      { directResponse: { status: 418, body: 'teapot' } },
+      { directResponse: { status: 418, body: 'teapot' } },
+    ],
+    ['delay', { delay: { duration: '250ms' } }, { delay: { duration: '250ms' } }],
+    [
+      'delay as CEL',
+      { delay: { duration: 'request.headers["x-delay"]' } },
+      { delay: { duration: 'request.headers["x-delay"]' } },
+    ],
+  ];
+  for (const [name, spec, expected] of cases) {
+    test(name, () => {
+      traffic(spec, [], expected);
+    });
+  }
+
+  test('a header listed twice keeps the last value and says so', () => {
+    traffic(
+      {
+        headerModifiers: {
+          request: {
+            set: [
+              { name: 'X-A', value: '1' },
+              { name: 'x-a', value: '2' },
+            ],
+          },
+        },
+      },
+      [],
+      { requestHeaderModifier: { set: { 'x-a': '2' } } },
+      ['traffic.headerModifiers.request.set: header "x-a" is listed more than once; the last value is used'],
+    );
+  });
+});
+
+describe('traffic.jwtAuthentication → jwtAuth', () => {
+  const jwks = '{"keys":[{"kty":"oct","kid":"k1","k":"c2VjcmV0"}]}';
+
+  test('inline, url and Service JWKS; location, mode, preserveToken', () => {
+    traffic(
+      {
+        jwtAuthentication: {
+          mode: 'Optional',
+          preserveToken: true,
+          location: { header: { name: 'x-token', prefix: 'Token ' } },
+          providers: [
+            { issuer: 'https://inline', audiences: ['api'], jwks: { inline: jwks } },
+            { issuer: 'https://url', jwks: { remote: { url: 'https://idp.example/jwks.json' } } },
+            { issuer: 'https://svc', jwks: { remote: { backendRef: { name: 'idp', port: 8080 } } } },
+            { issuer: 'https://svc-tls', jwks: { remote: { backendRef: { name: 'idp', port: 8443 } } } },
+          ],
+        },
+      },
+      [service('idp', [{ port: 8080 }, { port: 8443, appProtocol: 'https' }])],
+      {
+        jwtAuth: {
+          mode: 'optional',
+          preserveToken: true,
+          location: { header: { name: 'x-token', prefix: 'Token ' } },
+          providers: [
+            { issuer: 'https://inline', audiences: ['api'], jwks: { inline: jwks } },
+            { issuer: 'https://url', jwks: { url: 'https://idp.example/jwks.json' } },
+            { issuer: 'https://svc', jwks: { url: `http://idp.${NS}.svc.cluster.local:8080` } },
+            { issuer: 'https://svc-tls', jwks: { url: `https://idp.${NS}.svc.cluster.local:8443` } },
+          ],
+        },
+      },
+    );
+  });
+
+  test('defaults: mode strict, preserveToken false, no location', () => {
+    traffic({ jwtAuthentication: { providers: [{ issuer: 'i', jwks: { inline: jwks } }] } }, [], {
+      jwtAuth: { mode: 'strict', preserveToken: false, providers: [{ issuer: 'i', jwks: { inline: jwks } }] },
+    });
+  });
+
+  test('a missing JWKS Service fails closed: empty JWKS for that provider, mode strict', () => {
+    traffic(
+      {
+        jwtAuthentication: {
+          mode: 'Permissive',
+          providers: [
+            { issuer: 'ok', jwks: { inline: jwks } },
+            { issuer: 'gone', jwks: { remote: { backendRef: { name: 'idp', port: 80 } } } },
+          ],
+        },
+      },
+      [],
+      {
+        jwtAuth: {
+          mode: 'strict',
+          preserveToken: false,
+          providers: [
+            { issuer: 'ok', jwks: { inline: jwks } },
+            { issuer: 'gone', jwks: { inline: EMPTY_JWKS } },
+          ],
+        },
+      },
+      [
+        'traffic.jwtAuthentication.providers[1].jwks.remote.backendRef: service "idp" not found',
+        'traffic.jwtAuthentication: a provider has no usable keys: tokens it issued are rejected and the mode is Strict',
+      ],
+    );
+  });
+
+  test('a Service without the port, an inline JWKS that is not one, cacheDuration and mcp are problems', () => {
+    traffic(
+      {
+        jwtAuthentication: {
+          providers: [
+            { issuer: 'a', jwks: { remote: { backendRef: { name: 'idp', port: 81 }, cacheDuration: '5m' } } },
+            { issuer: 'b', jwks: { inline: '[]' } },
+          ],
+          mcp: { provider: 'Keycloak' },
+        },
+      },
+      [service('idp', [{ port: 80 }])],
+      {
+        jwtAuth: {
+          mode: 'strict',
+          preserveToken: false,
+          providers: [
+            { issuer: 'a', jwks: { inline: EMPTY_JWKS } },
+            { issuer: 'b', jwks: { inline: EMPTY_JWKS } },
+          ],
+        },
+      },
+      [
+        'traffic.jwtAuthentication.mcp is not supported by this gw build yet',
+        'traffic.jwtAuthentication.providers[0].jwks.remote.cacheDuration is not supported by this gw build yet',
+        'traffic.jwtAuthentication.providers[0].jwks.remote.backendRef: service "idp" has no port 81',
+        'traffic.jwtAuthentication.providers[1].jwks.inline: is not a JSON object with a "keys" list',
+        'traffic.jwtAuthentication: a provider has no usable keys: tokens it issued are rejected and the mode is Strict',
+      ],
+    );
+  });
+});
+
+describe('traffic.basicAuthentication → basicAuth', () => {
+  test('inline users, realm and mode', () => {
+    traffic({ basicAuthentication: { users: [SHA_ALICE], realm: 'Staff', mode: 'Optional' } }, [], {
+      basicAuth: { mode: 'optional', realm: 'Staff', users: [SHA_ALICE] },
+    });
+  });
+
+  test('secretRef: the base64 .htaccess key becomes htpasswd text', () => {
+    traffic(
+      { basicAuthentication: { secretRef: { name: 'htpasswd' } } },
+      [secret('htpasswd', { '.htaccess': `# staff\n${SHA_ALICE}\r\n\n${SHA_BOB}\n` })],
+      { basicAuth: { mode: 'strict', realm: 'Restricted', htpasswd: `${SHA_ALICE}\n${SHA_BOB}\n` } },
+    );
+  });
+
+  test('secretRef with a key; a line that is not htpasswd is skipped without showing it', () => {
+    traffic(
+      {
+        basicAuthentication: {
+          secretRef: { name: 'creds', key: 'users' },
+          location: { header: { name: 'x-auth', prefix: 'Basic ' } },
+        },
+      },
+      [secret('creds', { users: `${SHA_ALICE}\nbob:plaintext\n` })],
+      {
+        basicAuth: {
+          mode: 'strict',
+          realm: 'Restricted',
+          location: { header: { name: 'x-auth', prefix: 'Basic ' } },
+          htpasswd: `${SHA_ALICE}\n`,
+        },
+      },
+      [
+        'traffic.basicAuthentication.secretRef: secret "creds" key "users" line 2 is not an htpasswd line <user>:<hash> (MD5, bcrypt, SHA-1 or crypt); it is skipped',
+      ],
+    );
+  });
+
+  test('a missing Secret denies every request (the standalone has no empty user list)', () => {
+    traffic({ basicAuthentication: { secretRef: { name: 'htpasswd' } } }, [], { authorization: denyAll }, [
+      'traffic.basicAuthentication.secretRef: secret "htpasswd" not found',
+      'traffic.basicAuthentication: no usable users: every request is denied',
+    ]);
+  });
+
+  test('a missing key denies every request, next to the policy own authorization', () => {
+    traffic(
+      {
+        basicAuthentication: { secretRef: { name: 'x' } },
+        authorization: { action: 'Require', policy: { matchExpressions: ['true'] } },
+      },
+      [secret('x', { other: SHA_ALICE })],
+      { authorization: [{ action: 'Require', policy: { matchExpressions: ['true'] } }, denyAll] },
+      [
+        'traffic.basicAuthentication.secretRef: secret "x" has no key ".htaccess"',
+        'traffic.basicAuthentication: no usable users: every request is denied',
+      ],
+    );
+    assert.deepEqual(DENY_ALL, denyAll);
+  });
+});
+
+describe('traffic.apiKeyAuthentication → apiKey', () => {
+  test('secretRef: plain keys and JSON entries with metadata (base64 data)', () => {
+    traffic(
+      {
+        apiKeyAuthentication: { secretRef: { name: 'keys' }, location: { queryParameter: { name: 'key' } } },
+      },
+      [
+        secret('keys', {
+          alice: 'k-alice\n',
+          bob: JSON.stringify({ key: 'k-bob', metadata: { team: 'b' } }),
+          carol: JSON.stringify({ keyHash: hash('k-carol'), metadata: { team: 'c' } }),
+        }),
+      ],
+      {
+        apiKey: {
+          mode: 'strict',
+          location: { queryParameter: { name: 'key' } },
+          keys: {
+            alice: 'k-alice',
+            bob: { key: 'k-bob', metadata: { team: 'b' } },
+            carol: { keyHash: hash('k-carol'), metadata: { team: 'c' } },
+          },
+        },
+      },
+    );
+  });
+
+  test('secretSelector: every matching Secret, sorted; a repeated entry name keeps the first', () => {
+    traffic(
+      {
+        apiKeyAuthentication: {
+          mode: 'Optional',
+          secretSelector: { matchLabels: { 'gw.dev/api-keys': 'yes' } },
+        },
+      },
+      [
+        secret('b-keys', { bob: 'k-bob', alice: 'k-alice-2' }, { 'gw.dev/api-keys': 'yes' }),
+        secret('a-keys', { alice: 'k-alice' }, { 'gw.dev/api-keys': 'yes', team: 'a' }),
+        secret('other', { eve: 'k-eve' }, { 'gw.dev/api-keys': 'no' }),
+        {
+          ...secret('elsewhere', { mallory: 'k-m' }, { 'gw.dev/api-keys': 'yes' }),
+          metadata: { name: 'elsewhere', namespace: 'other', labels: { 'gw.dev/api-keys': 'yes' } },
+        },
+      ],
+      { apiKey: { mode: 'optional', keys: { alice: 'k-alice', bob: 'k-bob' } } },
+      [
+        'traffic.apiKeyAuthentication.secretSelector: entry "alice" is in secret "a-keys" and secret "b-keys"; the one in secret "a-keys" is used',
+      ],
+    );
+  });
+
+  test('configMapSelector: keyHash entries only; a raw key names the ConfigMap and entry and is skipped', () => {
+    traffic(
+      { apiKeyAuthentication: { configMapSelector: { matchLabels: { keys: 'hashed' } } } },
+      [
+        configMap(
+          'hashed',
+          {
+            alice: JSON.stringify({ keyHash: hash('k-alice'), metadata: { tier: 'gold' } }),
+            bob: JSON.stringify({ key: 'k-bob' }),
+            carol: 'k-carol',
+            dave: JSON.stringify({ keyHash: 'sha256:nothex' }),
+          },
+          { keys: 'hashed' },
+        ),
+      ],
+      {
+        apiKey: { mode: 'strict', keys: { alice: { keyHash: hash('k-alice'), metadata: { tier: 'gold' } } } },
+      },
+      [
+        'traffic.apiKeyAuthentication.configMapSelector: configmap "hashed" entry "bob" holds a raw key; ConfigMaps may only hold hashed keys ({"keyHash": "sha256:<hex>"}); the entry is skipped',
+        'traffic.apiKeyAuthentication.configMapSelector: configmap "hashed" entry "carol" holds a raw key; ConfigMaps may only hold hashed keys ({"keyHash": "sha256:<hex>"}); the entry is skipped',
+        'traffic.apiKeyAuthentication.configMapSelector: configmap "hashed" entry "dave" has a keyHash that is not sha256:<64 hex digits>; the entry is skipped',
+      ],
+    );
+  });
+
+  test('malformed Secret entries are skipped and never quoted', () => {
+    const r = traffic(
+      { apiKeyAuthentication: { secretRef: { name: 'keys' } } },
+      [secret('keys', { a: '{not json', b: JSON.stringify({ key: 'k', extra: 1 }), c: '  ', d: 'good' })],
+      { apiKey: { mode: 'strict', keys: { d: 'good' } } },
+      [
+        'traffic.apiKeyAuthentication.secretRef: secret "keys" entry "a" starts with "{" but is not valid JSON; the entry is skipped',
+        'traffic.apiKeyAuthentication.secretRef: secret "keys" entry "b" has unknown fields "extra"; the entry is skipped',
+        'traffic.apiKeyAuthentication.secretRef: secret "keys" entry "c" is empty; the entry is skipped',
+      ],
+    );
+    assert.ok(!r.problems.join('\n').includes('{not json'));
+  });
+
+  test('a missing Secret fails closed: no keys, mode strict', () => {
+    traffic(
+      { apiKeyAuthentication: { mode: 'Permissive', secretRef: { name: 'keys' } } },
+      [],
+      { apiKey: { mode: 'strict', keys: {} } },
+      [
+        'traffic.apiKeyAuthentication.secretRef: secret "keys" not found',
+        'traffic.apiKeyAuthentication: no usable API keys: every request is rejected',
+      ],
+    );
+  });
+
+  test('a selector matching nothing, or empty, fails closed', () => {
+    traffic(
+      { apiKeyAuthentication: { mode: 'Optional', secretSelector: { matchLabels: { app: 'none' } } } },
+      [secret('keys', { a: 'k' })],
+      { apiKey: { mode: 'strict', keys: {} } },
+      [
+        'traffic.apiKeyAuthentication.secretSelector: no Secret in namespace "apps" has the labels app=none',
+        'traffic.apiKeyAuthentication: no usable API keys: every request is rejected',
+      ],
+    );
+    traffic(
+      { apiKeyAuthentication: { secretSelector: { matchLabels: {} } } },
+      [secret('keys', { a: 'k' })],
+      { apiKey: { mode: 'strict', keys: {} } },
+      [
+        'traffic.apiKeyAuthentication.secretSelector: matchLabels is empty, which would select every Secret in the namespace; name a label',
+        'traffic.apiKeyAuthentication: no usable API keys: every request is rejected',
+      ],
+    );
+  });
+});
+
+describe('traffic.extAuth → extAuthz', () => {
+  const svc = service('authz', [{ port: 9000 }]);
+  test('grpc', () => {
+    traffic(
+      {
+        extAuth: {
+          backendRef: { name: 'authz', port: 9000 },
+          grpc: { contextExtensions: { team: 'a' }, requestMetadata: { user: 'jwt.sub' } },
+          timeout: '300ms',
+        },
+      },
+      [svc],
+      {
+        extAuthz: {
+          grpc: {
+            host: `authz.${NS}.svc.cluster.local:9000`,
+            contextExtensions: { team: 'a' },
+            requestMetadata: { user: 'jwt.sub' },
+            timeout: '300ms',
+          },
+          failureMode: 'failClosed',
+        },
+      },
+    );
+  });
+
+  test('http', () => {
+    traffic(
+      {
+        extAuth: {
+          backendRef: { name: 'authz', port: 9000 },
+          failureMode: 'FailOpen',
+          http: {
+            path: '"/check" + request.path',
+            redirect: '"https://login.example"',
+            allowedRequestHeaders: ['cookie'],
+            addRequestHeaders: { 'x-route': '"r1"' },
+            allowedResponseHeaders: ['x-user'],
+            responseMetadata: { user: 'response.headers["x-user"]' },
+          },
+        },
+      },
+      [svc],
+      {
+        extAuthz: {
+          http: {
+            host: `authz.${NS}.svc.cluster.local:9000`,
+            path: '"/check" + request.path',
+            redirect: '"https://login.example"',
+            allowedRequestHeaders: ['cookie'],
+            addRequestHeaders: { 'x-route': '"r1"' },
+            allowedResponseHeaders: ['x-user'],
+            responseMetadata: { user: 'response.headers["x-user"]' },
+          },
+          failureMode: 'failOpen',
+        },
+      },
+    );
+  });
+
+  test('a missing Service turns FailOpen into failClosed', () => {
+    traffic(
+      { extAuth: { backendRef: { name: 'authz', port: 9000 }, failureMode: 'FailOpen', grpc: {} } },
+      [],
+      { extAuthz: { grpc: { host: `authz.${NS}.svc.cluster.local:9000` }, failureMode: 'failClosed' } },
+      [
+        'traffic.extAuth.backendRef: service "authz" not found',
+        'traffic.extAuth: failureMode is FailClosed until the backendRef resolves',
+      ],
+    );
+  });
+
+  test('a backendRef that is not a Service denies every request', () => {
+    traffic(
+      { extAuth: { backendRef: { group: 'gw.dev', kind: 'GwBackend', name: 'authz' }, grpc: {} } },
+      [],
+      { authorization: denyAll },
+      [
+        'traffic.extAuth.backendRef: backendRef kind "gw.dev/GwBackend" is not supported here; use a Service',
+        'traffic.extAuth: no authorization service to call: every request is denied',
+      ],
+    );
+  });
+});
+
+describe('traffic.rateLimit.global → remoteRateLimit', () => {
+  test('host, domain, descriptors (name → key, expression → value, type lowercased), failureMode, timeout', () => {
+    traffic(
+      {
+        rateLimit: {
+          global: {
+            backendRef: { name: 'ratelimit', port: 8081 },
+            domain: 'gw',
+            descriptors: [
+              { entries: [{ name: 'user', expression: 'request.headers["x-user"]' }] },
+              { entries: [{ name: 'model', expression: 'llm.model' }], type: 'Tokens' },
+            ],
+            timeout: '50ms',
+          },
+        },
+      },
+      [service('ratelimit', [{ port: 8081 }])],
+      {
+        remoteRateLimit: {
+          host: `ratelimit.${NS}.svc.cluster.local:8081`,
+          domain: 'gw',
+          descriptors: [
+            { entries: [{ key: 'user', value: 'request.headers["x-user"]' }], type: 'requests' },
+            { entries: [{ key: 'model', value: 'llm.model' }], type: 'tokens' },
+          ],
+          failureMode: 'failOpen',
+          timeout: '50ms',
+        },
+      },
+    );
+  });
+
+  test('a missing Service is a problem; the failure mode stays the user one', () => {
+    traffic(
+      {
+        rateLimit: {
+          global: {
+            backendRef: { name: 'ratelimit', port: 8081 },
+            domain: 'gw',
+            descriptors: [{ entries: [{ name: 'all', expression: '"all"' }] }],
+          },
+        },
+      },
+      [],
+      {
+        remoteRateLimit: {
+          host: `ratelimit.${NS}.svc.cluster.local:8081`,
+          domain: 'gw',
+          descriptors: [{ entries: [{ key: 'all', value: '"all"' }], type: 'requests' }],
+          failureMode: 'failOpen',
+        },
+      },
+      ['traffic.rateLimit.global.backendRef: service "ratelimit" not found'],
+    );
+  });
+});
+
+describe('traffic: what this build does not implement is reported, not dropped', () => {
+  test('extProc, transformation, phase PreRouting', () => {
+    traffic(
+      {
+        phase: 'PreRouting',
+        extProc: { backendRef: { name: 'proc', port: 9000 } },
+        transformation: { request: { body: 'request.body' } },
+        timeouts: { request: '5s' },
+      },
+      [],
+      { timeout: { requestTimeout: '5s' } },
+      [
+        'traffic.extProc is not supported by this gw build yet',
+        'traffic.transformation is not supported by this gw build yet',
+        'traffic.phase PreRouting is not supported by this gw build yet',
+      ],
+    );
+  });
+});
+
+function backend(spec: NonNullable<GwPolicySpec['backend']>, objects: KubeObject[], field?: string) {
+  const r = backendPolicy(spec, NS, inMemoryLookup(objects), field);
+  const parsed = BackendPolicies.safeParse(r.policies);
+  assert.ok(parsed.success, `not a valid BackendPolicies: ${parsed.error?.message}`);
+  return r;
+}
+
+describe('backend → BackendPolicies', () => {
+  test('tcp keepalive (defaults applied), connectTimeout, http', () => {
+    const r = backend(
+      backendSpec({
+        tcp: { keepalive: { retries: 3 }, connectTimeout: '2s' },
+        http: { version: 'HTTP2', requestTimeout: '30s' },
+      }),
+      [],
+    );
+    assert.deepEqual(r, {
+      policies: {
+        tcp: {
+          keepalives: { enabled: true, time: '180s', interval: '180s', retries: 3 },
+          connectTimeout: '2s',
+        },
+        http: { version: 'HTTP2', requestTimeout: '30s' },
+      },
+      problems: [],
+      failClosed: false,
+    });
+  });
+
+  test('tls: sni, verifySubjectAltNames, alpn, CA from a ConfigMap, client certificate from a Secret', () => {
+    const r = backend(
+      backendSpec({
+        tls: {
+          sni: 'api.internal',
+          verifySubjectAltNames: ['spiffe://cluster/ns/apps/sa/api'],
+          alpnProtocols: ['h2'],
+          caCertificateRefs: [{ name: 'ca' }],
+          mtlsCertificateRef: [{ name: 'client' }],
+        },
+      }),
+      [
+        configMap('ca', { 'ca.crt': PEM_CA }),
+        secret('client', { 'tls.crt': PEM_CERT, 'tls.key': PEM_KEY, 'ca.cert': 'ignored' }),
+      ],
+    );
+    assert.deepEqual(r, {
+      policies: {
+        backendTLS: {
+          hostname: 'api.internal',
+          subjectAltNames: ['spiffe://cluster/ns/apps/sa/api'],
+          alpn: ['h2'],
+          cert: PEM_CERT,
+          key: PEM_KEY,
+          root: PEM_CA,
+        },
+      },
+      problems: [],
+      failClosed: false,
+    });
+  });
+
+  test('tls: insecureSkipVerify All → insecure, Hostname → insecureHost; CA from a Secret; ca.cert of the client Secret', () => {
+    assert.deepEqual(
+      backend(
+        backendSpec({
+          tls: { insecureSkipVerify: 'All', caCertificateRefs: [{ kind: 'Secret', name: 'ca' }] },
+        }),
+        [secret('ca', { 'ca.crt': PEM_CA })],
+      ).policies,
+      { backendTLS: { insecure: true, root: PEM_CA } },
+    );
+    assert.deepEqual(
+      backend(
+        backendSpec({ tls: { insecureSkipVerify: 'Hostname', mtlsCertificateRef: [{ name: 'client' }] } }),
+        [secret('client', { 'tls.crt': PEM_CERT, 'tls.key': PEM_KEY, 'ca.cert': PEM_CA })],
+      ).policies,
+      { backendTLS: { insecureHost: true, cert: PEM_CERT, key: PEM_KEY, root: PEM_CA } },
+    );
+    assert.deepEqual(backend(backendSpec({ tls: {} }), []).policies, { backendTLS: {} });
+  });
+
+  test('tls: a missing CA or client key, or material that is not PEM, fails closed', () => {
+    assert.deepEqual(backend(backendSpec({ tls: { caCertificateRefs: [{ name: 'ca' }] } }), []), {
+      policies: { backendTLS: {} },
+      problems: ['backend.tls.caCertificateRefs[0]: configmap "ca" not found'],
+      failClosed: true,
+    });
+    assert.deepEqual(
+      backend(backendSpec({ tls: { mtlsCertificateRef: [{ name: 'client' }] } }), [
+        secret('client', { 'tls.crt': PEM_CERT }),
+      ]),
+      {
+        policies: { backendTLS: {} },
+        problems: ['backend.tls.mtlsCertificateRef[0]: secret "client" has no key "tls.key"'],
+        failClosed: true,
+      },
+    );
+    assert.deepEqual(
+      backend(backendSpec({ tls: { caCertificateRefs: [{ name: 'ca', kind: 'Secret' }] } }), [
+        secret('ca', { 'ca.crt': '/etc/passwd' }),
+      ]),
+      {
+        policies: { backendTLS: {} },
+        problems: ['backend.tls.caCertificateRefs[0]: secret "ca" key "ca.crt" is not PEM'],
+        failClosed: true,
+      },
+    );
+  });
+
+  test('unsupported sections and fields are reported', () => {
+    const r = backend(
+      backendSpec({
+        tunnel: { url: 'http://proxy.example:3128' },
+        auth: { key: 'k' },
+        health: { passive: {} },
+        transformation: { request: { body: '"x"' } },
+        tls: { certificateSource: 'SPIFFE', keyExchangeGroups: ['X25519'] },
+      }),
+      [],
+    );
+    assert.deepEqual(r, {
+      policies: { backendTLS: {} },
+      problems: [
+        'backend.tunnel is not supported by this gw build yet',
+        'backend.auth is not supported by this gw build yet',
+        'backend.transformation is not supported by this gw build yet',
+        'backend.health is not supported by this gw build yet',
+        'backend.tls.keyExchangeGroups is not supported by this gw build yet',
+        'backend.tls.certificateSource SPIFFE is not supported by this gw build yet',
+      ],
+      failClosed: true,
+    });
+  });
+
+  test('GwBackend spec.policies, with its own field prefix', () => {
+    const spec = validated('GwBackend', {
+      static: { host: 'api.internal', port: 443 },
+      policies: { tls: { sni: 'api.internal' }, tunnel: { url: 'http://proxy.example:3128' } },
+    }) as GwBackendSpec;
+    const r = backend(spec.policies!, [], 'policies');
+    assert.deepEqual(r, {
+      policies: { backendTLS: { hostname: 'api.internal' } },
+      problems: ['policies.tunnel is not supported by this gw build yet'],
+      failClosed: false,
+    });
+  });
+});
+
+describe('frontend → FrontendPolicies', () => {
+  test('networkAuthorization, accessLog, http', () => {
+    const r = frontendPolicy(
+      frontendSpec({
+        networkAuthorization: {
+          action: 'Deny',
+          policy: { matchExpressions: ['cidr("10.0.0.0/8").containsIP(source.address)'] },
+        },
+        accessLog: {
+          filter: 'response.code >= 400',
+          attributes: { add: [{ name: 'user', expression: 'jwt.sub' }], remove: ['request.headers'] },
+        },
+        http: { maxBufferSize: '4Mi', http1IdleTimeout: '60s', http2KeepaliveInterval: '30s' },
+      }),
+      NS,
+      inMemoryLookup([]),
+    );
+    const expected = {
+      networkAuthorization: {
+        action: 'Deny',
+        policy: { matchExpressions: ['cidr("10.0.0.0/8").containsIP(source.address)'] },
+      },
+      accessLog: { filter: 'response.code >= 400', add: { user: 'jwt.sub' }, remove: ['request.headers'] },
+      http: { maxBufferSize: '4Mi', http1IdleTimeout: '60s', http2KeepaliveInterval: '30s' },
+    };
+    assert.deepEqual(r, { policies: expected, problems: [] });
+    assert.ok(FrontendPolicies.safeParse(r.policies).success);
+  });
+
+  test('tcp, tls, tracing, accessLog.otlp and http fields without a standalone form are reported', () => {
+    const r = frontendPolicy(
+      frontendSpec({
+        tcp: { keepalive: {} },
+        tls: { handshakeTimeout: '5s' },
+        tracing: { otlp: { url: 'http://otel.example:4318' } },
+        accessLog: { otlp: { url: 'http://otel.example:4318' } },
+        http: { http1MaxHeaders: 50, http2KeepaliveTimeout: '10s' },
+      }),
+      NS,
+      inMemoryLookup([]),
+    );
+    assert.deepEqual(r, {
+      policies: { accessLog: {}, http: {} },
+      problems: [
+        'frontend.tcp is not supported by this gw build yet',
+        'frontend.tls is not supported by this gw build yet',
+        'frontend.tracing is not supported by this gw build yet',
+        'frontend.accessLog.otlp is not supported by this gw build yet',
+        'frontend.http.http1MaxHeaders is not supported by this gw build yet',
+        'frontend.http.http2KeepaliveTimeout is not supported by this gw build yet',
+      ],
+    });
+    assert.ok(FrontendPolicies.safeParse(r.policies).success);
+  });
+});
+
+describe('inMemoryLookup', () => {
+  test('get by kind, namespace and name; list sorted, optionally by namespace; cluster-scoped under ""', () => {
+    const ns: KubeObject = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'apps' } };
+    const l = inMemoryLookup([service('b', [], 'x'), service('a', [], 'y'), service('c', [], 'x'), ns]);
+    assert.equal(l.get('Service', 'x', 'c')?.metadata.name, 'c');
+    assert.equal(l.get('Service', 'y', 'c'), undefined);
+    assert.equal(l.get('Namespace', '', 'apps'), ns);
+    assert.deepEqual(
+      l.list('Service').map((o) => `${o.metadata.namespace}/${o.metadata.name}`),
+      ['x/b', 'x/c', 'y/a'],
+    );
+    assert.deepEqual(
+      l.list('Service', 'x').map((o) => o.metadata.name),
+      ['b', 'c'],
+    );
+    assert.deepEqual(l.list('Secret'), []);
+  });
+});

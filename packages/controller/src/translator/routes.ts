@@ -1,0 +1,409 @@
+// HTTPRoutes (and GRPCRoutes) → Route resources per attached listener, and the routes' parent status.
+// Attachment follows Gateway API: the parentRef names a Gateway or ListenerSet (optionally a listener
+// by sectionName or port), the listener must allow the route's namespace and kind, and hostnames must
+// intersect. Backends are Services (reached by their cluster DNS name) or GwBackends; a reference to
+// another namespace needs a ReferenceGrant there; a rule with no usable backend answers 500.
+import { condition, GATEWAY_GROUP, type GatewayInfo, type ListenerInfo, matchesLabels } from './gateways.ts';
+import type { Condition, KubeObject, Lookup } from './types.ts';
+
+const { ok, bad } = condition;
+export const GW_GROUP = 'gw.dev';
+
+interface ParentRef {
+  group?: string;
+  kind?: string;
+  namespace?: string;
+  name: string;
+  sectionName?: string;
+  port?: number;
+}
+interface BackendRef {
+  group?: string;
+  kind?: string;
+  name: string;
+  namespace?: string;
+  port?: number;
+  weight?: number;
+  filters?: HttpFilter[];
+}
+interface StringMatch {
+  type?: 'Exact' | 'RegularExpression';
+  name: string;
+  value: string;
+}
+interface HttpMatch {
+  path?: { type?: 'Exact' | 'PathPrefix' | 'RegularExpression'; value?: string };
+  headers?: StringMatch[];
+  queryParams?: StringMatch[];
+  method?: string;
+}
+interface HeaderFilter {
+  set?: { name: string; value: string }[];
+  add?: { name: string; value: string }[];
+  remove?: string[];
+}
+interface PathModifier {
+  type: 'ReplaceFullPath' | 'ReplacePrefixMatch';
+  replaceFullPath?: string;
+  replacePrefixMatch?: string;
+}
+interface HttpFilter {
+  type: string;
+  requestHeaderModifier?: HeaderFilter;
+  responseHeaderModifier?: HeaderFilter;
+  requestRedirect?: {
+    scheme?: string;
+    hostname?: string;
+    port?: number;
+    path?: PathModifier;
+    statusCode?: number;
+  };
+  urlRewrite?: { hostname?: string; path?: PathModifier };
+}
+interface HttpRule {
+  name?: string;
+  matches?: HttpMatch[];
+  filters?: HttpFilter[];
+  backendRefs?: BackendRef[];
+  timeouts?: { request?: string; backendRequest?: string };
+}
+
+export interface RouteContext {
+  lookup: Lookup;
+  grants: (fromKind: string, fromNs: string, toKind: string, toNs: string, toName: string) => boolean;
+  controllerName: string;
+  clusterDomain: string;
+  /** GwBackends usable as route backends: `<ns>/<name>` → problem (undefined when usable). */
+  backendProblem: (ns: string, name: string) => string | undefined;
+}
+
+export interface AttachedRule {
+  gateway: string;
+  listener: ListenerInfo;
+  route: KubeObject;
+  ruleIndex: number;
+  resource: { name: string; resource: { route: Record<string, unknown> } };
+  /** GwBackends the rule uses, `<ns>/<name>`. */
+  backends: string[];
+}
+
+const hostOf = (h: string) => h.toLowerCase();
+
+/** Gateway API hostname intersection: `*.example.com` matches `a.example.com` (one or more labels). */
+function hostMatches(pattern: string, host: string): boolean {
+  if (pattern === host) return true;
+  if (pattern.startsWith('*.')) return host.endsWith(pattern.slice(1)) && host.length > pattern.length - 1;
+  return false;
+}
+export function intersectHostnames(listener: string | undefined, route: string[]): string[] | undefined {
+  if (!listener) return route;
+  if (route.length === 0) return [listener];
+  const out: string[] = [];
+  for (const r of route.map(hostOf)) {
+    if (hostMatches(listener, r)) out.push(r);
+    else if (hostMatches(r, listener)) out.push(listener);
+  }
+  return out.length > 0 ? [...new Set(out)] : undefined;
+}
+
+function routeMatch(m: HttpMatch): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const p = m.path ?? { type: 'PathPrefix', value: '/' };
+  const value = p.value ?? '/';
+  if (p.type === 'Exact') out['path'] = { exact: value };
+  else if (p.type === 'RegularExpression') out['path'] = { regex: value };
+  else out['path'] = { pathPrefix: value };
+  if (m.method) out['method'] = m.method;
+  const values = (list: StringMatch[] | undefined) =>
+    list?.map((h) => ({
+      name: h.name,
+      value: h.type === 'RegularExpression' ? { regex: h.value } : { exact: h.value },
+    }));
+  if (m.headers?.length) out['headers'] = values(m.headers);
+  if (m.queryParams?.length) out['query'] = values(m.queryParams);
+  return out;
+}
+
+function headerModifier(f: HeaderFilter): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (f.set?.length) out['set'] = Object.fromEntries(f.set.map((h) => [h.name, h.value]));
+  if (f.add?.length) out['add'] = Object.fromEntries(f.add.map((h) => [h.name, h.value]));
+  if (f.remove?.length) out['remove'] = f.remove;
+  return out;
+}
+
+function pathRewrite(p: PathModifier | undefined): Record<string, unknown> | undefined {
+  if (!p) return undefined;
+  if (p.type === 'ReplaceFullPath') return { full: p.replaceFullPath ?? '/' };
+  return { prefix: p.replacePrefixMatch ?? '/' };
+}
+
+/** A rule's filters and timeouts as standalone TrafficPolicies; unsupported filters are named. */
+function rulePolicies(rule: HttpRule): { policies: Record<string, unknown>; unsupported: string[] } {
+  const policies: Record<string, unknown> = {};
+  const unsupported: string[] = [];
+  for (const f of rule.filters ?? []) {
+    switch (f.type) {
+      case 'RequestHeaderModifier':
+        if (f.requestHeaderModifier)
+          policies['requestHeaderModifier'] = headerModifier(f.requestHeaderModifier);
+        break;
+      case 'ResponseHeaderModifier':
+        if (f.responseHeaderModifier)
+          policies['responseHeaderModifier'] = headerModifier(f.responseHeaderModifier);
+        break;
+      case 'RequestRedirect': {
+        const r = f.requestRedirect ?? {};
+        const redirect: Record<string, unknown> = {};
+        if (r.scheme) redirect['scheme'] = r.scheme;
+        if (r.hostname && r.port) redirect['authority'] = { full: `${r.hostname}:${r.port}` };
+        else if (r.hostname) redirect['authority'] = { host: r.hostname };
+        else if (r.port) redirect['authority'] = { port: r.port };
+        const path = pathRewrite(r.path);
+        if (path) redirect['path'] = path;
+        if (r.statusCode) redirect['status'] = r.statusCode;
+        policies['requestRedirect'] = redirect;
+        break;
+      }
+      case 'URLRewrite': {
+        const r = f.urlRewrite ?? {};
+        const rewrite: Record<string, unknown> = {};
+        if (r.hostname) rewrite['authority'] = { host: r.hostname };
+        const path = pathRewrite(r.path);
+        if (path) rewrite['path'] = path;
+        policies['urlRewrite'] = rewrite;
+        break;
+      }
+      default:
+        unsupported.push(f.type);
+    }
+  }
+  if (rule.timeouts?.request || rule.timeouts?.backendRequest) {
+    policies['timeout'] = {
+      ...(rule.timeouts.request ? { requestTimeout: rule.timeouts.request } : {}),
+      ...(rule.timeouts.backendRequest ? { backendRequestTimeout: rule.timeouts.backendRequest } : {}),
+    };
+  }
+  return { policies, unsupported };
+}
+
+interface ResolvedBackends {
+  backends: Record<string, unknown>[];
+  gwBackends: string[];
+  problem?: Condition;
+}
+
+function resolveBackends(route: KubeObject, rule: HttpRule, ctx: RouteContext): ResolvedBackends {
+  const ns = route.metadata.namespace ?? 'default';
+  const gen = route.metadata.generation;
+  const out: ResolvedBackends = { backends: [], gwBackends: [] };
+  const fail = (reason: string, message: string) => {
+    out.problem ??= bad('ResolvedRefs', reason, message, gen);
+  };
+  for (const ref of rule.backendRefs ?? []) {
+    const group = ref.group ?? '';
+    const kind = ref.kind ?? 'Service';
+    const refNs = ref.namespace ?? ns;
+    const weight = ref.weight ?? 1;
+    if (weight === 0) continue;
+    if (refNs !== ns && !ctx.grants(route.kind, ns, kind, refNs, ref.name)) {
+      fail(
+        'RefNotPermitted',
+        `no ReferenceGrant in namespace ${refNs} allows backendRef ${kind} ${ref.name}`,
+      );
+      continue;
+    }
+    if (group === '' && kind === 'Service') {
+      const svc = ctx.lookup.get('Service', refNs, ref.name);
+      if (!svc) {
+        fail('BackendNotFound', `service ${refNs}/${ref.name} not found`);
+        continue;
+      }
+      const ports = ((svc.spec as { ports?: { port: number }[] })?.ports ?? []).map((p) => p.port);
+      if (ref.port === undefined || !ports.includes(ref.port)) {
+        fail('BackendNotFound', `service ${refNs}/${ref.name} has no port ${ref.port ?? '(none given)'}`);
+        continue;
+      }
+      out.backends.push({
+        weight,
+        host: { host: `${ref.name}.${refNs}.svc.${ctx.clusterDomain}`, port: ref.port },
+      });
+    } else if (group === GW_GROUP && kind === 'GwBackend') {
+      const problem = ctx.backendProblem(refNs, ref.name);
+      if (problem) {
+        fail('BackendNotFound', problem);
+        continue;
+      }
+      out.backends.push({ weight, backend: `${refNs}/${ref.name}` });
+      out.gwBackends.push(`${refNs}/${ref.name}`);
+    } else {
+      fail(
+        'InvalidKind',
+        `backendRef kind ${group ? `${group}/` : ''}${kind} is not supported (Service, gw.dev/GwBackend)`,
+      );
+    }
+  }
+  return out;
+}
+
+function allowsRoute(l: ListenerInfo, route: KubeObject, lookup: Lookup): boolean {
+  if (!l.allowedRoutes.kinds.includes(route.kind)) return false;
+  const ns = route.metadata.namespace ?? 'default';
+  if (l.allowedRoutes.from === 'All') return true;
+  if (l.allowedRoutes.from === 'Same') return ns === l.owner.namespace;
+  return matchesLabels(lookup.get('Namespace', '', ns)?.metadata.labels, l.allowedRoutes.selector);
+}
+
+export interface RouteResult {
+  rules: AttachedRule[];
+  statuses: { kind: string; namespace: string; name: string; status: Record<string, unknown> }[];
+}
+
+export function translateRoutes(
+  objects: KubeObject[],
+  gateways: GatewayInfo[],
+  ctx: RouteContext,
+): RouteResult {
+  const result: RouteResult = { rules: [], statuses: [] };
+  const routes = objects
+    .filter((o) => o.kind === 'HTTPRoute' || o.kind === 'GRPCRoute')
+    .sort(
+      (a, b) =>
+        (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') ||
+        `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(
+          `${b.metadata.namespace}/${b.metadata.name}`,
+        ),
+    );
+  const byKey = new Map(gateways.map((g) => [g.key, g]));
+  for (const route of routes) {
+    const ns = route.metadata.namespace ?? 'default';
+    const gen = route.metadata.generation;
+    const spec = route.spec as { parentRefs?: ParentRef[]; hostnames?: string[]; rules?: HttpRule[] };
+    const parents: Record<string, unknown>[] = [];
+    const rules = spec.rules ?? [];
+    // backends and filters are the same for every parent: resolve once
+    const resolved = rules.map((r) => resolveBackends(route, r, ctx));
+    const filters = rules.map((r) => rulePolicies(r));
+    for (const ref of spec.parentRefs ?? []) {
+      const group = ref.group ?? GATEWAY_GROUP;
+      const kind = ref.kind ?? 'Gateway';
+      const pns = ref.namespace ?? ns;
+      let gateway: GatewayInfo | undefined;
+      let candidates: ListenerInfo[] = [];
+      if (group === GATEWAY_GROUP && kind === 'Gateway') {
+        gateway = byKey.get(`${pns}/${ref.name}`);
+        if (gateway) candidates = gateway.listeners;
+      } else if (group === GATEWAY_GROUP && kind === 'ListenerSet') {
+        for (const g of gateways) {
+          const set = g.listenerSets.find(
+            (s) => s.object.metadata.name === ref.name && (s.object.metadata.namespace ?? 'default') === pns,
+          );
+          if (set) {
+            gateway = g;
+            candidates = set.listeners;
+          }
+        }
+      }
+      if (!gateway) continue; // not a parent of ours: another controller writes that status
+      const parentRef = {
+        group,
+        kind,
+        namespace: pns,
+        name: ref.name,
+        ...(ref.sectionName ? { sectionName: ref.sectionName } : {}),
+        ...(ref.port ? { port: ref.port } : {}),
+      };
+      const conditions: Condition[] = [];
+      const named = candidates.filter(
+        (l) => (!ref.sectionName || l.name === ref.sectionName) && (!ref.port || l.port === ref.port),
+      );
+      const ready = named.filter((l) => l.ready);
+      const allowed = ready.filter((l) => allowsRoute(l, route, ctx.lookup));
+      const hosted = allowed
+        .map((l) => ({ l, hostnames: intersectHostnames(l.hostname, spec.hostnames ?? []) }))
+        .filter((x): x is { l: ListenerInfo; hostnames: string[] } => x.hostnames !== undefined);
+      if (named.length === 0) {
+        conditions.push(
+          bad(
+            'Accepted',
+            'NoMatchingParent',
+            `no listener matches ${ref.sectionName ? `sectionName ${ref.sectionName}` : `port ${ref.port}`}`,
+            gen,
+          ),
+        );
+      } else if (ready.length === 0) {
+        conditions.push(
+          bad('Accepted', 'NoMatchingParent', 'the matching listeners are not programmed', gen),
+        );
+      } else if (allowed.length === 0) {
+        conditions.push(
+          bad(
+            'Accepted',
+            'NotAllowedByListeners',
+            `no listener allows ${route.kind}s from namespace ${ns}`,
+            gen,
+          ),
+        );
+      } else if (hosted.length === 0) {
+        conditions.push(
+          bad(
+            'Accepted',
+            'NoMatchingListenerHostname',
+            'no hostname of the route matches a listener hostname',
+            gen,
+          ),
+        );
+      } else {
+        const unsupported = [...new Set(filters.flatMap((f) => f.unsupported))];
+        conditions.push(
+          unsupported.length > 0
+            ? bad('Accepted', 'UnsupportedValue', `filters not supported: ${unsupported.join(', ')}`, gen)
+            : ok('Accepted', 'Accepted', 'attached', gen),
+        );
+      }
+      const problem = resolved.find((r) => r.problem)?.problem;
+      conditions.push(problem ?? ok('ResolvedRefs', 'ResolvedRefs', 'all references resolved', gen));
+      parents.push({ parentRef, controllerName: ctx.controllerName, conditions });
+      if (conditions[0]?.status !== 'True') continue;
+      for (const { l, hostnames } of hosted) {
+        l.attachedRoutes++;
+        rules.forEach((rule, ri) => {
+          const r = resolved[ri] as ResolvedBackends;
+          const policies = { ...(filters[ri]?.policies ?? {}) };
+          // Gateway API: a rule whose backends cannot be used answers 500
+          if (r.backends.length === 0)
+            policies['directResponse'] = { status: 500, body: 'no usable backend' };
+          const name = `route/${l.port}/${l.name}/${ns}/${route.metadata.name}/${ri}`;
+          const body: Record<string, unknown> = {
+            port: l.port,
+            listener: `${l.gateway}/${l.name}`,
+            namespace: ns,
+            name: route.metadata.name,
+            ...(rule.name ? { ruleName: rule.name } : {}),
+            ...(hostnames.length > 0 ? { hostnames } : {}),
+            matches: (rule.matches?.length ? rule.matches : [{}]).map(routeMatch),
+            ...(Object.keys(policies).length > 0 ? { policies } : {}),
+            ...(r.backends.length > 0 ? { backends: r.backends } : {}),
+          };
+          result.rules.push({
+            gateway: l.gateway,
+            listener: l,
+            route,
+            ruleIndex: ri,
+            resource: { name, resource: { route: body } },
+            backends: r.gwBackends,
+          });
+        });
+      }
+    }
+    if (parents.length > 0) {
+      result.statuses.push({
+        kind: route.kind,
+        namespace: ns,
+        name: route.metadata.name,
+        status: { parents },
+      });
+    }
+  }
+  return result;
+}
