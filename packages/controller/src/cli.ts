@@ -1,23 +1,217 @@
-// `gw-controller`: the Kubernetes control plane. Not built yet; this entry point says so plainly
-// instead of pretending to run.
+// `gw-controller`: watches Gateway API and gw.dev resources, translates them, serves the result to
+// proxies over delta ADS (xDS) and writes status back. Runs with KUBECONFIG outside a cluster and with
+// the mounted service account inside one.
+import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
 import { parseArgs } from 'node:util';
+import { KubeConfig } from '@kubernetes/client-node';
+import { Controller } from './controller.ts';
+import { startXdsServer, type XdsMode } from './xds/server.ts';
+import { type KubeConnection, tokenReviewAuthenticator } from './xds/token-review.ts';
 
 const VERSION = '0.1.0';
-const USAGE = `Usage: gw-controller [--version] [--help]
+const USAGE = `Usage: gw-controller [flags]
 
-The control plane (Gateway API + gw.dev CRDs -> xDS) is not implemented in this build.
-Run the proxy standalone instead: bin/gw -f config.yaml
+  --kubeconfig <path>        kubeconfig (default: $KUBECONFIG, else in-cluster service account)
+  --xds-port <port>          xDS gRPC port (default 9978)
+  --xds-address <ip>         address the xDS server binds (default 0.0.0.0)
+  --xds-mode <mode>          plaintext | tls | either (default plaintext; tls needs --xds-cert/--xds-key)
+  --xds-cert <file>, --xds-key <file>
+  --xds-auth <bool>          check proxy tokens with TokenReview (default true; false for local development)
+  --xds-token-audience <a>   audience the proxy tokens must carry (default: none required)
+  --health-port <port>       /healthz and /readyz (default 9093)
+  --metrics-port <port>      Prometheus metrics (default 9092)
+  --controller-name <name>   GatewayClass controllerName handled (default gw.dev/gw)
+  --gateway-class <name>     GatewayClass created when missing (default gw)
+  --cluster-domain <domain>  Service DNS suffix (default cluster.local)
+  --enable-models            watch GwModel resources (experimental)
+  --version, --help
 `;
 
+function fail(message: string): never {
+  process.stderr.write(`gw-controller: ${message}\n`);
+  process.exit(2);
+}
+
 const { values } = parseArgs({
-  options: { version: { type: 'boolean', short: 'V' }, help: { type: 'boolean', short: 'h' } },
-  strict: false,
+  options: {
+    kubeconfig: { type: 'string' },
+    'xds-port': { type: 'string', default: process.env['GW_XDS_PORT'] ?? '9978' },
+    'xds-address': { type: 'string', default: '0.0.0.0' },
+    'xds-mode': { type: 'string', default: process.env['GW_XDS_MODE'] ?? 'plaintext' },
+    'xds-cert': { type: 'string' },
+    'xds-key': { type: 'string' },
+    'xds-auth': { type: 'string', default: process.env['GW_XDS_AUTH'] ?? 'true' },
+    'xds-token-audience': { type: 'string' },
+    'health-port': { type: 'string', default: '9093' },
+    'metrics-port': { type: 'string', default: '9092' },
+    'controller-name': { type: 'string', default: 'gw.dev/gw' },
+    'gateway-class': { type: 'string', default: 'gw' },
+    'cluster-domain': { type: 'string', default: 'cluster.local' },
+    'enable-models': { type: 'boolean', default: false },
+    version: { type: 'boolean', short: 'V' },
+    help: { type: 'boolean', short: 'h' },
+  },
+  strict: true,
 });
+
 if (values.version) {
   process.stdout.write(`gw-controller ${VERSION} (node ${process.versions.node})\n`);
-} else if (values.help) {
-  process.stdout.write(USAGE);
-} else {
-  process.stderr.write(`gw-controller: ${USAGE}`);
-  process.exitCode = 1;
+  process.exit(0);
 }
+if (values.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
+
+function port(name: string, v: string | undefined): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    fail(`--${name} must be a port number, got ${JSON.stringify(v)}`);
+  return n;
+}
+const mode = values['xds-mode'] as XdsMode;
+if (!['plaintext', 'tls', 'either'].includes(mode))
+  fail(`--xds-mode must be plaintext, tls or either, got ${mode}`);
+const auth = values['xds-auth'];
+if (auth !== 'true' && auth !== 'false') fail(`--xds-auth must be true or false, got ${auth}`);
+
+const log = (level: 'info' | 'warn' | 'error', msg: string, fields: Record<string, unknown> = {}) => {
+  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields })}\n`);
+};
+
+const kc = new KubeConfig();
+const kubeconfig = values.kubeconfig ?? process.env['KUBECONFIG'];
+try {
+  if (kubeconfig) kc.loadFromFile(kubeconfig);
+  else kc.loadFromCluster();
+} catch (err) {
+  fail(
+    `cannot load ${kubeconfig ? `kubeconfig ${kubeconfig}` : 'the in-cluster service account'}: ${String(err)}`,
+  );
+}
+
+/** What TokenReview needs to call the API server as the controller. */
+function connection(k: KubeConfig): KubeConnection {
+  const cluster = k.getCurrentCluster();
+  const user = k.getCurrentUser();
+  if (!cluster) fail('the kubeconfig has no current cluster');
+  const read = (data?: string, file?: string) =>
+    data ? Buffer.from(data, 'base64') : file ? readFileSync(file) : undefined;
+  const ca = read(cluster.caData, cluster.caFile);
+  const cert = read(user?.certData, user?.certFile);
+  const key = read(user?.keyData, user?.keyFile);
+  const token =
+    user?.token ??
+    (user?.authProvider?.config?.['tokenFile']
+      ? readFileSync(user.authProvider.config['tokenFile'], 'utf8').trim()
+      : undefined);
+  return {
+    server: cluster.server,
+    ...(token ? { token } : {}),
+    ...(ca ? { ca } : {}),
+    ...(cert ? { cert } : {}),
+    ...(key ? { key } : {}),
+  };
+}
+
+const xds = await startXdsServer({
+  port: port('xds-port', values['xds-port']),
+  host: values['xds-address'],
+  mode,
+  ...(values['xds-cert'] && values['xds-key']
+    ? { tls: { certFile: values['xds-cert'], keyFile: values['xds-key'] } }
+    : {}),
+  ...(auth === 'true'
+    ? {
+        authenticate: tokenReviewAuthenticator(connection(kc), {
+          ...(values['xds-token-audience'] ? { audiences: [values['xds-token-audience']] } : {}),
+        }),
+      }
+    : {}),
+});
+xds.on('connect', (p) => log('info', 'proxy connected', { gateway: p.gateway, node: p.node, peer: p.peer }));
+xds.on('disconnect', (p) =>
+  log('info', 'proxy disconnected', { gateway: p.gateway, node: p.node, reason: p.reason }),
+);
+xds.on('reject', (r) => log('warn', 'proxy stream refused', { peer: r.peer, reason: r.reason }));
+if (auth === 'false')
+  log('warn', 'xDS authentication is off (--xds-auth=false): any client can read any Gateway configuration');
+
+const controller = new Controller({
+  kc,
+  xds,
+  controllerName: values['controller-name'],
+  gatewayClassName: values['gateway-class'],
+  clusterDomain: values['cluster-domain'],
+  modelsEnabled: values['enable-models'],
+  log,
+});
+
+function listen(p: number, handler: Parameters<typeof createServer>[1]): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const s = createServer(handler);
+    s.once('error', reject);
+    s.listen(p, () => resolve(s));
+  });
+}
+
+const health = await listen(port('health-port', values['health-port']), (req, res) => {
+  if (req.url === '/healthz') return void res.end('ok\n');
+  if (req.url === '/readyz') {
+    const waiting = controller.provider.notSynced();
+    res.statusCode = waiting.length === 0 ? 200 : 503;
+    return void res.end(waiting.length === 0 ? 'ready\n' : `waiting for: ${waiting.join(', ')}\n`);
+  }
+  res.statusCode = 404;
+  res.end();
+});
+
+const metrics = await listen(port('metrics-port', values['metrics-port']), (_req, res) => {
+  const m = controller.metrics;
+  const x = xds.metrics();
+  const lines = [
+    '# TYPE gw_controller_translations_total counter',
+    `gw_controller_translations_total ${m.translations}`,
+    '# TYPE gw_controller_translate_seconds gauge',
+    `gw_controller_translate_seconds ${(m.lastTranslateMs / 1000).toFixed(6)}`,
+    '# TYPE gw_controller_status_writes_total counter',
+    `gw_controller_status_writes_total ${m.statusWrites}`,
+    '# TYPE gw_controller_status_write_errors_total counter',
+    `gw_controller_status_write_errors_total ${m.statusWriteErrors}`,
+    '# TYPE gw_controller_xds_nacks_total counter',
+    `gw_controller_xds_nacks_total ${x.nacksTotal}`,
+    '# TYPE gw_controller_xds_acks_total counter',
+    `gw_controller_xds_acks_total ${x.acksTotal}`,
+    '# TYPE gw_controller_xds_rejects_total counter',
+    `gw_controller_xds_rejects_total ${x.rejectsTotal}`,
+    '# TYPE gw_controller_xds_connected_proxies gauge',
+    ...Object.entries(x.connected).map(
+      ([g, n]) => `gw_controller_xds_connected_proxies{gateway="${g}"} ${n}`,
+    ),
+  ];
+  res.setHeader('content-type', 'text/plain; version=0.0.4');
+  res.end(`${lines.join('\n')}\n`);
+});
+
+await controller.start();
+log('info', 'gw-controller started', {
+  xds: `${values['xds-address']}:${xds.port}`,
+  mode,
+  health: values['health-port'],
+  metrics: values['metrics-port'],
+});
+
+let stopping = false;
+async function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  log('info', 'stopping', { signal });
+  await controller.stop();
+  await xds.close();
+  health.close();
+  metrics.close();
+  process.exit(0);
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));

@@ -1,17 +1,21 @@
 // `gw`: the proxy. `gw` runs the embedded default config; `gw -f config.yaml` runs a file and reloads
-// it on change; `gw --validate-only -f config.yaml` checks a file and exits.
+// it on change; `gw --validate-only -f config.yaml` checks a file and exits; `gw --xds-address URL
+// --gateway NS/NAME` takes its config from the controller over xDS.
 import { parseArgs } from 'node:util';
 import { ConfigError } from '@gw/api';
 import { startAdmin, startReadiness, startStats } from './admin/server.ts';
 import { DEFAULT_CONFIG, DEFAULT_CONFIG_NAME } from './config/default-config.ts';
-import { type LoadedConfig, loadConfigFile, loadConfigText } from './config/load.ts';
+import type { ProxyIR } from './config/ir.ts';
+import { type LoadedConfig, loadConfigFile, loadConfigText, type StartupConfig } from './config/load.ts';
 import { LogHub, parseLevelFilter } from './observability/logger.ts';
 import { compileTable } from './routing/table.ts';
 import { Supervisor } from './server/supervisor.ts';
 import { watchFile } from './server/watch.ts';
 import { VERSION } from './version.ts';
+import { parseXdsAddress, startXdsClient, type XdsClient } from './xds-client/client.ts';
 
 const USAGE = `Usage: gw [-f config.yaml] [--validate-only] [--workers N]
+       gw --xds-address URL --gateway NAMESPACE/NAME [--xds-token-file FILE] [--workers N]
 
   -f, --file FILE     run this config file (default: the embedded example config); reloaded on change
   --validate-only     check the config file and exit (0 = valid, 1 = invalid)
@@ -19,8 +23,33 @@ const USAGE = `Usage: gw [-f config.yaml] [--validate-only] [--workers N]
   -V, --version       print the version
   -h, --help          this help
 
+xDS (config from the controller instead of a file; not ready until the first config arrives):
+  --xds-address URL       http://host:port (plaintext) or https://host:port (TLS)   [GW_XDS_ADDRESS]
+  --gateway NS/NAME       the Gateway this proxy serves                              [GW_GATEWAY]
+  --xds-token-file FILE   bearer token sent to the controller, re-read on reconnect  [GW_XDS_TOKEN_FILE]
+  --xds-ca-file FILE      CA bundle for an https:// address (default system roots)  [GW_XDS_CA_FILE]
+  --admin-addr, --stats-addr, --readiness-addr ADDR
+                          ip:port, unix:/path or off (defaults 127.0.0.1:15000, 0.0.0.0:15020,
+                          0.0.0.0:15021; with -f the file's config: block sets these)
+
 Environment: GW_LOG overrides config.logging.level (e.g. "info,proxy=debug").
 `;
+
+/** Start-up settings in xDS mode, where there is no file: flags, else the documented defaults. */
+function xdsStartup(o: {
+  'admin-addr'?: string;
+  'stats-addr'?: string;
+  'readiness-addr'?: string;
+}): StartupConfig {
+  return {
+    adminAddr: o['admin-addr'] ?? '127.0.0.1:15000',
+    statsAddr: o['stats-addr'] ?? '0.0.0.0:15020',
+    readinessAddr: o['readiness-addr'] ?? '0.0.0.0:15021',
+    workerThreads: 'auto',
+    logLevel: 'info',
+    logFormat: 'text',
+  };
+}
 
 async function load(file: string | undefined): Promise<LoadedConfig> {
   const loaded = file
@@ -30,6 +59,8 @@ async function load(file: string | undefined): Promise<LoadedConfig> {
   compileTable(loaded.ir, null);
   return loaded;
 }
+
+const env = (name: string): string | undefined => process.env[name] || undefined;
 
 function report(err: unknown): string {
   if (err instanceof ConfigError) return err.message;
@@ -45,6 +76,13 @@ export async function main(argv: string[]): Promise<number> {
         file: { type: 'string', short: 'f' },
         'validate-only': { type: 'boolean' },
         workers: { type: 'string' },
+        'xds-address': { type: 'string' },
+        gateway: { type: 'string' },
+        'xds-token-file': { type: 'string' },
+        'xds-ca-file': { type: 'string' },
+        'admin-addr': { type: 'string' },
+        'stats-addr': { type: 'string' },
+        'readiness-addr': { type: 'string' },
         version: { type: 'boolean', short: 'V' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -66,14 +104,44 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const file = o.file;
-  let loaded: LoadedConfig;
-  try {
-    loaded = await load(file);
-  } catch (err) {
-    process.stderr.write(`gw: invalid configuration:\n${report(err)}\n`);
-    return 1;
+  const xdsAddress = o['xds-address'] ?? env('GW_XDS_ADDRESS');
+  const gateway = o.gateway ?? env('GW_GATEWAY');
+  const tokenFile = o['xds-token-file'] ?? env('GW_XDS_TOKEN_FILE');
+  const caFile = o['xds-ca-file'] ?? env('GW_XDS_CA_FILE');
+  const xds = xdsAddress !== undefined;
+  if (xds && (file !== undefined || o['validate-only'])) {
+    process.stderr.write('gw: --xds-address takes the config from the controller; drop -f/--validate-only\n');
+    return 2;
   }
-  if (o['validate-only']) {
+  if (xds) {
+    try {
+      parseXdsAddress(xdsAddress);
+    } catch (err) {
+      process.stderr.write(`gw: ${(err as Error).message}\n`);
+      return 2;
+    }
+  }
+  if (xds && (gateway === undefined || !/^[^/\s]+\/[^/\s]+$/.test(gateway))) {
+    process.stderr.write('gw: --xds-address needs --gateway <namespace>/<name> (or GW_GATEWAY)\n');
+    return 2;
+  }
+  if (!xds && (o['admin-addr'] ?? o['stats-addr'] ?? o['readiness-addr']) !== undefined) {
+    process.stderr.write(
+      'gw: --admin-addr/--stats-addr/--readiness-addr are for xDS mode; with a file use its config: block\n',
+    );
+    return 2;
+  }
+  // In xDS mode nothing is loaded up front: the first config comes from the controller.
+  let loaded: LoadedConfig | undefined;
+  if (!xds) {
+    try {
+      loaded = await load(file);
+    } catch (err) {
+      process.stderr.write(`gw: invalid configuration:\n${report(err)}\n`);
+      return 1;
+    }
+  }
+  if (loaded && o['validate-only']) {
     const { binds } = loaded.ir;
     const listeners = binds.reduce((n, b) => n + b.listeners.length, 0);
     const routes = binds.reduce((n, b) => n + b.listeners.reduce((m, l) => m + l.routes.length, 0), 0);
@@ -83,7 +151,7 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
 
-  const startup = loaded.startup;
+  const startup = loaded?.startup ?? xdsStartup(o);
   const logFilter = process.env.GW_LOG ?? startup.logLevel;
   try {
     parseLevelFilter(logFilter);
@@ -108,14 +176,16 @@ export async function main(argv: string[]): Promise<number> {
   let stopping = false;
   const servers: { close: () => Promise<unknown> }[] = [];
   let stopWatch = () => {};
+  let xdsClient: XdsClient | undefined;
   const done = new Promise<number>((resolveDone) => {
     const shutdown = (reason: string) => {
       if (stopping) return;
       stopping = true;
       log.info({ reason }, 'draining');
       stopWatch();
+      xdsClient?.close();
       supervisor
-        .stop(loaded.ir.global.terminationDeadlineMs)
+        .stop(supervisor.ir?.global.terminationDeadlineMs ?? 30_000)
         .then(async (cut) => {
           await Promise.allSettled(servers.map((s) => s.close()));
           log.info({ cut }, 'stopped');
@@ -129,7 +199,7 @@ export async function main(argv: string[]): Promise<number> {
 
     (async () => {
       try {
-        await supervisor.apply(loaded.ir);
+        if (loaded) await supervisor.apply(loaded.ir);
       } catch (err) {
         process.stderr.write(`gw: cannot start: ${report(err)}\n`);
         await supervisor.stop(0);
@@ -143,7 +213,7 @@ export async function main(argv: string[]): Promise<number> {
         servers.push(admin.app, stats.app, ready.app);
         log.info(
           {
-            version: loaded.ir.version,
+            version: loaded?.ir.version ?? 'none yet',
             workers: supervisor.workers.length,
             listeners: (supervisor.ir?.binds ?? [])
               .map(
@@ -155,13 +225,32 @@ export async function main(argv: string[]): Promise<number> {
             stats: stats.address ?? 'off',
             readiness: ready.address ?? 'off',
           },
-          `gw ${VERSION} serving ${file ?? DEFAULT_CONFIG_NAME}`,
+          `gw ${VERSION} serving ${xds ? `xds ${xdsAddress} gateway ${gateway}` : (file ?? DEFAULT_CONFIG_NAME)}`,
         );
       } catch (err) {
         process.stderr.write(`gw: cannot start admin servers: ${(err as Error).message}\n`);
         await supervisor.stop(0);
         resolveDone(1);
         return;
+      }
+      if (xds) {
+        xdsClient = startXdsClient({
+          address: xdsAddress as string,
+          gateway: gateway as string,
+          ...(tokenFile !== undefined ? { tokenFile } : {}),
+          ...(caFile !== undefined ? { caFile } : {}),
+          log: logs.module('xds'),
+          // The same path as a file reload: compile once in this thread, then swap in every worker.
+          onConfig: async (ir: ProxyIR) => {
+            if (stopping) return;
+            compileTable(ir, null);
+            await supervisor.apply(ir);
+            lastError = undefined;
+          },
+          onReject: (message) => {
+            lastError = message;
+          },
+        });
       }
       if (file) {
         // Reloads run one after another, so a slow load of an older edit never lands after a newer one.

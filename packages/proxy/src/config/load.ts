@@ -76,6 +76,44 @@ export function loadConfigText(file: string, text: string, baseDir: string, env?
   return new Builder(src, validateSource(src, ConfigFile), baseDir).build();
 }
 
+/** Names where a config path came from, for data that has no file positions (xDS resources). */
+export type Origin = (path: FieldPath) => { file: string; path: FieldPath };
+
+/**
+ * Loads config data that did not come from YAML (the xDS client assembles it from resources) through
+ * the same schema and builder as a file. Issues carry no line; `origin` may name the resource a path
+ * came from instead of the source.
+ */
+export function loadConfigObject(
+  source: string,
+  data: unknown,
+  baseDir: string,
+  origin?: Origin,
+  opts: BuildOptions = {},
+): LoadedConfig {
+  const src = objectSource(source, data, origin);
+  return new Builder(src, validateSource(src, ConfigFile), baseDir, opts).build();
+}
+
+export interface BuildOptions {
+  /**
+   * A config without listeners is valid (xDS: a Gateway whose listeners are all invalid is a state
+   * its status reports, not a config to refuse). A file without listeners is a mistake.
+   */
+  allowNoListeners?: boolean;
+}
+
+function objectSource(file: string, data: unknown, origin: Origin | undefined): SourceDocument {
+  return {
+    file,
+    data,
+    issueAt(path, message) {
+      const o = origin?.(path) ?? { file, path };
+      return { file: o.file, line: 0, column: 0, path: formatPath(o.path), message };
+    },
+  };
+}
+
 const ms = (d: string | undefined, fallback: number) =>
   d === undefined ? fallback : (parseGoDuration(d) ?? fallback);
 
@@ -88,10 +126,12 @@ class Builder {
   readonly src: SourceDocument;
   readonly cfg: ConfigFile;
   readonly baseDir: string;
-  constructor(src: SourceDocument, cfg: ConfigFile, baseDir: string) {
+  readonly opts: BuildOptions;
+  constructor(src: SourceDocument, cfg: ConfigFile, baseDir: string, opts: BuildOptions = {}) {
     this.src = src;
     this.cfg = cfg;
     this.baseDir = baseDir;
+    this.opts = opts;
   }
 
   fail(path: FieldPath, message: string): void {
@@ -313,7 +353,8 @@ class Builder {
         }
       }
     });
-    if (byKey.size === 0) this.fail([], 'no listeners: define binds: or gateways:');
+    if (byKey.size === 0 && !this.opts.allowNoListeners)
+      this.fail([], 'no listeners: define binds: or gateways:');
     return [...byKey.values()];
   }
 
@@ -372,6 +413,8 @@ class Builder {
     parent: string,
     r: {
       name?: string | undefined;
+      namespace?: string | undefined;
+      ruleName?: string | undefined;
       hostnames?: string[] | undefined;
       matches?: RouteMatch[] | undefined;
       policies?: TrafficPolicies | undefined;
@@ -395,7 +438,15 @@ class Builder {
         if ('regex' in q.value) this.regex([...mp, 'query', qi, 'value', 'regex'], q.value.regex);
       });
     });
-    const own = mergePolicies(targeted.route.get(name), r.policies) ?? {};
+    // A route with a namespace (every route from Kubernetes) is also targeted as <namespace>/<name>,
+    // and each of its rules is a route of its own, so the rule is part of the key.
+    const qualified = r.namespace ? `${r.namespace}/${name}` : name;
+    const own =
+      mergePolicies(
+        targeted.route.get(name),
+        r.namespace ? targeted.route.get(qualified) : undefined,
+        r.policies,
+      ) ?? {};
     const policies = mergePolicies(inherited, own) ?? {};
     const policySources: RouteIR['policySources'] = {};
     for (const k of Object.keys(policies)) policySources[k] = k in own ? 'route' : 'gateway';
@@ -405,7 +456,7 @@ class Builder {
       if (ir) backends.push(ir);
     });
     return {
-      key: `${parent}/${name}`,
+      key: `${parent}/${qualified}${r.ruleName ? `/${r.ruleName}` : ''}`,
       name,
       path: formatPath(path),
       hostnames: (r.hostnames ?? []).map((h) => h.toLowerCase()),

@@ -1,0 +1,170 @@
+// Watches the kinds the translator reads with @kubernetes/client-node informers and keeps the latest
+// copy of every object. An informer that fails (network, a CRD not installed yet) is restarted with
+// backoff; a 410 Gone makes the informer relist, so no event is lost. Every change is announced; the
+// controller debounces and translates the whole snapshot.
+import { EventEmitter } from 'node:events';
+import {
+  type KubeConfig,
+  type KubernetesListObject,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  makeInformer,
+} from '@kubernetes/client-node';
+import type { KubeObject } from '../translator/types.ts';
+
+export interface WatchedKind {
+  apiVersion: string;
+  kind: string;
+  /** Collection path, e.g. /apis/gateway.networking.k8s.io/v1/gateways */
+  path: string;
+}
+
+const GA = 'gateway.networking.k8s.io';
+export const WATCHED: readonly WatchedKind[] = [
+  { apiVersion: `${GA}/v1`, kind: 'GatewayClass', path: `/apis/${GA}/v1/gatewayclasses` },
+  { apiVersion: `${GA}/v1`, kind: 'Gateway', path: `/apis/${GA}/v1/gateways` },
+  { apiVersion: `${GA}/v1`, kind: 'ListenerSet', path: `/apis/${GA}/v1/listenersets` },
+  { apiVersion: `${GA}/v1`, kind: 'HTTPRoute', path: `/apis/${GA}/v1/httproutes` },
+  { apiVersion: `${GA}/v1`, kind: 'GRPCRoute', path: `/apis/${GA}/v1/grpcroutes` },
+  { apiVersion: `${GA}/v1beta1`, kind: 'ReferenceGrant', path: `/apis/${GA}/v1beta1/referencegrants` },
+  { apiVersion: 'gw.dev/v1alpha1', kind: 'GwPolicy', path: '/apis/gw.dev/v1alpha1/gwpolicies' },
+  { apiVersion: 'gw.dev/v1alpha1', kind: 'GwBackend', path: '/apis/gw.dev/v1alpha1/gwbackends' },
+  { apiVersion: 'gw.dev/v1alpha1', kind: 'GwParameters', path: '/apis/gw.dev/v1alpha1/gwparameters' },
+  { apiVersion: 'v1', kind: 'Service', path: '/api/v1/services' },
+  {
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    path: '/apis/discovery.k8s.io/v1/endpointslices',
+  },
+  { apiVersion: 'v1', kind: 'Secret', path: '/api/v1/secrets' },
+  { apiVersion: 'v1', kind: 'ConfigMap', path: '/api/v1/configmaps' },
+  { apiVersion: 'v1', kind: 'Namespace', path: '/api/v1/namespaces' },
+];
+export const MODEL_KIND: WatchedKind = {
+  apiVersion: 'gw.dev/v1alpha1',
+  kind: 'GwModel',
+  path: '/apis/gw.dev/v1alpha1/gwmodels',
+};
+
+/** One line from a client-node error: the HTTP code and the Status message, not the whole response dump. */
+export function shortError(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  const code = /HTTP-Code: (\d+)/.exec(text)?.[1];
+  const message = /\\"message\\":\\"((?:[^"\\]|\\[^"])*)\\"/.exec(text)?.[1];
+  if (code) return `HTTP ${code}${message ? `: ${message}` : ''}`;
+  return text.split('\n')[0] ?? text;
+}
+
+export interface ProviderEvents {
+  change: [];
+  synced: [];
+  error: [kind: string, message: string];
+}
+
+interface Watch {
+  kind: WatchedKind;
+  informer: ReturnType<typeof makeInformer<KubernetesObject>>;
+  synced: boolean;
+  failures: number;
+  timer?: NodeJS.Timeout;
+}
+
+export class KubeProvider extends EventEmitter<ProviderEvents> {
+  readonly #kc: KubeConfig;
+  readonly #api: KubernetesObjectApi;
+  readonly #watches: Watch[] = [];
+  #stopped = false;
+
+  constructor(kc: KubeConfig, kinds: readonly WatchedKind[] = WATCHED) {
+    super();
+    this.#kc = kc;
+    this.#api = KubernetesObjectApi.makeApiClient(kc);
+    for (const kind of kinds) this.#watches.push(this.#watch(kind));
+  }
+
+  #watch(kind: WatchedKind): Watch {
+    const list = async (): Promise<KubernetesListObject<KubernetesObject>> => {
+      const l = await this.#api.list<KubernetesObject>(kind.apiVersion, kind.kind);
+      // list items come without apiVersion/kind; the translator dispatches on kind
+      for (const item of l.items) {
+        item.apiVersion ??= kind.apiVersion;
+        item.kind ??= kind.kind;
+      }
+      return l;
+    };
+    const informer = makeInformer<KubernetesObject>(this.#kc, kind.path, list);
+    const w: Watch = { kind, informer, synced: false, failures: 0 };
+    const changed = () => {
+      if (!w.synced) {
+        w.synced = true;
+        if (this.synced()) this.emit('synced');
+      }
+      this.emit('change');
+    };
+    informer.on('add', changed);
+    informer.on('update', changed);
+    informer.on('delete', changed);
+    informer.on('connect', () => {
+      w.failures = 0;
+      changed();
+    });
+    informer.on('error', (err: unknown) => {
+      if (this.#stopped) return;
+      w.failures++;
+      this.emit('error', kind.kind, shortError(err));
+      // restart with backoff: 0.5s doubling to 30s
+      const delay = Math.min(30_000, 500 * 2 ** Math.min(6, w.failures - 1));
+      w.timer = setTimeout(() => {
+        if (!this.#stopped) informer.start().catch(() => undefined);
+      }, delay);
+      w.timer.unref();
+    });
+    return w;
+  }
+
+  async start(): Promise<void> {
+    await Promise.all(
+      this.#watches.map((w) =>
+        w.informer.start().catch((err: unknown) => {
+          // the error handler above schedules the retry
+          this.emit('error', w.kind.kind, shortError(err));
+        }),
+      ),
+    );
+  }
+
+  /** True once every kind has been listed at least once. */
+  synced(): boolean {
+    return this.#watches.every((w) => w.synced);
+  }
+
+  notSynced(): string[] {
+    return this.#watches.filter((w) => !w.synced).map((w) => w.kind.kind);
+  }
+
+  snapshot(): KubeObject[] {
+    const out: KubeObject[] = [];
+    for (const w of this.#watches) {
+      for (const o of w.informer.list()) {
+        out.push({
+          ...(o as unknown as KubeObject),
+          apiVersion: o.apiVersion ?? w.kind.apiVersion,
+          kind: o.kind ?? w.kind.kind,
+        });
+      }
+    }
+    return out;
+  }
+
+  get(kind: string, namespace: string | undefined, name: string): KubeObject | undefined {
+    const w = this.#watches.find((x) => x.kind.kind === kind);
+    const o = w?.informer.get(name, namespace);
+    return o ? ({ ...(o as unknown as KubeObject), kind } as KubeObject) : undefined;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const w of this.#watches) clearTimeout(w.timer);
+    await Promise.all(this.#watches.map((w) => w.informer.stop().catch(() => undefined)));
+  }
+}

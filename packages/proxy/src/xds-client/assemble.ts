@@ -1,0 +1,222 @@
+// Turns a Gateway's xDS resources (gw.resource.v1.Resource) into the standalone config document, so
+// they are checked and built by the same loader as a `gw -f` file. Every part of the document
+// remembers the resource it came from, and config issues name that resource.
+import { toJson } from '@bufbuild/protobuf';
+import { ListValueSchema } from '@bufbuild/protobuf/wkt';
+import type { FieldPath } from '@gw/api';
+import type {
+  Backend,
+  HostPort,
+  Policy,
+  Resource,
+  Route,
+  RouteBackend,
+} from '@gw/xds-proto/gw/resource/v1/resource';
+import type { Origin } from '../config/load.ts';
+
+export interface Assembled {
+  /** The standalone config document (ConfigFile shape, unchecked). */
+  data: Record<string, unknown>;
+  /** Maps a document path to the resource and the field inside it. */
+  origin: Origin;
+  /** Problems no schema can see: a route for a listener that is not there, a target missing. */
+  problems: { resource: string; path: FieldPath; message: string }[];
+}
+
+interface Mapping {
+  prefix: FieldPath;
+  resource: string;
+  /** What the prefix is called inside the resource. */
+  as: FieldPath;
+}
+
+type Json = Record<string, unknown>;
+
+/**
+ * `resources` maps resource name → decoded Resource. Binds are ordered by port, routes by port,
+ * listener, namespace, name and rule index, policies and backends by name, so equal sets give equal
+ * documents (and equal IR versions) whatever order they arrived in.
+ */
+export function assembleConfig(resources: ReadonlyMap<string, Resource>): Assembled {
+  const mappings: Mapping[] = [];
+  const problems: Assembled['problems'] = [];
+  const byName = [...resources].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+
+  const binds: Json[] = [];
+  const listenerAt = new Map<string, { bi: number; li: number; routes: Json[] }>();
+  const bindResources = byName.filter(([, r]) => r.kind.case === 'bind');
+  bindResources.sort(([, a], [, b]) => portOf(a) - portOf(b));
+  for (const [name, r] of bindResources) {
+    if (r.kind.case !== 'bind') continue;
+    const b = r.kind.value;
+    const bi = binds.length;
+    mappings.push({ prefix: ['binds', bi], resource: name, as: [] });
+    const listeners = b.listeners.map((l, li) => {
+      const routes: Json[] = [];
+      // The builder names a listener <gateway>/<name>: give it the last segment of the full name.
+      const short =
+        l.gateway && l.name.startsWith(`${l.gateway}/`) ? l.name.slice(l.gateway.length + 1) : l.name;
+      const out: Json = { name: short, routes };
+      if (l.gateway) out.gatewayName = l.gateway;
+      if (l.hostname) out.hostname = l.hostname;
+      if (l.protocol) out.protocol = l.protocol;
+      if (l.tls) out.tls = { cert: l.tls.certPem, key: l.tls.keyPem };
+      const key = `${b.port}\0${l.name}`;
+      if (listenerAt.has(key)) {
+        problems.push({
+          resource: name,
+          path: ['listeners', li],
+          message: `listener ${l.name} is defined twice on port ${b.port}`,
+        });
+      } else listenerAt.set(key, { bi, li, routes });
+      return out;
+    });
+    binds.push({ port: b.port, listeners });
+  }
+
+  const routes = byName.filter(([, r]) => r.kind.case === 'route') as [
+    string,
+    Resource & { kind: { case: 'route'; value: Route } },
+  ][];
+  routes.sort(([an, a], [bn, b]) => compareRoutes(an, a.kind.value, bn, b.kind.value));
+  for (const [name, r] of routes) {
+    const rt = r.kind.value;
+    const at = listenerAt.get(`${rt.port}\0${rt.listener}`);
+    if (!at) {
+      problems.push({
+        resource: name,
+        path: ['listener'],
+        message: `no listener ${JSON.stringify(rt.listener)} on port ${rt.port}`,
+      });
+      continue;
+    }
+    const ri = at.routes.length;
+    mappings.push({ prefix: ['binds', at.bi, 'listeners', at.li, 'routes', ri], resource: name, as: [] });
+    const out: Json = { name: rt.name || name };
+    if (rt.namespace) out.namespace = rt.namespace;
+    // Each rule is a route of its own; without a rule name its index (the name's last segment) tells
+    // the rules of one HTTPRoute apart.
+    const rule = rt.ruleName || ruleIndex(name);
+    if (rule !== undefined) out.ruleName = String(rule);
+    if (rt.hostnames.length > 0) out.hostnames = rt.hostnames;
+    if (rt.matches) out.matches = toJson(ListValueSchema, rt.matches);
+    if (rt.policies) out.policies = rt.policies;
+    out.backends = rt.backends.map((b, i) => routeBackend(b, name, ['backends', i], problems));
+    at.routes.push(out);
+  }
+
+  const backends: Json[] = [];
+  const policies: Json[] = [];
+  let frontend: Json | undefined;
+  for (const [name, r] of byName) {
+    switch (r.kind.case) {
+      case 'backend':
+        mappings.push({ prefix: ['backends', backends.length], resource: name, as: [] });
+        backends.push(namedBackend(r.kind.value, name, problems));
+        break;
+      case 'policy': {
+        const p = policyOf(r.kind.value, name, problems);
+        if (!p) break;
+        mappings.push({ prefix: ['policies', policies.length, 'policy'], resource: name, as: ['traffic'] });
+        mappings.push({ prefix: ['policies', policies.length], resource: name, as: [] });
+        policies.push(p);
+        break;
+      }
+      case 'frontend':
+        if (frontend) {
+          problems.push({ resource: name, path: [], message: 'a second Frontend resource' });
+          break;
+        }
+        frontend = r.kind.value.policies ?? {};
+        mappings.push({ prefix: ['frontendPolicies'], resource: name, as: ['policies'] });
+        break;
+      case 'bind':
+      case 'route':
+        break;
+      default:
+        problems.push({
+          resource: name,
+          path: [],
+          message: 'resource of an unknown kind (a newer controller?)',
+        });
+    }
+  }
+
+  const data: Json = { binds };
+  if (backends.length > 0) data.backends = backends;
+  if (policies.length > 0) data.policies = policies;
+  if (frontend) data.frontendPolicies = frontend;
+
+  // Longest prefix first, so a route's own mapping wins over its bind's.
+  mappings.sort((a, b) => b.prefix.length - a.prefix.length);
+  const origin: Origin = (path) => {
+    for (const m of mappings) {
+      if (m.prefix.length <= path.length && m.prefix.every((seg, i) => path[i] === seg)) {
+        return { file: m.resource, path: [...m.as, ...path.slice(m.prefix.length)] };
+      }
+    }
+    return { file: 'xds', path };
+  };
+  return { data, origin, problems };
+}
+
+function portOf(r: Resource): number {
+  return r.kind.case === 'bind' || r.kind.case === 'route' ? r.kind.value.port : 0;
+}
+
+/** `route/<port>/<listener>/<namespace>/<route>/<rule index>` → the rule index, when it is one. */
+function ruleIndex(name: string): number | undefined {
+  const last = name.slice(name.lastIndexOf('/') + 1);
+  return /^[0-9]+$/.test(last) ? Number(last) : undefined;
+}
+
+function compareRoutes(an: string, a: Route, bn: string, b: Route): number {
+  const keys: [string | number, string | number][] = [
+    [a.port, b.port],
+    [a.listener, b.listener],
+    [a.namespace, b.namespace],
+    [a.name, b.name],
+    [ruleIndex(an) ?? -1, ruleIndex(bn) ?? -1],
+    [an, bn],
+  ];
+  for (const [x, y] of keys) if (x !== y) return x < y ? -1 : 1;
+  return 0;
+}
+
+function hostPort(h: HostPort): string {
+  // The translator sends a Unix socket as host `unix:/path` (port 0), the standalone form.
+  if (h.host.startsWith('unix:')) return h.host;
+  return h.host.includes(':') ? `[${h.host}]:${h.port}` : `${h.host}:${h.port}`;
+}
+
+function routeBackend(
+  b: RouteBackend,
+  resource: string,
+  path: FieldPath,
+  problems: Assembled['problems'],
+): Json {
+  const out: Json = { weight: b.weight };
+  if (b.target.case === 'host') out.host = hostPort(b.target.value);
+  else if (b.target.case === 'backend') out.backend = b.target.value;
+  else problems.push({ resource, path, message: 'backend has neither host nor backend' });
+  if (b.policies) out.policies = b.policies;
+  return out;
+}
+
+function namedBackend(b: Backend, resource: string, problems: Assembled['problems']): Json {
+  const out: Json = { name: b.name };
+  if (b.target.case === 'host') out.host = hostPort(b.target.value);
+  else if (b.target.case === 'dynamic') out.dynamic = {};
+  else problems.push({ resource, path: [], message: 'backend has neither host nor dynamic' });
+  if (b.policies) out.policies = b.policies;
+  return out;
+}
+
+function policyOf(p: Policy, resource: string, problems: Assembled['problems']): Json | undefined {
+  const t = p.target?.kind;
+  if (!t?.case) {
+    problems.push({ resource, path: ['target'], message: 'policy has no target' });
+    return undefined;
+  }
+  return { name: p.name, target: { [t.case]: t.value }, policy: p.traffic ?? {} };
+}
