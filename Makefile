@@ -4,7 +4,7 @@ export PATH := $(CURDIR)/.tools/bin:$(PATH)
 STAMP := node_modules/.gw-setup-stamp
 CONFIG ?=
 
-.PHONY: setup test-services kube-build kube-up kube-down run test unit lint typecheck gen verify-gen bench bench-quick clean
+.PHONY: setup test-services kube-build kube-up kube-down run test unit e2e lint typecheck gen verify-gen bench bench-quick clean
 
 setup: $(STAMP)
 
@@ -21,6 +21,9 @@ test: setup lint typecheck verify-gen unit
 
 unit: setup test-services kube-build
 	node hack/test.ts
+
+e2e: setup test-services kube-build ## the end-to-end suites only (each starts its own API server, controller and proxies)
+	node hack/test.ts $(wildcard e2e/*.test.ts)
 
 test-services: ## real services the tests start: Debian's redis-server, envoyproxy/ratelimit built once per go.sum
 	@./hack/ratelimit/setup.sh >/dev/null
