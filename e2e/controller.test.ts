@@ -279,7 +279,9 @@ spec:
     });
     assert.equal(events[0]?.reason, 'ConfigRejected');
     assert.match(events[0]?.message ?? '', /rejected its configuration/);
-    // the last good configuration still serves
+    // the proxy says why in its config dump, and the last good configuration still serves
+    const dump = await gw.configDump();
+    assert.match(dump.lastReloadError ?? '', /matchExpressions|CEL|expression/i);
     const r = await get('/');
     assert.equal(r.status, 200);
     await kubectl(['delete', 'gwpolicy', 'broken']);
