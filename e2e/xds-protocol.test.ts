@@ -279,8 +279,26 @@ describe('xDS server and client', () => {
     assert.equal(p.configs.length, 0);
   });
 
-  test('"either" mode and tls without a certificate are refused at start', async () => {
-    await assert.rejects(startXdsServer({ port: 0, mode: 'either' }), /not supported yet/);
+  test('"either" mode: plaintext and TLS proxies on the same port both get their config', async () => {
+    const pki = await makeTestPki(['localhost']);
+    cleanups.push(() => pki.cleanup());
+    const cert = pki.servers.localhost as { certFile: string; keyFile: string };
+    const srv = await startXdsServer({
+      port: 0,
+      host: '127.0.0.1',
+      mode: 'either',
+      tls: { certFile: cert.certFile, keyFile: cert.keyFile },
+    });
+    cleanups.push(() => srv.close());
+    srv.setResources('ns/e', gatewayResources('ns/e', 8086, { '/': 'e' }));
+    const secure = proxy(srv.port, 'ns/e', { scheme: 'https', host: 'localhost', caFile: pki.caFile });
+    const plain = proxy(srv.port, 'ns/e');
+    assert.deepEqual(routeBodies(await until('config over TLS', () => secure.configs[0])), ['e']);
+    assert.deepEqual(routeBodies(await until('config over plaintext', () => plain.configs[0])), ['e']);
+  });
+
+  test('tls and either without a certificate are refused at start', async () => {
     await assert.rejects(startXdsServer({ port: 0, mode: 'tls' }), /needs tls\.certFile/);
+    await assert.rejects(startXdsServer({ port: 0, mode: 'either' }), /needs tls\.certFile/);
   });
 });

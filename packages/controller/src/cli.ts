@@ -15,7 +15,7 @@ const USAGE = `Usage: gw-controller [flags]
   --kubeconfig <path>        kubeconfig (default: $KUBECONFIG, else in-cluster service account)
   --xds-port <port>          xDS gRPC port (default 9978)
   --xds-address <ip>         address the xDS server binds (default 0.0.0.0)
-  --xds-mode <mode>          plaintext | tls | either (default plaintext; tls needs --xds-cert/--xds-key)
+  --xds-mode <mode>          plaintext | tls | either (both on one port) (default plaintext; tls and either need --xds-cert/--xds-key)
   --xds-cert <file>, --xds-key <file>
   --xds-auth <bool>          check proxy tokens with TokenReview (default true; false for local development)
   --xds-token-audience <a>   audience the proxy tokens must carry (default: none required)

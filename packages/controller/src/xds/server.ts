@@ -8,6 +8,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
+import {
+  type AddressInfo,
+  connect,
+  createServer as createNetServer,
+  type Server as NetServer,
+} from 'node:net';
 import { create, fromJson, type JsonValue, toBinary } from '@bufbuild/protobuf';
 import { AnySchema } from '@bufbuild/protobuf/wkt';
 import {
@@ -30,8 +36,8 @@ import type { NamedResource } from '../translator/types.ts';
 import { AdsService, RESOURCE_TYPE_URL } from './ads-service.ts';
 
 /**
- * `plaintext`: no TLS. `tls`: server TLS from `tls.certFile`/`tls.keyFile`. `either` (both on one
- * port, as the chart value allows) is not supported yet and is refused at start.
+ * `plaintext`: no TLS. `tls`: server TLS from `tls.certFile`/`tls.keyFile`. `either`: both on one
+ * port (the first byte of each connection decides; the gRPC server then sees loopback peers).
  */
 export type XdsMode = 'plaintext' | 'tls' | 'either';
 
@@ -132,10 +138,13 @@ export class XdsServer extends EventEmitter<XdsEvents> {
     rejectsTotal: 0,
   };
 
-  constructor(server: Server, port: number) {
+  readonly #front: NetServer | undefined;
+
+  constructor(server: Server, port: number, front?: NetServer) {
     super();
     this.#server = server;
     this.port = port;
+    this.#front = front;
   }
 
   /**
@@ -192,6 +201,7 @@ export class XdsServer extends EventEmitter<XdsEvents> {
   async close(): Promise<void> {
     for (const s of [...this.#streams]) s.end('server closing');
     this.#server.forceShutdown();
+    this.#front?.close();
   }
 
   // ---------- used by AdsStream ----------
@@ -413,7 +423,6 @@ class AdsStream {
 
 /** Starts the server; resolves once it listens (`port` is the bound port when 0 was asked for). */
 export async function startXdsServer(opts: XdsServerOptions): Promise<XdsServer> {
-  const creds = serverCredentials(opts);
   const server = new Server({
     // Ping idle proxies so a vanished one (node gone, no FIN) is noticed and its stream released.
     'grpc.keepalive_time_ms': 30_000,
@@ -428,29 +437,62 @@ export async function startXdsServer(opts: XdsServerOptions): Promise<XdsServer>
     },
   });
   const host = opts.host ?? '0.0.0.0';
-  const address =
-    host.includes(':') && !host.startsWith('[') ? `[${host}]:${opts.port}` : `${host}:${opts.port}`;
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(address, creds, (err, p) => (err ? reject(err) : resolve(p))),
-  );
-  xds = new XdsServer(server, port);
+  const hostPort = (h: string, p: number) =>
+    h.includes(':') && !h.startsWith('[') ? `[${h}]:${p}` : `${h}:${p}`;
+  const bind = (address: string, creds: ServerCredentials) =>
+    new Promise<number>((resolve, reject) =>
+      server.bindAsync(address, creds, (err, p) => (err ? reject(err) : resolve(p))),
+    );
+  let port: number;
+  let front: NetServer | undefined;
+  if (opts.mode === 'either') {
+    // One port for both: the first byte of a connection tells TLS (a handshake record, 0x16) from
+    // plaintext HTTP/2 (its preface starts with "PRI"); each goes to the server bound on loopback for it.
+    const plain = await bind('127.0.0.1:0', ServerCredentials.createInsecure());
+    const tls = await bind('127.0.0.1:0', tlsCredentials(opts));
+    front = await sniffingFront(host, opts.port, plain, tls);
+    port = (front.address() as AddressInfo).port;
+  } else {
+    port = await bind(hostPort(host, opts.port), serverCredentials(opts));
+  }
+  xds = new XdsServer(server, port, front);
   for (const call of pending.splice(0)) new AdsStream(xds, call, opts.authenticate);
   return xds;
 }
 
+function sniffingFront(host: string, port: number, plainPort: number, tlsPort: number): Promise<NetServer> {
+  const front = createNetServer((socket) => {
+    socket.once('data', (first: Buffer) => {
+      socket.pause();
+      const upstream = connect(first[0] === 0x16 ? tlsPort : plainPort, '127.0.0.1', () => {
+        upstream.write(first);
+        socket.pipe(upstream).pipe(socket);
+        socket.resume();
+      });
+      const close = () => {
+        socket.destroy();
+        upstream.destroy();
+      };
+      upstream.on('error', close);
+      socket.on('error', close);
+      socket.on('close', () => upstream.destroy());
+      upstream.on('close', () => socket.destroy());
+    });
+    socket.on('error', () => socket.destroy());
+  });
+  return new Promise((resolve, reject) => {
+    front.once('error', reject);
+    front.listen(port, host, () => resolve(front));
+  });
+}
+
+function tlsCredentials(opts: XdsServerOptions): ServerCredentials {
+  if (!opts.tls) throw new Error(`xDS mode ${opts.mode} needs tls.certFile and tls.keyFile`);
+  const cert = readFileSync(opts.tls.certFile);
+  const key = readFileSync(opts.tls.keyFile);
+  return ServerCredentials.createSsl(null, [{ cert_chain: cert, private_key: key }], false);
+}
+
 function serverCredentials(opts: XdsServerOptions): ServerCredentials {
-  switch (opts.mode) {
-    case 'plaintext':
-      return ServerCredentials.createInsecure();
-    case 'tls': {
-      if (!opts.tls) throw new Error('xDS mode tls needs tls.certFile and tls.keyFile');
-      const cert = readFileSync(opts.tls.certFile);
-      const key = readFileSync(opts.tls.keyFile);
-      return ServerCredentials.createSsl(null, [{ cert_chain: cert, private_key: key }], false);
-    }
-    case 'either':
-      throw new Error(
-        'xDS mode "either" (plaintext and TLS on one port) is not supported yet; use "plaintext" or "tls"',
-      );
-  }
+  return opts.mode === 'plaintext' ? ServerCredentials.createInsecure() : tlsCredentials(opts);
 }
