@@ -4,14 +4,25 @@
 // Gateway, HTTPRoute, GwBackend and GwPolicy as a user would, real HTTP goes through the proxy, status
 // is read back with kubectl, and a policy change reaches traffic (the apply-to-effect time is printed).
 // The API server rejects loopback endpoints, so the upstream is a static GwBackend on 127.0.0.1.
+// e2e/controller.kind.test.ts runs the same steps on a kind cluster (shared parts: support/controller-e2e.ts).
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import http from 'node:http';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type KubeHarness, startKube, startUpstream, type TestServer } from '@gw/testkit';
-import { cleanupGw, freePort, type GwProcess, sleep, startGw } from './support/gw-process.ts';
+import {
+  applyToEffect,
+  brokenPolicyYaml,
+  conditionStatus as cond,
+  gatewayYaml,
+  headersPolicyYaml,
+  httpGet,
+  maintenancePolicyYaml,
+  until as poll,
+  routeYaml,
+} from './support/controller-e2e.ts';
+import { cleanupGw, freePort, type GwProcess, startGw } from './support/gw-process.ts';
 
 const CONTROLLER_BIN = resolve(import.meta.dirname, '../bin/gw-controller');
 
@@ -30,60 +41,19 @@ async function kubectl(args: string[], input?: string): Promise<string> {
   return r.stdout;
 }
 
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < end) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    await sleep(50);
-  }
-  throw new Error(
-    `timed out waiting for ${what}${last ? `: ${String(last)}` : ''}\ncontroller log:\n${controllerLog.slice(-20).join('')}`,
-  );
-}
+const until = <T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> =>
+  poll(what, fn, { timeoutMs, context: () => `\ncontroller log:\n${controllerLog.slice(-20).join('')}` });
 
-function get(path = '/'): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
-  return new Promise((res, rej) => {
-    const req = http.request({ host: '127.0.0.1', port: proxyPort, path, agent: false }, (r) => {
-      const chunks: Buffer[] = [];
-      r.on('data', (c: Buffer) => chunks.push(c));
-      r.on('end', () =>
-        res({ status: r.statusCode ?? 0, body: Buffer.concat(chunks).toString(), headers: r.headers }),
-      );
-    });
-    req.on('error', rej);
-    req.end();
-  });
-}
+const get = (path = '/') => httpGet(proxyPort, path);
 
-const manifests = () => `
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: { name: edge, namespace: default }
-spec:
-  gatewayClassName: gw
-  listeners:
-    - { name: http, protocol: HTTP, port: ${proxyPort} }
+const manifests = () => `${gatewayYaml('default', proxyPort)}
 ---
 apiVersion: gw.dev/v1alpha1
 kind: GwBackend
 metadata: { name: echo, namespace: default }
 spec:
   static: { host: 127.0.0.1, port: ${upstream.port} }
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: { name: web, namespace: default }
-spec:
-  parentRefs: [{ name: edge }]
-  rules:
-    - backendRefs: [{ group: gw.dev, kind: GwBackend, name: echo }]
-`;
+---${routeYaml('default', '{ group: gw.dev, kind: GwBackend, name: echo }')}`;
 
 before(async () => {
   [kube, upstream, xdsPort, healthPort, proxyPort] = await Promise.all([
@@ -175,8 +145,6 @@ describe('controller + proxy on the real API server', () => {
     assert.equal(r.headers['x-upstream'], 'echo');
 
     const gwStatus = JSON.parse(await kubectl(['get', 'gateway', 'edge', '-o', 'json'])).status;
-    const cond = (list: { type: string; status: string }[], t: string) =>
-      list.find((c) => c.type === t)?.status;
     assert.equal(cond(gwStatus.conditions, 'Accepted'), 'True');
     assert.equal(cond(gwStatus.conditions, 'Programmed'), 'True');
     assert.equal(gwStatus.listeners[0].attachedRoutes, 1);
@@ -191,15 +159,7 @@ describe('controller + proxy on the real API server', () => {
   });
 
   test('a GwPolicy change reaches traffic; Accepted/Attached are written', async () => {
-    const policy = (status: number) => `
-apiVersion: gw.dev/v1alpha1
-kind: GwPolicy
-metadata: { name: maintenance, namespace: default }
-spec:
-  targetRefs: [{ group: gateway.networking.k8s.io, kind: HTTPRoute, name: web }]
-  traffic:
-    directResponse: { status: ${status}, body: maintenance }
-`;
+    const policy = (status: number) => maintenancePolicyYaml('default', status);
     const times: number[] = [];
     for (const status of [503, 418, 503]) {
       const start = performance.now();
@@ -214,27 +174,11 @@ spec:
     const start = performance.now();
     await until('the policy removed', async () => ((await get('/')).status === 200 ? true : undefined));
     times.push(performance.now() - start);
-    const sorted = [...times].sort((a, b) => a - b);
-    console.log(
-      `kubectl apply → effect at the proxy: median ${sorted[Math.floor(sorted.length / 2)]?.toFixed(0)} ms, max ${sorted[sorted.length - 1]?.toFixed(0)} ms (n=${times.length}, includes kubectl's own run time)`,
-    );
+    console.log(applyToEffect(times));
   });
 
   test('the policy status says Accepted and Attached', async () => {
-    await kubectl(
-      ['apply', '--server-side', '-f', '-'],
-      `
-apiVersion: gw.dev/v1alpha1
-kind: GwPolicy
-metadata: { name: headers, namespace: default }
-spec:
-  targetRefs: [{ group: gateway.networking.k8s.io, kind: HTTPRoute, name: web }]
-  traffic:
-    headerModifiers:
-      response:
-        set: [{ name: x-policy, value: applied }]
-`,
-    );
+    await kubectl(['apply', '--server-side', '-f', '-'], headersPolicyYaml('default'));
     await until('the header through the proxy', async () =>
       (await get('/')).headers['x-policy'] === 'applied' ? true : undefined,
     );
@@ -250,19 +194,7 @@ spec:
   });
 
   test('a configuration the proxy refuses is a Warning Event on the Gateway, and traffic keeps flowing', async () => {
-    await kubectl(
-      ['apply', '--server-side', '-f', '-'],
-      `
-apiVersion: gw.dev/v1alpha1
-kind: GwPolicy
-metadata: { name: broken, namespace: default }
-spec:
-  targetRefs: [{ group: gateway.networking.k8s.io, kind: HTTPRoute, name: web }]
-  traffic:
-    authorization:
-      policy: { matchExpressions: ["request.path.startsWith("] }
-`,
-    );
+    await kubectl(['apply', '--server-side', '-f', '-'], brokenPolicyYaml('default'));
     const events = await until('a Warning Event on the Gateway', async () => {
       const out = await kubectl([
         'get',

@@ -1,0 +1,318 @@
+// The steps of controller.test.ts on a kind cluster (hack/kind-up.sh, then hack/kind-e2e.sh), where
+// they run as in production: the controller is the Deployment of hack/kind/controller.yaml, the proxy
+// a Deployment authenticated by a projected service-account token, the upstream an echo Deployment
+// behind a Service (a Service backendRef, which the test API server cannot serve: it runs no Pods),
+// and traffic reaches the proxy through `kubectl port-forward`. The controller does not deploy proxies
+// yet, so this suite runs hack/kind/proxy-for-gateway.sh for its Gateway as a user would.
+// Skipped unless GW_E2E_KUBECONFIG names the cluster's kubeconfig (hack/kind-e2e.sh sets it).
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import {
+  applyToEffect,
+  brokenPolicyYaml,
+  conditionStatus as cond,
+  gatewayYaml,
+  headersPolicyYaml,
+  httpGet,
+  maintenancePolicyYaml,
+  until as poll,
+  routeYaml,
+} from './support/controller-e2e.ts';
+import type { ConfigDump } from './support/gw-process.ts';
+import { type Cluster, cluster, type PortForward } from './support/kube-cluster.ts';
+
+const KUBECONFIG = process.env['GW_E2E_KUBECONFIG'];
+const CLUSTER = process.env['GW_E2E_CLUSTER'] ?? 'kind';
+const PROXY_FOR_GATEWAY = resolve(import.meta.dirname, '../hack/kind/proxy-for-gateway.sh');
+const LISTENER_PORT = 8080;
+const UPSTREAM_PORT = 8080;
+
+const skip = !KUBECONFIG
+  ? 'needs a kind cluster: GW_E2E_KUBECONFIG is unset (run hack/kind-up.sh, then hack/kind-e2e.sh)'
+  : CLUSTER !== 'kind'
+    ? `GW_E2E_CLUSTER=${CLUSTER}: only kind is supported (the images are loaded with kind load, never pulled)`
+    : false;
+
+/** A namespace of its own, so a run starts clean and ends with one delete. */
+const ns = `gw-e2e-${randomBytes(3).toString('hex')}`;
+const started = new Date().toISOString();
+let k: Cluster;
+let proxy: PortForward;
+
+async function kubectl(args: string[], input?: string): Promise<string> {
+  const r = await k.kubectl(args, input === undefined ? {} : { input });
+  assert.equal(r.code, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
+  return r.stdout;
+}
+
+async function controllerLog(since = started): Promise<string> {
+  const r = await k.kubectl(['-n', 'gw-system', 'logs', 'deployment/gw-controller', `--since-time=${since}`]);
+  return r.code === 0 ? r.stdout : `(kubectl logs failed: ${r.stderr})`;
+}
+
+const until = <T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> =>
+  poll(what, fn, {
+    timeoutMs,
+    intervalMs: 200,
+    context: async () => `\ncontroller log:\n${(await controllerLog()).split('\n').slice(-20).join('\n')}`,
+  });
+
+const get = (path = '/') => httpGet(proxy.port, path);
+
+/** Runs a script with the cluster's kubeconfig; rejects with its output when it fails. */
+function run(script: string, args: string[]): Promise<void> {
+  return new Promise((res, rej) => {
+    const child = spawn(script, args, {
+      env: { ...process.env, KUBECONFIG: k.kubeconfig },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => {
+      out += c;
+    });
+    child.stderr.setEncoding('utf8').on('data', (c: string) => {
+      out += c;
+    });
+    child.once('error', rej);
+    child.once('close', (code) =>
+      code === 0 ? res() : rej(new Error(`${script} ${args.join(' ')} exited with ${code}:\n${out}`)),
+    );
+  });
+}
+
+const restricted = `
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 1000
+        seccompProfile: { type: RuntimeDefault }`;
+const restrictedContainer = `
+          securityContext:
+            allowPrivilegeEscalation: false
+            readOnlyRootFilesystem: true
+            capabilities: { drop: [ALL] }`;
+
+/** The echo upstream: Node in the proxy image (loaded into the nodes already), answering with the request as JSON. */
+const ECHO_SERVER = `require('node:http').createServer((req, res) => {
+  const body = JSON.stringify({ method: req.method, path: req.url, headers: req.headers });
+  res.writeHead(200, { 'content-type': 'application/json', 'x-upstream': 'echo' });
+  res.end(body);
+}).listen(${UPSTREAM_PORT});`;
+
+const echoYaml = () => `
+apiVersion: apps/v1
+kind: Deployment
+metadata: { name: echo, namespace: ${ns} }
+spec:
+  replicas: 1
+  selector: { matchLabels: { app: echo } }
+  template:
+    metadata: { labels: { app: echo } }
+    spec:${restricted}
+      containers:
+        - name: echo
+          image: gw-proxy:dev
+          imagePullPolicy: Never
+          command: [node, -e, ${JSON.stringify(ECHO_SERVER)}]
+          ports: [{ name: http, containerPort: ${UPSTREAM_PORT} }]
+          readinessProbe: { tcpSocket: { port: http }, periodSeconds: 1 }${restrictedContainer}
+---
+apiVersion: v1
+kind: Service
+metadata: { name: echo, namespace: ${ns} }
+spec:
+  selector: { app: echo }
+  ports: [{ name: http, port: ${UPSTREAM_PORT}, targetPort: http }]
+`;
+
+/**
+ * A proxy asking for Gateway edge with a valid token of another ServiceAccount (the namespace's
+ * `default`): the controller must refuse it, since a token only reads the Gateway its ServiceAccount is named after.
+ */
+const intruderYaml = () => `
+apiVersion: apps/v1
+kind: Deployment
+metadata: { name: intruder, namespace: ${ns} }
+spec:
+  replicas: 1
+  selector: { matchLabels: { app: intruder } }
+  template:
+    metadata: { labels: { app: intruder } }
+    spec:
+      serviceAccountName: default
+      automountServiceAccountToken: false${restricted}
+      containers:
+        - name: proxy
+          image: gw-proxy:dev
+          imagePullPolicy: Never
+          args:
+            - --xds-address=http://gw-controller.gw-system:9978
+            - --gateway=${ns}/edge
+            - --xds-token-file=/var/run/secrets/gw/token
+            - --workers=1
+          ports: [{ name: readiness, containerPort: 15021 }]
+          readinessProbe: { httpGet: { path: /healthz/ready, port: readiness }, periodSeconds: 2 }${restrictedContainer}
+          volumeMounts: [{ name: xds-token, mountPath: /var/run/secrets/gw, readOnly: true }]
+      volumes:
+        - name: xds-token
+          projected:
+            sources: [{ serviceAccountToken: { path: token, audience: gw.dev/xds, expirationSeconds: 3600 } }]
+`;
+
+describe('controller + proxy on kind', () => {
+  before(async () => {
+    if (skip) return;
+    k = cluster(KUBECONFIG ?? '');
+    await kubectl(['-n', 'gw-system', 'rollout', 'status', 'deployment/gw-controller', '--timeout=60s']);
+    await kubectl(['create', 'namespace', ns]);
+    await kubectl(['apply', '-f', '-'], echoYaml());
+    await kubectl(['-n', ns, 'rollout', 'status', 'deployment/echo', '--timeout=120s']);
+  });
+
+  after(async () => {
+    if (skip) return;
+    await k?.close();
+    // the namespace controller removes everything in it; no need to wait
+    if (k && !process.env['GW_E2E_KEEP']) await k.kubectl(['delete', 'namespace', ns, '--wait=false']);
+  });
+
+  test('the controller creates its GatewayClass and accepts it', { skip }, async () => {
+    const status = await until('GatewayClass gw Accepted', async () => {
+      const out = await kubectl([
+        'get',
+        'gatewayclass',
+        'gw',
+        '-o',
+        'jsonpath={.status.conditions[?(@.type=="Accepted")].status}',
+      ]);
+      return out === 'True' ? out : undefined;
+    });
+    assert.equal(status, 'True');
+    assert.equal(
+      await kubectl(['get', 'gatewayclass', 'gw', '-o', 'jsonpath={.spec.controllerName}']),
+      'gw.dev/gw',
+    );
+  });
+
+  test('kubectl apply of Gateway and HTTPRoute, the proxy deployed: status is written and traffic flows', {
+    skip,
+  }, async () => {
+    await kubectl(
+      ['apply', '--server-side', '-f', '-'],
+      `${gatewayYaml(ns, LISTENER_PORT)}\n---${routeYaml(ns, `{ name: echo, port: ${UPSTREAM_PORT} }`)}`,
+    );
+    // ServiceAccount edge, Deployment and Service edge; returns once the proxy has its config and is ready
+    await run(PROXY_FOR_GATEWAY, [ns, 'edge', String(LISTENER_PORT)]);
+    proxy = await k.portForward(ns, 'service/edge', LISTENER_PORT);
+    const r = await until('traffic through the proxy', async () => {
+      const x = await get('/hello').catch(() => undefined);
+      return x?.status === 200 ? x : undefined;
+    });
+    assert.equal(r.headers['x-upstream'], 'echo');
+    assert.equal(JSON.parse(r.body).path, '/hello');
+
+    const gwStatus = JSON.parse(await kubectl(['-n', ns, 'get', 'gateway', 'edge', '-o', 'json'])).status;
+    assert.equal(cond(gwStatus.conditions, 'Accepted'), 'True');
+    assert.equal(cond(gwStatus.conditions, 'Programmed'), 'True');
+    assert.equal(gwStatus.listeners[0].attachedRoutes, 1);
+    const routeStatus = JSON.parse(await kubectl(['-n', ns, 'get', 'httproute', 'web', '-o', 'json'])).status;
+    assert.equal(routeStatus.parents[0].controllerName, 'gw.dev/gw');
+    assert.equal(cond(routeStatus.parents[0].conditions, 'Accepted'), 'True');
+    assert.equal(cond(routeStatus.parents[0].conditions, 'ResolvedRefs'), 'True');
+  });
+
+  test('a GwPolicy change reaches traffic; Accepted/Attached are written', { skip }, async () => {
+    const times: number[] = [];
+    for (const status of [503, 418, 503]) {
+      const start = performance.now();
+      await kubectl(['apply', '--server-side', '-f', '-'], maintenancePolicyYaml(ns, status));
+      await until(`status ${status} through the proxy`, async () => {
+        const x = await get('/');
+        return x.status === status ? true : undefined;
+      });
+      times.push(performance.now() - start);
+    }
+    await kubectl(['-n', ns, 'delete', 'gwpolicy', 'maintenance']);
+    const start = performance.now();
+    await until('the policy removed', async () => ((await get('/')).status === 200 ? true : undefined));
+    times.push(performance.now() - start);
+    console.log(applyToEffect(times));
+  });
+
+  test('the policy status says Accepted and Attached', { skip }, async () => {
+    await kubectl(['apply', '--server-side', '-f', '-'], headersPolicyYaml(ns));
+    await until('the header through the proxy', async () =>
+      (await get('/')).headers['x-policy'] === 'applied' ? true : undefined,
+    );
+    const out = await until('the policy status', async () => {
+      const s = JSON.parse(await kubectl(['-n', ns, 'get', 'gwpolicy', 'headers', '-o', 'json'])).status;
+      return s?.ancestors?.[0] ? s : undefined;
+    });
+    const conds = out.ancestors[0].conditions as { type: string; status: string }[];
+    assert.equal(cond(conds, 'Accepted'), 'True');
+    assert.equal(cond(conds, 'Attached'), 'True');
+    const printed = await kubectl(['-n', ns, 'get', 'gwpol', 'headers']);
+    assert.match(printed, /headers\s+True\s+True/);
+  });
+
+  test('a configuration the proxy refuses is a Warning Event on the Gateway, and traffic keeps flowing', {
+    skip,
+  }, async () => {
+    await kubectl(['apply', '--server-side', '-f', '-'], brokenPolicyYaml(ns));
+    const events = await until('a Warning Event on the Gateway', async () => {
+      const out = await kubectl([
+        'get',
+        'events',
+        '-n',
+        ns,
+        '--field-selector',
+        'involvedObject.kind=Gateway,involvedObject.name=edge,type=Warning',
+        '-o',
+        'json',
+      ]);
+      const items = JSON.parse(out).items as { reason: string; message: string }[];
+      return items.length > 0 ? items : undefined;
+    });
+    assert.equal(events[0]?.reason, 'ConfigRejected');
+    assert.match(events[0]?.message ?? '', /rejected its configuration/);
+    // the proxy says why in its config dump (admin port, loopback in the pod), and the last good
+    // configuration still serves
+    const admin = await k.portForward(ns, 'deployment/edge', 15000);
+    try {
+      const dump = await until('the rejection in the config dump', async () => {
+        const res = await fetch(`http://127.0.0.1:${admin.port}/config_dump`);
+        const d = (await res.json()) as ConfigDump;
+        return d.lastReloadError ? d : undefined;
+      });
+      assert.match(dump.lastReloadError ?? '', /matchExpressions|CEL|expression/i);
+    } finally {
+      await admin.stop();
+    }
+    const r = await get('/');
+    assert.equal(r.status, 200);
+    await kubectl(['-n', ns, 'delete', 'gwpolicy', 'broken']);
+  });
+
+  test("a proxy with another ServiceAccount's token is refused", { skip }, async () => {
+    const since = new Date().toISOString();
+    await kubectl(['apply', '-f', '-'], intruderYaml());
+    await until('the refusal in the controller log', async () =>
+      (await controllerLog(since)).includes(`not ${ns}/edge`) ? true : undefined,
+    );
+    const ready = await kubectl([
+      '-n',
+      ns,
+      'get',
+      'pods',
+      '-l',
+      'app=intruder',
+      '-o',
+      'jsonpath={.items[*].status.conditions[?(@.type=="Ready")].status}',
+    ]);
+    assert.notEqual(ready, 'True', 'a refused proxy must not report ready');
+    // and the Gateway's own proxy keeps serving
+    assert.equal((await get('/')).status, 200);
+  });
+});
