@@ -1,19 +1,17 @@
 // The gateway's side of Envoy's rate limit service v3 (`envoy.service.ratelimit.v3.RateLimitService/
 // ShouldRateLimit`): one unary call per check over protobuf-es messages, with its own deadline.
-import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import { Client, credentials, Metadata, type ServiceError, status } from '@grpc/grpc-js';
 import {
   type RateLimitRequest,
-  RateLimitRequestSchema,
   type RateLimitResponse,
-  RateLimitResponseSchema,
   RateLimitService,
 } from '@gw/xds-proto/envoy/service/ratelimit/v3/rls';
+import { grpcMethod } from '@gw/xds-proto/grpc';
 
-export const SHOULD_RATE_LIMIT_PATH = `/${RateLimitService.typeName}/${RateLimitService.method.shouldRateLimit.name}`;
-
-const serialize = (m: RateLimitRequest): Buffer => Buffer.from(toBinary(RateLimitRequestSchema, m));
-const deserialize = (b: Buffer): RateLimitResponse => fromBinary(RateLimitResponseSchema, b);
+const method = grpcMethod(RateLimitService.method.shouldRateLimit);
+export const SHOULD_RATE_LIMIT_PATH = method.path;
+const serialize = method.requestSerialize;
+const deserialize = method.responseDeserialize;
 
 // One channel per service address, shared by every route and kept across config reloads (a reload
 // must not reconnect). A restarted service is retried within seconds rather than grpc-js's minutes.
