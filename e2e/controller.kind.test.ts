@@ -11,15 +11,16 @@ import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import {
-  applyToEffect,
-  brokenPolicyYaml,
-  conditionStatus as cond,
+  expectConfigRejectedEvent,
+  expectGatewayAndRouteStatus,
+  expectGatewayClassAccepted,
+  expectPolicyAcceptedAttached,
   gatewayYaml,
-  headersPolicyYaml,
   httpGet,
-  maintenancePolicyYaml,
+  measurePolicyApplyToEffect,
   until as poll,
   routeYaml,
+  type Steps,
 } from './support/controller-e2e.ts';
 import type { ConfigDump } from './support/gw-process.ts';
 import { type Cluster, cluster, type PortForward } from './support/kube-cluster.ts';
@@ -61,6 +62,7 @@ const until = <T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60
   });
 
 const get = (path = '/') => httpGet(proxy.port, path);
+const steps: Steps = { ns, kubectl, until, get };
 
 /** Runs a script with the cluster's kubeconfig; rejects with its output when it fails. */
 function run(script: string, args: string[]): Promise<void> {
@@ -178,23 +180,9 @@ describe('controller + proxy on kind', () => {
     if (k && !process.env['GW_E2E_KEEP']) await k.kubectl(['delete', 'namespace', ns, '--wait=false']);
   });
 
-  test('the controller creates its GatewayClass and accepts it', { skip }, async () => {
-    const status = await until('GatewayClass gw Accepted', async () => {
-      const out = await kubectl([
-        'get',
-        'gatewayclass',
-        'gw',
-        '-o',
-        'jsonpath={.status.conditions[?(@.type=="Accepted")].status}',
-      ]);
-      return out === 'True' ? out : undefined;
-    });
-    assert.equal(status, 'True');
-    assert.equal(
-      await kubectl(['get', 'gatewayclass', 'gw', '-o', 'jsonpath={.spec.controllerName}']),
-      'gw.dev/gw',
-    );
-  });
+  test('the controller creates its GatewayClass and accepts it', { skip }, () =>
+    expectGatewayClassAccepted(steps),
+  );
 
   test('kubectl apply of Gateway and HTTPRoute, the proxy deployed: status is written and traffic flows', {
     skip,
@@ -213,70 +201,19 @@ describe('controller + proxy on kind', () => {
     assert.equal(r.headers['x-upstream'], 'echo');
     assert.equal(JSON.parse(r.body).path, '/hello');
 
-    const gwStatus = JSON.parse(await kubectl(['-n', ns, 'get', 'gateway', 'edge', '-o', 'json'])).status;
-    assert.equal(cond(gwStatus.conditions, 'Accepted'), 'True');
-    assert.equal(cond(gwStatus.conditions, 'Programmed'), 'True');
-    assert.equal(gwStatus.listeners[0].attachedRoutes, 1);
-    const routeStatus = JSON.parse(await kubectl(['-n', ns, 'get', 'httproute', 'web', '-o', 'json'])).status;
-    assert.equal(routeStatus.parents[0].controllerName, 'gw.dev/gw');
-    assert.equal(cond(routeStatus.parents[0].conditions, 'Accepted'), 'True');
-    assert.equal(cond(routeStatus.parents[0].conditions, 'ResolvedRefs'), 'True');
+    await expectGatewayAndRouteStatus(steps);
   });
 
   test('a GwPolicy change reaches traffic; Accepted/Attached are written', { skip }, async () => {
-    const times: number[] = [];
-    for (const status of [503, 418, 503]) {
-      const start = performance.now();
-      await kubectl(['apply', '--server-side', '-f', '-'], maintenancePolicyYaml(ns, status));
-      await until(`status ${status} through the proxy`, async () => {
-        const x = await get('/');
-        return x.status === status ? true : undefined;
-      });
-      times.push(performance.now() - start);
-    }
-    await kubectl(['-n', ns, 'delete', 'gwpolicy', 'maintenance']);
-    const start = performance.now();
-    await until('the policy removed', async () => ((await get('/')).status === 200 ? true : undefined));
-    times.push(performance.now() - start);
-    console.log(applyToEffect(times));
+    console.log(await measurePolicyApplyToEffect(steps));
   });
 
-  test('the policy status says Accepted and Attached', { skip }, async () => {
-    await kubectl(['apply', '--server-side', '-f', '-'], headersPolicyYaml(ns));
-    await until('the header through the proxy', async () =>
-      (await get('/')).headers['x-policy'] === 'applied' ? true : undefined,
-    );
-    const out = await until('the policy status', async () => {
-      const s = JSON.parse(await kubectl(['-n', ns, 'get', 'gwpolicy', 'headers', '-o', 'json'])).status;
-      return s?.ancestors?.[0] ? s : undefined;
-    });
-    const conds = out.ancestors[0].conditions as { type: string; status: string }[];
-    assert.equal(cond(conds, 'Accepted'), 'True');
-    assert.equal(cond(conds, 'Attached'), 'True');
-    const printed = await kubectl(['-n', ns, 'get', 'gwpol', 'headers']);
-    assert.match(printed, /headers\s+True\s+True/);
-  });
+  test('the policy status says Accepted and Attached', { skip }, () => expectPolicyAcceptedAttached(steps));
 
   test('a configuration the proxy refuses is a Warning Event on the Gateway, and traffic keeps flowing', {
     skip,
   }, async () => {
-    await kubectl(['apply', '--server-side', '-f', '-'], brokenPolicyYaml(ns));
-    const events = await until('a Warning Event on the Gateway', async () => {
-      const out = await kubectl([
-        'get',
-        'events',
-        '-n',
-        ns,
-        '--field-selector',
-        'involvedObject.kind=Gateway,involvedObject.name=edge,type=Warning',
-        '-o',
-        'json',
-      ]);
-      const items = JSON.parse(out).items as { reason: string; message: string }[];
-      return items.length > 0 ? items : undefined;
-    });
-    assert.equal(events[0]?.reason, 'ConfigRejected');
-    assert.match(events[0]?.message ?? '', /rejected its configuration/);
+    await expectConfigRejectedEvent(steps);
     // the proxy says why in its config dump (admin port, loopback in the pod), and the last good
     // configuration still serves
     const admin = await k.portForward(ns, 'deployment/edge', 15000);

@@ -12,15 +12,16 @@ import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type KubeHarness, startKube, startUpstream, type TestServer } from '@gw/testkit';
 import {
-  applyToEffect,
-  brokenPolicyYaml,
-  conditionStatus as cond,
+  expectConfigRejectedEvent,
+  expectGatewayAndRouteStatus,
+  expectGatewayClassAccepted,
+  expectPolicyAcceptedAttached,
   gatewayYaml,
-  headersPolicyYaml,
   httpGet,
-  maintenancePolicyYaml,
+  measurePolicyApplyToEffect,
   until as poll,
   routeYaml,
+  type Steps,
 } from './support/controller-e2e.ts';
 import { cleanupGw, freePort, type GwProcess, startGw } from './support/gw-process.ts';
 
@@ -45,6 +46,27 @@ const until = <T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20
   poll(what, fn, { timeoutMs, context: () => `\ncontroller log:\n${controllerLog.slice(-20).join('')}` });
 
 const get = (path = '/') => httpGet(proxyPort, path);
+const steps: Steps = { ns: 'default', kubectl, until, get };
+
+/** `bin/gw` in xDS mode for Gateway default/edge, presenting the token in `tokenFile`. */
+const startProxy = (tokenFile: string, opts: { waitReady?: boolean } = {}) =>
+  startGw({
+    args: [
+      '--xds-address',
+      `http://127.0.0.1:${xdsPort}`,
+      '--gateway',
+      'default/edge',
+      '--xds-token-file',
+      tokenFile,
+      '--admin-addr',
+      '127.0.0.1:0',
+      '--stats-addr',
+      '127.0.0.1:0',
+      '--readiness-addr',
+      '127.0.0.1:0',
+    ],
+    ...opts,
+  });
 
 const manifests = () => `${gatewayYaml('default', proxyPort)}
 ---
@@ -97,23 +119,7 @@ after(async () => {
 });
 
 describe('controller + proxy on the real API server', () => {
-  test('the controller creates its GatewayClass and accepts it', async () => {
-    const status = await until('GatewayClass gw Accepted', async () => {
-      const out = await kubectl([
-        'get',
-        'gatewayclass',
-        'gw',
-        '-o',
-        'jsonpath={.status.conditions[?(@.type=="Accepted")].status}',
-      ]);
-      return out === 'True' ? out : undefined;
-    });
-    assert.equal(status, 'True');
-    assert.equal(
-      await kubectl(['get', 'gatewayclass', 'gw', '-o', 'jsonpath={.spec.controllerName}']),
-      'gw.dev/gw',
-    );
-  });
+  test('the controller creates its GatewayClass and accepts it', () => expectGatewayClassAccepted(steps));
 
   test('kubectl apply of Gateway, GwBackend and HTTPRoute: status is written and traffic flows', async () => {
     await kubectl(['apply', '--server-side', '-f', '-'], manifests());
@@ -122,36 +128,14 @@ describe('controller + proxy on the real API server', () => {
     const token = (await kubectl(['create', 'token', 'edge', '-n', 'default'])).trim();
     const tokenFile = join(kube.dir, 'edge.token');
     writeFileSync(tokenFile, token);
-    gw = await startGw({
-      args: [
-        '--xds-address',
-        `http://127.0.0.1:${xdsPort}`,
-        '--gateway',
-        'default/edge',
-        '--xds-token-file',
-        tokenFile,
-        '--admin-addr',
-        '127.0.0.1:0',
-        '--stats-addr',
-        '127.0.0.1:0',
-        '--readiness-addr',
-        '127.0.0.1:0',
-      ],
-    });
+    gw = await startProxy(tokenFile);
     const r = await until('traffic through the proxy', async () => {
       const x = await get('/hello').catch(() => undefined);
       return x?.status === 200 ? x : undefined;
     });
     assert.equal(r.headers['x-upstream'], 'echo');
 
-    const gwStatus = JSON.parse(await kubectl(['get', 'gateway', 'edge', '-o', 'json'])).status;
-    assert.equal(cond(gwStatus.conditions, 'Accepted'), 'True');
-    assert.equal(cond(gwStatus.conditions, 'Programmed'), 'True');
-    assert.equal(gwStatus.listeners[0].attachedRoutes, 1);
-    const routeStatus = JSON.parse(await kubectl(['get', 'httproute', 'web', '-o', 'json'])).status;
-    assert.equal(routeStatus.parents[0].controllerName, 'gw.dev/gw');
-    assert.equal(cond(routeStatus.parents[0].conditions, 'Accepted'), 'True');
-    assert.equal(cond(routeStatus.parents[0].conditions, 'ResolvedRefs'), 'True');
+    await expectGatewayAndRouteStatus(steps);
     assert.equal(
       await kubectl(['get', 'gwbackend', 'echo', '-o', 'jsonpath={.status.conditions[0].status}']),
       'True',
@@ -159,58 +143,13 @@ describe('controller + proxy on the real API server', () => {
   });
 
   test('a GwPolicy change reaches traffic; Accepted/Attached are written', async () => {
-    const policy = (status: number) => maintenancePolicyYaml('default', status);
-    const times: number[] = [];
-    for (const status of [503, 418, 503]) {
-      const start = performance.now();
-      await kubectl(['apply', '--server-side', '-f', '-'], policy(status));
-      await until(`status ${status} through the proxy`, async () => {
-        const x = await get('/');
-        return x.status === status ? true : undefined;
-      });
-      times.push(performance.now() - start);
-    }
-    await kubectl(['delete', 'gwpolicy', 'maintenance']);
-    const start = performance.now();
-    await until('the policy removed', async () => ((await get('/')).status === 200 ? true : undefined));
-    times.push(performance.now() - start);
-    console.log(applyToEffect(times));
+    console.log(await measurePolicyApplyToEffect(steps));
   });
 
-  test('the policy status says Accepted and Attached', async () => {
-    await kubectl(['apply', '--server-side', '-f', '-'], headersPolicyYaml('default'));
-    await until('the header through the proxy', async () =>
-      (await get('/')).headers['x-policy'] === 'applied' ? true : undefined,
-    );
-    const out = await until('the policy status', async () => {
-      const s = JSON.parse(await kubectl(['get', 'gwpolicy', 'headers', '-o', 'json'])).status;
-      return s?.ancestors?.[0] ? s : undefined;
-    });
-    const conds = out.ancestors[0].conditions as { type: string; status: string }[];
-    assert.equal(conds.find((c) => c.type === 'Accepted')?.status, 'True');
-    assert.equal(conds.find((c) => c.type === 'Attached')?.status, 'True');
-    const printed = await kubectl(['get', 'gwpol', 'headers']);
-    assert.match(printed, /headers\s+True\s+True/);
-  });
+  test('the policy status says Accepted and Attached', () => expectPolicyAcceptedAttached(steps));
 
   test('a configuration the proxy refuses is a Warning Event on the Gateway, and traffic keeps flowing', async () => {
-    await kubectl(['apply', '--server-side', '-f', '-'], brokenPolicyYaml('default'));
-    const events = await until('a Warning Event on the Gateway', async () => {
-      const out = await kubectl([
-        'get',
-        'events',
-        '-n',
-        'default',
-        '--field-selector',
-        'involvedObject.kind=Gateway,involvedObject.name=edge,type=Warning',
-        '-o',
-        'json',
-      ]);
-      const items = JSON.parse(out).items as { reason: string; message: string }[];
-      return items.length > 0 ? items : undefined;
-    });
-    assert.equal(events[0]?.reason, 'ConfigRejected');
-    assert.match(events[0]?.message ?? '', /rejected its configuration/);
+    await expectConfigRejectedEvent(steps);
     // the proxy says why in its config dump, and the last good configuration still serves
     const dump = await gw.configDump();
     assert.match(dump.lastReloadError ?? '', /matchExpressions|CEL|expression/i);
@@ -222,23 +161,7 @@ describe('controller + proxy on the real API server', () => {
   test('a proxy without a valid token is refused', async () => {
     const tokenFile = join(kube.dir, 'bad.token');
     writeFileSync(tokenFile, 'not-a-token');
-    const refused = await startGw({
-      args: [
-        '--xds-address',
-        `http://127.0.0.1:${xdsPort}`,
-        '--gateway',
-        'default/edge',
-        '--xds-token-file',
-        tokenFile,
-        '--admin-addr',
-        '127.0.0.1:0',
-        '--stats-addr',
-        '127.0.0.1:0',
-        '--readiness-addr',
-        '127.0.0.1:0',
-      ],
-      waitReady: false,
-    });
+    const refused = await startProxy(tokenFile, { waitReady: false });
     await until('the refusal in the controller log', async () =>
       controllerLog.join('').includes('proxy stream refused') ? true : undefined,
     );

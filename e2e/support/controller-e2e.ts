@@ -1,6 +1,7 @@
 // What the controller end-to-end suites share, on the test API server (e2e/controller.test.ts) and on
 // kind (e2e/controller.kind.test.ts): polling, one HTTP GET through the proxy, the manifests a user
 // applies, and reading conditions back.
+import assert from 'node:assert/strict';
 import http from 'node:http';
 import { sleep } from './gw-process.ts';
 
@@ -113,4 +114,99 @@ spec:
 export function applyToEffect(times: number[]): string {
   const sorted = [...times].sort((a, b) => a - b);
   return `kubectl apply → effect at the proxy: median ${sorted[Math.floor(sorted.length / 2)]?.toFixed(0)} ms, max ${sorted[sorted.length - 1]?.toFixed(0)} ms (n=${times.length}, includes kubectl's own run time)`;
+}
+
+/** What the shared steps below need from a suite: kubectl, the namespace, polling and a GET through the proxy. */
+export interface Steps {
+  ns: string;
+  kubectl(args: string[], input?: string): Promise<string>;
+  until<T>(what: string, fn: () => Promise<T | undefined>): Promise<T>;
+  get(path?: string): Promise<Reply>;
+}
+
+export async function expectGatewayClassAccepted(s: Steps): Promise<void> {
+  const status = await s.until('GatewayClass gw Accepted', async () => {
+    const out = await s.kubectl([
+      'get',
+      'gatewayclass',
+      'gw',
+      '-o',
+      'jsonpath={.status.conditions[?(@.type=="Accepted")].status}',
+    ]);
+    return out === 'True' ? out : undefined;
+  });
+  assert.equal(status, 'True');
+  assert.equal(
+    await s.kubectl(['get', 'gatewayclass', 'gw', '-o', 'jsonpath={.spec.controllerName}']),
+    'gw.dev/gw',
+  );
+}
+
+/** Gateway `edge` Accepted and Programmed with one attached route; HTTPRoute `web` Accepted with refs resolved. */
+export async function expectGatewayAndRouteStatus(s: Steps): Promise<void> {
+  const gwStatus = JSON.parse(await s.kubectl(['-n', s.ns, 'get', 'gateway', 'edge', '-o', 'json'])).status;
+  assert.equal(conditionStatus(gwStatus.conditions, 'Accepted'), 'True');
+  assert.equal(conditionStatus(gwStatus.conditions, 'Programmed'), 'True');
+  assert.equal(gwStatus.listeners[0].attachedRoutes, 1);
+  const routeStatus = JSON.parse(
+    await s.kubectl(['-n', s.ns, 'get', 'httproute', 'web', '-o', 'json']),
+  ).status;
+  assert.equal(routeStatus.parents[0].controllerName, 'gw.dev/gw');
+  assert.equal(conditionStatus(routeStatus.parents[0].conditions, 'Accepted'), 'True');
+  assert.equal(conditionStatus(routeStatus.parents[0].conditions, 'ResolvedRefs'), 'True');
+}
+
+/** Applies a direct-response GwPolicy three times and deletes it, timing each until traffic shows it. */
+export async function measurePolicyApplyToEffect(s: Steps): Promise<string> {
+  const times: number[] = [];
+  for (const status of [503, 418, 503]) {
+    const start = performance.now();
+    await s.kubectl(['apply', '--server-side', '-f', '-'], maintenancePolicyYaml(s.ns, status));
+    await s.until(`status ${status} through the proxy`, async () =>
+      (await s.get('/')).status === status ? true : undefined,
+    );
+    times.push(performance.now() - start);
+  }
+  await s.kubectl(['-n', s.ns, 'delete', 'gwpolicy', 'maintenance']);
+  const start = performance.now();
+  await s.until('the policy removed', async () => ((await s.get('/')).status === 200 ? true : undefined));
+  times.push(performance.now() - start);
+  return applyToEffect(times);
+}
+
+/** A header policy reaches traffic, and its status (and kubectl's printer columns) say Accepted and Attached. */
+export async function expectPolicyAcceptedAttached(s: Steps): Promise<void> {
+  await s.kubectl(['apply', '--server-side', '-f', '-'], headersPolicyYaml(s.ns));
+  await s.until('the header through the proxy', async () =>
+    (await s.get('/')).headers['x-policy'] === 'applied' ? true : undefined,
+  );
+  const out = await s.until('the policy status', async () => {
+    const st = JSON.parse(await s.kubectl(['-n', s.ns, 'get', 'gwpolicy', 'headers', '-o', 'json'])).status;
+    return st?.ancestors?.[0] ? st : undefined;
+  });
+  const conds = out.ancestors[0].conditions as { type: string; status: string }[];
+  assert.equal(conditionStatus(conds, 'Accepted'), 'True');
+  assert.equal(conditionStatus(conds, 'Attached'), 'True');
+  assert.match(await s.kubectl(['-n', s.ns, 'get', 'gwpol', 'headers']), /headers\s+True\s+True/);
+}
+
+/** Applies a policy the proxy must refuse and waits for the Warning Event on Gateway `edge`. */
+export async function expectConfigRejectedEvent(s: Steps): Promise<void> {
+  await s.kubectl(['apply', '--server-side', '-f', '-'], brokenPolicyYaml(s.ns));
+  const events = await s.until('a Warning Event on the Gateway', async () => {
+    const out = await s.kubectl([
+      'get',
+      'events',
+      '-n',
+      s.ns,
+      '--field-selector',
+      'involvedObject.kind=Gateway,involvedObject.name=edge,type=Warning',
+      '-o',
+      'json',
+    ]);
+    const items = JSON.parse(out).items as { reason: string; message: string }[];
+    return items.length > 0 ? items : undefined;
+  });
+  assert.equal(events[0]?.reason, 'ConfigRejected');
+  assert.match(events[0]?.message ?? '', /rejected its configuration/);
 }

@@ -1,12 +1,7 @@
 // A real cluster for the kind variants of the e2e suites (GW_E2E_KUBECONFIG, set by hack/kind-e2e.sh):
 // kubectl against its kubeconfig, and `kubectl port-forward` to reach what runs inside it.
 import { type ChildProcess, spawn } from 'node:child_process';
-
-export interface KubectlResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+import { type KubectlResult, runKubectl } from '@gw/testkit';
 
 export interface PortForward {
   /** The local port on 127.0.0.1. */
@@ -27,34 +22,8 @@ export interface Cluster {
 export function cluster(kubeconfig: string): Cluster {
   const forwards = new Set<ChildProcess>();
 
-  const kubectl: Cluster['kubectl'] = (args, opts = {}) => {
-    const ms = opts.timeoutMs ?? 120_000;
-    return new Promise((resolve) => {
-      const child = spawn('kubectl', ['--kubeconfig', kubeconfig, ...args], {
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
-      const out: Buffer[] = [];
-      const err: Buffer[] = [];
-      let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        child.kill('SIGKILL');
-      }, ms);
-      child.stdout.on('data', (c: Buffer) => out.push(c));
-      child.stderr.on('data', (c: Buffer) => err.push(c));
-      child.once('error', (e) => {
-        clearTimeout(timer);
-        resolve({ code: 127, stdout: '', stderr: `kubectl: ${e.message}` });
-      });
-      child.once('close', (code) => {
-        clearTimeout(timer);
-        const stderr = Buffer.concat(err).toString() + (timedOut ? `\nkubectl: killed after ${ms}ms` : '');
-        resolve({ code: code ?? 1, stdout: Buffer.concat(out).toString(), stderr });
-      });
-      child.stdin.on('error', () => {});
-      child.stdin.end(opts.input ?? '');
-    });
-  };
+  const kubectl: Cluster['kubectl'] = (args, opts = {}) =>
+    runKubectl(kubeconfig, args, { ...opts, timeoutMs: opts.timeoutMs ?? 120_000 });
 
   const stop = (child: ChildProcess) =>
     new Promise<void>((resolve) => {

@@ -101,16 +101,16 @@ async function freePorts(n: number): Promise<number[]> {
   return ports;
 }
 
-function kubectl(
+/** Runs the machine's kubectl against `kubeconfig`; never throws on a non-zero exit. */
+export function runKubectl(
   kubeconfig: string,
-  cacheDir: string,
   args: string[],
-  opts: { input?: string; timeoutMs?: number } = {},
+  opts: { input?: string; timeoutMs?: number; cacheDir?: string } = {},
 ): Promise<KubectlResult> {
   const ms = opts.timeoutMs ?? 60_000;
+  const cache = opts.cacheDir ? ['--cache-dir', opts.cacheDir] : [];
   return new Promise((resolve) => {
-    // Our own discovery cache: a later server on a reused port must not see this one's API groups.
-    const child = spawn('kubectl', ['--kubeconfig', kubeconfig, '--cache-dir', cacheDir, ...args], {
+    const child = spawn('kubectl', ['--kubeconfig', kubeconfig, ...cache, ...args], {
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     const out: Buffer[] = [];
@@ -402,7 +402,8 @@ export async function startKube(opts: KubeHarnessOptions = {}): Promise<KubeHarn
     const kubeconfig = join(dir, 'kubeconfig');
     writeFileSync(kubeconfig, kubeconfigYaml(server, ca, token, unprivilegedToken), { mode: 0o600 });
     const cacheDir = join(dir, 'kube-cache');
-    const run: KubeHarness['kubectl'] = (args, o) => kubectl(kubeconfig, cacheDir, args, o);
+    // Our own discovery cache: a later server on a reused port must not see this one's API groups.
+    const run: KubeHarness['kubectl'] = (args, o) => runKubectl(kubeconfig, args, { ...o, cacheDir });
 
     // Not the ValidatingAdmissionPolicy beside the CRDs (*_vap_safeupgrades.yaml): it only guards CRD
     // upgrades in a long-lived cluster, and would stop a test from installing another channel on top.
