@@ -154,12 +154,17 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
   const backends = collectBackends(objects, lookup);
   // A GwPolicy backend section that cannot be honoured (e.g. a CA that is missing) makes its GwBackend
   // unusable rather than letting traffic go out without it.
+  // Each GwPolicy is validated, and its backend section mapped, once: here and in the loop below.
+  const checked = new Map<KubeObject, ReturnType<typeof validateResource>>();
+  const backendSections = new Map<KubeObject, ReturnType<typeof backendPolicy>>();
   for (const p of objects.filter((o) => o.kind === 'GwPolicy')) {
     const v = validateResource(p);
+    checked.set(p, v);
     const spec = v.ok ? (v.spec as { targetRefs?: TargetRef[]; backend?: unknown }) : undefined;
     if (!spec?.backend) continue;
     const ns = p.metadata.namespace ?? 'default';
     const result = backendPolicy(spec.backend as never, ns, lookup);
+    backendSections.set(p, result);
     if (!result.failClosed) continue;
     for (const t of spec.targetRefs ?? []) {
       const b = t.group === GW_GROUP && t.kind === 'GwBackend' ? backends.get(`${ns}/${t.name}`) : undefined;
@@ -200,7 +205,7 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
   policies.forEach((p, order) => {
     const ns = p.metadata.namespace ?? 'default';
     const gen = p.metadata.generation;
-    const v = validateResource(p);
+    const v = checked.get(p) ?? validateResource(p);
     const ancestors: Record<string, unknown>[] = [];
     const ancestor = (t: TargetRef, conditions: Condition[]) =>
       ancestors.push({
@@ -253,7 +258,7 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
     }
     const traffic = spec.traffic ? trafficPolicy(spec.traffic as never, ns, lookup) : undefined;
     const frontend = spec.frontend ? frontendPolicy(spec.frontend as never, ns, lookup) : undefined;
-    const backend = spec.backend ? backendPolicy(spec.backend as never, ns, lookup) : undefined;
+    const backend = backendSections.get(p);
     const accepted = ok('Accepted', 'Accepted', 'valid', gen);
     for (const [ti, t] of targets.entries()) {
       const problems: string[] = [
@@ -274,6 +279,13 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
         ancestor(t, [accepted, bad('Attached', reason, message, gen)]);
       };
       const name = `policy/${String(order).padStart(4, '0')}/${ns}/${p.metadata.name}/${ti}`;
+      /** The traffic section as a Policy resource for `target`, in each of `gatewayKeys`. */
+      const attachTraffic = (gatewayKeys: Iterable<string>, target: Record<string, string>) => {
+        if (!traffic || Object.keys(traffic.policies).length === 0) return;
+        const policy = { name: `${ns}/${p.metadata.name}`, target, traffic: traffic.policies };
+        for (const gateway of gatewayKeys)
+          attachments.push({ gateway, resource: { name, resource: { policy } } });
+      };
       if (t.group === GATEWAY_GROUP && t.kind === 'Gateway') {
         const g = gateways.find((x) => x.key === `${ns}/${t.name}`);
         if (!g) {
@@ -289,21 +301,7 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
           notAttached('TargetNotFound', `Gateway ${g.key} has no listener ${t.sectionName}`);
           continue;
         }
-        if (traffic && Object.keys(traffic.policies).length > 0) {
-          attachments.push({
-            gateway: g.key,
-            resource: {
-              name,
-              resource: {
-                policy: {
-                  name: `${ns}/${p.metadata.name}`,
-                  target: listener ? { listener: `${g.key}/${listener.name}` } : { gateway: g.key },
-                  traffic: traffic.policies,
-                },
-              },
-            },
-          });
-        }
+        attachTraffic([g.key], listener ? { listener: `${g.key}/${listener.name}` } : { gateway: g.key });
         if (frontend) {
           if (t.port || t.sectionName)
             problems.push('frontend policies apply to every port of the Gateway in this build');
@@ -335,23 +333,7 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
         }
         if (backend) problems.push('backend policies attach to GwBackends only in this build');
         if (frontend) problems.push('frontend policies attach to Gateways only');
-        for (const gw of new Set(rules.map((r) => r.gateway))) {
-          if (traffic && Object.keys(traffic.policies).length > 0) {
-            attachments.push({
-              gateway: gw,
-              resource: {
-                name,
-                resource: {
-                  policy: {
-                    name: `${ns}/${p.metadata.name}`,
-                    target: { route: `${ns}/${t.name}` },
-                    traffic: traffic.policies,
-                  },
-                },
-              },
-            });
-          }
-        }
+        attachTraffic(new Set(rules.map((r) => r.gateway)), { route: `${ns}/${t.name}` });
         ancestor(t, [accepted, attached(`${t.kind} ${ns}/${t.name}`)]);
       } else if (t.group === GW_GROUP && t.kind === 'GwBackend') {
         const b = backends.get(`${ns}/${t.name}`);
@@ -368,25 +350,9 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
             ...(backendExtra.get(b.key) ?? {}),
             ...(backend.policies as Record<string, unknown>),
           });
-        if (traffic && Object.keys(traffic.policies).length > 0) {
-          for (const gw of new Set(
-            routes.rules.filter((r) => r.backends.includes(b.key)).map((r) => r.gateway),
-          )) {
-            attachments.push({
-              gateway: gw,
-              resource: {
-                name,
-                resource: {
-                  policy: {
-                    name: `${ns}/${p.metadata.name}`,
-                    target: { backend: b.key },
-                    traffic: traffic.policies,
-                  },
-                },
-              },
-            });
-          }
-        }
+        attachTraffic(new Set(routes.rules.filter((r) => r.backends.includes(b.key)).map((r) => r.gateway)), {
+          backend: b.key,
+        });
         if (frontend) problems.push('frontend policies attach to Gateways only');
         ancestor(t, [accepted, attached(`GwBackend ${b.key}`)]);
       } else {
