@@ -17,7 +17,19 @@ export interface BuildEnv {
   shared(key: string, bytes: number): SharedArrayBuffer;
 }
 
+/** A block of memory every worker of the proxy shares (zeroed when first allocated). */
+export interface SharedMemoryNeed {
+  key: string;
+  bytes: number;
+}
+
 export interface PolicyDefinition<K extends PolicyName> {
   name: K;
   build(config: PolicyConfig<K>, env: BuildEnv): Layer;
+  /**
+   * The blocks `build` will ask `env.shared` for, with the same keys. The main thread allocates them
+   * before any worker builds the route, so every worker gets the same buffers; a policy whose state
+   * is per worker leaves this out.
+   */
+  sharedMemory?(config: PolicyConfig<K>, env: Pick<BuildEnv, 'route'>): SharedMemoryNeed[];
 }

@@ -4,7 +4,7 @@ import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { ProxyIR } from '../config/ir.ts';
-import { rateLimitMemory } from '../policies/local-rate-limit/index.ts';
+import { sharedMemoryOf } from '../policies/shared-memory.ts';
 import { encodeSecrets } from '../secret.ts';
 import type { TraceEvent } from '../trace/events.ts';
 import type { Envelope, Reply, TraceMessage, WorkerData, WorkerRequest } from './protocol.ts';
@@ -154,10 +154,10 @@ export class Supervisor {
 
   #shared = new Map<string, SharedArrayBuffer>();
 
-  /** One buffer per rate limit, the same for every worker, kept while the limit is unchanged. */
+  /** One buffer per block a policy shares (rate limit buckets), kept while its key is unchanged. */
   #sharedFor(ir: ProxyIR): Record<string, SharedArrayBuffer> {
     const next = new Map<string, SharedArrayBuffer>();
-    for (const { key, bytes } of rateLimitMemory(ir))
+    for (const { key, bytes } of sharedMemoryOf(ir))
       next.set(key, this.#shared.get(key) ?? new SharedArrayBuffer(bytes));
     this.#shared = next;
     return Object.fromEntries(next);

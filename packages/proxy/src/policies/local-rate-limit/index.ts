@@ -5,7 +5,6 @@
 import { createHash } from 'node:crypto';
 import type { LocalRateLimit } from '@gw/api';
 import { parseGoDuration } from '@gw/api';
-import type { ProxyIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
 import { onResponseUsage } from '../../llm/usage.ts';
 import type { PolicyDefinition } from '../types.ts';
@@ -94,19 +93,6 @@ export const localRateLimit: PolicyDefinition<'localRateLimit'> = {
       }
     };
   },
+  sharedMemory: (config, env) =>
+    config.map((l, i) => ({ key: rateLimitKey(env.route, i, l), bytes: BUCKET_BYTES })),
 };
-
-/** The shared memory a config's rate limits need, so the main thread can hand the same buffers to every worker. */
-export function rateLimitMemory(ir: ProxyIR): { key: string; bytes: number }[] {
-  const out: { key: string; bytes: number }[] = [];
-  for (const b of ir.binds) {
-    for (const l of b.listeners) {
-      for (const r of l.routes) {
-        (r.policies.localRateLimit ?? []).forEach((limit, i) => {
-          out.push({ key: rateLimitKey(r.key, i, limit), bytes: BUCKET_BYTES });
-        });
-      }
-    }
-  }
-  return out;
-}
