@@ -10,6 +10,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import type { ConfigDump } from '@gw/api';
 import {
   expectConfigRejectedEvent,
   expectGatewayAndRouteStatus,
@@ -22,7 +23,6 @@ import {
   routeYaml,
   type Steps,
 } from './support/controller-e2e.ts';
-import type { ConfigDump } from './support/gw-process.ts';
 import { type Cluster, cluster, type PortForward } from './support/kube-cluster.ts';
 
 const KUBECONFIG = process.env['GW_E2E_KUBECONFIG'];

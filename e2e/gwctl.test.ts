@@ -6,27 +6,49 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import type { ConfigDump } from '@gw/api';
 import { parse } from 'yaml';
 
 const gwctl = join(import.meta.dirname, '..', 'bin', 'gwctl');
 const run = (...args: string[]) => spawnSync(gwctl, args, { encoding: 'utf8' });
 
-const dump = {
+const dump: ConfigDump & { addedLater: string } = {
   version: 'abc123',
+  source: '/etc/gw/config.yaml',
+  config: {
+    adminAddr: '127.0.0.1:15000',
+    statsAddr: '0.0.0.0:15020',
+    readinessAddr: '0.0.0.0:15021',
+    workerThreads: 'auto',
+    logLevel: 'info',
+    logFormat: 'text',
+  },
+  binds: [],
   routes: [
     {
       key: 'default/default/api',
+      name: 'api',
+      definedAt: 'binds[0].listeners[0].routes[0]',
       hostnames: [],
       matches: [{}],
       backends: [{ name: '127.0.0.1:8080', weight: 1 }],
     },
     {
       key: 'default/default/split',
+      name: 'split',
+      definedAt: 'binds[0].listeners[0].routes[1]',
       hostnames: ['a.example'],
       matches: [{}, {}],
       backends: [{ name: 'x:1', weight: 3 }],
     },
   ],
+  backends: [],
+  policies: [],
+  workloads: [],
+  services: [],
+  workers: [{ index: 0, version: 'abc123' }],
+  // A field of a newer proxy: gwctl still shows it.
+  addedLater: 'kept',
 };
 const dir = mkdtempSync(join(tmpdir(), 'gwctl-'));
 const file = join(dir, 'dump.json');
@@ -49,6 +71,11 @@ test('a malformed dump and an unknown format are clear errors', () => {
   const r = run('proxy', 'config', 'all', '--file', bad);
   assert.equal(r.status, 1);
   assert.match(r.stderr, /bad\.json is not valid JSON/);
+  const wrong = join(dir, 'wrong.json');
+  writeFileSync(wrong, JSON.stringify({ ...dump, routes: [{ key: 7 }] }));
+  const w = run('proxy', 'config', 'all', '--file', wrong, '-o', 'table');
+  assert.equal(w.status, 1);
+  assert.match(w.stderr, /wrong\.json is not a gw config dump: routes\.0\.key: /);
   const f = run('proxy', 'config', 'all', '--file', file, '-o', 'xml');
   assert.equal(f.status, 2);
   assert.match(f.stderr, /unknown output format xml/);

@@ -196,8 +196,10 @@ describe('gw -f: start and hot reload', () => {
     }
     assert.notEqual(afterEdit.version, before.version);
     assert.equal(afterEdit.lastReloadError, undefined);
+    const version = afterEdit.version;
+    assert.ok(version);
     assert.ok(
-      g.stdout.some((l) => l.includes('configuration reloaded') && l.includes(afterEdit.version)),
+      g.stdout.some((l) => l.includes('configuration reloaded') && l.includes(version)),
       'the reload is logged with its version',
     );
   });

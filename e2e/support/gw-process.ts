@@ -5,6 +5,7 @@ import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { ConfigDump } from '@gw/api';
 
 export const GW_BIN = resolve(import.meta.dirname, '../../bin/gw');
 
@@ -26,19 +27,6 @@ export function configBlock(...extra: string[]): string {
 export interface Exit {
   code: number | null;
   signal: NodeJS.Signals | null;
-}
-
-/** The parts of /config_dump the tests read. */
-export interface ConfigDump {
-  version: string;
-  source: string;
-  lastReloadError?: string;
-  binds: { key: string; address: string; port: number; protocol: string; listeners: unknown[] }[];
-  routes: { key: string; name: string }[];
-  backends: { name: string; policies: Record<string, unknown> }[];
-  policies: unknown[];
-  workers: { index: number; version: string | undefined }[];
-  [k: string]: unknown;
 }
 
 export interface GwProcess {
@@ -172,7 +160,8 @@ export async function startGw(opts: StartOptions = {}): Promise<GwProcess> {
     async configDump() {
       const res = await fetch(`${g.admin}/config_dump`);
       if (res.status !== 200) throw new Error(`/config_dump answered ${res.status}`);
-      return (await res.json()) as ConfigDump;
+      // Every dump an end-to-end test reads is held to the shared wire schema.
+      return ConfigDump.parse(await res.json());
     },
     async proxyPort(n = 0) {
       const d = await g.configDump();

@@ -1,4 +1,7 @@
 // @gw/api: the definitions shared by the proxy, the controller and gwctl.
+export * from './admin/config-dump.ts';
+export * from './admin/trace-event.ts';
+export * from './admin/wire.ts';
 export * from './config/schema.ts';
 export * from './config/source.ts';
 export * from './duration.ts';

@@ -2,6 +2,8 @@
 // a saved config dump. This file parses the command line; each command lives in its own module.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { ConfigDump } from '@gw/api/admin/config-dump';
+import { readWire } from '@gw/api/admin/wire';
 import { stringify } from 'yaml';
 import { adminText } from './admin-client.ts';
 import { GwctlError, usageError } from './errors.ts';
@@ -34,20 +36,9 @@ proxy profile writes a gzipped pprof file (CPU: 30 s unless --seconds; default n
 cpu-YYYYMMDD-HHMMSS.pb.gz or heap-...) and prints its path; open it with go tool pprof.
 `;
 
-type Dump = {
-  version?: string;
-  routes?: {
-    key: string;
-    hostnames: string[];
-    matches: unknown[];
-    backends: { name: string; weight: number }[];
-  }[];
-  backends?: { name: string; target: unknown }[];
-};
-
-function table(d: Dump): string {
+function table(d: ConfigDump): string {
   const rows: string[][] = [['ROUTE', 'HOSTNAMES', 'MATCHES', 'BACKENDS']];
-  for (const r of d.routes ?? []) {
+  for (const r of d.routes) {
     rows.push([
       r.key,
       r.hostnames.join(',') || '*',
@@ -124,15 +115,20 @@ async function main(argv: string[]): Promise<number> {
     const text = values.file
       ? await readFile(values.file, 'utf8')
       : await adminText(legacyAdminPort(), '/config_dump');
-    let dump: Dump;
-    try {
-      dump = JSON.parse(text) as Dump;
-    } catch (err) {
-      throw new Error(`${values.file ?? 'config dump'} is not valid JSON: ${(err as Error).message}`);
+    const read = readWire(ConfigDump, text);
+    if (!read.ok) {
+      const what = values.file ?? 'the config dump';
+      throw new Error(
+        read.problem === 'json'
+          ? `${what} is not valid JSON: ${read.detail}`
+          : `${what} is not a gw config dump: ${read.detail}`,
+      );
     }
+    // Printed as the proxy wrote it, fields this gwctl does not know included.
+    const dump = read.json;
     const format = values.output ?? 'json';
     if (format === 'yaml') process.stdout.write(stringify(dump));
-    else if (format === 'table') process.stdout.write(table(dump));
+    else if (format === 'table') process.stdout.write(table(read.value));
     else if (format === 'json') process.stdout.write(`${JSON.stringify(dump, null, 2)}\n`);
     else throw usageError(`unknown output format ${format} (json, yaml or table)`);
     return 0;

@@ -1,8 +1,10 @@
 // `gwctl proxy trace`: arms a trace on the admin interface, optionally sends the request itself
 // (inject mode), and shows the events as JSON Lines (--raw) or in the interactive view.
+
+import type { TraceEvent } from '@gw/api/admin/trace-event';
 import { GwctlError, usageError } from './errors.ts';
 import { type InjectRequest, type InjectResponse, parseCurlArgs, sendInjected } from './inject-request.ts';
-import { openTrace, type TraceEvent, type TraceStream } from './trace-stream.ts';
+import { openTrace, type TraceStream } from './trace-stream.ts';
 import { TraceTui } from './trace-tui.ts';
 
 /** How long inject mode waits for every worker to be armed before it gives up. */

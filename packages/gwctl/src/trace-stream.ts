@@ -1,15 +1,9 @@
 // Client of the admin `/debug/trace` SSE stream: reports when every worker is armed, then each event,
 // and fails clearly when the stream is refused, malformed, or ends before `requestFinished`.
 import http, { type IncomingMessage } from 'node:http';
+import { TraceEvent } from '@gw/api/admin/trace-event';
+import { readWire } from '@gw/api/admin/wire';
 import { adminUnreachable, causeOf, GwctlError, traceEnded } from './errors.ts';
-
-/** One trace event as the proxy sends it (spec "Events"). */
-export interface TraceEvent {
-  eventStart: number | null;
-  eventEnd: number;
-  severity: string;
-  message: { type: string } & Record<string, unknown>;
-}
 
 export interface TraceStreamOptions {
   adminPort: number;
@@ -53,23 +47,12 @@ export class SseParser {
 }
 
 function parseEvent(data: string): TraceEvent {
-  let v: unknown;
-  try {
-    v = JSON.parse(data);
-  } catch (err) {
-    throw new GwctlError(
-      'GWCTL_ERR_MALFORMED',
-      `the admin interface sent a malformed trace event (${(err as Error).message}): ${data.slice(0, 120)}`,
-    );
-  }
-  const e = v as Partial<TraceEvent> | null;
-  if (!e || typeof e !== 'object' || typeof e.message?.type !== 'string' || typeof e.eventEnd !== 'number') {
-    throw new GwctlError(
-      'GWCTL_ERR_MALFORMED',
-      `the admin interface sent a trace event without message.type or eventEnd: ${data.slice(0, 120)}`,
-    );
-  }
-  return e as TraceEvent;
+  const read = readWire(TraceEvent, data);
+  if (read.ok) return read.value;
+  throw new GwctlError(
+    'GWCTL_ERR_MALFORMED',
+    `the admin interface sent a malformed trace event (${read.problem === 'json' ? read.detail : `at ${read.detail}`}): ${data.slice(0, 120)}`,
+  );
 }
 
 export function openTrace(opts: TraceStreamOptions): TraceStream {

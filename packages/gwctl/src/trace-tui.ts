@@ -1,7 +1,7 @@
 // The interactive trace view: an event list and a detail pane drawn with plain ANSI escapes on the
 // alternate screen, keys read from raw stdin, redrawn on resize. It stays open until the user quits.
 
-import type { TraceEvent } from './trace-stream.ts';
+import type { TraceEvent } from '@gw/api/admin/trace-event';
 import { type DetailMode, detailLines, eventRow, sanitize } from './trace-view.ts';
 
 const ESC = '\x1b[';

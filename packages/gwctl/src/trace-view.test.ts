@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { TraceEvent } from './trace-stream.ts';
+import type { TraceEvent } from '@gw/api/admin/trace-event';
 import { SseParser } from './trace-stream.ts';
 import { parseKeys } from './trace-tui.ts';
 import { detailLines, diffLines, eventRow, sanitize, snapshotAt } from './trace-view.ts';
@@ -45,6 +45,7 @@ const events: TraceEvent[] = [
     stage: 'response',
     body: Buffer.from('hello\nworld').toString('base64'),
     size: 11,
+    truncated: false,
   }),
 ];
 

@@ -1,23 +1,13 @@
 // What the trace UI shows, as plain text lines: the event list rows and the three detail modes
 // (event JSON, readable snapshot, diff against the previous snapshot). No terminal IO here.
-import type { TraceEvent } from './trace-stream.ts';
+import {
+  type BodySnapshotMessage,
+  isBodySnapshotMessage,
+  isSnapshotMessage,
+  type TraceEvent,
+} from '@gw/api/admin/trace-event';
 
 export type DetailMode = 'event' | 'snapshot' | 'diff';
-
-interface RequestState {
-  request?: {
-    method?: string;
-    uri?: string;
-    pathAndQuery?: string;
-    host?: string;
-    version?: string;
-    headers?: Record<string, string>;
-    startTime?: string;
-  };
-  source?: { address?: string; port?: number };
-  env?: Record<string, string>;
-  response?: { code?: number; headers?: Record<string, string> };
-}
 
 /** Replaces control characters, so a header value cannot move the cursor or recolour the terminal. */
 export function sanitize(s: string): string {
@@ -58,7 +48,9 @@ export function eventRow(e: TraceEvent, index: number): string {
   );
 }
 
-const stateOf = (e: TraceEvent | undefined) => e?.message.requestState as RequestState | undefined;
+// Events come validated (trace-stream.ts), so a snapshot's requestState has the shared shape.
+const stateOf = (e: TraceEvent | undefined) =>
+  e && isSnapshotMessage(e.message) ? e.message.requestState : undefined;
 
 /** Index of the snapshot that describes the request at `index`: that event, or the last one before. */
 export function snapshotAt(events: TraceEvent[], index: number): number {
@@ -66,20 +58,20 @@ export function snapshotAt(events: TraceEvent[], index: number): number {
   return -1;
 }
 
-function headerLines(h: Record<string, string> | undefined, indent: string): string[] {
-  return Object.entries(h ?? {}).map(([k, v]) => `${indent}${k}: ${v}`);
+function headerLines(h: Record<string, string>, indent: string): string[] {
+  return Object.entries(h).map(([k, v]) => `${indent}${k}: ${v}`);
 }
 
 /** A snapshot as a person reads a request: request line, headers, source, then the response if any. */
 export function snapshotLines(e: TraceEvent, withExtras = true): string[] {
   const s = stateOf(e);
   if (!s) return [];
-  const r = s.request ?? {};
-  const out = [`${str(r.method)} ${str(r.uri ?? r.pathAndQuery)} ${str(r.version)}`.trim()];
+  const r = s.request;
+  const out = [`${r.method} ${r.uri} ${r.version}`.trim()];
   out.push(...headerLines(r.headers, ''));
   out.push('');
-  out.push(`source: ${str(s.source?.address)}:${str(s.source?.port)}`);
-  const env = Object.entries(s.env ?? {});
+  out.push(`source: ${s.source.address}:${s.source.port}`);
+  const env = Object.entries(s.env);
   out.push(`env: ${env.length === 0 ? '(standalone)' : env.map(([k, v]) => `${k}=${v}`).join(' ')}`);
   if (r.startTime) out.push(`started: ${r.startTime}`);
   const backend = e.message.backend as { name?: string; type?: string; protocol?: string } | undefined;
@@ -93,7 +85,7 @@ export function snapshotLines(e: TraceEvent, withExtras = true): string[] {
   }
   if (s.response) {
     out.push('');
-    out.push(`response: ${str(s.response.code)}`);
+    out.push(`response: ${s.response.code}`);
     out.push(...headerLines(s.response.headers, '  '));
   }
   return out;
@@ -138,11 +130,11 @@ function title(events: TraceEvent[], i: number): string {
   return e ? `#${i} ${e.message.type}${e.message.stage ? ` (${str(e.message.stage)})` : ''}` : '';
 }
 
-function bodyLines(e: TraceEvent): string[] {
-  const data = Buffer.from(str(e.message.body), 'base64');
+function bodyLines(m: BodySnapshotMessage): string[] {
+  const data = Buffer.from(m.body, 'base64');
   const text = data.toString('utf8');
   const printable = !/[\u0000-\u0008\u000e-\u001f]/.test(text) && !text.includes('\ufffd');
-  const head = `body (${str(e.message.stage)}): ${str(e.message.size ?? data.length)} bytes${e.message.truncated ? `, first ${data.length} shown` : ''}`;
+  const head = `body (${m.stage}): ${m.size} bytes${m.truncated ? `, first ${data.length} shown` : ''}`;
   if (!printable) {
     const hex =
       data
@@ -159,7 +151,7 @@ export function detailLines(events: TraceEvent[], index: number, mode: DetailMod
   const e = events[index];
   if (!e) return ['(no event yet)'];
   if (mode === 'event') return JSON.stringify(e, null, 2).split('\n');
-  if (mode === 'snapshot' && e.message.type === 'bodySnapshot') return bodyLines(e);
+  if (mode === 'snapshot' && isBodySnapshotMessage(e.message)) return bodyLines(e.message);
   const at = snapshotAt(events, index);
   if (at === -1) return [`${title(events, index)}: no request snapshot yet at this point`];
   const note = at === index ? [] : [`(state at ${title(events, at)})`];

@@ -1,10 +1,12 @@
-// The /config_dump document: the running config as the proxy understands it, secrets redacted.
+// The /config_dump document (its shape is @gw/api's ConfigDump): the running config as the proxy
+// understands it, secrets redacted.
+import type { ConfigDump } from '@gw/api';
 import type { BindIR, RouteBackendIR } from '../config/ir.ts';
 import type { StartupConfig } from '../config/load.ts';
 import type { Supervisor } from '../server/supervisor.ts';
 import { redactPolicies } from '../trace/redact.ts';
 
-export function configDump(s: Supervisor, startup: StartupConfig, lastError: string | undefined): unknown {
+export function configDump(s: Supervisor, startup: StartupConfig, lastError: string | undefined): ConfigDump {
   const ir = s.ir;
   const ports = s.ports;
   const binds = (ir?.binds ?? []).map((b: BindIR) => ({
@@ -45,7 +47,8 @@ export function configDump(s: Supervisor, startup: StartupConfig, lastError: str
         .map((r) => ({ target: { route: r.key }, policy: redactPolicies(r.policies, sensitive) })),
     ),
   );
-  // JSON.stringify through toJSON: Secret values come out as "[redacted]".
+  // JSON.stringify through toJSON: Secret values come out as "[redacted]". config-dump.test.ts holds
+  // the result to the ConfigDump schema.
   return JSON.parse(
     JSON.stringify({
       version: ir?.version,

@@ -2,11 +2,11 @@
 // all of them (worker 0 first, so ports chosen by the OS are shared), and drains them on shutdown.
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import type { TraceEvent } from '@gw/api';
 import type { Logger } from 'pino';
 import type { ProxyIR } from '../config/ir.ts';
 import { sharedMemoryOf } from '../policies/shared-memory.ts';
 import { encodeSecrets } from '../secret.ts';
-import type { TraceEvent } from '../trace/events.ts';
 import type { Envelope, Reply, TraceMessage, WorkerData, WorkerRequest } from './protocol.ts';
 
 const WORKER_URL = new URL('./worker.ts', import.meta.url);
