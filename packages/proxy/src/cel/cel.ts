@@ -1,20 +1,9 @@
 // CEL for policies: one environment with the request variables, expressions compiled once per config
 // (never per request), and evaluation errors turned into "no value" instead of exceptions.
 import { BlockList, isIP } from 'node:net';
-import { Environment } from '@marcbachmann/cel-js';
+import { CEL_VARIABLES, celEnvironment, compileCelWith } from '@gw/api';
 
-/** Variables an expression may name; each is filled in only when its context exists. */
-export const CEL_VARIABLES = [
-  'request',
-  'response',
-  'source',
-  'jwt',
-  'apiKey',
-  'extauthz',
-  'llmRequest',
-  'backend',
-  'route',
-] as const;
+export { CEL_VARIABLES };
 export type CelContext = Partial<Record<(typeof CEL_VARIABLES)[number], unknown>>;
 
 /** A CIDR range: `cidr('10.0.0.0/8').containsIP(source.address)`. */
@@ -40,21 +29,8 @@ export class Cidr {
   }
 }
 
-const env = (() => {
-  const e = new Environment({ homogeneousAggregateLiterals: false });
-  for (const v of CEL_VARIABLES) e.registerVariable(v, 'dyn');
-  e.registerFunction('random(): double', () => Math.random());
-  e.registerType('CIDR', Cidr);
-  e.registerFunction('cidr(string): CIDR', (text: string) => new Cidr(text));
-  e.registerFunction({
-    name: 'containsIP',
-    receiverType: 'CIDR',
-    returnType: 'bool',
-    handler: (c: Cidr, ip: unknown) => typeof ip === 'string' && c.containsIP(ip),
-    params: [{ name: 'ip', type: 'dyn' }],
-  });
-  return e;
-})();
+// The declarations are @gw/api's, so the config checks accept exactly what compiles here.
+const env = celEnvironment({ Cidr, containsIP: (c, ip) => c.containsIP(ip), random: Math.random });
 
 export class CelCompileError extends Error {
   readonly expression: string;
@@ -73,15 +49,9 @@ export interface CelProgram {
 
 /** Compiles and type-checks; throws CelCompileError with the library's message (which shows where). */
 export function compileCel(source: string): CelProgram {
-  if (source.length > 16384) throw new CelCompileError(source, 'expression is longer than 16384 characters');
-  let fn: (ctx: CelContext) => unknown;
-  try {
-    fn = env.parse(source) as unknown as (ctx: CelContext) => unknown;
-  } catch (err) {
-    throw new CelCompileError(source, (err as Error).message);
-  }
-  const checked = env.check(source) as { valid: boolean; error?: Error };
-  if (!checked.valid) throw new CelCompileError(source, checked.error?.message ?? 'invalid expression');
+  const compiled = compileCelWith(env, source);
+  if (!compiled.ok) throw new CelCompileError(source, compiled.message);
+  const fn = compiled.evaluate;
   return {
     source,
     eval(ctx) {

@@ -6,18 +6,21 @@ import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import {
-  type Authorization,
   type BackendPolicies,
   ConfigError,
   ConfigFile,
   type ConfigIssue,
+  checkBackendPolicies,
+  checkFrontendPolicies,
+  checkRouteMatch,
+  checkTrafficPolicies,
   type EnvLookup,
-  type ExtAuthz,
   type FieldPath,
   formatPath,
   type GlobalConfig,
   HEADER_NAME_PATTERN,
   type ListenerTLS,
+  type Problem,
   parseByteSize,
   parseGoDuration,
   parseSource,
@@ -27,8 +30,6 @@ import {
   type TrafficPolicies,
   validateSource,
 } from '@gw/api';
-import { CelCompileError, compileCel } from '../cel/cel.ts';
-import { parseHtpasswd } from '../policies/basic-auth/htpasswd.ts';
 import { Secret } from '../secret.ts';
 import type {
   BackendTarget,
@@ -198,35 +199,17 @@ class Builder {
 
   frontend(): ProxyIR['frontend'] {
     const out: ProxyIR['frontend'] = {};
-    const na = this.cfg.frontendPolicies?.networkAuthorization;
-    if (na) {
-      this.authorizationChecks(['frontendPolicies', 'networkAuthorization'], na);
-      out.networkAuthorization = na;
-    }
-    const al = this.cfg.frontendPolicies?.accessLog;
-    if (!al) return out;
-    const base = ['frontendPolicies', 'accessLog'];
-    if (al.filter) this.cel([...base, 'filter'], al.filter);
-    for (const [k, v] of Object.entries(al.add ?? {})) this.cel([...base, 'add', k], v);
-    out.accessLog = { ...al };
+    const fp = this.cfg.frontendPolicies;
+    if (!fp) return out;
+    this.report(checkFrontendPolicies(fp, ['frontendPolicies']));
+    if (fp.networkAuthorization) out.networkAuthorization = fp.networkAuthorization;
+    if (fp.accessLog) out.accessLog = { ...fp.accessLog };
     return out;
   }
 
-  cel(path: FieldPath, expr: string): void {
-    try {
-      compileCel(expr);
-    } catch (err) {
-      if (err instanceof CelCompileError) this.fail(path, `invalid CEL expression: ${err.message}`);
-      else throw err;
-    }
-  }
-
-  regex(path: FieldPath, pattern: string): void {
-    try {
-      new RegExp(pattern);
-    } catch (err) {
-      this.fail(path, `invalid regular expression: ${(err as Error).message}`);
-    }
+  /** The problems @gw/api's checks found, as config issues. */
+  report(problems: readonly Problem[]): void {
+    for (const p of problems) this.fail(p.path, p.message);
   }
 
   readMaterial(path: FieldPath, v: string | { file: string }): string | undefined {
@@ -427,16 +410,7 @@ class Builder {
     if (r.policies) this.trafficChecks([...path, 'policies'], r.policies);
     const matches = r.matches && r.matches.length > 0 ? r.matches : [{ path: { pathPrefix: '/' } }];
     matches.forEach((m, mi) => {
-      const mp = [...path, 'matches', mi];
-      if (m.path && 'regex' in m.path) {
-        this.regex([...mp, 'path', 'regex'], Array.isArray(m.path.regex) ? m.path.regex[0] : m.path.regex);
-      }
-      m.headers?.forEach((h, hi) => {
-        if ('regex' in h.value) this.regex([...mp, 'headers', hi, 'value', 'regex'], h.value.regex);
-      });
-      m.query?.forEach((q, qi) => {
-        if ('regex' in q.value) this.regex([...mp, 'query', qi, 'value', 'regex'], q.value.regex);
-      });
+      this.report(checkRouteMatch(m, [...path, 'matches', mi]));
     });
     // A route with a namespace (every route from Kubernetes) is also targeted as <namespace>/<name>,
     // and each of its rules is a route of its own, so the rule is part of the key.
@@ -526,8 +500,7 @@ class Builder {
         const v = this.readMaterial([...tp, 'root'], t.root);
         if (v) resolved.root = v;
       }
-      if (Boolean(t.cert) !== Boolean(t.key)) this.fail(tp, 'cert and key must be set together for mTLS');
-      if (t.insecure && t.subjectAltNames) this.fail(tp, 'at most one of insecure and subjectAltNames');
+      this.report(checkBackendPolicies({ backendTLS: t }, path));
       for (const k of ['hostname', 'insecure', 'insecureHost', 'alpn', 'subjectAltNames'] as const) {
         if (t[k] !== undefined) (resolved as Record<string, unknown>)[k] = t[k];
       }
@@ -536,106 +509,31 @@ class Builder {
     return out;
   }
 
-  /** Checks that need more than the schema: CEL and regex compile. */
+  /**
+   * Reads the files a traffic policy names (JWKS, htpasswd) into it, then runs @gw/api's checks: CEL
+   * and JWKS, htpasswd hashes, ext_authz headers.
+   */
   trafficChecks(path: FieldPath, p: TrafficPolicies): void {
-    if (p.delay) {
-      const items = 'conditional' in p.delay ? p.delay.conditional : [p.delay];
-      items.forEach((d, i) => {
-        const dp = 'conditional' in p.delay! ? [...path, 'delay', 'conditional', i] : [...path, 'delay'];
-        if ('condition' in d && typeof d.condition === 'string') this.cel([...dp, 'condition'], d.condition);
-        if (parseGoDuration(d.duration) === undefined) this.cel([...dp, 'duration'], d.duration);
-      });
-    }
     if (p.retry && p.retry.attempts === undefined) p.retry.attempts = 1;
-    if (p.authorization) this.authorizationChecks([...path, 'authorization'], p.authorization);
-    for (const k of ['jwtAuth', 'basicAuth', 'apiKey'] as const) {
-      const loc = p[k]?.location;
-      if (loc && 'expression' in loc) this.cel([...path, k, 'location', 'expression'], loc.expression);
-    }
-    if (p.extAuthz) this.extAuthzChecks([...path, 'extAuthz'], p.extAuthz);
-    p.remoteRateLimit?.descriptors.forEach((d, di) => {
-      d.entries.forEach((e, ei) => {
-        this.cel([...path, 'remoteRateLimit', 'descriptors', di, 'entries', ei, 'value'], e.value);
-      });
-    });
-    if (p.jwtAuth) {
-      const j = p.jwtAuth;
-      const jp = [...path, 'jwtAuth'];
-      if (!j.providers && !(j.issuer && j.jwks)) this.fail(jp, 'set providers, or issuer and jwks');
-      if (j.providers && (j.issuer || j.jwks)) this.fail(jp, 'use either providers or issuer/jwks, not both');
+    const j = p.jwtAuth;
+    if (j) {
       const providers = j.providers ?? (j.issuer && j.jwks ? [{ issuer: j.issuer, jwks: j.jwks }] : []);
       providers.forEach((prov, i) => {
-        const pp = j.providers ? [...jp, 'providers', i, 'jwks'] : [...jp, 'jwks'];
+        const pp = j.providers ? [...path, 'jwtAuth', 'providers', i, 'jwks'] : [...path, 'jwtAuth', 'jwks'];
         if ('file' in prov.jwks) {
           const text = this.readMaterial([...pp, 'file'], prov.jwks);
           if (text !== undefined) (prov as { jwks: unknown }).jwks = { inline: text };
         }
-        if ('inline' in prov.jwks) {
-          try {
-            const keys = JSON.parse(prov.jwks.inline) as { keys?: unknown };
-            if (!Array.isArray(keys.keys)) this.fail(pp, 'JWKS must be a JSON object with a "keys" list');
-          } catch (err) {
-            this.fail(pp, `JWKS is not valid JSON: ${(err as Error).message}`);
-          }
-        }
       });
+      // the single-provider form: the provider above is a copy, the jwks read goes back to the policy
+      if (!j.providers && j.issuer && j.jwks && providers[0]) j.jwks = providers[0].jwks;
     }
-    if (p.basicAuth) {
-      const b = p.basicAuth;
-      const bp = [...path, 'basicAuth'];
-      if (Boolean(b.users) === Boolean(b.htpasswd)) this.fail(bp, 'set exactly one of users and htpasswd');
-      if (b.htpasswd && typeof b.htpasswd === 'object') {
-        const text = this.readMaterial([...bp, 'htpasswd', 'file'], b.htpasswd);
-        if (text !== undefined) b.htpasswd = text;
-      }
-      const lines = b.users ?? (typeof b.htpasswd === 'string' ? b.htpasswd.split('\n') : []);
-      for (const problem of parseHtpasswd(lines).problems) {
-        this.fail(b.users ? [...bp, 'users', problem.index] : [...bp, 'htpasswd'], problem.message);
-      }
+    const b = p.basicAuth;
+    if (b?.htpasswd && typeof b.htpasswd === 'object') {
+      const text = this.readMaterial([...path, 'basicAuth', 'htpasswd', 'file'], b.htpasswd);
+      if (text !== undefined) b.htpasswd = text;
     }
-  }
-
-  extAuthzChecks(path: FieldPath, e: ExtAuthz): void {
-    const celMap = (p: FieldPath, m: Record<string, string> | undefined) => {
-      for (const [k, v] of Object.entries(m ?? {})) this.cel([...p, k], v);
-    };
-    if ('grpc' in e) {
-      celMap([...path, 'grpc', 'requestMetadata'], e.grpc.requestMetadata);
-      return;
-    }
-    const hp = [...path, 'http'];
-    for (const f of ['path', 'redirect', 'body'] as const) {
-      const v = e.http[f];
-      if (v !== undefined) this.cel([...hp, f], v);
-    }
-    celMap([...hp, 'addRequestHeaders'], e.http.addRequestHeaders);
-    celMap([...hp, 'responseMetadata'], e.http.responseMetadata);
-    const pseudo = (p: FieldPath, h: string) => {
-      if (h.startsWith(':')) this.fail(p, `pseudo-header ${h} cannot be sent over HTTP`);
-    };
-    for (const [i, h] of (e.http.allowedRequestHeaders ?? []).entries())
-      pseudo([...hp, 'allowedRequestHeaders', i], h);
-    for (const h of Object.keys(e.http.addRequestHeaders ?? {})) pseudo([...hp, 'addRequestHeaders', h], h);
-    for (const [i, h] of (e.http.allowedResponseHeaders ?? []).entries())
-      pseudo([...hp, 'allowedResponseHeaders', i], h);
-  }
-
-  authorizationChecks(path: FieldPath, a: Authorization | Authorization[]): void {
-    const blocks = Array.isArray(a) ? a : [a];
-    blocks.forEach((b, bi) => {
-      const bp = Array.isArray(a) ? [...path, bi] : path;
-      if ('rules' in b) {
-        b.rules.forEach((r, ri) => {
-          const expr = typeof r === 'string' ? r : 'allow' in r ? r.allow : 'deny' in r ? r.deny : r.require;
-          const key = typeof r === 'string' ? [] : [Object.keys(r)[0] as string];
-          this.cel([...bp, 'rules', ri, ...key], expr);
-        });
-      } else {
-        b.policy.matchExpressions.forEach((e, ei) => {
-          this.cel([...bp, 'policy', 'matchExpressions', ei], e);
-        });
-      }
-    });
+    this.report(checkTrafficPolicies(p, path));
   }
 }
 

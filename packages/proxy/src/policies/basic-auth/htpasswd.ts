@@ -1,19 +1,13 @@
 // Verifying htpasswd entries in every format Apache's htpasswd writes: bcrypt ($2y$), APR1-MD5
-// ($apr1$), SHA-1 ({SHA}) and DES crypt. Plain-text passwords are refused when the config loads.
+// ($apr1$), SHA-1 ({SHA}) and DES crypt. Which lines are entries is @gw/api's rule (the config checks
+// refuse the others, plain-text passwords included, when the config loads).
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { hashFormat } from '@gw/api';
 import apacheCrypt from 'apache-crypt';
 import apacheMd5 from 'apache-md5';
 import bcrypt from 'bcryptjs';
 
-export type HashFormat = 'bcrypt' | 'apr1' | 'sha1' | 'crypt';
-
-export function hashFormat(hash: string): HashFormat | undefined {
-  if (/^\$2[abxy]\$\d\d\$[./A-Za-z0-9]{53}$/.test(hash)) return 'bcrypt';
-  if (hash.startsWith('$apr1$')) return 'apr1';
-  if (hash.startsWith('{SHA}')) return 'sha1';
-  if (/^[./A-Za-z0-9]{13}$/.test(hash)) return 'crypt';
-  return undefined;
-}
+export { type HashFormat, type HtpasswdEntry, hashFormat, parseHtpasswd } from '@gw/api';
 
 const same = (a: string, b: string) => {
   const x = Buffer.from(a);
@@ -35,33 +29,4 @@ export async function verifyPassword(password: string, hash: string): Promise<bo
     default:
       return false;
   }
-}
-
-export interface HtpasswdEntry {
-  user: string;
-  hash: string;
-}
-
-/** Parses htpasswd lines; returns the entries and, per line, the problem with it. */
-export function parseHtpasswd(lines: string[]): {
-  entries: HtpasswdEntry[];
-  problems: { index: number; message: string }[];
-} {
-  const entries: HtpasswdEntry[] = [];
-  const problems: { index: number; message: string }[] = [];
-  lines.forEach((line, index) => {
-    const l = line.trim();
-    if (!l || l.startsWith('#')) return;
-    const colon = l.indexOf(':');
-    const user = l.slice(0, colon);
-    const hash = l.slice(colon + 1);
-    if (colon <= 0 || !hash) problems.push({ index, message: 'expected <user>:<hash>' });
-    else if (!hashFormat(hash)) {
-      problems.push({
-        index,
-        message: `user ${user}: unsupported or plain-text password (use bcrypt, MD5 ($apr1$), SHA-1 or crypt hashes)`,
-      });
-    } else entries.push({ user, hash });
-  });
-  return { entries, problems };
 }

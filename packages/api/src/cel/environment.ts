@@ -1,0 +1,66 @@
+// The CEL environment policy expressions are written against: the variables, the CIDR type and the
+// functions gw adds. The proxy builds it with handlers that run; the config checks build it with
+// stand-ins that never run. Both compile through `compileCelWith`, so an expression the checks accept
+// is one the proxy compiles, with the same error message when it is not.
+import { Environment } from '@marcbachmann/cel-js';
+
+/** Variables an expression may name; each is filled in only when its context exists. */
+export const CEL_VARIABLES = [
+  'request',
+  'response',
+  'source',
+  'jwt',
+  'apiKey',
+  'extauthz',
+  'llmRequest',
+  'backend',
+  'route',
+] as const;
+export type CelVariable = (typeof CEL_VARIABLES)[number];
+
+/** The longest expression accepted (the CRDs' CELExpression limit). */
+export const CEL_MAX_LENGTH = 16384;
+
+/** What evaluating needs beyond the declarations: the CIDR class and `random()`. */
+export interface CelRuntime<C extends object> {
+  Cidr: new (text: string) => C;
+  containsIP(cidr: C, ip: string): boolean;
+  random(): number;
+}
+
+/** A fresh environment with gw's declarations and the given runtime behind them. */
+export function celEnvironment<C extends object>(rt: CelRuntime<C>): Environment {
+  const e = new Environment({ homogeneousAggregateLiterals: false });
+  for (const v of CEL_VARIABLES) e.registerVariable(v, 'dyn');
+  e.registerFunction('random(): double', () => rt.random());
+  e.registerType('CIDR', rt.Cidr);
+  e.registerFunction('cidr(string): CIDR', (text: string) => new rt.Cidr(text));
+  e.registerFunction({
+    name: 'containsIP',
+    receiverType: 'CIDR',
+    returnType: 'bool',
+    handler: (c: C, ip: unknown) => typeof ip === 'string' && rt.containsIP(c, ip),
+    params: [{ name: 'ip', type: 'dyn' }],
+  });
+  return e;
+}
+
+export type CelEvaluator = (ctx: Partial<Record<CelVariable, unknown>>) => unknown;
+
+/** Parses and type-checks `source`; the message is the library's (it shows where) or the length limit. */
+export function compileCelWith(
+  env: Environment,
+  source: string,
+): { ok: true; evaluate: CelEvaluator } | { ok: false; message: string } {
+  if (source.length > CEL_MAX_LENGTH)
+    return { ok: false, message: `expression is longer than ${CEL_MAX_LENGTH} characters` };
+  let evaluate: CelEvaluator;
+  try {
+    evaluate = env.parse(source) as unknown as CelEvaluator;
+  } catch (err) {
+    return { ok: false, message: (err as Error).message };
+  }
+  const checked = env.check(source) as { valid: boolean; error?: Error };
+  if (!checked.valid) return { ok: false, message: checked.error?.message ?? 'invalid expression' };
+  return { ok: true, evaluate };
+}

@@ -1,0 +1,17 @@
+// Checks of backend policies (the standalone BackendPolicies shape) across fields: a client
+// certificate needs its key, and skipping verification excludes verifying names.
+import type { BackendPolicies } from '../config/schema.ts';
+import type { FieldPath } from '../config/source.ts';
+import type { Problem } from './problem.ts';
+
+export function checkBackendPolicies(p: BackendPolicies, path: FieldPath): Problem[] {
+  const t = p.backendTLS;
+  if (!t) return [];
+  const tp = [...path, 'backendTLS'];
+  const out: Problem[] = [];
+  if (Boolean(t.cert) !== Boolean(t.key))
+    out.push({ path: tp, message: 'cert and key must be set together for mTLS' });
+  if (t.insecure && t.subjectAltNames)
+    out.push({ path: tp, message: 'at most one of insecure and subjectAltNames' });
+  return out;
+}

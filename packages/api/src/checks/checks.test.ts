@@ -1,0 +1,139 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import {
+  checkAuthorization,
+  checkBackendPolicies,
+  checkCel,
+  checkExtAuthz,
+  checkFrontendPolicies,
+  checkJwks,
+  checkRegex,
+  checkRouteMatch,
+  checkTrafficPolicies,
+  parseHtpasswd,
+} from './index.ts';
+
+const paths = (ps: { path: readonly (string | number)[]; message: string }[]) =>
+  ps.map((p) => `${p.path.join('.')}: ${p.message}`);
+
+describe('CEL: the proxy environment, declarations only', () => {
+  test('the variables, cidr().containsIP() and random() type-check', () => {
+    for (const e of [
+      'request.path.startsWith("/a") && jwt.sub == "u"',
+      'cidr("10.0.0.0/8").containsIP(source.address)',
+      'random() < 0.5',
+      'has(extauthz.user) || apiKey.name == "k" || llmRequest.model == "m" || backend.name == "b"',
+      'duration("1s")',
+    ]) {
+      assert.deepEqual(checkCel(e, ['x']), [], e);
+    }
+  });
+
+  test('syntax errors, unknown variables and over-long expressions are problems at the path', () => {
+    const [syntax] = checkCel('request.path ==', ['a', 0]);
+    assert.deepEqual(syntax?.path, ['a', 0]);
+    assert.match(syntax?.message ?? '', /^invalid CEL expression: /);
+    assert.match(checkCel('nosuchvar == 1', [])[0]?.message ?? '', /Unknown variable: nosuchvar/);
+    assert.match(checkCel(`"${'a'.repeat(16384)}"`, [])[0]?.message ?? '', /longer than 16384/);
+  });
+});
+
+test('regular expressions compile as JavaScript RegExps', () => {
+  assert.deepEqual(checkRegex('^/a+$', ['r']), []);
+  assert.match(checkRegex('(', ['r'])[0]?.message ?? '', /^invalid regular expression: /);
+  assert.deepEqual(
+    paths(
+      checkRouteMatch({ path: { regex: ['(', 0] }, headers: [{ name: 'x', value: { regex: '[' } }] }, ['m']),
+    ),
+    [
+      'm.path.regex: invalid regular expression: Invalid regular expression: /(/: Unterminated group',
+      'm.headers.0.value.regex: invalid regular expression: Invalid regular expression: /[/: Unterminated character class',
+    ],
+  );
+});
+
+test('JWKS: JSON with a keys list', () => {
+  assert.deepEqual(checkJwks('{"keys":[]}', []), []);
+  assert.deepEqual(paths(checkJwks('[]', ['j'])), ['j: JWKS must be a JSON object with a "keys" list']);
+  assert.deepEqual(paths(checkJwks('null', ['j'])), ['j: JWKS must be a JSON object with a "keys" list']);
+  assert.match(checkJwks('{', [])[0]?.message ?? '', /^JWKS is not valid JSON: /);
+});
+
+test('htpasswd: supported hashes only, problems by line index', () => {
+  const r = parseHtpasswd(['# c', 'alice:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=', 'bob:plain', 'nocolon', '']);
+  assert.deepEqual(r.entries, [{ user: 'alice', hash: '{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=' }]);
+  assert.deepEqual(r.problems, [
+    {
+      index: 2,
+      message:
+        'user bob: unsupported or plain-text password (use bcrypt, MD5 ($apr1$), SHA-1 or crypt hashes)',
+    },
+    { index: 3, message: 'expected <user>:<hash>' },
+  ]);
+});
+
+test('traffic policies: every block at its own path, in field order', () => {
+  const got = checkTrafficPolicies(
+    {
+      delay: { conditional: [{ condition: 'request.path ==', duration: '1s' }] },
+      authorization: { rules: ['true', { deny: 'nosuch' }] },
+      apiKey: { keys: ['k'], location: { expression: '))' } },
+      extAuthz: {
+        http: {
+          host: 'a:1',
+          path: '"/x"',
+          allowedRequestHeaders: [':authority'],
+          addRequestHeaders: { x: '(' },
+        },
+      },
+      remoteRateLimit: { host: 'r:1', domain: 'd', descriptors: [{ entries: [{ key: 'k', value: '(' }] }] },
+      jwtAuth: { issuer: 'i', jwks: { inline: '[]' } },
+      basicAuth: { users: ['alice:plain'] },
+    },
+    ['p'],
+  );
+  assert.deepEqual(
+    got.map((p) => p.path.join('.')),
+    [
+      'p.delay.conditional.0.condition',
+      'p.authorization.rules.1.deny',
+      'p.apiKey.location.expression',
+      'p.extAuthz.http.addRequestHeaders.x',
+      'p.extAuthz.http.allowedRequestHeaders.0',
+      'p.remoteRateLimit.descriptors.0.entries.0.value',
+      'p.jwtAuth.jwks',
+      'p.basicAuth.users.0',
+    ],
+  );
+  assert.equal(got[4]?.message, 'pseudo-header :authority cannot be sent over HTTP');
+});
+
+test('authorization, ext_authz gRPC, frontend and backend blocks', () => {
+  assert.deepEqual(
+    paths(checkAuthorization([{ action: 'Deny', policy: { matchExpressions: ['true', '+'] } }], ['a'])).map(
+      (s) => s.split(':')[0],
+    ),
+    ['a.0.policy.matchExpressions.1'],
+  );
+  assert.equal(
+    checkExtAuthz({ grpc: { host: 'a:1', requestMetadata: { k: '(' } } }, ['e'])[0]?.path.join('.'),
+    'e.grpc.requestMetadata.k',
+  );
+  assert.deepEqual(
+    checkFrontendPolicies(
+      {
+        networkAuthorization: { rules: ['cidr("10.0.0.0/8").containsIP(source.address)'] },
+        accessLog: { filter: '(', add: { a: 'request.path', b: ')' } },
+      },
+      ['f'],
+    ).map((p) => p.path.join('.')),
+    ['f.accessLog.filter', 'f.accessLog.add.b'],
+  );
+  assert.deepEqual(
+    paths(checkBackendPolicies({ backendTLS: { cert: 'c', insecure: true, subjectAltNames: ['x'] } }, ['b'])),
+    [
+      'b.backendTLS: cert and key must be set together for mTLS',
+      'b.backendTLS: at most one of insecure and subjectAltNames',
+    ],
+  );
+});

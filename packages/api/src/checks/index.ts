@@ -1,0 +1,12 @@
+// The config checks the schema cannot make (CEL, regular expressions, JWKS, htpasswd, rules across
+// fields): pure functions from a config section in the standalone shape and its field path to a list
+// of problems. The standalone loader words them as config errors, the controller as status conditions.
+export * from './backend.ts';
+export * from './cel.ts';
+export * from './frontend.ts';
+export * from './htpasswd.ts';
+export * from './jwks.ts';
+export type * from './problem.ts';
+export * from './regex.ts';
+export * from './route.ts';
+export * from './traffic.ts';

@@ -1,0 +1,130 @@
+// Checks of traffic policies (the standalone TrafficPolicies shape) that the schema cannot make: CEL
+// expressions compile, JWKS documents parse, htpasswd lines carry a supported hash, ext_authz sends no
+// pseudo-headers over HTTP, and the either/or rules of the agentgateway forms. Each block has its own
+// function so a caller that maps another shape (the controller's GwPolicy) can check one block at its
+// own field path.
+import type { Authorization, ExtAuthz, RemoteRateLimit, TrafficPolicies } from '../config/schema.ts';
+import type { FieldPath } from '../config/source.ts';
+import { parseGoDuration } from '../duration.ts';
+import { checkCel, checkCelMap } from './cel.ts';
+import { parseHtpasswd } from './htpasswd.ts';
+import { checkJwks } from './jwks.ts';
+import type { Problem } from './problem.ts';
+
+type JwtAuth = NonNullable<TrafficPolicies['jwtAuth']>;
+type BasicAuth = NonNullable<TrafficPolicies['basicAuth']>;
+type Delay = NonNullable<TrafficPolicies['delay']>;
+export type TokenLocation = NonNullable<JwtAuth['location']>;
+
+/** Every check of a traffic policy block, in the order the fields are listed in the problems. */
+export function checkTrafficPolicies(p: TrafficPolicies, path: FieldPath): Problem[] {
+  const out: Problem[] = [];
+  if (p.delay) out.push(...checkDelay(p.delay, [...path, 'delay']));
+  if (p.authorization) out.push(...checkAuthorization(p.authorization, [...path, 'authorization']));
+  for (const k of ['jwtAuth', 'basicAuth', 'apiKey'] as const) {
+    const loc = p[k]?.location;
+    if (loc) out.push(...checkTokenLocation(loc, [...path, k, 'location']));
+  }
+  if (p.extAuthz) out.push(...checkExtAuthz(p.extAuthz, [...path, 'extAuthz']));
+  if (p.remoteRateLimit) out.push(...checkRemoteRateLimit(p.remoteRateLimit, [...path, 'remoteRateLimit']));
+  if (p.jwtAuth) out.push(...checkJwtAuth(p.jwtAuth, [...path, 'jwtAuth']));
+  if (p.basicAuth) out.push(...checkBasicAuth(p.basicAuth, [...path, 'basicAuth']));
+  return out;
+}
+
+/** A delay is a duration or a CEL expression giving one; a conditional delay's conditions are CEL. */
+export function checkDelay(d: Delay, path: FieldPath): Problem[] {
+  const items = 'conditional' in d ? d.conditional : [d];
+  return items.flatMap((item, i) => {
+    const ip = 'conditional' in d ? [...path, 'conditional', i] : path;
+    const out: Problem[] = [];
+    if ('condition' in item && typeof item.condition === 'string')
+      out.push(...checkCel(item.condition, [...ip, 'condition']));
+    if (parseGoDuration(item.duration) === undefined)
+      out.push(...checkCel(item.duration, [...ip, 'duration']));
+    return out;
+  });
+}
+
+/** One authorization block or a list of them; each rule or match expression is CEL. */
+export function checkAuthorization(a: Authorization | Authorization[], path: FieldPath): Problem[] {
+  const blocks = Array.isArray(a) ? a : [a];
+  return blocks.flatMap((b, bi) => {
+    const bp = Array.isArray(a) ? [...path, bi] : path;
+    if ('rules' in b) {
+      return b.rules.flatMap((r, ri) => {
+        const expr = typeof r === 'string' ? r : 'allow' in r ? r.allow : 'deny' in r ? r.deny : r.require;
+        const key = typeof r === 'string' ? [] : [Object.keys(r)[0] as string];
+        return checkCel(expr, [...bp, 'rules', ri, ...key]);
+      });
+    }
+    return b.policy.matchExpressions.flatMap((e, ei) =>
+      checkCel(e, [...bp, 'policy', 'matchExpressions', ei]),
+    );
+  });
+}
+
+/** A credential location given by a CEL expression. */
+export function checkTokenLocation(loc: TokenLocation, path: FieldPath): Problem[] {
+  return 'expression' in loc ? checkCel(loc.expression, [...path, 'expression']) : [];
+}
+
+export function checkExtAuthz(e: ExtAuthz, path: FieldPath): Problem[] {
+  if ('grpc' in e) return checkCelMap(e.grpc.requestMetadata, [...path, 'grpc', 'requestMetadata']);
+  const hp = [...path, 'http'];
+  const out: Problem[] = [];
+  for (const f of ['path', 'redirect', 'body'] as const) {
+    const v = e.http[f];
+    if (v !== undefined) out.push(...checkCel(v, [...hp, f]));
+  }
+  out.push(...checkCelMap(e.http.addRequestHeaders, [...hp, 'addRequestHeaders']));
+  out.push(...checkCelMap(e.http.responseMetadata, [...hp, 'responseMetadata']));
+  const pseudo = (p: FieldPath, h: string) => {
+    if (h.startsWith(':')) out.push({ path: p, message: `pseudo-header ${h} cannot be sent over HTTP` });
+  };
+  for (const [i, h] of (e.http.allowedRequestHeaders ?? []).entries())
+    pseudo([...hp, 'allowedRequestHeaders', i], h);
+  for (const h of Object.keys(e.http.addRequestHeaders ?? {})) pseudo([...hp, 'addRequestHeaders', h], h);
+  for (const [i, h] of (e.http.allowedResponseHeaders ?? []).entries())
+    pseudo([...hp, 'allowedResponseHeaders', i], h);
+  return out;
+}
+
+/** Each descriptor entry's value is CEL. */
+export function checkRemoteRateLimit(r: RemoteRateLimit, path: FieldPath): Problem[] {
+  return r.descriptors.flatMap((d, di) =>
+    d.entries.flatMap((e, ei) => checkCel(e.value, [...path, 'descriptors', di, 'entries', ei, 'value'])),
+  );
+}
+
+/** Providers or agentgateway's single issuer/jwks form, not both; inline JWKS documents parse. */
+export function checkJwtAuth(j: JwtAuth, path: FieldPath): Problem[] {
+  const out: Problem[] = [];
+  if (!j.providers && !(j.issuer && j.jwks)) out.push({ path, message: 'set providers, or issuer and jwks' });
+  if (j.providers && (j.issuer || j.jwks))
+    out.push({ path, message: 'use either providers or issuer/jwks, not both' });
+  const providers = j.providers ?? (j.issuer && j.jwks ? [{ issuer: j.issuer, jwks: j.jwks }] : []);
+  providers.forEach((prov, i) => {
+    const pp = j.providers ? [...path, 'providers', i, 'jwks'] : [...path, 'jwks'];
+    if ('inline' in prov.jwks) out.push(...checkJwks(prov.jwks.inline, pp));
+  });
+  return out;
+}
+
+/**
+ * Exactly one of users and htpasswd text; every line a supported hash. An htpasswd file not read yet
+ * (still `{file}`) is the caller's to read first.
+ */
+export function checkBasicAuth(b: BasicAuth, path: FieldPath): Problem[] {
+  const out: Problem[] = [];
+  if (Boolean(b.users) === Boolean(b.htpasswd))
+    out.push({ path, message: 'set exactly one of users and htpasswd' });
+  const lines = b.users ?? (typeof b.htpasswd === 'string' ? b.htpasswd.split('\n') : []);
+  for (const problem of parseHtpasswd(lines).problems) {
+    out.push({
+      path: b.users ? [...path, 'users', problem.index] : [...path, 'htpasswd'],
+      message: problem.message,
+    });
+  }
+  return out;
+}
