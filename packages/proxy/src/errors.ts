@@ -1,5 +1,6 @@
-// Every error the proxy can answer a client with: a code, the HTTP status and the short text body.
-// The status and body shape are decided here and nowhere else.
+// Every error the proxy can answer a client with: a code, the HTTP status and the reason. Policies
+// raise a GwError; the formatter of the client's protocol words it. The status and the body shape a
+// client gets are decided here and nowhere else.
 
 export const ERRORS = {
   GW_ERR_NO_ROUTE: { status: 404, message: 'route not found' },
@@ -52,7 +53,138 @@ export class GwError extends Error {
   }
 }
 
-/** The body a client gets for an error: one text line, so curl users see the reason at once. */
-export function errorBody(err: GwError): string {
-  return `${err.detail}\n`;
+/**
+ * The protocols a client may expect an error in: plain HTTP text, an OpenAI- or Anthropic-shaped JSON
+ * error (LLM clients), a JSON-RPC error (MCP, A2A), or a gRPC status (any gRPC request).
+ */
+export type ErrorFormat = 'http' | 'openai' | 'anthropic' | 'jsonrpc' | 'grpc';
+
+export interface ErrorAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+type Formatter = (err: GwError) => {
+  status?: number;
+  type: string;
+  body: string;
+  headers?: Record<string, string>;
+};
+
+const FORMATTERS: Record<ErrorFormat, Formatter> = {
+  // One text line, so curl users see the reason at once.
+  http: (e) => ({ type: 'text/plain; charset=utf-8', body: `${e.detail}\n` }),
+  // OpenAI's error object: the SDKs pick the error class by status and show error.message.
+  openai: (e) =>
+    json({
+      error: { message: e.detail, type: openaiType(e.status), param: null, code: e.code.toLowerCase() },
+    }),
+  // Anthropic's error envelope, with its documented error types.
+  anthropic: (e) => json({ type: 'error', error: { type: anthropicType(e.status), message: e.detail } }),
+  // The request's id is unknown when the gateway answers before reading the body.
+  jsonrpc: (e) =>
+    json({
+      jsonrpc: '2.0',
+      id: null,
+      error: {
+        code: e.status === 400 ? -32600 : -32000,
+        message: e.detail,
+        data: { code: e.code, status: e.status },
+      },
+    }),
+  // gRPC carries errors in a trailers-only response: HTTP 200 with grpc-status and grpc-message.
+  grpc: (e) => ({
+    status: 200,
+    type: 'application/grpc',
+    body: '',
+    headers: { 'grpc-status': String(GRPC_STATUS[e.code]), 'grpc-message': encodeGrpcMessage(e.detail) },
+  }),
+};
+
+/** The answer a client gets for `err` in the given format. */
+export function errorResponse(err: GwError, format: ErrorFormat): ErrorAnswer {
+  const f = FORMATTERS[format](err);
+  const body = Buffer.from(f.body);
+  return {
+    status: f.status ?? err.status,
+    headers: {
+      ...err.headers,
+      ...f.headers,
+      'content-type': f.type,
+      'content-length': String(body.length),
+    },
+    body,
+  };
+}
+
+/** The format for a request: gRPC requests always get a gRPC status, others their route's format. */
+export function errorFormatFor(contentType: unknown, routeFormat: ErrorFormat | undefined): ErrorFormat {
+  if (typeof contentType === 'string' && contentType.startsWith('application/grpc')) return 'grpc';
+  return routeFormat ?? 'http';
+}
+
+function json(v: unknown): { type: string; body: string } {
+  return { type: 'application/json', body: JSON.stringify(v) };
+}
+
+function openaiType(status: number): string {
+  if (status === 429) return 'requests';
+  if (status >= 500) return 'server_error';
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  return 'invalid_request_error';
+}
+
+function anthropicType(status: number): string {
+  switch (status) {
+    case 400:
+      return 'invalid_request_error';
+    case 401:
+      return 'authentication_error';
+    case 403:
+      return 'permission_error';
+    case 404:
+      return 'not_found_error';
+    case 413:
+      return 'request_too_large';
+    case 429:
+      return 'rate_limit_error';
+    case 503:
+      return 'overloaded_error';
+    default:
+      return status < 500 ? 'invalid_request_error' : 'api_error';
+  }
+}
+
+/** gRPC status codes (grpc/doc/statuscodes.md) for each error. */
+const GRPC_STATUS: Record<ErrorCode, number> = {
+  GW_ERR_NO_ROUTE: 12, // UNIMPLEMENTED, as gRPC maps HTTP 404
+  GW_ERR_NO_LISTENER: 12,
+  GW_ERR_NO_BACKEND: 13, // INTERNAL
+  GW_ERR_BAD_REQUEST: 3, // INVALID_ARGUMENT
+  GW_ERR_DYNAMIC_NO_HOST: 3,
+  GW_ERR_UNAUTHENTICATED: 16, // UNAUTHENTICATED
+  GW_ERR_JWT_INVALID: 16,
+  GW_ERR_FORBIDDEN: 7, // PERMISSION_DENIED
+  GW_ERR_RATE_LIMITED: 8, // RESOURCE_EXHAUSTED
+  GW_ERR_CSRF: 7,
+  GW_ERR_REQUEST_TOO_LARGE: 8,
+  GW_ERR_RESPONSE_TOO_LARGE: 8,
+  GW_ERR_UPSTREAM_CONNECT: 14, // UNAVAILABLE
+  GW_ERR_UPSTREAM_RESET: 14,
+  GW_ERR_UPSTREAM_PROTOCOL: 14,
+  GW_ERR_UPSTREAM_TLS: 14,
+  GW_ERR_TIMEOUT: 4, // DEADLINE_EXCEEDED
+  GW_ERR_BACKEND_TIMEOUT: 4,
+  GW_ERR_CLIENT_CLOSED: 1, // CANCELLED
+  GW_ERR_SHUTTING_DOWN: 14,
+  GW_ERR_INTERNAL: 13,
+};
+
+/** grpc-message is percent-encoded (gRPC over HTTP/2: Status-Message). */
+function encodeGrpcMessage(s: string): string {
+  return s.replace(/[^\x20-\x24\x26-\x7e]/gu, (c) =>
+    [...Buffer.from(c)].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join(''),
+  );
 }

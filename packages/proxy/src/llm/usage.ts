@@ -2,7 +2,8 @@
 // (prompt/completion tokens; cached prompt tokens are already inside prompt_tokens), Anthropic
 // (`input_tokens` excludes cache reads and writes, so they are added), Gemini `usageMetadata`.
 // Works on a JSON body and on an SSE stream (the last usage seen wins, as streams repeat totals).
-import type { Readable } from 'node:stream';
+import type { RequestContext } from '../pipeline/context.ts';
+import type { ObservedRequest, RequestObserver } from '../pipeline/observer.ts';
 
 export interface Usage {
   input: number;
@@ -69,30 +70,32 @@ export function usageFromBody(contentType: string, body: Buffer): Usage | undefi
 export const USAGE_BODY_LIMIT = 4 * 1024 * 1024;
 
 /**
- * Calls `settle` with the response's input+output tokens once its body has gone by, streamed or
- * not. It only watches the stream: the client still gets every chunk as it arrives.
+ * Calls `settle` with the response's input+output tokens once its body has gone to the client,
+ * streamed or not. It only observes the chunks as they pass: the client still gets each at once.
  */
-export function onResponseUsage(
-  response: { headers: Record<string, string | string[]>; body: Readable | Buffer | null } | undefined,
-  settle: (tokens: number) => void,
-): void {
-  if (!response?.body) return;
-  const type = String(response.headers['content-type'] ?? '');
-  const done = (body: Buffer) => {
-    const u = usageFromBody(type, body);
-    if (u) settle(u.input + u.output);
-  };
-  if (Buffer.isBuffer(response.body)) {
-    done(response.body);
-    return;
+export function onResponseUsage(ctx: RequestContext, settle: (tokens: number) => void): void {
+  if (!ctx.response?.body) return;
+  ctx.observe(new UsageObserver(settle));
+}
+
+class UsageObserver implements RequestObserver {
+  readonly #settle: (tokens: number) => void;
+  readonly #chunks: Buffer[] = [];
+  #size = 0;
+
+  constructor(settle: (tokens: number) => void) {
+    this.#settle = settle;
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  response.body.on('data', (c: Buffer) => {
-    size += c.length;
-    if (size <= USAGE_BODY_LIMIT) chunks.push(c);
-  });
-  response.body.on('end', () => {
-    if (size <= USAGE_BODY_LIMIT) done(Buffer.concat(chunks));
-  });
+
+  responseBody(_req: ObservedRequest, chunk: Buffer): void {
+    this.#size += chunk.length;
+    if (this.#size <= USAGE_BODY_LIMIT) this.#chunks.push(chunk);
+  }
+
+  responseBodyEnd(req: ObservedRequest): void {
+    if (this.#size > USAGE_BODY_LIMIT || !req.response) return;
+    const type = String(req.response.headers['content-type'] ?? '');
+    const u = usageFromBody(type, Buffer.concat(this.#chunks, this.#size));
+    if (u) this.#settle(u.input + u.output);
+  }
 }

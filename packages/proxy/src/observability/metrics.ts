@@ -2,8 +2,9 @@
 // collects them and serves the sum on the stats port.
 import { Counter, Histogram, Registry } from 'prom-client';
 import type { RouteInfo } from '../pipeline/context.ts';
+import type { ObservedRequest, RequestObserver, RequestSummary } from '../pipeline/observer.ts';
 
-export class ProxyMetrics {
+export class ProxyMetrics implements RequestObserver {
   readonly registry = new Registry();
   readonly requests = new Counter({
     name: 'gw_requests_total',
@@ -35,7 +36,16 @@ export class ProxyMetrics {
   readonly #counters = new Map<string, Counter.Internal>();
   readonly #histograms = new Map<string, Histogram.Internal<'gateway' | 'route'>>();
 
-  record(route: RouteInfo | undefined, backend: string | undefined, status: number, seconds: number): void {
+  end(req: ObservedRequest, s: RequestSummary): void {
+    this.record(req.route, req.backendName, s.status, s.seconds);
+  }
+
+  record(
+    route: Pick<RouteInfo, 'key' | 'gateway' | 'listener'> | undefined,
+    backend: string | undefined,
+    status: number,
+    seconds: number,
+  ): void {
     const routeKey = route?.key ?? '';
     const key = `${routeKey}\u0000${backend ?? ''}\u0000${status}`;
     let c = this.#counters.get(key);

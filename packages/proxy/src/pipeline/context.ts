@@ -3,8 +3,8 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Readable } from 'node:stream';
 import type { CelContext } from '../cel/cel.ts';
-import type { GwError } from '../errors.ts';
-import type { TraceRecorder } from '../trace/recorder.ts';
+import type { ErrorFormat, GwError } from '../errors.ts';
+import { Observation, type ObservedRequest, type RequestObserver } from './observer.ts';
 
 export type Headers = Record<string, string | string[]>;
 export type Body = Readable | Buffer | null;
@@ -20,6 +20,8 @@ export interface RouteInfo {
   name: string;
   gateway: string;
   listener: string;
+  /** How this route's clients expect errors worded (see errors.ts). */
+  errorFormat: ErrorFormat;
 }
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) are never forwarded in either direction. */
@@ -35,7 +37,24 @@ export const HOP_BY_HOP = new Set([
   'http2-settings',
 ]);
 
-export class RequestContext {
+/**
+ * Per-feature state of a request, one optional slot per feature. A feature adds its slot where it is
+ * implemented, by declaration merging, instead of a new field here:
+ *   declare module '../../pipeline/context.ts' { interface RequestExtensions { mine?: Mine } }
+ * The identity slots are declared here because the CEL view (`jwt.*`, `apiKey.*`, …) reads them.
+ */
+export interface RequestExtensions {
+  /** Claims of a validated JWT (`jwt.*` in CEL). */
+  jwt?: Record<string, unknown>;
+  /** Metadata of the matched API key (`apiKey.*` in CEL). */
+  apiKey?: Record<string, unknown>;
+  /** Metadata an external authorization service returned (`extauthz.*` in CEL). */
+  extauthz?: Record<string, unknown>;
+  /** The user a basic-auth check accepted. */
+  basicUser?: string;
+}
+
+export class RequestContext implements ObservedRequest {
   readonly req: IncomingMessage | Http2ServerRequest;
   readonly res: ServerResponse | Http2ServerResponse;
   readonly startTime: number;
@@ -63,18 +82,10 @@ export class RequestContext {
   endpoint: string | undefined;
   response: ProxyResponse | undefined;
   error: GwError | undefined;
-  /** Set by `urlRewrite: {authority: auto}`: the Host header becomes the backend's address. */
-  rewriteHostToBackend = false;
-  /** Claims of a validated JWT (`jwt.*` in CEL); undefined when no JWT was validated. */
-  jwt: Record<string, unknown> | undefined = undefined;
-  /** Metadata of the matched API key (`apiKey.*` in CEL). */
-  apiKey: Record<string, unknown> | undefined = undefined;
-  /** Metadata an external authorization service returned (`extauthz.*` in CEL). */
-  extauthz: Record<string, unknown> | undefined = undefined;
-  /** The user a basic-auth check accepted. */
-  basicUser: string | undefined = undefined;
-  /** Set only for the one request a trace subscriber claimed. */
-  trace: TraceRecorder | undefined = undefined;
+  /** Feature state (see RequestExtensions). */
+  readonly ext: RequestExtensions = {};
+  /** The observers of this request; undefined (the common case) when nobody watches it in detail. */
+  obs: Observation | undefined = undefined;
   readonly #abort = new AbortController();
 
   constructor(
@@ -113,6 +124,13 @@ export class RequestContext {
     return this.#abort.signal;
   }
 
+  /** Adds an observer for the rest of this request. */
+  observe(o: RequestObserver): Observation {
+    if (this.obs === undefined) this.obs = new Observation();
+    this.obs.add(o);
+    return this.obs;
+  }
+
   /** Ends the request's upstream work; the reason (a GwError) decides what the client gets. */
   abort(reason: GwError): void {
     if (!this.#abort.signal.aborted) this.#abort.abort(reason);
@@ -137,9 +155,10 @@ export class RequestContext {
     if (this.route)
       ctx.route = { name: this.route.name, gateway: this.route.gateway, listener: this.route.listener };
     if (this.backendName) ctx.backend = { name: this.backendName };
-    if (this.jwt) ctx.jwt = this.jwt;
-    if (this.apiKey) ctx.apiKey = this.apiKey;
-    if (this.extauthz) ctx.extauthz = this.extauthz;
+    const { jwt, apiKey, extauthz } = this.ext;
+    if (jwt) ctx.jwt = jwt;
+    if (apiKey) ctx.apiKey = apiKey;
+    if (extauthz) ctx.extauthz = extauthz;
     if (this.response)
       ctx.response = { code: this.response.status, headers: celHeaders(this.response.headers) };
     return ctx;

@@ -1,6 +1,6 @@
 // The order in which route policies run, outermost first. A policy earlier in the list sees the
 // request before, and the response after, every policy below it. This is the only place it is set.
-import type { PolicyName } from './types.ts';
+import type { BackendPolicyName, PolicyName } from './types.ts';
 
 export const POLICY_ORDER = [
   // Outermost, so the deadline covers everything below, including delays, retries and buffering.
@@ -45,3 +45,18 @@ export const POLICY_ORDER = [
 type Missing = Exclude<PolicyName, (typeof POLICY_ORDER)[number]>;
 const _everyPolicyIsOrdered: [Missing] extends [never] ? true : Missing = true;
 void _everyPolicyIsOrdered;
+
+// The order of a backend's own policies (set on the backend, after it was chosen), outermost first.
+// They run inside the route's chain, so they see the request as the route's policies left it.
+export const BACKEND_ORDER = [
+  // A redirect answers without calling the backend, so nothing below matters for it.
+  'requestRedirect',
+  // Header changes last before the call; the response modifier wraps the call on the way out.
+  'requestHeaderModifier',
+  'responseHeaderModifier',
+  // (Later: backend auth, then backend transformation, innermost.)
+] as const satisfies readonly BackendPolicyName[];
+
+type MissingBackend = Exclude<BackendPolicyName, (typeof BACKEND_ORDER)[number]>;
+const _everyBackendPolicyIsOrdered: [MissingBackend] extends [never] ? true : MissingBackend = true;
+void _everyBackendPolicyIsOrdered;

@@ -1,5 +1,5 @@
 // Every route policy's build function, keyed by config field. A missing entry is a type error.
-import type { TrafficPolicies } from '@gw/api';
+import type { BackendPolicies, TrafficPolicies } from '@gw/api';
 import type { Layer } from '../pipeline/layer.ts';
 import { apiKey } from './api-key/index.ts';
 import { authorization } from './authorization/index.ts';
@@ -13,12 +13,12 @@ import { extAuthz } from './ext-authz/index.ts';
 import { requestHeaderModifier, responseHeaderModifier } from './header-modifier/index.ts';
 import { jwtAuth } from './jwt-auth/index.ts';
 import { localRateLimit } from './local-rate-limit/index.ts';
-import { POLICY_ORDER } from './order.ts';
+import { BACKEND_ORDER, POLICY_ORDER } from './order.ts';
 import { remoteRateLimit } from './remote-rate-limit/index.ts';
 import { requestRedirect } from './request-redirect/index.ts';
 import { retry } from './retry/index.ts';
 import { timeout } from './timeout/index.ts';
-import type { BuildEnv, PolicyDefinition, PolicyName } from './types.ts';
+import type { BackendPolicyName, BuildEnv, PolicyDefinition, PolicyName } from './types.ts';
 import { urlRewrite } from './url-rewrite/index.ts';
 
 export const POLICIES: { [K in PolicyName]: PolicyDefinition<K> } = {
@@ -52,6 +52,24 @@ export function buildLayers(
   const env: BuildEnv = { global, policies, route, shared };
   const out: { name: PolicyName; layer: Layer }[] = [];
   for (const name of POLICY_ORDER) {
+    const config = policies[name];
+    if (config === undefined) continue;
+    const def = POLICIES[name] as PolicyDefinition<typeof name>;
+    out.push({ name, layer: def.build(config as never, env) });
+  }
+  return out;
+}
+
+/** The layers of a backend's own policies, in BACKEND_ORDER. */
+export function buildBackendLayers(
+  policies: Pick<BackendPolicies, BackendPolicyName>,
+  global: BuildEnv['global'],
+  backend: string,
+): { name: BackendPolicyName; layer: Layer }[] {
+  // Backend policies keep no state across workers, so memory is local to this compile.
+  const env: BuildEnv = { global, policies: {}, route: backend, shared: (_k, n) => new SharedArrayBuffer(n) };
+  const out: { name: BackendPolicyName; layer: Layer }[] = [];
+  for (const name of BACKEND_ORDER) {
     const config = policies[name];
     if (config === undefined) continue;
     const def = POLICIES[name] as PolicyDefinition<typeof name>;

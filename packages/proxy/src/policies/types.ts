@@ -1,10 +1,15 @@
 // What a policy module provides: a build function from its validated config to a layer.
-import type { TrafficPolicies } from '@gw/api';
+import type { BackendPolicies, TrafficPolicies } from '@gw/api';
 import type { GlobalIR } from '../config/ir.ts';
 import type { Layer } from '../pipeline/layer.ts';
 
 /** Route-level policies; backend connection settings (backendTLS) are handled by the upstream. */
 export type PolicyName = Exclude<keyof TrafficPolicies, 'backendTLS'>;
+/**
+ * A backend's own policies: those of BackendPolicies that are layers (not connection settings). Each
+ * shares its definition with the route policy of the same name.
+ */
+export type BackendPolicyName = Exclude<keyof BackendPolicies, 'backendTLS' | 'http' | 'tcp'> & PolicyName;
 export type PolicyConfig<K extends PolicyName> = NonNullable<TrafficPolicies[K]>;
 
 export interface BuildEnv {

@@ -4,19 +4,26 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Writable } from 'node:stream';
 import type { Logger } from 'pino';
-import { type CelProgram, celToJson, celTrue, compileCel } from '../cel/cel.ts';
 import type { ProxyIR } from '../config/ir.ts';
-import { errorBody, GwError } from '../errors.ts';
+import { errorFormatFor, errorResponse, GwError } from '../errors.ts';
+import { AccessLogObserver } from '../observability/access-log.ts';
 import type { ProxyMetrics } from '../observability/metrics.ts';
 import { discard } from '../pipeline/body.ts';
 import { RequestContext } from '../pipeline/context.ts';
+import {
+  Observation,
+  type ObserverSource,
+  observeBody,
+  type RequestObserver,
+  type RouteSelection,
+  wantsDetail,
+} from '../pipeline/observer.ts';
 import { pump } from '../pipeline/pump.ts';
 import { compileRules, decide, type Rule } from '../policies/authorization/decision.ts';
 import type { CompiledMatch } from '../routing/match.ts';
 import { type CompiledRoute, compileTable, type RoutingTable, selectListener } from '../routing/table.ts';
 import type { TraceEvent } from '../trace/events.ts';
-import { TraceRecorder } from '../trace/recorder.ts';
-import { redactPolicies } from '../trace/redact.ts';
+import { TraceSource } from '../trace/source.ts';
 import { PoolRegistry } from '../upstream/pools.ts';
 import { BindServer } from './bind-server.ts';
 
@@ -30,17 +37,16 @@ export interface DataPlaneOptions {
   reusePort?: boolean;
 }
 
-interface TraceArm {
-  id: number;
-  /** Shared by every worker: the first to flip it from 0 to 1 traces its request. */
-  flag: Int32Array;
-  filter: CelProgram | undefined;
-}
-
-interface AccessLogSpec {
-  filter: CelProgram | undefined;
-  add: [string, CelProgram][];
-  remove: Set<string>;
+/**
+ * Who observes requests. `always` observers see every request; those that only need its end (access
+ * log, metrics) cost no Observation. Sources (the debug trace) attach an observer to the requests
+ * they want.
+ */
+interface Observers {
+  always: RequestObserver[];
+  /** The always-observers that need more than the end: every request gets an Observation. */
+  detailed: RequestObserver[];
+  endOnly: RequestObserver[];
 }
 
 export class DataPlane {
@@ -49,16 +55,23 @@ export class DataPlane {
   readonly #servers = new Map<string, BindServer>();
   readonly #inflight = new Set<RequestContext>();
   #table: RoutingTable | undefined;
-  #accessLog: AccessLogSpec | undefined;
   #draining = false;
-  #arms: TraceArm[] = [];
+  readonly #trace: TraceSource;
+  readonly #sources: ObserverSource[];
+  #observers: Observers = { always: [], detailed: [], endOnly: [] };
   #shared = new Map<string, SharedArrayBuffer>();
   #networkRules: Rule[] | undefined;
-  #sensitive: ReadonlySet<string> = new Set(['authorization', 'proxy-authorization']);
   #applying: Promise<unknown> = Promise.resolve();
 
   constructor(opts: DataPlaneOptions) {
     this.#opts = opts;
+    this.#trace = new TraceSource(opts.traceSink);
+    this.#sources = [this.#trace];
+  }
+
+  #setObservers(always: RequestObserver[]): void {
+    const detailed = always.filter(wantsDetail);
+    this.#observers = { always, detailed, endOnly: always.filter((o) => !wantsDetail(o) && o.end) };
   }
 
   get version(): string | undefined {
@@ -107,7 +120,7 @@ export class DataPlane {
       return m;
     };
     const table = compileTable(ir, this.#pools, memory);
-    const accessLog = compileAccessLog(ir);
+    const accessLog = new AccessLogObserver(this.#opts.accessLog, ir.frontend);
     const created: BindServer[] = [];
     try {
       for (const [key, bind] of table.binds) {
@@ -146,8 +159,8 @@ export class DataPlane {
       ? compileRules(ir.frontend.networkAuthorization)
       : undefined;
     this.#shared = used;
-    this.#accessLog = accessLog;
-    this.#sensitive = new Set(ir.global.sensitiveHeaders);
+    this.#setObservers(this.#opts.metrics ? [this.#opts.metrics, accessLog] : [accessLog]);
+    this.#trace.sensitive = new Set(ir.global.sensitiveHeaders);
     this.#pools.retainOnly(table.pools);
     this.#opts.metrics?.configVersion.inc();
     return this.ports();
@@ -164,21 +177,19 @@ export class DataPlane {
     res.once('close', () => this.#finish(ctx));
     if ((this.#draining || bs.retired) && 'shouldKeepAlive' in res) res.shouldKeepAlive = false;
 
-    if (this.#arms.length > 0) this.#claimTrace(ctx);
+    if (this.#observers.detailed.length > 0) ctx.obs = new Observation(this.#observers.detailed);
+    if (this.#trace.armed) this.#attach(ctx);
+    const obs = ctx.obs;
+    obs?.start(ctx);
 
     const listener = selectListener(bind, ctx.host);
     if (!listener) {
-      ctx.trace?.emit('routeSelection', {
-        selectedRoute: null,
-        evaluatedRoutes: [],
-        reason: 'no listener for host',
-      });
+      obs?.routeSelected(ctx, NO_LISTENER);
       this.#fail(ctx, new GwError('GW_ERR_NO_LISTENER'));
       return;
     }
     const m = listener.router.select(ctx.host, ctx);
-    if (ctx.trace)
-      traceRouteSelection(ctx, ctx.trace, listener.router.candidates(ctx.host), m?.route, this.#sensitive);
+    if (obs) obs.routeSelected(ctx, routeSelection(ctx, listener.router.candidates(ctx.host), m?.route));
     if (!m) {
       this.#fail(ctx, new GwError('GW_ERR_NO_ROUTE'));
       return;
@@ -187,7 +198,7 @@ export class DataPlane {
     ctx.matchedPrefix = m.prefix;
     let done: Promise<void>;
     try {
-      done = ctx.trace ? m.route.tracedHandler(ctx) : m.route.handler(ctx);
+      done = m.route.handler(ctx);
     } catch (err) {
       // A layer that is not async may throw before returning its promise.
       this.#fail(ctx, err);
@@ -197,6 +208,14 @@ export class DataPlane {
       () => this.#respond(ctx),
       (err) => this.#fail(ctx, err),
     );
+  }
+
+  /** Lets the observer sources (a waiting trace) claim this request. */
+  #attach(ctx: RequestContext): void {
+    for (const source of this.#sources) {
+      const o = source.attach(ctx);
+      if (o) ctx.observe(o);
+    }
   }
 
   #respond(ctx: RequestContext): void {
@@ -221,9 +240,16 @@ export class DataPlane {
       return;
     }
     let body = r.body;
-    if (ctx.trace) {
-      ctx.trace.responseSnapshot('final response', ctx);
-      if (body && ctx.method !== 'HEAD') body = ctx.trace.tapBody('response', body);
+    const obs = ctx.obs;
+    if (obs) {
+      obs.responseHead(ctx, 'final');
+      if (body && ctx.method !== 'HEAD' && obs.wantsResponseBody) {
+        body = observeBody(
+          body,
+          (c) => obs.responseBody(ctx, c),
+          () => obs.responseBodyEnd(ctx),
+        );
+      }
     }
     if (body === null || ctx.method === 'HEAD') {
       if (body && !Buffer.isBuffer(body)) body.resume();
@@ -257,64 +283,35 @@ export class DataPlane {
       res.destroy();
       return;
     }
-    const body = Buffer.from(errorBody(e));
-    const headers: Record<string, string> = {
-      ...e.headers,
-      'content-type': 'text/plain; charset=utf-8',
-      'content-length': String(body.length),
-    };
-    if (ctx.trace) {
-      ctx.trace.emit('error', { code: e.code, status: e.status, detail: e.detail }, null, 'warn');
-      ctx.response = { status: e.status, headers, body };
-      ctx.trace.responseSnapshot('final response', ctx);
-      ctx.trace.tapBody('response', body);
+    const answer = errorResponse(e, errorFormatFor(ctx.headers['content-type'], ctx.route?.errorFormat));
+    const obs = ctx.obs;
+    if (obs) {
+      obs.error(ctx, e);
+      ctx.response = answer;
+      obs.responseHead(ctx, 'final');
+      if (obs.wantsResponseBody) {
+        obs.responseBody(ctx, answer.body);
+        obs.responseBodyEnd(ctx);
+      }
     }
-    (res as ServerResponse).writeHead(e.status, headers);
-    res.end(body);
+    (res as ServerResponse).writeHead(answer.status, answer.headers);
+    res.end(answer.body);
   }
 
   #finish(ctx: RequestContext): void {
     this.#inflight.delete(ctx);
-    ctx.trace?.finish();
     const { res } = ctx;
     if (!res.writableFinished) {
       // The client went away (or the response was cut): stop the upstream side too.
       ctx.abort(new GwError('GW_ERR_CLIENT_CLOSED'));
       if (!ctx.error) ctx.error = new GwError('GW_ERR_CLIENT_CLOSED');
     }
-    const status = res.headersSent ? res.statusCode : (ctx.error?.status ?? 499);
-    const seconds = (performance.now() - ctx.startTime) / 1000;
-    const route = ctx.route;
-    const m = this.#opts.metrics;
-    if (m) m.record(route, ctx.backendName, status, seconds);
-    const spec = this.#accessLog;
-    const log = this.#opts.accessLog;
-    if (!spec || !log.isLevelEnabled('info')) return;
-    const cel = spec.filter || spec.add.length > 0 ? ctx.celContext() : undefined;
-    if (cel && ctx.response === undefined) cel.response = { code: status, headers: {} };
-    if (spec.filter && cel && !celTrue(spec.filter, cel)) return;
-    const rec: Record<string, unknown> = {
-      gateway: route?.gateway,
-      listener: route?.listener,
-      route: route?.key,
-      endpoint: ctx.endpoint,
-      'src.addr': `${ctx.source.address}:${ctx.source.port}`,
-      'http.method': ctx.method,
-      'http.host': ctx.authority,
-      'http.path': ctx.originalUrl,
-      'http.version': `HTTP/${ctx.httpVersion}`,
-      'http.status': status,
-      duration: `${Math.round(seconds * 1e4) / 10}ms`,
+    const summary = {
+      status: res.headersSent ? res.statusCode : (ctx.error?.status ?? 499),
+      seconds: (performance.now() - ctx.startTime) / 1000,
     };
-    if (ctx.error) rec.error = ctx.error.detail;
-    for (const k of spec.remove) delete rec[k];
-    if (cel) {
-      for (const [k, p] of spec.add) {
-        const v = p.eval(cel);
-        if (v !== undefined) rec[k] = celToJson(v);
-      }
-    }
-    log.info(rec);
+    ctx.obs?.end(ctx, summary);
+    for (const o of this.#observers.endOnly) o.end?.(ctx, summary);
   }
 
   #admit(address: string, port: number): boolean {
@@ -329,26 +326,11 @@ export class DataPlane {
 
   /** Arms a trace of the next request (matching `expression`, when given) that this worker serves. */
   armTrace(id: number, flag: SharedArrayBuffer, expression?: string): void {
-    const filter = expression ? compileCel(expression) : undefined;
-    this.#arms = [...this.#arms, { id, flag: new Int32Array(flag), filter }];
+    this.#trace.arm(id, flag, expression);
   }
 
   disarmTrace(id: number): void {
-    this.#arms = this.#arms.filter((a) => a.id !== id);
-  }
-
-  #claimTrace(ctx: RequestContext): void {
-    const sink = this.#opts.traceSink;
-    for (const arm of this.#arms) {
-      if (arm.filter && !celTrue(arm.filter, ctx.celContext())) continue;
-      this.disarmTrace(arm.id);
-      if (Atomics.compareExchange(arm.flag, 0, 0, 1) !== 0 || !sink) continue;
-      const tr = new TraceRecorder((e) => sink(arm.id, e), this.#sensitive, ctx.startTime);
-      ctx.trace = tr;
-      tr.emit('requestStarted', {}, 0);
-      tr.requestSnapshot('initial request', ctx);
-      return;
-    }
+    this.#trace.disarm(id);
   }
 
   /** In-flight requests, oldest first: what /debug/tasks shows. */
@@ -385,38 +367,41 @@ export class DataPlane {
   }
 }
 
-function compileAccessLog(ir: ProxyIR): AccessLogSpec | undefined {
-  const a = ir.frontend.accessLog;
-  return {
-    filter: a?.filter ? compileCel(a.filter) : undefined,
-    add: Object.entries(a?.add ?? {}).map(([k, v]) => [k, compileCel(v)] as [string, CelProgram]),
-    remove: new Set(a?.remove ?? []),
-  };
-}
+const NO_LISTENER: RouteSelection = {
+  selected: null,
+  policies: { gateway: {}, route: {} },
+  evaluated: () => [],
+  reason: 'no listener for host',
+};
 
-function traceRouteSelection(
+function routeSelection(
   ctx: RequestContext,
-  tr: TraceRecorder,
   candidates: CompiledMatch<CompiledRoute>[],
   selected: CompiledRoute | undefined,
-  sensitive: ReadonlySet<string>,
-): void {
-  const evaluatedRoutes = candidates.map((c) => ({
-    route: c.route.info.key,
-    matched: c.test(ctx),
-    selected: c.route === selected,
-  }));
-  tr.emit('routeSelection', {
-    selectedRoute: selected ? { ...selected.info, definedAt: selected.ir.path } : null,
-    evaluatedRoutes,
-  });
-  if (!selected) return;
-  const byPhase: Record<'gateway' | 'route', Record<string, unknown>> = { gateway: {}, route: {} };
-  for (const [name, config] of Object.entries(selected.ir.policies)) {
-    byPhase[selected.ir.policySources[name] ?? 'route'][name] = config;
+): RouteSelection {
+  const policies: RouteSelection['policies'] = { gateway: {}, route: {} };
+  if (selected) {
+    for (const [name, config] of Object.entries(selected.ir.policies)) {
+      policies[selected.ir.policySources[name] ?? 'route'][name] = config;
+    }
   }
-  byPhase.gateway = redactPolicies(byPhase.gateway, sensitive);
-  byPhase.route = redactPolicies(byPhase.route, sensitive);
-  tr.emit('policySelection', { phase: 'gateway', effectivePolicy: byPhase.gateway });
-  tr.emit('policySelection', { phase: 'route', effectivePolicy: byPhase.route });
+  const info = selected?.info;
+  return {
+    selected: info
+      ? {
+          key: info.key,
+          name: info.name,
+          gateway: info.gateway,
+          listener: info.listener,
+          definedAt: selected.ir.path,
+        }
+      : null,
+    policies,
+    evaluated: () =>
+      candidates.map((c) => ({
+        route: c.route.info.key,
+        matched: c.test(ctx),
+        selected: c.route === selected,
+      })),
+  };
 }

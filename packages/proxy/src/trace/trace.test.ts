@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import type { TraceEvent } from '@gw/api';
 import { startUpstream, type TestServer } from '@gw/testkit';
+import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
-import { startProxy, type TestProxy } from '../testing/start-proxy.ts';
-import type { TraceEvent } from './events.ts';
 
 let up: TestServer;
 let proxy: TestProxy;

@@ -34,7 +34,7 @@ export async function callUpstream(
   attemptTimeoutMs: number,
 ): Promise<void> {
   const headers = ctx.headers;
-  if (ctx.rewriteHostToBackend) headers.host = target.endpoint;
+  if (ctx.ext.rewriteHostToBackend) headers.host = target.endpoint;
   const xff = headers['x-forwarded-for'];
   headers['x-forwarded-for'] = xff
     ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ctx.source.address}`

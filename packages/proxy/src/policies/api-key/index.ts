@@ -43,7 +43,7 @@ export const apiKey: PolicyDefinition<'apiKey'> = {
         if (mode === 'permissive') return next(ctx);
         throw new GwError('GW_ERR_UNAUTHENTICATED', 'invalid API key');
       }
-      ctx.apiKey = meta;
+      ctx.ext.apiKey = meta;
       cred.remove(ctx);
       return next(ctx);
     };

@@ -11,7 +11,7 @@ export const authorization: PolicyDefinition<'authorization'> = {
     return (ctx, next) => {
       const d = decide(rules, ctx.celContext());
       if (!d.allowed) {
-        ctx.trace?.emit('authorization', { allowed: false, reason: d.reason }, null, 'warn');
+        ctx.obs?.event(ctx, 'authorization', { allowed: false, reason: d.reason }, null, 'warn');
         throw new GwError('GW_ERR_FORBIDDEN', 'authorization denied');
       }
       return next(ctx);

@@ -40,7 +40,7 @@ export const basicAuth: PolicyDefinition<'basicAuth'> = {
         throw new GwError('GW_ERR_UNAUTHENTICATED', 'invalid username or password', { headers: challenge });
       if (verified.size >= CACHE_MAX) verified.clear();
       verified.set(cred.value, hash);
-      ctx.basicUser = user;
+      ctx.ext.basicUser = user;
       return next(ctx);
     };
   },

@@ -157,7 +157,7 @@ function decide(res: CheckResponse): Decision {
     return {
       kind: 'allow',
       apply(ctx) {
-        if (metadata) ctx.extauthz = metadata;
+        if (metadata) ctx.ext.extauthz = metadata;
         if (!ok) return;
         applyHeaderOptions(ctx.headers, ok.headers);
         for (const name of ok.headersToRemove) {

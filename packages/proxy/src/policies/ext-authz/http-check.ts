@@ -157,7 +157,7 @@ function allow(
     kind: 'allow',
     apply(ctx) {
       for (const [k, v] of copied) ctx.headers[k] = v;
-      if (values && Object.keys(values).length > 0) ctx.extauthz = values;
+      if (values && Object.keys(values).length > 0) ctx.ext.extauthz = values;
     },
     onResponse: undefined,
   };

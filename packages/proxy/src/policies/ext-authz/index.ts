@@ -13,17 +13,17 @@ export const extAuthz: PolicyDefinition<'extAuthz'> = {
     const failOpen = config.failureMode?.toLowerCase() === 'failopen';
     const check = 'grpc' in config ? grpcCheck(config.grpc) : httpCheck(config.http);
     return async (ctx, next) => {
-      const start = ctx.trace?.now() ?? null;
+      const start = ctx.obs ? performance.now() : null;
       const d = await check(ctx);
       if (d.kind === 'failure') {
-        ctx.trace?.emit('extAuthz', { result: 'failure', reason: d.reason, failOpen }, start, 'warn');
+        ctx.obs?.event(ctx, 'extAuthz', { result: 'failure', reason: d.reason, failOpen }, start, 'warn');
         if (!failOpen) throw new GwError('GW_ERR_FORBIDDEN', 'external authorization failed');
         return next(ctx);
       }
       if (d.kind === 'deny') {
-        if (d.metadata) ctx.extauthz = d.metadata;
+        if (d.metadata) ctx.ext.extauthz = d.metadata;
         const status = d.response.status;
-        ctx.trace?.emit('extAuthz', { result: 'denied', status }, start, 'warn');
+        ctx.obs?.event(ctx, 'extAuthz', { result: 'denied', status }, start, 'warn');
         if (d.response instanceof GwError) throw d.response;
         // The request goes no further; its body is not read.
         ctx.body = null;
@@ -31,7 +31,7 @@ export const extAuthz: PolicyDefinition<'extAuthz'> = {
         return;
       }
       d.apply(ctx);
-      ctx.trace?.emit('extAuthz', { result: 'allowed' }, start);
+      ctx.obs?.event(ctx, 'extAuthz', { result: 'allowed' }, start);
       await next(ctx);
       if (d.onResponse && ctx.response) d.onResponse(ctx.response.headers);
     };

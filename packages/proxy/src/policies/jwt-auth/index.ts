@@ -90,7 +90,7 @@ export const jwtAuth: PolicyDefinition<'jwtAuth'> = {
       }
       const cached = verified.get(cred.value);
       if (cached && cached.expMs > Date.now()) {
-        ctx.jwt = cached.claims;
+        ctx.ext.jwt = cached.claims;
         if (!config.preserveToken) cred.remove(ctx);
         return next(ctx);
       }
@@ -109,9 +109,9 @@ export const jwtAuth: PolicyDefinition<'jwtAuth'> = {
         });
         if (!protectedHeader.kid)
           throw new GwError('GW_ERR_JWT_INVALID', 'invalid JWT: the header has no kid');
-        ctx.jwt = payload as Record<string, unknown>;
+        ctx.ext.jwt = payload as Record<string, unknown>;
         if (verified.size >= VERIFIED_CACHE_MAX) verified.clear();
-        verified.set(cred.value, { claims: ctx.jwt, expMs: (payload.exp as number) * 1000 });
+        verified.set(cred.value, { claims: ctx.ext.jwt, expMs: (payload.exp as number) * 1000 });
       } catch (err) {
         if (mode === 'permissive') return next(ctx);
         if (err instanceof GwError) {

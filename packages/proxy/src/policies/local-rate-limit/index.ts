@@ -81,13 +81,13 @@ export const localRateLimit: PolicyDefinition<'localRateLimit'> = {
       const results = limits.map((l) => (l.kind === 'requests' ? l.bucket.take(1) : l.bucket.peek()));
       const h = headers(limits, results);
       if (results.some((r) => !r.ok)) {
-        ctx.trace?.emit('rateLimit', { limited: true, ...h }, null, 'warn');
+        ctx.obs?.event(ctx, 'rateLimit', { limited: true, ...h }, null, 'warn');
         throw new GwError('GW_ERR_RATE_LIMITED', undefined, { headers: h });
       }
       await next(ctx);
       if (ctx.response) Object.assign(ctx.response.headers, h);
       if (tokenLimits.length > 0) {
-        onResponseUsage(ctx.response, (tokens) => {
+        onResponseUsage(ctx, (tokens) => {
           for (const l of tokenLimits) l.bucket.debit(tokens);
         });
       }

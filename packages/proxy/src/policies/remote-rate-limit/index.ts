@@ -70,11 +70,11 @@ export const remoteRateLimit: PolicyDefinition<'remoteRateLimit'> = {
     const client = rateLimitClient(config.host);
     const { domain } = config;
     return async (ctx, next) => {
-      const start = ctx.trace?.now() ?? null;
+      const start = ctx.obs ? performance.now() : null;
       const built = evaluate(descriptors, ctx.celContext());
       // Nothing to count this request under: no call.
       if (built.length === 0) {
-        ctx.trace?.emit('rateLimit', { global: true, result: 'skipped' }, start);
+        ctx.obs?.event(ctx, 'rateLimit', { global: true, result: 'skipped' }, start);
         return next(ctx);
       }
       const req = create(RateLimitRequestSchema, {
@@ -87,7 +87,13 @@ export const remoteRateLimit: PolicyDefinition<'remoteRateLimit'> = {
       const verdict = outcome.ok ? outcome.response.overallCode : Code.UNKNOWN;
       if (!outcome.ok || verdict === Code.UNKNOWN) {
         const reason = outcome.ok ? 'answer without an overall code' : outcome.reason;
-        ctx.trace?.emit('rateLimit', { global: true, result: 'failure', reason, failOpen }, start, 'warn');
+        ctx.obs?.event(
+          ctx,
+          'rateLimit',
+          { global: true, result: 'failure', reason, failOpen },
+          start,
+          'warn',
+        );
         if (!failOpen) throw new GwError('GW_ERR_INTERNAL', 'rate limit service unavailable');
         return next(ctx);
       }
@@ -96,20 +102,20 @@ export const remoteRateLimit: PolicyDefinition<'remoteRateLimit'> = {
       // since they carry the window (`3, 3;w=60`) where the service sends only the number.
       const headers = { ...serviceHeaders(res.responseHeadersToAdd), ...quotaHeaders(res.statuses) };
       if (verdict === Code.OVER_LIMIT) {
-        ctx.trace?.emit('rateLimit', { global: true, limited: true, ...headers }, start, 'warn');
+        ctx.obs?.event(ctx, 'rateLimit', { global: true, limited: true, ...headers }, start, 'warn');
         throw new GwError('GW_ERR_RATE_LIMITED', undefined, {
           headers: { ...headers, 'x-ext-ratelimited': 'true' },
         });
       }
       setHeaders(ctx.headers, serviceHeaders(res.requestHeadersToAdd));
-      ctx.trace?.emit('rateLimit', { global: true, limited: false, ...headers }, start);
+      ctx.obs?.event(ctx, 'rateLimit', { global: true, limited: false, ...headers }, start);
       await next(ctx);
       if (ctx.response) setHeaders(ctx.response.headers, headers);
       const tokenDescriptors = built.filter((d) => d.tokens);
       if (tokenDescriptors.length === 0) return;
       // Token limits: the check above took one token to ask; the rest of the usage is counted once the
       // response ends, so the request that crosses the limit succeeds and later ones get 429.
-      onResponseUsage(ctx.response, (tokens) => {
+      onResponseUsage(ctx, (tokens) => {
         if (tokens <= 1) return;
         const debit = create(RateLimitRequestSchema, {
           domain,

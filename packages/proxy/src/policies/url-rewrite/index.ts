@@ -2,13 +2,20 @@
 import type { PolicyDefinition } from '../types.ts';
 import { rewriteAuthority, rewritePath } from './authority.ts';
 
+declare module '../../pipeline/context.ts' {
+  interface RequestExtensions {
+    /** Set by `authority: auto`: the upstream call sends the backend's address as Host. */
+    rewriteHostToBackend?: boolean;
+  }
+}
+
 export const urlRewrite: PolicyDefinition<'urlRewrite'> = {
   name: 'urlRewrite',
   build(config) {
     const { authority, path } = config;
     return (ctx, next) => {
       if (path) ctx.path = rewritePath(path, ctx);
-      if (authority === 'auto') ctx.rewriteHostToBackend = true;
+      if (authority === 'auto') ctx.ext.rewriteHostToBackend = true;
       else if (authority) ctx.headers.host = rewriteAuthority(authority, ctx.authority, ctx.host);
       return next(ctx);
     };

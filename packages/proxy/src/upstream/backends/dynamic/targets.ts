@@ -1,10 +1,10 @@
 // Dynamic forward proxy: the destination is the request's own authority (Host / :authority, which on
 // HTTPS listeners is what SNI named). One pool per destination, least recently used ones closed.
 import type { Pool } from 'undici';
-import { GwError } from '../errors.ts';
-import type { RequestContext } from '../pipeline/context.ts';
-import type { CallTarget } from './call.ts';
-import type { PoolRegistry, PoolSpec } from './pools.ts';
+import { GwError } from '../../../errors.ts';
+import type { RequestContext } from '../../../pipeline/context.ts';
+import type { CallTarget } from '../../call.ts';
+import type { PoolRegistry, PoolSpec } from '../../pools.ts';
 
 const MAX_DESTINATIONS = 256;
 

@@ -1,0 +1,52 @@
+// The access log as a request observer: one record per finished request, shaped by the frontend's
+// `accessLog` policy (CEL filter, fields added by CEL, fields removed).
+import type { Logger } from 'pino';
+import { type CelProgram, celToJson, celTrue, compileCel } from '../cel/cel.ts';
+import type { FrontendIR } from '../config/ir.ts';
+import type { ObservedRequest, RequestObserver, RequestSummary } from '../pipeline/observer.ts';
+
+export class AccessLogObserver implements RequestObserver {
+  readonly #log: Logger;
+  readonly #filter: CelProgram | undefined;
+  readonly #add: [string, CelProgram][];
+  readonly #remove: Set<string>;
+
+  constructor(log: Logger, frontend: FrontendIR) {
+    const a = frontend.accessLog;
+    this.#log = log;
+    this.#filter = a?.filter ? compileCel(a.filter) : undefined;
+    this.#add = Object.entries(a?.add ?? {}).map(([k, v]) => [k, compileCel(v)] as [string, CelProgram]);
+    this.#remove = new Set(a?.remove ?? []);
+  }
+
+  end(req: ObservedRequest, { status, seconds }: RequestSummary): void {
+    const log = this.#log;
+    if (!log.isLevelEnabled('info')) return;
+    const cel = this.#filter || this.#add.length > 0 ? req.celContext() : undefined;
+    if (cel && req.response === undefined) cel.response = { code: status, headers: {} };
+    if (this.#filter && cel && !celTrue(this.#filter, cel)) return;
+    const route = req.route;
+    const rec: Record<string, unknown> = {
+      gateway: route?.gateway,
+      listener: route?.listener,
+      route: route?.key,
+      endpoint: req.endpoint,
+      'src.addr': `${req.source.address}:${req.source.port}`,
+      'http.method': req.method,
+      'http.host': req.authority,
+      'http.path': req.originalUrl,
+      'http.version': `HTTP/${req.httpVersion}`,
+      'http.status': status,
+      duration: `${Math.round(seconds * 1e4) / 10}ms`,
+    };
+    if (req.error) rec.error = req.error.detail;
+    for (const k of this.#remove) delete rec[k];
+    if (cel) {
+      for (const [k, p] of this.#add) {
+        const v = p.eval(cel);
+        if (v !== undefined) rec[k] = celToJson(v);
+      }
+    }
+    log.info(rec);
+  }
+}

@@ -1,0 +1,117 @@
+// One backend of a route, compiled: connection settings from its policies, the kind's call, and the
+// backend's own policies in BACKEND_ORDER around it. Observed requests report the chosen backend,
+// the final request, the upstream call and the response it produced; others go straight through.
+import { parseGoDuration } from '@gw/api';
+import type { GlobalIR, RouteBackendIR } from '../../config/ir.ts';
+import { type ErrorFormat, GwError } from '../../errors.ts';
+import type { RequestContext } from '../../pipeline/context.ts';
+import { compose, type Handler, observed } from '../../pipeline/layer.ts';
+import { type Observation, observeBody, type UpstreamInfo } from '../../pipeline/observer.ts';
+import { buildBackendLayers } from '../../policies/registry.ts';
+import type { PoolSpec } from '../pools.ts';
+import { BACKEND_KINDS } from './registry.ts';
+import type { BackendEnv, BackendKind, BackendKindName, CompiledCall } from './types.ts';
+
+export interface CompiledBackend {
+  name: string;
+  weight: number;
+  /** Sends the request through the backend's policies to the backend. */
+  handler: Handler;
+  info: UpstreamInfo;
+  errorFormat: ErrorFormat | undefined;
+}
+
+export function compileBackend(
+  b: RouteBackendIR,
+  env: Omit<BackendEnv, 'connection' | 'attemptTimeoutMs'>,
+  routeAttemptTimeoutMs: number,
+): CompiledBackend {
+  const p = b.policies;
+  const attemptTimeoutMs = p.http?.requestTimeout
+    ? (parseGoDuration(p.http.requestTimeout) ?? 0)
+    : routeAttemptTimeoutMs;
+  const kind = BACKEND_KINDS[b.target.kind] as BackendKind<BackendKindName>;
+  const compiled: CompiledCall = kind.compile(b.target as never, {
+    ...env,
+    connection: connectionSpec(b, env.global),
+    attemptTimeoutMs,
+  });
+  const info: UpstreamInfo = {
+    name: b.name,
+    type: compiled.type,
+    protocol: compiled.protocol,
+    policies: Object.keys(p),
+  };
+  const layers = buildBackendLayers(p, env.global, b.name).map((x) => observed(x.name, 'backend', x.layer));
+  const chain = compose(layers, observedCall(info, compiled));
+  const name = b.name;
+  return {
+    name,
+    weight: b.weight,
+    info,
+    errorFormat: compiled.errorFormat,
+    handler: (ctx) => {
+      ctx.backendName = name;
+      const obs = ctx.obs;
+      if (obs === undefined) return chain(ctx);
+      obs.upstreamChosen(ctx, info);
+      return chain(ctx).then(() => obs.responseHead(ctx, 'backend'));
+    },
+  };
+}
+
+function connectionSpec(b: RouteBackendIR, global: GlobalIR): Omit<PoolSpec, 'origin'> {
+  const p = b.policies;
+  const tls = p.backendTLS;
+  return {
+    connectTimeoutMs: p.tcp?.connectTimeout
+      ? (parseGoDuration(p.tcp.connectTimeout) ?? global.connectTimeoutMs)
+      : global.connectTimeoutMs,
+    idleTimeoutMs: global.poolIdleTimeoutMs,
+    maxConnections: global.poolMaxSize,
+    keepalive: p.tcp?.keepalives
+      ? {
+          enabled: p.tcp.keepalives.enabled ?? true,
+          timeMs: parseGoDuration(p.tcp.keepalives.time ?? '') ?? global.keepalive.timeMs,
+          intervalMs: parseGoDuration(p.tcp.keepalives.interval ?? '') ?? global.keepalive.intervalMs,
+          retries: p.tcp.keepalives.retries ?? global.keepalive.retries,
+        }
+      : global.keepalive,
+    allowH2: p.http?.version === 'HTTP2' || (tls?.alpn?.includes('h2') ?? false),
+    ...(tls ? { tls } : {}),
+  };
+}
+
+function observedCall(info: UpstreamInfo, compiled: CompiledCall): Handler {
+  const { call } = compiled;
+  return (ctx) => {
+    const obs = ctx.obs;
+    if (obs === undefined) return call(ctx);
+    return callObserved(ctx, obs, info, compiled);
+  };
+}
+
+async function callObserved(
+  ctx: RequestContext,
+  obs: Observation,
+  info: UpstreamInfo,
+  compiled: CompiledCall,
+): Promise<void> {
+  obs.upstreamStart(ctx, info, compiled.target(ctx));
+  if (ctx.body && obs.wantsRequestBody) {
+    ctx.body = observeBody(
+      ctx.body,
+      (c) => obs.requestBody(ctx, c),
+      () => obs.requestBodyEnd(ctx),
+    );
+  }
+  const start = performance.now();
+  try {
+    await compiled.call(ctx);
+  } catch (err) {
+    const error = err instanceof GwError ? err.detail : String(err);
+    obs.upstreamEnd(ctx, info, { start, status: null, error });
+    throw err;
+  }
+  obs.upstreamEnd(ctx, info, { start, status: ctx.response?.status ?? null, error: null });
+}

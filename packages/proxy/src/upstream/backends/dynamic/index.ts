@@ -1,0 +1,22 @@
+// Dynamic forward proxy: each request goes to its own authority (see targets.ts).
+import { GwError } from '../../../errors.ts';
+import { callUpstream } from '../../call.ts';
+import type { BackendKind } from '../types.ts';
+import { DynamicTargets } from './targets.ts';
+
+export const dynamicBackend: BackendKind<'dynamic'> = {
+  kind: 'dynamic',
+  compile(_t, env) {
+    const targets = env.pools ? new DynamicTargets(env.pools, env.connection, env.used) : null;
+    const timeout = env.attemptTimeoutMs;
+    return {
+      type: 'dynamic',
+      protocol: env.connection.tls ? 'https' : 'http',
+      target: (ctx) => (typeof ctx.headers.host === 'string' ? ctx.headers.host : ctx.authority),
+      call: async (ctx) => {
+        if (!targets) throw new GwError('GW_ERR_INTERNAL');
+        await callUpstream(ctx, targets.forRequest(ctx), timeout);
+      },
+    };
+  },
+};

@@ -1,0 +1,28 @@
+// A backend at host:port, over one keep-alive pool shared by every route that names it.
+import { GwError } from '../../../errors.ts';
+import { callUpstream } from '../../call.ts';
+import type { BackendKind } from '../types.ts';
+
+export const hostBackend: BackendKind<'host'> = {
+  kind: 'host',
+  compile(t, env) {
+    const tls = env.connection.tls !== undefined;
+    const host = t.host.includes(':') ? `[${t.host}]` : t.host;
+    const endpoint = `${host}:${t.port}`;
+    const dispatcher = env.pools?.acquire({
+      ...env.connection,
+      origin: `${tls ? 'https' : 'http'}://${endpoint}`,
+    });
+    if (dispatcher) env.used.add(dispatcher);
+    const timeout = env.attemptTimeoutMs;
+    return {
+      type: 'static',
+      protocol: tls ? 'https' : 'http',
+      target: () => endpoint,
+      call: (ctx) => {
+        if (!dispatcher) throw new GwError('GW_ERR_INTERNAL');
+        return callUpstream(ctx, { dispatcher, endpoint }, timeout);
+      },
+    };
+  },
+};

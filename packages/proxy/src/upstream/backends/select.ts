@@ -1,0 +1,108 @@
+// Which backend of a route serves a request. Within a group: weighted random choice. Across groups
+// (LLM provider groups): priority failover — the first group is tried first, and a request whose
+// backend failed or answered with a status that means "try elsewhere" moves on to the next group.
+import { GwError } from '../../errors.ts';
+import { bufferUpTo, contentLength, discard } from '../../pipeline/body.ts';
+import type { RequestContext } from '../../pipeline/context.ts';
+import type { Handler } from '../../pipeline/layer.ts';
+
+export interface Choice {
+  name: string;
+  weight: number;
+  handler: Handler;
+}
+
+/** Weighted random choice; backends of weight 0 are never chosen. */
+export function weighted(choices: readonly Choice[]): Handler {
+  const live = choices.filter((c) => c.weight > 0);
+  if (live.length === 0) {
+    return async () => {
+      throw new GwError('GW_ERR_NO_BACKEND');
+    };
+  }
+  if (live.length === 1) return (live[0] as Choice).handler;
+  const total = live.reduce((s, c) => s + c.weight, 0);
+  return (ctx) => {
+    let n = Math.random() * total;
+    for (const c of live) {
+      n -= c.weight;
+      if (n < 0) return c.handler(ctx);
+    }
+    return (live[live.length - 1] as Choice).handler(ctx);
+  };
+}
+
+export interface FailoverOptions {
+  /** Largest request body kept in memory so a later group can be sent it again. */
+  bufferLimit: number;
+  /** Whether an answer moves the request on; default: 429 and 5xx. */
+  failsOver?: (status: number) => boolean;
+}
+
+const defaultFailsOver = (status: number) => status === 429 || status >= 500;
+
+/**
+ * Tries the groups in priority order. A request body larger than the buffer limit is sent once, to
+ * the first group only. Each attempt starts from the request as it was before the first one, so a
+ * backend policy of one group (a header, a rewrite) does not leak into the next.
+ */
+export function failover(groups: readonly Handler[], opts: FailoverOptions): Handler {
+  if (groups.length === 1) return groups[0] as Handler;
+  const failsOver = opts.failsOver ?? defaultFailsOver;
+  return async (ctx) => {
+    let replayable = true;
+    if (ctx.body && !Buffer.isBuffer(ctx.body)) {
+      const r = await bufferUpTo(ctx.body, opts.bufferLimit, contentLength(ctx.headers));
+      if (r.ok) {
+        ctx.body = r.data;
+        ctx.headers['content-length'] = String(r.data.length);
+      } else {
+        ctx.body = r.stream;
+        replayable = false;
+      }
+    }
+    const saved = snapshot(ctx);
+    for (let i = 0; i < groups.length; i++) {
+      const last = !replayable || i === groups.length - 1;
+      if (i > 0) restore(ctx, saved);
+      try {
+        await (groups[i] as Handler)(ctx);
+      } catch (err) {
+        if (last || ctx.signal.aborted || !(err instanceof GwError) || err.code === 'GW_ERR_CLIENT_CLOSED')
+          throw err;
+        continue;
+      }
+      const res = ctx.response;
+      if (last || !res || !failsOver(res.status)) return;
+      discard(res.body);
+      ctx.response = undefined;
+    }
+  };
+}
+
+interface Saved {
+  method: string;
+  path: string;
+  query: string;
+  headers: RequestContext['headers'];
+  body: RequestContext['body'];
+}
+
+function snapshot(ctx: RequestContext): Saved {
+  return {
+    method: ctx.method,
+    path: ctx.path,
+    query: ctx.query,
+    headers: { ...ctx.headers },
+    body: ctx.body,
+  };
+}
+
+function restore(ctx: RequestContext, s: Saved): void {
+  ctx.method = s.method;
+  ctx.path = s.path;
+  ctx.query = s.query;
+  ctx.headers = { ...s.headers };
+  ctx.body = s.body;
+  ctx.endpoint = undefined;
+}
