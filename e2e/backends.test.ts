@@ -11,7 +11,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { TLSSocket } from 'node:tls';
-import { startProxy, type TestProxy } from '@gw/proxy/testing/start-proxy';
 import {
   type Echo,
   freePort,
@@ -21,6 +20,7 @@ import {
   type TestPki,
   type TestServer,
 } from '@gw/testkit';
+import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 
 type Listening = http.Server | https.Server | http2.Http2SecureServer | net.Server;
 

@@ -7,7 +7,6 @@ import https from 'node:https';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import tls, { type TLSSocket } from 'node:tls';
-import { startProxy, type TestProxy } from '@gw/proxy/testing/start-proxy';
 import {
   type Echo,
   freePort,
@@ -18,6 +17,7 @@ import {
   type TestPki,
   type TestServer,
 } from '@gw/testkit';
+import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 
 /** Which upstream answered, from the echo body. */
 const served = (r: Reply) => (JSON.parse(r.body) as Echo).server;

@@ -5,8 +5,8 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { loadConfigText } from '@gw/proxy/config/load';
-import { startProxy } from '@gw/proxy/testing/start-proxy';
 import { startUpstream, type TestServer } from '@gw/testkit';
+import { startProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
 
 const dir = dirname(fileURLToPath(import.meta.url));

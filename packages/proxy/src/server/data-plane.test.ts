@@ -3,8 +3,8 @@ import { createServer } from 'node:net';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startUpstream } from '@gw/testkit';
+import { startProxy } from '@gw/testkit/proxy';
 import { Client, request } from 'undici';
-import { startProxy } from '../testing/start-proxy.ts';
 
 const config = (port: number, route: string, body = '') => `binds:
 - port: 0

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { startUpstream } from '@gw/testkit';
+import { startProxy } from '@gw/testkit/proxy';
 import { Client } from 'undici';
-import { startProxy } from '../../testing/start-proxy.ts';
 
 const config = (port: number, rule: string) => `frontendPolicies:
   networkAuthorization:

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { startUpstream, type TestServer } from '@gw/testkit';
+import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
-import { startProxy, type TestProxy } from '../../testing/start-proxy.ts';
 import { hashFormat, verifyPassword } from './htpasswd.ts';
 
 const fixture = readFileSync(new URL('./testdata/htpasswd', import.meta.url), 'utf8')

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startUpstream, type TestServer } from '@gw/testkit';
-import { startProxy, type TestProxy } from '../../testing/start-proxy.ts';
+import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 
 let up: TestServer;
 let proxy: TestProxy;

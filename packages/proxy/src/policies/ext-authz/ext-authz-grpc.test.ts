@@ -4,11 +4,11 @@ import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError } from '@gw/api';
 import { startUpstream, type TestServer } from '@gw/testkit';
+import { type AuthzServer, type CheckAnswer, startAuthzServer } from '@gw/testkit/ext-authz-server';
+import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { HeaderValueOption_HeaderAppendAction as Action } from '@gw/xds-proto/envoy/config/core/v3/base';
 import { request } from 'undici';
 import { loadConfigText } from '../../config/load.ts';
-import { type AuthzServer, type CheckAnswer, startAuthzServer } from '../../testing/ext-authz-server.ts';
-import { startProxy, type TestProxy } from '../../testing/start-proxy.ts';
 
 const PERMISSION_DENIED = 7;
 

@@ -4,8 +4,8 @@ import { createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startUpstream, type TestServer } from '@gw/testkit';
+import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
-import { startProxy, type TestProxy } from '../../testing/start-proxy.ts';
 
 interface Seen {
   method: string;

@@ -4,9 +4,9 @@ import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startUpstream, type TestServer } from '@gw/testkit';
+import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 import { request } from 'undici';
-import { startProxy, type TestProxy } from '../../testing/start-proxy.ts';
 
 type Key = { kid: string; privateKey: Awaited<ReturnType<typeof generateKeyPair>>['privateKey']; jwk: JWK };
 async function makeKey(kid: string): Promise<Key> {

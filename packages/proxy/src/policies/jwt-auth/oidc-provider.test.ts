@@ -12,9 +12,9 @@ import {
   startUpstream,
   type TestServer,
 } from '@gw/testkit';
+import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { decodeProtectedHeader, exportJWK, generateKeyPair } from 'jose';
 import { request } from 'undici';
-import { startProxy, type TestProxy } from '../../testing/start-proxy.ts';
 
 const API = 'https://gw.test/api'; // resource indicator whose tokens have aud gw-api
 const OTHER = 'https://other.test/api'; // resource indicator whose tokens have aud other-api

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startUpstream, type TestServer } from '@gw/testkit';
+import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
-import { startProxy, type TestProxy } from '../../testing/start-proxy.ts';
 
 let up: TestServer;
 let proxy: TestProxy;

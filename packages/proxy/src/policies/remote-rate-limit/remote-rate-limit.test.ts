@@ -4,9 +4,9 @@ import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError } from '@gw/api';
 import { type RateLimitService, startRateLimitService, startUpstream, type TestServer } from '@gw/testkit';
+import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
 import { loadConfigText } from '../../config/load.ts';
-import { startProxy, type TestProxy } from '../../testing/start-proxy.ts';
 
 // The real envoyproxy/ratelimit's config: per-minute limits in domain gw. A descriptor without a value
 // (user, model) counts each distinct value separately.
