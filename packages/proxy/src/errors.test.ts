@@ -21,10 +21,21 @@ test('OpenAI: the error object the openai SDK reads (message, type, param, code)
   assert.equal(a.status, 401);
   assert.equal(a.headers['content-type'], 'application/json');
   assert.deepEqual(parse(a.body), {
-    error: { message: 'missing API key', type: 'authentication_error', param: null, code: 'gw_err_unauthenticated' },
+    error: {
+      message: 'missing API key',
+      type: 'authentication_error',
+      param: null,
+      code: 'gw_err_unauthenticated',
+    },
   });
-  assert.equal(parse(errorResponse(new GwError('GW_ERR_RATE_LIMITED'), 'openai').body).error.type, 'requests');
-  assert.equal(parse(errorResponse(new GwError('GW_ERR_UPSTREAM_CONNECT'), 'openai').body).error.type, 'server_error');
+  assert.equal(
+    parse(errorResponse(new GwError('GW_ERR_RATE_LIMITED'), 'openai').body).error.type,
+    'requests',
+  );
+  assert.equal(
+    parse(errorResponse(new GwError('GW_ERR_UPSTREAM_CONNECT'), 'openai').body).error.type,
+    'server_error',
+  );
 });
 
 test('Anthropic: the documented error envelope and types', () => {

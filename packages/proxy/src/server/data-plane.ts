@@ -294,6 +294,12 @@ export class DataPlane {
         obs.responseBodyEnd(ctx);
       }
     }
+    if (answer.body.length === 0 && 'stream' in res) {
+      // No body on HTTP/2: one HEADERS frame that ends the stream (gRPC's trailers-only answer), which
+      // the compatibility API cannot send.
+      res.stream.respond({ ':status': answer.status, ...answer.headers }, { endStream: true });
+      return;
+    }
     (res as ServerResponse).writeHead(answer.status, answer.headers);
     res.end(answer.body);
   }
