@@ -3,6 +3,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Writable } from 'node:stream';
+import type { TraceEvent } from '@gw/api';
 import type { Logger } from 'pino';
 import type { ProxyIR } from '../config/ir.ts';
 import { errorFormatFor, errorResponse, GwError } from '../errors.ts';
@@ -22,7 +23,6 @@ import { pump } from '../pipeline/pump.ts';
 import { compileRules, decide, type Rule } from '../policies/authorization/decision.ts';
 import type { CompiledMatch } from '../routing/match.ts';
 import { type CompiledRoute, compileTable, type RoutingTable, selectListener } from '../routing/table.ts';
-import type { TraceEvent } from '../trace/events.ts';
 import { TraceSource } from '../trace/source.ts';
 import { PoolRegistry } from '../upstream/pools.ts';
 import { BindServer } from './bind-server.ts';

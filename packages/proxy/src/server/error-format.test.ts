@@ -53,7 +53,7 @@ ${route('limited', '{localRateLimit: [{maxTokens: 1, tokensPerFill: 1, fillInter
 ${route('down', '{}')}
 `);
   const Ctor = makeGenericClientConstructor(Echo, 'Echo');
-  client = new Ctor(`127.0.0.1:${proxy.port()}`, credentials.createInsecure()) as typeof client;
+  client = new Ctor(`127.0.0.1:${proxy.port()}`, credentials.createInsecure()) as unknown as typeof client;
 });
 
 after(async () => {

@@ -2,6 +2,7 @@
 // values of sensitive headers redacted (checked at every snapshot, so a header added by a policy is
 // caught too), body snapshots taken from the chunks as they pass, never by buffering the body.
 
+import type { RequestSnapshotState, TraceEvent } from '@gw/api';
 import type { GwError } from '../errors.ts';
 import type { Headers } from '../pipeline/context.ts';
 import type {
@@ -14,7 +15,6 @@ import type {
   UpstreamInfo,
   UpstreamResult,
 } from '../pipeline/observer.ts';
-import type { RequestSnapshotState, TraceEvent } from './events.ts';
 import { redactPolicies } from './redact.ts';
 
 export const BODY_SNAPSHOT_LIMIT = 64 * 1024;

@@ -1,9 +1,10 @@
 // Claims requests for debug-trace subscribers: each armed subscription takes the next request (that
 // matches its CEL expression) served by any worker; the first worker to flip the subscription's
 // shared flag wins, so exactly one request is traced per subscription.
+
+import type { TraceEvent } from '@gw/api';
 import { type CelProgram, celTrue, compileCel } from '../cel/cel.ts';
 import type { ObservedRequest, ObserverSource, RequestObserver } from '../pipeline/observer.ts';
-import type { TraceEvent } from './events.ts';
 import { TraceRecorder } from './recorder.ts';
 
 interface TraceArm {
