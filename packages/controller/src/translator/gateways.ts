@@ -3,6 +3,7 @@
 // must agree on protocol and differ by hostname (else Conflicted); HTTPS listeners need a readable
 // certificate Secret (else ResolvedRefs False); a ListenerSet attaches only where its Gateway's
 // allowedListeners lets it.
+import { bad, ok } from './conditions.ts';
 import type { Condition, KubeObject, Lookup } from './types.ts';
 
 export const GATEWAY_GROUP = 'gateway.networking.k8s.io';
@@ -43,22 +44,6 @@ export interface GatewayInfo {
   listeners: ListenerInfo[];
   listenerSets: { object: KubeObject; listeners: ListenerInfo[]; accepted: Condition }[];
 }
-
-const ok = (type: string, reason: string, message: string, generation?: number): Condition => ({
-  type,
-  status: 'True',
-  reason,
-  message,
-  ...(generation === undefined ? {} : { observedGeneration: generation }),
-});
-const bad = (type: string, reason: string, message: string, generation?: number): Condition => ({
-  type,
-  status: 'False',
-  reason,
-  message,
-  ...(generation === undefined ? {} : { observedGeneration: generation }),
-});
-export const condition = { ok, bad };
 
 export function matchesLabels(
   labels: Record<string, string> | undefined,

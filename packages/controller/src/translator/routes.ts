@@ -3,10 +3,11 @@
 // by sectionName or port), the listener must allow the route's namespace and kind, and hostnames must
 // intersect. Backends are Services (reached by their cluster DNS name) or GwBackends; a reference to
 // another namespace needs a ReferenceGrant there; a rule with no usable backend answers 500.
-import { condition, GATEWAY_GROUP, type GatewayInfo, type ListenerInfo, matchesLabels } from './gateways.ts';
+import type { Reason } from '@gw/api/status/reasons';
+import { bad, ok } from './conditions.ts';
+import { GATEWAY_GROUP, type GatewayInfo, type ListenerInfo, matchesLabels } from './gateways.ts';
+import type { Grants } from './grants.ts';
 import type { Condition, KubeObject, Lookup } from './types.ts';
-
-const { ok, bad } = condition;
 export const GW_GROUP = 'gw.dev';
 
 interface ParentRef {
@@ -70,7 +71,7 @@ interface HttpRule {
 
 export interface RouteContext {
   lookup: Lookup;
-  grants: (fromKind: string, fromNs: string, toKind: string, toNs: string, toName: string) => boolean;
+  grants: Grants;
   controllerName: string;
   clusterDomain: string;
   /** GwBackends usable as route backends: `<ns>/<name>` → problem (undefined when usable). */
@@ -197,7 +198,7 @@ function resolveBackends(route: KubeObject, rule: HttpRule, ctx: RouteContext): 
   const ns = route.metadata.namespace ?? 'default';
   const gen = route.metadata.generation;
   const out: ResolvedBackends = { backends: [], gwBackends: [] };
-  const fail = (reason: string, message: string) => {
+  const fail = (reason: Reason<'ResolvedRefs'>, message: string) => {
     out.problem ??= bad('ResolvedRefs', reason, message, gen);
   };
   for (const ref of rule.backendRefs ?? []) {

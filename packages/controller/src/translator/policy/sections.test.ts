@@ -9,9 +9,12 @@ import { BackendPolicies, FrontendPolicies, TrafficPolicies } from '@gw/api';
 import { validateResource } from '@gw/api/crd/crds';
 import type { GwBackendSpec } from '@gw/api/crd/gwbackend';
 import type { GwPolicySpec } from '@gw/api/crd/gwpolicy';
-import { inMemoryLookup } from './lookup.ts';
-import { backendPolicy, DENY_ALL, EMPTY_JWKS, frontendPolicy, trafficPolicy } from './policies.ts';
-import type { KubeObject } from './types.ts';
+import { inMemoryLookup } from '../lookup.ts';
+import type { KubeObject } from '../types.ts';
+import { backendPolicy } from './backend.ts';
+import { DENY_ALL, EMPTY_JWKS } from './context.ts';
+import { frontendPolicy } from './frontend.ts';
+import { trafficPolicy } from './traffic.ts';
 
 const NS = 'apps';
 const TARGET = { targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'gw' }] };
@@ -280,8 +283,8 @@ describe('traffic.jwtAuthentication → jwtAuth', () => {
     );
   });
 
-  test('a Service without the port, an inline JWKS that is not one, cacheDuration and mcp are problems', () => {
-    traffic(
+  test('a Service without the port, cacheDuration and mcp are problems; an inline JWKS that is not one is invalid', () => {
+    const r = traffic(
       {
         jwtAuthentication: {
           providers: [
@@ -306,10 +309,15 @@ describe('traffic.jwtAuthentication → jwtAuth', () => {
         'traffic.jwtAuthentication.mcp is not supported by this gw build yet',
         'traffic.jwtAuthentication.providers[0].jwks.remote.cacheDuration is not supported by this gw build yet',
         'traffic.jwtAuthentication.providers[0].jwks.remote.backendRef: service "idp" has no port 81',
-        'traffic.jwtAuthentication.providers[1].jwks.inline: is not a JSON object with a "keys" list',
         'traffic.jwtAuthentication: a provider has no usable keys: tokens it issued are rejected and the mode is Strict',
       ],
     );
+    assert.deepEqual(r.invalid, [
+      {
+        path: ['spec', 'traffic', 'jwtAuthentication', 'providers', 1, 'jwks', 'inline'],
+        message: 'JWKS must be a JSON object with a "keys" list',
+      },
+    ]);
   });
 });
 
@@ -328,7 +336,7 @@ describe('traffic.basicAuthentication → basicAuth', () => {
     );
   });
 
-  test('secretRef with a key; a line that is not htpasswd is skipped without showing it', () => {
+  test('secretRef with a key; a line the proxy cannot verify is skipped without showing it', () => {
     traffic(
       {
         basicAuthentication: {
@@ -346,7 +354,7 @@ describe('traffic.basicAuthentication → basicAuth', () => {
         },
       },
       [
-        'traffic.basicAuthentication.secretRef: secret "creds" key "users" line 2 is not an htpasswd line <user>:<hash> (MD5, bcrypt, SHA-1 or crypt); it is skipped',
+        'traffic.basicAuthentication.secretRef: secret "creds" key "users" line 2: user bob: unsupported or plain-text password (use bcrypt, MD5 ($apr1$), SHA-1 or crypt hashes); it is skipped',
       ],
     );
   });
@@ -687,6 +695,7 @@ describe('backend → BackendPolicies', () => {
         http: { version: 'HTTP2', requestTimeout: '30s' },
       },
       problems: [],
+      invalid: [],
       failClosed: false,
     });
   });
@@ -719,6 +728,7 @@ describe('backend → BackendPolicies', () => {
         },
       },
       problems: [],
+      invalid: [],
       failClosed: false,
     });
   });
@@ -747,6 +757,7 @@ describe('backend → BackendPolicies', () => {
     assert.deepEqual(backend(backendSpec({ tls: { caCertificateRefs: [{ name: 'ca' }] } }), []), {
       policies: { backendTLS: {} },
       problems: ['backend.tls.caCertificateRefs[0]: configmap "ca" not found'],
+      invalid: [],
       failClosed: true,
     });
     assert.deepEqual(
@@ -756,6 +767,7 @@ describe('backend → BackendPolicies', () => {
       {
         policies: { backendTLS: {} },
         problems: ['backend.tls.mtlsCertificateRef[0]: secret "client" has no key "tls.key"'],
+        invalid: [],
         failClosed: true,
       },
     );
@@ -766,6 +778,7 @@ describe('backend → BackendPolicies', () => {
       {
         policies: { backendTLS: {} },
         problems: ['backend.tls.caCertificateRefs[0]: secret "ca" key "ca.crt" is not PEM'],
+        invalid: [],
         failClosed: true,
       },
     );
@@ -792,6 +805,7 @@ describe('backend → BackendPolicies', () => {
         'backend.tls.keyExchangeGroups is not supported by this gw build yet',
         'backend.tls.certificateSource SPIFFE is not supported by this gw build yet',
       ],
+      invalid: [],
       failClosed: true,
     });
   });
@@ -805,6 +819,7 @@ describe('backend → BackendPolicies', () => {
     assert.deepEqual(r, {
       policies: { backendTLS: { hostname: 'api.internal' } },
       problems: ['policies.tunnel is not supported by this gw build yet'],
+      invalid: [],
       failClosed: false,
     });
   });
@@ -835,7 +850,7 @@ describe('frontend → FrontendPolicies', () => {
       accessLog: { filter: 'response.code >= 400', add: { user: 'jwt.sub' }, remove: ['request.headers'] },
       http: { maxBufferSize: '4Mi', http1IdleTimeout: '60s', http2KeepaliveInterval: '30s' },
     };
-    assert.deepEqual(r, { policies: expected, problems: [] });
+    assert.deepEqual(r, { policies: expected, problems: [], invalid: [] });
     assert.ok(FrontendPolicies.safeParse(r.policies).success);
   });
 
@@ -861,8 +876,84 @@ describe('frontend → FrontendPolicies', () => {
         'frontend.http.http1MaxHeaders is not supported by this gw build yet',
         'frontend.http.http2KeepaliveTimeout is not supported by this gw build yet',
       ],
+      invalid: [],
     });
     assert.ok(FrontendPolicies.safeParse(r.policies).success);
+  });
+});
+
+describe("@gw/api's checks, at the CRD's field paths", () => {
+  const invalid = (r: { invalid: { path: readonly (string | number)[]; message: string }[] }) =>
+    r.invalid.map((p) => `${p.path.join('.')}: ${p.message.replace(/: .*/s, '')}`);
+  const svc = service('authz', [{ port: 9000 }]);
+
+  test('traffic: authorization, token locations, ext_authz, rate limit descriptors, delay, users', () => {
+    const r = trafficPolicy(
+      trafficSpec({
+        authorization: { policy: { matchExpressions: ['true', 'request.path.startsWith('] } },
+        apiKeyAuthentication: { secretRef: { name: 'k' }, location: { expression: 'request.headers[' } },
+        extAuth: {
+          backendRef: { name: 'authz', port: 9000 },
+          http: { path: 'nosuchvar', allowedRequestHeaders: [':authority'] },
+        },
+        rateLimit: {
+          global: {
+            backendRef: { name: 'authz', port: 9000 },
+            domain: 'd',
+            descriptors: [
+              {
+                entries: [
+                  { name: 'a', expression: 'request.path' },
+                  { name: 'b', expression: '(' },
+                ],
+              },
+            ],
+          },
+        },
+        delay: { duration: 'not a duration +' },
+        basicAuthentication: { users: ['alice:$2y$05$tooshort'] },
+      }),
+      NS,
+      inMemoryLookup([svc, secret('k', { a: 'key-a' })]),
+    );
+    assert.deepEqual(invalid(r), [
+      'spec.traffic.authorization.policy.matchExpressions.1: invalid CEL expression',
+      'spec.traffic.basicAuthentication.users.0: user alice',
+      'spec.traffic.apiKeyAuthentication.location.expression: invalid CEL expression',
+      'spec.traffic.extAuth.http.path: invalid CEL expression',
+      'spec.traffic.extAuth.http.allowedRequestHeaders.0: pseudo-header :authority cannot be sent over HTTP',
+      'spec.traffic.rateLimit.global.descriptors.0.entries.1.expression: invalid CEL expression',
+      'spec.traffic.delay.duration: invalid CEL expression',
+    ]);
+  });
+
+  test('an ext_authz without a Service to call is still checked', () => {
+    const r = trafficPolicy(
+      trafficSpec({
+        extAuth: { backendRef: { group: 'x', kind: 'Y', name: 'n' }, grpc: { requestMetadata: { a: '(' } } },
+      }),
+      NS,
+      inMemoryLookup([]),
+    );
+    assert.deepEqual(invalid(r), ['spec.traffic.extAuth.grpc.requestMetadata.a: invalid CEL expression']);
+    assert.deepEqual(r.policies, { authorization: denyAll });
+  });
+
+  test('frontend: network authorization and access log attributes', () => {
+    const r = frontendPolicy(
+      frontendSpec({
+        networkAuthorization: {
+          policy: { matchExpressions: ['cidr("10.0.0.0/8").containsIP(source.address) &&'] },
+        },
+        accessLog: { filter: 'true', attributes: { add: [{ name: 'u', expression: 'jwt.' }] } },
+      }),
+      NS,
+      inMemoryLookup([]),
+    );
+    assert.deepEqual(invalid(r), [
+      'spec.frontend.networkAuthorization.policy.matchExpressions.0: invalid CEL expression',
+      'spec.frontend.accessLog.attributes.add.0.expression: invalid CEL expression',
+    ]);
   });
 });
 

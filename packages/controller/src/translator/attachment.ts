@@ -1,0 +1,297 @@
+// GwPolicy attachment: each policy is validated and its sections mapped once, then attached to its
+// targets (Gateways or their listeners, HTTPRoutes/GRPCRoutes, GwBackends) as Policy resources of the
+// Gateways those targets belong to, with an ancestor status per target.
+//
+// A policy the schema or @gw/api's checks refuse is not attached: Accepted and Attached are False
+// with reason Invalid and the field paths at fault, and the rest of the Gateway's configuration ships
+// without it. A refused policy that would have controlled access (authorization, authentication,
+// ext_authz, network authorization) leaves a deny-all rule on its targets instead, so a typo in a
+// rule never opens what the rule was meant to close.
+import type { BackendPolicies, Problem, TrafficPolicies } from '@gw/api';
+import { validateResource } from '@gw/api/crd/crds';
+import type { GwPolicySpec } from '@gw/api/crd/gwpolicy';
+import { formatError } from '@gw/api/crd/validate';
+import type { BackendInfo } from './backends.ts';
+import { bad, ok } from './conditions.ts';
+import { GATEWAY_GROUP, type GatewayInfo, key } from './gateways.ts';
+import { backendPolicy } from './policy/backend.ts';
+import { denyAll } from './policy/context.ts';
+import { frontendPolicy } from './policy/frontend.ts';
+import type { BackendPolicyResult, PolicyResult } from './policy/result.ts';
+import type { FrontendPolicies } from './policy/spec.ts';
+import { ACCESS_CONTROL, trafficPolicy } from './policy/traffic.ts';
+import { describeProblems } from './problems.ts';
+import { GW_GROUP, type RouteResult } from './routes.ts';
+import type { Condition, KubeObject, Lookup, NamedResource, StatusUpdate } from './types.ts';
+
+interface TargetRef {
+  group: string;
+  kind: string;
+  name: string;
+  sectionName?: string;
+  port?: number;
+}
+
+/** A GwPolicy after validation and mapping, before attachment. */
+export interface CheckedPolicy {
+  object: KubeObject;
+  validation: ReturnType<typeof validateResource>;
+  traffic?: PolicyResult<TrafficPolicies>;
+  frontend?: PolicyResult<FrontendPolicies>;
+  backend?: BackendPolicyResult<BackendPolicies>;
+  /** What @gw/api's checks refused in any section. */
+  invalid: Problem[];
+}
+
+/** Validates every GwPolicy and maps its sections, once. */
+export function checkPolicies(objects: KubeObject[], lookup: Lookup): CheckedPolicy[] {
+  return objects
+    .filter((o) => o.kind === 'GwPolicy')
+    .map((p) => {
+      const validation = validateResource(p);
+      const checked: CheckedPolicy = { object: p, validation, invalid: [] };
+      if (!validation.ok) return checked;
+      const spec = validation.spec as GwPolicySpec;
+      const ns = p.metadata.namespace ?? 'default';
+      if (spec.traffic) checked.traffic = trafficPolicy(spec.traffic, ns, lookup);
+      if (spec.frontend) checked.frontend = frontendPolicy(spec.frontend, ns, lookup);
+      if (spec.backend) checked.backend = backendPolicy(spec.backend, ns, lookup);
+      checked.invalid = [
+        ...(checked.traffic?.invalid ?? []),
+        ...(checked.frontend?.invalid ?? []),
+        ...(checked.backend?.invalid ?? []),
+      ];
+      return checked;
+    });
+}
+
+/**
+ * A GwPolicy backend section that cannot be honoured (e.g. a CA that is missing) makes its GwBackend
+ * unusable rather than letting traffic go out without it.
+ */
+export function failClosedBackends(policies: CheckedPolicy[], backends: Map<string, BackendInfo>): void {
+  for (const c of policies) {
+    if (!c.validation.ok || !c.backend?.failClosed || c.invalid.length > 0) continue;
+    const spec = c.validation.spec as { targetRefs?: TargetRef[] };
+    const ns = c.object.metadata.namespace ?? 'default';
+    for (const t of spec.targetRefs ?? []) {
+      const b = t.group === GW_GROUP && t.kind === 'GwBackend' ? backends.get(`${ns}/${t.name}`) : undefined;
+      if (!b?.usable) continue;
+      b.usable = false;
+      b.accepted = bad(
+        'Accepted',
+        'InvalidReference',
+        `GwPolicy ${key(c.object)}: ${c.backend.problems.join('; ')}`,
+        b.object.metadata.generation,
+      );
+    }
+  }
+}
+
+export interface AttachContext {
+  objects: KubeObject[];
+  gateways: GatewayInfo[];
+  routes: RouteResult;
+  backends: Map<string, BackendInfo>;
+  controllerName: string;
+}
+
+export interface Attachments {
+  /** Policy resources per Gateway key. */
+  resources: { gateway: string; resource: NamedResource }[];
+  /** Gateway key → merged frontend policies. */
+  frontends: Map<string, Record<string, unknown>>;
+  /** GwBackend key → backend policies from GwPolicies (inline GwBackend policies win over these). */
+  backendExtra: Map<string, Record<string, unknown>>;
+  statuses: StatusUpdate[];
+}
+
+/** Attaches every checked policy to its targets; the oldest policy wins a field two of them set. */
+export function attachPolicies(policies: CheckedPolicy[], ctx: AttachContext): Attachments {
+  const out: Attachments = { resources: [], frontends: new Map(), backendExtra: new Map(), statuses: [] };
+  const sorted = [...policies].sort(
+    // newest first: later layers override earlier ones in the proxy, so the oldest policy wins
+    (a, b) =>
+      (b.object.metadata.creationTimestamp ?? '').localeCompare(a.object.metadata.creationTimestamp ?? '') ||
+      key(a.object).localeCompare(key(b.object)),
+  );
+  sorted.forEach((c, order) => {
+    attachOne(c, order, ctx, out);
+  });
+  return out;
+}
+
+function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Attachments): void {
+  const p = c.object;
+  const ns = p.metadata.namespace ?? 'default';
+  const gen = p.metadata.generation;
+  const v = c.validation;
+  const ancestors: Record<string, unknown>[] = [];
+  const ancestor = (t: TargetRef, conditions: Condition[]) =>
+    ancestors.push({
+      ancestorRef: {
+        group: t.group,
+        kind: t.kind,
+        namespace: ns,
+        name: t.name,
+        ...(t.sectionName ? { sectionName: t.sectionName } : {}),
+        ...(t.port ? { port: t.port } : {}),
+      },
+      controllerName: ctx.controllerName,
+      conditions,
+    });
+  const raw = p.spec as { targetRefs?: TargetRef[] };
+  if (!v.ok) {
+    const message = v.errors.map(formatError).join('; ');
+    for (const t of raw?.targetRefs ?? []) {
+      ancestor(t, [
+        bad('Accepted', 'Invalid', message, gen),
+        bad('Attached', 'Invalid', 'not attached: the policy is invalid', gen),
+      ]);
+    }
+    out.statuses.push({ kind: 'GwPolicy', namespace: ns, name: p.metadata.name, status: { ancestors } });
+    return;
+  }
+  const spec = v.spec as GwPolicySpec;
+  const targets = resolveTargets(spec, ctx.objects, ns);
+  let traffic = c.traffic?.policies;
+  let frontend = c.frontend?.policies;
+  let backend = c.backend?.policies;
+  let accepted = ok('Accepted', 'Accepted', 'valid', gen);
+  let attached = (targetDesc: string, problems: string[]) =>
+    problems.length === 0
+      ? ok('Attached', 'Attached', `attached to ${targetDesc}`, gen)
+      : ok('Attached', 'PartiallyAttached', `attached to ${targetDesc} without: ${problems.join('; ')}`, gen);
+  if (c.invalid.length > 0) {
+    const message = describeProblems(c.invalid);
+    const denyTraffic =
+      spec.traffic !== undefined && ACCESS_CONTROL.some((k) => spec.traffic?.[k] !== undefined);
+    const denyFrontend = spec.frontend?.networkAuthorization !== undefined;
+    traffic = denyTraffic ? { authorization: denyAll() } : undefined;
+    frontend = denyFrontend ? { networkAuthorization: denyAll() } : undefined;
+    backend = undefined;
+    const denied = denyTraffic || denyFrontend ? '; until it is fixed, its targets deny every request' : '';
+    accepted = bad('Accepted', 'Invalid', message, gen);
+    attached = () => bad('Attached', 'Invalid', `not attached: ${message}${denied}`, gen);
+  }
+  const sectionProblems = [
+    ...(c.traffic?.problems ?? []),
+    ...(c.frontend?.problems ?? []),
+    ...(c.backend?.problems ?? []),
+  ];
+  for (const [ti, t] of targets.entries()) {
+    const problems = [...sectionProblems];
+    const notAttached = (reason: 'TargetNotFound' | 'Unsupported', message: string) => {
+      ancestor(t, [accepted, bad('Attached', reason, message, gen)]);
+    };
+    const name = `policy/${String(order).padStart(4, '0')}/${ns}/${p.metadata.name}/${ti}`;
+    /** The traffic section as a Policy resource for `target`, in each of `gatewayKeys`. */
+    const attachTraffic = (gatewayKeys: Iterable<string>, target: Record<string, string>) => {
+      if (!traffic || Object.keys(traffic).length === 0) return;
+      const policy = { name: `${ns}/${p.metadata.name}`, target, traffic };
+      for (const gateway of gatewayKeys)
+        out.resources.push({ gateway, resource: { name, resource: { policy } } });
+    };
+    if (t.group === GATEWAY_GROUP && t.kind === 'Gateway') {
+      const g = ctx.gateways.find((x) => x.key === `${ns}/${t.name}`);
+      if (!g) {
+        notAttached('TargetNotFound', `Gateway ${ns}/${t.name} not found or not of a gw GatewayClass`);
+        continue;
+      }
+      const listener = t.sectionName
+        ? [...g.listeners, ...g.listenerSets.flatMap((s) => s.listeners)].find(
+            (l) => l.name === t.sectionName,
+          )
+        : undefined;
+      if (t.sectionName && !listener) {
+        notAttached('TargetNotFound', `Gateway ${g.key} has no listener ${t.sectionName}`);
+        continue;
+      }
+      attachTraffic([g.key], listener ? { listener: `${g.key}/${listener.name}` } : { gateway: g.key });
+      if (frontend) {
+        if (t.port || t.sectionName)
+          problems.push('frontend policies apply to every port of the Gateway in this build');
+        // newest first, so assigning in order leaves the oldest value of each field
+        out.frontends.set(g.key, {
+          ...(out.frontends.get(g.key) ?? {}),
+          ...(frontend as Record<string, unknown>),
+        });
+      }
+      if (backend) problems.push('backend policies attach to GwBackends only in this build');
+      ancestor(t, [
+        accepted,
+        attached(`Gateway ${g.key}${listener ? ` listener ${listener.name}` : ''}`, problems),
+      ]);
+    } else if (t.group === GATEWAY_GROUP && (t.kind === 'HTTPRoute' || t.kind === 'GRPCRoute')) {
+      const rules = ctx.routes.rules.filter(
+        (r) => r.route.kind === t.kind && key(r.route) === `${ns}/${t.name}`,
+      );
+      if (rules.length === 0) {
+        notAttached('TargetNotFound', `${t.kind} ${ns}/${t.name} not found or not attached to a gw Gateway`);
+        continue;
+      }
+      if (t.sectionName) {
+        notAttached(
+          'Unsupported',
+          'targeting one rule of a route (sectionName) is not supported by this gw build yet',
+        );
+        continue;
+      }
+      if (backend) problems.push('backend policies attach to GwBackends only in this build');
+      if (frontend) problems.push('frontend policies attach to Gateways only');
+      attachTraffic(new Set(rules.map((r) => r.gateway)), { route: `${ns}/${t.name}` });
+      ancestor(t, [accepted, attached(`${t.kind} ${ns}/${t.name}`, problems)]);
+    } else if (t.group === GW_GROUP && t.kind === 'GwBackend') {
+      const b = ctx.backends.get(`${ns}/${t.name}`);
+      if (!b) {
+        notAttached('TargetNotFound', `GwBackend ${ns}/${t.name} not found`);
+        continue;
+      }
+      if (!b.usable) {
+        notAttached('TargetNotFound', `GwBackend ${ns}/${t.name} is not usable: ${b.accepted.message}`);
+        continue;
+      }
+      if (backend)
+        out.backendExtra.set(b.key, {
+          ...(out.backendExtra.get(b.key) ?? {}),
+          ...(backend as Record<string, unknown>),
+        });
+      attachTraffic(
+        new Set(ctx.routes.rules.filter((r) => r.backends.includes(b.key)).map((r) => r.gateway)),
+        { backend: b.key },
+      );
+      if (frontend) problems.push('frontend policies attach to Gateways only');
+      ancestor(t, [accepted, attached(`GwBackend ${b.key}`, problems)]);
+    } else {
+      notAttached(
+        'Unsupported',
+        `targets of kind ${t.group ? `${t.group}/` : ''}${t.kind} are not supported (Gateway, HTTPRoute, GRPCRoute, gw.dev/GwBackend)`,
+      );
+    }
+  }
+  out.statuses.push({
+    kind: 'GwPolicy',
+    namespace: ns,
+    name: p.metadata.name,
+    status: { ancestors: ancestors.slice(0, 16) },
+  });
+}
+
+/** targetRefs, plus every object of a selector's kind in the policy's namespace with its labels. */
+function resolveTargets(spec: GwPolicySpec, objects: KubeObject[], ns: string): TargetRef[] {
+  const targets: TargetRef[] = [...((spec.targetRefs ?? []) as TargetRef[])];
+  for (const sel of spec.targetSelectors ?? []) {
+    for (const o of objects) {
+      if (o.kind !== sel.kind || (o.metadata.namespace ?? 'default') !== ns) continue;
+      if (!Object.entries(sel.matchLabels).every(([k, val]) => o.metadata.labels?.[k] === val)) continue;
+      targets.push({
+        group: sel.group,
+        kind: sel.kind,
+        name: o.metadata.name,
+        ...(sel.sectionName ? { sectionName: sel.sectionName } : {}),
+        ...(sel.port ? { port: sel.port } : {}),
+      });
+    }
+  }
+  return targets;
+}

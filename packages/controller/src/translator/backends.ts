@@ -1,0 +1,92 @@
+// GwBackends → the backend each route may use (a host, a unix socket or the dynamic forward proxy),
+// its inline policies in the standalone shape, and its Accepted condition. A backend is usable only
+// when it is valid, of a kind this build serves, and its connection settings can all be honoured.
+import { validateResource } from '@gw/api/crd/crds';
+import { formatError } from '@gw/api/crd/validate';
+import { bad, ok } from './conditions.ts';
+import { key } from './gateways.ts';
+import { backendPolicy } from './policy/backend.ts';
+import type { GwBackendPoliciesSpec } from './policy/spec.ts';
+import { describeProblems } from './problems.ts';
+import type { Condition, KubeObject, Lookup } from './types.ts';
+
+export interface BackendInfo {
+  key: string;
+  object: KubeObject;
+  target?: Record<string, unknown>;
+  /** Inline spec.policies in the standalone shape. */
+  policies: Record<string, unknown>;
+  problems: string[];
+  /** Whether routes may use it. */
+  usable: boolean;
+  accepted: Condition;
+}
+
+export function collectBackends(objects: KubeObject[], lookup: Lookup): Map<string, BackendInfo> {
+  const out = new Map<string, BackendInfo>();
+  for (const o of objects.filter((x) => x.kind === 'GwBackend')) {
+    const ns = o.metadata.namespace ?? 'default';
+    const gen = o.metadata.generation;
+    const info: BackendInfo = {
+      key: key(o),
+      object: o,
+      policies: {},
+      problems: [],
+      usable: false,
+      accepted: ok('Accepted', 'Accepted', 'accepted', gen),
+    };
+    out.set(info.key, info);
+    const v = validateResource(o);
+    if (!v.ok) {
+      info.accepted = bad('Accepted', 'Invalid', v.errors.map(formatError).join('; '), gen);
+      continue;
+    }
+    const spec = v.spec as {
+      static?: { host?: string; port?: number; unixPath?: string };
+      a2a?: { host: string; port: number };
+      dynamicForwardProxy?: object;
+      ai?: unknown;
+      mcp?: unknown;
+      aws?: unknown;
+      policies?: GwBackendPoliciesSpec;
+    };
+    if (spec.static?.unixPath) info.target = { host: { host: `unix:${spec.static.unixPath}`, port: 0 } };
+    else if (spec.static) info.target = { host: { host: spec.static.host, port: spec.static.port } };
+    else if (spec.a2a) info.target = { host: { host: spec.a2a.host, port: spec.a2a.port } };
+    else if (spec.dynamicForwardProxy) info.target = { dynamic: {} };
+    else {
+      const kind = spec.ai ? 'ai' : spec.mcp ? 'mcp' : 'aws';
+      info.accepted = bad(
+        'Accepted',
+        'Unsupported',
+        `${kind} backends are not supported by this gw build yet`,
+        gen,
+      );
+      continue;
+    }
+    if (spec.policies) {
+      const p = backendPolicy(spec.policies, ns, lookup, 'policies');
+      if (p.invalid.length > 0) {
+        info.accepted = bad('Accepted', 'Invalid', describeProblems(p.invalid), gen);
+        continue;
+      }
+      info.policies = p.policies as Record<string, unknown>;
+      info.problems.push(...p.problems);
+      if (p.failClosed) {
+        // a connection setting that cannot be honoured (e.g. a missing CA) must not be dropped silently
+        info.accepted = bad('Accepted', 'InvalidReference', info.problems.join('; '), gen);
+        continue;
+      }
+    }
+    info.usable = true;
+    if (info.problems.length > 0) {
+      info.accepted = ok(
+        'Accepted',
+        'PartiallyAccepted',
+        `accepted without: ${info.problems.join('; ')}`,
+        gen,
+      );
+    }
+  }
+  return out;
+}

@@ -1,0 +1,46 @@
+// GwPolicy spec.backend and GwBackend spec.policies → BackendPolicies: one mapper per field
+// (backend/<field>.ts). A backend field without an entry here is a type error.
+import { checkBackendPolicies } from '@gw/api';
+import { http } from './backend/http.ts';
+import { tcp } from './backend/tcp.ts';
+import { tls } from './backend/tls.ts';
+import { MapContext } from './context.ts';
+import type { BackendPolicyResult } from './result.ts';
+import { mapSections, type SectionMap, unsupported } from './section.ts';
+import type { BackendPolicies, BackendSpec, GwBackendPoliciesSpec } from './spec.ts';
+
+export const BACKEND_SECTIONS = {
+  tcp,
+  http,
+  tls,
+  tunnel: unsupported,
+  auth: unsupported,
+  transformation: unsupported,
+  health: unsupported,
+  ai: unsupported,
+  mcp: unsupported,
+} satisfies SectionMap<BackendSpec, BackendPolicies>;
+
+/**
+ * GwPolicy spec.backend or GwBackend spec.policies → BackendPolicies. `field` prefixes the problems
+ * (default `backend`; `policies` for a GwBackend).
+ */
+export function backendPolicy(
+  spec: BackendSpec | GwBackendPoliciesSpec,
+  namespace: string,
+  lookup: MapContext['lookup'],
+  field = 'backend',
+): BackendPolicyResult<BackendPolicies> {
+  const ctx = new MapContext(namespace, lookup);
+  const out: BackendPolicies = {};
+  const at = { field, path: ['spec', field] };
+  mapSections(BACKEND_SECTIONS, spec as BackendSpec, ctx, out, at);
+  // the standalone calls the TLS settings backendTLS; the CRD calls them tls
+  ctx.check(
+    checkBackendPolicies(out, at.path).map((p) => ({
+      ...p,
+      path: p.path.map((s, i) => (i === at.path.length && s === 'backendTLS' ? 'tls' : s)),
+    })),
+  );
+  return { policies: out, problems: ctx.problems, invalid: ctx.invalid, failClosed: ctx.failClosed };
+}

@@ -1,0 +1,206 @@
+// What every GwPolicy section mapper shares: the namespace and the snapshot to resolve references in,
+// the problems found so far, and the helpers that resolve Secrets, ConfigMaps and Services.
+//
+// Rules chosen here (the CRDs leave them to the implementation):
+// - A Service backendRef becomes `<name>.<namespace>.svc.cluster.local:<port>` (ext_authz, rate limit
+//   service); a JWKS backendRef becomes the URL `http://<that>` (`https://` when the Service port says
+//   appProtocol https or is 443). JWKS remote has no path field, so the keys must be served at `/`.
+// - Enum values are written in the standalone's agentgateway spelling (`strict`, `failOpen`).
+// - Fail closed, per policy, when a referenced Secret/ConfigMap/Service or key is missing:
+//   JWT: the provider gets an empty JWKS (its tokens are rejected, 401) and the mode becomes strict;
+//   API key: no keys and mode strict (401); ext_authz: failureMode failClosed (or, with no address at
+//   all, the deny-all rule below); basic auth: the standalone loader requires users or htpasswd and has
+//   no "nobody" form, so the policy is left out and an authorization rule `Deny: true` is added (403).
+//   Backend settings cannot express "refuse": `failClosed` tells the caller not to use the backend.
+// - What @gw/api's checks refuse (a CEL expression that does not compile, a JWKS that is not one, …)
+//   makes the whole policy invalid: `invalid` collects those problems at their CRD field paths.
+import type { FieldPath, Problem, TrafficPolicies } from '@gw/api';
+import type { Lookup } from '../types.ts';
+
+export const CLUSTER_DOMAIN = 'cluster.local';
+/** An authorization block that denies every request: the fail-closed form when nothing else can say so. */
+export const DENY_ALL = { action: 'Deny', policy: { matchExpressions: ['true'] } } as const;
+/** A JWKS no token verifies against. */
+export const EMPTY_JWKS = '{"keys":[]}';
+
+export class MapContext {
+  /** What could not be translated, each prefixed with its field path (the policy still attaches). */
+  readonly problems: string[] = [];
+  /** What @gw/api's checks refused, at CRD field paths (the policy does not attach). */
+  readonly invalid: Problem[] = [];
+  /** A backend setting that cannot be honoured: the backend must not be used. */
+  failClosed = false;
+  readonly namespace: string;
+  readonly lookup: Lookup;
+  constructor(namespace: string, lookup: Lookup) {
+    this.namespace = namespace;
+    this.lookup = lookup;
+  }
+  problem(field: string, message: string): void {
+    this.problems.push(`${field}: ${message}`);
+  }
+  unsupported(field: string): void {
+    this.problems.push(`${field} is not supported by this gw build yet`);
+  }
+  /** Reports every key of `block` the caller did not translate. */
+  rest(field: string, block: object, handled: readonly string[]): void {
+    for (const [k, v] of Object.entries(block)) {
+      if (v !== undefined && !handled.includes(k)) this.unsupported(`${field}.${k}`);
+    }
+  }
+  /** Records what a check of @gw/api found. */
+  check(problems: readonly Problem[]): void {
+    this.invalid.push(...problems);
+  }
+}
+
+/** Where a section is: its field for problem strings (`traffic.cors`) and its CRD path for checks. */
+export interface At {
+  field: string;
+  path: FieldPath;
+}
+
+/** `at` one level down. */
+export const below = (at: At, key: string): At => ({ field: `${at.field}.${key}`, path: [...at.path, key] });
+
+/** A copy without the keys whose value is undefined (the standalone shapes are strict objects). */
+export function defined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+export const lowerFirst = <S extends string>(s: S) =>
+  (s.charAt(0).toLowerCase() + s.slice(1)) as Uncapitalize<S>;
+
+export const quote = JSON.stringify;
+
+interface ObjectRef {
+  group?: string | undefined;
+  kind?: string | undefined;
+  name: string;
+}
+
+/** The decoded value of `key` in a Secret (base64 data) or a ConfigMap (plain data). */
+export function readKey(
+  ctx: MapContext,
+  field: string,
+  kind: 'Secret' | 'ConfigMap',
+  name: string,
+  key: string,
+): string | undefined {
+  const obj = ctx.lookup.get(kind, ctx.namespace, name);
+  const what = `${kind.toLowerCase()} ${quote(name)}`;
+  if (!obj) {
+    ctx.problem(field, `${what} not found`);
+    return undefined;
+  }
+  const raw = obj.data?.[key];
+  if (raw === undefined) {
+    ctx.problem(field, `${what} has no key ${quote(key)}`);
+    return undefined;
+  }
+  return kind === 'Secret' ? decodeBase64(raw) : raw;
+}
+
+/** Secret values are base64 in `data`. */
+export function decodeBase64(b64: string): string {
+  return Buffer.from(b64, 'base64').toString('utf8');
+}
+
+/** A LocalSecretObjectRef/LocalSecretKeyRef may name only a core Secret. */
+export function isSecretRef(ctx: MapContext, field: string, ref: ObjectRef): boolean {
+  if ((ref.group ?? '') === '' && (ref.kind ?? 'Secret') === 'Secret') return true;
+  ctx.problem(field, `only a Secret can be referenced, not ${quote(`${ref.group ?? ''}/${ref.kind ?? ''}`)}`);
+  return false;
+}
+
+export function isPem(ctx: MapContext, field: string, what: string, text: string): boolean {
+  // The loader reads a string without a PEM header as a file path: never hand it one from a Secret.
+  if (text.includes('-----BEGIN')) return true;
+  ctx.problem(field, `${what} is not PEM`);
+  return false;
+}
+
+interface BackendRef {
+  group: string;
+  kind: string;
+  name: string;
+  port?: number | undefined;
+}
+
+export interface ServiceAddress {
+  /** `<name>.<namespace>.svc.cluster.local:<port>` */
+  hostPort: string;
+  https: boolean;
+  /** false when the Service or its port is not in the snapshot (a problem was reported). */
+  resolved: boolean;
+}
+
+/** The in-cluster address of a Service backendRef; undefined when the reference cannot name one. */
+export function serviceAddress(ctx: MapContext, field: string, ref: BackendRef): ServiceAddress | undefined {
+  if (ref.group !== '' || ref.kind !== 'Service') {
+    ctx.problem(
+      field,
+      `backendRef kind ${quote(`${ref.group}/${ref.kind}`)} is not supported here; use a Service`,
+    );
+    return undefined;
+  }
+  if (ref.port === undefined) {
+    ctx.problem(field, 'backendRef port is required for a Service');
+    return undefined;
+  }
+  const hostPort = `${ref.name}.${ctx.namespace}.svc.${CLUSTER_DOMAIN}:${ref.port}`;
+  const svc = ctx.lookup.get('Service', ctx.namespace, ref.name);
+  if (!svc) {
+    ctx.problem(field, `service ${quote(ref.name)} not found`);
+    return { hostPort, https: ref.port === 443, resolved: false };
+  }
+  const ports = (
+    (svc.spec as { ports?: { port?: number; appProtocol?: string }[] } | undefined)?.ports ?? []
+  ).filter((p) => p.port === ref.port);
+  const port = ports[0];
+  if (!port) {
+    ctx.problem(field, `service ${quote(ref.name)} has no port ${ref.port}`);
+    return { hostPort, https: ref.port === 443, resolved: false };
+  }
+  const https =
+    port.appProtocol !== undefined ? port.appProtocol.toLowerCase() === 'https' : ref.port === 443;
+  return { hostPort, https, resolved: true };
+}
+
+/** Appends the deny-all block to the authorization of `out`. */
+export function addDenyAll(out: TrafficPolicies): void {
+  const deny = denyAll();
+  if (out.authorization === undefined) out.authorization = deny;
+  else out.authorization = [out.authorization, deny].flat();
+}
+
+/** A fresh copy of DENY_ALL (the output is mutable). */
+export const denyAll = () => ({
+  action: DENY_ALL.action,
+  policy: { matchExpressions: [...DENY_ALL.policy.matchExpressions] },
+});
+
+/**
+ * Name/value lists → the standalone's maps; a name listed twice keeps its last value. Header names
+ * compare case-insensitively, attribute names exactly.
+ */
+export function nameMap(
+  ctx: MapContext,
+  field: string,
+  list: { name: string; value: string }[],
+  what: 'header' | 'attribute',
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  const seen = new Map<string, string>();
+  for (const h of list) {
+    const id = what === 'header' ? h.name.toLowerCase() : h.name;
+    const earlier = seen.get(id);
+    if (earlier !== undefined) {
+      ctx.problem(field, `${what} ${quote(h.name)} is listed more than once; the last value is used`);
+      delete out[earlier];
+    }
+    seen.set(id, h.name);
+    out[h.name] = h.value;
+  }
+  return out;
+}

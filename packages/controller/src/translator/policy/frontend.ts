@@ -1,0 +1,31 @@
+// GwPolicy spec.frontend → FrontendPolicies: one mapper per field (frontend/<field>.ts). A frontend
+// field without an entry here is a type error.
+import { MapContext } from './context.ts';
+import { accessLog } from './frontend/access-log.ts';
+import { http } from './frontend/http.ts';
+import { networkAuthorization } from './frontend/network-authorization.ts';
+import type { PolicyResult } from './result.ts';
+import { mapSections, type SectionMap, unsupported } from './section.ts';
+import type { FrontendPolicies, FrontendSpec } from './spec.ts';
+
+export const FRONTEND_SECTIONS = {
+  networkAuthorization,
+  accessLog,
+  tcp: unsupported,
+  tls: unsupported,
+  http,
+  tracing: unsupported,
+} satisfies SectionMap<FrontendSpec, FrontendPolicies>;
+
+/** GwPolicy spec.frontend → FrontendPolicies. `field` prefixes the problems (default `frontend`). */
+export function frontendPolicy(
+  spec: FrontendSpec,
+  namespace: string,
+  lookup: MapContext['lookup'],
+  field = 'frontend',
+): PolicyResult<FrontendPolicies> {
+  const ctx = new MapContext(namespace, lookup);
+  const out: FrontendPolicies = {};
+  mapSections(FRONTEND_SECTIONS, spec, ctx, out, { field, path: ['spec', field] });
+  return { policies: out, problems: ctx.problems, invalid: ctx.invalid };
+}

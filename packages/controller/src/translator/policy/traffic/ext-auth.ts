@@ -1,0 +1,72 @@
+// spec.traffic.extAuth → extAuthz: a Service called over gRPC (Envoy ext_authz) or HTTP. With no
+// address to call every request is denied; a dangling Service forces FailClosed. Its CEL fields and
+// the headers it may send are checked like the standalone's.
+import { checkExtAuthz } from '@gw/api';
+import {
+  addDenyAll,
+  defined,
+  lowerFirst,
+  type MapContext,
+  type ServiceAddress,
+  serviceAddress,
+} from '../context.ts';
+import type { TrafficMapper, TrafficPolicies, TrafficSpec } from '../spec.ts';
+
+export const extAuth: TrafficMapper<'extAuth'> = {
+  map(spec, ctx, out, at) {
+    const svc = serviceAddress(ctx, `${at.field}.backendRef`, spec.backendRef);
+    const ext = extAuthz(ctx, at.field, spec, svc);
+    ctx.check(checkExtAuthz(ext, at.path));
+    if (svc) out.extAuthz = ext;
+    else {
+      ctx.problem(at.field, 'no authorization service to call: every request is denied');
+      addDenyAll(out);
+    }
+  },
+};
+
+type ExtAuthSpec = NonNullable<TrafficSpec['extAuth']>;
+type ExtAuthz = NonNullable<TrafficPolicies['extAuthz']>;
+
+/** The standalone form; without a Service address it is only checked, never shipped. */
+function extAuthz(
+  ctx: MapContext,
+  field: string,
+  spec: ExtAuthSpec,
+  svc: ServiceAddress | undefined,
+): ExtAuthz {
+  const host = svc?.hostPort ?? '';
+  let failureMode = lowerFirst(spec.failureMode);
+  if (svc && !svc.resolved && failureMode === 'failOpen') {
+    // FailOpen is for an outage of a service that exists; a dangling reference is a mistake.
+    ctx.problem(field, 'failureMode is FailClosed until the backendRef resolves');
+    failureMode = 'failClosed';
+  }
+  if (spec.grpc) {
+    const g = spec.grpc;
+    return {
+      grpc: defined({
+        host,
+        contextExtensions: g.contextExtensions && { ...g.contextExtensions },
+        requestMetadata: g.requestMetadata && { ...g.requestMetadata },
+        timeout: spec.timeout,
+      }),
+      failureMode,
+    };
+  }
+  const h = spec.http ?? {};
+  return {
+    http: defined({
+      host,
+      path: h.path,
+      redirect: h.redirect,
+      body: h.body,
+      allowedRequestHeaders: h.allowedRequestHeaders && [...h.allowedRequestHeaders],
+      addRequestHeaders: h.addRequestHeaders && { ...h.addRequestHeaders },
+      allowedResponseHeaders: h.allowedResponseHeaders && [...h.allowedResponseHeaders],
+      responseMetadata: h.responseMetadata && { ...h.responseMetadata },
+      timeout: spec.timeout,
+    }),
+    failureMode,
+  };
+}

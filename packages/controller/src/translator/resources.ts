@@ -1,0 +1,96 @@
+// Per Gateway: the xDS resources (binds per port, routes, the GwBackends its routes use, attached
+// policies, frontend policies), sorted by name, and the status of the Gateway and its ListenerSets.
+import type { Attachments } from './attachment.ts';
+import type { BackendInfo } from './backends.ts';
+import { bad, ok } from './conditions.ts';
+import { GATEWAY_GROUP, type GatewayInfo, gatewayStatus } from './gateways.ts';
+import type { RouteResult } from './routes.ts';
+import type { NamedResource, StatusUpdate } from './types.ts';
+
+export function gatewayResources(
+  g: GatewayInfo,
+  routes: RouteResult,
+  backends: Map<string, BackendInfo>,
+  attachments: Attachments,
+): NamedResource[] {
+  const resources: NamedResource[] = [];
+  const listeners = [...g.listeners, ...g.listenerSets.flatMap((s) => s.listeners)].filter((l) => l.ready);
+  const ports = [...new Set(listeners.map((l) => l.port))].sort((a, b) => a - b);
+  for (const port of ports) {
+    resources.push({
+      name: `bind/${port}`,
+      resource: {
+        bind: {
+          port,
+          listeners: listeners
+            .filter((l) => l.port === port)
+            .map((l) => ({
+              name: `${g.key}/${l.name}`,
+              gateway: g.key,
+              ...(l.hostname ? { hostname: l.hostname } : {}),
+              protocol: l.protocol,
+              ...(l.tls ? { tls: { certPem: l.tls.certPem, keyPem: l.tls.keyPem } } : {}),
+            })),
+        },
+      },
+    });
+  }
+  const rules = routes.rules.filter((r) => r.gateway === g.key);
+  for (const r of rules) resources.push(r.resource);
+  for (const bkey of [...new Set(rules.flatMap((r) => r.backends))].sort()) {
+    const b = backends.get(bkey);
+    if (!b?.target) continue;
+    // inline GwBackend policies win over GwPolicy backend sections for the same field
+    const merged = { ...(attachments.backendExtra.get(bkey) ?? {}), ...b.policies };
+    resources.push({
+      name: `backend/${bkey}`,
+      resource: {
+        backend: {
+          name: bkey,
+          ...b.target,
+          ...(Object.keys(merged).length > 0 ? { policies: merged } : {}),
+        },
+      },
+    });
+  }
+  for (const a of attachments.resources.filter((x) => x.gateway === g.key)) resources.push(a.resource);
+  const fe = attachments.frontends.get(g.key);
+  if (fe && Object.keys(fe).length > 0)
+    resources.push({ name: 'frontend', resource: { frontend: { policies: fe } } });
+  resources.sort((a, b) => a.name.localeCompare(b.name));
+  return resources;
+}
+
+/** The Gateway's status and each of its ListenerSets'. */
+export function gatewayStatuses(g: GatewayInfo): StatusUpdate[] {
+  const out: StatusUpdate[] = [
+    {
+      kind: 'Gateway',
+      namespace: g.object.metadata.namespace ?? 'default',
+      name: g.object.metadata.name,
+      status: gatewayStatus(g),
+    },
+  ];
+  for (const s of g.listenerSets) {
+    out.push({
+      kind: s.object.kind,
+      namespace: s.object.metadata.namespace ?? 'default',
+      name: s.object.metadata.name,
+      status: {
+        conditions: [
+          s.accepted,
+          s.accepted.status === 'True'
+            ? ok('Programmed', 'Programmed', 'sent to the proxies', s.object.metadata.generation)
+            : bad('Programmed', 'Invalid', 'not attached', s.object.metadata.generation),
+        ],
+        listeners: s.listeners.map((l) => ({
+          name: l.name,
+          attachedRoutes: l.attachedRoutes,
+          supportedKinds: l.allowedRoutes.kinds.map((kind) => ({ group: GATEWAY_GROUP, kind })),
+          conditions: l.conditions,
+        })),
+      },
+    });
+  }
+  return out;
+}
