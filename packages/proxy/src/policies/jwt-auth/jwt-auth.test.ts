@@ -82,6 +82,12 @@ ${route(
         requestHeaderModifier: {set: {x-has-claims: "no"}}`,
 )}
 ${route(
+  'claims',
+  '/permissive-claims',
+  `        jwtAuth: {mode: permissive, issuer: https://idp.local, jwks: {inline: '${inline}'}}
+        authorization: {rules: ['jwt.sub == "u1"']}`,
+)}
+${route(
   'remote',
   '/remote',
   `        jwtAuth:
@@ -165,6 +171,18 @@ test('Optional: no token passes, a bad one does not; preserveToken keeps it', as
 test('Permissive: never rejects', async () => {
   assert.equal((await call('/permissive')).status, 200);
   assert.equal((await call('/permissive', 'garbage')).status, 200);
+});
+
+test('Permissive: a valid token is still validated and its claims reach the request; others carry none', async () => {
+  assert.equal((await call('/permissive-claims', await sign(inlineKey, { sub: 'u1' }))).status, 200);
+  assert.equal((await call('/permissive-claims', await sign(inlineKey, { sub: 'u2' }))).status, 403);
+  const other = await makeKey('inline-1');
+  assert.equal(
+    (await call('/permissive-claims', await sign(other, { sub: 'u1' }))).status,
+    403,
+    'bad signature: no claims',
+  );
+  assert.equal((await call('/permissive-claims')).status, 403);
 });
 
 test('remote JWKS: fetched, cached, and a rotated key is picked up', async () => {

@@ -19,6 +19,18 @@ before(async () => {
       res.end('event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":80}}\n\n');
       return;
     }
+    if ((req.url ?? '').includes('gemini')) {
+      // Gemini's generateContent answer: usage in usageMetadata (60 + 50 tokens).
+      res.setHeader('content-type', 'application/json');
+      res.end(
+        JSON.stringify({
+          candidates: [{ content: { role: 'model', parts: [{ text: 'hi' }] }, finishReason: 'STOP' }],
+          usageMetadata: { promptTokenCount: 60, candidatesTokenCount: 50, totalTokenCount: 110 },
+          modelVersion: 'gemini-2.5-flash',
+        }),
+      );
+      return;
+    }
     if ((req.url ?? '').includes('tokens')) {
       res.setHeader('content-type', 'application/json');
       res.end(
@@ -41,6 +53,7 @@ before(async () => {
 ${route('requests', '[{requests: 3, unit: Minutes, burst: 2}]')}
 ${route('tokens', '[{maxTokens: 100, tokensPerFill: 100, fillInterval: 1s, type: tokens}]')}
 ${route('stream', '[{maxTokens: 100, tokensPerFill: 100, fillInterval: 1s, type: tokens}]')}
+${route('gemini', '[{maxTokens: 100, tokensPerFill: 100, fillInterval: 1h, type: tokens}]')}
 ${route('both', '[{requests: 100, unit: Minutes}, {tokens: 100, unit: Hours}]')}
 `);
 });
@@ -86,6 +99,11 @@ test('token usage is read from a streamed (SSE) response once it completes, cach
   assert.match(r.text, /message_delta/);
   await sleep(20);
   assert.equal((await call('/stream')).status, 429);
+});
+
+test("token usage is read from Gemini's usageMetadata", async () => {
+  assert.equal((await call('/gemini')).status, 200);
+  assert.equal((await call('/gemini')).status, 429, '110 tokens spent the budget of 100');
 });
 
 test('a request limit and a token limit in one block are checked independently', async () => {
