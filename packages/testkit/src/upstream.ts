@@ -16,6 +16,8 @@ export interface TestServer {
   origin: string;
   /** Requests seen, newest last. */
   seen: Echo[];
+  /** TCP connections accepted so far. */
+  readonly connections: number;
   close(): Promise<void>;
 }
 
@@ -49,12 +51,17 @@ export async function startUpstream(name = 'upstream', behaviour?: Behaviour): P
     res.end(body);
   });
   server.keepAliveTimeout = 30_000;
+  let connections = 0;
+  server.on('connection', () => connections++);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as AddressInfo).port;
   return {
     port,
     origin: `http://127.0.0.1:${port}`,
     seen,
+    get connections() {
+      return connections;
+    },
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();

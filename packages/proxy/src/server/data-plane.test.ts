@@ -82,3 +82,37 @@ test('a listener removed by a reload stops accepting; the others keep their sock
   t.after(() => fresh.destroy());
   await assert.rejects(fresh.request({ path: '/', method: 'GET' }), /ECONNREFUSED/);
 });
+
+test('a reload keeps the connection pool of a backend it did not change', async (t) => {
+  const a = await startUpstream('a');
+  const b = await startUpstream('b');
+  const yaml = (bHeader: string) => `binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - name: a
+      matches: [{path: {pathPrefix: /a}}]
+      backends: [{host: "127.0.0.1:${a.port}"}]
+    - name: b
+      matches: [{path: {pathPrefix: /b}}]
+      policies: {requestHeaderModifier: {set: {x-version: "${bHeader}"}}}
+      backends: [{host: "127.0.0.1:${b.port}"}]
+`;
+  const p = await startProxy(yaml('1'));
+  t.after(async () => {
+    await p.close();
+    await a.close();
+    await b.close();
+  });
+  const get = async (path: string) => {
+    const r = await request(p.url(path));
+    return JSON.parse(await r.body.text()) as { headers: Record<string, string> };
+  };
+  for (let i = 0; i < 3; i++) await get('/a');
+  assert.equal(a.connections, 1, 'sequential requests share one keep-alive connection');
+  await p.reload(yaml('2'));
+  assert.equal((await get('/b')).headers['x-version'], '2', 'the new config is in effect');
+  for (let i = 0; i < 3; i++) await get('/a');
+  assert.equal(a.connections, 1, 'the untouched backend kept its pool and its connection');
+});
