@@ -92,6 +92,8 @@ export class RequestContext implements ObservedRequest {
     req: IncomingMessage | Http2ServerRequest,
     res: ServerResponse | Http2ServerResponse,
     scheme: 'http' | 'https',
+    /** The connection's peer; over HTTP/2 `req.socket` may not know it (h2c), so the server says. */
+    peer?: { address: string; port: number },
   ) {
     this.req = req;
     this.res = res;
@@ -99,8 +101,8 @@ export class RequestContext implements ObservedRequest {
     this.startDate = new Date();
     this.scheme = scheme;
     this.httpVersion = req.httpVersion;
-    const sock = req.socket as { remoteAddress?: string; remotePort?: number };
-    this.source = { address: normalizeAddress(sock.remoteAddress ?? ''), port: sock.remotePort ?? 0 };
+    const sock = peer ?? { address: req.socket.remoteAddress ?? '', port: req.socket.remotePort ?? 0 };
+    this.source = { address: normalizeAddress(sock.address), port: sock.port };
     this.method = req.method ?? 'GET';
     const h = req.headers;
     this.authority = (h[':authority'] as string | undefined) ?? h.host ?? '';

@@ -16,6 +16,12 @@ export type RequestListener = (
 
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n');
 
+/** The downstream end of a connection: the peer's address and port. */
+export interface Peer {
+  address: string;
+  port: number;
+}
+
 export interface BindServerOptions {
   idleTimeoutMs: number;
   onRequest: RequestListener;
@@ -34,6 +40,13 @@ export class BindServer {
   readonly #h1: http.Server | undefined;
   readonly #sockets = new Set<Socket>();
   readonly #sessions = new Set<Http2Session>();
+  /**
+   * The peer of each HTTP/2 session, taken from the accepted socket. An h2c session runs over the
+   * Duplex that replays the peeked preface, and http2 wraps that in a socket without an address.
+   */
+  readonly #peers = new WeakMap<Http2Session, Peer>();
+  /** The peer of the h2c connection being handed to http2 ('session' is emitted synchronously). */
+  #handingOver: Peer | undefined;
   #port = 0;
 
   constructor(bind: CompiledBind, opts: BindServerOptions) {
@@ -44,6 +57,7 @@ export class BindServer {
       opts.onRequest(this, req, res);
     const onSession = (s: Http2Session) => {
       this.#sessions.add(s);
+      this.#peers.set(s, this.#handingOver ?? peerOf(s.socket));
       s.once('close', () => this.#sessions.delete(s));
     };
 
@@ -92,8 +106,14 @@ export class BindServer {
         this.#track(socket);
         socket.once('data', (chunk: Buffer) => {
           socket.pause();
-          if (startsWithPreface(chunk)) h2.emit('connection', wrapWithPrefix(socket, chunk));
-          else {
+          if (startsWithPreface(chunk)) {
+            this.#handingOver = peerOf(socket);
+            try {
+              h2.emit('connection', wrapWithPrefix(socket, chunk));
+            } finally {
+              this.#handingOver = undefined;
+            }
+          } else {
             socket.unshift(chunk);
             h1.emit('connection', socket);
             socket.resume();
@@ -102,6 +122,16 @@ export class BindServer {
         socket.on('error', () => socket.destroy());
       });
     }
+  }
+
+  /** Who sent `req`: the address of the connection it came on, whatever the protocol. */
+  peer(req: IncomingMessage | Http2ServerRequest): Peer {
+    if ('stream' in req) {
+      const session = req.stream.session;
+      const known = session && this.#peers.get(session);
+      if (known) return known;
+    }
+    return peerOf(req.socket);
   }
 
   #track(s: Socket): void {
@@ -169,6 +199,10 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket, opts: Bin
   );
 }
 
+function peerOf(s: { remoteAddress?: string | undefined; remotePort?: number | undefined }): Peer {
+  return { address: s.remoteAddress ?? '', port: s.remotePort ?? 0 };
+}
+
 function startsWithPreface(chunk: Buffer): boolean {
   const n = Math.min(chunk.length, H2_PREFACE.length);
   return n >= 4 && chunk.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
@@ -194,7 +228,7 @@ function wrapWithPrefix(socket: Socket, first: Buffer): Duplex {
       cb(err);
     },
   });
-  Object.assign(d, { remoteAddress: socket.remoteAddress, remotePort: socket.remotePort, encrypted: false });
+  Object.assign(d, { encrypted: false });
   d.push(first);
   socket.on('data', (c: Buffer) => {
     if (!d.push(c)) socket.pause();

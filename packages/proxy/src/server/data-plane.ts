@@ -172,7 +172,7 @@ export class DataPlane {
     res: ServerResponse | Http2ServerResponse,
   ): void {
     const bind = bs.current;
-    const ctx = new RequestContext(req, res, bs.scheme);
+    const ctx = new RequestContext(req, res, bs.scheme, bs.peer(req));
     this.#inflight.add(ctx);
     res.once('close', () => this.#finish(ctx));
     if ((this.#draining || bs.retired) && 'shouldKeepAlive' in res) res.shouldKeepAlive = false;
