@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import { makeTestPki, startUpstream, type TestPki, type TestServer } from '@gw/testkit';
 import { Profile } from 'pprof-format';
+import { Client } from 'undici';
 import { cleanupGw, configBlock, type GwProcess, sleep, startGw } from './support/gw-process.ts';
 
 const run = promisify(execFile);
@@ -106,10 +107,14 @@ function accessLines(): Record<string, unknown>[] {
   return out;
 }
 
-async function waitFor<T>(what: string, probe: () => T | undefined | false, timeoutMs = 5000): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 5000,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
-    const v = probe();
+    const v = await probe();
     if (v) return v;
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await sleep(20);
@@ -185,20 +190,29 @@ describe('admin /config_dump', () => {
 });
 
 describe('access log (logging.format json, frontendPolicies.accessLog)', () => {
-  test('one JSON line per request with status, route and added fields; filtered and removed ones absent', async () => {
+  test('one JSON line per request with status, route and added fields; filtered and removed ones absent', async (t) => {
     const ua = `e2e-${process.pid}-${Date.now()}`;
-    assert.equal((await get('/quiet', { 'user-agent': ua })).status, 200);
+    // The filtered request and a logged marker go on one keep-alive connection, so one worker serves
+    // both and writes their lines in order: once the marker's line is here, a /quiet line would be too.
+    const conn = new Client(`http://127.0.0.1:${port}`);
+    t.after(() => conn.close());
+    const onConn = async (path: string) => {
+      const r = await conn.request({ path, method: 'GET', headers: { 'user-agent': ua } });
+      await r.body.text();
+      return r.statusCode;
+    };
+    assert.equal(await onConn('/quiet'), 200);
+    assert.equal(await onConn('/marker'), 200);
     const paths = ['/a', '/b?x=1', '/status/404', '/c'];
     for (const p of paths) await get(p, { 'user-agent': ua });
+    const expected = [...paths, '/marker'];
     const mine = await waitFor('access log lines', () => {
       const l = accessLines().filter((o) => o.ua === ua);
-      return l.length >= paths.length && l;
+      return l.length >= expected.length && l;
     });
-    // Lines from both workers may arrive in any order; give a late /quiet line the chance to show.
-    await sleep(300);
     const all = accessLines().filter((o) => o.ua === ua);
-    assert.equal(all.length, paths.length, JSON.stringify(all));
-    assert.deepEqual(mine.map((o) => o['http.path']).sort(), [...paths].sort());
+    assert.equal(all.length, expected.length, JSON.stringify(all));
+    assert.deepEqual(mine.map((o) => o['http.path']).sort(), [...expected].sort());
     for (const o of all) {
       assert.equal(o.route, 'admin-e2e/plain/up');
       assert.equal(o.gateway, 'admin-e2e');
@@ -245,15 +259,24 @@ describe('admin /logging', () => {
     assert.equal(res.status, 200);
     assert.equal(await res.text(), 'current log level is info,request=warn\n');
 
+    // Quiet and loud requests share one keep-alive connection, so one worker serves them all and writes
+    // in order: once a loud line is here, any line of the quiet requests would have come before it.
+    const conn = new Client(`http://127.0.0.1:${port}`);
+    t.after(() => conn.close());
+    const onConn = async (ua: string) => {
+      const r = await conn.request({ path: '/x', method: 'GET', headers: { 'user-agent': ua } });
+      await r.body.text();
+    };
     const quietUa = `silenced-${Date.now()}`;
-    for (let i = 0; i < 6; i++) await get('/x', { 'user-agent': quietUa });
-    await sleep(300);
-    assert.equal(accessLines().filter((o) => o.ua === quietUa).length, 0);
+    for (let i = 0; i < 6; i++) await onConn(quietUa);
 
     await admin('/logging?level=info', { method: 'POST' });
     const loudUa = `loud-${Date.now()}`;
-    for (let i = 0; i < 6; i++) await get('/x', { 'user-agent': loudUa });
-    await waitFor('access log after restoring info', () => accessLines().some((o) => o.ua === loudUa));
+    await waitFor('access log after restoring info', async () => {
+      await onConn(loudUa);
+      return accessLines().some((o) => o.ua === loudUa);
+    });
+    assert.equal(accessLines().filter((o) => o.ua === quietUa).length, 0);
   });
 });
 

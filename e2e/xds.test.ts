@@ -166,10 +166,11 @@ describe('gw --xds-address', () => {
     xds.setResources(GATEWAY, resources(v1));
     await until('v1', async () => (await get()).upstream === 'v1');
     await xds.close();
-    await sleep(300);
+    await until('the proxy sees the controller gone', () =>
+      gw.stdout.some((l) => /xDS disconnected/.test(l)),
+    );
     assert.equal((await get()).upstream, 'v1');
     assert.equal((await fetch(`${gw.readiness}/healthz/ready`)).status, 200);
-    assert.ok(gw.stdout.some((l) => /xDS disconnected/.test(l)));
   });
 });
 
