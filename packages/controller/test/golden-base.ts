@@ -8,25 +8,14 @@
 // outputs are never touched. Run the golden test afterwards: it must pass unchanged.
 
 import { readFileSync, writeFileSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { parseDocument, stringify } from 'yaml';
+import type { KubeObject } from '../src/translator/types.ts';
+import { baseObjects, withBase } from './golden-cases.ts';
 
-interface Obj {
-  kind: string;
-  metadata: { name: string; namespace?: string };
-}
-const dir = join(import.meta.dirname, '../src/translator/testdata');
-const base = parseDocument(readFileSync(join(dir, '_base.yaml'), 'utf8')).toJS() as Obj[];
-const identity = (o: Obj) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
-
-function merged(input: Obj[], kinds: string[] | undefined): Obj[] {
-  const own = new Set(input.map(identity));
-  return [
-    ...base.filter((b) => (kinds === undefined || kinds.includes(b.kind)) && !own.has(identity(b))),
-    ...input,
-  ];
-}
+const base = baseObjects();
+const identity = (o: KubeObject) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 
 const files = process.argv.slice(2);
 if (files.length === 0) {
@@ -37,7 +26,10 @@ let changed = 0;
 for (const path of files) {
   const file = basename(path);
   const text = readFileSync(path, 'utf8');
-  const data = parseDocument(text).toJS() as { base?: string[]; input: Obj[] } & Record<string, unknown>;
+  const data = parseDocument(text).toJS() as { base?: string[]; input: KubeObject[] } & Record<
+    string,
+    unknown
+  >;
   if (data.base !== undefined) {
     console.log(`${file}: has base: already, left as is`);
     continue;
@@ -50,7 +42,7 @@ for (const path of files) {
     .filter((b) => full.some((o) => isDeepStrictEqual(b, o)) || ownIds.has(identity(b)))
     .map((b) => b.kind);
   const baseKey = kinds.length === base.length ? undefined : kinds;
-  if (!isDeepStrictEqual(merged(input, baseKey), full)) {
+  if (!isDeepStrictEqual(withBase(input, baseKey, base), full)) {
     console.log(`${file}: left as is (the base objects are not first in its input)`);
     continue;
   }

@@ -10,6 +10,7 @@ import {
   checkRegex,
   checkRouteMatch,
   checkTrafficPolicies,
+  inOneLine,
   parseHtpasswd,
 } from './index.ts';
 
@@ -136,4 +137,18 @@ test('authorization, ext_authz gRPC, frontend and backend blocks', () => {
       'b.backendTLS: at most one of insecure and subjectAltNames',
     ],
   );
+});
+
+test('inOneLine: the CEL code frame becomes line and column', () => {
+  const [p] = checkCel('request.path.startsWith(', []);
+  assert.equal(
+    inOneLine(p?.message ?? ''),
+    'invalid CEL expression: Unexpected token: EOF (at line 1, column 25)',
+  );
+  const [q] = checkCel('true &&\n  nosuch', []);
+  assert.equal(
+    inOneLine(q?.message ?? ''),
+    'invalid CEL expression: Unknown variable: nosuch (at line 2, column 3)',
+  );
+  assert.equal(inOneLine('a\nb'), 'a b');
 });

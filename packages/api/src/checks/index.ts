@@ -6,7 +6,7 @@ export * from './cel.ts';
 export * from './frontend.ts';
 export * from './htpasswd.ts';
 export * from './jwks.ts';
-export type * from './problem.ts';
+export * from './problem.ts';
 export * from './regex.ts';
 export * from './route.ts';
 export * from './traffic.ts';

@@ -170,7 +170,11 @@ function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Att
     traffic = denyTraffic ? { authorization: denyAll() } : undefined;
     frontend = denyFrontend ? { networkAuthorization: denyAll() } : undefined;
     backend = undefined;
-    const denied = denyTraffic || denyFrontend ? '; until it is fixed, its targets deny every request' : '';
+    const denials = [
+      ...(denyTraffic ? ['its targets deny every request'] : []),
+      ...(denyFrontend ? ['the Gateway refuses every connection'] : []),
+    ];
+    const denied = denials.length > 0 ? `; until it is fixed, ${denials.join(' and ')}` : '';
     accepted = bad('Accepted', 'Invalid', message, gen);
     attached = () => bad('Attached', 'Invalid', `not attached: ${message}${denied}`, gen);
   }

@@ -3,10 +3,12 @@
 // by sectionName or port), the listener must allow the route's namespace and kind, and hostnames must
 // intersect. Backends are Services (reached by their cluster DNS name) or GwBackends; a reference to
 // another namespace needs a ReferenceGrant there; a rule with no usable backend answers 500.
+import { checkRegex, type Problem } from '@gw/api';
 import type { Reason } from '@gw/api/status/reasons';
 import { bad, ok } from './conditions.ts';
 import { GATEWAY_GROUP, type GatewayInfo, type ListenerInfo, matchesLabels } from './gateways.ts';
 import type { Grants } from './grants.ts';
+import { describeProblems } from './problems.ts';
 import type { Condition, KubeObject, Lookup } from './types.ts';
 export const GW_GROUP = 'gw.dev';
 
@@ -137,6 +139,24 @@ function pathRewrite(p: PathModifier | undefined): Record<string, unknown> | und
   if (!p) return undefined;
   if (p.type === 'ReplaceFullPath') return { full: p.replaceFullPath ?? '/' };
   return { prefix: p.replacePrefixMatch ?? '/' };
+}
+
+/** Regular expressions of a rule's matches that the proxy's engine refuses, at their CRD paths. */
+function matchProblems(rule: HttpRule, ri: number): Problem[] {
+  const out: Problem[] = [];
+  (rule.matches ?? []).forEach((m, mi) => {
+    const mp = ['spec', 'rules', ri, 'matches', mi];
+    if (m.path?.type === 'RegularExpression')
+      out.push(...checkRegex(m.path.value ?? '/', [...mp, 'path', 'value']));
+    m.headers?.forEach((h, hi) => {
+      if (h.type === 'RegularExpression') out.push(...checkRegex(h.value, [...mp, 'headers', hi, 'value']));
+    });
+    m.queryParams?.forEach((q, qi) => {
+      if (q.type === 'RegularExpression')
+        out.push(...checkRegex(q.value, [...mp, 'queryParams', qi, 'value']));
+    });
+  });
+  return out;
 }
 
 /** A rule's filters and timeouts as standalone TrafficPolicies; unsupported filters are named. */
@@ -285,6 +305,7 @@ export function translateRoutes(
     // backends and filters are the same for every parent: resolve once
     const resolved = rules.map((r) => resolveBackends(route, r, ctx));
     const filters = rules.map((r) => rulePolicies(r));
+    const invalid = rules.flatMap((r, ri) => matchProblems(r, ri));
     for (const ref of spec.parentRefs ?? []) {
       const group = ref.group ?? GATEWAY_GROUP;
       const kind = ref.kind ?? 'Gateway';
@@ -354,6 +375,8 @@ export function translateRoutes(
             gen,
           ),
         );
+      } else if (invalid.length > 0) {
+        conditions.push(bad('Accepted', 'UnsupportedValue', describeProblems(invalid), gen));
       } else {
         const unsupported = [...new Set(filters.flatMap((f) => f.unsupported))];
         conditions.push(
