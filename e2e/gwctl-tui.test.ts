@@ -99,7 +99,8 @@ after(async () => {
 });
 
 test('the trace view: list, event/snapshot/diff details, panes, scrolling and quit', {
-  skip: !hasTmux && 'tmux is not installed',
+  // `make test` installs tmux (hack/test-tools.sh); only a run outside it can lack it.
+  skip: !hasTmux && 'tmux is not installed (make test-services installs it)',
   timeout: 120_000,
 }, async () => {
   const cmd = [
@@ -202,7 +203,8 @@ test('the trace view: list, event/snapshot/diff details, panes, scrolling and qu
 });
 
 test('watch mode in the view: waits, then shows the next request; the view stays after it completes', {
-  skip: !hasTmux && 'tmux is not installed',
+  // `make test` installs tmux (hack/test-tools.sh); only a run outside it can lack it.
+  skip: !hasTmux && 'tmux is not installed (make test-services installs it)',
   timeout: 120_000,
 }, async () => {
   const cmd = [GWCTL_BIN, 'proxy', 'trace', '--local', '-p', String(adminPort)].map(sh).join(' ');
