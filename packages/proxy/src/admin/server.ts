@@ -11,6 +11,7 @@ import { parseLevelFilter } from '../observability/logger.ts';
 import type { Supervisor } from '../server/supervisor.ts';
 import { formatListenAddress, type ListenAddress, parseListenAddress } from './address.ts';
 import { configDump } from './config-dump.ts';
+import { refuse } from './guard.ts';
 
 export interface AdminContext {
   supervisor: Supervisor;
@@ -37,6 +38,25 @@ export async function startAdmin(
 ): Promise<{ app: FastifyInstance; address: string | undefined }> {
   const app = Fastify({ logger: false });
   const { supervisor, logs } = ctx;
+  const bind = parseListenAddress(ctx.startup.adminAddr);
+
+  // Before routing: a request a web page could have made is refused whatever it asks for.
+  app.addHook('onRequest', async (req, reply) => {
+    const no = refuse(bind, req.headers);
+    if (no) return reply.code(no.status).type('text/plain').send(`${no.message}\n`);
+  });
+  // A known path with the wrong method is 405 with the methods it has (GET /quitquitquit must not
+  // look like a missing page, and must never shut down).
+  app.setNotFoundHandler(async (req, reply) => {
+    const url = req.url.split('?')[0] ?? req.url;
+    const allow = (['GET', 'POST'] as const).filter((method) => app.hasRoute({ method, url }));
+    reply.type('text/plain');
+    if (allow.length === 0) return reply.code(404).send(`no admin endpoint ${url}\n`);
+    return reply
+      .code(405)
+      .header('allow', allow.join(', '))
+      .send(`${req.method} ${url}: use ${allow.join(' or ')}\n`);
+  });
 
   app.get('/', async (_req, reply) => {
     reply.type('text/plain');
@@ -190,15 +210,14 @@ export async function startAdmin(
     raw.write(': armed\n\n');
   });
 
-  const quit = async (_req: unknown, reply: { type: (t: string) => unknown }) => {
+  // POST only: a GET can be made by any page (an <img> tag), and stopping gw is not a read.
+  app.post('/quitquitquit', async (_req, reply) => {
     reply.type('text/plain');
     setImmediate(() => ctx.shutdown('admin /quitquitquit'));
     return 'shutting down\n';
-  };
-  app.post('/quitquitquit', quit);
-  app.get('/quitquitquit', quit);
+  });
 
-  const address = await listen(app, parseListenAddress(ctx.startup.adminAddr));
+  const address = await listen(app, bind);
   return { app, address };
 }
 
