@@ -1,6 +1,7 @@
 // Reading a body into memory up to a limit, for the few policies that need the whole body. Past the
 // limit nothing is lost: the caller gets back a stream of everything read plus the rest.
 import { PassThrough, type Readable } from 'node:stream';
+import type { RequestContext } from './context.ts';
 
 export type Buffered = { ok: true; data: Buffer } | { ok: false; stream: Readable };
 
@@ -64,4 +65,20 @@ export function discard(body: Readable | Buffer | null | undefined): void {
   if (!body || Buffer.isBuffer(body) || body.destroyed) return;
   body.on('error', ignore);
   body.destroy();
+}
+
+/**
+ * Keeps a streamed request body in memory, up to `limit`, so the request can be sent again (retry,
+ * failover). Returns false when the body is larger: then it streams through once, unchanged.
+ */
+export async function bufferForReplay(ctx: RequestContext, limit: number): Promise<boolean> {
+  if (!ctx.body || Buffer.isBuffer(ctx.body)) return true;
+  const r = await bufferUpTo(ctx.body, limit, contentLength(ctx.headers));
+  if (!r.ok) {
+    ctx.body = r.stream;
+    return false;
+  }
+  ctx.body = r.data;
+  ctx.headers['content-length'] = String(r.data.length);
+  return true;
 }

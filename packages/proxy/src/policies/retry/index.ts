@@ -4,7 +4,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseByteSize, parseGoDuration } from '@gw/api';
 import { GwError } from '../../errors.ts';
-import { bufferUpTo, contentLength, discard } from '../../pipeline/body.ts';
+import { bufferForReplay, discard } from '../../pipeline/body.ts';
 import type { PolicyDefinition } from '../types.ts';
 
 const RETRIABLE_ERRORS = new Set(['GW_ERR_UPSTREAM_CONNECT', 'GW_ERR_UPSTREAM_RESET']);
@@ -21,17 +21,7 @@ export const retry: PolicyDefinition<'retry'> = {
         ? (parseByteSize(env.policies.buffer.request.maxBytes) ?? env.global.maxBufferSize)
         : env.global.maxBufferSize;
     return async (ctx, next) => {
-      let replayable = true;
-      if (ctx.body && !Buffer.isBuffer(ctx.body)) {
-        const r = await bufferUpTo(ctx.body, bufferLimit, contentLength(ctx.headers));
-        if (r.ok) {
-          ctx.body = r.data;
-          ctx.headers['content-length'] = String(r.data.length);
-        } else {
-          ctx.body = r.stream;
-          replayable = false;
-        }
-      }
+      const replayable = await bufferForReplay(ctx, bufferLimit);
       for (let attempt = 0; ; attempt++) {
         const last = !replayable || attempt >= retries;
         try {

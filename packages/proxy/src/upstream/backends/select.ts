@@ -2,7 +2,7 @@
 // (LLM provider groups): priority failover — the first group is tried first, and a request whose
 // backend failed or answered with a status that means "try elsewhere" moves on to the next group.
 import { GwError } from '../../errors.ts';
-import { bufferUpTo, contentLength, discard } from '../../pipeline/body.ts';
+import { bufferForReplay, discard } from '../../pipeline/body.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import type { Handler } from '../../pipeline/layer.ts';
 
@@ -50,17 +50,7 @@ export function failover(groups: readonly Handler[], opts: FailoverOptions): Han
   if (groups.length === 1) return groups[0] as Handler;
   const failsOver = opts.failsOver ?? defaultFailsOver;
   return async (ctx) => {
-    let replayable = true;
-    if (ctx.body && !Buffer.isBuffer(ctx.body)) {
-      const r = await bufferUpTo(ctx.body, opts.bufferLimit, contentLength(ctx.headers));
-      if (r.ok) {
-        ctx.body = r.data;
-        ctx.headers['content-length'] = String(r.data.length);
-      } else {
-        ctx.body = r.stream;
-        replayable = false;
-      }
-    }
+    const replayable = await bufferForReplay(ctx, opts.bufferLimit);
     const saved = snapshot(ctx);
     for (let i = 0; i < groups.length; i++) {
       const last = !replayable || i === groups.length - 1;
