@@ -438,7 +438,29 @@ const AccessLog = strict({
 export const FrontendPolicies = strict({
   accessLog: AccessLog.optional(),
   networkAuthorization: Authorization.optional(),
+  tcp: strict({
+    maxConnections: z.number().int().min(1).max(1_000_000).optional().meta({
+      description:
+        'gw extension: open connections per bind across the workers of a replica; more are closed at once (default 10000)',
+    }),
+  }).optional(),
   http: strict({
+    requestHeadersTimeout: Duration.optional().meta({
+      description:
+        'gw extension: time from the first byte of an HTTP/1 request (of a new connection: from its start) to the end of its headers; answered with 408 (default 10s, 0s: off)',
+    }),
+    firstRequestTimeout: Duration.optional().meta({
+      description:
+        'gw extension: how long a new connection may send nothing (plain text), or an HTTP/2 connection open no stream, before it is closed; TLS handshakes get the same time (default 60s, 0s: off)',
+    }),
+    requestBodyIdleTimeout: Duration.optional().meta({
+      description:
+        'gw extension: how long a request body may stall on a route without timeout.requestTimeout; answered with 408 (default 60s, 0s: off)',
+    }),
+    http2MaxConcurrentStreams: z.number().int().min(1).max(2_147_483_647).optional().meta({
+      description:
+        'gw extension: SETTINGS_MAX_CONCURRENT_STREAMS advertised to HTTP/2 clients (default 100)',
+    }),
     maxBufferSize: ByteSize.optional(),
     http1IdleTimeout: Duration.optional(),
     http2KeepaliveInterval: Duration.optional(),
@@ -476,7 +498,10 @@ export const GlobalConfig = strict({
   backend: strict({
     connectTimeout: Duration.optional(),
     poolIdleTimeout: Duration.optional(),
-    poolMaxSize: z.number().int().min(1).nullable().optional(),
+    poolMaxSize: z.number().int().min(1).nullable().optional().meta({
+      description:
+        'connections to each backend endpoint, shared by the workers of a replica; requests beyond wait for one (default 1024, null: unbounded)',
+    }),
     keepalives: Keepalives.optional(),
   }).optional(),
 });

@@ -19,8 +19,22 @@ export interface GlobalIR {
   poolMaxSize: number | null;
   keepalive: { enabled: boolean; timeMs: number; intervalMs: number; retries: number };
   http1IdleTimeoutMs: number;
+  downstream: DownstreamLimits;
   terminationDeadlineMs: number;
   sensitiveHeaders: string[];
+}
+
+/** Bounds on what downstream connections may hold (frontendPolicies.http / .tcp); a 0 ms timeout is off. */
+export interface DownstreamLimits {
+  /** First byte of an HTTP/1 request (of a new connection: its start) to the end of its headers. */
+  requestHeadersTimeoutMs: number;
+  /** A new connection's silence before its first byte (h2: before its first stream); TLS handshakes. */
+  firstRequestTimeoutMs: number;
+  /** A stalled request body, on routes without a request timeout. */
+  requestBodyIdleTimeoutMs: number;
+  /** Open connections per bind, across the workers of a replica. */
+  maxConnections: number;
+  http2MaxConcurrentStreams: number;
 }
 
 export interface FrontendIR {

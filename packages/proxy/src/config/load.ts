@@ -59,6 +59,7 @@ export interface LoadedConfig {
 }
 
 export const DEFAULT_MAX_BUFFER = 2 * 1024 * 1024;
+export const DEFAULT_POOL_MAX_SIZE = 1024;
 
 export async function loadConfigFile(path: string, env?: EnvLookup): Promise<LoadedConfig> {
   let text: string;
@@ -184,7 +185,8 @@ class Builder {
         fh?.maxBufferSize === undefined ? DEFAULT_MAX_BUFFER : (parseByteSize(fh.maxBufferSize) ?? 0),
       connectTimeoutMs: ms(g.backend?.connectTimeout, 10_000),
       poolIdleTimeoutMs: ms(g.backend?.poolIdleTimeout, 90_000),
-      poolMaxSize: g.backend?.poolMaxSize ?? null,
+      // Unset: a bound (Envoy's default circuit breaker allows 1024 connections); null: none.
+      poolMaxSize: g.backend?.poolMaxSize === undefined ? DEFAULT_POOL_MAX_SIZE : g.backend.poolMaxSize,
       keepalive: {
         enabled: ka?.enabled ?? true,
         timeMs: ms(ka?.time, 180_000),
@@ -192,6 +194,13 @@ class Builder {
         retries: ka?.retries ?? 9,
       },
       http1IdleTimeoutMs: ms(fh?.http1IdleTimeout, 600_000),
+      downstream: {
+        requestHeadersTimeoutMs: ms(fh?.requestHeadersTimeout, 10_000),
+        firstRequestTimeoutMs: ms(fh?.firstRequestTimeout, 60_000),
+        requestBodyIdleTimeoutMs: ms(fh?.requestBodyIdleTimeout, 60_000),
+        maxConnections: this.cfg.frontendPolicies?.tcp?.maxConnections ?? 10_000,
+        http2MaxConcurrentStreams: fh?.http2MaxConcurrentStreams ?? 100,
+      },
       terminationDeadlineMs: ms(g.connectionTerminationDeadline, 30_000),
       sensitiveHeaders: ['authorization', 'proxy-authorization', ...sensitive],
     };
