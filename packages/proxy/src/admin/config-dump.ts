@@ -61,7 +61,7 @@ export function configDump(s: Supervisor, startup: StartupConfig, lastError: str
       backends: [...backends.values()].map((b) => ({
         name: b.name,
         target: b.target,
-        policies: redactPolicies(b.policies as Record<string, unknown>, sensitive),
+        policies: redactPolicies(b.policies, sensitive),
       })),
       policies,
       workloads: [],

@@ -21,7 +21,13 @@ export interface GlobalIR {
   http1IdleTimeoutMs: number;
   downstream: DownstreamLimits;
   terminationDeadlineMs: number;
+  /**
+   * Header names whose values diagnostics (trace, dumps) never show: the defaults, the configured
+   * ones, and every header an auth policy reads a credential from.
+   */
   sensitiveHeaders: string[];
+  /** Query parameters an auth policy reads a credential from: shown as [redacted] in traces and logs. */
+  credentialQueryParams: string[];
 }
 
 /** Bounds on what downstream connections may hold (frontendPolicies.http / .tcp); a 0 ms timeout is off. */
@@ -78,10 +84,36 @@ export interface RouteIR {
   hostnames: string[];
   matches: RouteMatch[];
   /** Effective traffic policy: gateway → listener → route, most specific field wins. */
-  policies: TrafficPolicies;
+  policies: RoutePolicies;
   /** Where each effective policy was set: on the gateway/listener, or on the route itself. */
   policySources: Record<string, 'gateway' | 'route'>;
   backends: RouteBackendIR[];
+}
+
+/**
+ * Traffic policies as the IR holds them: every credential (API keys and their hashes, htpasswd
+ * lines) is a Secret from the moment the config loads, so a dump, a trace or a log line cannot print
+ * one. Policies reveal them when they build their layer.
+ */
+export interface RoutePolicies extends Omit<TrafficPolicies, 'apiKey' | 'basicAuth'> {
+  apiKey?: ApiKeyIR;
+  basicAuth?: BasicAuthIR;
+}
+
+type ApiKeyConfig = NonNullable<TrafficPolicies['apiKey']>;
+export type ApiKeyEntryIR =
+  | Secret
+  | { key: Secret; metadata?: unknown }
+  | { keyHash: Secret; metadata?: unknown };
+export interface ApiKeyIR extends Omit<ApiKeyConfig, 'keys'> {
+  keys: ApiKeyEntryIR[] | Record<string, ApiKeyEntryIR>;
+}
+
+type BasicAuthConfig = NonNullable<TrafficPolicies['basicAuth']>;
+/** The htpasswd file, when it was a file, has been read into `htpasswd`. */
+export interface BasicAuthIR extends Omit<BasicAuthConfig, 'users' | 'htpasswd'> {
+  users?: Secret[];
+  htpasswd?: Secret;
 }
 
 export type BackendTarget =

@@ -14,6 +14,7 @@ import {
   checkFrontendPolicies,
   checkRouteMatch,
   checkTrafficPolicies,
+  DEFAULT_SENSITIVE_HEADERS,
   type EnvLookup,
   type FieldPath,
   formatPath,
@@ -42,6 +43,7 @@ import type {
   RouteIR,
   TlsServerIR,
 } from './ir.ts';
+import { sealPolicies } from './seal.ts';
 
 /** Settings read once at start-up (the spec: adminAddr and sensitiveHeaders are not hot-reloaded). */
 export interface StartupConfig {
@@ -146,6 +148,7 @@ class Builder {
     const global = this.global(g);
     const binds = this.binds();
     const frontend = this.frontend();
+    addCredentialLocations(global, binds);
     if (this.issues.length > 0) throw new ConfigError(this.issues);
     const body = { source: this.src.file, global, binds, frontend };
     const version = createHash('sha256')
@@ -202,7 +205,8 @@ class Builder {
         http2MaxConcurrentStreams: fh?.http2MaxConcurrentStreams ?? 100,
       },
       terminationDeadlineMs: ms(g.connectionTerminationDeadline, 30_000),
-      sensitiveHeaders: ['authorization', 'proxy-authorization', ...sensitive],
+      sensitiveHeaders: [...new Set([...DEFAULT_SENSITIVE_HEADERS, ...sensitive])],
+      credentialQueryParams: [],
     };
   }
 
@@ -430,12 +434,12 @@ class Builder {
         r.namespace ? targeted.route.get(qualified) : undefined,
         r.policies,
       ) ?? {};
-    const policies = mergePolicies(inherited, own) ?? {};
+    const merged = mergePolicies(inherited, own) ?? {};
     const policySources: RouteIR['policySources'] = {};
-    for (const k of Object.keys(policies)) policySources[k] = k in own ? 'route' : 'gateway';
+    for (const k of Object.keys(merged)) policySources[k] = k in own ? 'route' : 'gateway';
     const backends: RouteBackendIR[] = [];
     (r.backends ?? []).forEach((b, bi) => {
-      const ir = this.routeBackend([...path, 'backends', bi], b, policies, targeted);
+      const ir = this.routeBackend([...path, 'backends', bi], b, merged, targeted);
       if (ir) backends.push(ir);
     });
     return {
@@ -444,7 +448,7 @@ class Builder {
       path: formatPath(path),
       hostnames: (r.hostnames ?? []).map((h) => h.toLowerCase()),
       matches,
-      policies,
+      policies: sealPolicies(merged),
       policySources,
       backends,
     };
@@ -544,6 +548,27 @@ class Builder {
     }
     this.report(checkTrafficPolicies(p, path));
   }
+}
+
+/**
+ * Where credentials travel is known from the auth policies: their headers join the sensitive ones
+ * and their query parameters are redacted wherever a request's URL is shown.
+ */
+function addCredentialLocations(global: GlobalIR, binds: BindIR[]): void {
+  const headers = new Set(global.sensitiveHeaders);
+  const params = new Set<string>();
+  for (const b of binds)
+    for (const l of b.listeners)
+      for (const r of l.routes) {
+        const p = r.policies;
+        for (const loc of [p.apiKey?.location, p.jwtAuth?.location, p.basicAuth?.location]) {
+          if (!loc) continue;
+          if ('header' in loc) headers.add(loc.header.name.toLowerCase());
+          else if ('queryParameter' in loc) params.add(loc.queryParameter.name);
+        }
+      }
+  global.sensitiveHeaders = [...headers];
+  global.credentialQueryParams = [...params].sort();
 }
 
 function parseHost(host: string): BackendTarget {

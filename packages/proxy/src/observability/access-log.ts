@@ -4,19 +4,23 @@ import type { Logger } from 'pino';
 import { type CelProgram, celToJson, celTrue, compileCel } from '../cel/cel.ts';
 import type { FrontendIR } from '../config/ir.ts';
 import type { ObservedRequest, RequestObserver, RequestSummary } from '../pipeline/observer.ts';
+import { redactQuery } from '../trace/redact.ts';
 
 export class AccessLogObserver implements RequestObserver {
   readonly #log: Logger;
   readonly #filter: CelProgram | undefined;
   readonly #add: [string, CelProgram][];
   readonly #remove: Set<string>;
+  /** Query parameters that carry credentials: logged as [redacted]. */
+  readonly #credentialParams: ReadonlySet<string>;
 
-  constructor(log: Logger, frontend: FrontendIR) {
+  constructor(log: Logger, frontend: FrontendIR, credentialParams: readonly string[] = []) {
     const a = frontend.accessLog;
     this.#log = log;
     this.#filter = a?.filter ? compileCel(a.filter) : undefined;
     this.#add = Object.entries(a?.add ?? {}).map(([k, v]) => [k, compileCel(v)] as [string, CelProgram]);
     this.#remove = new Set(a?.remove ?? []);
+    this.#credentialParams = new Set(credentialParams);
   }
 
   end(req: ObservedRequest, { status, seconds }: RequestSummary): void {
@@ -34,7 +38,7 @@ export class AccessLogObserver implements RequestObserver {
       'src.addr': `${req.source.address}:${req.source.port}`,
       'http.method': req.method,
       'http.host': req.authority,
-      'http.path': req.originalUrl,
+      'http.path': redactQuery(req.originalUrl, this.#credentialParams),
       'http.version': `HTTP/${req.httpVersion}`,
       'http.status': status,
       duration: `${Math.round(seconds * 1e4) / 10}ms`,

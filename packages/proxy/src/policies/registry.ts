@@ -1,5 +1,6 @@
 // Every route policy's build function, keyed by config field. A missing entry is a type error.
-import type { BackendPolicies, TrafficPolicies } from '@gw/api';
+import type { BackendPolicies } from '@gw/api';
+import type { RoutePolicies } from '../config/ir.ts';
 import type { Layer } from '../pipeline/layer.ts';
 import { apiKey } from './api-key/index.ts';
 import { authorization } from './authorization/index.ts';
@@ -44,7 +45,7 @@ export const POLICIES: { [K in PolicyName]: PolicyDefinition<K> } = {
 
 /** The layers of a route's effective policy, in POLICY_ORDER. */
 export function buildLayers(
-  policies: TrafficPolicies,
+  policies: RoutePolicies,
   global: BuildEnv['global'],
   route: string,
   shared: BuildEnv['shared'],

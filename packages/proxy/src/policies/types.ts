@@ -1,6 +1,6 @@
 // What a policy module provides: a build function from its validated config to a layer.
 import type { BackendPolicies, TrafficPolicies } from '@gw/api';
-import type { GlobalIR } from '../config/ir.ts';
+import type { GlobalIR, RoutePolicies } from '../config/ir.ts';
 import type { Layer } from '../pipeline/layer.ts';
 
 /** Route-level policies; backend connection settings (backendTLS) are handled by the upstream. */
@@ -10,12 +10,13 @@ export type PolicyName = Exclude<keyof TrafficPolicies, 'backendTLS'>;
  * shares its definition with the route policy of the same name.
  */
 export type BackendPolicyName = Exclude<keyof BackendPolicies, 'backendTLS' | 'http' | 'tcp'> & PolicyName;
-export type PolicyConfig<K extends PolicyName> = NonNullable<TrafficPolicies[K]>;
+/** As the IR holds it: credentials are Secrets (config/seal.ts). */
+export type PolicyConfig<K extends PolicyName> = NonNullable<RoutePolicies[K]>;
 
 export interface BuildEnv {
   global: GlobalIR;
   /** The whole effective policy of the route, for policies that depend on another (retry ↔ buffer). */
-  policies: TrafficPolicies;
+  policies: RoutePolicies;
   /** The route's key, for state that belongs to it. */
   route: string;
   /** Memory shared by every worker of the proxy under `key` (zeroed when new). */

@@ -120,7 +120,11 @@ export class DataPlane {
       return m;
     };
     const table = compileTable(ir, this.#pools, memory);
-    const accessLog = new AccessLogObserver(this.#opts.accessLog, ir.frontend);
+    const accessLog = new AccessLogObserver(
+      this.#opts.accessLog,
+      ir.frontend,
+      ir.global.credentialQueryParams,
+    );
     const created: BindServer[] = [];
     try {
       for (const [key, bind] of table.binds) {
@@ -161,6 +165,7 @@ export class DataPlane {
     this.#shared = used;
     this.#setObservers(this.#opts.metrics ? [this.#opts.metrics, accessLog] : [accessLog]);
     this.#trace.sensitive = new Set(ir.global.sensitiveHeaders);
+    this.#trace.credentialParams = new Set(ir.global.credentialQueryParams);
     this.#pools.retainOnly(table.pools);
     this.#opts.metrics?.configVersion.inc();
     return this.ports();

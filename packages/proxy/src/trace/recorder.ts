@@ -15,12 +15,18 @@ import type {
   UpstreamInfo,
   UpstreamResult,
 } from '../pipeline/observer.ts';
-import { redactPolicies } from './redact.ts';
+import { redactPolicies, redactQuery } from './redact.ts';
 
 export const BODY_SNAPSHOT_LIMIT = 64 * 1024;
 const REDACTED = '<redacted>';
 
 export type TraceSink = (event: TraceEvent | null) => void;
+
+/** What a trace never shows: values of these headers and of these query parameters. */
+export interface Redaction {
+  headers: ReadonlySet<string>;
+  queryParams: ReadonlySet<string>;
+}
 
 /** The first bytes of a body and its total size, for a bodySnapshot event. */
 class BodyCapture {
@@ -40,14 +46,16 @@ class BodyCapture {
 export class TraceRecorder implements RequestObserver {
   readonly #sink: TraceSink;
   readonly #sensitive: ReadonlySet<string>;
+  readonly #params: ReadonlySet<string>;
   readonly #t0: number;
   #finished = false;
   #requestBody = new BodyCapture();
   #responseBody = new BodyCapture();
 
-  constructor(sink: TraceSink, sensitive: ReadonlySet<string>, t0: number) {
+  constructor(sink: TraceSink, redaction: Redaction, t0: number) {
     this.#sink = sink;
-    this.#sensitive = sensitive;
+    this.#sensitive = redaction.headers;
+    this.#params = redaction.queryParams;
     this.#t0 = t0;
   }
 
@@ -184,7 +192,7 @@ export class TraceRecorder implements RequestObserver {
 
   requestState(req: ObservedRequest): RequestSnapshotState {
     const headers = this.redact(req.headers);
-    const pathAndQuery = req.path + req.query;
+    const pathAndQuery = redactQuery(req.path + req.query, this.#params);
     return {
       request: {
         method: req.method,

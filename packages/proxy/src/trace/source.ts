@@ -2,7 +2,7 @@
 // matches its CEL expression) served by any worker; the first worker to flip the subscription's
 // shared flag wins, so exactly one request is traced per subscription.
 
-import type { TraceEvent } from '@gw/api';
+import { DEFAULT_SENSITIVE_HEADERS, type TraceEvent } from '@gw/api';
 import { type CelProgram, celTrue, compileCel } from '../cel/cel.ts';
 import type { ObservedRequest, ObserverSource, RequestObserver } from '../pipeline/observer.ts';
 import { TraceRecorder } from './recorder.ts';
@@ -18,7 +18,9 @@ export class TraceSource implements ObserverSource {
   readonly #sink: ((id: number, event: TraceEvent | null) => void) | undefined;
   #arms: TraceArm[] = [];
   /** Header names whose values a trace never shows. */
-  sensitive: ReadonlySet<string> = new Set(['authorization', 'proxy-authorization']);
+  sensitive: ReadonlySet<string> = new Set(DEFAULT_SENSITIVE_HEADERS);
+  /** Query parameters that carry credentials: their values are never shown either. */
+  credentialParams: ReadonlySet<string> = new Set();
 
   constructor(sink: ((id: number, event: TraceEvent | null) => void) | undefined) {
     this.#sink = sink;
@@ -43,7 +45,11 @@ export class TraceSource implements ObserverSource {
       if (arm.filter && !celTrue(arm.filter, req.celContext())) continue;
       this.disarm(arm.id);
       if (Atomics.compareExchange(arm.flag, 0, 0, 1) !== 0 || !sink) continue;
-      return new TraceRecorder((e) => sink(arm.id, e), this.sensitive, req.startTime);
+      return new TraceRecorder(
+        (e) => sink(arm.id, e),
+        { headers: this.sensitive, queryParams: this.credentialParams },
+        req.startTime,
+      );
     }
     return undefined;
   }

@@ -9,6 +9,7 @@ import {
   normalizeMode,
   readCredential,
 } from '../../pipeline/credential-location.ts';
+import { Secret } from '../../secret.ts';
 import type { PolicyDefinition } from '../types.ts';
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
@@ -22,13 +23,13 @@ export const apiKey: PolicyDefinition<'apiKey'> = {
       : Object.entries(config.keys);
     for (const [name, e] of entries) {
       const meta =
-        typeof e === 'object' && e.metadata && typeof e.metadata === 'object'
+        !(e instanceof Secret) && e.metadata && typeof e.metadata === 'object'
           ? (e.metadata as Record<string, unknown>)
           : {};
       const withName = name ? { name, ...meta } : meta;
-      if (typeof e === 'string') byHash.set(sha256(e), withName);
-      else if ('key' in e) byHash.set(sha256(e.key), withName);
-      else byHash.set(e.keyHash.slice('sha256:'.length).toLowerCase(), withName);
+      if (e instanceof Secret) byHash.set(sha256(e.reveal()), withName);
+      else if ('key' in e) byHash.set(sha256(e.key.reveal()), withName);
+      else byHash.set(e.keyHash.reveal().slice('sha256:'.length).toLowerCase(), withName);
     }
     const mode = normalizeMode(config.mode);
     const location = compileLocation(config.location, BEARER);

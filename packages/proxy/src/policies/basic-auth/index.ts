@@ -15,7 +15,9 @@ const CACHE_MAX = 1024;
 export const basicAuth: PolicyDefinition<'basicAuth'> = {
   name: 'basicAuth',
   build(config) {
-    const lines = config.users ?? (typeof config.htpasswd === 'string' ? config.htpasswd.split('\n') : []);
+    const lines = config.users
+      ? config.users.map((u) => u.reveal())
+      : (config.htpasswd?.reveal().split('\n') ?? []);
     const users = new Map(parseHtpasswd(lines).entries.map((e) => [e.user, e.hash]));
     const optional = config.mode?.toLowerCase() === 'optional';
     const realm = (config.realm ?? 'Restricted').replace(/"/g, '');

@@ -1,0 +1,36 @@
+// Wraps the credentials of a validated traffic policy in Secret, once, where the config is loaded:
+// everything downstream (IR, config dump, trace, logs) then prints `[redacted]` by construction.
+import type { TrafficPolicies } from '@gw/api';
+import { Secret } from '../secret.ts';
+import type { ApiKeyEntryIR, ApiKeyIR, BasicAuthIR, RoutePolicies } from './ir.ts';
+
+type ApiKeyEntry = Extract<NonNullable<TrafficPolicies['apiKey']>['keys'], unknown[]>[number];
+
+function sealKey(e: ApiKeyEntry): ApiKeyEntryIR {
+  if (typeof e === 'string') return new Secret(e);
+  const meta = e.metadata === undefined ? {} : { metadata: e.metadata };
+  // A bare SHA-256 of a short key can be guessed offline, so the hash is kept out of sight as well.
+  if ('key' in e) return { key: new Secret(e.key), ...meta };
+  return { keyHash: new Secret(e.keyHash), ...meta };
+}
+
+/** A copy of `p` with its credentials sealed; `p` is not changed (policies are shared between routes). */
+export function sealPolicies(p: TrafficPolicies): RoutePolicies {
+  const { apiKey, basicAuth, ...rest } = p;
+  const out: RoutePolicies = rest;
+  if (apiKey) {
+    const keys = Array.isArray(apiKey.keys)
+      ? apiKey.keys.map(sealKey)
+      : Object.fromEntries(Object.entries(apiKey.keys).map(([name, e]) => [name, sealKey(e)]));
+    out.apiKey = { ...apiKey, keys } satisfies ApiKeyIR;
+  }
+  if (basicAuth) {
+    const { users, htpasswd, ...b } = basicAuth;
+    const sealed: BasicAuthIR = b;
+    if (users) sealed.users = users.map((u) => new Secret(u));
+    // The loader has read an htpasswd file by now; a `{file}` left here is one that could not be read.
+    if (typeof htpasswd === 'string') sealed.htpasswd = new Secret(htpasswd);
+    out.basicAuth = sealed;
+  }
+  return out;
+}
