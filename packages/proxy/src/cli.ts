@@ -2,7 +2,7 @@
 // it on change; `gw --validate-only -f config.yaml` checks a file and exits; `gw --xds-address URL
 // --gateway NS/NAME` takes its config from the controller over xDS.
 import { parseArgs } from 'node:util';
-import { ConfigError } from '@gw/api';
+import { ConfigError, formatIssue } from '@gw/api';
 import { startAdmin, startReadiness, startStats } from './admin/server.ts';
 import { DEFAULT_CONFIG, DEFAULT_CONFIG_NAME } from './config/default-config.ts';
 import type { ProxyIR } from './config/ir.ts';
@@ -141,6 +141,7 @@ export async function main(argv: string[]): Promise<number> {
       return 1;
     }
   }
+  for (const w of loaded?.warnings ?? []) process.stderr.write(`gw: warning: ${formatIssue(w)}\n`);
   if (loaded && o['validate-only']) {
     const { binds } = loaded.ir;
     const listeners = binds.reduce((n, b) => n + b.listeners.length, 0);
@@ -272,6 +273,7 @@ export async function main(argv: string[]): Promise<number> {
             }
             await supervisor.apply(next.ir);
             lastError = undefined;
+            for (const w of next.warnings) log.warn(`configuration warning: ${formatIssue(w)}`);
             log.info({ version: next.ir.version }, 'configuration reloaded');
           })
           .catch((err) => {

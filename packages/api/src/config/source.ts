@@ -4,6 +4,7 @@
 import { isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument, Scalar } from 'yaml';
 import type { z } from 'zod';
 import { describeIssue, type Issue } from '../crd/validate.ts';
+import { isCredentialField } from './credentials.ts';
 
 export type FieldPath = ReadonlyArray<string | number>;
 
@@ -46,18 +47,47 @@ export interface SourceDocument {
   data: unknown;
   /** The issue for `path`, located at the deepest node of that path present in the file. */
   issueAt(path: FieldPath, message: string, atKey?: boolean): ConfigIssue;
+  /**
+   * Problems found while reading (unset environment variables). They do not stop validation: the
+   * loader reports them together with every later problem (`withSourceIssues`).
+   */
+  issues: ConfigIssue[];
+  /** Suspicious but not wrong (an unset bare `$NAME` outside a credential): shown when the file loads. */
+  warnings: ConfigIssue[];
+}
+
+/**
+ * Every problem of a file: those found while reading it, then `later` ones, except the consequences
+ * of a value left unexpanded: problems at or under its path ("expected a number") and problems that
+ * quote the unexpanded reference ("cannot read $KEY_FILE").
+ */
+export function withSourceIssues(src: SourceDocument, later: readonly ConfigIssue[]): ConfigIssue[] {
+  const covered = src.issues.map((i) => i.path);
+  const refs = src.issues.flatMap((i) => i.message.match(/\$[A-Za-z_][A-Za-z0-9_]*/g) ?? []);
+  const under = (p: string, c: string) =>
+    c === '' || p === c || p.startsWith(`${c}.`) || p.startsWith(`${c}[`);
+  const consequence = (i: ConfigIssue) =>
+    covered.some((c) => under(i.path, c)) ||
+    refs.some((r) => i.message.includes(r) || i.message.includes(`\${${r.slice(1)}`));
+  return [...src.issues, ...later.filter((i) => !consequence(i))];
 }
 
 export type EnvLookup = (name: string) => string | undefined;
 
 // Bare `$NAME` only for upper-case names, so password hashes (`$apr1$…`, `$2y$05$…`) pass untouched.
 const ENV_REF = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Z_][A-Z0-9_]*)(?![A-Za-z0-9_])/g;
+// In a crypt-style hash the salt or digest after a `$` may start with capitals and stop at `.` or `/`
+// (`$2y$05$ABCD/ef…`), which reads like a bare `$ABCD`: only `${NAME}` is expanded there.
+const ENV_REF_BRACED = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+const CRYPT_HASH = /\$(apr1|2[abxy]|1|5|6)\$/;
 
 /**
  * Parses YAML text. `${VAR}`, `${VAR:-default}` and `$VAR` (upper-case names) in scalar values are
  * replaced from the environment (`$$` is a literal `$`); a plain scalar that expands to a number or
  * boolean becomes one, so `port: $PORT` works. An unset `${VAR}` without a default is an error at its
- * position; an unset bare `$VAR` stays as written.
+ * position. An unset bare `$VAR` stays as written, with a warning, except in a credential
+ * (`isCredentialField`), where it is an error: `keys: [$NOPE]` must not accept "$NOPE" as a key.
+ * These problems are collected in `issues`, not thrown, so the rest of the file is still checked.
  */
 export function parseSource(
   file: string,
@@ -76,7 +106,7 @@ export function parseSource(
   }
   if (issues.length > 0) throw new ConfigError(issues);
 
-  const pathOf: string[] = [];
+  const warnings: ConfigIssue[] = [];
   const expand = (node: unknown, path: FieldPath): void => {
     if (isMap(node)) {
       for (const pair of node.items) {
@@ -90,38 +120,47 @@ export function parseSource(
     } else if (isScalar(node) && typeof node.value === 'string' && node.value.includes('$')) {
       const original = node.value;
       const missing: string[] = [];
-      const out = original.replace(ENV_REF, (whole, braced?: string, fallback?: string, bare?: string) => {
+      const unsetBare: string[] = [];
+      const pattern = CRYPT_HASH.test(original) ? ENV_REF_BRACED : ENV_REF;
+      const out = original.replace(pattern, (whole, braced?: string, fallback?: string, bare?: string) => {
         if (whole === '$$') return '$';
         const name = (braced ?? bare) as string;
         const value = env(name);
         if (value !== undefined && value !== '') return value;
         if (fallback !== undefined) return fallback;
         if (value === '') return '';
-        if (bare !== undefined) return whole;
-        missing.push(name);
+        if (bare !== undefined) unsetBare.push(name);
+        else missing.push(name);
         return whole;
       });
+      const where = { file, ...at(node.range?.[0] ?? 0), path: formatPath(path) };
+      const names = (list: string[]) => list.map((m) => `$${m}`).join(', ');
+      if (unsetBare.length > 0 && isCredentialField(path)) missing.push(...unsetBare);
+      else if (unsetBare.length > 0) {
+        warnings.push({
+          ...where,
+          message: `environment variable ${names(unsetBare)} is not set, so it is kept as written (write $$ for a literal $, \${NAME:-} for empty)`,
+        });
+      }
       if (missing.length > 0) {
-        const off = node.range?.[0] ?? 0;
+        const credential = isCredentialField(path) ? '; a credential is never taken as written' : '';
         issues.push({
-          file,
-          ...at(off),
-          path: formatPath(path),
-          message: `environment variable ${missing.map((m) => `$${m}`).join(', ')} is not set (use \${NAME:-default} for a default, $$ for a literal $)`,
+          ...where,
+          message: `environment variable ${names(missing)} is not set${credential} (use \${NAME:-default} for a default, $$ for a literal $)`,
         });
         return;
       }
       node.value = node.type === Scalar.PLAIN ? plainScalar(out) : out;
     }
   };
-  void pathOf;
   expand(doc.contents, []);
-  if (issues.length > 0) throw new ConfigError(issues);
 
   const data = doc.toJS({ maxAliasCount: 100 }) ?? {};
   return {
     file,
     data,
+    issues,
+    warnings,
     issueAt(path, message, atKey = false) {
       const { offset, rest } = locate(doc.contents, path, atKey);
       const suffix = rest.length > 0 ? ` (missing field ${JSON.stringify(rest[0])})` : '';
@@ -176,23 +215,57 @@ function locate(root: unknown, path: FieldPath, atKey: boolean): { offset: numbe
 }
 
 /**
- * Checks a parsed file against a schema (ConfigFile for `gw -f`) and returns the typed value; every
- * problem is thrown at once as a ConfigError located in the file.
+ * Checks a parsed file against a schema (ConfigFile for `gw -f`) and returns the typed value. When
+ * the schema fails, every problem (with those found while reading) is thrown at once as a ConfigError
+ * located in the file; when it passes, the reading problems in `src.issues` are the caller's to
+ * report with its own checks (`withSourceIssues`).
  */
 export function validateSource<T extends z.ZodType>(src: SourceDocument, schema: T): z.output<T> {
   // Limits and patterns the schema gives no message of its own are worded as the API server words
   // them for the CRDs (crd/validate.ts), so a config file and `kubectl apply` read the same.
-  const parsed = schema.safeParse(src.data, {
-    reportInput: true,
-    error: (iss) => {
-      if (iss.code !== 'too_big' && iss.code !== 'too_small' && iss.code !== 'invalid_format')
-        return undefined;
-      const path = (iss.path ?? []).map((p) => (typeof p === 'number' ? p : String(p)));
-      return describeIssue(iss as unknown as Issue, formatPath(path))[0];
-    },
-  });
-  if (!parsed.success) throw new ConfigError(issuesFromZod(src, parsed.error));
+  const check = () =>
+    schema.safeParse(src.data, {
+      reportInput: true,
+      error: (iss) => {
+        if (iss.code !== 'too_big' && iss.code !== 'too_small' && iss.code !== 'invalid_format')
+          return undefined;
+        const path = (iss.path ?? []).map((p) => (typeof p === 'number' ? p : String(p)));
+        return describeIssue(iss as unknown as Issue, formatPath(path))[0];
+      },
+    });
+  let parsed = check();
+  // `port: ${PORT}` with PORT unset is already reported; a stand-in number lets the rest of the file
+  // be checked (regexes, CEL, references) so that every problem shows at once.
+  for (let round = 0; !parsed.success && src.issues.length > 0 && round < 3; round++) {
+    if (!standIns(src, parsed.error)) break;
+    parsed = check();
+  }
+  if (!parsed.success) throw new ConfigError(withSourceIssues(src, issuesFromZod(src, parsed.error)));
   return parsed.data;
+}
+
+/** Replaces values the schema wants as numbers or booleans at already-reported paths; false if none. */
+function standIns(src: SourceDocument, error: z.ZodError): boolean {
+  const reported = new Set(src.issues.map((i) => i.path));
+  let changed = false;
+  for (const issue of error.issues) {
+    if (issue.code !== 'invalid_type' || (issue.expected !== 'number' && issue.expected !== 'boolean'))
+      continue;
+    const path = issue.path.map((p) => (typeof p === 'number' ? p : String(p)));
+    if (path.length === 0 || !reported.has(formatPath(path))) continue;
+    let parent: unknown = src.data;
+    for (const seg of path.slice(0, -1)) parent = (parent as Record<string | number, unknown> | null)?.[seg];
+    const last = path[path.length - 1] as string | number;
+    if (
+      parent === null ||
+      typeof parent !== 'object' ||
+      typeof (parent as Record<string | number, unknown>)[last] !== 'string'
+    )
+      continue;
+    (parent as Record<string | number, unknown>)[last] = issue.expected === 'number' ? 0 : false;
+    changed = true;
+  }
+  return changed;
 }
 
 /**

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { ConfigError } from '@gw/api';
+import type { Secret } from '../secret.ts';
 import { DEFAULT_CONFIG, DEFAULT_CONFIG_NAME } from './default-config.ts';
 import { loadConfigFile, loadConfigText } from './load.ts';
 
@@ -143,7 +144,7 @@ describe('environment expansion', () => {
   });
 
   test('an unset ${VAR} is an error at its position; $$ is a literal $', () => {
-    assert.deepEqual(issues('binds:\n- port: ${NOPE}\n  listeners: []\n'), [
+    assert.deepEqual(issues('binds:\n- port: ${NOPE}\n  listeners: [{}]\n'), [
       '2:9 binds[0].port: environment variable $NOPE is not set (use ${NAME:-default} for a default, $$ for a literal $)',
     ]);
     const { ir } = load(minimal('    - policies: {directResponse: {status: 200, body: "cost: $$5"}}\n'));
@@ -160,6 +161,107 @@ describe('environment expansion', () => {
       ir.binds[0]?.listeners[0]?.routes[0]?.policies.directResponse?.body,
       '$apr1$UVxm2AQH$uSUK. $2y$05$Heb $UNSET_BARE',
     );
+  });
+
+  test('an unset bare $VAR in a credential is an error naming line, column, field and variable', () => {
+    const route = (policies: string) =>
+      minimal(`    - policies: ${policies}\n      backends: [{host: "a:1"}]\n`);
+    assert.deepEqual(issues(route('{apiKey: {keys: [$NOPE_KEY]}}')), [
+      '5:34 binds[0].listeners[0].routes[0].policies.apiKey.keys[0]: environment variable $NOPE_KEY is not set; a credential is never taken as written (use ${NAME:-default} for a default, $$ for a literal $)',
+    ]);
+    const cases: [string, RegExp][] = [
+      [
+        '{apiKey: {keys: {ops: {key: "$NOPE_KEY"}}}}',
+        /apiKey\.keys\.ops\.key: environment variable \$NOPE_KEY/,
+      ],
+      ['{apiKey: {keys: {ops: "k-$NOPE_KEY"}}}', /apiKey\.keys\.ops: environment variable \$NOPE_KEY/],
+      ['{basicAuth: {users: ["$NOPE_USER"]}}', /basicAuth\.users\[0\]: environment variable \$NOPE_USER/],
+      ['{basicAuth: {htpasswd: $NOPE_FILE}}', /basicAuth\.htpasswd: environment variable \$NOPE_FILE/],
+      [
+        '{requestHeaderModifier: {set: {Authorization: "Bearer $NOPE_TOKEN"}}}',
+        /requestHeaderModifier\.set\.Authorization: environment variable \$NOPE_TOKEN/,
+      ],
+      [
+        '{backendTLS: {cert: "-----BEGIN CERTIFICATE-----", key: {file: $NOPE_PEM}}}',
+        /backendTLS\.key\.file: environment variable \$NOPE_PEM/,
+      ],
+    ];
+    for (const [policies, want] of cases) {
+      const got = issues(route(policies));
+      assert.equal(got.length, 1, got.join('\n'));
+      assert.match(got[0] as string, want);
+      assert.match(got[0] as string, /a credential is never taken as written/);
+    }
+    // The whole message names the file, as `gw` prints it.
+    assert.throws(
+      () => load(route('{apiKey: {keys: [$NOPE_KEY]}}')),
+      (err: ConfigError) => {
+        assert.match(
+          err.message,
+          /^gw\.yaml:5:34: binds\[0\]\.listeners\[0\]\.routes\[0\]\.policies\.apiKey\.keys\[0\]: .*\$NOPE_KEY/,
+        );
+        return true;
+      },
+    );
+  });
+
+  test('a set bare $VAR in a credential is used; API key metadata is not a credential', () => {
+    const { ir, warnings } = load(
+      minimal('    - policies: {apiKey: {keys: [{key: $REAL_KEY, metadata: {note: $NOPE_NOTE}}]}}\n'),
+      { REAL_KEY: 'k-from-env' },
+    );
+    const keys = ir.binds[0]?.listeners[0]?.routes[0]?.policies.apiKey?.keys as {
+      key: Secret;
+      metadata: unknown;
+    }[];
+    assert.equal(keys[0]?.key.reveal(), 'k-from-env');
+    assert.deepEqual(keys[0]?.metadata, { note: '$NOPE_NOTE' });
+    assert.equal(warnings.length, 1);
+  });
+
+  test('an unset bare $VAR elsewhere is kept as written, with a warning naming file, line and field', () => {
+    const { ir, warnings } = load(
+      minimal('    - policies: {directResponse: {status: 200, body: "costs $NOPE_PRICE"}}\n'),
+    );
+    assert.equal(ir.binds[0]?.listeners[0]?.routes[0]?.policies.directResponse?.body, 'costs $NOPE_PRICE');
+    assert.deepEqual(
+      warnings.map((w) => `${w.file}:${w.line}:${w.column} ${w.path}: ${w.message}`),
+      [
+        'gw.yaml:5:54 binds[0].listeners[0].routes[0].policies.directResponse.body: environment variable $NOPE_PRICE is not set, so it is kept as written (write $$ for a literal $, ${NAME:-} for empty)',
+      ],
+    );
+    assert.deepEqual(load(minimal('    - {}\n')).warnings, []);
+  });
+
+  test('crypt hashes whose salt starts with capitals are not read as variables', () => {
+    // `$2y$05$ABCD/…` reads like a bare $ABCD followed by "/"; it must stay a hash even when ABCD is set.
+    const line = 'alice:$2y$05$ABCD/efghijklmnopqrstuleOuHu3XlC0x.F0NfoIpoF26vM7WFGK';
+    const { ir, warnings } = load(minimal(`    - policies: {basicAuth: {users: ["${line}"]}}\n`), {
+      ABCD: 'replaced',
+    });
+    assert.equal(ir.binds[0]?.listeners[0]?.routes[0]?.policies.basicAuth?.users?.[0]?.reveal(), line);
+    assert.deepEqual(warnings, []);
+  });
+
+  test('an environment error does not hide other problems: all are reported at once', () => {
+    const got = issues(
+      `binds:
+- port: \${NOPE_PORT}
+  listeners:
+  - routes:
+    - matches: [{path: {regex: "("}}]
+      policies: {apiKey: {keys: [$NOPE_KEY]}}
+      backends: [{host: "a:1"}]
+`,
+    );
+    assert.equal(got.length, 3, got.join('\n'));
+    assert.match(got[0] as string, /^2:9 binds\[0\]\.port: environment variable \$NOPE_PORT is not set/);
+    assert.match(got[1] as string, /^6:34 .*apiKey\.keys\[0\]: environment variable \$NOPE_KEY is not set/);
+    assert.match(got[2] as string, /^5:\d+ .*matches\[0\]\.path\.regex: invalid regular expression/);
+    // A schema problem elsewhere is reported with the environment error too.
+    const schema = issues('binds:\n- port: $NOPE_PORT\n  listeners: []\n  extra: 1\n');
+    assert.equal(schema.length, 2, schema.join('\n'));
+    assert.match(schema.join('\n'), /binds\[0\]\.extra: unknown field/);
   });
 
   test('regex anchors with $ are left alone', () => {

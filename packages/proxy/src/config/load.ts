@@ -30,6 +30,7 @@ import {
   type SourceDocument,
   type TrafficPolicies,
   validateSource,
+  withSourceIssues,
 } from '@gw/api';
 import { Secret } from '../secret.ts';
 import type {
@@ -58,6 +59,8 @@ export interface StartupConfig {
 export interface LoadedConfig {
   ir: ProxyIR;
   startup: StartupConfig;
+  /** Not wrong, but worth a line at load (an unset bare `$NAME` kept as written). */
+  warnings: ConfigIssue[];
 }
 
 export const DEFAULT_MAX_BUFFER = 2 * 1024 * 1024;
@@ -115,6 +118,8 @@ function objectSource(file: string, data: unknown, origin: Origin | undefined): 
       const o = origin?.(path) ?? { file, path };
       return { file: o.file, line: 0, column: 0, path: formatPath(o.path), message };
     },
+    issues: [],
+    warnings: [],
   };
 }
 
@@ -149,13 +154,15 @@ class Builder {
     const binds = this.binds();
     const frontend = this.frontend();
     addCredentialLocations(global, binds);
-    if (this.issues.length > 0) throw new ConfigError(this.issues);
+    // With the problems found while reading (unset environment variables), so a file shows all at once.
+    const issues = withSourceIssues(this.src, this.issues);
+    if (issues.length > 0) throw new ConfigError(issues);
     const body = { source: this.src.file, global, binds, frontend };
     const version = createHash('sha256')
       .update(JSON.stringify(body, secretHashReplacer))
       .digest('hex')
       .slice(0, 16);
-    return { ir: { version, ...body }, startup };
+    return { ir: { version, ...body }, startup, warnings: this.src.warnings };
   }
 
   startup(g: GlobalConfig): StartupConfig {
