@@ -59,3 +59,85 @@ export async function freePort(): Promise<number> {
   await new Promise<void>((r) => s.close(() => r()));
   return port;
 }
+
+export interface RawReply {
+  /** Status of the final response (after any 1xx). */
+  status: number;
+  /** Every status line received, 1xx included, in order. */
+  statusLines: string[];
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * Sends `text` as-is on a new connection and reads until the server closes it: for what a client
+ * library would not send (raw paths, duplicate headers, absolute-form targets). Ask for
+ * `Connection: close`. With `afterContinue`, `body` is written only once a `100 Continue` arrives, as an
+ * `Expect: 100-continue` client does.
+ */
+export function rawRequest(
+  port: number,
+  text: string,
+  opts: { body?: string; afterContinue?: boolean; timeoutMs?: number } = {},
+): Promise<RawReply> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let pending = opts.body;
+    const socket = net.connect(port, '127.0.0.1', () => {
+      socket.write(text);
+      if (pending !== undefined && !opts.afterContinue) {
+        socket.write(pending);
+        pending = undefined;
+      }
+    });
+    const timer = setTimeout(
+      () => socket.destroy(new Error('raw request timed out')),
+      opts.timeoutMs ?? 5000,
+    );
+    socket.on('data', (c: Buffer) => {
+      chunks.push(c);
+      if (pending !== undefined && /^HTTP\/1\.1 100 /.test(Buffer.concat(chunks).toString('latin1'))) {
+        socket.write(pending);
+        pending = undefined;
+      }
+    });
+    socket.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    socket.on('close', () => {
+      clearTimeout(timer);
+      let rest = Buffer.concat(chunks).toString('latin1');
+      const statusLines: string[] = [];
+      let headers: Record<string, string> = {};
+      for (;;) {
+        const end = rest.indexOf('\r\n\r\n');
+        if (end === -1) break;
+        const [line = '', ...lines] = rest.slice(0, end).split('\r\n');
+        statusLines.push(line);
+        headers = {};
+        for (const l of lines) {
+          const i = l.indexOf(':');
+          headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
+        }
+        rest = rest.slice(end + 4);
+        if (!/^HTTP\/1\.[01] 1\d\d/.test(line)) break;
+      }
+      const last = statusLines[statusLines.length - 1] ?? '';
+      const body = headers['transfer-encoding'] === 'chunked' ? unchunk(rest) : rest;
+      resolve({ status: Number(last.split(' ')[1] ?? 0), statusLines, headers, body });
+    });
+  });
+}
+
+function unchunk(text: string): string {
+  let out = '';
+  let rest = text;
+  for (;;) {
+    const eol = rest.indexOf('\r\n');
+    const size = Number.parseInt(rest.slice(0, eol), 16);
+    if (eol === -1 || !(size > 0)) return out;
+    out += rest.slice(eol + 2, eol + 2 + size);
+    rest = rest.slice(eol + 4 + size);
+  }
+}

@@ -464,6 +464,17 @@ export const FrontendPolicies = strict({
     maxBufferSize: ByteSize.optional(),
     http1IdleTimeout: Duration.optional(),
     http2KeepaliveInterval: Duration.optional(),
+    mergeSlashes: z
+      .boolean()
+      .optional()
+      .meta({ description: 'merge runs of / in request paths before routing (default true)' }),
+    pathWithEscapedSlashes: z
+      .enum(['KeepUnchanged', 'RejectRequest', 'UnescapeAndForward'])
+      .optional()
+      .meta({ description: 'what to do with %2F and %5C in request paths (default KeepUnchanged)' }),
+    trustedProxies: z.array(z.string().min(1)).max(64).optional().meta({
+      description: 'peers (IP or CIDR) whose X-Forwarded-For/-Proto are kept; from others they are replaced',
+    }),
   }).optional(),
 });
 

@@ -47,6 +47,13 @@ export interface FrontendIR {
   accessLog?: AccessLog;
   /** Layer-4 rules on each downstream connection's source address, before any HTTP. */
   networkAuthorization?: Authorization;
+  /** How request paths are normalised before routing (pipeline/normalize-path.ts); absent: the defaults. */
+  paths?: {
+    mergeSlashes: boolean;
+    escapedSlashes: 'KeepUnchanged' | 'RejectRequest' | 'UnescapeAndForward';
+  };
+  /** Peers (IP or CIDR) whose X-Forwarded-For/-Proto are kept; absent or empty: nobody. */
+  trustedProxies?: string[];
 }
 
 export interface TlsServerIR {

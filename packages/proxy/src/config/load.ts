@@ -224,6 +224,14 @@ class Builder {
     this.report(checkFrontendPolicies(fp, ['frontendPolicies']));
     if (fp.networkAuthorization) out.networkAuthorization = fp.networkAuthorization;
     if (fp.accessLog) out.accessLog = { ...fp.accessLog };
+    const fh = fp.http;
+    if (fh?.mergeSlashes !== undefined || fh?.pathWithEscapedSlashes !== undefined) {
+      out.paths = {
+        mergeSlashes: fh.mergeSlashes ?? true,
+        escapedSlashes: fh.pathWithEscapedSlashes ?? 'KeepUnchanged',
+      };
+    }
+    if (fh?.trustedProxies?.length) out.trustedProxies = [...fh.trustedProxies];
     return out;
   }
 

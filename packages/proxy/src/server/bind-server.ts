@@ -81,6 +81,8 @@ export class BindServer {
         answerClientError(err, socket, opts),
       );
       secure.on('session', onSession);
+      // Expect: 100-continue reaches the data plane unanswered; it sends the 100 when the body is read.
+      secure.on('checkContinue', handler);
       // Before the TLS handshake: a refused peer costs no crypto.
       secure.prependListener('connection', (socket: Socket) => {
         if (!opts.admit(socket.remoteAddress ?? '', socket.remotePort ?? 0)) socket.destroy();
@@ -97,6 +99,9 @@ export class BindServer {
       );
       const h2 = http2.createServer({}, handler);
       h2.on('session', onSession);
+      // Expect: 100-continue reaches the data plane unanswered; it sends the 100 when the body is read.
+      h1.on('checkContinue', handler);
+      h2.on('checkContinue', handler);
       this.#h1 = h1;
       this.#outer = net.createServer({ noDelay: true }, (socket) => {
         if (!opts.admit(socket.remoteAddress ?? '', socket.remotePort ?? 0)) {

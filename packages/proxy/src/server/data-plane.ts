@@ -11,6 +11,9 @@ import { AccessLogObserver } from '../observability/access-log.ts';
 import type { ProxyMetrics } from '../observability/metrics.ts';
 import { discard } from '../pipeline/body.ts';
 import { RequestContext } from '../pipeline/context.ts';
+import { answerContinueOnRead } from '../pipeline/expect-continue.ts';
+import { setForwardedHeaders, TrustedProxies } from '../pipeline/forwarded.ts';
+import { DEFAULT_PATH_NORMALIZATION, type PathNormalization } from '../pipeline/normalize-path.ts';
 import {
   Observation,
   type ObserverSource,
@@ -20,6 +23,7 @@ import {
   wantsDetail,
 } from '../pipeline/observer.ts';
 import { pump } from '../pipeline/pump.ts';
+import { resolveRequestTarget } from '../pipeline/request-target.ts';
 import { compileRules, decide, type Rule } from '../policies/authorization/decision.ts';
 import type { CompiledMatch } from '../routing/match.ts';
 import { type CompiledRoute, compileTable, type RoutingTable, selectListener } from '../routing/table.ts';
@@ -61,6 +65,11 @@ export class DataPlane {
   #observers: Observers = { always: [], detailed: [], endOnly: [] };
   #shared = new Map<string, SharedArrayBuffer>();
   #networkRules: Rule[] | undefined;
+  /** Frontend HTTP settings every request starts with: path normalisation, trusted proxies. */
+  #requests: { paths: PathNormalization; trusted: TrustedProxies } = {
+    paths: DEFAULT_PATH_NORMALIZATION,
+    trusted: new TrustedProxies([]),
+  };
   #applying: Promise<unknown> = Promise.resolve();
 
   constructor(opts: DataPlaneOptions) {
@@ -120,6 +129,10 @@ export class DataPlane {
       return m;
     };
     const table = compileTable(ir, this.#pools, memory);
+    const requests = {
+      paths: ir.frontend.paths ?? DEFAULT_PATH_NORMALIZATION,
+      trusted: new TrustedProxies(ir.frontend.trustedProxies ?? []),
+    };
     const accessLog = new AccessLogObserver(
       this.#opts.accessLog,
       ir.frontend,
@@ -162,6 +175,7 @@ export class DataPlane {
     this.#networkRules = ir.frontend.networkAuthorization
       ? compileRules(ir.frontend.networkAuthorization)
       : undefined;
+    this.#requests = requests;
     this.#shared = used;
     this.#setObservers(this.#opts.metrics ? [this.#opts.metrics, accessLog] : [accessLog]);
     this.#trace.sensitive = new Set(ir.global.sensitiveHeaders);
@@ -181,11 +195,20 @@ export class DataPlane {
     this.#inflight.add(ctx);
     res.once('close', () => this.#finish(ctx));
     if ((this.#draining || bs.retired) && 'shouldKeepAlive' in res) res.shouldKeepAlive = false;
+    // Before anyone looks at the request: routes, policies, observers and the upstream see one path.
+    const { paths, trusted } = this.#requests;
+    const refused = resolveRequestTarget(ctx, paths);
+    setForwardedHeaders(ctx, trusted);
+    answerContinueOnRead(ctx);
 
     if (this.#observers.detailed.length > 0) ctx.obs = new Observation(this.#observers.detailed);
     if (this.#trace.armed) this.#attach(ctx);
     const obs = ctx.obs;
     obs?.start(ctx);
+    if (refused) {
+      this.#fail(ctx, refused);
+      return;
+    }
 
     const listener = selectListener(bind, ctx.host);
     if (!listener) {

@@ -35,11 +35,6 @@ export async function callUpstream(
 ): Promise<void> {
   const headers = ctx.headers;
   if (ctx.ext.rewriteHostToBackend) headers.host = target.endpoint;
-  const xff = headers['x-forwarded-for'];
-  headers['x-forwarded-for'] = xff
-    ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ctx.source.address}`
-    : ctx.source.address;
-  headers['x-forwarded-proto'] ??= ctx.scheme;
   ctx.endpoint = target.endpoint;
 
   let signal = ctx.signal;

@@ -1,0 +1,48 @@
+// The request target as routing sees it, settled once per request before listener and route
+// selection: exactly one Host, the authority of an absolute-form target, and the normalised path.
+import { GwError } from '../errors.ts';
+import { hostOf, type RequestContext } from './context.ts';
+import { normalizePath, type PathNormalization } from './normalize-path.ts';
+
+const ABSOLUTE_FORM = /^https?:\/\//i;
+
+/** Rewrites ctx's path (and authority, for an absolute-form target); a GwError when the target is refused. */
+export function resolveRequestTarget(ctx: RequestContext, opts: PathNormalization): GwError | undefined {
+  if (ctx.httpVersion.startsWith('1') && hostCount(ctx.req.rawHeaders) > 1) {
+    // RFC 9112 §3.2: a request with more than one Host is answered 400; which one would a backend use?
+    return new GwError('GW_ERR_BAD_REQUEST', 'bad request: more than one Host header');
+  }
+  let path = ctx.path;
+  if (ABSOLUTE_FORM.test(ctx.originalUrl)) {
+    // RFC 9112 §3.2.2: the target's authority replaces Host.
+    const url = ctx.originalUrl;
+    const start = url.indexOf('//') + 2;
+    let end = start;
+    while (end < url.length && url[end] !== '/' && url[end] !== '?' && url[end] !== '#') end++;
+    const authority = url.slice(start, end);
+    if (authority === '' || authority.includes('@'))
+      return new GwError('GW_ERR_BAD_REQUEST', 'bad request: invalid authority in request target');
+    const rest = url.slice(end);
+    const q = rest.indexOf('?');
+    path = (q === -1 ? rest : rest.slice(0, q)) || '/';
+    ctx.query = q === -1 ? '' : rest.slice(q);
+    ctx.authority = authority;
+    ctx.host = hostOf(authority);
+    ctx.headers.host = authority;
+  }
+  const n = normalizePath(path, opts);
+  if (!n.ok) return new GwError('GW_ERR_BAD_REQUEST', `bad request: ${n.reason}`);
+  ctx.path = n.path;
+  if (ctx.query.includes('#'))
+    return new GwError('GW_ERR_BAD_REQUEST', 'bad request: request target has a fragment');
+  return undefined;
+}
+
+function hostCount(raw: string[]): number {
+  let n = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (name.length === 4 && name.toLowerCase() === 'host') n++;
+  }
+  return n;
+}
