@@ -1,7 +1,7 @@
 // One upstream attempt: sends the (possibly rewritten) request through a pool and leaves the
 // streaming response in ctx.response. Transport failures become GwErrors with the right status.
 import { parseGoDuration } from '@gw/api';
-import type { Dispatcher } from 'undici';
+import { type Dispatcher, errors } from 'undici';
 import { GwError } from '../errors.ts';
 import { type Headers, HOP_BY_HOP, type RequestContext } from '../pipeline/context.ts';
 
@@ -101,7 +101,14 @@ export function toGwError(err: unknown, signal: AbortSignal): GwError {
   ) {
     return new GwError('GW_ERR_UPSTREAM_TLS', `upstream TLS error: ${why}`, { cause: err });
   }
-  if (code.startsWith('UND_ERR') || code.startsWith('HPE_')) {
+  // A response that is not HTTP (a bad status line, a garbled header): undici's parser error often
+  // carries no code.
+  if (
+    err instanceof errors.HTTPParserError ||
+    code.startsWith('UND_ERR') ||
+    code.startsWith('HPE_') ||
+    code.startsWith('ERR_HTTP2')
+  ) {
     return new GwError('GW_ERR_UPSTREAM_PROTOCOL', `upstream error: ${why}`, { cause: err });
   }
   return new GwError('GW_ERR_INTERNAL', undefined, { cause: err });
