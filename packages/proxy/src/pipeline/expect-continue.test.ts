@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
-import { type Echo, rawRequest, startUpstream, type TestServer } from '@gw/testkit';
+import { type Echo, makeTestPki, rawRequest, startUpstream, type TestServer } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 
 let up: TestServer;
@@ -33,29 +33,60 @@ after(async () => {
 });
 const lastSeen = () => up.seen[up.seen.length - 1] as Echo;
 
-test('curl --data-binary of 2 MB with Expect: 100-continue goes through', async (t) => {
+const BODY_BYTES = 2 * 1024 * 1024;
+
+/** curl --data-binary @file (2 MB) with Expect: 100-continue; a long expect timeout, so only a 100 lets it send. */
+async function curlUpload(t: { after(fn: () => void): void }, url: string, extra: string[] = []) {
   const dir = mkdtempSync(join(tmpdir(), 'gw-expect-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'body.bin');
-  const body = Buffer.alloc(2 * 1024 * 1024, 'x');
-  writeFileSync(file, body);
+  writeFileSync(file, Buffer.alloc(BODY_BYTES, 'x'));
   const { stdout } = await promisify(execFile)('curl', [
     '-sS',
+    ...extra,
     '-o',
     '/dev/null',
     '-w',
-    '%{http_code}',
+    '%{http_code} %{http_version}',
     '-H',
     'Expect: 100-continue',
     '--expect100-timeout',
     '30',
     '--data-binary',
     `@${file}`,
-    p.url('/upload'),
+    url,
   ]);
-  assert.equal(stdout, '200');
-  assert.equal(lastSeen().body.length, body.length);
+  return stdout;
+}
+
+test('curl --data-binary of 2 MB with Expect: 100-continue goes through', async (t) => {
+  assert.equal(await curlUpload(t, p.url('/upload')), '200 1.1');
+  assert.equal(lastSeen().body.length, BODY_BYTES);
   assert.equal(lastSeen().headers.expect, undefined, 'the expectation is not forwarded');
+});
+
+test('the same over HTTPS, HTTP/1.1 and h2', async (t) => {
+  const pki = await makeTestPki(['expect.test']);
+  t.after(() => pki.cleanup());
+  const cert = pki.servers['expect.test'] as { certFile: string; keyFile: string };
+  const tls = await startProxy(`binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - protocol: HTTPS
+    tls: {cert: ${JSON.stringify(cert.certFile)}, key: ${JSON.stringify(cert.keyFile)}}
+    routes:
+    - backends: [{host: "127.0.0.1:${up.port}"}]
+`);
+  t.after(() => tls.close());
+  const url = `https://127.0.0.1:${tls.port()}/upload`;
+  for (const [flag, version] of [
+    ['--http1.1', '1.1'],
+    ['--http2', '2'],
+  ]) {
+    assert.equal(await curlUpload(t, url, ['-k', flag as string]), `200 ${version}`);
+    assert.equal(lastSeen().body.length, BODY_BYTES);
+  }
 });
 
 test('the client gets a 100 before it sends the body, and the upstream gets the body', async () => {
