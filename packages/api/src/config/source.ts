@@ -1,7 +1,7 @@
 // Reads a YAML config file into plain data while keeping where every value came from, so that any
 // later complaint (syntax, schema, compile) can name the file, line, column and field path.
 
-import { isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument, Scalar } from 'yaml';
+import { isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument, Scalar, visit } from 'yaml';
 import type { z } from 'zod';
 import { describeIssue, type Issue } from '../crd/validate.ts';
 import { isCredentialField } from './credentials.ts';
@@ -155,7 +155,14 @@ export function parseSource(
   };
   expand(doc.contents, []);
 
-  const data = doc.toJS({ maxAliasCount: 100 }) ?? {};
+  let data: unknown;
+  try {
+    data = doc.toJS({ maxAliasCount: 100 }) ?? {};
+  } catch (err) {
+    // Aliases are resolved only here: `*a` before `&a`, a merge (`<<`) of a non-map, an alias bomb.
+    const message = (err as Error).message.split('\n')[0] ?? String(err);
+    throw new ConfigError([{ file, ...at(aliasOffset(doc.contents)), path: '', message }]);
+  }
   return {
     file,
     data,
@@ -172,6 +179,26 @@ export function parseSource(
       };
     },
   };
+}
+
+/** Where the first alias or merge key of the document is (else its start), to point an alias error at. */
+function aliasOffset(root: unknown): number {
+  let found = -1;
+  visit(root as Node, {
+    Alias(_k, node) {
+      found = node.range?.[0] ?? 0;
+      return visit.BREAK;
+    },
+    Pair(_k, pair) {
+      // with `merge: true` a merge key's value is a symbol; its source text is `<<`
+      if (isScalar(pair.key) && (pair.key.source === '<<' || pair.key.value === '<<')) {
+        found = pair.key.range?.[0] ?? 0;
+        return visit.BREAK;
+      }
+      return undefined;
+    },
+  });
+  return Math.max(found, 0);
 }
 
 function plainScalar(text: string): unknown {

@@ -34,6 +34,13 @@ describe('errors name the line, column and field path', () => {
     assert.match(i as string, /^\d+:\d+ : /);
   });
 
+  test('an alias before its anchor, or a merge of a non-map, is a located error (found by the fuzz test)', () => {
+    const [a] = issues('binds:\n- port: 1\n  listeners: *later\n');
+    assert.match(a as string, /^3:14 : Unresolved alias .*later/);
+    const [b] = issues('binds:\n- <<: 5\n  port: 1\n');
+    assert.match(b as string, /^2:3 : Merge sources must be maps/);
+  });
+
   test('unknown field points at the key', () => {
     const got = issues(minimal('    - name: a\n      backendz: []\n'));
     assert.deepEqual(got, ['6:7 binds[0].listeners[0].routes[0].backendz: unknown field "backendz"']);
