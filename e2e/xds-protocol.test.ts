@@ -137,6 +137,12 @@ describe('xDS server and client', () => {
     assert.deepEqual(routeBodies(ir0), ['a0']);
     await until('ACK', () => acks.find((e) => e.nonce === responses[0]?.nonce));
     assert.deepEqual(srv.metrics().connected, { 'ns/a': 1 });
+    // where each proxy stands is what the Gateway's Programmed condition follows
+    assert.deepEqual(
+      srv.proxyStates('ns/a').map((p) => p.state),
+      ['acked'],
+    );
+    assert.deepEqual(srv.proxyStates('ns/b'), []);
     assert.equal(a.client.state, 'connected');
 
     // One resource changes: only it is sent.
@@ -164,6 +170,9 @@ describe('xDS server and client', () => {
     assert.equal(nack.nonce, responses.at(-1)?.nonce);
     assert.match(nack.message, /^policy\/ns\/bad\/0: traffic\.cors\.nope: unknown field "nope"$/m);
     assert.equal(srv.metrics().nacksTotal, 1);
+    const [nacked] = srv.proxyStates('ns/a');
+    assert.equal(nacked?.state, 'nacked');
+    assert.equal(nacked?.message, nack.message);
     assert.equal(a.configs.length, 2);
     assert.equal(a.client.version, a.configs[1]?.version);
     assert.equal(a.rejects.length, 1);
@@ -177,6 +186,10 @@ describe('xDS server and client', () => {
     assert.equal(responses.length, afterNack + 1, 'nothing was sent between the NACK and the removal');
     assert.deepEqual(removal.resources, []);
     assert.deepEqual(removal.removed, ['policy/ns/bad/0']);
+    assert.equal(srv.proxyStates('ns/a')[0]?.state, 'acked');
+    // a Gateway change that sends this proxy nothing leaves it acknowledged at the new version
+    srv.setResources('ns/a', gatewayResources('ns/a', 8081, { '/a': 'a1' }));
+    assert.equal(srv.proxyStates('ns/a')[0]?.state, 'acked');
     responses.length = 0;
     assert.equal(a.configs.length, 2);
 

@@ -1,17 +1,14 @@
 // The controller loop: informers (provider) → debounce → translate (pure) → xDS server per Gateway,
-// and statuses merged and written back only when they changed. It also keeps its GatewayClass in
-// place and turns a proxy's NACK into a Warning Event on the Gateway.
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  type KubeConfig,
-  PatchStrategy,
-  setHeaderOptions,
-} from '@kubernetes/client-node';
+// and statuses written back by the status writer (status/writer.ts) only when they changed. A
+// Gateway's Programmed condition follows its proxies' ACKs and NACKs (status/programmed.ts): an
+// answer from a proxy, or a proxy coming or going, rewrites the statuses of the last translation.
+// It also keeps its GatewayClass in place and turns a proxy's NACK into a Warning Event on the Gateway.
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { KubeProvider, MODEL_KIND, WATCHED } from './provider/kube.ts';
-import { mergeStatus, statusChanged } from './status/merge.ts';
+import { withProxyStates } from './status/programmed.ts';
+import { kubeStatusTarget, StatusWriter } from './status/writer.ts';
 import { translate } from './translator/translate.ts';
-import type { StatusUpdate } from './translator/types.ts';
+import type { Condition, StatusUpdate } from './translator/types.ts';
 import type { NackEvent, XdsServer } from './xds/server.ts';
 
 export interface ControllerOptions {
@@ -35,36 +32,17 @@ export interface ControllerMetrics {
   events: number;
 }
 
-const GROUPS: Record<string, { group: string; version: string; plural: string; cluster?: boolean }> = {
-  GatewayClass: {
-    group: 'gateway.networking.k8s.io',
-    version: 'v1',
-    plural: 'gatewayclasses',
-    cluster: true,
-  },
-  Gateway: { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'gateways' },
-  ListenerSet: { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'listenersets' },
-  HTTPRoute: { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'httproutes' },
-  GRPCRoute: { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'grpcroutes' },
-  GwPolicy: { group: 'gw.dev', version: 'v1alpha1', plural: 'gwpolicies' },
-  GwBackend: { group: 'gw.dev', version: 'v1alpha1', plural: 'gwbackends' },
-  GwModel: { group: 'gw.dev', version: 'v1alpha1', plural: 'gwmodels' },
-};
-
 export class Controller {
   readonly provider: KubeProvider;
-  readonly metrics: ControllerMetrics = {
-    translations: 0,
-    lastTranslateMs: 0,
-    statusWrites: 0,
-    statusWriteErrors: 0,
-    nacks: 0,
-    events: 0,
-  };
+  readonly #counts = { translations: 0, lastTranslateMs: 0, nacks: 0, events: 0 };
   readonly #o: ControllerOptions;
   readonly #custom: CustomObjectsApi;
   readonly #core: CoreV1Api;
+  readonly #writer: StatusWriter;
+  /** The statuses of the last translation, before the proxies' answers are applied. */
+  #statuses: StatusUpdate[] | undefined;
   #timer: NodeJS.Timeout | undefined;
+  #statusTimer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
   #again = false;
   #gateways = new Set<string>();
@@ -75,9 +53,25 @@ export class Controller {
     this.provider = new KubeProvider(o.kc, o.modelsEnabled ? [...WATCHED, MODEL_KIND] : WATCHED);
     this.#custom = o.kc.makeApiClient(CustomObjectsApi);
     this.#core = o.kc.makeApiClient(CoreV1Api);
+    this.#writer = new StatusWriter({
+      target: kubeStatusTarget(o.kc, (kind, ns, name) => this.provider.get(kind, ns, name)),
+      controllerName: o.controllerName,
+      log: o.log,
+    });
     this.provider.on('change', () => this.#schedule());
     this.provider.on('error', (kind, message) => o.log('warn', 'watch failed; retrying', { kind, message }));
     o.xds.on('nack', (e) => void this.#nack(e));
+    // what the proxies answer decides Programmed
+    for (const e of ['ack', 'nack', 'connect', 'disconnect'] as const)
+      o.xds.on(e, () => this.#scheduleStatus());
+  }
+
+  get metrics(): ControllerMetrics {
+    return {
+      ...this.#counts,
+      statusWrites: this.#writer.metrics.writes,
+      statusWriteErrors: this.#writer.metrics.errors,
+    };
   }
 
   async start(): Promise<void> {
@@ -93,6 +87,24 @@ export class Controller {
     if (this.#stopped) return;
     clearTimeout(this.#timer);
     this.#timer = setTimeout(() => this.#run(), this.#o.debounceMs ?? 50);
+  }
+
+  /** Rewrites the last translation's statuses with the proxies' answers (a burst of answers is one pass). */
+  #scheduleStatus(): void {
+    if (this.#stopped) return;
+    clearTimeout(this.#statusTimer);
+    this.#statusTimer = setTimeout(() => {
+      if (this.#statuses) void this.#writeStatuses(this.#statuses);
+    }, this.#o.debounceMs ?? 50);
+  }
+
+  #writeStatuses(statuses: StatusUpdate[]): Promise<void> {
+    const previous = (ns: string, name: string) =>
+      (
+        (this.provider.get('Gateway', ns, name)?.status as { conditions?: Condition[] } | undefined)
+          ?.conditions ?? []
+      ).find((c) => c.type === 'Programmed');
+    return this.#writer.write(withProxyStates(statuses, (gw) => this.#o.xds.proxyStates(gw), previous));
   }
 
   #run(): void {
@@ -123,8 +135,8 @@ export class Controller {
       },
       { clusterDomain: this.#o.clusterDomain },
     );
-    this.metrics.translations++;
-    this.metrics.lastTranslateMs = performance.now() - start;
+    this.#counts.translations++;
+    this.#counts.lastTranslateMs = performance.now() - start;
     const seen = new Set<string>();
     for (const [gw, resources] of Object.entries(out.gateways)) {
       this.#o.xds.setResources(gw, resources);
@@ -132,55 +144,8 @@ export class Controller {
     }
     for (const gw of this.#gateways) if (!seen.has(gw)) this.#o.xds.deleteGateway(gw);
     this.#gateways = seen;
-    for (const s of out.statuses) await this.#writeStatus(s);
-  }
-
-  async #writeStatus(s: StatusUpdate): Promise<void> {
-    const g = GROUPS[s.kind];
-    if (!g) return;
-    const current = this.provider.get(s.kind, s.namespace, s.name);
-    if (!current) return;
-    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-    const next = mergeStatus(
-      s.kind,
-      current.status as Record<string, unknown> | undefined,
-      s.status,
-      this.#o.controllerName,
-      now,
-    );
-    if (!statusChanged(current.status, next)) return;
-    const opts = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-    // a merge patch replaces lists whole: the merged lists above carry the other controllers' entries
-    const body = { status: next };
-    try {
-      if (g.cluster) {
-        await this.#custom.patchClusterCustomObjectStatus(
-          { group: g.group, version: g.version, plural: g.plural, name: s.name, body },
-          opts,
-        );
-      } else {
-        await this.#custom.patchNamespacedCustomObjectStatus(
-          {
-            group: g.group,
-            version: g.version,
-            namespace: s.namespace ?? 'default',
-            plural: g.plural,
-            name: s.name,
-            body,
-          },
-          opts,
-        );
-      }
-      this.metrics.statusWrites++;
-    } catch (err) {
-      this.metrics.statusWriteErrors++;
-      this.#o.log('warn', 'status write failed', {
-        kind: s.kind,
-        namespace: s.namespace,
-        name: s.name,
-        err: String(err),
-      });
-    }
+    this.#statuses = out.statuses;
+    await this.#writeStatuses(out.statuses);
   }
 
   /** Creates our GatewayClass when it is missing; users may edit it afterwards. */
@@ -207,7 +172,7 @@ export class Controller {
   }
 
   async #nack(e: NackEvent): Promise<void> {
-    this.metrics.nacks++;
+    this.#counts.nacks++;
     const [namespace, name] = e.gateway.split('/') as [string, string];
     this.#o.log('warn', 'proxy rejected its configuration', {
       gateway: e.gateway,
@@ -230,7 +195,7 @@ export class Controller {
           count: 1,
         },
       });
-      this.metrics.events++;
+      this.#counts.events++;
     } catch (err) {
       this.#o.log('warn', 'could not record the NACK event', { err: String(err) });
     }
@@ -239,6 +204,7 @@ export class Controller {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
+    clearTimeout(this.#statusTimer);
     await this.provider.stop();
     await this.#running;
   }

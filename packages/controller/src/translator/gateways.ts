@@ -7,6 +7,8 @@ import { bad, ok } from './conditions.ts';
 import type { Condition, KubeObject, Lookup } from './types.ts';
 
 export const GATEWAY_GROUP = 'gateway.networking.k8s.io';
+/** How a Gateway's Programmed message starts when its configuration is ready to send (status/programmed.ts reads it). */
+export const SENT_TO_PROXIES = 'sent to the proxies';
 const ROUTE_KINDS = ['HTTPRoute', 'GRPCRoute'] as const;
 
 export interface AllowedRoutes {
@@ -390,8 +392,8 @@ export function gatewayStatus(g: GatewayInfo): Record<string, unknown> {
             'Programmed',
             'Programmed',
             invalid.length === 0
-              ? 'sent to the proxies'
-              : `sent to the proxies without listeners ${invalid.join(', ')}`,
+              ? SENT_TO_PROXIES
+              : `${SENT_TO_PROXIES} without listeners ${invalid.join(', ')}`,
             gen,
           )
         : bad('Programmed', 'Invalid', 'no valid listener', gen),

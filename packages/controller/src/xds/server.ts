@@ -83,6 +83,19 @@ export interface ResponseEvent extends ProxyInfo {
   removed: string[];
 }
 
+/**
+ * Where one connected proxy stands with its Gateway's current configuration: `acked` when it
+ * acknowledged the version served now, `nacked` when it rejected the last response (with its error),
+ * `pending` while a response is unanswered or nothing was sent yet.
+ */
+export interface ProxyAckState {
+  node: string;
+  stream: number;
+  state: 'acked' | 'nacked' | 'pending';
+  /** The proxy's error_detail, for `nacked`. */
+  message?: string;
+}
+
 export interface RejectEvent {
   peer: string;
   code: status;
@@ -183,6 +196,14 @@ export class XdsServer extends EventEmitter<XdsEvents> {
     this.#gateways.delete(gateway);
   }
 
+  /** Every connected proxy of `gateway` and where it stands with the configuration served now. */
+  proxyStates(gateway: string): ProxyAckState[] {
+    return [...this.#streams]
+      .filter((s) => s.gateway === gateway)
+      .map((s) => s.ackState())
+      .sort((a, b) => a.stream - b.stream);
+  }
+
   /** The resources a Gateway is served now: name → version. */
   versions(gateway: string): Record<string, string> {
     const g = this.#gateways.get(gateway);
@@ -252,6 +273,10 @@ class AdsStream {
   #synced = false;
   #closed = false;
   #queue: Promise<void>;
+  /** The last response sent and what became of it; the version is the Gateway's at that time. */
+  #last:
+    | { nonce: string; version: string; outcome: 'pending' | 'acked' | 'nacked'; message?: string }
+    | undefined;
 
   constructor(srv: XdsServer, call: Call, authenticate: Authenticate | undefined) {
     this.#srv = srv;
@@ -268,6 +293,16 @@ class AdsStream {
     call.on('cancelled', () => this.#cleanup('proxy cancelled the stream'));
     call.on('error', (err: Error) => this.#cleanup(err.message));
     call.on('close', () => this.#cleanup('stream closed'));
+  }
+
+  /** Acknowledged means: the last response was ACKed and it carried the version served now. */
+  ackState(): ProxyAckState {
+    const base = { node: this.#node, stream: this.id };
+    const current = this.gateway === undefined ? undefined : this.#srv.state(this.gateway)?.version;
+    const last = this.#last;
+    if (!last || last.outcome === 'pending') return { ...base, state: 'pending' };
+    if (last.outcome === 'nacked') return { ...base, state: 'nacked', message: last.message ?? '' };
+    return { ...base, state: last.version === current ? 'acked' : 'pending' };
   }
 
   get info(): ProxyInfo {
@@ -322,6 +357,11 @@ class AdsStream {
     if (req.typeUrl !== RESOURCE_TYPE_URL) return;
 
     if (req.responseNonce) {
+      // only the answer to the newest response says where the proxy stands now
+      if (this.#last?.nonce === req.responseNonce) {
+        this.#last.outcome = req.errorDetail ? 'nacked' : 'acked';
+        if (req.errorDetail) this.#last.message = req.errorDetail.message;
+      }
       if (req.errorDetail) {
         this.#srv.count('nacksTotal');
         this.#srv.emit('nack', {
@@ -378,8 +418,13 @@ class AdsStream {
       const wanted = this.#wildcard || this.#names.has(name);
       if (!state.entries.has(name) || !wanted) removed.push(name);
     }
-    if (resources.length === 0 && removed.length === 0 && this.#synced) return;
+    if (resources.length === 0 && removed.length === 0 && this.#synced) {
+      // nothing to send: an acknowledged proxy already holds what this version serves it
+      if (this.#last?.outcome === 'acked') this.#last.version = state.version;
+      return;
+    }
     const nonce = this.#srv.nonce();
+    this.#last = { nonce, version: state.version, outcome: 'pending' };
     this.#call.write(
       create(DeltaDiscoveryResponseSchema, {
         systemVersionInfo: state.version,
