@@ -12,9 +12,10 @@ import { resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { ConfigDump } from '@gw/api';
 import {
-  expectConfigRejectedEvent,
+  expectConfigRejected,
   expectGatewayAndRouteStatus,
   expectGatewayClassAccepted,
+  expectInvalidPolicyStatus,
   expectPolicyAcceptedAttached,
   gatewayYaml,
   httpGet,
@@ -210,10 +211,14 @@ describe('controller + proxy on kind', () => {
 
   test('the policy status says Accepted and Attached', { skip }, () => expectPolicyAcceptedAttached(steps));
 
-  test('a configuration the proxy refuses is a Warning Event on the Gateway, and traffic keeps flowing', {
+  test('a GwPolicy with a CEL error is Invalid on its status and never reaches the proxy', { skip }, () =>
+    expectInvalidPolicyStatus(steps),
+  );
+
+  test('a configuration the proxy refuses: a Warning Event, Programmed False with its words, traffic keeps flowing', {
     skip,
   }, async () => {
-    await expectConfigRejectedEvent(steps);
+    const rejected = await expectConfigRejected(steps, LISTENER_PORT, LISTENER_PORT + 1);
     // the proxy says why in its config dump (admin port, loopback in the pod), and the last good
     // configuration still serves
     const admin = await k.portForward(ns, 'deployment/edge', 15000);
@@ -223,13 +228,13 @@ describe('controller + proxy on kind', () => {
         const d = (await res.json()) as ConfigDump;
         return d.lastReloadError ? d : undefined;
       });
-      assert.match(dump.lastReloadError ?? '', /matchExpressions|CEL|expression/i);
+      assert.match(dump.lastReloadError ?? '', /certificate and key do not load/);
     } finally {
       await admin.stop();
     }
     const r = await get('/');
     assert.equal(r.status, 200);
-    await kubectl(['-n', ns, 'delete', 'gwpolicy', 'broken']);
+    await rejected.restore();
   });
 
   test("a proxy with another ServiceAccount's token is refused", { skip }, async () => {

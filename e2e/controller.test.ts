@@ -12,9 +12,10 @@ import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type KubeHarness, startKube, startUpstream, type TestServer } from '@gw/testkit';
 import {
-  expectConfigRejectedEvent,
+  expectConfigRejected,
   expectGatewayAndRouteStatus,
   expectGatewayClassAccepted,
+  expectInvalidPolicyStatus,
   expectPolicyAcceptedAttached,
   gatewayYaml,
   httpGet,
@@ -148,14 +149,17 @@ describe('controller + proxy on the real API server', () => {
 
   test('the policy status says Accepted and Attached', () => expectPolicyAcceptedAttached(steps));
 
-  test('a configuration the proxy refuses is a Warning Event on the Gateway, and traffic keeps flowing', async () => {
-    await expectConfigRejectedEvent(steps);
+  test('a GwPolicy with a CEL error is Invalid on its status and never reaches the proxy', () =>
+    expectInvalidPolicyStatus(steps));
+
+  test('a configuration the proxy refuses: a Warning Event, Programmed False with its words, traffic keeps flowing', async () => {
+    const rejected = await expectConfigRejected(steps, proxyPort, await freePort());
     // the proxy says why in its config dump, and the last good configuration still serves
     const dump = await gw.configDump();
-    assert.match(dump.lastReloadError ?? '', /matchExpressions|CEL|expression/i);
+    assert.match(dump.lastReloadError ?? '', /certificate and key do not load/);
     const r = await get('/');
     assert.equal(r.status, 200);
-    await kubectl(['delete', 'gwpolicy', 'broken']);
+    await rejected.restore();
   });
 
   test('a proxy without a valid token is refused', async () => {

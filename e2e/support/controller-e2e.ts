@@ -98,7 +98,7 @@ spec:
         set: [{ name: x-policy, value: applied }]
 `;
 
-/** GwPolicy `broken` on route `web`: valid to the API server, a CEL syntax error to the proxy (a NACK). */
+/** GwPolicy `broken` on route `web`: valid to the API server, a CEL syntax error the controller reports. */
 export const brokenPolicyYaml = (namespace: string) => `
 apiVersion: gw.dev/v1alpha1
 kind: GwPolicy
@@ -108,6 +108,26 @@ spec:
   traffic:
     authorization:
       policy: { matchExpressions: ["request.path.startsWith("] }
+`;
+
+// PEM framing around bytes that are no certificate or key: the controller sees PEM, the proxy cannot
+// load the pair and rejects the configuration (a NACK).
+const NOT_A_CERT = '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n';
+const NOT_A_KEY = '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n';
+
+/** Gateway `edge` with a second, HTTPS listener on `httpsPort` whose Secret the proxy cannot load. */
+export const gatewayWithBrokenTlsYaml = (namespace: string, port: number, httpsPort: number) => `
+apiVersion: v1
+kind: Secret
+metadata: { name: broken-tls, namespace: ${namespace} }
+type: Opaque
+data:
+  tls.crt: ${Buffer.from(NOT_A_CERT).toString('base64')}
+  tls.key: ${Buffer.from(NOT_A_KEY).toString('base64')}
+---${gatewayYaml(namespace, port)}    - name: https
+      protocol: HTTPS
+      port: ${httpsPort}
+      tls: { certificateRefs: [{ name: broken-tls }] }
 `;
 
 /** "median X ms, max Y ms (n=N, …)" of apply-to-effect times. */
@@ -142,11 +162,31 @@ export async function expectGatewayClassAccepted(s: Steps): Promise<void> {
   );
 }
 
-/** Gateway `edge` Accepted and Programmed with one attached route; HTTPRoute `web` Accepted with refs resolved. */
+/** The Gateway `edge` condition `type`, once `ok` accepts it. */
+async function gatewayCondition(
+  s: Steps,
+  type: string,
+  ok: (c: { status: string; reason: string; message: string }) => boolean,
+) {
+  return s.until(`Gateway edge ${type}`, async () => {
+    const st = JSON.parse(await s.kubectl(['-n', s.ns, 'get', 'gateway', 'edge', '-o', 'json'])).status;
+    const c = (
+      st?.conditions as { type: string; status: string; reason: string; message: string }[] | undefined
+    )?.find((x) => x.type === type);
+    return c && ok(c) ? c : undefined;
+  });
+}
+
+/**
+ * Gateway `edge` Accepted, and Programmed once its proxy acknowledged the configuration, with one
+ * attached route; HTTPRoute `web` Accepted with refs resolved.
+ */
 export async function expectGatewayAndRouteStatus(s: Steps): Promise<void> {
+  const programmed = await gatewayCondition(s, 'Programmed', (c) => c.reason === 'Programmed');
+  assert.equal(programmed.status, 'True');
+  assert.match(programmed.message, /^acknowledged by the connected proxy/);
   const gwStatus = JSON.parse(await s.kubectl(['-n', s.ns, 'get', 'gateway', 'edge', '-o', 'json'])).status;
   assert.equal(conditionStatus(gwStatus.conditions, 'Accepted'), 'True');
-  assert.equal(conditionStatus(gwStatus.conditions, 'Programmed'), 'True');
   assert.equal(gwStatus.listeners[0].attachedRoutes, 1);
   const routeStatus = JSON.parse(
     await s.kubectl(['-n', s.ns, 'get', 'httproute', 'web', '-o', 'json']),
@@ -190,9 +230,47 @@ export async function expectPolicyAcceptedAttached(s: Steps): Promise<void> {
   assert.match(await s.kubectl(['-n', s.ns, 'get', 'gwpol', 'headers']), /headers\s+True\s+True/);
 }
 
-/** Applies a policy the proxy must refuse and waits for the Warning Event on Gateway `edge`. */
-export async function expectConfigRejectedEvent(s: Steps): Promise<void> {
+/**
+ * A GwPolicy with a CEL error: its status says Invalid and names the field, the proxy is not sent it
+ * (no NACK), and the route it targets denies every request until the policy is fixed or deleted.
+ */
+export async function expectInvalidPolicyStatus(s: Steps): Promise<void> {
   await s.kubectl(['apply', '--server-side', '-f', '-'], brokenPolicyYaml(s.ns));
+  const conds = await s.until('the broken policy status', async () => {
+    const st = JSON.parse(await s.kubectl(['-n', s.ns, 'get', 'gwpolicy', 'broken', '-o', 'json'])).status;
+    return st?.ancestors?.[0]?.conditions as {
+      type: string;
+      status: string;
+      reason: string;
+      message: string;
+    }[];
+  });
+  const attached = conds.find((c) => c.type === 'Attached');
+  assert.equal(conditionStatus(conds, 'Accepted'), 'False');
+  assert.equal(attached?.status, 'False');
+  assert.equal(attached?.reason, 'Invalid');
+  assert.match(
+    attached?.message ?? '',
+    /spec\.traffic\.authorization\.policy\.matchExpressions\[0\]: invalid CEL expression/,
+  );
+  await s.until('the route denies', async () => ((await s.get('/')).status === 403 ? true : undefined));
+  const programmed = await gatewayCondition(s, 'Programmed', (c) => c.reason === 'Programmed');
+  assert.equal(programmed.status, 'True', 'the proxy took the rest of the configuration');
+  await s.kubectl(['-n', s.ns, 'delete', 'gwpolicy', 'broken']);
+  await s.until('the route serves again', async () => ((await s.get('/')).status === 200 ? true : undefined));
+}
+
+/**
+ * Applies a configuration the proxy must refuse (an HTTPS listener whose Secret does not load) and waits
+ * for the Warning Event and for Programmed False with the proxy's words on Gateway `edge`; `restore`
+ * puts the Gateway back, after which Programmed is True again.
+ */
+export async function expectConfigRejected(
+  s: Steps,
+  port: number,
+  httpsPort: number,
+): Promise<{ restore(): Promise<void> }> {
+  await s.kubectl(['apply', '--server-side', '-f', '-'], gatewayWithBrokenTlsYaml(s.ns, port, httpsPort));
   const events = await s.until('a Warning Event on the Gateway', async () => {
     const out = await s.kubectl([
       'get',
@@ -209,4 +287,14 @@ export async function expectConfigRejectedEvent(s: Steps): Promise<void> {
   });
   assert.equal(events[0]?.reason, 'ConfigRejected');
   assert.match(events[0]?.message ?? '', /rejected its configuration/);
+  const programmed = await gatewayCondition(s, 'Programmed', (c) => c.reason === 'ConfigRejected');
+  assert.equal(programmed.status, 'False');
+  assert.match(programmed.message, /rejected the configuration: .*certificate and key do not load/);
+  return {
+    async restore() {
+      await s.kubectl(['apply', '--server-side', '-f', '-'], gatewayYaml(s.ns, port));
+      await gatewayCondition(s, 'Programmed', (c) => c.reason === 'Programmed' && c.status === 'True');
+      await s.kubectl(['-n', s.ns, 'delete', 'secret', 'broken-tls']);
+    },
+  };
 }
