@@ -23,6 +23,10 @@ export const ERRORS = {
   GW_ERR_UPSTREAM_PROTOCOL: { status: 502, message: 'upstream sent an invalid response' },
   GW_ERR_UPSTREAM_TLS: { status: 502, message: 'upstream TLS handshake failed' },
   GW_ERR_TIMEOUT: { status: 504, message: 'request timeout' },
+  GW_ERR_REQUEST_BODY_TIMEOUT: {
+    status: 408,
+    message: 'request body timeout: the client stopped sending it',
+  },
   GW_ERR_BACKEND_TIMEOUT: { status: 504, message: 'upstream request timeout' },
   GW_ERR_CLIENT_CLOSED: { status: 499, message: 'client closed the request' },
   GW_ERR_SHUTTING_DOWN: { status: 503, message: 'gateway is shutting down' },
@@ -176,6 +180,7 @@ const GRPC_STATUS: Record<ErrorCode, number> = {
   GW_ERR_UPSTREAM_PROTOCOL: 14,
   GW_ERR_UPSTREAM_TLS: 14,
   GW_ERR_TIMEOUT: 4, // DEADLINE_EXCEEDED
+  GW_ERR_REQUEST_BODY_TIMEOUT: 4,
   GW_ERR_BACKEND_TIMEOUT: 4,
   GW_ERR_CLIENT_CLOSED: 1, // CANCELLED
   GW_ERR_SHUTTING_DOWN: 14,

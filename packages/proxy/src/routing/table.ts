@@ -19,6 +19,8 @@ export interface CompiledRoute {
   policyNames: string[];
   /** The route's policies, then its backend; the one compiled chain, observed or not. */
   handler: Handler;
+  /** How long the request body may stall; 0 when the route's request timeout bounds it instead. */
+  requestBodyIdleTimeoutMs: number;
 }
 
 export interface CompiledListener {
@@ -119,6 +121,8 @@ function compileRoute(
   const layers = buildLayers(r.policies, global, r.key, shared);
   const attemptTimeout = r.policies.timeout?.backendRequestTimeout;
   const attemptMs = attemptTimeout ? (parseGoDuration(attemptTimeout) ?? 0) : 0;
+  const requestTimeout = r.policies.timeout?.requestTimeout;
+  const requestMs = requestTimeout ? (parseGoDuration(requestTimeout) ?? 0) : 0;
   const backends = r.backends
     .filter((b) => b.weight > 0)
     .map((b) => compileBackend(b, { global, pools, used }, attemptMs));
@@ -157,5 +161,6 @@ function compileRoute(
     ir: r,
     policyNames: layers.map((x) => x.name),
     handler,
+    requestBodyIdleTimeoutMs: requestMs > 0 ? 0 : global.downstream.requestBodyIdleTimeoutMs,
   };
 }

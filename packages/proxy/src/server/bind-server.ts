@@ -5,8 +5,10 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import http2, { type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
 import net, { type Socket } from 'node:net';
 import { Duplex } from 'node:stream';
+import type { DownstreamLimits } from '../config/ir.ts';
 import type { CompiledBind } from '../routing/table.ts';
 import { selectListener } from '../routing/table.ts';
+import type { ConnectionLimit } from './connection-limit.ts';
 
 export type RequestListener = (
   bind: BindServer,
@@ -22,13 +24,25 @@ export interface Peer {
   port: number;
 }
 
-export interface BindServerOptions {
+/** What a bind's connections may hold; a reload changes them in place (see `configure`). */
+export interface BindSettings {
   idleTimeoutMs: number;
+  limits: DownstreamLimits;
+  /** The bind's open connections, counted across workers against `limits.maxConnections`. */
+  connections: ConnectionLimit;
+}
+
+export interface BindServerOptions extends BindSettings {
   onRequest: RequestListener;
   onClientError: (err: Error) => void;
   /** Layer-4 admission of a new connection by its peer address (networkAuthorization). */
   admit: (address: string, port: number) => boolean;
+  /** The connection cap refused connections: `refused` since the last call, at most one call per 10 s. */
+  onConnectionLimit: (bind: BindServer, refused: number, limit: number) => void;
 }
+
+/** How often the connection-limit line may be logged per bind. */
+const LIMIT_LOG_INTERVAL_MS = 10_000;
 
 export class BindServer {
   readonly key: string;
@@ -48,24 +62,60 @@ export class BindServer {
   /** The peer of the h2c connection being handed to http2 ('session' is emitted synchronously). */
   #handingOver: Peer | undefined;
   #port = 0;
+  #settings: BindSettings;
+  readonly #h2: http2.Http2Server | http2.Http2SecureServer;
+  #refused = 0;
+  #refusalLoggedAt = -Infinity;
 
   constructor(bind: CompiledBind, opts: BindServerOptions) {
     this.key = bind.ir.key;
     this.current = bind;
     this.scheme = bind.ir.protocol === 'HTTPS' ? 'https' : 'http';
+    this.#settings = {
+      idleTimeoutMs: opts.idleTimeoutMs,
+      limits: opts.limits,
+      connections: opts.connections,
+    };
+    const { limits } = opts;
     const handler = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) =>
       opts.onRequest(this, req, res);
     const onSession = (s: Http2Session) => {
       this.#sessions.add(s);
       this.#peers.set(s, this.#handingOver ?? peerOf(s.socket));
       s.once('close', () => this.#sessions.delete(s));
+      // A session that opens no stream is closed like a connection that sends nothing.
+      const first = this.#settings.limits.firstRequestTimeoutMs;
+      if (first > 0) {
+        const timer = setTimeout(() => s.destroy(), first);
+        const clear = () => clearTimeout(timer);
+        s.once('stream', clear);
+        s.once('close', clear);
+      }
     };
+    /** Admission of an accepted socket: the connection cap, then networkAuthorization. */
+    const accept = (socket: Socket): boolean => {
+      const conns = this.#settings.connections;
+      if (!conns.tryOpen(this.#settings.limits.maxConnections)) {
+        socket.destroy();
+        this.#refusedOne(opts);
+        return false;
+      }
+      socket.once('close', () => conns.close());
+      if (!opts.admit(socket.remoteAddress ?? '', socket.remotePort ?? 0)) {
+        socket.destroy();
+        return false;
+      }
+      return true;
+    };
+    const h2Settings = { maxConcurrentStreams: limits.http2MaxConcurrentStreams };
 
     if (this.scheme === 'https') {
       const first = bind.listeners.find((l) => l.secureContext)?.ir.tls;
       const secure = http2.createSecureServer(
         {
           allowHTTP1: true,
+          settings: h2Settings,
+          ...(limits.firstRequestTimeoutMs > 0 ? { handshakeTimeout: limits.firstRequestTimeoutMs } : {}),
           ...(first ? { cert: first.cert, key: first.key.reveal() } : {}),
           SNICallback: (servername, cb) => {
             const l = selectListener(this.current, servername.toLowerCase()) ?? this.current.listeners[0];
@@ -76,7 +126,7 @@ export class BindServer {
       );
       // HTTP/1.1 over TLS runs node's http connection code with the secure server's own defaults
       // (5 s keep-alive, 300 s request timeout); make it behave like the plain-text port.
-      Object.assign(secure, { keepAliveTimeout: opts.idleTimeoutMs, requestTimeout: 0 });
+      Object.assign(secure, http1Timeouts(opts));
       secure.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) =>
         answerClientError(err, socket, opts),
       );
@@ -85,31 +135,49 @@ export class BindServer {
       secure.on('checkContinue', handler);
       // Before the TLS handshake: a refused peer costs no crypto.
       secure.prependListener('connection', (socket: Socket) => {
-        if (!opts.admit(socket.remoteAddress ?? '', socket.remotePort ?? 0)) socket.destroy();
+        accept(socket);
       });
       secure.on('secureConnection', (s: Socket) => this.#track(s));
       secure.on('tlsClientError', (err) => opts.onClientError(err));
       secure.setTimeout(opts.idleTimeoutMs);
       this.#h1 = undefined;
+      this.#h2 = secure;
       this.#outer = secure;
     } else {
-      const h1 = http.createServer({ keepAliveTimeout: opts.idleTimeoutMs, requestTimeout: 0 }, handler);
+      // requestTimeout 0 (policies own request deadlines) would also turn node's headersTimeout off,
+      // which is what leaves a half-sent request head holding its socket: set it explicitly.
+      const h1 = http.createServer(http1Timeouts(opts), handler);
+      // h1 never listens (connections are handed to it), and node starts the list of connections
+      // whose header and request timers it checks on 'listening': start it here.
+      h1.emit('listening');
       h1.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) =>
         answerClientError(err, socket, opts),
       );
-      const h2 = http2.createServer({}, handler);
+      const h2 = http2.createServer({ settings: h2Settings }, handler);
+      // Idle h2c sessions close like h2 over TLS ones (the secure server's setTimeout above).
+      h2.setTimeout(opts.idleTimeoutMs);
       h2.on('session', onSession);
       // Expect: 100-continue reaches the data plane unanswered; it sends the 100 when the body is read.
       h1.on('checkContinue', handler);
       h2.on('checkContinue', handler);
       this.#h1 = h1;
+      this.#h2 = h2;
       this.#outer = net.createServer({ noDelay: true }, (socket) => {
-        if (!opts.admit(socket.remoteAddress ?? '', socket.remotePort ?? 0)) {
-          socket.destroy();
-          return;
-        }
+        if (!accept(socket)) return;
         this.#track(socket);
+        // Until its first byte a connection belongs to neither protocol server, so neither's timers
+        // run: this one closes a connection that never sends anything.
+        const first = this.#settings.limits.firstRequestTimeoutMs;
+        const silent = () => socket.destroy();
+        if (first > 0) {
+          socket.setTimeout(first);
+          socket.once('timeout', silent);
+        }
         socket.once('data', (chunk: Buffer) => {
+          if (first > 0) {
+            socket.setTimeout(0);
+            socket.off('timeout', silent);
+          }
           socket.pause();
           if (startsWithPreface(chunk)) {
             this.#handingOver = peerOf(socket);
@@ -127,6 +195,26 @@ export class BindServer {
         socket.on('error', () => socket.destroy());
       });
     }
+  }
+
+  /** Applies the settings of a new config to this bind's servers; open connections keep theirs. */
+  configure(settings: BindSettings): void {
+    const before = this.#settings.limits;
+    this.#settings = settings;
+    const h1 = this.#h1 ?? (this.#h2 as http2.Http2SecureServer);
+    Object.assign(h1, http1Timeouts(settings));
+    this.#h2.setTimeout(settings.idleTimeoutMs);
+    if (before.http2MaxConcurrentStreams !== settings.limits.http2MaxConcurrentStreams)
+      this.#h2.updateSettings({ maxConcurrentStreams: settings.limits.http2MaxConcurrentStreams });
+  }
+
+  #refusedOne(opts: BindServerOptions): void {
+    this.#refused++;
+    const now = performance.now();
+    if (now - this.#refusalLoggedAt < LIMIT_LOG_INTERVAL_MS) return;
+    this.#refusalLoggedAt = now;
+    opts.onConnectionLimit(this, this.#refused, this.#settings.limits.maxConnections);
+    this.#refused = 0;
   }
 
   /** Who sent `req`: the address of the connection it came on, whatever the protocol. */
@@ -166,7 +254,8 @@ export class BindServer {
   stopAccepting(): void {
     this.retired = true;
     this.#outer.close();
-    this.#h1?.closeIdleConnections();
+    // Closes the idle connections and stops h1's timer checks (h1 itself never listened).
+    this.#h1?.close();
     for (const s of this.#sessions) s.close();
   }
 
@@ -202,6 +291,26 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket, opts: Bin
   socket.end(
     `HTTP/1.1 ${status}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(reason)}\r\nconnection: close\r\n\r\n${reason}`,
   );
+}
+
+/**
+ * node's HTTP/1 timers. requestHeadersTimeout also bounds the wait for the first request of a new
+ * connection (node counts from the connection's start). Expiry is checked on an interval, which is
+ * kept well below the timeout so a connection is cut close to its deadline.
+ */
+function http1Timeouts(s: BindSettings): {
+  keepAliveTimeout: number;
+  requestTimeout: number;
+  headersTimeout: number;
+  connectionsCheckingInterval: number;
+} {
+  const headers = s.limits.requestHeadersTimeoutMs;
+  return {
+    keepAliveTimeout: s.idleTimeoutMs,
+    requestTimeout: 0,
+    headersTimeout: headers,
+    connectionsCheckingInterval: headers > 0 ? Math.min(1000, Math.max(25, Math.floor(headers / 4))) : 1000,
+  };
 }
 
 function peerOf(s: { remoteAddress?: string | undefined; remotePort?: number | undefined }): Peer {

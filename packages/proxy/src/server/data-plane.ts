@@ -29,7 +29,9 @@ import type { CompiledMatch } from '../routing/match.ts';
 import { type CompiledRoute, compileTable, type RoutingTable, selectListener } from '../routing/table.ts';
 import { TraceSource } from '../trace/source.ts';
 import { PoolRegistry } from '../upstream/pools.ts';
-import { BindServer } from './bind-server.ts';
+import { BindServer, type BindSettings } from './bind-server.ts';
+import { ConnectionLimit, connectionMemoryKey } from './connection-limit.ts';
+import { watchRequestBody } from './request-body-idle.ts';
 
 export interface DataPlaneOptions {
   /** Where the events of a traced request go: (subscription id, event), then (id, null) at its end. */
@@ -39,6 +41,9 @@ export interface DataPlaneOptions {
   metrics?: ProxyMetrics | undefined;
   /** Several workers share each port through SO_REUSEPORT. */
   reusePort?: boolean;
+  /** This worker's index, and how many workers the replica runs (limits per replica are split). */
+  worker?: number;
+  workers?: number;
 }
 
 /**
@@ -55,7 +60,9 @@ interface Observers {
 
 export class DataPlane {
   readonly #opts: DataPlaneOptions;
-  readonly #pools = new PoolRegistry();
+  readonly #pools: PoolRegistry;
+  /** Each bind's connection count, by bind key; kept across reloads (see ConnectionLimit). */
+  #connections = new Map<string, ConnectionLimit>();
   readonly #servers = new Map<string, BindServer>();
   readonly #inflight = new Set<RequestContext>();
   #table: RoutingTable | undefined;
@@ -74,6 +81,7 @@ export class DataPlane {
 
   constructor(opts: DataPlaneOptions) {
     this.#opts = opts;
+    this.#pools = new PoolRegistry(opts.workers ?? 1);
     this.#trace = new TraceSource(opts.traceSink);
     this.#sources = [this.#trace];
   }
@@ -138,16 +146,30 @@ export class DataPlane {
       ir.frontend,
       ir.global.credentialQueryParams,
     );
+    const connections = new Map<string, ConnectionLimit>();
+    const settings = (key: string): BindSettings => {
+      const m = memory(connectionMemoryKey(key), ConnectionLimit.memoryBytes);
+      // One ConnectionLimit per buffer for the life of this worker: a new one takes back its slot.
+      const known = connections.get(key) ?? this.#connections.get(key);
+      const c = known?.memory === m ? known : new ConnectionLimit(m, this.#opts.worker ?? 0);
+      connections.set(key, c);
+      return { idleTimeoutMs: ir.global.http1IdleTimeoutMs, limits: ir.global.downstream, connections: c };
+    };
     const created: BindServer[] = [];
     try {
       for (const [key, bind] of table.binds) {
         const existing = this.#servers.get(key);
         if (existing && existing.scheme === (bind.ir.protocol === 'HTTPS' ? 'https' : 'http')) continue;
         const server = new BindServer(bind, {
-          idleTimeoutMs: ir.global.http1IdleTimeoutMs,
+          ...settings(key),
           onRequest: (bs, req, res) => this.#handle(bs, req, res),
           onClientError: (err) => this.#opts.log.debug({ err: err.message }, 'client connection error'),
           admit: (address, port) => this.#admit(address, port),
+          onConnectionLimit: (bs, refused, limit) =>
+            this.#opts.log.warn(
+              { bind: bs.key, limit, refused },
+              'connection limit reached: new connections to this bind are closed (frontendPolicies.tcp.maxConnections)',
+            ),
         });
         await server.listen(bind.ir.address, ports[key] ?? bind.ir.port, this.#opts.reusePort ?? false);
         created.push(server);
@@ -165,8 +187,10 @@ export class DataPlane {
     }
     for (const [key, server] of this.#servers) {
       const bind = table.binds.get(key);
-      if (bind) server.current = bind;
-      else {
+      if (bind) {
+        server.current = bind;
+        server.configure(settings(key));
+      } else {
         server.stopAccepting();
         this.#servers.delete(key);
       }
@@ -177,6 +201,7 @@ export class DataPlane {
       : undefined;
     this.#requests = requests;
     this.#shared = used;
+    this.#connections = connections;
     this.#setObservers(this.#opts.metrics ? [this.#opts.metrics, accessLog] : [accessLog]);
     this.#trace.sensitive = new Set(ir.global.sensitiveHeaders);
     this.#trace.credentialParams = new Set(ir.global.credentialQueryParams);
@@ -224,6 +249,8 @@ export class DataPlane {
     }
     ctx.route = m.route.info;
     ctx.matchedPrefix = m.prefix;
+    if (ctx.body !== null && m.route.requestBodyIdleTimeoutMs > 0)
+      watchRequestBody(ctx, m.route.requestBodyIdleTimeoutMs);
     let done: Promise<void>;
     try {
       done = m.route.handler(ctx);
@@ -335,7 +362,9 @@ export class DataPlane {
   #finish(ctx: RequestContext): void {
     this.#inflight.delete(ctx);
     const { res } = ctx;
-    if (!res.writableFinished) {
+    // An HTTP/2 stream the client resets reads as finished (node ends its writable side on close);
+    // `aborted` tells that the response was still open.
+    if ('stream' in res ? res.stream.aborted : !res.writableFinished) {
       // The client went away (or the response was cut): stop the upstream side too.
       ctx.abort(new GwError('GW_ERR_CLIENT_CLOSED'));
       if (!ctx.error) ctx.error = new GwError('GW_ERR_CLIENT_CLOSED');

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { ProxyIR } from '../config/ir.ts';
 import { sharedMemoryOf } from '../policies/shared-memory.ts';
 import { encodeSecrets } from '../secret.ts';
+import { connectionMemoryOf } from './connection-limit.ts';
 import type { Envelope, Reply, TraceMessage, WorkerData, WorkerRequest } from './protocol.ts';
 
 const WORKER_URL = new URL('./worker.ts', import.meta.url);
@@ -157,7 +158,7 @@ export class Supervisor {
   /** One buffer per block a policy shares (rate limit buckets), kept while its key is unchanged. */
   #sharedFor(ir: ProxyIR): Record<string, SharedArrayBuffer> {
     const next = new Map<string, SharedArrayBuffer>();
-    for (const { key, bytes } of sharedMemoryOf(ir))
+    for (const { key, bytes } of [...sharedMemoryOf(ir), ...connectionMemoryOf(ir)])
       next.set(key, this.#shared.get(key) ?? new SharedArrayBuffer(bytes));
     this.#shared = next;
     return Object.fromEntries(next);

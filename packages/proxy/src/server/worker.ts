@@ -22,6 +22,8 @@ const plane = new DataPlane({
   accessLog: logs.module('request'),
   metrics,
   reusePort: data.workers > 1,
+  worker: data.index,
+  workers: data.workers,
   traceSink: (id, event) => port.postMessage({ trace: id, event } satisfies TraceMessage),
 });
 startHeapSampling();

@@ -104,12 +104,22 @@ function withConnectTimeout(
 
 export class PoolRegistry {
   readonly #pools = new Map<string, Pool>();
+  readonly #workers: number;
+
+  /**
+   * `workers`: how many data-plane workers each hold a registry like this one. A pool's
+   * `maxConnections` is the replica's, so each worker opens its share of it (rounded up).
+   */
+  constructor(workers = 1) {
+    this.#workers = Math.max(1, workers);
+  }
 
   acquire(spec: PoolSpec): Pool {
     const key = poolKey(spec);
     let pool = this.#pools.get(key);
     if (!pool) {
-      pool = createPool(spec);
+      const max = spec.maxConnections;
+      pool = createPool(max === null ? spec : { ...spec, maxConnections: Math.ceil(max / this.#workers) });
       this.#pools.set(key, pool);
     }
     return pool;

@@ -1,0 +1,399 @@
+// Limits on what downstream clients may hold: a header-read timeout, a first-request timeout, the
+// per-bind connection cap, HTTP/2 stream limits, a request-body idle timeout, and upstream work that
+// stops when the client resets its stream. Everything runs on loopback with short configured values.
+import assert from 'node:assert/strict';
+import http, { type IncomingMessage } from 'node:http';
+import http2 from 'node:http2';
+import net, { type AddressInfo } from 'node:net';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startUpstream } from '@gw/testkit';
+import { startProxy } from '@gw/testkit/proxy';
+import pino from 'pino';
+import { loadConfigText } from '../config/load.ts';
+import { DataPlane } from './data-plane.ts';
+
+// The connection-limit line is a warning; the in-thread proxy logs only errors of its own by default.
+process.env.GW_TEST_LOG ??= 'info';
+
+const config = (
+  upstreamPort: number,
+  frontend: string,
+  { route = '', global = '' }: { route?: string; global?: string } = {},
+) => `${global ? `config:\n${global}\n` : ''}frontendPolicies:
+${frontend}
+binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - ${route ? `policies: ${route}\n      ` : ''}backends: [{host: "127.0.0.1:${upstreamPort}"}]
+`;
+
+/** Connects, writes `payload` (if any) and reads until the server closes, at most `limitMs`. */
+function untilClosed(
+  port: number,
+  payload: string,
+  limitMs = 5000,
+): Promise<{ data: string; openMs: number; closed: boolean }> {
+  return new Promise((resolve) => {
+    const start = performance.now();
+    let data = '';
+    const sock = net.connect(port, '127.0.0.1', () => {
+      if (payload) sock.write(payload);
+    });
+    sock.setEncoding('utf8');
+    sock.on('data', (c: string) => {
+      data += c;
+    });
+    sock.on('error', () => {});
+    const timer = setTimeout(() => {
+      sock.destroy();
+      resolve({ data, openMs: performance.now() - start, closed: false });
+    }, limitMs);
+    sock.on('close', () => {
+      clearTimeout(timer);
+      resolve({ data, openMs: performance.now() - start, closed: true });
+    });
+  });
+}
+
+test('a request head that stops half way is answered 408 and closed after requestHeadersTimeout', async (t) => {
+  const up = await startUpstream();
+  t.after(() => up.close());
+  const p = await startProxy(config(up.port, '  http: {requestHeadersTimeout: 300ms}'));
+  t.after(() => p.close());
+  const r = await untilClosed(p.port(), 'GET /slow HTTP/1.1\r\nhost: gw.test\r\nx-slow: abc');
+  assert.ok(r.closed, `the connection was still open after ${Math.round(r.openMs)} ms`);
+  assert.match(r.data, /^HTTP\/1\.1 408 /);
+  assert.ok(r.openMs >= 280 && r.openMs < 2000, `closed after ${Math.round(r.openMs)} ms`);
+  assert.equal(up.seen.length, 0);
+});
+
+test('a connection that never sends anything is closed after firstRequestTimeout', async (t) => {
+  const up = await startUpstream();
+  t.after(() => up.close());
+  const p = await startProxy(config(up.port, '  http: {firstRequestTimeout: 300ms}'));
+  t.after(() => p.close());
+  const r = await untilClosed(p.port(), '');
+  assert.ok(r.closed, `the connection was still open after ${Math.round(r.openMs)} ms`);
+  assert.ok(r.openMs >= 280 && r.openMs < 2000, `closed after ${Math.round(r.openMs)} ms`);
+
+  // An HTTP/2 connection that sends its preface and settings but opens no stream is closed too.
+  const start = performance.now();
+  const session = http2.connect(`http://127.0.0.1:${p.port()}`);
+  session.on('error', () => {});
+  const closed = await Promise.race([
+    new Promise<boolean>((r) => session.once('close', () => r(true))),
+    sleep(5000).then(() => false),
+  ]);
+  session.destroy();
+  const ms = performance.now() - start;
+  assert.ok(closed, 'the h2c session without a stream was still open after 5 s');
+  assert.ok(ms >= 280 && ms < 2000, `h2c session closed after ${Math.round(ms)} ms`);
+});
+
+test('the connection cap refuses connections past maxConnections, logs once, and admits again when one closes', async (t) => {
+  const up = await startUpstream();
+  t.after(() => up.close());
+  const p = await startProxy(config(up.port, '  tcp: {maxConnections: 3}'));
+  t.after(() => p.close());
+  const held: net.Socket[] = [];
+  t.after(() => {
+    for (const s of held) s.destroy();
+  });
+  for (let i = 0; i < 3; i++) {
+    const s = net.connect(p.port(), '127.0.0.1');
+    s.on('error', () => {});
+    await new Promise((r) => s.once('connect', r));
+    held.push(s);
+  }
+  // Let the server count all three before the next ones arrive.
+  await sleep(50);
+  for (let i = 0; i < 3; i++) {
+    const r = await untilClosed(p.port(), 'GET / HTTP/1.1\r\nhost: gw.test\r\n\r\n', 2000);
+    assert.ok(r.closed && r.data === '', `connection ${4 + i} was served: ${JSON.stringify(r.data)}`);
+  }
+  const lines = p.accessLog.filter((l) => String(l.msg).startsWith('connection limit reached'));
+  assert.equal(lines.length, 1, 'one log line for a burst of refusals');
+  assert.equal(lines[0]?.limit, 3);
+  assert.equal(lines[0]?.level, 40, 'logged as a warning');
+
+  held.pop()?.destroy();
+  await sleep(50);
+  const r = await untilClosed(p.port(), 'GET / HTTP/1.1\r\nhost: gw.test\r\nconnection: close\r\n\r\n', 2000);
+  assert.match(r.data, /^HTTP\/1\.1 200 /, 'a connection is admitted once one of the three closed');
+});
+
+test('HTTP/2 clients are told the configured SETTINGS_MAX_CONCURRENT_STREAMS (100 by default)', async (t) => {
+  const up = await startUpstream();
+  t.after(() => up.close());
+  const remoteMax = async (port: number) => {
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    try {
+      await new Promise((r) => session.once('remoteSettings', r));
+      return session.remoteSettings.maxConcurrentStreams;
+    } finally {
+      session.destroy();
+    }
+  };
+  const p = await startProxy(config(up.port, '  http: {}'));
+  t.after(() => p.close());
+  assert.equal(await remoteMax(p.port()), 100);
+  await p.reload(config(up.port, '  http: {http2MaxConcurrentStreams: 7}'));
+  assert.equal(await remoteMax(p.port()), 7, 'a reload applies to new connections');
+});
+
+/** An upstream that never answers and keeps count of the requests it holds and the connections it got. */
+async function holdingUpstream() {
+  let active = 0;
+  let requests = 0;
+  let connections = 0;
+  const server = http.createServer((req: IncomingMessage) => {
+    active++;
+    requests++;
+    req.resume();
+    req.socket.once('close', () => active--);
+  });
+  let open = 0;
+  let maxOpen = 0;
+  server.on('connection', (sock) => {
+    connections++;
+    open++;
+    maxOpen = Math.max(maxOpen, open);
+    sock.once('close', () => open--);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as AddressInfo).port,
+    get active() {
+      return active;
+    },
+    get requests() {
+      return requests;
+    },
+    get connections() {
+      return connections;
+    },
+    get maxOpen() {
+      return maxOpen;
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+async function until(cond: () => boolean, ms: number): Promise<boolean> {
+  const end = performance.now() + ms;
+  while (!cond()) {
+    if (performance.now() > end) return false;
+    await sleep(10);
+  }
+  return true;
+}
+
+test('a stream the client resets cancels its upstream request', async (t) => {
+  const up = await holdingUpstream();
+  t.after(() => up.close());
+  const p = await startProxy(config(up.port, '  http: {}'));
+  t.after(() => p.close());
+  const session = http2.connect(`http://127.0.0.1:${p.port()}`);
+  t.after(() => session.destroy());
+  session.on('error', () => {});
+  const streams = Array.from({ length: 20 }, (_, i) => {
+    const s = session.request({ ':path': `/held/${i}` });
+    s.on('error', () => {});
+    return s;
+  });
+  assert.ok(await until(() => up.active === 20, 5000), `upstream holds ${up.active} of 20 requests`);
+  for (const s of streams) s.close(http2.constants.NGHTTP2_CANCEL);
+  assert.ok(await until(() => up.active === 0, 3000), `${up.active} upstream requests still running`);
+  assert.ok(await until(() => p.plane.inflight === 0, 1000), 'no request left in flight');
+});
+
+test('streams reset as soon as they are opened do not pile up upstream', async (t) => {
+  const up = await holdingUpstream();
+  t.after(() => up.close());
+  const p = await startProxy(
+    config(up.port, '  http: {http2MaxConcurrentStreams: 500}', { global: '  backend: {poolMaxSize: 2}' }),
+  );
+  t.after(() => p.close());
+  const session = http2.connect(`http://127.0.0.1:${p.port()}`);
+  t.after(() => session.destroy());
+  session.on('error', () => {});
+  for (let i = 0; i < 300; i++) {
+    const s = session.request({ ':path': `/reset/${i}` });
+    s.on('error', () => {});
+    s.close(http2.constants.NGHTTP2_CANCEL);
+  }
+  assert.ok(await until(() => p.plane.inflight === 0, 3000), 'no request left in flight');
+  assert.ok(await until(() => up.active === 0, 3000), `${up.active} upstream requests still running`);
+  // undici closes a connection whose queued request was cancelled, so connections come and go; at
+  // no time are there more than the pool allows, and the reset requests are not sent.
+  assert.ok(up.maxOpen <= 2, `${up.maxOpen} upstream connections open at once for poolMaxSize 2`);
+  assert.ok(up.requests <= 2, `${up.requests} reset requests reached the upstream`);
+});
+
+/** An echo upstream behind a TCP relay that counts the connections made to it. */
+async function countingUpstream(t: { after: (fn: () => unknown) => void }) {
+  let connections = 0;
+  const up = await startUpstream('pool', async (_req, res) => {
+    await sleep(20);
+    res.end('ok');
+  });
+  t.after(() => up.close());
+  const relay = net.createServer((client) => {
+    connections++;
+    const upstream = net.connect(up.port, '127.0.0.1');
+    client.pipe(upstream).pipe(client);
+    client.on('error', () => upstream.destroy());
+    upstream.on('error', () => client.destroy());
+  });
+  await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+  t.after(() => new Promise<void>((r) => relay.close(() => r())));
+  return {
+    port: (relay.address() as AddressInfo).port,
+    get connections() {
+      return connections;
+    },
+    /** Requests the upstream answered. */
+    get seen() {
+      return up.seen.length;
+    },
+  };
+}
+
+/** Sends `n` concurrent GETs on one h2c connection; resolves with their statuses. */
+async function streams(port: number, n: number): Promise<number[]> {
+  const session = http2.connect(`http://127.0.0.1:${port}`);
+  try {
+    return await Promise.all(
+      Array.from(
+        { length: n },
+        (_, i) =>
+          new Promise<number>((resolve, reject) => {
+            const s = session.request({ ':path': `/pool/${i}` });
+            s.on('response', (h) => resolve(Number(h[':status'])));
+            s.on('error', reject);
+            s.resume();
+          }),
+      ),
+    );
+  } finally {
+    session.destroy();
+  }
+}
+
+const many = '  http: {http2MaxConcurrentStreams: 250}';
+
+test('200 streams on one HTTP/2 connection use at most poolMaxSize upstream connections', async (t) => {
+  const up = await countingUpstream(t);
+  const p = await startProxy(config(up.port, many, { global: '  backend: {poolMaxSize: 4}' }));
+  t.after(() => p.close());
+  assert.deepEqual(new Set(await streams(p.port(), 200)), new Set([200]));
+  assert.equal(up.seen, 200);
+  assert.ok(up.connections <= 4, `${up.connections} upstream connections for poolMaxSize 4`);
+});
+
+test("poolMaxSize is the replica's: each of its workers opens its share", async (t) => {
+  const up = await countingUpstream(t);
+  const quiet = pino({ level: 'silent' });
+  const plane = new DataPlane({ log: quiet, accessLog: quiet, worker: 1, workers: 2 });
+  t.after(() => plane.drain(100));
+  const { ir } = loadConfigText(
+    't.yaml',
+    config(up.port, many, { global: '  backend: {poolMaxSize: 4}' }),
+    process.cwd(),
+  );
+  const port = Object.values(await plane.apply(ir))[0] as number;
+  assert.deepEqual(new Set(await streams(port, 200)), new Set([200]));
+  assert.ok(up.connections <= 2, `one worker of two opened ${up.connections} connections for poolMaxSize 4`);
+});
+
+test('upstream pools are bounded unless configured otherwise', () => {
+  const yaml = (backend: string) =>
+    `${backend}binds: [{port: 0, listeners: [{routes: [{backends: [{host: "127.0.0.1:1"}]}]}]}]\n`;
+  assert.equal(loadConfigText('t.yaml', yaml(''), process.cwd()).ir.global.poolMaxSize, 1024);
+  assert.equal(
+    loadConfigText('t.yaml', yaml('config: {backend: {poolMaxSize: 8}}\n'), process.cwd()).ir.global
+      .poolMaxSize,
+    8,
+  );
+  assert.equal(
+    loadConfigText('t.yaml', yaml('config: {backend: {poolMaxSize: null}}\n'), process.cwd()).ir.global
+      .poolMaxSize,
+    null,
+  );
+});
+
+/** Sends the head and the first part of a body, then stops; resolves with what came back. */
+function stalledUpload(port: number): Promise<{ data: string; openMs: number; closed: boolean }> {
+  return untilClosed(
+    port,
+    'POST /upload HTTP/1.1\r\nhost: gw.test\r\ncontent-length: 1000\r\ncontent-type: text/plain\r\n\r\nfirst part',
+  );
+}
+
+test('a request body that stalls is answered 408 after requestBodyIdleTimeout', async (t) => {
+  const up = await holdingUpstream();
+  t.after(() => up.close());
+  const p = await startProxy(config(up.port, '  http: {requestBodyIdleTimeout: 300ms}'));
+  t.after(() => p.close());
+
+  const r = await stalledUpload(p.port());
+  assert.ok(r.closed, `the connection was still open after ${Math.round(r.openMs)} ms`);
+  assert.match(r.data, /^HTTP\/1\.1 408 /);
+  assert.ok(r.openMs >= 280 && r.openMs < 2000, `answered after ${Math.round(r.openMs)} ms`);
+  assert.ok(await until(() => up.active === 0, 2000), 'the upstream request was cancelled');
+
+  // The same over HTTP/2.
+  const session = http2.connect(`http://127.0.0.1:${p.port()}`);
+  t.after(() => session.destroy());
+  const start = performance.now();
+  const s = session.request({ ':path': '/upload', ':method': 'POST', 'content-length': '1000' });
+  s.write('first part');
+  const status = await new Promise<number>((resolve, reject) => {
+    s.on('response', (h) => resolve(Number(h[':status'])));
+    s.on('error', reject);
+  });
+  assert.equal(status, 408);
+  const ms = performance.now() - start;
+  assert.ok(ms >= 280 && ms < 2000, `h2 answered after ${Math.round(ms)} ms`);
+  assert.ok(await until(() => p.plane.inflight === 0, 2000), 'the h2 request is over');
+});
+
+test('a body that keeps arriving, or a route with a request timeout, is not cut by the body idle timeout', async (t) => {
+  const up = await startUpstream();
+  t.after(() => up.close());
+  const p = await startProxy(config(up.port, '  http: {requestBodyIdleTimeout: 300ms}'));
+  t.after(() => p.close());
+
+  const trickle = async (port: number, gapMs: number, parts: number) => {
+    const sock = net.connect(port, '127.0.0.1');
+    sock.on('error', () => {});
+    await new Promise((r) => sock.once('connect', r));
+    let data = '';
+    sock.setEncoding('utf8');
+    sock.on('data', (c: string) => {
+      data += c;
+    });
+    sock.write(`POST /t HTTP/1.1\r\nhost: gw.test\r\nconnection: close\r\ncontent-length: ${parts}\r\n\r\n`);
+    for (let i = 0; i < parts; i++) {
+      await sleep(gapMs);
+      if (!sock.destroyed) sock.write('x');
+    }
+    await new Promise((r) => sock.once('close', r));
+    return data;
+  };
+  // Gaps shorter than the timeout, for longer than it in total.
+  assert.match(await trickle(p.port(), 100, 8), /^HTTP\/1\.1 200 /);
+
+  // A route with a request timeout leaves the body to it.
+  await p.reload(
+    config(up.port, '  http: {requestBodyIdleTimeout: 300ms}', { route: '{timeout: {requestTimeout: 5s}}' }),
+  );
+  assert.match(await trickle(p.port(), 600, 2), /^HTTP\/1\.1 200 /);
+});
