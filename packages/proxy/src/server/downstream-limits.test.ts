@@ -7,7 +7,8 @@ import http2 from 'node:http2';
 import net, { type AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startUpstream } from '@gw/testkit';
+import tls from 'node:tls';
+import { makeTestPki, startUpstream } from '@gw/testkit';
 import { startProxy } from '@gw/testkit/proxy';
 import pino from 'pino';
 import { loadConfigText } from '../config/load.ts';
@@ -68,6 +69,53 @@ test('a request head that stops half way is answered 408 and closed after reques
   assert.match(r.data, /^HTTP\/1\.1 408 /);
   assert.ok(r.openMs >= 280 && r.openMs < 2000, `closed after ${Math.round(r.openMs)} ms`);
   assert.equal(up.seen.length, 0);
+});
+
+test('over TLS: a half-sent request head is closed after requestHeadersTimeout; h2 gets the stream limit', async (t) => {
+  const pki = await makeTestPki(['gw.test']);
+  t.after(() => pki.cleanup());
+  const up = await startUpstream();
+  t.after(() => up.close());
+  const cert = pki.servers['gw.test']!;
+  const p = await startProxy(`frontendPolicies:
+  http: {requestHeadersTimeout: 300ms, http2MaxConcurrentStreams: 9}
+binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - protocol: HTTPS
+    tls: {cert: ${JSON.stringify(cert.certFile)}, key: ${JSON.stringify(cert.keyFile)}}
+    routes: [{backends: [{host: "127.0.0.1:${up.port}"}]}]
+`);
+  t.after(() => p.close());
+  const r = await new Promise<{ data: string; openMs: number }>((resolve, reject) => {
+    let data = '';
+    let start = 0;
+    const sock = tls.connect(
+      { port: p.port(), host: '127.0.0.1', servername: 'gw.test', ca: pki.ca, ALPNProtocols: ['http/1.1'] },
+      () => {
+        start = performance.now();
+        sock.write('GET /slow HTTP/1.1\r\nhost: gw.test\r\nx-slow: abc');
+      },
+    );
+    sock.setEncoding('utf8');
+    sock.on('data', (c: string) => {
+      data += c;
+    });
+    sock.on('error', () => {});
+    sock.on('close', () => resolve({ data, openMs: performance.now() - start }));
+    sock.setTimeout(5000, () => {
+      sock.destroy();
+      reject(new Error('the TLS connection was still open after 5 s'));
+    });
+  });
+  assert.match(r.data, /^HTTP\/1\.1 408 /);
+  assert.ok(r.openMs >= 280 && r.openMs < 2000, `closed after ${Math.round(r.openMs)} ms`);
+
+  const session = http2.connect(`https://127.0.0.1:${p.port()}`, { ca: pki.ca, servername: 'gw.test' });
+  t.after(() => session.destroy());
+  await new Promise((resolve) => session.once('remoteSettings', resolve));
+  assert.equal(session.remoteSettings.maxConcurrentStreams, 9);
 });
 
 test('a connection that never sends anything is closed after firstRequestTimeout', async (t) => {
@@ -214,27 +262,54 @@ test('a stream the client resets cancels its upstream request', async (t) => {
   assert.ok(await until(() => p.plane.inflight === 0, 1000), 'no request left in flight');
 });
 
-test('streams reset as soon as they are opened do not pile up upstream', async (t) => {
+/** HTTP/2 frames by hand: a client that sends HEADERS and RST_STREAM back to back, as fast as it can. */
+function frame(type: number, flags: number, stream: number, payload: Buffer): Buffer {
+  const head = Buffer.alloc(9);
+  head.writeUIntBE(payload.length, 0, 3);
+  head[3] = type;
+  head[4] = flags;
+  head.writeUInt32BE(stream, 5);
+  return Buffer.concat([head, payload]);
+}
+
+function headersAndResets(n: number): Buffer {
+  // HPACK: :method GET, :scheme http, :path / (static table), :authority as a literal.
+  const authority = Buffer.from('gw.test');
+  const block = Buffer.concat([Buffer.from([0x82, 0x86, 0x84, 0x41, authority.length]), authority]);
+  const cancel = Buffer.alloc(4);
+  cancel.writeUInt32BE(http2.constants.NGHTTP2_CANCEL);
+  const frames = [Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), frame(0x4, 0, 0, Buffer.alloc(0))];
+  for (let i = 0; i < n; i++) {
+    const id = 1 + 2 * i;
+    frames.push(frame(0x1, 0x5 /* END_STREAM | END_HEADERS */, id, block), frame(0x3, 0, id, cancel));
+  }
+  return Buffer.concat(frames);
+}
+
+test('HEADERS followed at once by RST_STREAM, 300 times, leave nothing running upstream', async (t) => {
   const up = await holdingUpstream();
   t.after(() => up.close());
   const p = await startProxy(
     config(up.port, '  http: {http2MaxConcurrentStreams: 500}', { global: '  backend: {poolMaxSize: 2}' }),
   );
   t.after(() => p.close());
-  const session = http2.connect(`http://127.0.0.1:${p.port()}`);
-  t.after(() => session.destroy());
-  session.on('error', () => {});
-  for (let i = 0; i < 300; i++) {
-    const s = session.request({ ':path': `/reset/${i}` });
-    s.on('error', () => {});
-    s.close(http2.constants.NGHTTP2_CANCEL);
-  }
-  assert.ok(await until(() => p.plane.inflight === 0, 3000), 'no request left in flight');
-  assert.ok(await until(() => up.active === 0, 3000), `${up.active} upstream requests still running`);
+  const sock = net.connect(p.port(), '127.0.0.1');
+  t.after(() => sock.destroy());
+  sock.on('error', () => {});
+  sock.resume();
+  sock.write(headersAndResets(300));
+  assert.ok(
+    await until(() => p.accessLog.length >= 300, 5000),
+    `${p.accessLog.length} of 300 requests ended`,
+  );
+  // Time for any request that was sent to reach the upstream.
+  await sleep(300);
+  assert.equal(up.active, 0, 'no upstream request is left running');
   // undici closes a connection whose queued request was cancelled, so connections come and go; at
   // no time are there more than the pool allows, and the reset requests are not sent.
   assert.ok(up.maxOpen <= 2, `${up.maxOpen} upstream connections open at once for poolMaxSize 2`);
   assert.ok(up.requests <= 2, `${up.requests} reset requests reached the upstream`);
+  assert.equal(p.plane.inflight, 0);
 });
 
 /** An echo upstream behind a TCP relay that counts the connections made to it. */
