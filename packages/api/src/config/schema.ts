@@ -458,8 +458,7 @@ export const FrontendPolicies = strict({
         'gw extension: how long a request body may stall on a route without timeout.requestTimeout; answered with 408 (default 60s, 0s: off)',
     }),
     http2MaxConcurrentStreams: z.number().int().min(1).max(2_147_483_647).optional().meta({
-      description:
-        'gw extension: SETTINGS_MAX_CONCURRENT_STREAMS advertised to HTTP/2 clients (default 100)',
+      description: 'gw extension: SETTINGS_MAX_CONCURRENT_STREAMS advertised to HTTP/2 clients (default 100)',
     }),
     maxBufferSize: ByteSize.optional(),
     http1IdleTimeout: Duration.optional(),
