@@ -1,6 +1,5 @@
 // Which values of a config are credentials. Used where the config is read (an unset environment
 // variable in a credential is an error, not a literal) and where it is shown (redaction).
-import type { FieldPath } from './source.ts';
 
 /** Header names whose values a trace or dump never shows, before `config.sensitiveHeaders` adds more. */
 export const DEFAULT_SENSITIVE_HEADERS: readonly string[] = [
@@ -18,7 +17,7 @@ const MODIFIERS = new Set(['requestHeaderModifier', 'responseHeaderModifier']);
  * htpasswd line or file, a private key for TLS (listener or backend), or the value a header modifier
  * gives a default-sensitive header (e.g. `Authorization: Bearer …` to an upstream).
  */
-export function isCredentialField(path: FieldPath): boolean {
+export function isCredentialField(path: ReadonlyArray<string | number>): boolean {
   for (let i = 0; i < path.length; i++) {
     const seg = path[i];
     const next = path[i + 1];

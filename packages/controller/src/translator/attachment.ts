@@ -21,8 +21,9 @@ import type { BackendPolicyResult, PolicyResult } from './policy/result.ts';
 import type { FrontendPolicies } from './policy/spec.ts';
 import { ACCESS_CONTROL, trafficPolicy } from './policy/traffic.ts';
 import { describeProblems } from './problems.ts';
-import { GW_GROUP, type RouteResult } from './routes.ts';
+import type { RouteResult } from './routes.ts';
 import type { Condition, KubeObject, Lookup, NamedResource, StatusUpdate } from './types.ts';
+import { GW_GROUP } from './types.ts';
 
 interface TargetRef {
   group: string;

@@ -1,7 +1,6 @@
 // ReferenceGrants: whether an object in one namespace may refer to one in another.
 import { GATEWAY_GROUP } from './gateways.ts';
-import { GW_GROUP } from './routes.ts';
-import type { KubeObject } from './types.ts';
+import { GW_GROUP, type KubeObject } from './types.ts';
 
 export type Grants = (
   fromKind: string,

@@ -10,7 +10,7 @@ import { GATEWAY_GROUP, type GatewayInfo, type ListenerInfo, matchesLabels } fro
 import type { Grants } from './grants.ts';
 import { describeProblems } from './problems.ts';
 import type { Condition, KubeObject, Lookup } from './types.ts';
-export const GW_GROUP = 'gw.dev';
+import { GW_GROUP } from './types.ts';
 
 interface ParentRef {
   group?: string;

@@ -3,6 +3,9 @@
 // in the proto3 JSON form of gw.resource.v1.Resource (proto/gw/resource/v1/resource.proto) plus the
 // status every object should have. No clock, no IO: equal snapshots give equal outputs.
 
+/** The API group of gw's own kinds (GwPolicy, GwBackend, GwModel, GwParameters). */
+export const GW_GROUP = 'gw.dev';
+
 /** The parts of a Kubernetes object the translator reads. */
 export interface KubeObject {
   apiVersion: string;
