@@ -31,6 +31,13 @@ export const ERRORS = {
   GW_ERR_CLIENT_CLOSED: { status: 499, message: 'client closed the request' },
   GW_ERR_SHUTTING_DOWN: { status: 503, message: 'gateway is shutting down' },
   GW_ERR_INTERNAL: { status: 500, message: 'internal error' },
+  GW_ERR_LLM_BAD_REQUEST: { status: 400, message: 'invalid LLM request' },
+  GW_ERR_LLM_UNKNOWN_MODEL: { status: 404, message: 'model not found' },
+  GW_ERR_LLM_UNSUPPORTED_FORMAT: {
+    status: 400,
+    message: "the request's API format cannot be converted to the provider's",
+  },
+  GW_ERR_LLM_PROVIDER: { status: 502, message: 'the LLM provider sent an answer that is not its API' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;
@@ -185,6 +192,10 @@ const GRPC_STATUS: Record<ErrorCode, number> = {
   GW_ERR_CLIENT_CLOSED: 1, // CANCELLED
   GW_ERR_SHUTTING_DOWN: 14,
   GW_ERR_INTERNAL: 13,
+  GW_ERR_LLM_BAD_REQUEST: 3,
+  GW_ERR_LLM_UNKNOWN_MODEL: 5, // NOT_FOUND
+  GW_ERR_LLM_UNSUPPORTED_FORMAT: 3,
+  GW_ERR_LLM_PROVIDER: 14,
 };
 
 /** grpc-message is percent-encoded (gRPC over HTTP/2: Status-Message). */

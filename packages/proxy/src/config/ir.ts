@@ -126,7 +126,115 @@ export interface BasicAuthIR extends Omit<BasicAuthConfig, 'users' | 'htpasswd'>
 export type BackendTarget =
   | { kind: 'host'; host: string; port: number }
   | { kind: 'unix'; path: string }
-  | { kind: 'dynamic' };
+  | { kind: 'dynamic' }
+  | AiTarget;
+
+// ---------- LLM (the `ai` backend kind, llm/ and upstream/backends/ai/) ----------
+
+/**
+ * An LLM backend: the models it serves and the virtual models routing among them. The client's
+ * request names a model; the first model (or virtual model) whose name matches serves it.
+ */
+export interface AiTarget {
+  kind: 'ai';
+  models: LlmModelIR[];
+  virtualModels: LlmVirtualModelIR[];
+}
+
+/**
+ * Provider-specific settings, by provider kind. A provider is one key here plus one folder under
+ * llm/providers/ and one entry in its registry (a key without an entry is a type error).
+ */
+export interface LlmProviderSettings {
+  openai: Record<string, never>;
+  azureOpenAI: {
+    /** `<resourceName>.openai.azure.com` (or `.services.ai.azure.com` for foundry/aiServices). */
+    resourceName?: string;
+    resourceType?: 'openAI' | 'foundry' | 'aiServices';
+    /** With an apiVersion: the deployment path `/openai/deployments/<model>/…?api-version=`; else v1. */
+    apiVersion?: string;
+    projectName?: string;
+  };
+  mistral: Record<string, never>;
+  custom: {
+    /** The provider-native formats the endpoint speaks, with an optional path for each. */
+    formats: { format: LlmFormat; path?: string }[];
+  };
+}
+export type LlmProviderKind = keyof LlmProviderSettings;
+
+/**
+ * An LLM API wire format, spoken by a client (chosen by the request path) or by a provider's
+ * endpoint. A client format is converted to a provider format by a format pair module
+ * (llm/formats/<client>__<provider>.ts). The standalone config's custom `formats` use
+ * agentgateway's names (`completions`, `messages`, …), mapped to these when the config loads.
+ */
+export type LlmFormat =
+  | 'openai-chat'
+  | 'openai-responses'
+  | 'openai-embeddings'
+  | 'anthropic-messages'
+  | 'anthropic-count-tokens'
+  | 'gemini-generate-content'
+  | 'bedrock-converse';
+
+interface LlmProviderCommon {
+  /** The provider as telemetry names it (`llm.provider`, metrics): the kind or a providerOverride. */
+  name: string;
+  /** The model sent to the provider instead of the requested one. */
+  model?: string;
+  /** Sent the provider's way (bearer, api-key, …); unset: the client's own credentials pass through. */
+  apiKey?: Secret;
+  /** Where requests go instead of the provider's default endpoint. */
+  endpoint?: { host: string; port: number; tls: boolean };
+  /** The whole request path, replacing the provider's. */
+  path?: string;
+  /** Replaces the provider's base path (e.g. `/v1`), keeping the operation's own path after it. */
+  pathPrefix?: string;
+}
+
+export type LlmProviderIR<K extends LlmProviderKind = LlmProviderKind> = {
+  [P in K]: LlmProviderCommon & { kind: P; settings: LlmProviderSettings[P] };
+}[K];
+
+export interface LlmHeaderModifier {
+  add?: Record<string, string>;
+  set?: Record<string, string>;
+  remove?: string[];
+}
+
+export interface LlmModelIR {
+  /** Matched against the requested model: exact, `*` (any) or `prefix*`. */
+  name: string;
+  /** internal: reachable only through a virtual model, and not listed by /v1/models. */
+  visibility: 'public' | 'internal';
+  provider: LlmProviderIR;
+  /** Request fields set from CEL (`llmRequest.*` is the client's request), e.g. `model`. */
+  transformation?: Record<string, string>;
+  requestHeaders?: LlmHeaderModifier;
+  responseHeaders?: LlmHeaderModifier;
+  /** Connection settings (backendTLS, http, tcp) as for any backend. */
+  policies: ResolvedBackendPolicies;
+}
+
+/** A target of a virtual model: a model entry (by index in `models`) and the model name it is asked for. */
+export interface LlmTargetIR {
+  model: number;
+  /** The model name the target is asked for; unset: the client's requested model. */
+  as?: string;
+}
+
+export type LlmRoutingIR =
+  | { weighted: (LlmTargetIR & { weight: number })[] }
+  | { failover: (LlmTargetIR & { priority: number })[] }
+  /** In order; the first whose `when` (CEL) is true serves; the last may have no `when`. */
+  | { conditional: (LlmTargetIR & { when?: string })[] };
+
+export interface LlmVirtualModelIR {
+  /** Matched like a model's name. */
+  name: string;
+  routing: LlmRoutingIR;
+}
 
 export interface RouteBackendIR {
   name: string;

@@ -1,46 +1,69 @@
-// Token usage of an LLM response, read from the provider's own wire format: OpenAI-style `usage`
-// (prompt/completion tokens; cached prompt tokens are already inside prompt_tokens), Anthropic
-// (`input_tokens` excludes cache reads and writes, so they are added), Gemini `usageMetadata`.
-// Works on a JSON body and on an SSE stream (the last usage seen wins, as streams repeat totals).
+// Token usage of an LLM response, read from the provider's own wire format and normalised
+// (llm/state.ts LlmUsage): OpenAI chat `usage` (prompt/completion tokens; cached prompt tokens are
+// already inside prompt_tokens), OpenAI responses and Anthropic (`input_tokens`; Anthropic's excludes
+// cache reads and writes, so they are added), Gemini `usageMetadata`. Works on a JSON body and on an
+// SSE stream (the last usage seen wins, as streams repeat totals).
+//
+// An `ai` backend records usage in the request's LLM slot as the answer passes; the token rate limits
+// read it from there (onResponseUsage). Routes to other backends that answer in an LLM's format are
+// still counted, by observing the response body.
 import type { RequestContext } from '../pipeline/context.ts';
 import type { ObservedRequest, RequestObserver } from '../pipeline/observer.ts';
+import type { LlmUsage } from './state.ts';
 
-export interface Usage {
-  input: number;
-  output: number;
-}
+export type Usage = LlmUsage;
 
 const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+type Obj = Record<string, unknown>;
+const obj = (v: unknown): Obj | undefined => (v && typeof v === 'object' ? (v as Obj) : undefined);
 
-export function usageOf(obj: unknown): Usage | undefined {
-  if (!obj || typeof obj !== 'object') return undefined;
-  const o = obj as Record<string, unknown>;
-  const u = (o.usage ?? (o.message as Record<string, unknown> | undefined)?.usage) as
-    | Record<string, unknown>
-    | undefined;
-  if (u && typeof u === 'object') {
-    if ('prompt_tokens' in u || 'completion_tokens' in u)
-      return { input: num(u.prompt_tokens), output: num(u.completion_tokens) };
-    if ('input_tokens' in u || 'output_tokens' in u) {
-      return {
-        input: num(u.input_tokens) + num(u.cache_creation_input_tokens) + num(u.cache_read_input_tokens),
-        output: num(u.output_tokens),
-      };
-    }
+/** A provider's usage object (OpenAI chat or responses, Anthropic, Gemini) normalised. */
+export function normalizeUsage(u: Obj): Usage | undefined {
+  if ('prompt_tokens' in u || 'completion_tokens' in u) {
+    return {
+      input: num(u.prompt_tokens),
+      output: num(u.completion_tokens),
+      cachedInput: num(obj(u.prompt_tokens_details)?.cached_tokens),
+      reasoning: num(obj(u.completion_tokens_details)?.reasoning_tokens),
+    };
   }
-  const g = o.usageMetadata as Record<string, unknown> | undefined;
-  if (g && typeof g === 'object')
-    return { input: num(g.promptTokenCount), output: num(g.candidatesTokenCount) };
+  if ('input_tokens' in u || 'output_tokens' in u) {
+    const cacheRead = num(u.cache_read_input_tokens);
+    const cacheWrite = num(u.cache_creation_input_tokens);
+    return {
+      // OpenAI responses: input_tokens includes cached ones; Anthropic's excludes cache reads/writes.
+      input: num(u.input_tokens) + cacheRead + cacheWrite,
+      output: num(u.output_tokens),
+      cachedInput: cacheRead + num(obj(u.input_tokens_details)?.cached_tokens),
+      reasoning: num(obj(u.output_tokens_details)?.reasoning_tokens),
+    };
+  }
+  if ('promptTokenCount' in u || 'candidatesTokenCount' in u) {
+    const thoughts = num(u.thoughtsTokenCount);
+    return {
+      input: num(u.promptTokenCount),
+      output: num(u.candidatesTokenCount) + thoughts,
+      cachedInput: num(u.cachedContentTokenCount),
+      reasoning: thoughts,
+    };
+  }
   return undefined;
+}
+
+export function usageOf(value: unknown): Usage | undefined {
+  const o = obj(value);
+  if (!o) return undefined;
+  const u = obj(o.usage) ?? obj(obj(o.message)?.usage) ?? obj(obj(o.response)?.usage);
+  if (u) return normalizeUsage(u);
+  const g = obj(o.usageMetadata);
+  return g ? normalizeUsage(g) : undefined;
 }
 
 /** Usage from a whole response body; undefined when the body carries none. */
 export function usageFromBody(contentType: string, body: Buffer): Usage | undefined {
   const text = body.toString('utf8');
   if (contentType.includes('text/event-stream')) {
-    let input = 0;
-    let output = 0;
-    let seen = false;
+    let last: Usage | undefined;
     for (const line of text.split('\n')) {
       if (!line.startsWith('data:')) continue;
       const data = line.slice(5).trim();
@@ -52,12 +75,16 @@ export function usageFromBody(contentType: string, body: Buffer): Usage | undefi
         continue;
       }
       if (!u) continue;
-      seen = true;
       // Anthropic sends input in message_start and cumulative output in message_delta.
-      if (u.input > 0) input = u.input;
-      if (u.output > 0) output = u.output;
+      if (!last) last = u;
+      else {
+        if (u.input > 0) last.input = u.input;
+        if (u.output > 0) last.output = u.output;
+        if (u.cachedInput > 0) last.cachedInput = u.cachedInput;
+        if (u.reasoning > 0) last.reasoning = u.reasoning;
+      }
     }
-    return seen ? { input, output } : undefined;
+    return last;
   }
   try {
     return usageOf(JSON.parse(text));
@@ -74,6 +101,12 @@ export const USAGE_BODY_LIMIT = 4 * 1024 * 1024;
  * streamed or not. It only observes the chunks as they pass: the client still gets each at once.
  */
 export function onResponseUsage(ctx: RequestContext, settle: (tokens: number) => void): void {
+  const llm = ctx.ext.llm;
+  if (llm) {
+    // The ai backend counts as the answer passes: no second look at the body.
+    llm.onUsage((u) => settle(u.input + u.output));
+    return;
+  }
   if (!ctx.response?.body) return;
   ctx.observe(new UsageObserver(settle));
 }

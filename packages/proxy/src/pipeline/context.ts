@@ -22,6 +22,8 @@ export interface RouteInfo {
   listener: string;
   /** How this route's clients expect errors worded (see errors.ts). */
   errorFormat: ErrorFormat;
+  /** When it depends on the API called (an LLM route serving OpenAI and Anthropic clients): by the URL the client sent. */
+  errorFormatOf?: ((url: string) => ErrorFormat) | undefined;
 }
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) are never forwarded in either direction. */

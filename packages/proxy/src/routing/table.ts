@@ -136,12 +136,15 @@ function compileRoute(
     ctx.obs?.stage(ctx, 'route policies');
     return select(ctx);
   };
-  const chain = compose(
+  const policyChain = compose(
     layers.map((x, i) =>
       observed(x.name, phaseOf(x.name), x.layer, i === lastGateway ? 'gateway policies' : undefined),
     ),
     terminal,
   );
+  // A backend kind that reads the request before the policies (the ai kind: llm.* for CEL).
+  const prepare = backends.find((b) => b.prepare)?.prepare;
+  const chain: Handler = prepare ? (ctx) => prepare(ctx).then(() => policyChain(ctx)) : policyChain;
   const handler: Handler =
     lastGateway === -1
       ? (ctx) => {
@@ -157,6 +160,7 @@ function compileRoute(
       gateway: l.gateway,
       listener: l.name,
       errorFormat: backends.find((b) => b.errorFormat)?.errorFormat ?? 'http',
+      errorFormatOf: backends.find((b) => b.errorFormatOf)?.errorFormatOf,
     },
     ir: r,
     policyNames: layers.map((x) => x.name),

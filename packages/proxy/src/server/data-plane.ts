@@ -338,7 +338,9 @@ export class DataPlane {
       res.destroy();
       return;
     }
-    const answer = errorResponse(e, errorFormatFor(ctx.headers['content-type'], ctx.route?.errorFormat));
+    const route = ctx.route;
+    const routeFormat = route?.errorFormatOf ? route.errorFormatOf(ctx.originalUrl) : route?.errorFormat;
+    const answer = errorResponse(e, errorFormatFor(ctx.headers['content-type'], routeFormat));
     const obs = ctx.obs;
     if (obs) {
       obs.error(ctx, e);

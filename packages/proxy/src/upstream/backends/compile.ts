@@ -2,13 +2,13 @@
 // backend's own policies in BACKEND_ORDER around it. Observed requests report the chosen backend,
 // the final request, the upstream call and the response it produced; others go straight through.
 import { parseGoDuration } from '@gw/api';
-import type { GlobalIR, RouteBackendIR } from '../../config/ir.ts';
+import type { RouteBackendIR } from '../../config/ir.ts';
 import { type ErrorFormat, GwError } from '../../errors.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import { compose, type Handler, observed } from '../../pipeline/layer.ts';
 import { type Observation, observeBody, type UpstreamInfo } from '../../pipeline/observer.ts';
 import { buildBackendLayers } from '../../policies/registry.ts';
-import type { PoolSpec } from '../pools.ts';
+import { connectionSpec } from '../connection.ts';
 import { BACKEND_KINDS } from './registry.ts';
 import type { BackendEnv, BackendKind, BackendKindName, CompiledCall } from './types.ts';
 
@@ -19,6 +19,8 @@ export interface CompiledBackend {
   handler: Handler;
   info: UpstreamInfo;
   errorFormat: ErrorFormat | undefined;
+  errorFormatOf: ((path: string) => ErrorFormat) | undefined;
+  prepare: Handler | undefined;
 }
 
 export function compileBackend(
@@ -33,7 +35,7 @@ export function compileBackend(
   const kind = BACKEND_KINDS[b.target.kind] as BackendKind<BackendKindName>;
   const compiled: CompiledCall = kind.compile(b.target as never, {
     ...env,
-    connection: connectionSpec(b, env.global),
+    connection: connectionSpec(b.policies, env.global),
     attemptTimeoutMs,
   });
   const info: UpstreamInfo = {
@@ -50,6 +52,8 @@ export function compileBackend(
     weight: b.weight,
     info,
     errorFormat: compiled.errorFormat,
+    errorFormatOf: compiled.errorFormatOf,
+    prepare: compiled.prepare,
     handler: (ctx) => {
       ctx.backendName = name;
       const obs = ctx.obs;
@@ -57,28 +61,6 @@ export function compileBackend(
       obs.upstreamChosen(ctx, info);
       return chain(ctx).then(() => obs.responseHead(ctx, 'backend'));
     },
-  };
-}
-
-function connectionSpec(b: RouteBackendIR, global: GlobalIR): Omit<PoolSpec, 'origin'> {
-  const p = b.policies;
-  const tls = p.backendTLS;
-  return {
-    connectTimeoutMs: p.tcp?.connectTimeout
-      ? (parseGoDuration(p.tcp.connectTimeout) ?? global.connectTimeoutMs)
-      : global.connectTimeoutMs,
-    idleTimeoutMs: global.poolIdleTimeoutMs,
-    maxConnections: global.poolMaxSize,
-    keepalive: p.tcp?.keepalives
-      ? {
-          enabled: p.tcp.keepalives.enabled ?? true,
-          timeMs: parseGoDuration(p.tcp.keepalives.time ?? '') ?? global.keepalive.timeMs,
-          intervalMs: parseGoDuration(p.tcp.keepalives.interval ?? '') ?? global.keepalive.intervalMs,
-          retries: p.tcp.keepalives.retries ?? global.keepalive.retries,
-        }
-      : global.keepalive,
-    allowH2: p.http?.version === 'HTTP2' || (tls?.alpn?.includes('h2') ?? false),
-    ...(tls ? { tls } : {}),
   };
 }
 

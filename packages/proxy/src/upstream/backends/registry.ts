@@ -1,5 +1,6 @@
 // Every backend kind, keyed by the IR's target kind. A kind without an entry is a type error, so a
 // new kind (ai, mcp, a2a, aws) is one folder here plus one line below, never a branch in the table.
+import { aiBackend } from './ai/index.ts';
 import { dynamicBackend } from './dynamic/index.ts';
 import { hostBackend } from './host/index.ts';
 import type { BackendKind, BackendKindName } from './types.ts';
@@ -9,4 +10,5 @@ export const BACKEND_KINDS: { [K in BackendKindName]: BackendKind<K> } = {
   host: hostBackend,
   unix: unixBackend,
   dynamic: dynamicBackend,
+  ai: aiBackend,
 };

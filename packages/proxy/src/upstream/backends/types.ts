@@ -31,6 +31,13 @@ export interface CompiledCall {
   target(ctx: RequestContext): string;
   /** How a client of this backend expects errors (an LLM client, a JSON-RPC client); default http. */
   errorFormat?: ErrorFormat;
+  /** When the format depends on the API a request calls (an LLM backend serving several): by path. */
+  errorFormatOf?: (path: string) => ErrorFormat;
+  /**
+   * Runs before the route's policies, so they can see what the kind reads of a request (the ai kind
+   * parses the LLM request: `llm.*` in CEL). Only routes whose backends have one pay for it.
+   */
+  prepare?: Handler;
 }
 
 export interface BackendKind<K extends BackendKindName> {

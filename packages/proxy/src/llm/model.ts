@@ -1,0 +1,268 @@
+// One served model, compiled: its provider's endpoint and pool, transformations and header changes.
+// `call` sends one attempt: the client's request converted by the format pair, to the provider, and
+// the answer converted back as it streams, its usage recorded in the request's LLM slot.
+import { pipeline, type Readable, Transform } from 'node:stream';
+import { type CelProgram, celToJson, compileCel } from '../cel/cel.ts';
+import type { LlmFormat, LlmModelIR, LlmProviderIR } from '../config/ir.ts';
+import { GwError } from '../errors.ts';
+import { bufferUpTo, contentLength, discard } from '../pipeline/body.ts';
+import type { Headers, RequestContext } from '../pipeline/context.ts';
+import type { Handler } from '../pipeline/layer.ts';
+import { headerModifier } from '../policies/header-modifier/index.ts';
+import type { BackendEnv } from '../upstream/backends/types.ts';
+import { type CallTarget, callUpstream } from '../upstream/call.ts';
+import { connectionSpec } from '../upstream/connection.ts';
+import { FORMAT_PAIRS } from './formats/registry.ts';
+import type { FormatPair, JsonObject, StreamConverter } from './formats/types.ts';
+import { PROVIDERS } from './providers/registry.ts';
+import type { ProviderEndpoint, ProviderModule, ProviderRequest } from './providers/types.ts';
+import type { LlmRequestState } from './state.ts';
+
+export interface CompiledModel {
+  ir: LlmModelIR;
+  /** One attempt at this model, for the model name in the slot's `routedModel`. */
+  call: Handler;
+  /** Where requests go, host:port (the trace's upstream target). */
+  endpoint: string;
+}
+
+/** Client credential headers: dropped when the gateway holds the provider's key. */
+const CLIENT_CREDENTIALS = ['authorization', 'x-api-key', 'api-key'];
+/** Set by the gateway for each attempt. */
+const REPLACED = ['content-length', 'transfer-encoding', 'host', 'accept-encoding', 'content-encoding'];
+
+export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
+  const p = m.provider;
+  const provider = PROVIDERS[p.kind] as ProviderModule<typeof p.kind>;
+  const ep: ProviderEndpoint = p.endpoint ?? provider.endpoint(p as never);
+  const host = ep.host.includes(':') ? `[${ep.host}]` : ep.host;
+  const endpoint = `${host}:${ep.port}`;
+  const defaultPort = ep.port === (ep.tls ? 443 : 80);
+  const authority = defaultPort ? host : endpoint;
+  // The model's own connection settings (backendTLS …) replace the backend's.
+  const connection =
+    Object.keys(m.policies).length > 0 ? connectionSpec(m.policies, env.global) : { ...env.connection };
+  // An https endpoint gets TLS (system roots, SNI from the host) unless the model's backendTLS says more.
+  if (ep.tls && !connection.tls) connection.tls = { hostname: ep.host };
+  else if (ep.tls && connection.tls && !connection.tls.hostname)
+    connection.tls = { ...connection.tls, hostname: ep.host };
+  if (!ep.tls) delete connection.tls;
+  const dispatcher = env.pools?.acquire({
+    ...connection,
+    origin: `${ep.tls ? 'https' : 'http'}://${endpoint}`,
+  });
+  if (dispatcher) env.used.add(dispatcher);
+  const target: CallTarget | undefined = dispatcher ? { dispatcher, endpoint } : undefined;
+
+  const formats = provider.formats(p as never);
+  const transformation = Object.entries(m.transformation ?? {}).map(
+    ([field, expr]) => [field, compileCel(expr)] as [string, CelProgram],
+  );
+  const requestHeaders = m.requestHeaders ? headerModifier(m.requestHeaders) : undefined;
+  const responseHeaders = m.responseHeaders ? headerModifier(m.responseHeaders) : undefined;
+  const key = p.apiKey;
+  const limit = env.global.maxBufferSize;
+  const timeout = env.attemptTimeoutMs;
+
+  const call: Handler = async (ctx) => {
+    const state = ctx.ext.llm;
+    if (!state || !target) throw new GwError('GW_ERR_INTERNAL');
+    const body: JsonObject = { ...state.request };
+    body.model = p.model ?? state.routedModel ?? state.requestModel;
+    if (transformation.length > 0) {
+      const cel = ctx.celContext();
+      cel.llmRequest = body;
+      for (const [field, prog] of transformation) {
+        const v = prog.eval(cel);
+        if (v !== undefined) body[field] = celToJson(v);
+      }
+    }
+    const model = String(body.model);
+    state.model = model;
+    state.provider = p.name;
+    const [format, pair] = pairFor(state.clientFormat, formats, p);
+    state.providerFormat = format;
+    const out = pair.request(
+      body,
+      { model, stream: state.streaming, bodyHasModel: provider.bodyHasModel?.(p as never, format) ?? true },
+      state,
+    );
+    const path = providerPath(provider, p, format, model, state.streaming);
+    const headers = upstreamHeaders(ctx.headers, key !== undefined);
+    headers.host = authority;
+    headers['content-type'] = 'application/json';
+    // The answer is read for usage: no compression.
+    headers['accept-encoding'] = 'identity';
+    requestHeaders?.(headers);
+    const req: ProviderRequest = { method: 'POST', path, headers, body: Buffer.from(JSON.stringify(out)) };
+    await provider.authorize(p as never, req, key?.reveal());
+    req.headers['content-length'] = String(req.body.length);
+    const q = req.path.indexOf('?');
+    ctx.method = req.method;
+    ctx.path = q === -1 ? req.path : req.path.slice(0, q);
+    ctx.query = q === -1 ? '' : req.path.slice(q);
+    ctx.headers = req.headers;
+    ctx.body = req.body;
+    await callUpstream(ctx, target, timeout);
+    await answer(ctx, state, pair, p.name, limit);
+    if (responseHeaders && ctx.response) responseHeaders(ctx.response.headers);
+  };
+  return { ir: m, call, endpoint };
+}
+
+/** The pair converting the client's format to one the provider speaks: its own first. */
+function pairFor(
+  client: LlmFormat,
+  formats: readonly LlmFormat[],
+  p: LlmProviderIR,
+): [LlmFormat, FormatPair] {
+  if (formats.includes(client)) {
+    const same = FORMAT_PAIRS[`${client}__${client}`];
+    if (same) return [client, same];
+  }
+  for (const f of formats) {
+    const pair = FORMAT_PAIRS[`${client}__${f}`];
+    if (pair) return [f, pair];
+  }
+  throw new GwError(
+    'GW_ERR_LLM_UNSUPPORTED_FORMAT',
+    `this gateway cannot convert ${client} requests to what provider ${p.name} speaks (${formats.join(', ')}): no ${client}__${formats[0] ?? 'none'} format pair in this build`,
+  );
+}
+
+function providerPath(
+  provider: ProviderModule<LlmProviderIR['kind']>,
+  p: LlmProviderIR,
+  format: LlmFormat,
+  model: string,
+  stream: boolean,
+): string {
+  const pp = provider.path(p as never, format, { model, stream });
+  if (p.path !== undefined) return p.path.includes('?') || pp.query === '' ? p.path : p.path + pp.query;
+  return (p.pathPrefix ?? pp.prefix) + pp.path + pp.query;
+}
+
+function upstreamHeaders(client: Headers, dropCredentials: boolean): Headers {
+  const h: Headers = { ...client };
+  for (const k of REPLACED) delete h[k];
+  if (dropCredentials) for (const k of CLIENT_CREDENTIALS) delete h[k];
+  return h;
+}
+
+/**
+ * Turns the provider's answer into the client's: a JSON answer converted whole, a stream event by
+ * event as it arrives, an error in JSON passed on (converted), anything else a 502.
+ */
+async function answer(
+  ctx: RequestContext,
+  state: LlmRequestState,
+  pair: FormatPair,
+  provider: string,
+  limit: number,
+): Promise<void> {
+  const res = ctx.response;
+  if (!res) return;
+  const type = String(res.headers['content-type'] ?? '').toLowerCase();
+  const json = type.includes('json');
+  if (res.status >= 400 || (!json && !type.startsWith('text/event-stream'))) {
+    if (!json) {
+      discard(res.body);
+      ctx.response = undefined;
+      throw new GwError(
+        'GW_ERR_LLM_PROVIDER',
+        `provider ${provider} answered ${res.status} with ${type.split(';')[0] || 'no content type'}, not JSON`,
+      );
+    }
+    const parsed = await readJson(res, limit);
+    if (parsed === undefined) {
+      ctx.response = undefined;
+      throw new GwError(
+        'GW_ERR_LLM_PROVIDER',
+        `provider ${provider} answered ${res.status} with invalid JSON`,
+      );
+    }
+    if (parsed.over) {
+      // An error body over the buffer limit: passed on as it comes.
+      res.body = parsed.stream;
+      return;
+    }
+    const converted = pair.error ? pair.error(parsed.value, res.status) : undefined;
+    setBody(res, converted ? Buffer.from(JSON.stringify(converted)) : parsed.raw);
+    return;
+  }
+  if (!json) {
+    res.body = convertStream(res.body, pair.stream(state), state);
+    delete res.headers['content-length'];
+    return;
+  }
+  const parsed = await readJson(res, limit);
+  if (parsed === undefined) {
+    ctx.response = undefined;
+    throw new GwError('GW_ERR_LLM_PROVIDER', `provider ${provider} answered with invalid JSON`);
+  }
+  if (parsed.over) {
+    // Larger than the buffer limit: sent on as it comes, its usage uncounted.
+    res.body = parsed.stream;
+    state.finish();
+    return;
+  }
+  const converted = pair.response(parsed.value, state);
+  setBody(res, converted ? Buffer.from(JSON.stringify(converted)) : parsed.raw);
+  state.finish();
+}
+
+type ReadJson = { over: false; value: JsonObject; raw: Buffer } | { over: true; stream: Readable };
+
+/** The body parsed, or the stream when it is over the limit; undefined: not a JSON object. */
+async function readJson(
+  res: NonNullable<RequestContext['response']>,
+  limit: number,
+): Promise<ReadJson | undefined> {
+  const body = res.body;
+  let raw: Buffer;
+  if (body === null) raw = Buffer.alloc(0);
+  else if (Buffer.isBuffer(body)) raw = body;
+  else {
+    const r = await bufferUpTo(body, limit, contentLength(res.headers));
+    if (!r.ok) return { over: true, stream: r.stream };
+    raw = r.data;
+  }
+  try {
+    const v = JSON.parse(raw.toString('utf8')) as unknown;
+    if (!v || typeof v !== 'object' || Array.isArray(v)) return undefined;
+    return { over: false, value: v as JsonObject, raw };
+  } catch {
+    return undefined;
+  }
+}
+
+function setBody(res: NonNullable<RequestContext['response']>, body: Buffer): void {
+  res.body = body;
+  res.headers['content-length'] = String(body.length);
+  delete res.headers['transfer-encoding'];
+}
+
+/** The provider's stream through the pair's converter; the slot's usage is final when it ends. */
+function convertStream(
+  body: NonNullable<RequestContext['response']>['body'],
+  conv: StreamConverter,
+  state: LlmRequestState,
+): Transform {
+  const t = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      const out = conv.write(chunk);
+      if (out) this.push(out);
+      cb();
+    },
+    flush(cb) {
+      const out = conv.end();
+      if (out) this.push(out);
+      state.finish();
+      cb();
+    },
+  });
+  if (body === null) t.end();
+  else if (Buffer.isBuffer(body)) t.end(body);
+  else pipeline(body, t, () => {});
+  return t;
+}

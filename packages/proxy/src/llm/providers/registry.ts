@@ -1,0 +1,15 @@
+// Every LLM provider, keyed by the IR's provider kind (config/ir.ts LlmProviderSettings). A kind
+// without an entry is a type error: a provider is one folder here plus one line below.
+import type { LlmProviderKind } from '../../config/ir.ts';
+import { azureOpenaiProvider } from './azure-openai/index.ts';
+import { customProvider } from './custom/index.ts';
+import { mistralProvider } from './mistral/index.ts';
+import { openaiProvider } from './openai/index.ts';
+import type { ProviderModule } from './types.ts';
+
+export const PROVIDERS: { [K in LlmProviderKind]: ProviderModule<K> } = {
+  openai: openaiProvider,
+  azureOpenAI: azureOpenaiProvider,
+  mistral: mistralProvider,
+  custom: customProvider,
+};

@@ -1,0 +1,60 @@
+// Reading an LLM request: the client API from the path, the body (up to the buffer limit) parsed as
+// JSON, the model and stream flag. The result is the request's LLM slot; the body stays in memory so
+// a failover can send it again.
+import { GwError } from '../errors.ts';
+import { bufferUpTo, contentLength } from '../pipeline/body.ts';
+import type { RequestContext } from '../pipeline/context.ts';
+import { clientApiFor } from './formats/clients.ts';
+import { LlmRequestState } from './state.ts';
+
+/**
+ * The request's LLM slot, reading the request when nobody has yet; undefined when the path is not
+ * one of the LLM APIs (the model list, a path the backend does not serve).
+ */
+export async function readLlmRequest(
+  ctx: RequestContext,
+  limit: number,
+): Promise<LlmRequestState | undefined> {
+  const known = ctx.ext.llm;
+  if (known) return known;
+  const api = clientApiFor(ctx.path);
+  if (!api) return undefined;
+  if (ctx.method !== 'POST') {
+    throw new GwError('GW_ERR_LLM_BAD_REQUEST', `${api.path} takes POST, not ${ctx.method}`, {
+      headers: { allow: 'POST' },
+    });
+  }
+  const raw = await readBody(ctx, limit);
+  let body: unknown;
+  try {
+    body = JSON.parse(raw.toString('utf8'));
+  } catch (err) {
+    throw new GwError(
+      'GW_ERR_LLM_BAD_REQUEST',
+      `the request body is not valid JSON: ${(err as Error).message}`,
+    );
+  }
+  if (!body || typeof body !== 'object' || Array.isArray(body))
+    throw new GwError('GW_ERR_LLM_BAD_REQUEST', 'the request body must be a JSON object');
+  const json = body as Record<string, unknown>;
+  const model = api.model(json);
+  if (model === undefined)
+    throw new GwError('GW_ERR_LLM_BAD_REQUEST', 'the request must name a model (a "model" string)');
+  const state = new LlmRequestState(api.format, json, model, api.stream(json));
+  ctx.ext.llm = state;
+  return state;
+}
+
+async function readBody(ctx: RequestContext, limit: number): Promise<Buffer> {
+  const b = ctx.body;
+  if (b === null) throw new GwError('GW_ERR_LLM_BAD_REQUEST', 'the request has no body');
+  if (Buffer.isBuffer(b)) return b;
+  const r = await bufferUpTo(b, limit, contentLength(ctx.headers));
+  if (!r.ok) {
+    ctx.body = r.stream;
+    throw new GwError('GW_ERR_REQUEST_TOO_LARGE');
+  }
+  // Kept for a second attempt (failover); the provider gets a body of its own.
+  ctx.body = r.data;
+  return r.data;
+}

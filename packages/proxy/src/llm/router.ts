@@ -1,0 +1,104 @@
+// Which model serves a request: the requested name against the virtual models, then the public
+// models. A name matches exactly, or by `prefix*`, or `*`; an exact name wins over a prefix, a
+// longer prefix over a shorter, and `*` comes last. Virtual models route to model entries by weight,
+// by priority (failover to the next group on an error, a 429 or a 5xx) or by the first CEL condition
+// that holds.
+
+import { celTrue, compileCel } from '../cel/cel.ts';
+import type { AiTarget, LlmRoutingIR, LlmTargetIR } from '../config/ir.ts';
+import { GwError } from '../errors.ts';
+import type { Handler } from '../pipeline/layer.ts';
+import { type Choice, failover, weighted } from '../upstream/backends/select.ts';
+import type { BackendEnv } from '../upstream/backends/types.ts';
+import { type CompiledModel, compileModel } from './model.ts';
+
+/** Names matched exactly, by longest prefix, or as `*`. */
+export class NameMatcher<T> {
+  readonly #exact = new Map<string, T>();
+  readonly #prefixes: [string, T][] = [];
+  #any: T | undefined;
+
+  add(pattern: string, value: T): void {
+    if (pattern === '*') this.#any ??= value;
+    else if (pattern.endsWith('*')) this.#prefixes.push([pattern.slice(0, -1), value]);
+    else if (!this.#exact.has(pattern)) this.#exact.set(pattern, value);
+  }
+
+  freeze(): this {
+    // Longest first; equal lengths keep config order (the sort is stable).
+    this.#prefixes.sort((a, b) => b[0].length - a[0].length);
+    return this;
+  }
+
+  match(name: string): T | undefined {
+    const hit = this.#exact.get(name);
+    if (hit !== undefined) return hit;
+    for (const [prefix, v] of this.#prefixes) if (name.startsWith(prefix)) return v;
+    return this.#any;
+  }
+}
+
+export interface CompiledAi {
+  models: CompiledModel[];
+  /** The handler serving a requested model name; undefined when nothing serves it. */
+  route(name: string): Handler | undefined;
+  /** Public model names, for /v1/models: models without wildcards, then virtual models. */
+  listed: { id: string; ownedBy: string }[];
+}
+
+export function compileAi(t: AiTarget, env: BackendEnv, bufferLimit: number): CompiledAi {
+  const models = t.models.map((m) => compileModel(m, env));
+  const matcher = new NameMatcher<Handler>();
+  for (const v of t.virtualModels) matcher.add(v.name, compileRouting(v.routing, models, bufferLimit));
+  models.forEach((m) => {
+    if (m.ir.visibility === 'public') matcher.add(m.ir.name, m.call);
+  });
+  matcher.freeze();
+  const listed: CompiledAi['listed'] = [];
+  const seen = new Set<string>();
+  const list = (id: string, ownedBy: string) => {
+    if (id.includes('*') || seen.has(id)) return;
+    seen.add(id);
+    listed.push({ id, ownedBy });
+  };
+  for (const m of models) if (m.ir.visibility === 'public') list(m.ir.name, m.ir.provider.name);
+  for (const v of t.virtualModels) list(v.name, 'gw');
+  return { models, route: (name) => matcher.match(name), listed };
+}
+
+function compileRouting(r: LlmRoutingIR, models: CompiledModel[], bufferLimit: number): Handler {
+  const to = (t: LlmTargetIR): Handler => {
+    const m = models[t.model];
+    if (!m) throw new Error(`virtual model target ${t.model} is not a model`);
+    const as = t.as;
+    return (ctx) => {
+      const state = ctx.ext.llm;
+      if (state) state.routedModel = as ?? state.requestModel;
+      return m.call(ctx);
+    };
+  };
+  if ('weighted' in r) {
+    return weighted(
+      r.weighted.map((t, i): Choice => ({ name: String(i), weight: t.weight, handler: to(t) })),
+    );
+  }
+  if ('failover' in r) {
+    const byPriority = new Map<number, Choice[]>();
+    r.failover.forEach((t, i) => {
+      const group = byPriority.get(t.priority) ?? [];
+      group.push({ name: String(i), weight: 1, handler: to(t) });
+      byPriority.set(t.priority, group);
+    });
+    const groups = [...byPriority].sort((a, b) => a[0] - b[0]).map(([, g]) => weighted(g));
+    return failover(groups, { bufferLimit });
+  }
+  const targets = r.conditional.map((t) => ({
+    when: t.when === undefined ? undefined : compileCel(t.when),
+    handler: to(t),
+  }));
+  return (ctx) => {
+    const cel = ctx.celContext();
+    for (const t of targets) if (!t.when || celTrue(t.when, cel)) return t.handler(ctx);
+    throw new GwError('GW_ERR_LLM_UNKNOWN_MODEL', 'no condition of the virtual model holds for this request');
+  };
+}

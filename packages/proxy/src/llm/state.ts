@@ -1,0 +1,119 @@
+// The per-request LLM slot (`ctx.ext.llm`): which model and provider served the request and the
+// token usage its answer reported, normalised across providers. The `ai` backend fills it in; the
+// access log, metrics, CEL (`llm.*`) and the token rate limits read it.
+import type { LlmFormat } from '../config/ir.ts';
+
+/**
+ * Token usage of one answer, normalised: `input` counts every prompt token, cached ones included
+ * (OpenAI's prompt_tokens already does; Anthropic's cache reads and writes are added to it);
+ * `cachedInput` and `reasoning` say how many of `input` and `output` were cached or reasoning.
+ */
+export interface LlmUsage {
+  input: number;
+  output: number;
+  cachedInput: number;
+  reasoning: number;
+}
+
+declare module '../pipeline/context.ts' {
+  interface RequestExtensions {
+    /** Set by the `ai` backend once it has read the client's request (see llm/state.ts). */
+    llm?: LlmRequestState;
+  }
+}
+
+type UsageListener = (usage: LlmUsage) => void;
+
+export class LlmRequestState {
+  /** What the client speaks (from the request path). */
+  readonly clientFormat: LlmFormat;
+  /** The client's request body, parsed (`llmRequest.*` in CEL). */
+  readonly request: Record<string, unknown>;
+  /** The model the client asked for. */
+  readonly requestModel: string;
+  /** Whether the client asked for a streamed (SSE) answer. */
+  readonly streaming: boolean;
+  /** The model a virtual model routed to (the name its target asks for); unset: requestModel. */
+  routedModel: string | undefined = undefined;
+  /** The provider that serves (telemetry name: openai, azureOpenAI, a custom providerOverride …). */
+  provider: string | undefined = undefined;
+  /** What the provider's endpoint was sent. */
+  providerFormat: LlmFormat | undefined = undefined;
+  /** The model sent to the provider, after overrides and transformations. */
+  model: string | undefined = undefined;
+  /** The model the provider says answered. */
+  responseModel: string | undefined = undefined;
+  /** The latest usage the answer reported; final once `done`. */
+  usage: LlmUsage | undefined = undefined;
+  /** The answer has passed completely (its usage, if any, is final). */
+  done = false;
+  #listeners: UsageListener[] | undefined;
+
+  constructor(
+    clientFormat: LlmFormat,
+    request: Record<string, unknown>,
+    requestModel: string,
+    streaming: boolean,
+  ) {
+    this.clientFormat = clientFormat;
+    this.request = request;
+    this.requestModel = requestModel;
+    this.streaming = streaming;
+  }
+
+  /**
+   * Calls `fn` once with the final usage of the answer, when it has passed completely (streams
+   * included). Not called when the answer carried no usage or did not complete.
+   */
+  onUsage(fn: UsageListener): void {
+    if (this.done) {
+      if (this.usage) fn(this.usage);
+      return;
+    }
+    if (this.#listeners) this.#listeners.push(fn);
+    else this.#listeners = [fn];
+  }
+
+  /** Records usage as it is seen; streams repeat or accumulate totals, so the newest non-zero wins. */
+  record(u: LlmUsage): void {
+    const prev = this.usage;
+    if (!prev) {
+      this.usage = { ...u };
+      return;
+    }
+    if (u.input > 0) prev.input = u.input;
+    if (u.output > 0) prev.output = u.output;
+    if (u.cachedInput > 0) prev.cachedInput = u.cachedInput;
+    if (u.reasoning > 0) prev.reasoning = u.reasoning;
+  }
+
+  /** The answer is complete: the usage is final and the listeners hear of it. */
+  finish(): void {
+    if (this.done) return;
+    this.done = true;
+    const usage = this.usage;
+    const listeners = this.#listeners;
+    this.#listeners = undefined;
+    if (usage && listeners) for (const fn of listeners) fn(usage);
+  }
+
+  /** `llm.*` in CEL. */
+  cel(): Record<string, unknown> {
+    const u = this.usage;
+    const out: Record<string, unknown> = {
+      requestModel: this.requestModel,
+      streaming: this.streaming,
+    };
+    if (this.provider !== undefined) out.provider = this.provider;
+    if (this.model !== undefined) out.model = this.model;
+    if (this.responseModel !== undefined) out.responseModel = this.responseModel;
+    if (u) {
+      out.inputTokens = u.input;
+      out.outputTokens = u.output;
+      out.totalTokens = u.input + u.output;
+      out.cachedInputTokens = u.cachedInput;
+      out.reasoningTokens = u.reasoning;
+    }
+    return out;
+  }
+}
