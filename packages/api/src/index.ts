@@ -8,3 +8,4 @@ export * from './config/credentials.ts';
 export * from './config/schema.ts';
 export * from './config/source.ts';
 export * from './duration.ts';
+export * from './llm/model-names.ts';

@@ -13,6 +13,7 @@ export const CEL_VARIABLES = [
   'apiKey',
   'extauthz',
   'llmRequest',
+  'llm',
   'backend',
   'route',
 ] as const;
@@ -21,7 +22,10 @@ export type CelVariable = (typeof CEL_VARIABLES)[number];
 /** The longest expression accepted (the CRDs' CELExpression limit). */
 export const CEL_MAX_LENGTH = 16384;
 
-/** What evaluating needs beyond the declarations: the CIDR class and `random()`. */
+/**
+ * What evaluating needs beyond the declarations: the CIDR class and `random()`. (String helpers such
+ * as `stripPrefix` are pure, so both environments run the same code.)
+ */
 export interface CelRuntime<C extends object> {
   Cidr: new (text: string) => C;
   containsIP(cidr: C, ip: string): boolean;
@@ -33,6 +37,13 @@ export function celEnvironment<C extends object>(rt: CelRuntime<C>): Environment
   const e = new Environment({ homogeneousAggregateLiterals: false });
   for (const v of CEL_VARIABLES) e.registerVariable(v, 'dyn');
   e.registerFunction('random(): double', () => rt.random());
+  // 'openai/gpt-4o'.stripPrefix('openai/') == 'gpt-4o'; a string without the prefix is kept.
+  e.registerFunction('string.stripPrefix(string): string', (s: string, p: string) =>
+    s.startsWith(p) ? s.slice(p.length) : s,
+  );
+  e.registerFunction('string.stripSuffix(string): string', (s: string, p: string) =>
+    p !== '' && s.endsWith(p) ? s.slice(0, -p.length) : s,
+  );
   e.registerType('CIDR', rt.Cidr);
   e.registerFunction('cidr(string): CIDR', (text: string) => new rt.Cidr(text));
   e.registerFunction({

@@ -6,6 +6,7 @@ export * from './cel.ts';
 export * from './frontend.ts';
 export * from './htpasswd.ts';
 export * from './jwks.ts';
+export * from './llm.ts';
 export * from './problem.ts';
 export * from './regex.ts';
 export * from './route.ts';

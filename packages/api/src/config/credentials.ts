@@ -10,12 +10,19 @@ export const DEFAULT_SENSITIVE_HEADERS: readonly string[] = [
   'x-api-key',
 ];
 
-const MODIFIERS = new Set(['requestHeaderModifier', 'responseHeaderModifier']);
+const MODIFIERS = new Set([
+  'requestHeaderModifier',
+  'responseHeaderModifier',
+  // an LLM model's or provider's header changes
+  'requestHeaders',
+  'responseHeaders',
+]);
 
 /**
  * Whether the value at `path` is a credential: an API key or its hash (not its metadata), an
- * htpasswd line or file, a private key for TLS (listener or backend), or the value a header modifier
- * gives a default-sensitive header (e.g. `Authorization: Bearer …` to an upstream).
+ * htpasswd line or file, an LLM provider's API key, a private key for TLS (listener or backend), or
+ * the value a header modifier gives a default-sensitive header (e.g. `Authorization: Bearer …` to an
+ * upstream).
  */
 export function isCredentialField(path: ReadonlyArray<string | number>): boolean {
   for (let i = 0; i < path.length; i++) {
@@ -23,6 +30,8 @@ export function isCredentialField(path: ReadonlyArray<string | number>): boolean
     const next = path[i + 1];
     if (seg === 'apiKey' && next === 'keys') return !path.slice(i + 2).includes('metadata');
     if (seg === 'basicAuth' && (next === 'users' || next === 'htpasswd')) return true;
+    // an LLM provider's key: llm.models[].params.apiKey, llm.providers[].params.apiKey
+    if (seg === 'params' && next === 'apiKey' && path[0] === 'llm') return true;
     if ((seg === 'tls' || seg === 'backendTLS') && next === 'key') return true;
     if (typeof seg === 'string' && MODIFIERS.has(seg) && (next === 'set' || next === 'add')) {
       const header = path[i + 2];

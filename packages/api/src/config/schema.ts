@@ -519,6 +519,212 @@ export const GlobalConfig = strict({
 const NotYet = (what: string) =>
   z.unknown().refine(() => false, { message: `${what} is not supported by this build of gw yet` });
 
+// ---------- LLM gateway (agentgateway's LocalLLMConfig) ----------
+// Every field agentgateway accepts is accepted here; those this build does not implement are refused
+// by name (NotYet), so a file never silently means less than it says.
+const LlmHeaderModifier = HeaderModifier;
+const LlmFieldMap = z.record(z.string().min(1), z.unknown());
+const LlmCelMap = z.record(z.string().min(1), Cel);
+const LlmApiKey = z.union([z.string().min(1), strict({ file: z.string().min(1) })]);
+
+export const LLM_PROVIDER_FORMATS = [
+  'completions',
+  'messages',
+  'responses',
+  'embeddings',
+  'anthropicTokenCount',
+  'generateContent',
+  'geminiCountTokens',
+  'realtime',
+  'rerank',
+] as const;
+
+export const LlmParams = strict({
+  model: z
+    .string()
+    .min(1)
+    .optional()
+    .meta({ description: 'The model sent to the provider instead of the requested one' }),
+  apiKey: LlmApiKey.optional().meta({
+    description: "The provider's API key, inline or {file}; unset: the client's own credential is passed on",
+  }),
+  awsRegion: z.string().min(1).optional(),
+  vertexRegion: z.string().min(1).optional(),
+  vertexProject: z.string().min(1).optional(),
+  azureResourceName: z.string().min(1).optional(),
+  azureResourceType: z.enum(['openAI', 'foundry', 'aiServices']).optional(),
+  azureApiVersion: z.string().min(1).optional(),
+  azureProjectName: z.string().min(1).optional(),
+  baseUrl: z
+    .string()
+    .regex(
+      /^https?:\/\/[^/?#@]+(\/[^?#]*)?$/,
+      'expected http(s)://host[:port][/path], without query or fragment',
+    )
+    .optional()
+    .meta({ description: 'Where the provider is: sets the host, port, TLS (https) and path prefix' }),
+  hostOverride: z
+    .string()
+    .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+)(:[0-9]{1,5})?$/, 'expected "<host>:<port>"')
+    .optional(),
+  pathOverride: z.string().startsWith('/').optional(),
+  pathPrefix: z.string().optional(),
+  tokenize: z.boolean().optional(),
+});
+
+const LlmCustomProvider = strict({
+  model: z.string().min(1).optional(),
+  providerOverride: z.string().min(1).optional(),
+  formats: z
+    .array(strict({ type: z.enum(LLM_PROVIDER_FORMATS), path: z.string().startsWith('/').optional() }))
+    .min(1),
+});
+
+/** Provider names agentgateway's standalone config knows (built-ins, then named presets). */
+export const LLM_PROVIDER_NAMES = [
+  'openai',
+  'openAI',
+  'gemini',
+  'vertex',
+  'anthropic',
+  'bedrock',
+  'azure',
+  'copilot',
+  'cohere',
+  'ollama',
+  'baseten',
+  'cerebras',
+  'deepinfra',
+  'deepseek',
+  'groq',
+  'huggingface',
+  'mistral',
+  'openrouter',
+  'togetherai',
+  'xai',
+  'fireworks',
+] as const;
+/** The providers this build serves; the others are refused by name when a file uses them. */
+export const LLM_SUPPORTED_PROVIDERS: readonly string[] = ['openai', 'openAI', 'azure', 'mistral'];
+
+export const LlmProvider = z.union([
+  z.string().superRefine((v, ctx) => {
+    if (LLM_SUPPORTED_PROVIDERS.includes(v)) return;
+    ctx.addIssue({
+      code: 'custom',
+      message: (LLM_PROVIDER_NAMES as readonly string[]).includes(v)
+        ? `provider ${v} is not supported by this build of gw yet (supported: ${LLM_SUPPORTED_PROVIDERS.join(', ')}, custom, reference)`
+        : `unknown provider ${JSON.stringify(v)} (expected one of ${LLM_PROVIDER_NAMES.join(', ')}, {custom: …} or {reference: …})`,
+    });
+  }),
+  strict({ reference: z.string().min(1) }),
+  strict({ custom: LlmCustomProvider }),
+]);
+
+const llmConnection = {
+  requestHeaders: LlmHeaderModifier.optional(),
+  responseHeaders: LlmHeaderModifier.optional(),
+  backendTLS: BackendTLS.optional(),
+  tls: BackendTLS.optional().meta({ description: 'the same as backendTLS' }),
+  auth: NotYet('auth').optional(),
+  health: NotYet('health').optional(),
+  backendTunnel: NotYet('backendTunnel').optional(),
+  promptCaching: NotYet('promptCaching').optional(),
+};
+const llmBody = {
+  defaults: LlmFieldMap.optional().meta({ description: 'request fields set when the request has none' }),
+  overrides: LlmFieldMap.optional().meta({ description: "request fields set, replacing the request's" }),
+  transformation: LlmCelMap.optional().meta({
+    description:
+      'request fields set from CEL over llmRequest, e.g. model: \'llmRequest.model.stripPrefix("openai/")\'',
+  }),
+};
+
+export const LlmProviderDefaults = strict({ ...llmBody, ...llmConnection });
+
+export const LlmNamedProvider = strict({
+  name: z.string().min(1),
+  params: LlmParams.optional(),
+  provider: LlmProvider,
+  defaults: LlmProviderDefaults.optional(),
+});
+
+export const LlmModel = strict({
+  id: z.string().min(1).optional(),
+  name: z.string().min(1).meta({ description: 'the requested model it serves: exact, prefix* or *' }),
+  visibility: z.enum(['public', 'internal']).optional(),
+  params: LlmParams.optional(),
+  provider: LlmProvider,
+  passthrough: NotYet('passthrough').optional(),
+  authorization: NotYet('authorization on a model').optional(),
+  ...llmBody,
+  finalTransformation: NotYet('finalTransformation').optional(),
+  ...llmConnection,
+  guardrails: NotYet('guardrails').optional(),
+  matches: NotYet('matches').optional(),
+});
+
+const LlmTargetModel = z.string().min(1);
+export const LlmVirtualModel = strict({
+  name: z.string().min(1),
+  routing: z.union([
+    strict({
+      weighted: strict({
+        targets: z
+          .array(strict({ model: LlmTargetModel, weight: z.number().int().min(0).optional() }))
+          .min(1)
+          .max(64),
+      }),
+    }),
+    strict({
+      failover: strict({
+        targets: z
+          .array(strict({ model: LlmTargetModel, priority: z.number().int().min(0) }))
+          .min(1)
+          .max(64),
+      }),
+    }),
+    strict({
+      conditional: strict({
+        targets: z
+          .array(strict({ model: LlmTargetModel, when: Cel.optional() }))
+          .min(1)
+          .max(64),
+      }),
+    }),
+  ]),
+});
+
+export const LlmPolicies = strict({
+  jwtAuth: JwtAuth.optional(),
+  basicAuth: BasicAuth.optional(),
+  apiKey: ApiKeyAuth.optional(),
+  authorization: Authorization.optional(),
+  extAuthz: ExtAuthz.optional(),
+  cors: Cors.optional(),
+  localRateLimit: z.array(LocalRateLimit).min(1).optional(),
+  remoteRateLimit: RemoteRateLimit.optional(),
+  oidc: NotYet('oidc').optional(),
+  extProc: NotYet('extProc').optional(),
+  transformations: NotYet('transformations').optional(),
+  guardrails: NotYet('guardrails').optional(),
+});
+
+export const LlmConfig = strict({
+  gateways: z
+    .union([z.string().min(1), z.array(z.string().min(1))])
+    .optional()
+    .meta({
+      description: 'gateways (<name> or <name>/<listener>) to serve the LLM API on',
+    }),
+  port: Port.optional().meta({ description: 'a port of its own to serve the LLM API on' }),
+  tls: ListenerTLS.optional(),
+  providers: z.array(LlmNamedProvider).optional(),
+  models: z.array(LlmModel),
+  virtualModels: z.array(LlmVirtualModel).optional(),
+  policies: LlmPolicies.optional(),
+});
+
 export const ConfigFile = strict({
   config: GlobalConfig.optional(),
   binds: z.array(Bind).optional(),
@@ -530,7 +736,7 @@ export const ConfigFile = strict({
   ui: strict({ gateways: z.union([z.string(), z.array(z.string())]).optional() }).optional(),
   workloads: z.array(z.unknown()).optional(),
   services: z.array(z.unknown()).optional(),
-  llm: NotYet('llm').optional(),
+  llm: LlmConfig.optional(),
   mcp: NotYet('mcp').optional(),
   tcpRoutes: NotYet('tcpRoutes').optional(),
 });
@@ -551,3 +757,9 @@ export type JwtAuth = z.infer<typeof JwtAuth>;
 export type ExtAuthz = z.infer<typeof ExtAuthz>;
 export type LocalRateLimit = z.infer<typeof LocalRateLimit>;
 export type RemoteRateLimit = z.infer<typeof RemoteRateLimit>;
+export type LlmConfig = z.infer<typeof LlmConfig>;
+export type LlmModel = z.infer<typeof LlmModel>;
+export type LlmParams = z.infer<typeof LlmParams>;
+export type LlmNamedProvider = z.infer<typeof LlmNamedProvider>;
+export type LlmVirtualModel = z.infer<typeof LlmVirtualModel>;
+export type LlmProviderRef = z.infer<typeof LlmProvider>;

@@ -198,9 +198,9 @@ export type LlmProviderIR<K extends LlmProviderKind = LlmProviderKind> = {
 }[K];
 
 export interface LlmHeaderModifier {
-  add?: Record<string, string>;
-  set?: Record<string, string>;
-  remove?: string[];
+  add?: Record<string, string> | undefined;
+  set?: Record<string, string> | undefined;
+  remove?: string[] | undefined;
 }
 
 export interface LlmModelIR {
@@ -209,7 +209,11 @@ export interface LlmModelIR {
   /** internal: reachable only through a virtual model, and not listed by /v1/models. */
   visibility: 'public' | 'internal';
   provider: LlmProviderIR;
-  /** Request fields set from CEL (`llmRequest.*` is the client's request), e.g. `model`. */
+  /** Request fields set when the request has none. */
+  defaults?: Record<string, unknown>;
+  /** Request fields set, replacing the request's. */
+  overrides?: Record<string, unknown>;
+  /** Request fields set from CEL (`llmRequest.*` is the request so far), e.g. `model`; applied last. */
   transformation?: Record<string, string>;
   requestHeaders?: LlmHeaderModifier;
   responseHeaders?: LlmHeaderModifier;

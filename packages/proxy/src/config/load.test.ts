@@ -91,8 +91,13 @@ describe('errors name the line, column and field path', () => {
   });
 
   test('unsupported sections say so', () => {
-    const got = issues(`llm:\n  models: []\n${minimal('    - {}\n')}`);
-    assert.match(got[0] as string, /^1:1 llm: llm is not supported by this build of gw yet/);
+    const got = issues(`mcp:\n  targets: []\n${minimal('    - {}\n')}`);
+    assert.match(got[0] as string, /^1:1 mcp: mcp is not supported by this build of gw yet/);
+    const llm = issues(`llm:\n  port: 0\n  models:\n  - {name: m, provider: gemini, guardrails: {}}\n`);
+    assert.deepEqual(llm, [
+      '4:25 llm.models[0].provider: provider gemini is not supported by this build of gw yet (supported: openai, openAI, azure, mistral, custom, reference)',
+      '4:33 llm.models[0].guardrails: guardrails is not supported by this build of gw yet',
+    ]);
   });
 
   test('a file that cannot be read names the file', async () => {

@@ -12,6 +12,7 @@ import {
   type ConfigIssue,
   checkBackendPolicies,
   checkFrontendPolicies,
+  checkLlm,
   checkRouteMatch,
   checkTrafficPolicies,
   DEFAULT_SENSITIVE_HEADERS,
@@ -21,23 +22,35 @@ import {
   type GlobalConfig,
   HEADER_NAME_PATTERN,
   type ListenerTLS,
+  type LLM_PROVIDER_FORMATS,
+  type LlmConfig,
+  type LlmModel,
+  matchModelName,
   type Problem,
   parseByteSize,
   parseGoDuration,
   parseSource,
   type RouteBackend,
   type RouteMatch,
+  resolveLlmProvider,
   type SourceDocument,
   type TrafficPolicies,
   validateSource,
   withSourceIssues,
 } from '@gw/api';
+import { CLIENT_APIS, MODELS_PATH } from '../llm/formats/clients.ts';
 import { Secret } from '../secret.ts';
 import type {
+  AiTarget,
   BackendTarget,
   BindIR,
   GlobalIR,
   ListenerIR,
+  LlmFormat,
+  LlmModelIR,
+  LlmProviderIR,
+  LlmRoutingIR,
+  LlmVirtualModelIR,
   ProxyIR,
   ResolvedBackendPolicies,
   RouteBackendIR,
@@ -364,9 +377,204 @@ class Builder {
         }
       }
     });
-    if (byKey.size === 0 && !this.opts.allowNoListeners)
+    if (this.cfg.llm) this.llmRoutes(this.cfg.llm, add, listenersOf, gwPolicies, targeted);
+    if (byKey.size === 0 && !this.opts.allowNoListeners && !this.cfg.llm)
       this.fail([], 'no listeners: define binds: or gateways:');
     return [...byKey.values()];
+  }
+
+  // ---------- the llm block ----------
+
+  /**
+   * The LLM API (chat completions, the model list, …) as one route whose backend is an `ai` backend:
+   * on a listener of its own (`llm.port`), or on the gateways it names (`default` when there is one).
+   */
+  llmRoutes(
+    llm: LlmConfig,
+    add: (path: FieldPath, address: string, port: number, l: ListenerIR) => void,
+    listenersOf: Map<string, ListenerIR[]>,
+    gwPolicies: Map<string, TrafficPolicies>,
+    targeted: ReturnType<Builder['targetedPolicies']>,
+  ): void {
+    const path: FieldPath = ['llm'];
+    this.report(checkLlm(llm, path));
+    const { oidc: _o, extProc: _e, transformations: _t, guardrails: _g, ...policies } = llm.policies ?? {};
+    if (llm.policies) this.trafficChecks([...path, 'policies'], policies);
+    const target = this.aiTarget(llm, path);
+    if (!target) return;
+    const route = {
+      name: 'llm',
+      matches: LLM_PATHS.map((p) => ({ path: { exact: p } })),
+      ...(llm.policies ? { policies } : {}),
+    };
+    const backend: RouteBackendIR = { name: 'llm', weight: 1, target, policies: {} };
+    if (llm.port !== undefined) {
+      const protocol = llm.tls ? 'HTTPS' : 'HTTP';
+      const tls = this.serverTls([...path, 'tls'], protocol, llm.tls);
+      const l: ListenerIR = { gateway: 'llm', name: 'llm', protocol, routes: [], ...(tls ? { tls } : {}) };
+      l.routes.push(this.route(path, 'llm/llm', route, targeted.gateway.get('llm'), targeted, [backend]));
+      add(path, '::', llm.port, l);
+      return;
+    }
+    let refs: string[];
+    if (llm.gateways !== undefined) refs = Array.isArray(llm.gateways) ? llm.gateways : [llm.gateways];
+    else if (listenersOf.has('default')) refs = ['default'];
+    else {
+      this.fail(path, 'set llm.port, or llm.gateways to serve the LLM API on (no gateway named default)');
+      return;
+    }
+    for (const ref of refs) {
+      const [gname, lname] = ref.split('/', 2) as [string, string | undefined];
+      const ls = listenersOf.get(gname);
+      if (!ls) {
+        const known = [...listenersOf.keys()];
+        this.fail(
+          [...path, 'gateways'],
+          `no gateway named ${JSON.stringify(gname)}${known.length ? ` (gateways: ${known.join(', ')})` : ' (define it under gateways:)'}`,
+        );
+        continue;
+      }
+      const targets = lname ? ls.filter((l) => l.name === lname) : ls;
+      if (targets.length === 0) this.fail([...path, 'gateways'], `gateway ${gname} has no listener ${lname}`);
+      for (const l of targets) {
+        const inherited = mergePolicies(
+          targeted.gateway.get(gname),
+          gwPolicies.get(`${gname}/${l.name}`),
+          targeted.listener.get(`${gname}/${l.name}`),
+        );
+        l.routes.push(this.route(path, `${gname}/${l.name}`, route, inherited, targeted, [backend]));
+      }
+    }
+  }
+
+  /** The ai backend of the llm block: its models (providers resolved, keys sealed) and virtual models. */
+  aiTarget(llm: LlmConfig, path: FieldPath): AiTarget | undefined {
+    const models: LlmModelIR[] = [];
+    let ok = true;
+    llm.models.forEach((m, i) => {
+      const ir = this.llmModel(llm, m, [...path, 'models', i]);
+      if (ir) models.push(ir);
+      else ok = false;
+    });
+    const patterns = llm.models.map((m) => m.name);
+    const virtualModels: LlmVirtualModelIR[] = [];
+    for (const v of llm.virtualModels ?? []) {
+      const to = (t: { model: string }) => ({ model: matchModelName(patterns, t.model) ?? -1, as: t.model });
+      const r = v.routing;
+      const routing: LlmRoutingIR =
+        'weighted' in r
+          ? { weighted: r.weighted.targets.map((t) => ({ ...to(t), weight: t.weight ?? 1 })) }
+          : 'failover' in r
+            ? { failover: r.failover.targets.map((t) => ({ ...to(t), priority: t.priority })) }
+            : {
+                conditional: r.conditional.targets.map((t) => ({
+                  ...to(t),
+                  ...(t.when !== undefined ? { when: t.when } : {}),
+                })),
+              };
+      virtualModels.push({ name: v.name, routing });
+    }
+    // A target naming no model is reported by checkLlm.
+    return ok ? { kind: 'ai', models, virtualModels } : undefined;
+  }
+
+  llmModel(llm: LlmConfig, m: LlmModel, mp: FieldPath): LlmModelIR | undefined {
+    const r = resolveLlmProvider(llm, m);
+    if (!r) return undefined;
+    const { params } = r;
+    const d = r.named?.defaults;
+    const kind = r.provider;
+    const pp = m.params?.apiKey !== undefined ? [...mp, 'params', 'apiKey'] : [...mp, 'provider'];
+    let apiKey: Secret | undefined;
+    if (typeof params.apiKey === 'string') apiKey = new Secret(params.apiKey);
+    else if (params.apiKey) {
+      const text = this.readMaterial([...pp, 'file'], params.apiKey);
+      if (text === undefined) return undefined;
+      apiKey = new Secret(text.trim());
+    }
+    const common: {
+      name: string;
+      model?: string;
+      apiKey?: Secret;
+      endpoint?: { host: string; port: number; tls: boolean };
+      path?: string;
+      pathPrefix?: string;
+    } = { name: '' };
+    const tls = m.backendTLS ?? m.tls ?? d?.backendTLS ?? d?.tls;
+    if (params.baseUrl !== undefined) {
+      const u = new URL(params.baseUrl);
+      const https = u.protocol === 'https:';
+      const host = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
+      common.endpoint = { host, port: u.port ? Number(u.port) : https ? 443 : 80, tls: https };
+      const prefix = u.pathname.replace(/\/+$/, '');
+      common.pathPrefix = prefix;
+    } else if (params.hostOverride !== undefined) {
+      const h = params.hostOverride;
+      const i = h.lastIndexOf(':');
+      const hasPort = i > h.lastIndexOf(']');
+      let host = hasPort ? h.slice(0, i) : h;
+      if (host.startsWith('[')) host = host.slice(1, -1);
+      const secure = tls !== undefined;
+      common.endpoint = { host, port: hasPort ? Number(h.slice(i + 1)) : secure ? 443 : 80, tls: secure };
+    }
+    if (params.pathOverride !== undefined) common.path = params.pathOverride;
+    if (params.pathPrefix !== undefined) common.pathPrefix = params.pathPrefix.replace(/\/+$/, '');
+    if (apiKey) common.apiKey = apiKey;
+    let provider: LlmProviderIR;
+    if (kind === 'openai' || kind === 'openAI') {
+      provider = { ...common, kind: 'openai', name: 'openai', settings: {} };
+    } else if (kind === 'mistral') {
+      provider = { ...common, kind: 'mistral', name: 'mistral', settings: {} };
+    } else if (kind === 'azure') {
+      const settings: LlmProviderIR<'azureOpenAI'>['settings'] = {};
+      if (params.azureResourceName !== undefined) settings.resourceName = params.azureResourceName;
+      if (params.azureResourceType !== undefined) settings.resourceType = params.azureResourceType;
+      if (params.azureApiVersion !== undefined) settings.apiVersion = params.azureApiVersion;
+      if (params.azureProjectName !== undefined) settings.projectName = params.azureProjectName;
+      provider = { ...common, kind: 'azureOpenAI', name: 'azureOpenAI', settings };
+    } else if (typeof kind === 'object' && 'custom' in kind) {
+      const c = kind.custom;
+      const formats: LlmProviderIR<'custom'>['settings']['formats'] = [];
+      let good = true;
+      c.formats.forEach((f, fi) => {
+        const format = CUSTOM_FORMATS[f.type];
+        if (!format) {
+          this.fail(
+            [...mp, 'provider', 'custom', 'formats', fi, 'type'],
+            `format ${f.type} is not supported by this build of gw yet`,
+          );
+          good = false;
+          return;
+        }
+        formats.push({ format, ...(f.path !== undefined ? { path: f.path } : {}) });
+      });
+      if (!good) return undefined;
+      if (c.model !== undefined && params.model === undefined) common.model = c.model;
+      provider = { ...common, kind: 'custom', name: c.providerOverride ?? 'custom', settings: { formats } };
+    } else {
+      // refused by the schema
+      return undefined;
+    }
+    if (params.model !== undefined) provider.model = params.model;
+    const out: LlmModelIR = {
+      name: m.name,
+      visibility: m.visibility ?? 'public',
+      provider,
+      policies: tls
+        ? this.resolveBackendPolicies(m.backendTLS || m.tls ? mp : [...mp, 'provider'], { backendTLS: tls })
+        : {},
+    };
+    const defaults = { ...d?.defaults, ...m.defaults };
+    const overrides = { ...d?.overrides, ...m.overrides };
+    const transformation = { ...d?.transformation, ...m.transformation };
+    if (Object.keys(defaults).length > 0) out.defaults = defaults;
+    if (Object.keys(overrides).length > 0) out.overrides = overrides;
+    if (Object.keys(transformation).length > 0) out.transformation = transformation;
+    const reqH = m.requestHeaders ?? d?.requestHeaders;
+    const resH = m.responseHeaders ?? d?.responseHeaders;
+    if (reqH) out.requestHeaders = reqH;
+    if (resH) out.responseHeaders = resH;
+    return out;
   }
 
   serverTls(
@@ -433,6 +641,8 @@ class Builder {
     },
     inherited: TrafficPolicies | undefined,
     targeted: ReturnType<Builder['targetedPolicies']>,
+    /** Backends built elsewhere (the llm block's ai backend). */
+    built: RouteBackendIR[] = [],
   ): RouteIR {
     const name = r.name ?? `route${path[path.length - 1]}`;
     if (r.policies) this.trafficChecks([...path, 'policies'], r.policies);
@@ -452,7 +662,7 @@ class Builder {
     const merged = mergePolicies(inherited, own) ?? {};
     const policySources: RouteIR['policySources'] = {};
     for (const k of Object.keys(merged)) policySources[k] = k in own ? 'route' : 'gateway';
-    const backends: RouteBackendIR[] = [];
+    const backends: RouteBackendIR[] = [...built];
     (r.backends ?? []).forEach((b, bi) => {
       const ir = this.routeBackend([...path, 'backends', bi], b, merged, targeted);
       if (ir) backends.push(ir);
@@ -585,6 +795,19 @@ function addCredentialLocations(global: GlobalIR, binds: BindIR[]): void {
   global.sensitiveHeaders = [...headers];
   global.credentialQueryParams = [...params].sort();
 }
+
+/** The paths the LLM API is served at: every client API this build speaks, and the model list. */
+const LLM_PATHS = [...CLIENT_APIS.map((a) => a.path), MODELS_PATH];
+
+/** agentgateway's custom-provider format names, as the wire formats this build converts. */
+const CUSTOM_FORMATS: Partial<Record<(typeof LLM_PROVIDER_FORMATS)[number], LlmFormat>> = {
+  completions: 'openai-chat',
+  messages: 'anthropic-messages',
+  responses: 'openai-responses',
+  embeddings: 'openai-embeddings',
+  anthropicTokenCount: 'anthropic-count-tokens',
+  generateContent: 'gemini-generate-content',
+};
 
 function parseHost(host: string): BackendTarget {
   if (host.startsWith('unix:')) return { kind: 'unix', path: host.slice(5) };

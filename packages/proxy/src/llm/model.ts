@@ -61,6 +61,8 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
   const requestHeaders = m.requestHeaders ? headerModifier(m.requestHeaders) : undefined;
   const responseHeaders = m.responseHeaders ? headerModifier(m.responseHeaders) : undefined;
   const key = p.apiKey;
+  const defaults = m.defaults;
+  const overrides = m.overrides;
   const limit = env.global.maxBufferSize;
   const timeout = env.attemptTimeoutMs;
 
@@ -69,6 +71,8 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
     if (!state || !target) throw new GwError('GW_ERR_INTERNAL');
     const body: JsonObject = { ...state.request };
     body.model = p.model ?? state.routedModel ?? state.requestModel;
+    if (defaults) for (const k in defaults) if (body[k] === undefined) body[k] = defaults[k];
+    if (overrides) Object.assign(body, overrides);
     if (transformation.length > 0) {
       const cel = ctx.celContext();
       cel.llmRequest = body;

@@ -1,9 +1,9 @@
-// Which model serves a request: the requested name against the virtual models, then the public
-// models. A name matches exactly, or by `prefix*`, or `*`; an exact name wins over a prefix, a
-// longer prefix over a shorter, and `*` comes last. Virtual models route to model entries by weight,
-// by priority (failover to the next group on an error, a 429 or a 5xx) or by the first CEL condition
-// that holds.
+// Which model serves a request: the requested name against the virtual models and the public models
+// (@gw/api's ModelNameMatcher: exact, then the longest `prefix*`, then `*`; a virtual model before a
+// model of the same pattern). Virtual models route to model entries by weight, by priority
+// (failover to the next group on an error, a 429 or a 5xx) or by the first CEL condition that holds.
 
+import { ModelNameMatcher } from '@gw/api';
 import { celTrue, compileCel } from '../cel/cel.ts';
 import type { AiTarget, LlmRoutingIR, LlmTargetIR } from '../config/ir.ts';
 import { GwError } from '../errors.ts';
@@ -11,32 +11,6 @@ import type { Handler } from '../pipeline/layer.ts';
 import { type Choice, failover, weighted } from '../upstream/backends/select.ts';
 import type { BackendEnv } from '../upstream/backends/types.ts';
 import { type CompiledModel, compileModel } from './model.ts';
-
-/** Names matched exactly, by longest prefix, or as `*`. */
-export class NameMatcher<T> {
-  readonly #exact = new Map<string, T>();
-  readonly #prefixes: [string, T][] = [];
-  #any: T | undefined;
-
-  add(pattern: string, value: T): void {
-    if (pattern === '*') this.#any ??= value;
-    else if (pattern.endsWith('*')) this.#prefixes.push([pattern.slice(0, -1), value]);
-    else if (!this.#exact.has(pattern)) this.#exact.set(pattern, value);
-  }
-
-  freeze(): this {
-    // Longest first; equal lengths keep config order (the sort is stable).
-    this.#prefixes.sort((a, b) => b[0].length - a[0].length);
-    return this;
-  }
-
-  match(name: string): T | undefined {
-    const hit = this.#exact.get(name);
-    if (hit !== undefined) return hit;
-    for (const [prefix, v] of this.#prefixes) if (name.startsWith(prefix)) return v;
-    return this.#any;
-  }
-}
 
 export interface CompiledAi {
   models: CompiledModel[];
@@ -48,7 +22,7 @@ export interface CompiledAi {
 
 export function compileAi(t: AiTarget, env: BackendEnv, bufferLimit: number): CompiledAi {
   const models = t.models.map((m) => compileModel(m, env));
-  const matcher = new NameMatcher<Handler>();
+  const matcher = new ModelNameMatcher<Handler>();
   for (const v of t.virtualModels) matcher.add(v.name, compileRouting(v.routing, models, bufferLimit));
   models.forEach((m) => {
     if (m.ir.visibility === 'public') matcher.add(m.ir.name, m.call);

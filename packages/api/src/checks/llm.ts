@@ -1,0 +1,129 @@
+// Checks of the standalone `llm:` block beyond its schema: CEL of transformations and conditions,
+// provider references, what each provider needs to know where it is, virtual model targets that name
+// a model, and the conditional rule that only the last target may go without `when`.
+
+import type { LlmConfig, LlmModel, LlmParams } from '../config/schema.ts';
+import type { FieldPath } from '../config/source.ts';
+import { matchModelName } from '../llm/model-names.ts';
+import { checkCel, checkCelMap } from './cel.ts';
+import type { Problem } from './problem.ts';
+
+/** The provider of a model, after following a `reference` to `llm.providers[]`. */
+export function resolveLlmProvider(
+  llm: LlmConfig,
+  m: LlmModel,
+):
+  | { provider: LlmModel['provider']; params: LlmParams; named?: NonNullable<LlmConfig['providers']>[number] }
+  | undefined {
+  const p = m.provider;
+  if (typeof p === 'object' && 'reference' in p) {
+    const named = llm.providers?.find((n) => n.name === p.reference);
+    if (!named) return undefined;
+    return { provider: named.provider, params: { ...named.params, ...m.params }, named };
+  }
+  return { provider: p, params: m.params ?? {} };
+}
+
+const NOT_HERE: [keyof LlmParams, string][] = [
+  ['awsRegion', 'bedrock'],
+  ['vertexRegion', 'vertex'],
+  ['vertexProject', 'vertex'],
+];
+
+export function checkLlm(llm: LlmConfig, path: FieldPath): Problem[] {
+  const out: Problem[] = [];
+  if (llm.port !== undefined && llm.gateways !== undefined)
+    out.push({ path: [...path, 'gateways'], message: 'set port or gateways, not both' });
+  if (llm.tls && llm.port === undefined)
+    out.push({ path: [...path, 'tls'], message: 'tls applies to the LLM port: set port as well' });
+
+  const names = new Set<string>();
+  (llm.providers ?? []).forEach((n, i) => {
+    const pp = [...path, 'providers', i];
+    if (names.has(n.name))
+      out.push({ path: [...pp, 'name'], message: `provider name ${n.name} is used twice` });
+    names.add(n.name);
+    if (typeof n.provider === 'object' && 'reference' in n.provider)
+      out.push({ path: [...pp, 'provider'], message: 'a named provider cannot itself be a reference' });
+    if (n.defaults) {
+      out.push(...checkCelMap(n.defaults.transformation, [...pp, 'defaults', 'transformation']));
+      if (n.defaults.tls && n.defaults.backendTLS)
+        out.push({ path: [...pp, 'defaults', 'tls'], message: 'set tls or backendTLS, not both' });
+    }
+  });
+
+  llm.models.forEach((m, i) => {
+    const mp = [...path, 'models', i];
+    out.push(...checkCelMap(m.transformation, [...mp, 'transformation']));
+    if (m.tls && m.backendTLS) out.push({ path: [...mp, 'tls'], message: 'set tls or backendTLS, not both' });
+    const r = resolveLlmProvider(llm, m);
+    if (!r) {
+      const ref = (m.provider as { reference: string }).reference;
+      const known = (llm.providers ?? []).map((n) => n.name);
+      out.push({
+        path: [...mp, 'provider', 'reference'],
+        message: `no provider named ${JSON.stringify(ref)} in llm.providers${known.length ? ` (providers: ${known.join(', ')})` : ''}`,
+      });
+      return;
+    }
+    const params = r.params;
+    const at = (k: string) => (m.params && k in m.params ? [...mp, 'params', k] : [...mp, 'provider']);
+    for (const [k, provider] of NOT_HERE) {
+      if (params[k] !== undefined)
+        out.push({
+          path: at(k),
+          message: `${k} is for the ${provider} provider, which this build of gw does not support yet`,
+        });
+    }
+    if (params.tokenize)
+      out.push({ path: at('tokenize'), message: 'tokenize is not supported by this build of gw yet' });
+    if (params.baseUrl !== undefined && params.hostOverride !== undefined)
+      out.push({ path: at('baseUrl'), message: 'set baseUrl or hostOverride, not both' });
+    const where = params.baseUrl !== undefined || params.hostOverride !== undefined;
+    const kind = r.provider;
+    if (kind === 'azure' && params.azureResourceName === undefined && !where) {
+      out.push({
+        path: [...mp, 'params'],
+        message: 'the azure provider needs params.azureResourceName (or baseUrl / hostOverride)',
+      });
+    }
+    if (kind === 'azure' && params.azureResourceType === 'foundry' && params.azureProjectName === undefined) {
+      out.push({
+        path: [...mp, 'params'],
+        message: 'azureResourceType foundry needs params.azureProjectName',
+      });
+    }
+    if (typeof kind === 'object' && 'custom' in kind && !where) {
+      out.push({
+        path: [...mp, 'params'],
+        message: 'a custom provider needs params.baseUrl (or hostOverride): where its endpoint is',
+      });
+    }
+  });
+
+  const patterns = llm.models.map((m) => m.name);
+  (llm.virtualModels ?? []).forEach((v, i) => {
+    const vp = [...path, 'virtualModels', i, 'routing'];
+    const r = v.routing;
+    const kind = 'weighted' in r ? 'weighted' : 'failover' in r ? 'failover' : 'conditional';
+    const targets: { model: string; when?: string | undefined }[] =
+      'weighted' in r ? r.weighted.targets : 'failover' in r ? r.failover.targets : r.conditional.targets;
+    targets.forEach((t, ti) => {
+      const tp = [...vp, kind, 'targets', ti];
+      if (matchModelName(patterns, t.model) === undefined)
+        out.push({
+          path: [...tp, 'model'],
+          message: `no model in llm.models serves ${JSON.stringify(t.model)}`,
+        });
+      if (kind === 'conditional') {
+        if (t.when !== undefined) out.push(...checkCel(t.when, [...tp, 'when']));
+        else if (ti !== targets.length - 1)
+          out.push({
+            path: [...tp, 'when'],
+            message: 'only the last target may omit when (it is the fallback)',
+          });
+      }
+    });
+  });
+  return out;
+}
