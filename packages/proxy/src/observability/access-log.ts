@@ -44,6 +44,18 @@ export class AccessLogObserver implements RequestObserver {
       duration: `${Math.round(seconds * 1e4) / 10}ms`,
     };
     if (req.error) rec.error = req.error.detail;
+    const llm = req.ext.llm;
+    if (llm) {
+      rec['llm.provider'] = llm.provider;
+      rec['llm.requestModel'] = llm.requestModel;
+      rec['llm.model'] = llm.model;
+      rec['llm.responseModel'] = llm.responseModel;
+      rec['llm.streaming'] = llm.streaming;
+      if (llm.usage) {
+        rec['llm.inputTokens'] = llm.usage.input;
+        rec['llm.outputTokens'] = llm.usage.output;
+      }
+    }
     for (const k of this.#remove) delete rec[k];
     if (cel) {
       for (const [k, p] of this.#add) {

@@ -26,6 +26,12 @@ export class ProxyMetrics implements RequestObserver {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],
   });
+  readonly llmTokens = new Counter({
+    name: 'gw_llm_tokens_total',
+    help: 'LLM tokens the providers reported using, by provider, model (as sent) and kind (input, output)',
+    labelNames: ['provider', 'model', 'kind'] as const,
+    registers: [this.registry],
+  });
   readonly configVersion = new Counter({
     name: 'gw_config_applied_total',
     help: 'Configuration versions applied by this worker',
@@ -35,9 +41,23 @@ export class ProxyMetrics implements RequestObserver {
   // Label lookups hash their label values on every call; the bound children are cached instead.
   readonly #counters = new Map<string, Counter.Internal>();
   readonly #histograms = new Map<string, Histogram.Internal<'gateway' | 'route'>>();
+  readonly #tokens = new Map<string, [Counter.Internal, Counter.Internal]>();
 
   end(req: ObservedRequest, s: RequestSummary): void {
     this.record(req.route, req.backendName, s.status, s.seconds);
+    const llm = req.ext.llm;
+    if (llm?.usage) this.recordTokens(llm.provider ?? '', llm.model ?? llm.requestModel, llm.usage);
+  }
+
+  recordTokens(provider: string, model: string, usage: { input: number; output: number }): void {
+    const key = `${provider}\u0000${model}`;
+    let c = this.#tokens.get(key);
+    if (!c) {
+      c = [this.llmTokens.labels(provider, model, 'input'), this.llmTokens.labels(provider, model, 'output')];
+      if (this.#tokens.size < 10_000) this.#tokens.set(key, c);
+    }
+    if (usage.input > 0) c[0].inc(usage.input);
+    if (usage.output > 0) c[1].inc(usage.output);
   }
 
   record(

@@ -4,6 +4,7 @@ import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Readable } from 'node:stream';
 import type { CelContext } from '../cel/cel.ts';
 import type { ErrorFormat, GwError } from '../errors.ts';
+import type { RequestExtensions } from './extensions.ts';
 import { Observation, type ObservedRequest, type RequestObserver } from './observer.ts';
 
 export type Headers = Record<string, string | string[]>;
@@ -39,22 +40,9 @@ export const HOP_BY_HOP = new Set([
   'http2-settings',
 ]);
 
-/**
- * Per-feature state of a request, one optional slot per feature. A feature adds its slot where it is
- * implemented, by declaration merging, instead of a new field here:
- *   declare module '../../pipeline/context.ts' { interface RequestExtensions { mine?: Mine } }
- * The identity slots are declared here because the CEL view (`jwt.*`, `apiKey.*`, …) reads them.
- */
-export interface RequestExtensions {
-  /** Claims of a validated JWT (`jwt.*` in CEL). */
-  jwt?: Record<string, unknown>;
-  /** Metadata of the matched API key (`apiKey.*` in CEL). */
-  apiKey?: Record<string, unknown>;
-  /** Metadata an external authorization service returned (`extauthz.*` in CEL). */
-  extauthz?: Record<string, unknown>;
-  /** The user a basic-auth check accepted. */
-  basicUser?: string;
-}
+// Per-feature state (ctx.ext): declared in its own module so observers can read it; features still
+// add their slot by augmenting this module (`declare module '…/pipeline/context.ts'`).
+export type { RequestExtensions } from './extensions.ts';
 
 export class RequestContext implements ObservedRequest {
   readonly req: IncomingMessage | Http2ServerRequest;
@@ -159,7 +147,11 @@ export class RequestContext implements ObservedRequest {
     if (this.route)
       ctx.route = { name: this.route.name, gateway: this.route.gateway, listener: this.route.listener };
     if (this.backendName) ctx.backend = { name: this.backendName };
-    const { jwt, apiKey, extauthz } = this.ext;
+    const { jwt, apiKey, extauthz, llm } = this.ext;
+    if (llm) {
+      ctx.llm = llm.cel();
+      ctx.llmRequest = llm.request;
+    }
     if (jwt) ctx.jwt = jwt;
     if (apiKey) ctx.apiKey = apiKey;
     if (extauthz) ctx.extauthz = extauthz;

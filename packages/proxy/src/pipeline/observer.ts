@@ -5,6 +5,7 @@ import type { Readable } from 'node:stream';
 import { Transform } from 'node:stream';
 import type { CelContext } from '../cel/cel.ts';
 import type { GwError } from '../errors.ts';
+import type { RequestExtensions } from './extensions.ts';
 
 type Headers = Record<string, string | string[]>;
 
@@ -27,6 +28,8 @@ export interface ObservedRequest {
   readonly endpoint: string | undefined;
   readonly response: { status: number; headers: Headers } | undefined;
   readonly error: GwError | undefined;
+  /** Per-feature state (the LLM slot: model, provider, usage). */
+  readonly ext: Readonly<RequestExtensions>;
   celContext(): CelContext;
 }
 

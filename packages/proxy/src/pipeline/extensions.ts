@@ -1,0 +1,19 @@
+// The per-feature slots of a request (`ctx.ext`), a leaf module so that observers and the context
+// can both name it.
+
+/**
+ * Per-feature state of a request, one optional slot per feature. A feature adds its slot where it is
+ * implemented, by declaration merging, instead of a new field here:
+ *   declare module '../../pipeline/context.ts' { interface RequestExtensions { mine?: Mine } }
+ * The identity slots are declared here because the CEL view (`jwt.*`, `apiKey.*`, …) reads them.
+ */
+export interface RequestExtensions {
+  /** Claims of a validated JWT (`jwt.*` in CEL). */
+  jwt?: Record<string, unknown>;
+  /** Metadata of the matched API key (`apiKey.*` in CEL). */
+  apiKey?: Record<string, unknown>;
+  /** Metadata an external authorization service returned (`extauthz.*` in CEL). */
+  extauthz?: Record<string, unknown>;
+  /** The user a basic-auth check accepted. */
+  basicUser?: string;
+}

@@ -1,0 +1,245 @@
+// A fake OpenAI-compatible provider on loopback: chat completions (JSON, and SSE streams ending in
+// `data: [DONE]`), tool calls, the model list and OpenAI's error JSON, all built from the recorded
+// wire shapes in ./fixtures/openai (see the README there). It answers at any path ending in
+// /chat/completions or /models, so it stands in for Azure OpenAI and Mistral too, and records what
+// it was sent (path, headers, body) for tests to assert.
+import { readFileSync } from 'node:fs';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'openai');
+const fixture = (name: string) => readFileSync(join(FIXTURES, name), 'utf8');
+
+type Json = Record<string, unknown>;
+
+export interface FakeLlmRequest {
+  method: string;
+  /** Path and query. */
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+  /** The body parsed as JSON, or undefined when it is not JSON. */
+  json: Json | undefined;
+  body: string;
+}
+
+/** An answer other than the normal one, for a test to choose per request. */
+export type FakeAnswer =
+  /** OpenAI's error JSON with this status (the fixture's message). */
+  | { error: number; fixture?: 'invalid-api-key' | 'rate-limit' | 'model-not-found' }
+  /** An HTML page, as an edge proxy in front of a provider sends. */
+  | { html: number }
+  /** A stream that stops after `events` events: the connection is destroyed mid-answer. */
+  | { cutAfter: number };
+
+export interface FakeOpenAIOptions {
+  /** Names the server in `x-fake-provider`, for tests with several. */
+  name?: string;
+  /** Port on 127.0.0.1 (default 0: any free one). */
+  port?: number;
+  /** Pause between stream events (default 0). */
+  chunkDelayMs?: number;
+  /** When set, a request must carry `Authorization: Bearer <key>` or `api-key: <key>` (else 401). */
+  apiKey?: string;
+  /** Per-request choice of an answer other than the normal one. */
+  answer?: (req: FakeLlmRequest) => FakeAnswer | undefined;
+  /** A stream waits for this before it sends its last event (to show the gateway does not wait). */
+  beforeLastEvent?: () => Promise<void>;
+}
+
+export interface FakeOpenAI {
+  port: number;
+  origin: string;
+  name: string;
+  /** Requests received, oldest first. */
+  seen: FakeLlmRequest[];
+  /** performance.now() when the last event of the latest stream was written. */
+  lastEventAt: number | undefined;
+  close(): Promise<void>;
+}
+
+/** The usage of the fixtures' answers, for assertions. */
+export const FAKE_USAGE = {
+  chat: { prompt_tokens: 19, completion_tokens: 10 },
+  stream: { prompt_tokens: 9, completion_tokens: 12, reasoning_tokens: 4 },
+  tools: { prompt_tokens: 82, completion_tokens: 17, cached_tokens: 64 },
+} as const;
+
+/** The text the fixtures' chat answers carry (streamed: the deltas joined). */
+export const FAKE_REPLY = 'Hello! How can I assist you today?';
+export const FAKE_STREAM_REPLY = 'Hello! How can I help you today?';
+
+export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
+  const name = opts.name ?? 'fake-openai';
+  const seen: FakeLlmRequest[] = [];
+  const state: { lastEventAt: number | undefined } = { lastEventAt: undefined };
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      let json: Json | undefined;
+      try {
+        const v = JSON.parse(body) as unknown;
+        if (v && typeof v === 'object' && !Array.isArray(v)) json = v as Json;
+      } catch {}
+      const r: FakeLlmRequest = {
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        json,
+        body,
+      };
+      seen.push(r);
+      serve(r, req, res, opts, name, state).catch(() => res.destroy());
+    });
+  });
+  server.keepAliveTimeout = 30_000;
+  await new Promise<void>((done) => server.listen(opts.port ?? 0, '127.0.0.1', done));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    origin: `http://127.0.0.1:${port}`,
+    name,
+    seen,
+    get lastEventAt() {
+      return state.lastEventAt;
+    },
+    close: () =>
+      new Promise<void>((done) => {
+        server.closeAllConnections();
+        server.close(() => done());
+      }),
+  };
+}
+
+function send(res: ServerResponse, status: number, type: string, body: string, name: string): void {
+  res.writeHead(status, {
+    'content-type': type,
+    'content-length': Buffer.byteLength(body),
+    'x-fake-provider': name,
+    'x-request-id': `req_${Math.random().toString(16).slice(2, 14)}`,
+  });
+  res.end(body);
+}
+
+const ERROR_FIXTURES = {
+  'invalid-api-key': 'error-invalid-api-key.json',
+  'rate-limit': 'error-rate-limit.json',
+  'model-not-found': 'error-model-not-found.json',
+} as const;
+
+function authorized(req: IncomingMessage, key: string | undefined): boolean {
+  if (key === undefined) return true;
+  return req.headers.authorization === `Bearer ${key}` || req.headers['api-key'] === key;
+}
+
+async function serve(
+  r: FakeLlmRequest,
+  req: IncomingMessage,
+  res: ServerResponse,
+  opts: FakeOpenAIOptions,
+  name: string,
+  state: { lastEventAt: number | undefined },
+): Promise<void> {
+  const path = r.url.split('?', 1)[0] ?? '';
+  if (!authorized(req, opts.apiKey)) {
+    send(res, 401, 'application/json', fixture(ERROR_FIXTURES['invalid-api-key']), name);
+    return;
+  }
+  const special = opts.answer?.(r);
+  if (special && 'error' in special) {
+    const f = ERROR_FIXTURES[special.fixture ?? (special.error === 429 ? 'rate-limit' : 'model-not-found')];
+    send(res, special.error, 'application/json', fixture(f), name);
+    return;
+  }
+  if (special && 'html' in special) {
+    send(res, special.html, 'text/html', fixture('html-502.html'), name);
+    return;
+  }
+  if (req.method === 'GET' && path.endsWith('/models')) {
+    send(res, 200, 'application/json', fixture('models.json'), name);
+    return;
+  }
+  if (req.method !== 'POST' || !path.endsWith('/chat/completions')) {
+    send(
+      res,
+      404,
+      'application/json',
+      JSON.stringify({
+        error: {
+          message: `Invalid URL (${req.method} ${path})`,
+          type: 'invalid_request_error',
+          param: null,
+          code: null,
+        },
+      }),
+      name,
+    );
+    return;
+  }
+  const body = r.json;
+  if (!body) {
+    send(
+      res,
+      400,
+      'application/json',
+      JSON.stringify({
+        error: {
+          message: 'We could not parse the JSON body of your request.',
+          type: 'invalid_request_error',
+          param: null,
+          code: null,
+        },
+      }),
+      name,
+    );
+    return;
+  }
+  // Azure's deployment path names the model; elsewhere the body does.
+  const deployment = /\/deployments\/([^/]+)\//.exec(path)?.[1];
+  const model =
+    typeof body.model === 'string' ? body.model : deployment ? decodeURIComponent(deployment) : 'unknown';
+  const tools = Array.isArray(body.tools) && body.tools.length > 0;
+  if (body.stream !== true) {
+    const answer = JSON.parse(fixture(tools ? 'chat-completion-tools.json' : 'chat-completion.json')) as Json;
+    answer.model = model;
+    send(res, 200, 'application/json', JSON.stringify(answer), name);
+    return;
+  }
+  const includeUsage = (body.stream_options as Json | undefined)?.include_usage === true;
+  const events = fixture(tools ? 'chat-completion-tools-stream.sse' : 'chat-completion-stream.sse')
+    .split('\n\n')
+    .filter((e) => e !== '')
+    .filter((e) => includeUsage || !e.includes('"choices":[]'))
+    .map((e) => {
+      if (e === 'data: [DONE]') return `${e}\n\n`;
+      const chunk = JSON.parse(e.slice(6)) as Json;
+      chunk.model = model;
+      // Without include_usage the API sends no usage field at all.
+      if (!includeUsage) delete chunk.usage;
+      return `data: ${JSON.stringify(chunk)}\n\n`;
+    });
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    'x-fake-provider': name,
+  });
+  res.flushHeaders();
+  const cut = special && 'cutAfter' in special ? special.cutAfter : undefined;
+  for (let i = 0; i < events.length; i++) {
+    if (cut !== undefined && i === cut) {
+      // A provider that dies mid-answer, a moment after its last event.
+      await new Promise((d) => setTimeout(d, 50));
+      res.socket?.destroy();
+      return;
+    }
+    if (i === events.length - 1 && opts.beforeLastEvent) await opts.beforeLastEvent();
+    else if (i > 0 && opts.chunkDelayMs) await new Promise((d) => setTimeout(d, opts.chunkDelayMs));
+    if (res.destroyed) return;
+    res.write(events[i]);
+    if (i === events.length - 1) state.lastEventAt = performance.now();
+  }
+  res.end();
+}

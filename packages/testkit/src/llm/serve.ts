@@ -1,0 +1,24 @@
+// Runs the fake OpenAI-compatible provider on its own, for trying examples/llm.yaml by hand:
+//   node packages/testkit/src/llm/serve.ts --port 8089 [--api-key sk-fake] [--chunk-delay 50]
+import { parseArgs } from 'node:util';
+import { startFakeOpenAI } from './openai.ts';
+
+const { values } = parseArgs({
+  options: {
+    port: { type: 'string', default: '8089' },
+    'api-key': { type: 'string' },
+    'chunk-delay': { type: 'string', default: '0' },
+  },
+});
+const fake = await startFakeOpenAI({
+  name: 'fake-openai',
+  port: Number(values.port),
+  chunkDelayMs: Number(values['chunk-delay']),
+  ...(values['api-key'] ? { apiKey: values['api-key'] } : {}),
+});
+console.log(`fake OpenAI provider on ${fake.origin} (POST …/chat/completions, GET …/models)`);
+const stop = () => {
+  fake.close().then(() => process.exit(0));
+};
+process.on('SIGINT', stop);
+process.on('SIGTERM', stop);
