@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { loadConfigText } from '@gw/proxy/config/load';
-import { startUpstream, type TestServer } from '@gw/testkit';
+import { startFakeOpenAI, startUpstream, type TestServer } from '@gw/testkit';
 import { startProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
 
@@ -75,6 +75,27 @@ describe('examples', () => {
     });
     await pre.body.dump();
     assert.equal(pre.headers['access-control-allow-origin'], 'https://app.example.com');
+  });
+
+  test('llm.yaml serves chat completions from the fake provider its header names', async (t) => {
+    const fake = await startFakeOpenAI({ apiKey: 'sk-fake' });
+    t.after(() => fake.close());
+    const p = await startProxy(
+      prepared('llm.yaml').replaceAll('${LLM_BASE_URL:-http://127.0.0.1:8089/v1}', `${fake.origin}/v1`),
+    );
+    t.after(() => p.close());
+    const models = await request(p.url('/v1/models'));
+    const ids = ((await models.body.json()) as { data: { id: string }[] }).data.map((m) => m.id);
+    assert.deepEqual(ids, ['fast', 'reliable']);
+    const r = await request(p.url('/v1/chat/completions'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'reliable', messages: [{ role: 'user', content: 'Hello!' }] }),
+    });
+    assert.equal(r.statusCode, 200);
+    const body = (await r.body.json()) as { model: string; choices: { message: { content: string } }[] };
+    assert.equal(body.model, 'gpt-4o-mini');
+    assert.equal(fake.seen[fake.seen.length - 1]?.headers.authorization, 'Bearer sk-fake');
   });
 
   test('forward-proxy.yaml forwards to the Host of the request', async (t) => {
