@@ -7,6 +7,7 @@ import {
   checkExtAuthz,
   checkFrontendPolicies,
   checkJwks,
+  checkLlm,
   checkRegex,
   checkRouteMatch,
   checkTrafficPolicies,
@@ -25,6 +26,7 @@ describe('CEL: the proxy environment, declarations only', () => {
       'random() < 0.5',
       'has(extauthz.user) || apiKey.name == "k" || llmRequest.model == "m" || backend.name == "b"',
       'duration("1s")',
+      'llmRequest.model.stripPrefix("openai/") == "gpt-4o" && llm.inputTokens > 10',
     ]) {
       assert.deepEqual(checkCel(e, ['x']), [], e);
     }
@@ -151,4 +153,41 @@ test('inOneLine: the CEL code frame becomes line and column', () => {
     'invalid CEL expression: Unknown variable: nosuch (at line 2, column 3)',
   );
   assert.equal(inOneLine('a\nb'), 'a b');
+});
+
+describe('llm', () => {
+  test('CEL, provider references, virtual targets and the conditional fallback rule', () => {
+    const problems = checkLlm(
+      {
+        port: 3000,
+        providers: [{ name: 'p', provider: 'openai' }],
+        models: [
+          { name: 'a', provider: { reference: 'p' }, transformation: { model: 'llmRequest.model.nope(' } },
+          { name: 'b', provider: { reference: 'q' } },
+          { name: 'c', provider: { custom: { formats: [{ type: 'completions' }] } } },
+          { name: 'v/*', provider: 'openai', params: { awsRegion: 'us-east-1' } },
+        ],
+        virtualModels: [
+          {
+            name: 'x',
+            routing: {
+              conditional: { targets: [{ model: 'a' }, { model: 'v/any', when: 'true' }, { model: 'zz' }] },
+            },
+          },
+        ],
+      },
+      ['llm'],
+    );
+    assert.deepEqual(
+      paths(problems).map((p) => p.split(' (at')[0]?.split('\n')[0]),
+      [
+        'llm.models.0.transformation.model: invalid CEL expression: Unexpected token: EOF',
+        'llm.models.1.provider.reference: no provider named "q" in llm.providers (providers: p)',
+        'llm.models.2.params: a custom provider needs params.baseUrl (or hostOverride): where its endpoint is',
+        'llm.models.3.params.awsRegion: awsRegion is for the bedrock provider, which this build of gw does not support yet',
+        'llm.virtualModels.0.routing.conditional.targets.0.when: only the last target may omit when (it is the fallback)',
+        'llm.virtualModels.0.routing.conditional.targets.2.model: no model in llm.models serves "zz"',
+      ],
+    );
+  });
 });

@@ -217,6 +217,48 @@ describe('environment expansion', () => {
     );
   });
 
+  test('llm: a provider key is a credential (an unset $VAR is an error) and a Secret in the IR', () => {
+    const llm = (key: string) =>
+      `llm:\n  port: 0\n  models:\n  - {name: m, provider: openai, params: {apiKey: ${key}}}\n`;
+    assert.deepEqual(issues(llm('$NOPE_KEY')), [
+      '4:50 llm.models[0].params.apiKey: environment variable $NOPE_KEY is not set; a credential is never taken as written (use ${NAME:-default} for a default, $$ for a literal $)',
+    ]);
+    const { ir } = load(llm('$REAL_KEY'), { REAL_KEY: 'sk-env' });
+    const target = ir.binds[0]?.listeners[0]?.routes[0]?.backends[0]?.target;
+    assert.ok(target?.kind === 'ai');
+    const key = target.models[0]?.provider.apiKey;
+    assert.equal(key?.reveal(), 'sk-env');
+    assert.equal(
+      JSON.stringify(target.models[0]?.provider),
+      '{"name":"openai","apiKey":"[redacted]","kind":"openai","settings":{}}',
+    );
+  });
+
+  test('llm: the API on its own port, or on the default gateway; matches, names and what is missing', () => {
+    const models = '  models:\n  - {name: "openai/*", provider: openai}\n';
+    const own = load(`llm:\n  port: 0\n${models}`).ir;
+    const route = own.binds[0]?.listeners[0]?.routes[0];
+    assert.equal(route?.key, 'llm/llm/llm');
+    assert.deepEqual(route?.matches, [
+      { path: { exact: '/v1/chat/completions' } },
+      { path: { exact: '/v1/models' } },
+    ]);
+    const onDefault = load(`gateways: {default: {port: 0}}\nllm:\n${models}`).ir;
+    assert.equal(onDefault.binds[0]?.listeners[0]?.routes[0]?.key, 'default/default/llm');
+    assert.deepEqual(issues(`llm:\n${models}`), [
+      '1:1 llm: set llm.port, or llm.gateways to serve the LLM API on (no gateway named default)',
+    ]);
+    assert.deepEqual(
+      issues(
+        `llm:\n  port: 0\n  models:\n  - {name: c, provider: {custom: {formats: [{type: realtime}]}}, params: {baseUrl: "http://h:1"}}\n  - {name: a, provider: azure}\n`,
+      ),
+      [
+        '5:5 llm.models[1].params: the azure provider needs params.azureResourceName (or baseUrl / hostOverride) (missing field "params")',
+        '4:52 llm.models[0].provider.custom.formats[0].type: format realtime is not supported by this build of gw yet',
+      ],
+    );
+  });
+
   test('a set bare $VAR in a credential is used; API key metadata is not a credential', () => {
     const { ir, warnings } = load(
       minimal('    - policies: {apiKey: {keys: [{key: $REAL_KEY, metadata: {note: $NOPE_NOTE}}]}}\n'),

@@ -502,7 +502,16 @@ class Builder {
     } = { name: '' };
     const tls = m.backendTLS ?? m.tls ?? d?.backendTLS ?? d?.tls;
     if (params.baseUrl !== undefined) {
-      const u = new URL(params.baseUrl);
+      let u: URL;
+      try {
+        u = new URL(params.baseUrl);
+      } catch {
+        this.fail(
+          m.params?.baseUrl !== undefined ? [...mp, 'params', 'baseUrl'] : [...mp, 'provider'],
+          `invalid URL ${JSON.stringify(params.baseUrl)}`,
+        );
+        return undefined;
+      }
       const https = u.protocol === 'https:';
       const host = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
       common.endpoint = { host, port: u.port ? Number(u.port) : https ? 443 : 80, tls: https };
