@@ -58,8 +58,9 @@ frontendPolicies:
 llm:
   port: 0
   policies:
+    cors: {allowOrigins: ['https://app.example.com'], allowMethods: [POST], allowHeaders: [authorization, content-type]}
     authorization:
-      rules: ['request.path == "/v1/models" || !has(llmRequest.user) || llmRequest.user != "blocked"']
+      rules: ['request.method != "POST" || !has(llmRequest.user) || llmRequest.user != "blocked"']
   providers:
   - name: local-openai
     provider: openai
@@ -299,6 +300,24 @@ describe('errors, in OpenAI’s shape', () => {
     } finally {
       answer = undefined;
     }
+  });
+
+  test('a CORS preflight is answered by the CORS policy, not read as an LLM call', async () => {
+    const r = await request(proxy.url('/v1/chat/completions'), {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST' },
+    });
+    await r.body.dump();
+    assert.equal(r.headers['access-control-allow-origin'], 'https://app.example.com');
+  });
+
+  test('a GET of the chat path: 400 naming the method', async () => {
+    const r = await request(proxy.url('/v1/chat/completions'));
+    assert.equal(r.statusCode, 400);
+    assert.match(
+      ((await r.body.json()) as { error: { message: string } }).error.message,
+      /takes POST, not GET/,
+    );
   });
 
   test('a route policy (authorization over llmRequest) answers in OpenAI’s shape too', async () => {

@@ -20,9 +20,7 @@ export async function readLlmRequest(
   const api = clientApiFor(ctx.path);
   if (!api) return undefined;
   if (ctx.method !== 'POST') {
-    throw new GwError('GW_ERR_LLM_BAD_REQUEST', `${api.path} takes POST, not ${ctx.method}`, {
-      headers: { allow: 'POST' },
-    });
+    throw new GwError('GW_ERR_LLM_BAD_REQUEST', `${api.path} takes POST, not ${ctx.method}`);
   }
   const raw = await readBody(ctx, limit);
   let body: unknown;

@@ -27,8 +27,9 @@ export const aiBackend: BackendKind<'ai'> = {
       errorFormat: 'openai',
       errorFormatOf: (url) => clientApiFor(url.split('?', 1)[0] ?? url)?.errorFormat ?? 'openai',
       // Before the route's policies, so they (authorization, rate limits) can read llm.* in CEL.
+      // Only a POST is an LLM call: a CORS preflight (OPTIONS) must reach the CORS policy unread.
       prepare: async (ctx) => {
-        await readLlmRequest(ctx, limit);
+        if (ctx.method === 'POST') await readLlmRequest(ctx, limit);
       },
       call: async (ctx) => {
         if (ctx.path.endsWith(MODELS_PATH) && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
