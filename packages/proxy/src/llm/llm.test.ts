@@ -170,6 +170,34 @@ describe('chat completions', () => {
     }
   });
 
+  test('a client that goes away mid-stream cancels the provider’s answer', async () => {
+    let release!: () => void;
+    beforeLast = () =>
+      new Promise<void>((r) => {
+        release = r;
+      });
+    try {
+      const before = openai.closedEarly;
+      const controller = new AbortController();
+      const stream = await client.chat.completions.create(
+        { model: 'gpt-4o-mini', messages, stream: true },
+        { signal: controller.signal },
+      );
+      // The SDK ends the iteration quietly on its own abort.
+      for await (const _ of stream) controller.abort();
+      for (let i = 0; i < 100 && openai.closedEarly === before; i++)
+        await new Promise((r) => setTimeout(r, 10));
+      assert.equal(
+        openai.closedEarly,
+        before + 1,
+        'the provider’s connection was closed before its last event',
+      );
+    } finally {
+      release?.();
+      beforeLast = undefined;
+    }
+  });
+
   test('streamed with include_usage: the client gets the usage chunk', async () => {
     const stream = await client.chat.completions.create({
       model: 'gpt-4o-mini',

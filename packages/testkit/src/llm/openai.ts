@@ -56,6 +56,8 @@ export interface FakeOpenAI {
   seen: FakeLlmRequest[];
   /** performance.now() when the last event of the latest stream was written. */
   lastEventAt: number | undefined;
+  /** Answers whose connection closed before they were complete (a client that went away). */
+  readonly closedEarly: number;
   close(): Promise<void>;
 }
 
@@ -70,10 +72,15 @@ export const FAKE_USAGE = {
 export const FAKE_REPLY = 'Hello! How can I assist you today?';
 export const FAKE_STREAM_REPLY = 'Hello! How can I help you today?';
 
+interface FakeState {
+  lastEventAt: number | undefined;
+  closedEarly: number;
+}
+
 export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
   const name = opts.name ?? 'fake-openai';
   const seen: FakeLlmRequest[] = [];
-  const state: { lastEventAt: number | undefined } = { lastEventAt: undefined };
+  const state: FakeState = { lastEventAt: undefined, closedEarly: 0 };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -105,6 +112,9 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     seen,
     get lastEventAt() {
       return state.lastEventAt;
+    },
+    get closedEarly() {
+      return state.closedEarly;
     },
     close: () =>
       new Promise<void>((done) => {
@@ -141,7 +151,7 @@ async function serve(
   res: ServerResponse,
   opts: FakeOpenAIOptions,
   name: string,
-  state: { lastEventAt: number | undefined },
+  state: FakeState,
 ): Promise<void> {
   const path = r.url.split('?', 1)[0] ?? '';
   if (!authorized(req, opts.apiKey)) {
@@ -227,6 +237,9 @@ async function serve(
     'x-fake-provider': name,
   });
   res.flushHeaders();
+  res.on('close', () => {
+    if (!res.writableFinished) state.closedEarly++;
+  });
   const cut = special && 'cutAfter' in special ? special.cutAfter : undefined;
   for (let i = 0; i < events.length; i++) {
     if (cut !== undefined && i === cut) {
