@@ -605,7 +605,13 @@ export const LLM_PROVIDER_NAMES = [
   'fireworks',
 ] as const;
 /** The providers this build serves; the others are refused by name when a file uses them. */
-export const LLM_SUPPORTED_PROVIDERS: readonly string[] = ['openai', 'openAI', 'azure', 'mistral'];
+export const LLM_SUPPORTED_PROVIDERS: readonly string[] = [
+  'openai',
+  'openAI',
+  'azure',
+  'mistral',
+  'anthropic',
+];
 
 export const LlmProvider = z.union([
   z.string().superRefine((v, ctx) => {

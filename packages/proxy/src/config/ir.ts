@@ -156,6 +156,7 @@ export interface LlmProviderSettings {
     projectName?: string;
   };
   mistral: Record<string, never>;
+  anthropic: Record<string, never>;
   custom: {
     /** The provider-native formats the endpoint speaks, with an optional path for each. */
     formats: { format: LlmFormat; path?: string }[];

@@ -534,6 +534,8 @@ class Builder {
       provider = { ...common, kind: 'openai', name: 'openai', settings: {} };
     } else if (kind === 'mistral') {
       provider = { ...common, kind: 'mistral', name: 'mistral', settings: {} };
+    } else if (kind === 'anthropic') {
+      provider = { ...common, kind: 'anthropic', name: 'anthropic', settings: {} };
     } else if (kind === 'azure') {
       const settings: LlmProviderIR<'azureOpenAI'>['settings'] = {};
       if (params.azureResourceName !== undefined) settings.resourceName = params.azureResourceName;

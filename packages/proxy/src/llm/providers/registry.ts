@@ -1,6 +1,7 @@
 // Every LLM provider, keyed by the IR's provider kind (config/ir.ts LlmProviderSettings). A kind
 // without an entry is a type error: a provider is one folder here plus one line below.
 import type { LlmProviderKind } from '../../config/ir.ts';
+import { anthropicProvider } from './anthropic/index.ts';
 import { azureOpenaiProvider } from './azure-openai/index.ts';
 import { customProvider } from './custom/index.ts';
 import { mistralProvider } from './mistral/index.ts';
@@ -12,4 +13,5 @@ export const PROVIDERS: { [K in LlmProviderKind]: ProviderModule<K> } = {
   azureOpenAI: azureOpenaiProvider,
   mistral: mistralProvider,
   custom: customProvider,
+  anthropic: anthropicProvider,
 };
