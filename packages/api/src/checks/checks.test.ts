@@ -184,7 +184,7 @@ describe('llm', () => {
         'llm.models.0.transformation.model: invalid CEL expression: Unexpected token: EOF',
         'llm.models.1.provider.reference: no provider named "q" in llm.providers (providers: p)',
         'llm.models.2.params: a custom provider needs params.baseUrl (or hostOverride): where its endpoint is',
-        'llm.models.3.params.awsRegion: awsRegion is for the bedrock provider, which this build of gw does not support yet',
+        'llm.models.3.params.awsRegion: awsRegion is for the bedrock provider',
         'llm.virtualModels.0.routing.conditional.targets.0.when: only the last target may omit when (it is the fallback)',
         'llm.virtualModels.0.routing.conditional.targets.2.model: no model in llm.models serves "zz"',
       ],

@@ -24,7 +24,8 @@ export function resolveLlmProvider(
   return { provider: p, params: m.params ?? {} };
 }
 
-const NOT_HERE: [keyof LlmParams, string][] = [
+/** Params only one provider reads: set on another, they would be ignored. */
+const PROVIDER_PARAMS: [keyof LlmParams, string][] = [
   ['awsRegion', 'bedrock'],
   ['vertexRegion', 'vertex'],
   ['vertexProject', 'vertex'],
@@ -68,12 +69,9 @@ export function checkLlm(llm: LlmConfig, path: FieldPath): Problem[] {
     }
     const params = r.params;
     const at = (k: string) => (m.params && k in m.params ? [...mp, 'params', k] : [...mp, 'provider']);
-    for (const [k, provider] of NOT_HERE) {
-      if (params[k] !== undefined)
-        out.push({
-          path: at(k),
-          message: `${k} is for the ${provider} provider, which this build of gw does not support yet`,
-        });
+    for (const [k, provider] of PROVIDER_PARAMS) {
+      if (params[k] !== undefined && r.provider !== provider)
+        out.push({ path: at(k), message: `${k} is for the ${provider} provider` });
     }
     if (params.tokenize)
       out.push({ path: at('tokenize'), message: 'tokenize is not supported by this build of gw yet' });
@@ -92,6 +90,9 @@ export function checkLlm(llm: LlmConfig, path: FieldPath): Problem[] {
         path: [...mp, 'params'],
         message: 'azureResourceType foundry needs params.azureProjectName',
       });
+    }
+    if (kind === 'vertex' && params.vertexProject === undefined) {
+      out.push({ path: [...mp, 'params'], message: 'the vertex provider needs params.vertexProject' });
     }
     if (typeof kind === 'object' && 'custom' in kind && !where) {
       out.push({

@@ -611,6 +611,9 @@ export const LLM_SUPPORTED_PROVIDERS: readonly string[] = [
   'azure',
   'mistral',
   'anthropic',
+  'bedrock',
+  'gemini',
+  'vertex',
 ];
 
 export const LlmProvider = z.union([

@@ -157,6 +157,11 @@ export interface LlmProviderSettings {
   };
   mistral: Record<string, never>;
   anthropic: Record<string, never>;
+  /** Converse at `bedrock-runtime.<region>.amazonaws.com`, SigV4; a guardrail goes in the body. */
+  bedrock: { region: string; guardrail?: { identifier: string; version: string } };
+  gemini: Record<string, never>;
+  /** `<region>-aiplatform.googleapis.com` (`global`: aiplatform.googleapis.com), the project in the path. */
+  vertexAI: { project: string; region: string };
   custom: {
     /** The provider-native formats the endpoint speaks, with an optional path for each. */
     formats: { format: LlmFormat; path?: string }[];

@@ -534,6 +534,15 @@ class Builder {
       provider = { ...common, kind: 'openai', name: 'openai', settings: {} };
     } else if (kind === 'mistral') {
       provider = { ...common, kind: 'mistral', name: 'mistral', settings: {} };
+    } else if (kind === 'bedrock') {
+      const settings = { region: params.awsRegion ?? 'us-east-1' };
+      provider = { ...common, kind: 'bedrock', name: 'bedrock', settings };
+    } else if (kind === 'gemini') {
+      provider = { ...common, kind: 'gemini', name: 'gemini', settings: {} };
+    } else if (kind === 'vertex') {
+      // checkLlm refuses a vertex model without vertexProject.
+      const settings = { project: params.vertexProject ?? '', region: params.vertexRegion ?? 'global' };
+      provider = { ...common, kind: 'vertexAI', name: 'vertexAI', settings };
     } else if (kind === 'anthropic') {
       provider = { ...common, kind: 'anthropic', name: 'anthropic', settings: {} };
     } else if (kind === 'azure') {

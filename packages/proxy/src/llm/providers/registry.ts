@@ -3,10 +3,13 @@
 import type { LlmProviderKind } from '../../config/ir.ts';
 import { anthropicProvider } from './anthropic/index.ts';
 import { azureOpenaiProvider } from './azure-openai/index.ts';
+import { bedrockProvider } from './bedrock/index.ts';
 import { customProvider } from './custom/index.ts';
+import { geminiProvider } from './gemini/index.ts';
 import { mistralProvider } from './mistral/index.ts';
 import { openaiProvider } from './openai/index.ts';
 import type { ProviderModule } from './types.ts';
+import { vertexAiProvider } from './vertex-ai/index.ts';
 
 export const PROVIDERS: { [K in LlmProviderKind]: ProviderModule<K> } = {
   openai: openaiProvider,
@@ -14,4 +17,7 @@ export const PROVIDERS: { [K in LlmProviderKind]: ProviderModule<K> } = {
   mistral: mistralProvider,
   custom: customProvider,
   anthropic: anthropicProvider,
+  bedrock: bedrockProvider,
+  gemini: geminiProvider,
+  vertexAI: vertexAiProvider,
 };

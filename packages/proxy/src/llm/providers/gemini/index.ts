@@ -1,0 +1,25 @@
+// Google Gemini (the Gemini API at generativelanguage.googleapis.com): its native generateContent
+// and streamGenerateContent (SSE with `alt=sse`) under /v1beta, the model in the path and the key in
+// `x-goog-api-key`. (Gemini also serves an OpenAI-compatible endpoint; a `custom` provider reaches it.)
+import type { ProviderModule } from '../types.ts';
+
+/** `:generateContent` or, streamed, `:streamGenerateContent?alt=sse`, after `models/<model>`. */
+export function generateContentOperation(model: string, stream: boolean): { path: string; query: string } {
+  const name = encodeURIComponent(model.startsWith('models/') ? model.slice(7) : model);
+  return stream
+    ? { path: `/models/${name}:streamGenerateContent`, query: '?alt=sse' }
+    : { path: `/models/${name}:generateContent`, query: '' };
+}
+
+export const geminiProvider: ProviderModule<'gemini'> = {
+  kind: 'gemini',
+  formats: () => ['gemini-generate-content'],
+  endpoint: () => ({ host: 'generativelanguage.googleapis.com', port: 443, tls: true }),
+  path: (_p, _format, req) => ({ prefix: '/v1beta', ...generateContentOperation(req.model, req.stream) }),
+  bodyHasModel: () => false,
+  authorize(_p, req, key) {
+    if (key === undefined) return;
+    delete req.headers.authorization;
+    req.headers['x-goog-api-key'] = key;
+  },
+};
