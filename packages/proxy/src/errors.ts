@@ -139,7 +139,7 @@ function json(v: unknown): { type: string; body: string } {
   return { type: 'application/json', body: JSON.stringify(v) };
 }
 
-function openaiType(status: number): string {
+export function openaiType(status: number): string {
   if (status === 429) return 'requests';
   if (status >= 500) return 'server_error';
   if (status === 401) return 'authentication_error';
@@ -147,7 +147,7 @@ function openaiType(status: number): string {
   return 'invalid_request_error';
 }
 
-function anthropicType(status: number): string {
+export function anthropicType(status: number): string {
   switch (status) {
     case 400:
       return 'invalid_request_error';

@@ -27,6 +27,20 @@ export const CLIENT_APIS: readonly ClientApi[] = [
     model: modelField,
     stream: streamField,
   },
+  {
+    format: 'anthropic-messages',
+    path: '/v1/messages',
+    errorFormat: 'anthropic',
+    model: modelField,
+    stream: streamField,
+  },
+  {
+    format: 'anthropic-count-tokens',
+    path: '/v1/messages/count_tokens',
+    errorFormat: 'anthropic',
+    model: modelField,
+    stream: () => false,
+  },
 ];
 
 /** The path of the model list (OpenAI's `GET /v1/models`). */

@@ -1,8 +1,16 @@
 // The format pairs this build converts, keyed `<client>__<provider>`. A pair that is not here is not
 // supported: a request needing it gets a 4xx naming both formats (see llm/serve.ts).
+import { anthropicCountTokensToAnthropicCountTokens } from './anthropic-count-tokens__anthropic-count-tokens.ts';
+import { anthropicMessagesToAnthropicMessages } from './anthropic-messages__anthropic-messages.ts';
+import { anthropicMessagesToOpenaiChat } from './anthropic-messages__openai-chat.ts';
+import { openaiChatToAnthropicMessages } from './openai-chat__anthropic-messages.ts';
 import { openaiChatToOpenaiChat } from './openai-chat__openai-chat.ts';
 import type { FormatPair, PairKey } from './types.ts';
 
 export const FORMAT_PAIRS: Partial<Record<PairKey, FormatPair>> = {
   'openai-chat__openai-chat': openaiChatToOpenaiChat,
+  'openai-chat__anthropic-messages': openaiChatToAnthropicMessages,
+  'anthropic-messages__anthropic-messages': anthropicMessagesToAnthropicMessages,
+  'anthropic-messages__openai-chat': anthropicMessagesToOpenaiChat,
+  'anthropic-count-tokens__anthropic-count-tokens': anthropicCountTokensToAnthropicCountTokens,
 };
