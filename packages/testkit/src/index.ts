@@ -5,6 +5,7 @@
 export * from './http-client.ts';
 export * from './identity-provider.ts';
 export * from './kube.ts';
+export * from './llm/anthropic.ts';
 export * from './llm/openai.ts';
 export * from './ratelimit.ts';
 export * from './route.ts';
