@@ -357,6 +357,11 @@ const HostPort = z
 
 export const RouteBackend = z.union([
   strict({
+    ai: z.lazy(() => AiBackend),
+    weight: z.number().int().min(0).optional(),
+    policies: BackendPolicies.optional(),
+  }),
+  strict({
     host: HostPort,
     weight: z.number().int().min(0).optional(),
     policies: BackendPolicies.optional(),
@@ -376,6 +381,7 @@ export const RouteBackend = z.union([
 export const NamedBackend = z.union([
   strict({ name: z.string().min(1), host: HostPort, policies: BackendPolicies.optional() }),
   strict({ name: z.string().min(1), dynamic: strict({}), policies: BackendPolicies.optional() }),
+  strict({ name: z.string().min(1), ai: z.lazy(() => AiBackend), policies: BackendPolicies.optional() }),
 ]);
 
 // ---------- routes, listeners, gateways ----------
@@ -649,6 +655,57 @@ const llmBody = {
   }),
 };
 
+// ---------- a route's ai backend (agentgateway's LocalAIBackend) ----------
+const AiModel = { model: z.string().min(1).optional() };
+/** The provider of a route's ai backend: agentgateway's AIProvider, plus `mistral` (a gw provider). */
+export const AiProviderKind = z.union([
+  strict({ openAI: strict(AiModel) }),
+  strict({ anthropic: strict(AiModel) }),
+  strict({ gemini: strict(AiModel) }),
+  strict({ mistral: strict(AiModel) }),
+  strict({
+    vertex: strict({ ...AiModel, region: z.string().min(1).optional(), projectId: z.string().min(1) }),
+  }),
+  strict({
+    bedrock: strict({
+      ...AiModel,
+      region: z.string().min(1),
+      guardrailIdentifier: z.string().min(1).optional(),
+      guardrailVersion: z.string().min(1).optional(),
+    }),
+  }),
+  strict({
+    azure: strict({
+      ...AiModel,
+      resourceName: z.string().min(1),
+      resourceType: z.enum(['openAI', 'foundry', 'aiServices']),
+      apiVersion: z.string().min(1).optional(),
+      projectName: z.string().min(1).optional(),
+    }),
+  }),
+  strict({ custom: LlmCustomProvider }),
+]);
+export const AiNamedProvider = strict({
+  name: z.string().min(1),
+  provider: AiProviderKind,
+  hostOverride: LlmParams.shape.hostOverride,
+  pathOverride: LlmParams.shape.pathOverride,
+  pathPrefix: LlmParams.shape.pathPrefix,
+  tokenize: z.boolean().optional(),
+  policies: BackendPolicies.extend({
+    backendAuth: strict({ key: LlmApiKey })
+      .optional()
+      .meta({
+        description: "the provider's API key, inline or {file}; unset: the client's own is passed on",
+      }),
+  }).optional(),
+});
+/** One provider, or priority groups: a group that fails or answers 429/5xx passes to the next. */
+export const AiBackend = z.union([
+  AiNamedProvider,
+  strict({ groups: z.array(strict({ providers: z.array(AiNamedProvider).min(1) })).min(1) }),
+]);
+
 export const LlmProviderDefaults = strict({ ...llmBody, ...llmConnection });
 
 export const LlmNamedProvider = strict({
@@ -772,3 +829,5 @@ export type LlmParams = z.infer<typeof LlmParams>;
 export type LlmNamedProvider = z.infer<typeof LlmNamedProvider>;
 export type LlmVirtualModel = z.infer<typeof LlmVirtualModel>;
 export type LlmProviderRef = z.infer<typeof LlmProvider>;
+export type AiBackend = z.infer<typeof AiBackend>;
+export type AiNamedProvider = z.infer<typeof AiNamedProvider>;

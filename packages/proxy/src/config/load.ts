@@ -6,6 +6,8 @@ import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import {
+  type AiBackend,
+  type AiNamedProvider,
   type BackendPolicies,
   ConfigError,
   ConfigFile,
@@ -25,6 +27,7 @@ import {
   type LLM_PROVIDER_FORMATS,
   type LlmConfig,
   type LlmModel,
+  type LlmParams,
   matchModelName,
   type Problem,
   parseByteSize,
@@ -50,6 +53,7 @@ import type {
   LlmModelIR,
   LlmProviderIR,
   LlmRoutingIR,
+  LlmTargetIR,
   LlmVirtualModelIR,
   ProxyIR,
   ResolvedBackendPolicies,
@@ -478,6 +482,84 @@ class Builder {
     return ok ? { kind: 'ai', models, virtualModels } : undefined;
   }
 
+  /**
+   * A route's `ai` backend (agentgateway's form): one provider, or priority groups of them. Each
+   * provider is a model `*` built by llmModel; groups are a virtual model `*` failing over between
+   * them in group order.
+   */
+  routeAiTarget(path: FieldPath, ai: AiBackend): AiTarget | undefined {
+    const grouped = 'groups' in ai;
+    const groups = grouped ? ai.groups.map((g) => g.providers) : [[ai]];
+    const models: LlmModelIR[] = [];
+    const failover: (LlmTargetIR & { priority: number })[] = [];
+    const names = new Set<string>();
+    let ok = true;
+    groups.forEach((providers, gi) => {
+      providers.forEach((p, pi) => {
+        const pp = grouped ? [...path, 'groups', gi, 'providers', pi] : path;
+        if (names.has(p.name)) this.fail([...pp, 'name'], `provider names must be unique: ${p.name}`);
+        names.add(p.name);
+        const ir = this.aiProviderModel(p, pp, grouped ? 'internal' : 'public');
+        if (!ir) {
+          ok = false;
+          return;
+        }
+        failover.push({ model: models.length, priority: gi });
+        models.push(ir);
+      });
+    });
+    if (!ok) return undefined;
+    const virtualModels: LlmVirtualModelIR[] = grouped ? [{ name: '*', routing: { failover } }] : [];
+    return { kind: 'ai', models, virtualModels };
+  }
+
+  /** One provider of a route's ai backend, as the llm block's model `*` of that provider. */
+  aiProviderModel(
+    p: AiNamedProvider,
+    pp: FieldPath,
+    visibility: 'public' | 'internal',
+  ): LlmModelIR | undefined {
+    const k = p.provider;
+    const params: LlmParams = {};
+    let provider: LlmModel['provider'];
+    if ('openAI' in k) provider = 'openai';
+    else if ('anthropic' in k) provider = 'anthropic';
+    else if ('gemini' in k) provider = 'gemini';
+    else if ('mistral' in k) provider = 'mistral';
+    else if ('vertex' in k) {
+      provider = 'vertex';
+      params.vertexProject = k.vertex.projectId;
+      if (k.vertex.region !== undefined) params.vertexRegion = k.vertex.region;
+    } else if ('bedrock' in k) {
+      provider = 'bedrock';
+      params.awsRegion = k.bedrock.region;
+    } else if ('azure' in k) {
+      provider = 'azure';
+      params.azureResourceName = k.azure.resourceName;
+      params.azureResourceType = k.azure.resourceType;
+      if (k.azure.apiVersion !== undefined) params.azureApiVersion = k.azure.apiVersion;
+      if (k.azure.projectName !== undefined) params.azureProjectName = k.azure.projectName;
+    } else provider = { custom: k.custom };
+    const settings = Object.values(k)[0] as { model?: string };
+    if (settings.model !== undefined && !('custom' in k)) params.model = settings.model;
+    if (p.hostOverride !== undefined) params.hostOverride = p.hostOverride;
+    if (p.pathOverride !== undefined) params.pathOverride = p.pathOverride;
+    if (p.pathPrefix !== undefined) params.pathPrefix = p.pathPrefix;
+    const { backendAuth, ...policies } = p.policies ?? {};
+    if (backendAuth) params.apiKey = backendAuth.key;
+    const m: LlmModel = { name: '*', visibility, provider, params };
+    if (policies.backendTLS) m.backendTLS = policies.backendTLS;
+    const ir = this.llmModel({ models: [m] }, m, pp);
+    if (!ir) return undefined;
+    if ('bedrock' in k && ir.provider.kind === 'bedrock') {
+      const { guardrailIdentifier: identifier, guardrailVersion: version } = k.bedrock;
+      if (identifier !== undefined)
+        ir.provider.settings.guardrail = { identifier, version: version ?? 'DRAFT' };
+    }
+    ir.policies = this.resolveBackendPolicies([...pp, 'policies'], policies);
+    return ir;
+  }
+
   llmModel(llm: LlmConfig, m: LlmModel, mp: FieldPath): LlmModelIR | undefined {
     const r = resolveLlmProvider(llm, m);
     if (!r) return undefined;
@@ -711,6 +793,10 @@ class Builder {
     if ('host' in b) {
       target = parseHost(b.host);
       name = b.host;
+    } else if ('ai' in b) {
+      target = this.routeAiTarget([...path, 'ai'], b.ai);
+      if (!target) return undefined;
+      name = 'groups' in b.ai ? 'ai' : b.ai.name;
     } else if ('dynamic' in b) {
       target = { kind: 'dynamic' };
       name = 'dynamic';
@@ -725,7 +811,11 @@ class Builder {
         );
         return undefined;
       }
-      target = 'host' in def ? parseHost(def.host) : { kind: 'dynamic' };
+      const di = (this.cfg.backends ?? []).indexOf(def);
+      if ('ai' in def) {
+        target = this.routeAiTarget(['backends', di, 'ai'], def.ai);
+        if (!target) return undefined;
+      } else target = 'host' in def ? parseHost(def.host) : { kind: 'dynamic' };
       named = def.policies;
     }
     const fromRoute: BackendPolicies = {};
