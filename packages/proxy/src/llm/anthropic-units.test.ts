@@ -1,0 +1,419 @@
+// The Anthropic pieces on their own: the provider's endpoint, paths and headers, and the three
+// Anthropic format pairs' conversions (requests, answers, streams fed a byte at a time, errors).
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { LlmProviderIR } from '../config/ir.ts';
+import { GwError } from '../errors.ts';
+import { anthropicMessagesToAnthropicMessages } from './formats/anthropic-messages__anthropic-messages.ts';
+import { anthropicMessagesToOpenaiChat } from './formats/anthropic-messages__openai-chat.ts';
+import {
+  DEFAULT_MAX_TOKENS,
+  openaiChatToAnthropicMessages,
+} from './formats/openai-chat__anthropic-messages.ts';
+import { FORMAT_PAIRS } from './formats/registry.ts';
+import type { FormatPair, StreamConverter } from './formats/types.ts';
+import { PROVIDERS } from './providers/registry.ts';
+import type { ProviderRequest } from './providers/types.ts';
+import { SseSplitter } from './sse.ts';
+import { LlmRequestState } from './state.ts';
+
+const anthropic: LlmProviderIR<'anthropic'> = { kind: 'anthropic', name: 'anthropic', settings: {} };
+const req = (stream = false, bodyHasModel = true) => ({ model: 'm', stream, bodyHasModel });
+const state = (format: 'openai-chat' | 'anthropic-messages', request: Record<string, unknown> = {}) =>
+  new LlmRequestState(format, request, 'm', request.stream === true);
+
+/** Feeds `input` one byte at a time (the worst split) and returns everything the converter sent. */
+function feed(conv: StreamConverter, input: string): string {
+  let out = '';
+  for (const b of Buffer.from(input)) out += String(conv.write(Buffer.from([b])) ?? '');
+  return out + String(conv.end() ?? '');
+}
+const events = (sse: string) =>
+  new SseSplitter().push(Buffer.from(sse)).map((e) => [e.event, e.data === undefined ? undefined : e.data]);
+const sse = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+
+describe('anthropic provider', () => {
+  const p = PROVIDERS.anthropic;
+
+  test('api.anthropic.com, /v1/messages and /v1/messages/count_tokens', () => {
+    assert.deepEqual(p.endpoint(anthropic), { host: 'api.anthropic.com', port: 443, tls: true });
+    assert.deepEqual(p.formats(anthropic), ['anthropic-messages', 'anthropic-count-tokens']);
+    assert.equal(p.path(anthropic, 'anthropic-messages', req()).path, '/messages');
+    assert.equal(p.path(anthropic, 'anthropic-count-tokens', req()).path, '/messages/count_tokens');
+    assert.equal(p.path(anthropic, 'anthropic-messages', req()).prefix, '/v1');
+  });
+
+  test('x-api-key and the default anthropic-version; a client’s own version and beta kept', async () => {
+    const r: ProviderRequest = {
+      method: 'POST',
+      path: '/',
+      headers: { authorization: 'Bearer x' },
+      body: Buffer.alloc(0),
+    };
+    await p.authorize(anthropic, r, 'sk-ant');
+    assert.deepEqual(r.headers, { 'x-api-key': 'sk-ant', 'anthropic-version': '2023-06-01' });
+    const own: ProviderRequest = {
+      method: 'POST',
+      path: '/',
+      headers: { 'anthropic-version': '2024-01-01', 'anthropic-beta': 'b', 'x-api-key': 'client' },
+      body: Buffer.alloc(0),
+    };
+    await p.authorize(anthropic, own, undefined);
+    assert.deepEqual(own.headers, {
+      'anthropic-version': '2024-01-01',
+      'anthropic-beta': 'b',
+      'x-api-key': 'client',
+    });
+  });
+});
+
+test('the Anthropic pairs are registered under their file names', () => {
+  for (const key of [
+    'anthropic-messages__anthropic-messages',
+    'openai-chat__anthropic-messages',
+    'anthropic-messages__openai-chat',
+    'anthropic-count-tokens__anthropic-count-tokens',
+  ] as const) {
+    const pair = FORMAT_PAIRS[key] as FormatPair;
+    assert.equal(`${pair.client}__${pair.provider}`, key);
+  }
+});
+
+describe('anthropic-messages__anthropic-messages', () => {
+  test('a stream passes byte for byte; usage from message_start (input) and message_delta (output)', () => {
+    const s = state('anthropic-messages', { stream: true });
+    const input =
+      sse('message_start', {
+        message: {
+          model: 'claude-x',
+          usage: { input_tokens: 5, cache_read_input_tokens: 3, output_tokens: 1 },
+        },
+      }) +
+      sse('ping', {}) +
+      sse('message_delta', { delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 9 } }) +
+      sse('message_stop', {});
+    assert.equal(feed(anthropicMessagesToAnthropicMessages.stream(s), input), input);
+    assert.deepEqual(s.usage, { input: 8, output: 9, cachedInput: 3, reasoning: 0 });
+    assert.equal(s.responseModel, 'claude-x');
+  });
+});
+
+describe('openai-chat__anthropic-messages', () => {
+  const pair = openaiChatToAnthropicMessages;
+
+  test('request: system and developer joined into `system`, same-role turns merged, parameters mapped', () => {
+    const out = pair.request(
+      {
+        model: 'ignored',
+        messages: [
+          { role: 'system', content: 'A' },
+          { role: 'developer', content: [{ type: 'text', text: 'B' }] },
+          { role: 'user', content: 'hi' },
+          {
+            role: 'assistant',
+            content: 'calling',
+            tool_calls: [
+              { id: 'c1', type: 'function', function: { name: 'f', arguments: '{"x":1}' } },
+              { id: 'c2', type: 'function', function: { name: 'g', arguments: '' } },
+            ],
+          },
+          { role: 'tool', tool_call_id: 'c1', content: 'one' },
+          { role: 'tool', tool_call_id: 'c2', content: [{ type: 'text', text: 'two' }] },
+        ],
+        max_completion_tokens: 77,
+        temperature: 0.2,
+        stop: ['x', 'y'],
+        tool_choice: 'required',
+        parallel_tool_calls: false,
+        user: 'u1',
+        frequency_penalty: 1,
+      },
+      req(true),
+      state('openai-chat'),
+    );
+    assert.deepEqual(out, {
+      model: 'm',
+      system: [
+        { type: 'text', text: 'A' },
+        { type: 'text', text: 'B' },
+      ],
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'hi' }] },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'calling' },
+            { type: 'tool_use', id: 'c1', name: 'f', input: { x: 1 } },
+            { type: 'tool_use', id: 'c2', name: 'g', input: {} },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'c1', content: 'one' },
+            { type: 'tool_result', tool_use_id: 'c2', content: 'two' },
+          ],
+        },
+      ],
+      max_tokens: 77,
+      stop_sequences: ['x', 'y'],
+      temperature: 0.2,
+      stream: true,
+      tool_choice: { type: 'any', disable_parallel_tool_use: true },
+      metadata: { user_id: 'u1' },
+    });
+    const plain = pair.request({ messages: [{ role: 'user', content: 'x' }] }, req(), state('openai-chat'));
+    assert.equal(plain.max_tokens, DEFAULT_MAX_TOKENS);
+  });
+
+  test('request: what Anthropic cannot take is a 400 naming it', () => {
+    const bad = (body: Record<string, unknown>, re: RegExp) =>
+      assert.throws(
+        () => pair.request(body, req(), state('openai-chat')),
+        (e) => e instanceof GwError && e.status === 400 && re.test(e.detail),
+      );
+    bad({ messages: [{ role: 'user', content: [{ type: 'input_audio' }] }] }, /"input_audio" content part/);
+    bad({ messages: [{ role: 'function', content: 'x' }] }, /role "function"/);
+    bad(
+      {
+        messages: [{ role: 'assistant', tool_calls: [{ id: 'c', function: { name: 'f', arguments: '{' } }] }],
+      },
+      /not JSON/,
+    );
+    bad({ messages: [], tools: [{ type: 'custom', custom: {} }] }, /only function tools/);
+  });
+
+  test('answer: stop reasons map to finish reasons; text and tool calls; usage with cache', () => {
+    const out = pair.response(
+      {
+        id: 'msg_1',
+        model: 'claude-x',
+        content: [
+          { type: 'thinking', thinking: '…' },
+          { type: 'text', text: 'a' },
+          { type: 'tool_use', id: 't1', name: 'f', input: { q: 1 } },
+        ],
+        stop_reason: 'max_tokens',
+        usage: {
+          input_tokens: 4,
+          cache_creation_input_tokens: 2,
+          cache_read_input_tokens: 10,
+          output_tokens: 3,
+        },
+      },
+      state('openai-chat'),
+    ) as Record<string, unknown>;
+    assert.deepEqual((out.choices as unknown[])[0], {
+      index: 0,
+      message: {
+        role: 'assistant',
+        content: 'a',
+        refusal: null,
+        tool_calls: [{ id: 't1', type: 'function', function: { name: 'f', arguments: '{"q":1}' } }],
+      },
+      logprobs: null,
+      finish_reason: 'length',
+    });
+    assert.deepEqual(out.usage, {
+      prompt_tokens: 16,
+      completion_tokens: 3,
+      total_tokens: 19,
+      prompt_tokens_details: { cached_tokens: 10 },
+    });
+  });
+
+  test('stream: chunks as events arrive, split anywhere; an error event becomes an error data event', () => {
+    const s = state('openai-chat', { stream: true });
+    const out = feed(
+      pair.stream(s),
+      sse('message_start', {
+        message: { id: 'msg_1', model: 'claude-x', usage: { input_tokens: 5, output_tokens: 1 } },
+      }) +
+        sse('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }) +
+        sse('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'é' } }) +
+        sse('error', { error: { type: 'overloaded_error', message: 'Overloaded' } }),
+    );
+    const data = events(out).map(([, d]) => JSON.parse(String(d)));
+    assert.deepEqual(data[0].choices[0].delta, { role: 'assistant', content: '' });
+    assert.equal(data[0].id, 'msg_1');
+    assert.deepEqual(data[1].choices[0].delta, { content: 'é' });
+    assert.deepEqual(data[2], {
+      error: { message: 'Overloaded', type: 'overloaded_error', param: null, code: null },
+    });
+    assert.equal(data.length, 3);
+  });
+
+  test('error: Anthropic’s envelope as OpenAI’s error object', () => {
+    assert.deepEqual(
+      pair.error?.({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }, 529),
+      {
+        error: { message: 'Overloaded', type: 'server_error', param: null, code: 'overloaded_error' },
+      },
+    );
+  });
+});
+
+describe('anthropic-messages__openai-chat', () => {
+  const pair = anthropicMessagesToOpenaiChat;
+
+  test('request: system, images, tool results before the rest of the turn, tool_choice, no model for a deployment', () => {
+    const out = pair.request(
+      {
+        model: 'x',
+        system: [{ type: 'text', text: 'S' }],
+        max_tokens: 10,
+        stop_sequences: ['E'],
+        top_k: 5,
+        metadata: { user_id: 'u' },
+        tools: [{ name: 'f', input_schema: { type: 'object' } }],
+        tool_choice: { type: 'tool', name: 'f', disable_parallel_tool_use: true },
+        messages: [
+          {
+            role: 'assistant',
+            content: [
+              { type: 'thinking', thinking: 'hm', signature: 's' },
+              { type: 'text', text: 'ok' },
+            ],
+          },
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'see' },
+              { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAA' } },
+              { type: 'image', source: { type: 'url', url: 'https://e/x.png' } },
+              { type: 'tool_result', tool_use_id: 't1', content: [{ type: 'text', text: 'r' }] },
+            ],
+          },
+        ],
+      },
+      req(false, false),
+      state('anthropic-messages'),
+    );
+    assert.deepEqual(out, {
+      messages: [
+        { role: 'system', content: 'S' },
+        { role: 'assistant', content: 'ok' },
+        { role: 'tool', tool_call_id: 't1', content: 'r' },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'see' },
+            { type: 'image_url', image_url: { url: 'data:image/png;base64,AAA' } },
+            { type: 'image_url', image_url: { url: 'https://e/x.png' } },
+          ],
+        },
+      ],
+      max_tokens: 10,
+      stop: ['E'],
+      tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
+      tool_choice: { type: 'function', function: { name: 'f' } },
+      parallel_tool_calls: false,
+      user: 'u',
+    });
+    assert.throws(
+      () =>
+        pair.request(
+          { messages: [], tools: [{ type: 'web_search_20250305', name: 'web_search' }] },
+          req(),
+          state('anthropic-messages'),
+        ),
+      (e) => e instanceof GwError && e.status === 400 && /server tool "web_search_20250305"/.test(e.detail),
+    );
+  });
+
+  test('answer: finish reasons map to stop reasons; cached tokens leave input_tokens', () => {
+    const out = pair.response(
+      {
+        id: 'c1',
+        model: 'gpt',
+        choices: [
+          {
+            message: {
+              content: null,
+              tool_calls: [{ id: 'k', function: { name: 'f', arguments: '{"a":1}' } }],
+            },
+            finish_reason: 'tool_calls',
+          },
+        ],
+        usage: { prompt_tokens: 100, completion_tokens: 7, prompt_tokens_details: { cached_tokens: 60 } },
+      },
+      state('anthropic-messages'),
+    );
+    assert.deepEqual(out, {
+      id: 'c1',
+      type: 'message',
+      role: 'assistant',
+      model: 'gpt',
+      content: [{ type: 'tool_use', id: 'k', name: 'f', input: { a: 1 } }],
+      stop_reason: 'tool_use',
+      stop_sequence: null,
+      usage: {
+        input_tokens: 40,
+        output_tokens: 7,
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: 60,
+      },
+    });
+  });
+
+  test('stream: text then a tool call as blocks, message_delta with the usage that came after the finish', () => {
+    const s = state('anthropic-messages', { stream: true });
+    const chunk = (delta: object, finish: string | null = null) =>
+      `data: ${JSON.stringify({ id: 'c1', model: 'gpt', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    const out = feed(
+      pair.stream(s),
+      chunk({ role: 'assistant', content: '' }) +
+        chunk({ content: 'Hi' }) +
+        chunk({
+          tool_calls: [{ index: 0, id: 'k', type: 'function', function: { name: 'f', arguments: '' } }],
+        }) +
+        chunk({ tool_calls: [{ index: 0, function: { arguments: '{"a":1}' } }] }) +
+        chunk({}, 'tool_calls') +
+        `data: ${JSON.stringify({ id: 'c1', choices: [], usage: { prompt_tokens: 9, completion_tokens: 4 } })}\n\n` +
+        'data: [DONE]\n\n',
+    );
+    const ev = events(out);
+    assert.deepEqual(
+      ev.map(([e]) => e),
+      [
+        'message_start',
+        'content_block_start',
+        'content_block_delta',
+        'content_block_stop',
+        'content_block_start',
+        'content_block_delta',
+        'content_block_stop',
+        'message_delta',
+        'message_stop',
+      ],
+    );
+    const data = ev.map(([, d]) => JSON.parse(String(d)));
+    assert.deepEqual(data[4].content_block, { type: 'tool_use', id: 'k', name: 'f', input: {} });
+    assert.deepEqual(data[5], {
+      type: 'content_block_delta',
+      index: 1,
+      delta: { type: 'input_json_delta', partial_json: '{"a":1}' },
+    });
+    assert.deepEqual(data[7], {
+      type: 'message_delta',
+      delta: { stop_reason: 'tool_use', stop_sequence: null },
+      usage: {
+        input_tokens: 9,
+        output_tokens: 4,
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: 0,
+      },
+    });
+    assert.deepEqual(s.usage, { input: 9, output: 4, cachedInput: 0, reasoning: 0 });
+  });
+
+  test('error: OpenAI’s error object as Anthropic’s envelope', () => {
+    assert.deepEqual(
+      pair.error?.({ error: { message: 'slow down', type: 'requests', code: 'rate_limit_exceeded' } }, 429),
+      {
+        type: 'error',
+        error: { type: 'rate_limit_error', message: 'slow down' },
+      },
+    );
+  });
+});
