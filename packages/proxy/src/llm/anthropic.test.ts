@@ -54,7 +54,8 @@ before(async () => {
   anthropic = await startFakeAnthropic({
     name: 'anthropic',
     apiKey: 'sk-ant-provider',
-    answer: (r) => anthropicAnswer?.(r),
+    // A model that is always overloaded, for failover.
+    answer: (r) => (r.json?.model === 'claude-flaky' ? { error: 529 } : anthropicAnswer?.(r)),
   });
   openai = await startFakeOpenAI({ name: 'openai', apiKey: 'sk-provider', answer: (r) => openaiAnswer?.(r) });
   proxy = await startProxy(`config:
@@ -73,6 +74,15 @@ llm:
   - name: ${GPT}
     provider: openai
     params: {apiKey: sk-provider, baseUrl: "${openai.origin}/v1"}
+  - name: claude-flaky
+    provider: anthropic
+    visibility: internal
+    params: {apiKey: sk-ant-provider, baseUrl: "${anthropic.origin}/v1"}
+  virtualModels:
+  - name: resilient
+    routing:
+      failover:
+        targets: [{model: claude-flaky, priority: 0}, {model: ${GPT}, priority: 1}]
 `);
   claude = new Anthropic({ apiKey: 'sk-ant-client', baseURL: proxy.url(''), maxRetries: 0 });
   gpt = new OpenAI({ apiKey: 'sk-client', baseURL: proxy.url('/v1'), maxRetries: 0 });
@@ -632,4 +642,45 @@ llm:
       return true;
     },
   );
+});
+
+test('failover across formats: the Anthropic provider is overloaded, the OpenAI one answers the Anthropic client', async () => {
+  const before = { anthropic: anthropic.seen.length, openai: openai.seen.length };
+  const m = await claude.messages.create({
+    model: 'resilient',
+    max_tokens: 50,
+    messages: [{ role: 'user', content: 'Hello!' }],
+  });
+  assert.deepEqual(m.content, [{ type: 'text', text: FAKE_REPLY }]);
+  assert.equal(anthropic.seen.length, before.anthropic + 1);
+  assert.equal(openai.seen.length, before.openai + 1);
+  assert.equal(lastSeen(anthropic).url, '/v1/messages');
+  assert.equal(lastSeen(openai).url, '/v1/chat/completions');
+  assert.equal(lastSeen(openai).json?.model, GPT);
+  const log = await lastLog();
+  assert.equal(log['llm.provider'], 'openai');
+  assert.equal(log['llm.inputTokens'], FAKE_USAGE.chat.prompt_tokens);
+});
+
+test('a stream cut mid-way: the Anthropic client sees an error, native or translated', async () => {
+  anthropicAnswer = (r) => (r.json?.stream ? { cutAfter: 3 } : undefined);
+  openaiAnswer = (r) => (r.json?.stream ? { cutAfter: 2 } : undefined);
+  try {
+    for (const model of [CLAUDE, GPT]) {
+      const stream = await claude.messages.create({
+        model,
+        max_tokens: 50,
+        messages: [{ role: 'user', content: 'Hello!' }],
+        stream: true,
+      });
+      let n = 0;
+      await assert.rejects(async () => {
+        for await (const _ of stream) n++;
+      }, `${model}: the stream fails`);
+      assert.ok(n >= 1, `${model}: the events before the cut arrived`);
+    }
+  } finally {
+    anthropicAnswer = undefined;
+    openaiAnswer = undefined;
+  }
 });
