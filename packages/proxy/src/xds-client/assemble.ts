@@ -207,7 +207,8 @@ function namedBackend(b: Backend, resource: string, problems: Assembled['problem
   const out: Json = { name: b.name };
   if (b.target.case === 'host') out.host = hostPort(b.target.value);
   else if (b.target.case === 'dynamic') out.dynamic = {};
-  else problems.push({ resource, path: [], message: 'backend has neither host nor dynamic' });
+  else if (b.target.case === 'ai') out.ai = b.target.value;
+  else problems.push({ resource, path: [], message: 'backend has neither host, dynamic nor ai' });
   if (b.policies) out.policies = b.policies;
   return out;
 }

@@ -319,6 +319,15 @@ export declare type Backend = Message<"gw.resource.v1.Backend"> & {
      */
     value: Dynamic;
     case: "dynamic";
+  } | {
+    /**
+     * An LLM provider, or priority groups of them: the standalone schema's route-level `ai` backend
+     * (one named provider with `provider: {openAI: {...}}`, …, or `groups[].providers[]`).
+     *
+     * @generated from field: google.protobuf.Struct ai = 5;
+     */
+    value: JsonObject;
+    case: "ai";
   } | { case: undefined; value?: undefined };
 
   /**
