@@ -1,8 +1,11 @@
-// GwBackends → the backend each route may use (a host, a unix socket or the dynamic forward proxy),
-// its inline policies in the standalone shape, and its Accepted condition. A backend is usable only
-// when it is valid, of a kind this build serves, and its connection settings can all be honoured.
+// GwBackends → the backend each route may use (a host, a unix socket, the dynamic forward proxy or
+// LLM providers, ai.ts), its inline policies in the standalone shape, and its Accepted condition. A
+// backend is usable only when it is valid, of a kind this build serves, and its connection settings
+// can all be honoured.
 import { validateResource } from '@gw/api/crd/crds';
+import type { GwBackendSpec } from '@gw/api/crd/gwbackend';
 import { formatError } from '@gw/api/crd/validate';
+import { translateAi } from './ai.ts';
 import { bad, ok } from './conditions.ts';
 import { key } from './gateways.ts';
 import { backendPolicy } from './policy/backend.ts';
@@ -45,7 +48,7 @@ export function collectBackends(objects: KubeObject[], lookup: Lookup): Map<stri
       static?: { host?: string; port?: number; unixPath?: string };
       a2a?: { host: string; port: number };
       dynamicForwardProxy?: object;
-      ai?: unknown;
+      ai?: GwBackendSpec['ai'];
       mcp?: unknown;
       aws?: unknown;
       policies?: GwBackendPoliciesSpec;
@@ -54,8 +57,27 @@ export function collectBackends(objects: KubeObject[], lookup: Lookup): Map<stri
     else if (spec.static) info.target = { host: { host: spec.static.host, port: spec.static.port } };
     else if (spec.a2a) info.target = { host: { host: spec.a2a.host, port: spec.a2a.port } };
     else if (spec.dynamicForwardProxy) info.target = { dynamic: {} };
-    else {
-      const kind = spec.ai ? 'ai' : spec.mcp ? 'mcp' : 'aws';
+    else if (spec.ai) {
+      // the connection settings and key of spec.policies go to each provider (ai.ts)
+      const r = translateAi(spec.ai, o.metadata.name, ns, lookup, spec.policies);
+      if (!r.ok) {
+        info.accepted = bad('Accepted', r.reason, r.message, gen);
+        continue;
+      }
+      info.target = { ai: r.ai };
+      info.problems.push(...r.problems);
+      info.usable = true;
+      if (info.problems.length > 0) {
+        info.accepted = ok(
+          'Accepted',
+          'PartiallyAccepted',
+          `accepted without: ${info.problems.join('; ')}`,
+          gen,
+        );
+      }
+      continue;
+    } else {
+      const kind = spec.mcp ? 'mcp' : 'aws';
       info.accepted = bad(
         'Accepted',
         'Unsupported',

@@ -1,0 +1,221 @@
+// A GwBackend's `spec.ai` → the standalone route-level `ai` backend (agentgateway's LocalAIBackend):
+// one named provider, or priority groups of them. Each provider's key comes from its `policies.auth`
+// (inline or a Secret), else from the GwBackend's `spec.policies.auth`.
+import type { AiNamedProvider, BackendPolicies } from '@gw/api';
+import { type GwBackendSpec, PROVIDER_VARIANTS } from '@gw/api/crd/gwbackend';
+import { backendPolicy } from './policy/backend.ts';
+import { defined, isSecretRef, MapContext, quote, readKey, serviceAddress } from './policy/context.ts';
+import type { GwBackendPoliciesSpec } from './policy/spec.ts';
+import { describeProblems } from './problems.ts';
+import type { Lookup } from './types.ts';
+
+type AiSpec = NonNullable<GwBackendSpec['ai']>;
+type ProviderSpec = NonNullable<AiSpec['provider']>;
+type AuthSpec = NonNullable<GwBackendPoliciesSpec['auth']>;
+
+/**
+ * The provider variants the proxy serves (its llm/providers registry; the controller may not import
+ * the proxy). A variant missing here makes the GwBackend Unsupported, naming it.
+ */
+export const AI_PROVIDERS_SERVED: readonly (typeof PROVIDER_VARIANTS)[number][] = [
+  'openai',
+  'azureOpenAI',
+  'anthropic',
+  'gemini',
+  'vertexAI',
+  'bedrock',
+  'mistral',
+  'custom',
+] as const;
+
+/** The CRD's custom formats in agentgateway's names; a format without one is Unsupported. */
+const CUSTOM_FORMATS: Record<string, string | undefined> = {
+  OpenAIChatCompletions: 'completions',
+  OpenAIResponses: 'responses',
+  OpenAIEmbeddings: 'embeddings',
+  AnthropicMessages: 'messages',
+  GeminiGenerateContent: 'generateContent',
+  BedrockConverse: undefined,
+};
+
+/** The Secret key holding a provider's API key when secretRef names none. */
+export const DEFAULT_API_KEY_KEY = 'Authorization';
+
+export type AiResult =
+  | { ok: true; ai: Record<string, unknown>; problems: string[] }
+  /** `reason`: Unsupported (a variant or format this build lacks), InvalidReference (a Secret, a
+   * Service), Invalid (what @gw/api's checks refused). */
+  | { ok: false; reason: 'Unsupported' | 'InvalidReference' | 'Invalid'; message: string };
+
+class Unsupported extends Error {}
+
+export function translateAi(
+  spec: AiSpec,
+  backendName: string,
+  namespace: string,
+  lookup: Lookup,
+  backendPolicies: GwBackendPoliciesSpec | undefined,
+): AiResult {
+  const ctx = new MapContext(namespace, lookup);
+  const problems: string[] = [];
+  const invalid: string[] = [];
+  const fallbackAuth = backendPolicies?.auth;
+  const provider = (p: ProviderSpec, field: string): AiNamedProvider => {
+    const out: Record<string, unknown> = { name: p.name ?? backendName };
+    out.provider = variant(p, field);
+    let tls: BackendPolicies['backendTLS'] | undefined;
+    if (p.azureOpenAI && !p.host && !azureResource(p.azureOpenAI.endpoint)) {
+      // an endpoint that is not <resource>.openai.azure.com: reached by name, over TLS
+      out.hostOverride = `${p.azureOpenAI.endpoint}:443`;
+      tls = {};
+    }
+    if (p.custom?.backendRef) {
+      const r = p.custom.backendRef;
+      const a = serviceAddress(ctx, `${field}.custom.backendRef`, {
+        group: r.group ?? '',
+        kind: r.kind ?? 'Service',
+        name: r.name,
+        port: r.port,
+      });
+      if (!a?.resolved) ctx.failClosed = true;
+      else {
+        out.hostOverride = a.hostPort;
+        if (a.https) tls = {};
+      }
+    }
+    if (p.host !== undefined && p.port !== undefined) out.hostOverride = `${p.host}:${p.port}`;
+    if (p.path !== undefined) out.pathOverride = p.path;
+    if (p.pathPrefix !== undefined) out.pathPrefix = p.pathPrefix;
+    const policies = providerPolicies(p.policies, field);
+    if (tls && !policies.backendTLS) policies.backendTLS = tls;
+    if (Object.keys(policies).length > 0) out.policies = policies;
+    return out as AiNamedProvider;
+  };
+
+  const providerPolicies = (spec: ProviderSpec['policies'], field: string) => {
+    // the GwBackend's own connection settings apply to each provider, the provider's win
+    const { auth: _a, ...shared } = backendPolicies ?? {};
+    const { auth, ai: aiPolicy, ...own } = spec ?? {};
+    const out: BackendPolicies & { backendAuth?: { key: string } } = {};
+    for (const [s, f] of [
+      [shared, 'policies'],
+      [own, `${field}.policies`],
+    ] as const) {
+      if (Object.keys(s).length === 0) continue;
+      const r = backendPolicy(s as GwBackendPoliciesSpec, namespace, lookup, f);
+      if (r.invalid.length > 0) invalid.push(describeProblems(r.invalid));
+      problems.push(...r.problems);
+      if (r.failClosed) ctx.failClosed = true;
+      Object.assign(out, r.policies);
+    }
+    if (aiPolicy) ctx.unsupported(`${field}.policies.ai`);
+    const key = auth
+      ? apiKey(auth, `${field}.policies.auth`)
+      : fallbackAuth
+        ? apiKey(fallbackAuth, 'policies.auth')
+        : undefined;
+    if (key !== undefined) out.backendAuth = { key };
+    return out;
+  };
+
+  const apiKey = (auth: AuthSpec, field: string): string | undefined => {
+    if (auth.key !== undefined) return auth.key;
+    if (auth.secretRef) {
+      const ref = auth.secretRef;
+      if (!isSecretRef(ctx, `${field}.secretRef`, ref)) {
+        ctx.failClosed = true;
+        return undefined;
+      }
+      const v = readKey(ctx, `${field}.secretRef`, 'Secret', ref.name, ref.key ?? DEFAULT_API_KEY_KEY);
+      if (v === undefined || v.trim() === '') {
+        if (v !== undefined) ctx.problem(`${field}.secretRef`, `secret ${quote(ref.name)} key is empty`);
+        // without its key the provider would be sent the client's credentials: not used at all
+        ctx.failClosed = true;
+        return undefined;
+      }
+      return v.trim();
+    }
+    if (auth.passthrough) return undefined;
+    const kind = Object.keys(auth).find((k) => (auth as Record<string, unknown>)[k] !== undefined) ?? 'auth';
+    throw new Unsupported(`${field}.${kind} is not supported for ai backends by this gw build yet`);
+  };
+
+  let ai: Record<string, unknown>;
+  try {
+    if (spec.groups) {
+      ai = {
+        groups: spec.groups.map((g, gi) => ({
+          providers: g.providers.map((p, pi) => provider(p, `ai.groups[${gi}].providers[${pi}]`)),
+        })),
+      };
+    } else ai = provider(spec.provider as ProviderSpec, 'ai.provider') as Record<string, unknown>;
+  } catch (err) {
+    if (err instanceof Unsupported) return { ok: false, reason: 'Unsupported', message: err.message };
+    throw err;
+  }
+  if (invalid.length > 0) return { ok: false, reason: 'Invalid', message: invalid.join('; ') };
+  problems.push(...ctx.problems);
+  if (ctx.failClosed) return { ok: false, reason: 'InvalidReference', message: problems.join('; ') };
+  return { ok: true, ai, problems };
+}
+
+/** `<resource>.openai.azure.com` or `<resource>.services.ai.azure.com` → the resource and its type. */
+function azureResource(endpoint: string): { name: string; type: 'openAI' | 'aiServices' } | undefined {
+  const m = /^([a-z0-9-]+)\.(openai\.azure\.com|services\.ai\.azure\.com)$/i.exec(endpoint);
+  if (!m) return undefined;
+  return { name: m[1] as string, type: m[2]?.toLowerCase() === 'openai.azure.com' ? 'openAI' : 'aiServices' };
+}
+
+/** The provider variant in the standalone shape; throws Unsupported for one this build lacks. */
+function variant(p: ProviderSpec, field: string): Record<string, unknown> {
+  const kind = PROVIDER_VARIANTS.find((k) => p[k as keyof ProviderSpec] !== undefined);
+  if (!kind || !AI_PROVIDERS_SERVED.includes(kind)) {
+    throw new Unsupported(
+      `${field}: the ${kind ?? 'unknown'} provider is not supported by this gw build yet`,
+    );
+  }
+  if (p.openai) return { openAI: defined({ model: p.openai.model }) };
+  if (p.anthropic) return { anthropic: defined({ model: p.anthropic.model }) };
+  if (p.gemini) return { gemini: defined({ model: p.gemini.model }) };
+  if (p.mistral) return { mistral: defined({ model: p.mistral.model }) };
+  if (p.vertexAI) {
+    const v = p.vertexAI;
+    return { vertex: defined({ model: v.model, projectId: v.projectId, region: v.region }) };
+  }
+  if (p.bedrock) {
+    const b = p.bedrock;
+    return {
+      bedrock: defined({
+        model: b.model,
+        region: b.region ?? 'us-east-1',
+        guardrailIdentifier: b.guardrail?.identifier,
+        guardrailVersion: b.guardrail?.version,
+      }),
+    };
+  }
+  if (p.azureOpenAI) {
+    const a = p.azureOpenAI;
+    const r = azureResource(a.endpoint) ?? { name: a.endpoint.split('.')[0] ?? a.endpoint, type: 'openAI' };
+    return {
+      azure: defined({
+        model: a.deploymentName,
+        resourceName: r.name,
+        resourceType: r.type,
+        apiVersion: a.apiVersion,
+      }),
+    };
+  }
+  const c = p.custom as NonNullable<ProviderSpec['custom']>;
+  const formats = c.formats.map((f, i) => {
+    const type = CUSTOM_FORMATS[f];
+    if (!type) {
+      throw new Unsupported(
+        `${field}.custom.formats[${i}]: the ${f} format is not supported by this gw build yet`,
+      );
+    }
+    return { type };
+  });
+  return {
+    custom: defined({ model: c.model, providerOverride: c.providerOverride, formats }),
+  };
+}
