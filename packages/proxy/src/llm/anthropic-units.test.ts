@@ -356,13 +356,15 @@ describe('anthropic-messages__openai-chat', () => {
     });
   });
 
-  test('stream: text then a tool call as blocks, message_delta with the usage that came after the finish', () => {
+  test('stream: text then a tool call as blocks, message_delta with the usage that came after the finish; Azure’s filter chunk skipped', () => {
     const s = state('anthropic-messages', { stream: true });
     const chunk = (delta: object, finish: string | null = null) =>
       `data: ${JSON.stringify({ id: 'c1', model: 'gpt', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
     const out = feed(
       pair.stream(s),
-      chunk({ role: 'assistant', content: '' }) +
+      // Azure's prompt filter results come first, without id or model.
+      `data: ${JSON.stringify({ id: '', model: '', choices: [], prompt_filter_results: [] })}\n\n` +
+        chunk({ role: 'assistant', content: '' }) +
         chunk({ content: 'Hi' }) +
         chunk({
           tool_calls: [{ index: 0, id: 'k', type: 'function', function: { name: 'f', arguments: '' } }],
@@ -388,6 +390,8 @@ describe('anthropic-messages__openai-chat', () => {
       ],
     );
     const data = ev.map(([, d]) => JSON.parse(String(d)));
+    assert.equal(data[0].message.id, 'c1');
+    assert.equal(data[0].message.model, 'gpt');
     assert.deepEqual(data[4].content_block, { type: 'tool_use', id: 'k', name: 'f', input: {} });
     assert.deepEqual(data[5], {
       type: 'content_block_delta',

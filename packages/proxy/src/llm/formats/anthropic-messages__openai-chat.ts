@@ -280,12 +280,14 @@ class EventStream implements StreamConverter {
         'error',
       );
     }
-    let out = '';
-    if (!this.#started) out += this.#start(c);
     const u = obj(c.usage);
     const n = u && normalizeUsage(u);
     if (n) this.#state.record(n);
     const choice = obj(Array.isArray(c.choices) ? c.choices[0] : undefined);
+    // Azure opens with a chunk of prompt filter results only, without id or model: not the start.
+    if (!choice && !this.#started) return '';
+    let out = '';
+    if (!this.#started) out += this.#start(c);
     if (!choice) return out;
     const d = obj(choice.delta);
     const text = str(d?.content);
@@ -338,7 +340,7 @@ class EventStream implements StreamConverter {
           id: c.id,
           type: 'message',
           role: 'assistant',
-          model: c.model ?? this.#state.model,
+          model: str(c.model) || this.#state.model,
           content: [],
           stop_reason: null,
           stop_sequence: null,
