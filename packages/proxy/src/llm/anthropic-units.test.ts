@@ -181,6 +181,7 @@ describe('openai-chat__anthropic-messages', () => {
       /not JSON/,
     );
     bad({ messages: [], tools: [{ type: 'custom', custom: {} }] }, /only function tools/);
+    bad({ messages: [], n: 2 }, /n > 1/);
   });
 
   test('answer: stop reasons map to finish reasons; text and tool calls; usage with cache', () => {

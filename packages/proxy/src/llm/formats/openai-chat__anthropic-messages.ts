@@ -61,6 +61,8 @@ export const openaiChatToAnthropicMessages: FormatPair<'openai-chat', 'anthropic
   client: 'openai-chat',
   provider: 'anthropic-messages',
   request(body, req) {
+    // Anthropic answers with one message: asking for more would silently get fewer.
+    if (typeof body.n === 'number' && body.n > 1) throw bad('n > 1 cannot be served by an Anthropic model');
     const out: JsonObject = {};
     if (req.bodyHasModel) out.model = req.model;
     const { system, messages } = convertMessages(body.messages);
