@@ -28,6 +28,8 @@ export interface CompiledModel {
 
 /** Client credential headers: dropped when the gateway holds the provider's key. */
 const CLIENT_CREDENTIALS = ['authorization', 'x-api-key', 'api-key'];
+/** AWS's binary event stream (Bedrock ConverseStream), converted by its pair like SSE. */
+const EVENT_STREAM = 'application/vnd.amazon.eventstream';
 /** Set by the gateway for each attempt. */
 const REPLACED = ['content-length', 'transfer-encoding', 'host', 'accept-encoding', 'content-encoding'];
 
@@ -168,7 +170,8 @@ async function answer(
   if (!res) return;
   const type = String(res.headers['content-type'] ?? '').toLowerCase();
   const json = type.includes('json');
-  if (res.status >= 400 || (!json && !type.startsWith('text/event-stream'))) {
+  const stream = type.startsWith('text/event-stream') || type.startsWith(EVENT_STREAM);
+  if (res.status >= 400 || (!json && !stream)) {
     if (!json) {
       discard(res.body);
       ctx.response = undefined;
@@ -197,6 +200,8 @@ async function answer(
   if (!json) {
     res.body = convertStream(res.body, pair.stream(state), state);
     delete res.headers['content-length'];
+    // Bedrock's binary event stream reaches the client as SSE.
+    if (type.startsWith(EVENT_STREAM)) res.headers['content-type'] = 'text/event-stream';
     return;
   }
   const parsed = await readJson(res, limit);

@@ -4,11 +4,13 @@ import { anthropicCountTokensToAnthropicCountTokens } from './anthropic-count-to
 import { anthropicMessagesToAnthropicMessages } from './anthropic-messages__anthropic-messages.ts';
 import { anthropicMessagesToOpenaiChat } from './anthropic-messages__openai-chat.ts';
 import { openaiChatToAnthropicMessages } from './openai-chat__anthropic-messages.ts';
+import { openaiChatToBedrockConverse } from './openai-chat__bedrock-converse.ts';
 import { openaiChatToOpenaiChat } from './openai-chat__openai-chat.ts';
 import type { FormatPair, PairKey } from './types.ts';
 
 export const FORMAT_PAIRS: Partial<Record<PairKey, FormatPair>> = {
   'openai-chat__openai-chat': openaiChatToOpenaiChat,
+  'openai-chat__bedrock-converse': openaiChatToBedrockConverse,
   'openai-chat__anthropic-messages': openaiChatToAnthropicMessages,
   'anthropic-messages__anthropic-messages': anthropicMessagesToAnthropicMessages,
   'anthropic-messages__openai-chat': anthropicMessagesToOpenaiChat,

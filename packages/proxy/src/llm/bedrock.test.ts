@@ -1,0 +1,403 @@
+// Amazon Bedrock behind the gateway: the official `openai` client → gw → a fake Bedrock runtime that
+// verifies each request's SigV4 signature and answers in Converse's JSON and ConverseStream's binary
+// event stream (@gw/testkit). The official `@aws-sdk/client-bedrock-runtime` is pointed at the same
+// fake directly, which shows the fake's signature check, JSON and event-stream framing are what AWS's
+// own client sends and expects.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import {
+  BedrockRuntimeClient,
+  ConverseCommand,
+  ConverseStreamCommand,
+} from '@aws-sdk/client-bedrock-runtime';
+import {
+  FAKE_BEDROCK_REPLY,
+  FAKE_BEDROCK_USAGE,
+  type FakeBedrock,
+  type FakeBedrockAnswer,
+  type FakeBedrockRequest,
+  startFakeBedrock,
+} from '@gw/testkit/llm/bedrock';
+import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import OpenAI from 'openai';
+import { openaiChatToBedrockConverse } from './formats/openai-chat__bedrock-converse.ts';
+import { bedrockProvider } from './providers/bedrock/index.ts';
+import type { ProviderRequest } from './providers/types.ts';
+import { LlmRequestState } from './state.ts';
+
+const CREDS = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' };
+const MODEL = 'anthropic.claude-3-5-haiku-20241022-v1:0';
+const messages = [{ role: 'user' as const, content: 'Hello!' }];
+const tools = [
+  {
+    type: 'function' as const,
+    function: {
+      name: 'get_current_weather',
+      description: 'Get the current weather in a given location',
+      parameters: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'] },
+    },
+  },
+];
+
+let fake: FakeBedrock;
+let proxy: TestProxy;
+let client: OpenAI;
+let answer: ((r: FakeBedrockRequest) => FakeBedrockAnswer | undefined) | undefined;
+const saved = { ...process.env };
+const last = () => fake.seen[fake.seen.length - 1] as FakeBedrockRequest;
+
+before(async () => {
+  // The gateway's signer reads these (the SDK's default chain would too).
+  process.env.AWS_ACCESS_KEY_ID = CREDS.accessKeyId;
+  process.env.AWS_SECRET_ACCESS_KEY = CREDS.secretAccessKey;
+  delete process.env.AWS_SESSION_TOKEN;
+  fake = await startFakeBedrock({ ...CREDS, region: 'eu-west-3', answer: (r) => answer?.(r) });
+  proxy = await startProxy(`config:
+  adminAddr: "off"
+llm:
+  port: 0
+  models:
+  - name: claude
+    provider: bedrock
+    params: {model: "${MODEL}", awsRegion: eu-west-3, hostOverride: "127.0.0.1:${fake.port}"}
+`);
+  client = new OpenAI({ apiKey: 'sk-client', baseURL: proxy.url('/v1'), maxRetries: 0 });
+});
+
+after(async () => {
+  await proxy.close();
+  await fake.close();
+  process.env = saved;
+});
+
+describe('openai client → gw → Bedrock Converse', () => {
+  test('a chat completion: SigV4-signed Converse at /model/<id>/converse, usage counted', async () => {
+    const r = await client.chat.completions.create({
+      model: 'claude',
+      messages: [{ role: 'system', content: 'Be brief.' }, ...messages],
+      max_tokens: 100,
+      temperature: 0.2,
+      stop: ['END'],
+    });
+    assert.equal(r.object, 'chat.completion');
+    assert.equal(r.choices[0]?.message.content, FAKE_BEDROCK_REPLY);
+    assert.equal(r.choices[0]?.finish_reason, 'stop');
+    assert.deepEqual(
+      { prompt: r.usage?.prompt_tokens, completion: r.usage?.completion_tokens },
+      {
+        prompt: FAKE_BEDROCK_USAGE.converse.inputTokens,
+        completion: FAKE_BEDROCK_USAGE.converse.outputTokens,
+      },
+    );
+    const seen = last();
+    assert.equal(seen.url, `/model/${encodeURIComponent(MODEL)}/converse`);
+    assert.deepEqual(seen.sigv4 && { region: seen.sigv4.region, service: seen.sigv4.service }, {
+      region: 'eu-west-3',
+      service: 'bedrock',
+    });
+    assert.ok(seen.sigv4?.signedHeaders.includes('host'));
+    assert.deepEqual(seen.json, {
+      messages: [{ role: 'user', content: [{ text: 'Hello!' }] }],
+      system: [{ text: 'Be brief.' }],
+      inferenceConfig: { maxTokens: 100, temperature: 0.2, stopSequences: ['END'] },
+    });
+    assert.equal(seen.headers['x-api-key'], undefined);
+    await new Promise((done) => setTimeout(done, 20));
+    const log = proxy.accessLog[proxy.accessLog.length - 1];
+    assert.equal(log?.['llm.provider'], 'bedrock');
+    assert.equal(log?.['llm.inputTokens'], FAKE_BEDROCK_USAGE.converse.inputTokens);
+    assert.equal(log?.['llm.outputTokens'], FAKE_BEDROCK_USAGE.converse.outputTokens);
+  });
+
+  test('tools: toolConfig out, toolUse back as tool_calls; cache reads count as cached input', async () => {
+    const r = await client.chat.completions.create({
+      model: 'claude',
+      messages,
+      tools,
+      tool_choice: 'required',
+    });
+    const call = r.choices[0]?.message.tool_calls?.[0];
+    assert.equal(r.choices[0]?.finish_reason, 'tool_calls');
+    assert.equal(call?.type === 'function' && call.function.name, 'get_current_weather');
+    assert.deepEqual(call?.type === 'function' && JSON.parse(call.function.arguments), {
+      location: 'Boston, MA',
+      unit: 'celsius',
+    });
+    const u = FAKE_BEDROCK_USAGE.tools;
+    assert.equal(r.usage?.prompt_tokens, u.inputTokens + u.cacheReadInputTokens);
+    assert.equal(r.usage?.prompt_tokens_details?.cached_tokens, u.cacheReadInputTokens);
+    assert.deepEqual(last().json?.toolConfig, {
+      tools: [
+        {
+          toolSpec: {
+            name: 'get_current_weather',
+            description: 'Get the current weather in a given location',
+            inputSchema: { json: tools[0]?.function.parameters },
+          },
+        },
+      ],
+      toolChoice: { any: {} },
+    });
+
+    // The tool's result goes back as a toolResult block in a user turn.
+    const r2 = await client.chat.completions.create({
+      model: 'claude',
+      tools,
+      messages: [
+        ...messages,
+        { role: 'assistant', content: null, tool_calls: [call as OpenAI.ChatCompletionMessageToolCall] },
+        { role: 'tool', tool_call_id: call?.id ?? '', content: '22°C, sunny' },
+      ],
+    });
+    assert.equal(r2.choices[0]?.message.content, FAKE_BEDROCK_REPLY);
+    assert.deepEqual(last().json?.messages, [
+      { role: 'user', content: [{ text: 'Hello!' }] },
+      {
+        role: 'assistant',
+        content: [
+          {
+            toolUse: {
+              toolUseId: call?.id,
+              name: 'get_current_weather',
+              input: { location: 'Boston, MA', unit: 'celsius' },
+            },
+          },
+        ],
+      },
+      {
+        role: 'user',
+        content: [{ toolResult: { toolUseId: call?.id, content: [{ text: '22°C, sunny' }] } }],
+      },
+    ]);
+  });
+
+  test('streamed: the binary event stream becomes chat.completion.chunk SSE, usage when asked', async () => {
+    const stream = await client.chat.completions.create({
+      model: 'claude',
+      messages,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = '';
+    let finish: string | null | undefined;
+    let usage: OpenAI.CompletionUsage | undefined;
+    for await (const c of stream) {
+      text += c.choices[0]?.delta.content ?? '';
+      finish = c.choices[0]?.finish_reason ?? finish;
+      if (c.usage) usage = c.usage;
+    }
+    assert.equal(text, FAKE_BEDROCK_REPLY);
+    assert.equal(finish, 'stop');
+    assert.equal(usage?.prompt_tokens, FAKE_BEDROCK_USAGE.stream.inputTokens);
+    assert.equal(usage?.completion_tokens, FAKE_BEDROCK_USAGE.stream.outputTokens);
+    assert.equal(last().url, `/model/${encodeURIComponent(MODEL)}/converse-stream`);
+    await new Promise((done) => setTimeout(done, 20));
+    const log = proxy.accessLog[proxy.accessLog.length - 1];
+    assert.equal(log?.['llm.outputTokens'], FAKE_BEDROCK_USAGE.stream.outputTokens);
+  });
+
+  test('streamed tool call: arguments arrive in pieces; no usage chunk unless asked, still counted', async () => {
+    const res = await fetch(proxy.url('/v1/chat/completions'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'claude', messages, tools, stream: true }),
+    });
+    assert.equal(res.headers.get('content-type'), 'text/event-stream');
+    const raw = await res.text();
+    assert.ok(raw.endsWith('data: [DONE]\n\n'));
+    assert.ok(!raw.includes('"usage"'));
+    const chunks = raw
+      .split('\n\n')
+      .filter((e) => e.startsWith('data: {'))
+      .map((e) => JSON.parse(e.slice(6)) as OpenAI.ChatCompletionChunk);
+    const calls = chunks.flatMap((c) => c.choices[0]?.delta.tool_calls ?? []);
+    assert.equal(calls[0]?.function?.name, 'get_current_weather');
+    assert.equal(calls.map((c) => c.function?.arguments ?? '').join(''), '{"location": "Boston, MA"}');
+    assert.equal(chunks[chunks.length - 1]?.choices[0]?.finish_reason, 'tool_calls');
+    await new Promise((done) => setTimeout(done, 20));
+    const log = proxy.accessLog[proxy.accessLog.length - 1];
+    assert.equal(log?.['llm.inputTokens'], FAKE_BEDROCK_USAGE.toolsStream.inputTokens);
+  });
+
+  test("Bedrock's errors reach the client in OpenAI's shape, status kept", async () => {
+    answer = () => ({ error: 429 });
+    try {
+      await assert.rejects(client.chat.completions.create({ model: 'claude', messages }), (err: unknown) => {
+        assert.ok(err instanceof OpenAI.RateLimitError);
+        assert.match(err.message, /Too many requests/);
+        return true;
+      });
+    } finally {
+      answer = undefined;
+    }
+  });
+
+  test('an exception frame mid-stream is an error event for the client, and no [DONE]', async () => {
+    answer = () => ({ streamExceptionAfter: 2 });
+    try {
+      const stream = await client.chat.completions.create({ model: 'claude', messages, stream: true });
+      let text = '';
+      await assert.rejects(
+        (async () => {
+          for await (const c of stream) text += c.choices[0]?.delta.content ?? '';
+        })(),
+        /Too many tokens/,
+      );
+      assert.equal(text, 'Hello!');
+    } finally {
+      answer = undefined;
+    }
+  });
+
+  test('wrong credentials: the fake refuses the signature, the client hears 403', async () => {
+    process.env.AWS_SECRET_ACCESS_KEY = 'not-the-secret';
+    try {
+      await assert.rejects(client.chat.completions.create({ model: 'claude', messages }), (err: unknown) => {
+        assert.ok(err instanceof OpenAI.PermissionDeniedError);
+        assert.match(err.message, /signature we calculated does not match/);
+        return true;
+      });
+    } finally {
+      process.env.AWS_SECRET_ACCESS_KEY = CREDS.secretAccessKey;
+    }
+  });
+});
+
+describe('the Bedrock provider', () => {
+  test('a guardrail goes into the body before signing; an apiKey is a bearer instead of SigV4', async () => {
+    const p = {
+      kind: 'bedrock' as const,
+      name: 'bedrock',
+      settings: { region: 'us-east-1', guardrail: { identifier: 'gr-123', version: 'DRAFT' } },
+    };
+    assert.deepEqual(bedrockProvider.endpoint(p), {
+      host: 'bedrock-runtime.us-east-1.amazonaws.com',
+      port: 443,
+      tls: true,
+    });
+    const req: ProviderRequest = {
+      method: 'POST',
+      path: '/model/m/converse-stream',
+      headers: { host: 'bedrock-runtime.us-east-1.amazonaws.com', 'content-type': 'application/json' },
+      body: Buffer.from('{"messages":[]}'),
+    };
+    await bedrockProvider.authorize(p, req, undefined);
+    assert.deepEqual(JSON.parse(req.body.toString()).guardrailConfig, {
+      guardrailIdentifier: 'gr-123',
+      guardrailVersion: 'DRAFT',
+      streamProcessingMode: 'async',
+    });
+    assert.match(
+      String(req.headers.authorization),
+      /^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/us-east-1\/bedrock\/aws4_request, SignedHeaders=content-length;content-type;host;x-amz-content-sha256;x-amz-date, Signature=[0-9a-f]{64}$/,
+    );
+    const keyed: ProviderRequest = { ...req, headers: { host: 'h', authorization: 'Bearer client' } };
+    await bedrockProvider.authorize({ ...p, settings: { region: 'us-east-1' } }, keyed, 'bedrock-api-key');
+    assert.equal(keyed.headers.authorization, 'Bearer bedrock-api-key');
+  });
+
+  test('images inline; a remote image URL is a 400', () => {
+    const state = new LlmRequestState('openai-chat', {}, 'm', false);
+    const body = openaiChatToBedrockConverse.request(
+      {
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'What is this?' },
+              { type: 'image_url', image_url: { url: 'data:image/jpeg;base64,AAAA' } },
+            ],
+          },
+        ],
+      },
+      { model: 'm', stream: false, bodyHasModel: false },
+      state,
+    );
+    assert.deepEqual(body.messages, [
+      {
+        role: 'user',
+        content: [{ text: 'What is this?' }, { image: { format: 'jpeg', source: { bytes: 'AAAA' } } }],
+      },
+    ]);
+    assert.throws(
+      () =>
+        openaiChatToBedrockConverse.request(
+          {
+            messages: [
+              { role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x/y.png' } }] },
+            ],
+          },
+          { model: 'm', stream: false, bodyHasModel: false },
+          state,
+        ),
+      /inline only/,
+    );
+  });
+});
+
+describe('the fake Bedrock against the official AWS SDK', () => {
+  const sdk = () =>
+    new BedrockRuntimeClient({
+      region: 'eu-west-3',
+      endpoint: fake.origin,
+      credentials: CREDS,
+      maxAttempts: 1,
+    });
+
+  test('ConverseCommand: the SDK signs, the fake verifies, the SDK parses the answer', async () => {
+    const out = await sdk().send(
+      new ConverseCommand({ modelId: MODEL, messages: [{ role: 'user', content: [{ text: 'Hello!' }] }] }),
+    );
+    assert.equal(out.output?.message?.content?.[0]?.text, FAKE_BEDROCK_REPLY);
+    assert.equal(out.stopReason, 'end_turn');
+    assert.equal(out.usage?.inputTokens, FAKE_BEDROCK_USAGE.converse.inputTokens);
+    assert.equal(last().url, `/model/${encodeURIComponent(MODEL)}/converse`);
+    assert.equal(last().sigv4?.service, 'bedrock');
+  });
+
+  test('ConverseStreamCommand: the SDK decodes the fake event stream, frame for frame', async () => {
+    const out = await sdk().send(
+      new ConverseStreamCommand({
+        modelId: MODEL,
+        messages: [{ role: 'user', content: [{ text: 'Hello!' }] }],
+        toolConfig: { tools: [{ toolSpec: { name: 'get_current_weather', inputSchema: { json: {} } } }] },
+      }),
+    );
+    const kinds: string[] = [];
+    let args = '';
+    let usage: { inputTokens?: number | undefined } | undefined;
+    for await (const e of out.stream ?? []) {
+      kinds.push(
+        Object.keys(e).find((k) => (e as unknown as Record<string, unknown>)[k] !== undefined) ?? '?',
+      );
+      args += e.contentBlockDelta?.delta?.toolUse?.input ?? '';
+      if (e.metadata) usage = e.metadata.usage;
+    }
+    assert.deepEqual(kinds, [
+      'messageStart',
+      'contentBlockStart',
+      'contentBlockDelta',
+      'contentBlockDelta',
+      'contentBlockStop',
+      'messageStop',
+      'metadata',
+    ]);
+    assert.equal(args, '{"location": "Boston, MA"}');
+    assert.equal(usage?.inputTokens, FAKE_BEDROCK_USAGE.toolsStream.inputTokens);
+  });
+
+  test('a bad signature from the SDK is refused as AWS would (InvalidSignatureException)', async () => {
+    const bad = new BedrockRuntimeClient({
+      region: 'eu-west-3',
+      endpoint: fake.origin,
+      credentials: { ...CREDS, secretAccessKey: 'wrong' },
+      maxAttempts: 1,
+    });
+    await assert.rejects(
+      bad.send(
+        new ConverseCommand({ modelId: MODEL, messages: [{ role: 'user', content: [{ text: 'x' }] }] }),
+      ),
+      (err: Error) => err.name === 'InvalidSignatureException',
+    );
+  });
+});
