@@ -123,6 +123,7 @@ describe('openai-chat__anthropic-messages', () => {
         max_completion_tokens: 77,
         temperature: 0.2,
         stop: ['x', 'y'],
+        tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
         tool_choice: 'required',
         parallel_tool_calls: false,
         user: 'u1',
@@ -159,6 +160,7 @@ describe('openai-chat__anthropic-messages', () => {
       stop_sequences: ['x', 'y'],
       temperature: 0.2,
       stream: true,
+      tools: [{ name: 'f', input_schema: { type: 'object' } }],
       tool_choice: { type: 'any', disable_parallel_tool_use: true },
       metadata: { user_id: 'u1' },
     });

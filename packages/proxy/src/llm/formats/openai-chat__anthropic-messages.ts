@@ -74,9 +74,12 @@ export const openaiChatToAnthropicMessages: FormatPair<'openai-chat', 'anthropic
     else if (Array.isArray(body.stop)) out.stop_sequences = body.stop;
     for (const k of ['temperature', 'top_p'] as const) if (typeof body[k] === 'number') out[k] = body[k];
     if (req.stream) out.stream = true;
-    if (Array.isArray(body.tools)) out.tools = body.tools.map(convertTool);
-    const choice = convertToolChoice(body.tool_choice, body.parallel_tool_calls);
-    if (choice) out.tool_choice = choice;
+    // Anthropic refuses a tool_choice without tools.
+    if (Array.isArray(body.tools) && body.tools.length > 0) {
+      out.tools = body.tools.map(convertTool);
+      const choice = convertToolChoice(body.tool_choice, body.parallel_tool_calls);
+      if (choice) out.tool_choice = choice;
+    }
     if (typeof body.user === 'string') out.metadata = { user_id: body.user };
     return out;
   },
