@@ -49,6 +49,8 @@ let claude: Anthropic;
 let gpt: OpenAI;
 let anthropicAnswer: ((r: FakeLlmRequest) => FakeAnthropicAnswer | undefined) | undefined;
 let openaiAnswer: ((r: FakeLlmRequest) => FakeAnswer | undefined) | undefined;
+let beforeLast: (() => Promise<void>) | undefined;
+const waitBeforeLast = () => beforeLast?.() ?? Promise.resolve();
 
 before(async () => {
   anthropic = await startFakeAnthropic({
@@ -56,8 +58,14 @@ before(async () => {
     apiKey: 'sk-ant-provider',
     // A model that is always overloaded, for failover.
     answer: (r) => (r.json?.model === 'claude-flaky' ? { error: 529 } : anthropicAnswer?.(r)),
+    beforeLastEvent: waitBeforeLast,
   });
-  openai = await startFakeOpenAI({ name: 'openai', apiKey: 'sk-provider', answer: (r) => openaiAnswer?.(r) });
+  openai = await startFakeOpenAI({
+    name: 'openai',
+    apiKey: 'sk-provider',
+    answer: (r) => openaiAnswer?.(r),
+    beforeLastEvent: waitBeforeLast,
+  });
   proxy = await startProxy(`config:
   adminAddr: "off"
 frontendPolicies:
@@ -682,5 +690,53 @@ test('a stream cut mid-way: the Anthropic client sees an error, native or transl
   } finally {
     anthropicAnswer = undefined;
     openaiAnswer = undefined;
+  }
+});
+
+test('translated streams are not held back: the first event reaches the client before the provider sends its last', async () => {
+  const cases: [string, { lastEventAt: number | undefined }, () => Promise<AsyncIterable<unknown>>][] = [
+    [
+      'openai client → anthropic',
+      anthropic,
+      () =>
+        gpt.chat.completions.create({
+          model: CLAUDE,
+          messages: [{ role: 'user', content: 'Hi' }],
+          stream: true,
+        }),
+    ],
+    [
+      'anthropic client → openai',
+      openai,
+      () =>
+        claude.messages.create({
+          model: GPT,
+          max_tokens: 50,
+          messages: [{ role: 'user', content: 'Hi' }],
+          stream: true,
+        }),
+    ],
+  ];
+  for (const [name, fake, start] of cases) {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    beforeLast = () => gate;
+    const watchdog = setTimeout(() => release(), 5_000);
+    try {
+      let firstAt: number | undefined;
+      for await (const _ of await start()) {
+        if (firstAt === undefined) {
+          firstAt = performance.now();
+          release();
+        }
+      }
+      assert.ok(firstAt !== undefined && fake.lastEventAt !== undefined);
+      assert.ok(firstAt < fake.lastEventAt, `${name}: the first event came before the provider's last`);
+    } finally {
+      clearTimeout(watchdog);
+      beforeLast = undefined;
+    }
   }
 });

@@ -34,6 +34,8 @@ export interface FakeAnthropicOptions {
   apiKey?: string;
   /** Per-request choice of an answer other than the normal one. */
   answer?: (req: FakeLlmRequest) => FakeAnthropicAnswer | undefined;
+  /** A stream waits for this before it sends its last event (to show the gateway does not wait). */
+  beforeLastEvent?: () => Promise<void>;
 }
 
 export interface FakeAnthropic {
@@ -42,6 +44,8 @@ export interface FakeAnthropic {
   name: string;
   /** Requests received, oldest first. */
   seen: FakeLlmRequest[];
+  /** performance.now() when the last event of the latest stream was written. */
+  lastEventAt: number | undefined;
   close(): Promise<void>;
 }
 
@@ -68,6 +72,7 @@ export const FAKE_ANTHROPIC_TOOL = { name: 'get_weather', input: { location: 'Sa
 export async function startFakeAnthropic(opts: FakeAnthropicOptions = {}): Promise<FakeAnthropic> {
   const name = opts.name ?? 'fake-anthropic';
   const seen: FakeLlmRequest[] = [];
+  const state: { lastEventAt: number | undefined } = { lastEventAt: undefined };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -86,7 +91,7 @@ export async function startFakeAnthropic(opts: FakeAnthropicOptions = {}): Promi
         body,
       };
       seen.push(r);
-      serve(r, req, res, opts, name).catch(() => res.destroy());
+      serve(r, req, res, opts, name, state).catch(() => res.destroy());
     });
   });
   server.keepAliveTimeout = 30_000;
@@ -97,6 +102,9 @@ export async function startFakeAnthropic(opts: FakeAnthropicOptions = {}): Promi
     origin: `http://127.0.0.1:${port}`,
     name,
     seen,
+    get lastEventAt() {
+      return state.lastEventAt;
+    },
     close: () =>
       new Promise<void>((done) => {
         server.closeAllConnections();
@@ -132,6 +140,7 @@ async function serve(
   res: ServerResponse,
   opts: FakeAnthropicOptions,
   name: string,
+  state: { lastEventAt: number | undefined },
 ): Promise<void> {
   const path = r.url.split('?', 1)[0] ?? '';
   if (opts.apiKey !== undefined && req.headers['x-api-key'] !== opts.apiKey) {
@@ -201,9 +210,11 @@ async function serve(
       res.socket?.destroy();
       return;
     }
-    if (i > 0 && opts.chunkDelayMs) await new Promise((d) => setTimeout(d, opts.chunkDelayMs));
+    if (i === events.length - 1 && opts.beforeLastEvent) await opts.beforeLastEvent();
+    else if (i > 0 && opts.chunkDelayMs) await new Promise((d) => setTimeout(d, opts.chunkDelayMs));
     if (res.destroyed) return;
     res.write(events[i]);
+    if (i === events.length - 1) state.lastEventAt = performance.now();
   }
   res.end();
 }
