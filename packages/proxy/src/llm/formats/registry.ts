@@ -5,12 +5,14 @@ import { anthropicMessagesToAnthropicMessages } from './anthropic-messages__anth
 import { anthropicMessagesToOpenaiChat } from './anthropic-messages__openai-chat.ts';
 import { openaiChatToAnthropicMessages } from './openai-chat__anthropic-messages.ts';
 import { openaiChatToBedrockConverse } from './openai-chat__bedrock-converse.ts';
+import { openaiChatToGeminiGenerateContent } from './openai-chat__gemini-generate-content.ts';
 import { openaiChatToOpenaiChat } from './openai-chat__openai-chat.ts';
 import type { FormatPair, PairKey } from './types.ts';
 
 export const FORMAT_PAIRS: Partial<Record<PairKey, FormatPair>> = {
   'openai-chat__openai-chat': openaiChatToOpenaiChat,
   'openai-chat__bedrock-converse': openaiChatToBedrockConverse,
+  'openai-chat__gemini-generate-content': openaiChatToGeminiGenerateContent,
   'openai-chat__anthropic-messages': openaiChatToAnthropicMessages,
   'anthropic-messages__anthropic-messages': anthropicMessagesToAnthropicMessages,
   'anthropic-messages__openai-chat': anthropicMessagesToOpenaiChat,

@@ -1,0 +1,181 @@
+// A fake Gemini on loopback, for the Gemini API and Vertex AI alike: generateContent (JSON) and
+// streamGenerateContent?alt=sse (SSE, CRLF-delimited as Google sends it) at
+// /v1beta/models/<model>:… (key in `x-goog-api-key`) and at
+// /v1/projects/<project>/locations/<region>/publishers/google/models/<model>:… (a bearer access
+// token), answers from ./fixtures/gemini, Google's error JSON. Records what it was sent.
+import { readFileSync } from 'node:fs';
+import http, { type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'gemini');
+const fixture = (name: string) => readFileSync(join(FIXTURES, name), 'utf8');
+
+type Json = Record<string, unknown>;
+
+export interface FakeGeminiRequest {
+  method: string;
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+  json: Json | undefined;
+  /** `gemini` (/v1beta/models/…) or `vertex` (/v1/projects/…); the model named in the path. */
+  api?: 'gemini' | 'vertex';
+  model?: string;
+}
+
+export interface FakeGeminiOptions {
+  /** Required in `x-goog-api-key` on Gemini API paths. */
+  apiKey?: string;
+  /** Required as `Authorization: Bearer <token>` on Vertex paths. */
+  accessToken?: string;
+  chunkDelayMs?: number;
+  answer?: (req: FakeGeminiRequest) => { error: 400 | 429 } | undefined;
+}
+
+export interface FakeGemini {
+  port: number;
+  origin: string;
+  seen: FakeGeminiRequest[];
+  close(): Promise<void>;
+}
+
+export const FAKE_GEMINI_REPLY = 'Hello! How can I help you today?';
+/** The fixtures' usageMetadata, for assertions. */
+export const FAKE_GEMINI_USAGE = {
+  generate: { promptTokenCount: 8, candidatesTokenCount: 9, thoughtsTokenCount: 18 },
+  tools: {
+    promptTokenCount: 1100,
+    candidatesTokenCount: 17,
+    thoughtsTokenCount: 70,
+    cachedContentTokenCount: 1024,
+  },
+  stream: { promptTokenCount: 6, candidatesTokenCount: 9, thoughtsTokenCount: 12 },
+} as const;
+
+const PATH =
+  /^(?:\/v1beta\/models\/([^/:]+)|\/v1\/projects\/[^/]+\/locations\/[^/]+\/publishers\/google\/models\/([^/:]+)):(generateContent|streamGenerateContent)$/;
+
+export async function startFakeGemini(opts: FakeGeminiOptions = {}): Promise<FakeGemini> {
+  const seen: FakeGeminiRequest[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      let json: Json | undefined;
+      try {
+        json = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json;
+      } catch {}
+      const r: FakeGeminiRequest = {
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        json,
+      };
+      seen.push(r);
+      serve(r, res, opts).catch(() => res.destroy());
+    });
+  });
+  server.keepAliveTimeout = 30_000;
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    origin: `http://127.0.0.1:${port}`,
+    seen,
+    close: () =>
+      new Promise<void>((done) => {
+        server.closeAllConnections();
+        server.close(() => done());
+      }),
+  };
+}
+
+function send(res: ServerResponse, status: number, body: string): void {
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=UTF-8',
+    'content-length': Buffer.byteLength(body),
+  });
+  res.end(body);
+}
+
+function googleError(code: number, status: string, message: string): string {
+  return JSON.stringify({ error: { code, message, status } });
+}
+
+async function serve(r: FakeGeminiRequest, res: ServerResponse, opts: FakeGeminiOptions): Promise<void> {
+  const [path, query = ''] = r.url.split('?', 2) as [string, string?];
+  const m = PATH.exec(decodeURIComponent(path));
+  if (r.method !== 'POST' || !m) {
+    send(res, 404, googleError(404, 'NOT_FOUND', `no method at ${path}`));
+    return;
+  }
+  r.api = m[1] !== undefined ? 'gemini' : 'vertex';
+  const model = m[1] ?? m[2];
+  if (model !== undefined) r.model = model;
+  if (r.api === 'gemini' && opts.apiKey !== undefined && r.headers['x-goog-api-key'] !== opts.apiKey) {
+    send(res, 400, fixture('error-api-key.json'));
+    return;
+  }
+  if (
+    r.api === 'vertex' &&
+    opts.accessToken !== undefined &&
+    r.headers.authorization !== `Bearer ${opts.accessToken}`
+  ) {
+    send(
+      res,
+      401,
+      googleError(
+        401,
+        'UNAUTHENTICATED',
+        'Request had invalid authentication credentials. Expected OAuth 2 access token.',
+      ),
+    );
+    return;
+  }
+  const special = opts.answer?.(r);
+  if (special) {
+    send(
+      res,
+      special.error,
+      fixture(special.error === 429 ? 'error-resource-exhausted.json' : 'error-invalid-argument.json'),
+    );
+    return;
+  }
+  if (!r.json || !Array.isArray(r.json.contents) || r.json.contents.length === 0) {
+    send(res, 400, fixture('error-invalid-argument.json'));
+    return;
+  }
+  const tools = wantsFunctionCall(r.json);
+  if (m[3] === 'generateContent') {
+    send(
+      res,
+      200,
+      JSON.stringify(JSON.parse(fixture(tools ? 'generate-content-tools.json' : 'generate-content.json'))),
+    );
+    return;
+  }
+  if (!new URLSearchParams(query).has('alt', 'sse')) {
+    // Without alt=sse Google streams a JSON array; the gateway always asks for SSE.
+    send(res, 400, googleError(400, 'INVALID_ARGUMENT', 'this fake streams SSE only (alt=sse)'));
+    return;
+  }
+  const events = JSON.parse(
+    fixture(tools ? 'stream-generate-content-tools.json' : 'stream-generate-content.json'),
+  ) as Json[];
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  for (const e of events) {
+    res.write(`data: ${JSON.stringify(e)}\r\n\r\n`);
+    await new Promise<void>((done) =>
+      opts.chunkDelayMs ? setTimeout(done, opts.chunkDelayMs) : setImmediate(done),
+    );
+  }
+  res.end();
+}
+
+/** Functions declared and no functionResponse yet: the fixtures' answer is a function call. */
+function wantsFunctionCall(body: Json): boolean {
+  if (!Array.isArray(body.tools)) return false;
+  const contents = body.contents as { parts?: Json[] }[];
+  return !contents.some((c) => c.parts?.some((p) => p.functionResponse !== undefined));
+}
