@@ -3,14 +3,24 @@
 // by a service-account token the API server issued and TokenReview checks), `kubectl apply` creates
 // Gateway, HTTPRoute, GwBackend and GwPolicy as a user would, real HTTP goes through the proxy, status
 // is read back with kubectl, and a policy change reaches traffic (the apply-to-effect time is printed).
-// The API server rejects loopback endpoints, so the upstream is a static GwBackend on 127.0.0.1.
+// The API server rejects loopback endpoints, so the upstream is a static GwBackend on 127.0.0.1 (and
+// the fake OpenAI provider behind an `ai` GwBackend is its host/port override).
 // e2e/controller.kind.test.ts runs the same steps on a kind cluster (shared parts: support/controller-e2e.ts).
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { type KubeHarness, startKube, startUpstream, type TestServer } from '@gw/testkit';
+import {
+  FAKE_REPLY,
+  type FakeOpenAI,
+  type KubeHarness,
+  startFakeOpenAI,
+  startKube,
+  startUpstream,
+  type TestServer,
+} from '@gw/testkit';
+import OpenAI from 'openai';
 import {
   expectConfigRejected,
   expectGatewayAndRouteStatus,
@@ -30,6 +40,7 @@ const CONTROLLER_BIN = resolve(import.meta.dirname, '../bin/gw-controller');
 
 let kube: KubeHarness;
 let upstream: TestServer;
+let provider: FakeOpenAI;
 let controller: ChildProcess;
 const controllerLog: string[] = [];
 let xdsPort: number;
@@ -79,9 +90,10 @@ spec:
 ---${routeYaml('default', '{ group: gw.dev, kind: GwBackend, name: echo }')}`;
 
 before(async () => {
-  [kube, upstream, xdsPort, healthPort, proxyPort] = await Promise.all([
+  [kube, upstream, provider, xdsPort, healthPort, proxyPort] = await Promise.all([
     startKube(),
     startUpstream('echo'),
+    startFakeOpenAI({ name: 'openai', apiKey: 'sk-from-secret' }),
     freePort(),
     freePort(),
     freePort(),
@@ -116,6 +128,7 @@ after(async () => {
     await exited;
   }
   await upstream?.close();
+  await provider?.close();
   await kube?.stop();
 });
 
@@ -160,6 +173,59 @@ describe('controller + proxy on the real API server', () => {
     const r = await get('/');
     assert.equal(r.status, 200);
     await rejected.restore();
+  });
+
+  test('an ai GwBackend with its key in a Secret: a chat completion with the openai client, status Accepted', async () => {
+    await kubectl(
+      ['apply', '--server-side', '-f', '-'],
+      `apiVersion: v1
+kind: Secret
+metadata: { name: openai-key, namespace: default }
+stringData: { Authorization: sk-from-secret }
+---
+apiVersion: gw.dev/v1alpha1
+kind: GwBackend
+metadata: { name: llm, namespace: default }
+spec:
+  ai:
+    provider:
+      openai: { model: gpt-4o-mini }
+      host: 127.0.0.1
+      port: ${provider.port}
+      policies:
+        auth: { secretRef: { name: openai-key } }
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: { name: llm, namespace: default }
+spec:
+  parentRefs: [{ name: edge }]
+  rules:
+    - matches: [{ path: { type: PathPrefix, value: /llm } }]
+      backendRefs: [{ group: gw.dev, kind: GwBackend, name: llm }]
+`,
+    );
+    const client = new OpenAI({
+      apiKey: 'sk-client',
+      baseURL: `http://127.0.0.1:${proxyPort}/llm/v1`,
+      maxRetries: 0,
+    });
+    const messages = [{ role: 'user' as const, content: 'Hello!' }];
+    // until the route reaches the proxy, /llm is served by route web (the echo upstream)
+    const answer = await until('a chat completion through the proxy', async () => {
+      const r = await client.chat.completions.create({ model: 'any-model', messages });
+      return r.choices?.length ? r : undefined;
+    });
+    assert.equal(answer.choices[0]?.message.content, FAKE_REPLY);
+    const seen = provider.seen[provider.seen.length - 1];
+    assert.equal(seen?.headers.authorization, 'Bearer sk-from-secret');
+    assert.equal(seen?.json?.model, 'gpt-4o-mini');
+    const accepted = await until('the GwBackend to be Accepted', async () => {
+      const out = await kubectl(['get', 'gwbackend', 'llm', '-o', 'jsonpath={.status.conditions[0]}']);
+      const c = out ? (JSON.parse(out) as { type: string; status: string; reason: string }) : undefined;
+      return c?.status === 'True' ? c : undefined;
+    });
+    assert.deepEqual([accepted.type, accepted.reason], ['Accepted', 'Accepted']);
   });
 
   test('a proxy without a valid token is refused', async () => {
