@@ -2,6 +2,8 @@
 // Gemini's generateContent and streamGenerateContent (SSE) at the Gemini API's paths (key in
 // x-goog-api-key) and at Vertex AI's (project and region in the path, a bearer access token).
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import {
   FAKE_GEMINI_REPLY,
@@ -32,6 +34,10 @@ const tools = [
 ];
 
 let fake: FakeGemini;
+/** A GCE metadata server: where Application Default Credentials find a token on Google Cloud. */
+let metadata: http.Server;
+const metadataSeen: string[] = [];
+const saved = { ...process.env };
 let proxy: TestProxy;
 let client: OpenAI;
 let answer: ((r: FakeGeminiRequest) => { error: 400 | 429 } | undefined) | undefined;
@@ -39,6 +45,19 @@ const last = () => fake.seen[fake.seen.length - 1] as FakeGeminiRequest;
 const settle = () => new Promise((done) => setTimeout(done, 20));
 
 before(async () => {
+  metadata = http.createServer((req, res) => {
+    metadataSeen.push(req.url ?? '');
+    if (req.headers['metadata-flavor'] !== 'Google') {
+      res.writeHead(403).end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json', 'metadata-flavor': 'Google' });
+    res.end(JSON.stringify({ access_token: 'ya29.vertex-token', expires_in: 3599, token_type: 'Bearer' }));
+  });
+  await new Promise<void>((done) => metadata.listen(0, '127.0.0.1', done));
+  delete process.env.GOOGLE_APPLICATION_CREDENTIALS;
+  process.env.GCE_METADATA_HOST = `127.0.0.1:${(metadata.address() as AddressInfo).port}`;
+  process.env.METADATA_SERVER_DETECTION = 'assume-present';
   fake = await startFakeGemini({
     apiKey: 'gemini-key',
     accessToken: 'ya29.vertex-token',
@@ -60,6 +79,12 @@ llm:
       vertexProject: my-project
       vertexRegion: us-central1
       hostOverride: "127.0.0.1:${fake.port}"
+  - name: vertex-adc
+    provider: vertex
+    params:
+      model: gemini-2.5-flash
+      vertexProject: my-project
+      hostOverride: "127.0.0.1:${fake.port}"
 `);
   client = new OpenAI({ apiKey: 'sk-client', baseURL: proxy.url('/v1'), maxRetries: 0 });
 });
@@ -67,6 +92,8 @@ llm:
 after(async () => {
   await proxy.close();
   await fake.close();
+  await new Promise((done) => metadata.close(done));
+  process.env = saved;
 });
 
 describe('openai client → gw → Gemini API', () => {
@@ -236,6 +263,21 @@ describe('openai client → gw → Vertex AI (Gemini models)', () => {
     assert.match(last().url, /:streamGenerateContent\?alt=sse$/);
     await settle();
     assert.equal(proxy.accessLog[proxy.accessLog.length - 1]?.['llm.provider'], 'vertexAI');
+  });
+
+  test('without a key: an access token from Application Default Credentials (the metadata server)', async () => {
+    const r = await client.chat.completions.create({ model: 'vertex-adc', messages });
+    assert.equal(r.choices[0]?.message.content, FAKE_GEMINI_REPLY);
+    assert.equal(last().headers.authorization, 'Bearer ya29.vertex-token');
+    // The default location is global.
+    assert.match(last().url, /^\/v1\/projects\/my-project\/locations\/global\/publishers\/google\//);
+    assert.ok(
+      metadataSeen.some((u) => u.startsWith('/computeMetadata/v1/instance/service-accounts/default/token')),
+    );
+    // The token is cached: a second request does not fetch another.
+    const fetched = metadataSeen.length;
+    await client.chat.completions.create({ model: 'vertex-adc', messages });
+    assert.equal(metadataSeen.length, fetched);
   });
 
   test('the endpoint: <region>-aiplatform.googleapis.com, or aiplatform.googleapis.com for global', () => {
