@@ -546,7 +546,13 @@ class Builder {
     if (p.pathOverride !== undefined) params.pathOverride = p.pathOverride;
     if (p.pathPrefix !== undefined) params.pathPrefix = p.pathPrefix;
     const { backendAuth, ...policies } = p.policies ?? {};
-    if (backendAuth) params.apiKey = backendAuth.key;
+    if (typeof backendAuth?.key === 'string') params.apiKey = backendAuth.key;
+    else if (backendAuth) {
+      // read here, so a file that cannot be read is named at this shape's path
+      const text = this.readMaterial([...pp, 'policies', 'backendAuth', 'key', 'file'], backendAuth.key);
+      if (text === undefined) return undefined;
+      params.apiKey = text.trim();
+    }
     const m: LlmModel = { name: '*', visibility, provider, params };
     if (policies.backendTLS) m.backendTLS = policies.backendTLS;
     const ir = this.llmModel({ models: [m] }, m, pp);

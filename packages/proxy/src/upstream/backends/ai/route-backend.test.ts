@@ -80,6 +80,22 @@ describe('a route-level ai backend', () => {
     assert.equal(lastSeen(backup).json?.model, 'backup-model');
   });
 
+  test('a key file that cannot be read is a config error at the backendAuth path', () => {
+    const yaml = `binds:
+- port: 1
+  listeners:
+  - routes:
+    - backends:
+      - ai: {name: x, provider: {openAI: {}}, policies: {backendAuth: {key: {file: /nonexistent/key}}}}
+`;
+    assert.throws(
+      () => loadConfigText('gw.yaml', yaml, process.cwd()),
+      (e) =>
+        e instanceof ConfigError &&
+        e.issues.some((i) => /backendAuth.*key.*file/.test(String(i.path)) && /cannot read/.test(i.message)),
+    );
+  });
+
   test('a provider the schema does not know is a config error at its path', () => {
     const yaml = `binds:
 - port: 1
