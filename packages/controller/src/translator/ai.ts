@@ -136,7 +136,8 @@ export function translateAi(
       return v.trim();
     }
     if (auth.passthrough) return undefined;
-    const kind = Object.keys(auth).find((k) => (auth as Record<string, unknown>)[k] !== undefined) ?? 'auth';
+    const kind = Object.keys(auth).find((k) => (auth as Record<string, unknown>)[k] !== undefined);
+    if (kind === undefined) return undefined;
     throw new Unsupported(`${field}.${kind} is not supported for ai backends by this gw build yet`);
   };
 
@@ -153,10 +154,12 @@ export function translateAi(
     if (err instanceof Unsupported) return { ok: false, reason: 'Unsupported', message: err.message };
     throw err;
   }
-  if (invalid.length > 0) return { ok: false, reason: 'Invalid', message: invalid.join('; ') };
-  problems.push(...ctx.problems);
-  if (ctx.failClosed) return { ok: false, reason: 'InvalidReference', message: problems.join('; ') };
-  return { ok: true, ai, problems };
+  // the GwBackend's own policies are read once per provider: say each finding once
+  const once = (l: string[]) => [...new Set(l)];
+  if (invalid.length > 0) return { ok: false, reason: 'Invalid', message: once(invalid).join('; ') };
+  const all = once([...problems, ...ctx.problems]);
+  if (ctx.failClosed) return { ok: false, reason: 'InvalidReference', message: all.join('; ') };
+  return { ok: true, ai, problems: all };
 }
 
 /** `<resource>.openai.azure.com` or `<resource>.services.ai.azure.com` → the resource and its type. */
