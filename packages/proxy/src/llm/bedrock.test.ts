@@ -4,6 +4,9 @@
 // fake directly, which shows the fake's signature check, JSON and event-stream framing are what AWS's
 // own client sends and expects.
 import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import {
   BedrockRuntimeClient,
@@ -246,6 +249,26 @@ describe('openai client → gw → Bedrock Converse', () => {
       assert.equal(text, 'Hello!');
     } finally {
       answer = undefined;
+    }
+  });
+
+  test("without AWS_* variables: the SDK's default chain (here a shared credentials file) signs", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-aws-'));
+    writeFileSync(
+      join(dir, 'credentials'),
+      `[default]\naws_access_key_id = ${CREDS.accessKeyId}\naws_secret_access_key = ${CREDS.secretAccessKey}\n`,
+    );
+    delete process.env.AWS_ACCESS_KEY_ID;
+    delete process.env.AWS_SECRET_ACCESS_KEY;
+    process.env.AWS_SHARED_CREDENTIALS_FILE = join(dir, 'credentials');
+    process.env.AWS_CONFIG_FILE = join(dir, 'config');
+    try {
+      const r = await client.chat.completions.create({ model: 'claude', messages });
+      assert.equal(r.choices[0]?.message.content, FAKE_BEDROCK_REPLY);
+      assert.equal(last().sigv4?.accessKeyId, CREDS.accessKeyId);
+    } finally {
+      process.env.AWS_ACCESS_KEY_ID = CREDS.accessKeyId;
+      process.env.AWS_SECRET_ACCESS_KEY = CREDS.secretAccessKey;
     }
   });
 
