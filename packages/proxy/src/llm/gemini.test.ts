@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { FAKE_ANTHROPIC_REPLY, FAKE_ANTHROPIC_STREAM_REPLY } from '@gw/testkit/llm/anthropic';
 import {
   FAKE_GEMINI_REPLY,
   FAKE_GEMINI_USAGE,
@@ -78,6 +79,14 @@ llm:
       apiKey: ya29.vertex-token
       vertexProject: my-project
       vertexRegion: us-central1
+      hostOverride: "127.0.0.1:${fake.port}"
+  - name: vertex-claude
+    provider: vertex
+    params:
+      model: claude-sonnet-4-5@20250929
+      apiKey: ya29.vertex-token
+      vertexProject: my-project
+      vertexRegion: us-east5
       hostOverride: "127.0.0.1:${fake.port}"
   - name: vertex-adc
     provider: vertex
@@ -244,7 +253,7 @@ describe('openai client → gw → Gemini API', () => {
   });
 });
 
-describe('openai client → gw → Vertex AI (Gemini models)', () => {
+describe('openai client → gw → Vertex AI (Gemini and Claude models)', () => {
   test('the project and region path, a bearer token, the same conversion; streamed too', async () => {
     const r = await client.chat.completions.create({ model: 'vertex-flash', messages });
     assert.equal(r.choices[0]?.message.content, FAKE_GEMINI_REPLY);
@@ -278,6 +287,35 @@ describe('openai client → gw → Vertex AI (Gemini models)', () => {
     const fetched = metadataSeen.length;
     await client.chat.completions.create({ model: 'vertex-adc', messages });
     assert.equal(metadataSeen.length, fetched);
+  });
+
+  test('Claude on Vertex: publishers/anthropic rawPredict, anthropic_version in the body', async () => {
+    const r = await client.chat.completions.create({ model: 'vertex-claude', messages, max_tokens: 100 });
+    assert.equal(r.choices[0]?.message.content, FAKE_ANTHROPIC_REPLY);
+    const seen = last();
+    assert.equal(
+      seen.url,
+      '/v1/projects/my-project/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929:rawPredict',
+    );
+    assert.equal(seen.json?.anthropic_version, 'vertex-2023-10-16');
+    assert.equal(seen.json?.model, undefined);
+    assert.equal(seen.headers.authorization, 'Bearer ya29.vertex-token');
+
+    const stream = await client.chat.completions.create({
+      model: 'vertex-claude',
+      messages,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = '';
+    let usage: OpenAI.CompletionUsage | undefined;
+    for await (const c of stream) {
+      text += c.choices[0]?.delta.content ?? '';
+      if (c.usage) usage = c.usage;
+    }
+    assert.equal(text, FAKE_ANTHROPIC_STREAM_REPLY);
+    assert.ok((usage?.completion_tokens ?? 0) > 0);
+    assert.match(last().url, /:streamRawPredict$/);
   });
 
   test('the endpoint: <region>-aiplatform.googleapis.com, or aiplatform.googleapis.com for global', () => {

@@ -2,7 +2,10 @@
 // streamGenerateContent?alt=sse (SSE, CRLF-delimited as Google sends it) at
 // /v1beta/models/<model>:… (key in `x-goog-api-key`) and at
 // /v1/projects/<project>/locations/<region>/publishers/google/models/<model>:… (a bearer access
-// token), answers from ./fixtures/gemini, Google's error JSON. Records what it was sent.
+// token), answers from ./fixtures/gemini, Google's error JSON. As Vertex AI, it also serves Claude
+// at publishers/anthropic/models/<model>:rawPredict and :streamRawPredict (Anthropic's Messages
+// format with `anthropic_version` in the body, answers from ./fixtures/anthropic). Records what it
+// was sent.
 import { readFileSync } from 'node:fs';
 import http, { type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -19,8 +22,8 @@ export interface FakeGeminiRequest {
   url: string;
   headers: Record<string, string | string[] | undefined>;
   json: Json | undefined;
-  /** `gemini` (/v1beta/models/…) or `vertex` (/v1/projects/…); the model named in the path. */
-  api?: 'gemini' | 'vertex';
+  /** `gemini` (/v1beta/models/…), `vertex` (publishers/google) or `vertex-anthropic`; the model in the path. */
+  api?: 'gemini' | 'vertex' | 'vertex-anthropic';
   model?: string;
 }
 
@@ -103,8 +106,17 @@ function googleError(code: number, status: string, message: string): string {
   return JSON.stringify({ error: { code, message, status } });
 }
 
+const ANTHROPIC_PATH =
+  /^\/v1\/projects\/[^/]+\/locations\/[^/]+\/publishers\/anthropic\/models\/([^/:]+):(rawPredict|streamRawPredict)$/;
+const anthropicFixture = (name: string) => readFileSync(join(FIXTURES, '..', 'anthropic', name), 'utf8');
+
 async function serve(r: FakeGeminiRequest, res: ServerResponse, opts: FakeGeminiOptions): Promise<void> {
   const [path, query = ''] = r.url.split('?', 2) as [string, string?];
+  const claude = ANTHROPIC_PATH.exec(decodeURIComponent(path));
+  if (claude && r.method === 'POST') {
+    await serveClaude(r, res, opts, claude[1] as string, claude[2] === 'streamRawPredict');
+    return;
+  }
   const m = PATH.exec(decodeURIComponent(path));
   if (r.method !== 'POST' || !m) {
     send(res, 404, googleError(404, 'NOT_FOUND', `no method at ${path}`));
@@ -178,4 +190,40 @@ function wantsFunctionCall(body: Json): boolean {
   if (!Array.isArray(body.tools)) return false;
   const contents = body.contents as { parts?: Json[] }[];
   return !contents.some((c) => c.parts?.some((p) => p.functionResponse !== undefined));
+}
+
+/** Claude on Vertex AI: the Messages API without `model` in the body, `anthropic_version` in it. */
+async function serveClaude(
+  r: FakeGeminiRequest,
+  res: ServerResponse,
+  opts: FakeGeminiOptions,
+  model: string,
+  stream: boolean,
+): Promise<void> {
+  r.api = 'vertex-anthropic';
+  r.model = model;
+  if (opts.accessToken !== undefined && r.headers.authorization !== `Bearer ${opts.accessToken}`) {
+    send(res, 401, googleError(401, 'UNAUTHENTICATED', 'Request had invalid authentication credentials.'));
+    return;
+  }
+  const body = r.json;
+  const bad = (message: string) =>
+    send(res, 400, JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message } }));
+  if (!body) return bad('invalid JSON');
+  if (body.anthropic_version !== 'vertex-2023-10-16') return bad('anthropic_version: Field required');
+  if (body.model !== undefined) return bad('model: Extra inputs are not permitted');
+  if (body.stream === true && !stream) return bad('stream: use streamRawPredict');
+  if (!stream) {
+    const answer = JSON.parse(anthropicFixture('message.json')) as Json;
+    answer.model = model;
+    send(res, 200, JSON.stringify(answer));
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  for (const e of anthropicFixture('message-stream.sse').split('\n\n')) {
+    if (e.trim() === '') continue;
+    res.write(`${e.replace(/"model":"[^"]*"/, `"model":${JSON.stringify(model)}`)}\n\n`);
+    await new Promise<void>((done) => setImmediate(done));
+  }
+  res.end();
 }
