@@ -151,6 +151,9 @@ describe('openai client → gw → Gemini API', () => {
     assert.deepEqual(call?.type === 'function' && JSON.parse(call.function.arguments), {
       location: 'Boston, MA',
     });
+    assert.deepEqual((call as unknown as { extra_content?: unknown }).extra_content, {
+      google: { thought_signature: 'CiQB0e2Kb7VwX3bI4gQhdmOvP1ANlM2Z' },
+    });
     const u = FAKE_GEMINI_USAGE.tools;
     assert.equal(r.usage?.prompt_tokens_details?.cached_tokens, u.cachedContentTokenCount);
     assert.deepEqual(last().json?.tools, [
@@ -180,7 +183,13 @@ describe('openai client → gw → Gemini API', () => {
       { role: 'user', parts: [{ text: 'Hello!' }] },
       {
         role: 'model',
-        parts: [{ functionCall: { name: 'get_current_weather', args: { location: 'Boston, MA' } } }],
+        parts: [
+          {
+            functionCall: { name: 'get_current_weather', args: { location: 'Boston, MA' } },
+            // Sent back by the client with the call (extra_content), as thinking models need it.
+            thoughtSignature: 'CiQB0e2Kb7VwX3bI4gQhdmOvP1ANlM2Z',
+          },
+        ],
       },
       {
         role: 'user',

@@ -12,6 +12,8 @@ export interface ChatToolCall {
   id: string;
   type: 'function';
   function: { name: string; arguments: string };
+  /** Provider data the client must send back with the call (Gemini's thought signature). */
+  extra_content?: JsonObject;
 }
 
 export const chatId = () => `chatcmpl-${randomUUID().replaceAll('-', '')}`;

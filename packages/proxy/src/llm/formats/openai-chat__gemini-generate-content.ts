@@ -3,8 +3,11 @@
 // images, functionCall, functionResponse) with roles user/model, tools `functionDeclarations` with
 // `toolConfig`, sampling `generationConfig`. The answer's candidate, finishReason and usageMetadata
 // (cached and thinking tokens included) come back as a chat.completion; streamGenerateContent's SSE
-// is converted event by event into chat.completion.chunk SSE.
+// is converted event by event into chat.completion.chunk SSE. A function call's thoughtSignature
+// (which thinking models need back with the call) travels in the tool call's
+// `extra_content.google.thought_signature`, as Gemini's own OpenAI-compatible endpoint carries it.
 import { randomUUID } from 'node:crypto';
+import { GwError } from '../../errors.ts';
 import { SseSplitter } from '../sse.ts';
 import type { LlmRequestState } from '../state.ts';
 import { normalizeUsage } from '../usage.ts';
@@ -61,7 +64,10 @@ export const openaiChatToGeminiGenerateContent: FormatPair<'openai-chat', 'gemin
           const f = obj(c.function) ?? {};
           const name = String(f.name ?? '');
           if (typeof c.id === 'string') callNames.set(c.id, name);
-          parts.push({ functionCall: { name, args: toolArguments(f.arguments) } });
+          const part: Part = { functionCall: { name, args: toolArguments(f.arguments) } };
+          const sig = obj(obj(c.extra_content)?.google)?.thought_signature;
+          if (typeof sig === 'string') part.thoughtSignature = sig;
+          parts.push(part);
         }
         push('model', parts);
       } else if (role === 'tool') {
@@ -78,7 +84,12 @@ export const openaiChatToGeminiGenerateContent: FormatPair<'openai-chat', 'gemin
     if (typeof maxTokens === 'number') gen.maxOutputTokens = maxTokens;
     if (typeof body.temperature === 'number') gen.temperature = body.temperature;
     if (typeof body.top_p === 'number') gen.topP = body.top_p;
-    if (typeof body.n === 'number') gen.candidateCount = body.n;
+    // One choice is converted back; more would be silently lost.
+    if (typeof body.n === 'number' && body.n > 1)
+      throw new GwError(
+        'GW_ERR_LLM_BAD_REQUEST',
+        'n > 1 cannot be served by a Gemini model through this gateway',
+      );
     if (typeof body.seed === 'number') gen.seed = body.seed;
     if (typeof body.presence_penalty === 'number') gen.presencePenalty = body.presence_penalty;
     if (typeof body.frequency_penalty === 'number') gen.frequencyPenalty = body.frequency_penalty;
@@ -118,7 +129,7 @@ export const openaiChatToGeminiGenerateContent: FormatPair<'openai-chat', 'gemin
       if (p.thought === true) continue;
       if (typeof p.text === 'string') text = (text ?? '') + p.text;
       const call = obj(p.functionCall);
-      if (call) calls.push(toolCall(call));
+      if (call) calls.push(toolCall(call, p.thoughtSignature));
     }
     const blocked = !cand && obj(body.promptFeedback)?.blockReason !== undefined;
     const finish = blocked ? 'content_filter' : finishReason(cand?.finishReason, calls.length > 0);
@@ -165,12 +176,14 @@ function functionCallingConfig(choice: unknown): Obj | undefined {
   return typeof name === 'string' ? { mode: 'ANY', allowedFunctionNames: [name] } : undefined;
 }
 
-function toolCall(call: Obj): ChatToolCall {
-  return {
+function toolCall(call: Obj, signature: unknown): ChatToolCall {
+  const out: ChatToolCall = {
     id: typeof call.id === 'string' ? call.id : `call_${randomUUID().replaceAll('-', '').slice(0, 24)}`,
     type: 'function',
     function: { name: String(call.name ?? ''), arguments: JSON.stringify(call.args ?? {}) },
   };
+  if (typeof signature === 'string') out.extra_content = { google: { thought_signature: signature } };
+  return out;
 }
 
 function finishReason(reason: unknown, calledTools: boolean): FinishReason | null {
@@ -257,7 +270,7 @@ class GenerateContentStream implements StreamConverter {
       const call = obj(p.functionCall);
       if (call) {
         // Gemini sends each function call whole.
-        const c = toolCall(call);
+        const c = toolCall(call, p.thoughtSignature);
         out += this.#out.delta({ tool_calls: [{ index: this.#tools++, ...c }] });
       }
     }

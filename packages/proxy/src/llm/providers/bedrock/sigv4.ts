@@ -37,10 +37,17 @@ async function credentials(): Promise<AwsCredentials> {
   }
 }
 
+// One signer per region and service: it caches the day's signing key for the credentials it is given.
+const signers = new Map<string, SignatureV4>();
+
 /** Signs `req` in place for `service` in `region`. */
 export async function sigV4(req: ProviderRequest, region: string, service: string): Promise<void> {
-  const creds = await credentials();
-  const signer = new SignatureV4({ credentials: creds, region, service, sha256: Sha256 });
+  const key = `${region}/${service}`;
+  let signer = signers.get(key);
+  if (!signer) {
+    signer = new SignatureV4({ credentials, region, service, sha256: Sha256 });
+    signers.set(key, signer);
+  }
   const q = req.path.indexOf('?');
   const query: Record<string, string | string[]> = {};
   if (q !== -1) {
