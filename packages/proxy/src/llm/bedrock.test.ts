@@ -314,6 +314,16 @@ describe('the Bedrock provider', () => {
       String(req.headers.authorization),
       /^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/us-east-1\/bedrock\/aws4_request, SignedHeaders=content-length;content-type;host;x-amz-content-sha256;x-amz-date, Signature=[0-9a-f]{64}$/,
     );
+    // Temporary credentials: the session token is sent and signed.
+    process.env.AWS_SESSION_TOKEN = 'FwoGZXIvYXdzEXAMPLETOKEN';
+    try {
+      const temp: ProviderRequest = { ...req, headers: { host: 'h', 'content-type': 'application/json' } };
+      await bedrockProvider.authorize({ ...p, settings: { region: 'us-east-1' } }, temp, undefined);
+      assert.equal(temp.headers['x-amz-security-token'], 'FwoGZXIvYXdzEXAMPLETOKEN');
+      assert.match(String(temp.headers.authorization), /SignedHeaders=[a-z0-9;-]*x-amz-security-token/);
+    } finally {
+      delete process.env.AWS_SESSION_TOKEN;
+    }
     const keyed: ProviderRequest = { ...req, headers: { host: 'h', authorization: 'Bearer client' } };
     await bedrockProvider.authorize({ ...p, settings: { region: 'us-east-1' } }, keyed, 'bedrock-api-key');
     assert.equal(keyed.headers.authorization, 'Bearer bedrock-api-key');

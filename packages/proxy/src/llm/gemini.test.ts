@@ -10,6 +10,7 @@ import {
   FAKE_GEMINI_REPLY,
   FAKE_GEMINI_USAGE,
   type FakeGemini,
+  type FakeGeminiAnswer,
   type FakeGeminiRequest,
   startFakeGemini,
 } from '@gw/testkit/llm/gemini';
@@ -41,7 +42,7 @@ const metadataSeen: string[] = [];
 const saved = { ...process.env };
 let proxy: TestProxy;
 let client: OpenAI;
-let answer: ((r: FakeGeminiRequest) => { error: 400 | 429 } | undefined) | undefined;
+let answer: ((r: FakeGeminiRequest) => FakeGeminiAnswer | undefined) | undefined;
 const last = () => fake.seen[fake.seen.length - 1] as FakeGeminiRequest;
 const settle = () => new Promise((done) => setTimeout(done, 20));
 
@@ -243,6 +244,23 @@ describe('openai client → gw → Gemini API', () => {
     assert.equal(calls[0]?.function?.name, 'get_current_weather');
     assert.deepEqual(JSON.parse(calls[0]?.function?.arguments ?? ''), { location: 'Boston, MA' });
     assert.equal(chunks[chunks.length - 1]?.choices[0]?.finish_reason, 'tool_calls');
+  });
+
+  test('a stream that ends without a finishReason was cut: the client gets no [DONE]', async () => {
+    answer = () => ({ endAfter: 1 });
+    try {
+      const res = await fetch(proxy.url('/v1/chat/completions'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'gemini-2.5-flash', messages, stream: true }),
+      });
+      const raw = await res.text();
+      assert.match(raw, /"content":"Hello!"/);
+      assert.ok(!raw.includes('[DONE]'));
+      assert.ok(!raw.includes('finish_reason":"stop'));
+    } finally {
+      answer = undefined;
+    }
   });
 
   test("Gemini's errors reach the client in OpenAI's shape, status kept", async () => {

@@ -27,13 +27,18 @@ export interface FakeGeminiRequest {
   model?: string;
 }
 
+export type FakeGeminiAnswer =
+  | { error: 400 | 429 }
+  /** A stream that ends cleanly after this many events, before the one with finishReason. */
+  | { endAfter: number };
+
 export interface FakeGeminiOptions {
   /** Required in `x-goog-api-key` on Gemini API paths. */
   apiKey?: string;
   /** Required as `Authorization: Bearer <token>` on Vertex paths. */
   accessToken?: string;
   chunkDelayMs?: number;
-  answer?: (req: FakeGeminiRequest) => { error: 400 | 429 } | undefined;
+  answer?: (req: FakeGeminiRequest) => FakeGeminiAnswer | undefined;
 }
 
 export interface FakeGemini {
@@ -146,7 +151,7 @@ async function serve(r: FakeGeminiRequest, res: ServerResponse, opts: FakeGemini
     return;
   }
   const special = opts.answer?.(r);
-  if (special) {
+  if (special && 'error' in special) {
     send(
       res,
       special.error,
@@ -176,7 +181,8 @@ async function serve(r: FakeGeminiRequest, res: ServerResponse, opts: FakeGemini
     fixture(tools ? 'stream-generate-content-tools.json' : 'stream-generate-content.json'),
   ) as Json[];
   res.writeHead(200, { 'content-type': 'text/event-stream' });
-  for (const e of events) {
+  const stop = special && 'endAfter' in special ? special.endAfter : events.length;
+  for (const e of events.slice(0, stop)) {
     res.write(`data: ${JSON.stringify(e)}\r\n\r\n`);
     await new Promise<void>((done) =>
       opts.chunkDelayMs ? setTimeout(done, opts.chunkDelayMs) : setImmediate(done),
