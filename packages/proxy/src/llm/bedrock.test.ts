@@ -286,6 +286,42 @@ describe('openai client → gw → Bedrock Converse', () => {
   });
 });
 
+describe("a route's ai backend with a Bedrock guardrail", () => {
+  let routed: TestProxy;
+  before(async () => {
+    routed = await startProxy(`config:
+  adminAddr: "off"
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - backends:
+      - ai:
+          name: guarded
+          provider: {bedrock: {model: "${MODEL}", region: eu-west-3, guardrailIdentifier: gr-abc123, guardrailVersion: "2"}}
+          hostOverride: "127.0.0.1:${fake.port}"
+`);
+  });
+  after(() => routed.close());
+
+  test('guardrailConfig reaches Bedrock in the signed body, streamed or not', async () => {
+    const c = new OpenAI({ apiKey: 'sk-client', baseURL: routed.url('/v1'), maxRetries: 0 });
+    const r = await c.chat.completions.create({ model: 'any', messages });
+    assert.equal(r.choices[0]?.message.content, FAKE_BEDROCK_REPLY);
+    assert.deepEqual(last().json?.guardrailConfig, {
+      guardrailIdentifier: 'gr-abc123',
+      guardrailVersion: '2',
+    });
+    const stream = await c.chat.completions.create({ model: 'any', messages, stream: true });
+    for await (const _ of stream);
+    assert.deepEqual(last().json?.guardrailConfig, {
+      guardrailIdentifier: 'gr-abc123',
+      guardrailVersion: '2',
+      streamProcessingMode: 'async',
+    });
+  });
+});
+
 describe('the Bedrock provider', () => {
   test('a guardrail goes into the body before signing; an apiKey is a bearer instead of SigV4', async () => {
     const p = {
