@@ -73,6 +73,9 @@ llm:
   - name: gemini-2.5-flash
     provider: gemini
     params: {apiKey: gemini-key, hostOverride: "127.0.0.1:${fake.port}"}
+  - name: gemini-keyless
+    provider: gemini
+    params: {model: gemini-2.5-flash, hostOverride: "127.0.0.1:${fake.port}"}
   - name: vertex-flash
     provider: vertex
     params:
@@ -261,6 +264,16 @@ describe('openai client → gw → Gemini API', () => {
     } finally {
       answer = undefined;
     }
+  });
+
+  test("without a configured key, an OpenAI client's Google API key goes in x-goog-api-key", async () => {
+    const own = new OpenAI({ apiKey: 'AIzaSyClientOwnKey', baseURL: proxy.url('/v1'), maxRetries: 0 });
+    await assert.rejects(
+      own.chat.completions.create({ model: 'gemini-keyless', messages }),
+      /API key not valid/,
+    );
+    assert.equal(last().headers['x-goog-api-key'], 'AIzaSyClientOwnKey');
+    assert.equal(last().headers.authorization, undefined);
   });
 
   test("Gemini's errors reach the client in OpenAI's shape, status kept", async () => {

@@ -18,7 +18,16 @@ export const geminiProvider: ProviderModule<'gemini'> = {
   path: (_p, _format, req) => ({ prefix: '/v1beta', ...generateContentOperation(req.model, req.stream) }),
   bodyHasModel: () => false,
   authorize(_p, req, key) {
-    if (key === undefined) return;
+    if (key === undefined) {
+      // An OpenAI client sends its apiKey as a bearer, where Google takes OAuth tokens only: a
+      // Google API key there (they start with AIza) is moved to its header.
+      const auth = req.headers.authorization;
+      if (typeof auth === 'string' && auth.startsWith('Bearer AIza') && !req.headers['x-goog-api-key']) {
+        delete req.headers.authorization;
+        req.headers['x-goog-api-key'] = auth.slice(7);
+      }
+      return;
+    }
     delete req.headers.authorization;
     req.headers['x-goog-api-key'] = key;
   },
