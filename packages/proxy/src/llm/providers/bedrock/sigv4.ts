@@ -3,7 +3,9 @@
 // content type and length, the x-amz-* it adds), so client headers passed on cannot break the
 // signature. Credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY[/AWS_SESSION_TOKEN] when set, read
 // at each request; otherwise the SDK's default chain (profiles, SSO, web identity, container and
-// instance metadata), loaded on first use and cached by it until the credentials expire.
+// instance metadata), loaded on first use and cached by it until the credentials expire. When the
+// chain finds nothing (its metadata lookups take seconds to time out off AWS), requests fail at once
+// for a minute before it is asked again.
 import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { GwError } from '../../../errors.ts';
@@ -18,6 +20,8 @@ interface AwsCredentials {
 }
 
 let chain: (() => Promise<AwsCredentials>) | undefined;
+let missing: { until: number; message: string } | undefined;
+const RETRY_MS = 60_000;
 
 async function credentials(): Promise<AwsCredentials> {
   const id = process.env.AWS_ACCESS_KEY_ID;
@@ -26,14 +30,23 @@ async function credentials(): Promise<AwsCredentials> {
     const token = process.env.AWS_SESSION_TOKEN;
     return { accessKeyId: id, secretAccessKey: secret, ...(token ? { sessionToken: token } : {}) };
   }
+  if (missing && Date.now() < missing.until) {
+    throw new GwError('GW_ERR_INTERNAL', `no AWS credentials to sign with: ${missing.message}`);
+  }
   if (!chain) {
     const { defaultProvider } = await import('@aws-sdk/credential-provider-node');
     chain = defaultProvider();
   }
   try {
-    return await chain();
+    const c = await chain();
+    missing = undefined;
+    return c;
   } catch (err) {
-    throw new GwError('GW_ERR_INTERNAL', `no AWS credentials to sign with: ${(err as Error).message}`);
+    const message = (err as Error).message;
+    missing = { until: Date.now() + RETRY_MS, message };
+    // A fresh chain next time: the memoised one would keep its failure.
+    chain = undefined;
+    throw new GwError('GW_ERR_INTERNAL', `no AWS credentials to sign with: ${message}`);
   }
 }
 
