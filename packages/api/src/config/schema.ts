@@ -693,11 +693,9 @@ export const AiNamedProvider = strict({
   pathPrefix: LlmParams.shape.pathPrefix,
   tokenize: z.boolean().optional(),
   policies: BackendPolicies.extend({
-    backendAuth: strict({ key: LlmApiKey })
-      .optional()
-      .meta({
-        description: "the provider's API key, inline or {file}; unset: the client's own is passed on",
-      }),
+    backendAuth: strict({ key: LlmApiKey }).optional().meta({
+      description: "the provider's API key, inline or {file}; unset: the client's own is passed on",
+    }),
   }).optional(),
 });
 /** One provider, or priority groups: a group that fails or answers 429/5xx passes to the next. */
