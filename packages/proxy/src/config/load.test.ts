@@ -241,6 +241,8 @@ describe('environment expansion', () => {
     assert.equal(route?.key, 'llm/llm/llm');
     assert.deepEqual(route?.matches, [
       { path: { exact: '/v1/chat/completions' } },
+      { path: { exact: '/v1/responses' } },
+      { path: { exact: '/v1/embeddings' } },
       { path: { exact: '/v1/messages' } },
       { path: { exact: '/v1/messages/count_tokens' } },
       { path: { exact: '/v1/models' } },

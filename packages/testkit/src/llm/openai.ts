@@ -1,8 +1,9 @@
 // A fake OpenAI-compatible provider on loopback: chat completions (JSON, and SSE streams ending in
-// `data: [DONE]`), tool calls, the model list and OpenAI's error JSON, all built from the recorded
-// wire shapes in ./fixtures/openai (see the README there). It answers at any path ending in
-// /chat/completions or /models, so it stands in for Azure OpenAI and Mistral too, and records what
-// it was sent (path, headers, body) for tests to assert.
+// `data: [DONE]`), tool calls, Responses (JSON, and SSE with typed `event:` lines), embeddings
+// (floats or base64), the model list and OpenAI's error JSON, all built from the recorded wire
+// shapes in ./fixtures/openai (see the README there). It answers at any path ending in
+// /chat/completions, /responses, /embeddings or /models, so it stands in for Azure OpenAI and
+// Mistral too, and records what it was sent (path, headers, body) for tests to assert.
 import { readFileSync } from 'node:fs';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -66,6 +67,9 @@ export const FAKE_USAGE = {
   chat: { prompt_tokens: 19, completion_tokens: 10 },
   stream: { prompt_tokens: 9, completion_tokens: 12, reasoning_tokens: 4 },
   tools: { prompt_tokens: 82, completion_tokens: 17, cached_tokens: 64 },
+  embeddings: { prompt_tokens: 8, total_tokens: 8 },
+  response: { input_tokens: 36, output_tokens: 10, cached_tokens: 32 },
+  responseStream: { input_tokens: 37, output_tokens: 11, reasoning_tokens: 2 },
 } as const;
 
 /** The text the fixtures' chat answers carry (streamed: the deltas joined). */
@@ -172,7 +176,8 @@ async function serve(
     send(res, 200, 'application/json', fixture('models.json'), name);
     return;
   }
-  if (req.method !== 'POST' || !path.endsWith('/chat/completions')) {
+  const operation = ['/chat/completions', '/responses', '/embeddings'].find((op) => path.endsWith(op));
+  if (req.method !== 'POST' || operation === undefined) {
     send(
       res,
       404,
@@ -211,6 +216,30 @@ async function serve(
   const deployment = /\/deployments\/([^/]+)\//.exec(path)?.[1];
   const model =
     typeof body.model === 'string' ? body.model : deployment ? decodeURIComponent(deployment) : 'unknown';
+  if (operation === '/embeddings') {
+    send(res, 200, 'application/json', JSON.stringify(embeddings(body, model)), name);
+    return;
+  }
+  if (operation === '/responses') {
+    if (body.stream !== true) {
+      const answer = JSON.parse(fixture('response.json')) as Json;
+      answer.model = model;
+      send(res, 200, 'application/json', JSON.stringify(answer), name);
+      return;
+    }
+    const events = fixture('response-stream.sse')
+      .split('\n\n')
+      .filter((e) => e !== '')
+      .map((e) => {
+        const [event, data] = e.split('\n', 2) as [string, string];
+        const ev = JSON.parse(data.slice(6)) as Json;
+        const response = ev.response as Json | undefined;
+        if (response) response.model = model;
+        return `${event}\ndata: ${JSON.stringify(ev)}\n\n`;
+      });
+    await stream(res, events, special, opts, name, state);
+    return;
+  }
   const tools = Array.isArray(body.tools) && body.tools.length > 0;
   if (body.stream !== true) {
     const answer = JSON.parse(fixture(tools ? 'chat-completion-tools.json' : 'chat-completion.json')) as Json;
@@ -231,6 +260,18 @@ async function serve(
       if (!includeUsage) delete chunk.usage;
       return `data: ${JSON.stringify(chunk)}\n\n`;
     });
+  await stream(res, events, special, opts, name, state);
+}
+
+/** Writes SSE events as the real API does, honouring the test's delays, gate and cut. */
+async function stream(
+  res: ServerResponse,
+  events: string[],
+  special: FakeAnswer | undefined,
+  opts: FakeOpenAIOptions,
+  name: string,
+  state: FakeState,
+): Promise<void> {
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
@@ -255,4 +296,33 @@ async function serve(
     if (i === events.length - 1) state.lastEventAt = performance.now();
   }
   res.end();
+}
+
+/**
+ * An embedding list of the fixture's shape: one vector per input (the fixture's, shifted by the
+ * index so they differ), floats or, with `encoding_format: base64`, little-endian float32 bytes in
+ * base64 as the API sends them.
+ */
+function embeddings(body: Json, model: string): Json {
+  const answer = JSON.parse(fixture('embeddings.json')) as Json;
+  const vector = ((answer.data as Json[])[0] as Json).embedding as number[];
+  const inputs = Array.isArray(body.input) ? body.input : [body.input];
+  const base64 = body.encoding_format === 'base64';
+  answer.data = inputs.map((_, index) => {
+    const values = vector.map((v) => v + index / 100);
+    return {
+      object: 'embedding',
+      index,
+      embedding: base64 ? Buffer.from(new Float32Array(values).buffer).toString('base64') : values,
+    };
+  });
+  answer.model = model;
+  return answer;
+}
+
+/** The vectors the fake's embeddings carry for `n` inputs, as floats. */
+export function fakeEmbeddings(n: number): number[][] {
+  const vector = (((JSON.parse(fixture('embeddings.json')) as Json).data as Json[])[0] as Json)
+    .embedding as number[];
+  return Array.from({ length: n }, (_, index) => vector.map((v) => v + index / 100));
 }

@@ -28,6 +28,20 @@ export const CLIENT_APIS: readonly ClientApi[] = [
     stream: streamField,
   },
   {
+    format: 'openai-responses',
+    path: '/v1/responses',
+    errorFormat: 'openai',
+    model: modelField,
+    stream: streamField,
+  },
+  {
+    format: 'openai-embeddings',
+    path: '/v1/embeddings',
+    errorFormat: 'openai',
+    model: modelField,
+    stream: () => false,
+  },
+  {
     format: 'anthropic-messages',
     path: '/v1/messages',
     errorFormat: 'anthropic',

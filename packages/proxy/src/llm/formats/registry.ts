@@ -7,6 +7,8 @@ import { openaiChatToAnthropicMessages } from './openai-chat__anthropic-messages
 import { openaiChatToBedrockConverse } from './openai-chat__bedrock-converse.ts';
 import { openaiChatToGeminiGenerateContent } from './openai-chat__gemini-generate-content.ts';
 import { openaiChatToOpenaiChat } from './openai-chat__openai-chat.ts';
+import { openaiEmbeddingsToOpenaiEmbeddings } from './openai-embeddings__openai-embeddings.ts';
+import { openaiResponsesToOpenaiResponses } from './openai-responses__openai-responses.ts';
 import type { FormatPair, PairKey } from './types.ts';
 
 export const FORMAT_PAIRS: Partial<Record<PairKey, FormatPair>> = {
@@ -14,6 +16,8 @@ export const FORMAT_PAIRS: Partial<Record<PairKey, FormatPair>> = {
   'openai-chat__bedrock-converse': openaiChatToBedrockConverse,
   'openai-chat__gemini-generate-content': openaiChatToGeminiGenerateContent,
   'openai-chat__anthropic-messages': openaiChatToAnthropicMessages,
+  'openai-responses__openai-responses': openaiResponsesToOpenaiResponses,
+  'openai-embeddings__openai-embeddings': openaiEmbeddingsToOpenaiEmbeddings,
   'anthropic-messages__anthropic-messages': anthropicMessagesToAnthropicMessages,
   'anthropic-messages__openai-chat': anthropicMessagesToOpenaiChat,
   'anthropic-count-tokens__anthropic-count-tokens': anthropicCountTokensToAnthropicCountTokens,

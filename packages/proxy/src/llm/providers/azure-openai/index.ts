@@ -2,7 +2,8 @@
 // apiVersion, the deployment path `/openai/deployments/<model>/chat/completions?api-version=…` (the
 // deployment is the model sent, and the body needs no model); without one (or `v1`), the v1 API at
 // `/openai/v1/…`, which takes the model in the body. Foundry projects live under
-// `/api/projects/<project>/openai/v1`.
+// `/api/projects/<project>/openai/v1`. Responses have no deployment path: with a dated apiVersion
+// they are at `/openai/responses?api-version=…`, the deployment in the body's model.
 import type { LlmProviderIR } from '../../../config/ir.ts';
 import { openaiOperation } from '../openai-paths.ts';
 import type { ProviderModule } from '../types.ts';
@@ -28,6 +29,14 @@ export const azureOpenaiProvider: ProviderModule<'azureOpenAI'> = {
   },
   path(p, format, req) {
     const op = openaiOperation(format);
+    // Azure serves Responses beside the deployments, the deployment named by the body's model.
+    if (deploymentStyle(p) && format === 'openai-responses') {
+      return {
+        prefix: '/openai',
+        path: op,
+        query: `?api-version=${encodeURIComponent(p.settings.apiVersion ?? '')}`,
+      };
+    }
     if (deploymentStyle(p)) {
       return {
         prefix: `/openai/deployments/${encodeURIComponent(req.model)}`,
@@ -43,7 +52,7 @@ export const azureOpenaiProvider: ProviderModule<'azureOpenAI'> = {
     const v = p.settings.apiVersion;
     return { prefix, path: op, query: v && v !== 'v1' ? `?api-version=${encodeURIComponent(v)}` : '' };
   },
-  bodyHasModel: (p) => !deploymentStyle(p),
+  bodyHasModel: (p, format) => !deploymentStyle(p) || format === 'openai-responses',
   authorize(_p, req, key) {
     if (key === undefined) return;
     delete req.headers.authorization;
