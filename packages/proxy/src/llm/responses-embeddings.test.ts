@@ -129,6 +129,14 @@ describe('embeddings', () => {
   });
 });
 
+const weather: OpenAI.Responses.FunctionTool = {
+  type: 'function',
+  name: 'get_current_weather',
+  description: 'Get the current weather in a given location',
+  parameters: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'] },
+  strict: false,
+};
+
 describe('responses', () => {
   test('non-streamed: the Response as the provider gave it, the model rewritten, usage counted', async () => {
     const r = await client.responses.create({
@@ -173,6 +181,15 @@ describe('responses', () => {
     assert.equal(log?.['llm.outputTokens'], FAKE_USAGE.responseStream.output_tokens);
   });
 
+  test('the SDK’s stream helper reads the provider’s events into the final Response', async () => {
+    const r = await client.responses.stream({ model: 'openai/gpt-4.1', input: 'Hello!' }).finalResponse();
+    assert.equal(r.output_text, FAKE_STREAM_REPLY);
+    assert.equal(
+      r.usage?.total_tokens,
+      FAKE_USAGE.responseStream.input_tokens + FAKE_USAGE.responseStream.output_tokens,
+    );
+  });
+
   test('Azure with a dated apiVersion: /openai/responses, the deployment in the body', async () => {
     const r = await client.responses.create({ model: 'azure-model', input: 'Hello!' });
     assert.equal(r.output_text, FAKE_REPLY);
@@ -182,14 +199,14 @@ describe('responses', () => {
     assert.equal(seen.json?.model, 'my-deployment');
   });
 
-  test('a chat-only provider (Mistral): 400 naming the pair, nothing sent', async () => {
-    const n = mistral.seen.length;
-    await assert.rejects(client.responses.create({ model: 'mistral-model', input: 'Hello!' }), (err) => {
+  test('a provider without a Responses pair (Gemini): 400 naming the pair, nothing sent', async () => {
+    const n = openai.seen.length;
+    await assert.rejects(client.responses.create({ model: 'gemini-model', input: 'Hello!' }), (err) => {
       assert.ok(err instanceof OpenAI.BadRequestError);
-      assert.match(err.message, /no openai-responses__openai-chat format pair/);
+      assert.match(err.message, /no openai-responses__gemini-generate-content format pair/);
       return true;
     });
-    assert.equal(mistral.seen.length, n);
+    assert.equal(openai.seen.length, n);
   });
 
   test('Prometheus: the Responses and embeddings tokens in gw_llm_tokens_total', async () => {
@@ -208,3 +225,162 @@ describe('responses', () => {
     assert.ok(value('text-embedding-3-small', 'input') >= 2 * FAKE_USAGE.embeddings.prompt_tokens);
   });
 });
+
+describe('responses to a chat-only provider (Mistral): openai-responses__openai-chat', () => {
+  test('instructions, input and max_output_tokens become chat; the answer a Response, usage counted', async () => {
+    const r = await client.responses.create({
+      model: 'mistral-model',
+      instructions: 'Be brief.',
+      input: [{ role: 'user', content: [{ type: 'input_text', text: 'Hello!' }] }],
+      max_output_tokens: 100,
+    });
+    assert.equal(r.object, 'response');
+    assert.equal(r.status, 'completed');
+    assert.equal(r.output_text, FAKE_REPLY);
+    assert.equal(r.model, 'mistral-embed');
+    assert.equal(r.usage?.input_tokens, FAKE_USAGE.chat.prompt_tokens);
+    assert.equal(r.usage?.output_tokens, FAKE_USAGE.chat.completion_tokens);
+    const seen = lastSeen(mistral);
+    assert.equal(seen.url, '/v1/chat/completions');
+    assert.deepEqual(seen.json?.messages, [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: [{ type: 'text', text: 'Hello!' }] },
+    ]);
+    assert.equal(seen.json?.max_tokens, 100);
+    const log = lastLog();
+    assert.equal(log?.['llm.provider'], 'mistral');
+    assert.equal(log?.['llm.inputTokens'], FAKE_USAGE.chat.prompt_tokens);
+    assert.equal(log?.['llm.outputTokens'], FAKE_USAGE.chat.completion_tokens);
+  });
+
+  test('streamed: chat chunks become typed events the SDK reads; usage in response.completed', async () => {
+    const stream = await client.responses.create({ model: 'mistral-model', input: 'Hello!', stream: true });
+    const types: string[] = [];
+    const seqs: number[] = [];
+    let text = '';
+    let completed: OpenAI.Responses.Response | undefined;
+    for await (const ev of stream) {
+      types.push(ev.type);
+      seqs.push(ev.sequence_number);
+      if (ev.type === 'response.output_text.delta') text += ev.delta;
+      if (ev.type === 'response.completed') completed = ev.response;
+    }
+    assert.equal(text, FAKE_STREAM_REPLY);
+    assert.deepEqual(types.slice(0, 4), [
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+    ]);
+    assert.deepEqual(types.slice(-4), [
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+    assert.deepEqual(
+      seqs,
+      seqs.map((_, i) => i),
+    );
+    assert.equal(completed?.output_text ?? outputText(completed), FAKE_STREAM_REPLY);
+    assert.equal(completed?.usage?.input_tokens, FAKE_USAGE.stream.prompt_tokens);
+    assert.equal(completed?.usage?.output_tokens, FAKE_USAGE.stream.completion_tokens);
+    assert.deepEqual(lastSeen(mistral).json?.stream_options, { include_usage: true });
+    await settle();
+    assert.equal(lastLog()?.['llm.outputTokens'], FAKE_USAGE.stream.completion_tokens);
+  });
+
+  test('function tools: a function_call item back, and its output sent as a tool message', async () => {
+    const r = await client.responses.create({
+      model: 'mistral-model',
+      input: 'Weather in Boston?',
+      tools: [weather],
+    });
+    const call = r.output.find((o) => o.type === 'function_call');
+    assert.ok(call?.type === 'function_call');
+    assert.equal(call.name, 'get_current_weather');
+    assert.deepEqual(JSON.parse(call.arguments), { location: 'Boston, MA' });
+    assert.deepEqual(lastSeen(mistral).json?.tools, [
+      {
+        type: 'function',
+        function: {
+          name: weather.name,
+          description: weather.description,
+          parameters: weather.parameters,
+          strict: false,
+        },
+      },
+    ]);
+
+    await client.responses.create({
+      model: 'mistral-model',
+      input: [
+        { role: 'user', content: 'Weather in Boston?' },
+        { type: 'function_call', call_id: call.call_id, name: call.name, arguments: call.arguments },
+        { type: 'function_call_output', call_id: call.call_id, output: '{"temperature": 22}' },
+      ],
+      tools: [weather],
+    });
+    assert.deepEqual(lastSeen(mistral).json?.messages, [
+      { role: 'user', content: 'Weather in Boston?' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: call.call_id, type: 'function', function: { name: call.name, arguments: call.arguments } },
+        ],
+      },
+      { role: 'tool', tool_call_id: call.call_id, content: '{"temperature": 22}' },
+    ]);
+  });
+
+  test('streamed function call: output_item.added, argument deltas, the call in response.completed', async () => {
+    const stream = await client.responses.create({
+      model: 'mistral-model',
+      input: 'Weather in Boston?',
+      tools: [weather],
+      stream: true,
+    });
+    let args = '';
+    let name: string | undefined;
+    let done: OpenAI.Responses.Response | undefined;
+    for await (const ev of stream) {
+      if (ev.type === 'response.output_item.added' && ev.item.type === 'function_call') name = ev.item.name;
+      if (ev.type === 'response.function_call_arguments.delta') args += ev.delta;
+      if (ev.type === 'response.completed') done = ev.response;
+    }
+    assert.equal(name, 'get_current_weather');
+    assert.deepEqual(JSON.parse(args), { location: 'Boston, MA' });
+    const call = done?.output.find((o) => o.type === 'function_call');
+    assert.ok(call?.type === 'function_call');
+    assert.equal(call.arguments, args);
+  });
+
+  test('the SDK’s stream helper accumulates the events into the final Response (text and a call)', async () => {
+    const text = await client.responses.stream({ model: 'mistral-model', input: 'Hello!' }).finalResponse();
+    assert.equal(text.output_text, FAKE_STREAM_REPLY);
+    const call = await client.responses
+      .stream({ model: 'mistral-model', input: 'Weather in Boston?', tools: [weather] })
+      .finalResponse();
+    const item = call.output.find((o) => o.type === 'function_call');
+    assert.ok(item?.type === 'function_call');
+    assert.deepEqual(JSON.parse(item.arguments), { location: 'Boston, MA' });
+  });
+
+  test('previous_response_id needs stored responses: 400 saying so', async () => {
+    await assert.rejects(
+      client.responses.create({ model: 'mistral-model', input: 'Hi', previous_response_id: 'resp_1' }),
+      (err) =>
+        err instanceof OpenAI.BadRequestError &&
+        /previous_response_id needs a provider that stores/.test(err.message),
+    );
+  });
+});
+
+/** A Response's text, for an object the SDK did not add `output_text` to (a streamed event's). */
+function outputText(r: OpenAI.Responses.Response | undefined): string {
+  let s = '';
+  for (const o of r?.output ?? [])
+    if (o.type === 'message') for (const c of o.content) if (c.type === 'output_text') s += c.text;
+  return s;
+}

@@ -8,6 +8,7 @@ import { openaiChatToBedrockConverse } from './openai-chat__bedrock-converse.ts'
 import { openaiChatToGeminiGenerateContent } from './openai-chat__gemini-generate-content.ts';
 import { openaiChatToOpenaiChat } from './openai-chat__openai-chat.ts';
 import { openaiEmbeddingsToOpenaiEmbeddings } from './openai-embeddings__openai-embeddings.ts';
+import { openaiResponsesToOpenaiChat } from './openai-responses__openai-chat.ts';
 import { openaiResponsesToOpenaiResponses } from './openai-responses__openai-responses.ts';
 import type { FormatPair, PairKey } from './types.ts';
 
@@ -17,6 +18,7 @@ export const FORMAT_PAIRS: Partial<Record<PairKey, FormatPair>> = {
   'openai-chat__gemini-generate-content': openaiChatToGeminiGenerateContent,
   'openai-chat__anthropic-messages': openaiChatToAnthropicMessages,
   'openai-responses__openai-responses': openaiResponsesToOpenaiResponses,
+  'openai-responses__openai-chat': openaiResponsesToOpenaiChat,
   'openai-embeddings__openai-embeddings': openaiEmbeddingsToOpenaiEmbeddings,
   'anthropic-messages__anthropic-messages': anthropicMessagesToAnthropicMessages,
   'anthropic-messages__openai-chat': anthropicMessagesToOpenaiChat,
