@@ -182,6 +182,7 @@ export type LlmFormat =
   | 'anthropic-messages'
   | 'anthropic-count-tokens'
   | 'gemini-generate-content'
+  | 'gemini-embed-content'
   | 'bedrock-converse';
 
 interface LlmProviderCommon {

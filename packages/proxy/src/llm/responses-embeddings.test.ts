@@ -1,7 +1,7 @@
 // OpenAI's Responses and embeddings APIs through the gateway, as a user sees them: the official
 // `openai` client (`responses.create`, plain and streamed; `embeddings.create`, base64 by default and
-// floats) pointed at gw, gw pointed at fake OpenAI-compatible providers answering in the APIs' own
-// shapes. Model rewrite, Azure's paths, usage in the access log and metrics, and a 400 naming the
+// floats) pointed at gw, gw pointed at fake OpenAI-compatible providers (and a fake Gemini for its
+// batchEmbedContents) answering in the APIs' own shapes. Model rewrite, Azure's paths, usage in the access log and metrics, and a 400 naming the
 // pair for a provider that cannot serve the client's API.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -14,12 +14,14 @@ import {
   fakeEmbeddings,
   startFakeOpenAI,
 } from '@gw/testkit';
+import { type FakeGemini, fakeGeminiEmbeddings, startFakeGemini } from '@gw/testkit/llm/gemini';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import OpenAI from 'openai';
 
 let openai: FakeOpenAI;
 let azure: FakeOpenAI;
 let mistral: FakeOpenAI;
+let gemini: FakeGemini;
 let proxy: TestProxy;
 let client: OpenAI;
 
@@ -27,6 +29,7 @@ before(async () => {
   openai = await startFakeOpenAI({ name: 'openai', apiKey: 'sk-provider' });
   azure = await startFakeOpenAI({ name: 'azure', apiKey: 'azure-key' });
   mistral = await startFakeOpenAI({ name: 'mistral' });
+  gemini = await startFakeGemini({ apiKey: 'g-key' });
   proxy = await startProxy(`config:
   adminAddr: "off"
 llm:
@@ -53,14 +56,14 @@ llm:
     params: {baseUrl: "${mistral.origin}/v1", model: mistral-embed}
   - name: gemini-model
     provider: gemini
-    params: {apiKey: g-key, baseUrl: "${openai.origin}/v1beta"}
+    params: {apiKey: g-key, baseUrl: "${gemini.origin}/v1beta", model: text-embedding-004}
 `);
   client = new OpenAI({ apiKey: 'sk-client', baseURL: proxy.url('/v1'), maxRetries: 0 });
 });
 
 after(async () => {
   await proxy.close();
-  await Promise.all([openai.close(), azure.close(), mistral.close()]);
+  await Promise.all([openai.close(), azure.close(), mistral.close(), gemini.close()]);
 });
 
 const lastSeen = (f: FakeOpenAI) => f.seen[f.seen.length - 1] as FakeLlmRequest;
@@ -118,14 +121,37 @@ describe('embeddings', () => {
     assert.equal(lastSeen(mistral).json?.model, 'mistral-embed');
   });
 
-  test('a provider without an embeddings pair (Gemini): 400 naming the pair', async () => {
-    const n = openai.seen.length;
-    await assert.rejects(client.embeddings.create({ model: 'gemini-model', input: 'hello' }), (err) => {
-      assert.ok(err instanceof OpenAI.BadRequestError);
-      assert.match(err.message, /no openai-embeddings__gemini-generate-content format pair/);
-      return true;
+  test('Gemini: batchEmbedContents, one request per input, the vectors back in OpenAI’s list', async () => {
+    const r = await client.embeddings.create({
+      model: 'gemini-model',
+      input: ['one', 'two'],
+      dimensions: 4,
+      encoding_format: 'float',
     });
-    assert.equal(openai.seen.length, n, 'nothing was sent');
+    const seen = gemini.seen[gemini.seen.length - 1];
+    assert.equal(seen?.url, '/v1beta/models/text-embedding-004:batchEmbedContents');
+    assert.equal(seen?.headers['x-goog-api-key'], 'g-key');
+    const requests = [
+      { model: 'models/text-embedding-004', content: { parts: [{ text: 'one' }] }, outputDimensionality: 4 },
+      { model: 'models/text-embedding-004', content: { parts: [{ text: 'two' }] }, outputDimensionality: 4 },
+    ];
+    assert.deepEqual(seen?.json, { requests });
+    assert.equal(r.object, 'list');
+    assert.equal(r.model, 'text-embedding-004');
+    assert.deepEqual(
+      r.data.map((d) => [d.object, d.index, d.embedding]),
+      fakeGeminiEmbeddings(requests).map((e, i) => ['embedding', i, e.values]),
+    );
+    // The SDK's default: base64, float32 bytes the gateway encoded.
+    const b = await client.embeddings.create({ model: 'gemini-model', input: 'one' });
+    assert.deepEqual(b.data[0]?.embedding, fakeGeminiEmbeddings([{}])[0]?.values.map(Math.fround));
+  });
+
+  test('Gemini with token arrays as input: 400 saying Gemini embeds text', async () => {
+    await assert.rejects(
+      client.embeddings.create({ model: 'gemini-model', input: [[1, 2, 3]] }),
+      (err) => err instanceof OpenAI.BadRequestError && /Gemini embeds text/.test(err.message),
+    );
   });
 });
 
@@ -200,13 +226,13 @@ describe('responses', () => {
   });
 
   test('a provider without a Responses pair (Gemini): 400 naming the pair, nothing sent', async () => {
-    const n = openai.seen.length;
+    const n = gemini.seen.length;
     await assert.rejects(client.responses.create({ model: 'gemini-model', input: 'Hello!' }), (err) => {
       assert.ok(err instanceof OpenAI.BadRequestError);
       assert.match(err.message, /no openai-responses__gemini-generate-content format pair/);
       return true;
     });
-    assert.equal(openai.seen.length, n);
+    assert.equal(gemini.seen.length, n);
   });
 
   test('Prometheus: the Responses and embeddings tokens in gw_llm_tokens_total', async () => {

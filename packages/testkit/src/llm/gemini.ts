@@ -1,5 +1,5 @@
-// A fake Gemini on loopback, for the Gemini API and Vertex AI alike: generateContent (JSON) and
-// streamGenerateContent?alt=sse (SSE, CRLF-delimited as Google sends it) at
+// A fake Gemini on loopback, for the Gemini API and Vertex AI alike: generateContent (JSON),
+// streamGenerateContent?alt=sse (SSE, CRLF-delimited as Google sends it) and batchEmbedContents at
 // /v1beta/models/<model>:… (key in `x-goog-api-key`) and at
 // /v1/projects/<project>/locations/<region>/publishers/google/models/<model>:… (a bearer access
 // token), answers from ./fixtures/gemini, Google's error JSON. As Vertex AI, it also serves Claude
@@ -62,7 +62,7 @@ export const FAKE_GEMINI_USAGE = {
 } as const;
 
 const PATH =
-  /^(?:\/v1beta\/models\/([^/:]+)|\/v1\/projects\/[^/]+\/locations\/[^/]+\/publishers\/google\/models\/([^/:]+)):(generateContent|streamGenerateContent)$/;
+  /^(?:\/v1beta\/models\/([^/:]+)|\/v1\/projects\/[^/]+\/locations\/[^/]+\/publishers\/google\/models\/([^/:]+)):(generateContent|streamGenerateContent|batchEmbedContents)$/;
 
 export async function startFakeGemini(opts: FakeGeminiOptions = {}): Promise<FakeGemini> {
   const seen: FakeGeminiRequest[] = [];
@@ -159,6 +159,15 @@ async function serve(r: FakeGeminiRequest, res: ServerResponse, opts: FakeGemini
     );
     return;
   }
+  if (m[3] === 'batchEmbedContents') {
+    const requests = r.json?.requests;
+    if (!Array.isArray(requests) || requests.length === 0) {
+      send(res, 400, fixture('error-invalid-argument.json'));
+      return;
+    }
+    send(res, 200, JSON.stringify({ embeddings: fakeGeminiEmbeddings(requests as Json[]) }));
+    return;
+  }
   if (!r.json || !Array.isArray(r.json.contents) || r.json.contents.length === 0) {
     send(res, 400, fixture('error-invalid-argument.json'));
     return;
@@ -232,4 +241,17 @@ async function serveClaude(
     await new Promise<void>((done) => setImmediate(done));
   }
   res.end();
+}
+
+/**
+ * The embeddings the fake answers `requests` with: the fixture's vector shifted by the request's
+ * index, cut to its outputDimensionality.
+ */
+export function fakeGeminiEmbeddings(requests: Json[]): { values: number[] }[] {
+  const fixed = (JSON.parse(fixture('batch-embed-contents.json')) as { embeddings: { values: number[] }[] })
+    .embeddings[0]?.values as number[];
+  return requests.map((req, index) => {
+    const dims = typeof req.outputDimensionality === 'number' ? req.outputDimensionality : fixed.length;
+    return { values: fixed.slice(0, dims).map((v) => v + index / 100) };
+  });
 }

@@ -7,6 +7,7 @@ import { openaiChatToAnthropicMessages } from './openai-chat__anthropic-messages
 import { openaiChatToBedrockConverse } from './openai-chat__bedrock-converse.ts';
 import { openaiChatToGeminiGenerateContent } from './openai-chat__gemini-generate-content.ts';
 import { openaiChatToOpenaiChat } from './openai-chat__openai-chat.ts';
+import { openaiEmbeddingsToGeminiEmbedContent } from './openai-embeddings__gemini-embed-content.ts';
 import { openaiEmbeddingsToOpenaiEmbeddings } from './openai-embeddings__openai-embeddings.ts';
 import { openaiResponsesToOpenaiChat } from './openai-responses__openai-chat.ts';
 import { openaiResponsesToOpenaiResponses } from './openai-responses__openai-responses.ts';
@@ -20,6 +21,7 @@ export const FORMAT_PAIRS: Partial<Record<PairKey, FormatPair>> = {
   'openai-responses__openai-responses': openaiResponsesToOpenaiResponses,
   'openai-responses__openai-chat': openaiResponsesToOpenaiChat,
   'openai-embeddings__openai-embeddings': openaiEmbeddingsToOpenaiEmbeddings,
+  'openai-embeddings__gemini-embed-content': openaiEmbeddingsToGeminiEmbedContent,
   'anthropic-messages__anthropic-messages': anthropicMessagesToAnthropicMessages,
   'anthropic-messages__openai-chat': anthropicMessagesToOpenaiChat,
   'anthropic-count-tokens__anthropic-count-tokens': anthropicCountTokensToAnthropicCountTokens,
