@@ -16,7 +16,9 @@ const fake = await startFakeOpenAI({
   chunkDelayMs: Number(values['chunk-delay']),
   ...(values['api-key'] ? { apiKey: values['api-key'] } : {}),
 });
-console.log(`fake OpenAI provider on ${fake.origin} (POST …/chat/completions, GET …/models)`);
+console.log(
+  `fake OpenAI provider on ${fake.origin} (POST …/chat/completions, …/responses, …/embeddings; GET …/models)`,
+);
 const stop = () => {
   fake.close().then(() => process.exit(0));
 };
