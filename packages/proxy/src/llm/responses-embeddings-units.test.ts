@@ -125,6 +125,7 @@ describe('openai-responses__openai-chat: the request', () => {
       temperature: 0.2,
       safety_identifier: 'u1',
       tool_choice: { type: 'function', name: 'a' },
+      parallel_tool_calls: false,
       tools: [{ type: 'function', name: 'a', parameters: { type: 'object' } }],
       text: { format: { type: 'json_schema', name: 'out', schema: { type: 'object' }, strict: true } },
     });
@@ -155,6 +156,7 @@ describe('openai-responses__openai-chat: the request', () => {
     assert.equal(out.temperature, 0.2);
     assert.equal(out.user, 'u1');
     assert.deepEqual(out.tool_choice, { type: 'function', function: { name: 'a' } });
+    assert.equal(out.parallel_tool_calls, false);
     assert.deepEqual(out.tools, [
       { type: 'function', function: { name: 'a', parameters: { type: 'object' } } },
     ]);
@@ -167,6 +169,8 @@ describe('openai-responses__openai-chat: the request', () => {
 
   test('a stream asks for usage', () => {
     const out = convert({ input: 'Hi', stream: true }, true);
+    const plain = convert({ input: 'Hi', stream: true, parallel_tool_calls: true }, true);
+    assert.equal(plain.parallel_tool_calls, undefined, 'not without tools');
     assert.deepEqual(out.messages, [{ role: 'user', content: 'Hi' }]);
     assert.equal(out.stream, true);
     assert.deepEqual(out.stream_options, { include_usage: true });

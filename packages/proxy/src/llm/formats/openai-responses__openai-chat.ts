@@ -31,8 +31,7 @@ export const openaiResponsesToOpenaiChat: FormatPair<'openai-responses', 'openai
     out.messages = convertInput(body.instructions, body.input);
     // max_tokens rather than max_completion_tokens: Mistral and most compatible servers know only it.
     if (typeof body.max_output_tokens === 'number') out.max_tokens = body.max_output_tokens;
-    for (const k of ['temperature', 'top_p', 'parallel_tool_calls'] as const)
-      if (body[k] !== undefined && body[k] !== null) out[k] = body[k];
+    for (const k of ['temperature', 'top_p'] as const) if (typeof body[k] === 'number') out[k] = body[k];
     const user = str(body.safety_identifier) ?? str(body.user);
     if (user !== undefined) out.user = user;
     if (req.stream) {
@@ -43,6 +42,8 @@ export const openaiResponsesToOpenaiChat: FormatPair<'openai-responses', 'openai
       out.tools = body.tools.map(convertTool);
       const choice = convertToolChoice(body.tool_choice);
       if (choice !== undefined) out.tool_choice = choice;
+      // Chat refuses parallel_tool_calls without tools.
+      if (typeof body.parallel_tool_calls === 'boolean') out.parallel_tool_calls = body.parallel_tool_calls;
     }
     const format = responseFormat(obj(obj(body.text)?.format));
     if (format) out.response_format = format;
