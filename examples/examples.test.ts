@@ -77,7 +77,7 @@ describe('examples', () => {
     assert.equal(pre.headers['access-control-allow-origin'], 'https://app.example.com');
   });
 
-  test('llm.yaml serves chat completions from the fake provider its header names', async (t) => {
+  test('llm.yaml serves chat completions, responses and embeddings from the fake provider its header names', async (t) => {
     const fake = await startFakeOpenAI({ apiKey: 'sk-fake' });
     t.after(() => fake.close());
     const p = await startProxy(
@@ -96,6 +96,18 @@ describe('examples', () => {
     const body = (await r.body.json()) as { model: string; choices: { message: { content: string } }[] };
     assert.equal(body.model, 'gpt-4o-mini');
     assert.equal(fake.seen[fake.seen.length - 1]?.headers.authorization, 'Bearer sk-fake');
+    for (const [path, body, object] of [
+      ['/v1/responses', { model: 'fast', input: 'Hello!' }, 'response'],
+      ['/v1/embeddings', { model: 'fast', input: 'Hello!' }, 'list'],
+    ] as const) {
+      const res = await request(p.url(path), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      assert.equal(res.statusCode, 200, path);
+      assert.equal(((await res.body.json()) as { object: string }).object, object);
+    }
   });
 
   test('forward-proxy.yaml forwards to the Host of the request', async (t) => {
