@@ -149,6 +149,7 @@ async function main(): Promise<void> {
         machine,
         settings: rest,
         load,
+        ...(scenario.describeLoad === undefined ? {} : { loadDescription: scenario.describeLoad(own) }),
         modes: result.modes,
       };
       const name = resultFileName(file);

@@ -17,6 +17,11 @@ export function assertGwBinary(gwBin: string): void {
 
 /** The config: admin/stats/readiness on their own loopback ports, then the scenario's binds. */
 export function gwConfig(ports: Ports, workers: number, bindsYaml: string): string {
+  return gwConfigWith(ports, workers, `binds:\n${bindsYaml}`);
+}
+
+/** gwConfig's `config:` block followed by any top-level YAML (e.g. `gateways:` and `llm:`). */
+export function gwConfigWith(ports: Ports, workers: number, topLevelYaml: string): string {
   return `config:
   adminAddr: 127.0.0.1:${ports.admin}
   statsAddr: 127.0.0.1:${ports.stats}
@@ -24,8 +29,7 @@ export function gwConfig(ports: Ports, workers: number, bindsYaml: string): stri
   workerThreads: ${workers}
   # Access logs off, as nginx runs with access_log off: both proxies do the same work per request.
   logging: { level: "info,request=warn" }
-binds:
-${bindsYaml}`;
+${topLevelYaml}`;
 }
 
 export async function startGw(opts: {

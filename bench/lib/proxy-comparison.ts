@@ -142,7 +142,10 @@ async function runMode(ctx: RunContext, scenario: ComparedScenario, mode: Mode):
     ];
     await checkPeersAgree(peers, cfg.load);
     // A stand-in nginx runs no policies: the expectations only hold for gw itself.
-    if (!settings.standin) await checkGwExpectations(gwPeer, cfg);
+    if (!settings.standin) {
+      await checkGwExpectations(gwPeer, cfg);
+      await checkGwMetrics(gwPeer, ports, cfg);
+    }
 
     // Idle: ready and proxied one request (above), before any load, after a moment to settle.
     await sleep(500);
@@ -300,6 +303,29 @@ async function checkGwExpectations(gw: Peer, cfg: ScenarioConfig): Promise<void>
           `got ${res.status} ${JSON.stringify(res.body.slice(0, 200))} headers ${JSON.stringify([...res.headers.keys()])}${log}`,
       );
     }
+  }
+}
+
+/** The scenario's proof, from gw's metrics, of work done on the side (e.g. tokens counted). */
+export async function checkGwMetrics(
+  gw: { proc: Tracked | undefined },
+  ports: Pick<Ports, 'stats'>,
+  cfg: Pick<ScenarioConfig, 'gwMetricsExpect'>,
+): Promise<void> {
+  const expected = cfg.gwMetricsExpect ?? [];
+  if (expected.length === 0) return;
+  const metrics = await fetchText(`http://127.0.0.1:${ports.stats}/metrics`, {
+    signal: AbortSignal.timeout(5000),
+  });
+  for (const e of expected) {
+    if (new RegExp(e.pattern, 'm').test(metrics.body)) continue;
+    const log = gw.proc === undefined ? '' : `\nlog ${gw.proc.logFile}:\n${logTail(gw.proc.logFile)}`;
+    const shown = metrics.body
+      .split('\n')
+      .filter((l) => !l.startsWith('#') && !l.includes('_bucket'))
+      .slice(0, 30)
+      .join('\n');
+    throw new Error(`gw check "${e.what}": no metrics line matches /${e.pattern}/ in:\n${shown}${log}`);
   }
 }
 

@@ -17,6 +17,8 @@ export interface ResultFile {
   machine: MachineInfo;
   settings: Omit<Settings, 'modes'>;
   load: LoadSpec;
+  /** What one peer's measurement per round is, when not wrk then h2load (Scenario.describeLoad). */
+  loadDescription?: string;
   modes: ModeResult[];
 }
 
@@ -68,13 +70,15 @@ export function renderSection(r: ResultFile, fileName: string): string {
   const s = r.settings;
   const kind = r.standin ? 'STAND-IN run' : r.quick ? 'QUICK run (indicative only)' : 'full run';
   const m = r.machine;
+  const load =
+    r.loadDescription ??
+    `${s.saturationSeconds} s of wrk at ${r.load.connections} connections, then ${s.latencySeconds} s of ` +
+      `h2load at ${r.load.rateRps} req/s over ${r.load.latencyConnections} connections`;
   const lines = [
     `## ${r.title}`,
     '',
     `\`${r.scenario}\` · ${r.date} · ${kind}: ${s.pairs} interleaved rounds per mode; per peer and round ` +
-      `${s.saturationSeconds} s of wrk at ${r.load.connections} connections, then ${s.latencySeconds} s of ` +
-      `h2load at ${r.load.rateRps} req/s over ${r.load.latencyConnections} connections · ` +
-      `[results/${fileName}](results/${fileName})`,
+      `${load} · [results/${fileName}](results/${fileName})`,
     '',
     `Machine: ${m.nproc} × ${m.cpuModel} · Linux ${m.kernel} · Node ${m.node} · nginx ${m.nginx} · wrk ${m.wrk} · ` +
       `h2load ${m.h2load} · gw ${m.gwRevision} · load average ${m.loadAverage.toFixed(2)} at start`,
@@ -118,6 +122,11 @@ const EXPLANATION = `## What the figures mean
 - **Added p50 / p99 latency**: at a fixed rate well below saturation (h2load \`--rps\`, an open-loop
   schedule per connection), the peer's percentile minus direct's percentile in the same round.
   Latency is timed by h2load from each request's actual send.
+- **Streaming** (scenario 4): no wrk or h2load; a Node client times every SSE event of each stream,
+  one stream at a time and then several at once. **TTFT** is request written → first event, the
+  **per-chunk delay** is an event's arrival minus its send time at the upstream (one monotonic clock),
+  the **inter-chunk gap** is between events of one stream; "added" is the peer's percentile minus
+  direct's in the same round. **CPU per stream** is the proxy's CPU over the run / streams served.
 - **RSS idle**: summed VmRSS of the process tree after it is ready and has proxied one request, before
   any load. **RSS peak**: the highest VmRSS sample (every 100 ms) during the warm-up and all rounds.
   **VmHWM**: the kernel's own high-water mark at the end (summed per process, so an upper bound for a

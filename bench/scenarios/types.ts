@@ -64,6 +64,12 @@ export interface ScenarioConfig {
    * under test really run, e.g. 401 without a token.
    */
   gwExpect?: { what: string; headers: Record<string, string>; status: number; responseHeader?: string }[];
+  /**
+   * Lines gw's Prometheus endpoint (statsAddr /metrics) must show once the peers have each answered one
+   * load request, as regular expression sources (multiline): proof of work gw does on the side, e.g.
+   * the LLM layer counting the answer's tokens.
+   */
+  gwMetricsExpect?: { what: string; pattern: string }[];
 }
 
 /** How the report names the peers, when they are not all plain proxies. */
@@ -140,5 +146,10 @@ export interface Scenario {
    * explicit BENCH_SECONDS / BENCH_LATENCY_SECONDS still win. The result file records what ran.
    */
   readonly quick?: Partial<Pick<Settings, 'saturationSeconds' | 'latencySeconds'>>;
+  /**
+   * What one peer's measurement in one round is, for the report, when it is not the default (wrk
+   * saturation, then h2load at load.rateRps).
+   */
+  describeLoad?(settings: Settings): string;
   run(ctx: RunContext): Promise<ScenarioResult>;
 }
