@@ -1,10 +1,9 @@
 // OpenAI chat completions to an OpenAI-compatible chat endpoint: the body goes as sent, with the model
 // to serve. A streamed request asks for usage (`stream_options.include_usage`) so its tokens can be
 // counted; when the client did not ask for it, that usage is taken out of the stream again.
-
 import { SseSplitter } from '../sse.ts';
 import type { LlmRequestState } from '../state.ts';
-import { normalizeUsage } from '../usage.ts';
+import { HAS_USAGE, recordModelAndUsage, withModel } from './passthrough.ts';
 import type { FormatPair, JsonObject, StreamConverter } from './types.ts';
 
 type Obj = Record<string, unknown>;
@@ -13,8 +12,7 @@ export const openaiChatToOpenaiChat: FormatPair<'openai-chat', 'openai-chat'> = 
   client: 'openai-chat',
   provider: 'openai-chat',
   request(body, req) {
-    if (req.bodyHasModel) body.model = req.model;
-    else delete body.model;
+    withModel(body, req);
     if (req.stream) {
       const so = body.stream_options;
       body.stream_options = { ...(so && typeof so === 'object' ? so : {}), include_usage: true };
@@ -35,17 +33,7 @@ function clientWantsUsage(request: JsonObject): boolean {
   return so?.include_usage === true;
 }
 
-function recordChunk(chunk: Obj, state: LlmRequestState): void {
-  if (typeof chunk.model === 'string') state.responseModel = chunk.model;
-  const u = chunk.usage;
-  if (u && typeof u === 'object') {
-    const n = normalizeUsage(u as Obj);
-    if (n) state.record(n);
-  }
-}
-
-// A chunk only needs parsing when it carries usage: every other one passes as received.
-const HAS_USAGE = /"usage"\s*:\s*\{/;
+const recordChunk = recordModelAndUsage;
 
 class ChatStream implements StreamConverter {
   readonly #sse = new SseSplitter();
