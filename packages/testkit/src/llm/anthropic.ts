@@ -3,10 +3,10 @@
 // all built from the wire shapes in ./fixtures/anthropic (see the README there). Like the real API it
 // wants `anthropic-version` and `max_tokens`, and it records what it was sent for tests to assert.
 import { readFileSync } from 'node:fs';
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startFakeServer } from './fake-server.ts';
 import type { FakeLlmRequest } from './openai.ts';
 
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'anthropic');
@@ -71,32 +71,9 @@ export const FAKE_ANTHROPIC_TOOL = { name: 'get_weather', input: { location: 'Sa
 
 export async function startFakeAnthropic(opts: FakeAnthropicOptions = {}): Promise<FakeAnthropic> {
   const name = opts.name ?? 'fake-anthropic';
-  const seen: FakeLlmRequest[] = [];
   const state: { lastEventAt: number | undefined } = { lastEventAt: undefined };
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      let json: Json | undefined;
-      try {
-        const v = JSON.parse(body) as unknown;
-        if (v && typeof v === 'object' && !Array.isArray(v)) json = v as Json;
-      } catch {}
-      const r: FakeLlmRequest = {
-        method: req.method ?? '',
-        url: req.url ?? '',
-        headers: req.headers,
-        json,
-        body,
-      };
-      seen.push(r);
-      serve(r, req, res, opts, name, state).catch(() => res.destroy());
-    });
-  });
-  server.keepAliveTimeout = 30_000;
-  await new Promise<void>((done) => server.listen(opts.port ?? 0, '127.0.0.1', done));
-  const port = (server.address() as AddressInfo).port;
+  const fake = await startFakeServer(opts.port, (r, req, res) => serve(r, req, res, opts, name, state));
+  const { port, seen } = fake;
   return {
     port,
     origin: `http://127.0.0.1:${port}`,
@@ -105,11 +82,7 @@ export async function startFakeAnthropic(opts: FakeAnthropicOptions = {}): Promi
     get lastEventAt() {
       return state.lastEventAt;
     },
-    close: () =>
-      new Promise<void>((done) => {
-        server.closeAllConnections();
-        server.close(() => done());
-      }),
+    close: () => fake.close(),
   };
 }
 

@@ -5,25 +5,17 @@
 // /chat/completions, /responses, /embeddings or /models, so it stands in for Azure OpenAI and
 // Mistral too, and records what it was sent (path, headers, body) for tests to assert.
 import { readFileSync } from 'node:fs';
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type FakeLlmRequest, startFakeServer } from './fake-server.ts';
 
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'openai');
 const fixture = (name: string) => readFileSync(join(FIXTURES, name), 'utf8');
 
 type Json = Record<string, unknown>;
 
-export interface FakeLlmRequest {
-  method: string;
-  /** Path and query. */
-  url: string;
-  headers: Record<string, string | string[] | undefined>;
-  /** The body parsed as JSON, or undefined when it is not JSON. */
-  json: Json | undefined;
-  body: string;
-}
+export type { FakeLlmRequest } from './fake-server.ts';
 
 /** An answer other than the normal one, for a test to choose per request. */
 export type FakeAnswer =
@@ -83,32 +75,9 @@ interface FakeState {
 
 export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
   const name = opts.name ?? 'fake-openai';
-  const seen: FakeLlmRequest[] = [];
   const state: FakeState = { lastEventAt: undefined, closedEarly: 0 };
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      let json: Json | undefined;
-      try {
-        const v = JSON.parse(body) as unknown;
-        if (v && typeof v === 'object' && !Array.isArray(v)) json = v as Json;
-      } catch {}
-      const r: FakeLlmRequest = {
-        method: req.method ?? '',
-        url: req.url ?? '',
-        headers: req.headers,
-        json,
-        body,
-      };
-      seen.push(r);
-      serve(r, req, res, opts, name, state).catch(() => res.destroy());
-    });
-  });
-  server.keepAliveTimeout = 30_000;
-  await new Promise<void>((done) => server.listen(opts.port ?? 0, '127.0.0.1', done));
-  const port = (server.address() as AddressInfo).port;
+  const fake = await startFakeServer(opts.port, (r, req, res) => serve(r, req, res, opts, name, state));
+  const { port, seen } = fake;
   return {
     port,
     origin: `http://127.0.0.1:${port}`,
@@ -120,11 +89,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     get closedEarly() {
       return state.closedEarly;
     },
-    close: () =>
-      new Promise<void>((done) => {
-        server.closeAllConnections();
-        server.close(() => done());
-      }),
+    close: () => fake.close(),
   };
 }
 
