@@ -234,7 +234,7 @@ async function startUpstream(
 }
 
 /** gw (or its nginx stand-in) from the given scenario's config, listening on ports.gw. */
-async function startGwPeer(
+export async function startGwPeer(
   ctx: RunContext,
   mode: Mode,
   dir: string,
@@ -379,7 +379,8 @@ async function measure(
   return { saturation, cpuUsPerRequest, loadCpuBusy, proxyCpuBusy, latency };
 }
 
-function assertAlive(peer: Peer): void {
+/** Fails the run, with the end of its log, when a peer's process has exited. */
+export function assertAlive(peer: { name: string; proc: Tracked | undefined }): void {
   const proc = peer.proc;
   if (proc !== undefined && proc.exitStatus !== undefined) {
     throw new Error(

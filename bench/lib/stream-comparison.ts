@@ -17,7 +17,6 @@ import type {
   Scenario,
   ScenarioResult,
 } from '../scenarios/types.ts';
-import { startGw } from './gw.ts';
 import type { ClientSummary, Distribution, PhaseSummary } from './llm-stream-client.ts';
 import { freePorts, waitForHttp } from './net.ts';
 import { startNginx } from './nginx.ts';
@@ -33,7 +32,7 @@ import {
   stopTracked,
   type Tracked,
 } from './procs.ts';
-import { checkGwMetrics } from './proxy-comparison.ts';
+import { assertAlive, checkGwMetrics, startGwPeer } from './proxy-comparison.ts';
 import { figure } from './stats.ts';
 
 type PeerName = 'direct' | 'gw' | 'gw-plain' | 'nginx';
@@ -254,34 +253,6 @@ async function runMode(ctx: RunContext, scenario: StreamScenario, mode: Mode): P
   }
 }
 
-async function startGwPeer(
-  ctx: RunContext,
-  mode: Mode,
-  dir: string,
-  name: 'gw' | 'gw-plain',
-  scenario: Pick<Scenario, 'configure'>,
-  ports: Ports,
-): Promise<Tracked> {
-  if (ctx.settings.standin) {
-    return startNginx({
-      name: `${name}-standin`,
-      workDir: dir,
-      workers: mode.workers,
-      httpBody: scenario.configure({ mode, ports: { ...ports, nginx: ports.gw } }).nginxHttp,
-      port: ports.gw,
-      cpus: mode.proxyCpus,
-    });
-  }
-  return startGw({
-    name,
-    gwBin: ctx.gwBin,
-    workDir: dir,
-    yaml: scenario.configure({ mode, ports }).gwYaml,
-    readyPort: ports.ready,
-    cpus: mode.proxyCpus,
-  });
-}
-
 let clientRuns = 0;
 
 async function runClient(
@@ -321,15 +292,6 @@ async function runClient(
   });
   if (status !== 0) throw new Error(`llm-stream client failed (${status}) against ${peer.name}:\n${stdout}`);
   return JSON.parse(readFileSync(out, 'utf8')) as ClientSummary;
-}
-
-function assertAlive(peer: Peer): void {
-  const proc = peer.proc;
-  if (proc !== undefined && proc.exitStatus !== undefined) {
-    throw new Error(
-      `${peer.name} exited (${proc.exitStatus}); log ${proc.logFile}:\n${logTail(proc.logFile)}`,
-    );
-  }
 }
 
 function describeRound(round: Round): string {
