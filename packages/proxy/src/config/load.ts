@@ -356,30 +356,9 @@ class Builder {
       const path = ['routes', ri];
       const refs =
         r.gateways === undefined ? ['default'] : Array.isArray(r.gateways) ? r.gateways : [r.gateways];
-      for (const ref of refs) {
-        const [gname, lname] = ref.split('/', 2) as [string, string | undefined];
-        const ls = listenersOf.get(gname);
-        if (!ls) {
-          const known = [...listenersOf.keys()];
-          this.fail(
-            [...path, 'gateways'],
-            `no gateway named ${JSON.stringify(gname)}${known.length ? ` (gateways: ${known.join(', ')})` : ' (define it under gateways:)'}`,
-          );
-          continue;
-        }
-        const targets = lname ? ls.filter((l) => l.name === lname) : ls;
-        if (targets.length === 0)
-          this.fail([...path, 'gateways'], `gateway ${gname} has no listener ${lname}`);
-        for (const l of targets) {
-          const inherited = mergePolicies(
-            targeted.gateway.get(gname),
-            gwPolicies.get(`${gname}/${l.name}`),
-            targeted.listener.get(`${gname}/${l.name}`),
-          );
-          const { gateways: _g, ...route } = r;
-          l.routes.push(this.route(path, `${gname}/${l.name}`, route, inherited, targeted));
-        }
-      }
+      const { gateways: _g, ...route } = r;
+      for (const { l, key, inherited } of this.attachTargets(path, refs, listenersOf, gwPolicies, targeted))
+        l.routes.push(this.route(path, key, route, inherited, targeted));
     });
     if (this.cfg.llm) this.llmRoutes(this.cfg.llm, add, listenersOf, gwPolicies, targeted);
     if (byKey.size === 0 && !this.opts.allowNoListeners && !this.cfg.llm)
@@ -427,6 +406,22 @@ class Builder {
       this.fail(path, 'set llm.port, or llm.gateways to serve the LLM API on (no gateway named default)');
       return;
     }
+    for (const { l, key, inherited } of this.attachTargets(path, refs, listenersOf, gwPolicies, targeted))
+      l.routes.push(this.route(path, key, route, inherited, targeted, [backend]));
+  }
+
+  /**
+   * The listeners that `gateways` references (`<gateway>` or `<gateway>/<listener>`) name, each with
+   * the policies a route attached there inherits; an unknown name is an error at `path.gateways`.
+   */
+  attachTargets(
+    path: FieldPath,
+    refs: readonly string[],
+    listenersOf: Map<string, ListenerIR[]>,
+    gwPolicies: Map<string, TrafficPolicies>,
+    targeted: ReturnType<Builder['targetedPolicies']>,
+  ): { l: ListenerIR; key: string; inherited: TrafficPolicies | undefined }[] {
+    const out: { l: ListenerIR; key: string; inherited: TrafficPolicies | undefined }[] = [];
     for (const ref of refs) {
       const [gname, lname] = ref.split('/', 2) as [string, string | undefined];
       const ls = listenersOf.get(gname);
@@ -441,14 +436,16 @@ class Builder {
       const targets = lname ? ls.filter((l) => l.name === lname) : ls;
       if (targets.length === 0) this.fail([...path, 'gateways'], `gateway ${gname} has no listener ${lname}`);
       for (const l of targets) {
+        const key = `${gname}/${l.name}`;
         const inherited = mergePolicies(
           targeted.gateway.get(gname),
-          gwPolicies.get(`${gname}/${l.name}`),
-          targeted.listener.get(`${gname}/${l.name}`),
+          gwPolicies.get(key),
+          targeted.listener.get(key),
         );
-        l.routes.push(this.route(path, `${gname}/${l.name}`, route, inherited, targeted, [backend]));
+        out.push({ l, key, inherited });
       }
     }
+    return out;
   }
 
   /** The ai backend of the llm block: its models (providers resolved, keys sealed) and virtual models. */
