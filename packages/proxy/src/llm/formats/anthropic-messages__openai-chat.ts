@@ -5,16 +5,14 @@
 // event sequence (message_start, content_block_start/delta/stop, message_delta, message_stop) built
 // chunk by chunk. A stream asks for usage (`stream_options.include_usage`), which OpenAI sends after
 // the finish reason, so message_delta waits for the end of the stream to carry it.
-import { anthropicType, GwError } from '../../errors.ts';
+import { anthropicType } from '../../errors.ts';
 import { SseSplitter, sseData } from '../sse.ts';
 import type { LlmRequestState, LlmUsage } from '../state.ts';
 import { normalizeUsage } from '../usage.ts';
+import { bad, obj, str, textOf } from './json.ts';
 import type { FormatPair, JsonObject, StreamConverter } from './types.ts';
 
 type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj | undefined =>
-  v && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : undefined;
-const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
 /** OpenAI's finish_reason as Anthropic's stop_reason. */
 export function stopReason(finish: unknown): string {
@@ -87,20 +85,6 @@ export const anthropicMessagesToOpenaiChat: FormatPair<'anthropic-messages', 'op
 };
 
 // ---------- the request ----------
-
-function bad(message: string): GwError {
-  return new GwError('GW_ERR_LLM_BAD_REQUEST', message);
-}
-
-/** Text blocks joined; a string as is. */
-function textOf(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) return '';
-  return content
-    .map((b) => (obj(b)?.type === 'text' ? (str(obj(b)?.text) ?? '') : ''))
-    .filter((t) => t !== '')
-    .join('\n');
-}
 
 function convertMessages(system: unknown, input: unknown): Obj[] {
   if (!Array.isArray(input)) throw bad('the request must have a "messages" array');

@@ -4,17 +4,15 @@
 // `stop` stop_sequences, tools and tool_choice Anthropic's; `max_tokens`, which Anthropic requires,
 // is DEFAULT_MAX_TOKENS when the client sets none. The answer: a chat.completion, or, streamed,
 // chat.completion.chunk events converted one Anthropic event at a time, ending in `data: [DONE]`.
-import { anthropicType, GwError, openaiType } from '../../errors.ts';
+import { anthropicType, openaiType } from '../../errors.ts';
 import { SseSplitter, sseData } from '../sse.ts';
 import type { LlmRequestState, LlmUsage } from '../state.ts';
 import { normalizeUsage } from '../usage.ts';
 import { recordMessage } from './anthropic-messages__anthropic-messages.ts';
+import { bad, obj, str, textOf } from './json.ts';
 import type { FormatPair, JsonObject, StreamConverter } from './types.ts';
 
 type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj | undefined =>
-  v && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : undefined;
-const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
 /**
  * Anthropic requires `max_tokens`; OpenAI clients usually send none. 4096 is within every current
@@ -104,20 +102,6 @@ export const openaiChatToAnthropicMessages: FormatPair<'openai-chat', 'anthropic
 };
 
 // ---------- the request ----------
-
-function bad(message: string): GwError {
-  return new GwError('GW_ERR_LLM_BAD_REQUEST', message);
-}
-
-/** The text of a message's content: a string, or the text parts of an array. */
-function textOf(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) return '';
-  return content
-    .map((p) => (obj(p)?.type === 'text' ? (str(obj(p)?.text) ?? '') : ''))
-    .filter((t) => t !== '')
-    .join('\n');
-}
 
 function convertMessages(input: unknown): { system: Obj[]; messages: Obj[] } {
   if (!Array.isArray(input)) throw bad('the request must have a "messages" array');

@@ -5,12 +5,11 @@
 // are refused. Gemini reports no token usage for embeddings unless it sends `usageMetadata`.
 import { GwError } from '../../errors.ts';
 import type { LlmRequestState } from '../state.ts';
+import { obj } from './json.ts';
 import { openaiError } from './openai-chat-answer.ts';
 import type { FormatPair, JsonObject, StreamConverter } from './types.ts';
 
 type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj | undefined =>
-  v && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : undefined;
 const count = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 
 const passThrough: StreamConverter = {

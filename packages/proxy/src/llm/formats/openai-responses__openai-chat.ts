@@ -1,22 +1,10 @@
-// OpenAI Responses to a chat-completions-only endpoint (Mistral, a custom endpoint without
-// /responses). The request: `instructions` becomes a system message, `input` (a string, or message,
-// function_call and function_call_output items) chat messages, `max_output_tokens` max_tokens, function
-// tools and tool_choice chat's, `text.format` response_format. Anything that needs the provider to
-// keep state (previous_response_id, conversation, item references) or a built-in tool is refused.
-// The answer: a Response object, or, streamed, Responses' typed events (response.created,
-// output_item.added, output_text.delta, function_call_arguments.delta, … response.completed) built
-// chunk by chunk. The stream asks for usage, which chat sends after the finish reason, so
-// response.completed waits for the end of the stream to carry it.
-import { GwError } from '../../errors.ts';
 import { SseSplitter, sseData } from '../sse.ts';
 import type { LlmRequestState, LlmUsage } from '../state.ts';
 import { normalizeUsage } from '../usage.ts';
+import { bad, obj, str } from './json.ts';
 import type { FormatPair, JsonObject, StreamConverter } from './types.ts';
 
 type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj | undefined =>
-  v && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : undefined;
-const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
 export const openaiResponsesToOpenaiChat: FormatPair<'openai-responses', 'openai-chat'> = {
   client: 'openai-responses',
@@ -63,10 +51,6 @@ export const openaiResponsesToOpenaiChat: FormatPair<'openai-responses', 'openai
 };
 
 // ---------- the request ----------
-
-function bad(message: string): GwError {
-  return new GwError('GW_ERR_LLM_BAD_REQUEST', message);
-}
 
 function convertInput(instructions: unknown, input: unknown): Obj[] {
   const out: Obj[] = [];
