@@ -1,10 +1,12 @@
-// The Anthropic pieces on their own: the provider's endpoint, paths and headers, and the three
-// Anthropic format pairs' conversions (requests, answers, streams fed a byte at a time, errors).
+// The Anthropic pieces on their own: the provider's endpoint, paths and headers, and the Anthropic
+// format pairs' conversions (requests, answers, streams fed a byte at a time, errors).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { eventFrame } from '@gw/testkit/llm/bedrock';
 import type { LlmProviderIR } from '../config/ir.ts';
 import { GwError } from '../errors.ts';
 import { anthropicMessagesToAnthropicMessages } from './formats/anthropic-messages__anthropic-messages.ts';
+import { anthropicMessagesToBedrockConverse } from './formats/anthropic-messages__bedrock-converse.ts';
 import { anthropicMessagesToOpenaiChat } from './formats/anthropic-messages__openai-chat.ts';
 import {
   DEFAULT_MAX_TOKENS,
@@ -72,6 +74,7 @@ test('the Anthropic pairs are registered under their file names', () => {
     'anthropic-messages__anthropic-messages',
     'openai-chat__anthropic-messages',
     'anthropic-messages__openai-chat',
+    'anthropic-messages__bedrock-converse',
     'anthropic-count-tokens__anthropic-count-tokens',
   ] as const) {
     const pair = FORMAT_PAIRS[key] as FormatPair;
@@ -422,5 +425,242 @@ describe('anthropic-messages__openai-chat', () => {
         error: { type: 'rate_limit_error', message: 'slow down' },
       },
     );
+  });
+});
+
+describe('anthropic-messages__bedrock-converse', () => {
+  const pair = anthropicMessagesToBedrockConverse;
+  const frames = (events: [string, Record<string, unknown>][]) =>
+    Buffer.concat(events.map(([type, payload]) => eventFrame(type, payload)));
+  /** Feeds `input` a byte at a time, like `feed`, for binary input. */
+  function feedBytes(conv: StreamConverter, input: Buffer): string {
+    let out = '';
+    for (const b of input) out += String(conv.write(Buffer.from([b])) ?? '');
+    return out + String(conv.end() ?? '');
+  }
+
+  test('request: sampling, top_k and thinking, tool choice, thinking blocks sent back, turns merged', () => {
+    const thinking = { type: 'enabled', budget_tokens: 2000 };
+    const out = pair.request(
+      {
+        model: 'ignored',
+        system: [{ type: 'text', text: 'A' }],
+        max_tokens: 4000,
+        temperature: 1,
+        top_p: 0.9,
+        top_k: 40,
+        thinking,
+        tools: [{ name: 'f', input_schema: { type: 'object' } }],
+        tool_choice: { type: 'tool', name: 'f' },
+        messages: [
+          { role: 'user', content: 'hi' },
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: '' },
+              { type: 'text', text: 'again' },
+            ],
+          },
+          {
+            role: 'assistant',
+            content: [
+              { type: 'thinking', thinking: 'hmm', signature: 'sig' },
+              { type: 'redacted_thinking', data: 'opaque' },
+              { type: 'tool_use', id: 't1', name: 'f', input: { q: 1 } },
+            ],
+          },
+          {
+            role: 'user',
+            content: [
+              {
+                type: 'tool_result',
+                tool_use_id: 't1',
+                content: [
+                  { type: 'text', text: 'seen' },
+                  { type: 'image', source: { type: 'base64', media_type: 'image/jpeg', data: 'AA' } },
+                ],
+              },
+            ],
+          },
+        ],
+      },
+      req(false, false),
+      state('anthropic-messages'),
+    );
+    assert.deepEqual(out, {
+      messages: [
+        { role: 'user', content: [{ text: 'hi' }, { text: 'again' }] },
+        {
+          role: 'assistant',
+          content: [
+            { reasoningContent: { reasoningText: { text: 'hmm', signature: 'sig' } } },
+            { reasoningContent: { redactedContent: 'opaque' } },
+            { toolUse: { toolUseId: 't1', name: 'f', input: { q: 1 } } },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            {
+              toolResult: {
+                toolUseId: 't1',
+                content: [{ text: 'seen' }, { image: { format: 'jpeg', source: { bytes: 'AA' } } }],
+              },
+            },
+          ],
+        },
+      ],
+      system: [{ text: 'A' }],
+      inferenceConfig: { maxTokens: 4000, temperature: 1, topP: 0.9 },
+      toolConfig: {
+        tools: [{ toolSpec: { name: 'f', inputSchema: { json: { type: 'object' } } } }],
+        toolChoice: { tool: { name: 'f' } },
+      },
+      additionalModelRequestFields: { thinking, top_k: 40 },
+    });
+  });
+
+  test('request: what Converse cannot take is a 400 naming it', () => {
+    const bad = (body: Record<string, unknown>, re: RegExp) =>
+      assert.throws(
+        () => pair.request(body, req(), state('anthropic-messages')),
+        (e) => e instanceof GwError && e.status === 400 && re.test(e.detail),
+      );
+    bad({ messages: [{ role: 'user', content: [{ type: 'document' }] }] }, /"document" content block/);
+    bad({ messages: [{ role: 'system', content: 'x' }] }, /role "system"/);
+    bad({ messages: [], tools: [{ type: 'web_search_20250305', name: 'w' }] }, /server tool/);
+    bad({}, /"messages" array/);
+  });
+
+  test('answer: reasoning, text and tool use as blocks; stop reasons; usage with cache reads', () => {
+    const s = state('anthropic-messages');
+    s.model = 'anthropic.claude';
+    const out = pair.response(
+      {
+        output: {
+          message: {
+            role: 'assistant',
+            content: [
+              { reasoningContent: { reasoningText: { text: 'r', signature: 's' } } },
+              { reasoningContent: { redactedContent: 'x' } },
+              { text: 'a' },
+              { toolUse: { toolUseId: 't', name: 'f', input: { q: 1 } } },
+            ],
+          },
+        },
+        stopReason: 'tool_use',
+        usage: { inputTokens: 3, outputTokens: 4, cacheReadInputTokens: 10, cacheWriteInputTokens: 2 },
+      },
+      s,
+    );
+    assert.deepEqual(
+      { ...out, id: undefined },
+      {
+        id: undefined,
+        type: 'message',
+        role: 'assistant',
+        model: 'anthropic.claude',
+        content: [
+          { type: 'thinking', thinking: 'r', signature: 's' },
+          { type: 'redacted_thinking', data: 'x' },
+          { type: 'text', text: 'a' },
+          { type: 'tool_use', id: 't', name: 'f', input: { q: 1 } },
+        ],
+        stop_reason: 'tool_use',
+        stop_sequence: null,
+        usage: {
+          input_tokens: 5,
+          output_tokens: 4,
+          cache_creation_input_tokens: 0,
+          cache_read_input_tokens: 10,
+        },
+      },
+    );
+    assert.deepEqual(s.usage, { input: 15, output: 4, cachedInput: 10, reasoning: 0 });
+    const stops = [
+      'end_turn',
+      'max_tokens',
+      'stop_sequence',
+      'guardrail_intervened',
+      'model_context_window_exceeded',
+    ];
+    assert.deepEqual(
+      stops.map((stopReason) => pair.response({ stopReason }, state('anthropic-messages'))?.stop_reason),
+      ['end_turn', 'max_tokens', 'stop_sequence', 'refusal', 'max_tokens'],
+    );
+    assert.deepEqual(pair.error?.({ message: 'nope' }, 400), {
+      type: 'error',
+      error: { type: 'invalid_request_error', message: 'nope' },
+    });
+  });
+
+  test('stream, a byte at a time: thinking, text and a tool call as Anthropic events; usage after messageStop', () => {
+    const s = state('anthropic-messages', { stream: true });
+    const out = feedBytes(
+      pair.stream(s),
+      frames([
+        ['messageStart', { role: 'assistant' }],
+        ['contentBlockDelta', { contentBlockIndex: 0, delta: { reasoningContent: { text: 'hm' } } }],
+        ['contentBlockDelta', { contentBlockIndex: 0, delta: { reasoningContent: { signature: 'sg' } } }],
+        ['contentBlockStop', { contentBlockIndex: 0 }],
+        ['contentBlockDelta', { contentBlockIndex: 1, delta: { text: 'ok' } }],
+        ['contentBlockStop', { contentBlockIndex: 1 }],
+        ['contentBlockStart', { contentBlockIndex: 2, start: { toolUse: { toolUseId: 't', name: 'f' } } }],
+        ['contentBlockDelta', { contentBlockIndex: 2, delta: { toolUse: { input: '{"q"' } } }],
+        ['contentBlockDelta', { contentBlockIndex: 2, delta: { toolUse: { input: ':1}' } } }],
+        ['contentBlockStop', { contentBlockIndex: 2 }],
+        ['messageStop', { stopReason: 'tool_use' }],
+        ['metadata', { usage: { inputTokens: 7, outputTokens: 8 } }],
+      ]),
+    );
+    const evs = events(out).map(([type, data]) => [type, JSON.parse(String(data))]);
+    assert.deepEqual(
+      evs.map(([type]) => type),
+      [
+        'message_start',
+        'content_block_start',
+        'content_block_delta',
+        'content_block_delta',
+        'content_block_stop',
+        'content_block_start',
+        'content_block_delta',
+        'content_block_stop',
+        'content_block_start',
+        'content_block_delta',
+        'content_block_delta',
+        'content_block_stop',
+        'message_delta',
+        'message_stop',
+      ],
+    );
+    assert.deepEqual(evs[1]?.[1].content_block, { type: 'thinking', thinking: '', signature: '' });
+    assert.deepEqual(evs[3]?.[1].delta, { type: 'signature_delta', signature: 'sg' });
+    assert.deepEqual(evs[8]?.[1], {
+      type: 'content_block_start',
+      index: 2,
+      content_block: { type: 'tool_use', id: 't', name: 'f', input: {} },
+    });
+    const delta = evs[12]?.[1];
+    assert.deepEqual(
+      [delta.delta.stop_reason, delta.usage.input_tokens, delta.usage.output_tokens],
+      ['tool_use', 7, 8],
+    );
+    assert.deepEqual(s.usage, { input: 7, output: 8, cachedInput: 0, reasoning: 0 });
+  });
+
+  test('stream: cut before messageStop, or bytes that are not frames: an error event ends it', () => {
+    const cut = feedBytes(
+      pair.stream(state('anthropic-messages')),
+      frames([
+        ['messageStart', { role: 'assistant' }],
+        ['contentBlockDelta', { contentBlockIndex: 0, delta: { text: 'a' } }],
+      ]),
+    );
+    assert.deepEqual(events(cut).at(-1)?.[0], 'error');
+    assert.match(cut, /ended before its messageStop/);
+    const garbage = pair.stream(state('anthropic-messages'));
+    const out = String(garbage.write(Buffer.from([0, 0, 0, 1, 0, 0, 0, 0])) ?? '');
+    assert.match(out, /^event: error\ndata: .*invalid event stream/);
+    assert.equal(garbage.end(), undefined);
   });
 });

@@ -22,6 +22,8 @@ import {
   startFakeAnthropic,
   startFakeOpenAI,
 } from '@gw/testkit';
+import { ANTHROPIC_TEXT_EVENTS, readAnthropicStream } from '@gw/testkit/llm/anthropic-stream';
+import { firstEventBeforeLast } from '@gw/testkit/llm/stream-timing';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import OpenAI from 'openai';
 import { request } from 'undici';
@@ -225,22 +227,8 @@ describe('Anthropic client → OpenAI provider (translated)', () => {
       messages: [{ role: 'user', content: 'Hello!' }],
       stream: true,
     });
-    const types: string[] = [];
-    let text = '';
-    let usage: Anthropic.MessageDeltaUsage | undefined;
-    for await (const e of stream) {
-      if (types[types.length - 1] !== e.type) types.push(e.type);
-      if (e.type === 'content_block_delta' && e.delta.type === 'text_delta') text += e.delta.text;
-      if (e.type === 'message_delta') usage = e.usage;
-    }
-    assert.deepEqual(types, [
-      'message_start',
-      'content_block_start',
-      'content_block_delta',
-      'content_block_stop',
-      'message_delta',
-      'message_stop',
-    ]);
+    const { types, text, usage } = await readAnthropicStream(stream);
+    assert.deepEqual(types, ANTHROPIC_TEXT_EVENTS);
     assert.equal(text, FAKE_STREAM_REPLY);
     assert.equal(usage?.output_tokens, FAKE_USAGE.stream.completion_tokens);
     assert.equal(usage?.input_tokens, FAKE_USAGE.stream.prompt_tokens);
@@ -718,25 +706,8 @@ test('translated streams are not held back: the first event reaches the client b
     ],
   ];
   for (const [name, fake, start] of cases) {
-    let release!: () => void;
-    const gate = new Promise<void>((r) => {
-      release = r;
-    });
-    beforeLast = () => gate;
-    const watchdog = setTimeout(() => release(), 5_000);
-    try {
-      let firstAt: number | undefined;
-      for await (const _ of await start()) {
-        if (firstAt === undefined) {
-          firstAt = performance.now();
-          release();
-        }
-      }
-      assert.ok(firstAt !== undefined && fake.lastEventAt !== undefined);
-      assert.ok(firstAt < fake.lastEventAt, `${name}: the first event came before the provider's last`);
-    } finally {
-      clearTimeout(watchdog);
-      beforeLast = undefined;
-    }
+    const { firstAt, lastAt } = await firstEventBeforeLast(fake, (gate) => (beforeLast = gate), start);
+    assert.ok(firstAt !== undefined && lastAt !== undefined);
+    assert.ok(firstAt < lastAt, `${name}: the first event came before the provider's last`);
   }
 });

@@ -1,6 +1,6 @@
-// Amazon Bedrock behind the gateway: the official `openai` client → gw → a fake Bedrock runtime that
-// verifies each request's SigV4 signature and answers in Converse's JSON and ConverseStream's binary
-// event stream (@gw/testkit). The official `@aws-sdk/client-bedrock-runtime` is pointed at the same
+// Amazon Bedrock behind the gateway: the official `openai` and `@anthropic-ai/sdk` clients → gw → a
+// fake Bedrock runtime that verifies each request's SigV4 signature and answers in Converse's JSON and
+// ConverseStream's binary event stream (@gw/testkit). The official `@aws-sdk/client-bedrock-runtime` is pointed at the same
 // fake directly, which shows the fake's signature check, JSON and event-stream framing are what AWS's
 // own client sends and expects.
 import assert from 'node:assert/strict';
@@ -8,12 +8,15 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
 import {
   BedrockRuntimeClient,
   ConverseCommand,
   ConverseStreamCommand,
 } from '@aws-sdk/client-bedrock-runtime';
+import { ANTHROPIC_TEXT_EVENTS, readAnthropicStream } from '@gw/testkit/llm/anthropic-stream';
 import {
+  FAKE_BEDROCK_REASONING,
   FAKE_BEDROCK_REPLY,
   FAKE_BEDROCK_USAGE,
   type FakeBedrock,
@@ -21,6 +24,7 @@ import {
   type FakeBedrockRequest,
   startFakeBedrock,
 } from '@gw/testkit/llm/bedrock';
+import { firstEventBeforeLast } from '@gw/testkit/llm/stream-timing';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import OpenAI from 'openai';
 import { openaiChatToBedrockConverse } from './formats/openai-chat__bedrock-converse.ts';
@@ -45,6 +49,8 @@ const tools = [
 let fake: FakeBedrock;
 let proxy: TestProxy;
 let client: OpenAI;
+let claude: Anthropic;
+let beforeLast: (() => Promise<void>) | undefined;
 let answer: ((r: FakeBedrockRequest) => FakeBedrockAnswer | undefined) | undefined;
 const saved = { ...process.env };
 const last = () => fake.seen[fake.seen.length - 1] as FakeBedrockRequest;
@@ -54,7 +60,12 @@ before(async () => {
   process.env.AWS_ACCESS_KEY_ID = CREDS.accessKeyId;
   process.env.AWS_SECRET_ACCESS_KEY = CREDS.secretAccessKey;
   delete process.env.AWS_SESSION_TOKEN;
-  fake = await startFakeBedrock({ ...CREDS, region: 'eu-west-3', answer: (r) => answer?.(r) });
+  fake = await startFakeBedrock({
+    ...CREDS,
+    region: 'eu-west-3',
+    answer: (r) => answer?.(r),
+    beforeLastEvent: () => beforeLast?.() ?? Promise.resolve(),
+  });
   proxy = await startProxy(`config:
   adminAddr: "off"
 llm:
@@ -65,6 +76,7 @@ llm:
     params: {model: "${MODEL}", awsRegion: eu-west-3, hostOverride: "127.0.0.1:${fake.port}"}
 `);
   client = new OpenAI({ apiKey: 'sk-client', baseURL: proxy.url('/v1'), maxRetries: 0 });
+  claude = new Anthropic({ apiKey: 'sk-ant-client', baseURL: proxy.url(''), maxRetries: 0 });
 });
 
 after(async () => {
@@ -282,6 +294,332 @@ describe('openai client → gw → Bedrock Converse', () => {
       });
     } finally {
       process.env.AWS_SECRET_ACCESS_KEY = CREDS.secretAccessKey;
+    }
+  });
+});
+
+describe('anthropic client → gw → Bedrock Converse', () => {
+  const weather = {
+    name: 'get_current_weather',
+    description: 'Get the current weather in a given location',
+    input_schema: {
+      type: 'object' as const,
+      properties: { location: { type: 'string' } },
+      required: ['location'],
+    },
+  };
+  const hello = [{ role: 'user' as const, content: 'Hello!' }];
+  const logged = async () => {
+    await new Promise((done) => setTimeout(done, 20));
+    return proxy.accessLog[proxy.accessLog.length - 1] ?? {};
+  };
+  /** What the SDK raised for a refused call: its error class, the status and Anthropic's error body. */
+  async function refusal(call: Promise<unknown>): Promise<[string, number, string, string]> {
+    const err = await call.then(
+      () => assert.fail('the call succeeded'),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof Anthropic.APIError);
+    const body = err.error as { type?: string; error?: { type?: string; message?: string } };
+    assert.equal(body.type, 'error');
+    return [err.constructor.name, err.status ?? 0, body.error?.type ?? '', body.error?.message ?? ''];
+  }
+
+  test('a message: system, max_tokens and stop sequences to Converse; the answer, usage logged and counted', async () => {
+    const m = await claude.messages.create({
+      model: 'claude',
+      max_tokens: 100,
+      system: 'Be brief.',
+      stop_sequences: ['END'],
+      messages: hello,
+    });
+    assert.equal(m.type, 'message');
+    assert.equal(m.role, 'assistant');
+    assert.match(m.id, /^msg_/);
+    assert.equal(m.model, MODEL);
+    assert.deepEqual(m.content, [{ type: 'text', text: FAKE_BEDROCK_REPLY }]);
+    assert.equal(m.stop_reason, 'end_turn');
+    assert.equal(m.usage.input_tokens, FAKE_BEDROCK_USAGE.converse.inputTokens);
+    assert.equal(m.usage.output_tokens, FAKE_BEDROCK_USAGE.converse.outputTokens);
+    const seen = last();
+    assert.equal(seen.url, `/model/${encodeURIComponent(MODEL)}/converse`);
+    assert.equal(seen.sigv4?.service, 'bedrock');
+    assert.equal(seen.headers['x-api-key'], undefined);
+    assert.deepEqual(seen.json, {
+      messages: [{ role: 'user', content: [{ text: 'Hello!' }] }],
+      system: [{ text: 'Be brief.' }],
+      inferenceConfig: { maxTokens: 100, stopSequences: ['END'] },
+    });
+    const log = await logged();
+    assert.equal(log['llm.provider'], 'bedrock');
+    assert.deepEqual(
+      [log['llm.inputTokens'], log['llm.outputTokens']],
+      [FAKE_BEDROCK_USAGE.converse.inputTokens, FAKE_BEDROCK_USAGE.converse.outputTokens],
+    );
+    const metrics = await proxy.metrics.registry.metrics();
+    const input = new RegExp(
+      `^gw_llm_tokens_total\\{provider="bedrock",model="${MODEL}",kind="input"\\} (\\d+)`,
+      'm',
+    );
+    assert.ok(Number(input.exec(metrics)?.[1] ?? 0) >= FAKE_BEDROCK_USAGE.converse.inputTokens);
+  });
+
+  test('streamed: Anthropic’s event sequence from the event stream, usage in message_delta', async () => {
+    const stream = await claude.messages.create({
+      model: 'claude',
+      max_tokens: 100,
+      messages: hello,
+      stream: true,
+    });
+    const { types, text, stop, usage } = await readAnthropicStream(stream);
+    assert.deepEqual(types, ANTHROPIC_TEXT_EVENTS);
+    assert.equal(text, FAKE_BEDROCK_REPLY);
+    assert.equal(stop, 'end_turn');
+    assert.equal(usage?.input_tokens, FAKE_BEDROCK_USAGE.stream.inputTokens);
+    assert.equal(usage?.output_tokens, FAKE_BEDROCK_USAGE.stream.outputTokens);
+    assert.equal(last().url, `/model/${encodeURIComponent(MODEL)}/converse-stream`);
+    const log = await logged();
+    assert.equal(log['llm.streaming'], true);
+    assert.equal(log['llm.outputTokens'], FAKE_BEDROCK_USAGE.stream.outputTokens);
+  });
+
+  test('the stream is not held back: the first event arrives before Bedrock sends its last', async () => {
+    const { firstAt, lastAt } = await firstEventBeforeLast(
+      fake,
+      (gate) => (beforeLast = gate),
+      () => claude.messages.create({ model: 'claude', max_tokens: 100, messages: hello, stream: true }),
+    );
+    assert.ok(firstAt !== undefined && lastAt !== undefined);
+    assert.ok(firstAt < lastAt, "the first event came before the provider's last");
+  });
+
+  test('tools: toolConfig out, tool_use back (streamed and not), tool_result sent as toolResult', async () => {
+    const params = {
+      model: 'claude',
+      max_tokens: 300,
+      tools: [weather],
+      tool_choice: { type: 'any' as const },
+      messages: [{ role: 'user' as const, content: 'Weather in Boston?' }],
+    };
+    const m = await claude.messages.create(params);
+    assert.equal(m.stop_reason, 'tool_use');
+    assert.deepEqual(m.content, [
+      { type: 'text', text: "I'll look up the weather in Boston." },
+      {
+        type: 'tool_use',
+        id: 'tooluse_kZJMlvQmRJ6eAyJE5GIl7Q',
+        name: 'get_current_weather',
+        input: { location: 'Boston, MA', unit: 'celsius' },
+      },
+    ]);
+    const u = FAKE_BEDROCK_USAGE.tools;
+    assert.equal(m.usage.input_tokens, u.inputTokens);
+    assert.equal(m.usage.cache_read_input_tokens, u.cacheReadInputTokens);
+    assert.deepEqual(last().json?.toolConfig, {
+      tools: [
+        {
+          toolSpec: {
+            name: 'get_current_weather',
+            inputSchema: { json: weather.input_schema },
+            description: weather.description,
+          },
+        },
+      ],
+      toolChoice: { any: {} },
+    });
+    assert.equal((await logged())['llm.inputTokens'], u.inputTokens + u.cacheReadInputTokens);
+
+    const s = await claude.messages.stream(params).finalMessage();
+    assert.equal(s.stop_reason, 'tool_use');
+    const streamed = s.content.find((b) => b.type === 'tool_use');
+    assert.equal(streamed?.name, 'get_current_weather');
+    assert.equal(streamed?.id, 'tooluse_Q1x9a8WvRcmBO5aQbXf2ww');
+    assert.deepEqual(streamed?.input, { location: 'Boston, MA' });
+
+    const back = await claude.messages.create({
+      model: 'claude',
+      max_tokens: 300,
+      tools: [weather],
+      messages: [
+        { role: 'user', content: 'Weather in Boston?' },
+        { role: 'assistant', content: m.content },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'tooluse_kZJMlvQmRJ6eAyJE5GIl7Q', content: '22°C, sunny' },
+            { type: 'tool_result', tool_use_id: 'tooluse_x', content: 'no such city', is_error: true },
+          ],
+        },
+      ],
+    });
+    assert.deepEqual(back.content, [{ type: 'text', text: FAKE_BEDROCK_REPLY }]);
+    assert.deepEqual(last().json?.messages, [
+      { role: 'user', content: [{ text: 'Weather in Boston?' }] },
+      {
+        role: 'assistant',
+        content: [
+          { text: "I'll look up the weather in Boston." },
+          {
+            toolUse: {
+              toolUseId: 'tooluse_kZJMlvQmRJ6eAyJE5GIl7Q',
+              name: 'get_current_weather',
+              input: { location: 'Boston, MA', unit: 'celsius' },
+            },
+          },
+        ],
+      },
+      {
+        role: 'user',
+        content: [
+          { toolResult: { toolUseId: 'tooluse_kZJMlvQmRJ6eAyJE5GIl7Q', content: [{ text: '22°C, sunny' }] } },
+          { toolResult: { toolUseId: 'tooluse_x', content: [{ text: 'no such city' }], status: 'error' } },
+        ],
+      },
+    ]);
+  });
+
+  test('an image inline as bytes; an image by URL is a 400 in Anthropic’s shape', async () => {
+    await claude.messages.create({
+      model: 'claude',
+      max_tokens: 50,
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'What is this?' },
+            { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
+          ],
+        },
+      ],
+    });
+    assert.deepEqual(last().json?.messages, [
+      {
+        role: 'user',
+        content: [{ text: 'What is this?' }, { image: { format: 'png', source: { bytes: 'iVBORw0KGgo=' } } }],
+      },
+    ]);
+    const before = fake.seen.length;
+    const [name, status, type, message] = await refusal(
+      claude.messages.create({
+        model: 'claude',
+        max_tokens: 50,
+        messages: [
+          {
+            role: 'user',
+            content: [{ type: 'image', source: { type: 'url', url: 'https://example.com/cat.jpg' } }],
+          },
+        ],
+      }),
+    );
+    assert.deepEqual([name, status, type], ['BadRequestError', 400, 'invalid_request_error']);
+    assert.match(message, /Bedrock takes images inline only/);
+    assert.equal(fake.seen.length, before, 'nothing reached Bedrock');
+  });
+
+  test('stop reasons: max_tokens and stop_sequence, whole and streamed', async () => {
+    for (const stopReason of ['max_tokens', 'stop_sequence'] as const) {
+      answer = () => ({ stopReason });
+      try {
+        const m = await claude.messages.create({ model: 'claude', max_tokens: 5, messages: hello });
+        assert.equal(m.stop_reason, stopReason);
+        const s = await claude.messages
+          .stream({ model: 'claude', max_tokens: 5, messages: hello })
+          .finalMessage();
+        assert.equal(s.stop_reason, stopReason);
+      } finally {
+        answer = undefined;
+      }
+    }
+  });
+
+  test('thinking: asked in additionalModelRequestFields, reasoning back as thinking blocks and sent back', async () => {
+    const thinking = { type: 'enabled' as const, budget_tokens: 1024 };
+    const m = await claude.messages.create({ model: 'claude', max_tokens: 2048, thinking, messages: hello });
+    assert.deepEqual(last().json?.additionalModelRequestFields, { thinking });
+    assert.deepEqual(m.content, [
+      {
+        type: 'thinking',
+        thinking: FAKE_BEDROCK_REASONING.text,
+        signature: FAKE_BEDROCK_REASONING.signature,
+      },
+      { type: 'text', text: FAKE_BEDROCK_REPLY },
+    ]);
+    assert.equal(m.usage.output_tokens, FAKE_BEDROCK_USAGE.reasoning.outputTokens);
+
+    const stream = claude.messages.stream({ model: 'claude', max_tokens: 2048, thinking, messages: hello });
+    const deltas: string[] = [];
+    stream.on('streamEvent', (e) => {
+      if (e.type === 'content_block_delta') deltas.push(e.delta.type);
+    });
+    const s = await stream.finalMessage();
+    assert.deepEqual(s.content, m.content);
+    assert.deepEqual(deltas, [
+      'thinking_delta',
+      'thinking_delta',
+      'signature_delta',
+      'text_delta',
+      'text_delta',
+    ]);
+    assert.equal(s.usage.output_tokens, FAKE_BEDROCK_USAGE.reasoningStream.outputTokens);
+
+    await claude.messages.create({
+      model: 'claude',
+      max_tokens: 2048,
+      thinking,
+      messages: [...hello, { role: 'assistant', content: m.content }, { role: 'user', content: 'And?' }],
+    });
+    assert.deepEqual(last().json?.messages, [
+      { role: 'user', content: [{ text: 'Hello!' }] },
+      {
+        role: 'assistant',
+        content: [
+          { reasoningContent: { reasoningText: FAKE_BEDROCK_REASONING } },
+          { text: FAKE_BEDROCK_REPLY },
+        ],
+      },
+      { role: 'user', content: [{ text: 'And?' }] },
+    ]);
+  });
+
+  test('errors in Anthropic’s shape: malformed JSON, Bedrock’s 429, an HTML page, an exception mid-stream', async () => {
+    // Refused before any pair runs, in the client's shape: nothing reaches Bedrock.
+    const before = fake.seen.length;
+    const r = await fetch(proxy.url('/v1/messages'), {
+      method: 'POST',
+      body: '{"model": "claude", "messages": [',
+    });
+    const refused = (await r.json()) as { type: string; error: { type: string } };
+    assert.deepEqual([r.status, refused.type, refused.error.type], [400, 'error', 'invalid_request_error']);
+    assert.equal(fake.seen.length, before);
+
+    const create = () => claude.messages.create({ model: 'claude', max_tokens: 10, messages: hello });
+    answer = () => ({ error: 429 });
+    try {
+      assert.deepEqual(await refusal(create()), [
+        'RateLimitError',
+        429,
+        'rate_limit_error',
+        'Too many requests, please wait before trying again.',
+      ]);
+      answer = () => ({ html: 502 });
+      const [name, status, type, message] = await refusal(create());
+      assert.deepEqual([name, status, type], ['InternalServerError', 502, 'api_error']);
+      assert.match(message, /provider bedrock answered 502 with text\/html, not JSON/);
+      answer = () => ({ streamExceptionAfter: 2 });
+      const stream = await claude.messages.create({
+        model: 'claude',
+        max_tokens: 10,
+        messages: hello,
+        stream: true,
+      });
+      let text = '';
+      await assert.rejects(async () => {
+        for await (const e of stream)
+          if (e.type === 'content_block_delta' && e.delta.type === 'text_delta') text += e.delta.text;
+      }, /Too many tokens/);
+      assert.equal(text, 'Hello!');
+    } finally {
+      answer = undefined;
     }
   });
 });

@@ -1,7 +1,8 @@
 // Token usage of an LLM response, read from the provider's own wire format and normalised
 // (llm/state.ts LlmUsage): OpenAI chat `usage` (prompt/completion tokens; cached prompt tokens are
 // already inside prompt_tokens), OpenAI responses and Anthropic (`input_tokens`; Anthropic's excludes
-// cache reads and writes, so they are added), Gemini `usageMetadata`. Works on a JSON body and on an
+// cache reads and writes, so they are added), Gemini `usageMetadata`, Bedrock Converse `usage`
+// (inputTokens, like Anthropic's, leaves out cache reads and writes). Works on a JSON body and on an
 // SSE stream (the last usage seen wins, as streams repeat totals).
 //
 // An `ai` backend records usage in the request's LLM slot as the answer passes; the token rate limits
@@ -17,7 +18,7 @@ const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj | undefined => (v && typeof v === 'object' ? (v as Obj) : undefined);
 
-/** A provider's usage object (OpenAI chat or responses, Anthropic, Gemini) normalised. */
+/** A provider's usage object (OpenAI chat or responses, Anthropic, Gemini, Bedrock) normalised. */
 export function normalizeUsage(u: Obj): Usage | undefined {
   if ('prompt_tokens' in u || 'completion_tokens' in u) {
     return {
@@ -45,6 +46,16 @@ export function normalizeUsage(u: Obj): Usage | undefined {
       output: num(u.candidatesTokenCount) + thoughts,
       cachedInput: num(u.cachedContentTokenCount),
       reasoning: thoughts,
+    };
+  }
+  if ('inputTokens' in u || 'outputTokens' in u) {
+    const read = num(u.cacheReadInputTokens);
+    return {
+      input: num(u.inputTokens) + read + num(u.cacheWriteInputTokens),
+      output: num(u.outputTokens),
+      cachedInput: read,
+      // Converse does not count reasoning tokens apart from the output.
+      reasoning: 0,
     };
   }
   return undefined;

@@ -32,6 +32,10 @@ export interface FakeBedrockRequest {
 
 export type FakeBedrockAnswer =
   | { error: 400 | 429 }
+  /** An edge proxy's HTML page with this status, as when the service is unreachable. */
+  | { html: number }
+  /** The fixture's answer with another of Converse's stopReason values. */
+  | { stopReason: string }
   /** A stream that ends in an exception frame after this many events. */
   | { streamExceptionAfter: number };
 
@@ -46,6 +50,8 @@ export interface FakeBedrockOptions {
   /** The region signatures must name (default us-east-1). */
   region?: string;
   chunkDelayMs?: number;
+  /** Awaited before the last event of a stream is written (tests hold the stream open with it). */
+  beforeLastEvent?: () => Promise<void>;
   answer?: (req: FakeBedrockRequest) => FakeBedrockAnswer | undefined;
 }
 
@@ -53,6 +59,8 @@ export interface FakeBedrock {
   port: number;
   origin: string;
   seen: FakeBedrockRequest[];
+  /** When the last event of the latest stream was written (performance.now()). */
+  lastEventAt: number | undefined;
   close(): Promise<void>;
 }
 
@@ -62,8 +70,15 @@ export const FAKE_BEDROCK_USAGE = {
   tools: { inputTokens: 40, outputTokens: 30, cacheReadInputTokens: 64 },
   stream: { inputTokens: 14, outputTokens: 9 },
   toolsStream: { inputTokens: 60, outputTokens: 21 },
+  reasoning: { inputTokens: 42, outputTokens: 58 },
+  reasoningStream: { inputTokens: 42, outputTokens: 61 },
 } as const;
 export const FAKE_BEDROCK_REPLY = 'Hello! How can I help you today?';
+/** The reasoning text and signature of the reasoning fixtures (served when `thinking` is asked for). */
+export const FAKE_BEDROCK_REASONING = {
+  text: 'The user greets me. A short, friendly greeting back is enough.',
+  signature: 'EqQBCkgIBxABGAIiQJ7yvBSh3fM0c9eJbYwqQ2kQ',
+} as const;
 
 const codec = new EventStreamCodec(toUtf8, fromUtf8);
 
@@ -92,6 +107,7 @@ function exceptionFrame(type: string, message: string): Uint8Array {
 
 export async function startFakeBedrock(opts: FakeBedrockOptions): Promise<FakeBedrock> {
   const seen: FakeBedrockRequest[] = [];
+  const state: StreamState = { lastEventAt: undefined };
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -108,7 +124,7 @@ export async function startFakeBedrock(opts: FakeBedrockOptions): Promise<FakeBe
         json,
       };
       seen.push(r);
-      serve(r, req, body, res, opts).catch(() => res.destroy());
+      serve(r, req, body, res, opts, state).catch(() => res.destroy());
     });
   };
   // Bedrock speaks HTTP/1.1 and HTTP/2; the AWS SDK uses HTTP/2 (prior knowledge on http://). A
@@ -138,6 +154,9 @@ export async function startFakeBedrock(opts: FakeBedrockOptions): Promise<FakeBe
     port,
     origin: `http://127.0.0.1:${port}`,
     seen,
+    get lastEventAt() {
+      return state.lastEventAt;
+    },
     close: () =>
       new Promise<void>((done) => {
         for (const s of sockets) s.destroy();
@@ -233,12 +252,17 @@ async function refusal(r: FakeBedrockRequest, req: IncomingMessage, body: Buffer
   return got === signature ? undefined : 'signature does not match';
 }
 
+interface StreamState {
+  lastEventAt: number | undefined;
+}
+
 async function serve(
   r: FakeBedrockRequest,
   req: IncomingMessage,
   body: Buffer,
   res: ServerResponse,
   opts: FakeBedrockOptions,
+  state: StreamState,
 ): Promise<void> {
   const why = await refusal(r, req, body, opts);
   if (why !== undefined) {
@@ -261,6 +285,12 @@ async function serve(
     return;
   }
   const special = opts.answer?.(r);
+  if (special && 'html' in special) {
+    const page = readFileSync(join(FIXTURES, '..', 'openai', 'html-502.html'));
+    res.writeHead(special.html, { 'content-type': 'text/html', 'content-length': page.length });
+    res.end(page);
+    return;
+  }
   if (special && 'error' in special) {
     if (special.error === 429) awsError(res, 429, 'ThrottlingException', fixture('error-throttling.json'));
     else awsError(res, 400, 'ValidationException', fixture('error-validation.json'));
@@ -271,9 +301,13 @@ async function serve(
     return;
   }
   const tools = wantsToolUse(r.json);
+  const reasoning = !tools && obj(r.json.additionalModelRequestFields)?.thinking !== undefined;
+  const name = tools ? 'converse-tools' : reasoning ? 'converse-reasoning' : 'converse';
+  const stop = special && 'stopReason' in special ? special.stopReason : undefined;
   if (m[2] === 'converse') {
-    const answer = fixture(tools ? 'converse-tools.json' : 'converse.json');
-    const out = JSON.stringify(JSON.parse(answer));
+    const answer = JSON.parse(fixture(`${name}.json`)) as Json;
+    if (stop !== undefined) answer.stopReason = stop;
+    const out = JSON.stringify(answer);
     res.writeHead(200, {
       'content-type': 'application/json',
       'content-length': Buffer.byteLength(out),
@@ -282,10 +316,7 @@ async function serve(
     res.end(out);
     return;
   }
-  const events = JSON.parse(fixture(tools ? 'converse-tools-stream.json' : 'converse-stream.json')) as [
-    string,
-    Json,
-  ][];
+  const events = JSON.parse(fixture(`${name}-stream.json`)) as [string, Json][];
   res.writeHead(200, {
     'content-type': 'application/vnd.amazon.eventstream',
     'x-amzn-requestid': crypto.randomUUID(),
@@ -296,7 +327,13 @@ async function serve(
       res.end(exceptionFrame('throttlingException', 'Too many tokens, please wait before trying again.'));
       return;
     }
-    const frame = eventFrame(type, payload);
+    const lastOne = i === events.length - 1;
+    if (lastOne && opts.beforeLastEvent) await opts.beforeLastEvent();
+    const frame = eventFrame(
+      type,
+      type === 'messageStop' && stop ? { ...payload, stopReason: stop } : payload,
+    );
+    if (lastOne) state.lastEventAt = performance.now();
     // Each frame in two writes, so a reader must reassemble frames split across chunks.
     const half = frame.length >> 1;
     res.write(frame.subarray(0, half));
@@ -309,6 +346,8 @@ async function serve(
 
 const pause = (ms: number) =>
   new Promise<void>((done) => (ms > 0 ? setTimeout(done, ms) : setImmediate(done)));
+
+const obj = (v: unknown): Json | undefined => (v && typeof v === 'object' ? (v as Json) : undefined);
 
 /** Tools declared and no tool result yet: the fixtures' answer is a tool call. */
 function wantsToolUse(body: Json): boolean {

@@ -5,17 +5,23 @@
 // event sequence (message_start, content_block_start/delta/stop, message_delta, message_stop) built
 // chunk by chunk. A stream asks for usage (`stream_options.include_usage`), which OpenAI sends after
 // the finish reason, so message_delta waits for the end of the stream to carry it.
-import { anthropicType } from '../../errors.ts';
-import { SseSplitter, sseData } from '../sse.ts';
+import { SseSplitter } from '../sse.ts';
 import type { LlmRequestState, LlmUsage } from '../state.ts';
 import { normalizeUsage } from '../usage.ts';
+import {
+  AnthropicEvents,
+  anthropicError,
+  anthropicMessage,
+  type StopReason,
+  toolResultText,
+} from './anthropic-answer.ts';
 import { bad, obj, str, textOf } from './json.ts';
 import type { FormatPair, JsonObject, StreamConverter } from './types.ts';
 
 type Obj = Record<string, unknown>;
 
 /** OpenAI's finish_reason as Anthropic's stop_reason. */
-export function stopReason(finish: unknown): string {
+export function stopReason(finish: unknown): StopReason {
   switch (finish) {
     case 'length':
       return 'max_tokens';
@@ -27,16 +33,6 @@ export function stopReason(finish: unknown): string {
     default:
       return 'end_turn';
   }
-}
-
-/** Normalised usage as Anthropic's: input_tokens leaves out the cache reads, counted on their own. */
-export function anthropicUsage(u: LlmUsage): Obj {
-  return {
-    input_tokens: Math.max(0, u.input - u.cachedInput),
-    output_tokens: u.output,
-    cache_creation_input_tokens: 0,
-    cache_read_input_tokens: u.cachedInput,
-  };
 }
 
 export const anthropicMessagesToOpenaiChat: FormatPair<'anthropic-messages', 'openai-chat'> = {
@@ -70,17 +66,13 @@ export const anthropicMessagesToOpenaiChat: FormatPair<'anthropic-messages', 'op
     const u = obj(body.usage);
     const n = u && normalizeUsage(u);
     if (n) state.record(n);
-    return message(body, n);
+    return message(body, state, n);
   },
   stream(state) {
     return new EventStream(state);
   },
   error(body, status) {
-    const e = obj(body.error);
-    return {
-      type: 'error',
-      error: { type: anthropicType(status), message: str(e?.message) ?? `the provider answered ${status}` },
-    };
+    return anthropicError(str(obj(body.error)?.message) ?? `the provider answered ${status}`, status);
   },
 };
 
@@ -116,7 +108,7 @@ function userMessages(content: unknown): Obj[] {
         parts.push({ type: 'image_url', image_url: { url: imageUrl(obj(b.source)) } });
         break;
       case 'tool_result':
-        tools.push({ role: 'tool', tool_call_id: str(b.tool_use_id) ?? '', content: textOf(b.content) });
+        tools.push({ role: 'tool', tool_call_id: str(b.tool_use_id) ?? '', content: toolResultText(b) });
         break;
       default:
         throw bad(`a ${JSON.stringify(b?.type)} content block cannot be sent to an OpenAI-style model`);
@@ -182,7 +174,7 @@ function convertToolChoice(tc: Obj | undefined): unknown {
 
 // ---------- the answer ----------
 
-function message(c: Obj, usage: LlmUsage | undefined): Obj {
+function message(c: Obj, state: LlmRequestState, usage: LlmUsage | undefined): Obj {
   const choice = obj(Array.isArray(c.choices) ? c.choices[0] : undefined);
   const m = obj(choice?.message);
   const content: Obj[] = [];
@@ -193,16 +185,7 @@ function message(c: Obj, usage: LlmUsage | undefined): Obj {
     const f = obj(call?.function);
     content.push({ type: 'tool_use', id: call?.id, name: f?.name, input: parseArgs(str(f?.arguments)) });
   }
-  return {
-    id: c.id,
-    type: 'message',
-    role: 'assistant',
-    model: c.model,
-    content,
-    stop_reason: stopReason(choice?.finish_reason),
-    stop_sequence: null,
-    usage: anthropicUsage(usage ?? { input: 0, output: 0, cachedInput: 0, reasoning: 0 }),
-  };
+  return anthropicMessage(state, content, stopReason(choice?.finish_reason), usage, c.id);
 }
 
 /** A tool call's arguments as an object; a model's malformed JSON is kept, under `arguments`. */
@@ -219,17 +202,12 @@ function parseArgs(args: string | undefined): unknown {
 class EventStream implements StreamConverter {
   readonly #sse = new SseSplitter();
   readonly #state: LlmRequestState;
-  #started = false;
-  #finished = false;
-  /** The open content block: its index and kind; -1: none open yet. */
-  #block = -1;
-  #open: 'text' | 'tool' | undefined;
-  /** OpenAI tool call index → Anthropic content block index. */
-  readonly #tools = new Map<number, number>();
-  #stop = 'end_turn';
+  readonly #out: AnthropicEvents;
+  #stop: StopReason = 'end_turn';
 
   constructor(state: LlmRequestState) {
     this.#state = state;
+    this.#out = new AnthropicEvents(state);
   }
 
   write(chunk: Buffer): string | undefined {
@@ -240,13 +218,15 @@ class EventStream implements StreamConverter {
 
   end(): string | undefined {
     const e = this.#sse.flush();
-    const out = (e ? this.#event(e.data) : '') + this.#finish();
+    // At the end of a stream without [DONE] too: the stop reason and usage, and message_stop.
+    const out = (e ? this.#event(e.data) : '') + this.#out.finish(this.#stop);
     return out === '' ? undefined : out;
   }
 
   #event(data: string | undefined): string {
-    if (data === undefined || this.#finished) return '';
-    if (data.trim() === '[DONE]') return this.#finish();
+    if (data === undefined || this.#out.finished) return '';
+    // OpenAI sends the usage after the finish reason, so message_delta waits for [DONE].
+    if (data.trim() === '[DONE]') return this.#out.finish(this.#stop);
     let c: Obj;
     try {
       c = JSON.parse(data) as Obj;
@@ -254,123 +234,33 @@ class EventStream implements StreamConverter {
       return '';
     }
     const err = obj(c.error);
-    if (err) {
-      this.#finished = true;
-      return sseData(
-        {
-          type: 'error',
-          error: { type: 'api_error', message: str(err.message) ?? 'the provider failed mid-stream' },
-        },
-        'error',
-      );
-    }
+    if (err) return this.#out.fail(str(err.message) ?? 'the provider failed mid-stream');
     const u = obj(c.usage);
     const n = u && normalizeUsage(u);
     if (n) this.#state.record(n);
     const choice = obj(Array.isArray(c.choices) ? c.choices[0] : undefined);
     // Azure opens with a chunk of prompt filter results only, without id or model: not the start.
-    if (!choice && !this.#started) return '';
+    if (!choice && !this.#out.started) return '';
     let out = '';
-    if (!this.#started) out += this.#start(c);
+    if (!this.#out.started) {
+      if (typeof c.model === 'string') this.#state.responseModel = c.model;
+      // Not known before the end of an OpenAI stream: message_delta carries the totals.
+      out += this.#out.start(c.id);
+    }
     if (!choice) return out;
     const d = obj(choice.delta);
-    const text = str(d?.content);
-    if (text) {
-      if (this.#open !== 'text') out += this.#openBlock('text', { type: 'text', text: '' });
-      out += sseData(
-        { type: 'content_block_delta', index: this.#block, delta: { type: 'text_delta', text } },
-        'content_block_delta',
-      );
-    }
+    out += this.#out.text(str(d?.content) ?? '');
     for (const raw of Array.isArray(d?.tool_calls) ? d.tool_calls : []) {
       const tc = obj(raw);
       const k = typeof tc?.index === 'number' ? tc.index : 0;
       const f = obj(tc?.function);
-      if (!this.#tools.has(k)) {
-        out += this.#openBlock('tool', {
-          type: 'tool_use',
-          id: tc?.id ?? '',
-          name: f?.name ?? '',
-          input: {},
-        });
-        this.#tools.set(k, this.#block);
-      }
-      const args = str(f?.arguments);
-      if (args) {
-        out += sseData(
-          {
-            type: 'content_block_delta',
-            index: this.#tools.get(k),
-            delta: { type: 'input_json_delta', partial_json: args },
-          },
-          'content_block_delta',
-        );
-      }
+      out += this.#out.toolStart(k, str(tc?.id) ?? '', str(f?.name) ?? '');
+      out += this.#out.toolInput(k, str(f?.arguments) ?? '');
     }
     if (typeof choice.finish_reason === 'string') {
       this.#stop = stopReason(choice.finish_reason);
-      out += this.#closeBlock();
+      out += this.#out.close();
     }
     return out;
-  }
-
-  #start(c: Obj): string {
-    this.#started = true;
-    if (typeof c.model === 'string') this.#state.responseModel = c.model;
-    return sseData(
-      {
-        type: 'message_start',
-        message: {
-          id: c.id,
-          type: 'message',
-          role: 'assistant',
-          model: str(c.model) || this.#state.model,
-          content: [],
-          stop_reason: null,
-          stop_sequence: null,
-          // Not known before the end of an OpenAI stream: message_delta carries the totals.
-          usage: { input_tokens: 0, output_tokens: 0 },
-        },
-      },
-      'message_start',
-    );
-  }
-
-  #openBlock(kind: 'text' | 'tool', block: Obj): string {
-    const out = this.#closeBlock();
-    this.#block++;
-    this.#open = kind;
-    return (
-      out +
-      sseData(
-        { type: 'content_block_start', index: this.#block, content_block: block },
-        'content_block_start',
-      )
-    );
-  }
-
-  #closeBlock(): string {
-    if (this.#open === undefined) return '';
-    this.#open = undefined;
-    return sseData({ type: 'content_block_stop', index: this.#block }, 'content_block_stop');
-  }
-
-  /** At `[DONE]` (or the end of a stream without it): the stop reason and usage, and message_stop. */
-  #finish(): string {
-    if (this.#finished || !this.#started) return '';
-    this.#finished = true;
-    const u = this.#state.usage;
-    return (
-      this.#closeBlock() +
-      sseData(
-        {
-          type: 'message_delta',
-          delta: { stop_reason: this.#stop, stop_sequence: null },
-          usage: anthropicUsage(u ?? { input: 0, output: 0, cachedInput: 0, reasoning: 0 }),
-        },
-        'message_delta',
-      ) +
-      sseData({ type: 'message_stop' }, 'message_stop')
-    );
   }
 }

@@ -4,9 +4,9 @@
 // answer's content blocks, stopReason and usage come back as a chat.completion; ConverseStream's
 // binary event stream (application/vnd.amazon.eventstream) is decoded frame by frame as it arrives
 // and each event sent on at once as a chat.completion.chunk.
-import { EventStreamCodec } from '@smithy/core/event-streams';
-import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
-import type { LlmRequestState, LlmUsage } from '../state.ts';
+import { bedrockErrorMessage, ConverseFrames } from '../providers/bedrock/event-stream.ts';
+import type { LlmRequestState } from '../state.ts';
+import { normalizeUsage } from '../usage.ts';
 import {
   type ChatToolCall,
   ChunkWriter,
@@ -95,7 +95,8 @@ export const openaiChatToBedrockConverse: FormatPair<'openai-chat', 'bedrock-con
         });
       }
     }
-    const usage = bedrockUsage(obj(body.usage));
+    const u = obj(body.usage);
+    const usage = u && normalizeUsage(u);
     if (usage) state.record(usage);
     return chatCompletion(state, text, calls, finishReason(body.stopReason), usage);
   },
@@ -103,12 +104,7 @@ export const openaiChatToBedrockConverse: FormatPair<'openai-chat', 'bedrock-con
     return new ConverseStream(state);
   },
   error(body, status) {
-    const message =
-      typeof body.message === 'string'
-        ? body.message
-        : typeof body.Message === 'string'
-          ? body.Message
-          : undefined;
+    const message = bedrockErrorMessage(body);
     return message === undefined ? undefined : openaiError(message, status);
   },
 };
@@ -169,30 +165,14 @@ function finishReason(stop: unknown): FinishReason | null {
   }
 }
 
-/** Converse usage: inputTokens leaves out cache reads and writes, which count as input here. */
-function bedrockUsage(u: Obj | undefined): LlmUsage | undefined {
-  if (!u) return undefined;
-  const read = num(u.cacheReadInputTokens);
-  return {
-    input: num(u.inputTokens) + read + num(u.cacheWriteInputTokens),
-    output: num(u.outputTokens),
-    cachedInput: read,
-    reasoning: 0,
-  };
-}
-
-const codec = new EventStreamCodec(toUtf8, fromUtf8);
-
 class ConverseStream implements StreamConverter {
+  readonly #frames = new ConverseFrames();
   readonly #state: LlmRequestState;
   readonly #out: ChunkWriter;
   readonly #keepUsage: boolean;
-  // Frames may split anywhere: the tail of an incomplete one waits here for the next bytes.
-  #buf: Buffer = Buffer.alloc(0);
   /** contentBlockIndex → index among the answer's tool calls. */
   readonly #tools = new Map<number, number>();
   #stopped = false;
-  #failed = false;
 
   constructor(state: LlmRequestState) {
     this.#state = state;
@@ -201,53 +181,23 @@ class ConverseStream implements StreamConverter {
   }
 
   write(chunk: Buffer): string | undefined {
-    if (this.#failed) return undefined;
-    this.#buf = this.#buf.length === 0 ? chunk : Buffer.concat([this.#buf, chunk]);
     let out = '';
-    try {
-      while (this.#buf.length >= 4) {
-        const total = this.#buf.readUInt32BE(0);
-        if (total < 16) throw new Error(`a frame of ${total} bytes`);
-        if (this.#buf.length < total) break;
-        const frame = this.#buf.subarray(0, total);
-        this.#buf = this.#buf.subarray(total);
-        out += this.#frame(frame);
-      }
-    } catch (err) {
-      // The rest of the stream cannot be framed: the client gets an error event and no [DONE].
-      this.#failed = true;
-      this.#buf = Buffer.alloc(0);
-      const message = `Bedrock sent an invalid event stream: ${(err as Error).message}`;
-      out += `data: ${JSON.stringify(openaiError(message, 502))}\n\n`;
+    for (const f of this.#frames.push(chunk)) {
+      // A failed stream: the client gets an error event and no [DONE].
+      if ('failure' in f)
+        out += `data: ${JSON.stringify(openaiError(f.failure.message, f.failure.status, f.failure.code))}\n\n`;
+      else out += this.#event(f.event, f.body);
     }
     return out || undefined;
   }
 
   end(): string | undefined {
     // A stream without messageStop was cut: no [DONE], so the client sees it incomplete.
-    return this.#stopped && !this.#failed ? 'data: [DONE]\n\n' : undefined;
+    return this.#stopped && !this.#frames.failed ? 'data: [DONE]\n\n' : undefined;
   }
 
-  #frame(frame: Buffer): string {
-    // decode checks the prelude and message CRCs.
-    const msg = codec.decode(frame);
-    const h = (name: string) => {
-      const v = msg.headers[name];
-      return v && v.type === 'string' ? v.value : undefined;
-    };
-    const kind = h(':message-type');
-    const body = msg.body.length > 0 ? (JSON.parse(toUtf8(msg.body)) as Obj) : {};
-    if (kind === 'exception' || kind === 'error') {
-      this.#failed = true;
-      const message =
-        (typeof body.message === 'string' ? body.message : undefined) ??
-        h(':error-message') ??
-        'Bedrock stream error';
-      const code = h(':exception-type') ?? h(':error-code') ?? null;
-      const status = code === 'throttlingException' ? 429 : code === 'validationException' ? 400 : 500;
-      return `data: ${JSON.stringify(openaiError(message, status, code))}\n\n`;
-    }
-    switch (h(':event-type')) {
+  #event(type: string | undefined, body: Obj): string {
+    switch (type) {
       case 'messageStart':
         return this.#out.delta({ role: 'assistant', content: '' });
       case 'contentBlockStart': {
@@ -278,7 +228,8 @@ class ConverseStream implements StreamConverter {
         this.#stopped = true;
         return this.#out.delta({}, finishReason(body.stopReason) ?? 'stop');
       case 'metadata': {
-        const u = bedrockUsage(obj(body.usage));
+        const usage = obj(body.usage);
+        const u = usage && normalizeUsage(usage);
         if (!u) return '';
         this.#state.record(u);
         return this.#keepUsage ? this.#out.usage(u) : '';

@@ -2,6 +2,7 @@
 // supported: a request needing it gets a 4xx naming both formats (see llm/serve.ts).
 import { anthropicCountTokensToAnthropicCountTokens } from './anthropic-count-tokens__anthropic-count-tokens.ts';
 import { anthropicMessagesToAnthropicMessages } from './anthropic-messages__anthropic-messages.ts';
+import { anthropicMessagesToBedrockConverse } from './anthropic-messages__bedrock-converse.ts';
 import { anthropicMessagesToOpenaiChat } from './anthropic-messages__openai-chat.ts';
 import { openaiChatToAnthropicMessages } from './openai-chat__anthropic-messages.ts';
 import { openaiChatToBedrockConverse } from './openai-chat__bedrock-converse.ts';
@@ -24,5 +25,6 @@ export const FORMAT_PAIRS: Partial<Record<PairKey, FormatPair>> = {
   'openai-embeddings__gemini-embed-content': openaiEmbeddingsToGeminiEmbedContent,
   'anthropic-messages__anthropic-messages': anthropicMessagesToAnthropicMessages,
   'anthropic-messages__openai-chat': anthropicMessagesToOpenaiChat,
+  'anthropic-messages__bedrock-converse': anthropicMessagesToBedrockConverse,
   'anthropic-count-tokens__anthropic-count-tokens': anthropicCountTokensToAnthropicCountTokens,
 };
