@@ -110,6 +110,7 @@ before(async () => {
       String(healthPort),
       '--metrics-port',
       String(metricsPort),
+      '--enable-models',
     ],
     { env: { ...process.env, KUBECONFIG: kube.kubeconfig }, stdio: ['ignore', 'ignore', 'pipe'] },
   );
@@ -226,6 +227,77 @@ spec:
       return c?.status === 'True' ? c : undefined;
     });
     assert.deepEqual([accepted.type, accepted.reason], ['Accepted', 'Accepted']);
+  });
+
+  test('GwModels on the Gateway: a virtual model fails over to a provider model; models.list(); status Accepted', async () => {
+    await kubectl(
+      ['apply', '--server-side', '-f', '-'],
+      `apiVersion: gw.dev/v1alpha1
+kind: GwModel
+metadata: { name: gpt-4o, namespace: default }
+spec:
+  parentRefs: [{ name: edge }]
+  match: { model: gpt-4o }
+  provider: OpenAI
+  baseURL: http://127.0.0.1:${provider.port}/v1
+  policies:
+    auth: { secretRef: { name: openai-key } }
+---
+apiVersion: gw.dev/v1alpha1
+kind: GwModel
+metadata: { name: unreachable, namespace: default }
+spec:
+  parentRefs: [{ name: edge }]
+  match: { model: unreachable }
+  visibility: Internal
+  provider: OpenAI
+  baseURL: http://127.0.0.1:1/v1
+---
+apiVersion: gw.dev/v1alpha1
+kind: GwModel
+metadata: { name: steady, namespace: default }
+spec:
+  parentRefs: [{ name: edge }]
+  match: { model: steady }
+  virtualModel:
+    failover:
+      targets:
+        - modelRef: { name: unreachable }
+        - modelRef: { name: gpt-4o }
+`,
+    );
+    const client = new OpenAI({
+      apiKey: 'sk-client',
+      baseURL: `http://127.0.0.1:${proxyPort}/v1`,
+      maxRetries: 0,
+    });
+    const messages = [{ role: 'user' as const, content: 'Hello!' }];
+    const answer = await until('a chat completion of the virtual model', async () => {
+      const r = await client.chat.completions.create({ model: 'steady', messages }).catch(() => undefined);
+      return r?.choices?.length ? r : undefined;
+    });
+    assert.equal(answer.choices[0]?.message.content, FAKE_REPLY);
+    const seen = provider.seen[provider.seen.length - 1];
+    assert.equal(seen?.headers.authorization, 'Bearer sk-from-secret');
+    assert.equal(seen?.json?.model, 'gpt-4o');
+    const ids: string[] = [];
+    for await (const m of client.models.list()) ids.push(m.id);
+    assert.deepEqual(ids.sort(), ['gpt-4o', 'steady']);
+    for (const name of ['gpt-4o', 'unreachable', 'steady']) {
+      const c = await until(`GwModel ${name} to be Accepted`, async () => {
+        const out = await kubectl([
+          'get',
+          'gwmodel',
+          name,
+          '-o',
+          'jsonpath={.status.parents[0].conditions[0]}',
+        ]);
+        const c = out ? (JSON.parse(out) as { status: string; reason: string; message: string }) : undefined;
+        return c?.status === 'True' ? c : undefined;
+      });
+      assert.equal(c.reason, 'Accepted');
+      assert.match(c.message, /served on listener \S+ of default\/edge/);
+    }
   });
 
   test('a proxy without a valid token is refused', async () => {

@@ -382,6 +382,11 @@ export const NamedBackend = z.union([
   strict({ name: z.string().min(1), host: HostPort, policies: BackendPolicies.optional() }),
   strict({ name: z.string().min(1), dynamic: strict({}), policies: BackendPolicies.optional() }),
   strict({ name: z.string().min(1), ai: z.lazy(() => AiBackend), policies: BackendPolicies.optional() }),
+  strict({
+    name: z.string().min(1),
+    llmModels: z.lazy(() => LlmModelsBackend),
+    policies: BackendPolicies.optional(),
+  }),
 ]);
 
 // ---------- routes, listeners, gateways ----------
@@ -704,6 +709,55 @@ export const AiBackend = z.union([
   strict({ groups: z.array(strict({ providers: z.array(AiNamedProvider).min(1) })).min(1) }),
 ]);
 
+// ---------- a backend serving a list of models (gw's own shape; what the controller sends for GwModels) ----------
+const ModelPattern = z
+  .string()
+  .min(1)
+  .regex(/^[^*]*\*?$/, 'expected an exact model name, prefix* or *')
+  .meta({ description: 'the requested model it serves: exact, prefix* or *' });
+/** One model: an ai backend provider (`name` identifies it for virtual models and telemetry). */
+export const LlmModelsEntry = AiNamedProvider.extend({
+  match: ModelPattern,
+  visibility: z.enum(['public', 'internal']).optional(),
+});
+const LlmModelsTarget = {
+  model: z.string().min(1).meta({ description: 'the name of an entry of models' }),
+  as: z
+    .string()
+    .min(1)
+    .optional()
+    .meta({ description: "the model asked of it; unset: the client's requested model" }),
+};
+export const LlmModelsVirtual = strict({
+  name: z.string().min(1),
+  match: z.string().min(1),
+  routing: z.union([
+    strict({
+      weighted: z
+        .array(strict({ ...LlmModelsTarget, weight: z.number().int().min(0) }))
+        .min(1)
+        .max(64),
+    }),
+    strict({
+      failover: z.array(strict(LlmModelsTarget)).min(1).max(64).meta({ description: 'tried in order' }),
+    }),
+    strict({
+      conditional: z
+        .array(strict({ ...LlmModelsTarget, when: Cel.optional() }))
+        .min(1)
+        .max(64),
+    }),
+  ]),
+});
+/**
+ * Models and virtual models served on a route, matched on the requested model like the llm block's.
+ * Each model is a provider in the ai backend's shape; virtual model targets name a model entry.
+ */
+export const LlmModelsBackend = strict({
+  models: z.array(LlmModelsEntry),
+  virtualModels: z.array(LlmModelsVirtual).optional(),
+});
+
 export const LlmProviderDefaults = strict({ ...llmBody, ...llmConnection });
 
 export const LlmNamedProvider = strict({
@@ -828,4 +882,5 @@ export type LlmNamedProvider = z.infer<typeof LlmNamedProvider>;
 export type LlmVirtualModel = z.infer<typeof LlmVirtualModel>;
 export type LlmProviderRef = z.infer<typeof LlmProvider>;
 export type AiBackend = z.infer<typeof AiBackend>;
+export type LlmModelsBackend = z.infer<typeof LlmModelsBackend>;
 export type AiNamedProvider = z.infer<typeof AiNamedProvider>;

@@ -15,6 +15,27 @@ test('a condition keeps its transition time while its status holds, and gets a n
   assert.equal(flipped[0]?.lastTransitionTime, T1);
 });
 
+test('GwModel parents are written like route parents (not dropped as an unknown kind’s fields)', () => {
+  const desired = {
+    parents: [
+      {
+        parentRef: {
+          group: 'gateway.networking.k8s.io',
+          kind: 'Gateway',
+          namespace: 'default',
+          name: 'edge',
+        },
+        controllerName: 'gw.dev/gw',
+        conditions: [accepted],
+      },
+    ],
+  };
+  const merged = mergeStatus('GwModel', undefined, desired, 'gw.dev/gw', T1);
+  const parents = merged['parents'] as { conditions: { reason: string; lastTransitionTime: string }[] }[];
+  assert.equal(parents.length, 1);
+  assert.deepEqual(parents[0]?.conditions[0], { ...accepted, lastTransitionTime: T1 });
+});
+
 test('route parents of other controllers are kept; ours are replaced', () => {
   const theirs = {
     parentRef: { name: 'other-gw' },

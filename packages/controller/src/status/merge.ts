@@ -85,6 +85,11 @@ export function mergeStatus(
         ...cur,
         parents: mergeEntries(cur['parents'], desired['parents'], 'parentRef', controllerName, now, 32),
       };
+    case 'GwModel':
+      return {
+        ...cur,
+        parents: mergeEntries(cur['parents'], desired['parents'], 'parentRef', controllerName, now, 16),
+      };
     case 'GwPolicy':
       return {
         ...cur,

@@ -9,8 +9,8 @@ import type { GwBackendPoliciesSpec } from './policy/spec.ts';
 import { describeProblems } from './problems.ts';
 import type { Lookup } from './types.ts';
 
-type AiSpec = NonNullable<GwBackendSpec['ai']>;
-type ProviderSpec = NonNullable<AiSpec['provider']>;
+export type AiSpec = NonNullable<GwBackendSpec['ai']>;
+export type ProviderSpec = NonNullable<AiSpec['provider']>;
 type AuthSpec = NonNullable<GwBackendPoliciesSpec['auth']>;
 
 /**
@@ -55,6 +55,8 @@ export function translateAi(
   namespace: string,
   lookup: Lookup,
   backendPolicies: GwBackendPoliciesSpec | undefined,
+  /** How status messages name the single provider's field (a GwModel's is its spec). */
+  providerField = 'ai.provider',
 ): AiResult {
   const ctx = new MapContext(namespace, lookup);
   const problems: string[] = [];
@@ -149,7 +151,7 @@ export function translateAi(
           providers: g.providers.map((p, pi) => provider(p, `ai.groups[${gi}].providers[${pi}]`)),
         })),
       };
-    } else ai = provider(spec.provider as ProviderSpec, 'ai.provider') as Record<string, unknown>;
+    } else ai = provider(spec.provider as ProviderSpec, providerField) as Record<string, unknown>;
   } catch (err) {
     if (err instanceof Unsupported) return { ok: false, reason: 'Unsupported', message: err.message };
     throw err;

@@ -12,8 +12,10 @@ export function gatewayResources(
   routes: RouteResult,
   backends: Map<string, BackendInfo>,
   attachments: Attachments,
+  /** What models.ts adds: the model routes of listeners and the `llmModels` backends. */
+  models: NamedResource[] = [],
 ): NamedResource[] {
-  const resources: NamedResource[] = [];
+  const resources: NamedResource[] = [...models];
   const listeners = [...g.listeners, ...g.listenerSets.flatMap((s) => s.listeners)].filter((l) => l.ready);
   const ports = [...new Set(listeners.map((l) => l.port))].sort((a, b) => a - b);
   for (const port of ports) {

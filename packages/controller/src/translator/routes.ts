@@ -78,6 +78,8 @@ export interface RouteContext {
   clusterDomain: string;
   /** GwBackends usable as route backends: `<ns>/<name>` → problem (undefined when usable). */
   backendProblem: (ns: string, name: string) => string | undefined;
+  /** Whether GwModels are read (the models flag): a rule may then route to GwModel `*`. */
+  modelsEnabled?: boolean;
 }
 
 export interface AttachedRule {
@@ -88,6 +90,8 @@ export interface AttachedRule {
   resource: { name: string; resource: { route: Record<string, unknown> } };
   /** GwBackends the rule uses, `<ns>/<name>`. */
   backends: string[];
+  /** The `llmModels` backends the rule uses (GwModel `*`; models.ts fills them). */
+  modelBackends: string[];
 }
 
 const hostOf = (h: string) => h.toLowerCase();
@@ -208,16 +212,21 @@ function rulePolicies(rule: HttpRule): { policies: Record<string, unknown>; unsu
   return { policies, unsupported };
 }
 
+/** The `llmModels` backend an HTTPRoute rule with a GwModel `*` backendRef routes to (models.ts). */
+export const routeModelsBackend = (ns: string, route: string, rule: number) =>
+  `models:${ns}/httproute/${route}/${rule}`;
+
 interface ResolvedBackends {
   backends: Record<string, unknown>[];
   gwBackends: string[];
+  modelBackends: string[];
   problem?: Condition;
 }
 
-function resolveBackends(route: KubeObject, rule: HttpRule, ctx: RouteContext): ResolvedBackends {
+function resolveBackends(route: KubeObject, rule: HttpRule, ri: number, ctx: RouteContext): ResolvedBackends {
   const ns = route.metadata.namespace ?? 'default';
   const gen = route.metadata.generation;
-  const out: ResolvedBackends = { backends: [], gwBackends: [] };
+  const out: ResolvedBackends = { backends: [], gwBackends: [], modelBackends: [] };
   const fail = (reason: Reason<'ResolvedRefs'>, message: string) => {
     out.problem ??= bad('ResolvedRefs', reason, message, gen);
   };
@@ -257,6 +266,18 @@ function resolveBackends(route: KubeObject, rule: HttpRule, ctx: RouteContext): 
       }
       out.backends.push({ weight, backend: `${refNs}/${ref.name}` });
       out.gwBackends.push(`${refNs}/${ref.name}`);
+    } else if (group === GW_GROUP && kind === 'GwModel' && ctx.modelsEnabled) {
+      // the models attached to this rule (GwModel parentRef HTTPRoute) serve it
+      if (ref.name !== '*' || refNs !== ns) {
+        fail(
+          'InvalidKind',
+          `a GwModel backendRef must be named * and in the route's namespace (got ${ref.name})`,
+        );
+        continue;
+      }
+      const name = routeModelsBackend(ns, route.metadata.name, ri);
+      out.backends.push({ weight, backend: name });
+      out.modelBackends.push(name);
     } else {
       fail(
         'InvalidKind',
@@ -303,7 +324,7 @@ export function translateRoutes(
     const parents: Record<string, unknown>[] = [];
     const rules = spec.rules ?? [];
     // backends and filters are the same for every parent: resolve once
-    const resolved = rules.map((r) => resolveBackends(route, r, ctx));
+    const resolved = rules.map((r, ri) => resolveBackends(route, r, ri, ctx));
     const filters = rules.map((r) => rulePolicies(r));
     const invalid = rules.flatMap((r, ri) => matchProblems(r, ri));
     for (const ref of spec.parentRefs ?? []) {
@@ -416,6 +437,7 @@ export function translateRoutes(
             ruleIndex: ri,
             resource: { name, resource: { route: body } },
             backends: r.gwBackends,
+            modelBackends: r.modelBackends,
           });
         });
       }

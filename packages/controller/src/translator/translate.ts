@@ -9,7 +9,7 @@ import { ok } from './conditions.ts';
 import { collectGateways, ourClasses } from './gateways.ts';
 import { referenceGrants } from './grants.ts';
 import { inMemoryLookup } from './lookup.ts';
-import { modelStatuses } from './models.ts';
+import { translateModels } from './models.ts';
 import { gatewayResources, gatewayStatuses } from './resources.ts';
 import { translateRoutes } from './routes.ts';
 import type { Output, Snapshot, StatusUpdate } from './types.ts';
@@ -44,6 +44,7 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
     grants,
     controllerName: snapshot.controllerName,
     clusterDomain: options.clusterDomain ?? 'cluster.local',
+    ...(snapshot.modelsEnabled ? { modelsEnabled: true } : {}),
     backendProblem: (ns, name) => {
       const b = backends.get(`${ns}/${name}`);
       if (!b) return `GwBackend ${ns}/${name} not found`;
@@ -58,11 +59,14 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
     controllerName: snapshot.controllerName,
   });
   statuses.push(...attachments.statuses);
-  if (snapshot.modelsEnabled) statuses.push(...modelStatuses(objects, snapshot.controllerName));
+  const models = snapshot.modelsEnabled
+    ? translateModels(objects, gateways, routes, { lookup, controllerName: snapshot.controllerName })
+    : undefined;
+  if (models) statuses.push(...models.statuses);
 
   const out: Output = { gateways: {}, statuses };
   for (const g of gateways) {
-    out.gateways[g.key] = gatewayResources(g, routes, backends, attachments);
+    out.gateways[g.key] = gatewayResources(g, routes, backends, attachments, models?.resources.get(g.key));
     statuses.push(...gatewayStatuses(g));
   }
   for (const b of backends.values()) {

@@ -27,6 +27,7 @@ import {
   type LLM_PROVIDER_FORMATS,
   type LlmConfig,
   type LlmModel,
+  type LlmModelsBackend,
   type LlmParams,
   matchModelName,
   type Problem,
@@ -510,6 +511,56 @@ class Builder {
     return { kind: 'ai', models, virtualModels };
   }
 
+  /**
+   * A backend's model list (what the controller sends for GwModels): each entry is an ai backend
+   * provider serving the names its `match` covers; virtual model targets name an entry.
+   */
+  llmModelsTarget(path: FieldPath, spec: LlmModelsBackend): AiTarget | undefined {
+    const models: LlmModelIR[] = [];
+    const index = new Map<string, number>();
+    let ok = true;
+    spec.models.forEach((m, i) => {
+      const mp = [...path, 'models', i];
+      if (index.has(m.name)) this.fail([...mp, 'name'], `model names must be unique: ${m.name}`);
+      const { match, visibility, ...provider } = m;
+      const ir = this.aiProviderModel(provider, mp, visibility ?? 'public');
+      if (!ir) {
+        ok = false;
+        return;
+      }
+      ir.name = match;
+      index.set(m.name, models.length);
+      models.push(ir);
+    });
+    const virtualModels: LlmVirtualModelIR[] = [];
+    (spec.virtualModels ?? []).forEach((v, vi) => {
+      const vp = [...path, 'virtualModels', vi, 'routing'];
+      const r = v.routing;
+      const kind = 'weighted' in r ? 'weighted' : 'failover' in r ? 'failover' : 'conditional';
+      const to = (t: { model: string; as?: string | undefined }, ti: number): LlmTargetIR => {
+        const model = index.get(t.model);
+        if (model === undefined) {
+          this.fail([...vp, kind, ti, 'model'], `no model named ${JSON.stringify(t.model)} in models`);
+          ok = false;
+        }
+        return { model: model ?? -1, ...(t.as !== undefined ? { as: t.as } : {}) };
+      };
+      const routing: LlmRoutingIR =
+        'weighted' in r
+          ? { weighted: r.weighted.map((t, ti) => ({ ...to(t, ti), weight: t.weight })) }
+          : 'failover' in r
+            ? { failover: r.failover.map((t, ti) => ({ ...to(t, ti), priority: ti })) }
+            : {
+                conditional: r.conditional.map((t, ti) => ({
+                  ...to(t, ti),
+                  ...(t.when !== undefined ? { when: t.when } : {}),
+                })),
+              };
+      virtualModels.push({ name: v.match, routing });
+    });
+    return ok ? { kind: 'ai', models, virtualModels } : undefined;
+  }
+
   /** One provider of a route's ai backend, as the llm block's model `*` of that provider. */
   aiProviderModel(
     p: AiNamedProvider,
@@ -817,6 +868,9 @@ class Builder {
       const di = (this.cfg.backends ?? []).indexOf(def);
       if ('ai' in def) {
         target = this.routeAiTarget(['backends', di, 'ai'], def.ai);
+        if (!target) return undefined;
+      } else if ('llmModels' in def) {
+        target = this.llmModelsTarget(['backends', di, 'llmModels'], def.llmModels);
         if (!target) return undefined;
       } else target = 'host' in def ? parseHost(def.host) : { kind: 'dynamic' };
       named = def.policies;

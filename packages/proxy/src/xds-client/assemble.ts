@@ -208,7 +208,8 @@ function namedBackend(b: Backend, resource: string, problems: Assembled['problem
   if (b.target.case === 'host') out.host = hostPort(b.target.value);
   else if (b.target.case === 'dynamic') out.dynamic = {};
   else if (b.target.case === 'ai') out.ai = b.target.value;
-  else problems.push({ resource, path: [], message: 'backend has neither host, dynamic nor ai' });
+  else if (b.target.case === 'llmModels') out.llmModels = b.target.value;
+  else problems.push({ resource, path: [], message: 'backend has neither host, dynamic, ai nor llmModels' });
   if (b.policies) out.policies = b.policies;
   return out;
 }

@@ -328,6 +328,16 @@ export declare type Backend = Message<"gw.resource.v1.Backend"> & {
      */
     value: JsonObject;
     case: "ai";
+  } | {
+    /**
+     * Models and virtual models served on a listener or an HTTPRoute rule (from GwModels): the
+     * standalone schema's named backend `llmModels` (`models[]`, each an ai backend provider with
+     * `match` and `visibility`, and `virtualModels[]` whose targets name a model entry).
+     *
+     * @generated from field: google.protobuf.Struct llm_models = 6;
+     */
+    value: JsonObject;
+    case: "llmModels";
   } | { case: undefined; value?: undefined };
 
   /**
