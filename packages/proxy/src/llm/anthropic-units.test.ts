@@ -7,6 +7,7 @@ import type { LlmProviderIR } from '../config/ir.ts';
 import { GwError } from '../errors.ts';
 import { anthropicMessagesToAnthropicMessages } from './formats/anthropic-messages__anthropic-messages.ts';
 import { anthropicMessagesToBedrockConverse } from './formats/anthropic-messages__bedrock-converse.ts';
+import { anthropicMessagesToGeminiGenerateContent } from './formats/anthropic-messages__gemini-generate-content.ts';
 import { anthropicMessagesToOpenaiChat } from './formats/anthropic-messages__openai-chat.ts';
 import {
   DEFAULT_MAX_TOKENS,
@@ -75,6 +76,7 @@ test('the Anthropic pairs are registered under their file names', () => {
     'openai-chat__anthropic-messages',
     'anthropic-messages__openai-chat',
     'anthropic-messages__bedrock-converse',
+    'anthropic-messages__gemini-generate-content',
     'anthropic-count-tokens__anthropic-count-tokens',
   ] as const) {
     const pair = FORMAT_PAIRS[key] as FormatPair;
@@ -662,5 +664,132 @@ describe('anthropic-messages__bedrock-converse', () => {
     const out = String(garbage.write(Buffer.from([0, 0, 0, 1, 0, 0, 0, 0])) ?? '');
     assert.match(out, /^event: error\ndata: .*invalid event stream/);
     assert.equal(garbage.end(), undefined);
+  });
+});
+
+describe('anthropic-messages__gemini-generate-content', () => {
+  const pair = anthropicMessagesToGeminiGenerateContent;
+
+  test('request: sampling, adaptive thinking, signatures back on the next part, tool results by name', () => {
+    const out = pair.request(
+      {
+        temperature: 0.5,
+        top_p: 0.8,
+        top_k: 20,
+        thinking: { type: 'adaptive' },
+        tools: [{ name: 'f', input_schema: { type: 'object' } }],
+        tool_choice: { type: 'none' },
+        messages: [
+          { role: 'user', content: 'hi' },
+          {
+            role: 'assistant',
+            content: [
+              { type: 'thinking', thinking: 'summary', signature: 's1' },
+              { type: 'redacted_thinking', data: 'x' },
+              { type: 'tool_use', id: 't1', name: 'f', input: { q: 1 } },
+              { type: 'thinking', thinking: '', signature: 's2' },
+            ],
+          },
+          {
+            role: 'user',
+            content: [{ type: 'tool_result', tool_use_id: 't1', content: 'boom', is_error: true }],
+          },
+        ],
+      },
+      req(false, false),
+      state('anthropic-messages'),
+    );
+    assert.deepEqual(out.contents, [
+      { role: 'user', parts: [{ text: 'hi' }] },
+      { role: 'model', parts: [{ functionCall: { name: 'f', args: { q: 1 } }, thoughtSignature: 's1' }] },
+      { role: 'user', parts: [{ functionResponse: { name: 'f', response: { error: 'boom' } } }] },
+    ]);
+    assert.deepEqual(out.generationConfig, {
+      temperature: 0.5,
+      topP: 0.8,
+      topK: 20,
+      thinkingConfig: { thinkingBudget: -1, includeThoughts: true },
+    });
+    assert.deepEqual(out.toolConfig, { functionCallingConfig: { mode: 'NONE' } });
+    assert.throws(
+      () =>
+        pair.request(
+          { messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: 'u' } }] }] },
+          req(),
+          state('anthropic-messages'),
+        ),
+      (e) => e instanceof GwError && e.status === 400 && /Gemini takes images inline only/.test(e.detail),
+    );
+  });
+
+  test('answer: a blocked prompt is a refusal; usage with thoughts and cache', () => {
+    const s = state('anthropic-messages');
+    const out = pair.response(
+      {
+        promptFeedback: { blockReason: 'SAFETY' },
+        usageMetadata: { promptTokenCount: 10, cachedContentTokenCount: 4, candidatesTokenCount: 0 },
+      },
+      s,
+    );
+    assert.deepEqual(
+      [out?.stop_reason, out?.content, out?.usage],
+      [
+        'refusal',
+        [],
+        { input_tokens: 6, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 4 },
+      ],
+    );
+    assert.deepEqual(
+      pair.error?.({ error: { code: 400, message: 'bad key', status: 'INVALID_ARGUMENT' } }, 400),
+      {
+        type: 'error',
+        error: { type: 'invalid_request_error', message: 'bad key' },
+      },
+    );
+  });
+
+  test('stream, a byte at a time: thoughts, a whole function call, the stop and usage at the finishReason', () => {
+    const s = state('anthropic-messages', { stream: true });
+    const data = (v: object) => `data: ${JSON.stringify(v)}\r\n\r\n`;
+    const out = feed(
+      pair.stream(s),
+      data({
+        candidates: [{ content: { parts: [{ text: 'th', thought: true }] } }],
+        usageMetadata: { promptTokenCount: 5 },
+        modelVersion: 'gemini-x',
+        responseId: 'r1',
+      }) +
+        data({
+          candidates: [
+            {
+              content: { parts: [{ functionCall: { name: 'f', args: { a: 1 } }, thoughtSignature: 'sg' }] },
+              finishReason: 'STOP',
+            },
+          ],
+          usageMetadata: { promptTokenCount: 5, candidatesTokenCount: 3, thoughtsTokenCount: 2 },
+        }),
+    );
+    const evs = events(out).map(([, d]) => JSON.parse(String(d)));
+    assert.deepEqual(
+      evs.map((e) => e.delta?.type ?? e.content_block?.type ?? e.type),
+      [
+        'message_start',
+        'thinking',
+        'thinking_delta',
+        'signature_delta',
+        'content_block_stop',
+        'tool_use',
+        'input_json_delta',
+        'content_block_stop',
+        'message_delta',
+        'message_stop',
+      ],
+    );
+    assert.equal(evs[0].message.id, 'msg_r1');
+    assert.equal(evs[0].message.model, 'gemini-x');
+    assert.equal(evs[0].message.usage.input_tokens, 5);
+    assert.deepEqual(evs[6].delta, { type: 'input_json_delta', partial_json: '{"a":1}' });
+    assert.deepEqual([evs[8].delta.stop_reason, evs[8].usage.output_tokens], ['tool_use', 5]);
+    assert.deepEqual(s.usage, { input: 5, output: 5, cachedInput: 0, reasoning: 2 });
   });
 });

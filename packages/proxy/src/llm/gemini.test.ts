@@ -1,19 +1,24 @@
-// Gemini and Vertex AI behind the gateway: the official `openai` client → gw → a fake that speaks
+// Gemini and Vertex AI behind the gateway: the official `openai` and `@anthropic-ai/sdk` clients →
+// gw → a fake that speaks
 // Gemini's generateContent and streamGenerateContent (SSE) at the Gemini API's paths (key in
 // x-goog-api-key) and at Vertex AI's (project and region in the path, a bearer access token).
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
 import { FAKE_ANTHROPIC_REPLY, FAKE_ANTHROPIC_STREAM_REPLY } from '@gw/testkit/llm/anthropic';
+import { ANTHROPIC_TEXT_EVENTS, readAnthropicStream } from '@gw/testkit/llm/anthropic-stream';
 import {
   FAKE_GEMINI_REPLY,
+  FAKE_GEMINI_THOUGHT,
   FAKE_GEMINI_USAGE,
   type FakeGemini,
   type FakeGeminiAnswer,
   type FakeGeminiRequest,
   startFakeGemini,
 } from '@gw/testkit/llm/gemini';
+import { firstEventBeforeLast } from '@gw/testkit/llm/stream-timing';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import OpenAI from 'openai';
 import { vertexAiProvider } from './providers/vertex-ai/index.ts';
@@ -42,6 +47,8 @@ const metadataSeen: string[] = [];
 const saved = { ...process.env };
 let proxy: TestProxy;
 let client: OpenAI;
+let claude: Anthropic;
+let beforeLast: (() => Promise<void>) | undefined;
 let answer: ((r: FakeGeminiRequest) => FakeGeminiAnswer | undefined) | undefined;
 const last = () => fake.seen[fake.seen.length - 1] as FakeGeminiRequest;
 const settle = () => new Promise((done) => setTimeout(done, 20));
@@ -64,9 +71,14 @@ before(async () => {
     apiKey: 'gemini-key',
     accessToken: 'ya29.vertex-token',
     answer: (r) => answer?.(r),
+    beforeLastEvent: () => beforeLast?.() ?? Promise.resolve(),
   });
   proxy = await startProxy(`config:
   adminAddr: "off"
+frontendPolicies:
+  accessLog:
+    add:
+      reasoning: 'llm.reasoningTokens'
 llm:
   port: 0
   models:
@@ -100,6 +112,7 @@ llm:
       hostOverride: "127.0.0.1:${fake.port}"
 `);
   client = new OpenAI({ apiKey: 'sk-client', baseURL: proxy.url('/v1'), maxRetries: 0 });
+  claude = new Anthropic({ apiKey: 'sk-ant-client', baseURL: proxy.url(''), maxRetries: 0 });
 });
 
 after(async () => {
@@ -366,5 +379,238 @@ describe('openai client → gw → Vertex AI (Gemini and Claude models)', () => 
     });
     assert.equal(vertexAiProvider.endpoint(p('europe-west4')).host, 'europe-west4-aiplatform.googleapis.com');
     assert.equal(vertexAiProvider.endpoint(p('global')).host, 'aiplatform.googleapis.com');
+  });
+});
+
+describe('anthropic client → gw → Gemini API and Vertex AI (Gemini models)', () => {
+  const hello = [{ role: 'user' as const, content: 'Hello!' }];
+  const weather = {
+    name: 'get_current_weather',
+    description: 'Get the current weather in a given location',
+    input_schema: tools[0]?.function.parameters as Anthropic.Tool.InputSchema,
+  };
+  const logged = async () => {
+    await settle();
+    return proxy.accessLog[proxy.accessLog.length - 1] ?? {};
+  };
+
+  test('a message: systemInstruction and stop sequences; thinking tokens count as output, logged and counted', async () => {
+    const m = await claude.messages.create({
+      model: 'gemini-2.5-flash',
+      max_tokens: 100,
+      system: 'Be brief.',
+      stop_sequences: ['END'],
+      messages: hello,
+    });
+    assert.deepEqual(m.content, [{ type: 'text', text: FAKE_GEMINI_REPLY }]);
+    assert.equal(m.stop_reason, 'end_turn');
+    assert.equal(m.model, 'gemini-2.5-flash');
+    assert.match(m.id, /^msg_/);
+    const u = FAKE_GEMINI_USAGE.generate;
+    assert.deepEqual(
+      [m.usage.input_tokens, m.usage.output_tokens],
+      [u.promptTokenCount, u.candidatesTokenCount + u.thoughtsTokenCount],
+    );
+    const seen = last();
+    assert.equal(seen.url, '/v1beta/models/gemini-2.5-flash:generateContent');
+    assert.equal(seen.headers['x-goog-api-key'], 'gemini-key');
+    assert.deepEqual(seen.json, {
+      contents: [{ role: 'user', parts: [{ text: 'Hello!' }] }],
+      systemInstruction: { parts: [{ text: 'Be brief.' }] },
+      generationConfig: { maxOutputTokens: 100, stopSequences: ['END'] },
+    });
+    const log = await logged();
+    assert.deepEqual(
+      [log['llm.provider'], log['llm.inputTokens'], log['llm.outputTokens'], log.reasoning],
+      ['gemini', u.promptTokenCount, u.candidatesTokenCount + u.thoughtsTokenCount, u.thoughtsTokenCount],
+    );
+    const metrics = await proxy.metrics.registry.metrics();
+    assert.match(
+      metrics,
+      /^gw_llm_tokens_total\{provider="gemini",model="gemini-2.5-flash",kind="output"\} \d+/m,
+    );
+  });
+
+  test('streamed: Anthropic’s event sequence, not held back, usage in message_delta', async () => {
+    const open = () =>
+      claude.messages.create({ model: 'gemini-2.5-flash', max_tokens: 100, messages: hello, stream: true });
+    const { types, text, stop, usage } = await readAnthropicStream(await open());
+    assert.deepEqual(types, ANTHROPIC_TEXT_EVENTS);
+    assert.equal(text, FAKE_GEMINI_REPLY);
+    assert.equal(stop, 'end_turn');
+    const u = FAKE_GEMINI_USAGE.stream;
+    assert.deepEqual(
+      [usage?.input_tokens, usage?.output_tokens],
+      [u.promptTokenCount, u.candidatesTokenCount + u.thoughtsTokenCount],
+    );
+    assert.match(last().url, /:streamGenerateContent\?alt=sse$/);
+    const { firstAt, lastAt } = await firstEventBeforeLast(fake, (gate) => (beforeLast = gate), open);
+    assert.ok(firstAt !== undefined && lastAt !== undefined && firstAt < lastAt);
+  });
+
+  test('tools: functionDeclarations out, tool_use back with its thought signature, functionResponse by name', async () => {
+    const params = {
+      model: 'gemini-2.5-flash',
+      max_tokens: 300,
+      tools: [weather],
+      tool_choice: { type: 'tool' as const, name: 'get_current_weather' },
+      messages: [{ role: 'user' as const, content: 'Weather in Boston?' }],
+    };
+    const m = await claude.messages.create(params);
+    assert.equal(m.stop_reason, 'tool_use');
+    const [sig, use] = m.content;
+    assert.deepEqual(sig, { type: 'thinking', thinking: '', signature: 'CiQB0e2Kb7VwX3bI4gQhdmOvP1ANlM2Z' });
+    assert.ok(use?.type === 'tool_use');
+    assert.match(use.id, /^toolu_/);
+    assert.deepEqual([use.name, use.input], ['get_current_weather', { location: 'Boston, MA' }]);
+    assert.equal(m.usage.cache_read_input_tokens, FAKE_GEMINI_USAGE.tools.cachedContentTokenCount);
+    assert.deepEqual(last().json?.tools, [
+      {
+        functionDeclarations: [
+          {
+            name: 'get_current_weather',
+            description: weather.description,
+            parametersJsonSchema: weather.input_schema,
+          },
+        ],
+      },
+    ]);
+    assert.deepEqual(last().json?.toolConfig, {
+      functionCallingConfig: { mode: 'ANY', allowedFunctionNames: ['get_current_weather'] },
+    });
+
+    const s = await claude.messages.stream(params).finalMessage();
+    assert.equal(s.stop_reason, 'tool_use');
+    const streamed = s.content.find((b) => b.type === 'tool_use');
+    assert.deepEqual(streamed?.input, { location: 'Boston, MA' });
+
+    const back = await claude.messages.create({
+      ...params,
+      tool_choice: { type: 'auto' },
+      messages: [
+        ...params.messages,
+        { role: 'assistant', content: m.content },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: '{"temp": 22}' }] },
+      ],
+    });
+    assert.deepEqual(back.content, [{ type: 'text', text: FAKE_GEMINI_REPLY }]);
+    assert.deepEqual(last().json?.contents, [
+      { role: 'user', parts: [{ text: 'Weather in Boston?' }] },
+      {
+        role: 'model',
+        parts: [
+          {
+            functionCall: { name: 'get_current_weather', args: { location: 'Boston, MA' } },
+            thoughtSignature: 'CiQB0e2Kb7VwX3bI4gQhdmOvP1ANlM2Z',
+          },
+        ],
+      },
+      {
+        role: 'user',
+        parts: [{ functionResponse: { name: 'get_current_weather', response: { temp: 22 } } }],
+      },
+    ]);
+  });
+
+  test('an image inline; a finishReason of MAX_TOKENS is max_tokens, whole and streamed', async () => {
+    await claude.messages.create({
+      model: 'gemini-2.5-flash',
+      max_tokens: 50,
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'image', source: { type: 'base64', media_type: 'image/webp', data: 'UklGRg==' } },
+            { type: 'text', text: 'What is this?' },
+          ],
+        },
+      ],
+    });
+    assert.deepEqual(last().json?.contents, [
+      {
+        role: 'user',
+        parts: [{ inlineData: { mimeType: 'image/webp', data: 'UklGRg==' } }, { text: 'What is this?' }],
+      },
+    ]);
+    answer = () => ({ finishReason: 'MAX_TOKENS' });
+    try {
+      const params = { model: 'gemini-2.5-flash', max_tokens: 5, messages: hello };
+      assert.equal((await claude.messages.create(params)).stop_reason, 'max_tokens');
+      assert.equal((await claude.messages.stream(params).finalMessage()).stop_reason, 'max_tokens');
+    } finally {
+      answer = undefined;
+    }
+  });
+
+  test('thinking: a budget as thinkingConfig, thought summaries as thinking blocks with their signature', async () => {
+    const thinking = { type: 'enabled' as const, budget_tokens: 2048 };
+    const params = { model: 'gemini-2.5-flash', max_tokens: 4096, thinking, messages: hello };
+    const m = await claude.messages.create(params);
+    assert.deepEqual(last().json?.generationConfig, {
+      maxOutputTokens: 4096,
+      thinkingConfig: { thinkingBudget: 2048, includeThoughts: true },
+    });
+    assert.deepEqual(m.content, [
+      { type: 'thinking', thinking: FAKE_GEMINI_THOUGHT.text, signature: FAKE_GEMINI_THOUGHT.signature },
+      { type: 'text', text: FAKE_GEMINI_REPLY },
+    ]);
+    const stream = claude.messages.stream(params);
+    const deltas: string[] = [];
+    stream.on('streamEvent', (e) => {
+      if (e.type === 'content_block_delta') deltas.push(e.delta.type);
+    });
+    const s = await stream.finalMessage();
+    assert.deepEqual(deltas, ['thinking_delta', 'text_delta', 'signature_delta', 'text_delta']);
+    // The signature came with the last text: the client sees it in a thinking block after the first text.
+    assert.deepEqual(
+      s.content.map((b) => b.type),
+      ['thinking', 'text', 'thinking', 'text'],
+    );
+    assert.equal((await logged()).reasoning, FAKE_GEMINI_USAGE.thoughts.thoughtsTokenCount);
+  });
+
+  test('Vertex AI: the project path and bearer token, whole and streamed', async () => {
+    const m = await claude.messages.create({ model: 'vertex-flash', max_tokens: 50, messages: hello });
+    assert.deepEqual(m.content, [{ type: 'text', text: FAKE_GEMINI_REPLY }]);
+    assert.equal(
+      last().url,
+      '/v1/projects/my-project/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent',
+    );
+    assert.equal(last().headers.authorization, 'Bearer ya29.vertex-token');
+    const { text, types } = await readAnthropicStream(
+      await claude.messages.create({ model: 'vertex-flash', max_tokens: 50, messages: hello, stream: true }),
+    );
+    assert.deepEqual([text, types], [FAKE_GEMINI_REPLY, [...ANTHROPIC_TEXT_EVENTS]]);
+    assert.equal((await logged())['llm.provider'], 'vertexAI');
+  });
+
+  test('errors in Anthropic’s shape: Gemini’s 429, an HTML page, a stream cut before its finishReason', async () => {
+    const create = () =>
+      claude.messages.create({ model: 'gemini-2.5-flash', max_tokens: 10, messages: hello });
+    const raised = (p: Promise<unknown>) =>
+      p.then(
+        () => assert.fail('the call succeeded'),
+        (e: unknown) => e,
+      );
+    try {
+      answer = () => ({ error: 429 });
+      const limited = await raised(create());
+      assert.ok(limited instanceof Anthropic.RateLimitError);
+      assert.equal((limited.error as { error?: { type?: string } }).error?.type, 'rate_limit_error');
+      answer = () => ({ html: 502 });
+      const html = await raised(create());
+      assert.ok(html instanceof Anthropic.InternalServerError && html.status === 502);
+      assert.match(html.message, /provider gemini answered 502 with text\/html, not JSON/);
+      answer = () => ({ endAfter: 1 });
+      const stream = await claude.messages.create({
+        model: 'gemini-2.5-flash',
+        max_tokens: 10,
+        messages: hello,
+        stream: true,
+      });
+      await assert.rejects(readAnthropicStream(stream), /ended without a finish reason/);
+    } finally {
+      answer = undefined;
+    }
   });
 });

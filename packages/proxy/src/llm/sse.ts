@@ -65,3 +65,30 @@ function parseEvent(raw: string): SseEvent {
 export function sseData(value: unknown, event?: string): string {
   return `${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(value)}\n\n`;
 }
+
+/**
+ * The `data:` of each completed event parsed as JSON objects, for converters that read only those:
+ * events without data, or whose data is not a JSON object (`[DONE]`, a keep-alive), are skipped.
+ */
+export class SseJsonSplitter {
+  readonly #sse = new SseSplitter();
+
+  push(chunk: Buffer): Record<string, unknown>[] {
+    return this.#sse.push(chunk).flatMap(jsonData);
+  }
+
+  flush(): Record<string, unknown>[] {
+    const e = this.#sse.flush();
+    return e ? jsonData(e) : [];
+  }
+}
+
+function jsonData(e: SseEvent): Record<string, unknown>[] {
+  if (e.data === undefined) return [];
+  try {
+    const v = JSON.parse(e.data) as unknown;
+    return v && typeof v === 'object' && !Array.isArray(v) ? [v as Record<string, unknown>] : [];
+  } catch {
+    return [];
+  }
+}

@@ -29,6 +29,10 @@ export interface FakeGeminiRequest {
 
 export type FakeGeminiAnswer =
   | { error: 400 | 429 }
+  /** An edge proxy's HTML page with this status, as when the service is unreachable. */
+  | { html: number }
+  /** The fixture's answer with another of Gemini's finishReason values on its last candidate. */
+  | { finishReason: string }
   /** A stream that ends cleanly after this many events, before the one with finishReason. */
   | { endAfter: number };
 
@@ -38,6 +42,8 @@ export interface FakeGeminiOptions {
   /** Required as `Authorization: Bearer <token>` on Vertex paths. */
   accessToken?: string;
   chunkDelayMs?: number;
+  /** Awaited before the last event of a stream is written (tests hold the stream open with it). */
+  beforeLastEvent?: () => Promise<void>;
   answer?: (req: FakeGeminiRequest) => FakeGeminiAnswer | undefined;
 }
 
@@ -45,6 +51,8 @@ export interface FakeGemini {
   port: number;
   origin: string;
   seen: FakeGeminiRequest[];
+  /** When the last event of the latest stream was written (performance.now()). */
+  lastEventAt: number | undefined;
   close(): Promise<void>;
 }
 
@@ -59,6 +67,12 @@ export const FAKE_GEMINI_USAGE = {
     cachedContentTokenCount: 1024,
   },
   stream: { promptTokenCount: 6, candidatesTokenCount: 9, thoughtsTokenCount: 12 },
+  thoughts: { promptTokenCount: 8, candidatesTokenCount: 9, thoughtsTokenCount: 41 },
+} as const;
+/** The thought summary and signature of the thoughts fixtures (served when includeThoughts is set). */
+export const FAKE_GEMINI_THOUGHT = {
+  text: '**Responding to a greeting**\n\nThe user said hello. A short, friendly reply is enough.',
+  signature: 'CiIBVKhc7oP2yJ3mXo1Fq0kEwTQ7vB9h0dZbQm5Yk3Xq',
 } as const;
 
 const PATH =
@@ -66,6 +80,7 @@ const PATH =
 
 export async function startFakeGemini(opts: FakeGeminiOptions = {}): Promise<FakeGemini> {
   const seen: FakeGeminiRequest[] = [];
+  const state: StreamState = { lastEventAt: undefined };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -81,7 +96,7 @@ export async function startFakeGemini(opts: FakeGeminiOptions = {}): Promise<Fak
         json,
       };
       seen.push(r);
-      serve(r, res, opts).catch(() => res.destroy());
+      serve(r, res, opts, state).catch(() => res.destroy());
     });
   });
   server.keepAliveTimeout = 30_000;
@@ -91,6 +106,9 @@ export async function startFakeGemini(opts: FakeGeminiOptions = {}): Promise<Fak
     port,
     origin: `http://127.0.0.1:${port}`,
     seen,
+    get lastEventAt() {
+      return state.lastEventAt;
+    },
     close: () =>
       new Promise<void>((done) => {
         server.closeAllConnections();
@@ -115,7 +133,16 @@ const ANTHROPIC_PATH =
   /^\/v1\/projects\/[^/]+\/locations\/[^/]+\/publishers\/anthropic\/models\/([^/:]+):(rawPredict|streamRawPredict)$/;
 const anthropicFixture = (name: string) => readFileSync(join(FIXTURES, '..', 'anthropic', name), 'utf8');
 
-async function serve(r: FakeGeminiRequest, res: ServerResponse, opts: FakeGeminiOptions): Promise<void> {
+interface StreamState {
+  lastEventAt: number | undefined;
+}
+
+async function serve(
+  r: FakeGeminiRequest,
+  res: ServerResponse,
+  opts: FakeGeminiOptions,
+  state: StreamState,
+): Promise<void> {
   const [path, query = ''] = r.url.split('?', 2) as [string, string?];
   const claude = ANTHROPIC_PATH.exec(decodeURIComponent(path));
   if (claude && r.method === 'POST') {
@@ -151,6 +178,12 @@ async function serve(r: FakeGeminiRequest, res: ServerResponse, opts: FakeGemini
     return;
   }
   const special = opts.answer?.(r);
+  if (special && 'html' in special) {
+    const page = readFileSync(join(FIXTURES, '..', 'openai', 'html-502.html'));
+    res.writeHead(special.html, { 'content-type': 'text/html', 'content-length': page.length });
+    res.end(page);
+    return;
+  }
   if (special && 'error' in special) {
     send(
       res,
@@ -173,12 +206,21 @@ async function serve(r: FakeGeminiRequest, res: ServerResponse, opts: FakeGemini
     return;
   }
   const tools = wantsFunctionCall(r.json);
+  const thoughts = !tools && wantsThoughts(r.json);
+  const finish = special && 'finishReason' in special ? special.finishReason : undefined;
+  const finished = (e: Json) => {
+    const cand = (e.candidates as Json[] | undefined)?.[0];
+    return finish === undefined || !cand?.finishReason
+      ? e
+      : { ...e, candidates: [{ ...cand, finishReason: finish }] };
+  };
   if (m[3] === 'generateContent') {
-    send(
-      res,
-      200,
-      JSON.stringify(JSON.parse(fixture(tools ? 'generate-content-tools.json' : 'generate-content.json'))),
-    );
+    const name = tools
+      ? 'generate-content-tools'
+      : thoughts
+        ? 'generate-content-thoughts'
+        : 'generate-content';
+    send(res, 200, JSON.stringify(finished(JSON.parse(fixture(`${name}.json`)) as Json)));
     return;
   }
   if (!new URLSearchParams(query).has('alt', 'sse')) {
@@ -186,18 +228,30 @@ async function serve(r: FakeGeminiRequest, res: ServerResponse, opts: FakeGemini
     send(res, 400, googleError(400, 'INVALID_ARGUMENT', 'this fake streams SSE only (alt=sse)'));
     return;
   }
-  const events = JSON.parse(
-    fixture(tools ? 'stream-generate-content-tools.json' : 'stream-generate-content.json'),
-  ) as Json[];
+  const name = tools
+    ? 'stream-generate-content-tools'
+    : thoughts
+      ? 'stream-generate-content-thoughts'
+      : 'stream-generate-content';
+  const events = JSON.parse(fixture(`${name}.json`)) as Json[];
   res.writeHead(200, { 'content-type': 'text/event-stream' });
   const stop = special && 'endAfter' in special ? special.endAfter : events.length;
-  for (const e of events.slice(0, stop)) {
-    res.write(`data: ${JSON.stringify(e)}\r\n\r\n`);
+  for (const [i, e] of events.slice(0, stop).entries()) {
+    const lastOne = i === events.length - 1;
+    if (lastOne && opts.beforeLastEvent) await opts.beforeLastEvent();
+    if (lastOne) state.lastEventAt = performance.now();
+    res.write(`data: ${JSON.stringify(finished(e))}\r\n\r\n`);
     await new Promise<void>((done) =>
       opts.chunkDelayMs ? setTimeout(done, opts.chunkDelayMs) : setImmediate(done),
     );
   }
   res.end();
+}
+
+/** Thought summaries asked for (generationConfig.thinkingConfig.includeThoughts). */
+function wantsThoughts(body: Json): boolean {
+  const gen = body.generationConfig as { thinkingConfig?: { includeThoughts?: boolean } } | undefined;
+  return gen?.thinkingConfig?.includeThoughts === true;
 }
 
 /** Functions declared and no functionResponse yet: the fixtures' answer is a function call. */

@@ -159,7 +159,7 @@ function userParts(content: unknown): Part[] {
 }
 
 /** A tool's result as functionResponse.response, which must be an object. */
-function toolResponse(content: unknown): Obj {
+export function toolResponse(content: unknown): Obj {
   const text = contentText(content);
   try {
     const v = JSON.parse(text) as unknown;
@@ -186,6 +186,16 @@ function toolCall(call: Obj, signature: unknown): ChatToolCall {
   return out;
 }
 
+/** The finishReasons of an answer stopped by Gemini's filters. */
+export const FILTERED: ReadonlySet<string> = new Set([
+  'SAFETY',
+  'RECITATION',
+  'BLOCKLIST',
+  'PROHIBITED_CONTENT',
+  'SPII',
+  'IMAGE_SAFETY',
+]);
+
 function finishReason(reason: unknown, calledTools: boolean): FinishReason | null {
   switch (reason) {
     case undefined:
@@ -194,19 +204,14 @@ function finishReason(reason: unknown, calledTools: boolean): FinishReason | nul
       return null;
     case 'MAX_TOKENS':
       return 'length';
-    case 'SAFETY':
-    case 'RECITATION':
-    case 'BLOCKLIST':
-    case 'PROHIBITED_CONTENT':
-    case 'SPII':
-    case 'IMAGE_SAFETY':
-      return 'content_filter';
     default:
+      if (FILTERED.has(reason as string)) return 'content_filter';
       return calledTools ? 'tool_calls' : 'stop';
   }
 }
 
-function record(body: Obj, state: LlmRequestState): void {
+/** An answer's (or stream event's) model version and usage, on the slot. */
+export function record(body: Obj, state: LlmRequestState): void {
   if (typeof body.modelVersion === 'string') state.responseModel = body.modelVersion;
   const u = obj(body.usageMetadata);
   const n = u && normalizeUsage(u);

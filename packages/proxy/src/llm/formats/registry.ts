@@ -3,6 +3,7 @@
 import { anthropicCountTokensToAnthropicCountTokens } from './anthropic-count-tokens__anthropic-count-tokens.ts';
 import { anthropicMessagesToAnthropicMessages } from './anthropic-messages__anthropic-messages.ts';
 import { anthropicMessagesToBedrockConverse } from './anthropic-messages__bedrock-converse.ts';
+import { anthropicMessagesToGeminiGenerateContent } from './anthropic-messages__gemini-generate-content.ts';
 import { anthropicMessagesToOpenaiChat } from './anthropic-messages__openai-chat.ts';
 import { openaiChatToAnthropicMessages } from './openai-chat__anthropic-messages.ts';
 import { openaiChatToBedrockConverse } from './openai-chat__bedrock-converse.ts';
@@ -26,5 +27,6 @@ export const FORMAT_PAIRS: Partial<Record<PairKey, FormatPair>> = {
   'anthropic-messages__anthropic-messages': anthropicMessagesToAnthropicMessages,
   'anthropic-messages__openai-chat': anthropicMessagesToOpenaiChat,
   'anthropic-messages__bedrock-converse': anthropicMessagesToBedrockConverse,
+  'anthropic-messages__gemini-generate-content': anthropicMessagesToGeminiGenerateContent,
   'anthropic-count-tokens__anthropic-count-tokens': anthropicCountTokensToAnthropicCountTokens,
 };
