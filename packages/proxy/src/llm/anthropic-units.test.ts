@@ -12,7 +12,10 @@ import { anthropicMessagesToOpenaiChat } from './formats/anthropic-messages__ope
 import {
   DEFAULT_MAX_TOKENS,
   openaiChatToAnthropicMessages,
+  THINKING_BUDGETS,
 } from './formats/openai-chat__anthropic-messages.ts';
+import { openaiChatToBedrockConverse } from './formats/openai-chat__bedrock-converse.ts';
+import { openaiChatToGeminiGenerateContent } from './formats/openai-chat__gemini-generate-content.ts';
 import { FORMAT_PAIRS } from './formats/registry.ts';
 import type { FormatPair, StreamConverter } from './formats/types.ts';
 import { PROVIDERS } from './providers/registry.ts';
@@ -217,6 +220,7 @@ describe('openai-chat__anthropic-messages', () => {
         role: 'assistant',
         content: 'a',
         refusal: null,
+        reasoning_content: '…',
         tool_calls: [{ id: 't1', type: 'function', function: { name: 'f', arguments: '{"q":1}' } }],
       },
       logprobs: null,
@@ -791,5 +795,88 @@ describe('anthropic-messages__gemini-generate-content', () => {
     assert.deepEqual(evs[6].delta, { type: 'input_json_delta', partial_json: '{"a":1}' });
     assert.deepEqual([evs[8].delta.stop_reason, evs[8].usage.output_tokens], ['tool_use', 5]);
     assert.deepEqual(s.usage, { input: 5, output: 5, cachedInput: 0, reasoning: 2 });
+  });
+});
+
+describe('reasoning in the OpenAI chat pairs', () => {
+  test('openai-chat__anthropic-messages: reasoning_effort as a thinking budget; thinking as reasoning_content', () => {
+    const pair = openaiChatToAnthropicMessages;
+    const ask = (body: Record<string, unknown>) =>
+      pair.request({ messages: [{ role: 'user', content: 'x' }], ...body }, req(), state('openai-chat'));
+    const medium = ask({ reasoning_effort: 'medium' });
+    assert.deepEqual(
+      [medium.thinking, medium.max_tokens],
+      [
+        { type: 'enabled', budget_tokens: THINKING_BUDGETS.medium },
+        DEFAULT_MAX_TOKENS + (THINKING_BUDGETS.medium as number),
+      ],
+    );
+    // The client's own cap holds both: the budget fits below it, or there is no thinking.
+    assert.deepEqual(ask({ reasoning_effort: 'high', max_completion_tokens: 3000 }).thinking, {
+      type: 'enabled',
+      budget_tokens: 2999,
+    });
+    assert.equal(ask({ reasoning_effort: 'low', max_tokens: 1000 }).thinking, undefined);
+    assert.equal(ask({ reasoning_effort: 'none' }).thinking, undefined);
+    const out = pair.response(
+      {
+        id: 'msg_1',
+        content: [
+          { type: 'thinking', thinking: 'because', signature: 's' },
+          { type: 'text', text: 'a' },
+        ],
+        stop_reason: 'end_turn',
+      },
+      state('openai-chat'),
+    );
+    const message = (out?.choices as { message: Record<string, unknown> }[])[0]?.message;
+    assert.deepEqual([message?.reasoning_content, message?.content], ['because', 'a']);
+    const streamed = feed(
+      pair.stream(state('openai-chat', { stream: true })),
+      sse('message_start', { message: { id: 'm', model: 'c', usage: { input_tokens: 1 } } }) +
+        sse('content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: 'hm' } }) +
+        sse('content_block_delta', { index: 0, delta: { type: 'signature_delta', signature: 's' } }),
+    );
+    assert.match(streamed, /"delta":\{"reasoning_content":"hm"\}/);
+    assert.doesNotMatch(streamed, /signature/);
+  });
+
+  test('openai-chat__bedrock-converse and __gemini-generate-content: reasoning as reasoning_content', () => {
+    const bedrock = openaiChatToBedrockConverse.response(
+      {
+        output: {
+          message: {
+            content: [{ reasoningContent: { reasoningText: { text: 'r', signature: 's' } } }, { text: 'a' }],
+          },
+        },
+        stopReason: 'end_turn',
+      },
+      state('openai-chat'),
+    );
+    const gemini = openaiChatToGeminiGenerateContent.response(
+      {
+        candidates: [
+          { content: { parts: [{ text: 't', thought: true }, { text: 'b' }] }, finishReason: 'STOP' },
+        ],
+        usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 2, thoughtsTokenCount: 3 },
+      },
+      state('openai-chat'),
+    );
+    const msg = (c: Record<string, unknown> | undefined) =>
+      (c?.choices as { message: Record<string, unknown> }[])[0]?.message;
+    assert.deepEqual([msg(bedrock)?.reasoning_content, msg(bedrock)?.content], ['r', 'a']);
+    assert.deepEqual([msg(gemini)?.reasoning_content, msg(gemini)?.content], ['t', 'b']);
+    assert.deepEqual(gemini?.usage, {
+      prompt_tokens: 1,
+      completion_tokens: 5,
+      total_tokens: 6,
+      completion_tokens_details: { reasoning_tokens: 3 },
+    });
+    const s = state('openai-chat', { stream: true });
+    const streamed = feed(
+      openaiChatToGeminiGenerateContent.stream(s),
+      `data: ${JSON.stringify({ candidates: [{ content: { parts: [{ text: 'th', thought: true }] } }] })}\r\n\r\n`,
+    );
+    assert.match(streamed, /"delta":\{"reasoning_content":"th"\}/);
   });
 });

@@ -31,15 +31,20 @@ export function openaiUsage(u: LlmUsage): JsonObject {
   return out;
 }
 
-/** A whole `chat.completion` with one choice. */
+/**
+ * A whole `chat.completion` with one choice. The model's reasoning, when it shows any, goes in
+ * `reasoning_content`, where OpenAI-compatible gateways and servers (vLLM, DeepSeek, LiteLLM) put it.
+ */
 export function chatCompletion(
   state: LlmRequestState,
   text: string | null,
   toolCalls: ChatToolCall[],
   finish: FinishReason | null,
   usage: LlmUsage | undefined,
+  reasoning = '',
 ): JsonObject {
   const message: JsonObject = { role: 'assistant', content: text };
+  if (reasoning !== '') message.reasoning_content = reasoning;
   if (toolCalls.length > 0) message.tool_calls = toolCalls;
   const out: JsonObject = {
     id: chatId(),

@@ -20,6 +20,19 @@ type Obj = Record<string, unknown>;
  */
 export const DEFAULT_MAX_TOKENS = 4096;
 
+/**
+ * `reasoning_effort` as Anthropic's thinking budget. Anthropic documents budget_tokens as at least
+ * 1024 and below max_tokens; these are the budgets LiteLLM (a popular OpenAI-compatible gateway)
+ * documents for low/medium/high (1024/2048/4096), with minimal at Anthropic's minimum. `none` (and
+ * anything else) asks for no thinking.
+ */
+export const THINKING_BUDGETS: Readonly<Record<string, number>> = {
+  minimal: 1024,
+  low: 1024,
+  medium: 2048,
+  high: 4096,
+};
+
 /** Anthropic's stop_reason as OpenAI's finish_reason. */
 export function finishReason(stop: unknown): string | null {
   switch (stop) {
@@ -68,6 +81,13 @@ export const openaiChatToAnthropicMessages: FormatPair<'openai-chat', 'anthropic
     out.messages = messages;
     const max = body.max_completion_tokens ?? body.max_tokens;
     out.max_tokens = typeof max === 'number' ? max : DEFAULT_MAX_TOKENS;
+    const budget = THINKING_BUDGETS[String(body.reasoning_effort)];
+    if (budget !== undefined) {
+      // OpenAI's max_completion_tokens counts the reasoning too; without one, room for both.
+      if (typeof max !== 'number') out.max_tokens = DEFAULT_MAX_TOKENS + budget;
+      const fits = Math.min(budget, Number(out.max_tokens) - 1);
+      if (fits >= 1024) out.thinking = { type: 'enabled', budget_tokens: fits };
+    }
     if (typeof body.stop === 'string') out.stop_sequences = [body.stop];
     else if (Array.isArray(body.stop)) out.stop_sequences = body.stop;
     for (const k of ['temperature', 'top_p'] as const) if (typeof body[k] === 'number') out[k] = body[k];
@@ -215,10 +235,12 @@ function convertToolChoice(choice: unknown, parallel: unknown): Obj | undefined 
 
 function chatCompletion(m: Obj): Obj {
   let text: string | null = null;
+  let reasoning = '';
   const calls: Obj[] = [];
   for (const raw of Array.isArray(m.content) ? m.content : []) {
     const b = obj(raw);
     if (b?.type === 'text') text = (text ?? '') + (str(b.text) ?? '');
+    else if (b?.type === 'thinking') reasoning += str(b.thinking) ?? '';
     else if (b?.type === 'tool_use') {
       calls.push({
         id: b.id,
@@ -228,6 +250,7 @@ function chatCompletion(m: Obj): Obj {
     }
   }
   const message: Obj = { role: 'assistant', content: text, refusal: null };
+  if (reasoning !== '') message.reasoning_content = reasoning;
   if (calls.length > 0) message.tool_calls = calls;
   const out: Obj = {
     id: m.id,
@@ -320,7 +343,8 @@ class ChunkStream implements StreamConverter {
           if (index === undefined) return undefined;
           return this.#chunk({ tool_calls: [{ index, function: { arguments: str(d.partial_json) ?? '' } }] });
         }
-        // Thinking and its signature have no place in a chat completion chunk.
+        if (d?.type === 'thinking_delta') return this.#chunk({ reasoning_content: str(d.thinking) ?? '' });
+        // A thinking block's signature has no place in a chat completion chunk.
         return undefined;
       }
       case 'message_delta': {

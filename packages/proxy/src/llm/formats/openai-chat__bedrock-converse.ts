@@ -83,9 +83,12 @@ export const openaiChatToBedrockConverse: FormatPair<'openai-chat', 'bedrock-con
   response(body, state) {
     const message = obj(obj(body.output)?.message);
     let text: string | null = null;
+    let reasoning = '';
     const calls: ChatToolCall[] = [];
     for (const b of (Array.isArray(message?.content) ? message.content : []) as Obj[]) {
       if (typeof b.text === 'string') text = (text ?? '') + b.text;
+      const thought = obj(obj(b.reasoningContent)?.reasoningText)?.text;
+      if (typeof thought === 'string') reasoning += thought;
       const use = obj(b.toolUse);
       if (use) {
         calls.push({
@@ -98,7 +101,7 @@ export const openaiChatToBedrockConverse: FormatPair<'openai-chat', 'bedrock-con
     const u = obj(body.usage);
     const usage = u && normalizeUsage(u);
     if (usage) state.record(usage);
-    return chatCompletion(state, text, calls, finishReason(body.stopReason), usage);
+    return chatCompletion(state, text, calls, finishReason(body.stopReason), usage, reasoning);
   },
   stream(state) {
     return new ConverseStream(state);

@@ -123,17 +123,21 @@ export const openaiChatToGeminiGenerateContent: FormatPair<'openai-chat', 'gemin
     record(body, state);
     const cand = obj((body.candidates as unknown[] | undefined)?.[0]);
     let text: string | null = null;
+    let reasoning = '';
     const calls: ChatToolCall[] = [];
     for (const p of (obj(cand?.content)?.parts ?? []) as Part[]) {
-      // Thought summaries are not part of the answer.
-      if (p.thought === true) continue;
+      // Thought summaries (asked for with includeThoughts) are the reasoning, not the answer.
+      if (p.thought === true) {
+        if (typeof p.text === 'string') reasoning += p.text;
+        continue;
+      }
       if (typeof p.text === 'string') text = (text ?? '') + p.text;
       const call = obj(p.functionCall);
       if (call) calls.push(toolCall(call, p.thoughtSignature));
     }
     const blocked = !cand && obj(body.promptFeedback)?.blockReason !== undefined;
     const finish = blocked ? 'content_filter' : finishReason(cand?.finishReason, calls.length > 0);
-    return chatCompletion(state, text, calls, finish, state.usage);
+    return chatCompletion(state, text, calls, finish, state.usage, reasoning);
   },
   stream(state) {
     return new GenerateContentStream(state);
@@ -270,7 +274,11 @@ class GenerateContentStream implements StreamConverter {
     }
     const cand = obj((body.candidates as unknown[] | undefined)?.[0]);
     for (const p of (obj(cand?.content)?.parts ?? []) as Part[]) {
-      if (p.thought === true) continue;
+      if (p.thought === true) {
+        if (typeof p.text === 'string' && p.text !== '')
+          out += this.#out.delta({ reasoning_content: p.text });
+        continue;
+      }
       if (typeof p.text === 'string' && p.text !== '') out += this.#out.delta({ content: p.text });
       const call = obj(p.functionCall);
       if (call) {
