@@ -829,7 +829,7 @@ describe('reasoning in the OpenAI chat pairs', () => {
       },
       state('openai-chat'),
     );
-    const message = (out?.choices as { message: Record<string, unknown> }[])[0]?.message;
+    const message = (out?.choices as { message: Record<string, unknown> }[] | undefined)?.[0]?.message;
     assert.deepEqual([message?.reasoning_content, message?.content], ['because', 'a']);
     const streamed = feed(
       pair.stream(state('openai-chat', { stream: true })),
@@ -863,7 +863,7 @@ describe('reasoning in the OpenAI chat pairs', () => {
       state('openai-chat'),
     );
     const msg = (c: Record<string, unknown> | undefined) =>
-      (c?.choices as { message: Record<string, unknown> }[])[0]?.message;
+      (c?.choices as { message: Record<string, unknown> }[] | undefined)?.[0]?.message;
     assert.deepEqual([msg(bedrock)?.reasoning_content, msg(bedrock)?.content], ['r', 'a']);
     assert.deepEqual([msg(gemini)?.reasoning_content, msg(gemini)?.content], ['t', 'b']);
     assert.deepEqual(gemini?.usage, {
