@@ -1,0 +1,6 @@
+// @gw/guardrail-sdk: the guardrail webhook contract, a node:http handler for webhook authors and the
+// body builders the gateway uses on its side of the call.
+export * from './client-shapes.ts';
+export * from './contract.ts';
+export * from './errors.ts';
+export * from './handler.ts';
