@@ -45,6 +45,8 @@ export function buildGuardrailService(options: ServiceOptions = {}): FastifyInst
     banned ? messages.map((m) => banned.exec(m.content)?.[0]).find((w) => w !== undefined) : undefined;
 
   const app = Fastify({ logger: options.logger ?? false, bodyLimit: options.bodyLimit ?? 4 * 1024 * 1024 });
+  // The gateway sends application/json only; anything else is refused with 415.
+  app.removeContentTypeParser('text/plain');
 
   const fail = (reply: FastifyReply, code: ErrorCode, message: string) => {
     const err = new GuardrailError(code, message);
