@@ -25,6 +25,9 @@ const USAGE = `Usage: gw-controller [flags]
   --gateway-class <name>     GatewayClass created when missing (default gw)
   --cluster-domain <domain>  Service DNS suffix (default cluster.local)
   --enable-models            watch GwModel resources (experimental)
+  --proxy-image <image>      provision each Gateway's proxies (ServiceAccount, Service, Deployment) with this image
+  --proxy-xds-address <url>  how provisioned proxies reach this xDS server (default http://gw.$POD_NAMESPACE.svc:<xds-port>)
+  --proxy-service-type <t>   LoadBalancer (default) | ClusterIP | NodePort
   --version, --help
 `;
 
@@ -49,6 +52,9 @@ const { values } = parseArgs({
     'gateway-class': { type: 'string', default: 'gw' },
     'cluster-domain': { type: 'string', default: 'cluster.local' },
     'enable-models': { type: 'boolean', default: false },
+    'proxy-image': { type: 'string', default: process.env['GW_PROXY_IMAGE'] },
+    'proxy-xds-address': { type: 'string' },
+    'proxy-service-type': { type: 'string', default: 'LoadBalancer' },
     version: { type: 'boolean', short: 'V' },
     help: { type: 'boolean', short: 'h' },
   },
@@ -138,6 +144,21 @@ xds.on('reject', (r) => log('warn', 'proxy stream refused', { peer: r.peer, reas
 if (auth === 'false')
   log('warn', 'xDS authentication is off (--xds-auth=false): any client can read any Gateway configuration');
 
+const serviceType = values['proxy-service-type'] as 'LoadBalancer' | 'ClusterIP' | 'NodePort';
+if (!['LoadBalancer', 'ClusterIP', 'NodePort'].includes(serviceType))
+  fail(`--proxy-service-type must be LoadBalancer, ClusterIP or NodePort, got ${serviceType}`);
+const proxyImage = values['proxy-image'];
+const deploy = proxyImage
+  ? {
+      image: proxyImage,
+      xdsAddress:
+        values['proxy-xds-address'] ??
+        `http://gw.${process.env['POD_NAMESPACE'] ?? 'gw-system'}.svc:${port('xds-port', values['xds-port'])}`,
+      ...(values['xds-token-audience'] ? { tokenAudience: values['xds-token-audience'] } : {}),
+      serviceType,
+    }
+  : undefined;
+
 const controller = new Controller({
   kc,
   xds,
@@ -145,6 +166,7 @@ const controller = new Controller({
   gatewayClassName: values['gateway-class'],
   clusterDomain: values['cluster-domain'],
   modelsEnabled: values['enable-models'],
+  ...(deploy ? { deploy } : {}),
   log,
 });
 

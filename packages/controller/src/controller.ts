@@ -4,11 +4,13 @@
 // answer from a proxy, or a proxy coming or going, rewrites the statuses of the last translation.
 // It also keeps its GatewayClass in place and turns a proxy's NACK into a Warning Event on the Gateway.
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { Deployer } from './deployer/deployer.ts';
+import { type ProxySettings, renderProxy } from './deployer/render.ts';
 import { KubeProvider, MODEL_KIND, WATCHED } from './provider/kube.ts';
 import { withProxyStates } from './status/programmed.ts';
 import { kubeStatusTarget, StatusWriter } from './status/writer.ts';
 import { translate } from './translator/translate.ts';
-import type { Condition, StatusUpdate } from './translator/types.ts';
+import type { Condition, NamedResource, StatusUpdate } from './translator/types.ts';
 import type { NackEvent, XdsServer } from './xds/server.ts';
 
 export interface ControllerOptions {
@@ -18,6 +20,8 @@ export interface ControllerOptions {
   gatewayClassName: string;
   clusterDomain: string;
   modelsEnabled: boolean;
+  /** When set, the controller provisions each Gateway's proxies (deployer/) with these settings. */
+  deploy?: ProxySettings;
   /** Debounce between an event and the translation it triggers. */
   debounceMs?: number;
   log: (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
@@ -47,12 +51,14 @@ export class Controller {
   #again = false;
   #gateways = new Set<string>();
   #stopped = false;
+  readonly #deployer: Deployer | undefined;
 
   constructor(o: ControllerOptions) {
     this.#o = o;
     this.provider = new KubeProvider(o.kc, o.modelsEnabled ? [...WATCHED, MODEL_KIND] : WATCHED);
     this.#custom = o.kc.makeApiClient(CustomObjectsApi);
     this.#core = o.kc.makeApiClient(CoreV1Api);
+    if (o.deploy) this.#deployer = new Deployer(o.kc, (level, msg, fields) => o.log(level, msg, fields));
     this.#writer = new StatusWriter({
       target: kubeStatusTarget(o.kc, (kind, ns, name) => this.provider.get(kind, ns, name)),
       controllerName: o.controllerName,
@@ -146,6 +152,27 @@ export class Controller {
     this.#gateways = seen;
     this.#statuses = out.statuses;
     await this.#writeStatuses(out.statuses);
+    if (this.#deployer && this.#o.deploy) await this.#deployer.reconcile(this.#proxyObjects(out.gateways));
+  }
+
+  /** Each Gateway's proxy objects; a Gateway without a listener to serve gets none. */
+  #proxyObjects(gateways: Record<string, NamedResource[]>) {
+    const settings = this.#o.deploy as ProxySettings;
+    return Object.entries(gateways).flatMap(([key, resources]) => {
+      const [ns, name] = key.split('/') as [string, string];
+      const gateway = this.provider.get('Gateway', ns, name);
+      const ports = resources.flatMap((r) =>
+        'bind' in r.resource
+          ? [
+              {
+                port: r.resource.bind['port'] as number,
+                protocol: (r.resource.bind['listeners'] as { protocol: string }[])[0]?.protocol ?? 'HTTP',
+              },
+            ]
+          : [],
+      );
+      return gateway && ports.length > 0 ? renderProxy(gateway, ports, settings) : [];
+    });
   }
 
   /** Creates our GatewayClass when it is missing; users may edit it afterwards. */

@@ -113,6 +113,8 @@ export function mergeStatus(
       };
       if ('listeners' in desired)
         out['listeners'] = mergeListeners(cur['listeners'], desired['listeners'], now);
+      // a Gateway's addresses follow its proxy Service (written whole; absent: left as they are)
+      if ('addresses' in desired) out['addresses'] = desired['addresses'];
       return out;
     }
   }

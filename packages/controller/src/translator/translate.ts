@@ -6,13 +6,14 @@
 import { attachPolicies, checkPolicies, failClosedBackends } from './attachment.ts';
 import { collectBackends } from './backends.ts';
 import { ok } from './conditions.ts';
+import type { GatewayInfo } from './gateways.ts';
 import { collectGateways, ourClasses } from './gateways.ts';
 import { referenceGrants } from './grants.ts';
 import { inMemoryLookup } from './lookup.ts';
 import { translateModels } from './models.ts';
 import { gatewayResources, gatewayStatuses } from './resources.ts';
 import { translateRoutes } from './routes.ts';
-import type { Output, Snapshot, StatusUpdate } from './types.ts';
+import type { Lookup, Output, Snapshot, StatusUpdate } from './types.ts';
 
 export interface TranslateOptions {
   clusterDomain?: string;
@@ -67,7 +68,9 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
   const out: Output = { gateways: {}, statuses };
   for (const g of gateways) {
     out.gateways[g.key] = gatewayResources(g, routes, backends, attachments, models?.resources.get(g.key));
-    statuses.push(...gatewayStatuses(g));
+    const [own, ...sets] = gatewayStatuses(g) as [StatusUpdate, ...StatusUpdate[]];
+    const addresses = proxyAddresses(g, lookup);
+    statuses.push(addresses ? { ...own, status: { ...own.status, addresses } } : own, ...sets);
   }
   for (const b of backends.values()) {
     statuses.push({
@@ -82,4 +85,22 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
     `${a.kind}/${a.namespace ?? ''}/${a.name}`.localeCompare(`${b.kind}/${b.namespace ?? ''}/${b.name}`),
   );
   return out;
+}
+
+/**
+ * The Gateway's addresses, from the Service the deployer made for it (the labels say so): its load
+ * balancer's ingress when it has one, else its cluster IP. Undefined when there is no such Service.
+ */
+function proxyAddresses(g: GatewayInfo, lookup: Lookup): { type: string; value: string }[] | undefined {
+  const svc = lookup.get('Service', g.object.metadata.namespace ?? 'default', g.object.metadata.name);
+  if (svc?.metadata.labels?.['app.kubernetes.io/managed-by'] !== 'gw-controller') return undefined;
+  const ingress =
+    (svc.status as { loadBalancer?: { ingress?: { ip?: string; hostname?: string }[] } } | undefined)
+      ?.loadBalancer?.ingress ?? [];
+  const out = ingress.flatMap((i) =>
+    i.ip ? [{ type: 'IPAddress', value: i.ip }] : i.hostname ? [{ type: 'Hostname', value: i.hostname }] : [],
+  );
+  if (out.length > 0) return out;
+  const ip = (svc.spec as { clusterIP?: string } | undefined)?.clusterIP;
+  return ip && ip !== 'None' ? [{ type: 'IPAddress', value: ip }] : undefined;
 }

@@ -1,0 +1,212 @@
+// The deployer on the real API server (startKube): `bin/gw-controller --proxy-image …` provisions each
+// Gateway's ServiceAccount, Service and Deployment by server-side apply, and the Deployment it wrote
+// works: with no kubelet here, the test starts `bin/gw` with the container's own args, its projected
+// token requested from the API server for the Gateway's service account with the volume's audience,
+// and sends traffic through it. Then the listener's port changes (the Service follows), the Gateway's
+// status.addresses show the Service's cluster IP, and deleting the Gateway prunes its objects.
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { type KubeHarness, startKube, startUpstream, type TestServer } from '@gw/testkit';
+import { gatewayYaml, httpGet, until as poll, routeYaml } from './support/controller-e2e.ts';
+import { cleanupGw, freePort, startGw } from './support/gw-process.ts';
+
+const CONTROLLER_BIN = resolve(import.meta.dirname, '../bin/gw-controller');
+const AUDIENCE = 'gw-xds';
+const TOKEN_FILE = '/var/run/secrets/gw/xds-token';
+
+let kube: KubeHarness;
+let upstream: TestServer;
+let controller: ChildProcess;
+const controllerLog: string[] = [];
+let xdsPort: number;
+let listenerPort: number;
+
+async function kubectl(args: string[], input?: string): Promise<string> {
+  const r = await kube.kubectl(args, input === undefined ? {} : { input });
+  assert.equal(r.code, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
+  return r.stdout;
+}
+const until = <T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> =>
+  poll(what, fn, { timeoutMs, context: () => `\ncontroller log:\n${controllerLog.slice(-20).join('')}` });
+
+async function getJson<T>(args: string[]): Promise<T | undefined> {
+  const r = await kube.kubectl([...args, '-o', 'json']);
+  return r.code === 0 ? (JSON.parse(r.stdout) as T) : undefined;
+}
+
+interface Meta {
+  name: string;
+  labels?: Record<string, string>;
+  ownerReferences?: { kind: string; name: string; uid: string; controller?: boolean }[];
+  managedFields?: { manager: string; operation: string }[];
+}
+interface Deployment {
+  metadata: Meta;
+  spec: {
+    template: {
+      spec: {
+        serviceAccountName: string;
+        containers: {
+          image: string;
+          args: string[];
+          readinessProbe: { httpGet: { port: number; path: string } };
+        }[];
+        volumes: {
+          projected?: { sources: { serviceAccountToken?: { audience?: string; path: string } }[] };
+        }[];
+      };
+    };
+  };
+}
+interface Service {
+  metadata: Meta;
+  spec: { type: string; clusterIP?: string; ports: { port: number; targetPort: number }[] };
+}
+
+before(async () => {
+  [kube, upstream, xdsPort, listenerPort] = await Promise.all([
+    startKube(),
+    startUpstream('provisioned'),
+    freePort(),
+    freePort(),
+  ]);
+  const healthPort = await freePort();
+  const metricsPort = await freePort();
+  controller = spawn(
+    CONTROLLER_BIN,
+    [
+      ...['--xds-port', String(xdsPort), '--xds-address', '127.0.0.1'],
+      ...['--health-port', String(healthPort), '--metrics-port', String(metricsPort)],
+      ...['--xds-token-audience', AUDIENCE],
+      ...['--proxy-image', 'registry.example/gw:test', '--proxy-xds-address', `http://127.0.0.1:${xdsPort}`],
+      ...['--proxy-service-type', 'ClusterIP'],
+    ],
+    { env: { ...process.env, KUBECONFIG: kube.kubeconfig }, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  controller.stderr?.on('data', (c: Buffer) => controllerLog.push(c.toString()));
+  await until('the controller to be ready', async () => {
+    const r = await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => undefined);
+    return r?.status === 200 ? true : undefined;
+  });
+});
+
+after(async () => {
+  await cleanupGw();
+  if (controller && controller.exitCode === null) {
+    const exited = new Promise((r) => controller.once('exit', r));
+    controller.kill('SIGTERM');
+    await exited;
+  }
+  await upstream?.close();
+  await kube?.stop();
+});
+
+describe('the deployer provisions and prunes each Gateway’s proxies', () => {
+  test('a Gateway gets a ServiceAccount, Service and Deployment, applied by gw-controller and owned by it', async () => {
+    await kubectl(
+      ['apply', '--server-side', '-f', '-'],
+      `${gatewayYaml('default', listenerPort)}
+---
+apiVersion: gw.dev/v1alpha1
+kind: GwBackend
+metadata: { name: echo, namespace: default }
+spec:
+  static: { host: 127.0.0.1, port: ${upstream.port} }
+---${routeYaml('default', '{ group: gw.dev, kind: GwBackend, name: echo }')}`,
+    );
+    const dep = await until('the proxy Deployment', () => getJson<Deployment>(['get', 'deployment', 'edge']));
+    const gwUid = (await getJson<{ metadata: { uid: string } }>(['get', 'gateway', 'edge']))?.metadata.uid;
+    for (const kind of ['serviceaccount', 'service', 'deployment']) {
+      const o = await until(`the ${kind}`, () =>
+        getJson<{ metadata: Meta }>(['get', kind, 'edge', '--show-managed-fields']),
+      );
+      assert.equal(o.metadata.labels?.['gateway.networking.k8s.io/gateway-name'], 'edge', kind);
+      assert.deepEqual(
+        o.metadata.ownerReferences?.map((r) => [r.kind, r.name, r.uid, r.controller]),
+        [['Gateway', 'edge', gwUid, true]],
+        kind,
+      );
+      assert.ok(
+        o.metadata.managedFields?.some((f) => f.manager === 'gw-controller' && f.operation === 'Apply'),
+        `${kind} is server-side applied by gw-controller`,
+      );
+    }
+    const pod = dep.spec.template.spec;
+    assert.equal(pod.serviceAccountName, 'edge');
+    assert.equal(pod.containers[0]?.image, 'registry.example/gw:test');
+    assert.deepEqual(pod.containers[0]?.readinessProbe.httpGet, { path: '/healthz/ready', port: 15021, scheme: 'HTTP' });
+    const token = pod.volumes.flatMap((v) => v.projected?.sources ?? [])[0]?.serviceAccountToken;
+    assert.deepEqual(token, { audience: AUDIENCE, expirationSeconds: 3600, path: 'xds-token' });
+    const svc = await until('the Service', () => getJson<Service>(['get', 'service', 'edge']));
+    assert.equal(svc.spec.type, 'ClusterIP');
+    assert.deepEqual(
+      svc.spec.ports.map((p) => [p.port, p.targetPort]),
+      [[listenerPort, listenerPort]],
+    );
+  });
+
+  test('the rendered Deployment runs: bin/gw with its args and a token for its account serves the route', async () => {
+    const dep = (await getJson<Deployment>(['get', 'deployment', 'edge'])) as Deployment;
+    const container = dep.spec.template.spec.containers[0];
+    const audience = dep.spec.template.spec.volumes.flatMap((v) => v.projected?.sources ?? [])[0]
+      ?.serviceAccountToken?.audience;
+    const token = (
+      await kubectl([
+        'create',
+        'token',
+        dep.spec.template.spec.serviceAccountName,
+        '--audience',
+        String(audience),
+      ])
+    ).trim();
+    const tokenFile = join(kube.dir, 'provisioned.token');
+    writeFileSync(tokenFile, token);
+    // the container's args, the token where the volume would mount it; the admin ports moved off the
+    // defaults, which other processes on this machine may hold
+    const args = (container?.args ?? []).map((a) => (a === TOKEN_FILE ? tokenFile : a));
+    await startGw({
+      args: [
+        ...args,
+        ...['--admin-addr', '127.0.0.1:0', '--stats-addr', '127.0.0.1:0', '--readiness-addr', '127.0.0.1:0'],
+      ],
+    });
+    const r = await until('traffic through the provisioned proxy', async () => {
+      const res = await httpGet(listenerPort, '/hello').catch(() => undefined);
+      return res?.status === 200 ? res : undefined;
+    });
+    assert.match(r.body, /provisioned/);
+  });
+
+  test('status.addresses show the Service’s cluster IP', async () => {
+    const svc = (await getJson<Service>(['get', 'service', 'edge'])) as Service;
+    assert.ok(svc.spec.clusterIP, 'the API server gave the Service a cluster IP');
+    const addresses = await until('the Gateway addresses', async () => {
+      const g = await getJson<{ status?: { addresses?: { type: string; value: string }[] } }>([
+        'get',
+        'gateway',
+        'edge',
+      ]);
+      return g?.status?.addresses?.length ? g.status.addresses : undefined;
+    });
+    assert.deepEqual(addresses, [{ type: 'IPAddress', value: svc.spec.clusterIP }]);
+  });
+
+  test('a listener port change reaches the Service; deleting the Gateway prunes its objects', async () => {
+    const moved = listenerPort + 1 > 65535 ? listenerPort - 1 : listenerPort + 1;
+    await kubectl(['apply', '--server-side', '-f', '-'], gatewayYaml('default', moved));
+    await until('the Service on the new port', async () => {
+      const s = await getJson<Service>(['get', 'service', 'edge']);
+      return s?.spec.ports.map((p) => p.port).join() === String(moved) ? true : undefined;
+    });
+    await kubectl(['delete', 'gateway', 'edge']);
+    for (const kind of ['deployment', 'service', 'serviceaccount']) {
+      await until(`the ${kind} to be pruned`, async () => {
+        const r = await kube.kubectl(['get', kind, 'edge']);
+        return r.code !== 0 && /NotFound/.test(r.stderr) ? true : undefined;
+      });
+    }
+  });
+});

@@ -1,0 +1,74 @@
+// The proxy objects of a Gateway, rendered without an API server: names, labels, owner, ports, the
+// command line and the token volume.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { KubeObject } from '../translator/types.ts';
+import { GATEWAY_NAME_LABEL, renderProxy, XDS_TOKEN_FILE } from './render.ts';
+
+const gateway: KubeObject = {
+  apiVersion: 'gateway.networking.k8s.io/v1',
+  kind: 'Gateway',
+  metadata: { name: 'edge', namespace: 'team', uid: 'u-1' },
+};
+const settings = { image: 'gw:1', xdsAddress: 'http://gw.gw-system.svc:9978', tokenAudience: 'gw-xds' };
+
+test('ServiceAccount, Service and Deployment named after the Gateway, labelled and owned by it', () => {
+  const objects = renderProxy(gateway, [{ port: 8080, protocol: 'HTTP' }], settings);
+  assert.deepEqual(
+    objects.map((o) => [o.kind, o.metadata.namespace, o.metadata.name]),
+    [
+      ['ServiceAccount', 'team', 'edge'],
+      ['Service', 'team', 'edge'],
+      ['Deployment', 'team', 'edge'],
+    ],
+  );
+  for (const o of objects) {
+    assert.equal(o.metadata.labels?.[GATEWAY_NAME_LABEL], 'edge');
+    const owner = (o.metadata as { ownerReferences?: { uid: string; controller: boolean }[] })
+      .ownerReferences;
+    assert.deepEqual(
+      owner?.map((r) => [r.uid, r.controller]),
+      [['u-1', true]],
+    );
+  }
+});
+
+test('the Service has one port per listener port (LoadBalancer by default); the pod runs gw for its Gateway', () => {
+  const [, svc, dep] = renderProxy(
+    gateway,
+    [
+      { port: 8443, protocol: 'HTTPS' },
+      { port: 8080, protocol: 'HTTP' },
+      { port: 8443, protocol: 'HTTPS' },
+    ],
+    { ...settings, tokenAudience: undefined as unknown as string },
+  ) as [KubeObject, KubeObject, KubeObject];
+  const spec = svc.spec as { type: string; ports: { port: number; appProtocol: string }[] };
+  assert.equal(spec.type, 'LoadBalancer');
+  assert.deepEqual(
+    spec.ports.map((p) => [p.port, p.appProtocol]),
+    [
+      [8080, 'http'],
+      [8443, 'https'],
+    ],
+  );
+  const pod = (dep.spec as { template: { spec: Record<string, unknown> } }).template.spec as {
+    containers: { args: string[] }[];
+    volumes: { projected: { sources: { serviceAccountToken: Record<string, unknown> }[] } }[];
+    automountServiceAccountToken: boolean;
+  };
+  assert.deepEqual(pod.containers[0]?.args, [
+    '--xds-address',
+    'http://gw.gw-system.svc:9978',
+    '--gateway',
+    'team/edge',
+    '--xds-token-file',
+    XDS_TOKEN_FILE,
+  ]);
+  assert.equal(pod.automountServiceAccountToken, false);
+  // without an audience the token is the API server's own kind
+  assert.deepEqual(pod.volumes[0]?.projected.sources[0]?.serviceAccountToken, {
+    expirationSeconds: 3600,
+    path: 'xds-token',
+  });
+});

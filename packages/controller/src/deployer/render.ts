@@ -1,0 +1,145 @@
+// The data plane of one Gateway as Kubernetes objects: a ServiceAccount named after the Gateway (the
+// xDS server binds a proxy's token to the Gateway of its service account), a Service with a port per
+// listener port, and a Deployment running `gw --xds-address … --gateway <ns>/<name>` with a projected
+// service-account token of the audience the xDS server checks. Pure: equal inputs give equal objects,
+// so the deployer can tell what changed.
+import type { KubeObject } from '../translator/types.ts';
+
+export const GATEWAY_NAME_LABEL = 'gateway.networking.k8s.io/gateway-name';
+export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY = 'gw-controller';
+/** Where the projected xDS token is mounted in the proxy container. */
+export const XDS_TOKEN_DIR = '/var/run/secrets/gw';
+export const XDS_TOKEN_FILE = `${XDS_TOKEN_DIR}/xds-token`;
+/** The proxy's readiness port and path (spec "Data-plane"). */
+export const READINESS_PORT = 15021;
+export const READINESS_PATH = '/healthz/ready';
+
+export interface ProxySettings {
+  /** The proxy image, e.g. `ghcr.io/example/gw:0.1.0`. */
+  image: string;
+  pullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
+  /** How proxies reach the controller's xDS server, e.g. `http://gw.gw-system.svc:9978`. */
+  xdsAddress: string;
+  /** The audience of the projected token (the xDS server's `--xds-token-audience`); unset: the API server's. */
+  tokenAudience?: string;
+  /** Service type; LoadBalancer by default (spec). */
+  serviceType?: 'LoadBalancer' | 'ClusterIP' | 'NodePort';
+  replicas?: number;
+  /** Seconds between SIGTERM and SIGKILL: the proxy drains its connections in that time. */
+  terminationGracePeriodSeconds?: number;
+}
+
+export interface ListenerPort {
+  port: number;
+  protocol: string;
+}
+
+/** The objects that run `gateway`'s proxies, each with its labels and an owner reference to it. */
+export function renderProxy(
+  gateway: KubeObject,
+  ports: readonly ListenerPort[],
+  s: ProxySettings,
+): KubeObject[] {
+  const name = gateway.metadata.name;
+  const namespace = gateway.metadata.namespace ?? 'default';
+  const selector = { [GATEWAY_NAME_LABEL]: name };
+  const labels = { ...selector, [MANAGED_BY_LABEL]: MANAGED_BY, 'app.kubernetes.io/name': 'gw-proxy' };
+  const metadata = {
+    name,
+    namespace,
+    labels,
+    ownerReferences: [
+      {
+        apiVersion: gateway.apiVersion,
+        kind: 'Gateway',
+        name,
+        uid: gateway.metadata.uid ?? '',
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ],
+  };
+  const unique = [...new Map(ports.map((p) => [p.port, p])).values()].sort((a, b) => a.port - b.port);
+  const serviceAccount: KubeObject = { apiVersion: 'v1', kind: 'ServiceAccount', metadata };
+  const service: KubeObject = {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata,
+    spec: {
+      type: s.serviceType ?? 'LoadBalancer',
+      selector,
+      ports: unique.map((p) => ({
+        name: `${p.protocol.toLowerCase()}-${p.port}`,
+        port: p.port,
+        targetPort: p.port,
+        protocol: 'TCP',
+        appProtocol: p.protocol === 'HTTPS' ? 'https' : 'http',
+      })),
+    },
+  };
+  const deployment: KubeObject = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata,
+    spec: {
+      replicas: s.replicas ?? 1,
+      selector: { matchLabels: selector },
+      template: {
+        metadata: { labels },
+        spec: {
+          serviceAccountName: name,
+          // the pod needs only the xDS token below, not the API token
+          automountServiceAccountToken: false,
+          terminationGracePeriodSeconds: s.terminationGracePeriodSeconds ?? 30,
+          containers: [
+            {
+              name: 'gw',
+              image: s.image,
+              ...(s.pullPolicy ? { imagePullPolicy: s.pullPolicy } : {}),
+              args: [
+                '--xds-address',
+                s.xdsAddress,
+                '--gateway',
+                `${namespace}/${name}`,
+                '--xds-token-file',
+                XDS_TOKEN_FILE,
+              ],
+              env: [
+                { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+                { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+              ],
+              ports: [
+                ...unique.map((p) => ({ name: `l${p.port}`, containerPort: p.port, protocol: 'TCP' })),
+                { name: 'readiness', containerPort: READINESS_PORT, protocol: 'TCP' },
+              ],
+              readinessProbe: {
+                httpGet: { path: READINESS_PATH, port: READINESS_PORT, scheme: 'HTTP' },
+                periodSeconds: 5,
+                failureThreshold: 2,
+              },
+              volumeMounts: [{ name: 'xds-token', mountPath: XDS_TOKEN_DIR, readOnly: true }],
+            },
+          ],
+          volumes: [
+            {
+              name: 'xds-token',
+              projected: {
+                sources: [
+                  {
+                    serviceAccountToken: {
+                      ...(s.tokenAudience ? { audience: s.tokenAudience } : {}),
+                      expirationSeconds: 3600,
+                      path: 'xds-token',
+                    },
+                  },
+                ],
+              },
+            },
+          ],
+        },
+      },
+    },
+  };
+  return [serviceAccount, service, deployment];
+}
