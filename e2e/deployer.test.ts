@@ -137,7 +137,11 @@ spec:
     const pod = dep.spec.template.spec;
     assert.equal(pod.serviceAccountName, 'edge');
     assert.equal(pod.containers[0]?.image, 'registry.example/gw:test');
-    assert.deepEqual(pod.containers[0]?.readinessProbe.httpGet, { path: '/healthz/ready', port: 15021, scheme: 'HTTP' });
+    assert.deepEqual(pod.containers[0]?.readinessProbe.httpGet, {
+      path: '/healthz/ready',
+      port: 15021,
+      scheme: 'HTTP',
+    });
     const token = pod.volumes.flatMap((v) => v.projected?.sources ?? [])[0]?.serviceAccountToken;
     assert.deepEqual(token, { audience: AUDIENCE, expirationSeconds: 3600, path: 'xds-token' });
     const svc = await until('the Service', () => getJson<Service>(['get', 'service', 'edge']));
@@ -178,6 +182,39 @@ spec:
       return res?.status === 200 ? res : undefined;
     });
     assert.match(r.body, /provisioned/);
+  });
+
+  test('Programmed waits for the Deployment: False (Pending) with no replica available, True once one is', async () => {
+    const programmed = async () => {
+      const g = await getJson<{
+        status?: { conditions?: { type: string; status: string; reason: string; message: string }[] };
+      }>(['get', 'gateway', 'edge']);
+      return g?.status?.conditions?.find((c) => c.type === 'Programmed');
+    };
+    // no kubelet here: the Deployment never gets an available replica by itself
+    const pending = await until('Programmed False', async () => {
+      const c = await programmed();
+      return c?.status === 'False' ? c : undefined;
+    });
+    assert.deepEqual(
+      [pending.reason, pending.message],
+      ['Pending', 'the proxy Deployment has 0 of 1 replicas available'],
+    );
+    await kubectl([
+      'patch',
+      'deployment',
+      'edge',
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      '{"status":{"replicas":1,"readyReplicas":1,"availableReplicas":1}}',
+    ]);
+    // the proxy started from the Deployment's command line is connected and has acknowledged
+    const ready = await until('Programmed True', async () => {
+      const c = await programmed();
+      return c?.status === 'True' ? c : undefined;
+    });
+    assert.equal(ready.reason, 'Programmed');
   });
 
   test('status.addresses show the Service’s cluster IP', async () => {

@@ -6,7 +6,7 @@
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { Deployer } from './deployer/deployer.ts';
 import { type ProxySettings, renderProxy } from './deployer/render.ts';
-import { KubeProvider, MODEL_KIND, WATCHED } from './provider/kube.ts';
+import { DEPLOYMENT_KIND, KubeProvider, MODEL_KIND, WATCHED } from './provider/kube.ts';
 import { withProxyStates } from './status/programmed.ts';
 import { kubeStatusTarget, StatusWriter } from './status/writer.ts';
 import { translate } from './translator/translate.ts';
@@ -55,7 +55,11 @@ export class Controller {
 
   constructor(o: ControllerOptions) {
     this.#o = o;
-    this.provider = new KubeProvider(o.kc, o.modelsEnabled ? [...WATCHED, MODEL_KIND] : WATCHED);
+    this.provider = new KubeProvider(o.kc, [
+      ...WATCHED,
+      ...(o.modelsEnabled ? [MODEL_KIND] : []),
+      ...(o.deploy ? [DEPLOYMENT_KIND] : []),
+    ]);
     this.#custom = o.kc.makeApiClient(CustomObjectsApi);
     this.#core = o.kc.makeApiClient(CoreV1Api);
     if (o.deploy) this.#deployer = new Deployer(o.kc, (level, msg, fields) => o.log(level, msg, fields));
@@ -110,7 +114,17 @@ export class Controller {
         (this.provider.get('Gateway', ns, name)?.status as { conditions?: Condition[] } | undefined)
           ?.conditions ?? []
       ).find((c) => c.type === 'Programmed');
-    return this.#writer.write(withProxyStates(statuses, (gw) => this.#o.xds.proxyStates(gw), previous));
+    const deployment = (ns: string, name: string) => {
+      if (!this.#o.deploy) return undefined;
+      const d = this.provider.get('Deployment', ns, name);
+      if (!d) return undefined;
+      const spec = d.spec as { replicas?: number } | undefined;
+      const status = d.status as { availableReplicas?: number } | undefined;
+      return { desired: spec?.replicas ?? 1, available: status?.availableReplicas ?? 0 };
+    };
+    return this.#writer.write(
+      withProxyStates(statuses, (gw) => this.#o.xds.proxyStates(gw), previous, deployment),
+    );
   }
 
   #run(): void {

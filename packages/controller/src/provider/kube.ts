@@ -17,6 +17,8 @@ export interface WatchedKind {
   kind: string;
   /** Collection path, e.g. /apis/gateway.networking.k8s.io/v1/gateways */
   path: string;
+  /** Only the objects with these labels, e.g. the proxy Deployments the deployer made. */
+  labelSelector?: string;
 }
 
 const GA = 'gateway.networking.k8s.io';
@@ -40,6 +42,13 @@ export const WATCHED: readonly WatchedKind[] = [
   { apiVersion: 'v1', kind: 'ConfigMap', path: '/api/v1/configmaps' },
   { apiVersion: 'v1', kind: 'Namespace', path: '/api/v1/namespaces' },
 ];
+/** The proxy Deployments the deployer made (watched when it runs: their availability is Programmed's). */
+export const DEPLOYMENT_KIND: WatchedKind = {
+  apiVersion: 'apps/v1',
+  kind: 'Deployment',
+  path: '/apis/apps/v1/deployments',
+  labelSelector: 'app.kubernetes.io/managed-by=gw-controller',
+};
 export const MODEL_KIND: WatchedKind = {
   apiVersion: 'gw.dev/v1alpha1',
   kind: 'GwModel',
@@ -84,7 +93,16 @@ export class KubeProvider extends EventEmitter<ProviderEvents> {
 
   #watch(kind: WatchedKind): Watch {
     const list = async (): Promise<KubernetesListObject<KubernetesObject>> => {
-      const l = await this.#api.list<KubernetesObject>(kind.apiVersion, kind.kind);
+      const l = await this.#api.list<KubernetesObject>(
+        kind.apiVersion,
+        kind.kind,
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        kind.labelSelector,
+      );
       // list items come without apiVersion/kind; the translator dispatches on kind
       for (const item of l.items) {
         item.apiVersion ??= kind.apiVersion;
@@ -92,7 +110,7 @@ export class KubeProvider extends EventEmitter<ProviderEvents> {
       }
       return l;
     };
-    const informer = makeInformer<KubernetesObject>(this.#kc, kind.path, list);
+    const informer = makeInformer<KubernetesObject>(this.#kc, kind.path, list, kind.labelSelector);
     const w: Watch = { kind, informer, synced: false, failures: 0 };
     const changed = () => {
       if (!w.synced) {

@@ -20,6 +20,20 @@ const proxy = (node: string, state: ProxyAckState['state'], message?: string): P
 const brief = (c: Condition) => [c.status, c.reason, c.message];
 
 describe('Programmed follows the proxies', () => {
+  test('a provisioned Deployment without an available replica: False, Pending, whatever the proxies say', () => {
+    const none = { desired: 2, available: 0 };
+    assert.deepEqual(brief(programmedCondition(sent, [proxy('a', 'acked')], undefined, none)), [
+      'False',
+      'Pending',
+      'the proxy Deployment has 0 of 2 replicas available',
+    ]);
+    const one = { desired: 2, available: 1 };
+    assert.deepEqual(brief(programmedCondition(sent, [proxy('a', 'acked')], undefined, one)).slice(0, 2), [
+      'True',
+      'Programmed',
+    ]);
+  });
+
   test('no proxy connected: True, Pending, and it says so', () => {
     assert.deepEqual(brief(programmedCondition(sent, [])), [
       'True',

@@ -10,18 +10,36 @@
 // - a proxy has not answered yet: the verdict written before (Programmed or ConfigRejected) stays, as
 //   answers take milliseconds and a flip to Pending and back on every change would be two writes for
 //   nothing; without one, True with reason Pending, saying how many proxies are awaited.
+// - the controller provisions the proxies (deployer/) and their Deployment has no available replica:
+//   False, reason Pending, saying how many are available; no proxy can serve until one is.
 import { SENT_TO_PROXIES } from '../translator/gateways.ts';
 import type { Condition, StatusUpdate } from '../translator/types.ts';
 import type { ProxyAckState } from '../xds/server.ts';
+
+/** Replicas of the Deployment the deployer made for a Gateway. */
+export interface DeploymentReplicas {
+  desired: number;
+  available: number;
+}
 
 export function programmedCondition(
   translated: Condition,
   proxies: readonly ProxyAckState[],
   previous?: Condition,
+  deployment?: DeploymentReplicas,
 ): Condition {
   if (translated.status !== 'True') return translated;
   const gen =
     translated.observedGeneration === undefined ? {} : { observedGeneration: translated.observedGeneration };
+  if (deployment && deployment.available === 0 && deployment.desired > 0) {
+    return {
+      type: 'Programmed',
+      status: 'False',
+      reason: 'Pending',
+      message: `the proxy Deployment has 0 of ${deployment.desired} replicas available`,
+      ...gen,
+    };
+  }
   // what the translator left out ("without listeners a, b") still holds
   const rest = translated.message.startsWith(SENT_TO_PROXIES)
     ? translated.message.slice(SENT_TO_PROXIES.length)
@@ -80,6 +98,7 @@ export function withProxyStates(
   statuses: readonly StatusUpdate[],
   proxies: (gateway: string) => readonly ProxyAckState[],
   previous: (namespace: string, name: string) => Condition | undefined,
+  deployment: (namespace: string, name: string) => DeploymentReplicas | undefined = () => undefined,
 ): StatusUpdate[] {
   return statuses.map((s) => {
     if (s.kind !== 'Gateway') return s;
@@ -91,7 +110,7 @@ export function withProxyStates(
         ...s.status,
         conditions: conditions.map((c) =>
           c.type === 'Programmed'
-            ? programmedCondition(c, proxies(`${ns}/${s.name}`), previous(ns, s.name))
+            ? programmedCondition(c, proxies(`${ns}/${s.name}`), previous(ns, s.name), deployment(ns, s.name))
             : c,
         ),
       },
