@@ -38,6 +38,8 @@ export const ERRORS = {
     message: "the request's API format cannot be converted to the provider's",
   },
   GW_ERR_LLM_PROVIDER: { status: 502, message: 'the LLM provider sent an answer that is not its API' },
+  // The status and message are the guard's rejection (default 403 and this text).
+  GW_ERR_LLM_GUARDRAIL: { status: 403, message: 'The request was rejected due to inappropriate content' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;
@@ -52,13 +54,14 @@ export class GwError extends Error {
   constructor(
     code: ErrorCode,
     detail?: string,
-    options?: { cause?: unknown; headers?: Record<string, string> },
+    options?: { cause?: unknown; headers?: Record<string, string>; status?: number },
   ) {
     const def = ERRORS[code];
     super(detail ?? def.message, options);
     this.name = 'GwError';
     this.code = code;
-    this.status = def.status;
+    // Only a configured answer (a guard's rejection) chooses its own status.
+    this.status = options?.status ?? def.status;
     this.detail = detail ?? def.message;
     this.headers = options?.headers;
   }
@@ -196,6 +199,7 @@ const GRPC_STATUS: Record<ErrorCode, number> = {
   GW_ERR_LLM_UNKNOWN_MODEL: 5, // NOT_FOUND
   GW_ERR_LLM_UNSUPPORTED_FORMAT: 3,
   GW_ERR_LLM_PROVIDER: 14,
+  GW_ERR_LLM_GUARDRAIL: 7,
 };
 
 /** grpc-message is percent-encoded (gRPC over HTTP/2: Status-Message). */

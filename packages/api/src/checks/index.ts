@@ -4,6 +4,7 @@
 export * from './backend.ts';
 export * from './cel.ts';
 export * from './frontend.ts';
+export * from './guardrails.ts';
 export * from './htpasswd.ts';
 export * from './jwks.ts';
 export * from './llm.ts';

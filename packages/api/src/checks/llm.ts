@@ -6,6 +6,7 @@ import type { LlmConfig, LlmModel, LlmParams } from '../config/schema.ts';
 import type { FieldPath } from '../config/source.ts';
 import { matchModelName } from '../llm/model-names.ts';
 import { checkCel, checkCelMap } from './cel.ts';
+import { checkPromptGuard } from './guardrails.ts';
 import type { Problem } from './problem.ts';
 
 /** The provider of a model, after following a `reference` to `llm.providers[]`. */
@@ -38,6 +39,8 @@ export function checkLlm(llm: LlmConfig, path: FieldPath): Problem[] {
   if (llm.tls && llm.port === undefined)
     out.push({ path: [...path, 'tls'], message: 'tls applies to the LLM port: set port as well' });
 
+  if (llm.policies?.guardrails)
+    out.push(...checkPromptGuard(llm.policies.guardrails, [...path, 'policies', 'guardrails']));
   const names = new Set<string>();
   (llm.providers ?? []).forEach((n, i) => {
     const pp = [...path, 'providers', i];
@@ -56,6 +59,7 @@ export function checkLlm(llm: LlmConfig, path: FieldPath): Problem[] {
   llm.models.forEach((m, i) => {
     const mp = [...path, 'models', i];
     out.push(...checkCelMap(m.transformation, [...mp, 'transformation']));
+    if (m.guardrails) out.push(...checkPromptGuard(m.guardrails, [...mp, 'guardrails']));
     if (m.tls && m.backendTLS) out.push({ path: [...mp, 'tls'], message: 'set tls or backendTLS, not both' });
     const r = resolveLlmProvider(llm, m);
     if (!r) {

@@ -660,6 +660,97 @@ const llmBody = {
   }),
 };
 
+// ---------- prompt guards and enrichment (agentgateway's PromptGuard and PromptEnrichment) ----------
+export const GUARD_BUILTINS = ['ssn', 'creditCard', 'phoneNumber', 'email', 'caSin'] as const;
+export const GuardRegexRule = z.union([
+  strict({ builtin: z.enum(GUARD_BUILTINS) }),
+  strict({
+    pattern: z.string().min(1).meta({ description: 'a JavaScript regular expression' }),
+    name: z
+      .string()
+      .min(1)
+      .optional()
+      .meta({ description: 'how logs, traces and metrics name a match (default: the pattern)' }),
+  }),
+]);
+export const GuardRegex = strict({
+  action: z.enum(['mask', 'reject', 'audit']).optional().meta({
+    description:
+      'mask (default) replaces each match, reject answers the rejection, audit records the would-be action and passes content on',
+  }),
+  rules: z.array(GuardRegexRule).min(1),
+});
+export const GuardRejection = strict({
+  body: z.string().optional().meta({
+    description: "the message in the client's error object (default: a generic inappropriate-content text)",
+  }),
+  status: z.number().int().min(200).max(599).optional().meta({ description: 'default 403' }),
+  headers: HeaderModifier.optional(),
+});
+export const GuardContentScope = z.enum(['systemPrompt', 'messages', 'toolOutput', 'toolInput']);
+/** The guard kinds of a request guard; one of them per entry. */
+export const REQUEST_GUARD_KINDS = [
+  'regex',
+  'webhook',
+  'openAIModeration',
+  'bedrockGuardrails',
+  'googleModelArmor',
+  'azureContentSafety',
+] as const;
+const oneGuardKind =
+  (kinds: readonly string[]) =>
+  (g: Record<string, unknown>, ctx: z.core.$RefinementCtx): void => {
+    const set = kinds.filter((k) => g[k] !== undefined);
+    if (set.length !== 1)
+      ctx.addIssue({
+        code: 'custom',
+        message: `set exactly one of ${kinds.join(', ')}${set.length > 1 ? ` (set: ${set.join(', ')})` : ''}`,
+      });
+  };
+const guardKinds = {
+  regex: GuardRegex.optional(),
+  webhook: NotYet('the webhook guard').optional(),
+  bedrockGuardrails: NotYet('the bedrockGuardrails guard').optional(),
+  googleModelArmor: NotYet('the googleModelArmor guard').optional(),
+  azureContentSafety: NotYet('the azureContentSafety guard').optional(),
+};
+export const RequestGuard = strict({
+  ...guardKinds,
+  openAIModeration: NotYet('the openAIModeration guard').optional(),
+  rejection: GuardRejection.optional(),
+  scope: z.array(GuardContentScope).min(1).optional().meta({
+    description: 'what the guard reads of a request (default systemPrompt and messages)',
+  }),
+}).superRefine(oneGuardKind(REQUEST_GUARD_KINDS));
+export const ResponseGuard = strict({ ...guardKinds, rejection: GuardRejection.optional() }).superRefine(
+  oneGuardKind(REQUEST_GUARD_KINDS.filter((k) => k !== 'openAIModeration')),
+);
+export const PromptGuard = strict({
+  streaming: z
+    .union([z.boolean(), z.enum(['Enabled', 'Disabled'])])
+    .optional()
+    .meta({ description: 'response guards read streamed answers too (default off; Mask is not applied)' }),
+  request: z.array(RequestGuard).min(1).max(8).optional(),
+  response: z.array(ResponseGuard).min(1).max(8).optional(),
+});
+const PromptMessage = strict({ role: z.string().min(1), content: z.string() });
+export const PromptEnrichment = strict({
+  prepend: z.array(PromptMessage).optional(),
+  append: z.array(PromptMessage).optional(),
+});
+/** agentgateway's `ai` backend policy (its Policy): what this build implements of it. */
+export const AiPolicy = strict({
+  promptGuard: PromptGuard.optional(),
+  prompts: PromptEnrichment.optional(),
+  defaults: LlmFieldMap.optional(),
+  overrides: LlmFieldMap.optional(),
+  transformations: NotYet('transformations').optional(),
+  finalTransformations: NotYet('finalTransformations').optional(),
+  modelAliases: NotYet('modelAliases').optional(),
+  promptCaching: NotYet('promptCaching').optional(),
+  routes: NotYet('routes').optional(),
+});
+
 // ---------- a route's ai backend (agentgateway's LocalAIBackend) ----------
 const AiModel = { model: z.string().min(1).optional() };
 /** The provider of a route's ai backend: agentgateway's AIProvider, plus `mistral` (a gw provider). */
@@ -701,6 +792,7 @@ export const AiNamedProvider = strict({
     backendAuth: strict({ key: LlmApiKey }).optional().meta({
       description: "the provider's API key, inline or {file}; unset: the client's own is passed on",
     }),
+    ai: AiPolicy.optional().meta({ description: 'prompt guards, prompt enrichment, defaults and overrides' }),
   }).optional(),
 });
 /** One provider, or priority groups: a group that fails or answers 429/5xx passes to the next. */
@@ -778,7 +870,7 @@ export const LlmModel = strict({
   ...llmBody,
   finalTransformation: NotYet('finalTransformation').optional(),
   ...llmConnection,
-  guardrails: NotYet('guardrails').optional(),
+  guardrails: PromptGuard.optional(),
   matches: NotYet('matches').optional(),
 });
 
@@ -825,7 +917,9 @@ export const LlmPolicies = strict({
   oidc: NotYet('oidc').optional(),
   extProc: NotYet('extProc').optional(),
   transformations: NotYet('transformations').optional(),
-  guardrails: NotYet('guardrails').optional(),
+  guardrails: PromptGuard.optional().meta({
+    description: "guardrails of every model (a model's own guardrails replace them)",
+  }),
 });
 
 export const LlmConfig = strict({
@@ -876,6 +970,9 @@ export type ExtAuthz = z.infer<typeof ExtAuthz>;
 export type LocalRateLimit = z.infer<typeof LocalRateLimit>;
 export type RemoteRateLimit = z.infer<typeof RemoteRateLimit>;
 export type LlmConfig = z.infer<typeof LlmConfig>;
+export type PromptGuard = z.infer<typeof PromptGuard>;
+export type PromptEnrichment = z.infer<typeof PromptEnrichment>;
+export type AiPolicy = z.infer<typeof AiPolicy>;
 export type LlmModel = z.infer<typeof LlmModel>;
 export type LlmParams = z.infer<typeof LlmParams>;
 export type LlmNamedProvider = z.infer<typeof LlmNamedProvider>;

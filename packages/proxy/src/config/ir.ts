@@ -226,6 +226,67 @@ export interface LlmModelIR {
   responseHeaders?: LlmHeaderModifier;
   /** Connection settings (backendTLS, http, tcp) as for any backend. */
   policies: ResolvedBackendPolicies;
+  /** Prompt guards on the request and the answer (llm/guardrails/). */
+  guards?: LlmGuardsIR;
+  /** Messages added before and after the client's on every request. */
+  prompts?: LlmPromptEnrichmentIR;
+}
+
+/**
+ * The settings of each guard kind. A guard kind is one key here plus one module under
+ * llm/guardrails/ and one entry in its registry (a key without an entry is a type error).
+ */
+export interface LlmGuardSettings {
+  regex: {
+    action: LlmGuardAction;
+    /** Built-in detectors and patterns, in order; the first rule to match names the finding. */
+    rules: LlmRegexRuleIR[];
+  };
+}
+export type LlmGuardKind = keyof LlmGuardSettings;
+
+/** mask: replace the match; reject: answer the rejection; audit: record what would be done, pass on. */
+export type LlmGuardAction = 'mask' | 'reject' | 'audit';
+export type LlmBuiltinDetector = 'ssn' | 'creditCard' | 'phoneNumber' | 'email' | 'caSin';
+export type LlmRegexRuleIR = { builtin: LlmBuiltinDetector } | { pattern: string; name?: string };
+/** Which parts of a request a guard reads (answers are read whole: the assistant's text). */
+export type LlmContentScope = 'systemPrompt' | 'messages' | 'toolInput' | 'toolOutput';
+
+export interface LlmGuardRejectionIR {
+  status: number;
+  /** The reason in the client's error object. */
+  message: string;
+  headers?: LlmHeaderModifier;
+}
+
+interface LlmGuardCommon {
+  /** How the guard is named in logs, traces and metrics: `<kind>` or the configured name. */
+  name: string;
+  /** Request guards only. */
+  scope: LlmContentScope[];
+  rejection: LlmGuardRejectionIR;
+}
+
+export type LlmGuardIR<K extends LlmGuardKind = LlmGuardKind> = {
+  [P in K]: LlmGuardCommon & { kind: P; settings: LlmGuardSettings[P] };
+}[K];
+
+export interface LlmGuardsIR {
+  /** Response guards run on streamed answers too (Mask is never applied to a stream). */
+  streaming: boolean;
+  request: LlmGuardIR[];
+  response: LlmGuardIR[];
+}
+
+export interface LlmPromptMessageIR {
+  /** Lower case: system, user, assistant, developer … */
+  role: string;
+  content: string;
+}
+
+export interface LlmPromptEnrichmentIR {
+  prepend: LlmPromptMessageIR[];
+  append: LlmPromptMessageIR[];
 }
 
 /** A target of a virtual model: a model entry (by index in `models`) and the model name it is asked for. */

@@ -12,6 +12,7 @@ import {
   ConfigError,
   ConfigFile,
   type ConfigIssue,
+  checkAiPolicy,
   checkBackendPolicies,
   checkFrontendPolicies,
   checkLlm,
@@ -31,6 +32,8 @@ import {
   type LlmParams,
   matchModelName,
   type Problem,
+  type PromptEnrichment,
+  type PromptGuard,
   parseByteSize,
   parseGoDuration,
   parseSource,
@@ -51,7 +54,10 @@ import type {
   GlobalIR,
   ListenerIR,
   LlmFormat,
+  LlmGuardIR,
+  LlmGuardsIR,
   LlmModelIR,
+  LlmPromptEnrichmentIR,
   LlmProviderIR,
   LlmRoutingIR,
   LlmTargetIR,
@@ -593,7 +599,8 @@ class Builder {
     if (p.hostOverride !== undefined) params.hostOverride = p.hostOverride;
     if (p.pathOverride !== undefined) params.pathOverride = p.pathOverride;
     if (p.pathPrefix !== undefined) params.pathPrefix = p.pathPrefix;
-    const { backendAuth, ...policies } = p.policies ?? {};
+    const { backendAuth, ai, ...policies } = p.policies ?? {};
+    if (ai) this.report(checkAiPolicy(ai, [...pp, 'policies', 'ai']));
     if (typeof backendAuth?.key === 'string') params.apiKey = backendAuth.key;
     else if (backendAuth) {
       // read here, so a file that cannot be read is named at this shape's path
@@ -603,8 +610,13 @@ class Builder {
     }
     const m: LlmModel = { name: '*', visibility, provider, params };
     if (policies.backendTLS) m.backendTLS = policies.backendTLS;
+    if (ai?.defaults) m.defaults = ai.defaults;
+    if (ai?.overrides) m.overrides = ai.overrides;
+    if (ai?.promptGuard) m.guardrails = ai.promptGuard;
     const ir = this.llmModel({ models: [m] }, m, pp);
     if (!ir) return undefined;
+    const prompts = ai?.prompts ? promptEnrichmentIR(ai.prompts) : undefined;
+    if (prompts) ir.prompts = prompts;
     if ('bedrock' in k && ir.provider.kind === 'bedrock') {
       const { guardrailIdentifier: identifier, guardrailVersion: version } = k.bedrock;
       if (identifier !== undefined)
@@ -730,6 +742,8 @@ class Builder {
     const resH = m.responseHeaders ?? d?.responseHeaders;
     if (reqH) out.requestHeaders = reqH;
     if (resH) out.responseHeaders = resH;
+    const guards = m.guardrails ?? llm.policies?.guardrails;
+    if (guards) out.guards = promptGuardIR(guards);
     return out;
   }
 
@@ -1005,4 +1019,48 @@ export function mergePolicies<T extends object>(...layers: (T | undefined)[]): T
 function secretHashReplacer(_k: string, v: unknown): unknown {
   // Secrets print as [redacted]; hash their content so a rotated key is a new version.
   return v instanceof Secret ? `secret:${createHash('sha256').update(v.reveal()).digest('hex')}` : v;
+}
+
+/** The generic text a rejection carries when its config gives none (agentgateway's). */
+export const DEFAULT_REJECTION_MESSAGE = 'The request was rejected due to inappropriate content';
+
+/** agentgateway's PromptGuard as the guard IR: each entry one guard of its kind. */
+export function promptGuardIR(g: PromptGuard): LlmGuardsIR {
+  type Entry = NonNullable<PromptGuard['request']>[number];
+  const guard = (e: Entry): LlmGuardIR[] => {
+    const r = e.rejection;
+    const rejection: LlmGuardIR['rejection'] = {
+      status: r?.status ?? 403,
+      message: r?.body ?? DEFAULT_REJECTION_MESSAGE,
+      ...(r?.headers ? { headers: r.headers } : {}),
+    };
+    const scope = e.scope ?? ['systemPrompt', 'messages'];
+    // The schema refuses the kinds this build does not implement.
+    if (!e.regex) return [];
+    const rules = e.regex.rules.map((x) =>
+      'builtin' in x ? { builtin: x.builtin } : { pattern: x.pattern, ...(x.name ? { name: x.name } : {}) },
+    );
+    return [
+      {
+        kind: 'regex',
+        name: 'regex',
+        scope,
+        rejection,
+        settings: { action: e.regex.action ?? 'mask', rules },
+      },
+    ];
+  };
+  return {
+    streaming: g.streaming === true || g.streaming === 'Enabled',
+    request: (g.request ?? []).flatMap(guard),
+    response: (g.response ?? []).flatMap((e) => guard({ ...e, scope: ['messages'] })),
+  };
+}
+
+/** Enrichment messages with roles in lower case (SYSTEM and system are one role). */
+export function promptEnrichmentIR(p: PromptEnrichment): LlmPromptEnrichmentIR | undefined {
+  const msgs = (l: PromptEnrichment['prepend']) =>
+    (l ?? []).map((m) => ({ role: m.role.toLowerCase(), content: m.content }));
+  const out = { prepend: msgs(p.prepend), append: msgs(p.append) };
+  return out.prepend.length + out.append.length > 0 ? out : undefined;
 }

@@ -12,8 +12,10 @@ import { headerModifier } from '../policies/header-modifier/index.ts';
 import type { BackendEnv } from '../upstream/backends/types.ts';
 import { type CallTarget, callUpstream } from '../upstream/call.ts';
 import { connectionSpec } from '../upstream/connection.ts';
+import { enrichRequest } from './formats/content.ts';
 import { FORMAT_PAIRS } from './formats/registry.ts';
 import type { FormatPair, JsonObject, StreamConverter } from './formats/types.ts';
+import { compileGuards, type ModelGuards } from './guardrails/runner.ts';
 import { PROVIDERS } from './providers/registry.ts';
 import type { ProviderEndpoint, ProviderModule, ProviderRequest } from './providers/types.ts';
 import type { LlmRequestState } from './state.ts';
@@ -65,6 +67,8 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
   const key = p.apiKey;
   const defaults = m.defaults;
   const overrides = m.overrides;
+  const guards = compileGuards(m.guards);
+  const prompts = m.prompts;
   const limit = env.global.maxBufferSize;
   const timeout = env.attemptTimeoutMs;
 
@@ -83,6 +87,9 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
         if (v !== undefined) body[field] = celToJson(v);
       }
     }
+    // Guards read what the client sent (after defaults and overrides), not the operator's own prompts.
+    if (guards) await guards.request(ctx, state, body);
+    if (prompts) enrichRequest(state.clientFormat, body, prompts.prepend, prompts.append);
     const model = String(body.model);
     state.model = model;
     state.provider = p.name;
@@ -110,7 +117,7 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
     ctx.headers = req.headers;
     ctx.body = req.body;
     await callUpstream(ctx, target, timeout);
-    await answer(ctx, state, pair, p.name, limit);
+    await answer(ctx, state, pair, p.name, limit, guards);
     if (responseHeaders && ctx.response) responseHeaders(ctx.response.headers);
   };
   return { ir: m, call, endpoint };
@@ -165,6 +172,7 @@ async function answer(
   pair: FormatPair,
   provider: string,
   limit: number,
+  guards: ModelGuards | undefined,
 ): Promise<void> {
   const res = ctx.response;
   if (!res) return;
@@ -198,7 +206,8 @@ async function answer(
     return;
   }
   if (!json) {
-    res.body = convertStream(res.body, pair.stream(state), state);
+    const conv = pair.stream(state);
+    res.body = convertStream(res.body, guards ? guards.stream(ctx, state, conv) : conv, state);
     delete res.headers['content-length'];
     // Bedrock's binary event stream reaches the client as SSE.
     if (type.startsWith(EVENT_STREAM)) res.headers['content-type'] = 'text/event-stream';
@@ -216,7 +225,19 @@ async function answer(
     return;
   }
   const converted = pair.response(parsed.value, state);
-  setBody(res, converted ? Buffer.from(JSON.stringify(converted)) : parsed.raw);
+  let changed = false;
+  if (guards) {
+    try {
+      changed = await guards.response(ctx, state, converted ?? parsed.value);
+    } catch (err) {
+      // A rejected answer still used its tokens.
+      state.finish();
+      ctx.response = undefined;
+      throw err;
+    }
+  }
+  const out = converted ?? (changed ? parsed.value : undefined);
+  setBody(res, out ? Buffer.from(JSON.stringify(out)) : parsed.raw);
   state.finish();
 }
 

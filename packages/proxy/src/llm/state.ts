@@ -2,6 +2,7 @@
 // token usage its answer reported, normalised across providers. The `ai` backend fills it in; the
 // access log, metrics, CEL (`llm.*`) and the token rate limits read it.
 import type { LlmFormat } from '../config/ir.ts';
+import type { GuardFinding } from './guardrails/types.ts';
 
 /**
  * Token usage of one answer, normalised: `input` counts every prompt token, cached ones included
@@ -45,6 +46,8 @@ export class LlmRequestState {
   responseModel: string | undefined = undefined;
   /** The latest usage the answer reported; final once `done`. */
   usage: LlmUsage | undefined = undefined;
+  /** What the prompt guards found and did, in order (llm/guardrails/). */
+  readonly guardrails: GuardFinding[] = [];
   /** The answer has passed completely (its usage, if any, is final). */
   done = false;
   #listeners: UsageListener[] | undefined;

@@ -55,6 +55,10 @@ export class AccessLogObserver implements RequestObserver {
         rec['llm.inputTokens'] = llm.usage.input;
         rec['llm.outputTokens'] = llm.usage.output;
       }
+      if (llm.guardrails.length > 0)
+        rec['llm.guardrails'] = llm.guardrails.map(
+          (g) => `${g.phase}:${g.guard}:${g.action}${g.applied ? '' : '(not applied)'}:${g.rule}`,
+        );
     }
     for (const k of this.#remove) delete rec[k];
     if (cel) {

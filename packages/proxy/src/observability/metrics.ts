@@ -32,6 +32,12 @@ export class ProxyMetrics implements RequestObserver {
     labelNames: ['provider', 'model', 'kind'] as const,
     registers: [this.registry],
   });
+  readonly llmGuardrailActions = new Counter({
+    name: 'gw_llm_guardrail_actions_total',
+    help: 'What LLM prompt guards did, by phase (request, response, stream), guard kind and action (mask, reject, audit; a mask on a stream is counted though not applied)',
+    labelNames: ['phase', 'guard', 'action'] as const,
+    registers: [this.registry],
+  });
   readonly configVersion = new Counter({
     name: 'gw_config_applied_total',
     help: 'Configuration versions applied by this worker',
@@ -47,6 +53,8 @@ export class ProxyMetrics implements RequestObserver {
     this.record(req.route, req.backendName, s.status, s.seconds);
     const llm = req.ext.llm;
     if (llm?.usage) this.recordTokens(llm.provider ?? '', llm.model ?? llm.requestModel, llm.usage);
+    if (llm)
+      for (const g of llm.guardrails) this.llmGuardrailActions.labels(g.phase, g.guard, g.action).inc();
   }
 
   recordTokens(provider: string, model: string, usage: { input: number; output: number }): void {

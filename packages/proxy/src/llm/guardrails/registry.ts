@@ -1,0 +1,9 @@
+// The guard kinds this build runs, by kind. A kind is a key of LlmGuardSettings (config/ir.ts) and an
+// entry here; a key without an entry does not compile.
+import type { LlmGuardKind } from '../../config/ir.ts';
+import { regexGuard } from './regex.ts';
+import type { GuardKindModule } from './types.ts';
+
+export const GUARD_KINDS: { [K in LlmGuardKind]: GuardKindModule<K> } = {
+  regex: regexGuard,
+};
