@@ -9,6 +9,8 @@ export interface Detector {
   valid?: (match: string) => boolean;
   /** What a masked match becomes. */
   mask: string;
+  /** A text without this cannot match: skipped without running the expression. */
+  needs?: string;
 }
 
 /** Whether the digits of `s` (other characters ignored) pass the Luhn checksum. */
@@ -53,6 +55,7 @@ export const BUILTINS: Record<LlmBuiltinDetector, Detector> = {
   email: {
     re: /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g,
     mask: '<EMAIL_ADDRESS>',
+    needs: '@',
   },
   // Canadian SIN: nine digits in groups of three, passing Luhn.
   caSin: { re: /\b\d{3}([- ]?)\d{3}\1\d{3}\b/g, valid: luhn, mask: '<CA_SIN>' },

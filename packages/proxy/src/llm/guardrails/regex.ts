@@ -27,6 +27,7 @@ function compileRules(ir: LlmGuardIR<'regex'>): Rule[] {
 
 /** The first valid match of `rule` in `text` ending after `from`, as its end; -1 when none. */
 function firstEnd(rule: Rule, text: string, from: number): number {
+  if (rule.needs !== undefined && !text.includes(rule.needs)) return -1;
   const re = rule.re;
   re.lastIndex = 0;
   for (let m = re.exec(text); m !== null; m = re.exec(text)) {
@@ -41,6 +42,7 @@ function firstEnd(rule: Rule, text: string, from: number): number {
 }
 
 function maskAll(rule: Rule, text: string): string {
+  if (rule.needs !== undefined && !text.includes(rule.needs)) return text;
   rule.re.lastIndex = 0;
   return text.replace(rule.re, (m) => (rule.valid && !rule.valid(m) ? m : rule.mask));
 }
