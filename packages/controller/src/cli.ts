@@ -3,9 +3,11 @@
 // the mounted service account inside one.
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Controller } from './controller.ts';
+import { LeaderElector } from './leader.ts';
 import { startXdsServer, type XdsMode } from './xds/server.ts';
 import { type KubeConnection, tokenReviewAuthenticator } from './xds/token-review.ts';
 
@@ -28,6 +30,9 @@ const USAGE = `Usage: gw-controller [flags]
   --proxy-image <image>      provision each Gateway's proxies (ServiceAccount, Service, Deployment) with this image
   --proxy-xds-address <url>  how provisioned proxies reach this xDS server (default http://gw.$POD_NAMESPACE.svc:<xds-port>)
   --proxy-service-type <t>   LoadBalancer (default) | ClusterIP | NodePort
+  --leader-elect             with several replicas: one (holding a Lease) writes status and provisions
+  --leader-election-namespace <ns>  where the Lease gw-controller lives (default $POD_NAMESPACE, else gw-system)
+  --leader-lease-seconds <s> how long an unrenewed Lease stays its holder's (default 15)
   --version, --help
 `;
 
@@ -55,6 +60,9 @@ const { values } = parseArgs({
     'proxy-image': { type: 'string', default: process.env['GW_PROXY_IMAGE'] },
     'proxy-xds-address': { type: 'string' },
     'proxy-service-type': { type: 'string', default: 'LoadBalancer' },
+    'leader-elect': { type: 'boolean', default: false },
+    'leader-election-namespace': { type: 'string' },
+    'leader-lease-seconds': { type: 'string', default: '15' },
     version: { type: 'boolean', short: 'V' },
     help: { type: 'boolean', short: 'h' },
   },
@@ -159,6 +167,21 @@ const deploy = proxyImage
     }
   : undefined;
 
+const leaseSeconds = Number(values['leader-lease-seconds']);
+if (!Number.isInteger(leaseSeconds) || leaseSeconds < 2)
+  fail(
+    `--leader-lease-seconds must be a whole number of seconds, at least 2, got ${values['leader-lease-seconds']}`,
+  );
+const leader = values['leader-elect']
+  ? new LeaderElector(kc, {
+      namespace: values['leader-election-namespace'] ?? process.env['POD_NAMESPACE'] ?? 'gw-system',
+      name: 'gw-controller',
+      identity: process.env['POD_NAME'] ?? `${hostname()}-${process.pid}`,
+      leaseSeconds,
+      log,
+    })
+  : undefined;
+
 const controller = new Controller({
   kc,
   xds,
@@ -167,6 +190,7 @@ const controller = new Controller({
   clusterDomain: values['cluster-domain'],
   modelsEnabled: values['enable-models'],
   ...(deploy ? { deploy } : {}),
+  ...(leader ? { leader } : {}),
   log,
 });
 
@@ -207,6 +231,8 @@ const metrics = await listen(port('metrics-port', values['metrics-port']), (_req
     `gw_controller_xds_acks_total ${x.acksTotal}`,
     '# TYPE gw_controller_xds_rejects_total counter',
     `gw_controller_xds_rejects_total ${x.rejectsTotal}`,
+    '# TYPE gw_controller_leader gauge',
+    `gw_controller_leader ${!leader || leader.leading ? 1 : 0}`,
     '# TYPE gw_controller_xds_connected_proxies gauge',
     ...Object.entries(x.connected).map(
       ([g, n]) => `gw_controller_xds_connected_proxies{gateway="${g}"} ${n}`,
@@ -217,6 +243,7 @@ const metrics = await listen(port('metrics-port', values['metrics-port']), (_req
 });
 
 await controller.start();
+leader?.start();
 log('info', 'gw-controller started', {
   xds: `${values['xds-address']}:${xds.port}`,
   mode,

@@ -6,6 +6,7 @@
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { Deployer } from './deployer/deployer.ts';
 import { type ProxySettings, renderProxy } from './deployer/render.ts';
+import type { LeaderElector } from './leader.ts';
 import { DEPLOYMENT_KIND, KubeProvider, MODEL_KIND, WATCHED } from './provider/kube.ts';
 import { withProxyStates } from './status/programmed.ts';
 import { kubeStatusTarget, StatusWriter } from './status/writer.ts';
@@ -22,6 +23,8 @@ export interface ControllerOptions {
   modelsEnabled: boolean;
   /** When set, the controller provisions each Gateway's proxies (deployer/) with these settings. */
   deploy?: ProxySettings;
+  /** With several replicas: only the leader writes statuses and provisions; every replica serves xDS. */
+  leader?: LeaderElector;
   /** Debounce between an event and the translation it triggers. */
   debounceMs?: number;
   log: (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
@@ -69,6 +72,8 @@ export class Controller {
       log: o.log,
     });
     this.provider.on('change', () => this.#schedule());
+    // a new leader writes what the last translation wants (statuses, proxy objects) at once
+    o.leader?.on('leading', () => this.#schedule());
     this.provider.on('error', (kind, message) => o.log('warn', 'watch failed; retrying', { kind, message }));
     o.xds.on('nack', (e) => void this.#nack(e));
     // what the proxies answer decides Programmed
@@ -108,7 +113,13 @@ export class Controller {
     }, this.#o.debounceMs ?? 50);
   }
 
+  /** Whether this replica writes to the API server (statuses, proxy objects). */
+  #writes(): boolean {
+    return !this.#o.leader || this.#o.leader.leading;
+  }
+
   #writeStatuses(statuses: StatusUpdate[]): Promise<void> {
+    if (!this.#writes()) return Promise.resolve();
     const previous = (ns: string, name: string) =>
       (
         (this.provider.get('Gateway', ns, name)?.status as { conditions?: Condition[] } | undefined)
@@ -166,7 +177,7 @@ export class Controller {
     this.#gateways = seen;
     this.#statuses = out.statuses;
     await this.#writeStatuses(out.statuses);
-    if (this.#deployer && this.#o.deploy) await this.#deployer.reconcile(this.#proxyObjects(out.gateways));
+    if (this.#deployer && this.#writes()) await this.#deployer.reconcile(this.#proxyObjects(out.gateways));
   }
 
   /** Each Gateway's proxy objects; a Gateway without a listener to serve gets none. */
@@ -244,6 +255,7 @@ export class Controller {
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    await this.#o.leader?.stop();
     clearTimeout(this.#timer);
     clearTimeout(this.#statusTimer);
     await this.provider.stop();
