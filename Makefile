@@ -25,9 +25,10 @@ unit: setup test-services kube-build
 e2e: setup test-services kube-build ## the end-to-end suites only (each starts its own API server, controller and proxies)
 	node hack/test.ts $(wildcard e2e/*.test.ts)
 
-test-services: ## real services and tools the tests use: Debian's redis-server, tmux and curl; envoyproxy/ratelimit built once per go.sum
+test-services: ## real services and tools the tests use: Debian's redis-server, tmux and curl; envoyproxy/ratelimit and helm built once per go.sum
 	@./hack/test-tools.sh
 	@./hack/ratelimit/setup.sh >/dev/null
+	@./hack/helm/build.sh >/dev/null
 
 kube-build: ## a real kube-apiserver + embedded etcd for tests, built once per go.sum (first build 4-6 minutes)
 	@./hack/kube-apiserver/build.sh >/dev/null
