@@ -3,6 +3,7 @@
 // (inline or a Secret), else from the GwBackend's `spec.policies.auth`.
 import type { AiNamedProvider, BackendPolicies } from '@gw/api';
 import { type GwBackendSpec, PROVIDER_VARIANTS } from '@gw/api/crd/gwbackend';
+import { translateAiPolicy } from './ai-policy.ts';
 import { backendPolicy } from './policy/backend.ts';
 import { defined, isSecretRef, MapContext, quote, readKey, serviceAddress } from './policy/context.ts';
 import type { GwBackendPoliciesSpec } from './policy/spec.ts';
@@ -96,9 +97,9 @@ export function translateAi(
 
   const providerPolicies = (spec: ProviderSpec['policies'], field: string) => {
     // the GwBackend's own connection settings apply to each provider, the provider's win
-    const { auth: _a, ...shared } = backendPolicies ?? {};
-    const { auth, ai: aiPolicy, ...own } = spec ?? {};
-    const out: BackendPolicies & { backendAuth?: { key: string } } = {};
+    const { auth: _a, ai: sharedAi, ...shared } = backendPolicies ?? {};
+    const { auth, ai: ownAi, ...own } = spec ?? {};
+    const out: BackendPolicies & { backendAuth?: { key: string }; ai?: Record<string, unknown> } = {};
     for (const [s, f] of [
       [shared, 'policies'],
       [own, `${field}.policies`],
@@ -110,7 +111,14 @@ export function translateAi(
       if (r.failClosed) ctx.failClosed = true;
       Object.assign(out, r.policies);
     }
-    if (aiPolicy) ctx.unsupported(`${field}.policies.ai`);
+    // the provider's own ai policy replaces the GwBackend's
+    const aiSpec = ownAi ?? sharedAi;
+    if (aiSpec) {
+      const r = translateAiPolicy(aiSpec, ownAi ? `${field}.policies.ai` : 'policies.ai');
+      if (r.invalid.length > 0) invalid.push(...r.invalid);
+      for (const u of r.unsupported) ctx.unsupported(u);
+      if (Object.keys(r.policy).length > 0) out.ai = r.policy;
+    }
     const key = auth
       ? apiKey(auth, `${field}.policies.auth`)
       : fallbackAuth
