@@ -1,9 +1,12 @@
 // Regenerates every generated file from its source; with --check, fails when a committed file is stale.
 // Today: schema/config.json (the standalone config's JSON Schema) and crds/*.yaml (the gw.dev CRDs) from
-// packages/api, and the protobuf-es code in packages/xds-proto/src/gen from the Envoy .proto files
-// inside @grpc/grpc-js-xds (buf.gen.yaml).
-import { execFileSync } from 'node:child_process';
+// packages/api, the same CRDs as templates of charts/gw-crds, the Parameters tables of the charts'
+// READMEs from their values.yaml (@bitnami/readme-generator-for-helm through npx), and the protobuf-es
+// code in packages/xds-proto/src/gen from the Envoy .proto files inside @grpc/grpc-js-xds (buf.gen.yaml).
+import { execFileSync, spawnSync } from 'node:child_process';
 import {
+  copyFileSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -34,6 +37,51 @@ for (const k of KINDS) {
     content: crdYaml(k),
   });
 }
+
+// The chart's CRD templates are the crds/ files with the release's labels (and the keep annotation).
+const chartCrds = join(root, 'charts/gw-crds/templates/crds');
+generatedDirs.push(chartCrds);
+const CRD_LABELS = '  labels:\n    app.kubernetes.io/part-of: gw\n';
+for (const k of KINDS) {
+  const yaml = crdYaml(k);
+  if (yaml.includes('{{') || !yaml.includes(CRD_LABELS))
+    throw new Error(`${crdFileName(k)}: cannot template it (has {{ or lacks the part-of label)`);
+  const body = yaml
+    .replace(/^# Install with: .*\n/m, '# Installed by the gw-crds chart (charts/gw-crds).\n')
+    .replace(
+      CRD_LABELS,
+      '  labels:\n    {{- include "gw-crds.labels" . | nindent 4 }}\n' +
+        '  {{- if .Values.keep }}\n  annotations:\n    helm.sh/resource-policy: keep\n  {{- end }}\n',
+    );
+  outputs.push({ path: join(chartCrds, crdFileName(k)), content: body });
+}
+
+/**
+ * The Parameters section of a chart's README, from the `## @param` comments of its values.yaml, by
+ * @bitnami/readme-generator-for-helm (run through npx, pinned). It edits the README in place, so it
+ * runs on a copy; the rest of the README is written by hand.
+ */
+const README_GENERATOR = '@bitnami/readme-generator-for-helm@2.7.2';
+function chartReadme(chart: string): void {
+  const dir = join(root, 'charts', chart);
+  const tmp = mkdtempSync(join(tmpdir(), 'gw-gen-readme-'));
+  try {
+    const readme = join(dir, 'README.md');
+    if (existsSync(readme)) copyFileSync(readme, join(tmp, 'README.md'));
+    else writeFileSync(join(tmp, 'README.md'), `# ${chart}\n\n## Parameters\n`);
+    const r = spawnSync(
+      'npx',
+      ['--yes', README_GENERATOR, '--values', join(dir, 'values.yaml'), '--readme', join(tmp, 'README.md')],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    if (r.status !== 0)
+      throw new Error(`${README_GENERATOR} failed on charts/${chart}/values.yaml:\n${r.stdout}${r.stderr}`);
+    outputs.push({ path: readme, content: readFileSync(join(tmp, 'README.md'), 'utf8') });
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+for (const chart of ['gw', 'gw-crds']) chartReadme(chart);
 
 function filesUnder(dir: string): string[] {
   try {
