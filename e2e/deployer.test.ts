@@ -231,6 +231,70 @@ spec:
     assert.deepEqual(addresses, [{ type: 'IPAddress', value: svc.spec.clusterIP }]);
   });
 
+  test('GwParameters on the Gateway: typed fields and overlays reach the Deployment; a PodDisruptionBudget comes and goes', async () => {
+    const withParams = (ref: boolean) => `${gatewayYaml('default', listenerPort).trimEnd()}
+${ref ? '  infrastructure:\n    parametersRef: { group: gw.dev, kind: GwParameters, name: edge-params }' : ''}`;
+    await kubectl(
+      ['apply', '--server-side', '-f', '-'],
+      `apiVersion: gw.dev/v1alpha1
+kind: GwParameters
+metadata: { name: edge-params, namespace: default }
+spec:
+  logging: { level: debug, format: json }
+  image: { tag: "2.0" }
+  env: [{ name: EXTRA, value: "1" }]
+  deployment:
+    metadata: { labels: { tier: edge } }
+    spec:
+      replicas: 2
+      template:
+        spec:
+          containers:
+            - name: gw
+              env: [{ name: POD_NAME, $patch: delete }]
+  podDisruptionBudget:
+    spec: { minAvailable: null, maxUnavailable: 1 }
+---
+${withParams(true)}`,
+    );
+    type Dep = Deployment & { spec: { replicas: number } };
+    const dep = await until('the Deployment with the parameters', async () => {
+      const d = await getJson<Dep>(['get', 'deployment', 'edge']);
+      return d?.spec.replicas === 2 ? d : undefined;
+    });
+    const c = dep.spec.template.spec.containers[0] as unknown as {
+      image: string;
+      env: { name: string; value?: string }[];
+    };
+    assert.equal(c.image, 'registry.example/gw:2.0');
+    assert.deepEqual(
+      c.env.map((e) => [e.name, e.value]),
+      [
+        ['POD_NAMESPACE', undefined],
+        ['GW_LOG', 'debug'],
+        ['GW_LOG_FORMAT', 'json'],
+        ['EXTRA', '1'],
+      ],
+    );
+    assert.equal(dep.metadata.labels?.tier, 'edge');
+    const pdb = await until('the PodDisruptionBudget', () =>
+      getJson<{ spec: { maxUnavailable?: number; minAvailable?: number } }>(['get', 'pdb', 'edge']),
+    );
+    assert.deepEqual([pdb.spec.maxUnavailable, pdb.spec.minAvailable], [1, undefined]);
+    // without the parameters: back to the defaults, the budget pruned
+    await kubectl(['apply', '--server-side', '-f', '-'], withParams(false));
+    await until('the budget to be pruned', async () => {
+      const r = await kube.kubectl(['get', 'pdb', 'edge']);
+      return r.code !== 0 && /NotFound/.test(r.stderr) ? true : undefined;
+    });
+    const back = await until('the default Deployment', async () => {
+      const d = await getJson<Dep>(['get', 'deployment', 'edge']);
+      return d?.spec.replicas === 1 ? d : undefined;
+    });
+    assert.equal(back.metadata.labels?.tier, undefined);
+    assert.equal(back.spec.template.spec.containers[0]?.image, 'registry.example/gw:test');
+  });
+
   test('a listener port change reaches the Service; deleting the Gateway prunes its objects', async () => {
     const moved = listenerPort + 1 > 65535 ? listenerPort - 1 : listenerPort + 1;
     await kubectl(['apply', '--server-side', '-f', '-'], gatewayYaml('default', moved));

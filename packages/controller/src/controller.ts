@@ -5,6 +5,7 @@
 // It also keeps its GatewayClass in place and turns a proxy's NACK into a Warning Event on the Gateway.
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { Deployer } from './deployer/deployer.ts';
+import { applyParameters, parametersOf } from './deployer/parameters.ts';
 import { type ProxySettings, renderProxy } from './deployer/render.ts';
 import type { LeaderElector } from './leader.ts';
 import { DEPLOYMENT_KIND, KubeProvider, MODEL_KIND, WATCHED } from './provider/kube.ts';
@@ -196,7 +197,14 @@ export class Controller {
             ]
           : [],
       );
-      return gateway && ports.length > 0 ? renderProxy(gateway, ports, settings) : [];
+      if (!gateway || ports.length === 0) return [];
+      const className = (gateway.spec as { gatewayClassName?: string } | undefined)?.gatewayClassName ?? '';
+      const params = parametersOf(
+        this.provider.get('GatewayClass', undefined, className),
+        gateway,
+        (pns, pname) => this.provider.get('GwParameters', pns, pname),
+      );
+      return applyParameters(renderProxy(gateway, ports, settings), params);
     });
   }
 

@@ -32,7 +32,8 @@ xDS (config from the controller instead of a file; not ready until the first con
                           ip:port, unix:/path or off (defaults 127.0.0.1:15000, 0.0.0.0:15020,
                           0.0.0.0:15021; with -f the file's config: block sets these)
 
-Environment: GW_LOG overrides config.logging.level (e.g. "info,proxy=debug").
+Environment: GW_LOG overrides config.logging.level (e.g. "info,proxy=debug"); in xDS mode
+GW_LOG_FORMAT=json writes JSON log lines (default text).
 `;
 
 /** Start-up settings in xDS mode, where there is no file: flags, else the documented defaults. */
@@ -47,7 +48,8 @@ function xdsStartup(o: {
     readinessAddr: o['readiness-addr'] ?? '0.0.0.0:15021',
     workerThreads: 'auto',
     logLevel: 'info',
-    logFormat: 'text',
+    // the deployer sets it from GwParameters logging.format
+    logFormat: process.env.GW_LOG_FORMAT === 'json' ? 'json' : 'text',
   };
 }
 

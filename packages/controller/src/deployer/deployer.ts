@@ -21,6 +21,8 @@ const KINDS = [
   { apiVersion: 'v1', kind: 'ServiceAccount' },
   { apiVersion: 'v1', kind: 'Service' },
   { apiVersion: 'apps/v1', kind: 'Deployment' },
+  { apiVersion: 'apps/v1', kind: 'DaemonSet' },
+  { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget' },
 ] as const;
 
 export interface DeployerMetrics {

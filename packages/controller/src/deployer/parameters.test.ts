@@ -1,0 +1,142 @@
+// GwParameters applied to the rendered proxy objects: typed fields (class, then gateway), overlays
+// (class, then gateway) as strategic merge patches, a DaemonSet workload and a PodDisruptionBudget.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { KubeObject } from '../translator/types.ts';
+import { applyParameters, parametersOf } from './parameters.ts';
+import { renderProxy } from './render.ts';
+
+const gateway: KubeObject = {
+  apiVersion: 'gateway.networking.k8s.io/v1',
+  kind: 'Gateway',
+  metadata: { name: 'edge', namespace: 'team', uid: 'u-1' },
+  spec: {
+    gatewayClassName: 'gw',
+    infrastructure: { parametersRef: { group: 'gw.dev', kind: 'GwParameters', name: 'edge-params' } },
+  },
+};
+const rendered = () =>
+  renderProxy(gateway, [{ port: 8080, protocol: 'HTTP' }], {
+    image: 'ghcr.io/example/gw:1.0',
+    xdsAddress: 'http://x:9978',
+  });
+type Container = {
+  image: string;
+  imagePullPolicy?: string;
+  env: { name: string; value?: string }[];
+  resources?: unknown;
+};
+const container = (o: KubeObject | undefined) =>
+  (o?.spec as { template: { spec: { containers: Container[] } } }).template.spec.containers[0] as Container;
+
+test('typed fields: the gateway’s win over the class’s; image parts replace the default’s', () => {
+  const out = applyParameters(rendered(), {
+    class: {
+      image: { registry: 'registry.corp:5000', tag: '2.0' },
+      logging: { level: 'warn' },
+      env: [{ name: 'A', value: 'class' }],
+    },
+    gateway: {
+      image: { tag: '2.1', pullPolicy: 'Always' },
+      logging: { format: 'json' },
+      env: [{ name: 'A', value: 'gateway' }],
+      resources: { limits: { memory: '1Gi' } },
+      shutdown: { max: '1m30s' },
+    },
+  });
+  const dep = out.find((o) => o.kind === 'Deployment');
+  const c = container(dep);
+  assert.equal(c.image, 'registry.corp:5000/example/gw:2.1');
+  assert.equal(c.imagePullPolicy, 'Always');
+  const env = Object.fromEntries(c.env.filter((e) => e.value !== undefined).map((e) => [e.name, e.value]));
+  assert.deepEqual(env, { GW_LOG: 'warn', GW_LOG_FORMAT: 'json', A: 'gateway' });
+  assert.deepEqual(c.resources, { limits: { memory: '1Gi' } });
+  assert.equal(
+    (dep?.spec as { template: { spec: { terminationGracePeriodSeconds: number } } }).template.spec
+      .terminationGracePeriodSeconds,
+    90,
+  );
+});
+
+test('overlays after typed fields, class then gateway; a DaemonSet workload; a PodDisruptionBudget when asked', () => {
+  const out = applyParameters(rendered(), {
+    class: {
+      workload: 'DaemonSet',
+      daemonSet: {
+        metadata: { labels: { tier: 'edge' } },
+        spec: { template: { spec: { nodeSelector: { role: 'ingress' } } } },
+      },
+      service: { metadata: { annotations: { 'lb.example/internal': 'true' } }, spec: { type: 'ClusterIP' } },
+    },
+    gateway: {
+      daemonSet: {
+        spec: {
+          template: {
+            spec: {
+              nodeSelector: { role: 'edge' },
+              containers: [{ name: 'gw', env: [{ name: 'POD_NAME', $patch: 'delete' }] }],
+            },
+          },
+        },
+      },
+      podDisruptionBudget: { spec: { minAvailable: null, maxUnavailable: 1 } },
+      serviceAccount: {
+        metadata: { annotations: { 'iam.example/role': 'gw' } },
+        spec: { imagePullSecrets: [{ name: 'regcred' }] },
+      },
+    },
+  });
+  assert.deepEqual(
+    out.map((o) => o.kind),
+    ['ServiceAccount', 'Service', 'DaemonSet', 'PodDisruptionBudget'],
+  );
+  const ds = out[2] as KubeObject;
+  assert.equal((ds.spec as { replicas?: number }).replicas, undefined);
+  assert.equal(ds.metadata.labels?.tier, 'edge');
+  assert.deepEqual(
+    (ds.spec as { template: { spec: { nodeSelector: unknown } } }).template.spec.nodeSelector,
+    { role: 'edge' },
+  );
+  assert.deepEqual(
+    container(ds).env.map((e) => e.name),
+    ['POD_NAMESPACE'],
+  );
+  assert.deepEqual((out[3]?.spec as Record<string, unknown>).maxUnavailable, 1);
+  assert.equal((out[3]?.spec as Record<string, unknown>).minAvailable, undefined);
+  assert.equal((out[1]?.spec as { type: string }).type, 'ClusterIP');
+  assert.deepEqual((out[0] as unknown as { imagePullSecrets: unknown }).imagePullSecrets, [
+    { name: 'regcred' },
+  ]);
+});
+
+test('parametersOf: the class’s ref (any namespace) and the gateway’s (its own namespace), gw.dev/GwParameters only', () => {
+  const objects: Record<string, KubeObject> = {
+    'gw-system/class-params': {
+      apiVersion: 'gw.dev/v1alpha1',
+      kind: 'GwParameters',
+      metadata: { name: 'class-params', namespace: 'gw-system' },
+      spec: { logging: { level: 'debug' } },
+    },
+    'team/edge-params': {
+      apiVersion: 'gw.dev/v1alpha1',
+      kind: 'GwParameters',
+      metadata: { name: 'edge-params', namespace: 'team' },
+      spec: { workload: 'DaemonSet' },
+    },
+  };
+  const gwClass: KubeObject = {
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    kind: 'GatewayClass',
+    metadata: { name: 'gw' },
+    spec: {
+      parametersRef: { group: 'gw.dev', kind: 'GwParameters', name: 'class-params', namespace: 'gw-system' },
+    },
+  };
+  const p = parametersOf(gwClass, gateway, (ns, name) => objects[`${ns}/${name}`]);
+  assert.deepEqual(p, { class: { logging: { level: 'debug' } }, gateway: { workload: 'DaemonSet' } });
+  const other = { ...gwClass, spec: { parametersRef: { group: 'example.com', kind: 'Config', name: 'x' } } };
+  assert.deepEqual(
+    parametersOf(other, { ...gateway, spec: {} }, () => undefined),
+    {},
+  );
+});

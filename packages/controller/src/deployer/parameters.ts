@@ -1,0 +1,164 @@
+// GwParameters → what the deployer writes: the GatewayClass's parameters (`spec.parametersRef`) and
+// the Gateway's (`spec.infrastructure.parametersRef`), in the spec's order: class typed fields,
+// gateway typed fields, class overlays, gateway overlays. Typed fields change the rendered objects
+// (image, env, logging, resources, shutdown, workload); overlays are strategic merge patches of each
+// object's metadata and spec (strategic-merge.ts). Pure: the objects and parameters are passed in.
+import type { KubeObject } from '../translator/types.ts';
+import { strategicMerge } from './strategic-merge.ts';
+
+type Obj = Record<string, unknown>;
+
+export interface ParametersSpec {
+  workload?: 'Deployment' | 'DaemonSet';
+  logging?: { level?: string; format?: 'json' | 'text' };
+  image?: { registry?: string; repository?: string; tag?: string; pullPolicy?: string };
+  env?: Obj[];
+  resources?: Obj;
+  shutdown?: { min?: string; max?: string };
+  rawConfig?: Obj;
+  istio?: Obj;
+  spiffe?: Obj;
+  modelCatalog?: Obj;
+  deployment?: Overlay;
+  daemonSet?: Overlay;
+  service?: Overlay;
+  serviceAccount?: Overlay;
+  podDisruptionBudget?: Overlay;
+}
+interface Overlay {
+  metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec?: Obj;
+}
+
+/** Fields this build does not apply yet: named in the controller's log for each Gateway using them. */
+export const NOT_APPLIED = ['rawConfig', 'istio', 'spiffe', 'modelCatalog', 'shutdown.min'] as const;
+
+/** The GwParameters a GatewayClass and a Gateway name, looked up in `find`. */
+export function parametersOf(
+  gatewayClass: KubeObject | undefined,
+  gateway: KubeObject,
+  find: (namespace: string, name: string) => KubeObject | undefined,
+): { class?: ParametersSpec; gateway?: ParametersSpec } {
+  type Ref = { group?: string; kind?: string; name: string; namespace?: string };
+  const isOurs = (r: Ref | undefined): r is Ref => !!r && r.group === 'gw.dev' && r.kind === 'GwParameters';
+  const classRef = (gatewayClass?.spec as { parametersRef?: Ref } | undefined)?.parametersRef;
+  const gwRef = (gateway.spec as { infrastructure?: { parametersRef?: Ref } } | undefined)?.infrastructure
+    ?.parametersRef;
+  const ns = gateway.metadata.namespace ?? 'default';
+  const out: { class?: ParametersSpec; gateway?: ParametersSpec } = {};
+  const c = isOurs(classRef) ? find(classRef.namespace ?? ns, classRef.name) : undefined;
+  if (c?.spec) out.class = c.spec as ParametersSpec;
+  // a Gateway's parametersRef is local: its own namespace
+  const g = isOurs(gwRef) ? find(ns, gwRef.name) : undefined;
+  if (g?.spec) out.gateway = g.spec as ParametersSpec;
+  return out;
+}
+
+/** The rendered objects with the parameters applied; a PodDisruptionBudget when an overlay asks for one. */
+export function applyParameters(
+  objects: readonly KubeObject[],
+  p: { class?: ParametersSpec; gateway?: ParametersSpec },
+): KubeObject[] {
+  let out = objects.map((o) => structuredClone(o));
+  for (const params of [p.class, p.gateway]) if (params) out = applyTyped(out, params);
+  for (const params of [p.class, p.gateway]) if (params) out = applyOverlays(out, params);
+  return out;
+}
+
+function podSpec(o: KubeObject): Obj | undefined {
+  return ((o.spec as Obj | undefined)?.template as Obj | undefined)?.spec as Obj | undefined;
+}
+
+function applyTyped(objects: KubeObject[], t: ParametersSpec): KubeObject[] {
+  return objects.map((o) => {
+    if (o.kind !== 'Deployment' && o.kind !== 'DaemonSet') return o;
+    let w = o;
+    if (t.workload === 'DaemonSet' && o.kind === 'Deployment') {
+      const { replicas: _r, ...spec } = o.spec as Obj;
+      w = { ...o, kind: 'DaemonSet', spec };
+    } else if (t.workload === 'Deployment' && o.kind === 'DaemonSet') {
+      w = { ...o, kind: 'Deployment', spec: { replicas: 1, ...(o.spec as Obj) } };
+    }
+    const pod = podSpec(w) as Obj;
+    const container = (pod.containers as Obj[])[0] as Obj;
+    if (t.image) container.image = imageOf(String(container.image), t.image);
+    if (t.image?.pullPolicy) container.imagePullPolicy = t.image.pullPolicy;
+    const env = [...((container.env as Obj[]) ?? [])];
+    const setEnv = (e: Obj) => {
+      const at = env.findIndex((x) => x.name === e.name);
+      if (at >= 0) env[at] = e;
+      else env.push(e);
+    };
+    if (t.logging?.level) setEnv({ name: 'GW_LOG', value: t.logging.level });
+    if (t.logging?.format) setEnv({ name: 'GW_LOG_FORMAT', value: t.logging.format });
+    for (const e of t.env ?? []) setEnv(e);
+    container.env = env;
+    if (t.resources) container.resources = t.resources;
+    const max = t.shutdown?.max ? seconds(t.shutdown.max) : undefined;
+    if (max !== undefined) pod.terminationGracePeriodSeconds = max;
+    return w;
+  });
+}
+
+function applyOverlays(objects: KubeObject[], t: ParametersSpec): KubeObject[] {
+  const out = objects.map((o) => {
+    const overlay = overlayFor(o.kind, t);
+    if (!overlay) return o;
+    // a ServiceAccount has no spec: its overlay's spec fields are the object's own
+    const patch = o.kind === 'ServiceAccount' ? { metadata: overlay.metadata, ...overlay.spec } : overlay;
+    return strategicMerge(o.kind, o, patch as Obj);
+  });
+  if (t.podDisruptionBudget && !out.some((o) => o.kind === 'PodDisruptionBudget')) {
+    const workload = out.find((o) => o.kind === 'Deployment' || o.kind === 'DaemonSet');
+    if (workload) {
+      const base: KubeObject = {
+        apiVersion: 'policy/v1',
+        kind: 'PodDisruptionBudget',
+        metadata: workload.metadata,
+        spec: { selector: (workload.spec as Obj).selector, minAvailable: 1 },
+      };
+      out.push(strategicMerge('PodDisruptionBudget', base, t.podDisruptionBudget as Obj));
+    }
+  }
+  return out;
+}
+
+function overlayFor(kind: string, t: ParametersSpec): Overlay | undefined {
+  switch (kind) {
+    case 'Deployment':
+      return t.deployment;
+    case 'DaemonSet':
+      return t.daemonSet;
+    case 'Service':
+      return t.service;
+    case 'ServiceAccount':
+      return t.serviceAccount;
+    case 'PodDisruptionBudget':
+      return t.podDisruptionBudget;
+    default:
+      return undefined;
+  }
+}
+
+/** `registry/repository:tag`, each part replacing the current image's where set. */
+function imageOf(current: string, i: NonNullable<ParametersSpec['image']>): string {
+  const at = current.lastIndexOf(':');
+  const hasTag = at > current.lastIndexOf('/');
+  const name = hasTag ? current.slice(0, at) : current;
+  const tag = hasTag ? current.slice(at + 1) : 'latest';
+  const slash = name.indexOf('/');
+  const first = slash >= 0 ? name.slice(0, slash) : '';
+  // a first segment with a dot or a port is a registry (Docker's rule)
+  const hasRegistry = slash >= 0 && (first.includes('.') || first.includes(':') || first === 'localhost');
+  const registry = i.registry ?? (hasRegistry ? first : undefined);
+  const repository = i.repository ?? (hasRegistry ? name.slice(slash + 1) : name);
+  return `${registry ? `${registry}/` : ''}${repository}:${i.tag ?? tag}`;
+}
+
+/** A duration such as 30s, 1m30s or 250ms, in whole seconds (rounded up). */
+function seconds(d: string): number | undefined {
+  const m = /^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$/.exec(d);
+  if (!m || d === '') return undefined;
+  const [h, min, s, ms] = m.slice(1).map((x) => Number(x ?? 0)) as [number, number, number, number];
+  return Math.ceil(h * 3600 + min * 60 + s + ms / 1000);
+}
