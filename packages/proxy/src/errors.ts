@@ -40,6 +40,8 @@ export const ERRORS = {
   GW_ERR_LLM_PROVIDER: { status: 502, message: 'the LLM provider sent an answer that is not its API' },
   // The status and message are the guard's rejection (default 403 and this text).
   GW_ERR_LLM_GUARDRAIL: { status: 403, message: 'The request was rejected due to inappropriate content' },
+  // A guard service (webhook) that failed closed: unreachable, too slow, or no valid verdict.
+  GW_ERR_LLM_GUARDRAIL_UNAVAILABLE: { status: 503, message: 'a guardrail service failed' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;
@@ -200,6 +202,7 @@ const GRPC_STATUS: Record<ErrorCode, number> = {
   GW_ERR_LLM_UNSUPPORTED_FORMAT: 3,
   GW_ERR_LLM_PROVIDER: 14,
   GW_ERR_LLM_GUARDRAIL: 7,
+  GW_ERR_LLM_GUARDRAIL_UNAVAILABLE: 14,
 };
 
 /** grpc-message is percent-encoded (gRPC over HTTP/2: Status-Message). */

@@ -1,8 +1,10 @@
 // Checks of prompt guards beyond their schema, for the standalone loader and the controller alike:
 // every pattern compiles (as the proxy compiles it), and what a guard cannot do where it is set.
-import type { AiPolicy, PromptGuard } from '../config/schema.ts';
+import type { AiPolicy, GuardWebhook, PromptGuard } from '../config/schema.ts';
 import type { FieldPath } from '../config/source.ts';
+import { checkCel } from './cel.ts';
 import type { Problem } from './problem.ts';
+import { checkRegex } from './regex.ts';
 
 /** How the proxy compiles a guard's pattern: JavaScript syntax, every match found. */
 export const GUARD_REGEX_FLAGS = 'g';
@@ -21,6 +23,17 @@ export function checkGuardPattern(pattern: string, path: FieldPath): Problem[] {
 
 export function checkPromptGuard(g: PromptGuard, path: FieldPath): Problem[] {
   const out: Problem[] = [];
+  // The stream window handler is synchronous: it cannot wait for a webhook between events, and a
+  // guard that silently skipped streams would mean less than the file says.
+  const streaming = g.streaming === true || g.streaming === 'Enabled';
+  (g.response ?? []).forEach((guard, i) => {
+    if (streaming && guard.webhook)
+      out.push({
+        path: [...path, 'response', i, 'webhook'],
+        message:
+          'a webhook response guard does not read streamed answers in this build of gw yet: set streaming off (streams then pass unguarded) or use a regex guard for streams',
+      });
+  });
   for (const phase of ['request', 'response'] as const) {
     (g[phase] ?? []).forEach((guard, i) => {
       const rules = guard.regex?.rules ?? [];
@@ -28,8 +41,39 @@ export function checkPromptGuard(g: PromptGuard, path: FieldPath): Problem[] {
         if ('pattern' in r)
           out.push(...checkGuardPattern(r.pattern, [...path, phase, i, 'regex', 'rules', ri, 'pattern']));
       });
+      if (guard.webhook) out.push(...checkWebhook(guard.webhook, [...path, phase, i, 'webhook']));
     });
   }
+  return out;
+}
+
+/** The pseudo-headers a webhook's `headers` may set besides header names. */
+export const WEBHOOK_PSEUDO_HEADERS = [':path', ':method', ':authority'] as const;
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+function checkWebhook(w: GuardWebhook, path: FieldPath): Problem[] {
+  const out: Problem[] = [];
+  for (const [name, expr] of Object.entries(w.headers ?? {})) {
+    const at = [...path, 'headers', name];
+    if (name.startsWith(':') && !(WEBHOOK_PSEUDO_HEADERS as readonly string[]).includes(name))
+      out.push({
+        path: at,
+        message: `unknown pseudo-header ${name} (use ${WEBHOOK_PSEUDO_HEADERS.join(', ')})`,
+      });
+    else if (!name.startsWith(':') && !TOKEN.test(name))
+      out.push({ path: at, message: `invalid header name ${JSON.stringify(name)}` });
+    out.push(...checkCel(expr, at));
+  }
+  (w.forwardHeaderMatches ?? []).forEach((m, i) => {
+    if ('regex' in m.value)
+      out.push(...checkRegex(m.value.regex, [...path, 'forwardHeaderMatches', i, 'value', 'regex']));
+  });
+  const host = 'host' in w.target ? w.target.host : undefined;
+  if (host !== undefined && !/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?$/.test(host))
+    out.push({
+      path: [...path, 'target', 'host'],
+      message: `expected host or host:port, got ${JSON.stringify(host)}`,
+    });
   return out;
 }
 

@@ -707,9 +707,45 @@ const oneGuardKind =
         message: `set exactly one of ${kinds.join(', ')}${set.length > 1 ? ` (set: ${set.join(', ')})` : ''}`,
       });
   };
+/** A webhook guard's `target`: agentgateway's SimpleLocalBackend; this build calls a `host` only. */
+const GuardWebhookTarget = z.union([
+  strict({
+    host: z.string().min(1).meta({ description: 'host:port (or host, port 80) of the webhook, over HTTP' }),
+  }),
+  strict({ service: NotYet('a webhook target by service (use host)') }),
+  strict({ backend: NotYet('a webhook target by backend (use host)') }),
+]);
+/**
+ * agentgateway's Webhook guard (the guardrail webhook contract of @gw/guardrail-sdk). `action` and
+ * `timeout` are gw additions: agentgateway always enforces a verdict and waits up to 10 s.
+ */
+export const GuardWebhook = strict({
+  target: GuardWebhookTarget,
+  headers: z.record(z.string().min(1), Cel).optional().meta({
+    description:
+      'headers set on the webhook call, each a CEL expression on the original request (request.*, jwt.*, llmRequest.* in the request phase); keys may be :path, :method or :authority; an expression that cannot be evaluated leaves its header out',
+  }),
+  forwardHeaderMatches: z
+    .array(strict({ name: HeaderName, value: StringMatch }))
+    .optional()
+    .meta({
+      description: "the client's request headers to forward to the webhook: those matching any entry",
+    }),
+  failureMode: z.enum(['failClosed', 'failOpen']).optional().meta({
+    description:
+      'when the webhook fails (unreachable, timeout, an answer that is not a verdict): failClosed (default) answers the client an error, failOpen passes the content on',
+  }),
+  action: z.enum(['enforce', 'audit']).optional().meta({
+    description:
+      'gw addition: enforce (default) applies the verdict; audit calls the webhook, records the verdict and never applies it',
+  }),
+  timeout: Duration.optional().meta({
+    description: 'gw addition: how long to wait for a verdict (default 10s)',
+  }),
+});
 const guardKinds = {
   regex: GuardRegex.optional(),
-  webhook: NotYet('the webhook guard').optional(),
+  webhook: GuardWebhook.optional(),
   bedrockGuardrails: NotYet('the bedrockGuardrails guard').optional(),
   googleModelArmor: NotYet('the googleModelArmor guard').optional(),
   azureContentSafety: NotYet('the azureContentSafety guard').optional(),
@@ -971,6 +1007,7 @@ export type LocalRateLimit = z.infer<typeof LocalRateLimit>;
 export type RemoteRateLimit = z.infer<typeof RemoteRateLimit>;
 export type LlmConfig = z.infer<typeof LlmConfig>;
 export type PromptGuard = z.infer<typeof PromptGuard>;
+export type GuardWebhook = z.infer<typeof GuardWebhook>;
 export type PromptEnrichment = z.infer<typeof PromptEnrichment>;
 export type AiPolicy = z.infer<typeof AiPolicy>;
 export type LlmModel = z.infer<typeof LlmModel>;

@@ -28,6 +28,8 @@ export interface GlobalIR {
   sensitiveHeaders: string[];
   /** Query parameters an auth policy reads a credential from: shown as [redacted] in traces and logs. */
   credentialQueryParams: string[];
+  /** Connections to each guardrail webhook (GUARDRAIL_WEBHOOK_* environment variables, read at load). */
+  guardrailWebhook: { maxConnections: number | null; keepAliveMs: number };
 }
 
 /** Bounds on what downstream connections may hold (frontendPolicies.http / .tcp); a 0 ms timeout is off. */
@@ -241,6 +243,19 @@ export interface LlmGuardSettings {
     action: LlmGuardAction;
     /** Built-in detectors and patterns, in order; the first rule to match names the finding. */
     rules: LlmRegexRuleIR[];
+  };
+  /** A guardrail webhook (@gw/guardrail-sdk's contract), called over HTTP at `origin`. */
+  webhook: {
+    /** http://host:port */
+    origin: string;
+    /** Header name or :path / :method / :authority → CEL on the original request. */
+    headers: Record<string, string>;
+    /** The client's headers to forward: a name and an exact value or a pattern. */
+    forward: { name: string; exact?: string; regex?: string }[];
+    failureMode: 'failClosed' | 'failOpen';
+    /** audit: the call is made and its verdict recorded, never applied. */
+    audit: boolean;
+    timeoutMs: number;
   };
 }
 export type LlmGuardKind = keyof LlmGuardSettings;

@@ -23,6 +23,7 @@ import {
   type FieldPath,
   formatPath,
   type GlobalConfig,
+  type GuardWebhook,
   HEADER_NAME_PATTERN,
   type ListenerTLS,
   type LLM_PROVIDER_FORMATS,
@@ -45,6 +46,7 @@ import {
   validateSource,
   withSourceIssues,
 } from '@gw/api';
+import { DEFAULT_TIMEOUT_MS } from '@gw/guardrail-sdk';
 import { CLIENT_APIS, MODELS_PATH } from '../llm/formats/clients.ts';
 import { Secret } from '../secret.ts';
 import type {
@@ -104,7 +106,7 @@ export async function loadConfigFile(path: string, env?: EnvLookup): Promise<Loa
 
 export function loadConfigText(file: string, text: string, baseDir: string, env?: EnvLookup): LoadedConfig {
   const src = parseSource(file, text, env);
-  return new Builder(src, validateSource(src, ConfigFile), baseDir).build();
+  return new Builder(src, validateSource(src, ConfigFile), baseDir, env ? { env } : {}).build();
 }
 
 /** Names where a config path came from, for data that has no file positions (xDS resources). */
@@ -132,6 +134,8 @@ export interface BuildOptions {
    * its status reports, not a config to refuse). A file without listeners is a mistake.
    */
   allowNoListeners?: boolean;
+  /** Where GUARDRAIL_WEBHOOK_* are read (default process.env). */
+  env?: EnvLookup;
 }
 
 function objectSource(file: string, data: unknown, origin: Origin | undefined): SourceDocument {
@@ -238,6 +242,25 @@ class Builder {
       terminationDeadlineMs: ms(g.connectionTerminationDeadline, 30_000),
       sensitiveHeaders: [...new Set([...DEFAULT_SENSITIVE_HEADERS, ...sensitive])],
       credentialQueryParams: [],
+      guardrailWebhook: this.guardrailWebhook(),
+    };
+  }
+
+  /** The webhook pools' limits from the environment, as agentgateway reads them (0 connections: no limit). */
+  guardrailWebhook(): GlobalIR['guardrailWebhook'] {
+    const env = this.opts.env ?? ((n: string) => process.env[n]);
+    const read = (name: string, fallback: number): number => {
+      const v = env(name);
+      if (v === undefined || v === '') return fallback;
+      const n = Number(v);
+      if (Number.isInteger(n) && n >= 0) return n;
+      this.fail(['config'], `${name} must be a whole number >= 0, got ${JSON.stringify(v)}`);
+      return fallback;
+    };
+    const max = read('GUARDRAIL_WEBHOOK_MAX_CONNECTIONS', 100);
+    return {
+      maxConnections: max === 0 ? null : max,
+      keepAliveMs: read('GUARDRAIL_WEBHOOK_KEEPALIVE_SECONDS', 300) * 1000,
     };
   }
 
@@ -1035,6 +1058,7 @@ export function promptGuardIR(g: PromptGuard): LlmGuardsIR {
       ...(r?.headers ? { headers: r.headers } : {}),
     };
     const scope = e.scope ?? ['systemPrompt', 'messages'];
+    if (e.webhook) return [webhookGuardIR(e.webhook, scope, rejection)];
     // The schema refuses the kinds this build does not implement.
     if (!e.regex) return [];
     const rules = e.regex.rules.map((x) =>
@@ -1054,6 +1078,30 @@ export function promptGuardIR(g: PromptGuard): LlmGuardsIR {
     streaming: g.streaming === true || g.streaming === 'Enabled',
     request: (g.request ?? []).flatMap(guard),
     response: (g.response ?? []).flatMap((e) => guard({ ...e, scope: ['messages'] })),
+  };
+}
+
+function webhookGuardIR(
+  w: GuardWebhook,
+  scope: LlmGuardIR['scope'],
+  rejection: LlmGuardIR['rejection'],
+): LlmGuardIR<'webhook'> {
+  // The schema lets only `host` through; a host without a port is port 80, as agentgateway's.
+  const host = 'host' in w.target ? String(w.target.host) : '';
+  const origin = `http://${/:[0-9]+$/.test(host) ? host : `${host}:80`}`;
+  return {
+    kind: 'webhook',
+    name: 'webhook',
+    scope,
+    rejection,
+    settings: {
+      origin,
+      headers: w.headers ?? {},
+      forward: (w.forwardHeaderMatches ?? []).map((m) => ({ name: m.name.toLowerCase(), ...m.value })),
+      failureMode: w.failureMode ?? 'failClosed',
+      audit: w.action === 'audit',
+      timeoutMs: ms(w.timeout, DEFAULT_TIMEOUT_MS),
+    },
   };
 }
 

@@ -16,6 +16,7 @@ import { enrichRequest } from './formats/content.ts';
 import { FORMAT_PAIRS } from './formats/registry.ts';
 import type { FormatPair, JsonObject, StreamConverter } from './formats/types.ts';
 import { compileGuards, type ModelGuards } from './guardrails/runner.ts';
+import type { GuardRequest } from './guardrails/types.ts';
 import { PROVIDERS } from './providers/registry.ts';
 import type { ProviderEndpoint, ProviderModule, ProviderRequest } from './providers/types.ts';
 import type { LlmRequestState } from './state.ts';
@@ -67,7 +68,7 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
   const key = p.apiKey;
   const defaults = m.defaults;
   const overrides = m.overrides;
-  const guards = compileGuards(m.guards);
+  const guards = compileGuards(m.guards, env);
   const prompts = m.prompts;
   const limit = env.global.maxBufferSize;
   const timeout = env.attemptTimeoutMs;
@@ -75,6 +76,8 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
   const call: Handler = async (ctx) => {
     const state = ctx.ext.llm;
     if (!state || !target) throw new GwError('GW_ERR_INTERNAL');
+    // What the guards read of the client's request, taken before it is rewritten for the provider.
+    const guarded = guards?.snapshot(ctx);
     const body: JsonObject = { ...state.request };
     body.model = p.model ?? state.routedModel ?? state.requestModel;
     if (defaults) for (const k in defaults) if (body[k] === undefined) body[k] = defaults[k];
@@ -88,7 +91,7 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
       }
     }
     // Guards read what the client sent (after defaults and overrides), not the operator's own prompts.
-    if (guards) await guards.request(ctx, state, body);
+    if (guards && guarded) await guards.request(ctx, state, body, guarded);
     if (prompts) enrichRequest(state.clientFormat, body, prompts.prepend, prompts.append);
     const model = String(body.model);
     state.model = model;
@@ -117,7 +120,7 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
     ctx.headers = req.headers;
     ctx.body = req.body;
     await callUpstream(ctx, target, timeout);
-    await answer(ctx, state, pair, p.name, limit, guards);
+    await answer(ctx, state, pair, p.name, limit, guards && guarded ? { guards, req: guarded } : undefined);
     if (responseHeaders && ctx.response) responseHeaders(ctx.response.headers);
   };
   return { ir: m, call, endpoint };
@@ -172,7 +175,7 @@ async function answer(
   pair: FormatPair,
   provider: string,
   limit: number,
-  guards: ModelGuards | undefined,
+  guarding: { guards: ModelGuards; req: GuardRequest } | undefined,
 ): Promise<void> {
   const res = ctx.response;
   if (!res) return;
@@ -207,7 +210,7 @@ async function answer(
   }
   if (!json) {
     const conv = pair.stream(state);
-    res.body = convertStream(res.body, guards ? guards.stream(ctx, state, conv) : conv, state);
+    res.body = convertStream(res.body, guarding ? guarding.guards.stream(ctx, state, conv) : conv, state);
     delete res.headers['content-length'];
     // Bedrock's binary event stream reaches the client as SSE.
     if (type.startsWith(EVENT_STREAM)) res.headers['content-type'] = 'text/event-stream';
@@ -226,9 +229,9 @@ async function answer(
   }
   const converted = pair.response(parsed.value, state);
   let changed = false;
-  if (guards) {
+  if (guarding) {
     try {
-      changed = await guards.response(ctx, state, converted ?? parsed.value);
+      changed = await guarding.guards.response(ctx, state, converted ?? parsed.value, guarding.req);
     } catch (err) {
       // A rejected answer still used its tokens.
       state.finish();

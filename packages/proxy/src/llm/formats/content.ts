@@ -213,13 +213,12 @@ export function streamError(format: LlmFormat, message: string, errorType: strin
   return sseData({ error: { message, type: errorType, param: null, code } });
 }
 
-/** Writes `value` at `path` under `root`, copying each container on the way that is not `owned`. */
-export function writeText(
+/** The container holding the last key of `path`, copying each one on the way that is not `owned`. */
+function parentOf(
   root: JsonObject,
-  path: (string | number)[],
-  value: string,
-  owned?: Set<object>,
-): void {
+  path: readonly (string | number)[],
+  owned: Set<object> | undefined,
+): Record<string | number, unknown> {
   let cur: Record<string | number, unknown> = root;
   for (let i = 0; i < path.length - 1; i++) {
     const k = path[i] as string | number;
@@ -231,7 +230,143 @@ export function writeText(
     }
     cur = next;
   }
-  cur[path[path.length - 1] as string | number] = value;
+  return cur;
+}
+
+/** Writes `value` at `path` under `root`, copying each container on the way that is not `owned`. */
+export function writeText(
+  root: JsonObject,
+  path: (string | number)[],
+  value: string,
+  owned?: Set<object>,
+): void {
+  parentOf(root, path, owned)[path[path.length - 1] as string | number] = value;
+}
+
+/**
+ * A message as a guard service sees it (the guardrail webhook contract's `{role, content}`): its role
+ * and its text slots, whose texts joined with a newline are its content ('' for none).
+ */
+export interface MessageTexts {
+  role: string;
+  slots: TextSlot[];
+}
+
+/** The contract's joiner of a message's text parts (@gw/guardrail-sdk's messageText). */
+const PART_JOINER = '\n';
+
+export function messageContent(m: { slots: readonly { text: string }[] }): string {
+  return m.slots.map((s) => s.text).join(PART_JOINER);
+}
+
+const under = (slots: Slots, ...prefix: (string | number)[]) =>
+  slots.filter((s) => prefix.every((p, i) => s.path[i] === p));
+
+/**
+ * A request's messages in conversation order, in any client format, as OpenAI-style `{role, texts}`:
+ * Anthropic's `system` and Responses' `instructions` are a system message, a Responses tool result a
+ * `tool` message and its tool call an assistant one. Tool-call arguments are not message text. Only
+ * the slots `keep` accepts count (a guard's scope); a message keeps its place without them.
+ */
+export function requestMessages(
+  format: LlmFormat,
+  body: JsonObject,
+  keep: (s: TextSlot) => boolean = () => true,
+): MessageTexts[] {
+  const slots = requestTexts(format, body).filter((s) => s.scope !== 'toolInput' && keep(s));
+  const list = (v: unknown) => (Array.isArray(v) ? v : []);
+  const roleOf = (m: unknown, fallback: string) => str(obj(m)?.role) ?? fallback;
+  switch (format) {
+    case 'openai-chat':
+      return list(body.messages).map((m, i) => ({
+        role: roleOf(m, 'user'),
+        slots: under(slots, 'messages', i),
+      }));
+    case 'anthropic-messages':
+    case 'anthropic-count-tokens': {
+      const system = body.system !== undefined ? [{ role: 'system', slots: under(slots, 'system') }] : [];
+      return [
+        ...system,
+        ...list(body.messages).map((m, i) => ({
+          role: roleOf(m, 'user'),
+          slots: under(slots, 'messages', i),
+        })),
+      ];
+    }
+    case 'openai-responses': {
+      const out: MessageTexts[] = [];
+      if (typeof body.instructions === 'string')
+        out.push({ role: 'system', slots: under(slots, 'instructions') });
+      if (typeof body.input === 'string') out.push({ role: 'user', slots: under(slots, 'input') });
+      list(body.input).forEach((it, i) => {
+        const type = str(obj(it)?.type);
+        const role =
+          type === 'function_call_output'
+            ? 'tool'
+            : type === 'function_call'
+              ? 'assistant'
+              : type === undefined || type === 'message'
+                ? roleOf(it, 'user')
+                : undefined;
+        if (role !== undefined) out.push({ role, slots: under(slots, 'input', i) });
+      });
+      return out;
+    }
+    case 'openai-embeddings':
+      return slots.map((s) => ({ role: 'user', slots: [s] }));
+    default:
+      return [];
+  }
+}
+
+/** A complete answer's messages, one per choice (OpenAI chat), output message (Responses) or one (Anthropic). */
+export function answerMessages(format: LlmFormat, body: JsonObject): MessageTexts[] {
+  const slots = answerTexts(format, body);
+  if (format === 'openai-chat')
+    return (Array.isArray(body.choices) ? body.choices : []).map((c, i) => ({
+      role: str(obj(obj(c)?.message)?.role) ?? 'assistant',
+      slots: under(slots, 'choices', i),
+    }));
+  if (format === 'openai-responses') {
+    const out: MessageTexts[] = [];
+    (Array.isArray(body.output) ? body.output : []).forEach((it, i) => {
+      if (obj(it)?.type === 'message') out.push({ role: 'assistant', slots: under(slots, 'output', i) });
+    });
+    return out;
+  }
+  if (format === 'anthropic-messages') return [{ role: 'assistant', slots }];
+  return [];
+}
+
+/**
+ * Writes a guard service's new content of one message: into its first text slot, the other text
+ * parts removed (a string elsewhere emptied), so the message reads as the service wrote it and keeps
+ * its images and tool calls. Unchanged content writes nothing; false when there is nowhere to write.
+ */
+export function writeMessageContent(
+  root: JsonObject,
+  m: MessageTexts,
+  content: string,
+  owned?: Set<object>,
+): boolean {
+  if (content === messageContent(m)) return true;
+  const [first, ...rest] = m.slots;
+  if (!first) return false;
+  // Last first: removing a part shifts the ones after it.
+  for (const s of rest.reverse()) {
+    const key = s.path[s.path.length - 1] as string | number;
+    const part = s.path[s.path.length - 2];
+    if (key === 'text' && typeof part === 'number') {
+      const parts = parentOf(root, s.path.slice(0, -1), owned);
+      if (Array.isArray(parts)) {
+        parts.splice(part, 1);
+        continue;
+      }
+    }
+    parentOf(root, s.path, owned)[key] = '';
+  }
+  writeText(root, first.path, content, owned);
+  return true;
 }
 
 /**

@@ -11,7 +11,7 @@ import type { StreamConverter } from '../formats/types.ts';
 import { type BUILTINS, luhn } from './builtins.ts';
 import { regexGuard } from './regex.ts';
 import { GuardedStream } from './stream.ts';
-import type { GuardVerdict } from './types.ts';
+import type { GuardEnv, GuardVerdict } from './types.ts';
 
 const guard = (action: LlmGuardAction, rules: LlmRegexRuleIR[]): LlmGuardIR => ({
   kind: 'regex',
@@ -20,9 +20,16 @@ const guard = (action: LlmGuardAction, rules: LlmRegexRuleIR[]): LlmGuardIR => (
   rejection: { status: 403, message: 'no' },
   settings: { action, rules },
 });
+/** The regex guard needs no pools. */
+const NO_POOLS: GuardEnv = { global: {} as GuardEnv['global'], pools: null, used: new Set() };
 /** The regex guard's verdict (it answers synchronously). */
 const check = (action: LlmGuardAction, rules: LlmRegexRuleIR[], texts: string[]): GuardVerdict =>
-  regexGuard.compile(guard(action, rules) as LlmGuardIR<'regex'>).check(texts, 'request') as GuardVerdict;
+  regexGuard.compile(guard(action, rules) as LlmGuardIR<'regex'>, NO_POOLS).check({
+    phase: 'request',
+    texts,
+    messages: () => [],
+    request: { headers: {}, cel: undefined },
+  }) as GuardVerdict;
 
 describe('Luhn', () => {
   test('valid and invalid numbers, separators ignored', () => {
@@ -71,7 +78,7 @@ describe('built-in detectors', () => {
       ['a@b.io paid with 4111111111111111', 'ref x-12, ref y-3', 'nothing here'],
     );
     assert.equal(v.action, 'mask');
-    assert.ok(v.action === 'mask');
+    assert.ok(v.action === 'mask' && 'texts' in v);
     assert.equal(v.rule, 'email');
     assert.deepEqual(
       [...v.texts],
@@ -101,7 +108,7 @@ const identity: StreamConverter = { write: (c) => c.toString(), end: () => undef
 const chat = (t: string) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: t } }] })}\n\n`;
 
 function run(action: LlmGuardAction, pattern: string, pieces: string[], window?: number) {
-  const g = regexGuard.compile(guard(action, [{ pattern, name: 'p' }]) as LlmGuardIR<'regex'>);
+  const g = regexGuard.compile(guard(action, [{ pattern, name: 'p' }]) as LlmGuardIR<'regex'>, NO_POOLS);
   const found: string[] = [];
   const s = new GuardedStream(identity, [g], 'openai-chat', (_g, a, r) => found.push(`${a}:${r}`), window);
   const sent: (string | undefined)[] = pieces.map((p) => {

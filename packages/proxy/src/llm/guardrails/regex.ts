@@ -53,7 +53,7 @@ export const regexGuard: GuardKindModule<'regex'> = {
     const action = ir.settings.action;
     return {
       ir,
-      check(texts): GuardVerdict {
+      check({ texts }): GuardVerdict {
         if (action === 'mask') {
           let first: string | undefined;
           const changed = new Map<number, string>();

@@ -3,7 +3,9 @@
 import type { LlmGuardKind } from '../../config/ir.ts';
 import { regexGuard } from './regex.ts';
 import type { GuardKindModule } from './types.ts';
+import { webhookGuard } from './webhook.ts';
 
 export const GUARD_KINDS: { [K in LlmGuardKind]: GuardKindModule<K> } = {
   regex: regexGuard,
+  webhook: webhookGuard,
 };

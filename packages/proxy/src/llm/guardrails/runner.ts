@@ -4,25 +4,41 @@
 // in the client's error format.
 import type { LlmGuardIR, LlmGuardsIR } from '../../config/ir.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
-import { answerTexts, requestTexts, type TextSlot, writeText } from '../formats/content.ts';
+import {
+  answerMessages,
+  answerTexts,
+  type MessageTexts,
+  requestMessages,
+  requestTexts,
+  type TextSlot,
+  writeMessageContent,
+  writeText,
+} from '../formats/content.ts';
 import type { JsonObject, StreamConverter } from '../formats/types.ts';
 import type { LlmRequestState } from '../state.ts';
 import { GUARD_KINDS } from './registry.ts';
-import { rejection } from './rejection.ts';
+import { rejection, serviceFailure, serviceRejection } from './rejection.ts';
 import { GuardedStream } from './stream.ts';
-import type { CompiledGuard, GuardFinding, GuardPhase } from './types.ts';
+import type { CompiledGuard, GuardEnv, GuardFinding, GuardPhase, GuardRequest } from './types.ts';
 
 export interface ModelGuards {
+  /** The client's request as the guards need it later; call before the request is rewritten. */
+  snapshot(ctx: RequestContext): GuardRequest;
   /** Runs the request guards on the body (client format); a mask writes copies, never the client's. */
-  request(ctx: RequestContext, state: LlmRequestState, body: JsonObject): Promise<void>;
+  request(ctx: RequestContext, state: LlmRequestState, body: JsonObject, req: GuardRequest): Promise<void>;
   /** Runs the response guards on a complete answer in the client's format; true when it changed. */
-  response(ctx: RequestContext, state: LlmRequestState, body: JsonObject): Promise<boolean>;
+  response(
+    ctx: RequestContext,
+    state: LlmRequestState,
+    body: JsonObject,
+    req: GuardRequest,
+  ): Promise<boolean>;
   /** The converter's output watched by the response guards, or the converter itself when none apply. */
   stream(ctx: RequestContext, state: LlmRequestState, conv: StreamConverter): StreamConverter;
 }
 
-function compile(ir: LlmGuardIR): CompiledGuard {
-  return (GUARD_KINDS[ir.kind] as { compile(ir: LlmGuardIR): CompiledGuard }).compile(ir);
+function compile(ir: LlmGuardIR, env: GuardEnv): CompiledGuard {
+  return (GUARD_KINDS[ir.kind] as { compile(ir: LlmGuardIR, env: GuardEnv): CompiledGuard }).compile(ir, env);
 }
 
 export function record(ctx: RequestContext, state: LlmRequestState, f: GuardFinding): void {
@@ -41,35 +57,71 @@ export function record(ctx: RequestContext, state: LlmRequestState, f: GuardFind
         : {}),
     },
     null,
-    f.action === 'reject' && f.applied ? 'warn' : 'info',
+    (f.action === 'reject' || f.action === 'error') && f.applied ? 'warn' : 'info',
   );
+}
+
+interface Phase {
+  name: GuardPhase;
+  body: JsonObject;
+  slots(g: CompiledGuard): TextSlot[];
+  messages(g: CompiledGuard): MessageTexts[];
+  owned: Set<object> | undefined;
+  request: GuardRequest;
+  llmRequest?: JsonObject;
 }
 
 async function run(
   ctx: RequestContext,
   state: LlmRequestState,
   guards: CompiledGuard[],
-  phase: GuardPhase,
-  body: JsonObject,
-  slots: (g: CompiledGuard) => TextSlot[],
-  owned: Set<object> | undefined,
+  p: Phase,
 ): Promise<boolean> {
   let changed = false;
   for (const g of guards) {
-    const s = slots(g);
+    const s = p.slots(g);
     if (s.length === 0) continue;
-    const v = await g.check(
-      s.map((x) => x.text),
-      phase,
-    );
+    let msgs: MessageTexts[] | undefined;
+    const messages = () => {
+      msgs ??= p.messages(g);
+      return msgs;
+    };
+    const v = await g.check({
+      phase: p.name,
+      texts: s.map((x) => x.text),
+      messages,
+      request: p.request,
+      ...(p.llmRequest ? { llmRequest: p.llmRequest } : {}),
+    });
     if (v.action === 'pass') continue;
+    if (v.action === 'error') {
+      record(ctx, state, {
+        phase: p.name,
+        guard: g.ir.name,
+        action: 'error',
+        rule: v.rule,
+        applied: v.closed,
+      });
+      if (v.closed) throw serviceFailure(g.ir, p.name, v.rule);
+      continue;
+    }
     const applied = v.action !== 'audit';
-    record(ctx, state, { phase, guard: g.ir.name, action: v.action, rule: v.rule, applied });
-    if (v.action === 'reject') throw rejection(g.ir);
+    record(ctx, state, { phase: p.name, guard: g.ir.name, action: v.action, rule: v.rule, applied });
+    if (v.action === 'reject')
+      throw v.status !== undefined ? serviceRejection(v.status, v.message ?? '') : rejection(g.ir);
     if (v.action === 'mask') {
-      for (const [i, text] of v.texts) {
-        const slot = s[i];
-        if (slot) writeText(body, slot.path, text, owned);
+      if ('texts' in v)
+        for (const [i, text] of v.texts) {
+          const slot = s[i];
+          if (slot) writeText(p.body, slot.path, text, p.owned);
+        }
+      else {
+        // Read before any write: a write may move the parts after it.
+        const list = messages();
+        for (const [i, content] of [...v.messages].sort((a, b) => b[0] - a[0])) {
+          const m = list[i];
+          if (m) writeMessageContent(p.body, m, content, p.owned);
+        }
       }
       changed = true;
     }
@@ -77,30 +129,48 @@ async function run(
   return changed;
 }
 
-export function compileGuards(ir: LlmGuardsIR | undefined): ModelGuards | undefined {
+export function compileGuards(ir: LlmGuardsIR | undefined, env: GuardEnv): ModelGuards | undefined {
   if (!ir || ir.request.length + ir.response.length === 0) return undefined;
-  const request = ir.request.map(compile);
-  const response = ir.response.map(compile);
+  const request = ir.request.map((g) => compile(g, env));
+  const response = ir.response.map((g) => compile(g, env));
   const streamed = ir.streaming ? response.filter((g) => g.stream !== undefined) : [];
+  const readsCel = [...request, ...response].some((g) => g.readsCel);
   return {
-    async request(ctx, state, body) {
-      if (request.length === 0) return;
-      // The slots are read again after a mask: a guard sees what the guards before it left.
-      const slots = (g: CompiledGuard) =>
-        requestTexts(state.clientFormat, body).filter((x) => g.ir.scope.includes(x.scope));
-      await run(ctx, state, request, 'request', body, slots, new Set<object>([body]));
+    snapshot(ctx) {
+      return { headers: ctx.headers, cel: readsCel ? ctx.celContext() : undefined };
     },
-    async response(ctx, state, body) {
-      if (response.length === 0) return false;
-      return run(
-        ctx,
-        state,
-        response,
-        'response',
+    async request(ctx, state, body, req) {
+      if (request.length === 0) return;
+      const format = state.clientFormat;
+      const inScope = (g: CompiledGuard) => (x: TextSlot) => g.ir.scope.includes(x.scope);
+      // The slots are read again after a mask: a guard sees what the guards before it left.
+      await run(ctx, state, request, {
+        name: 'request',
         body,
-        () => answerTexts(state.clientFormat, body),
-        undefined,
-      );
+        slots: (g) => requestTexts(format, body).filter(inScope(g)),
+        messages: (g) => requestMessages(format, body, inScope(g)),
+        owned: new Set<object>([body]),
+        request: req.cel ? { ...req, cel: { ...req.cel, llmRequest: body } } : req,
+        llmRequest: body,
+      });
+    },
+    async response(ctx, state, body, req) {
+      if (response.length === 0) return false;
+      const format = state.clientFormat;
+      let cel = req.cel;
+      if (cel) {
+        // llmRequest.* is the request phase's: a response-phase expression reading it is unevaluable.
+        const { llmRequest: _, ...rest } = cel;
+        cel = rest;
+      }
+      return run(ctx, state, response, {
+        name: 'response',
+        body,
+        slots: () => answerTexts(format, body),
+        messages: () => answerMessages(format, body),
+        owned: undefined,
+        request: { headers: req.headers, cel },
+      });
     },
     stream(ctx, state, conv) {
       if (streamed.length === 0) return conv;

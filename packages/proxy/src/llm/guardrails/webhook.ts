@@ -1,0 +1,198 @@
+// The webhook guard: the request's messages (or the answer's choices) are posted to a guardrail
+// service (@gw/guardrail-sdk's contract: POST /request, POST /response) over one keep-alive pool per
+// target, and its verdict is applied: allow, modify (the new text replaces the message's) or reject
+// (its status and text, in the client's error format). A call that fails follows the failure mode.
+import {
+  maskCountProblem,
+  type ParseResult,
+  promptRequestBody,
+  promptVerdict,
+  REQUEST_PATH,
+  RESPONSE_PATH,
+  responseRequestBody,
+  responseVerdict,
+  type Verdict,
+} from '@gw/guardrail-sdk';
+import type { Dispatcher } from 'undici';
+import { type CelProgram, compileCel } from '../../cel/cel.ts';
+import type { Headers } from '../../pipeline/context.ts';
+import { messageContent } from '../formats/content.ts';
+import type { CompiledGuard, GuardInput, GuardKindModule, GuardVerdict } from './types.ts';
+
+/** How much of a verdict is read: more is a failed call (a verdict is a few messages of text). */
+const MAX_VERDICT_BYTES = 16 * 1024 * 1024;
+/** A reason is the webhook's free text: cut for the log and trace. */
+const MAX_REASON = 120;
+
+class CallFailure extends Error {}
+
+interface HeaderProgram {
+  name: string;
+  program: CelProgram;
+}
+
+/** A CEL result as a header value; anything else (a map, a list, an error) leaves the header out. */
+function headerValue(v: unknown): string | undefined {
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean') return String(v);
+  return undefined;
+}
+
+/** The rule a finding names: the verdict and the webhook's reason, if it gave one. */
+function rule(kind: string, reason: string | undefined): string {
+  if (!reason) return kind;
+  const r = reason.replace(/\s+/g, ' ');
+  return `${kind}: ${r.length > MAX_REASON ? `${r.slice(0, MAX_REASON)}…` : r}`;
+}
+
+export const webhookGuard: GuardKindModule<'webhook'> = {
+  compile(ir, env): CompiledGuard {
+    const s = ir.settings;
+    const limits = env.global.guardrailWebhook;
+    const pool = env.pools?.acquire({
+      origin: s.origin,
+      connectTimeoutMs: env.global.connectTimeoutMs,
+      idleTimeoutMs: limits.keepAliveMs,
+      maxConnections: limits.maxConnections,
+      keepalive: env.global.keepalive,
+      allowH2: false,
+    });
+    if (pool) env.used.add(pool);
+    const headers: HeaderProgram[] = Object.entries(s.headers).map(([name, expr]) => ({
+      name: name.toLowerCase(),
+      program: compileCel(expr),
+    }));
+    const forward = s.forward.map((f) => ({
+      name: f.name,
+      test:
+        f.regex !== undefined
+          ? (
+              (re: RegExp) => (v: string) =>
+                re.test(v)
+            )(new RegExp(`^(?:${f.regex})$`))
+          : (v: string) => v === f.exact,
+    }));
+    const authority = new URL(s.origin).host;
+
+    /** The call's method, path and headers: the defaults, forwarded client headers, then the CEL map. */
+    function shape(input: GuardInput): { method: string; path: string; headers: Record<string, string> } {
+      const out = {
+        method: 'POST',
+        path: input.phase === 'request' ? REQUEST_PATH : RESPONSE_PATH,
+        headers: { host: authority } as Record<string, string>,
+      };
+      const client: Headers = input.request.headers;
+      for (const f of forward) {
+        const v = client[f.name];
+        const value = Array.isArray(v) ? v.join(', ') : v;
+        if (value !== undefined && f.test(value)) out.headers[f.name] = value;
+      }
+      const cel = input.request.cel;
+      for (const h of headers) {
+        // No CEL context (never expected once a guard reads CEL) counts as unevaluable.
+        const v = cel ? headerValue(h.program.eval(cel)) : undefined;
+        if (v === undefined) continue;
+        if (h.name === ':path') out.path = v.startsWith('/') ? v : `/${v}`;
+        else if (h.name === ':method') out.method = v;
+        else if (h.name === ':authority') out.headers.host = v;
+        else out.headers[h.name] = v;
+      }
+      out.headers['content-type'] = 'application/json';
+      return out;
+    }
+
+    async function call(input: GuardInput, body: unknown): Promise<unknown> {
+      if (!pool) throw new CallFailure('no connection (validation run)');
+      const { method, path, headers: h } = shape(input);
+      const payload = Buffer.from(JSON.stringify(body));
+      h['content-length'] = String(payload.length);
+      const abort = new AbortController();
+      const timer = setTimeout(() => abort.abort(), s.timeoutMs);
+      let res: Dispatcher.ResponseData;
+      try {
+        res = await pool.request({
+          method: method as Dispatcher.HttpMethod,
+          path,
+          headers: h,
+          body: payload,
+          signal: abort.signal,
+        });
+        const chunks: Buffer[] = [];
+        let size = 0;
+        for await (const c of res.body as AsyncIterable<Buffer>) {
+          size += c.length;
+          if (size > MAX_VERDICT_BYTES) {
+            abort.abort();
+            throw new CallFailure(`answered more than ${MAX_VERDICT_BYTES} bytes`);
+          }
+          chunks.push(c);
+        }
+        if (res.statusCode < 200 || res.statusCode > 299) throw new CallFailure(`answered ${res.statusCode}`);
+        try {
+          return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        } catch {
+          throw new CallFailure('answered something that is not JSON');
+        }
+      } catch (err) {
+        if (err instanceof CallFailure) throw err;
+        if (abort.signal.aborted) throw new CallFailure(`no verdict within ${s.timeoutMs} ms`);
+        const code = (err as { code?: string }).code;
+        throw new CallFailure(`unreachable${code ? ` (${code})` : ''}`);
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+
+    return {
+      ir,
+      readsCel: headers.length > 0,
+      async check(input): Promise<GuardVerdict> {
+        const msgs = input.messages();
+        const plain = msgs.map((m) => ({ role: m.role, content: messageContent(m) }));
+        let verdict: Verdict<{
+          messages?: { content: string }[];
+          choices?: { message: { content: string } }[];
+        }>;
+        try {
+          const answer = await call(
+            input,
+            input.phase === 'request'
+              ? promptRequestBody(plain)
+              : responseRequestBody(plain.map((message) => ({ message }))),
+          );
+          const parsed: ParseResult<typeof verdict> =
+            input.phase === 'request' ? promptVerdict(answer) : responseVerdict(answer);
+          if (!parsed.ok) throw new CallFailure(parsed.error.split('\n')[0] ?? 'invalid verdict');
+          verdict = parsed.value;
+          if (verdict.kind === 'modify') {
+            const n = verdict.body.messages?.length ?? verdict.body.choices?.length ?? 0;
+            const problem = maskCountProblem(
+              msgs.length,
+              n,
+              input.phase === 'request' ? 'messages' : 'choices',
+            );
+            if (problem) throw new CallFailure(`invalid verdict: ${problem}`);
+          }
+        } catch (err) {
+          const how = err instanceof CallFailure ? err.message : 'failed';
+          // An audit never stops traffic: its failures are recorded, never enforced.
+          return { action: 'error', rule: how, closed: !s.audit && s.failureMode === 'failClosed' };
+        }
+        const named = rule(verdict.kind === 'modify' ? 'mask' : verdict.kind, verdict.reason);
+        if (s.audit) return { action: 'audit', rule: named };
+        if (verdict.kind === 'allow') return { action: 'pass' };
+        if (verdict.kind === 'reject')
+          return { action: 'reject', rule: named, status: verdict.statusCode, message: verdict.body };
+        const texts =
+          verdict.body.messages?.map((m) => m.content) ??
+          verdict.body.choices?.map((c) => c.message.content) ??
+          [];
+        const changed = new Map<number, string>();
+        texts.forEach((t, i) => {
+          if (t !== plain[i]?.content) changed.set(i, t);
+        });
+        return changed.size === 0 ? { action: 'pass' } : { action: 'mask', rule: named, messages: changed };
+      },
+    };
+  },
+};
