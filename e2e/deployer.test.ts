@@ -134,6 +134,11 @@ spec:
         `${kind} is server-side applied by gw-controller`,
       );
     }
+    const key = await until('the session-key Secret', () =>
+      getJson<{ data?: { key?: string }; metadata: Meta }>(['get', 'secret', 'edge-session-key']),
+    );
+    assert.equal(Buffer.from(key.data?.key ?? '', 'base64').length, 32, 'a 32-byte random key');
+    assert.equal(key.metadata.labels?.['gateway.networking.k8s.io/gateway-name'], 'edge');
     const pod = dep.spec.template.spec;
     assert.equal(pod.serviceAccountName, 'edge');
     assert.equal(pod.containers[0]?.image, 'registry.example/gw:test');
@@ -271,6 +276,7 @@ ${withParams(true)}`,
       c.env.map((e) => [e.name, e.value]),
       [
         ['POD_NAMESPACE', undefined],
+        ['SESSION_KEY', undefined],
         ['GW_LOG', 'debug'],
         ['GW_LOG_FORMAT', 'json'],
         ['EXTRA', '1'],
@@ -303,9 +309,14 @@ ${withParams(true)}`,
       return s?.spec.ports.map((p) => p.port).join() === String(moved) ? true : undefined;
     });
     await kubectl(['delete', 'gateway', 'edge']);
-    for (const kind of ['deployment', 'service', 'serviceaccount']) {
+    for (const [kind, name] of [
+      ['deployment', 'edge'],
+      ['service', 'edge'],
+      ['serviceaccount', 'edge'],
+      ['secret', 'edge-session-key'],
+    ] as const) {
       await until(`the ${kind} to be pruned`, async () => {
-        const r = await kube.kubectl(['get', kind, 'edge']);
+        const r = await kube.kubectl(['get', kind, name]);
         return r.code !== 0 && /NotFound/.test(r.stderr) ? true : undefined;
       });
     }

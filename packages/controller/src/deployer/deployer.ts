@@ -4,7 +4,7 @@
 // their owner reference, but a cluster without one (and the test harness) must not keep stale proxies.
 // An object is applied again only when what we want of it changed, so a reconcile that changes nothing
 // costs no API call.
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import {
   type KubeConfig,
   type KubernetesObject,
@@ -12,13 +12,14 @@ import {
   PatchStrategy,
 } from '@kubernetes/client-node';
 import type { KubeObject } from '../translator/types.ts';
-import { GATEWAY_NAME_LABEL, MANAGED_BY, MANAGED_BY_LABEL } from './render.ts';
+import { GATEWAY_NAME_LABEL, MANAGED_BY, MANAGED_BY_LABEL, SESSION_KEY_KEY } from './render.ts';
 
 export const FIELD_MANAGER = 'gw-controller';
 
 /** The kinds the deployer writes, in the order they are applied (the Deployment's account first). */
 const KINDS = [
   { apiVersion: 'v1', kind: 'ServiceAccount' },
+  { apiVersion: 'v1', kind: 'Secret' },
   { apiVersion: 'v1', kind: 'Service' },
   { apiVersion: 'apps/v1', kind: 'Deployment' },
   { apiVersion: 'apps/v1', kind: 'DaemonSet' },
@@ -60,6 +61,11 @@ export class Deployer {
       const hash = hashOf(o);
       if (this.#applied.get(key) === hash) continue;
       try {
+        if (o.kind === 'Secret') {
+          await this.#createSecret(o);
+          this.#applied.set(key, hash);
+          continue;
+        }
         await this.#api.patch(
           o as unknown as KubernetesObject,
           undefined,
@@ -80,6 +86,17 @@ export class Deployer {
     const set = [...keys].sort().join('\n');
     if (set === this.#prunedFor) return;
     if (await this.#prune(keys)) this.#prunedFor = set;
+  }
+
+  /** A Secret is created once, with a random key, and never re-applied (that would change the key). */
+  async #createSecret(o: KubeObject): Promise<void> {
+    const body = { ...o, data: { [SESSION_KEY_KEY]: randomBytes(32).toString('base64') } };
+    try {
+      await this.#api.create(body as unknown as KubernetesObject, undefined, undefined, FIELD_MANAGER);
+      this.metrics.applied++;
+    } catch (err) {
+      if (!errorText(err).includes('409')) throw err;
+    }
   }
 
   /** Deletes managed objects not in `keep`; false when a list failed (try again next pass). */

@@ -88,9 +88,9 @@ test('overlays after typed fields, class then gateway; a DaemonSet workload; a P
   });
   assert.deepEqual(
     out.map((o) => o.kind),
-    ['ServiceAccount', 'Service', 'DaemonSet', 'PodDisruptionBudget'],
+    ['ServiceAccount', 'Secret', 'Service', 'DaemonSet', 'PodDisruptionBudget'],
   );
-  const ds = out[2] as KubeObject;
+  const ds = out[3] as KubeObject;
   assert.equal((ds.spec as { replicas?: number }).replicas, undefined);
   assert.equal(ds.metadata.labels?.tier, 'edge');
   assert.deepEqual(
@@ -99,11 +99,11 @@ test('overlays after typed fields, class then gateway; a DaemonSet workload; a P
   );
   assert.deepEqual(
     container(ds).env.map((e) => e.name),
-    ['POD_NAMESPACE'],
+    ['POD_NAMESPACE', 'SESSION_KEY'],
   );
-  assert.deepEqual((out[3]?.spec as Record<string, unknown>).maxUnavailable, 1);
-  assert.equal((out[3]?.spec as Record<string, unknown>).minAvailable, undefined);
-  assert.equal((out[1]?.spec as { type: string }).type, 'ClusterIP');
+  assert.deepEqual((out[4]?.spec as Record<string, unknown>).maxUnavailable, 1);
+  assert.equal((out[4]?.spec as Record<string, unknown>).minAvailable, undefined);
+  assert.equal((out[2]?.spec as { type: string }).type, 'ClusterIP');
   assert.deepEqual((out[0] as unknown as { imagePullSecrets: unknown }).imagePullSecrets, [
     { name: 'regcred' },
   ]);

@@ -18,6 +18,7 @@ test('ServiceAccount, Service and Deployment named after the Gateway, labelled a
     objects.map((o) => [o.kind, o.metadata.namespace, o.metadata.name]),
     [
       ['ServiceAccount', 'team', 'edge'],
+      ['Secret', 'team', 'edge-session-key'],
       ['Service', 'team', 'edge'],
       ['Deployment', 'team', 'edge'],
     ],
@@ -34,7 +35,7 @@ test('ServiceAccount, Service and Deployment named after the Gateway, labelled a
 });
 
 test('the Service has one port per listener port (LoadBalancer by default); the pod runs gw for its Gateway', () => {
-  const [, svc, dep] = renderProxy(
+  const [, , svc, dep] = renderProxy(
     gateway,
     [
       { port: 8443, protocol: 'HTTPS' },
@@ -42,7 +43,7 @@ test('the Service has one port per listener port (LoadBalancer by default); the 
       { port: 8443, protocol: 'HTTPS' },
     ],
     { ...settings, tokenAudience: undefined as unknown as string },
-  ) as [KubeObject, KubeObject, KubeObject];
+  ) as [KubeObject, KubeObject, KubeObject, KubeObject];
   const spec = svc.spec as { type: string; ports: { port: number; appProtocol: string }[] };
   assert.equal(spec.type, 'LoadBalancer');
   assert.deepEqual(

@@ -14,6 +14,9 @@ export const XDS_TOKEN_FILE = `${XDS_TOKEN_DIR}/xds-token`;
 /** The proxy's readiness port and path (spec "Data-plane"). */
 export const READINESS_PORT = 15021;
 export const READINESS_PATH = '/healthz/ready';
+/** The Secret holding a Gateway's session key, and its key. */
+export const sessionKeySecret = (gateway: string) => `${gateway}-session-key`;
+export const SESSION_KEY_KEY = 'key';
 
 export interface ProxySettings {
   /** The proxy image, e.g. `ghcr.io/example/gw:0.1.0`. */
@@ -62,6 +65,14 @@ export function renderProxy(
   };
   const unique = [...new Map(ports.map((p) => [p.port, p])).values()].sort((a, b) => a.port - b.port);
   const serviceAccount: KubeObject = { apiVersion: 'v1', kind: 'ServiceAccount', metadata };
+  // The key MCP session ids are sealed with, shared by the Gateway's proxies; the deployer creates it
+  // once with a random key (its data is never re-applied) and GwParameters env SESSION_KEY overrides it.
+  const sessionKey: KubeObject = {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { ...metadata, name: sessionKeySecret(name) },
+    type: 'Opaque',
+  } as KubeObject;
   const service: KubeObject = {
     apiVersion: 'v1',
     kind: 'Service',
@@ -108,6 +119,10 @@ export function renderProxy(
               env: [
                 { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
                 { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+                {
+                  name: 'SESSION_KEY',
+                  valueFrom: { secretKeyRef: { name: sessionKeySecret(name), key: SESSION_KEY_KEY } },
+                },
               ],
               ports: [
                 ...unique.map((p) => ({ name: `l${p.port}`, containerPort: p.port, protocol: 'TCP' })),
@@ -141,5 +156,5 @@ export function renderProxy(
       },
     },
   };
-  return [serviceAccount, service, deployment];
+  return [serviceAccount, sessionKey, service, deployment];
 }
