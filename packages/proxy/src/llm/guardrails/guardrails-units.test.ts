@@ -6,7 +6,17 @@ import { describe, test } from 'node:test';
 import { ConfigError } from '@gw/api';
 import type { LlmGuardAction, LlmGuardIR, LlmRegexRuleIR } from '../../config/ir.ts';
 import { loadConfigText, promptGuardIR } from '../../config/load.ts';
-import { enrichRequest, requestTexts, streamError, writeText } from '../formats/content.ts';
+import {
+  answerMessages,
+  enrichRequest,
+  type MessageTexts,
+  messageContent,
+  requestMessages,
+  requestTexts,
+  streamError,
+  writeMessageContent,
+  writeText,
+} from '../formats/content.ts';
 import type { StreamConverter } from '../formats/types.ts';
 import { type BUILTINS, luhn } from './builtins.ts';
 import { regexGuard } from './regex.ts';
@@ -290,6 +300,140 @@ describe('config', () => {
     assert.match(
       issues('{request: [{regex: {rules: [{builtin: ssn}]}, rejection: {status: 700}}]}')[0] ?? '',
       /status/,
+    );
+  });
+});
+
+describe('webhook guard: config', () => {
+  const issues = (guardrails: string, env?: Record<string, string>): string[] => {
+    try {
+      loadConfigText(
+        'gw.yaml',
+        `llm:\n  port: 0\n  models:\n  - name: m\n    provider: openai\n    guardrails: ${guardrails}\n`,
+        process.cwd(),
+        env ? (n) => env[n] : undefined,
+      );
+    } catch (err) {
+      assert.ok(err instanceof ConfigError, String(err));
+      return err.issues.map((i) => `${i.path}: ${i.message}`);
+    }
+    return [];
+  };
+
+  test('agentgateway’s shape compiles with its defaults (fail closed, 10 s, port 80)', () => {
+    assert.deepEqual(
+      promptGuardIR({ request: [{ webhook: { target: { host: 'guard.internal' } } }] }).request,
+      [
+        {
+          kind: 'webhook',
+          name: 'webhook',
+          scope: ['systemPrompt', 'messages'],
+          rejection: { status: 403, message: 'The request was rejected due to inappropriate content' },
+          settings: {
+            origin: 'http://guard.internal:80',
+            headers: {},
+            forward: [],
+            failureMode: 'failClosed',
+            audit: false,
+            timeoutMs: 10_000,
+          },
+        },
+      ],
+    );
+  });
+
+  test('headers: CEL that does not compile, an unknown pseudo-header; a service target; streaming refused', () => {
+    assert.deepEqual(
+      issues(
+        `{request: [{webhook: {target: {host: "g:1"}, headers: {x-a: "request.(", ":scheme": '"http"'}}}]}`,
+      ).map((i) => i.replace(/CEL expression: .*/s, 'CEL expression')),
+      [
+        'llm.models[0].guardrails.request[0].webhook.headers.x-a: invalid CEL expression',
+        'llm.models[0].guardrails.request[0].webhook.headers[":scheme"]: unknown pseudo-header :scheme (use :path, :method, :authority)',
+      ],
+    );
+    assert.match(issues('{request: [{webhook: {target: {service: {name: g, port: 80}}}}]}').join(), /target/);
+    assert.deepEqual(issues('{streaming: true, response: [{webhook: {target: {host: "g:1"}}}]}'), [
+      'llm.models[0].guardrails.response[0].webhook: a webhook response guard does not read streamed answers in this build of gw yet: set streaming off (streams then pass unguarded) or use a regex guard for streams',
+    ]);
+  });
+
+  test('GUARDRAIL_WEBHOOK_*: defaults 100 and 300 s, 0 connections is no limit, a bad value is a config error', () => {
+    const g = (env: Record<string, string>) =>
+      loadConfigText('gw.yaml', 'llm:\n  port: 0\n  models: []\n', process.cwd(), (n) => env[n]).ir.global
+        .guardrailWebhook;
+    assert.deepEqual(g({}), { maxConnections: 100, keepAliveMs: 300_000 });
+    assert.deepEqual(
+      g({ GUARDRAIL_WEBHOOK_MAX_CONNECTIONS: '0', GUARDRAIL_WEBHOOK_KEEPALIVE_SECONDS: '5' }),
+      {
+        maxConnections: null,
+        keepAliveMs: 5_000,
+      },
+    );
+    assert.match(
+      issues('{}', { GUARDRAIL_WEBHOOK_MAX_CONNECTIONS: 'many' }).join(),
+      /GUARDRAIL_WEBHOOK_MAX_CONNECTIONS must be/,
+    );
+  });
+});
+
+describe('webhook guard: messages of each client format', () => {
+  test('Anthropic: system first, text blocks joined; a mask into the first block, the other text blocks dropped', () => {
+    const client = {
+      system: 'Be brief.',
+      messages: [
+        {
+          role: 'user',
+          content: [{ type: 'text', text: 'a' }, { type: 'image' }, { type: 'text', text: 'b' }],
+        },
+        { role: 'assistant', content: [{ type: 'tool_use', input: { q: 'x' } }] },
+      ],
+    };
+    const body = structuredClone(client);
+    const msgs = requestMessages('anthropic-messages', body);
+    assert.deepEqual(
+      msgs.map((m) => [m.role, messageContent(m)]),
+      [
+        ['system', 'Be brief.'],
+        ['user', 'a\nb'],
+        ['assistant', ''],
+      ],
+    );
+    const owned = new Set<object>([body]);
+    assert.equal(writeMessageContent(body, msgs[1] as MessageTexts, 'A\nB', owned), true);
+    assert.deepEqual(body.messages[0]?.content, [{ type: 'text', text: 'A\nB' }, { type: 'image' }]);
+    // nowhere to write: a tool-call-only turn
+    assert.equal(writeMessageContent(body, msgs[2] as MessageTexts, 'x', owned), false);
+    // the client's objects are not changed
+    assert.deepEqual(client.messages[0]?.content.length, 3);
+  });
+
+  test('Responses: instructions, a string input, tool items; answers by output message', () => {
+    assert.deepEqual(
+      requestMessages('openai-responses', {
+        instructions: 'sys',
+        input: [
+          { role: 'user', content: 'hi' },
+          { type: 'function_call', arguments: '{}' },
+          { type: 'function_call_output', output: 'result' },
+          { type: 'reasoning' },
+        ],
+      }).map((m) => [m.role, messageContent(m)]),
+      [
+        ['system', 'sys'],
+        ['user', 'hi'],
+        ['assistant', ''],
+        ['tool', 'result'],
+      ],
+    );
+    assert.deepEqual(
+      answerMessages('openai-chat', {
+        choices: [
+          { message: { role: 'assistant', content: 'x' } },
+          { message: { role: 'assistant', content: null } },
+        ],
+      }).map(messageContent),
+      ['x', ''],
     );
   });
 });
