@@ -21,7 +21,7 @@ import type { BackendPolicyResult, PolicyResult } from './policy/result.ts';
 import type { FrontendPolicies } from './policy/spec.ts';
 import { ACCESS_CONTROL, trafficPolicy } from './policy/traffic.ts';
 import { describeProblems } from './problems.ts';
-import type { RouteResult } from './routes.ts';
+import type { AttachedRule, RouteResult } from './routes.ts';
 import type { Condition, KubeObject, Lookup, NamedResource, StatusUpdate } from './types.ts';
 import { GW_GROUP } from './types.ts';
 
@@ -235,17 +235,20 @@ function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Att
         notAttached('TargetNotFound', `${t.kind} ${ns}/${t.name} not found or not attached to a gw Gateway`);
         continue;
       }
-      if (t.sectionName) {
-        notAttached(
-          'Unsupported',
-          'targeting one rule of a route (sectionName) is not supported by this gw build yet',
-        );
+      // sectionName: one rule of the route, by its name (the proxy keys a rule as <ns>/<route>/<rule>)
+      const ruleRules = t.sectionName ? rules.filter((r) => ruleNameOf(r) === t.sectionName) : rules;
+      if (t.sectionName && ruleRules.length === 0) {
+        notAttached('TargetNotFound', `${t.kind} ${ns}/${t.name} has no rule named ${t.sectionName}`);
         continue;
       }
       if (backend) problems.push('backend policies attach to GwBackends only in this build');
       if (frontend) problems.push('frontend policies attach to Gateways only');
-      attachTraffic(new Set(rules.map((r) => r.gateway)), { route: `${ns}/${t.name}` });
-      ancestor(t, [accepted, attached(`${t.kind} ${ns}/${t.name}`, problems)]);
+      const target = t.sectionName ? `${ns}/${t.name}/${t.sectionName}` : `${ns}/${t.name}`;
+      attachTraffic(new Set(ruleRules.map((r) => r.gateway)), { route: target });
+      ancestor(t, [
+        accepted,
+        attached(`${t.kind} ${ns}/${t.name}${t.sectionName ? ` rule ${t.sectionName}` : ''}`, problems),
+      ]);
     } else if (t.group === GW_GROUP && t.kind === 'GwBackend') {
       const b = ctx.backends.get(`${ns}/${t.name}`);
       if (!b) {
@@ -299,4 +302,9 @@ function resolveTargets(spec: GwPolicySpec, objects: KubeObject[], ns: string): 
     }
   }
   return targets;
+}
+
+/** The name a rule of an attached route goes by (its `name`; rules without one cannot be targeted). */
+function ruleNameOf(r: AttachedRule): string | undefined {
+  return (r.resource.resource.route['ruleName'] as string | undefined) ?? undefined;
 }

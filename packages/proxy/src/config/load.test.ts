@@ -163,6 +163,21 @@ describe('environment expansion', () => {
     assert.equal(ir.binds[0]?.listeners[0]?.routes[0]?.policies.directResponse?.body, 'cost: $5');
   });
 
+  test('a policy on <namespace>/<route>/<rule> applies to that rule only, over one on the route', () => {
+    const { ir } = load(`binds:
+- port: 0
+  listeners:
+  - routes:
+    - {name: api, namespace: default, ruleName: read, matches: [{path: {pathPrefix: /r}}], backends: [{host: "127.0.0.1:9"}]}
+    - {name: api, namespace: default, ruleName: write, matches: [{path: {pathPrefix: /w}}], backends: [{host: "127.0.0.1:9"}]}
+policies:
+- {target: {route: default/api}, policy: {directResponse: {status: 200, body: route}}}
+- {target: {route: default/api/read}, policy: {directResponse: {status: 200, body: rule}}}
+`);
+    const bodies = ir.binds[0]?.listeners[0]?.routes.map((r) => r.policies.directResponse?.body);
+    assert.deepEqual(bodies, ['rule', 'route']);
+  });
+
   test('password hashes and unset bare $NAMES are left as written', () => {
     const { ir } = load(
       minimal(

@@ -846,10 +846,12 @@ class Builder {
     // A route with a namespace (every route from Kubernetes) is also targeted as <namespace>/<name>,
     // and each of its rules is a route of its own, so the rule is part of the key.
     const qualified = r.namespace ? `${r.namespace}/${name}` : name;
+    // a policy on one rule (<namespace>/<route>/<rule name>) is more specific than one on the route
     const own =
       mergePolicies(
         targeted.route.get(name),
         r.namespace ? targeted.route.get(qualified) : undefined,
+        r.namespace && r.ruleName ? targeted.route.get(`${qualified}/${r.ruleName}`) : undefined,
         r.policies,
       ) ?? {};
     const merged = mergePolicies(inherited, own) ?? {};
