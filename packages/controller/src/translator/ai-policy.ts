@@ -22,7 +22,13 @@ const SCOPES = {
   ToolInput: 'toolInput',
 } as const;
 /** Guard kinds the proxy serves from a GwBackend or GwModel; the others are Unsupported. */
-const SERVED_GUARDS = ['regex'] as const;
+const SERVED_GUARDS = ['regex', 'webhook'] as const;
+
+/** Resolves a webhook's backendRef (a Service) to host:port; undefined when it cannot be used. */
+export type ResolveService = (
+  field: string,
+  ref: { group?: string; kind?: string; name: string; port?: number | undefined },
+) => string | undefined;
 
 export interface AiPolicyResult {
   policy: Record<string, unknown>;
@@ -32,8 +38,18 @@ export interface AiPolicyResult {
   invalid: string[];
 }
 
-export function translateAiPolicy(spec: Spec, field: string): AiPolicyResult {
+export function translateAiPolicy(spec: Spec, field: string, resolve: ResolveService): AiPolicyResult {
   const out: AiPolicyResult = { policy: {}, unsupported: [], invalid: [] };
+  const regexRules = (r: NonNullable<GuardSpec['regex']>, at: string) => {
+    const rules: Record<string, unknown>[] = [];
+    (r.matches ?? []).forEach((m, mi) => {
+      for (const p of checkRegex(m.pattern, []))
+        out.invalid.push(`${at}.regex.matches[${mi}].pattern: ${inOneLine(p.message)}`);
+      rules.push({ pattern: m.pattern, ...(m.name ? { name: m.name } : {}) });
+    });
+    for (const b of r.builtins ?? []) rules.push({ builtin: BUILTINS[b] });
+    return rules;
+  };
   const g = spec.promptGuard;
   if (g) {
     const guard = (s: GuardSpec, phase: 'request' | 'response', i: number) => {
@@ -45,15 +61,25 @@ export function translateAiPolicy(spec: Spec, field: string): AiPolicyResult {
         out.unsupported.push(`${at}.${kind ?? '(none)'}`);
         return undefined;
       }
-      const r = s.regex as NonNullable<GuardSpec['regex']>;
-      const rules: Record<string, unknown>[] = [];
-      (r.matches ?? []).forEach((m, mi) => {
-        for (const p of checkRegex(m.pattern, []))
-          out.invalid.push(`${at}.regex.matches[${mi}].pattern: ${inOneLine(p.message)}`);
-        rules.push({ pattern: m.pattern, ...(m.name ? { name: m.name } : {}) });
-      });
-      for (const b of r.builtins ?? []) rules.push({ builtin: BUILTINS[b] });
-      const entry: Record<string, unknown> = { regex: { action: r.action.toLowerCase(), rules } };
+      const entry: Record<string, unknown> = {};
+      if (s.webhook) {
+        const w = s.webhook;
+        const host = resolve(`${at}.webhook.backendRef`, w.backendRef);
+        // without its webhook the guard would check nothing: the whole provider is left out
+        if (host === undefined) return undefined;
+        if (phase === 'response' && g.streaming) {
+          out.unsupported.push(`${at}.webhook (on streamed answers)`);
+          return undefined;
+        }
+        entry.webhook = {
+          target: { host },
+          ...(w.headers ? { headers: w.headers } : {}),
+          ...(w.action === 'Audit' ? { action: 'audit' } : {}),
+        };
+      } else {
+        const r = s.regex as NonNullable<GuardSpec['regex']>;
+        entry.regex = { action: r.action.toLowerCase(), rules: regexRules(r, at) };
+      }
       if (s.response) {
         entry.rejection = {
           ...(s.response.message !== undefined ? { body: s.response.message } : {}),

@@ -114,7 +114,19 @@ export function translateAi(
     // the provider's own ai policy replaces the GwBackend's
     const aiSpec = ownAi ?? sharedAi;
     if (aiSpec) {
-      const r = translateAiPolicy(aiSpec, ownAi ? `${field}.policies.ai` : 'policies.ai');
+      const r = translateAiPolicy(aiSpec, ownAi ? `${field}.policies.ai` : 'policies.ai', (f, ref) => {
+        const a = serviceAddress(ctx, f, {
+          group: ref.group ?? '',
+          kind: ref.kind ?? 'Service',
+          name: ref.name,
+          port: ref.port,
+        });
+        if (!a?.resolved) {
+          ctx.failClosed = true;
+          return undefined;
+        }
+        return a.hostPort;
+      });
       if (r.invalid.length > 0) invalid.push(...r.invalid);
       for (const u of r.unsupported) ctx.unsupported(u);
       if (Object.keys(r.policy).length > 0) out.ai = r.policy;
