@@ -317,7 +317,7 @@ export function translateRoutes(
         ),
     );
   const byKey = new Map(gateways.map((g) => [g.key, g]));
-  for (const route of routes) {
+  for (const [age, route] of routes.entries()) {
     const ns = route.metadata.namespace ?? 'default';
     const gen = route.metadata.generation;
     const spec = route.spec as { parentRefs?: ParentRef[]; hostnames?: string[]; rules?: HttpRule[] };
@@ -429,6 +429,8 @@ export function translateRoutes(
             matches: (rule.matches?.length ? rule.matches : [{}]).map(routeMatch),
             ...(Object.keys(policies).length > 0 ? { policies } : {}),
             ...(r.backends.length > 0 ? { backends: r.backends } : {}),
+            // the oldest route wins ties between equally specific matches (routes are sorted by age)
+            precedence: age + 1,
           };
           result.rules.push({
             gateway: l.gateway,

@@ -35,6 +35,31 @@ function load(entries: [string, Resource][]) {
 }
 
 describe('assembleConfig', () => {
+  test('routes on one listener go oldest first (precedence), so the oldest wins a tie; unset goes last', () => {
+    const named = (name: string, precedence?: number) =>
+      res({
+        route: {
+          port: 8080,
+          listener: 'ns/gw/http',
+          namespace: 'ns',
+          name,
+          matches: [{ path: { pathPrefix: '/' } }],
+          backends: [{ weight: 1, host: { host: '127.0.0.1', port: 9000 } }],
+          ...(precedence ? { precedence } : {}),
+        },
+      });
+    const ir = load([
+      ['bind/8080', bind],
+      ['route/8080/ns/gw/http/ns/a-newer/0', named('a-newer', 2)],
+      ['route/8080/ns/gw/http/ns/b-older/0', named('b-older', 1)],
+      ['route/8080/ns/gw/http/ns/0-unset/0', named('0-unset')],
+    ]);
+    assert.deepEqual(
+      ir.binds[0]?.listeners[0]?.routes.map((r) => r.name),
+      ['b-older', 'a-newer', '0-unset'],
+    );
+  });
+
   test('binds, listeners, per-rule routes and targeted policies build the IR a file would', () => {
     const ir = load([
       ['route/8080/ns/gw/http/ns/web/1', route(1, '/b')],

@@ -34,7 +34,8 @@ type Json = Record<string, unknown>;
 
 /**
  * `resources` maps resource name → decoded Resource. Binds are ordered by port, routes by port,
- * listener, namespace, name and rule index, policies and backends by name, so equal sets give equal
+ * listener, precedence (oldest route first: the proxy breaks ties in that order), namespace, name and
+ * rule index, policies and backends by name, so equal sets give equal
  * documents (and equal IR versions) whatever order they arrived in.
  */
 export function assembleConfig(resources: ReadonlyMap<string, Resource>): Assembled {
@@ -171,9 +172,12 @@ function ruleIndex(name: string): number | undefined {
 }
 
 function compareRoutes(an: string, a: Route, bn: string, b: Route): number {
+  // 0 (unset) after every route that has a precedence
+  const precedence = (r: Route) => r.precedence || Number.MAX_SAFE_INTEGER;
   const keys: [string | number, string | number][] = [
     [a.port, b.port],
     [a.listener, b.listener],
+    [precedence(a), precedence(b)],
     [a.namespace, b.namespace],
     [a.name, b.name],
     [ruleIndex(an) ?? -1, ruleIndex(bn) ?? -1],

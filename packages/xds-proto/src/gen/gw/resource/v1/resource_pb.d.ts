@@ -220,6 +220,14 @@ export declare type Route = Message<"gw.resource.v1.Route"> & {
    * @generated from field: repeated gw.resource.v1.RouteBackend backends = 9;
    */
   backends: RouteBackend[];
+
+  /**
+   * Gateway API's tie-break among equally specific matches: the oldest route (creationTimestamp, then
+   * namespace/name) wins. 1 is the oldest; 0 (unset) comes after every route that sets it.
+   *
+   * @generated from field: uint32 precedence = 10;
+   */
+  precedence: number;
 };
 
 /**
