@@ -27,7 +27,8 @@ type Container = {
   resources?: unknown;
 };
 const container = (o: KubeObject | undefined) =>
-  (o?.spec as { template: { spec: { containers: Container[] } } }).template.spec.containers[0] as Container;
+  ((o as KubeObject).spec as { template: { spec: { containers: Container[] } } }).template.spec
+    .containers[0] as Container;
 
 test('typed fields: the gateway’s win over the class’s; image parts replace the default’s', () => {
   const out = applyParameters(rendered(), {
@@ -52,8 +53,8 @@ test('typed fields: the gateway’s win over the class’s; image parts replace 
   assert.deepEqual(env, { GW_LOG: 'warn', GW_LOG_FORMAT: 'json', A: 'gateway' });
   assert.deepEqual(c.resources, { limits: { memory: '1Gi' } });
   assert.equal(
-    (dep?.spec as { template: { spec: { terminationGracePeriodSeconds: number } } }).template.spec
-      .terminationGracePeriodSeconds,
+    ((dep as KubeObject).spec as { template: { spec: { terminationGracePeriodSeconds: number } } }).template
+      .spec.terminationGracePeriodSeconds,
     90,
   );
 });
@@ -101,9 +102,9 @@ test('overlays after typed fields, class then gateway; a DaemonSet workload; a P
     container(ds).env.map((e) => e.name),
     ['POD_NAMESPACE', 'SESSION_KEY'],
   );
-  assert.deepEqual((out[4]?.spec as Record<string, unknown>).maxUnavailable, 1);
-  assert.equal((out[4]?.spec as Record<string, unknown>).minAvailable, undefined);
-  assert.equal((out[2]?.spec as { type: string }).type, 'ClusterIP');
+  assert.deepEqual(((out[4] as KubeObject).spec as Record<string, unknown>).maxUnavailable, 1);
+  assert.equal(((out[4] as KubeObject).spec as Record<string, unknown>).minAvailable, undefined);
+  assert.equal(((out[2] as KubeObject).spec as { type: string }).type, 'ClusterIP');
   assert.deepEqual((out[0] as unknown as { imagePullSecrets: unknown }).imagePullSecrets, [
     { name: 'regcred' },
   ]);
