@@ -5,12 +5,13 @@
 // It also keeps its GatewayClass in place and turns a proxy's NACK into a Warning Event on the Gateway.
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { Deployer } from './deployer/deployer.ts';
-import { applyParameters, parametersOf } from './deployer/parameters.ts';
+import { applyParameters } from './deployer/parameters.ts';
 import { type ProxySettings, renderProxy } from './deployer/render.ts';
 import type { LeaderElector } from './leader.ts';
 import { DEPLOYMENT_KIND, KubeProvider, MODEL_KIND, WATCHED } from './provider/kube.ts';
 import { withProxyStates } from './status/programmed.ts';
 import { kubeStatusTarget, StatusWriter } from './status/writer.ts';
+import { parametersOf } from './translator/parameters.ts';
 import { translate } from './translator/translate.ts';
 import type { Condition, NamedResource, StatusUpdate } from './translator/types.ts';
 import type { NackEvent, XdsServer } from './xds/server.ts';

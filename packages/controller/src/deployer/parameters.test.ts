@@ -2,8 +2,9 @@
 // (class, then gateway) as strategic merge patches, a DaemonSet workload and a PodDisruptionBudget.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { parametersOf } from '../translator/parameters.ts';
 import type { KubeObject } from '../translator/types.ts';
-import { applyParameters, parametersOf } from './parameters.ts';
+import { applyParameters } from './parameters.ts';
 import { renderProxy } from './render.ts';
 
 const gateway: KubeObject = {

@@ -3,56 +3,16 @@
 // gateway typed fields, class overlays, gateway overlays. Typed fields change the rendered objects
 // (image, env, logging, resources, shutdown, workload); overlays are strategic merge patches of each
 // object's metadata and spec (strategic-merge.ts). Pure: the objects and parameters are passed in.
+import type { Overlay, ParametersSpec } from '../translator/parameters.ts';
 import type { KubeObject } from '../translator/types.ts';
 import { strategicMerge } from './strategic-merge.ts';
 
 type Obj = Record<string, unknown>;
 
-export interface ParametersSpec {
-  workload?: 'Deployment' | 'DaemonSet';
-  logging?: { level?: string; format?: 'json' | 'text' };
-  image?: { registry?: string; repository?: string; tag?: string; pullPolicy?: string };
-  env?: Obj[];
-  resources?: Obj;
-  shutdown?: { min?: string; max?: string };
-  rawConfig?: Obj;
-  istio?: Obj;
-  spiffe?: Obj;
-  modelCatalog?: Obj;
-  deployment?: Overlay;
-  daemonSet?: Overlay;
-  service?: Overlay;
-  serviceAccount?: Overlay;
-  podDisruptionBudget?: Overlay;
-}
-interface Overlay {
-  metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
-  spec?: Obj;
-}
+export type { ParametersSpec };
 
 /** Fields this build does not apply yet: named in the controller's log for each Gateway using them. */
-export const NOT_APPLIED = ['rawConfig', 'istio', 'spiffe', 'modelCatalog', 'shutdown.min'] as const;
-
-/** The GwParameters a GatewayClass and a Gateway name, looked up in `find`. */
-export function parametersOf(
-  gatewayClass: KubeObject | undefined,
-  gateway: KubeObject,
-  find: (namespace: string, name: string) => KubeObject | undefined,
-): { class?: ParametersSpec; gateway?: ParametersSpec } {
-  type Ref = { group?: string; kind?: string; name: string; namespace?: string };
-  const isOurs = (r: Ref | undefined): r is Ref => !!r && r.group === 'gw.dev' && r.kind === 'GwParameters';
-  const classRef = (gatewayClass?.spec as { parametersRef?: Ref } | undefined)?.parametersRef;
-  const gwRef = (gateway.spec as { infrastructure?: { parametersRef?: Ref } } | undefined)?.infrastructure
-    ?.parametersRef;
-  const ns = gateway.metadata.namespace ?? 'default';
-  const out: { class?: ParametersSpec; gateway?: ParametersSpec } = {};
-  const c = isOurs(classRef) ? find(classRef.namespace ?? ns, classRef.name) : undefined;
-  if (c?.spec) out.class = c.spec as ParametersSpec;
-  // a Gateway's parametersRef is local: its own namespace
-  const g = isOurs(gwRef) ? find(ns, gwRef.name) : undefined;
-  if (g?.spec) out.gateway = g.spec as ParametersSpec;
-  return out;
-}
+export const NOT_APPLIED = ['istio', 'spiffe', 'modelCatalog', 'shutdown.min'] as const;
 
 /** The rendered objects with the parameters applied; a PodDisruptionBudget when an overlay asks for one. */
 export function applyParameters(

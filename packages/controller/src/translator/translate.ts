@@ -3,6 +3,7 @@
 // The steps, each in its own module: GatewayClasses and Gateways (gateways.ts), GwBackends
 // (backends.ts), GwPolicies checked and mapped (attachment.ts, policy/), routes (routes.ts), policy
 // attachment (attachment.ts), GwModels (models.ts), and the resources per Gateway (resources.ts).
+import { GlobalConfig } from '@gw/api';
 import { attachPolicies, checkPolicies, failClosedBackends } from './attachment.ts';
 import { collectBackends } from './backends.ts';
 import { ok } from './conditions.ts';
@@ -11,9 +12,10 @@ import { collectGateways, ourClasses } from './gateways.ts';
 import { referenceGrants } from './grants.ts';
 import { inMemoryLookup } from './lookup.ts';
 import { translateModels } from './models.ts';
+import { parametersOf, rawGlobalConfig } from './parameters.ts';
 import { gatewayResources, gatewayStatuses } from './resources.ts';
 import { translateRoutes } from './routes.ts';
-import type { Lookup, Output, Snapshot, StatusUpdate } from './types.ts';
+import type { Condition, Lookup, NamedResource, Output, Snapshot, StatusUpdate } from './types.ts';
 
 export interface TranslateOptions {
   clusterDomain?: string;
@@ -67,10 +69,16 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
 
   const out: Output = { gateways: {}, statuses };
   for (const g of gateways) {
-    out.gateways[g.key] = gatewayResources(g, routes, backends, attachments, models?.resources.get(g.key));
+    const global = globalSettings(g, lookup);
+    out.gateways[g.key] = gatewayResources(g, routes, backends, attachments, [
+      ...(models?.resources.get(g.key) ?? []),
+      ...global.resources,
+    ]);
     const [own, ...sets] = gatewayStatuses(g) as [StatusUpdate, ...StatusUpdate[]];
     const addresses = proxyAddresses(g, lookup);
-    statuses.push(addresses ? { ...own, status: { ...own.status, addresses } } : own, ...sets);
+    const status: Record<string, unknown> = { ...own.status, ...(addresses ? { addresses } : {}) };
+    if (global.note) status.conditions = withNote(status.conditions as Condition[], global.note);
+    statuses.push({ ...own, status }, ...sets);
   }
   for (const b of backends.values()) {
     statuses.push({
@@ -103,4 +111,34 @@ function proxyAddresses(g: GatewayInfo, lookup: Lookup): { type: string; value: 
   if (out.length > 0) return out;
   const ip = (svc.spec as { clusterIP?: string } | undefined)?.clusterIP;
   return ip && ip !== 'None' ? [{ type: 'IPAddress', value: ip }] : undefined;
+}
+
+/**
+ * The `global` resource from the Gateway's GwParameters `rawConfig.config`, checked with the standalone
+ * schema (a section the proxy would refuse is not sent), and a note on what was not applied.
+ */
+function globalSettings(g: GatewayInfo, lookup: Lookup): { resources: NamedResource[]; note?: string } {
+  const className = (g.object.spec as { gatewayClassName?: string } | undefined)?.gatewayClassName ?? '';
+  const params = parametersOf(lookup.get('GatewayClass', '', className), g.object, (ns, name) =>
+    lookup.get('GwParameters', ns, name),
+  );
+  const raw = rawGlobalConfig(params);
+  const notes = raw.notApplied.length > 0 ? [`GwParameters ${raw.notApplied.join(', ')} not applied`] : [];
+  let resources: NamedResource[] = [];
+  if (raw.config) {
+    const checked = GlobalConfig.safeParse(raw.config);
+    if (checked.success) resources = [{ name: 'global', resource: { global: { config: raw.config } } }];
+    else {
+      const first = checked.error.issues[0];
+      notes.push(
+        `GwParameters rawConfig.config not applied: ${first ? `${['rawConfig', 'config', ...first.path].join('.')}: ${first.message}` : 'invalid'}`,
+      );
+    }
+  }
+  return { resources, ...(notes.length > 0 ? { note: notes.join('; ') } : {}) };
+}
+
+/** The Accepted condition with a note appended to its message. */
+function withNote(conditions: Condition[], note: string): Condition[] {
+  return conditions.map((c) => (c.type === 'Accepted' ? { ...c, message: `${c.message}; ${note}` } : c));
 }

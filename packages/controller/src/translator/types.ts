@@ -39,7 +39,8 @@ export type ResourceJson =
   | { route: Record<string, unknown> }
   | { backend: Record<string, unknown> }
   | { policy: Record<string, unknown> }
-  | { frontend: Record<string, unknown> };
+  | { frontend: Record<string, unknown> }
+  | { global: Record<string, unknown> };
 
 export interface NamedResource {
   name: string;

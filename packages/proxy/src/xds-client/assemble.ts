@@ -109,6 +109,7 @@ export function assembleConfig(resources: ReadonlyMap<string, Resource>): Assemb
   const backends: Json[] = [];
   const policies: Json[] = [];
   let frontend: Json | undefined;
+  let global: Json | undefined;
   for (const [name, r] of byName) {
     switch (r.kind.case) {
       case 'backend':
@@ -131,6 +132,14 @@ export function assembleConfig(resources: ReadonlyMap<string, Resource>): Assemb
         frontend = r.kind.value.policies ?? {};
         mappings.push({ prefix: ['frontendPolicies'], resource: name, as: ['policies'] });
         break;
+      case 'global':
+        if (global) {
+          problems.push({ resource: name, path: [], message: 'a second Global resource' });
+          break;
+        }
+        global = r.kind.value.config ?? {};
+        mappings.push({ prefix: ['config'], resource: name, as: ['config'] });
+        break;
       case 'bind':
       case 'route':
         break;
@@ -147,6 +156,7 @@ export function assembleConfig(resources: ReadonlyMap<string, Resource>): Assemb
   if (backends.length > 0) data.backends = backends;
   if (policies.length > 0) data.policies = policies;
   if (frontend) data.frontendPolicies = frontend;
+  if (global) data.config = global;
 
   // Longest prefix first, so a route's own mapping wins over its bind's.
   mappings.sort((a, b) => b.prefix.length - a.prefix.length);

@@ -66,6 +66,14 @@ export declare type Resource = Message<"gw.resource.v1.Resource"> & {
      */
     value: Frontend;
     case: "frontend";
+  } | {
+    /**
+     * name: global
+     *
+     * @generated from field: gw.resource.v1.Global global = 6;
+     */
+    value: Global;
+    case: "global";
   } | { case: undefined; value?: undefined };
 };
 
@@ -474,4 +482,24 @@ export declare type Frontend = Message<"gw.resource.v1.Frontend"> & {
  * Use `create(FrontendSchema)` to create a new message.
  */
 export declare const FrontendSchema: GenMessage<Frontend>;
+
+/**
+ * Settings a running proxy takes from the standalone config's `config:` section (GlobalConfig), from
+ * the Gateway's GwParameters `rawConfig.config`. Start-up settings (addresses, workers, logging) come
+ * from the proxy's flags and environment instead; the controller leaves them out.
+ *
+ * @generated from message gw.resource.v1.Global
+ */
+export declare type Global = Message<"gw.resource.v1.Global"> & {
+  /**
+   * @generated from field: google.protobuf.Struct config = 1;
+   */
+  config?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message gw.resource.v1.Global.
+ * Use `create(GlobalSchema)` to create a new message.
+ */
+export declare const GlobalSchema: GenMessage<Global>;
 
