@@ -128,9 +128,11 @@ describe('the RBAC is what the controller calls', () => {
       .sort();
     const expected = [
       ...watched.map((k) => `${group(k.apiVersion)}/${plural(k.path)}`),
-      // deployer/deployer.ts: the proxies' Deployments (watched by label) and ServiceAccounts (pruned)
+      // deployer/deployer.ts: the proxies' objects, listed to prune (Deployments also watched by label)
       'apps/deployments',
+      'apps/daemonsets',
       '/serviceaccounts',
+      'policy/poddisruptionbudgets',
     ].sort();
     assert.deepEqual(readable, expected);
     assert.ok(
