@@ -743,6 +743,37 @@ export const GuardWebhook = strict({
     description: 'gw addition: how long to wait for a verdict (default 10s)',
   }),
 });
+/** gw addition on the cloud guards: where tests and local stand-ins are reached instead. */
+const GuardHostOverride = LlmParams.shape.hostOverride.meta({
+  description:
+    "gw addition: host:port called over plain HTTP instead of the service's own host (a local stand-in or a sidecar)",
+});
+/**
+ * agentgateway's SimpleLocalBackendPolicies on a call to a guard service: the credential (`auth`, by
+ * service) is what this build reads; the connection settings are refused by name.
+ */
+const guardServicePolicies = <A extends z.ZodType>(auth: A) =>
+  strict({
+    backendAuth: auth.optional(),
+    requestHeaderModifier: NotYet('requestHeaderModifier on a guard service').optional(),
+    transformations: NotYet('transformations on a guard service').optional(),
+    backendTLS: NotYet('backendTLS on a guard service').optional(),
+    http: NotYet('http on a guard service').optional(),
+    tcp: NotYet('tcp on a guard service').optional(),
+    backendTunnel: NotYet('backendTunnel on a guard service').optional(),
+  });
+/** agentgateway's Moderation: OpenAI's moderation endpoint on the request (a flagged text is rejected). */
+export const GuardOpenAIModeration = strict({
+  model: z.string().min(1).nullable().optional().meta({ description: 'default omni-moderation-latest' }),
+  policies: guardServicePolicies(
+    strict({ key: LlmApiKey }).meta({
+      description: "the OpenAI API key, inline or {file}; unset: the client's own Authorization is passed on",
+    }),
+  )
+    .nullable()
+    .optional(),
+  hostOverride: GuardHostOverride,
+});
 const guardKinds = {
   regex: GuardRegex.optional(),
   webhook: GuardWebhook.optional(),
@@ -752,7 +783,7 @@ const guardKinds = {
 };
 export const RequestGuard = strict({
   ...guardKinds,
-  openAIModeration: NotYet('the openAIModeration guard').optional(),
+  openAIModeration: GuardOpenAIModeration.optional(),
   rejection: GuardRejection.optional(),
   scope: z.array(GuardContentScope).min(1).optional().meta({
     description: 'what the guard reads of a request (default systemPrompt and messages)',

@@ -257,8 +257,23 @@ export interface LlmGuardSettings {
     audit: boolean;
     timeoutMs: number;
   };
+  /** OpenAI's moderation endpoint (POST /v1/moderations): a flagged text is rejected. */
+  openAIModeration: {
+    service: LlmGuardServiceIR;
+    /** Default omni-moderation-latest. */
+    model: string;
+    /** Unset: the client's own Authorization is passed on. */
+    apiKey?: Secret;
+  };
 }
 export type LlmGuardKind = keyof LlmGuardSettings;
+
+/** Where a cloud guard service is called: its own host over TLS, or a hostOverride over plain HTTP. */
+export interface LlmGuardServiceIR {
+  /** https://<service host> or http://<override host:port> */
+  origin: string;
+  timeoutMs: number;
+}
 
 /** mask: replace the match; reject: answer the rejection; audit: record what would be done, pass on. */
 export type LlmGuardAction = 'mask' | 'reject' | 'audit';

@@ -48,6 +48,8 @@ import {
 } from '@gw/api';
 import { DEFAULT_TIMEOUT_MS } from '@gw/guardrail-sdk';
 import { CLIENT_APIS, MODELS_PATH } from '../llm/formats/clients.ts';
+import { DEFAULT_MODERATION_MODEL, OPENAI_MODERATION_HOST } from '../llm/guardrails/openai-moderation.ts';
+import { serviceOrigin } from '../llm/guardrails/service-call.ts';
 import { Secret } from '../secret.ts';
 import type {
   AiTarget,
@@ -766,7 +768,10 @@ class Builder {
     if (reqH) out.requestHeaders = reqH;
     if (resH) out.responseHeaders = resH;
     const guards = m.guardrails ?? llm.policies?.guardrails;
-    if (guards) out.guards = promptGuardIR(guards);
+    if (guards)
+      out.guards = promptGuardIR(guards, (at, file) =>
+        this.readMaterial([...mp, 'guardrails', ...at, 'file'], file),
+      );
     return out;
   }
 
@@ -1049,8 +1054,15 @@ function secretHashReplacer(_k: string, v: unknown): unknown {
 /** The generic text a rejection carries when its config gives none (agentgateway's). */
 export const DEFAULT_REJECTION_MESSAGE = 'The request was rejected due to inappropriate content';
 
+/** How long a cloud guard service has to answer (agentgateway's shapes have no timeout). */
+export const GUARD_SERVICE_TIMEOUT_MS = 10_000;
+
+/** Reads a key given as {file} (the loader's readMaterial); undefined: unreadable, already reported. */
+export type GuardKeyReader = (at: FieldPath, file: { file: string }) => string | undefined;
+const inlineOnly: GuardKeyReader = () => undefined;
+
 /** agentgateway's PromptGuard as the guard IR: each entry one guard of its kind. */
-export function promptGuardIR(g: PromptGuard): LlmGuardsIR {
+export function promptGuardIR(g: PromptGuard, read: GuardKeyReader = inlineOnly): LlmGuardsIR {
   type Entry = NonNullable<PromptGuard['request']>[number];
   const guard = (e: Entry): LlmGuardIR[] => {
     const r = e.rejection;
@@ -1061,6 +1073,35 @@ export function promptGuardIR(g: PromptGuard): LlmGuardsIR {
     };
     const scope = e.scope ?? ['systemPrompt', 'messages'];
     if (e.webhook) return [webhookGuardIR(e.webhook, scope, rejection)];
+    const common = { scope, rejection };
+    const key = (at: FieldPath, k: string | { file: string } | undefined): Secret | undefined | null => {
+      if (k === undefined) return undefined;
+      const text = typeof k === 'string' ? k : read(at, k)?.trim();
+      return text === undefined ? null : new Secret(text);
+    };
+    if ('openAIModeration' in e && e.openAIModeration) {
+      const m = e.openAIModeration;
+      const apiKey = key(
+        ['openAIModeration', 'policies', 'backendAuth', 'key'],
+        m.policies?.backendAuth?.key,
+      );
+      if (apiKey === null) return [];
+      return [
+        {
+          kind: 'openAIModeration',
+          name: 'openAIModeration',
+          ...common,
+          settings: {
+            service: {
+              origin: serviceOrigin(OPENAI_MODERATION_HOST, m.hostOverride),
+              timeoutMs: GUARD_SERVICE_TIMEOUT_MS,
+            },
+            model: m.model ?? DEFAULT_MODERATION_MODEL,
+            ...(apiKey ? { apiKey } : {}),
+          },
+        },
+      ];
+    }
     // The schema refuses the kinds this build does not implement.
     if (!e.regex) return [];
     const rules = e.regex.rules.map((x) =>

@@ -294,8 +294,8 @@ describe('config', () => {
       issues('{request: [{rejection: {status: 403}}]}')[0] ?? '',
       /set exactly one of regex, webhook/,
     );
-    assert.deepEqual(issues('{request: [{openAIModeration: {}}]}'), [
-      'llm.models[0].guardrails.request[0].openAIModeration: the openAIModeration guard is not supported by this build of gw yet',
+    assert.deepEqual(issues('{request: [{azureContentSafety: {}}]}'), [
+      'llm.models[0].guardrails.request[0].azureContentSafety: the azureContentSafety guard is not supported by this build of gw yet',
     ]);
     assert.match(
       issues('{request: [{regex: {rules: [{builtin: ssn}]}, rejection: {status: 700}}]}')[0] ?? '',

@@ -1,6 +1,7 @@
 // The guard kinds this build runs, by kind. A kind is a key of LlmGuardSettings (config/ir.ts) and an
 // entry here; a key without an entry does not compile.
 import type { LlmGuardKind } from '../../config/ir.ts';
+import { openAIModerationGuard } from './openai-moderation.ts';
 import { regexGuard } from './regex.ts';
 import type { GuardKindModule } from './types.ts';
 import { webhookGuard } from './webhook.ts';
@@ -8,4 +9,5 @@ import { webhookGuard } from './webhook.ts';
 export const GUARD_KINDS: { [K in LlmGuardKind]: GuardKindModule<K> } = {
   regex: regexGuard,
   webhook: webhookGuard,
+  openAIModeration: openAIModerationGuard,
 };

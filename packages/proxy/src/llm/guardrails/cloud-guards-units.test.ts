@@ -1,0 +1,78 @@
+// The cloud guards' config: agentgateway's shapes (OpenAI Moderation, BedrockGuardrails,
+// GoogleModelArmor) compiled with their defaults, gw's additions (hostOverride, Bedrock's action),
+// and what is refused (a moderation response guard, connection settings not implemented yet).
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ConfigError } from '@gw/api';
+import type { LlmGuardIR } from '../../config/ir.ts';
+import { loadConfigText, promptGuardIR } from '../../config/load.ts';
+
+const DEFAULT_REJECTION = { status: 403, message: 'The request was rejected due to inappropriate content' };
+
+const issues = (guardrails: string): string[] => {
+  try {
+    loadConfigText(
+      'gw.yaml',
+      `llm:\n  port: 0\n  models:\n  - name: m\n    provider: openai\n    guardrails: ${guardrails}\n`,
+      process.cwd(),
+    );
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, String(err));
+    return err.issues.map((i) => `${i.path}: ${i.message}`);
+  }
+  return [];
+};
+
+/** The IR as JSON (a secret prints as [redacted]). */
+const plain = (g: LlmGuardIR[]) => JSON.parse(JSON.stringify(g));
+
+describe('openAIModeration', () => {
+  test('defaults: api.openai.com over TLS, omni-moderation-latest, no key (the client’s passes)', () => {
+    assert.deepEqual(plain(promptGuardIR({ request: [{ openAIModeration: {} }] }).request), [
+      {
+        kind: 'openAIModeration',
+        name: 'openAIModeration',
+        scope: ['systemPrompt', 'messages'],
+        rejection: DEFAULT_REJECTION,
+        settings: {
+          service: { origin: 'https://api.openai.com', timeoutMs: 10_000 },
+          model: 'omni-moderation-latest',
+        },
+      },
+    ]);
+    const g = promptGuardIR({
+      request: [
+        {
+          openAIModeration: {
+            model: 'text-moderation-latest',
+            hostOverride: 'localhost:8080',
+            policies: { backendAuth: { key: 'sk-x' } },
+          },
+        },
+      ],
+    }).request[0];
+    assert.deepEqual(plain(g ? [g] : [])[0].settings, {
+      service: { origin: 'http://localhost:8080', timeoutMs: 10_000 },
+      model: 'text-moderation-latest',
+      apiKey: '[redacted]',
+    });
+    assert.equal(g?.kind === 'openAIModeration' && g.settings.apiKey?.reveal(), 'sk-x');
+  });
+
+  test('refused: on a response, connection settings not implemented, a key file that cannot be read', () => {
+    assert.match(
+      issues('{response: [{openAIModeration: {}}]}')[0] ?? '',
+      /unrecognized key|openAIModeration/i,
+    );
+    assert.deepEqual(issues('{request: [{openAIModeration: {policies: {backendTLS: {}}}}]}'), [
+      'llm.models[0].guardrails.request[0].openAIModeration.policies.backendTLS: backendTLS on a guard service is not supported by this build of gw yet',
+    ]);
+    assert.match(
+      issues(
+        '{request: [{openAIModeration: {policies: {backendAuth: {key: {file: /nonexistent/key}}}}}]}',
+      )[0] ?? '',
+      /^llm\.models\[0\]\.guardrails\.openAIModeration\.policies\.backendAuth\.key\.file: cannot read \/nonexistent\/key: ENOENT/,
+    );
+    assert.deepEqual(issues('{request: [{openAIModeration: {model: null, policies: null}}]}'), []);
+  });
+});

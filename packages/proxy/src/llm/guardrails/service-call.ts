@@ -1,0 +1,111 @@
+// One JSON call to a cloud guard service (OpenAI moderation, Bedrock Guardrails, Model Armor) over a
+// keep-alive pool per origin: the answer parsed, or a ServiceFailure saying in a few words how the
+// call failed (status, not JSON, unreachable, too slow). The service's own error text is never
+// passed on: it may hold the content, and the client gets the guard's failure, not the service's.
+import type { Dispatcher, Pool } from 'undici';
+import type { LlmGuardServiceIR } from '../../config/ir.ts';
+import type { GuardEnv } from './types.ts';
+
+/** How much of an answer is read: more is a failed call (a verdict is a few kilobytes). */
+const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
+
+/** A call that failed; the message is the rule the finding names. */
+export class ServiceFailure extends Error {}
+
+export interface ServiceRequest {
+  path: string;
+  /** Lower-case names; host, content-type and content-length are set by the call. */
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+export interface GuardService {
+  /** The Host the service is called with (what a signature covers). */
+  host: string;
+  /** POSTs `req` (built by `prepare` with the host set) and returns the 2xx answer parsed. */
+  post(req: ServiceRequest, prepare?: (req: ServiceRequest) => Promise<void>): Promise<unknown>;
+}
+
+/** The origin of a service: `https://<host>` unless a `host:port` override names a plain-HTTP one. */
+export function serviceOrigin(host: string, override: string | undefined): string {
+  return override === undefined ? `https://${host}` : `http://${override}`;
+}
+
+export function guardService(ir: LlmGuardServiceIR, env: GuardEnv): GuardService {
+  const url = new URL(ir.origin);
+  const pool: Pool | undefined = env.pools?.acquire({
+    origin: ir.origin,
+    ...(url.protocol === 'https:' ? { tls: {} } : {}),
+    connectTimeoutMs: env.global.connectTimeoutMs,
+    idleTimeoutMs: env.global.guardrailWebhook.keepAliveMs,
+    maxConnections: env.global.guardrailWebhook.maxConnections,
+    keepalive: env.global.keepalive,
+    allowH2: false,
+  });
+  if (pool) env.used.add(pool);
+  const host = url.host;
+  return {
+    host,
+    async post(req, prepare) {
+      if (!pool) throw new ServiceFailure('no connection (validation run)');
+      req.headers.host = host;
+      req.headers['content-type'] = 'application/json';
+      req.headers['content-length'] = String(req.body.length);
+      if (prepare) {
+        try {
+          await prepare(req);
+        } catch (err) {
+          throw new ServiceFailure(`no credentials: ${(err as Error).message.split('\n')[0]}`);
+        }
+      }
+      const abort = new AbortController();
+      const timer = setTimeout(() => abort.abort(), ir.timeoutMs);
+      try {
+        const res: Dispatcher.ResponseData = await pool.request({
+          method: 'POST',
+          path: req.path,
+          headers: req.headers,
+          body: req.body,
+          signal: abort.signal,
+        });
+        const chunks: Buffer[] = [];
+        let size = 0;
+        for await (const c of res.body as AsyncIterable<Buffer>) {
+          size += c.length;
+          if (size > MAX_ANSWER_BYTES) {
+            abort.abort();
+            throw new ServiceFailure(`answered more than ${MAX_ANSWER_BYTES} bytes`);
+          }
+          chunks.push(c);
+        }
+        if (res.statusCode < 200 || res.statusCode > 299)
+          throw new ServiceFailure(`answered ${res.statusCode}`);
+        try {
+          return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        } catch {
+          throw new ServiceFailure('answered something that is not JSON');
+        }
+      } catch (err) {
+        if (err instanceof ServiceFailure) throw err;
+        if (abort.signal.aborted) throw new ServiceFailure(`no answer within ${ir.timeoutMs} ms`);
+        const code = (err as { code?: string }).code;
+        throw new ServiceFailure(`unreachable${code ? ` (${code})` : ''}`);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+/** A guard's failure verdict: fail closed unless `open` (an audit never stops traffic). */
+export function failed(err: unknown, closed: boolean): { action: 'error'; rule: string; closed: boolean } {
+  const how = err instanceof ServiceFailure ? err.message : 'failed';
+  return { action: 'error', rule: how, closed };
+}
+
+/** An object field of a service's answer, or a failure naming what was missing. */
+export function field<T>(v: unknown, name: string, test: (x: unknown) => x is T): T {
+  const x = v && typeof v === 'object' ? (v as Record<string, unknown>)[name] : undefined;
+  if (!test(x)) throw new ServiceFailure(`invalid answer: no ${name}`);
+  return x;
+}
