@@ -34,6 +34,8 @@ const USAGE = `Usage: gw-controller [flags]
   --leader-election-namespace <ns>  where the Lease gw-controller lives (default $POD_NAMESPACE, else gw-system)
   --leader-lease-seconds <s> how long an unrenewed Lease stays its holder's (default 15)
   --version, --help
+
+Environment: GW_LOG_LEVEL debug | info (default) | warn | error.
 `;
 
 function fail(message: string): never {
@@ -90,7 +92,17 @@ if (!['plaintext', 'tls', 'either'].includes(mode))
 const auth = values['xds-auth'];
 if (auth !== 'true' && auth !== 'false') fail(`--xds-auth must be true or false, got ${auth}`);
 
+// GW_LOG_LEVEL (the chart's controller.logLevel): info (default), warn or error; lower lines are dropped
+const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+const minLevel = LEVELS.indexOf(
+  (process.env['GW_LOG_LEVEL'] ?? 'info').toLowerCase() as (typeof LEVELS)[number],
+);
+if (minLevel < 0)
+  fail(
+    `GW_LOG_LEVEL must be one of ${LEVELS.join(', ')}, got ${JSON.stringify(process.env['GW_LOG_LEVEL'])}`,
+  );
 const log = (level: 'info' | 'warn' | 'error', msg: string, fields: Record<string, unknown> = {}) => {
+  if (LEVELS.indexOf(level) < minLevel) return;
   process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields })}\n`);
 };
 
