@@ -774,10 +774,52 @@ export const GuardOpenAIModeration = strict({
     .optional(),
   hostOverride: GuardHostOverride,
 });
+/** agentgateway's AwsAuth on a guard: explicit credentials, or `{}` for the environment and the SDK's chain. */
+const GuardAwsAuth = z.union([
+  strict({
+    accessKeyId: z.string().min(1),
+    secretAccessKey: z.string().min(1),
+    sessionToken: z.string().min(1).nullable().optional(),
+    region: NotYet('aws.region on a guard (the guard names its region)').optional(),
+    serviceName: NotYet('aws.serviceName on a guard (the service is bedrock)').optional(),
+  }),
+  strict({
+    region: NotYet('aws.region on a guard (the guard names its region)').optional(),
+    serviceName: NotYet('aws.serviceName on a guard (the service is bedrock)').optional(),
+    assumeRole: NotYet('aws.assumeRole').optional(),
+  }),
+]);
+/** agentgateway's BedrockGuardrails: Amazon Bedrock's ApplyGuardrail on the request or the answer. */
+export const GuardBedrockGuardrails = strict({
+  guardrailIdentifier: z
+    .string()
+    .min(1)
+    .max(2048)
+    .regex(/^(([a-z0-9]+)|(arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:guardrail\/[a-z0-9]+))$/, {
+      message: 'expected a guardrail id or ARN',
+    }),
+  guardrailVersion: z
+    .string()
+    .regex(/^(([1-9][0-9]{0,7})|(DRAFT))$/, { message: 'expected a version number or DRAFT' }),
+  region: z.string().regex(/^[a-z0-9-]{1,20}$/, { message: 'expected an AWS region such as us-east-1' }),
+  policies: guardServicePolicies(
+    z.union([strict({ aws: GuardAwsAuth }), strict({ key: LlmApiKey })]).meta({
+      description:
+        "aws: explicit credentials, or {} for AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY then the SDK's default chain (the default); key: a Bedrock API key",
+    }),
+  )
+    .nullable()
+    .optional(),
+  action: z.enum(['Reject', 'Audit']).optional().meta({
+    description:
+      'gw addition (as the GwPolicy field): Reject (default) applies the verdict; Audit calls the guardrail and records what it found, never applying it',
+  }),
+  hostOverride: GuardHostOverride,
+});
 const guardKinds = {
   regex: GuardRegex.optional(),
   webhook: GuardWebhook.optional(),
-  bedrockGuardrails: NotYet('the bedrockGuardrails guard').optional(),
+  bedrockGuardrails: GuardBedrockGuardrails.optional(),
   googleModelArmor: NotYet('the googleModelArmor guard').optional(),
   azureContentSafety: NotYet('the azureContentSafety guard').optional(),
 };

@@ -265,6 +265,22 @@ export interface LlmGuardSettings {
     /** Unset: the client's own Authorization is passed on. */
     apiKey?: Secret;
   };
+  /** Amazon Bedrock Guardrails' ApplyGuardrail on bedrock-runtime.<region>.amazonaws.com. */
+  bedrockGuardrails: {
+    service: LlmGuardServiceIR;
+    identifier: string;
+    version: string;
+    /** The signing region (and the host's, unless overridden). */
+    region: string;
+    /** audit: the call is made and its verdict recorded, never applied (a failure never stops traffic). */
+    audit: boolean;
+    /** chain: the environment, then the AWS SDK's default chain (as the Bedrock provider signs). */
+    auth:
+      | { kind: 'chain' }
+      | { kind: 'static'; accessKeyId: string; secretAccessKey: Secret; sessionToken?: Secret }
+      /** A Bedrock API key, sent as a bearer instead of a signature. */
+      | { kind: 'key'; key: Secret };
+  };
 }
 export type LlmGuardKind = keyof LlmGuardSettings;
 

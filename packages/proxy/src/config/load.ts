@@ -59,6 +59,7 @@ import type {
   ListenerIR,
   LlmFormat,
   LlmGuardIR,
+  LlmGuardSettings,
   LlmGuardsIR,
   LlmModelIR,
   LlmPromptEnrichmentIR,
@@ -1098,6 +1099,42 @@ export function promptGuardIR(g: PromptGuard, read: GuardKeyReader = inlineOnly)
             },
             model: m.model ?? DEFAULT_MODERATION_MODEL,
             ...(apiKey ? { apiKey } : {}),
+          },
+        },
+      ];
+    }
+    if (e.bedrockGuardrails) {
+      const b = e.bedrockGuardrails;
+      const ba = b.policies?.backendAuth;
+      let auth: LlmGuardSettings['bedrockGuardrails']['auth'] = { kind: 'chain' };
+      if (ba && 'key' in ba) {
+        const k = key(['bedrockGuardrails', 'policies', 'backendAuth', 'key'], ba.key);
+        if (!k) return [];
+        auth = { kind: 'key', key: k };
+      } else if (ba && 'accessKeyId' in ba.aws) {
+        const a = ba.aws;
+        auth = {
+          kind: 'static',
+          accessKeyId: a.accessKeyId,
+          secretAccessKey: new Secret(a.secretAccessKey),
+          ...(a.sessionToken ? { sessionToken: new Secret(a.sessionToken) } : {}),
+        };
+      }
+      return [
+        {
+          kind: 'bedrockGuardrails',
+          name: 'bedrockGuardrails',
+          ...common,
+          settings: {
+            service: {
+              origin: serviceOrigin(`bedrock-runtime.${b.region}.amazonaws.com`, b.hostOverride),
+              timeoutMs: GUARD_SERVICE_TIMEOUT_MS,
+            },
+            identifier: b.guardrailIdentifier,
+            version: b.guardrailVersion,
+            region: b.region,
+            audit: b.action === 'Audit',
+            auth,
           },
         },
       ];

@@ -1,6 +1,7 @@
 // A fake Amazon Bedrock runtime on loopback: Converse (JSON) and ConverseStream (the binary AWS event
-// stream, frames encoded by the AWS SDK's own codec) at /model/<modelId>/converse[-stream], answers
-// from ./fixtures/bedrock, AWS's error JSON with `x-amzn-errortype`. Every request must be signed
+// stream, frames encoded by the AWS SDK's own codec) at /model/<modelId>/converse[-stream], and
+// ApplyGuardrail at /guardrail/<id>/version/<v>/apply (./bedrock-guardrail.ts), answers from
+// ./fixtures/bedrock, AWS's error JSON with `x-amzn-errortype`. Every request must be signed
 // with SigV4 for service `bedrock` (or carry a Bedrock API key as a bearer, when one is set): the
 // fake parses the Authorization header, checks its scope and signed headers, and recomputes the
 // signature with the AWS SDK's signer and the test's secret, as AWS would.
@@ -15,6 +16,7 @@ import { EventStreamCodec } from '@smithy/core/event-streams';
 import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
+import { applyGuardrail, type FakeGuardrailRules } from './bedrock-guardrail.ts';
 
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'bedrock');
 const fixture = (name: string) => readFileSync(join(FIXTURES, name), 'utf8');
@@ -31,7 +33,7 @@ export interface FakeBedrockRequest {
 }
 
 export type FakeBedrockAnswer =
-  | { error: 400 | 429 }
+  | { error: 400 | 429 | 500 }
   /** An edge proxy's HTML page with this status, as when the service is unreachable. */
   | { html: number }
   /** The fixture's answer with another of Converse's stopReason values. */
@@ -53,6 +55,8 @@ export interface FakeBedrockOptions {
   /** Awaited before the last event of a stream is written (tests hold the stream open with it). */
   beforeLastEvent?: () => Promise<void>;
   answer?: (req: FakeBedrockRequest) => FakeBedrockAnswer | undefined;
+  /** The one guardrail ApplyGuardrail knows (./bedrock-guardrail.ts says what it finds). */
+  guardrail?: { identifier: string; version: string } & FakeGuardrailRules;
 }
 
 export interface FakeBedrock {
@@ -279,8 +283,9 @@ async function serve(
     );
     return;
   }
+  const apply = /^\/guardrail\/([^/]+)\/version\/([^/]+)\/apply$/.exec(r.url.split('?', 1)[0] ?? '');
   const m = /^\/model\/([^/]+)\/(converse|converse-stream)$/.exec(r.url.split('?', 1)[0] ?? '');
-  if (req.method !== 'POST' || !m) {
+  if (req.method !== 'POST' || !(m || apply)) {
     awsError(res, 404, 'UnknownOperationException', JSON.stringify({ message: `no operation at ${r.url}` }));
     return;
   }
@@ -292,10 +297,40 @@ async function serve(
     return;
   }
   if (special && 'error' in special) {
-    if (special.error === 429) awsError(res, 429, 'ThrottlingException', fixture('error-throttling.json'));
+    if (special.error === 500)
+      awsError(res, 500, 'InternalServerException', JSON.stringify({ message: 'Internal server error' }));
+    else if (special.error === 429)
+      awsError(res, 429, 'ThrottlingException', fixture('error-throttling.json'));
     else awsError(res, 400, 'ValidationException', fixture('error-validation.json'));
     return;
   }
+  if (apply) {
+    const g = opts.guardrail;
+    const [id, version] = [decodeURIComponent(apply[1] ?? ''), decodeURIComponent(apply[2] ?? '')];
+    if (!g || g.identifier !== id || g.version !== version) {
+      awsError(
+        res,
+        404,
+        'ResourceNotFoundException',
+        JSON.stringify({ message: `The guardrail ${id} version ${version} does not exist.` }),
+      );
+      return;
+    }
+    const answer = applyGuardrail(r.json, g);
+    if (typeof answer === 'string')
+      awsError(res, 400, 'ValidationException', JSON.stringify({ message: answer }));
+    else {
+      const out = JSON.stringify(answer);
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(out),
+        'x-amzn-requestid': crypto.randomUUID(),
+      });
+      res.end(out);
+    }
+    return;
+  }
+  if (!m) return;
   if (!r.json || !Array.isArray(r.json.messages)) {
     awsError(res, 400, 'ValidationException', JSON.stringify({ message: 'Malformed input request' }));
     return;

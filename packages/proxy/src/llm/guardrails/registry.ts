@@ -1,6 +1,7 @@
 // The guard kinds this build runs, by kind. A kind is a key of LlmGuardSettings (config/ir.ts) and an
 // entry here; a key without an entry does not compile.
 import type { LlmGuardKind } from '../../config/ir.ts';
+import { bedrockGuardrailsGuard } from './bedrock-guardrails.ts';
 import { openAIModerationGuard } from './openai-moderation.ts';
 import { regexGuard } from './regex.ts';
 import type { GuardKindModule } from './types.ts';
@@ -10,4 +11,5 @@ export const GUARD_KINDS: { [K in LlmGuardKind]: GuardKindModule<K> } = {
   regex: regexGuard,
   webhook: webhookGuard,
   openAIModeration: openAIModerationGuard,
+  bedrockGuardrails: bedrockGuardrailsGuard,
 };

@@ -13,7 +13,7 @@ import type { ProviderRequest } from '../types.ts';
 
 const Sha256 = Hash.bind(null, 'sha256');
 
-interface AwsCredentials {
+export interface AwsCredentials {
   accessKeyId: string;
   secretAccessKey: string;
   sessionToken?: string;
@@ -53,10 +53,18 @@ async function credentials(): Promise<AwsCredentials> {
 // One signer per region and service: it caches the day's signing key for the credentials it is given.
 const signers = new Map<string, SignatureV4>();
 
-/** Signs `req` in place for `service` in `region`. */
-export async function sigV4(req: ProviderRequest, region: string, service: string): Promise<void> {
+/** Signs `req` in place for `service` in `region`, with `creds` (configured) or the chain above. */
+export async function sigV4(
+  req: ProviderRequest,
+  region: string,
+  service: string,
+  creds?: AwsCredentials,
+): Promise<void> {
   const key = `${region}/${service}`;
-  let signer = signers.get(key);
+  // Configured credentials get a signer of their own each time: a cached one would outlive a reload.
+  let signer = creds
+    ? new SignatureV4({ credentials: creds, region, service, sha256: Sha256 })
+    : signers.get(key);
   if (!signer) {
     signer = new SignatureV4({ credentials, region, service, sha256: Sha256 });
     signers.set(key, signer);
