@@ -25,6 +25,7 @@ export function checkGuardPattern(pattern: string, path: FieldPath): Problem[] {
 const SERVICE_GUARDS = [
   ['webhook', 'webhook'],
   ['bedrockGuardrails', 'bedrockGuardrails'],
+  ['googleModelArmor', 'googleModelArmor'],
 ] as const;
 
 export function checkPromptGuard(g: PromptGuard, path: FieldPath): Problem[] {

@@ -816,11 +816,41 @@ export const GuardBedrockGuardrails = strict({
   }),
   hostOverride: GuardHostOverride,
 });
+/** agentgateway's GoogleModelArmor: a Model Armor template's sanitize calls on the request or the answer. */
+export const GuardGoogleModelArmor = strict({
+  templateId: z.string().regex(/^[A-Za-z0-9_-]{1,63}$/, { message: 'expected a template id' }),
+  projectId: z.string().regex(/^[a-z0-9-]{1,63}$/, { message: 'expected a project id' }),
+  location: z
+    .string()
+    .regex(/^[a-z0-9-]{1,30}$/, { message: 'expected a location such as us-central1' })
+    .nullable()
+    .optional()
+    .meta({ description: 'default us-central1' }),
+  policies: guardServicePolicies(
+    z
+      .union([
+        strict({ key: LlmApiKey }),
+        strict({
+          gcp: strict({
+            type: z.literal('accessToken').nullable().optional(),
+            credential: NotYet('gcp.credential on a guard (use GOOGLE_APPLICATION_CREDENTIALS)').optional(),
+          }),
+        }),
+      ])
+      .meta({
+        description:
+          'key: a Google access token, inline or {file}; gcp: {} or unset: Application Default Credentials',
+      }),
+  )
+    .nullable()
+    .optional(),
+  hostOverride: GuardHostOverride,
+});
 const guardKinds = {
   regex: GuardRegex.optional(),
   webhook: GuardWebhook.optional(),
   bedrockGuardrails: GuardBedrockGuardrails.optional(),
-  googleModelArmor: NotYet('the googleModelArmor guard').optional(),
+  googleModelArmor: GuardGoogleModelArmor.optional(),
   azureContentSafety: NotYet('the azureContentSafety guard').optional(),
 };
 export const RequestGuard = strict({

@@ -281,6 +281,15 @@ export interface LlmGuardSettings {
       /** A Bedrock API key, sent as a bearer instead of a signature. */
       | { kind: 'key'; key: Secret };
   };
+  /** Google Model Armor's sanitizeUserPrompt / sanitizeModelResponse on a template. */
+  googleModelArmor: {
+    service: LlmGuardServiceIR;
+    project: string;
+    location: string;
+    template: string;
+    /** A static access token; unset: Application Default Credentials (as the Vertex AI provider). */
+    token?: Secret;
+  };
 }
 export type LlmGuardKind = keyof LlmGuardSettings;
 

@@ -1139,6 +1139,31 @@ export function promptGuardIR(g: PromptGuard, read: GuardKeyReader = inlineOnly)
         },
       ];
     }
+    if (e.googleModelArmor) {
+      const g = e.googleModelArmor;
+      const ba = g.policies?.backendAuth;
+      const token =
+        ba && 'key' in ba ? key(['googleModelArmor', 'policies', 'backendAuth', 'key'], ba.key) : undefined;
+      if (token === null) return [];
+      const location = g.location ?? 'us-central1';
+      return [
+        {
+          kind: 'googleModelArmor',
+          name: 'googleModelArmor',
+          ...common,
+          settings: {
+            service: {
+              origin: serviceOrigin(`modelarmor.${location}.rep.googleapis.com`, g.hostOverride),
+              timeoutMs: GUARD_SERVICE_TIMEOUT_MS,
+            },
+            project: g.projectId,
+            location,
+            template: g.templateId,
+            ...(token ? { token } : {}),
+          },
+        },
+      ];
+    }
     // The schema refuses the kinds this build does not implement.
     if (!e.regex) return [];
     const rules = e.regex.rules.map((x) =>

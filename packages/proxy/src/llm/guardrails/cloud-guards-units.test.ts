@@ -145,3 +145,47 @@ describe('bedrockGuardrails', () => {
     );
   });
 });
+
+describe('googleModelArmor', () => {
+  test('defaults: modelarmor.us-central1.rep.googleapis.com over TLS, Application Default Credentials', () => {
+    assert.deepEqual(
+      plain(
+        promptGuardIR({ request: [{ googleModelArmor: { templateId: 't1', projectId: 'p1' } }] }).request,
+      ),
+      [
+        {
+          kind: 'googleModelArmor',
+          name: 'googleModelArmor',
+          scope: ['systemPrompt', 'messages'],
+          rejection: DEFAULT_REJECTION,
+          settings: {
+            service: { origin: 'https://modelarmor.us-central1.rep.googleapis.com', timeoutMs: 10_000 },
+            project: 'p1',
+            location: 'us-central1',
+            template: 't1',
+          },
+        },
+      ],
+    );
+    assert.deepEqual(
+      issues(
+        '{request: [{googleModelArmor: {templateId: t1, projectId: p1, policies: {backendAuth: {gcp: {}}}}}]}',
+      ),
+      [],
+    );
+  });
+
+  test('refused: a credential file (not yet), a streamed response guard', () => {
+    assert.deepEqual(
+      issues(
+        '{request: [{googleModelArmor: {templateId: t1, projectId: p1, policies: {backendAuth: {gcp: {credential: x}}}}}]}',
+      ).length,
+      1,
+    );
+    assert.match(
+      issues('{streaming: Enabled, response: [{googleModelArmor: {templateId: t1, projectId: p1}}]}')[0] ??
+        '',
+      /a googleModelArmor response guard does not read streamed answers/,
+    );
+  });
+});

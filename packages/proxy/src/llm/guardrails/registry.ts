@@ -2,6 +2,7 @@
 // entry here; a key without an entry does not compile.
 import type { LlmGuardKind } from '../../config/ir.ts';
 import { bedrockGuardrailsGuard } from './bedrock-guardrails.ts';
+import { googleModelArmorGuard } from './google-model-armor.ts';
 import { openAIModerationGuard } from './openai-moderation.ts';
 import { regexGuard } from './regex.ts';
 import type { GuardKindModule } from './types.ts';
@@ -12,4 +13,5 @@ export const GUARD_KINDS: { [K in LlmGuardKind]: GuardKindModule<K> } = {
   webhook: webhookGuard,
   openAIModeration: openAIModerationGuard,
   bedrockGuardrails: bedrockGuardrailsGuard,
+  googleModelArmor: googleModelArmorGuard,
 };
