@@ -22,13 +22,31 @@ const SCOPES = {
   ToolInput: 'toolInput',
 } as const;
 /** Guard kinds the proxy serves from a GwBackend or GwModel; the others are Unsupported. */
-const SERVED_GUARDS = ['regex', 'webhook'] as const;
+const SERVED_GUARDS = [
+  'regex',
+  'webhook',
+  'openAIModeration',
+  'bedrockGuardrails',
+  'googleModelArmor',
+] as const;
+/** Response guards the proxy cannot apply to streamed answers yet (it refuses the combination). */
+const NOT_ON_STREAMS = ['webhook', 'bedrockGuardrails', 'googleModelArmor'];
 
-/** Resolves a webhook's backendRef (a Service) to host:port; undefined when it cannot be used. */
-export type ResolveService = (
-  field: string,
-  ref: { group?: string; kind?: string; name: string; port?: number | undefined },
-) => string | undefined;
+/** What a guard needs from the cluster; each returns undefined when the reference cannot be used. */
+export interface GuardRefs {
+  /** A webhook's backendRef (a Service) → host:port. */
+  service(
+    field: string,
+    ref: { group?: string; kind?: string; name: string; port?: number | undefined },
+  ): string | undefined;
+  /** A key: inline, or a Secret's (`defaultKey` when the reference names none). */
+  key(
+    field: string,
+    auth: { key?: string | undefined; secretRef?: { name: string; key?: string | undefined } | undefined },
+  ): string | undefined;
+  /** One key of a Secret (AWS credentials). */
+  secretKey(field: string, name: string, key: string, optional?: boolean): string | undefined;
+}
 
 export interface AiPolicyResult {
   policy: Record<string, unknown>;
@@ -38,7 +56,7 @@ export interface AiPolicyResult {
   invalid: string[];
 }
 
-export function translateAiPolicy(spec: Spec, field: string, resolve: ResolveService): AiPolicyResult {
+export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): AiPolicyResult {
   const out: AiPolicyResult = { policy: {}, unsupported: [], invalid: [] };
   const regexRules = (r: NonNullable<GuardSpec['regex']>, at: string) => {
     const rules: Record<string, unknown>[] = [];
@@ -62,15 +80,63 @@ export function translateAiPolicy(spec: Spec, field: string, resolve: ResolveSer
         return undefined;
       }
       const entry: Record<string, unknown> = {};
-      if (s.webhook) {
-        const w = s.webhook;
-        const host = resolve(`${at}.webhook.backendRef`, w.backendRef);
-        // without its webhook the guard would check nothing: the whole provider is left out
-        if (host === undefined) return undefined;
-        if (phase === 'response' && g.streaming) {
-          out.unsupported.push(`${at}.webhook (on streamed answers)`);
-          return undefined;
+      if (phase === 'response' && g.streaming && NOT_ON_STREAMS.includes(kind)) {
+        out.unsupported.push(`${at}.${kind} (on streamed answers)`);
+        return undefined;
+      }
+      // A guard whose service or credentials cannot be resolved would check nothing: the caller
+      // leaves the whole provider out (refs mark it), and the guard is not built.
+      if (s.openAIModeration) {
+        const m = s.openAIModeration;
+        const auth = m.policies?.auth;
+        const key = auth ? refs.key(`${at}.openAIModeration.policies.auth`, auth) : undefined;
+        if (auth && key === undefined) return undefined;
+        entry.openAIModeration = {
+          ...(m.model ? { model: m.model } : {}),
+          ...(key !== undefined ? { policies: { backendAuth: { key } } } : {}),
+        };
+      } else if (s.bedrockGuardrails) {
+        const b = s.bedrockGuardrails;
+        const bf = `${at}.bedrockGuardrails`;
+        const auth = b.policies?.auth;
+        let backendAuth: Record<string, unknown> | undefined;
+        if (auth?.aws) {
+          if (auth.aws.region || auth.aws.service)
+            out.unsupported.push(`${bf}.policies.auth.aws.region/service`);
+          const ref = auth.aws.secretRef;
+          if (ref) {
+            const id = refs.secretKey(`${bf}.policies.auth.aws.secretRef`, ref.name, 'accessKey');
+            const secret = refs.secretKey(`${bf}.policies.auth.aws.secretRef`, ref.name, 'secretKey');
+            const token = refs.secretKey(`${bf}.policies.auth.aws.secretRef`, ref.name, 'sessionToken', true);
+            if (id === undefined || secret === undefined) return undefined;
+            backendAuth = {
+              aws: { accessKeyId: id, secretAccessKey: secret, ...(token ? { sessionToken: token } : {}) },
+            };
+          } else backendAuth = { aws: {} };
+        } else if (auth) {
+          const key = refs.key(`${bf}.policies.auth`, auth);
+          if (key === undefined) return undefined;
+          backendAuth = { key };
         }
+        for (const k of ['tcp', 'tls', 'http'] as const)
+          if (b.policies?.[k]) out.unsupported.push(`${bf}.policies.${k}`);
+        entry.bedrockGuardrails = {
+          guardrailIdentifier: b.identifier,
+          guardrailVersion: b.version,
+          region: b.region,
+          ...(b.action === 'Audit' ? { action: 'Audit' } : {}),
+          ...(backendAuth ? { policies: { backendAuth } } : {}),
+        };
+      } else if (s.googleModelArmor) {
+        const a = s.googleModelArmor;
+        for (const k of ['tcp', 'tls', 'http'] as const)
+          if (a.policies?.[k]) out.unsupported.push(`${at}.googleModelArmor.policies.${k}`);
+        // credentials: the proxy's Application Default Credentials
+        entry.googleModelArmor = { templateId: a.templateId, projectId: a.projectId, location: a.location };
+      } else if (s.webhook) {
+        const w = s.webhook;
+        const host = refs.service(`${at}.webhook.backendRef`, w.backendRef);
+        if (host === undefined) return undefined;
         entry.webhook = {
           target: { host },
           ...(w.headers ? { headers: w.headers } : {}),

@@ -114,18 +114,31 @@ export function translateAi(
     // the provider's own ai policy replaces the GwBackend's
     const aiSpec = ownAi ?? sharedAi;
     if (aiSpec) {
-      const r = translateAiPolicy(aiSpec, ownAi ? `${field}.policies.ai` : 'policies.ai', (f, ref) => {
-        const a = serviceAddress(ctx, f, {
-          group: ref.group ?? '',
-          kind: ref.kind ?? 'Service',
-          name: ref.name,
-          port: ref.port,
-        });
-        if (!a?.resolved) {
-          ctx.failClosed = true;
-          return undefined;
-        }
-        return a.hostPort;
+      const r = translateAiPolicy(aiSpec, ownAi ? `${field}.policies.ai` : 'policies.ai', {
+        service: (f, ref) => {
+          const a = serviceAddress(ctx, f, {
+            group: ref.group ?? '',
+            kind: ref.kind ?? 'Service',
+            name: ref.name,
+            port: ref.port,
+          });
+          if (!a?.resolved) ctx.failClosed = true;
+          return a?.resolved ? a.hostPort : undefined;
+        },
+        key: (f, auth) => {
+          const k = apiKey(auth as AuthSpec, f);
+          if (k === undefined) ctx.failClosed = true;
+          return k;
+        },
+        secretKey: (f, name, key, optional) => {
+          const secret = ctx.lookup.get('Secret', namespace, name) as
+            | { data?: Record<string, string> }
+            | undefined;
+          if (optional && secret && secret.data?.[key] === undefined) return undefined;
+          const v = readKey(ctx, f, 'Secret', name, key);
+          if (v === undefined) ctx.failClosed = true;
+          return v?.trim();
+        },
       });
       if (r.invalid.length > 0) invalid.push(...r.invalid);
       for (const u of r.unsupported) ctx.unsupported(u);
