@@ -300,6 +300,46 @@ spec:
     }
   });
 
+  test('a GwModel with a regex prompt guard: a prompt with an SSN is refused in OpenAI’s shape, a clean one answered', async () => {
+    await kubectl(
+      ['apply', '--server-side', '-f', '-'],
+      `apiVersion: gw.dev/v1alpha1
+kind: GwModel
+metadata: { name: guarded, namespace: default }
+spec:
+  parentRefs: [{ name: edge }]
+  match: { model: guarded-model }
+  provider: OpenAI
+  baseURL: http://127.0.0.1:${provider.port}/v1
+  policies:
+    auth: { secretRef: { name: openai-key } }
+    ai:
+      promptGuard:
+        request:
+          - regex: { action: Reject, builtins: [Ssn] }
+            response: { message: no identity numbers, statusCode: 422 }
+`,
+    );
+    const client = new OpenAI({
+      apiKey: 'sk-client',
+      baseURL: `http://127.0.0.1:${proxyPort}/v1`,
+      maxRetries: 0,
+    });
+    const ask = (content: string) =>
+      client.chat.completions.create({ model: 'guarded-model', messages: [{ role: 'user', content }] });
+    const answer = await until(
+      'the guarded model to answer',
+      async () => (await ask('Hello!').catch(() => undefined)) ?? undefined,
+    );
+    assert.equal(answer.choices[0]?.message.content, FAKE_REPLY);
+    const seen = provider.seen.length;
+    const err = await ask('My SSN is 123-45-6789').catch((e: unknown) => e);
+    assert.ok(err instanceof OpenAI.APIError, String(err));
+    assert.equal(err.status, 422);
+    assert.match(err.message, /no identity numbers/);
+    assert.equal(provider.seen.length, seen, 'the refused prompt never reached the provider');
+  });
+
   test('a proxy without a valid token is refused', async () => {
     const tokenFile = join(kube.dir, 'bad.token');
     writeFileSync(tokenFile, 'not-a-token');
