@@ -3,6 +3,7 @@
 // Guard kinds and fields the proxy does not serve yet are returned by name, so the caller can say so
 // in the status instead of shipping a guard that silently does nothing.
 import { checkRegex, inOneLine } from '@gw/api';
+import { isSecretRef, type MapContext, readKey, serviceAddress } from './policy/context.ts';
 import type { GwBackendPoliciesSpec } from './policy/spec.ts';
 
 type Spec = NonNullable<GwBackendPoliciesSpec['ai']>;
@@ -180,4 +181,41 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
   if (spec.overrides) out.policy.overrides = spec.overrides;
   if (spec.modelAliases) out.unsupported.push(`${field}.modelAliases`);
   return out;
+}
+
+/** The Secret key a guard's API key is read from when its secretRef names none. */
+const DEFAULT_KEY = 'Authorization';
+
+/**
+ * GuardRefs over a MapContext: what cannot be resolved is a problem at its field, and marks the
+ * context fail-closed (the owner of the policy is then not used rather than left unguarded).
+ */
+export function guardRefs(ctx: MapContext): GuardRefs {
+  const failed = <T>(v: T | undefined): T | undefined => {
+    if (v === undefined) ctx.failClosed = true;
+    return v;
+  };
+  return {
+    service: (f, ref) => {
+      const a = serviceAddress(ctx, f, {
+        group: ref.group ?? '',
+        kind: ref.kind ?? 'Service',
+        name: ref.name,
+        port: ref.port,
+      });
+      return failed(a?.resolved ? a.hostPort : undefined);
+    },
+    key: (f, auth) => {
+      if (auth.key !== undefined) return auth.key;
+      const ref = auth.secretRef;
+      if (!ref || !isSecretRef(ctx, `${f}.secretRef`, ref)) return failed(undefined);
+      const v = readKey(ctx, `${f}.secretRef`, 'Secret', ref.name, ref.key ?? DEFAULT_KEY)?.trim();
+      return failed(v === '' ? undefined : v);
+    },
+    secretKey: (f, name, key, optional) => {
+      const secret = ctx.lookup.get('Secret', ctx.namespace, name);
+      if (optional && secret && secret.data?.[key] === undefined) return undefined;
+      return failed(readKey(ctx, f, 'Secret', name, key)?.trim());
+    },
+  };
 }

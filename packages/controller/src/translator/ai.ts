@@ -3,7 +3,7 @@
 // (inline or a Secret), else from the GwBackend's `spec.policies.auth`.
 import type { AiNamedProvider, BackendPolicies } from '@gw/api';
 import { type GwBackendSpec, PROVIDER_VARIANTS } from '@gw/api/crd/gwbackend';
-import { translateAiPolicy } from './ai-policy.ts';
+import { guardRefs, translateAiPolicy } from './ai-policy.ts';
 import { backendPolicy } from './policy/backend.ts';
 import { defined, isSecretRef, MapContext, quote, readKey, serviceAddress } from './policy/context.ts';
 import type { GwBackendPoliciesSpec } from './policy/spec.ts';
@@ -114,32 +114,7 @@ export function translateAi(
     // the provider's own ai policy replaces the GwBackend's
     const aiSpec = ownAi ?? sharedAi;
     if (aiSpec) {
-      const r = translateAiPolicy(aiSpec, ownAi ? `${field}.policies.ai` : 'policies.ai', {
-        service: (f, ref) => {
-          const a = serviceAddress(ctx, f, {
-            group: ref.group ?? '',
-            kind: ref.kind ?? 'Service',
-            name: ref.name,
-            port: ref.port,
-          });
-          if (!a?.resolved) ctx.failClosed = true;
-          return a?.resolved ? a.hostPort : undefined;
-        },
-        key: (f, auth) => {
-          const k = apiKey(auth as AuthSpec, f);
-          if (k === undefined) ctx.failClosed = true;
-          return k;
-        },
-        secretKey: (f, name, key, optional) => {
-          const secret = ctx.lookup.get('Secret', namespace, name) as
-            | { data?: Record<string, string> }
-            | undefined;
-          if (optional && secret && secret.data?.[key] === undefined) return undefined;
-          const v = readKey(ctx, f, 'Secret', name, key);
-          if (v === undefined) ctx.failClosed = true;
-          return v?.trim();
-        },
-      });
+      const r = translateAiPolicy(aiSpec, ownAi ? `${field}.policies.ai` : 'policies.ai', guardRefs(ctx));
       if (r.invalid.length > 0) invalid.push(...r.invalid);
       for (const u of r.unsupported) ctx.unsupported(u);
       if (Object.keys(r.policy).length > 0) out.ai = r.policy;

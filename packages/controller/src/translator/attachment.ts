@@ -259,11 +259,17 @@ function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Att
         notAttached('TargetNotFound', `GwBackend ${ns}/${t.name} is not usable: ${b.accepted.message}`);
         continue;
       }
-      if (backend)
+      if (backend) {
+        const { ai, ...rest } = backend as Record<string, unknown>;
+        // prompt guards and the like apply to LLM providers: resources.ts moves them into each one
+        const isAi = !!b.target && 'ai' in b.target;
+        if (ai && !isAi) problems.push('backend.ai applies to ai GwBackends only');
         out.backendExtra.set(b.key, {
           ...(out.backendExtra.get(b.key) ?? {}),
-          ...(backend as Record<string, unknown>),
+          ...rest,
+          ...(ai && isAi ? { ai } : {}),
         });
+      }
       attachTraffic(
         new Set(ctx.routes.rules.filter((r) => r.backends.includes(b.key)).map((r) => r.gateway)),
         { backend: b.key },

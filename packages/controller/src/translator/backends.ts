@@ -92,8 +92,10 @@ export function collectBackends(objects: KubeObject[], lookup: Lookup): Map<stri
         info.accepted = bad('Accepted', 'Invalid', describeProblems(p.invalid), gen);
         continue;
       }
-      info.policies = p.policies as Record<string, unknown>;
+      const { ai, ...policies } = p.policies as Record<string, unknown>;
+      info.policies = policies;
       info.problems.push(...p.problems);
+      if (ai) info.problems.push('policies.ai applies to ai backends only');
       if (p.failClosed) {
         // a connection setting that cannot be honoured (e.g. a missing CA) must not be dropped silently
         info.accepted = bad('Accepted', 'InvalidReference', info.problems.join('; '), gen);

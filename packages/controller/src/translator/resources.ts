@@ -43,13 +43,15 @@ export function gatewayResources(
     const b = backends.get(bkey);
     if (!b?.target) continue;
     // inline GwBackend policies win over GwPolicy backend sections for the same field
-    const merged = { ...(attachments.backendExtra.get(bkey) ?? {}), ...b.policies };
+    const { ai, ...extra } = attachments.backendExtra.get(bkey) ?? {};
+    const merged = { ...extra, ...b.policies };
+    const target = ai && 'ai' in b.target ? { ai: withProviderAi(b.target.ai, ai) } : b.target;
     resources.push({
       name: `backend/${bkey}`,
       resource: {
         backend: {
           name: bkey,
-          ...b.target,
+          ...target,
           ...(Object.keys(merged).length > 0 ? { policies: merged } : {}),
         },
       },
@@ -95,4 +97,18 @@ export function gatewayStatuses(g: GatewayInfo): StatusUpdate[] {
     });
   }
   return out;
+}
+
+/**
+ * A GwPolicy's backend.ai on an ai backend: each provider (one, or those of every group) gets it as
+ * its policies.ai, unless the GwBackend gave the provider its own (the inline setting wins).
+ */
+function withProviderAi(target: unknown, ai: unknown): Record<string, unknown> {
+  const give = (p: Record<string, unknown>) => {
+    const policies = (p.policies as Record<string, unknown> | undefined) ?? {};
+    return policies.ai ? p : { ...p, policies: { ...policies, ai } };
+  };
+  const t = target as Record<string, unknown> & { groups?: { providers: Record<string, unknown>[] }[] };
+  if (t.groups) return { ...t, groups: t.groups.map((g) => ({ ...g, providers: g.providers.map(give) })) };
+  return give(t);
 }

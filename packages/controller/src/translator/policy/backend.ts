@@ -1,6 +1,7 @@
 // GwPolicy spec.backend and GwBackend spec.policies → BackendPolicies: one mapper per field
 // (backend/<field>.ts). A backend field without an entry here is a type error.
 import { checkBackendPolicies } from '@gw/api';
+import { ai } from './backend/ai.ts';
 import { http } from './backend/http.ts';
 import { tcp } from './backend/tcp.ts';
 import { tls } from './backend/tls.ts';
@@ -17,7 +18,7 @@ export const BACKEND_SECTIONS = {
   auth: unsupported,
   transformation: unsupported,
   health: unsupported,
-  ai: unsupported,
+  ai,
   mcp: unsupported,
 } satisfies SectionMap<BackendSpec, BackendPolicies>;
 
