@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { MODEL_KIND, WATCHED } from '@gw/controller/provider/kube';
+import { DAEMONSET_KIND, DEPLOYMENT_KIND, MODEL_KIND, WATCHED } from '@gw/controller/provider/kube';
 import { parseAllDocuments } from 'yaml';
 import { CHARTS, helm } from './support/helm.ts';
 
@@ -118,7 +118,8 @@ describe('the RBAC is what the controller calls', () => {
     const all = objects(await template('gw', '--set', 'agentgatewayModels.enabled=true,istio.enabled=false'));
     const read = all.find((o) => o.kind === 'ClusterRole' && o.metadata.name === 'gw')?.rules ?? [];
     const watched = [...WATCHED, MODEL_KIND];
-    for (const k of watched) {
+    // the deployer's workloads, watched by label for Programmed
+    for (const k of [...watched, DEPLOYMENT_KIND, DAEMONSET_KIND]) {
       const verbs = grants(read, group(k.apiVersion), plural(k.path));
       assert.ok(verbs.has('list') && verbs.has('watch'), `${k.kind}: ${[...verbs]}`);
     }
@@ -128,7 +129,7 @@ describe('the RBAC is what the controller calls', () => {
       .sort();
     const expected = [
       ...watched.map((k) => `${group(k.apiVersion)}/${plural(k.path)}`),
-      // deployer/deployer.ts: the proxies' objects, listed to prune (Deployments also watched by label)
+      // deployer/deployer.ts: the proxies' objects, listed to prune (workloads also watched by label)
       'apps/deployments',
       'apps/daemonsets',
       '/serviceaccounts',

@@ -203,7 +203,7 @@ spec:
     });
     assert.deepEqual(
       [pending.reason, pending.message],
-      ['Pending', 'the proxy Deployment has 0 of 1 replicas available'],
+      ['Pending', 'the proxy workload has 0 of 1 replicas available'],
     );
     await kubectl([
       'patch',

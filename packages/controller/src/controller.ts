@@ -8,7 +8,7 @@ import { Deployer } from './deployer/deployer.ts';
 import { applyParameters } from './deployer/parameters.ts';
 import { type ProxySettings, renderProxy } from './deployer/render.ts';
 import type { LeaderElector } from './leader.ts';
-import { DEPLOYMENT_KIND, KubeProvider, MODEL_KIND, WATCHED } from './provider/kube.ts';
+import { DAEMONSET_KIND, DEPLOYMENT_KIND, KubeProvider, MODEL_KIND, WATCHED } from './provider/kube.ts';
 import { withProxyStates } from './status/programmed.ts';
 import { kubeStatusTarget, StatusWriter } from './status/writer.ts';
 import { parametersOf } from './translator/parameters.ts';
@@ -63,7 +63,7 @@ export class Controller {
     this.provider = new KubeProvider(o.kc, [
       ...WATCHED,
       ...(o.modelsEnabled ? [MODEL_KIND] : []),
-      ...(o.deploy ? [DEPLOYMENT_KIND] : []),
+      ...(o.deploy ? [DEPLOYMENT_KIND, DAEMONSET_KIND] : []),
     ]);
     this.#custom = o.kc.makeApiClient(CustomObjectsApi);
     this.#core = o.kc.makeApiClient(CoreV1Api);
@@ -130,10 +130,15 @@ export class Controller {
     const deployment = (ns: string, name: string) => {
       if (!this.#o.deploy) return undefined;
       const d = this.provider.get('Deployment', ns, name);
-      if (!d) return undefined;
-      const spec = d.spec as { replicas?: number } | undefined;
-      const status = d.status as { availableReplicas?: number } | undefined;
-      return { desired: spec?.replicas ?? 1, available: status?.availableReplicas ?? 0 };
+      if (d) {
+        const spec = d.spec as { replicas?: number } | undefined;
+        const status = d.status as { availableReplicas?: number } | undefined;
+        return { desired: spec?.replicas ?? 1, available: status?.availableReplicas ?? 0 };
+      }
+      const ds = this.provider.get('DaemonSet', ns, name);
+      if (!ds) return undefined;
+      const status = ds.status as { desiredNumberScheduled?: number; numberAvailable?: number } | undefined;
+      return { desired: status?.desiredNumberScheduled ?? 0, available: status?.numberAvailable ?? 0 };
     };
     return this.#writer.write(
       withProxyStates(statuses, (gw) => this.#o.xds.proxyStates(gw), previous, deployment),

@@ -49,6 +49,13 @@ export const DEPLOYMENT_KIND: WatchedKind = {
   path: '/apis/apps/v1/deployments',
   labelSelector: 'app.kubernetes.io/managed-by=gw-controller',
 };
+/** The proxy DaemonSets the deployer made (GwParameters workload DaemonSet). */
+export const DAEMONSET_KIND: WatchedKind = {
+  apiVersion: 'apps/v1',
+  kind: 'DaemonSet',
+  path: '/apis/apps/v1/daemonsets',
+  labelSelector: 'app.kubernetes.io/managed-by=gw-controller',
+};
 export const MODEL_KIND: WatchedKind = {
   apiVersion: 'gw.dev/v1alpha1',
   kind: 'GwModel',

@@ -25,7 +25,7 @@ describe('Programmed follows the proxies', () => {
     assert.deepEqual(brief(programmedCondition(sent, [proxy('a', 'acked')], undefined, none)), [
       'False',
       'Pending',
-      'the proxy Deployment has 0 of 2 replicas available',
+      'the proxy workload has 0 of 2 replicas available',
     ]);
     const one = { desired: 2, available: 1 };
     assert.deepEqual(brief(programmedCondition(sent, [proxy('a', 'acked')], undefined, one)).slice(0, 2), [

@@ -10,8 +10,8 @@
 // - a proxy has not answered yet: the verdict written before (Programmed or ConfigRejected) stays, as
 //   answers take milliseconds and a flip to Pending and back on every change would be two writes for
 //   nothing; without one, True with reason Pending, saying how many proxies are awaited.
-// - the controller provisions the proxies (deployer/) and their Deployment has no available replica:
-//   False, reason Pending, saying how many are available; no proxy can serve until one is.
+// - the controller provisions the proxies (deployer/) and their Deployment (or DaemonSet) has no
+//   available replica: False, reason Pending, saying how many are available; none can serve until one is.
 import { SENT_TO_PROXIES } from '../translator/gateways.ts';
 import type { Condition, StatusUpdate } from '../translator/types.ts';
 import type { ProxyAckState } from '../xds/server.ts';
@@ -36,7 +36,7 @@ export function programmedCondition(
       type: 'Programmed',
       status: 'False',
       reason: 'Pending',
-      message: `the proxy Deployment has 0 of ${deployment.desired} replicas available`,
+      message: `the proxy workload has 0 of ${deployment.desired} replicas available`,
       ...gen,
     };
   }
