@@ -21,27 +21,8 @@ export function checkGuardPattern(pattern: string, path: FieldPath): Problem[] {
   return [];
 }
 
-/** The response guards that call a service, and how a message names them. */
-const SERVICE_GUARDS = [
-  ['webhook', 'webhook'],
-  ['bedrockGuardrails', 'bedrockGuardrails'],
-  ['googleModelArmor', 'googleModelArmor'],
-] as const;
-
 export function checkPromptGuard(g: PromptGuard, path: FieldPath): Problem[] {
   const out: Problem[] = [];
-  // The stream window handler is synchronous: it cannot wait for a guard service between events,
-  // and a guard that silently skipped streams would mean less than the file says.
-  const streaming = g.streaming === true || g.streaming === 'Enabled';
-  (g.response ?? []).forEach((guard, i) => {
-    if (!streaming) return;
-    for (const [kind, name] of SERVICE_GUARDS)
-      if (guard[kind])
-        out.push({
-          path: [...path, 'response', i, kind],
-          message: `a ${name} response guard does not read streamed answers in this build of gw yet: set streaming off (streams then pass unguarded) or use a regex guard for streams`,
-        });
-  });
   for (const phase of ['request', 'response'] as const) {
     (g[phase] ?? []).forEach((guard, i) => {
       const rules = guard.regex?.rules ?? [];

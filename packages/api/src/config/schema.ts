@@ -868,7 +868,10 @@ export const PromptGuard = strict({
   streaming: z
     .union([z.boolean(), z.enum(['Enabled', 'Disabled'])])
     .optional()
-    .meta({ description: 'response guards read streamed answers too (default off; Mask is not applied)' }),
+    .meta({
+      description:
+        'response guards read streamed answers too (default off): regex guards as the text passes, guard services (webhook, bedrockGuardrails, googleModelArmor) in windows of 256 characters; Mask is not applied',
+    }),
   request: z.array(RequestGuard).min(1).max(8).optional(),
   response: z.array(ResponseGuard).min(1).max(8).optional(),
 });

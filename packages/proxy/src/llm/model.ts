@@ -1,7 +1,7 @@
 // One served model, compiled: its provider's endpoint and pool, transformations and header changes.
 // `call` sends one attempt: the client's request converted by the format pair, to the provider, and
 // the answer converted back as it streams, its usage recorded in the request's LLM slot.
-import { pipeline, type Readable, Transform } from 'node:stream';
+import { Readable } from 'node:stream';
 import { type CelProgram, celToJson, compileCel } from '../cel/cel.ts';
 import type { LlmFormat, LlmModelIR, LlmProviderIR } from '../config/ir.ts';
 import { GwError } from '../errors.ts';
@@ -15,7 +15,7 @@ import { connectionSpec } from '../upstream/connection.ts';
 import { enrichRequest } from './formats/content.ts';
 import { FORMAT_PAIRS } from './formats/registry.ts';
 import type { FormatPair, JsonObject, StreamConverter } from './formats/types.ts';
-import { compileGuards, type ModelGuards } from './guardrails/runner.ts';
+import { compileGuards, type ModelGuards, type StreamGuards } from './guardrails/runner.ts';
 import type { GuardRequest } from './guardrails/types.ts';
 import { PROVIDERS } from './providers/registry.ts';
 import type { ProviderEndpoint, ProviderModule, ProviderRequest } from './providers/types.ts';
@@ -210,7 +210,7 @@ async function answer(
   }
   if (!json) {
     const conv = pair.stream(state);
-    res.body = convertStream(res.body, guarding ? guarding.guards.stream(ctx, state, conv) : conv, state);
+    res.body = convertStream(res.body, conv, state, guarding?.guards.stream(ctx, state, conv, guarding.req));
     delete res.headers['content-length'];
     // Bedrock's binary event stream reaches the client as SSE.
     if (type.startsWith(EVENT_STREAM)) res.headers['content-type'] = 'text/event-stream';
@@ -275,27 +275,76 @@ function setBody(res: NonNullable<RequestContext['response']>, body: Buffer): vo
   delete res.headers['transfer-encoding'];
 }
 
-/** The provider's stream through the pair's converter; the slot's usage is final when it ends. */
+/**
+ * The provider's stream through the pair's converter (and the guards, if any) as the client's body,
+ * at the client's pace; the slot's usage is final when it ends. A guard that ends the stream aborts
+ * the provider's answer (the tokens counted are those received), and a client that goes away
+ * cancels it and the guards' pending calls.
+ */
 function convertStream(
   body: NonNullable<RequestContext['response']>['body'],
   conv: StreamConverter,
   state: LlmRequestState,
-): Transform {
-  const t = new Transform({
-    transform(chunk: Buffer, _enc, cb) {
-      const out = conv.write(chunk);
-      if (out) this.push(out);
-      cb();
+  guards: StreamGuards | undefined,
+): Readable {
+  const upstream = body === null || Buffer.isBuffer(body) ? undefined : body;
+  let wake: (() => void) | undefined;
+  const resume = () => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  let ok = true;
+  const out = new Readable({
+    read() {
+      ok = true;
+      resume();
     },
-    flush(cb) {
-      const out = conv.end();
-      if (out) this.push(out);
-      state.finish();
-      cb();
+    destroy(err, cb) {
+      windows?.cancel();
+      if (upstream && !upstream.readableEnded) discard(upstream);
+      resume();
+      cb(err);
     },
   });
-  if (body === null) t.end();
-  else if (Buffer.isBuffer(body)) t.end(body);
-  else pipeline(body, t, () => {});
-  return t;
+  const send = (s: string | Buffer) => {
+    if (!out.destroyed) ok = out.push(s);
+  };
+  let stopped = false;
+  const windows = guards?.windows({
+    send,
+    fail: (raw) => {
+      stopped = true;
+      send(raw);
+    },
+  });
+  const scanned = guards?.conv ?? conv;
+  /** Converts one chunk of the provider's answer; resolves when more may be read. */
+  const feed = async (converted: string | Buffer | undefined) => {
+    if (converted !== undefined && converted.length > 0) {
+      const wait = windows ? windows.write(converted) : send(converted);
+      if (wait) await wait;
+    }
+    if (guards?.rejected()) stopped = true;
+    if (!ok && !stopped && !out.destroyed) await new Promise<void>((r) => (wake = r));
+  };
+  const run = async () => {
+    if (Buffer.isBuffer(body)) await feed(scanned.write(body));
+    else if (upstream)
+      for await (const chunk of upstream as AsyncIterable<Buffer>) {
+        await feed(scanned.write(chunk));
+        // Leaving the loop destroys the provider's answer: the connection is closed, not drained.
+        if (stopped || out.destroyed) break;
+      }
+    if (out.destroyed) return;
+    if (!stopped) await feed(scanned.end());
+    if (windows) await windows.end();
+    // A stream a guard ended still used the tokens it carried.
+    state.finish();
+    if (!out.destroyed) out.push(null);
+  };
+  run().catch((err: Error) => {
+    if (!out.destroyed) out.destroy(err);
+  });
+  return out;
 }

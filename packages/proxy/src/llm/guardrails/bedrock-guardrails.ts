@@ -73,6 +73,7 @@ export const bedrockGuardrailsGuard: GuardKindModule<'bedrockGuardrails'> = {
     const sign = signer(s.auth, s.region);
     return {
       ir,
+      ...(s.audit ? { audits: true } : {}),
       async check(input): Promise<GuardVerdict> {
         let action: string;
         let answer: unknown;
@@ -81,6 +82,7 @@ export const bedrockGuardrailsGuard: GuardKindModule<'bedrockGuardrails'> = {
             {
               path,
               headers: {},
+              ...(input.signal ? { signal: input.signal } : {}),
               body: Buffer.from(
                 JSON.stringify({
                   source: input.phase === 'request' ? 'INPUT' : 'OUTPUT',

@@ -45,6 +45,7 @@ export const googleModelArmorGuard: GuardKindModule<'googleModelArmor'> = {
             {
               path: `${template}:${request ? 'sanitizeUserPrompt' : 'sanitizeModelResponse'}`,
               headers: {},
+              ...(input.signal ? { signal: input.signal } : {}),
               body: Buffer.from(
                 JSON.stringify(request ? { userPromptData: { text } } : { modelResponseData: { text } }),
               ),

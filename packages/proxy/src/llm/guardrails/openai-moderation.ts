@@ -33,6 +33,7 @@ export const openAIModerationGuard: GuardKindModule<'openAIModeration'> = {
           const answer = await service.post({
             path: OPENAI_MODERATION_PATH,
             headers: { authorization: auth },
+            ...(input.signal ? { signal: input.signal } : {}),
             body: Buffer.from(JSON.stringify({ model: s.model, input: [...input.texts] })),
           });
           results = field(answer, 'results', isResults);

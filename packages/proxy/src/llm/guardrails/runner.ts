@@ -1,5 +1,6 @@
 // Runs a model's guards: the request's in order before the format pair converts it, the answer's on
-// the client's JSON, and a stream's through the window handler (stream.ts). Every finding is recorded
+// the client's JSON, and a stream's through the regex scanner (stream.ts) and the service guards'
+// windows (stream-windows.ts). Every finding is recorded
 // on the LLM slot (access log, metrics) and as a trace event; a rejection becomes the guard's answer
 // in the client's error format.
 import type { LlmGuardIR, LlmGuardsIR } from '../../config/ir.ts';
@@ -19,7 +20,18 @@ import type { LlmRequestState } from '../state.ts';
 import { GUARD_KINDS } from './registry.ts';
 import { rejection, serviceFailure, serviceRejection } from './rejection.ts';
 import { GuardedStream } from './stream.ts';
+import { StreamWindows, type WindowSink } from './stream-windows.ts';
 import type { CompiledGuard, GuardEnv, GuardFinding, GuardPhase, GuardRequest } from './types.ts';
+
+/** A streamed answer's guards: the regex scanner over the converter, the service guards' windows. */
+export interface StreamGuards {
+  /** The converter's output, scanned by the regex guards (the converter itself when none apply). */
+  conv: StreamConverter;
+  /** Whether a regex guard ended the stream (its error event is in the converter's output). */
+  rejected(): boolean;
+  /** The service guards' windows over `conv`'s output, sending to `sink`; undefined when none apply. */
+  windows(sink: Omit<WindowSink, 'finding'>): StreamWindows | undefined;
+}
 
 export interface ModelGuards {
   /** The client's request as the guards need it later; call before the request is rewritten. */
@@ -33,8 +45,13 @@ export interface ModelGuards {
     body: JsonObject,
     req: GuardRequest,
   ): Promise<boolean>;
-  /** The converter's output watched by the response guards, or the converter itself when none apply. */
-  stream(ctx: RequestContext, state: LlmRequestState, conv: StreamConverter): StreamConverter;
+  /** The response guards over a streamed answer (`streaming`), or undefined when none apply. */
+  stream(
+    ctx: RequestContext,
+    state: LlmRequestState,
+    conv: StreamConverter,
+    req: GuardRequest,
+  ): StreamGuards | undefined;
 }
 
 function compile(ir: LlmGuardIR, env: GuardEnv): CompiledGuard {
@@ -129,11 +146,19 @@ async function run(
   return changed;
 }
 
+/** The request as the response guards see it: llmRequest.* is the request phase's, unevaluable here. */
+function responseRequest(req: GuardRequest): GuardRequest {
+  if (!req.cel) return req;
+  const { llmRequest: _, ...cel } = req.cel;
+  return { headers: req.headers, cel };
+}
+
 export function compileGuards(ir: LlmGuardsIR | undefined, env: GuardEnv): ModelGuards | undefined {
   if (!ir || ir.request.length + ir.response.length === 0) return undefined;
   const request = ir.request.map((g) => compile(g, env));
   const response = ir.response.map((g) => compile(g, env));
-  const streamed = ir.streaming ? response.filter((g) => g.stream !== undefined) : [];
+  const scanned = ir.streaming ? response.filter((g) => g.stream !== undefined) : [];
+  const windowed = ir.streaming ? response.filter((g) => g.stream === undefined) : [];
   const readsCel = [...request, ...response].some((g) => g.readsCel);
   return {
     snapshot(ctx) {
@@ -157,26 +182,40 @@ export function compileGuards(ir: LlmGuardsIR | undefined, env: GuardEnv): Model
     async response(ctx, state, body, req) {
       if (response.length === 0) return false;
       const format = state.clientFormat;
-      let cel = req.cel;
-      if (cel) {
-        // llmRequest.* is the request phase's: a response-phase expression reading it is unevaluable.
-        const { llmRequest: _, ...rest } = cel;
-        cel = rest;
-      }
       return run(ctx, state, response, {
         name: 'response',
         body,
         slots: () => answerTexts(format, body),
         messages: () => answerMessages(format, body),
         owned: undefined,
-        request: { headers: req.headers, cel },
+        request: responseRequest(req),
       });
     },
-    stream(ctx, state, conv) {
-      if (streamed.length === 0) return conv;
-      return new GuardedStream(conv, streamed, state.clientFormat, (g, action, rule, applied) =>
-        record(ctx, state, { phase: 'stream', guard: g.ir.name, action, rule, applied }),
-      );
+    stream(ctx, state, conv, req) {
+      if (scanned.length + windowed.length === 0) return undefined;
+      const finding = (g: CompiledGuard, action: GuardFinding['action'], rule: string, applied: boolean) =>
+        record(ctx, state, { phase: 'stream', guard: g.ir.name, action, rule, applied });
+      const guarded =
+        scanned.length > 0 ? new GuardedStream(conv, scanned, state.clientFormat, finding) : undefined;
+      const request = responseRequest(req);
+      return {
+        conv: guarded ?? conv,
+        rejected: () => guarded?.rejected === true,
+        windows: (sink) =>
+          windowed.length === 0
+            ? undefined
+            : new StreamWindows(windowed, state.clientFormat, { ...sink, finding }, (g, text, signal) =>
+                Promise.resolve(
+                  g.check({
+                    phase: 'response',
+                    texts: [text],
+                    messages: () => [{ role: 'assistant', slots: [{ text }] }],
+                    request,
+                    signal,
+                  }),
+                ),
+              ),
+      };
     },
   };
 }

@@ -1,7 +1,8 @@
-// One JSON call to a cloud guard service (OpenAI moderation, Bedrock Guardrails, Model Armor) over a
-// keep-alive pool per origin: the answer parsed, or a ServiceFailure saying in a few words how the
-// call failed (status, not JSON, unreachable, too slow). The service's own error text is never
-// passed on: it may hold the content, and the client gets the guard's failure, not the service's.
+// One JSON call to a guard service (a webhook, OpenAI moderation, Bedrock Guardrails, Model Armor)
+// over a keep-alive pool per origin: the answer parsed, or a ServiceFailure saying in a few words how
+// the call failed (status, not JSON, unreachable, too slow, cancelled). The service's own error text
+// is never passed on: it may hold the content, and the client gets the guard's failure, not the
+// service's.
 import type { Dispatcher, Pool } from 'undici';
 import type { LlmGuardServiceIR } from '../../config/ir.ts';
 import type { GuardEnv } from './types.ts';
@@ -13,16 +14,20 @@ const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 export class ServiceFailure extends Error {}
 
 export interface ServiceRequest {
+  /** Default POST. */
+  method?: string;
   path: string;
-  /** Lower-case names; host, content-type and content-length are set by the call. */
+  /** Lower-case names; content-type and content-length are set by the call, host unless given. */
   headers: Record<string, string>;
   body: Buffer;
+  /** Cancels the call (the client went away, or the stream ended without it). */
+  signal?: AbortSignal;
 }
 
 export interface GuardService {
   /** The Host the service is called with (what a signature covers). */
   host: string;
-  /** POSTs `req` (built by `prepare` with the host set) and returns the 2xx answer parsed. */
+  /** Sends `req` (completed by `prepare`, the host set) and returns the 2xx answer parsed. */
   post(req: ServiceRequest, prepare?: (req: ServiceRequest) => Promise<void>): Promise<unknown>;
 }
 
@@ -31,7 +36,10 @@ export function serviceOrigin(host: string, override: string | undefined): strin
   return override === undefined ? `https://${host}` : `http://${override}`;
 }
 
-export function guardService(ir: LlmGuardServiceIR, env: GuardEnv): GuardService {
+/**
+ * `waitsFor`: what a timeout says was missing (`no <waitsFor> within <n> ms`).
+ */
+export function guardService(ir: LlmGuardServiceIR, env: GuardEnv, waitsFor = 'answer'): GuardService {
   const url = new URL(ir.origin);
   const pool: Pool | undefined = env.pools?.acquire({
     origin: ir.origin,
@@ -48,7 +56,7 @@ export function guardService(ir: LlmGuardServiceIR, env: GuardEnv): GuardService
     host,
     async post(req, prepare) {
       if (!pool) throw new ServiceFailure('no connection (validation run)');
-      req.headers.host = host;
+      req.headers.host ??= host;
       req.headers['content-type'] = 'application/json';
       req.headers['content-length'] = String(req.body.length);
       if (prepare) {
@@ -58,11 +66,14 @@ export function guardService(ir: LlmGuardServiceIR, env: GuardEnv): GuardService
           throw new ServiceFailure(`no credentials: ${(err as Error).message.split('\n')[0]}`);
         }
       }
+      if (req.signal?.aborted) throw new ServiceFailure('cancelled');
       const abort = new AbortController();
       const timer = setTimeout(() => abort.abort(), ir.timeoutMs);
+      const cancel = () => abort.abort();
+      req.signal?.addEventListener('abort', cancel, { once: true });
       try {
         const res: Dispatcher.ResponseData = await pool.request({
-          method: 'POST',
+          method: (req.method ?? 'POST') as Dispatcher.HttpMethod,
           path: req.path,
           headers: req.headers,
           body: req.body,
@@ -87,11 +98,13 @@ export function guardService(ir: LlmGuardServiceIR, env: GuardEnv): GuardService
         }
       } catch (err) {
         if (err instanceof ServiceFailure) throw err;
-        if (abort.signal.aborted) throw new ServiceFailure(`no answer within ${ir.timeoutMs} ms`);
+        if (req.signal?.aborted) throw new ServiceFailure('cancelled');
+        if (abort.signal.aborted) throw new ServiceFailure(`no ${waitsFor} within ${ir.timeoutMs} ms`);
         const code = (err as { code?: string }).code;
         throw new ServiceFailure(`unreachable${code ? ` (${code})` : ''}`);
       } finally {
         clearTimeout(timer);
+        req.signal?.removeEventListener('abort', cancel);
       }
     },
   };

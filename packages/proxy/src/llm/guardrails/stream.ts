@@ -5,7 +5,7 @@
 // stream ends with an error event in the client's format instead. Audit (and mask, which cannot change
 // text already sent) only record: nothing is held for them.
 import type { LlmFormat, LlmGuardAction } from '../../config/ir.ts';
-import { anthropicType, openaiType } from '../../errors.ts';
+import { anthropicType, type GwError, openaiType } from '../../errors.ts';
 import { streamError, streamedText } from '../formats/content.ts';
 import type { StreamConverter } from '../formats/types.ts';
 import { SseSplitter } from '../sse.ts';
@@ -14,6 +14,12 @@ import type { CompiledGuard } from './types.ts';
 
 /** Characters of answer text scanned before each new piece, and held back when a guard may reject. */
 export const STREAM_WINDOW = 128;
+
+/** A guard's error as the event ending a stream, in the client's format (each SDK raises it). */
+export function errorEvent(format: LlmFormat, err: GwError): string {
+  const type = format === 'anthropic-messages' ? anthropicType(err.status) : openaiType(err.status);
+  return streamError(format, err.detail, type, err.code.toLowerCase());
+}
 
 type OnFinding = (g: CompiledGuard, action: LlmGuardAction, rule: string, applied: boolean) => void;
 
@@ -45,6 +51,11 @@ export class GuardedStream implements StreamConverter {
     this.#onFinding = onFinding;
     this.#window = window;
     this.#hold = guards.some((g) => g.stream?.action === 'reject');
+  }
+
+  /** Whether a guard ended the stream (the rest of the provider's answer is not wanted). */
+  get rejected(): boolean {
+    return this.#rejected;
   }
 
   write(chunk: Buffer): string | undefined {
@@ -97,10 +108,7 @@ export class GuardedStream implements StreamConverter {
         if (reject) {
           this.#rejected = true;
           this.#pending = [];
-          const err = rejection(g.ir);
-          const type =
-            this.#format === 'anthropic-messages' ? anthropicType(err.status) : openaiType(err.status);
-          return streamError(this.#format, err.detail, type, err.code.toLowerCase());
+          return errorEvent(this.#format, rejection(g.ir));
         }
       }
     }

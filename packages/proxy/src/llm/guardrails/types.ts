@@ -44,6 +44,8 @@ export interface GuardInput {
   request: GuardRequest;
   /** The LLM request being guarded (request phase only). */
   llmRequest?: Record<string, unknown>;
+  /** Cancels a guard service's call (a streamed answer's client went away, or the stream ended). */
+  signal?: AbortSignal;
 }
 
 export interface CompiledGuard {
@@ -51,7 +53,9 @@ export interface CompiledGuard {
   check(input: GuardInput): GuardVerdict | Promise<GuardVerdict>;
   /** Whether `check` reads `input.request.cel` (the snapshot is taken only then). */
   readsCel?: boolean;
-  /** Streamed answers; absent: the kind does not read streams. */
+  /** Its verdicts are only recorded (an audit): a stream is never held for it. */
+  audits?: boolean;
+  /** Streamed answers scanned as they pass (regex); absent: `check` reads windows of the stream. */
   stream?: {
     /** What a match asks for (a mask is recorded, not applied: text already sent cannot change). */
     action: LlmGuardAction;

@@ -13,18 +13,14 @@ import {
   responseVerdict,
   type Verdict,
 } from '@gw/guardrail-sdk';
-import type { Dispatcher } from 'undici';
 import { type CelProgram, compileCel } from '../../cel/cel.ts';
 import type { Headers } from '../../pipeline/context.ts';
 import { messageContent } from '../formats/content.ts';
+import { failed, guardService, ServiceFailure } from './service-call.ts';
 import type { CompiledGuard, GuardInput, GuardKindModule, GuardVerdict } from './types.ts';
 
-/** How much of a verdict is read: more is a failed call (a verdict is a few messages of text). */
-const MAX_VERDICT_BYTES = 16 * 1024 * 1024;
 /** A reason is the webhook's free text: cut for the log and trace. */
 const MAX_REASON = 120;
-
-class CallFailure extends Error {}
 
 interface HeaderProgram {
   name: string;
@@ -48,16 +44,8 @@ function rule(kind: string, reason: string | undefined): string {
 export const webhookGuard: GuardKindModule<'webhook'> = {
   compile(ir, env): CompiledGuard {
     const s = ir.settings;
-    const limits = env.global.guardrailWebhook;
-    const pool = env.pools?.acquire({
-      origin: s.origin,
-      connectTimeoutMs: env.global.connectTimeoutMs,
-      idleTimeoutMs: limits.keepAliveMs,
-      maxConnections: limits.maxConnections,
-      keepalive: env.global.keepalive,
-      allowH2: false,
-    });
-    if (pool) env.used.add(pool);
+    // One way to call a guard service (pool, timeout, size limit, failures): service-call.ts.
+    const service = guardService({ origin: s.origin, timeoutMs: s.timeoutMs }, env, 'verdict');
     const headers: HeaderProgram[] = Object.entries(s.headers).map(([name, expr]) => ({
       name: name.toLowerCase(),
       program: compileCel(expr),
@@ -97,55 +85,24 @@ export const webhookGuard: GuardKindModule<'webhook'> = {
         else if (h.name === ':authority') out.headers.host = v;
         else out.headers[h.name] = v;
       }
-      out.headers['content-type'] = 'application/json';
       return out;
     }
 
-    async function call(input: GuardInput, body: unknown): Promise<unknown> {
-      if (!pool) throw new CallFailure('no connection (validation run)');
+    function call(input: GuardInput, body: unknown): Promise<unknown> {
       const { method, path, headers: h } = shape(input);
-      const payload = Buffer.from(JSON.stringify(body));
-      h['content-length'] = String(payload.length);
-      const abort = new AbortController();
-      const timer = setTimeout(() => abort.abort(), s.timeoutMs);
-      let res: Dispatcher.ResponseData;
-      try {
-        res = await pool.request({
-          method: method as Dispatcher.HttpMethod,
-          path,
-          headers: h,
-          body: payload,
-          signal: abort.signal,
-        });
-        const chunks: Buffer[] = [];
-        let size = 0;
-        for await (const c of res.body as AsyncIterable<Buffer>) {
-          size += c.length;
-          if (size > MAX_VERDICT_BYTES) {
-            abort.abort();
-            throw new CallFailure(`answered more than ${MAX_VERDICT_BYTES} bytes`);
-          }
-          chunks.push(c);
-        }
-        if (res.statusCode < 200 || res.statusCode > 299) throw new CallFailure(`answered ${res.statusCode}`);
-        try {
-          return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        } catch {
-          throw new CallFailure('answered something that is not JSON');
-        }
-      } catch (err) {
-        if (err instanceof CallFailure) throw err;
-        if (abort.signal.aborted) throw new CallFailure(`no verdict within ${s.timeoutMs} ms`);
-        const code = (err as { code?: string }).code;
-        throw new CallFailure(`unreachable${code ? ` (${code})` : ''}`);
-      } finally {
-        clearTimeout(timer);
-      }
+      return service.post({
+        method,
+        path,
+        headers: h,
+        body: Buffer.from(JSON.stringify(body)),
+        ...(input.signal ? { signal: input.signal } : {}),
+      });
     }
 
     return {
       ir,
       readsCel: headers.length > 0,
+      ...(s.audit ? { audits: true } : {}),
       async check(input): Promise<GuardVerdict> {
         const msgs = input.messages();
         const plain = msgs.map((m) => ({ role: m.role, content: messageContent(m) }));
@@ -162,7 +119,7 @@ export const webhookGuard: GuardKindModule<'webhook'> = {
           );
           const parsed: ParseResult<typeof verdict> =
             input.phase === 'request' ? promptVerdict(answer) : responseVerdict(answer);
-          if (!parsed.ok) throw new CallFailure(parsed.error.split('\n')[0] ?? 'invalid verdict');
+          if (!parsed.ok) throw new ServiceFailure(parsed.error.split('\n')[0] ?? 'invalid verdict');
           verdict = parsed.value;
           if (verdict.kind === 'modify') {
             const n = verdict.body.messages?.length ?? verdict.body.choices?.length ?? 0;
@@ -171,12 +128,11 @@ export const webhookGuard: GuardKindModule<'webhook'> = {
               n,
               input.phase === 'request' ? 'messages' : 'choices',
             );
-            if (problem) throw new CallFailure(`invalid verdict: ${problem}`);
+            if (problem) throw new ServiceFailure(`invalid verdict: ${problem}`);
           }
         } catch (err) {
-          const how = err instanceof CallFailure ? err.message : 'failed';
           // An audit never stops traffic: its failures are recorded, never enforced.
-          return { action: 'error', rule: how, closed: !s.audit && s.failureMode === 'failClosed' };
+          return failed(err, !s.audit && s.failureMode === 'failClosed');
         }
         const named = rule(verdict.kind === 'modify' ? 'mask' : verdict.kind, verdict.reason);
         if (s.audit) return { action: 'audit', rule: named };
