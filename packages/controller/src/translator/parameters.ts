@@ -64,14 +64,25 @@ export function rawGlobalConfig(p: { class?: ParametersSpec; gateway?: Parameter
     .filter((k) => k !== 'config')
     .map((k) => `rawConfig.${k}`);
   const section = raw.config;
-  if (section === undefined) return { notApplied };
-  if (!isObj(section)) return { notApplied: [...notApplied, 'rawConfig.config (not an object)'] };
+  if (section === undefined) return withShutdown({ notApplied }, p);
+  if (!isObj(section))
+    return withShutdown({ notApplied: [...notApplied, 'rawConfig.config (not an object)'] }, p);
   const config: Obj = {};
   for (const [k, v] of Object.entries(section)) {
     if (STARTUP_KEYS.includes(k)) notApplied.push(`rawConfig.config.${k} (a start-up setting)`);
     else config[k] = v;
   }
-  return Object.keys(config).length > 0 ? { config, notApplied } : { notApplied };
+  return withShutdown(Object.keys(config).length > 0 ? { config, notApplied } : { notApplied }, p);
+}
+
+/** Typed `shutdown.max` wins over rawConfig: how long a stopping proxy drains its connections. */
+function withShutdown(
+  r: { config?: Obj; notApplied: string[] },
+  p: { class?: ParametersSpec; gateway?: ParametersSpec },
+): { config?: Obj; notApplied: string[] } {
+  const max = p.gateway?.shutdown?.max ?? p.class?.shutdown?.max;
+  if (!max) return r;
+  return { ...r, config: { ...(r.config ?? {}), connectionTerminationDeadline: max } };
 }
 
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
