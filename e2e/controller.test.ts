@@ -7,9 +7,8 @@
 // the fake OpenAI provider behind an `ai` GwBackend is its host/port override).
 // e2e/controller.kind.test.ts runs the same steps on a kind cluster (shared parts: support/controller-e2e.ts).
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import {
   FAKE_REPLY,
@@ -30,33 +29,26 @@ import {
   gatewayYaml,
   httpGet,
   measurePolicyApplyToEffect,
-  until as poll,
   routeYaml,
   type Steps,
 } from './support/controller-e2e.ts';
+import {
+  type ControllerProcess,
+  kubectlOk,
+  startController,
+  untilWithLogs,
+} from './support/controller-process.ts';
 import { cleanupGw, freePort, type GwProcess, startGw } from './support/gw-process.ts';
-
-const CONTROLLER_BIN = resolve(import.meta.dirname, '../bin/gw-controller');
 
 let kube: KubeHarness;
 let upstream: TestServer;
 let provider: FakeOpenAI;
-let controller: ChildProcess;
-const controllerLog: string[] = [];
-let xdsPort: number;
-let healthPort: number;
+let controller: ControllerProcess;
 let proxyPort: number;
 let gw: GwProcess;
 
-async function kubectl(args: string[], input?: string): Promise<string> {
-  const r = await kube.kubectl(args, input === undefined ? {} : { input });
-  assert.equal(r.code, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-}
-
-const until = <T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> =>
-  poll(what, fn, { timeoutMs, context: () => `\ncontroller log:\n${controllerLog.slice(-20).join('')}` });
-
+const kubectl = kubectlOk(() => kube);
+const until = untilWithLogs(() => [['controller log', controller?.log ?? []]]);
 const get = (path = '/') => httpGet(proxyPort, path);
 const steps: Steps = { ns: 'default', kubectl, until, get };
 
@@ -65,7 +57,7 @@ const startProxy = (tokenFile: string, opts: { waitReady?: boolean } = {}) =>
   startGw({
     args: [
       '--xds-address',
-      `http://127.0.0.1:${xdsPort}`,
+      `http://127.0.0.1:${controller.xdsPort}`,
       '--gateway',
       'default/edge',
       '--xds-token-file',
@@ -90,44 +82,18 @@ spec:
 ---${routeYaml('default', '{ group: gw.dev, kind: GwBackend, name: echo }')}`;
 
 before(async () => {
-  [kube, upstream, provider, xdsPort, healthPort, proxyPort] = await Promise.all([
+  [kube, upstream, provider, proxyPort] = await Promise.all([
     startKube(),
     startUpstream('echo'),
     startFakeOpenAI({ name: 'openai', apiKey: 'sk-from-secret' }),
     freePort(),
-    freePort(),
-    freePort(),
   ]);
-  const metricsPort = await freePort();
-  controller = spawn(
-    CONTROLLER_BIN,
-    [
-      '--xds-port',
-      String(xdsPort),
-      '--xds-address',
-      '127.0.0.1',
-      '--health-port',
-      String(healthPort),
-      '--metrics-port',
-      String(metricsPort),
-      '--enable-models',
-    ],
-    { env: { ...process.env, KUBECONFIG: kube.kubeconfig }, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  controller.stderr?.on('data', (c: Buffer) => controllerLog.push(c.toString()));
-  await until('the controller to be ready', async () => {
-    const r = await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => undefined);
-    return r?.status === 200 ? true : undefined;
-  });
+  controller = await startController(kube.kubeconfig, ['--enable-models']);
 });
 
 after(async () => {
   await cleanupGw();
-  if (controller && controller.exitCode === null) {
-    const exited = new Promise((r) => controller.once('exit', r));
-    controller.kill('SIGTERM');
-    await exited;
-  }
+  await controller?.stop();
   await upstream?.close();
   await provider?.close();
   await kube?.stop();
@@ -345,7 +311,7 @@ spec:
     writeFileSync(tokenFile, 'not-a-token');
     const refused = await startProxy(tokenFile, { waitReady: false });
     await until('the refusal in the controller log', async () =>
-      controllerLog.join('').includes('proxy stream refused') ? true : undefined,
+      controller.log.join('').includes('proxy stream refused') ? true : undefined,
     );
     const ready = await fetch(`${refused.readiness}/healthz/ready`).catch(() => undefined);
     assert.notEqual(ready?.status, 200, 'a refused proxy must not report ready');

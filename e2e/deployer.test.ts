@@ -5,32 +5,29 @@
 // and sends traffic through it. Then the listener's port changes (the Service follows), the Gateway's
 // status.addresses show the Service's cluster IP, and deleting the Gateway prunes its objects.
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type KubeHarness, startKube, startUpstream, type TestServer } from '@gw/testkit';
-import { gatewayYaml, httpGet, until as poll, routeYaml } from './support/controller-e2e.ts';
+import { gatewayYaml, httpGet, routeYaml } from './support/controller-e2e.ts';
+import {
+  type ControllerProcess,
+  kubectlOk,
+  startController,
+  untilWithLogs,
+} from './support/controller-process.ts';
 import { cleanupGw, freePort, startGw } from './support/gw-process.ts';
 
-const CONTROLLER_BIN = resolve(import.meta.dirname, '../bin/gw-controller');
 const AUDIENCE = 'gw-xds';
 const TOKEN_FILE = '/var/run/secrets/gw/xds-token';
 
 let kube: KubeHarness;
 let upstream: TestServer;
-let controller: ChildProcess;
-const controllerLog: string[] = [];
-let xdsPort: number;
+let controller: ControllerProcess;
 let listenerPort: number;
 
-async function kubectl(args: string[], input?: string): Promise<string> {
-  const r = await kube.kubectl(args, input === undefined ? {} : { input });
-  assert.equal(r.code, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-}
-const until = <T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> =>
-  poll(what, fn, { timeoutMs, context: () => `\ncontroller log:\n${controllerLog.slice(-20).join('')}` });
+const kubectl = kubectlOk(() => kube);
+const until = untilWithLogs(() => [['controller log', controller?.log ?? []]]);
 
 async function getJson<T>(args: string[]): Promise<T | undefined> {
   const r = await kube.kubectl([...args, '-o', 'json']);
@@ -67,39 +64,17 @@ interface Service {
 }
 
 before(async () => {
-  [kube, upstream, xdsPort, listenerPort] = await Promise.all([
-    startKube(),
-    startUpstream('provisioned'),
-    freePort(),
-    freePort(),
+  [kube, upstream, listenerPort] = await Promise.all([startKube(), startUpstream('provisioned'), freePort()]);
+  // provisioned proxies reach this controller's xDS port on loopback
+  controller = await startController(kube.kubeconfig, ({ xds }) => [
+    ...['--xds-token-audience', AUDIENCE, '--proxy-service-type', 'ClusterIP'],
+    ...['--proxy-image', 'registry.example/gw:test', '--proxy-xds-address', `http://127.0.0.1:${xds}`],
   ]);
-  const healthPort = await freePort();
-  const metricsPort = await freePort();
-  controller = spawn(
-    CONTROLLER_BIN,
-    [
-      ...['--xds-port', String(xdsPort), '--xds-address', '127.0.0.1'],
-      ...['--health-port', String(healthPort), '--metrics-port', String(metricsPort)],
-      ...['--xds-token-audience', AUDIENCE],
-      ...['--proxy-image', 'registry.example/gw:test', '--proxy-xds-address', `http://127.0.0.1:${xdsPort}`],
-      ...['--proxy-service-type', 'ClusterIP'],
-    ],
-    { env: { ...process.env, KUBECONFIG: kube.kubeconfig }, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  controller.stderr?.on('data', (c: Buffer) => controllerLog.push(c.toString()));
-  await until('the controller to be ready', async () => {
-    const r = await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => undefined);
-    return r?.status === 200 ? true : undefined;
-  });
 });
 
 after(async () => {
   await cleanupGw();
-  if (controller && controller.exitCode === null) {
-    const exited = new Promise((r) => controller.once('exit', r));
-    controller.kill('SIGTERM');
-    await exited;
-  }
+  await controller?.stop();
   await upstream?.close();
   await kube?.stop();
 });

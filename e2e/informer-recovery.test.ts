@@ -3,20 +3,21 @@
 // connection and refuses new ones for a while, a route is applied meanwhile, and once the relay is
 // back the controller lists again and writes the route's status.
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { type KubeHarness, startKube } from '@gw/testkit';
-import { gatewayYaml, until as poll, routeYaml } from './support/controller-e2e.ts';
-import { freePort } from './support/gw-process.ts';
-
-const CONTROLLER_BIN = resolve(import.meta.dirname, '../bin/gw-controller');
+import { gatewayYaml, routeYaml } from './support/controller-e2e.ts';
+import {
+  type ControllerProcess,
+  kubectlOk,
+  startController,
+  untilWithLogs,
+} from './support/controller-process.ts';
 
 let kube: KubeHarness;
-let controller: ChildProcess;
-const controllerLog: string[] = [];
+let controller: ControllerProcess;
 
 /** A TCP relay to the API server that can drop its connections and stop accepting. */
 interface Relay {
@@ -54,13 +55,8 @@ async function startRelay(target: { host: string; port: number }, port = 0): Pro
 
 let relay: Relay;
 
-async function kubectl(args: string[], input?: string): Promise<string> {
-  const r = await kube.kubectl(args, input === undefined ? {} : { input });
-  assert.equal(r.code, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-}
-const until = <T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> =>
-  poll(what, fn, { timeoutMs, context: () => `\ncontroller log:\n${controllerLog.slice(-20).join('')}` });
+const kubectl = kubectlOk(() => kube);
+const until = untilWithLogs(() => [['controller log', controller?.log ?? []]]);
 
 before(async () => {
   kube = await startKube();
@@ -72,28 +68,11 @@ before(async () => {
     kubeconfig,
     readFileSync(kube.kubeconfig, 'utf8').replaceAll(kube.server, `https://127.0.0.1:${relay.port}`),
   );
-  const [xds, health, metrics] = [await freePort(), await freePort(), await freePort()];
-  controller = spawn(
-    CONTROLLER_BIN,
-    [
-      ...['--xds-port', String(xds), '--xds-address', '127.0.0.1'],
-      ...['--health-port', String(health), '--metrics-port', String(metrics)],
-    ],
-    { env: { ...process.env, KUBECONFIG: kubeconfig }, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  controller.stderr?.on('data', (c: Buffer) => controllerLog.push(c.toString()));
-  await until('the controller to be ready', async () => {
-    const r = await fetch(`http://127.0.0.1:${health}/readyz`).catch(() => undefined);
-    return r?.status === 200 ? true : undefined;
-  });
+  controller = await startController(kubeconfig);
 });
 
 after(async () => {
-  if (controller && controller.exitCode === null) {
-    const exited = new Promise((r) => controller.once('exit', r));
-    controller.kill('SIGTERM');
-    await exited;
-  }
+  await controller?.stop();
   await relay?.close();
   await kube?.stop();
 });
@@ -107,7 +86,7 @@ test('after the API server connection breaks, the watches come back and what cha
 
   await relay.cut();
   await until('the controller to notice', async () =>
-    controllerLog.join('').includes('watch failed; retrying') ? true : undefined,
+    controller.log.join('').includes('watch failed; retrying') ? true : undefined,
   );
   // applied while the controller cannot see the API server
   await kubectl(

@@ -2,59 +2,44 @@
 // and writes statuses, the other serves xDS only; killed without a goodbye, the leader is replaced
 // once its Lease runs out, and the new leader writes the status of a route applied meanwhile.
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import { type KubeHarness, startKube } from '@gw/testkit';
-import { gatewayYaml, until as poll, routeYaml } from './support/controller-e2e.ts';
-import { freePort } from './support/gw-process.ts';
+import { gatewayYaml, routeYaml } from './support/controller-e2e.ts';
+import {
+  type ControllerProcess,
+  kubectlOk,
+  startController,
+  untilWithLogs,
+} from './support/controller-process.ts';
 
-const CONTROLLER_BIN = resolve(import.meta.dirname, '../bin/gw-controller');
 const LEASE_SECONDS = 3;
 
 let kube: KubeHarness;
 interface Replica {
   name: string;
-  child: ChildProcess;
-  metrics: number;
-  log: string[];
+  controller: ControllerProcess;
 }
 const replicas: Replica[] = [];
 
-async function kubectl(args: string[], input?: string): Promise<string> {
-  const r = await kube.kubectl(args, input === undefined ? {} : { input });
-  assert.equal(r.code, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-}
-const until = <T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> =>
-  poll(what, fn, {
-    timeoutMs,
-    context: () => replicas.map((r) => `\n${r.name}:\n${r.log.slice(-8).join('')}`).join(''),
-  });
+const kubectl = kubectlOk(() => kube);
+const until = untilWithLogs(() => replicas.map((r) => [r.name, r.controller.log]));
 
 async function startReplica(name: string): Promise<Replica> {
-  const [xds, health, metrics] = [await freePort(), await freePort(), await freePort()];
-  const child = spawn(
-    CONTROLLER_BIN,
+  const controller = await startController(
+    kube.kubeconfig,
     [
-      ...['--xds-port', String(xds), '--xds-address', '127.0.0.1'],
-      ...['--health-port', String(health), '--metrics-port', String(metrics)],
       ...['--leader-elect', '--leader-election-namespace', 'default'],
       ...['--leader-lease-seconds', String(LEASE_SECONDS)],
     ],
-    {
-      env: { ...process.env, KUBECONFIG: kube.kubeconfig, POD_NAME: name },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    },
+    { env: { POD_NAME: name } },
   );
-  const r: Replica = { name, child, metrics, log: [] };
-  child.stderr?.on('data', (c: Buffer) => r.log.push(c.toString()));
+  const r = { name, controller };
   replicas.push(r);
   return r;
 }
 
 const leaderGauge = async (r: Replica) => {
-  const res = await fetch(`http://127.0.0.1:${r.metrics}/metrics`).catch(() => undefined);
+  const res = await fetch(`http://127.0.0.1:${r.controller.metricsPort}/metrics`).catch(() => undefined);
   const m = /gw_controller_leader (\d)/.exec((await res?.text()) ?? '');
   return m ? Number(m[1]) : undefined;
 };
@@ -72,12 +57,7 @@ before(async () => {
 });
 
 after(async () => {
-  for (const r of replicas) {
-    if (r.child.exitCode !== null || r.child.signalCode !== null) continue;
-    const exited = new Promise((res) => r.child.once('exit', res));
-    r.child.kill('SIGTERM');
-    await exited;
-  }
+  for (const r of replicas) await r.controller.stop();
   await kube?.stop();
 });
 
@@ -96,7 +76,7 @@ test('one replica leads and writes status; killed, it is replaced and the new le
   });
 
   const transitions = (await lease())?.leaseTransitions ?? 0;
-  leader.child.kill('SIGKILL');
+  leader.controller.child.kill('SIGKILL');
   const started = Date.now();
   await until(`${follower.name} to take the Lease`, async () =>
     (await lease())?.holderIdentity === follower.name ? true : undefined,

@@ -1,0 +1,91 @@
+// `bin/gw-controller` as the end-to-end suites on the test API server run it: free ports for xDS,
+// health and metrics, its log kept for failure messages, started and stopped by pid. Also kubectl that
+// must succeed and polling that prints the log tail when it times out.
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+import type { KubeHarness } from '@gw/testkit';
+import { until as poll } from './controller-e2e.ts';
+import { freePort } from './gw-process.ts';
+
+export const CONTROLLER_BIN = resolve(import.meta.dirname, '../../bin/gw-controller');
+
+export interface ControllerProcess {
+  child: ChildProcess;
+  xdsPort: number;
+  healthPort: number;
+  metricsPort: number;
+  /** What it wrote to stderr (its JSON log), chunk by chunk. */
+  log: string[];
+  /** SIGTERM, and wait for it to exit (nothing when it has exited already). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the controller against `kubeconfig` with `args` after the port flags, and waits until it is
+ * ready (`waitReady`, default true).
+ */
+export async function startController(
+  kubeconfig: string,
+  /** After the port flags; a function gets the ports (e.g. for --proxy-xds-address). */
+  args: string[] | ((ports: { xds: number }) => string[]) = [],
+  opts: { env?: Record<string, string>; waitReady?: boolean } = {},
+): Promise<ControllerProcess> {
+  const [xdsPort, healthPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
+  const child = spawn(
+    CONTROLLER_BIN,
+    [
+      ...['--xds-port', String(xdsPort), '--xds-address', '127.0.0.1'],
+      ...['--health-port', String(healthPort), '--metrics-port', String(metricsPort)],
+      ...(typeof args === 'function' ? args({ xds: xdsPort }) : args),
+    ],
+    { env: { ...process.env, KUBECONFIG: kubeconfig, ...opts.env }, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  const log: string[] = [];
+  child.stderr?.on('data', (c: Buffer) => log.push(c.toString()));
+  const c: ControllerProcess = {
+    child,
+    xdsPort,
+    healthPort,
+    metricsPort,
+    log,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+  if (opts.waitReady ?? true) {
+    await poll(
+      'the controller to be ready',
+      async () => {
+        const r = await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => undefined);
+        return r?.status === 200 ? true : undefined;
+      },
+      { timeoutMs: 30_000, context: () => `\ncontroller log:\n${log.slice(-20).join('')}` },
+    );
+  }
+  return c;
+}
+
+/** kubectl through the harness that must exit 0; its stdout. */
+export function kubectlOk(kube: () => KubeHarness) {
+  return async (args: string[], input?: string): Promise<string> => {
+    const r = await kube().kubectl(args, input === undefined ? {} : { input });
+    assert.equal(r.code, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout;
+  };
+}
+
+/** Polling whose timeout message ends with the tail of `logs` (each a name and its lines). */
+export function untilWithLogs(logs: () => [string, string[]][]) {
+  return <T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> =>
+    poll(what, fn, {
+      timeoutMs,
+      context: () =>
+        logs()
+          .map(([name, lines]) => `\n${name}:\n${lines.slice(-20).join('')}`)
+          .join(''),
+    });
+}
