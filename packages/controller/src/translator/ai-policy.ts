@@ -30,8 +30,6 @@ const SERVED_GUARDS = [
   'bedrockGuardrails',
   'googleModelArmor',
 ] as const;
-/** Response guards the proxy cannot apply to streamed answers yet (it refuses the combination). */
-const NOT_ON_STREAMS = ['webhook', 'bedrockGuardrails', 'googleModelArmor'];
 
 /** What a guard needs from the cluster; each returns undefined when the reference cannot be used. */
 export interface GuardRefs {
@@ -81,10 +79,6 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
         return undefined;
       }
       const entry: Record<string, unknown> = {};
-      if (phase === 'response' && g.streaming && NOT_ON_STREAMS.includes(kind)) {
-        out.unsupported.push(`${at}.${kind} (on streamed answers)`);
-        return undefined;
-      }
       // A guard whose service or credentials cannot be resolved would check nothing: the caller
       // leaves the whole provider out (refs mark it), and the guard is not built.
       if (s.openAIModeration) {
