@@ -24,7 +24,9 @@ export type FakeAnswer =
   /** An HTML page, as an edge proxy in front of a provider sends. */
   | { html: number }
   /** A stream that stops after `events` events: the connection is destroyed mid-answer. */
-  | { cutAfter: number };
+  | { cutAfter: number }
+  /** A chat stream whose text is these deltas, one event each (the fixture's other events kept). */
+  | { deltas: string[] };
 
 export interface FakeOpenAIOptions {
   /** Names the server in `x-fake-provider`, for tests with several. */
@@ -213,9 +215,21 @@ async function serve(
     return;
   }
   const includeUsage = (body.stream_options as Json | undefined)?.include_usage === true;
-  const events = fixture(tools ? 'chat-completion-tools-stream.sse' : 'chat-completion-stream.sse')
+  let raw = fixture(tools ? 'chat-completion-tools-stream.sse' : 'chat-completion-stream.sse')
     .split('\n\n')
-    .filter((e) => e !== '')
+    .filter((e) => e !== '');
+  if (special && 'deltas' in special) {
+    // The fixture's text events give way to one event per delta, in the first one's shape.
+    const text = raw.filter((e) => /"delta":\{"content":/.test(e));
+    const first = raw.indexOf(text[0] as string);
+    const shape = JSON.parse((text[0] as string).slice(6)) as { choices: [{ delta: { content: string } }] };
+    const events = special.deltas.map((d) => {
+      shape.choices[0].delta.content = d;
+      return `data: ${JSON.stringify(shape)}`;
+    });
+    raw = [...raw.slice(0, first), ...events, ...raw.filter((e) => !text.includes(e)).slice(first)];
+  }
+  const events = raw
     .filter((e) => includeUsage || !e.includes('"choices":[]'))
     .map((e) => {
       if (e === 'data: [DONE]') return `${e}\n\n`;

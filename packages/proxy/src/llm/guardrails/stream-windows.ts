@@ -5,7 +5,8 @@
 // seen whole), goes to every guard. While a guard that may stop the stream checks a window, the
 // window's events are held: a pass sends them on unchanged, a reject or a failure that fails closed
 // ends the stream with an error event in the client's format instead. One window is checked at a
-// time; the text arriving meanwhile forms the next. Audits hold nothing: their calls run alongside.
+// time; the text arriving meanwhile forms the next. Audits hold nothing, not even the stream's end:
+// their calls run alongside, and those still out when the answer is complete go on to their verdict.
 import type { LlmFormat, LlmGuardAction } from '../../config/ir.ts';
 import type { GwError } from '../../errors.ts';
 import { streamedText } from '../formats/content.ts';
@@ -62,6 +63,8 @@ export class StreamWindows {
   readonly #sizes: WindowSizes;
   readonly #sse = new SseSplitter();
   readonly #abort = new AbortController();
+  /** Audit calls: cancelled with the rest while the answer streams, left to finish once it is whole. */
+  readonly #auditAbort = new AbortController();
   /** The open window's events (held only while a guard may stop the stream) and its text. */
   #held: Held[] = [];
   #text = '';
@@ -78,7 +81,6 @@ export class StreamWindows {
   /** Stopped (a rejection, a failure) or cancelled: nothing more is sent or checked. */
   #done = false;
   #stopped = false;
-  readonly #background = new Set<Promise<void>>();
   #waiters: (() => void)[] = [];
   #ended: (() => void) | undefined;
 
@@ -105,9 +107,11 @@ export class StreamWindows {
   /** Takes converted output (the client's SSE); a promise when too much is held: read no more until then. */
   write(out: string | Buffer): Promise<void> | undefined {
     if (this.#done) return undefined;
-    for (const e of this.#sse.push(typeof out === 'string' ? Buffer.from(out) : out))
+    // Event by event: where a window closes does not depend on how the bytes were cut.
+    for (const e of this.#sse.push(typeof out === 'string' ? Buffer.from(out) : out)) {
       this.#event(e.raw, streamedText(this.#format, e.event, e.data));
-    this.#maybeClose();
+      this.#maybeClose();
+    }
     if (this.#heldBytes <= this.#sizes.maxHeldBytes || this.#done) return undefined;
     return new Promise((r) => this.#waiters.push(r));
   }
@@ -174,13 +178,10 @@ export class StreamWindows {
     }
     const text = this.#tail + fresh;
     this.#tail = this.#sizes.overlap > 0 ? text.slice(-this.#sizes.overlap) : '';
-    for (const g of this.#audits) {
-      const p: Promise<void> = this.#run(g, text).then((v) => {
-        this.#background.delete(p);
-        if (!this.#done) this.#record(g, v, false);
+    for (const g of this.#audits)
+      void this.#run(g, text, this.#auditAbort.signal).then((v) => {
+        if (!this.#auditAbort.signal.aborted) this.#record(g, v, false);
       });
-      this.#background.add(p);
-    }
     if (this.#holding.length === 0) {
       this.#release(events);
       return;
@@ -194,7 +195,7 @@ export class StreamWindows {
   }
 
   async #decide(text: string, events: Held[]): Promise<void> {
-    const verdicts = await Promise.all(this.#holding.map((g) => this.#run(g, text)));
+    const verdicts = await Promise.all(this.#holding.map((g) => this.#run(g, text, this.#abort.signal)));
     if (this.#done) return;
     // In the guards' order: the first that stops the stream decides its error.
     let stop: GwError | undefined;
@@ -212,11 +213,11 @@ export class StreamWindows {
     this.#release(events);
   }
 
-  #run(g: CompiledGuard, text: string): Promise<GuardVerdict> {
+  #run(g: CompiledGuard, text: string, signal: AbortSignal): Promise<GuardVerdict> {
     // A check never throws by contract; one that does is a failure like any other.
     const failure = (): GuardVerdict => ({ action: 'error', rule: 'failed', closed: !g.audits });
     try {
-      return this.#check(g, text, this.#abort.signal).catch(failure);
+      return this.#check(g, text, signal).catch(failure);
     } catch {
       return Promise.resolve(failure());
     }
@@ -259,6 +260,7 @@ export class StreamWindows {
     this.#timer = undefined;
     this.#held = [];
     this.#abort.abort();
+    if (!this.#ending || this.#stopped) this.#auditAbort.abort();
     this.#wake();
   }
 
@@ -267,7 +269,6 @@ export class StreamWindows {
     if (!ended) return;
     if (!this.#done && (this.#checking || this.#held.length > 0 || this.#text !== '')) return;
     this.#ended = undefined;
-    // Audits finish before the stream does (their findings belong in the access log); no event waits.
-    void Promise.allSettled([...this.#background]).then(() => ended());
+    ended();
   }
 }

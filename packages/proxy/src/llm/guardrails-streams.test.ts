@@ -1,0 +1,319 @@
+// Guard services on streamed answers as users see them (issue 18): the official `openai` and
+// `@anthropic-ai/sdk` clients through the gateway to the fake providers, the guard being
+// @gw/guardrail-sdk's own webhook handler. A pass sends the events unchanged and in order, before the
+// provider has finished; a reject on a later window ends the stream with an error the SDK raises (and
+// aborts the provider's answer); a finding split across two windows is caught; an audit never delays
+// the first chunk; a service failing mid-stream fails closed or open; a client going away cancels
+// the guard's call and the provider's answer.
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
+import { createGuardrailHandler, pass, reject } from '@gw/guardrail-sdk';
+import {
+  FAKE_ANTHROPIC_STREAM_REPLY,
+  FAKE_STREAM_REPLY,
+  type FakeAnthropic,
+  type FakeLlmRequest,
+  type FakeOpenAI,
+  startFakeAnthropic,
+  startFakeOpenAI,
+} from '@gw/testkit';
+import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import OpenAI from 'openai';
+import { SERVICE_WINDOW } from './guardrails/stream-windows.ts';
+
+const FILLER = 'the quick brown fox jumps over the lazy dog; ';
+const filler = (n: number) => FILLER.repeat(Math.ceil(n / FILLER.length)).slice(0, n);
+/** A text as the provider streams it: ten characters an event. */
+const deltas = (text: string) => text.match(/.{1,10}/gs) ?? [];
+const W = SERVICE_WINDOW.chars;
+
+/** Answers by the user's message: the text, cut into deltas. */
+const ANSWERS: Record<string, string> = {
+  long: filler(600),
+  // "SECRET-TOKEN" spans the end of the first window (at 256+ characters, an event's end: 260).
+  split: `${filler(254)}SECRET-TOKEN${filler(334)}`,
+  later: `${filler(400)}FORBIDDEN${filler(200)}`,
+  break: `${filler(400)}BREAK${filler(200)}`,
+  hang: `${filler(100)}HANG${filler(100)}`,
+};
+
+let openai: FakeOpenAI;
+let anthropic: FakeAnthropic;
+let proxy: TestProxy;
+let gpt: OpenAI;
+let claude: Anthropic;
+let guard: Server;
+/** The texts the webhook was sent, in order. */
+const calls: string[] = [];
+/** Webhook calls whose connection closed before the verdict was sent. */
+let cancelled = 0;
+let hung: (() => void)[] = [];
+let beforeLast: (() => Promise<void>) | undefined;
+
+before(async () => {
+  const handler = createGuardrailHandler({
+    onResponse: async ({ body }, { headers }) => {
+      const text = body.choices.map((c) => c.message.content).join('\n');
+      calls.push(text);
+      if (headers['x-slow']) await new Promise((r) => setTimeout(r, 300));
+      if (text.includes('HANG')) await new Promise<void>((r) => hung.push(r));
+      if (text.includes('BREAK')) throw new Error('boom at /srv/guard.js:1:1');
+      if (/SECRET-TOKEN|FORBIDDEN|Hello!/.test(text))
+        return reject(422, 'The answer was withheld by the webhook.', 'forbidden');
+      return pass();
+    },
+  });
+  guard = createServer((req, res) => {
+    res.on('close', () => {
+      if (!res.writableFinished) cancelled++;
+    });
+    void handler(req, res);
+  });
+  await new Promise<void>((r) => guard.listen(0, '127.0.0.1', r));
+  const host = `127.0.0.1:${(guard.address() as AddressInfo).port}`;
+  const answer = (r: FakeLlmRequest) => {
+    const messages = r.json?.messages as { content: string }[] | undefined;
+    const text = ANSWERS[messages?.[messages.length - 1]?.content ?? ''];
+    return text === undefined ? undefined : { deltas: deltas(text) };
+  };
+  openai = await startFakeOpenAI({
+    name: 'openai',
+    apiKey: 'sk-provider',
+    chunkDelayMs: 2,
+    answer,
+    beforeLastEvent: () => beforeLast?.() ?? Promise.resolve(),
+  });
+  anthropic = await startFakeAnthropic({ name: 'anthropic', apiKey: 'sk-ant-provider', chunkDelayMs: 1 });
+  const wh = (extra = '') => `{webhook: {target: {host: "${host}"}, timeout: 2s${extra}}}`;
+  const gptModel = (name: string, guardrails: string) => `  - name: ${name}
+    provider: openai
+    params: {apiKey: sk-provider, baseUrl: "${openai.origin}/v1", model: gpt-4o-mini}
+    guardrails: ${guardrails}
+`;
+  proxy = await startProxy(`config:
+  adminAddr: "off"
+llm:
+  port: 0
+  models:
+  - name: plain
+    provider: openai
+    params: {apiKey: sk-provider, baseUrl: "${openai.origin}/v1", model: gpt-4o-mini}
+${gptModel('wh', `{streaming: true, response: [${wh()}]}`)}
+${gptModel('wh-open', `{streaming: true, response: [${wh(', failureMode: failOpen')}]}`)}
+${gptModel('wh-audit', `{streaming: true, response: [${wh(`, action: audit, headers: {x-slow: '"yes"'}`)}]}`)}
+${gptModel('wh-audit-fast', `{streaming: true, response: [${wh(', action: audit')}]}`)}
+  - name: claude
+    provider: anthropic
+    params: {apiKey: sk-ant-provider, baseUrl: "${anthropic.origin}/v1", model: claude-sonnet-4-5}
+    guardrails: {streaming: true, response: [${wh()}]}
+`);
+  gpt = new OpenAI({ apiKey: 'sk-client', baseURL: proxy.url('/v1'), maxRetries: 0 });
+  claude = new Anthropic({ apiKey: 'sk-ant-client', baseURL: proxy.url(''), maxRetries: 0 });
+});
+
+after(async () => {
+  for (const r of hung) r();
+  await proxy.close();
+  await Promise.all([openai.close(), anthropic.close()]);
+  guard.closeAllConnections();
+  await new Promise((r) => guard.close(r));
+});
+
+async function lastLog(): Promise<Record<string, unknown>> {
+  await new Promise((r) => setTimeout(r, 30));
+  return proxy.accessLog[proxy.accessLog.length - 1] ?? {};
+}
+
+const stream = (model: string, content: string, opts?: OpenAI.RequestOptions) =>
+  gpt.chat.completions.create({ model, stream: true, messages: [{ role: 'user', content }] }, opts);
+
+/** Reads a stream: its text pieces, and the error that ended it, if any. */
+async function read(s: AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>) {
+  const pieces: string[] = [];
+  const err = await (async () => {
+    for await (const c of s) if (c.choices[0]?.delta.content) pieces.push(c.choices[0].delta.content);
+  })().catch((e: unknown) => e);
+  return { pieces, text: pieces.join(''), err };
+}
+
+/** Holds the provider's last event until released (to show what happened before it was sent). */
+function holdLast(): () => void {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => {
+    release = r;
+  });
+  beforeLast = () => gate;
+  return () => {
+    release();
+    beforeLast = undefined;
+  };
+}
+
+async function until(test: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 200 && !test(); i++) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(test(), what);
+}
+
+describe('webhook response guard on streams', () => {
+  test('pass: every event arrives, in order and unchanged, the first before the provider finished', async () => {
+    const release = holdLast();
+    const first = calls.length;
+    try {
+      const s = await stream('wh', 'long');
+      const pieces: string[] = [];
+      for await (const c of s) {
+        const t = c.choices[0]?.delta.content;
+        if (t) pieces.push(t);
+        // The first window passed while the provider still holds its last event.
+        if (pieces.join('').length >= W) release();
+      }
+      assert.deepEqual(pieces, deltas(ANSWERS.long as string));
+    } finally {
+      release();
+    }
+    const sent = calls.slice(first);
+    assert.ok(sent.length >= 2, `${sent.length} calls`);
+    assert.ok((sent[0] as string).length >= W && !(sent[0] as string).includes('\n'));
+    assert.equal((await lastLog())['llm.guardrails'], undefined);
+  });
+
+  test('reject on a later window: the SDK raises an APIError; the provider’s answer is aborted', async () => {
+    const release = holdLast();
+    const closed = openai.closedEarly;
+    try {
+      const { pieces, text, err } = await read(await stream('wh', 'later'));
+      assert.ok(err instanceof OpenAI.APIError, String(err));
+      assert.match(err.message, /The answer was withheld by the webhook\./);
+      assert.equal((err.error as { code?: string }).code, 'gw_err_llm_guardrail');
+      // The first window was sent; nothing of the one holding the word.
+      assert.ok(text.length >= W && !text.includes('FORBIDDEN'), text);
+      assert.deepEqual(pieces, deltas(ANSWERS.later as string).slice(0, pieces.length));
+      await until(() => openai.closedEarly === closed + 1, 'the provider’s answer was cut, not drained');
+    } finally {
+      release();
+    }
+    assert.deepEqual((await lastLog())['llm.guardrails'], ['stream:webhook:reject:reject: forbidden']);
+  });
+
+  test('a finding split across two windows is caught: the next window is sent with the last one’s end', async () => {
+    const release = holdLast();
+    const first = calls.length;
+    try {
+      const { text, err } = await read(await stream('wh', 'split'));
+      assert.ok(err instanceof OpenAI.APIError, String(err));
+      // The first window passed: its half of the token was sent, the rest never was.
+      assert.ok(text.endsWith('SECRET') && !text.includes('-TOKEN'), text);
+    } finally {
+      release();
+    }
+    const [one, two] = calls.slice(first) as [string, string];
+    assert.ok(one.endsWith('SECRET'), one);
+    assert.ok(two.startsWith(one.slice(-SERVICE_WINDOW.overlap)), 'the overlap goes first');
+    assert.ok(two.slice(SERVICE_WINDOW.overlap).startsWith('-TOKEN'), two);
+  });
+
+  test('an Anthropic stream: the webhook’s reject is an error event @anthropic-ai/sdk raises', async () => {
+    const s = claude.messages.stream({
+      model: 'claude',
+      max_tokens: 100,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    let text = '';
+    s.on('text', (t) => {
+      text += t;
+    });
+    const err = await s.finalMessage().catch((e: unknown) => e);
+    assert.ok(err instanceof Anthropic.APIError, String(err));
+    assert.match(String(err.message), /withheld by the webhook/);
+    // The whole answer is one window (shorter than 256 characters): none of it was sent.
+    assert.equal(text, '');
+    assert.equal(calls[calls.length - 1], FAKE_ANTHROPIC_STREAM_REPLY);
+  });
+
+  test('audit: the first chunk is not delayed (the webhook takes 300 ms)', async () => {
+    const timeToFirst = async (model: string) => {
+      const t0 = performance.now();
+      const s = await stream(model, 'hi');
+      let at = 0;
+      let text = '';
+      for await (const c of s) {
+        if (at === 0) at = performance.now() - t0;
+        text += c.choices[0]?.delta.content ?? '';
+      }
+      return { at, text };
+    };
+    const plain = await timeToFirst('plain');
+    const audit = await timeToFirst('wh-audit');
+    assert.equal(audit.text, FAKE_STREAM_REPLY);
+    assert.ok(audit.at < plain.at + 100, `first chunk at ${audit.at} ms, ${plain.at} ms without a guard`);
+  });
+
+  test('audit: the verdict on a window is recorded, the stream goes on unchanged', async () => {
+    const release = holdLast();
+    const first = calls.length;
+    const logged = proxy.accessLog.length;
+    try {
+      const s = await stream('wh-audit-fast', 'later');
+      const reading = read(s);
+      // The window with the word was answered while the provider still holds its last event.
+      await until(() => calls.slice(first).some((c) => c.includes('FORBIDDEN')), 'the window was sent');
+      await new Promise((r) => setTimeout(r, 50));
+      release();
+      const { text, err } = await reading;
+      assert.equal(err, undefined);
+      assert.equal(text, ANSWERS.later);
+    } finally {
+      release();
+    }
+    await until(() => proxy.accessLog.length > logged, 'the request was logged');
+    // A webhook audit records every verdict, allow included.
+    const found = (await lastLog())['llm.guardrails'] as string[];
+    assert.ok(found.includes('stream:webhook:audit(not applied):reject: forbidden'), String(found));
+    assert.ok(found.includes('stream:webhook:audit(not applied):allow'), String(found));
+  });
+
+  test('a webhook failing mid-stream: fail closed ends the stream with a 503 error event', async () => {
+    const { text, err } = await read(await stream('wh', 'break'));
+    assert.ok(err instanceof OpenAI.APIError, String(err));
+    assert.match(err.message, /guardrail webhook failed \(stream\): answered 500/);
+    // The webhook's own body (and its stack) never reaches the client.
+    assert.doesNotMatch(err.message, /boom|guard\.js/);
+    assert.equal((err.error as { code?: string }).code, 'gw_err_llm_guardrail_unavailable');
+    assert.ok(text.length >= W && !text.includes('BREAK'));
+    assert.deepEqual((await lastLog())['llm.guardrails'], ['stream:webhook:error:answered 500']);
+  });
+
+  test('fail open: the stream goes on to its end, the failure recorded', async () => {
+    const { text, err } = await read(await stream('wh-open', 'break'));
+    assert.equal(err, undefined);
+    assert.equal(text, ANSWERS.break);
+    // Each window holding the word failed (the overlap sends it again to the next one).
+    const found = (await lastLog())['llm.guardrails'] as string[];
+    assert.ok(found.length >= 1);
+    for (const f of found) assert.equal(f, 'stream:webhook:error(not applied):answered 500');
+  });
+
+  test('a client going away mid-stream cancels the guard’s call and the provider’s answer', async () => {
+    const release = holdLast();
+    const closed = openai.closedEarly;
+    const before = cancelled;
+    const first = calls.length;
+    try {
+      const controller = new AbortController();
+      const s = await stream('wh', 'hang', { signal: controller.signal });
+      const reading = read(s);
+      await until(() => calls.length > first, 'the guard was called');
+      controller.abort();
+      await reading;
+      await until(() => cancelled === before + 1, 'the guard’s call was cancelled');
+      await until(() => openai.closedEarly === closed + 1, 'the provider’s answer was cancelled');
+    } finally {
+      release();
+      for (const r of hung) r();
+      hung = [];
+    }
+  });
+});
