@@ -12,6 +12,7 @@ import { ApplyGuardrailCommand, BedrockRuntimeClient } from '@aws-sdk/client-bed
 import {
   FAKE_ANTHROPIC_REPLY,
   FAKE_REPLY,
+  FAKE_STREAM_REPLY,
   type FakeAnthropic,
   type FakeOpenAI,
   startFakeAnthropic,
@@ -35,6 +36,8 @@ let answers: FakeBedrock;
 let other: FakeBedrock;
 let broken: FakeBedrock;
 let garbage: FakeBedrock;
+/** For streams: "help you" is denied. */
+let streams: FakeBedrock;
 let closedPort: number;
 let proxy: TestProxy;
 let gpt: OpenAI;
@@ -81,6 +84,11 @@ before(async () => {
     answer: () => ({ error: 500 }),
   });
   garbage = await startFakeBedrock({ ...CREDS, region: 'eu-west-3', answer: () => ({ html: 200 }) });
+  streams = await startFakeBedrock({
+    ...CREDS,
+    region: 'eu-west-3',
+    guardrail: { ...GUARDRAIL, deny: /\bhelp you\b/ },
+  });
   closedPort = await freePort();
   openai = await startFakeOpenAI({ name: 'openai', apiKey: 'sk-provider' });
   anthropic = await startFakeAnthropic({ name: 'anthropic', apiKey: 'sk-ant-provider' });
@@ -105,6 +113,11 @@ ${gptModel('status-500', `{request: [${guard(broken)}]}`)}
 ${gptModel('garbage', `{request: [${guard(garbage)}]}`)}
 ${gptModel('audit-500', `{request: [${guard(broken, ', action: Audit')}]}`)}
 ${gptModel('unreachable', `{request: [${guard(closedPort)}]}`)}
+${gptModel('stream-pass', `{streaming: true, response: [${guard(answers)}]}`)}
+  - name: claude-stream
+    provider: anthropic
+    params: {apiKey: sk-ant-provider, baseUrl: "${anthropic.origin}/v1", model: claude-sonnet-4-5}
+    guardrails: {streaming: true, response: [${guard(streams)}]}
   - name: claude
     provider: anthropic
     params: {apiKey: sk-ant-provider, baseUrl: "${anthropic.origin}/v1", model: claude-sonnet-4-5}
@@ -120,7 +133,9 @@ ${gptModel('unreachable', `{request: [${guard(closedPort)}]}`)}
 
 after(async () => {
   await proxy.close();
-  await Promise.all([openai, anthropic, bedrock, answers, other, broken, garbage].map((f) => f.close()));
+  await Promise.all(
+    [openai, anthropic, bedrock, answers, other, broken, garbage, streams].map((f) => f.close()),
+  );
   process.env = saved;
 });
 
@@ -306,5 +321,41 @@ describe('a service that fails: closed (agentgateway’s BedrockGuardrails has n
       (err.error as { error: { message: string } }).error.message,
       /guardrail bedrockGuardrails failed/,
     );
+  });
+});
+
+describe('streams (read in windows)', () => {
+  test('a pass: the streamed answer unchanged; ApplyGuardrail saw its text as OUTPUT', async () => {
+    const s = await gpt.chat.completions.create({
+      model: 'stream-pass',
+      stream: true,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    let text = '';
+    for await (const c of s) text += c.choices[0]?.delta.content ?? '';
+    assert.equal(text, FAKE_STREAM_REPLY);
+    assert.deepEqual(lastApply(answers).json, {
+      source: 'OUTPUT',
+      content: [{ text: { text: FAKE_STREAM_REPLY } }],
+    });
+  });
+
+  test('BLOCKED: the stream ends with an error event @anthropic-ai/sdk raises; none of the text sent', async () => {
+    const s = claude.messages.stream({
+      model: 'claude-stream',
+      max_tokens: 50,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    let text = '';
+    s.on('text', (t) => {
+      text += t;
+    });
+    const err = await s.finalMessage().catch((e: unknown) => e);
+    assert.ok(err instanceof Anthropic.APIError, String(err));
+    assert.match(String(err.message), /rejected due to inappropriate content/);
+    assert.equal(text, '');
+    assert.deepEqual((await lastLog())['llm.guardrails'], [
+      'stream:bedrockGuardrails:reject:blocked: topic Investment Advice',
+    ]);
   });
 });

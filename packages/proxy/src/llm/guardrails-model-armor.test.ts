@@ -11,6 +11,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import {
   FAKE_ANTHROPIC_REPLY,
   FAKE_REPLY,
+  FAKE_STREAM_REPLY,
   type FakeAnthropic,
   type FakeOpenAI,
   startFakeAnthropic,
@@ -30,6 +31,8 @@ let armor: FakeModelArmor;
 let answers: FakeModelArmor;
 let broken: FakeModelArmor;
 let garbage: FakeModelArmor;
+/** For streams: "help you" is a match. */
+let streams: FakeModelArmor;
 let closedPort: number;
 let proxy: TestProxy;
 let gpt: OpenAI;
@@ -63,6 +66,7 @@ before(async () => {
     template: TEMPLATE,
     answer: () => ({ garbage: true }),
   });
+  streams = await startFakeModelArmor({ token: TOKEN, template: TEMPLATE, injection: /help you/ });
   closedPort = await freePort();
   openai = await startFakeOpenAI({ name: 'openai', apiKey: 'sk-provider' });
   anthropic = await startFakeAnthropic({ name: 'anthropic', apiKey: 'sk-ant-provider' });
@@ -85,6 +89,11 @@ ${gptModel('garbage', `{request: [${guard(garbage)}]}`)}
 ${gptModel('wrong-token', `{request: [${guard(armor, 'policies: {backendAuth: {key: ya29.other}}')}]}`)}
 ${gptModel('adc', `{request: [${guard(armor, '')}]}`)}
 ${gptModel('unreachable', `{request: [${guard(closedPort)}]}`)}
+${gptModel('stream-pass', `{streaming: true, response: [${guard(answers)}]}`)}
+  - name: claude-stream
+    provider: anthropic
+    params: {apiKey: sk-ant-provider, baseUrl: "${anthropic.origin}/v1", model: claude-sonnet-4-5}
+    guardrails: {streaming: true, response: [${guard(streams)}]}
   - name: claude
     provider: anthropic
     params: {apiKey: sk-ant-provider, baseUrl: "${anthropic.origin}/v1", model: claude-sonnet-4-5}
@@ -100,7 +109,7 @@ ${gptModel('unreachable', `{request: [${guard(closedPort)}]}`)}
 
 after(async () => {
   await proxy.close();
-  await Promise.all([openai, anthropic, armor, answers, broken, garbage].map((f) => f.close()));
+  await Promise.all([openai, anthropic, armor, answers, broken, garbage, streams].map((f) => f.close()));
   process.env = saved;
 });
 
@@ -204,5 +213,39 @@ describe('a service that fails: closed (agentgateway’s GoogleModelArmor has no
       (err.error as { error: { message: string } }).error.message,
       /guardrail googleModelArmor failed/,
     );
+  });
+});
+
+describe('streams (read in windows)', () => {
+  test('no match: the streamed answer unchanged; sanitizeModelResponse saw its text', async () => {
+    const s = await gpt.chat.completions.create({
+      model: 'stream-pass',
+      stream: true,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    let text = '';
+    for await (const c of s) text += c.choices[0]?.delta.content ?? '';
+    assert.equal(text, FAKE_STREAM_REPLY);
+    const c = lastCall(answers);
+    assert.equal(c?.url, `/v1/${TEMPLATE}:sanitizeModelResponse`);
+    assert.deepEqual(c?.json, { modelResponseData: { text: FAKE_STREAM_REPLY } });
+  });
+
+  test('MATCH_FOUND: the stream ends with an error event @anthropic-ai/sdk raises; none of the text sent', async () => {
+    const s = claude.messages.stream({
+      model: 'claude-stream',
+      max_tokens: 50,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    let text = '';
+    s.on('text', (t) => {
+      text += t;
+    });
+    const err = await s.finalMessage().catch((e: unknown) => e);
+    assert.ok(err instanceof Anthropic.APIError, String(err));
+    assert.equal(text, '');
+    assert.deepEqual((await lastLog())['llm.guardrails'], [
+      'stream:googleModelArmor:reject:match: pi_and_jailbreak',
+    ]);
   });
 });
