@@ -5,7 +5,6 @@
 // anonymize in both phases, audit, credentials from the environment or the config, and a service that
 // answers 500, garbage, refuses the signature or is unreachable: closed, in the client's error format.
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { ApplyGuardrailCommand, BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';
@@ -15,12 +14,27 @@ import {
   FAKE_STREAM_REPLY,
   type FakeAnthropic,
   type FakeOpenAI,
-  startFakeAnthropic,
-  startFakeOpenAI,
 } from '@gw/testkit';
 import { type FakeBedrock, type FakeBedrockRequest, startFakeBedrock } from '@gw/testkit/llm/bedrock';
-import { startProxy, type TestProxy } from '@gw/testkit/proxy';
-import OpenAI from 'openai';
+import type { TestProxy } from '@gw/testkit/proxy';
+import type OpenAI from 'openai';
+import {
+  askGpt,
+  askWithSystem,
+  assertAnthropicRejected,
+  assertClaudeUnavailable,
+  assertRejectedUnsent,
+  claudeModel,
+  freePort,
+  gptModel,
+  guardFailsClosed,
+  lastAccessLog,
+  lastOf,
+  readClaudeStream,
+  startFakeProviders,
+  startGuardProxy,
+  streamText,
+} from './guardrails/test-support.ts';
 
 const CREDS = { accessKeyId: 'AKIDGUARD', secretAccessKey: 'guard-secret' };
 const STATIC = { accessKeyId: 'AKIDSTATIC', secretAccessKey: 'static-secret' };
@@ -44,21 +58,9 @@ let gpt: OpenAI;
 let claude: Anthropic;
 const saved = { ...process.env };
 
-async function lastLog(): Promise<Record<string, unknown>> {
-  await new Promise((r) => setTimeout(r, 30));
-  return proxy.accessLog[proxy.accessLog.length - 1] ?? {};
-}
-const ask = (model: string, content: string) =>
-  gpt.chat.completions.create({ model, messages: [{ role: 'user', content }] });
-const lastApply = (f: FakeBedrock = bedrock) => f.seen[f.seen.length - 1] as FakeBedrockRequest;
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
+const lastLog = () => lastAccessLog(proxy);
+const ask = (model: string, content: string) => askGpt(gpt, model, content);
+const lastApply = (f: FakeBedrock = bedrock): FakeBedrockRequest => lastOf(f.seen);
 
 before(async () => {
   // The environment's credentials, as the Bedrock provider reads them.
@@ -90,45 +92,24 @@ before(async () => {
     guardrail: { ...GUARDRAIL, deny: /\bhelp you\b/ },
   });
   closedPort = await freePort();
-  openai = await startFakeOpenAI({ name: 'openai', apiKey: 'sk-provider' });
-  anthropic = await startFakeAnthropic({ name: 'anthropic', apiKey: 'sk-ant-provider' });
+  ({ openai, anthropic } = await startFakeProviders());
   const guard = (fake: { port: number } | number, extra = '', region = 'eu-west-3') =>
     `{bedrockGuardrails: {guardrailIdentifier: ${GUARDRAIL.identifier}, guardrailVersion: "${GUARDRAIL.version}", region: ${region}, hostOverride: "127.0.0.1:${typeof fake === 'number' ? fake : fake.port}"${extra}}}`;
-  const gptModel = (name: string, guardrails: string) => `  - name: ${name}
-    provider: openai
-    params: {apiKey: sk-provider, baseUrl: "${openai.origin}/v1", model: gpt-4o-mini}
-    guardrails: ${guardrails}
-`;
-  proxy = await startProxy(`config:
-  adminAddr: "off"
-llm:
-  port: 0
-  models:
-${gptModel('req', `{request: [${guard(bedrock)}]}`)}
-${gptModel('res', `{response: [${guard(answers)}]}`)}
-${gptModel('audit', `{request: [${guard(bedrock, ', action: Audit')}]}`)}
-${gptModel('static', `{request: [${guard(other, `, policies: {backendAuth: {aws: {accessKeyId: ${STATIC.accessKeyId}, secretAccessKey: ${STATIC.secretAccessKey}, sessionToken: tok}}}`, 'us-west-2')}]}`)}
-${gptModel('wrong-region', `{request: [${guard(bedrock, '', 'us-east-1')}]}`)}
-${gptModel('status-500', `{request: [${guard(broken)}]}`)}
-${gptModel('garbage', `{request: [${guard(garbage)}]}`)}
-${gptModel('audit-500', `{request: [${guard(broken, ', action: Audit')}]}`)}
-${gptModel('unreachable', `{request: [${guard(closedPort)}]}`)}
-${gptModel('stream-pass', `{streaming: true, response: [${guard(answers)}]}`)}
-  - name: claude-stream
-    provider: anthropic
-    params: {apiKey: sk-ant-provider, baseUrl: "${anthropic.origin}/v1", model: claude-sonnet-4-5}
-    guardrails: {streaming: true, response: [${guard(streams)}]}
-  - name: claude
-    provider: anthropic
-    params: {apiKey: sk-ant-provider, baseUrl: "${anthropic.origin}/v1", model: claude-sonnet-4-5}
-    guardrails: {request: [${guard(bedrock)}], response: [${guard(answers)}]}
-  - name: claude-500
-    provider: anthropic
-    params: {apiKey: sk-ant-provider, baseUrl: "${anthropic.origin}/v1", model: claude-sonnet-4-5}
-    guardrails: {request: [${guard(broken)}]}
-`);
-  gpt = new OpenAI({ apiKey: 'sk-client', baseURL: proxy.url('/v1'), maxRetries: 0 });
-  claude = new Anthropic({ apiKey: 'sk-ant-client', baseURL: proxy.url(''), maxRetries: 0 });
+  ({ proxy, gpt, claude } =
+    await startGuardProxy(`${gptModel(openai, 'req', `{request: [${guard(bedrock)}]}`)}
+${gptModel(openai, 'res', `{response: [${guard(answers)}]}`)}
+${gptModel(openai, 'audit', `{request: [${guard(bedrock, ', action: Audit')}]}`)}
+${gptModel(openai, 'static', `{request: [${guard(other, `, policies: {backendAuth: {aws: {accessKeyId: ${STATIC.accessKeyId}, secretAccessKey: ${STATIC.secretAccessKey}, sessionToken: tok}}}`, 'us-west-2')}]}`)}
+${gptModel(openai, 'wrong-region', `{request: [${guard(bedrock, '', 'us-east-1')}]}`)}
+${gptModel(openai, 'status-500', `{request: [${guard(broken)}]}`)}
+${gptModel(openai, 'garbage', `{request: [${guard(garbage)}]}`)}
+${gptModel(openai, 'audit-500', `{request: [${guard(broken, ', action: Audit')}]}`)}
+${gptModel(openai, 'unreachable', `{request: [${guard(closedPort)}]}`)}
+${gptModel(openai, 'stream-pass', `{streaming: true, response: [${guard(answers)}]}`)}
+${claudeModel(anthropic, 'claude-stream', `{streaming: true, response: [${guard(streams)}]}`)}
+${claudeModel(anthropic, 'claude', `{request: [${guard(bedrock)}], response: [${guard(answers)}]}`)}
+${claudeModel(anthropic, 'claude-500', `{request: [${guard(broken)}]}`)}
+`));
 });
 
 after(async () => {
@@ -171,13 +152,7 @@ describe('the fake speaks ApplyGuardrail: the AWS SDK signs, the fake verifies, 
 
 describe('request phase', () => {
   test('pass: a signed ApplyGuardrail, source INPUT, one content block per text', async () => {
-    const r = await gpt.chat.completions.create({
-      model: 'req',
-      messages: [
-        { role: 'system', content: 'Be brief.' },
-        { role: 'user', content: 'What is 2+2?' },
-      ],
-    });
+    const r = await askWithSystem(gpt, 'req', 'Be brief.', 'What is 2+2?');
     assert.equal(r.choices[0]?.message.content, FAKE_REPLY);
     const seen = lastApply();
     assert.equal(seen.url, `/guardrail/${GUARDRAIL.identifier}/version/${GUARDRAIL.version}/apply`);
@@ -194,24 +169,14 @@ describe('request phase', () => {
   });
 
   test('blocked: the guard’s rejection in OpenAI’s error object; the provider is not called', async () => {
-    const before = openai.seen.length;
-    const err = await ask('req', 'Should I invest in tulips?').catch((e: unknown) => e);
-    assert.ok(err instanceof OpenAI.PermissionDeniedError, String(err));
-    assert.equal(err.message, '403 The request was rejected due to inappropriate content');
-    assert.equal(openai.seen.length, before);
+    await assertRejectedUnsent(openai, gpt, 'req', 'Should I invest in tulips?');
     assert.deepEqual((await lastLog())['llm.guardrails'], [
       'request:bedrockGuardrails:reject:blocked: topic Investment Advice',
     ]);
   });
 
   test('anonymized: the provider gets the guardrail’s output text', async () => {
-    await gpt.chat.completions.create({
-      model: 'req',
-      messages: [
-        { role: 'system', content: 'Be brief.' },
-        { role: 'user', content: 'Write to jane@example.com for me.' },
-      ],
-    });
+    await askWithSystem(gpt, 'req', 'Be brief.', 'Write to jane@example.com for me.');
     const msgs = openai.seen[openai.seen.length - 1]?.json?.messages as { content: string }[];
     assert.deepEqual(
       msgs.map((m) => m.content),
@@ -251,11 +216,7 @@ describe('request phase', () => {
         messages: [{ role: 'user', content: 'How do I kill a process?' }],
       })
       .catch((e: unknown) => e);
-    assert.ok(err instanceof Anthropic.PermissionDeniedError, String(err));
-    assert.deepEqual(err.error, {
-      type: 'error',
-      error: { type: 'permission_error', message: 'The request was rejected due to inappropriate content' },
-    });
+    assertAnthropicRejected(err);
     assert.deepEqual((await lastLog())['llm.guardrails'], [
       'request:bedrockGuardrails:reject:blocked: content VIOLENCE',
     ]);
@@ -285,16 +246,10 @@ describe('response phase', () => {
 });
 
 describe('a service that fails: closed (agentgateway’s BedrockGuardrails has no failure mode)', () => {
-  const failsClosed = (model: string, how: RegExp) => async () => {
-    const before = openai.seen.length;
-    const err = await ask(model, 'hi').catch((e: unknown) => e);
-    assert.ok(err instanceof OpenAI.APIError, String(err));
-    assert.equal(err.status, 503);
-    assert.match(err.message, how);
-    assert.equal((err.error as { code?: string }).code, 'gw_err_llm_guardrail_unavailable');
-    assert.doesNotMatch(JSON.stringify(err.error), /Internal server error|Signature|at [A-Za-z.]+ \(/);
-    assert.equal(openai.seen.length, before);
-  };
+  const failsClosed = guardFailsClosed(
+    () => ({ openai, gpt }),
+    /Internal server error|Signature|at [A-Za-z.]+ \(/,
+  );
   test('500', failsClosed('status-500', /guardrail bedrockGuardrails failed \(request\): answered 500/));
   test(
     'a signature the service refuses (403)',
@@ -312,15 +267,7 @@ describe('a service that fails: closed (agentgateway’s BedrockGuardrails has n
   });
 
   test('the Anthropic client gets Anthropic’s error object', async () => {
-    const err = await claude.messages
-      .create({ model: 'claude-500', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] })
-      .catch((e: unknown) => e);
-    assert.ok(err instanceof Anthropic.APIError);
-    assert.equal(err.status, 503);
-    assert.match(
-      (err.error as { error: { message: string } }).error.message,
-      /guardrail bedrockGuardrails failed/,
-    );
+    await assertClaudeUnavailable(claude, 'claude-500', /guardrail bedrockGuardrails failed/);
   });
 });
 
@@ -331,9 +278,7 @@ describe('streams (read in windows)', () => {
       stream: true,
       messages: [{ role: 'user', content: 'hi' }],
     });
-    let text = '';
-    for await (const c of s) text += c.choices[0]?.delta.content ?? '';
-    assert.equal(text, FAKE_STREAM_REPLY);
+    assert.equal(await streamText(s), FAKE_STREAM_REPLY);
     assert.deepEqual(lastApply(answers).json, {
       source: 'OUTPUT',
       content: [{ text: { text: FAKE_STREAM_REPLY } }],
@@ -341,16 +286,7 @@ describe('streams (read in windows)', () => {
   });
 
   test('BLOCKED: the stream ends with an error event @anthropic-ai/sdk raises; none of the text sent', async () => {
-    const s = claude.messages.stream({
-      model: 'claude-stream',
-      max_tokens: 50,
-      messages: [{ role: 'user', content: 'hi' }],
-    });
-    let text = '';
-    s.on('text', (t) => {
-      text += t;
-    });
-    const err = await s.finalMessage().catch((e: unknown) => e);
+    const { text, err } = await readClaudeStream(claude, 'claude-stream', 50);
     assert.ok(err instanceof Anthropic.APIError, String(err));
     assert.match(String(err.message), /rejected due to inappropriate content/);
     assert.equal(text, '');

@@ -5,20 +5,27 @@
 // a service that answers 500, garbage, or is unreachable: the request fails closed in the client's
 // error format, never with the service's body or a stack.
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import Anthropic from '@anthropic-ai/sdk';
-import {
-  FAKE_ANTHROPIC_REPLY,
-  FAKE_REPLY,
-  type FakeAnthropic,
-  type FakeOpenAI,
-  startFakeAnthropic,
-  startFakeOpenAI,
-} from '@gw/testkit';
+import type Anthropic from '@anthropic-ai/sdk';
+import { FAKE_ANTHROPIC_REPLY, FAKE_REPLY, type FakeAnthropic, type FakeOpenAI } from '@gw/testkit';
 import { type FakeModeration, startFakeModeration } from '@gw/testkit/llm/moderation';
-import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import type { TestProxy } from '@gw/testkit/proxy';
 import OpenAI from 'openai';
+import {
+  askGpt,
+  askWithSystem,
+  assertAnthropicRejected,
+  assertClaudeUnavailable,
+  assertGuardCounted,
+  assertRejectedUnsent,
+  claudeModel,
+  freePort,
+  gptModel,
+  guardFailsClosed,
+  lastAccessLog,
+  startFakeProviders,
+  startGuardProxy,
+} from './guardrails/test-support.ts';
 
 let openai: FakeOpenAI;
 let anthropic: FakeAnthropic;
@@ -31,59 +38,29 @@ let proxy: TestProxy;
 let gpt: OpenAI;
 let claude: Anthropic;
 
-async function lastLog(): Promise<Record<string, unknown>> {
-  await new Promise((r) => setTimeout(r, 30));
-  return proxy.accessLog[proxy.accessLog.length - 1] ?? {};
-}
-const ask = (model: string, content: string, opts?: OpenAI.RequestOptions) =>
-  gpt.chat.completions.create({ model, messages: [{ role: 'user', content }] }, opts);
+const lastLog = () => lastAccessLog(proxy);
+const ask = (model: string, content: string) => askGpt(gpt, model, content);
 const lastModeration = (f: FakeModeration = moderation) => f.seen[f.seen.length - 1];
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 before(async () => {
   moderation = await startFakeModeration({ apiKey: 'sk-moderation' });
   broken = await startFakeModeration({ answer: () => ({ status: 500 }) });
   garbage = await startFakeModeration({ answer: () => ({ garbage: true }) });
   closedPort = await freePort();
-  openai = await startFakeOpenAI({ name: 'openai', apiKey: 'sk-provider' });
-  anthropic = await startFakeAnthropic({ name: 'anthropic', apiKey: 'sk-ant-provider' });
-  const gptModel = (name: string, guard: string) => `  - name: ${name}
-    provider: openai
-    params: {apiKey: sk-provider, baseUrl: "${openai.origin}/v1", model: gpt-4o-mini}
-    guardrails: {request: [${guard}]}
-`;
+  ({ openai, anthropic } = await startFakeProviders());
+  const guarded = (name: string, guard: string) => gptModel(openai, name, `{request: [${guard}]}`);
   const mod = (extra = '', host = moderation.host) =>
     `{openAIModeration: {hostOverride: "${host}", policies: {backendAuth: {key: sk-moderation}}${extra}}}`;
-  proxy = await startProxy(`config:
-  adminAddr: "off"
-llm:
-  port: 0
-  models:
-${gptModel('guarded', mod())}
-${gptModel('text-model', `{openAIModeration: {hostOverride: "${moderation.host}", model: text-moderation-latest, policies: {backendAuth: {key: sk-moderation}}}, rejection: {status: 400, body: "Please rephrase."}}`)}
-${gptModel('client-key', `{openAIModeration: {hostOverride: "${moderation.host}"}}`)}
-${gptModel('system-only', `{openAIModeration: {hostOverride: "${moderation.host}", policies: {backendAuth: {key: sk-moderation}}}, scope: [systemPrompt]}`)}
-${gptModel('status-500', mod('', broken.host))}
-${gptModel('garbage', mod('', garbage.host))}
-${gptModel('unreachable', mod('', `127.0.0.1:${closedPort}`))}
-  - name: claude
-    provider: anthropic
-    params: {apiKey: sk-ant-provider, baseUrl: "${anthropic.origin}/v1", model: claude-sonnet-4-5}
-    guardrails: {request: [${mod()}]}
-  - name: claude-500
-    provider: anthropic
-    params: {apiKey: sk-ant-provider, baseUrl: "${anthropic.origin}/v1", model: claude-sonnet-4-5}
-    guardrails: {request: [${mod('', broken.host)}]}
-`);
-  gpt = new OpenAI({ apiKey: 'sk-client', baseURL: proxy.url('/v1'), maxRetries: 0 });
-  claude = new Anthropic({ apiKey: 'sk-ant-client', baseURL: proxy.url(''), maxRetries: 0 });
+  ({ proxy, gpt, claude } = await startGuardProxy(`${guarded('guarded', mod())}
+${guarded('text-model', `{openAIModeration: {hostOverride: "${moderation.host}", model: text-moderation-latest, policies: {backendAuth: {key: sk-moderation}}}, rejection: {status: 400, body: "Please rephrase."}}`)}
+${guarded('client-key', `{openAIModeration: {hostOverride: "${moderation.host}"}}`)}
+${guarded('system-only', `{openAIModeration: {hostOverride: "${moderation.host}", policies: {backendAuth: {key: sk-moderation}}}, scope: [systemPrompt]}`)}
+${guarded('status-500', mod('', broken.host))}
+${guarded('garbage', mod('', garbage.host))}
+${guarded('unreachable', mod('', `127.0.0.1:${closedPort}`))}
+${claudeModel(anthropic, 'claude', `{request: [${mod()}]}`)}
+${claudeModel(anthropic, 'claude-500', `{request: [${mod('', broken.host)}]}`)}
+`));
 });
 
 after(async () => {
@@ -124,13 +101,7 @@ test('the fake speaks the moderation API: the official client reads its verdicts
 describe('request phase', () => {
   test('a clean prompt reaches the provider; the service saw each text, the default model, the key', async () => {
     const before = openai.seen.length;
-    const r = await gpt.chat.completions.create({
-      model: 'guarded',
-      messages: [
-        { role: 'system', content: 'Be brief.' },
-        { role: 'user', content: 'What is 2+2?' },
-      ],
-    });
+    const r = await askWithSystem(gpt, 'guarded', 'Be brief.', 'What is 2+2?');
     assert.equal(r.choices[0]?.message.content, FAKE_REPLY);
     assert.equal(openai.seen.length, before + 1);
     const m = lastModeration();
@@ -141,19 +112,11 @@ describe('request phase', () => {
   });
 
   test('a flagged prompt: 403 with the default rejection in OpenAI’s error object; no provider call', async () => {
-    const before = openai.seen.length;
-    const err = await ask('guarded', 'I will kill them all').catch((e: unknown) => e);
-    assert.ok(err instanceof OpenAI.PermissionDeniedError, String(err));
-    assert.equal(err.message, '403 The request was rejected due to inappropriate content');
-    assert.equal(openai.seen.length, before);
+    await assertRejectedUnsent(openai, gpt, 'guarded', 'I will kill them all');
     assert.deepEqual((await lastLog())['llm.guardrails'], [
       'request:openAIModeration:reject:flagged: violence',
     ]);
-    const text = await proxy.metrics.registry.metrics();
-    assert.match(
-      text,
-      /^gw_llm_guardrail_actions_total\{phase="request",guard="openAIModeration",action="reject"\} [1-9]/m,
-    );
+    await assertGuardCounted(proxy, { phase: 'request', guard: 'openAIModeration', action: 'reject' });
   });
 
   test('the configured model and rejection', async () => {
@@ -173,13 +136,7 @@ describe('request phase', () => {
   });
 
   test('scope: only the system prompt is read', async () => {
-    const r = await gpt.chat.completions.create({
-      model: 'system-only',
-      messages: [
-        { role: 'system', content: 'Be brief.' },
-        { role: 'user', content: 'kill the process' },
-      ],
-    });
+    const r = await askWithSystem(gpt, 'system-only', 'Be brief.', 'kill the process');
     assert.equal(r.choices[0]?.message.content, FAKE_REPLY);
     assert.deepEqual(lastModeration()?.json?.input, ['Be brief.']);
   });
@@ -196,25 +153,12 @@ describe('request phase', () => {
     const err = await claude.messages
       .create({ model: 'claude', max_tokens: 50, messages: [{ role: 'user', content: 'kill' }] })
       .catch((e: unknown) => e);
-    assert.ok(err instanceof Anthropic.PermissionDeniedError, String(err));
-    assert.deepEqual(err.error, {
-      type: 'error',
-      error: { type: 'permission_error', message: 'The request was rejected due to inappropriate content' },
-    });
+    assertAnthropicRejected(err);
   });
 });
 
 describe('a service that fails: closed (agentgateway’s Moderation has no failure mode)', () => {
-  const failsClosed = (model: string, how: RegExp) => async () => {
-    const before = openai.seen.length;
-    const err = await ask(model, 'hi').catch((e: unknown) => e);
-    assert.ok(err instanceof OpenAI.APIError, String(err));
-    assert.equal(err.status, 503);
-    assert.match(err.message, how);
-    assert.equal((err.error as { code?: string }).code, 'gw_err_llm_guardrail_unavailable');
-    assert.doesNotMatch(JSON.stringify(err.error), /server had an error|html|at [A-Za-z.]+ \(/);
-    assert.equal(openai.seen.length, before);
-  };
+  const failsClosed = guardFailsClosed(() => ({ openai, gpt }), /server had an error|html|at [A-Za-z.]+ \(/);
   test('500', failsClosed('status-500', /failed \(request\): answered 500/));
   test('unreachable', failsClosed('unreachable', /failed \(request\): unreachable \(ECONNREFUSED\)/));
 
@@ -226,15 +170,11 @@ describe('a service that fails: closed (agentgateway’s Moderation has no failu
   });
 
   test('the Anthropic client gets Anthropic’s error object', async () => {
-    const err = await claude.messages
-      .create({ model: 'claude-500', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] })
-      .catch((e: unknown) => e);
-    assert.ok(err instanceof Anthropic.APIError);
-    assert.equal(err.status, 503);
-    assert.equal((err.error as { type?: string }).type, 'error');
-    assert.match(
-      (err.error as { error: { message: string } }).error.message,
+    const err = await assertClaudeUnavailable(
+      claude,
+      'claude-500',
       /guardrail openAIModeration failed \(request\): answered 500/,
     );
+    assert.equal((err.error as { type?: string }).type, 'error');
   });
 });

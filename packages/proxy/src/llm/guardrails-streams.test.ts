@@ -7,7 +7,6 @@
 // the guard's call and the provider's answer.
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { createGuardrailHandler, pass, reject } from '@gw/guardrail-sdk';
@@ -17,12 +16,21 @@ import {
   type FakeAnthropic,
   type FakeLlmRequest,
   type FakeOpenAI,
-  startFakeAnthropic,
-  startFakeOpenAI,
 } from '@gw/testkit';
-import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import type { TestProxy } from '@gw/testkit/proxy';
 import OpenAI from 'openai';
 import { SERVICE_WINDOW } from './guardrails/stream-windows.ts';
+import {
+  claudeModel,
+  closeServers,
+  gptModel,
+  lastAccessLog,
+  listen,
+  readStream as read,
+  readClaudeStream,
+  startFakeProviders,
+  startGuardProxy,
+} from './guardrails/test-support.ts';
 
 const FILLER = 'the quick brown fox jumps over the lazy dog; ';
 const filler = (n: number) => FILLER.repeat(Math.ceil(n / FILLER.length)).slice(0, n);
@@ -72,72 +80,37 @@ before(async () => {
     });
     void handler(req, res);
   });
-  await new Promise<void>((r) => guard.listen(0, '127.0.0.1', r));
-  const host = `127.0.0.1:${(guard.address() as AddressInfo).port}`;
+  const host = await listen(guard);
   const answer = (r: FakeLlmRequest) => {
     const messages = r.json?.messages as { content: string }[] | undefined;
     const text = ANSWERS[messages?.[messages.length - 1]?.content ?? ''];
     return text === undefined ? undefined : { deltas: deltas(text) };
   };
-  openai = await startFakeOpenAI({
-    name: 'openai',
-    apiKey: 'sk-provider',
-    chunkDelayMs: 2,
-    answer,
-    beforeLastEvent: () => beforeLast?.() ?? Promise.resolve(),
-  });
-  anthropic = await startFakeAnthropic({ name: 'anthropic', apiKey: 'sk-ant-provider', chunkDelayMs: 1 });
+  ({ openai, anthropic } = await startFakeProviders(
+    { chunkDelayMs: 2, answer, beforeLastEvent: () => beforeLast?.() ?? Promise.resolve() },
+    { chunkDelayMs: 1 },
+  ));
   const wh = (extra = '') => `{webhook: {target: {host: "${host}"}, timeout: 2s${extra}}}`;
-  const gptModel = (name: string, guardrails: string) => `  - name: ${name}
-    provider: openai
-    params: {apiKey: sk-provider, baseUrl: "${openai.origin}/v1", model: gpt-4o-mini}
-    guardrails: ${guardrails}
-`;
-  proxy = await startProxy(`config:
-  adminAddr: "off"
-llm:
-  port: 0
-  models:
-  - name: plain
-    provider: openai
-    params: {apiKey: sk-provider, baseUrl: "${openai.origin}/v1", model: gpt-4o-mini}
-${gptModel('wh', `{streaming: true, response: [${wh()}]}`)}
-${gptModel('wh-open', `{streaming: true, response: [${wh(', failureMode: failOpen')}]}`)}
-${gptModel('wh-audit', `{streaming: true, response: [${wh(`, action: audit, headers: {x-slow: '"yes"'}`)}]}`)}
-${gptModel('wh-audit-fast', `{streaming: true, response: [${wh(', action: audit')}]}`)}
-  - name: claude
-    provider: anthropic
-    params: {apiKey: sk-ant-provider, baseUrl: "${anthropic.origin}/v1", model: claude-sonnet-4-5}
-    guardrails: {streaming: true, response: [${wh()}]}
-`);
-  gpt = new OpenAI({ apiKey: 'sk-client', baseURL: proxy.url('/v1'), maxRetries: 0 });
-  claude = new Anthropic({ apiKey: 'sk-ant-client', baseURL: proxy.url(''), maxRetries: 0 });
+  ({ proxy, gpt, claude } = await startGuardProxy(`${gptModel(openai, 'plain')}
+${gptModel(openai, 'wh', `{streaming: true, response: [${wh()}]}`)}
+${gptModel(openai, 'wh-open', `{streaming: true, response: [${wh(', failureMode: failOpen')}]}`)}
+${gptModel(openai, 'wh-audit', `{streaming: true, response: [${wh(`, action: audit, headers: {x-slow: '"yes"'}`)}]}`)}
+${gptModel(openai, 'wh-audit-fast', `{streaming: true, response: [${wh(', action: audit')}]}`)}
+${claudeModel(anthropic, 'claude', `{streaming: true, response: [${wh()}]}`)}
+`));
 });
 
 after(async () => {
   for (const r of hung) r();
   await proxy.close();
   await Promise.all([openai.close(), anthropic.close()]);
-  guard.closeAllConnections();
-  await new Promise((r) => guard.close(r));
+  await closeServers(guard);
 });
 
-async function lastLog(): Promise<Record<string, unknown>> {
-  await new Promise((r) => setTimeout(r, 30));
-  return proxy.accessLog[proxy.accessLog.length - 1] ?? {};
-}
+const lastLog = () => lastAccessLog(proxy);
 
 const stream = (model: string, content: string, opts?: OpenAI.RequestOptions) =>
   gpt.chat.completions.create({ model, stream: true, messages: [{ role: 'user', content }] }, opts);
-
-/** Reads a stream: its text pieces, and the error that ended it, if any. */
-async function read(s: AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>) {
-  const pieces: string[] = [];
-  const err = await (async () => {
-    for await (const c of s) if (c.choices[0]?.delta.content) pieces.push(c.choices[0].delta.content);
-  })().catch((e: unknown) => e);
-  return { pieces, text: pieces.join(''), err };
-}
 
 /** Holds the provider's last event until released (to show what happened before it was sent). */
 function holdLast(): () => void {
@@ -216,16 +189,7 @@ describe('webhook response guard on streams', () => {
   });
 
   test('an Anthropic stream: the webhook’s reject is an error event @anthropic-ai/sdk raises', async () => {
-    const s = claude.messages.stream({
-      model: 'claude',
-      max_tokens: 100,
-      messages: [{ role: 'user', content: 'hi' }],
-    });
-    let text = '';
-    s.on('text', (t) => {
-      text += t;
-    });
-    const err = await s.finalMessage().catch((e: unknown) => e);
+    const { text, err } = await readClaudeStream(claude, 'claude', 100);
     assert.ok(err instanceof Anthropic.APIError, String(err));
     assert.match(String(err.message), /withheld by the webhook/);
     // The whole answer is one window (shorter than 256 characters): none of it was sent.

@@ -4,7 +4,6 @@
 // closed and open), the headers map with pseudo-headers and an unevaluable expression, keep-alive.
 import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import {
@@ -15,17 +14,24 @@ import {
   pass,
   reject,
 } from '@gw/guardrail-sdk';
-import {
-  FAKE_ANTHROPIC_REPLY,
-  FAKE_REPLY,
-  type FakeAnthropic,
-  type FakeLlmRequest,
-  type FakeOpenAI,
-  startFakeAnthropic,
-  startFakeOpenAI,
-} from '@gw/testkit';
-import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import { FAKE_ANTHROPIC_REPLY, FAKE_REPLY, type FakeAnthropic, type FakeOpenAI } from '@gw/testkit';
+import type { TestProxy } from '@gw/testkit/proxy';
 import OpenAI from 'openai';
+import {
+  askGpt,
+  askWithSystem,
+  assertClaudeUnavailable,
+  assertGuardCounted,
+  claudeModel,
+  closeServers,
+  gptModel,
+  guardFailsClosed,
+  lastAccessLog,
+  lastOf,
+  listen,
+  startFakeProviders,
+  startGuardProxy,
+} from './guardrails/test-support.ts';
 
 interface Call {
   phase: 'request' | 'response';
@@ -69,19 +75,11 @@ const callbacks: GuardrailCallbacks = {
   },
 };
 
-async function listen(s: Server): Promise<string> {
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  return `127.0.0.1:${(s.address() as AddressInfo).port}`;
-}
-
-const lastSeen = (f: { seen: FakeLlmRequest[] }) => f.seen[f.seen.length - 1] as FakeLlmRequest;
-async function lastLog(): Promise<Record<string, unknown>> {
-  await new Promise((r) => setTimeout(r, 30));
-  return proxy.accessLog[proxy.accessLog.length - 1] ?? {};
-}
+const lastSeen = (f: FakeOpenAI | FakeAnthropic) => lastOf(f.seen);
+const lastLog = () => lastAccessLog(proxy);
 const ask = (model: string, content: string, opts?: OpenAI.RequestOptions) =>
-  gpt.chat.completions.create({ model, messages: [{ role: 'user', content }] }, opts);
-const lastCall = () => calls[calls.length - 1] as Call;
+  askGpt(gpt, model, content, opts);
+const lastCall = () => lastOf(calls);
 
 before(async () => {
   const main = createGuardrailHandler(callbacks);
@@ -105,67 +103,41 @@ before(async () => {
   });
   const good = await listen(guard);
   const bad = await listen(broken);
-  openai = await startFakeOpenAI({ name: 'openai', apiKey: 'sk-provider', chunkDelayMs: 1 });
-  anthropic = await startFakeAnthropic({ name: 'anthropic', apiKey: 'sk-ant-provider', chunkDelayMs: 1 });
-  const gptModel = (name: string, guardrails: string) => `  - name: ${name}
-    provider: openai
-    params: {apiKey: sk-provider, baseUrl: "${openai.origin}/v1", model: gpt-4o-mini}
-    guardrails: ${guardrails}
-`;
+  ({ openai, anthropic } = await startFakeProviders({ chunkDelayMs: 1 }, { chunkDelayMs: 1 }));
   const wh = (extra = '') => `{webhook: {target: {host: "${good}"}${extra}}}`;
   const failing = (path: string, extra = '') =>
     `{webhook: {target: {host: "${bad}"}, timeout: 300ms, headers: {":path": '"${path}"'}${extra}}}`;
-  proxy = await startProxy(`config:
-  adminAddr: "off"
-llm:
-  port: 0
-  models:
-${gptModel('req', `{request: [${wh()}]}`)}
-${gptModel('res', `{response: [${wh()}]}`)}
-${gptModel('res-reject', `{response: [${wh(`, headers: {x-mode: '"reject"'}`)}]}`)}
-${gptModel('audit', `{request: [${wh(', action: audit')}], response: [${wh(', action: audit')}]}`)}
+  ({ proxy, gpt, claude } = await startGuardProxy(`${gptModel(openai, 'req', `{request: [${wh()}]}`)}
+${gptModel(openai, 'res', `{response: [${wh()}]}`)}
+${gptModel(openai, 'res-reject', `{response: [${wh(`, headers: {x-mode: '"reject"'}`)}]}`)}
+${gptModel(openai, 'audit', `{request: [${wh(', action: audit')}], response: [${wh(', action: audit')}]}`)}
 ${gptModel(
+  openai,
   'headers',
   `{request: [${wh(`, forwardHeaderMatches: [{name: x-team, value: {exact: blue}}], headers: {x-tenant: 'request.headers["x-tenant"]', x-model: 'llmRequest.model', x-user: 'jwt.sub', x-path: 'request.path', ":path": '"/v3/guardrails/request"', ":authority": '"guard.internal"'}`)}]}`,
 )}
-${gptModel('bad-path', `{request: [${wh(`, headers: {":path": 'request.headers["x-absent"]'}`)}]}`)}
-${gptModel('slow', `{request: [${failing('/slow')}]}`)}
-${gptModel('status-500', `{request: [${failing('/500')}]}`)}
-${gptModel('garbage', `{request: [${failing('/garbage')}]}`)}
-${gptModel('bad-verdict', `{response: [${failing('/bad-verdict')}]}`)}
-${gptModel('open-slow', `{request: [${failing('/slow', ', failureMode: failOpen')}]}`)}
-${gptModel('open-500', `{request: [${failing('/500', ', failureMode: failOpen')}], response: [${failing('/garbage', ', failureMode: failOpen')}]}`)}
-${gptModel('audit-500', `{request: [${failing('/500', ', action: audit')}]}`)}
-  - name: claude
-    provider: anthropic
-    params: {apiKey: sk-ant-provider, baseUrl: "${anthropic.origin}/v1", model: claude-sonnet-4-5}
-    guardrails: {request: [${wh()}], response: [${wh()}]}
-  - name: claude-slow
-    provider: anthropic
-    params: {apiKey: sk-ant-provider, baseUrl: "${anthropic.origin}/v1", model: claude-sonnet-4-5}
-    guardrails: {request: [${failing('/slow')}]}
-`);
-  gpt = new OpenAI({ apiKey: 'sk-client', baseURL: proxy.url('/v1'), maxRetries: 0 });
-  claude = new Anthropic({ apiKey: 'sk-ant-client', baseURL: proxy.url(''), maxRetries: 0 });
+${gptModel(openai, 'bad-path', `{request: [${wh(`, headers: {":path": 'request.headers["x-absent"]'}`)}]}`)}
+${gptModel(openai, 'slow', `{request: [${failing('/slow')}]}`)}
+${gptModel(openai, 'status-500', `{request: [${failing('/500')}]}`)}
+${gptModel(openai, 'garbage', `{request: [${failing('/garbage')}]}`)}
+${gptModel(openai, 'bad-verdict', `{response: [${failing('/bad-verdict')}]}`)}
+${gptModel(openai, 'open-slow', `{request: [${failing('/slow', ', failureMode: failOpen')}]}`)}
+${gptModel(openai, 'open-500', `{request: [${failing('/500', ', failureMode: failOpen')}], response: [${failing('/garbage', ', failureMode: failOpen')}]}`)}
+${gptModel(openai, 'audit-500', `{request: [${failing('/500', ', action: audit')}]}`)}
+${claudeModel(anthropic, 'claude', `{request: [${wh()}], response: [${wh()}]}`)}
+${claudeModel(anthropic, 'claude-slow', `{request: [${failing('/slow')}]}`)}
+`));
 });
 
 after(async () => {
   await proxy.close();
   await Promise.all([openai.close(), anthropic.close()]);
-  guard.closeAllConnections();
-  broken.closeAllConnections();
-  await Promise.all([new Promise((r) => guard.close(r)), new Promise((r) => broken.close(r))]);
+  await closeServers(guard, broken);
 });
 
 describe('request phase', () => {
   test('allow: the request reaches the provider unchanged; the webhook saw every message', async () => {
-    const r = await gpt.chat.completions.create({
-      model: 'req',
-      messages: [
-        { role: 'system', content: 'Be brief.' },
-        { role: 'user', content: 'What is 2+2?' },
-      ],
-    });
+    const r = await askWithSystem(gpt, 'req', 'Be brief.', 'What is 2+2?');
     assert.equal(r.choices[0]?.message.content, FAKE_REPLY);
     const c = lastCall();
     assert.equal(c.path, '/request');
@@ -205,11 +177,7 @@ describe('request phase', () => {
     assert.equal(err.status, 451);
     assert.equal(err.message, '451 Not allowed here.');
     assert.equal(openai.seen.length, before);
-    const text = await proxy.metrics.registry.metrics();
-    assert.match(
-      text,
-      /^gw_llm_guardrail_actions_total\{phase="request",guard="webhook",action="reject"\} [1-9]/m,
-    );
+    await assertGuardCounted(proxy, { phase: 'request', guard: 'webhook', action: 'reject' });
   });
 
   test('Responses API: input items become messages and the mask comes back into them', async () => {
@@ -316,17 +284,7 @@ describe('audit', () => {
 });
 
 describe('failures', () => {
-  const failsClosed = (model: string, how: RegExp) => async () => {
-    const before = openai.seen.length;
-    const err = await ask(model, 'hi').catch((e: unknown) => e);
-    assert.ok(err instanceof OpenAI.APIError, String(err));
-    assert.equal(err.status, 503);
-    assert.match(err.message, how);
-    assert.equal((err.error as { code?: string }).code, 'gw_err_llm_guardrail_unavailable');
-    // never the service's body or a stack
-    assert.doesNotMatch(JSON.stringify(err.error), /boom|at Object|html/);
-    assert.equal(openai.seen.length, before);
-  };
+  const failsClosed = guardFailsClosed(() => ({ openai, gpt }), /boom|at Object|html/);
   test(
     'fail closed: a webhook that times out',
     failsClosed('slow', /guardrail webhook failed \(request\): no verdict within 300 ms/),
@@ -345,13 +303,8 @@ describe('failures', () => {
   });
 
   test('fail closed: the Anthropic client gets Anthropic’s error object', async () => {
-    const err = await claude.messages
-      .create({ model: 'claude-slow', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] })
-      .catch((e: unknown) => e);
-    assert.ok(err instanceof Anthropic.APIError);
-    assert.equal(err.status, 503);
+    const err = await assertClaudeUnavailable(claude, 'claude-slow', /guardrail webhook failed/);
     assert.equal((err.error as { type?: string }).type, 'error');
-    assert.match((err.error as { error: { message: string } }).error.message, /guardrail webhook failed/);
   });
 
   test('fail open: timeout, 500 and garbage pass the content on, recorded', async () => {
@@ -366,11 +319,7 @@ describe('failures', () => {
       'request:webhook:error(not applied):answered 500',
       'response:webhook:error(not applied):answered something that is not JSON',
     ]);
-    const text = await proxy.metrics.registry.metrics();
-    assert.match(
-      text,
-      /^gw_llm_guardrail_actions_total\{phase="request",guard="webhook",action="error"\} [1-9]/m,
-    );
+    await assertGuardCounted(proxy, { phase: 'request', guard: 'webhook', action: 'error' });
   });
 });
 

@@ -11,13 +11,24 @@ import {
   FAKE_REPLY,
   FAKE_STREAM_REPLY,
   type FakeAnthropic,
-  type FakeLlmRequest,
   type FakeOpenAI,
-  startFakeAnthropic,
-  startFakeOpenAI,
 } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import OpenAI from 'openai';
+import {
+  askGpt,
+  assertAnthropicRejected,
+  assertGuardCounted,
+  claudeModel as claudeEntry,
+  gptModel as gptEntry,
+  lastAccessLog,
+  lastOf,
+  readClaudeStream,
+  readStream,
+  startFakeProviders,
+  startGuardProxy,
+  streamText,
+} from './guardrails/test-support.ts';
 
 let openai: FakeOpenAI;
 let anthropic: FakeAnthropic;
@@ -25,29 +36,13 @@ let proxy: TestProxy;
 let gpt: OpenAI;
 let claude: Anthropic;
 
-const gptModel = (name: string, guardrails: string) => `  - name: ${name}
-    provider: openai
-    params: {apiKey: sk-provider, baseUrl: "${openai.origin}/v1", model: gpt-4o-mini}
-    guardrails: ${guardrails}
-`;
-const claudeModel = (name: string, guardrails: string) => `  - name: ${name}
-    provider: anthropic
-    params: {apiKey: sk-ant-provider, baseUrl: "${anthropic.origin}/v1", model: claude-sonnet-4-5}
-    guardrails: ${guardrails}
-`;
+const gptModel = (name: string, guardrails?: string) => gptEntry(openai, name, guardrails);
+const claudeModel = (name: string, guardrails: string) => claudeEntry(anthropic, name, guardrails);
 
 before(async () => {
-  openai = await startFakeOpenAI({ name: 'openai', apiKey: 'sk-provider', chunkDelayMs: 1 });
-  anthropic = await startFakeAnthropic({ name: 'anthropic', apiKey: 'sk-ant-provider', chunkDelayMs: 1 });
-  proxy = await startProxy(`config:
-  adminAddr: "off"
-llm:
-  port: 0
-  policies:
-    guardrails:
-      request: [{regex: {action: reject, rules: [{pattern: "forbidden-word"}]}}]
-  models:
-${gptModel('req-reject', '{request: [{regex: {action: reject, rules: [{builtin: email}]}, rejection: {status: 422, body: "no e-mail addresses, please", headers: {set: {x-guard: email}}}}]}')}
+  ({ openai, anthropic } = await startFakeProviders({ chunkDelayMs: 1 }, { chunkDelayMs: 1 }));
+  ({ proxy, gpt, claude } = await startGuardProxy(
+    `${gptModel('req-reject', '{request: [{regex: {action: reject, rules: [{builtin: email}]}, rejection: {status: 422, body: "no e-mail addresses, please", headers: {set: {x-guard: email}}}}]}')}
 ${gptModel('req-mask', '{request: [{regex: {action: mask, rules: [{builtin: ssn}, {builtin: creditCard}, {pattern: "project-[a-z]+", name: PROJECT}]}}]}')}
 ${gptModel('req-audit', '{request: [{regex: {action: audit, rules: [{pattern: "secret-[0-9]+", name: secret}]}}]}')}
 ${gptModel('req-tools', '{request: [{regex: {action: reject, rules: [{builtin: email}]}, scope: [toolOutput]}]}')}
@@ -55,15 +50,16 @@ ${gptModel('res-reject', '{streaming: true, response: [{regex: {action: reject, 
 ${gptModel('res-mask', '{streaming: Enabled, response: [{regex: {action: mask, rules: [{pattern: "How can I", name: PHRASE}]}}]}')}
 ${gptModel('res-audit', '{streaming: true, response: [{regex: {action: audit, rules: [{pattern: "help you", name: offer}]}}]}')}
 ${gptModel('res-unstreamed', '{response: [{regex: {action: reject, rules: [{pattern: "help you"}]}}]}')}
-  - name: plain
-    provider: openai
-    params: {apiKey: sk-provider, baseUrl: "${openai.origin}/v1", model: gpt-4o-mini}
+${gptModel('plain')}
 ${claudeModel('claude-req', '{request: [{regex: {action: reject, rules: [{builtin: phoneNumber}]}}]}')}
 ${claudeModel('claude-res', '{streaming: true, response: [{regex: {action: reject, rules: [{pattern: "help you"}]}, rejection: {status: 451, body: "withheld"}}]}')}
 ${claudeModel('claude-mask', '{response: [{regex: {action: mask, rules: [{pattern: "Claude", name: NAME}]}}]}')}
-`);
-  gpt = new OpenAI({ apiKey: 'sk-client', baseURL: proxy.url('/v1'), maxRetries: 0 });
-  claude = new Anthropic({ apiKey: 'sk-ant-client', baseURL: proxy.url(''), maxRetries: 0 });
+`,
+    `  policies:
+    guardrails:
+      request: [{regex: {action: reject, rules: [{pattern: "forbidden-word"}]}}]
+`,
+  ));
 });
 
 after(async () => {
@@ -71,18 +67,9 @@ after(async () => {
   await Promise.all([openai.close(), anthropic.close()]);
 });
 
-const lastSeen = (f: { seen: FakeLlmRequest[] }) => f.seen[f.seen.length - 1] as FakeLlmRequest;
-async function lastLog(): Promise<Record<string, unknown>> {
-  await new Promise((r) => setTimeout(r, 30));
-  return proxy.accessLog[proxy.accessLog.length - 1] ?? {};
-}
-const ask = (model: string, content: string) =>
-  gpt.chat.completions.create({ model, messages: [{ role: 'user', content }] });
-async function streamText(s: AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>): Promise<string> {
-  let t = '';
-  for await (const c of s) t += c.choices[0]?.delta.content ?? '';
-  return t;
-}
+const lastSeen = (f: FakeOpenAI | FakeAnthropic) => lastOf(f.seen);
+const lastLog = () => lastAccessLog(proxy);
+const ask = (model: string, content: string) => askGpt(gpt, model, content);
 
 describe('request guards', () => {
   test('reject: the configured status, message and header in OpenAI’s error shape; nothing sent', async () => {
@@ -161,11 +148,7 @@ describe('request guards', () => {
       rule: 'secret',
       applied: false,
     });
-    const text = await proxy.metrics.registry.metrics();
-    assert.match(
-      text,
-      /^gw_llm_guardrail_actions_total\{phase="request",guard="regex",action="audit"\} [1-9]/m,
-    );
+    await assertGuardCounted(proxy, { phase: 'request', guard: 'regex', action: 'audit' });
   });
 
   test('scope: a toolOutput guard reads tool results, not the user’s messages', async () => {
@@ -196,11 +179,7 @@ describe('request guards', () => {
         messages: [{ role: 'user', content: 'hi' }],
       })
       .catch((e: unknown) => e);
-    assert.ok(err instanceof Anthropic.PermissionDeniedError);
-    assert.deepEqual(err.error, {
-      type: 'error',
-      error: { type: 'permission_error', message: 'The request was rejected due to inappropriate content' },
-    });
+    assertAnthropicRejected(err);
   });
 });
 
@@ -256,10 +235,7 @@ describe('response guards on streams', () => {
       stream: true,
       messages: [{ role: 'user', content: 'hi' }],
     });
-    let text = '';
-    const err = await (async () => {
-      for await (const c of s) text += c.choices[0]?.delta.content ?? '';
-    })().catch((e: unknown) => e);
+    const { text, err } = await readStream(s);
     assert.ok(err instanceof OpenAI.APIError, String(err));
     assert.match(err.message, /the answer was withheld/);
     // " How can I help" and " you today?" are separate events: neither part reached the client
@@ -277,16 +253,7 @@ describe('response guards on streams', () => {
   });
 
   test('reject on an Anthropic stream: an error event the SDK raises', async () => {
-    const s = claude.messages.stream({
-      model: 'claude-res',
-      max_tokens: 100,
-      messages: [{ role: 'user', content: 'hi' }],
-    });
-    let text = '';
-    s.on('text', (t) => {
-      text += t;
-    });
-    const err = await s.finalMessage().catch((e: unknown) => e);
+    const { text, err } = await readClaudeStream(claude, 'claude-res', 100);
     assert.ok(err instanceof Anthropic.APIError, String(err));
     assert.match(String(err.message), /withheld/);
     assert.ok(!text.includes('help'), text);
@@ -364,25 +331,22 @@ binds:
 `);
   });
   after(() => routed.close());
+  const gptAt = (path: string) => new OpenAI({ apiKey: 'x', baseURL: routed.url(path), maxRetries: 0 });
+  /** The client's message between the enrichment's. */
+  const enriched = [
+    { role: 'system', content: 'Be brief.' },
+    { role: 'user', content: 'hi' },
+    { role: 'user', content: 'Answer in French.' },
+  ];
 
   test('OpenAI chat: a system message first, a user message last', async () => {
-    const c = new OpenAI({ apiKey: 'x', baseURL: routed.url('/oa/v1'), maxRetries: 0 });
-    await c.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
-    assert.deepEqual(lastSeen(openai).json?.messages, [
-      { role: 'system', content: 'Be brief.' },
-      { role: 'user', content: 'hi' },
-      { role: 'user', content: 'Answer in French.' },
-    ]);
+    await askGpt(gptAt('/oa/v1'), 'm', 'hi');
+    assert.deepEqual(lastSeen(openai).json?.messages, enriched);
   });
 
   test('Responses: input items around the client’s (a string input becomes a user item)', async () => {
-    const c = new OpenAI({ apiKey: 'x', baseURL: routed.url('/oa/v1'), maxRetries: 0 });
-    await c.responses.create({ model: 'm', input: 'hi' });
-    assert.deepEqual(lastSeen(openai).json?.input, [
-      { role: 'system', content: 'Be brief.' },
-      { role: 'user', content: 'hi' },
-      { role: 'user', content: 'Answer in French.' },
-    ]);
+    await gptAt('/oa/v1').responses.create({ model: 'm', input: 'hi' });
+    assert.deepEqual(lastSeen(openai).json?.input, enriched);
   });
 
   test('Anthropic messages: system messages join `system`, the others the messages', async () => {
@@ -402,8 +366,7 @@ binds:
   });
 
   test('OpenAI client to the Anthropic provider: the pair carries the system message to `system`', async () => {
-    const c = new OpenAI({ apiKey: 'x', baseURL: routed.url('/an/v1'), maxRetries: 0 });
-    await c.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    await askGpt(gptAt('/an/v1'), 'm', 'hi');
     const seen = lastSeen(anthropic).json;
     assert.match(JSON.stringify(seen?.system), /Be brief\./);
   });

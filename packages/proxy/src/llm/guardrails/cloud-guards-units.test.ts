@@ -3,25 +3,11 @@
 // and what is refused (a moderation response guard, connection settings not implemented yet).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ConfigError } from '@gw/api';
 import type { LlmGuardIR } from '../../config/ir.ts';
-import { loadConfigText, promptGuardIR } from '../../config/load.ts';
+import { promptGuardIR } from '../../config/load.ts';
+import { guardrailsIssues as issues, REJECTED } from './test-support.ts';
 
-const DEFAULT_REJECTION = { status: 403, message: 'The request was rejected due to inappropriate content' };
-
-const issues = (guardrails: string): string[] => {
-  try {
-    loadConfigText(
-      'gw.yaml',
-      `llm:\n  port: 0\n  models:\n  - name: m\n    provider: openai\n    guardrails: ${guardrails}\n`,
-      process.cwd(),
-    );
-  } catch (err) {
-    assert.ok(err instanceof ConfigError, String(err));
-    return err.issues.map((i) => `${i.path}: ${i.message}`);
-  }
-  return [];
-};
+const DEFAULT_REJECTION = { status: 403, message: REJECTED };
 
 /** The IR as JSON (a secret prints as [redacted]). */
 const plain = (g: LlmGuardIR[]) => JSON.parse(JSON.stringify(g));

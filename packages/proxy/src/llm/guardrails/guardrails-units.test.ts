@@ -3,7 +3,6 @@
 // texts of each client format by scope, enrichment, and the config's shapes and refusals.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ConfigError } from '@gw/api';
 import type { LlmGuardAction, LlmGuardIR, LlmRegexRuleIR } from '../../config/ir.ts';
 import { loadConfigText, promptGuardIR } from '../../config/load.ts';
 import {
@@ -21,6 +20,7 @@ import type { StreamConverter } from '../formats/types.ts';
 import { type BUILTINS, luhn } from './builtins.ts';
 import { regexGuard } from './regex.ts';
 import { GuardedStream } from './stream.ts';
+import { guardrailsIssues as issues } from './test-support.ts';
 import type { GuardEnv, GuardVerdict } from './types.ts';
 
 const guard = (action: LlmGuardAction, rules: LlmRegexRuleIR[]): LlmGuardIR => ({
@@ -246,20 +246,6 @@ describe('texts of each client format', () => {
 });
 
 describe('config', () => {
-  const issues = (guardrails: string): string[] => {
-    try {
-      loadConfigText(
-        'gw.yaml',
-        `llm:\n  port: 0\n  models:\n  - name: m\n    provider: openai\n    guardrails: ${guardrails}\n`,
-        process.cwd(),
-      );
-    } catch (err) {
-      assert.ok(err instanceof ConfigError, String(err));
-      return err.issues.map((i) => `${i.path}: ${i.message}`);
-    }
-    return [];
-  };
-
   test('agentgateway’s shape is accepted and compiled with its defaults', () => {
     assert.deepEqual(issues('{request: [{regex: {rules: [{builtin: email}]}}]}'), []);
     assert.deepEqual(
@@ -305,21 +291,6 @@ describe('config', () => {
 });
 
 describe('webhook guard: config', () => {
-  const issues = (guardrails: string, env?: Record<string, string>): string[] => {
-    try {
-      loadConfigText(
-        'gw.yaml',
-        `llm:\n  port: 0\n  models:\n  - name: m\n    provider: openai\n    guardrails: ${guardrails}\n`,
-        process.cwd(),
-        env ? (n) => env[n] : undefined,
-      );
-    } catch (err) {
-      assert.ok(err instanceof ConfigError, String(err));
-      return err.issues.map((i) => `${i.path}: ${i.message}`);
-    }
-    return [];
-  };
-
   test('agentgateway’s shape compiles with its defaults (fail closed, 10 s, port 80)', () => {
     assert.deepEqual(
       promptGuardIR({ request: [{ webhook: { target: { host: 'guard.internal' } } }] }).request,
