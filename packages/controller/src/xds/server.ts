@@ -490,15 +490,22 @@ export async function startXdsServer(opts: XdsServerOptions): Promise<XdsServer>
     );
   let port: number;
   let front: NetServer | undefined;
-  if (opts.mode === 'either') {
-    // One port for both: the first byte of a connection tells TLS (a handshake record, 0x16) from
-    // plaintext HTTP/2 (its preface starts with "PRI"); each goes to the server bound on loopback for it.
-    const plain = await bind('127.0.0.1:0', ServerCredentials.createInsecure());
-    const tls = await bind('127.0.0.1:0', tlsCredentials(opts));
-    front = await sniffingFront(host, opts.port, plain, tls);
-    port = (front.address() as AddressInfo).port;
-  } else {
-    port = await bind(hostPort(host, opts.port), serverCredentials(opts));
+  try {
+    // credentials first: a configuration without them must not leave a port bound
+    const creds = serverCredentials(opts);
+    if (opts.mode === 'either') {
+      // One port for both: the first byte of a connection tells TLS (a handshake record, 0x16) from
+      // plaintext HTTP/2 (its preface starts with "PRI"); each goes to the server bound on loopback for it.
+      const plain = await bind('127.0.0.1:0', ServerCredentials.createInsecure());
+      const tls = await bind('127.0.0.1:0', creds);
+      front = await sniffingFront(host, opts.port, plain, tls);
+      port = (front.address() as AddressInfo).port;
+    } else {
+      port = await bind(hostPort(host, opts.port), creds);
+    }
+  } catch (err) {
+    server.forceShutdown();
+    throw err;
   }
   xds = new XdsServer(server, port, front);
   for (const call of pending.splice(0)) new AdsStream(xds, call, opts.authenticate);
