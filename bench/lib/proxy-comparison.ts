@@ -81,25 +81,7 @@ export async function runProxyComparison(
 async function runMode(ctx: RunContext, scenario: ComparedScenario, mode: Mode): Promise<ModeResult> {
   const { settings } = ctx;
   const baseline = scenario.gwBaseline;
-  const allocated = await freePorts(baseline === undefined ? 6 : 10);
-  const port = (i: number): number => {
-    const p = allocated[i];
-    if (p === undefined) throw new Error('could not allocate ports');
-    return p;
-  };
-  const ports: Ports = {
-    gw: port(0),
-    nginx: port(1),
-    upstream: port(2),
-    admin: port(3),
-    stats: port(4),
-    ready: port(5),
-  };
-  // The baseline gw shares the upstream; it gets its own listener, admin, stats and readiness ports.
-  const basePorts: Ports | undefined =
-    baseline === undefined
-      ? undefined
-      : { ...ports, gw: port(6), admin: port(7), stats: port(8), ready: port(9) };
+  const { ports, basePorts } = await peerPorts(baseline !== undefined);
   const cfg = scenario.configure({ mode, ports });
   const labels = peerLabels(scenario.peerLabels);
   const dir = join(ctx.workDir, `${scenario.name}-${mode.name}`);
@@ -423,7 +405,32 @@ function perRound(rounds: readonly Round[], f: PerRound): number[] {
 
 const MiB = (kib: number | undefined): number => (kib === undefined ? Number.NaN : kib / 1024);
 
-function peerLabels(custom: Partial<PeerLabels> | undefined): PeerLabels {
+/**
+ * Free ports for one mode's peers: gw, nginx, the upstream and gw's admin, stats and readiness; with a
+ * baseline, a second gw sharing the upstream gets its own listener, admin, stats and readiness ports.
+ */
+export async function peerPorts(baseline: boolean): Promise<{ ports: Ports; basePorts: Ports | undefined }> {
+  const allocated = await freePorts(baseline ? 10 : 6);
+  const port = (i: number): number => {
+    const p = allocated[i];
+    if (p === undefined) throw new Error('could not allocate ports');
+    return p;
+  };
+  const ports: Ports = {
+    gw: port(0),
+    nginx: port(1),
+    upstream: port(2),
+    admin: port(3),
+    stats: port(4),
+    ready: port(5),
+  };
+  const basePorts = baseline
+    ? { ...ports, gw: port(6), admin: port(7), stats: port(8), ready: port(9) }
+    : undefined;
+  return { ports, basePorts };
+}
+
+export function peerLabels(custom: Partial<PeerLabels> | undefined): PeerLabels {
   return { gw: 'gw', nginx: 'nginx', gwBaseline: 'gw plain', ...custom };
 }
 

@@ -12,13 +12,12 @@ import type {
   Mode,
   ModeResult,
   PeerLabels,
-  Ports,
   RunContext,
   Scenario,
   ScenarioResult,
 } from '../scenarios/types.ts';
 import type { ClientSummary, Distribution, PhaseSummary } from './llm-stream-client.ts';
-import { freePorts, waitForHttp } from './net.ts';
+import { waitForHttp } from './net.ts';
 import { startNginx } from './nginx.ts';
 import {
   clockTicksPerSecond,
@@ -32,7 +31,7 @@ import {
   stopTracked,
   type Tracked,
 } from './procs.ts';
-import { assertAlive, checkGwMetrics, startGwPeer } from './proxy-comparison.ts';
+import { assertAlive, checkGwMetrics, peerLabels, peerPorts, startGwPeer } from './proxy-comparison.ts';
 import { figure } from './stats.ts';
 
 type PeerName = 'direct' | 'gw' | 'gw-plain' | 'nginx';
@@ -102,27 +101,10 @@ async function runMode(ctx: RunContext, scenario: StreamScenario, mode: Mode): P
   const { settings } = ctx;
   const load = scenario.streamLoad(settings.quick);
   const baseline = scenario.gwBaseline;
-  const allocated = await freePorts(baseline === undefined ? 6 : 10);
-  const port = (i: number): number => {
-    const p = allocated[i];
-    if (p === undefined) throw new Error('could not allocate ports');
-    return p;
-  };
-  const ports: Ports = {
-    gw: port(0),
-    nginx: port(1),
-    upstream: port(2),
-    admin: port(3),
-    stats: port(4),
-    ready: port(5),
-  };
-  const basePorts: Ports | undefined =
-    baseline === undefined
-      ? undefined
-      : { ...ports, gw: port(6), admin: port(7), stats: port(8), ready: port(9) };
+  const { ports, basePorts } = await peerPorts(baseline !== undefined);
   const cfg = scenario.configure({ mode, ports });
   if (cfg.upstream.kind !== 'command') throw new Error(`${scenario.name}: the upstream must be a command`);
-  const labels: PeerLabels = { gw: 'gw', nginx: 'nginx', gwBaseline: 'gw plain', ...scenario.peerLabels };
+  const labels = peerLabels(scenario.peerLabels);
   const dir = join(ctx.workDir, `${scenario.name}-${mode.name}`);
   mkdirSync(dir, { recursive: true });
   const bodyFile = join(dir, 'request.json');
