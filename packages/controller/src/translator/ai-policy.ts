@@ -2,7 +2,7 @@
 // ai backend provider (agentgateway's Policy): prompt guards, prompt enrichment, defaults, overrides.
 // Guard kinds and fields the proxy does not serve yet are returned by name, so the caller can say so
 // in the status instead of shipping a guard that silently does nothing.
-import { checkRegex, inOneLine } from '@gw/api';
+import { checkRegex, type FieldPath, type Problem } from '@gw/api';
 import { isSecretRef, type MapContext, readKey, serviceAddress } from './policy/context.ts';
 import type { GwBackendPoliciesSpec } from './policy/spec.ts';
 
@@ -51,17 +51,16 @@ export interface AiPolicyResult {
   policy: Record<string, unknown>;
   /** Fields not translated, e.g. `policies.ai.promptGuard.request[0].webhook`. */
   unsupported: string[];
-  /** Fields that are wrong (a pattern the proxy's engine refuses), with the reason. */
-  invalid: string[];
+  /** Fields that are wrong (a pattern the proxy's engine refuses), at paths below the ai policy. */
+  invalid: Problem[];
 }
 
 export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): AiPolicyResult {
   const out: AiPolicyResult = { policy: {}, unsupported: [], invalid: [] };
-  const regexRules = (r: NonNullable<GuardSpec['regex']>, at: string) => {
+  const regexRules = (r: NonNullable<GuardSpec['regex']>, at: FieldPath) => {
     const rules: Record<string, unknown>[] = [];
     (r.matches ?? []).forEach((m, mi) => {
-      for (const p of checkRegex(m.pattern, []))
-        out.invalid.push(`${at}.regex.matches[${mi}].pattern: ${inOneLine(p.message)}`);
+      out.invalid.push(...checkRegex(m.pattern, [...at, 'regex', 'matches', mi, 'pattern']));
       rules.push({ pattern: m.pattern, ...(m.name ? { name: m.name } : {}) });
     });
     for (const b of r.builtins ?? []) rules.push({ builtin: BUILTINS[b] });
@@ -139,7 +138,7 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
         };
       } else {
         const r = s.regex as NonNullable<GuardSpec['regex']>;
-        entry.regex = { action: r.action.toLowerCase(), rules: regexRules(r, at) };
+        entry.regex = { action: r.action.toLowerCase(), rules: regexRules(r, ['promptGuard', phase, i]) };
       }
       if (s.response) {
         entry.rejection = {

@@ -115,7 +115,9 @@ export function translateAi(
     const aiSpec = ownAi ?? sharedAi;
     if (aiSpec) {
       const r = translateAiPolicy(aiSpec, ownAi ? `${field}.policies.ai` : 'policies.ai', guardRefs(ctx));
-      if (r.invalid.length > 0) invalid.push(...r.invalid);
+      const at = ownAi ? [...field.split('.'), 'policies', 'ai'] : ['policies', 'ai'];
+      if (r.invalid.length > 0)
+        invalid.push(describeProblems(r.invalid.map((p) => ({ ...p, path: [...at, ...p.path] }))));
       for (const u of r.unsupported) ctx.unsupported(u);
       if (Object.keys(r.policy).length > 0) out.ai = r.policy;
     }

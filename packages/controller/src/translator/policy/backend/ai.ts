@@ -8,16 +8,7 @@ export const ai: BackendMapper<'ai'> = {
   map(spec, ctx, out, at) {
     const r = translateAiPolicy(spec, at.field, guardRefs(ctx));
     for (const u of r.unsupported) ctx.unsupported(u);
-    // `<field path>: <message>` → a Problem at that CRD path
-    for (const i of r.invalid) {
-      const at2 = i.indexOf(': ');
-      const path = i
-        .slice(0, at2)
-        .split('.')
-        .flatMap((seg) => seg.split(/\[(\d+)\]/).filter((x) => x !== ''))
-        .map((x) => (/^\d+$/.test(x) ? Number(x) : x));
-      ctx.invalid.push({ path: ['spec', ...path], message: i.slice(at2 + 2) });
-    }
+    for (const p of r.invalid) ctx.invalid.push({ ...p, path: [...at.path, ...p.path] });
     if (Object.keys(r.policy).length > 0) (out as { ai?: Record<string, unknown> }).ai = r.policy;
   },
 };
