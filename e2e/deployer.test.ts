@@ -276,6 +276,16 @@ ${withParams(true)}`,
     assert.equal(back.spec.template.spec.containers[0]?.image, 'registry.example/gw:test');
   });
 
+  test('a provisioned Deployment deleted by someone else is put back', async () => {
+    const before = await getJson<{ metadata: { uid: string } }>(['get', 'deployment', 'edge']);
+    await kubectl(['delete', 'deployment', 'edge']);
+    const after = await until('the Deployment to come back', async () => {
+      const d = await getJson<{ metadata: { uid: string } }>(['get', 'deployment', 'edge']);
+      return d && d.metadata.uid !== before?.metadata.uid ? d : undefined;
+    });
+    assert.ok(after.metadata.uid);
+  });
+
   test('a listener port change reaches the Service; deleting the Gateway prunes its objects', async () => {
     const moved = listenerPort + 1 > 65535 ? listenerPort - 1 : listenerPort + 1;
     await kubectl(['apply', '--server-side', '-f', '-'], gatewayYaml('default', moved));

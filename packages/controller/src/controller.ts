@@ -184,7 +184,13 @@ export class Controller {
     this.#gateways = seen;
     this.#statuses = out.statuses;
     await this.#writeStatuses(out.statuses);
-    if (this.#deployer && this.#writes()) await this.#deployer.reconcile(this.#proxyObjects(out.gateways));
+    if (this.#deployer && this.#writes()) {
+      // the kinds watched here: a provisioned object deleted by someone else is put back
+      const watched = new Set(['Deployment', 'DaemonSet', 'Service', 'Secret']);
+      await this.#deployer.reconcile(this.#proxyObjects(out.gateways), (kind, ns, name) =>
+        watched.has(kind) ? this.provider.get(kind, ns, name) !== undefined : undefined,
+      );
+    }
   }
 
   /** Each Gateway's proxy objects; a Gateway without a listener to serve gets none. */

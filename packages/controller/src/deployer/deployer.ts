@@ -52,14 +52,22 @@ export class Deployer {
   }
 
   /** Applies `desired` (every managed object of every Gateway) and deletes the managed objects not in it. */
-  async reconcile(desired: readonly KubeObject[]): Promise<void> {
+  /**
+   * `present` tells, for kinds the controller watches, whether an object exists now (undefined: not
+   * known): one deleted behind our back is applied again although what we want of it did not change.
+   */
+  async reconcile(
+    desired: readonly KubeObject[],
+    present: (kind: string, namespace: string, name: string) => boolean | undefined = () => undefined,
+  ): Promise<void> {
     const keys = new Set<string>();
     const order = (o: KubeObject) => KINDS.findIndex((k) => k.kind === o.kind);
     for (const o of [...desired].sort((a, b) => order(a) - order(b))) {
       const key = keyOf(o);
       keys.add(key);
       const hash = hashOf(o);
-      if (this.#applied.get(key) === hash) continue;
+      const gone = present(o.kind, o.metadata.namespace ?? 'default', o.metadata.name) === false;
+      if (this.#applied.get(key) === hash && !gone) continue;
       try {
         if (o.kind === 'Secret') {
           await this.#createSecret(o);
