@@ -263,12 +263,22 @@ log('info', 'gw-controller started', {
   metrics: values['metrics-port'],
 });
 
+/** How long a graceful stop may take before the controller exits anyway. */
+const SHUTDOWN_DEADLINE_MS = 10_000;
 let stopping = false;
 async function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
   log('info', 'stopping', { signal });
+  // A step that cannot finish (an API server that stopped answering) must not keep the pod in
+  // Terminating until the kubelet's SIGKILL: past the deadline the controller says where it was and exits.
+  let step = 'stopping the reconciler';
+  setTimeout(() => {
+    log('error', `stopping took over ${SHUTDOWN_DEADLINE_MS / 1000}s; exiting`, { step });
+    process.exit(1);
+  }, SHUTDOWN_DEADLINE_MS).unref();
   await controller.stop();
+  step = 'closing the xDS server';
   await xds.close();
   health.close();
   metrics.close();
