@@ -1,6 +1,7 @@
 // `gw`: the proxy. `gw` runs the embedded default config; `gw -f config.yaml` runs a file and reloads
 // it on change; `gw --validate-only -f config.yaml` checks a file and exits; `gw --xds-address URL
 // --gateway NS/NAME` takes its config from the controller over xDS.
+import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { ConfigError, formatIssue } from '@gw/api';
 import { startAdmin, startReadiness, startStats } from './admin/server.ts';
@@ -164,6 +165,9 @@ export async function main(argv: string[]): Promise<number> {
   }
   const logs = new LogHub(logFilter, startup.logFormat);
   const log = logs.module('gw');
+  // MCP session ids are sealed with SESSION_KEY; without one, a key for this process's life, set
+  // before the workers start so they all share it (sessions then end with the process).
+  if (!process.env.SESSION_KEY) process.env.SESSION_KEY = randomBytes(32).toString('base64');
   let workers = startup.workerThreads;
   if (o.workers !== undefined) {
     const n = Number(o.workers);

@@ -16,6 +16,8 @@ export const CEL_VARIABLES = [
   'llm',
   'backend',
   'route',
+  // The MCP call being made (method, target, tool / prompt / resource): MCP authorization rules.
+  'mcp',
 ] as const;
 export type CelVariable = (typeof CEL_VARIABLES)[number];
 

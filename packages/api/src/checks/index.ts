@@ -8,6 +8,7 @@ export * from './guardrails.ts';
 export * from './htpasswd.ts';
 export * from './jwks.ts';
 export * from './llm.ts';
+export * from './mcp.ts';
 export * from './problem.ts';
 export * from './regex.ts';
 export * from './route.ts';

@@ -38,6 +38,8 @@ import {
 import { parseByteSize, parseGoDuration } from '../duration.ts';
 
 const strict = z.strictObject;
+const NotYet = (what: string) =>
+  z.unknown().refine(() => false, { message: `${what} is not supported by this build of gw yet` });
 
 /** A list of `item` with the length limits of a CRD list, so the numbers are written once. */
 function listLimitedLike<T extends z.ZodType>(crdList: z.ZodArray, item: T) {
@@ -322,6 +324,9 @@ export const BackendPolicies = strict({
   backendTLS: BackendTLS.optional(),
   http: BackendHttp.optional(),
   tcp: BackendTcp.optional(),
+  // The MCP backend's own rules (agentgateway's mcpAuthorization); on other backends a config error.
+  mcpAuthorization: z.lazy(() => McpAuthorization).optional(),
+  mcpGuardrails: NotYet('mcpGuardrails').optional(),
 });
 
 export const TrafficPolicies = strict({
@@ -345,6 +350,10 @@ export const TrafficPolicies = strict({
   retry: Retry.optional(),
   // Backend connection settings may also be set for every backend of a route.
   backendTLS: BackendTLS.optional(),
+  // Rules for the route's MCP backends (they add to a backend's own mcpAuthorization).
+  mcpAuthorization: z.lazy(() => McpAuthorization).optional(),
+  mcpAuthentication: NotYet('mcpAuthentication').optional(),
+  mcpGuardrails: NotYet('mcpGuardrails').optional(),
 });
 
 // ---------- backends ----------
@@ -376,6 +385,11 @@ export const RouteBackend = z.union([
     weight: z.number().int().min(0).optional(),
     policies: BackendPolicies.optional(),
   }),
+  strict({
+    mcp: z.lazy(() => McpBackend),
+    weight: z.number().int().min(0).optional(),
+    policies: BackendPolicies.optional(),
+  }),
 ]);
 
 export const NamedBackend = z.union([
@@ -387,6 +401,7 @@ export const NamedBackend = z.union([
     llmModels: z.lazy(() => LlmModelsBackend),
     policies: BackendPolicies.optional(),
   }),
+  strict({ name: z.string().min(1), mcp: z.lazy(() => McpBackend), policies: BackendPolicies.optional() }),
 ]);
 
 // ---------- routes, listeners, gateways ----------
@@ -526,9 +541,6 @@ export const GlobalConfig = strict({
     keepalives: Keepalives.optional(),
   }).optional(),
 });
-
-const NotYet = (what: string) =>
-  z.unknown().refine(() => false, { message: `${what} is not supported by this build of gw yet` });
 
 // ---------- LLM gateway (agentgateway's LocalLLMConfig) ----------
 // Every field agentgateway accepts is accepted here; those this build does not implement are refused
@@ -1079,6 +1091,51 @@ export const LlmConfig = strict({
   policies: LlmPolicies.optional(),
 });
 
+// ---------- MCP gateway (agentgateway's LocalMcpBackend) ----------
+// The modes are accepted in agentgateway's spelling (failClosed) and in the CRD's (FailClosed).
+
+/** A remote target: a URL in `host`, or host, port and path. */
+const McpRemote = strict({
+  host: z.string().min(1).meta({ description: 'http(s)://host:port/path, host:port, or a host name' }),
+  port: Port.optional(),
+  path: z.string().optional(),
+  backend: NotYet('an MCP target by backend reference (use host)').optional(),
+});
+export const McpTarget = strict({
+  name: z
+    .string()
+    .regex(
+      /^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$/,
+      'a target name is letters, digits, "." and "-" (no "_": it separates the prefix)',
+    )
+    .meta({ description: 'prefixes tool and prompt names (<name>_<tool>) when several targets are served' }),
+  stdio: strict({
+    cmd: z.string().min(1),
+    args: z.array(z.string()).optional(),
+    env: z.record(z.string(), z.string()).optional(),
+    clear_env: z.boolean().optional(),
+  }).optional(),
+  sse: McpRemote.optional(),
+  mcp: McpRemote.optional(),
+  openapi: NotYet('openapi MCP targets').optional(),
+  policies: BackendPolicies.optional(),
+});
+export const McpAuthorization = strict({ rules: z.array(AuthzRule).min(1) });
+export const McpBackend = strict({
+  targets: z.array(McpTarget).min(1).max(128),
+  statefulMode: z.enum(['stateful', 'stateless', 'Stateful', 'Stateless']).optional(),
+  sessionRouting: z
+    .enum(['Stateful', 'Stateless'])
+    .optional()
+    .meta({ description: 'the CRD name of statefulMode' }),
+  prefixMode: z
+    .enum(['conditional', 'always', 'never', 'Conditional', 'Always', 'Never'])
+    .nullable()
+    .optional(),
+  failureMode: z.enum(['failClosed', 'failOpen', 'FailClosed', 'FailOpen']).nullable().optional(),
+  dnsRebindingProtection: z.boolean().optional(),
+});
+
 export const ConfigFile = strict({
   config: GlobalConfig.optional(),
   binds: z.array(Bind).optional(),
@@ -1112,6 +1169,9 @@ export type ExtAuthz = z.infer<typeof ExtAuthz>;
 export type LocalRateLimit = z.infer<typeof LocalRateLimit>;
 export type RemoteRateLimit = z.infer<typeof RemoteRateLimit>;
 export type LlmConfig = z.infer<typeof LlmConfig>;
+export type McpBackend = z.infer<typeof McpBackend>;
+export type McpTarget = z.infer<typeof McpTarget>;
+export type McpAuthorization = z.infer<typeof McpAuthorization>;
 export type PromptGuard = z.infer<typeof PromptGuard>;
 export type GuardWebhook = z.infer<typeof GuardWebhook>;
 export type PromptEnrichment = z.infer<typeof PromptEnrichment>;

@@ -129,7 +129,38 @@ export type BackendTarget =
   | { kind: 'host'; host: string; port: number }
   | { kind: 'unix'; path: string }
   | { kind: 'dynamic' }
-  | AiTarget;
+  | AiTarget
+  | McpTarget;
+
+// ---------- MCP (the `mcp` backend kind, mcp/ and upstream/backends/mcp/) ----------
+
+/** An MCP backend: several MCP servers (targets) federated behind one MCP endpoint. */
+export interface McpTarget {
+  kind: 'mcp';
+  targets: McpTargetIR[];
+  /** Stateful: the client's session maps to one upstream session per target; Stateless: none. */
+  sessionRouting: 'Stateful' | 'Stateless';
+  /** Conditional: names are prefixed `<target>_` only when there are several targets. */
+  prefixMode: 'Conditional' | 'Always' | 'Never';
+  /** FailOpen: a target that fails is left out and the rest still serve. */
+  failureMode: 'FailClosed' | 'FailOpen';
+  /** Only localhost in Host and Origin (DNS rebinding protection). */
+  localhostOnly: boolean;
+  /** mcpAuthorization rules of the route and the backend; they accumulate. */
+  authorization: Authorization[];
+}
+
+export type McpTransportIR =
+  | { kind: 'stdio'; cmd: string; args: string[]; env: Record<string, string>; clearEnv: boolean }
+  /** Streamable HTTP (`mcp`) or the legacy SSE transport (`sse`) at origin + path. */
+  | { kind: 'streamable-http' | 'sse'; origin: string; path: string; tls: boolean };
+
+export interface McpTargetIR {
+  name: string;
+  transport: McpTransportIR;
+  /** Connection settings (backendTLS, http, tcp) of a remote target. */
+  policies: ResolvedBackendPolicies;
+}
 
 // ---------- LLM (the `ai` backend kind, llm/ and upstream/backends/ai/) ----------
 

@@ -13,9 +13,11 @@ import {
   ConfigFile,
   type ConfigIssue,
   checkAiPolicy,
+  checkAuthorization,
   checkBackendPolicies,
   checkFrontendPolicies,
   checkLlm,
+  checkMcpBackend,
   checkRouteMatch,
   checkTrafficPolicies,
   DEFAULT_SENSITIVE_HEADERS,
@@ -31,6 +33,7 @@ import {
   type LlmModel,
   type LlmModelsBackend,
   type LlmParams,
+  type McpBackend,
   matchModelName,
   type Problem,
   type PromptEnrichment,
@@ -67,6 +70,8 @@ import type {
   LlmRoutingIR,
   LlmTargetIR,
   LlmVirtualModelIR,
+  McpTarget,
+  McpTargetIR,
   ProxyIR,
   ResolvedBackendPolicies,
   RouteBackendIR,
@@ -899,6 +904,10 @@ class Builder {
     } else if ('dynamic' in b) {
       target = { kind: 'dynamic' };
       name = 'dynamic';
+    } else if ('mcp' in b) {
+      target = this.mcpTarget([...path, 'mcp'], b.mcp);
+      if (!target) return undefined;
+      name = 'mcp';
     } else {
       name = b.backend;
       const def = (this.cfg.backends ?? []).find((d) => d.name === b.backend);
@@ -917,17 +926,85 @@ class Builder {
       } else if ('llmModels' in def) {
         target = this.llmModelsTarget(['backends', di, 'llmModels'], def.llmModels);
         if (!target) return undefined;
+      } else if ('mcp' in def) {
+        target = this.mcpTarget(['backends', di, 'mcp'], def.mcp);
+        if (!target) return undefined;
       } else target = 'host' in def ? parseHost(def.host) : { kind: 'dynamic' };
       named = def.policies;
     }
     const fromRoute: BackendPolicies = {};
     if (routePolicies.backendTLS) fromRoute.backendTLS = routePolicies.backendTLS;
-    const merged = mergePolicies(fromRoute, targeted.backend.get(name) as BackendPolicies, named, b.policies);
+    const fromTargeted = targeted.backend.get(name) as BackendPolicies | undefined;
+    const merged = mergePolicies(fromRoute, fromTargeted, named, b.policies) ?? {};
+    // MCP rules accumulate like authorization: the route's, then the backend's own.
+    const { mcpAuthorization: _rules, ...rest } = merged;
+    const mcpRules = [
+      routePolicies.mcpAuthorization,
+      fromTargeted?.mcpAuthorization,
+      named?.mcpAuthorization,
+      b.policies?.mcpAuthorization,
+    ].filter((x) => x !== undefined);
+    mcpRules.forEach((r) => {
+      this.report(checkAuthorization(r, [...path, 'policies', 'mcpAuthorization']));
+    });
+    if (target.kind === 'mcp') target.authorization = mcpRules;
+    else if (_rules !== undefined || b.policies?.mcpAuthorization)
+      this.fail([...path, 'policies', 'mcpAuthorization'], 'mcpAuthorization applies only to mcp backends');
     return {
       name,
       weight: b.weight ?? 1,
       target,
-      policies: this.resolveBackendPolicies([...path, 'policies'], merged ?? {}),
+      policies: this.resolveBackendPolicies([...path, 'policies'], rest),
+    };
+  }
+
+  /** A route's `mcp` backend: its targets (remote ones as origin + path), modes in the CRD's words. */
+  mcpTarget(path: FieldPath, m: McpBackend): McpTarget | undefined {
+    const before = this.issues.length;
+    this.report(checkMcpBackend(m, path));
+    const pascal = <T extends string>(v: string | null | undefined, d: T): T =>
+      (v ? v[0]?.toUpperCase() + v.slice(1) : d) as T;
+    const targets: McpTargetIR[] = [];
+    m.targets.forEach((t, i) => {
+      const tp = [...path, 'targets', i];
+      const policies = this.resolveBackendPolicies([...tp, 'policies'], t.policies ?? {});
+      if (t.stdio) {
+        const s = t.stdio;
+        targets.push({
+          name: t.name,
+          transport: {
+            kind: 'stdio',
+            cmd: s.cmd,
+            args: s.args ?? [],
+            env: s.env ?? {},
+            clearEnv: s.clear_env ?? false,
+          },
+          policies,
+        });
+        return;
+      }
+      const remote = t.mcp ?? t.sse;
+      if (!remote) return;
+      const where = remoteMcpTarget(remote, t.mcp ? '/mcp' : '/sse', policies.backendTLS !== undefined);
+      if (typeof where === 'string') {
+        this.fail([...tp, t.mcp ? 'mcp' : 'sse', 'host'], where);
+        return;
+      }
+      targets.push({
+        name: t.name,
+        transport: { kind: t.mcp ? 'streamable-http' : 'sse', ...where },
+        policies,
+      });
+    });
+    if (this.issues.length > before) return undefined;
+    return {
+      kind: 'mcp',
+      targets,
+      sessionRouting: pascal(m.statefulMode ?? m.sessionRouting, 'Stateful'),
+      prefixMode: pascal(m.prefixMode, 'Conditional'),
+      failureMode: pascal(m.failureMode, 'FailClosed'),
+      localhostOnly: m.dnsRebindingProtection ?? false,
+      authorization: [],
     };
   }
 
@@ -1020,6 +1097,39 @@ const CUSTOM_FORMATS: Partial<Record<(typeof LLM_PROVIDER_FORMATS)[number], LlmF
   anthropicTokenCount: 'anthropic-count-tokens',
   generateContent: 'gemini-generate-content',
 };
+
+/**
+ * Where a remote MCP target is: `http(s)://host:port/path`, `host:port` (+ path) or host, port and
+ * path. TLS when the URL says https or the target has backendTLS. A string is what is wrong.
+ */
+function remoteMcpTarget(
+  r: { host: string; port?: number | undefined; path?: string | undefined },
+  defaultPath: string,
+  backendTls: boolean,
+): { origin: string; path: string; tls: boolean } | string {
+  if (/^[a-z]+:\/\//i.test(r.host)) {
+    let u: URL;
+    try {
+      u = new URL(r.host);
+    } catch {
+      return `${JSON.stringify(r.host)} is not a URL`;
+    }
+    const tls = u.protocol === 'https:';
+    const port = u.port || (tls ? '443' : '80');
+    return {
+      origin: `${u.protocol}//${u.hostname}:${port}`,
+      path: u.pathname + u.search,
+      tls: tls || backendTls,
+    };
+  }
+  const hp =
+    r.port !== undefined
+      ? `${r.host.includes(':') && !r.host.startsWith('[') ? `[${r.host}]` : r.host}:${r.port}`
+      : r.host;
+  const path = r.path ?? defaultPath;
+  if (!path.startsWith('/')) return `the path ${JSON.stringify(path)} must start with /`;
+  return { origin: `${backendTls ? 'https' : 'http'}://${hp}`, path, tls: backendTls };
+}
 
 function parseHost(host: string): BackendTarget {
   if (host.startsWith('unix:')) return { kind: 'unix', path: host.slice(5) };

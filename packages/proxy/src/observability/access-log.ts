@@ -60,6 +60,15 @@ export class AccessLogObserver implements RequestObserver {
           (g) => `${g.phase}:${g.guard}:${g.action}${g.applied ? '' : '(not applied)'}:${g.rule}`,
         );
     }
+    const mcp = req.ext.mcp;
+    if (mcp) {
+      rec['mcp.method'] = mcp.method;
+      if (mcp.target) rec['mcp.target'] = mcp.target;
+      if (mcp.outcome) rec['mcp.outcome'] = mcp.outcome;
+      const item = mcp.tool?.name ?? mcp.prompt?.name ?? mcp.resource?.uri;
+      if (item) rec[mcp.tool ? 'mcp.tool' : mcp.prompt ? 'mcp.prompt' : 'mcp.resource'] = item;
+      if (mcp.failed) rec['mcp.failedTargets'] = mcp.failed;
+    }
     for (const k of this.#remove) delete rec[k];
     if (cel) {
       for (const [k, p] of this.#add) {

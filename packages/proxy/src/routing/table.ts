@@ -3,14 +3,13 @@
 // started with.
 import { createSecureContext, type SecureContext } from 'node:tls';
 import { parseGoDuration } from '@gw/api';
-import type { Pool } from 'undici';
 import type { BindIR, GlobalIR, ListenerIR, ProxyIR, RouteIR } from '../config/ir.ts';
 import type { RouteInfo } from '../pipeline/context.ts';
 import { compose, type Handler, observed } from '../pipeline/layer.ts';
 import { buildLayers } from '../policies/registry.ts';
 import { compileBackend } from '../upstream/backends/compile.ts';
 import { weighted } from '../upstream/backends/select.ts';
-import type { PoolRegistry } from '../upstream/pools.ts';
+import type { PoolRegistry, Retained } from '../upstream/pools.ts';
 import { compileMatch, HostRouter, hostMatches } from './match.ts';
 
 export interface CompiledRoute {
@@ -38,7 +37,7 @@ export interface RoutingTable {
   version: string;
   ir: ProxyIR;
   binds: Map<string, CompiledBind>;
-  pools: Set<Pool>;
+  pools: Set<Retained>;
 }
 
 /** The listener for a host: most specific hostname first, a listener without hostname last. */
@@ -75,7 +74,7 @@ export function compileTable(
   pools: PoolRegistry | null,
   shared: SharedMemory = localMemory,
 ): RoutingTable {
-  const used = new Set<Pool>();
+  const used = new Set<Retained>();
   const binds = new Map<string, CompiledBind>();
   for (const b of ir.binds) {
     const listeners = b.listeners.map((l) => compileListener(l, ir.global, pools, used, shared));
@@ -88,7 +87,7 @@ function compileListener(
   l: ListenerIR,
   global: GlobalIR,
   pools: PoolRegistry | null,
-  used: Set<Pool>,
+  used: Set<Retained>,
   shared: SharedMemory,
 ): CompiledListener {
   const router = new HostRouter<CompiledRoute>();
@@ -115,7 +114,7 @@ function compileRoute(
   l: ListenerIR,
   global: GlobalIR,
   pools: PoolRegistry | null,
-  used: Set<Pool>,
+  used: Set<Retained>,
   shared: SharedMemory,
 ): CompiledRoute {
   const layers = buildLayers(r.policies, global, r.key, shared);

@@ -7,6 +7,7 @@ import type { TraceEvent } from '@gw/api';
 import type { Logger } from 'pino';
 import type { ProxyIR } from '../config/ir.ts';
 import { errorFormatFor, errorResponse, GwError } from '../errors.ts';
+import { setMcpLogger } from '../mcp/log.ts';
 import { AccessLogObserver } from '../observability/access-log.ts';
 import type { ProxyMetrics } from '../observability/metrics.ts';
 import { discard } from '../pipeline/body.ts';
@@ -81,6 +82,7 @@ export class DataPlane {
 
   constructor(opts: DataPlaneOptions) {
     this.#opts = opts;
+    setMcpLogger(opts.log);
     this.#pools = new PoolRegistry(opts.workers ?? 1);
     this.#trace = new TraceSource(opts.traceSink);
     this.#sources = [this.#trace];

@@ -102,8 +102,14 @@ function withConnectTimeout(
   };
 }
 
+/** What a table may hold besides pools (an MCP backend's processes): closed when no table uses it. */
+export interface Retained {
+  close(): Promise<unknown>;
+}
+
 export class PoolRegistry {
   readonly #pools = new Map<string, Pool>();
+  readonly #others = new Map<string, Retained>();
   readonly #workers: number;
 
   /**
@@ -125,12 +131,28 @@ export class PoolRegistry {
     return pool;
   }
 
-  /** Closes pools not in `keep`; close() lets their running requests finish first. */
-  retainOnly(keep: Set<Pool>): void {
+  /** The resource under `key`, created on first use and kept while a table holds it (see retainOnly). */
+  keep<T extends Retained>(key: string, create: () => T): T {
+    let r = this.#others.get(key);
+    if (!r) {
+      r = create();
+      this.#others.set(key, r);
+    }
+    return r as T;
+  }
+
+  /** Closes pools and resources not in `keep`; close() lets their running requests finish first. */
+  retainOnly(keep: Set<Retained>): void {
     for (const [key, pool] of this.#pools) {
       if (!keep.has(pool)) {
         this.#pools.delete(key);
         pool.close().catch(() => {});
+      }
+    }
+    for (const [key, r] of this.#others) {
+      if (!keep.has(r)) {
+        this.#others.delete(key);
+        r.close().catch(() => {});
       }
     }
   }
@@ -140,8 +162,9 @@ export class PoolRegistry {
   }
 
   async closeAll(): Promise<void> {
-    const all = [...this.#pools.values()];
+    const all: Retained[] = [...this.#pools.values(), ...this.#others.values()];
     this.#pools.clear();
+    this.#others.clear();
     await Promise.allSettled(all.map((p) => p.close()));
   }
 }

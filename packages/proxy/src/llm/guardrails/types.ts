@@ -1,11 +1,10 @@
 // What a guard kind module provides: compiled once per model from its IR entry, it reads a request's
 // or an answer's texts and says what to do; a kind that can read a stream also gives a scanner the
 // stream handler (stream.ts) feeds with windows of text. One module per kind: <kind>.ts.
-import type { Pool } from 'undici';
 import type { CelContext } from '../../cel/cel.ts';
 import type { GlobalIR, LlmGuardAction, LlmGuardIR, LlmGuardKind } from '../../config/ir.ts';
 import type { Headers } from '../../pipeline/context.ts';
-import type { PoolRegistry } from '../../upstream/pools.ts';
+import type { PoolRegistry, Retained } from '../../upstream/pools.ts';
 
 /** What a guard found: the action it asks for and what matched (a rule name, never the content). */
 export type GuardVerdict =
@@ -69,7 +68,7 @@ export interface GuardEnv {
   global: GlobalIR;
   pools: PoolRegistry | null;
   /** Pools this table holds; a kind adds every pool it acquires. */
-  used: Set<Pool>;
+  used: Set<Retained>;
 }
 
 export interface GuardKindModule<K extends LlmGuardKind = LlmGuardKind> {

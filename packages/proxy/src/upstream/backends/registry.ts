@@ -3,6 +3,7 @@
 import { aiBackend } from './ai/index.ts';
 import { dynamicBackend } from './dynamic/index.ts';
 import { hostBackend } from './host/index.ts';
+import { mcpBackend } from './mcp/index.ts';
 import type { BackendKind, BackendKindName } from './types.ts';
 import { unixBackend } from './unix/index.ts';
 
@@ -11,4 +12,5 @@ export const BACKEND_KINDS: { [K in BackendKindName]: BackendKind<K> } = {
   unix: unixBackend,
   dynamic: dynamicBackend,
   ai: aiBackend,
+  mcp: mcpBackend,
 };

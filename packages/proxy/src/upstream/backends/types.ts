@@ -1,11 +1,10 @@
 // What a backend kind provides: `compile` turns one backend of the IR into its `call`, the innermost
 // handler of a route, which sends the request and leaves the response in ctx.response.
-import type { Pool } from 'undici';
 import type { BackendTarget, GlobalIR } from '../../config/ir.ts';
 import type { ErrorFormat } from '../../errors.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import type { Handler } from '../../pipeline/layer.ts';
-import type { PoolRegistry, PoolSpec } from '../pools.ts';
+import type { PoolRegistry, PoolSpec, Retained } from '../pools.ts';
 
 export type BackendKindName = BackendTarget['kind'];
 export type TargetOf<K extends BackendKindName> = Extract<BackendTarget, { kind: K }>;
@@ -14,8 +13,8 @@ export interface BackendEnv {
   global: GlobalIR;
   /** null for a dry run (validation): everything is compiled except upstream connections. */
   pools: PoolRegistry | null;
-  /** Pools this table holds; a kind adds every pool it acquires. */
-  used: Set<Pool>;
+  /** Pools and resources this table holds; a kind adds every one it acquires. */
+  used: Set<Retained>;
   /** Connection settings from the backend's policies, for kinds that open HTTP pools. */
   connection: Omit<PoolSpec, 'origin'>;
   /** Per-attempt deadline (0: none), covering the response body too. */

@@ -1,10 +1,9 @@
 // Dynamic forward proxy: the destination is the request's own authority (Host / :authority, which on
 // HTTPS listeners is what SNI named). One pool per destination, least recently used ones closed.
-import type { Pool } from 'undici';
 import { GwError } from '../../../errors.ts';
 import type { RequestContext } from '../../../pipeline/context.ts';
 import type { CallTarget } from '../../call.ts';
-import type { PoolRegistry, PoolSpec } from '../../pools.ts';
+import type { PoolRegistry, PoolSpec, Retained } from '../../pools.ts';
 
 const MAX_DESTINATIONS = 256;
 
@@ -12,9 +11,9 @@ export class DynamicTargets {
   readonly #pools: PoolRegistry;
   readonly #base: Omit<PoolSpec, 'origin'>;
   readonly #recent = new Map<string, CallTarget>();
-  readonly #used: Set<Pool>;
+  readonly #used: Set<Retained>;
 
-  constructor(pools: PoolRegistry, base: Omit<PoolSpec, 'origin'>, used: Set<Pool>) {
+  constructor(pools: PoolRegistry, base: Omit<PoolSpec, 'origin'>, used: Set<Retained>) {
     this.#pools = pools;
     this.#base = base;
     this.#used = used;

@@ -1,0 +1,764 @@
+// Federation: many MCP servers (targets) answering as one. `initialize` opens a session on every
+// target and merges what they offer; list methods fan out in parallel and merge page by page (the
+// gateway's cursor holds each target's own); calls go to the target that owns the name. Names are
+// `<target>_<name>` when prefixed (prefixMode). Authorization rules filter lists item by item and
+// refuse calls on what they hide.
+import { parseGoDuration } from '@gw/api';
+import type { Dispatcher } from 'undici';
+import type { CelContext } from '../cel/cel.ts';
+import type { McpTarget, McpTargetIR } from '../config/ir.ts';
+import type { RequestContext } from '../pipeline/context.ts';
+import { compileRules, decide, type Rule } from '../policies/authorization/decision.ts';
+import { VERSION } from '../version.ts';
+import {
+  CODE,
+  type Id,
+  isRequest,
+  McpError,
+  type Message,
+  type Notification,
+  type Request,
+  type Response,
+} from './jsonrpc.ts';
+import { mcpLog } from './log.ts';
+import type { McpRuntime } from './runtime.ts';
+import { newSessionNonce, type SessionState } from './session.ts';
+import { idKey, type Relay, type TargetConnection, TargetError } from './upstream/connection.ts';
+import { LegacySseConnection } from './upstream/legacy-sse.ts';
+import { StdioConnection } from './upstream/stdio.ts';
+import { StreamableHttpConnection } from './upstream/streamable-http.ts';
+
+/** Protocol versions the gateway speaks, newest first. */
+export const PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
+export const LATEST_VERSION = PROTOCOL_VERSIONS[0] as string;
+/** Requests the gateway makes on its own (initialize, lists, lookups) without a configured timeout. */
+const DEFAULT_FANOUT_TIMEOUT_MS = 10_000;
+/** The separator of `<target>_<name>` (agentgateway's; target names cannot contain it). */
+export const PREFIX_SEPARATOR = '_';
+
+type ListMethod = 'tools/list' | 'prompts/list' | 'resources/list' | 'resources/templates/list';
+const LISTS: Record<ListMethod, { key: string; item: 'tool' | 'prompt' | 'resource' | 'template' }> = {
+  'tools/list': { key: 'tools', item: 'tool' },
+  'prompts/list': { key: 'prompts', item: 'prompt' },
+  'resources/list': { key: 'resources', item: 'resource' },
+  'resources/templates/list': { key: 'resourceTemplates', item: 'template' },
+};
+
+/** What the access log, trace and CEL see of an MCP request (`ctx.ext.mcp`, `mcp.*`). */
+export interface McpRequestInfo {
+  method: string;
+  /** The target that served it; a fan-out names none. */
+  target?: string;
+  tool?: { name: string; target: string };
+  prompt?: { name: string; target: string };
+  resource?: { uri: string; target: string };
+  /** ok, error (the target's JSON-RPC error), denied, failed (a target failed), invalid. */
+  outcome?: 'ok' | 'error' | 'denied' | 'failed' | 'invalid';
+  /** Targets that failed (with FailOpen: left out). */
+  failed?: string[];
+}
+
+declare module '../pipeline/context.ts' {
+  interface RequestExtensions {
+    mcp?: McpRequestInfo;
+  }
+}
+
+/** One client request as the federation sees it. */
+export interface Call {
+  ctx: RequestContext;
+  /** The session; null in Stateless mode. */
+  session: SessionState | null;
+  /** Messages for the client about this request (progress, server requests), before its answer. */
+  relay: Relay;
+  signal: AbortSignal;
+}
+
+interface Target {
+  ir: McpTargetIR;
+  name: string;
+  dispatcher: Dispatcher | undefined;
+  timeoutMs: number;
+}
+
+export class Federation {
+  readonly ir: McpTarget;
+  readonly targets: Target[];
+  readonly #byName: Map<string, Target>;
+  readonly runtime: McpRuntime;
+  readonly #rules: Rule[];
+  readonly #stateless: boolean;
+
+  constructor(
+    ir: McpTarget,
+    runtime: McpRuntime,
+    dispatchers: Map<string, Dispatcher>,
+    backendTimeoutMs: number,
+  ) {
+    this.ir = ir;
+    this.runtime = runtime;
+    this.targets = ir.targets.map((t) => {
+      const own = t.policies.http?.requestTimeout
+        ? parseGoDuration(t.policies.http.requestTimeout)
+        : undefined;
+      return { ir: t, name: t.name, dispatcher: dispatchers.get(t.name), timeoutMs: own ?? backendTimeoutMs };
+    });
+    this.#byName = new Map(this.targets.map((t) => [t.name, t]));
+    this.#rules = compileRules(ir.authorization);
+    this.#stateless = ir.sessionRouting === 'Stateless';
+  }
+
+  get prefixed(): boolean {
+    return (
+      this.ir.prefixMode === 'Always' || (this.ir.prefixMode === 'Conditional' && this.targets.length > 1)
+    );
+  }
+
+  #fanoutTimeout(t: Target): number {
+    return t.timeoutMs || DEFAULT_FANOUT_TIMEOUT_MS;
+  }
+
+  /** The initialize params a stateless or resumed connection-bound target is started with. */
+  static gatewayInitParams(version: string): Record<string, unknown> {
+    return { protocolVersion: version, capabilities: {}, clientInfo: { name: 'gw', version: VERSION } };
+  }
+
+  /** A connection to `t` for this session (cheap for HTTP targets; a live one for stdio and SSE). */
+  connection(
+    t: Target,
+    session: SessionState | null,
+    initParams?: Record<string, unknown>,
+  ): TargetConnection {
+    const tr = t.ir.transport;
+    const version = session?.p ?? LATEST_VERSION;
+    if (tr.kind === 'streamable-http') {
+      if (!t.dispatcher) throw new TargetError(t.name, 'not connected (validation only)');
+      return new StreamableHttpConnection(
+        {
+          name: t.name,
+          origin: tr.origin,
+          path: tr.path,
+          dispatcher: t.dispatcher,
+          timeoutMs: this.#fanoutTimeout(t),
+        },
+        session?.s[t.name] ?? null,
+        session ? session.p : undefined,
+      );
+    }
+    const nonce = session?.n ?? 'stateless';
+    const params = initParams ?? session?.c ?? Federation.gatewayInitParams(version);
+    return this.runtime.connection(nonce, t.name, () => {
+      if (tr.kind === 'stdio')
+        return new StdioConnection({ name: t.name, ...tr }, params, this.#fanoutTimeout(t));
+      if (!t.dispatcher) throw new TargetError(t.name, 'not connected (validation only)');
+      return new LegacySseConnection(
+        { name: t.name, origin: tr.origin, path: tr.path, dispatcher: t.dispatcher },
+        params,
+        this.#fanoutTimeout(t),
+      );
+    });
+  }
+
+  /** Targets serving this session: all but those that failed at its initialize (FailOpen). */
+  #live(session: SessionState | null): Target[] {
+    const down = session?.down;
+    return down?.length ? this.targets.filter((t) => !down.includes(t.name)) : this.targets;
+  }
+
+  /**
+   * Sends a request to one target. In Stateless mode an HTTP target gets a session of its own for
+   * the request (initialize, the request, DELETE).
+   */
+  async #ask(t: Target, call: Call, req: Request, timeoutMs: number): Promise<Response> {
+    const conn = this.connection(t, call.session);
+    const opts = { signal: call.signal, relay: this.#relayFrom(t, call.relay), timeoutMs };
+    if (!(this.#stateless && conn instanceof StreamableHttpConnection)) return conn.request(req, opts);
+    const init = await conn.request(
+      {
+        jsonrpc: '2.0',
+        id: `gw-init-${newSessionNonce()}`,
+        method: 'initialize',
+        params: Federation.gatewayInitParams(LATEST_VERSION),
+      },
+      { signal: call.signal, timeoutMs: this.#fanoutTimeout(t) },
+    );
+    if (init.error) throw new TargetError(t.name, `initialize failed: ${init.error.message}`);
+    const v = init.result?.protocolVersion;
+    if (typeof v === 'string') conn.setVersion(v);
+    await conn.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    try {
+      return await conn.request(req, opts);
+    } finally {
+      void conn.close();
+    }
+  }
+
+  /**
+   * Messages of target `t` on their way to the client: a server-to-client request gets an id that
+   * names its target (`<target>:<id as JSON>`), so the client's answer finds its way back.
+   */
+  #relayFrom(t: Target, relay: Relay): Relay {
+    return (m) => relay(this.toClient(t.name, m));
+  }
+
+  toClient(target: string, m: Message): Message {
+    if (isRequest(m)) return { ...m, id: `${target}:${JSON.stringify(m.id)}` };
+    if ('method' in m && m.method === 'notifications/cancelled') {
+      const p = m.params as { requestId?: Id } | undefined;
+      if (p?.requestId !== undefined)
+        return { ...m, params: { ...p, requestId: `${target}:${JSON.stringify(p.requestId)}` } };
+    }
+    return m;
+  }
+
+  // ---------- initialize ----------
+
+  /** `nonce`: the session's own (a legacy SSE stream names it before initialize). */
+  async initialize(
+    call: Call,
+    req: Request,
+    nonce = newSessionNonce(),
+  ): Promise<{ response: Response; state: SessionState | null }> {
+    const params = (req.params ?? {}) as Record<string, unknown>;
+    const asked = typeof params.protocolVersion === 'string' ? params.protocolVersion : LATEST_VERSION;
+    const version = PROTOCOL_VERSIONS.includes(asked) ? asked : LATEST_VERSION;
+    if (this.#stateless) {
+      return {
+        response: {
+          jsonrpc: '2.0',
+          id: req.id,
+          result: this.#merged(version, this.#staticCapabilities(), []),
+        },
+        state: null,
+      };
+    }
+    const initParams = { ...params, protocolVersion: version };
+    const state: SessionState = {
+      v: 1,
+      s: {},
+      p: version,
+      c: initParams,
+      t: Math.floor(Date.now() / 1000),
+      n: nonce,
+    };
+    const results = await Promise.allSettled(
+      this.targets.map(async (t) => {
+        const conn = this.connection(t, state, initParams);
+        const r = await conn.request(
+          { jsonrpc: '2.0', id: req.id, method: 'initialize', params: initParams },
+          { signal: call.signal, timeoutMs: this.#fanoutTimeout(t), relay: this.#relayFrom(t, call.relay) },
+        );
+        if (r.error) throw new TargetError(t.name, `initialize failed: ${r.error.message}`);
+        return { t, conn, result: r.result ?? {} };
+      }),
+    );
+    const ok: { t: Target; conn: TargetConnection; result: Record<string, unknown> }[] = [];
+    const failed: TargetError[] = [];
+    results.forEach((r, i) => {
+      if (r.status === 'fulfilled') ok.push(r.value);
+      else failed.push(asTargetError(this.targets[i]?.name ?? '?', r.reason));
+    });
+    this.#noteFailures(call, failed);
+    if (failed.length > 0 && (this.ir.failureMode === 'FailClosed' || ok.length === 0)) {
+      // The targets that did open a session close it again.
+      for (const o of ok) void o.conn.close();
+      void this.runtime.endSession(state.n);
+      throw failure(failed);
+    }
+    for (const o of ok) state.s[o.t.name] = o.conn.sessionId;
+    if (failed.length > 0) state.down = failed.map((f) => f.target);
+    // The lowest version any target answered with: every target can speak it.
+    let negotiated = version;
+    for (const o of ok) {
+      const v = o.result.protocolVersion;
+      if (typeof v === 'string' && PROTOCOL_VERSIONS.includes(v) && v < negotiated) negotiated = v;
+    }
+    state.p = negotiated;
+    const result = this.#merged(
+      negotiated,
+      ok.map((o) => (o.result.capabilities ?? {}) as Record<string, unknown>),
+      ok.map((o) => [o.t.name, o.result.instructions] as const),
+    );
+    return { response: { jsonrpc: '2.0', id: req.id, result }, state };
+  }
+
+  /** What a stateless gateway offers without asking (it opens no sessions at initialize). */
+  #staticCapabilities(): Record<string, unknown>[] {
+    return [
+      { tools: { listChanged: false }, prompts: { listChanged: false }, resources: { listChanged: false } },
+    ];
+  }
+
+  #merged(
+    version: string,
+    caps: Record<string, unknown>[],
+    instructions: (readonly [string, unknown])[],
+  ): Record<string, unknown> {
+    const out: Record<string, Record<string, unknown>> = {};
+    for (const c of caps) {
+      for (const [k, v] of Object.entries(c)) {
+        if (!v || typeof v !== 'object') continue;
+        const into = out[k] ?? {};
+        out[k] = into;
+        for (const [f, fv] of Object.entries(v as Record<string, unknown>)) {
+          // A flag is on when any target has it on.
+          if (typeof fv === 'boolean') into[f] = into[f] === true || fv;
+          else if (!(f in into)) into[f] = fv;
+        }
+      }
+    }
+    const result: Record<string, unknown> = {
+      protocolVersion: version,
+      capabilities: out,
+      serverInfo: { name: 'gw', version: VERSION },
+    };
+    const text = instructions
+      .filter(([, i]) => typeof i === 'string' && i.length > 0)
+      .map(([n, i]) => (this.targets.length > 1 ? `${n}: ${i}` : (i as string)));
+    if (text.length > 0) result.instructions = text.join('\n\n');
+    return result;
+  }
+
+  // ---------- requests ----------
+
+  /** The answer to a client request (never throws for a target's failure: that is an error answer). */
+  async request(call: Call, req: Request): Promise<Response> {
+    const info: McpRequestInfo = { method: req.method };
+    call.ctx.ext.mcp = info;
+    try {
+      const res = await this.#dispatch(call, req, info);
+      info.outcome ??= res.error ? 'error' : 'ok';
+      return res;
+    } catch (err) {
+      if (err instanceof McpError) {
+        info.outcome ??= err.code === CODE.FORBIDDEN ? 'denied' : 'invalid';
+        return errorAnswer(req.id, err);
+      }
+      if (err instanceof TargetError) {
+        info.outcome = 'failed';
+        this.#noteFailures(call, [err]);
+        const code = err.timeout ? CODE.TIMEOUT : CODE.UPSTREAM;
+        return {
+          jsonrpc: '2.0',
+          id: req.id,
+          error: { code, message: err.message, data: { target: err.target } },
+        };
+      }
+      throw err;
+    }
+  }
+
+  async #dispatch(call: Call, req: Request, info: McpRequestInfo): Promise<Response> {
+    const p = (req.params ?? {}) as Record<string, unknown>;
+    switch (req.method) {
+      case 'ping':
+        return { jsonrpc: '2.0', id: req.id, result: {} };
+      case 'tools/list':
+      case 'prompts/list':
+      case 'resources/list':
+      case 'resources/templates/list':
+        return this.#list(call, req, req.method, info);
+      case 'tools/call':
+        return this.#routed(call, req, 'tool', str(p.name, 'name'), info);
+      case 'prompts/get':
+        return this.#routed(call, req, 'prompt', str(p.name, 'name'), info);
+      case 'resources/read':
+      case 'resources/subscribe':
+      case 'resources/unsubscribe':
+        return this.#routed(call, req, 'resource', str(p.uri, 'uri'), info);
+      case 'completion/complete': {
+        const ref = (p.ref ?? {}) as Record<string, unknown>;
+        if (ref.type === 'ref/prompt')
+          return this.#routed(call, req, 'prompt', str(ref.name, 'ref.name'), info, true);
+        if (ref.type === 'ref/resource')
+          return this.#routed(call, req, 'resource', str(ref.uri, 'ref.uri'), info, true);
+        throw new McpError(CODE.INVALID_PARAMS, 'completion/complete needs ref/prompt or ref/resource');
+      }
+      case 'logging/setLevel':
+        await this.#everywhere(call, req);
+        return { jsonrpc: '2.0', id: req.id, result: {} };
+      default: {
+        const live = this.#live(call.session);
+        const only = live.length === 1 ? live[0] : undefined;
+        if (!only)
+          throw new McpError(CODE.METHOD_NOT_FOUND, `method ${req.method} is not federated across targets`);
+        info.target = only.name;
+        return this.#ask(only, call, req, only.timeoutMs);
+      }
+    }
+  }
+
+  /** A request every live target gets (logging level); a target's failure follows failureMode. */
+  async #everywhere(call: Call, req: Request): Promise<void> {
+    const live = this.#live(call.session);
+    const results = await Promise.allSettled(
+      live.map((t) => this.#ask(t, call, req, this.#fanoutTimeout(t))),
+    );
+    const failed = results.flatMap((r, i) =>
+      r.status === 'rejected' ? [asTargetError(live[i]?.name ?? '?', r.reason)] : [],
+    );
+    this.#noteFailures(call, failed);
+    if (failed.length > 0 && (this.ir.failureMode === 'FailClosed' || failed.length === live.length))
+      throw failed[0];
+  }
+
+  #celFor(call: Call, info: McpRequestInfo): CelContext {
+    const c = call.ctx.celContext();
+    c.mcp = info;
+    return c;
+  }
+
+  #allowed(call: Call, info: McpRequestInfo): boolean {
+    if (this.#rules.length === 0) return true;
+    return decide(this.#rules, this.#celFor(call, info)).allowed;
+  }
+
+  // ---------- lists ----------
+
+  async #list(call: Call, req: Request, method: ListMethod, info: McpRequestInfo): Promise<Response> {
+    const { key, item } = LISTS[method];
+    const live = this.#live(call.session);
+    const cursor = (req.params as { cursor?: unknown } | undefined)?.cursor;
+    let pages: Map<string, string | null>;
+    if (cursor === undefined) pages = new Map(live.map((t) => [t.name, null]));
+    else pages = decodeCursor(cursor, new Set(live.map((t) => t.name)));
+    const asked = live.filter((t) => pages.has(t.name));
+    const results = await Promise.allSettled(
+      asked.map(async (t) => {
+        const c = pages.get(t.name);
+        const params: Record<string, unknown> = { ...(req.params ?? {}) };
+        if (c === null || c === undefined) delete params.cursor;
+        else params.cursor = c;
+        const r = await this.#ask(t, call, { ...req, params }, this.#fanoutTimeout(t));
+        if (r.error) throw new TargetError(t.name, `${method} failed: ${r.error.message}`);
+        return r.result ?? {};
+      }),
+    );
+    const failed: TargetError[] = [];
+    const items: Record<string, unknown>[] = [];
+    const next: Record<string, string> = {};
+    const seen = new Map<string, string>();
+    const learned: [string, string][] = [];
+    results.forEach((r, i) => {
+      const t = asked[i] as Target;
+      if (r.status === 'rejected') {
+        failed.push(asTargetError(t.name, r.reason));
+        return;
+      }
+      const res = r.value;
+      if (typeof res.nextCursor === 'string') next[t.name] = res.nextCursor;
+      const list = Array.isArray(res[key]) ? (res[key] as Record<string, unknown>[]) : [];
+      for (const x of list) {
+        const out = this.#exposeItem(call, item, t.name, x, seen, learned);
+        if (out) items.push(out);
+      }
+    });
+    this.#noteFailures(call, failed);
+    if (failed.length > 0 && (this.ir.failureMode === 'FailClosed' || failed.length === asked.length)) {
+      info.failed = failed.map((f) => f.target);
+      throw failed[0];
+    }
+    if (failed.length > 0) info.failed = failed.map((f) => f.target);
+    if (call.session && learned.length > 0) this.runtime.learn(call.session.n, learned);
+    const result: Record<string, unknown> = { [key]: items };
+    if (Object.keys(next).length > 0) result.nextCursor = encodeCursor(next);
+    return { jsonrpc: '2.0', id: req.id, result };
+  }
+
+  /** One listed item as the client sees it (prefixed), or undefined when a rule hides it. */
+  #exposeItem(
+    call: Call,
+    item: 'tool' | 'prompt' | 'resource' | 'template',
+    target: string,
+    x: Record<string, unknown>,
+    seen: Map<string, string>,
+    learned: [string, string][],
+  ): Record<string, unknown> | undefined {
+    if (item === 'tool' || item === 'prompt') {
+      const name = typeof x.name === 'string' ? x.name : '';
+      const probe: McpRequestInfo = { method: `${item}s/list`, target, [item]: { name, target } };
+      if (!this.#allowed(call, probe)) return undefined;
+      const exposed = this.prefixed ? `${target}${PREFIX_SEPARATOR}${name}` : name;
+      const other = seen.get(exposed);
+      if (other !== undefined && other !== target) {
+        throw new McpError(
+          CODE.INTERNAL,
+          `the ${item} ${JSON.stringify(name)} is served by targets ${other} and ${target}; prefixMode Never needs names unique across targets`,
+          { targets: [other, target] },
+        );
+      }
+      seen.set(exposed, target);
+      learned.push([`${item}:${exposed}`, target]);
+      return exposed === name ? x : { ...x, name: exposed };
+    }
+    const uri = typeof x.uri === 'string' ? x.uri : typeof x.uriTemplate === 'string' ? x.uriTemplate : '';
+    if (item === 'resource') {
+      if (!this.#allowed(call, { method: 'resources/list', target, resource: { uri, target } }))
+        return undefined;
+      learned.push([`resource:${uri}`, target]);
+    } else learned.push([`template:${uri}`, target]);
+    return x;
+  }
+
+  // ---------- calls routed to one target ----------
+
+  async #routed(
+    call: Call,
+    req: Request,
+    kind: 'tool' | 'prompt' | 'resource',
+    name: string,
+    info: McpRequestInfo,
+    completion = false,
+  ): Promise<Response> {
+    const owner =
+      kind === 'resource' ? await this.#resourceOwner(call, name) : await this.#nameOwner(call, kind, name);
+    if (!owner) {
+      info.outcome = 'invalid';
+      const what =
+        kind === 'resource' ? `resource ${JSON.stringify(name)}` : `${kind} ${JSON.stringify(name)}`;
+      return {
+        jsonrpc: '2.0',
+        id: req.id,
+        error: { code: CODE.INVALID_PARAMS, message: `unknown ${what}: no target serves it` },
+      };
+    }
+    const [t, upstreamName] = owner;
+    info.target = t.name;
+    if (kind === 'resource') info.resource = { uri: upstreamName, target: t.name };
+    else info[kind] = { name: upstreamName, target: t.name };
+    if (!this.#allowed(call, info)) {
+      info.outcome = 'denied';
+      const what =
+        kind === 'resource' ? `the resource ${JSON.stringify(name)}` : `the ${kind} ${JSON.stringify(name)}`;
+      return {
+        jsonrpc: '2.0',
+        id: req.id,
+        error: { code: CODE.FORBIDDEN, message: `${req.method} of ${what} is not allowed` },
+      };
+    }
+    const params = { ...(req.params ?? {}) } as Record<string, unknown>;
+    if (completion)
+      params.ref = { ...(params.ref as object), ...(kind === 'prompt' ? { name: upstreamName } : {}) };
+    else if (kind !== 'resource') params.name = upstreamName;
+    const key = call.session ? `${call.session.n}|${idKey(req.id)}` : undefined;
+    if (key) this.runtime.inflight.set(key, t.name);
+    try {
+      return await this.#ask(t, call, { ...req, params }, t.timeoutMs);
+    } finally {
+      if (key) this.runtime.inflight.delete(key);
+    }
+  }
+
+  /** The target of a tool or prompt and its name there. */
+  async #nameOwner(call: Call, kind: 'tool' | 'prompt', name: string): Promise<[Target, string] | undefined> {
+    const live = this.#live(call.session);
+    if (this.prefixed) {
+      const i = name.indexOf(PREFIX_SEPARATOR);
+      if (i <= 0) return undefined;
+      const t = this.#byName.get(name.slice(0, i));
+      return t && live.includes(t) ? [t, name.slice(i + 1)] : undefined;
+    }
+    if (live.length === 1) return [live[0] as Target, name];
+    // Never: whoever listed it; look it up when this worker has not seen the list.
+    const nonce = call.session?.n;
+    const known = nonce ? this.runtime.owner(nonce, `${kind}:${name}`) : undefined;
+    if (known) {
+      const t = this.#byName.get(known);
+      if (t) return [t, name];
+    }
+    const found = await this.#find(
+      call,
+      live,
+      kind === 'tool' ? 'tools/list' : 'prompts/list',
+      (x) => x.name === name,
+    );
+    return found ? [found, name] : undefined;
+  }
+
+  /** The target of a resource URI: who listed it, else who lists a template it fits. */
+  async #resourceOwner(call: Call, uri: string): Promise<[Target, string] | undefined> {
+    const live = this.#live(call.session);
+    if (live.length === 1) return [live[0] as Target, uri];
+    const nonce = call.session?.n;
+    const known = nonce ? this.runtime.owner(nonce, `resource:${uri}`) : undefined;
+    const kt = known ? this.#byName.get(known) : undefined;
+    if (kt) return [kt, uri];
+    const listed = await this.#find(call, live, 'resources/list', (x) => x.uri === uri);
+    if (listed) return [listed, uri];
+    const templated = await this.#find(call, live, 'resources/templates/list', (x) =>
+      typeof x.uriTemplate === 'string' ? templateFits(x.uriTemplate, uri) : false,
+    );
+    return templated ? [templated, uri] : undefined;
+  }
+
+  /** The first target (in config order) whose list, all pages, has an item `match` accepts. */
+  async #find(
+    call: Call,
+    live: Target[],
+    method: ListMethod,
+    match: (x: Record<string, unknown>) => boolean,
+  ): Promise<Target | undefined> {
+    const key = LISTS[method].key;
+    const found = await Promise.all(
+      live.map(async (t) => {
+        let cursor: string | undefined;
+        for (let page = 0; page < 20; page++) {
+          const params: Record<string, unknown> = cursor ? { cursor } : {};
+          const r = await this.#ask(
+            t,
+            { ...call, relay: () => {} },
+            { jsonrpc: '2.0', id: `gw-find-${newSessionNonce()}`, method, params },
+            this.#fanoutTimeout(t),
+          ).catch(() => undefined);
+          const list = r?.result?.[key];
+          if (Array.isArray(list) && list.some((x) => match(x as Record<string, unknown>))) return true;
+          cursor = typeof r?.result?.nextCursor === 'string' ? r.result.nextCursor : undefined;
+          if (!cursor) return false;
+        }
+        return false;
+      }),
+    );
+    const i = found.indexOf(true);
+    return i === -1 ? undefined : live[i];
+  }
+
+  // ---------- messages that are not requests ----------
+
+  /**
+   * A notification or an answer from the client. Answers go to the target named in their id;
+   * cancellations to the target that has the request; other notifications to every target.
+   */
+  async fromClient(call: Call, m: Notification | Response): Promise<void> {
+    const live = this.#live(call.session);
+    if (!('method' in m)) {
+      const parsed = typeof m.id === 'string' ? splitClientId(m.id) : undefined;
+      const t = parsed ? this.#byName.get(parsed[0]) : undefined;
+      if (!t || !parsed) return;
+      await this.connection(t, call.session).send({ ...m, id: parsed[1] });
+      return;
+    }
+    let to = live;
+    let msg: Notification = m;
+    if (m.method === 'notifications/cancelled') {
+      const rid = (m.params as { requestId?: Id } | undefined)?.requestId;
+      const owner =
+        call.session && rid !== undefined
+          ? this.runtime.inflight.get(`${call.session.n}|${idKey(rid)}`)
+          : undefined;
+      const parsed = typeof rid === 'string' ? splitClientId(rid) : undefined;
+      if (parsed && this.#byName.has(parsed[0])) {
+        // Cancelling a request a target made of the client.
+        to = live.filter((t) => t.name === parsed[0]);
+        msg = { ...m, params: { ...m.params, requestId: parsed[1] } };
+      } else if (owner) to = live.filter((t) => t.name === owner);
+    }
+    const results = await Promise.allSettled(to.map((t) => this.connection(t, call.session).send(msg)));
+    const failed = results.flatMap((r, i) =>
+      r.status === 'rejected' ? [asTargetError(to[i]?.name ?? '?', r.reason)] : [],
+    );
+    this.#noteFailures(call, failed);
+  }
+
+  /** Everything the targets say outside requests, for the client's GET stream, until `signal`. */
+  async listen(call: Call): Promise<void> {
+    const live = this.#live(call.session);
+    await Promise.allSettled(
+      live.map(async (t) => {
+        try {
+          await this.connection(t, call.session).listen(this.#relayFrom(t, call.relay), call.signal);
+        } catch (err) {
+          this.#noteFailures(call, [asTargetError(t.name, err)]);
+        }
+      }),
+    );
+  }
+
+  /** Ends the session on every target. */
+  async end(session: SessionState): Promise<void> {
+    await Promise.allSettled(
+      this.#live(session)
+        .filter((t) => t.ir.transport.kind === 'streamable-http')
+        .map((t) => this.connection(t, session).close()),
+    );
+    await this.runtime.endSession(session.n);
+  }
+
+  #noteFailures(call: Call, failed: TargetError[]): void {
+    if (failed.length === 0) return;
+    const info = call.ctx.ext.mcp;
+    if (info) info.failed = [...new Set([...(info.failed ?? []), ...failed.map((f) => f.target)])];
+    for (const f of failed) {
+      mcpLog().warn(
+        {
+          target: f.target,
+          route: call.ctx.route?.key,
+          method: info?.method,
+          failureMode: this.ir.failureMode,
+        },
+        f.message,
+      );
+    }
+  }
+}
+
+function str(v: unknown, field: string): string {
+  if (typeof v !== 'string' || v === '')
+    throw new McpError(CODE.INVALID_PARAMS, `params.${field} must be a non-empty string`);
+  return v;
+}
+
+function asTargetError(target: string, err: unknown): TargetError {
+  if (err instanceof TargetError) return err;
+  if (err instanceof McpError) throw err;
+  return new TargetError(target, (err as Error)?.message ?? String(err));
+}
+
+function failure(failed: TargetError[]): TargetError {
+  if (failed.length === 1) return failed[0] as TargetError;
+  return new TargetError(failed.map((f) => f.target).join(', '), failed.map((f) => f.message).join('; '));
+}
+
+function errorAnswer(id: Id, err: McpError): Response {
+  const error: Response['error'] = { code: err.code, message: err.message };
+  if (err.data !== undefined) error.data = err.data;
+  return { jsonrpc: '2.0', id, error };
+}
+
+/** `<target>:<original id as JSON>` back to its parts. */
+function splitClientId(id: string): [string, Id] | undefined {
+  const i = id.indexOf(':');
+  if (i <= 0) return undefined;
+  try {
+    const v = JSON.parse(id.slice(i + 1)) as unknown;
+    return typeof v === 'string' || typeof v === 'number' ? [id.slice(0, i), v] : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The gateway's cursor: each target with more to list and its own cursor, as base64url JSON. */
+export function encodeCursor(next: Record<string, string>): string {
+  return Buffer.from(JSON.stringify(next)).toString('base64url');
+}
+
+function decodeCursor(cursor: unknown, names: Set<string>): Map<string, string | null> {
+  if (typeof cursor !== 'string') throw new McpError(CODE.INVALID_PARAMS, 'params.cursor must be a string');
+  let v: unknown;
+  try {
+    v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    v = undefined;
+  }
+  if (!v || typeof v !== 'object' || Array.isArray(v))
+    throw new McpError(CODE.INVALID_PARAMS, 'params.cursor is not a cursor this gateway gave out');
+  const out = new Map<string, string | null>();
+  for (const [k, c] of Object.entries(v)) if (names.has(k) && typeof c === 'string') out.set(k, c);
+  return out;
+}
+
+/** Whether a URI fits an RFC 6570 template, literally around its expressions. */
+export function templateFits(template: string, uri: string): boolean {
+  const parts = template.split(/\{[^}]*\}/);
+  const re = new RegExp(`^${parts.map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.+')}$`);
+  return re.test(uri);
+}

@@ -1,0 +1,102 @@
+// What an MCP backend keeps between requests in one worker: the connection-bound targets of each
+// session (stdio processes, legacy SSE streams), the legacy SSE streams of clients, and which target
+// owns a name or URI (for Never mode and resources). Everything else travels in the session id. The
+// proxy's pool registry holds the runtime while a config uses it and closes it (killing its processes)
+// when none does.
+import type { Retained } from '../upstream/pools.ts';
+import type { SessionState } from './session.ts';
+import type { Relay } from './upstream/connection.ts';
+import type { StreamConnection } from './upstream/stream.ts';
+
+/** Sessions unused this long lose their processes (agentgateway's default sessionTtl). */
+export const SESSION_IDLE_MS = 30 * 60 * 1000;
+
+/** A legacy SSE client's stream: its session once initialized, and the signal that ends with it. */
+export interface ClientStream {
+  /** Writes one message to the client's stream. */
+  send: Relay;
+  close(): void;
+  signal: AbortSignal;
+  state?: SessionState;
+}
+
+export class McpRuntime implements Retained {
+  /** Connection-bound targets by session nonce, then target name. */
+  readonly streams = new Map<string, Map<string, StreamConnection>>();
+  /** Which target serves a tool, prompt or resource, by session nonce (learned from lists). */
+  readonly owners = new Map<string, { at: number; names: Map<string, string> }>();
+  /** Requests in flight by session nonce + client id: the target that has it (to route a cancel). */
+  readonly inflight = new Map<string, string>();
+  /** Legacy SSE clients by session nonce: where that session's answers go. */
+  readonly clientStreams = new Map<string, ClientStream>();
+  #closed = false;
+  readonly #sweep: NodeJS.Timeout;
+
+  constructor() {
+    this.#sweep = setInterval(() => this.sweep(Date.now()), 60_000);
+    this.#sweep.unref();
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  connection(nonce: string, target: string, create: () => StreamConnection): StreamConnection {
+    let m = this.streams.get(nonce);
+    if (!m) {
+      m = new Map();
+      this.streams.set(nonce, m);
+    }
+    let c = m.get(target);
+    if (!c) {
+      c = create().start();
+      m.set(target, c);
+    }
+    return c;
+  }
+
+  owner(nonce: string, key: string): string | undefined {
+    return this.owners.get(nonce)?.names.get(key);
+  }
+
+  learn(nonce: string, entries: [string, string][]): void {
+    let o = this.owners.get(nonce);
+    if (!o) {
+      o = { at: Date.now(), names: new Map() };
+      this.owners.set(nonce, o);
+    }
+    o.at = Date.now();
+    for (const [k, t] of entries) o.names.set(k, t);
+    // A bound on memory, not a cache policy: a busy worker forgets the oldest sessions' names.
+    if (this.owners.size > 10_000) {
+      const first = this.owners.keys().next().value;
+      if (first !== undefined) this.owners.delete(first);
+    }
+  }
+
+  /** Ends a session's connection-bound targets (DELETE, idle). */
+  async endSession(nonce: string): Promise<void> {
+    const m = this.streams.get(nonce);
+    this.streams.delete(nonce);
+    this.owners.delete(nonce);
+    this.clientStreams.get(nonce)?.close();
+    this.clientStreams.delete(nonce);
+    if (m) await Promise.allSettled([...m.values()].map((c) => c.close()));
+  }
+
+  sweep(now: number): void {
+    for (const [nonce, m] of this.streams) {
+      let last = 0;
+      for (const c of m.values()) last = Math.max(last, c.lastUsed);
+      if (now - last > SESSION_IDLE_MS && !this.clientStreams.has(nonce)) void this.endSession(nonce);
+    }
+    for (const [nonce, o] of this.owners) if (now - o.at > SESSION_IDLE_MS) this.owners.delete(nonce);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#sweep);
+    await Promise.allSettled([...this.streams.keys()].map((n) => this.endSession(n)));
+  }
+}

@@ -1,0 +1,451 @@
+// The MCP endpoint clients talk to, on the proxy's own request context: streamable HTTP (POST answered
+// with JSON, or with an SSE stream once the targets have something to say before the answer; GET for
+// the server's stream; DELETE ends the session) and the legacy SSE transport (GET …/sse, then POST
+// …/message?sessionId=). Every refusal is a JSON-RPC error, never an HTTP error page.
+import { PassThrough } from 'node:stream';
+import { bufferUpTo, contentLength } from '../pipeline/body.ts';
+import type { RequestContext } from '../pipeline/context.ts';
+import { type Call, type Federation, LATEST_VERSION, PROTOCOL_VERSIONS } from './federation.ts';
+import {
+  asMessage,
+  CODE,
+  errorResponse,
+  type Id,
+  isNotification,
+  isRequest,
+  isResponse,
+  McpError,
+  type Message,
+  type Response,
+} from './jsonrpc.ts';
+import type { ClientStream } from './runtime.ts';
+import { newSessionNonce, type SessionSealer, type SessionState, sessionSealer } from './session.ts';
+import { sseFrame } from './sse.ts';
+
+const SESSION_HEADER = 'mcp-session-id';
+const VERSION_HEADER = 'mcp-protocol-version';
+/** A comment line on idle streams, so proxies between client and gateway keep them open. */
+const KEEPALIVE_MS = 25_000;
+
+export class McpServer {
+  readonly #fed: Federation;
+  readonly #limit: number;
+  readonly #localhostOnly: boolean;
+  #sealer: SessionSealer | undefined;
+
+  constructor(fed: Federation, bodyLimit: number) {
+    this.#fed = fed;
+    this.#limit = bodyLimit;
+    this.#localhostOnly = fed.ir.localhostOnly;
+  }
+
+  get #seal(): SessionSealer {
+    this.#sealer ??= sessionSealer();
+    return this.#sealer;
+  }
+
+  get #stateful(): boolean {
+    return this.#fed.ir.sessionRouting === 'Stateful';
+  }
+
+  async handle(ctx: RequestContext): Promise<void> {
+    if (this.#localhostOnly && !localOnly(ctx)) {
+      return answer(ctx, 403, errorResponse(null, CODE.INVALID_REQUEST, 'Host and Origin must be localhost'));
+    }
+    const legacy = legacyPath(ctx.path);
+    if (ctx.method === 'GET' && legacy === 'sse') return this.#legacyOpen(ctx);
+    if (ctx.method === 'POST' && legacy === 'message') return this.#legacyMessage(ctx);
+    switch (ctx.method) {
+      case 'POST':
+        return this.#post(ctx);
+      case 'GET':
+        return this.#get(ctx);
+      case 'DELETE':
+        return this.#delete(ctx);
+      default:
+        return answer(
+          ctx,
+          405,
+          errorResponse(
+            null,
+            CODE.INVALID_REQUEST,
+            `an MCP endpoint takes POST, GET and DELETE, not ${ctx.method}`,
+          ),
+          { allow: 'GET, POST, DELETE' },
+        );
+    }
+  }
+
+  // ---------- streamable HTTP ----------
+
+  async #post(ctx: RequestContext): Promise<void> {
+    const accept = header(ctx, 'accept') ?? '';
+    const parsed = await this.#readMessage(ctx);
+    if ('error' in parsed) return answer(ctx, parsed.status, parsed.error);
+    const m = parsed.message;
+    if (isRequest(m) && m.method === 'initialize') return this.#initialize(ctx, m);
+    const session = this.#session(ctx);
+    if (session instanceof McpError) {
+      ctx.ext.mcp = { method: 'method' in m ? m.method : 'response', outcome: 'invalid' };
+      return answer(
+        ctx,
+        session.httpStatus,
+        errorResponse(isRequest(m) ? m.id : null, session.code, session.message),
+      );
+    }
+    const version = header(ctx, VERSION_HEADER);
+    if (version !== undefined && !PROTOCOL_VERSIONS.includes(version)) {
+      return answer(
+        ctx,
+        400,
+        errorResponse(
+          isRequest(m) ? m.id : null,
+          CODE.INVALID_REQUEST,
+          `unsupported MCP-Protocol-Version ${version}`,
+        ),
+      );
+    }
+    if (!isRequest(m)) {
+      ctx.ext.mcp = { method: 'method' in m ? m.method : 'response', outcome: 'ok' };
+      const call = this.#call(ctx, session, () => {});
+      await this.#fed.fromClient(call, m as never);
+      ctx.response = { status: 202, headers: { 'content-length': '0' }, body: null };
+      return;
+    }
+    await this.#respond(ctx, session, m, accept.includes('text/event-stream'));
+  }
+
+  /**
+   * Answers one request: as JSON when the answer is all there is, or as an SSE stream as soon as
+   * a target sends something about the request first (progress, a sampling request).
+   */
+  async #respond(
+    ctx: RequestContext,
+    session: SessionState | null,
+    req: Message & { id: Id; method: string },
+    sse: boolean,
+  ): Promise<void> {
+    let stream: PassThrough | undefined;
+    let headersSent: (() => void) | undefined;
+    const headersReady = new Promise<void>((r) => {
+      headersSent = r;
+    });
+    const relay = (msg: Message) => {
+      if (!sse || ctx.signal.aborted) return;
+      if (!stream) {
+        stream = new PassThrough();
+        ctx.response = { status: 200, headers: sseHeaders(), body: stream };
+        headersSent?.();
+      }
+      stream.write(sseFrame(JSON.stringify(msg)));
+    };
+    const call = this.#call(ctx, session, relay);
+    const work = this.#fed.request(call, req as never);
+    // Whichever comes first: the answer (JSON) or the first message before it (a stream).
+    await Promise.race([work, headersReady]);
+    if (stream) {
+      const s = stream;
+      work.then(
+        (res) => {
+          s.end(sseFrame(JSON.stringify(res)));
+        },
+        (err) => {
+          s.end(sseFrame(JSON.stringify(errorResponse(req.id, CODE.INTERNAL, (err as Error).message))));
+        },
+      );
+      return;
+    }
+    answer(ctx, 200, await work);
+  }
+
+  async #initialize(ctx: RequestContext, req: Message & { id: Id; method: string }): Promise<void> {
+    ctx.ext.mcp = { method: 'initialize' };
+    const call = this.#call(ctx, null, () => {});
+    try {
+      const { response, state } = await this.#fed.initialize(call, req as never);
+      ctx.ext.mcp.outcome = 'ok';
+      const headers: Record<string, string> = {};
+      if (state) headers[SESSION_HEADER] = this.#seal.seal(state);
+      answer(ctx, 200, response, headers);
+    } catch (err) {
+      ctx.ext.mcp.outcome = 'failed';
+      answer(ctx, 200, errorResponse(req.id, CODE.UPSTREAM, (err as Error).message));
+    }
+  }
+
+  async #get(ctx: RequestContext): Promise<void> {
+    if (!(header(ctx, 'accept') ?? '').includes('text/event-stream')) {
+      return answer(
+        ctx,
+        406,
+        errorResponse(null, CODE.INVALID_REQUEST, 'GET needs Accept: text/event-stream'),
+      );
+    }
+    if (!this.#stateful) {
+      return answer(
+        ctx,
+        405,
+        errorResponse(null, CODE.INVALID_REQUEST, 'a stateless MCP endpoint has no server stream'),
+        {
+          allow: 'POST',
+        },
+      );
+    }
+    const session = this.#session(ctx);
+    if (session instanceof McpError)
+      return answer(ctx, session.httpStatus, errorResponse(null, session.code, session.message));
+    ctx.ext.mcp = { method: 'GET stream', outcome: 'ok' };
+    const stream = new PassThrough();
+    ctx.response = { status: 200, headers: sseHeaders(), body: stream };
+    const ac = new AbortController();
+    const stop = () => ac.abort();
+    ctx.signal.addEventListener('abort', stop, { once: true });
+    stream.on('close', stop);
+    const keepalive = setInterval(() => stream.write(': keep-alive\n\n'), KEEPALIVE_MS);
+    keepalive.unref();
+    const call: Call = {
+      ctx,
+      session,
+      signal: ac.signal,
+      relay: (m) => stream.write(sseFrame(JSON.stringify(m))),
+    };
+    void this.#fed.listen(call).finally(() => {
+      clearInterval(keepalive);
+      stream.end();
+    });
+  }
+
+  async #delete(ctx: RequestContext): Promise<void> {
+    if (!this.#stateful) {
+      return answer(
+        ctx,
+        405,
+        errorResponse(null, CODE.INVALID_REQUEST, 'a stateless MCP endpoint has no session'),
+        {
+          allow: 'POST',
+        },
+      );
+    }
+    const session = this.#session(ctx);
+    if (session instanceof McpError)
+      return answer(ctx, session.httpStatus, errorResponse(null, session.code, session.message));
+    ctx.ext.mcp = { method: 'DELETE session', outcome: 'ok' };
+    if (session) await this.#fed.end(session);
+    ctx.response = { status: 200, headers: { 'content-length': '0' }, body: null };
+  }
+
+  // ---------- legacy SSE ----------
+
+  /** GET …/sse: a session whose answers all come on this stream; messages are POSTed to `endpoint`. */
+  async #legacyOpen(ctx: RequestContext): Promise<void> {
+    const stream = new PassThrough();
+    ctx.response = { status: 200, headers: sseHeaders(), body: stream };
+    // The session begins unopened: its initialize (POSTed) sets it up. The id names the stream.
+    const id = this.#seal.seal({
+      v: 1,
+      s: {},
+      p: LATEST_VERSION,
+      c: {},
+      t: Math.floor(Date.now() / 1000),
+      n: `legacy-${newSessionNonce()}`,
+    });
+    const nonce = (this.#seal.open(id) as SessionState).n;
+    const base = ctx.path.slice(0, -'sse'.length);
+    stream.write(sseFrame(`${base}message?sessionId=${id}`, 'endpoint'));
+    const keepalive = setInterval(() => stream.write(': keep-alive\n\n'), KEEPALIVE_MS);
+    keepalive.unref();
+    const ac = new AbortController();
+    const entry: ClientStream = {
+      send: (m: Message) => {
+        if (!stream.writableEnded) stream.write(sseFrame(JSON.stringify(m), 'message'));
+      },
+      close: () => ac.abort(),
+      signal: ac.signal,
+    };
+    this.#fed.runtime.clientStreams.set(nonce, entry);
+    const end = () => {
+      if (ac.signal.aborted && stream.writableEnded) return;
+      ac.abort();
+      clearInterval(keepalive);
+      if (!stream.writableEnded) stream.end();
+      this.#fed.runtime.clientStreams.delete(nonce);
+      const st = entry.state;
+      if (st) void this.#fed.end(st);
+      else void this.#fed.runtime.endSession(nonce);
+    };
+    ctx.signal.addEventListener('abort', end, { once: true });
+    stream.on('close', end);
+    ac.signal.addEventListener('abort', end, { once: true });
+  }
+
+  /** POST …/message?sessionId=: answered 202; the answer goes on the session's stream. */
+  async #legacyMessage(ctx: RequestContext): Promise<void> {
+    const id = new URLSearchParams(ctx.query.slice(1)).get('sessionId') ?? '';
+    const opened = this.#seal.open(id);
+    const entry = opened ? this.#fed.runtime.clientStreams.get(opened.n) : undefined;
+    if (!opened || !entry) {
+      return answer(ctx, 404, errorResponse(null, CODE.SESSION_NOT_FOUND, 'Session not found'));
+    }
+    const parsed = await this.#readMessage(ctx);
+    if ('error' in parsed) return answer(ctx, parsed.status, parsed.error);
+    const m = parsed.message;
+    ctx.response = {
+      status: 202,
+      headers: { 'content-length': '8', 'content-type': 'text/plain' },
+      body: Buffer.from('Accepted'),
+    };
+    const relay = (msg: Message) => entry.send(msg);
+    if (isRequest(m) && m.method === 'initialize') {
+      ctx.ext.mcp = { method: 'initialize' };
+      const call: Call = { ctx, session: null, relay, signal: entry.signal };
+      try {
+        // The legacy session keeps the stream's nonce, so its stdio processes are found again.
+        const { response, state } = await this.#fed.initialize(call, m, opened.n);
+        if (state) {
+          entry.state = state;
+          // What the targets say unasked goes on the same stream.
+          void this.#fed.listen({ ctx, session: state, relay, signal: entry.signal });
+        }
+        ctx.ext.mcp.outcome = 'ok';
+        entry.send(response);
+      } catch (err) {
+        ctx.ext.mcp.outcome = 'failed';
+        entry.send(errorResponse(m.id, CODE.UPSTREAM, (err as Error).message));
+      }
+      return;
+    }
+    const session = entry.state ?? null;
+    if (!session && this.#stateful) {
+      entry.send(
+        errorResponse(isRequest(m) ? m.id : null, CODE.INVALID_REQUEST, 'the session is not initialized'),
+      );
+      return;
+    }
+    const call: Call = { ctx, session, relay, signal: entry.signal };
+    if (!isRequest(m)) {
+      ctx.ext.mcp = { method: 'method' in m ? m.method : 'response', outcome: 'ok' };
+      await this.#fed.fromClient(call, m as never);
+      return;
+    }
+    // The answer streams after the 202, on the session's stream.
+    void this.#fed
+      .request(call, m)
+      .then(relay, (err) => relay(errorResponse(m.id, CODE.INTERNAL, (err as Error).message)));
+  }
+
+  // ---------- shared ----------
+
+  #call(ctx: RequestContext, session: SessionState | null, relay: (m: Message) => void): Call {
+    return { ctx, session, relay, signal: ctx.signal };
+  }
+
+  /** The request's session: null in Stateless mode; an McpError for a missing or unknown id. */
+  #session(ctx: RequestContext): SessionState | null | McpError {
+    if (!this.#stateful) return null;
+    const id = header(ctx, SESSION_HEADER);
+    if (!id)
+      return new McpError(
+        CODE.INVALID_REQUEST,
+        'Bad Request: Mcp-Session-Id header is required',
+        undefined,
+        400,
+      );
+    const s = this.#seal.open(id);
+    if (!s || s.n.startsWith('legacy-'))
+      return new McpError(CODE.SESSION_NOT_FOUND, 'Session not found', undefined, 404);
+    return s;
+  }
+
+  async #readMessage(
+    ctx: RequestContext,
+  ): Promise<{ message: Message } | { error: Response; status: number }> {
+    const type = header(ctx, 'content-type') ?? '';
+    if (!type.includes('application/json')) {
+      return {
+        status: 415,
+        error: errorResponse(null, CODE.INVALID_REQUEST, 'Content-Type must be application/json'),
+      };
+    }
+    const b = ctx.body;
+    let raw: Buffer;
+    if (b === null) raw = Buffer.alloc(0);
+    else if (Buffer.isBuffer(b)) raw = b;
+    else {
+      const r = await bufferUpTo(b, this.#limit, contentLength(ctx.headers));
+      if (!r.ok) {
+        r.stream.resume();
+        return {
+          status: 413,
+          error: errorResponse(null, CODE.INVALID_REQUEST, 'the message is larger than the buffer limit'),
+        };
+      }
+      raw = r.data;
+    }
+    ctx.body = null;
+    let v: unknown;
+    try {
+      v = JSON.parse(raw.toString('utf8'));
+    } catch (err) {
+      return {
+        status: 400,
+        error: errorResponse(null, CODE.PARSE_ERROR, `Parse error: ${(err as Error).message}`),
+      };
+    }
+    if (Array.isArray(v)) {
+      return {
+        status: 400,
+        error: errorResponse(null, CODE.INVALID_REQUEST, 'JSON-RPC batches are not supported'),
+      };
+    }
+    const m = asMessage(v);
+    if (!m)
+      return { status: 400, error: errorResponse(null, CODE.INVALID_REQUEST, 'not a JSON-RPC 2.0 message') };
+    if (!isRequest(m) && !isNotification(m) && !isResponse(m)) {
+      return { status: 400, error: errorResponse(null, CODE.INVALID_REQUEST, 'not a JSON-RPC 2.0 message') };
+    }
+    return { message: m };
+  }
+}
+
+function header(ctx: RequestContext, name: string): string | undefined {
+  const v = ctx.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function sseHeaders(): Record<string, string> {
+  return { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' };
+}
+
+function answer(
+  ctx: RequestContext,
+  status: number,
+  body: Response,
+  extra: Record<string, string> = {},
+): void {
+  const data = Buffer.from(JSON.stringify(body));
+  ctx.response = {
+    status,
+    headers: { 'content-type': 'application/json', 'content-length': String(data.length), ...extra },
+    body: data,
+  };
+}
+
+function legacyPath(path: string): 'sse' | 'message' | undefined {
+  if (path === '/sse' || path.endsWith('/sse')) return 'sse';
+  if (path === '/message' || path.endsWith('/message')) return 'message';
+  return undefined;
+}
+
+function localOnly(ctx: RequestContext): boolean {
+  const local = (h: string) => /^(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/i.test(h);
+  const origin = header(ctx, 'origin');
+  let originOk = true;
+  if (origin) {
+    try {
+      originOk = local(new URL(origin).host);
+    } catch {
+      originOk = false;
+    }
+  }
+  return local(ctx.authority) && originOk;
+}

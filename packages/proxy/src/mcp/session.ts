@@ -1,0 +1,79 @@
+// The gateway's MCP session id: the routing state of a session (each target's upstream session id,
+// the negotiated version and what the client said at initialize), sealed with AES-256-GCM under the
+// session key, so any worker or replica holding the key can serve the session and nobody else can
+// read or forge one. SESSION_KEY may be any string (the deployer's random Secret, hex, a passphrase):
+// the AES key is derived from it with HKDF.
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+
+export interface SessionState {
+  /** Version of this layout. */
+  v: 1;
+  /** Upstream session id per target name; null: a target without one (stdio, stateless servers). */
+  s: Record<string, string | null>;
+  /** Targets that failed at initialize (FailOpen): they stay out of the session. */
+  down?: string[];
+  /** The negotiated protocol version. */
+  p: string;
+  /** The client's initialize params (capabilities, clientInfo), to initialize a target again. */
+  c: Record<string, unknown>;
+  /** Seconds since the epoch when the session began. */
+  t: number;
+  /** Random, so two sessions never share an id. */
+  n: string;
+}
+
+const INFO = Buffer.from('gw mcp session id v1');
+
+export class SessionSealer {
+  readonly #key: Buffer;
+
+  constructor(secret: string | Buffer) {
+    const ikm = typeof secret === 'string' ? Buffer.from(secret, 'utf8') : secret;
+    this.#key = Buffer.from(hkdfSync('sha256', ikm, Buffer.alloc(0), INFO, 32));
+  }
+
+  seal(state: SessionState): string {
+    const iv = randomBytes(12);
+    const c = createCipheriv('aes-256-gcm', this.#key, iv);
+    const body = Buffer.concat([c.update(JSON.stringify(state), 'utf8'), c.final()]);
+    return Buffer.concat([iv, body, c.getAuthTag()]).toString('base64url');
+  }
+
+  /** The state, or undefined for an id this key did not seal (tampered, foreign, garbage). */
+  open(id: string): SessionState | undefined {
+    if (id.length > 16384 || !/^[A-Za-z0-9_-]+$/.test(id)) return undefined;
+    const raw = Buffer.from(id, 'base64url');
+    if (raw.length < 12 + 16 + 2) return undefined;
+    try {
+      const d = createDecipheriv('aes-256-gcm', this.#key, raw.subarray(0, 12));
+      d.setAuthTag(raw.subarray(raw.length - 16));
+      const text = Buffer.concat([d.update(raw.subarray(12, raw.length - 16)), d.final()]).toString('utf8');
+      const v = JSON.parse(text) as SessionState;
+      return v && v.v === 1 && typeof v.s === 'object' ? v : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+let shared: SessionSealer | undefined;
+
+/**
+ * The sealer of this process: SESSION_KEY, or (standalone without one) a key the CLI generated at
+ * start and put in the environment before the workers started, so every worker shares it.
+ */
+export function sessionSealer(): SessionSealer {
+  if (!shared) {
+    let key = process.env.SESSION_KEY;
+    if (!key) {
+      key = randomBytes(32).toString('base64');
+      process.env.SESSION_KEY = key;
+    }
+    shared = new SessionSealer(key);
+  }
+  return shared;
+}
+
+export function newSessionNonce(): string {
+  return randomBytes(8).toString('base64url');
+}

@@ -1,0 +1,227 @@
+// Real MCP peers for the MCP gateway's tests: the reference servers from npm over stdio
+// (server-everything, server-memory), a streamable-HTTP server built with the SDK on port 0 (its
+// tools can be made to hang or to ask the client for sampling), and SDK clients over each transport.
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import { dirname, join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { type CreateMessageResult, CreateMessageResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+
+const require = createRequire(import.meta.url);
+const pkgDir = (name: string) => dirname(require.resolve(`${name}/package.json`));
+
+/** `node <server-everything>` speaking stdio. */
+export const EVERYTHING = {
+  cmd: process.execPath,
+  args: [join(pkgDir('@modelcontextprotocol/server-everything'), 'dist/index.js'), 'stdio'],
+};
+/** `node <server-memory>` speaking stdio (set MEMORY_FILE_PATH to a temp file). */
+export const MEMORY = {
+  cmd: process.execPath,
+  args: [join(pkgDir('@modelcontextprotocol/server-memory'), 'dist/index.js')],
+};
+
+export interface HttpPeer {
+  url: string;
+  port: number;
+  /** Sessions the server has open (one per gateway session). */
+  sessions: Map<string, StreamableHTTPServerTransport>;
+  /** Calls of the `slow` tool that are still running. */
+  hanging: number;
+  /** Requests it received, by method. */
+  seen: string[];
+  close(): Promise<void>;
+}
+
+/** The tools, prompts and resources of the SDK test server (`weather`, `slow`, `ask`, `notes://…`). */
+function buildServer(peer: { hanging: number; seen: string[] }, prefix: string): McpServer {
+  const s = new McpServer({ name: `${prefix}-server`, version: '1.0.0' }, { capabilities: { logging: {} } });
+  s.registerTool(
+    'weather',
+    { description: 'The weather in a city', inputSchema: { city: z.string() } },
+    async ({ city }) => ({ content: [{ type: 'text', text: `${prefix}: sunny in ${city}` }] }),
+  );
+  s.registerTool(
+    'echo',
+    { description: 'Echoes', inputSchema: { message: z.string() } },
+    async ({ message }) => ({
+      content: [{ type: 'text', text: `${prefix} echo: ${message}` }],
+    }),
+  );
+  s.registerTool('slow', { description: 'Never answers until cancelled' }, async (extra) => {
+    peer.hanging++;
+    await new Promise<void>((resolve) => {
+      if (extra.signal.aborted) resolve();
+      extra.signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+    peer.hanging--;
+    return { content: [{ type: 'text', text: 'cancelled' }] };
+  });
+  s.registerTool('progress', { description: 'Reports progress three times, then answers' }, async (extra) => {
+    const token = extra._meta?.progressToken;
+    for (let i = 1; i <= 3; i++) {
+      if (token !== undefined)
+        await extra.sendNotification({
+          method: 'notifications/progress',
+          params: { progressToken: token, progress: i, total: 3 },
+        });
+    }
+    return { content: [{ type: 'text', text: 'done' }] };
+  });
+  s.registerTool('ask', { description: 'Asks the client to sample' }, async (extra) => {
+    const r = (await extra.sendRequest(
+      {
+        method: 'sampling/createMessage',
+        params: { messages: [{ role: 'user', content: { type: 'text', text: 'hi?' } }], maxTokens: 10 },
+      },
+      CreateMessageResultSchema,
+    )) as CreateMessageResult;
+    const text = r.content.type === 'text' ? r.content.text : '?';
+    return { content: [{ type: 'text', text: `client said: ${text}` }] };
+  });
+  s.registerPrompt('greet', { description: 'A greeting', argsSchema: { who: z.string() } }, ({ who }) => ({
+    messages: [{ role: 'user', content: { type: 'text', text: `${prefix} says hello to ${who}` } }],
+  }));
+  for (let i = 0; i < 3; i++) {
+    s.registerResource(`note${i}`, `notes://${prefix}/${i}`, { mimeType: 'text/plain' }, async (uri) => ({
+      contents: [{ uri: uri.href, text: `${prefix} note ${i}` }],
+    }));
+  }
+  return s;
+}
+
+/** A streamable-HTTP MCP server (stateful, SDK) on 127.0.0.1:0, with the legacy SSE transport at /sse. */
+export async function startHttpPeer(prefix = 'web'): Promise<HttpPeer> {
+  const peer = { hanging: 0, seen: [] as string[] };
+  const sessions = new Map<string, StreamableHTTPServerTransport>();
+  const legacy = new Map<string, SSEServerTransport>();
+  const server: Server = createServer(async (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (url.pathname === '/sse' && req.method === 'GET') {
+      const t = new SSEServerTransport('/messages', res);
+      legacy.set(t.sessionId, t);
+      res.on('close', () => legacy.delete(t.sessionId));
+      await buildServer(peer, prefix).connect(t);
+      return;
+    }
+    if (url.pathname === '/messages' && req.method === 'POST') {
+      const t = legacy.get(url.searchParams.get('sessionId') ?? '');
+      if (!t) {
+        res.writeHead(404).end();
+        return;
+      }
+      await t.handlePostMessage(req, res);
+      return;
+    }
+    if (url.pathname !== '/mcp') {
+      res.writeHead(404).end();
+      return;
+    }
+    let body: unknown;
+    if (req.method === 'POST') {
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      const m = body as { method?: string };
+      if (m.method) peer.seen.push(m.method);
+    }
+    const sid = req.headers['mcp-session-id'];
+    let t = typeof sid === 'string' ? sessions.get(sid) : undefined;
+    if (!t) {
+      if (typeof sid === 'string' || (body as { method?: string })?.method !== 'initialize') {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Session not found' } }),
+        );
+        return;
+      }
+      const created = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => crypto.randomUUID(),
+        onsessioninitialized: (id) => {
+          sessions.set(id, created);
+        },
+      });
+      created.onclose = () => {
+        if (created.sessionId) sessions.delete(created.sessionId);
+      };
+      await buildServer(peer, prefix).connect(created);
+      t = created;
+    }
+    await t.handleRequest(req, res, body);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    port,
+    sessions,
+    get hanging() {
+      return peer.hanging;
+    },
+    seen: peer.seen,
+    close: async () => {
+      for (const t of sessions.values()) await t.close().catch(() => {});
+      for (const t of legacy.values()) await t.close().catch(() => {});
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+/** A TCP listener that accepts and never answers: a hanging target. */
+export async function startBlackHole(): Promise<{ port: number; close(): Promise<void> }> {
+  const server = createServer(() => {});
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+export type ClientTransportKind = 'streamable-http' | 'sse';
+
+/** An SDK client connected to the gateway over the given transport. */
+export async function connectClient(
+  url: string,
+  kind: ClientTransportKind = 'streamable-http',
+  capabilities: Record<string, unknown> = {},
+): Promise<{ client: Client; transport: StreamableHTTPClientTransport | SSEClientTransport }> {
+  const client = new Client({ name: 'test-client', version: '1.0.0' }, { capabilities });
+  const transport =
+    kind === 'sse' ? new SSEClientTransport(new URL(url)) : new StreamableHTTPClientTransport(new URL(url));
+  await client.connect(transport);
+  return { client, transport };
+}
+
+/** The text of a tool result's first content item. */
+export function textOf(r: unknown): string {
+  const c = (r as { content?: { type: string; text?: string }[] }).content?.[0];
+  return c?.type === 'text' ? (c.text ?? '') : '';
+}
+
+/** Waits until `check` holds (polling), or fails after `ms`. */
+export async function eventually(
+  check: () => boolean | Promise<boolean>,
+  ms = 5000,
+  what = 'condition',
+): Promise<void> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}

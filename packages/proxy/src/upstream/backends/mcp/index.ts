@@ -1,0 +1,44 @@
+// The `mcp` backend: an MCP gateway federating several MCP servers (mcp/federation.ts) behind one
+// endpoint (mcp/server.ts). Remote targets use the proxy's pools; connection-bound targets (stdio
+// processes, legacy SSE streams) live in a runtime the pool registry keeps while a config uses it.
+import type { Dispatcher } from 'undici';
+import { Federation } from '../../../mcp/federation.ts';
+import { McpRuntime } from '../../../mcp/runtime.ts';
+import { McpServer } from '../../../mcp/server.ts';
+import { connectionSpec } from '../../connection.ts';
+import type { BackendKind } from '../types.ts';
+
+export const mcpBackend: BackendKind<'mcp'> = {
+  kind: 'mcp',
+  compile(t, env) {
+    const dispatchers = new Map<string, Dispatcher>();
+    for (const target of t.targets) {
+      const tr = target.transport;
+      if (tr.kind === 'stdio' || !env.pools) continue;
+      const own = Object.keys(target.policies).length > 0;
+      const spec = own ? connectionSpec(target.policies, env.global) : env.connection;
+      const pool = env.pools.acquire({ ...spec, origin: tr.origin });
+      env.used.add(pool);
+      dispatchers.set(target.name, pool);
+    }
+    // One runtime per distinct set of targets: a reload that keeps them keeps their processes.
+    const key = `mcp:${JSON.stringify(t.targets)}|${t.sessionRouting}`;
+    const runtime = env.pools ? env.pools.keep(key, () => new McpRuntime()) : new McpRuntime();
+    if (env.pools) env.used.add(runtime);
+    else void runtime.close();
+    const fed = new Federation(t, runtime, dispatchers, env.attemptTimeoutMs);
+    const server = new McpServer(fed, env.global.maxBufferSize);
+    const first = t.targets[0];
+    const where =
+      first && first.transport.kind !== 'stdio'
+        ? first.transport.origin.replace(/^https?:\/\//, '')
+        : 'stdio';
+    return {
+      type: 'mcp',
+      protocol: first?.transport.kind !== 'stdio' && first?.transport.tls ? 'https' : 'http',
+      target: (ctx) => ctx.ext.mcp?.target ?? where,
+      errorFormat: 'jsonrpc',
+      call: (ctx) => server.handle(ctx),
+    };
+  },
+};
