@@ -8,6 +8,7 @@ import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CreateMessageRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { request } from 'undici';
+import { SessionSealer } from './session.ts';
 import { connectClient, EVERYTHING, type HttpPeer, startHttpPeer, textOf } from './test-support.ts';
 
 let web: HttpPeer;
@@ -134,7 +135,16 @@ describe('sessions', () => {
     assert.ok(sid && sid.length > 20);
     assert.ok(!sid.includes('web') && !Buffer.from(sid, 'base64url').toString('latin1').includes('"s"'));
     const flipped = sid.slice(0, 10) + (sid[10] === 'A' ? 'B' : 'A') + sid.slice(11);
-    for (const id of [flipped, 'not-a-session', 'x'.repeat(64)]) {
+    // A well-formed id sealed with another gateway's key.
+    const foreign = new SessionSealer('another key').seal({
+      v: 1,
+      s: { web: 'x' },
+      p: '2025-06-18',
+      c: {},
+      t: 0,
+      n: 'n',
+    });
+    for (const id of [flipped, foreign, 'not-a-session', 'x'.repeat(64)]) {
       const r = await request(proxy.url('/mcp'), {
         method: 'POST',
         headers: {
@@ -150,6 +160,43 @@ describe('sessions', () => {
       assert.equal(body.error.code, -32001);
     }
     await client.close();
+  });
+
+  test('another gateway with the same key serves the session: HTTP targets keep their upstream session, stdio ones start again', async () => {
+    const { client, transport } = await connectClient(proxy.url('/mcp'));
+    const sid = (transport as { sessionId?: string }).sessionId as string;
+    const upstreamSessions = web.sessions.size;
+    const other = await startProxy(config(web.url));
+    try {
+      for (const [name, args, expect] of [
+        ['web_weather', { city: 'Bern' }, /web: sunny in Bern/],
+        ['everything_echo', { message: 'again' }, /again/],
+      ] as const) {
+        const r = await request(other.url('/mcp'), {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'mcp-session-id': sid,
+            'mcp-protocol-version': '2025-11-25',
+          },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 5,
+            method: 'tools/call',
+            params: { name, arguments: args },
+          }),
+        });
+        assert.equal(r.statusCode, 200);
+        const body = (await r.body.json()) as { result: unknown };
+        assert.match(textOf(body.result), expect);
+      }
+      // The HTTP target's session was reused, not a new one opened.
+      assert.equal(web.sessions.size, upstreamSessions);
+    } finally {
+      await other.close();
+      await client.close();
+    }
   });
 
   test('a request without a session id is refused with 400, and malformed JSON is a parse error', async () => {

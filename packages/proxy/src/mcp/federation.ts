@@ -542,9 +542,26 @@ export class Federation {
     else if (kind !== 'resource') params.name = upstreamName;
     const key = call.session ? `${call.session.n}|${idKey(req.id)}` : undefined;
     if (key) this.runtime.inflight.set(key, t.name);
+    // A client that goes away (or a deadline) cancels the call on the target too.
+    let answered = false;
+    const cancel = () => {
+      if (answered || this.#stateless) return;
+      const reason = call.ctx.signal.aborted ? 'the client went away' : 'the gateway gave up waiting';
+      void this.connection(t, call.session)
+        .send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: req.id, reason } })
+        .catch(() => {});
+    };
+    call.signal.addEventListener('abort', cancel, { once: true });
     try {
-      return await this.#ask(t, call, { ...req, params }, t.timeoutMs);
+      const res = await this.#ask(t, call, { ...req, params }, t.timeoutMs);
+      answered = true;
+      return res;
+    } catch (err) {
+      if (err instanceof TargetError && err.timeout) cancel();
+      answered = true;
+      throw err;
     } finally {
+      call.signal.removeEventListener('abort', cancel);
       if (key) this.runtime.inflight.delete(key);
     }
   }
