@@ -1,10 +1,21 @@
 // Benchmark entry (`make bench`): runs each scenario's interleaved protocol, writes
-// bench/results/<date>-<scenario>.json and rebuilds bench/RESULTS.md. BENCH_QUICK=1 is a <60 s check.
+// bench/results/<date>-<scenario>.json, merges the headline figures into bench/results/latest.json,
+// rebuilds bench/RESULTS.md and warns when plain CPU per request moved more than 5% from the committed
+// value. BENCH_QUICK=1 runs every scenario in under 3 minutes.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { findAgentgateway } from './lib/agentgateway.ts';
 import { assertGwBinary } from './lib/gw.ts';
+import {
+  committedPlainCpu,
+  type LatestEntry,
+  latestEntry,
+  latestFile,
+  mergeLatest,
+  plainDriftLine,
+} from './lib/latest.ts';
 import { machineInfo } from './lib/machine.ts';
 import { stopAll } from './lib/procs.ts';
 import { type ResultFile, renderSection, resultFileName, writeResultsMarkdown } from './lib/report.ts';
@@ -16,14 +27,16 @@ const benchDir = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(benchDir, '..');
 
 const USAGE = `node bench/run.ts — environment:
-  BENCH_QUICK=1              short check (2 rounds × 2 s + 1 s per peer, or the scenario's own
-                             shorter quick budget), under 60 s per scenario
+  BENCH_QUICK=1              short check: the pinned mode only, 2 rounds × 1 s + 0.5 s per peer (or the
+                             scenario's own quick budget); every scenario in under 3 minutes
   BENCH_SCENARIOS=a,b        scenarios to run (default all: ${SCENARIOS.map((s) => s.name).join(', ')})
-  BENCH_MODES=pinned,unpinned
+  BENCH_MODES=pinned,unpinned  (default both; quick: pinned)
   BENCH_PAIRS=N              interleaved rounds per mode (protocol minimum 5; default 5, quick 2)
   BENCH_SECONDS=N            saturation seconds per peer and round (default 8, quick 2)
   BENCH_LATENCY_SECONDS=N    fixed-rate seconds per peer and round (default 6, quick 1)
   BENCH_GW_BIN=path          proxy binary (default bin/gw)
+  BENCH_AGENTGATEWAY_BIN=path  agentgateway peer (default ../shared/bin/agentgateway when it exists;
+                             "none" leaves it out)
   BENCH_STANDIN=nginx        measure a second nginx in gw's place (harness test; writes nothing in bench/)
   BENCH_KEEP=1               keep the scratch directory (configs, logs, raw h2load samples)`;
 
@@ -35,8 +48,10 @@ function envNumber(name: string, fallback: number): number {
   return n;
 }
 
-function modes(): Mode[] {
-  const wanted = (process.env['BENCH_MODES'] ?? 'pinned,unpinned').split(',').map((s) => s.trim());
+function modes(quick: boolean): Mode[] {
+  // Quick checks measure the mode latest.json and the drift warning read: one core, one worker.
+  const fallback = quick ? 'pinned' : 'pinned,unpinned';
+  const wanted = (process.env['BENCH_MODES'] || fallback).split(',').map((s) => s.trim());
   const all: Record<ModeName, Mode> = {
     pinned: {
       name: 'pinned',
@@ -76,10 +91,10 @@ function settingsFromEnv(): Settings {
   return {
     quick,
     pairs: Math.round(envNumber('BENCH_PAIRS', quick ? 2 : 5)),
-    saturationSeconds: Math.round(envNumber('BENCH_SECONDS', quick ? 2 : 8)),
-    latencySeconds: envNumber('BENCH_LATENCY_SECONDS', quick ? 1 : 6),
+    saturationSeconds: Math.round(envNumber('BENCH_SECONDS', quick ? 1 : 8)),
+    latencySeconds: envNumber('BENCH_LATENCY_SECONDS', quick ? 0.5 : 6),
     warmupSeconds: quick ? 1 : 2,
-    modes: modes(),
+    modes: modes(quick),
     standin: standin === 'nginx',
   };
 }
@@ -108,8 +123,9 @@ async function main(): Promise<void> {
   const gwBin = process.env['BENCH_GW_BIN'] ?? join(repoRoot, 'bin', 'gw');
   if (!settings.standin) assertGwBinary(gwBin);
   ensureTools(benchDir);
+  const agentgatewayBin = findAgentgateway(repoRoot);
 
-  const machine = machineInfo(repoRoot);
+  const machine = machineInfo(repoRoot, agentgatewayBin);
   const workDir = mkdtempSync(join(tmpdir(), 'gw-bench-'));
   const started = Date.now();
   const log = (line: string): void => {
@@ -120,6 +136,12 @@ async function main(): Promise<void> {
       `${settings.pairs} rounds × (${settings.saturationSeconds} s + ${settings.latencySeconds} s) per peer; ` +
       `modes ${settings.modes.map((m) => m.name).join(', ')}; scratch ${workDir}`,
   );
+  log(
+    agentgatewayBin === undefined
+      ? 'agentgateway: no binary at ../shared/bin/agentgateway, its peer is skipped'
+      : `agentgateway: ${agentgatewayBin} (${machine.agentgateway})`,
+  );
+  const latest: LatestEntry[] = [];
   let failed = true;
   try {
     for (const scenario of scenarios) {
@@ -129,7 +151,7 @@ async function main(): Promise<void> {
       if (own !== settings) {
         log(`${scenario.name}: quick budget ${own.saturationSeconds} s + ${own.latencySeconds} s per peer`);
       }
-      const result = await scenario.run({ settings: own, workDir, gwBin, log });
+      const result = await scenario.run({ settings: own, workDir, gwBin, agentgatewayBin, log });
       const firstMode = modeList[0];
       if (firstMode === undefined) throw new Error('no modes to run');
       // configure() is pure: called here only to record the load shape next to the figures.
@@ -160,6 +182,13 @@ async function main(): Promise<void> {
       writeFileSync(outFile, `${JSON.stringify(file, null, 2)}\n`);
       console.log(`\n${renderSection(file, name)}`);
       log(`wrote ${outFile}`);
+      const entry = settings.standin ? undefined : latestEntry(file, name);
+      if (entry !== undefined) latest.push(entry);
+    }
+    if (latest.length > 0) {
+      const file = latestFile(benchDir, settings.quick);
+      mergeLatest(file, latest);
+      log(`merged ${latest.map((e) => e.scenario).join(', ')} into ${file}`);
     }
     if (!settings.standin) {
       writeResultsMarkdown(
@@ -167,6 +196,11 @@ async function main(): Promise<void> {
         SCENARIOS.map((s) => s.name),
       );
       log(`wrote ${join(benchDir, 'RESULTS.md')}`);
+    }
+    const plainCpu = latest.find((e) => e.scenario === 'plain')?.cpu_us_per_request;
+    if (plainCpu !== undefined) {
+      const line = plainDriftLine(plainCpu, committedPlainCpu(repoRoot));
+      console.log(`\n${line}${settings.quick ? ' (quick run: indicative only)' : ''}`);
     }
     failed = false;
   } finally {

@@ -27,9 +27,17 @@ export function gwConfigWith(ports: Ports, workers: number, topLevelYaml: string
   statsAddr: 127.0.0.1:${ports.stats}
   readinessAddr: 127.0.0.1:${ports.ready}
   workerThreads: ${workers}
-  # Access logs off, as nginx runs with access_log off: both proxies do the same work per request.
+${LOGS_OFF}${topLevelYaml}`;
+}
+
+const LOGS_OFF = `  # Access logs off, as nginx runs with access_log off: both proxies do the same work per request.
   logging: { level: "info,request=warn" }
-${topLevelYaml}`;
+`;
+
+/** A gwConfig / gwConfigWith config with gw's default logging instead: the access log on, as users run it. */
+export function withAccessLog(yaml: string): string {
+  if (!yaml.includes(LOGS_OFF)) throw new Error('gw config without the logs-off block of gwConfigWith');
+  return yaml.replace(LOGS_OFF, '');
 }
 
 export async function startGw(opts: {

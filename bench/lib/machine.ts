@@ -3,6 +3,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg, release } from 'node:os';
+import { agentgatewayVersion } from './agentgateway.ts';
 import { toolVersion } from './tools.ts';
 
 export interface MachineInfo {
@@ -13,13 +14,15 @@ export interface MachineInfo {
   nginx: string;
   wrk: string;
   h2load: string;
+  /** agentgateway --version, or "absent" when its peer was skipped (older result files lack it). */
+  agentgateway?: string;
   /** Commit of the tree under test, with "+dirty" when it has uncommitted changes. */
   gwRevision: string;
   /** 1-minute load average at the start: a busy neighbour shows here. */
   loadAverage: number;
 }
 
-export function machineInfo(repoRoot: string): MachineInfo {
+export function machineInfo(repoRoot: string, agentgatewayBin: string | undefined): MachineInfo {
   let cpuModel = cpus()[0]?.model ?? 'unknown';
   try {
     cpuModel = /^model name\s*:\s*(.*)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? cpuModel;
@@ -34,6 +37,7 @@ export function machineInfo(repoRoot: string): MachineInfo {
     nginx: toolVersion('nginx', ['-v'], /nginx\/(\S+)/),
     wrk: toolVersion('wrk', ['-v'], /^wrk (\S+)/m),
     h2load: toolVersion('h2load', ['--version'], /nghttp2\/(\S+)/),
+    agentgateway: agentgatewayVersion(agentgatewayBin),
     gwRevision: gitRevision(repoRoot),
     loadAverage: loadavg()[0] ?? 0,
   };

@@ -1,6 +1,7 @@
-// The benchmark protocol for any "client → proxy → upstream" scenario: direct, gw and nginx (and, when the
-// scenario has a gwBaseline, a second gw "gw-plain") measured in interleaved rounds (saturation with wrk,
-// then a fixed rate with h2load), reduced to per-round ratios.
+// The benchmark protocol for any "client → proxy → upstream" scenario: a list of peers (direct, gw, and
+// as the scenario and the machine allow gw-log, gw-plain, nginx, node-floor and agentgateway) measured
+// in interleaved rounds (saturation with wrk, then a fixed rate with h2load), reduced to per-round
+// ratios.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -20,11 +21,13 @@ import type {
   Unit,
   UpstreamSpec,
 } from '../scenarios/types.ts';
+import { startAgentgateway } from './agentgateway.ts';
 import { busyFraction, cpuSnapshot, parseCpuList } from './cpu-load.ts';
-import { startGw } from './gw.ts';
+import { startGw, withAccessLog } from './gw.ts';
 import { type LatencyResult, runH2load, runWrk, type SaturationResult } from './loadgen.ts';
 import { freePorts, waitForHttp } from './net.ts';
 import { startNginx } from './nginx.ts';
+import { startNodeFloor } from './node-floor.ts';
 import {
   clockTicksPerSecond,
   cpuTicks,
@@ -38,9 +41,13 @@ import {
 } from './procs.ts';
 import { figure } from './stats.ts';
 
-type PeerName = 'direct' | 'gw' | 'gw-plain' | 'nginx';
-type ProxyName = Exclude<PeerName, 'direct'>;
-type ComparedScenario = Pick<Scenario, 'name' | 'configure' | 'gwBaseline' | 'peerLabels'>;
+/** Every proxy a comparison may run, in report and round order. */
+export const PROXIES = ['gw', 'gw-log', 'gw-plain', 'nginx', 'node-floor', 'agentgateway'] as const;
+export type ProxyName = (typeof PROXIES)[number];
+export type PeerName = 'direct' | ProxyName;
+/** The gw peers: the scenario's gw, the same with the access log on, and the baseline. */
+const GWS = ['gw', 'gw-log', 'gw-plain'] as const satisfies readonly ProxyName[];
+type ComparedScenario = Pick<Scenario, 'name' | 'configure' | 'gwBaseline' | 'gwAccessLog' | 'peerLabels'>;
 
 interface Peer {
   name: PeerName;
@@ -81,7 +88,17 @@ export async function runProxyComparison(
 async function runMode(ctx: RunContext, scenario: ComparedScenario, mode: Mode): Promise<ModeResult> {
   const { settings } = ctx;
   const baseline = scenario.gwBaseline;
-  const { ports, basePorts } = await peerPorts(baseline !== undefined);
+  // agentgateway's config comes from configure() like gw's; a scenario without one leaves it out.
+  const wantsAgw =
+    ctx.agentgatewayBin !== undefined &&
+    scenario.configure({ mode, ports: PLACEHOLDER_PORTS }).agentgatewayYaml !== undefined;
+  const instances = [
+    ...(scenario.gwAccessLog === true ? (['gw-log'] as const) : []),
+    ...(baseline === undefined ? [] : (['gw-plain'] as const)),
+    ...(wantsAgw ? (['agentgateway'] as const) : []),
+  ];
+  const plan = await allocatePorts(instances);
+  const { ports } = plan;
   const cfg = scenario.configure({ mode, ports });
   const labels = peerLabels(scenario.peerLabels);
   const dir = join(ctx.workDir, `${scenario.name}-${mode.name}`);
@@ -96,13 +113,23 @@ async function runMode(ctx: RunContext, scenario: ComparedScenario, mode: Mode):
   try {
     const up = await startUpstream(cfg.upstream, { dir, port: ports.upstream, cpus: mode.loadCpus });
     started.push(up);
-    const gwProc = await startGwPeer(ctx, mode, dir, 'gw', scenario, ports);
-    started.push(gwProc);
-    const plainProc =
-      baseline === undefined || basePorts === undefined
-        ? undefined
-        : await startGwPeer(ctx, mode, dir, 'gw-plain', baseline, basePorts);
-    if (plainProc !== undefined) started.push(plainProc);
+    const peers: Peer[] = [{ name: 'direct', url: `http://127.0.0.1:${ports.upstream}`, proc: undefined }];
+    const add = (name: ProxyName, port: number, proc: Tracked): Peer => {
+      started.push(proc);
+      const peer = { name, url: `http://127.0.0.1:${port}`, proc };
+      peers.push(peer);
+      return peer;
+    };
+    const gwPeer = add('gw', ports.gw, await startGwPeer(ctx, mode, dir, 'gw', scenario, ports));
+    const logPorts = plan.instance['gw-log'];
+    if (logPorts !== undefined) {
+      const proc = await startGwPeer(ctx, mode, dir, 'gw-log', scenario, logPorts, withAccessLog);
+      add('gw-log', logPorts.gw, proc);
+    }
+    const basePorts = plan.instance['gw-plain'];
+    if (baseline !== undefined && basePorts !== undefined) {
+      add('gw-plain', basePorts.gw, await startGwPeer(ctx, mode, dir, 'gw-plain', baseline, basePorts));
+    }
     const nginxProc = await startNginx({
       name: 'nginx',
       workDir: dir,
@@ -111,23 +138,40 @@ async function runMode(ctx: RunContext, scenario: ComparedScenario, mode: Mode):
       port: ports.nginx,
       cpus: mode.proxyCpus,
     });
-    started.push(nginxProc);
+    add('nginx', ports.nginx, nginxProc);
+    const floorProc = await startNodeFloor({
+      workDir: dir,
+      port: plan.nodeFloor,
+      upstreamPort: ports.upstream,
+      workers: mode.workers,
+      cpus: mode.proxyCpus,
+    });
+    add('node-floor', plan.nodeFloor, floorProc);
+    const agwPorts = plan.instance.agentgateway;
+    let agwPeer: Peer | undefined;
+    if (ctx.agentgatewayBin !== undefined && agwPorts !== undefined) {
+      const yaml = scenario.configure({ mode, ports: agwPorts }).agentgatewayYaml;
+      if (yaml !== undefined) {
+        const proc = await startAgentgateway({
+          bin: ctx.agentgatewayBin,
+          workDir: dir,
+          yaml,
+          readyPort: agwPorts.ready,
+          cpus: mode.proxyCpus,
+        });
+        agwPeer = add('agentgateway', agwPorts.gw, proc);
+      }
+    }
+    ctx.log(`${tag} peers: ${peers.map((p) => p.name).join(', ')}`);
 
-    const gwPeer: Peer = { name: 'gw', url: `http://127.0.0.1:${ports.gw}`, proc: gwProc };
-    const peers: Peer[] = [
-      { name: 'direct', url: `http://127.0.0.1:${ports.upstream}`, proc: undefined },
-      gwPeer,
-      ...(plainProc === undefined || basePorts === undefined
-        ? []
-        : [{ name: 'gw-plain' as const, url: `http://127.0.0.1:${basePorts.gw}`, proc: plainProc }]),
-      { name: 'nginx', url: `http://127.0.0.1:${ports.nginx}`, proc: nginxProc },
-    ];
     await checkPeersAgree(peers, cfg.load);
     // A stand-in nginx runs no policies: the expectations only hold for gw itself.
     if (!settings.standin) {
-      await checkGwExpectations(gwPeer, cfg);
+      await checkExpectations(gwPeer, cfg);
       await checkGwMetrics(gwPeer, ports, cfg);
     }
+    // The same proof that agentgateway runs the policies under test, not a cheaper config.
+    if (agwPeer !== undefined) await checkExpectations(agwPeer, cfg, { statusOnly: true });
 
     // Idle: ready and proxied one request (above), before any load, after a moment to settle.
     await sleep(500);
@@ -169,6 +213,8 @@ async function runMode(ctx: RunContext, scenario: ComparedScenario, mode: Mode):
       hwmKiB[p.name] = statusKiB(processTree(p.proc.pid), 'VmHWM');
       peakKiB[p.name] = rss[p.name]?.peakKiB ?? Number.NaN;
     }
+    const present = PROXIES.filter((name) => proxies.some((p) => p.name === name));
+    const allPorts = { ...ports, nodeFloor: plan.nodeFloor, instances: plan.instance };
     return {
       mode,
       figures: figures(
@@ -176,17 +222,101 @@ async function runMode(ctx: RunContext, scenario: ComparedScenario, mode: Mode):
         { idle: idleKiB, peak: peakKiB, hwm: hwmKiB },
         {
           pinned: mode.loadCpus !== undefined,
-          baseline: plainProc !== undefined,
+          present,
           labels,
         },
       ),
-      notes: notes(rounds, mode, settings.standin, labels),
-      raw: { ports, memoryKiB: { idle: idleKiB, peak: peakKiB, hwm: hwmKiB }, rounds },
+      notes: notes(rounds, mode, settings.standin, labels, {
+        agentgatewayOut:
+          ctx.agentgatewayBin === undefined ? 'no binary' : wantsAgw ? undefined : 'no equivalent config',
+      }),
+      raw: { ports: allPorts, memoryKiB: { idle: idleKiB, peak: peakKiB, hwm: hwmKiB }, rounds },
     };
   } finally {
     for (const s of samplers) s.stop();
     for (const t of started.reverse()) await stopTracked(t);
     pinSelf(undefined);
+  }
+}
+
+/** Ports that configure() may be called with only to see what it returns (never listened on). */
+const PLACEHOLDER_PORTS: Ports = { gw: 1, nginx: 2, upstream: 3, admin: 4, stats: 5, ready: 6 };
+
+type Instance = 'gw-log' | 'gw-plain' | 'agentgateway';
+
+/**
+ * Free ports for one mode: the scenario's gw, nginx, the upstream and gw's admin, stats and readiness;
+ * each further gw-like instance (listener, admin, stats, readiness of its own, sharing nginx and the
+ * upstream) and the node-floor listener.
+ */
+async function allocatePorts(
+  instances: readonly Instance[],
+): Promise<{ ports: Ports; instance: Partial<Record<Instance, Ports>>; nodeFloor: number }> {
+  const allocated = await freePorts(7 + 4 * instances.length);
+  const port = (i: number): number => {
+    const p = allocated[i];
+    if (p === undefined) throw new Error('could not allocate ports');
+    return p;
+  };
+  const ports: Ports = {
+    gw: port(0),
+    nginx: port(1),
+    upstream: port(2),
+    admin: port(3),
+    stats: port(4),
+    ready: port(5),
+  };
+  const instance: Partial<Record<Instance, Ports>> = {};
+  for (const [i, name] of instances.entries()) {
+    const at = 7 + 4 * i;
+    instance[name] = {
+      ...ports,
+      gw: port(at),
+      admin: port(at + 1),
+      stats: port(at + 2),
+      ready: port(at + 3),
+    };
+  }
+  return { ports, instance, nodeFloor: port(6) };
+}
+
+/**
+ * Free ports for gw and nginx and, with a baseline, a second gw sharing the upstream with its own
+ * listener, admin, stats and readiness ports (the streaming comparison's peers).
+ */
+export async function peerPorts(baseline: boolean): Promise<{ ports: Ports; basePorts: Ports | undefined }> {
+  const plan = await allocatePorts(baseline ? ['gw-plain'] : []);
+  return { ports: plan.ports, basePorts: plan.instance['gw-plain'] };
+}
+
+export function peerLabels(custom: Partial<PeerLabels> | undefined): PeerLabels {
+  return {
+    gw: 'gw',
+    nginx: 'nginx',
+    gwBaseline: 'gw plain',
+    gwAccessLog: 'gw (access log)',
+    nodeFloor: 'node-floor',
+    agentgateway: 'agentgateway',
+    ...custom,
+  };
+}
+
+function labelOf(l: PeerLabels, name: PeerName): string {
+  switch (name) {
+    case 'direct':
+      return 'direct';
+    case 'gw':
+      return l.gw;
+    case 'gw-log':
+      return l.gwAccessLog;
+    case 'gw-plain':
+      return l.gwBaseline;
+    case 'nginx':
+      return l.nginx;
+    case 'node-floor':
+      return l.nodeFloor;
+    case 'agentgateway':
+      return l.agentgateway;
   }
 }
 
@@ -215,14 +345,16 @@ async function startUpstream(
   return proc;
 }
 
-/** gw (or its nginx stand-in) from the given scenario's config, listening on ports.gw. */
+/** A gw peer (or its nginx stand-in) from the given scenario's config, listening on ports.gw. */
 export async function startGwPeer(
   ctx: RunContext,
   mode: Mode,
   dir: string,
-  name: 'gw' | 'gw-plain',
+  name: 'gw' | 'gw-plain' | 'gw-log',
   scenario: Pick<Scenario, 'configure'>,
   ports: Ports,
+  /** Applied to the scenario's gw config, e.g. withAccessLog. */
+  edit: (yaml: string) => string = (yaml) => yaml,
 ): Promise<Tracked> {
   if (ctx.settings.standin) {
     return startNginx({
@@ -238,7 +370,7 @@ export async function startGwPeer(
     name,
     gwBin: ctx.gwBin,
     workDir: dir,
-    yaml: scenario.configure({ mode, ports }).gwYaml,
+    yaml: edit(scenario.configure({ mode, ports }).gwYaml),
     readyPort: ports.ready,
     cpus: mode.proxyCpus,
   });
@@ -263,7 +395,7 @@ async function checkPeersAgree(peers: readonly Peer[], load: LoadSpec): Promise<
   if (direct.status < 200 || direct.status > 299)
     throw new Error(`upstream answered ${direct.status} on ${load.path}`);
   for (const a of rest) {
-    if (a.status !== direct.status || a.body !== direct.body) {
+    if (a.status !== direct.status || !sameBody(a.body, direct.body)) {
       const log =
         a.peer.proc === undefined ? '' : `\nlog ${a.peer.proc.logFile}:\n${logTail(a.peer.proc.logFile)}`;
       throw new Error(
@@ -273,15 +405,44 @@ async function checkPeersAgree(peers: readonly Peer[], load: LoadSpec): Promise<
   }
 }
 
-/** The scenario's proof that gw really runs what is measured (e.g. 401 without the token). */
-async function checkGwExpectations(gw: Peer, cfg: ScenarioConfig): Promise<void> {
+/**
+ * The same bytes, or the same JSON value: agentgateway's LLM layer parses the provider's answer and
+ * writes it again (another key order), which is the same answer to a client.
+ */
+function sameBody(a: string, b: string): boolean {
+  if (a === b) return true;
+  try {
+    return canonicalJson(JSON.parse(a)) === canonicalJson(JSON.parse(b));
+  } catch {
+    return false;
+  }
+}
+
+function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  if (v !== null && typeof v === 'object') {
+    const entries = Object.entries(v).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
+    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonicalJson(x)}`).join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
+
+/**
+ * The scenario's proof that a proxy really runs what is measured (e.g. 401 without the token). For
+ * agentgateway only the statuses: its response headers are its own (e.g. no x-ratelimit-* by default).
+ */
+async function checkExpectations(
+  gw: Peer,
+  cfg: ScenarioConfig,
+  opts: { statusOnly: boolean } = { statusOnly: false },
+): Promise<void> {
   for (const e of cfg.gwExpect ?? []) {
     const res = await fetchText(gw.url + cfg.load.path, loadRequest(cfg.load, e.headers));
-    const missing = e.responseHeader !== undefined && !res.headers.has(e.responseHeader);
+    const missing = !opts.statusOnly && e.responseHeader !== undefined && !res.headers.has(e.responseHeader);
     if (res.status !== e.status || missing) {
       const log = gw.proc === undefined ? '' : `\nlog ${gw.proc.logFile}:\n${logTail(gw.proc.logFile)}`;
       throw new Error(
-        `gw check "${e.what}": expected ${e.status}${e.responseHeader === undefined ? '' : ` with ${e.responseHeader}`}, ` +
+        `${gw.name} check "${e.what}": expected ${e.status}${e.responseHeader === undefined ? '' : ` with ${e.responseHeader}`}, ` +
           `got ${res.status} ${JSON.stringify(res.body.slice(0, 200))} headers ${JSON.stringify([...res.headers.keys()])}${log}`,
       );
     }
@@ -382,184 +543,164 @@ function describeRound(round: Round): string {
     .join(' | ');
 }
 
-interface RoundPeers {
-  direct: PeerMeasurement;
-  gw: PeerMeasurement;
-  nginx: PeerMeasurement;
-  /** The baseline gw, when the scenario has one. */
-  plain: PeerMeasurement | undefined;
-}
-type PerRound = (r: RoundPeers) => number | undefined;
+/** One number taken within a round, or undefined when a peer is missing from it. */
+type PerRound = (r: Round) => number | undefined;
 type FigureDef = readonly [key: string, label: string, unit: Unit, f: PerRound];
 
 function perRound(rounds: readonly Round[], f: PerRound): number[] {
   const out: number[] = [];
   for (const r of rounds) {
-    const { direct, gw, nginx } = r.peers;
-    if (direct === undefined || gw === undefined || nginx === undefined) continue;
-    const v = f({ direct, gw, nginx, plain: r.peers['gw-plain'] });
+    const v = f(r);
     if (v !== undefined) out.push(v);
   }
   return out;
 }
 
+const rps =
+  (p: PeerName): PerRound =>
+  (r) =>
+    r.peers[p]?.saturation.rps;
+const cpuPerRequest =
+  (p: PeerName): PerRound =>
+  (r) =>
+    r.peers[p]?.cpuUsPerRequest;
+const added =
+  (p: PeerName, pct: 'p50Us' | 'p99Us'): PerRound =>
+  (r) => {
+    const peer = r.peers[p]?.latency[pct];
+    const direct = r.peers.direct?.latency[pct];
+    return peer === undefined || direct === undefined ? undefined : peer - direct;
+  };
+const ratio =
+  (a: PerRound, b: PerRound): PerRound =>
+  (r) => {
+    const x = a(r);
+    const y = b(r);
+    return x === undefined || y === undefined || y === 0 ? undefined : x / y;
+  };
+const minus =
+  (a: PerRound, b: PerRound): PerRound =>
+  (r) => {
+    const x = a(r);
+    const y = b(r);
+    return x === undefined || y === undefined ? undefined : x - y;
+  };
+const busy =
+  (p: PeerName, side: 'proxyCpuBusy' | 'loadCpuBusy'): PerRound =>
+  (r) => {
+    const v = r.peers[p]?.[side];
+    return v === undefined ? undefined : 100 * v;
+  };
+
 const MiB = (kib: number | undefined): number => (kib === undefined ? Number.NaN : kib / 1024);
 
 /**
- * Free ports for one mode's peers: gw, nginx, the upstream and gw's admin, stats and readiness; with a
- * baseline, a second gw sharing the upstream gets its own listener, admin, stats and readiness ports.
+ * Figures taken within each round (so neighbours' noise hits both sides of a ratio alike), for the
+ * proxies present: the feature's cost against the baseline and the access log's against logs off
+ * first, then each gw peer against nginx, node-floor and agentgateway, then each proxy's own figures.
  */
-export async function peerPorts(baseline: boolean): Promise<{ ports: Ports; basePorts: Ports | undefined }> {
-  const allocated = await freePorts(baseline ? 10 : 6);
-  const port = (i: number): number => {
-    const p = allocated[i];
-    if (p === undefined) throw new Error('could not allocate ports');
-    return p;
-  };
-  const ports: Ports = {
-    gw: port(0),
-    nginx: port(1),
-    upstream: port(2),
-    admin: port(3),
-    stats: port(4),
-    ready: port(5),
-  };
-  const basePorts = baseline
-    ? { ...ports, gw: port(6), admin: port(7), stats: port(8), ready: port(9) }
-    : undefined;
-  return { ports, basePorts };
-}
-
-export function peerLabels(custom: Partial<PeerLabels> | undefined): PeerLabels {
-  return { gw: 'gw', nginx: 'nginx', gwBaseline: 'gw plain', ...custom };
-}
-
-/** Figures taken within each round (so neighbours' noise hits both sides of a ratio alike). */
-function roundFigures(l: PeerLabels, baseline: boolean): FigureDef[] {
-  const b = (defs: FigureDef[]): FigureDef[] => (baseline ? defs : []);
-  return [
-    // The cost of the feature under test, first when there is a baseline to take it against.
-    ...b([
-      [
-        'gw-vs-gw-plain-throughput',
-        `Throughput ${l.gw} / ${l.gwBaseline}`,
+function roundFigures(l: PeerLabels, present: readonly ProxyName[]): FigureDef[] {
+  const has = (p: ProxyName): boolean => present.includes(p);
+  const n = (p: PeerName): string => labelOf(l, p);
+  const gws = GWS.filter(has);
+  const out: FigureDef[] = [];
+  if (has('gw-plain')) {
+    out.push([
+      'gw-vs-gw-plain-throughput',
+      `Throughput ${n('gw')} / ${n('gw-plain')}`,
+      'x',
+      ratio(rps('gw'), rps('gw-plain')),
+    ]);
+  }
+  if (has('gw-log')) {
+    out.push([
+      'gw-log-vs-gw-throughput',
+      `Throughput ${n('gw-log')} / ${n('gw')}`,
+      'x',
+      ratio(rps('gw-log'), rps('gw')),
+    ]);
+  }
+  for (const g of gws) {
+    out.push([
+      `${g}-vs-nginx-throughput`,
+      `Throughput ${n(g)} / ${n('nginx')}`,
+      'x',
+      ratio(rps(g), rps('nginx')),
+    ]);
+  }
+  // node-floor proxies without any of gw's work: every gw peer is priced against it. agentgateway runs
+  // the scenario's config, so only the gw peers running that config (not the baseline) are.
+  for (const ref of ['node-floor', 'agentgateway'] as const) {
+    if (!has(ref)) continue;
+    for (const g of gws) {
+      if (ref === 'agentgateway' && g === 'gw-plain') continue;
+      out.push([`${g}-vs-${ref}-throughput`, `Throughput ${n(g)} / ${n(ref)}`, 'x', ratio(rps(g), rps(ref))]);
+      out.push([
+        `${g}-vs-${ref}-cpu`,
+        `CPU per request ${n(g)} / ${n(ref)}`,
         'x',
-        (r) => (r.plain === undefined ? undefined : r.gw.saturation.rps / r.plain.saturation.rps),
-      ],
-    ]),
-    [
-      'gw-vs-nginx-throughput',
-      `Throughput ${l.gw} / ${l.nginx}`,
-      'x',
-      (r) => r.gw.saturation.rps / r.nginx.saturation.rps,
-    ],
-    ...b([
-      [
-        'gw-plain-vs-nginx-throughput',
-        `Throughput ${l.gwBaseline} / ${l.nginx}`,
-        'x',
-        (r) => (r.plain === undefined ? undefined : r.plain.saturation.rps / r.nginx.saturation.rps),
-      ],
-    ]),
-    [
-      'gw-vs-direct-throughput',
-      `Throughput ${l.gw} / direct`,
-      'x',
-      (r) => r.gw.saturation.rps / r.direct.saturation.rps,
-    ],
-    [
-      'nginx-vs-direct-throughput',
-      `Throughput ${l.nginx} / direct`,
-      'x',
-      (r) => r.nginx.saturation.rps / r.direct.saturation.rps,
-    ],
-    ['gw-cpu-per-request', `CPU per request, ${l.gw}`, 'us', (r) => r.gw.cpuUsPerRequest],
-    ...b([
-      ['gw-plain-cpu-per-request', `CPU per request, ${l.gwBaseline}`, 'us', (r) => r.plain?.cpuUsPerRequest],
-      [
-        'gw-cpu-over-plain',
-        `CPU per request, ${l.gw} minus ${l.gwBaseline}`,
-        'us',
-        (r) =>
-          r.gw.cpuUsPerRequest === undefined || r.plain?.cpuUsPerRequest === undefined
-            ? undefined
-            : r.gw.cpuUsPerRequest - r.plain.cpuUsPerRequest,
-      ],
-    ]),
-    ['nginx-cpu-per-request', `CPU per request, ${l.nginx}`, 'us', (r) => r.nginx.cpuUsPerRequest],
-    ['gw-added-p50', `Added p50 latency, ${l.gw}`, 'us', (r) => r.gw.latency.p50Us - r.direct.latency.p50Us],
-    ['gw-added-p99', `Added p99 latency, ${l.gw}`, 'us', (r) => r.gw.latency.p99Us - r.direct.latency.p99Us],
-    ...b([
-      [
-        'gw-plain-added-p50',
-        `Added p50 latency, ${l.gwBaseline}`,
-        'us',
-        (r) => (r.plain === undefined ? undefined : r.plain.latency.p50Us - r.direct.latency.p50Us),
-      ],
-      [
-        'gw-plain-added-p99',
-        `Added p99 latency, ${l.gwBaseline}`,
-        'us',
-        (r) => (r.plain === undefined ? undefined : r.plain.latency.p99Us - r.direct.latency.p99Us),
-      ],
-    ]),
-    [
-      'nginx-added-p50',
-      `Added p50 latency, ${l.nginx}`,
+        ratio(cpuPerRequest(g), cpuPerRequest(ref)),
+      ]);
+    }
+  }
+  for (const p of present) {
+    out.push([`${p}-vs-direct-throughput`, `Throughput ${n(p)} / direct`, 'x', ratio(rps(p), rps('direct'))]);
+  }
+  for (const p of present) {
+    out.push([`${p}-cpu-per-request`, `CPU per request, ${n(p)}`, 'us', cpuPerRequest(p)]);
+  }
+  if (has('gw-plain')) {
+    out.push([
+      'gw-cpu-over-plain',
+      `CPU per request, ${n('gw')} minus ${n('gw-plain')}`,
       'us',
-      (r) => r.nginx.latency.p50Us - r.direct.latency.p50Us,
-    ],
-    [
-      'nginx-added-p99',
-      `Added p99 latency, ${l.nginx}`,
+      minus(cpuPerRequest('gw'), cpuPerRequest('gw-plain')),
+    ]);
+  }
+  if (has('gw-log')) {
+    out.push([
+      'gw-log-cpu-over-gw',
+      `CPU per request, ${n('gw-log')} minus ${n('gw')}`,
       'us',
-      (r) => r.nginx.latency.p99Us - r.direct.latency.p99Us,
-    ],
-  ];
+      minus(cpuPerRequest('gw-log'), cpuPerRequest('gw')),
+    ]);
+  }
+  for (const p of present) {
+    out.push([`${p}-added-p50`, `Added p50 latency, ${n(p)}`, 'us', added(p, 'p50Us')]);
+    out.push([`${p}-added-p99`, `Added p99 latency, ${n(p)}`, 'us', added(p, 'p99Us')]);
+  }
+  return out;
 }
 
-function contextFigures(l: PeerLabels, baseline: boolean): FigureDef[] {
-  const b = (defs: FigureDef[]): FigureDef[] => (baseline ? defs : []);
+function contextFigures(l: PeerLabels, present: readonly ProxyName[], pinned: boolean): FigureDef[] {
+  const n = (p: PeerName): string => labelOf(l, p);
   return [
-    ['gw-rps', `Context: ${l.gw} throughput`, 'rps', (r) => r.gw.saturation.rps],
-    ...b([['gw-plain-rps', `Context: ${l.gwBaseline} throughput`, 'rps', (r) => r.plain?.saturation.rps]]),
-    ['nginx-rps', `Context: ${l.nginx} throughput`, 'rps', (r) => r.nginx.saturation.rps],
-    ['direct-rps', 'Context: direct throughput', 'rps', (r) => r.direct.saturation.rps],
-    ['direct-p50', 'Context: direct p50 at fixed rate', 'us', (r) => r.direct.latency.p50Us],
-    ['direct-p99', 'Context: direct p99 at fixed rate', 'us', (r) => r.direct.latency.p99Us],
+    ...present.map((p): FigureDef => [`${p}-rps`, `Context: ${n(p)} throughput`, 'rps', rps(p)]),
+    ['direct-rps', 'Context: direct throughput', 'rps', rps('direct')],
+    ['direct-p50', 'Context: direct p50 at fixed rate', 'us', (r) => r.peers.direct?.latency.p50Us],
+    ['direct-p99', 'Context: direct p99 at fixed rate', 'us', (r) => r.peers.direct?.latency.p99Us],
     // Whether a proxy used all of its CPUs at saturation, or was held back by the load side.
-    [
-      'gw-proxy-cpu-busy',
-      `Context: proxy CPUs busy, ${l.gw} saturation`,
-      '%',
-      (r) => 100 * r.gw.proxyCpuBusy,
-    ],
-    ...b([
-      [
-        'gw-plain-proxy-cpu-busy',
-        `Context: proxy CPUs busy, ${l.gwBaseline} saturation`,
+    ...present.map(
+      (p): FigureDef => [
+        `${p}-proxy-cpu-busy`,
+        `Context: proxy CPUs busy, ${n(p)} saturation`,
         '%',
-        (r) => (r.plain === undefined ? undefined : 100 * r.plain.proxyCpuBusy),
+        busy(p, 'proxyCpuBusy'),
       ],
-    ]),
-    [
-      'nginx-proxy-cpu-busy',
-      `Context: proxy CPUs busy, ${l.nginx} saturation`,
-      '%',
-      (r) => 100 * r.nginx.proxyCpuBusy,
-    ],
-  ];
-}
-
-// Only meaningful when the load side has CPUs of its own.
-function pinnedFigures(l: PeerLabels): FigureDef[] {
-  return [
-    [
-      'nginx-load-cpu-busy',
-      `Context: load CPUs busy, ${l.nginx} saturation`,
-      '%',
-      (r) => 100 * r.nginx.loadCpuBusy,
-    ],
+    ),
+    // Only meaningful when the load side has CPUs of its own; the fastest proxies are the ones it caps.
+    ...(pinned
+      ? present
+          .filter((p) => p === 'nginx' || p === 'agentgateway')
+          .map(
+            (p): FigureDef => [
+              `${p}-load-cpu-busy`,
+              `Context: load CPUs busy, ${n(p)} saturation`,
+              '%',
+              busy(p, 'loadCpuBusy'),
+            ],
+          )
+      : []),
   ];
 }
 
@@ -568,42 +709,44 @@ type Memory = Record<'idle' | 'peak' | 'hwm', Partial<Record<ProxyName, number>>
 function figures(
   rounds: readonly Round[],
   mem: Memory,
-  opts: { pinned: boolean; baseline: boolean; labels: PeerLabels },
+  opts: { pinned: boolean; present: readonly ProxyName[]; labels: PeerLabels },
 ): Figure[] {
   const l = opts.labels;
   const fromRounds = (list: readonly FigureDef[]): Figure[] =>
     list.map(([key, label, unit, f]) => figure(key, label, unit, perRound(rounds, f)));
-  const baselineMemory = opts.baseline
-    ? [
-        figure('gw-plain-rss-idle', `RSS idle, ${l.gwBaseline}`, 'MiB', [MiB(mem.idle['gw-plain'])]),
-        figure('gw-plain-rss-peak', `RSS peak (100 ms samples), ${l.gwBaseline}`, 'MiB', [
-          MiB(mem.peak['gw-plain']),
-        ]),
-      ]
-    : [];
+  const memory = opts.present.flatMap((p) => {
+    const n = labelOf(l, p);
+    return [
+      figure(`${p}-rss-idle`, `RSS idle, ${n}`, 'MiB', [MiB(mem.idle[p])]),
+      figure(`${p}-rss-peak`, `RSS peak (100 ms samples), ${n}`, 'MiB', [MiB(mem.peak[p])]),
+      ...(p === 'gw'
+        ? [figure('gw-rss-hwm', `RSS high-water mark (VmHWM), ${n}`, 'MiB', [MiB(mem.hwm.gw)])]
+        : []),
+    ];
+  });
   return [
-    ...fromRounds(roundFigures(l, opts.baseline)),
-    figure('gw-rss-idle', `RSS idle, ${l.gw}`, 'MiB', [MiB(mem.idle.gw)]),
-    figure('gw-rss-peak', `RSS peak (100 ms samples), ${l.gw}`, 'MiB', [MiB(mem.peak.gw)]),
-    figure('gw-rss-hwm', `RSS high-water mark (VmHWM), ${l.gw}`, 'MiB', [MiB(mem.hwm.gw)]),
-    ...baselineMemory,
-    figure('nginx-rss-idle', `RSS idle, ${l.nginx}`, 'MiB', [MiB(mem.idle.nginx)]),
-    figure('nginx-rss-peak', `RSS peak (100 ms samples), ${l.nginx}`, 'MiB', [MiB(mem.peak.nginx)]),
-    ...fromRounds(contextFigures(l, opts.baseline)),
-    ...(opts.pinned ? fromRounds(pinnedFigures(l)) : []),
+    ...fromRounds(roundFigures(l, opts.present)),
+    ...memory,
+    ...fromRounds(contextFigures(l, opts.present, opts.pinned)),
   ];
 }
 
-function notes(rounds: readonly Round[], mode: Mode, standin: boolean, labels: PeerLabels): string[] {
+function notes(
+  rounds: readonly Round[],
+  mode: Mode,
+  standin: boolean,
+  labels: PeerLabels,
+  /** Why agentgateway is not among the peers, when it is not. */
+  opts: { agentgatewayOut: 'no binary' | 'no equivalent config' | undefined },
+): string[] {
   const out: string[] = [];
   if (standin) out.push('STAND-IN RUN: "gw" is a second nginx, to test the harness only.');
-  const label: Record<PeerName, string> = {
-    direct: 'direct',
-    gw: labels.gw,
-    'gw-plain': labels.gwBaseline,
-    nginx: labels.nginx,
-  };
-  for (const name of ['direct', 'gw', 'gw-plain', 'nginx'] as const) {
+  if (opts.agentgatewayOut === 'no binary') {
+    out.push('agentgateway: skipped, no binary at ../shared/bin/agentgateway (or BENCH_AGENTGATEWAY_BIN).');
+  } else if (opts.agentgatewayOut === 'no equivalent config') {
+    out.push('agentgateway: not measured in this scenario, which has no equivalent agentgateway config.');
+  }
+  for (const name of ['direct', ...PROXIES] as const) {
     let seen = false;
     let satErrors = 0;
     let latErrors = 0;
@@ -620,7 +763,7 @@ function notes(rounds: readonly Round[], mode: Mode, standin: boolean, labels: P
       if (name !== 'direct' && mode.loadCpus !== undefined && m.loadCpuBusy > LOAD_SATURATED) loadBound++;
     }
     if (!seen) continue;
-    const n = label[name];
+    const n = labelOf(labels, name);
     if (satErrors > 0) out.push(`${n}: ${satErrors} errors or non-2xx responses in saturation runs.`);
     if (latErrors > 0) out.push(`${n}: ${latErrors} failed or non-2xx requests in fixed-rate runs.`);
     if (missedRate > 0) {

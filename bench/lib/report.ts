@@ -81,7 +81,7 @@ export function renderSection(r: ResultFile, fileName: string): string {
       `${load} · [results/${fileName}](results/${fileName})`,
     '',
     `Machine: ${m.nproc} × ${m.cpuModel} · Linux ${m.kernel} · Node ${m.node} · nginx ${m.nginx} · wrk ${m.wrk} · ` +
-      `h2load ${m.h2load} · gw ${m.gwRevision} · load average ${m.loadAverage.toFixed(2)} at start`,
+      `h2load ${m.h2load}${m.agentgateway === undefined ? '' : ` · agentgateway ${m.agentgateway}`} · gw ${m.gwRevision} · load average ${m.loadAverage.toFixed(2)} at start`,
     '',
   ];
   const keys: { key: string; label: string }[] = [];
@@ -113,6 +113,15 @@ const EXPLANATION = `## What the figures mean
   loop, responses with status < 400 only), as a ratio of the two peers measured in the same round; the
   median over rounds, the min–max range in brackets. "direct" is wrk talking to the upstream with no
   proxy, the ceiling of the setup.
+- **node-floor**: the least a Node proxy does per request (\`bench/peers/node-floor.ts\`: \`node:http\` in,
+  an undici \`Pool\` out, no routing or logging), with gw's Node, its undici and its thread layout (one
+  worker thread per worker, an idle main thread). "gw / node-floor" is what gw's own code costs on top
+  of Node; "CPU per request gw / node-floor" is the issue's target ratio.
+- **agentgateway**: the Rust original of gw's spec (\`../shared/bin/agentgateway\`, skipped when absent)
+  with the scenario's config in its own words, its request log off and \`workerThreads\` equal to gw's
+  workers; left out of a scenario without an equivalent config (the note says so).
+- **gw (access log)** next to **gw (logs off)** (scenario 1): the same config with gw's default logging,
+  the access log written to a file as a user's stdout would be; the difference is the log's cost.
 - **gw plain** (scenarios that price a feature, e.g. 5): a second gw running scenario 1's config (no
   policies) on the same upstream and load, measured in the same rounds; "X / gw plain" and "CPU per
   request, X minus gw plain" are the cost of the feature itself.
@@ -133,12 +142,16 @@ const EXPLANATION = `## What the figures mean
   multi-process tree).
 - **Context** rows are absolute numbers; they depend on the machine and its neighbours and are not for
   comparison across runs.
-- **Pinned** runs put the proxies (gw with \`workerThreads: 1\`, nginx with \`worker_processes 1\`) on
+- **Pinned** runs put the proxies (gw with \`workerThreads: 1\`, nginx with \`worker_processes 1\`, and the
+  same for node-floor and agentgateway) on
   core 0 and the upstream, the load generators and the harness on core 1 (\`taskset\`): per-core
   figures. **Unpinned** runs use 2 workers each and let everything share all cores: the whole-machine
   figure.
-- Rounds alternate their order (direct, gw, nginx, then nginx, gw, direct …) so a drifting
-  background load biases no peer.
+- Rounds alternate their order (direct, gw, …, agentgateway, then agentgateway, …, gw, direct) so a
+  drifting background load biases no peer.
+- **bench/results/latest.json** holds the pinned 1-worker headline figures of each scenario (merged run
+  after run); \`make bench\` warns when plain CPU per request (gw, logs off) moves more than 5% from the
+  committed value.
 `;
 
 /** Rebuilds RESULTS.md from every result file in resultsDir; returns the text written. */

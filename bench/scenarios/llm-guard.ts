@@ -18,7 +18,9 @@ export function configure(input: ConfigureInput): ScenarioConfig {
     throw new Error('llm-guard: the llm scenario has no model entry to guard');
   // the guards belong to the one model: inserted right after its name, at its indentation
   const at = base.gwYaml.indexOf(model) + model.length;
-  return { ...base, gwYaml: base.gwYaml.slice(0, at) + GUARDS + base.gwYaml.slice(at) };
+  // agentgateway is left out: scenario 3's config for it has no guards, so it would not do this job.
+  const { agentgatewayYaml: _, ...rest } = base;
+  return { ...rest, gwYaml: base.gwYaml.slice(0, at) + GUARDS + base.gwYaml.slice(at) };
 }
 
 export const llmGuard: Scenario = {
@@ -30,6 +32,5 @@ export const llmGuard: Scenario = {
   configure,
   gwBaseline: llm,
   peerLabels: { gw: 'gw llm + guards', gwBaseline: 'gw llm, no guards', nginx: 'nginx proxy_pass' },
-  quick: { saturationSeconds: 1, latencySeconds: 0.5 },
   run: (ctx) => runProxyComparison(ctx, llmGuard),
 };

@@ -3,6 +3,7 @@
 // The upstream is nginx answering a fixed chat.completion, so it costs a few µs and never caps a peer.
 // Peers: direct, gw llm, gw with scenario 1's plain route to the same upstream (the baseline that
 // prices the LLM layer itself) and nginx proxy_pass (no LLM logic: the floor of proxying).
+import { agentgatewayConfig } from '../lib/agentgateway.ts';
 import { gwConfigWith } from '../lib/gw.ts';
 import { runProxyComparison } from '../lib/proxy-comparison.ts';
 import { configure as configurePlain, plainHttp } from './plain-http.ts';
@@ -106,6 +107,28 @@ llm:
   );
 }
 
+/**
+ * agentgateway's llmGatewayYaml: the same gateway and model; its local rate limit is a token bucket
+ * (maxTokens refilled per fillInterval) of type tokens, as large as gw's.
+ */
+function llmAgentgatewayYaml({ mode, ports }: ConfigureInput): string {
+  return agentgatewayConfig(
+    ports,
+    mode.workers,
+    `gateways:
+  bench: {port: ${ports.gw}}
+llm:
+  gateways: [bench]
+  policies:
+    localRateLimit: [{maxTokens: 10000000000, tokensPerFill: 10000000000, fillInterval: 1h, type: tokens}]
+  models:
+  - name: ${MODEL}
+    provider: openai
+    params: {baseUrl: "http://127.0.0.1:${ports.upstream}/v1", apiKey: sk-gw-bench, model: ${PROVIDER_MODEL}}
+`,
+  );
+}
+
 /** Metrics lines that show the LLM layer counted the answers' tokens. */
 export const TOKENS_COUNTED: NonNullable<ScenarioConfig['gwMetricsExpect']> = [
   {
@@ -135,6 +158,7 @@ export function configure(input: ConfigureInput): ScenarioConfig {
     },
     nginxHttp: plain.nginxHttp,
     gwYaml: llmGatewayYaml(input),
+    agentgatewayYaml: llmAgentgatewayYaml(input),
     load: {
       path: '/v1/chat/completions',
       method: 'POST',
@@ -166,7 +190,5 @@ export const llm: Scenario = {
   configure,
   gwBaseline: plainHttp,
   peerLabels: { gw: 'gw llm', gwBaseline: 'gw plain route', nginx: 'nginx proxy_pass' },
-  // Four peers: the shorter quick runs of scenario 5 keep BENCH_QUICK=1 under a minute.
-  quick: { saturationSeconds: 1, latencySeconds: 0.5 },
   run: (ctx) => runProxyComparison(ctx, llm),
 };

@@ -1,5 +1,7 @@
-// Scenario 1: plain HTTP/1.1 proxying of a small GET response over 64 keep-alive connections, gw
-// against nginx and against the upstream reached directly.
+// Scenario 1: plain HTTP/1.1 proxying of a small GET response over 64 keep-alive connections, gw (with
+// logs off and with its default access log) against nginx, the Node floor, agentgateway and the
+// upstream reached directly.
+import { agentgatewayConfig } from '../lib/agentgateway.ts';
 import { gwConfig } from '../lib/gw.ts';
 import { runProxyComparison } from '../lib/proxy-comparison.ts';
 import type { ConfigureInput, Scenario, ScenarioConfig } from './types.ts';
@@ -10,6 +12,17 @@ const BODY = 'hello from the gw bench upstream\n';
 // requests by default, which would make reconnects part of what is measured.
 const KEEPALIVE = `  keepalive_requests 1000000;
   keepalive_timeout 300s;`;
+
+/** One route to the upstream; gw's bind also names its loopback address, agentgateway's takes none. */
+const binds = (ports: ConfigureInput['ports'], address: string): string => `- port: ${ports.gw}
+${address}  listeners:
+  - name: bench
+    protocol: HTTP
+    routes:
+    - name: upstream
+      backends:
+      - host: 127.0.0.1:${ports.upstream}
+`;
 
 export function configure({ mode, ports }: ConfigureInput): ScenarioConfig {
   return {
@@ -29,20 +42,8 @@ export function configure({ mode, ports }: ConfigureInput): ScenarioConfig {
     }
   }`,
     },
-    gwYaml: gwConfig(
-      ports,
-      mode.workers,
-      `- port: ${ports.gw}
-  address: 127.0.0.1
-  listeners:
-  - name: bench
-    protocol: HTTP
-    routes:
-    - name: upstream
-      backends:
-      - host: 127.0.0.1:${ports.upstream}
-`,
-    ),
+    gwYaml: gwConfig(ports, mode.workers, binds(ports, '  address: 127.0.0.1\n')),
+    agentgatewayYaml: agentgatewayConfig(ports, mode.workers, `binds:\n${binds(ports, '')}`),
     nginxHttp: `${KEEPALIVE}
   upstream backend {
     server 127.0.0.1:${ports.upstream};
@@ -75,5 +76,7 @@ export const plainHttp: Scenario = {
   reference:
     'agentgateway v1.6.0 (published, 2 cores): ~82 µs CPU per plain proxied request, p99 +0.15–0.3 ms at 1–3k rps, 12–95 MiB RSS.',
   configure,
+  gwAccessLog: true,
+  peerLabels: { gw: 'gw (logs off)', gwAccessLog: 'gw (access log)' },
   run: (ctx) => runProxyComparison(ctx, plainHttp),
 };

@@ -70,6 +70,12 @@ export interface ScenarioConfig {
    * the LLM layer counting the answer's tokens.
    */
   gwMetricsExpect?: { what: string; pattern: string }[];
+  /**
+   * agentgateway's equivalent of gwYaml (its listener on ports.gw, admin, stats and readiness on
+   * ports.admin, ports.stats and ports.ready), when it can do the same job; the agentgateway peer is left
+   * out of the scenario when this is undefined. It must pass `agentgateway --validate-only`.
+   */
+  agentgatewayYaml?: string;
 }
 
 /** How the report names the peers, when they are not all plain proxies. */
@@ -78,6 +84,11 @@ export interface PeerLabels {
   nginx: string;
   /** The second gw peer, measured when the scenario has a gwBaseline. */
   gwBaseline: string;
+  /** gw with the scenario's config and the default logging (access log on), when gwAccessLog is set. */
+  gwAccessLog: string;
+  /** The minimal Node proxy (bench/peers/node-floor.ts). */
+  nodeFloor: string;
+  agentgateway: string;
 }
 
 export interface Settings {
@@ -97,6 +108,8 @@ export interface RunContext {
   /** Scratch directory for configs and logs, removed after the run. */
   workDir: string;
   gwBin: string;
+  /** The agentgateway binary when it exists (../shared/bin/agentgateway); its peer is skipped otherwise. */
+  agentgatewayBin: string | undefined;
   log: (line: string) => void;
 }
 
@@ -140,6 +153,11 @@ export interface Scenario {
    * It makes the cost of a feature (gw with it / gw without it) a within-round ratio.
    */
   readonly gwBaseline?: Pick<Scenario, 'configure'>;
+  /**
+   * Also measure gw with its default logging (the access log on, written to a file as a user's stdout
+   * would be) next to the logs-off gw, with the same config otherwise: the access log's cost.
+   */
+  readonly gwAccessLog?: boolean;
   readonly peerLabels?: Partial<PeerLabels>;
   /**
    * Per-peer seconds for BENCH_QUICK=1 when the defaults would not fit the quick budget (more peers);
