@@ -9,7 +9,15 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CreateMessageRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { request } from 'undici';
 import { SessionSealer } from './session.ts';
-import { connectClient, EVERYTHING, type HttpPeer, startHttpPeer, textOf } from './test-support.ts';
+import { SseParser } from './sse.ts';
+import {
+  connectClient,
+  EVERYTHING,
+  eventually,
+  type HttpPeer,
+  startHttpPeer,
+  textOf,
+} from './test-support.ts';
 
 let web: HttpPeer;
 let proxy: TestProxy;
@@ -196,6 +204,64 @@ describe('sessions', () => {
     } finally {
       await other.close();
       await client.close();
+    }
+  });
+
+  test('legacy SSE: a message POSTed to another gateway worker reaches the worker holding the stream', async () => {
+    // Two planes in one process stand in for two workers of one proxy (same config, same key).
+    const other = await startProxy(config(web.url));
+    const ac = new AbortController();
+    try {
+      const stream = await request(proxy.url('/mcp/sse'), {
+        headers: { accept: 'text/event-stream' },
+        signal: ac.signal,
+      });
+      assert.equal(stream.statusCode, 200);
+      const events: string[] = [];
+      const parser = new SseParser();
+      stream.body.setEncoding('utf8');
+      stream.body.on('data', (c: string) => {
+        for (const e of parser.push(c)) events.push(`${e.event} ${e.data}`);
+      });
+      stream.body.on('error', () => {});
+      await eventually(() => events.length > 0, 5000, 'the endpoint event');
+      const endpoint = (events[0] as string).replace(/^endpoint /, '');
+      assert.match(endpoint, /^\/mcp\/message\?sessionId=/);
+      const post = async (m: unknown) => {
+        const r = await request(other.url(endpoint), {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(m),
+        });
+        assert.equal(r.statusCode, 202);
+        await r.body.text();
+      };
+      await post({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2024-11-05',
+          capabilities: {},
+          clientInfo: { name: 'raw', version: '1' },
+        },
+      });
+      await eventually(() => events.some((e) => e.includes('"id":1')), 10000, 'the initialize answer');
+      await post({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      await post({
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'web_weather', arguments: { city: 'Turin' } },
+      });
+      await eventually(
+        () => events.some((e) => e.includes('sunny in Turin')),
+        10000,
+        'the call answer on the stream',
+      );
+    } finally {
+      ac.abort();
+      await other.close();
     }
   });
 

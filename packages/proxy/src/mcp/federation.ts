@@ -7,7 +7,7 @@ import { parseGoDuration } from '@gw/api';
 import type { Dispatcher } from 'undici';
 import type { CelContext } from '../cel/cel.ts';
 import type { McpTarget, McpTargetIR } from '../config/ir.ts';
-import type { RequestContext } from '../pipeline/context.ts';
+import type { RequestExtensions } from '../pipeline/context.ts';
 import { compileRules, decide, type Rule } from '../policies/authorization/decision.ts';
 import { VERSION } from '../version.ts';
 import {
@@ -64,9 +64,21 @@ declare module '../pipeline/context.ts' {
   }
 }
 
+/**
+ * What the federation reads of the client's HTTP request: its CEL view, its route, and the slot for
+ * what it records. A RequestContext is one; so is the view a legacy SSE message sent from another
+ * worker arrives as.
+ */
+export interface McpRequest {
+  readonly ext: RequestExtensions;
+  celContext(): CelContext;
+  readonly route: { key: string } | undefined;
+  readonly signal: AbortSignal;
+}
+
 /** One client request as the federation sees it. */
 export interface Call {
-  ctx: RequestContext;
+  ctx: McpRequest;
   /** The session; null in Stateless mode. */
   session: SessionState | null;
   /** Messages for the client about this request (progress, server requests), before its answer. */

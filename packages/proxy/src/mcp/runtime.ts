@@ -3,6 +3,8 @@
 // owns a name or URI (for Never mode and resources). Everything else travels in the session id. The
 // proxy's pool registry holds the runtime while a config uses it and closes it (killing its processes)
 // when none does.
+
+import { BroadcastChannel } from 'node:worker_threads';
 import type { Retained } from '../upstream/pools.ts';
 import type { SessionState } from './session.ts';
 import type { Relay } from './upstream/connection.ts';
@@ -20,6 +22,14 @@ export interface ClientStream {
   state?: SessionState;
 }
 
+/** A legacy SSE message on its way to the worker holding its stream, with its request's CEL view. */
+export interface RemoteMessage {
+  nonce: string;
+  message: unknown;
+  cel: Record<string, unknown>;
+  route: string | undefined;
+}
+
 export class McpRuntime implements Retained {
   /** Connection-bound targets by session nonce, then target name. */
   readonly streams = new Map<string, Map<string, StreamConnection>>();
@@ -31,14 +41,47 @@ export class McpRuntime implements Retained {
   readonly clientStreams = new Map<string, ClientStream>();
   #closed = false;
   readonly #sweep: NodeJS.Timeout;
+  #channel: BroadcastChannel | undefined;
+  /** Handles a legacy SSE message another worker received for a stream this worker holds. */
+  onRemote: ((m: RemoteMessage) => void) | undefined;
 
-  constructor() {
+  /** Names this runtime's config across workers. */
+  readonly key: string;
+
+  constructor(key: string) {
+    this.key = key;
     this.#sweep = setInterval(() => this.sweep(Date.now()), 60_000);
     this.#sweep.unref();
   }
 
   get closed(): boolean {
     return this.#closed;
+  }
+
+  /**
+   * Legacy SSE clients POST on a connection of their own, which may reach another worker than the
+   * one holding their stream: that worker passes the message on to all, and the holder handles it.
+   */
+  forward(m: RemoteMessage): void {
+    this.#remoteChannel().postMessage(m);
+  }
+
+  /** Listens for forwarded messages (the worker that holds a legacy stream). */
+  listenRemote(): void {
+    this.#remoteChannel();
+  }
+
+  #remoteChannel(): BroadcastChannel {
+    if (!this.#channel) {
+      const ch = new BroadcastChannel(`gw-mcp-legacy:${this.key}`);
+      ch.onmessage = (e) => {
+        const m = (e as { data: RemoteMessage }).data;
+        if (this.clientStreams.has(m.nonce)) this.onRemote?.(m);
+      };
+      ch.unref();
+      this.#channel = ch;
+    }
+    return this.#channel;
   }
 
   connection(nonce: string, target: string, create: () => StreamConnection): StreamConnection {
@@ -97,6 +140,7 @@ export class McpRuntime implements Retained {
     if (this.#closed) return;
     this.#closed = true;
     clearInterval(this.#sweep);
+    this.#channel?.close();
     await Promise.allSettled([...this.streams.keys()].map((n) => this.endSession(n)));
   }
 }

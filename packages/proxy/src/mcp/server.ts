@@ -3,9 +3,17 @@
 // the server's stream; DELETE ends the session) and the legacy SSE transport (GET …/sse, then POST
 // …/message?sessionId=). Every refusal is a JSON-RPC error, never an HTTP error page.
 import { PassThrough } from 'node:stream';
+import type { CelContext } from '../cel/cel.ts';
 import { bufferUpTo, contentLength } from '../pipeline/body.ts';
 import type { RequestContext } from '../pipeline/context.ts';
-import { type Call, type Federation, LATEST_VERSION, PROTOCOL_VERSIONS } from './federation.ts';
+import {
+  type Call,
+  type Federation,
+  LATEST_VERSION,
+  type McpRequest,
+  type McpRequestInfo,
+  PROTOCOL_VERSIONS,
+} from './federation.ts';
 import {
   asMessage,
   CODE,
@@ -18,7 +26,7 @@ import {
   type Message,
   type Response,
 } from './jsonrpc.ts';
-import type { ClientStream } from './runtime.ts';
+import type { ClientStream, RemoteMessage } from './runtime.ts';
 import { newSessionNonce, type SessionSealer, type SessionState, sessionSealer } from './session.ts';
 import { sseFrame } from './sse.ts';
 
@@ -37,6 +45,7 @@ export class McpServer {
     this.#fed = fed;
     this.#limit = bodyLimit;
     this.#localhostOnly = fed.ir.localhostOnly;
+    fed.runtime.onRemote = (m) => this.#remote(m);
   }
 
   get #seal(): SessionSealer {
@@ -263,6 +272,7 @@ export class McpServer {
       signal: ac.signal,
     };
     this.#fed.runtime.clientStreams.set(nonce, entry);
+    this.#fed.runtime.listenRemote();
     const end = () => {
       if (ac.signal.aborted && stream.writableEnded) return;
       ac.abort();
@@ -282,34 +292,62 @@ export class McpServer {
   async #legacyMessage(ctx: RequestContext): Promise<void> {
     const id = new URLSearchParams(ctx.query.slice(1)).get('sessionId') ?? '';
     const opened = this.#seal.open(id);
-    const entry = opened ? this.#fed.runtime.clientStreams.get(opened.n) : undefined;
-    if (!opened || !entry) {
+    if (!opened?.n.startsWith('legacy-')) {
       return answer(ctx, 404, errorResponse(null, CODE.SESSION_NOT_FOUND, 'Session not found'));
     }
     const parsed = await this.#readMessage(ctx);
     if ('error' in parsed) return answer(ctx, parsed.status, parsed.error);
-    const m = parsed.message;
     ctx.response = {
       status: 202,
       headers: { 'content-length': '8', 'content-type': 'text/plain' },
       body: Buffer.from('Accepted'),
     };
+    const entry = this.#fed.runtime.clientStreams.get(opened.n);
+    if (!entry) {
+      // The stream is held by another worker of this proxy: it takes the message from here.
+      this.#fed.runtime.forward({
+        nonce: opened.n,
+        message: parsed.message,
+        cel: ctx.celContext() as Record<string, unknown>,
+        route: ctx.route?.key,
+      });
+      return;
+    }
+    void this.#legacyHandle(ctx, entry, opened.n, parsed.message);
+  }
+
+  #remote(m: RemoteMessage): void {
+    const entry = this.#fed.runtime.clientStreams.get(m.nonce);
+    const msg = asMessage(m.message);
+    if (!entry || !msg) return;
+    const view: McpRequest = {
+      ext: {},
+      celContext: () => m.cel as CelContext,
+      route: m.route === undefined ? undefined : { key: m.route },
+      signal: entry.signal,
+    };
+    void this.#legacyHandle(view, entry, m.nonce, msg);
+  }
+
+  /** One message of a legacy SSE session: every answer goes on the session's stream. */
+  async #legacyHandle(req: McpRequest, entry: ClientStream, nonce: string, m: Message): Promise<void> {
     const relay = (msg: Message) => entry.send(msg);
     if (isRequest(m) && m.method === 'initialize') {
-      ctx.ext.mcp = { method: 'initialize' };
-      const call: Call = { ctx, session: null, relay, signal: entry.signal };
+      const info: McpRequestInfo = { method: 'initialize' };
+      req.ext.mcp = info;
+      const call: Call = { ctx: req, session: null, relay, signal: entry.signal };
       try {
         // The legacy session keeps the stream's nonce, so its stdio processes are found again.
-        const { response, state } = await this.#fed.initialize(call, m, opened.n);
+        const { response, state } = await this.#fed.initialize(call, m, nonce);
         if (state) {
           entry.state = state;
           // What the targets say unasked goes on the same stream.
-          void this.#fed.listen({ ctx, session: state, relay, signal: entry.signal });
+          void this.#fed.listen({ ctx: req, session: state, relay, signal: entry.signal });
         }
-        ctx.ext.mcp.outcome = 'ok';
+        info.outcome = 'ok';
         entry.send(response);
       } catch (err) {
-        ctx.ext.mcp.outcome = 'failed';
+        info.outcome = 'failed';
         entry.send(errorResponse(m.id, CODE.UPSTREAM, (err as Error).message));
       }
       return;
@@ -321,16 +359,17 @@ export class McpServer {
       );
       return;
     }
-    const call: Call = { ctx, session, relay, signal: entry.signal };
+    const call: Call = { ctx: req, session, relay, signal: entry.signal };
     if (!isRequest(m)) {
-      ctx.ext.mcp = { method: 'method' in m ? m.method : 'response', outcome: 'ok' };
-      await this.#fed.fromClient(call, m as never);
+      req.ext.mcp = { method: 'method' in m ? m.method : 'response', outcome: 'ok' };
+      await this.#fed.fromClient(call, m as never).catch(() => {});
       return;
     }
-    // The answer streams after the 202, on the session's stream.
-    void this.#fed
-      .request(call, m)
-      .then(relay, (err) => relay(errorResponse(m.id, CODE.INTERNAL, (err as Error).message)));
+    try {
+      relay(await this.#fed.request(call, m));
+    } catch (err) {
+      relay(errorResponse(m.id, CODE.INTERNAL, (err as Error).message));
+    }
   }
 
   // ---------- shared ----------

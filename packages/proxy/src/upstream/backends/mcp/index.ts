@@ -1,6 +1,7 @@
 // The `mcp` backend: an MCP gateway federating several MCP servers (mcp/federation.ts) behind one
 // endpoint (mcp/server.ts). Remote targets use the proxy's pools; connection-bound targets (stdio
 // processes, legacy SSE streams) live in a runtime the pool registry keeps while a config uses it.
+import { createHash } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import { Federation } from '../../../mcp/federation.ts';
 import { McpRuntime } from '../../../mcp/runtime.ts';
@@ -23,7 +24,9 @@ export const mcpBackend: BackendKind<'mcp'> = {
     }
     // One runtime per distinct set of targets: a reload that keeps them keeps their processes.
     const key = `mcp:${JSON.stringify(t.targets)}|${t.sessionRouting}`;
-    const runtime = env.pools ? env.pools.keep(key, () => new McpRuntime()) : new McpRuntime();
+    const runtime = env.pools
+      ? env.pools.keep(key, () => new McpRuntime(hashKey(key)))
+      : new McpRuntime('dry-run');
     if (env.pools) env.used.add(runtime);
     else void runtime.close();
     const fed = new Federation(t, runtime, dispatchers, env.attemptTimeoutMs);
@@ -42,3 +45,7 @@ export const mcpBackend: BackendKind<'mcp'> = {
     };
   },
 };
+
+function hashKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex').slice(0, 16);
+}
