@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { CreateMessageRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CreateMessageRequestSchema, ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { request } from 'undici';
 import { SessionSealer } from './session.ts';
 import { SseParser } from './sse.ts';
@@ -63,7 +63,7 @@ for (const kind of ['streamable-http', 'sse'] as const) {
     let client: Client;
     before(async () => {
       const url = proxy.url(kind === 'sse' ? '/mcp/sse' : '/mcp');
-      ({ client } = await connectClient(url, kind, { sampling: {} }));
+      ({ client } = await connectClient(url, kind, { sampling: {}, roots: { listChanged: true } }));
     });
     after(async () => {
       await client?.close();
@@ -128,6 +128,24 @@ for (const kind of ['streamable-http', 'sse'] as const) {
       }));
       const asked = await client.callTool({ name: 'web_ask', arguments: {} });
       assert.equal(textOf(asked), 'client said: forty-two');
+    });
+
+    test('a stdio target asks the client (sampling, roots) during a call: relayed there and back', async () => {
+      client.setRequestHandler(CreateMessageRequestSchema, async (r) => ({
+        role: 'assistant',
+        content: { type: 'text', text: `sampled ${JSON.stringify(r.params.messages[0]?.content)}` },
+        model: 'test',
+      }));
+      client.setRequestHandler(ListRootsRequestSchema, async () => ({
+        roots: [{ uri: 'file:///work/gw', name: 'gw' }],
+      }));
+      const sampled = await client.callTool({
+        name: 'everything_trigger-sampling-request',
+        arguments: { prompt: 'why?', maxTokens: 5 },
+      });
+      assert.match(JSON.stringify(sampled.content), /sampled .*why\?/);
+      const roots = await client.callTool({ name: 'everything_get-roots-list', arguments: {} });
+      assert.match(JSON.stringify(roots.content), /file:\/\/\/work\/gw/);
     });
 
     test('ping is answered', async () => {
