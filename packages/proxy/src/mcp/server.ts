@@ -142,11 +142,11 @@ export class McpServer {
     const relay = (msg: Message) => {
       if (!sse || ctx.signal.aborted) return;
       if (!stream) {
-        stream = new PassThrough();
+        stream = sseStream();
         ctx.response = { status: 200, headers: sseHeaders(), body: stream };
         headersSent?.();
       }
-      stream.write(sseFrame(JSON.stringify(msg)));
+      write(stream, sseFrame(JSON.stringify(msg)));
     };
     const call = this.#call(ctx, session, relay);
     const work = this.#fed.request(call, req as never);
@@ -155,12 +155,13 @@ export class McpServer {
     if (stream) {
       const s = stream;
       work.then(
-        (res) => {
-          s.end(sseFrame(JSON.stringify(res)));
-        },
-        (err) => {
-          s.end(sseFrame(JSON.stringify(errorResponse(req.id, CODE.INTERNAL, (err as Error).message))));
-        },
+        (res) => write(s, sseFrame(JSON.stringify(res)), true),
+        (err) =>
+          write(
+            s,
+            sseFrame(JSON.stringify(errorResponse(req.id, CODE.INTERNAL, (err as Error).message))),
+            true,
+          ),
       );
       return;
     }
@@ -204,23 +205,23 @@ export class McpServer {
     if (session instanceof McpError)
       return answer(ctx, session.httpStatus, errorResponse(null, session.code, session.message));
     ctx.ext.mcp = { method: 'GET stream', outcome: 'ok' };
-    const stream = new PassThrough();
+    const stream = sseStream();
     ctx.response = { status: 200, headers: sseHeaders(), body: stream };
     const ac = new AbortController();
     const stop = () => ac.abort();
     ctx.signal.addEventListener('abort', stop, { once: true });
     stream.on('close', stop);
-    const keepalive = setInterval(() => stream.write(': keep-alive\n\n'), KEEPALIVE_MS);
+    const keepalive = setInterval(() => write(stream, ': keep-alive\n\n'), KEEPALIVE_MS);
     keepalive.unref();
     const call: Call = {
       ctx,
       session,
       signal: ac.signal,
-      relay: (m) => stream.write(sseFrame(JSON.stringify(m))),
+      relay: (m) => write(stream, sseFrame(JSON.stringify(m))),
     };
     void this.#fed.listen(call).finally(() => {
       clearInterval(keepalive);
-      stream.end();
+      write(stream, '', true);
     });
   }
 
@@ -247,7 +248,7 @@ export class McpServer {
 
   /** GET …/sse: a session whose answers all come on this stream; messages are POSTed to `endpoint`. */
   async #legacyOpen(ctx: RequestContext): Promise<void> {
-    const stream = new PassThrough();
+    const stream = sseStream();
     ctx.response = { status: 200, headers: sseHeaders(), body: stream };
     // The session begins unopened: its initialize (POSTed) sets it up. The id names the stream.
     const id = this.#seal.seal({
@@ -261,23 +262,25 @@ export class McpServer {
     const nonce = (this.#seal.open(id) as SessionState).n;
     const base = ctx.path.slice(0, -'sse'.length);
     stream.write(sseFrame(`${base}message?sessionId=${id}`, 'endpoint'));
-    const keepalive = setInterval(() => stream.write(': keep-alive\n\n'), KEEPALIVE_MS);
+    const keepalive = setInterval(() => write(stream, ': keep-alive\n\n'), KEEPALIVE_MS);
     keepalive.unref();
     const ac = new AbortController();
     const entry: ClientStream = {
       send: (m: Message) => {
-        if (!stream.writableEnded) stream.write(sseFrame(JSON.stringify(m), 'message'));
+        write(stream, sseFrame(JSON.stringify(m), 'message'));
       },
       close: () => ac.abort(),
       signal: ac.signal,
     };
     this.#fed.runtime.clientStreams.set(nonce, entry);
     this.#fed.runtime.listenRemote();
+    let ended = false;
     const end = () => {
-      if (ac.signal.aborted && stream.writableEnded) return;
+      if (ended) return;
+      ended = true;
       ac.abort();
       clearInterval(keepalive);
-      if (!stream.writableEnded) stream.end();
+      write(stream, '', true);
       this.#fed.runtime.clientStreams.delete(nonce);
       const st = entry.state;
       if (st) void this.#fed.end(st);
@@ -449,6 +452,19 @@ export class McpServer {
 function header(ctx: RequestContext, name: string): string | undefined {
   const v = ctx.headers[name];
   return Array.isArray(v) ? v[0] : v;
+}
+
+/** A stream to a client; once the client is gone, writes are dropped instead of raising. */
+function sseStream(): PassThrough {
+  const s = new PassThrough();
+  s.on('error', () => {});
+  return s;
+}
+
+function write(s: PassThrough, text: string, end = false): void {
+  if (s.destroyed || s.writableEnded) return;
+  if (end) s.end(text);
+  else s.write(text);
 }
 
 function sseHeaders(): Record<string, string> {
