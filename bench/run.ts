@@ -35,6 +35,7 @@ const USAGE = `node bench/run.ts — environment:
   BENCH_SECONDS=N            saturation seconds per peer and round (default 8, quick 2)
   BENCH_LATENCY_SECONDS=N    fixed-rate seconds per peer and round (default 6, quick 1)
   BENCH_GW_BIN=path          proxy binary (default bin/gw)
+  BENCH_GW_REVISION=text     gw's revision in the results when BENCH_GW_BIN is a snapshot outside git
   BENCH_AGENTGATEWAY_BIN=path  agentgateway peer (default ../shared/bin/agentgateway when it exists;
                              "none" leaves it out)
   BENCH_STANDIN=nginx        measure a second nginx in gw's place (harness test; writes nothing in bench/)

@@ -38,7 +38,8 @@ export function machineInfo(repoRoot: string, agentgatewayBin: string | undefine
     wrk: toolVersion('wrk', ['-v'], /^wrk (\S+)/m),
     h2load: toolVersion('h2load', ['--version'], /nghttp2\/(\S+)/),
     agentgateway: agentgatewayVersion(agentgatewayBin),
-    gwRevision: gitRevision(repoRoot),
+    // A snapshot outside git (git archive, via BENCH_GW_BIN) names its commit through BENCH_GW_REVISION.
+    gwRevision: process.env['BENCH_GW_REVISION'] || gitRevision(repoRoot),
     loadAverage: loadavg()[0] ?? 0,
   };
 }

@@ -72,6 +72,7 @@ export interface Round {
   peers: Partial<Record<PeerName, PeerMeasurement>>;
 }
 
+// Pause around each fixed-rate run so one peer's tail does not reach the next; quick runs halve it.
 const SETTLE_MS = 200;
 // Above this the load side, not the proxy, may have capped the throughput.
 const LOAD_SATURATED = 0.9;
@@ -505,11 +506,12 @@ async function measure(
   const proxyCpuBusy = busyFraction(proxyBefore, cpuSnapshot(proxyCpus));
   const ticksAfter = peer.proc === undefined ? 0 : cpuTicks(processTree(peer.proc.pid));
   assertAlive(peer);
+  const settle = settings.quick ? SETTLE_MS / 2 : SETTLE_MS;
   const cpuUsPerRequest =
     peer.proc === undefined || saturation.ok === 0
       ? undefined
       : ((ticksAfter - ticksBefore) * 1e6) / clockTicksPerSecond() / saturation.ok;
-  await sleep(SETTLE_MS);
+  await sleep(settle);
   const latency = await runH2load({
     url: peer.url,
     load: cfg.load,
@@ -518,7 +520,7 @@ async function measure(
     dir,
   });
   assertAlive(peer);
-  await sleep(SETTLE_MS);
+  await sleep(settle);
   return { saturation, cpuUsPerRequest, loadCpuBusy, proxyCpuBusy, latency };
 }
 
