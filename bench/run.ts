@@ -10,6 +10,7 @@ import { findAgentgateway } from './lib/agentgateway.ts';
 import { assertGwBinary } from './lib/gw.ts';
 import {
   committedPlainCpu,
+  entriesFromResults,
   type LatestEntry,
   latestEntry,
   latestFile,
@@ -39,7 +40,8 @@ const USAGE = `node bench/run.ts — environment:
   BENCH_AGENTGATEWAY_BIN=path  agentgateway peer (default ../shared/bin/agentgateway when it exists;
                              "none" leaves it out)
   BENCH_STANDIN=nginx        measure a second nginx in gw's place (harness test; writes nothing in bench/)
-  BENCH_KEEP=1               keep the scratch directory (configs, logs, raw h2load samples)`;
+  BENCH_KEEP=1               keep the scratch directory (configs, logs, raw h2load samples)
+node bench/run.ts --report-only  rebuilds RESULTS.md and results/latest.json from results/, measuring nothing`;
 
 function envNumber(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -117,6 +119,16 @@ async function main(): Promise<void> {
     console.log(USAGE);
     return;
   }
+  if (process.argv.includes('--report-only')) {
+    writeResultsMarkdown(
+      benchDir,
+      SCENARIOS.map((s) => s.name),
+    );
+    const file = latestFile(benchDir, false);
+    mergeLatest(file, entriesFromResults(benchDir));
+    console.log(`bench: rebuilt ${join(benchDir, 'RESULTS.md')} and ${file}`);
+    return;
+  }
   const settings = settingsFromEnv();
   const only = process.env['BENCH_SCENARIOS']?.split(',').map((s) => s.trim());
   const scenarios = only === undefined ? SCENARIOS : SCENARIOS.filter((s) => only.includes(s.name));
@@ -188,7 +200,8 @@ async function main(): Promise<void> {
     }
     if (latest.length > 0) {
       const file = latestFile(benchDir, settings.quick);
-      mergeLatest(file, latest);
+      // A full run also fills in scenarios measured before latest.json existed, from their result files.
+      mergeLatest(file, latest, settings.quick ? [] : entriesFromResults(benchDir));
       log(`merged ${latest.map((e) => e.scenario).join(', ')} into ${file}`);
     }
     if (!settings.standin) {

@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ModeResult } from '../scenarios/types.ts';
-import type { ResultFile } from './report.ts';
+import { newestResults, type ResultFile } from './report.ts';
 
 /** Our scenario slugs under the names the issue tracker uses. */
 const NAMES: Readonly<Record<string, string>> = {
@@ -124,8 +124,25 @@ export function latestFile(benchDir: string, quick: boolean): string {
   return join(benchDir, 'results', quick ? 'latest.quick.json' : 'latest.json');
 }
 
-/** Replaces the entries of the scenarios that ran, keeps the others; returns the merged list. */
-export function mergeLatest(file: string, entries: readonly LatestEntry[]): LatestEntry[] {
+/** The entries of the newest full run of each scenario in results/ (quick runs are not kept in git). */
+export function entriesFromResults(benchDir: string): LatestEntry[] {
+  const out: LatestEntry[] = [];
+  for (const { file, r } of newestResults(join(benchDir, 'results')).values()) {
+    const entry = r.quick ? undefined : latestEntry(r, file);
+    if (entry !== undefined) out.push(entry);
+  }
+  return out;
+}
+
+/**
+ * Replaces the entries of the scenarios that ran and keeps the others; a scenario in neither comes from
+ * `fallback` (e.g. entriesFromResults), so a list started late still names every scenario measured.
+ */
+export function mergeLatest(
+  file: string,
+  entries: readonly LatestEntry[],
+  fallback: readonly LatestEntry[] = [],
+): LatestEntry[] {
   let current: LatestEntry[] = [];
   try {
     const parsed = JSON.parse(readFileSync(file, 'utf8')) as unknown;
@@ -134,7 +151,9 @@ export function mergeLatest(file: string, entries: readonly LatestEntry[]): Late
     // None yet.
   }
   const ran = new Set(entries.map((e) => e.scenario));
-  const merged = [...current.filter((e) => !ran.has(e.scenario)), ...entries];
+  const kept = current.filter((e) => !ran.has(e.scenario));
+  const known = new Set([...ran, ...kept.map((e) => e.scenario)]);
+  const merged = [...kept, ...fallback.filter((e) => !known.has(e.scenario)), ...entries];
   const at = (s: string): number => (ORDER.includes(s) ? ORDER.indexOf(s) : ORDER.length);
   merged.sort((a, b) => at(a.scenario) - at(b.scenario) || a.scenario.localeCompare(b.scenario));
   writeFileSync(file, `${JSON.stringify(merged, null, 2)}\n`);

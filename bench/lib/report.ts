@@ -154,9 +154,8 @@ const EXPLANATION = `## What the figures mean
   committed value.
 `;
 
-/** Rebuilds RESULTS.md from every result file in resultsDir; returns the text written. */
-export function writeResultsMarkdown(benchDir: string, scenarioOrder: readonly string[]): string {
-  const resultsDir = join(benchDir, 'results');
+/** The result file each scenario is reported from: the newest full run, else the newest quick run. */
+export function newestResults(resultsDir: string): Map<string, { file: string; r: ResultFile }> {
   let files: string[] = [];
   try {
     files = readdirSync(resultsDir).filter((f) => f.endsWith('.json'));
@@ -182,6 +181,12 @@ export function writeResultsMarkdown(benchDir: string, scenarioOrder: readonly s
       (current.r.quick === r.quick && r.startedAt > current.r.startedAt);
     if (better) chosen.set(r.scenario, { file, r });
   }
+  return chosen;
+}
+
+/** Rebuilds RESULTS.md from every result file in resultsDir; returns the text written. */
+export function writeResultsMarkdown(benchDir: string, scenarioOrder: readonly string[]): string {
+  const chosen = newestResults(join(benchDir, 'results'));
   const ordered = [...chosen.keys()].sort((a, b) => {
     const ia = scenarioOrder.indexOf(a);
     const ib = scenarioOrder.indexOf(b);
