@@ -13,7 +13,8 @@ import { compileTable } from './routing/table.ts';
 import { Supervisor } from './server/supervisor.ts';
 import { watchFile } from './server/watch.ts';
 import { VERSION } from './version.ts';
-import { parseXdsAddress, startXdsClient, type XdsClient } from './xds-client/client.ts';
+import { parseXdsAddress } from './xds-client/address.ts';
+import type { XdsClient } from './xds-client/client.ts';
 
 const USAGE = `Usage: gw [-f config.yaml] [--validate-only] [--workers N]
        gw --xds-address URL --gateway NAMESPACE/NAME [--xds-token-file FILE] [--workers N]
@@ -241,6 +242,8 @@ export async function main(argv: string[]): Promise<number> {
         return;
       }
       if (xds) {
+        // grpc-js and the generated xDS messages: only a proxy fed over xDS loads them.
+        const { startXdsClient } = await import('./xds-client/client.ts');
         xdsClient = startXdsClient({
           address: xdsAddress as string,
           gateway: gateway as string,

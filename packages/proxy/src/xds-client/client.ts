@@ -27,6 +27,7 @@ import type { Logger } from 'pino';
 import type { ProxyIR } from '../config/ir.ts';
 import { loadConfigObject } from '../config/load.ts';
 import { VERSION } from '../version.ts';
+import { parseXdsAddress } from './address.ts';
 import { AdsService, RESOURCE_TYPE_URL } from './ads-service.ts';
 import { assembleConfig } from './assemble.ts';
 
@@ -288,21 +289,4 @@ function issue(
   message: string,
 ): ConfigIssue {
   return { file, line: 0, column: 0, path: formatPath(path), message };
-}
-
-/** `http://host:port` or `https://host:port` → the gRPC target; throws a message for the user. */
-export function parseXdsAddress(address: string): { target: string; tls: boolean } {
-  let u: URL;
-  try {
-    u = new URL(address);
-  } catch {
-    throw new Error(
-      `xDS address ${JSON.stringify(address)} is not a URL (http://host:port or https://host:port)`,
-    );
-  }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:')
-    throw new Error(`xDS address ${address}: use http:// (plaintext) or https:// (TLS)`);
-  if (u.pathname !== '/' && u.pathname !== '') throw new Error(`xDS address ${address}: no path allowed`);
-  const port = u.port || (u.protocol === 'https:' ? '443' : '80');
-  return { target: `${u.hostname}:${port}`, tls: u.protocol === 'https:' };
 }

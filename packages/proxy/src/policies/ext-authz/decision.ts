@@ -4,6 +4,9 @@
 import type { GwError } from '../../errors.ts';
 import type { Headers, ProxyResponse, RequestContext } from '../../pipeline/context.ts';
 
+/** Envoy's default for the ext_authz call: a slow authorization service must not stall every request. */
+export const DEFAULT_TIMEOUT_MS = 200;
+
 export type Decision =
   | {
       kind: 'allow';

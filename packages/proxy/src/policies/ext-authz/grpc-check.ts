@@ -15,16 +15,13 @@ import {
   CheckRequestSchema,
   type CheckResponse,
 } from '@gw/xds-proto/envoy/service/auth/v3/external_auth';
-import { type CelProgram, celToJson, compileCel } from '../../cel/cel.ts';
+import { type CelProgram, celToJson } from '../../cel/cel.ts';
 import { GwError } from '../../errors.ts';
 import type { Headers, ProxyResponse, RequestContext } from '../../pipeline/context.ts';
-import type { Check, Decision } from './decision.ts';
+import { type Check, DEFAULT_TIMEOUT_MS, type Decision } from './decision.ts';
 import { CHECK_PATH, deserializeCheckResponse, serializeCheckRequest } from './service.ts';
 
 type GrpcConfig = Extract<ExtAuthz, { grpc: unknown }>['grpc'];
-
-/** Envoy's default for the ext_authz call: a slow authorization service must not stall every request. */
-export const DEFAULT_TIMEOUT_MS = 200;
 
 // One channel per authorization service, shared by every route and kept across config reloads, so a
 // reload does not reconnect. A restarted service is retried within seconds, not grpc-js's 2 minutes.
@@ -41,10 +38,10 @@ function clientFor(host: string): Client {
   return c;
 }
 
-export function grpcCheck(cfg: GrpcConfig): Check {
+/** `metadata`: the config's requestMetadata, compiled by the caller. */
+export function grpcCheck(cfg: GrpcConfig, metadata: readonly (readonly [string, CelProgram])[]): Check {
   const timeoutMs = (cfg.timeout && parseGoDuration(cfg.timeout)) || DEFAULT_TIMEOUT_MS;
   const extensions = { ...(cfg.contextExtensions ?? {}) };
-  const metadata = Object.entries(cfg.requestMetadata ?? {}).map(([k, v]) => [k, compileCel(v)] as const);
   const client = clientFor(cfg.host);
   return async (ctx) => {
     const req = checkRequest(ctx, extensions, metadata);

@@ -7,8 +7,7 @@ import { Agent, request } from 'undici';
 import { type CelContext, type CelProgram, celToJson, compileCel } from '../../cel/cel.ts';
 import { GwError } from '../../errors.ts';
 import { type Headers, HOP_BY_HOP } from '../../pipeline/context.ts';
-import { type Check, type Decision, deadline, failureReason } from './decision.ts';
-import { DEFAULT_TIMEOUT_MS } from './grpc-check.ts';
+import { type Check, DEFAULT_TIMEOUT_MS, type Decision, deadline, failureReason } from './decision.ts';
 
 type HttpConfig = Extract<ExtAuthz, { http: unknown }>['http'];
 

@@ -2,16 +2,36 @@
 // whether the request may pass. Allowed: the service's header changes and metadata (`extauthz.*` in
 // CEL) apply. Denied: the client gets the service's answer. No answer within the timeout (default
 // 200ms, as Envoy) or an error: `failureMode: failClosed` (default) answers 403, `failOpen` lets it pass.
+import type { ExtAuthz } from '@gw/api';
+import { compileCel } from '../../cel/cel.ts';
 import { GwError } from '../../errors.ts';
+import { Lazy } from '../../lazy.ts';
 import type { PolicyDefinition } from '../types.ts';
-import { grpcCheck } from './grpc-check.ts';
+import type { Check } from './decision.ts';
 import { httpCheck } from './http-check.ts';
+
+// grpc-js and the generated ext_authz messages load with the first config that asks over gRPC.
+const grpc = new Lazy(() => import('./grpc-check.ts'));
+
+/** The gRPC form; what can be wrong in its config (CEL) fails the build, before anything loads. */
+function grpcCheckOf(cfg: Extract<ExtAuthz, { grpc: unknown }>['grpc']): Check {
+  const metadata = Object.entries(cfg.requestMetadata ?? {}).map(([k, v]) => [k, compileCel(v)] as const);
+  const made = grpc.ready.then((m) => m.grpcCheck(cfg, metadata));
+  let check: Check | undefined;
+  made.then(
+    (c) => {
+      check = c;
+    },
+    () => {},
+  );
+  return (ctx) => (check ? check(ctx) : made.then((c) => c(ctx)));
+}
 
 export const extAuthz: PolicyDefinition<'extAuthz'> = {
   name: 'extAuthz',
   build(config) {
     const failOpen = config.failureMode?.toLowerCase() === 'failopen';
-    const check = 'grpc' in config ? grpcCheck(config.grpc) : httpCheck(config.http);
+    const check = 'grpc' in config ? grpcCheckOf(config.grpc) : httpCheck(config.http);
     return async (ctx, next) => {
       const start = ctx.obs ? performance.now() : null;
       const d = await check(ctx);

@@ -1,11 +1,17 @@
 // The gateway's side of Envoy's rate limit service v3 (`envoy.service.ratelimit.v3.RateLimitService/
 // ShouldRateLimit`): one unary call per check over protobuf-es messages, with its own deadline.
+import { create } from '@bufbuild/protobuf';
 import { Client, credentials, Metadata, type ServiceError, status } from '@grpc/grpc-js';
 import {
+  RateLimitResponse_Code as Code,
   type RateLimitRequest,
+  RateLimitRequestSchema,
   type RateLimitResponse,
   RateLimitService,
 } from '@gw/xds-proto/envoy/service/ratelimit/v3/rls';
+
+export { Code };
+
 import { grpcMethod } from '@gw/xds-proto/grpc';
 
 const method = grpcMethod(RateLimitService.method.shouldRateLimit);
@@ -28,6 +34,19 @@ export function rateLimitClient(host: string): Client {
     clients.set(host, c);
   }
   return c;
+}
+
+/** A ShouldRateLimit request: `hitsAddend` hits against each descriptor (a list of entries). */
+export function rateLimitRequest(
+  domain: string,
+  descriptors: readonly { entries: { key: string; value: string }[] }[],
+  hitsAddend: number,
+): RateLimitRequest {
+  return create(RateLimitRequestSchema, {
+    domain,
+    descriptors: descriptors.map((d) => ({ entries: d.entries })),
+    hitsAddend,
+  });
 }
 
 /** The service's answer, or why there is none (for the failure mode and the trace). */

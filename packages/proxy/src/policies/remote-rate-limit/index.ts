@@ -3,17 +3,12 @@
 // hits_addend 1. OVER_LIMIT answers 429 `rate limit exceeded` plus x-ext-ratelimited; OK forwards, and
 // the x-ratelimit-* headers go on the response. No answer within the timeout (default 100ms) or an
 // error: `failOpen` (the default, as Envoy's failure_mode_deny=false) forwards, `failClosed` answers 500.
-import { create } from '@bufbuild/protobuf';
 import { parseGoDuration, type RemoteRateLimit } from '@gw/api';
-import {
-  RateLimitResponse_Code as Code,
-  RateLimitRequestSchema,
-} from '@gw/xds-proto/envoy/service/ratelimit/v3/rls';
 import { type CelContext, type CelProgram, compileCel } from '../../cel/cel.ts';
 import { GwError } from '../../errors.ts';
+import { Lazy } from '../../lazy.ts';
 import { onResponseUsage } from '../../llm/usage.ts';
 import type { PolicyDefinition } from '../types.ts';
-import { rateLimitClient, shouldRateLimit } from './client.ts';
 import { quotaHeaders, serviceHeaders, setHeaders } from './headers.ts';
 
 /**
@@ -21,6 +16,9 @@ import { quotaHeaders, serviceHeaders, setHeaders } from './headers.ts';
  * fail-open default a too-short deadline would quietly stop limiting.
  */
 export const DEFAULT_TIMEOUT_MS = 100;
+
+// grpc-js and the generated rate limit messages load with the first config that has a remote limit.
+const rls = new Lazy(() => import('./client.ts'));
 
 interface Descriptor {
   tokens: boolean;
@@ -67,8 +65,16 @@ export const remoteRateLimit: PolicyDefinition<'remoteRateLimit'> = {
     const failOpen = config.failureMode?.toLowerCase() !== 'failclosed';
     const timeoutMs = (config.timeout && parseGoDuration(config.timeout)) || DEFAULT_TIMEOUT_MS;
     const descriptors = compile(config);
-    const client = rateLimitClient(config.host);
     const { domain } = config;
+    // The channel connects as soon as the module is in, so the first request does not pay for it.
+    const connected = rls.ready.then((m) => ({ m, client: m.rateLimitClient(config.host) }));
+    let service: Awaited<typeof connected> | undefined;
+    connected.then(
+      (s) => {
+        service = s;
+      },
+      () => {},
+    );
     return async (ctx, next) => {
       const start = ctx.obs ? performance.now() : null;
       const built = evaluate(descriptors, ctx.celContext());
@@ -77,12 +83,14 @@ export const remoteRateLimit: PolicyDefinition<'remoteRateLimit'> = {
         ctx.obs?.event(ctx, 'rateLimit', { global: true, result: 'skipped' }, start);
         return next(ctx);
       }
-      const req = create(RateLimitRequestSchema, {
-        domain,
-        descriptors: built.map((d) => ({ entries: d.entries })),
-        hitsAddend: 1,
-      });
-      const outcome = await shouldRateLimit(client, req, timeoutMs, ctx.signal);
+      const { m, client } = service ?? (await connected);
+      const { Code } = m;
+      const outcome = await m.shouldRateLimit(
+        client,
+        m.rateLimitRequest(domain, built, 1),
+        timeoutMs,
+        ctx.signal,
+      );
       // An answer without a verdict (UNKNOWN) is no decision either.
       const verdict = outcome.ok ? outcome.response.overallCode : Code.UNKNOWN;
       if (!outcome.ok || verdict === Code.UNKNOWN) {
@@ -117,12 +125,12 @@ export const remoteRateLimit: PolicyDefinition<'remoteRateLimit'> = {
       // response ends, so the request that crosses the limit succeeds and later ones get 429.
       onResponseUsage(ctx, (tokens) => {
         if (tokens <= 1) return;
-        const debit = create(RateLimitRequestSchema, {
+        const debit = m.rateLimitRequest(
           domain,
-          descriptors: tokenDescriptors.map((d) => ({ entries: d.entries })),
-          hitsAddend: Math.min(Math.floor(tokens) - 1, 0xffff_ffff),
-        });
-        void shouldRateLimit(client, debit, Math.max(timeoutMs, 1_000));
+          tokenDescriptors,
+          Math.min(Math.floor(tokens) - 1, 0xffff_ffff),
+        );
+        void m.shouldRateLimit(client, debit, Math.max(timeoutMs, 1_000));
       });
     };
   },
