@@ -3,21 +3,22 @@
 import { Counter, Histogram, Registry } from 'prom-client';
 import type { RouteInfo } from '../pipeline/context.ts';
 import type { ObservedRequest, RequestObserver, RequestSummary } from '../pipeline/observer.ts';
+import { CounterFamily, type CounterSeries, HistogramFamily, type HistogramSeries } from './series.ts';
 
 export class ProxyMetrics implements RequestObserver {
   readonly registry = new Registry();
-  readonly requests = new Counter({
+  readonly requests = new CounterFamily({
     name: 'gw_requests_total',
     help: 'HTTP requests handled, by gateway, listener, route, backend and response status',
-    labelNames: ['gateway', 'listener', 'route', 'backend', 'status'] as const,
-    registers: [this.registry],
+    labelNames: ['gateway', 'listener', 'route', 'backend', 'status'],
+    registry: this.registry,
   });
-  readonly duration = new Histogram({
+  readonly duration = new HistogramFamily({
     name: 'gw_request_duration_seconds',
     help: 'Time from request arrival until the response is complete, by gateway and route',
-    labelNames: ['gateway', 'route'] as const,
+    labelNames: ['gateway', 'route'],
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [this.registry],
+    registry: this.registry,
   });
   readonly upstreamDuration = new Histogram({
     name: 'gw_upstream_duration_seconds',
@@ -26,11 +27,11 @@ export class ProxyMetrics implements RequestObserver {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],
   });
-  readonly llmTokens = new Counter({
+  readonly llmTokens = new CounterFamily({
     name: 'gw_llm_tokens_total',
     help: 'LLM tokens the providers reported using, by provider, model (as sent) and kind (input, output)',
-    labelNames: ['provider', 'model', 'kind'] as const,
-    registers: [this.registry],
+    labelNames: ['provider', 'model', 'kind'],
+    registry: this.registry,
   });
   readonly llmGuardrailActions = new Counter({
     name: 'gw_llm_guardrail_actions_total',
@@ -44,10 +45,9 @@ export class ProxyMetrics implements RequestObserver {
     registers: [this.registry],
   });
 
-  // Label lookups hash their label values on every call; the bound children are cached instead.
-  readonly #counters = new Map<string, Counter.Internal>();
-  readonly #histograms = new Map<string, Histogram.Internal<'gateway' | 'route'>>();
-  readonly #tokens = new Map<string, [Counter.Internal, Counter.Internal]>();
+  /** The series of each route, then of each backend and status under it: no key is built per request. */
+  readonly #routes = new Map<string, RouteSeries>();
+  readonly #tokens = new Map<string, [CounterSeries, CounterSeries]>();
 
   end(req: ObservedRequest, s: RequestSummary): void {
     this.record(req.route, req.backendName, s.status, s.seconds);
@@ -61,11 +61,11 @@ export class ProxyMetrics implements RequestObserver {
     const key = `${provider}\u0000${model}`;
     let c = this.#tokens.get(key);
     if (!c) {
-      c = [this.llmTokens.labels(provider, model, 'input'), this.llmTokens.labels(provider, model, 'output')];
-      if (this.#tokens.size < 10_000) this.#tokens.set(key, c);
+      c = [this.llmTokens.series(provider, model, 'input'), this.llmTokens.series(provider, model, 'output')];
+      this.#tokens.set(key, c);
     }
-    if (usage.input > 0) c[0].inc(usage.input);
-    if (usage.output > 0) c[1].inc(usage.output);
+    if (usage.input > 0) c[0].value += usage.input;
+    if (usage.output > 0) c[1].value += usage.output;
   }
 
   record(
@@ -75,24 +75,35 @@ export class ProxyMetrics implements RequestObserver {
     seconds: number,
   ): void {
     const routeKey = route?.key ?? '';
-    const key = `${routeKey}\u0000${backend ?? ''}\u0000${status}`;
-    let c = this.#counters.get(key);
+    let r = this.#routes.get(routeKey);
+    if (!r) {
+      r = {
+        duration: this.duration.series(route?.gateway ?? '', routeKey),
+        byBackend: new Map(),
+        gateway: route?.gateway ?? '',
+        listener: route?.listener ?? '',
+      };
+      this.#routes.set(routeKey, r);
+    }
+    r.duration.observe(seconds);
+    const b = backend ?? '';
+    let byStatus = r.byBackend.get(b);
+    if (!byStatus) {
+      byStatus = new Map();
+      r.byBackend.set(b, byStatus);
+    }
+    let c = byStatus.get(status);
     if (!c) {
-      c = this.requests.labels(
-        route?.gateway ?? '',
-        route?.listener ?? '',
-        routeKey,
-        backend ?? '',
-        String(status),
-      );
-      if (this.#counters.size < 10_000) this.#counters.set(key, c);
+      c = this.requests.series(r.gateway, r.listener, routeKey, b, String(status));
+      byStatus.set(status, c);
     }
-    c.inc();
-    let h = this.#histograms.get(routeKey);
-    if (!h) {
-      h = this.duration.labels(route?.gateway ?? '', routeKey);
-      if (this.#histograms.size < 10_000) this.#histograms.set(routeKey, h);
-    }
-    h.observe(seconds);
+    c.value++;
   }
+}
+
+interface RouteSeries {
+  duration: HistogramSeries;
+  byBackend: Map<string, Map<number, CounterSeries>>;
+  gateway: string;
+  listener: string;
 }
