@@ -112,7 +112,10 @@ spec:
     const key = await until('the session-key Secret', () =>
       getJson<{ data?: { key?: string }; metadata: Meta }>(['get', 'secret', 'edge-session-key']),
     );
-    assert.equal(Buffer.from(key.data?.key ?? '', 'base64').length, 32, 'a 32-byte random key');
+    // the env var SESSION_KEY is text: 32 random bytes as base64url
+    const sessionKey = Buffer.from(key.data?.key ?? '', 'base64').toString();
+    assert.match(sessionKey, /^[A-Za-z0-9_-]{43}$/);
+    assert.equal(Buffer.from(sessionKey, 'base64url').length, 32, 'a 32-byte random key');
     assert.equal(key.metadata.labels?.['gateway.networking.k8s.io/gateway-name'], 'edge');
     const pod = dep.spec.template.spec;
     assert.equal(pod.serviceAccountName, 'edge');

@@ -96,9 +96,14 @@ export class Deployer {
     if (await this.#prune(keys)) this.#prunedFor = set;
   }
 
-  /** A Secret is created once, with a random key, and never re-applied (that would change the key). */
+  /**
+   * A Secret is created once, with a random key, and never re-applied (that would change the key).
+   * The key reaches the proxy as an environment variable (SESSION_KEY), which cannot carry every
+   * byte (a NUL ends it): its value is the 32 random bytes written as base64url text.
+   */
   async #createSecret(o: KubeObject): Promise<void> {
-    const body = { ...o, data: { [SESSION_KEY_KEY]: randomBytes(32).toString('base64') } };
+    const text = randomBytes(32).toString('base64url');
+    const body = { ...o, data: { [SESSION_KEY_KEY]: Buffer.from(text).toString('base64') } };
     try {
       await this.#api.create(body as unknown as KubernetesObject, undefined, undefined, FIELD_MANAGER);
       this.metrics.applied++;
