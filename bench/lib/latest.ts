@@ -80,6 +80,16 @@ export function latestEntry(file: ResultFile, fileName: string): LatestEntry | u
     source: fileName,
   };
   if (file.scenario === 'llm-stream') {
+    const streamPeer = (id: string): PeerFigures | undefined => {
+      const p = defined({
+        cpu_us_per_request: get(`${id}-cpu-per-stream`, 1, 1),
+        p50_added_ms: get(`${id}-added-ttft-sequential-p50`, ms, 3),
+        p99_added_ms: get(`${id}-added-ttft-sequential-p99`, ms, 3),
+        rss_idle_mib: get(`${id}-rss-idle`, 1, 1),
+        rss_peak_mib: get(`${id}-rss-peak`, 1, 1),
+      });
+      return Object.keys(p).length === 0 ? undefined : p;
+    };
     return defined({
       ...head,
       cpu_us_per_request: get('gw-cpu-per-stream', 1, 1),
@@ -88,6 +98,12 @@ export function latestEntry(file: ResultFile, fileName: string): LatestEntry | u
       rss_idle_mib: get('gw-rss-idle', 1, 1),
       rss_peak_mib: get('gw-rss-peak', 1, 1),
       note: 'a request is one streamed completion: CPU per stream; added = time to first token, one stream at a time',
+      peers: defined({
+        'gw-baseline': streamPeer('gw-plain'),
+        'node-floor': streamPeer('node-floor'),
+        agentgateway: streamPeer('agentgateway'),
+        nginx: streamPeer('nginx'),
+      }),
     });
   }
   const peer = (id: string): PeerFigures | undefined => {

@@ -243,14 +243,14 @@ async function runMode(ctx: RunContext, scenario: ComparedScenario, mode: Mode):
 /** Ports that configure() may be called with only to see what it returns (never listened on). */
 const PLACEHOLDER_PORTS: Ports = { gw: 1, nginx: 2, upstream: 3, admin: 4, stats: 5, ready: 6 };
 
-type Instance = 'gw-log' | 'gw-plain' | 'agentgateway';
+export type Instance = 'gw-log' | 'gw-plain' | 'agentgateway';
 
 /**
  * Free ports for one mode: the scenario's gw, nginx, the upstream and gw's admin, stats and readiness;
  * each further gw-like instance (listener, admin, stats, readiness of its own, sharing nginx and the
  * upstream) and the node-floor listener.
  */
-async function allocatePorts(
+export async function allocatePorts(
   instances: readonly Instance[],
 ): Promise<{ ports: Ports; instance: Partial<Record<Instance, Ports>>; nodeFloor: number }> {
   const allocated = await freePorts(7 + 4 * instances.length);
@@ -281,15 +281,6 @@ async function allocatePorts(
   return { ports, instance, nodeFloor: port(6) };
 }
 
-/**
- * Free ports for gw and nginx and, with a baseline, a second gw sharing the upstream with its own
- * listener, admin, stats and readiness ports (the streaming comparison's peers).
- */
-export async function peerPorts(baseline: boolean): Promise<{ ports: Ports; basePorts: Ports | undefined }> {
-  const plan = await allocatePorts(baseline ? ['gw-plain'] : []);
-  return { ports: plan.ports, basePorts: plan.instance['gw-plain'] };
-}
-
 export function peerLabels(custom: Partial<PeerLabels> | undefined): PeerLabels {
   return {
     gw: 'gw',
@@ -302,7 +293,7 @@ export function peerLabels(custom: Partial<PeerLabels> | undefined): PeerLabels 
   };
 }
 
-function labelOf(l: PeerLabels, name: PeerName): string {
+export function labelOf(l: PeerLabels, name: PeerName): string {
   switch (name) {
     case 'direct':
       return 'direct';

@@ -1,5 +1,6 @@
 // The benchmark protocol for a streamed answer (SSE) through a proxy: direct, gw, gw-plain (when the
-// scenario has a gwBaseline) and nginx measured in interleaved rounds by llm-stream-client.ts, which
+// scenario has a gwBaseline), nginx, node-floor and agentgateway (when the binary and an equivalent
+// config exist) measured in interleaved rounds by llm-stream-client.ts, which
 // times every event: time to first token one stream at a time and with several streams at once, the
 // gap between events and each event's transit from the upstream. Figures are the proxy's value minus
 // direct's in the same round, medians over rounds; CPU per stream comes from the proxy's /proc ticks.
@@ -16,9 +17,11 @@ import type {
   Scenario,
   ScenarioResult,
 } from '../scenarios/types.ts';
+import { startAgentgateway } from './agentgateway.ts';
 import type { ClientSummary, Distribution, PhaseSummary } from './llm-stream-client.ts';
 import { waitForHttp } from './net.ts';
 import { startNginx } from './nginx.ts';
+import { startNodeFloor } from './node-floor.ts';
 import {
   clockTicksPerSecond,
   cpuTicks,
@@ -31,11 +34,17 @@ import {
   stopTracked,
   type Tracked,
 } from './procs.ts';
-import { assertAlive, checkGwMetrics, peerLabels, peerPorts, startGwPeer } from './proxy-comparison.ts';
+import {
+  allocatePorts,
+  assertAlive,
+  checkGwMetrics,
+  labelOf,
+  type PeerName,
+  type ProxyName,
+  peerLabels,
+  startGwPeer,
+} from './proxy-comparison.ts';
 import { figure } from './stats.ts';
-
-type PeerName = 'direct' | 'gw' | 'gw-plain' | 'nginx';
-type ProxyName = Exclude<PeerName, 'direct'>;
 
 /** How many streams one peer's measurement in one round is made of. */
 export interface StreamLoad {
@@ -101,7 +110,12 @@ async function runMode(ctx: RunContext, scenario: StreamScenario, mode: Mode): P
   const { settings } = ctx;
   const load = scenario.streamLoad(settings.quick);
   const baseline = scenario.gwBaseline;
-  const { ports, basePorts } = await peerPorts(baseline !== undefined);
+  const plan = await allocatePorts([
+    ...(baseline === undefined ? [] : (['gw-plain'] as const)),
+    ...(ctx.agentgatewayBin === undefined ? [] : (['agentgateway'] as const)),
+  ]);
+  const { ports } = plan;
+  const basePorts = plan.instance['gw-plain'];
   const cfg = scenario.configure({ mode, ports });
   if (cfg.upstream.kind !== 'command') throw new Error(`${scenario.name}: the upstream must be a command`);
   const labels = peerLabels(scenario.peerLabels);
@@ -140,6 +154,28 @@ async function runMode(ctx: RunContext, scenario: StreamScenario, mode: Mode): P
       cpus: mode.proxyCpus,
     });
     started.push(nginxProc);
+    const floorProc = await startNodeFloor({
+      workDir: dir,
+      port: plan.nodeFloor,
+      upstreamPort: ports.upstream,
+      workers: mode.workers,
+      cpus: mode.proxyCpus,
+    });
+    started.push(floorProc);
+    const agwPorts = plan.instance.agentgateway;
+    const agwYaml =
+      agwPorts === undefined ? undefined : scenario.configure({ mode, ports: agwPorts }).agentgatewayYaml;
+    const agwProc =
+      ctx.agentgatewayBin === undefined || agwPorts === undefined || agwYaml === undefined
+        ? undefined
+        : await startAgentgateway({
+            bin: ctx.agentgatewayBin,
+            workDir: dir,
+            yaml: agwYaml,
+            readyPort: agwPorts.ready,
+            cpus: mode.proxyCpus,
+          });
+    if (agwProc !== undefined) started.push(agwProc);
 
     const path = cfg.load.path;
     const peers: Peer[] = [
@@ -149,6 +185,10 @@ async function runMode(ctx: RunContext, scenario: StreamScenario, mode: Mode): P
         ? []
         : [{ name: 'gw-plain' as const, url: `http://127.0.0.1:${basePorts.gw}${path}`, proc: plainProc }]),
       { name: 'nginx', url: `http://127.0.0.1:${ports.nginx}${path}`, proc: nginxProc },
+      { name: 'node-floor', url: `http://127.0.0.1:${plan.nodeFloor}${path}`, proc: floorProc },
+      ...(agwProc === undefined || agwPorts === undefined
+        ? []
+        : [{ name: 'agentgateway' as const, url: `http://127.0.0.1:${agwPorts.gw}${path}`, proc: agwProc }]),
     ];
     const client = (peer: Peer, l: Omit<StreamLoad, 'intervalMs'>, name: string): Promise<ClientSummary> =>
       runClient(peer, { ...l, intervalMs: load.intervalMs }, { dir, bodyFile, cpus: mode.loadCpus, name });
@@ -217,12 +257,12 @@ async function runMode(ctx: RunContext, scenario: StreamScenario, mode: Mode): P
     return {
       mode,
       figures: figures(rounds, { idle: idleKiB, peak: peakKiB }, labels, {
-        baseline: plainProc !== undefined,
+        present: proxies.map((p) => p.name),
         events,
       }),
       notes: notes(rounds, events, labels, settings.standin),
       raw: {
-        ports,
+        ports: { ...ports, nodeFloor: plan.nodeFloor, instances: plan.instance },
         load,
         eventsPerStream: events,
         memoryKiB: { idle: idleKiB, peak: peakKiB },
@@ -326,14 +366,11 @@ function figures(
   rounds: readonly Round[],
   mem: Record<'idle' | 'peak', Partial<Record<ProxyName, number>>>,
   l: PeerLabels,
-  opts: { baseline: boolean; events: number },
+  opts: { present: readonly ProxyName[]; events: number },
 ): Figure[] {
-  const { baseline, events } = opts;
-  const proxies: [ProxyName, string][] = [
-    ['gw', l.gw],
-    ...(baseline ? ([['gw-plain', l.gwBaseline]] as [ProxyName, string][]) : []),
-    ['nginx', l.nginx],
-  ];
+  const { events } = opts;
+  const baseline = opts.present.includes('gw-plain');
+  const proxies = opts.present.map((p): [ProxyName, string] => [p, labelOf(l, p)]);
   const out: Figure[] = [];
   const addedRows = (
     phase: Phase,
@@ -448,13 +485,7 @@ function figures(
 function notes(rounds: readonly Round[], events: number, l: PeerLabels, standin: boolean): string[] {
   const out: string[] = [];
   if (standin) out.push('STAND-IN RUN: "gw" is a second nginx, to test the harness only.');
-  const label: Record<PeerName, string> = {
-    direct: 'direct',
-    gw: l.gw,
-    'gw-plain': l.gwBaseline,
-    nginx: l.nginx,
-  };
-  for (const name of ['direct', 'gw', 'gw-plain', 'nginx'] as const) {
+  for (const name of ['direct', 'gw', 'gw-plain', 'nginx', 'node-floor', 'agentgateway'] as const) {
     let failed = 0;
     let short = 0;
     const failures = new Set<string>();
@@ -468,9 +499,9 @@ function notes(rounds: readonly Round[], events: number, l: PeerLabels, standin:
           short++;
       }
     }
-    if (failed > 0) out.push(`${label[name]}: ${failed} failed streams (${[...failures].join('; ')}).`);
+    if (failed > 0) out.push(`${labelOf(l, name)}: ${failed} failed streams (${[...failures].join('; ')}).`);
     if (short > 0)
-      out.push(`${label[name]}: streams with another event count than ${events} in ${short} phase(s).`);
+      out.push(`${labelOf(l, name)}: streams with another event count than ${events} in ${short} phase(s).`);
   }
   return out;
 }

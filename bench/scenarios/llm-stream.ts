@@ -3,9 +3,10 @@
 // small Node program pacing 64 chat.completion.chunk events 2 ms apart (nginx cannot pace a response);
 // the client times each event on arrival. gw counts the stream's usage chunk (the request asks for
 // it, so all peers carry the same bytes). Peers: direct, gw llm, gw with scenario 1's plain route to
-// the same upstream (the LLM layer's own cost) and nginx proxy_pass with proxy_buffering off.
+// the same upstream (the LLM layer's own cost), nginx proxy_pass with proxy_buffering off, node-floor
+// and agentgateway with scenario 3's LLM config.
 import { runStreamComparison, type StreamLoad, streamUpstreamArgv } from '../lib/stream-comparison.ts';
-import { chatRequest, llmGatewayYaml, TOKENS_COUNTED } from './llm.ts';
+import { chatRequest, llmAgentgatewayYaml, llmGatewayYaml, TOKENS_COUNTED } from './llm.ts';
 import { configure as configurePlain, plainHttp } from './plain-http.ts';
 import type { ConfigureInput, Scenario, ScenarioConfig, Settings } from './types.ts';
 
@@ -37,6 +38,7 @@ export function configure(input: ConfigureInput): ScenarioConfig {
       'proxy_set_header Connection "";\n      proxy_buffering off;',
     ),
     gwYaml: llmGatewayYaml(input),
+    agentgatewayYaml: llmAgentgatewayYaml(input),
     load: {
       path: '/v1/chat/completions',
       method: 'POST',

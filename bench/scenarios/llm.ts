@@ -111,7 +111,7 @@ llm:
  * agentgateway's llmGatewayYaml: the same gateway and model; its local rate limit is a token bucket
  * (maxTokens refilled per fillInterval) of type tokens, as large as gw's.
  */
-function llmAgentgatewayYaml({ mode, ports }: ConfigureInput): string {
+export function llmAgentgatewayYaml({ mode, ports }: ConfigureInput): string {
   return agentgatewayConfig(
     ports,
     mode.workers,
