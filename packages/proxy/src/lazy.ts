@@ -27,4 +27,15 @@ export class Lazy<T> {
     }
     return this.#ready;
   }
+
+  /**
+   * What a config makes from the module (a client, a check), loading now: its `value` is there for
+   * the hot path once the module is in, and its `ready` waits for it before then.
+   */
+  derive<U>(make: (v: T) => U): Lazy<U> {
+    const d = new Lazy(() => this.ready.then(make));
+    // A failed load surfaces when a request waits on `ready`, not as an unhandled rejection now.
+    d.ready.catch(() => {});
+    return d;
+  }
 }

@@ -16,15 +16,8 @@ const grpc = new Lazy(() => import('./grpc-check.ts'));
 /** The gRPC form; what can be wrong in its config (CEL) fails the build, before anything loads. */
 function grpcCheckOf(cfg: Extract<ExtAuthz, { grpc: unknown }>['grpc']): Check {
   const metadata = Object.entries(cfg.requestMetadata ?? {}).map(([k, v]) => [k, compileCel(v)] as const);
-  const made = grpc.ready.then((m) => m.grpcCheck(cfg, metadata));
-  let check: Check | undefined;
-  made.then(
-    (c) => {
-      check = c;
-    },
-    () => {},
-  );
-  return (ctx) => (check ? check(ctx) : made.then((c) => c(ctx)));
+  const check = grpc.derive((m) => m.grpcCheck(cfg, metadata));
+  return (ctx) => (check.value ? check.value(ctx) : check.ready.then((c) => c(ctx)));
 }
 
 export const extAuthz: PolicyDefinition<'extAuthz'> = {

@@ -67,14 +67,7 @@ export const remoteRateLimit: PolicyDefinition<'remoteRateLimit'> = {
     const descriptors = compile(config);
     const { domain } = config;
     // The channel connects as soon as the module is in, so the first request does not pay for it.
-    const connected = rls.ready.then((m) => ({ m, client: m.rateLimitClient(config.host) }));
-    let service: Awaited<typeof connected> | undefined;
-    connected.then(
-      (s) => {
-        service = s;
-      },
-      () => {},
-    );
+    const service = rls.derive((m) => ({ m, client: m.rateLimitClient(config.host) }));
     return async (ctx, next) => {
       const start = ctx.obs ? performance.now() : null;
       const built = evaluate(descriptors, ctx.celContext());
@@ -83,7 +76,7 @@ export const remoteRateLimit: PolicyDefinition<'remoteRateLimit'> = {
         ctx.obs?.event(ctx, 'rateLimit', { global: true, result: 'skipped' }, start);
         return next(ctx);
       }
-      const { m, client } = service ?? (await connected);
+      const { m, client } = service.value ?? (await service.ready);
       const { Code } = m;
       const outcome = await m.shouldRateLimit(
         client,
