@@ -1,20 +1,20 @@
 // The access log as a request observer: one record per finished request, shaped by the frontend's
 // `accessLog` policy (CEL filter, fields added by CEL, fields removed).
-import type { Logger } from 'pino';
 import { type CelProgram, celToJson, celTrue, compileCel } from '../cel/cel.ts';
 import type { FrontendIR } from '../config/ir.ts';
 import type { ObservedRequest, RequestObserver, RequestSummary } from '../pipeline/observer.ts';
 import { redactQuery } from '../trace/redact.ts';
+import type { RecordLog } from './logger.ts';
 
 export class AccessLogObserver implements RequestObserver {
-  readonly #log: Logger;
+  readonly #log: RecordLog;
   readonly #filter: CelProgram | undefined;
   readonly #add: [string, CelProgram][];
   readonly #remove: Set<string>;
   /** Query parameters that carry credentials: logged as [redacted]. */
   readonly #credentialParams: ReadonlySet<string>;
 
-  constructor(log: Logger, frontend: FrontendIR, credentialParams: readonly string[] = []) {
+  constructor(log: RecordLog, frontend: FrontendIR, credentialParams: readonly string[] = []) {
     const a = frontend.accessLog;
     this.#log = log;
     this.#filter = a?.filter ? compileCel(a.filter) : undefined;

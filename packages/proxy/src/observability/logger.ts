@@ -40,7 +40,28 @@ const PINO_LEVEL_NAMES: Record<number, string> = {
   60: 'fatal',
 };
 
-/** Rewrites pino's JSON lines as `time level module message key=value…`. */
+/** One text line: `time level module message key=value…` (values with spaces, quotes or `=` quoted). */
+function textLine(
+  time: number,
+  level: string,
+  module: unknown,
+  msg: unknown,
+  fields: Record<string, unknown>,
+): string {
+  let out = `${new Date(time).toISOString()} ${level}`;
+  if (module) out += ` ${module as string}`;
+  if (msg !== undefined) out += ` ${msg as string}`;
+  for (const k in fields) {
+    const v = fields[k];
+    if (v === undefined) continue;
+    const s = typeof v === 'string' ? v : JSON.stringify(v);
+    out += ` ${k}=${s !== undefined && QUOTE.test(s) ? JSON.stringify(s) : s}`;
+  }
+  return `${out}\n`;
+}
+const QUOTE = /[\s"=]/;
+
+/** Rewrites pino's JSON lines as text lines. */
 function textDestination(dest: DestinationStream): DestinationStream {
   return {
     write(line: string) {
@@ -52,26 +73,46 @@ function textDestination(dest: DestinationStream): DestinationStream {
         return;
       }
       const { time, level, msg, module, pid: _p, hostname: _h, ...rest } = o;
-      let out = `${new Date(time as number).toISOString()} ${(PINO_LEVEL_NAMES[level as number] ?? level) as string}`;
-      if (module) out += ` ${module as string}`;
-      if (msg !== undefined) out += ` ${msg as string}`;
-      for (const [k, v] of Object.entries(rest)) {
-        const s = typeof v === 'string' ? v : JSON.stringify(v);
-        out += ` ${k}=${s !== undefined && /[\s"=]/.test(s) ? JSON.stringify(s) : s}`;
-      }
-      dest.write(`${out}\n`);
+      const name = (PINO_LEVEL_NAMES[level as number] ?? level) as string;
+      dest.write(textLine(time as number, name, module, msg, rest));
     },
   };
+}
+
+/**
+ * A module's info records written straight to the log's destination, in the line pino would have
+ * written (json) or the text line — without pino serializing a record and, for text, the line being
+ * parsed back. One access-log record a request made that round trip the largest cost of the log.
+ */
+export interface RecordLog {
+  isLevelEnabled(level: Level): boolean;
+  info(record: Record<string, unknown>): void;
 }
 
 export class LogHub {
   readonly root: Logger;
   #filter: LevelFilter;
   readonly #children = new Map<string, Logger>();
+  readonly #base: DestinationStream;
+  readonly #format: 'json' | 'text';
+  #flushSync: () => void = () => {};
 
-  constructor(filter: string, format: 'json' | 'text', dest?: DestinationStream) {
+  /**
+   * `batched`: lines are written to stdout in blocks of up to 4 KiB, and at least every 100 ms,
+   * instead of one write(2) each — a data-plane worker writes an access-log line per request.
+   * Call flush() before the thread ends.
+   */
+  constructor(filter: string, format: 'json' | 'text', dest?: DestinationStream, batched = false) {
     this.#filter = parseLevelFilter(filter);
-    const base = dest ?? pino.destination({ fd: 1, sync: false });
+    let base = dest;
+    if (base === undefined) {
+      const boom = pino.destination({ fd: 1, sync: false, minLength: batched ? 4096 : 0 });
+      if (batched) setInterval(() => boom.flush(), 100).unref();
+      this.#flushSync = () => boom.flushSync();
+      base = boom;
+    }
+    this.#base = base;
+    this.#format = format;
     this.root = pino(
       { level: 'trace', base: null, timestamp: pino.stdTimeFunctions.epochTime },
       format === 'text' ? textDestination(base) : base,
@@ -88,6 +129,32 @@ export class LogHub {
       this.#children.set(name, l);
     }
     return l;
+  }
+
+  /** The module's info records, written without pino (see RecordLog); its level follows the filter. */
+  records(name: string): RecordLog {
+    const l = this.module(name);
+    const base = this.#base;
+    const prefix = `,"module":${JSON.stringify(name)}`;
+    const info =
+      this.#format === 'text'
+        ? (rec: Record<string, unknown>) => base.write(textLine(Date.now(), 'info', name, undefined, rec))
+        : (rec: Record<string, unknown>) => {
+            const body = JSON.stringify(rec);
+            base.write(
+              `{"level":30,"time":${Date.now()}${prefix}${body.length > 2 ? `,${body.slice(1)}` : '}'}\n`,
+            );
+          };
+    return { isLevelEnabled: (level) => l.isLevelEnabled(level), info };
+  }
+
+  /** Writes out what is buffered, now (before a worker ends). */
+  flush(): void {
+    try {
+      this.#flushSync();
+    } catch {
+      // Nothing to write yet, or stdout is gone: nothing more can be done.
+    }
   }
 
   get filter(): string {

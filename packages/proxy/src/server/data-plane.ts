@@ -9,6 +9,7 @@ import type { ProxyIR } from '../config/ir.ts';
 import { errorFormatFor, errorResponse, GwError } from '../errors.ts';
 import { setMcpLogger } from '../mcp/log.ts';
 import { AccessLogObserver } from '../observability/access-log.ts';
+import type { RecordLog } from '../observability/logger.ts';
 import type { ProxyMetrics } from '../observability/metrics.ts';
 import { discard } from '../pipeline/body.ts';
 import { RequestContext } from '../pipeline/context.ts';
@@ -38,7 +39,8 @@ export interface DataPlaneOptions {
   /** Where the events of a traced request go: (subscription id, event), then (id, null) at its end. */
   traceSink?: ((id: number, event: TraceEvent | null) => void) | undefined;
   log: Logger;
-  accessLog: Logger;
+  /** The access log (LogHub.records('request')); a pino Logger serves too. */
+  accessLog: RecordLog;
   metrics?: ProxyMetrics | undefined;
   /** Several workers share each port through SO_REUSEPORT. */
   reusePort?: boolean;

@@ -13,13 +13,13 @@ const data = workerData as WorkerData;
 const port = parentPort;
 if (!port) throw new Error('worker.ts must run in a worker thread');
 
-const logs = new LogHub(data.logFilter, data.logFormat);
+const logs = new LogHub(data.logFilter, data.logFormat, undefined, true);
 const log = logs.module('proxy');
 const metrics = new ProxyMetrics();
 metrics.registry.setDefaultLabels({ worker: String(data.index) });
 const plane = new DataPlane({
   log,
-  accessLog: logs.module('request'),
+  accessLog: logs.records('request'),
   metrics,
   reusePort: data.workers > 1,
   worker: data.index,
@@ -32,8 +32,12 @@ async function handle(req: WorkerRequest): Promise<unknown> {
   switch (req.type) {
     case 'apply':
       return await plane.apply(decodeSecrets(req.ir) as ProxyIR, req.ports, req.shared);
-    case 'drain':
-      return await plane.drain(req.deadlineMs);
+    case 'drain': {
+      const cut = await plane.drain(req.deadlineMs);
+      // The supervisor terminates this thread next: the last access-log lines must be out first.
+      logs.flush();
+      return cut;
+    }
     case 'log-level':
       return logs.setFilter(req.filter);
     case 'metrics':
