@@ -49,8 +49,12 @@ export function checkMcpBackend(b: McpBackend, path: FieldPath): Problem[] {
         out.push({ path: [...tp, k, 'host'], message: 'an MCP target URL is http:// or https://' });
       }
     }
-    if (t.stdio && t.policies)
-      out.push({ path: [...tp, 'policies'], message: 'a stdio target takes no connection policies' });
+    const connection = Object.keys(t.policies ?? {}).filter((k) => k !== 'mcpAuthorization');
+    if (t.stdio && connection.length > 0)
+      out.push({
+        path: [...tp, 'policies', connection[0] as string],
+        message: 'a stdio target takes no connection policies (only mcpAuthorization)',
+      });
   });
   if (b.statefulMode && b.sessionRouting && b.statefulMode.toLowerCase() !== b.sessionRouting.toLowerCase())
     out.push({

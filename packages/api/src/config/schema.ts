@@ -1106,7 +1106,7 @@ export const McpTarget = strict({
     .string()
     .regex(
       /^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$/,
-      'a target name is letters, digits, "." and "-" (no "_": it separates the prefix)',
+      'a target name is 1 to 63 letters, digits, "." and "-", starting with a letter or digit (no "_": it separates the prefix)',
     )
     .meta({ description: 'prefixes tool and prompt names (<name>_<tool>) when several targets are served' }),
   stdio: strict({

@@ -160,6 +160,8 @@ export interface McpTargetIR {
   transport: McpTransportIR;
   /** Connection settings (backendTLS, http, tcp) of a remote target. */
   policies: ResolvedBackendPolicies;
+  /** The target's own mcpAuthorization rules: they add to the backend's for this target's items. */
+  authorization: Authorization[];
 }
 
 // ---------- LLM (the `ai` backend kind, llm/ and upstream/backends/ai/) ----------

@@ -967,7 +967,11 @@ class Builder {
     const targets: McpTargetIR[] = [];
     m.targets.forEach((t, i) => {
       const tp = [...path, 'targets', i];
-      const policies = this.resolveBackendPolicies([...tp, 'policies'], t.policies ?? {});
+      const { mcpAuthorization, ...connection } = t.policies ?? {};
+      const policies = this.resolveBackendPolicies([...tp, 'policies'], connection);
+      if (mcpAuthorization)
+        this.report(checkAuthorization(mcpAuthorization, [...tp, 'policies', 'mcpAuthorization']));
+      const authorization = mcpAuthorization ? [mcpAuthorization] : [];
       if (t.stdio) {
         const s = t.stdio;
         targets.push({
@@ -980,6 +984,7 @@ class Builder {
             clearEnv: s.clear_env ?? false,
           },
           policies,
+          authorization,
         });
         return;
       }
@@ -994,6 +999,7 @@ class Builder {
         name: t.name,
         transport: { kind: t.mcp ? 'streamable-http' : 'sse', ...where },
         policies,
+        authorization,
       });
     });
     if (this.issues.length > before) return undefined;

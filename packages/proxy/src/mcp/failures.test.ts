@@ -292,6 +292,37 @@ describe('prefix modes', () => {
   });
 });
 
+describe("a target's own MCP authorization", () => {
+  let other: HttpPeer;
+  let proxy: TestProxy;
+  before(async () => {
+    other = await startHttpPeer('other');
+    const own = `\n            policies: {mcpAuthorization: {rules: [{deny: 'mcp.tool.name == "weather"'}]}}`;
+    proxy = await startProxy(
+      gateway(
+        [http('web', web.url), http('other', other.url, own)],
+        [],
+        '          mcpAuthorization: {rules: [{deny: \'mcp.tool.name == "slow"\'}]}\n',
+      ),
+    );
+  });
+  after(async () => {
+    await proxy?.close();
+    await other?.close();
+  });
+
+  test("adds to the backend's rules for that target's items only", async () => {
+    const { client } = await connectClient(proxy.url('/mcp'));
+    const names = await toolNames(client);
+    assert.ok(names.includes('web_weather') && !names.includes('other_weather'), names.join(', '));
+    assert.ok(!names.includes('web_slow') && !names.includes('other_slow'), names.join(', '));
+    assert.ok(names.includes('other_echo'), names.join(', '));
+    await assert.rejects(client.callTool({ name: 'other_weather', arguments: { city: 'x' } }), /not allowed/);
+    assert.match(textOf(await client.callTool({ name: 'web_weather', arguments: { city: 'x' } })), /sunny/);
+    await client.close();
+  });
+});
+
 describe('MCP authorization', () => {
   let proxy: TestProxy;
   before(async () => {

@@ -91,6 +91,8 @@ interface Target {
   name: string;
   dispatcher: Dispatcher | undefined;
   timeoutMs: number;
+  /** The backend's mcpAuthorization rules and the target's own, decided together for its items. */
+  rules: Rule[];
 }
 
 export class Federation {
@@ -98,6 +100,7 @@ export class Federation {
   readonly targets: Target[];
   readonly #byName: Map<string, Target>;
   readonly runtime: McpRuntime;
+  /** The backend's mcpAuthorization rules (each target adds its own to them). */
   readonly #rules: Rule[];
   readonly #stateless: boolean;
 
@@ -113,7 +116,13 @@ export class Federation {
       const own = t.policies.http?.requestTimeout
         ? parseGoDuration(t.policies.http.requestTimeout)
         : undefined;
-      return { ir: t, name: t.name, dispatcher: dispatchers.get(t.name), timeoutMs: own ?? backendTimeoutMs };
+      return {
+        ir: t,
+        name: t.name,
+        dispatcher: dispatchers.get(t.name),
+        timeoutMs: own ?? backendTimeoutMs,
+        rules: compileRules([...ir.authorization, ...t.authorization]),
+      };
     });
     this.#byName = new Map(this.targets.map((t) => [t.name, t]));
     this.#rules = compileRules(ir.authorization);
@@ -420,9 +429,12 @@ export class Federation {
     return c;
   }
 
+  /** Whether the rules of the item's target (the backend's and its own) allow it. */
   #allowed(call: Call, info: McpRequestInfo): boolean {
-    if (this.#rules.length === 0) return true;
-    return decide(this.#rules, this.#celFor(call, info)).allowed;
+    const target = info.target ?? info.tool?.target ?? info.prompt?.target ?? info.resource?.target;
+    const rules = (target !== undefined ? this.#byName.get(target)?.rules : undefined) ?? this.#rules;
+    if (rules.length === 0) return true;
+    return decide(rules, this.#celFor(call, info)).allowed;
   }
 
   // ---------- lists ----------

@@ -22,8 +22,9 @@ export const mcpBackend: BackendKind<'mcp'> = {
       env.used.add(pool);
       dispatchers.set(target.name, pool);
     }
-    // One runtime per distinct set of targets: a reload that keeps them keeps their processes.
-    const key = `mcp:${JSON.stringify(t.targets)}|${t.sessionRouting}`;
+    // One runtime per distinct set of targets: a reload that keeps them keeps their processes (a
+    // change of authorization rules alone does too).
+    const key = `mcp:${JSON.stringify(t.targets.map(({ authorization: _, ...rest }) => rest))}|${t.sessionRouting}`;
     const runtime = env.pools
       ? env.pools.keep(key, () => new McpRuntime(hashKey(key)))
       : new McpRuntime('dry-run');
