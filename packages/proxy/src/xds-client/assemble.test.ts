@@ -161,6 +161,132 @@ describe('assembleConfig', () => {
     );
   });
 
+  test('an mcp backend builds the IR the standalone mcp backend of a file builds', () => {
+    const rules = { rules: [{ deny: 'mcp.tool.name == "rm"' }] };
+    const viaXds = load([
+      ['bind/8080', bind],
+      ['route/8080/ns/gw/http/ns/web/0', route(0, '/', { backends: [{ weight: 1, backend: 'ns/tools' }] })],
+      [
+        'backend/ns/tools',
+        res({
+          backend: {
+            name: 'ns/tools',
+            mcp: {
+              targets: [
+                { name: 'everything', host: '127.0.0.1', port: 3001, protocol: 'StreamableHTTP' },
+                {
+                  name: 'legacy',
+                  host: '10.0.0.7',
+                  port: 8000,
+                  path: '/events',
+                  protocol: 'SSE',
+                  policies: { http: { requestTimeout: '5s' }, mcpAuthorization: rules },
+                },
+              ],
+              sessionRouting: 'Stateless',
+              failureMode: 'FailOpen',
+              prefixMode: 'Always',
+            },
+            policies: { mcpAuthorization: { rules: ['true'] } },
+          },
+        }),
+      ],
+    ]);
+    const file = loadConfigObject(
+      'gw.yaml',
+      {
+        binds: [
+          {
+            port: 8080,
+            listeners: [
+              {
+                name: 'http',
+                gatewayName: 'ns/gw',
+                protocol: 'HTTP',
+                routes: [
+                  {
+                    name: 'web',
+                    namespace: 'ns',
+                    ruleName: '0',
+                    matches: [{ path: { pathPrefix: '/' } }],
+                    backends: [{ weight: 1, backend: 'ns/tools' }],
+                  },
+                ],
+              },
+            ],
+          },
+        ],
+        backends: [
+          {
+            name: 'ns/tools',
+            mcp: {
+              targets: [
+                { name: 'everything', mcp: { host: '127.0.0.1', port: 3001 } },
+                {
+                  name: 'legacy',
+                  sse: { host: '10.0.0.7', port: 8000, path: '/events' },
+                  policies: { http: { requestTimeout: '5s' }, mcpAuthorization: rules },
+                },
+              ],
+              sessionRouting: 'Stateless',
+              failureMode: 'FailOpen',
+              prefixMode: 'Always',
+            },
+            policies: { mcpAuthorization: { rules: ['true'] } },
+          },
+        ],
+      },
+      process.cwd(),
+    ).ir;
+    const target = (ir: typeof file) => ir.binds[0]?.listeners[0]?.routes[0]?.backends[0]?.target;
+    const t = target(viaXds);
+    assert.deepEqual(t, target(file));
+    assert.equal(t?.kind, 'mcp');
+    if (t?.kind !== 'mcp') return;
+    assert.deepEqual(
+      t.targets.map((x) => [x.name, x.transport, x.policies, x.authorization]),
+      [
+        [
+          'everything',
+          { kind: 'streamable-http', origin: 'http://127.0.0.1:3001', path: '/mcp', tls: false },
+          {},
+          [],
+        ],
+        [
+          'legacy',
+          { kind: 'sse', origin: 'http://10.0.0.7:8000', path: '/events', tls: false },
+          { http: { requestTimeout: '5s' } },
+          [rules],
+        ],
+      ],
+    );
+    assert.deepEqual([t.sessionRouting, t.failureMode, t.prefixMode], ['Stateless', 'FailOpen', 'Always']);
+    assert.deepEqual(t.authorization, [{ rules: ['true'] }]);
+  });
+
+  test('an MCP target of an unknown protocol is a problem of its backend resource', () => {
+    const a = assembleConfig(
+      new Map([
+        [
+          'backend/ns/tools',
+          res({
+            backend: {
+              name: 'ns/tools',
+              mcp: { targets: [{ name: 'a', host: 'h', port: 1, protocol: 'WebSocket' }] },
+            },
+          }),
+        ],
+      ]),
+    );
+    assert.deepEqual(a.problems, [
+      {
+        resource: 'backend/ns/tools',
+        path: ['mcp', 'targets', 0, 'protocol'],
+        message: 'unknown MCP protocol "WebSocket" (StreamableHTTP or SSE)',
+      },
+    ]);
+  });
+
   test('a route for a listener that is not there is a problem of that route', () => {
     const a = assembleConfig(
       new Map([

@@ -7,6 +7,7 @@ import type { FieldPath } from '@gw/api';
 import type {
   Backend,
   HostPort,
+  Mcp,
   Policy,
   Resource,
   Route,
@@ -223,8 +224,43 @@ function namedBackend(b: Backend, resource: string, problems: Assembled['problem
   else if (b.target.case === 'dynamic') out.dynamic = {};
   else if (b.target.case === 'ai') out.ai = b.target.value;
   else if (b.target.case === 'llmModels') out.llmModels = b.target.value;
-  else problems.push({ resource, path: [], message: 'backend has neither host, dynamic, ai nor llmModels' });
+  else if (b.target.case === 'mcp') out.mcp = mcpBackend(b.target.value, resource, problems);
+  else
+    problems.push({
+      resource,
+      path: [],
+      message: 'backend has neither host, dynamic, ai, llmModels nor mcp',
+    });
   if (b.policies) out.policies = b.policies;
+  return out;
+}
+
+/**
+ * An MCP backend as the standalone `mcp` backend (the loader's mcpTarget builds its IR). Targets are
+ * given as host, port and path, so the path keeps its standalone default (/mcp or /sse) when unset.
+ */
+const MCP_PROTOCOLS: Record<string, 'mcp' | 'sse'> = { StreamableHTTP: 'mcp', SSE: 'sse' };
+
+function mcpBackend(m: Mcp, resource: string, problems: Assembled['problems']): Json {
+  const out: Json = {
+    targets: m.targets.map((t, i) => {
+      const remote: Json = { host: t.host, port: t.port };
+      if (t.path) remote.path = t.path;
+      const transport = MCP_PROTOCOLS[t.protocol || 'StreamableHTTP'];
+      if (!transport)
+        problems.push({
+          resource,
+          path: ['mcp', 'targets', i, 'protocol'],
+          message: `unknown MCP protocol ${JSON.stringify(t.protocol)} (StreamableHTTP or SSE)`,
+        });
+      const target: Json = { name: t.name, [transport ?? 'mcp']: remote };
+      if (t.policies) target.policies = t.policies;
+      return target;
+    }),
+  };
+  if (m.sessionRouting) out.sessionRouting = m.sessionRouting;
+  if (m.failureMode) out.failureMode = m.failureMode;
+  if (m.prefixMode) out.prefixMode = m.prefixMode;
   return out;
 }
 

@@ -354,10 +354,19 @@ export declare type Backend = Message<"gw.resource.v1.Backend"> & {
      */
     value: JsonObject;
     case: "llmModels";
+  } | {
+    /**
+     * MCP servers federated behind one MCP endpoint (GwBackend spec.mcp).
+     *
+     * @generated from field: gw.resource.v1.Mcp mcp = 7;
+     */
+    value: Mcp;
+    case: "mcp";
   } | { case: undefined; value?: undefined };
 
   /**
-   * BackendPolicies of the standalone schema.
+   * BackendPolicies of the standalone schema. On an mcp backend its mcpAuthorization rules apply to
+   * every target.
    *
    * @generated from field: google.protobuf.Struct policies = 4;
    */
@@ -369,6 +378,99 @@ export declare type Backend = Message<"gw.resource.v1.Backend"> & {
  * Use `create(BackendSchema)` to create a new message.
  */
 export declare const BackendSchema: GenMessage<Backend>;
+
+/**
+ * An MCP backend: the proxy serves one MCP endpoint and fans requests out to the targets. Modes are
+ * spelled as in the CRD; empty means the default.
+ *
+ * @generated from message gw.resource.v1.Mcp
+ */
+export declare type Mcp = Message<"gw.resource.v1.Mcp"> & {
+  /**
+   * @generated from field: repeated gw.resource.v1.McpTarget targets = 1;
+   */
+  targets: McpTarget[];
+
+  /**
+   * Stateful (default) or Stateless.
+   *
+   * @generated from field: string session_routing = 2;
+   */
+  sessionRouting: string;
+
+  /**
+   * FailClosed (default) or FailOpen.
+   *
+   * @generated from field: string failure_mode = 3;
+   */
+  failureMode: string;
+
+  /**
+   * Conditional (default), Always or Never.
+   *
+   * @generated from field: string prefix_mode = 4;
+   */
+  prefixMode: string;
+};
+
+/**
+ * Describes the message gw.resource.v1.Mcp.
+ * Use `create(McpSchema)` to create a new message.
+ */
+export declare const McpSchema: GenMessage<Mcp>;
+
+/**
+ * One MCP server reached over HTTP: a static target, or one port of a Service a selector found.
+ *
+ * @generated from message gw.resource.v1.McpTarget
+ */
+export declare type McpTarget = Message<"gw.resource.v1.McpTarget"> & {
+  /**
+   * Unique within the backend; prefixes tool and prompt names (<name>_<tool>) and is what a GwPolicy
+   * targetRefs[].sectionName names.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string host = 2;
+   */
+  host: string;
+
+  /**
+   * @generated from field: uint32 port = 3;
+   */
+  port: number;
+
+  /**
+   * Empty: /mcp for StreamableHTTP, /sse for SSE.
+   *
+   * @generated from field: string path = 4;
+   */
+  path: string;
+
+  /**
+   * StreamableHTTP (default) or SSE.
+   *
+   * @generated from field: string protocol = 5;
+   */
+  protocol: string;
+
+  /**
+   * BackendPolicies of the standalone schema for this target only: connection settings (backendTLS,
+   * http, tcp) and mcpAuthorization rules, which add to the backend's.
+   *
+   * @generated from field: google.protobuf.Struct policies = 6;
+   */
+  policies?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message gw.resource.v1.McpTarget.
+ * Use `create(McpTargetSchema)` to create a new message.
+ */
+export declare const McpTargetSchema: GenMessage<McpTarget>;
 
 /**
  * @generated from message gw.resource.v1.Dynamic
