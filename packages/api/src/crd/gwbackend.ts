@@ -2,12 +2,13 @@
 // aws), plus connection and AI/MCP policies that win over a GwPolicy setting the same field.
 // Spec: "GwBackend specifics", "Backend connection settings".
 import { z } from 'zod';
-import { exactlyOne, obj, rules, setList } from './kube.ts';
+import { atLeastOne, exactlyOne, obj, rules, setList } from './kube.ts';
 import { BackendFull, BackendWithAI, FailureMode } from './policy-blocks.ts';
 import {
   Conditions,
   LocalBackendObjectReference,
   LongString,
+  ObjectName,
   Port,
   SectionName,
   ShortString,
@@ -142,23 +143,55 @@ export const AIBackend = rules(
 );
 
 // ---------- MCP ----------
+// agentgateway's shapes: a selector picks Services by label (in the backend's namespace unless
+// `namespaces` selects namespaces), and each of their ports whose appProtocol says MCP is a target.
+const LabelSelector = obj({
+  matchLabels: z
+    .record(z.string().min(1).max(317), z.string().max(63))
+    .meta({ maxProperties: 64 })
+    .optional(),
+  matchExpressions: z
+    .array(
+      obj({
+        key: z.string().min(1).max(317),
+        operator: z.enum(['In', 'NotIn', 'Exists', 'DoesNotExist']),
+        values: z.array(z.string().max(63)).max(64).optional(),
+      }),
+    )
+    .max(16)
+    .optional(),
+});
+export const McpSelector = rules(
+  obj({
+    services: LabelSelector.optional().meta({ description: 'Labels of the Services to use.' }),
+    namespaces: LabelSelector.optional().meta({
+      description: "Labels of the namespaces to look in; unset: the backend's own namespace.",
+    }),
+  }),
+  atLeastOne(['namespaces', 'services']),
+);
+export const McpStatic = rules(
+  obj({
+    host: ShortString.optional().meta({ description: 'Hostname or IP address of the MCP server.' }),
+    backendRef: obj({ name: ObjectName }).optional().meta({
+      description:
+        "A Service of the backend's namespace, instead of host; port, path and protocol stay here.",
+    }),
+    port: Port,
+    path: LongString.optional().meta({ description: 'Default: /mcp for StreamableHTTP, /sse for SSE.' }),
+    protocol: z.enum(['StreamableHTTP', 'SSE']).default('StreamableHTTP'),
+    policies: BackendWithAI.omit({ ai: true }).optional(),
+  }),
+  exactlyOne(['host', 'backendRef'], 'static: exactly one of host or backendRef must be set'),
+);
 export const McpTarget = rules(
   obj({
     name: SectionName,
-    selector: obj({
-      matchLabels: z.record(z.string().min(1).max(317), z.string().max(63)).meta({ maxProperties: 64 }),
-    })
-      .optional()
-      .meta({
-        description: 'Services in the backend namespace with these labels (and the MCP app protocol).',
-      }),
-    static: obj({
-      host: ShortString,
-      port: Port,
-      path: LongString.optional(),
-      protocol: z.enum(['StreamableHTTP', 'SSE']).default('StreamableHTTP'),
-      policies: BackendWithAI.omit({ ai: true }).optional(),
-    }).optional(),
+    selector: McpSelector.optional().meta({
+      description:
+        'Services whose ports have appProtocol gw.dev/mcp or gw.dev/mcp-sse (or agentgateway.dev/…, kgateway.dev/…); the path comes from the gw.dev/mcp-path annotation.',
+    }),
+    static: McpStatic.optional(),
   }),
   exactlyOne(['selector', 'static']),
 );

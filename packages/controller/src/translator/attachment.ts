@@ -104,12 +104,23 @@ export interface Attachments {
   frontends: Map<string, Record<string, unknown>>;
   /** GwBackend key → backend policies from GwPolicies (inline GwBackend policies win over these). */
   backendExtra: Map<string, Record<string, unknown>>;
+  /**
+   * GwBackend key → MCP target name (a sectionName) → backend policies from GwPolicies for that
+   * target alone (a static target's inline policies win over these).
+   */
+  mcpTargetExtra: Map<string, Map<string, Record<string, unknown>>>;
   statuses: StatusUpdate[];
 }
 
 /** Attaches every checked policy to its targets; the oldest policy wins a field two of them set. */
 export function attachPolicies(policies: CheckedPolicy[], ctx: AttachContext): Attachments {
-  const out: Attachments = { resources: [], frontends: new Map(), backendExtra: new Map(), statuses: [] };
+  const out: Attachments = {
+    resources: [],
+    frontends: new Map(),
+    backendExtra: new Map(),
+    mcpTargetExtra: new Map(),
+    statuses: [],
+  };
   const sorted = [...policies].sort(
     // newest first: later layers override earlier ones in the proxy, so the oldest policy wins
     (a, b) =>
@@ -168,12 +179,14 @@ function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Att
     const denyTraffic =
       spec.traffic !== undefined && ACCESS_CONTROL.some((k) => spec.traffic?.[k] !== undefined);
     const denyFrontend = spec.frontend?.networkAuthorization !== undefined;
+    const denyMcp = spec.backend?.mcp?.authorization !== undefined;
     traffic = denyTraffic ? { authorization: denyAll() } : undefined;
     frontend = denyFrontend ? { networkAuthorization: denyAll() } : undefined;
-    backend = undefined;
+    backend = denyMcp ? { mcpAuthorization: { rules: [{ deny: 'true' }] } } : undefined;
     const denials = [
       ...(denyTraffic ? ['its targets deny every request'] : []),
       ...(denyFrontend ? ['the Gateway refuses every connection'] : []),
+      ...(denyMcp ? ['its MCP targets refuse every tool, prompt and resource'] : []),
     ];
     const denied = denials.length > 0 ? `; until it is fixed, ${denials.join(' and ')}` : '';
     accepted = bad('Accepted', 'Invalid', message, gen);
@@ -259,23 +272,46 @@ function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Att
         notAttached('TargetNotFound', `GwBackend ${ns}/${t.name} is not usable: ${b.accepted.message}`);
         continue;
       }
+      // sectionName: one MCP target of an mcp backend, by its name in spec.mcp.targets
+      if (t.sectionName && !b.mcpSections) {
+        notAttached(
+          'Unsupported',
+          `sectionName on GwBackend ${b.key} names an MCP target; it is not an mcp backend`,
+        );
+        continue;
+      }
+      if (t.sectionName && !b.mcpSections?.has(t.sectionName)) {
+        notAttached('TargetNotFound', `GwBackend ${b.key} has no MCP target named ${t.sectionName}`);
+        continue;
+      }
       if (backend) {
-        const { ai, ...rest } = backend as Record<string, unknown>;
+        const { ai, mcpAuthorization, ...rest } = backend as Record<string, unknown>;
         // prompt guards and the like apply to LLM providers: resources.ts moves them into each one
         const isAi = !!b.target && 'ai' in b.target;
         if (ai && !isAi) problems.push('backend.ai applies to ai GwBackends only');
-        out.backendExtra.set(b.key, {
-          ...(out.backendExtra.get(b.key) ?? {}),
+        if (mcpAuthorization && !b.mcpSections) problems.push('backend.mcp applies to mcp GwBackends only');
+        const own = {
           ...rest,
           ...(ai && isAi ? { ai } : {}),
-        });
+          ...(mcpAuthorization && b.mcpSections ? { mcpAuthorization } : {}),
+        };
+        if (t.sectionName) {
+          const byTarget = out.mcpTargetExtra.get(b.key) ?? new Map<string, Record<string, unknown>>();
+          byTarget.set(t.sectionName, mergeBackendPolicies(byTarget.get(t.sectionName), own));
+          out.mcpTargetExtra.set(b.key, byTarget);
+        } else out.backendExtra.set(b.key, mergeBackendPolicies(out.backendExtra.get(b.key), own));
       }
+      if (t.sectionName && traffic && Object.keys(traffic).length > 0)
+        problems.push('traffic applies to the whole GwBackend, not one MCP target');
       attachTraffic(
         new Set(ctx.routes.rules.filter((r) => r.backends.includes(b.key)).map((r) => r.gateway)),
         { backend: b.key },
       );
       if (frontend) problems.push('frontend policies attach to Gateways only');
-      ancestor(t, [accepted, attached(`GwBackend ${b.key}`, problems)]);
+      ancestor(t, [
+        accepted,
+        attached(`GwBackend ${b.key}${t.sectionName ? ` MCP target ${t.sectionName}` : ''}`, problems),
+      ]);
     } else {
       notAttached(
         'Unsupported',
@@ -289,6 +325,22 @@ function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Att
     name: p.metadata.name,
     status: { ancestors: ancestors.slice(0, 16) },
   });
+}
+
+/**
+ * Backend policies of two sources: `over`'s fields win, except mcpAuthorization, whose rules
+ * accumulate like every authorization (so a broken policy's deny-all is never overridden).
+ */
+export function mergeBackendPolicies(
+  base: Record<string, unknown> | undefined,
+  over: Record<string, unknown> | undefined,
+): Record<string, unknown> {
+  const out = { ...base, ...over };
+  const rules = [base, over].flatMap(
+    (p) => (p?.['mcpAuthorization'] as { rules: unknown[] } | undefined)?.rules ?? [],
+  );
+  if (rules.length > 0) out['mcpAuthorization'] = { rules: structuredClone(rules) };
+  return out;
 }
 
 /** targetRefs, plus every object of a selector's kind in the policy's namespace with its labels. */

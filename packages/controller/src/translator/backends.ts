@@ -1,5 +1,6 @@
-// GwBackends → the backend each route may use (a host, a unix socket, the dynamic forward proxy or
-// LLM providers, ai.ts), its inline policies in the standalone shape, and its Accepted condition. A
+// GwBackends → the backend each route may use (a host, a unix socket, the dynamic forward proxy, LLM
+// providers (ai.ts) or MCP servers (mcp.ts)), its inline policies in the standalone shape, and its
+// Accepted condition. A
 // backend is usable only when it is valid, of a kind this build serves, and its connection settings
 // can all be honoured.
 import { validateResource } from '@gw/api/crd/crds';
@@ -8,6 +9,7 @@ import { formatError } from '@gw/api/crd/validate';
 import { translateAi } from './ai.ts';
 import { bad, ok } from './conditions.ts';
 import { key } from './gateways.ts';
+import { translateMcp } from './mcp.ts';
 import { backendPolicy } from './policy/backend.ts';
 import type { GwBackendPoliciesSpec } from './policy/spec.ts';
 import { describeProblems } from './problems.ts';
@@ -20,12 +22,18 @@ export interface BackendInfo {
   /** Inline spec.policies in the standalone shape. */
   policies: Record<string, unknown>;
   problems: string[];
+  /** An mcp backend's CRD target names (what a GwPolicy sectionName names) → its targets' names. */
+  mcpSections?: Map<string, string[]>;
   /** Whether routes may use it. */
   usable: boolean;
   accepted: Condition;
 }
 
-export function collectBackends(objects: KubeObject[], lookup: Lookup): Map<string, BackendInfo> {
+export function collectBackends(
+  objects: KubeObject[],
+  lookup: Lookup,
+  clusterDomain = 'cluster.local',
+): Map<string, BackendInfo> {
   const out = new Map<string, BackendInfo>();
   for (const o of objects.filter((x) => x.kind === 'GwBackend')) {
     const ns = o.metadata.namespace ?? 'default';
@@ -49,7 +57,7 @@ export function collectBackends(objects: KubeObject[], lookup: Lookup): Map<stri
       a2a?: { host: string; port: number };
       dynamicForwardProxy?: object;
       ai?: GwBackendSpec['ai'];
-      mcp?: unknown;
+      mcp?: GwBackendSpec['mcp'];
       aws?: unknown;
       policies?: GwBackendPoliciesSpec;
     };
@@ -76,12 +84,20 @@ export function collectBackends(objects: KubeObject[], lookup: Lookup): Map<stri
         );
       }
       continue;
+    } else if (spec.mcp) {
+      const r = translateMcp(spec.mcp, ns, lookup, clusterDomain);
+      if (!r.ok) {
+        info.accepted = bad('Accepted', r.reason, r.message, gen);
+        continue;
+      }
+      info.target = { mcp: r.mcp };
+      info.mcpSections = r.sections;
+      info.problems.push(...r.problems);
     } else {
-      const kind = spec.mcp ? 'mcp' : 'aws';
       info.accepted = bad(
         'Accepted',
         'Unsupported',
-        `${kind} backends are not supported by this gw build yet`,
+        'aws backends are not supported by this gw build yet',
         gen,
       );
       continue;

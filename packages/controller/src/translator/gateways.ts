@@ -19,7 +19,7 @@ export interface AllowedRoutes {
 export interface LabelExpression {
   key: string;
   operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
-  values?: string[];
+  values?: string[] | undefined;
 }
 
 export interface ListenerInfo {
@@ -49,7 +49,12 @@ export interface GatewayInfo {
 
 export function matchesLabels(
   labels: Record<string, string> | undefined,
-  selector: { matchLabels?: Record<string, string>; matchExpressions?: LabelExpression[] } | undefined,
+  selector:
+    | {
+        matchLabels?: Record<string, string> | undefined;
+        matchExpressions?: readonly LabelExpression[] | undefined;
+      }
+    | undefined,
 ): boolean {
   const l = labels ?? {};
   for (const [k, v] of Object.entries(selector?.matchLabels ?? {})) if (l[k] !== v) return false;

@@ -1,9 +1,11 @@
 // Per Gateway: the xDS resources (binds per port, routes, the GwBackends its routes use, attached
 // policies, frontend policies), sorted by name, and the status of the Gateway and its ListenerSets.
-import type { Attachments } from './attachment.ts';
+import { type Attachments, mergeBackendPolicies } from './attachment.ts';
 import type { BackendInfo } from './backends.ts';
 import { bad, ok } from './conditions.ts';
 import { GATEWAY_GROUP, type GatewayInfo, gatewayStatus } from './gateways.ts';
+import type { McpResult } from './mcp.ts';
+import type { BackendPolicies } from './policy/spec.ts';
 import type { RouteResult } from './routes.ts';
 import type { NamedResource, StatusUpdate } from './types.ts';
 
@@ -44,8 +46,11 @@ export function gatewayResources(
     if (!b?.target) continue;
     // inline GwBackend policies win over GwPolicy backend sections for the same field
     const { ai, ...extra } = attachments.backendExtra.get(bkey) ?? {};
-    const merged = { ...extra, ...b.policies };
-    const target = ai && 'ai' in b.target ? { ai: withProviderAi(b.target.ai, ai) } : b.target;
+    const merged = mergeBackendPolicies(extra, b.policies);
+    let target = ai && 'ai' in b.target ? { ai: withProviderAi(b.target.ai, ai) } : b.target;
+    const perTarget = attachments.mcpTargetExtra.get(bkey);
+    if (perTarget && 'mcp' in b.target && b.mcpSections)
+      target = { mcp: withTargetPolicies(b.target.mcp as McpJson, b.mcpSections, perTarget) };
     resources.push({
       name: `backend/${bkey}`,
       resource: {
@@ -111,4 +116,29 @@ function withProviderAi(target: unknown, ai: unknown): Record<string, unknown> {
   const t = target as Record<string, unknown> & { groups?: { providers: Record<string, unknown>[] }[] };
   if (t.groups) return { ...t, groups: t.groups.map((g) => ({ ...g, providers: g.providers.map(give) })) };
   return give(t);
+}
+
+type McpJson = Extract<McpResult, { ok: true }>['mcp'];
+
+/**
+ * GwPolicy backend sections addressed to one MCP target (by sectionName) on the targets it became;
+ * a static target's inline policies win over them for the same field.
+ */
+function withTargetPolicies(
+  mcp: McpJson,
+  sections: Map<string, string[]>,
+  extra: Map<string, Record<string, unknown>>,
+): McpJson {
+  const byTarget = new Map<string, Record<string, unknown>>();
+  for (const [section, policies] of extra)
+    for (const name of sections.get(section) ?? []) byTarget.set(name, policies);
+  return {
+    ...mcp,
+    targets: mcp.targets.map((t) => {
+      const policies = byTarget.get(t.name);
+      return policies
+        ? { ...t, policies: mergeBackendPolicies(structuredClone(policies), t.policies) as BackendPolicies }
+        : t;
+    }),
+  };
 }

@@ -39,14 +39,15 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
     });
   }
   const gateways = collectGateways(objects, classes, lookup, grants);
-  const backends = collectBackends(objects, lookup);
+  const clusterDomain = options.clusterDomain ?? 'cluster.local';
+  const backends = collectBackends(objects, lookup, clusterDomain);
   const policies = checkPolicies(objects, lookup);
   failClosedBackends(policies, backends);
   const routes = translateRoutes(objects, gateways, {
     lookup,
     grants,
     controllerName: snapshot.controllerName,
-    clusterDomain: options.clusterDomain ?? 'cluster.local',
+    clusterDomain,
     ...(snapshot.modelsEnabled ? { modelsEnabled: true } : {}),
     backendProblem: (ns, name) => {
       const b = backends.get(`${ns}/${name}`);

@@ -1,8 +1,9 @@
 // GwPolicy spec.backend and GwBackend spec.policies → BackendPolicies: one mapper per field
 // (backend/<field>.ts). A backend field without an entry here is a type error.
-import { checkBackendPolicies } from '@gw/api';
+import { checkBackendPolicies, type FieldPath } from '@gw/api';
 import { ai } from './backend/ai.ts';
 import { http } from './backend/http.ts';
+import { mcp } from './backend/mcp.ts';
 import { tcp } from './backend/tcp.ts';
 import { tls } from './backend/tls.ts';
 import { MapContext } from './context.ts';
@@ -19,22 +20,23 @@ export const BACKEND_SECTIONS = {
   transformation: unsupported,
   health: unsupported,
   ai,
-  mcp: unsupported,
+  mcp,
 } satisfies SectionMap<BackendSpec, BackendPolicies>;
 
 /**
  * GwPolicy spec.backend or GwBackend spec.policies → BackendPolicies. `field` prefixes the problems
- * (default `backend`; `policies` for a GwBackend).
+ * (default `backend`; `policies` for a GwBackend) and `path` is its CRD path (default spec.<field>).
  */
 export function backendPolicy(
   spec: BackendSpec | GwBackendPoliciesSpec,
   namespace: string,
   lookup: MapContext['lookup'],
   field = 'backend',
+  path: FieldPath = ['spec', field],
 ): BackendPolicyResult<BackendPolicies> {
   const ctx = new MapContext(namespace, lookup);
   const out: BackendPolicies = {};
-  const at = { field, path: ['spec', field] };
+  const at = { field, path };
   mapSections(BACKEND_SECTIONS, spec as BackendSpec, ctx, out, at);
   // the standalone calls the TLS settings backendTLS; the CRD calls them tls
   ctx.check(
