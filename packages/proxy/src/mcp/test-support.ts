@@ -1,11 +1,13 @@
 // Real MCP peers for the MCP gateway's tests: the reference servers from npm over stdio
 // (server-everything, server-memory), a streamable-HTTP server built with the SDK on port 0 (its
 // tools can be made to hang or to ask the client for sampling), and SDK clients over each transport.
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -28,6 +30,50 @@ export const MEMORY = {
   cmd: process.execPath,
   args: [join(pkgDir('@modelcontextprotocol/server-memory'), 'dist/index.js')],
 };
+
+/**
+ * server-everything speaking streamable HTTP at /mcp, on a port of its own (PORT=0: the preloaded
+ * testdata/report-port.ts says which it got).
+ */
+export async function startEverythingHttp(): Promise<{ url: string; port: number; close(): Promise<void> }> {
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      pathToFileURL(join(import.meta.dirname, 'testdata/report-port.ts')).href,
+      join(pkgDir('@modelcontextprotocol/server-everything'), 'dist/index.js'),
+      'streamableHttp',
+    ],
+    { env: { ...process.env, PORT: '0' }, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let stderr = '';
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server-everything did not listen:\n${stderr}`)), 20_000);
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (chunk: string) => {
+      stderr += chunk;
+      const m = /gw-test-listening (\d+)/.exec(stderr);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server-everything exited (${code}):\n${stderr}`));
+    });
+  });
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    port,
+    async close() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
 
 export interface HttpPeer {
   url: string;
