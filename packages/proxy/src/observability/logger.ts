@@ -48,7 +48,7 @@ function textLine(
   msg: unknown,
   fields: Record<string, unknown>,
 ): string {
-  let out = `${new Date(time).toISOString()} ${level}`;
+  let out = `${isoTime(time)} ${level}`;
   if (module) out += ` ${module as string}`;
   if (msg !== undefined) out += ` ${msg as string}`;
   for (const k in fields) {
@@ -60,6 +60,17 @@ function textLine(
   return `${out}\n`;
 }
 const QUOTE = /[\s"=]/;
+
+// Lines in the same millisecond (a busy worker writes several) share one formatted time.
+let lastTime = -1;
+let lastIso = '';
+function isoTime(time: number): string {
+  if (time !== lastTime) {
+    lastTime = time;
+    lastIso = new Date(time).toISOString();
+  }
+  return lastIso;
+}
 
 /** Rewrites pino's JSON lines as text lines. */
 function textDestination(dest: DestinationStream): DestinationStream {
