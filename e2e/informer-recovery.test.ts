@@ -1,7 +1,10 @@
 // The controller's watches recover from a broken connection to the API server: the controller reaches
 // the real API server (startKube) through a TCP relay the test controls; the relay drops every
 // connection and refuses new ones for a while, a route is applied meanwhile, and once the relay is
-// back the controller lists again and writes the route's status.
+// back the controller lists again and writes the route's status. And from 410 Gone: the API server is
+// restarted while the controller is cut off, so the resourceVersions its watches resume from are older
+// than the new watch cache; the API server refuses them with 410 ("too old resource version"), and the
+// controller lists again, finding what changed while it was away and what changes afterwards.
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -109,4 +112,53 @@ test('after the API server connection breaks, the watches come back and what cha
     return out || undefined;
   });
   assert.equal(accepted, 'Accepted');
+});
+
+/** The route YAML of routeYaml under another name. */
+const namedRoute = (name: string) =>
+  routeYaml('default', '{ group: "", kind: Service, name: missing, port: 80 }').replace(
+    'name: web,',
+    `name: ${name},`,
+  );
+
+const routeCondition = (name: string) =>
+  kubectl(['get', 'httproute', name, '-o', 'jsonpath={.status.parents[0].conditions[0].type}']);
+
+test('a watch answered with 410 Gone lists again: changes made meanwhile and afterwards are reconciled', async () => {
+  await relay.cut();
+  await until('the controller to notice the cut', async () =>
+    controller.log.join('').split('watch failed; retrying').length > 2 ? true : undefined,
+  );
+  const logged = controller.log.length;
+  // a write the controller does not see: every resourceVersion it holds is now older than the newest
+  await kubectl(['create', 'configmap', 'bump', '--from-literal=a=b']);
+  await kube.restart();
+  await kubectl(['apply', '--server-side', '-f', '-'], namedRoute('meanwhile'));
+
+  await relay.restore();
+  const expired = await until(
+    'a 410 on the HTTPRoute watch',
+    async () => {
+      const lines = controller.log.slice(logged).join('').split('\n');
+      return lines.find((l) => l.includes('watch expired (410 Gone)') && l.includes('"kind":"HTTPRoute"'));
+    },
+    60_000,
+  );
+  assert.match(expired, /too old resource version/);
+  assert.equal(
+    await until(
+      'the status of the route applied while the controller was away',
+      async () => (await routeCondition('meanwhile')) || undefined,
+    ),
+    'Accepted',
+  );
+
+  await kubectl(['apply', '--server-side', '-f', '-'], namedRoute('afterwards'));
+  assert.equal(
+    await until(
+      'the status of a route applied after the relist',
+      async () => (await routeCondition('afterwards')) || undefined,
+    ),
+    'Accepted',
+  );
 });

@@ -77,6 +77,9 @@ export class Controller {
     // a new leader writes what the last translation wants (statuses, proxy objects) at once
     o.leader?.on('leading', () => this.#schedule());
     this.provider.on('error', (kind, message) => o.log('warn', 'watch failed; retrying', { kind, message }));
+    this.provider.on('expired', (kind, message) =>
+      o.log('info', 'watch expired (410 Gone); listing again', { kind, message }),
+    );
     o.xds.on('nack', (e) => void this.#nack(e));
     // what the proxies answer decides Programmed
     for (const e of ['ack', 'nack', 'connect', 'disconnect'] as const)

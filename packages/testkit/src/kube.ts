@@ -47,6 +47,12 @@ export interface KubeHarness {
   dir: string;
   /** Runs the machine's kubectl with --kubeconfig (and a discovery cache in `dir`); never throws on a non-zero exit. */
   kubectl(args: string[], opts?: { input?: string; timeoutMs?: number }): Promise<KubectlResult>;
+  /**
+   * Stops the apiserver (SIGTERM) and starts it again on the same port, certificates and etcd data;
+   * resolves once it is ready. Its watch cache starts afresh, so a watch resumed from a resourceVersion
+   * older than the restart gets 410 Gone ("too old resource version"), as after an upgrade.
+   */
+  restart(): Promise<void>;
   /** SIGTERMs the apiserver (SIGKILL after 5 s), waits for it to exit, removes `dir` unless `keep`. */
   stop(): Promise<void>;
 }
@@ -355,36 +361,32 @@ export async function startKube(opts: KubeHarnessOptions = {}): Promise<KubeHarn
 
     // A port picked as free may be taken before the server binds it: try again with new ones.
     let server = '';
+    let args: string[] = [];
     for (let attempt = 1; ; attempt++) {
       const [port, etcdClient, etcdPeer] = (await freePorts(3)) as [number, number, number];
       server = `https://127.0.0.1:${port}`;
       rmSync(etcdDir, { recursive: true, force: true });
       log(`kube: starting kube-apiserver on ${server} (dir ${dir})`);
       const started = performance.now();
-      apiserver = launch(
-        bin,
-        [
-          `--embedded-etcd-dir=${etcdDir}`,
-          `--embedded-etcd-client-url=http://127.0.0.1:${etcdClient}`,
-          `--embedded-etcd-peer-url=http://127.0.0.1:${etcdPeer}`,
-          `--etcd-servers=http://127.0.0.1:${etcdClient}`,
-          '--bind-address=127.0.0.1',
-          '--advertise-address=127.0.0.1',
-          `--secure-port=${port}`,
-          `--cert-dir=${certDir}`,
-          '--authorization-mode=RBAC',
-          '--service-cluster-ip-range=10.0.0.0/24',
-          '--disable-admission-plugins=ServiceAccount',
-          '--allow-privileged',
-          '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-          `--service-account-key-file=${join(dir, 'sa.pub')}`,
-          `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
-          `--token-auth-file=${join(dir, 'tokens.csv')}`,
-        ],
-        logFile,
-        dir,
-        keep,
-      );
+      args = [
+        `--embedded-etcd-dir=${etcdDir}`,
+        `--embedded-etcd-client-url=http://127.0.0.1:${etcdClient}`,
+        `--embedded-etcd-peer-url=http://127.0.0.1:${etcdPeer}`,
+        `--etcd-servers=http://127.0.0.1:${etcdClient}`,
+        '--bind-address=127.0.0.1',
+        '--advertise-address=127.0.0.1',
+        `--secure-port=${port}`,
+        `--cert-dir=${certDir}`,
+        '--authorization-mode=RBAC',
+        '--service-cluster-ip-range=10.0.0.0/24',
+        '--disable-admission-plugins=ServiceAccount',
+        '--allow-privileged',
+        '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+        `--service-account-key-file=${join(dir, 'sa.pub')}`,
+        `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
+        `--token-auth-file=${join(dir, 'tokens.csv')}`,
+      ];
+      apiserver = launch(bin, args, logFile, dir, keep);
       try {
         await waitReady(apiserver, server, token, logFile);
         log(`kube: kube-apiserver ready in ${secs(started)}s`);
@@ -421,9 +423,9 @@ export async function startKube(opts: KubeHarnessOptions = {}): Promise<KubeHarn
     }
     log(`kube: ready in ${secs(t0)}s (${server})`);
 
-    const a = apiserver;
+    let a = apiserver;
     let stopping: Promise<void> | undefined;
-    return {
+    const harness: KubeHarness = {
       server,
       kubeconfig,
       token,
@@ -432,6 +434,14 @@ export async function startKube(opts: KubeHarnessOptions = {}): Promise<KubeHarn
       pid: a.child.pid ?? 0,
       dir,
       kubectl: run,
+      restart: async () => {
+        if (stopping) throw new Error('kube: restart after stop');
+        await terminate(a);
+        log(`kube: restarting kube-apiserver on ${server}`);
+        a = launch(bin, args, logFile, dir, keep);
+        harness.pid = a.child.pid ?? 0;
+        await waitReady(a, server, token, logFile);
+      },
       stop: () => {
         stopping ??= terminate(a).then(() => {
           if (!keep) rmSync(dir, { recursive: true, force: true });
@@ -439,6 +449,7 @@ export async function startKube(opts: KubeHarnessOptions = {}): Promise<KubeHarn
         return stopping;
       },
     };
+    return harness;
   } catch (err) {
     if (apiserver) await terminate(apiserver);
     if (!keep) rmSync(dir, { recursive: true, force: true });

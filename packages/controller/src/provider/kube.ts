@@ -1,6 +1,8 @@
 // Watches the kinds the translator reads with @kubernetes/client-node informers and keeps the latest
 // copy of every object. An informer that fails (network, a CRD not installed yet) is restarted with
-// backoff; a 410 Gone makes the informer relist, so no event is lost. Every change is announced; the
+// backoff from the resourceVersion it had; when the API server answers that version with 410 Gone (its
+// watch cache no longer reaches back that far: compaction, a restarted API server) the informer lists
+// again, so no change is lost, and the provider says so ('expired'). Every change is announced; the
 // controller debounces and translates the whole snapshot.
 import { EventEmitter } from 'node:events';
 import {
@@ -8,7 +10,8 @@ import {
   type KubernetesListObject,
   type KubernetesObject,
   KubernetesObjectApi,
-  makeInformer,
+  ListWatch,
+  Watch,
 } from '@kubernetes/client-node';
 import type { KubeObject } from '../translator/types.ts';
 
@@ -75,11 +78,47 @@ export interface ProviderEvents {
   change: [];
   synced: [];
   error: [kind: string, message: string];
+  /** A watch was refused with 410 Gone; the informer lists the kind again. */
+  expired: [kind: string, message: string];
 }
 
-interface Watch {
+/**
+ * client-node's Watch, telling `onGone` when the API server refuses the resourceVersion asked for:
+ * as an ERROR event of code 410 on an open watch (the watch cache's answer) or as a 410 response.
+ * ListWatch handles both by listing again; this only makes it visible.
+ */
+class GoneAwareWatch extends Watch {
+  readonly #onGone: (message: string) => void;
+  constructor(kc: KubeConfig, onGone: (message: string) => void) {
+    super(kc);
+    this.#onGone = onGone;
+  }
+  override watch(
+    path: string,
+    queryParams: Record<string, string | number | boolean | undefined>,
+    callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
+    done: (err: unknown) => void,
+  ): Promise<AbortController> {
+    return super.watch(
+      path,
+      queryParams,
+      (phase, obj, watchObj) => {
+        const status = obj as { code?: number; message?: string } | undefined;
+        if (phase === 'ERROR' && status?.code === 410) this.#onGone(status.message ?? 'Gone');
+        callback(phase, obj, watchObj);
+      },
+      (err) => {
+        const e = err as { statusCode?: number; message?: string } | null;
+        if (e?.statusCode === 410) this.#onGone(e.message ?? 'Gone');
+        done(err);
+      },
+    );
+  }
+}
+
+interface KindWatch {
   kind: WatchedKind;
-  informer: ReturnType<typeof makeInformer<KubernetesObject>>;
+  informer: ListWatch<KubernetesObject>;
   synced: boolean;
   failures: number;
   timer?: NodeJS.Timeout;
@@ -88,7 +127,7 @@ interface Watch {
 export class KubeProvider extends EventEmitter<ProviderEvents> {
   readonly #kc: KubeConfig;
   readonly #api: KubernetesObjectApi;
-  readonly #watches: Watch[] = [];
+  readonly #watches: KindWatch[] = [];
   #stopped = false;
 
   constructor(kc: KubeConfig, kinds: readonly WatchedKind[] = WATCHED) {
@@ -98,7 +137,7 @@ export class KubeProvider extends EventEmitter<ProviderEvents> {
     for (const kind of kinds) this.#watches.push(this.#watch(kind));
   }
 
-  #watch(kind: WatchedKind): Watch {
+  #watch(kind: WatchedKind): KindWatch {
     const list = async (): Promise<KubernetesListObject<KubernetesObject>> => {
       const l = await this.#api.list<KubernetesObject>(
         kind.apiVersion,
@@ -117,8 +156,11 @@ export class KubeProvider extends EventEmitter<ProviderEvents> {
       }
       return l;
     };
-    const informer = makeInformer<KubernetesObject>(this.#kc, kind.path, list, kind.labelSelector);
-    const w: Watch = { kind, informer, synced: false, failures: 0 };
+    const watch = new GoneAwareWatch(this.#kc, (message) => {
+      if (!this.#stopped) this.emit('expired', kind.kind, message);
+    });
+    const informer = new ListWatch<KubernetesObject>(kind.path, watch, list, false, kind.labelSelector);
+    const w: KindWatch = { kind, informer, synced: false, failures: 0 };
     const changed = () => {
       if (!w.synced) {
         w.synced = true;
