@@ -42,6 +42,8 @@ export const ERRORS = {
   GW_ERR_LLM_GUARDRAIL: { status: 403, message: 'The request was rejected due to inappropriate content' },
   // A guard service (webhook) that failed closed: unreachable, too slow, or no valid verdict.
   GW_ERR_LLM_GUARDRAIL_UNAVAILABLE: { status: 503, message: 'a guardrail service failed' },
+  // mcpAuthentication: the identity provider's metadata or registration endpoint failed to answer.
+  GW_ERR_MCP_AUTH_SERVER: { status: 502, message: 'the authorization server did not answer' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;
@@ -203,6 +205,7 @@ const GRPC_STATUS: Record<ErrorCode, number> = {
   GW_ERR_LLM_PROVIDER: 14,
   GW_ERR_LLM_GUARDRAIL: 7,
   GW_ERR_LLM_GUARDRAIL_UNAVAILABLE: 14,
+  GW_ERR_MCP_AUTH_SERVER: 14,
 };
 
 /** grpc-message is percent-encoded (gRPC over HTTP/2: Status-Message). */

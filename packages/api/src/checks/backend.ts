@@ -2,13 +2,16 @@
 // certificate needs its key, and skipping verification excludes verifying names.
 import type { BackendPolicies } from '../config/schema.ts';
 import type { FieldPath } from '../config/source.ts';
+import { checkMcpAuthentication } from './mcp-authentication.ts';
 import type { Problem } from './problem.ts';
 
 export function checkBackendPolicies(p: BackendPolicies, path: FieldPath): Problem[] {
-  const t = p.backendTLS;
-  if (!t) return [];
-  const tp = [...path, 'backendTLS'];
   const out: Problem[] = [];
+  if (p.mcpAuthentication)
+    out.push(...checkMcpAuthentication(p.mcpAuthentication, [...path, 'mcpAuthentication']));
+  const t = p.backendTLS;
+  if (!t) return out;
+  const tp = [...path, 'backendTLS'];
   if (Boolean(t.cert) !== Boolean(t.key))
     out.push({ path: tp, message: 'cert and key must be set together for mTLS' });
   if (t.insecure && t.subjectAltNames)

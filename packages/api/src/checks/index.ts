@@ -9,6 +9,7 @@ export * from './htpasswd.ts';
 export * from './jwks.ts';
 export * from './llm.ts';
 export * from './mcp.ts';
+export * from './mcp-authentication.ts';
 export * from './problem.ts';
 export * from './regex.ts';
 export * from './route.ts';

@@ -9,6 +9,7 @@ import { parseGoDuration } from '../duration.ts';
 import { checkCel, checkCelMap } from './cel.ts';
 import { parseHtpasswd } from './htpasswd.ts';
 import { checkJwks } from './jwks.ts';
+import { checkMcpAuthentication } from './mcp-authentication.ts';
 import type { Problem } from './problem.ts';
 
 type JwtAuth = NonNullable<TrafficPolicies['jwtAuth']>;
@@ -29,6 +30,8 @@ export function checkTrafficPolicies(p: TrafficPolicies, path: FieldPath): Probl
   if (p.remoteRateLimit) out.push(...checkRemoteRateLimit(p.remoteRateLimit, [...path, 'remoteRateLimit']));
   if (p.jwtAuth) out.push(...checkJwtAuth(p.jwtAuth, [...path, 'jwtAuth']));
   if (p.basicAuth) out.push(...checkBasicAuth(p.basicAuth, [...path, 'basicAuth']));
+  if (p.mcpAuthentication)
+    out.push(...checkMcpAuthentication(p.mcpAuthentication, [...path, 'mcpAuthentication']));
   return out;
 }
 

@@ -183,6 +183,52 @@ export const JwtAuth = strict({
   preserveToken: z.boolean().optional(),
 });
 
+// agentgateway's mcpAuthentication: the gateway as an OAuth 2.1 protected resource for MCP clients
+// (RFC 9728 metadata, 401 with WWW-Authenticate, authorization-server metadata and client
+// registration answered or proxied), tokens checked as jwtAuth checks them.
+export const MCP_IDPS = ['auth0', 'keycloak', 'okta'] as const;
+export type McpIdpName = (typeof MCP_IDPS)[number];
+const McpIdp = z.union([
+  strict({ auth0: strict({}) }),
+  strict({ keycloak: strict({}) }),
+  strict({ okta: strict({}) }),
+  strict({ descope: NotYet('the descope provider of mcpAuthentication') }),
+  strict({ authentik: NotYet('the authentik provider of mcpAuthentication') }),
+  strict({ entra: NotYet('the entra provider of mcpAuthentication') }),
+]);
+export const McpAuthentication = strict({
+  issuer: CrdJwtProvider.shape.issuer.meta({
+    description: "the authorization server: matches the tokens' iss; clients are sent to it for tokens",
+  }),
+  audiences: CrdJwtProvider.shape.audiences.meta({
+    description:
+      'accepted aud values; when unset, the resource (resourceMetadata.resource, or the URL the client called)',
+  }),
+  provider: McpIdp.nullable().optional().meta({
+    description: 'an identity provider whose quirks the gateway smooths over: auth0, keycloak or okta',
+  }),
+  resourceMetadata: z.record(z.string().min(1), z.unknown()).optional().meta({
+    description:
+      'entries of the protected resource metadata (RFC 9728), camelCase keys sent in snake_case; `resource` fixes the resource URL',
+  }),
+  jwks: z
+    .union([z.string().min(2), Jwks])
+    .nullable()
+    .optional()
+    .meta({
+      description: 'an inline JWKS, {file} or {url}; when unset, derived from the issuer and provider',
+    }),
+  mode: Mode.optional(),
+  authorizationLocation: TokenLocation.optional(),
+  jwtValidationOptions: strict({
+    requiredClaims: z.array(z.enum(['exp', 'nbf', 'aud', 'iss', 'sub'])).optional(),
+  }).optional(),
+  clientId: z.string().min(1).nullable().optional().meta({
+    description: 'a pre-registered client id: the gateway answers dynamic client registration with it',
+  }),
+  clientSecret: NotYet('clientSecret (used by the entra provider)').optional(),
+});
+
 export const BasicAuth = strict({
   mode: z.enum(['strict', 'optional', 'Strict', 'Optional']).optional(),
   realm: ShortString.optional(),
@@ -324,6 +370,8 @@ export const BackendPolicies = strict({
   backendTLS: BackendTLS.optional(),
   http: BackendHttp.optional(),
   tcp: BackendTcp.optional(),
+  // gw: GwPolicy backend.mcp.authentication (deprecated) lands here; on other backends a config error.
+  mcpAuthentication: McpAuthentication.optional(),
   // The MCP backend's own rules (agentgateway's mcpAuthorization); on other backends a config error.
   mcpAuthorization: z.lazy(() => McpAuthorization).optional(),
   mcpGuardrails: NotYet('mcpGuardrails').optional(),
@@ -352,7 +400,7 @@ export const TrafficPolicies = strict({
   backendTLS: BackendTLS.optional(),
   // Rules for the route's MCP backends (they add to a backend's own mcpAuthorization).
   mcpAuthorization: z.lazy(() => McpAuthorization).optional(),
-  mcpAuthentication: NotYet('mcpAuthentication').optional(),
+  mcpAuthentication: McpAuthentication.optional(),
   mcpGuardrails: NotYet('mcpGuardrails').optional(),
 });
 
@@ -1165,6 +1213,7 @@ export type ListenerTLS = z.infer<typeof ListenerTLS>;
 export type AccessLog = z.infer<typeof AccessLog>;
 export type Authorization = z.infer<typeof Authorization>;
 export type JwtAuth = z.infer<typeof JwtAuth>;
+export type McpAuthentication = z.infer<typeof McpAuthentication>;
 export type ExtAuthz = z.infer<typeof ExtAuthz>;
 export type LocalRateLimit = z.infer<typeof LocalRateLimit>;
 export type RemoteRateLimit = z.infer<typeof RemoteRateLimit>;

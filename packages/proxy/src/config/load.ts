@@ -17,6 +17,7 @@ import {
   checkBackendPolicies,
   checkFrontendPolicies,
   checkLlm,
+  checkMcpAuthentication,
   checkMcpBackend,
   checkRouteMatch,
   checkTrafficPolicies,
@@ -33,6 +34,7 @@ import {
   type LlmModel,
   type LlmModelsBackend,
   type LlmParams,
+  type McpAuthentication,
   type McpBackend,
   matchModelName,
   type Problem,
@@ -936,6 +938,15 @@ class Builder {
     if (routePolicies.backendTLS) fromRoute.backendTLS = routePolicies.backendTLS;
     const fromTargeted = targeted.backend.get(name) as BackendPolicies | undefined;
     const merged = mergePolicies(fromRoute, fromTargeted, named, b.policies) ?? {};
+    // A backend's own mcpAuthentication (where GwPolicy backend.mcp.authentication lands) guards an
+    // MCP endpoint; the route's is a route policy.
+    if (merged.mcpAuthentication) {
+      const ap = [...path, 'policies', 'mcpAuthentication'];
+      if (target.kind !== 'mcp')
+        this.fail(ap, 'mcpAuthentication on a backend applies only to mcp backends (set it on the route)');
+      this.mcpAuthenticationFiles(ap, merged.mcpAuthentication);
+      this.report(checkMcpAuthentication(merged.mcpAuthentication, ap));
+    }
     // MCP rules accumulate like authorization: the route's, then the backend's own.
     const { mcpAuthorization: _rules, ...rest } = merged;
     const mcpRules = [
@@ -1066,7 +1077,16 @@ class Builder {
       const text = this.readMaterial([...path, 'basicAuth', 'htpasswd', 'file'], b.htpasswd);
       if (text !== undefined) b.htpasswd = text;
     }
+    if (p.mcpAuthentication) this.mcpAuthenticationFiles([...path, 'mcpAuthentication'], p.mcpAuthentication);
     this.report(checkTrafficPolicies(p, path));
+  }
+
+  /** Reads an mcpAuthentication's JWKS file into it. */
+  mcpAuthenticationFiles(path: FieldPath, m: McpAuthentication): void {
+    if (m.jwks && typeof m.jwks === 'object' && 'file' in m.jwks) {
+      const text = this.readMaterial([...path, 'jwks', 'file'], m.jwks);
+      if (text !== undefined) m.jwks = { inline: text };
+    }
   }
 }
 
@@ -1081,7 +1101,12 @@ function addCredentialLocations(global: GlobalIR, binds: BindIR[]): void {
     for (const l of b.listeners)
       for (const r of l.routes) {
         const p = r.policies;
-        for (const loc of [p.apiKey?.location, p.jwtAuth?.location, p.basicAuth?.location]) {
+        for (const loc of [
+          p.apiKey?.location,
+          p.jwtAuth?.location,
+          p.basicAuth?.location,
+          p.mcpAuthentication?.authorizationLocation,
+        ]) {
           if (!loc) continue;
           if ('header' in loc) headers.add(loc.header.name.toLowerCase());
           else if ('queryParameter' in loc) params.add(loc.queryParameter.name);

@@ -7,6 +7,10 @@ export const POLICY_ORDER = [
   'timeout',
   // Before authentication: a browser preflight carries no credentials and must not be rejected.
   'cors',
+  // MCP clients discover how to authenticate (protected resource and authorization server metadata,
+  // client registration) without credentials, so those answers come before any authentication; the
+  // token check that follows fills jwt.* as jwtAuth does.
+  'mcpAuthentication',
   // Who is calling: authentication before anything that depends on the caller. JWT first, as the
   // most common; each one only fills in its own identity (jwt.*, apiKey.*).
   'jwtAuth',
@@ -49,6 +53,9 @@ void _everyPolicyIsOrdered;
 // The order of a backend's own policies (set on the backend, after it was chosen), outermost first.
 // They run inside the route's chain, so they see the request as the route's policies left it.
 export const BACKEND_ORDER = [
+  // Authentication first (deprecated place: the route's mcpAuthentication runs before the route's
+  // other policies, this one only after them).
+  'mcpAuthentication',
   // A redirect answers without calling the backend, so nothing below matters for it.
   'requestRedirect',
   // Header changes last before the call; the response modifier wraps the call on the way out.

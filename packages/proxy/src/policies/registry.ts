@@ -14,6 +14,7 @@ import { extAuthz } from './ext-authz/index.ts';
 import { requestHeaderModifier, responseHeaderModifier } from './header-modifier/index.ts';
 import { jwtAuth } from './jwt-auth/index.ts';
 import { localRateLimit } from './local-rate-limit/index.ts';
+import { mcpAuthentication } from './mcp-authentication/index.ts';
 import { BACKEND_ORDER, POLICY_ORDER } from './order.ts';
 import { remoteRateLimit } from './remote-rate-limit/index.ts';
 import { requestRedirect } from './request-redirect/index.ts';
@@ -25,6 +26,7 @@ import { urlRewrite } from './url-rewrite/index.ts';
 export const POLICIES: { [K in PolicyName]: PolicyDefinition<K> } = {
   timeout,
   cors,
+  mcpAuthentication,
   jwtAuth,
   basicAuth,
   apiKey,

@@ -1,0 +1,45 @@
+// Checks of mcpAuthentication the schema cannot make: the issuer and a configured resource are URLs
+// (metadata and WWW-Authenticate URLs are built from them), an inline JWKS parses, exp stays
+// required, and a CEL token location compiles.
+import type { McpAuthentication } from '../config/schema.ts';
+import type { FieldPath } from '../config/source.ts';
+import { checkCel } from './cel.ts';
+import { checkJwks } from './jwks.ts';
+import type { Problem } from './problem.ts';
+
+function httpUrl(v: string): boolean {
+  try {
+    const u = new URL(v);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.username === '' && u.password === '';
+  } catch {
+    return false;
+  }
+}
+
+export function checkMcpAuthentication(m: McpAuthentication, path: FieldPath): Problem[] {
+  const out: Problem[] = [];
+  if (!httpUrl(m.issuer))
+    out.push({
+      path: [...path, 'issuer'],
+      message: `issuer ${JSON.stringify(m.issuer)} must be an http(s) URL: MCP clients are sent to it for tokens`,
+    });
+  const resource = m.resourceMetadata?.['resource'];
+  if (resource !== undefined && (typeof resource !== 'string' || !httpUrl(resource)))
+    out.push({
+      path: [...path, 'resourceMetadata', 'resource'],
+      message: 'resource must be the http(s) URL MCP clients call (e.g. https://gw.example.com/mcp)',
+    });
+  const j = m.jwks;
+  if (typeof j === 'string') out.push(...checkJwks(j, [...path, 'jwks']));
+  else if (j && 'inline' in j) out.push(...checkJwks(j.inline, [...path, 'jwks', 'inline']));
+  const required = m.jwtValidationOptions?.requiredClaims;
+  if (required && !required.includes('exp'))
+    out.push({
+      path: [...path, 'jwtValidationOptions', 'requiredClaims'],
+      message: 'gw always requires exp: list it (tokens without an expiry are not accepted)',
+    });
+  const loc = m.authorizationLocation;
+  if (loc && 'expression' in loc)
+    out.push(...checkCel(loc.expression, [...path, 'authorizationLocation', 'expression']));
+  return out;
+}
