@@ -91,11 +91,6 @@ describe('values.schema.json and the chart refuse bad values', () => {
     ['an unknown key', ['--set', 'controller.replicas=2'], /additional properties 'replicas'/],
     ['a proxy Service type', ['--set', 'proxy.serviceType=External'], /serviceType/],
     ['a namespace name', ['--set', 'rbac.gatewayNamespaces[0]=Team_A'], /gatewayNamespaces/],
-    [
-      'TLS without a certificate',
-      ['--set', 'controller.xds.mode=tls'],
-      /needs controller\.xds\.tls\.secretName/,
-    ],
   ];
   for (const [what, args, message] of bad) {
     test(what, async () => {
@@ -142,9 +137,30 @@ describe('the RBAC is what the controller calls', () => {
     );
   });
 
+  test('xDS over TLS with its own CA: get and update on that one Secret of the release namespace, nothing more', async () => {
+    const byMode = async (...args: string[]) => objects(await template('gw', ...args));
+    const own = await byMode();
+    const secret = own.find((o) => o.kind === 'Secret');
+    assert.deepEqual([secret?.metadata.name, secret?.metadata.namespace], ['gw-xds-ca', 'gw-system']);
+    assert.equal((secret as unknown as { data?: unknown }).data, undefined, 'created empty');
+    const role = own.find((o) => o.kind === 'Role' && o.metadata.name === 'gw-xds-ca');
+    assert.equal(role?.metadata.namespace, 'gw-system');
+    assert.deepEqual(role?.rules, [
+      { apiGroups: [''], resources: ['secrets'], resourceNames: ['gw-xds-ca'], verbs: ['get', 'update'] },
+    ]);
+    // with a certificate Secret, or in plaintext, the chart keeps no CA and grants nothing for one
+    for (const args of [
+      ['--set', 'controller.xds.tls.secretName=gw-xds-tls'],
+      ['--set', 'controller.xds.mode=plaintext'],
+    ]) {
+      const other = await byMode(...args);
+      assert.ok(!other.some((o) => o.metadata.name === 'gw-xds-ca'), args.join(' '));
+    }
+  });
+
   test('rbac.gatewayNamespaces turns the writes into a Role per namespace', async () => {
     const all = objects(await template('gw', '--values', join(TESTS, 'gateway-namespaces.values.yaml')));
-    const roles = all.filter((o) => o.kind === 'Role');
+    const roles = all.filter((o) => o.kind === 'Role' && o.metadata.name === 'gw-write');
     assert.deepEqual(roles.map((o) => o.metadata.namespace).sort(), ['team-a', 'team-b']);
     assert.ok(!all.some((o) => o.kind === 'ClusterRole' && o.metadata.name === 'gw-write'));
     const cluster = all.find((o) => o.kind === 'ClusterRole')?.rules ?? [];

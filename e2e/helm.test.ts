@@ -80,7 +80,7 @@ function containerEnv(c: Container, pod: string): Record<string, string> {
 
 /** What the chart's objects are, by the release label, in every kind it makes. */
 const CHART_KINDS =
-  'serviceaccounts,services,deployments,roles,rolebindings,clusterroles,clusterrolebindings,gatewayclasses,customresourcedefinitions';
+  'serviceaccounts,secrets,services,deployments,roles,rolebindings,clusterroles,clusterrolebindings,gatewayclasses,customresourcedefinitions';
 async function releaseObjects(release: string): Promise<string[]> {
   const out = await kubectl([
     'get',
@@ -145,7 +145,14 @@ describe('helm install, the controller under the chart’s RBAC, helm uninstall'
     deployment = d;
     assert.deepEqual(
       (await releaseObjects('gw')).filter((n) => !n.includes('rbac')),
-      ['deployment.apps/gw', 'gatewayclass.gateway.networking.k8s.io/gw', 'service/gw', 'serviceaccount/gw'],
+      [
+        'deployment.apps/gw',
+        'gatewayclass.gateway.networking.k8s.io/gw',
+        // created empty for the controller's own xDS CA (controller.xds.mode tls by default)
+        'secret/gw-xds-ca',
+        'service/gw',
+        'serviceaccount/gw',
+      ],
     );
     assert.equal((await releaseObjects('gw-crds')).length, 4);
   });
@@ -154,7 +161,8 @@ describe('helm install, the controller under the chart’s RBAC, helm uninstall'
     const pod = deployment.spec.template.spec;
     const c = pod.containers[0];
     assert.ok(c);
-    assert.ok(c.args.includes(`--proxy-xds-address=http://gw.${NS}.svc:${ports.xds}`), c.args.join(' '));
+    assert.ok(c.args.includes(`--proxy-xds-address=https://gw.${NS}.svc:${ports.xds}`), c.args.join(' '));
+    assert.ok(c.args.includes('--xds-mode=tls'), c.args.join(' '));
     assert.ok(c.args.includes('--xds-token-audience=gw-xds'));
     const token = (
       await kubectl(['create', 'token', pod.serviceAccountName, '--namespace', NS, '--duration=1h'])
@@ -192,6 +200,9 @@ describe('helm install, the controller under the chart’s RBAC, helm uninstall'
     };
     assert.equal(await can('list', 'secrets', '--all-namespaces'), 'yes');
     assert.equal(await can('get', 'secrets', '--namespace', 'default'), 'no');
+    // the one Secret it keeps its xDS CA in, and no other
+    assert.equal(await can('update', 'secret/gw-xds-ca', '--namespace', NS), 'yes');
+    assert.equal(await can('get', 'secret/other', '--namespace', NS), 'no');
     assert.equal(await can('delete', 'gateways.gateway.networking.k8s.io', '--namespace', 'default'), 'no');
     assert.equal(
       await can(
@@ -241,7 +252,22 @@ describe('helm install, the controller under the chart’s RBAC, helm uninstall'
     }>(['get', 'deployment', 'edge', '--namespace', 'default']);
     const proxy = dep?.spec.template.spec.containers[0];
     assert.equal(proxy?.image, 'ghcr.io/gw-dev/gw-proxy:0.1.0');
-    assert.deepEqual(proxy?.args.slice(0, 2), ['--xds-address', `http://gw.${NS}.svc:${ports.xds}`]);
+    assert.deepEqual(proxy?.args.slice(0, 2), ['--xds-address', `https://gw.${NS}.svc:${ports.xds}`]);
+    // the CA the controller stored in the chart's Secret reaches the proxy
+    const secret = await getJson<{ data?: Record<string, string> }>(['get', 'secret', 'gw-xds-ca', '-n', NS]);
+    const ca = Buffer.from(secret?.data?.['ca.crt'] ?? '', 'base64').toString();
+    assert.match(ca, /BEGIN CERTIFICATE/);
+    const cm = await until('the xDS CA ConfigMap', () =>
+      getJson<{ data?: Record<string, string> }>([
+        'get',
+        'configmap',
+        'edge-xds-ca',
+        '--namespace',
+        'default',
+      ]),
+    );
+    assert.equal(cm.data?.['ca.crt'], ca);
+    assert.ok(proxy?.args.includes('--xds-ca-file'), proxy?.args.join(' '));
     await until('Gateway edge Accepted', async () => {
       const gw = await getJson<Conditions>(['get', 'gateway', 'edge', '--namespace', 'default']);
       return conditionStatus(gw?.status?.conditions, 'Accepted') === 'True' ? true : undefined;
@@ -251,7 +277,7 @@ describe('helm install, the controller under the chart’s RBAC, helm uninstall'
     await until('the proxy objects pruned', async () => {
       const left = await kubectl([
         'get',
-        'serviceaccounts,secrets,services,deployments',
+        'serviceaccounts,secrets,configmaps,services,deployments',
         '--namespace',
         'default',
         '-l',

@@ -63,12 +63,21 @@ app.kubernetes.io/part-of: gw
 {{- if ne .Values.controller.xds.mode "plaintext" }}true{{ end }}
 {{- end }}
 
-{{/* What provisioned proxies dial: the release's Service, https when the xDS server speaks TLS only. */}}
+{{/* TLS with the controller's own CA (no certificate Secret given): the Secret it keeps the CA in. */}}
+{{- define "gw.xdsOwnCa" -}}
+{{- if and (include "gw.xdsTls" .) (not .Values.controller.xds.tls.secretName) }}true{{ end }}
+{{- end }}
+
+{{- define "gw.xdsCaSecret" -}}
+{{- printf "%s-xds-ca" (include "gw.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* What provisioned proxies dial: the release's Service, https whenever the xDS server speaks TLS (either: new proxies use it). */}}
 {{- define "gw.proxyXdsAddress" -}}
 {{- if .Values.proxy.xdsAddress }}
 {{- .Values.proxy.xdsAddress }}
 {{- else }}
-{{- printf "%s://%s.%s.svc:%d" (ternary "https" "http" (eq .Values.controller.xds.mode "tls")) (include "gw.fullname" .) .Release.Namespace (int .Values.controller.service.ports.agwGrpc) }}
+{{- printf "%s://%s.%s.svc:%d" (ternary "https" "http" (ne .Values.controller.xds.mode "plaintext")) (include "gw.fullname" .) .Release.Namespace (int .Values.controller.service.ports.agwGrpc) }}
 {{- end }}
 {{- end }}
 

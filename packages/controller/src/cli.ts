@@ -8,6 +8,8 @@ import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Controller } from './controller.ts';
 import { LeaderElector } from './leader.ts';
+import { issueServing, servingNames } from './xds/ca.ts';
+import { loadOrCreateCa } from './xds/ca-store.ts';
 import { startXdsServer, type XdsMode } from './xds/server.ts';
 import { type KubeConnection, tokenReviewAuthenticator } from './xds/token-review.ts';
 
@@ -17,8 +19,13 @@ const USAGE = `Usage: gw-controller [flags]
   --kubeconfig <path>        kubeconfig (default: $KUBECONFIG, else in-cluster service account)
   --xds-port <port>          xDS gRPC port (default 9978)
   --xds-address <ip>         address the xDS server binds (default 0.0.0.0)
-  --xds-mode <mode>          plaintext | tls | either (both on one port) (default plaintext; tls and either need --xds-cert/--xds-key)
+  --xds-mode <mode>          plaintext | tls | either (both on one port) (default plaintext)
   --xds-cert <file>, --xds-key <file>
+                             serving certificate chain and key for tls and either; without them the
+                             controller serves with a certificate of its own CA (--xds-ca-secret)
+  --xds-ca-secret <name>     Secret in the controller's namespace holding its own xDS CA, created or
+                             filled when empty, shared by replicas (default gw-xds-ca)
+  --xds-ca-file <file>       with --xds-cert: the CA provisioned proxies trust (default: system roots)
   --xds-auth <bool>          check proxy tokens with TokenReview (default true; false for local development)
   --xds-token-audience <a>   audience the proxy tokens must carry (default: none required)
   --health-port <port>       /healthz and /readyz (default 9093)
@@ -28,7 +35,8 @@ const USAGE = `Usage: gw-controller [flags]
   --cluster-domain <domain>  Service DNS suffix (default cluster.local)
   --enable-models            watch GwModel resources (experimental)
   --proxy-image <image>      provision each Gateway's proxies (ServiceAccount, Service, Deployment) with this image
-  --proxy-xds-address <url>  how provisioned proxies reach this xDS server (default http://gw.$POD_NAMESPACE.svc:<xds-port>)
+  --proxy-xds-address <url>  how provisioned proxies reach this xDS server (default http://gw.$POD_NAMESPACE.svc:<xds-port>,
+                             https:// in tls and either mode; their serving certificate names its host)
   --proxy-service-type <t>   LoadBalancer (default) | ClusterIP | NodePort
   --leader-elect             with several replicas: one (holding a Lease) writes status and provisions
   --leader-election-namespace <ns>  where the Lease gw-controller lives (default $POD_NAMESPACE, else gw-system)
@@ -51,6 +59,8 @@ const { values } = parseArgs({
     'xds-mode': { type: 'string', default: process.env['GW_XDS_MODE'] ?? 'plaintext' },
     'xds-cert': { type: 'string' },
     'xds-key': { type: 'string' },
+    'xds-ca-secret': { type: 'string', default: 'gw-xds-ca' },
+    'xds-ca-file': { type: 'string' },
     'xds-auth': { type: 'string', default: process.env['GW_XDS_AUTH'] ?? 'true' },
     'xds-token-audience': { type: 'string' },
     'health-port': { type: 'string', default: '9093' },
@@ -141,13 +151,53 @@ function connection(k: KubeConfig): KubeConnection {
   };
 }
 
+const namespace = process.env['POD_NAMESPACE'] ?? 'gw-system';
+const xdsPort = port('xds-port', values['xds-port']);
+if (Boolean(values['xds-cert']) !== Boolean(values['xds-key'])) fail('--xds-cert and --xds-key go together');
+// what provisioned proxies dial: https whenever the server speaks TLS (either: new proxies use it)
+const proxyXdsAddress =
+  values['proxy-xds-address'] ??
+  `${mode === 'plaintext' ? 'http' : 'https'}://gw.${namespace}.svc:${xdsPort}`;
+
+/**
+ * The serving certificate for tls and either, and the CA provisioned proxies get: files given, or a
+ * certificate for the proxies' address issued at each start by the controller's own CA (a Secret).
+ */
+async function xdsTls(): Promise<{
+  tls?: { certFile: string; keyFile: string } | { cert: string; key: string };
+  ca?: string;
+}> {
+  if (mode === 'plaintext') return {};
+  if (values['xds-cert'] && values['xds-key']) {
+    const ca = values['xds-ca-file'] ? readFileSync(values['xds-ca-file'], 'utf8') : undefined;
+    return { tls: { certFile: values['xds-cert'], keyFile: values['xds-key'] }, ...(ca ? { ca } : {}) };
+  }
+  const secret = values['xds-ca-secret'];
+  // the API server may not answer yet (a controller starting with the cluster): try for a while
+  const end = Date.now() + 30_000;
+  for (let delay = 500; ; delay = Math.min(delay * 2, 5_000)) {
+    try {
+      const ca = await loadOrCreateCa(kc, namespace, secret, (msg, fields) => log('info', msg, fields));
+      const serving = issueServing(ca, servingNames(proxyXdsAddress, values['cluster-domain']));
+      return { tls: { cert: serving.certChain, key: serving.key }, ca: ca.cert };
+    } catch (err) {
+      if (Date.now() > end)
+        fail(`cannot read or store the xDS CA in Secret ${namespace}/${secret}: ${String(err)}`);
+      log('warn', 'cannot read or store the xDS CA; retrying', {
+        secret: `${namespace}/${secret}`,
+        err: String(err),
+      });
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+}
+const serving = await xdsTls();
+
 const xds = await startXdsServer({
-  port: port('xds-port', values['xds-port']),
+  port: xdsPort,
   host: values['xds-address'],
   mode,
-  ...(values['xds-cert'] && values['xds-key']
-    ? { tls: { certFile: values['xds-cert'], keyFile: values['xds-key'] } }
-    : {}),
+  ...(serving.tls ? { tls: serving.tls } : {}),
   ...(auth === 'true'
     ? {
         authenticate: tokenReviewAuthenticator(connection(kc), {
@@ -171,9 +221,9 @@ const proxyImage = values['proxy-image'];
 const deploy = proxyImage
   ? {
       image: proxyImage,
-      xdsAddress:
-        values['proxy-xds-address'] ??
-        `http://gw.${process.env['POD_NAMESPACE'] ?? 'gw-system'}.svc:${port('xds-port', values['xds-port'])}`,
+      xdsAddress: proxyXdsAddress,
+      // a proxy dialling https gets the CA; one dialling plaintext (either mode, an address given) needs none
+      ...(serving.ca && proxyXdsAddress.startsWith('https:') ? { xdsCa: serving.ca } : {}),
       ...(values['xds-token-audience'] ? { tokenAudience: values['xds-token-audience'] } : {}),
       serviceType,
     }

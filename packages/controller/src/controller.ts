@@ -189,7 +189,7 @@ export class Controller {
     await this.#writeStatuses(out.statuses);
     if (this.#deployer && this.#writes()) {
       // the kinds watched here: a provisioned object deleted by someone else is put back
-      const watched = new Set(['Deployment', 'DaemonSet', 'Service', 'Secret']);
+      const watched = new Set(['Deployment', 'DaemonSet', 'Service', 'Secret', 'ConfigMap']);
       await this.#deployer.reconcile(this.#proxyObjects(out.gateways), (kind, ns, name) =>
         watched.has(kind) ? this.provider.get(kind, ns, name) !== undefined : undefined,
       );

@@ -20,6 +20,7 @@ export const FIELD_MANAGER = 'gw-controller';
 const KINDS = [
   { apiVersion: 'v1', kind: 'ServiceAccount' },
   { apiVersion: 'v1', kind: 'Secret' },
+  { apiVersion: 'v1', kind: 'ConfigMap' },
   { apiVersion: 'v1', kind: 'Service' },
   { apiVersion: 'apps/v1', kind: 'Deployment' },
   { apiVersion: 'apps/v1', kind: 'DaemonSet' },

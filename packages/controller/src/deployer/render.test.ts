@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { KubeObject } from '../translator/types.ts';
-import { GATEWAY_NAME_LABEL, renderProxy, XDS_TOKEN_FILE } from './render.ts';
+import { GATEWAY_NAME_LABEL, renderProxy, XDS_CA_FILE, XDS_TOKEN_FILE } from './render.ts';
 
 const gateway: KubeObject = {
   apiVersion: 'gateway.networking.k8s.io/v1',
@@ -72,4 +72,30 @@ test('the Service has one port per listener port (LoadBalancer by default); the 
     expirationSeconds: 3600,
     path: 'xds-token',
   });
+});
+
+test('with the xDS CA: a ConfigMap holds it, the token volume projects it, the proxy is told where', () => {
+  const objects = renderProxy(gateway, [{ port: 8080, protocol: 'HTTP' }], {
+    ...settings,
+    xdsAddress: 'https://gw.gw-system.svc:9978',
+    xdsCa: 'PEM',
+  });
+  const cm = objects.find((o) => o.kind === 'ConfigMap') as KubeObject & { data: Record<string, string> };
+  assert.equal(cm.metadata.name, 'edge-xds-ca');
+  assert.deepEqual(cm.data, { 'ca.crt': 'PEM' });
+  assert.equal(cm.metadata.labels?.[GATEWAY_NAME_LABEL], 'edge');
+  const dep = objects.find((o) => o.kind === 'Deployment') as KubeObject;
+  const pod = (dep.spec as { template: { spec: Record<string, unknown> } }).template.spec as {
+    containers: { args: string[]; volumeMounts: { mountPath: string }[] }[];
+    volumes: { projected: { sources: Record<string, unknown>[] } }[];
+  };
+  assert.deepEqual(pod.containers[0]?.args.slice(-2), ['--xds-ca-file', XDS_CA_FILE]);
+  assert.ok(XDS_CA_FILE.startsWith(`${pod.containers[0]?.volumeMounts[0]?.mountPath}/`));
+  assert.deepEqual(pod.volumes[0]?.projected.sources[1], {
+    configMap: { name: 'edge-xds-ca', items: [{ key: 'ca.crt', path: 'xds-ca.crt' }] },
+  });
+  // without a CA: no ConfigMap, no flag
+  const plain = renderProxy(gateway, [{ port: 8080, protocol: 'HTTP' }], settings);
+  assert.ok(!plain.some((o) => o.kind === 'ConfigMap'));
+  assert.ok(!JSON.stringify(plain).includes('--xds-ca-file'));
 });

@@ -1,8 +1,9 @@
 // The data plane of one Gateway as Kubernetes objects: a ServiceAccount named after the Gateway (the
 // xDS server binds a proxy's token to the Gateway of its service account), a Service with a port per
 // listener port, and a Deployment running `gw --xds-address … --gateway <ns>/<name>` with a projected
-// service-account token of the audience the xDS server checks. Pure: equal inputs give equal objects,
-// so the deployer can tell what changed.
+// service-account token of the audience the xDS server checks. When the xDS server speaks TLS with its
+// own CA, a ConfigMap holds that CA and the same projected volume carries it to the proxy
+// (`--xds-ca-file`). Pure: equal inputs give equal objects, so the deployer can tell what changed.
 import type { KubeObject } from '../translator/types.ts';
 
 export const GATEWAY_NAME_LABEL = 'gateway.networking.k8s.io/gateway-name';
@@ -11,6 +12,11 @@ export const MANAGED_BY = 'gw-controller';
 /** Where the projected xDS token is mounted in the proxy container. */
 export const XDS_TOKEN_DIR = '/var/run/secrets/gw';
 export const XDS_TOKEN_FILE = `${XDS_TOKEN_DIR}/xds-token`;
+/** The xDS server's CA, beside the token in the same projected volume. */
+export const XDS_CA_FILE = `${XDS_TOKEN_DIR}/xds-ca.crt`;
+/** The ConfigMap holding a Gateway's copy of the xDS CA, and its key. */
+export const xdsCaConfigMap = (gateway: string) => `${gateway}-xds-ca`;
+export const XDS_CA_KEY = 'ca.crt';
 /** The proxy's readiness port and path (spec "Data-plane"). */
 export const READINESS_PORT = 15021;
 export const READINESS_PATH = '/healthz/ready';
@@ -22,8 +28,10 @@ export interface ProxySettings {
   /** The proxy image, e.g. `ghcr.io/example/gw:0.1.0`. */
   image: string;
   pullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
-  /** How proxies reach the controller's xDS server, e.g. `http://gw.gw-system.svc:9978`. */
+  /** How proxies reach the controller's xDS server, e.g. `https://gw.gw-system.svc:9978`. */
   xdsAddress: string;
+  /** PEM of the CA that signed the xDS server's certificate, for an `https://` address (unset: system roots). */
+  xdsCa?: string;
   /** The audience of the projected token (the xDS server's `--xds-token-audience`); unset: the API server's. */
   tokenAudience?: string;
   /** Service type; LoadBalancer by default (spec). */
@@ -89,6 +97,14 @@ export function renderProxy(
       })),
     },
   };
+  const caConfigMap: KubeObject | undefined = s.xdsCa
+    ? ({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { ...metadata, name: xdsCaConfigMap(name) },
+        data: { [XDS_CA_KEY]: s.xdsCa },
+      } as KubeObject)
+    : undefined;
   const deployment: KubeObject = {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -115,6 +131,7 @@ export function renderProxy(
                 `${namespace}/${name}`,
                 '--xds-token-file',
                 XDS_TOKEN_FILE,
+                ...(caConfigMap ? ['--xds-ca-file', XDS_CA_FILE] : []),
               ],
               env: [
                 { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
@@ -148,6 +165,16 @@ export function renderProxy(
                       path: 'xds-token',
                     },
                   },
+                  ...(caConfigMap
+                    ? [
+                        {
+                          configMap: {
+                            name: xdsCaConfigMap(name),
+                            items: [{ key: XDS_CA_KEY, path: 'xds-ca.crt' }],
+                          },
+                        },
+                      ]
+                    : []),
                 ],
               },
             },
@@ -156,5 +183,5 @@ export function renderProxy(
       },
     },
   };
-  return [serviceAccount, sessionKey, service, deployment];
+  return [serviceAccount, sessionKey, ...(caConfigMap ? [caConfigMap] : []), service, deployment];
 }

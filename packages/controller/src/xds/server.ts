@@ -51,7 +51,8 @@ export interface XdsServerOptions {
   /** Address to bind; default all IPv4 interfaces. */
   host?: string;
   mode: XdsMode;
-  tls?: { certFile: string; keyFile: string };
+  /** The serving certificate chain and key: files, or PEM text (the controller's own CA issued it). */
+  tls?: { certFile: string; keyFile: string } | { cert: string; key: string };
   /** Without it every stream is accepted. */
   authenticate?: Authenticate;
 }
@@ -540,8 +541,9 @@ function sniffingFront(host: string, port: number, plainPort: number, tlsPort: n
 
 function tlsCredentials(opts: XdsServerOptions): ServerCredentials {
   if (!opts.tls) throw new Error(`xDS mode ${opts.mode} needs tls.certFile and tls.keyFile`);
-  const cert = readFileSync(opts.tls.certFile);
-  const key = readFileSync(opts.tls.keyFile);
+  const t = opts.tls;
+  const cert = 'cert' in t ? Buffer.from(t.cert) : readFileSync(t.certFile);
+  const key = 'key' in t ? Buffer.from(t.key) : readFileSync(t.keyFile);
   return ServerCredentials.createSsl(null, [{ cert_chain: cert, private_key: key }], false);
 }
 
