@@ -1,6 +1,9 @@
 // A real OAuth 2.0 / OpenID Connect identity provider for tests: `oidc-provider` (npm) on loopback
-// port 0, in memory, issuing JWT access tokens through the client_credentials grant. Its signing keys
+// port 0, in memory, issuing JWT access tokens through the client_credentials grant and, for
+// interactive clients, the authorization code grant with PKCE (optionally with dynamic client
+// registration). Its login and consent pages are driven headlessly by `authorize`. Its signing keys
 // can be replaced while it runs (same issuer, same port) to exercise key rotation.
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Configuration, Provider } from 'oidc-provider';
@@ -24,12 +27,29 @@ export interface ResourceServer {
   accessTokenTTL?: number;
 }
 
+/** A client of the authorization code grant without a secret (PKCE). */
+export interface PublicClient {
+  clientId: string;
+  redirectUris: string[];
+}
+
 export interface IdentityProviderOptions {
   /** Signing keys; the first RS256 key signs. */
   keys: SigningJwk[];
   clients: IdentityProviderClient[];
-  /** Resource indicator (an absolute URL) → resource server; tokens for these are RS256 JWTs. */
-  resources: Record<string, ResourceServer>;
+  /**
+   * Resource indicator (an absolute URL) → resource server; tokens for these are RS256 JWTs. A
+   * function decides for any indicator (undefined: not a resource of this provider).
+   */
+  resources: Record<string, ResourceServer> | ((indicator: string) => ResourceServer | undefined);
+  /** Scopes resource servers may grant besides those named in `resources` and `clients`. */
+  scopes?: string[];
+  /** Who can log in (authorization code grant): account id (the `sub`) → extra access token claims. */
+  accounts?: Record<string, Record<string, unknown>>;
+  /** Clients of the authorization code grant registered up front. */
+  publicClients?: PublicClient[];
+  /** Dynamic client registration (RFC 7591), advertised as registration_endpoint. */
+  registration?: boolean;
 }
 
 export interface TokenRequest {
@@ -48,6 +68,14 @@ export interface IdentityProvider {
   metadata: { issuer: string; jwks_uri: string; token_endpoint: string } & Record<string, unknown>;
   /** Times (Date.now()) at which its JWKS was fetched, oldest first. */
   jwksFetches: number[];
+  /** Client ids it issued through dynamic client registration, oldest first. */
+  registrations: string[];
+  /**
+   * Follows an authorization request (its URL, as a client sends a browser there) through the
+   * provider's login and consent as `account`, and returns the URL the browser is sent back to:
+   * the client's redirect URI with `code` (or `error`).
+   */
+  authorize(url: string, account: string): Promise<URL>;
   /** Gets an access token with the client_credentials grant; rejects on a non-200 answer. */
   token(req: TokenRequest): Promise<string>;
   /**
@@ -104,12 +132,25 @@ export async function startIdentityProvider(opts: IdentityProviderOptions): Prom
   // Loaded on first use so that importing @gw/testkit does not load Koa and the provider.
   const { Provider: ProviderClass, errors } = await import('oidc-provider');
   const jwksFetches: number[] = [];
+  const registrations: string[] = [];
   let handler: ((req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>) | undefined;
+  let current: Provider | undefined;
   const server = http.createServer((req, res) => {
-    if (req.url?.split('?')[0] === '/jwks') jwksFetches.push(Date.now());
-    if (!handler) {
+    const path = req.url?.split('?')[0] ?? '';
+    if (path === '/jwks') jwksFetches.push(Date.now());
+    if (!handler || !current) {
       res.writeHead(503).end();
       return;
+    }
+    if (path.startsWith('/interaction/')) {
+      interaction(current, req, res).catch((err: Error) => res.writeHead(500).end(err.message));
+      return;
+    }
+    if (path === '/reg' && req.method === 'POST') {
+      res.on('finish', () => {
+        const id = (res as { registeredClient?: string }).registeredClient;
+        if (id) registrations.push(id);
+      });
     }
     handler(req, res).catch(() => res.destroy());
   });
@@ -118,32 +159,62 @@ export async function startIdentityProvider(opts: IdentityProviderOptions): Prom
   const issuer = `http://127.0.0.1:${port}`;
 
   // Client metadata may only name scopes the provider knows.
-  const scopes = new Set(['openid', 'offline_access']);
-  for (const s of [...opts.clients, ...Object.values(opts.resources)])
+  const scopes = new Set(['openid', 'offline_access', ...(opts.scopes ?? [])]);
+  const listed = typeof opts.resources === 'function' ? [] : Object.values(opts.resources);
+  for (const s of [...opts.clients, ...listed])
     for (const scope of s.scope?.split(' ') ?? []) if (scope) scopes.add(scope);
+  const resourceServer = (indicator: string) =>
+    typeof opts.resources === 'function' ? opts.resources(indicator) : opts.resources[indicator];
+  const accounts = opts.accounts ?? {};
 
   const build = (keys: SigningJwk[]): Provider => {
     const configuration: Configuration = {
       adapter: memoryAdapter(),
       scopes: [...scopes],
       jwks: { keys },
-      clients: opts.clients.map((c) => ({
-        client_id: c.clientId,
-        client_secret: c.clientSecret,
-        grant_types: ['client_credentials'],
-        redirect_uris: [],
-        response_types: [],
-        ...(c.scope ? { scope: c.scope } : {}),
-      })),
+      clients: [
+        ...opts.clients.map((c) => ({
+          client_id: c.clientId,
+          client_secret: c.clientSecret,
+          grant_types: ['client_credentials'],
+          redirect_uris: [],
+          response_types: [],
+          ...(c.scope ? { scope: c.scope } : {}),
+        })),
+        ...(opts.publicClients ?? []).map((c) => ({
+          client_id: c.clientId,
+          token_endpoint_auth_method: 'none',
+          grant_types: ['authorization_code', 'refresh_token'],
+          response_types: ['code'],
+          redirect_uris: c.redirectUris,
+        })),
+      ],
+      findAccount: (_ctx: unknown, id: string) =>
+        id in accounts ? { accountId: id, claims: () => ({ sub: id }) } : undefined,
+      // Each account's extra claims go into its access tokens, for CEL rules on jwt.*.
+      extraTokenClaims: (_ctx: unknown, token: { accountId?: string }) =>
+        token.accountId ? accounts[token.accountId] : undefined,
+      interactions: { url: (_ctx: unknown, i: { uid: string }) => `/interaction/${i.uid}` },
       features: {
         devInteractions: { enabled: false },
         clientCredentials: { enabled: true },
         introspection: { enabled: false },
         revocation: { enabled: false },
+        registration: {
+          enabled: opts.registration ?? false,
+          // remembered so that a test can tell whom the provider registered
+          idFactory: (ctx: { res: { registeredClient?: string } }) => {
+            const id = `dcr-${randomUUID()}`;
+            ctx.res.registeredClient = id;
+            return id;
+          },
+        },
         resourceIndicators: {
           enabled: true,
+          defaultResource: (_ctx: unknown, _client: unknown, oneOf?: string | string[]) => oneOf,
+          useGrantedResource: () => true,
           getResourceServerInfo: (_ctx: unknown, resourceIndicator: string) => {
-            const rs = opts.resources[resourceIndicator];
+            const rs = resourceServer(resourceIndicator);
             if (!rs) throw new errors.InvalidTarget();
             return {
               scope: rs.scope ?? '',
@@ -158,13 +229,19 @@ export async function startIdentityProvider(opts: IdentityProviderOptions): Prom
       ttl: {
         ClientCredentials: (_ctx: unknown, token: { resourceServer?: { accessTokenTTL?: number } }) =>
           token.resourceServer?.accessTokenTTL ?? 300,
+        AccessToken: (_ctx: unknown, token: { resourceServer?: { accessTokenTTL?: number } }) =>
+          token.resourceServer?.accessTokenTTL ?? 300,
+        Interaction: 600,
+        Session: 3600,
+        Grant: 3600,
       },
       cookies: { keys: ['gw-testkit-cookie-key'] },
     };
     return new ProviderClass(issuer, configuration);
   };
   const install = (keys: SigningJwk[]) => {
-    handler = build(keys).callback();
+    current = build(keys);
+    handler = current.callback();
   };
   install(opts.keys);
 
@@ -177,6 +254,8 @@ export async function startIdentityProvider(opts: IdentityProviderOptions): Prom
     port,
     metadata,
     jwksFetches,
+    registrations,
+    authorize: (url, account) => authorizeHeadless(issuer, url, account),
     async token(req) {
       const body = new URLSearchParams({ grant_type: 'client_credentials', resource: req.resource });
       if (req.scope) body.set('scope', req.scope);
@@ -201,4 +280,83 @@ export async function startIdentityProvider(opts: IdentityProviderOptions): Prom
         server.close(() => r());
       }),
   };
+}
+
+/**
+ * The provider's login and consent pages, reduced to what a test needs: GET tells which prompt is
+ * pending; POST …/login with `account=<id>` logs in; POST …/confirm grants what the client asked
+ * for (OpenID scopes and claims, and the scopes of each resource indicator).
+ */
+async function interaction(provider: Provider, req: http.IncomingMessage, res: http.ServerResponse) {
+  const details = await provider.interactionDetails(req, res);
+  const action = (req.url ?? '').split('?')[0]?.split('/')[3];
+  if (req.method === 'GET' || action === undefined) {
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ prompt: details.prompt.name }));
+    return;
+  }
+  let body = '';
+  for await (const chunk of req) body += chunk;
+  if (action === 'login') {
+    const accountId = new URLSearchParams(body).get('account') ?? '';
+    await provider.interactionFinished(
+      req,
+      res,
+      { login: { accountId } },
+      { mergeWithLastSubmission: false },
+    );
+    return;
+  }
+  const { accountId } = details.session ?? {};
+  const grant = details.grantId
+    ? await provider.Grant.find(details.grantId)
+    : new provider.Grant({ accountId, clientId: details.params['client_id'] as string });
+  if (!grant) throw new Error('the grant of this interaction is gone');
+  const missing = details.prompt.details;
+  if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
+  if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
+  for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {}))
+    grant.addResourceScope(indicator, scopes.join(' '));
+  const grantId = await grant.save();
+  await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
+}
+
+/** A browser with a cookie jar, following redirects on the provider and submitting its forms. */
+async function authorizeHeadless(issuer: string, start: string, account: string): Promise<URL> {
+  const jar = new Map<string, string>();
+  const send = async (url: string, init: RequestInit = {}) => {
+    const cookie = [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
+    const headers = new Headers(init.headers);
+    if (cookie) headers.set('cookie', cookie);
+    const r = await fetch(url, { ...init, headers, redirect: 'manual' });
+    for (const c of r.headers.getSetCookie()) {
+      const [pair = ''] = c.split(';');
+      const eq = pair.indexOf('=');
+      if (eq > 0) jar.set(pair.slice(0, eq).trim(), pair.slice(eq + 1).trim());
+    }
+    await r.arrayBuffer();
+    return r;
+  };
+  let url = start;
+  for (let hop = 0; hop < 20; hop++) {
+    const at = new URL(url);
+    if (at.origin !== issuer) return at;
+    let r: Response;
+    if (at.pathname.startsWith('/interaction/')) {
+      const pending = await fetch(url, {
+        headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') },
+      });
+      const { prompt } = (await pending.json()) as { prompt: string };
+      r = await send(`${url}/${prompt === 'login' ? 'login' : 'confirm'}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ account }).toString(),
+      });
+    } else r = await send(url);
+    const next = r.headers.get('location');
+    if (!next) throw new Error(`${url} answered ${r.status} without a redirect`);
+    url = new URL(next, url).toString();
+  }
+  throw new Error('too many redirects');
 }

@@ -11,6 +11,39 @@ declare module 'oidc-provider' {
     /** The provider is a Koa application: a request listener for node:http. */
     callback(): (req: IncomingMessage, res: ServerResponse) => Promise<void>;
     on(event: string, listener: (...args: unknown[]) => void): this;
+    interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<InteractionDetails>;
+    interactionFinished(
+      req: IncomingMessage,
+      res: ServerResponse,
+      result: Record<string, unknown>,
+      options?: { mergeWithLastSubmission?: boolean },
+    ): Promise<void>;
+    readonly Grant: {
+      new (init: { accountId?: string | undefined; clientId: string }): Grant;
+      find(id: string): Promise<Grant | undefined>;
+    };
+  }
+
+  export interface InteractionDetails {
+    uid: string;
+    grantId?: string;
+    params: Record<string, unknown>;
+    session?: { accountId?: string };
+    prompt: {
+      name: string;
+      details: {
+        missingOIDCScope?: string[];
+        missingOIDCClaims?: string[];
+        missingResourceScopes?: Record<string, string[]>;
+      };
+    };
+  }
+
+  export interface Grant {
+    addOIDCScope(scope: string): void;
+    addOIDCClaims(claims: string[]): void;
+    addResourceScope(indicator: string, scope: string): void;
+    save(): Promise<string>;
   }
 
   export const errors: {

@@ -1,5 +1,5 @@
 // Checks of backend policies (the standalone BackendPolicies shape) across fields: a client
-// certificate needs its key, and skipping verification excludes verifying names.
+// certificate needs its key, skipping verification excludes verifying names, and mcpAuthentication.
 import type { BackendPolicies } from '../config/schema.ts';
 import type { FieldPath } from '../config/source.ts';
 import { checkMcpAuthentication } from './mcp-authentication.ts';

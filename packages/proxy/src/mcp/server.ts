@@ -169,17 +169,16 @@ export class McpServer {
   }
 
   async #initialize(ctx: RequestContext, req: Message & { id: Id; method: string }): Promise<void> {
-    const info: McpRequestInfo = { method: 'initialize' };
-    ctx.ext.mcp = info;
+    ctx.ext.mcp = { method: 'initialize' };
     const call = this.#call(ctx, null, () => {});
     try {
-      const { response, state } = await this.#fed.guardedInitialize(call, req as never, info);
-      info.outcome ??= 'ok';
+      const { response, state } = await this.#fed.initialize(call, req as never);
+      ctx.ext.mcp.outcome = 'ok';
       const headers: Record<string, string> = {};
       if (state) headers[SESSION_HEADER] = this.#seal.seal(state);
       answer(ctx, 200, response, headers);
     } catch (err) {
-      info.outcome = 'failed';
+      ctx.ext.mcp.outcome = 'failed';
       answer(ctx, 200, errorResponse(req.id, CODE.UPSTREAM, (err as Error).message));
     }
   }
@@ -342,13 +341,13 @@ export class McpServer {
       const call: Call = { ctx: req, session: null, relay, signal: entry.signal };
       try {
         // The legacy session keeps the stream's nonce, so its stdio processes are found again.
-        const { response, state } = await this.#fed.guardedInitialize(call, m, info, nonce);
+        const { response, state } = await this.#fed.initialize(call, m, nonce);
         if (state) {
           entry.state = state;
           // What the targets say unasked goes on the same stream.
           void this.#fed.listen({ ctx: req, session: state, relay, signal: entry.signal });
         }
-        info.outcome ??= 'ok';
+        info.outcome = 'ok';
         entry.send(response);
       } catch (err) {
         info.outcome = 'failed';

@@ -196,7 +196,15 @@ function metadataUrls(d: Discovery): string[] {
 async function fetchMetadata(d: Discovery): Promise<Record<string, unknown>> {
   let last = '';
   for (const url of metadataUrls(d)) {
-    const r = await call('GET', url, {});
+    let r: Awaited<ReturnType<typeof call>>;
+    try {
+      r = await call('GET', url, {});
+    } catch (err) {
+      throw new GwError(
+        'GW_ERR_MCP_AUTH_SERVER',
+        `the authorization server's metadata is not available: ${(err as GwError).detail}`,
+      );
+    }
     if (r.status === 200) {
       const doc = parseJson(r.body);
       if (doc && typeof doc === 'object' && !Array.isArray(doc)) return doc as Record<string, unknown>;

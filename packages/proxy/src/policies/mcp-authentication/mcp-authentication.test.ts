@@ -1,0 +1,242 @@
+// mcpAuthentication's config (agentgateway's fields, the errors a mistake gets, naming its field)
+// and the parts of its behaviour the OAuth flow test does not reach: a provider's quirks in the
+// authorization server metadata, registrations passed on to the provider, the token kept from the
+// upstream, the backend form, and CORS preflights on the discovery endpoints.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { ConfigError } from '@gw/api';
+import {
+  type IdentityProvider,
+  type SigningJwk,
+  startIdentityProvider,
+  startUpstream,
+  type TestServer,
+} from '@gw/testkit';
+import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import { exportJWK, generateKeyPair } from 'jose';
+import { loadConfigText } from '../../config/load.ts';
+import { derivedJwks } from './index.ts';
+
+const load = (text: string) => loadConfigText('gw.yaml', text, '/tmp');
+
+const route = (auth: string, backend = '{host: "127.0.0.1:8080"}') => `binds:
+- port: 3000
+  listeners:
+  - routes:
+    - policies:
+        mcpAuthentication:
+${auth
+  .trim()
+  .split('\n')
+  .map((l) => `          ${l}`)
+  .join('\n')}
+      backends: [${backend}]
+`;
+
+function rejects(text: string, re: RegExp): void {
+  assert.throws(
+    () => load(text),
+    (err: unknown) => {
+      assert.ok(err instanceof ConfigError, String(err));
+      assert.match(err.message, re);
+      return true;
+    },
+  );
+}
+
+describe('config', () => {
+  test("agentgateway's fields load; a JWKS file is read into the policy", (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-mcp-auth-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    writeFileSync(join(dir, 'jwks.json'), '{"keys":[]}');
+    const ir = load(
+      route(`issuer: https://idp.example.com/realms/mcp
+audiences: [mcp_proxy]
+provider: {keycloak: {}}
+mode: optional
+clientId: gw
+jwks: {file: ${join(dir, 'jwks.json')}}
+authorizationLocation: {header: {name: x-token}}
+jwtValidationOptions: {requiredClaims: [exp, sub]}
+resourceMetadata:
+  resource: https://gw.example.com/mcp
+  scopesSupported: [openid]
+  bearerMethodsSupported: [header]`),
+    ).ir;
+    const p = ir.binds[0]?.listeners[0]?.routes[0]?.policies.mcpAuthentication;
+    assert.equal(p?.issuer, 'https://idp.example.com/realms/mcp');
+    assert.deepEqual(p?.provider, { keycloak: {} });
+    assert.deepEqual(p?.jwks, { inline: '{"keys":[]}' });
+    assert.ok(ir.global.sensitiveHeaders.includes('x-token'), 'the token header is redacted in diagnostics');
+  });
+
+  test('mistakes are config errors naming the field', () => {
+    rejects(
+      route('issuer: idp.example.com'),
+      /mcpAuthentication\.issuer: issuer "idp\.example\.com" must be an http\(s\) URL/,
+    );
+    rejects(
+      route('issuer: https://idp.example.com\nresourceMetadata: {resource: /mcp}'),
+      /mcpAuthentication\.resourceMetadata\.resource: resource must be the http\(s\) URL/,
+    );
+    rejects(
+      route(`issuer: https://idp.example.com\njwks: '{"nokeys": 1}'`),
+      /mcpAuthentication\.jwks: JWKS must be/,
+    );
+    rejects(route('issuer: https://idp.example.com\njwks: {file: /nonexistent/jwks.json}'), /jwks\.file/);
+    rejects(
+      route('issuer: https://idp.example.com\njwtValidationOptions: {requiredClaims: [sub]}'),
+      /requiredClaims: gw always requires exp/,
+    );
+    rejects(route('issuer: https://idp.example.com\nmode: lenient'), /mcpAuthentication\.mode/);
+    rejects(
+      route('issuer: https://idp.example.com\nprovider: {entra: {}}'),
+      /entra provider of mcpAuthentication is not supported/,
+    );
+    rejects(
+      route('issuer: https://idp.example.com\nclientSecret: s'),
+      /clientSecret \(used by the entra provider\) is not supported/,
+    );
+    rejects(route('audiences: [a]'), /mcpAuthentication\.issuer/);
+    rejects(
+      `binds:
+- port: 3000
+  listeners:
+  - routes:
+    - backends:
+      - host: "127.0.0.1:8080"
+        policies:
+          mcpAuthentication: {issuer: "https://idp.example.com"}
+`,
+      /backends\[0\]\.policies\.mcpAuthentication: mcpAuthentication on a backend applies only to mcp backends/,
+    );
+  });
+
+  test('without jwks the keys are where the provider publishes them', () => {
+    assert.deepEqual(
+      derivedJwks({ issuer: 'https://kc.example.com/realms/mcp', provider: { keycloak: {} } }),
+      {
+        url: 'https://kc.example.com/realms/mcp/protocol/openid-connect/certs',
+      },
+    );
+    assert.deepEqual(derivedJwks({ issuer: 'https://tenant.auth0.com/' }), {
+      url: 'https://tenant.auth0.com/.well-known/jwks.json',
+    });
+  });
+});
+
+describe('behaviour', () => {
+  let idp: IdentityProvider;
+  let up: TestServer;
+  let proxy: TestProxy;
+  const SERVICE = { clientId: 'svc', clientSecret: 'svc-secret' };
+
+  before(async () => {
+    const { privateKey } = await generateKeyPair('RS256', { extractable: true });
+    const key: SigningJwk = {
+      ...(await exportJWK(privateKey)),
+      kty: 'RSA',
+      kid: 'k',
+      alg: 'RS256',
+      use: 'sig',
+    };
+    [idp, up] = await Promise.all([
+      startIdentityProvider({
+        keys: [key],
+        clients: [{ ...SERVICE, scope: 'api' }],
+        resources: (r) => (r.startsWith('http://127.0.0.1:') ? { audience: r, scope: 'api' } : undefined),
+        registration: true,
+      }),
+      startUpstream(),
+    ]);
+    const auth = (extra: string) =>
+      `{issuer: "${idp.issuer}", jwks: {url: "${idp.metadata.jwks_uri}"}${extra}}`;
+    proxy = await startProxy(`binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - name: auth0
+      matches: [{path: {pathPrefix: /.well-known/oauth-authorization-server/auth0}}]
+      policies: {mcpAuthentication: ${auth(', provider: {auth0: {}}, audiences: [urn:gw]')}}
+      backends: [{host: "127.0.0.1:${up.port}"}]
+    - name: plain
+      matches: [{path: {pathPrefix: /.well-known/oauth-authorization-server/plain}}, {path: {pathPrefix: /api}}]
+      policies: {mcpAuthentication: ${auth('')}}
+      backends: [{host: "127.0.0.1:${up.port}"}]
+`);
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await up?.close();
+    await idp?.close();
+  });
+
+  test('auth0: the authorization endpoint carries the audience, as Auth0 takes no resource indicators', async () => {
+    const r = await fetch(proxy.url('/.well-known/oauth-authorization-server/auth0/mcp'));
+    assert.equal(r.status, 200);
+    const doc = (await r.json()) as { authorization_endpoint: string; issuer: string };
+    assert.equal(
+      doc.issuer,
+      idp.issuer,
+      'read through OpenID discovery, as the provider has no RFC 8414 document',
+    );
+    assert.equal(new URL(doc.authorization_endpoint).searchParams.get('audience'), 'urn:gw');
+  });
+
+  test('without clientId a registration sent to the gateway is passed on to the provider', async () => {
+    const before = idp.registrations.length;
+    const r = await fetch(proxy.url('/.well-known/oauth-authorization-server/plain/client-registration'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        redirect_uris: ['http://localhost:3999/callback'],
+        token_endpoint_auth_method: 'none',
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+      }),
+    });
+    assert.equal(r.status, 201, await r.clone().text());
+    assert.equal(r.headers.get('access-control-allow-origin'), '*');
+    const client = (await r.json()) as { client_id: string };
+    assert.equal(idp.registrations.length, before + 1);
+    assert.equal(client.client_id, idp.registrations.at(-1));
+  });
+
+  test('a CORS preflight on a discovery endpoint is answered without credentials', async () => {
+    const r = await fetch(proxy.url('/.well-known/oauth-authorization-server/plain'), {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'GET' },
+    });
+    assert.equal(r.status, 204);
+    assert.equal(r.headers.get('access-control-allow-origin'), '*');
+  });
+
+  test('the upstream never sees the token; the metadata of an unreachable issuer is a 502', async () => {
+    const token = await idp.token({ ...SERVICE, resource: proxy.url('/api/x'), scope: 'api' });
+    const r = await fetch(proxy.url('/api/x'), { headers: { authorization: `Bearer ${token}` } });
+    assert.equal(r.status, 200, await r.clone().text());
+    const echoed = (await r.json()) as { headers: Record<string, unknown> };
+    assert.equal(echoed.headers['authorization'], undefined);
+
+    const down = await startProxy(`binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - policies: {mcpAuthentication: {issuer: "http://127.0.0.1:1", jwks: '{"keys":[]}'}}
+      backends: [{host: "127.0.0.1:${up.port}"}]
+`);
+    try {
+      const m = await fetch(down.url('/.well-known/oauth-authorization-server'));
+      assert.equal(m.status, 502);
+      assert.match(await m.text(), /authorization server's metadata is not available/);
+    } finally {
+      await down.close();
+    }
+  });
+});
