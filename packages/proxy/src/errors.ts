@@ -42,6 +42,9 @@ export const ERRORS = {
   GW_ERR_LLM_GUARDRAIL: { status: 403, message: 'The request was rejected due to inappropriate content' },
   // A guard service (webhook) that failed closed: unreachable, too slow, or no valid verdict.
   GW_ERR_LLM_GUARDRAIL_UNAVAILABLE: { status: 503, message: 'a guardrail service failed' },
+  // A JSON-RPC client's body (A2A) that is not JSON (-32700), or JSON but not a JSON-RPC request (-32600).
+  GW_ERR_JSONRPC_PARSE: { status: 400, message: 'the request body is not valid JSON' },
+  GW_ERR_JSONRPC_INVALID: { status: 400, message: 'the request is not a JSON-RPC 2.0 request' },
   // mcpAuthentication: the identity provider's metadata or registration endpoint failed to answer.
   GW_ERR_MCP_AUTH_SERVER: { status: 502, message: 'the authorization server did not answer' },
 } as const satisfies Record<string, { status: number; message: string }>;
@@ -106,7 +109,7 @@ const FORMATTERS: Record<ErrorFormat, Formatter> = {
       jsonrpc: '2.0',
       id: null,
       error: {
-        code: e.status === 400 ? -32600 : -32000,
+        code: e.code === 'GW_ERR_JSONRPC_PARSE' ? -32700 : e.status === 400 ? -32600 : -32000,
         message: e.detail,
         data: { code: e.code, status: e.status },
       },
@@ -205,6 +208,8 @@ const GRPC_STATUS: Record<ErrorCode, number> = {
   GW_ERR_LLM_PROVIDER: 14,
   GW_ERR_LLM_GUARDRAIL: 7,
   GW_ERR_LLM_GUARDRAIL_UNAVAILABLE: 14,
+  GW_ERR_JSONRPC_PARSE: 3,
+  GW_ERR_JSONRPC_INVALID: 3,
   GW_ERR_MCP_AUTH_SERVER: 14,
 };
 

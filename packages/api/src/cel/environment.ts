@@ -18,6 +18,8 @@ export const CEL_VARIABLES = [
   'route',
   // The MCP call being made (method, target, tool / prompt / resource): MCP authorization rules.
   'mcp',
+  // The A2A call being made (method, task id, outcome): on routes whose backends are A2A agents.
+  'a2a',
 ] as const;
 export type CelVariable = (typeof CEL_VARIABLES)[number];
 

@@ -139,6 +139,12 @@ const Retry = strict({
   codes: z.array(z.number().int().min(100).max(599)).min(1),
 });
 
+// agentgateway's A2aPolicy: no fields; its presence marks traffic as agent-to-agent.
+const A2aPolicy = strict({}).meta({
+  description:
+    'marks the traffic as A2A: agent cards are rewritten to point at the gateway, and JSON-RPC calls are read for telemetry (a2a.* in CEL, logs, metrics)',
+});
+
 const FailureMode = z.enum(['failClosed', 'failOpen', 'FailClosed', 'FailOpen']);
 const BufferSide = strict({ maxBytes: ByteSize.optional(), failureMode: FailureMode.optional() });
 const Buffer = strict({ request: BufferSide.optional(), response: BufferSide.optional() });
@@ -367,6 +373,8 @@ export const BackendPolicies = strict({
   requestHeaderModifier: HeaderModifier.optional(),
   responseHeaderModifier: HeaderModifier.optional(),
   requestRedirect: RequestRedirect.optional(),
+  // The backend is an A2A agent (agentgateway's backend policy a2a); only on host backends.
+  a2a: A2aPolicy.optional(),
   backendTLS: BackendTLS.optional(),
   http: BackendHttp.optional(),
   tcp: BackendTcp.optional(),
@@ -396,6 +404,8 @@ export const TrafficPolicies = strict({
   delay: Delay.optional(),
   directResponse: DirectResponseBody.optional(),
   retry: Retry.optional(),
+  // The route's host backends are A2A agents (agentgateway's route policy a2a).
+  a2a: A2aPolicy.optional(),
   // Backend connection settings may also be set for every backend of a route.
   backendTLS: BackendTLS.optional(),
   // Rules for the route's MCP backends (they add to a backend's own mcpAuthorization).

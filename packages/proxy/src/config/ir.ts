@@ -130,7 +130,21 @@ export type BackendTarget =
   | { kind: 'unix'; path: string }
   | { kind: 'dynamic' }
   | AiTarget
-  | McpTarget;
+  | McpTarget
+  | A2aTarget;
+
+// ---------- A2A (the `a2a` backend kind, a2a/ and upstream/backends/a2a/) ----------
+
+/**
+ * An A2A agent at host:port: a host backend under agentgateway's `a2a` policy (route or backend), or
+ * an a2a GwBackend. Its agent cards are rewritten to point at the gateway and its JSON-RPC calls are
+ * read (method, task, outcome) as they pass.
+ */
+export interface A2aTarget {
+  kind: 'a2a';
+  host: string;
+  port: number;
+}
 
 // ---------- MCP (the `mcp` backend kind, mcp/ and upstream/backends/mcp/) ----------
 

@@ -938,6 +938,17 @@ class Builder {
     if (routePolicies.backendTLS) fromRoute.backendTLS = routePolicies.backendTLS;
     const fromTargeted = targeted.backend.get(name) as BackendPolicies | undefined;
     const merged = mergePolicies(fromRoute, fromTargeted, named, b.policies) ?? {};
+    // agentgateway's a2a, on the route or on the backend, makes a host backend an A2A agent.
+    const a2a = merged.a2a ?? routePolicies.a2a;
+    delete merged.a2a;
+    if (a2a !== undefined) {
+      if (target.kind === 'host') target = { kind: 'a2a', host: target.host, port: target.port };
+      else
+        this.fail(
+          [...path, ...(b.policies?.a2a ? ['policies', 'a2a'] : [])],
+          `a2a applies only to host backends, not to ${NOT_A2A[target.kind]}`,
+        );
+    }
     // A backend's own mcpAuthentication (where GwPolicy backend.mcp.authentication lands) guards an
     // MCP endpoint; the route's is a route policy.
     if (merged.mcpAuthentication) {
@@ -1174,6 +1185,15 @@ function parseHost(host: string): BackendTarget {
  * Most specific wins per policy field: later arguments replace earlier ones field by field. The
  * exception is `authorization`, whose rules accumulate (a route cannot drop a gateway's Deny rule).
  */
+/** How a config error names a backend that cannot be an A2A agent. */
+const NOT_A2A: Record<Exclude<BackendTarget['kind'], 'host'>, string> = {
+  a2a: 'an a2a backend',
+  unix: 'a unix socket',
+  dynamic: 'a dynamic forward proxy',
+  ai: 'an ai backend',
+  mcp: 'an mcp backend',
+};
+
 export function mergePolicies<T extends object>(...layers: (T | undefined)[]): T | undefined {
   let out: T | undefined;
   for (const l of layers) {

@@ -1,5 +1,6 @@
 // The access log as a request observer: one record per finished request, shaped by the frontend's
 // `accessLog` policy (CEL filter, fields added by CEL, fields removed).
+import { finalOutcome } from '../a2a/info.ts';
 import { type CelProgram, celToJson, celTrue, compileCel } from '../cel/cel.ts';
 import type { FrontendIR } from '../config/ir.ts';
 import type { ObservedRequest, RequestObserver, RequestSummary } from '../pipeline/observer.ts';
@@ -68,6 +69,14 @@ export class AccessLogObserver implements RequestObserver {
       const item = mcp.tool?.name ?? mcp.prompt?.name ?? mcp.resource?.uri;
       if (item) rec[mcp.tool ? 'mcp.tool' : mcp.prompt ? 'mcp.prompt' : 'mcp.resource'] = item;
       if (mcp.failed) rec['mcp.failedTargets'] = mcp.failed;
+    }
+    const a2a = req.ext.a2a;
+    if (a2a) {
+      rec['a2a.method'] = a2a.method;
+      if (a2a.taskId) rec['a2a.taskId'] = a2a.taskId;
+      if (a2a.taskState) rec['a2a.taskState'] = a2a.taskState;
+      rec['a2a.outcome'] = finalOutcome(a2a, req.error);
+      if (a2a.errorCode !== undefined) rec['a2a.errorCode'] = a2a.errorCode;
     }
     for (const k of this.#remove) delete rec[k];
     if (cel) {

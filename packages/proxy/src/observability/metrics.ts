@@ -1,6 +1,7 @@
 // Prometheus metrics of a data-plane worker. Each worker has its own registry; the main thread
 // collects them and serves the sum on the stats port.
 import { Counter, Histogram, Registry } from 'prom-client';
+import { finalOutcome, methodLabel } from '../a2a/info.ts';
 import type { RouteInfo } from '../pipeline/context.ts';
 import type { ObservedRequest, RequestObserver, RequestSummary } from '../pipeline/observer.ts';
 import { CounterFamily, type CounterSeries, HistogramFamily, type HistogramSeries } from './series.ts';
@@ -27,6 +28,12 @@ export class ProxyMetrics implements RequestObserver {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],
   });
+  readonly a2aRequests = new CounterFamily({
+    name: 'gw_a2a_requests_total',
+    help: 'A2A requests, by route, JSON-RPC method (agent-card: a card fetch; other: a name A2A does not define) and outcome (ok, error, invalid, failed, aborted, rejected; a card: rewritten, untouched)',
+    labelNames: ['route', 'method', 'outcome'],
+    registry: this.registry,
+  });
   readonly llmTokens = new CounterFamily({
     name: 'gw_llm_tokens_total',
     help: 'LLM tokens the providers reported using, by provider, model (as sent) and kind (input, output)',
@@ -51,6 +58,11 @@ export class ProxyMetrics implements RequestObserver {
 
   end(req: ObservedRequest, s: RequestSummary): void {
     this.record(req.route, req.backendName, s.status, s.seconds);
+    const a2a = req.ext.a2a;
+    if (a2a) {
+      const method = methodLabel(a2a.method);
+      this.a2aRequests.series(req.route?.key ?? '', method, finalOutcome(a2a, req.error)).value++;
+    }
     const llm = req.ext.llm;
     if (llm?.usage) this.recordTokens(llm.provider ?? '', llm.model ?? llm.requestModel, llm.usage);
     if (llm)

@@ -147,7 +147,7 @@ export class RequestContext implements ObservedRequest {
     if (this.route)
       ctx.route = { name: this.route.name, gateway: this.route.gateway, listener: this.route.listener };
     if (this.backendName) ctx.backend = { name: this.backendName };
-    const { jwt, apiKey, extauthz, llm } = this.ext;
+    const { jwt, apiKey, extauthz, llm, a2a } = this.ext;
     if (llm) {
       ctx.llm = llm.cel();
       ctx.llmRequest = llm.request;
@@ -155,6 +155,7 @@ export class RequestContext implements ObservedRequest {
     if (jwt) ctx.jwt = jwt;
     if (apiKey) ctx.apiKey = apiKey;
     if (extauthz) ctx.extauthz = extauthz;
+    if (a2a) ctx.a2a = a2a;
     if (this.response)
       ctx.response = { code: this.response.status, headers: celHeaders(this.response.headers) };
     return ctx;

@@ -4,6 +4,13 @@
 import { BlockList, isIPv6 } from 'node:net';
 import type { RequestContext } from './context.ts';
 
+declare module './context.ts' {
+  interface RequestExtensions {
+    /** The peer is a trusted proxy: its X-Forwarded-* headers speak for the client. */
+    trustedPeer?: boolean;
+  }
+}
+
 /** The peers whose X-Forwarded-* headers are kept: the `trustedProxies` CIDRs, compiled. */
 export class TrustedProxies {
   readonly #list = new BlockList();
@@ -36,6 +43,7 @@ export function setForwardedHeaders(ctx: RequestContext, trusted: TrustedProxies
   const h = ctx.headers;
   const peer = ctx.source.address;
   if (trusted.trusts(peer)) {
+    ctx.ext.trustedPeer = true;
     const xff = h['x-forwarded-for'];
     h['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${peer}` : peer;
     if (h['x-forwarded-proto'] === undefined) h['x-forwarded-proto'] = ctx.scheme;

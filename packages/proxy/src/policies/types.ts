@@ -5,9 +5,13 @@ import type { Layer } from '../pipeline/layer.ts';
 
 /**
  * Route-level policies; backend connection settings (backendTLS) are handled by the upstream, and the
- * MCP rules and guardrails by the mcp backend kind (the loader hands them to it).
+ * MCP rules and guardrails by the mcp backend kind and `a2a` by the
+ * a2a backend kind (the loader hands them to it).
  */
-export type PolicyName = Exclude<keyof TrafficPolicies, 'backendTLS' | 'mcpAuthorization' | 'mcpGuardrails'>;
+export type PolicyName = Exclude<
+  keyof TrafficPolicies,
+  'backendTLS' | 'mcpAuthorization' | 'mcpGuardrails' | 'a2a'
+>;
 /**
  * A backend's own policies: those of BackendPolicies that are layers (not connection settings). Each
  * shares its definition with the route policy of the same name.

@@ -1,0 +1,61 @@
+// The first look at a request on an A2A route, before the route's policies (so they can read a2a.*
+// in CEL): a GET of the agent card, or a JSON-RPC call whose body is read, up to the buffer limit,
+// to learn its method and task. Other requests (another content type: gRPC, a file) pass unread.
+import { GwError } from '../errors.ts';
+import { bufferUpTo, contentLength } from '../pipeline/body.ts';
+import type { RequestContext } from '../pipeline/context.ts';
+import { cardSuffix } from './card.ts';
+import { type A2aRequestInfo, AGENT_CARD } from './info.ts';
+import { readRequest } from './jsonrpc.ts';
+
+export async function readA2aRequest(ctx: RequestContext, limit: number): Promise<void> {
+  if (ctx.method === 'GET' || ctx.method === 'HEAD') {
+    if (!cardSuffix(ctx.path)) return;
+    ctx.ext.a2a = { method: AGENT_CARD };
+    // The card is rewritten on its way back, which a compressed body would prevent.
+    delete ctx.headers['accept-encoding'];
+    return;
+  }
+  if (ctx.method !== 'POST' || !isJson(ctx.headers['content-type'])) return;
+  const info: A2aRequestInfo = { method: 'unknown' };
+  ctx.ext.a2a = info;
+  try {
+    readRequest(await readBody(ctx, limit), info);
+  } catch (err) {
+    if (err instanceof GwError) info.outcome = 'invalid';
+    throw err;
+  } finally {
+    ctx.obs?.event(ctx, 'a2a', requestFields(info), null, info.outcome === 'invalid' ? 'warn' : 'info');
+  }
+}
+
+function requestFields(info: A2aRequestInfo): Record<string, unknown> {
+  const f: Record<string, unknown> = { phase: 'request', method: info.method };
+  if (info.id !== undefined) f.id = info.id;
+  if (info.taskId) f.taskId = info.taskId;
+  if (info.contextId) f.contextId = info.contextId;
+  if (info.outcome) f.outcome = info.outcome;
+  return f;
+}
+
+/** JSON-RPC clients send JSON; a request without a content type is read as JSON too. */
+function isJson(type: string | string[] | undefined): boolean {
+  if (type === undefined) return true;
+  const t = (Array.isArray(type) ? type[0] : type)?.split(';', 1)[0]?.trim().toLowerCase() ?? '';
+  return t === '' || t === 'application/json' || t.endsWith('+json');
+}
+
+async function readBody(ctx: RequestContext, limit: number): Promise<Buffer> {
+  const b = ctx.body;
+  if (b === null) return Buffer.alloc(0);
+  if (Buffer.isBuffer(b)) return b;
+  const r = await bufferUpTo(b, limit, contentLength(ctx.headers));
+  if (!r.ok) {
+    ctx.body = r.stream;
+    throw new GwError('GW_ERR_REQUEST_TOO_LARGE');
+  }
+  // Kept, so a retry can send it again.
+  ctx.body = r.data;
+  ctx.headers['content-length'] = String(r.data.length);
+  return r.data;
+}
