@@ -179,7 +179,8 @@ function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Att
     const denyTraffic =
       spec.traffic !== undefined && ACCESS_CONTROL.some((k) => spec.traffic?.[k] !== undefined);
     const denyFrontend = spec.frontend?.networkAuthorization !== undefined;
-    const denyMcp = spec.backend?.mcp?.authorization !== undefined;
+    const denyMcp =
+      spec.backend?.mcp?.authorization !== undefined || spec.backend?.mcp?.authentication !== undefined;
     traffic = denyTraffic ? { authorization: denyAll() } : undefined;
     frontend = denyFrontend ? { networkAuthorization: denyAll() } : undefined;
     backend = denyMcp ? { mcpAuthorization: { rules: [{ deny: 'true' }] } } : undefined;
@@ -285,15 +286,20 @@ function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Att
         continue;
       }
       if (backend) {
-        const { ai, mcpAuthorization, ...rest } = backend as Record<string, unknown>;
+        const { ai, mcpAuthorization, mcpAuthentication, ...rest } = backend as Record<string, unknown>;
         // prompt guards and the like apply to LLM providers: resources.ts moves them into each one
         const isAi = !!b.target && 'ai' in b.target;
         if (ai && !isAi) problems.push('backend.ai applies to ai GwBackends only');
-        if (mcpAuthorization && !b.mcpSections) problems.push('backend.mcp applies to mcp GwBackends only');
+        if ((mcpAuthorization || mcpAuthentication) && !b.mcpSections)
+          problems.push('backend.mcp applies to mcp GwBackends only');
+        // authentication guards the backend's one endpoint, so it cannot be set for one MCP target
+        if (mcpAuthentication && b.mcpSections && t.sectionName)
+          problems.push('backend.mcp.authentication applies to the whole GwBackend, not one MCP target');
         const own = {
           ...rest,
           ...(ai && isAi ? { ai } : {}),
           ...(mcpAuthorization && b.mcpSections ? { mcpAuthorization } : {}),
+          ...(mcpAuthentication && b.mcpSections && !t.sectionName ? { mcpAuthentication } : {}),
         };
         if (t.sectionName) {
           const byTarget = out.mcpTargetExtra.get(b.key) ?? new Map<string, Record<string, unknown>>();

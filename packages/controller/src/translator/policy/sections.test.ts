@@ -283,7 +283,7 @@ describe('traffic.jwtAuthentication → jwtAuth', () => {
     );
   });
 
-  test('a Service without the port, cacheDuration and mcp are problems; an inline JWKS that is not one is invalid', () => {
+  test('a Service without the port and cacheDuration are problems; an inline JWKS that is not one is invalid', () => {
     const r = traffic(
       {
         jwtAuthentication: {
@@ -291,7 +291,6 @@ describe('traffic.jwtAuthentication → jwtAuth', () => {
             { issuer: 'a', jwks: { remote: { backendRef: { name: 'idp', port: 81 }, cacheDuration: '5m' } } },
             { issuer: 'b', jwks: { inline: '[]' } },
           ],
-          mcp: { provider: 'Keycloak' },
         },
       },
       [service('idp', [{ port: 80 }])],
@@ -306,7 +305,6 @@ describe('traffic.jwtAuthentication → jwtAuth', () => {
         },
       },
       [
-        'traffic.jwtAuthentication.mcp is not supported by this gw build yet',
         'traffic.jwtAuthentication.providers[0].jwks.remote.cacheDuration is not supported by this gw build yet',
         'traffic.jwtAuthentication.providers[0].jwks.remote.backendRef: service "idp" has no port 81',
         'traffic.jwtAuthentication: a provider has no usable keys: tokens it issued are rejected and the mode is Strict',
@@ -318,6 +316,56 @@ describe('traffic.jwtAuthentication → jwtAuth', () => {
         message: 'JWKS must be a JSON object with a "keys" list',
       },
     ]);
+  });
+
+  test('mcp: the one provider and the MCP settings become mcpAuthentication; keys not found fail closed', () => {
+    const r = traffic(
+      {
+        jwtAuthentication: {
+          mode: 'Permissive',
+          providers: [
+            {
+              issuer: 'https://idp.example.com',
+              audiences: ['https://gw.example.com/mcp'],
+              jwks: { remote: { backendRef: { name: 'idp', port: 81 } } },
+            },
+          ],
+          mcp: { provider: 'Auth0', clientId: 'pre', resourceMetadata: { scopesSupported: ['openid'] } },
+        },
+      },
+      [service('idp', [{ port: 80 }])],
+      {
+        mcpAuthentication: {
+          issuer: 'https://idp.example.com',
+          audiences: ['https://gw.example.com/mcp'],
+          jwks: { inline: EMPTY_JWKS },
+          mode: 'strict',
+          provider: { auth0: {} },
+          resourceMetadata: { scopesSupported: ['openid'] },
+          clientId: 'pre',
+        },
+      },
+      [
+        'traffic.jwtAuthentication.providers[0].jwks.remote.backendRef: service "idp" has no port 81',
+        'traffic.jwtAuthentication: the provider has no usable keys: every token is rejected and the mode is Strict',
+      ],
+    );
+    assert.deepEqual(r.invalid, []);
+    // the Generic provider has no quirks: no provider in the standalone policy
+    const g = trafficPolicy(
+      trafficSpec({
+        jwtAuthentication: {
+          providers: [
+            { issuer: 'https://idp.example.com', jwks: { remote: { url: 'https://idp.example.com/k' } } },
+          ],
+          mcp: { provider: 'Generic' },
+        },
+      }),
+      NS,
+      inMemoryLookup([]),
+    );
+    assert.equal(g.policies.mcpAuthentication?.provider, undefined);
+    assert.equal(g.policies.jwtAuth, undefined);
   });
 });
 
