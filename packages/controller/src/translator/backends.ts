@@ -1,5 +1,5 @@
 // GwBackends → the backend each route may use (a host, a unix socket, the dynamic forward proxy, LLM
-// providers (ai.ts) or MCP servers (mcp.ts)), its inline policies in the standalone shape, and its
+// providers (ai.ts), MCP servers (mcp.ts) or an A2A agent), its inline policies in the standalone shape, and its
 // Accepted condition. A
 // backend is usable only when it is valid, of a kind this build serves, and its connection settings
 // can all be honoured.
@@ -63,7 +63,7 @@ export function collectBackends(
     };
     if (spec.static?.unixPath) info.target = { host: { host: `unix:${spec.static.unixPath}`, port: 0 } };
     else if (spec.static) info.target = { host: { host: spec.static.host, port: spec.static.port } };
-    else if (spec.a2a) info.target = { host: { host: spec.a2a.host, port: spec.a2a.port } };
+    else if (spec.a2a) info.target = { a2a: { host: spec.a2a.host, port: spec.a2a.port } };
     else if (spec.dynamicForwardProxy) info.target = { dynamic: {} };
     else if (spec.ai) {
       // the connection settings and key of spec.policies go to each provider (ai.ts)

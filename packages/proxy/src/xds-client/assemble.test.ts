@@ -264,6 +264,58 @@ describe('assembleConfig', () => {
     assert.deepEqual(t.authorization, [{ rules: ['true'] }]);
   });
 
+  test('an a2a backend builds the IR of a host backend of a file under the a2a policy', () => {
+    const viaXds = load([
+      ['bind/8080', bind],
+      ['route/8080/ns/gw/http/ns/web/0', route(0, '/', { backends: [{ weight: 1, backend: 'ns/agent' }] })],
+      [
+        'backend/ns/agent',
+        res({
+          backend: {
+            name: 'ns/agent',
+            a2a: { host: 'agent.agents.svc', port: 9999 },
+            policies: { http: { requestTimeout: '5s' } },
+          },
+        }),
+      ],
+    ]);
+    const file = loadConfigObject(
+      'gw.yaml',
+      {
+        binds: [
+          {
+            port: 8080,
+            listeners: [
+              {
+                name: 'http',
+                gatewayName: 'ns/gw',
+                protocol: 'HTTP',
+                routes: [
+                  {
+                    name: 'web',
+                    namespace: 'ns',
+                    ruleName: '0',
+                    matches: [{ path: { pathPrefix: '/' } }],
+                    policies: { a2a: {} },
+                    backends: [{ weight: 1, backend: 'ns/agent' }],
+                  },
+                ],
+              },
+            ],
+          },
+        ],
+        backends: [
+          { name: 'ns/agent', host: 'agent.agents.svc:9999', policies: { http: { requestTimeout: '5s' } } },
+        ],
+      },
+      process.cwd(),
+    ).ir;
+    const backend = (ir: typeof file) => ir.binds[0]?.listeners[0]?.routes[0]?.backends[0];
+    assert.deepEqual(backend(viaXds), backend(file));
+    assert.deepEqual(backend(viaXds)?.target, { kind: 'a2a', host: 'agent.agents.svc', port: 9999 });
+    assert.deepEqual(backend(viaXds)?.policies, { http: { requestTimeout: '5s' } });
+  });
+
   test('an MCP target of an unknown protocol is a problem of its backend resource', () => {
     const a = assembleConfig(
       new Map([

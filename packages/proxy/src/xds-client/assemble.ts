@@ -225,13 +225,16 @@ function namedBackend(b: Backend, resource: string, problems: Assembled['problem
   else if (b.target.case === 'ai') out.ai = b.target.value;
   else if (b.target.case === 'llmModels') out.llmModels = b.target.value;
   else if (b.target.case === 'mcp') out.mcp = mcpBackend(b.target.value, resource, problems);
+  else if (b.target.case === 'a2a') out.host = hostPort(b.target.value);
   else
     problems.push({
       resource,
       path: [],
-      message: 'backend has neither host, dynamic, ai, llmModels nor mcp',
+      message: 'backend has neither host, dynamic, ai, llmModels, mcp nor a2a',
     });
   if (b.policies) out.policies = b.policies;
+  // An A2A agent is a host under agentgateway's a2a policy, as a file would say it.
+  if (b.target.case === 'a2a') out.policies = { ...(b.policies ?? {}), a2a: {} };
   return out;
 }
 

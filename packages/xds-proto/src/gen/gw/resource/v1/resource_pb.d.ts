@@ -362,6 +362,15 @@ export declare type Backend = Message<"gw.resource.v1.Backend"> & {
      */
     value: Mcp;
     case: "mcp";
+  } | {
+    /**
+     * An A2A agent at host:port (GwBackend spec.a2a): the proxy serves it as the standalone schema's
+     * host backend with the `a2a` policy (agent cards pointed at the gateway, JSON-RPC telemetry).
+     *
+     * @generated from field: gw.resource.v1.HostPort a2a = 8;
+     */
+    value: HostPort;
+    case: "a2a";
   } | { case: undefined; value?: undefined };
 
   /**
