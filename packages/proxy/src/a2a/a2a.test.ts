@@ -303,6 +303,20 @@ describe('the gateway itself', () => {
     assert.equal(logOf('GetTask')['a2a.outcome'], 'error', 'an unknown task is the agent’s JSON-RPC error');
   });
 
+  test('a JSON body that does not try to be JSON-RPC (the HTTP+JSON binding) passes unread', async () => {
+    const r = await fetch(`${gateway()}/v1/message:send`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'hi' }] } }),
+    });
+    // The agent serves only JSON-RPC: its own 404 comes back, not a JSON-RPC error of the gateway.
+    assert.equal(r.status, 404);
+    assert.match(await r.text(), /Cannot POST/);
+    const line = proxy.accessLog.at(-1);
+    assert.equal(line?.['http.path'], '/v1/message:send');
+    assert.equal(line?.['a2a.method'], undefined);
+  });
+
   test('a request body over the buffer limit is refused as JSON-RPC (413)', async () => {
     const big = JSON.stringify({
       jsonrpc: '2.0',

@@ -16,9 +16,11 @@ const MAX_METHOD = 128;
 /**
  * Reads a JSON-RPC request body. Throws GW_ERR_JSONRPC_PARSE for a body that is not JSON and
  * GW_ERR_JSONRPC_INVALID for JSON that is not one JSON-RPC 2.0 request (A2A sends no batches); the
- * info of a refused request says what could be read of it, with outcome `invalid`.
+ * info of a refused request says what could be read of it, with outcome `invalid`. Returns false for
+ * an object that does not try to be JSON-RPC (no `jsonrpc`, no `method`): a call of A2A's HTTP+JSON
+ * binding, which passes unread.
  */
-export function readRequest(body: Buffer, info: A2aRequestInfo): void {
+export function readRequest(body: Buffer, info: A2aRequestInfo): boolean {
   let msg: unknown;
   try {
     msg = JSON.parse(body.toString('utf8'));
@@ -32,6 +34,7 @@ export function readRequest(body: Buffer, info: A2aRequestInfo): void {
   };
   if (!isObject(msg)) refuse(Array.isArray(msg) ? 'a batch (A2A sends one call at a time)' : 'not an object');
   const m = msg as Json;
+  if (!('jsonrpc' in m) && !('method' in m)) return false;
   if (typeof m.method === 'string' && m.method !== '') info.method = m.method.slice(0, MAX_METHOD);
   const id = m.id;
   if (typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) || id === null) info.id = id;
@@ -41,6 +44,7 @@ export function readRequest(body: Buffer, info: A2aRequestInfo): void {
   if ('params' in m && !isObject(m.params) && !Array.isArray(m.params))
     refuse('params must be an object or an array');
   if (isObject(m.params)) taskOfParams(m.params, info);
+  return true;
 }
 
 /** The task a call names: a message's task and context, or the task of a tasks/* call. */

@@ -1,6 +1,7 @@
 // The first look at a request on an A2A route, before the route's policies (so they can read a2a.*
 // in CEL): a GET of the agent card, or a JSON-RPC call whose body is read, up to the buffer limit,
-// to learn its method and task. Other requests (another content type: gRPC, a file) pass unread.
+// to learn its method and task. Other requests (another content type: gRPC, a file; a JSON object
+// that is not trying to be JSON-RPC: A2A's HTTP+JSON binding) pass unread.
 import { GwError } from '../errors.ts';
 import { bufferUpTo, contentLength } from '../pipeline/body.ts';
 import type { RequestContext } from '../pipeline/context.ts';
@@ -20,12 +21,16 @@ export async function readA2aRequest(ctx: RequestContext, limit: number): Promis
   const info: A2aRequestInfo = { method: 'unknown' };
   ctx.ext.a2a = info;
   try {
-    readRequest(await readBody(ctx, limit), info);
+    if (!readRequest(await readBody(ctx, limit), info)) {
+      delete ctx.ext.a2a;
+      return;
+    }
   } catch (err) {
     if (err instanceof GwError) info.outcome = 'invalid';
     throw err;
   } finally {
-    ctx.obs?.event(ctx, 'a2a', requestFields(info), null, info.outcome === 'invalid' ? 'warn' : 'info');
+    if (ctx.ext.a2a)
+      ctx.obs?.event(ctx, 'a2a', requestFields(info), null, info.outcome === 'invalid' ? 'warn' : 'info');
   }
 }
 
