@@ -9,7 +9,6 @@ import {
   type GuardrailsResponseResponse,
   maskCountProblem,
   type ParseResult,
-  type Phase,
   parsePromptRequest,
   parsePromptResponse,
   parseResponseRequest,
@@ -65,16 +64,28 @@ export function createGuardrailHandler(
   callbacks: GuardrailCallbacks,
   options: HandlerOptions = {},
 ): GuardrailHandler {
-  const limit = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const routes = new Map<string, Phase>();
-  if (callbacks.onRequest) routes.set(options.requestPath ?? REQUEST_PATH, 'request');
-  if (callbacks.onResponse) routes.set(options.responsePath ?? RESPONSE_PATH, 'response');
+  const routes = new Map<string, JsonEndpoint>();
+  if (callbacks.onRequest)
+    routes.set(options.requestPath ?? REQUEST_PATH, (json, ctx) => requestPhase(callbacks, json, ctx));
+  if (callbacks.onResponse)
+    routes.set(options.responsePath ?? RESPONSE_PATH, (json, ctx) => responsePhase(callbacks, json, ctx));
+  return jsonEndpoints(routes, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
+}
 
+/** One endpoint of a handler: the decoded JSON body in, the verdict to send out. */
+export type JsonEndpoint = (json: unknown, ctx: CallContext) => Promise<unknown>;
+
+/**
+ * The HTTP side every handler of this package shares: POST only, JSON only, a body limit, and
+ * errors from the catalogue as `{"error": {...}}` with their status.
+ */
+export function jsonEndpoints(routes: Map<string, JsonEndpoint>, limit: number): GuardrailHandler {
   return async (req, res) => {
     try {
       const path = new URL(req.url ?? '/', 'http://webhook').pathname;
-      const phase = routes.get(path);
-      if (!phase) throw new GuardrailError('GW_ERR_GUARDRAIL_NOT_FOUND', `no guardrail endpoint at ${path}`);
+      const endpoint = routes.get(path);
+      if (!endpoint)
+        throw new GuardrailError('GW_ERR_GUARDRAIL_NOT_FOUND', `no guardrail endpoint at ${path}`);
       if (req.method !== 'POST') {
         res.setHeader('allow', 'POST');
         throw new GuardrailError('GW_ERR_GUARDRAIL_METHOD', `${path} accepts POST only`);
@@ -84,12 +95,7 @@ export function createGuardrailHandler(
         throw new GuardrailError('GW_ERR_GUARDRAIL_CONTENT_TYPE', `expected application/json, got ${type}`);
       }
       const json = parseJson(await readBody(req, limit));
-      const ctx: CallContext = { path, headers: req.headers };
-      const verdict =
-        phase === 'request'
-          ? await requestPhase(callbacks, json, ctx)
-          : await responsePhase(callbacks, json, ctx);
-      send(res, 200, verdict);
+      send(res, 200, await endpoint(json, { path, headers: req.headers }));
     } catch (e) {
       const err =
         e instanceof GuardrailError
@@ -141,7 +147,7 @@ async function responsePhase(
   return out;
 }
 
-function valid<T>(
+export function valid<T>(
   r: ParseResult<T>,
   code: 'GW_ERR_GUARDRAIL_INVALID_BODY' | 'GW_ERR_GUARDRAIL_INVALID_VERDICT',
 ): T {

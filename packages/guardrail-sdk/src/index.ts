@@ -4,3 +4,5 @@ export * from './client-shapes.ts';
 export * from './contract.ts';
 export * from './errors.ts';
 export * from './handler.ts';
+export * from './mcp-contract.ts';
+export * from './mcp-handler.ts';

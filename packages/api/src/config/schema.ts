@@ -24,6 +24,7 @@ import {
   JwtProvider as CrdJwtProvider,
   Keepalive as CrdKeepalive,
   LocalRateLimit as CrdLocalRateLimit,
+  MCP_METHOD_PATTERN,
 } from '../crd/policy-blocks.ts';
 import {
   BYTE_SIZE_MESSAGE,
@@ -382,7 +383,7 @@ export const BackendPolicies = strict({
   mcpAuthentication: McpAuthentication.optional(),
   // The MCP backend's own rules (agentgateway's mcpAuthorization); on other backends a config error.
   mcpAuthorization: z.lazy(() => McpAuthorization).optional(),
-  mcpGuardrails: NotYet('mcpGuardrails').optional(),
+  mcpGuardrails: z.lazy(() => McpGuardrails).optional(),
 });
 
 export const TrafficPolicies = strict({
@@ -411,7 +412,7 @@ export const TrafficPolicies = strict({
   // Rules for the route's MCP backends (they add to a backend's own mcpAuthorization).
   mcpAuthorization: z.lazy(() => McpAuthorization).optional(),
   mcpAuthentication: McpAuthentication.optional(),
-  mcpGuardrails: NotYet('mcpGuardrails').optional(),
+  mcpGuardrails: z.lazy(() => McpGuardrails).optional(),
 });
 
 // ---------- backends ----------
@@ -1179,6 +1180,67 @@ export const McpTarget = strict({
   policies: BackendPolicies.optional(),
 });
 export const McpAuthorization = strict({ rules: z.array(AuthzRule).min(1) });
+/**
+ * agentgateway's MCP guardrail processor. gw calls it over HTTP with @gw/guardrail-sdk's MCP
+ * processor contract (agentgateway speaks gRPC to its processors); the shape is the same.
+ */
+const METHOD_KEY = new RegExp(MCP_METHOD_PATTERN);
+export const McpProcessor = strict({
+  kind: z.literal('remote').optional().meta({ description: 'the only kind: a remote processor' }),
+  host: z.string().min(1).optional().meta({
+    description:
+      'the processor: host:port (plain HTTP), or gw addition, an http(s)://host[:port][/base] URL; calls go to <base>/mcp/request and <base>/mcp/response',
+  }),
+  backend: z.string().min(1).optional().meta({ description: 'a top-level backend (with a host) to call' }),
+  service: NotYet('a processor by service (use host or backend)').optional(),
+  policies: NotYet('policies on an MCP guardrail processor').optional(),
+  failureMode: z.enum(['failClosed', 'failOpen', 'FailClosed', 'FailOpen']).optional().meta({
+    description:
+      'when the processor fails (unreachable, timeout, an answer that is not a verdict): failClosed (default) answers the client a JSON-RPC error, failOpen lets the message through',
+  }),
+  metadata: z.record(z.string().min(1), Cel).optional().meta({
+    description:
+      'sent to the processor as metadata: each a CEL expression on the request (request.*, jwt.*, mcp.*); one that cannot be evaluated is left out',
+  }),
+  requestHeaders: strict({
+    allowed: z.array(HeaderName).optional(),
+    disallowed: z.array(HeaderName).optional(),
+  })
+    .optional()
+    .meta({
+      description:
+        'the client request headers sent to the processor: allowed empty or unset sends all (pseudo-headers too); disallowed always wins',
+    }),
+  methods: z
+    .record(z.string(), z.enum(['off', 'request', 'response', 'full', 'Off', 'Request', 'Response', 'Full']))
+    .superRefine((m, ctx) => {
+      const keys = Object.keys(m);
+      if (keys.length < 1 || keys.length > 64)
+        ctx.addIssue({ code: 'custom', message: 'methods must have 1 to 64 entries' });
+      for (const k of keys)
+        if (!METHOD_KEY.test(k))
+          ctx.addIssue({
+            code: 'custom',
+            path: [k],
+            message: `method keys are exact names, a prefix wildcard like tools/*, a suffix wildcard like */list, or *`,
+          });
+    })
+    .meta({
+      description:
+        'the JSON-RPC methods this processor sees, and in which phase; the most specific key wins (exact, then the longest prefix or suffix wildcard, then *); other methods bypass it',
+    }),
+  timeout: Duration.optional().meta({
+    description: 'gw addition: how long to wait for a verdict (default 10s)',
+  }),
+}).superRefine((p, ctx) => {
+  const where = ['host', 'backend', 'service'].filter((k) => p[k as keyof typeof p] !== undefined);
+  if (where.length !== 1)
+    ctx.addIssue({
+      code: 'custom',
+      message: `a processor takes exactly one of host, backend, service${where.length ? ` (got ${where.join(', ')})` : ''}`,
+    });
+});
+export const McpGuardrails = strict({ processors: z.array(McpProcessor).min(1).max(16) });
 export const McpBackend = strict({
   targets: z.array(McpTarget).min(1).max(128),
   statefulMode: z.enum(['stateful', 'stateless', 'Stateful', 'Stateless']).optional(),
@@ -1229,6 +1291,7 @@ export type LocalRateLimit = z.infer<typeof LocalRateLimit>;
 export type RemoteRateLimit = z.infer<typeof RemoteRateLimit>;
 export type LlmConfig = z.infer<typeof LlmConfig>;
 export type McpBackend = z.infer<typeof McpBackend>;
+export type McpGuardrails = z.infer<typeof McpGuardrails>;
 export type McpTarget = z.infer<typeof McpTarget>;
 export type McpAuthorization = z.infer<typeof McpAuthorization>;
 export type PromptGuard = z.infer<typeof PromptGuard>;

@@ -422,6 +422,8 @@ export const AiPolicy = obj({
 
 // ---------- MCP ----------
 export const MCP_METHOD_PATTERN = '^([*]|[^*]+|[^*]+/[*]|[*]/[^*]+)$';
+/** When a processor sees a method: its request, its result, both (Full), or neither (Off). */
+export const McpMethodPhase = z.enum(['Request', 'Response', 'Full', 'Off']);
 export const McpGuardrails = obj({
   processors: z
     .array(
@@ -429,10 +431,16 @@ export const McpGuardrails = obj({
         remote: remoteEndpoint({
           failureMode: FailureMode.default('FailClosed'),
           metadata: maxEntries(z.record(z.string().min(1).max(256), CELExpression), 64).optional(),
-          allowedRequestHeaders: z.array(HeaderName).max(64).optional(),
+          allowedRequestHeaders: z.array(HeaderName).max(64).optional().meta({
+            description:
+              'the client request headers sent to the processor; unset or empty: all of them, pseudo-headers (:authority, :method, :path, :scheme) included',
+          }),
+          disallowedRequestHeaders: z.array(HeaderName).max(64).optional().meta({
+            description: 'headers never sent to the processor, even when allowedRequestHeaders lists them',
+          }),
         }),
         methods: rules(
-          z.record(z.string().min(1).max(256), z.enum(['Request', 'Response', 'RequestAndResponse'])),
+          z.record(z.string().min(1).max(256), McpMethodPhase),
           { rule: 'self.size() >= 1 && self.size() <= 64', message: 'methods must have 1 to 64 entries' },
           {
             rule: `self.all(k, k.matches('${MCP_METHOD_PATTERN}'))`,

@@ -162,6 +162,28 @@ export interface McpTarget {
   localhostOnly: boolean;
   /** mcpAuthorization rules of the route and the backend; they accumulate. */
   authorization: Authorization[];
+  /** mcpGuardrails processors, in order (the backend's own block, else the route's). */
+  guardrails: McpProcessorIR[];
+}
+
+/** A when-to-call of a processor: the client's request, the result it gets, both, or neither. */
+export type McpProcessorPhase = 'request' | 'response' | 'full' | 'off';
+
+/** One MCP guardrail processor (@gw/guardrail-sdk's MCP processor contract over HTTP). */
+export interface McpProcessorIR {
+  /** http(s)://host:port */
+  origin: string;
+  /** Prefix of the contract's paths (`<base>/mcp/request`); empty for none. */
+  basePath: string;
+  timeoutMs: number;
+  /** failOpen: a failed call lets the message through; else the client gets a JSON-RPC error. */
+  failOpen: boolean;
+  /** CEL sources, evaluated per call. */
+  metadata: Record<string, string>;
+  /** Lower-case header names; an empty allowed list means every header. */
+  headers: { allowed: string[]; disallowed: string[] };
+  /** Method key (exact, `x/*`, `*\/x`, `*`) → phase. */
+  methods: Record<string, McpProcessorPhase>;
 }
 
 export type McpTransportIR =

@@ -15,6 +15,7 @@ import {
   checkAiPolicy,
   checkAuthorization,
   checkBackendPolicies,
+  checkCelMap,
   checkFrontendPolicies,
   checkLlm,
   checkMcpAuthentication,
@@ -36,6 +37,7 @@ import {
   type LlmParams,
   type McpAuthentication,
   type McpBackend,
+  type McpGuardrails,
   matchModelName,
   type Problem,
   type PromptEnrichment,
@@ -51,7 +53,7 @@ import {
   validateSource,
   withSourceIssues,
 } from '@gw/api';
-import { DEFAULT_TIMEOUT_MS } from '@gw/guardrail-sdk';
+import { DEFAULT_TIMEOUT_MS, MCP_DEFAULT_TIMEOUT_MS } from '@gw/guardrail-sdk';
 import { CLIENT_APIS, MODELS_PATH } from '../llm/formats/clients.ts';
 import { DEFAULT_MODERATION_MODEL, OPENAI_MODERATION_HOST } from '../llm/guardrails/openai-moderation.ts';
 import { serviceOrigin } from '../llm/guardrails/service-call.ts';
@@ -72,6 +74,8 @@ import type {
   LlmRoutingIR,
   LlmTargetIR,
   LlmVirtualModelIR,
+  McpProcessorIR,
+  McpProcessorPhase,
   McpTarget,
   McpTargetIR,
   ProxyIR,
@@ -972,11 +976,19 @@ class Builder {
     if (target.kind === 'mcp') target.authorization = mcpRules;
     else if (_rules !== undefined || b.policies?.mcpAuthorization)
       this.fail([...path, 'policies', 'mcpAuthorization'], 'mcpAuthorization applies only to mcp backends');
+    // Processors are one ordered chain: the most specific block replaces the route's.
+    const { mcpGuardrails: ownGuards, ...connection } = rest;
+    const guards = ownGuards ?? (target.kind === 'mcp' ? routePolicies.mcpGuardrails : undefined);
+    if (target.kind === 'mcp' && guards) {
+      const at = ownGuards ? [...path, 'policies'] : [...path.slice(0, -2), 'policies'];
+      target.guardrails = this.mcpProcessors([...at, 'mcpGuardrails'], guards);
+    } else if (ownGuards)
+      this.fail([...path, 'policies', 'mcpGuardrails'], 'mcpGuardrails applies only to mcp backends');
     return {
       name,
       weight: b.weight ?? 1,
       target,
-      policies: this.resolveBackendPolicies([...path, 'policies'], rest),
+      policies: this.resolveBackendPolicies([...path, 'policies'], connection),
     };
   }
 
@@ -1033,7 +1045,47 @@ class Builder {
       failureMode: pascal(m.failureMode, 'FailClosed'),
       localhostOnly: m.dnsRebindingProtection ?? false,
       authorization: [],
+      guardrails: [],
     };
+  }
+
+  /** mcpGuardrails processors: where each is called, and which methods it sees in which phase. */
+  mcpProcessors(path: FieldPath, g: McpGuardrails): McpProcessorIR[] {
+    const out: McpProcessorIR[] = [];
+    g.processors.forEach((p, i) => {
+      const pp = [...path, 'processors', i];
+      let host = p.host;
+      if (p.backend !== undefined) {
+        const def = (this.cfg.backends ?? []).find((d) => d.name === p.backend);
+        if (!def || !('host' in def)) {
+          this.fail([...pp, 'backend'], `no backend with a host named ${JSON.stringify(p.backend)}`);
+          return;
+        }
+        host = def.host;
+      }
+      if (host === undefined) return; // the schema refused the processor already
+      const where = remoteMcpTarget({ host }, '/', false);
+      if (typeof where === 'string') {
+        this.fail([...pp, p.backend !== undefined ? 'backend' : 'host'], where);
+        return;
+      }
+      this.report(checkCelMap(p.metadata, [...pp, 'metadata']));
+      out.push({
+        origin: where.origin,
+        basePath: where.path.replace(/\/+$/, ''),
+        timeoutMs: ms(p.timeout, MCP_DEFAULT_TIMEOUT_MS),
+        failOpen: p.failureMode?.toLowerCase() === 'failopen',
+        metadata: p.metadata ?? {},
+        headers: {
+          allowed: (p.requestHeaders?.allowed ?? []).map((h) => h.toLowerCase()),
+          disallowed: (p.requestHeaders?.disallowed ?? []).map((h) => h.toLowerCase()),
+        },
+        methods: Object.fromEntries(
+          Object.entries(p.methods).map(([k, v]) => [k, v.toLowerCase() as McpProcessorPhase]),
+        ),
+      });
+    });
+    return out;
   }
 
   resolveBackendPolicies(path: FieldPath, p: BackendPolicies): ResolvedBackendPolicies {

@@ -8,8 +8,10 @@ import type { Dispatcher } from 'undici';
 import type { CelContext } from '../cel/cel.ts';
 import type { McpTarget, McpTargetIR } from '../config/ir.ts';
 import type { RequestExtensions } from '../pipeline/context.ts';
+import type { Observation } from '../pipeline/observer.ts';
 import { compileRules, decide, type Rule } from '../policies/authorization/decision.ts';
 import { VERSION } from '../version.ts';
+import type { McpGuardFinding, McpGuardrails } from './guardrails.ts';
 import {
   CODE,
   type Id,
@@ -17,6 +19,7 @@ import {
   McpError,
   type Message,
   type Notification,
+  type Params,
   type Request,
   type Response,
 } from './jsonrpc.ts';
@@ -56,6 +59,8 @@ export interface McpRequestInfo {
   outcome?: 'ok' | 'error' | 'denied' | 'failed' | 'invalid';
   /** Targets that failed (with FailOpen: left out). */
   failed?: string[];
+  /** What the guardrail processors did (mcpGuardrails). */
+  guardrails?: McpGuardFinding[];
 }
 
 declare module '../pipeline/context.ts' {
@@ -74,6 +79,8 @@ export interface McpRequest {
   celContext(): CelContext;
   readonly route: { key: string } | undefined;
   readonly signal: AbortSignal;
+  /** The trace and other observers of a request handled on this worker. */
+  readonly obs?: Observation | undefined;
 }
 
 /** One client request as the federation sees it. */
@@ -103,14 +110,18 @@ export class Federation {
   /** The backend's mcpAuthorization rules (each target adds its own to them). */
   readonly #rules: Rule[];
   readonly #stateless: boolean;
+  /** The mcpGuardrails processors every client request passes; none when unset. */
+  readonly guards: McpGuardrails | undefined;
 
   constructor(
     ir: McpTarget,
     runtime: McpRuntime,
     dispatchers: Map<string, Dispatcher>,
     backendTimeoutMs: number,
+    guards?: McpGuardrails,
   ) {
     this.ir = ir;
+    this.guards = guards;
     this.runtime = runtime;
     this.targets = ir.targets.map((t) => {
       const own = t.policies.http?.requestTimeout
@@ -347,9 +358,12 @@ export class Federation {
     const info: McpRequestInfo = { method: req.method };
     call.ctx.ext.mcp = info;
     try {
-      const res = await this.#dispatch(call, req, info);
-      info.outcome ??= res.error ? 'error' : 'ok';
-      return res;
+      if (!this.guards) {
+        const res = await this.#dispatch(call, req, info);
+        info.outcome ??= res.error ? 'error' : 'ok';
+        return res;
+      }
+      return await this.#guarded(this.guards, call, info, req, (r) => this.#dispatch(call, r, info));
     } catch (err) {
       if (err instanceof McpError) {
         info.outcome ??= err.code === CODE.FORBIDDEN ? 'denied' : 'invalid';
@@ -367,6 +381,52 @@ export class Federation {
       }
       throw err;
     }
+  }
+
+  /**
+   * `work` between the processors' request phase (which may change the params or answer instead)
+   * and their response phase (which may change the result or turn it into an error).
+   */
+  async #guarded(
+    guards: McpGuardrails,
+    call: Call,
+    info: McpRequestInfo,
+    req: Request,
+    work: (req: Request) => Promise<Response>,
+  ): Promise<Response> {
+    info.guardrails ??= [];
+    const g = { ctx: call.ctx, findings: info.guardrails };
+    const before = await guards.request(g, req.id, req.method, req.params);
+    if ('answer' in before) {
+      info.outcome = guardOutcome(before.answer);
+      return before.answer;
+    }
+    const sent = before.params === req.params ? req : { ...req, params: before.params as Params };
+    const res = await work(sent);
+    const after = await guards.response(g, req.method, sent.params, res, info.target);
+    info.outcome ??= after.error ? (after === res ? 'error' : guardOutcome(after)) : 'ok';
+    return after;
+  }
+
+  /** initialize through the processors; a session whose initialize they refuse is ended. */
+  async guardedInitialize(
+    call: Call,
+    req: Request,
+    info: McpRequestInfo,
+    nonce?: string,
+  ): Promise<{ response: Response; state: SessionState | null }> {
+    if (!this.guards) return this.initialize(call, req, nonce);
+    let state: SessionState | null = null;
+    const response = await this.#guarded(this.guards, call, info, req, async (r) => {
+      const out = await this.initialize(call, r, nonce);
+      state = out.state;
+      return out.response;
+    });
+    if (response.error && state) {
+      void this.end(state);
+      return { response, state: null };
+    }
+    return { response, state };
   }
 
   async #dispatch(call: Call, req: Request, info: McpRequestInfo): Promise<Response> {
@@ -802,4 +862,9 @@ export function templateFits(template: string, uri: string): boolean {
   const parts = template.split(/\{[^}]*\}/);
   const re = new RegExp(`^${parts.map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.+')}$`);
   return re.test(uri);
+}
+
+/** A processor's refusal is `denied`; a processor that failed closed is `failed`. */
+function guardOutcome(res: Response): 'failed' | 'denied' {
+  return res.error?.code === CODE.UPSTREAM ? 'failed' : 'denied';
 }

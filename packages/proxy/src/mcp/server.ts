@@ -169,16 +169,17 @@ export class McpServer {
   }
 
   async #initialize(ctx: RequestContext, req: Message & { id: Id; method: string }): Promise<void> {
-    ctx.ext.mcp = { method: 'initialize' };
+    const info: McpRequestInfo = { method: 'initialize' };
+    ctx.ext.mcp = info;
     const call = this.#call(ctx, null, () => {});
     try {
-      const { response, state } = await this.#fed.initialize(call, req as never);
-      ctx.ext.mcp.outcome = 'ok';
+      const { response, state } = await this.#fed.guardedInitialize(call, req as never, info);
+      info.outcome ??= 'ok';
       const headers: Record<string, string> = {};
       if (state) headers[SESSION_HEADER] = this.#seal.seal(state);
       answer(ctx, 200, response, headers);
     } catch (err) {
-      ctx.ext.mcp.outcome = 'failed';
+      info.outcome = 'failed';
       answer(ctx, 200, errorResponse(req.id, CODE.UPSTREAM, (err as Error).message));
     }
   }
@@ -341,13 +342,13 @@ export class McpServer {
       const call: Call = { ctx: req, session: null, relay, signal: entry.signal };
       try {
         // The legacy session keeps the stream's nonce, so its stdio processes are found again.
-        const { response, state } = await this.#fed.initialize(call, m, nonce);
+        const { response, state } = await this.#fed.guardedInitialize(call, m, info, nonce);
         if (state) {
           entry.state = state;
           // What the targets say unasked goes on the same stream.
           void this.#fed.listen({ ctx: req, session: state, relay, signal: entry.signal });
         }
-        info.outcome = 'ok';
+        info.outcome ??= 'ok';
         entry.send(response);
       } catch (err) {
         info.outcome = 'failed';

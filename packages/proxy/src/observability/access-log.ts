@@ -69,6 +69,10 @@ export class AccessLogObserver implements RequestObserver {
       const item = mcp.tool?.name ?? mcp.prompt?.name ?? mcp.resource?.uri;
       if (item) rec[mcp.tool ? 'mcp.tool' : mcp.prompt ? 'mcp.prompt' : 'mcp.resource'] = item;
       if (mcp.failed) rec['mcp.failedTargets'] = mcp.failed;
+      if (mcp.guardrails?.length)
+        rec['mcp.guardrails'] = mcp.guardrails.map(
+          (g) => `${g.phase}:processor${g.processor}:${g.action}${g.applied ? '' : '(not applied)'}`,
+        );
     }
     const a2a = req.ext.a2a;
     if (a2a) {

@@ -46,6 +46,18 @@ export class ProxyMetrics implements RequestObserver {
     labelNames: ['phase', 'guard', 'action'] as const,
     registers: [this.registry],
   });
+  readonly mcpRequests = new CounterFamily({
+    name: 'gw_mcp_requests_total',
+    help: 'MCP requests, by route, JSON-RPC method and outcome (ok, error, denied, failed, invalid)',
+    labelNames: ['route', 'method', 'outcome'],
+    registry: this.registry,
+  });
+  readonly mcpGuardrailActions = new CounterFamily({
+    name: 'gw_mcp_guardrail_actions_total',
+    help: 'What MCP guardrail processors answered, by phase (request, response) and action (allow, modify, reject, failed)',
+    labelNames: ['phase', 'action'],
+    registry: this.registry,
+  });
   readonly configVersion = new Counter({
     name: 'gw_config_applied_total',
     help: 'Configuration versions applied by this worker',
@@ -67,6 +79,13 @@ export class ProxyMetrics implements RequestObserver {
     if (llm?.usage) this.recordTokens(llm.provider ?? '', llm.model ?? llm.requestModel, llm.usage);
     if (llm)
       for (const g of llm.guardrails) this.llmGuardrailActions.labels(g.phase, g.guard, g.action).inc();
+    const mcp = req.ext.mcp;
+    if (mcp) {
+      // method names come from clients: ones MCP does not define share one series
+      const method = MCP_METHODS.has(mcp.method) ? mcp.method : 'other';
+      this.mcpRequests.series(req.route?.key ?? '', method, mcp.outcome ?? 'ok').value++;
+      for (const g of mcp.guardrails ?? []) this.mcpGuardrailActions.series(g.phase, g.action).value++;
+    }
   }
 
   recordTokens(provider: string, model: string, usage: { input: number; output: number }): void {
@@ -119,3 +138,27 @@ interface RouteSeries {
   gateway: string;
   listener: string;
 }
+
+/** The methods of the MCP specification (and the gateway's stream and session requests). */
+const MCP_METHODS = new Set([
+  'initialize',
+  'ping',
+  'tools/list',
+  'tools/call',
+  'prompts/list',
+  'prompts/get',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'resources/subscribe',
+  'resources/unsubscribe',
+  'completion/complete',
+  'logging/setLevel',
+  'notifications/initialized',
+  'notifications/cancelled',
+  'notifications/progress',
+  'notifications/roots/list_changed',
+  'response',
+  'GET stream',
+  'DELETE session',
+]);

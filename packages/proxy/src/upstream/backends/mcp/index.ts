@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import { Federation } from '../../../mcp/federation.ts';
+import { McpGuardrails } from '../../../mcp/guardrails.ts';
 import { McpRuntime } from '../../../mcp/runtime.ts';
 import { McpServer } from '../../../mcp/server.ts';
 import { connectionSpec } from '../../connection.ts';
@@ -30,7 +31,8 @@ export const mcpBackend: BackendKind<'mcp'> = {
       : new McpRuntime('dry-run');
     if (env.pools) env.used.add(runtime);
     else void runtime.close();
-    const fed = new Federation(t, runtime, dispatchers, env.attemptTimeoutMs);
+    const guards = t.guardrails.length > 0 ? new McpGuardrails(t.guardrails, env) : undefined;
+    const fed = new Federation(t, runtime, dispatchers, env.attemptTimeoutMs, guards);
     const server = new McpServer(fed, env.global.maxBufferSize);
     const first = t.targets[0];
     const where =

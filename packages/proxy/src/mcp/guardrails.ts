@@ -1,0 +1,267 @@
+// MCP guardrail processors (mcpGuardrails): remote services that see a client's JSON-RPC request
+// before any MCP server does, and its result before the client does, and answer allow, modify or
+// reject (@gw/guardrail-sdk's MCP processor contract). Processors run in order; the first reject
+// ends the chain. A processor that fails follows its failure mode.
+import {
+  MCP_CONTRACT_VERSION,
+  MCP_REJECT_CODE,
+  MCP_REQUEST_PATH,
+  MCP_RESPONSE_PATH,
+  type McpRequestVerdict,
+  type McpResponseVerdict,
+  mcpVerdict,
+} from '@gw/guardrail-sdk';
+import { type CelContext, type CelProgram, celToJson, compileCel } from '../cel/cel.ts';
+import type { McpProcessorIR, McpProcessorPhase } from '../config/ir.ts';
+import { type GuardService, guardService, ServiceFailure } from '../llm/guardrails/service-call.ts';
+import type { GuardEnv } from '../llm/guardrails/types.ts';
+import type { Observation } from '../pipeline/observer.ts';
+import { CODE, type Id, type Params, type Response } from './jsonrpc.ts';
+
+/** What one processor did with one message: for the access log, the trace and the metrics. */
+export interface McpGuardFinding {
+  /** Index of the processor in mcpGuardrails.processors. */
+  processor: number;
+  phase: 'request' | 'response';
+  /** failed: the call failed (with failOpen the message went on; `applied` says which). */
+  action: 'allow' | 'modify' | 'reject' | 'failed';
+  /** false for a failure that failed open. */
+  applied: boolean;
+  /** The processor's reason, or how the call failed. */
+  reason?: string;
+}
+
+/** The slice of a client request the processors read, and where what they did is recorded. */
+export interface GuardedRequest {
+  ctx: {
+    celContext(): CelContext;
+    readonly signal: AbortSignal;
+    /** Present on a request handled on this worker: the trace and other observers. */
+    readonly obs?: Observation | undefined;
+  };
+  findings: McpGuardFinding[];
+}
+
+interface Processor {
+  index: number;
+  ir: McpProcessorIR;
+  service: GuardService;
+  metadata: [string, CelProgram][];
+  /** The phase of a method, resolved once per method name. */
+  phases: Map<string, McpProcessorPhase>;
+}
+
+/** The outcome of the request phase: the params to go on with, or the client's error answer. */
+export type RequestOutcome = { params: Params | undefined } | { answer: Response };
+
+export class McpGuardrails {
+  readonly #processors: Processor[];
+
+  constructor(ir: McpProcessorIR[], env: GuardEnv) {
+    this.#processors = ir.map((p, index) => ({
+      index,
+      ir: p,
+      service: guardService({ origin: p.origin, timeoutMs: p.timeoutMs }, env, 'verdict'),
+      metadata: Object.entries(p.metadata).map(([k, src]) => [k, compileCel(src)]),
+      phases: new Map(),
+    }));
+  }
+
+  get empty(): boolean {
+    return this.#processors.length === 0;
+  }
+
+  /** Runs the request phase of every processor that sees `method` there, in order. */
+  async request(
+    req: GuardedRequest,
+    id: Id | null,
+    method: string,
+    params: Params | undefined,
+  ): Promise<RequestOutcome> {
+    let current = params;
+    for (const p of this.#matching(method, 'request')) {
+      const body = this.#body(p, req, 'request', method, current);
+      const verdict = await this.#call(p, req, 'request', body);
+      if (verdict === undefined) continue;
+      if (verdict.action === 'reject') return { answer: rejection(id, verdict) };
+      if (verdict.action === 'modify' && 'params' in verdict) current = verdict.params as Params;
+    }
+    return { params: current };
+  }
+
+  /** Runs the response phase on a result (errors pass untouched), in order. */
+  async response(
+    req: GuardedRequest,
+    method: string,
+    params: Params | undefined,
+    res: Response,
+    target: string | undefined,
+  ): Promise<Response> {
+    if (!res.result) return res;
+    let result = res.result;
+    for (const p of this.#matching(method, 'response')) {
+      const body = {
+        ...this.#body(p, req, 'response', method, params),
+        result,
+        ...(target === undefined ? {} : { target }),
+      };
+      const verdict = await this.#call(p, req, 'response', body);
+      if (verdict === undefined) continue;
+      if (verdict.action === 'reject') return rejection(res.id, verdict);
+      if (verdict.action === 'modify' && 'result' in verdict) result = verdict.result;
+    }
+    return result === res.result ? res : { ...res, result };
+  }
+
+  /** Whether any processor sees `method` in `phase` (so the caller can skip the work otherwise). */
+  sees(method: string, phase: 'request' | 'response'): boolean {
+    return this.#matching(method, phase).length > 0;
+  }
+
+  #matching(method: string, phase: 'request' | 'response'): Processor[] {
+    return this.#processors.filter((p) => {
+      let ph = p.phases.get(method);
+      if (ph === undefined) {
+        ph = methodPhase(p.ir.methods, method);
+        // Method names come from clients: only a bounded number are remembered.
+        if (p.phases.size < 256) p.phases.set(method, ph);
+      }
+      return ph === 'full' || ph === phase;
+    });
+  }
+
+  #body(
+    p: Processor,
+    req: GuardedRequest,
+    phase: 'request' | 'response',
+    method: string,
+    params: Params | undefined,
+  ): Record<string, unknown> {
+    const cel = req.ctx.celContext();
+    const metadata: Record<string, unknown> = {};
+    for (const [k, prog] of p.metadata) {
+      try {
+        metadata[k] = celToJson(prog.eval(cel));
+      } catch {
+        // an expression that cannot be evaluated on this request is left out
+      }
+    }
+    return {
+      version: MCP_CONTRACT_VERSION,
+      phase,
+      method,
+      params: params ?? {},
+      headers: forwardedHeaders(p.ir.headers, cel),
+      metadata,
+    };
+  }
+
+  /** One call; undefined when it failed open. A failure that fails closed is a reject verdict. */
+  async #call(
+    p: Processor,
+    req: GuardedRequest,
+    phase: 'request' | 'response',
+    body: Record<string, unknown>,
+  ): Promise<McpRequestVerdict | McpResponseVerdict | undefined> {
+    let verdict: McpRequestVerdict | McpResponseVerdict;
+    try {
+      const answer = await p.service.post({
+        path: `${p.ir.basePath}${phase === 'request' ? MCP_REQUEST_PATH : MCP_RESPONSE_PATH}`,
+        headers: {},
+        body: Buffer.from(JSON.stringify(body)),
+        signal: req.ctx.signal,
+      });
+      const parsed = mcpVerdict(phase, answer);
+      if (!parsed.ok) throw new ServiceFailure(parsed.error.split('\n')[0] ?? 'invalid verdict');
+      verdict = parsed.value;
+    } catch (err) {
+      const how = err instanceof ServiceFailure ? err.message : 'failed';
+      note(req, { processor: p.index, phase, action: 'failed', applied: !p.ir.failOpen, reason: how });
+      if (p.ir.failOpen) return undefined;
+      return {
+        action: 'reject',
+        code: CODE.UPSTREAM,
+        message: `MCP guardrail processor ${p.index} failed: ${how}`,
+      };
+    }
+    note(req, {
+      processor: p.index,
+      phase,
+      action: verdict.action,
+      applied: true,
+      ...(verdict.reason ? { reason: verdict.reason } : {}),
+    });
+    return verdict;
+  }
+}
+
+/**
+ * The phase `methods` gives `method`: an exact key, else the longest prefix (`tools/*`) or suffix
+ * (`*\/list`) wildcard that fits (a prefix wins a tie), else `*`, else off.
+ */
+export function methodPhase(methods: Record<string, McpProcessorPhase>, method: string): McpProcessorPhase {
+  const exact = methods[method];
+  if (exact !== undefined) return exact;
+  let best: McpProcessorPhase | undefined;
+  let bestLen = -1;
+  for (const [key, phase] of Object.entries(methods)) {
+    if (key === '*') continue;
+    let len = -1;
+    if (key.endsWith('*') && method.startsWith(key.slice(0, -1))) len = key.length - 1;
+    else if (key.startsWith('*') && method.endsWith(key.slice(1))) len = key.length - 1 - 0.5;
+    if (len > bestLen) {
+      best = phase;
+      bestLen = len;
+    }
+  }
+  return best ?? methods['*'] ?? 'off';
+}
+
+/** The client's headers a processor may see: all (pseudo-headers too) unless an allow list names them. */
+function forwardedHeaders(filter: McpProcessorIR['headers'], cel: CelContext): Record<string, string> {
+  const r = (cel.request ?? {}) as {
+    headers?: Record<string, string>;
+    method?: string;
+    pathAndQuery?: string;
+    scheme?: string;
+  };
+  const all: Record<string, string> = { ...(r.headers ?? {}) };
+  if (r.headers?.host !== undefined) all[':authority'] = r.headers.host;
+  if (r.method !== undefined) all[':method'] = r.method;
+  if (r.pathAndQuery !== undefined) all[':path'] = r.pathAndQuery;
+  if (r.scheme !== undefined) all[':scheme'] = r.scheme;
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(all)) {
+    if (filter.disallowed.includes(k)) continue;
+    if (filter.allowed.length > 0 && !filter.allowed.includes(k)) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+function rejection(
+  id: Id | null,
+  v: { message: string; code?: number | undefined; data?: unknown },
+): Response {
+  return {
+    jsonrpc: '2.0',
+    id,
+    error: {
+      code: v.code ?? MCP_REJECT_CODE,
+      message: v.message,
+      ...(v.data === undefined ? {} : { data: v.data }),
+    },
+  };
+}
+
+function note(req: GuardedRequest, f: McpGuardFinding): void {
+  req.findings.push(f);
+  // the observers take the request context itself (a message from another worker has none)
+  req.ctx.obs?.event(
+    req.ctx as never,
+    'mcp.guardrail',
+    { ...f },
+    null,
+    (f.action === 'reject' || f.action === 'failed') && f.applied ? 'warn' : 'info',
+  );
+}
