@@ -286,20 +286,27 @@ function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Att
         continue;
       }
       if (backend) {
-        const { ai, mcpAuthorization, mcpAuthentication, ...rest } = backend as Record<string, unknown>;
+        const { ai, mcpAuthorization, mcpAuthentication, mcpGuardrails, ...rest } = backend as Record<
+          string,
+          unknown
+        >;
         // prompt guards and the like apply to LLM providers: resources.ts moves them into each one
         const isAi = !!b.target && 'ai' in b.target;
         if (ai && !isAi) problems.push('backend.ai applies to ai GwBackends only');
-        if ((mcpAuthorization || mcpAuthentication) && !b.mcpSections)
+        if ((mcpAuthorization || mcpAuthentication || mcpGuardrails) && !b.mcpSections)
           problems.push('backend.mcp applies to mcp GwBackends only');
-        // authentication guards the backend's one endpoint, so it cannot be set for one MCP target
+        // authentication guards the backend's one endpoint, and processors are one chain in front of
+        // the whole federation: neither can be set for one MCP target
         if (mcpAuthentication && b.mcpSections && t.sectionName)
           problems.push('backend.mcp.authentication applies to the whole GwBackend, not one MCP target');
+        if (mcpGuardrails && b.mcpSections && t.sectionName)
+          problems.push('backend.mcp.guardrails applies to the whole GwBackend, not one MCP target');
         const own = {
           ...rest,
           ...(ai && isAi ? { ai } : {}),
           ...(mcpAuthorization && b.mcpSections ? { mcpAuthorization } : {}),
           ...(mcpAuthentication && b.mcpSections && !t.sectionName ? { mcpAuthentication } : {}),
+          ...(mcpGuardrails && b.mcpSections && !t.sectionName ? { mcpGuardrails } : {}),
         };
         if (t.sectionName) {
           const byTarget = out.mcpTargetExtra.get(b.key) ?? new Map<string, Record<string, unknown>>();

@@ -109,6 +109,13 @@ export function translateMcp(
           return { ok: false, reason: 'Invalid', message: describeProblems(p.invalid) };
         if (p.failClosed) return { ok: false, reason: 'InvalidReference', message: p.problems.join('; ') };
         problems.push(...p.problems);
+        if (p.policies.mcpGuardrails) {
+          // processors are one chain in front of the whole federation
+          problems.push(
+            `${field}.static.policies.mcp.guardrails: applies to the whole backend, not one target`,
+          );
+          delete p.policies.mcpGuardrails;
+        }
         if (Object.keys(p.policies).length > 0) policies = p.policies;
       }
       let host = s.host;

@@ -1001,7 +1001,12 @@ class Builder {
     const targets: McpTargetIR[] = [];
     m.targets.forEach((t, i) => {
       const tp = [...path, 'targets', i];
-      const { mcpAuthorization, ...connection } = t.policies ?? {};
+      const { mcpAuthorization, mcpGuardrails, ...connection } = t.policies ?? {};
+      if (mcpGuardrails)
+        this.fail(
+          [...tp, 'policies', 'mcpGuardrails'],
+          'mcpGuardrails applies to the whole mcp backend (route or backend policies), not one target',
+        );
       const policies = this.resolveBackendPolicies([...tp, 'policies'], connection);
       if (mcpAuthorization)
         this.report(checkAuthorization(mcpAuthorization, [...tp, 'policies', 'mcpAuthorization']));

@@ -163,6 +163,9 @@ describe('assembleConfig', () => {
 
   test('an mcp backend builds the IR the standalone mcp backend of a file builds', () => {
     const rules = { rules: [{ deny: 'mcp.tool.name == "rm"' }] };
+    const guards = {
+      processors: [{ host: 'https://checker.ns.svc.cluster.local:9443', methods: { 'tools/call': 'Full' } }],
+    };
     const viaXds = load([
       ['bind/8080', bind],
       ['route/8080/ns/gw/http/ns/web/0', route(0, '/', { backends: [{ weight: 1, backend: 'ns/tools' }] })],
@@ -187,7 +190,7 @@ describe('assembleConfig', () => {
               failureMode: 'FailOpen',
               prefixMode: 'Always',
             },
-            policies: { mcpAuthorization: { rules: ['true'] } },
+            policies: { mcpAuthorization: { rules: ['true'] }, mcpGuardrails: guards },
           },
         }),
       ],
@@ -232,7 +235,7 @@ describe('assembleConfig', () => {
               failureMode: 'FailOpen',
               prefixMode: 'Always',
             },
-            policies: { mcpAuthorization: { rules: ['true'] } },
+            policies: { mcpAuthorization: { rules: ['true'] }, mcpGuardrails: guards },
           },
         ],
       },
@@ -262,6 +265,10 @@ describe('assembleConfig', () => {
     );
     assert.deepEqual([t.sessionRouting, t.failureMode, t.prefixMode], ['Stateless', 'FailOpen', 'Always']);
     assert.deepEqual(t.authorization, [{ rules: ['true'] }]);
+    assert.deepEqual(
+      t.guardrails.map((g) => [g.origin, g.methods, g.failOpen]),
+      [['https://checker.ns.svc.cluster.local:9443', { 'tools/call': 'full' }, false]],
+    );
   });
 
   test('an a2a backend builds the IR of a host backend of a file under the a2a policy', () => {
