@@ -461,6 +461,39 @@ describe('graceful shutdown', () => {
     });
   });
 
+  test('connectionMinTerminationDeadline: after SIGTERM readiness fails at once, but new requests are served until the minimum has passed', async () => {
+    const minMs = 3000;
+    slow ??= await startUpstream('slow', () => sleep(1000));
+    const g = await startGw({
+      yaml: slowConfig(slow.port).replace(
+        configBlock(),
+        configBlock(`connectionMinTerminationDeadline: ${minMs}ms`),
+      ),
+    });
+    const port = await g.proxyPort();
+    const signalled = Date.now();
+    process.kill(g.pid, 'SIGTERM');
+    // readiness tells load balancers to stop sending (as soon as the signal is handled)...
+    let ready = 0;
+    while (Date.now() - signalled < minMs / 2) {
+      ready = await fetch(`${g.readiness}/healthz/ready`).then((r) => r.status);
+      if (ready === 503) break;
+      await sleep(20);
+    }
+    assert.equal(ready, 503);
+    // ...while a request that still arrives is served (the slow route takes 1 s)
+    const late = await get(port, '/slow');
+    assert.equal(late.status, 200);
+    assert.ok(Date.now() - signalled < minMs, 'that request started and ended within the minimum');
+    assert.equal(await tryConnect(port), 'accepted');
+    // after the minimum the listeners close and the process exits
+    const exit = await g.exited;
+    const took = Date.now() - signalled;
+    assert.deepEqual(exit, { code: 0, signal: null });
+    assert.ok(took >= minMs, `exited ${took} ms after SIGTERM, before the minimum of ${minMs} ms`);
+    assert.ok(g.stdout.some((l) => l.includes('draining') && l.includes(`${minMs}`)));
+  });
+
   test('POST /quitquitquit on admin does the same', async () => {
     const g = await startGw({ yaml: slowConfig(slow.port), args: ['--workers', '2'] });
     await drainWhileBusy(g, async () => {

@@ -189,11 +189,17 @@ export async function main(argv: string[]): Promise<number> {
     const shutdown = (reason: string) => {
       if (stopping) return;
       stopping = true;
-      log.info({ reason }, 'draining');
+      // Both deadlines count from the signal: the listeners stay open for the minimum (readiness
+      // already failing, so endpoints and load balancers drop this replica before it refuses
+      // connections), then close, and in-flight requests get what is left of the maximum.
+      const deadline = supervisor.ir?.global.terminationDeadlineMs ?? 30_000;
+      const min = Math.min(supervisor.ir?.global.terminationMinMs ?? 0, deadline);
+      log.info({ reason, ...(min > 0 ? { minMs: min } : {}) }, 'draining');
+      supervisor.beginStop();
       stopWatch();
       xdsClient?.close();
-      supervisor
-        .stop(supervisor.ir?.global.terminationDeadlineMs ?? 30_000)
+      new Promise((r) => setTimeout(r, min))
+        .then(() => supervisor.stop(deadline - min))
         .then(async (cut) => {
           await Promise.allSettled(servers.map((s) => s.close()));
           log.info({ cut }, 'stopped');

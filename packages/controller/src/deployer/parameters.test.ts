@@ -142,3 +142,31 @@ test('parametersOf: the class’s ref (any namespace) and the gateway’s (its o
     {},
   );
 });
+
+test('shutdown: the grace period is max, raised to min past it (or past the 30 s default)', () => {
+  const grace = (p: Parameters<typeof applyParameters>[1]) => {
+    const dep = applyParameters(rendered(), p).find((o) => o.kind === 'Deployment') as KubeObject;
+    return (dep.spec as { template: { spec: { terminationGracePeriodSeconds: number } } }).template.spec
+      .terminationGracePeriodSeconds;
+  };
+  assert.equal(grace({}), 30);
+  assert.equal(grace({ gateway: { shutdown: { min: '5s', max: '1m' } } }), 60);
+  assert.equal(grace({ gateway: { shutdown: { min: '5s' } } }), 30);
+  assert.equal(grace({ class: { shutdown: { min: '45s' } } }), 45);
+  // each field the gateway's, else the class's: the class's min outlasts the gateway's max
+  assert.equal(grace({ class: { shutdown: { min: '2m' } }, gateway: { shutdown: { max: '1m' } } }), 120);
+  assert.equal(grace({ gateway: { shutdown: { max: '1500ms' } } }), 2);
+});
+
+test('istio, spiffe and modelCatalog leave the objects as they are (the Gateway status names them)', () => {
+  const plain = applyParameters(rendered(), {});
+  const asked = applyParameters(rendered(), {
+    class: { modelCatalog: { enabled: true } },
+    gateway: {
+      istio: { enabled: true, caAddress: 'https://istiod.istio-system.svc:15012' },
+      spiffe: { enabled: true, socketPath: '/run/spire/sockets/agent.sock' },
+      modelCatalog: { configMapRef: { name: 'costs' } },
+    },
+  });
+  assert.deepEqual(asked, plain);
+});

@@ -2,17 +2,16 @@
 // the Gateway's (`spec.infrastructure.parametersRef`), in the spec's order: class typed fields,
 // gateway typed fields, class overlays, gateway overlays. Typed fields change the rendered objects
 // (image, env, logging, resources, shutdown, workload); overlays are strategic merge patches of each
-// object's metadata and spec (strategic-merge.ts). Pure: the objects and parameters are passed in.
-import type { Overlay, ParametersSpec } from '../translator/parameters.ts';
+// object's metadata and spec (strategic-merge.ts). `istio`, `spiffe` and `modelCatalog` change
+// nothing here: the proxy cannot act on them yet, and the Gateway's Accepted message says so
+// (translator/parameters.ts typedNotApplied). Pure: the objects and parameters are passed in.
+import { durationMs, type Overlay, type ParametersSpec, shutdownOf } from '../translator/parameters.ts';
 import type { KubeObject } from '../translator/types.ts';
 import { strategicMerge } from './strategic-merge.ts';
 
 type Obj = Record<string, unknown>;
 
 export type { ParametersSpec };
-
-/** Fields this build does not apply yet: named in the controller's log for each Gateway using them. */
-export const NOT_APPLIED = ['istio', 'spiffe', 'modelCatalog', 'shutdown.min'] as const;
 
 /** The rendered objects with the parameters applied; a PodDisruptionBudget when an overlay asks for one. */
 export function applyParameters(
@@ -21,6 +20,14 @@ export function applyParameters(
 ): KubeObject[] {
   let out = objects.map((o) => structuredClone(o));
   for (const params of [p.class, p.gateway]) if (params) out = applyTyped(out, params);
+  // the pod lives as long as the proxy may drain: shutdown.max, raised to shutdown.min when that is longer
+  const { max } = shutdownOf(p);
+  const grace = max ? durationMs(max) : undefined;
+  if (grace !== undefined)
+    for (const o of out) {
+      const pod = podSpec(o);
+      if (pod) pod.terminationGracePeriodSeconds = Math.ceil(grace / 1000);
+    }
   for (const params of [p.class, p.gateway]) if (params) out = applyOverlays(out, params);
   return out;
 }
@@ -54,8 +61,6 @@ function applyTyped(objects: KubeObject[], t: ParametersSpec): KubeObject[] {
     for (const e of t.env ?? []) setEnv(e);
     container.env = env;
     if (t.resources) container.resources = t.resources;
-    const max = t.shutdown?.max ? seconds(t.shutdown.max) : undefined;
-    if (max !== undefined) pod.terminationGracePeriodSeconds = max;
     return w;
   });
 }
@@ -113,12 +118,4 @@ function imageOf(current: string, i: NonNullable<ParametersSpec['image']>): stri
   const registry = i.registry ?? (hasRegistry ? first : undefined);
   const repository = i.repository ?? (hasRegistry ? name.slice(slash + 1) : name);
   return `${registry ? `${registry}/` : ''}${repository}:${i.tag ?? tag}`;
-}
-
-/** A duration such as 30s, 1m30s or 250ms, in whole seconds (rounded up). */
-function seconds(d: string): number | undefined {
-  const m = /^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$/.exec(d);
-  if (!m || d === '') return undefined;
-  const [h, min, s, ms] = m.slice(1).map((x) => Number(x ?? 0)) as [number, number, number, number];
-  return Math.ceil(h * 3600 + min * 60 + s + ms / 1000);
 }

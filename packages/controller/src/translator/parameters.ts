@@ -53,16 +53,20 @@ const STARTUP_KEYS = ['adminAddr', 'statsAddr', 'readinessAddr', 'workerThreads'
 
 /**
  * The `config:` section the Gateway's proxies get from GwParameters `rawConfig` (the class's, then the
- * gateway's, merged key by key), and what of rawConfig is not applied, for the Gateway's status.
+ * gateway's, merged key by key) and typed `shutdown`, and what of the parameters is not applied (of
+ * rawConfig, and typed fields the proxy cannot act on), for the Gateway's status.
  */
 export function rawGlobalConfig(p: { class?: ParametersSpec; gateway?: ParametersSpec }): {
   config?: Obj;
   notApplied: string[];
 } {
   const raw = mergeDeep(p.class?.rawConfig ?? {}, p.gateway?.rawConfig ?? {});
-  const notApplied = Object.keys(raw)
-    .filter((k) => k !== 'config')
-    .map((k) => `rawConfig.${k}`);
+  const notApplied = [
+    ...Object.keys(raw)
+      .filter((k) => k !== 'config')
+      .map((k) => `rawConfig.${k}`),
+    ...typedNotApplied(p),
+  ];
   const section = raw.config;
   if (section === undefined) return withShutdown({ notApplied }, p);
   if (!isObj(section))
@@ -75,14 +79,74 @@ export function rawGlobalConfig(p: { class?: ParametersSpec; gateway?: Parameter
   return withShutdown(Object.keys(config).length > 0 ? { config, notApplied } : { notApplied }, p);
 }
 
-/** Typed `shutdown.max` wins over rawConfig: how long a stopping proxy drains its connections. */
+/** The proxy's drain deadline when nothing sets one (its connectionTerminationDeadline default). */
+const DEFAULT_DEADLINE_MS = 30_000;
+
+/** A duration such as 30s, 1m30s or 250ms in milliseconds; undefined when it is not one. */
+export function durationMs(d: string): number | undefined {
+  const m = /^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$/.exec(d);
+  if (!m || d === '') return undefined;
+  const [h, min, s, ms] = m.slice(1).map((x) => Number(x ?? 0)) as [number, number, number, number];
+  return ((h * 60 + min) * 60 + s) * 1000 + ms;
+}
+
+/**
+ * The effective `shutdown` (each field the gateway's, else the class's). `min` is how long a stopping
+ * proxy keeps serving while its readiness fails; `max` when it exits at the latest (its drain deadline
+ * and the pod's termination grace period). A `min` past `max`, or past the default deadline when no
+ * `max` is set, raises `max` to it: the proxy must be allowed to live that long.
+ */
+export function shutdownOf(p: { class?: ParametersSpec; gateway?: ParametersSpec }): {
+  min?: string;
+  max?: string;
+} {
+  const min = p.gateway?.shutdown?.min ?? p.class?.shutdown?.min;
+  let max = p.gateway?.shutdown?.max ?? p.class?.shutdown?.max;
+  const minMs = min ? durationMs(min) : undefined;
+  const maxMs = max ? durationMs(max) : undefined;
+  if (min && minMs !== undefined && minMs > (maxMs ?? DEFAULT_DEADLINE_MS)) max = min;
+  return { ...(min ? { min } : {}), ...(max ? { max } : {}) };
+}
+
+/** Typed `shutdown` wins over rawConfig: the proxies' drain minimum and deadline. */
 function withShutdown(
   r: { config?: Obj; notApplied: string[] },
   p: { class?: ParametersSpec; gateway?: ParametersSpec },
 ): { config?: Obj; notApplied: string[] } {
-  const max = p.gateway?.shutdown?.max ?? p.class?.shutdown?.max;
-  if (!max) return r;
-  return { ...r, config: { ...(r.config ?? {}), connectionTerminationDeadline: max } };
+  const { min, max } = shutdownOf(p);
+  if (!min && !max) return r;
+  return {
+    ...r,
+    config: {
+      ...(r.config ?? {}),
+      ...(max ? { connectionTerminationDeadline: max } : {}),
+      ...(min ? { connectionMinTerminationDeadline: min } : {}),
+    },
+  };
+}
+
+/**
+ * Typed fields the proxy cannot act on yet, named for the Gateway's status rather than ignored:
+ * `istio` (enabled) and `spiffe` (enabled, or configured without `enabled: false`) need an Istio or
+ * SPIFFE workload identity the proxy does not have; `modelCatalog` needs a model cost catalog it does
+ * not have, and on the GatewayClass's parameters is never effective (the spec: Gateway level only).
+ */
+export function typedNotApplied(p: { class?: ParametersSpec; gateway?: ParametersSpec }): string[] {
+  const out: string[] = [];
+  const istio = (p.gateway?.istio ?? p.class?.istio) as { enabled?: boolean } | undefined;
+  if (istio?.enabled === true) out.push('istio (the proxy has no Istio mTLS yet)');
+  const spiffe = (p.gateway?.spiffe ?? p.class?.spiffe) as
+    | { enabled?: boolean; socketPath?: string; trustDomain?: string }
+    | undefined;
+  if (
+    spiffe &&
+    (spiffe.enabled === true || (spiffe.enabled !== false && (spiffe.socketPath || spiffe.trustDomain)))
+  )
+    out.push('spiffe (the proxy has no SPIFFE workload identity yet)');
+  if (p.class?.modelCatalog) out.push("modelCatalog on the GatewayClass's parameters (Gateway level only)");
+  const catalog = p.gateway?.modelCatalog as { enabled?: boolean } | undefined;
+  if (catalog && catalog.enabled !== false) out.push('modelCatalog (the proxy has no model catalog yet)');
+  return out;
 }
 
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);

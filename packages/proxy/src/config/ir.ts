@@ -20,7 +20,13 @@ export interface GlobalIR {
   keepalive: { enabled: boolean; timeMs: number; intervalMs: number; retries: number };
   http1IdleTimeoutMs: number;
   downstream: DownstreamLimits;
+  /** From the stop signal: in-flight requests are cut after this long (connectionTerminationDeadline). */
   terminationDeadlineMs: number;
+  /**
+   * From the stop signal: the listeners keep accepting and serving this long, while readiness already
+   * fails, so load balancers stop sending before connections are refused (connectionMinTerminationDeadline).
+   */
+  terminationMinMs: number;
   /**
    * Header names whose values diagnostics (trace, dumps) never show: the defaults, the configured
    * ones, and every header an auth policy reads a credential from.

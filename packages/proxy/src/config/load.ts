@@ -254,6 +254,7 @@ class Builder {
         http2MaxConcurrentStreams: fh?.http2MaxConcurrentStreams ?? 100,
       },
       terminationDeadlineMs: ms(g.connectionTerminationDeadline, 30_000),
+      terminationMinMs: ms(g.connectionMinTerminationDeadline, 0),
       sensitiveHeaders: [...new Set([...DEFAULT_SENSITIVE_HEADERS, ...sensitive])],
       credentialQueryParams: [],
       guardrailWebhook: this.guardrailWebhook(),

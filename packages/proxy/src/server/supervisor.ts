@@ -214,6 +214,11 @@ export class Supervisor {
     return Promise.all(this.workers.map((w) => w.call<T>(req)));
   }
 
+  /** Stopping has begun: readiness fails from now on, while the workers keep serving until stop(). */
+  beginStop(): void {
+    this.#stopping = true;
+  }
+
   async stop(deadlineMs: number): Promise<number> {
     this.#stopping = true;
     const results = await Promise.allSettled(
