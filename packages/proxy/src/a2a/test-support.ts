@@ -42,7 +42,14 @@ export interface TestAgent {
 
 export const AGENT_PATH = '/a2a/jsonrpc';
 
-export async function startAgent(): Promise<TestAgent> {
+export interface AgentOptions {
+  /** Default 0: any free port. */
+  port?: number;
+  /** A "stream" task goes on after this long instead of waiting for release() (a demo agent). */
+  streamDelayMs?: number;
+}
+
+export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
   let release!: () => void;
   const released = new Promise<void>((r) => {
     release = r;
@@ -61,7 +68,8 @@ export async function startAgent(): Promise<TestAgent> {
       if (text === 'stream') {
         status(bus, task, TaskState.TASK_STATE_WORKING, 'step 1');
         streamingStarted();
-        await released;
+        if (opts.streamDelayMs === undefined) await released;
+        else await new Promise((r) => setTimeout(r, opts.streamDelayMs));
         bus.publish(AgentEvent.artifactUpdate(artifact(task, 'result', 'streamed result')));
         status(bus, task, TaskState.TASK_STATE_COMPLETED, 'done');
       } else if (text === 'wait') {
@@ -133,7 +141,7 @@ export async function startAgent(): Promise<TestAgent> {
     }),
   );
   const server = await new Promise<import('node:http').Server>((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+    const s = app.listen(opts.port ?? 0, '127.0.0.1', () => resolve(s));
   });
   const port = (server.address() as AddressInfo).port;
   const origin = `http://127.0.0.1:${port}`;
