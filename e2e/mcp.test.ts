@@ -3,10 +3,13 @@
 // SDK client lists and calls server-everything's tools (streamable HTTP, 127.0.0.1) through the proxy.
 // The backend also has a selector target: a Service created later becomes a target (the proxy sees two
 // targets and prefixes tool names), and FailOpen leaves it out of lists since its cluster name does
-// not resolve here. A GwPolicy addressed to one target by sectionName hides a tool. Status is read
-// back with kubectl.
+// not resolve here. A GwPolicy addressed to one target by sectionName hides a tool, and one with
+// guardrail processors on the whole backend has a processor refuse a call. Status is read back with
+// kubectl.
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { connectClient, startEverythingHttp, textOf } from '@gw/proxy/mcp/test-support';
@@ -25,6 +28,9 @@ let everything: Awaited<ReturnType<typeof startEverythingHttp>>;
 let controller: ControllerProcess;
 let proxyPort: number;
 let gw: GwProcess;
+let processor: Server;
+/** Methods the processor was asked about. */
+const processed: string[] = [];
 
 const kubectl = kubectlOk(() => kube);
 const until = untilWithLogs(() => [
@@ -75,12 +81,30 @@ async function toolNames(): Promise<string[]> {
 before(async () => {
   [kube, everything, proxyPort] = await Promise.all([startKube(), startEverythingHttp(), freePort()]);
   controller = await startController(kube.kubeconfig);
+  // refuses echo calls, allows the rest: the contract's JSON by hand, as a processor in another
+  // language would write it
+  processor = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => {
+      body += c;
+    });
+    req.on('end', () => {
+      const call = JSON.parse(body) as { method: string; params: { name?: string } };
+      processed.push(`${req.url} ${call.method}`);
+      const verdict = call.params.name?.endsWith('echo')
+        ? { action: 'reject', message: 'echo is switched off by policy' }
+        : { action: 'allow' };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(verdict));
+    });
+  }).listen(0, '127.0.0.1');
 });
 
 after(async () => {
   await cleanupGw();
   await controller?.stop();
   await everything?.close();
+  processor?.closeAllConnections();
+  await new Promise((r) => (processor ? processor.close(r) : r(undefined)));
   await kube?.stop();
 });
 
@@ -181,5 +205,48 @@ spec:
       'jsonpath={.status.ancestors[0].conditions[?(@.type=="Attached")].message}',
     ]);
     assert.equal(attached, 'attached to GwBackend default/tools MCP target everything');
+  });
+
+  test('a GwPolicy with guardrail processors: the processor refuses a call, the client gets its error', async () => {
+    const port = (processor.address() as AddressInfo).port;
+    await kubectl(
+      ['apply', '--server-side', '-f', '-'],
+      `apiVersion: gw.dev/v1alpha1
+kind: GwPolicy
+metadata: { name: guarded, namespace: default }
+spec:
+  targetRefs: [{ group: gw.dev, kind: GwBackend, name: tools }]
+  backend:
+    mcp:
+      guardrails:
+        processors:
+          - remote: { url: "http://127.0.0.1:${port}" }
+            methods: { "tools/call": Request }
+`,
+    );
+    const { client } = await connectClient(`http://127.0.0.1:${proxyPort}/mcp`);
+    try {
+      await until('the processor to refuse echo', async () => {
+        const r = await client.callTool({ name: 'everything_echo', arguments: { message: 'hi' } }).then(
+          () => undefined,
+          (err: Error) => err,
+        );
+        return r && /echo is switched off by policy/.test(r.message) ? r : undefined;
+      });
+      // other calls pass the processor, which saw them
+      const sum = await client.callTool({ name: 'everything_get-tiny-image', arguments: {} }).catch((e) => e);
+      assert.ok(!(sum instanceof Error) || !/switched off/.test(sum.message));
+      assert.ok(processed.includes('/mcp/request tools/call'), processed.join(', '));
+    } finally {
+      await client.close();
+    }
+    const attached = await kubectl([
+      'get',
+      'gwpolicy',
+      'guarded',
+      '-o',
+      'jsonpath={.status.ancestors[0].conditions[?(@.type=="Attached")].message}',
+    ]);
+    assert.equal(attached, 'attached to GwBackend default/tools');
   });
 });
