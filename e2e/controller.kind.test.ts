@@ -1,14 +1,12 @@
 // The steps of controller.test.ts on a kind cluster (hack/kind-up.sh, then hack/kind-e2e.sh), where
-// they run as in production: the controller is the Deployment of hack/kind/controller.yaml, the proxy
-// a Deployment authenticated by a projected service-account token, the upstream an echo Deployment
-// behind a Service (a Service backendRef, which the test API server cannot serve: it runs no Pods),
-// and traffic reaches the proxy through `kubectl port-forward`. The controller does not deploy proxies
-// yet, so this suite runs hack/kind/proxy-for-gateway.sh for its Gateway as a user would.
+// they run as in production: the controller is the Deployment of the chart (release gw in gw-system,
+// hack/kind/values.yaml), the proxy the Deployment its deployer provisions for the Gateway
+// (authenticated by a projected service-account token, xDS over TLS with the controller's CA), the
+// upstream an echo Deployment behind a Service (a Service backendRef, which the test API server
+// cannot serve: it runs no Pods), and traffic reaches the proxy through `kubectl port-forward`.
 // Skipped unless GW_E2E_KUBECONFIG names the cluster's kubeconfig (hack/kind-e2e.sh sets it).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { ConfigDump } from '@gw/api';
 import {
@@ -28,7 +26,6 @@ import { type Cluster, cluster, type PortForward } from './support/kube-cluster.
 
 const KUBECONFIG = process.env['GW_E2E_KUBECONFIG'];
 const CLUSTER = process.env['GW_E2E_CLUSTER'] ?? 'kind';
-const PROXY_FOR_GATEWAY = resolve(import.meta.dirname, '../hack/kind/proxy-for-gateway.sh');
 const LISTENER_PORT = 8080;
 const UPSTREAM_PORT = 8080;
 
@@ -51,7 +48,7 @@ async function kubectl(args: string[], input?: string): Promise<string> {
 }
 
 async function controllerLog(since = started): Promise<string> {
-  const r = await k.kubectl(['-n', 'gw-system', 'logs', 'deployment/gw-controller', `--since-time=${since}`]);
+  const r = await k.kubectl(['-n', 'gw-system', 'logs', 'deployment/gw', `--since-time=${since}`]);
   return r.code === 0 ? r.stdout : `(kubectl logs failed: ${r.stderr})`;
 }
 
@@ -64,27 +61,6 @@ const until = <T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60
 
 const get = (path = '/') => httpGet(proxy.port, path);
 const steps: Steps = { ns, kubectl, until, get };
-
-/** Runs a script with the cluster's kubeconfig; rejects with its output when it fails. */
-function run(script: string, args: string[]): Promise<void> {
-  return new Promise((res, rej) => {
-    const child = spawn(script, args, {
-      env: { ...process.env, KUBECONFIG: k.kubeconfig },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => {
-      out += c;
-    });
-    child.stderr.setEncoding('utf8').on('data', (c: string) => {
-      out += c;
-    });
-    child.once('error', rej);
-    child.once('close', (code) =>
-      code === 0 ? res() : rej(new Error(`${script} ${args.join(' ')} exited with ${code}:\n${out}`)),
-    );
-  });
-}
 
 const restricted = `
       securityContext:
@@ -132,7 +108,9 @@ spec:
 
 /**
  * A proxy asking for Gateway edge with a valid token of another ServiceAccount (the namespace's
- * `default`): the controller must refuse it, since a token only reads the Gateway its ServiceAccount is named after.
+ * `default`): the controller must refuse it, since a token only reads the Gateway its ServiceAccount is
+ * named after. It dials as the provisioned proxy does (TLS, the CA from the Gateway's ConfigMap, the
+ * chart's token audience), so the refusal is the token's.
  */
 const intruderYaml = () => `
 apiVersion: apps/v1
@@ -151,9 +129,10 @@ spec:
           image: gw-proxy:dev
           imagePullPolicy: Never
           args:
-            - --xds-address=http://gw-controller.gw-system:9978
+            - --xds-address=https://gw.gw-system.svc:9978
             - --gateway=${ns}/edge
             - --xds-token-file=/var/run/secrets/gw/token
+            - --xds-ca-file=/var/run/secrets/gw/ca.crt
             - --workers=1
           ports: [{ name: readiness, containerPort: 15021 }]
           readinessProbe: { httpGet: { path: /healthz/ready, port: readiness }, periodSeconds: 2 }${restrictedContainer}
@@ -161,14 +140,16 @@ spec:
       volumes:
         - name: xds-token
           projected:
-            sources: [{ serviceAccountToken: { path: token, audience: gw.dev/xds, expirationSeconds: 3600 } }]
+            sources:
+              - serviceAccountToken: { path: token, audience: gw-xds, expirationSeconds: 3600 }
+              - configMap: { name: edge-xds-ca, items: [{ key: ca.crt, path: ca.crt }] }
 `;
 
 describe('controller + proxy on kind', () => {
   before(async () => {
     if (skip) return;
     k = cluster(KUBECONFIG ?? '');
-    await kubectl(['-n', 'gw-system', 'rollout', 'status', 'deployment/gw-controller', '--timeout=60s']);
+    await kubectl(['-n', 'gw-system', 'rollout', 'status', 'deployment/gw', '--timeout=60s']);
     await kubectl(['create', 'namespace', ns]);
     await kubectl(['apply', '-f', '-'], echoYaml());
     await kubectl(['-n', ns, 'rollout', 'status', 'deployment/echo', '--timeout=120s']);
@@ -185,15 +166,19 @@ describe('controller + proxy on kind', () => {
     expectGatewayClassAccepted(steps),
   );
 
-  test('kubectl apply of Gateway and HTTPRoute, the proxy deployed: status is written and traffic flows', {
+  test('kubectl apply of Gateway and HTTPRoute, the proxy provisioned: status is written and traffic flows', {
     skip,
   }, async () => {
     await kubectl(
       ['apply', '--server-side', '-f', '-'],
       `${gatewayYaml(ns, LISTENER_PORT)}\n---${routeYaml(ns, `{ name: echo, port: ${UPSTREAM_PORT} }`)}`,
     );
-    // ServiceAccount edge, Deployment and Service edge; returns once the proxy has its config and is ready
-    await run(PROXY_FOR_GATEWAY, [ns, 'edge', String(LISTENER_PORT)]);
+    // the controller provisions ServiceAccount, Service and Deployment edge; the Deployment rolls out
+    // once the proxy has its config over xDS and is ready
+    await until('the provisioned Deployment', async () =>
+      (await k.kubectl(['-n', ns, 'get', 'deployment', 'edge'])).code === 0 ? true : undefined,
+    );
+    await kubectl(['-n', ns, 'rollout', 'status', 'deployment/edge', '--timeout=120s']);
     proxy = await k.portForward(ns, 'service/edge', LISTENER_PORT);
     const r = await until('traffic through the proxy', async () => {
       const x = await get('/hello').catch(() => undefined);

@@ -6,16 +6,15 @@
 # suite, e.g. -run-test=HTTPRouteSimpleSameNamespace or -debug. The report and the full log go to
 # $GW_CONFORMANCE_OUT (default .cache/kind/conformance/): report.yaml, conformance.log.
 #
-# Known gap, so expect failures until it is closed: the suite sends traffic to the address in each
-# Gateway's status.addresses, and gw-controller neither runs proxies for Gateways (no deployer yet)
-# nor writes addresses. Setup (GatewayClass accepted, base Gateways Accepted and Programmed) can pass;
-# every test that sends a request fails waiting for a Gateway address. The report says which.
+# The suite sends traffic to the address in each Gateway's status.addresses: the cluster IP of the
+# Service the controller provisions (hack/kind/values.yaml: proxy.serviceType ClusterIP), which the
+# suite, running outside the cluster, may not reach; the report says which tests fail and why.
 set -euo pipefail
 # shellcheck source=hack/kind/lib.sh
 source "$(dirname "$0")/kind/lib.sh"
 need kind kubectl go
 use_cluster
-kubectl -n gw-system rollout status deployment/gw-controller --timeout=60s >/dev/null ||
+kubectl -n gw-system rollout status deployment/gw --timeout=60s >/dev/null ||
   die "gw-controller is not ready: run hack/kind-up.sh"
 
 out=${GW_CONFORMANCE_OUT:-$root/.cache/kind/conformance}

@@ -3,15 +3,15 @@
 #
 # Runs the end-to-end suites that have a kind variant against the cluster hack/kind-up.sh made
 # (default: e2e/*.kind.test.ts). Each such suite runs as its local twin does against `make e2e`'s
-# API server harness, except that the controller is the one deployed in the cluster, the proxy runs
-# as a Deployment (hack/kind/proxy-for-gateway.sh), traffic goes through `kubectl port-forward`, and
-# the upstream is an echo Deployment in the cluster. Without GW_E2E_KUBECONFIG these files skip.
+# API server harness, except that the controller is the one the chart deployed in the cluster, the
+# proxy is the Deployment its deployer provisions for the Gateway, traffic goes through
+# `kubectl port-forward`, and the upstream is an echo Deployment in the cluster. Without GW_E2E_KUBECONFIG these files skip.
 set -euo pipefail
 # shellcheck source=hack/kind/lib.sh
 source "$(dirname "$0")/kind/lib.sh"
 need kind kubectl
 use_cluster
-kubectl -n gw-system rollout status deployment/gw-controller --timeout=60s >/dev/null ||
+kubectl -n gw-system rollout status deployment/gw --timeout=60s >/dev/null ||
   die "gw-controller is not ready: run hack/kind-up.sh"
 
 cd "$root"

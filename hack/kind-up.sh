@@ -6,11 +6,12 @@
 #   1. creates kind cluster $GW_KIND_CLUSTER (default gw), or reuses it;
 #   2. builds gw-controller:dev and gw-proxy:dev from hack/docker/Dockerfile and loads them into the nodes;
 #   3. installs the Gateway API CRDs (experimental channel of the version hack/gateway-api/go.mod pins,
-#      read from the Go module cache, as `make kube-up` does) and ours from crds/;
-#   4. deploys hack/kind/controller.yaml and waits until the controller is ready and GatewayClass gw
-#      is Accepted.
-# The controller does not run proxies for Gateways yet (no deployer): hack/kind/proxy-for-gateway.sh
-# does that for one Gateway.
+#      read from the Go module cache, as `make kube-up` does);
+#   4. installs the charts as a user would (README "Install on Kubernetes"): `helm upgrade --install`
+#      of charts/gw-crds, then of charts/gw as release gw in gw-system with hack/kind/values.yaml (the
+#      images above), and waits until the controller is ready and GatewayClass gw is Accepted.
+# The controller provisions each Gateway's proxy (ServiceAccount, Service, Deployment of gw-proxy:dev).
+# helm is the one the tests use, built from its Go module by hack/helm/build.sh.
 # GW_KIND_NODE_IMAGE picks the node image (default: the one of the kind release).
 set -euo pipefail
 # shellcheck source=hack/kind/lib.sh
@@ -40,25 +41,28 @@ done
 say "loading the images into the nodes"
 kind load docker-image --name "$cluster" gw-controller:dev gw-proxy:dev
 
-say "installing the Gateway API CRDs and crds/"
+say "installing the Gateway API CRDs"
 crd_dir=$("$root/hack/gateway-api/crd-dir.sh")
 files=()
 for f in "$crd_dir"/experimental/*.yaml; do
   [ "$(basename "$f")" = kustomization.yaml ] || files+=(--filename "$f")
 done
 kubectl apply --server-side --force-conflicts "${files[@]}" >/dev/null
-kubectl apply --server-side --force-conflicts --filename "$root/crds/" >/dev/null
 kubectl wait --for=condition=Established --timeout=60s crd --all >/dev/null
 
-say "deploying gw-controller"
+helm=$("$root/hack/helm/build.sh")
+say "helm install gw-crds and gw ($("$helm" version --short))"
 existed=false
-kubectl -n gw-system get deployment gw-controller >/dev/null 2>&1 && existed=true
-kubectl apply --filename "$root/hack/kind/controller.yaml"
+kubectl -n gw-system get deployment gw >/dev/null 2>&1 && existed=true
+"$helm" upgrade --install gw-crds "$root/charts/gw-crds"
+kubectl wait --for=condition=Established --timeout=60s crd -l app.kubernetes.io/instance=gw-crds >/dev/null
+"$helm" upgrade --install gw "$root/charts/gw" --namespace gw-system --create-namespace \
+  --values "$root/hack/kind/values.yaml"
 # The image tag stays :dev, so a rebuilt image reaches a running controller only by a restart.
 if $existed; then
-  kubectl -n gw-system rollout restart deployment/gw-controller
+  kubectl -n gw-system rollout restart deployment/gw
 fi
-kubectl -n gw-system rollout status deployment/gw-controller --timeout=180s || {
+kubectl -n gw-system rollout status deployment/gw --timeout=180s || {
   controller_logs
   die "gw-controller did not become ready"
 }
@@ -73,4 +77,4 @@ done
   controller_logs
   die "GatewayClass gw is not Accepted"
 }
-say "ready: gw-controller runs in kind cluster $cluster; export KUBECONFIG=$kubeconfig"
+say "ready: gw-controller (release gw) runs in kind cluster $cluster; export KUBECONFIG=$kubeconfig"

@@ -35,8 +35,8 @@ use_cluster() {
   kind get kubeconfig --name "$cluster" >"$kubeconfig"
 }
 
-# controller_logs: the controller's last log lines, for a failure message.
+# controller_logs: the controller's last log lines, for a failure message (the chart's Deployment gw).
 controller_logs() {
   say "gw-controller log (last 50 lines):"
-  kubectl -n gw-system logs deployment/gw-controller --tail=50 >&2 || true
+  kubectl -n gw-system logs deployment/gw --tail=50 >&2 || true
 }
