@@ -13,10 +13,12 @@ import {
   type Artifact,
   type Message,
   Role,
+  type SendMessageRequest,
   type Task,
   TaskState,
   type TaskStatus,
 } from '@a2a-js/sdk';
+import { type Client, ClientFactory } from '@a2a-js/sdk/client';
 import {
   AgentEvent,
   type AgentExecutor,
@@ -220,6 +222,35 @@ function artifact(task: Task, name: string, text: string) {
     artifact: a,
     append: false,
     lastChunk: true,
+    metadata: undefined,
+  };
+}
+
+/** The SDK's client for the agent whose card is at `cardUrl` (it calls whatever the card names). */
+export function a2aClient(cardUrl: string): Promise<Client> {
+  return new ClientFactory().createFromUrl(cardUrl, '');
+}
+
+/** A SendMessage request with one text part from the user. */
+export function userText(text: string, returnImmediately = false): SendMessageRequest {
+  const m: Message = {
+    messageId: crypto.randomUUID(),
+    contextId: '',
+    taskId: '',
+    role: Role.ROLE_USER,
+    parts: [{ content: { $case: 'text', value: text } } as Message['parts'][number]],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+  return {
+    tenant: '',
+    message: m,
+    configuration: {
+      acceptedOutputModes: ['text/plain'],
+      taskPushNotificationConfig: undefined,
+      returnImmediately,
+    },
     metadata: undefined,
   };
 }
