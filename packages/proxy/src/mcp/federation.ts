@@ -355,6 +355,13 @@ export class Federation {
 
   /** The answer to a client request (never throws for a target's failure: that is an error answer). */
   async request(call: Call, req: Request): Promise<Response> {
+    const start = call.ctx.obs ? performance.now() : null;
+    const res = await this.#request(call, req);
+    traceRequest(call.ctx, start);
+    return res;
+  }
+
+  async #request(call: Call, req: Request): Promise<Response> {
     const info: McpRequestInfo = { method: req.method };
     call.ctx.ext.mcp = info;
     try {
@@ -867,4 +874,27 @@ export function templateFits(template: string, uri: string): boolean {
 /** A processor's refusal is `denied`; a processor that failed closed is `failed`. */
 function guardOutcome(res: Response): 'failed' | 'denied' {
   return res.error?.code === CODE.UPSTREAM ? 'failed' : 'denied';
+}
+
+/** The trace's record of one MCP request: what was asked, of which target, and how it ended. */
+export function traceRequest(ctx: McpRequest, start: number | null): void {
+  const info = ctx.ext.mcp;
+  if (!ctx.obs || !info) return;
+  const item = info.tool ?? info.prompt ?? info.resource;
+  ctx.obs.event(
+    ctx as never,
+    'mcp',
+    {
+      method: info.method,
+      ...(info.target ? { target: info.target } : {}),
+      ...(info.tool ? { tool: info.tool.name } : {}),
+      ...(info.prompt ? { prompt: info.prompt.name } : {}),
+      ...(info.resource ? { resource: info.resource.uri } : {}),
+      ...(item && !info.target ? { target: item.target } : {}),
+      outcome: info.outcome ?? 'ok',
+      ...(info.failed?.length ? { failedTargets: info.failed } : {}),
+    },
+    start,
+    info.outcome === 'ok' || info.outcome === undefined ? 'info' : 'warn',
+  );
 }

@@ -278,14 +278,18 @@ describe('mcpGuardrails processors', () => {
     await c.close();
   });
 
-  test('the trace shows each processor call', async () => {
+  test('the trace shows the MCP request and each processor call', async () => {
     const c = await client('/guarded');
     // the client's server stream (a GET) stays open: trace the next POST
     const traced = proxy.trace('request.method == "POST"');
     await c.callTool({ name: 'echo', arguments: { message: 'rewrite me' } });
-    const events = (await traced)
-      .map((e) => e.message as { type?: string })
-      .filter((m) => m.type === 'mcp.guardrail');
+    const all = (await traced).map((e) => e.message as { type?: string });
+    assert.deepEqual(
+      all.find((m) => m.type === 'mcp'),
+      { type: 'mcp', method: 'tools/call', target: 'web', tool: 'echo', outcome: 'ok' },
+      'the request itself is in the trace: method, target, tool and outcome',
+    );
+    const events = all.filter((m) => m.type === 'mcp.guardrail');
     assert.deepEqual(events, [
       {
         type: 'mcp.guardrail',

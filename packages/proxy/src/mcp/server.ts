@@ -13,6 +13,7 @@ import {
   type McpRequest,
   type McpRequestInfo,
   PROTOCOL_VERSIONS,
+  traceRequest,
 } from './federation.ts';
 import {
   asMessage,
@@ -172,6 +173,7 @@ export class McpServer {
     const info: McpRequestInfo = { method: 'initialize' };
     ctx.ext.mcp = info;
     const call = this.#call(ctx, null, () => {});
+    const start = ctx.obs ? performance.now() : null;
     try {
       const { response, state } = await this.#fed.guardedInitialize(call, req as never, info);
       info.outcome ??= 'ok';
@@ -182,6 +184,7 @@ export class McpServer {
       info.outcome = 'failed';
       answer(ctx, 200, errorResponse(req.id, CODE.UPSTREAM, (err as Error).message));
     }
+    traceRequest(ctx, start);
   }
 
   async #get(ctx: RequestContext): Promise<void> {
