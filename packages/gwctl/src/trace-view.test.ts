@@ -54,6 +54,19 @@ test('list rows: index, offset, type and stage; policy events with policy and ou
   assert.equal(eventRow(events[2] as TraceEvent, 2), '  2     0.300ms  policy  route csrf passed');
 });
 
+test('A2A events: phase, method, task, state and outcome', () => {
+  const a2a = ev(0.6, {
+    type: 'a2a',
+    phase: 'response',
+    method: 'message/stream',
+    outcome: 'ok',
+    streaming: true,
+    taskId: 't-1',
+    taskState: 'completed',
+  });
+  assert.equal(eventRow(a2a, 6), '  6     0.600ms  a2a  response message/stream t-1 completed ok');
+});
+
 test('snapshot mode reads like a request; a non-snapshot event shows the state before it', () => {
   const s = detailLines(events, 1, 'snapshot');
   assert.deepEqual(s.slice(0, 3), ['GET http://h.example/p HTTP/1.1', 'host: h.example', 'a: 1']);

@@ -36,6 +36,8 @@ export function eventSummary(e: TraceEvent): string {
       return m.error ? `error: ${str(m.error)}` : str(m.status);
     case 'error':
       return str(m.reason ?? m.error ?? m.status);
+    case 'a2a':
+      return [m.phase, m.method, m.taskId, m.taskState, m.outcome].map(str).filter(Boolean).join(' ');
     default:
       return str(m.stage ?? m.phase);
   }
