@@ -50,6 +50,10 @@ binds:
               a2a: {}
               urlRewrite: { path: { prefix: / } }
             backends: [{ host: 127.0.0.1:${agent.port} }]
+          - name: retried
+            matches: [{ path: { pathPrefix: /retried } }]
+            policies: { a2a: {}, retry: { codes: [503], attempts: 1 } }
+            backends: [{ host: 127.0.0.1:${plainPort} }]
           - name: plain
             matches: [{ path: { pathPrefix: /plain } }]
             backends: [{ host: 127.0.0.1:${plainPort}, policies: { a2a: {} } }]
@@ -63,7 +67,21 @@ binds:
 before(async () => {
   agent = await startAgent();
   // An upstream whose card is not a JSON card: HTML at agent-card.json, 404 at agent.json.
+  let tries = 0;
   plain = createServer((req, res) => {
+    if (req.url?.startsWith('/retried')) {
+      // The first attempt: 503 with a JSON-RPC error; the retry: a result.
+      const busy = tries++ % 2 === 0;
+      res.writeHead(busy ? 503 : 200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify(
+          busy
+            ? { jsonrpc: '2.0', id: 1, error: { code: -32000, message: 'busy' } }
+            : { jsonrpc: '2.0', id: 1, result: { kind: 'task', id: 'r1', status: { state: 'completed' } } },
+        ),
+      );
+      return;
+    }
     if (req.url?.endsWith('/agent-card.json')) {
       res.writeHead(200, { 'content-type': 'text/html' });
       res.end('<html>not a card, http://127.0.0.1/</html>');
@@ -315,6 +333,21 @@ describe('the gateway itself', () => {
     const line = proxy.accessLog.at(-1);
     assert.equal(line?.['http.path'], '/v1/message:send');
     assert.equal(line?.['a2a.method'], undefined);
+  });
+
+  test('a retried call reports the answer of the attempt that counted', async () => {
+    const r = await fetch(`${gateway()}/retried`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'r1' } }),
+    });
+    assert.equal(r.status, 200);
+    await r.arrayBuffer();
+    const line = proxy.accessLog.at(-1);
+    assert.deepEqual(
+      [line?.['a2a.method'], line?.['a2a.outcome'], line?.['a2a.taskState'], line?.['a2a.errorCode']],
+      ['tasks/get', 'ok', 'completed', undefined],
+    );
   });
 
   test('a request body over the buffer limit is refused as JSON-RPC (413)', async () => {

@@ -8,12 +8,16 @@ import { observeBody } from '../pipeline/observer.ts';
 import type { A2aRequestInfo } from './info.ts';
 import { type AnswerState, readAnswer } from './jsonrpc.ts';
 
+/** The attempt whose answer counts: a retry's discarded answer must not end the next one's. */
+const current = new WeakMap<A2aRequestInfo, AnswerState>();
+
 export function watchAnswer(ctx: RequestContext, info: A2aRequestInfo, limit: number): void {
   const res = ctx.response;
   if (!res) return;
   const seen: AnswerState = { result: false, error: false };
+  current.set(info, seen);
   const done = (cut: boolean) => {
-    if (info.outcome !== undefined) return;
+    if (info.outcome !== undefined || current.get(info) !== seen) return;
     info.outcome = seen.error ? 'error' : cut ? 'aborted' : seen.result ? 'ok' : 'failed';
     ctx.obs?.event(ctx, 'a2a', answerFields(info), null, info.outcome === 'ok' ? 'info' : 'warn');
   };
