@@ -18,6 +18,7 @@ import {
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { exportJWK, generateKeyPair } from 'jose';
 import { loadConfigText } from '../../config/load.ts';
+import { EVERYTHING } from '../../mcp/test-support.ts';
 import { derivedJwks } from './index.ts';
 
 const load = (text: string) => loadConfigText('gw.yaml', text, '/tmp');
@@ -214,6 +215,50 @@ describe('behaviour', () => {
     });
     assert.equal(r.status, 204);
     assert.equal(r.headers.get('access-control-allow-origin'), '*');
+  });
+
+  test('on an mcp backend (where the deprecated CRD field lands) it guards the backend the same way', async () => {
+    const onBackend = await startProxy(`binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - backends:
+      - mcp: {targets: [{name: everything, stdio: {cmd: ${JSON.stringify(EVERYTHING.cmd)}, args: ${JSON.stringify(EVERYTHING.args)}}}]}
+        policies:
+          mcpAuthentication: {issuer: "${idp.issuer}", jwks: {url: "${idp.metadata.jwks_uri}"}}
+`);
+    try {
+      const init = (token?: string) =>
+        fetch(onBackend.url('/mcp'), {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            ...(token ? { authorization: `Bearer ${token}` } : {}),
+          },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'initialize',
+            params: {
+              protocolVersion: '2025-06-18',
+              capabilities: {},
+              clientInfo: { name: 't', version: '1' },
+            },
+          }),
+        });
+      const r = await init();
+      assert.equal(r.status, 401);
+      assert.equal(
+        r.headers.get('www-authenticate'),
+        `Bearer resource_metadata="${onBackend.url('/.well-known/oauth-protected-resource/mcp')}"`,
+      );
+      const token = await idp.token({ ...SERVICE, resource: onBackend.url('/mcp'), scope: 'api' });
+      assert.equal((await init(token)).status, 200);
+    } finally {
+      await onBackend.close();
+    }
   });
 
   test('the upstream never sees the token; the metadata of an unreachable issuer is a 502', async () => {
