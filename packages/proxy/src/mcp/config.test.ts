@@ -3,8 +3,8 @@
 // each naming the file, line and field.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ConfigError } from '@gw/api';
 import { loadConfigText } from '../config/load.ts';
+import { assertConfigRejects } from './test-support.ts';
 
 const load = (text: string) => loadConfigText('gw.yaml', text, '/tmp');
 
@@ -29,16 +29,7 @@ function mcpOf(text: string) {
   return t as Extract<typeof t, { kind: 'mcp' }>;
 }
 
-function rejects(text: string, re: RegExp): void {
-  assert.throws(
-    () => load(text),
-    (err: unknown) => {
-      assert.ok(err instanceof ConfigError, String(err));
-      assert.match(err.message, re);
-      return true;
-    },
-  );
-}
+const rejects = (text: string, re: RegExp) => assertConfigRejects(load, text, re);
 
 describe('mcp backend config', () => {
   test('targets of each transport, with the defaults: Conditional, FailClosed, Stateful', () => {

@@ -4,22 +4,23 @@
 // log and metrics, and the config errors.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import {
-  createServer,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { ConfigError } from '@gw/api';
 import { createMcpProcessorHandler, type McpRequestCall, type McpResponseCall, mcp } from '@gw/guardrail-sdk';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { loadConfigText } from '../config/load.ts';
 import { methodPhase } from './guardrails.ts';
-import { connectClient, type HttpPeer, startBlackHole, startHttpPeer, textOf } from './test-support.ts';
+import {
+  assertConfigRejects,
+  connectClient,
+  type HttpPeer,
+  startBlackHole,
+  startHttpPeer,
+  startRawHttp,
+  textOf,
+} from './test-support.ts';
 
 interface Seen {
   call: McpRequestCall | McpResponseCall;
@@ -47,21 +48,6 @@ async function startProcessor(
   return {
     port: (server.address() as AddressInfo).port,
     seen,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-}
-
-async function startRaw(
-  handle: (req: IncomingMessage, res: ServerResponse) => void,
-): Promise<{ port: number; close(): Promise<void> }> {
-  const server = createServer(handle);
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return {
-    port: (server.address() as AddressInfo).port,
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
@@ -118,7 +104,7 @@ before(async () => {
     return mcp.allow();
   });
   // Answers 200 with something that is not a verdict (not written with the SDK, which refuses to).
-  garbage = await startRaw((_req, res) => {
+  garbage = await startRawHttp((_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end('{"action":"shrug"}');
   });
@@ -373,15 +359,7 @@ backends:
   host: checker.internal:9000
 `;
   const load = (text: string) => loadConfigText('gw.yaml', text, '/tmp');
-  const rejects = (text: string, re: RegExp) =>
-    assert.throws(
-      () => load(text),
-      (err: unknown) => {
-        assert.ok(err instanceof ConfigError, String(err));
-        assert.match(err.message, re);
-        return true;
-      },
-    );
+  const rejects = (text: string, re: RegExp) => assertConfigRejects(load, text, re);
 
   test('agentgateway’s shape into the IR: kind, host or backend, failureMode, methods in either case', () => {
     const ir = load(

@@ -1,13 +1,15 @@
 // Real MCP peers for the MCP gateway's tests: the reference servers from npm over stdio
 // (server-everything, server-memory), a streamable-HTTP server built with the SDK on port 0 (its
 // tools can be made to hang or to ask the client for sampling), and SDK clients over each transport.
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { ConfigError } from '@gw/api';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -223,9 +225,11 @@ export async function startHttpPeer(prefix = 'web'): Promise<HttpPeer> {
   };
 }
 
-/** A TCP listener that accepts and never answers: a hanging target. */
-export async function startBlackHole(): Promise<{ port: number; close(): Promise<void> }> {
-  const server = createServer(() => {});
+/** An HTTP server on 127.0.0.1:0 answering with `handle` (a hand-written peer). */
+export async function startRawHttp(
+  handle: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<{ port: number; close(): Promise<void> }> {
+  const server = createServer(handle);
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   return {
@@ -235,6 +239,23 @@ export async function startBlackHole(): Promise<{ port: number; close(): Promise
       await new Promise<void>((r) => server.close(() => r()));
     },
   };
+}
+
+/** A TCP listener that accepts and never answers: a hanging target. */
+export function startBlackHole(): Promise<{ port: number; close(): Promise<void> }> {
+  return startRawHttp(() => {});
+}
+
+/** Asserts that loading `text` fails with a ConfigError whose message matches `re`. */
+export function assertConfigRejects(load: (text: string) => unknown, text: string, re: RegExp): void {
+  assert.throws(
+    () => load(text),
+    (err: unknown) => {
+      assert.ok(err instanceof ConfigError, String(err));
+      assert.match(err.message, re);
+      return true;
+    },
+  );
 }
 
 export type ClientTransportKind = 'streamable-http' | 'sse';
