@@ -222,11 +222,15 @@ function normalizePattern(p: unknown): unknown {
 
 const accepts = (gw: Kind, ref: Kind) => gw === ref || (gw === 'number' && ref === 'integer');
 
-/** An object gw takes with any keys and looks no further into. */
-const isOpen = (node: Json) =>
-  node['additionalProperties'] === undefined ||
+/**
+ * An object that takes keys it does not define. In JSON Schema that is one without
+ * `additionalProperties: false`; the API server prunes unknown fields of a CRD's object unless it
+ * says x-kubernetes-preserve-unknown-fields.
+ */
+const isOpen = (node: Json, mode: Mode) =>
   node['additionalProperties'] === true ||
-  node['x-kubernetes-preserve-unknown-fields'] === true;
+  node['x-kubernetes-preserve-unknown-fields'] === true ||
+  (mode === 'config' && node['additionalProperties'] === undefined);
 const mapValue = (node: Json) =>
   isObj(node['additionalProperties']) ? node['additionalProperties'] : undefined;
 const propsOf = (node: Json) => (isObj(node['properties']) ? node['properties'] : {});
@@ -357,7 +361,10 @@ class Comparer {
     for (const r of R) {
       if (r.kind === 'any' || r.kind === 'notYet') {
         if (
-          !G.some((g) => g.kind === 'object' && isOpen(g.node) && Object.keys(propsOf(g.node)).length === 0)
+          !G.some(
+            (g) =>
+              g.kind === 'object' && isOpen(g.node, this.mode) && Object.keys(propsOf(g.node)).length === 0,
+          )
         )
           reasons.push({ kind: 'type', text: `the reference accepts any value, gw only ${kindList(G)}` });
         continue;
@@ -475,7 +482,7 @@ class Comparer {
     const g = this.pick(r, gs);
     const rp = propsOf(r.node);
     const gp = propsOf(g.node);
-    const open = isOpen(g.node);
+    const open = isOpen(g.node, this.mode);
     const gwMap = mapValue(g.node);
     // an object gw takes whole (any keys, none of its own): nothing below to compare
     if (open && !gwMap && Object.keys(gp).length === 0) return [];

@@ -261,6 +261,12 @@ describe('CRD verdicts', () => {
     assert.equal(summaryLine('crds', c), 'crds: 3 same, 0 missing, 1 different type, 2 different limits');
   });
 
+  test('a field gw does not define is missing (the API server prunes it), not accepted and ignored', () => {
+    const c = crd(obj({ a: str, b: str }), { type: 'object', properties: { a: str } });
+    assert.deepEqual(verdicts(c), { spec: 'same', 'spec.a': 'same', 'spec.b': 'missing' });
+    assert.equal(why(c, 'spec.b'), '');
+  });
+
   test('a preserve-unknown-fields object in gw takes anything below it', () => {
     const c = crd(
       obj({ raw: obj({ a: str }) }),
