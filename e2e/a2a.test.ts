@@ -98,8 +98,9 @@ describe('an a2a GwBackend through the controller', () => {
 
     // The proxy saw them: access log lines and the counter on its stats port.
     const logged = await until('the access log lines', async () => {
+      // the worker writes its log in blocks: wait for the last call's line, not a count
       const lines = gw.stdout.filter((l) => l.includes('a2a.method='));
-      return lines.length >= 4 ? lines : undefined;
+      return lines.some((l) => l.includes('a2a.method=GetTask')) ? lines : undefined;
     });
     for (const m of ['agent-card', 'SendMessage', 'SendStreamingMessage', 'GetTask'])
       assert.ok(
