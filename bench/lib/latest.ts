@@ -106,6 +106,26 @@ export function latestEntry(file: ResultFile, fileName: string): LatestEntry | u
       }),
     });
   }
+  if (file.scenario === 'mcp') {
+    const mcpPeer = (id: string): PeerFigures =>
+      defined({
+        cpu_us_per_request: get(`${id}-cpu-per-call-concurrent`, 1, 1),
+        p50_added_ms: get(`${id}-added-call-p50`, ms, 3),
+        p99_added_ms: get(`${id}-added-call-p99`, ms, 3),
+        rss_idle_mib: get(`${id}-rss-idle`, 1, 1),
+        rss_peak_mib: get(`${id}-rss-peak`, 1, 1),
+      });
+    const agw = mcpPeer('agentgateway');
+    return defined({
+      ...head,
+      ...mcpPeer('gw'),
+      ratio_vs_agentgateway: get('gw-vs-agentgateway-throughput'),
+      note:
+        'a request is one tools/call through an mcp backend of 2 targets: CPU per call 8 at a time; added = ' +
+        'tools/call one at a time over one target reached directly (tools/list figures in the result file)',
+      peers: defined({ agentgateway: Object.keys(agw).length === 0 ? undefined : agw }),
+    });
+  }
   const peer = (id: string): PeerFigures | undefined => {
     const p = defined({
       cpu_us_per_request: get(`${id}-cpu-per-request`, 1, 1),

@@ -136,6 +136,13 @@ const EXPLANATION = `## What the figures mean
   **per-chunk delay** is an event's arrival minus its send time at the upstream (one monotonic clock),
   the **inter-chunk gap** is between events of one stream; "added" is the peer's percentile minus
   direct's in the same round. **CPU per stream** is the proxy's CPU over the run / streams served.
+- **MCP** (scenario 6): no wrk or h2load; a Node client (\`bench/lib/mcp-client.ts\`) sends raw JSON-RPC
+  over one MCP session per connection and times each request to its parsed answer: tools/list and
+  tools/call one at a time, then tools/call several at a time (requests/s there). "direct" is one
+  target with no proxy; "direct to both targets" is the client listing both targets at once itself,
+  the floor of a federated list on this machine. **CPU per request** is the proxy's CPU time over
+  the timed phase (all its threads' \`schedstat\`, read by the client around the phase, so session
+  set-up is left out) / requests answered.
 - **RSS idle**: summed VmRSS of the process tree after it is ready and has proxied one request, before
   any load. **RSS peak**: the highest VmRSS sample (every 100 ms) during the warm-up and all rounds.
   **VmHWM**: the kernel's own high-water mark at the end (summed per process, so an upper bound for a

@@ -2,8 +2,9 @@
 import { llm } from './llm.ts';
 import { llmGuard } from './llm-guard.ts';
 import { llmStream } from './llm-stream.ts';
+import { mcp } from './mcp.ts';
 import { plainHttp } from './plain-http.ts';
 import { policyChain } from './policy-chain.ts';
 import type { Scenario } from './types.ts';
 
-export const SCENARIOS: readonly Scenario[] = [plainHttp, llm, llmGuard, llmStream, policyChain];
+export const SCENARIOS: readonly Scenario[] = [plainHttp, llm, llmGuard, llmStream, policyChain, mcp];

@@ -21,6 +21,8 @@ export interface Ports {
   gw: number;
   nginx: number;
   upstream: number;
+  /** A second upstream, for a scenario with two (mcp federates two targets); its own runner allocates it. */
+  upstream2?: number;
   admin: number;
   stats: number;
   ready: number;
