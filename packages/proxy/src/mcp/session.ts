@@ -3,7 +3,14 @@
 // session key, so any worker or replica holding the key can serve the session and nobody else can
 // read or forge one. SESSION_KEY may be any string (the deployer's random Secret, hex, a passphrase):
 // the AES key is derived from it with HKDF.
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createSecretKey,
+  hkdfSync,
+  type KeyObject,
+  randomBytes,
+} from 'node:crypto';
 
 export interface SessionState {
   /** Version of this layout. */
@@ -25,11 +32,13 @@ export interface SessionState {
 const INFO = Buffer.from('gw mcp session id v1');
 
 export class SessionSealer {
-  readonly #key: Buffer;
+  // A KeyObject, not bytes: a cipher made from bytes imports the key again each time (about 25 µs of
+  // a request's 30 µs to open a session id; 5 µs with the KeyObject).
+  readonly #key: KeyObject;
 
   constructor(secret: string | Buffer) {
     const ikm = typeof secret === 'string' ? Buffer.from(secret, 'utf8') : secret;
-    this.#key = Buffer.from(hkdfSync('sha256', ikm, Buffer.alloc(0), INFO, 32));
+    this.#key = createSecretKey(Buffer.from(hkdfSync('sha256', ikm, Buffer.alloc(0), INFO, 32)));
   }
 
   seal(state: SessionState): string {

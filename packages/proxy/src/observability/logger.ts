@@ -118,9 +118,24 @@ export class LogHub {
     let base = dest;
     if (base === undefined) {
       const boom = pino.destination({ fd: 1, sync: false, minLength: batched ? 4096 : 0 });
-      if (batched) setInterval(() => boom.flush(), 100).unref();
       this.#flushSync = () => boom.flushSync();
       base = boom;
+      if (batched) {
+        // Flushed only when something was written since: sonic-boom's flush of an empty buffer still
+        // writes (0 bytes, through libuv's thread pool), ten times a second per worker.
+        let dirty = false;
+        base = {
+          write(line: string) {
+            dirty = true;
+            return boom.write(line);
+          },
+        } as DestinationStream;
+        setInterval(() => {
+          if (!dirty) return;
+          dirty = false;
+          boom.flush();
+        }, 100).unref();
+      }
     }
     this.#base = base;
     this.#format = format;
