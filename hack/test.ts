@@ -1,4 +1,5 @@
-// Runs every test file with node's test runner: unit tests beside the code, e2e suites, examples.
+// Runs every test file with node's test runner: unit tests beside the code, e2e suites, examples and
+// the bench's own checks.
 import { spawnSync } from 'node:child_process';
 import { globSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -10,6 +11,7 @@ const patterns = [
   'packages/*/test/**/*.test.ts',
   'e2e/**/*.test.ts',
   'examples/**/*.test.ts',
+  'bench/**/*.test.ts',
 ];
 const only = process.argv.slice(2);
 const files = only.length > 0 ? only : patterns.flatMap((p) => globSync(p, { cwd: root })).sort();
