@@ -30,6 +30,8 @@ export interface SessionState {
 }
 
 const INFO = Buffer.from('gw mcp session id v1');
+/** Session ids whose opened text a sealer keeps (oldest dropped first). */
+const OPENED_KEPT = 1024;
 
 export class SessionSealer {
   // A KeyObject, not bytes: a cipher made from bytes imports the key again each time (about 25 µs of
@@ -50,15 +52,33 @@ export class SessionSealer {
 
   /** The state, or undefined for an id this key did not seal (tampered, foreign, garbage). */
   open(id: string): SessionState | undefined {
+    // Every request of a session carries the same id: the text of the ids opened lately is kept, so
+    // most requests skip the decryption. Only ids that authenticated are kept.
+    let text = this.#opened.get(id);
+    if (text === undefined) {
+      text = this.#decrypt(id);
+      if (text === undefined) return undefined;
+      if (this.#opened.size >= OPENED_KEPT) this.#opened.delete(this.#opened.keys().next().value as string);
+      this.#opened.set(id, text);
+    }
+    try {
+      const v = JSON.parse(text) as SessionState;
+      return v && v.v === 1 && typeof v.s === 'object' ? v : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  readonly #opened = new Map<string, string>();
+
+  #decrypt(id: string): string | undefined {
     if (id.length > 16384 || !/^[A-Za-z0-9_-]+$/.test(id)) return undefined;
     const raw = Buffer.from(id, 'base64url');
     if (raw.length < 12 + 16 + 2) return undefined;
     try {
       const d = createDecipheriv('aes-256-gcm', this.#key, raw.subarray(0, 12));
       d.setAuthTag(raw.subarray(raw.length - 16));
-      const text = Buffer.concat([d.update(raw.subarray(12, raw.length - 16)), d.final()]).toString('utf8');
-      const v = JSON.parse(text) as SessionState;
-      return v && v.v === 1 && typeof v.s === 'object' ? v : undefined;
+      return Buffer.concat([d.update(raw.subarray(12, raw.length - 16)), d.final()]).toString('utf8');
     } catch {
       return undefined;
     }
