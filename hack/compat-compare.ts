@@ -271,7 +271,17 @@ interface ValueResult {
   reasons: Reason[];
   /** The message of a gw NotYet field. */
   notSupported?: string;
+  /** Set when only some forms or values of the field are refused by name (the rest are the same). */
+  partial?: boolean;
 }
+
+/**
+ * A gw alternative refused by name: a NotYet field, or values gw knows and refuses (an enum or an
+ * object form whose description carries the marker), beside the forms it implements.
+ */
+const isRefused = (v: Variant) =>
+  v.kind === 'notYet' ||
+  (typeof v.node['description'] === 'string' && v.node['description'].includes(NOT_SUPPORTED_MARKER));
 
 class Comparer {
   readonly findings = new Map<string, Finding>();
@@ -318,7 +328,8 @@ class Comparer {
   ): void {
     const res = this.value(path, ref, gw, refRefs, gwRefs, depth);
     if (res.notSupported !== undefined) {
-      this.emit(path, 'not supported', [res.notSupported], this.countBelow(ref, refRefs));
+      const below = res.partial ? undefined : this.countBelow(ref, refRefs);
+      this.emit(path, 'not supported', [res.notSupported], below);
       return;
     }
     const reasons = res.reasons;
@@ -346,10 +357,22 @@ class Comparer {
     const R = variants(ref, this.refRoot, refRefs).filter(
       (v) => v.kind !== 'null' && v.kind !== 'recursive' && !isSerdeInvalid(v),
     );
-    const G = variants(gw, this.gwRoot, gwRefs).filter((v) => v.kind !== 'null');
-    if (G.length > 0 && G.every((g) => g.kind === 'notYet')) {
-      return { reasons: [], notSupported: String(G[0]?.node['description']) };
+    const all = variants(gw, this.gwRoot, gwRefs).filter((v) => v.kind !== 'null');
+    const refused = all.filter(isRefused);
+    const G = all.filter((v) => !isRefused(v));
+    if (all.length > 0 && G.length === 0) {
+      return { reasons: [], notSupported: String(refused[0]?.node['description']) };
     }
+    // a reference form or value that only a refused alternative of gw takes: "not supported" (partly)
+    let partly: string | undefined;
+    const refusedTakes = (kind: Kind, value?: unknown) =>
+      refused.find(
+        (g) =>
+          g.kind === 'notYet' ||
+          (accepts(g.kind, kind) &&
+            (value === undefined ||
+              (valuesOf(g.node)?.some((w) => JSON.stringify(w) === JSON.stringify(value)) ?? true))),
+      );
     if (R.length === 0 || depth > MAX_DEPTH || G.some((g) => g.kind === 'any' || g.kind === 'recursive')) {
       return { reasons: [] };
     }
@@ -371,6 +394,11 @@ class Comparer {
       }
       const compatible = G.filter((g) => accepts(g.kind, r.kind));
       if (compatible.length === 0) {
+        const by = refusedTakes(r.kind);
+        if (by) {
+          partly ??= String(by.node['description']);
+          continue;
+        }
         reasons.push({ kind: 'type', text: `the reference accepts ${r.kind}, gw only ${kindList(G)}` });
         continue;
       }
@@ -378,8 +406,15 @@ class Comparer {
       else if (r.kind === 'array') reasons.push(...this.array(path, r, compatible, depth));
       else if (r.kind === 'object') reasons.push(...this.object(path, r, compatible, refKeys, depth));
     }
-    if (lacking.length > 0)
-      reasons.unshift({ kind: 'enum', text: `gw lacks the value(s) ${listOf(lacking)}` });
+    const unknown = lacking.filter((v) => {
+      const by = refusedTakes(jsonKind(v), v);
+      if (by) partly ??= String(by.node['description']);
+      return !by;
+    });
+    if (unknown.length > 0)
+      reasons.unshift({ kind: 'enum', text: `gw lacks the value(s) ${listOf(unknown)}` });
+    if (reasons.length === 0 && partly !== undefined)
+      return { reasons: [], notSupported: partly, partial: true };
     return { reasons: dedupe(reasons) };
   }
 

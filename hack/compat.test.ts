@@ -35,6 +35,29 @@ const why = (c: Comparison, path: string) =>
   c.findings.find((f) => f.path === path)?.reasons.join('; ') ?? '';
 
 describe('config verdicts', () => {
+  test('forms and values gw refuses by name beside those it takes are not supported, not different', () => {
+    const refused = (v: Json) => ({ ...v, description: 'copilot is not supported by this build of gw yet' });
+    const ref = obj({
+      auth: { anyOf: [obj({ key: str }), { type: 'string', const: 'copilot' }] },
+      protocol: { type: 'string', enum: ['HTTP', 'TCP'] },
+      version: { type: 'string', enum: ['V2', 'V1'] },
+    });
+    const gw = obj({
+      auth: { anyOf: [obj({ key: str }), refused({ type: 'string', enum: ['copilot'] })] },
+      protocol: { anyOf: [{ type: 'string', enum: ['HTTP'] }, refused({ type: 'string', enum: ['TCP'] })] },
+      version: { type: 'string', enum: ['V2'] },
+    });
+    const c = config(ref, gw);
+    assert.deepEqual(verdicts(c), {
+      auth: 'not supported',
+      'auth.key': 'same',
+      protocol: 'not supported',
+      version: 'different',
+    });
+    // only the refused form is unsupported: nothing below it is counted
+    assert.equal(c.findings.find((f) => f.path === 'auth')?.below, undefined);
+  });
+
   test('same, missing, not supported and different, each at its own path', () => {
     const ref = obj({
       name: str,
