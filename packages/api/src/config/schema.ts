@@ -41,13 +41,49 @@ import { parseByteSize, parseGoDuration } from '../duration.ts';
 const strict = z.strictObject;
 // The description marks the field in the published JSON Schema (where it is otherwise `{}`), for
 // editors and for hack/compat.ts, which counts such fields as "not supported" rather than accepted.
+const notYetMessage = (what: string) => `${what} is not supported by this build of gw yet`;
 const NotYet = (what: string) => {
-  const message = `${what} is not supported by this build of gw yet`;
+  const message = notYetMessage(what);
   return z
     .unknown()
     .refine(() => false, { message })
     .meta({ description: message });
 };
+/**
+ * Values of an agentgateway enum this build refuses by name, as an alternative beside the values it
+ * implements (the marker in the description tells hack/compat.ts they are known, not missing).
+ */
+const NotYetValues = (values: readonly [string, ...string[]], what: string) => {
+  const message = notYetMessage(what);
+  return z
+    .enum(values)
+    .refine(() => false, { message })
+    .meta({ description: message })
+    .transform((v) => v as never);
+};
+/** agentgateway's `{conditional: [...]}` form of a policy (CEL-selected variants), refused by name. */
+const NotYetConditional = (policy: string) =>
+  strict({ conditional: NotYet(`the conditional form of ${policy}`) }).transform((v) => v as never);
+
+/** agentgateway's Bytes: a string, or an array of byte values (UTF-8 text here, as bodies are sent as text). */
+const Bytes = z.union([
+  z.string(),
+  z.array(z.number().int().min(0).max(255)).transform((bytes, ctx) => {
+    try {
+      return new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(bytes));
+    } catch {
+      ctx.issues.push({ code: 'custom', input: bytes, message: 'expected the bytes of UTF-8 text' });
+      return z.NEVER;
+    }
+  }),
+]);
+
+/** Drops the keys whose value is undefined or null, for exactOptionalPropertyTypes. */
+function defined<T extends Record<string, unknown>>(
+  o: T,
+): { [K in keyof T]?: Exclude<T[K], undefined | null> } {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== null)) as never;
+}
 
 /** A list of `item` with the length limits of a CRD list, so the numbers are written once. */
 function listLimitedLike<T extends z.ZodType>(crdList: z.ZodArray, item: T) {
@@ -115,7 +151,12 @@ const Authority = z.union([
 const PathRewrite = z.union([strict({ full: z.string().startsWith('/') }), strict({ prefix: z.string() })]);
 
 const RequestRedirect = strict({
-  scheme: z.enum(['http', 'https']).optional(),
+  scheme: z
+    .string()
+    .regex(/^[A-Za-z][A-Za-z0-9+.-]*$/, 'expected a URL scheme such as http or https')
+    .transform((s) => s.toLowerCase())
+    .nullable()
+    .optional(),
   authority: Authority.optional(),
   path: PathRewrite.optional(),
   status: z.number().int().min(300).max(399).optional(),
@@ -124,7 +165,7 @@ const UrlRewrite = strict({ authority: Authority.optional(), path: PathRewrite.o
 
 const DirectResponseBody = strict({
   status: CrdDirectResponse.shape.status,
-  body: z.string().optional(),
+  body: Bytes.optional(),
   headers: z.record(HeaderName, z.string()).optional(),
 });
 
@@ -177,6 +218,8 @@ const TokenLocation = z.union([
 ]);
 // The CRD's jwks.inline and jwks.remote.url; a file is read when the config loads.
 const Jwks = z.union([
+  // agentgateway's inline form: the JWKS document itself
+  CrdJwks.shape.inline.unwrap().transform((inline) => ({ inline })),
   strict({ inline: CrdJwks.shape.inline.unwrap() }),
   strict({ file: z.string().min(1) }),
   strict({ url: Url }),
@@ -210,6 +253,8 @@ const McpIdp = strict({
   authentik: NotYet('the authentik provider of mcpAuthentication').optional(),
   entra: NotYet('the entra provider of mcpAuthentication').optional(),
 }).refine((p) => Object.keys(p).length === 1, { message: 'name exactly one provider, e.g. {keycloak: {}}' });
+const REQUIRED_CLAIMS = ['exp', 'nbf', 'aud', 'iss', 'sub'] as const;
+type RequiredClaim = (typeof REQUIRED_CLAIMS)[number];
 export const McpAuthentication = strict({
   issuer: CrdJwtProvider.shape.issuer.meta({
     description: "the authorization server: matches the tokens' iss; clients are sent to it for tokens",
@@ -235,7 +280,13 @@ export const McpAuthentication = strict({
   mode: Mode.optional(),
   authorizationLocation: TokenLocation.optional(),
   jwtValidationOptions: strict({
-    requiredClaims: z.array(z.enum(['exp', 'nbf', 'aud', 'iss', 'sub'])).optional(),
+    // other claim names are accepted and ignored, as agentgateway ignores them
+    requiredClaims: z
+      .array(z.string())
+      .transform((cs) =>
+        cs.filter((c): c is RequiredClaim => (REQUIRED_CLAIMS as readonly string[]).includes(c)),
+      )
+      .optional(),
   }).optional(),
   clientId: z.string().min(1).nullable().optional().meta({
     description: 'a pre-registered client id: the gateway answers dynamic client registration with it',
@@ -310,18 +361,118 @@ const ExtAuthzHttp = strict({
   responseMetadata: CelByName.optional(),
   timeout: Duration.optional().meta({ description: 'deadline of the check request (default 200ms)' }),
 });
-export const ExtAuthz = z.union([
-  strict({ grpc: ExtAuthzGrpc, failureMode: FailureMode.optional() }),
-  strict({ http: ExtAuthzHttp, failureMode: FailureMode.optional() }),
-]);
+/** What the loader and the controller hand the extAuthz policy: gw's own form. */
+type ExtAuthzIR =
+  | { grpc: z.output<typeof ExtAuthzGrpc>; failureMode?: z.output<typeof FailureMode> }
+  | { http: z.output<typeof ExtAuthzHttp>; failureMode?: z.output<typeof FailureMode> };
+// agentgateway's protocol blocks: the same settings as gw's grpc/http under its names.
+const AgwExtAuthzGrpc = strict({
+  context: ExtAuthzGrpc.shape.contextExtensions.nullable(),
+  metadata: CelByName.nullable().optional(),
+});
+const AgwExtAuthzHttp = strict({
+  path: Cel.nullable().optional(),
+  redirect: Cel.nullable().optional(),
+  body: Cel.nullable().optional(),
+  includeResponseHeaders: CrdExtAuthHttp.allowedResponseHeaders,
+  addRequestHeaders: ExtAuthzHttp.shape.addRequestHeaders,
+  metadata: CelByName.optional(),
+});
+const EXT_AUTHZ_AGW_FIELDS = ['host', 'service', 'backend', 'protocol', 'includeRequestHeaders'] as const;
+/**
+ * agentgateway's ExtAuthz (`host` + `protocol: {grpc|http}`, gRPC by default; failureMode allow or
+ * deny) and, as aliases, gw's `{grpc: {host, …}}` and `{http: {host, …}}`; both load as gw's form.
+ */
+export const ExtAuthz = strict({
+  host: AuthzHost.optional().meta({ description: 'host:port of the authorization service' }),
+  service: NotYet('an extAuthz service by service reference (use host)').optional(),
+  backend: NotYet('an extAuthz service by backend reference (use host)').optional(),
+  protocol: z
+    .union([strict({ grpc: AgwExtAuthzGrpc }), strict({ http: AgwExtAuthzHttp })])
+    .optional()
+    .meta({ description: 'grpc (Envoy ext_authz v3, the default) or http' }),
+  failureMode: z
+    .union([
+      z.enum(['allow', 'deny']),
+      FailureMode,
+      strict({ denyWithStatus: NotYet('failureMode.denyWithStatus') }).transform((v) => v as never),
+    ])
+    .optional()
+    .meta({ description: 'when the service cannot decide: deny (default, 403) or allow' }),
+  includeRequestHeaders: z.array(HeaderName).optional().meta({
+    description: 'with http: the request headers sent to the service (default authorization)',
+  }),
+  includeRequestBody: NotYet('includeRequestBody').optional(),
+  cache: NotYet('the extAuthz cache').optional(),
+  policies: NotYet('policies on the extAuthz service').optional(),
+  timeout: Duration.optional().meta({ description: 'gw addition: deadline of the check (default 200ms)' }),
+  grpc: ExtAuthzGrpc.optional().meta({ description: "gw's form: the service and settings of a gRPC check" }),
+  http: ExtAuthzHttp.optional().meta({ description: "gw's form: the service and settings of an HTTP check" }),
+}).transform((e, ctx): ExtAuthzIR => {
+  const issue = (message: string, path: string[] = []) => {
+    ctx.issues.push({ code: 'custom', input: e, message, path });
+    return z.NEVER;
+  };
+  const failureMode =
+    e.failureMode === 'allow' ? 'failOpen' : e.failureMode === 'deny' ? 'failClosed' : e.failureMode;
+  const fm = failureMode ? { failureMode } : {};
+  if (e.grpc || e.http) {
+    const mixed = EXT_AUTHZ_AGW_FIELDS.filter((k) => e[k] !== undefined);
+    if (e.grpc && e.http) return issue('set one of grpc and http');
+    if (mixed.length > 0 || e.timeout)
+      return issue(
+        `use either host and protocol or gw's grpc/http form, not both (got ${[...mixed, ...(e.timeout ? ['timeout'] : [])].join(', ')} beside ${e.grpc ? 'grpc' : 'http'})`,
+      );
+    return e.grpc ? { grpc: e.grpc, ...fm } : { http: e.http as z.output<typeof ExtAuthzHttp>, ...fm };
+  }
+  if (!e.host) return issue('set host (host:port of the authorization service)', ['host']);
+  const timeout = e.timeout ? { timeout: e.timeout } : {};
+  const p = e.protocol ?? { grpc: {} };
+  if ('http' in p) {
+    const h = p.http;
+    return {
+      http: {
+        host: e.host,
+        ...defined({
+          path: h.path,
+          redirect: h.redirect,
+          body: h.body,
+          allowedRequestHeaders: e.includeRequestHeaders,
+          addRequestHeaders: h.addRequestHeaders,
+          allowedResponseHeaders: h.includeResponseHeaders,
+          responseMetadata: h.metadata,
+        }),
+        ...timeout,
+      },
+      ...fm,
+    };
+  }
+  if (e.includeRequestHeaders)
+    return issue(
+      notYetMessage('includeRequestHeaders with the grpc protocol (all request headers are sent)'),
+      ['includeRequestHeaders'],
+    );
+  return {
+    grpc: {
+      host: e.host,
+      ...defined({ contextExtensions: p.grpc.context, requestMetadata: p.grpc.metadata }),
+      ...timeout,
+    },
+    ...fm,
+  };
+});
 
 export const LocalRateLimit = z.union([
   // agentgateway's token bucket form
+  // (as agentgateway: both default to 0; a bucket of 0 tokens refuses everything, 0 per fill never refills)
   strict({
-    maxTokens: z.number().int().min(1),
-    tokensPerFill: z.number().int().min(1),
+    maxTokens: z.number().int().min(0).default(0),
+    tokensPerFill: z.number().int().min(0).default(0),
     fillInterval: Duration,
     type: z.enum(['requests', 'tokens']).optional(),
+  }).refine((l) => l.tokensPerFill <= l.maxTokens, {
+    message: 'maxTokens cannot be less than tokensPerFill',
+    path: ['maxTokens'],
   }),
   // the spec's form: N requests or tokens per unit plus burst, as in GwPolicy
   CrdLocalRateLimit,
@@ -371,8 +522,32 @@ const Keepalives = strict({
   interval: Duration.optional(),
   retries: CrdKeepalive.shape.retries.unwrap().optional(),
 });
+// agentgateway writes versions as HTTP/1.1 (HTTP/1.0 too) and HTTP/2.0; HTTP1 and HTTP2 are gw's spellings.
+const HTTP_VERSIONS: Record<string, 'HTTP1' | 'HTTP2'> = {
+  'HTTP/1.0': 'HTTP1',
+  'HTTP/1.1': 'HTTP1',
+  'HTTP/2.0': 'HTTP2',
+  HTTP1: 'HTTP1',
+  HTTP2: 'HTTP2',
+};
 const BackendHttp = strict({
-  version: z.enum(['HTTP1', 'HTTP2']).optional(),
+  version: z
+    .string()
+    .transform((v, ctx) => {
+      const known = HTTP_VERSIONS[v];
+      if (known) return known;
+      ctx.issues.push({
+        code: 'custom',
+        input: v,
+        message:
+          v === 'HTTP/3.0' || v === 'HTTP/0.9'
+            ? notYetMessage(v)
+            : `expected HTTP/1.1 or HTTP/2.0 (or HTTP1, HTTP2), not ${JSON.stringify(v)}`,
+      });
+      return z.NEVER;
+    })
+    .nullable()
+    .optional(),
   requestTimeout: Duration.optional(),
 });
 const BackendTcp = strict({ keepalives: Keepalives.optional(), connectTimeout: Duration.optional() });
@@ -401,7 +576,7 @@ export const TrafficPolicies = strict({
   apiKey: ApiKeyAuth.optional(),
   extAuthz: ExtAuthz.optional(),
   authorization: z.union([Authorization, z.array(Authorization)]).optional(),
-  localRateLimit: z.array(LocalRateLimit).min(1).optional(),
+  localRateLimit: z.union([z.array(LocalRateLimit).min(1), NotYetConditional('localRateLimit')]).optional(),
   remoteRateLimit: RemoteRateLimit.optional(),
   buffer: Buffer.optional(),
   csrf: Csrf.optional(),
@@ -486,14 +661,31 @@ export const AttachedRoute = strict({
   gateways: z.union([z.string().min(1), z.array(z.string().min(1))]).optional(),
 });
 
+// agentgateway's schema lists TLS 1.0 and 1.1; agentgateway refuses them when it loads, and so does gw.
+const TlsVersion = z.union([
+  z.enum(['TLS_V1_2', 'TLS_V1_3']),
+  NotYetValues(['TLS_V1_0', 'TLS_V1_1'], 'TLS 1.0 and 1.1'),
+]);
+// cert and key are optional in agentgateway's schema (spiffe, not in this build, supplies them).
 const ListenerTLS = strict({
-  cert: FileOrInline,
-  key: FileOrInline,
-  root: FileOrInline.optional(),
-  minTLSVersion: z.enum(['TLS_V1_2', 'TLS_V1_3']).optional(),
-  maxTLSVersion: z.enum(['TLS_V1_2', 'TLS_V1_3']).optional(),
+  cert: FileOrInline.nullable().optional(),
+  key: FileOrInline.nullable().optional(),
+  root: FileOrInline.nullable().optional(),
+  minTLSVersion: TlsVersion.nullable().optional(),
+  maxTLSVersion: TlsVersion.nullable().optional(),
+}).transform((t, ctx) => {
+  for (const k of ['cert', 'key'] as const)
+    if (t[k] === undefined || t[k] === null)
+      ctx.issues.push({ code: 'custom', input: t, path: [k], message: `${k} is required` });
+  return defined(t) as {
+    cert: z.output<typeof FileOrInline>;
+    key: z.output<typeof FileOrInline>;
+  } & ReturnType<typeof defined<typeof t>>;
 });
-const Protocol = z.enum(['HTTP', 'HTTPS']);
+const Protocol = z.union([
+  z.enum(['HTTP', 'HTTPS']),
+  NotYetValues(['TCP', 'TLS', 'HBONE'], 'the TCP, TLS and HBONE listener protocols'),
+]);
 
 export const Listener = strict({
   name: z.string().min(1).optional(),
@@ -507,9 +699,18 @@ export const Listener = strict({
 });
 
 export const Bind = strict({
-  port: Port,
+  port: Port.nullable()
+    .optional()
+    .meta({ description: 'required in this build (agentgateway leaves it out for an internal bind)' }),
   address: z.string().min(1).optional().meta({ description: 'gw extension: address to bind (default all)' }),
   listeners: z.array(Listener),
+}).superRefine((b, ctx) => {
+  if (b.port === undefined || b.port === null)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['port'],
+      message: `port is required (${notYetMessage('a bind without a port')})`,
+    });
 });
 
 export const Gateway = strict({
@@ -569,11 +770,46 @@ export const FrontendPolicies = strict({
   }).optional(),
 });
 
+// agentgateway's object forms name a gateway (and listener), a route (<namespace>/<name>[/<rule>]) or a
+// backend; they load as gw's names.
+const GatewayTarget = strict({
+  gatewayName: z.string().min(1),
+  gatewayNamespace: z.string().meta({ description: 'not read: standalone gateways have no namespace' }),
+  listenerName: z.string().min(1).nullable().optional(),
+  port: NotYet('a gateway target by port (use listenerName)').optional(),
+});
+const RouteTarget = strict({
+  name: z.string().min(1),
+  namespace: z.string().min(1),
+  ruleName: z.string().min(1).nullable().optional(),
+  kind: z.string().nullable().optional(),
+});
+const BackendTargetRef = z.union([
+  strict({
+    backend: strict({
+      name: z.string().min(1),
+      namespace: z.string().meta({ description: 'not read: backends are named by name alone' }),
+      section: NotYet('a backend target by section').optional(),
+    }),
+  }),
+  strict({ service: NotYet('a policy target by service') }),
+]);
 export const PolicyTarget = z.union([
-  strict({ gateway: z.string().min(1) }),
+  strict({ gateway: z.union([z.string().min(1), GatewayTarget]) }).transform(({ gateway: g }) =>
+    typeof g === 'string'
+      ? { gateway: g }
+      : g.listenerName
+        ? { listener: `${g.gatewayName}/${g.listenerName}` }
+        : { gateway: g.gatewayName },
+  ),
   strict({ listener: z.string().min(1) }),
-  strict({ route: z.string().min(1) }),
-  strict({ backend: z.string().min(1) }),
+  strict({ route: z.union([z.string().min(1), RouteTarget]) }).transform(({ route: r }) => ({
+    route: typeof r === 'string' ? r : [r.namespace, r.name, ...(r.ruleName ? [r.ruleName] : [])].join('/'),
+  })),
+  strict({ backend: z.union([z.string().min(1), BackendTargetRef]) }).transform(({ backend: b }) => ({
+    backend: typeof b === 'string' ? b : 'backend' in b ? b.backend.name : '',
+  })),
+  strict({ listenerSet: NotYet('a policy target by listenerSet') }).transform((v) => v as never),
 ]);
 export const TargetedPolicy = strict({
   name: z.union([z.string(), strict({ name: z.string(), namespace: z.string().optional() })]).optional(),
@@ -759,7 +995,7 @@ export const GuardRegex = strict({
   rules: z.array(GuardRegexRule).min(1),
 });
 export const GuardRejection = strict({
-  body: z.string().optional().meta({
+  body: Bytes.optional().meta({
     description: "the message in the client's error object (default: a generic inappropriate-content text)",
   }),
   status: z.number().int().min(200).max(599).optional().meta({ description: 'default 403' }),
@@ -830,9 +1066,11 @@ const GuardHostOverride = LlmParams.shape.hostOverride.meta({
  * agentgateway's SimpleLocalBackendPolicies on a call to a guard service: the credential (`auth`, by
  * service) is what this build reads; the connection settings are refused by name.
  */
+/** agentgateway's `backendAuth: copilot` (GitHub Copilot's token exchange). */
+const CopilotAuth = NotYetValues(['copilot'], 'backendAuth copilot');
 const guardServicePolicies = <A extends z.ZodType>(auth: A) =>
   strict({
-    backendAuth: auth.optional(),
+    backendAuth: z.union([auth, CopilotAuth]).optional(),
     requestHeaderModifier: NotYet('requestHeaderModifier on a guard service').optional(),
     transformations: NotYet('transformations on a guard service').optional(),
     backendTLS: NotYet('backendTLS on a guard service').optional(),
@@ -910,7 +1148,13 @@ export const GuardGoogleModelArmor = strict({
         strict({ key: LlmApiKey }),
         strict({
           gcp: strict({
-            type: z.literal('accessToken').nullable().optional(),
+            type: z
+              .union([
+                z.literal('accessToken'),
+                NotYetValues(['idToken'], 'gcp idToken credentials on a guard'),
+              ])
+              .nullable()
+              .optional(),
             credential: NotYet('gcp.credential on a guard (use GOOGLE_APPLICATION_CREDENTIALS)').optional(),
           }),
         }),
@@ -1009,9 +1253,12 @@ export const AiNamedProvider = strict({
   pathPrefix: LlmParams.shape.pathPrefix,
   tokenize: z.boolean().optional(),
   policies: BackendPolicies.extend({
-    backendAuth: strict({ key: LlmApiKey }).optional().meta({
-      description: "the provider's API key, inline or {file}; unset: the client's own is passed on",
-    }),
+    backendAuth: z
+      .union([strict({ key: LlmApiKey }), CopilotAuth])
+      .optional()
+      .meta({
+        description: "the provider's API key, inline or {file}; unset: the client's own is passed on",
+      }),
     ai: AiPolicy.optional().meta({ description: 'prompt guards, prompt enrichment, defaults and overrides' }),
   }).optional(),
 });
@@ -1095,34 +1342,49 @@ export const LlmModel = strict({
 });
 
 const LlmTargetModel = z.string().min(1);
+const LlmWeighted = strict({
+  targets: z
+    .array(strict({ model: LlmTargetModel, weight: z.number().int().min(0).optional() }))
+    .min(1)
+    .max(64),
+});
+const LlmFailover = strict({
+  targets: z
+    .array(strict({ model: LlmTargetModel, priority: z.number().int().min(0) }))
+    .min(1)
+    .max(64),
+});
+const LlmConditional = strict({
+  targets: z
+    .array(strict({ model: LlmTargetModel, when: Cel.optional() }))
+    .min(1)
+    .max(64),
+});
+type LlmRouting =
+  | { weighted: z.output<typeof LlmWeighted> }
+  | { failover: z.output<typeof LlmFailover> }
+  | { conditional: z.output<typeof LlmConditional> };
 export const LlmVirtualModel = strict({
   name: z.string().min(1),
-  routing: z.union([
-    strict({
-      weighted: strict({
-        targets: z
-          .array(strict({ model: LlmTargetModel, weight: z.number().int().min(0).optional() }))
-          .min(1)
-          .max(64),
-      }),
-    }),
-    strict({
-      failover: strict({
-        targets: z
-          .array(strict({ model: LlmTargetModel, priority: z.number().int().min(0) }))
-          .min(1)
-          .max(64),
-      }),
-    }),
-    strict({
-      conditional: strict({
-        targets: z
-          .array(strict({ model: LlmTargetModel, when: Cel.optional() }))
-          .min(1)
-          .max(64),
-      }),
-    }),
-  ]),
+  // one of the three, as agentgateway's LocalLLMVirtualModelRouting (an object of optional keys)
+  routing: strict({
+    weighted: LlmWeighted.nullable().optional(),
+    failover: LlmFailover.nullable().optional(),
+    conditional: LlmConditional.nullable().optional(),
+  }).transform((r, ctx): LlmRouting => {
+    const set = (['weighted', 'failover', 'conditional'] as const).filter((k) => r[k] != null);
+    if (set.length !== 1) {
+      ctx.issues.push({
+        code: 'custom',
+        input: r,
+        message: `set exactly one of weighted, failover, conditional${set.length ? ` (set: ${set.join(', ')})` : ''}`,
+      });
+      return z.NEVER;
+    }
+    if (r.weighted) return { weighted: r.weighted };
+    if (r.failover) return { failover: r.failover };
+    return { conditional: r.conditional as z.output<typeof LlmConditional> };
+  }),
 });
 
 export const LlmPolicies = strict({
@@ -1132,7 +1394,7 @@ export const LlmPolicies = strict({
   authorization: Authorization.optional(),
   extAuthz: ExtAuthz.optional(),
   cors: Cors.optional(),
-  localRateLimit: z.array(LocalRateLimit).min(1).optional(),
+  localRateLimit: z.union([z.array(LocalRateLimit).min(1), NotYetConditional('localRateLimit')]).optional(),
   remoteRateLimit: RemoteRateLimit.optional(),
   oidc: NotYet('oidc').optional(),
   extProc: NotYet('extProc').optional(),
@@ -1222,8 +1484,7 @@ export const McpProcessor = strict({
     .record(z.string(), z.enum(['off', 'request', 'response', 'full', 'Off', 'Request', 'Response', 'Full']))
     .superRefine((m, ctx) => {
       const keys = Object.keys(m);
-      if (keys.length < 1 || keys.length > 64)
-        ctx.addIssue({ code: 'custom', message: 'methods must have 1 to 64 entries' });
+      if (keys.length > 64) ctx.addIssue({ code: 'custom', message: 'methods must have at most 64 entries' });
       for (const k of keys)
         if (!METHOD_KEY.test(k))
           ctx.addIssue({
@@ -1234,8 +1495,10 @@ export const McpProcessor = strict({
     })
     .meta({
       description:
-        'the JSON-RPC methods this processor sees, and in which phase; the most specific key wins (exact, then the longest prefix or suffix wildcard, then *); other methods bypass it',
-    }),
+        'the JSON-RPC methods this processor sees, and in which phase; the most specific key wins (exact, then the longest prefix or suffix wildcard, then *); other methods bypass it (unset: all do)',
+    })
+    .optional()
+    .default({}),
   timeout: Duration.optional().meta({
     description: 'gw addition: how long to wait for a verdict (default 10s)',
   }),

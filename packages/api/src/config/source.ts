@@ -320,13 +320,23 @@ export function issuesFromZod(src: SourceDocument, error: z.ZodError): ConfigIss
       return;
     }
     if (issue.code === 'invalid_union' && issue.errors.length > 0) {
-      // Pick the branch whose issues reach deepest into the input: it is most likely what was meant.
+      // Pick the branch whose issues reach deepest into the input: it is most likely what was meant. On
+      // a tie, a branch with a message of its own (a refine's, e.g. "… is not supported") wins, then
+      // the branch with fewer issues (the others also miss their own key).
       let best = issue.errors[0] as z.core.$ZodIssue[];
       let bestDepth = -1;
+      let bestScore = [-1, 0];
       for (const branch of issue.errors) {
         const depth = Math.max(...branch.map((b) => b.path.length + (b.code === 'invalid_type' ? 0 : 0.5)));
-        if (depth > bestDepth) {
+        const score = [branch.some((b) => b.code === 'custom') ? 1 : 0, -branch.length];
+        if (
+          depth > bestDepth ||
+          (depth === bestDepth &&
+            ((score[0] as number) > (bestScore[0] as number) ||
+              (score[0] === bestScore[0] && (score[1] as number) > (bestScore[1] as number))))
+        ) {
           bestDepth = depth;
+          bestScore = score;
           best = branch;
         }
       }

@@ -365,7 +365,7 @@ class Builder {
         );
         const ir: ListenerIR = { gateway, name, protocol, routes, ...(tls ? { tls } : {}) };
         if (l.hostname) ir.hostname = l.hostname.toLowerCase();
-        add(path, bind.address ?? '::', bind.port, ir);
+        add(path, bind.address ?? '::', bind.port as number, ir);
       });
     });
 

@@ -390,7 +390,12 @@ backends:
       cfg(`            - host: a:1\n              backend: checker\n              methods: {"*": full}`),
       /exactly one of host, backend, service \(got host, backend\)/,
     );
-    rejects(cfg(`            - host: a:1\n              methods: {}`), /methods must have 1 to 64 entries/);
+    // no methods (agentgateway's default) is no method through the processor; more than 64 are refused
+    const many = Array.from({ length: 65 }, (_, i) => `"m${i}": full`).join(', ');
+    rejects(
+      cfg(`            - host: a:1\n              methods: {${many}}`),
+      /methods must have at most 64 entries/,
+    );
     rejects(
       cfg(`            - backend: nope\n              methods: {"*": full}`),
       /processors\[0\]\.backend: no backend with a host named "nope"/,
