@@ -2,7 +2,7 @@
 // aws), plus connection and AI/MCP policies that win over a GwPolicy setting the same field.
 // Spec: "GwBackend specifics", "Backend connection settings".
 import { z } from 'zod';
-import { atLeastOne, exactlyOne, obj, rules, setList } from './kube.ts';
+import { atLeastOne, exactlyOne, mapList, obj, rules, setList } from './kube.ts';
 import { BackendFull, BackendWithAI, FailureMode } from './policy-blocks.ts';
 import {
   Conditions,
@@ -33,14 +33,36 @@ export const StaticBackend = rules(
 export const A2ABackend = obj({ host: ShortString, port: Port });
 
 // ---------- AI ----------
+/**
+ * The API formats a custom provider's endpoint speaks, in agentgateway's names (completions is
+ * OpenAI's chat completions, messages Anthropic's); GenerateContent (Gemini's) is gw's addition.
+ */
 export const LLM_FORMATS = [
-  'OpenAIChatCompletions',
-  'OpenAIResponses',
-  'OpenAIEmbeddings',
-  'AnthropicMessages',
-  'GeminiGenerateContent',
-  'BedrockConverse',
+  'Completions',
+  'Messages',
+  'Responses',
+  'Embeddings',
+  'Realtime',
+  'Rerank',
+  'AnthropicTokenCount',
+  'GenerateContent',
 ] as const;
+/** A custom provider's formats, each listed once, each at its default path unless `path` says. */
+export const CustomFormats = mapList(
+  z
+    .array(
+      rules(
+        obj({
+          type: z.enum(LLM_FORMATS),
+          path: LongString.optional().meta({ description: "The endpoint's path; default the format's own." }),
+        }),
+        { rule: "!has(self.path) || self.path.startsWith('/')", message: 'path must start with /' },
+      ),
+    )
+    .min(1)
+    .max(6),
+  ['type'],
+);
 export const BEDROCK_REGION_PATTERN = '^[a-z0-9-]+$';
 const Model = ShortString.meta({ description: 'Model sent to the provider, overriding the request.' });
 
@@ -58,7 +80,7 @@ export const CustomProvider = obj({
       'A Service or InferencePool in the same namespace; when unset the provider host and port are used.',
   }),
   providerOverride: TinyString.default('custom'),
-  formats: setList(z.array(z.enum(LLM_FORMATS)).min(1).max(6)),
+  formats: CustomFormats,
   model: Model.optional(),
 });
 

@@ -3,7 +3,7 @@
 // Spec: "GwModel spec", "Limits".
 
 import { z } from 'zod';
-import { BEDROCK_REGION_PATTERN, LLM_FORMATS } from './gwbackend.ts';
+import { BEDROCK_REGION_PATTERN, CustomFormats } from './gwbackend.ts';
 import { exactlyOne, obj, rules, setList } from './kube.ts';
 import { BackendWithAI } from './policy-blocks.ts';
 import {
@@ -78,9 +78,6 @@ export const ModelProvider = z.enum([
   'Custom',
 ]);
 
-/** Provider-native API formats a custom endpoint speaks. */
-export const ApiFormat = z.enum(LLM_FORMATS);
-
 export const AzureSettings = obj({
   endpoint: ShortString.optional().meta({
     description:
@@ -122,10 +119,7 @@ export const CustomProviderSettings = obj({
   providerOverride: TinyString.default('custom').meta({
     description: 'The provider name reported in telemetry and traces.',
   }),
-  formats: setList(z.array(ApiFormat).min(1).max(6)).meta({
-    'x-kubernetes-list-type': 'set',
-    description: 'The provider-native API formats the endpoint speaks.',
-  }),
+  formats: CustomFormats.meta({ description: 'The provider-native API formats the endpoint speaks.' }),
   model: ShortString.optional().meta({ description: 'The model sent instead of the requested model.' }),
 });
 

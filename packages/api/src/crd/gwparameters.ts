@@ -73,15 +73,19 @@ const ResourceList = rules(
 );
 export const Resources = obj({ limits: ResourceList.optional(), requests: ResourceList.optional() });
 
+/** Seconds, as agentgateway's CRD counts them (at most a year). */
+const ShutdownSeconds = z.int().min(0).max(31536000);
 export const Shutdown = rules(
   obj({
-    min: Duration.optional().meta({
-      description: 'The proxy keeps draining at least this long after SIGTERM.',
+    min: ShutdownSeconds.optional().meta({
+      description: 'Seconds the proxy keeps draining at least after SIGTERM.',
     }),
-    max: Duration.optional().meta({ description: 'The proxy exits at the latest after this long.' }),
+    max: ShutdownSeconds.optional().meta({
+      description: 'Seconds after which the proxy exits at the latest.',
+    }),
   }),
   {
-    rule: '!has(self.min) || !has(self.max) || duration(self.min) <= duration(self.max)',
+    rule: '!has(self.min) || !has(self.max) || self.min <= self.max',
     message: 'shutdown.min must not be above shutdown.max',
   },
 );
@@ -141,7 +145,11 @@ export const Overlay = obj({
 // ---------- spec ----------
 export const GwParametersSpec = rules(
   obj({
-    workload: z.enum(['Deployment', 'DaemonSet']).optional().meta({ description: 'Deployment when unset.' }),
+    workload: obj({
+      kind: z.enum(['Deployment', 'DaemonSet']).optional().meta({ description: 'Deployment when unset.' }),
+    })
+      .optional()
+      .meta({ description: "The kind of the data plane's workload." }),
     logging: Logging.optional(),
     rawConfig: JsonObject.optional().meta({
       description: 'Merged into the generated proxy configuration; typed fields win.',

@@ -17,12 +17,12 @@ import {
   Transformation,
 } from './policy-blocks.ts';
 import {
-  ByteSize,
   CELExpression,
   Conditions,
   Duration,
   Group,
   HeaderName,
+  IntOrByteSize,
   Kind,
   LocalBackendObjectReference,
   LongString,
@@ -112,7 +112,9 @@ export const Cors = obj({
   allowHeaders: z.array(HeaderName).max(64).optional(),
   exposeHeaders: z.array(HeaderName).max(64).optional(),
   allowCredentials: z.boolean().optional(),
-  maxAge: Duration.optional(),
+  maxAge: z.int().min(1).max(2147483647).optional().meta({
+    description: 'Seconds a browser may cache the preflight answer.',
+  }),
 });
 export const DirectResponse = obj({
   status: z.int().min(200).max(599),
@@ -194,7 +196,7 @@ export const Frontend = rules(
       },
     ).optional(),
     http: obj({
-      maxBufferSize: ByteSize.optional(),
+      maxBufferSize: IntOrByteSize.optional(),
       http1MaxHeaders: z.int().min(1).max(4096).optional(),
       http1IdleTimeout: Duration.optional(),
       http2KeepaliveInterval: Duration.optional(),
@@ -203,10 +205,23 @@ export const Frontend = rules(
     tracing: obj({
       otlp: remoteEndpoint({}),
       randomSampling: CELExpression.optional(),
-      attributes: z
-        .array(obj({ name: TinyString, expression: CELExpression }))
-        .max(32)
-        .optional(),
+      attributes: rules(
+        obj({
+          add: z
+            .array(obj({ name: TinyString, expression: CELExpression }))
+            .min(1)
+            .max(32)
+            .optional()
+            .meta({ description: 'Span attributes set from CEL expressions.' }),
+          remove: z
+            .array(TinyString)
+            .min(1)
+            .max(32)
+            .optional()
+            .meta({ description: 'Span attributes left out.' }),
+        }),
+        atLeastOne(['add', 'remove']),
+      ).optional(),
     }).optional(),
   }),
   atLeastOne(

@@ -167,6 +167,35 @@ export function setList<T extends z.ZodArray<z.ZodType>>(schema: T): T {
   return checked.meta({ ...(schema.meta() ?? {}), 'x-kubernetes-list-type': 'set' }) as T;
 }
 
+/**
+ * A list of objects keyed by some of their fields (x-kubernetes-list-type: map): the API server
+ * rejects a second item with the same keys with `Duplicate value`, and so does the runtime check.
+ */
+export function mapList<T extends z.ZodArray<z.ZodType>>(schema: T, keys: readonly string[]): T {
+  const checked = schema.superRefine((items, ctx) => {
+    const seen = new Set<string>();
+    items.forEach((item, i) => {
+      const key = Object.fromEntries(keys.map((k) => [k, (item as Record<string, unknown>)[k]]));
+      const id = JSON.stringify(keys.map((k) => key[k]));
+      if (seen.has(id)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'duplicate',
+          path: [i],
+          input: key,
+          params: { [DUPLICATE_ISSUE]: true },
+        });
+      }
+      seen.add(id);
+    });
+  });
+  return checked.meta({
+    ...(schema.meta() ?? {}),
+    'x-kubernetes-list-type': 'map',
+    'x-kubernetes-list-map-keys': [...keys],
+  }) as T;
+}
+
 /** Arbitrary JSON kept as written (x-kubernetes-preserve-unknown-fields). */
 export const Json = z.unknown().meta({ 'x-kubernetes-preserve-unknown-fields': true });
 /** An integer or a string (x-kubernetes-int-or-string). */

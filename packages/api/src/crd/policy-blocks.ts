@@ -9,17 +9,18 @@ import {
   exactlyOne,
   IntOrString,
   Json,
+  mapList,
   maxEntries,
   obj,
   rules,
   setList,
 } from './kube.ts';
 import {
-  ByteSize,
   CELExpression,
   CredentialLocation,
   Duration,
   HeaderName,
+  IntOrByteSize,
   LocalBackendObjectReference,
   LocalCACertificateRef,
   LocalSecretKeyRef,
@@ -224,7 +225,10 @@ export const CrossAppAccessAuth = obj({
     .optional()
     .meta({ description: 'Defaults to scopes; an empty list omits the scope parameter.' }),
   subjectToken: obj({
-    source: z.enum(['Request', 'JwtClaim']).default('Request'),
+    source: CredentialLocation.optional().meta({
+      description:
+        'Where the subject token is read from (exactly one of header, queryParameter, cookie or expression); default the Authorization header with a Bearer prefix.',
+    }),
     tokenType: z.enum(['IdToken', 'AccessToken', 'Jwt']).default('IdToken'),
   }).optional(),
   cache: obj({ ttl: Duration.optional(), maxEntries: z.int().min(1).max(100000).optional() }).optional(),
@@ -332,7 +336,11 @@ export const RegexGuard = rules(
     matches: z
       .array(obj({ pattern: LongString, name: TinyString.optional() }))
       .max(64)
-      .optional(),
+      .optional()
+      .meta({
+        description:
+          "Patterns, each {pattern, name}: gw's spec gives matches this shape, where agentgateway's CRD lists bare pattern strings.",
+      }),
     builtins: setList(
       z.array(z.enum(['Ssn', 'CreditCard', 'PhoneNumber', 'Email', 'CaSin'])).max(5),
     ).optional(),
@@ -397,11 +405,27 @@ export const ResponseGuard = rules(
 );
 export const PromptGuard = rules(
   obj({
-    streaming: z.boolean().default(false),
+    streaming: z.enum(['Enabled']).optional().meta({
+      description:
+        'Enabled: the guards also apply to streamed responses and realtime websocket messages; unset: they do not.',
+    }),
     request: z.array(RequestGuard).min(1).max(8).optional(),
     response: z.array(ResponseGuard).min(1).max(8).optional(),
   }),
   atLeastOne(['request', 'response']),
+);
+/** Fields of the JSON request body and their values, each field named once. */
+const FieldValues = mapList(
+  z
+    .array(
+      obj({
+        field: ShortString.meta({ description: 'A key of the JSON request body.' }),
+        value: Json.meta({ description: 'Any JSON value.' }),
+      }),
+    )
+    .min(1)
+    .max(64),
+  ['field'],
 );
 const Message = obj({ role: TinyString, content: z.string().min(1).max(65536) });
 export const PromptEnrichment = rules(
@@ -411,12 +435,12 @@ export const PromptEnrichment = rules(
 export const AiPolicy = obj({
   promptGuard: PromptGuard.optional(),
   promptEnrichment: PromptEnrichment.optional(),
-  defaults: maxEntries(z.record(z.string().min(1).max(256), Json), 64)
-    .optional()
-    .meta({ description: 'Request fields set when the client did not set them.' }),
-  overrides: maxEntries(z.record(z.string().min(1).max(256), Json), 64)
-    .optional()
-    .meta({ description: 'Request fields always set.' }),
+  defaults: FieldValues.optional().meta({
+    description: 'Request body fields set when the client did not set them.',
+  }),
+  overrides: FieldValues.optional().meta({
+    description: "Request body fields always set, replacing the client's.",
+  }),
   modelAliases: maxEntries(z.record(ShortString, ShortString), 64).optional(),
 });
 
@@ -490,6 +514,12 @@ export const BackendFull = obj({
 export const BackendWithAI = obj({ ...backendSimpleFields, ai: AiPolicy.optional() });
 
 export const Buffer = obj({
-  request: obj({ maxBytes: ByteSize.optional(), failureMode: FailureMode.default('FailClosed') }).optional(),
-  response: obj({ maxBytes: ByteSize.optional(), failureMode: FailureMode.default('FailClosed') }).optional(),
+  request: obj({
+    maxBytes: IntOrByteSize.optional(),
+    failureMode: FailureMode.default('FailClosed'),
+  }).optional(),
+  response: obj({
+    maxBytes: IntOrByteSize.optional(),
+    failureMode: FailureMode.default('FailClosed'),
+  }).optional(),
 });

@@ -32,6 +32,24 @@ export const ByteSize = rules(
   },
 );
 
+/**
+ * ByteSize as agentgateway's CRDs write it: a quantity string or a plain number of bytes
+ * (x-kubernetes-int-or-string). The spec calls ByteSize a quantity string; a number is the same
+ * quantity, so both are accepted, with ByteSize's limits.
+ */
+export const IntOrByteSize = rules(
+  z.union([z.int(), z.string().min(1).max(32)]).meta({
+    'x-kubernetes-int-or-string': true,
+    maxLength: 32,
+    description: 'A size in bytes: a number, or a Kubernetes quantity such as 2Mi.',
+  }),
+  {
+    // the runtime CEL sees a JSON number as a double, the API server as an int: test for string
+    rule: `type(self) == string ? (isQuantity(self) && !quantity(self).isLessThan(quantity('0')) && !quantity(self).isGreaterThan(quantity('${BYTE_SIZE_MAX}'))) : (self >= 0 && self <= ${4 * 2 ** 30})`,
+    message: BYTE_SIZE_MESSAGE,
+  },
+);
+
 export const SNI_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
 export const SNI = z.string().min(1).max(253).regex(new RegExp(SNI_PATTERN));
 

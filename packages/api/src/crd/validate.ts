@@ -74,6 +74,11 @@ export function describeIssue(issue: Issue, field: string): string[] {
     }
     case 'invalid_value':
       if (input === undefined) return ['Required value'];
+      // the API server checks an enum's type before its values
+      if (issue.values.every((v) => typeof v === 'string') && typeof input !== 'string')
+        return [
+          `Invalid value: ${quote(kubeType(input))}: ${field} in body must be of type string: ${quote(kubeType(input))}`,
+        ];
       return [
         `Unsupported value: ${shown(input)}: supported values: ${issue.values.map((v) => quote(v)).join(', ')}`,
       ];

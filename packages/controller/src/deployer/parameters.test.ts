@@ -123,7 +123,7 @@ test('parametersOf: the class’s ref (any namespace) and the gateway’s (its o
       apiVersion: 'gw.dev/v1alpha1',
       kind: 'GwParameters',
       metadata: { name: 'edge-params', namespace: 'team' },
-      spec: { workload: 'DaemonSet' },
+      spec: { workload: { kind: 'DaemonSet' }, shutdown: { min: 5, max: 90 } },
     },
   };
   const gwClass: KubeObject = {
@@ -135,7 +135,11 @@ test('parametersOf: the class’s ref (any namespace) and the gateway’s (its o
     },
   };
   const p = parametersOf(gwClass, gateway, (ns, name) => objects[`${ns}/${name}`]);
-  assert.deepEqual(p, { class: { logging: { level: 'debug' } }, gateway: { workload: 'DaemonSet' } });
+  // the resource's shapes (workload.kind, shutdown in seconds) as the deployer reads them
+  assert.deepEqual(p, {
+    class: { logging: { level: 'debug' } },
+    gateway: { workload: 'DaemonSet', shutdown: { min: '5s', max: '90s' } },
+  });
   const other = { ...gwClass, spec: { parametersRef: { group: 'example.com', kind: 'Config', name: 'x' } } };
   assert.deepEqual(
     parametersOf(other, { ...gateway, spec: {} }, () => undefined),

@@ -153,7 +153,7 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
       return entry;
     };
     const promptGuard: Record<string, unknown> = {};
-    if (g.streaming) promptGuard.streaming = true;
+    if (g.streaming === 'Enabled') promptGuard.streaming = true;
     for (const phase of ['request', 'response'] as const) {
       const list = (g[phase] ?? []).map((s, i) => guard(s, phase, i)).filter((x) => x !== undefined);
       if (list.length > 0) promptGuard[phase] = list;
@@ -170,8 +170,11 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
       ...(spec.promptEnrichment.append ? { append: spec.promptEnrichment.append.map(msg) } : {}),
     };
   }
-  if (spec.defaults) out.policy.defaults = spec.defaults;
-  if (spec.overrides) out.policy.overrides = spec.overrides;
+  // a list of {field, value} in the CRD, a map of field → value in the standalone
+  const fieldMap = (l: readonly { field: string; value?: unknown }[]) =>
+    Object.fromEntries(l.map((f) => [f.field, f.value]));
+  if (spec.defaults) out.policy.defaults = fieldMap(spec.defaults);
+  if (spec.overrides) out.policy.overrides = fieldMap(spec.overrides);
   if (spec.modelAliases) out.unsupported.push(`${field}.modelAliases`);
   return out;
 }

@@ -29,14 +29,16 @@ export const AI_PROVIDERS_SERVED: readonly (typeof PROVIDER_VARIANTS)[number][] 
   'custom',
 ] as const;
 
-/** The CRD's custom formats in agentgateway's names; a format without one is Unsupported. */
+/** The CRD's custom formats as the standalone names them; a format without one is Unsupported. */
 const CUSTOM_FORMATS: Record<string, string | undefined> = {
-  OpenAIChatCompletions: 'completions',
-  OpenAIResponses: 'responses',
-  OpenAIEmbeddings: 'embeddings',
-  AnthropicMessages: 'messages',
-  GeminiGenerateContent: 'generateContent',
-  BedrockConverse: undefined,
+  Completions: 'completions',
+  Messages: 'messages',
+  Responses: 'responses',
+  Embeddings: 'embeddings',
+  AnthropicTokenCount: 'anthropicTokenCount',
+  GenerateContent: 'generateContent',
+  Realtime: undefined,
+  Rerank: undefined,
 };
 
 /** The Secret key holding a provider's API key when secretRef names none. */
@@ -222,13 +224,13 @@ function variant(p: ProviderSpec, field: string): Record<string, unknown> {
   }
   const c = p.custom as NonNullable<ProviderSpec['custom']>;
   const formats = c.formats.map((f, i) => {
-    const type = CUSTOM_FORMATS[f];
+    const type = CUSTOM_FORMATS[f.type];
     if (!type) {
       throw new Unsupported(
-        `${field}.custom.formats[${i}]: the ${f} format is not supported by this gw build yet`,
+        `${field}.custom.formats[${i}]: the ${f.type} format is not supported by this gw build yet`,
       );
     }
-    return { type };
+    return f.path === undefined ? { type } : { type, path: f.path };
   });
   return {
     custom: defined({ model: c.model, providerOverride: c.providerOverride, formats }),

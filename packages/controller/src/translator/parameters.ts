@@ -41,10 +41,30 @@ export function parametersOf(
   const ns = gateway.metadata.namespace ?? 'default';
   const out: { class?: ParametersSpec; gateway?: ParametersSpec } = {};
   const c = isOurs(classRef) ? find(classRef.namespace ?? ns, classRef.name) : undefined;
-  if (c?.spec) out.class = c.spec as ParametersSpec;
+  if (c?.spec) out.class = fromResource(c.spec as Obj);
   // a Gateway's parametersRef is local: its own namespace
   const g = isOurs(gwRef) ? find(ns, gwRef.name) : undefined;
-  if (g?.spec) out.gateway = g.spec as ParametersSpec;
+  if (g?.spec) out.gateway = fromResource(g.spec as Obj);
+  return out;
+}
+
+/**
+ * A GwParameters spec as stored (agentgateway's shapes: `workload.kind`, `shutdown` in seconds) →
+ * ParametersSpec, which the deployer and the proxy config read (a workload kind, durations).
+ */
+export function fromResource(spec: Obj): ParametersSpec {
+  const { workload, shutdown, ...rest } = spec as Obj & {
+    workload?: { kind?: 'Deployment' | 'DaemonSet' };
+    shutdown?: { min?: number; max?: number };
+  };
+  const out: ParametersSpec = rest;
+  if (workload?.kind) out.workload = workload.kind;
+  if (shutdown) {
+    out.shutdown = {
+      ...(shutdown.min !== undefined ? { min: `${shutdown.min}s` } : {}),
+      ...(shutdown.max !== undefined ? { max: `${shutdown.max}s` } : {}),
+    };
+  }
   return out;
 }
 

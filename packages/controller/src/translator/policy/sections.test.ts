@@ -101,7 +101,7 @@ describe('traffic: direct mappings', () => {
           allowHeaders: ['x-a'],
           exposeHeaders: ['x-b'],
           allowCredentials: true,
-          maxAge: '1h',
+          maxAge: 3600,
         },
       },
       {
@@ -111,7 +111,7 @@ describe('traffic: direct mappings', () => {
           allowHeaders: ['x-a'],
           exposeHeaders: ['x-b'],
           allowCredentials: true,
-          maxAge: '1h',
+          maxAge: '3600s',
         },
       },
     ],

@@ -2,7 +2,7 @@
 import { defined, lowerFirst } from '../context.ts';
 import type { TrafficMapper } from '../spec.ts';
 
-type Side = { maxBytes?: string | undefined; failureMode: 'FailClosed' | 'FailOpen' } | undefined;
+type Side = { maxBytes?: string | number | undefined; failureMode: 'FailClosed' | 'FailOpen' } | undefined;
 const side = (s: Side) => s && defined({ maxBytes: s.maxBytes, failureMode: lowerFirst(s.failureMode) });
 
 export const buffer: TrafficMapper<'buffer'> = {

@@ -10,7 +10,8 @@ export const cors: TrafficMapper<'cors'> = {
       allowMethods: c.allowMethods && [...c.allowMethods],
       allowOrigins: c.allowOrigins && [...c.allowOrigins],
       exposeHeaders: c.exposeHeaders && [...c.exposeHeaders],
-      maxAge: c.maxAge,
+      // seconds in the CRD, a duration in the standalone
+      maxAge: c.maxAge === undefined ? undefined : `${c.maxAge}s`,
     });
   },
 };
