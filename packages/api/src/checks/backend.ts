@@ -1,7 +1,9 @@
 // Checks of backend policies (the standalone BackendPolicies shape) across fields: a client
-// certificate needs its key, skipping verification excludes verifying names, and mcpAuthentication.
+// certificate needs its key, skipping verification excludes verifying names, mcpAuthentication and
+// backendAuth.
 import type { BackendPolicies } from '../config/schema.ts';
 import type { FieldPath } from '../config/source.ts';
+import { checkBackendAuth } from './backend-auth.ts';
 import { checkMcpAuthentication } from './mcp-authentication.ts';
 import type { Problem } from './problem.ts';
 
@@ -9,6 +11,7 @@ export function checkBackendPolicies(p: BackendPolicies, path: FieldPath): Probl
   const out: Problem[] = [];
   if (p.mcpAuthentication)
     out.push(...checkMcpAuthentication(p.mcpAuthentication, [...path, 'mcpAuthentication']));
+  if (p.backendAuth) out.push(...checkBackendAuth(p.backendAuth, [...path, 'backendAuth']));
   const t = p.backendTLS;
   if (!t) return out;
   const tp = [...path, 'backendTLS'];

@@ -2,6 +2,7 @@
 // fields): pure functions from a config section in the standalone shape and its field path to a list
 // of problems. The standalone loader words them as config errors, the controller as status conditions.
 export * from './backend.ts';
+export * from './backend-auth.ts';
 export * from './cel.ts';
 export * from './frontend.ts';
 export * from './guardrails.ts';

@@ -552,6 +552,64 @@ const BackendHttp = strict({
 });
 const BackendTcp = strict({ keepalives: Keepalives.optional(), connectTimeout: Duration.optional() });
 
+// ---------- backendAuth: the credential the gateway presents to the upstream ----------
+/** agentgateway's `backendAuth: copilot` (GitHub Copilot's token exchange). */
+const CopilotAuth = NotYetValues(['copilot'], 'backendAuth copilot');
+/** The algorithms jwtSign signs with: RSA (PKCS#1 v1.5 and PSS) and EC (P-256, P-384). */
+export const JWT_SIGN_ALGS = ['RS256', 'RS384', 'RS512', 'PS256', 'ES256', 'ES384'] as const;
+/** Claims the signer sets itself on every token. */
+export const JWT_SIGN_RESERVED_CLAIMS = ['iat', 'exp', 'nbf'] as const;
+const AuthLocation = TokenLocation.nullable()
+  .optional()
+  .meta({ description: 'where the credential is written (default the Authorization header, Bearer prefix)' });
+export const JwtSign = strict({
+  signingKey: FileOrInline.meta({ description: 'PEM RSA or EC private key matching alg, inline or {file}' }),
+  alg: z.enum(JWT_SIGN_ALGS).nullable().optional().meta({ description: 'default RS256' }),
+  kid: z.string().min(1).nullable().optional(),
+  claims: z.record(z.string().min(1), z.unknown()).optional().meta({
+    description: 'static claims of every token (iss, sub, aud …); iat, exp and nbf are set by the signer',
+  }),
+  ttl: Duration.nullable().optional().meta({ description: 'lifetime of each token, for exp (default 300s)' }),
+  location: AuthLocation,
+});
+const AwsRegionService = {
+  region: z
+    .string()
+    .min(1)
+    .nullable()
+    .optional()
+    .meta({ description: 'signing region (default AWS_REGION)' }),
+  serviceName: z
+    .string()
+    .min(1)
+    .nullable()
+    .optional()
+    .meta({ description: 'signing service (default execute-api)' }),
+};
+export const BackendAwsAuth = z.union([
+  strict({
+    accessKeyId: z.string().min(1),
+    secretAccessKey: z.string().min(1),
+    sessionToken: z.string().min(1).nullable().optional(),
+    ...AwsRegionService,
+  }),
+  strict({ ...AwsRegionService, assumeRole: NotYet('aws.assumeRole').optional() }),
+]);
+export const BackendAuth = z.union([
+  // agentgateway's older form: the key alone, sent as a bearer token
+  strict({ key: FileOrInline }),
+  strict({ key: strict({ value: FileOrInline, location: AuthLocation }) }),
+  strict({ passthrough: strict({ location: AuthLocation }) }),
+  strict({ jwtSign: JwtSign }),
+  strict({ aws: BackendAwsAuth }),
+  strict({ gcp: NotYet('backendAuth gcp') }),
+  strict({ azure: NotYet('backendAuth azure') }),
+  strict({ oauthTokenExchange: NotYet('backendAuth oauthTokenExchange') }),
+  strict({ crossAppAccess: NotYet('backendAuth crossAppAccess') }),
+  strict({ credentials: NotYet('backendAuth credentials') }),
+  CopilotAuth,
+]);
+
 export const BackendPolicies = strict({
   requestHeaderModifier: HeaderModifier.optional(),
   responseHeaderModifier: HeaderModifier.optional(),
@@ -566,6 +624,8 @@ export const BackendPolicies = strict({
   // The MCP backend's own rules (agentgateway's mcpAuthorization); on other backends a config error.
   mcpAuthorization: z.lazy(() => McpAuthorization).optional(),
   mcpGuardrails: z.lazy(() => McpGuardrails).optional(),
+  // The credential sent to the upstream (host, dynamic and a2a backends).
+  backendAuth: BackendAuth.optional(),
 });
 
 export const TrafficPolicies = strict({
@@ -591,6 +651,8 @@ export const TrafficPolicies = strict({
   a2a: A2aPolicy.optional(),
   // Backend connection settings may also be set for every backend of a route.
   backendTLS: BackendTLS.optional(),
+  // The credential sent to every backend of the route that sets none itself.
+  backendAuth: BackendAuth.optional(),
   // Rules for the route's MCP backends (they add to a backend's own mcpAuthorization).
   mcpAuthorization: z.lazy(() => McpAuthorization).optional(),
   mcpAuthentication: McpAuthentication.optional(),
@@ -1066,8 +1128,6 @@ const GuardHostOverride = LlmParams.shape.hostOverride.meta({
  * agentgateway's SimpleLocalBackendPolicies on a call to a guard service: the credential (`auth`, by
  * service) is what this build reads; the connection settings are refused by name.
  */
-/** agentgateway's `backendAuth: copilot` (GitHub Copilot's token exchange). */
-const CopilotAuth = NotYetValues(['copilot'], 'backendAuth copilot');
 const guardServicePolicies = <A extends z.ZodType>(auth: A) =>
   strict({
     backendAuth: z.union([auth, CopilotAuth]).optional(),
@@ -1545,6 +1605,7 @@ export const ConfigFile = strict({
 export type ConfigFile = z.infer<typeof ConfigFile>;
 export type TrafficPolicies = z.infer<typeof TrafficPolicies>;
 export type BackendPolicies = z.infer<typeof BackendPolicies>;
+export type BackendAuth = z.infer<typeof BackendAuth>;
 export type RouteMatch = z.infer<typeof RouteMatch>;
 export type RouteBackend = z.infer<typeof RouteBackend>;
 export type Listener = z.infer<typeof Listener>;

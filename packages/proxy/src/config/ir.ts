@@ -1,6 +1,13 @@
 // The proxy's one intermediate representation. The standalone loader and the xDS client both produce
 // it; everything after (compile, swap, serve) is shared. Plain data, so it crosses worker threads.
-import type { AccessLog, Authorization, BackendPolicies, RouteMatch, TrafficPolicies } from '@gw/api';
+import type {
+  AccessLog,
+  Authorization,
+  BackendPolicies,
+  JWT_SIGN_ALGS,
+  RouteMatch,
+  TrafficPolicies,
+} from '@gw/api';
 import type { Secret } from '../secret.ts';
 
 export interface ProxyIR {
@@ -110,9 +117,11 @@ export interface RouteIR {
  * lines) is a Secret from the moment the config loads, so a dump, a trace or a log line cannot print
  * one. Policies reveal them when they build their layer.
  */
-export interface RoutePolicies extends Omit<TrafficPolicies, 'apiKey' | 'basicAuth'> {
+export interface RoutePolicies extends Omit<TrafficPolicies, 'apiKey' | 'basicAuth' | 'backendAuth'> {
   apiKey?: ApiKeyIR;
   basicAuth?: BasicAuthIR;
+  /** Never set on a route: the loader hands a route's backendAuth to each of its backends. */
+  backendAuth?: BackendAuthIR;
 }
 
 type ApiKeyConfig = NonNullable<TrafficPolicies['apiKey']>;
@@ -446,7 +455,37 @@ export interface RouteBackendIR {
 }
 
 /** Backend policies with file references already read (TLS material inline). */
-export interface ResolvedBackendPolicies extends Omit<BackendPolicies, 'backendTLS'> {
+/** Where a backend credential is written (the Authorization header with a Bearer prefix by default). */
+export type AuthLocationIR =
+  | { header: { name: string; prefix?: string | undefined } }
+  | { queryParameter: { name: string } }
+  | { cookie: { name: string } };
+
+/** backendAuth with its secrets sealed and files read. */
+export type BackendAuthIR =
+  | { key: { value: Secret; location?: AuthLocationIR } }
+  | { passthrough: { location?: AuthLocationIR } }
+  | {
+      jwtSign: {
+        signingKey: Secret;
+        alg: (typeof JWT_SIGN_ALGS)[number];
+        kid?: string;
+        claims: Record<string, unknown>;
+        ttlSeconds: number;
+        location?: AuthLocationIR;
+      };
+    }
+  | {
+      aws: {
+        /** Unset: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, then the AWS SDK's default chain. */
+        credentials?: { accessKeyId: string; secretAccessKey: Secret; sessionToken?: Secret };
+        region?: string;
+        service?: string;
+      };
+    };
+
+export interface ResolvedBackendPolicies extends Omit<BackendPolicies, 'backendTLS' | 'backendAuth'> {
+  backendAuth?: BackendAuthIR;
   backendTLS?: {
     cert?: string;
     key?: Secret;

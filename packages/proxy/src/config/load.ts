@@ -58,6 +58,7 @@ import { CLIENT_APIS, MODELS_PATH } from '../llm/formats/clients.ts';
 import { DEFAULT_MODERATION_MODEL, OPENAI_MODERATION_HOST } from '../llm/guardrails/openai-moderation.ts';
 import { serviceOrigin } from '../llm/guardrails/service-call.ts';
 import { Secret } from '../secret.ts';
+import { resolveBackendAuth } from './backend-auth.ts';
 import type {
   AiTarget,
   BackendTarget,
@@ -941,6 +942,7 @@ class Builder {
     }
     const fromRoute: BackendPolicies = {};
     if (routePolicies.backendTLS) fromRoute.backendTLS = routePolicies.backendTLS;
+    if (routePolicies.backendAuth) fromRoute.backendAuth = routePolicies.backendAuth;
     const fromTargeted = targeted.backend.get(name) as BackendPolicies | undefined;
     const merged = mergePolicies(fromRoute, fromTargeted, named, b.policies) ?? {};
     // agentgateway's a2a, on the route or on the backend, makes a host backend an A2A agent.
@@ -953,6 +955,14 @@ class Builder {
           [...path, ...(b.policies?.a2a ? ['policies', 'a2a'] : [])],
           `a2a applies only to host backends, not to ${NOT_A2A[target.kind]}`,
         );
+    }
+    // An ai provider takes its key in its own policies; mcp targets make calls of their own.
+    if (merged.backendAuth && (target.kind === 'ai' || target.kind === 'mcp')) {
+      this.fail(
+        b.policies?.backendAuth ? [...path, 'policies', 'backendAuth'] : path,
+        `backendAuth applies to host, dynamic and a2a backends, not to ${NOT_A2A[target.kind]}${target.kind === 'ai' ? " (set the key in the provider's policies)" : ''}`,
+      );
+      delete merged.backendAuth;
     }
     // A backend's own mcpAuthentication (where GwPolicy backend.mcp.authentication lands) guards an
     // MCP endpoint; the route's is a route policy.
@@ -1095,8 +1105,12 @@ class Builder {
   }
 
   resolveBackendPolicies(path: FieldPath, p: BackendPolicies): ResolvedBackendPolicies {
-    const { backendTLS, ...rest } = p;
+    const { backendTLS, backendAuth, ...rest } = p;
     const out: ResolvedBackendPolicies = { ...rest };
+    if (backendAuth) {
+      const auth = resolveBackendAuth(this, [...path, 'backendAuth'], backendAuth);
+      if (auth) out.backendAuth = auth;
+    }
     if (backendTLS) {
       const t = backendTLS;
       const tp = [...path, 'backendTLS'];

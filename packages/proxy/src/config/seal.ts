@@ -16,7 +16,8 @@ function sealKey(e: ApiKeyEntry): ApiKeyEntryIR {
 
 /** A copy of `p` with its credentials sealed; `p` is not changed (policies are shared between routes). */
 export function sealPolicies(p: TrafficPolicies): RoutePolicies {
-  const { apiKey, basicAuth, ...rest } = p;
+  // backendAuth is not a route layer: the loader has handed it to each of the route's backends.
+  const { apiKey, basicAuth, backendAuth: _toBackends, ...rest } = p;
   const out: RoutePolicies = rest;
   if (apiKey) {
     const keys = Array.isArray(apiKey.keys)

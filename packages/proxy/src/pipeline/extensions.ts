@@ -1,5 +1,6 @@
 // The per-feature slots of a request (`ctx.ext`), a leaf module so that observers and the context
 // can both name it.
+import type { Secret } from '../secret.ts';
 
 /**
  * Per-feature state of a request, one optional slot per feature. A feature adds its slot where it is
@@ -10,6 +11,8 @@
 export interface RequestExtensions {
   /** Claims of a validated JWT (`jwt.*` in CEL). */
   jwt?: Record<string, unknown>;
+  /** The validated JWT itself, for backendAuth passthrough. */
+  jwtToken?: Secret;
   /** Metadata of the matched API key (`apiKey.*` in CEL). */
   apiKey?: Record<string, unknown>;
   /** Metadata an external authorization service returned (`extauthz.*` in CEL). */

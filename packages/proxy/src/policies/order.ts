@@ -43,6 +43,8 @@ export const POLICY_ORDER = [
   'directResponse',
   // Innermost: each retry replays only the backend call, not the policies above.
   'retry',
+  // Never a route layer (the loader hands a route's backendAuth to its backends); listed for the type.
+  'backendAuth',
 ] as const satisfies readonly PolicyName[];
 
 // A policy missing from the order is a type error here.
@@ -61,7 +63,10 @@ export const BACKEND_ORDER = [
   // Header changes last before the call; the response modifier wraps the call on the way out.
   'requestHeaderModifier',
   'responseHeaderModifier',
-  // (Later: backend auth, then backend transformation, innermost.)
+  // The credential last, on the request as it will be sent (a signature covers the headers and
+  // body); inside the route's retry, so each attempt gets a fresh token.
+  'backendAuth',
+  // (Later: backend transformation, above backendAuth so a signature covers what it changed.)
 ] as const satisfies readonly BackendPolicyName[];
 
 type MissingBackend = Exclude<BackendPolicyName, (typeof BACKEND_ORDER)[number]>;

@@ -1,9 +1,9 @@
 // Every route policy's build function, keyed by config field. A missing entry is a type error.
-import type { BackendPolicies } from '@gw/api';
-import type { RoutePolicies } from '../config/ir.ts';
+import type { ResolvedBackendPolicies, RoutePolicies } from '../config/ir.ts';
 import type { Layer } from '../pipeline/layer.ts';
 import { apiKey } from './api-key/index.ts';
 import { authorization } from './authorization/index.ts';
+import { backendAuth } from './backend-auth/index.ts';
 import { basicAuth } from './basic-auth/index.ts';
 import { buffer } from './buffer/index.ts';
 import { cors } from './cors/index.ts';
@@ -43,6 +43,7 @@ export const POLICIES: { [K in PolicyName]: PolicyDefinition<K> } = {
   delay,
   directResponse,
   retry,
+  backendAuth,
 };
 
 /** The layers of a route's effective policy, in POLICY_ORDER. */
@@ -65,7 +66,7 @@ export function buildLayers(
 
 /** The layers of a backend's own policies, in BACKEND_ORDER. */
 export function buildBackendLayers(
-  policies: Pick<BackendPolicies, BackendPolicyName>,
+  policies: Pick<ResolvedBackendPolicies, BackendPolicyName>,
   global: BuildEnv['global'],
   backend: string,
 ): { name: BackendPolicyName; layer: Layer }[] {

@@ -1,5 +1,6 @@
 // jwtAuth: validates a JWT from the configured location against the providers' JWKS (verifier.ts).
-// Claims become `jwt.*` in CEL; the token is removed unless preserveToken.
+// Claims become `jwt.*` in CEL, the token is kept (sealed) for backendAuth passthrough, and removed
+// from the request unless preserveToken.
 import { GwError } from '../../errors.ts';
 import {
   BEARER,
@@ -7,6 +8,7 @@ import {
   normalizeMode,
   readCredential,
 } from '../../pipeline/credential-location.ts';
+import { Secret } from '../../secret.ts';
 import type { PolicyDefinition } from '../types.ts';
 import { JwtVerifier } from './verifier.ts';
 
@@ -32,6 +34,7 @@ export const jwtAuth: PolicyDefinition<'jwtAuth'> = {
       }
       try {
         ctx.ext.jwt = await verifier.verify(cred.value);
+        ctx.ext.jwtToken = new Secret(cred.value);
       } catch (err) {
         if (mode === 'permissive') return next(ctx);
         if (err instanceof GwError) err.headers = { 'www-authenticate': 'Bearer' };

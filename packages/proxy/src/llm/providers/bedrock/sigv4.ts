@@ -53,6 +53,19 @@ async function credentials(): Promise<AwsCredentials> {
 // One signer per region and service: it caches the day's signing key for the credentials it is given.
 const signers = new Map<string, SignatureV4>();
 
+/** The SDK's signer for `region` and `service`, with `creds` (configured) or the chain above. */
+export function awsSigner(region: string, service: string, creds?: AwsCredentials): SignatureV4 {
+  // Configured credentials get a signer of their own each time: a cached one would outlive a reload.
+  if (creds) return new SignatureV4({ credentials: creds, region, service, sha256: Sha256 });
+  const key = `${region}/${service}`;
+  let signer = signers.get(key);
+  if (!signer) {
+    signer = new SignatureV4({ credentials, region, service, sha256: Sha256 });
+    signers.set(key, signer);
+  }
+  return signer;
+}
+
 /** Signs `req` in place for `service` in `region`, with `creds` (configured) or the chain above. */
 export async function sigV4(
   req: ProviderRequest,
@@ -60,15 +73,7 @@ export async function sigV4(
   service: string,
   creds?: AwsCredentials,
 ): Promise<void> {
-  const key = `${region}/${service}`;
-  // Configured credentials get a signer of their own each time: a cached one would outlive a reload.
-  let signer = creds
-    ? new SignatureV4({ credentials: creds, region, service, sha256: Sha256 })
-    : signers.get(key);
-  if (!signer) {
-    signer = new SignatureV4({ credentials, region, service, sha256: Sha256 });
-    signers.set(key, signer);
-  }
+  const signer = awsSigner(region, service, creds);
   const q = req.path.indexOf('?');
   const query: Record<string, string | string[]> = {};
   if (q !== -1) {

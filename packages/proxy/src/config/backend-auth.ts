@@ -1,0 +1,107 @@
+// backendAuth as the IR holds it: key and signing-key files read, secrets sealed, defaults filled
+// (RS256, 300s, the Authorization header with a Bearer prefix is left to the policy), and @gw/api's
+// checks reported at the config's field paths.
+import {
+  type BackendAuth,
+  checkBackendAuth,
+  checkSigningKey,
+  type FieldPath,
+  type Problem,
+  parseGoDuration,
+} from '@gw/api';
+import { Secret } from '../secret.ts';
+import type { AuthLocationIR, BackendAuthIR } from './ir.ts';
+
+export interface ResolveIO {
+  fail(path: FieldPath, message: string): void;
+  report(problems: readonly Problem[]): void;
+  /** A PEM string as it is, anything else read as a file (relative to the config). */
+  readMaterial(path: FieldPath, v: string | { file: string }): string | undefined;
+}
+
+const DEFAULT_TTL_SECONDS = 300;
+
+type LocationConfig = Extract<BackendAuth, { passthrough: unknown }>['passthrough']['location'];
+
+function location(l: LocationConfig): { location?: AuthLocationIR } {
+  // an expression was refused by checkBackendAuth
+  if (!l || 'expression' in l) return {};
+  return { location: l };
+}
+
+export function resolveBackendAuth(
+  io: ResolveIO,
+  path: FieldPath,
+  a: BackendAuth,
+): BackendAuthIR | undefined {
+  const before = { failed: false };
+  const fail = (p: FieldPath, m: string) => {
+    before.failed = true;
+    io.fail(p, m);
+  };
+  const problems = checkBackendAuth(a, path);
+  if (problems.length) {
+    io.report(problems);
+    return undefined;
+  }
+  // the schema refuses every other form by name
+  if (typeof a !== 'object') return undefined;
+  if ('key' in a) {
+    const k = a.key;
+    const v = typeof k === 'object' && 'value' in k ? k.value : k;
+    const kp = [...path, 'key', ...(typeof k === 'object' && 'value' in k ? ['value'] : [])];
+    // An inline key is the key itself; only {file} is read (trailing newline dropped).
+    const text = typeof v === 'string' ? v : io.readMaterial([...kp, 'file'], v)?.replace(/\r?\n$/, '');
+    if (text === undefined) return undefined;
+    if (text === '') {
+      fail(kp, 'the key is empty');
+      return undefined;
+    }
+    const loc = typeof k === 'object' && 'value' in k ? location(k.location) : {};
+    return { key: { value: new Secret(text), ...loc } };
+  }
+  if ('passthrough' in a) return { passthrough: location(a.passthrough.location) };
+  if ('jwtSign' in a) {
+    const j = a.jwtSign;
+    const jp = [...path, 'jwtSign'];
+    const alg = j.alg ?? 'RS256';
+    const pem = io.readMaterial([...jp, 'signingKey'], j.signingKey);
+    if (pem === undefined) return undefined;
+    const keyProblems = checkSigningKey(pem, alg, [...jp, 'signingKey']);
+    if (keyProblems.length) {
+      io.report(keyProblems);
+      return undefined;
+    }
+    let ttlSeconds = DEFAULT_TTL_SECONDS;
+    if (j.ttl) {
+      const ms = parseGoDuration(j.ttl) ?? 0;
+      if (ms < 1000) fail([...jp, 'ttl'], 'ttl must be at least 1s');
+      ttlSeconds = Math.floor(ms / 1000);
+    }
+    if (before.failed) return undefined;
+    return {
+      jwtSign: {
+        signingKey: new Secret(pem),
+        alg,
+        ...(j.kid ? { kid: j.kid } : {}),
+        claims: { ...(j.claims ?? {}) },
+        ttlSeconds,
+        ...location(j.location),
+      },
+    };
+  }
+  if ('aws' in a) {
+    const w = a.aws;
+    const out: Extract<BackendAuthIR, { aws: unknown }>['aws'] = {};
+    if ('accessKeyId' in w)
+      out.credentials = {
+        accessKeyId: w.accessKeyId,
+        secretAccessKey: new Secret(w.secretAccessKey),
+        ...(w.sessionToken ? { sessionToken: new Secret(w.sessionToken) } : {}),
+      };
+    if (w.region) out.region = w.region;
+    if (w.serviceName) out.service = w.serviceName;
+    return { aws: out };
+  }
+  return undefined;
+}

@@ -1,0 +1,155 @@
+// backendAuth: the credential the gateway presents to the upstream, written on every attempt just
+// before the call (a backend's innermost policy, so inside retries and after the route's policies):
+// a configured key, the client's validated JWT, a JWT signed per request, or an AWS SigV4 signature.
+// Written to the Authorization header (Bearer) unless a location says otherwise; whatever the client
+// had there is replaced. The trace records the variant, never the credential.
+import { createPrivateKey } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { SignJWT } from 'jose';
+import type { AuthLocationIR, BackendAuthIR } from '../../config/ir.ts';
+import { GwError } from '../../errors.ts';
+import { awsSigner } from '../../llm/providers/bedrock/sigv4.ts';
+import { bufferUpTo } from '../../pipeline/body.ts';
+import type { RequestContext } from '../../pipeline/context.ts';
+import type { BuildEnv, PolicyDefinition } from '../types.ts';
+
+const AUTHORIZATION: AuthLocationIR = { header: { name: 'authorization', prefix: 'Bearer ' } };
+/** API Gateway is what a SigV4-signed plain HTTP backend most often is. */
+const DEFAULT_AWS_SERVICE = 'execute-api';
+
+type Apply = (ctx: RequestContext) => Promise<string | undefined> | string | undefined;
+
+export const backendAuth: PolicyDefinition<'backendAuth'> = {
+  name: 'backendAuth',
+  build(config, env) {
+    const variant = Object.keys(config)[0] as string;
+    const apply = compile(config, env);
+    return async (ctx, next) => {
+      const start = performance.now();
+      const note = await apply(ctx);
+      ctx.obs?.event(
+        ctx,
+        'backendAuth',
+        { message: `auth applied: ${variant}${note ? ` (${note})` : ''}`, variant },
+        start,
+      );
+      return next(ctx);
+    };
+  },
+};
+
+function compile(config: BackendAuthIR, env: BuildEnv): Apply {
+  if ('key' in config) {
+    const { value, location } = config.key;
+    return (ctx) => {
+      write(ctx, location ?? AUTHORIZATION, value.reveal());
+      return undefined;
+    };
+  }
+  if ('passthrough' in config) {
+    const location = config.passthrough.location ?? AUTHORIZATION;
+    return (ctx) => {
+      const token = ctx.ext.jwtToken;
+      if (token === undefined) return 'no validated JWT to forward';
+      write(ctx, location, token.reveal());
+      return undefined;
+    };
+  }
+  if ('jwtSign' in config) return jwtSign(config.jwtSign);
+  return aws(config.aws, env.global.maxBufferSize);
+}
+
+function jwtSign(c: Extract<BackendAuthIR, { jwtSign: unknown }>['jwtSign']): Apply {
+  // Parsed once: the loader checked it is a PEM key of the kind alg needs.
+  const key = createPrivateKey(c.signingKey.reveal());
+  const header = { alg: c.alg, typ: 'JWT', ...(c.kid ? { kid: c.kid } : {}) };
+  const location = c.location ?? AUTHORIZATION;
+  return async (ctx) => {
+    const now = Math.floor(Date.now() / 1000);
+    const token = await new SignJWT({ ...c.claims })
+      .setProtectedHeader(header)
+      .setIssuedAt(now)
+      .setNotBefore(now)
+      .setExpirationTime(now + c.ttlSeconds)
+      .sign(key);
+    write(ctx, location, token);
+    return undefined;
+  };
+}
+
+function aws(c: Extract<BackendAuthIR, { aws: unknown }>['aws'], maxBody: number): Apply {
+  const region = c.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
+  const service = c.service ?? DEFAULT_AWS_SERVICE;
+  const creds = c.credentials && {
+    accessKeyId: c.credentials.accessKeyId,
+    secretAccessKey: c.credentials.secretAccessKey.reveal(),
+    ...(c.credentials.sessionToken ? { sessionToken: c.credentials.sessionToken.reveal() } : {}),
+  };
+  return async (ctx) => {
+    if (!region)
+      throw new GwError(
+        'GW_ERR_INTERNAL',
+        'backendAuth aws: no region to sign for (set aws.region or AWS_REGION)',
+      );
+    // The signature covers the body's hash, so the body is read first (up to the buffer limit).
+    let body: Buffer = Buffer.alloc(0);
+    if (Buffer.isBuffer(ctx.body)) body = ctx.body;
+    else if (ctx.body) {
+      const declared = Number(ctx.headers['content-length'] ?? Number.NaN);
+      const r = await bufferUpTo(
+        ctx.body as Readable,
+        maxBody,
+        Number.isNaN(declared) ? undefined : declared,
+      );
+      if (!r.ok) {
+        ctx.body = r.stream;
+        throw new GwError(
+          'GW_ERR_REQUEST_TOO_LARGE',
+          'backendAuth aws signs the body, which is larger than the buffer limit',
+        );
+      }
+      body = r.data;
+      ctx.body = body;
+    }
+    // Only what the gateway controls is signed: host, content type and the x-amz-* the signer adds.
+    const host = String(ctx.headers.host ?? ctx.authority);
+    const contentType = ctx.headers['content-type'];
+    const query: Record<string, string | string[]> = {};
+    for (const [k, v] of new URLSearchParams(ctx.query)) {
+      const prev = query[k];
+      query[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+    }
+    const signed = await awsSigner(region, service, creds).sign({
+      method: ctx.method,
+      protocol: 'https:',
+      hostname: host,
+      path: ctx.path,
+      query,
+      headers: { host, ...(contentType !== undefined ? { 'content-type': String(contentType) } : {}) },
+      body,
+    });
+    for (const [k, v] of Object.entries(signed.headers)) ctx.headers[k.toLowerCase()] = v;
+    return undefined;
+  };
+}
+
+/** Writes `value` where `loc` says, replacing what the request had there. */
+function write(ctx: RequestContext, loc: AuthLocationIR, value: string): void {
+  if ('header' in loc) {
+    ctx.headers[loc.header.name.toLowerCase()] = `${loc.header.prefix ?? ''}${value}`;
+    return;
+  }
+  if ('queryParameter' in loc) {
+    const p = new URLSearchParams(ctx.query);
+    p.set(loc.queryParameter.name, value);
+    ctx.query = `?${p.toString()}`;
+    return;
+  }
+  const name = loc.cookie.name;
+  const cookie = ctx.headers.cookie;
+  const others = (Array.isArray(cookie) ? cookie.join('; ') : (cookie ?? ''))
+    .split(';')
+    .map((p) => p.trim())
+    .filter((p) => p !== '' && p.slice(0, p.indexOf('=')).trim() !== name);
+  ctx.headers.cookie = [...others, `${name}=${encodeURIComponent(value)}`].join('; ');
+}
