@@ -45,6 +45,15 @@ export class AccessLogObserver implements RequestObserver {
       duration: `${Math.round(seconds * 1e4) / 10}ms`,
     };
     if (req.error) rec.error = req.error.detail;
+    const upgrade = req.ext.upgrade;
+    if (upgrade) {
+      rec['upgrade.protocol'] = upgrade.protocol;
+      // Counted on the client's connection from the switch on: what the tunnel carried each way.
+      if (upgrade.spliced) {
+        rec['upgrade.bytesReceived'] = upgrade.socket.bytesRead - upgrade.spliced.read;
+        rec['upgrade.bytesSent'] = upgrade.socket.bytesWritten - upgrade.spliced.written;
+      }
+    }
     const llm = req.ext.llm;
     if (llm) {
       rec['llm.provider'] = llm.provider;

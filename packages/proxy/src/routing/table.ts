@@ -20,6 +20,8 @@ export interface CompiledRoute {
   handler: Handler;
   /** How long the request body may stall; 0 when the route's request timeout bounds it instead. */
   requestBodyIdleTimeoutMs: number;
+  /** False when none of its backends takes protocol upgrades (ai, mcp, a2a): WebSockets are refused. */
+  upgrades: boolean;
 }
 
 export interface CompiledListener {
@@ -165,5 +167,7 @@ function compileRoute(
     policyNames: layers.map((x) => x.name),
     handler,
     requestBodyIdleTimeoutMs: requestMs > 0 ? 0 : global.downstream.requestBodyIdleTimeoutMs,
+    // A route without backends answers from its policies (direct response, redirect), upgrade or not.
+    upgrades: backends.length === 0 || backends.some((b) => b.upgrades),
   };
 }

@@ -32,8 +32,12 @@ export interface BindSettings {
   connections: ConnectionLimit;
 }
 
+/** An HTTP/1.1 request that asks to switch protocols: its connection is no longer HTTP's. */
+export type UpgradeListener = (bind: BindServer, req: IncomingMessage, socket: Socket, head: Buffer) => void;
+
 export interface BindServerOptions extends BindSettings {
   onRequest: RequestListener;
+  onUpgrade: UpgradeListener;
   onClientError: (err: Error) => void;
   /** Layer-4 admission of a new connection by its peer address (networkAuthorization). */
   admit: (address: string, port: number) => boolean;
@@ -107,6 +111,8 @@ export class BindServer {
       }
       return true;
     };
+    const onUpgrade = (req: IncomingMessage, socket: Socket, head: Buffer) =>
+      opts.onUpgrade(this, req, socket, head);
     const h2Settings = { maxConcurrentStreams: limits.http2MaxConcurrentStreams };
 
     if (this.scheme === 'https') {
@@ -131,6 +137,9 @@ export class BindServer {
         answerClientError(err, socket, opts),
       );
       secure.on('session', onSession);
+      // Upgrade requests over HTTP/1.1 on TLS take the same path as on plain text (below).
+      Object.assign(secure, { shouldUpgradeCallback: proxiesUpgrade });
+      secure.on('upgrade', onUpgrade);
       // Expect: 100-continue reaches the data plane unanswered; it sends the 100 when the body is read.
       secure.on('checkContinue', handler);
       // Before the TLS handshake: a refused peer costs no crypto.
@@ -146,7 +155,11 @@ export class BindServer {
     } else {
       // requestTimeout 0 (policies own request deadlines) would also turn node's headersTimeout off,
       // which is what leaves a half-sent request head holding its socket: set it explicitly.
-      const h1 = http.createServer(http1Timeouts(opts), handler);
+      const h1 = http.createServer(
+        { ...http1Timeouts(opts), shouldUpgradeCallback: proxiesUpgrade },
+        handler,
+      );
+      h1.on('upgrade', onUpgrade);
       // h1 never listens (connections are handed to it), and node starts the list of connections
       // whose header and request timers it checks on 'listening': start it here.
       h1.emit('listening');
@@ -236,6 +249,11 @@ export class BindServer {
     return this.#port;
   }
 
+  /** How long a connection may sit without traffic (frontend http1IdleTimeout); 0: no limit. */
+  get idleTimeoutMs(): number {
+    return this.#settings.idleTimeoutMs;
+  }
+
   async listen(address: string, port: number, reusePort: boolean): Promise<number> {
     await new Promise<void>((resolve, reject) => {
       const onError = (err: Error) => reject(err);
@@ -311,6 +329,16 @@ function http1Timeouts(s: BindSettings): {
     headersTimeout: headers,
     connectionsCheckingInterval: headers > 0 ? Math.min(1000, Math.max(25, Math.floor(headers / 4))) : 1000,
   };
+}
+
+/**
+ * Which Upgrade requests leave HTTP for the data plane's 'upgrade' path. `h2c` is refused here: the
+ * HTTP/2 upgrade is between the client and gw (which speaks h2c by prior knowledge only), so such a
+ * request is served as the plain HTTP/1.1 request it also is, as RFC 9110 lets a server do.
+ */
+function proxiesUpgrade(req: IncomingMessage): boolean {
+  const token = req.headers.upgrade;
+  return token !== undefined && token.trim().toLowerCase() !== 'h2c';
 }
 
 function peerOf(s: { remoteAddress?: string | undefined; remotePort?: number | undefined }): Peer {

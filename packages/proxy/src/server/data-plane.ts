@@ -1,7 +1,8 @@
 // The data plane of one worker: owns the listening sockets, the current routing table and the
 // upstream pools; serves each request on the table it arrived under; swaps tables atomically.
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
+import type { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 import type { TraceEvent } from '@gw/api';
 import type { Logger } from 'pino';
@@ -31,9 +32,11 @@ import type { CompiledMatch } from '../routing/match.ts';
 import { type CompiledRoute, compileTable, type RoutingTable, selectListener } from '../routing/table.ts';
 import { TraceSource } from '../trace/source.ts';
 import { PoolRegistry } from '../upstream/pools.ts';
+import type { UpgradeState } from '../upstream/upgrade.ts';
 import { BindServer, type BindSettings } from './bind-server.ts';
 import { ConnectionLimit, connectionMemoryKey } from './connection-limit.ts';
 import { watchRequestBody } from './request-body-idle.ts';
+import { splice } from './splice.ts';
 
 export interface DataPlaneOptions {
   /** Where the events of a traced request go: (subscription id, event), then (id, null) at its end. */
@@ -167,6 +170,7 @@ export class DataPlane {
         const server = new BindServer(bind, {
           ...settings(key),
           onRequest: (bs, req, res) => this.#handle(bs, req, res),
+          onUpgrade: (bs, req, socket, head) => this.#upgrade(bs, req, socket, head),
           onClientError: (err) => this.#opts.log.debug({ err: err.message }, 'client connection error'),
           admit: (address, port) => this.#admit(address, port),
           onConnectionLimit: (bs, refused, limit) =>
@@ -214,15 +218,53 @@ export class DataPlane {
     return this.ports();
   }
 
+  /**
+   * A request that asks to switch protocols (WebSocket): it runs through its route like any other,
+   * answered on a response object of its own over the detached connection. A 101 from the backend
+   * joins the two connections; any other answer is written and the connection closed.
+   */
+  #upgrade(bs: BindServer, req: IncomingMessage, socket: Socket, head: Buffer): void {
+    const res = new ServerResponse(req);
+    res.shouldKeepAlive = false;
+    // The response's 'close' (which ends the request's life: access log, metrics) follows the socket's.
+    res.assignSocket(socket);
+    socket.on('error', () => socket.destroy());
+    const state: UpgradeState = { protocol: req.headers.upgrade ?? '', socket, head };
+    res.once('finish', () => {
+      const up = state.upstream;
+      if (up && res.statusCode === 101) {
+        state.spliced = { read: socket.bytesRead, written: socket.bytesWritten };
+        if (up.head.length > 0) socket.write(up.head);
+        if (head.length > 0) up.socket.write(head);
+        splice(socket, up.socket, bs.idleTimeoutMs);
+      } else {
+        up?.socket.destroy();
+        socket.end();
+        socket.once('finish', () => socket.destroy());
+      }
+    });
+    // The client left before the answer was written: a backend connection already upgraded goes too.
+    res.once('close', () => {
+      if (!state.spliced) state.upstream?.socket.destroy();
+    });
+    this.#handle(bs, req, res, state);
+  }
+
   #handle(
     bs: BindServer,
     req: IncomingMessage | Http2ServerRequest,
     res: ServerResponse | Http2ServerResponse,
+    upgrade?: UpgradeState,
   ): void {
     const bind = bs.current;
     const ctx = new RequestContext(req, res, bs.scheme, bs.peer(req));
     this.#inflight.add(ctx);
     res.once('close', () => this.#finish(ctx));
+    if (upgrade !== undefined) {
+      ctx.ext.upgrade = upgrade;
+      // Whatever follows the head belongs to the new protocol, never an HTTP body.
+      ctx.body = null;
+    }
     if ((this.#draining || bs.retired) && 'shouldKeepAlive' in res) res.shouldKeepAlive = false;
     // Before anyone looks at the request: routes, policies, observers and the upstream see one path.
     const { paths, trusted } = this.#requests;
@@ -253,6 +295,10 @@ export class DataPlane {
     }
     ctx.route = m.route.info;
     ctx.matchedPrefix = m.prefix;
+    if (upgrade !== undefined && !m.route.upgrades) {
+      this.#fail(ctx, new GwError('GW_ERR_UPGRADE_UNSUPPORTED'));
+      return;
+    }
     if (ctx.body !== null && m.route.requestBodyIdleTimeoutMs > 0)
       watchRequestBody(ctx, m.route.requestBodyIdleTimeoutMs);
     let done: Promise<void>;

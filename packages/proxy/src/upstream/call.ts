@@ -66,7 +66,7 @@ export async function callUpstream(
   }
 }
 
-function responseHeaders(h: Record<string, string | string[] | undefined>): Headers {
+export function responseHeaders(h: Record<string, string | string[] | undefined>): Headers {
   const out: Headers = {};
   const conn = h.connection;
   const extra = conn

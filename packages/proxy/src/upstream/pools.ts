@@ -32,26 +32,7 @@ export function createPool(spec: PoolSpec): Pool {
     keepAliveInitialDelay: spec.keepalive.timeMs,
   };
   if (spec.socketPath) connect.socketPath = spec.socketPath;
-  if (tls) {
-    if (tls.root) connect.ca = tls.root;
-    if (tls.cert) connect.cert = tls.cert;
-    if (tls.key) connect.key = tls.key.reveal();
-    if (tls.hostname) connect.servername = tls.hostname;
-    connect.ALPNProtocols = tls.alpn ?? (spec.allowH2 ? ['h2', 'http/1.1'] : ['http/1.1']);
-    if (tls.insecure) connect.rejectUnauthorized = false;
-    else if (tls.insecureHost) connect.checkServerIdentity = () => undefined;
-    else if (tls.subjectAltNames) {
-      const wanted = tls.subjectAltNames;
-      connect.checkServerIdentity = (_host: string, cert: PeerCertificate) => {
-        // Accept the certificate when any configured name verifies against it.
-        for (const name of wanted) if (checkServerIdentity(name, cert) === undefined) return undefined;
-        return new Error(`certificate does not match any of subjectAltNames ${wanted.join(', ')}`);
-      };
-    } else if (tls.hostname) {
-      const host = tls.hostname;
-      connect.checkServerIdentity = (_h: string, cert: PeerCertificate) => checkServerIdentity(host, cert);
-    }
-  }
+  if (tls) Object.assign(connect, tlsConnectOptions(tls, spec.allowH2));
   return new Pool(spec.origin, {
     connect: withConnectTimeout(buildConnector(connect), spec.connectTimeoutMs, spec.socketPath),
     connections: spec.maxConnections,
@@ -62,6 +43,36 @@ export function createPool(spec: PoolSpec): Pool {
     headersTimeout: 0,
     bodyTimeout: 0,
   });
+}
+
+/**
+ * The TLS options of a backend's connections (backendTLS): trust roots, client certificate, SNI,
+ * ALPN and how the server's name is checked. Pools and upgraded connections (upgrade.ts) share them.
+ */
+export function tlsConnectOptions(
+  tls: NonNullable<PoolSpec['tls']>,
+  allowH2: boolean,
+): Record<string, unknown> {
+  const connect: Record<string, unknown> = {};
+  if (tls.root) connect.ca = tls.root;
+  if (tls.cert) connect.cert = tls.cert;
+  if (tls.key) connect.key = tls.key.reveal();
+  if (tls.hostname) connect.servername = tls.hostname;
+  connect.ALPNProtocols = tls.alpn ?? (allowH2 ? ['h2', 'http/1.1'] : ['http/1.1']);
+  if (tls.insecure) connect.rejectUnauthorized = false;
+  else if (tls.insecureHost) connect.checkServerIdentity = () => undefined;
+  else if (tls.subjectAltNames) {
+    const wanted = tls.subjectAltNames;
+    connect.checkServerIdentity = (_host: string, cert: PeerCertificate) => {
+      // Accept the certificate when any configured name verifies against it.
+      for (const name of wanted) if (checkServerIdentity(name, cert) === undefined) return undefined;
+      return new Error(`certificate does not match any of subjectAltNames ${wanted.join(', ')}`);
+    };
+  } else if (tls.hostname) {
+    const host = tls.hostname;
+    connect.checkServerIdentity = (_h: string, cert: PeerCertificate) => checkServerIdentity(host, cert);
+  }
+  return connect;
 }
 
 /**

@@ -21,6 +21,8 @@ export interface CompiledBackend {
   errorFormat: ErrorFormat | undefined;
   errorFormatOf: ((path: string) => ErrorFormat) | undefined;
   prepare: Handler | undefined;
+  /** Whether the kind takes protocol upgrades (WebSocket); the others refuse them. */
+  upgrades: boolean;
 }
 
 export function compileBackend(
@@ -54,6 +56,7 @@ export function compileBackend(
     errorFormat: compiled.errorFormat,
     errorFormatOf: compiled.errorFormatOf,
     prepare: compiled.prepare,
+    upgrades: compiled.upgrade !== undefined,
     handler: (ctx) => {
       ctx.backendName = name;
       const obs = ctx.obs;
@@ -64,12 +67,25 @@ export function compileBackend(
   };
 }
 
+/** The kind's call, or its upgrade for a request that asks to switch protocols. */
+function callOrUpgrade(compiled: CompiledCall): Handler {
+  const { call, upgrade } = compiled;
+  if (upgrade) return (ctx) => (ctx.ext.upgrade === undefined ? call(ctx) : upgrade(ctx));
+  return (ctx) => {
+    if (ctx.ext.upgrade === undefined) return call(ctx);
+    throw new GwError(
+      'GW_ERR_UPGRADE_UNSUPPORTED',
+      `backend kind ${compiled.type} does not accept protocol upgrades`,
+    );
+  };
+}
+
 function observedCall(info: UpstreamInfo, compiled: CompiledCall): Handler {
-  const { call } = compiled;
+  const call = callOrUpgrade(compiled);
   return (ctx) => {
     const obs = ctx.obs;
     if (obs === undefined) return call(ctx);
-    return callObserved(ctx, obs, info, compiled);
+    return callObserved(ctx, obs, info, compiled, call);
   };
 }
 
@@ -78,6 +94,7 @@ async function callObserved(
   obs: Observation,
   info: UpstreamInfo,
   compiled: CompiledCall,
+  call: Handler,
 ): Promise<void> {
   obs.upstreamStart(ctx, info, compiled.target(ctx));
   if (ctx.body && obs.wantsRequestBody) {
@@ -89,7 +106,7 @@ async function callObserved(
   }
   const start = performance.now();
   try {
-    await compiled.call(ctx);
+    await call(ctx);
   } catch (err) {
     const error = err instanceof GwError ? err.detail : String(err);
     obs.upstreamEnd(ctx, info, { start, status: null, error });

@@ -37,6 +37,11 @@ export interface CompiledCall {
    * parses the LLM request: `llm.*` in CEL). Only routes whose backends have one pay for it.
    */
   prepare?: Handler;
+  /**
+   * Sends a request that asks to switch protocols (ctx.ext.upgrade, e.g. WebSocket) and leaves the
+   * 101 or the refusal in ctx.response. Kinds without one refuse upgrades (GW_ERR_UPGRADE_UNSUPPORTED).
+   */
+  upgrade?: Handler;
 }
 
 export interface BackendKind<K extends BackendKindName> {

@@ -1,6 +1,7 @@
 // Dynamic forward proxy: each request goes to its own authority (see targets.ts).
 import { GwError } from '../../../errors.ts';
 import { callUpstream } from '../../call.ts';
+import { upgradeTarget, upgradeUpstream } from '../../upgrade.ts';
 import type { BackendKind } from '../types.ts';
 import { DynamicTargets } from './targets.ts';
 
@@ -16,6 +17,12 @@ export const dynamicBackend: BackendKind<'dynamic'> = {
       call: async (ctx) => {
         if (!targets) throw new GwError('GW_ERR_INTERNAL');
         await callUpstream(ctx, targets.forRequest(ctx), timeout);
+      },
+      upgrade: async (ctx) => {
+        if (!targets) throw new GwError('GW_ERR_INTERNAL');
+        // The same destination (and its checks) as a request; the pool itself is not used.
+        const { endpoint } = targets.forRequest(ctx);
+        await upgradeUpstream(ctx, upgradeTarget(endpoint, env.connection), timeout);
       },
     };
   },

@@ -1,6 +1,7 @@
 // A backend at host:port, over one keep-alive pool shared by every route that names it.
 import { GwError } from '../../../errors.ts';
 import { callUpstream } from '../../call.ts';
+import { upgradeTarget, upgradeUpstream } from '../../upgrade.ts';
 import type { BackendKind } from '../types.ts';
 
 export const hostBackend: BackendKind<'host'> = {
@@ -15,6 +16,7 @@ export const hostBackend: BackendKind<'host'> = {
     });
     if (dispatcher) env.used.add(dispatcher);
     const timeout = env.attemptTimeoutMs;
+    const upgrade = upgradeTarget(endpoint, env.connection);
     return {
       type: 'static',
       protocol: tls ? 'https' : 'http',
@@ -23,6 +25,7 @@ export const hostBackend: BackendKind<'host'> = {
         if (!dispatcher) throw new GwError('GW_ERR_INTERNAL');
         return callUpstream(ctx, { dispatcher, endpoint }, timeout);
       },
+      upgrade: (ctx) => upgradeUpstream(ctx, upgrade, timeout),
     };
   },
 };

@@ -1,6 +1,7 @@
 // A backend on a unix domain socket (`host: unix:/path`).
 import { GwError } from '../../../errors.ts';
 import { callUpstream } from '../../call.ts';
+import { upgradeTarget, upgradeUpstream } from '../../upgrade.ts';
 import type { BackendKind } from '../types.ts';
 
 export const unixBackend: BackendKind<'unix'> = {
@@ -14,6 +15,7 @@ export const unixBackend: BackendKind<'unix'> = {
     });
     if (dispatcher) env.used.add(dispatcher);
     const timeout = env.attemptTimeoutMs;
+    const upgrade = upgradeTarget(endpoint, env.connection, t.path);
     return {
       type: 'unix',
       protocol: env.connection.tls ? 'https' : 'http',
@@ -22,6 +24,7 @@ export const unixBackend: BackendKind<'unix'> = {
         if (!dispatcher) throw new GwError('GW_ERR_INTERNAL');
         return callUpstream(ctx, { dispatcher, endpoint }, timeout);
       },
+      upgrade: (ctx) => upgradeUpstream(ctx, upgrade, timeout),
     };
   },
 };

@@ -1,0 +1,175 @@
+// The upstream half of a protocol upgrade (WebSocket and other `Upgrade:` tokens): a connection of its
+// own to the backend (a pooled keep-alive connection cannot change protocols), the handshake as the
+// route's policies left it, and either the 101 with the upgraded socket or an ordinary response.
+import http, { type IncomingMessage } from 'node:http';
+import net, { type Socket } from 'node:net';
+import tls from 'node:tls';
+import { GwError } from '../errors.ts';
+import type { RequestContext } from '../pipeline/context.ts';
+import { responseHeaders, toGwError } from './call.ts';
+import { type PoolSpec, tlsConnectOptions } from './pools.ts';
+
+declare module '../pipeline/context.ts' {
+  interface RequestExtensions {
+    /** Set when the request asks to switch protocols (it came through the server's 'upgrade'). */
+    upgrade?: UpgradeState;
+  }
+}
+
+export interface UpgradeState {
+  /** The client's Upgrade header: the protocols it asks for. */
+  protocol: string;
+  /** The client's connection, taken out of HTTP; the response to the handshake is written on it. */
+  socket: Socket;
+  /** What the client sent after the handshake's head. */
+  head: Buffer;
+  /** The backend's connection once it answered 101, and what it sent after its response head. */
+  upstream?: { socket: Socket; head: Buffer };
+  /** The client socket's byte counters when the two sockets were joined (for the access log). */
+  spliced?: { read: number; written: number };
+}
+
+/** Where an upgraded connection goes: an address or a unix socket, with the backend's connection settings. */
+export interface UpgradeTarget {
+  /** host:port (or unix:/path), as logs and `authority: auto` name it. */
+  endpoint: string;
+  host: string;
+  port: number;
+  socketPath?: string | undefined;
+  spec: Omit<PoolSpec, 'origin'>;
+}
+
+/** `[::1]` → `::1`: the host part of an endpoint as net.connect wants it. */
+function bare(host: string): string {
+  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+}
+
+/** Splits `host:port` (IPv6 in brackets) with the scheme's default port. */
+export function upgradeTarget(
+  endpoint: string,
+  spec: Omit<PoolSpec, 'origin'>,
+  socketPath?: string,
+): UpgradeTarget {
+  if (socketPath) return { endpoint, host: 'localhost', port: 0, socketPath, spec };
+  const i = endpoint.lastIndexOf(':');
+  const hasPort = i > endpoint.lastIndexOf(']');
+  return {
+    endpoint,
+    host: bare(hasPort ? endpoint.slice(0, i) : endpoint),
+    port: hasPort ? Number(endpoint.slice(i + 1)) : spec.tls ? 443 : 80,
+    spec,
+  };
+}
+
+function connect(t: UpgradeTarget): Socket {
+  const { spec } = t;
+  const where: net.NetConnectOpts = t.socketPath
+    ? { path: t.socketPath }
+    : { host: t.host, port: t.port, noDelay: true };
+  let socket: Socket;
+  if (spec.tls) {
+    const options: tls.ConnectionOptions = {
+      ...(where as tls.ConnectionOptions),
+      ...tlsConnectOptions(spec.tls, false),
+      // The upgrade is an HTTP/1.1 mechanism (an h2 upstream would need extended CONNECT).
+      ALPNProtocols: ['http/1.1'],
+    };
+    if (!options.servername && !t.socketPath && net.isIP(t.host) === 0) options.servername = t.host;
+    socket = tls.connect(options);
+  } else {
+    socket = net.connect(where);
+  }
+  if (spec.keepalive.enabled) socket.setKeepAlive(true, spec.keepalive.timeMs);
+  return socket;
+}
+
+/**
+ * Sends the handshake and waits for the backend's answer: a 101 leaves ctx.ext.upgrade.upstream set
+ * and a bodiless 101 in ctx.response; anything else is relayed as a normal response. The deadlines
+ * (connect timeout, the attempt's timeout, the request's signal) cover the handshake only: once the
+ * protocols switched, the connection lives as long as its two ends (and the idle timeout) allow.
+ */
+export function upgradeUpstream(
+  ctx: RequestContext,
+  target: UpgradeTarget,
+  attemptTimeoutMs: number,
+): Promise<void> {
+  const state = ctx.ext.upgrade;
+  if (!state) return Promise.reject(new GwError('GW_ERR_INTERNAL', 'not an upgrade request'));
+  const headers = ctx.headers;
+  if (ctx.ext.rewriteHostToBackend) headers.host = target.endpoint;
+  ctx.endpoint = target.endpoint;
+  const signal = ctx.signal;
+  if (signal.aborted) return Promise.reject(toGwError(signal.reason, signal));
+
+  return new Promise<void>((resolve, reject) => {
+    let socket: Socket | undefined;
+    const req = http.request({
+      method: ctx.method,
+      path: ctx.path + ctx.query,
+      headers: { ...headers, connection: 'Upgrade', upgrade: state.protocol },
+      setHost: false,
+      createConnection: () => {
+        socket = connect(target);
+        return socket;
+      },
+    });
+    let settled = false;
+    const timers: NodeJS.Timeout[] = [];
+    const cleanup = () => {
+      settled = true;
+      for (const t of timers) clearTimeout(t);
+      signal.removeEventListener('abort', onAbort);
+    };
+    const fail = (err: unknown) => {
+      if (settled) return;
+      cleanup();
+      req.destroy();
+      reject(toGwError(err, signal));
+    };
+    const onAbort = () => fail(signal.reason);
+    signal.addEventListener('abort', onAbort);
+    const connectMs = target.spec.connectTimeoutMs;
+    if (connectMs > 0) {
+      const t = setTimeout(() => {
+        const where = target.socketPath ?? target.endpoint;
+        fail(
+          new GwError(
+            'GW_ERR_UPSTREAM_CONNECT',
+            `upstream connect error: timeout after ${connectMs}ms (${where})`,
+          ),
+        );
+      }, connectMs);
+      timers.push(t);
+      const s = socket as Socket | undefined;
+      s?.once(target.spec.tls ? 'secureConnect' : 'connect', () => clearTimeout(t));
+    }
+    if (attemptTimeoutMs > 0)
+      timers.push(setTimeout(() => fail(new GwError('GW_ERR_BACKEND_TIMEOUT')), attemptTimeoutMs));
+
+    req.on('upgrade', (res: IncomingMessage, upgraded: Socket, head: Buffer) => {
+      if (settled) {
+        upgraded.destroy();
+        return;
+      }
+      cleanup();
+      state.upstream = { socket: upgraded, head };
+      const h = responseHeaders(res.headers);
+      h.connection = 'Upgrade';
+      h.upgrade = res.headers.upgrade ?? state.protocol;
+      ctx.response = { status: 101, headers: h, body: null };
+      resolve();
+    });
+    req.on('response', (res: IncomingMessage) => {
+      if (settled) {
+        res.destroy();
+        return;
+      }
+      cleanup();
+      ctx.response = { status: res.statusCode ?? 502, headers: responseHeaders(res.headers), body: res };
+      resolve();
+    });
+    req.on('error', fail);
+    req.end();
+  });
+}
