@@ -956,12 +956,19 @@ class Builder {
           `a2a applies only to host backends, not to ${NOT_A2A[target.kind]}`,
         );
     }
-    // An ai provider takes its key in its own policies; mcp targets make calls of their own.
+    // An ai provider takes its key in its own policies; mcp targets make calls of their own. Set on
+    // the backend itself that is a mistake; from the route or a targeted policy it skips them.
     if (merged.backendAuth && (target.kind === 'ai' || target.kind === 'mcp')) {
-      this.fail(
-        b.policies?.backendAuth ? [...path, 'policies', 'backendAuth'] : path,
-        `backendAuth applies to host, dynamic and a2a backends, not to ${NOT_A2A[target.kind]}${target.kind === 'ai' ? " (set the key in the provider's policies)" : ''}`,
-      );
+      const own = b.policies?.backendAuth
+        ? [...path, 'policies', 'backendAuth']
+        : named?.backendAuth
+          ? path
+          : undefined;
+      if (own)
+        this.fail(
+          own,
+          `backendAuth applies to host, dynamic and a2a backends, not to ${NOT_A2A[target.kind]}${target.kind === 'ai' ? " (set the key in the provider's policies)" : ''}`,
+        );
       delete merged.backendAuth;
     }
     // A backend's own mcpAuthentication (where GwPolicy backend.mcp.authentication lands) guards an

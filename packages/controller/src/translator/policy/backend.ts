@@ -2,6 +2,7 @@
 // (backend/<field>.ts). A backend field without an entry here is a type error.
 import { checkBackendPolicies, type FieldPath } from '@gw/api';
 import { ai } from './backend/ai.ts';
+import { auth } from './backend/auth.ts';
 import { http } from './backend/http.ts';
 import { mcp } from './backend/mcp.ts';
 import { tcp } from './backend/tcp.ts';
@@ -11,12 +12,14 @@ import type { BackendPolicyResult } from './result.ts';
 import { mapSections, type SectionMap, unsupported } from './section.ts';
 import type { BackendPolicies, BackendSpec, GwBackendPoliciesSpec } from './spec.ts';
 
+const CRD_NAMES: Record<string | number, string> = { backendTLS: 'tls', backendAuth: 'auth' };
+
 export const BACKEND_SECTIONS = {
   tcp,
   http,
   tls,
   tunnel: unsupported,
-  auth: unsupported,
+  auth,
   transformation: unsupported,
   health: unsupported,
   ai,
@@ -38,11 +41,11 @@ export function backendPolicy(
   const out: BackendPolicies = {};
   const at = { field, path };
   mapSections(BACKEND_SECTIONS, spec as BackendSpec, ctx, out, at);
-  // the standalone calls the TLS settings backendTLS; the CRD calls them tls
+  // the standalone calls the TLS settings backendTLS and the credential backendAuth; the CRD tls and auth
   ctx.check(
     checkBackendPolicies(out, at.path).map((p) => ({
       ...p,
-      path: p.path.map((s, i) => (i === at.path.length && s === 'backendTLS' ? 'tls' : s)),
+      path: p.path.map((s, i) => (i === at.path.length ? (CRD_NAMES[s] ?? s) : s)),
     })),
   );
   return { policies: out, problems: ctx.problems, invalid: ctx.invalid, failClosed: ctx.failClosed };

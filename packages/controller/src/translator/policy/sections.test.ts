@@ -836,7 +836,7 @@ describe('backend → BackendPolicies', () => {
     const r = backend(
       backendSpec({
         tunnel: { url: 'http://proxy.example:3128' },
-        auth: { key: 'k' },
+        auth: { gcp: {} },
         health: { passive: {} },
         transformation: { request: { body: '"x"' } },
         tls: { certificateSource: 'SPIFFE', keyExchangeGroups: ['X25519'] },
@@ -847,11 +847,11 @@ describe('backend → BackendPolicies', () => {
       policies: { backendTLS: {} },
       problems: [
         'backend.tunnel is not supported by this gw build yet',
-        'backend.auth is not supported by this gw build yet',
         'backend.transformation is not supported by this gw build yet',
         'backend.health is not supported by this gw build yet',
         'backend.tls.keyExchangeGroups is not supported by this gw build yet',
         'backend.tls.certificateSource SPIFFE is not supported by this gw build yet',
+        'backend.auth.gcp is not supported by this gw build yet',
       ],
       invalid: [],
       failClosed: true,
