@@ -121,19 +121,13 @@ export class LogHub {
       this.#flushSync = () => boom.flushSync();
       base = boom;
       if (batched) {
-        // Flushed only when something was written since: sonic-boom's flush of an empty buffer still
-        // writes (0 bytes, through libuv's thread pool), ten times a second per worker.
-        let dirty = false;
-        base = {
-          write(line: string) {
-            dirty = true;
-            return boom.write(line);
-          },
-        } as DestinationStream;
+        // Flushed only when lines are buffered: sonic-boom's flush of an empty buffer still writes (0
+        // bytes, through libuv's thread pool), ten times a second per worker. A flush while a write is
+        // under way does nothing, and the lines stay buffered: the next tick tries again. (`_len`,
+        // what is buffered, is sonic-boom's own field; without it, every tick flushes as before.)
+        const buffered = boom as unknown as { _len?: number };
         setInterval(() => {
-          if (!dirty) return;
-          dirty = false;
-          boom.flush();
+          if (buffered._len !== 0) boom.flush();
         }, 100).unref();
       }
     }
