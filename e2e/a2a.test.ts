@@ -98,9 +98,13 @@ describe('an a2a GwBackend through the controller', () => {
 
     // The proxy saw them: access log lines and the counter on its stats port.
     const logged = await until('the access log lines', async () => {
-      // the worker writes its log in blocks: wait for the last call's line, not a count
+      // the worker writes its log in blocks, and a stream's line comes when gw sees it end, which
+      // may be after the next call's: wait for every call's line, not a count or the last one
       const lines = gw.stdout.filter((l) => l.includes('a2a.method='));
-      return lines.some((l) => l.includes('a2a.method=GetTask')) ? lines : undefined;
+      const all = ['agent-card', 'SendMessage', 'SendStreamingMessage', 'GetTask'].every((m) =>
+        lines.some((l) => l.includes(`a2a.method=${m} `)),
+      );
+      return all ? lines : undefined;
     });
     for (const m of ['agent-card', 'SendMessage', 'SendStreamingMessage', 'GetTask'])
       assert.ok(
