@@ -5,8 +5,6 @@
 // and sends traffic through it. Then the listener's port changes (the Service follows), the Gateway's
 // status.addresses show the Service's cluster IP, and deleting the Gateway prunes its objects.
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type KubeHarness, startKube, startUpstream, type TestServer } from '@gw/testkit';
 import { gatewayYaml, httpGet, routeYaml } from './support/controller-e2e.ts';
@@ -16,10 +14,10 @@ import {
   startController,
   untilWithLogs,
 } from './support/controller-process.ts';
-import { cleanupGw, freePort, startGw } from './support/gw-process.ts';
+import { cleanupGw, freePort } from './support/gw-process.ts';
+import { type ProvisionedDeployment, startProvisionedProxy } from './support/provisioned-proxy.ts';
 
 const AUDIENCE = 'gw-xds';
-const TOKEN_FILE = '/var/run/secrets/gw/xds-token';
 
 let kube: KubeHarness;
 let upstream: TestServer;
@@ -137,29 +135,9 @@ spec:
 
   test('the rendered Deployment runs: bin/gw with its args and a token for its account serves the route', async () => {
     const dep = (await getJson<Deployment>(['get', 'deployment', 'edge'])) as Deployment;
-    const container = dep.spec.template.spec.containers[0];
-    const audience = dep.spec.template.spec.volumes.flatMap((v) => v.projected?.sources ?? [])[0]
-      ?.serviceAccountToken?.audience;
-    const token = (
-      await kubectl([
-        'create',
-        'token',
-        dep.spec.template.spec.serviceAccountName,
-        '--audience',
-        String(audience),
-      ])
-    ).trim();
-    const tokenFile = join(kube.dir, 'provisioned.token');
-    writeFileSync(tokenFile, token);
-    // the container's args, the token where the volume would mount it; the admin ports moved off the
-    // defaults, which other processes on this machine may hold
-    const args = (container?.args ?? []).map((a) => (a === TOKEN_FILE ? tokenFile : a));
-    await startGw({
-      args: [
-        ...args,
-        ...['--admin-addr', '127.0.0.1:0', '--stats-addr', '127.0.0.1:0', '--readiness-addr', '127.0.0.1:0'],
-      ],
-    });
+    // the kubelet's part (the projected token for the pod's account, the args pointed at it), then
+    // bin/gw with the container's args
+    await startProvisionedProxy(kube, dep as unknown as ProvisionedDeployment);
     const r = await until('traffic through the provisioned proxy', async () => {
       const res = await httpGet(listenerPort, '/hello').catch(() => undefined);
       return res?.status === 200 ? res : undefined;

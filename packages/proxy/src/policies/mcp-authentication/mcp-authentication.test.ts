@@ -7,7 +7,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { ConfigError } from '@gw/api';
 import {
   type IdentityProvider,
   type SigningJwk,
@@ -18,7 +17,7 @@ import {
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { exportJWK, generateKeyPair } from 'jose';
 import { loadConfigText } from '../../config/load.ts';
-import { EVERYTHING } from '../../mcp/test-support.ts';
+import { assertConfigRejects, EVERYTHING } from '../../mcp/test-support.ts';
 import { derivedJwks } from './index.ts';
 
 const load = (text: string) => loadConfigText('gw.yaml', text, '/tmp');
@@ -37,16 +36,7 @@ ${auth
       backends: [${backend}]
 `;
 
-function rejects(text: string, re: RegExp): void {
-  assert.throws(
-    () => load(text),
-    (err: unknown) => {
-      assert.ok(err instanceof ConfigError, String(err));
-      assert.match(err.message, re);
-      return true;
-    },
-  );
-}
+const rejects = (text: string, re: RegExp) => assertConfigRejects(load, text, re);
 
 describe('config', () => {
   test("agentgateway's fields load; a JWKS file is read into the policy", (t) => {
