@@ -628,6 +628,29 @@ export const BackendPolicies = strict({
   backendAuth: BackendAuth.optional(),
 });
 
+/**
+ * agentgateway's RequestMirror: a copy of each sampled request goes to `backend`, whose answer is
+ * thrown away; the client's response never waits for it.
+ */
+export const RequestMirror = strict({
+  backend: strict({
+    host: AuthzHost.optional().meta({ description: 'host:port of the mirror (plain HTTP/1.1)' }),
+    backend: NotYet('a requestMirror backend by name (use host)').optional(),
+    service: NotYet('a requestMirror backend by service reference (use host)').optional(),
+  })
+    .transform((b, ctx) => {
+      if (b.host !== undefined) return { host: b.host };
+      ctx.issues.push({ code: 'custom', input: b, message: 'set host (host:port of the mirror)' });
+      return z.NEVER;
+    })
+    .meta({ description: 'the backend that receives the copies' }),
+  percentage: z
+    .number()
+    .min(0)
+    .max(1)
+    .meta({ description: 'fraction of matching requests to mirror, from 0.0 to 1.0' }),
+});
+
 export const TrafficPolicies = strict({
   timeout: Timeout.optional(),
   cors: Cors.optional(),
@@ -644,6 +667,7 @@ export const TrafficPolicies = strict({
   responseHeaderModifier: HeaderModifier.optional(),
   urlRewrite: UrlRewrite.optional(),
   requestRedirect: RequestRedirect.optional(),
+  requestMirror: RequestMirror.optional(),
   delay: Delay.optional(),
   directResponse: DirectResponseBody.optional(),
   retry: Retry.optional(),
@@ -1620,6 +1644,7 @@ export type McpAuthentication = z.infer<typeof McpAuthentication>;
 export type ExtAuthz = z.infer<typeof ExtAuthz>;
 export type LocalRateLimit = z.infer<typeof LocalRateLimit>;
 export type RemoteRateLimit = z.infer<typeof RemoteRateLimit>;
+export type RequestMirror = z.infer<typeof RequestMirror>;
 export type LlmConfig = z.infer<typeof LlmConfig>;
 export type McpBackend = z.infer<typeof McpBackend>;
 export type McpGuardrails = z.infer<typeof McpGuardrails>;

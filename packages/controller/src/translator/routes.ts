@@ -62,6 +62,11 @@ interface HttpFilter {
     statusCode?: number;
   };
   urlRewrite?: { hostname?: string; path?: PathModifier };
+  requestMirror?: {
+    backendRef: BackendRef;
+    percent?: number;
+    fraction?: { numerator: number; denominator?: number };
+  };
 }
 interface HttpRule {
   name?: string;
@@ -167,6 +172,7 @@ function matchProblems(rule: HttpRule, ri: number): Problem[] {
 function rulePolicies(rule: HttpRule): { policies: Record<string, unknown>; unsupported: string[] } {
   const policies: Record<string, unknown> = {};
   const unsupported: string[] = [];
+  let mirrors = 0;
   for (const f of rule.filters ?? []) {
     switch (f.type) {
       case 'RequestHeaderModifier':
@@ -199,6 +205,10 @@ function rulePolicies(rule: HttpRule): { policies: Record<string, unknown>; unsu
         policies['urlRewrite'] = rewrite;
         break;
       }
+      case 'RequestMirror':
+        // resolved with the backends (resolveMirror); the proxy mirrors to one backend per rule
+        if (++mirrors === 2) unsupported.push('RequestMirror (more than one in a rule)');
+        break;
       default:
         unsupported.push(f.type);
     }
@@ -218,6 +228,8 @@ export const routeModelsBackend = (ns: string, route: string, rule: number) =>
 
 interface ResolvedBackends {
   backends: Record<string, unknown>[];
+  /** The rule's RequestMirror filter as the requestMirror policy. */
+  mirror?: Record<string, unknown>;
   gwBackends: string[];
   modelBackends: string[];
   problem?: Condition;
@@ -285,7 +297,62 @@ function resolveBackends(route: KubeObject, rule: HttpRule, ri: number, ctx: Rou
       );
     }
   }
+  const mirror = rule.filters?.find((f) => f.type === 'RequestMirror')?.requestMirror;
+  if (mirror) {
+    const m = resolveMirror(route, mirror, ctx);
+    if ('problem' in m) fail(m.problem[0], m.problem[1]);
+    else out.mirror = m.policy;
+  }
   return out;
+}
+
+/**
+ * A RequestMirror filter's Service as the requestMirror policy (percent, or fraction, of requests;
+ * all when neither is set), or why it cannot be used.
+ */
+function resolveMirror(
+  route: KubeObject,
+  f: NonNullable<HttpFilter['requestMirror']>,
+  ctx: RouteContext,
+): { policy: Record<string, unknown> } | { problem: [Reason<'ResolvedRefs'>, string] } {
+  const ref = f.backendRef;
+  const ns = route.metadata.namespace ?? 'default';
+  const group = ref.group ?? '';
+  const kind = ref.kind ?? 'Service';
+  const refNs = ref.namespace ?? ns;
+  if (group !== '' || kind !== 'Service')
+    return {
+      problem: [
+        'InvalidKind',
+        `RequestMirror backendRef kind ${group ? `${group}/` : ''}${kind} is not supported (Service)`,
+      ],
+    };
+  if (refNs !== ns && !ctx.grants(route.kind, ns, kind, refNs, ref.name))
+    return {
+      problem: [
+        'RefNotPermitted',
+        `no ReferenceGrant in namespace ${refNs} allows RequestMirror backendRef ${kind} ${ref.name}`,
+      ],
+    };
+  const svc = ctx.lookup.get('Service', refNs, ref.name);
+  if (!svc) return { problem: ['BackendNotFound', `RequestMirror service ${refNs}/${ref.name} not found`] };
+  const ports = ((svc.spec as { ports?: { port: number }[] })?.ports ?? []).map((p) => p.port);
+  if (ref.port === undefined || !ports.includes(ref.port))
+    return {
+      problem: [
+        'BackendNotFound',
+        `RequestMirror service ${refNs}/${ref.name} has no port ${ref.port ?? '(none given)'}`,
+      ],
+    };
+  let percentage = 1;
+  if (f.percent !== undefined) percentage = f.percent / 100;
+  else if (f.fraction) {
+    const d = f.fraction.denominator ?? 100;
+    percentage = d > 0 ? Math.min(1, f.fraction.numerator / d) : 0;
+  }
+  return {
+    policy: { backend: { host: `${ref.name}.${refNs}.svc.${ctx.clusterDomain}:${ref.port}` }, percentage },
+  };
 }
 
 function allowsRoute(l: ListenerInfo, route: KubeObject, lookup: Lookup): boolean {
@@ -415,6 +482,7 @@ export function translateRoutes(
         rules.forEach((rule, ri) => {
           const r = resolved[ri] as ResolvedBackends;
           const policies = { ...(filters[ri]?.policies ?? {}) };
+          if (r.mirror) policies['requestMirror'] = r.mirror;
           // Gateway API: a rule whose backends cannot be used answers 500
           if (r.backends.length === 0)
             policies['directResponse'] = { status: 500, body: 'no usable backend' };

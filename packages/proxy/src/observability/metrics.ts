@@ -58,6 +58,12 @@ export class ProxyMetrics implements RequestObserver {
     labelNames: ['phase', 'action'],
     registry: this.registry,
   });
+  readonly mirroredRequests = new CounterFamily({
+    name: 'gw_mirrored_requests_total',
+    help: 'Requests a requestMirror policy sampled, by route and outcome (sent; busy: too many copies in flight; dropped: the mirror fell behind the request body)',
+    labelNames: ['route', 'outcome'],
+    registry: this.registry,
+  });
   readonly configVersion = new Counter({
     name: 'gw_config_applied_total',
     help: 'Configuration versions applied by this worker',
@@ -79,6 +85,8 @@ export class ProxyMetrics implements RequestObserver {
     if (llm?.usage) this.recordTokens(llm.provider ?? '', llm.model ?? llm.requestModel, llm.usage);
     if (llm)
       for (const g of llm.guardrails) this.llmGuardrailActions.labels(g.phase, g.guard, g.action).inc();
+    const mirror = req.ext.requestMirror;
+    if (mirror) this.mirroredRequests.series(req.route?.key ?? '', mirror.outcome).value++;
     const mcp = req.ext.mcp;
     if (mcp) {
       // method names come from clients: ones MCP does not define share one series

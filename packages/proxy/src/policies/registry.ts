@@ -11,12 +11,14 @@ import { csrf } from './csrf/index.ts';
 import { delay } from './delay/index.ts';
 import { directResponse } from './direct-response/index.ts';
 import { extAuthz } from './ext-authz/index.ts';
+import { extProc } from './ext-proc/index.ts';
 import { requestHeaderModifier, responseHeaderModifier } from './header-modifier/index.ts';
 import { jwtAuth } from './jwt-auth/index.ts';
 import { localRateLimit } from './local-rate-limit/index.ts';
 import { mcpAuthentication } from './mcp-authentication/index.ts';
 import { BACKEND_ORDER, POLICY_ORDER } from './order.ts';
 import { remoteRateLimit } from './remote-rate-limit/index.ts';
+import { requestMirror } from './request-mirror/index.ts';
 import { requestRedirect } from './request-redirect/index.ts';
 import { retry } from './retry/index.ts';
 import { timeout } from './timeout/index.ts';
@@ -31,6 +33,7 @@ export const POLICIES: { [K in PolicyName]: PolicyDefinition<K> } = {
   basicAuth,
   apiKey,
   extAuthz,
+  extProc,
   authorization,
   localRateLimit,
   remoteRateLimit,
@@ -42,6 +45,7 @@ export const POLICIES: { [K in PolicyName]: PolicyDefinition<K> } = {
   requestRedirect,
   delay,
   directResponse,
+  requestMirror,
   retry,
   backendAuth,
 };
