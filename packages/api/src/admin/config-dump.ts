@@ -56,10 +56,26 @@ export const ConfigDumpPolicy = z.object({
 });
 export type ConfigDumpPolicy = z.infer<typeof ConfigDumpPolicy>;
 
+/** The passive health of one endpoint of a backend with a `health` policy, as one worker sees it. */
+export const ConfigDumpEndpointHealth = z.object({
+  backend: z.string(),
+  endpoint: z.string(),
+  /** false while ejected: the endpoint is out of the balancing set until ejectedUntil. */
+  healthy: z.boolean(),
+  consecutiveFailures: z.number().int().nonnegative(),
+  ejectedUntil: z.string().nullable(),
+  ejections: z.number().int().nonnegative(),
+  /** What caused the last ejection (a status, a Retry-After, a connection failure). */
+  lastEjection: z.string().nullable(),
+});
+export type ConfigDumpEndpointHealth = z.infer<typeof ConfigDumpEndpointHealth>;
+
 export const ConfigDumpWorker = z.object({
   index: z.number().int().nonnegative(),
   /** The config version this worker runs; absent before its first config. */
   version: z.string().optional(),
+  /** Each worker balances on its own, so each keeps its own endpoint health. */
+  endpointHealth: z.array(ConfigDumpEndpointHealth).optional(),
 });
 export type ConfigDumpWorker = z.infer<typeof ConfigDumpWorker>;
 

@@ -551,6 +551,25 @@ const BackendHttp = strict({
   requestTimeout: Duration.optional(),
 });
 const BackendTcp = strict({ keepalives: Keepalives.optional(), connectTimeout: Duration.optional() });
+/** agentgateway's backend `health`: passive outlier detection (an endpoint answering badly is ejected). */
+export const BackendHealth = strict({
+  unhealthyExpression: Cel.nullable().optional().meta({
+    description: 'CEL over the response: true marks it unhealthy (default: a 5xx, or no response at all)',
+  }),
+  eviction: strict({
+    duration: Duration.nullable().optional().meta({
+      description:
+        'first ejection time (default 3s); the n-th ejection in a row lasts n times as long, at most 300s or this duration',
+    }),
+    consecutiveFailures: z.number().int().min(0).nullable().optional().meta({
+      description: 'unhealthy answers in a row that eject the endpoint (default and 0: 1)',
+    }),
+    healthThreshold: NotYet('health.eviction.healthThreshold').optional(),
+    restoreHealth: NotYet('health.eviction.restoreHealth').optional(),
+  })
+    .nullable()
+    .optional(),
+});
 
 // ---------- backendAuth: the credential the gateway presents to the upstream ----------
 /** agentgateway's `backendAuth: copilot` (GitHub Copilot's token exchange). */
@@ -619,6 +638,7 @@ export const BackendPolicies = strict({
   backendTLS: BackendTLS.optional(),
   http: BackendHttp.optional(),
   tcp: BackendTcp.optional(),
+  health: BackendHealth.optional(),
   // gw: GwPolicy backend.mcp.authentication (deprecated) lands here; on other backends a config error.
   mcpAuthentication: McpAuthentication.optional(),
   // The MCP backend's own rules (agentgateway's mcpAuthorization); on other backends a config error.

@@ -5,8 +5,15 @@ import type { BindIR, RouteBackendIR } from '../config/ir.ts';
 import type { StartupConfig } from '../config/load.ts';
 import type { Supervisor } from '../server/supervisor.ts';
 import { redactPolicies } from '../trace/redact.ts';
+import type { HealthSnapshot } from '../upstream/health.ts';
 
-export function configDump(s: Supervisor, startup: StartupConfig, lastError: string | undefined): ConfigDump {
+/** `health`: each worker's endpoint health, in s.workers order (workerHealth). */
+export function configDump(
+  s: Supervisor,
+  startup: StartupConfig,
+  lastError: string | undefined,
+  health: readonly (HealthSnapshot[] | undefined)[] = [],
+): ConfigDump {
   const ir = s.ir;
   const ports = s.ports;
   const binds = (ir?.binds ?? []).map((b: BindIR) => ({
@@ -66,7 +73,24 @@ export function configDump(s: Supervisor, startup: StartupConfig, lastError: str
       policies,
       workloads: [],
       services: [],
-      workers: s.workers.map((w) => ({ index: w.index, version: w.version })),
+      workers: s.workers.map((w, i) => ({
+        index: w.index,
+        version: w.version,
+        ...(health[i]?.length ? { endpointHealth: health[i] } : {}),
+      })),
+    }),
+  );
+}
+
+/** Each worker's endpoint health; a worker that cannot answer (exiting) shows none. */
+export function workerHealth(s: Supervisor): Promise<(HealthSnapshot[] | undefined)[]> {
+  return Promise.all(
+    s.workers.map(async (w) => {
+      try {
+        return await w.call<HealthSnapshot[]>({ type: 'health' });
+      } catch {
+        return undefined;
+      }
     }),
   );
 }

@@ -10,7 +10,7 @@ import type { LogHub } from '../observability/logger.ts';
 import { parseLevelFilter } from '../observability/logger.ts';
 import type { Supervisor } from '../server/supervisor.ts';
 import { formatListenAddress, type ListenAddress, parseListenAddress } from './address.ts';
-import { configDump } from './config-dump.ts';
+import { configDump, workerHealth } from './config-dump.ts';
 import { refuse } from './guard.ts';
 
 export interface AdminContext {
@@ -75,7 +75,9 @@ export async function startAdmin(
     ].join('\n');
   });
 
-  app.get('/config_dump', async () => configDump(supervisor, ctx.startup, ctx.lastError()));
+  app.get('/config_dump', async () =>
+    configDump(supervisor, ctx.startup, ctx.lastError(), await workerHealth(supervisor)),
+  );
 
   app.get('/logging', async (_req, reply) => {
     reply.type('text/plain');

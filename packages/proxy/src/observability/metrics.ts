@@ -4,7 +4,14 @@ import { Counter, Histogram, Registry } from 'prom-client';
 import { finalOutcome, methodLabel } from '../a2a/info.ts';
 import type { RouteInfo } from '../pipeline/context.ts';
 import type { ObservedRequest, RequestObserver, RequestSummary } from '../pipeline/observer.ts';
-import { CounterFamily, type CounterSeries, HistogramFamily, type HistogramSeries } from './series.ts';
+import type { EndpointHealth } from '../upstream/health.ts';
+import {
+  CollectedFamily,
+  CounterFamily,
+  type CounterSeries,
+  HistogramFamily,
+  type HistogramSeries,
+} from './series.ts';
 
 export class ProxyMetrics implements RequestObserver {
   readonly registry = new Registry();
@@ -64,6 +71,31 @@ export class ProxyMetrics implements RequestObserver {
     labelNames: ['route', 'outcome'],
     registry: this.registry,
   });
+  #endpoints: () => readonly EndpointHealth[] = () => [];
+  readonly endpointHealthy = new CollectedFamily({
+    name: 'gw_endpoint_healthy',
+    help: 'Endpoints of backends with a health policy: 1 while in the balancing set, 0 while ejected, by backend and endpoint',
+    type: 'gauge',
+    registry: this.registry,
+    collect: () => {
+      const now = Date.now();
+      return this.#endpoints().map((h) => ({
+        labels: { backend: h.backend, endpoint: h.endpoint },
+        value: h.available(now) ? 1 : 0,
+      }));
+    },
+  });
+  readonly endpointEjections = new CollectedFamily({
+    name: 'gw_endpoint_ejections_total',
+    help: 'Times an endpoint was ejected by its backend health policy, by backend and endpoint',
+    type: 'counter',
+    registry: this.registry,
+    collect: () =>
+      this.#endpoints().map((h) => ({
+        labels: { backend: h.backend, endpoint: h.endpoint },
+        value: h.ejections,
+      })),
+  });
   readonly configVersion = new Counter({
     name: 'gw_config_applied_total',
     help: 'Configuration versions applied by this worker',
@@ -73,6 +105,11 @@ export class ProxyMetrics implements RequestObserver {
   /** The series of each route, then of each backend and status under it: no key is built per request. */
   readonly #routes = new Map<string, RouteSeries>();
   readonly #tokens = new Map<string, [CounterSeries, CounterSeries]>();
+
+  /** Where the endpoint health gauges read from (the data plane's pools). */
+  watchEndpoints(endpoints: () => readonly EndpointHealth[]): void {
+    this.#endpoints = endpoints;
+  }
 
   end(req: ObservedRequest, s: RequestSummary): void {
     this.record(req.route, req.backendName, s.status, s.seconds);

@@ -134,3 +134,38 @@ export class HistogramFamily extends Family<HistogramSeries> {
     return out;
   }
 }
+
+/** A family read from live state when scraped (endpoint health) rather than bumped per request. */
+export class CollectedFamily {
+  readonly name: string;
+  readonly help: string;
+  readonly type: 'gauge' | 'counter';
+  readonly aggregator = 'sum';
+  readonly #collect: () => { labels: Labels; value: number }[];
+
+  constructor(o: {
+    name: string;
+    help: string;
+    type: 'gauge' | 'counter';
+    registry: Registry;
+    collect: () => { labels: Labels; value: number }[];
+  }) {
+    this.name = o.name;
+    this.help = o.help;
+    this.type = o.type;
+    this.#collect = o.collect;
+    o.registry.registerMetric(this as never);
+  }
+
+  async get(): Promise<{ name: string; help: string; type: string; aggregator: string; values: Value[] }> {
+    return {
+      name: this.name,
+      help: this.help,
+      type: this.type,
+      aggregator: this.aggregator,
+      values: this.#collect(),
+    };
+  }
+
+  reset(): void {}
+}

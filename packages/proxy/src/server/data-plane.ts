@@ -31,6 +31,7 @@ import { compileRules, decide, type Rule } from '../policies/authorization/decis
 import type { CompiledMatch } from '../routing/match.ts';
 import { type CompiledRoute, compileTable, type RoutingTable, selectListener } from '../routing/table.ts';
 import { TraceSource } from '../trace/source.ts';
+import { endpointHealthOf, type HealthSnapshot } from '../upstream/health.ts';
 import { PoolRegistry } from '../upstream/pools.ts';
 import type { UpgradeState } from '../upstream/upgrade.ts';
 import { BindServer, type BindSettings } from './bind-server.ts';
@@ -89,6 +90,7 @@ export class DataPlane {
     this.#opts = opts;
     setMcpLogger(opts.log);
     this.#pools = new PoolRegistry(opts.workers ?? 1);
+    opts.metrics?.watchEndpoints(() => endpointHealthOf(this.#pools));
     this.#trace = new TraceSource(opts.traceSink);
     this.#sources = [this.#trace];
   }
@@ -446,6 +448,12 @@ export class DataPlane {
 
   disarmTrace(id: number): void {
     this.#trace.disarm(id);
+  }
+
+  /** The passive health of each endpoint with a `health` policy: what /config_dump shows. */
+  endpointHealth(): HealthSnapshot[] {
+    const now = Date.now();
+    return endpointHealthOf(this.#pools).map((h) => h.snapshot(now));
   }
 
   /** In-flight requests, oldest first: what /debug/tasks shows. */

@@ -5,6 +5,7 @@ export type WorkerRequest =
   | { type: 'log-level'; filter: string }
   | { type: 'metrics' }
   | { type: 'tasks' }
+  | { type: 'health' }
   | { type: 'memory' }
   | { type: 'profile'; kind: 'cpu'; seconds: number; frequency: number }
   | { type: 'profile'; kind: 'heap' }

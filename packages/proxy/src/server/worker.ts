@@ -42,6 +42,8 @@ async function handle(req: WorkerRequest): Promise<unknown> {
       return logs.setFilter(req.filter);
     case 'metrics':
       return await metrics.registry.getMetricsAsJSON();
+    case 'health':
+      return plane.endpointHealth();
     case 'tasks':
       return { worker: data.index, inflight: plane.tasks(), resources: process.getActiveResourcesInfo() };
     case 'memory':

@@ -168,6 +168,11 @@ export class PoolRegistry {
     }
   }
 
+  /** The resources kept besides pools (an endpoint's health, an MCP backend's processes). */
+  retained(): Retained[] {
+    return [...this.#others.values()];
+  }
+
   get size(): number {
     return this.#pools.size;
   }

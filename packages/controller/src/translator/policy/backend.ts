@@ -3,6 +3,7 @@
 import { checkBackendPolicies, type FieldPath } from '@gw/api';
 import { ai } from './backend/ai.ts';
 import { auth } from './backend/auth.ts';
+import { health } from './backend/health.ts';
 import { http } from './backend/http.ts';
 import { mcp } from './backend/mcp.ts';
 import { tcp } from './backend/tcp.ts';
@@ -21,7 +22,7 @@ export const BACKEND_SECTIONS = {
   tunnel: unsupported,
   auth,
   transformation: unsupported,
-  health: unsupported,
+  health,
   ai,
   mcp,
 } satisfies SectionMap<BackendSpec, BackendPolicies>;

@@ -9,6 +9,7 @@ import { compose, type Handler, observed } from '../../pipeline/layer.ts';
 import { type Observation, observeBody, type UpstreamInfo } from '../../pipeline/observer.ts';
 import { buildBackendLayers } from '../../policies/registry.ts';
 import { connectionSpec } from '../connection.ts';
+import { type EndpointHealth, trackHealth } from '../health.ts';
 import { BACKEND_KINDS } from './registry.ts';
 import type { BackendEnv, BackendKind, BackendKindName, CompiledCall } from './types.ts';
 
@@ -23,6 +24,8 @@ export interface CompiledBackend {
   prepare: Handler | undefined;
   /** Whether the kind takes protocol upgrades (WebSocket); the others refuse them. */
   upgrades: boolean;
+  /** With a `health` policy: the endpoint's state, which takes it out of the balancing set. */
+  health?: EndpointHealth;
 }
 
 export function compileBackend(
@@ -35,11 +38,16 @@ export function compileBackend(
     ? (parseGoDuration(p.http.requestTimeout) ?? 0)
     : routeAttemptTimeoutMs;
   const kind = BACKEND_KINDS[b.target.kind] as BackendKind<BackendKindName>;
-  const compiled: CompiledCall = kind.compile(b.target as never, {
+  let compiled: CompiledCall = kind.compile(b.target as never, {
     ...env,
     connection: connectionSpec(b.policies, env.global),
     attemptTimeoutMs,
   });
+  // A kind without a fixed endpoint (dynamic, ai, mcp) is tracked as a whole.
+  const tracked = p.health
+    ? trackHealth(p.health, b.name, compiled.endpoint ?? b.name, env.pools, env.used, compiled.call)
+    : undefined;
+  if (tracked) compiled = { ...compiled, call: tracked.call };
   const info: UpstreamInfo = {
     name: b.name,
     type: compiled.type,
@@ -57,6 +65,7 @@ export function compileBackend(
     errorFormatOf: compiled.errorFormatOf,
     prepare: compiled.prepare,
     upgrades: compiled.upgrade !== undefined,
+    ...(tracked ? { health: tracked.health } : {}),
     handler: (ctx) => {
       ctx.backendName = name;
       const obs = ctx.obs;

@@ -5,11 +5,14 @@ import { GwError } from '../../errors.ts';
 import { bufferForReplay, discard } from '../../pipeline/body.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import type { Handler } from '../../pipeline/layer.ts';
+import type { EndpointHealth } from '../health.ts';
 
 export interface Choice {
   name: string;
   weight: number;
   handler: Handler;
+  /** Set when the backend has a `health` policy: while ejected it is left out of the choice. */
+  health?: EndpointHealth | undefined;
 }
 
 /** Weighted random choice; backends of weight 0 are never chosen. */
@@ -21,6 +24,7 @@ export function weighted(choices: readonly Choice[]): Handler {
     };
   }
   if (live.length === 1) return (live[0] as Choice).handler;
+  if (live.some((c) => c.health)) return healthWeighted(live);
   const total = live.reduce((s, c) => s + c.weight, 0);
   return (ctx) => {
     let n = Math.random() * total;
@@ -29,6 +33,50 @@ export function weighted(choices: readonly Choice[]): Handler {
       if (n < 0) return c.handler(ctx);
     }
     return (live[live.length - 1] as Choice).handler(ctx);
+  };
+}
+
+/**
+ * Weighted choice among the backends not ejected by their health policy. When every one is ejected
+ * the choice is made among all of them (panic mode): a guess beats failing every request, and the
+ * answers it gets keep the health state current.
+ */
+function healthWeighted(live: readonly Choice[]): Handler {
+  return (ctx) => {
+    const now = Date.now();
+    let total = 0;
+    let ejected: string[] | undefined;
+    for (const c of live) {
+      if (c.health === undefined || c.health.available(now)) total += c.weight;
+      else {
+        ejected ??= [];
+        ejected.push(c.name);
+      }
+    }
+    const panic = total === 0;
+    let n = Math.random() * (panic ? live.reduce((s, c) => s + c.weight, 0) : total);
+    let pick = live[live.length - 1] as Choice;
+    for (const c of live) {
+      if (!panic && c.health !== undefined && !c.health.available(now)) continue;
+      n -= c.weight;
+      if (n < 0) {
+        pick = c;
+        break;
+      }
+    }
+    ctx.obs?.event(
+      ctx,
+      'endpointSelection',
+      {
+        backend: pick.name,
+        endpoint: pick.health?.endpoint ?? null,
+        reason: panic ? 'all ejected: chosen among all (panic)' : ejected ? 'ejected skipped' : 'all healthy',
+        ejected: ejected ?? [],
+      },
+      null,
+      panic ? 'warn' : 'info',
+    );
+    return pick.handler(ctx);
   };
 }
 

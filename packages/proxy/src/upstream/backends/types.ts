@@ -28,6 +28,8 @@ export interface CompiledCall {
   protocol: 'http' | 'https';
   /** Where a request goes (host:port; a dynamic backend's is the request's authority). */
   target(ctx: RequestContext): string;
+  /** The one endpoint every request goes to (host:port), when the kind has one: what `health` tracks. */
+  endpoint?: string;
   /** How a client of this backend expects errors (an LLM client, a JSON-RPC client); default http. */
   errorFormat?: ErrorFormat;
   /** When the format depends on the API a request calls (an LLM backend serving several): by path. */

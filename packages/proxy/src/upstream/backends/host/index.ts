@@ -21,6 +21,7 @@ export const hostBackend: BackendKind<'host'> = {
       type: 'static',
       protocol: tls ? 'https' : 'http',
       target: () => endpoint,
+      endpoint,
       call: (ctx) => {
         if (!dispatcher) throw new GwError('GW_ERR_INTERNAL');
         return callUpstream(ctx, { dispatcher, endpoint }, timeout);

@@ -1,0 +1,234 @@
+// Passive health (the backend policy `health`), against real upstreams: an endpoint that starts
+// failing is ejected and traffic moves to the healthy one; it returns after the backoff; Retry-After
+// sets the ejection time; with every endpoint ejected requests still go out (panic mode); metrics,
+// /config_dump and the trace show it.
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { after, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ConfigDump } from '@gw/api';
+import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import { startUpstream } from '@gw/testkit/upstream';
+import { configDump } from '../admin/config-dump.ts';
+import { loadConfigText } from '../config/load.ts';
+import type { Supervisor } from '../server/supervisor.ts';
+import { EndpointHealth, retryAfterMs } from './health.ts';
+
+const cleanup: (() => Promise<unknown>)[] = [];
+after(async () => {
+  for (const c of cleanup.reverse()) await c();
+});
+
+/** An upstream whose answer the test sets: a status and headers. */
+async function switchable(name: string): Promise<{ port: number; answer: [number, Record<string, string>] }> {
+  const out = { port: 0, answer: [200, {}] as [number, Record<string, string>] };
+  const s = await startUpstream(name, (_req, res) => {
+    const [status, headers] = out.answer;
+    res.writeHead(status, { ...headers, 'x-upstream': name, 'content-length': 0 });
+    res.end();
+  });
+  cleanup.push(() => s.close());
+  out.port = s.port;
+  return out;
+}
+
+function config(ports: number[], health: string): string {
+  return `binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - backends:
+${ports.map((p) => `      - host: "127.0.0.1:${p}"\n        policies: {health: ${health}}`).join('\n')}
+`;
+}
+
+async function proxy(yaml: string): Promise<TestProxy> {
+  const p = await startProxy(yaml);
+  cleanup.push(() => p.close());
+  return p;
+}
+
+async function hits(p: TestProxy, n: number): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (let i = 0; i < n; i++) {
+    const r = await fetch(p.url('/'));
+    await r.arrayBuffer();
+    const who = `${r.headers.get('x-upstream') ?? 'none'} ${r.status}`;
+    out[who] = (out[who] ?? 0) + 1;
+  }
+  return out;
+}
+
+test('consecutive 5xx eject an endpoint; traffic moves to the healthy one; it returns after the backoff', async () => {
+  const a = await switchable('a');
+  const b = await switchable('b');
+  const p = await proxy(config([a.port, b.port], '{eviction: {consecutiveFailures: 3, duration: 1s}}'));
+
+  a.answer = [500, {}];
+  // Until three 500s in a row came from a, some requests see them; after that, none.
+  let seen500 = 0;
+  for (let i = 0; i < 200 && seen500 < 3; i++) seen500 += (await hits(p, 1))['a 500'] ?? 0;
+  assert.equal(seen500, 3);
+  assert.deepEqual(await hits(p, 30), { 'b 200': 30 }, 'a is out of the balancing set');
+
+  const [ha] = p.plane.endpointHealth();
+  assert.equal(ha?.endpoint, `127.0.0.1:${a.port}`);
+  assert.equal(ha?.healthy, false);
+  assert.equal(ha?.lastEjection, 'status 500');
+  const metrics = await p.metrics.registry.metrics();
+  assert.match(
+    metrics,
+    new RegExp(`gw_endpoint_healthy\\{backend="[^"]+",endpoint="127.0.0.1:${a.port}"\\} 0`),
+  );
+  assert.match(
+    metrics,
+    new RegExp(`gw_endpoint_healthy\\{backend="[^"]+",endpoint="127.0.0.1:${b.port}"\\} 1`),
+  );
+  assert.match(metrics, new RegExp(`gw_endpoint_ejections_total\\{[^}]*${a.port}"\\} 1`));
+
+  // The trace says which endpoint was picked and that the ejected one was skipped.
+  const tracing = p.trace();
+  await hits(p, 1);
+  const pick = (await tracing).find((e) => e.message.type === 'endpointSelection');
+  assert.equal(pick?.message.reason, 'ejected skipped');
+  assert.deepEqual(pick?.message.ejected, [ha?.backend]);
+
+  a.answer = [200, {}];
+  await sleep(Date.parse(p.plane.endpointHealth()[0]?.ejectedUntil ?? '') - Date.now() + 50);
+  const back = await hits(p, 40);
+  assert.ok((back['a 200'] ?? 0) > 0, `a is back: ${JSON.stringify(back)}`);
+  assert.equal(p.plane.endpointHealth()[0]?.healthy, true);
+});
+
+test('a connection failure counts; a success in between resets the count', async () => {
+  const b = await switchable('b');
+  // A port nothing listens on: every attempt is refused.
+  const dead = net.createServer();
+  await new Promise<void>((r) => dead.listen(0, '127.0.0.1', r));
+  const deadPort = (dead.address() as net.AddressInfo).port;
+  await new Promise((r) => dead.close(r));
+  const p = await proxy(config([deadPort, b.port], '{eviction: {consecutiveFailures: 2, duration: 10s}}'));
+  let refused = 0;
+  for (let i = 0; i < 200 && refused < 2; i++) refused += (await hits(p, 1))['none 503'] ?? 0;
+  assert.equal(refused, 2);
+  assert.deepEqual(await hits(p, 20), { 'b 200': 20 });
+  assert.equal(p.plane.endpointHealth()[0]?.lastEjection, 'GW_ERR_UPSTREAM_CONNECT');
+
+  const h = new EndpointHealth('x', 'x:1', 3, 1000);
+  h.fail(0, 'status 500');
+  h.fail(0, 'status 500');
+  h.failures = 0; // what a healthy answer does
+  h.fail(0, 'status 500');
+  assert.ok(h.available(1), 'two failures, a success, one failure: still in');
+});
+
+test('Retry-After on a 503 or 429 ejects at once for that time', async () => {
+  const a = await switchable('a');
+  const b = await switchable('b');
+  const p = await proxy(config([a.port, b.port], '{eviction: {consecutiveFailures: 5, duration: 100ms}}'));
+  a.answer = [429, { 'retry-after': '2' }];
+  let limited = 0;
+  for (let i = 0; i < 200 && limited < 1; i++) limited += (await hits(p, 1))['a 429'] ?? 0;
+  a.answer = [200, {}];
+  const [ha] = p.plane.endpointHealth();
+  assert.equal(ha?.lastEjection, '429 Retry-After');
+  const until = Date.parse(ha?.ejectedUntil ?? '');
+  assert.ok(until - Date.now() > 1500, 'ejected for about two seconds, not the 100ms duration');
+  assert.deepEqual(await hits(p, 20), { 'b 200': 20 });
+  await sleep(until - Date.now() + 50);
+  assert.ok(((await hits(p, 40))['a 200'] ?? 0) > 0, 'a is back after Retry-After');
+
+  const now = Date.parse('2026-01-01T00:00:00Z');
+  assert.equal(retryAfterMs('120', now), 120_000);
+  assert.equal(retryAfterMs('Thu, 01 Jan 2026 00:00:30 GMT', now), 30_000);
+  assert.equal(retryAfterMs('soon', now), undefined);
+});
+
+test('with every endpoint ejected, requests still go to them (panic mode) and the trace says so', async () => {
+  const a = await switchable('a');
+  const b = await switchable('b');
+  const p = await proxy(config([a.port, b.port], '{eviction: {duration: 10s}}'));
+  a.answer = [502, {}];
+  b.answer = [502, {}];
+  await hits(p, 20);
+  assert.deepEqual(
+    p.plane.endpointHealth().map((h) => h.healthy),
+    [false, false],
+  );
+  a.answer = [200, {}];
+  const tracing = p.trace();
+  const got = await hits(p, 20);
+  assert.ok((got['a 200'] ?? 0) > 0, JSON.stringify(got));
+  const pick = (await tracing).find((e) => e.message.type === 'endpointSelection');
+  assert.match(String(pick?.message.reason), /panic/);
+  assert.equal(pick?.severity, 'warn');
+});
+
+test('backoff grows with ejections in a row, capped; it starts over after a long healthy stretch', () => {
+  const h = new EndpointHealth('x', 'x:1', 1, 1000);
+  h.fail(0, 's');
+  assert.equal(h.ejectedUntil, 1000);
+  h.fail(1000, 's');
+  assert.equal(h.ejectedUntil, 3000);
+  h.fail(3000, 's');
+  assert.equal(h.ejectedUntil, 6000);
+  for (let i = 0; i < 400; i++) h.fail(h.ejectedUntil, 's');
+  const at = h.ejectedUntil;
+  h.fail(at, 's');
+  assert.equal(h.ejectedUntil - at, 300_000, 'capped at 300s');
+  const later = h.ejectedUntil + 300_001;
+  h.fail(later, 's');
+  assert.equal(h.ejectedUntil - later, 1000);
+});
+
+test('/config_dump shows the policy and each worker’s endpoint health', async () => {
+  const a = await switchable('a');
+  a.answer = [500, {}];
+  const yaml = config([a.port], '{eviction: {duration: 10s}}');
+  const p = await proxy(yaml);
+  await hits(p, 1);
+  const { ir, startup } = loadConfigText('test.yaml', yaml, process.cwd());
+  const supervisor = { ir, ports: {}, workers: [{ index: 0, version: ir.version }] } as unknown as Supervisor;
+  const dump = configDump(supervisor, startup, undefined, [p.plane.endpointHealth()]);
+  assert.deepEqual(ConfigDump.parse(dump), dump);
+  assert.deepEqual(dump.backends[0]?.policies.health, { eviction: { duration: '10s' } });
+  const [h] = dump.workers[0]?.endpointHealth ?? [];
+  assert.equal(h?.endpoint, `127.0.0.1:${a.port}`);
+  assert.equal(h?.healthy, false);
+  assert.equal(h?.ejections, 1);
+});
+
+test('the standalone schema: agentgateway field names; EWMA fields are refused by name', async () => {
+  const bad = (h: string) =>
+    assert.throws(
+      () => loadConfigText('t.yaml', config([1], h), process.cwd()),
+      /healthThreshold|restoreHealth/,
+    );
+  bad('{eviction: {healthThreshold: 50}}');
+  bad('{eviction: {restoreHealth: 100}}');
+  assert.throws(() => loadConfigText('t.yaml', config([1], '{eviction: {consecutive: 2}}'), process.cwd()));
+  const { ir } = loadConfigText(
+    't.yaml',
+    config([1], "{unhealthyExpression: 'response.code == 429'}"),
+    process.cwd(),
+  );
+  assert.ok(ir);
+});
+
+test('unhealthyExpression decides what is unhealthy: here a 429 without Retry-After, and not a 500', async () => {
+  const a = await switchable('a');
+  const b = await switchable('b');
+  const p = await proxy(
+    config([a.port, b.port], "{unhealthyExpression: 'response.code == 429', eviction: {duration: 10s}}"),
+  );
+  a.answer = [500, {}];
+  await hits(p, 20);
+  assert.equal(p.plane.endpointHealth()[0]?.healthy, true, 'a 500 is not unhealthy here');
+  a.answer = [429, {}];
+  let limited = 0;
+  for (let i = 0; i < 200 && limited < 1; i++) limited += (await hits(p, 1))['a 429'] ?? 0;
+  assert.equal(p.plane.endpointHealth()[0]?.healthy, false);
+  assert.deepEqual(await hits(p, 10), { 'b 200': 10 });
+  await assert.rejects(p.reload(config([a.port], "{unhealthyExpression: 'response.code =='}")));
+});

@@ -1,0 +1,169 @@
+// Passive health of a backend endpoint (outlier detection, the backend policy `health`): unhealthy
+// answers in a row eject the endpoint for a while, and the balancer (backends/select.ts) leaves it out
+// until it returns. State is per worker and survives reloads that keep the endpoint and its policy.
+import { parseGoDuration } from '@gw/api';
+import { type CelProgram, celTrue, compileCel } from '../cel/cel.ts';
+import type { ResolvedBackendPolicies } from '../config/ir.ts';
+import { GwError } from '../errors.ts';
+import type { Handler } from '../pipeline/layer.ts';
+import type { PoolRegistry, Retained } from './pools.ts';
+
+const DEFAULT_EJECTION_MS = 3000;
+/** Longest ejection from backoff (Envoy's max_ejection_time), unless the base duration is longer. */
+const MAX_EJECTION_MS = 300_000;
+
+/** Failures that mean the endpoint did not answer at all. */
+const CONNECTION_FAILURES = new Set([
+  'GW_ERR_UPSTREAM_CONNECT',
+  'GW_ERR_UPSTREAM_RESET',
+  'GW_ERR_UPSTREAM_TLS',
+  'GW_ERR_UPSTREAM_PROTOCOL',
+  'GW_ERR_BACKEND_TIMEOUT',
+]);
+
+export interface HealthSnapshot {
+  backend: string;
+  endpoint: string;
+  healthy: boolean;
+  consecutiveFailures: number;
+  /** ISO time the ejection ends, when ejected. */
+  ejectedUntil: string | null;
+  /** Ejections since the worker started (the backoff multiplier counts only recent ones). */
+  ejections: number;
+  lastEjection: string | null;
+}
+
+export class EndpointHealth implements Retained {
+  readonly backend: string;
+  readonly endpoint: string;
+  /** Unhealthy answers in a row; a healthy answer resets it, and that is all it does. */
+  failures = 0;
+  /** Date.now() at which an ejection ends; 0 or past: in the balancing set. */
+  ejectedUntil = 0;
+  /** Ejections in a row: the n-th lasts n times the base duration. */
+  #streak = 0;
+  #total = 0;
+  #lastReason: string | null = null;
+  readonly #threshold: number;
+  readonly #baseMs: number;
+  readonly #maxMs: number;
+
+  constructor(backend: string, endpoint: string, threshold: number, baseMs: number) {
+    this.backend = backend;
+    this.endpoint = endpoint;
+    this.#threshold = Math.max(1, threshold);
+    this.#baseMs = baseMs;
+    this.#maxMs = Math.max(MAX_EJECTION_MS, baseMs);
+  }
+
+  available(now: number): boolean {
+    return this.ejectedUntil <= now;
+  }
+
+  /** An unhealthy answer: ejects once `consecutiveFailures` came in a row. */
+  fail(now: number, reason: string): void {
+    if (++this.failures >= this.#threshold) this.eject(now, undefined, reason);
+  }
+
+  /** Ejects now: for `ms` (a Retry-After) or the backoff duration. */
+  eject(now: number, ms: number | undefined, reason: string): void {
+    // The backoff starts over once the endpoint has stayed in for the longest ejection.
+    if (now - this.ejectedUntil > this.#maxMs) this.#streak = 0;
+    this.#streak++;
+    this.#total++;
+    const backoff = Math.min(this.#baseMs * this.#streak, this.#maxMs);
+    this.ejectedUntil = now + (ms === undefined ? backoff : Math.min(ms, this.#maxMs));
+    this.failures = 0;
+    this.#lastReason = reason;
+  }
+
+  get ejections(): number {
+    return this.#total;
+  }
+
+  snapshot(now: number): HealthSnapshot {
+    const ejected = !this.available(now);
+    return {
+      backend: this.backend,
+      endpoint: this.endpoint,
+      healthy: !ejected,
+      consecutiveFailures: this.failures,
+      ejectedUntil: ejected ? new Date(this.ejectedUntil).toISOString() : null,
+      ejections: this.#total,
+      lastEjection: this.#lastReason,
+    };
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+/** Every endpoint health a worker's tables hold (the /config_dump `endpointHealth` and the metrics). */
+export function endpointHealthOf(pools: PoolRegistry): EndpointHealth[] {
+  return pools.retained().filter((r): r is EndpointHealth => r instanceof EndpointHealth);
+}
+
+/** Retry-After (seconds or an HTTP date) in ms; undefined when absent or unreadable. */
+export function retryAfterMs(value: string | string[] | undefined, now: number): number | undefined {
+  const v = Array.isArray(value) ? value[0] : value;
+  if (v === undefined) return undefined;
+  const t = v.trim();
+  if (/^\d+$/.test(t)) return Number(t) * 1000;
+  const at = Date.parse(t);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+export interface HealthTracking {
+  health: EndpointHealth;
+  /** The backend's call, reporting each answer to `health`. */
+  call: Handler;
+}
+
+/**
+ * Tracks `call`'s answers in the endpoint's health. Unhealthy: a connection failure, or a 5xx (or what
+ * `unhealthyExpression` says). A 503 or 429 with Retry-After ejects at once for that time: the endpoint
+ * said when to come back. A healthy answer only resets the failure count.
+ */
+export function trackHealth(
+  policy: NonNullable<ResolvedBackendPolicies['health']>,
+  backend: string,
+  endpoint: string,
+  pools: PoolRegistry | null,
+  used: Set<Retained>,
+  call: Handler,
+): HealthTracking {
+  const threshold = policy.eviction?.consecutiveFailures ?? 1;
+  const baseMs = parseGoDuration(policy.eviction?.duration ?? '') ?? DEFAULT_EJECTION_MS;
+  const key = `health:${JSON.stringify([backend, endpoint, threshold, baseMs])}`;
+  const create = () => new EndpointHealth(backend, endpoint, threshold, baseMs);
+  const health = pools ? pools.keep(key, create) : create();
+  used.add(health);
+  const expr: CelProgram | undefined = policy.unhealthyExpression
+    ? compileCel(policy.unhealthyExpression)
+    : undefined;
+  return {
+    health,
+    call: async (ctx) => {
+      try {
+        await call(ctx);
+      } catch (err) {
+        if (err instanceof GwError && CONNECTION_FAILURES.has(err.code)) health.fail(Date.now(), err.code);
+        throw err;
+      }
+      const res = ctx.response;
+      if (res === undefined) return;
+      const status = res.status;
+      if ((status === 503 || status === 429) && res.headers['retry-after'] !== undefined) {
+        const now = Date.now();
+        const ms = retryAfterMs(res.headers['retry-after'], now);
+        if (ms !== undefined) {
+          health.eject(now, ms, `${status} Retry-After`);
+          return;
+        }
+      }
+      if (expr ? celTrue(expr, ctx.celContext()) : status >= 500) health.fail(Date.now(), `status ${status}`);
+      else health.failures = 0;
+    },
+  };
+}
