@@ -1,6 +1,6 @@
 // A module that only some configs use, loaded the first time one does. grpc-js with the generated
 // protobuf code costs about 19 MiB of RSS in every thread that imports it (the main thread and each
-// worker), which a config without ext_authz over gRPC, a remote rate limit or xDS never needs.
+// worker), which a config without ext_authz over gRPC, ext_proc, a remote rate limit or xDS never needs.
 export class Lazy<T> {
   /** Once loaded; the hot path reads it without awaiting. */
   value: T | undefined;

@@ -462,6 +462,61 @@ export const ExtAuthz = strict({
   };
 });
 
+// agentgateway's ExtProc: Envoy ext_proc v3 over gRPC, one bidirectional stream per request.
+const EXT_PROC_BODY_MODES = ['none', 'buffered', 'bufferedPartial'] as const;
+const ExtProcBodyMode = z
+  .union([
+    z.enum(EXT_PROC_BODY_MODES),
+    NotYetValues(['fullDuplexStreamed'], 'the fullDuplexStreamed body mode'),
+  ])
+  .optional()
+  .meta({
+    description: "none, buffered or bufferedPartial (agentgateway's default, fullDuplexStreamed, not yet)",
+  });
+const ExtProcSendMode = z.enum(['send', 'skip']).optional();
+export const ExtProc = strict({
+  host: AuthzHost.optional().meta({ description: 'host:port of the external processing service' }),
+  service: NotYet('an extProc service by service reference (use host)').optional(),
+  backend: NotYet('an extProc service by backend reference (use host)').optional(),
+  policies: NotYet('policies on the extProc service').optional(),
+  failureMode: z.enum(['failClosed', 'failOpen']).optional().meta({
+    description: 'when the service fails: failClosed (default, 500) or failOpen (continue unprocessed)',
+  }),
+  metadataContext: NotYet('extProc metadataContext').optional(),
+  requestAttributes: NotYet('extProc requestAttributes').optional(),
+  responseAttributes: NotYet('extProc responseAttributes').optional(),
+  processingOptions: strict({
+    requestBodyMode: ExtProcBodyMode,
+    responseBodyMode: ExtProcBodyMode,
+    requestHeaderMode: ExtProcSendMode,
+    responseHeaderMode: ExtProcSendMode,
+    // Trailers are not sent (policies do not see them); both values are accepted.
+    requestTrailerMode: ExtProcSendMode,
+    responseTrailerMode: ExtProcSendMode,
+    allowModeOverride: z
+      .union([
+        z.literal(false),
+        z.literal(true).refine(() => false, { message: notYetMessage('extProc allowModeOverride') }),
+      ])
+      .optional(),
+  }).optional(),
+  timeout: Duration.optional().meta({ description: 'gw addition: deadline of each answer (default 200ms)' }),
+}).superRefine((e, ctx) => {
+  if (!e.host)
+    ctx.addIssue({
+      code: 'custom',
+      message: 'set host (host:port of the external processing service)',
+      path: ['host'],
+    });
+  for (const k of ['requestBodyMode', 'responseBodyMode'] as const)
+    if (e.processingOptions?.[k] === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['processingOptions', k],
+        message: `set ${k} (none, buffered or bufferedPartial): its default, fullDuplexStreamed, ${notYetMessage('').trim()}`,
+      });
+});
+
 export const LocalRateLimit = z.union([
   // agentgateway's token bucket form
   // (as agentgateway: both default to 0; a bucket of 0 tokens refuses everything, 0 per fill never refills)
@@ -678,6 +733,7 @@ export const TrafficPolicies = strict({
   basicAuth: BasicAuth.optional(),
   apiKey: ApiKeyAuth.optional(),
   extAuthz: ExtAuthz.optional(),
+  extProc: ExtProc.optional(),
   authorization: z.union([Authorization, z.array(Authorization)]).optional(),
   localRateLimit: z.union([z.array(LocalRateLimit).min(1), NotYetConditional('localRateLimit')]).optional(),
   remoteRateLimit: RemoteRateLimit.optional(),

@@ -27,7 +27,10 @@ export const POLICY_ORDER = [
   'remoteRateLimit',
   // After admission control, so a rejected or rate-limited request never costs a body read.
   'buffer',
-  // (Later: extProc and transformations, which may need the buffered body.)
+  // After admission control and buffering: the service sees only admitted requests, and a body the
+  // buffer policy already holds. Above the header modifiers, redirects and direct responses, so its
+  // response phases see what those produce. (Later: transformations.)
+  'extProc',
   // After authentication: a CSRF check on an unauthenticated request would only hide the 401.
   'csrf',
   // Header and URL changes before redirect/direct response, so those see the rewritten request.

@@ -11,6 +11,7 @@ import { csrf } from './csrf/index.ts';
 import { delay } from './delay/index.ts';
 import { directResponse } from './direct-response/index.ts';
 import { extAuthz } from './ext-authz/index.ts';
+import { extProc } from './ext-proc/index.ts';
 import { requestHeaderModifier, responseHeaderModifier } from './header-modifier/index.ts';
 import { jwtAuth } from './jwt-auth/index.ts';
 import { localRateLimit } from './local-rate-limit/index.ts';
@@ -32,6 +33,7 @@ export const POLICIES: { [K in PolicyName]: PolicyDefinition<K> } = {
   basicAuth,
   apiKey,
   extAuthz,
+  extProc,
   authorization,
   localRateLimit,
   remoteRateLimit,

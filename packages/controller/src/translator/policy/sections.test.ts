@@ -698,19 +698,49 @@ describe('traffic.rateLimit.global → remoteRateLimit', () => {
   });
 });
 
+describe('traffic.extProc → extProc', () => {
+  test('a Service over gRPC with its body modes and failure mode', () => {
+    traffic(
+      {
+        extProc: {
+          backendRef: { name: 'proc', port: 9000 },
+          failureMode: 'FailOpen',
+          requestBodyMode: 'Buffered',
+          responseBodyMode: 'BufferedPartial',
+        },
+      },
+      [service('proc', [{ port: 9000 }])],
+      {
+        extProc: {
+          host: `proc.${NS}.svc.cluster.local:9000`,
+          failureMode: 'failOpen',
+          processingOptions: { requestBodyMode: 'buffered', responseBodyMode: 'bufferedPartial' },
+        },
+      },
+    );
+  });
+
+  test('FullDuplexStreamed is named and the policy fails closed', () => {
+    traffic(
+      { extProc: { backendRef: { name: 'proc', port: 9000 }, responseBodyMode: 'FullDuplexStreamed' } },
+      [service('proc', [{ port: 9000 }])],
+      { authorization: denyAll },
+      ['traffic.extProc.responseBodyMode: FullDuplexStreamed is not supported yet: every request is denied'],
+    );
+  });
+});
+
 describe('traffic: what this build does not implement is reported, not dropped', () => {
-  test('extProc, transformation, phase PreRouting', () => {
+  test('transformation, phase PreRouting', () => {
     traffic(
       {
         phase: 'PreRouting',
-        extProc: { backendRef: { name: 'proc', port: 9000 } },
         transformation: { request: { body: 'request.body' } },
         timeouts: { request: '5s' },
       },
       [],
       { timeout: { requestTimeout: '5s' } },
       [
-        'traffic.extProc is not supported by this gw build yet',
         'traffic.transformation is not supported by this gw build yet',
         'traffic.phase PreRouting is not supported by this gw build yet',
       ],

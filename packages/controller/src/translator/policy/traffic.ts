@@ -13,6 +13,7 @@ import { csrf } from './traffic/csrf.ts';
 import { delay } from './traffic/delay.ts';
 import { directResponse } from './traffic/direct-response.ts';
 import { extAuth } from './traffic/ext-auth.ts';
+import { extProc } from './traffic/ext-proc.ts';
 import { headerModifiers } from './traffic/header-modifiers.ts';
 import { jwtAuthentication } from './traffic/jwt-authentication.ts';
 import { phase } from './traffic/phase.ts';
@@ -31,7 +32,7 @@ export const TRAFFIC_SECTIONS = {
   basicAuthentication,
   apiKeyAuthentication,
   extAuth,
-  extProc: unsupported,
+  extProc,
   rateLimit,
   buffer,
   transformation: unsupported,

@@ -1,0 +1,251 @@
+// extProc against a real Envoy ext_proc v3 server (grpc-js with the generated Envoy messages): header
+// mutations, Buffered body replacement, immediate responses, the failure modes, and the trace.
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { ConfigError } from '@gw/api';
+import { startUpstream, type TestServer } from '@gw/testkit';
+import { type ExtProcServer, type ProcessingAnswer, startExtProcServer } from '@gw/testkit/ext-proc-server';
+import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import type {
+  HttpHeaders,
+  ProcessingRequest,
+} from '@gw/xds-proto/envoy/service/ext_proc/v3/external_processor';
+import { request } from 'undici';
+import { loadConfigText } from '../../config/load.ts';
+
+const header = (h: HttpHeaders | undefined, key: string) => {
+  const v = h?.headers?.headers.find((x) => x.key === key);
+  return v ? Buffer.from(v.rawValue).toString('latin1') || v.value : undefined;
+};
+
+/** The processor: what it does depends on the request's path (first message of the stream). */
+function answer(req: ProcessingRequest, earlier: readonly ProcessingRequest[]): ProcessingAnswer | undefined {
+  const first = earlier[0] ?? req;
+  const path = first.request.case === 'requestHeaders' ? (header(first.request.value, ':path') ?? '') : '';
+  const r = req.request;
+  if (path.startsWith('/deny') && r.case === 'requestHeaders')
+    return {
+      response: {
+        case: 'immediateResponse',
+        value: {
+          status: { code: 403 },
+          headers: { setHeaders: [{ header: { key: 'x-denied-by', rawValue: Buffer.from('ext-proc') } }] },
+          body: Buffer.from('blocked by processor\n'),
+        },
+      },
+    };
+  switch (r.case) {
+    case 'requestHeaders':
+      return {
+        response: {
+          case: 'requestHeaders',
+          value: {
+            response: {
+              headerMutation: {
+                setHeaders: [{ header: { key: 'x-added', rawValue: Buffer.from('yes') } }],
+                removeHeaders: ['x-secret'],
+              },
+            },
+          },
+        },
+      };
+    case 'requestBody':
+      return {
+        response: {
+          case: 'requestBody',
+          value: {
+            response: {
+              bodyMutation: {
+                mutation: {
+                  case: 'body',
+                  value: Buffer.from(Buffer.from(r.value.body).toString().toUpperCase()),
+                },
+              },
+            },
+          },
+        },
+      };
+    case 'responseHeaders':
+      return {
+        response: {
+          case: 'responseHeaders',
+          value: {
+            response: {
+              headerMutation: {
+                setHeaders: [
+                  { header: { key: 'x-processed', rawValue: Buffer.from(header(r.value, ':status') ?? '') } },
+                ],
+              },
+            },
+          },
+        },
+      };
+    case 'responseBody':
+      return {
+        response: {
+          case: 'responseBody',
+          value: {
+            response: { bodyMutation: { mutation: { case: 'body', value: Buffer.from('replaced') } } },
+          },
+        },
+      };
+    default:
+      return undefined;
+  }
+}
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address() as { port: number };
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+let proc: ExtProcServer;
+let up: TestServer;
+let proxy: TestProxy;
+before(async () => {
+  proc = await startExtProcServer(answer);
+  up = await startUpstream();
+  const dead = `127.0.0.1:${await freePort()}`;
+  const route = (name: string, extProc: string) => `
+    - name: ${name}
+      matches: [{path: {pathPrefix: /${name}}}]
+      policies:
+        extProc: ${extProc}
+      backends: [{host: "127.0.0.1:${up.port}"}]`;
+  const modes = (req: string, res: string) => `{requestBodyMode: ${req}, responseBodyMode: ${res}}`;
+  proxy = await startProxy(`binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:${route('headers', `{host: "${proc.host}", timeout: 5s, processingOptions: ${modes('none', 'none')}}`)}${route(
+    'body',
+    `{host: "${proc.host}", timeout: 5s, processingOptions: ${modes('buffered', 'buffered')}}`,
+  )}${route('deny', `{host: "${proc.host}", timeout: 5s, processingOptions: ${modes('none', 'none')}}`)}${route(
+    'down-closed',
+    `{host: "${dead}", processingOptions: ${modes('none', 'none')}}`,
+  )}${route('down-open', `{host: "${dead}", failureMode: failOpen, processingOptions: ${modes('none', 'none')}}`)}
+`);
+});
+after(async () => {
+  await proxy.close();
+  await up.close();
+  await proc.close();
+});
+
+async function call(path: string, headers: Record<string, string> = {}, body?: string) {
+  const r = await request(proxy.url(path), {
+    method: body === undefined ? 'GET' : 'POST',
+    headers,
+    body: body ?? null,
+  });
+  return { status: r.statusCode, headers: r.headers, text: await r.body.text() };
+}
+
+describe('extProc against a real ext_proc v3 server', () => {
+  test('request and response header mutations; the processor sees the pseudo-headers', async () => {
+    const r = await call('/headers/a?x=1', { 'x-secret': 's', 'x-keep': 'k' });
+    assert.equal(r.status, 200);
+    const echo = JSON.parse(r.text) as { headers: Record<string, string> };
+    assert.equal(echo.headers['x-added'], 'yes');
+    assert.equal(echo.headers['x-secret'], undefined);
+    assert.equal(echo.headers['x-keep'], 'k');
+    assert.equal(r.headers['x-processed'], '200');
+    const s = proc.streams.at(-1) as ProcessingRequest[];
+    assert.deepEqual(
+      s.map((m) => m.request.case),
+      ['requestHeaders', 'responseHeaders'],
+    );
+    const h = s[0]?.request.value as HttpHeaders;
+    assert.equal(header(h, ':method'), 'GET');
+    assert.equal(header(h, ':path'), '/headers/a?x=1');
+    assert.equal(header(h, 'x-keep'), 'k');
+    assert.equal(h.endOfStream, true);
+  });
+
+  test('Buffered bodies: the processor replaces the request body and the response body', async () => {
+    const r = await call('/body', { 'content-type': 'text/plain' }, 'hello processor');
+    assert.equal(r.status, 200);
+    assert.equal(r.text, 'replaced');
+    assert.equal(r.headers['content-length'], '8');
+    // The upstream got the upper-cased body (its echo was then replaced on the way back).
+    assert.equal(up.seen.at(-1)?.body, 'HELLO PROCESSOR');
+    const s = proc.streams.at(-1) as ProcessingRequest[];
+    assert.deepEqual(
+      s.map((m) => m.request.case),
+      ['requestHeaders', 'requestBody', 'responseHeaders', 'responseBody'],
+    );
+    const body = s[1]?.request.value as { body: Uint8Array; endOfStream: boolean };
+    assert.equal(Buffer.from(body.body).toString(), 'hello processor');
+    assert.equal(body.endOfStream, true);
+  });
+
+  test('an immediate response ends the request: status, headers and body from the processor', async () => {
+    const before = up.seen.length;
+    const r = await call('/deny', {}, 'not sent');
+    assert.equal(r.status, 403);
+    assert.equal(r.headers['x-denied-by'], 'ext-proc');
+    assert.equal(r.text, 'blocked by processor\n');
+    assert.equal(up.seen.length, before);
+  });
+
+  test('processor unavailable: failClosed answers 500, failOpen passes unprocessed', async () => {
+    const closed = await call('/down-closed');
+    assert.equal(closed.status, 500);
+    const open = await call('/down-open', { 'x-secret': 's' });
+    assert.equal(open.status, 200);
+    const echo = JSON.parse(open.text) as { headers: Record<string, string> };
+    assert.equal(echo.headers['x-secret'], 's');
+    assert.equal(echo.headers['x-added'], undefined);
+  });
+
+  test('the trace shows each phase', async () => {
+    const t = proxy.trace();
+    await call('/body', {}, 'abc');
+    const events = (await t).map((e) => e.message).filter((m) => m.type === 'extProc');
+    assert.deepEqual(
+      events.map((m) => [m.phase, m.result]),
+      [
+        ['requestHeaders', 'continue'],
+        ['requestBody', 'continue'],
+        ['responseHeaders', 'continue'],
+        ['responseBody', 'continue'],
+      ],
+    );
+    assert.equal(events[1]?.bodyMutation, 'body');
+  });
+});
+
+describe('extProc config', () => {
+  const load = (extProc: string) =>
+    loadConfigText(
+      't.yaml',
+      `binds: [{port: 8080, listeners: [{routes: [{policies: {extProc: ${extProc}}, backends: [{host: "127.0.0.1:1"}]}]}]}]`,
+      process.cwd(),
+    );
+  test('fullDuplexStreamed (also as the default) and allowModeOverride are refused by name', () => {
+    assert.throws(
+      () =>
+        load(
+          '{host: "127.0.0.1:9", processingOptions: {requestBodyMode: fullDuplexStreamed, responseBodyMode: none}}',
+        ),
+      (e: unknown) =>
+        e instanceof ConfigError && /fullDuplexStreamed body mode is not supported/.test(e.message),
+    );
+    assert.throws(
+      () => load('{host: "127.0.0.1:9"}'),
+      (e: unknown) =>
+        e instanceof ConfigError && /its default, fullDuplexStreamed, is not supported/.test(e.message),
+    );
+    assert.throws(
+      () =>
+        load(
+          '{host: "127.0.0.1:9", processingOptions: {requestBodyMode: none, responseBodyMode: none, allowModeOverride: true}}',
+        ),
+      (e: unknown) => e instanceof ConfigError && /allowModeOverride is not supported/.test(e.message),
+    );
+  });
+});

@@ -1,0 +1,69 @@
+// A real Envoy ext_proc v3 gRPC server (grpc-js, the generated protobuf-es messages) on loopback port
+// 0. Each ProcessingRequest of a Process stream is answered by the test's function (or not at all,
+// when it returns undefined); every stream's requests are kept for asserts.
+import { create, type MessageInitShape } from '@bufbuild/protobuf';
+import { Server, ServerCredentials, type ServerDuplexStream, type ServiceDefinition } from '@grpc/grpc-js';
+import {
+  ExternalProcessor,
+  type ProcessingRequest,
+  type ProcessingResponse,
+  ProcessingResponseSchema,
+} from '@gw/xds-proto/envoy/service/ext_proc/v3/external_processor';
+import { grpcMethod } from '@gw/xds-proto/grpc';
+
+const ExternalProcessorService = {
+  process: grpcMethod(ExternalProcessor.method.process),
+} satisfies ServiceDefinition;
+
+export type ProcessingAnswer = MessageInitShape<typeof ProcessingResponseSchema>;
+
+export interface ExtProcServer {
+  port: number;
+  /** `127.0.0.1:<port>`, for `extProc.host`. */
+  host: string;
+  /** Each stream's requests, in order; newest stream last. */
+  streams: ProcessingRequest[][];
+  close(): Promise<void>;
+}
+
+/** `answer` gets each request and the ones before it on the same stream. */
+export async function startExtProcServer(
+  answer: (
+    req: ProcessingRequest,
+    earlier: readonly ProcessingRequest[],
+  ) => ProcessingAnswer | undefined | Promise<ProcessingAnswer | undefined>,
+): Promise<ExtProcServer> {
+  const streams: ProcessingRequest[][] = [];
+  const server = new Server();
+  server.addService(ExternalProcessorService, {
+    process(call: ServerDuplexStream<ProcessingRequest, ProcessingResponse>) {
+      const seen: ProcessingRequest[] = [];
+      streams.push(seen);
+      call.on('data', (req: ProcessingRequest) => {
+        const earlier = [...seen];
+        seen.push(req);
+        Promise.resolve(answer(req, earlier)).then(
+          (a) => {
+            if (a) call.write(create(ProcessingResponseSchema, a));
+          },
+          (err: Error) => call.destroy(err),
+        );
+      });
+      call.on('end', () => call.end());
+      call.on('error', () => {});
+    },
+  });
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
+  );
+  return {
+    port,
+    host: `127.0.0.1:${port}`,
+    streams,
+    close: async () => {
+      server.forceShutdown();
+    },
+  };
+}
