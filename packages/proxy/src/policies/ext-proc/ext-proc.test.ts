@@ -24,6 +24,8 @@ function answer(req: ProcessingRequest, earlier: readonly ProcessingRequest[]): 
   const first = earlier[0] ?? req;
   const path = first.request.case === 'requestHeaders' ? (header(first.request.value, ':path') ?? '') : '';
   const r = req.request;
+  // No answer to the response headers: the message timeout fails the request on the way back.
+  if (path.startsWith('/mute-response') && r.case === 'responseHeaders') return undefined;
   if (path.startsWith('/deny') && r.case === 'requestHeaders')
     return {
       response: {
@@ -127,7 +129,7 @@ before(async () => {
   )}${route('deny', `{host: "${proc.host}", timeout: 5s, processingOptions: ${modes('none', 'none')}}`)}${route(
     'down-closed',
     `{host: "${dead}", processingOptions: ${modes('none', 'none')}}`,
-  )}${route('down-open', `{host: "${dead}", failureMode: failOpen, processingOptions: ${modes('none', 'none')}}`)}
+  )}${route('mute-response', `{host: "${proc.host}", timeout: 200ms, processingOptions: ${modes('none', 'none')}}`)}${route('down-open', `{host: "${dead}", failureMode: failOpen, processingOptions: ${modes('none', 'none')}}`)}
 `);
 });
 after(async () => {
@@ -200,6 +202,12 @@ describe('extProc against a real ext_proc v3 server', () => {
     const echo = JSON.parse(open.text) as { headers: Record<string, string> };
     assert.equal(echo.headers['x-secret'], 's');
     assert.equal(echo.headers['x-added'], undefined);
+  });
+
+  test('no answer to the response headers under failClosed: 500 instead of the upstream answer', async () => {
+    const r = await call('/mute-response');
+    assert.equal(r.status, 500);
+    assert.doesNotMatch(r.text, /"path"/);
   });
 
   test('the trace shows each phase', async () => {

@@ -41,6 +41,7 @@ export const extProc: PolicyDefinition<'extProc'> = {
       const m = grpc.value ?? (await grpc.ready);
       const stream = new m.ProcessStream(host, timeoutMs, ctx.signal);
       let live = true;
+      let failing: (() => void) | undefined;
       /** One phase: its answer, or undefined when the service is out of the picture. */
       const exchange = async (phase: Phase, send: () => Parameters<ProcessStream['exchange']>[1]) => {
         if (!live) return undefined;
@@ -125,6 +126,12 @@ export const extProc: PolicyDefinition<'extProc'> = {
 
         const res = ctx.response;
         if (!res || !live) return;
+        // Failing closed on the way back: the upstream's answer is dropped for the error's (as buffer).
+        failing = () => {
+          if (ctx.response !== res) return;
+          discard(res.body);
+          ctx.response = undefined;
+        };
         // Response headers.
         if (resHeaders) {
           const a = await exchange('responseHeaders', () => ({
@@ -168,6 +175,9 @@ export const extProc: PolicyDefinition<'extProc'> = {
               );
           }
         }
+      } catch (err) {
+        failing?.();
+        throw err;
       } finally {
         if (live) stream.end();
         else stream.close();
