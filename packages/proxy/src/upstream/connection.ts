@@ -22,6 +22,8 @@ export function connectionSpec(p: ResolvedBackendPolicies, global: GlobalIR): Om
         }
       : global.keepalive,
     allowH2: p.http?.version === 'HTTP2' || (tls?.alpn?.includes('h2') ?? false),
+    // Without TLS there is no ALPN to agree on HTTP/2: the upstream must speak it from the first byte.
+    ...(p.http?.version === 'HTTP2' && !tls ? { h2c: true } : {}),
     ...(tls ? { tls } : {}),
   };
 }

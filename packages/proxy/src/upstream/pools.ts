@@ -14,6 +14,8 @@ export interface PoolSpec {
   maxConnections: number | null;
   keepalive: GlobalIR['keepalive'];
   allowH2: boolean;
+  /** HTTP/2 over plain text by prior knowledge (http.version HTTP2 without TLS). */
+  h2c?: boolean;
 }
 
 export function poolKey(spec: PoolSpec): string {
@@ -32,6 +34,7 @@ export function createPool(spec: PoolSpec): Pool {
     keepAliveInitialDelay: spec.keepalive.timeMs,
   };
   if (spec.socketPath) connect.socketPath = spec.socketPath;
+  if (spec.h2c) connect.useH2c = true;
   if (tls) Object.assign(connect, tlsConnectOptions(tls, spec.allowH2));
   return new Pool(spec.origin, {
     connect: withConnectTimeout(buildConnector(connect), spec.connectTimeoutMs, spec.socketPath),
