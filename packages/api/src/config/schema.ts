@@ -793,6 +793,12 @@ export const RouteBackend = z.union([
     weight: z.number().int().min(0).optional(),
     policies: BackendPolicies.optional(),
   }),
+  strict({
+    routeGroup: NotYet('the routeGroup backend (route delegation to routeGroups)'),
+    // refused as a whole, so the rest is not described again
+    weight: z.unknown().optional(),
+    policies: z.unknown().optional(),
+  }).transform((v) => v as never),
 ]);
 
 export const NamedBackend = z.union([
@@ -1700,6 +1706,7 @@ export const ConfigFile = strict({
   llm: LlmConfig.optional(),
   mcp: NotYet('mcp').optional(),
   tcpRoutes: NotYet('tcpRoutes').optional(),
+  routeGroups: NotYet('routeGroups').optional(),
 });
 
 export type ConfigFile = z.infer<typeof ConfigFile>;

@@ -245,3 +245,19 @@ policies:
     assert.match(set as string, NOT_YET);
   });
 });
+
+describe('routeGroups', () => {
+  test('route delegation is refused by name: the top-level list and the routeGroup backend', () => {
+    assert.deepEqual(issues('routeGroups: [{name: g, routes: []}]\nbinds: []\n'), [
+      '1:1 routeGroups: routeGroups is not supported by this build of gw yet',
+    ]);
+    const [backend] = issues(
+      'binds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends: [{routeGroup: g}]\n',
+    );
+    assert.match(
+      backend as string,
+      /^5:\d+ binds\[0\]\.listeners\[0\]\.routes\[0\]\.backends\[0\]\.routeGroup: /,
+    );
+    assert.match(backend as string, NOT_YET);
+  });
+});
