@@ -1,8 +1,9 @@
 // Backend connection settings against real upstreams: http.version picks HTTP/1.1, HTTP/2 over TLS
-// (ALPN) or h2c (HTTP/2 by prior knowledge over plain text); http.requestTimeout cuts a slow answer.
+// (ALPN) or h2c (HTTP/2 by prior knowledge over plain text); http.requestTimeout cuts a slow answer;
+// tcp.keepalives reach the socket.
 import assert from 'node:assert/strict';
 import http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { makeTestPki, type TestPki } from '@gw/testkit/tls';
@@ -76,4 +77,22 @@ test('http.requestTimeout cuts a slow answer with 504', async () => {
   const r = await fetch(p.url('/slow'));
   assert.equal(r.status, 504);
   assert.ok(performance.now() - start < 900);
+});
+
+test('tcp.keepalives: idle time, probe interval and probe count are set on each upstream socket', async (t) => {
+  const calls: unknown[][] = [];
+  const original = net.Socket.prototype.setKeepAlive;
+  t.mock.method(net.Socket.prototype, 'setKeepAlive', function (this: net.Socket, ...args: unknown[]) {
+    calls.push(args);
+    return original.apply(this, args as Parameters<typeof original>);
+  });
+  const p = await proxyTo(
+    portOf(h2tls),
+    `{${tls()}, tcp: {keepalives: {time: 30s, interval: 5s, retries: 3}, connectTimeout: 2s}}`,
+  );
+  assert.equal((await fetch(p.url('/'))).status, 200);
+  assert.ok(
+    calls.some((c) => c[0] === true && c[1] === 30_000 && c[2] === 5000 && c[3] === 3),
+    JSON.stringify(calls),
+  );
 });

@@ -37,7 +37,11 @@ export function createPool(spec: PoolSpec): Pool {
   if (spec.h2c) connect.useH2c = true;
   if (tls) Object.assign(connect, tlsConnectOptions(tls, spec.allowH2));
   return new Pool(spec.origin, {
-    connect: withConnectTimeout(buildConnector(connect), spec.connectTimeoutMs, spec.socketPath),
+    connect: withConnectTimeout(
+      withKeepaliveProbes(buildConnector(connect), spec.keepalive, spec.socketPath),
+      spec.connectTimeoutMs,
+      spec.socketPath,
+    ),
     connections: spec.maxConnections,
     keepAliveTimeout: spec.idleTimeoutMs,
     keepAliveMaxTimeout: spec.idleTimeoutMs,
@@ -76,6 +80,25 @@ export function tlsConnectOptions(
     connect.checkServerIdentity = (_h: string, cert: PeerCertificate) => checkServerIdentity(host, cert);
   }
   return connect;
+}
+
+/**
+ * undici sets only keepalive's idle time; the probe interval and count (tcp.keepalives interval and
+ * retries) are set on each new socket, so a dead peer is found after time + interval × retries.
+ */
+function withKeepaliveProbes(
+  connect: buildConnector.connector,
+  ka: PoolSpec['keepalive'],
+  socketPath: string | undefined,
+): buildConnector.connector {
+  if (!ka.enabled || socketPath) return connect;
+  const open = connect as (o: buildConnector.Options, cb: buildConnector.Callback) => Socket | undefined;
+  return ((opts: buildConnector.Options, callback: buildConnector.Callback) =>
+    open(opts, (...args) => {
+      // Under a second the kernel's unit would round the interval to 0, which it refuses.
+      args[1]?.setKeepAlive(true, ka.timeMs, ka.intervalMs >= 1000 ? ka.intervalMs : undefined, ka.retries);
+      callback(...args);
+    })) as buildConnector.connector;
 }
 
 /**
