@@ -867,7 +867,7 @@ describe('backend → BackendPolicies', () => {
       backendSpec({
         tunnel: { url: 'http://proxy.example:3128' },
         auth: { gcp: {} },
-        health: { passive: {} },
+        health: { active: {} },
         transformation: { request: { body: '"x"' } },
         tls: { certificateSource: 'SPIFFE', keyExchangeGroups: ['X25519'] },
       }),
@@ -878,10 +878,10 @@ describe('backend → BackendPolicies', () => {
       problems: [
         'backend.tunnel is not supported by this gw build yet',
         'backend.transformation is not supported by this gw build yet',
-        'backend.health is not supported by this gw build yet',
         'backend.tls.keyExchangeGroups is not supported by this gw build yet',
         'backend.tls.certificateSource SPIFFE is not supported by this gw build yet',
         'backend.auth.gcp is not supported by this gw build yet',
+        'backend.health.active is not supported by this gw build yet',
       ],
       invalid: [],
       failClosed: true,
