@@ -2,7 +2,7 @@
 // aws), plus connection and AI/MCP policies that win over a GwPolicy setting the same field.
 // Spec: "GwBackend specifics", "Backend connection settings".
 import { z } from 'zod';
-import { atLeastOne, exactlyOne, mapList, obj, rules, setList } from './kube.ts';
+import { atLeastOne, exactlyOne, mapList, obj, rules } from './kube.ts';
 import { BackendFull, BackendWithAI, FailureMode } from './policy-blocks.ts';
 import {
   Conditions,

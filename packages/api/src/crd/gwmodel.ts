@@ -4,7 +4,7 @@
 
 import { z } from 'zod';
 import { BEDROCK_REGION_PATTERN, CustomFormats } from './gwbackend.ts';
-import { exactlyOne, obj, rules, setList } from './kube.ts';
+import { exactlyOne, obj, rules } from './kube.ts';
 import { BackendWithAI } from './policy-blocks.ts';
 import {
   CELExpression,

@@ -3,16 +3,7 @@
 // overlays of the generated objects. Spec: "GwParameters (data-plane provisioning) fields".
 import { z } from 'zod';
 import { JsonObject, maxEntries, obj, rules, setList } from './kube.ts';
-import {
-  Conditions,
-  Duration,
-  Labels,
-  LongString,
-  ObjectName,
-  ShortString,
-  SNI,
-  URL_PATTERN,
-} from './types.ts';
+import { Conditions, Labels, LongString, ObjectName, ShortString, SNI, URL_PATTERN } from './types.ts';
 
 // ---------- logging ----------
 const LOG_LEVEL = '(off|error|warn|info|debug|trace)';
