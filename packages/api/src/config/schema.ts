@@ -494,10 +494,8 @@ export const ExtProc = strict({
     requestTrailerMode: ExtProcSendMode,
     responseTrailerMode: ExtProcSendMode,
     allowModeOverride: z
-      .union([
-        z.literal(false),
-        z.literal(true).refine(() => false, { message: notYetMessage('extProc allowModeOverride') }),
-      ])
+      .boolean()
+      .refine((v) => !v, { message: notYetMessage('extProc allowModeOverride') })
       .optional(),
   }).optional(),
   timeout: Duration.optional().meta({ description: 'gw addition: deadline of each answer (default 200ms)' }),
