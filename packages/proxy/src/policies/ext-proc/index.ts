@@ -70,6 +70,33 @@ export const extProc: PolicyDefinition<'extProc'> = {
         ctx.obs?.event(ctx, 'extProc', fields, start, a.kind === 'immediate' ? 'warn' : undefined);
         return a;
       };
+      /**
+       * One body phase: what the mode takes of the body goes to the service, and its answer applies.
+       * The body is put back whole (taken part, then the rest); a replacement covers the part sent,
+       * and what was not sent follows it.
+       */
+      const bodyPhase = async (
+        phase: 'requestBody' | 'responseBody',
+        headers: Headers,
+        current: Exclude<Body, null>,
+        mode: BodyMode,
+        set: (b: Body) => void,
+      ) => {
+        const tooLarge = phase === 'requestBody' ? 'GW_ERR_REQUEST_TOO_LARGE' : 'GW_ERR_RESPONSE_TOO_LARGE';
+        const body = await take(current, headers, mode, limit, tooLarge);
+        const a = await exchange(phase, () => ({
+          case: phase,
+          value: { body: body.data, endOfStream: body.rest === null },
+        }));
+        set(body.rest ? prepend([body.data], body.rest) : body.data);
+        if (a?.kind === 'continue') {
+          m.applyMutation(headers, a.common?.headerMutation);
+          const b = m.bodyMutation(a.common);
+          if (b !== undefined)
+            setBody(headers, body.rest ? prepend([b ?? Buffer.alloc(0)], body.rest) : b, set);
+        }
+        return a;
+      };
       /** An immediate response ends the request here; the service's part is over. */
       const respond = (r: ProxyResponse) => {
         live = false;
@@ -102,24 +129,8 @@ export const extProc: PolicyDefinition<'extProc'> = {
         }
         // Request body.
         if (reqBody !== 'none' && ctx.body !== null && live) {
-          const body = await take(ctx.body, ctx.headers, reqBody, limit, 'GW_ERR_REQUEST_TOO_LARGE');
-          const a = await exchange('requestBody', () => ({
-            case: 'requestBody',
-            value: { body: body.data, endOfStream: body.rest === null },
-          }));
-          ctx.body = body.rest ? prepend([body.data], body.rest) : body.data;
+          const a = await bodyPhase('requestBody', ctx.headers, ctx.body, reqBody, (x) => (ctx.body = x));
           if (a?.kind === 'immediate') return respond(a.response);
-          if (a?.kind === 'continue') {
-            m.applyMutation(ctx.headers, a.common?.headerMutation);
-            const b = m.bodyMutation(a.common);
-            // A replacement covers what was sent; what was not sent follows it.
-            if (b !== undefined)
-              setBody(
-                ctx.headers,
-                body.rest ? prepend([b ?? Buffer.alloc(0)], body.rest) : b,
-                (x) => (ctx.body = x),
-              );
-          }
         }
 
         await next(ctx);
@@ -153,26 +164,11 @@ export const extProc: PolicyDefinition<'extProc'> = {
         }
         // Response body.
         if (resBody !== 'none' && res.body !== null && live) {
-          const body = await take(res.body, res.headers, resBody, limit, 'GW_ERR_RESPONSE_TOO_LARGE');
-          const a = await exchange('responseBody', () => ({
-            case: 'responseBody',
-            value: { body: body.data, endOfStream: body.rest === null },
-          }));
-          res.body = body.rest ? prepend([body.data], body.rest) : body.data;
+          const a = await bodyPhase('responseBody', res.headers, res.body, resBody, (x) => (res.body = x));
           if (a?.kind === 'immediate') {
             discard(res.body);
             ctx.response = a.response;
             return;
-          }
-          if (a?.kind === 'continue') {
-            m.applyMutation(res.headers, a.common?.headerMutation);
-            const b = m.bodyMutation(a.common);
-            if (b !== undefined)
-              setBody(
-                res.headers,
-                body.rest ? prepend([b ?? Buffer.alloc(0)], body.rest) : b,
-                (x) => (res.body = x),
-              );
           }
         }
       } catch (err) {
