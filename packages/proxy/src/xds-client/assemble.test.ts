@@ -195,52 +195,25 @@ describe('assembleConfig', () => {
         }),
       ],
     ]);
-    const file = loadConfigObject(
-      'gw.yaml',
+    const file = fileWithRoute('ns/tools', {}, [
       {
-        binds: [
-          {
-            port: 8080,
-            listeners: [
-              {
-                name: 'http',
-                gatewayName: 'ns/gw',
-                protocol: 'HTTP',
-                routes: [
-                  {
-                    name: 'web',
-                    namespace: 'ns',
-                    ruleName: '0',
-                    matches: [{ path: { pathPrefix: '/' } }],
-                    backends: [{ weight: 1, backend: 'ns/tools' }],
-                  },
-                ],
-              },
-            ],
-          },
-        ],
-        backends: [
-          {
-            name: 'ns/tools',
-            mcp: {
-              targets: [
-                { name: 'everything', mcp: { host: '127.0.0.1', port: 3001 } },
-                {
-                  name: 'legacy',
-                  sse: { host: '10.0.0.7', port: 8000, path: '/events' },
-                  policies: { http: { requestTimeout: '5s' }, mcpAuthorization: rules },
-                },
-              ],
-              sessionRouting: 'Stateless',
-              failureMode: 'FailOpen',
-              prefixMode: 'Always',
+        name: 'ns/tools',
+        mcp: {
+          targets: [
+            { name: 'everything', mcp: { host: '127.0.0.1', port: 3001 } },
+            {
+              name: 'legacy',
+              sse: { host: '10.0.0.7', port: 8000, path: '/events' },
+              policies: { http: { requestTimeout: '5s' }, mcpAuthorization: rules },
             },
-            policies: { mcpAuthorization: { rules: ['true'] }, mcpGuardrails: guards },
-          },
-        ],
+          ],
+          sessionRouting: 'Stateless',
+          failureMode: 'FailOpen',
+          prefixMode: 'Always',
+        },
+        policies: { mcpAuthorization: { rules: ['true'] }, mcpGuardrails: guards },
       },
-      process.cwd(),
-    ).ir;
+    ]);
     const target = (ir: typeof file) => ir.binds[0]?.listeners[0]?.routes[0]?.backends[0]?.target;
     const t = target(viaXds);
     assert.deepEqual(t, target(file));
@@ -286,37 +259,9 @@ describe('assembleConfig', () => {
         }),
       ],
     ]);
-    const file = loadConfigObject(
-      'gw.yaml',
-      {
-        binds: [
-          {
-            port: 8080,
-            listeners: [
-              {
-                name: 'http',
-                gatewayName: 'ns/gw',
-                protocol: 'HTTP',
-                routes: [
-                  {
-                    name: 'web',
-                    namespace: 'ns',
-                    ruleName: '0',
-                    matches: [{ path: { pathPrefix: '/' } }],
-                    policies: { a2a: {} },
-                    backends: [{ weight: 1, backend: 'ns/agent' }],
-                  },
-                ],
-              },
-            ],
-          },
-        ],
-        backends: [
-          { name: 'ns/agent', host: 'agent.agents.svc:9999', policies: { http: { requestTimeout: '5s' } } },
-        ],
-      },
-      process.cwd(),
-    ).ir;
+    const file = fileWithRoute('ns/agent', { a2a: {} }, [
+      { name: 'ns/agent', host: 'agent.agents.svc:9999', policies: { http: { requestTimeout: '5s' } } },
+    ]);
     const backend = (ir: typeof file) => ir.binds[0]?.listeners[0]?.routes[0]?.backends[0];
     assert.deepEqual(backend(viaXds), backend(file));
     assert.deepEqual(backend(viaXds)?.target, { kind: 'a2a', host: 'agent.agents.svc', port: 9999 });
@@ -362,3 +307,36 @@ describe('assembleConfig', () => {
     ]);
   });
 });
+
+/** The standalone file a route resource to one backend stands for: the IR the xDS path must match. */
+function fileWithRoute(backend: string, policies: Record<string, unknown>, backends: unknown[]) {
+  return loadConfigObject(
+    'gw.yaml',
+    {
+      binds: [
+        {
+          port: 8080,
+          listeners: [
+            {
+              name: 'http',
+              gatewayName: 'ns/gw',
+              protocol: 'HTTP',
+              routes: [
+                {
+                  name: 'web',
+                  namespace: 'ns',
+                  ruleName: '0',
+                  matches: [{ path: { pathPrefix: '/' } }],
+                  ...(Object.keys(policies).length > 0 ? { policies } : {}),
+                  backends: [{ weight: 1, backend }],
+                },
+              ],
+            },
+          ],
+        },
+      ],
+      backends,
+    },
+    process.cwd(),
+  ).ir;
+}
