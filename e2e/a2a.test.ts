@@ -4,8 +4,6 @@
 // names the proxy), sends a message and streams one there. The proxy's access log and metrics name
 // each call; the GwBackend's status reads back Accepted.
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { AGENT_PATH, a2aClient, startAgent, type TestAgent, userText } from '@gw/proxy/a2a/test-support';
 import { type KubeHarness, startKube } from '@gw/testkit';
@@ -13,10 +11,12 @@ import { gatewayYaml } from './support/controller-e2e.ts';
 import {
   type ControllerProcess,
   kubectlOk,
+  serviceAccountTokenFile,
   startController,
+  startXdsProxy,
   untilWithLogs,
 } from './support/controller-process.ts';
-import { cleanupGw, freePort, type GwProcess, startGw } from './support/gw-process.ts';
+import { cleanupGw, freePort, type GwProcess } from './support/gw-process.ts';
 
 let kube: KubeHarness;
 let agent: TestAgent;
@@ -64,16 +64,7 @@ describe('an a2a GwBackend through the controller', () => {
       ['apply', '--server-side', '-f', '-'],
       `${gatewayYaml('default', proxyPort)}\n---${backendYaml()}`,
     );
-    await kubectl(['create', 'serviceaccount', 'edge', '-n', 'default']);
-    const tokenFile = join(kube.dir, 'edge.token');
-    writeFileSync(tokenFile, (await kubectl(['create', 'token', 'edge', '-n', 'default'])).trim());
-    gw = await startGw({
-      args: [
-        ...['--xds-address', `http://127.0.0.1:${controller.xdsPort}`, '--gateway', 'default/edge'],
-        ...['--xds-token-file', tokenFile, '--admin-addr', '127.0.0.1:0'],
-        ...['--stats-addr', '127.0.0.1:0', '--readiness-addr', '127.0.0.1:0'],
-      ],
-    });
+    gw = await startXdsProxy(controller, await serviceAccountTokenFile(kube, 'edge'));
     const gateway = `http://127.0.0.1:${proxyPort}`;
     const card = await until('the rewritten card through the proxy', async () => {
       const r = await fetch(`${gateway}/.well-known/agent-card.json`, {

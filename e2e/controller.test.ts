@@ -36,9 +36,10 @@ import {
   type ControllerProcess,
   kubectlOk,
   startController,
+  startXdsProxy,
   untilWithLogs,
 } from './support/controller-process.ts';
-import { cleanupGw, freePort, type GwProcess, startGw } from './support/gw-process.ts';
+import { cleanupGw, freePort, type GwProcess } from './support/gw-process.ts';
 
 let kube: KubeHarness;
 let upstream: TestServer;
@@ -54,23 +55,7 @@ const steps: Steps = { ns: 'default', kubectl, until, get };
 
 /** `bin/gw` in xDS mode for Gateway default/edge, presenting the token in `tokenFile`. */
 const startProxy = (tokenFile: string, opts: { waitReady?: boolean } = {}) =>
-  startGw({
-    args: [
-      '--xds-address',
-      `http://127.0.0.1:${controller.xdsPort}`,
-      '--gateway',
-      'default/edge',
-      '--xds-token-file',
-      tokenFile,
-      '--admin-addr',
-      '127.0.0.1:0',
-      '--stats-addr',
-      '127.0.0.1:0',
-      '--readiness-addr',
-      '127.0.0.1:0',
-    ],
-    ...opts,
-  });
+  startXdsProxy(controller, tokenFile, opts);
 
 const manifests = () => `${gatewayYaml('default', proxyPort)}
 ---

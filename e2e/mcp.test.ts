@@ -7,10 +7,8 @@
 // guardrail processors on the whole backend has a processor refuse a call. Status is read back with
 // kubectl.
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { connectClient, startEverythingHttp, textOf } from '@gw/proxy/mcp/test-support';
 import { type KubeHarness, startKube } from '@gw/testkit';
@@ -18,10 +16,12 @@ import { gatewayYaml } from './support/controller-e2e.ts';
 import {
   type ControllerProcess,
   kubectlOk,
+  serviceAccountTokenFile,
   startController,
+  startXdsProxy,
   untilWithLogs,
 } from './support/controller-process.ts';
-import { cleanupGw, freePort, type GwProcess, startGw } from './support/gw-process.ts';
+import { cleanupGw, freePort, type GwProcess } from './support/gw-process.ts';
 
 let kube: KubeHarness;
 let everything: Awaited<ReturnType<typeof startEverythingHttp>>;
@@ -114,16 +114,7 @@ describe('an mcp GwBackend through the controller', () => {
       ['apply', '--server-side', '-f', '-'],
       `${gatewayYaml('default', proxyPort)}\n---${backendYaml()}`,
     );
-    await kubectl(['create', 'serviceaccount', 'edge', '-n', 'default']);
-    const tokenFile = join(kube.dir, 'edge.token');
-    writeFileSync(tokenFile, (await kubectl(['create', 'token', 'edge', '-n', 'default'])).trim());
-    gw = await startGw({
-      args: [
-        ...['--xds-address', `http://127.0.0.1:${controller.xdsPort}`, '--gateway', 'default/edge'],
-        ...['--xds-token-file', tokenFile, '--admin-addr', '127.0.0.1:0'],
-        ...['--stats-addr', '127.0.0.1:0', '--readiness-addr', '127.0.0.1:0'],
-      ],
-    });
+    gw = await startXdsProxy(controller, await serviceAccountTokenFile(kube, 'edge'));
     // one target so far: Conditional prefixing leaves the names as server-everything has them
     const names = await until('the tools through the proxy', async () => {
       const n = await toolNames().catch(() => undefined);

@@ -3,10 +3,11 @@
 // must succeed and polling that prints the log tail when it times out.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { resolve } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import type { KubeHarness } from '@gw/testkit';
 import { until as poll } from './controller-e2e.ts';
-import { freePort } from './gw-process.ts';
+import { freePort, type GwProcess, startGw } from './gw-process.ts';
 
 export const CONTROLLER_BIN = resolve(import.meta.dirname, '../../bin/gw-controller');
 
@@ -88,4 +89,37 @@ export function untilWithLogs(logs: () => [string, string[]][]) {
           .map(([name, lines]) => `\n${name}:\n${lines.slice(-20).join('')}`)
           .join(''),
     });
+}
+
+/**
+ * `bin/gw` in xDS mode for `gateway` of `controller`, presenting the token in `tokenFile`; its admin,
+ * stats and readiness ports moved off the defaults, which other processes may hold.
+ */
+export function startXdsProxy(
+  controller: ControllerProcess,
+  tokenFile: string,
+  opts: { gateway?: string; waitReady?: boolean } = {},
+): Promise<GwProcess> {
+  const { gateway = 'default/edge', ...rest } = opts;
+  return startGw({
+    args: [
+      ...['--xds-address', `http://127.0.0.1:${controller.xdsPort}`, '--gateway', gateway],
+      ...['--xds-token-file', tokenFile, '--admin-addr', '127.0.0.1:0'],
+      ...['--stats-addr', '127.0.0.1:0', '--readiness-addr', '127.0.0.1:0'],
+    ],
+    ...rest,
+  });
+}
+
+/** A new service account's token (the API server's), written to a file in the harness's directory. */
+export async function serviceAccountTokenFile(
+  kube: KubeHarness,
+  name: string,
+  ns = 'default',
+): Promise<string> {
+  const kubectl = kubectlOk(() => kube);
+  await kubectl(['create', 'serviceaccount', name, '-n', ns]);
+  const file = join(kube.dir, `${name}.token`);
+  writeFileSync(file, (await kubectl(['create', 'token', name, '-n', ns])).trim());
+  return file;
 }
