@@ -59,4 +59,4 @@ bench-quick: setup
 	BENCH_QUICK=1 node bench/run.ts
 
 clean:
-	rm -rf node_modules packages/*/node_modules .tools
+	rm -rf node_modules packages/*/node_modules packages/proxy/dist .tools

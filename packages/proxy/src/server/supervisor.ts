@@ -10,7 +10,11 @@ import { encodeSecrets } from '../secret.ts';
 import { connectionMemoryOf } from './connection-limit.ts';
 import type { Envelope, Reply, TraceMessage, WorkerData, WorkerRequest } from './protocol.ts';
 
-const WORKER_URL = new URL('./worker.ts', import.meta.url);
+// Run from the sources, the worker is the module beside this one; run from the bundle (hack/bundle.ts),
+// it is the bundle's second entry, beside the chunk this code is in.
+const WORKER_URL = import.meta.url.endsWith('.ts')
+  ? new URL('./worker.ts', import.meta.url)
+  : new URL('./gw-worker.js', import.meta.url);
 
 export class WorkerHandle {
   readonly index: number;
