@@ -7,5 +7,6 @@ export * from './checks/index.ts';
 export * from './config/credentials.ts';
 export * from './config/schema.ts';
 export * from './config/source.ts';
+export * from './config/transformations.ts';
 export * from './duration.ts';
 export * from './llm/model-names.ts';

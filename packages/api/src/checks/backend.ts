@@ -6,12 +6,14 @@ import type { FieldPath } from '../config/source.ts';
 import { checkBackendAuth } from './backend-auth.ts';
 import { checkMcpAuthentication } from './mcp-authentication.ts';
 import type { Problem } from './problem.ts';
+import { checkTransformations } from './transformations.ts';
 
 export function checkBackendPolicies(p: BackendPolicies, path: FieldPath): Problem[] {
   const out: Problem[] = [];
   if (p.mcpAuthentication)
     out.push(...checkMcpAuthentication(p.mcpAuthentication, [...path, 'mcpAuthentication']));
   if (p.backendAuth) out.push(...checkBackendAuth(p.backendAuth, [...path, 'backendAuth']));
+  if (p.transformations) out.push(...checkTransformations(p.transformations, [...path, 'transformations']));
   const t = p.backendTLS;
   if (!t) return out;
   const tp = [...path, 'backendTLS'];

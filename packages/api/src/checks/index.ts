@@ -15,3 +15,4 @@ export * from './problem.ts';
 export * from './regex.ts';
 export * from './route.ts';
 export * from './traffic.ts';
+export * from './transformations.ts';

@@ -11,6 +11,7 @@ import { parseHtpasswd } from './htpasswd.ts';
 import { checkJwks } from './jwks.ts';
 import { checkMcpAuthentication } from './mcp-authentication.ts';
 import type { Problem } from './problem.ts';
+import { checkTransformations } from './transformations.ts';
 
 type JwtAuth = NonNullable<TrafficPolicies['jwtAuth']>;
 type BasicAuth = NonNullable<TrafficPolicies['basicAuth']>;
@@ -32,6 +33,7 @@ export function checkTrafficPolicies(p: TrafficPolicies, path: FieldPath): Probl
   if (p.basicAuth) out.push(...checkBasicAuth(p.basicAuth, [...path, 'basicAuth']));
   if (p.mcpAuthentication)
     out.push(...checkMcpAuthentication(p.mcpAuthentication, [...path, 'mcpAuthentication']));
+  if (p.transformations) out.push(...checkTransformations(p.transformations, [...path, 'transformations']));
   return out;
 }
 

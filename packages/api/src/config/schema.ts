@@ -37,6 +37,7 @@ import {
   Url,
 } from '../crd/types.ts';
 import { parseByteSize, parseGoDuration } from '../duration.ts';
+import { Transformations, TransformationsPolicy } from './transformations.ts';
 
 const strict = z.strictObject;
 // The description marks the field in the published JSON Schema (where it is otherwise `{}`), for
@@ -699,6 +700,8 @@ export const BackendPolicies = strict({
   mcpGuardrails: z.lazy(() => McpGuardrails).optional(),
   // The credential sent to the upstream (host, dynamic and a2a backends).
   backendAuth: BackendAuth.optional(),
+  // CEL transformations of what is sent to this backend and of its answer (no conditional form).
+  transformations: Transformations.optional(),
 });
 
 /**
@@ -742,6 +745,7 @@ export const TrafficPolicies = strict({
   urlRewrite: UrlRewrite.optional(),
   requestRedirect: RequestRedirect.optional(),
   requestMirror: RequestMirror.optional(),
+  transformations: TransformationsPolicy.optional(),
   delay: Delay.optional(),
   directResponse: DirectResponseBody.optional(),
   retry: Retry.optional(),
@@ -884,8 +888,12 @@ export const Gateway = strict({
   address: z.string().min(1).optional(),
   protocol: Protocol.optional(),
   tls: ListenerTLS.optional(),
-  listeners: z.array(Listener.omit({ routes: true })).optional(),
+  listeners: z
+    .array(Listener.omit({ routes: true }).extend({ transformations: TransformationsPolicy.optional() }))
+    .optional(),
   policies: TrafficPolicies.optional(),
+  // agentgateway's gateway-level policy field (only without listeners: then it is each listener's)
+  transformations: TransformationsPolicy.optional(),
 });
 
 const AccessLog = strict({

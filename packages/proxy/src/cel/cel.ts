@@ -1,7 +1,8 @@
 // CEL for policies: one environment with the request variables, expressions compiled once per config
 // (never per request), and evaluation errors turned into "no value" instead of exceptions.
 import { BlockList, isIP } from 'node:net';
-import { CEL_VARIABLES, celEnvironment, compileCelWith } from '@gw/api';
+import { CEL_VARIABLES, celEnvironment, celToJson, compileCelWith } from '@gw/api';
+import { readsField } from './references.ts';
 
 export { CEL_VARIABLES };
 export type CelContext = Partial<Record<(typeof CEL_VARIABLES)[number], unknown>>;
@@ -45,6 +46,8 @@ export interface CelProgram {
   readonly source: string;
   /** The value, or `undefined` when evaluation fails (e.g. a missing variable or field). */
   eval(ctx: CelContext): unknown;
+  /** Whether it reads `variable.field` (e.g. `request.body`), or the whole variable. */
+  reads(variable: (typeof CEL_VARIABLES)[number], field: string): boolean;
 }
 
 /** Compiles and type-checks; throws CelCompileError with the library's message (which shows where). */
@@ -61,6 +64,7 @@ export function compileCel(source: string): CelProgram {
         return undefined;
       }
     },
+    reads: (variable, field) => readsField(fn.ast, variable, field),
   };
 }
 
@@ -80,11 +84,5 @@ export function celDurationMs(value: unknown): number | undefined {
   return undefined;
 }
 
-/** Plain JS for CEL results that leave the engine (access log fields, headers). */
-export function celToJson(value: unknown): unknown {
-  if (typeof value === 'bigint') return Number(value);
-  if (value instanceof Map) return Object.fromEntries([...value].map(([k, v]) => [String(k), celToJson(v)]));
-  if (Array.isArray(value)) return value.map(celToJson);
-  if (value instanceof Uint8Array) return Buffer.from(value).toString('base64');
-  return value;
-}
+/** Plain JS for CEL results that leave the engine (access log fields, headers, bodies). */
+export { celToJson };

@@ -22,6 +22,7 @@ import {
   checkMcpBackend,
   checkRouteMatch,
   checkTrafficPolicies,
+  checkTransformations,
   DEFAULT_SENSITIVE_HEADERS,
   type EnvLookup,
   type FieldPath,
@@ -355,6 +356,7 @@ class Builder {
         const name = l.name ?? `listener${li}`;
         const protocol = l.protocol ?? (l.tls ? 'HTTPS' : 'HTTP');
         const tls = this.serverTls([...path, 'tls'], protocol, l.tls);
+        this.transformationChecks([...path, 'policies'], l.policies);
         const inherited = mergePolicies(
           targeted.gateway.get(gateway),
           gwPolicies.get(gateway),
@@ -383,6 +385,13 @@ class Builder {
       if (gw.listeners && (gw.protocol || gw.tls)) {
         this.fail(path, 'protocol and tls belong on each listener when listeners are set');
       }
+      // agentgateway's gateway-level policy field, like protocol and tls, is each listener's then.
+      if (gw.listeners && gw.transformations)
+        this.fail(
+          [...path, 'transformations'],
+          'transformations belongs on each listener when listeners are set',
+        );
+      this.transformationChecks([...path, 'policies'], gw.policies);
       const out: ListenerIR[] = [];
       specs.forEach((l, li) => {
         const lpath = gw.listeners ? [...path, 'listeners', li] : path;
@@ -394,7 +403,12 @@ class Builder {
         out.push(ir);
         add(lpath, gw.address ?? '::', gw.port as number, ir);
         const lp = 'policies' in l ? l.policies : undefined;
-        gwPolicies.set(`${gname}/${name}`, mergePolicies(gw.policies, lp) ?? {});
+        if (gw.listeners) this.transformationChecks([...lpath, 'policies'], lp);
+        const own =
+          'transformations' in l ? l.transformations : gw.listeners ? undefined : gw.transformations;
+        if (own) this.report(checkTransformations(own, [...lpath, 'transformations']));
+        const lt = own ? { transformations: own } : undefined;
+        gwPolicies.set(`${gname}/${name}`, mergePolicies(gw.policies, lp, lt) ?? {});
       });
       listenersOf.set(gname, out);
     }
@@ -638,8 +652,13 @@ class Builder {
     if (p.hostOverride !== undefined) params.hostOverride = p.hostOverride;
     if (p.pathOverride !== undefined) params.pathOverride = p.pathOverride;
     if (p.pathPrefix !== undefined) params.pathPrefix = p.pathPrefix;
-    const { backendAuth, ai, ...policies } = p.policies ?? {};
+    const { backendAuth, ai, transformations, ...policies } = p.policies ?? {};
     if (ai) this.report(checkAiPolicy(ai, [...pp, 'policies', 'ai']));
+    if (transformations)
+      this.fail(
+        [...pp, 'policies', 'transformations'],
+        'transformations on an ai provider is not supported by this build of gw yet (set it on the route or the backend)',
+      );
     if (typeof backendAuth?.key === 'string') params.apiKey = backendAuth.key;
     else if (backendAuth) {
       // read here, so a file that cannot be read is named at this shape's path
@@ -1019,7 +1038,12 @@ class Builder {
     const targets: McpTargetIR[] = [];
     m.targets.forEach((t, i) => {
       const tp = [...path, 'targets', i];
-      const { mcpAuthorization, mcpGuardrails, ...connection } = t.policies ?? {};
+      const { mcpAuthorization, mcpGuardrails, transformations, ...connection } = t.policies ?? {};
+      if (transformations)
+        this.fail(
+          [...tp, 'policies', 'transformations'],
+          'transformations on an MCP target is not supported by this build of gw yet (set it on the route or the mcp backend)',
+        );
       if (mcpGuardrails)
         this.fail(
           [...tp, 'policies', 'mcpGuardrails'],
@@ -1114,6 +1138,7 @@ class Builder {
   resolveBackendPolicies(path: FieldPath, p: BackendPolicies): ResolvedBackendPolicies {
     const { backendTLS, backendAuth, ...rest } = p;
     const out: ResolvedBackendPolicies = { ...rest };
+    if (p.transformations) this.report(checkTransformations(p.transformations, [...path, 'transformations']));
     if (backendAuth) {
       const auth = resolveBackendAuth(this, [...path, 'backendAuth'], backendAuth);
       if (auth) out.backendAuth = auth;
@@ -1169,6 +1194,12 @@ class Builder {
     }
     if (p.mcpAuthentication) this.mcpAuthenticationFiles([...path, 'mcpAuthentication'], p.mcpAuthentication);
     this.report(checkTrafficPolicies(p, path));
+  }
+
+  /** The transformations of a gateway's or listener's policies (route policies get trafficChecks). */
+  transformationChecks(path: FieldPath, p: TrafficPolicies | undefined): void {
+    if (p?.transformations)
+      this.report(checkTransformations(p.transformations, [...path, 'transformations']));
   }
 
   /** Reads an mcpAuthentication's JWKS file into it. */

@@ -147,7 +147,10 @@ export class RequestContext implements ObservedRequest {
     if (this.route)
       ctx.route = { name: this.route.name, gateway: this.route.gateway, listener: this.route.listener };
     if (this.backendName) ctx.backend = { name: this.backendName };
-    const { jwt, apiKey, extauthz, llm, a2a } = this.ext;
+    // The body, once a policy read it into memory (a transformation that names it, buffer, …).
+    if (this.body === null || Buffer.isBuffer(this.body))
+      (ctx.request as Record<string, unknown>).body = this.body ?? EMPTY;
+    const { jwt, apiKey, extauthz, llm, a2a, metadata } = this.ext;
     if (llm) {
       ctx.llm = llm.cel();
       ctx.llmRequest = llm.request;
@@ -156,8 +159,13 @@ export class RequestContext implements ObservedRequest {
     if (apiKey) ctx.apiKey = apiKey;
     if (extauthz) ctx.extauthz = extauthz;
     if (a2a) ctx.a2a = a2a;
-    if (this.response)
-      ctx.response = { code: this.response.status, headers: celHeaders(this.response.headers) };
+    if (metadata) ctx.metadata = metadata;
+    const res = this.response;
+    if (res) {
+      const response: Record<string, unknown> = { code: res.status, headers: celHeaders(res.headers) };
+      if (res.body === null || Buffer.isBuffer(res.body)) response.body = res.body ?? EMPTY;
+      ctx.response = response;
+    }
     return ctx;
   }
 }
@@ -168,6 +176,8 @@ function celHeaders(h: Headers, authority?: string): Record<string, string> {
   if (authority !== undefined && out.host === undefined) out.host = authority;
   return out;
 }
+
+const EMPTY = Buffer.alloc(0);
 
 export function hostOf(authority: string): string {
   if (authority.startsWith('[')) {

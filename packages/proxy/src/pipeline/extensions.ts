@@ -19,4 +19,6 @@ export interface RequestExtensions {
   extauthz?: Record<string, unknown>;
   /** The user a basic-auth check accepted. */
   basicUser?: string;
+  /** Values transformations stored (`metadata.*` in CEL), for the policies after them. */
+  metadata?: Record<string, unknown>;
 }

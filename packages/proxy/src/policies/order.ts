@@ -29,8 +29,14 @@ export const POLICY_ORDER = [
   'buffer',
   // After admission control and buffering: the service sees only admitted requests, and a body the
   // buffer policy already holds. Above the header modifiers, redirects and direct responses, so its
-  // response phases see what those produce. (Later: transformations.)
+  // response phases see what those produce.
   'extProc',
+  // After admission control and ext_proc (the spec's order), so a refused request is never
+  // transformed and its body never read for it, and expressions see jwt.*, apiKey.*, extauthz.* and
+  // what ext_proc changed. Above CSRF, the header modifiers, URL rewrite, redirect and direct response:
+  // those see the transformed request, and on the way out the response transformation sees (and may
+  // rewrite) what they answered.
+  'transformations',
   // After authentication: a CSRF check on an unauthenticated request would only hide the 401.
   'csrf',
   // Header and URL changes before redirect/direct response, so those see the rewritten request.
@@ -69,10 +75,13 @@ export const BACKEND_ORDER = [
   // Header changes last before the call; the response modifier wraps the call on the way out.
   'requestHeaderModifier',
   'responseHeaderModifier',
+  // The backend's own transformation after the route's policies, on the request as they left it;
+  // above backendAuth, so a signature covers what it changed (and the credential is not rewritten
+  // by it), and on the way out it sees the backend's answer before the route's policies do.
+  'transformations',
   // The credential last, on the request as it will be sent (a signature covers the headers and
   // body); inside the route's retry, so each attempt gets a fresh token.
   'backendAuth',
-  // (Later: backend transformation, above backendAuth so a signature covers what it changed.)
 ] as const satisfies readonly BackendPolicyName[];
 
 type MissingBackend = Exclude<BackendPolicyName, (typeof BACKEND_ORDER)[number]>;

@@ -22,6 +22,7 @@ import { requestMirror } from './request-mirror/index.ts';
 import { requestRedirect } from './request-redirect/index.ts';
 import { retry } from './retry/index.ts';
 import { timeout } from './timeout/index.ts';
+import { transformations } from './transformations/index.ts';
 import type { BackendPolicyName, BuildEnv, PolicyDefinition, PolicyName } from './types.ts';
 import { urlRewrite } from './url-rewrite/index.ts';
 
@@ -46,6 +47,7 @@ export const POLICIES: { [K in PolicyName]: PolicyDefinition<K> } = {
   delay,
   directResponse,
   requestMirror,
+  transformations,
   retry,
   backendAuth,
 };

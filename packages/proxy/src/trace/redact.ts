@@ -1,6 +1,7 @@
 // Policy configs shown in diagnostics (trace effectivePolicy, /config_dump): plain JSON data, with
 // credentials (Secrets in the IR) as "[redacted]" and the values that header modifiers give
-// sensitive headers replaced: a header modifier that sets Authorization must not print the token.
+// sensitive headers replaced: a header modifier or transformation that sets Authorization must not
+// print the token.
 
 const MODIFIERS = ['requestHeaderModifier', 'responseHeaderModifier'];
 
@@ -16,7 +17,24 @@ export function redactPolicies(policies: object, sensitive: ReadonlySet<string>)
       for (const k of Object.keys(map)) if (sensitive.has(k.toLowerCase())) map[k] = '<redacted>';
     }
   }
+  // A transformation's expression for a sensitive header may hold the credential itself ('"Bearer …"').
+  const t = out.transformations as TransformationsShown | undefined;
+  for (const entry of t ? (t.conditional ?? [t]) : []) {
+    for (const side of [entry.request, entry.response]) {
+      for (const map of [side?.add, side?.set]) {
+        if (!map) continue;
+        for (const k of Object.keys(map)) if (sensitive.has(k.toLowerCase())) map[k] = '<redacted>';
+      }
+    }
+  }
   return out;
+}
+
+type SideShown = { add?: Record<string, string>; set?: Record<string, string> } | undefined;
+interface TransformationsShown {
+  conditional?: { request?: SideShown; response?: SideShown }[];
+  request?: SideShown;
+  response?: SideShown;
 }
 
 const decodeName = (raw: string): string => {
