@@ -8,6 +8,7 @@ import { http } from './backend/http.ts';
 import { mcp } from './backend/mcp.ts';
 import { tcp } from './backend/tcp.ts';
 import { tls } from './backend/tls.ts';
+import { transformation } from './backend/transformation.ts';
 import { MapContext } from './context.ts';
 import type { BackendPolicyResult } from './result.ts';
 import { mapSections, type SectionMap, unsupported } from './section.ts';
@@ -21,7 +22,7 @@ export const BACKEND_SECTIONS = {
   tls,
   tunnel: unsupported,
   auth,
-  transformation: unsupported,
+  transformation,
   health,
   ai,
   mcp,
@@ -43,8 +44,10 @@ export function backendPolicy(
   const at = { field, path };
   mapSections(BACKEND_SECTIONS, spec as BackendSpec, ctx, out, at);
   // the standalone calls the TLS settings backendTLS and the credential backendAuth; the CRD tls and auth
+  // transformations were checked by their mapper, at the CRD's list paths
+  const { transformations: _checked, ...rest } = out;
   ctx.check(
-    checkBackendPolicies(out, at.path).map((p) => ({
+    checkBackendPolicies(rest, at.path).map((p) => ({
       ...p,
       path: p.path.map((s, i) => (i === at.path.length ? (CRD_NAMES[s] ?? s) : s)),
     })),

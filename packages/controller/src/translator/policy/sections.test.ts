@@ -731,20 +731,65 @@ describe('traffic.extProc → extProc', () => {
 });
 
 describe('traffic: what this build does not implement is reported, not dropped', () => {
-  test('transformation, phase PreRouting', () => {
+  test('phase PreRouting', () => {
+    traffic({ phase: 'PreRouting', timeouts: { request: '5s' } }, [], { timeout: { requestTimeout: '5s' } }, [
+      'traffic.phase PreRouting is not supported by this gw build yet',
+    ]);
+  });
+});
+
+describe('traffic.transformation → transformations', () => {
+  test('the set/add lists become maps; remove and body are carried over', () => {
     traffic(
       {
-        phase: 'PreRouting',
-        transformation: { request: { body: 'request.body' } },
-        timeouts: { request: '5s' },
+        transformation: {
+          request: {
+            set: [
+              { name: 'x-user', value: 'jwt.sub' },
+              { name: ':path', value: '"/v2" + request.path' },
+            ],
+            add: [{ name: 'x-tag', value: '"gw"' }],
+            remove: ['x-internal'],
+            body: 'toJson(json(request.body))',
+          },
+          response: { set: [{ name: ':status', value: '200' }] },
+        },
       },
       [],
-      { timeout: { requestTimeout: '5s' } },
-      [
-        'traffic.transformation is not supported by this gw build yet',
-        'traffic.phase PreRouting is not supported by this gw build yet',
-      ],
+      {
+        transformations: {
+          request: {
+            set: { 'x-user': 'jwt.sub', ':path': '"/v2" + request.path' },
+            add: { 'x-tag': '"gw"' },
+            remove: ['x-internal'],
+            body: 'toJson(json(request.body))',
+          },
+          response: { set: { ':status': '200' } },
+        },
+      },
     );
+  });
+
+  test('an expression that does not compile makes the policy invalid, at the entry the user wrote', () => {
+    const r = traffic(
+      {
+        transformation: {
+          request: {
+            set: [
+              { name: 'x-a', value: '"a"' },
+              { name: 'x-b', value: 'request.path +' },
+            ],
+          },
+        },
+      },
+      [],
+      { transformations: { request: { set: { 'x-a': '"a"', 'x-b': 'request.path +' } } } },
+    );
+    assert.deepEqual(
+      r.invalid.map((p) => p.path),
+      [['spec', 'traffic', 'transformation', 'request', 'set', 1, 'value']],
+    );
+    assert.match(r.invalid[0]?.message ?? '', /^invalid CEL expression: Unexpected token: EOF/);
   });
 });
 
@@ -868,7 +913,6 @@ describe('backend → BackendPolicies', () => {
         tunnel: { url: 'http://proxy.example:3128' },
         auth: { gcp: {} },
         health: { active: {} },
-        transformation: { request: { body: '"x"' } },
         tls: { certificateSource: 'SPIFFE', keyExchangeGroups: ['X25519'] },
       }),
       [],
@@ -877,7 +921,6 @@ describe('backend → BackendPolicies', () => {
       policies: { backendTLS: {} },
       problems: [
         'backend.tunnel is not supported by this gw build yet',
-        'backend.transformation is not supported by this gw build yet',
         'backend.tls.keyExchangeGroups is not supported by this gw build yet',
         'backend.tls.certificateSource SPIFFE is not supported by this gw build yet',
         'backend.auth.gcp is not supported by this gw build yet',

@@ -2,7 +2,7 @@
 // output lists them. A traffic field without an entry here is a type error.
 import { MapContext } from './context.ts';
 import type { PolicyResult } from './result.ts';
-import { mapSections, type SectionMap, unsupported } from './section.ts';
+import { mapSections, type SectionMap } from './section.ts';
 import type { TrafficPolicies, TrafficSpec } from './spec.ts';
 import { apiKeyAuthentication } from './traffic/api-key-authentication.ts';
 import { authorization } from './traffic/authorization.ts';
@@ -20,6 +20,7 @@ import { phase } from './traffic/phase.ts';
 import { rateLimit } from './traffic/rate-limit.ts';
 import { retry } from './traffic/retry.ts';
 import { timeouts } from './traffic/timeouts.ts';
+import { transformation } from './traffic/transformation.ts';
 
 export const TRAFFIC_SECTIONS = {
   phase,
@@ -35,7 +36,7 @@ export const TRAFFIC_SECTIONS = {
   extProc,
   rateLimit,
   buffer,
-  transformation: unsupported,
+  transformation,
   headerModifiers,
   directResponse,
   delay,

@@ -1,0 +1,10 @@
+// spec.traffic.transformation → transformations (see ../transformation.ts).
+
+import type { TrafficMapper } from '../spec.ts';
+import { transformation as map } from '../transformation.ts';
+
+export const transformation: TrafficMapper<'transformation'> = {
+  map(spec, ctx, out, at) {
+    out.transformations = map(spec, ctx, at);
+  },
+};
