@@ -1,12 +1,58 @@
 // Checks of backend policies (the standalone BackendPolicies shape) across fields: a client
-// certificate needs its key, skipping verification excludes verifying names, mcpAuthentication and
-// backendAuth.
-import type { BackendPolicies } from '../config/schema.ts';
+// certificate needs its key, skipping verification excludes verifying names, key exchange groups the
+// TLS library knows, a tunnel's credential in a header, mcpAuthentication and backendAuth.
+import { createSecureContext } from 'node:tls';
+import type { BackendPolicies, BackendTLS } from '../config/schema.ts';
 import type { FieldPath } from '../config/source.ts';
 import { checkBackendAuth } from './backend-auth.ts';
 import { checkMcpAuthentication } from './mcp-authentication.ts';
 import type { Problem } from './problem.ts';
 import { checkTransformations } from './transformations.ts';
+
+/** agentgateway's key exchange group names → the names OpenSSL (Node's `ecdhCurve`) knows them by. */
+export const KEY_EXCHANGE_GROUP_NAMES: Record<string, string> = {
+  X25519: 'X25519',
+  'P-256': 'P-256',
+  'P-384': 'P-384',
+  X25519_MLKEM768: 'X25519MLKEM768',
+};
+
+/** Node's `ecdhCurve` for backendTLS.keyExchangeGroups (the order is the client's preference). */
+export function ecdhCurveOf(groups: readonly string[]): string {
+  return groups.map((g) => KEY_EXCHANGE_GROUP_NAMES[g] ?? g).join(':');
+}
+
+const groupSupport = new Map<string, boolean>();
+/** Whether this process's TLS library offers `group` (X25519MLKEM768 needs OpenSSL 3.5 or later). */
+function groupSupported(group: string): boolean {
+  let ok = groupSupport.get(group);
+  if (ok === undefined) {
+    try {
+      createSecureContext({ ecdhCurve: KEY_EXCHANGE_GROUP_NAMES[group] ?? group });
+      ok = true;
+    } catch {
+      ok = false;
+    }
+    groupSupport.set(group, ok);
+  }
+  return ok;
+}
+
+function checkTls(t: BackendTLS, tp: FieldPath): Problem[] {
+  const out: Problem[] = [];
+  if (Boolean(t.cert) !== Boolean(t.key))
+    out.push({ path: tp, message: 'cert and key must be set together for mTLS' });
+  if (t.insecure && t.subjectAltNames)
+    out.push({ path: tp, message: 'at most one of insecure and subjectAltNames' });
+  (t.keyExchangeGroups ?? []).forEach((g, i) => {
+    if (!groupSupported(g))
+      out.push({
+        path: [...tp, 'keyExchangeGroups', i],
+        message: `key exchange group ${g} is not available in this build's TLS library (OpenSSL ${process.versions.openssl})`,
+      });
+  });
+  return out;
+}
 
 export function checkBackendPolicies(p: BackendPolicies, path: FieldPath): Problem[] {
   const out: Problem[] = [];
@@ -14,12 +60,19 @@ export function checkBackendPolicies(p: BackendPolicies, path: FieldPath): Probl
     out.push(...checkMcpAuthentication(p.mcpAuthentication, [...path, 'mcpAuthentication']));
   if (p.backendAuth) out.push(...checkBackendAuth(p.backendAuth, [...path, 'backendAuth']));
   if (p.transformations) out.push(...checkTransformations(p.transformations, [...path, 'transformations']));
-  const t = p.backendTLS;
-  if (!t) return out;
-  const tp = [...path, 'backendTLS'];
-  if (Boolean(t.cert) !== Boolean(t.key))
-    out.push({ path: tp, message: 'cert and key must be set together for mTLS' });
-  if (t.insecure && t.subjectAltNames)
-    out.push({ path: tp, message: 'at most one of insecure and subjectAltNames' });
+  if (p.backendTLS) out.push(...checkTls(p.backendTLS, [...path, 'backendTLS']));
+  const tunnel = p.backendTunnel?.policies;
+  if (tunnel) {
+    const tp = [...path, 'backendTunnel', 'policies'];
+    if (tunnel.backendTLS) out.push(...checkTls(tunnel.backendTLS, [...tp, 'backendTLS']));
+    const key = tunnel.backendAuth && 'key' in tunnel.backendAuth ? tunnel.backendAuth.key : undefined;
+    const location = key && typeof key === 'object' && 'value' in key ? key.location : undefined;
+    if (location && !('header' in location))
+      out.push({
+        path: [...tp, 'backendAuth', 'key', 'location'],
+        message:
+          'the credential of a backendTunnel proxy is sent in a header (Proxy-Authorization by default)',
+      });
+  }
   return out;
 }

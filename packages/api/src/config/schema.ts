@@ -24,6 +24,7 @@ import {
   JwtProvider as CrdJwtProvider,
   Keepalive as CrdKeepalive,
   LocalRateLimit as CrdLocalRateLimit,
+  KeyExchangeGroup,
   MCP_METHOD_PATTERN,
 } from '../crd/policy-blocks.ts';
 import {
@@ -569,6 +570,10 @@ export const BackendTLS = strict({
   insecureHost: z.boolean().optional(),
   alpn: CrdBackendTls.shape.alpnProtocols,
   subjectAltNames: CrdBackendTls.shape.verifySubjectAltNames,
+  keyExchangeGroups: z.array(KeyExchangeGroup).min(1).nullable().optional().meta({
+    description:
+      "key exchange groups offered in the handshake, in order of preference (default: the TLS library's own list)",
+  }),
 });
 const Keepalives = strict({
   enabled: z.boolean().optional(),
@@ -683,6 +688,64 @@ export const BackendAuth = z.union([
   CopilotAuth,
 ]);
 
+/**
+ * agentgateway's backendTunnel: the backend is reached through an HTTP forward proxy, by CONNECT or,
+ * for plaintext HTTP/1.1, by sending the request in absolute form to the proxy. `policies` are the
+ * settings of the connection to the proxy itself: backendTLS (an https proxy) and backendAuth (a key,
+ * sent to the proxy as Proxy-Authorization).
+ */
+export const BackendTunnel = strict({
+  proxy: z
+    .union([
+      strict({ host: AuthzHost.meta({ description: 'host:port of the forward proxy' }) }),
+      strict({
+        backend: z.string().min(1).meta({ description: 'a host backend of the top-level backends list' }),
+      }),
+      strict({ service: NotYet('a backendTunnel proxy by service reference (use host or backend)') }),
+    ])
+    .meta({ description: 'the forward proxy the backend is reached through' }),
+  policies: strict({
+    backendTLS: BackendTLS.optional().meta({ description: 'TLS to the proxy (an https proxy)' }),
+    backendAuth: z
+      .union([
+        strict({ key: FileOrInline }),
+        strict({ key: strict({ value: FileOrInline, location: AuthLocation }) }),
+        strict({ passthrough: NotYet('backendAuth passthrough on a backendTunnel proxy') }),
+        strict({ jwtSign: NotYet('backendAuth jwtSign on a backendTunnel proxy') }),
+        strict({ aws: NotYet('backendAuth aws on a backendTunnel proxy') }),
+        strict({ gcp: NotYet('backendAuth gcp') }),
+        strict({ azure: NotYet('backendAuth azure') }),
+        strict({ oauthTokenExchange: NotYet('backendAuth oauthTokenExchange') }),
+        strict({ crossAppAccess: NotYet('backendAuth crossAppAccess') }),
+        strict({ credentials: NotYet('backendAuth credentials') }),
+        NotYetValues(['copilot'], 'backendAuth copilot'),
+      ])
+      .optional()
+      .meta({
+        description:
+          'the credential sent to the proxy: the Proxy-Authorization header, Bearer prefix (location.header.prefix changes it, e.g. "Basic ")',
+      }),
+    requestHeaderModifier: NotYet('requestHeaderModifier on a backendTunnel proxy').optional(),
+    transformations: NotYet('transformations on a backendTunnel proxy').optional(),
+    http: NotYet('http on a backendTunnel proxy').optional(),
+    tcp: NotYet('tcp on a backendTunnel proxy').optional(),
+    backendTunnel: NotYet('a backendTunnel through another backendTunnel').optional(),
+  })
+    .nullable()
+    .optional(),
+  mode: z.enum(['Auto', 'Connect']).optional().meta({
+    description:
+      'gw addition: Auto (default) tunnels TLS and HTTP/2 by CONNECT and sends plaintext HTTP/1.1 in absolute form; Connect always tunnels',
+  }),
+});
+/** agentgateway's backend policies this build does not run at the backend, refused by name. */
+const BACKEND_POLICIES_NOT_BUILT = {
+  authorization: NotYet('authorization as a backend policy').optional(),
+  extAuthz: NotYet('extAuthz as a backend policy').optional(),
+  inferenceRouting: NotYet('inferenceRouting').optional(),
+  sessionAffinity: NotYet('sessionAffinity').optional(),
+  ai: NotYet('ai in the policies of a backend that is not an ai provider').optional(),
+};
 export const BackendPolicies = strict({
   requestHeaderModifier: HeaderModifier.optional(),
   responseHeaderModifier: HeaderModifier.optional(),
@@ -693,6 +756,7 @@ export const BackendPolicies = strict({
   http: BackendHttp.optional(),
   tcp: BackendTcp.optional(),
   health: BackendHealth.optional(),
+  backendTunnel: BackendTunnel.optional(),
   // gw: GwPolicy backend.mcp.authentication (deprecated) lands here; on other backends a config error.
   mcpAuthentication: McpAuthentication.optional(),
   // The MCP backend's own rules (agentgateway's mcpAuthorization); on other backends a config error.
@@ -755,6 +819,8 @@ export const TrafficPolicies = strict({
   backendTLS: BackendTLS.optional(),
   // The credential sent to every backend of the route that sets none itself.
   backendAuth: BackendAuth.optional(),
+  // The forward proxy every backend of the route is reached through, unless it names its own.
+  backendTunnel: BackendTunnel.optional(),
   // Rules for the route's MCP backends (they add to a backend's own mcpAuthorization).
   mcpAuthorization: z.lazy(() => McpAuthorization).optional(),
   mcpAuthentication: McpAuthentication.optional(),
@@ -1136,7 +1202,7 @@ const llmConnection = {
   tls: BackendTLS.optional().meta({ description: 'the same as backendTLS' }),
   auth: NotYet('auth').optional(),
   health: NotYet('health').optional(),
-  backendTunnel: NotYet('backendTunnel').optional(),
+  backendTunnel: BackendTunnel.optional(),
   promptCaching: NotYet('promptCaching').optional(),
 };
 const llmBody = {

@@ -484,16 +484,35 @@ export type BackendAuthIR =
       };
     };
 
-export interface ResolvedBackendPolicies extends Omit<BackendPolicies, 'backendTLS' | 'backendAuth'> {
+/** backendTLS with its files read and the key sealed. */
+export interface BackendTlsIR {
+  cert?: string;
+  key?: Secret;
+  root?: string;
+  hostname?: string;
+  insecure?: boolean;
+  insecureHost?: boolean;
+  alpn?: string[];
+  subjectAltNames?: string[];
+  /** Node's ecdhCurve (OpenSSL group names joined by ':'), from keyExchangeGroups. */
+  ecdhCurve?: string;
+}
+
+/** backendTunnel: the forward proxy a backend is reached through. */
+export interface TunnelIR {
+  /** host:port of the proxy (an IPv6 host in brackets). */
+  proxy: string;
+  /** TLS to the proxy itself (an https proxy). */
+  tls?: BackendTlsIR;
+  /** The credential sent to the proxy (Proxy-Authorization by default), prefix included. */
+  auth?: { header: string; value: Secret };
+  /** Auto: CONNECT for TLS and HTTP/2, absolute form for plaintext HTTP/1.1; Connect: always CONNECT. */
+  mode: 'Auto' | 'Connect';
+}
+
+export interface ResolvedBackendPolicies
+  extends Omit<BackendPolicies, 'backendTLS' | 'backendAuth' | 'backendTunnel'> {
   backendAuth?: BackendAuthIR;
-  backendTLS?: {
-    cert?: string;
-    key?: Secret;
-    root?: string;
-    hostname?: string;
-    insecure?: boolean;
-    insecureHost?: boolean;
-    alpn?: string[];
-    subjectAltNames?: string[];
-  };
+  backendTLS?: BackendTlsIR;
+  backendTunnel?: TunnelIR;
 }

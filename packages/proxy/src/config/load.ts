@@ -8,7 +8,9 @@ import { createSecureContext } from 'node:tls';
 import {
   type AiBackend,
   type AiNamedProvider,
+  type BackendAuth,
   type BackendPolicies,
+  type BackendTLS,
   ConfigError,
   ConfigFile,
   type ConfigIssue,
@@ -25,6 +27,7 @@ import {
   checkTransformations,
   DEFAULT_SENSITIVE_HEADERS,
   type EnvLookup,
+  ecdhCurveOf,
   type FieldPath,
   formatPath,
   type GlobalConfig,
@@ -63,6 +66,7 @@ import { resolveBackendAuth } from './backend-auth.ts';
 import type {
   AiTarget,
   BackendTarget,
+  BackendTlsIR,
   BindIR,
   GlobalIR,
   ListenerIR,
@@ -85,6 +89,7 @@ import type {
   RouteBackendIR,
   RouteIR,
   TlsServerIR,
+  TunnelIR,
 } from './ir.ts';
 import { sealPolicies } from './seal.ts';
 
@@ -707,6 +712,7 @@ class Builder {
       pathPrefix?: string;
     } = { name: '' };
     const tls = m.backendTLS ?? m.tls ?? d?.backendTLS ?? d?.tls;
+    const tunnel = m.backendTunnel ?? d?.backendTunnel;
     if (params.baseUrl !== undefined) {
       let u: URL;
       try {
@@ -786,9 +792,13 @@ class Builder {
       name: m.name,
       visibility: m.visibility ?? 'public',
       provider,
-      policies: tls
-        ? this.resolveBackendPolicies(m.backendTLS || m.tls ? mp : [...mp, 'provider'], { backendTLS: tls })
-        : {},
+      policies:
+        tls || tunnel
+          ? this.resolveBackendPolicies(m.backendTLS || m.tls || m.backendTunnel ? mp : [...mp, 'provider'], {
+              ...(tls ? { backendTLS: tls } : {}),
+              ...(tunnel ? { backendTunnel: tunnel } : {}),
+            })
+          : {},
     };
     const defaults = { ...d?.defaults, ...m.defaults };
     const overrides = { ...d?.overrides, ...m.overrides };
@@ -962,6 +972,7 @@ class Builder {
     const fromRoute: BackendPolicies = {};
     if (routePolicies.backendTLS) fromRoute.backendTLS = routePolicies.backendTLS;
     if (routePolicies.backendAuth) fromRoute.backendAuth = routePolicies.backendAuth;
+    if (routePolicies.backendTunnel) fromRoute.backendTunnel = routePolicies.backendTunnel;
     const fromTargeted = targeted.backend.get(name) as BackendPolicies | undefined;
     const merged = mergePolicies(fromRoute, fromTargeted, named, b.policies) ?? {};
     // agentgateway's a2a, on the route or on the backend, makes a host backend an A2A agent.
@@ -1136,34 +1147,80 @@ class Builder {
   }
 
   resolveBackendPolicies(path: FieldPath, p: BackendPolicies): ResolvedBackendPolicies {
-    const { backendTLS, backendAuth, ...rest } = p;
+    const { backendTLS, backendAuth, backendTunnel, ...rest } = p;
     const out: ResolvedBackendPolicies = { ...rest };
     if (p.transformations) this.report(checkTransformations(p.transformations, [...path, 'transformations']));
     if (backendAuth) {
       const auth = resolveBackendAuth(this, [...path, 'backendAuth'], backendAuth);
       if (auth) out.backendAuth = auth;
     }
-    if (backendTLS) {
-      const t = backendTLS;
-      const tp = [...path, 'backendTLS'];
-      const resolved: NonNullable<ResolvedBackendPolicies['backendTLS']> = {};
-      if (t.cert) {
-        const v = this.readMaterial([...tp, 'cert'], t.cert);
-        if (v) resolved.cert = v;
+    this.report(checkBackendPolicies({ backendTLS, backendTunnel }, path));
+    if (backendTLS) out.backendTLS = this.resolveTls([...path, 'backendTLS'], backendTLS);
+    if (backendTunnel) {
+      const t = this.resolveTunnel([...path, 'backendTunnel'], backendTunnel);
+      if (t) out.backendTunnel = t;
+    }
+    return out;
+  }
+
+  /** backendTLS with its files read (the checks ran with the policies that hold it). */
+  resolveTls(tp: FieldPath, t: BackendTLS): BackendTlsIR {
+    const resolved: BackendTlsIR = {};
+    if (t.cert) {
+      const v = this.readMaterial([...tp, 'cert'], t.cert);
+      if (v) resolved.cert = v;
+    }
+    if (t.key) {
+      const v = this.readMaterial([...tp, 'key'], t.key);
+      if (v) resolved.key = new Secret(v);
+    }
+    if (t.root) {
+      const v = this.readMaterial([...tp, 'root'], t.root);
+      if (v) resolved.root = v;
+    }
+    for (const k of ['hostname', 'insecure', 'insecureHost', 'alpn', 'subjectAltNames'] as const) {
+      if (t[k] !== undefined) (resolved as Record<string, unknown>)[k] = t[k];
+    }
+    if (t.keyExchangeGroups) resolved.ecdhCurve = ecdhCurveOf(t.keyExchangeGroups);
+    return resolved;
+  }
+
+  /** backendTunnel: the proxy's address (a host, or a named host backend), its TLS and credential. */
+  resolveTunnel(tp: FieldPath, t: NonNullable<BackendPolicies['backendTunnel']>): TunnelIR | undefined {
+    let proxy: string | undefined;
+    let named: BackendPolicies | undefined;
+    if ('host' in t.proxy) proxy = t.proxy.host;
+    else if ('backend' in t.proxy) {
+      const name = t.proxy.backend;
+      const def = (this.cfg.backends ?? []).find((d) => d.name === name);
+      if (!def || !('host' in def) || def.host.startsWith('unix:')) {
+        this.fail(
+          [...tp, 'proxy', 'backend'],
+          def
+            ? `backend ${JSON.stringify(name)} is not a host:port backend, which a backendTunnel proxy must be`
+            : `no backend named ${JSON.stringify(name)}`,
+        );
+        return undefined;
       }
-      if (t.key) {
-        const v = this.readMaterial([...tp, 'key'], t.key);
-        if (v) resolved.key = new Secret(v);
+      proxy = def.host;
+      named = def.policies;
+    }
+    if (proxy === undefined) return undefined;
+    const out: TunnelIR = { proxy, mode: t.mode ?? 'Auto' };
+    // The tunnel's own policies, else those of the named backend it points at.
+    const tls = t.policies?.backendTLS ?? named?.backendTLS;
+    if (tls) out.tls = this.resolveTls([...tp, 'policies', 'backendTLS'], tls);
+    const auth = t.policies?.backendAuth ?? named?.backendAuth;
+    if (auth && typeof auth === 'object' && 'key' in auth) {
+      const r = resolveBackendAuth(this, [...tp, 'policies', 'backendAuth'], auth as BackendAuth);
+      if (r && 'key' in r) {
+        const h = r.key.location && 'header' in r.key.location ? r.key.location.header : undefined;
+        const prefix = h ? (h.prefix ?? '') : 'Bearer ';
+        out.auth = {
+          header: (h?.name ?? 'proxy-authorization').toLowerCase(),
+          value: new Secret(`${prefix}${r.key.value.reveal()}`),
+        };
       }
-      if (t.root) {
-        const v = this.readMaterial([...tp, 'root'], t.root);
-        if (v) resolved.root = v;
-      }
-      this.report(checkBackendPolicies({ backendTLS: t }, path));
-      for (const k of ['hostname', 'insecure', 'insecureHost', 'alpn', 'subjectAltNames'] as const) {
-        if (t[k] !== undefined) (resolved as Record<string, unknown>)[k] = t[k];
-      }
-      out.backendTLS = resolved;
     }
     return out;
   }

@@ -10,13 +10,17 @@ import type { Layer } from '../pipeline/layer.ts';
  */
 export type PolicyName = Exclude<
   keyof TrafficPolicies,
-  'backendTLS' | 'mcpAuthorization' | 'mcpGuardrails' | 'a2a'
+  'backendTLS' | 'backendTunnel' | 'mcpAuthorization' | 'mcpGuardrails' | 'a2a'
 >;
 /**
  * A backend's own policies: those of BackendPolicies that are layers (not connection settings). Each
  * shares its definition with the route policy of the same name.
  */
-export type BackendPolicyName = Exclude<keyof BackendPolicies, 'backendTLS' | 'http' | 'tcp'> & PolicyName;
+export type BackendPolicyName = Exclude<
+  keyof BackendPolicies,
+  'backendTLS' | 'backendTunnel' | 'http' | 'tcp'
+> &
+  PolicyName;
 /** As the IR holds it: credentials are Secrets (config/seal.ts). */
 export type PolicyConfig<K extends PolicyName> = NonNullable<RoutePolicies[K]>;
 

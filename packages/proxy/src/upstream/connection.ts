@@ -25,5 +25,6 @@ export function connectionSpec(p: ResolvedBackendPolicies, global: GlobalIR): Om
     // Without TLS there is no ALPN to agree on HTTP/2: the upstream must speak it from the first byte.
     ...(p.http?.version === 'HTTP2' && !tls ? { h2c: true } : {}),
     ...(tls ? { tls } : {}),
+    ...(p.backendTunnel ? { tunnel: p.backendTunnel } : {}),
   };
 }

@@ -2,8 +2,9 @@
 // change survives a reload, so a swap costs no reconnects; pools no longer used close once idle.
 import type { Socket } from 'node:net';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
-import { buildConnector, errors, Pool } from 'undici';
-import type { GlobalIR, ResolvedBackendPolicies } from '../config/ir.ts';
+import { buildConnector, type Dispatcher, errors, Pool } from 'undici';
+import type { GlobalIR, ResolvedBackendPolicies, TunnelIR } from '../config/ir.ts';
+import { createTunnel } from './tunnel.ts';
 
 export interface PoolSpec {
   origin: string;
@@ -16,6 +17,8 @@ export interface PoolSpec {
   allowH2: boolean;
   /** HTTP/2 over plain text by prior knowledge (http.version HTTP2 without TLS). */
   h2c?: boolean;
+  /** Reached through a forward proxy (backendTunnel). */
+  tunnel?: TunnelIR;
 }
 
 export function poolKey(spec: PoolSpec): string {
@@ -24,7 +27,8 @@ export function poolKey(spec: PoolSpec): string {
   );
 }
 
-export function createPool(spec: PoolSpec): Pool {
+/** A backend's connections: a Pool to its origin, or through its forward proxy (backendTunnel). */
+export function createPool(spec: PoolSpec): Dispatcher {
   const tls = spec.tls;
   const connect: Record<string, unknown> = {
     // The deadline is kept by withConnectTimeout; undici's own timer is off.
@@ -33,15 +37,33 @@ export function createPool(spec: PoolSpec): Pool {
     keepAlive: spec.keepalive.enabled,
     keepAliveInitialDelay: spec.keepalive.timeMs,
   };
+  const wrap = (c: buildConnector.connector) =>
+    withConnectTimeout(
+      withKeepaliveProbes(c, spec.keepalive, spec.socketPath),
+      spec.connectTimeoutMs,
+      spec.socketPath,
+    );
+  if (spec.tunnel) {
+    const t = spec.tunnel;
+    return createTunnel(
+      { ...spec, tunnel: t },
+      {
+        requestTls: tls ? tlsConnectOptions(tls, spec.allowH2) : undefined,
+        proxyTls: t.tls ? tlsConnectOptions(t.tls, false) : undefined,
+        connectOptions: {
+          timeout: 0,
+          keepAlive: spec.keepalive.enabled,
+          keepAliveInitialDelay: spec.keepalive.timeMs,
+        },
+        wrap,
+      },
+    );
+  }
   if (spec.socketPath) connect.socketPath = spec.socketPath;
   if (spec.h2c) connect.useH2c = true;
   if (tls) Object.assign(connect, tlsConnectOptions(tls, spec.allowH2));
   return new Pool(spec.origin, {
-    connect: withConnectTimeout(
-      withKeepaliveProbes(buildConnector(connect), spec.keepalive, spec.socketPath),
-      spec.connectTimeoutMs,
-      spec.socketPath,
-    ),
+    connect: wrap(buildConnector(connect)),
     connections: spec.maxConnections,
     keepAliveTimeout: spec.idleTimeoutMs,
     keepAliveMaxTimeout: spec.idleTimeoutMs,
@@ -66,6 +88,7 @@ export function tlsConnectOptions(
   if (tls.key) connect.key = tls.key.reveal();
   if (tls.hostname) connect.servername = tls.hostname;
   connect.ALPNProtocols = tls.alpn ?? (allowH2 ? ['h2', 'http/1.1'] : ['http/1.1']);
+  if (tls.ecdhCurve) connect.ecdhCurve = tls.ecdhCurve;
   if (tls.insecure) connect.rejectUnauthorized = false;
   else if (tls.insecureHost) connect.checkServerIdentity = () => undefined;
   else if (tls.subjectAltNames) {
@@ -145,7 +168,7 @@ export interface Retained {
 }
 
 export class PoolRegistry {
-  readonly #pools = new Map<string, Pool>();
+  readonly #pools = new Map<string, Dispatcher>();
   readonly #others = new Map<string, Retained>();
   readonly #workers: number;
 
@@ -157,7 +180,7 @@ export class PoolRegistry {
     this.#workers = Math.max(1, workers);
   }
 
-  acquire(spec: PoolSpec): Pool {
+  acquire(spec: PoolSpec): Dispatcher {
     const key = poolKey(spec);
     let pool = this.#pools.get(key);
     if (!pool) {

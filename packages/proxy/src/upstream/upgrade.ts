@@ -96,6 +96,14 @@ export function upgradeUpstream(
 ): Promise<void> {
   const state = ctx.ext.upgrade;
   if (!state) return Promise.reject(new GwError('GW_ERR_INTERNAL', 'not an upgrade request'));
+  // The upgrade's own connection would bypass the proxy: refused rather than sent around it.
+  if (target.spec.tunnel)
+    return Promise.reject(
+      new GwError(
+        'GW_ERR_UPGRADE_UNSUPPORTED',
+        'protocol upgrades through a backendTunnel are not supported by this build of gw yet',
+      ),
+    );
   const headers = ctx.headers;
   if (ctx.ext.rewriteHostToBackend) headers.host = target.endpoint;
   ctx.endpoint = target.endpoint;

@@ -3,7 +3,7 @@
 // the call failed (status, not JSON, unreachable, too slow, cancelled). The service's own error text
 // is never passed on: it may hold the content, and the client gets the guard's failure, not the
 // service's.
-import type { Dispatcher, Pool } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { LlmGuardServiceIR } from '../../config/ir.ts';
 import type { GuardEnv } from './types.ts';
 
@@ -41,7 +41,7 @@ export function serviceOrigin(host: string, override: string | undefined): strin
  */
 export function guardService(ir: LlmGuardServiceIR, env: GuardEnv, waitsFor = 'answer'): GuardService {
   const url = new URL(ir.origin);
-  const pool: Pool | undefined = env.pools?.acquire({
+  const pool: Dispatcher | undefined = env.pools?.acquire({
     origin: ir.origin,
     ...(url.protocol === 'https:' ? { tls: {} } : {}),
     connectTimeoutMs: env.global.connectTimeoutMs,

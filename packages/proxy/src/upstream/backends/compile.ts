@@ -10,6 +10,7 @@ import { type Observation, observeBody, type UpstreamInfo } from '../../pipeline
 import { buildBackendLayers } from '../../policies/registry.ts';
 import { connectionSpec } from '../connection.ts';
 import { type EndpointHealth, trackHealth } from '../health.ts';
+import { tunnelsByConnect } from '../tunnel.ts';
 import { BACKEND_KINDS } from './registry.ts';
 import type { BackendEnv, BackendKind, BackendKindName, CompiledCall } from './types.ts';
 
@@ -38,11 +39,8 @@ export function compileBackend(
     ? (parseGoDuration(p.http.requestTimeout) ?? 0)
     : routeAttemptTimeoutMs;
   const kind = BACKEND_KINDS[b.target.kind] as BackendKind<BackendKindName>;
-  let compiled: CompiledCall = kind.compile(b.target as never, {
-    ...env,
-    connection: connectionSpec(b.policies, env.global),
-    attemptTimeoutMs,
-  });
+  const connection = connectionSpec(b.policies, env.global);
+  let compiled: CompiledCall = kind.compile(b.target as never, { ...env, connection, attemptTimeoutMs });
   // A kind without a fixed endpoint (dynamic, ai, mcp) is tracked as a whole.
   const tracked = p.health
     ? trackHealth(p.health, b.name, compiled.endpoint ?? b.name, env.pools, env.used, compiled.call)
@@ -55,7 +53,7 @@ export function compileBackend(
     policies: Object.keys(p),
   };
   const layers = buildBackendLayers(p, env.global, b.name).map((x) => observed(x.name, 'backend', x.layer));
-  const chain = compose(layers, observedCall(info, compiled));
+  const chain = compose(layers, observedCall(info, compiled, tunnelOf(connection)));
   const name = b.name;
   return {
     name,
@@ -89,11 +87,25 @@ function callOrUpgrade(compiled: CompiledCall): Handler {
   };
 }
 
-function observedCall(info: UpstreamInfo, compiled: CompiledCall): Handler {
+/** The trace's account of a backendTunnel: the proxy and how requests go through it. */
+interface TunnelTrace {
+  proxy: string;
+  mode: 'CONNECT' | 'absolute-form';
+}
+
+function tunnelOf(c: BackendEnv['connection']): TunnelTrace | undefined {
+  const t = c.tunnel;
+  if (!t) return undefined;
+  const connect = tunnelsByConnect({ origin: c.tls ? 'https:' : 'http:', tunnel: t, h2c: c.h2c === true });
+  return { proxy: t.proxy, mode: connect ? 'CONNECT' : 'absolute-form' };
+}
+
+function observedCall(info: UpstreamInfo, compiled: CompiledCall, tunnel: TunnelTrace | undefined): Handler {
   const call = callOrUpgrade(compiled);
   return (ctx) => {
     const obs = ctx.obs;
     if (obs === undefined) return call(ctx);
+    if (tunnel) obs.event(ctx, 'tunnel', { ...tunnel, endpoint: compiled.target(ctx) });
     return callObserved(ctx, obs, info, compiled, call);
   };
 }

@@ -1,0 +1,155 @@
+// backendTunnel against a real forward proxy (the npm `proxy` package, as undici's own tests use): a
+// plaintext HTTP/1.1 backend is reached by an absolute-form request, a TLS backend by CONNECT with TLS
+// inside, mode Connect tunnels plaintext too, and the proxy's credential goes in Proxy-Authorization.
+import assert from 'node:assert/strict';
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { after, before, test } from 'node:test';
+import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import { makeTestPki, type TestPki } from '@gw/testkit/tls';
+import { createProxy, type ProxyServer } from 'proxy';
+
+let pki: TestPki;
+let plain: http.Server;
+let secure: https.Server;
+let forward: ProxyServer;
+/** What the forward proxy saw: `CONNECT host:port` or `GET http://…`, with the credential sent. */
+const seen: { line: string; auth: string | undefined }[] = [];
+const proxies: TestProxy[] = [];
+
+const portOf = (s: { address(): AddressInfo | string | null }) => (s.address() as AddressInfo).port;
+const listen = (s: http.Server) => new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+
+function answer(name: string) {
+  return (req: IncomingMessage, res: http.ServerResponse) =>
+    res.writeHead(200, { 'x-served-by': name, 'x-path': req.url ?? '' }).end(`hello from ${name}`);
+}
+
+before(async () => {
+  pki = await makeTestPki(['backend.internal']);
+  const cert = pki.servers['backend.internal'];
+  assert.ok(cert);
+  plain = http.createServer(answer('plain'));
+  secure = https.createServer({ cert: cert.cert, key: cert.key }, answer('secure'));
+  forward = createProxy(http.createServer());
+  const record = (req: IncomingMessage) =>
+    seen.push({ line: `${req.method} ${req.url}`, auth: req.headers['proxy-authorization'] });
+  forward.prependListener('request', record);
+  forward.prependListener('connect', record);
+  forward.authenticate = (req) =>
+    !req.url?.includes('denied') && req.headers['proxy-authorization'] !== 'Bearer wrong';
+  await Promise.all([listen(plain), listen(secure), listen(forward)]);
+});
+after(async () => {
+  for (const p of proxies) await p.close();
+  for (const s of [plain, secure, forward]) {
+    s.closeAllConnections();
+    await new Promise((r) => s.close(r));
+  }
+  await pki.cleanup();
+});
+
+async function gw(backend: string, policies: string): Promise<TestProxy> {
+  const p = await startProxy(`binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - backends:
+      - host: "${backend}"
+        policies: ${policies}
+`);
+  proxies.push(p);
+  return p;
+}
+
+const tunnel = (extra = '') => `backendTunnel: {proxy: {host: "127.0.0.1:${portOf(forward)}"}${extra}}`;
+
+test('a plaintext backend is reached through the proxy by an absolute-form request', async () => {
+  seen.length = 0;
+  const p = await gw(`127.0.0.1:${portOf(plain)}`, `{${tunnel()}}`);
+  const r = await fetch(p.url('/a?b=1'));
+  assert.equal(r.status, 200);
+  assert.equal(await r.text(), 'hello from plain');
+  assert.equal(r.headers.get('x-path'), '/a?b=1');
+  assert.deepEqual(
+    seen.map((s) => s.line),
+    [`GET http://127.0.0.1:${portOf(plain)}/a?b=1`],
+  );
+});
+
+test('a TLS backend is reached by CONNECT, with TLS to the backend inside the tunnel', async () => {
+  seen.length = 0;
+  const p = await gw(
+    `127.0.0.1:${portOf(secure)}`,
+    `{${tunnel()}, backendTLS: {root: {file: ${JSON.stringify(pki.caFile)}}, hostname: backend.internal}}`,
+  );
+  for (let i = 0; i < 2; i++) {
+    const r = await fetch(p.url('/tls'));
+    assert.equal(r.status, 200);
+    assert.equal(await r.text(), 'hello from secure');
+  }
+  // One tunnel, kept alive for the second request.
+  assert.deepEqual(
+    seen.map((s) => s.line),
+    [`CONNECT 127.0.0.1:${portOf(secure)}`],
+  );
+});
+
+test('mode Connect tunnels a plaintext backend too; the key goes to the proxy as Proxy-Authorization', async () => {
+  seen.length = 0;
+  const p = await gw(
+    `127.0.0.1:${portOf(plain)}`,
+    `{${tunnel(', mode: Connect, policies: {backendAuth: {key: {value: dXNlcjpwdw==, location: {header: {name: Proxy-Authorization, prefix: "Basic "}}}}}')}}`,
+  );
+  // The client's own Proxy-Authorization is not passed on to the gateway's proxy.
+  const r = await fetch(p.url('/c'), { headers: { 'proxy-authorization': 'Basic client' } });
+  assert.equal(r.status, 200);
+  assert.equal(await r.text(), 'hello from plain');
+  assert.deepEqual(seen, [{ line: `CONNECT 127.0.0.1:${portOf(plain)}`, auth: 'Basic dXNlcjpwdw==' }]);
+});
+
+test('a proxy that refuses the credential fails the request with a 5xx, not a crash', async () => {
+  for (const mode of ['Auto', 'Connect']) {
+    const p = await gw(
+      `127.0.0.1:${portOf(plain)}`,
+      `{${tunnel(`, mode: ${mode}, policies: {backendAuth: {key: wrong}}`)}}`,
+    );
+    const r = await fetch(p.url('/'));
+    assert.ok(r.status >= 500, `${mode}: ${r.status}`);
+    await r.text();
+  }
+});
+
+test('the trace names the tunnel a backend goes through', async () => {
+  const p = await gw(`127.0.0.1:${portOf(plain)}`, `{${tunnel()}}`);
+  const events = p.trace();
+  assert.equal((await fetch(p.url('/t'))).status, 200);
+  const tunnelEvent = (await events).find((e) => e.message.type === 'tunnel');
+  assert.ok(tunnelEvent, 'a tunnel event');
+  assert.deepEqual(tunnelEvent.message, {
+    type: 'tunnel',
+    proxy: `127.0.0.1:${portOf(forward)}`,
+    mode: 'absolute-form',
+    endpoint: `127.0.0.1:${portOf(plain)}`,
+  });
+});
+
+test('config errors name the field', async () => {
+  await assert.rejects(
+    gw('127.0.0.1:1', '{backendTunnel: {proxy: {backend: nope}}}'),
+    /backendTunnel\.proxy\.backend.*no backend named "nope"/s,
+  );
+  await assert.rejects(
+    gw('127.0.0.1:1', '{backendTunnel: {proxy: {host: "127.0.0.1:1"}, policies: {http: {}}}}'),
+    /http on a backendTunnel proxy is not supported by this build of gw yet/,
+  );
+  await assert.rejects(
+    gw(
+      '127.0.0.1:1',
+      '{backendTunnel: {proxy: {host: "127.0.0.1:1"}, policies: {backendAuth: {passthrough: {}}}}}',
+    ),
+    /backendAuth passthrough on a backendTunnel proxy is not supported/,
+  );
+});
