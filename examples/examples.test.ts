@@ -110,6 +110,23 @@ describe('examples', () => {
     }
   });
 
+  test('transformations.yaml rewrites path, headers and body on the way in, headers on the way out', async (t) => {
+    const p = await startProxy(prepared('transformations.yaml'));
+    t.after(() => p.close());
+    const r = await request(p.url('/orders/7'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-tenant': 'acme', 'x-debug': '1' },
+      body: JSON.stringify({ qty: 2 }),
+    });
+    assert.equal(r.statusCode, 200);
+    assert.equal(r.headers['x-tenant'], 'acme');
+    const echo = (await r.body.json()) as { url: string; headers: Record<string, string>; body: string };
+    assert.equal(echo.url, '/v2/orders/7');
+    assert.equal(echo.headers['x-gateway'], 'gw');
+    assert.equal(echo.headers['x-debug'], undefined);
+    assert.deepEqual(JSON.parse(echo.body), { order: { qty: 2 }, tenant: 'acme' });
+  });
+
   test('forward-proxy.yaml forwards to the Host of the request', async (t) => {
     const p = await startProxy(prepared('forward-proxy.yaml'));
     t.after(() => p.close());
