@@ -8,6 +8,7 @@ import { compileCel } from '../cel/cel.ts';
 import type { StartupConfig } from '../config/load.ts';
 import type { LogHub } from '../observability/logger.ts';
 import { parseLevelFilter } from '../observability/logger.ts';
+import { heapSpaces } from '../server/heap-spaces.ts';
 import type { Supervisor } from '../server/supervisor.ts';
 import { formatListenAddress, type ListenAddress, parseListenAddress } from './address.ts';
 import { configDump, workerHealth } from './config-dump.ts';
@@ -99,7 +100,12 @@ export async function startAdmin(
 
   app.get('/memory', async () => {
     const workers = await supervisor.broadcast({ type: 'memory' });
-    return { process: process.memoryUsage(), resourceUsage: process.resourceUsage(), workers };
+    return {
+      process: process.memoryUsage(),
+      spaces: heapSpaces(),
+      resourceUsage: process.resourceUsage(),
+      workers,
+    };
   });
 
   app.get('/debug/tasks', async () => ({

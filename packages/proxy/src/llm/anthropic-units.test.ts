@@ -18,10 +18,14 @@ import { openaiChatToBedrockConverse } from './formats/openai-chat__bedrock-conv
 import { openaiChatToGeminiGenerateContent } from './formats/openai-chat__gemini-generate-content.ts';
 import { FORMAT_PAIRS } from './formats/registry.ts';
 import type { FormatPair, StreamConverter } from './formats/types.ts';
+import { loadConverseCodec } from './providers/bedrock/event-stream.ts';
 import { PROVIDERS } from './providers/registry.ts';
 import type { ProviderRequest } from './providers/types.ts';
 import { SseSplitter } from './sse.ts';
 import { LlmRequestState } from './state.ts';
+
+// The Bedrock stream decoder loads with the first ConverseStream request; these tests decode directly.
+await loadConverseCodec();
 
 const anthropic: LlmProviderIR<'anthropic'> = { kind: 'anthropic', name: 'anthropic', settings: {} };
 const req = (stream = false, bodyHasModel = true) => ({ model: 'm', stream, bodyHasModel });

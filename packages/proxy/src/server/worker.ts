@@ -6,7 +6,8 @@ import { LogHub } from '../observability/logger.ts';
 import { ProxyMetrics } from '../observability/metrics.ts';
 import { decodeSecrets } from '../secret.ts';
 import { DataPlane } from './data-plane.ts';
-import { cpuProfile, heapProfile, startHeapSampling } from './profile.ts';
+import { heapSpaces } from './heap-spaces.ts';
+import { cpuProfile, heapProfile } from './profile.ts';
 import type { Envelope, Reply, TraceMessage, WorkerData, WorkerRequest } from './protocol.ts';
 
 const data = workerData as WorkerData;
@@ -26,7 +27,6 @@ const plane = new DataPlane({
   workers: data.workers,
   traceSink: (id, event) => port.postMessage({ trace: id, event } satisfies TraceMessage),
 });
-startHeapSampling();
 
 async function handle(req: WorkerRequest): Promise<unknown> {
   switch (req.type) {
@@ -47,7 +47,7 @@ async function handle(req: WorkerRequest): Promise<unknown> {
     case 'tasks':
       return { worker: data.index, inflight: plane.tasks(), resources: process.getActiveResourcesInfo() };
     case 'memory':
-      return { worker: data.index, heap: getHeapStatistics() };
+      return { worker: data.index, heap: getHeapStatistics(), spaces: heapSpaces() };
     case 'trace-arm':
       return plane.armTrace(req.id, req.flag, req.expression);
     case 'trace-disarm':

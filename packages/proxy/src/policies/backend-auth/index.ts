@@ -119,7 +119,7 @@ function aws(c: Extract<BackendAuthIR, { aws: unknown }>['aws'], maxBody: number
       const prev = query[k];
       query[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
     }
-    const signed = await awsSigner(region, service, creds).sign({
+    const signed = await (await awsSigner(region, service, creds)).sign({
       method: ctx.method,
       protocol: 'https:',
       hostname: host,

@@ -1,9 +1,9 @@
 // ConverseStream's wire framing: the binary `application/vnd.amazon.eventstream`, decoded frame by
 // frame as bytes arrive (a frame may be split anywhere), each an event with its JSON payload or a
 // failure (an exception frame, or bytes that cannot be framed) in the words and status to tell a
-// client. The format pairs that convert Bedrock streams read these instead of raw bytes.
-import { EventStreamCodec } from '@smithy/core/event-streams';
-import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
+// client. The format pairs that convert Bedrock streams read these instead of raw bytes. The SDK's
+// codec loads with the first ConverseStream request (loadConverseCodec), not with every proxy.
+import { Lazy } from '../../../lazy.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -13,7 +13,18 @@ export type ConverseFrame =
   /** The stream failed: nothing after it can be read. */
   | { failure: { message: string; status: number; code: string | null } };
 
-const codec = new EventStreamCodec(toUtf8, fromUtf8);
+const codec = new Lazy(async () => {
+  const [{ EventStreamCodec }, { fromUtf8, toUtf8 }] = await Promise.all([
+    import('@smithy/core/event-streams'),
+    import('@smithy/util-utf8'),
+  ]);
+  return new EventStreamCodec(toUtf8, fromUtf8);
+});
+
+/** Loads the frame decoder; the provider awaits it before it sends a ConverseStream request. */
+export function loadConverseCodec(): Promise<unknown> {
+  return codec.ready;
+}
 
 export class ConverseFrames {
   // The tail of an incomplete frame waits here for the next bytes.
@@ -56,14 +67,20 @@ export class ConverseFrames {
   }
 
   #frame(frame: Buffer): ConverseFrame {
+    if (codec.value === undefined) throw new Error('the event stream decoder is not loaded');
     // decode checks the prelude and message CRCs.
-    const msg = codec.decode(frame);
+    const msg = codec.value.decode(frame);
     const h = (name: string) => {
       const v = msg.headers[name];
       return v && v.type === 'string' ? v.value : undefined;
     };
     const kind = h(':message-type');
-    const body = msg.body.length > 0 ? (JSON.parse(toUtf8(msg.body)) as Obj) : {};
+    const body =
+      msg.body.length > 0
+        ? (JSON.parse(
+            Buffer.from(msg.body.buffer, msg.body.byteOffset, msg.body.byteLength).toString('utf8'),
+          ) as Obj)
+        : {};
     if (kind === 'exception' || kind === 'error') {
       this.#failed = true;
       const message =

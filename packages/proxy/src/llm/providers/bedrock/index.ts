@@ -4,6 +4,7 @@
 // configured apiKey is a Bedrock API key, sent as a bearer token instead. A guardrail in the
 // provider's settings is added to the body (`guardrailConfig`) before signing.
 import type { ProviderModule } from '../types.ts';
+import { loadConverseCodec } from './event-stream.ts';
 import { sigV4 } from './sigv4.ts';
 
 export const bedrockProvider: ProviderModule<'bedrock'> = {
@@ -29,6 +30,7 @@ export const bedrockProvider: ProviderModule<'bedrock'> = {
       };
       req.body = Buffer.from(JSON.stringify(body));
     }
+    if (req.path.endsWith('/converse-stream')) await loadConverseCodec();
     // The client's own credentials mean nothing to AWS.
     for (const h of ['authorization', 'x-api-key', 'api-key']) delete req.headers[h];
     if (key !== undefined) {

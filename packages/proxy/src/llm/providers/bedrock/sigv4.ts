@@ -5,13 +5,20 @@
 // at each request; otherwise the SDK's default chain (profiles, SSO, web identity, container and
 // instance metadata), loaded on first use and cached by it until the credentials expire. When the
 // chain finds nothing (its metadata lookups take seconds to time out off AWS), requests fail at once
-// for a minute before it is asked again.
-import { Hash } from '@smithy/hash-node';
-import { SignatureV4 } from '@smithy/signature-v4';
+// for a minute before it is asked again. The signer modules (about 12 MiB of RSS in each thread) load
+// on the first signature, so a config that signs nothing never pays for them.
+import type { SignatureV4 } from '@smithy/signature-v4';
 import { GwError } from '../../../errors.ts';
+import { Lazy } from '../../../lazy.ts';
 import type { ProviderRequest } from '../types.ts';
 
-const Sha256 = Hash.bind(null, 'sha256');
+const smithy = new Lazy(async () => {
+  const [{ Hash }, { SignatureV4 }] = await Promise.all([
+    import('@smithy/hash-node'),
+    import('@smithy/signature-v4'),
+  ]);
+  return { SignatureV4, Sha256: Hash.bind(null, 'sha256') };
+});
 
 export interface AwsCredentials {
   accessKeyId: string;
@@ -54,7 +61,12 @@ async function credentials(): Promise<AwsCredentials> {
 const signers = new Map<string, SignatureV4>();
 
 /** The SDK's signer for `region` and `service`, with `creds` (configured) or the chain above. */
-export function awsSigner(region: string, service: string, creds?: AwsCredentials): SignatureV4 {
+export async function awsSigner(
+  region: string,
+  service: string,
+  creds?: AwsCredentials,
+): Promise<SignatureV4> {
+  const { SignatureV4, Sha256 } = smithy.value ?? (await smithy.ready);
   // Configured credentials get a signer of their own each time: a cached one would outlive a reload.
   if (creds) return new SignatureV4({ credentials: creds, region, service, sha256: Sha256 });
   const key = `${region}/${service}`;
@@ -73,7 +85,7 @@ export async function sigV4(
   service: string,
   creds?: AwsCredentials,
 ): Promise<void> {
-  const signer = awsSigner(region, service, creds);
+  const signer = await awsSigner(region, service, creds);
   const q = req.path.indexOf('?');
   const query: Record<string, string | string[]> = {};
   if (q !== -1) {
