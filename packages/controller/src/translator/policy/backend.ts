@@ -9,18 +9,23 @@ import { mcp } from './backend/mcp.ts';
 import { tcp } from './backend/tcp.ts';
 import { tls } from './backend/tls.ts';
 import { transformation } from './backend/transformation.ts';
+import { tunnel } from './backend/tunnel.ts';
 import { MapContext } from './context.ts';
 import type { BackendPolicyResult } from './result.ts';
-import { mapSections, type SectionMap, unsupported } from './section.ts';
+import { mapSections, type SectionMap } from './section.ts';
 import type { BackendPolicies, BackendSpec, GwBackendPoliciesSpec } from './spec.ts';
 
-const CRD_NAMES: Record<string | number, string> = { backendTLS: 'tls', backendAuth: 'auth' };
+const CRD_NAMES: Record<string | number, string> = {
+  backendTLS: 'tls',
+  backendAuth: 'auth',
+  backendTunnel: 'tunnel',
+};
 
 export const BACKEND_SECTIONS = {
   tcp,
   http,
   tls,
-  tunnel: unsupported,
+  tunnel,
   auth,
   transformation,
   health,

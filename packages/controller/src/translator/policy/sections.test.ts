@@ -907,42 +907,162 @@ describe('backend → BackendPolicies', () => {
     );
   });
 
-  test('unsupported sections and fields are reported', () => {
+  test('unsupported fields are reported', () => {
     const r = backend(
       backendSpec({
-        tunnel: { url: 'http://proxy.example:3128' },
         auth: { gcp: {} },
-        health: { active: {} },
         tls: { certificateSource: 'SPIFFE', keyExchangeGroups: ['X25519'] },
       }),
       [],
     );
     assert.deepEqual(r, {
-      policies: { backendTLS: {} },
+      policies: { backendTLS: { keyExchangeGroups: ['X25519'] } },
       problems: [
-        'backend.tunnel is not supported by this gw build yet',
-        'backend.tls.keyExchangeGroups is not supported by this gw build yet',
         'backend.tls.certificateSource SPIFFE is not supported by this gw build yet',
         'backend.auth.gcp is not supported by this gw build yet',
-        'backend.health.active is not supported by this gw build yet',
       ],
       invalid: [],
       failClosed: true,
     });
   });
 
+  test('tls.keyExchangeGroups keep their names and order; one the TLS library lacks is Invalid, named', () => {
+    assert.deepEqual(backend(backendSpec({ tls: { keyExchangeGroups: ['P-384', 'X25519'] } }), []).policies, {
+      backendTLS: { keyExchangeGroups: ['P-384', 'X25519'] },
+    });
+    // The CRD's enum lets only names through that OpenSSL 3.5 (Node 24) has; past the API server, a
+    // name the library lacks gets the standalone's words at the CRD's field.
+    const spec = { tls: { keyExchangeGroups: ['X25519', 'X25519Kyber768Draft00'] } } as unknown as Parameters<
+      typeof backendPolicy
+    >[0];
+    const r = backendPolicy(spec, NS, inMemoryLookup([]));
+    assert.deepEqual(
+      r.invalid.map((p) => p.path),
+      [['spec', 'backend', 'tls', 'keyExchangeGroups', 1]],
+    );
+    assert.match(
+      r.invalid[0]?.message ?? '',
+      /^key exchange group X25519Kyber768Draft00 is not available in this build's TLS library/,
+    );
+  });
+
+  test('tunnel: a Service backendRef is its cluster DNS name; a url is proxy.host (TLS for https)', () => {
+    assert.deepEqual(
+      backend(backendSpec({ tunnel: { backendRef: { name: 'squid', port: 3128 } } }), [
+        service('squid', [{ port: 3128 }]),
+      ]),
+      {
+        policies: { backendTunnel: { proxy: { host: `squid.${NS}.svc.cluster.local:3128` }, mode: 'Auto' } },
+        problems: [],
+        invalid: [],
+        failClosed: false,
+      },
+    );
+    assert.deepEqual(
+      backend(backendSpec({ tunnel: { backendRef: { name: 'squid', port: 8443 }, mode: 'Connect' } }), [
+        service('squid', [{ port: 8443, appProtocol: 'https' }]),
+      ]).policies,
+      {
+        backendTunnel: {
+          proxy: { host: `squid.${NS}.svc.cluster.local:8443` },
+          policies: { backendTLS: {} },
+          mode: 'Connect',
+        },
+      },
+    );
+    assert.deepEqual(backend(backendSpec({ tunnel: { url: 'http://proxy.example:3128' } }), []).policies, {
+      backendTunnel: { proxy: { host: 'proxy.example:3128' }, mode: 'Auto' },
+    });
+    assert.deepEqual(backend(backendSpec({ tunnel: { url: 'https://proxy.example' } }), []).policies, {
+      backendTunnel: { proxy: { host: 'proxy.example:443' }, policies: { backendTLS: {} }, mode: 'Auto' },
+    });
+    const withPath = backend(backendSpec({ tunnel: { url: 'http://proxy.example/squid' } }), []);
+    assert.deepEqual(withPath.policies, {
+      backendTunnel: { proxy: { host: 'proxy.example:80' }, mode: 'Auto' },
+    });
+    assert.deepEqual(withPath.problems, [
+      'backend.tunnel.url: a forward proxy is addressed by host and port: "/squid" is ignored',
+    ]);
+  });
+
+  test('tunnel: a missing Service or port, or no single address, fails closed naming the field', () => {
+    const noTunnel = 'backend.tunnel: no forward proxy to reach the backend through: the backend is not used';
+    assert.deepEqual(backend(backendSpec({ tunnel: { backendRef: { name: 'squid', port: 3128 } } }), []), {
+      policies: {},
+      problems: ['backend.tunnel.backendRef: service "squid" not found', noTunnel],
+      invalid: [],
+      failClosed: true,
+    });
+    assert.deepEqual(
+      backend(backendSpec({ tunnel: { backendRef: { name: 'squid', port: 3128 } } }), [
+        service('squid', [{ port: 80 }]),
+      ]).problems,
+      ['backend.tunnel.backendRef: service "squid" has no port 3128', noTunnel],
+    );
+    assert.deepEqual(
+      backend(
+        backendSpec({ tunnel: { backendRef: { group: 'gw.dev', kind: 'GwBackend', name: 'squid' } } }),
+        [],
+      ).problems,
+      [
+        'backend.tunnel.backendRef: backendRef kind "gw.dev/GwBackend" is not supported here; use a Service',
+        noTunnel,
+      ],
+    );
+    // Both or neither: the API server refuses them (the CRD says exactly one); past it, the same words.
+    const unchecked = (tunnel: Record<string, unknown>) =>
+      backendPolicy({ tunnel } as unknown as Parameters<typeof backendPolicy>[0], NS, inMemoryLookup([]));
+    const both = unchecked({
+      url: 'http://p:3128',
+      backendRef: { group: '', kind: 'Service', name: 's', port: 1 },
+    });
+    assert.deepEqual(both.problems, [
+      'backend.tunnel: exactly one of backendRef or url must be set, not both',
+      noTunnel,
+    ]);
+    assert.equal(both.failClosed, true);
+    assert.deepEqual(unchecked({ mode: 'Auto' }).problems, [
+      'backend.tunnel: exactly one of backendRef or url must be set',
+      noTunnel,
+    ]);
+    const r = validateResource({
+      apiVersion: 'gw.dev/v1alpha1',
+      kind: 'GwPolicy',
+      metadata: { name: 'x', namespace: NS },
+      spec: { ...TARGET, backend: { tunnel: { mode: 'Auto' } } },
+    });
+    assert.ok(!r.ok);
+    assert.match(
+      JSON.stringify(r.errors),
+      /spec\.backend\.tunnel.*exactly one of backendRef or url must be set/,
+    );
+  });
+
   test('GwBackend spec.policies, with its own field prefix', () => {
     const spec = validated('GwBackend', {
       static: { host: 'api.internal', port: 443 },
-      policies: { tls: { sni: 'api.internal' }, tunnel: { url: 'http://proxy.example:3128' } },
+      policies: {
+        tls: { sni: 'api.internal' },
+        tunnel: { url: 'http://proxy.example:3128', mode: 'Connect' },
+      },
     }) as GwBackendSpec;
-    const r = backend(spec.policies!, [], 'policies');
-    assert.deepEqual(r, {
-      policies: { backendTLS: { hostname: 'api.internal' } },
-      problems: ['policies.tunnel is not supported by this gw build yet'],
+    assert.deepEqual(backend(spec.policies!, [], 'policies'), {
+      policies: {
+        backendTLS: { hostname: 'api.internal' },
+        backendTunnel: { proxy: { host: 'proxy.example:3128' }, mode: 'Connect' },
+      },
+      problems: [],
       invalid: [],
       failClosed: false,
     });
+    const missing = validated('GwBackend', {
+      static: { host: 'api.internal', port: 443 },
+      policies: { tunnel: { backendRef: { name: 'squid', port: 3128 } } },
+    }) as GwBackendSpec;
+    assert.deepEqual(backend(missing.policies!, [], 'policies').problems, [
+      'policies.tunnel.backendRef: service "squid" not found',
+      'policies.tunnel: no forward proxy to reach the backend through: the backend is not used',
+    ]);
   });
 });
 

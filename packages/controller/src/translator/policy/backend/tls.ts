@@ -1,6 +1,7 @@
 // spec.backend.tls (or GwBackend spec.policies.tls) → backendTLS: client certificate and CA from
-// Secrets/ConfigMaps, SNI, names to verify, ALPN. Missing or non-PEM material fails closed: the
-// backend is not used rather than reached with weaker TLS than asked for.
+// Secrets/ConfigMaps, SNI, names to verify, ALPN, key exchange groups. Missing or non-PEM material
+// fails closed: the backend is not used rather than reached with weaker TLS than asked for. A key
+// exchange group the TLS library lacks makes the policy Invalid (checkBackendPolicies, as standalone).
 import { decodeBase64, defined, isPem, isSecretRef, type MapContext, quote, readKey } from '../context.ts';
 import type { BackendMapper, BackendPolicies, BackendSpec } from '../spec.ts';
 
@@ -11,7 +12,7 @@ export const tls: BackendMapper<'tls'> = {
   map(spec, ctx, out, at) {
     const r = backendTls(ctx, at.field, spec);
     out.backendTLS = r.policy;
-    ctx.failClosed = r.failClosed;
+    if (r.failClosed) ctx.failClosed = true;
   },
 };
 
@@ -28,6 +29,7 @@ function backendTls(
     'sni',
     'verifySubjectAltNames',
     'alpnProtocols',
+    'keyExchangeGroups',
   ]);
   let failClosed = false;
   if (spec.certificateSource === 'SPIFFE') {
@@ -40,6 +42,8 @@ function backendTls(
     insecureHost: spec.insecureSkipVerify === 'Hostname' ? true : undefined,
     subjectAltNames: spec.verifySubjectAltNames && [...spec.verifySubjectAltNames],
     alpn: spec.alpnProtocols && [...spec.alpnProtocols],
+    // the same names; one the TLS library lacks is refused by checkBackendPolicies (Invalid)
+    keyExchangeGroups: spec.keyExchangeGroups && [...spec.keyExchangeGroups],
   });
   let root: string | undefined;
   const mtls = spec.mtlsCertificateRef?.[0];
