@@ -10,3 +10,4 @@ export * from './config/source.ts';
 export * from './config/transformations.ts';
 export * from './duration.ts';
 export * from './llm/model-names.ts';
+export * from './tls-names.ts';

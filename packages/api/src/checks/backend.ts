@@ -1,42 +1,13 @@
 // Checks of backend policies (the standalone BackendPolicies shape) across fields: a client
 // certificate needs its key, skipping verification excludes verifying names, key exchange groups the
 // TLS library knows, a tunnel's credential in a header, mcpAuthentication and backendAuth.
-import { createSecureContext } from 'node:tls';
 import type { BackendPolicies, BackendTLS } from '../config/schema.ts';
 import type { FieldPath } from '../config/source.ts';
+import { keyExchangeGroupAvailable } from '../tls-names.ts';
 import { checkBackendAuth } from './backend-auth.ts';
 import { checkMcpAuthentication } from './mcp-authentication.ts';
 import type { Problem } from './problem.ts';
 import { checkTransformations } from './transformations.ts';
-
-/** agentgateway's key exchange group names → the names OpenSSL (Node's `ecdhCurve`) knows them by. */
-export const KEY_EXCHANGE_GROUP_NAMES: Record<string, string> = {
-  X25519: 'X25519',
-  'P-256': 'P-256',
-  'P-384': 'P-384',
-  X25519_MLKEM768: 'X25519MLKEM768',
-};
-
-/** Node's `ecdhCurve` for backendTLS.keyExchangeGroups (the order is the client's preference). */
-export function ecdhCurveOf(groups: readonly string[]): string {
-  return groups.map((g) => KEY_EXCHANGE_GROUP_NAMES[g] ?? g).join(':');
-}
-
-const groupSupport = new Map<string, boolean>();
-/** Whether this process's TLS library offers `group` (X25519MLKEM768 needs OpenSSL 3.5 or later). */
-function groupSupported(group: string): boolean {
-  let ok = groupSupport.get(group);
-  if (ok === undefined) {
-    try {
-      createSecureContext({ ecdhCurve: KEY_EXCHANGE_GROUP_NAMES[group] ?? group });
-      ok = true;
-    } catch {
-      ok = false;
-    }
-    groupSupport.set(group, ok);
-  }
-  return ok;
-}
 
 function checkTls(t: BackendTLS, tp: FieldPath): Problem[] {
   const out: Problem[] = [];
@@ -45,7 +16,7 @@ function checkTls(t: BackendTLS, tp: FieldPath): Problem[] {
   if (t.insecure && t.subjectAltNames)
     out.push({ path: tp, message: 'at most one of insecure and subjectAltNames' });
   (t.keyExchangeGroups ?? []).forEach((g, i) => {
-    if (!groupSupported(g))
+    if (!keyExchangeGroupAvailable(g))
       out.push({
         path: [...tp, 'keyExchangeGroups', i],
         message: `key exchange group ${g} is not available in this build's TLS library (OpenSSL ${process.versions.openssl})`,

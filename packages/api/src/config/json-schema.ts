@@ -7,7 +7,12 @@ import { ConfigFile } from './schema.ts';
 export const CONFIG_SCHEMA_ID = 'https://gw.dev/schema/config.json';
 
 export function configJsonSchema(): Record<string, unknown> {
-  const schema = z.toJSONSchema(ConfigFile, { io: 'input', unrepresentable: 'any', target: 'draft-2020-12' });
+  // (ConfigFile's own type is too deep for toJSONSchema's overloads to relate; only the runtime schema counts)
+  const schema = z.toJSONSchema(ConfigFile as unknown as z.ZodType, {
+    io: 'input',
+    unrepresentable: 'any',
+    target: 'draft-2020-12',
+  });
   return {
     ...(forEditors(schema) as Record<string, unknown>),
     $id: CONFIG_SCHEMA_ID,

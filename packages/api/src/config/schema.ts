@@ -38,6 +38,7 @@ import {
   Url,
 } from '../crd/types.ts';
 import { parseByteSize, parseGoDuration } from '../duration.ts';
+import { CIPHER_SUITE_NAMES, KEY_EXCHANGE_GROUPS } from '../tls-names.ts';
 import { Transformations, TransformationsPolicy } from './transformations.ts';
 
 const strict = z.strictObject;
@@ -48,7 +49,13 @@ const NotYet = (what: string) => {
   const message = notYetMessage(what);
   return z
     .unknown()
-    .refine(() => false, { message })
+    .superRefine((v, ctx) => {
+      // absent where required (one alternative of a union): a missing field, not the refusal, so the
+      // error of the alternative the user meant is the one reported (config/source.ts)
+      if (v === undefined)
+        ctx.addIssue({ code: 'invalid_type', expected: 'unknown', input: v, message: 'Required' });
+      else ctx.addIssue({ code: 'custom', message });
+    })
     .meta({ description: message });
 };
 /**
@@ -168,6 +175,8 @@ const UrlRewrite = strict({ authority: Authority.optional(), path: PathRewrite.o
 const DirectResponseBody = strict({
   status: CrdDirectResponse.shape.status,
   body: Bytes.optional(),
+  bodyExpression: NotYet('directResponse bodyExpression').optional(),
+  conditional: NotYet('the conditional form of directResponse').optional(),
   headers: z.record(HeaderName, z.string()).optional(),
 });
 
@@ -188,6 +197,8 @@ const Retry = strict({
   attempts: z.number().int().min(1).max(255).optional(),
   backoff: Duration.optional(),
   codes: z.array(z.number().int().min(100).max(599)).min(1),
+  condition: NotYet('retry condition').optional(),
+  precondition: NotYet('retry precondition').optional(),
 });
 
 // agentgateway's A2aPolicy: no fields; its presence marks traffic as agent-to-agent.
@@ -226,10 +237,12 @@ const Jwks = z.union([
   strict({ file: z.string().min(1) }),
   strict({ url: Url }),
 ]);
+const JwtValidationOptions = NotYet('jwtAuth jwtValidationOptions');
 const JwtProvider = strict({
   issuer: CrdJwtProvider.shape.issuer,
   audiences: CrdJwtProvider.shape.audiences,
   jwks: Jwks,
+  jwtValidationOptions: JwtValidationOptions.optional(),
 });
 export const JwtAuth = strict({
   mode: Mode.optional(),
@@ -240,6 +253,7 @@ export const JwtAuth = strict({
   jwks: Jwks.optional(),
   location: TokenLocation.optional(),
   preserveToken: z.boolean().optional(),
+  jwtValidationOptions: JwtValidationOptions.optional(),
 });
 
 // agentgateway's mcpAuthentication: the gateway as an OAuth 2.1 protected resource for MCP clients
@@ -303,14 +317,31 @@ export const BasicAuth = strict({
   users: CrdBasicAuthentication.shape.users,
   htpasswd: z.union([z.string().min(1), strict({ file: z.string().min(1) })]).optional(),
   location: TokenLocation.optional(),
+  // agentgateway's name for location
+  authorizationLocation: TokenLocation.optional().meta({ description: 'the same as location' }),
+}).transform(({ authorizationLocation, ...b }, ctx) => {
+  if (authorizationLocation === undefined) return b;
+  if (b.location !== undefined)
+    ctx.issues.push({
+      code: 'custom',
+      input: b,
+      path: ['authorizationLocation'],
+      message: 'set one of location and authorizationLocation',
+    });
+  return { ...b, location: authorizationLocation };
 });
 
 const ApiKeyEntry = z.union([
   z.string().min(1),
-  strict({ key: z.string().min(1), metadata: z.unknown().optional() }),
+  strict({
+    key: z.string().min(1),
+    metadata: z.unknown().optional(),
+    allowedModels: NotYet('apiKey allowedModels').optional(),
+  }),
   strict({
     keyHash: z.string().regex(/^sha256:[0-9a-fA-F]{64}$/, 'expected sha256:<64 hex digits>'),
     metadata: z.unknown().optional(),
+    allowedModels: NotYet('apiKey allowedModels').optional(),
   }),
 ]);
 export const ApiKeyAuth = strict({
@@ -407,6 +438,7 @@ export const ExtAuthz = strict({
   includeRequestBody: NotYet('includeRequestBody').optional(),
   cache: NotYet('the extAuthz cache').optional(),
   policies: NotYet('policies on the extAuthz service').optional(),
+  conditional: NotYet('the conditional form of extAuthz').optional(),
   timeout: Duration.optional().meta({ description: 'gw addition: deadline of the check (default 200ms)' }),
   grpc: ExtAuthzGrpc.optional().meta({ description: "gw's form: the service and settings of a gRPC check" }),
   http: ExtAuthzHttp.optional().meta({ description: "gw's form: the service and settings of an HTTP check" }),
@@ -481,6 +513,7 @@ export const ExtProc = strict({
   service: NotYet('an extProc service by service reference (use host)').optional(),
   backend: NotYet('an extProc service by backend reference (use host)').optional(),
   policies: NotYet('policies on the extProc service').optional(),
+  conditional: NotYet('the conditional form of extProc').optional(),
   failureMode: z.enum(['failClosed', 'failOpen']).optional().meta({
     description: 'when the service fails: failClosed (default, 500) or failOpen (continue unprocessed)',
   }),
@@ -547,9 +580,15 @@ const RemoteRateLimitDescriptor = strict({
   type: z.enum(['requests', 'tokens']).optional().meta({
     description: 'requests (default) counts each request; tokens counts LLM usage once the response ends',
   }),
+  cost: NotYet('remoteRateLimit descriptor cost').optional(),
+  limitOverride: NotYet('remoteRateLimit descriptor limitOverride').optional(),
 });
 export const RemoteRateLimit = strict({
   host: AuthzHost.meta({ description: 'gRPC address of the rate limit service' }),
+  service: NotYet('a remoteRateLimit service by service reference (use host)').optional(),
+  backend: NotYet('a remoteRateLimit service by backend reference (use host)').optional(),
+  policies: NotYet('policies on the remoteRateLimit service').optional(),
+  conditional: NotYet('the conditional form of remoteRateLimit').optional(),
   domain: CrdGlobalRateLimit.shape.domain,
   descriptors: z.array(RemoteRateLimitDescriptor).min(1).max(64),
   failureMode: FailureMode.optional().meta({
@@ -562,6 +601,7 @@ export const RemoteRateLimit = strict({
 // ---------- backend policies ----------
 const FileOrInline = z.union([z.string(), strict({ file: z.string() })]);
 export const BackendTLS = strict({
+  spiffe: NotYet('backendTLS spiffe').optional(),
   cert: FileOrInline.optional(),
   key: FileOrInline.optional(),
   root: FileOrInline.optional(),
@@ -610,6 +650,29 @@ const BackendHttp = strict({
   requestTimeout: Duration.optional(),
 });
 const BackendTcp = strict({ keepalives: Keepalives.optional(), connectTimeout: Duration.optional() });
+/**
+ * gw's active health check (the CRDs' health.active): one prober per endpoint per proxy sends GET
+ * `path` every `interval`; `unhealthyThreshold` failed probes in a row take the endpoint out of the
+ * balancing set, `healthyThreshold` passed ones in a row bring it back.
+ */
+export const ActiveHealth = strict({
+  path: z.string().startsWith('/', 'path must start with /').max(1024).optional().meta({
+    description: 'the path probed (default /)',
+  }),
+  interval: Duration.optional().meta({ description: 'time between probes (default 10s)' }),
+  timeout: Duration.optional().meta({
+    description: 'deadline of a probe, connection included (default 1s); no answer by then fails it',
+  }),
+  healthyThreshold: z.number().int().min(1).max(100).optional().meta({
+    description: 'passed probes in a row that bring an unhealthy endpoint back (default 1)',
+  }),
+  unhealthyThreshold: z.number().int().min(1).max(100).optional().meta({
+    description: 'failed probes in a row that take the endpoint out (default 3)',
+  }),
+  expectedStatuses: z.array(z.number().int().min(100).max(599)).min(1).max(64).optional().meta({
+    description: 'statuses that pass (default: 200 to 399, as a Kubernetes httpGet probe)',
+  }),
+});
 /** agentgateway's backend `health`: passive outlier detection (an endpoint answering badly is ejected). */
 export const BackendHealth = strict({
   unhealthyExpression: Cel.nullable().optional().meta({
@@ -628,6 +691,10 @@ export const BackendHealth = strict({
   })
     .nullable()
     .optional(),
+  active: ActiveHealth.optional().meta({
+    description:
+      'gw addition: active checks, an HTTP GET probe per endpoint (agentgateway has only passive ones). With active alone, answers to requests eject nothing',
+  }),
 });
 
 // ---------- backendAuth: the credential the gateway presents to the upstream ----------
@@ -673,20 +740,69 @@ export const BackendAwsAuth = z.union([
   }),
   strict({ ...AwsRegionService, assumeRole: NotYet('aws.assumeRole').optional() }),
 ]);
-export const BackendAuth = z.union([
-  // agentgateway's older form: the key alone, sent as a bearer token
-  strict({ key: FileOrInline }),
-  strict({ key: strict({ value: FileOrInline, location: AuthLocation }) }),
-  strict({ passthrough: strict({ location: AuthLocation }) }),
-  strict({ jwtSign: JwtSign }),
-  strict({ aws: BackendAwsAuth }),
-  strict({ gcp: NotYet('backendAuth gcp') }),
-  strict({ azure: NotYet('backendAuth azure') }),
-  strict({ oauthTokenExchange: NotYet('backendAuth oauthTokenExchange') }),
-  strict({ crossAppAccess: NotYet('backendAuth crossAppAccess') }),
-  strict({ credentials: NotYet('backendAuth credentials') }),
+/**
+ * backendAuth's forms no place of this build implements, refused by name: the one place to switch one
+ * on (give it a shape here and in the places that build it). `credentials` (extra credentials beside
+ * the main one) may stand beside any form, as in agentgateway's BackendAuthCompat.
+ */
+const BACKEND_AUTH_NOT_BUILT = {
+  gcp: 'backendAuth gcp',
+  azure: 'backendAuth azure',
+  oauthTokenExchange: 'backendAuth oauthTokenExchange',
+  crossAppAccess: 'backendAuth crossAppAccess',
+} as const;
+const BackendAuthCredentials = NotYet('backendAuth credentials');
+/** One form of backendAuth, with agentgateway's optional `credentials` beside it. */
+const authForm = <S extends z.core.$ZodLooseShape>(shape: S) =>
+  strict({ ...shape, credentials: BackendAuthCredentials.optional() });
+type AuthFormName = 'passthrough' | 'jwtSign' | 'aws' | keyof typeof BACKEND_AUTH_NOT_BUILT;
+/**
+ * The forms of backendAuth a place does not implement (`built` names those it does), each refused by
+ * name (`where` tells the place, for a form built elsewhere), `credentials` alone, and copilot.
+ */
+const backendAuthRefused = (built: readonly AuthFormName[], where: string): z.ZodType<never>[] => [
+  ...(['passthrough', 'jwtSign', 'aws', ...Object.keys(BACKEND_AUTH_NOT_BUILT)] as AuthFormName[])
+    .filter((k) => !built.includes(k))
+    .map((k) =>
+      authForm({
+        [k]: NotYet(
+          k in BACKEND_AUTH_NOT_BUILT ? BACKEND_AUTH_NOT_BUILT[k as 'gcp'] : `backendAuth ${k}${where}`,
+        ),
+      }).transform((v) => v as never),
+    ),
+  strict({ credentials: BackendAuthCredentials }).transform((v) => v as never),
   CopilotAuth,
+];
+export const BackendAuth = z.union([
+  // the key alone (agentgateway's older form, sent as a bearer token), or with where it goes
+  authForm({ key: z.union([FileOrInline, strict({ value: FileOrInline, location: AuthLocation })]) }),
+  authForm({ passthrough: strict({ location: AuthLocation }) }),
+  authForm({ jwtSign: JwtSign }),
+  authForm({ aws: BackendAwsAuth }),
+  ...backendAuthRefused(['passthrough', 'jwtSign', 'aws'], ''),
 ]);
+/**
+ * backendAuth on a call to a service that takes only an API key (`key`, and `forms` the service also
+ * builds); `{key: {value}}` is the same key, a location is refused by name.
+ */
+const serviceBackendAuth = <F extends z.ZodType[]>(
+  key: z.ZodType<string | { file: string }>,
+  where: string,
+  built: readonly AuthFormName[] = [],
+  ...forms: F
+) =>
+  z.union([
+    authForm({
+      key: z.union([
+        key,
+        strict({ value: key, location: NotYet(`backendAuth key.location${where}`).optional() }).transform(
+          (k) => k.value,
+        ),
+      ]),
+    }),
+    ...forms,
+    ...backendAuthRefused(built, where),
+  ]);
 
 /**
  * agentgateway's backendTunnel: the backend is reached through an HTTP forward proxy, by CONNECT or,
@@ -746,6 +862,8 @@ const BACKEND_POLICIES_NOT_BUILT = {
   sessionAffinity: NotYet('sessionAffinity').optional(),
   ai: NotYet('ai in the policies of a backend that is not an ai provider').optional(),
 };
+/** Backend policies refused by name: no policy module builds them at the backend. */
+export type NotBuiltBackendPolicy = keyof typeof BACKEND_POLICIES_NOT_BUILT;
 export const BackendPolicies = strict({
   requestHeaderModifier: HeaderModifier.optional(),
   responseHeaderModifier: HeaderModifier.optional(),
@@ -766,6 +884,7 @@ export const BackendPolicies = strict({
   backendAuth: BackendAuth.optional(),
   // CEL transformations of what is sent to this backend and of its answer (no conditional form).
   transformations: Transformations.optional(),
+  ...BACKEND_POLICIES_NOT_BUILT,
 });
 
 /**
@@ -791,6 +910,13 @@ export const RequestMirror = strict({
     .meta({ description: 'fraction of matching requests to mirror, from 0.0 to 1.0' }),
 });
 
+/** agentgateway's route policies this build does not have, refused by name. */
+const TRAFFIC_POLICIES_NOT_BUILT = {
+  oidc: NotYet('oidc').optional(),
+  ai: NotYet('ai as a route policy (set it in the policies of the ai backend)').optional(),
+};
+/** Route policies refused by name: no policy module builds them. */
+export type NotBuiltTrafficPolicy = keyof typeof TRAFFIC_POLICIES_NOT_BUILT;
 export const TrafficPolicies = strict({
   timeout: Timeout.optional(),
   cors: Cors.optional(),
@@ -799,6 +925,7 @@ export const TrafficPolicies = strict({
   apiKey: ApiKeyAuth.optional(),
   extAuthz: ExtAuthz.optional(),
   extProc: ExtProc.optional(),
+  ...TRAFFIC_POLICIES_NOT_BUILT,
   authorization: z.union([Authorization, z.array(Authorization)]).optional(),
   localRateLimit: z.union([z.array(LocalRateLimit).min(1), NotYetConditional('localRateLimit')]).optional(),
   remoteRateLimit: RemoteRateLimit.optional(),
@@ -835,6 +962,24 @@ const HostPort = z
     'expected "<host>:<port>" or "unix:/path/to/socket"',
   );
 
+/** agentgateway's backend kinds this build does not have, refused as a whole by name. */
+const BACKEND_KINDS_NOT_BUILT = ['internal', 'aws'] as const;
+const BACKEND_KIND_NAMES: Record<string, string> = {
+  internal: 'the internal backend',
+  aws: 'the aws backend (AgentCore)',
+  service: 'a backend by service reference (use host)',
+  invalid: 'the invalid backend',
+};
+const refusedBackend = (kind: string, rest: z.core.$ZodLooseShape) =>
+  strict({
+    [kind]: NotYet(BACKEND_KIND_NAMES[kind] ?? kind),
+    weight: z.unknown().optional(),
+    policies: z.unknown().optional(),
+    ...rest,
+  }).transform((v) => v as never);
+const DynamicBackend = strict({
+  target: NotYet("dynamic.target (the upstream is the request's own host)").optional(),
+});
 export const RouteBackend = z.union([
   strict({
     ai: z.lazy(() => AiBackend),
@@ -852,7 +997,7 @@ export const RouteBackend = z.union([
     policies: BackendPolicies.optional(),
   }),
   strict({
-    dynamic: strict({}),
+    dynamic: DynamicBackend,
     weight: z.number().int().min(0).optional(),
     policies: BackendPolicies.optional(),
   }),
@@ -867,6 +1012,9 @@ export const RouteBackend = z.union([
     weight: z.unknown().optional(),
     policies: z.unknown().optional(),
   }).transform((v) => v as never),
+  ...BACKEND_KINDS_NOT_BUILT.map((k) => refusedBackend(k, {})),
+  refusedBackend('service', {}),
+  refusedBackend('invalid', {}),
 ]);
 
 export const NamedBackend = z.union([
@@ -879,6 +1027,7 @@ export const NamedBackend = z.union([
     policies: BackendPolicies.optional(),
   }),
   strict({ name: z.string().min(1), mcp: z.lazy(() => McpBackend), policies: BackendPolicies.optional() }),
+  ...BACKEND_KINDS_NOT_BUILT.map((k) => refusedBackend(k, { name: z.unknown().optional() })),
 ]);
 
 // ---------- routes, listeners, gateways ----------
@@ -902,21 +1051,75 @@ const TlsVersion = z.union([
   z.enum(['TLS_V1_2', 'TLS_V1_3']),
   NotYetValues(['TLS_V1_0', 'TLS_V1_1'], 'TLS 1.0 and 1.1'),
 ]);
-// cert and key are optional in agentgateway's schema (spiffe, not in this build, supplies them).
+/** A name out of `names`; any other string is refused with the list (agentgateway's schema says string). */
+const NamedString = <N extends string>(names: readonly N[], what: string) =>
+  z
+    .string()
+    .refine((v) => (names as readonly string[]).includes(v), {
+      message: `unknown ${what} (expected one of ${names.join(', ')})`,
+    })
+    .transform((v) => v as N);
+const CipherSuites = z
+  .array(NamedString(CIPHER_SUITE_NAMES, 'cipher suite'))
+  .min(1)
+  .nullable()
+  .optional()
+  .meta({
+    description: "the cipher suites the handshake may use (default: the TLS library's own list)",
+  });
+const ServerKeyExchangeGroups = z
+  .array(
+    NamedString(
+      Object.keys(KEY_EXCHANGE_GROUPS) as (keyof typeof KEY_EXCHANGE_GROUPS)[],
+      'key exchange group',
+    ),
+  )
+  .min(1)
+  .nullable()
+  .optional()
+  .meta({ description: "key exchange groups, in order of preference (default: the TLS library's own list)" });
+// cert and key are optional in agentgateway's schema (spiffe, not in this build, supplies them). The
+// version fields have two spellings (minTLSVersion, minTlsVersion); one of each may be set.
 const ListenerTLS = strict({
+  mode: z
+    .union([z.literal('static'), NotYetValues(['dynamicCa'], 'tls mode dynamicCa')])
+    .nullable()
+    .optional()
+    .meta({ description: 'static (the default): the certificate is cert and key' }),
   cert: FileOrInline.nullable().optional(),
   key: FileOrInline.nullable().optional(),
   root: FileOrInline.nullable().optional(),
+  spiffe: NotYet('spiffe listener certificates').optional(),
+  cipherSuites: CipherSuites,
   minTLSVersion: TlsVersion.nullable().optional(),
+  minTlsVersion: TlsVersion.nullable().optional(),
   maxTLSVersion: TlsVersion.nullable().optional(),
+  maxTlsVersion: TlsVersion.nullable().optional(),
+  keyExchangeGroups: ServerKeyExchangeGroups,
 }).transform((t, ctx) => {
   for (const k of ['cert', 'key'] as const)
     if (t[k] === undefined || t[k] === null)
       ctx.issues.push({ code: 'custom', input: t, path: [k], message: `${k} is required` });
-  return defined(t) as {
+  for (const [a, b] of [
+    ['minTLSVersion', 'minTlsVersion'],
+    ['maxTLSVersion', 'maxTlsVersion'],
+  ] as const)
+    if (t[a] != null && t[b] != null)
+      ctx.issues.push({ code: 'custom', input: t, path: [b], message: `set one of ${a} and ${b}` });
+  const { minTlsVersion, maxTlsVersion, mode: _mode, spiffe: _spiffe, ...rest } = t;
+  return defined({
+    ...rest,
+    minTLSVersion: t.minTLSVersion ?? minTlsVersion,
+    maxTLSVersion: t.maxTLSVersion ?? maxTlsVersion,
+  }) as {
     cert: z.output<typeof FileOrInline>;
     key: z.output<typeof FileOrInline>;
-  } & ReturnType<typeof defined<typeof t>>;
+    minTLSVersion?: 'TLS_V1_2' | 'TLS_V1_3';
+    maxTLSVersion?: 'TLS_V1_2' | 'TLS_V1_3';
+    root?: z.output<typeof FileOrInline>;
+    cipherSuites?: (typeof CIPHER_SUITE_NAMES)[number][];
+    keyExchangeGroups?: (keyof typeof KEY_EXCHANGE_GROUPS)[];
+  };
 });
 const Protocol = z.union([
   z.enum(['HTTP', 'HTTPS']),
@@ -931,6 +1134,7 @@ export const Listener = strict({
   protocol: Protocol.optional(),
   tls: ListenerTLS.optional(),
   routes: z.array(Route).optional(),
+  tcpRoutes: NotYet('tcpRoutes').optional(),
   policies: TrafficPolicies.optional(),
 });
 
@@ -940,6 +1144,17 @@ export const Bind = strict({
     .meta({ description: 'required in this build (agentgateway leaves it out for an internal bind)' }),
   address: z.string().min(1).optional().meta({ description: 'gw extension: address to bind (default all)' }),
   listeners: z.array(Listener),
+  mode: z
+    .union([z.literal('standard'), NotYetValues(['internal'], 'the internal bind mode')])
+    .optional()
+    .meta({ description: 'standard (the default): the bind listens on its port' }),
+  tunnelProtocol: z
+    .union([
+      z.literal('direct'),
+      NotYetValues(['hboneWaypoint', 'hboneGateway', 'proxy', 'connect'], 'tunnelProtocol other than direct'),
+    ])
+    .optional()
+    .meta({ description: 'direct (the default): clients connect to the port itself' }),
 }).superRefine((b, ctx) => {
   if (b.port === undefined || b.port === null)
     ctx.addIssue({
@@ -949,15 +1164,54 @@ export const Bind = strict({
     });
 });
 
+/**
+ * agentgateway's policies written on a gateway or a gateway's listener itself (LocalGatewayPolicy):
+ * each is what `policies.<name>` there means, for every route attached to it.
+ */
+export const GATEWAY_POLICY_NAMES = [
+  'oidc',
+  'jwtAuth',
+  'authorization',
+  'extAuthz',
+  'extProc',
+  'cors',
+  'basicAuth',
+  'apiKey',
+] as const;
+const GatewayPolicyFields = (({
+  oidc,
+  jwtAuth,
+  authorization,
+  extAuthz,
+  extProc,
+  cors,
+  basicAuth,
+  apiKey,
+}) => ({
+  oidc,
+  jwtAuth,
+  authorization,
+  extAuthz,
+  extProc,
+  cors,
+  basicAuth,
+  apiKey,
+}))(TrafficPolicies.shape) satisfies Record<(typeof GATEWAY_POLICY_NAMES)[number], z.ZodType>;
 export const Gateway = strict({
   port: Port.optional(),
   address: z.string().min(1).optional(),
   protocol: Protocol.optional(),
   tls: ListenerTLS.optional(),
   listeners: z
-    .array(Listener.omit({ routes: true }).extend({ transformations: TransformationsPolicy.optional() }))
+    .array(
+      Listener.omit({ routes: true }).extend({
+        transformations: TransformationsPolicy.optional(),
+        ...GatewayPolicyFields,
+      }),
+    )
     .optional(),
   policies: TrafficPolicies.optional(),
+  ...GatewayPolicyFields,
   // agentgateway's gateway-level policy field (only without listeners: then it is each listener's)
   transformations: TransformationsPolicy.optional(),
 });
@@ -966,12 +1220,51 @@ const AccessLog = strict({
   filter: Cel.optional(),
   add: z.record(z.string().min(1).max(64), Cel).optional(),
   remove: CrdAccessLog.shape.attributes.unwrap().shape.remove,
+  otlp: NotYet('accessLog otlp').optional(),
+  database: NotYet('accessLog database').optional(),
 });
+/** agentgateway's frontend policies this build does not have, refused by name. */
+const FRONTEND_NOT_BUILT = {
+  tls: NotYet('frontendPolicies.tls').optional(),
+  networkExtAuthz: NotYet('networkExtAuthz').optional(),
+  proxy: NotYet('frontendPolicies.proxy').optional(),
+  proxyProtocol: NotYet('proxyProtocol').optional(),
+  connect: NotYet('frontendPolicies.connect').optional(),
+  logging: NotYet('frontendPolicies.logging').optional(),
+  tracing: NotYet('frontendPolicies.tracing').optional(),
+};
+/** agentgateway's HTTP server settings this build does not apply, refused by name. */
+const FRONTEND_HTTP_NOT_BUILT = Object.fromEntries(
+  (
+    [
+      'http1MaxHeaders',
+      'http1HeaderCase',
+      'http2WindowSize',
+      'http2ConnectionWindowSize',
+      'http2FrameSize',
+      'http2MaxHeaderSize',
+      'http2KeepaliveTimeout',
+      'maxConnectionDuration',
+    ] as const
+  ).map((k) => [k, NotYet(`frontendPolicies.http.${k}`).optional()]),
+) as Record<
+  | 'http1MaxHeaders'
+  | 'http1HeaderCase'
+  | 'http2WindowSize'
+  | 'http2ConnectionWindowSize'
+  | 'http2FrameSize'
+  | 'http2MaxHeaderSize'
+  | 'http2KeepaliveTimeout'
+  | 'maxConnectionDuration',
+  z.ZodOptional<ReturnType<typeof NotYet>>
+>;
 
 export const FrontendPolicies = strict({
   accessLog: AccessLog.optional(),
   networkAuthorization: Authorization.optional(),
+  ...FRONTEND_NOT_BUILT,
   tcp: strict({
+    keepalives: NotYet('frontendPolicies.tcp.keepalives').optional(),
     maxConnections: z.number().int().min(1).max(1_000_000).optional().meta({
       description:
         'gw extension: open connections per bind across the workers of a replica; more are closed at once (default 10000)',
@@ -1007,6 +1300,7 @@ export const FrontendPolicies = strict({
     trustedProxies: z.array(z.string().min(1)).max(64).optional().meta({
       description: 'peers (IP or CIDR) whose X-Forwarded-For/-Proto are kept; from others they are replaced',
     }),
+    ...FRONTEND_HTTP_NOT_BUILT,
   }).optional(),
 });
 
@@ -1054,11 +1348,51 @@ export const PolicyTarget = z.union([
 export const TargetedPolicy = strict({
   name: z.union([z.string(), strict({ name: z.string(), namespace: z.string().optional() })]).optional(),
   target: PolicyTarget,
+  phase: z
+    .union([
+      z.literal('route'),
+      NotYetValues(['gateway'], 'the gateway phase (policies before route selection)'),
+    ])
+    .optional()
+    .meta({ description: 'route (the default): the policy runs once the route is selected' }),
   policy: TrafficPolicies,
 });
 
 export const LogLevel = z.union([z.string().min(1), z.array(z.string().min(1))]);
 
+/** agentgateway's startup settings this build has no counterpart for, refused by name. */
+const CONFIG_NOT_BUILT_KEYS = [
+  'enableIpv6',
+  'dns',
+  'localXdsPath',
+  'modelCatalog',
+  'database',
+  'storage',
+  'caAddress',
+  'caAuthToken',
+  'xdsAddress',
+  'xdsAuthToken',
+  'spiffe',
+  'namespace',
+  'gateway',
+  'trustDomain',
+  'additionalTrustDomains',
+  'skipValidateTrustDomain',
+  'serviceAccount',
+  'clusterId',
+  'network',
+  'standardAttributes',
+  'histograms',
+  'session',
+  'mcp',
+  'customFunctions',
+  'tracing',
+  'metrics',
+  'hbone',
+] as const;
+const CONFIG_NOT_BUILT = Object.fromEntries(
+  CONFIG_NOT_BUILT_KEYS.map((k) => [k, NotYet(`config.${k}`).optional()]),
+) as { [K in (typeof CONFIG_NOT_BUILT_KEYS)[number]]: z.ZodOptional<ReturnType<typeof NotYet>> };
 export const GlobalConfig = strict({
   adminAddr: Address.optional(),
   statsAddr: Address.optional(),
@@ -1072,7 +1406,11 @@ export const GlobalConfig = strict({
   logging: strict({
     level: LogLevel.optional(),
     format: z.enum(['text', 'json']).optional(),
+    filter: NotYet('config.logging.filter').optional(),
+    fields: NotYet('config.logging.fields').optional(),
+    database: NotYet('config.logging.database').optional(),
   }).optional(),
+  ...CONFIG_NOT_BUILT,
   backend: strict({
     connectTimeout: Duration.optional(),
     poolIdleTimeout: Duration.optional(),
@@ -1308,7 +1646,7 @@ const GuardHostOverride = LlmParams.shape.hostOverride.meta({
  */
 const guardServicePolicies = <A extends z.ZodType>(auth: A) =>
   strict({
-    backendAuth: z.union([auth, CopilotAuth]).optional(),
+    backendAuth: auth.optional(),
     requestHeaderModifier: NotYet('requestHeaderModifier on a guard service').optional(),
     transformations: NotYet('transformations on a guard service').optional(),
     backendTLS: NotYet('backendTLS on a guard service').optional(),
@@ -1320,7 +1658,7 @@ const guardServicePolicies = <A extends z.ZodType>(auth: A) =>
 export const GuardOpenAIModeration = strict({
   model: z.string().min(1).nullable().optional().meta({ description: 'default omni-moderation-latest' }),
   policies: guardServicePolicies(
-    strict({ key: LlmApiKey }).meta({
+    serviceBackendAuth(LlmApiKey, ' on a guard service').meta({
       description: "the OpenAI API key, inline or {file}; unset: the client's own Authorization is passed on",
     }),
   )
@@ -1357,7 +1695,7 @@ export const GuardBedrockGuardrails = strict({
     .regex(/^(([1-9][0-9]{0,7})|(DRAFT))$/, { message: 'expected a version number or DRAFT' }),
   region: z.string().regex(/^[a-z0-9-]{1,20}$/, { message: 'expected an AWS region such as us-east-1' }),
   policies: guardServicePolicies(
-    z.union([strict({ aws: GuardAwsAuth }), strict({ key: LlmApiKey })]).meta({
+    serviceBackendAuth(LlmApiKey, ' on a guard service', ['aws'], authForm({ aws: GuardAwsAuth })).meta({
       description:
         "aws: explicit credentials, or {} for AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY then the SDK's default chain (the default); key: a Bedrock API key",
     }),
@@ -1381,26 +1719,27 @@ export const GuardGoogleModelArmor = strict({
     .optional()
     .meta({ description: 'default us-central1' }),
   policies: guardServicePolicies(
-    z
-      .union([
-        strict({ key: LlmApiKey }),
-        strict({
-          gcp: strict({
-            type: z
-              .union([
-                z.literal('accessToken'),
-                NotYetValues(['idToken'], 'gcp idToken credentials on a guard'),
-              ])
-              .nullable()
-              .optional(),
-            credential: NotYet('gcp.credential on a guard (use GOOGLE_APPLICATION_CREDENTIALS)').optional(),
-          }),
+    serviceBackendAuth(
+      LlmApiKey,
+      ' on a guard service',
+      ['gcp'],
+      authForm({
+        gcp: strict({
+          type: z
+            .union([
+              z.literal('accessToken'),
+              NotYetValues(['idToken'], 'gcp idToken credentials on a guard'),
+            ])
+            .nullable()
+            .optional(),
+          credential: NotYet('gcp.credential on a guard (use GOOGLE_APPLICATION_CREDENTIALS)').optional(),
+          audience: NotYet('gcp.audience on a guard (idToken credentials)').optional(),
         }),
-      ])
-      .meta({
-        description:
-          'key: a Google access token, inline or {file}; gcp: {} or unset: Application Default Credentials',
       }),
+    ).meta({
+      description:
+        'key: a Google access token, inline or {file}; gcp: {} or unset: Application Default Credentials',
+    }),
   )
     .nullable()
     .optional(),
@@ -1457,7 +1796,12 @@ export const AiPolicy = strict({
 const AiModel = { model: z.string().min(1).optional() };
 /** The provider of a route's ai backend: agentgateway's AIProvider, plus `mistral` (a gw provider). */
 export const AiProviderKind = z.union([
-  strict({ openAI: strict(AiModel) }),
+  strict({
+    openAI: strict({
+      ...AiModel,
+      moderation: NotYet('openAI moderation on the provider (use the openAIModeration guard)').optional(),
+    }),
+  }),
   strict({ anthropic: strict(AiModel) }),
   strict({ gemini: strict(AiModel) }),
   strict({ mistral: strict(AiModel) }),
@@ -1482,6 +1826,7 @@ export const AiProviderKind = z.union([
     }),
   }),
   strict({ custom: LlmCustomProvider }),
+  strict({ copilot: NotYet('the copilot provider') }).transform((v) => v as never),
 ]);
 export const AiNamedProvider = strict({
   name: z.string().min(1),
@@ -1491,12 +1836,9 @@ export const AiNamedProvider = strict({
   pathPrefix: LlmParams.shape.pathPrefix,
   tokenize: z.boolean().optional(),
   policies: BackendPolicies.extend({
-    backendAuth: z
-      .union([strict({ key: LlmApiKey }), CopilotAuth])
-      .optional()
-      .meta({
-        description: "the provider's API key, inline or {file}; unset: the client's own is passed on",
-      }),
+    backendAuth: serviceBackendAuth(LlmApiKey, ' on an ai provider').optional().meta({
+      description: "the provider's API key, inline or {file}; unset: the client's own is passed on",
+    }),
     ai: AiPolicy.optional().meta({ description: 'prompt guards, prompt enrichment, defaults and overrides' }),
   }).optional(),
 });
@@ -1772,7 +2114,10 @@ export const ConfigFile = strict({
   backends: z.array(NamedBackend).optional(),
   policies: z.array(TargetedPolicy).optional(),
   frontendPolicies: FrontendPolicies.optional(),
-  ui: strict({ gateways: z.union([z.string(), z.array(z.string())]).optional() }).optional(),
+  ui: strict({
+    gateways: z.union([z.string(), z.array(z.string())]).optional(),
+    policies: NotYet('ui policies').optional(),
+  }).optional(),
   workloads: z.array(z.unknown()).optional(),
   services: z.array(z.unknown()).optional(),
   llm: LlmConfig.optional(),
@@ -1782,6 +2127,11 @@ export const ConfigFile = strict({
 });
 
 export type ConfigFile = z.infer<typeof ConfigFile>;
+/**
+ * ConfigFile as a plain ZodType of its output: the schema's own type is too deep for TypeScript to
+ * relate to ZodType where a function takes one (validateSource).
+ */
+export const ConfigFileSchema = ConfigFile as unknown as z.ZodType<ConfigFile>;
 export type TrafficPolicies = z.infer<typeof TrafficPolicies>;
 export type BackendPolicies = z.infer<typeof BackendPolicies>;
 export type BackendAuth = z.infer<typeof BackendAuth>;

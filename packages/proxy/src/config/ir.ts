@@ -77,6 +77,10 @@ export interface TlsServerIR {
   root?: string;
   minVersion?: 'TLSv1.2' | 'TLSv1.3';
   maxVersion?: 'TLSv1.2' | 'TLSv1.3';
+  /** OpenSSL's cipher list (TLS 1.3 and 1.2 suites); unset: the TLS library's defaults. */
+  ciphers?: string;
+  /** The key exchange groups in order of preference (Node's ecdhCurve); unset: the library's. */
+  ecdhCurve?: string;
 }
 
 export interface BindIR {

@@ -1,8 +1,12 @@
 // agentgateway's spellings of the standalone config (issue 16): each loads into the same IR as gw's own
 // form, and the variants this build does not implement are refused by name, at their line and field.
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
-import { ConfigError } from '@gw/api';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { ConfigError, keyExchangeGroupAvailable } from '@gw/api';
 import { loadConfigText } from './load.ts';
 
 const load = (yaml: string) => loadConfigText('gw.yaml', yaml, process.cwd(), () => undefined).ir;
@@ -261,3 +265,343 @@ describe('routeGroups', () => {
     assert.match(backend as string, NOT_YET);
   });
 });
+
+describe('every agentgateway field is accepted or refused by name (issue 16)', () => {
+  const bind = (listener: string) => `binds:
+- port: 8080
+  listeners:
+  - ${listener}
+    routes: [{backends: [{host: 127.0.0.1:9}]}]
+`;
+  /** The one issue of `yaml`: at `path`, saying `what` is not supported by this build. */
+  const refused = (yaml: string, path: string, what: string) => {
+    const all = issues(yaml);
+    const hit = all.find((i) => i.includes(` ${path}: `));
+    assert.ok(hit, `no issue at ${path}: ${all.join('\n')}`);
+    assert.match(hit, NOT_YET);
+    assert.ok(hit.includes(what), `${hit} does not name ${what}`);
+  };
+  const routePolicy = (p: string) => withPolicies(`        ${p}`);
+  const backendPolicy = (p: string) =>
+    withPolicies('        timeout: {requestTimeout: 1s}', `          ${p}`);
+  const R = 'binds[0].listeners[0].routes[0]';
+
+  test('route policies', () => {
+    refused(routePolicy('oidc: {issuer: https://x}'), `${R}.policies.oidc`, 'oidc');
+    refused(routePolicy('ai: {}'), `${R}.policies.ai`, 'ai as a route policy');
+    refused(
+      routePolicy('directResponse: {status: 200, bodyExpression: "1"}'),
+      `${R}.policies.directResponse.bodyExpression`,
+      'bodyExpression',
+    );
+    refused(
+      routePolicy('directResponse: {conditional: []}'),
+      `${R}.policies.directResponse.conditional`,
+      'the conditional form of directResponse',
+    );
+    refused(
+      routePolicy('extAuthz: {conditional: []}'),
+      `${R}.policies.extAuthz.conditional`,
+      'the conditional form of extAuthz',
+    );
+    refused(
+      routePolicy('extProc: {conditional: []}'),
+      `${R}.policies.extProc.conditional`,
+      'the conditional form of extProc',
+    );
+    refused(
+      routePolicy('retry: {codes: [503], condition: "true"}'),
+      `${R}.policies.retry.condition`,
+      'retry condition',
+    );
+    refused(
+      routePolicy('retry: {codes: [503], precondition: "true"}'),
+      `${R}.policies.retry.precondition`,
+      'retry precondition',
+    );
+    refused(
+      routePolicy('jwtAuth: {jwtValidationOptions: {}}'),
+      `${R}.policies.jwtAuth.jwtValidationOptions`,
+      'jwtValidationOptions',
+    );
+    refused(
+      routePolicy('apiKey: {keys: [{key: k, allowedModels: [m]}]}'),
+      `${R}.policies.apiKey.keys[0].allowedModels`,
+      'allowedModels',
+    );
+    const rrl = (extra: string, d = '') =>
+      routePolicy(
+        `remoteRateLimit: {host: rl:1, domain: d, descriptors: [{entries: [{key: k, value: '"v"'}]${d}}]${extra}}`,
+      );
+    refused(
+      rrl(', service: {name: a/b, port: 1}'),
+      `${R}.policies.remoteRateLimit.service`,
+      'by service reference',
+    );
+    refused(rrl(', backend: b'), `${R}.policies.remoteRateLimit.backend`, 'by backend reference');
+    refused(
+      rrl(', policies: {}'),
+      `${R}.policies.remoteRateLimit.policies`,
+      'policies on the remoteRateLimit service',
+    );
+    refused(rrl('', ', cost: 2'), `${R}.policies.remoteRateLimit.descriptors[0].cost`, 'cost');
+    refused(
+      rrl('', ', limitOverride: {}'),
+      `${R}.policies.remoteRateLimit.descriptors[0].limitOverride`,
+      'limitOverride',
+    );
+    refused(routePolicy('backendTLS: {spiffe: {}}'), `${R}.policies.backendTLS.spiffe`, 'backendTLS spiffe');
+  });
+
+  test('backendAuth: credentials, and the forms an ai provider or a guard service does not build', () => {
+    refused(
+      routePolicy('backendAuth: {key: k, credentials: []}'),
+      `${R}.policies.backendAuth.credentials`,
+      'backendAuth credentials',
+    );
+    refused(
+      routePolicy('backendAuth: {credentials: []}'),
+      `${R}.policies.backendAuth.credentials`,
+      'backendAuth credentials',
+    );
+    const ai = (auth: string) =>
+      `binds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends:\n      - ai: {name: a, provider: {openAI: {}}, policies: {backendAuth: ${auth}}}\n`;
+    const A = `${R}.backends[0].ai.policies.backendAuth`;
+    refused(ai('{passthrough: {}}'), `${A}.passthrough`, 'backendAuth passthrough on an ai provider');
+    refused(ai('{gcp: {}}'), `${A}.gcp`, 'backendAuth gcp');
+    refused(
+      ai('{key: {value: k, location: {header: {name: x}}}}'),
+      `${A}.key.location`,
+      'backendAuth key.location on an ai provider',
+    );
+    // the key's {value} form is the same key
+    const r = route(ai('{key: {value: sk-1}}'));
+    const b = r?.backends[0];
+    assert.ok(b?.target.kind === 'ai');
+  });
+
+  test('backend policies and backend kinds', () => {
+    for (const [p, what] of [
+      ['sessionAffinity: {}', 'sessionAffinity'],
+      ['inferenceRouting: {}', 'inferenceRouting'],
+      ['authorization: {rules: ["true"]}', 'authorization as a backend policy'],
+      ['extAuthz: {host: a:1}', 'extAuthz as a backend policy'],
+      ['ai: {}', 'ai in the policies of a backend'],
+    ] as const)
+      refused(backendPolicy(p), `${R}.backends[0].policies.${p.split(':')[0]}`, what);
+    const backend = (b: string) =>
+      `binds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends: [${b}]\n`;
+    refused(backend('{aws: {agentCore: {}}}'), `${R}.backends[0].aws`, 'the aws backend');
+    refused(backend('{internal: forward}'), `${R}.backends[0].internal`, 'the internal backend');
+    refused(backend('{service: {name: a/b, port: 80}}'), `${R}.backends[0].service`, 'by service reference');
+    refused(backend('{dynamic: {target: "1"}}'), `${R}.backends[0].dynamic.target`, 'dynamic.target');
+    refused(
+      backend('{ai: {name: a, provider: {copilot: {}}}}'),
+      `${R}.backends[0].ai.provider.copilot`,
+      'the copilot provider',
+    );
+    refused(
+      backend('{ai: {name: a, provider: {openAI: {moderation: {}}}}}'),
+      `${R}.backends[0].ai.provider.openAI.moderation`,
+      'openAI moderation',
+    );
+  });
+
+  test('binds, listeners and their tls', () => {
+    refused(
+      `binds:\n- port: 8080\n  mode: internal\n  listeners: []\n`,
+      'binds[0].mode',
+      'the internal bind mode',
+    );
+    refused(
+      `binds:\n- port: 8080\n  tunnelProtocol: proxy\n  listeners: []\n`,
+      'binds[0].tunnelProtocol',
+      'tunnelProtocol',
+    );
+    const ok = load(
+      `binds:\n- port: 8080\n  mode: standard\n  tunnelProtocol: direct\n  listeners:\n  - routes: [{backends: [{host: 127.0.0.1:9}]}]\n`,
+    );
+    assert.equal(ok.binds[0]?.port, 8080);
+    refused(bind('tcpRoutes: []\n   '), 'binds[0].listeners[0].tcpRoutes', 'tcpRoutes');
+    refused(
+      bind('tls: {cert: c, key: k, mode: dynamicCa}\n    protocol: HTTPS\n   '),
+      'binds[0].listeners[0].tls.mode',
+      'tls mode dynamicCa',
+    );
+    refused(
+      bind('tls: {cert: c, key: k, spiffe: {}}\n    protocol: HTTPS\n   '),
+      'binds[0].listeners[0].tls.spiffe',
+      'spiffe',
+    );
+  });
+
+  test('config, frontendPolicies, targeted policies and ui', () => {
+    const rest = 'binds: []\n';
+    refused(`config: {tracing: {}}\n${rest}`, 'config.tracing', 'config.tracing');
+    refused(`config: {enableIpv6: true}\n${rest}`, 'config.enableIpv6', 'config.enableIpv6');
+    refused(`config: {logging: {filter: "true"}}\n${rest}`, 'config.logging.filter', 'config.logging.filter');
+    refused(`frontendPolicies: {tls: {}}\n${rest}`, 'frontendPolicies.tls', 'frontendPolicies.tls');
+    refused(
+      `frontendPolicies: {tracing: {}}\n${rest}`,
+      'frontendPolicies.tracing',
+      'frontendPolicies.tracing',
+    );
+    refused(
+      `frontendPolicies: {proxyProtocol: {}}\n${rest}`,
+      'frontendPolicies.proxyProtocol',
+      'proxyProtocol',
+    );
+    refused(
+      `frontendPolicies: {tcp: {keepalives: {}}}\n${rest}`,
+      'frontendPolicies.tcp.keepalives',
+      'keepalives',
+    );
+    refused(
+      `frontendPolicies: {accessLog: {otlp: {}}}\n${rest}`,
+      'frontendPolicies.accessLog.otlp',
+      'accessLog otlp',
+    );
+    for (const k of ['http1MaxHeaders', 'http2WindowSize', 'maxConnectionDuration', 'http1HeaderCase'])
+      refused(
+        `frontendPolicies: {http: {${k}: 1}}\n${rest}`,
+        `frontendPolicies.http.${k}`,
+        `frontendPolicies.http.${k}`,
+      );
+    refused(
+      `policies:\n- target: {route: r}\n  phase: gateway\n  policy: {}\n${rest}`,
+      'policies[0].phase',
+      'the gateway phase',
+    );
+    load(
+      `policies:\n- target: {route: r}\n  phase: route\n  policy: {}\nbinds:\n- port: 8080\n  listeners:\n  - routes: [{name: r, backends: [{host: 127.0.0.1:9}]}]\n`,
+    );
+    refused(`ui: {policies: {}}\n${rest}`, 'ui.policies', 'ui policies');
+  });
+});
+
+describe('listener tls (issue 16)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-tls-'));
+  const cert = join(dir, 'c.pem');
+  const key = join(dir, 'k.pem');
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '2',
+      '-subj',
+      '/CN=gw.test',
+    ],
+    { stdio: 'ignore' },
+  );
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const tlsBind = (fields: string, port = 8443, more = '') => `- port: ${port}
+  listeners:
+  - protocol: HTTPS
+    tls: {cert: ${cert}, key: ${key}, ${fields}}
+    routes: [{backends: [{host: 127.0.0.1:9}]}]${more}
+`;
+  const T = 'binds[0].listeners[0].tls';
+
+  test('both version spellings load the same; one of each', () => {
+    const a = load(`binds:\n${tlsBind('minTlsVersion: TLS_V1_3, maxTlsVersion: TLS_V1_3')}`);
+    const b = load(`binds:\n${tlsBind('minTLSVersion: TLS_V1_3, maxTLSVersion: TLS_V1_3')}`);
+    assert.equal(a.binds[0]?.listeners[0]?.tls?.minVersion, 'TLSv1.3');
+    assert.equal(a.binds[0]?.listeners[0]?.tls?.maxVersion, 'TLSv1.3');
+    assert.equal(b.binds[0]?.listeners[0]?.tls?.minVersion, 'TLSv1.3');
+    assert.match(
+      issues(`binds:\n${tlsBind('minTLSVersion: TLS_V1_2, minTlsVersion: TLS_V1_3')}`).join('\n'),
+      new RegExp(
+        `${T.replace(/[[\]]/g, '\\$&')}\\.minTlsVersion: set one of minTLSVersion and minTlsVersion`,
+      ),
+    );
+  });
+
+  test('cipher suites and key exchange groups: known names, a handshake that can happen', () => {
+    const ok = load(
+      `binds:\n${tlsBind('cipherSuites: [TLS13_AES_128_GCM_SHA256, ECDHE-RSA-AES128-GCM-SHA256], keyExchangeGroups: [P-256, X25519]')}`,
+    );
+    assert.deepEqual(
+      ok.binds[0]?.listeners[0]?.tls?.ciphers,
+      'TLS_AES_128_GCM_SHA256:ECDHE-RSA-AES128-GCM-SHA256',
+    );
+    assert.deepEqual(ok.binds[0]?.listeners[0]?.tls?.ecdhCurve, 'P-256:X25519');
+    assert.match(
+      issues(`binds:\n${tlsBind('cipherSuites: [RC4-MD5]')}`).join('\n'),
+      /cipherSuites\[0\]: unknown cipher suite \(expected one of TLS13_AES_256_GCM_SHA384, /,
+    );
+    assert.match(
+      issues(`binds:\n${tlsBind('keyExchangeGroups: [secp256r1]')}`).join('\n'),
+      /keyExchangeGroups\[0\]: unknown key exchange group \(expected one of X25519, P-256, P-384, X25519_MLKEM768\)/,
+    );
+    assert.match(
+      issues(
+        `binds:\n${tlsBind('cipherSuites: [ECDHE-RSA-AES128-GCM-SHA256], minTlsVersion: TLS_V1_3')}`,
+      ).join('\n'),
+      /tls\.cipherSuites: no cipher suite of TLS 1\.3 is listed, and the minimum version is TLS 1\.3/,
+    );
+    if (!keyExchangeGroupAvailable('X25519_MLKEM768'))
+      assert.match(
+        issues(`binds:\n${tlsBind('keyExchangeGroups: [X25519_MLKEM768]')}`).join('\n'),
+        /tls\.keyExchangeGroups: key exchange group X25519_MLKEM768 is not available in this build's TLS library/,
+      );
+  });
+
+  test('listeners sharing a port agree on the handshake', () => {
+    const two = `binds:\n- port: 8443\n  listeners:\n  - protocol: HTTPS\n    hostname: a.test\n    tls: {cert: ${cert}, key: ${key}, minTlsVersion: TLS_V1_3}\n    routes: [{backends: [{host: 127.0.0.1:9}]}]\n  - protocol: HTTPS\n    hostname: b.test\n    tls: {cert: ${cert}, key: ${key}}\n    routes: [{backends: [{host: 127.0.0.1:9}]}]\n`;
+    assert.match(
+      issues(two).join('\n'),
+      /binds\[0\]\.listeners\[1\]\.tls: listener .* sets other TLS versions, cipherSuites or keyExchangeGroups than .* on port 8443/,
+    );
+  });
+});
+
+describe('gateways: the policies agentgateway writes on a gateway or its listener', () => {
+  test('apply to every route attached, as policies there do; with listeners they belong on each', () => {
+    const ir = load(`gateways:
+  default:
+    port: 8080
+    cors: {allowOrigins: ["https://a.test"]}
+    basicAuth: {users: ["u:$apr1$x$y"], authorizationLocation: {header: {name: x-auth, prefix: "Basic "}}}
+routes:
+- backends: [{host: 127.0.0.1:9}]
+`);
+    const r = ir.binds[0]?.listeners[0]?.routes[0];
+    assert.deepEqual(r?.policies.cors?.allowOrigins, ['https://a.test']);
+    assert.deepEqual(r?.policies.basicAuth?.location, { header: { name: 'x-auth', prefix: 'Basic ' } });
+    const l = load(`gateways:
+  default:
+    port: 8080
+    listeners:
+    - name: main
+      cors: {allowOrigins: ["https://b.test"]}
+routes:
+- backends: [{host: 127.0.0.1:9}]
+`);
+    assert.deepEqual(l.binds[0]?.listeners[0]?.routes[0]?.policies.cors?.allowOrigins, ['https://b.test']);
+    assert.match(
+      issues(
+        `gateways:\n  default:\n    port: 8080\n    cors: {allowOrigins: ["*"]}\n    listeners: [{name: main}]\n`,
+      ).join('\n'),
+      /gateways\.default\.cors: cors belongs on each listener when listeners are set/,
+    );
+    refused16(`gateways:\n  default:\n    port: 8080\n    oidc: {}\n`, 'gateways.default.oidc', 'oidc');
+  });
+});
+
+function refused16(yaml: string, path: string, what: string) {
+  const hit = issues(yaml).find((i) => i.includes(` ${path}: `));
+  assert.ok(hit, `no issue at ${path}`);
+  assert.match(hit, NOT_YET);
+  assert.ok(hit.includes(what));
+}

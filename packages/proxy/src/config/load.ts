@@ -12,7 +12,8 @@ import {
   type BackendPolicies,
   type BackendTLS,
   ConfigError,
-  ConfigFile,
+  type ConfigFile,
+  ConfigFileSchema,
   type ConfigIssue,
   checkAiPolicy,
   checkAuthorization,
@@ -30,6 +31,7 @@ import {
   ecdhCurveOf,
   type FieldPath,
   formatPath,
+  GATEWAY_POLICY_NAMES,
   type GlobalConfig,
   type GuardWebhook,
   HEADER_NAME_PATTERN,
@@ -53,6 +55,7 @@ import {
   type RouteMatch,
   resolveLlmProvider,
   type SourceDocument,
+  serverHandshake,
   type TrafficPolicies,
   validateSource,
   withSourceIssues,
@@ -125,9 +128,20 @@ export async function loadConfigFile(path: string, env?: EnvLookup): Promise<Loa
   return loadConfigText(path, text, dirname(resolve(path)), env);
 }
 
+/** The policies agentgateway writes on a gateway or a gateway's listener itself (jwtAuth, cors, …). */
+function gatewayInlinePolicies(o: object): TrafficPolicies | undefined {
+  const set = GATEWAY_POLICY_NAMES.filter((k) => (o as Record<string, unknown>)[k] != null);
+  if (set.length === 0) return undefined;
+  return Object.fromEntries(set.map((k) => [k, (o as Record<string, unknown>)[k]])) as TrafficPolicies;
+}
+
+/** The settings of a listener's TLS handshake, which apply to its whole port (server/bind-server.ts). */
+const handshakeKey = (t: TlsServerIR | undefined) =>
+  JSON.stringify([t?.minVersion, t?.maxVersion, t?.ciphers, t?.ecdhCurve]);
+
 export function loadConfigText(file: string, text: string, baseDir: string, env?: EnvLookup): LoadedConfig {
   const src = parseSource(file, text, env);
-  return new Builder(src, validateSource(src, ConfigFile), baseDir, env ? { env } : {}).build();
+  return new Builder(src, validateSource(src, ConfigFileSchema), baseDir, env ? { env } : {}).build();
 }
 
 /** Names where a config path came from, for data that has no file positions (xDS resources). */
@@ -146,7 +160,7 @@ export function loadConfigObject(
   opts: BuildOptions = {},
 ): LoadedConfig {
   const src = objectSource(source, data, origin);
-  return new Builder(src, validateSource(src, ConfigFile), baseDir, opts).build();
+  return new Builder(src, validateSource(src, ConfigFileSchema), baseDir, opts).build();
 }
 
 export interface BuildOptions {
@@ -340,6 +354,14 @@ class Builder {
         this.fail(path, `port ${port} already serves ${b.protocol}; one port cannot mix HTTP and HTTPS`);
         return;
       }
+      const differs = b.listeners.find((o) => handshakeKey(o.tls) !== handshakeKey(l.tls));
+      if (differs) {
+        this.fail(
+          [...path, 'tls'],
+          `listener ${l.gateway}/${l.name} sets other TLS versions, cipherSuites or keyExchangeGroups than ${differs.gateway}/${differs.name} on port ${port}; this build applies them to the whole port, so listeners sharing it must agree`,
+        );
+        return;
+      }
       const dup = b.listeners.find((o) => (o.hostname ?? '') === (l.hostname ?? ''));
       if (dup && port !== 0) {
         this.fail(
@@ -397,6 +419,10 @@ class Builder {
           'transformations belongs on each listener when listeners are set',
         );
       this.transformationChecks([...path, 'policies'], gw.policies);
+      const gwInline = gatewayInlinePolicies(gw);
+      if (gw.listeners && gwInline)
+        for (const k of Object.keys(gwInline))
+          this.fail([...path, k], `${k} belongs on each listener when listeners are set`);
       const out: ListenerIR[] = [];
       specs.forEach((l, li) => {
         const lpath = gw.listeners ? [...path, 'listeners', li] : path;
@@ -413,7 +439,10 @@ class Builder {
           'transformations' in l ? l.transformations : gw.listeners ? undefined : gw.transformations;
         if (own) this.report(checkTransformations(own, [...lpath, 'transformations']));
         const lt = own ? { transformations: own } : undefined;
-        gwPolicies.set(`${gname}/${name}`, mergePolicies(gw.policies, lp, lt) ?? {});
+        // agentgateway's policies written on the gateway (without listeners) or on the listener itself
+        const inline = gw.listeners ? gatewayInlinePolicies(l) : gwInline;
+        if (inline) this.trafficChecks(lpath, inline);
+        gwPolicies.set(`${gname}/${name}`, mergePolicies(gw.policies, lp, lt, inline) ?? {});
       });
       listenersOf.set(gname, out);
     }
@@ -841,13 +870,21 @@ class Builder {
       this.fail(path, `certificate and key do not load: ${(err as Error).message}`);
       return undefined;
     }
-    const ver = (v?: string) => (v === 'TLS_V1_3' ? 'TLSv1.3' : v === 'TLS_V1_2' ? 'TLSv1.2' : undefined);
-    const out: TlsServerIR = { cert, key: new Secret(key) };
+    const handshake = serverHandshake({
+      minVersion: tls.minTLSVersion,
+      maxVersion: tls.maxTLSVersion,
+      cipherSuites: tls.cipherSuites,
+      keyExchangeGroups: tls.keyExchangeGroups,
+    });
+    if ('error' in handshake) {
+      this.fail(
+        [...path, handshake.field === 'maxVersion' ? 'maxTLSVersion' : handshake.field],
+        handshake.error,
+      );
+      return undefined;
+    }
+    const out: TlsServerIR = { cert, key: new Secret(key), ...handshake.ok };
     if (root) out.root = root;
-    const min = ver(tls.minTLSVersion);
-    const max = ver(tls.maxTLSVersion);
-    if (min) out.minVersion = min;
-    if (max) out.maxVersion = max;
     return out;
   }
 

@@ -1,9 +1,9 @@
 // Compiles a ProxyIR into an immutable routing table: matchers, policy chains, backend pools. A new
 // config is compiled completely before it replaces the old table, and a request keeps the table it
 // started with.
-import { createSecureContext, type SecureContext } from 'node:tls';
+import { createSecureContext, type SecureContext, type SecureContextOptions } from 'node:tls';
 import { parseGoDuration } from '@gw/api';
-import type { BindIR, GlobalIR, ListenerIR, ProxyIR, RouteIR } from '../config/ir.ts';
+import type { BindIR, GlobalIR, ListenerIR, ProxyIR, RouteIR, TlsServerIR } from '../config/ir.ts';
 import type { RouteInfo } from '../pipeline/context.ts';
 import { compose, type Handler, observed } from '../pipeline/layer.ts';
 import { buildLayers } from '../policies/registry.ts';
@@ -104,11 +104,25 @@ function compileListener(
         cert: l.tls.cert,
         key: l.tls.key.reveal(),
         ...(l.tls.root ? { ca: l.tls.root } : {}),
-        ...(l.tls.minVersion ? { minVersion: l.tls.minVersion } : {}),
-        ...(l.tls.maxVersion ? { maxVersion: l.tls.maxVersion } : {}),
+        ...handshakeOptions(l.tls),
       })
     : undefined;
   return { ir: l, router, secureContext };
+}
+
+/**
+ * The options of a TLS handshake (versions, cipher suites, key exchange groups). They apply to the
+ * whole port: the bind's server is created with those of its listeners (which agree, config/load.ts).
+ */
+export function handshakeOptions(
+  t: TlsServerIR,
+): Pick<SecureContextOptions, 'minVersion' | 'maxVersion' | 'ciphers' | 'ecdhCurve'> {
+  return {
+    ...(t.minVersion ? { minVersion: t.minVersion } : {}),
+    ...(t.maxVersion ? { maxVersion: t.maxVersion } : {}),
+    ...(t.ciphers ? { ciphers: t.ciphers } : {}),
+    ...(t.ecdhCurve ? { ecdhCurve: t.ecdhCurve } : {}),
+  };
 }
 
 function compileRoute(

@@ -7,7 +7,7 @@ import net, { type Socket } from 'node:net';
 import { Duplex } from 'node:stream';
 import type { DownstreamLimits } from '../config/ir.ts';
 import type { CompiledBind } from '../routing/table.ts';
-import { selectListener } from '../routing/table.ts';
+import { handshakeOptions, selectListener } from '../routing/table.ts';
 import type { ConnectionLimit } from './connection-limit.ts';
 
 export type RequestListener = (
@@ -69,6 +69,8 @@ export class BindServer {
   #settings: BindSettings;
   readonly #h2: http2.Http2Server | http2.Http2SecureServer;
   #refused = 0;
+  /** The handshake settings the TLS server runs with (see #applyHandshake). */
+  #handshake: string | undefined;
   #refusalLoggedAt = -Infinity;
 
   constructor(bind: CompiledBind, opts: BindServerOptions) {
@@ -122,7 +124,7 @@ export class BindServer {
           allowHTTP1: true,
           settings: h2Settings,
           ...(limits.firstRequestTimeoutMs > 0 ? { handshakeTimeout: limits.firstRequestTimeoutMs } : {}),
-          ...(first ? { cert: first.cert, key: first.key.reveal() } : {}),
+          ...(first ? { cert: first.cert, key: first.key.reveal(), ...handshakeOptions(first) } : {}),
           SNICallback: (servername, cb) => {
             const l = selectListener(this.current, servername.toLowerCase()) ?? this.current.listeners[0];
             cb(null, l?.secureContext);
@@ -149,6 +151,7 @@ export class BindServer {
       secure.on('secureConnection', (s: Socket) => this.#track(s));
       secure.on('tlsClientError', (err) => opts.onClientError(err));
       secure.setTimeout(opts.idleTimeoutMs);
+      this.#handshake = first ? JSON.stringify(handshakeOptions(first)) : undefined;
       this.#h1 = undefined;
       this.#h2 = secure;
       this.#outer = secure;
@@ -219,6 +222,27 @@ export class BindServer {
     this.#h2.setTimeout(settings.idleTimeoutMs);
     if (before.http2MaxConcurrentStreams !== settings.limits.http2MaxConcurrentStreams)
       this.#h2.updateSettings({ maxConcurrentStreams: settings.limits.http2MaxConcurrentStreams });
+    this.#applyHandshake();
+  }
+
+  /**
+   * TLS versions, cipher suites and key exchange groups are settled before the SNI callback picks a
+   * listener's context (OpenSSL keeps the first context's), so they are the server's own: those of the
+   * port's listeners (which agree), set again when a new config changes them.
+   */
+  #applyHandshake(): void {
+    if (this.scheme !== 'https') return;
+    const first = this.current.listeners.find((l) => l.secureContext)?.ir.tls;
+    if (!first) return;
+    const handshake = handshakeOptions(first);
+    const key = JSON.stringify(handshake);
+    if (key === this.#handshake) return;
+    (this.#h2 as http2.Http2SecureServer).setSecureContext({
+      cert: first.cert,
+      key: first.key.reveal(),
+      ...handshake,
+    });
+    this.#handshake = key;
   }
 
   #refusedOne(opts: BindServerOptions): void {
