@@ -1233,29 +1233,14 @@ const FRONTEND_NOT_BUILT = {
   logging: NotYet('frontendPolicies.logging').optional(),
   tracing: NotYet('frontendPolicies.tracing').optional(),
 };
+const H2_WINDOW = z.number().int().min(0).max(2_147_483_647).nullable().optional();
 /** agentgateway's HTTP server settings this build does not apply, refused by name. */
 const FRONTEND_HTTP_NOT_BUILT = Object.fromEntries(
-  (
-    [
-      'http1MaxHeaders',
-      'http1HeaderCase',
-      'http2WindowSize',
-      'http2ConnectionWindowSize',
-      'http2FrameSize',
-      'http2MaxHeaderSize',
-      'http2KeepaliveTimeout',
-      'maxConnectionDuration',
-    ] as const
-  ).map((k) => [k, NotYet(`frontendPolicies.http.${k}`).optional()]),
+  (['http1MaxHeaders', 'http1HeaderCase', 'http2KeepaliveTimeout', 'maxConnectionDuration'] as const).map(
+    (k) => [k, NotYet(`frontendPolicies.http.${k}`).optional()],
+  ),
 ) as Record<
-  | 'http1MaxHeaders'
-  | 'http1HeaderCase'
-  | 'http2WindowSize'
-  | 'http2ConnectionWindowSize'
-  | 'http2FrameSize'
-  | 'http2MaxHeaderSize'
-  | 'http2KeepaliveTimeout'
-  | 'maxConnectionDuration',
+  'http1MaxHeaders' | 'http1HeaderCase' | 'http2KeepaliveTimeout' | 'maxConnectionDuration',
   z.ZodOptional<ReturnType<typeof NotYet>>
 >;
 
@@ -1299,6 +1284,19 @@ export const FrontendPolicies = strict({
       .meta({ description: 'what to do with %2F and %5C in request paths (default KeepUnchanged)' }),
     trustedProxies: z.array(z.string().min(1)).max(64).optional().meta({
       description: 'peers (IP or CIDR) whose X-Forwarded-For/-Proto are kept; from others they are replaced',
+    }),
+    http2WindowSize: H2_WINDOW.meta({
+      description: "each stream's receive window, SETTINGS_INITIAL_WINDOW_SIZE (default 65535)",
+    }),
+    http2ConnectionWindowSize: H2_WINDOW.meta({
+      description: "each HTTP/2 connection's receive window across its streams (default 65535)",
+    }),
+    http2FrameSize: z.number().int().min(16_384).max(16_777_215).nullable().optional().meta({
+      description:
+        'the largest frame payload HTTP/2 clients may send, SETTINGS_MAX_FRAME_SIZE (default 16384)',
+    }),
+    http2MaxHeaderSize: z.number().int().min(0).max(4_294_967_295).nullable().optional().meta({
+      description: 'the largest header list an HTTP/2 client may send, SETTINGS_MAX_HEADER_LIST_SIZE',
     }),
     ...FRONTEND_HTTP_NOT_BUILT,
   }).optional(),

@@ -56,6 +56,10 @@ export interface DownstreamLimits {
   /** Open connections per bind, across the workers of a replica. */
   maxConnections: number;
   http2MaxConcurrentStreams: number;
+  /** HTTP/2 settings advertised to clients (frontendPolicies.http); unset: Node's defaults. */
+  http2?: { initialWindowSize?: number; maxFrameSize?: number; maxHeaderListSize?: number };
+  /** Each HTTP/2 connection's receive window (frontendPolicies.http.http2ConnectionWindowSize). */
+  http2ConnectionWindowSize?: number;
 }
 
 export interface FrontendIR {

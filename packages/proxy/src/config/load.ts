@@ -273,12 +273,28 @@ class Builder {
         requestBodyIdleTimeoutMs: ms(fh?.requestBodyIdleTimeout, 60_000),
         maxConnections: this.cfg.frontendPolicies?.tcp?.maxConnections ?? 10_000,
         http2MaxConcurrentStreams: fh?.http2MaxConcurrentStreams ?? 100,
+        ...this.http2Settings(fh),
       },
       terminationDeadlineMs: ms(g.connectionTerminationDeadline, 30_000),
       terminationMinMs: ms(g.connectionMinTerminationDeadline, 0),
       sensitiveHeaders: [...new Set([...DEFAULT_SENSITIVE_HEADERS, ...sensitive])],
       credentialQueryParams: [],
       guardrailWebhook: this.guardrailWebhook(),
+    };
+  }
+
+  /** agentgateway's HTTP/2 server settings (frontendPolicies.http) as Node's; unset ones are left out. */
+  http2Settings(fh: NonNullable<NonNullable<ConfigFile['frontendPolicies']>['http']> | undefined) {
+    const settings = {
+      ...(fh?.http2WindowSize != null ? { initialWindowSize: fh.http2WindowSize } : {}),
+      ...(fh?.http2FrameSize != null ? { maxFrameSize: fh.http2FrameSize } : {}),
+      ...(fh?.http2MaxHeaderSize != null ? { maxHeaderListSize: fh.http2MaxHeaderSize } : {}),
+    };
+    return {
+      ...(Object.keys(settings).length > 0 ? { http2: settings } : {}),
+      ...(fh?.http2ConnectionWindowSize != null
+        ? { http2ConnectionWindowSize: fh.http2ConnectionWindowSize }
+        : {}),
     };
   }
 

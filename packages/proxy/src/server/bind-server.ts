@@ -87,6 +87,8 @@ export class BindServer {
       opts.onRequest(this, req, res);
     const onSession = (s: Http2Session) => {
       this.#sessions.add(s);
+      const window = this.#settings.limits.http2ConnectionWindowSize;
+      if (window !== undefined) s.setLocalWindowSize(window);
       this.#peers.set(s, this.#handingOver ?? peerOf(s.socket));
       s.once('close', () => this.#sessions.delete(s));
       // A session that opens no stream is closed like a connection that sends nothing.
@@ -115,7 +117,7 @@ export class BindServer {
     };
     const onUpgrade = (req: IncomingMessage, socket: Socket, head: Buffer) =>
       opts.onUpgrade(this, req, socket, head);
-    const h2Settings = { maxConcurrentStreams: limits.http2MaxConcurrentStreams };
+    const h2Settings = { ...limits.http2, maxConcurrentStreams: limits.http2MaxConcurrentStreams };
 
     if (this.scheme === 'https') {
       const first = bind.listeners.find((l) => l.secureContext)?.ir.tls;
@@ -220,8 +222,16 @@ export class BindServer {
     const h1 = this.#h1 ?? (this.#h2 as http2.Http2SecureServer);
     Object.assign(h1, http1Timeouts(settings));
     this.#h2.setTimeout(settings.idleTimeoutMs);
-    if (before.http2MaxConcurrentStreams !== settings.limits.http2MaxConcurrentStreams)
-      this.#h2.updateSettings({ maxConcurrentStreams: settings.limits.http2MaxConcurrentStreams });
+    const h2 = (l: DownstreamLimits) => JSON.stringify([l.http2MaxConcurrentStreams, l.http2]);
+    if (h2(before) !== h2(settings.limits))
+      this.#h2.updateSettings({
+        // a setting no longer configured goes back to the protocol's default
+        initialWindowSize: 65_535,
+        maxFrameSize: 16_384,
+        maxHeaderListSize: 65_535,
+        ...settings.limits.http2,
+        maxConcurrentStreams: settings.limits.http2MaxConcurrentStreams,
+      });
     this.#applyHandshake();
   }
 

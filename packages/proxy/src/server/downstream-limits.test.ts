@@ -8,7 +8,7 @@ import net, { type AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import tls from 'node:tls';
-import { makeTestPki, startUpstream } from '@gw/testkit';
+import { httpGet, makeTestPki, startUpstream } from '@gw/testkit';
 import { startProxy } from '@gw/testkit/proxy';
 import pino from 'pino';
 import { loadConfigText } from '../config/load.ts';
@@ -471,4 +471,39 @@ test('a body that keeps arriving, or a route with a request timeout, is not cut 
     config(up.port, '  http: {requestBodyIdleTimeout: 300ms}', { route: '{timeout: {requestTimeout: 5s}}' }),
   );
   assert.match(await trickle(p.port(), 600, 2), /^HTTP\/1\.1 200 /);
+});
+
+test("HTTP/2 clients are told agentgateway's http2WindowSize, http2FrameSize and http2MaxHeaderSize; the connection gets http2ConnectionWindowSize", async (t) => {
+  const up = await startUpstream();
+  t.after(() => up.close());
+  const seen = async (port: number) => {
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    try {
+      await new Promise((r) => session.once('remoteSettings', r));
+      // a round trip, so a WINDOW_UPDATE sent with the settings has arrived
+      await new Promise((r) => session.ping(r));
+      const { initialWindowSize, maxFrameSize, maxHeaderListSize } = session.remoteSettings;
+      return { initialWindowSize, maxFrameSize, maxHeaderListSize, window: session.state.remoteWindowSize };
+    } finally {
+      session.destroy();
+    }
+  };
+  const p = await startProxy(
+    config(
+      up.port,
+      '  http: {http2WindowSize: 1048576, http2FrameSize: 32768, http2MaxHeaderSize: 8192, http2ConnectionWindowSize: 4194304}',
+    ),
+  );
+  t.after(() => p.close());
+  assert.deepEqual(await seen(p.port()), {
+    initialWindowSize: 1_048_576,
+    maxFrameSize: 32_768,
+    maxHeaderListSize: 8192,
+    window: 4_194_304,
+  });
+  const r = await httpGet(p.port(), '/');
+  assert.equal(r.status, 200);
+  await p.reload(config(up.port, '  http: {}'));
+  const after = await seen(p.port());
+  assert.deepEqual([after.initialWindowSize, after.maxFrameSize, after.window], [65_535, 16_384, 65_535]);
 });
