@@ -174,8 +174,9 @@ async function runMode(ctx: RunContext, scenario: ComparedScenario, mode: Mode):
     // The same proof that agentgateway runs the policies under test, not a cheaper config.
     if (agwPeer !== undefined) await checkExpectations(agwPeer, cfg, { statusOnly: true });
 
-    // Idle: ready and proxied one request (above), before any load, after a moment to settle.
-    await sleep(500);
+    // Idle: ready and proxied one request (above), before any load, after 5 s without traffic, the
+    // time a proxy that returns memory when quiet (gw's idle trim: 3 s) is given to do so.
+    await sleep(5000);
     const proxies = peers.filter((p): p is Peer & { name: ProxyName; proc: Tracked } => p.proc !== undefined);
     const idleKiB: Partial<Record<ProxyName, number>> = {};
     const rss: Partial<Record<ProxyName, RssSampler>> = {};

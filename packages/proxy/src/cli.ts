@@ -10,6 +10,7 @@ import type { ProxyIR } from './config/ir.ts';
 import { type LoadedConfig, loadConfigFile, loadConfigText, type StartupConfig } from './config/load.ts';
 import { LogHub, parseLevelFilter } from './observability/logger.ts';
 import { compileTable } from './routing/table.ts';
+import { trimWhenQuiet } from './server/idle-trim.ts';
 import { Supervisor } from './server/supervisor.ts';
 import { watchFile } from './server/watch.ts';
 import { VERSION } from './version.ts';
@@ -180,6 +181,9 @@ export async function main(argv: string[]): Promise<number> {
   }
 
   const supervisor = new Supervisor({ workers, logFilter, logFormat: startup.logFormat, log });
+  trimWhenQuiet((t) =>
+    log.debug({ ms: Math.round(t.lastMs), freedBytes: t.lastFreedBytes }, 'idle memory trim'),
+  );
   let lastError: string | undefined;
   let stopping = false;
   const servers: { close: () => Promise<unknown> }[] = [];

@@ -3,6 +3,7 @@
 // has one wording everywhere.
 import { z } from 'zod';
 import { DURATION_PATTERN } from '../duration.ts';
+import { HEADER_NAME_SOURCE } from '../header-name.ts';
 import { exactlyOne, obj, rules } from './kube.ts';
 
 export const TinyString = z.string().min(1).max(64);
@@ -53,7 +54,7 @@ export const IntOrByteSize = rules(
 export const SNI_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
 export const SNI = z.string().min(1).max(253).regex(new RegExp(SNI_PATTERN));
 
-export const HEADER_NAME_PATTERN = "^:?[A-Za-z0-9!#$%&'*+\\-.^_`|~]+$";
+export const HEADER_NAME_PATTERN = HEADER_NAME_SOURCE;
 export const HeaderName = z.string().min(1).max(256).regex(new RegExp(HEADER_NAME_PATTERN));
 
 export const Port = z.int().min(1).max(65535);

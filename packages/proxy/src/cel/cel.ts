@@ -1,7 +1,7 @@
 // CEL for policies: one environment with the request variables, expressions compiled once per config
 // (never per request), and evaluation errors turned into "no value" instead of exceptions.
 import { BlockList, isIP } from 'node:net';
-import { CEL_VARIABLES, celEnvironment, celToJson, compileCelWith } from '@gw/api';
+import { CEL_VARIABLES, celEnvironment, celToJson, compileCelWith } from '@gw/api/runtime';
 import { readsField } from './references.ts';
 
 export { CEL_VARIABLES };

@@ -3,7 +3,7 @@
 // model of the same pattern). Virtual models route to model entries by weight, by priority
 // (failover to the next group on an error, a 429 or a 5xx) or by the first CEL condition that holds.
 
-import { ModelNameMatcher } from '@gw/api';
+import { ModelNameMatcher } from '@gw/api/runtime';
 import { celTrue, compileCel } from '../cel/cel.ts';
 import type { AiTarget, LlmRoutingIR, LlmTargetIR } from '../config/ir.ts';
 import { GwError } from '../errors.ts';

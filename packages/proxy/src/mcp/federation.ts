@@ -3,7 +3,7 @@
 // gateway's cursor holds each target's own); calls go to the target that owns the name. Names are
 // `<target>_<name>` when prefixed (prefixMode). Authorization rules filter lists item by item and
 // refuse calls on what they hide.
-import { parseGoDuration } from '@gw/api';
+import { parseGoDuration } from '@gw/api/runtime';
 import type { Dispatcher } from 'undici';
 import type { CelContext } from '../cel/cel.ts';
 import type { McpTarget, McpTargetIR } from '../config/ir.ts';

@@ -2,7 +2,7 @@
 // config is compiled completely before it replaces the old table, and a request keeps the table it
 // started with.
 import { createSecureContext, type SecureContext, type SecureContextOptions } from 'node:tls';
-import { parseGoDuration } from '@gw/api';
+import { parseGoDuration } from '@gw/api/runtime';
 import type { BindIR, GlobalIR, ListenerIR, ProxyIR, RouteIR, TlsServerIR } from '../config/ir.ts';
 import type { RouteInfo } from '../pipeline/context.ts';
 import { compose, type Handler, observed } from '../pipeline/layer.ts';

@@ -7,6 +7,7 @@ import { ProxyMetrics } from '../observability/metrics.ts';
 import { decodeSecrets } from '../secret.ts';
 import { DataPlane } from './data-plane.ts';
 import { heapSpaces } from './heap-spaces.ts';
+import { trimWhenQuiet } from './idle-trim.ts';
 import { cpuProfile, heapProfile } from './profile.ts';
 import type { Envelope, Reply, TraceMessage, WorkerData, WorkerRequest } from './protocol.ts';
 
@@ -27,6 +28,9 @@ const plane = new DataPlane({
   workers: data.workers,
   traceSink: (id, event) => port.postMessage({ trace: id, event } satisfies TraceMessage),
 });
+trimWhenQuiet((t) =>
+  log.debug({ ms: Math.round(t.lastMs), freedBytes: t.lastFreedBytes }, 'idle memory trim'),
+);
 
 async function handle(req: WorkerRequest): Promise<unknown> {
   switch (req.type) {

@@ -2,7 +2,8 @@
 // matches its CEL expression) served by any worker; the first worker to flip the subscription's
 // shared flag wins, so exactly one request is traced per subscription.
 
-import { DEFAULT_SENSITIVE_HEADERS, type TraceEvent } from '@gw/api';
+import type { TraceEvent } from '@gw/api';
+import { DEFAULT_SENSITIVE_HEADERS } from '@gw/api/runtime';
 import { type CelProgram, celTrue, compileCel } from '../cel/cel.ts';
 import type { ObservedRequest, ObserverSource, RequestObserver } from '../pipeline/observer.ts';
 import { TraceRecorder } from './recorder.ts';

@@ -1,6 +1,6 @@
 // Connection settings of a backend (TLS, TCP keepalive, connect timeout, HTTP version), compiled
 // from its policies and the global defaults into what a pool is opened with.
-import { parseGoDuration } from '@gw/api';
+import { parseGoDuration } from '@gw/api/runtime';
 import type { GlobalIR, ResolvedBackendPolicies } from '../config/ir.ts';
 import type { PoolSpec } from './pools.ts';
 

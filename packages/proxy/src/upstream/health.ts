@@ -1,7 +1,7 @@
 // Passive health of a backend endpoint (outlier detection, the backend policy `health`): unhealthy
 // answers in a row eject the endpoint for a while, and the balancer (backends/select.ts) leaves it out
 // until it returns. State is per worker and survives reloads that keep the endpoint and its policy.
-import { parseGoDuration } from '@gw/api';
+import { parseGoDuration } from '@gw/api/runtime';
 import { type CelProgram, celTrue, compileCel } from '../cel/cel.ts';
 import type { ResolvedBackendPolicies } from '../config/ir.ts';
 import { GwError } from '../errors.ts';

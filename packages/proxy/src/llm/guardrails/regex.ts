@@ -1,7 +1,7 @@
 // The regex guard: built-in detectors and configured patterns, compiled once per model. Mask replaces
 // each match (a detector's placeholder, or `<name>` / `<MASKED>` for a pattern), Reject and Audit stop
 // at the first match. Only the texts handed in are scanned, never the JSON around them.
-import { GUARD_REGEX_FLAGS } from '@gw/api';
+import { GUARD_REGEX_FLAGS } from '@gw/api/runtime';
 import type { LlmGuardIR } from '../../config/ir.ts';
 import { BUILTINS, type Detector } from './builtins.ts';
 import type { CompiledGuard, GuardKindModule, GuardVerdict } from './types.ts';

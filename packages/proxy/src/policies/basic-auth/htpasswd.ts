@@ -2,12 +2,13 @@
 // ($apr1$), SHA-1 ({SHA}) and DES crypt. Which lines are entries is @gw/api's rule (the config checks
 // refuse the others, plain-text passwords included, when the config loads).
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { hashFormat } from '@gw/api';
+import { hashFormat } from '@gw/api/runtime';
 import apacheCrypt from 'apache-crypt';
 import apacheMd5 from 'apache-md5';
 import bcrypt from 'bcryptjs';
 
-export { type HashFormat, type HtpasswdEntry, hashFormat, parseHtpasswd } from '@gw/api';
+export type { HashFormat, HtpasswdEntry } from '@gw/api';
+export { hashFormat, parseHtpasswd } from '@gw/api/runtime';
 
 const same = (a: string, b: string) => {
   const x = Buffer.from(a);

@@ -1,7 +1,7 @@
 // buffer: holds the request and/or response body in memory up to `maxBytes` (default the global
 // limit, 2Mi). Over the limit: 413 for requests and 502 for responses under failClosed; failOpen
 // streams the body on unchanged.
-import { parseByteSize } from '@gw/api';
+import { parseByteSize } from '@gw/api/runtime';
 import { GwError } from '../../errors.ts';
 import { bufferUpTo, contentLength, discard } from '../../pipeline/body.ts';
 import type { PolicyDefinition } from '../types.ts';

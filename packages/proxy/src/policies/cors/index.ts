@@ -1,6 +1,6 @@
 // cors: answers preflights from allowed origins itself (so they never need authentication) and adds
 // the Access-Control-* headers to responses for allowed origins.
-import { parseGoDuration } from '@gw/api';
+import { parseGoDuration } from '@gw/api/runtime';
 import type { PolicyDefinition } from '../types.ts';
 
 function originMatcher(patterns: string[]): (origin: string) => boolean {

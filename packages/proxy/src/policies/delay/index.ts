@@ -2,7 +2,7 @@
 // expression giving a duration or milliseconds; a non-positive result injects nothing. The wait counts
 // against the request timeout.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseGoDuration } from '@gw/api';
+import { parseGoDuration } from '@gw/api/runtime';
 import { type CelProgram, celDurationMs, celTrue, compileCel } from '../../cel/cel.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import type { PolicyDefinition } from '../types.ts';

@@ -4,7 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { create, type JsonObject } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { Client, credentials, Metadata, type ServiceError, status } from '@grpc/grpc-js';
-import { type ExtAuthz, HEADER_NAME_PATTERN, parseGoDuration } from '@gw/api';
+import type { ExtAuthz } from '@gw/api';
+import { HEADER_NAME_PATTERN, parseGoDuration } from '@gw/api/runtime';
 import {
   HeaderValueOption_HeaderAppendAction as Action,
   type HeaderValueOption,

@@ -2,7 +2,8 @@
 // only the allowed headers; 2xx allows, 401/403 may become a redirect, 5xx or no answer is a failure,
 // and any other answer goes back to the client as the denial.
 import type { Readable } from 'node:stream';
-import { type ExtAuthz, parseGoDuration } from '@gw/api';
+import type { ExtAuthz } from '@gw/api';
+import { parseGoDuration } from '@gw/api/runtime';
 import { Agent, request } from 'undici';
 import { type CelContext, type CelProgram, celToJson, compileCel } from '../../cel/cel.ts';
 import { GwError } from '../../errors.ts';

@@ -7,7 +7,7 @@
 // answering within the timeout (default 200ms, Envoy's message_timeout): failClosed (default) answers
 // 500, failOpen carries on without it for the rest of the request.
 import { Readable } from 'node:stream';
-import { parseGoDuration } from '@gw/api';
+import { parseGoDuration } from '@gw/api/runtime';
 import { GwError } from '../../errors.ts';
 import { Lazy } from '../../lazy.ts';
 import { bufferUpTo, contentLength, discard, prepend } from '../../pipeline/body.ts';

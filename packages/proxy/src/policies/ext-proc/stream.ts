@@ -4,7 +4,7 @@
 // has an extProc.
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { Client, type ClientDuplexStream, credentials, Metadata } from '@grpc/grpc-js';
-import { HEADER_NAME_PATTERN } from '@gw/api';
+import { HEADER_NAME_PATTERN } from '@gw/api/runtime';
 import {
   type CommonResponse,
   type HeaderMutation,

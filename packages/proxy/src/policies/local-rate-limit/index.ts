@@ -4,7 +4,7 @@
 // and later ones get 429 until the bucket refills.
 import { createHash } from 'node:crypto';
 import type { LocalRateLimit } from '@gw/api';
-import { parseGoDuration } from '@gw/api';
+import { parseGoDuration } from '@gw/api/runtime';
 import { GwError } from '../../errors.ts';
 import { onResponseUsage } from '../../llm/usage.ts';
 import type { PolicyDefinition } from '../types.ts';

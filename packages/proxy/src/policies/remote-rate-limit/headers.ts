@@ -1,7 +1,7 @@
 // The response headers of a global rate limit check: the x-ratelimit-* trio built from the service's
 // descriptor statuses the way Envoy builds them (draft-polli-ratelimit-headers-03: the limit carries the
 // quota policy, e.g. `3, 3;w=60`), and the header lists the service itself asks to add.
-import { HEADER_NAME_PATTERN } from '@gw/api';
+import { HEADER_NAME_PATTERN } from '@gw/api/runtime';
 import type { HeaderValue } from '@gw/xds-proto/envoy/config/core/v3/base';
 import type { RateLimitResponse_DescriptorStatus } from '@gw/xds-proto/envoy/service/ratelimit/v3/rls';
 import type { Headers } from '../../pipeline/context.ts';

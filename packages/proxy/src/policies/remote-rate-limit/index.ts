@@ -3,7 +3,8 @@
 // hits_addend 1. OVER_LIMIT answers 429 `rate limit exceeded` plus x-ext-ratelimited; OK forwards, and
 // the x-ratelimit-* headers go on the response. No answer within the timeout (default 100ms) or an
 // error: `failOpen` (the default, as Envoy's failure_mode_deny=false) forwards, `failClosed` answers 500.
-import { parseGoDuration, type RemoteRateLimit } from '@gw/api';
+import type { RemoteRateLimit } from '@gw/api';
+import { parseGoDuration } from '@gw/api/runtime';
 import { type CelContext, type CelProgram, compileCel } from '../../cel/cel.ts';
 import { GwError } from '../../errors.ts';
 import { Lazy } from '../../lazy.ts';

@@ -2,7 +2,7 @@
 // of `codes`, up to `attempts` more times with exponential backoff from `backoff`. A request body is
 // kept in memory for replay up to the buffer limit; a larger body is streamed once, without retries.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseByteSize, parseGoDuration } from '@gw/api';
+import { parseByteSize, parseGoDuration } from '@gw/api/runtime';
 import { GwError } from '../../errors.ts';
 import { bufferForReplay, discard } from '../../pipeline/body.ts';
 import type { PolicyDefinition } from '../types.ts';

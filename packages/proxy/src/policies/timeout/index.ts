@@ -1,6 +1,6 @@
 // timeout: `requestTimeout` bounds the whole exchange, from arrival until the response is complete;
 // `backendRequestTimeout` bounds each upstream attempt (read by the upstream caller).
-import { parseGoDuration } from '@gw/api';
+import { parseGoDuration } from '@gw/api/runtime';
 import { GwError } from '../../errors.ts';
 import type { PolicyDefinition } from '../types.ts';
 

@@ -1,7 +1,7 @@
 // One backend of a route, compiled: connection settings from its policies, the kind's call, and the
 // backend's own policies in BACKEND_ORDER around it. Observed requests report the chosen backend,
 // the final request, the upstream call and the response it produced; others go straight through.
-import { parseGoDuration } from '@gw/api';
+import { parseGoDuration } from '@gw/api/runtime';
 import type { RouteBackendIR } from '../../config/ir.ts';
 import { type ErrorFormat, GwError } from '../../errors.ts';
 import type { RequestContext } from '../../pipeline/context.ts';

@@ -1,0 +1,41 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { test } from 'node:test';
+
+// A thread that allocated a burst and then went quiet: its young generation grew, and the trim
+// hands it back once. Run in a child so --expose-gc and the heap are its own.
+const SCRIPT = `
+import { getHeapSpaceStatistics } from 'node:v8';
+import { trimWhenQuiet } from ${JSON.stringify(new URL('./idle-trim.ts', import.meta.url).href)};
+const newSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
+const trims = [];
+const stats = trimWhenQuiet((s) => trims.push({ ...s }));
+let keep = [];
+for (let i = 0; i < 150; i++) { keep.push(Array.from({ length: 20000 }, (_, x) => ({ x }))); if (keep.length > 20) keep = keep.slice(10); }
+keep = null;
+const grown = newSpace();
+setTimeout(() => {
+  console.log(JSON.stringify({ enabled: stats !== undefined, grown, after: newSpace(), trims }));
+}, 4600);
+`;
+
+function run(flags: string[]): { enabled: boolean; grown: number; after: number; trims: { count: number }[] } {
+  const r = spawnSync(process.execPath, [...flags, '--input-type=module', '-e', SCRIPT], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout);
+}
+
+test('a quiet thread runs one memory-reducing collection and its young generation shrinks', () => {
+  const r = run(['--expose-gc']);
+  assert.equal(r.enabled, true);
+  assert.equal(r.trims.length, 1, 'one trim for one quiet period');
+  assert.ok(r.grown >= 8 * 1024 * 1024, `the burst grew the young generation (${r.grown} bytes)`);
+  assert.ok(r.after < r.grown / 4, `new space ${r.grown} -> ${r.after} bytes`);
+});
+
+test('without --expose-gc nothing is trimmed', () => {
+  const r = run([]);
+  assert.equal(r.enabled, false);
+  assert.equal(r.trims.length, 0);
+  assert.ok(r.after >= r.grown, 'the young generation stays as it grew');
+});
