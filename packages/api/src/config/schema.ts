@@ -175,9 +175,17 @@ const UrlRewrite = strict({ authority: Authority.optional(), path: PathRewrite.o
 const DirectResponseBody = strict({
   status: CrdDirectResponse.shape.status,
   body: Bytes.optional(),
-  bodyExpression: NotYet('directResponse bodyExpression').optional(),
+  bodyExpression: Cel.nullable()
+    .optional()
+    .meta({ description: 'CEL giving the body: a string or bytes as they are, another value as JSON' }),
   conditional: NotYet('the conditional form of directResponse').optional(),
-  headers: z.record(HeaderName, z.string()).optional(),
+  headers: z.record(HeaderName, Cel).optional().meta({
+    description:
+      'CEL per header, e.g. \'"text/plain"\'; a header whose expression fails or gives no string is left out',
+  }),
+}).superRefine((d, ctx) => {
+  if (d.body !== undefined && d.bodyExpression != null)
+    ctx.addIssue({ code: 'custom', path: ['bodyExpression'], message: 'set one of body and bodyExpression' });
 });
 
 const Cors = strict({

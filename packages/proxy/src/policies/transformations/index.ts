@@ -337,8 +337,8 @@ function headerMap(v: unknown): Headers | undefined {
   return out;
 }
 
-/** The body a CEL value stands for: a string or bytes as they are, anything else as JSON. */
-function bodyOf(v: unknown): Buffer {
+/** The body a CEL value stands for: a string or bytes as they are, anything else as JSON (directResponse too). */
+export function bodyOf(v: unknown): Buffer {
   if (typeof v === 'string') return Buffer.from(v, 'utf8');
   if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength);
   return Buffer.from(JSON.stringify(celToJson(v)) ?? 'null', 'utf8');
