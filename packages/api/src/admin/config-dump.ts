@@ -56,17 +56,35 @@ export const ConfigDumpPolicy = z.object({
 });
 export type ConfigDumpPolicy = z.infer<typeof ConfigDumpPolicy>;
 
-/** The passive health of one endpoint of a backend with a `health` policy, as one worker sees it. */
+/** health.active's probes of one endpoint: one prober per proxy, so every worker shows the same. */
+export const ConfigDumpActiveHealth = z.object({
+  /** unknown: not probed or not failed enough yet (in the balancing set); unhealthy: out of it. */
+  state: z.enum(['unknown', 'healthy', 'unhealthy']),
+  consecutivePasses: z.number().int().nonnegative(),
+  consecutiveFailures: z.number().int().nonnegative(),
+  probes: z.number().int().nonnegative(),
+  failedProbes: z.number().int().nonnegative(),
+  /** The last probe's status (`status 503`) or why it had none (`timeout`, …). */
+  lastResult: z.string().nullable(),
+  lastProbe: z.string().nullable(),
+  /** When the state last changed. */
+  since: z.string().nullable(),
+});
+export type ConfigDumpActiveHealth = z.infer<typeof ConfigDumpActiveHealth>;
+
+/** The health of one endpoint of a backend with a `health` policy, as one worker sees it. */
 export const ConfigDumpEndpointHealth = z.object({
   backend: z.string(),
   endpoint: z.string(),
-  /** false while ejected: the endpoint is out of the balancing set until ejectedUntil. */
+  /** false while ejected or failing active checks: the endpoint is out of the balancing set. */
   healthy: z.boolean(),
   consecutiveFailures: z.number().int().nonnegative(),
   ejectedUntil: z.string().nullable(),
   ejections: z.number().int().nonnegative(),
   /** What caused the last ejection (a status, a Retry-After, a connection failure). */
   lastEjection: z.string().nullable(),
+  /** With health.active: what the probes found. */
+  active: ConfigDumpActiveHealth.optional(),
 });
 export type ConfigDumpEndpointHealth = z.infer<typeof ConfigDumpEndpointHealth>;
 

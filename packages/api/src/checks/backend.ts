@@ -1,10 +1,12 @@
 // Checks of backend policies (the standalone BackendPolicies shape) across fields: a client
 // certificate needs its key, skipping verification excludes verifying names, key exchange groups the
-// TLS library knows, a tunnel's credential in a header, mcpAuthentication and backendAuth.
+// TLS library knows, a tunnel's credential in a header, active health timings, mcpAuthentication and
+// backendAuth.
 import type { BackendPolicies, BackendTLS } from '../config/schema.ts';
 import type { FieldPath } from '../config/source.ts';
 import { keyExchangeGroupAvailable } from '../tls-names.ts';
 import { checkBackendAuth } from './backend-auth.ts';
+import { checkBackendHealth } from './health.ts';
 import { checkMcpAuthentication } from './mcp-authentication.ts';
 import type { Problem } from './problem.ts';
 import { checkTransformations } from './transformations.ts';
@@ -32,6 +34,7 @@ export function checkBackendPolicies(p: BackendPolicies, path: FieldPath): Probl
   if (p.backendAuth) out.push(...checkBackendAuth(p.backendAuth, [...path, 'backendAuth']));
   if (p.transformations) out.push(...checkTransformations(p.transformations, [...path, 'transformations']));
   if (p.backendTLS) out.push(...checkTls(p.backendTLS, [...path, 'backendTLS']));
+  if (p.health) out.push(...checkBackendHealth(p.health, [...path, 'health']));
   const tunnel = p.backendTunnel?.policies;
   if (tunnel) {
     const tp = [...path, 'backendTunnel', 'policies'];

@@ -1063,6 +1063,12 @@ class Builder {
       this.mcpAuthenticationFiles(ap, merged.mcpAuthentication);
       this.report(checkMcpAuthentication(merged.mcpAuthentication, ap));
     }
+    // Active health checks probe the one endpoint every request goes to.
+    if (merged.health?.active && target.kind !== 'host' && target.kind !== 'a2a' && target.kind !== 'unix')
+      this.fail(
+        [...path, 'policies', 'health', 'active'],
+        `health.active probes the one endpoint of a host, a2a or unix backend, not ${NOT_A2A[target.kind]}`,
+      );
     // MCP rules accumulate like authorization: the route's, then the backend's own.
     const { mcpAuthorization: _rules, ...rest } = merged;
     const mcpRules = [
@@ -1207,7 +1213,7 @@ class Builder {
       const auth = resolveBackendAuth(this, [...path, 'backendAuth'], backendAuth);
       if (auth) out.backendAuth = auth;
     }
-    this.report(checkBackendPolicies({ backendTLS, backendTunnel }, path));
+    this.report(checkBackendPolicies({ backendTLS, backendTunnel, health: p.health }, path));
     if (backendTLS) out.backendTLS = this.resolveTls([...path, 'backendTLS'], backendTLS);
     if (backendTunnel) {
       const t = this.resolveTunnel([...path, 'backendTunnel'], backendTunnel);

@@ -74,7 +74,7 @@ export class ProxyMetrics implements RequestObserver {
   #endpoints: () => readonly EndpointHealth[] = () => [];
   readonly endpointHealthy = new CollectedFamily({
     name: 'gw_endpoint_healthy',
-    help: 'Endpoints of backends with a health policy: 1 while in the balancing set, 0 while ejected, by backend and endpoint',
+    help: 'Endpoints of backends with a health policy: 1 while in the balancing set, 0 while ejected or failing active health checks, by backend and endpoint',
     type: 'gauge',
     registry: this.registry,
     collect: () => {
@@ -95,6 +95,23 @@ export class ProxyMetrics implements RequestObserver {
         labels: { backend: h.backend, endpoint: h.endpoint },
         value: h.ejections,
       })),
+  });
+  readonly endpointHealthChecks = new CollectedFamily({
+    name: 'gw_endpoint_health_checks_total',
+    help: 'Active health check probes (health.active), by backend, endpoint and result (pass, fail); reported by the worker that probes',
+    type: 'counter',
+    registry: this.registry,
+    collect: () =>
+      this.#endpoints()
+        .filter((h) => h.probing && h.active)
+        .flatMap((h) => {
+          const a = h.active as NonNullable<typeof h.active>;
+          const labels = (result: string) => ({ backend: h.backend, endpoint: h.endpoint, result });
+          return [
+            { labels: labels('pass'), value: a.probes - a.failedProbes },
+            { labels: labels('fail'), value: a.failedProbes },
+          ];
+        }),
   });
   readonly configVersion = new Counter({
     name: 'gw_config_applied_total',

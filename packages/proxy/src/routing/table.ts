@@ -140,7 +140,7 @@ function compileRoute(
   const requestMs = requestTimeout ? (parseGoDuration(requestTimeout) ?? 0) : 0;
   const backends = r.backends
     .filter((b) => b.weight > 0)
-    .map((b) => compileBackend(b, { global, pools, used }, attemptMs));
+    .map((b) => compileBackend(b, { global, pools, used, shared }, attemptMs));
 
   // An observed request is snapshotted after the last policy set on the gateway/listener (before the
   // first policy when there is none) and after the last policy overall.

@@ -89,7 +89,8 @@ export class DataPlane {
   constructor(opts: DataPlaneOptions) {
     this.#opts = opts;
     setMcpLogger(opts.log);
-    this.#pools = new PoolRegistry(opts.workers ?? 1);
+    // Worker 0 (or the one worker) probes the endpoints with active health checks for every worker.
+    this.#pools = new PoolRegistry(opts.workers ?? 1, (opts.worker ?? 0) === 0);
     opts.metrics?.watchEndpoints(() => endpointHealthOf(this.#pools));
     this.#trace = new TraceSource(opts.traceSink);
     this.#sources = [this.#trace];

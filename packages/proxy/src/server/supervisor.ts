@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { ProxyIR } from '../config/ir.ts';
 import { sharedMemoryOf } from '../policies/shared-memory.ts';
 import { encodeSecrets } from '../secret.ts';
+import { activeHealthMemoryOf } from '../upstream/active-health.ts';
 import { connectionMemoryOf } from './connection-limit.ts';
 import type { Envelope, Reply, TraceMessage, WorkerData, WorkerRequest } from './protocol.ts';
 
@@ -159,10 +160,17 @@ export class Supervisor {
 
   #shared = new Map<string, SharedArrayBuffer>();
 
-  /** One buffer per block a policy shares (rate limit buckets), kept while its key is unchanged. */
+  /**
+   * One buffer per block a policy shares (rate limit buckets, bind connection counts, the endpoints'
+   * active health that worker 0 probes for all), kept while its key is unchanged.
+   */
   #sharedFor(ir: ProxyIR): Record<string, SharedArrayBuffer> {
     const next = new Map<string, SharedArrayBuffer>();
-    for (const { key, bytes } of [...sharedMemoryOf(ir), ...connectionMemoryOf(ir)])
+    for (const { key, bytes } of [
+      ...sharedMemoryOf(ir),
+      ...connectionMemoryOf(ir),
+      ...activeHealthMemoryOf(ir),
+    ])
       next.set(key, this.#shared.get(key) ?? new SharedArrayBuffer(bytes));
     this.#shared = next;
     return Object.fromEntries(next);

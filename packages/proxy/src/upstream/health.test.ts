@@ -1,17 +1,21 @@
 // Passive health (the backend policy `health`), against real upstreams: an endpoint that starts
 // failing is ejected and traffic moves to the healthy one; it returns after the backoff; Retry-After
 // sets the ejection time; with every endpoint ejected requests still go out (panic mode); metrics,
-// /config_dump and the trace show it.
+// /config_dump and the trace show it. Active health (health.active, gw's): probes take an endpoint
+// out and bring it back, upstreams go down and come back, one prober per proxy across two workers.
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import net from 'node:net';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigDump } from '@gw/api';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { startUpstream } from '@gw/testkit/upstream';
-import { configDump } from '../admin/config-dump.ts';
+import pino from 'pino';
+import { request } from 'undici';
+import { configDump, workerHealth } from '../admin/config-dump.ts';
 import { loadConfigText } from '../config/load.ts';
-import type { Supervisor } from '../server/supervisor.ts';
+import { Supervisor } from '../server/supervisor.ts';
 import { EndpointHealth, retryAfterMs } from './health.ts';
 
 const cleanup: (() => Promise<unknown>)[] = [];
@@ -231,4 +235,222 @@ test('unhealthyExpression decides what is unhealthy: here a 429 without Retry-Af
   assert.equal(p.plane.endpointHealth()[0]?.healthy, false);
   assert.deepEqual(await hits(p, 10), { 'b 200': 10 });
   await assert.rejects(p.reload(config([a.port], "{unhealthyExpression: 'response.code =='}")));
+});
+
+// ---------- health.active: probes, one prober per endpoint per proxy ----------
+
+/** An upstream that can go down (its port closed) and come back on the same port; /healthz answers `health`. */
+async function flaky(name: string) {
+  const state = { health: 200, probes: 0, port: 0 };
+  const server = http.createServer((req, res) => {
+    if (req.url === '/healthz') {
+      state.probes++;
+      res.writeHead(state.health, { 'content-length': 0 });
+      res.end();
+      return;
+    }
+    res.writeHead(200, { 'x-upstream': name, 'content-length': 0 });
+    res.end();
+  });
+  const listen = (port: number) => new Promise<void>((r) => server.listen(port, '127.0.0.1', () => r()));
+  await listen(0);
+  state.port = (server.address() as net.AddressInfo).port;
+  const down = () =>
+    new Promise<void>((r) => {
+      server.closeAllConnections();
+      server.close(() => r());
+    });
+  cleanup.push(() => (server.listening ? down() : Promise.resolve()));
+  return { state, down, up: () => listen(state.port) };
+}
+
+async function until(what: string, f: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!f()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+const ACTIVE =
+  '{active: {path: /healthz, interval: 50ms, timeout: 200ms, unhealthyThreshold: 2, healthyThreshold: 2}}';
+
+test('active: an endpoint failing its probes leaves the balancing set and comes back after healthyThreshold passes; requests are not what decides', async () => {
+  const a = await flaky('a');
+  const b = await flaky('b');
+  const p = await proxy(config([a.state.port, b.state.port], ACTIVE));
+  await until('first probes', () => a.state.probes > 0 && b.state.probes > 0);
+  assert.ok((await hits(p, 40))['a 200'], 'both serve while their probes pass');
+
+  a.state.health = 503;
+  const active = () => p.plane.endpointHealth()[0]?.active;
+  await until('a unhealthy', () => active()?.state === 'unhealthy');
+  assert.deepEqual(await hits(p, 30), { 'b 200': 30 }, 'a is out of the balancing set');
+  const [ha] = p.plane.endpointHealth();
+  assert.equal(ha?.healthy, false);
+  assert.equal(ha?.ejectedUntil, null, 'not ejected: failing its probes');
+  assert.equal(ha?.active?.lastResult, 'status 503');
+  assert.ok((ha?.active?.consecutiveFailures ?? 0) >= 2);
+
+  const metrics = await p.metrics.registry.metrics();
+  assert.match(
+    metrics,
+    new RegExp(`gw_endpoint_healthy\\{backend="[^"]+",endpoint="127.0.0.1:${a.state.port}"\\} 0`),
+  );
+  const fails = new RegExp(
+    `gw_endpoint_health_checks_total\\{backend="[^"]+",endpoint="127.0.0.1:${a.state.port}",result="fail"\\} (\\d+)`,
+  ).exec(metrics);
+  assert.ok(Number(fails?.[1]) >= 2, metrics);
+
+  const tracing = p.trace();
+  await hits(p, 1);
+  const pick = (await tracing).find((e) => e.message.type === 'endpointSelection');
+  assert.equal(pick?.message.reason, 'failing health checks skipped');
+  assert.deepEqual(pick?.message.unhealthy, [ha?.backend]);
+  assert.equal(pick?.message.endpoint, `127.0.0.1:${b.state.port}`);
+
+  // one passed probe is not enough (healthyThreshold 2): count the passes as they come
+  a.state.health = 200;
+  await until('a healthy again', () => active()?.state === 'healthy');
+  assert.ok((active()?.consecutivePasses ?? 0) >= 2);
+  await until('a serves again', () => p.plane.endpointHealth()[0]?.healthy === true);
+  assert.ok(((await hits(p, 40))['a 200'] ?? 0) > 0, 'a is back');
+});
+
+test('active: an upstream that goes down (port closed) and comes back on the same port', async () => {
+  const a = await flaky('a');
+  const b = await flaky('b');
+  const p = await proxy(config([a.state.port, b.state.port], ACTIVE));
+  await until('first probes', () => a.state.probes > 0);
+  await a.down();
+  const active = () => p.plane.endpointHealth()[0]?.active;
+  await until('a unhealthy', () => active()?.state === 'unhealthy');
+  assert.equal(active()?.lastResult, 'connection refused or unreachable');
+  assert.deepEqual(await hits(p, 20), { 'b 200': 20 }, 'no request is sent to the closed port');
+  await a.up();
+  await until('a back', () => active()?.state === 'healthy');
+  assert.ok(((await hits(p, 40))['a 200'] ?? 0) > 0);
+});
+
+test('active: a probe without an answer in `timeout` fails; expectedStatuses decides what passes', async () => {
+  const a = await flaky('a');
+  const b = await flaky('b');
+  // a answers /healthz with 200, which expectedStatuses [204] does not take
+  const p = await proxy(
+    config(
+      [a.state.port, b.state.port],
+      '{active: {path: /healthz, interval: 50ms, timeout: 100ms, unhealthyThreshold: 1, expectedStatuses: [200, 204]}}',
+    ),
+  );
+  await until('probes', () => a.state.probes > 1);
+  assert.equal(p.plane.endpointHealth()[0]?.active?.state, 'healthy');
+  await p.reload(
+    config(
+      [a.state.port, b.state.port],
+      '{active: {path: /healthz, interval: 50ms, timeout: 100ms, unhealthyThreshold: 1, expectedStatuses: [204]}}',
+    ),
+  );
+  await until('200 is not expected', () => p.plane.endpointHealth()[0]?.active?.lastResult === 'status 200');
+  assert.equal(p.plane.endpointHealth()[0]?.active?.state, 'unhealthy');
+
+  const stall = await startUpstream('stall', (req) => (req.url === '/healthz' ? sleep(1_000) : undefined));
+  cleanup.push(() => stall.close());
+  const q = await proxy(config([stall.port, b.state.port], ACTIVE));
+  await until('timed out', () => q.plane.endpointHealth()[0]?.active?.state === 'unhealthy');
+  assert.equal(q.plane.endpointHealth()[0]?.active?.lastResult, 'timeout');
+});
+
+test('active alone has no passive checks: 5xx answers to requests eject nothing; with eviction both apply', async () => {
+  const a = await switchable('a');
+  const b = await switchable('b');
+  a.answer = [500, {}];
+  const p = await proxy(config([a.port, b.port], '{active: {interval: 1h}}'));
+  const got = await hits(p, 30);
+  assert.ok((got['a 500'] ?? 0) > 3, `a keeps getting requests: ${JSON.stringify(got)}`);
+  assert.equal(p.plane.endpointHealth()[0]?.ejections, 0);
+  const q = await proxy(config([a.port, b.port], '{active: {interval: 1h}, eviction: {duration: 10s}}'));
+  await hits(q, 20);
+  const [h] = q.plane.endpointHealth();
+  assert.equal(h?.healthy, false);
+  assert.notEqual(h?.ejectedUntil, null, 'ejected by the passive check');
+  assert.equal(h?.active?.state, 'unknown', 'one failed probe of the 3 that would take it out');
+});
+
+test('active: one prober per endpoint per proxy, whatever the workers; every worker skips the endpoint', async (t) => {
+  const a = await flaky('a');
+  const b = await flaky('b');
+  const sup = new Supervisor({
+    workers: 2,
+    logFilter: 'error',
+    logFormat: 'json',
+    log: pino({ level: 'silent' }),
+  });
+  t.after(() => sup.stop(1000));
+  const yaml = config(
+    [a.state.port, b.state.port],
+    '{active: {path: /healthz, interval: 100ms, timeout: 200ms, unhealthyThreshold: 2}}',
+  );
+  await sup.apply(loadConfigText('test.yaml', yaml, process.cwd()).ir);
+  const port = Object.values(sup.ports)[0] as number;
+  const before = a.state.probes;
+  await sleep(1_500);
+  const probes = a.state.probes - before;
+  // 100ms apart: about 15 in 1.5s from one prober (fewer on a busy machine), about 30 from two
+  assert.ok(probes >= 5 && probes <= 20, `${probes} probes of a in 1.5s`);
+
+  a.state.health = 500;
+  const workerActive = async () => (await workerHealth(sup)).map((w) => w?.[0]?.active?.state);
+  const end = Date.now() + 5_000;
+  while ((await workerActive()).some((s) => s !== 'unhealthy') && Date.now() < end) await sleep(50);
+  assert.deepEqual(
+    await workerActive(),
+    ['unhealthy', 'unhealthy'],
+    'both workers see the one prober’s verdict',
+  );
+  // new connections spread over both workers: none goes to a
+  const seen: Record<string, number> = {};
+  for (let i = 0; i < 30; i++) {
+    const r = await request(`http://127.0.0.1:${port}/`, { reset: true });
+    await r.body.dump();
+    const who = String(r.headers['x-upstream']);
+    seen[who] = (seen[who] ?? 0) + 1;
+  }
+  assert.deepEqual(seen, { b: 30 });
+  const dump = configDump(
+    sup,
+    loadConfigText('test.yaml', yaml, process.cwd()).startup,
+    undefined,
+    await workerHealth(sup),
+  );
+  assert.deepEqual(ConfigDump.parse(dump), dump);
+  assert.equal(dump.workers.length, 2);
+  for (const w of dump.workers) assert.equal(w.endpointHealth?.[0]?.active?.state, 'unhealthy');
+});
+
+test('active: the config names what it refuses', () => {
+  const load = (backend: string, health: string) =>
+    loadConfigText(
+      't.yaml',
+      `binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - backends:
+      - ${backend}
+        policies: {health: ${health}}
+`,
+      process.cwd(),
+    );
+  assert.throws(
+    () => load('dynamic: {}', '{active: {}}'),
+    /health\.active: health\.active probes the one endpoint of a host, a2a or unix backend, not a dynamic forward proxy/,
+  );
+  assert.throws(
+    () => load('host: 127.0.0.1:1', '{active: {interval: 0s}}'),
+    /health\.active\.interval: interval must be more than 0/,
+  );
+  assert.throws(() => load('host: 127.0.0.1:1', '{active: {path: healthz}}'), /path must start with \//);
+  assert.throws(() => load('host: 127.0.0.1:1', '{active: {unhealthyThreshold: 0}}'), /unhealthyThreshold/);
+  assert.ok(load('host: 127.0.0.1:1', '{active: {}}').ir);
 });

@@ -1,11 +1,14 @@
 // Passive health of a backend endpoint (outlier detection, the backend policy `health`): unhealthy
 // answers in a row eject the endpoint for a while, and the balancer (backends/select.ts) leaves it out
 // until it returns. State is per worker and survives reloads that keep the endpoint and its policy.
+// With health.active the endpoint's probe state (active-health.ts, shared by the workers) also counts:
+// out of the balancing set while ejected or while failing its probes.
 import { parseGoDuration } from '@gw/api/runtime';
 import { type CelProgram, celTrue, compileCel } from '../cel/cel.ts';
 import type { ResolvedBackendPolicies } from '../config/ir.ts';
 import { GwError } from '../errors.ts';
 import type { Handler } from '../pipeline/layer.ts';
+import type { ActiveHealthState, ActiveSnapshot } from './active-health.ts';
 import type { PoolRegistry, Retained } from './pools.ts';
 
 const DEFAULT_EJECTION_MS = 3000;
@@ -31,6 +34,8 @@ export interface HealthSnapshot {
   /** Ejections since the worker started (the backoff multiplier counts only recent ones). */
   ejections: number;
   lastEjection: string | null;
+  /** With health.active: the probes' verdict (the same in every worker). */
+  active?: ActiveSnapshot;
 }
 
 export class EndpointHealth implements Retained {
@@ -47,6 +52,10 @@ export class EndpointHealth implements Retained {
   readonly #threshold: number;
   readonly #baseMs: number;
   readonly #maxMs: number;
+  /** health.active's shared state, when the policy has active checks. */
+  active: ActiveHealthState | undefined;
+  /** Whether this worker runs the endpoint's prober (its probe counts are reported from here only). */
+  probing = false;
 
   constructor(backend: string, endpoint: string, threshold: number, baseMs: number) {
     this.backend = backend;
@@ -56,8 +65,14 @@ export class EndpointHealth implements Retained {
     this.#maxMs = Math.max(MAX_EJECTION_MS, baseMs);
   }
 
+  /** In the balancing set: not ejected, and not failing its active checks. */
   available(now: number): boolean {
-    return this.ejectedUntil <= now;
+    return this.ejectedUntil <= now && (this.active?.healthy ?? true);
+  }
+
+  /** Ejected by passive checks (answers to requests). */
+  ejected(now: number): boolean {
+    return this.ejectedUntil > now;
   }
 
   /** An unhealthy answer: ejects once `consecutiveFailures` came in a row. */
@@ -82,15 +97,16 @@ export class EndpointHealth implements Retained {
   }
 
   snapshot(now: number): HealthSnapshot {
-    const ejected = !this.available(now);
+    const ejected = this.ejected(now);
     return {
       backend: this.backend,
       endpoint: this.endpoint,
-      healthy: !ejected,
+      healthy: this.available(now),
       consecutiveFailures: this.failures,
       ejectedUntil: ejected ? new Date(this.ejectedUntil).toISOString() : null,
       ejections: this.#total,
       lastEjection: this.#lastReason,
+      ...(this.active ? { active: this.active.snapshot() } : {}),
     };
   }
 
@@ -123,7 +139,8 @@ export interface HealthTracking {
 /**
  * Tracks `call`'s answers in the endpoint's health. Unhealthy: a connection failure, or a 5xx (or what
  * `unhealthyExpression` says). A 503 or 429 with Retry-After ejects at once for that time: the endpoint
- * said when to come back. A healthy answer only resets the failure count.
+ * said when to come back. A healthy answer only resets the failure count. A policy with `active` and
+ * neither `eviction` nor `unhealthyExpression` has no passive checks: answers are not tracked.
  */
 export function trackHealth(
   policy: NonNullable<ResolvedBackendPolicies['health']>,
@@ -135,10 +152,11 @@ export function trackHealth(
 ): HealthTracking {
   const threshold = policy.eviction?.consecutiveFailures ?? 1;
   const baseMs = parseGoDuration(policy.eviction?.duration ?? '') ?? DEFAULT_EJECTION_MS;
-  const key = `health:${JSON.stringify([backend, endpoint, threshold, baseMs])}`;
+  const key = `health:${JSON.stringify([backend, endpoint, threshold, baseMs, policy.active ?? null])}`;
   const create = () => new EndpointHealth(backend, endpoint, threshold, baseMs);
   const health = pools ? pools.keep(key, create) : create();
   used.add(health);
+  if (policy.active && !policy.eviction && !policy.unhealthyExpression) return { health, call };
   const expr: CelProgram | undefined = policy.unhealthyExpression
     ? compileCel(policy.unhealthyExpression)
     : undefined;

@@ -171,13 +171,17 @@ export class PoolRegistry {
   readonly #pools = new Map<string, Dispatcher>();
   readonly #others = new Map<string, Retained>();
   readonly #workers: number;
+  /** Whether this worker runs the active health probers (one worker per proxy does). */
+  readonly probes: boolean;
 
   /**
    * `workers`: how many data-plane workers each hold a registry like this one. A pool's
    * `maxConnections` is the replica's, so each worker opens its share of it (rounded up).
+   * `probes`: this worker probes the endpoints with active health checks for all of them.
    */
-  constructor(workers = 1) {
+  constructor(workers = 1, probes = true) {
     this.#workers = Math.max(1, workers);
+    this.probes = probes;
   }
 
   acquire(spec: PoolSpec): Dispatcher {

@@ -907,6 +907,46 @@ describe('backend → BackendPolicies', () => {
     );
   });
 
+  test('health: passive → eviction, active → active (the CRD defaults spelled out)', () => {
+    assert.deepEqual(
+      backend(
+        backendSpec({
+          health: {
+            passive: { consecutiveFailures: 3 },
+            active: { path: '/healthz', unhealthyThreshold: 2 },
+          },
+        }),
+        [],
+      ),
+      {
+        policies: {
+          health: {
+            eviction: { consecutiveFailures: 3, duration: '30s' },
+            active: {
+              path: '/healthz',
+              interval: '10s',
+              timeout: '1s',
+              healthyThreshold: 1,
+              unhealthyThreshold: 2,
+            },
+          },
+        },
+        problems: [],
+        invalid: [],
+        failClosed: false,
+      },
+    );
+    assert.deepEqual(backend(backendSpec({ health: { active: { interval: '5s' } } }), []).policies, {
+      health: {
+        active: { path: '/', interval: '5s', timeout: '1s', healthyThreshold: 1, unhealthyThreshold: 3 },
+      },
+    });
+    const zero = backend(backendSpec({ health: { active: { timeout: '0s' } } }), []);
+    assert.deepEqual(zero.invalid, [
+      { path: ['spec', 'backend', 'health', 'active', 'timeout'], message: 'timeout must be more than 0' },
+    ]);
+  });
+
   test('unsupported fields are reported', () => {
     const r = backend(
       backendSpec({

@@ -8,6 +8,14 @@ import type { RequestContext } from '../../pipeline/context.ts';
 import { compose, type Handler, observed } from '../../pipeline/layer.ts';
 import { type Observation, observeBody, type UpstreamInfo } from '../../pipeline/observer.ts';
 import { buildBackendLayers } from '../../policies/registry.ts';
+import {
+  ACTIVE_HEALTH_BYTES,
+  ActiveHealthState,
+  activeHealthKey,
+  activeSettings,
+  probeEndpointOf,
+} from '../active-health.ts';
+import { ActiveProber } from '../active-prober.ts';
 import { connectionSpec } from '../connection.ts';
 import { type EndpointHealth, trackHealth } from '../health.ts';
 import { tunnelsByConnect } from '../tunnel.ts';
@@ -46,6 +54,7 @@ export function compileBackend(
     ? trackHealth(p.health, b.name, compiled.endpoint ?? b.name, env.pools, env.used, compiled.call)
     : undefined;
   if (tracked) compiled = { ...compiled, call: tracked.call };
+  if (tracked && p.health?.active) activeHealth(tracked.health, b, compiled, env);
   const info: UpstreamInfo = {
     name: b.name,
     type: compiled.type,
@@ -72,6 +81,36 @@ export function compileBackend(
       return chain(ctx).then(() => obs.responseHead(ctx, 'backend'));
     },
   };
+}
+
+/**
+ * health.active: the endpoint's state in the memory shared by the workers; the probing worker also
+ * keeps its prober (one per endpoint and settings), which probes through the backend's pool.
+ */
+function activeHealth(
+  health: EndpointHealth,
+  b: RouteBackendIR,
+  compiled: CompiledCall,
+  env: Pick<BackendEnv, 'pools' | 'used' | 'shared'>,
+): void {
+  const active = b.policies.health?.active;
+  const endpoint = probeEndpointOf(b.target);
+  if (!active || !endpoint || !env.pools || !env.shared) return;
+  const key = activeHealthKey(b.name, endpoint, active);
+  const memory = env.shared(key, ACTIVE_HEALTH_BYTES);
+  const state = health.active?.memory === memory ? health.active : new ActiveHealthState(memory);
+  health.active = state;
+  const probe = compiled.probe;
+  if (!env.pools.probes || !probe) return;
+  const prober = env.pools.keep(
+    `prober:${key}`,
+    () => new ActiveProber(state, activeSettings(active), probe),
+  );
+  // a reload may hand a new pool (other TLS settings) or new memory (the main thread's, after a restart)
+  prober.state = state;
+  prober.target = probe;
+  env.used.add(prober);
+  health.probing = true;
 }
 
 /** The kind's call, or its upgrade for a request that asks to switch protocols. */

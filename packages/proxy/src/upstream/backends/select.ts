@@ -11,7 +11,7 @@ export interface Choice {
   name: string;
   weight: number;
   handler: Handler;
-  /** Set when the backend has a `health` policy: while ejected it is left out of the choice. */
+  /** Set when the backend has a `health` policy: while ejected or failing its probes it is left out. */
   health?: EndpointHealth | undefined;
 }
 
@@ -37,21 +37,20 @@ export function weighted(choices: readonly Choice[]): Handler {
 }
 
 /**
- * Weighted choice among the backends not ejected by their health policy. When every one is ejected
- * the choice is made among all of them (panic mode): a guess beats failing every request, and the
- * answers it gets keep the health state current.
+ * Weighted choice among the backends in the balancing set: not ejected by passive checks, not failing
+ * active ones. When none is in it the choice is made among all of them (panic mode): a guess beats
+ * failing every request, and the answers it gets keep the health state current.
  */
 function healthWeighted(live: readonly Choice[]): Handler {
   return (ctx) => {
     const now = Date.now();
     let total = 0;
-    let ejected: string[] | undefined;
+    const ejected: string[] = [];
+    const unhealthy: string[] = [];
     for (const c of live) {
       if (c.health === undefined || c.health.available(now)) total += c.weight;
-      else {
-        ejected ??= [];
-        ejected.push(c.name);
-      }
+      else if (c.health.ejected(now)) ejected.push(c.name);
+      else unhealthy.push(c.name);
     }
     const panic = total === 0;
     let n = Math.random() * (panic ? live.reduce((s, c) => s + c.weight, 0) : total);
@@ -70,14 +69,23 @@ function healthWeighted(live: readonly Choice[]): Handler {
       {
         backend: pick.name,
         endpoint: pick.health?.endpoint ?? null,
-        reason: panic ? 'all ejected: chosen among all (panic)' : ejected ? 'ejected skipped' : 'all healthy',
-        ejected: ejected ?? [],
+        reason: selectionReason(panic, ejected, unhealthy),
+        ejected,
+        unhealthy,
       },
       null,
       panic ? 'warn' : 'info',
     );
     return pick.handler(ctx);
   };
+}
+
+function selectionReason(panic: boolean, ejected: string[], unhealthy: string[]): string {
+  if (panic) return 'none in the balancing set (ejected or failing health checks): chosen among all (panic)';
+  if (ejected.length > 0 && unhealthy.length > 0) return 'ejected and failing health checks skipped';
+  if (ejected.length > 0) return 'ejected skipped';
+  if (unhealthy.length > 0) return 'failing health checks skipped';
+  return 'all healthy';
 }
 
 export interface FailoverOptions {

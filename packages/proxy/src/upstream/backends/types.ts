@@ -4,6 +4,7 @@ import type { BackendTarget, GlobalIR } from '../../config/ir.ts';
 import type { ErrorFormat } from '../../errors.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import type { Handler } from '../../pipeline/layer.ts';
+import type { ProbeTarget } from '../active-prober.ts';
 import type { PoolRegistry, PoolSpec, Retained } from '../pools.ts';
 
 export type BackendKindName = BackendTarget['kind'];
@@ -19,6 +20,8 @@ export interface BackendEnv {
   connection: Omit<PoolSpec, 'origin'>;
   /** Per-attempt deadline (0: none), covering the response body too. */
   attemptTimeoutMs: number;
+  /** State shared across workers, by key (the endpoints' active health); absent in a dry run. */
+  shared?: (key: string, bytes: number) => SharedArrayBuffer;
 }
 
 export interface CompiledCall {
@@ -44,6 +47,8 @@ export interface CompiledCall {
    * 101 or the refusal in ctx.response. Kinds without one refuse upgrades (GW_ERR_UPGRADE_UNSUPPORTED).
    */
   upgrade?: Handler;
+  /** Where an active health check (health.active) probes: the pool every request goes through. */
+  probe?: ProbeTarget;
 }
 
 export interface BackendKind<K extends BackendKindName> {

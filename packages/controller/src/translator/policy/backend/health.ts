@@ -1,16 +1,28 @@
 // spec.backend.health → health: passive checks become outlier detection (consecutive failures eject
-// the endpoint for ejectionTime, growing with repeated ejections). Active checks have no data-plane
-// support yet and are reported.
+// the endpoint for ejectionTime, growing with repeated ejections); active checks become gw's
+// health.active (a GET of path every interval; unhealthyThreshold failed probes in a row take the
+// endpoint out, healthyThreshold passed ones bring it back). With active alone, answers eject nothing.
 import { defined } from '../context.ts';
 import type { BackendMapper } from '../spec.ts';
 
 export const health: BackendMapper<'health'> = {
   map(spec, ctx, out, at) {
-    ctx.rest(at.field, spec, ['passive']);
+    ctx.rest(at.field, spec, ['passive', 'active']);
     const p = spec.passive;
-    if (p)
-      out.health = {
-        eviction: defined({ consecutiveFailures: p.consecutiveFailures, duration: p.ejectionTime }),
-      };
+    const a = spec.active;
+    // the CRD asks for at least one; an empty health would be passive checks with agentgateway's defaults
+    if (!p && !a) return;
+    out.health = defined({
+      eviction: p && defined({ consecutiveFailures: p.consecutiveFailures, duration: p.ejectionTime }),
+      active:
+        a &&
+        defined({
+          path: a.path,
+          interval: a.interval,
+          timeout: a.timeout,
+          healthyThreshold: a.healthyThreshold,
+          unhealthyThreshold: a.unhealthyThreshold,
+        }),
+    });
   },
 };

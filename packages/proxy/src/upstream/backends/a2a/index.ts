@@ -19,6 +19,7 @@ export const a2aBackend: BackendKind<'a2a'> = {
       protocol: host.protocol,
       target: host.target,
       errorFormat: 'jsonrpc',
+      ...(host.probe ? { probe: host.probe } : {}),
       prepare: (ctx) => readA2aRequest(ctx, limit),
       call: async (ctx) => {
         const info = ctx.ext.a2a;

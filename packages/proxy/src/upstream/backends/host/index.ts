@@ -27,6 +27,9 @@ export const hostBackend: BackendKind<'host'> = {
         return callUpstream(ctx, { dispatcher, endpoint }, timeout);
       },
       upgrade: (ctx) => upgradeUpstream(ctx, upgrade, timeout),
+      ...(dispatcher
+        ? { probe: { dispatcher, origin: `${tls ? 'https' : 'http'}://${endpoint}`, host: endpoint } }
+        : {}),
     };
   },
 };

@@ -25,6 +25,7 @@ export const unixBackend: BackendKind<'unix'> = {
         return callUpstream(ctx, { dispatcher, endpoint }, timeout);
       },
       upgrade: (ctx) => upgradeUpstream(ctx, upgrade, timeout),
+      ...(dispatcher ? { probe: { dispatcher, origin: 'http://localhost', host: 'localhost' } } : {}),
     };
   },
 };
