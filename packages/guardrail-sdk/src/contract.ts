@@ -2,15 +2,7 @@
 // accepts back, as zod schemas. Wire-compatible with agentgateway's webhook API (OpenAPI 0.1.0).
 import { z } from 'zod';
 
-/** The version of agentgateway's Guardrail Webhook API (its OpenAPI `info.version`) these shapes follow. */
-export const CONTRACT_VERSION = '0.1.0';
-
-/** Default webhook paths; a `webhook.headers[':path']` CEL expression replaces them. */
-export const REQUEST_PATH = '/request';
-export const RESPONSE_PATH = '/response';
-
-/** How long the gateway waits for a verdict before the call counts as failed. */
-export const DEFAULT_TIMEOUT_MS = 10_000;
+export { CONTRACT_VERSION, DEFAULT_TIMEOUT_MS, REQUEST_PATH, RESPONSE_PATH } from './wire.ts';
 
 /** One message as the webhook sees it: text only, whatever the client's provider format was. */
 export const Message = z.object({

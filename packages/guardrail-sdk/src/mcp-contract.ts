@@ -3,15 +3,13 @@
 // agentgateway calls its processors over gRPC; gw's processors speak this JSON contract over HTTP.
 import { z } from 'zod';
 
-/** Sent as `version` in every call; a processor may refuse versions it does not know. */
-export const MCP_CONTRACT_VERSION = 'gw.mcp-processor/v1';
-
-/** Where the gateway POSTs each phase, under the processor's origin. */
-export const MCP_REQUEST_PATH = '/mcp/request';
-export const MCP_RESPONSE_PATH = '/mcp/response';
-
-/** How long the gateway waits for a verdict before the call counts as failed. */
-export const MCP_DEFAULT_TIMEOUT_MS = 10_000;
+export {
+  MCP_CONTRACT_VERSION,
+  MCP_DEFAULT_TIMEOUT_MS,
+  MCP_REJECT_CODE,
+  MCP_REQUEST_PATH,
+  MCP_RESPONSE_PATH,
+} from './wire.ts';
 
 const Json = z.record(z.string(), z.unknown());
 
@@ -78,9 +76,6 @@ export type McpRequestVerdict = z.infer<typeof McpRequestVerdict>;
 
 export const McpResponseVerdict = z.discriminatedUnion('action', [McpAllow, McpModifyResponse, McpReject]);
 export type McpResponseVerdict = z.infer<typeof McpResponseVerdict>;
-
-/** The JSON-RPC error code of a reject that names none. */
-export const MCP_REJECT_CODE = -32003;
 
 /** Reads a verdict (already JSON-decoded) for `phase`, or says what is wrong with it. */
 export function mcpVerdict(

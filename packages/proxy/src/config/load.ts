@@ -60,7 +60,7 @@ import {
   validateSource,
   withSourceIssues,
 } from '@gw/api';
-import { DEFAULT_TIMEOUT_MS, MCP_DEFAULT_TIMEOUT_MS } from '@gw/guardrail-sdk';
+import { DEFAULT_TIMEOUT_MS, MCP_DEFAULT_TIMEOUT_MS } from '@gw/guardrail-sdk/wire';
 import { CLIENT_APIS, MODELS_PATH } from '../llm/formats/clients.ts';
 import { DEFAULT_MODERATION_MODEL, OPENAI_MODERATION_HOST } from '../llm/guardrails/openai-moderation.ts';
 import { serviceOrigin } from '../llm/guardrails/service-call.ts';

@@ -2,17 +2,16 @@
 // before any MCP server does, and its result before the client does, and answer allow, modify or
 // reject (@gw/guardrail-sdk's MCP processor contract). Processors run in order; the first reject
 // ends the chain. A processor that fails follows its failure mode.
+import type { McpRequestVerdict, McpResponseVerdict } from '@gw/guardrail-sdk';
 import {
   MCP_CONTRACT_VERSION,
   MCP_REJECT_CODE,
   MCP_REQUEST_PATH,
   MCP_RESPONSE_PATH,
-  type McpRequestVerdict,
-  type McpResponseVerdict,
-  mcpVerdict,
-} from '@gw/guardrail-sdk';
+} from '@gw/guardrail-sdk/wire';
 import { type CelContext, type CelProgram, celToJson, compileCel } from '../cel/cel.ts';
 import type { McpProcessorIR, McpProcessorPhase } from '../config/ir.ts';
+import { guardrailContract, preloadGuardrailContract } from '../llm/guardrails/contract.ts';
 import { type GuardService, guardService, ServiceFailure } from '../llm/guardrails/service-call.ts';
 import type { GuardEnv } from '../llm/guardrails/types.ts';
 import type { Observation } from '../pipeline/observer.ts';
@@ -58,6 +57,7 @@ export class McpGuardrails {
   readonly #processors: Processor[];
 
   constructor(ir: McpProcessorIR[], env: GuardEnv) {
+    if (ir.length > 0) preloadGuardrailContract();
     this.#processors = ir.map((p, index) => ({
       index,
       ir: p,
@@ -171,6 +171,7 @@ export class McpGuardrails {
         body: Buffer.from(JSON.stringify(body)),
         signal: req.ctx.signal,
       });
+      const { mcpVerdict } = guardrailContract.value ?? (await guardrailContract.ready);
       const parsed = mcpVerdict(phase, answer);
       if (!parsed.ok) throw new ServiceFailure(parsed.error.split('\n')[0] ?? 'invalid verdict');
       verdict = parsed.value;

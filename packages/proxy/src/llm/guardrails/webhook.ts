@@ -2,20 +2,12 @@
 // service (@gw/guardrail-sdk's contract: POST /request, POST /response) over one keep-alive pool per
 // target, and its verdict is applied: allow, modify (the new text replaces the message's) or reject
 // (its status and text, in the client's error format). A call that fails follows the failure mode.
-import {
-  maskCountProblem,
-  type ParseResult,
-  promptRequestBody,
-  promptVerdict,
-  REQUEST_PATH,
-  RESPONSE_PATH,
-  responseRequestBody,
-  responseVerdict,
-  type Verdict,
-} from '@gw/guardrail-sdk';
+import type { ParseResult, Verdict } from '@gw/guardrail-sdk';
+import { REQUEST_PATH, RESPONSE_PATH } from '@gw/guardrail-sdk/wire';
 import { type CelProgram, compileCel } from '../../cel/cel.ts';
 import type { Headers } from '../../pipeline/context.ts';
 import { messageContent } from '../formats/content.ts';
+import { guardrailContract, preloadGuardrailContract } from './contract.ts';
 import { failed, guardService, ServiceFailure } from './service-call.ts';
 import type { CompiledGuard, GuardInput, GuardKindModule, GuardVerdict } from './types.ts';
 
@@ -44,6 +36,7 @@ function rule(kind: string, reason: string | undefined): string {
 export const webhookGuard: GuardKindModule<'webhook'> = {
   compile(ir, env): CompiledGuard {
     const s = ir.settings;
+    preloadGuardrailContract();
     // One way to call a guard service (pool, timeout, size limit, failures): service-call.ts.
     const service = guardService({ origin: s.origin, timeoutMs: s.timeoutMs }, env, 'verdict');
     const headers: HeaderProgram[] = Object.entries(s.headers).map(([name, expr]) => ({
@@ -111,6 +104,8 @@ export const webhookGuard: GuardKindModule<'webhook'> = {
           choices?: { message: { content: string } }[];
         }>;
         try {
+          const { maskCountProblem, promptRequestBody, promptVerdict, responseRequestBody, responseVerdict } =
+            guardrailContract.value ?? (await guardrailContract.ready);
           const answer = await call(
             input,
             input.phase === 'request'
