@@ -1233,7 +1233,6 @@ const AccessLog = strict({
 });
 /** agentgateway's frontend policies this build does not have, refused by name. */
 const FRONTEND_NOT_BUILT = {
-  tls: NotYet('frontendPolicies.tls').optional(),
   networkExtAuthz: NotYet('networkExtAuthz').optional(),
   proxy: NotYet('frontendPolicies.proxy').optional(),
   proxyProtocol: NotYet('proxyProtocol').optional(),
@@ -1256,6 +1255,17 @@ export const FrontendPolicies = strict({
   accessLog: AccessLog.optional(),
   networkAuthorization: Authorization.optional(),
   ...FRONTEND_NOT_BUILT,
+  // the handshake settings of every TLS listener that does not set its own
+  tls: strict({
+    minVersion: TlsVersion.nullable().optional(),
+    maxVersion: TlsVersion.nullable().optional(),
+    cipherSuites: CipherSuites,
+    keyExchangeGroups: ServerKeyExchangeGroups,
+    handshakeTimeout: NotYet(
+      'frontendPolicies.tls.handshakeTimeout (see http.firstRequestTimeout)',
+    ).optional(),
+    alpn: NotYet('frontendPolicies.tls.alpn').optional(),
+  }).optional(),
   tcp: strict({
     keepalives: NotYet('frontendPolicies.tcp.keepalives').optional(),
     maxConnections: z.number().int().min(1).max(1_000_000).optional().meta({

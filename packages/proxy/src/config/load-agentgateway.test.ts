@@ -440,7 +440,16 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
     refused(`config: {tracing: {}}\n${rest}`, 'config.tracing', 'config.tracing');
     refused(`config: {enableIpv6: true}\n${rest}`, 'config.enableIpv6', 'config.enableIpv6');
     refused(`config: {logging: {filter: "true"}}\n${rest}`, 'config.logging.filter', 'config.logging.filter');
-    refused(`frontendPolicies: {tls: {}}\n${rest}`, 'frontendPolicies.tls', 'frontendPolicies.tls');
+    refused(
+      `frontendPolicies: {tls: {alpn: []}}\n${rest}`,
+      'frontendPolicies.tls.alpn',
+      'frontendPolicies.tls.alpn',
+    );
+    refused(
+      `frontendPolicies: {tls: {handshakeTimeout: 1s}}\n${rest}`,
+      'frontendPolicies.tls.handshakeTimeout',
+      'handshakeTimeout',
+    );
     refused(
       `frontendPolicies: {tracing: {}}\n${rest}`,
       'frontendPolicies.tracing',

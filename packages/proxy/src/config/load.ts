@@ -886,11 +886,13 @@ class Builder {
       this.fail(path, `certificate and key do not load: ${(err as Error).message}`);
       return undefined;
     }
+    // frontendPolicies.tls gives each setting a listener leaves out
+    const f = this.cfg.frontendPolicies?.tls;
     const handshake = serverHandshake({
-      minVersion: tls.minTLSVersion,
-      maxVersion: tls.maxTLSVersion,
-      cipherSuites: tls.cipherSuites,
-      keyExchangeGroups: tls.keyExchangeGroups,
+      minVersion: tls.minTLSVersion ?? f?.minVersion,
+      maxVersion: tls.maxTLSVersion ?? f?.maxVersion,
+      cipherSuites: tls.cipherSuites ?? f?.cipherSuites,
+      keyExchangeGroups: tls.keyExchangeGroups ?? f?.keyExchangeGroups,
     });
     if ('error' in handshake) {
       this.fail(

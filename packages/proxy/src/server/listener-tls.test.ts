@@ -137,3 +137,48 @@ describe('listener tls handshake settings', () => {
     assert.equal(await get({ ecdhCurve: 'X25519:P-384' }), 200);
   });
 });
+
+test('frontendPolicies.tls gives every TLS listener the settings it leaves out', async (t) => {
+  const pki = await makeTestPki(['gw.test']);
+  t.after(() => pki.cleanup());
+  const up = await startUpstream('echo');
+  t.after(() => up.close());
+  const cert = pki.servers['gw.test']!;
+  const tlsOf = (extra: string) =>
+    `{cert: ${JSON.stringify(cert.certFile)}, key: ${JSON.stringify(cert.keyFile)}${extra}}`;
+  const p = await startProxy(`frontendPolicies:
+  tls: {minVersion: TLS_V1_3, keyExchangeGroups: [P-256]}
+binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - protocol: HTTPS
+    tls: ${tlsOf('')}
+    routes: [{backends: [{host: "127.0.0.1:${up.port}"}]}]
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - protocol: HTTPS
+    tls: ${tlsOf(', minTlsVersion: TLS_V1_2, maxTlsVersion: TLS_V1_2')}
+    routes: [{backends: [{host: "127.0.0.1:${up.port}"}]}]
+`);
+  t.after(() => p.close());
+  const connect = (port: number, opts: tls.ConnectionOptions) =>
+    new Promise<string>((resolve) => {
+      const s = tls.connect({ host: '127.0.0.1', port, ca: pki.ca, servername: 'gw.test', ...opts });
+      s.once('secureConnect', () => {
+        const key = s.getEphemeralKeyInfo();
+        resolve(`${s.getProtocol()} ${key && 'name' in key ? key.name : ''}`);
+        s.destroy();
+      });
+      s.once('error', (err: NodeJS.ErrnoException) => resolve(`refused ${err.code}`));
+    });
+  assert.equal(
+    await connect(p.port(0), { maxVersion: 'TLSv1.2' }),
+    'refused ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION',
+  );
+  assert.equal(await connect(p.port(0), { ecdhCurve: 'X25519:P-256' }), 'TLSv1.3 prime256v1');
+  // the listener's own versions win; the groups still come from frontendPolicies
+  assert.equal(await connect(p.port(1), { ecdhCurve: 'X25519:P-256' }), 'TLSv1.2 prime256v1');
+  assert.match(await connect(p.port(1), { ecdhCurve: 'X25519' }), /^refused /);
+});
