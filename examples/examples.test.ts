@@ -127,6 +127,39 @@ describe('examples', () => {
     assert.deepEqual(JSON.parse(echo.body), { order: { qty: 2 }, tenant: 'acme' });
   });
 
+  test('backend-health.yaml takes a replica failing its probes out, and brings it back', async (t) => {
+    let health = 200;
+    const b = await startUpstream('replica-b', (req, res) => {
+      if (req.url !== '/healthz') return;
+      res.writeHead(health, { 'content-length': 0 });
+      res.end();
+    });
+    t.after(() => b.close());
+    // probes every 50ms instead of 5s, so the thresholds are crossed in a test's time
+    const text = prepared('backend-health.yaml')
+      .replaceAll('${UPSTREAM_B:-127.0.0.1:8081}', `127.0.0.1:${b.port}`)
+      .replaceAll('interval: 5s', 'interval: 50ms');
+    const p = await startProxy(text);
+    t.after(() => p.close());
+    const servers = async (n: number) => {
+      const out = new Set<string>();
+      for (let i = 0; i < n; i++) {
+        const r = await request(p.url('/'));
+        out.add(((await r.body.json()) as { server: string }).server);
+      }
+      return [...out].sort();
+    };
+    assert.deepEqual(await servers(30), ['example-upstream', 'replica-b']);
+    health = 503;
+    const state = () => p.plane.endpointHealth()[1]?.active?.state;
+    for (let i = 0; i < 100 && state() !== 'unhealthy'; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(state(), 'unhealthy');
+    assert.deepEqual(await servers(20), ['example-upstream']);
+    health = 200;
+    for (let i = 0; i < 100 && state() !== 'healthy'; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(await servers(30), ['example-upstream', 'replica-b']);
+  });
+
   test('forward-proxy.yaml forwards to the Host of the request', async (t) => {
     const p = await startProxy(prepared('forward-proxy.yaml'));
     t.after(() => p.close());
