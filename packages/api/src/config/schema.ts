@@ -245,7 +245,19 @@ const Jwks = z.union([
   strict({ file: z.string().min(1) }),
   strict({ url: Url }),
 ]);
-const JwtValidationOptions = NotYet('jwtAuth jwtValidationOptions');
+const REQUIRED_CLAIMS = ['exp', 'nbf', 'aud', 'iss', 'sub'] as const;
+type RequiredClaim = (typeof REQUIRED_CLAIMS)[number];
+/** agentgateway's JWTValidationOptions: the registered claims a token must carry (default exp). */
+const JwtValidationOptions = strict({
+  // other claim names are accepted and ignored, as agentgateway ignores them
+  requiredClaims: z
+    .array(z.string())
+    .transform((cs) =>
+      cs.filter((c): c is RequiredClaim => (REQUIRED_CLAIMS as readonly string[]).includes(c)),
+    )
+    .optional()
+    .meta({ description: 'of exp, nbf, aud, iss, sub (default [exp]; [] requires none)' }),
+});
 const JwtProvider = strict({
   issuer: CrdJwtProvider.shape.issuer,
   audiences: CrdJwtProvider.shape.audiences,
@@ -277,8 +289,6 @@ const McpIdp = strict({
   authentik: NotYet('the authentik provider of mcpAuthentication').optional(),
   entra: NotYet('the entra provider of mcpAuthentication').optional(),
 }).refine((p) => Object.keys(p).length === 1, { message: 'name exactly one provider, e.g. {keycloak: {}}' });
-const REQUIRED_CLAIMS = ['exp', 'nbf', 'aud', 'iss', 'sub'] as const;
-type RequiredClaim = (typeof REQUIRED_CLAIMS)[number];
 export const McpAuthentication = strict({
   issuer: CrdJwtProvider.shape.issuer.meta({
     description: "the authorization server: matches the tokens' iss; clients are sent to it for tokens",
@@ -303,15 +313,7 @@ export const McpAuthentication = strict({
     }),
   mode: Mode.optional(),
   authorizationLocation: TokenLocation.optional(),
-  jwtValidationOptions: strict({
-    // other claim names are accepted and ignored, as agentgateway ignores them
-    requiredClaims: z
-      .array(z.string())
-      .transform((cs) =>
-        cs.filter((c): c is RequiredClaim => (REQUIRED_CLAIMS as readonly string[]).includes(c)),
-      )
-      .optional(),
-  }).optional(),
+  jwtValidationOptions: JwtValidationOptions.optional(),
   clientId: z.string().min(1).nullable().optional().meta({
     description: 'a pre-registered client id: the gateway answers dynamic client registration with it',
   }),

@@ -320,11 +320,6 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
       'retry precondition',
     );
     refused(
-      routePolicy('jwtAuth: {jwtValidationOptions: {}}'),
-      `${R}.policies.jwtAuth.jwtValidationOptions`,
-      'jwtValidationOptions',
-    );
-    refused(
       routePolicy('apiKey: {keys: [{key: k, allowedModels: [m]}]}'),
       `${R}.policies.apiKey.keys[0].allowedModels`,
       'allowedModels',

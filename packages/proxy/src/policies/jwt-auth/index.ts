@@ -15,11 +15,19 @@ import { JwtVerifier } from './verifier.ts';
 export const jwtAuth: PolicyDefinition<'jwtAuth'> = {
   name: 'jwtAuth',
   build(config) {
-    const list =
+    const list = (
       config.providers ??
       (config.issuer && config.jwks
-        ? [{ issuer: config.issuer, audiences: config.audiences, jwks: config.jwks }]
-        : []);
+        ? [
+            {
+              issuer: config.issuer,
+              audiences: config.audiences,
+              jwks: config.jwks,
+              jwtValidationOptions: config.jwtValidationOptions,
+            },
+          ]
+        : [])
+    ).map(({ jwtValidationOptions: o, ...p }) => ({ ...p, requiredClaims: o?.requiredClaims }));
     const verifier = new JwtVerifier(list);
     const mode = normalizeMode(config.mode);
     const location = compileLocation(config.location, BEARER);

@@ -88,6 +88,21 @@ ${route(
         authorization: {rules: ['jwt.sub == "u1"']}`,
 )}
 ${route(
+  'no-exp',
+  '/no-exp',
+  `        jwtAuth:
+          mode: strict
+          providers:
+          - issuer: https://idp.local
+            jwks: {inline: '${inline}'}
+            jwtValidationOptions: {requiredClaims: []}`,
+)}
+${route(
+  'needs-sub',
+  '/needs-sub',
+  `        jwtAuth: {mode: strict, issuer: https://idp.local, jwks: {inline: '${inline}'}, jwtValidationOptions: {requiredClaims: [sub, jti]}}`,
+)}
+${route(
   'remote',
   '/remote',
   `        jwtAuth:
@@ -149,6 +164,23 @@ test('Strict: missing, malformed, expired, wrong issuer, wrong audience, no kid,
     up.seen.filter((s) => s.url.startsWith('/strict')).length,
     1,
     'only the valid request reached the upstream',
+  );
+});
+
+test("jwtValidationOptions.requiredClaims: a provider's own list, exactly ([] requires no exp; jti is ignored)", async () => {
+  const noExp = await sign(inlineKey, { sub: 'u1' }, { exp: null });
+  assert.equal((await call('/no-exp', noExp)).status, 200);
+  assert.equal((await call('/no-exp', noExp)).status, 200, 'checked again, not cached without exp');
+  const expired = await sign(inlineKey, {}, { exp: Math.floor(Date.now() / 1000) - 60 });
+  assert.match((await call('/no-exp', expired)).text, /expired/, 'an exp present is still checked');
+  const noSub = await call('/needs-sub', await sign(inlineKey, {}));
+  assert.equal(noSub.status, 401);
+  assert.match(noSub.text, /claim sub/);
+  assert.equal((await call('/needs-sub', await sign(inlineKey, { sub: 'u1' }))).status, 200);
+  // the default still requires exp
+  assert.match(
+    (await call('/strict', await sign(inlineKey, {}, { aud: 'api', exp: null }))).text,
+    /claim exp/,
   );
 });
 

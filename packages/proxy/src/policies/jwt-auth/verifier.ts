@@ -1,6 +1,7 @@
 // Verifying a JWT against trusted providers: `iss` picks the provider, its JWKS (inline, or remote
 // with caching and a refetch on an unknown key id) checks the signature, `aud` must be one of the
-// audiences when any are given, and the token needs a `kid` and an `exp`. Shared by jwtAuth and
+// audiences when any are given, and the token needs a `kid` and an `exp` (a provider's requiredClaims
+// may say otherwise, as agentgateway's jwtValidationOptions). Shared by jwtAuth and
 // mcpAuthentication; a failure is a GwError whose detail says why.
 import {
   createLocalJWKSet,
@@ -25,12 +26,16 @@ export interface JwtProviderConfig {
   issuer: string;
   audiences?: string[] | undefined;
   jwks: JwksSource;
+  /** Registered claims the token must carry; unset: those the verifier was made with (exp). */
+  requiredClaims?: string[] | undefined;
 }
 
 interface Provider {
   issuer: string;
   audiences: string[] | undefined;
   keys: JWTVerifyGetKey;
+  /** The provider's own required claims (agentgateway's jwtValidationOptions), exactly. */
+  requiredClaims: string[] | undefined;
 }
 
 function keySet(jwks: JwksSource): JWTVerifyGetKey {
@@ -65,7 +70,10 @@ export class JwtVerifier {
 
   constructor(providers: readonly JwtProviderConfig[], requiredClaims: readonly string[] = ['exp']) {
     this.#providers = new Map(
-      providers.map((p) => [p.issuer, { issuer: p.issuer, audiences: p.audiences, keys: keySet(p.jwks) }]),
+      providers.map((p) => [
+        p.issuer,
+        { issuer: p.issuer, audiences: p.audiences, keys: keySet(p.jwks), requiredClaims: p.requiredClaims },
+      ]),
     );
     this.#requiredClaims = [...new Set(['exp', ...requiredClaims])];
   }
@@ -93,7 +101,7 @@ export class JwtVerifier {
       const { payload, protectedHeader } = await jwtVerify(token, provider.keys, {
         issuer: provider.issuer,
         ...(audience ? { audience } : {}),
-        requiredClaims: this.#requiredClaims,
+        requiredClaims: provider.requiredClaims ?? this.#requiredClaims,
       });
       if (!protectedHeader.kid) throw invalid('the header has no kid');
       claims = payload as Record<string, unknown>;
@@ -101,8 +109,10 @@ export class JwtVerifier {
       if (err instanceof GwError) throw err;
       throw invalid(reason(err));
     }
+    // a token without exp (a provider requiring none) is checked each time
+    if (typeof claims['exp'] !== 'number') return claims;
     if (this.#verified.size >= VERIFIED_CACHE_MAX) this.#verified.clear();
-    this.#verified.set(key, { claims, expMs: (claims['exp'] as number) * 1000 });
+    this.#verified.set(key, { claims, expMs: claims['exp'] * 1000 });
     return claims;
   }
 }
