@@ -1245,11 +1245,12 @@ const FRONTEND_NOT_BUILT = {
 const H2_WINDOW = z.number().int().min(0).max(2_147_483_647).nullable().optional();
 /** agentgateway's HTTP server settings this build does not apply, refused by name. */
 const FRONTEND_HTTP_NOT_BUILT = Object.fromEntries(
-  (['http1MaxHeaders', 'http1HeaderCase', 'http2KeepaliveTimeout', 'maxConnectionDuration'] as const).map(
-    (k) => [k, NotYet(`frontendPolicies.http.${k}`).optional()],
-  ),
+  (['http1MaxHeaders', 'http1HeaderCase', 'http2KeepaliveTimeout'] as const).map((k) => [
+    k,
+    NotYet(`frontendPolicies.http.${k}`).optional(),
+  ]),
 ) as Record<
-  'http1MaxHeaders' | 'http1HeaderCase' | 'http2KeepaliveTimeout' | 'maxConnectionDuration',
+  'http1MaxHeaders' | 'http1HeaderCase' | 'http2KeepaliveTimeout',
   z.ZodOptional<ReturnType<typeof NotYet>>
 >;
 
@@ -1304,6 +1305,10 @@ export const FrontendPolicies = strict({
       .meta({ description: 'what to do with %2F and %5C in request paths (default KeepUnchanged)' }),
     trustedProxies: z.array(z.string().min(1)).max(64).optional().meta({
       description: 'peers (IP or CIDR) whose X-Forwarded-For/-Proto are kept; from others they are replaced',
+    }),
+    maxConnectionDuration: Duration.nullable().optional().meta({
+      description:
+        'how long a client connection may live: then it is closed once its request in flight is answered (HTTP/1) or told GOAWAY (HTTP/2); unset: no limit',
     }),
     http2WindowSize: H2_WINDOW.meta({
       description: "each stream's receive window, SETTINGS_INITIAL_WINDOW_SIZE (default 65535)",

@@ -58,6 +58,8 @@ export interface DownstreamLimits {
   http2MaxConcurrentStreams: number;
   /** HTTP/2 settings advertised to clients (frontendPolicies.http); unset: Node's defaults. */
   http2?: { initialWindowSize?: number; maxFrameSize?: number; maxHeaderListSize?: number };
+  /** How long a client connection may live (frontendPolicies.http.maxConnectionDuration); 0: no limit. */
+  maxConnectionDurationMs: number;
   /** Each HTTP/2 connection's receive window (frontendPolicies.http.http2ConnectionWindowSize). */
   http2ConnectionWindowSize?: number;
 }

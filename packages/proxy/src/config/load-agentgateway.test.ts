@@ -465,7 +465,7 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
       'frontendPolicies.accessLog.otlp',
       'accessLog otlp',
     );
-    for (const k of ['http1MaxHeaders', 'http2KeepaliveTimeout', 'maxConnectionDuration', 'http1HeaderCase'])
+    for (const k of ['http1MaxHeaders', 'http2KeepaliveTimeout', 'http1HeaderCase'])
       refused(
         `frontendPolicies: {http: {${k}: 1}}\n${rest}`,
         `frontendPolicies.http.${k}`,

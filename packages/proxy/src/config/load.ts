@@ -273,6 +273,7 @@ class Builder {
         requestBodyIdleTimeoutMs: ms(fh?.requestBodyIdleTimeout, 60_000),
         maxConnections: this.cfg.frontendPolicies?.tcp?.maxConnections ?? 10_000,
         http2MaxConcurrentStreams: fh?.http2MaxConcurrentStreams ?? 100,
+        maxConnectionDurationMs: ms(fh?.maxConnectionDuration ?? undefined, 0),
         ...this.http2Settings(fh),
       },
       terminationDeadlineMs: ms(g.connectionTerminationDeadline, 30_000),

@@ -69,6 +69,8 @@ export class BindServer {
   #settings: BindSettings;
   readonly #h2: http2.Http2Server | http2.Http2SecureServer;
   #refused = 0;
+  /** Plain-text connections handed to the HTTP/2 server (h2c). */
+  readonly #h2Sockets = new WeakSet<Socket>();
   /** The handshake settings the TLS server runs with (see #applyHandshake). */
   #handshake: string | undefined;
   #refusalLoggedAt = -Infinity;
@@ -89,6 +91,12 @@ export class BindServer {
       this.#sessions.add(s);
       const window = this.#settings.limits.http2ConnectionWindowSize;
       if (window !== undefined) s.setLocalWindowSize(window);
+      // maxConnectionDuration: GOAWAY, so the client opens a new connection for its next requests
+      const lifetime = this.#settings.limits.maxConnectionDurationMs;
+      if (lifetime > 0) {
+        const timer = setTimeout(() => s.close(), lifetime);
+        s.once('close', () => clearTimeout(timer));
+      }
       this.#peers.set(s, this.#handingOver ?? peerOf(s.socket));
       s.once('close', () => this.#sessions.delete(s));
       // A session that opens no stream is closed like a connection that sends nothing.
@@ -198,6 +206,7 @@ export class BindServer {
           }
           socket.pause();
           if (startsWithPreface(chunk)) {
+            this.#h2Sockets.add(socket);
             this.#handingOver = peerOf(socket);
             try {
               h2.emit('connection', wrapWithPrefix(socket, chunk));
@@ -277,6 +286,29 @@ export class BindServer {
   #track(s: Socket): void {
     this.#sockets.add(s);
     s.once('close', () => this.#sockets.delete(s));
+    const lifetime = this.#settings.limits.maxConnectionDurationMs;
+    if (lifetime > 0) {
+      const timer = setTimeout(() => this.#retire(s), lifetime);
+      s.once('close', () => clearTimeout(timer));
+    }
+  }
+
+  /**
+   * maxConnectionDuration on an HTTP/1 connection: closed now when idle, else once the response in
+   * flight is sent, which says `connection: close` when its head has not gone yet. An HTTP/2
+   * connection gets GOAWAY from its session's own timer (onSession).
+   */
+  #retire(s: Socket): void {
+    if (this.#h2Sockets.has(s) || (s as Socket & { alpnProtocol?: string | false }).alpnProtocol === 'h2')
+      return;
+    // node's http server keeps the response being written on its socket (_httpMessage)
+    const res = (s as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+    if (!res) {
+      s.end();
+      return;
+    }
+    if (!res.headersSent) res.shouldKeepAlive = false;
+    res.once('finish', () => s.end());
   }
 
   get port(): number {

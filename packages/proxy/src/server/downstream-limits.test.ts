@@ -507,3 +507,41 @@ test("HTTP/2 clients are told agentgateway's http2WindowSize, http2FrameSize and
   const after = await seen(p.port());
   assert.deepEqual([after.initialWindowSize, after.maxFrameSize, after.window], [65_535, 16_384, 65_535]);
 });
+
+test('maxConnectionDuration: an idle HTTP/1 connection is closed, one answering finishes with connection: close, HTTP/2 gets GOAWAY', async (t) => {
+  // an upstream that answers /slow after 600 ms
+  const slow = http.createServer((req, res) => {
+    setTimeout(() => res.end(`done ${req.url}`), req.url === '/slow' ? 600 : 0);
+  });
+  await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+  t.after(() => slow.close());
+  const port = (slow.address() as AddressInfo).port;
+  const p = await startProxy(config(port, '  http: {maxConnectionDuration: 300ms}'));
+  t.after(() => p.close());
+
+  const idle = await untilClosed(p.port(), 'GET /fast HTTP/1.1\r\nhost: gw.test\r\n\r\n');
+  assert.ok(idle.closed, 'the keep-alive connection was closed');
+  assert.match(idle.data, /^HTTP\/1\.1 200 [\s\S]*done \/fast$/);
+  assert.ok(idle.openMs >= 250 && idle.openMs < 2000, `closed after ${Math.round(idle.openMs)} ms`);
+
+  const busy = await untilClosed(p.port(), 'GET /slow HTTP/1.1\r\nhost: gw.test\r\n\r\n');
+  assert.ok(busy.closed);
+  assert.match(busy.data, /^HTTP\/1\.1 200 /, 'the request in flight was answered');
+  assert.match(busy.data, /\r\nconnection: close\r\n/i);
+  assert.match(busy.data, /done \/slow$/);
+  assert.ok(busy.openMs >= 550, `closed after ${Math.round(busy.openMs)} ms, before the answer`);
+
+  const session = http2.connect(`http://127.0.0.1:${p.port()}`);
+  const goaway = new Promise<number>((r) => session.once('goaway', (code) => r(code)));
+  const start = performance.now();
+  const s = session.request({ ':path': '/fast' });
+  s.resume();
+  await new Promise((r) => s.once('end', r));
+  assert.equal(await goaway, http2.constants.NGHTTP2_NO_ERROR);
+  assert.ok(performance.now() - start >= 250);
+  session.destroy();
+
+  await p.reload(config(port, '  http: {}'));
+  const kept = await untilClosed(p.port(), 'GET /fast HTTP/1.1\r\nhost: gw.test\r\n\r\n', 800);
+  assert.equal(kept.closed, false, 'without the setting, a keep-alive connection stays open');
+});
