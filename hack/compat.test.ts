@@ -339,8 +339,8 @@ describe('on the real schemas', {
     assert.ok(Number(m[1]) > 0 && Number(m[2]) > 0, last);
     const json = JSON.parse(run('--json').stdout) as Comparison & { summary: string };
     assert.equal(json.summary, last);
-    // tcpRoutes is NotYet('tcpRoutes') in schema.ts
-    assert.equal(json.findings.find((f) => f.path === 'tcpRoutes')?.verdict, 'not supported');
+    // routeGroups is NotYet('routeGroups') in schema.ts
+    assert.equal(json.findings.find((f) => f.path === 'routeGroups')?.verdict, 'not supported');
     assert.equal(run('--fail-on-different').status, hasDifferences(json) ? 1 : 0);
   });
 

@@ -14,5 +14,6 @@ export * from './mcp-authentication.ts';
 export * from './problem.ts';
 export * from './regex.ts';
 export * from './route.ts';
+export * from './tcp-route.ts';
 export * from './traffic.ts';
 export * from './transformations.ts';

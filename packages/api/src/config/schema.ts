@@ -39,6 +39,7 @@ import {
 } from '../crd/types.ts';
 import { parseByteSize, parseGoDuration } from '../duration.ts';
 import { CIPHER_SUITE_NAMES, KEY_EXCHANGE_GROUPS } from '../tls-names.ts';
+import { tcpRouteSchemas } from './tcp-routes.ts';
 import { Transformations, TransformationsPolicy } from './transformations.ts';
 
 const strict = z.strictObject;
@@ -1132,9 +1133,15 @@ const ListenerTLS = strict({
   };
 });
 const Protocol = z.union([
-  z.enum(['HTTP', 'HTTPS']),
-  NotYetValues(['TCP', 'TLS', 'HBONE'], 'the TCP, TLS and HBONE listener protocols'),
+  z.enum(['HTTP', 'HTTPS', 'TCP', 'TLS']),
+  NotYetValues(['HBONE'], 'the HBONE listener protocol'),
 ]);
+// TCP and TLS listeners' routes (tcp-routes.ts)
+export const { TcpRoute, AttachedTcpRoute } = tcpRouteSchemas({
+  backendTLS: BackendTLS,
+  hostPort: HostPort,
+  notYet: NotYet,
+});
 
 export const Listener = strict({
   name: z.string().min(1).optional(),
@@ -1144,7 +1151,7 @@ export const Listener = strict({
   protocol: Protocol.optional(),
   tls: ListenerTLS.optional(),
   routes: z.array(Route).optional(),
-  tcpRoutes: NotYet('tcpRoutes').optional(),
+  tcpRoutes: z.array(TcpRoute).optional(),
   policies: TrafficPolicies.optional(),
 });
 
@@ -1214,7 +1221,7 @@ export const Gateway = strict({
   tls: ListenerTLS.optional(),
   listeners: z
     .array(
-      Listener.omit({ routes: true }).extend({
+      Listener.omit({ routes: true, tcpRoutes: true }).extend({
         transformations: TransformationsPolicy.optional(),
         ...GatewayPolicyFields,
       }),
@@ -2145,7 +2152,7 @@ export const ConfigFile = strict({
   services: z.array(z.unknown()).optional(),
   llm: LlmConfig.optional(),
   mcp: NotYet('mcp').optional(),
-  tcpRoutes: NotYet('tcpRoutes').optional(),
+  tcpRoutes: z.array(AttachedTcpRoute).optional(),
   routeGroups: NotYet('routeGroups').optional(),
 });
 
@@ -2161,6 +2168,7 @@ export type BackendAuth = z.infer<typeof BackendAuth>;
 export type RouteMatch = z.infer<typeof RouteMatch>;
 export type RouteBackend = z.infer<typeof RouteBackend>;
 export type Listener = z.infer<typeof Listener>;
+export type TcpRoute = z.infer<typeof TcpRoute>;
 export type Gateway = z.infer<typeof Gateway>;
 export type BackendTLS = z.infer<typeof BackendTLS>;
 export type GlobalConfig = z.infer<typeof GlobalConfig>;

@@ -94,17 +94,43 @@ export interface BindIR {
   key: string;
   address: string;
   port: number;
-  protocol: 'HTTP' | 'HTTPS';
+  protocol: ListenerProtocol;
   listeners: ListenerIR[];
 }
+
+/** HTTP and HTTPS listeners serve `routes`; TCP and TLS listeners proxy connections by `tcpRoutes`. */
+export type ListenerProtocol = 'HTTP' | 'HTTPS' | 'TCP' | 'TLS';
 
 export interface ListenerIR {
   gateway: string;
   name: string;
   hostname?: string;
-  protocol: 'HTTP' | 'HTTPS';
+  protocol: ListenerProtocol;
+  /** HTTPS: the certificates; TLS: set when TLS is terminated, absent for passthrough. */
   tls?: TlsServerIR;
   routes: RouteIR[];
+  /** TCP and TLS listeners only. */
+  tcpRoutes?: TcpRouteIR[];
+}
+
+/** A layer-4 route: the connection's bytes go to one of its backends, picked by weight. */
+export interface TcpRouteIR {
+  key: string;
+  name: string;
+  /** Where the route was defined, e.g. `binds[0].listeners[0].tcpRoutes[1]`. */
+  path: string;
+  /** Lower-case server names (exact or `*.suffix`) matched against the TLS SNI; empty: any. */
+  hostnames: string[];
+  backends: TcpBackendIR[];
+}
+
+export interface TcpBackendIR {
+  /** host:port, or the name of a top-level backend. */
+  name: string;
+  weight: number;
+  target: { kind: 'host'; host: string; port: number } | { kind: 'unix'; path: string };
+  /** backendTLS (TLS originated to the backend: the client's bytes travel inside it) and tcp. */
+  policies: Pick<ResolvedBackendPolicies, 'backendTLS' | 'tcp'>;
 }
 
 export interface RouteIR {

@@ -210,11 +210,11 @@ describe('listeners, binds and targets', () => {
     );
   });
 
-  test('TCP, TLS and HBONE listeners and binds without a port are refused by name', () => {
-    const [tcp] = issues('binds:\n- port: 9000\n  listeners:\n  - protocol: TCP\n');
+  test('HBONE listeners and binds without a port are refused by name', () => {
+    const [hbone] = issues('binds:\n- port: 9000\n  listeners:\n  - protocol: HBONE\n');
     assert.match(
-      tcp as string,
-      /^4:15 binds\[0\]\.listeners\[0\]\.protocol: the TCP, TLS and HBONE listener protocols is not supported/,
+      hbone as string,
+      /^4:15 binds\[0\]\.listeners\[0\]\.protocol: the HBONE listener protocol is not supported/,
     );
     const [port] = issues('binds:\n- listeners:\n  - routes: [{backends: [{host: 127.0.0.1:9}]}]\n');
     assert.match(
@@ -417,7 +417,11 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
       `binds:\n- port: 8080\n  mode: standard\n  tunnelProtocol: direct\n  listeners:\n  - routes: [{backends: [{host: 127.0.0.1:9}]}]\n`,
     );
     assert.equal(ok.binds[0]?.port, 8080);
-    refused(bind('tcpRoutes: []\n   '), 'binds[0].listeners[0].tcpRoutes', 'tcpRoutes');
+    refused(
+      'binds:\n- port: 8080\n  listeners:\n  - protocol: TCP\n    tcpRoutes: [{backends: [{dynamic: {}}]}]\n',
+      'binds[0].listeners[0].tcpRoutes[0].backends[0].dynamic',
+      'the dynamic tcp route backend',
+    );
     refused(
       bind('tls: {cert: c, key: k, mode: dynamicCa}\n    protocol: HTTPS\n   '),
       'binds[0].listeners[0].tls.mode',

@@ -20,10 +20,12 @@ import {
   checkBackendPolicies,
   checkCelMap,
   checkFrontendPolicies,
+  checkListenerRouteKind,
   checkLlm,
   checkMcpAuthentication,
   checkMcpBackend,
   checkRouteMatch,
+  checkTcpRouteHostnames,
   checkTrafficPolicies,
   checkTransformations,
   DEFAULT_SENSITIVE_HEADERS,
@@ -56,6 +58,7 @@ import {
   resolveLlmProvider,
   type SourceDocument,
   serverHandshake,
+  type TcpRoute,
   type TrafficPolicies,
   validateSource,
   withSourceIssues,
@@ -73,6 +76,7 @@ import type {
   BindIR,
   GlobalIR,
   ListenerIR,
+  ListenerProtocol,
   LlmFormat,
   LlmGuardIR,
   LlmGuardSettings,
@@ -91,6 +95,8 @@ import type {
   ResolvedBackendPolicies,
   RouteBackendIR,
   RouteIR,
+  TcpBackendIR,
+  TcpRouteIR,
   TlsServerIR,
   TunnelIR,
 } from './ir.ts';
@@ -368,7 +374,23 @@ class Builder {
         b = { key, address, port, protocol: l.protocol, listeners: [] };
         byKey.set(key, b);
       } else if (b.protocol !== l.protocol) {
-        this.fail(path, `port ${port} already serves ${b.protocol}; one port cannot mix HTTP and HTTPS`);
+        const http = [b.protocol, l.protocol].every((p) => p === 'HTTP' || p === 'HTTPS');
+        this.fail(
+          path,
+          `port ${port} already serves ${b.protocol}; ${http ? 'one port cannot mix HTTP and HTTPS' : `one port serves one protocol (this listener's is ${l.protocol})`}`,
+        );
+        return;
+      } else if (l.protocol === 'TCP' && port !== 0) {
+        this.fail(
+          path,
+          `port ${port} already has a TCP listener; a TCP connection carries no name to choose a listener by, so a TCP port has one`,
+        );
+        return;
+      } else if (l.protocol === 'TLS' && (b.listeners[0]?.tls === undefined) !== (l.tls === undefined)) {
+        this.fail(
+          path,
+          `TLS listeners on port ${port} that terminate TLS (tls set) beside ones that pass it through (no tls) is not supported by this build of gw yet`,
+        );
         return;
       }
       const differs = b.listeners.find((o) => handshakeKey(o.tls) !== handshakeKey(l.tls));
@@ -400,6 +422,7 @@ class Builder {
         const name = l.name ?? `listener${li}`;
         const protocol = l.protocol ?? (l.tls ? 'HTTPS' : 'HTTP');
         const tls = this.serverTls([...path, 'tls'], protocol, l.tls);
+        this.report(checkListenerRouteKind(protocol, l, path));
         this.transformationChecks([...path, 'policies'], l.policies);
         const inherited = mergePolicies(
           targeted.gateway.get(gateway),
@@ -411,6 +434,10 @@ class Builder {
           this.route([...path, 'routes', ri], `${gateway}/${name}`, r, inherited, targeted),
         );
         const ir: ListenerIR = { gateway, name, protocol, routes, ...(tls ? { tls } : {}) };
+        if (protocol === 'TCP' || protocol === 'TLS')
+          ir.tcpRoutes = (l.tcpRoutes ?? []).map((r, ri) =>
+            this.tcpRoute([...path, 'tcpRoutes', ri], `${gateway}/${name}`, protocol, r),
+          );
         if (l.hostname) ir.hostname = l.hostname.toLowerCase();
         add(path, bind.address ?? '::', bind.port as number, ir);
       });
@@ -447,6 +474,7 @@ class Builder {
         const protocol = l.protocol ?? (l.tls ? 'HTTPS' : 'HTTP');
         const tls = this.serverTls([...lpath, 'tls'], protocol, l.tls);
         const ir: ListenerIR = { gateway: gname, name, protocol, routes: [], ...(tls ? { tls } : {}) };
+        if (protocol === 'TCP' || protocol === 'TLS') ir.tcpRoutes = [];
         if ('hostname' in l && l.hostname) ir.hostname = l.hostname.toLowerCase();
         out.push(ir);
         add(lpath, gw.address ?? '::', gw.port as number, ir);
@@ -468,8 +496,29 @@ class Builder {
       const refs =
         r.gateways === undefined ? ['default'] : Array.isArray(r.gateways) ? r.gateways : [r.gateways];
       const { gateways: _g, ...route } = r;
-      for (const { l, key, inherited } of this.attachTargets(path, refs, listenersOf, gwPolicies, targeted))
+      for (const { l, key, inherited } of this.attachTargets(path, refs, listenersOf, gwPolicies, targeted)) {
+        if (l.tcpRoutes) {
+          this.fail(
+            [...path, 'gateways'],
+            `listener ${key} is ${l.protocol}: it takes tcpRoutes, not routes`,
+          );
+          continue;
+        }
         l.routes.push(this.route(path, key, route, inherited, targeted));
+      }
+    });
+    (this.cfg.tcpRoutes ?? []).forEach((r, ri) => {
+      const path = ['tcpRoutes', ri];
+      const refs =
+        r.gateways === undefined ? ['default'] : Array.isArray(r.gateways) ? r.gateways : [r.gateways];
+      const { gateways: _g, ...route } = r;
+      for (const { l, key } of this.attachTargets(path, refs, listenersOf, gwPolicies, targeted)) {
+        if (!l.tcpRoutes) {
+          this.fail([...path, 'gateways'], `tcpRoutes need a TCP or TLS listener; ${key} is ${l.protocol}`);
+          continue;
+        }
+        l.tcpRoutes.push(this.tcpRoute(path, key, l.protocol, route));
+      }
     });
     if (this.cfg.llm) this.llmRoutes(this.cfg.llm, add, listenersOf, gwPolicies, targeted);
     if (byKey.size === 0 && !this.opts.allowNoListeners && !this.cfg.llm)
@@ -866,14 +915,20 @@ class Builder {
 
   serverTls(
     path: FieldPath,
-    protocol: 'HTTP' | 'HTTPS',
+    protocol: ListenerProtocol,
     tls: ListenerTLS | undefined,
   ): TlsServerIR | undefined {
-    if (protocol === 'HTTP') {
-      if (tls) this.fail([...path], 'tls is set but protocol is HTTP (use HTTPS)');
+    if (protocol === 'HTTP' || protocol === 'TCP') {
+      if (tls)
+        this.fail(
+          [...path],
+          `tls is set but protocol is ${protocol} (use ${protocol === 'HTTP' ? 'HTTPS' : 'TLS'})`,
+        );
       return undefined;
     }
     if (!tls) {
+      // protocol TLS without tls: the TLS passes through to the backend, routed by its SNI
+      if (protocol === 'TLS') return undefined;
       this.fail(path, 'protocol HTTPS needs tls with cert and key');
       return undefined;
     }
@@ -920,6 +975,78 @@ class Builder {
       out[kind].set(name, mergePolicies(out[kind].get(name), p.policy) ?? {});
     });
     return out;
+  }
+
+  // ---------- tcp routes ----------
+
+  /** A TCP or TLS listener's route: its hostnames (the SNI it takes) and weighted backends. */
+  tcpRoute(path: FieldPath, parent: string, protocol: ListenerProtocol, r: TcpRoute): TcpRouteIR {
+    const name = r.name ?? `tcproute${path[path.length - 1]}`;
+    this.report(checkTcpRouteHostnames(protocol, r.hostnames, path));
+    const qualified = r.namespace ? `${r.namespace}/${name}` : name;
+    const backends: TcpBackendIR[] = [];
+    (r.backends ?? []).forEach((b, bi) => {
+      const ir = this.tcpBackend([...path, 'backends', bi], b, r.policies?.backendTLS);
+      if (ir) backends.push(ir);
+    });
+    return {
+      key: `${parent}/${qualified}${r.ruleName ? `/${r.ruleName}` : ''}`,
+      name,
+      path: formatPath(path),
+      hostnames: (r.hostnames ?? []).map((h) => h.toLowerCase()),
+      backends,
+    };
+  }
+
+  /**
+   * A tcp route backend: host:port (or unix:/path), or a named host backend, whose backendTLS and tcp
+   * settings apply; the route's backendTLS is the default, the backend's own policies win.
+   */
+  tcpBackend(
+    path: FieldPath,
+    b: NonNullable<TcpRoute['backends']>[number],
+    routeTls: BackendPolicies['backendTLS'],
+  ): TcpBackendIR | undefined {
+    let host: string;
+    let named: BackendPolicies | undefined;
+    if ('host' in b) host = b.host;
+    else {
+      const def = (this.cfg.backends ?? []).find((d) => d.name === b.backend);
+      if (!def) {
+        const known = (this.cfg.backends ?? []).map((d) => d.name);
+        this.fail(
+          [...path, 'backend'],
+          `no backend named ${JSON.stringify(b.backend)}${known.length ? ` (backends: ${known.join(', ')})` : ''}`,
+        );
+        return undefined;
+      }
+      if (!('host' in def)) {
+        const kind = Object.keys(def).find((k) => k !== 'name' && k !== 'policies') ?? 'other';
+        this.fail(
+          [...path, 'backend'],
+          `a tcp route backend is a host backend; ${JSON.stringify(b.backend)} is a ${kind} backend`,
+        );
+        return undefined;
+      }
+      host = def.host;
+      named = def.policies;
+      if (named?.backendTunnel)
+        this.fail(
+          [...path, 'backend'],
+          `backendTunnel on a tcp route backend is not supported by this build of gw yet (backend ${JSON.stringify(b.backend)} sets one)`,
+        );
+    }
+    const target = parseHost(host) as TcpBackendIR['target'];
+    const merged: BackendPolicies = {};
+    const tls = b.policies?.backendTLS ?? named?.backendTLS ?? routeTls;
+    if (tls) merged.backendTLS = tls;
+    if (named?.tcp) merged.tcp = named.tcp;
+    const tlsPath = b.policies?.backendTLS ? [...path, 'policies'] : path;
+    const resolved = this.resolveBackendPolicies(tlsPath, merged);
+    const policies: TcpBackendIR['policies'] = {};
+    if (resolved.backendTLS) policies.backendTLS = resolved.backendTLS;
+    if (resolved.tcp) policies.tcp = resolved.tcp;
+    return { name: 'host' in b ? b.host : b.backend, weight: b.weight ?? 1, target, policies };
   }
 
   // ---------- routes ----------

@@ -4,6 +4,7 @@ import { Counter, Histogram, Registry } from 'prom-client';
 import { finalOutcome, methodLabel } from '../a2a/info.ts';
 import type { RouteInfo } from '../pipeline/context.ts';
 import type { ObservedRequest, RequestObserver, RequestSummary } from '../pipeline/observer.ts';
+import type { TcpConnectionSummary } from '../server/tcp-bind-server.ts';
 import type { EndpointHealth } from '../upstream/health.ts';
 import {
   CollectedFamily,
@@ -113,6 +114,18 @@ export class ProxyMetrics implements RequestObserver {
           ];
         }),
   });
+  readonly tcpConnections = new CounterFamily({
+    name: 'gw_tcp_connections_total',
+    help: 'Connections to TCP and TLS listeners (tcpRoutes) that ended, by gateway, listener, route, backend and outcome (proxied; else why it was closed: no_route, no_backend, connect_error, bad_client_hello)',
+    labelNames: ['gateway', 'listener', 'route', 'backend', 'outcome'],
+    registry: this.registry,
+  });
+  readonly tcpBytes = new CounterFamily({
+    name: 'gw_tcp_bytes_total',
+    help: 'Bytes proxied on connections to TCP and TLS listeners, by route and direction (received: from the client, sent: to it)',
+    labelNames: ['route', 'direction'],
+    registry: this.registry,
+  });
   readonly configVersion = new Counter({
     name: 'gw_config_applied_total',
     help: 'Configuration versions applied by this worker',
@@ -148,6 +161,15 @@ export class ProxyMetrics implements RequestObserver {
       this.mcpRequests.series(req.route?.key ?? '', method, mcp.outcome ?? 'ok').value++;
       for (const g of mcp.guardrails ?? []) this.mcpGuardrailActions.series(g.phase, g.action).value++;
     }
+  }
+
+  /** A TCP or TLS connection that ended (tcpRoutes): few enough that a lookup per connection is fine. */
+  recordTcp(s: TcpConnectionSummary): void {
+    const route = s.route ?? '';
+    this.tcpConnections.series(s.gateway ?? '', s.listener ?? '', route, s.backend ?? '', tcpOutcome(s))
+      .value++;
+    if (s.bytesReceived > 0) this.tcpBytes.series(route, 'received').value += s.bytesReceived;
+    if (s.bytesSent > 0) this.tcpBytes.series(route, 'sent').value += s.bytesSent;
   }
 
   recordTokens(provider: string, model: string, usage: { input: number; output: number }): void {
@@ -224,3 +246,11 @@ const MCP_METHODS = new Set([
   'GET stream',
   'DELETE session',
 ]);
+
+function tcpOutcome(s: TcpConnectionSummary): string {
+  if (s.error === undefined) return 'proxied';
+  if (s.backend !== undefined) return 'connect_error';
+  if (s.route !== undefined) return 'no_backend';
+  if (s.error.startsWith('no ')) return 'no_route';
+  return 'bad_client_hello';
+}

@@ -11,6 +11,7 @@ import { compileBackend } from '../upstream/backends/compile.ts';
 import { weighted } from '../upstream/backends/select.ts';
 import type { PoolRegistry, Retained } from '../upstream/pools.ts';
 import { compileMatch, HostRouter, hostMatches } from './match.ts';
+import { TcpRouter } from './tcp-routes.ts';
 
 export interface CompiledRoute {
   info: RouteInfo;
@@ -28,6 +29,8 @@ export interface CompiledListener {
   ir: ListenerIR;
   router: HostRouter<CompiledRoute>;
   secureContext: SecureContext | undefined;
+  /** TCP and TLS listeners: their tcpRoutes. */
+  tcp?: TcpRouter;
 }
 
 export interface CompiledBind {
@@ -107,7 +110,12 @@ function compileListener(
         ...handshakeOptions(l.tls),
       })
     : undefined;
-  return { ir: l, router, secureContext };
+  return {
+    ir: l,
+    router,
+    secureContext,
+    ...(l.tcpRoutes ? { tcp: new TcpRouter(l.tcpRoutes, global) } : {}),
+  };
 }
 
 /**

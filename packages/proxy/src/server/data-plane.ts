@@ -12,6 +12,7 @@ import { setMcpLogger } from '../mcp/log.ts';
 import { AccessLogObserver } from '../observability/access-log.ts';
 import type { RecordLog } from '../observability/logger.ts';
 import type { ProxyMetrics } from '../observability/metrics.ts';
+import { tcpConnectionObserver } from '../observability/tcp-log.ts';
 import { discard } from '../pipeline/body.ts';
 import { RequestContext } from '../pipeline/context.ts';
 import { answerContinueOnRead } from '../pipeline/expect-continue.ts';
@@ -38,6 +39,7 @@ import { BindServer, type BindSettings } from './bind-server.ts';
 import { ConnectionLimit, connectionMemoryKey } from './connection-limit.ts';
 import { watchRequestBody } from './request-body-idle.ts';
 import { splice } from './splice.ts';
+import { TcpBindServer, type TcpConnectionSummary, tcpSchemeOf } from './tcp-bind-server.ts';
 
 export interface DataPlaneOptions {
   /** Where the events of a traced request go: (subscription id, event), then (id, null) at its end. */
@@ -70,7 +72,9 @@ export class DataPlane {
   readonly #pools: PoolRegistry;
   /** Each bind's connection count, by bind key; kept across reloads (see ConnectionLimit). */
   #connections = new Map<string, ConnectionLimit>();
-  readonly #servers = new Map<string, BindServer>();
+  readonly #servers = new Map<string, BindServer | TcpBindServer>();
+  /** Where the connections of TCP and TLS listeners are logged and counted when they end. */
+  #tcpEnd: (s: TcpConnectionSummary) => void = () => {};
   readonly #inflight = new Set<RequestContext>();
   #table: RoutingTable | undefined;
   #draining = false;
@@ -165,11 +169,29 @@ export class DataPlane {
       connections.set(key, c);
       return { idleTimeoutMs: ir.global.http1IdleTimeoutMs, limits: ir.global.downstream, connections: c };
     };
-    const created: BindServer[] = [];
+    const created: (BindServer | TcpBindServer)[] = [];
     try {
       for (const [key, bind] of table.binds) {
         const existing = this.#servers.get(key);
-        if (existing && existing.scheme === (bind.ir.protocol === 'HTTPS' ? 'https' : 'http')) continue;
+        const tcp = tcpSchemeOf(bind.ir);
+        if (existing && existing.scheme === (tcp ?? (bind.ir.protocol === 'HTTPS' ? 'https' : 'http')))
+          continue;
+        if (tcp) {
+          const server = new TcpBindServer(bind, {
+            ...settings(key),
+            admit: (address, port) => this.#admit(address, port),
+            onEnd: (s) => this.#tcpEnd(s),
+            onClientError: (err) => this.#opts.log.debug({ err: err.message }, 'client connection error'),
+            onConnectionLimit: (bs, refused, limit) =>
+              this.#opts.log.warn(
+                { bind: bs.key, limit, refused },
+                'connection limit reached: new connections to this bind are closed (frontendPolicies.tcp.maxConnections)',
+              ),
+          });
+          await server.listen(bind.ir.address, ports[key] ?? bind.ir.port, this.#opts.reusePort ?? false);
+          created.push(server);
+          continue;
+        }
         const server = new BindServer(bind, {
           ...settings(key),
           onRequest: (bs, req, res) => this.#handle(bs, req, res),
@@ -214,6 +236,7 @@ export class DataPlane {
     this.#shared = used;
     this.#connections = connections;
     this.#setObservers(this.#opts.metrics ? [this.#opts.metrics, accessLog] : [accessLog]);
+    this.#tcpEnd = tcpConnectionObserver(this.#opts.accessLog, ir.frontend, this.#opts.metrics);
     this.#trace.sensitive = new Set(ir.global.sensitiveHeaders);
     this.#trace.credentialParams = new Set(ir.global.credentialQueryParams);
     this.#pools.retainOnly(table.pools);
@@ -480,11 +503,15 @@ export class DataPlane {
     this.#draining = true;
     for (const s of this.#servers.values()) s.stopAccepting();
     const until = Date.now() + deadlineMs;
-    while (this.#inflight.size > 0 && Date.now() < until) {
+    // proxied TCP connections (tcpRoutes) are waited for like requests
+    const open = () =>
+      this.#inflight.size +
+      [...this.#servers.values()].reduce((n, s) => n + (s instanceof TcpBindServer ? s.connections : 0), 0);
+    while (open() > 0 && Date.now() < until) {
       await new Promise((r) => setTimeout(r, 25));
       for (const s of this.#servers.values()) s.closeIdle();
     }
-    const cut = this.#inflight.size;
+    const cut = open();
     for (const s of this.#servers.values()) s.destroyAll();
     await this.#pools.closeAll();
     return { cut };

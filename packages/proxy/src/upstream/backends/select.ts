@@ -37,6 +37,27 @@ export function weighted(choices: readonly Choice[]): Handler {
 }
 
 /**
+ * A weighted random pick among `choices` (weight above 0), for what is not a request: a TCP
+ * connection's backend. Undefined when there is none to pick.
+ */
+export function pickWeighted<T extends { weight: number }>(choices: readonly T[]): () => T | undefined {
+  const live = choices.filter((c) => c.weight > 0);
+  if (live.length <= 1) {
+    const only = live[0];
+    return () => only;
+  }
+  const total = live.reduce((s, c) => s + c.weight, 0);
+  return () => {
+    let n = Math.random() * total;
+    for (const c of live) {
+      n -= c.weight;
+      if (n < 0) return c;
+    }
+    return live[live.length - 1];
+  };
+}
+
+/**
  * Weighted choice among the backends in the balancing set: not ejected by passive checks, not failing
  * active ones. When none is in it the choice is made among all of them (panic mode): a guess beats
  * failing every request, and the answers it gets keep the health state current.

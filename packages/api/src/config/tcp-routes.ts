@@ -1,0 +1,80 @@
+// agentgateway's `tcpRoutes` (LocalTCPRoute, and the top-level LocalAttachedTCPRoute): layer-4 routes
+// of TCP and TLS listeners. A route's `hostnames` are matched against the TLS SNI; its `backends` are
+// weighted host:port targets (or named host backends), reached with optional backendTLS.
+//
+// The shared pieces (backendTLS, the host:port pattern, the "not supported" marker) are schema.ts's;
+// it passes them in, so this module does not import it back.
+import { z } from 'zod';
+
+const strict = z.strictObject;
+
+export interface TcpRouteParts<TLS extends z.ZodType, HP extends z.ZodType> {
+  backendTLS: TLS;
+  hostPort: HP;
+  /** A field refused by name ("… is not supported by this build of gw yet"). */
+  notYet: (what: string) => z.ZodType;
+}
+
+/** A route hostname: a DNS name, or `*.` and one (the TLS SNI is matched against it). */
+export const TCP_HOSTNAME_PATTERN =
+  /^(\*\.)?[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i;
+
+export function tcpRouteSchemas<TLS extends z.ZodType, HP extends z.ZodType>(p: TcpRouteParts<TLS, HP>) {
+  const weight = z.number().int().min(0).optional().meta({
+    description: 'relative weight among the route backends (default 1; 0: never chosen)',
+  });
+  const TcpBackendPolicies = strict({
+    backendTLS: p.backendTLS.optional().meta({
+      description: 'TLS from the gateway to the backend: the bytes the client sends are carried inside it',
+    }),
+    backendTunnel: p.notYet('backendTunnel on a tcp route backend').optional(),
+  });
+  const TcpRouteBackend = z.union([
+    strict({ host: p.hostPort, weight, policies: TcpBackendPolicies.nullable().optional() }),
+    strict({
+      backend: z.string().min(1).meta({ description: 'a host backend of the top-level backends list' }),
+      weight,
+      policies: TcpBackendPolicies.nullable().optional(),
+    }),
+    strict({
+      service: p.notYet('a tcp route backend by service reference (use host)'),
+      weight: z.unknown().optional(),
+      policies: z.unknown().optional(),
+    }).transform((v) => v as never),
+    strict({
+      dynamic: p.notYet('the dynamic tcp route backend (dial target from the SNI)'),
+      weight: z.unknown().optional(),
+      policies: z.unknown().optional(),
+    }).transform((v) => v as never),
+  ]);
+  const fields = {
+    name: z.string().min(1).nullable().optional(),
+    namespace: z.string().nullable().optional(),
+    ruleName: z.string().nullable().optional(),
+    hostnames: z.array(z.string().min(1)).optional().meta({
+      description:
+        'TLS listeners: server names (SNI) this route takes, exact or *.suffix; the most specific match wins, a route without hostnames takes the rest',
+    }),
+    policies: strict({
+      backendTLS: p.backendTLS.optional().meta({ description: 'TLS to every backend of the route' }),
+    })
+      .nullable()
+      .optional(),
+    backends: z
+      .array(TcpRouteBackend)
+      .optional()
+      .meta({ description: 'weighted backends the connection is sent to (none: connections are closed)' }),
+  };
+  const TcpRoute = strict(fields);
+  const AttachedTcpRoute = strict({
+    ...fields,
+    gateways: z
+      .union([z.string().min(1), z.array(z.string().min(1))])
+      .optional()
+      .meta({
+        description:
+          '<gateway> or <gateway>/<listener> this route attaches to (default: the gateway named default)',
+      }),
+  });
+  return { TcpRoute, AttachedTcpRoute, TcpRouteBackend };
+}

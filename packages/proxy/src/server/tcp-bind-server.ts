@@ -1,0 +1,360 @@
+// One listening socket per TCP or TLS bind: each accepted connection is proxied, bytes as they are,
+// to a backend of the listener's tcpRoutes. TCP: the listener's route without hostnames. TLS
+// passthrough (a listener without tls): the ClientHello's server name (SNI) is read without
+// answering it, picks the listener and the route, and the bytes already read go to the backend
+// first, so the client's TLS session is with the backend itself. TLS terminate (a listener with
+// tls): the gateway completes the handshake (certificate by SNI) and proxies the plaintext.
+import net, { type Socket } from 'node:net';
+import tls, { type TLSSocket } from 'node:tls';
+import { getExtensionData, readTlsClientHello } from 'read-tls-client-hello';
+import type { CompiledBind, CompiledListener } from '../routing/table.ts';
+import { handshakeOptions, selectListener } from '../routing/table.ts';
+import type { CompiledTcpRoute } from '../routing/tcp-routes.ts';
+import type { BindSettings, Peer } from './bind-server.ts';
+import { splice } from './splice.ts';
+
+/** What the access log and the metrics get when a proxied connection ends (or is refused). */
+export interface TcpConnectionSummary {
+  protocol: 'tcp' | 'tls';
+  gateway: string | undefined;
+  listener: string | undefined;
+  route: string | undefined;
+  backend: string | undefined;
+  endpoint: string | undefined;
+  /** The TLS server name the client sent (TLS listeners); '' when it sent none. */
+  sni: string | undefined;
+  source: Peer;
+  /** Bytes from the client (passthrough: its TLS records; terminate: the plaintext), and to it. */
+  bytesReceived: number;
+  bytesSent: number;
+  seconds: number;
+  /** Why the connection was closed without reaching a backend, or how it failed. */
+  error: string | undefined;
+}
+
+export interface TcpBindServerOptions extends BindSettings {
+  /** Layer-4 admission of a new connection by its peer address (networkAuthorization). */
+  admit: (address: string, port: number) => boolean;
+  onConnectionLimit: (bind: TcpBindServer, refused: number, limit: number) => void;
+  /** Once per accepted and admitted connection, when it is over. */
+  onEnd: (s: TcpConnectionSummary) => void;
+  onClientError: (err: Error) => void;
+}
+
+export type TcpScheme = 'tcp' | 'tls-passthrough' | 'tls';
+
+/** How a bind's connections are served; a reload that changes it replaces the listening socket. */
+export function tcpSchemeOf(bind: CompiledBind['ir']): TcpScheme | undefined {
+  if (bind.protocol === 'TCP') return 'tcp';
+  if (bind.protocol !== 'TLS') return undefined;
+  return bind.listeners.some((l) => l.tls) ? 'tls' : 'tls-passthrough';
+}
+
+const LIMIT_LOG_INTERVAL_MS = 10_000;
+
+export class TcpBindServer {
+  readonly key: string;
+  readonly scheme: TcpScheme;
+  current: CompiledBind;
+  retired = false;
+  readonly #outer: net.Server;
+  readonly #sockets = new Set<Socket>();
+  #settings: BindSettings;
+  readonly #opts: TcpBindServerOptions;
+  #port = 0;
+  #refused = 0;
+  #refusalLoggedAt = -Infinity;
+  #handshake: string | undefined;
+
+  constructor(bind: CompiledBind, opts: TcpBindServerOptions) {
+    this.key = bind.ir.key;
+    this.current = bind;
+    this.scheme = tcpSchemeOf(bind.ir) ?? 'tcp';
+    this.#opts = opts;
+    this.#settings = {
+      idleTimeoutMs: opts.idleTimeoutMs,
+      limits: opts.limits,
+      connections: opts.connections,
+    };
+    if (this.scheme === 'tls') {
+      const first = bind.listeners.find((l) => l.secureContext)?.ir.tls;
+      const limits = this.#settings.limits;
+      const server = tls.createServer({
+        allowHalfOpen: true,
+        ...(limits.firstRequestTimeoutMs > 0 ? { handshakeTimeout: limits.firstRequestTimeoutMs } : {}),
+        ...(first ? { cert: first.cert, key: first.key.reveal(), ...handshakeOptions(first) } : {}),
+        SNICallback: (servername, cb) => {
+          const l = selectListener(this.current, servername.toLowerCase()) ?? this.current.listeners[0];
+          cb(null, l?.secureContext);
+        },
+      });
+      this.#handshake = first ? JSON.stringify(handshakeOptions(first)) : undefined;
+      // Before the handshake: a refused peer costs no crypto.
+      server.prependListener('connection', (socket: Socket) => {
+        this.#accept(socket);
+      });
+      server.on('secureConnection', (s: TLSSocket) => this.#terminated(s));
+      server.on('tlsClientError', (err) => opts.onClientError(err));
+      this.#outer = server;
+    } else {
+      this.#outer = net.createServer({ noDelay: true, allowHalfOpen: true }, (socket) => {
+        if (!this.#accept(socket)) return;
+        if (this.scheme === 'tcp') this.#plain(socket);
+        else this.#passthrough(socket);
+      });
+    }
+  }
+
+  /** The connection cap, then networkAuthorization; counted until the socket closes. */
+  #accept(socket: Socket): boolean {
+    const conns = this.#settings.connections;
+    if (!conns.tryOpen(this.#settings.limits.maxConnections)) {
+      socket.destroy();
+      this.#refused++;
+      const now = performance.now();
+      if (now - this.#refusalLoggedAt >= LIMIT_LOG_INTERVAL_MS) {
+        this.#refusalLoggedAt = now;
+        this.#opts.onConnectionLimit(this, this.#refused, this.#settings.limits.maxConnections);
+        this.#refused = 0;
+      }
+      return false;
+    }
+    socket.once('close', () => conns.close());
+    if (!this.#opts.admit(socket.remoteAddress ?? '', socket.remotePort ?? 0)) {
+      socket.destroy();
+      return false;
+    }
+    socket.on('error', noop);
+    this.#sockets.add(socket);
+    socket.once('close', () => this.#sockets.delete(socket));
+    return true;
+  }
+
+  #plain(socket: Socket): void {
+    const c = this.#start(socket, 'tcp');
+    const listener = this.current.listeners[0];
+    this.#route(socket, c, listener, undefined);
+  }
+
+  #passthrough(socket: Socket): void {
+    const c = this.#start(socket, 'tls');
+    // The ClientHello must arrive within the first-request timeout, like any first bytes.
+    const first = this.#settings.limits.firstRequestTimeoutMs;
+    let late = false;
+    const timer =
+      first > 0
+        ? setTimeout(() => {
+            late = true;
+            socket.destroy();
+          }, first)
+        : undefined;
+    // A client that stops sending before its hello is complete is not waited for.
+    const ended = () => socket.destroy();
+    socket.once('end', ended);
+    readTlsClientHello(socket).then(
+      (hello) => {
+        if (timer) clearTimeout(timer);
+        socket.off('end', ended);
+        if (socket.destroyed) return this.#end(c, 'client closed before its ClientHello was complete');
+        const sni = serverName(getExtensionData(hello, 'server_name')?.serverName);
+        c.sni = sni ?? '';
+        const listener = selectListener(this.current, sni ?? '');
+        if (!listener) {
+          this.#end(c, `no listener for server name ${JSON.stringify(c.sni)}`);
+          socket.destroy();
+          return;
+        }
+        this.#route(socket, c, listener, sni);
+      },
+      (err: Error) => {
+        if (timer) clearTimeout(timer);
+        socket.off('end', ended);
+        const why = late
+          ? 'no complete ClientHello within the first-request timeout'
+          : socket.destroyed
+            ? 'client closed before its ClientHello was complete'
+            : `not a TLS ClientHello: ${err.message}`;
+        this.#end(c, why);
+        socket.destroy();
+      },
+    );
+  }
+
+  #terminated(socket: TLSSocket): void {
+    socket.on('error', noop);
+    const c = this.#start(socket, 'tls');
+    const name = typeof socket.servername === 'string' ? socket.servername.toLowerCase() : undefined;
+    c.sni = name ?? '';
+    const listener = selectListener(this.current, name ?? '');
+    if (!listener) {
+      this.#end(c, `no listener for server name ${JSON.stringify(c.sni)}`);
+      socket.destroy();
+      return;
+    }
+    this.#route(socket, c, listener, name);
+  }
+
+  #start(socket: Socket, protocol: 'tcp' | 'tls'): Conn {
+    return {
+      protocol,
+      at: performance.now(),
+      source: { address: socket.remoteAddress ?? '', port: socket.remotePort ?? 0 },
+      gateway: undefined,
+      listener: undefined,
+      route: undefined,
+      backend: undefined,
+      endpoint: undefined,
+      sni: undefined,
+      received: 0,
+      sent: 0,
+      ended: false,
+    };
+  }
+
+  #route(client: Socket, c: Conn, listener: CompiledListener | undefined, sni: string | undefined): void {
+    c.gateway = listener?.ir.gateway;
+    c.listener = listener?.ir.name;
+    const route: CompiledTcpRoute | undefined = listener?.tcp?.select(sni);
+    if (!route) {
+      this.#end(
+        c,
+        sni === undefined && c.protocol === 'tls' ? 'no route (the client sent no server name)' : 'no route',
+      );
+      client.destroy();
+      return;
+    }
+    c.route = route.ir.key;
+    const backend = route.pick();
+    if (!backend) {
+      this.#end(c, 'no backend');
+      client.destroy();
+      return;
+    }
+    c.backend = backend.name;
+    c.endpoint = backend.endpoint.address;
+    const onClientClose = () => upstream.destroy();
+    client.once('close', onClientClose);
+    const upstream = backend.endpoint.connect((err, up) => {
+      client.off('close', onClientClose);
+      if (err) {
+        this.#end(c, err.message);
+        client.destroy();
+        return;
+      }
+      if (client.destroyed) {
+        up.destroy();
+        this.#end(c, 'client closed before the backend connection was made');
+        return;
+      }
+      // Counted as they pass (added with the pipes, so no chunk goes by uncounted).
+      client.on('data', (d: Buffer) => {
+        c.received += d.length;
+      });
+      up.on('data', (d: Buffer) => {
+        c.sent += d.length;
+      });
+      splice(client, up, this.#settings.idleTimeoutMs, () => this.#end(c, undefined));
+    });
+  }
+
+  #end(c: Conn, error: string | undefined): void {
+    if (c.ended) return;
+    c.ended = true;
+    this.#opts.onEnd({
+      protocol: c.protocol,
+      gateway: c.gateway,
+      listener: c.listener,
+      route: c.route,
+      backend: c.backend,
+      endpoint: c.endpoint,
+      sni: c.sni,
+      source: c.source,
+      bytesReceived: c.received,
+      bytesSent: c.sent,
+      seconds: (performance.now() - c.at) / 1000,
+      error,
+    });
+  }
+
+  /** Applies a new config's settings; open connections keep theirs. */
+  configure(settings: BindSettings): void {
+    this.#settings = settings;
+    if (this.scheme !== 'tls') return;
+    const first = this.current.listeners.find((l) => l.secureContext)?.ir.tls;
+    if (!first) return;
+    const handshake = handshakeOptions(first);
+    const key = JSON.stringify(handshake);
+    if (key === this.#handshake) return;
+    (this.#outer as tls.Server).setSecureContext({ cert: first.cert, key: first.key.reveal(), ...handshake });
+    this.#handshake = key;
+  }
+
+  get port(): number {
+    return this.#port;
+  }
+
+  get idleTimeoutMs(): number {
+    return this.#settings.idleTimeoutMs;
+  }
+
+  async listen(address: string, port: number, reusePort: boolean): Promise<number> {
+    await new Promise<void>((resolve, reject) => {
+      const onError = (err: Error) => reject(err);
+      this.#outer.once('error', onError);
+      this.#outer.listen({ host: address, port, reusePort, ipv6Only: false }, () => {
+        this.#outer.off('error', onError);
+        resolve();
+      });
+    });
+    const a = this.#outer.address();
+    this.#port = typeof a === 'object' && a ? a.port : port;
+    return this.#port;
+  }
+
+  /** Stops accepting; proxied connections go on until they end, or until destroyAll. */
+  stopAccepting(): void {
+    this.retired = true;
+    this.#outer.close();
+  }
+
+  /** A proxied connection is never idle in the HTTP sense: nothing to close early. */
+  closeIdle(): void {}
+
+  destroyAll(): void {
+    for (const s of this.#sockets) s.destroy();
+  }
+
+  get connections(): number {
+    return this.#sockets.size;
+  }
+}
+
+interface Conn {
+  protocol: 'tcp' | 'tls';
+  at: number;
+  source: Peer;
+  gateway: string | undefined;
+  listener: string | undefined;
+  route: string | undefined;
+  backend: string | undefined;
+  endpoint: string | undefined;
+  sni: string | undefined;
+  received: number;
+  sent: number;
+  ended: boolean;
+}
+
+/**
+ * The SNI as a lower-case host name, without a trailing dot; undefined when the client sent none or
+ * something that is not a host name (matched as no name, so only a route without hostnames takes it).
+ */
+function serverName(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  const name = (raw.endsWith('.') ? raw.slice(0, -1) : raw).toLowerCase();
+  return /^[a-z0-9]([a-z0-9_-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9_-]*[a-z0-9])?)*$/.test(name) &&
+    name.length <= 253
+    ? name
+    : undefined;
+}
+
+function noop(): void {}

@@ -1,0 +1,73 @@
+// The backend side of a proxied TCP connection: a connection of its own to host:port (or a unix
+// socket), plain or TLS (backendTLS), with the backend's connect timeout and TCP keepalive, as a
+// pooled HTTP connection would have them (connection.ts), but never pooled: it lives as long as
+// the client's connection.
+import net, { type Socket } from 'node:net';
+import tls from 'node:tls';
+import type { GlobalIR, TcpBackendIR } from '../config/ir.ts';
+import { connectionSpec } from './connection.ts';
+import { tlsConnectOptions } from './pools.ts';
+
+export interface TcpEndpoint {
+  /** host:port or unix:/path, as logs name it. */
+  address: string;
+  tls: boolean;
+  /** Opens the connection; `done` gets the socket once it is ready (TLS: after the handshake), or the error. */
+  connect(done: (err: Error | undefined, socket: Socket) => void): Socket;
+}
+
+export function tcpEndpoint(b: TcpBackendIR, global: GlobalIR): TcpEndpoint {
+  const spec = connectionSpec(b.policies, global);
+  const t = b.target;
+  const where: net.NetConnectOpts =
+    t.kind === 'unix' ? { path: t.path } : { host: t.host, port: t.port, noDelay: true };
+  const address =
+    t.kind === 'unix' ? `unix:${t.path}` : `${net.isIPv6(t.host) ? `[${t.host}]` : t.host}:${t.port}`;
+  let tlsOptions: tls.ConnectionOptions | undefined;
+  if (spec.tls) {
+    const o = tlsConnectOptions(spec.tls, false) as tls.ConnectionOptions;
+    // ALPN only when configured: the bytes are the client's, in whatever protocol it speaks
+    if (spec.tls.alpn) o.ALPNProtocols = spec.tls.alpn;
+    else delete o.ALPNProtocols;
+    if (!o.servername && t.kind === 'host' && net.isIP(t.host) === 0) o.servername = t.host;
+    tlsOptions = { ...(where as tls.ConnectionOptions), ...o };
+  }
+  const { connectTimeoutMs, keepalive } = spec;
+  return {
+    address,
+    tls: tlsOptions !== undefined,
+    connect(done) {
+      const socket = tlsOptions ? tls.connect(tlsOptions) : net.connect(where);
+      let settled = false;
+      const finish = (err: Error | undefined) => {
+        if (settled) return;
+        settled = true;
+        if (timer) clearTimeout(timer);
+        socket.off('error', finish);
+        if (err) socket.destroy();
+        done(err, socket);
+      };
+      const timer =
+        connectTimeoutMs > 0
+          ? setTimeout(
+              () =>
+                finish(new Error(`upstream connect error: timeout after ${connectTimeoutMs}ms (${address})`)),
+              connectTimeoutMs,
+            )
+          : undefined;
+      socket.once(tlsOptions ? 'secureConnect' : 'connect', () => {
+        if (keepalive.enabled && t.kind === 'host')
+          // Under a second the kernel's unit would round the interval to 0, which it refuses.
+          socket.setKeepAlive(
+            true,
+            keepalive.timeMs,
+            keepalive.intervalMs >= 1000 ? keepalive.intervalMs : undefined,
+            keepalive.retries,
+          );
+        finish(undefined);
+      });
+      socket.once('error', finish);
+      return socket;
+    },
+  };
+}
