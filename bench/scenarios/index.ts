@@ -1,4 +1,5 @@
 // The scenarios `node bench/run.ts` knows, in report order; add a scenario by adding its file here.
+import { largeBody } from './large-body.ts';
 import { llm } from './llm.ts';
 import { llmGuard } from './llm-guard.ts';
 import { llmStream } from './llm-stream.ts';
@@ -7,4 +8,4 @@ import { plainHttp } from './plain-http.ts';
 import { policyChain } from './policy-chain.ts';
 import type { Scenario } from './types.ts';
 
-export const SCENARIOS: readonly Scenario[] = [plainHttp, llm, llmGuard, llmStream, policyChain, mcp];
+export const SCENARIOS: readonly Scenario[] = [plainHttp, largeBody, llm, llmGuard, llmStream, policyChain, mcp];

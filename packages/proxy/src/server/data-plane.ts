@@ -292,6 +292,7 @@ export class DataPlane {
       ctx.body = null;
     }
     if ((this.#draining || bs.retired) && 'shouldKeepAlive' in res) res.shouldKeepAlive = false;
+    if (ctx.body !== null && !('stream' in req)) res.once('finish', () => discardUnreadBody(req));
     // Before anyone looks at the request: routes, policies, observers and the upstream see one path.
     const { paths, trusted } = this.#requests;
     const refused = resolveRequestTarget(ctx, paths);
@@ -555,4 +556,18 @@ function routeSelection(
         selected: c.route === selected,
       })),
   };
+}
+
+/**
+ * An HTTP/1 request whose answer is complete before its body was. When the upstream answered early
+ * (an error, or an upstream that does not read bodies), undici destroys the body stream it was
+ * sending; node's parser then pushes the rest of the body into a destroyed stream, pauses the
+ * connection for good, and the client's next request waits forever. Node's own remedy for a body
+ * nobody reads (the one it applies when a handler never touched the body) marks the request dumped,
+ * so the parser discards what is left, and reading resumes.
+ */
+function discardUnreadBody(req: IncomingMessage): void {
+  if (req.complete) return;
+  (req as IncomingMessage & { _dump?: () => void })._dump?.();
+  req.socket?.resume();
 }

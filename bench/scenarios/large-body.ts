@@ -1,0 +1,104 @@
+// Scenario 2: 1 MiB request and response bodies over 64 concurrent keep-alive connections, gw (logs
+// off and with its default access log) against nginx, the Node floor, agentgateway and the upstream
+// reached directly. What it watches besides throughput is RSS: a proxy that streams holds a few
+// chunks per transfer, one that buffers holds the bodies.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { agentgatewayConfig } from '../lib/agentgateway.ts';
+import { gwConfig } from '../lib/gw.ts';
+import { runProxyComparison } from '../lib/proxy-comparison.ts';
+import type { ConfigureInput, Scenario, ScenarioConfig } from './types.ts';
+
+const MiB = 1024 * 1024;
+/** The request body every peer is sent: 1 MiB of text (wrk and h2load send it as is). */
+const REQUEST_BODY = 'x'.repeat(MiB);
+
+/** The upstream's 1 MiB answer, a file nginx serves for any method (its 405 for POST becomes the file). */
+function responseFile(): string {
+  const dir = join(tmpdir(), 'gw-bench-large-body');
+  mkdirSync(dir, { recursive: true });
+  // Printable and not all one byte, so a proxy that compressed or altered it would show.
+  const line = 'the quick brown fox jumps over the lazy dog 0123456789\n';
+  writeFileSync(join(dir, 'body.txt'), line.repeat(Math.ceil(MiB / line.length)).slice(0, MiB));
+  return dir;
+}
+
+const KEEPALIVE = `  keepalive_requests 1000000;
+  keepalive_timeout 300s;`;
+
+const binds = (ports: ConfigureInput['ports'], address: string): string => `- port: ${ports.gw}
+${address}  listeners:
+  - name: bench
+    protocol: HTTP
+    routes:
+    - name: upstream
+      backends:
+      - host: 127.0.0.1:${ports.upstream}
+`;
+
+export function configure({ mode, ports }: ConfigureInput): ScenarioConfig {
+  const root = responseFile();
+  return {
+    // nginx reads and drops the request body (it fits the 2 MiB buffer, no temp file) and sends the file.
+    upstream: {
+      kind: 'nginx',
+      workers: mode.workers,
+      http: `${KEEPALIVE}
+  server {
+    listen 127.0.0.1:${ports.upstream};
+    client_max_body_size 2m;
+    client_body_buffer_size 2m;
+    location / {
+      root ${root};
+      default_type text/plain;
+      try_files /body.txt =404;
+      error_page 405 =200 $uri;
+    }
+  }`,
+    },
+    gwYaml: gwConfig(ports, mode.workers, binds(ports, '  address: 127.0.0.1\n')),
+    agentgatewayYaml: agentgatewayConfig(ports, mode.workers, `binds:\n${binds(ports, '')}`),
+    // nginx streams the answer as gw and agentgateway do (with its default buffering it would spool
+    // 1 MiB answers to temp files); the request body it reads whole first, its default: streamed, the
+    // upstream's early answer leaves it with a body it can no longer send and errors.
+    nginxHttp: `${KEEPALIVE}
+  upstream backend {
+    server 127.0.0.1:${ports.upstream};
+    keepalive 64;
+${KEEPALIVE.replace(/^ {2}/gm, '    ')}
+  }
+  server {
+    listen 127.0.0.1:${ports.nginx};
+    client_max_body_size 2m;
+    location / {
+      proxy_pass http://backend;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      client_body_buffer_size 2m;
+      proxy_buffering off;
+    }
+  }`,
+    load: {
+      path: '/',
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: REQUEST_BODY,
+      connections: 64,
+      // 2 MiB a request through the proxy: 100 req/s is 200 MiB/s, well below saturation.
+      rateRps: 100,
+      latencyConnections: 20,
+    },
+  };
+}
+
+export const largeBody: Scenario = {
+  name: 'large-body',
+  title: '2. Large bodies: 1 MiB request and response, 64 concurrent transfers',
+  reference:
+    'Target (issue 17): 64 concurrent 1 MiB transfers add at most 64 MiB of RSS over idle and reach at least 0.5× nginx throughput.',
+  configure,
+  gwAccessLog: true,
+  peerLabels: { gw: 'gw (logs off)', gwAccessLog: 'gw (access log)' },
+  run: (ctx) => runProxyComparison(ctx, largeBody),
+};
