@@ -1,11 +1,13 @@
 // Every example config loads, and serves real traffic against a local upstream.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { loadConfigText } from '@gw/proxy/config/load';
-import { startFakeOpenAI, startUpstream, type TestServer } from '@gw/testkit';
+import { makeTestPki, startFakeOpenAI, startUpstream, type TestServer } from '@gw/testkit';
 import { startProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
 
@@ -158,6 +160,44 @@ describe('examples', () => {
     health = 200;
     for (let i = 0; i < 100 && state() !== 'healthy'; i++) await new Promise((r) => setTimeout(r, 20));
     assert.deepEqual(await servers(30), ['example-upstream', 'replica-b']);
+  });
+
+  test('tcp.yaml carries HTTP over its TCP listener, and passes TLS through by SNI', async (t) => {
+    const pki = await makeTestPki(['db.example.internal']);
+    const cert = pki.servers['db.example.internal']!;
+    const db = tls.createServer({ cert: cert.cert, key: cert.key }, (c) => c.end('db'));
+    await new Promise<void>((r) => db.listen(0, '127.0.0.1', r));
+    const p = await startProxy(
+      prepared('tcp.yaml')
+        .replaceAll('${TLS_PORT:-8443}', '0')
+        .replaceAll('${DB:-127.0.0.1:5433}', `127.0.0.1:${(db.address() as AddressInfo).port}`),
+    );
+    t.after(async () => {
+      await p.close();
+      db.close();
+      await pki.cleanup();
+    });
+    const r = await request(p.url('/'));
+    assert.equal(r.statusCode, 200);
+    // the upstream's own answer, its request head untouched (no x-gateway: no HTTP policy ran)
+    const echo = (await r.body.json()) as { server: string; headers: Record<string, string> };
+    assert.equal(echo.server, 'example-upstream');
+    assert.equal(echo.headers['x-gateway'], undefined);
+    const c = tls.connect({
+      host: '127.0.0.1',
+      port: p.port(1),
+      servername: 'db.example.internal',
+      ca: pki.ca,
+    });
+    let got = '';
+    c.on('data', (d) => {
+      got += String(d);
+    });
+    await new Promise((resolve, reject) => {
+      c.once('close', resolve);
+      c.once('error', reject);
+    });
+    assert.equal(got, 'db');
   });
 
   test('forward-proxy.yaml forwards to the Host of the request', async (t) => {

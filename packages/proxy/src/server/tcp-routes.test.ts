@@ -383,3 +383,40 @@ tcpRoutes:
     );
   });
 });
+
+test('a TCP listener on two workers (SO_REUSEPORT): every connection is proxied', async (t) => {
+  const { Supervisor } = await import('./supervisor.ts');
+  const pino = (await import('pino')).default;
+  const echo = await echoServer();
+  const sup = new Supervisor({
+    workers: 2,
+    logFilter: 'error',
+    logFormat: 'json',
+    log: pino({ level: 'silent' }),
+  });
+  t.after(async () => {
+    await sup.stop(1000);
+    echo.close();
+  });
+  const yaml = `binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - protocol: TCP
+    tcpRoutes: [{backends: [{host: "127.0.0.1:${portOf(echo)}"}]}]
+`;
+  await sup.apply(loadConfigText('gw.yaml', yaml, process.cwd()).ir);
+  const port = Object.values(sup.ports)[0] as number;
+  const answers = await Promise.all(
+    Array.from({ length: 12 }, async (_, i) => {
+      const c = net.connect({ host: '127.0.0.1', port, allowHalfOpen: true });
+      const got = readAll(c);
+      c.end(`n${i}`);
+      return (await got).data;
+    }),
+  );
+  assert.deepEqual(
+    answers,
+    Array.from({ length: 12 }, (_, i) => `n${i}bye`),
+  );
+});
