@@ -19,8 +19,15 @@ setTimeout(() => {
 }, 4600);
 `;
 
-function run(flags: string[]): { enabled: boolean; grown: number; after: number; trims: { count: number }[] } {
-  const r = spawnSync(process.execPath, [...flags, '--input-type=module', '-e', SCRIPT], { encoding: 'utf8' });
+function run(flags: string[]): {
+  enabled: boolean;
+  grown: number;
+  after: number;
+  trims: { count: number }[];
+} {
+  const r = spawnSync(process.execPath, [...flags, '--input-type=module', '-e', SCRIPT], {
+    encoding: 'utf8',
+  });
   assert.equal(r.status, 0, r.stderr);
   return JSON.parse(r.stdout);
 }
