@@ -7,6 +7,7 @@ export * from './checks/index.ts';
 export * from './config/credentials.ts';
 export * from './config/schema.ts';
 export * from './config/source.ts';
+export { AZURE_DEFAULT_SCOPE, TOKEN_TYPE } from './config/token-auth.ts';
 export * from './config/transformations.ts';
 export * from './duration.ts';
 export * from './llm/model-names.ts';

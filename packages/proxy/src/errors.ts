@@ -52,6 +52,8 @@ export const ERRORS = {
   GW_ERR_JSONRPC_INVALID: { status: 400, message: 'the request is not a JSON-RPC 2.0 request' },
   // mcpAuthentication: the identity provider's metadata or registration endpoint failed to answer.
   GW_ERR_MCP_AUTH_SERVER: { status: 502, message: 'the authorization server did not answer' },
+  // backendAuth: the token source of a gcp, azure, oauthTokenExchange or crossAppAccess form failed.
+  GW_ERR_BACKEND_AUTH: { status: 502, message: 'the credential for the backend could not be obtained' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;
@@ -217,6 +219,7 @@ const GRPC_STATUS: Record<ErrorCode, number> = {
   GW_ERR_JSONRPC_PARSE: 3,
   GW_ERR_JSONRPC_INVALID: 3,
   GW_ERR_MCP_AUTH_SERVER: 14,
+  GW_ERR_BACKEND_AUTH: 14,
 };
 
 /** grpc-message is percent-encoded (gRPC over HTTP/2: Status-Message). */

@@ -3,7 +3,7 @@
 // interactive clients, the authorization code grant with PKCE (optionally with dynamic client
 // registration). Its login and consent pages are driven headlessly by `authorize`. Its signing keys
 // can be replaced while it runs (same issuer, same port) to exercise key rotation.
-import { randomUUID } from 'node:crypto';
+import { createPrivateKey, sign as cryptoSign, type JsonWebKey, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Configuration, Provider } from 'oidc-provider';
@@ -13,9 +13,47 @@ export type SigningJwk = { kty: string; kid: string; [param: string]: unknown };
 
 export interface IdentityProviderClient {
   clientId: string;
-  clientSecret: string;
+  /** Unset: the client authenticates with private_key_jwt and `jwks`. */
+  clientSecret?: string;
   /** Space-separated scopes the client may request. */
   scope?: string;
+  /** Grants beside client_credentials, e.g. a custom one of `grants`. */
+  grantTypes?: string[];
+  /** Default client_secret_basic (private_key_jwt without a secret). */
+  tokenEndpointAuthMethod?: 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt';
+  /** Public keys of a private_key_jwt client. */
+  jwks?: { keys: Record<string, unknown>[] };
+}
+
+/** What a custom grant handler gets: the token request as the provider parsed and authenticated it. */
+export interface GrantRequest {
+  grantType: string;
+  clientId: string;
+  params: Record<string, string | string[] | undefined>;
+  /** Signs claims as a JWT with the provider's key (iss, iat, exp and jti set), `typ` in the header. */
+  sign(claims: Record<string, unknown>, ttlSeconds: number, typ?: string): Promise<string>;
+}
+
+/** A token response, or an OAuth error (400 invalid_grant unless said otherwise). */
+export type GrantAnswer =
+  | {
+      access_token: string;
+      token_type: string;
+      expires_in?: number;
+      issued_token_type?: string;
+      scope?: string;
+    }
+  | { error: string; error_description?: string; status?: number };
+
+/**
+ * A custom grant type at the token endpoint (oidc-provider's registerGrantType): RFC 8693 token
+ * exchange, RFC 7523 jwt-bearer. `params` names the form parameters it takes besides grant_type,
+ * `repeated` those that may occur more than once.
+ */
+export interface CustomGrant {
+  params: string[];
+  repeated?: string[];
+  handle(req: GrantRequest): Promise<GrantAnswer> | GrantAnswer;
 }
 
 export interface ResourceServer {
@@ -50,6 +88,8 @@ export interface IdentityProviderOptions {
   publicClients?: PublicClient[];
   /** Dynamic client registration (RFC 7591), advertised as registration_endpoint. */
   registration?: boolean;
+  /** Custom grant types by their grant_type URN. */
+  grants?: Record<string, CustomGrant>;
 }
 
 export interface TokenRequest {
@@ -70,6 +110,8 @@ export interface IdentityProvider {
   jwksFetches: number[];
   /** Client ids it issued through dynamic client registration, oldest first. */
   registrations: string[];
+  /** The requests its custom grants answered, oldest first. */
+  grantRequests: Omit<GrantRequest, 'sign'>[];
   /**
    * Follows an authorization request (its URL, as a client sends a browser there) through the
    * provider's login and consent as `account`, and returns the URL the browser is sent back to:
@@ -87,6 +129,30 @@ export interface IdentityProvider {
 }
 
 type Stored = { payload: Record<string, unknown>; expiresAt: number };
+
+type GrantContext = {
+  oidc: { params: Record<string, unknown>; client: { clientId: string } };
+  status: number;
+  body: unknown;
+};
+
+async function signJwt(
+  keys: SigningJwk[],
+  issuer: string,
+  claims: Record<string, unknown>,
+  ttlSeconds: number,
+  typ?: string,
+): Promise<string> {
+  const jwk = keys.find((k) => k.kty === 'RSA') ?? keys[0];
+  if (!jwk) throw new Error('no signing key');
+  const now = Math.floor(Date.now() / 1000);
+  const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const header = { alg: 'RS256', kid: jwk.kid, ...(typ ? { typ } : {}) };
+  const payload = { ...claims, iss: issuer, iat: now, exp: now + ttlSeconds, jti: randomUUID() };
+  const input = `${b64(header)}.${b64(payload)}`;
+  const key = createPrivateKey({ key: jwk as JsonWebKey, format: 'jwk' });
+  return `${input}.${cryptoSign('sha256', Buffer.from(input), key).toString('base64url')}`;
+}
 
 /** A minimal in-memory adapter (one store per provider instance, no development-only warning). */
 function memoryAdapter() {
@@ -133,6 +199,7 @@ export async function startIdentityProvider(opts: IdentityProviderOptions): Prom
   const { Provider: ProviderClass, errors } = await import('oidc-provider');
   const jwksFetches: number[] = [];
   const registrations: string[] = [];
+  const grantRequests: IdentityProvider['grantRequests'] = [];
   let handler: ((req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>) | undefined;
   let current: Provider | undefined;
   const server = http.createServer((req, res) => {
@@ -175,10 +242,14 @@ export async function startIdentityProvider(opts: IdentityProviderOptions): Prom
       clients: [
         ...opts.clients.map((c) => ({
           client_id: c.clientId,
-          client_secret: c.clientSecret,
-          grant_types: ['client_credentials'],
+          ...(c.clientSecret !== undefined ? { client_secret: c.clientSecret } : {}),
+          grant_types: ['client_credentials', ...(c.grantTypes ?? [])],
           redirect_uris: [],
           response_types: [],
+          token_endpoint_auth_method:
+            c.tokenEndpointAuthMethod ??
+            (c.clientSecret === undefined ? 'private_key_jwt' : 'client_secret_basic'),
+          ...(c.jwks ? { jwks: c.jwks } : {}),
           ...(c.scope ? { scope: c.scope } : {}),
         })),
         ...(opts.publicClients ?? []).map((c) => ({
@@ -237,7 +308,30 @@ export async function startIdentityProvider(opts: IdentityProviderOptions): Prom
       },
       cookies: { keys: ['gw-testkit-cookie-key'] },
     };
-    return new ProviderClass(issuer, configuration);
+    const provider = new ProviderClass(issuer, configuration);
+    for (const [grantType, grant] of Object.entries(opts.grants ?? {}))
+      provider.registerGrantType(
+        grantType,
+        async (ctx: GrantContext) => {
+          const params: GrantRequest['params'] = {};
+          for (const k of grant.params) params[k] = ctx.oidc.params[k] as string | string[] | undefined;
+          const req = { grantType, clientId: ctx.oidc.client.clientId, params };
+          grantRequests.push(req);
+          const answer = await grant.handle({
+            ...req,
+            sign: (c, ttl, typ) => signJwt(keys, issuer, c, ttl, typ),
+          });
+          if ('error' in answer) {
+            ctx.status = answer.status ?? 400;
+            ctx.body = { error: answer.error, error_description: answer.error_description };
+            return;
+          }
+          ctx.body = answer;
+        },
+        grant.params,
+        grant.repeated ?? [],
+      );
+    return provider;
   };
   const install = (keys: SigningJwk[]) => {
     current = build(keys);
@@ -255,6 +349,7 @@ export async function startIdentityProvider(opts: IdentityProviderOptions): Prom
     metadata,
     jwksFetches,
     registrations,
+    grantRequests,
     authorize: (url, account) => authorizeHeadless(issuer, url, account),
     async token(req) {
       const body = new URLSearchParams({ grant_type: 'client_credentials', resource: req.resource });

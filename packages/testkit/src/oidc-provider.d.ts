@@ -11,6 +11,13 @@ declare module 'oidc-provider' {
     /** The provider is a Koa application: a request listener for node:http. */
     callback(): (req: IncomingMessage, res: ServerResponse) => Promise<void>;
     on(event: string, listener: (...args: unknown[]) => void): this;
+    /** A custom grant type at the token endpoint, with the parameters it takes. */
+    registerGrantType(
+      name: string,
+      handler: (ctx: never) => Promise<void>,
+      params?: string[],
+      allowedDuplicateParameters?: string[],
+    ): void;
     interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<InteractionDetails>;
     interactionFinished(
       req: IncomingMessage,

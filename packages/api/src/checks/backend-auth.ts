@@ -48,6 +48,26 @@ export function checkBackendAuth(a: BackendAuth, path: FieldPath): Problem[] {
     if (typeof j.signingKey === 'string' && j.signingKey.includes('-----BEGIN'))
       out.push(...checkSigningKey(j.signingKey, j.alg ?? 'RS256', [...jp, 'signingKey']));
   }
+  if ('oauthTokenExchange' in a) {
+    const t = a.oauthTokenExchange;
+    const tp = [...path, 'oauthTokenExchange'];
+    if (t.authorizationLocation && 'expression' in t.authorizationLocation)
+      out.push({
+        path: [...tp, 'authorizationLocation', 'expression'],
+        message:
+          'a backend credential cannot be written to an expression; use a header, query parameter or cookie',
+      });
+    if (t.actorToken && (t.grantType ?? 'tokenExchange') !== 'tokenExchange')
+      out.push({
+        path: [...tp, 'actorToken'],
+        message: 'actorToken is sent with grantType tokenExchange only',
+      });
+    if (t.actorToken?.enforceMayAct)
+      out.push({
+        path: [...tp, 'actorToken', 'enforceMayAct'],
+        message: 'actorToken.enforceMayAct is not supported by this build of gw yet',
+      });
+  }
   return out;
 }
 

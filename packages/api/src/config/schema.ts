@@ -40,6 +40,7 @@ import {
 import { parseByteSize, parseGoDuration } from '../duration.ts';
 import { CIPHER_SUITE_NAMES, KEY_EXCHANGE_GROUPS } from '../tls-names.ts';
 import { tcpRouteSchemas } from './tcp-routes.ts';
+import { tokenAuthSchemas } from './token-auth.ts';
 import { Transformations, TransformationsPolicy } from './transformations.ts';
 
 const strict = z.strictObject;
@@ -751,46 +752,61 @@ export const BackendAwsAuth = z.union([
   }),
   strict({ ...AwsRegionService, assumeRole: NotYet('aws.assumeRole').optional() }),
 ]);
+// gcp, azure, oauthTokenExchange and crossAppAccess (token-auth.ts)
+export const { GcpAuth, AzureAuth, OAuthTokenExchangeAuth, CrossAppAccessAuth } = tokenAuthSchemas({
+  fileOrInline: FileOrInline,
+  backendTLS: BackendTLS,
+  hostPort: AuthzHost,
+  tokenLocation: TokenLocation,
+  cel: Cel,
+  duration: Duration,
+  notYet: NotYet,
+});
 /**
- * backendAuth's forms no place of this build implements, refused by name: the one place to switch one
- * on (give it a shape here and in the places that build it). `credentials` (extra credentials beside
- * the main one) may stand beside any form, as in agentgateway's BackendAuthCompat.
+ * backendAuth's forms beside `key`, each built at a backend (BackendAuth); a place that takes only
+ * some (a guard service, an ai provider, a tunnel's proxy) refuses the others by name.
+ * `credentials` (extra credentials beside the main one) may stand beside any form, as in
+ * agentgateway's BackendAuthCompat.
  */
-const BACKEND_AUTH_NOT_BUILT = {
-  gcp: 'backendAuth gcp',
-  azure: 'backendAuth azure',
-  oauthTokenExchange: 'backendAuth oauthTokenExchange',
-  crossAppAccess: 'backendAuth crossAppAccess',
-} as const;
+const AUTH_FORMS = [
+  'passthrough',
+  'jwtSign',
+  'aws',
+  'gcp',
+  'azure',
+  'oauthTokenExchange',
+  'crossAppAccess',
+] as const;
 const BackendAuthCredentials = NotYet('backendAuth credentials');
 /** One form of backendAuth, with agentgateway's optional `credentials` beside it. */
 const authForm = <S extends z.core.$ZodLooseShape>(shape: S) =>
   strict({ ...shape, credentials: BackendAuthCredentials.optional() });
-type AuthFormName = 'passthrough' | 'jwtSign' | 'aws' | keyof typeof BACKEND_AUTH_NOT_BUILT;
+type AuthFormName = (typeof AUTH_FORMS)[number];
 /**
  * The forms of backendAuth a place does not implement (`built` names those it does), each refused by
- * name (`where` tells the place, for a form built elsewhere), `credentials` alone, and copilot.
+ * name (`where` tells the place), `credentials` alone, and copilot.
  */
 const backendAuthRefused = (built: readonly AuthFormName[], where: string): z.ZodType<never>[] => [
-  ...(['passthrough', 'jwtSign', 'aws', ...Object.keys(BACKEND_AUTH_NOT_BUILT)] as AuthFormName[])
-    .filter((k) => !built.includes(k))
-    .map((k) =>
-      authForm({
-        [k]: NotYet(
-          k in BACKEND_AUTH_NOT_BUILT ? BACKEND_AUTH_NOT_BUILT[k as 'gcp'] : `backendAuth ${k}${where}`,
-        ),
-      }).transform((v) => v as never),
-    ),
+  ...AUTH_FORMS.filter((k) => !built.includes(k)).map((k) =>
+    authForm({ [k]: NotYet(`backendAuth ${k}${where}`) }).transform((v) => v as never),
+  ),
   strict({ credentials: BackendAuthCredentials }).transform((v) => v as never),
   CopilotAuth,
 ];
+/** `key`: the key alone (agentgateway's older form, sent as a bearer token), or with where it goes. */
+const KeyAuth = authForm({
+  key: z.union([FileOrInline, strict({ value: FileOrInline, location: AuthLocation })]),
+});
 export const BackendAuth = z.union([
-  // the key alone (agentgateway's older form, sent as a bearer token), or with where it goes
-  authForm({ key: z.union([FileOrInline, strict({ value: FileOrInline, location: AuthLocation })]) }),
+  KeyAuth,
   authForm({ passthrough: strict({ location: AuthLocation }) }),
   authForm({ jwtSign: JwtSign }),
   authForm({ aws: BackendAwsAuth }),
-  ...backendAuthRefused(['passthrough', 'jwtSign', 'aws'], ''),
+  authForm({ gcp: GcpAuth }),
+  authForm({ azure: AzureAuth }),
+  authForm({ oauthTokenExchange: OAuthTokenExchangeAuth }),
+  authForm({ crossAppAccess: CrossAppAccessAuth }),
+  ...backendAuthRefused(AUTH_FORMS, ''),
 ]);
 /**
  * backendAuth on a call to a service that takes only an API key (`key`, and `forms` the service also
@@ -834,19 +850,7 @@ export const BackendTunnel = strict({
   policies: strict({
     backendTLS: BackendTLS.optional().meta({ description: 'TLS to the proxy (an https proxy)' }),
     backendAuth: z
-      .union([
-        strict({ key: FileOrInline }),
-        strict({ key: strict({ value: FileOrInline, location: AuthLocation }) }),
-        strict({ passthrough: NotYet('backendAuth passthrough on a backendTunnel proxy') }),
-        strict({ jwtSign: NotYet('backendAuth jwtSign on a backendTunnel proxy') }),
-        strict({ aws: NotYet('backendAuth aws on a backendTunnel proxy') }),
-        strict({ gcp: NotYet('backendAuth gcp') }),
-        strict({ azure: NotYet('backendAuth azure') }),
-        strict({ oauthTokenExchange: NotYet('backendAuth oauthTokenExchange') }),
-        strict({ crossAppAccess: NotYet('backendAuth crossAppAccess') }),
-        strict({ credentials: NotYet('backendAuth credentials') }),
-        NotYetValues(['copilot'], 'backendAuth copilot'),
-      ])
+      .union([KeyAuth, ...backendAuthRefused([], ' on a backendTunnel proxy')])
       .optional()
       .meta({
         description:

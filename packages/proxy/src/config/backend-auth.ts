@@ -11,8 +11,15 @@ import {
 } from '@gw/api';
 import { Secret } from '../secret.ts';
 import type { AuthLocationIR, BackendAuthIR } from './ir.ts';
+import {
+  resolveAzure,
+  resolveCrossAppAccess,
+  resolveGcp,
+  resolveTokenExchange,
+  type TokenResolveIO,
+} from './token-auth.ts';
 
-export interface ResolveIO {
+export interface ResolveIO extends TokenResolveIO {
   fail(path: FieldPath, message: string): void;
   report(problems: readonly Problem[]): void;
   /** A PEM string as it is, anything else read as a file (relative to the config). */
@@ -38,6 +45,12 @@ export function resolveBackendAuth(
   const fail = (p: FieldPath, m: string) => {
     before.failed = true;
     io.fail(p, m);
+  };
+  // the token forms report through `fail` too, so a failure there drops the form
+  const tio: TokenResolveIO = {
+    fail,
+    readMaterial: (p, v) => io.readMaterial(p, v),
+    resolveTls: (p, t) => io.resolveTls(p, t),
   };
   const problems = checkBackendAuth(a, path);
   if (problems.length) {
@@ -102,6 +115,19 @@ export function resolveBackendAuth(
     if (w.region) out.region = w.region;
     if (w.serviceName) out.service = w.serviceName;
     return { aws: out };
+  }
+  if ('gcp' in a) {
+    const g = resolveGcp(tio, [...path, 'gcp'], a.gcp);
+    return g && !before.failed ? { gcp: g } : undefined;
+  }
+  if ('azure' in a) return { azure: resolveAzure(a.azure) };
+  if ('oauthTokenExchange' in a) {
+    const t = resolveTokenExchange(tio, [...path, 'oauthTokenExchange'], a.oauthTokenExchange);
+    return t && !before.failed ? { oauthTokenExchange: t } : undefined;
+  }
+  if ('crossAppAccess' in a) {
+    const x = resolveCrossAppAccess(tio, [...path, 'crossAppAccess'], a.crossAppAccess);
+    return x && !before.failed ? { crossAppAccess: x } : undefined;
   }
   return undefined;
 }

@@ -1,5 +1,6 @@
 // The proxy's one intermediate representation. The standalone loader and the xDS client both produce
 // it; everything after (compile, swap, serve) is shared. Plain data, so it crosses worker threads.
+import type { AzureAuthIR, CrossAppAccessIR, GcpAuthIR, OAuthTokenExchangeIR } from './token-auth.ts';
 import type {
   AccessLog,
   Authorization,
@@ -518,7 +519,11 @@ export type BackendAuthIR =
         region?: string;
         service?: string;
       };
-    };
+    }
+  | { gcp: GcpAuthIR }
+  | { azure: AzureAuthIR }
+  | { oauthTokenExchange: OAuthTokenExchangeIR }
+  | { crossAppAccess: CrossAppAccessIR };
 
 /** backendTLS with its files read and the key sealed. */
 export interface BackendTlsIR {

@@ -18,6 +18,7 @@ const FORBIDDEN_PACKAGES = [
   '@aws-sdk/',
   '@datadog/pprof',
   'google-auth-library',
+  '@azure/',
   '@grpc/grpc-js',
   '@bufbuild/protobuf',
   'fastify',

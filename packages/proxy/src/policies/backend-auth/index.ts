@@ -1,6 +1,8 @@
 // backendAuth: the credential the gateway presents to the upstream, written on every attempt just
 // before the call (a backend's innermost policy, so inside retries and after the route's policies):
-// a configured key, the client's validated JWT, a JWT signed per request, or an AWS SigV4 signature.
+// a configured key, the client's validated JWT, a JWT signed per request, an AWS SigV4 signature, or
+// a token: from Google's or Azure's credential chain (cloud.ts), or from an OAuth token endpoint by
+// token exchange or cross-app access (oauth.ts), cached until shortly before it expires.
 // Written to the Authorization header (Bearer) unless a location says otherwise; whatever the client
 // had there is replaced. The trace records the variant, never the credential.
 import { createPrivateKey } from 'node:crypto';
@@ -12,6 +14,8 @@ import { awsSigner } from '../../llm/providers/bedrock/sigv4.ts';
 import { bufferUpTo } from '../../pipeline/body.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import type { BuildEnv, PolicyDefinition } from '../types.ts';
+import { azure, gcp } from './cloud.ts';
+import { crossAppAccess, type TokenSource, tokenExchange } from './oauth.ts';
 
 const AUTHORIZATION: AuthLocationIR = { header: { name: 'authorization', prefix: 'Bearer ' } };
 /** API Gateway is what a SigV4-signed plain HTTP backend most often is. */
@@ -26,7 +30,14 @@ export const backendAuth: PolicyDefinition<'backendAuth'> = {
     const apply = compile(config, env);
     return async (ctx, next) => {
       const start = performance.now();
-      const note = await apply(ctx);
+      let note: string | undefined;
+      try {
+        note = await apply(ctx);
+      } catch (err) {
+        const reason = err instanceof GwError ? err.detail : 'failed';
+        ctx.obs?.event(ctx, 'backendAuth', { message: `auth failed: ${variant}: ${reason}`, variant }, start);
+        throw err;
+      }
       ctx.obs?.event(
         ctx,
         'backendAuth',
@@ -56,7 +67,23 @@ function compile(config: BackendAuthIR, env: BuildEnv): Apply {
     };
   }
   if ('jwtSign' in config) return jwtSign(config.jwtSign);
-  return aws(config.aws, env.global.maxBufferSize);
+  if ('aws' in config) return aws(config.aws, env.global.maxBufferSize);
+  if ('gcp' in config) return bearer(gcp(config.gcp), AUTHORIZATION, config.gcp.type);
+  if ('azure' in config)
+    return bearer(azure(config.azure), AUTHORIZATION, Object.keys(config.azure.source)[0]);
+  if ('oauthTokenExchange' in config) {
+    const c = config.oauthTokenExchange;
+    return bearer(tokenExchange(c), c.location ?? AUTHORIZATION, c.grantType);
+  }
+  return bearer(crossAppAccess(config.crossAppAccess), AUTHORIZATION);
+}
+
+/** A token from `source` written to `location`; `note` tells the trace how it was obtained. */
+function bearer(source: TokenSource, location: AuthLocationIR, note?: string): Apply {
+  return async (ctx) => {
+    write(ctx, location, await source(ctx));
+    return note;
+  };
 }
 
 function jwtSign(c: Extract<BackendAuthIR, { jwtSign: unknown }>['jwtSign']): Apply {
