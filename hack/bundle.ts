@@ -79,8 +79,9 @@ export async function bundle(): Promise<void> {
     target: 'node24',
     external: externals(),
     sourcemap: 'linked',
-    // Names survive for stack traces, metrics and the error catalogue's class checks.
-    keepNames: true,
+    // No keepNames: it wraps every function and class the bundle creates in a defineProperty call,
+    // closures made per request included (1.5% of a worker's CPU on the plain path). Error classes
+    // set their own name.
     legalComments: 'none',
     logLevel: 'warning',
   });
