@@ -5,6 +5,7 @@ export * from './admin/wire.ts';
 export * from './cel/environment.ts';
 export * from './checks/index.ts';
 export * from './config/credentials.ts';
+export * from './config/oidc.ts';
 export * from './config/schema.ts';
 export * from './config/source.ts';
 export { AZURE_DEFAULT_SCOPE, TOKEN_TYPE } from './config/token-auth.ts';

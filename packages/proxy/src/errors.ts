@@ -52,6 +52,12 @@ export const ERRORS = {
   GW_ERR_JSONRPC_INVALID: { status: 400, message: 'the request is not a JSON-RPC 2.0 request' },
   // mcpAuthentication: the identity provider's metadata or registration endpoint failed to answer.
   GW_ERR_MCP_AUTH_SERVER: { status: 502, message: 'the authorization server did not answer' },
+  // oidc: a callback the gateway cannot match to a login it started (state, login cookie, code).
+  GW_ERR_OIDC_CALLBACK: { status: 400, message: 'invalid OIDC callback' },
+  // oidc: the provider refused the login (error parameter, rejected code, an ID token that does not verify).
+  GW_ERR_OIDC_LOGIN: { status: 401, message: 'OIDC login failed' },
+  // oidc: the OpenID provider's discovery, token endpoint or JWKS did not answer usefully.
+  GW_ERR_OIDC_PROVIDER: { status: 502, message: 'the OpenID provider did not answer' },
   // backendAuth: the token source of a gcp, azure, oauthTokenExchange or crossAppAccess form failed.
   GW_ERR_BACKEND_AUTH: { status: 502, message: 'the credential for the backend could not be obtained' },
 } as const satisfies Record<string, { status: number; message: string }>;
@@ -219,6 +225,9 @@ const GRPC_STATUS: Record<ErrorCode, number> = {
   GW_ERR_JSONRPC_PARSE: 3,
   GW_ERR_JSONRPC_INVALID: 3,
   GW_ERR_MCP_AUTH_SERVER: 14,
+  GW_ERR_OIDC_CALLBACK: 3,
+  GW_ERR_OIDC_LOGIN: 16,
+  GW_ERR_OIDC_PROVIDER: 14,
   GW_ERR_BACKEND_AUTH: 14,
 };
 

@@ -71,6 +71,18 @@ export interface PublicClient {
   redirectUris: string[];
 }
 
+/**
+ * A confidential client of the authorization code grant (a web application, or a gateway's oidc
+ * policy): it authenticates at the token endpoint with its secret and always gets a refresh token.
+ */
+export interface WebClient {
+  clientId: string;
+  clientSecret: string;
+  redirectUris: string[];
+  /** Default client_secret_basic. */
+  tokenEndpointAuthMethod?: 'client_secret_basic' | 'client_secret_post';
+}
+
 export interface IdentityProviderOptions {
   /** Signing keys; the first RS256 key signs. */
   keys: SigningJwk[];
@@ -88,6 +100,10 @@ export interface IdentityProviderOptions {
   publicClients?: PublicClient[];
   /** Dynamic client registration (RFC 7591), advertised as registration_endpoint. */
   registration?: boolean;
+  /** Confidential clients of the authorization code grant. */
+  webClients?: WebClient[];
+  /** Lifetime in seconds of ID tokens and of access tokens that are not for a resource (default 300). */
+  tokenTTL?: number;
   /** Custom grant types by their grant_type URN. */
   grants?: Record<string, CustomGrant>;
 }
@@ -252,6 +268,14 @@ export async function startIdentityProvider(opts: IdentityProviderOptions): Prom
           ...(c.jwks ? { jwks: c.jwks } : {}),
           ...(c.scope ? { scope: c.scope } : {}),
         })),
+        ...(opts.webClients ?? []).map((c) => ({
+          client_id: c.clientId,
+          client_secret: c.clientSecret,
+          token_endpoint_auth_method: c.tokenEndpointAuthMethod ?? 'client_secret_basic',
+          grant_types: ['authorization_code', 'refresh_token'],
+          response_types: ['code'],
+          redirect_uris: c.redirectUris,
+        })),
         ...(opts.publicClients ?? []).map((c) => ({
           client_id: c.clientId,
           token_endpoint_auth_method: 'none',
@@ -261,7 +285,17 @@ export async function startIdentityProvider(opts: IdentityProviderOptions): Prom
         })),
       ],
       findAccount: (_ctx: unknown, id: string) =>
-        id in accounts ? { accountId: id, claims: () => ({ sub: id }) } : undefined,
+        id in accounts ? { accountId: id, claims: () => ({ ...accounts[id], sub: id }) } : undefined,
+      // Each account's extra claims are released with the openid scope, into ID tokens too.
+      claims: { openid: ['sub', ...new Set(Object.values(accounts).flatMap((a) => Object.keys(a)))] },
+      conformIdTokenClaims: false,
+      // Web clients always get a refresh token (no offline_access and consent prompt needed).
+      issueRefreshToken: async (
+        _ctx: unknown,
+        client: { clientId: string; grantTypeAllowed(t: string): boolean },
+      ) =>
+        client.grantTypeAllowed('refresh_token') &&
+        (opts.webClients ?? []).some((c) => c.clientId === client.clientId),
       // Each account's extra claims go into its access tokens, for CEL rules on jwt.*.
       extraTokenClaims: (_ctx: unknown, token: { accountId?: string }) =>
         token.accountId ? accounts[token.accountId] : undefined,
@@ -301,7 +335,8 @@ export async function startIdentityProvider(opts: IdentityProviderOptions): Prom
         ClientCredentials: (_ctx: unknown, token: { resourceServer?: { accessTokenTTL?: number } }) =>
           token.resourceServer?.accessTokenTTL ?? 300,
         AccessToken: (_ctx: unknown, token: { resourceServer?: { accessTokenTTL?: number } }) =>
-          token.resourceServer?.accessTokenTTL ?? 300,
+          token.resourceServer?.accessTokenTTL ?? opts.tokenTTL ?? 300,
+        IdToken: opts.tokenTTL ?? 300,
         Interaction: 600,
         Session: 3600,
         Grant: 3600,

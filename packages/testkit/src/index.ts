@@ -2,6 +2,7 @@
 // Two modules load heavier things and are imported by subpath only: `@gw/testkit/proxy` (an in-thread
 // proxy; imports @gw/proxy) and `@gw/testkit/ext-authz-server` (a gRPC ext_authz server; grpc-js).
 
+export * from './browser.ts';
 export * from './http-client.ts';
 export * from './identity-provider.ts';
 export * from './kube.ts';

@@ -11,6 +11,7 @@ export * from './jwks.ts';
 export * from './llm.ts';
 export * from './mcp.ts';
 export * from './mcp-authentication.ts';
+export * from './oidc.ts';
 export * from './problem.ts';
 export * from './regex.ts';
 export * from './route.ts';

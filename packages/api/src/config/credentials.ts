@@ -20,7 +20,8 @@ const MODIFIERS = new Set([
 
 /**
  * Whether the value at `path` is a credential: an API key or its hash (not its metadata), an
- * htpasswd line or file, an LLM provider's API key, a private key for TLS (listener or backend), or
+ * htpasswd line or file, an oidc clientSecret, an LLM provider's API key, a private key for TLS
+ * (listener or backend), or
  * the value a header modifier gives a default-sensitive header (e.g. `Authorization: Bearer …` to an
  * upstream).
  */
@@ -30,6 +31,7 @@ export function isCredentialField(path: ReadonlyArray<string | number>): boolean
     const next = path[i + 1];
     if (seg === 'apiKey' && next === 'keys') return !path.slice(i + 2).includes('metadata');
     if (seg === 'basicAuth' && (next === 'users' || next === 'htpasswd')) return true;
+    if (seg === 'oidc' && next === 'clientSecret') return true;
     // an LLM provider's key: llm.models[].params.apiKey, llm.providers[].params.apiKey
     if (seg === 'params' && next === 'apiKey' && path[0] === 'llm') return true;
     if ((seg === 'tls' || seg === 'backendTLS') && next === 'key') return true;

@@ -39,6 +39,7 @@ import {
 } from '../crd/types.ts';
 import { parseByteSize, parseGoDuration } from '../duration.ts';
 import { CIPHER_SUITE_NAMES, KEY_EXCHANGE_GROUPS } from '../tls-names.ts';
+import { Oidc } from './oidc.ts';
 import { tcpRouteSchemas } from './tcp-routes.ts';
 import { tokenAuthSchemas } from './token-auth.ts';
 import { Transformations, TransformationsPolicy } from './transformations.ts';
@@ -927,7 +928,6 @@ export const RequestMirror = strict({
 
 /** agentgateway's route policies this build does not have, refused by name. */
 const TRAFFIC_POLICIES_NOT_BUILT = {
-  oidc: NotYet('oidc').optional(),
   ai: NotYet('ai as a route policy (set it in the policies of the ai backend)').optional(),
 };
 /** Route policies refused by name: no policy module builds them. */
@@ -936,6 +936,8 @@ export const TrafficPolicies = strict({
   timeout: Timeout.optional(),
   cors: Cors.optional(),
   jwtAuth: JwtAuth.optional(),
+  // browser login with OpenID Connect (oidc.ts)
+  oidc: Oidc.optional(),
   basicAuth: BasicAuth.optional(),
   apiKey: ApiKeyAuth.optional(),
   extAuthz: ExtAuthz.optional(),

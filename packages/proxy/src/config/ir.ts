@@ -154,9 +154,11 @@ export interface RouteIR {
  * lines) is a Secret from the moment the config loads, so a dump, a trace or a log line cannot print
  * one. Policies reveal them when they build their layer.
  */
-export interface RoutePolicies extends Omit<TrafficPolicies, 'apiKey' | 'basicAuth' | 'backendAuth'> {
+export interface RoutePolicies
+  extends Omit<TrafficPolicies, 'apiKey' | 'basicAuth' | 'backendAuth' | 'oidc'> {
   apiKey?: ApiKeyIR;
   basicAuth?: BasicAuthIR;
+  oidc?: OidcIR;
   /** Never set on a route: the loader hands a route's backendAuth to each of its backends. */
   backendAuth?: BackendAuthIR;
 }
@@ -168,6 +170,12 @@ export type ApiKeyEntryIR =
   | { keyHash: Secret; metadata?: unknown };
 export interface ApiKeyIR extends Omit<ApiKeyConfig, 'keys'> {
   keys: ApiKeyEntryIR[] | Record<string, ApiKeyEntryIR>;
+}
+
+type OidcConfig = NonNullable<TrafficPolicies['oidc']>;
+/** The client secret sealed; a discovery document or JWKS that was a file has been read (inline). */
+export interface OidcIR extends Omit<OidcConfig, 'clientSecret'> {
+  clientSecret: Secret;
 }
 
 type BasicAuthConfig = NonNullable<TrafficPolicies['basicAuth']>;

@@ -24,6 +24,7 @@ import {
   checkLlm,
   checkMcpAuthentication,
   checkMcpBackend,
+  checkOidc,
   checkRouteMatch,
   checkTcpRouteHostnames,
   checkTrafficPolicies,
@@ -1439,6 +1440,17 @@ class Builder {
       if (text !== undefined) b.htpasswd = text;
     }
     if (p.mcpAuthentication) this.mcpAuthenticationFiles([...path, 'mcpAuthentication'], p.mcpAuthentication);
+    const o = p.oidc;
+    // an oidc policy's discovery document and JWKS, when files, are read now; its rules (@gw/api
+    // checkOidc) are checked here: no GwPolicy field has it
+    for (const f of ['discovery', 'jwks'] as const) {
+      const v = o?.[f];
+      if (o && v && 'file' in v) {
+        const text = this.readMaterial([...path, 'oidc', f, 'file'], v);
+        if (text !== undefined) o[f] = { inline: text };
+      }
+    }
+    if (o) this.report(checkOidc(o, [...path, 'oidc']));
     this.report(checkTrafficPolicies(p, path));
   }
 

@@ -1,5 +1,6 @@
-// Wraps the credentials of a validated traffic policy in Secret, once, where the config is loaded:
-// everything downstream (IR, config dump, trace, logs) then prints `[redacted]` by construction.
+// Wraps the credentials of a validated traffic policy (API keys, htpasswd lines, oidc's client
+// secret) in Secret, once, where the config is loaded: everything downstream (IR, config dump,
+// trace, logs) then prints `[redacted]` by construction.
 import type { TrafficPolicies } from '@gw/api';
 import { Secret } from '../secret.ts';
 import type { ApiKeyEntryIR, ApiKeyIR, BasicAuthIR, RoutePolicies } from './ir.ts';
@@ -17,8 +18,9 @@ function sealKey(e: ApiKeyEntry): ApiKeyEntryIR {
 /** A copy of `p` with its credentials sealed; `p` is not changed (policies are shared between routes). */
 export function sealPolicies(p: TrafficPolicies): RoutePolicies {
   // backendAuth is not a route layer: the loader has handed it to each of the route's backends.
-  const { apiKey, basicAuth, backendAuth: _toBackends, ...rest } = p;
+  const { apiKey, basicAuth, oidc, backendAuth: _toBackends, ...rest } = p;
   const out: RoutePolicies = rest;
+  if (oidc) out.oidc = { ...oidc, clientSecret: new Secret(oidc.clientSecret) };
   if (apiKey) {
     const keys = Array.isArray(apiKey.keys)
       ? apiKey.keys.map(sealKey)

@@ -14,6 +14,9 @@ export const POLICY_ORDER = [
   // Who is calling: authentication before anything that depends on the caller. JWT first, as the
   // most common; each one only fills in its own identity (jwt.*, apiKey.*).
   'jwtAuth',
+  // Browser login (the spec's slot order: jwt, oidc, basicAuth). It answers its callback and logout
+  // paths itself and sends a browser without a session to the provider; a session's claims are jwt.*.
+  'oidc',
   'basicAuth',
   'apiKey',
   // After authentication, so the check can see jwt.* (requestMetadata); before authorization, so

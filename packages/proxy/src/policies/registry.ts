@@ -16,6 +16,7 @@ import { requestHeaderModifier, responseHeaderModifier } from './header-modifier
 import { jwtAuth } from './jwt-auth/index.ts';
 import { localRateLimit } from './local-rate-limit/index.ts';
 import { mcpAuthentication } from './mcp-authentication/index.ts';
+import { oidc } from './oidc/index.ts';
 import { BACKEND_ORDER, POLICY_ORDER } from './order.ts';
 import { remoteRateLimit } from './remote-rate-limit/index.ts';
 import { requestMirror } from './request-mirror/index.ts';
@@ -31,6 +32,7 @@ export const POLICIES: { [K in PolicyName]: PolicyDefinition<K> } = {
   cors,
   mcpAuthentication,
   jwtAuth,
+  oidc,
   basicAuth,
   apiKey,
   extAuthz,
