@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { agentgatewayConfig } from '../lib/agentgateway.ts';
 import { gwConfig } from '../lib/gw.ts';
 import { runProxyComparison } from '../lib/proxy-comparison.ts';
+import { binds, KEEPALIVE, nginxProxy } from './plain-http.ts';
 import type { ConfigureInput, Scenario, ScenarioConfig } from './types.ts';
 
 const MiB = 1024 * 1024;
@@ -23,19 +24,6 @@ function responseFile(): string {
   writeFileSync(join(dir, 'body.txt'), line.repeat(Math.ceil(MiB / line.length)).slice(0, MiB));
   return dir;
 }
-
-const KEEPALIVE = `  keepalive_requests 1000000;
-  keepalive_timeout 300s;`;
-
-const binds = (ports: ConfigureInput['ports'], address: string): string => `- port: ${ports.gw}
-${address}  listeners:
-  - name: bench
-    protocol: HTTP
-    routes:
-    - name: upstream
-      backends:
-      - host: 127.0.0.1:${ports.upstream}
-`;
 
 export function configure({ mode, ports }: ConfigureInput): ScenarioConfig {
   const root = responseFile();
@@ -62,23 +50,13 @@ export function configure({ mode, ports }: ConfigureInput): ScenarioConfig {
     // nginx streams the answer as gw and agentgateway do (with its default buffering it would spool
     // 1 MiB answers to temp files); the request body it reads whole first, its default: streamed, the
     // upstream's early answer leaves it with a body it can no longer send and errors.
-    nginxHttp: `${KEEPALIVE}
-  upstream backend {
-    server 127.0.0.1:${ports.upstream};
-    keepalive 64;
-${KEEPALIVE.replace(/^ {2}/gm, '    ')}
-  }
-  server {
-    listen 127.0.0.1:${ports.nginx};
-    client_max_body_size 2m;
-    location / {
-      proxy_pass http://backend;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
+    nginxHttp: nginxProxy(
+      ports,
+      `
+      client_max_body_size 2m;
       client_body_buffer_size 2m;
-      proxy_buffering off;
-    }
-  }`,
+      proxy_buffering off;`,
+    ),
     load: {
       path: '/',
       method: 'POST',

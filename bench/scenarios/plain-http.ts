@@ -10,11 +10,11 @@ const BODY = 'hello from the gw bench upstream\n';
 
 // Every hop keeps connections for the whole run: nginx closes a keep-alive connection after 1000
 // requests by default, which would make reconnects part of what is measured.
-const KEEPALIVE = `  keepalive_requests 1000000;
+export const KEEPALIVE = `  keepalive_requests 1000000;
   keepalive_timeout 300s;`;
 
 /** One route to the upstream; gw's bind also names its loopback address, agentgateway's takes none. */
-const binds = (ports: ConfigureInput['ports'], address: string): string => `- port: ${ports.gw}
+export const binds = (ports: ConfigureInput['ports'], address: string): string => `- port: ${ports.gw}
 ${address}  listeners:
   - name: bench
     protocol: HTTP
@@ -23,6 +23,24 @@ ${address}  listeners:
       backends:
       - host: 127.0.0.1:${ports.upstream}
 `;
+
+/** The nginx peer: a keep-alive proxy_pass to the upstream, with `extra` directives in its location. */
+export function nginxProxy(ports: ConfigureInput['ports'], extra = ''): string {
+  return `${KEEPALIVE}
+  upstream backend {
+    server 127.0.0.1:${ports.upstream};
+    keepalive 64;
+${KEEPALIVE.replace(/^ {2}/gm, '    ')}
+  }
+  server {
+    listen 127.0.0.1:${ports.nginx};
+    location / {
+      proxy_pass http://backend;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";${extra}
+    }
+  }`;
+}
 
 export function configure({ mode, ports }: ConfigureInput): ScenarioConfig {
   return {
@@ -44,20 +62,7 @@ export function configure({ mode, ports }: ConfigureInput): ScenarioConfig {
     },
     gwYaml: gwConfig(ports, mode.workers, binds(ports, '  address: 127.0.0.1\n')),
     agentgatewayYaml: agentgatewayConfig(ports, mode.workers, `binds:\n${binds(ports, '')}`),
-    nginxHttp: `${KEEPALIVE}
-  upstream backend {
-    server 127.0.0.1:${ports.upstream};
-    keepalive 64;
-${KEEPALIVE.replace(/^ {2}/gm, '    ')}
-  }
-  server {
-    listen 127.0.0.1:${ports.nginx};
-    location / {
-      proxy_pass http://backend;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-    }
-  }`,
+    nginxHttp: nginxProxy(ports),
     load: {
       path: '/',
       method: 'GET',
