@@ -169,6 +169,16 @@ export class DataPlane {
       connections.set(key, c);
       return { idleTimeoutMs: ir.global.http1IdleTimeoutMs, limits: ir.global.downstream, connections: c };
     };
+    // What HTTP and TCP binds share: who may connect, and what gets logged when one cannot.
+    const common = {
+      admit: (address: string, port: number) => this.#admit(address, port),
+      onClientError: (err: Error) => this.#opts.log.debug({ err: err.message }, 'client connection error'),
+      onConnectionLimit: (bs: { key: string }, refused: number, limit: number) =>
+        this.#opts.log.warn(
+          { bind: bs.key, limit, refused },
+          'connection limit reached: new connections to this bind are closed (frontendPolicies.tcp.maxConnections)',
+        ),
+    };
     const created: (BindServer | TcpBindServer)[] = [];
     try {
       for (const [key, bind] of table.binds) {
@@ -179,14 +189,8 @@ export class DataPlane {
         if (tcp) {
           const server = new TcpBindServer(bind, {
             ...settings(key),
-            admit: (address, port) => this.#admit(address, port),
+            ...common,
             onEnd: (s) => this.#tcpEnd(s),
-            onClientError: (err) => this.#opts.log.debug({ err: err.message }, 'client connection error'),
-            onConnectionLimit: (bs, refused, limit) =>
-              this.#opts.log.warn(
-                { bind: bs.key, limit, refused },
-                'connection limit reached: new connections to this bind are closed (frontendPolicies.tcp.maxConnections)',
-              ),
           });
           await server.listen(bind.ir.address, ports[key] ?? bind.ir.port, this.#opts.reusePort ?? false);
           created.push(server);
@@ -194,15 +198,9 @@ export class DataPlane {
         }
         const server = new BindServer(bind, {
           ...settings(key),
+          ...common,
           onRequest: (bs, req, res) => this.#handle(bs, req, res),
           onUpgrade: (bs, req, socket, head) => this.#upgrade(bs, req, socket, head),
-          onClientError: (err) => this.#opts.log.debug({ err: err.message }, 'client connection error'),
-          admit: (address, port) => this.#admit(address, port),
-          onConnectionLimit: (bs, refused, limit) =>
-            this.#opts.log.warn(
-              { bind: bs.key, limit, refused },
-              'connection limit reached: new connections to this bind are closed (frontendPolicies.tcp.maxConnections)',
-            ),
         });
         await server.listen(bind.ir.address, ports[key] ?? bind.ir.port, this.#opts.reusePort ?? false);
         created.push(server);
