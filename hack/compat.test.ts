@@ -325,7 +325,10 @@ describe('on the real schemas', {
   skip: !existsSync(DEFAULT_REFERENCE) && 'no reference beside the checkout',
 }, () => {
   const run = (...args: string[]) => {
-    const r = spawnSync(process.execPath, [join(root, 'hack/compat.ts'), ...args], { encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [join(root, 'hack/compat.ts'), ...args], {
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+    });
     assert.equal(r.stderr, '');
     return r;
   };
