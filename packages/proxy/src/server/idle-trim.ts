@@ -7,9 +7,13 @@
 import { performance } from 'node:perf_hooks';
 
 const CHECK_MS = 1000;
-/** Idle this long (event-loop utilisation under IDLE_ELU in every check) before trimming. */
+/**
+ * Idle this long (event-loop utilisation under IDLE_ELU in every check) before trimming. Even one slow
+ * stream or a trickle of requests keeps a thread above 0.5%: only a thread with next to nothing to do
+ * pays the pause.
+ */
 const QUIET_MS = 3000;
-const IDLE_ELU = 0.02;
+const IDLE_ELU = 0.005;
 
 type Gc = (opts: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
 
