@@ -8,4 +8,12 @@ import { plainHttp } from './plain-http.ts';
 import { policyChain } from './policy-chain.ts';
 import type { Scenario } from './types.ts';
 
-export const SCENARIOS: readonly Scenario[] = [plainHttp, largeBody, llm, llmGuard, llmStream, policyChain, mcp];
+export const SCENARIOS: readonly Scenario[] = [
+  plainHttp,
+  largeBody,
+  llm,
+  llmGuard,
+  llmStream,
+  policyChain,
+  mcp,
+];
