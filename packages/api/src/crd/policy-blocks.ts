@@ -3,18 +3,8 @@
 // BackendWithAI / BackendFull), prompt guards, MCP policies. Field names and limits follow the spec's
 // "Resources and their fields"; a rule states its constraint in the words a user needs to fix it.
 import { z } from 'zod';
-import {
-  atLeastOne,
-  atMostOne,
-  exactlyOne,
-  IntOrString,
-  Json,
-  mapList,
-  maxEntries,
-  obj,
-  rules,
-  setList,
-} from './kube.ts';
+import { AuthKey, AuthLocation, AuthSecretRef, AwsAuth, BackendAuth } from './backend-auth.ts';
+import { atLeastOne, atMostOne, exactlyOne, Json, mapList, maxEntries, obj, rules, setList } from './kube.ts';
 import {
   CELExpression,
   CredentialLocation,
@@ -26,6 +16,7 @@ import {
   LocalSecretKeyRef,
   LocalSecretObjectRef,
   LongString,
+  notBuilt,
   remoteEndpoint,
   ShortString,
   SNI,
@@ -204,104 +195,11 @@ export const BackendHttp = obj({
 });
 export const Tunnel = remoteEndpoint({ mode: z.enum(['Auto', 'Connect']).default('Auto') });
 
-const OAuthClientAuth = obj({
-  clientId: ShortString,
-  clientSecretRef: LocalSecretKeyRef.optional(),
-  method: z.enum(['ClientSecretBasic', 'ClientSecretPost', 'None']).default('ClientSecretBasic'),
-});
-const OAuthEndpoint = remoteEndpoint({
-  path: rules(LongString, { rule: "self.startsWith('/')", message: 'path must start with /' }).default('/'),
-  clientAuth: OAuthClientAuth,
-});
-export const CrossAppAccessAuth = obj({
-  identityProvider: OAuthEndpoint,
-  resourceAuthorizationServer: OAuthEndpoint,
-  audience: ShortString,
-  resources: z.array(LongString).max(16).optional(),
-  scopes: z.array(ShortString).max(32).optional(),
-  accessTokenScopes: z
-    .array(ShortString)
-    .max(32)
-    .optional()
-    .meta({ description: 'Defaults to scopes; an empty list omits the scope parameter.' }),
-  subjectToken: obj({
-    source: CredentialLocation.optional().meta({
-      description:
-        'Where the subject token is read from (exactly one of header, queryParameter, cookie or expression); default the Authorization header with a Bearer prefix.',
-    }),
-    tokenType: z.enum(['IdToken', 'AccessToken', 'Jwt']).default('IdToken'),
-  }).optional(),
-  cache: obj({ ttl: Duration.optional(), maxEntries: z.int().min(1).max(100000).optional() }).optional(),
-});
-export const OAuthTokenExchange = obj({
-  tokenEndpoint: OAuthEndpoint,
-  audience: ShortString.optional(),
-  scopes: z.array(ShortString).max(32).optional(),
-  subjectTokenType: z.enum(['IdToken', 'AccessToken', 'Jwt']).default('AccessToken'),
-});
-export const JwtSignAuth = obj({
-  signingKeyRef: LocalSecretKeyRef.meta({
-    description: 'Secret key signingKey: a PEM RSA or EC private key.',
-  }),
-  alg: z.enum(['RS256', 'RS384', 'RS512', 'PS256', 'ES256', 'ES384']).default('RS256'),
-  kid: ShortString.optional(),
-  claims: rules(
-    z
-      .object({ iat: IntOrString.optional(), exp: IntOrString.optional(), nbf: IntOrString.optional() })
-      .catchall(z.unknown())
-      .meta({ 'x-kubernetes-preserve-unknown-fields': true, maxProperties: 64 }),
-    {
-      rule: '!has(self.iat) && !has(self.exp) && !has(self.nbf)',
-      message: 'claims may not set iat, exp or nbf: the gateway sets them when it signs',
-    },
-  ).optional(),
-  ttl: Duration.default('300s'),
-  location: CredentialLocation.optional(),
-});
-export const AwsAuth = obj({
-  secretRef: LocalSecretObjectRef.optional().meta({
-    description:
-      'Secret with accessKey, secretKey and optionally sessionToken; default credential chain when unset.',
-  }),
-  region: TinyString.optional(),
-  service: TinyString.optional(),
-});
-export const BackendAuth = rules(
-  obj({
-    key: LongString.optional(),
-    secretRef: LocalSecretKeyRef.optional(),
-    passthrough: obj({}).optional(),
-    aws: AwsAuth.optional(),
-    azure: rules(
-      obj({
-        secretRef: LocalSecretObjectRef.optional(),
-        managedIdentity: obj({ clientId: ShortString.optional() }).optional(),
-      }),
-      atMostOne(['secretRef', 'managedIdentity']),
-    ).optional(),
-    gcp: obj({
-      type: z.enum(['AccessToken', 'IdToken']).default('AccessToken'),
-      audience: LongString.optional(),
-    }).optional(),
-    oauthTokenExchange: OAuthTokenExchange.optional(),
-    crossAppAccess: CrossAppAccessAuth.optional(),
-    jwtSign: JwtSignAuth.optional(),
-  }),
-  atMostOne(
-    [
-      'key',
-      'secretRef',
-      'passthrough',
-      'aws',
-      'azure',
-      'gcp',
-      'oauthTokenExchange',
-      'crossAppAccess',
-      'jwtSign',
-    ],
-    'auth: at most one of key, secretRef, passthrough, aws, azure, gcp, oauthTokenExchange, crossAppAccess or jwtSign may be set',
-  ),
-);
+// backend auth: ./backend-auth.ts
+export { AwsAuth, BackendAuth, CrossAppAccessAuth, JwtSignAuth, OAuthTokenExchange } from './backend-auth.ts';
+
+/** A guard service takes its key where the service expects it. */
+const guardAuthLocation = notBuilt(AuthLocation.optional(), 'auth.location on a guard service');
 
 export const Health = rules(
   obj({
@@ -367,7 +265,12 @@ export const BedrockGuardrails = obj({
     tls: BackendTls.optional(),
     http: BackendHttp.optional(),
     auth: rules(
-      obj({ key: LongString.optional(), secretRef: LocalSecretKeyRef.optional(), aws: AwsAuth.optional() }),
+      obj({
+        key: AuthKey.optional(),
+        secretRef: AuthSecretRef.optional(),
+        aws: AwsAuth.optional(),
+        location: guardAuthLocation,
+      }),
       exactlyOne(['key', 'secretRef', 'aws']),
     ).optional(),
   }).optional(),
@@ -376,7 +279,7 @@ export const OpenAIModeration = obj({
   model: ShortString.optional(),
   policies: obj({
     auth: rules(
-      obj({ key: LongString.optional(), secretRef: LocalSecretKeyRef.optional() }),
+      obj({ key: AuthKey.optional(), secretRef: AuthSecretRef.optional(), location: guardAuthLocation }),
       exactlyOne(['key', 'secretRef']),
     ).optional(),
   }).optional(),

@@ -6,6 +6,17 @@ import { DURATION_PATTERN } from '../duration.ts';
 import { HEADER_NAME_SOURCE } from '../header-name.ts';
 import { exactlyOne, obj, rules } from './kube.ts';
 
+/** The words every field this build refuses by name is refused with (CRD descriptions, controller status). */
+export const notBuiltMessage = (what: string) => `${what} is not supported by this build of gw yet`;
+/**
+ * An agentgateway field this build accepts in the CRD (the API server and the runtime validator check
+ * its shape) but does not implement: its description says so, hack/compat.ts counts it as
+ * "not supported", and the controller names it in the policy's status.
+ */
+export function notBuilt<T extends z.ZodType>(schema: T, what = 'this field'): T {
+  return schema.meta({ ...(schema.meta() ?? {}), description: notBuiltMessage(what) }) as T;
+}
+
 export const TinyString = z.string().min(1).max(64);
 export const ShortString = z.string().min(1).max(256);
 export const LongString = z.string().min(1).max(1024);

@@ -83,6 +83,7 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
       if (s.openAIModeration) {
         const m = s.openAIModeration;
         const auth = m.policies?.auth;
+        if (auth?.location) out.unsupported.push(`${at}.openAIModeration.policies.auth.location`);
         const key = auth ? refs.key(`${at}.openAIModeration.policies.auth`, auth) : undefined;
         if (auth && key === undefined) return undefined;
         entry.openAIModeration = {
@@ -94,9 +95,11 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
         const bf = `${at}.bedrockGuardrails`;
         const auth = b.policies?.auth;
         let backendAuth: Record<string, unknown> | undefined;
+        if (auth?.location) out.unsupported.push(`${bf}.policies.auth.location`);
         if (auth?.aws) {
-          if (auth.aws.region || auth.aws.service)
-            out.unsupported.push(`${bf}.policies.auth.aws.region/service`);
+          if (auth.aws.region || auth.aws.service || auth.aws.serviceName)
+            out.unsupported.push(`${bf}.policies.auth.aws.region/serviceName`);
+          if (auth.aws.assumeRole) out.unsupported.push(`${bf}.policies.auth.aws.assumeRole`);
           const ref = auth.aws.secretRef;
           if (ref) {
             const id = refs.secretKey(`${bf}.policies.auth.aws.secretRef`, ref.name, 'accessKey');

@@ -1,10 +1,14 @@
 // spec.backend.auth (or GwBackend spec.policies.auth) → backendAuth: key, secretRef (default key
-// Authorization, its Bearer prefix dropped), passthrough, aws (a Secret's accessKey/secretKey/
-// sessionToken, else the proxy's default chain) and jwtSign (the Secret's signingKey, checked as a
-// PEM key of the alg's kind). A missing Secret or key fails closed: the backend is not called without
-// the credential it was given. azure, gcp, oauthTokenExchange and crossAppAccess are not in this build.
-import { checkSigningKey, type FieldPath } from '@gw/api';
-import { defined, isSecretRef, type MapContext, quote, readKey } from '../context.ts';
+// Authorization, its Bearer prefix dropped) and passthrough, each with its location; aws (a Secret's
+// accessKey/secretKey/sessionToken, else the proxy's default chain); jwtSign (the Secret's signingKey,
+// checked as a PEM key of the alg's kind); gcp (credential JSON from a Secret, else ambient), azure (a
+// service principal from a Secret, a managed or workload identity, else the credential chain);
+// oauthTokenExchange and crossAppAccess (token endpoints by Service or URL, client secrets and
+// signing keys from Secrets). A missing Secret, key or Service fails closed: the backend is not called
+// without the credential it was given. credentials, aws.assumeRole, actorToken.mayAct and a client
+// certificate are refused by name.
+import { checkSigningKey, type FieldPath, TOKEN_TYPE } from '@gw/api';
+import { defined, isSecretRef, type MapContext, quote, readKey, serviceAddress } from '../context.ts';
 import type { BackendMapper, BackendPolicies, BackendSpec } from '../spec.ts';
 import { tokenLocation } from '../spec.ts';
 
@@ -14,14 +18,20 @@ type BackendAuth = NonNullable<BackendPolicies['backendAuth']>;
 /** agentgateway's default key of an auth secretRef. */
 const DEFAULT_SECRET_KEY = 'Authorization';
 
+type Standalone<K extends string> = Extract<BackendAuth, Record<K, unknown>>[K &
+  keyof Extract<BackendAuth, Record<K, unknown>>];
+type Location = NonNullable<AuthSpec['location']>;
+
 export const auth: BackendMapper<'auth'> = {
   map(spec, ctx, out, at) {
-    for (const k of ['azure', 'gcp', 'oauthTokenExchange', 'crossAppAccess'] as const)
-      if (spec[k] !== undefined) ctx.unsupported(`${at.field}.${k}`);
+    if (spec.credentials !== undefined) ctx.unsupported(`${at.field}.credentials`);
     const r = backendAuth(ctx, at.field, at.path, spec);
     if (r) out.backendAuth = r;
   },
 };
+
+/** The standalone location of a CRD AuthLocation (header, queryParameter or cookie). */
+const authLocation = (l: Location | undefined) => l && (tokenLocation(l) as { header: { name: string } });
 
 function backendAuth(
   ctx: MapContext,
@@ -29,78 +39,332 @@ function backendAuth(
   path: FieldPath,
   spec: AuthSpec,
 ): BackendAuth | undefined {
-  if (spec.key !== undefined) return { key: spec.key };
+  const location = authLocation(spec.location);
+  const key = (value: string): BackendAuth => ({ key: location ? { value, location } : value });
+  if (spec.key !== undefined) return key(spec.key);
   if (spec.secretRef) {
     const ref = spec.secretRef;
     const f = `${field}.secretRef`;
-    const key = ref.key ?? DEFAULT_SECRET_KEY;
-    const v = isSecretRef(ctx, f, ref) ? readKey(ctx, f, 'Secret', ref.name, key) : undefined;
+    const k = ref.key ?? DEFAULT_SECRET_KEY;
+    const v = isSecretRef(ctx, f, ref) ? readKey(ctx, f, 'Secret', ref.name, k) : undefined;
     let value = v?.trim();
     // as agentgateway: the prefix is dropped only from the default key
     if (value !== undefined && ref.key === undefined) value = value.replace(/^Bearer\s+/i, '');
     if (!value) {
-      if (v !== undefined) ctx.problem(f, `secret ${quote(ref.name)} key ${quote(key)} is empty`);
+      if (v !== undefined) ctx.problem(f, `secret ${quote(ref.name)} key ${quote(k)} is empty`);
       ctx.failClosed = true;
       return undefined;
     }
-    return { key: value };
+    return key(value);
   }
-  if (spec.passthrough) return { passthrough: {} };
-  if (spec.aws) {
-    const a = spec.aws;
-    const where = defined({ region: a.region, serviceName: a.service });
-    if (!a.secretRef) return { aws: where };
-    const f = `${field}.aws.secretRef`;
-    if (!isSecretRef(ctx, f, a.secretRef)) {
-      ctx.failClosed = true;
-      return undefined;
-    }
-    const read = (k: string) => readKey(ctx, f, 'Secret', a.secretRef?.name ?? '', k)?.trim();
-    const accessKeyId = read('accessKey');
-    const secretAccessKey = read('secretKey');
-    const token = ctx.lookup.get('Secret', ctx.namespace, a.secretRef.name)?.data?.sessionToken;
-    if (!accessKeyId || !secretAccessKey) {
-      ctx.failClosed = true;
-      return undefined;
-    }
-    return {
-      aws: {
-        accessKeyId,
-        secretAccessKey,
-        ...(token !== undefined ? { sessionToken: read('sessionToken') } : {}),
-        ...where,
-      },
-    };
-  }
-  if (spec.jwtSign) {
-    const j = spec.jwtSign;
-    const f = `${field}.jwtSign.signingKeyRef`;
-    const ref = j.signingKeyRef;
-    const pem = isSecretRef(ctx, f, ref)
-      ? readKey(ctx, f, 'Secret', ref.name, ref.key ?? 'signingKey')
-      : undefined;
-    if (pem === undefined) {
-      ctx.failClosed = true;
-      return undefined;
-    }
-    // The same check the loader makes, at the CRD's field; a key that fails it is never handed on
-    // (the loader would read a string that is not PEM as a file path).
-    const bad = checkSigningKey(pem, j.alg, [...path, 'jwtSign', 'signingKeyRef']);
-    if (bad.length > 0) {
-      ctx.check(bad);
-      return undefined;
-    }
-    return {
-      jwtSign: defined({
-        signingKey: pem,
-        alg: j.alg,
-        kid: j.kid,
-        // reserved claims go on as they are, for @gw/api's check to name them
-        claims: j.claims && defined({ ...j.claims }),
-        ttl: j.ttl,
-        location: j.location && tokenLocation(j.location),
-      }),
-    };
-  }
+  if (spec.passthrough) return { passthrough: location ? { location } : {} };
+  if (spec.aws) return aws(ctx, `${field}.aws`, spec.aws);
+  if (spec.jwtSign) return jwtSign(ctx, field, path, spec.jwtSign);
+  if (spec.gcp) return gcp(ctx, `${field}.gcp`, spec.gcp);
+  if (spec.azure) return azure(ctx, `${field}.azure`, spec.azure);
+  if (spec.oauthTokenExchange)
+    return tokenExchange(ctx, `${field}.oauthTokenExchange`, spec.oauthTokenExchange);
+  if (spec.crossAppAccess) return crossAppAccess(ctx, `${field}.crossAppAccess`, spec.crossAppAccess);
   return undefined;
+}
+
+/** A failure that leaves the backend without its credential: not used at all. */
+function closed(ctx: MapContext): undefined {
+  ctx.failClosed = true;
+  return undefined;
+}
+
+/** A Secret's key, trimmed; undefined (a problem said why, the backend fails closed) when missing or empty. */
+function secretValue(
+  ctx: MapContext,
+  f: string,
+  ref: { group?: string | undefined; kind?: string | undefined; name: string },
+  key: string,
+): string | undefined {
+  if (!isSecretRef(ctx, f, ref)) return closed(ctx);
+  const v = readKey(ctx, f, 'Secret', ref.name, key)?.trim();
+  if (v === undefined) return closed(ctx);
+  if (v === '') {
+    ctx.problem(f, `secret ${quote(ref.name)} key ${quote(key)} is empty`);
+    return closed(ctx);
+  }
+  return v;
+}
+
+function aws(ctx: MapContext, f: string, a: NonNullable<AuthSpec['aws']>): BackendAuth | undefined {
+  if (a.assumeRole !== undefined) {
+    ctx.unsupported(`${f}.assumeRole`);
+    return closed(ctx);
+  }
+  const where = defined({ region: a.region, serviceName: a.serviceName ?? a.service });
+  if (!a.secretRef) return { aws: where };
+  const rf = `${f}.secretRef`;
+  const ref = a.secretRef;
+  const accessKeyId = secretValue(ctx, rf, ref, 'accessKey');
+  const secretAccessKey = accessKeyId && secretValue(ctx, rf, ref, 'secretKey');
+  if (!accessKeyId || !secretAccessKey) return undefined;
+  const hasToken = ctx.lookup.get('Secret', ctx.namespace, ref.name)?.data?.sessionToken !== undefined;
+  const sessionToken = hasToken ? secretValue(ctx, rf, ref, 'sessionToken') : undefined;
+  if (hasToken && !sessionToken) return undefined;
+  return { aws: { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}), ...where } };
+}
+
+function jwtSign(
+  ctx: MapContext,
+  field: string,
+  path: FieldPath,
+  j: NonNullable<AuthSpec['jwtSign']>,
+): BackendAuth | undefined {
+  const f = `${field}.jwtSign.signingKeyRef`;
+  const ref = j.signingKeyRef;
+  const pem = isSecretRef(ctx, f, ref)
+    ? readKey(ctx, f, 'Secret', ref.name, ref.key ?? 'signingKey')
+    : undefined;
+  if (pem === undefined) return closed(ctx);
+  // The same check the loader makes, at the CRD's field; a key that fails it is never handed on
+  // (the loader would read a string that is not PEM as a file path).
+  const bad = checkSigningKey(pem, j.alg, [...path, 'jwtSign', 'signingKeyRef']);
+  if (bad.length > 0) {
+    ctx.check(bad);
+    return undefined;
+  }
+  return {
+    jwtSign: defined({
+      signingKey: pem,
+      alg: j.alg,
+      kid: j.kid,
+      // reserved claims go on as they are, for @gw/api's check to name them
+      claims: j.claims && defined({ ...j.claims }),
+      ttl: j.ttl,
+      location: j.location && tokenLocation(j.location),
+    }),
+  };
+}
+
+function gcp(ctx: MapContext, f: string, g: NonNullable<AuthSpec['gcp']>): BackendAuth | undefined {
+  let credential: string | undefined;
+  if (g.secretRef) {
+    const rf = `${f}.secretRef`;
+    const k = g.secretRef.key ?? 'credentials.json';
+    credential = secretValue(ctx, rf, g.secretRef, k);
+    if (credential === undefined) return undefined;
+    // the loader reads a string that is not a JSON object as a file path: never hand it one
+    let ok = false;
+    try {
+      const v = JSON.parse(credential) as unknown;
+      ok = typeof v === 'object' && v !== null && !Array.isArray(v) && 'type' in v;
+    } catch {}
+    if (!ok) {
+      ctx.problem(
+        rf,
+        `secret ${quote(g.secretRef.name)} key ${quote(k)} is not a Google credential JSON object`,
+      );
+      return closed(ctx);
+    }
+  }
+  return {
+    gcp: defined({
+      type:
+        g.type === 'IdToken'
+          ? ('idToken' as const)
+          : g.type === 'AccessToken'
+            ? ('accessToken' as const)
+            : undefined,
+      audience: g.audience,
+      credential,
+    }),
+  };
+}
+
+function azure(ctx: MapContext, f: string, a: NonNullable<AuthSpec['azure']>): BackendAuth | undefined {
+  if (a.secretRef) {
+    const rf = `${f}.secretRef`;
+    const client_id = secretValue(ctx, rf, a.secretRef, 'clientID');
+    const tenant_id = client_id && secretValue(ctx, rf, a.secretRef, 'tenantID');
+    const client_secret = tenant_id && secretValue(ctx, rf, a.secretRef, 'clientSecret');
+    if (!client_id || !tenant_id || !client_secret) return undefined;
+    return { azure: { explicitConfig: { clientSecret: { tenant_id, client_id, client_secret } } } };
+  }
+  if (a.managedIdentity) {
+    const m = a.managedIdentity;
+    const userAssignedIdentity =
+      m.clientId !== undefined
+        ? { clientId: m.clientId }
+        : m.objectId !== undefined
+          ? { objectId: m.objectId }
+          : m.resourceId !== undefined
+            ? { resourceId: m.resourceId }
+            : undefined;
+    for (const [k, v] of Object.entries(m))
+      if (v === '') {
+        ctx.problem(`${f}.managedIdentity.${k}`, 'must not be empty');
+        return closed(ctx);
+      }
+    return {
+      azure: { explicitConfig: { managedIdentity: userAssignedIdentity ? { userAssignedIdentity } : {} } },
+    };
+  }
+  if (a.workloadIdentity) return { azure: { explicitConfig: { workloadIdentity: {} } } };
+  return { azure: { implicit: {} } };
+}
+
+type TokenExchangeSpec = NonNullable<AuthSpec['oauthTokenExchange']>;
+type CrossAppSpec = NonNullable<AuthSpec['crossAppAccess']>;
+type EndpointSpec = CrossAppSpec['identityProvider'];
+type ClientAuthSpec = EndpointSpec['clientAuth'];
+
+/** A token endpoint: host:port, path and TLS; undefined (a problem said why) when it names none. */
+function endpoint(
+  ctx: MapContext,
+  f: string,
+  e: Pick<EndpointSpec, 'backendRef' | 'url' | 'path'>,
+): { host: string; path: string; policies?: { backendTLS: Record<string, never> } } | undefined {
+  const tls = (on: boolean) => (on ? { policies: { backendTLS: {} } } : {});
+  if (e.backendRef !== undefined && e.url === undefined) {
+    const svc = serviceAddress(ctx, `${f}.backendRef`, e.backendRef);
+    if (!svc?.resolved) return closed(ctx);
+    return { host: svc.hostPort, path: e.path ?? '/', ...tls(svc.https) };
+  }
+  if (e.url === undefined || e.backendRef !== undefined) {
+    ctx.problem(f, 'exactly one of backendRef or url must be set');
+    return closed(ctx);
+  }
+  let u: URL | undefined;
+  try {
+    u = new URL(e.url);
+  } catch {}
+  const https = u?.protocol === 'https:';
+  if (!u || (u.protocol !== 'http:' && !https) || u.username || u.password || u.search || u.hash) {
+    ctx.problem(
+      `${f}.url`,
+      `${quote(e.url)} must be http(s)://host[:port][/path] without userinfo, query or fragment`,
+    );
+    return closed(ctx);
+  }
+  if (e.path !== undefined) {
+    ctx.problem(`${f}.path`, 'path may not be set when url is set');
+    return closed(ctx);
+  }
+  return { host: `${u.hostname}:${u.port || (https ? 443 : 80)}`, path: u.pathname || '/', ...tls(https) };
+}
+
+type ClientAuthOut = NonNullable<Standalone<'oauthTokenExchange'>['clientAuth']>;
+
+function clientAuth(ctx: MapContext, f: string, c: ClientAuthSpec): ClientAuthOut | undefined {
+  if (c.privateKeyJwt || c.method === 'PrivateKeyJwt') {
+    const p = c.privateKeyJwt;
+    if (!p) {
+      ctx.problem(`${f}.privateKeyJwt`, 'method PrivateKeyJwt needs privateKeyJwt');
+      return closed(ctx);
+    }
+    if (p.certificateRef !== undefined || p.certificateHeader !== undefined) {
+      ctx.unsupported(`${f}.privateKeyJwt.certificateRef`);
+      return closed(ctx);
+    }
+    const kf = `${f}.privateKeyJwt.signingKeyRef`;
+    const pem = secretValue(ctx, kf, p.signingKeyRef, p.signingKeyRef.key ?? 'signingKey');
+    if (pem === undefined) return undefined;
+    const alg = p.alg ?? 'RS256';
+    const bad = checkSigningKey(pem, alg, []);
+    if (bad.length > 0) {
+      for (const b of bad) ctx.problem(kf, b.message);
+      return closed(ctx);
+    }
+    return defined({
+      method: 'privateKeyJwt' as const,
+      clientId: c.clientId,
+      signingKey: pem,
+      alg,
+      kid: p.kid,
+      assertionAudience: p.assertionAudience,
+    });
+  }
+  const method = c.method === 'ClientSecretPost' ? 'clientSecretPost' : 'clientSecretBasic';
+  if (!c.secretRef) {
+    if (method !== 'clientSecretPost') {
+      ctx.problem(f, 'clientAuth without secretRef requires method ClientSecretPost or PrivateKeyJwt');
+      return closed(ctx);
+    }
+    return { method, clientId: c.clientId };
+  }
+  const secret = secretValue(ctx, `${f}.secretRef`, c.secretRef, c.secretRef.key ?? 'clientSecret');
+  if (secret === undefined) return undefined;
+  return { method, clientId: c.clientId, clientSecret: secret } as ClientAuthOut;
+}
+
+/** RFC 8693 token type URNs by the CRD's short names; any other value is a URN already. */
+function tokenType(t: string | undefined): string | undefined {
+  if (t === undefined || t === '') return undefined;
+  const short: Record<string, string> = {
+    AccessToken: TOKEN_TYPE.accessToken,
+    IdToken: TOKEN_TYPE.idToken,
+    Jwt: TOKEN_TYPE.jwt,
+    IdJag: TOKEN_TYPE.idJag,
+  };
+  return short[t] ?? t;
+}
+
+function cache(c: TokenExchangeSpec['cache']) {
+  const m = c?.inMemory;
+  return m && defined({ maxEntries: m.maxEntries, defaultTtl: m.defaultTtl });
+}
+
+function tokenExchange(ctx: MapContext, f: string, t: TokenExchangeSpec): BackendAuth | undefined {
+  if (t.actorToken?.mayAct !== undefined) {
+    ctx.unsupported(`${f}.actorToken.mayAct`);
+    return closed(ctx);
+  }
+  const e = endpoint(ctx, f, t);
+  const client = t.clientAuth && clientAuth(ctx, `${f}.clientAuth`, t.clientAuth);
+  if (!e || (t.clientAuth && !client)) return undefined;
+  const out = defined({
+    ...e,
+    grantType:
+      t.grantType === 'JwtBearer' ? ('jwtBearer' as const) : t.grantType && ('tokenExchange' as const),
+    subjectToken:
+      t.subjectToken &&
+      defined({
+        source: t.subjectToken.source && tokenLocation(t.subjectToken.source),
+        tokenType: tokenType(t.subjectToken.tokenType),
+      }),
+    actorToken:
+      t.actorToken &&
+      defined({ source: tokenLocation(t.actorToken.source), tokenType: tokenType(t.actorToken.tokenType) }),
+    audiences: t.audiences && [...t.audiences],
+    scopes: t.scopes && [...t.scopes],
+    resources: t.resources && [...t.resources],
+    requestedTokenType: tokenType(t.requestedTokenType),
+    clientAuth: client,
+    additionalParams: t.additionalParams && { ...t.additionalParams },
+    authorizationLocation: authLocation(t.location),
+    cache: cache(t.cache),
+  });
+  return { oauthTokenExchange: out } as BackendAuth;
+}
+
+function crossAppAccess(ctx: MapContext, f: string, c: CrossAppSpec): BackendAuth | undefined {
+  const side = (k: 'identityProvider' | 'resourceAuthorizationServer') => {
+    const e = endpoint(ctx, `${f}.${k}`, c[k]);
+    const client = clientAuth(ctx, `${f}.${k}.clientAuth`, c[k].clientAuth);
+    return e && client ? { ...e, clientAuth: client } : undefined;
+  };
+  const identityProvider = side('identityProvider');
+  const resourceAuthorizationServer = side('resourceAuthorizationServer');
+  if (!identityProvider || !resourceAuthorizationServer) return undefined;
+  const out = defined({
+    identityProvider,
+    resourceAuthorizationServer,
+    audience: c.audience,
+    resources: c.resources && [...c.resources],
+    scopes: c.scopes && [...c.scopes],
+    accessTokenScopes: c.accessTokenScopes && [...c.accessTokenScopes],
+    subjectToken:
+      c.subjectToken &&
+      defined({
+        source: c.subjectToken.source && tokenLocation(c.subjectToken.source),
+        tokenType: tokenType(c.subjectToken.tokenType),
+      }),
+    cache: cache(c.cache),
+  });
+  return { crossAppAccess: out } as BackendAuth;
 }
