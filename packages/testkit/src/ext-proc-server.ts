@@ -1,6 +1,8 @@
 // A real Envoy ext_proc v3 gRPC server (grpc-js, the generated protobuf-es messages) on loopback port
-// 0. Each ProcessingRequest of a Process stream is answered by the test's function (or not at all,
-// when it returns undefined); every stream's requests are kept for asserts.
+// 0. Each ProcessingRequest of a Process stream is answered by the test's function: with one message,
+// several (a list: e.g. FULL_DUPLEX_STREAMED body chunks), or none (undefined or []); a stream's
+// answers go out in the order of its requests, even when the function takes its time. Every stream's
+// requests are kept for asserts.
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { Server, ServerCredentials, type ServerDuplexStream, type ServiceDefinition } from '@grpc/grpc-js';
 import {
@@ -26,12 +28,11 @@ export interface ExtProcServer {
   close(): Promise<void>;
 }
 
+type Answers = ProcessingAnswer | ProcessingAnswer[] | undefined;
+
 /** `answer` gets each request and the ones before it on the same stream. */
 export async function startExtProcServer(
-  answer: (
-    req: ProcessingRequest,
-    earlier: readonly ProcessingRequest[],
-  ) => ProcessingAnswer | undefined | Promise<ProcessingAnswer | undefined>,
+  answer: (req: ProcessingRequest, earlier: readonly ProcessingRequest[]) => Answers | Promise<Answers>,
 ): Promise<ExtProcServer> {
   const streams: ProcessingRequest[][] = [];
   const server = new Server();
@@ -39,17 +40,22 @@ export async function startExtProcServer(
     process(call: ServerDuplexStream<ProcessingRequest, ProcessingResponse>) {
       const seen: ProcessingRequest[] = [];
       streams.push(seen);
+      let order: Promise<unknown> = Promise.resolve();
       call.on('data', (req: ProcessingRequest) => {
         const earlier = [...seen];
         seen.push(req);
-        Promise.resolve(answer(req, earlier)).then(
-          (a) => {
-            if (a) call.write(create(ProcessingResponseSchema, a));
-          },
-          (err: Error) => call.destroy(err),
+        const pending = Promise.resolve(answer(req, earlier));
+        order = order.then(() =>
+          pending.then(
+            (a) => {
+              for (const x of a === undefined ? [] : Array.isArray(a) ? a : [a])
+                call.write(create(ProcessingResponseSchema, x));
+            },
+            (err: Error) => call.destroy(err),
+          ),
         );
       });
-      call.on('end', () => call.end());
+      call.on('end', () => void order.then(() => call.end()));
       call.on('error', () => {});
     },
   });

@@ -510,15 +510,12 @@ export const ExtAuthz = strict({
 });
 
 // agentgateway's ExtProc: Envoy ext_proc v3 over gRPC, one bidirectional stream per request.
-const EXT_PROC_BODY_MODES = ['none', 'buffered', 'bufferedPartial'] as const;
 const ExtProcBodyMode = z
-  .union([
-    z.enum(EXT_PROC_BODY_MODES),
-    NotYetValues(['fullDuplexStreamed'], 'the fullDuplexStreamed body mode'),
-  ])
+  .enum(['none', 'buffered', 'bufferedPartial', 'fullDuplexStreamed'])
   .optional()
   .meta({
-    description: "none, buffered or bufferedPartial (agentgateway's default, fullDuplexStreamed, not yet)",
+    description:
+      'none, buffered, bufferedPartial or fullDuplexStreamed (default: chunks streamed to the service and back as they come)',
   });
 const ExtProcSendMode = z.enum(['send', 'skip']).optional();
 export const ExtProc = strict({
@@ -538,13 +535,13 @@ export const ExtProc = strict({
     responseBodyMode: ExtProcBodyMode,
     requestHeaderMode: ExtProcSendMode,
     responseHeaderMode: ExtProcSendMode,
-    // Trailers are not sent (policies do not see them); both values are accepted.
+    // Trailers are not sent (gw's pipeline carries none; a streamed body ends with end_of_stream);
+    // both values are accepted.
     requestTrailerMode: ExtProcSendMode,
     responseTrailerMode: ExtProcSendMode,
-    allowModeOverride: z
-      .boolean()
-      .refine((v) => !v, { message: notYetMessage('extProc allowModeOverride') })
-      .optional(),
+    allowModeOverride: z.boolean().optional().meta({
+      description: "whether a headers answer's mode_override may change the body modes that follow",
+    }),
   }).optional(),
   timeout: Duration.optional().meta({ description: 'gw addition: deadline of each answer (default 200ms)' }),
 }).superRefine((e, ctx) => {
@@ -554,13 +551,6 @@ export const ExtProc = strict({
       message: 'set host (host:port of the external processing service)',
       path: ['host'],
     });
-  for (const k of ['requestBodyMode', 'responseBodyMode'] as const)
-    if (e.processingOptions?.[k] === undefined)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['processingOptions', k],
-        message: `set ${k} (none, buffered or bufferedPartial): its default, fullDuplexStreamed, ${notYetMessage('').trim()}`,
-      });
 });
 
 export const LocalRateLimit = z.union([

@@ -720,12 +720,17 @@ describe('traffic.extProc → extProc', () => {
     );
   });
 
-  test('FullDuplexStreamed is named and the policy fails closed', () => {
+  test('FullDuplexStreamed translates', () => {
     traffic(
       { extProc: { backendRef: { name: 'proc', port: 9000 }, responseBodyMode: 'FullDuplexStreamed' } },
       [service('proc', [{ port: 9000 }])],
-      { authorization: denyAll },
-      ['traffic.extProc.responseBodyMode: FullDuplexStreamed is not supported yet: every request is denied'],
+      {
+        extProc: {
+          host: `proc.${NS}.svc.cluster.local:9000`,
+          failureMode: 'failClosed',
+          processingOptions: { requestBodyMode: 'none', responseBodyMode: 'fullDuplexStreamed' },
+        },
+      },
     );
   });
 });

@@ -1,26 +1,30 @@
 // extProc: sends the request and the response through an external processing service over Envoy's
-// ext_proc v3 gRPC API, one bidirectional Process stream per request. Each phase the config sends
-// (request headers, request body, response headers, response body) is one message and one answer:
-// header mutations, a replaced or cleared body, or an immediate response that ends the request.
-// Bodies: `none`; `buffered` (the whole body up to the buffer limit, 413/502 over it, as Envoy);
-// `bufferedPartial` (up to the limit; the rest follows unprocessed). The service failing, or not
-// answering within the timeout (default 200ms, Envoy's message_timeout): failClosed (default) answers
-// 500, failOpen carries on without it for the rest of the request.
+// ext_proc v3 gRPC API, one bidirectional Process stream per request. Headers go as one message and
+// get one answer: header mutations, a replaced or cleared body, or an immediate response that ends
+// the request. Bodies: `none`; `buffered` (the whole body up to the buffer limit, 413/502 over it, as
+// Envoy); `bufferedPartial` (up to the limit; the rest follows unprocessed); `fullDuplexStreamed`
+// (agentgateway's default): the body goes to the service chunk by chunk as it arrives, without waiting
+// for the headers' answer, and the chunks the service streams back (streamed_response) are the body
+// sent on as they come, without a content-length; no answer is timed there (as Envoy: the service may
+// hold the headers until it has the whole body). gw's pipeline carries no trailers, so the end of a
+// streamed body is a last chunk with end_of_stream. With allowModeOverride, a headers answer's
+// mode_override sets the body modes that follow (not of a body already streaming, as Envoy). The
+// service failing, or not answering within the timeout (default 200ms, Envoy's message_timeout):
+// failClosed (default) answers 500, failOpen carries on without it for the rest of the request,
+// except when part of a streamed body already went to it (that body is gone: 500).
 import { Readable } from 'node:stream';
 import { parseGoDuration } from '@gw/api/runtime';
 import { GwError } from '../../errors.ts';
 import { Lazy } from '../../lazy.ts';
 import { bufferUpTo, contentLength, discard, prepend } from '../../pipeline/body.ts';
-import type { Body, Headers, ProxyResponse } from '../../pipeline/context.ts';
+import type { Body, Headers, ProxyResponse, RequestContext } from '../../pipeline/context.ts';
 import type { PolicyDefinition } from '../types.ts';
-import type { Answer, Phase, ProcessStream } from './stream.ts';
+import type { Answer, BodyMode, BodyPhase, Phase, ProcessStream } from './stream.ts';
 
 // grpc-js and the generated ext_proc messages load with the first config that has an extProc.
 const grpc = new Lazy(() => import('./stream.ts'));
 
 const DEFAULT_TIMEOUT_MS = 200;
-
-type BodyMode = 'none' | 'buffered' | 'bufferedPartial';
 
 export const extProc: PolicyDefinition<'extProc'> = {
   name: 'extProc',
@@ -30,9 +34,10 @@ export const extProc: PolicyDefinition<'extProc'> = {
     const failOpen = config.failureMode === 'failOpen';
     const o = config.processingOptions ?? {};
     const reqHeaders = o.requestHeaderMode !== 'skip';
-    const resHeaders = o.responseHeaderMode !== 'skip';
-    const reqBody = (o.requestBodyMode ?? 'none') as BodyMode;
-    const resBody = (o.responseBodyMode ?? 'none') as BodyMode;
+    const resHeadersMode = o.responseHeaderMode !== 'skip';
+    const reqBodyMode = (o.requestBodyMode ?? 'fullDuplexStreamed') as BodyMode;
+    const resBodyMode = (o.responseBodyMode ?? 'fullDuplexStreamed') as BodyMode;
+    const allowModeOverride = o.allowModeOverride === true;
     const limit = env.global.maxBufferSize;
     // Start loading now, so the first request does not wait for it.
     grpc.ready.catch(() => {});
@@ -42,13 +47,25 @@ export const extProc: PolicyDefinition<'extProc'> = {
       const stream = new m.ProcessStream(host, timeoutMs, ctx.signal);
       let live = true;
       let failing: (() => void) | undefined;
-      /** One phase: its answer, or undefined when the service is out of the picture. */
-      const exchange = async (phase: Phase, send: () => Parameters<ProcessStream['exchange']>[1]) => {
+      // This request's modes: a mode_override may change the ones not under way yet.
+      let reqBody = reqBodyMode;
+      let resBody = resBodyMode;
+      let resHeaders = resHeadersMode;
+      /**
+       * One phase: its answer, or undefined when the service is out of the picture. `timed` false for
+       * headers whose body streams in full duplex; `overrides` the phases a mode_override may change.
+       */
+      const exchange = async (
+        phase: Phase,
+        send: () => Parameters<ProcessStream['exchange']>[1],
+        timed = true,
+        overrides?: 'request' | 'response',
+      ) => {
         if (!live) return undefined;
         const start = ctx.obs ? performance.now() : null;
         let a: Answer;
         try {
-          a = await stream.exchange(phase, send());
+          a = await stream.exchange(phase, send(), timed);
         } catch (err) {
           const reason = (err as Error).message;
           ctx.obs?.event(ctx, 'extProc', { phase, result: 'failure', reason, failOpen }, start, 'warn');
@@ -66,6 +83,19 @@ export const extProc: PolicyDefinition<'extProc'> = {
             (c?.headerMutation?.setHeaders.length ?? 0) + (c?.headerMutation?.removeHeaders.length ?? 0);
           if (mutations) fields.headerMutations = mutations;
           if (c?.bodyMutation?.mutation.case) fields.bodyMutation = c.bodyMutation.mutation.case;
+          if (a.modeOverride && allowModeOverride && overrides) {
+            const x = m.overrideModes(a.modeOverride);
+            if (overrides === 'request') {
+              if (x.requestBody) reqBody = x.requestBody;
+              resHeaders = x.responseHeaders;
+            }
+            if (x.responseBody) resBody = x.responseBody;
+            fields.modeOverride = {
+              requestBody: reqBody,
+              responseHeaders: resHeaders,
+              responseBody: resBody,
+            };
+          }
         }
         ctx.obs?.event(ctx, 'extProc', fields, start, a.kind === 'immediate' ? 'warn' : undefined);
         return a;
@@ -79,7 +109,7 @@ export const extProc: PolicyDefinition<'extProc'> = {
         phase: 'requestBody' | 'responseBody',
         headers: Headers,
         current: Exclude<Body, null>,
-        mode: BodyMode,
+        mode: Exclude<BodyMode, 'fullDuplexStreamed'>,
         set: (b: Body) => void,
       ) => {
         const tooLarge = phase === 'requestBody' ? 'GW_ERR_REQUEST_TOO_LARGE' : 'GW_ERR_RESPONSE_TOO_LARGE';
@@ -97,6 +127,46 @@ export const extProc: PolicyDefinition<'extProc'> = {
         }
         return a;
       };
+      /**
+       * A headers phase, and in full duplex the body that streams beside it from the start. The
+       * headers' answer applies; then the body is the service's streamed answer, or (the service out
+       * of the picture with none of the body sent to it) the original.
+       */
+      const headersPhase = async (
+        phase: 'requestHeaders' | 'responseHeaders',
+        headers: Headers,
+        pseudo: Record<string, string>,
+        body: Body,
+        mode: BodyMode,
+        set: (b: Body) => void,
+      ): Promise<{ answer: Answer | undefined; streamed: boolean }> => {
+        const bodyPhase: BodyPhase = phase === 'requestHeaders' ? 'requestBody' : 'responseBody';
+        const duplex = mode === 'fullDuplexStreamed' && body !== null;
+        const pending = exchange(
+          phase,
+          () => ({
+            case: phase,
+            value: { headers: m.headerMap(headers, pseudo), endOfStream: body === null },
+          }),
+          !duplex,
+          duplex ? undefined : phase === 'requestHeaders' ? 'request' : 'response',
+        );
+        const d = duplex && live ? stream.duplex(bodyPhase, body) : undefined;
+        const a = await pending;
+        if (a?.kind === 'immediate') return { answer: a, streamed: false };
+        if (a?.kind === 'continue') m.applyMutation(headers, a.common?.headerMutation);
+        if (d && a?.kind === 'continue') streamed(ctx, bodyPhase, headers, d, set);
+        else if (d) {
+          const original = stream.takeBack(bodyPhase);
+          if (original === undefined)
+            throw new GwError(
+              'GW_ERR_INTERNAL',
+              'external processing failed with part of the body sent to it',
+            );
+          set(original);
+        } else if (a?.kind === 'continue') setBody(headers, m.bodyMutation(a.common), set);
+        return { answer: a, streamed: d !== undefined };
+      };
       /** An immediate response ends the request here; the service's part is over. */
       const respond = (r: ProxyResponse) => {
         live = false;
@@ -107,33 +177,48 @@ export const extProc: PolicyDefinition<'extProc'> = {
       };
 
       try {
-        // Request headers.
+        // Request headers (and a fullDuplexStreamed body, which streams from now on).
+        let streamedRequest = false;
         if (reqHeaders) {
-          const a = await exchange('requestHeaders', () => ({
-            case: 'requestHeaders',
-            value: {
-              headers: m.headerMap(ctx.headers, {
-                ':authority': ctx.authority,
-                ':method': ctx.method,
-                ':path': ctx.path + ctx.query,
-                ':scheme': ctx.scheme,
-              }),
-              endOfStream: ctx.body === null,
-            },
-          }));
-          if (a?.kind === 'immediate') return respond(a.response);
-          if (a?.kind === 'continue') {
-            m.applyMutation(ctx.headers, a.common?.headerMutation);
-            setBody(ctx.headers, m.bodyMutation(a.common), (b) => (ctx.body = b));
-          }
+          const pseudo = {
+            ':authority': ctx.authority,
+            ':method': ctx.method,
+            ':path': ctx.path + ctx.query,
+            ':scheme': ctx.scheme,
+          };
+          const h = await headersPhase('requestHeaders', ctx.headers, pseudo, ctx.body, reqBody, (b) => {
+            ctx.body = b;
+          });
+          if (h.answer?.kind === 'immediate') return respond(h.answer.response);
+          streamedRequest = h.streamed;
+        } else if (reqBody === 'fullDuplexStreamed' && ctx.body !== null && live) {
+          streamed(ctx, 'requestBody', ctx.headers, stream.duplex('requestBody', ctx.body), (b) => {
+            ctx.body = b;
+          });
+          streamedRequest = true;
         }
-        // Request body.
-        if (reqBody !== 'none' && ctx.body !== null && live) {
+        // Request body, as one message.
+        if (
+          reqBody !== 'none' &&
+          reqBody !== 'fullDuplexStreamed' &&
+          !streamedRequest &&
+          ctx.body !== null &&
+          live
+        ) {
           const a = await bodyPhase('requestBody', ctx.headers, ctx.body, reqBody, (x) => (ctx.body = x));
           if (a?.kind === 'immediate') return respond(a.response);
         }
 
-        await next(ctx);
+        try {
+          await next(ctx);
+        } catch (err) {
+          // An immediate response while the request body streamed cut it short: that is the answer.
+          if (!stream.immediate) throw err;
+        }
+        if (stream.immediate) {
+          discard(ctx.response?.body);
+          return respond(stream.immediate);
+        }
 
         const res = ctx.response;
         if (!res || !live) return;
@@ -143,27 +228,39 @@ export const extProc: PolicyDefinition<'extProc'> = {
           discard(res.body);
           ctx.response = undefined;
         };
-        // Response headers.
+        // Response headers (and a fullDuplexStreamed body).
+        let streamedResponse = false;
         if (resHeaders) {
-          const a = await exchange('responseHeaders', () => ({
-            case: 'responseHeaders',
-            value: {
-              headers: m.headerMap(res.headers, { ':status': String(res.status) }),
-              endOfStream: res.body === null,
+          const h = await headersPhase(
+            'responseHeaders',
+            res.headers,
+            { ':status': String(res.status) },
+            res.body,
+            resBody,
+            (b) => {
+              res.body = b;
             },
-          }));
-          if (a?.kind === 'immediate') {
+          );
+          if (h.answer?.kind === 'immediate') {
             discard(res.body);
-            ctx.response = a.response;
+            ctx.response = h.answer.response;
             return;
           }
-          if (a?.kind === 'continue') {
-            m.applyMutation(res.headers, a.common?.headerMutation);
-            setBody(res.headers, m.bodyMutation(a.common), (b) => (res.body = b));
-          }
+          streamedResponse = h.streamed;
+        } else if (resBody === 'fullDuplexStreamed' && res.body !== null && live) {
+          streamed(ctx, 'responseBody', res.headers, stream.duplex('responseBody', res.body), (b) => {
+            res.body = b;
+          });
+          streamedResponse = true;
         }
-        // Response body.
-        if (resBody !== 'none' && res.body !== null && live) {
+        // Response body, as one message.
+        if (
+          resBody !== 'none' &&
+          resBody !== 'fullDuplexStreamed' &&
+          !streamedResponse &&
+          res.body !== null &&
+          live
+        ) {
           const a = await bodyPhase('responseBody', res.headers, res.body, resBody, (x) => (res.body = x));
           if (a?.kind === 'immediate') {
             discard(res.body);
@@ -182,6 +279,36 @@ export const extProc: PolicyDefinition<'extProc'> = {
   },
 };
 
+/**
+ * A body the service streams back: it replaces the original, without a length (it is known only at
+ * its end). The trace gets one event for the phase when it ends or fails.
+ */
+function streamed(
+  ctx: RequestContext,
+  phase: BodyPhase,
+  headers: Headers,
+  d: { readonly out: Readable; readonly sent: number; readonly received: number },
+  set: (b: Body) => void,
+): void {
+  set(d.out);
+  delete headers['content-length'];
+  delete headers['transfer-encoding'];
+  const start = ctx.obs ? performance.now() : null;
+  const done = (err?: Error) =>
+    ctx.obs?.event(
+      ctx,
+      'extProc',
+      err
+        ? { phase, result: 'failure', reason: err.message, chunksSent: d.sent, chunksReceived: d.received }
+        : { phase, result: 'streamed', chunksSent: d.sent, chunksReceived: d.received },
+      start,
+      err ? 'warn' : undefined,
+    );
+  // Always listened to: a body nobody reads any more must not fail the process when it is cut.
+  d.out.once('error', (err) => done(err));
+  d.out.once('end', () => done());
+}
+
 /** Sets a body the service replaced (null: cleared) and the length that goes with it. */
 function setBody(headers: Headers, b: Body | undefined, set: (b: Body) => void): void {
   if (b === undefined) return;
@@ -198,7 +325,7 @@ function setBody(headers: Headers, b: Body | undefined, set: (b: Body) => void):
 async function take(
   body: Exclude<Body, null>,
   headers: Headers,
-  mode: BodyMode,
+  mode: Exclude<BodyMode, 'fullDuplexStreamed'>,
   limit: number,
   code: 'GW_ERR_REQUEST_TOO_LARGE' | 'GW_ERR_RESPONSE_TOO_LARGE',
 ): Promise<{ data: Buffer; rest: Readable | null }> {
