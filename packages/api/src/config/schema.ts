@@ -176,7 +176,7 @@ const RequestRedirect = strict({
 const UrlRewrite = strict({ authority: Authority.optional(), path: PathRewrite.optional() });
 
 const DirectResponseBody = strict({
-  status: CrdDirectResponse.shape.status,
+  status: CrdDirectResponse.shape.status.unwrap(),
   body: Bytes.optional(),
   bodyExpression: Cel.nullable()
     .optional()

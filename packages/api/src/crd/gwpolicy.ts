@@ -2,7 +2,17 @@
 // selector), in three sections: traffic (per request), frontend (per downstream connection) and
 // backend (per upstream connection). Spec: "GwPolicy", "Limits".
 import { z } from 'zod';
-import { atLeastOne, atMostOne, exactlyOne, obj, rules, setList } from './kube.ts';
+import {
+  alone,
+  atLeastOne,
+  atMostOne,
+  exactlyOne,
+  mapList,
+  maxEntries,
+  obj,
+  rules,
+  setList,
+} from './kube.ts';
 import {
   ApiKeyAuthentication,
   Authorization,
@@ -10,11 +20,15 @@ import {
   BackendTcp,
   BasicAuthentication,
   Buffer,
+  conditional,
+  ExtAuth,
   FailureMode,
   HeaderModifier,
   JwtAuthentication,
+  KeyExchangeGroup,
   RateLimit,
   Transformation,
+  urlWithoutPath,
 } from './policy-blocks.ts';
 import {
   CELExpression,
@@ -26,6 +40,7 @@ import {
   Kind,
   LocalBackendObjectReference,
   LongString,
+  notBuilt,
   ObjectName,
   ParentReference,
   Port,
@@ -33,6 +48,7 @@ import {
   SectionName,
   ShortString,
   TinyString,
+  Url,
 } from './types.ts';
 
 const sectionXorPort = atMostOne(['sectionName', 'port'], 'at most one of sectionName or port may be set');
@@ -61,39 +77,62 @@ export const PolicyTargetSelector = rules(
 );
 
 // ---------- traffic ----------
-const ExtAuthGrpc = obj({
-  contextExtensions: z.record(z.string().min(1).max(256), LongString).meta({ maxProperties: 64 }).optional(),
-  requestMetadata: z.record(z.string().min(1).max(256), CELExpression).meta({ maxProperties: 64 }).optional(),
-});
-const ExtAuthHttp = obj({
-  path: CELExpression.optional().meta({ description: 'CEL; default the original path.' }),
-  redirect: CELExpression.optional(),
-  body: CELExpression.optional(),
-  allowedRequestHeaders: z.array(HeaderName).max(64).optional(),
-  addRequestHeaders: z.record(HeaderName, CELExpression).meta({ maxProperties: 64 }).optional(),
-  allowedResponseHeaders: z.array(HeaderName).max(64).optional(),
-  responseMetadata: z
-    .record(z.string().min(1).max(256), CELExpression)
-    .meta({ maxProperties: 64 })
-    .optional(),
-});
-export const ExtAuth = rules(
-  obj({
-    backendRef: LocalBackendObjectReference,
-    grpc: ExtAuthGrpc.optional(),
-    http: ExtAuthHttp.optional(),
-    failureMode: FailureMode.default('FailClosed'),
-    timeout: Duration.optional(),
-  }),
-  exactlyOne(['grpc', 'http']),
-);
+export { ExtAuth };
 export const BodySendMode = z.enum(['None', 'Buffered', 'BufferedPartial', 'FullDuplexStreamed']);
-export const ExtProc = obj({
-  backendRef: LocalBackendObjectReference,
-  failureMode: FailureMode.default('FailClosed'),
-  requestBodyMode: BodySendMode.default('None'),
-  responseBodyMode: BodySendMode.default('None'),
-});
+const SendMode = z.enum(['Send', 'Skip']);
+const extProcFields = {
+  backendRef: LocalBackendObjectReference.optional(),
+  url: notBuilt(urlWithoutPath.optional(), 'extProc url (use backendRef)'),
+  failureMode: FailureMode.optional().meta({ description: 'FailClosed (default) or FailOpen.' }),
+  requestBodyMode: BodySendMode.optional().meta({
+    description: 'gw spelling of processingOptions.requestBodyMode (default None when neither is set).',
+  }),
+  responseBodyMode: BodySendMode.optional().meta({
+    description: 'gw spelling of processingOptions.responseBodyMode (default None when neither is set).',
+  }),
+  processingOptions: obj({
+    allowModeOverride: z.boolean().default(false).meta({
+      description: "Whether a headers answer's mode_override may change the body modes that follow.",
+    }),
+    requestBodyMode: BodySendMode.default('FullDuplexStreamed'),
+    requestHeaderMode: SendMode.default('Send'),
+    requestTrailerMode: SendMode.default('Send'),
+    responseBodyMode: BodySendMode.default('FullDuplexStreamed'),
+    responseHeaderMode: SendMode.default('Send'),
+    responseTrailerMode: SendMode.default('Send'),
+  }).optional(),
+  metadataContext: notBuilt(
+    maxEntries(
+      z.record(z.string().min(1).max(256), z.record(z.string().min(1).max(256), CELExpression)),
+      64,
+    ).optional(),
+    'extProc metadataContext',
+  ),
+  requestAttributes: notBuilt(
+    maxEntries(z.record(z.string().min(1).max(256), CELExpression), 64).optional(),
+    'extProc requestAttributes',
+  ),
+  responseAttributes: notBuilt(
+    maxEntries(z.record(z.string().min(1).max(256), CELExpression), 64).optional(),
+    'extProc responseAttributes',
+  ),
+};
+const extProcRules = [
+  {
+    rule: '!has(self.processingOptions) || (!has(self.requestBodyMode) && !has(self.responseBodyMode))',
+    message: 'requestBodyMode and responseBodyMode go in processingOptions when it is set',
+  },
+];
+export const ExtProcPolicy = rules(obj(extProcFields), exactlyOne(['backendRef', 'url']), ...extProcRules);
+export const ExtProc = rules(
+  obj({ ...extProcFields, conditional: conditional(ExtProcPolicy, 'extProc') }),
+  {
+    rule: 'has(self.conditional) || [has(self.backendRef), has(self.url)].filter(x, x).size() == 1',
+    message: 'exactly one of backendRef or url must be set unless conditional is set',
+  },
+  ...extProcRules,
+  alone('conditional', Object.keys(extProcFields)),
+);
 export const ORIGIN_PATTERN = '^[a-z][a-z0-9+.-]*://[^/:]+(:[0-9]{1,5})?$';
 export const Csrf = obj({
   additionalOrigins: z
@@ -116,14 +155,40 @@ export const Cors = obj({
     description: 'Seconds a browser may cache the preflight answer.',
   }),
 });
-export const DirectResponse = obj({
-  status: z.int().min(200).max(599),
+const directResponseFields = {
+  status: z.int().min(200).max(599).optional().meta({ description: 'HTTP status code (required).' }),
   body: z.string().max(65536).optional(),
+  bodyExpression: CELExpression.optional().meta({
+    description: 'CEL giving the body: a string or bytes as they are, another value as JSON.',
+  }),
+  headers: mapList(
+    z
+      .array(obj({ name: HeaderName, value: CELExpression.meta({ description: 'CEL giving the value.' }) }))
+      .min(1)
+      .max(16),
+    ['name'],
+  ).optional(),
+};
+const notBoth = {
+  rule: '!(has(self.body) && has(self.bodyExpression))',
+  message: 'body and bodyExpression may not both be set',
+};
+export const DirectResponsePolicy = rules(obj(directResponseFields), notBoth, {
+  rule: 'has(self.status)',
+  message: 'status is required',
 });
+export const DirectResponse = rules(
+  obj({ ...directResponseFields, conditional: conditional(DirectResponsePolicy, 'directResponse') }),
+  notBoth,
+  alone('conditional', Object.keys(directResponseFields)),
+  { rule: 'has(self.conditional) || has(self.status)', message: 'status is required' },
+);
 export const Retry = obj({
   attempts: z.int().min(1).max(10).default(1),
   backoff: Duration.optional(),
   codes: z.array(z.int().min(400).max(599)).min(1).max(16),
+  condition: notBuilt(CELExpression.optional(), 'retry condition'),
+  precondition: notBuilt(CELExpression.optional(), 'retry precondition'),
 });
 export const Traffic = obj({
   phase: z.enum(['PreRouting', 'PostRouting']).default('PostRouting'),
@@ -145,6 +210,7 @@ export const Traffic = obj({
     response: HeaderModifier.optional(),
   }).optional(),
   directResponse: DirectResponse.optional(),
+  hostRewrite: notBuilt(obj({ mode: z.enum(['Auto', 'None']) }).optional(), 'hostRewrite'),
   delay: obj({
     duration: LongString.meta({
       description:
@@ -154,6 +220,35 @@ export const Traffic = obj({
 });
 
 // ---------- frontend ----------
+const NamedExpression = obj({ name: ShortString, expression: CELExpression });
+const Attributes = rules(
+  obj({
+    add: z.array(NamedExpression).min(1).max(32).optional(),
+    remove: z.array(TinyString).min(1).max(32).optional(),
+  }),
+  atLeastOne(['add', 'remove']),
+);
+/** An OTLP collector: backendRef xor url, over gRPC (default) or HTTP (then at `path`). */
+function otlpEndpoint<S extends z.ZodRawShape>(extra: S) {
+  return remoteEndpoint(
+    {
+      protocol: z.enum(['GRPC', 'HTTP']).default('GRPC'),
+      path: LongString.optional().meta({ description: 'The OTLP/HTTP path (protocol HTTP only).' }),
+      ...extra,
+    },
+    [
+      {
+        rule: "!has(self.path) || self.protocol == 'HTTP'",
+        message: 'path is only valid with protocol HTTP',
+      },
+      { rule: "!has(self.path) || self.path.startsWith('/')", message: 'path must start with /' },
+      {
+        rule: "!has(self.url) || !self.url.matches('^https?://[^/?#]+/') || self.protocol == 'HTTP'",
+        message: 'url path is only valid with protocol HTTP',
+      },
+    ],
+  );
+}
 export const AccessLog = obj({
   filter: CELExpression.optional().meta({ description: 'Logs only when true.' }),
   attributes: obj({
@@ -163,7 +258,13 @@ export const AccessLog = obj({
       .max(32)
       .optional(),
   }).optional(),
-  otlp: remoteEndpoint({}).optional(),
+  otlp: notBuilt(
+    otlpEndpoint({
+      filter: CELExpression.optional(),
+      attributes: Attributes.optional(),
+    }).optional(),
+    'accessLog otlp',
+  ),
 });
 export const CipherSuite = z.enum([
   'TLS13_AES_256_GCM_SHA384',
@@ -177,6 +278,30 @@ export const CipherSuite = z.enum([
   'TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256',
 ]);
 const TlsVersion = z.enum(['TLS12', 'TLS13']);
+const UINT32_SIZE_MESSAGE = 'must be a number of bytes or a quantity such as 64Ki, from 1 to 4294967295';
+/** A size in bytes up to 2^32-1: a number or a quantity. */
+const Uint32Size = rules(
+  z.union([z.int(), z.string().min(1).max(32)]).meta({
+    'x-kubernetes-int-or-string': true,
+    maxLength: 32,
+  }),
+  {
+    rule: "type(self) == string ? (isQuantity(self) && !quantity(self).isLessThan(quantity('1')) && !quantity(self).isGreaterThan(quantity('4294967295'))) : (self >= 1 && self <= 4294967295)",
+    message: UINT32_SIZE_MESSAGE,
+  },
+);
+const FrameSize = rules(
+  z.union([z.int(), z.string().min(1).max(32)]).meta({
+    'x-kubernetes-int-or-string': true,
+    maxLength: 32,
+    description:
+      'The largest HTTP/2 frame payload a client may send (SETTINGS_MAX_FRAME_SIZE), 16384 to 16777215 bytes (the HTTP/2 range).',
+  }),
+  {
+    rule: "type(self) == string ? (isQuantity(self) && !quantity(self).isLessThan(quantity('16384')) && !quantity(self).isGreaterThan(quantity('16777215'))) : (self >= 16384 && self <= 16777215)",
+    message: 'http2FrameSize must be from 16384 to 16777215 bytes',
+  },
+);
 export const Frontend = rules(
   obj({
     networkAuthorization: Authorization.optional(),
@@ -189,6 +314,9 @@ export const Frontend = rules(
         minProtocolVersion: TlsVersion.optional(),
         maxProtocolVersion: TlsVersion.optional(),
         cipherSuites: setList(z.array(CipherSuite).min(1).max(9)).optional(),
+        keyExchangeGroups: setList(z.array(KeyExchangeGroup).min(1).max(4))
+          .optional()
+          .meta({ description: 'Key exchange groups of the handshake, in order of preference.' }),
       }),
       {
         rule: '!has(self.minProtocolVersion) || !has(self.maxProtocolVersion) || self.minProtocolVersion <= self.maxProtocolVersion',
@@ -199,33 +327,68 @@ export const Frontend = rules(
       maxBufferSize: IntOrByteSize.optional(),
       http1MaxHeaders: z.int().min(1).max(4096).optional(),
       http1IdleTimeout: Duration.optional(),
+      http1HeaderCase: notBuilt(
+        z.enum(['Lowercase', 'Preserve']).optional(),
+        'frontend.http.http1HeaderCase',
+      ),
       http2KeepaliveInterval: Duration.optional(),
       http2KeepaliveTimeout: Duration.optional(),
+      http2WindowSize: Uint32Size.optional().meta({
+        description:
+          "Each HTTP/2 stream's receive window (SETTINGS_INITIAL_WINDOW_SIZE): bytes or a quantity.",
+      }),
+      http2ConnectionWindowSize: Uint32Size.optional().meta({
+        description: "Each HTTP/2 connection's receive window across its streams: bytes or a quantity.",
+      }),
+      http2FrameSize: FrameSize.optional(),
+      http2MaxHeaderSize: Uint32Size.optional().meta({
+        description: 'The largest HTTP/2 header list a client may send (SETTINGS_MAX_HEADER_LIST_SIZE).',
+      }),
+      maxConnectionDuration: Duration.optional().meta({
+        description:
+          'How long a client connection may live: then it is closed once its request in flight is answered (HTTP/1) or told GOAWAY (HTTP/2).',
+      }),
     }).optional(),
-    tracing: obj({
-      otlp: remoteEndpoint({}),
-      randomSampling: CELExpression.optional(),
-      attributes: rules(
-        obj({
-          add: z
-            .array(obj({ name: TinyString, expression: CELExpression }))
-            .min(1)
-            .max(32)
-            .optional()
-            .meta({ description: 'Span attributes set from CEL expressions.' }),
-          remove: z
-            .array(TinyString)
-            .min(1)
-            .max(32)
-            .optional()
-            .meta({ description: 'Span attributes left out.' }),
-        }),
-        atLeastOne(['add', 'remove']),
-      ).optional(),
-    }).optional(),
+    tracing: notBuilt(
+      otlpEndpoint({
+        randomSampling: CELExpression.optional(),
+        clientSampling: CELExpression.optional(),
+        filter: CELExpression.optional(),
+        resources: z.array(NamedExpression).max(32).optional(),
+        attributes: Attributes.optional(),
+      }).optional(),
+      'frontend.tracing',
+    ),
+    metrics: notBuilt(
+      obj({
+        attributes: rules(
+          obj({ add: mapList(z.array(NamedExpression).min(1).max(16), ['name']).optional() }),
+          atLeastOne(['add']),
+        ),
+      }).optional(),
+      'frontend.metrics',
+    ),
+    proxyProtocol: notBuilt(
+      obj({
+        mode: z.enum(['Optional', 'Strict']).default('Strict'),
+        version: z.enum(['All', 'V1', 'V2']).default('V2'),
+      }).optional(),
+      'frontend.proxyProtocol',
+    ),
+    connect: notBuilt(obj({ mode: z.enum(['Deny', 'Route', 'Tunnel']) }).optional(), 'frontend.connect'),
   }),
   atLeastOne(
-    ['networkAuthorization', 'accessLog', 'tcp', 'tls', 'http', 'tracing'],
+    [
+      'networkAuthorization',
+      'accessLog',
+      'tcp',
+      'tls',
+      'http',
+      'tracing',
+      'metrics',
+      'proxyProtocol',
+      'connect',
+    ],
     'frontend must set at least one policy',
   ),
 );
@@ -241,6 +404,10 @@ export const GwPolicySpec = rules(
     traffic: Traffic.optional(),
     frontend: Frontend.optional(),
     backend: BackendFull.optional(),
+    strategy: notBuilt(
+      obj({ inheritance: z.enum(['Default', 'Override']).optional() }).optional(),
+      'strategy (policy inheritance)',
+    ),
   }),
   exactlyOne(['targetRefs', 'targetSelectors']),
   atLeastOne(['traffic', 'frontend', 'backend'], 'at least one of traffic, frontend or backend must be set'),

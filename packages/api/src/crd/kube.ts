@@ -206,3 +206,11 @@ export const JsonObject = z
   .meta({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true });
 
 export const obj = z.strictObject;
+
+/** `conditional` may not be set with any of `others`. */
+export function alone(field: string, others: readonly string[]) {
+  return {
+    rule: `!has(self.${field}) || [${others.map((o) => `has(self.${o})`).join(', ')}].filter(x, x).size() == 0`,
+    message: `${field} cannot be set with any other field`,
+  };
+}

@@ -4,7 +4,18 @@
 // "Resources and their fields"; a rule states its constraint in the words a user needs to fix it.
 import { z } from 'zod';
 import { AuthKey, AuthLocation, AuthSecretRef, AwsAuth, BackendAuth } from './backend-auth.ts';
-import { atLeastOne, atMostOne, exactlyOne, Json, mapList, maxEntries, obj, rules, setList } from './kube.ts';
+import {
+  alone,
+  atLeastOne,
+  atMostOne,
+  exactlyOne,
+  Json,
+  mapList,
+  maxEntries,
+  obj,
+  rules,
+  setList,
+} from './kube.ts';
 import {
   CELExpression,
   CredentialLocation,
@@ -21,10 +32,37 @@ import {
   ShortString,
   SNI,
   TinyString,
+  Url,
 } from './types.ts';
 
 const Mode3 = z.enum(['Strict', 'Optional', 'Permissive']);
 export const FailureMode = z.enum(['FailClosed', 'FailOpen']);
+
+/**
+ * agentgateway's conditional form of a policy: entries tried in order, the first whose CEL condition
+ * holds applies (an entry without one is the fallback, last). Refused by name by this build.
+ */
+export function conditional<T extends z.ZodType>(policy: T, what: string) {
+  return notBuilt(
+    rules(
+      z
+        .array(
+          obj({
+            condition: CELExpression.optional().meta({ description: 'CEL; the entry applies when true.' }),
+            policy,
+          }),
+        )
+        .min(1)
+        .max(16),
+      {
+        // has() on an indexed entry is not evaluated by the runtime's CEL: read the last flag of a map
+        rule: 'self.filter(e, !has(e.condition)).size() <= 1 && (self.all(e, has(e.condition)) || !self.map(e, has(e.condition))[size(self) - 1])',
+        message: 'conditional entries without condition must be last',
+      },
+    ).optional(),
+    `the conditional form of ${what}`,
+  );
+}
 
 // ---------- authorization ----------
 export const Authorization = obj({
@@ -33,9 +71,19 @@ export const Authorization = obj({
 });
 
 // ---------- authentication ----------
-export const JwksRemote = remoteEndpoint({
+const jwksRemoteFields = {
   cacheDuration: Duration.optional().meta({ description: 'How long fetched keys are kept (default 10m).' }),
-});
+  jwksPath: LongString.optional().meta({
+    description:
+      'The path the backendRef serves the keys at (required with backendRef; with url, part of the url).',
+  }),
+};
+// agentgateway's CRD requires jwksPath with backendRef; gw keeps its default (`/`, the spec's
+// remote {backendRef xor url} names no path), so manifests written for either are accepted.
+const jwksPathRules = [
+  { rule: '!has(self.url) || !has(self.jwksPath)', message: 'jwksPath may not be set when url is set' },
+];
+export const JwksRemote = remoteEndpoint(jwksRemoteFields, jwksPathRules);
 export const Jwks = rules(
   obj({
     remote: JwksRemote.optional(),
@@ -101,6 +149,79 @@ export const BasicAuthentication = rules(
   exactlyOne(['users', 'secretRef']),
 );
 
+// ---------- external authorization ----------
+const ExtAuthGrpc = obj({
+  contextExtensions: z.record(z.string().min(1).max(256), LongString).meta({ maxProperties: 64 }).optional(),
+  requestMetadata: z.record(z.string().min(1).max(256), CELExpression).meta({ maxProperties: 64 }).optional(),
+});
+const ExtAuthHttp = obj({
+  path: CELExpression.optional().meta({ description: 'CEL; default the original path.' }),
+  redirect: CELExpression.optional(),
+  body: CELExpression.optional(),
+  allowedRequestHeaders: z.array(HeaderName).max(64).optional(),
+  addRequestHeaders: z.record(HeaderName, CELExpression).meta({ maxProperties: 64 }).optional(),
+  allowedResponseHeaders: z.array(HeaderName).max(64).optional(),
+  responseMetadata: z
+    .record(z.string().min(1).max(256), CELExpression)
+    .meta({ maxProperties: 64 })
+    .optional(),
+});
+/** A URL without a path: where a gRPC service is reached by URL. */
+export const urlWithoutPath = rules(Url, {
+  rule: "self.matches('^https?://[^/?#]+$')",
+  message: 'url must not include a path',
+});
+const extAuthFields = {
+  backendRef: LocalBackendObjectReference.optional(),
+  url: notBuilt(Url.optional(), 'extAuth url (use backendRef)'),
+  grpc: ExtAuthGrpc.optional(),
+  http: ExtAuthHttp.optional(),
+  failureMode: FailureMode.optional().meta({ description: 'FailClosed (default) or FailOpen.' }),
+  timeout: Duration.optional(),
+  cache: notBuilt(
+    obj({
+      key: z.array(CELExpression).min(1).max(16),
+      maxEntries: z.int().min(1).max(2147483647).optional(),
+      ttl: CELExpression,
+    }).optional(),
+    'the extAuth cache',
+  ),
+  forwardBody: notBuilt(obj({ maxSize: IntOrByteSize }).optional(), 'extAuth forwardBody'),
+};
+const extAuthRules = [
+  {
+    rule: '!(has(self.forwardBody) && has(self.http) && has(self.http.body))',
+    message: 'forwardBody cannot be used with http.body',
+  },
+  {
+    rule: "!has(self.url) || !self.url.matches('^https?://[^/?#]+/') || has(self.http)",
+    message: 'url path is only valid with http',
+  },
+  {
+    rule: "!has(self.url) || !self.url.matches('^https?://[^/?#]+/') || !has(self.http) || !has(self.http.path)",
+    message: 'http.path may not be set when url includes a path',
+  },
+];
+/** One external authorization call (the form a conditional entry and the backend section take). */
+export const ExtAuthPolicy = rules(
+  obj(extAuthFields),
+  exactlyOne(['backendRef', 'url']),
+  exactlyOne(['grpc', 'http']),
+  ...extAuthRules,
+);
+export const ExtAuth = rules(
+  obj({ ...extAuthFields, conditional: conditional(ExtAuthPolicy, 'extAuth') }),
+  {
+    rule: 'has(self.conditional) || [has(self.backendRef), has(self.url)].filter(x, x).size() == 1',
+    message: 'exactly one of backendRef or url must be set unless conditional is set',
+  },
+  {
+    rule: 'has(self.conditional) || [has(self.grpc), has(self.http)].filter(x, x).size() == 1',
+    message: 'exactly one of grpc or http must be set',
+  },
+  ...extAuthRules,
+  alone('conditional', Object.keys(extAuthFields)),
+);
 // ---------- rate limits ----------
 export const RateLimitUnit = z.enum(['Seconds', 'Minutes', 'Hours']);
 export const LocalRateLimit = rules(
@@ -112,27 +233,51 @@ export const LocalRateLimit = rules(
   }),
   exactlyOne(['requests', 'tokens']),
 );
-export const GlobalRateLimit = obj({
-  backendRef: LocalBackendObjectReference.meta({ description: 'The Envoy rate limit service (gRPC).' }),
-  domain: ShortString,
-  descriptors: z
-    .array(
-      obj({
-        entries: z
-          .array(obj({ name: TinyString, expression: CELExpression }))
-          .min(1)
-          .max(16),
-        type: z.enum(['Requests', 'Tokens']).default('Requests'),
-      }),
-    )
-    .min(1)
-    .max(16),
-  failureMode: FailureMode.default('FailOpen'),
-  timeout: Duration.optional(),
-});
+export const GlobalRateLimit = rules(
+  obj({
+    backendRef: LocalBackendObjectReference.optional().meta({
+      description: 'The Envoy rate limit service (gRPC).',
+    }),
+    url: notBuilt(urlWithoutPath.optional(), 'rateLimit.global url (use backendRef)'),
+    domain: ShortString,
+    descriptors: z
+      .array(
+        rules(
+          obj({
+            entries: z
+              .array(obj({ name: TinyString, expression: CELExpression }))
+              .min(1)
+              .max(16),
+            unit: z.enum(['Requests', 'Tokens']).optional().meta({
+              description: 'What the descriptor counts: Requests (default) or Tokens.',
+            }),
+            type: z.enum(['Requests', 'Tokens']).optional().meta({
+              description: "gw's earlier name of unit; set one of them.",
+            }),
+            cost: notBuilt(CELExpression.optional(), 'rateLimit descriptor cost'),
+            limitOverride: notBuilt(CELExpression.optional(), 'rateLimit descriptor limitOverride'),
+          }),
+          atMostOne(['unit', 'type']),
+        ),
+      )
+      .min(1)
+      .max(16),
+    failureMode: FailureMode.default('FailOpen'),
+    timeout: Duration.optional(),
+  }),
+  exactlyOne(['backendRef', 'url']),
+);
+const rateLimitFields = {
+  local: z.array(LocalRateLimit).min(1).max(16).optional(),
+  global: GlobalRateLimit.optional(),
+};
 export const RateLimit = rules(
-  obj({ local: z.array(LocalRateLimit).min(1).max(16).optional(), global: GlobalRateLimit.optional() }),
-  atLeastOne(['local', 'global']),
+  obj({
+    ...rateLimitFields,
+    conditional: conditional(rules(obj(rateLimitFields), atLeastOne(['local', 'global'])), 'rateLimit'),
+  }),
+  atLeastOne(['local', 'global', 'conditional']),
+  alone('conditional', Object.keys(rateLimitFields)),
 );
 
 // ---------- headers and transformation ----------
@@ -153,10 +298,16 @@ const TransformSide = obj({
     .optional(),
   remove: z.array(HeaderName).max(16).optional(),
   body: CELExpression.optional(),
+  metadata: maxEntries(z.record(z.string().min(1).max(256), CELExpression), 16)
+    .optional()
+    .meta({ description: 'Values stored for later policies and CEL as metadata.<name>; evaluated first.' }),
 });
+const transformationFields = { request: TransformSide.optional(), response: TransformSide.optional() };
+export const TransformationPolicy = rules(obj(transformationFields), atLeastOne(['request', 'response']));
 export const Transformation = rules(
-  obj({ request: TransformSide.optional(), response: TransformSide.optional() }),
-  atLeastOne(['request', 'response']),
+  obj({ ...transformationFields, conditional: conditional(TransformationPolicy, 'transformation') }),
+  atLeastOne(['request', 'response', 'conditional']),
+  alone('conditional', Object.keys(transformationFields)),
 );
 
 // ---------- backend connection settings ----------
@@ -216,8 +367,24 @@ export const Health = rules(
       healthyThreshold: z.int().min(1).max(100).default(1),
       unhealthyThreshold: z.int().min(1).max(100).default(3),
     }).optional(),
+    eviction: obj({
+      consecutiveFailures: z.int().min(0).max(2147483647).optional().meta({
+        description: 'Unhealthy answers in a row that evict the endpoint (default and 0: 1).',
+      }),
+      duration: Duration.default('3s').meta({
+        description: 'The first eviction; the n-th in a row lasts n times as long.',
+      }),
+      healthThreshold: notBuilt(z.int().min(0).max(100).optional(), 'health.eviction.healthThreshold'),
+      restoreHealth: notBuilt(z.int().min(0).max(100).optional(), 'health.eviction.restoreHealth'),
+    })
+      .optional()
+      .meta({ description: "agentgateway's name for passive checks; set one of passive and eviction." }),
+    unhealthyCondition: CELExpression.optional().meta({
+      description: 'CEL over the response: true counts it as unhealthy (default: a 5xx, or no response).',
+    }),
   }),
-  atLeastOne(['passive', 'active']),
+  atLeastOne(['passive', 'active', 'eviction', 'unhealthyCondition']),
+  atMostOne(['passive', 'eviction']),
 );
 
 // ---------- AI: prompt guards, enrichment ----------
@@ -249,11 +416,27 @@ export const WebhookGuard = obj({
   backendRef: LocalBackendObjectReference,
   action: z.enum(['Enforce', 'Audit']).default('Enforce'),
   headers: maxEntries(z.record(z.string().min(1).max(256), CELExpression), 64).optional(),
+  failureMode: FailureMode.optional().meta({
+    description:
+      'When the webhook fails (unreachable, timeout, no verdict): FailClosed (default) answers an error, FailOpen passes the content on.',
+  }),
+  forwardHeaderMatches: z
+    .array(
+      obj({
+        name: HeaderName,
+        type: z.enum(['Exact', 'RegularExpression']).default('Exact'),
+        value: z.string().min(1).max(4096),
+      }),
+    )
+    .max(64)
+    .optional()
+    .meta({ description: "The client's request headers forwarded to the webhook: those matching an entry." }),
 });
 const GuardConnection = obj({
   tcp: BackendTcp.optional(),
   tls: BackendTls.optional(),
   http: BackendHttp.optional(),
+  tunnel: notBuilt(Tunnel.optional(), 'tunnel on a guard service'),
 });
 export const BedrockGuardrails = obj({
   identifier: ShortString,
@@ -264,6 +447,7 @@ export const BedrockGuardrails = obj({
     tcp: BackendTcp.optional(),
     tls: BackendTls.optional(),
     http: BackendHttp.optional(),
+    tunnel: notBuilt(Tunnel.optional(), 'tunnel on a guard service'),
     auth: rules(
       obj({
         key: AuthKey.optional(),
@@ -278,6 +462,10 @@ export const BedrockGuardrails = obj({
 export const OpenAIModeration = obj({
   model: ShortString.optional(),
   policies: obj({
+    tcp: notBuilt(BackendTcp.optional(), 'tcp on the moderation service'),
+    tls: notBuilt(BackendTls.optional(), 'tls on the moderation service'),
+    http: notBuilt(BackendHttp.optional(), 'http on the moderation service'),
+    tunnel: notBuilt(Tunnel.optional(), 'tunnel on a guard service'),
     auth: rules(
       obj({ key: AuthKey.optional(), secretRef: AuthSecretRef.optional(), location: guardAuthLocation }),
       exactlyOne(['key', 'secretRef']),
@@ -295,16 +483,23 @@ const guardFields = {
   webhook: WebhookGuard.optional(),
   bedrockGuardrails: BedrockGuardrails.optional(),
   googleModelArmor: GoogleModelArmor.optional(),
-  contentScopes: setList(z.array(ContentScope).min(1).max(4)).optional(),
+  contentScopes: setList(z.array(ContentScope).min(1).max(4))
+    .optional()
+    .meta({ description: "gw's earlier name of scope; set one of them." }),
+  scope: setList(z.array(ContentScope).min(1).max(4))
+    .optional()
+    .meta({ description: 'Which content the guard inspects (default all of it).' }),
   response: CustomResponse.optional(),
 };
 export const RequestGuard = rules(
   obj({ ...guardFields, openAIModeration: OpenAIModeration.optional() }),
   exactlyOne(['regex', 'webhook', 'openAIModeration', 'bedrockGuardrails', 'googleModelArmor']),
+  atMostOne(['scope', 'contentScopes']),
 );
 export const ResponseGuard = rules(
   obj(guardFields),
   exactlyOne(['regex', 'webhook', 'bedrockGuardrails', 'googleModelArmor']),
+  atMostOne(['scope', 'contentScopes']),
 );
 export const PromptGuard = rules(
   obj({
@@ -335,6 +530,28 @@ export const PromptEnrichment = rules(
   obj({ prepend: z.array(Message).max(16).optional(), append: z.array(Message).max(16).optional() }),
   atLeastOne(['prepend', 'append']),
 );
+export const AiRouteType = z.enum([
+  'AnthropicTokenCount',
+  'Completions',
+  'Detect',
+  'Embeddings',
+  'GeminiCountTokens',
+  'GenerateContent',
+  'Messages',
+  'Models',
+  'Passthrough',
+  'Realtime',
+  'Rerank',
+  'Responses',
+]);
+/** Request body fields set from CEL expressions, each field once. */
+export const FieldExpressions = mapList(
+  z
+    .array(obj({ field: ShortString, expression: CELExpression }))
+    .min(1)
+    .max(64),
+  ['field'],
+);
 export const AiPolicy = obj({
   promptGuard: PromptGuard.optional(),
   promptEnrichment: PromptEnrichment.optional(),
@@ -345,6 +562,32 @@ export const AiPolicy = obj({
     description: "Request body fields always set, replacing the client's.",
   }),
   modelAliases: maxEntries(z.record(ShortString, ShortString), 64).optional(),
+  prompt: notBuilt(
+    rules(
+      obj({
+        prepend: z.array(obj({ role: z.string(), content: z.string() })).optional(),
+        append: z.array(obj({ role: z.string(), content: z.string() })).optional(),
+      }),
+      atLeastOne(['prepend', 'append']),
+    ).optional(),
+    "prompt (agentgateway's name of promptEnrichment: use promptEnrichment)",
+  ),
+  promptCaching: notBuilt(
+    obj({
+      cacheSystem: z.boolean().default(true),
+      cacheMessages: z.boolean().default(true),
+      cacheTools: z.boolean().default(false),
+      cacheMessageOffset: z.int().min(0).max(2147483647).default(0),
+      minTokens: z.int().min(0).max(2147483647).default(1024),
+    }).optional(),
+    'promptCaching',
+  ),
+  routes: notBuilt(
+    maxEntries(z.record(z.string().min(1).max(1024), AiRouteType), 64).optional(),
+    'routes (AI route types by path suffix)',
+  ),
+  transformations: notBuilt(FieldExpressions.optional(), 'ai transformations'),
+  finalTransformations: notBuilt(FieldExpressions.optional(), 'ai finalTransformations'),
 });
 
 // ---------- MCP ----------
@@ -385,7 +628,25 @@ export const McpAuthentication = obj({
   provider: McpIdp.optional(),
   issuer: ShortString.optional(),
   audiences: z.array(ShortString).min(1).max(64).optional(),
-  jwks: obj({ remote: JwksRemote }),
+  jwks: rules(
+    obj({
+      remote: JwksRemote.optional().meta({
+        description: "The spec's form: the keys' endpoint under remote.",
+      }),
+      backendRef: LocalBackendObjectReference.optional(),
+      url: Url.optional(),
+      ...jwksRemoteFields,
+    }),
+    exactlyOne(['remote', 'backendRef', 'url'], 'jwks: exactly one of remote, backendRef or url must be set'),
+    ...jwksPathRules,
+    {
+      rule: '!has(self.remote) || (!has(self.cacheDuration) && !has(self.jwksPath))',
+      message: 'cacheDuration and jwksPath go in remote when remote is set',
+    },
+  ).meta({
+    description:
+      "The keys' endpoint: the spec writes it under remote, agentgateway's CRD directly here (backendRef or url); both are accepted.",
+  }),
   mode: Mode3.default('Strict'),
   clientId: ShortString.optional(),
   clientSecretRef: LocalSecretKeyRef.optional().meta({ description: 'Default key clientSecret.' }),
@@ -405,7 +666,7 @@ export const backendSimpleFields = {
   http: BackendHttp.optional(),
   tunnel: Tunnel.optional(),
   auth: BackendAuth.optional(),
-  transformation: Transformation.optional(),
+  transformation: TransformationPolicy.optional(),
   health: Health.optional(),
 };
 /** BackendFull: BackendSimple plus the AI and MCP settings. */
@@ -413,6 +674,7 @@ export const BackendFull = obj({
   ...backendSimpleFields,
   ai: AiPolicy.optional(),
   mcp: McpPolicy.optional(),
+  extAuth: notBuilt(ExtAuthPolicy.optional(), 'extAuth as a backend policy (set it in traffic)'),
 });
 export const BackendWithAI = obj({ ...backendSimpleFields, ai: AiPolicy.optional() });
 

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { DURATION_PATTERN } from '../duration.ts';
 import { HEADER_NAME_SOURCE } from '../header-name.ts';
-import { exactlyOne, obj, rules } from './kube.ts';
+import { exactlyOne, obj, type Rule, rules } from './kube.ts';
 
 /** The words every field this build refuses by name is refused with (CRD descriptions, controller status). */
 export const notBuiltMessage = (what: string) => `${what} is not supported by this build of gw yet`;
@@ -97,11 +97,20 @@ export const LocalSecretKeyRef = obj({
     .meta({ description: 'Key in the object; each use has a default.' }),
 });
 
+export const BACKEND_NAMESPACE_DESCRIPTION =
+  "Namespace of the referent; default the resource's own. A reference to another namespace is not supported by this build of gw yet (the controller reports it by name).";
 export const LocalBackendObjectReference = rules(
   obj({
     group: Group.default(''),
     kind: Kind.default('Service'),
     name: ObjectName,
+    namespace: z
+      .string()
+      .min(1)
+      .max(63)
+      .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/)
+      .optional()
+      .meta({ description: BACKEND_NAMESPACE_DESCRIPTION }),
     port: Port.optional(),
   }),
   {
@@ -120,10 +129,11 @@ export const URL_MESSAGE = 'url must be http(s)://host[:port][/path] without use
 export const Url = rules(LongString, { rule: `self.matches('${URL_PATTERN}')`, message: URL_MESSAGE });
 
 /** An endpoint reached either through a backend reference or by a URL (opaque: no service policies). */
-export function remoteEndpoint<S extends z.ZodRawShape>(extra: S) {
+export function remoteEndpoint<S extends z.ZodRawShape>(extra: S, more: Rule[] = []) {
   return rules(
     obj({ backendRef: LocalBackendObjectReference.optional(), url: Url.optional(), ...extra }),
     exactlyOne(['backendRef', 'url']),
+    ...more,
   );
 }
 export const RemoteEndpoint = remoteEndpoint({});

@@ -71,7 +71,11 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
     const guard = (s: GuardSpec, phase: 'request' | 'response', i: number) => {
       const at = `${field}.promptGuard.${phase}[${i}]`;
       const kind = Object.keys(s).find(
-        (k) => k !== 'contentScopes' && k !== 'response' && (s as Record<string, unknown>)[k] !== undefined,
+        (k) =>
+          k !== 'contentScopes' &&
+          k !== 'scope' &&
+          k !== 'response' &&
+          (s as Record<string, unknown>)[k] !== undefined,
       );
       if (!kind || !(SERVED_GUARDS as readonly string[]).includes(kind)) {
         out.unsupported.push(`${at}.${kind ?? '(none)'}`);
@@ -82,6 +86,8 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
       // leaves the whole provider out (refs mark it), and the guard is not built.
       if (s.openAIModeration) {
         const m = s.openAIModeration;
+        for (const k of ['tcp', 'tls', 'http', 'tunnel'] as const)
+          if (m.policies?.[k]) out.unsupported.push(`${at}.openAIModeration.policies.${k}`);
         const auth = m.policies?.auth;
         if (auth?.location) out.unsupported.push(`${at}.openAIModeration.policies.auth.location`);
         const key = auth ? refs.key(`${at}.openAIModeration.policies.auth`, auth) : undefined;
@@ -115,7 +121,7 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
           if (key === undefined) return undefined;
           backendAuth = { key };
         }
-        for (const k of ['tcp', 'tls', 'http'] as const)
+        for (const k of ['tcp', 'tls', 'http', 'tunnel'] as const)
           if (b.policies?.[k]) out.unsupported.push(`${bf}.policies.${k}`);
         entry.bedrockGuardrails = {
           guardrailIdentifier: b.identifier,
@@ -126,7 +132,7 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
         };
       } else if (s.googleModelArmor) {
         const a = s.googleModelArmor;
-        for (const k of ['tcp', 'tls', 'http'] as const)
+        for (const k of ['tcp', 'tls', 'http', 'tunnel'] as const)
           if (a.policies?.[k]) out.unsupported.push(`${at}.googleModelArmor.policies.${k}`);
         // credentials: the proxy's Application Default Credentials
         entry.googleModelArmor = { templateId: a.templateId, projectId: a.projectId, location: a.location };
@@ -137,6 +143,15 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
         entry.webhook = {
           target: { host },
           ...(w.headers ? { headers: w.headers } : {}),
+          ...(w.forwardHeaderMatches
+            ? {
+                forwardHeaderMatches: w.forwardHeaderMatches.map((h) => ({
+                  name: h.name,
+                  value: h.type === 'RegularExpression' ? { regex: h.value } : { exact: h.value },
+                })),
+              }
+            : {}),
+          ...(w.failureMode ? { failureMode: w.failureMode === 'FailOpen' ? 'failOpen' : 'failClosed' } : {}),
           ...(w.action === 'Audit' ? { action: 'audit' } : {}),
         };
       } else {
@@ -149,9 +164,10 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
           ...(s.response.statusCode !== undefined ? { status: s.response.statusCode } : {}),
         };
       }
-      if (s.contentScopes) {
-        if (phase === 'request') entry.scope = s.contentScopes.map((c) => SCOPES[c]);
-        else out.unsupported.push(`${at}.contentScopes`);
+      const scopes = s.scope ?? s.contentScopes;
+      if (scopes) {
+        if (phase === 'request') entry.scope = scopes.map((c) => SCOPES[c]);
+        else out.unsupported.push(`${at}.${s.scope ? 'scope' : 'contentScopes'}`);
       }
       return entry;
     };
@@ -179,6 +195,8 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
   if (spec.defaults) out.policy.defaults = fieldMap(spec.defaults);
   if (spec.overrides) out.policy.overrides = fieldMap(spec.overrides);
   if (spec.modelAliases) out.unsupported.push(`${field}.modelAliases`);
+  for (const k of ['prompt', 'promptCaching', 'routes', 'transformations', 'finalTransformations'] as const)
+    if (spec[k] !== undefined) out.unsupported.push(`${field}.${k}`);
   return out;
 }
 

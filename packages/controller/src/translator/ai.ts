@@ -152,7 +152,7 @@ export function translateAi(
     if (auth.passthrough) return undefined;
     const kind = Object.keys(auth).find((k) => (auth as Record<string, unknown>)[k] !== undefined);
     if (kind === undefined) return undefined;
-    throw new Unsupported(`${field}.${kind} is not supported for ai backends by this gw build yet`);
+    throw new Unsupported(`${field}.${kind} is not supported for ai backends by this build of gw yet`);
   };
 
   let ai: Record<string, unknown>;
@@ -188,7 +188,7 @@ function variant(p: ProviderSpec, field: string): Record<string, unknown> {
   const kind = PROVIDER_VARIANTS.find((k) => p[k as keyof ProviderSpec] !== undefined);
   if (!kind || !AI_PROVIDERS_SERVED.includes(kind)) {
     throw new Unsupported(
-      `${field}: the ${kind ?? 'unknown'} provider is not supported by this gw build yet`,
+      `${field}: the ${kind ?? 'unknown'} provider is not supported by this build of gw yet`,
     );
   }
   if (p.openai) return { openAI: defined({ model: p.openai.model }) };
@@ -227,7 +227,7 @@ function variant(p: ProviderSpec, field: string): Record<string, unknown> {
     const type = CUSTOM_FORMATS[f.type];
     if (!type) {
       throw new Unsupported(
-        `${field}.custom.formats[${i}]: the ${f.type} format is not supported by this gw build yet`,
+        `${field}.custom.formats[${i}]: the ${f.type} format is not supported by this build of gw yet`,
       );
     }
     return f.path === undefined ? { type } : { type, path: f.path };

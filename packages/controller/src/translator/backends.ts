@@ -97,7 +97,7 @@ export function collectBackends(
       info.accepted = bad(
         'Accepted',
         'Unsupported',
-        'aws backends are not supported by this gw build yet',
+        'aws backends are not supported by this build of gw yet',
         gen,
       );
       continue;

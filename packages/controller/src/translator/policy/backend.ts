@@ -12,7 +12,7 @@ import { transformation } from './backend/transformation.ts';
 import { tunnel } from './backend/tunnel.ts';
 import { MapContext } from './context.ts';
 import type { BackendPolicyResult } from './result.ts';
-import { mapSections, type SectionMap } from './section.ts';
+import { mapSections, type SectionMap, unsupported } from './section.ts';
 import type { BackendPolicies, BackendSpec, GwBackendPoliciesSpec } from './spec.ts';
 
 const CRD_NAMES: Record<string | number, string> = {
@@ -31,6 +31,7 @@ export const BACKEND_SECTIONS = {
   health,
   ai,
   mcp,
+  extAuth: unsupported,
 } satisfies SectionMap<BackendSpec, BackendPolicies>;
 
 /**

@@ -15,6 +15,7 @@
 // - What @gw/api's checks refuse (a CEL expression that does not compile, a JWKS that is not one, …)
 //   makes the whole policy invalid: `invalid` collects those problems at their CRD field paths.
 import type { FieldPath, Problem, TrafficPolicies } from '@gw/api';
+import { notBuiltMessage } from '@gw/api/crd/types';
 import type { Lookup } from '../types.ts';
 
 export const CLUSTER_DOMAIN = 'cluster.local';
@@ -40,7 +41,8 @@ export class MapContext {
     this.problems.push(`${field}: ${message}`);
   }
   unsupported(field: string): void {
-    this.problems.push(`${field} is not supported by this gw build yet`);
+    // the words of the CRD field's description and of the standalone loader's refusal
+    this.problems.push(notBuiltMessage(field));
   }
   /** Reports every key of `block` the caller did not translate. */
   rest(field: string, block: object, handled: readonly string[]): void {
@@ -124,6 +126,7 @@ interface BackendRef {
   group: string;
   kind: string;
   name: string;
+  namespace?: string | undefined;
   port?: number | undefined;
 }
 
@@ -137,6 +140,10 @@ export interface ServiceAddress {
 
 /** The in-cluster address of a Service backendRef; undefined when the reference cannot name one. */
 export function serviceAddress(ctx: MapContext, field: string, ref: BackendRef): ServiceAddress | undefined {
+  if (ref.namespace !== undefined && ref.namespace !== ctx.namespace) {
+    ctx.unsupported(`${field}.namespace (a backend in another namespace)`);
+    return undefined;
+  }
   if (ref.group !== '' || ref.kind !== 'Service') {
     ctx.problem(
       field,

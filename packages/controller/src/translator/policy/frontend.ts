@@ -15,6 +15,9 @@ export const FRONTEND_SECTIONS = {
   tls: unsupported,
   http,
   tracing: unsupported,
+  metrics: unsupported,
+  proxyProtocol: unsupported,
+  connect: unsupported,
 } satisfies SectionMap<FrontendSpec, FrontendPolicies>;
 
 /** GwPolicy spec.frontend → FrontendPolicies. `field` prefixes the problems (default `frontend`). */

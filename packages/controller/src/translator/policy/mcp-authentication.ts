@@ -8,16 +8,24 @@ import { defined, EMPTY_JWKS, lowerFirst, type MapContext, serviceAddress } from
 
 type Jwks = { inline: string } | { url: string };
 
-/** A CRD JWKS remote (url or a Service serving the keys at `/`); undefined when it names none. */
+/**
+ * A CRD JWKS remote (url, or a Service serving the keys at jwksPath, `/` when the policy names none);
+ * undefined when it names none.
+ */
 export function remoteJwks(
   ctx: MapContext,
   field: string,
-  r: { url?: string | undefined; backendRef?: Parameters<typeof serviceAddress>[2] | undefined },
+  r: {
+    url?: string | undefined;
+    backendRef?: Parameters<typeof serviceAddress>[2] | undefined;
+    jwksPath?: string | undefined;
+  },
 ): Jwks | undefined {
   if (r.url !== undefined) return { url: r.url };
   if (!r.backendRef) return undefined;
   const svc = serviceAddress(ctx, `${field}.backendRef`, r.backendRef);
-  return svc?.resolved ? { url: `${svc.https ? 'https' : 'http'}://${svc.hostPort}` } : undefined;
+  const path = r.jwksPath === undefined ? '' : r.jwksPath.startsWith('/') ? r.jwksPath : `/${r.jwksPath}`;
+  return svc?.resolved ? { url: `${svc.https ? 'https' : 'http'}://${svc.hostPort}${path}` } : undefined;
 }
 
 const PROVIDERS = { Auth0: { auth0: {} }, Keycloak: { keycloak: {} }, Okta: { okta: {} } } as const;

@@ -2,7 +2,7 @@
 // output lists them. A traffic field without an entry here is a type error.
 import { MapContext } from './context.ts';
 import type { PolicyResult } from './result.ts';
-import { mapSections, type SectionMap } from './section.ts';
+import { mapSections, type SectionMap, unsupported } from './section.ts';
 import type { TrafficPolicies, TrafficSpec } from './spec.ts';
 import { apiKeyAuthentication } from './traffic/api-key-authentication.ts';
 import { authorization } from './traffic/authorization.ts';
@@ -39,6 +39,7 @@ export const TRAFFIC_SECTIONS = {
   transformation,
   headerModifiers,
   directResponse,
+  hostRewrite: unsupported,
   delay,
 } satisfies SectionMap<TrafficSpec, TrafficPolicies>;
 

@@ -6,7 +6,7 @@ import { checkTransformations, type FieldPath, type Transformations, type Transf
 import { type At, defined, type MapContext, nameMap } from './context.ts';
 import type { TrafficSpec } from './spec.ts';
 
-type TransformationSpec = NonNullable<TrafficSpec['transformation']>;
+type TransformationSpec = Omit<NonNullable<TrafficSpec['transformation']>, 'conditional'>;
 type SideSpec = NonNullable<TransformationSpec['request']>;
 
 /** The CRD lists its entries: a name problem is at `set[i].name`, an expression's at `set[i].value`. */
@@ -25,6 +25,7 @@ export function transformation(spec: TransformationSpec, ctx: MapContext, at: At
       set: s.set ? nameMap(ctx, `${at.field}.${name}.set`, s.set, 'header') : undefined,
       remove: s.remove ? [...s.remove] : undefined,
       body: s.body,
+      metadata: s.metadata && { ...s.metadata },
     });
   const out = defined({ request: side(spec.request, 'request'), response: side(spec.response, 'response') });
   // Checked on the CRD's lists (not the maps), so each problem names the entry the user wrote.
@@ -35,6 +36,7 @@ export function transformation(spec: TransformationSpec, ctx: MapContext, at: At
       set: s.set && Object.fromEntries(s.set.map((h) => [h.name, h.value])),
       remove: s.remove,
       body: s.body,
+      metadata: s.metadata,
     });
   ctx.check(
     checkTransformations(

@@ -2,18 +2,26 @@
 // the endpoint for ejectionTime, growing with repeated ejections); active checks become gw's
 // health.active (a GET of path every interval; unhealthyThreshold failed probes in a row take the
 // endpoint out, healthyThreshold passed ones bring it back). With active alone, answers eject nothing.
+import { checkCel } from '@gw/api';
 import { defined } from '../context.ts';
 import type { BackendMapper } from '../spec.ts';
 
 export const health: BackendMapper<'health'> = {
   map(spec, ctx, out, at) {
-    ctx.rest(at.field, spec, ['passive', 'active']);
+    ctx.rest(at.field, spec, ['passive', 'active', 'eviction', 'unhealthyCondition']);
     const p = spec.passive;
     const a = spec.active;
+    const e = spec.eviction;
+    if (e) ctx.rest(`${at.field}.eviction`, e, ['consecutiveFailures', 'duration']);
+    if (spec.unhealthyCondition !== undefined)
+      ctx.check(checkCel(spec.unhealthyCondition, [...at.path, 'unhealthyCondition']));
     // the CRD asks for at least one; an empty health would be passive checks with agentgateway's defaults
-    if (!p && !a) return;
+    if (!p && !a && !e && spec.unhealthyCondition === undefined) return;
     out.health = defined({
-      eviction: p && defined({ consecutiveFailures: p.consecutiveFailures, duration: p.ejectionTime }),
+      unhealthyExpression: spec.unhealthyCondition,
+      eviction:
+        (p && defined({ consecutiveFailures: p.consecutiveFailures, duration: p.ejectionTime })) ??
+        (e && defined({ consecutiveFailures: e.consecutiveFailures, duration: e.duration })),
       active:
         a &&
         defined({

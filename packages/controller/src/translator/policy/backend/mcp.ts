@@ -36,7 +36,10 @@ function authentication(
   at: ReturnType<typeof below>,
 ): void {
   ctx.rest(at.field, a, ['resourceMetadata', 'provider', 'issuer', 'audiences', 'jwks', 'mode', 'clientId']);
-  ctx.rest(`${at.field}.jwks.remote`, a.jwks.remote, ['url', 'backendRef']);
+  // the spec's jwks.remote, or agentgateway's form with the endpoint directly under jwks
+  const remote = a.jwks.remote ?? a.jwks;
+  const jf = a.jwks.remote ? `${at.field}.jwks.remote` : `${at.field}.jwks`;
+  ctx.rest(jf, remote, ['url', 'backendRef', 'jwksPath', ...(a.jwks.remote ? [] : ['remote'])]);
   if (a.issuer === undefined) {
     ctx.check([
       { path: [...at.path, 'issuer'], message: 'issuer is required: MCP clients are sent to it for tokens' },
@@ -49,7 +52,7 @@ function authentication(
     {
       issuer: a.issuer,
       audiences: a.audiences,
-      jwks: remoteJwks(ctx, `${at.field}.jwks.remote`, a.jwks.remote),
+      jwks: remoteJwks(ctx, jf, remote),
       mode: a.mode,
       provider: a.provider,
       resourceMetadata: a.resourceMetadata,

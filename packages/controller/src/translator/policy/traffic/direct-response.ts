@@ -1,9 +1,23 @@
-// spec.traffic.directResponse → directResponse.
-import { defined } from '../context.ts';
+// spec.traffic.directResponse → directResponse: a status, and a body or a CEL body, and CEL headers.
+import { checkCel } from '@gw/api';
+import { defined, nameMap } from '../context.ts';
 import type { TrafficMapper } from '../spec.ts';
 
 export const directResponse: TrafficMapper<'directResponse'> = {
-  map(spec, _ctx, out) {
-    out.directResponse = defined({ status: spec.status, body: spec.body });
+  map(spec, ctx, out, at) {
+    ctx.rest(at.field, spec, ['status', 'body', 'bodyExpression', 'headers']);
+    // the CRD requires status unless conditional (refused above) is set
+    if (spec.status === undefined) return;
+    if (spec.bodyExpression !== undefined)
+      ctx.check(checkCel(spec.bodyExpression, [...at.path, 'bodyExpression']));
+    spec.headers?.forEach((h, i) => {
+      ctx.check(checkCel(h.value, [...at.path, 'headers', i, 'value']));
+    });
+    out.directResponse = defined({
+      status: spec.status,
+      body: spec.body,
+      bodyExpression: spec.bodyExpression,
+      headers: spec.headers && nameMap(ctx, `${at.field}.headers`, spec.headers, 'header'),
+    });
   },
 };

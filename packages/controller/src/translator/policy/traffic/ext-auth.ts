@@ -14,7 +14,14 @@ import type { TrafficMapper, TrafficPolicies, TrafficSpec } from '../spec.ts';
 
 export const extAuth: TrafficMapper<'extAuth'> = {
   map(spec, ctx, out, at) {
-    const svc = serviceAddress(ctx, `${at.field}.backendRef`, spec.backendRef);
+    ctx.rest(at.field, spec, ['backendRef', 'grpc', 'http', 'failureMode', 'timeout']);
+    if (spec.conditional || spec.url) {
+      // refused by name above (rest): nothing to call that this build can reach
+      ctx.problem(at.field, 'no authorization service to call: every request is denied');
+      addDenyAll(out);
+      return;
+    }
+    const svc = spec.backendRef && serviceAddress(ctx, `${at.field}.backendRef`, spec.backendRef);
     const ext = extAuthz(ctx, at.field, spec, svc);
     ctx.check(checkExtAuthz(ext, at.path));
     if (svc) out.extAuthz = ext;
@@ -36,7 +43,7 @@ function extAuthz(
   svc: ServiceAddress | undefined,
 ): ExtAuthz {
   const host = svc?.hostPort ?? '';
-  let failureMode = lowerFirst(spec.failureMode);
+  let failureMode = lowerFirst(spec.failureMode ?? 'FailClosed');
   if (svc && !svc.resolved && failureMode === 'failOpen') {
     // FailOpen is for an outage of a service that exists; a dangling reference is a mistake.
     ctx.problem(field, 'failureMode is FailClosed until the backendRef resolves');

@@ -1,18 +1,32 @@
 // spec.traffic.extProc → extProc: a Service called over gRPC (Envoy ext_proc v3) for request and
-// response headers, and the bodies per BodySendMode (FullDuplexStreamed included). With no address to
-// call, every request is denied.
-import { addDenyAll, lowerFirst, serviceAddress } from '../context.ts';
+// response headers, and the bodies per BodySendMode (FullDuplexStreamed, processingOptions' default,
+// included). With no address to call, every request is denied.
+import { addDenyAll, defined, lowerFirst, serviceAddress } from '../context.ts';
 import type { TrafficMapper } from '../spec.ts';
 
 export const extProc: TrafficMapper<'extProc'> = {
   map(spec, ctx, out, at) {
-    const svc = serviceAddress(ctx, `${at.field}.backendRef`, spec.backendRef);
-    if (!svc) {
-      ctx.problem(at.field, 'no external processing service to call: every request is denied');
+    ctx.rest(at.field, spec, [
+      'backendRef',
+      'failureMode',
+      'requestBodyMode',
+      'responseBodyMode',
+      'processingOptions',
+    ]);
+    const svc = spec.backendRef && serviceAddress(ctx, `${at.field}.backendRef`, spec.backendRef);
+    const ok = svc !== undefined && !spec.conditional && !spec.url;
+    const po = spec.processingOptions;
+    const modes = {
+      requestBodyMode: po?.requestBodyMode ?? spec.requestBodyMode ?? 'None',
+      responseBodyMode: po?.responseBodyMode ?? spec.responseBodyMode ?? 'None',
+    };
+    if (!svc || !ok) {
+      if (!svc || spec.conditional || spec.url)
+        ctx.problem(at.field, 'no external processing service to call: every request is denied');
       addDenyAll(out);
       return;
     }
-    let failureMode = lowerFirst(spec.failureMode);
+    let failureMode = lowerFirst(spec.failureMode ?? 'FailClosed');
     if (!svc.resolved && failureMode === 'failOpen') {
       // FailOpen is for an outage of a service that exists; a dangling reference is a mistake.
       ctx.problem(at.field, 'failureMode is FailClosed until the backendRef resolves');
@@ -23,10 +37,15 @@ export const extProc: TrafficMapper<'extProc'> = {
     out.extProc = {
       host: svc.hostPort,
       failureMode,
-      processingOptions: {
-        requestBodyMode: mode(spec.requestBodyMode),
-        responseBodyMode: mode(spec.responseBodyMode),
-      },
+      processingOptions: defined({
+        requestBodyMode: mode(modes.requestBodyMode),
+        responseBodyMode: mode(modes.responseBodyMode),
+        requestHeaderMode: po && lowerFirst(po.requestHeaderMode),
+        responseHeaderMode: po && lowerFirst(po.responseHeaderMode),
+        requestTrailerMode: po && lowerFirst(po.requestTrailerMode),
+        responseTrailerMode: po && lowerFirst(po.responseTrailerMode),
+        allowModeOverride: po?.allowModeOverride || undefined,
+      }),
     };
   },
 };

@@ -31,7 +31,7 @@ export const jwtAuthentication: TrafficMapper<'jwtAuthentication'> = {
         ctx.check(problems);
         if (problems.length === 0) jwks = { inline: p.jwks.inline };
       } else if (p.jwks.remote) {
-        ctx.rest(`${pf}.remote`, p.jwks.remote, ['url', 'backendRef']);
+        ctx.rest(`${pf}.remote`, p.jwks.remote, ['url', 'backendRef', 'jwksPath']);
         jwks = remoteJwks(ctx, `${pf}.remote`, p.jwks.remote);
       }
       if (!jwks) broken = true;

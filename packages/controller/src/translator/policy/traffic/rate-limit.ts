@@ -6,6 +6,7 @@ import type { TrafficMapper, TrafficPolicies, TrafficSpec } from '../spec.ts';
 
 export const rateLimit: TrafficMapper<'rateLimit'> = {
   map(rl, ctx, out, at) {
+    ctx.rest(at.field, rl, ['local', 'global']);
     if (rl.local) {
       out.localRateLimit = rl.local.map((l) =>
         defined({ requests: l.requests, tokens: l.tokens, unit: l.unit, burst: l.burst }),
@@ -13,7 +14,15 @@ export const rateLimit: TrafficMapper<'rateLimit'> = {
     }
     if (rl.global) {
       const gp = [...at.path, 'global'];
+      ctx.rest(`${at.field}.global`, rl.global, [
+        'backendRef',
+        'domain',
+        'descriptors',
+        'failureMode',
+        'timeout',
+      ]);
       rl.global.descriptors.forEach((d, di) => {
+        ctx.rest(`${at.field}.global.descriptors[${di}]`, d, ['entries', 'unit', 'type']);
         d.entries.forEach((e, ei) => {
           ctx.check(checkCel(e.expression, [...gp, 'descriptors', di, 'entries', ei, 'expression']));
         });
@@ -34,6 +43,7 @@ function remoteRateLimit(
 ): RemoteRateLimit | undefined {
   // A missing Service keeps the user's failureMode: rate limiting is not access control, and FailOpen
   // (the default) is what they asked for when the service cannot be reached.
+  if (!spec.backendRef) return undefined;
   const svc = serviceAddress(ctx, `${field}.backendRef`, spec.backendRef);
   if (!svc) return undefined;
   return defined({
@@ -41,7 +51,7 @@ function remoteRateLimit(
     domain: spec.domain,
     descriptors: spec.descriptors.map((d) => ({
       entries: d.entries.map((e) => ({ key: e.name, value: e.expression })),
-      type: lowerFirst(d.type),
+      type: lowerFirst(d.unit ?? d.type ?? 'Requests'),
     })),
     failureMode: lowerFirst(spec.failureMode),
     timeout: spec.timeout,
