@@ -110,7 +110,11 @@ function gatewayResources(
 }
 
 const routeBodies = (ir: ProxyIR | undefined) =>
-  ir?.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.map((r) => r.policies.directResponse?.body)));
+  ir?.binds.flatMap((b) =>
+    b.listeners.flatMap((l) =>
+      l.routes.map((r) => (r.policies.directResponse as { body?: string } | undefined)?.body),
+    ),
+  );
 
 describe('xDS server and client', () => {
   test('per-Gateway resources, deltas, NACK keeps the last good config, restart resyncs', async () => {

@@ -4,6 +4,7 @@ export * from './admin/trace-event.ts';
 export * from './admin/wire.ts';
 export * from './cel/environment.ts';
 export * from './checks/index.ts';
+export * from './config/conditional.ts';
 export * from './config/credentials.ts';
 export * from './config/oidc.ts';
 export * from './config/schema.ts';

@@ -4,6 +4,7 @@
 export * from './backend.ts';
 export * from './backend-auth.ts';
 export * from './cel.ts';
+export * from './conditional.ts';
 export * from './frontend.ts';
 export * from './guardrails.ts';
 export * from './htpasswd.ts';

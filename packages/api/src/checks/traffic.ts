@@ -3,10 +3,12 @@
 // pseudo-headers over HTTP, and the either/or rules of the agentgateway forms. Each block has its own
 // function so a caller that maps another shape (the controller's GwPolicy) can check one block at its
 // own field path.
+import type { ExplicitOrConditional } from '../config/conditional.ts';
 import type { Authorization, ExtAuthz, RemoteRateLimit, TrafficPolicies } from '../config/schema.ts';
 import type { FieldPath } from '../config/source.ts';
 import { parseGoDuration } from '../duration.ts';
 import { checkCel, checkCelMap } from './cel.ts';
+import { checkExplicitOrConditional } from './conditional.ts';
 import { parseHtpasswd } from './htpasswd.ts';
 import { checkJwks } from './jwks.ts';
 import { checkMcpAuthentication } from './mcp-authentication.ts';
@@ -28,7 +30,11 @@ export function checkTrafficPolicies(p: TrafficPolicies, path: FieldPath): Probl
     if (loc) out.push(...checkTokenLocation(loc, [...path, k, 'location']));
   }
   if (p.extAuthz) out.push(...checkExtAuthz(p.extAuthz, [...path, 'extAuthz']));
+  if (p.extProc) out.push(...checkExplicitOrConditional(p.extProc, [...path, 'extProc'], () => []));
+  if (p.localRateLimit && !Array.isArray(p.localRateLimit))
+    out.push(...checkExplicitOrConditional(p.localRateLimit, [...path, 'localRateLimit'], () => []));
   if (p.remoteRateLimit) out.push(...checkRemoteRateLimit(p.remoteRateLimit, [...path, 'remoteRateLimit']));
+  if (p.directResponse) out.push(...checkDirectResponse(p.directResponse, [...path, 'directResponse']));
   if (p.jwtAuth) out.push(...checkJwtAuth(p.jwtAuth, [...path, 'jwtAuth']));
   if (p.basicAuth) out.push(...checkBasicAuth(p.basicAuth, [...path, 'basicAuth']));
   if (p.mcpAuthentication)
@@ -74,7 +80,12 @@ export function checkTokenLocation(loc: TokenLocation, path: FieldPath): Problem
   return 'expression' in loc ? checkCel(loc.expression, [...path, 'expression']) : [];
 }
 
-export function checkExtAuthz(e: ExtAuthz, path: FieldPath): Problem[] {
+/** An extAuthz policy, plain or conditional: each check's CEL fields and the headers it may send. */
+export function checkExtAuthz(e: ExplicitOrConditional<ExtAuthz>, path: FieldPath): Problem[] {
+  return checkExplicitOrConditional(e, path, checkOneExtAuthz);
+}
+
+function checkOneExtAuthz(e: ExtAuthz, path: FieldPath): Problem[] {
   if ('grpc' in e) return checkCelMap(e.grpc.requestMetadata, [...path, 'grpc', 'requestMetadata']);
   const hp = [...path, 'http'];
   const out: Problem[] = [];
@@ -95,11 +106,26 @@ export function checkExtAuthz(e: ExtAuthz, path: FieldPath): Problem[] {
   return out;
 }
 
-/** Each descriptor entry's value is CEL. */
-export function checkRemoteRateLimit(r: RemoteRateLimit, path: FieldPath): Problem[] {
+/** Each descriptor entry's value is CEL (in every entry of the conditional form). */
+export function checkRemoteRateLimit(r: ExplicitOrConditional<RemoteRateLimit>, path: FieldPath): Problem[] {
+  return checkExplicitOrConditional(r, path, checkOneRemoteRateLimit);
+}
+
+function checkOneRemoteRateLimit(r: RemoteRateLimit, path: FieldPath): Problem[] {
   return r.descriptors.flatMap((d, di) =>
     d.entries.flatMap((e, ei) => checkCel(e.value, [...path, 'descriptors', di, 'entries', ei, 'value'])),
   );
+}
+
+type DirectResponse = NonNullable<TrafficPolicies['directResponse']>;
+type DirectResponseBody = Exclude<DirectResponse, { conditional: unknown }>;
+
+/** A direct response's header expressions and bodyExpression are CEL (in every conditional entry). */
+export function checkDirectResponse(d: DirectResponse, path: FieldPath): Problem[] {
+  return checkExplicitOrConditional<DirectResponse, DirectResponseBody>(d, path, (r, at) => [
+    ...(r.bodyExpression != null ? checkCel(r.bodyExpression, [...at, 'bodyExpression']) : []),
+    ...checkCelMap(r.headers, [...at, 'headers']),
+  ]);
 }
 
 /** Providers or agentgateway's single issuer/jwks form, not both; inline JWKS documents parse. */

@@ -11,6 +11,7 @@ import {
 } from '../config/transformations.ts';
 import { HEADER_NAME_PATTERN } from '../crd/types.ts';
 import { checkCel } from './cel.ts';
+import { checkExplicitOrConditional } from './conditional.ts';
 import type { Problem } from './problem.ts';
 
 const headerName = new RegExp(HEADER_NAME_PATTERN);
@@ -36,17 +37,9 @@ export function checkTransformations(
   path: FieldPath,
   entry: TransformEntryPath = mapKeys,
 ): Problem[] {
-  if (!('conditional' in t)) return checkTransformation(t, path, entry);
-  const last = t.conditional.length - 1;
-  return t.conditional.flatMap((c, i) => {
-    const at = [...path, 'conditional', i];
-    const out: Problem[] = [];
-    if (c.condition !== undefined) out.push(...checkCel(c.condition, [...at, 'condition']));
-    else if (i !== last)
-      out.push({ path: at, message: 'only the last entry may leave out condition (it is the fallback)' });
-    out.push(...checkTransformation(c, at, entry));
-    return out;
-  });
+  return checkExplicitOrConditional<TransformationsPolicy, Transformations>(t, path, (c, at) =>
+    checkTransformation(c, at, entry),
+  );
 }
 
 function checkTransformation(t: Transformations, path: FieldPath, entry: TransformEntryPath): Problem[] {

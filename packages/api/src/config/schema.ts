@@ -39,6 +39,7 @@ import {
 } from '../crd/types.ts';
 import { parseByteSize, parseGoDuration } from '../duration.ts';
 import { CIPHER_SUITE_NAMES, KEY_EXCHANGE_GROUPS } from '../tls-names.ts';
+import { conditionalEntry, conditionalForm, explicitOrConditional } from './conditional.ts';
 import { Oidc } from './oidc.ts';
 import { tcpRouteSchemas } from './tcp-routes.ts';
 import { tokenAuthSchemas } from './token-auth.ts';
@@ -73,9 +74,6 @@ const NotYetValues = (values: readonly [string, ...string[]], what: string) => {
     .meta({ description: message })
     .transform((v) => v as never);
 };
-/** agentgateway's `{conditional: [...]}` form of a policy (CEL-selected variants), refused by name. */
-const NotYetConditional = (policy: string) =>
-  strict({ conditional: NotYet(`the conditional form of ${policy}`) }).transform((v) => v as never);
 
 /** agentgateway's Bytes: a string, or an array of byte values (UTF-8 text here, as bodies are sent as text). */
 const Bytes = z.union([
@@ -181,7 +179,6 @@ const DirectResponseBody = strict({
   bodyExpression: Cel.nullable()
     .optional()
     .meta({ description: 'CEL giving the body: a string or bytes as they are, another value as JSON' }),
-  conditional: NotYet('the conditional form of directResponse').optional(),
   headers: z.record(HeaderName, Cel).optional().meta({
     description:
       'CEL per header, e.g. \'"text/plain"\'; a header whose expression fails or gives no string is left out',
@@ -190,6 +187,8 @@ const DirectResponseBody = strict({
   if (d.body !== undefined && d.bodyExpression != null)
     ctx.addIssue({ code: 'custom', path: ['bodyExpression'], message: 'set one of body and bodyExpression' });
 });
+/** A direct response, or the first of several whose condition holds (agentgateway's conditional form). */
+export const DirectResponse = explicitOrConditional(DirectResponseBody);
 
 const Cors = strict({
   allowCredentials: z.boolean().optional(),
@@ -429,7 +428,7 @@ const EXT_AUTHZ_AGW_FIELDS = ['host', 'service', 'backend', 'protocol', 'include
  * agentgateway's ExtAuthz (`host` + `protocol: {grpc|http}`, gRPC by default; failureMode allow or
  * deny) and, as aliases, gw's `{grpc: {host, …}}` and `{http: {host, …}}`; both load as gw's form.
  */
-export const ExtAuthz = strict({
+const ExtAuthzFields = strict({
   host: AuthzHost.optional().meta({ description: 'host:port of the authorization service' }),
   service: NotYet('an extAuthz service by service reference (use host)').optional(),
   backend: NotYet('an extAuthz service by backend reference (use host)').optional(),
@@ -451,11 +450,11 @@ export const ExtAuthz = strict({
   includeRequestBody: NotYet('includeRequestBody').optional(),
   cache: NotYet('the extAuthz cache').optional(),
   policies: NotYet('policies on the extAuthz service').optional(),
-  conditional: NotYet('the conditional form of extAuthz').optional(),
   timeout: Duration.optional().meta({ description: 'gw addition: deadline of the check (default 200ms)' }),
   grpc: ExtAuthzGrpc.optional().meta({ description: "gw's form: the service and settings of a gRPC check" }),
   http: ExtAuthzHttp.optional().meta({ description: "gw's form: the service and settings of an HTTP check" }),
-}).transform((e, ctx): ExtAuthzIR => {
+});
+function extAuthzIR(e: z.output<typeof ExtAuthzFields>, ctx: z.core.$RefinementCtx<unknown>): ExtAuthzIR {
   const issue = (message: string, path: string[] = []) => {
     ctx.issues.push({ code: 'custom', input: e, message, path });
     return z.NEVER;
@@ -507,7 +506,10 @@ export const ExtAuthz = strict({
     },
     ...fm,
   };
-});
+}
+export const ExtAuthz = ExtAuthzFields.transform(extAuthzIR);
+/** An extAuthz check, or the first of several whose condition holds (agentgateway's conditional form). */
+export const ExtAuthzPolicy = explicitOrConditional(ExtAuthzFields, extAuthzIR);
 
 // agentgateway's ExtProc: Envoy ext_proc v3 over gRPC, one bidirectional stream per request.
 const ExtProcBodyMode = z
@@ -523,7 +525,6 @@ export const ExtProc = strict({
   service: NotYet('an extProc service by service reference (use host)').optional(),
   backend: NotYet('an extProc service by backend reference (use host)').optional(),
   policies: NotYet('policies on the extProc service').optional(),
-  conditional: NotYet('the conditional form of extProc').optional(),
   failureMode: z.enum(['failClosed', 'failOpen']).optional().meta({
     description: 'when the service fails: failClosed (default, 500) or failOpen (continue unprocessed)',
   }),
@@ -552,21 +553,32 @@ export const ExtProc = strict({
       path: ['host'],
     });
 });
+/** An extProc service, or the first of several whose condition holds (agentgateway's conditional form). */
+export const ExtProcPolicy = explicitOrConditional(ExtProc);
 
+// agentgateway's token bucket form
+// (as agentgateway: both default to 0; a bucket of 0 tokens refuses everything, 0 per fill never refills)
+const LocalRateLimitBucket = strict({
+  maxTokens: z.number().int().min(0).default(0),
+  tokensPerFill: z.number().int().min(0).default(0),
+  fillInterval: Duration,
+  type: z.enum(['requests', 'tokens']).optional(),
+}).refine((l) => l.tokensPerFill <= l.maxTokens, {
+  message: 'maxTokens cannot be less than tokensPerFill',
+  path: ['maxTokens'],
+});
 export const LocalRateLimit = z.union([
-  // agentgateway's token bucket form
-  // (as agentgateway: both default to 0; a bucket of 0 tokens refuses everything, 0 per fill never refills)
-  strict({
-    maxTokens: z.number().int().min(0).default(0),
-    tokensPerFill: z.number().int().min(0).default(0),
-    fillInterval: Duration,
-    type: z.enum(['requests', 'tokens']).optional(),
-  }).refine((l) => l.tokensPerFill <= l.maxTokens, {
-    message: 'maxTokens cannot be less than tokensPerFill',
-    path: ['maxTokens'],
-  }),
+  LocalRateLimitBucket,
   // the spec's form: N requests or tokens per unit plus burst, as in GwPolicy
   CrdLocalRateLimit,
+]);
+/**
+ * A list of limits, all applied, or agentgateway's conditional form: the bucket of the first entry
+ * whose condition holds (each entry one bucket of its own).
+ */
+const LocalRateLimitPolicy = z.union([
+  conditionalForm(conditionalEntry(LocalRateLimitBucket)),
+  z.array(LocalRateLimit).min(1),
 ]);
 
 // Global rate limit: Envoy's rate limit service v3 (envoyproxy/ratelimit), agentgateway's field names.
@@ -591,7 +603,6 @@ export const RemoteRateLimit = strict({
   service: NotYet('a remoteRateLimit service by service reference (use host)').optional(),
   backend: NotYet('a remoteRateLimit service by backend reference (use host)').optional(),
   policies: NotYet('policies on the remoteRateLimit service').optional(),
-  conditional: NotYet('the conditional form of remoteRateLimit').optional(),
   domain: CrdGlobalRateLimit.shape.domain,
   descriptors: z.array(RemoteRateLimitDescriptor).min(1).max(64),
   failureMode: FailureMode.optional().meta({
@@ -600,6 +611,8 @@ export const RemoteRateLimit = strict({
   }),
   timeout: Duration.optional().meta({ description: 'deadline of the ShouldRateLimit call (default 100ms)' }),
 });
+/** A rate limit service call, or the first of several whose condition holds (agentgateway's conditional form). */
+const RemoteRateLimitPolicy = explicitOrConditional(RemoteRateLimit);
 
 // ---------- backend policies ----------
 const FileOrInline = z.union([z.string(), strict({ file: z.string() })]);
@@ -930,12 +943,12 @@ export const TrafficPolicies = strict({
   oidc: Oidc.optional(),
   basicAuth: BasicAuth.optional(),
   apiKey: ApiKeyAuth.optional(),
-  extAuthz: ExtAuthz.optional(),
-  extProc: ExtProc.optional(),
+  extAuthz: ExtAuthzPolicy.optional(),
+  extProc: ExtProcPolicy.optional(),
   ...TRAFFIC_POLICIES_NOT_BUILT,
   authorization: z.union([Authorization, z.array(Authorization)]).optional(),
-  localRateLimit: z.union([z.array(LocalRateLimit).min(1), NotYetConditional('localRateLimit')]).optional(),
-  remoteRateLimit: RemoteRateLimit.optional(),
+  localRateLimit: LocalRateLimitPolicy.optional(),
+  remoteRateLimit: RemoteRateLimitPolicy.optional(),
   buffer: Buffer.optional(),
   csrf: Csrf.optional(),
   requestHeaderModifier: HeaderModifier.optional(),
@@ -945,7 +958,7 @@ export const TrafficPolicies = strict({
   requestMirror: RequestMirror.optional(),
   transformations: TransformationsPolicy.optional(),
   delay: Delay.optional(),
-  directResponse: DirectResponseBody.optional(),
+  directResponse: DirectResponse.optional(),
   retry: Retry.optional(),
   // The route's host backends are A2A agents (agentgateway's route policy a2a).
   a2a: A2aPolicy.optional(),
@@ -1014,11 +1027,16 @@ export const RouteBackend = z.union([
     policies: BackendPolicies.optional(),
   }),
   strict({
-    routeGroup: NotYet('the routeGroup backend (route delegation to routeGroups)'),
-    // refused as a whole, so the rest is not described again
-    weight: z.unknown().optional(),
-    policies: z.unknown().optional(),
-  }).transform((v) => v as never),
+    routeGroup: z.string().min(1).meta({
+      description:
+        "the name of a routeGroup: the group's routes are matched next, and the first that matches serves the request",
+    }),
+    weight: z.number().int().min(0).optional(),
+    policies: BackendPolicies.optional().meta({
+      description: "not used: set policies on the group's routes",
+    }),
+  }),
+
   ...BACKEND_KINDS_NOT_BUILT.map((k) => refusedBackend(k, {})),
   refusedBackend('service', {}),
   refusedBackend('invalid', {}),
@@ -1998,9 +2016,9 @@ export const LlmPolicies = strict({
   basicAuth: BasicAuth.optional(),
   apiKey: ApiKeyAuth.optional(),
   authorization: Authorization.optional(),
-  extAuthz: ExtAuthz.optional(),
+  extAuthz: ExtAuthzPolicy.optional(),
   cors: Cors.optional(),
-  localRateLimit: z.union([z.array(LocalRateLimit).min(1), NotYetConditional('localRateLimit')]).optional(),
+  localRateLimit: z.array(LocalRateLimit).min(1).optional(),
   remoteRateLimit: RemoteRateLimit.optional(),
   oidc: NotYet('oidc').optional(),
   extProc: NotYet('extProc').optional(),
@@ -2149,7 +2167,20 @@ export const ConfigFile = strict({
   llm: LlmConfig.optional(),
   mcp: NotYet('mcp').optional(),
   tcpRoutes: z.array(AttachedTcpRoute).optional(),
-  routeGroups: NotYet('routeGroups').optional(),
+  routeGroups: z
+    .array(
+      strict({
+        name: z.string().min(1).meta({ description: 'the name a routeGroup backend refers to' }),
+        routes: z
+          .array(Route)
+          .meta({ description: 'the routes a request delegated to the group is matched against' }),
+      }),
+    )
+    .optional()
+    .meta({
+      description:
+        "groups of routes a route delegates to with a routeGroup backend: once that route matches, the group's routes are matched next (their own matches, hostnames and precedence); their policies add to and override the delegating route's",
+    }),
 });
 
 export type ConfigFile = z.infer<typeof ConfigFile>;

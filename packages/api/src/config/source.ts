@@ -320,14 +320,22 @@ export function issuesFromZod(src: SourceDocument, error: z.ZodError): ConfigIss
       return;
     }
     if (issue.code === 'invalid_union' && issue.errors.length > 0) {
-      // Pick the branch whose issues reach deepest into the input: it is most likely what was meant. On
-      // a tie, a branch with a message of its own (a refine's, e.g. "… is not supported") wins, then
+      // Pick the branch whose issues reach deepest into the input: it is most likely what was meant. A
+      // field the input leaves out counts at its parent, below a problem of the parent itself (a
+      // policy's plain form's own error beats its conditional form's missing `conditional`). On a
+      // tie, a branch with a message of its own (a refine's, e.g. "… is not supported") wins, then
       // the branch with fewer issues (the others also miss their own key).
       let best = issue.errors[0] as z.core.$ZodIssue[];
       let bestDepth = -1;
       let bestScore = [-1, 0];
+      const depthOf = (b: z.core.$ZodIssue) =>
+        b.code !== 'invalid_type'
+          ? b.path.length + 0.5
+          : b.path.length > 0 && b.message.endsWith('received undefined')
+            ? b.path.length - 0.75
+            : b.path.length;
       for (const branch of issue.errors) {
-        const depth = Math.max(...branch.map((b) => b.path.length + (b.code === 'invalid_type' ? 0 : 0.5)));
+        const depth = Math.max(...branch.map(depthOf));
         const score = [branch.some((b) => b.code === 'custom') ? 1 : 0, -branch.length];
         if (
           depth > bestDepth ||

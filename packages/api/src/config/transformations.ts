@@ -4,6 +4,7 @@
 // of several by condition (the conditional form); a backend has the plain form only.
 import { z } from 'zod';
 import { CELExpression } from '../crd/types.ts';
+import { explicitOrConditional } from './conditional.ts';
 
 const strict = z.strictObject;
 const Cel = CELExpression;
@@ -52,20 +53,10 @@ const sides = {
 };
 
 /** One transformation: what it does to the request and to the response. */
-export const Transformations = strict(sides).transform(dropNulls);
+const TransformationFields = strict(sides);
+export const Transformations = TransformationFields.transform(dropNulls);
 export type Transformations = z.output<typeof Transformations>;
 
-/** An entry of the conditional form: applies when `condition` holds; without one, the fallback. */
-const ConditionalTransformation = strict({
-  condition: Cel.nullable()
-    .optional()
-    .meta({ description: 'CEL; the first entry whose condition holds applies (unset: the fallback, last)' }),
-  ...sides,
-}).transform(dropNulls);
-
 /** A route, listener or gateway transformation: the plain form or the conditional one. */
-export const TransformationsPolicy = z.union([
-  strict({ conditional: z.array(ConditionalTransformation) }),
-  Transformations,
-]);
+export const TransformationsPolicy = explicitOrConditional(TransformationFields, dropNulls);
 export type TransformationsPolicy = z.output<typeof TransformationsPolicy>;

@@ -1,6 +1,6 @@
 // The proxy's one intermediate representation. The standalone loader and the xDS client both produce
 // it; everything after (compile, swap, serve) is shared. Plain data, so it crosses worker threads.
-import type { AzureAuthIR, CrossAppAccessIR, GcpAuthIR, OAuthTokenExchangeIR } from './token-auth.ts';
+
 import type {
   AccessLog,
   Authorization,
@@ -10,6 +10,7 @@ import type {
   TrafficPolicies,
 } from '@gw/api';
 import type { Secret } from '../secret.ts';
+import type { AzureAuthIR, CrossAppAccessIR, GcpAuthIR, OAuthTokenExchangeIR } from './token-auth.ts';
 
 export interface ProxyIR {
   /** Content hash: equal configs have equal versions, so a no-op reload is skipped. */
@@ -147,6 +148,14 @@ export interface RouteIR {
   /** Where each effective policy was set: on the gateway/listener, or on the route itself. */
   policySources: Record<string, 'gateway' | 'route'>;
   backends: RouteBackendIR[];
+  /**
+   * A route with a routeGroup backend: the group's name. It has no policies or backends of its own:
+   * once it matches, the group's routes (those with `delegatedFrom` = its key) are matched next, and
+   * its policies are already merged into theirs.
+   */
+  routeGroup?: string;
+  /** A route of a routeGroup: the key of the route that delegates to it (listed after that route). */
+  delegatedFrom?: string;
 }
 
 /**

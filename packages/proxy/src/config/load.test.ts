@@ -160,7 +160,10 @@ describe('environment expansion', () => {
       '2:9 binds[0].port: environment variable $NOPE is not set (use ${NAME:-default} for a default, $$ for a literal $)',
     ]);
     const { ir } = load(minimal('    - policies: {directResponse: {status: 200, body: "cost: $$5"}}\n'));
-    assert.equal(ir.binds[0]?.listeners[0]?.routes[0]?.policies.directResponse?.body, 'cost: $5');
+    assert.equal(
+      (ir.binds[0]?.listeners[0]?.routes[0]?.policies.directResponse as { body?: string } | undefined)?.body,
+      'cost: $5',
+    );
   });
 
   test('a policy on <namespace>/<route>/<rule> applies to that rule only, over one on the route', () => {
@@ -174,7 +177,9 @@ policies:
 - {target: {route: default/api}, policy: {directResponse: {status: 200, body: route}}}
 - {target: {route: default/api/read}, policy: {directResponse: {status: 200, body: rule}}}
 `);
-    const bodies = ir.binds[0]?.listeners[0]?.routes.map((r) => r.policies.directResponse?.body);
+    const bodies = ir.binds[0]?.listeners[0]?.routes.map(
+      (r) => (r.policies.directResponse as { body?: string } | undefined)?.body,
+    );
     assert.deepEqual(bodies, ['rule', 'route']);
   });
 
@@ -185,7 +190,7 @@ policies:
       ),
     );
     assert.equal(
-      ir.binds[0]?.listeners[0]?.routes[0]?.policies.directResponse?.body,
+      (ir.binds[0]?.listeners[0]?.routes[0]?.policies.directResponse as { body?: string } | undefined)?.body,
       '$apr1$UVxm2AQH$uSUK. $2y$05$Heb $UNSET_BARE',
     );
   });
@@ -296,7 +301,10 @@ policies:
     const { ir, warnings } = load(
       minimal('    - policies: {directResponse: {status: 200, body: "costs $NOPE_PRICE"}}\n'),
     );
-    assert.equal(ir.binds[0]?.listeners[0]?.routes[0]?.policies.directResponse?.body, 'costs $NOPE_PRICE');
+    assert.equal(
+      (ir.binds[0]?.listeners[0]?.routes[0]?.policies.directResponse as { body?: string } | undefined)?.body,
+      'costs $NOPE_PRICE',
+    );
     assert.deepEqual(
       warnings.map((w) => `${w.file}:${w.line}:${w.column} ${w.path}: ${w.message}`),
       [

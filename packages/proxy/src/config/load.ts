@@ -214,14 +214,24 @@ class Builder {
   }
 
   fail(path: FieldPath, message: string): void {
-    this.issues.push(this.src.issueAt(path, message));
+    const issue = this.src.issueAt(path, message);
+    // a routeGroup's routes are built once per route delegating to them: say each problem once
+    if (this.issues.some((i) => i.path === issue.path && i.message === issue.message)) return;
+    this.issues.push(issue);
   }
+
+  /** The routeGroups being delegated to, innermost last, with the sources of the policies they inherit. */
+  readonly #delegating: { group: string; sources: RouteIR['policySources'] }[] = [];
+  /** The routes built for a delegating route (listed after it once every listener is built). */
+  readonly #groupRoutes = new Map<RouteIR, RouteIR[]>();
 
   build(): LoadedConfig {
     const g = this.cfg.config ?? {};
     const startup = this.startup(g);
     const global = this.global(g);
+    this.checkRouteGroups();
     const binds = this.binds();
+    for (const b of binds) for (const l of b.listeners) l.routes = l.routes.flatMap((r) => this.withGroup(r));
     const frontend = this.frontend();
     addCredentialLocations(global, binds);
     // With the problems found while reading (unset environment variables), so a file shows all at once.
@@ -1088,14 +1098,35 @@ class Builder {
       ) ?? {};
     const merged = mergePolicies(inherited, own) ?? {};
     const policySources: RouteIR['policySources'] = {};
-    for (const k of Object.keys(merged)) policySources[k] = k in own ? 'route' : 'gateway';
+    const parentSources = this.#delegating.at(-1)?.sources;
+    for (const k of Object.keys(merged))
+      policySources[k] = k in own ? 'route' : (parentSources?.[k] ?? 'gateway');
+    const key = `${parent}/${qualified}${r.ruleName ? `/${r.ruleName}` : ''}`;
+    const gi = (r.backends ?? []).findIndex((b) => 'routeGroup' in b);
+    if (gi !== -1) {
+      const group = ((r.backends ?? [])[gi] as { routeGroup: string }).routeGroup;
+      const delegating: RouteIR = {
+        key,
+        name,
+        path: formatPath(path),
+        hostnames: (r.hostnames ?? []).map((h) => h.toLowerCase()),
+        matches,
+        policies: {},
+        policySources: {},
+        backends: [],
+        routeGroup: group,
+      };
+      const routes = this.delegate(path, r.backends ?? [], gi, key, merged, policySources, targeted);
+      this.#groupRoutes.set(delegating, routes);
+      return delegating;
+    }
     const backends: RouteBackendIR[] = [...built];
     (r.backends ?? []).forEach((b, bi) => {
       const ir = this.routeBackend([...path, 'backends', bi], b, merged, targeted);
       if (ir) backends.push(ir);
     });
     return {
-      key: `${parent}/${qualified}${r.ruleName ? `/${r.ruleName}` : ''}`,
+      key,
       name,
       path: formatPath(path),
       hostnames: (r.hostnames ?? []).map((h) => h.toLowerCase()),
@@ -1104,6 +1135,82 @@ class Builder {
       policySources,
       backends,
     };
+  }
+
+  /** Every routeGroup has a name of its own. */
+  checkRouteGroups(): void {
+    const seen = new Set<string>();
+    (this.cfg.routeGroups ?? []).forEach((g, i) => {
+      if (seen.has(g.name))
+        this.fail(['routeGroups', i, 'name'], `a second routeGroup named ${JSON.stringify(g.name)}`);
+      seen.add(g.name);
+    });
+  }
+
+  /**
+   * The routes of the group a route delegates to (its routeGroup backend), each with the delegating
+   * route's effective policies under its own, as agentgateway merges them: a policy the group's route
+   * sets replaces the one of the same name. An unknown group or a cycle is a config error.
+   */
+  delegate(
+    path: FieldPath,
+    backends: RouteBackend[],
+    gi: number,
+    key: string,
+    merged: TrafficPolicies,
+    sources: RouteIR['policySources'],
+    targeted: ReturnType<Builder['targetedPolicies']>,
+  ): RouteIR[] {
+    const at = [...path, 'backends', gi];
+    const b = backends[gi] as { routeGroup: string; policies?: unknown };
+    if (backends.length > 1) {
+      this.fail(
+        [...path, 'backends'],
+        "a route with a routeGroup backend has no other backends (the group's routes name theirs)",
+      );
+      return [];
+    }
+    if (b.policies !== undefined) {
+      this.fail(
+        [...at, 'policies'],
+        "policies on a routeGroup backend are not used: set them on the group's routes",
+      );
+      return [];
+    }
+    const groups = this.cfg.routeGroups ?? [];
+    const index = groups.findIndex((g) => g.name === b.routeGroup);
+    if (index === -1) {
+      const known = groups.map((g) => g.name);
+      this.fail(
+        [...at, 'routeGroup'],
+        `no routeGroup named ${JSON.stringify(b.routeGroup)}${known.length ? ` (routeGroups: ${known.join(', ')})` : ''}`,
+      );
+      return [];
+    }
+    const stack = this.#delegating.map((d) => d.group);
+    if (stack.includes(b.routeGroup)) {
+      const cycle = [...stack.slice(stack.indexOf(b.routeGroup)), b.routeGroup];
+      this.fail([...at, 'routeGroup'], `route delegation cycle: ${cycle.join(' → ')}`);
+      return [];
+    }
+    this.#delegating.push({ group: b.routeGroup, sources });
+    try {
+      return (groups[index]?.routes ?? []).map((r, ri) =>
+        this.route(['routeGroups', index, 'routes', ri], key, r, merged, targeted),
+      );
+    } finally {
+      this.#delegating.pop();
+    }
+  }
+
+  /** A delegating route followed by its group's routes (and theirs), each marked with its delegator. */
+  withGroup(r: RouteIR): RouteIR[] {
+    const routes = this.#groupRoutes.get(r);
+    if (!routes) return [r];
+    return [
+      r,
+      ...routes.flatMap((c) => this.withGroup(c).map((x) => (x === c ? { ...c, delegatedFrom: r.key } : x))),
+    ];
   }
 
   routeBackend(
@@ -1129,6 +1236,8 @@ class Builder {
       target = this.mcpTarget([...path, 'mcp'], b.mcp);
       if (!target) return undefined;
       name = 'mcp';
+    } else if ('routeGroup' in b) {
+      return undefined; // route() delegates to the group instead
     } else {
       name = b.backend;
       const def = (this.cfg.backends ?? []).find((d) => d.name === b.backend);

@@ -52,7 +52,15 @@ export interface PolicyOutcome {
 export type Stage = 'gateway policies' | 'route policies';
 
 export interface RouteSelection {
-  selected: { key: string; name: string; gateway: string; listener: string; definedAt: string } | null;
+  selected: {
+    key: string;
+    name: string;
+    gateway: string;
+    listener: string;
+    definedAt: string;
+    /** A route of a routeGroup: the routes that delegated to it, outermost first. */
+    delegatedFrom?: string[];
+  } | null;
   /** Effective policies of the selected route by where they were set (unredacted). */
   policies: { gateway: Record<string, unknown>; route: Record<string, unknown> };
   /** Every candidate the router considered; computed on demand, so only a trace pays for it. */

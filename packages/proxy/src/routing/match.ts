@@ -16,6 +16,8 @@ export interface CompiledMatch<R> {
   prefix: string | undefined;
   test(input: MatchInput): boolean;
   rank: number[];
+  /** A route delegating to a routeGroup: once it matches, the group's routes are matched instead. */
+  delegate?: HostRouter<R>;
 }
 
 const headerValue = (v: string | string[] | undefined) => (Array.isArray(v) ? v.join(',') : v);
@@ -138,18 +140,21 @@ export class HostRouter<R> {
     this.#any.sort(byPrecedence);
   }
 
-  /** `host` is lower-case without port. */
+  /**
+   * `host` is lower-case without port. A matching route that delegates to a routeGroup hands the
+   * request to the group's routes; when none of those matches, there is no route (as agentgateway).
+   */
   select(host: string, input: MatchInput): CompiledMatch<R> | undefined {
     const exact = this.#exact.get(host);
     if (exact) {
-      for (const m of exact) if (m.test(input)) return m;
+      for (const m of exact) if (m.test(input)) return m.delegate ? m.delegate.select(host, input) : m;
     }
     for (const w of this.#wildcards) {
       if (host.endsWith(w.suffix) && host.length > w.suffix.length) {
-        for (const m of w.matches) if (m.test(input)) return m;
+        for (const m of w.matches) if (m.test(input)) return m.delegate ? m.delegate.select(host, input) : m;
       }
     }
-    for (const m of this.#any) if (m.test(input)) return m;
+    for (const m of this.#any) if (m.test(input)) return m.delegate ? m.delegate.select(host, input) : m;
     return undefined;
   }
 

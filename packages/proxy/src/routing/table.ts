@@ -4,6 +4,7 @@
 import { createSecureContext, type SecureContext, type SecureContextOptions } from 'node:tls';
 import { parseGoDuration } from '@gw/api/runtime';
 import type { BindIR, GlobalIR, ListenerIR, ProxyIR, RouteIR, TlsServerIR } from '../config/ir.ts';
+import { GwError } from '../errors.ts';
 import type { RouteInfo } from '../pipeline/context.ts';
 import { compose, type Handler, observed } from '../pipeline/layer.ts';
 import { buildLayers } from '../policies/registry.ts';
@@ -23,6 +24,8 @@ export interface CompiledRoute {
   requestBodyIdleTimeoutMs: number;
   /** False when none of its backends takes protocol upgrades (ai, mcp, a2a): WebSockets are refused. */
   upgrades: boolean;
+  /** A route of a routeGroup: the keys of the routes that delegated to it, outermost first. */
+  delegatedFrom?: string[];
 }
 
 export interface CompiledListener {
@@ -96,12 +99,24 @@ function compileListener(
   shared: SharedMemory,
 ): CompiledListener {
   const router = new HostRouter<CompiledRoute>();
+  // A delegating route's group: its own router, which the route's matches hand the request to. The
+  // group's routes come after the route in the list (config/load.ts), so the router exists by then.
+  const groups = new Map<string, { router: HostRouter<CompiledRoute>; chain: string[] }>();
   l.routes.forEach((r, order) => {
-    const route = compileRoute(r, l, global, pools, used, shared);
+    const parent = r.delegatedFrom === undefined ? undefined : groups.get(r.delegatedFrom);
+    const route =
+      r.routeGroup === undefined ? compileRoute(r, l, global, pools, used, shared) : delegatingRoute(r, l);
+    if (parent) route.delegatedFrom = parent.chain;
     const matches = r.matches.map((m, i) => compileMatch(route, m, order * 1000 + i));
-    router.add(r.hostnames, matches);
+    if (r.routeGroup !== undefined) {
+      const group = { router: new HostRouter<CompiledRoute>(), chain: [...(parent?.chain ?? []), r.key] };
+      groups.set(r.key, group);
+      for (const m of matches) m.delegate = group.router;
+    }
+    (parent?.router ?? router).add(r.hostnames, matches);
   });
   router.freeze();
+  for (const g of groups.values()) g.router.freeze();
   const secureContext = l.tls
     ? createSecureContext({
         cert: l.tls.cert,
@@ -130,6 +145,25 @@ export function handshakeOptions(
     ...(t.maxVersion ? { maxVersion: t.maxVersion } : {}),
     ...(t.ciphers ? { ciphers: t.ciphers } : {}),
     ...(t.ecdhCurve ? { ecdhCurve: t.ecdhCurve } : {}),
+  };
+}
+
+/** A route that delegates to a routeGroup: only matched, never run (its group's routes are). */
+function delegatingRoute(r: RouteIR, l: ListenerIR): CompiledRoute {
+  return {
+    info: {
+      key: r.key,
+      name: r.name,
+      gateway: l.gateway,
+      listener: l.name,
+      errorFormat: 'http',
+      errorFormatOf: undefined,
+    },
+    ir: r,
+    policyNames: [],
+    handler: () => Promise.reject(new GwError('GW_ERR_NO_ROUTE')),
+    requestBodyIdleTimeoutMs: 0,
+    upgrades: true,
   };
 }
 

@@ -544,6 +544,7 @@ function routeSelection(
           gateway: info.gateway,
           listener: info.listener,
           definedAt: selected.ir.path,
+          ...(selected.delegatedFrom ? { delegatedFrom: selected.delegatedFrom } : {}),
         }
       : null,
     policies,
@@ -551,7 +552,8 @@ function routeSelection(
       candidates.map((c) => ({
         route: c.route.info.key,
         matched: c.test(ctx),
-        selected: c.route === selected,
+        // a route that delegated to the selected one's group counts as selected too
+        selected: c.route === selected || (selected?.delegatedFrom?.includes(c.route.info.key) ?? false),
       })),
   };
 }

@@ -1420,7 +1420,7 @@ describe("agentgateway's field names (issue 16): translated, or refused by name"
       inMemoryLookup([service('proc', [{ port: 9000 }])]),
     );
     assert.deepEqual(r.problems, []);
-    assert.deepEqual(r.policies.extProc?.processingOptions, {
+    assert.deepEqual((r.policies.extProc as { processingOptions?: unknown } | undefined)?.processingOptions, {
       requestBodyMode: 'fullDuplexStreamed',
       responseBodyMode: 'fullDuplexStreamed',
       requestHeaderMode: 'send',

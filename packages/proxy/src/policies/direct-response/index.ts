@@ -3,14 +3,17 @@
 // fails or gives no string is left out), and bodyExpression computes the body (a failure is a 500).
 import { compileCel } from '../../cel/cel.ts';
 import { GwError } from '../../errors.ts';
+import { withConditional } from '../conditional.ts';
 import { bodyOf } from '../transformations/index.ts';
-import type { PolicyDefinition } from '../types.ts';
+import type { PolicyConfig } from '../types.ts';
+
+type DirectResponse = Exclude<PolicyConfig<'directResponse'>, { conditional: unknown }>;
 
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
-export const directResponse: PolicyDefinition<'directResponse'> = {
+export const directResponse = withConditional({
   name: 'directResponse',
-  build(config) {
+  build(config: DirectResponse) {
     const body = config.body === undefined ? null : Buffer.from(config.body);
     const bodyExpression = config.bodyExpression == null ? undefined : compileCel(config.bodyExpression);
     const headers = Object.entries(config.headers ?? {}).map(
@@ -35,4 +38,4 @@ export const directResponse: PolicyDefinition<'directResponse'> = {
       ctx.response = { status: config.status, headers: out, body: answer };
     };
   },
-};
+});

@@ -6,7 +6,7 @@ import type { ExtAuthz } from '@gw/api';
 import { compileCel } from '../../cel/cel.ts';
 import { GwError } from '../../errors.ts';
 import { Lazy } from '../../lazy.ts';
-import type { PolicyDefinition } from '../types.ts';
+import { withConditional } from '../conditional.ts';
 import type { Check } from './decision.ts';
 import { httpCheck } from './http-check.ts';
 
@@ -20,9 +20,9 @@ function grpcCheckOf(cfg: Extract<ExtAuthz, { grpc: unknown }>['grpc']): Check {
   return (ctx) => (check.value ? check.value(ctx) : check.ready.then((c) => c(ctx)));
 }
 
-export const extAuthz: PolicyDefinition<'extAuthz'> = {
+export const extAuthz = withConditional({
   name: 'extAuthz',
-  build(config) {
+  build(config: ExtAuthz) {
     const failOpen = config.failureMode?.toLowerCase() === 'failopen';
     const check = 'grpc' in config ? grpcCheckOf(config.grpc) : httpCheck(config.http);
     return async (ctx, next) => {
@@ -49,4 +49,4 @@ export const extAuthz: PolicyDefinition<'extAuthz'> = {
       if (d.onResponse && ctx.response) d.onResponse(ctx.response.headers);
     };
   },
-};
+});

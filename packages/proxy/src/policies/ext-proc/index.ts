@@ -18,17 +18,20 @@ import { GwError } from '../../errors.ts';
 import { Lazy } from '../../lazy.ts';
 import { bufferUpTo, contentLength, discard, prepend } from '../../pipeline/body.ts';
 import type { Body, Headers, ProxyResponse, RequestContext } from '../../pipeline/context.ts';
-import type { PolicyDefinition } from '../types.ts';
+import { withConditional } from '../conditional.ts';
+import type { BuildEnv, PolicyConfig } from '../types.ts';
 import type { Answer, BodyMode, BodyPhase, Phase, ProcessStream } from './stream.ts';
+
+type ExtProc = Exclude<PolicyConfig<'extProc'>, { conditional: unknown }>;
 
 // grpc-js and the generated ext_proc messages load with the first config that has an extProc.
 const grpc = new Lazy(() => import('./stream.ts'));
 
 const DEFAULT_TIMEOUT_MS = 200;
 
-export const extProc: PolicyDefinition<'extProc'> = {
+export const extProc = withConditional({
   name: 'extProc',
-  build(config, env) {
+  build(config: ExtProc, env: BuildEnv) {
     const host = config.host as string;
     const timeoutMs = (config.timeout && parseGoDuration(config.timeout)) || DEFAULT_TIMEOUT_MS;
     const failOpen = config.failureMode === 'failOpen';
@@ -277,7 +280,7 @@ export const extProc: PolicyDefinition<'extProc'> = {
       }
     };
   },
-};
+});
 
 /**
  * A body the service streams back: it replaces the original, without a length (it is known only at

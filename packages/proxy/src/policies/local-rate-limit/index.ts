@@ -7,7 +7,8 @@ import type { LocalRateLimit } from '@gw/api';
 import { parseGoDuration } from '@gw/api/runtime';
 import { GwError } from '../../errors.ts';
 import { onResponseUsage } from '../../llm/usage.ts';
-import type { PolicyDefinition } from '../types.ts';
+import { withConditional } from '../conditional.ts';
+import type { BuildEnv } from '../types.ts';
 import { BUCKET_BYTES, SharedBucket } from './bucket.ts';
 
 const UNIT_MS = { Seconds: 1000, Minutes: 60_000, Hours: 3_600_000 } as const;
@@ -62,37 +63,41 @@ function headers(
   };
 }
 
-export const localRateLimit: PolicyDefinition<'localRateLimit'> = {
-  name: 'localRateLimit',
-  build(config, env) {
-    const limits: Limit[] = config.map((l, i) => {
-      const n = normalizeLimit(l);
-      return {
-        kind: n.kind,
-        bucket: new SharedBucket(
-          env.shared(rateLimitKey(env.route, i, l), BUCKET_BYTES),
-          n.capacity,
-          n.refillPerMs,
-        ),
+// The conditional form's entry is one bucket: its own list of one.
+export const localRateLimit = withConditional<'localRateLimit', LocalRateLimit[], LocalRateLimit>(
+  {
+    name: 'localRateLimit',
+    build(config: LocalRateLimit[], env: BuildEnv) {
+      const limits: Limit[] = config.map((l, i) => {
+        const n = normalizeLimit(l);
+        return {
+          kind: n.kind,
+          bucket: new SharedBucket(
+            env.shared(rateLimitKey(env.route, i, l), BUCKET_BYTES),
+            n.capacity,
+            n.refillPerMs,
+          ),
+        };
+      });
+      const tokenLimits = limits.filter((l) => l.kind === 'tokens');
+      return async (ctx, next) => {
+        const results = limits.map((l) => (l.kind === 'requests' ? l.bucket.take(1) : l.bucket.peek()));
+        const h = headers(limits, results);
+        if (results.some((r) => !r.ok)) {
+          ctx.obs?.event(ctx, 'rateLimit', { limited: true, ...h }, null, 'warn');
+          throw new GwError('GW_ERR_RATE_LIMITED', undefined, { headers: h });
+        }
+        await next(ctx);
+        if (ctx.response) Object.assign(ctx.response.headers, h);
+        if (tokenLimits.length > 0) {
+          onResponseUsage(ctx, (tokens) => {
+            for (const l of tokenLimits) l.bucket.debit(tokens);
+          });
+        }
       };
-    });
-    const tokenLimits = limits.filter((l) => l.kind === 'tokens');
-    return async (ctx, next) => {
-      const results = limits.map((l) => (l.kind === 'requests' ? l.bucket.take(1) : l.bucket.peek()));
-      const h = headers(limits, results);
-      if (results.some((r) => !r.ok)) {
-        ctx.obs?.event(ctx, 'rateLimit', { limited: true, ...h }, null, 'warn');
-        throw new GwError('GW_ERR_RATE_LIMITED', undefined, { headers: h });
-      }
-      await next(ctx);
-      if (ctx.response) Object.assign(ctx.response.headers, h);
-      if (tokenLimits.length > 0) {
-        onResponseUsage(ctx, (tokens) => {
-          for (const l of tokenLimits) l.bucket.debit(tokens);
-        });
-      }
-    };
+    },
+    sharedMemory: (config, env) =>
+      config.map((l, i) => ({ key: rateLimitKey(env.route, i, l), bytes: BUCKET_BYTES })),
   },
-  sharedMemory: (config, env) =>
-    config.map((l, i) => ({ key: rateLimitKey(env.route, i, l), bytes: BUCKET_BYTES })),
-};
+  (entry) => [entry],
+);

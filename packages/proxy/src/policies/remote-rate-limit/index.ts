@@ -9,7 +9,7 @@ import { type CelContext, type CelProgram, compileCel } from '../../cel/cel.ts';
 import { GwError } from '../../errors.ts';
 import { Lazy } from '../../lazy.ts';
 import { onResponseUsage } from '../../llm/usage.ts';
-import type { PolicyDefinition } from '../types.ts';
+import { withConditional } from '../conditional.ts';
 import { quotaHeaders, serviceHeaders, setHeaders } from './headers.ts';
 
 /**
@@ -60,9 +60,9 @@ function evaluate(
   return out;
 }
 
-export const remoteRateLimit: PolicyDefinition<'remoteRateLimit'> = {
+export const remoteRateLimit = withConditional({
   name: 'remoteRateLimit',
-  build(config) {
+  build(config: RemoteRateLimit) {
     const failOpen = config.failureMode?.toLowerCase() !== 'failclosed';
     const timeoutMs = (config.timeout && parseGoDuration(config.timeout)) || DEFAULT_TIMEOUT_MS;
     const descriptors = compile(config);
@@ -128,4 +128,4 @@ export const remoteRateLimit: PolicyDefinition<'remoteRateLimit'> = {
       });
     };
   },
-};
+});

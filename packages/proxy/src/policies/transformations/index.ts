@@ -7,12 +7,13 @@
 // the buffer limit: 413 / 502 over it) only when an expression names it (`request.body`,
 // `response.body`); a rewritten body gets its Content-Length.
 import type { Readable } from 'node:stream';
-import type { LocalTransform, TransformationsPolicy } from '@gw/api';
-import { type CelContext, type CelProgram, celToJson, celTrue, compileCel } from '../../cel/cel.ts';
+import type { LocalTransform, Transformations } from '@gw/api';
+import { type CelContext, type CelProgram, celToJson, compileCel } from '../../cel/cel.ts';
 import { GwError } from '../../errors.ts';
 import { bufferUpTo, contentLength, discard } from '../../pipeline/body.ts';
 import { type Headers, HOP_BY_HOP, hostOf, type RequestContext } from '../../pipeline/context.ts';
-import type { PolicyDefinition } from '../types.ts';
+import { withConditional } from '../conditional.ts';
+import type { BuildEnv } from '../types.ts';
 
 type Pseudo = ':method' | ':scheme' | ':authority' | ':path' | ':status';
 const PSEUDO = new Set<string>([':method', ':scheme', ':authority', ':path', ':status']);
@@ -25,11 +26,6 @@ interface Side {
   set: [string, CelProgram][];
   remove: string[];
   body: CelProgram | undefined;
-}
-interface Rule {
-  condition: CelProgram | undefined;
-  request: Side | undefined;
-  response: Side | undefined;
 }
 
 /** What one phase did, for the trace. */
@@ -70,36 +66,20 @@ function programsOf(s: Side | undefined): CelProgram[] {
   ];
 }
 
-export const transformations: PolicyDefinition<'transformations'> = {
+// The conditional form (the first entry whose condition holds) is policies/conditional.ts's.
+export const transformations = withConditional({
   name: 'transformations',
-  build(config: TransformationsPolicy, env) {
-    const items = 'conditional' in config ? config.conditional : [config];
-    const rules: Rule[] = items.map((c) => ({
-      condition: 'condition' in c && typeof c.condition === 'string' ? compileCel(c.condition) : undefined,
-      request: compileSide(c.request),
-      response: compileSide(c.response),
-    }));
-    const all = rules.flatMap((r) => [
-      ...(r.condition ? [r.condition] : []),
-      ...programsOf(r.request),
-      ...programsOf(r.response),
-    ]);
+  build(config: Transformations, env: BuildEnv) {
+    const rule = { request: compileSide(config.request), response: compileSide(config.response) };
     // A body is held in memory only when an expression reads it.
-    const readsRequestBody = all.some((p) => p.reads('request', 'body'));
-    const readsResponseBody = rules.some((r) =>
-      programsOf(r.response).some((p) => p.reads('response', 'body')),
+    const readsRequestBody = [...programsOf(rule.request), ...programsOf(rule.response)].some((p) =>
+      p.reads('request', 'body'),
     );
+    const readsResponseBody = programsOf(rule.response).some((p) => p.reads('response', 'body'));
     const limit = env.global.maxBufferSize;
 
     return async (ctx, next) => {
       if (readsRequestBody) await bufferRequest(ctx, limit);
-      let rule: Rule | undefined;
-      for (const r of rules) {
-        if (r.condition && !celTrue(r.condition, ctx.celContext())) continue;
-        rule = r;
-        break;
-      }
-      if (!rule) return next(ctx);
       if (rule.request) {
         const start = ctx.obs ? performance.now() : null;
         const applied = applyRequest(ctx, rule.request);
@@ -144,7 +124,7 @@ export const transformations: PolicyDefinition<'transformations'> = {
       ctx.obs?.event(ctx, 'transformation', fields, start);
     };
   },
-};
+});
 
 /** Reads the request body into memory for the expressions that read it; 413 over the limit. */
 async function bufferRequest(ctx: RequestContext, limit: number): Promise<void> {
