@@ -49,7 +49,7 @@ export class AccessLogObserver implements RequestObserver {
     if (upgrade) {
       rec['upgrade.protocol'] = upgrade.protocol;
       // Counted on the client's connection from the switch on: what the tunnel carried each way.
-      if (upgrade.spliced) {
+      if (upgrade.spliced && upgrade.socket) {
         rec['upgrade.bytesReceived'] = upgrade.socket.bytesRead - upgrade.spliced.read;
         rec['upgrade.bytesSent'] = upgrade.socket.bytesWritten - upgrade.spliced.written;
       }

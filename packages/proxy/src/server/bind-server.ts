@@ -125,7 +125,13 @@ export class BindServer {
     };
     const onUpgrade = (req: IncomingMessage, socket: Socket, head: Buffer) =>
       opts.onUpgrade(this, req, socket, head);
-    const h2Settings = { ...limits.http2, maxConcurrentStreams: limits.http2MaxConcurrentStreams };
+    // enableConnectProtocol: WebSockets over HTTP/2 (extended CONNECT, RFC 8441) reach the data
+    // plane through the server's 'connect' event.
+    const h2Settings = {
+      ...limits.http2,
+      maxConcurrentStreams: limits.http2MaxConcurrentStreams,
+      enableConnectProtocol: true,
+    };
 
     if (this.scheme === 'https') {
       const first = bind.listeners.find((l) => l.secureContext)?.ir.tls;
@@ -154,6 +160,7 @@ export class BindServer {
       secure.on('upgrade', onUpgrade);
       // Expect: 100-continue reaches the data plane unanswered; it sends the 100 when the body is read.
       secure.on('checkContinue', handler);
+      secure.on('connect', handler);
       // Before the TLS handshake: a refused peer costs no crypto.
       secure.prependListener('connection', (socket: Socket) => {
         accept(socket);
@@ -186,6 +193,7 @@ export class BindServer {
       // Expect: 100-continue reaches the data plane unanswered; it sends the 100 when the body is read.
       h1.on('checkContinue', handler);
       h2.on('checkContinue', handler);
+      h2.on('connect', handler);
       this.#h1 = h1;
       this.#h2 = h2;
       this.#outer = net.createServer({ noDelay: true }, (socket) => {

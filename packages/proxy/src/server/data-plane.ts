@@ -2,6 +2,7 @@
 // upstream pools; serves each request on the table it arrived under; swaps tables atomically.
 import { type IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
+import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 import type { TraceEvent } from '@gw/api';
@@ -284,6 +285,22 @@ export class DataPlane {
     const ctx = new RequestContext(req, res, bs.scheme, bs.peer(req));
     this.#inflight.add(ctx);
     res.once('close', () => this.#finish(ctx));
+    if (ctx.method === 'CONNECT' && upgrade === undefined && 'stream' in req) {
+      upgrade = extendedConnect(ctx, req, bs.idleTimeoutMs);
+      const state = upgrade;
+      // The client left before the backend's answer was joined: a backend connection goes too.
+      if (state) res.once('close', () => state.spliced || state.upstream?.socket.destroy());
+      if (upgrade === undefined) {
+        this.#fail(
+          ctx,
+          new GwError(
+            'GW_ERR_UPGRADE_UNSUPPORTED',
+            'CONNECT without :protocol is not supported by this build of gw yet',
+          ),
+        );
+        return;
+      }
+    }
     if (upgrade !== undefined) {
       ctx.ext.upgrade = upgrade;
       // Whatever follows the head belongs to the new protocol, never an HTTP body.
@@ -357,6 +374,10 @@ export class DataPlane {
     }
     if (res.destroyed || res.headersSent) {
       discard(r.body);
+      return;
+    }
+    if (r.status === 101 && ctx.ext.upgrade?.stream) {
+      joinExtendedConnect(ctx, ctx.ext.upgrade, res as Http2ServerResponse);
       return;
     }
     try {
@@ -570,4 +591,45 @@ function discardUnreadBody(req: IncomingMessage): void {
   if (req.complete) return;
   (req as IncomingMessage & { _dump?: () => void })._dump?.();
   req.socket?.resume();
+}
+
+/**
+ * A WebSocket (or other protocol) over HTTP/2 (extended CONNECT, RFC 8441): the stream carries the
+ * new protocol. Upstream it becomes an HTTP/1.1 Upgrade, so the handshake is GET and, for WebSocket,
+ * takes the Sec-WebSocket-Key HTTP/2 clients do not send (nor expect an Accept for).
+ */
+function extendedConnect(
+  ctx: RequestContext,
+  req: Http2ServerRequest,
+  idleMs: number,
+): UpgradeState | undefined {
+  const protocol = req.headers[':protocol'];
+  if (typeof protocol !== 'string' || protocol === '') return undefined;
+  ctx.method = 'GET';
+  if (protocol.toLowerCase() === 'websocket' && ctx.headers['sec-websocket-key'] === undefined)
+    ctx.headers['sec-websocket-key'] = randomBytes(16).toString('base64');
+  return { protocol, stream: req.stream, head: Buffer.alloc(0), idleMs };
+}
+
+/** What an HTTP/1.1 101 carries that HTTP/2 forbids (connection-specific) or has no use for. */
+const NOT_FOR_H2 = new Set([
+  'connection',
+  'upgrade',
+  'keep-alive',
+  'transfer-encoding',
+  'sec-websocket-accept',
+]);
+
+/** The backend switched protocols: the client's stream gets a 200 and is joined to its connection. */
+function joinExtendedConnect(ctx: RequestContext, state: UpgradeState, res: Http2ServerResponse): void {
+  const up = state.upstream;
+  const stream = state.stream;
+  if (!up || !stream) return;
+  const headers: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(ctx.response?.headers ?? {}))
+    if (v !== undefined && !NOT_FOR_H2.has(k)) headers[k] = v as string | string[];
+  res.writeHead(200, headers);
+  state.spliced = { read: 0, written: 0 };
+  if (up.head.length > 0) stream.write(up.head);
+  splice(stream, up.socket, state.idleMs ?? 0);
 }

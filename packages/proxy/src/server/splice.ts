@@ -1,7 +1,10 @@
 // Two sockets joined after a protocol upgrade: bytes flow both ways with backpressure (pipe pauses
 // the reader while the other side's buffer is full), each direction's end is passed on as a
 // half-close, and an error, the idle timeout or one side closing closes the other.
-import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+
+/** A socket, or an HTTP/2 stream carrying an extended CONNECT. */
+type Pipe = Duplex & { setTimeout(ms: number, cb: () => void): unknown };
 
 /** How long a side whose peer closed may take to flush what it still holds before it is cut. */
 const FLUSH_MS = 5_000;
@@ -10,7 +13,7 @@ const FLUSH_MS = 5_000;
  * Joins `client` and `upstream`. `idleMs` (0: none) closes both when no byte has moved either way
  * for that long. `done` runs once, when both sockets are closed.
  */
-export function splice(client: Socket, upstream: Socket, idleMs: number, done?: () => void): void {
+export function splice(client: Pipe, upstream: Pipe, idleMs: number, done?: () => void): void {
   // A FIN from one side ends only that direction; the other keeps flowing until its own end.
   client.allowHalfOpen = true;
   upstream.allowHalfOpen = true;
@@ -20,7 +23,7 @@ export function splice(client: Socket, upstream: Socket, idleMs: number, done?: 
   client.on('error', noop);
   upstream.on('error', noop);
   let open = 2;
-  const closed = (other: Socket) => (hadError: boolean) => {
+  const closed = (other: Pipe) => (hadError: boolean) => {
     if (--open === 0) {
       done?.();
       return;

@@ -2,8 +2,10 @@
 // route's policies on the handshake, the backend's answer relayed, frames both ways, either side
 // closing, backendTLS to a wss upstream, and a drain with a connection open.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer as createHttpServer, type IncomingMessage, type Server } from 'node:http';
+import http2, { type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
 import { createServer as createHttpsServer } from 'node:https';
 import net, { type AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
@@ -494,4 +496,88 @@ test('a drain waits for an open WebSocket until the deadline, then closes both s
   setTimeout(() => ws2.close(1001), 100);
   assert.equal((await drained2).cut, 0);
   assert.ok(performance.now() - t1 < 2000);
+});
+
+/** A masked client text frame (RFC 6455 §5.2), as short as these tests send. */
+function clientTextFrame(text: string): Buffer {
+  const payload = Buffer.from(text);
+  const mask = randomBytes(4);
+  const masked = Buffer.from(payload.map((b, i) => b ^ (mask[i % 4] as number)));
+  return Buffer.concat([Buffer.from([0x81, 0x80 | payload.length]), mask, masked]);
+}
+
+/** The next unmasked server text frame's payload (short frames only). */
+async function serverText(stream: ClientHttp2Stream): Promise<string> {
+  for (;;) {
+    const chunk = stream.read() as Buffer | null;
+    if (chunk) {
+      assert.equal(chunk[0], 0x81, 'a final text frame');
+      const len = (chunk[1] as number) & 0x7f;
+      return chunk.subarray(2, 2 + len).toString();
+    }
+    await once(stream, 'readable');
+  }
+}
+
+/** An HTTP/2 (h2c) session to gw that has seen gw's SETTINGS. */
+async function h2Session(): Promise<ClientHttp2Session> {
+  const session = http2.connect(`http://127.0.0.1:${proxy.port()}`);
+  await once(session, 'remoteSettings');
+  return session;
+}
+
+test('WebSocket over HTTP/2 (extended CONNECT): gw advertises it, the handshake goes upstream as an HTTP/1.1 upgrade, frames both ways', async (t) => {
+  const session = await h2Session();
+  t.after(() => session.close());
+  assert.equal(session.remoteSettings.enableConnectProtocol, true);
+  const stream = session.request({
+    ':method': 'CONNECT',
+    ':protocol': 'websocket',
+    ':scheme': 'http',
+    ':path': '/hello',
+    ':authority': 'chat.test',
+    'sec-websocket-version': '13',
+    'sec-websocket-protocol': 'chat',
+    'x-secret': 'dropped',
+  });
+  const [headers] = (await once(stream, 'response')) as [http2.IncomingHttpHeaders];
+  assert.equal(headers[':status'], 200);
+  assert.equal(headers['sec-websocket-protocol'], 'chat');
+  assert.equal(headers['x-resp'], 'gw', 'the response header modifier shapes the answer');
+  assert.equal(headers['sec-websocket-accept'], undefined, 'no HTTP/1.1-only header on the h2 answer');
+  // The route's request header modifier ran on the handshake: the upstream greets with its value.
+  assert.equal(await serverText(stream), 'hello from-gw');
+  const seen = up.seen.at(-1);
+  assert.equal(seen?.method, 'GET');
+  assert.equal(seen?.headers.upgrade, 'websocket');
+  assert.equal(seen?.headers['x-secret'], undefined);
+  stream.write(clientTextFrame('ping over h2'));
+  assert.equal(await serverText(stream), 'ping over h2');
+  stream.close();
+  await waitFor('the upstream side to close', () => up.open.size === 0);
+});
+
+test('extended CONNECT runs the route policies: no token is 401 and nothing reaches the upstream; CONNECT without :protocol is 400', async (t) => {
+  const session = await h2Session();
+  t.after(() => session.close());
+  const before = up.seen.length;
+  const refused = session.request({
+    ':method': 'CONNECT',
+    ':protocol': 'websocket',
+    ':scheme': 'http',
+    ':path': '/secured',
+    ':authority': 'chat.test',
+    'sec-websocket-version': '13',
+  });
+  const [h401] = (await once(refused, 'response')) as [http2.IncomingHttpHeaders];
+  assert.equal(h401[':status'], 401);
+  refused.resume();
+  assert.equal(up.seen.length, before);
+  const plain = session.request({ ':method': 'CONNECT', ':authority': 'example.test:443' });
+  const [h400] = (await once(plain, 'response')) as [http2.IncomingHttpHeaders];
+  assert.equal(h400[':status'], 400);
+  let body = '';
+  plain.setEncoding('utf8');
+  for await (const c of plain) body += c;
+  assert.match(body, /CONNECT without :protocol is not supported/);
 });

@@ -2,6 +2,7 @@
 // own to the backend (a pooled keep-alive connection cannot change protocols), the handshake as the
 // route's policies left it, and either the 101 with the upgraded socket or an ordinary response.
 import http, { type IncomingMessage } from 'node:http';
+import type { ServerHttp2Stream } from 'node:http2';
 import net, { type Socket } from 'node:net';
 import tls from 'node:tls';
 import { GwError } from '../errors.ts';
@@ -17,10 +18,14 @@ declare module '../pipeline/context.ts' {
 }
 
 export interface UpgradeState {
-  /** The client's Upgrade header: the protocols it asks for. */
+  /** The client's Upgrade header (HTTP/2: its `:protocol`): the protocols it asks for. */
   protocol: string;
-  /** The client's connection, taken out of HTTP; the response to the handshake is written on it. */
-  socket: Socket;
+  /** HTTP/1.1: the client's connection, taken out of HTTP; the response to the handshake is written on it. */
+  socket?: Socket;
+  /** HTTP/2 extended CONNECT (RFC 8441): the client's stream, which carries the new protocol. */
+  stream?: ServerHttp2Stream;
+  /** HTTP/2: the bind's idle timeout, for the joined stream and connection. */
+  idleMs?: number;
   /** What the client sent after the handshake's head. */
   head: Buffer;
   /** The backend's connection once it answered 101, and what it sent after its response head. */
