@@ -9,6 +9,7 @@ import { checkAuthorization } from './traffic.ts';
 interface Frontend {
   networkAuthorization?: Authorization | undefined;
   accessLog?: AccessLog | undefined;
+  logging?: AccessLog | undefined;
   http?: { trustedProxies?: string[] | undefined } | undefined;
 }
 
@@ -17,6 +18,7 @@ export function checkFrontendPolicies(f: Frontend, path: FieldPath): Problem[] {
   if (f.networkAuthorization)
     out.push(...checkAuthorization(f.networkAuthorization, [...path, 'networkAuthorization']));
   if (f.accessLog) out.push(...checkAccessLog(f.accessLog, [...path, 'accessLog']));
+  if (f.logging) out.push(...checkAccessLog(f.logging, [...path, 'logging']));
   f.http?.trustedProxies?.forEach((c, i) => {
     if (!isCidr(c))
       out.push({

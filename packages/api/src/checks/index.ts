@@ -12,6 +12,7 @@ export * from './jwks.ts';
 export * from './llm.ts';
 export * from './mcp.ts';
 export * from './mcp-authentication.ts';
+export * from './observability.ts';
 export * from './oidc.ts';
 export * from './problem.ts';
 export * from './regex.ts';

@@ -40,6 +40,7 @@ import {
 import { parseByteSize, parseGoDuration } from '../duration.ts';
 import { CIPHER_SUITE_NAMES, KEY_EXCHANGE_GROUPS } from '../tls-names.ts';
 import { conditionalEntry, conditionalForm, explicitOrConditional } from './conditional.ts';
+import { observabilitySchemas } from './observability.ts';
 import { Oidc } from './oidc.ts';
 import { tcpRouteSchemas } from './tcp-routes.ts';
 import { tokenAuthSchemas } from './token-auth.ts';
@@ -1254,14 +1255,13 @@ const AccessLog = strict({
   otlp: NotYet('accessLog otlp').optional(),
   database: NotYet('accessLog database').optional(),
 });
+const Observability = observabilitySchemas(NotYet);
 /** agentgateway's frontend policies this build does not have, refused by name. */
 const FRONTEND_NOT_BUILT = {
   networkExtAuthz: NotYet('networkExtAuthz').optional(),
   proxy: NotYet('frontendPolicies.proxy').optional(),
   proxyProtocol: NotYet('proxyProtocol').optional(),
   connect: NotYet('frontendPolicies.connect').optional(),
-  logging: NotYet('frontendPolicies.logging').optional(),
-  tracing: NotYet('frontendPolicies.tracing').optional(),
 };
 const H2_WINDOW = z.number().int().min(0).max(2_147_483_647).nullable().optional();
 /** agentgateway's HTTP server settings this build does not apply, refused by name. */
@@ -1277,6 +1277,10 @@ const FRONTEND_HTTP_NOT_BUILT = Object.fromEntries(
 
 export const FrontendPolicies = strict({
   accessLog: AccessLog.optional(),
+  logging: AccessLog.optional().meta({ description: 'another name of accessLog (set one)' }),
+  tracing: Observability.TracingPolicy.optional().meta({
+    description: 'OpenTelemetry spans of each sampled request, exported over OTLP',
+  }),
   networkAuthorization: Authorization.optional(),
   ...FRONTEND_NOT_BUILT,
   // the handshake settings of every TLS listener that does not set its own
@@ -1426,12 +1430,9 @@ const CONFIG_NOT_BUILT_KEYS = [
   'clusterId',
   'network',
   'standardAttributes',
-  'histograms',
   'session',
   'mcp',
   'customFunctions',
-  'tracing',
-  'metrics',
   'hbone',
 ] as const;
 const CONFIG_NOT_BUILT = Object.fromEntries(
@@ -1450,11 +1451,22 @@ export const GlobalConfig = strict({
   logging: strict({
     level: LogLevel.optional(),
     format: z.enum(['text', 'json']).optional(),
-    filter: NotYet('config.logging.filter').optional(),
-    fields: NotYet('config.logging.fields').optional(),
+    filter: Observability.GlobalLoggingFilter,
+    fields: Observability.GlobalLoggingFields,
     database: NotYet('config.logging.database').optional(),
   }).optional(),
   ...CONFIG_NOT_BUILT,
+  tracing: Observability.GlobalTracing.optional().meta({
+    description: 'the older, global form of frontendPolicies.tracing (set one)',
+  }),
+  metrics: Observability.Metrics.optional(),
+  histograms: z
+    .union([
+      z.literal('classic'),
+      NotYetValues(['native', 'both'], 'config.histograms native (gw serves the Prometheus text format)'),
+    ])
+    .optional()
+    .meta({ description: 'classic: the histograms of the Prometheus text format (the default)' }),
   backend: strict({
     connectTimeout: Duration.optional(),
     poolIdleTimeout: Duration.optional(),
@@ -2150,21 +2162,31 @@ export const McpBackend = strict({
   dnsRebindingProtection: z.boolean().optional(),
 });
 
+// The output types of these sections, worked out in statements of their own: TypeScript caps the
+// type instantiations of one statement, and the whole file's type at once goes over it.
+const GlobalConfigTyped: z.ZodType<z.output<typeof GlobalConfig>> = GlobalConfig;
+const FrontendPoliciesTyped: z.ZodType<z.output<typeof FrontendPolicies>> = FrontendPolicies;
+const BindTyped: z.ZodType<z.output<typeof Bind>> = Bind;
+const GatewayTyped: z.ZodType<z.output<typeof Gateway>> = Gateway;
+const AttachedRouteTyped: z.ZodType<z.output<typeof AttachedRoute>> = AttachedRoute;
+const NamedBackendTyped: z.ZodType<z.output<typeof NamedBackend>> = NamedBackend;
+const TargetedPolicyTyped: z.ZodType<z.output<typeof TargetedPolicy>> = TargetedPolicy;
+const LlmConfigTyped: z.ZodType<z.output<typeof LlmConfig>> = LlmConfig;
 export const ConfigFile = strict({
-  config: GlobalConfig.optional(),
-  binds: z.array(Bind).optional(),
-  gateways: z.record(z.string().min(1), Gateway).optional(),
-  routes: z.array(AttachedRoute).optional(),
-  backends: z.array(NamedBackend).optional(),
-  policies: z.array(TargetedPolicy).optional(),
-  frontendPolicies: FrontendPolicies.optional(),
+  config: GlobalConfigTyped.optional(),
+  binds: z.array(BindTyped).optional(),
+  gateways: z.record(z.string().min(1), GatewayTyped).optional(),
+  routes: z.array(AttachedRouteTyped).optional(),
+  backends: z.array(NamedBackendTyped).optional(),
+  policies: z.array(TargetedPolicyTyped).optional(),
+  frontendPolicies: FrontendPoliciesTyped.optional(),
   ui: strict({
     gateways: z.union([z.string(), z.array(z.string())]).optional(),
     policies: NotYet('ui policies').optional(),
   }).optional(),
   workloads: z.array(z.unknown()).optional(),
   services: z.array(z.unknown()).optional(),
-  llm: LlmConfig.optional(),
+  llm: LlmConfigTyped.optional(),
   mcp: NotYet('mcp').optional(),
   tcpRoutes: z.array(AttachedTcpRoute).optional(),
   routeGroups: z

@@ -45,6 +45,15 @@ export interface GlobalIR {
   credentialQueryParams: string[];
   /** Connections to each guardrail webhook (GUARDRAIL_WEBHOOK_* environment variables, read at load). */
   guardrailWebhook: { maxConnections: number | null; keepAliveMs: number };
+  /** config.metrics: labels added to the request metrics, metrics not collected. */
+  metrics?: MetricsIR;
+}
+
+export interface MetricsIR {
+  /** Label name → CEL evaluated when the request ends (gw_requests_total, gw_request_duration_seconds). */
+  labels: Record<string, string>;
+  /** Names of metrics not collected or served. */
+  remove: string[];
 }
 
 /** Bounds on what downstream connections may hold (frontendPolicies.http / .tcp); a 0 ms timeout is off. */
@@ -68,6 +77,8 @@ export interface DownstreamLimits {
 
 export interface FrontendIR {
   accessLog?: AccessLog;
+  /** OpenTelemetry spans (frontendPolicies.tracing, or config.tracing); absent: no request pays for tracing. */
+  tracing?: TracingIR;
   /** Layer-4 rules on each downstream connection's source address, before any HTTP. */
   networkAuthorization?: Authorization;
   /** How request paths are normalised before routing (pipeline/normalize-path.ts); absent: the defaults. */
@@ -77,6 +88,32 @@ export interface FrontendIR {
   };
   /** Peers (IP or CIDR) whose X-Forwarded-For/-Proto are kept; absent or empty: nobody. */
   trustedProxies?: string[];
+}
+
+/**
+ * Sampling of one kind: always, never, a fraction of requests, or CEL giving one of those for each
+ * request (a string).
+ */
+export type SamplingIR = boolean | number | string;
+
+export interface TracingIR {
+  /** The OTLP collector: for http the full URL (path included), for grpc its origin. */
+  endpoint: string;
+  protocol: 'grpc' | 'http';
+  /** Sent with every export. */
+  headers: Record<string, string>;
+  /** Resource attributes by CEL, evaluated once without a request (service.name defaults to "gw"). */
+  resources: Record<string, string>;
+  /** Span attributes added by CEL when the request ends. */
+  attributes: Record<string, string>;
+  /** Attributes left out of the spans. */
+  remove: string[];
+  /** Requests without a (valid) traceparent. */
+  randomSampling: SamplingIR;
+  /** Requests whose traceparent is marked sampled (one marked not sampled is never traced). */
+  clientSampling: SamplingIR;
+  /** CEL: spans of requests for which it is not true are dropped. */
+  filter?: string;
 }
 
 export interface TlsServerIR {

@@ -426,9 +426,14 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
 
   test('config, frontendPolicies, targeted policies and ui', () => {
     const rest = 'binds: []\n';
-    refused(`config: {tracing: {}}\n${rest}`, 'config.tracing', 'config.tracing');
+    refused(`config: {hbone: {}}\n${rest}`, 'config.hbone', 'config.hbone');
+    refused(`config: {histograms: native}\n${rest}`, 'config.histograms', 'config.histograms native');
     refused(`config: {enableIpv6: true}\n${rest}`, 'config.enableIpv6', 'config.enableIpv6');
-    refused(`config: {logging: {filter: "true"}}\n${rest}`, 'config.logging.filter', 'config.logging.filter');
+    refused(
+      `config: {logging: {database: {url: "sqlite:x"}}}\n${rest}`,
+      'config.logging.database',
+      'config.logging.database',
+    );
     refused(
       `frontendPolicies: {tls: {alpn: []}}\n${rest}`,
       'frontendPolicies.tls.alpn',
@@ -440,9 +445,9 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
       'handshakeTimeout',
     );
     refused(
-      `frontendPolicies: {tracing: {}}\n${rest}`,
-      'frontendPolicies.tracing',
-      'frontendPolicies.tracing',
+      `frontendPolicies: {tracing: {backend: otel}}\n${rest}`,
+      'frontendPolicies.tracing.backend',
+      'frontendPolicies.tracing backend (use host)',
     );
     refused(
       `frontendPolicies: {proxyProtocol: {}}\n${rest}`,

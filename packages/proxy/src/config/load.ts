@@ -24,6 +24,7 @@ import {
   checkLlm,
   checkMcpAuthentication,
   checkMcpBackend,
+  checkObservability,
   checkOidc,
   checkRouteMatch,
   checkTcpRouteHostnames,
@@ -68,6 +69,7 @@ import { DEFAULT_TIMEOUT_MS, MCP_DEFAULT_TIMEOUT_MS } from '@gw/guardrail-sdk/wi
 import { CLIENT_APIS, MODELS_PATH } from '../llm/formats/clients.ts';
 import { DEFAULT_MODERATION_MODEL, OPENAI_MODERATION_HOST } from '../llm/guardrails/openai-moderation.ts';
 import { serviceOrigin } from '../llm/guardrails/service-call.ts';
+import { METRIC_NAMES } from '../observability/metric-names.ts';
 import { Secret } from '../secret.ts';
 import { resolveBackendAuth } from './backend-auth.ts';
 import type {
@@ -101,6 +103,7 @@ import type {
   TlsServerIR,
   TunnelIR,
 } from './ir.ts';
+import { accessLogOf, metricsOf, tracingOf } from './observability.ts';
 import { sealPolicies } from './seal.ts';
 
 /** Settings read once at start-up (the spec: adminAddr and sensitiveHeaders are not hot-reloaded). */
@@ -270,6 +273,7 @@ class Builder {
     });
     const fh = this.cfg.frontendPolicies?.http;
     const ka = g.backend?.keepalives;
+    const metrics = metricsOf(this.cfg);
     return {
       maxBufferSize:
         fh?.maxBufferSize === undefined ? DEFAULT_MAX_BUFFER : (parseByteSize(fh.maxBufferSize) ?? 0),
@@ -298,6 +302,7 @@ class Builder {
       sensitiveHeaders: [...new Set([...DEFAULT_SENSITIVE_HEADERS, ...sensitive])],
       credentialQueryParams: [],
       guardrailWebhook: this.guardrailWebhook(),
+      ...(metrics ? { metrics } : {}),
     };
   }
 
@@ -336,11 +341,16 @@ class Builder {
 
   frontend(): ProxyIR['frontend'] {
     const out: ProxyIR['frontend'] = {};
+    this.report(checkObservability(this.cfg, METRIC_NAMES));
+    const accessLog = accessLogOf(this.cfg);
+    if (accessLog) out.accessLog = accessLog;
+    const { tracing, problem } = tracingOf(this.cfg, this.opts.env ?? ((n: string) => process.env[n]));
+    if (problem) this.fail(problem.path, problem.message);
+    if (tracing) out.tracing = tracing;
     const fp = this.cfg.frontendPolicies;
     if (!fp) return out;
     this.report(checkFrontendPolicies(fp, ['frontendPolicies']));
     if (fp.networkAuthorization) out.networkAuthorization = fp.networkAuthorization;
-    if (fp.accessLog) out.accessLog = { ...fp.accessLog };
     const fh = fp.http;
     if (fh?.mergeSlashes !== undefined || fh?.pathWithEscapedSlashes !== undefined) {
       out.paths = {

@@ -1,7 +1,9 @@
 // Prometheus metrics of a data-plane worker. Each worker has its own registry; the main thread
 // collects them and serves the sum on the stats port.
-import { Counter, Histogram, Registry } from 'prom-client';
+import { Counter, Histogram, type Metric, Registry } from 'prom-client';
 import { finalOutcome, methodLabel } from '../a2a/info.ts';
+import { type CelProgram, celToJson, compileCel } from '../cel/cel.ts';
+import type { MetricsIR } from '../config/ir.ts';
 import type { RouteInfo } from '../pipeline/context.ts';
 import type { ObservedRequest, RequestObserver, RequestSummary } from '../pipeline/observer.ts';
 import type { TcpConnectionSummary } from '../server/tcp-bind-server.ts';
@@ -16,19 +18,8 @@ import {
 
 export class ProxyMetrics implements RequestObserver {
   readonly registry = new Registry();
-  readonly requests = new CounterFamily({
-    name: 'gw_requests_total',
-    help: 'HTTP requests handled, by gateway, listener, route, backend and response status',
-    labelNames: ['gateway', 'listener', 'route', 'backend', 'status'],
-    registry: this.registry,
-  });
-  readonly duration = new HistogramFamily({
-    name: 'gw_request_duration_seconds',
-    help: 'Time from request arrival until the response is complete, by gateway and route',
-    labelNames: ['gateway', 'route'],
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registry: this.registry,
-  });
+  requests = requestsFamily(this.registry, []);
+  duration = durationFamily(this.registry, []);
   readonly upstreamDuration = new Histogram({
     name: 'gw_upstream_duration_seconds',
     help: 'Time from sending a request upstream until its response headers arrive, by backend',
@@ -133,7 +124,42 @@ export class ProxyMetrics implements RequestObserver {
   });
 
   /** The series of each route, then of each backend and status under it: no key is built per request. */
-  readonly #routes = new Map<string, RouteSeries>();
+  #routes = new Map<string, RouteSeries>();
+  /** config.metrics.fields.add: label names and their CEL, evaluated when each request ends. */
+  #labels: { key: string; names: string[]; programs: CelProgram[] } = { key: '[]', names: [], programs: [] };
+  /** config.metrics.remove: the metrics taken out of the registry, to put back when no longer removed. */
+  readonly #removed = new Map<string, Metric>();
+
+  /**
+   * config.metrics: labels added to gw_requests_total and gw_request_duration_seconds (a change of
+   * them starts both afresh), and metrics not served.
+   */
+  configure(m: MetricsIR | undefined): void {
+    const labels = Object.entries(m?.labels ?? {});
+    const key = JSON.stringify(labels);
+    if (key !== this.#labels.key) {
+      const names = labels.map(([n]) => n);
+      this.registry.removeSingleMetric('gw_requests_total');
+      this.registry.removeSingleMetric('gw_request_duration_seconds');
+      this.requests = requestsFamily(this.registry, names);
+      this.duration = durationFamily(this.registry, names);
+      this.#routes = new Map();
+      this.#labels = { key, names, programs: labels.map(([, e]) => compileCel(e)) };
+    }
+    const remove = new Set(m?.remove ?? []);
+    for (const [name, metric] of this.#removed)
+      if (!remove.has(name)) {
+        this.#removed.delete(name);
+        this.registry.registerMetric(metric);
+      }
+    for (const name of remove) {
+      const metric = this.registry.getSingleMetric(name);
+      if (metric) {
+        this.registry.removeSingleMetric(name);
+        this.#removed.set(name, metric);
+      }
+    }
+  }
   readonly #tokens = new Map<string, [CounterSeries, CounterSeries]>();
 
   /** Where the endpoint health gauges read from (the data plane's pools). */
@@ -142,7 +168,8 @@ export class ProxyMetrics implements RequestObserver {
   }
 
   end(req: ObservedRequest, s: RequestSummary): void {
-    this.record(req.route, req.backendName, s.status, s.seconds);
+    if (this.#labels.names.length > 0) this.#recordLabelled(req, s);
+    else this.record(req.route, req.backendName, s.status, s.seconds);
     const a2a = req.ext.a2a;
     if (a2a) {
       const method = methodLabel(a2a.method);
@@ -183,6 +210,24 @@ export class ProxyMetrics implements RequestObserver {
     if (usage.output > 0) c[1].value += usage.output;
   }
 
+  /** A request under config.metrics.fields.add: its label values worked out, its series looked up. */
+  #recordLabelled(req: ObservedRequest, s: RequestSummary): void {
+    const cel = req.celContext();
+    if (req.response === undefined) cel.response = { code: s.status, headers: {} };
+    const extra = this.#labels.programs.map((p) => labelValue(p.eval(cel)));
+    const route = req.route;
+    const routeKey = route?.key ?? '';
+    this.duration.series(route?.gateway ?? '', routeKey, ...extra).observe(s.seconds);
+    this.requests.series(
+      route?.gateway ?? '',
+      route?.listener ?? '',
+      routeKey,
+      req.backendName ?? '',
+      String(s.status),
+      ...extra,
+    ).value++;
+  }
+
   record(
     route: Pick<RouteInfo, 'key' | 'gateway' | 'listener'> | undefined,
     backend: string | undefined,
@@ -214,6 +259,33 @@ export class ProxyMetrics implements RequestObserver {
     }
     c.value++;
   }
+}
+
+/** A label's value from its CEL: text as it is, other values as JSON, nothing (an error) as "". */
+function labelValue(v: unknown): string {
+  if (v === undefined || v === null) return '';
+  if (typeof v === 'string') return v;
+  const j = celToJson(v);
+  return typeof j === 'string' ? j : JSON.stringify(j);
+}
+
+function requestsFamily(registry: Registry, extra: readonly string[]): CounterFamily {
+  return new CounterFamily({
+    name: 'gw_requests_total',
+    help: 'HTTP requests handled, by gateway, listener, route, backend and response status',
+    labelNames: ['gateway', 'listener', 'route', 'backend', 'status', ...extra],
+    registry,
+  });
+}
+
+function durationFamily(registry: Registry, extra: readonly string[]): HistogramFamily {
+  return new HistogramFamily({
+    name: 'gw_request_duration_seconds',
+    help: 'Time from request arrival until the response is complete, by gateway and route',
+    labelNames: ['gateway', 'route', ...extra],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registry,
+  });
 }
 
 interface RouteSeries {

@@ -1,5 +1,5 @@
 // The one interface through which anything watches requests go by: the debug trace, the access log,
-// metrics, LLM token accounting, later OpenTelemetry. Routes are compiled once; a request nobody
+// metrics, LLM token accounting, OpenTelemetry spans. Routes are compiled once; a request nobody
 // observes in detail carries no Observation, and every hook site is one `ctx.obs` check.
 import type { Readable } from 'node:stream';
 import { Transform } from 'node:stream';
@@ -111,6 +111,11 @@ export interface RequestObserver {
   upstreamChosen?(req: ObservedRequest, upstream: UpstreamInfo): void;
   upstreamStart?(req: ObservedRequest, upstream: UpstreamInfo, target: string): void;
   upstreamEnd?(req: ObservedRequest, upstream: UpstreamInfo, result: UpstreamResult): void;
+  /**
+   * The one hook that writes: trace context (W3C traceparent) for the request about to leave for the
+   * upstream, into the headers it is sent with. Called after upstreamStart, once per attempt.
+   */
+  propagate?(req: ObservedRequest, headers: Record<string, string | string[]>): void;
   /** `backend`: what the backend's chain produced; `final`: what the client is about to get. */
   responseHead?(req: ObservedRequest, at: 'backend' | 'final'): void;
   requestBody?(req: ObservedRequest, chunk: Buffer): void;
@@ -135,6 +140,7 @@ const DETAIL_HOOKS = [
   'upstreamChosen',
   'upstreamStart',
   'upstreamEnd',
+  'propagate',
   'responseHead',
   'requestBody',
   'requestBodyEnd',
@@ -203,6 +209,9 @@ export class Observation {
   }
   upstreamEnd(req: ObservedRequest, u: UpstreamInfo, r: UpstreamResult): void {
     for (const o of this.#observers) o.upstreamEnd?.(req, u, r);
+  }
+  propagate(req: ObservedRequest, headers: Record<string, string | string[]>): void {
+    for (const o of this.#observers) o.propagate?.(req, headers);
   }
   responseHead(req: ObservedRequest, at: 'backend' | 'final'): void {
     for (const o of this.#observers) o.responseHead?.(req, at);

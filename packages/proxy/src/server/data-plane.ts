@@ -1,19 +1,24 @@
 // The data plane of one worker: owns the listening sockets, the current routing table and the
 // upstream pools; serves each request on the table it arrived under; swaps tables atomically.
+
+import { randomBytes } from 'node:crypto';
 import { type IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
-import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 import type { TraceEvent } from '@gw/api';
 import type { Logger } from 'pino';
-import type { ProxyIR } from '../config/ir.ts';
+import { compileCel } from '../cel/cel.ts';
+import type { ProxyIR, TracingIR } from '../config/ir.ts';
 import { errorFormatFor, errorResponse, GwError } from '../errors.ts';
+import { Lazy } from '../lazy.ts';
 import { setMcpLogger } from '../mcp/log.ts';
 import { AccessLogObserver } from '../observability/access-log.ts';
 import type { RecordLog } from '../observability/logger.ts';
 import type { ProxyMetrics } from '../observability/metrics.ts';
+import type { SpanExport } from '../observability/otel-export.ts';
 import { tcpConnectionObserver } from '../observability/tcp-log.ts';
+import { TracingSource } from '../observability/tracing.ts';
 import { discard } from '../pipeline/body.ts';
 import { RequestContext } from '../pipeline/context.ts';
 import { answerContinueOnRead } from '../pipeline/expect-continue.ts';
@@ -41,6 +46,15 @@ import { ConnectionLimit, connectionMemoryKey } from './connection-limit.ts';
 import { watchRequestBody } from './request-body-idle.ts';
 import { splice } from './splice.ts';
 import { TcpBindServer, type TcpConnectionSummary, tcpSchemeOf } from './tcp-bind-server.ts';
+
+/** The OpenTelemetry SDK and exporters: loaded by a worker whose config has tracing, when it first does. */
+const otel = new Lazy(() => import('../observability/otel-export.ts'));
+
+/** A worker's span exporter, kept across reloads while its collector settings stay the same. */
+interface Spans {
+  key: string;
+  export: Lazy<SpanExport>;
+}
 
 export interface DataPlaneOptions {
   /** Where the events of a traced request go: (subscription id, event), then (id, null) at its end. */
@@ -80,7 +94,10 @@ export class DataPlane {
   #table: RoutingTable | undefined;
   #draining = false;
   readonly #trace: TraceSource;
-  readonly #sources: ObserverSource[];
+  /** OpenTelemetry: set while the config has tracing; no request pays anything otherwise. */
+  #tracing: TracingSource | undefined;
+  #spans: Spans | undefined;
+  #sources: ObserverSource[];
   #observers: Observers = { always: [], detailed: [], endOnly: [] };
   #shared = new Map<string, SharedArrayBuffer>();
   #networkRules: Rule[] | undefined;
@@ -161,6 +178,11 @@ export class DataPlane {
       ir.frontend,
       ir.global.credentialQueryParams,
     );
+    const spans = await this.#spansFor(ir.frontend.tracing);
+    const tracing =
+      spans && ir.frontend.tracing
+        ? new TracingSource(ir.frontend.tracing, spans.export, ir.global.credentialQueryParams)
+        : undefined;
     const connections = new Map<string, ConnectionLimit>();
     const settings = (key: string): BindSettings => {
       const m = memory(connectionMemoryKey(key), ConnectionLimit.memoryBytes);
@@ -236,6 +258,15 @@ export class DataPlane {
     this.#connections = connections;
     this.#setObservers(this.#opts.metrics ? [this.#opts.metrics, accessLog] : [accessLog]);
     this.#tcpEnd = tcpConnectionObserver(this.#opts.accessLog, ir.frontend, this.#opts.metrics);
+    this.#opts.metrics?.configure(ir.global.metrics);
+    this.#tracing = tracing;
+    this.#sources = tracing ? [this.#trace, tracing] : [this.#trace];
+    if (this.#spans !== spans) {
+      // requests still in flight under the old config end their spans there first
+      const old = this.#spans?.export.value;
+      if (old) setTimeout(() => void old.shutdown().catch(() => {}), 10_000).unref();
+      this.#spans = spans;
+    }
     this.#trace.sensitive = new Set(ir.global.sensitiveHeaders);
     this.#trace.credentialParams = new Set(ir.global.credentialQueryParams);
     this.#pools.retainOnly(table.pools);
@@ -315,7 +346,7 @@ export class DataPlane {
     answerContinueOnRead(ctx);
 
     if (this.#observers.detailed.length > 0) ctx.obs = new Observation(this.#observers.detailed);
-    if (this.#trace.armed) this.#attach(ctx);
+    if (this.#trace.armed || this.#tracing !== undefined) this.#attach(ctx);
     const obs = ctx.obs;
     obs?.start(ctx);
     if (refused) {
@@ -355,6 +386,46 @@ export class DataPlane {
       () => this.#respond(ctx),
       (err) => this.#fail(ctx, err),
     );
+  }
+
+  /**
+   * The span exporter for a config's tracing: the current one while the collector settings are the
+   * same, else a new one, with the SDK loaded before the config is served.
+   */
+  async #spansFor(t: TracingIR | undefined): Promise<Spans | undefined> {
+    if (!t) return undefined;
+    const key = JSON.stringify([t.endpoint, t.protocol, t.headers, t.resources]);
+    if (this.#spans?.key === key) return this.#spans;
+    const log = this.#opts.log;
+    let lastError = 0;
+    const resource = resourceAttributes(t.resources, log);
+    const spans: Spans = {
+      key,
+      export: otel.derive(
+        (m) =>
+          new m.SpanExport({
+            endpoint: t.endpoint,
+            protocol: t.protocol,
+            headers: t.headers,
+            resource,
+            onError: (err) => {
+              // one line a minute at most: a collector that is down fails every batch
+              if (Date.now() - lastError < 60_000) return;
+              lastError = Date.now();
+              log.warn(
+                { endpoint: t.endpoint, err: err.message },
+                'cannot export spans to the OTLP collector',
+              );
+            },
+          }),
+      ),
+    };
+    try {
+      await spans.export.ready;
+    } catch (err) {
+      throw new Error(`cannot start tracing: ${(err as Error).message}`, { cause: err });
+    }
+    return spans;
   }
 
   /** Lets the observer sources (a waiting trace) claim this request. */
@@ -534,8 +605,30 @@ export class DataPlane {
     const cut = open();
     for (const s of this.#servers.values()) s.destroyAll();
     await this.#pools.closeAll();
+    // the spans of the last requests go out before the worker stops
+    await this.#spans?.export.value?.shutdown().catch(() => {});
     return { cut };
   }
+}
+
+/**
+ * tracing.resources: CEL evaluated once, without a request; service.name is "gw" unless set. A value
+ * that cannot be worked out so (it names the request) is left out, with a warning.
+ */
+function resourceAttributes(resources: Record<string, string>, log: Logger): Record<string, string> {
+  const out: Record<string, string> = { 'service.name': 'gw' };
+  for (const [k, expr] of Object.entries(resources)) {
+    const v = compileCel(expr).eval({} as never);
+    if (v === undefined || v === null) {
+      log.warn(
+        { resource: k, expression: expr },
+        'tracing resource attribute left out: it has no value without a request',
+      );
+      continue;
+    }
+    out[k] = typeof v === 'string' ? v : String(v);
+  }
+  return out;
 }
 
 const NO_LISTENER: RouteSelection = {

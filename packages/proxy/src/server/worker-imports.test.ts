@@ -23,6 +23,8 @@ const FORBIDDEN_PACKAGES = [
   '@bufbuild/protobuf',
   'fastify',
   '@kubernetes/client-node',
+  // the OpenTelemetry SDK and exporters: 22-30 MiB a worker, loaded when a config has tracing
+  '@opentelemetry/',
 ];
 const FORBIDDEN_FILES = [
   /^packages\/api\/src\/index\.ts$/,
@@ -50,7 +52,7 @@ function forbidden(path: string, external: boolean): boolean {
   return FORBIDDEN_FILES.some((re) => re.test(path));
 }
 
-test('a worker thread statically imports no config schemas, signer, profiler, gRPC or protobuf code', async () => {
+test('a worker thread statically imports no config schemas, signer, profiler, gRPC, protobuf or OpenTelemetry code', async () => {
   const { metafile } = (await build({
     absWorkingDir: root,
     entryPoints: [ENTRY],

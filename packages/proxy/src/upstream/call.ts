@@ -35,6 +35,8 @@ export async function callUpstream(
 ): Promise<void> {
   const headers = ctx.headers;
   if (ctx.ext.rewriteHostToBackend) headers.host = target.endpoint;
+  // a traced request carries its upstream span's context (traceparent)
+  ctx.obs?.propagate(ctx, headers);
   ctx.endpoint = target.endpoint;
 
   let signal = ctx.signal;

@@ -1,0 +1,176 @@
+// `@gw/testkit/otlp-receiver`: an OTLP trace receiver on port 0, over HTTP (protobuf, POST /v1/traces)
+// and gRPC (TraceService/Export), that decodes what it gets with the protobuf code OpenTelemetry's
+// otlp-transformer generated from the official opentelemetry-proto definitions.
+
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import * as grpc from '@grpc/grpc-js';
+
+const require = createRequire(import.meta.url);
+// biome-ignore lint/suspicious/noExplicitAny: generated protobufjs code without types for this path
+const root: any = require('@opentelemetry/otlp-transformer/build/src/generated/root.js');
+const collector = root.opentelemetry.proto.collector.trace.v1;
+
+export type AttributeValue = string | number | boolean | AttributeValue[] | undefined;
+
+export interface ReceivedSpan {
+  traceId: string;
+  spanId: string;
+  /** Empty for a root span. */
+  parentSpanId: string;
+  name: string;
+  /** OTLP's SpanKind: 2 server, 3 client. */
+  kind: number;
+  attributes: Record<string, AttributeValue>;
+  /** Attributes of the resource that sent it (service.name…). */
+  resource: Record<string, AttributeValue>;
+  /** 0 unset, 1 ok, 2 error. */
+  status: { code: number; message: string };
+  startNs: bigint;
+  endNs: bigint;
+  traceState: string;
+}
+
+export interface OtlpReceiver {
+  /** http://127.0.0.1:port: the OTLP/HTTP endpoint (POST /v1/traces). */
+  httpUrl: string;
+  /** http://127.0.0.1:port: the OTLP/gRPC endpoint. */
+  grpcUrl: string;
+  spans: ReceivedSpan[];
+  /** Headers of each HTTP export, and metadata of each gRPC one. */
+  exportHeaders: Record<string, string | string[] | undefined>[];
+  /** Resolves once at least `n` spans have arrived (rejects after `ms`). */
+  waitFor(n: number, ms?: number): Promise<ReceivedSpan[]>;
+  close(): Promise<void>;
+}
+
+export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+  const spans: ReceivedSpan[] = [];
+  const exportHeaders: OtlpReceiver['exportHeaders'] = [];
+  const waiters: (() => void)[] = [];
+  const received = (buf: Uint8Array, headers: Record<string, string | string[] | undefined>) => {
+    exportHeaders.push(headers);
+    spans.push(...decode(buf));
+    for (const w of waiters.splice(0)) w();
+  };
+
+  const http: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.method !== 'POST' || req.url !== '/v1/traces') {
+        res.writeHead(404).end();
+        return;
+      }
+      try {
+        received(Buffer.concat(chunks), headersOf(req.headers));
+      } catch (err) {
+        res.writeHead(400).end(String(err));
+        return;
+      }
+      const answer = collector.ExportTraceServiceResponse.encode({}).finish();
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end(Buffer.from(answer));
+    });
+  });
+  await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
+
+  const server = new grpc.Server();
+  server.addService(
+    {
+      Export: {
+        path: '/opentelemetry.proto.collector.trace.v1.TraceService/Export',
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: (v: Buffer) => v,
+        requestDeserialize: (b: Buffer) => b,
+        responseSerialize: (v: Uint8Array) => Buffer.from(v),
+        responseDeserialize: (b: Buffer) => b,
+      },
+    },
+    {
+      Export: (call: grpc.ServerUnaryCall<Buffer, Uint8Array>, done: grpc.sendUnaryData<Uint8Array>) => {
+        received(call.request, call.metadata.getMap() as Record<string, string>);
+        done(null, collector.ExportTraceServiceResponse.encode({}).finish());
+      },
+    },
+  );
+  const grpcPort = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) =>
+      err ? reject(err) : resolve(port),
+    ),
+  );
+
+  return {
+    httpUrl: `http://127.0.0.1:${(http.address() as AddressInfo).port}`,
+    grpcUrl: `http://127.0.0.1:${grpcPort}`,
+    spans,
+    exportHeaders,
+    waitFor: (n, ms = 10_000) =>
+      new Promise((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error(`${spans.length} spans after ${ms} ms, wanted ${n}`)),
+          ms,
+        );
+        const check = () => {
+          if (spans.length >= n) {
+            clearTimeout(timer);
+            resolve(spans);
+          } else waiters.push(check);
+        };
+        check();
+      }),
+    close: async () => {
+      await new Promise<void>((r) => http.close(() => r()));
+      server.forceShutdown();
+    },
+  };
+}
+
+function headersOf(h: IncomingHttpHeaders): Record<string, string | string[] | undefined> {
+  return { ...h };
+}
+
+const hex = (b: Uint8Array | undefined) => (b ? Buffer.from(b).toString('hex') : '');
+
+// biome-ignore lint/suspicious/noExplicitAny: decoded protobufjs messages
+function value(v: any): AttributeValue {
+  if (!v) return undefined;
+  if (v.stringValue != null) return v.stringValue;
+  if (v.boolValue != null) return v.boolValue;
+  if (v.intValue != null) return Number(v.intValue.toString());
+  if (v.doubleValue != null) return v.doubleValue;
+  if (v.arrayValue != null) return (v.arrayValue.values ?? []).map(value);
+  return undefined;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: decoded protobufjs messages
+function attrs(list: any[] | undefined): Record<string, AttributeValue> {
+  const out: Record<string, AttributeValue> = {};
+  for (const kv of list ?? []) out[kv.key] = value(kv.value);
+  return out;
+}
+
+function decode(buf: Uint8Array): ReceivedSpan[] {
+  const msg = collector.ExportTraceServiceRequest.decode(buf);
+  const out: ReceivedSpan[] = [];
+  for (const rs of msg.resourceSpans ?? []) {
+    const resource = attrs(rs.resource?.attributes);
+    for (const ss of rs.scopeSpans ?? [])
+      for (const s of ss.spans ?? [])
+        out.push({
+          traceId: hex(s.traceId),
+          spanId: hex(s.spanId),
+          parentSpanId: hex(s.parentSpanId),
+          name: s.name,
+          kind: s.kind,
+          attributes: attrs(s.attributes),
+          resource,
+          status: { code: s.status?.code ?? 0, message: s.status?.message ?? '' },
+          startNs: BigInt(s.startTimeUnixNano?.toString() ?? '0'),
+          endNs: BigInt(s.endTimeUnixNano?.toString() ?? '0'),
+          traceState: s.traceState ?? '',
+        });
+  }
+  return out;
+}
