@@ -8,6 +8,7 @@ import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { loadConfigText } from '@gw/proxy/config/load';
 import { makeTestPki, startFakeOpenAI, startUpstream, type TestServer } from '@gw/testkit';
+import { startOtlpReceiver } from '@gw/testkit/otlp-receiver';
 import { startProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
 
@@ -198,6 +199,30 @@ describe('examples', () => {
       c.once('error', reject);
     });
     assert.equal(got, 'db');
+  });
+
+  test('observability.yaml sends spans to the collector, logs failures with the team, labels metrics', async (t) => {
+    const otlp = await startOtlpReceiver();
+    t.after(() => otlp.close());
+    const p = await startProxy(
+      prepared('observability.yaml').replaceAll('${OTLP:-127.0.0.1:4318}', otlp.httpUrl.slice(7)),
+    );
+    t.after(() => p.close());
+    assert.equal((await request(p.url('/ok'), { headers: { 'x-team': 'blue' } })).statusCode, 200);
+    assert.equal((await request(p.url('/status/503'), { headers: { 'x-team': 'green' } })).statusCode, 503);
+    await p.close();
+    const server = otlp.spans.filter((s) => s.kind === 2);
+    assert.deepEqual(server.map((s) => s.attributes.team).sort(), ['blue', 'green']);
+    assert.equal(server[0]?.resource['service.name'], 'example-gateway');
+    const lines = p.accessLog.filter((l) => 'http.status' in l);
+    assert.deepEqual(
+      lines.map((l) => [l['http.status'], l.team, l['src.addr']]),
+      [[503, 'green', undefined]],
+    );
+    const requests = (await p.metrics.registry.getMetricsAsJSON()).find(
+      (m) => m.name === 'gw_requests_total',
+    );
+    assert.deepEqual(requests?.values.map((v) => v.labels.team).sort(), ['blue', 'green']);
   });
 
   test('forward-proxy.yaml forwards to the Host of the request', async (t) => {
