@@ -351,7 +351,10 @@ describe('on the real schemas', {
     const r = run('--crds', '--summary');
     assert.equal(r.status, 0);
     const last = r.stdout.trim().split('\n').at(-1) ?? '';
-    assert.match(last, /^crds: \d+ same, (\d+ not supported, )?\d+ missing, \d+ different type, \d+ different limits$/);
+    assert.match(
+      last,
+      /^crds: \d+ same, (\d+ not supported, )?\d+ missing, \d+ different type, \d+ different limits$/,
+    );
     assert.match(r.stdout, /== AgentgatewayPolicy ↔ GwPolicy/);
   });
 });

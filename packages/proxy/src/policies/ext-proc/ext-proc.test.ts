@@ -248,7 +248,8 @@ describe('extProc config', () => {
     assert.throws(
       () => load('{host: "127.0.0.1:9", processingOptions: {requestBodyMode: streamed}}'),
       (e: unknown) =>
-        e instanceof ConfigError && /processingOptions\.requestBodyMode: .*fullDuplexStreamed/.test(e.message),
+        e instanceof ConfigError &&
+        /processingOptions\.requestBodyMode: .*fullDuplexStreamed/.test(e.message),
     );
   });
 });
