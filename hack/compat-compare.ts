@@ -12,13 +12,20 @@ export type Json = Record<string, unknown>;
 export type Mode = 'config' | 'crd';
 
 export type ConfigVerdict = 'same' | 'not supported' | 'missing' | 'different';
-export type CrdVerdict = 'same' | 'not supported' | 'missing' | 'different type' | 'different limits';
+export type CrdVerdict =
+  | 'same'
+  | 'not supported'
+  | 'spec-mandated'
+  | 'missing'
+  | 'different type'
+  | 'different limits';
 export type Verdict = ConfigVerdict | CrdVerdict;
 
 export const CONFIG_VERDICTS: readonly ConfigVerdict[] = ['same', 'not supported', 'missing', 'different'];
 export const CRD_VERDICTS: readonly CrdVerdict[] = [
   'same',
   'not supported',
+  'spec-mandated',
   'missing',
   'different type',
   'different limits',
@@ -247,6 +254,7 @@ const kindList = (vs: Variant[]) => [...new Set(vs.map((v) => v.kind))].join('|'
 const SEVERITY: Record<Verdict, number> = {
   same: 0,
   'not supported': 1,
+  'spec-mandated': 1,
   missing: 2,
   'different limits': 3,
   'different type': 4,
@@ -635,8 +643,10 @@ export function countVerdicts(c: Pick<Comparison, 'mode' | 'findings'>): Map<Ver
   const order = c.mode === 'config' ? CONFIG_VERDICTS : CRD_VERDICTS;
   const counts = new Map<Verdict, number>(order.map((v) => [v, 0]));
   for (const f of c.findings) counts.set(f.verdict, (counts.get(f.verdict) ?? 0) + 1);
-  // CRDs have no NotYet fields: leave the verdict out of their line unless one shows up
+  // CRDs have no NotYet fields: leave the verdict out of their line unless one shows up (and so for
+  // differences the spec mandates, which only hack/compat.ts's allow-list produces)
   if (c.mode === 'crd' && counts.get('not supported') === 0) counts.delete('not supported');
+  if (c.mode === 'crd' && counts.get('spec-mandated') === 0) counts.delete('spec-mandated');
   return counts;
 }
 

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_REFERENCE, main } from './compat.ts';
+import { applySpecMandated, compareCrds, DEFAULT_REFERENCE, main } from './compat.ts';
 import {
   type Comparison,
   compareSchemas,
@@ -299,6 +299,36 @@ describe('CRD verdicts', () => {
   });
 });
 
+test('an allow-listed difference the spec mandates is counted apart, with its reason; others stay', () => {
+  const c = crd(
+    obj({ guard: obj({ matches: { type: 'array', items: str } }), other: { type: 'array', items: str } }),
+    obj({
+      guard: obj({ matches: { type: 'array', items: obj({ pattern: str }) } }),
+      other: { type: 'array', items: obj({ pattern: str }) },
+    }),
+  );
+  const list = [{ tail: 'guard.matches', verdict: 'different type' as const, reason: 'objects by the spec' }];
+  const findings = applySpecMandated(c.findings, list);
+  assert.deepEqual(verdicts({ ...c, findings }), {
+    spec: 'same',
+    'spec.guard': 'same',
+    'spec.guard.matches': 'spec-mandated',
+    'spec.other': 'different type',
+  });
+  assert.match(why({ ...c, findings }, 'spec.guard.matches'), /^spec: objects by the spec; items: /);
+  assert.equal(
+    summaryLine('crds', { ...c, findings }),
+    'crds: 2 same, 1 spec-mandated, 0 missing, 1 different type, 0 different limits',
+  );
+  // a limit difference at the same path is not what the entry allows: it stays a difference
+  const limits = applySpecMandated(
+    [{ path: 'spec.guard.matches', verdict: 'different limits', reasons: [] }],
+    list,
+  );
+  assert.equal(limits[0]?.verdict, 'different limits');
+  assert.ok(!hasDifferences({ findings: findings.filter((f) => f.path !== 'spec.other') }));
+});
+
 test('splitPath groups a difference by the policy it belongs to', () => {
   assert.deepEqual(splitPath('binds[].listeners[].routes[].policies.extAuthz.protocol'), {
     area: 'policies.extAuthz',
@@ -342,8 +372,8 @@ describe('on the real schemas', {
     assert.ok(Number(m[1]) > 0 && Number(m[2]) > 0, last);
     const json = JSON.parse(run('--json').stdout) as Comparison & { summary: string };
     assert.equal(json.summary, last);
-    // routeGroups is NotYet('routeGroups') in schema.ts
-    assert.equal(json.findings.find((f) => f.path === 'routeGroups')?.verdict, 'not supported');
+    // the top-level mcp is NotYet('mcp') in schema.ts
+    assert.equal(json.findings.find((f) => f.path === 'mcp')?.verdict, 'not supported');
     assert.equal(run('--fail-on-different').status, hasDifferences(json) ? 1 : 0);
   });
 
@@ -353,8 +383,19 @@ describe('on the real schemas', {
     const last = r.stdout.trim().split('\n').at(-1) ?? '';
     assert.match(
       last,
-      /^crds: \d+ same, (\d+ not supported, )?\d+ missing, \d+ different type, \d+ different limits$/,
+      /^crds: \d+ same, (\d+ not supported, )?(\d+ spec-mandated, )?\d+ missing, \d+ different type, \d+ different limits$/,
     );
     assert.match(r.stdout, /== AgentgatewayPolicy ↔ GwPolicy/);
+  });
+
+  test("the regex guard's matches (objects by the spec) are spec-mandated in every kind that has them", () => {
+    const mandated = compareCrds(DEFAULT_REFERENCE).flatMap((k) =>
+      k.findings.filter((f) => f.path.endsWith('regex.matches')).map((f) => [k.gw, f.verdict]),
+    );
+    assert.ok(mandated.length >= 6, JSON.stringify(mandated));
+    assert.ok(
+      mandated.every(([, v]) => v === 'spec-mandated'),
+      JSON.stringify(mandated),
+    );
   });
 });

@@ -3,6 +3,7 @@
 // ../shared/reference/agentgateway/ beside the checkout (skipped when that folder is not there).
 //   node hack/compat.ts                  config: per field path same / not supported / missing / different
 //   node hack/compat.ts --crds           CRDs: per kind and path under spec, same / missing / different type|limits
+//                                        (and spec-mandated: differences the spec requires, SPEC_MANDATED below)
 //   --summary                            counts per verdict and the one line for the issue's note
 //   --json                               machine-readable findings
 //   --only missing,different             list only these verdicts (and no gw-only fields)
@@ -62,6 +63,33 @@ export interface KindComparison extends Comparison {
   gw: string;
 }
 
+/**
+ * Differences gw's spec mandates (../shared/spec/gateway-spec.md), each with its reason: a CRD
+ * finding at a path ending in `tail` whose verdict is `verdict` is reported as "spec-mandated",
+ * apart from the differences still to remove.
+ */
+export const SPEC_MANDATED: readonly { tail: string; verdict: Verdict; reason: string }[] = [
+  ...(['request', 'response'] as const).map((side) => ({
+    tail: `promptGuard.${side}[].regex.matches`,
+    verdict: 'different type' as const,
+    reason:
+      "the spec's regex guard has matches[] {pattern, name}: objects, where agentgateway lists bare pattern strings, and a structural CRD schema cannot take both forms in one list",
+  })),
+];
+
+/** `findings` with those the allow-list names turned spec-mandated, its reason first. */
+export function applySpecMandated(
+  findings: readonly Finding[],
+  list: readonly { tail: string; verdict: Verdict; reason: string }[] = SPEC_MANDATED,
+): Finding[] {
+  return findings.map((f) => {
+    const m = list.find(
+      (e) => f.verdict === e.verdict && (f.path === e.tail || f.path.endsWith(`.${e.tail}`)),
+    );
+    return m ? { ...f, verdict: 'spec-mandated', reasons: [`spec: ${m.reason}`, ...f.reasons] } : f;
+  });
+}
+
 /** Each reference CRD beside gw's (agentgatewaypolicies.yaml ↔ gw.dev_gwpolicies.yaml), under spec. */
 export function compareCrds(referenceDir: string): KindComparison[] {
   const dir = join(referenceDir, 'crds');
@@ -81,11 +109,8 @@ export function compareCrds(referenceDir: string): KindComparison[] {
       }
       const gw = crdSchema(gwPath);
       const spec = (s: Json) => (s['properties'] as Record<string, Json> | undefined)?.['spec'] ?? {};
-      return {
-        reference: ref.kind,
-        gw: gw.kind,
-        ...compareSchemas(spec(ref.schema), spec(gw.schema), { mode: 'crd', path: 'spec' }),
-      };
+      const c = compareSchemas(spec(ref.schema), spec(gw.schema), { mode: 'crd', path: 'spec' });
+      return { reference: ref.kind, gw: gw.kind, ...c, findings: applySpecMandated(c.findings) };
     });
 }
 
