@@ -1,6 +1,7 @@
 // A real Envoy ext_authz v3 gRPC server (grpc-js, the generated protobuf-es messages) on loopback
-// port 0. Each Check is answered by the test's function; every request is kept for asserts. The
-// service definition comes from the generated descriptors, the same source the proxy's client uses.
+// port 0, plaintext or TLS (optionally requiring a client certificate). Each Check is answered by the
+// test's function; every request is kept for asserts. The service definition comes from the generated
+// descriptors, the same source the proxy's client uses.
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import {
   Server,
@@ -30,8 +31,16 @@ export interface AuthzServer {
   close(): Promise<void>;
 }
 
+export interface AuthzServerTls {
+  cert: string;
+  key: string;
+  /** With `ca`: client certificates signed by it are required (mTLS). */
+  ca?: string;
+}
+
 export async function startAuthzServer(
   decide: (req: CheckRequest) => CheckAnswer | Promise<CheckAnswer>,
+  opts: { tls?: AuthzServerTls } = {},
 ): Promise<AuthzServer> {
   const seen: CheckRequest[] = [];
   const server = new Server();
@@ -45,7 +54,7 @@ export async function startAuthzServer(
     },
   });
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) =>
+    server.bindAsync('127.0.0.1:0', serverCredentials(opts.tls), (err, p) =>
       err ? reject(err) : resolve(p),
     ),
   );
@@ -57,4 +66,13 @@ export async function startAuthzServer(
       server.forceShutdown();
     },
   };
+}
+
+function serverCredentials(tls: AuthzServerTls | undefined): ServerCredentials {
+  if (!tls) return ServerCredentials.createInsecure();
+  return ServerCredentials.createSsl(
+    tls.ca ? Buffer.from(tls.ca) : null,
+    [{ private_key: Buffer.from(tls.key), cert_chain: Buffer.from(tls.cert) }],
+    tls.ca !== undefined,
+  );
 }

@@ -11,7 +11,8 @@ import { checkMcpAuthentication } from './mcp-authentication.ts';
 import type { Problem } from './problem.ts';
 import { checkTransformations } from './transformations.ts';
 
-function checkTls(t: BackendTLS, tp: FieldPath): Problem[] {
+/** backendTLS's cross-field rules (also for TLS to a policy's own service, such as ext_authz). */
+export function checkTls(t: BackendTLS, tp: FieldPath): Problem[] {
   const out: Problem[] = [];
   if (Boolean(t.cert) !== Boolean(t.key))
     out.push({ path: tp, message: 'cert and key must be set together for mTLS' });

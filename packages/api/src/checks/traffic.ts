@@ -7,6 +7,7 @@ import type { ExplicitOrConditional } from '../config/conditional.ts';
 import type { Authorization, ExtAuthz, RemoteRateLimit, TrafficPolicies } from '../config/schema.ts';
 import type { FieldPath } from '../config/source.ts';
 import { parseGoDuration } from '../duration.ts';
+import { checkTls } from './backend.ts';
 import { checkCel, checkCelMap } from './cel.ts';
 import { checkExplicitOrConditional } from './conditional.ts';
 import { parseHtpasswd } from './htpasswd.ts';
@@ -86,9 +87,11 @@ export function checkExtAuthz(e: ExplicitOrConditional<ExtAuthz>, path: FieldPat
 }
 
 function checkOneExtAuthz(e: ExtAuthz, path: FieldPath): Problem[] {
-  if ('grpc' in e) return checkCelMap(e.grpc.requestMetadata, [...path, 'grpc', 'requestMetadata']);
+  const tls = e.policies?.backendTLS;
+  const out: Problem[] = tls ? checkTls(tls, [...path, 'policies', 'backendTLS']) : [];
+  if ('grpc' in e)
+    return [...out, ...checkCelMap(e.grpc.requestMetadata, [...path, 'grpc', 'requestMetadata'])];
   const hp = [...path, 'http'];
-  const out: Problem[] = [];
   for (const f of ['path', 'redirect', 'body'] as const) {
     const v = e.http[f];
     if (v !== undefined) out.push(...checkCel(v, [...hp, f]));

@@ -370,6 +370,23 @@ export const Authorization = z.union([
   CrdAuthorization,
 ]);
 
+const FileOrInline = z.union([z.string(), strict({ file: z.string() })]);
+export const BackendTLS = strict({
+  spiffe: NotYet('backendTLS spiffe').optional(),
+  cert: FileOrInline.optional(),
+  key: FileOrInline.optional(),
+  root: FileOrInline.optional(),
+  hostname: z.string().min(1).max(253).optional(),
+  insecure: z.boolean().optional(),
+  insecureHost: z.boolean().optional(),
+  alpn: CrdBackendTls.shape.alpnProtocols,
+  subjectAltNames: CrdBackendTls.shape.verifySubjectAltNames,
+  keyExchangeGroups: z.array(KeyExchangeGroup).min(1).nullable().optional().meta({
+    description:
+      "key exchange groups offered in the handshake, in order of preference (default: the TLS library's own list)",
+  }),
+});
+
 // External authorization: Envoy ext_authz v3 over gRPC, or a plain HTTP call (2xx allows).
 const CrdExtAuthHttp = CrdExtAuth.shape.http.unwrap().shape;
 const AuthzHost = z
@@ -407,10 +424,43 @@ const ExtAuthzHttp = strict({
   responseMetadata: CelByName.optional(),
   timeout: Duration.optional().meta({ description: 'deadline of the check request (default 200ms)' }),
 });
+/** agentgateway's BodyOptions: the request body sent to the authorization service (Envoy's with_request_body). */
+const ExtAuthzBody = strict({
+  maxRequestBytes: z
+    .number()
+    .int()
+    .min(0)
+    .max(4294967295)
+    .optional()
+    .meta({ description: 'largest body sent (default 8192 bytes)' }),
+  allowPartialMessage: z.boolean().optional().meta({
+    description:
+      'a larger body: send its first maxRequestBytes (x-envoy-auth-partial-body: true) instead of answering 413',
+  }),
+  packAsBytes: z.boolean().optional().meta({
+    description: 'grpc: the body as raw_body (bytes) instead of body (UTF-8 text)',
+  }),
+});
+/** agentgateway's SimpleLocalBackendPolicies on the authorization service: its TLS. */
+const ExtAuthzServicePolicies = strict({
+  backendTLS: BackendTLS.optional().meta({ description: 'TLS to the authorization service' }),
+  backendAuth: NotYet('backendAuth on the extAuthz service').optional(),
+  requestHeaderModifier: NotYet('requestHeaderModifier on the extAuthz service').optional(),
+  transformations: NotYet('transformations on the extAuthz service').optional(),
+  http: NotYet('http on the extAuthz service').optional(),
+  tcp: NotYet('tcp on the extAuthz service').optional(),
+  backendTunnel: NotYet('backendTunnel on the extAuthz service').optional(),
+});
+/** What both protocols share: the body sent along, TLS to the service, the failure mode. */
+interface ExtAuthzCommonIR {
+  failureMode?: z.output<typeof FailureMode>;
+  includeRequestBody?: z.output<typeof ExtAuthzBody>;
+  policies?: { backendTLS?: z.output<typeof BackendTLS> };
+}
 /** What the loader and the controller hand the extAuthz policy: gw's own form. */
 type ExtAuthzIR =
-  | { grpc: z.output<typeof ExtAuthzGrpc>; failureMode?: z.output<typeof FailureMode> }
-  | { http: z.output<typeof ExtAuthzHttp>; failureMode?: z.output<typeof FailureMode> };
+  | ({ grpc: z.output<typeof ExtAuthzGrpc> } & ExtAuthzCommonIR)
+  | ({ http: z.output<typeof ExtAuthzHttp> } & ExtAuthzCommonIR);
 // agentgateway's protocol blocks: the same settings as gw's grpc/http under its names.
 const AgwExtAuthzGrpc = strict({
   context: ExtAuthzGrpc.shape.contextExtensions.nullable(),
@@ -448,9 +498,14 @@ const ExtAuthzFields = strict({
   includeRequestHeaders: z.array(HeaderName).optional().meta({
     description: 'with http: the request headers sent to the service (default authorization)',
   }),
-  includeRequestBody: NotYet('includeRequestBody').optional(),
+  includeRequestBody: ExtAuthzBody.nullable().optional().meta({
+    description:
+      'the request body sent along (gRPC: attributes.request.http.body or raw_body; http: the check request body, unless http.body is set); the upstream still gets the whole body',
+  }),
   cache: NotYet('the extAuthz cache').optional(),
-  policies: NotYet('policies on the extAuthz service').optional(),
+  policies: ExtAuthzServicePolicies.nullable().optional().meta({
+    description: 'settings of the connection to the authorization service: backendTLS',
+  }),
   timeout: Duration.optional().meta({ description: 'gw addition: deadline of the check (default 200ms)' }),
   grpc: ExtAuthzGrpc.optional().meta({ description: "gw's form: the service and settings of a gRPC check" }),
   http: ExtAuthzHttp.optional().meta({ description: "gw's form: the service and settings of an HTTP check" }),
@@ -462,7 +517,11 @@ function extAuthzIR(e: z.output<typeof ExtAuthzFields>, ctx: z.core.$RefinementC
   };
   const failureMode =
     e.failureMode === 'allow' ? 'failOpen' : e.failureMode === 'deny' ? 'failClosed' : e.failureMode;
-  const fm = failureMode ? { failureMode } : {};
+  const fm = {
+    ...(failureMode ? { failureMode } : {}),
+    ...(e.includeRequestBody ? { includeRequestBody: e.includeRequestBody } : {}),
+    ...(e.policies?.backendTLS ? { policies: { backendTLS: e.policies.backendTLS } } : {}),
+  };
   if (e.grpc || e.http) {
     const mixed = EXT_AUTHZ_AGW_FIELDS.filter((k) => e[k] !== undefined);
     if (e.grpc && e.http) return issue('set one of grpc and http');
@@ -616,22 +675,6 @@ export const RemoteRateLimit = strict({
 const RemoteRateLimitPolicy = explicitOrConditional(RemoteRateLimit);
 
 // ---------- backend policies ----------
-const FileOrInline = z.union([z.string(), strict({ file: z.string() })]);
-export const BackendTLS = strict({
-  spiffe: NotYet('backendTLS spiffe').optional(),
-  cert: FileOrInline.optional(),
-  key: FileOrInline.optional(),
-  root: FileOrInline.optional(),
-  hostname: z.string().min(1).max(253).optional(),
-  insecure: z.boolean().optional(),
-  insecureHost: z.boolean().optional(),
-  alpn: CrdBackendTls.shape.alpnProtocols,
-  subjectAltNames: CrdBackendTls.shape.verifySubjectAltNames,
-  keyExchangeGroups: z.array(KeyExchangeGroup).min(1).nullable().optional().meta({
-    description:
-      "key exchange groups offered in the handshake, in order of preference (default: the TLS library's own list)",
-  }),
-});
 const Keepalives = strict({
   enabled: z.boolean().optional(),
   time: Duration.optional(),

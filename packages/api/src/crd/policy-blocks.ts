@@ -186,7 +186,17 @@ const extAuthFields = {
     }).optional(),
     'the extAuth cache',
   ),
-  forwardBody: notBuilt(obj({ maxSize: IntOrByteSize }).optional(), 'extAuth forwardBody'),
+  forwardBody: obj({
+    maxSize: rules(IntOrByteSize, {
+      rule: "type(self) == string ? (!isQuantity(self) || (quantity(self).isGreaterThan(quantity('0')) && !quantity(self).isGreaterThan(quantity('4294967295')))) : (self >= 1 && self <= 4294967295)",
+      message: 'value must be at least 1 byte and fit within uint32',
+    }).meta({
+      description:
+        'Largest body, in bytes, buffered and sent to the authorization server; a larger body is answered 413.',
+    }),
+  })
+    .optional()
+    .meta({ description: 'Sends the request body to the authorization server (buffered up to maxSize).' }),
 };
 const extAuthRules = [
   {

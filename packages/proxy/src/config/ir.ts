@@ -5,6 +5,7 @@ import type {
   AccessLog,
   Authorization,
   BackendPolicies,
+  ExtAuthz,
   JWT_SIGN_ALGS,
   RouteMatch,
   TrafficPolicies,
@@ -201,10 +202,11 @@ export interface RouteIR {
  * one. Policies reveal them when they build their layer.
  */
 export interface RoutePolicies
-  extends Omit<TrafficPolicies, 'apiKey' | 'basicAuth' | 'backendAuth' | 'oidc'> {
+  extends Omit<TrafficPolicies, 'apiKey' | 'basicAuth' | 'backendAuth' | 'oidc' | 'extAuthz'> {
   apiKey?: ApiKeyIR;
   basicAuth?: BasicAuthIR;
   oidc?: OidcIR;
+  extAuthz?: ExtAuthzIR | { conditional: (ExtAuthzIR & { condition?: string })[] };
   /** Never set on a route: the loader hands a route's backendAuth to each of its backends. */
   backendAuth?: BackendAuthIR;
 }
@@ -223,6 +225,12 @@ type OidcConfig = NonNullable<TrafficPolicies['oidc']>;
 export interface OidcIR extends Omit<OidcConfig, 'clientSecret'> {
   clientSecret: Secret;
 }
+
+/** One extAuthz check, TLS to its service resolved (the files read, the client key sealed). */
+export type ExtAuthzIR = WithResolvedTls<ExtAuthz>;
+type WithResolvedTls<E> = E extends unknown
+  ? Omit<E, 'policies'> & { policies?: { backendTLS?: BackendTlsIR } }
+  : never;
 
 type BasicAuthConfig = NonNullable<TrafficPolicies['basicAuth']>;
 /** The htpasswd file, when it was a file, has been read into `htpasswd`. */

@@ -98,12 +98,12 @@ describe('extAuthz', () => {
       withPolicies('        extAuthz: {host: a:1, failureMode: {denyWithStatus: 503}}'),
     );
     assert.match(status as string, /extAuthz\.failureMode/);
-    const [body] = issues(
-      withPolicies('        extAuthz: {host: a:1, includeRequestBody: {maxRequestBytes: 10}}'),
+    const [cache] = issues(
+      withPolicies('        extAuthz: {host: a:1, cache: {key: [request.path], ttl: 1m}}'),
     );
     assert.match(
-      body as string,
-      /^6:\d+ .*extAuthz\.includeRequestBody: includeRequestBody is not supported by this build of gw yet$/,
+      cache as string,
+      /^6:\d+ .*extAuthz\.cache: the extAuthz cache is not supported by this build of gw yet$/,
     );
   });
 });

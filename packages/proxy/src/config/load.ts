@@ -1570,7 +1570,29 @@ class Builder {
       }
     }
     if (o) this.report(checkOidc(o, [...path, 'oidc']));
+    if (p.extAuthz) this.extAuthzFiles([...path, 'extAuthz'], p.extAuthz);
     this.report(checkTrafficPolicies(p, path));
+  }
+
+  /** Reads the certificate files of TLS to an extAuthz service into it (sealPolicies seals the key). */
+  extAuthzFiles(path: FieldPath, e: NonNullable<TrafficPolicies['extAuthz']>): void {
+    const entries =
+      'conditional' in e
+        ? e.conditional.map((c, i) => [c, [...path, 'conditional', i]] as const)
+        : [[e, path] as const];
+    for (const [entry, at] of entries) {
+      const tls = entry.policies?.backendTLS;
+      if (!tls) continue;
+      for (const k of ['cert', 'key', 'root'] as const) {
+        const v = tls[k];
+        if (v === undefined) continue;
+        const text = this.readMaterial(
+          [...at, 'policies', 'backendTLS', k, ...(typeof v === 'string' ? [] : ['file'])],
+          v,
+        );
+        if (text !== undefined) tls[k] = text;
+      }
+    }
   }
 
   /** The transformations of a gateway's or listener's policies (route policies get trafficChecks). */

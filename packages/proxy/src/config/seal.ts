@@ -1,9 +1,9 @@
 // Wraps the credentials of a validated traffic policy (API keys, htpasswd lines, oidc's client
 // secret) in Secret, once, where the config is loaded: everything downstream (IR, config dump,
 // trace, logs) then prints `[redacted]` by construction.
-import type { TrafficPolicies } from '@gw/api';
+import { type BackendTLS, ecdhCurveOf, type TrafficPolicies } from '@gw/api';
 import { Secret } from '../secret.ts';
-import type { ApiKeyEntryIR, ApiKeyIR, BasicAuthIR, RoutePolicies } from './ir.ts';
+import type { ApiKeyEntryIR, ApiKeyIR, BackendTlsIR, BasicAuthIR, ExtAuthzIR, RoutePolicies } from './ir.ts';
 
 type ApiKeyEntry = Extract<NonNullable<TrafficPolicies['apiKey']>['keys'], unknown[]>[number];
 
@@ -18,8 +18,13 @@ function sealKey(e: ApiKeyEntry): ApiKeyEntryIR {
 /** A copy of `p` with its credentials sealed; `p` is not changed (policies are shared between routes). */
 export function sealPolicies(p: TrafficPolicies): RoutePolicies {
   // backendAuth is not a route layer: the loader has handed it to each of the route's backends.
-  const { apiKey, basicAuth, oidc, backendAuth: _toBackends, ...rest } = p;
+  const { apiKey, basicAuth, oidc, extAuthz, backendAuth: _toBackends, ...rest } = p;
   const out: RoutePolicies = rest;
+  if (extAuthz)
+    out.extAuthz =
+      'conditional' in extAuthz
+        ? { conditional: extAuthz.conditional.map((e) => sealExtAuthz(e)) }
+        : sealExtAuthz(extAuthz);
   if (oidc) out.oidc = { ...oidc, clientSecret: new Secret(oidc.clientSecret) };
   if (apiKey) {
     const keys = Array.isArray(apiKey.keys)
@@ -35,5 +40,24 @@ export function sealPolicies(p: TrafficPolicies): RoutePolicies {
     if (typeof htpasswd === 'string') sealed.htpasswd = new Secret(htpasswd);
     out.basicAuth = sealed;
   }
+  return out;
+}
+
+type ExtAuthz = Exclude<NonNullable<TrafficPolicies['extAuthz']>, { conditional: unknown }>;
+
+/** An extAuthz check with TLS to its service as the IR holds it (the loader has read its files). */
+function sealExtAuthz<E extends ExtAuthz>(e: E): ExtAuthzIR & Omit<E, 'policies'> {
+  const { policies, ...rest } = e;
+  const tls = policies?.backendTLS;
+  return (tls ? { ...rest, policies: { backendTLS: tlsIR(tls) } } : rest) as ExtAuthzIR & Omit<E, 'policies'>;
+}
+
+function tlsIR(t: BackendTLS): BackendTlsIR {
+  const { cert, key, root, keyExchangeGroups, spiffe: _refused, ...names } = t;
+  const out: BackendTlsIR = { ...names } as BackendTlsIR;
+  if (typeof cert === 'string') out.cert = cert;
+  if (typeof key === 'string') out.key = new Secret(key);
+  if (typeof root === 'string') out.root = root;
+  if (keyExchangeGroups) out.ecdhCurve = ecdhCurveOf(keyExchangeGroups);
   return out;
 }

@@ -3,10 +3,11 @@
 import { PassThrough, type Readable } from 'node:stream';
 import type { RequestContext } from './context.ts';
 
-export type Buffered = { ok: true; data: Buffer } | { ok: false; stream: Readable };
+/** Past the limit: `stream` is the whole body again; `head` the chunks read before the limit was passed. */
+export type Buffered = { ok: true; data: Buffer } | { ok: false; stream: Readable; head: readonly Buffer[] };
 
 export async function bufferUpTo(body: Readable, limit: number, declaredLength?: number): Promise<Buffered> {
-  if (declaredLength !== undefined && declaredLength > limit) return { ok: false, stream: body };
+  if (declaredLength !== undefined && declaredLength > limit) return { ok: false, stream: body, head: [] };
   const chunks: Buffer[] = [];
   let size = 0;
   return await new Promise<Buffered>((resolve, reject) => {
@@ -16,7 +17,7 @@ export async function bufferUpTo(body: Readable, limit: number, declaredLength?:
       if (size > limit) {
         cleanup();
         body.pause();
-        resolve({ ok: false, stream: prepend(chunks, body) });
+        resolve({ ok: false, stream: prepend(chunks, body), head: chunks });
       }
     };
     const onEnd = () => {

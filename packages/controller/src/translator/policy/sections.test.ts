@@ -628,6 +628,39 @@ describe('traffic.extAuth → extAuthz', () => {
     );
   });
 
+  test('forwardBody → includeRequestBody; an https Service port → TLS to the service', () => {
+    traffic(
+      {
+        extAuth: {
+          backendRef: { name: 'authz', port: 8443 },
+          grpc: {},
+          forwardBody: { maxSize: '16Ki' },
+        },
+      },
+      [service('authz', [{ port: 8443, appProtocol: 'https' }])],
+      {
+        extAuthz: {
+          grpc: { host: `authz.${NS}.svc.cluster.local:8443` },
+          failureMode: 'failClosed',
+          includeRequestBody: { maxRequestBytes: 16384 },
+          policies: { backendTLS: {} },
+        },
+      },
+    );
+    traffic(
+      { extAuth: { backendRef: { name: 'authz', port: 443 }, http: {}, forwardBody: { maxSize: 100 } } },
+      [service('authz', [{ port: 443 }])],
+      {
+        extAuthz: {
+          http: { host: `authz.${NS}.svc.cluster.local:443` },
+          failureMode: 'failClosed',
+          includeRequestBody: { maxRequestBytes: 100 },
+          policies: { backendTLS: {} },
+        },
+      },
+    );
+  });
+
   test('a backendRef that is not a Service denies every request', () => {
     traffic(
       { extAuth: { backendRef: { group: 'gw.dev', kind: 'GwBackend', name: 'authz' }, grpc: {} } },

@@ -3,6 +3,7 @@
 // picks what happens).
 import type { GwError } from '../../errors.ts';
 import type { Headers, ProxyResponse, RequestContext } from '../../pipeline/context.ts';
+import type { CheckBody } from './request-body.ts';
 
 /** Envoy's default for the ext_authz call: a slow authorization service must not stall every request. */
 export const DEFAULT_TIMEOUT_MS = 200;
@@ -18,7 +19,8 @@ export type Decision =
   | { kind: 'deny'; response: ProxyResponse | GwError; metadata: Record<string, unknown> | undefined }
   | { kind: 'failure'; reason: string };
 
-export type Check = (ctx: RequestContext) => Promise<Decision>;
+/** `body`: the request body read for the check (includeRequestBody), when the config asks for it. */
+export type Check = (ctx: RequestContext, body: CheckBody | undefined) => Promise<Decision>;
 
 /** The check's own deadline, and the client's: whichever ends first cancels the call. */
 export function deadline(ctx: RequestContext, timeoutMs: number): AbortSignal {

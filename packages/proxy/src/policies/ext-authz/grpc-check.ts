@@ -1,10 +1,18 @@
 // The gRPC form: one Envoy ext_authz v3 Check call per request, built from the request context, and
 // the CheckResponse read the way Envoy's ext_authz filter reads it (OK allows, anything else denies).
-import { randomUUID } from 'node:crypto';
+// With backendTLS the channel is TLS (CA, client certificate, SNI and names to verify as for backends).
+import { createHash, randomUUID } from 'node:crypto';
+import { checkServerIdentity, createSecureContext, type PeerCertificate } from 'node:tls';
 import { create, type JsonObject } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { Client, credentials, Metadata, type ServiceError, status } from '@grpc/grpc-js';
-import type { ExtAuthz } from '@gw/api';
+import {
+  type ChannelCredentials,
+  Client,
+  credentials,
+  Metadata,
+  type ServiceError,
+  status,
+} from '@grpc/grpc-js';
 import { HEADER_NAME_PATTERN, parseGoDuration } from '@gw/api/runtime';
 import {
   HeaderValueOption_HeaderAppendAction as Action,
@@ -17,35 +25,74 @@ import {
   type CheckResponse,
 } from '@gw/xds-proto/envoy/service/auth/v3/external_auth';
 import { type CelProgram, celToJson } from '../../cel/cel.ts';
+import type { BackendTlsIR, ExtAuthzIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
 import type { Headers, ProxyResponse, RequestContext } from '../../pipeline/context.ts';
 import { type Check, DEFAULT_TIMEOUT_MS, type Decision } from './decision.ts';
+import { type CheckBody, PARTIAL_BODY_HEADER } from './request-body.ts';
 import { CHECK_PATH, deserializeCheckResponse, serializeCheckRequest } from './service.ts';
 
-type GrpcConfig = Extract<ExtAuthz, { grpc: unknown }>['grpc'];
+type GrpcConfig = Extract<ExtAuthzIR, { grpc: unknown }>['grpc'];
 
-// One channel per authorization service, shared by every route and kept across config reloads, so a
-// reload does not reconnect. A restarted service is retried within seconds, not grpc-js's 2 minutes.
+// One channel per authorization service (and TLS setting), shared by every route and kept across
+// config reloads, so a reload does not reconnect. A restarted service is retried within seconds, not
+// grpc-js's 2 minutes.
 const clients = new Map<string, Client>();
-function clientFor(host: string): Client {
-  let c = clients.get(host);
+function clientFor(host: string, tls: BackendTlsIR | undefined): Client {
+  const key = tls ? `${host} ${tlsFingerprint(tls)}` : host;
+  let c = clients.get(key);
   if (!c) {
-    c = new Client(host, credentials.createInsecure(), {
+    const options: Record<string, string | number> = {
       'grpc.initial_reconnect_backoff_ms': 100,
       'grpc.max_reconnect_backoff_ms': 2_000,
-    });
-    clients.set(host, c);
+    };
+    // SNI and the name verified: backendTLS.hostname instead of the host dialled.
+    if (tls?.hostname) options['grpc.ssl_target_name_override'] = tls.hostname;
+    c = new Client(host, tls ? tlsCredentials(tls) : credentials.createInsecure(), options);
+    clients.set(key, c);
   }
   return c;
 }
 
+/** backendTLS as grpc-js credentials: the same material and verification rules as backend TLS. */
+function tlsCredentials(tls: BackendTlsIR): ChannelCredentials {
+  const context = createSecureContext({
+    ...(tls.root ? { ca: tls.root } : {}),
+    ...(tls.cert ? { cert: tls.cert } : {}),
+    ...(tls.key ? { key: tls.key.reveal() } : {}),
+    ...(tls.ecdhCurve ? { ecdhCurve: tls.ecdhCurve } : {}),
+  });
+  let verify: ((host: string, cert: PeerCertificate) => Error | undefined) | undefined;
+  if (tls.insecureHost) verify = () => undefined;
+  else if (tls.subjectAltNames) {
+    const wanted = tls.subjectAltNames;
+    verify = (_host, cert) =>
+      wanted.some((name) => checkServerIdentity(name, cert) === undefined)
+        ? undefined
+        : new Error(`certificate does not match any of subjectAltNames ${wanted.join(', ')}`);
+  }
+  return credentials.createFromSecureContext(context, {
+    ...(tls.insecure ? { rejectUnauthorized: false } : {}),
+    ...(verify ? { checkServerIdentity: verify } : {}),
+  });
+}
+
+function tlsFingerprint(tls: BackendTlsIR): string {
+  const material = { ...tls, key: tls.key?.reveal() };
+  return createHash('sha256').update(JSON.stringify(material)).digest('base64url');
+}
+
 /** `metadata`: the config's requestMetadata, compiled by the caller. */
-export function grpcCheck(cfg: GrpcConfig, metadata: readonly (readonly [string, CelProgram])[]): Check {
+export function grpcCheck(
+  cfg: GrpcConfig,
+  metadata: readonly (readonly [string, CelProgram])[],
+  tls?: BackendTlsIR,
+): Check {
   const timeoutMs = (cfg.timeout && parseGoDuration(cfg.timeout)) || DEFAULT_TIMEOUT_MS;
   const extensions = { ...(cfg.contextExtensions ?? {}) };
-  const client = clientFor(cfg.host);
-  return async (ctx) => {
-    const req = checkRequest(ctx, extensions, metadata);
+  const client = clientFor(cfg.host, tls);
+  return async (ctx, body) => {
+    const req = checkRequest(ctx, extensions, metadata, body);
     let res: CheckResponse;
     try {
       res = await call(client, req, ctx.signal, timeoutMs);
@@ -84,6 +131,7 @@ function checkRequest(
   ctx: RequestContext,
   contextExtensions: Record<string, string>,
   metadata: readonly (readonly [string, CelProgram])[],
+  body: CheckBody | undefined,
 ): CheckRequest {
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(ctx.headers)) headers[k] = Array.isArray(v) ? v.join(',') : v;
@@ -94,6 +142,13 @@ function checkRequest(
   headers[':scheme'] = ctx.scheme;
   const len = ctx.headers['content-length'];
   const size = typeof len === 'string' && /^[0-9]+$/.test(len) ? BigInt(len) : ctx.body ? -1n : 0n;
+  // Envoy's with_request_body: the body as text or bytes, and whether it is cut short.
+  if (body) headers[PARTIAL_BODY_HEADER] = String(body.partial);
+  const sent = body
+    ? body.asBytes
+      ? { rawBody: new Uint8Array(body.data.buffer, body.data.byteOffset, body.data.length) }
+      : { body: body.data.toString('utf8') }
+    : {};
   const sock = ctx.req.socket as { localAddress?: string; localPort?: number };
   const filterMetadata: Record<string, JsonObject> = {};
   if (metadata.length > 0) {
@@ -119,6 +174,7 @@ function checkRequest(
           scheme: ctx.scheme,
           protocol: ctx.httpVersion.startsWith('2') ? 'HTTP/2' : `HTTP/${ctx.httpVersion}`,
           size,
+          ...sent,
         },
       },
       contextExtensions,

@@ -1,16 +1,19 @@
 // The HTTP form: the request's method and path (or a CEL path) sent to the authorization service with
-// only the allowed headers; 2xx allows, 401/403 may become a redirect, 5xx or no answer is a failure,
-// and any other answer goes back to the client as the denial.
+// only the allowed headers (and the request body, with includeRequestBody); 2xx allows, 401/403 may
+// become a redirect, 5xx or no answer is a failure, and any other answer goes back to the client as
+// the denial. With backendTLS the service is called over https.
 import type { Readable } from 'node:stream';
-import type { ExtAuthz } from '@gw/api';
 import { parseGoDuration } from '@gw/api/runtime';
 import { Agent, request } from 'undici';
 import { type CelContext, type CelProgram, celToJson, compileCel } from '../../cel/cel.ts';
+import type { BackendTlsIR, ExtAuthzIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
 import { type Headers, HOP_BY_HOP } from '../../pipeline/context.ts';
+import { tlsConnectOptions } from '../../upstream/pools.ts';
 import { type Check, DEFAULT_TIMEOUT_MS, type Decision, deadline, failureReason } from './decision.ts';
+import { PARTIAL_BODY_HEADER } from './request-body.ts';
 
-type HttpConfig = Extract<ExtAuthz, { http: unknown }>['http'];
+type HttpConfig = Extract<ExtAuthzIR, { http: unknown }>['http'];
 
 /** An authorization answer is a decision, not a payload: bodies past this are refused. */
 const MAX_BODY = 1024 * 1024;
@@ -18,15 +21,18 @@ const MAX_BODY = 1024 * 1024;
 // Headers that describe the connection or the body of one message; never copied between messages.
 const NOT_COPIED = new Set([...HOP_BY_HOP, 'host', 'content-length']);
 
-let agent: Agent | undefined;
-const dispatcher = () => {
-  agent ??= new Agent({ keepAliveTimeout: 30_000 });
-  return agent;
-};
+// Plain HTTP checks share one pool; each TLS setting has its own (made when first used).
+let plain: Agent | undefined;
+function dispatcherFor(tls: BackendTlsIR | undefined): () => Agent {
+  if (!tls) return () => (plain ??= new Agent({ keepAliveTimeout: 30_000 }));
+  let agent: Agent | undefined;
+  return () => (agent ??= new Agent({ keepAliveTimeout: 30_000, connect: tlsConnectOptions(tls, false) }));
+}
 
-export function httpCheck(cfg: HttpConfig): Check {
+export function httpCheck(cfg: HttpConfig, tls?: BackendTlsIR): Check {
   const timeoutMs = (cfg.timeout && parseGoDuration(cfg.timeout)) || DEFAULT_TIMEOUT_MS;
-  const origin = `http://${cfg.host}`;
+  const origin = `${tls ? 'https' : 'http'}://${cfg.host}`;
+  const dispatcher = dispatcherFor(tls);
   const path = cfg.path ? compileCel(cfg.path) : undefined;
   const redirect = cfg.redirect ? compileCel(cfg.redirect) : undefined;
   const body = cfg.body ? compileCel(cfg.body) : undefined;
@@ -39,7 +45,7 @@ export function httpCheck(cfg: HttpConfig): Check {
   const keepHeaders = (cfg.allowedResponseHeaders ?? []).map((h) => h.toLowerCase());
   const metadata = Object.entries(cfg.responseMetadata ?? {}).map(([k, v]) => [k, compileCel(v)] as const);
 
-  return async (ctx) => {
+  return async (ctx, requestBody) => {
     let cel: CelContext | undefined;
     const celCtx = () => {
       cel ??= ctx.celContext();
@@ -67,6 +73,9 @@ export function httpCheck(cfg: HttpConfig): Check {
       if (v === undefined) return { kind: 'failure', reason: 'body expression failed' };
       payload = bytes(v);
       if (!(typeof v === 'string' || v instanceof Uint8Array)) headers['content-type'] ??= 'application/json';
+    } else if (requestBody) {
+      if (requestBody.data.length > 0) payload = requestBody.data;
+      headers[PARTIAL_BODY_HEADER] = String(requestBody.partial);
     }
     // A GET or HEAD with a body is not portable; a check that sends a body is a POST.
     const method = payload && (ctx.method === 'GET' || ctx.method === 'HEAD') ? 'POST' : ctx.method;

@@ -2,41 +2,67 @@
 // whether the request may pass. Allowed: the service's header changes and metadata (`extauthz.*` in
 // CEL) apply. Denied: the client gets the service's answer. No answer within the timeout (default
 // 200ms, as Envoy) or an error: `failureMode: failClosed` (default) answers 403, `failOpen` lets it pass.
-import type { ExtAuthz } from '@gw/api';
+// includeRequestBody sends (the head of) the request body along; policies.backendTLS is TLS to the service.
 import { compileCel } from '../../cel/cel.ts';
+import type { BackendTlsIR, ExtAuthzIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
 import { Lazy } from '../../lazy.ts';
 import { withConditional } from '../conditional.ts';
 import type { Check } from './decision.ts';
 import { httpCheck } from './http-check.ts';
+import { bodyOptions, type CheckBody, readCheckBody } from './request-body.ts';
 
 // grpc-js and the generated ext_authz messages load with the first config that asks over gRPC.
 const grpc = new Lazy(() => import('./grpc-check.ts'));
 
 /** The gRPC form; what can be wrong in its config (CEL) fails the build, before anything loads. */
-function grpcCheckOf(cfg: Extract<ExtAuthz, { grpc: unknown }>['grpc']): Check {
+function grpcCheckOf(
+  cfg: Extract<ExtAuthzIR, { grpc: unknown }>['grpc'],
+  tls: BackendTlsIR | undefined,
+): Check {
   const metadata = Object.entries(cfg.requestMetadata ?? {}).map(([k, v]) => [k, compileCel(v)] as const);
-  const check = grpc.derive((m) => m.grpcCheck(cfg, metadata));
-  return (ctx) => (check.value ? check.value(ctx) : check.ready.then((c) => c(ctx)));
+  const check = grpc.derive((m) => m.grpcCheck(cfg, metadata, tls));
+  return (ctx, body) => (check.value ? check.value(ctx, body) : check.ready.then((c) => c(ctx, body)));
 }
 
 export const extAuthz = withConditional({
   name: 'extAuthz',
-  build(config: ExtAuthz) {
+  build(config: ExtAuthzIR) {
     const failOpen = config.failureMode?.toLowerCase() === 'failopen';
-    const check = 'grpc' in config ? grpcCheckOf(config.grpc) : httpCheck(config.http);
+    const tls = config.policies?.backendTLS;
+    const check = 'grpc' in config ? grpcCheckOf(config.grpc, tls) : httpCheck(config.http, tls);
+    // With http.body the expression is the check's body (agentgateway): nothing of the request is read.
+    const readBody =
+      'http' in config && config.http.body ? undefined : bodyOptions(config.includeRequestBody);
     return async (ctx, next) => {
       const start = ctx.obs ? performance.now() : null;
-      const d = await check(ctx);
+      let body: CheckBody | undefined;
+      if (readBody) {
+        try {
+          body = await readCheckBody(ctx, readBody);
+        } catch (err) {
+          ctx.obs?.event(ctx, 'extAuthz', { result: 'bodyTooLarge', limit: readBody.limit }, start, 'warn');
+          throw err;
+        }
+      }
+      const d = await check(ctx, body);
+      // What went to the service, never the body itself: its size and whether it was cut short.
+      const sent = body ? { body: { bytes: body.data.length, partial: body.partial } } : {};
       if (d.kind === 'failure') {
-        ctx.obs?.event(ctx, 'extAuthz', { result: 'failure', reason: d.reason, failOpen }, start, 'warn');
+        ctx.obs?.event(
+          ctx,
+          'extAuthz',
+          { result: 'failure', reason: d.reason, failOpen, ...sent },
+          start,
+          'warn',
+        );
         if (!failOpen) throw new GwError('GW_ERR_FORBIDDEN', 'external authorization failed');
         return next(ctx);
       }
       if (d.kind === 'deny') {
         if (d.metadata) ctx.ext.extauthz = d.metadata;
         const status = d.response.status;
-        ctx.obs?.event(ctx, 'extAuthz', { result: 'denied', status }, start, 'warn');
+        ctx.obs?.event(ctx, 'extAuthz', { result: 'denied', status, ...sent }, start, 'warn');
         if (d.response instanceof GwError) throw d.response;
         // The request goes no further; its body is not read.
         ctx.body = null;
@@ -44,7 +70,7 @@ export const extAuthz = withConditional({
         return;
       }
       d.apply(ctx);
-      ctx.obs?.event(ctx, 'extAuthz', { result: 'allowed' }, start);
+      ctx.obs?.event(ctx, 'extAuthz', { result: 'allowed', ...sent }, start);
       await next(ctx);
       if (d.onResponse && ctx.response) d.onResponse(ctx.response.headers);
     };

@@ -1,7 +1,9 @@
-// spec.traffic.extAuth → extAuthz: a Service called over gRPC (Envoy ext_authz) or HTTP. With no
-// address to call every request is denied; a dangling Service forces FailClosed. Its CEL fields and
-// the headers it may send are checked like the standalone's.
+// spec.traffic.extAuth → extAuthz: a Service called over gRPC (Envoy ext_authz) or HTTP, over TLS when
+// its port says appProtocol https (or is 443), as token endpoints are. forwardBody → includeRequestBody
+// (a body over maxSize is answered 413). With no address to call every request is denied; a dangling
+// Service forces FailClosed. Its CEL fields and the headers it may send are checked like the standalone's.
 import { checkExtAuthz } from '@gw/api';
+import { parseByteSize } from '@gw/api/runtime';
 import {
   addDenyAll,
   defined,
@@ -14,7 +16,7 @@ import type { TrafficMapper, TrafficPolicies, TrafficSpec } from '../spec.ts';
 
 export const extAuth: TrafficMapper<'extAuth'> = {
   map(spec, ctx, out, at) {
-    ctx.rest(at.field, spec, ['backendRef', 'grpc', 'http', 'failureMode', 'timeout']);
+    ctx.rest(at.field, spec, ['backendRef', 'grpc', 'http', 'failureMode', 'timeout', 'forwardBody']);
     if (spec.conditional || spec.url) {
       // refused by name above (rest): nothing to call that this build can reach
       ctx.problem(at.field, 'no authorization service to call: every request is denied');
@@ -49,6 +51,12 @@ function extAuthz(
     ctx.problem(field, 'failureMode is FailClosed until the backendRef resolves');
     failureMode = 'failClosed';
   }
+  const common = {
+    failureMode,
+    ...forwardBody(ctx, field, spec.forwardBody),
+    // TLS with the system's roots: the Service says it speaks https
+    ...(svc?.https ? { policies: { backendTLS: {} } } : {}),
+  };
   if (spec.grpc) {
     const g = spec.grpc;
     return {
@@ -58,7 +66,7 @@ function extAuthz(
         requestMetadata: g.requestMetadata && { ...g.requestMetadata },
         timeout: spec.timeout,
       }),
-      failureMode,
+      ...common,
     };
   }
   const h = spec.http ?? {};
@@ -74,6 +82,22 @@ function extAuthz(
       responseMetadata: h.responseMetadata && { ...h.responseMetadata },
       timeout: spec.timeout,
     }),
-    failureMode,
+    ...common,
   };
+}
+
+/** forwardBody.maxSize (a number or a quantity) → includeRequestBody.maxRequestBytes. */
+function forwardBody(
+  ctx: MapContext,
+  field: string,
+  f: ExtAuthSpec['forwardBody'],
+): { includeRequestBody?: { maxRequestBytes: number } } {
+  if (!f) return {};
+  const bytes = parseByteSize(f.maxSize);
+  if (bytes === undefined || bytes < 1 || bytes > 4294967295) {
+    // the CRD's rules refuse it first; an object that skipped them still gets no unbounded buffer
+    ctx.problem(`${field}.forwardBody.maxSize`, 'must be at least 1 byte and fit within uint32');
+    return { includeRequestBody: { maxRequestBytes: 1 } };
+  }
+  return { includeRequestBody: { maxRequestBytes: bytes } };
 }
