@@ -8,6 +8,7 @@ import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { loadConfigText } from '@gw/proxy/config/load';
 import { makeTestPki, startFakeOpenAI, startUpstream, type TestServer } from '@gw/testkit';
+import { startFakeAgentCore } from '@gw/testkit/agent-core';
 import { startOtlpReceiver } from '@gw/testkit/otlp-receiver';
 import { startProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
@@ -111,6 +112,34 @@ describe('examples', () => {
       assert.equal(res.statusCode, 200, path);
       assert.equal(((await res.body.json()) as { object: string }).object, object);
     }
+  });
+
+  test('agent-core.yaml invokes the AgentCore runtime, signed, with a new session id', async (t) => {
+    const arn = 'arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/my_agent-Ab12Cd34Ef';
+    const key = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'example/secret' };
+    const fake = await startFakeAgentCore({ keys: [key], runtimes: { [arn]: [] } });
+    const saved = { ...process.env };
+    t.after(async () => {
+      process.env = saved;
+      await fake.close();
+    });
+    process.env.AWS_ACCESS_KEY_ID = key.accessKeyId;
+    process.env.AWS_SECRET_ACCESS_KEY = key.secretAccessKey;
+    process.env.AWS_ENDPOINT_URL_BEDROCK_AGENTCORE = fake.url;
+    const p = await startProxy(prepared('agent-core.yaml'));
+    t.after(() => p.close());
+    const r = await request(p.url('/agent'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"prompt":"Hello!"}',
+    });
+    assert.equal(r.statusCode, 200);
+    assert.deepEqual(await r.body.json(), { echo: '{"prompt":"Hello!"}' });
+    assert.match(String(r.headers['x-amzn-bedrock-agentcore-runtime-session-id']), /^[0-9a-f-]{36}$/);
+    const inv = fake.seen[0];
+    assert.equal(inv?.arn, arn);
+    assert.equal(inv?.qualifier, 'DEFAULT');
+    assert.ok(inv?.sigv4.ok);
   });
 
   test('transformations.yaml rewrites path, headers and body on the way in, headers on the way out', async (t) => {

@@ -7,6 +7,8 @@ export const ERRORS = {
   GW_ERR_NO_LISTENER: { status: 404, message: 'no listener for this host' },
   GW_ERR_NO_BACKEND: { status: 500, message: 'route has no backends' },
   GW_ERR_BAD_REQUEST: { status: 400, message: 'bad request' },
+  // A backend that serves one operation (an AgentCore runtime's POST invocations) and was sent another method.
+  GW_ERR_METHOD_NOT_ALLOWED: { status: 405, message: 'method not allowed' },
   GW_ERR_DYNAMIC_NO_HOST: {
     status: 400,
     message: 'dynamic forward proxy: request has no host to forward to',
@@ -197,6 +199,7 @@ const GRPC_STATUS: Record<ErrorCode, number> = {
   GW_ERR_NO_LISTENER: 12,
   GW_ERR_NO_BACKEND: 13, // INTERNAL
   GW_ERR_BAD_REQUEST: 3, // INVALID_ARGUMENT
+  GW_ERR_METHOD_NOT_ALLOWED: 12, // UNIMPLEMENTED
   GW_ERR_DYNAMIC_NO_HOST: 3,
   GW_ERR_UNAUTHENTICATED: 16, // UNAUTHENTICATED
   GW_ERR_JWT_INVALID: 16,

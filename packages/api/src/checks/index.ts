@@ -1,6 +1,7 @@
 // The config checks the schema cannot make (CEL, regular expressions, JWKS, htpasswd, rules across
 // fields): pure functions from a config section in the standalone shape and its field path to a list
 // of problems. The standalone loader words them as config errors, the controller as status conditions.
+export * from './aws.ts';
 export * from './backend.ts';
 export * from './backend-auth.ts';
 export * from './cel.ts';

@@ -1027,10 +1027,9 @@ const HostPort = z
   );
 
 /** agentgateway's backend kinds this build does not have, refused as a whole by name. */
-const BACKEND_KINDS_NOT_BUILT = ['internal', 'aws'] as const;
+const BACKEND_KINDS_NOT_BUILT = ['internal'] as const;
 const BACKEND_KIND_NAMES: Record<string, string> = {
   internal: 'the internal backend',
-  aws: 'the aws backend (AgentCore)',
   service: 'a backend by service reference (use host)',
   invalid: 'the invalid backend',
 };
@@ -1043,6 +1042,20 @@ const refusedBackend = (kind: string, rest: z.core.$ZodLooseShape) =>
   }).transform((v) => v as never);
 const DynamicBackend = strict({
   target: NotYet("dynamic.target (the upstream is the request's own host)").optional(),
+});
+/** agentgateway's `aws` backend: an Amazon Bedrock AgentCore runtime, called signed with SigV4. */
+export const AwsBackend = strict({
+  agentCore: strict({
+    agentRuntimeArn: z.string().min(1).meta({
+      description:
+        'ARN of the AgentCore runtime (arn:aws:bedrock-agentcore:<region>:<account>:runtime/<id>); the region is the one called and signed for',
+    }),
+    qualifier: z
+      .string()
+      .min(1)
+      .nullish()
+      .meta({ description: "the runtime endpoint or version to invoke (AgentCore's default: DEFAULT)" }),
+  }),
 });
 export const RouteBackend = z.union([
   strict({
@@ -1067,6 +1080,11 @@ export const RouteBackend = z.union([
   }),
   strict({
     mcp: z.lazy(() => McpBackend),
+    weight: z.number().int().min(0).optional(),
+    policies: BackendPolicies.optional(),
+  }),
+  strict({
+    aws: AwsBackend,
     weight: z.number().int().min(0).optional(),
     policies: BackendPolicies.optional(),
   }),
@@ -1096,6 +1114,7 @@ export const NamedBackend = z.union([
     policies: BackendPolicies.optional(),
   }),
   strict({ name: z.string().min(1), mcp: z.lazy(() => McpBackend), policies: BackendPolicies.optional() }),
+  strict({ name: z.string().min(1), aws: AwsBackend, policies: BackendPolicies.optional() }),
   ...BACKEND_KINDS_NOT_BUILT.map((k) => refusedBackend(k, { name: z.unknown().optional() })),
 ]);
 
@@ -2275,6 +2294,7 @@ export type RemoteRateLimit = z.infer<typeof RemoteRateLimit>;
 export type RequestMirror = z.infer<typeof RequestMirror>;
 export type LlmConfig = z.infer<typeof LlmConfig>;
 export type McpBackend = z.infer<typeof McpBackend>;
+export type AwsBackend = z.infer<typeof AwsBackend>;
 export type McpGuardrails = z.infer<typeof McpGuardrails>;
 export type McpTarget = z.infer<typeof McpTarget>;
 export type McpAuthorization = z.infer<typeof McpAuthorization>;

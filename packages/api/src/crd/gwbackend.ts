@@ -2,6 +2,7 @@
 // aws), plus connection and AI/MCP policies that win over a GwPolicy setting the same field.
 // Spec: "GwBackend specifics", "Backend connection settings".
 import { z } from 'zod';
+import { AGENT_RUNTIME_ARN_MESSAGE, AGENT_RUNTIME_ARN_PATTERN } from '../checks/aws.ts';
 import { atLeastOne, exactlyOne, mapList, obj, rules } from './kube.ts';
 import { BackendFull, BackendWithAI, FailureMode } from './policy-blocks.ts';
 import {
@@ -237,8 +238,8 @@ export const AwsBackend = rules(
   obj({
     agentCore: obj({
       agentRuntimeArn: rules(LongString, {
-        rule: "self.startsWith('arn:aws')",
-        message: 'agentRuntimeArn must be an ARN (arn:aws…)',
+        rule: `self.matches('${AGENT_RUNTIME_ARN_PATTERN}')`,
+        message: AGENT_RUNTIME_ARN_MESSAGE,
       }),
       qualifier: ShortString.optional(),
     }).optional(),

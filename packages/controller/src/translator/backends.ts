@@ -1,8 +1,10 @@
 // GwBackends → the backend each route may use (a host, a unix socket, the dynamic forward proxy, LLM
-// providers (ai.ts), MCP servers (mcp.ts) or an A2A agent), its inline policies in the standalone shape, and its
+// providers (ai.ts), MCP servers (mcp.ts), an A2A agent or an AWS AgentCore runtime), its inline policies in the standalone shape, and its
 // Accepted condition. A
 // backend is usable only when it is valid, of a kind this build serves, and its connection settings
 // can all be honoured.
+import { checkAgentCore, checkAgentCoreAuth, parseAgentRuntimeArn } from '@gw/api/checks/aws';
+import type { BackendAuth } from '@gw/api/config/schema';
 import { validateResource } from '@gw/api/crd/crds';
 import type { GwBackendSpec } from '@gw/api/crd/gwbackend';
 import { formatError } from '@gw/api/crd/validate';
@@ -58,7 +60,7 @@ export function collectBackends(
       dynamicForwardProxy?: object;
       ai?: GwBackendSpec['ai'];
       mcp?: GwBackendSpec['mcp'];
-      aws?: unknown;
+      aws?: GwBackendSpec['aws'];
       policies?: GwBackendPoliciesSpec;
     };
     if (spec.static?.unixPath) info.target = { host: { host: `unix:${spec.static.unixPath}`, port: 0 } };
@@ -93,14 +95,22 @@ export function collectBackends(
       info.target = { mcp: r.mcp };
       info.mcpSections = r.sections;
       info.problems.push(...r.problems);
-    } else {
-      info.accepted = bad(
-        'Accepted',
-        'Unsupported',
-        'aws backends are not supported by this build of gw yet',
-        gen,
-      );
-      continue;
+    } else if (spec.aws?.agentCore) {
+      // the ARN rule the standalone loader applies, in the same words
+      const ac = spec.aws.agentCore;
+      const problems = checkAgentCore(ac, ['aws', 'agentCore']);
+      if (problems.length > 0) {
+        info.accepted = bad('Accepted', 'Invalid', describeProblems(problems), gen);
+        continue;
+      }
+      info.target = {
+        aws: {
+          agentCore: {
+            agentRuntimeArn: ac.agentRuntimeArn,
+            ...(ac.qualifier ? { qualifier: ac.qualifier } : {}),
+          },
+        },
+      };
     }
     if (spec.policies) {
       const p = backendPolicy(spec.policies, ns, lookup, 'policies');
@@ -109,6 +119,15 @@ export function collectBackends(
         continue;
       }
       const { ai, ...policies } = p.policies as Record<string, unknown>;
+      const arn = spec.aws?.agentCore && parseAgentRuntimeArn(spec.aws.agentCore.agentRuntimeArn);
+      const awsAuth =
+        arn && policies.backendAuth
+          ? checkAgentCoreAuth(policies.backendAuth as BackendAuth, arn.region, ['policies', 'auth'])
+          : [];
+      if (awsAuth.length > 0) {
+        info.accepted = bad('Accepted', 'Invalid', describeProblems(awsAuth), gen);
+        continue;
+      }
       info.policies = policies;
       info.problems.push(...p.problems);
       if (ai) info.problems.push('policies.ai applies to ai backends only');

@@ -245,7 +245,33 @@ export type BackendTarget =
   | { kind: 'dynamic' }
   | AiTarget
   | McpTarget
-  | A2aTarget;
+  | A2aTarget
+  | AwsTarget;
+
+// ---------- AWS (the `aws` backend kind, upstream/backends/aws/) ----------
+
+/**
+ * An Amazon Bedrock AgentCore runtime: every request is its InvokeAgentRuntime operation
+ * (POST /runtimes/{ARN}/invocations), signed with SigV4 for bedrock-agentcore in the ARN's region.
+ */
+export interface AwsTarget {
+  kind: 'aws';
+  agentCore: {
+    agentRuntimeArn: string;
+    region: string;
+    /** AgentCore's endpoint in that region (bedrock-agentcore.<region>.amazonaws.com[.cn]). */
+    host: string;
+    qualifier?: string;
+  };
+  /**
+   * sigv4: signed with the backend's backendAuth.aws credentials, else the environment and the SDK's
+   * default chain; none: another backendAuth form (a bearer for a runtime with a JWT authorizer)
+   * writes the credential.
+   */
+  auth:
+    | { kind: 'sigv4'; credentials?: { accessKeyId: string; secretAccessKey: Secret; sessionToken?: Secret } }
+    | { kind: 'none' };
+}
 
 // ---------- A2A (the `a2a` backend kind, a2a/ and upstream/backends/a2a/) ----------
 

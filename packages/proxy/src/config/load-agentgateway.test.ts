@@ -376,7 +376,6 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
       refused(backendPolicy(p), `${R}.backends[0].policies.${p.split(':')[0]}`, what);
     const backend = (b: string) =>
       `binds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends: [${b}]\n`;
-    refused(backend('{aws: {agentCore: {}}}'), `${R}.backends[0].aws`, 'the aws backend');
     refused(backend('{internal: forward}'), `${R}.backends[0].internal`, 'the internal backend');
     refused(backend('{service: {name: a/b, port: 80}}'), `${R}.backends[0].service`, 'by service reference');
     refused(backend('{dynamic: {target: "1"}}'), `${R}.backends[0].dynamic.target`, 'dynamic.target');

@@ -8,6 +8,8 @@ import { createSecureContext } from 'node:tls';
 import {
   type AiBackend,
   type AiNamedProvider,
+  type AwsBackend,
+  awsDnsSuffix,
   type BackendAuth,
   type BackendPolicies,
   type BackendTLS,
@@ -15,6 +17,8 @@ import {
   type ConfigFile,
   ConfigFileSchema,
   type ConfigIssue,
+  checkAgentCore,
+  checkAgentCoreAuth,
   checkAiPolicy,
   checkAuthorization,
   checkBackendPolicies,
@@ -52,6 +56,7 @@ import {
   type Problem,
   type PromptEnrichment,
   type PromptGuard,
+  parseAgentRuntimeArn,
   parseByteSize,
   parseGoDuration,
   parseSource,
@@ -74,6 +79,7 @@ import { Secret } from '../secret.ts';
 import { resolveBackendAuth } from './backend-auth.ts';
 import type {
   AiTarget,
+  AwsTarget,
   BackendTarget,
   BackendTlsIR,
   BindIR,
@@ -1246,6 +1252,10 @@ class Builder {
       target = this.mcpTarget([...path, 'mcp'], b.mcp);
       if (!target) return undefined;
       name = 'mcp';
+    } else if ('aws' in b) {
+      target = this.awsTarget([...path, 'aws'], b.aws);
+      if (!target) return undefined;
+      name = 'aws';
     } else if ('routeGroup' in b) {
       return undefined; // route() delegates to the group instead
     } else {
@@ -1268,6 +1278,9 @@ class Builder {
         if (!target) return undefined;
       } else if ('mcp' in def) {
         target = this.mcpTarget(['backends', di, 'mcp'], def.mcp);
+        if (!target) return undefined;
+      } else if ('aws' in def) {
+        target = this.awsTarget(['backends', di, 'aws'], def.aws);
         if (!target) return undefined;
       } else target = 'host' in def ? parseHost(def.host) : { kind: 'dynamic' };
       named = def.policies;
@@ -1341,11 +1354,31 @@ class Builder {
       target.guardrails = this.mcpProcessors([...at, 'mcpGuardrails'], guards);
     } else if (ownGuards)
       this.fail([...path, 'policies', 'mcpGuardrails'], 'mcpGuardrails applies only to mcp backends');
+    if (target.kind === 'aws' && merged.backendAuth) {
+      const own = b.policies?.backendAuth ? [...path, 'policies', 'backendAuth'] : path;
+      this.report(checkAgentCoreAuth(merged.backendAuth, target.agentCore.region, own));
+    }
+    const policies = this.resolveBackendPolicies([...path, 'policies'], connection);
+    if (target.kind === 'aws') awsAuth(target, policies);
+    return { name, weight: b.weight ?? 1, target, policies };
+  }
+
+  /** An `aws` backend: an AgentCore runtime, its region and partition read from its ARN. */
+  awsTarget(path: FieldPath, a: AwsBackend): AwsTarget | undefined {
+    const c = a.agentCore;
+    const before = this.issues.length;
+    this.report(checkAgentCore(c, [...path, 'agentCore']));
+    const arn = parseAgentRuntimeArn(c.agentRuntimeArn);
+    if (!arn || this.issues.length > before) return undefined;
     return {
-      name,
-      weight: b.weight ?? 1,
-      target,
-      policies: this.resolveBackendPolicies([...path, 'policies'], connection),
+      kind: 'aws',
+      agentCore: {
+        agentRuntimeArn: c.agentRuntimeArn,
+        region: arn.region,
+        host: `bedrock-agentcore.${arn.region}.${awsDnsSuffix(arn.partition)}`,
+        ...(c.qualifier ? { qualifier: c.qualifier } : {}),
+      },
+      auth: { kind: 'sigv4' },
     };
   }
 
@@ -1682,6 +1715,22 @@ function remoteMcpTarget(
   return { origin: `${backendTls ? 'https' : 'http'}://${hp}`, path, tls: backendTls };
 }
 
+/**
+ * An aws backend signs its calls itself (SigV4 for bedrock-agentcore in the ARN's region):
+ * backendAuth.aws only gives it credentials. Any other backendAuth form (a bearer token for a
+ * runtime with a JWT authorizer) replaces the signature.
+ */
+function awsAuth(target: AwsTarget, policies: ResolvedBackendPolicies): void {
+  const auth = policies.backendAuth;
+  if (!auth) return;
+  if (!('aws' in auth)) {
+    target.auth = { kind: 'none' };
+    return;
+  }
+  target.auth = { kind: 'sigv4', ...(auth.aws.credentials ? { credentials: auth.aws.credentials } : {}) };
+  delete policies.backendAuth;
+}
+
 function parseHost(host: string): BackendTarget {
   if (host.startsWith('unix:')) return { kind: 'unix', path: host.slice(5) };
   const i = host.lastIndexOf(':');
@@ -1701,6 +1750,7 @@ const NOT_A2A: Record<Exclude<BackendTarget['kind'], 'host'>, string> = {
   dynamic: 'a dynamic forward proxy',
   ai: 'an ai backend',
   mcp: 'an mcp backend',
+  aws: 'an aws backend',
 };
 
 export function mergePolicies<T extends object>(...layers: (T | undefined)[]): T | undefined {

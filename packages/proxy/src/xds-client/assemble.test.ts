@@ -268,6 +268,35 @@ describe('assembleConfig', () => {
     assert.deepEqual(backend(viaXds)?.policies, { http: { requestTimeout: '5s' } });
   });
 
+  test('an aws backend (AgentCore) builds the IR of the same backend in a file', () => {
+    const arn = 'arn:aws:bedrock-agentcore:us-west-2:123456789012:runtime/agent-Ab12Cd34Ef';
+    const viaXds = load([
+      ['bind/8080', bind],
+      ['route/8080/ns/gw/http/ns/web/0', route(0, '/', { backends: [{ weight: 1, backend: 'ns/agent' }] })],
+      [
+        'backend/ns/agent',
+        res({
+          backend: { name: 'ns/agent', aws: { agentCore: { agentRuntimeArn: arn, qualifier: 'prod' } } },
+        }),
+      ],
+    ]);
+    const file = fileWithRoute('ns/agent', {}, [
+      { name: 'ns/agent', aws: { agentCore: { agentRuntimeArn: arn, qualifier: 'prod' } } },
+    ]);
+    const backend = (ir: typeof file) => ir.binds[0]?.listeners[0]?.routes[0]?.backends[0];
+    assert.deepEqual(backend(viaXds), backend(file));
+    assert.deepEqual(backend(viaXds)?.target, {
+      kind: 'aws',
+      agentCore: {
+        agentRuntimeArn: arn,
+        region: 'us-west-2',
+        host: 'bedrock-agentcore.us-west-2.amazonaws.com',
+        qualifier: 'prod',
+      },
+      auth: { kind: 'sigv4' },
+    });
+  });
+
   test('an MCP target of an unknown protocol is a problem of its backend resource', () => {
     const a = assembleConfig(
       new Map([

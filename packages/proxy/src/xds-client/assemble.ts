@@ -226,11 +226,17 @@ function namedBackend(b: Backend, resource: string, problems: Assembled['problem
   else if (b.target.case === 'llmModels') out.llmModels = b.target.value;
   else if (b.target.case === 'mcp') out.mcp = mcpBackend(b.target.value, resource, problems);
   else if (b.target.case === 'a2a') out.host = hostPort(b.target.value);
-  else
+  else if (b.target.case === 'aws') {
+    const svc = b.target.value.service;
+    if (svc.case === 'agentCore') {
+      const { agentRuntimeArn, qualifier } = svc.value;
+      out.aws = { agentCore: { agentRuntimeArn, ...(qualifier ? { qualifier } : {}) } };
+    } else problems.push({ resource, path: ['aws'], message: 'aws backend names no service (agentCore)' });
+  } else
     problems.push({
       resource,
       path: [],
-      message: 'backend has neither host, dynamic, ai, llmModels, mcp nor a2a',
+      message: 'backend has neither host, dynamic, ai, llmModels, mcp, a2a nor aws',
     });
   if (b.policies) out.policies = b.policies;
   // An A2A agent is a host under agentgateway's a2a policy, as a file would say it.

@@ -2,6 +2,7 @@
 // new kind (ai, mcp, a2a, aws) is one folder here plus one line below, never a branch in the table.
 import { a2aBackend } from './a2a/index.ts';
 import { aiBackend } from './ai/index.ts';
+import { awsBackend } from './aws/index.ts';
 import { dynamicBackend } from './dynamic/index.ts';
 import { hostBackend } from './host/index.ts';
 import { mcpBackend } from './mcp/index.ts';
@@ -15,4 +16,5 @@ export const BACKEND_KINDS: { [K in BackendKindName]: BackendKind<K> } = {
   ai: aiBackend,
   mcp: mcpBackend,
   a2a: a2aBackend,
+  aws: awsBackend,
 };

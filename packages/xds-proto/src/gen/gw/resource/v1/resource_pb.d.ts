@@ -371,6 +371,14 @@ export declare type Backend = Message<"gw.resource.v1.Backend"> & {
      */
     value: HostPort;
     case: "a2a";
+  } | {
+    /**
+     * An AWS service (GwBackend spec.aws): the standalone schema's `aws` backend.
+     *
+     * @generated from field: gw.resource.v1.Aws aws = 9;
+     */
+    value: Aws;
+    case: "aws";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -387,6 +395,55 @@ export declare type Backend = Message<"gw.resource.v1.Backend"> & {
  * Use `create(BackendSchema)` to create a new message.
  */
 export declare const BackendSchema: GenMessage<Backend>;
+
+/**
+ * An AWS service backend: exactly one service is set.
+ *
+ * @generated from message gw.resource.v1.Aws
+ */
+export declare type Aws = Message<"gw.resource.v1.Aws"> & {
+  /**
+   * @generated from oneof gw.resource.v1.Aws.service
+   */
+  service: {
+    /**
+     * @generated from field: gw.resource.v1.AwsAgentCore agent_core = 1;
+     */
+    value: AwsAgentCore;
+    case: "agentCore";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message gw.resource.v1.Aws.
+ * Use `create(AwsSchema)` to create a new message.
+ */
+export declare const AwsSchema: GenMessage<Aws>;
+
+/**
+ * An Amazon Bedrock AgentCore runtime, invoked signed with SigV4 in the region of its ARN.
+ *
+ * @generated from message gw.resource.v1.AwsAgentCore
+ */
+export declare type AwsAgentCore = Message<"gw.resource.v1.AwsAgentCore"> & {
+  /**
+   * @generated from field: string agent_runtime_arn = 1;
+   */
+  agentRuntimeArn: string;
+
+  /**
+   * Endpoint name or version; empty: AgentCore's DEFAULT endpoint.
+   *
+   * @generated from field: string qualifier = 2;
+   */
+  qualifier: string;
+};
+
+/**
+ * Describes the message gw.resource.v1.AwsAgentCore.
+ * Use `create(AwsAgentCoreSchema)` to create a new message.
+ */
+export declare const AwsAgentCoreSchema: GenMessage<AwsAgentCore>;
 
 /**
  * An MCP backend: the proxy serves one MCP endpoint and fans requests out to the targets. Modes are
