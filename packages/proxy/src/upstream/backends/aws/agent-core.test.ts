@@ -78,6 +78,11 @@ binds:
       matches: [{path: {pathPrefix: /missing}}]
       backends:
       - aws: {agentCore: {agentRuntimeArn: "${ARN}", qualifier: canary}}
+    - name: rewritten
+      matches: [{path: {pathPrefix: /rewritten}}]
+      policies: {urlRewrite: {authority: auto, path: {prefix: /v2}}}
+      backends:
+      - aws: {agentCore: {agentRuntimeArn: "${ARN}", qualifier: prod}}
     - name: configured-key
       matches: [{path: {pathPrefix: /configured}}]
       backends:
@@ -234,6 +239,16 @@ describe('InvokeAgentRuntime through the gateway', () => {
     } finally {
       agent = undefined;
     }
+  });
+
+  test("a route's urlRewrite (path, authority: auto) leaves the invocation path and the signature alone", async () => {
+    const res = await fetch(proxy.url('/rewritten/x'), { method: 'POST', body: '{}' });
+    assert.equal(res.status, 200);
+    await res.text();
+    const inv = last();
+    assert.ok(inv.sigv4.ok, inv.sigv4.ok ? '' : inv.sigv4.reason);
+    assert.equal(inv.headers.host, `127.0.0.1:${fake.port}`);
+    assert.equal(inv.url.split('?')[0], `/runtimes/${encodeURIComponent(ARN)}/invocations`);
   });
 
   test('backendAuth.aws credentials sign instead of the environment', async () => {

@@ -91,7 +91,9 @@ export const awsBackend: BackendKind<'aws'> = {
         const body = await payload(ctx, limit);
         ctx.path = path;
         ctx.query = query;
+        // The Host is AgentCore's, signed: urlRewrite's authority (auto or not) has nothing to change.
         h.host = authority;
+        delete ctx.ext.rewriteHostToBackend;
         h['content-length'] = String(body.length);
         if (sign) await sign(ctx, authority, body);
         await callUpstream(ctx, { dispatcher, endpoint }, timeout);
