@@ -129,6 +129,7 @@ describe('the RBAC is what the controller calls', () => {
       'apps/daemonsets',
       '/serviceaccounts',
       'policy/poddisruptionbudgets',
+      'autoscaling/horizontalpodautoscalers',
     ].sort();
     assert.deepEqual(readable, expected);
     assert.ok(

@@ -257,6 +257,53 @@ ${withParams(true)}`,
     assert.equal(back.spec.template.spec.containers[0]?.image, 'registry.example/gw:test');
   });
 
+  test('GwParameters horizontalPodAutoscaler and image.digest: an autoscaler for the Deployment, the image by digest; both go with the parameters', async () => {
+    const digest = `sha256:${'0f'.repeat(32)}`;
+    const withParams = (ref: boolean) => `${gatewayYaml('default', listenerPort).trimEnd()}
+${ref ? '  infrastructure:\n    parametersRef: { group: gw.dev, kind: GwParameters, name: edge-scaled }' : ''}`;
+    await kubectl(
+      ['apply', '--server-side', '-f', '-'],
+      `apiVersion: gw.dev/v1alpha1
+kind: GwParameters
+metadata: { name: edge-scaled, namespace: default }
+spec:
+  image: { digest: "${digest}" }
+  horizontalPodAutoscaler:
+    metadata: { labels: { tier: edge } }
+    spec: { minReplicas: 1, maxReplicas: 3 }
+---
+${withParams(true)}`,
+    );
+    type Hpa = {
+      metadata: { labels?: Record<string, string> };
+      spec: { scaleTargetRef: { kind: string; name: string }; maxReplicas: number };
+    };
+    const hpa = await until('the HorizontalPodAutoscaler', () => getJson<Hpa>(['get', 'hpa', 'edge']));
+    assert.deepEqual(
+      [
+        hpa.spec.scaleTargetRef.kind,
+        hpa.spec.scaleTargetRef.name,
+        hpa.spec.maxReplicas,
+        hpa.metadata.labels?.tier,
+      ],
+      ['Deployment', 'edge', 3, 'edge'],
+    );
+    const dep = await until('the Deployment pulled by digest', async () => {
+      const d = await getJson<Deployment>(['get', 'deployment', 'edge']);
+      return d?.spec.template.spec.containers[0]?.image === `registry.example/gw@${digest}` ? d : undefined;
+    });
+    assert.ok(dep);
+    await kubectl(['apply', '--server-side', '-f', '-'], withParams(false));
+    await until('the autoscaler to be pruned', async () => {
+      const r = await kube.kubectl(['get', 'hpa', 'edge']);
+      return r.code !== 0 && /NotFound/.test(r.stderr) ? true : undefined;
+    });
+    await until('the image by tag again', async () => {
+      const d = await getJson<Deployment>(['get', 'deployment', 'edge']);
+      return d?.spec.template.spec.containers[0]?.image === 'registry.example/gw:test' ? true : undefined;
+    });
+  });
+
   test('a provisioned Deployment deleted by someone else is put back', async () => {
     const before = await getJson<{ metadata: { uid: string } }>(['get', 'deployment', 'edge']);
     await kubectl(['delete', 'deployment', 'edge']);

@@ -1,6 +1,7 @@
 // GwBackend: a destination of routes. Exactly one kind (static, ai, mcp, a2a, dynamicForwardProxy,
 // aws), plus connection and AI/MCP policies that win over a GwPolicy setting the same field.
 // Spec: "GwBackend specifics", "Backend connection settings".
+
 import { z } from 'zod';
 import { AGENT_RUNTIME_ARN_MESSAGE, AGENT_RUNTIME_ARN_PATTERN } from '../checks/aws.ts';
 import { atLeastOne, exactlyOne, mapList, obj, rules } from './kube.ts';
@@ -9,6 +10,7 @@ import {
   Conditions,
   LocalBackendObjectReference,
   LongString,
+  notBuilt,
   ObjectName,
   Port,
   SectionName,
@@ -85,12 +87,64 @@ export const CustomProvider = obj({
   model: Model.optional(),
 });
 
-/** The seven managed provider variants, then custom. */
+export const AzureOpenAIProvider = obj({
+  endpoint: ShortString.meta({ description: 'The resource host, e.g. my-resource.openai.azure.com.' }),
+  deploymentName: ShortString.optional(),
+  apiVersion: TinyString.optional(),
+});
+export const AZURE_RESOURCE_TYPES = ['OpenAI', 'Foundry'] as const;
+/** agentgateway's resource-based Azure provider: the host follows from the resource's name and type. */
+export const AzureProvider = rules(
+  obj({
+    resourceName: ShortString.meta({
+      description:
+        'The Azure resource: the host is <resourceName>.openai.azure.com (OpenAI) or <resourceName>.services.ai.azure.com (Foundry).',
+    }),
+    resourceType: z.enum(AZURE_RESOURCE_TYPES),
+    projectName: ShortString.optional().meta({
+      description:
+        'The Foundry project (paths /api/projects/<projectName>/openai/v1/…); required for Foundry.',
+    }),
+    apiVersion: TinyString.optional().meta({ description: 'Default v1.' }),
+    model: Model.optional(),
+  }),
+  {
+    rule: "self.resourceType != 'Foundry' || has(self.projectName)",
+    message: 'projectName is required when resourceType is Foundry',
+  },
+);
+export const VertexAIProvider = obj({
+  projectId: ShortString,
+  region: TinyString.default('global').meta({
+    description: 'A Vertex AI location such as us-central1; global (the default) uses the global endpoint.',
+  }),
+  model: Model.optional(),
+});
+const ModerationMode = obj({ mode: z.enum(['Block', 'Score']) });
+export const OpenAIProvider = obj({
+  model: Model.optional(),
+  moderation: notBuilt(
+    obj({
+      model: ShortString.default('omni-moderation-latest'),
+      policy: obj({ input: ModerationMode.optional(), output: ModerationMode.optional() }).optional(),
+    }).optional(),
+    "openai.moderation (OpenAI's inline moderation parameter; a promptGuard openAIModeration guard is supported)",
+  ),
+});
+
+/**
+ * The provider variants: agentgateway's eight (seven managed hosted providers, then custom), gw's
+ * mistral, and gw's earlier spellings azureOpenAI and vertexAI (the same settings as azureopenai and
+ * vertexai; the spec names no spelling, so both are accepted).
+ */
 export const PROVIDER_VARIANTS = [
   'openai',
+  'azureopenai',
   'azureOpenAI',
+  'azure',
   'anthropic',
   'gemini',
+  'vertexai',
   'vertexAI',
   'bedrock',
   'mistral',
@@ -103,15 +157,20 @@ export const LLMProvider = rules(
     name: SectionName.optional().meta({
       description: 'Names the provider for targetRefs[].sectionName; required inside groups.',
     }),
-    openai: obj({ model: Model.optional() }).optional(),
-    azureOpenAI: obj({
-      endpoint: ShortString.meta({ description: 'The resource host, e.g. my-resource.openai.azure.com.' }),
-      deploymentName: ShortString.optional(),
-      apiVersion: TinyString.optional(),
-    }).optional(),
+    openai: OpenAIProvider.optional(),
+    azureopenai: AzureOpenAIProvider.optional().meta({ description: 'Azure OpenAI by its endpoint host.' }),
+    azureOpenAI: AzureOpenAIProvider.optional().meta({
+      description: "gw's earlier name of azureopenai (the same settings); set one of them.",
+    }),
+    azure: AzureProvider.optional().meta({
+      description: 'Azure OpenAI or Azure AI Foundry by resource name and type.',
+    }),
     anthropic: obj({ model: Model.optional() }).optional(),
     gemini: obj({ model: Model.optional() }).optional(),
-    vertexAI: obj({ projectId: ShortString, region: TinyString, model: Model.optional() }).optional(),
+    vertexai: VertexAIProvider.optional().meta({ description: 'Google Vertex AI.' }),
+    vertexAI: VertexAIProvider.optional().meta({
+      description: "gw's earlier name of vertexai (the same settings); set one of them.",
+    }),
     bedrock: BedrockProvider.optional(),
     mistral: obj({ model: Model.optional() }).optional(),
     custom: CustomProvider.optional(),

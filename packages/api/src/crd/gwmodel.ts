@@ -3,15 +3,22 @@
 // Spec: "GwModel spec", "Limits".
 
 import { z } from 'zod';
-import { BEDROCK_REGION_PATTERN, CustomFormats } from './gwbackend.ts';
-import { exactlyOne, obj, rules } from './kube.ts';
-import { BackendWithAI } from './policy-blocks.ts';
+import { AZURE_RESOURCE_TYPES, BEDROCK_REGION_PATTERN, CustomFormats } from './gwbackend.ts';
+import { atLeastOne, exactlyOne, obj, rules } from './kube.ts';
+import {
+  Authorization,
+  BackendWithAI,
+  FieldExpressions,
+  HeaderModifier,
+  PromptGuard,
+} from './policy-blocks.ts';
 import {
   CELExpression,
   Conditions,
   Group,
   LocalBackendObjectReference,
   LongString,
+  notBuilt,
   ObjectName,
   ParentReference,
   Port,
@@ -66,9 +73,13 @@ export const ModelMatch = obj({
 });
 
 // ---------- one provider ----------
-/** The managed hosted providers plus Custom (any endpoint speaking provider-native formats). */
+/**
+ * The managed hosted providers plus Custom (any endpoint speaking provider-native formats). Azure is
+ * agentgateway's resource-based Azure (OpenAI or Foundry resources), AzureOpenAI gw's endpoint-based one.
+ */
 export const ModelProvider = z.enum([
   'OpenAI',
+  'Azure',
   'AzureOpenAI',
   'Anthropic',
   'Gemini',
@@ -78,14 +89,36 @@ export const ModelProvider = z.enum([
   'Custom',
 ]);
 
-export const AzureSettings = obj({
-  endpoint: ShortString.optional().meta({
-    description:
-      'Host of the Azure OpenAI resource, e.g. my-resource.openai.azure.com; baseURL may be used instead.',
+export const AzureSettings = rules(
+  obj({
+    endpoint: ShortString.optional().meta({
+      description:
+        'AzureOpenAI: host of the Azure OpenAI resource, e.g. my-resource.openai.azure.com; baseURL may be used instead.',
+    }),
+    deploymentName: ShortString.optional().meta({ description: 'AzureOpenAI: default the model name.' }),
+    resourceName: ShortString.optional().meta({
+      description:
+        'Azure: the resource, reached at <resourceName>.openai.azure.com (OpenAI) or <resourceName>.services.ai.azure.com (Foundry).',
+    }),
+    resourceType: z.enum(AZURE_RESOURCE_TYPES).optional().meta({ description: 'Azure: OpenAI or Foundry.' }),
+    projectName: ShortString.optional().meta({
+      description: 'Azure: the Foundry project, required when resourceType is Foundry.',
+    }),
+    apiVersion: TinyString.optional(),
   }),
-  deploymentName: ShortString.optional().meta({ description: 'Default: the model name.' }),
-  apiVersion: TinyString.optional(),
-});
+  {
+    rule: 'has(self.resourceName) == has(self.resourceType)',
+    message: 'resourceName and resourceType must be set together',
+  },
+  {
+    rule: "!has(self.resourceType) || self.resourceType != 'Foundry' || has(self.projectName)",
+    message: 'projectName is required when resourceType is Foundry',
+  },
+  {
+    rule: '!has(self.projectName) || has(self.resourceType)',
+    message: 'projectName is only valid with resourceName and resourceType',
+  },
+);
 
 const Region = z.string().min(1).max(63).regex(new RegExp(BEDROCK_REGION_PATTERN));
 
@@ -149,7 +182,14 @@ export const WeightedTarget = obj({
   model: targetModel,
   weight: z.int().min(0).max(1000000).default(1),
 });
-export const FailoverTarget = obj({ modelRef: ModelRef, model: targetModel });
+export const FailoverTarget = obj({
+  modelRef: ModelRef,
+  model: targetModel,
+  priority: z.int().min(0).max(1000000).optional().meta({
+    description:
+      'Lower values are tried first; targets of the same priority (or without one, after those with one) are tried in their listed order. agentgateway picks among equal priorities by health and latency; gw does not yet.',
+  }),
+});
 export const ConditionalTarget = obj({
   modelRef: ModelRef,
   model: targetModel,
@@ -186,6 +226,44 @@ export const VirtualModel = rules(
   exactlyOne(['weighted', 'failover', 'conditional']),
 );
 
+// ---------- policies ----------
+/** What this build refuses in a GwModel's policies (the controller reports each by name). */
+export const MODEL_POLICIES_NOT_BUILT = [
+  'authorization',
+  'headers',
+  'transformations',
+  'finalTransformations',
+] as const;
+/**
+ * A model's policies: gw's BackendWithAI (connection settings, auth, ai) plus agentgateway's
+ * AgentgatewayModel fields beside them. promptGuard is ai.promptGuard's place there (set one of them).
+ */
+export const ModelPolicies = rules(
+  BackendWithAI.extend({
+    promptGuard: PromptGuard.optional().meta({
+      description:
+        "Guards on this model's requests and responses (the same as ai.promptGuard; set one of them).",
+    }),
+    authorization: notBuilt(
+      Authorization.optional(),
+      'policies.authorization on a GwModel (a GwPolicy on the route or Gateway can authorize)',
+    ),
+    headers: notBuilt(
+      rules(
+        obj({ request: HeaderModifier.optional(), response: HeaderModifier.optional() }),
+        atLeastOne(['request', 'response']),
+      ).optional(),
+      'policies.headers on a GwModel',
+    ),
+    transformations: notBuilt(FieldExpressions.optional(), 'policies.transformations on a GwModel'),
+    finalTransformations: notBuilt(FieldExpressions.optional(), 'policies.finalTransformations on a GwModel'),
+  }),
+  {
+    rule: '!has(self.promptGuard) || !has(self.ai) || !has(self.ai.promptGuard)',
+    message: 'set one of promptGuard and ai.promptGuard',
+  },
+);
+
 // ---------- spec ----------
 /** A provider setting block only the named provider reads. */
 const onlyFor = (field: string, provider: string) => ({
@@ -211,11 +289,26 @@ export const GwModelSpec = rules(
     bedrock: BedrockSettings.optional(),
     custom: CustomProviderSettings.optional(),
     baseURL: BaseURL.optional(),
-    policies: BackendWithAI.optional().meta({ description: 'Connection and AI settings for this model.' }),
+    policies: ModelPolicies.optional().meta({ description: 'Connection and AI settings for this model.' }),
     virtualModel: VirtualModel.optional(),
   }),
   exactlyOne(['provider', 'virtualModel']),
-  onlyFor('azure', 'AzureOpenAI'),
+  {
+    rule: "!has(self.azure) || (has(self.provider) && (self.provider == 'AzureOpenAI' || self.provider == 'Azure'))",
+    message: 'azure may only be set when provider is Azure or AzureOpenAI',
+  },
+  {
+    rule: "!has(self.provider) || self.provider != 'Azure' || (has(self.azure) && has(self.azure.resourceName))",
+    message: 'provider Azure needs azure.resourceName and azure.resourceType',
+  },
+  {
+    rule: "!has(self.azure) || !has(self.provider) || self.provider != 'Azure' || (!has(self.azure.endpoint) && !has(self.azure.deploymentName))",
+    message: 'azure.endpoint and azure.deploymentName are for provider AzureOpenAI (Azure uses resourceName)',
+  },
+  {
+    rule: "!has(self.azure) || !has(self.provider) || self.provider != 'AzureOpenAI' || !has(self.azure.resourceName)",
+    message: 'azure.resourceName, resourceType and projectName are for provider Azure',
+  },
   onlyFor('vertexai', 'VertexAI'),
   onlyFor('bedrock', 'Bedrock'),
   onlyFor('custom', 'Custom'),

@@ -2,8 +2,17 @@
 // identity, resources), referenced by a GatewayClass or a Gateway, plus strategic-merge-patch
 // overlays of the generated objects. Spec: "GwParameters (data-plane provisioning) fields".
 import { z } from 'zod';
-import { JsonObject, maxEntries, obj, rules, setList } from './kube.ts';
-import { Conditions, Labels, LongString, ObjectName, ShortString, SNI, URL_PATTERN } from './types.ts';
+import { JsonObject, mapList, maxEntries, obj, rules, setList } from './kube.ts';
+import {
+  Conditions,
+  Labels,
+  LongString,
+  notBuilt,
+  ObjectName,
+  ShortString,
+  SNI,
+  URL_PATTERN,
+} from './types.ts';
 
 // ---------- logging ----------
 const LOG_LEVEL = '(off|error|warn|info|debug|trace)';
@@ -26,10 +35,18 @@ export const Logging = obj({
 // ---------- image and container ----------
 /** A container image tag as registries accept it. */
 export const IMAGE_TAG_PATTERN = '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$';
+/** An OCI content digest: algorithm:hex (sha256:<64 hex digits>, …). */
+export const IMAGE_DIGEST_PATTERN = '^[a-z0-9]+([+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,}$';
 export const Image = obj({
   registry: ShortString.optional().meta({ description: 'e.g. ghcr.io or registry.example.com:5000.' }),
   repository: ShortString.optional(),
   tag: z.string().min(1).max(128).regex(new RegExp(IMAGE_TAG_PATTERN)).optional(),
+  digest: z
+    .string()
+    .max(256)
+    .regex(new RegExp(IMAGE_DIGEST_PATTERN))
+    .optional()
+    .meta({ description: 'e.g. sha256:…; the image is then pulled by digest (registry/repository@digest).' }),
   pullPolicy: z.enum(['Always', 'IfNotPresent', 'Never']).optional(),
 });
 
@@ -62,7 +79,30 @@ const ResourceList = rules(
     message: 'values must be non-negative quantities such as 500m, 2 or 1Gi',
   },
 );
-export const Resources = obj({ limits: ResourceList.optional(), requests: ResourceList.optional() });
+export const Resources = obj({
+  limits: ResourceList.optional(),
+  requests: ResourceList.optional(),
+  claims: mapList(
+    z
+      .array(
+        obj({
+          name: z
+            .string()
+            .min(1)
+            .max(253)
+            .meta({ description: "An entry of the pod's spec.resourceClaims." }),
+          request: z.string().min(1).max(253).optional(),
+        }),
+      )
+      .max(16),
+    ['name'],
+  )
+    .optional()
+    .meta({
+      description:
+        'Dynamic resource claims the proxy container uses (pod.spec.resourceClaims entries, which a deployment overlay adds).',
+    }),
+});
 
 /** Seconds, as agentgateway's CRD counts them (at most a year). */
 const ShutdownSeconds = z.int().min(0).max(31536000);
@@ -105,6 +145,18 @@ export const Spiffe = obj({
   socketPath: rules(LongString, absolutePath('socketPath'))
     .optional()
     .meta({ description: 'Unix socket of the SPIFFE workload API, e.g. /run/spire/sockets/agent.sock.' }),
+  source: notBuilt(
+    rules(
+      obj({
+        csi: obj({ driver: ShortString.optional() }).optional(),
+        hostPath: obj({ path: rules(LongString, absolutePath('hostPath.path')) }).optional(),
+        mountPath: rules(LongString, absolutePath('mountPath')).optional(),
+        socketName: ShortString.optional(),
+      }),
+      { rule: '!has(self.csi) || !has(self.hostPath)', message: 'at most one of csi or hostPath may be set' },
+    ).optional(),
+    'spiffe.source (the volume of the workload API socket)',
+  ),
 });
 
 export const ModelCatalog = obj({
@@ -117,6 +169,20 @@ export const ModelCatalog = obj({
     .meta({
       description: 'A ConfigMap in the namespace of the Gateway whose key holds extra catalog entries.',
     }),
+  sources: notBuilt(
+    z
+      .array(
+        obj({
+          configMap: obj({
+            name: ObjectName,
+            key: z.string().min(1).max(253).default('catalog.json'),
+          }).optional(),
+        }),
+      )
+      .max(16)
+      .optional(),
+    "modelCatalog.sources (agentgateway's model cost catalogs)",
+  ),
 }).meta({ description: 'Only effective on Gateway-level parameters; ignored on GatewayClass parameters.' });
 
 // ---------- overlays ----------
@@ -160,7 +226,15 @@ export const GwParametersSpec = rules(
     service: Overlay.optional(),
     serviceAccount: Overlay.optional(),
     podDisruptionBudget: Overlay.optional(),
+    horizontalPodAutoscaler: Overlay.optional().meta({
+      description:
+        "Creates a HorizontalPodAutoscaler (autoscaling/v2) for the proxy's Deployment, its scaleTargetRef set to it (min 1, max 1 replica unless spec says); metadata and spec are merged into it as an overlay. The Deployment then leaves replicas to it.",
+    }),
   }),
+  {
+    rule: "!has(self.horizontalPodAutoscaler) || !has(self.workload) || !has(self.workload.kind) || self.workload.kind != 'DaemonSet'",
+    message: 'horizontalPodAutoscaler is not valid when workload.kind is DaemonSet',
+  },
   {
     rule: '!has(self.env) || self.env.all(a, self.env.filter(b, b.name == a.name).size() == 1)',
     message: 'env names must be unique',

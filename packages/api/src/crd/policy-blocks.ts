@@ -3,7 +3,7 @@
 // BackendWithAI / BackendFull), prompt guards, MCP policies. Field names and limits follow the spec's
 // "Resources and their fields"; a rule states its constraint in the words a user needs to fix it.
 import { z } from 'zod';
-import { AuthKey, AuthLocation, AuthSecretRef, AwsAuth, BackendAuth } from './backend-auth.ts';
+import { AuthKey, AuthLocation, AuthSecretRef, AwsAuth, BackendAuth, GcpAuth } from './backend-auth.ts';
 import {
   alone,
   atLeastOne,
@@ -486,7 +486,14 @@ export const GoogleModelArmor = obj({
   templateId: ShortString,
   projectId: ShortString,
   location: ShortString.default('us-central1'),
-  policies: GuardConnection.optional(),
+  policies: GuardConnection.extend({
+    auth: rules(obj({ gcp: GcpAuth.optional() }), exactlyOne(['gcp'], 'auth: gcp must be set'))
+      .optional()
+      .meta({
+        description:
+          "gcp: {} (or unset): the proxy's Application Default Credentials; gcp.secretRef and IdToken are not supported by this build of gw yet (the controller reports them by name).",
+      }),
+  }).optional(),
 });
 const guardFields = {
   regex: RegexGuard.optional(),

@@ -25,6 +25,7 @@ const KINDS = [
   { apiVersion: 'apps/v1', kind: 'Deployment' },
   { apiVersion: 'apps/v1', kind: 'DaemonSet' },
   { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget' },
+  { apiVersion: 'autoscaling/v2', kind: 'HorizontalPodAutoscaler' },
 ] as const;
 
 export interface DeployerMetrics {

@@ -174,3 +174,48 @@ test('istio, spiffe and modelCatalog leave the objects as they are (the Gateway 
   });
   assert.deepEqual(asked, plain);
 });
+
+test('an image digest, resource claims and a HorizontalPodAutoscaler that takes over the replicas', () => {
+  const digest = `sha256:${'ab'.repeat(32)}`;
+  const out = applyParameters(rendered(), {
+    class: {
+      image: { repository: 'mirror/gw', digest },
+      horizontalPodAutoscaler: { spec: { maxReplicas: 4 } },
+    },
+    gateway: {
+      resources: { requests: { cpu: '1' }, claims: [{ name: 'gpu', request: 'small' }] },
+      horizontalPodAutoscaler: {
+        metadata: { labels: { team: 'edge' } },
+        spec: { minReplicas: 2, metrics: [{ type: 'Resource', resource: { name: 'cpu' } }] },
+      },
+    },
+  });
+  const dep = out.find((o) => o.kind === 'Deployment') as KubeObject;
+  const c = container(dep);
+  // the registry of the default image stays, the repository is replaced, the digest is what is pulled
+  assert.equal(c.image, `ghcr.io/mirror/gw@${digest}`);
+  assert.deepEqual(c.resources, { requests: { cpu: '1' }, claims: [{ name: 'gpu', request: 'small' }] });
+  assert.equal((dep.spec as { replicas?: number }).replicas, undefined);
+  const hpa = out.find((o) => o.kind === 'HorizontalPodAutoscaler') as KubeObject;
+  assert.equal(hpa.apiVersion, 'autoscaling/v2');
+  const owners = (o: KubeObject) => (o.metadata as { ownerReferences?: unknown }).ownerReferences;
+  assert.deepEqual(owners(hpa), owners(dep));
+  assert.equal(hpa.metadata.labels?.team, 'edge');
+  assert.deepEqual(hpa.spec, {
+    scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'edge' },
+    minReplicas: 2,
+    maxReplicas: 4,
+    metrics: [{ type: 'Resource', resource: { name: 'cpu' } }],
+  });
+  // a tag beside the digest is kept (the digest still decides); without an autoscaler, replicas stay
+  const tagged = applyParameters(rendered(), { gateway: { image: { tag: '2.0', digest } } });
+  const plain = tagged.find((o) => o.kind === 'Deployment') as KubeObject;
+  assert.equal(container(plain).image, `ghcr.io/example/gw:2.0@${digest}`);
+  assert.equal((plain.spec as { replicas?: number }).replicas, 1);
+  assert.ok(!tagged.some((o) => o.kind === 'HorizontalPodAutoscaler'));
+  // a DaemonSet has no autoscaler (the CRD refuses the pair; the deployer makes none either)
+  const ds = applyParameters(rendered(), {
+    gateway: { workload: 'DaemonSet', horizontalPodAutoscaler: { spec: { maxReplicas: 3 } } },
+  });
+  assert.ok(!ds.some((o) => o.kind === 'HorizontalPodAutoscaler'));
+});

@@ -13,7 +13,10 @@ type Obj = Record<string, unknown>;
 
 export type { ParametersSpec };
 
-/** The rendered objects with the parameters applied; a PodDisruptionBudget when an overlay asks for one. */
+/**
+ * The rendered objects with the parameters applied; a PodDisruptionBudget or HorizontalPodAutoscaler
+ * when an overlay asks for one.
+ */
 export function applyParameters(
   objects: readonly KubeObject[],
   p: { class?: ParametersSpec; gateway?: ParametersSpec },
@@ -29,6 +32,9 @@ export function applyParameters(
       if (pod) pod.terminationGracePeriodSeconds = Math.ceil(grace / 1000);
     }
   for (const params of [p.class, p.gateway]) if (params) out = applyOverlays(out, params);
+  // a HorizontalPodAutoscaler owns the Deployment's replicas: applying ours would undo its scaling
+  if (out.some((o) => o.kind === 'HorizontalPodAutoscaler'))
+    for (const o of out) if (o.kind === 'Deployment') delete (o.spec as Obj).replicas;
   return out;
 }
 
@@ -85,6 +91,21 @@ function applyOverlays(objects: KubeObject[], t: ParametersSpec): KubeObject[] {
       out.push(strategicMerge('PodDisruptionBudget', base, t.podDisruptionBudget as Obj));
     }
   }
+  const hpa = t.horizontalPodAutoscaler;
+  const deployment = out.find((o) => o.kind === 'Deployment');
+  if (hpa && deployment && !out.some((o) => o.kind === 'HorizontalPodAutoscaler')) {
+    const base: KubeObject = {
+      apiVersion: 'autoscaling/v2',
+      kind: 'HorizontalPodAutoscaler',
+      metadata: deployment.metadata,
+      spec: {
+        scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: deployment.metadata.name },
+        minReplicas: 1,
+        maxReplicas: 1,
+      },
+    };
+    out.push(strategicMerge('HorizontalPodAutoscaler', base, hpa as Obj));
+  }
   return out;
 }
 
@@ -100,13 +121,19 @@ function overlayFor(kind: string, t: ParametersSpec): Overlay | undefined {
       return t.serviceAccount;
     case 'PodDisruptionBudget':
       return t.podDisruptionBudget;
+    case 'HorizontalPodAutoscaler':
+      return t.horizontalPodAutoscaler;
     default:
       return undefined;
   }
 }
 
-/** `registry/repository:tag`, each part replacing the current image's where set. */
-function imageOf(current: string, i: NonNullable<ParametersSpec['image']>): string {
+/**
+ * `registry/repository:tag`, each part replacing the current image's where set; with a digest
+ * `registry/repository@digest` (`:tag@digest` when a tag is set too: the digest is what is pulled).
+ */
+function imageOf(full: string, i: NonNullable<ParametersSpec['image']>): string {
+  const current = full.split('@')[0] as string;
   const at = current.lastIndexOf(':');
   const hasTag = at > current.lastIndexOf('/');
   const name = hasTag ? current.slice(0, at) : current;
@@ -117,5 +144,7 @@ function imageOf(current: string, i: NonNullable<ParametersSpec['image']>): stri
   const hasRegistry = slash >= 0 && (first.includes('.') || first.includes(':') || first === 'localhost');
   const registry = i.registry ?? (hasRegistry ? first : undefined);
   const repository = i.repository ?? (hasRegistry ? name.slice(slash + 1) : name);
-  return `${registry ? `${registry}/` : ''}${repository}:${i.tag ?? tag}`;
+  const ref = `${registry ? `${registry}/` : ''}${repository}`;
+  if (i.digest) return `${ref}${i.tag ? `:${i.tag}` : ''}@${i.digest}`;
+  return `${ref}:${i.tag ?? tag}`;
 }

@@ -44,6 +44,7 @@ export const MERGE_KEYS: Record<string, Record<string, string>> = {
   Service: { ...META, 'spec.ports': 'port' },
   ServiceAccount: { ...META, secrets: 'name', imagePullSecrets: 'name' },
   PodDisruptionBudget: { ...META },
+  HorizontalPodAutoscaler: { ...META },
 };
 /** Lists of scalars that merge as a set. */
 const SET_LISTS = new Set(['metadata.finalizers']);

@@ -134,7 +134,11 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
         const a = s.googleModelArmor;
         for (const k of ['tcp', 'tls', 'http', 'tunnel'] as const)
           if (a.policies?.[k]) out.unsupported.push(`${at}.googleModelArmor.policies.${k}`);
-        // credentials: the proxy's Application Default Credentials
+        // credentials: the proxy's Application Default Credentials (gcp: {} says the same)
+        const gcp = a.policies?.auth?.gcp;
+        if (gcp?.secretRef) out.unsupported.push(`${at}.googleModelArmor.policies.auth.gcp.secretRef`);
+        if (gcp?.type === 'IdToken' || gcp?.audience !== undefined)
+          out.unsupported.push(`${at}.googleModelArmor.policies.auth.gcp.type IdToken`);
         entry.googleModelArmor = { templateId: a.templateId, projectId: a.projectId, location: a.location };
       } else if (s.webhook) {
         const w = s.webhook;

@@ -3,6 +3,7 @@
 // (inline or a Secret), else from the GwBackend's `spec.policies.auth`.
 import type { AiNamedProvider, BackendPolicies } from '@gw/api';
 import { type GwBackendSpec, PROVIDER_VARIANTS } from '@gw/api/crd/gwbackend';
+import { notBuiltMessage } from '@gw/api/crd/types';
 import { guardRefs, translateAiPolicy } from './ai-policy.ts';
 import { backendPolicy } from './policy/backend.ts';
 import { defined, isSecretRef, MapContext, quote, readKey, serviceAddress } from './policy/context.ts';
@@ -20,9 +21,12 @@ type AuthSpec = NonNullable<GwBackendPoliciesSpec['auth']>;
  */
 export const AI_PROVIDERS_SERVED: readonly (typeof PROVIDER_VARIANTS)[number][] = [
   'openai',
+  'azureopenai',
   'azureOpenAI',
+  'azure',
   'anthropic',
   'gemini',
+  'vertexai',
   'vertexAI',
   'bedrock',
   'mistral',
@@ -69,9 +73,10 @@ export function translateAi(
     const out: Record<string, unknown> = { name: p.name ?? backendName };
     out.provider = variant(p, field);
     let tls: BackendPolicies['backendTLS'] | undefined;
-    if (p.azureOpenAI && !p.host && !azureResource(p.azureOpenAI.endpoint)) {
+    const azureOpenAI = p.azureopenai ?? p.azureOpenAI;
+    if (azureOpenAI && !p.host && !azureResource(azureOpenAI.endpoint)) {
       // an endpoint that is not <resource>.openai.azure.com: reached by name, over TLS
-      out.hostOverride = `${p.azureOpenAI.endpoint}:443`;
+      out.hostOverride = `${azureOpenAI.endpoint}:443`;
       tls = {};
     }
     if (p.custom?.backendRef) {
@@ -191,12 +196,17 @@ function variant(p: ProviderSpec, field: string): Record<string, unknown> {
       `${field}: the ${kind ?? 'unknown'} provider is not supported by this build of gw yet`,
     );
   }
-  if (p.openai) return { openAI: defined({ model: p.openai.model }) };
+  if (p.openai) {
+    // Block mode would refuse flagged content: not applying it silently would fail open
+    if (p.openai.moderation) throw new Unsupported(notBuiltMessage(`${field}.openai.moderation`));
+    return { openAI: defined({ model: p.openai.model }) };
+  }
   if (p.anthropic) return { anthropic: defined({ model: p.anthropic.model }) };
   if (p.gemini) return { gemini: defined({ model: p.gemini.model }) };
   if (p.mistral) return { mistral: defined({ model: p.mistral.model }) };
-  if (p.vertexAI) {
-    const v = p.vertexAI;
+  const vertex = p.vertexai ?? p.vertexAI;
+  if (vertex) {
+    const v = vertex;
     return { vertex: defined({ model: v.model, projectId: v.projectId, region: v.region }) };
   }
   if (p.bedrock) {
@@ -210,8 +220,21 @@ function variant(p: ProviderSpec, field: string): Record<string, unknown> {
       }),
     };
   }
-  if (p.azureOpenAI) {
-    const a = p.azureOpenAI;
+  if (p.azure) {
+    const a = p.azure;
+    return {
+      azure: defined({
+        model: a.model,
+        resourceName: a.resourceName,
+        resourceType: a.resourceType === 'Foundry' ? 'foundry' : 'openAI',
+        projectName: a.projectName,
+        apiVersion: a.apiVersion,
+      }),
+    };
+  }
+  const azureOpenAI = p.azureopenai ?? p.azureOpenAI;
+  if (azureOpenAI) {
+    const a = azureOpenAI;
     const r = azureResource(a.endpoint) ?? { name: a.endpoint.split('.')[0] ?? a.endpoint, type: 'openAI' };
     return {
       azure: defined({

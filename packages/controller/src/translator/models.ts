@@ -11,7 +11,8 @@
 // A virtual model brings the models it routes to along, as internal ones when not attached there.
 import { checkCel } from '@gw/api/checks/cel';
 import { validateResource } from '@gw/api/crd/crds';
-import type { GwModelSpec } from '@gw/api/crd/gwmodel';
+import { type GwModelSpec, MODEL_POLICIES_NOT_BUILT } from '@gw/api/crd/gwmodel';
+import { notBuiltMessage } from '@gw/api/crd/types';
 import { formatError } from '@gw/api/crd/validate';
 import { LLM_API_PATHS } from '@gw/api/llm/api-paths';
 import { type ProviderSpec, translateAi } from './ai.ts';
@@ -35,7 +36,13 @@ const LISTENER_ROUTE = 'gw:models';
 
 type ModelSpec = GwModelSpec;
 type VirtualSpec = NonNullable<ModelSpec['virtualModel']>;
-type TargetSpec = { modelRef: { name: string }; model?: string | undefined; weight?: number; when?: string };
+type TargetSpec = {
+  modelRef: { name: string };
+  model?: string | undefined;
+  weight?: number;
+  when?: string;
+  priority?: number;
+};
 
 interface ModelInfo {
   object: KubeObject;
@@ -195,6 +202,13 @@ function readModel(o: KubeObject, lookup: Lookup): ModelInfo {
     return info;
   }
   if (spec.virtualModel) return info;
+  // an authorization rule or header change left out would serve the model without it: not served
+  const refused = MODEL_POLICIES_NOT_BUILT.filter((k) => spec.policies?.[k] !== undefined);
+  if (refused.length > 0) {
+    const message = refused.map((k) => notBuiltMessage(`spec.policies.${k}`)).join('; ');
+    info.problem = bad('Accepted', 'Unsupported', message, gen);
+    return info;
+  }
   const provider = providerSpec(spec, info.notes);
   const r = translateAi({ provider }, info.key, ns, lookup, undefined, 'spec');
   if (!r.ok) {
@@ -211,8 +225,30 @@ function readModel(o: KubeObject, lookup: Lookup): ModelInfo {
 
 /** A GwModel's provider as a GwBackend's LLMProvider, so ai.ts translates both alike. */
 function providerSpec(spec: ModelSpec, notes: string[]): ProviderSpec {
-  const policies = spec.policies ? { policies: spec.policies } : {};
+  // agentgateway's policies.promptGuard is gw's policies.ai.promptGuard
+  const {
+    promptGuard,
+    authorization: _a,
+    headers: _h,
+    transformations: _t,
+    finalTransformations: _f,
+    ...rest
+  } = spec.policies ?? {};
+  const own = promptGuard ? { ...rest, ai: { ...rest.ai, promptGuard } } : rest;
+  const policies = spec.policies ? { policies: own } : {};
   switch (spec.provider) {
+    case 'Azure': {
+      const a = spec.azure as NonNullable<ModelSpec['azure']>;
+      return {
+        azure: defined({
+          resourceName: a.resourceName,
+          resourceType: a.resourceType,
+          projectName: a.projectName,
+          apiVersion: a.apiVersion,
+        }),
+        ...policies,
+      } as ProviderSpec;
+    }
     case 'AzureOpenAI': {
       const a = spec.azure;
       const endpoint = a?.endpoint ?? new URL(spec.baseURL as string).hostname;
@@ -263,12 +299,17 @@ function resolveVirtual(m: ModelInfo, models: Map<string, ModelInfo>): void {
   const gen = m.object.metadata.generation;
   const vm = spec.virtualModel as VirtualSpec;
   const kind = vm.weighted ? 'weighted' : vm.failover ? 'failover' : 'conditional';
-  const targets = (vm[kind] as { targets: TargetSpec[] }).targets;
+  const listed = (vm[kind] as { targets: TargetSpec[] }).targets.map((t, i) => ({ t, i }));
+  // failover: lower priority first, then as listed (a target without one after those with one)
+  const targets =
+    kind === 'failover'
+      ? listed.sort((a, b) => (a.t.priority ?? Infinity) - (b.t.priority ?? Infinity) || a.i - b.i)
+      : listed;
   const invalid: string[] = [];
   const unresolved: string[] = [];
   const out: Record<string, unknown>[] = [];
   const keys: string[] = [];
-  for (const [i, t] of targets.entries()) {
+  for (const { t, i } of targets) {
     const field = `spec.virtualModel.${kind}.targets[${i}]`;
     const target = models.get(`${ns}/${t.modelRef.name}`);
     if (!target) {

@@ -1,6 +1,7 @@
 // The GwParameters of a Gateway: its GatewayClass's (`spec.parametersRef`, any namespace) and its own
 // (`spec.infrastructure.parametersRef`, its namespace). The deployer applies them to the proxy objects;
 // the translator sends their `rawConfig` to the proxies as global settings.
+import { notBuiltMessage } from '@gw/api/crd/types';
 import type { KubeObject } from './types.ts';
 
 type Obj = Record<string, unknown>;
@@ -8,7 +9,7 @@ type Obj = Record<string, unknown>;
 export interface ParametersSpec {
   workload?: 'Deployment' | 'DaemonSet';
   logging?: { level?: string; format?: 'json' | 'text' };
-  image?: { registry?: string; repository?: string; tag?: string; pullPolicy?: string };
+  image?: { registry?: string; repository?: string; tag?: string; digest?: string; pullPolicy?: string };
   env?: Obj[];
   resources?: Obj;
   shutdown?: { min?: string; max?: string };
@@ -21,6 +22,7 @@ export interface ParametersSpec {
   service?: Overlay;
   serviceAccount?: Overlay;
   podDisruptionBudget?: Overlay;
+  horizontalPodAutoscaler?: Overlay;
 }
 export interface Overlay {
   metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
@@ -156,7 +158,7 @@ export function typedNotApplied(p: { class?: ParametersSpec; gateway?: Parameter
   const istio = (p.gateway?.istio ?? p.class?.istio) as { enabled?: boolean } | undefined;
   if (istio?.enabled === true) out.push('istio (the proxy has no Istio mTLS yet)');
   const spiffe = (p.gateway?.spiffe ?? p.class?.spiffe) as
-    | { enabled?: boolean; socketPath?: string; trustDomain?: string }
+    | { enabled?: boolean; socketPath?: string; trustDomain?: string; source?: unknown }
     | undefined;
   if (
     spiffe &&
@@ -166,6 +168,21 @@ export function typedNotApplied(p: { class?: ParametersSpec; gateway?: Parameter
   if (p.class?.modelCatalog) out.push("modelCatalog on the GatewayClass's parameters (Gateway level only)");
   const catalog = p.gateway?.modelCatalog as { enabled?: boolean } | undefined;
   if (catalog && catalog.enabled !== false) out.push('modelCatalog (the proxy has no model catalog yet)');
+  return out;
+}
+
+/** agentgateway's fields this build accepts and refuses by name, in the CRD's words. */
+export function typedNotBuilt(p: { class?: ParametersSpec; gateway?: ParametersSpec }): string[] {
+  const out: string[] = [];
+  for (const [level, t] of [
+    ['GatewayClass', p.class],
+    ['Gateway', p.gateway],
+  ] as const) {
+    if ((t?.spiffe as { source?: unknown } | undefined)?.source !== undefined)
+      out.push(`${notBuiltMessage('spiffe.source')} (the ${level}'s GwParameters)`);
+    if ((t?.modelCatalog as { sources?: unknown } | undefined)?.sources !== undefined)
+      out.push(`${notBuiltMessage('modelCatalog.sources')} (the ${level}'s GwParameters)`);
+  }
   return out;
 }
 

@@ -12,7 +12,7 @@ import { collectGateways, ourClasses } from './gateways.ts';
 import { referenceGrants } from './grants.ts';
 import { inMemoryLookup } from './lookup.ts';
 import { translateModels } from './models.ts';
-import { parametersOf, rawGlobalConfig } from './parameters.ts';
+import { parametersOf, rawGlobalConfig, typedNotBuilt } from './parameters.ts';
 import { gatewayResources, gatewayStatuses } from './resources.ts';
 import { translateRoutes } from './routes.ts';
 import type { Condition, Lookup, NamedResource, Output, Snapshot, StatusUpdate } from './types.ts';
@@ -125,6 +125,7 @@ function globalSettings(g: GatewayInfo, lookup: Lookup): { resources: NamedResou
   );
   const raw = rawGlobalConfig(params);
   const notes = raw.notApplied.length > 0 ? [`GwParameters ${raw.notApplied.join(', ')} not applied`] : [];
+  notes.push(...typedNotBuilt(params));
   let resources: NamedResource[] = [];
   if (raw.config) {
     const checked = GlobalConfig.safeParse(raw.config);
