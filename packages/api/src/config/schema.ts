@@ -1312,7 +1312,7 @@ export const Gateway = strict({
 
 const AccessLog = strict({
   filter: Cel.optional(),
-  add: z.record(z.string().min(1).max(64), Cel).optional(),
+  add: z.record(z.string().min(1).max(256), Cel).optional(),
   remove: CrdAccessLog.shape.attributes.unwrap().shape.remove,
   otlp: NotYet('accessLog otlp').optional(),
   database: NotYet('accessLog database').optional(),

@@ -60,7 +60,7 @@ export const ModelParentReference = rules(
 export const MODEL_PATTERN = '^[-A-Za-z0-9._:/@+*]+$';
 export const ModelMatch = obj({
   model: rules(
-    ShortString.meta({
+    LongString.meta({
       description:
         'The model name clients request, exact (gpt-4o) or with * wildcards (gpt-*, *). An exact name is also the model sent to the provider unless a provider setting overrides it.',
     }),
@@ -171,7 +171,7 @@ export const BaseURL = rules(
 
 // ---------- virtual model ----------
 export const ModelRef = obj({ name: ObjectName }).meta({ description: 'A GwModel in the same namespace.' });
-const targetModel = ShortString.optional().meta({
+const targetModel = LongString.optional().meta({
   description:
     'The model to request from the referenced GwModel; required when its match is a wildcard (checked by the controller, which cannot be said in CEL).',
 });

@@ -212,7 +212,7 @@ export const Traffic = obj({
   directResponse: DirectResponse.optional(),
   hostRewrite: notBuilt(obj({ mode: z.enum(['Auto', 'None']) }).optional(), 'hostRewrite'),
   delay: obj({
-    duration: LongString.meta({
+    duration: z.string().min(1).max(16384).meta({
       description:
         'A duration or a CEL expression giving a duration or milliseconds; non-positive adds none.',
     }),
@@ -254,7 +254,7 @@ export const AccessLog = obj({
   attributes: obj({
     remove: z.array(TinyString).max(32).optional(),
     add: z
-      .array(obj({ name: TinyString, expression: CELExpression }))
+      .array(obj({ name: ShortString, expression: CELExpression }))
       .max(32)
       .optional(),
   }).optional(),

@@ -67,7 +67,7 @@ export function conditional<T extends z.ZodType>(policy: T, what: string) {
 // ---------- authorization ----------
 export const Authorization = obj({
   action: z.enum(['Allow', 'Require', 'Deny']).default('Allow'),
-  policy: obj({ matchExpressions: z.array(CELExpression).min(1).max(64) }),
+  policy: obj({ matchExpressions: z.array(CELExpression).min(1).max(256) }),
 });
 
 // ---------- authentication ----------
@@ -291,7 +291,7 @@ export const RateLimit = rules(
 );
 
 // ---------- headers and transformation ----------
-const HeaderValue = obj({ name: HeaderName, value: LongString });
+const HeaderValue = obj({ name: HeaderName, value: z.string().min(1).max(4096) });
 export const HeaderModifier = obj({
   set: z.array(HeaderValue).max(16).optional(),
   add: z.array(HeaderValue).max(16).optional(),

@@ -141,7 +141,7 @@ export const RemoteEndpoint = remoteEndpoint({});
 /** Where a credential is read from; the default is the Authorization header with a scheme prefix. */
 export const CredentialLocation = rules(
   obj({
-    header: obj({ name: HeaderName, prefix: TinyString.optional() }).optional(),
+    header: obj({ name: HeaderName, prefix: ShortString.optional() }).optional(),
     queryParameter: obj({ name: ShortString }).optional(),
     cookie: obj({ name: ShortString }).optional(),
     expression: CELExpression.optional(),
