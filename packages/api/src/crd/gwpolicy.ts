@@ -184,7 +184,7 @@ export const DirectResponse = rules(
   { rule: 'has(self.conditional) || has(self.status)', message: 'status is required' },
 );
 export const Retry = obj({
-  attempts: z.int().min(1).max(10).default(1),
+  attempts: z.int().min(1).max(255).default(1),
   backoff: Duration.optional(),
   codes: z.array(z.int().min(400).max(599)).min(1).max(16),
   condition: notBuilt(CELExpression.optional(), 'retry condition'),
