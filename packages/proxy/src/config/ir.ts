@@ -11,7 +11,10 @@ import type {
   TrafficPolicies,
 } from '@gw/api';
 import type { Secret } from '../secret.ts';
+import type { AuthLocationIR, BackendTlsIR } from './connection-ir.ts';
 import type { AzureAuthIR, CrossAppAccessIR, GcpAuthIR, OAuthTokenExchangeIR } from './token-auth.ts';
+
+export type { AuthLocationIR, BackendTlsIR };
 
 export interface ProxyIR {
   /** Content hash: equal configs have equal versions, so a no-op reload is skipped. */
@@ -580,12 +583,6 @@ export interface RouteBackendIR {
 }
 
 /** Backend policies with file references already read (TLS material inline). */
-/** Where a backend credential is written (the Authorization header with a Bearer prefix by default). */
-export type AuthLocationIR =
-  | { header: { name: string; prefix?: string | undefined } }
-  | { queryParameter: { name: string } }
-  | { cookie: { name: string } };
-
 /** backendAuth with its secrets sealed and files read. */
 export type BackendAuthIR =
   | { key: { value: Secret; location?: AuthLocationIR } }
@@ -612,20 +609,6 @@ export type BackendAuthIR =
   | { azure: AzureAuthIR }
   | { oauthTokenExchange: OAuthTokenExchangeIR }
   | { crossAppAccess: CrossAppAccessIR };
-
-/** backendTLS with its files read and the key sealed. */
-export interface BackendTlsIR {
-  cert?: string;
-  key?: Secret;
-  root?: string;
-  hostname?: string;
-  insecure?: boolean;
-  insecureHost?: boolean;
-  alpn?: string[];
-  subjectAltNames?: string[];
-  /** Node's ecdhCurve (OpenSSL group names joined by ':'), from keyExchangeGroups. */
-  ecdhCurve?: string;
-}
 
 /** backendTunnel: the forward proxy a backend is reached through. */
 export interface TunnelIR {

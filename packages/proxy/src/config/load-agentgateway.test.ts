@@ -290,7 +290,14 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
   const R = 'binds[0].listeners[0].routes[0]';
 
   test('route policies', () => {
-    refused(routePolicy('oidc: {issuer: https://x}'), `${R}.policies.oidc`, 'oidc');
+    // oidc loads (policies/oidc/oidc.test.ts); later agentgateway's allowWithoutSession does not
+    refused(
+      routePolicy(
+        'oidc: {issuer: https://x, clientId: c, clientSecret: s, redirectURI: "https://gw.test/cb", allowWithoutSession: true}',
+      ),
+      `${R}.policies.oidc.allowWithoutSession`,
+      'oidc.allowWithoutSession',
+    );
     refused(routePolicy('ai: {}'), `${R}.policies.ai`, 'ai as a route policy');
     // agentgateway answers 500 to every request of such a route; here it is the file's error
     assert.match(
@@ -597,7 +604,11 @@ routes:
       ).join('\n'),
       /gateways\.default\.cors: cors belongs on each listener when listeners are set/,
     );
-    refused16(`gateways:\n  default:\n    port: 8080\n    oidc: {}\n`, 'gateways.default.oidc', 'oidc');
+    // oidc on a gateway is the route policy's shape: its required fields are named
+    assert.match(
+      issues(`gateways:\n  default:\n    port: 8080\n    oidc: {}\n`).join('\n'),
+      /gateways\.default\.oidc\.issuer: .*missing field "issuer"/,
+    );
   });
 });
 

@@ -4,7 +4,7 @@ import type { BackendAuth, BackendTLS, FieldPath } from '@gw/api';
 import { AZURE_DEFAULT_SCOPE, parseGoDuration, TOKEN_TYPE } from '@gw/api';
 import type { CredentialLocationConfig } from '../pipeline/credential-location.ts';
 import { Secret } from '../secret.ts';
-import type { AuthLocationIR, BackendTlsIR } from './ir.ts';
+import type { AuthLocationIR, BackendTlsIR } from './connection-ir.ts';
 
 export interface GcpAuthIR {
   type: 'accessToken' | 'idToken';

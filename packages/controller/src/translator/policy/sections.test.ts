@@ -988,17 +988,13 @@ describe('backend → BackendPolicies', () => {
   test('unsupported fields are reported', () => {
     const r = backend(
       backendSpec({
-        auth: { gcp: {} },
         tls: { certificateSource: 'SPIFFE', keyExchangeGroups: ['X25519'] },
       }),
       [],
     );
     assert.deepEqual(r, {
       policies: { backendTLS: { keyExchangeGroups: ['X25519'] } },
-      problems: [
-        'backend.tls.certificateSource SPIFFE is not supported by this build of gw yet',
-        'backend.auth.gcp is not supported by this build of gw yet',
-      ],
+      problems: ['backend.tls.certificateSource SPIFFE is not supported by this build of gw yet'],
       invalid: [],
       failClosed: true,
     });

@@ -1,0 +1,24 @@
+// The IR of how gw reaches a backend that policies other than the IR's own types need: where a
+// credential goes and the TLS to a backend. A leaf module, so that the token forms (token-auth.ts),
+// which the IR itself refers to, can use them without an import cycle.
+import type { Secret } from '../secret.ts';
+
+/** Where a backend credential is written (the Authorization header with a Bearer prefix by default). */
+export type AuthLocationIR =
+  | { header: { name: string; prefix?: string | undefined } }
+  | { queryParameter: { name: string } }
+  | { cookie: { name: string } };
+
+/** backendTLS with its files read and the key sealed. */
+export interface BackendTlsIR {
+  cert?: string;
+  key?: Secret;
+  root?: string;
+  hostname?: string;
+  insecure?: boolean;
+  insecureHost?: boolean;
+  alpn?: string[];
+  subjectAltNames?: string[];
+  /** Node's ecdhCurve (OpenSSL group names joined by ':'), from keyExchangeGroups. */
+  ecdhCurve?: string;
+}
