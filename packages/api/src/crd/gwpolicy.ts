@@ -349,16 +349,30 @@ export const Frontend = rules(
           'How long a client connection may live: then it is closed once its request in flight is answered (HTTP/1) or told GOAWAY (HTTP/2).',
       }),
     }).optional(),
-    tracing: notBuilt(
-      otlpEndpoint({
-        randomSampling: CELExpression.optional(),
-        clientSampling: CELExpression.optional(),
-        filter: CELExpression.optional(),
-        resources: z.array(NamedExpression).max(32).optional(),
-        attributes: Attributes.optional(),
-      }).optional(),
-      'frontend.tracing',
-    ),
+    tracing: otlpEndpoint({
+      randomSampling: CELExpression.optional().meta({
+        description:
+          'Which requests without a traceparent start a trace: CEL giving true/false or a fraction 0.0-1.0 (e.g. "0.1"); default false.',
+      }),
+      clientSampling: CELExpression.optional().meta({
+        description:
+          'Which requests whose client sent a sampled traceparent continue it: CEL giving true/false or a fraction; default true.',
+      }),
+      filter: CELExpression.optional().meta({
+        description: 'CEL: only requests for which it is true have their spans exported.',
+      }),
+      resources: z.array(NamedExpression).max(32).optional().meta({
+        description: 'Resource attributes of every span (CEL evaluated once, without a request).',
+      }),
+      attributes: Attributes.optional().meta({
+        description: 'Span attributes to remove, and to add by CEL evaluated when the request ends.',
+      }),
+    })
+      .optional()
+      .meta({
+        description:
+          'OpenTelemetry tracing: spans of each sampled request exported over OTLP to backendRef (a Service) or url.',
+      }),
     metrics: notBuilt(
       obj({
         attributes: rules(

@@ -40,28 +40,29 @@ export const FailureMode = z.enum(['FailClosed', 'FailOpen']);
 
 /**
  * agentgateway's conditional form of a policy: entries tried in order, the first whose CEL condition
- * holds applies (an entry without one is the fallback, last). Refused by name by this build.
+ * holds applies (an entry without one is the fallback, last); none holds: the policy does not apply.
  */
 export function conditional<T extends z.ZodType>(policy: T, what: string) {
-  return notBuilt(
-    rules(
-      z
-        .array(
-          obj({
-            condition: CELExpression.optional().meta({ description: 'CEL; the entry applies when true.' }),
-            policy,
-          }),
-        )
-        .min(1)
-        .max(16),
-      {
-        // has() on an indexed entry is not evaluated by the runtime's CEL: read the last flag of a map
-        rule: 'self.filter(e, !has(e.condition)).size() <= 1 && (self.all(e, has(e.condition)) || !self.map(e, has(e.condition))[size(self) - 1])',
-        message: 'conditional entries without condition must be last',
-      },
-    ).optional(),
-    `the conditional form of ${what}`,
-  );
+  return rules(
+    z
+      .array(
+        obj({
+          condition: CELExpression.optional().meta({ description: 'CEL; the entry applies when true.' }),
+          policy,
+        }),
+      )
+      .min(1)
+      .max(16),
+    {
+      // has() on an indexed entry is not evaluated by the runtime's CEL: read the last flag of a map
+      rule: 'self.filter(e, !has(e.condition)).size() <= 1 && (self.all(e, has(e.condition)) || !self.map(e, has(e.condition))[size(self) - 1])',
+      message: 'conditional entries without condition must be last',
+    },
+  )
+    .optional()
+    .meta({
+      description: `The conditional form of ${what}: entries tried in order, the first whose condition is true applies; an entry without condition is the fallback (last only); none true: ${what} does not apply. Set this or the other fields.`,
+    });
 }
 
 // ---------- authorization ----------

@@ -4,6 +4,7 @@ import { MapContext } from './context.ts';
 import { accessLog } from './frontend/access-log.ts';
 import { http } from './frontend/http.ts';
 import { networkAuthorization } from './frontend/network-authorization.ts';
+import { tracing } from './frontend/tracing.ts';
 import type { PolicyResult } from './result.ts';
 import { mapSections, type SectionMap, unsupported } from './section.ts';
 import type { FrontendPolicies, FrontendSpec } from './spec.ts';
@@ -14,7 +15,7 @@ export const FRONTEND_SECTIONS = {
   tcp: unsupported,
   tls: unsupported,
   http,
-  tracing: unsupported,
+  tracing,
   metrics: unsupported,
   proxyProtocol: unsupported,
   connect: unsupported,

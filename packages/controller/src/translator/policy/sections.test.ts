@@ -1169,12 +1169,111 @@ describe('frontend → FrontendPolicies', () => {
     assert.ok(FrontendPolicies.safeParse(r.policies).success);
   });
 
-  test('tcp, tls, tracing, accessLog.otlp and http fields without a standalone form are reported', () => {
+  test('tracing: the collector Service becomes its cluster address, the lists the standalone maps, sampling and filter CEL', () => {
+    const r = frontendPolicy(
+      frontendSpec({
+        tracing: {
+          backendRef: { name: 'otel', port: 4318 },
+          protocol: 'HTTP',
+          path: '/otlp/v1/traces',
+          randomSampling: '0.25',
+          clientSampling: "request.headers['x-trace'] == '1'",
+          filter: 'response.code >= 500',
+          resources: [{ name: 'service.name', expression: '"edge"' }],
+          attributes: {
+            add: [{ name: 'tenant', expression: "request.headers['x-tenant']" }],
+            remove: ['http.route'],
+          },
+        },
+      }),
+      NS,
+      inMemoryLookup([service('otel', [{ port: 4318 }])]),
+    );
+    assert.deepEqual(r, {
+      policies: {
+        tracing: {
+          host: `otel.${NS}.svc.cluster.local:4318`,
+          protocol: 'http',
+          path: '/otlp/v1/traces',
+          resources: { 'service.name': '"edge"' },
+          attributes: { tenant: "request.headers['x-tenant']" },
+          remove: ['http.route'],
+          randomSampling: '0.25',
+          clientSampling: "request.headers['x-trace'] == '1'",
+          filter: 'response.code >= 500',
+        },
+      },
+      problems: [],
+      invalid: [],
+    });
+    assert.ok(FrontendPolicies.safeParse(r.policies).success);
+    // gRPC (the default) over TLS when the Service port says https; a url as written
+    const tls = frontendPolicy(
+      frontendSpec({ tracing: { backendRef: { name: 'otel', port: 4317 } } }),
+      NS,
+      inMemoryLookup([service('otel', [{ port: 4317, appProtocol: 'https' }])]),
+    );
+    assert.deepEqual(tls.policies, {
+      tracing: { host: `https://otel.${NS}.svc.cluster.local:4317`, protocol: 'grpc' },
+    });
+    const url = frontendPolicy(
+      frontendSpec({ tracing: { url: 'http://otel.example:4317' } }),
+      NS,
+      inMemoryLookup([]),
+    );
+    assert.deepEqual(url.policies, { tracing: { host: 'http://otel.example:4317', protocol: 'grpc' } });
+  });
+
+  test('tracing: a missing Service is named (spans are still sent to its address), a Service in another namespace leaves tracing off, CEL is checked at its CRD path', () => {
+    const missing = frontendPolicy(
+      frontendSpec({ tracing: { backendRef: { name: 'otel', port: 4317 } } }),
+      NS,
+      inMemoryLookup([]),
+    );
+    assert.deepEqual(missing.policies, {
+      tracing: { host: `otel.${NS}.svc.cluster.local:4317`, protocol: 'grpc' },
+    });
+    assert.deepEqual(missing.problems, ['frontend.tracing.backendRef: service "otel" not found']);
+    const other = frontendPolicy(
+      frontendSpec({ tracing: { backendRef: { name: 'otel', namespace: 'obs', port: 4317 } } }),
+      NS,
+      inMemoryLookup([]),
+    );
+    assert.deepEqual(other.policies, {});
+    assert.deepEqual(other.problems, [
+      'frontend.tracing.backendRef.namespace (a backend in another namespace) is not supported by this build of gw yet',
+      'frontend.tracing: no collector to export to: requests are not traced',
+    ]);
+    const bad = frontendPolicy(
+      frontendSpec({
+        tracing: {
+          url: 'http://otel.example:4317',
+          randomSampling: 'request.path ==',
+          resources: [
+            { name: 'a', expression: '"ok"' },
+            { name: 'b', expression: '(' },
+          ],
+          attributes: { add: [{ name: 'c', expression: 'nosuchvar' }] },
+        },
+      }),
+      NS,
+      inMemoryLookup([]),
+    );
+    assert.deepEqual(
+      bad.invalid.map((p) => `${p.path.join('.')}: ${p.message.replace(/: .*/s, '')}`),
+      [
+        'spec.frontend.tracing.randomSampling: invalid CEL expression',
+        'spec.frontend.tracing.resources.1.expression: invalid CEL expression',
+        'spec.frontend.tracing.attributes.add.0.expression: invalid CEL expression',
+      ],
+    );
+  });
+
+  test('tcp, tls, accessLog.otlp and http fields without a standalone form are reported', () => {
     const r = frontendPolicy(
       frontendSpec({
         tcp: { keepalive: {} },
         tls: { handshakeTimeout: '5s' },
-        tracing: { url: 'http://otel.example:4318' },
         accessLog: { otlp: { url: 'http://otel.example:4318' } },
         http: { http1MaxHeaders: 50, http2KeepaliveTimeout: '10s' },
       }),
@@ -1186,7 +1285,6 @@ describe('frontend → FrontendPolicies', () => {
       problems: [
         'frontend.tcp is not supported by this build of gw yet',
         'frontend.tls is not supported by this build of gw yet',
-        'frontend.tracing is not supported by this build of gw yet',
         'frontend.accessLog.otlp is not supported by this build of gw yet',
         'frontend.http.http1MaxHeaders is not supported by this build of gw yet',
         'frontend.http.http2KeepaliveTimeout is not supported by this build of gw yet',
@@ -1194,6 +1292,249 @@ describe('frontend → FrontendPolicies', () => {
       invalid: [],
     });
     assert.ok(FrontendPolicies.safeParse(r.policies).success);
+  });
+});
+
+describe('traffic: conditional forms (issue 16), each entry as the plain form', () => {
+  test('directResponse: entries in order with their conditions, the fallback without one', () => {
+    traffic(
+      {
+        directResponse: {
+          conditional: [
+            {
+              condition: "request.path == '/a'",
+              policy: {
+                status: 200,
+                bodyExpression: 'request.path',
+                headers: [{ name: 'content-type', value: '"text/plain"' }],
+              },
+            },
+            { policy: { status: 404, body: 'none' } },
+          ],
+        },
+      },
+      [],
+      {
+        directResponse: {
+          conditional: [
+            {
+              status: 200,
+              bodyExpression: 'request.path',
+              headers: { 'content-type': '"text/plain"' },
+              condition: "request.path == '/a'",
+            },
+            { status: 404, body: 'none' },
+          ],
+        },
+      },
+    );
+  });
+
+  test('extAuth and extProc: each entry its Service; an entry with nothing to call denies every request', () => {
+    const svcs = [service('authz', [{ port: 9000 }]), service('proc', [{ port: 9001 }])];
+    traffic(
+      {
+        extAuth: {
+          conditional: [
+            {
+              condition: "request.headers['x-tenant'] == 'a'",
+              policy: { backendRef: { name: 'authz', port: 9000 }, grpc: {}, failureMode: 'FailOpen' },
+            },
+            { policy: { backendRef: { name: 'authz', port: 9000 }, http: { path: '"/check"' } } },
+          ],
+        },
+        extProc: {
+          conditional: [
+            {
+              condition: 'request.method == "POST"',
+              policy: { backendRef: { name: 'proc', port: 9001 }, requestBodyMode: 'Buffered' },
+            },
+          ],
+        },
+      },
+      svcs,
+      {
+        extAuthz: {
+          conditional: [
+            {
+              grpc: { host: `authz.${NS}.svc.cluster.local:9000` },
+              failureMode: 'failOpen',
+              condition: "request.headers['x-tenant'] == 'a'",
+            },
+            {
+              http: { host: `authz.${NS}.svc.cluster.local:9000`, path: '"/check"' },
+              failureMode: 'failClosed',
+            },
+          ],
+        },
+        extProc: {
+          conditional: [
+            {
+              host: `proc.${NS}.svc.cluster.local:9001`,
+              failureMode: 'failClosed',
+              processingOptions: { requestBodyMode: 'buffered', responseBodyMode: 'none' },
+              condition: 'request.method == "POST"',
+            },
+          ],
+        },
+      },
+    );
+    // the second entry's backendRef names no port: nothing to call, so no request gets through
+    traffic(
+      {
+        extAuth: {
+          conditional: [
+            { condition: 'true', policy: { backendRef: { name: 'authz', port: 9000 }, grpc: {} } },
+            { policy: { backendRef: { name: 'authz', kind: 'Other', group: 'x.dev' }, grpc: {} } },
+          ],
+        },
+      },
+      svcs,
+      {
+        authorization: DENY_ALL,
+        extAuthz: {
+          conditional: [
+            {
+              grpc: { host: `authz.${NS}.svc.cluster.local:9000` },
+              failureMode: 'failClosed',
+              condition: 'true',
+            },
+          ],
+        },
+      },
+      [
+        'traffic.extAuth.conditional[1].policy.backendRef: backendRef kind "x.dev/Other" is not supported here; use a Service',
+        'traffic.extAuth.conditional[1].policy: no authorization service to call: every request is denied',
+      ],
+    );
+  });
+
+  test('rateLimit: local entries become token buckets, global ones remote calls; an entry with one kind keeps later entries of the other from applying', () => {
+    traffic(
+      {
+        rateLimit: {
+          conditional: [
+            {
+              condition: "request.path == '/a'",
+              policy: { local: [{ requests: 10, unit: 'Seconds', burst: 5 }] },
+            },
+            {
+              condition: "request.path == '/b'",
+              policy: {
+                global: {
+                  backendRef: { name: 'rl', port: 8081 },
+                  domain: 'gw',
+                  descriptors: [{ entries: [{ name: 'u', expression: 'jwt.sub' }] }],
+                },
+              },
+            },
+            {
+              policy: {
+                local: [
+                  { tokens: 1000, unit: 'Minutes' },
+                  { requests: 1, unit: 'Hours' },
+                ],
+                global: {
+                  backendRef: { name: 'rl', port: 8081 },
+                  domain: 'gw',
+                  descriptors: [{ entries: [{ name: 'p', expression: 'request.path' }] }],
+                },
+              },
+            },
+          ],
+        },
+      },
+      [service('rl', [{ port: 8081 }])],
+      {
+        localRateLimit: {
+          conditional: [
+            {
+              maxTokens: 15,
+              tokensPerFill: 10,
+              fillInterval: '1s',
+              type: 'requests',
+              condition: "request.path == '/a'",
+            },
+            // the fallback: not where the /b entry (global only) applies
+            {
+              maxTokens: 1000,
+              tokensPerFill: 1000,
+              fillInterval: '1m',
+              type: 'tokens',
+              condition: "!(request.path == '/b')",
+            },
+          ],
+        },
+        remoteRateLimit: {
+          conditional: [
+            {
+              host: `rl.${NS}.svc.cluster.local:8081`,
+              domain: 'gw',
+              descriptors: [{ entries: [{ key: 'u', value: 'jwt.sub' }], type: 'requests' }],
+              failureMode: 'failOpen',
+              condition: "!(request.path == '/a') && (request.path == '/b')",
+            },
+            {
+              host: `rl.${NS}.svc.cluster.local:8081`,
+              domain: 'gw',
+              descriptors: [{ entries: [{ key: 'p', value: 'request.path' }], type: 'requests' }],
+              failureMode: 'failOpen',
+              condition: "!(request.path == '/a')",
+            },
+          ],
+        },
+      },
+      [
+        'traffic.rateLimit.conditional[2].policy.local: a conditional entry takes one local limit in this build: only the first applies',
+      ],
+    );
+  });
+
+  test('transformation: each entry checked and mapped as the plain form', () => {
+    traffic(
+      {
+        transformation: {
+          conditional: [
+            {
+              condition: "request.path.startsWith('/v1')",
+              policy: { request: { set: [{ name: 'x-v', value: '"1"' }] } },
+            },
+            { policy: { response: { remove: ['server'] } } },
+          ],
+        },
+      },
+      [],
+      {
+        transformations: {
+          conditional: [
+            { request: { set: { 'x-v': '"1"' } }, condition: "request.path.startsWith('/v1')" },
+            { response: { remove: ['server'] } },
+          ],
+        },
+      },
+    );
+  });
+
+  test("a condition that does not compile, or an entry's own CEL, makes the policy invalid at its CRD path", () => {
+    const r = trafficPolicy(
+      trafficSpec({
+        directResponse: {
+          conditional: [
+            { condition: 'true', policy: { status: 200 } },
+            { condition: 'request.path ==', policy: { status: 201, bodyExpression: '(' } },
+          ],
+        },
+      }),
+      NS,
+      inMemoryLookup([]),
+    );
+    assert.deepEqual(
+      r.invalid.map((p) => `${p.path.join('.')}: ${p.message.replace(/: .*/s, '')}`),
+      [
+        'spec.traffic.directResponse.conditional.1.condition: invalid CEL expression',
+        'spec.traffic.directResponse.conditional.1.policy.bodyExpression: invalid CEL expression',
+      ],
+    );
   });
 });
 
@@ -1294,7 +1635,7 @@ describe('inMemoryLookup', () => {
 describe("agentgateway's field names (issue 16): translated, or refused by name", () => {
   const notBuilt = (f: string) => `${f} is not supported by this build of gw yet`;
 
-  test('frontend: HTTP/2 sizes (numbers and quantities) and maxConnectionDuration become the standalone numbers; proxyProtocol, connect, metrics, tracing and http1HeaderCase are named', () => {
+  test('frontend: HTTP/2 sizes (numbers and quantities) and maxConnectionDuration become the standalone numbers; proxyProtocol, connect, metrics and http1HeaderCase are named', () => {
     const r = frontendPolicy(
       frontendSpec({
         http: {
@@ -1308,7 +1649,6 @@ describe("agentgateway's field names (issue 16): translated, or refused by name"
         proxyProtocol: {},
         connect: { mode: 'Tunnel' },
         metrics: { attributes: { add: [{ name: 'tenant', expression: 'request.path' }] } },
-        tracing: { url: 'http://otel.example:4317' },
       }),
       NS,
       inMemoryLookup([]),
@@ -1324,7 +1664,6 @@ describe("agentgateway's field names (issue 16): translated, or refused by name"
     });
     assert.ok(FrontendPolicies.safeParse(r.policies).success);
     assert.deepEqual(r.problems, [
-      notBuilt('frontend.tracing'),
       notBuilt('frontend.metrics'),
       notBuilt('frontend.proxyProtocol'),
       notBuilt('frontend.connect'),
@@ -1377,25 +1716,21 @@ describe("agentgateway's field names (issue 16): translated, or refused by name"
     );
   });
 
-  test('traffic: conditional forms, urls, retry conditions, hostRewrite and descriptor cost are named; extAuth then denies every request', () => {
+  test('traffic: an extAuth url, retry conditions and hostRewrite are named; extAuth then denies every request', () => {
     traffic(
       {
-        extAuth: {
-          conditional: [{ policy: { backendRef: { name: 'authz', port: 9000 }, grpc: {} } }],
-        },
+        extAuth: { url: 'http://authz.example:9000', grpc: {} },
         retry: { codes: [503], condition: 'true', precondition: 'true' },
         hostRewrite: { mode: 'None' },
-        transformation: { conditional: [{ policy: { request: { body: '"x"' } } }] },
       },
-      [service('authz', [{ port: 9000 }])],
+      [],
       { retry: { attempts: 1, codes: [503] }, authorization: DENY_ALL },
       [
         notBuilt('traffic.hostRewrite'),
         notBuilt('traffic.retry.condition'),
         notBuilt('traffic.retry.precondition'),
-        notBuilt('traffic.extAuth.conditional'),
+        notBuilt('traffic.extAuth.url'),
         'traffic.extAuth: no authorization service to call: every request is denied',
-        notBuilt('traffic.transformation.conditional'),
       ],
     );
   });

@@ -2,8 +2,10 @@
 // its port says appProtocol https (or is 443), as token endpoints are. forwardBody → includeRequestBody
 // (a body over maxSize is answered 413). With no address to call every request is denied; a dangling
 // Service forces FailClosed. Its CEL fields and the headers it may send are checked like the standalone's.
+// The conditional form: each entry so (../conditional.ts).
 import { checkExtAuthz } from '@gw/api';
 import { parseByteSize } from '@gw/api/runtime';
+import { withConditional } from '../conditional.ts';
 import {
   addDenyAll,
   defined,
@@ -14,27 +16,30 @@ import {
 } from '../context.ts';
 import type { TrafficMapper, TrafficPolicies, TrafficSpec } from '../spec.ts';
 
-export const extAuth: TrafficMapper<'extAuth'> = {
-  map(spec, ctx, out, at) {
-    ctx.rest(at.field, spec, ['backendRef', 'grpc', 'http', 'failureMode', 'timeout', 'forwardBody']);
-    if (spec.conditional || spec.url) {
-      // refused by name above (rest): nothing to call that this build can reach
-      ctx.problem(at.field, 'no authorization service to call: every request is denied');
-      addDenyAll(out);
-      return;
-    }
-    const svc = spec.backendRef && serviceAddress(ctx, `${at.field}.backendRef`, spec.backendRef);
-    const ext = extAuthz(ctx, at.field, spec, svc);
-    ctx.check(checkExtAuthz(ext, at.path));
-    if (svc) out.extAuthz = ext;
-    else {
-      ctx.problem(at.field, 'no authorization service to call: every request is denied');
-      addDenyAll(out);
-    }
+export const extAuth: TrafficMapper<'extAuth'> = withConditional(
+  {
+    map(spec, ctx, out, at) {
+      ctx.rest(at.field, spec, ['backendRef', 'grpc', 'http', 'failureMode', 'timeout', 'forwardBody']);
+      if (spec.url) {
+        // refused by name above (rest): nothing to call that this build can reach
+        ctx.problem(at.field, 'no authorization service to call: every request is denied');
+        addDenyAll(out);
+        return;
+      }
+      const svc = spec.backendRef && serviceAddress(ctx, `${at.field}.backendRef`, spec.backendRef);
+      const ext = extAuthz(ctx, at.field, spec, svc);
+      ctx.check(checkExtAuthz(ext, at.path));
+      if (svc) out.extAuthz = ext;
+      else {
+        ctx.problem(at.field, 'no authorization service to call: every request is denied');
+        addDenyAll(out);
+      }
+    },
   },
-};
+  { keys: ['extAuthz'] },
+);
 
-type ExtAuthSpec = NonNullable<TrafficSpec['extAuth']>;
+type ExtAuthSpec = Omit<NonNullable<TrafficSpec['extAuth']>, 'conditional'>;
 type ExtAuthz = NonNullable<TrafficPolicies['extAuthz']>;
 
 /** The standalone form; without a Service address it is only checked, never shipped. */

@@ -1,51 +1,56 @@
 // spec.traffic.extProc → extProc: a Service called over gRPC (Envoy ext_proc v3) for request and
 // response headers, and the bodies per BodySendMode (FullDuplexStreamed, processingOptions' default,
-// included). With no address to call, every request is denied.
+// included). With no address to call, every request is denied. The conditional form: each entry so
+// (../conditional.ts).
+
+import { withConditional } from '../conditional.ts';
 import { addDenyAll, defined, lowerFirst, serviceAddress } from '../context.ts';
 import type { TrafficMapper } from '../spec.ts';
 
-export const extProc: TrafficMapper<'extProc'> = {
-  map(spec, ctx, out, at) {
-    ctx.rest(at.field, spec, [
-      'backendRef',
-      'failureMode',
-      'requestBodyMode',
-      'responseBodyMode',
-      'processingOptions',
-    ]);
-    const svc = spec.backendRef && serviceAddress(ctx, `${at.field}.backendRef`, spec.backendRef);
-    const ok = svc !== undefined && !spec.conditional && !spec.url;
-    const po = spec.processingOptions;
-    const modes = {
-      requestBodyMode: po?.requestBodyMode ?? spec.requestBodyMode ?? 'None',
-      responseBodyMode: po?.responseBodyMode ?? spec.responseBodyMode ?? 'None',
-    };
-    if (!svc || !ok) {
-      if (!svc || spec.conditional || spec.url)
+export const extProc: TrafficMapper<'extProc'> = withConditional(
+  {
+    map(spec, ctx, out, at) {
+      ctx.rest(at.field, spec, [
+        'backendRef',
+        'failureMode',
+        'requestBodyMode',
+        'responseBodyMode',
+        'processingOptions',
+      ]);
+      const svc = spec.backendRef && serviceAddress(ctx, `${at.field}.backendRef`, spec.backendRef);
+      const po = spec.processingOptions;
+      const modes = {
+        requestBodyMode: po?.requestBodyMode ?? spec.requestBodyMode ?? 'None',
+        responseBodyMode: po?.responseBodyMode ?? spec.responseBodyMode ?? 'None',
+      };
+      if (!svc || spec.url) {
+        // url is refused by name above (rest)
         ctx.problem(at.field, 'no external processing service to call: every request is denied');
-      addDenyAll(out);
-      return;
-    }
-    let failureMode = lowerFirst(spec.failureMode ?? 'FailClosed');
-    if (!svc.resolved && failureMode === 'failOpen') {
-      // FailOpen is for an outage of a service that exists; a dangling reference is a mistake.
-      ctx.problem(at.field, 'failureMode is FailClosed until the backendRef resolves');
-      failureMode = 'failClosed';
-    }
-    const mode = (m: 'None' | 'Buffered' | 'BufferedPartial' | 'FullDuplexStreamed') =>
-      lowerFirst(m) as 'none' | 'buffered' | 'bufferedPartial' | 'fullDuplexStreamed';
-    out.extProc = {
-      host: svc.hostPort,
-      failureMode,
-      processingOptions: defined({
-        requestBodyMode: mode(modes.requestBodyMode),
-        responseBodyMode: mode(modes.responseBodyMode),
-        requestHeaderMode: po && lowerFirst(po.requestHeaderMode),
-        responseHeaderMode: po && lowerFirst(po.responseHeaderMode),
-        requestTrailerMode: po && lowerFirst(po.requestTrailerMode),
-        responseTrailerMode: po && lowerFirst(po.responseTrailerMode),
-        allowModeOverride: po?.allowModeOverride || undefined,
-      }),
-    };
+        addDenyAll(out);
+        return;
+      }
+      let failureMode = lowerFirst(spec.failureMode ?? 'FailClosed');
+      if (!svc.resolved && failureMode === 'failOpen') {
+        // FailOpen is for an outage of a service that exists; a dangling reference is a mistake.
+        ctx.problem(at.field, 'failureMode is FailClosed until the backendRef resolves');
+        failureMode = 'failClosed';
+      }
+      const mode = (m: 'None' | 'Buffered' | 'BufferedPartial' | 'FullDuplexStreamed') =>
+        lowerFirst(m) as 'none' | 'buffered' | 'bufferedPartial' | 'fullDuplexStreamed';
+      out.extProc = {
+        host: svc.hostPort,
+        failureMode,
+        processingOptions: defined({
+          requestBodyMode: mode(modes.requestBodyMode),
+          responseBodyMode: mode(modes.responseBodyMode),
+          requestHeaderMode: po && lowerFirst(po.requestHeaderMode),
+          responseHeaderMode: po && lowerFirst(po.responseHeaderMode),
+          requestTrailerMode: po && lowerFirst(po.requestTrailerMode),
+          responseTrailerMode: po && lowerFirst(po.responseTrailerMode),
+          allowModeOverride: po?.allowModeOverride || undefined,
+        }),
+      };
+    },
   },
-};
+  { keys: ['extProc'] },
+);
