@@ -103,6 +103,84 @@ describe('assembleConfig', () => {
     assert.deepEqual(r0.policies.responseHeaderModifier, { set: { 'x-g': 'gw' } });
   });
 
+  test("the controller's frontend tracing and conditional policies (Struct JSON) build the IR a file would", () => {
+    // what the controller sends for GwPolicy frontend.tracing and a conditional directResponse
+    const ir = load([
+      ['bind/8080', bind],
+      ['route/8080/ns/gw/http/ns/web/0', route(0, '/')],
+      [
+        'frontend',
+        res({
+          frontend: {
+            policies: {
+              tracing: {
+                host: 'otel.ns.svc.cluster.local:4318',
+                protocol: 'http',
+                path: '/v1/traces',
+                resources: { 'service.name': '"edge"' },
+                attributes: { tenant: "request.headers['x-tenant']" },
+                remove: ['http.route'],
+                randomSampling: '0.1',
+                filter: 'response.code >= 500',
+              },
+            },
+          },
+        }),
+      ],
+      [
+        'policy/ns/p/0',
+        res({
+          policy: {
+            name: 'ns/p',
+            target: { route: 'ns/web' },
+            traffic: {
+              directResponse: {
+                conditional: [
+                  { status: 200, body: 'ok', condition: "request.path == '/health'" },
+                  { status: 404, body: 'none' },
+                ],
+              },
+              localRateLimit: {
+                conditional: [
+                  {
+                    maxTokens: 10,
+                    tokensPerFill: 5,
+                    fillInterval: '1s',
+                    type: 'requests',
+                    condition: 'true',
+                  },
+                ],
+              },
+            },
+          },
+        }),
+      ],
+    ]);
+    assert.deepEqual(ir.frontend.tracing, {
+      endpoint: 'http://otel.ns.svc.cluster.local:4318/v1/traces',
+      protocol: 'http',
+      headers: {},
+      resources: { 'service.name': '"edge"' },
+      attributes: { tenant: "request.headers['x-tenant']" },
+      remove: ['http.route'],
+      randomSampling: 0.1,
+      clientSampling: true,
+      filter: 'response.code >= 500',
+    });
+    const policies = ir.binds[0]?.listeners[0]?.routes[0]?.policies;
+    assert.deepEqual(policies?.directResponse, {
+      conditional: [
+        { status: 200, body: 'ok', condition: "request.path == '/health'" },
+        { status: 404, body: 'none' },
+      ],
+    });
+    assert.deepEqual(policies?.localRateLimit, {
+      conditional: [
+        { maxTokens: 10, tokensPerFill: 5, fillInterval: '1s', type: 'requests', condition: 'true' },
+      ],
+    });
+  });
+
   test('equal resource sets give equal versions whatever the arrival order', () => {
     const a = load([
       ['bind/8080', bind],
