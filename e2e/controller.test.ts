@@ -127,6 +127,45 @@ describe('controller + proxy on the real API server', () => {
     await rejected.restore();
   });
 
+  test('a conditional directResponse GwPolicy: the first entry whose condition holds answers, other requests reach the backend', async () => {
+    await kubectl(
+      ['apply', '--server-side', '-f', '-'],
+      `apiVersion: gw.dev/v1alpha1
+kind: GwPolicy
+metadata: { name: conditional, namespace: default }
+spec:
+  targetRefs: [{ group: gateway.networking.k8s.io, kind: HTTPRoute, name: web }]
+  traffic:
+    directResponse:
+      conditional:
+        - condition: request.path == '/health'
+          policy: { status: 200, body: healthy }
+        - condition: request.path.startsWith('/down')
+          policy: { status: 503, bodyExpression: '"down: " + request.path' }
+`,
+    );
+    const health = await until('the /health entry through the proxy', async () => {
+      const r = await get('/health');
+      return r.body === 'healthy' ? r : undefined;
+    });
+    assert.equal(health.status, 200);
+    assert.equal(health.headers['x-upstream'], undefined, 'answered by the proxy, not the backend');
+    const down = await get('/down/now');
+    assert.equal(down.status, 503);
+    assert.equal(down.body, 'down: /down/now');
+    const other = await get('/other');
+    assert.equal(other.status, 200);
+    assert.equal(other.headers['x-upstream'], 'echo', 'no entry holds: the backend answers');
+    const attached = JSON.parse(
+      await kubectl(['-n', 'default', 'get', 'gwpolicy', 'conditional', '-o', 'json']),
+    ).status.ancestors[0].conditions.find((c: { type: string }) => c.type === 'Attached');
+    assert.equal(attached.reason, 'Attached', attached.message);
+    await kubectl(['-n', 'default', 'delete', 'gwpolicy', 'conditional']);
+    await until('the policy removed', async () =>
+      (await get('/health')).headers['x-upstream'] === 'echo' ? true : undefined,
+    );
+  });
+
   test('an ai GwBackend with its key in a Secret: a chat completion with the openai client, status Accepted', async () => {
     await kubectl(
       ['apply', '--server-side', '-f', '-'],
