@@ -9,6 +9,7 @@ import type { DownstreamLimits } from '../config/ir.ts';
 import type { CompiledBind } from '../routing/table.ts';
 import { handshakeOptions, selectListener } from '../routing/table.ts';
 import type { ConnectionLimit } from './connection-limit.ts';
+import { listenOn } from './listen.ts';
 
 export type RequestListener = (
   bind: BindServer,
@@ -329,16 +330,7 @@ export class BindServer {
   }
 
   async listen(address: string, port: number, reusePort: boolean): Promise<number> {
-    await new Promise<void>((resolve, reject) => {
-      const onError = (err: Error) => reject(err);
-      this.#outer.once('error', onError);
-      this.#outer.listen({ host: address, port, reusePort, ipv6Only: false }, () => {
-        this.#outer.off('error', onError);
-        resolve();
-      });
-    });
-    const a = this.#outer.address();
-    this.#port = typeof a === 'object' && a ? a.port : port;
+    this.#port = await listenOn(this.#outer, address, port, reusePort);
     return this.#port;
   }
 

@@ -11,6 +11,7 @@ import type { CompiledBind, CompiledListener } from '../routing/table.ts';
 import { handshakeOptions, selectListener } from '../routing/table.ts';
 import type { CompiledTcpRoute } from '../routing/tcp-routes.ts';
 import type { BindSettings, Peer } from './bind-server.ts';
+import { listenOn } from './listen.ts';
 import { splice } from './splice.ts';
 
 /** What the access log and the metrics get when a proxied connection ends (or is refused). */
@@ -298,16 +299,7 @@ export class TcpBindServer {
   }
 
   async listen(address: string, port: number, reusePort: boolean): Promise<number> {
-    await new Promise<void>((resolve, reject) => {
-      const onError = (err: Error) => reject(err);
-      this.#outer.once('error', onError);
-      this.#outer.listen({ host: address, port, reusePort, ipv6Only: false }, () => {
-        this.#outer.off('error', onError);
-        resolve();
-      });
-    });
-    const a = this.#outer.address();
-    this.#port = typeof a === 'object' && a ? a.port : port;
+    this.#port = await listenOn(this.#outer, address, port, reusePort);
     return this.#port;
   }
 

@@ -1,0 +1,21 @@
+// Binds a listening socket of a bind (HTTP or TCP): dual-stack, SO_REUSEPORT when several workers
+// share the port, and the port the OS chose when it was 0.
+import type { Server } from 'node:net';
+
+export async function listenOn(
+  server: Server,
+  address: string,
+  port: number,
+  reusePort: boolean,
+): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: Error) => reject(err);
+    server.once('error', onError);
+    server.listen({ host: address, port, reusePort, ipv6Only: false }, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+  const a = server.address();
+  return typeof a === 'object' && a ? a.port : port;
+}
