@@ -95,5 +95,8 @@ export async function startProvisionedProxy(
       ...args,
       ...['--admin-addr', '127.0.0.1:0', '--stats-addr', '127.0.0.1:0', '--readiness-addr', '127.0.0.1:0'],
     ],
+    // Ready only once the controller's first snapshot arrives over xDS: with the whole suite sharing
+    // two cores that took over 15 s once (CI).
+    timeoutMs: 45_000,
   });
 }
