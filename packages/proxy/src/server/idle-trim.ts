@@ -1,9 +1,11 @@
-// Hands memory back to the OS when a thread goes quiet. Start-up and bursts of traffic grow V8's
-// young generation to its 32 MiB cap (about 17 MiB of it resident) and leave garbage in the old one;
-// V8 never shrinks them while the thread sleeps. Once the thread has been idle for QUIET_MS after
-// being busy (start-up, a config apply, traffic), one memory-reducing collection runs: tens of
-// milliseconds, only when nothing is being served. It needs `gc` (node --expose-gc, as bin/gw and
-// the image run it); without it this does nothing.
+// Hands start-up's memory back to the OS. Loading and compiling a config grows V8's young generation
+// to its 32 MiB cap (about 17 MiB of it resident) and leaves garbage in the old one; V8 never shrinks
+// them while the thread sleeps. Once the thread has been idle for QUIET_MS after start-up, one
+// memory-reducing collection runs (tens of milliseconds), then never again: after traffic the same
+// collection would also drop the compiled code of the hot path, and the next burst would pay for the
+// warm-up again (a quick plain bench: 2.14x node-floor's CPU with a trim after every burst, 1.15x
+// without). It needs `gc` (node --expose-gc, as bin/gw and the image run it); without it this does
+// nothing.
 import { performance } from 'node:perf_hooks';
 
 const CHECK_MS = 1000;
@@ -28,8 +30,6 @@ export function trimWhenQuiet(onTrim?: (s: TrimStats) => void): TrimStats | unde
   const gc = (globalThis as { gc?: Gc }).gc;
   if (typeof gc !== 'function') return undefined;
   const stats: TrimStats = { count: 0, lastMs: 0, lastFreedBytes: 0 };
-  // Start-up itself counts as busy.
-  let dirty = true;
   let quietFor = 0;
   let last = performance.eventLoopUtilization();
   const timer = setInterval(() => {
@@ -37,21 +37,18 @@ export function trimWhenQuiet(onTrim?: (s: TrimStats) => void): TrimStats | unde
     const elu = performance.eventLoopUtilization(now, last).utilization;
     last = now;
     if (elu >= IDLE_ELU) {
-      dirty = true;
       quietFor = 0;
       return;
     }
     quietFor += CHECK_MS;
-    if (!dirty || quietFor < QUIET_MS) return;
-    dirty = false;
+    if (quietFor < QUIET_MS) return;
+    clearInterval(timer);
     const rss = process.memoryUsage.rss();
     const t = performance.now();
     gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
     stats.count++;
     stats.lastMs = performance.now() - t;
     stats.lastFreedBytes = rss - process.memoryUsage.rss();
-    // The collection's own time is not traffic.
-    last = performance.eventLoopUtilization();
     onTrim?.(stats);
   }, CHECK_MS);
   timer.unref();
