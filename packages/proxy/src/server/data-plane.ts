@@ -91,6 +91,7 @@ export class DataPlane {
   /** Where the connections of TCP and TLS listeners are logged and counted when they end. */
   #tcpEnd: (s: TcpConnectionSummary) => void = () => {};
   readonly #inflight = new Set<RequestContext>();
+  #served = 0;
   #table: RoutingTable | undefined;
   #draining = false;
   readonly #trace: TraceSource;
@@ -133,6 +134,11 @@ export class DataPlane {
 
   get inflight(): number {
     return this.#inflight.size;
+  }
+
+  /** Requests taken in since start-up (HTTP; TCP connections are not counted). */
+  get served(): number {
+    return this.#served;
   }
 
   /** Bound port of every bind, by bind key. */
@@ -314,6 +320,7 @@ export class DataPlane {
   ): void {
     const bind = bs.current;
     const ctx = new RequestContext(req, res, bs.scheme, bs.peer(req));
+    this.#served++;
     this.#inflight.add(ctx);
     res.once('close', () => this.#finish(ctx));
     if (ctx.method === 'CONNECT' && upgrade === undefined && 'stream' in req) {

@@ -9,24 +9,30 @@ import { getHeapSpaceStatistics } from 'node:v8';
 import { trimWhenQuiet } from ${JSON.stringify(new URL('./idle-trim.ts', import.meta.url).href)};
 const newSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
 const trims = [];
-const stats = trimWhenQuiet((s) => trims.push({ ...s }));
+const served = Number(process.env.SERVED ?? 'NaN');
+const stats = trimWhenQuiet((s) => trims.push({ ...s }), Number.isNaN(served) ? undefined : () => served);
 let keep = [];
 for (let i = 0; i < 150; i++) { keep.push(Array.from({ length: 20000 }, (_, x) => ({ x }))); if (keep.length > 20) keep = keep.slice(10); }
 keep = null;
 const grown = newSpace();
 setTimeout(() => {
-  console.log(JSON.stringify({ enabled: stats !== undefined, grown, after: newSpace(), trims }));
+  console.log(JSON.stringify({ enabled: stats !== undefined, skipped: stats?.skipped, grown, after: newSpace(), trims }));
 }, 4600);
 `;
 
-function run(flags: string[]): {
+function run(
+  flags: string[],
+  served?: number,
+): {
   enabled: boolean;
+  skipped: boolean | undefined;
   grown: number;
   after: number;
   trims: { count: number }[];
 } {
   const r = spawnSync(process.execPath, [...flags, '--input-type=module', '-e', SCRIPT], {
     encoding: 'utf8',
+    env: { ...process.env, SERVED: served === undefined ? '' : String(served) },
   });
   assert.equal(r.status, 0, r.stderr);
   return JSON.parse(r.stdout);
@@ -38,6 +44,20 @@ test('a quiet thread runs one memory-reducing collection and its young generatio
   assert.equal(r.trims.length, 1, 'one trim for one quiet period');
   assert.ok(r.grown >= 8 * 1024 * 1024, `the burst grew the young generation (${r.grown} bytes)`);
   assert.ok(r.after < r.grown / 4, `new space ${r.grown} -> ${r.after} bytes`);
+});
+
+test('a thread that served a probe or two is still trimmed', () => {
+  const r = run(['--expose-gc'], 2);
+  assert.equal(r.trims.length, 1);
+  assert.equal(r.skipped, false);
+});
+
+test('a thread that served real traffic keeps its memory and its compiled code', () => {
+  const r = run(['--expose-gc'], 5000);
+  assert.equal(r.enabled, true);
+  assert.equal(r.skipped, true);
+  assert.equal(r.trims.length, 0);
+  assert.ok(r.after >= r.grown, 'the young generation stays as it grew');
 });
 
 test('without --expose-gc nothing is trimmed', () => {

@@ -28,8 +28,9 @@ const plane = new DataPlane({
   workers: data.workers,
   traceSink: (id, event) => port.postMessage({ trace: id, event } satisfies TraceMessage),
 });
-trimWhenQuiet((t) =>
-  log.debug({ ms: Math.round(t.lastMs), freedBytes: t.lastFreedBytes }, 'idle memory trim'),
+trimWhenQuiet(
+  (t) => log.debug({ ms: Math.round(t.lastMs), freedBytes: t.lastFreedBytes }, 'idle memory trim'),
+  () => plane.served,
 );
 
 async function handle(req: WorkerRequest): Promise<unknown> {
