@@ -1,5 +1,6 @@
 // Reading a body into memory up to a limit, for the few policies that need the whole body. Past the
 // limit nothing is lost: the caller gets back a stream of everything read plus the rest.
+import { IncomingMessage } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
 import type { RequestContext } from './context.ts';
 
@@ -8,6 +9,8 @@ export type Buffered = { ok: true; data: Buffer } | { ok: false; stream: Readabl
 
 export async function bufferUpTo(body: Readable, limit: number, declaredLength?: number): Promise<Buffered> {
   if (declaredLength !== undefined && declaredLength > limit) return { ok: false, stream: body, head: [] };
+  const whole = takeComplete(body, limit);
+  if (whole) return { ok: true, data: whole };
   const chunks: Buffer[] = [];
   let size = 0;
   return await new Promise<Buffered>((resolve, reject) => {
@@ -37,6 +40,22 @@ export async function bufferUpTo(body: Readable, limit: number, declaredLength?:
     body.on('end', onEnd);
     body.on('error', onError);
   });
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * An HTTP/1 request body that has all arrived and sits unread in memory (a small body comes in the
+ * same packet as the head, so by the first await of the handler it usually has), taken in one piece:
+ * no listeners, no turn of the event loop. Undefined when some of it is still to come, someone else
+ * reads it, or it is over `limit` bytes.
+ */
+export function takeComplete(body: Readable, limit: number): Buffer | undefined {
+  if (!(body instanceof IncomingMessage) || !body.complete) return undefined;
+  if (body.readableFlowing === true || body.readableEnded || body.destroyed) return undefined;
+  if (body.readableLength > limit || body.readableEncoding !== null || body.listenerCount('data') > 0)
+    return undefined;
+  return (body.read() as Buffer | null) ?? EMPTY;
 }
 
 /** A stream that yields `head` and then the remainder of `rest`. */

@@ -3,6 +3,7 @@
 import { parseGoDuration } from '@gw/api/runtime';
 import { type Dispatcher, errors } from 'undici';
 import { GwError } from '../errors.ts';
+import { takeComplete } from '../pipeline/body.ts';
 import { type Headers, HOP_BY_HOP, type RequestContext } from '../pipeline/context.ts';
 
 export interface CallTarget {
@@ -21,6 +22,8 @@ const CONNECT_CODES = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
   'ETIMEDOUT',
 ]);
+/** The largest request body sent as one buffer when it has all arrived before the upstream call. */
+const INLINE_BODY_MAX = 64 * 1024;
 const RESET_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
 
 export function backendTimeoutMs(requestTimeout: string | undefined, fromRoute: string | undefined): number {
@@ -47,7 +50,12 @@ export async function callUpstream(
     timer = setTimeout(() => attemptTimer?.abort(new GwError('GW_ERR_BACKEND_TIMEOUT')), attemptTimeoutMs);
     signal = AbortSignal.any([ctx.signal, attemptTimer.signal]);
   }
-  const body = ctx.body;
+  let body = ctx.body;
+  if (body !== null && !Buffer.isBuffer(body)) {
+    // A small body already here in full goes out with the head in one write, not piped as a stream.
+    const whole = takeComplete(body, INLINE_BODY_MAX);
+    if (whole) ctx.body = body = whole;
+  }
   try {
     const res = await target.dispatcher.request({
       path: ctx.path + ctx.query,
