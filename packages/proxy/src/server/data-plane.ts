@@ -43,6 +43,7 @@ import { PoolRegistry } from '../upstream/pools.ts';
 import type { UpgradeState } from '../upstream/upgrade.ts';
 import { BindServer, type BindSettings } from './bind-server.ts';
 import { ConnectionLimit, connectionMemoryKey } from './connection-limit.ts';
+import { InflightList } from './inflight.ts';
 import { watchRequestBody } from './request-body-idle.ts';
 import { splice } from './splice.ts';
 import { TcpBindServer, type TcpConnectionSummary, tcpSchemeOf } from './tcp-bind-server.ts';
@@ -90,7 +91,7 @@ export class DataPlane {
   readonly #servers = new Map<string, BindServer | TcpBindServer>();
   /** Where the connections of TCP and TLS listeners are logged and counted when they end. */
   #tcpEnd: (s: TcpConnectionSummary) => void = () => {};
-  readonly #inflight = new Set<RequestContext>();
+  readonly #inflight = new InflightList<RequestContext>();
   #served = 0;
   #table: RoutingTable | undefined;
   #draining = false;
