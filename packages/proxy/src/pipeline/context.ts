@@ -76,9 +76,6 @@ export class RequestContext implements ObservedRequest {
   readonly ext: RequestExtensions = {};
   /** The observers of this request; undefined (the common case) when nobody watches it in detail. */
   obs: Observation | undefined = undefined;
-  /** Its neighbours in the data plane's list of requests in flight (server/inflight.ts). */
-  inflightPrev: RequestContext | undefined = undefined;
-  inflightNext: RequestContext | undefined = undefined;
   readonly #abort = new AbortController();
 
   constructor(

@@ -10,6 +10,7 @@ import type { CompiledBind } from '../routing/table.ts';
 import { handshakeOptions, selectListener } from '../routing/table.ts';
 import type { ConnectionLimit } from './connection-limit.ts';
 import { listenOn } from './listen.ts';
+import { Roster } from './roster.ts';
 
 export type RequestListener = (
   bind: BindServer,
@@ -57,8 +58,8 @@ export class BindServer {
   retired = false;
   readonly #outer: net.Server;
   readonly #h1: http.Server | undefined;
-  readonly #sockets = new Set<Socket>();
-  readonly #sessions = new Set<Http2Session>();
+  readonly #sockets = new Roster<Socket>();
+  readonly #sessions = new Roster<Http2Session>();
   /**
    * The peer of each HTTP/2 session, taken from the accepted socket. An h2c session runs over the
    * Duplex that replays the peeked preface, and http2 wraps that in a socket without an address.
@@ -89,7 +90,7 @@ export class BindServer {
     const handler = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) =>
       opts.onRequest(this, req, res);
     const onSession = (s: Http2Session) => {
-      this.#sessions.add(s);
+      const listed = this.#sessions.add(s);
       const window = this.#settings.limits.http2ConnectionWindowSize;
       if (window !== undefined) s.setLocalWindowSize(window);
       // maxConnectionDuration: GOAWAY, so the client opens a new connection for its next requests
@@ -99,7 +100,7 @@ export class BindServer {
         s.once('close', () => clearTimeout(timer));
       }
       this.#peers.set(s, this.#handingOver ?? peerOf(s.socket));
-      s.once('close', () => this.#sessions.delete(s));
+      s.once('close', () => this.#sessions.delete(listed));
       // A session that opens no stream is closed like a connection that sends nothing.
       const first = this.#settings.limits.firstRequestTimeoutMs;
       if (first > 0) {
@@ -293,8 +294,8 @@ export class BindServer {
   }
 
   #track(s: Socket): void {
-    this.#sockets.add(s);
-    s.once('close', () => this.#sockets.delete(s));
+    const listed = this.#sockets.add(s);
+    s.once('close', () => this.#sockets.delete(listed));
     const lifetime = this.#settings.limits.maxConnectionDurationMs;
     if (lifetime > 0) {
       const timer = setTimeout(() => this.#retire(s), lifetime);

@@ -43,8 +43,8 @@ import { PoolRegistry } from '../upstream/pools.ts';
 import type { UpgradeState } from '../upstream/upgrade.ts';
 import { BindServer, type BindSettings } from './bind-server.ts';
 import { ConnectionLimit, connectionMemoryKey } from './connection-limit.ts';
-import { InflightList } from './inflight.ts';
 import { watchRequestBody } from './request-body-idle.ts';
+import { Roster, type RosterEntry } from './roster.ts';
 import { splice } from './splice.ts';
 import { TcpBindServer, type TcpConnectionSummary, tcpSchemeOf } from './tcp-bind-server.ts';
 
@@ -91,7 +91,7 @@ export class DataPlane {
   readonly #servers = new Map<string, BindServer | TcpBindServer>();
   /** Where the connections of TCP and TLS listeners are logged and counted when they end. */
   #tcpEnd: (s: TcpConnectionSummary) => void = () => {};
-  readonly #inflight = new InflightList<RequestContext>();
+  readonly #inflight = new Roster<RequestContext>();
   #served = 0;
   #table: RoutingTable | undefined;
   #draining = false;
@@ -322,8 +322,8 @@ export class DataPlane {
     const bind = bs.current;
     const ctx = new RequestContext(req, res, bs.scheme, bs.peer(req));
     this.#served++;
-    this.#inflight.add(ctx);
-    res.once('close', () => this.#finish(ctx));
+    const listed = this.#inflight.add(ctx);
+    res.once('close', () => this.#finish(ctx, listed));
     if (ctx.method === 'CONNECT' && upgrade === undefined && 'stream' in req) {
       upgrade = extendedConnect(ctx, req, bs.idleTimeoutMs);
       const state = upgrade;
@@ -536,8 +536,8 @@ export class DataPlane {
     res.end(answer.body);
   }
 
-  #finish(ctx: RequestContext): void {
-    this.#inflight.delete(ctx);
+  #finish(ctx: RequestContext, listed: RosterEntry<RequestContext>): void {
+    this.#inflight.delete(listed);
     const { res } = ctx;
     // An HTTP/2 stream the client resets reads as finished (node ends its writable side on close);
     // `aborted` tells that the response was still open.

@@ -12,6 +12,7 @@ import { handshakeOptions, selectListener } from '../routing/table.ts';
 import type { CompiledTcpRoute } from '../routing/tcp-routes.ts';
 import type { BindSettings, Peer } from './bind-server.ts';
 import { listenOn } from './listen.ts';
+import { Roster } from './roster.ts';
 import { splice } from './splice.ts';
 
 /** What the access log and the metrics get when a proxied connection ends (or is refused). */
@@ -59,7 +60,7 @@ export class TcpBindServer {
   current: CompiledBind;
   retired = false;
   readonly #outer: net.Server;
-  readonly #sockets = new Set<Socket>();
+  readonly #sockets = new Roster<Socket>();
   #settings: BindSettings;
   readonly #opts: TcpBindServerOptions;
   #port = 0;
@@ -126,8 +127,8 @@ export class TcpBindServer {
       return false;
     }
     socket.on('error', noop);
-    this.#sockets.add(socket);
-    socket.once('close', () => this.#sockets.delete(socket));
+    const listed = this.#sockets.add(socket);
+    socket.once('close', () => this.#sockets.delete(listed));
     return true;
   }
 
