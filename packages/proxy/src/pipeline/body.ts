@@ -45,10 +45,11 @@ export async function bufferUpTo(body: Readable, limit: number, declaredLength?:
 const EMPTY = Buffer.alloc(0);
 
 /**
- * An HTTP/1 request body that has all arrived and sits unread in memory (a small body comes in the
- * same packet as the head, so by the first await of the handler it usually has), taken in one piece:
- * no listeners, no turn of the event loop. Undefined when some of it is still to come, someone else
- * reads it, or it is over `limit` bytes.
+ * An HTTP/1 request body that has all arrived and sits unread in memory, taken in one piece: no
+ * listeners, no turn of the event loop. Undefined when some of it is still to come, someone else
+ * reads it, or it is over `limit` bytes. Node hands over the head before it parses the body, even
+ * one from the same packet, and runs the handler's awaits in between: a body is complete here only
+ * when an earlier step waited on I/O (an auth server, a remote rate limit, a token exchange).
  */
 export function takeComplete(body: Readable, limit: number): Buffer | undefined {
   if (!(body instanceof IncomingMessage) || !body.complete) return undefined;

@@ -52,7 +52,8 @@ export async function callUpstream(
   }
   let body = ctx.body;
   if (body !== null && !Buffer.isBuffer(body)) {
-    // A small body already here in full goes out with the head in one write, not piped as a stream.
+    // A small body that arrived in full while earlier steps waited goes out with the head in one
+    // write, not piped as a stream.
     const whole = takeComplete(body, INLINE_BODY_MAX);
     if (whole) ctx.body = body = whole;
   }
