@@ -69,7 +69,9 @@ test('a small body that has all arrived is taken whole, at once', async () => {
 test('a chunked body that has ended is taken whole too; an empty one is an empty buffer', async () => {
   await withServer(1024, async (port, seen) => {
     const s = net.connect(port, '127.0.0.1');
-    s.write('POST / HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n');
+    s.write(
+      'POST / HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n',
+    );
     assert.deepEqual(await seen, { taken: 'abcde', rest: '' });
     s.destroy();
   });
