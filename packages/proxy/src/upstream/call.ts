@@ -1,10 +1,11 @@
 // One upstream attempt: sends the (possibly rewritten) request through a pool and leaves the
 // streaming response in ctx.response. Transport failures become GwErrors with the right status.
 import { parseGoDuration } from '@gw/api/runtime';
-import { type Dispatcher, errors } from 'undici';
+import type { Dispatcher } from 'undici';
 import { GwError } from '../errors.ts';
 import { takeComplete } from '../pipeline/body.ts';
 import { type Headers, HOP_BY_HOP, type RequestContext } from '../pipeline/context.ts';
+import { errors } from './undici.ts';
 
 export interface CallTarget {
   dispatcher: Dispatcher;

@@ -2,9 +2,10 @@
 // change survives a reload, so a swap costs no reconnects; pools no longer used close once idle.
 import type { Socket } from 'node:net';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
-import { buildConnector, type Dispatcher, errors, Pool } from 'undici';
+import type { buildConnector as Connector, Dispatcher } from 'undici';
 import type { GlobalIR, ResolvedBackendPolicies, TunnelIR } from '../config/ir.ts';
 import { createTunnel } from './tunnel.ts';
+import { buildConnector, errors, Pool } from './undici.ts';
 
 export interface PoolSpec {
   origin: string;
@@ -37,7 +38,7 @@ export function createPool(spec: PoolSpec): Dispatcher {
     keepAlive: spec.keepalive.enabled,
     keepAliveInitialDelay: spec.keepalive.timeMs,
   };
-  const wrap = (c: buildConnector.connector) =>
+  const wrap = (c: Connector.connector) =>
     withConnectTimeout(
       withKeepaliveProbes(c, spec.keepalive, spec.socketPath),
       spec.connectTimeoutMs,
@@ -110,18 +111,18 @@ export function tlsConnectOptions(
  * retries) are set on each new socket, so a dead peer is found after time + interval × retries.
  */
 function withKeepaliveProbes(
-  connect: buildConnector.connector,
+  connect: Connector.connector,
   ka: PoolSpec['keepalive'],
   socketPath: string | undefined,
-): buildConnector.connector {
+): Connector.connector {
   if (!ka.enabled || socketPath) return connect;
-  const open = connect as (o: buildConnector.Options, cb: buildConnector.Callback) => Socket | undefined;
-  return ((opts: buildConnector.Options, callback: buildConnector.Callback) =>
+  const open = connect as (o: Connector.Options, cb: Connector.Callback) => Socket | undefined;
+  return ((opts: Connector.Options, callback: Connector.Callback) =>
     open(opts, (...args) => {
       // Under a second the kernel's unit would round the interval to 0, which it refuses.
       args[1]?.setKeepAlive(true, ka.timeMs, ka.intervalMs >= 1000 ? ka.intervalMs : undefined, ka.retries);
       callback(...args);
-    })) as buildConnector.connector;
+    })) as Connector.connector;
 }
 
 /**
@@ -129,13 +130,13 @@ function withKeepaliveProbes(
  * after 0.5–1 s. A plain timer fails the attempt at the configured time (TCP plus TLS handshake).
  */
 function withConnectTimeout(
-  connect: buildConnector.connector,
+  connect: Connector.connector,
   ms: number,
   socketPath: string | undefined,
-): buildConnector.connector {
+): Connector.connector {
   if (ms <= 0) return connect;
   // undici's connector returns the socket it opens, though its types say void.
-  const open = connect as (o: buildConnector.Options, cb: buildConnector.Callback) => Socket | undefined;
+  const open = connect as (o: Connector.Options, cb: Connector.Callback) => Socket | undefined;
   return (opts, callback) => {
     let settled = false;
     const timer = setTimeout(() => {

@@ -3,8 +3,9 @@
 // plaintext HTTP/1.1); this module gives it the backend's pool settings and pins the backend's origin,
 // so a tunnel is used exactly like the Pool a backend without one gets.
 import type { Socket } from 'node:net';
-import { buildConnector, type Dispatcher, Pool, ProxyAgent } from 'undici';
+import type { buildConnector as Connector, Dispatcher } from 'undici';
 import type { TunnelIR } from '../config/ir.ts';
+import { buildConnector, Pool, ProxyAgent } from './undici.ts';
 
 /** What a tunnel needs of the backend's pool settings (PoolSpec, without a cycle of imports). */
 export interface TunnelSpec {
@@ -23,7 +24,7 @@ export interface TunnelParts {
   /** TLS options of the connection to the proxy, for an https proxy. */
   proxyTls: Record<string, unknown> | undefined;
   /** Wraps a connector with the connect deadline and keepalive probes of the backend's pools. */
-  wrap(connect: buildConnector.connector): buildConnector.connector;
+  wrap(connect: Connector.connector): Connector.connector;
   /** undici's connector options for sockets to the proxy (keepalive, no undici timer). */
   connectOptions: Record<string, unknown>;
 }
@@ -37,7 +38,7 @@ export function createTunnel(spec: TunnelSpec, parts: TunnelParts): Dispatcher {
   const t = spec.tunnel;
   const proxyOrigin = `${t.tls ? 'https' : 'http'}://${t.proxy}`;
   const toProxy = parts.wrap(
-    buildConnector({ ...parts.connectOptions, ...parts.proxyTls } as buildConnector.BuildOptions),
+    buildConnector({ ...parts.connectOptions, ...parts.proxyTls } as Connector.BuildOptions),
   );
   const poolOptions = {
     connections: spec.maxConnections,
@@ -58,7 +59,7 @@ export function createTunnel(spec: TunnelSpec, parts: TunnelParts): Dispatcher {
     factory: (origin, opts) => {
       if (new URL(String(origin)).origin === proxyOrigin)
         return new Pool(origin, { ...poolOptions, connect: toProxy });
-      const through = (opts as { connect: buildConnector.connector }).connect;
+      const through = (opts as { connect: Connector.connector }).connect;
       return new Pool(origin, {
         ...poolOptions,
         allowH2: spec.allowH2,
@@ -80,7 +81,7 @@ export function createTunnel(spec: TunnelSpec, parts: TunnelParts): Dispatcher {
 }
 
 /** A plaintext socket through the tunnel speaks HTTP/2 from the first byte (h2c), as useH2c does. */
-function priorKnowledgeH2(connect: buildConnector.connector): buildConnector.connector {
+function priorKnowledgeH2(connect: Connector.connector): Connector.connector {
   return (opts, callback) =>
     connect(opts, (err, socket) => {
       if (socket) (socket as Socket & { alpnProtocol?: string }).alpnProtocol = 'h2';

@@ -6,7 +6,6 @@
 // error code, never with a token or secret.
 import { createHash, createPrivateKey, randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
-import { Agent, request } from 'undici';
 import type { CelProgram } from '../../cel/cel.ts';
 import { compileCel } from '../../cel/cel.ts';
 import type {
@@ -24,6 +23,7 @@ import {
   readCredential,
 } from '../../pipeline/credential-location.ts';
 import { tlsConnectOptions } from '../../upstream/pools.ts';
+import { Agent, request } from '../../upstream/undici.ts';
 import { type Token, TokenCache } from './token-cache.ts';
 
 const GRANT_TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';

@@ -4,12 +4,12 @@
 // the denial. With backendTLS the service is called over https.
 import type { Readable } from 'node:stream';
 import { parseGoDuration } from '@gw/api/runtime';
-import { Agent, request } from 'undici';
 import { type CelContext, type CelProgram, celToJson, compileCel } from '../../cel/cel.ts';
 import type { BackendTlsIR, ExtAuthzIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
 import { type Headers, HOP_BY_HOP } from '../../pipeline/context.ts';
 import { tlsConnectOptions } from '../../upstream/pools.ts';
+import { Agent, request } from '../../upstream/undici.ts';
 import { type Check, DEFAULT_TIMEOUT_MS, type Decision, deadline, failureReason } from './decision.ts';
 import { PARTIAL_BODY_HEADER } from './request-body.ts';
 

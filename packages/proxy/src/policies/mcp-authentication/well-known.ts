@@ -4,10 +4,10 @@
 // passed on to the provider. Everything here is answered without credentials and readable from a
 // browser (CORS `*`): a client calls these before it has a token.
 import type { McpAuthentication, McpIdpName } from '@gw/api';
-import { Agent, request } from 'undici';
 import { GwError } from '../../errors.ts';
 import { bufferUpTo, discard } from '../../pipeline/body.ts';
 import type { ProxyResponse, RequestContext } from '../../pipeline/context.ts';
+import { Agent, request } from '../../upstream/undici.ts';
 
 export const PROTECTED_RESOURCE = '/.well-known/oauth-protected-resource';
 export const AUTHORIZATION_SERVER = '/.well-known/oauth-authorization-server';

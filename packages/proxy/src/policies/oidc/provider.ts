@@ -3,9 +3,9 @@
 // refresh, with client_secret_basic or client_secret_post) and the ID tokens it signs (verified with
 // jose against its JWKS: issuer, audience = client id, expiry, nonce at login).
 import { createLocalJWKSet, createRemoteJWKSet, errors, type JWTVerifyGetKey, jwtVerify } from 'jose';
-import { Agent, request } from 'undici';
 import type { OidcIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
+import { Agent, request } from '../../upstream/undici.ts';
 
 const DISCOVERY_TTL_MS = 60 * 60_000;
 const PROVIDER_TIMEOUT_MS = 10_000;

@@ -1,8 +1,8 @@
 // requestMirror: a sampled share of a route's requests is copied to another backend, whose answer is
 // thrown away. The copy never holds up the client: its body is teed off the request as it streams by.
 import { PassThrough, type Readable, Transform, type TransformCallback } from 'node:stream';
-import { Agent, request } from 'undici';
 import type { RequestContext } from '../../pipeline/context.ts';
+import { Agent, request } from '../../upstream/undici.ts';
 import type { PolicyDefinition } from '../types.ts';
 
 /** What became of a request's copy, for metrics (the mirror's own answer is only traced). */
