@@ -48,7 +48,6 @@ import {
   SectionName,
   ShortString,
   TinyString,
-  Url,
 } from './types.ts';
 
 const sectionXorPort = atMostOne(['sectionName', 'port'], 'at most one of sectionName or port may be set');

@@ -611,10 +611,3 @@ routes:
     );
   });
 });
-
-function refused16(yaml: string, path: string, what: string) {
-  const hit = issues(yaml).find((i) => i.includes(` ${path}: `));
-  assert.ok(hit, `no issue at ${path}`);
-  assert.match(hit, NOT_YET);
-  assert.ok(hit.includes(what));
-}
