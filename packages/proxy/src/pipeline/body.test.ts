@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import http, { type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
+import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { bufferUpTo, takeComplete } from './body.ts';
 
@@ -95,5 +96,50 @@ test('a body still on its way, or over the limit, is left to be streamed', async
     const res = await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: '0123456789' });
     assert.equal(res.status, 200);
     assert.deepEqual(await seen, { taken: undefined, rest: '0123456789' });
+  });
+});
+
+/** bufferUpTo's answer, or 'hung' if it has none within 1 s. */
+function settled(p: Promise<unknown>): Promise<unknown> {
+  let t: NodeJS.Timeout | undefined;
+  const hung = new Promise((resolve) => {
+    t = setTimeout(() => resolve('hung'), 1000);
+  });
+  return Promise.race([
+    p.then(
+      (v) => v,
+      (err: Error) => err,
+    ),
+    hung,
+  ]).finally(() => clearTimeout(t));
+}
+
+test('a body destroyed before its end (its client left) is an error, not a wait for good', async () => {
+  // All of it arrived and nobody read it, then the stream was destroyed: no 'end' will ever come.
+  const unread = new Readable({ read() {} });
+  unread.push('abc');
+  unread.push(null);
+  unread.destroy();
+  const a = await settled(bufferUpTo(unread, 1024));
+  assert.ok(a instanceof Error && /closed before it ended/.test(a.message), String(a));
+
+  // Destroyed while being read, with no error of its own.
+  const midway = new Readable({ read() {} });
+  midway.push('abc');
+  const b = settled(bufferUpTo(midway, 1024));
+  setTimeout(() => midway.destroy(), 10);
+  const err = await b;
+  assert.ok(err instanceof Error && /closed before it ended/.test(err.message), String(err));
+
+  // An error it was destroyed with is the one reported.
+  const failed = new Readable({ read() {} });
+  const c = settled(bufferUpTo(failed, 1024));
+  failed.destroy(new Error('socket hang up'));
+  assert.equal(((await c) as Error).message, 'socket hang up');
+
+  // One that ended normally is still read whole.
+  assert.deepEqual(await settled(bufferUpTo(Readable.from([Buffer.from('ok')]), 1024)), {
+    ok: true,
+    data: Buffer.from('ok'),
   });
 });

@@ -4,6 +4,8 @@ import { IncomingMessage } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
 import type { RequestContext } from './context.ts';
 
+const CLOSED_EARLY = 'the body was closed before it ended';
+
 /** Past the limit: `stream` is the whole body again; `head` the chunks read before the limit was passed. */
 export type Buffered = { ok: true; data: Buffer } | { ok: false; stream: Readable; head: readonly Buffer[] };
 
@@ -11,34 +13,51 @@ export async function bufferUpTo(body: Readable, limit: number, declaredLength?:
   if (declaredLength !== undefined && declaredLength > limit) return { ok: false, stream: body, head: [] };
   const whole = takeComplete(body, limit);
   if (whole) return { ok: true, data: whole };
+  // A stream destroyed before its end (its client went away) emits 'close' and never 'end'.
+  if (body.destroyed && !body.readableEnded) throw new Error(CLOSED_EARLY);
   const chunks: Buffer[] = [];
   let size = 0;
   return await new Promise<Buffered>((resolve, reject) => {
+    let settled = false;
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       chunks.push(chunk);
       if (size > limit) {
+        settled = true;
         cleanup();
         body.pause();
         resolve({ ok: false, stream: prepend(chunks, body), head: chunks });
       }
     };
     const onEnd = () => {
+      settled = true;
       cleanup();
       resolve({ ok: true, data: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size) });
     };
     const onError = (err: Error) => {
+      settled = true;
       cleanup();
       reject(err);
+    };
+    // 'close' can come just ahead of 'end' (HTTP/2's compatibility layer closes right after the
+    // last push), so it is judged a turn later, once an 'end' or 'error' due has been delivered.
+    const onClose = () => {
+      setImmediate(() => {
+        if (settled) return;
+        cleanup();
+        reject(new Error(CLOSED_EARLY));
+      });
     };
     const cleanup = () => {
       body.off('data', onData);
       body.off('end', onEnd);
       body.off('error', onError);
+      body.off('close', onClose);
     };
     body.on('data', onData);
     body.on('end', onEnd);
     body.on('error', onError);
+    body.on('close', onClose);
   });
 }
 
