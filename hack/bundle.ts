@@ -7,13 +7,16 @@
 //   node hack/bundle.ts             build now
 //   node hack/bundle.ts --if-stale  build only when a source file is newer than the last build
 //
-// Chunks are content-hashed and old ones are kept, so a proxy already running from dist keeps
-// finding the lazily loaded chunks it was built with; `make clean` removes the directory.
+// Chunks are content-hashed and old ones are kept for a day, so a proxy already running from dist
+// keeps finding the lazily loaded chunks it was built with; a build removes the chunks no build has
+// written for a day (they would otherwise pile up, one set per source change), and `make clean` the
+// directory.
 import {
   existsSync,
   mkdirSync,
   readdirSync,
   readFileSync,
+  rmSync,
   statSync,
   utimesSync,
   writeFileSync,
@@ -65,8 +68,9 @@ function externals(): string[] {
 export async function bundle(): Promise<void> {
   const started = Date.now();
   mkdirSync(DIST, { recursive: true });
-  await build({
+  const result = await build({
     absWorkingDir: root,
+    metafile: true,
     entryPoints: {
       gw: 'packages/proxy/src/cli.ts',
       'gw-worker': 'packages/proxy/src/server/worker.ts',
@@ -86,9 +90,30 @@ export async function bundle(): Promise<void> {
     logLevel: 'warning',
   });
   writeFileSync(join(DIST, 'package.json'), '{ "type": "module" }\n');
+  const written = new Set(Object.keys(result.metafile.outputs).map((p) => join(root, p)));
+  removeOldChunks(DIST, written, started - KEEP_MS);
   // The stamp carries the build's start time: a source saved during the build is newer and rebuilds.
   writeFileSync(STAMP, '');
   utimesSync(STAMP, started / 1000, started / 1000);
+}
+
+/** How long a chunk no build writes any more is kept for proxies started from an older build. */
+const KEEP_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Deletes the JavaScript files (and their maps) in `dir` that are not among the `written` paths and
+ * were last written before `before` (ms): the shared and lazily loaded chunks of older builds. Returns
+ * the names removed.
+ */
+export function removeOldChunks(dir: string, written: ReadonlySet<string>, before: number): string[] {
+  const removed: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (!/\.js(\.map)?$/.test(name) || written.has(p) || statSync(p).mtimeMs >= before) continue;
+    rmSync(p, { force: true });
+    removed.push(name);
+  }
+  return removed;
 }
 
 export function stale(): boolean {

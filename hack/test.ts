@@ -1,5 +1,5 @@
 // Runs every test file with node's test runner: unit tests beside the code, e2e suites, examples and
-// the bench's own checks.
+// the bench's and the build scripts' own checks.
 import { spawnSync } from 'node:child_process';
 import { globSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -12,6 +12,7 @@ const patterns = [
   'e2e/**/*.test.ts',
   'examples/**/*.test.ts',
   'bench/**/*.test.ts',
+  'hack/*.test.ts',
 ];
 const only = process.argv.slice(2);
 const files = only.length > 0 ? only : patterns.flatMap((p) => globSync(p, { cwd: root })).sort();
