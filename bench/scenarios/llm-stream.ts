@@ -5,7 +5,13 @@
 // it, so all peers carry the same bytes). Peers: direct, gw llm, gw with scenario 1's plain route to
 // the same upstream (the LLM layer's own cost), nginx proxy_pass with proxy_buffering off, node-floor
 // and agentgateway with scenario 3's LLM config.
-import { runStreamComparison, type StreamLoad, streamUpstreamArgv } from '../lib/stream-comparison.ts';
+import {
+  runStreamComparison,
+  type StreamLoad,
+  streamUpstreamArgv,
+  WARM_CONCURRENCY,
+  warmStreams,
+} from '../lib/stream-comparison.ts';
 import { chatRequest, llmAgentgatewayYaml, llmGatewayYaml, TOKENS_COUNTED } from './llm.ts';
 import { configure as configurePlain, plainHttp } from './plain-http.ts';
 import type { ConfigureInput, Scenario, ScenarioConfig, Settings } from './types.ts';
@@ -58,7 +64,8 @@ function describeLoad(settings: Settings): string {
   return (
     `${l.sequential} streams one at a time, then ${l.requests} streams ${l.concurrency} at a time; each ` +
     `stream a 1 KiB request and ${CHUNKS} SSE chunks ${INTERVAL_MS} ms apart (then usage and [DONE]) from ` +
-    'a Node upstream, timed per chunk by a Node client (bench/lib/llm-stream-client.ts)'
+    'a Node upstream, timed per chunk by a Node client (bench/lib/llm-stream-client.ts), after an ' +
+    `unrecorded warm-up of ${warmStreams(settings.quick)} streams ${WARM_CONCURRENCY} at a time per peer`
   );
 }
 
