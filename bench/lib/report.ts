@@ -144,7 +144,8 @@ const EXPLANATION = `## What the figures mean
   the timed phase (all its threads' \`schedstat\`, read by the client around the phase, so session
   set-up is left out) / requests answered.
 - **RSS idle**: summed VmRSS of the process tree after it is ready and has proxied one request, before
-  any load. **RSS peak**: the highest VmRSS sample (every 100 ms) during the warm-up and all rounds.
+  any load. **RSS peak**: the highest VmRSS sample (every 100 ms) during the warm-up and all rounds
+  (for LLM streaming, all rounds: its warm-up runs 64 streams at once, more than the rounds do).
   **VmHWM**: the kernel's own high-water mark at the end (summed per process, so an upper bound for a
   multi-process tree).
 - **Context** rows are absolute numbers; they depend on the machine and its neighbours and are not for
