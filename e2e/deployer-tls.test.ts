@@ -70,17 +70,19 @@ spec:
   .replace('parentRefs: [{ name: edge }]', `parentRefs: [{ name: ${name} }]`)}`;
 
 before(async () => {
-  [kube, upstream, xdsPort, ...ports] = (await Promise.all([
+  [kube, upstream, ...ports] = (await Promise.all([
     startKube(),
     startUpstream('over-tls'),
     freePort(),
     freePort(),
-    freePort(),
-  ])) as [KubeHarness, TestServer, number, number, number];
+  ])) as [KubeHarness, TestServer, number, number];
   await kubectl(['create', 'namespace', NS]);
-  controller = await startController(kube.kubeconfig, controllerArgs('tls', xdsPort), {
+  // The controller picks the xDS port (again, should another process take it first); the restart
+  // below keeps it, as the proxies know it.
+  controller = await startController(kube.kubeconfig, (p) => controllerArgs('tls', p.xds), {
     env: { POD_NAMESPACE: NS },
   });
+  xdsPort = controller.xdsPort;
 });
 
 after(async () => {

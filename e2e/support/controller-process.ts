@@ -24,13 +24,51 @@ export interface ControllerProcess {
 
 /**
  * Starts the controller against `kubeconfig` with `args` after the port flags, and waits until it is
- * ready (`waitReady`, default true).
+ * ready (`waitReady`, default true). The ports are free when picked but may be taken before the
+ * controller binds them (the suites run in parallel): a controller that exits on EADDRINUSE before it
+ * is ready is started again on new ports, up to three times. Pass `args` as a function to have a port
+ * the test names (--proxy-xds-address) follow; ports the test picked itself are not changed.
  */
 export async function startController(
   kubeconfig: string,
   /** After the port flags; a function gets the ports (e.g. for --proxy-xds-address). */
   args: string[] | ((ports: { xds: number }) => string[]) = [],
   opts: { env?: Record<string, string>; waitReady?: boolean } = {},
+): Promise<ControllerProcess> {
+  for (let attempt = 1; ; attempt++) {
+    const c = await spawnController(kubeconfig, args, opts.env);
+    if (!(opts.waitReady ?? true)) return c;
+    const exited = new Promise<'exited'>((r) => {
+      if (c.child.exitCode !== null || c.child.signalCode !== null) r('exited');
+      else c.child.once('exit', () => r('exited'));
+    });
+    let gone = false;
+    void exited.then(() => {
+      gone = true;
+    });
+    const context = () => `\ncontroller log:\n${c.log.slice(-20).join('')}`;
+    const state = await poll(
+      'the controller to be ready',
+      async () => {
+        if (gone) return 'exited';
+        const r = await fetch(`http://127.0.0.1:${c.healthPort}/readyz`).catch(() => undefined);
+        return r?.status === 200 ? 'ready' : undefined;
+      },
+      { timeoutMs: 30_000, context },
+    ).catch(async (err: unknown) => {
+      await c.stop();
+      throw err;
+    });
+    if (state === 'ready') return c;
+    if (!/EADDRINUSE/.test(c.log.join('')) || attempt >= 3)
+      throw new Error(`the controller exited before it was ready${context()}`);
+  }
+}
+
+async function spawnController(
+  kubeconfig: string,
+  args: string[] | ((ports: { xds: number }) => string[]),
+  env: Record<string, string> = {},
 ): Promise<ControllerProcess> {
   const [xdsPort, healthPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
   const child = spawn(
@@ -40,11 +78,11 @@ export async function startController(
       ...['--health-port', String(healthPort), '--metrics-port', String(metricsPort)],
       ...(typeof args === 'function' ? args({ xds: xdsPort }) : args),
     ],
-    { env: { ...process.env, KUBECONFIG: kubeconfig, ...opts.env }, stdio: ['ignore', 'ignore', 'pipe'] },
+    { env: { ...process.env, KUBECONFIG: kubeconfig, ...env }, stdio: ['ignore', 'ignore', 'pipe'] },
   );
   const log: string[] = [];
   child.stderr?.on('data', (c: Buffer) => log.push(c.toString()));
-  const c: ControllerProcess = {
+  return {
     child,
     xdsPort,
     healthPort,
@@ -57,17 +95,6 @@ export async function startController(
       await exited;
     },
   };
-  if (opts.waitReady ?? true) {
-    await poll(
-      'the controller to be ready',
-      async () => {
-        const r = await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => undefined);
-        return r?.status === 200 ? true : undefined;
-      },
-      { timeoutMs: 30_000, context: () => `\ncontroller log:\n${log.slice(-20).join('')}` },
-    );
-  }
-  return c;
 }
 
 /** kubectl through the harness that must exit 0; its stdout. */
