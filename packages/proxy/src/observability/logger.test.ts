@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { LogHub } from './logger.ts';
 
@@ -56,4 +57,47 @@ test('records() follows the level filter, now and after a change', () => {
   assert.equal(r.isLevelEnabled('info'), false);
   logs.setFilter('info');
   assert.equal(r.isLevelEnabled('info'), true);
+});
+
+test('batched, as on a worker stdout: every line arrives whole and in order, UTF-8 intact, pino and records() interleaved', () => {
+  // The batched hub writes to fd 1, so it runs in a child whose stdout is read here.
+  const script = `
+    import { LogHub } from ${JSON.stringify(new URL('./logger.ts', import.meta.url).href)};
+    const logs = new LogHub('info', process.argv[1], undefined, true);
+    const records = logs.records('request');
+    for (let i = 0; i < 500; i++) {
+      records.info({ n: i, 'http.host': 'bücher.example', 'http.path': '/' + 'x'.repeat(i % 300) });
+      if (i % 100 === 0) logs.module('gw').info({ n: i }, 'between');
+    }
+    logs.flush();
+  `;
+  for (const format of ['text', 'json'] as const) {
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script, format], {
+      encoding: 'utf8',
+    });
+    assert.equal(r.status, 0, r.stderr);
+    const lines = r.stdout.split('\n').filter((l) => l !== '');
+    assert.equal(lines.length, 505, `${format}: 500 records and 5 pino lines`);
+    const seen = lines.map((l) => {
+      if (format === 'json') return JSON.parse(l) as { n: number; msg?: string; 'http.host'?: string };
+      const n = /(?:^| )n=(\d+)/.exec(l)?.[1];
+      return {
+        n: Number(n),
+        msg: l.includes(' between') ? 'between' : undefined,
+        'http.host': /http\.host=(\S+)/.exec(l)?.[1],
+      };
+    });
+    const records = seen.filter((o) => o.msg === undefined);
+    assert.deepEqual(
+      records.map((o) => o.n),
+      [...Array(500).keys()],
+      `${format}: records in order`,
+    );
+    assert.ok(
+      records.every((o) => o['http.host'] === 'bücher.example'),
+      `${format}: UTF-8 kept`,
+    );
+    // Each pino line comes right after the record it followed.
+    for (const [i, o] of seen.entries()) if (o.msg === 'between') assert.equal(seen[i - 1]?.n, o.n);
+  }
 });

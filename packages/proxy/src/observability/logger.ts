@@ -117,9 +117,17 @@ export class LogHub {
     this.#filter = parseLevelFilter(filter);
     let base = dest;
     if (base === undefined) {
-      const boom = pino.destination({ fd: 1, sync: false, minLength: batched ? 4096 : 0 });
+      // Batched lines go to sonic-boom as Buffers. Given a string, it takes the UTF-8 length of all
+      // that is still buffered on every write, flattening and scanning up to 4 KiB per line. With an
+      // access-log line per request, that cost a worker about 10 µs of CPU per request.
+      const boom = pino.destination({
+        fd: 1,
+        sync: false,
+        minLength: batched ? 4096 : 0,
+        ...(batched ? { contentMode: 'buffer' as const } : {}),
+      });
       this.#flushSync = () => boom.flushSync();
-      base = boom;
+      base = batched ? { write: (line: string) => boom.write(Buffer.from(line) as unknown as string) } : boom;
       if (batched) {
         // Flushed only when lines are buffered: sonic-boom's flush of an empty buffer still writes (0
         // bytes, through libuv's thread pool), ten times a second per worker. A flush while a write is
