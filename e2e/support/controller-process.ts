@@ -38,19 +38,11 @@ export async function startController(
   for (let attempt = 1; ; attempt++) {
     const c = await spawnController(kubeconfig, args, opts.env);
     if (!(opts.waitReady ?? true)) return c;
-    const exited = new Promise<'exited'>((r) => {
-      if (c.child.exitCode !== null || c.child.signalCode !== null) r('exited');
-      else c.child.once('exit', () => r('exited'));
-    });
-    let gone = false;
-    void exited.then(() => {
-      gone = true;
-    });
     const context = () => `\ncontroller log:\n${c.log.slice(-20).join('')}`;
     const state = await poll(
       'the controller to be ready',
       async () => {
-        if (gone) return 'exited';
+        if (c.child.exitCode !== null || c.child.signalCode !== null) return 'exited';
         const r = await fetch(`http://127.0.0.1:${c.healthPort}/readyz`).catch(() => undefined);
         return r?.status === 200 ? 'ready' : undefined;
       },
