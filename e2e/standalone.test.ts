@@ -567,3 +567,48 @@ test('a catastrophic regex in a route match cannot pin a worker (linear-time fal
   assert.equal(await r.text(), 'other');
   assert.ok(performance.now() - t0 < 2000, `took ${Math.round(performance.now() - t0)} ms`);
 });
+
+test("neither thread of a serving proxy loads Node's internal undici (fetch, WebSocket)", async () => {
+  // An ESM import of node:http reads its lazy WebSocket/CloseEvent/MessageEvent exports, which load
+  // Node's bundled undici: megabytes per thread for code the proxy never calls. hack/bundle.ts takes
+  // node:http through process.getBuiltinModule instead; this holds it to that, on the built bundle.
+  const hook = join(tempDir(), 'loaded.mjs');
+  writeFileSync(
+    hook,
+    `import { isMainThread } from 'node:worker_threads';
+setInterval(() => {
+  const loaded = process.moduleLoadList.includes('NativeModule internal/deps/undici/undici');
+  process.stderr.write(\`internal-undici \${isMainThread ? 'main' : 'worker'} \${loaded}\\n\`);
+}, 200).unref();
+`,
+  );
+  const upstream = await startUpstream('modules');
+  try {
+    const g = await startGw({
+      yaml: `${configBlock()}binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - backends: [{host: "127.0.0.1:${upstream.port}"}]
+`,
+      env: { NODE_OPTIONS: `--import ${hook}` },
+    });
+    const r = await get(await g.proxyPort(), '/probe');
+    assert.equal(r.status, 200);
+    const seen = g.stderr.length;
+    const deadline = Date.now() + 5000;
+    const latest = () => {
+      const last: Record<string, string> = {};
+      for (const l of g.stderr.slice(seen)) {
+        const m = /^internal-undici (main|worker) (true|false)$/.exec(l);
+        if (m) last[m[1] as string] = m[2] as string;
+      }
+      return last;
+    };
+    while ((!latest().main || !latest().worker) && Date.now() < deadline) await sleep(100);
+    assert.deepEqual(latest(), { main: 'false', worker: 'false' });
+  } finally {
+    await upstream.close();
+  }
+});

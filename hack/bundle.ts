@@ -22,7 +22,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { build } from 'esbuild';
+import { build, type Plugin } from 'esbuild';
 
 const root = join(import.meta.dirname, '..');
 const packages = join(root, 'packages');
@@ -65,6 +65,24 @@ function externals(): string[] {
   return [...out];
 }
 
+/**
+ * `node:http` as a CommonJS module, taken with process.getBuiltinModule. An ESM import of node:http
+ * reads every export to build the module's namespace, lazy getters included: `WebSocket`,
+ * `CloseEvent` and `MessageEvent` load Node's internal copy of undici (fetch, WebSocket; some 760 KB of
+ * source), which the proxy never uses. That cost 13 MiB of RSS in a bare process, paid by the main
+ * thread and by every worker. esbuild's CommonJS interop reads a property only where the code uses it.
+ */
+const lazyNodeHttp: Plugin = {
+  name: 'lazy-node-http',
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?http$/ }, () => ({ path: 'node:http', namespace: 'gw-builtin' }));
+    b.onLoad({ filter: /.*/, namespace: 'gw-builtin' }, () => ({
+      contents: "module.exports = process.getBuiltinModule('node:http');",
+      loader: 'js',
+    }));
+  },
+};
+
 export async function bundle(): Promise<void> {
   const started = Date.now();
   mkdirSync(DIST, { recursive: true });
@@ -82,6 +100,7 @@ export async function bundle(): Promise<void> {
     platform: 'node',
     target: 'node24',
     external: externals(),
+    plugins: [lazyNodeHttp],
     sourcemap: 'linked',
     // No keepNames: it wraps every function and class the bundle creates in a defineProperty call,
     // closures made per request included (1.5% of a worker's CPU on the plain path). Error classes
