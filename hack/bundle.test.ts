@@ -5,7 +5,7 @@ import { mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { removeOldChunks } from './bundle.ts';
+import { removeOldChunks, toLatin1 } from './bundle.ts';
 
 test('a build removes the chunks it did not write that are older than the cut-off, and nothing else', () => {
   const dir = mkdtempSync(join(tmpdir(), 'gw-bundle-'));
@@ -35,4 +35,23 @@ test('a build removes the chunks it did not write that are older than the cut-of
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('comment lines of the bundle are made Latin-1 without moving a column; code lines are not touched', () => {
+  const src = [
+    '/** The provider → its model list … */',
+    '  // one write(2) each — a data-plane worker',
+    '   * a trailing 😀 line',
+    'const unit = /(ns|µs|→)$/; // a regex keeps its arrow',
+    'const s = "\\u2192";',
+  ].join('\n');
+  const out = toLatin1(src).split('\n');
+  assert.deepEqual(out, [
+    '/** The provider > its model list . */',
+    '  // one write(2) each - a data-plane worker',
+    '   * a trailing ?? line',
+    'const unit = /(ns|µs|→)$/; // a regex keeps its arrow',
+    'const s = "\\u2192";',
+  ]);
+  for (const [i, line] of src.split('\n').entries()) assert.equal(out[i]?.length, line.length);
 });
