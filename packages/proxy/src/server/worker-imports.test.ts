@@ -1,6 +1,6 @@
 // Keeps heavy modules out of every worker thread. Each worker is its own V8 isolate and loads what
 // its static imports reach: the config schemas (zod, yaml: about 10 MiB a worker), the AWS signer,
-// the profiler, gRPC and the protobuf code must stay behind a dynamic import (a Lazy) or in the main
+// the profiler, gRPC, the protobuf code and the htpasswd hashers must stay behind a dynamic import (a Lazy) or in the main
 // thread. A failure names the import chain that pulls the module in.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -25,6 +25,10 @@ const FORBIDDEN_PACKAGES = [
   '@kubernetes/client-node',
   // the OpenTelemetry SDK and exporters: 22-30 MiB a worker, loaded when a config has tracing
   '@opentelemetry/',
+  // the htpasswd hashers: about 1.3 MiB a worker, loaded when a config has basicAuth
+  'bcryptjs',
+  'apache-md5',
+  'apache-crypt',
 ];
 const FORBIDDEN_FILES = [
   /^packages\/api\/src\/index\.ts$/,
@@ -52,7 +56,7 @@ function forbidden(path: string, external: boolean): boolean {
   return FORBIDDEN_FILES.some((re) => re.test(path));
 }
 
-test('a worker thread statically imports no config schemas, signer, profiler, gRPC, protobuf or OpenTelemetry code', async () => {
+test('a worker thread statically imports no config schemas, signer, profiler, gRPC, protobuf, OpenTelemetry or htpasswd hashing code', async () => {
   const { metafile } = (await build({
     absWorkingDir: root,
     entryPoints: [ENTRY],

@@ -7,7 +7,7 @@ import {
   readCredential,
 } from '../../pipeline/credential-location.ts';
 import type { PolicyDefinition } from '../types.ts';
-import { parseHtpasswd, verifyPassword } from './htpasswd.ts';
+import { hashers, parseHtpasswd, verifyPassword } from './htpasswd.ts';
 
 const BASIC: CredentialLocation = { header: { name: 'authorization', prefix: 'Basic ' } };
 const CACHE_MAX = 1024;
@@ -19,6 +19,8 @@ export const basicAuth: PolicyDefinition<'basicAuth'> = {
       ? config.users.map((u) => u.reveal())
       : (config.htpasswd?.reveal().split('\n') ?? []);
     const users = new Map(parseHtpasswd(lines).entries.map((e) => [e.user, e.hash]));
+    // Loaded now, so the first request does not wait for it; a failed load is retried by that request.
+    hashers.ready.catch(() => {});
     const optional = config.mode?.toLowerCase() === 'optional';
     const realm = (config.realm ?? 'Restricted').replace(/"/g, '');
     const location = compileLocation(config.location, BASIC);
