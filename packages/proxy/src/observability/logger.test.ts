@@ -69,7 +69,7 @@ test('batched, as on a worker stdout: every line arrives whole and in order, UTF
       records.info({ n: i, 'http.host': 'bücher.example', 'http.path': '/' + 'x'.repeat(i % 300) });
       if (i % 100 === 0) logs.module('gw').info({ n: i }, 'between');
     }
-    logs.flush();
+    await logs.flush();
   `;
   for (const format of ['text', 'json'] as const) {
     const r = spawnSync(process.execPath, ['--input-type=module', '-e', script, format], {

@@ -1,5 +1,6 @@
 // Logging: pino, with a level filter in RUST_LOG style (`info`, `warn,proxy=debug`) that can be
 // changed at runtime, and two output formats: json (one object per line) and text (logfmt-like).
+import { once } from 'node:events';
 import pino, { type DestinationStream, type Logger } from 'pino';
 
 export const LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
@@ -100,6 +101,9 @@ export interface RecordLog {
   info(record: Record<string, unknown>): void;
 }
 
+/** How long flush() waits for a write in flight (stdout may be a pipe nobody reads). */
+const FLUSH_WAIT_MS = 2000;
+
 export class LogHub {
   readonly root: Logger;
   #filter: LevelFilter;
@@ -107,6 +111,8 @@ export class LogHub {
   readonly #base: DestinationStream;
   readonly #format: 'json' | 'text';
   #flushSync: () => void = () => {};
+  /** The batched destination's write in flight, if any: flush() waits for it before writing the rest. */
+  #inFlight: () => Promise<void> | undefined = () => undefined;
 
   /**
    * `batched`: lines are written to stdout in blocks of up to 4 KiB, and at least every 100 ms,
@@ -127,6 +133,10 @@ export class LogHub {
         ...(batched ? { contentMode: 'buffer' as const } : {}),
       });
       this.#flushSync = () => boom.flushSync();
+      if (batched) {
+        const state = boom as unknown as { _writing?: boolean };
+        this.#inFlight = () => (state._writing ? once(boom, 'write').then(() => {}) : undefined);
+      }
       base = batched ? { write: (line: string) => boom.write(Buffer.from(line) as unknown as string) } : boom;
       if (batched) {
         // Flushed only when lines are buffered: sonic-boom's flush of an empty buffer still writes (0
@@ -176,8 +186,21 @@ export class LogHub {
     return { isLevelEnabled: (level) => l.isLevelEnabled(level), info };
   }
 
-  /** Writes out what is buffered, now (before a worker ends). */
-  flush(): void {
+  /**
+   * Writes out what is buffered (before a worker ends). A batched hub first waits for the write already
+   * under way (sonic-boom's `_writing`), up to FLUSH_WAIT_MS: written at once, the rest would land
+   * before the lines in flight, out of order.
+   */
+  async flush(): Promise<void> {
+    const deadline = Date.now() + FLUSH_WAIT_MS;
+    for (let w = this.#inFlight(); w !== undefined && Date.now() < deadline; w = this.#inFlight()) {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<void>((r) => {
+        timer = setTimeout(r, Math.max(0, deadline - Date.now()));
+      });
+      await Promise.race([w, late]).catch(() => {});
+      clearTimeout(timer);
+    }
     try {
       this.#flushSync();
     } catch {

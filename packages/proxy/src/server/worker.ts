@@ -40,7 +40,7 @@ async function handle(req: WorkerRequest): Promise<unknown> {
     case 'drain': {
       const cut = await plane.drain(req.deadlineMs);
       // The supervisor terminates this thread next: the last access-log lines must be out first.
-      logs.flush();
+      await logs.flush();
       return cut;
     }
     case 'log-level':
