@@ -49,17 +49,22 @@ function get(port: number, path: string): Promise<Reply> {
   });
 }
 
-/** A config with one direct-response route at `/` whose body is `body`. */
-function directConfig(body: string, extra = ''): string {
+/** A config with one loopback bind (OS-chosen port) and one listener whose routes are `routes`. */
+function oneListener(routes: string): string {
   return `${configBlock()}binds:
 - port: 0
   address: 127.0.0.1
   listeners:
   - routes:
-    - name: hello
+${routes}`;
+}
+
+/** A config with one direct-response route at `/` whose body is `body`. */
+function directConfig(body: string, extra = ''): string {
+  return oneListener(`    - name: hello
       policies:
         directResponse: { status: 200, body: ${JSON.stringify(body)} }
-${extra}`;
+${extra}`);
 }
 
 describe('gw --validate-only', () => {
@@ -550,15 +555,10 @@ function tryConnect(port: number): Promise<'refused' | 'accepted'> {
 
 test('a catastrophic regex in a route match cannot pin a worker (linear-time fallback)', async () => {
   const g = await startGw({
-    yaml: `${configBlock()}binds:
-- port: 0
-  address: 127.0.0.1
-  listeners:
-  - routes:
-    - matches: [{headers: [{name: x-probe, value: {regex: "(a+)+"}}]}]
+    yaml: oneListener(`    - matches: [{headers: [{name: x-probe, value: {regex: "(a+)+"}}]}]
       policies: {directResponse: {status: 200, body: matched}}
     - policies: {directResponse: {status: 404, body: other}}
-`,
+`),
   });
   const port = await g.proxyPort();
   const t0 = performance.now();
@@ -585,13 +585,8 @@ setInterval(() => {
   const upstream = await startUpstream('modules');
   try {
     const g = await startGw({
-      yaml: `${configBlock()}binds:
-- port: 0
-  address: 127.0.0.1
-  listeners:
-  - routes:
-    - backends: [{host: "127.0.0.1:${upstream.port}"}]
-`,
+      yaml: oneListener(`    - backends: [{host: "127.0.0.1:${upstream.port}"}]
+`),
       env: { NODE_OPTIONS: `--import ${hook}` },
     });
     const r = await get(await g.proxyPort(), '/probe');
