@@ -1,6 +1,7 @@
 // Logging: pino, with a level filter in RUST_LOG style (`info`, `warn,proxy=debug`) that can be
 // changed at runtime, and two output formats: json (one object per line) and text (logfmt-like).
 import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import pino, { type DestinationStream, type Logger } from 'pino';
 
 export const LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
@@ -112,7 +113,7 @@ export class LogHub {
   readonly #format: 'json' | 'text';
   #flushSync: () => void = () => {};
   /** The batched destination's write in flight, if any: flush() waits for it before writing the rest. */
-  #inFlight: () => Promise<void> | undefined = () => undefined;
+  #inFlight: () => Promise<unknown> | undefined = () => undefined;
 
   /**
    * `batched`: lines are written to stdout in blocks of up to 4 KiB, and at least every 100 ms,
@@ -133,19 +134,17 @@ export class LogHub {
         ...(batched ? { contentMode: 'buffer' as const } : {}),
       });
       this.#flushSync = () => boom.flushSync();
-      if (batched) {
-        const state = boom as unknown as { _writing?: boolean };
-        this.#inFlight = () => (state._writing ? once(boom, 'write').then(() => {}) : undefined);
-      }
       base = batched ? { write: (line: string) => boom.write(Buffer.from(line) as unknown as string) } : boom;
       if (batched) {
+        // sonic-boom's own fields: `_len` is what is buffered, `_writing` a write under way.
+        const state = boom as unknown as { _len?: number; _writing?: boolean };
+        this.#inFlight = () => (state._writing ? once(boom, 'write') : undefined);
         // Flushed only when lines are buffered: sonic-boom's flush of an empty buffer still writes (0
         // bytes, through libuv's thread pool), ten times a second per worker. A flush while a write is
-        // under way does nothing, and the lines stay buffered: the next tick tries again. (`_len`,
-        // what is buffered, is sonic-boom's own field; without it, every tick flushes as before.)
-        const buffered = boom as unknown as { _len?: number };
+        // under way does nothing, and the lines stay buffered: the next tick tries again. (Without
+        // `_len`, every tick flushes as before.)
         setInterval(() => {
-          if (buffered._len !== 0) boom.flush();
+          if (state._len !== 0) boom.flush();
         }, 100).unref();
       }
     }
@@ -192,14 +191,9 @@ export class LogHub {
    * before the lines in flight, out of order.
    */
   async flush(): Promise<void> {
-    const deadline = Date.now() + FLUSH_WAIT_MS;
-    for (let w = this.#inFlight(); w !== undefined && Date.now() < deadline; w = this.#inFlight()) {
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<void>((r) => {
-        timer = setTimeout(r, Math.max(0, deadline - Date.now()));
-      });
-      await Promise.race([w, late]).catch(() => {});
-      clearTimeout(timer);
+    const late = sleep(FLUSH_WAIT_MS, 'late', { ref: false });
+    for (let w = this.#inFlight(); w !== undefined; w = this.#inFlight()) {
+      if ((await Promise.race([w.catch(() => {}), late])) === 'late') break;
     }
     try {
       this.#flushSync();
