@@ -35,6 +35,8 @@ const CLIENT_CREDENTIALS = ['authorization', 'x-api-key', 'api-key'];
 const EVENT_STREAM = 'application/vnd.amazon.eventstream';
 /** Set by the gateway for each attempt. */
 const REPLACED = ['content-length', 'transfer-encoding', 'host', 'accept-encoding', 'content-encoding'];
+const NOT_FORWARDED = new Set(REPLACED);
+const NOT_FORWARDED_WITH_KEY = new Set([...REPLACED, ...CLIENT_CREDENTIALS]);
 
 export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
   const p = m.provider;
@@ -159,9 +161,14 @@ function providerPath(
 }
 
 function upstreamHeaders(client: Headers, dropCredentials: boolean): Headers {
-  const h: Headers = { ...client };
-  for (const k of REPLACED) delete h[k];
-  if (dropCredentials) for (const k of CLIENT_CREDENTIALS) delete h[k];
+  // Copied without the dropped names rather than copied then deleted from: an object that had
+  // properties deleted is slower for undici to read.
+  const skip = dropCredentials ? NOT_FORWARDED_WITH_KEY : NOT_FORWARDED;
+  const h: Headers = {};
+  for (const k in client) {
+    const v = client[k];
+    if (v !== undefined && !skip.has(k)) h[k] = v;
+  }
   return h;
 }
 
@@ -279,7 +286,8 @@ function setBody(res: NonNullable<RequestContext['response']>, body: Buffer): vo
  * The provider's stream through the pair's converter (and the guards, if any) as the client's body,
  * at the client's pace; the slot's usage is final when it ends. A guard that ends the stream aborts
  * the provider's answer (the tokens counted are those received), and a client that goes away
- * cancels it and the guards' pending calls.
+ * cancels it and the guards' pending calls. Driven by the provider stream's events, so each chunk
+ * goes on in the turn it arrives in.
  */
 function convertStream(
   body: NonNullable<RequestContext['response']>['body'],
@@ -288,29 +296,27 @@ function convertStream(
   guards: StreamGuards | undefined,
 ): Readable {
   const upstream = body === null || Buffer.isBuffer(body) ? undefined : body;
-  let wake: (() => void) | undefined;
-  const resume = () => {
-    const w = wake;
-    wake = undefined;
-    w?.();
-  };
-  let ok = true;
+  /** The client's side is full: read no more until it asks. */
+  let full = false;
+  /** The guards' windows hold too much: read no more until they release it. */
+  let held = false;
+  let stopped = false;
+  let listening = false;
   const out = new Readable({
     read() {
-      ok = true;
-      resume();
+      full = false;
+      flow();
     },
     destroy(err, cb) {
+      unlisten();
       windows?.cancel();
       if (upstream && !upstream.readableEnded) discard(upstream);
-      resume();
       cb(err);
     },
   });
   const send = (s: string | Buffer) => {
-    if (!out.destroyed) ok = out.push(s);
+    if (!out.destroyed && !out.push(s)) full = true;
   };
-  let stopped = false;
   const windows = guards?.windows({
     send,
     fail: (raw) => {
@@ -319,23 +325,18 @@ function convertStream(
     },
   });
   const scanned = guards?.conv ?? conv;
-  /** Converts one chunk of the provider's answer; resolves when more may be read. */
-  const feed = async (converted: string | Buffer | undefined) => {
-    if (converted !== undefined && converted.length > 0) {
-      const wait = windows ? windows.write(converted) : send(converted);
-      if (wait) await wait;
-    }
-    if (guards?.rejected()) stopped = true;
-    if (!ok && !stopped && !out.destroyed) await new Promise<void>((r) => (wake = r));
+  const fail = (err: Error) => {
+    if (!out.destroyed) out.destroy(err);
   };
-  const run = async () => {
-    if (Buffer.isBuffer(body)) await feed(scanned.write(body));
-    else if (upstream)
-      for await (const chunk of upstream as AsyncIterable<Buffer>) {
-        await feed(scanned.write(chunk));
-        // Leaving the loop destroys the provider's answer: the connection is closed, not drained.
-        if (stopped || out.destroyed) break;
-      }
+  /** Passes converted output on; a promise while the guards' windows hold too much of it. */
+  const feed = (converted: string | Buffer | undefined): Promise<void> | undefined => {
+    if (converted === undefined || converted.length === 0) return undefined;
+    if (windows) return windows.write(converted);
+    send(converted);
+    return undefined;
+  };
+  /** The provider's answer is over, or a guard ended it: the rest converted, the usage final. */
+  const finish = async () => {
     if (out.destroyed) return;
     if (!stopped) await feed(scanned.end());
     if (windows) await windows.end();
@@ -343,8 +344,67 @@ function convertStream(
     state.finish();
     if (!out.destroyed) out.push(null);
   };
-  run().catch((err: Error) => {
-    if (!out.destroyed) out.destroy(err);
-  });
+  const flow = () => {
+    if (listening && !full && !held) upstream?.resume();
+  };
+  const onData = (chunk: Buffer) => {
+    let wait: Promise<void> | undefined;
+    try {
+      wait = feed(scanned.write(chunk));
+    } catch (err) {
+      fail(err as Error);
+      return;
+    }
+    if (guards?.rejected()) stopped = true;
+    if (stopped) return stop();
+    if (wait) {
+      held = true;
+      upstream?.pause();
+      wait.then(() => {
+        held = false;
+        if (stopped) stop();
+        else flow();
+      }, fail);
+    } else if (full) upstream?.pause();
+  };
+  /** A guard ended the stream: the provider's connection is closed, not drained. */
+  const stop = () => {
+    unlisten();
+    discard(upstream);
+    finish().catch(fail);
+  };
+  const onEnd = () => {
+    unlisten();
+    finish().catch(fail);
+  };
+  const onError = (err: Error) => {
+    unlisten();
+    fail(err);
+  };
+  const onClose = () => {
+    unlisten();
+    fail(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+  };
+  const unlisten = () => {
+    if (!listening || !upstream) return;
+    listening = false;
+    upstream.off('data', onData);
+    upstream.off('end', onEnd);
+    upstream.off('error', onError);
+    upstream.off('close', onClose);
+  };
+  if (upstream) {
+    listening = true;
+    upstream.on('data', onData);
+    upstream.on('end', onEnd);
+    upstream.on('error', onError);
+    upstream.on('close', onClose);
+  } else {
+    (async () => {
+      if (Buffer.isBuffer(body)) await feed(scanned.write(body));
+      if (guards?.rejected()) stopped = true;
+      await finish();
+    })().catch(fail);
+  }
   return out;
 }
