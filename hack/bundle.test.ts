@@ -5,7 +5,7 @@ import { mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { removeOldChunks, toLatin1 } from './bundle.ts';
+import { nodeHttpShim, removeOldChunks, toLatin1 } from './bundle.ts';
 
 test('a build removes the chunks it did not write that are older than the cut-off, and nothing else', () => {
   const dir = mkdtempSync(join(tmpdir(), 'gw-bundle-'));
@@ -54,4 +54,26 @@ test('comment lines of the bundle are made Latin-1 without moving a column; code
     'const s = "\\u2192";',
   ]);
   for (const [i, line] of src.split('\n').entries()) assert.equal(out[i]?.length, line.length);
+});
+
+test('the node:http shim re-exports plain values and leaves accessors (the lazy undici getters) out', () => {
+  const reads: string[] = [];
+  const fake = { IncomingMessage: class {}, STATUS_CODES: {}, 'not-a-name': 1 };
+  Object.defineProperty(fake, 'WebSocket', {
+    enumerable: true,
+    get: () => {
+      reads.push('WebSocket');
+      return class {};
+    },
+  });
+  const shim = nodeHttpShim(fake);
+  assert.deepEqual(reads, [], 'building the shim read no getter');
+  assert.match(shim, /^export const IncomingMessage = http\.IncomingMessage;$/m);
+  assert.match(shim, /^export const STATUS_CODES = http\.STATUS_CODES;$/m);
+  assert.match(shim, /^export default http;$/m);
+  assert.doesNotMatch(shim, /WebSocket|not-a-name/);
+  // Against Node's own module: the getters that load its internal undici are not in it.
+  const real = nodeHttpShim(process.getBuiltinModule('node:http'));
+  assert.match(real, /^export const Server = http\.Server;$/m);
+  assert.doesNotMatch(real, /WebSocket|CloseEvent|MessageEvent/);
 });

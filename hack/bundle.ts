@@ -66,18 +66,30 @@ function externals(): string[] {
 }
 
 /**
- * `node:http` as a CommonJS module, taken with process.getBuiltinModule. An ESM import of node:http
- * reads every export to build the module's namespace, lazy getters included: `WebSocket`,
- * `CloseEvent` and `MessageEvent` load Node's internal copy of undici (fetch, WebSocket; some 760 KB of
- * source), which the proxy never uses. That cost 13 MiB of RSS in a bare process, paid by the main
- * thread and by every worker. esbuild's CommonJS interop reads a property only where the code uses it.
+ * `node:http` taken with process.getBuiltinModule, its plain values re-exported one by one. An ESM
+ * import of node:http reads every export to build the module's namespace, lazy getters included:
+ * `WebSocket`, `CloseEvent` and `MessageEvent` load Node's internal copy of undici (fetch, WebSocket;
+ * some 760 KB of source), which the proxy never uses. That cost 13 MiB of RSS in a bare process, paid
+ * by the main thread and by every worker. The shim leaves those getters out (an import of one fails
+ * the build). Named exports, not `module.exports`: esbuild's CommonJS interop would read each use
+ * through a getter, on the request path too.
  */
+export function nodeHttpShim(http: object): string {
+  const lines = ["const http = process.getBuiltinModule('node:http');", 'export default http;'];
+  for (const name of Object.getOwnPropertyNames(http).sort()) {
+    const d = Object.getOwnPropertyDescriptor(http, name);
+    if (!d || !('value' in d) || name === 'default' || !/^[A-Za-z_$][\w$]*$/.test(name)) continue;
+    lines.push(`export const ${name} = http.${name};`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
 const lazyNodeHttp: Plugin = {
   name: 'lazy-node-http',
   setup(b) {
     b.onResolve({ filter: /^(node:)?http$/ }, () => ({ path: 'node:http', namespace: 'gw-builtin' }));
     b.onLoad({ filter: /.*/, namespace: 'gw-builtin' }, () => ({
-      contents: "module.exports = process.getBuiltinModule('node:http');",
+      contents: nodeHttpShim(process.getBuiltinModule('node:http')),
       loader: 'js',
     }));
   },
