@@ -276,14 +276,14 @@ export function portIsFree(port: number, host = '127.0.0.1'): Promise<boolean> {
   });
 }
 
-/** A port the OS considers free now (it may be taken again before use). */
 /** Ports freePort has handed out in this process. */
 const handedOut = new Set<number>();
 
 /**
- * A port free now, never one this process was handed before. The OS may give a port it just gave
- * back: a test that picked its proxy's listener port, then started a controller that picked its own
- * ports, once saw both get 44137 (the controller bound it first; the proxy refused its config).
+ * A port free now (another process may still take it before it is bound), never one this process
+ * was handed before. The OS may give a port it just gave back: a test that picked its proxy's
+ * listener port, then started a controller that picked its own ports, once saw both get 44137 (the
+ * controller bound it first; the proxy refused its config).
  */
 export async function freePort(): Promise<number> {
   for (;;) {

@@ -1,7 +1,7 @@
 // Keeps heavy modules out of every worker thread. Each worker is its own V8 isolate and loads what
 // its static imports reach: the config schemas (zod, yaml: about 10 MiB a worker), the AWS signer,
-// the profiler, gRPC, the protobuf code and the htpasswd hashers must stay behind a dynamic import (a Lazy) or in the main
-// thread. A failure names the import chain that pulls the module in.
+// the profiler, gRPC, the protobuf code and the htpasswd hashers must stay behind a dynamic import
+// (a Lazy) or in the main thread. A failure names the import chain that pulls the module in.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
