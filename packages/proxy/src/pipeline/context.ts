@@ -76,7 +76,11 @@ export class RequestContext implements ObservedRequest {
   readonly ext: RequestExtensions = {};
   /** The observers of this request; undefined (the common case) when nobody watches it in detail. */
   obs: Observation | undefined = undefined;
-  readonly #abort = new AbortController();
+  /** Made when someone asks for `signal`: most requests only need the hooks below. */
+  #controller: AbortController | undefined = undefined;
+  #abortReason: GwError | undefined = undefined;
+  /** Called once on abort; the upstream call in flight registers here (no event listener). */
+  #abortHooks: ((reason: GwError) => void)[] | undefined = undefined;
 
   constructor(
     req: IncomingMessage | Http2ServerRequest,
@@ -112,8 +116,37 @@ export class RequestContext implements ObservedRequest {
     this.error = undefined;
   }
 
+  /** Aborted with the reason `abort` was given. */
   get signal(): AbortSignal {
-    return this.#abort.signal;
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#abortReason !== undefined) this.#controller.abort(this.#abortReason);
+    }
+    return this.#controller.signal;
+  }
+
+  /** Set once `abort` has been called: why the request's upstream work ended early. */
+  get abortReason(): GwError | undefined {
+    return this.#abortReason;
+  }
+
+  /**
+   * Calls `hook` when the request is aborted (at once when it already is) until `removeAbortHook`.
+   * Cheaper than a listener on `signal`, which costs an AbortController and an EventTarget listener.
+   */
+  addAbortHook(hook: (reason: GwError) => void): void {
+    if (this.#abortReason !== undefined) {
+      hook(this.#abortReason);
+      return;
+    }
+    if (this.#abortHooks === undefined) this.#abortHooks = [hook];
+    else this.#abortHooks.push(hook);
+  }
+
+  removeAbortHook(hook: (reason: GwError) => void): void {
+    const hooks = this.#abortHooks;
+    const i = hooks ? hooks.indexOf(hook) : -1;
+    if (i !== -1) hooks?.splice(i, 1);
   }
 
   /** Adds an observer for the rest of this request. */
@@ -125,7 +158,12 @@ export class RequestContext implements ObservedRequest {
 
   /** Ends the request's upstream work; the reason (a GwError) decides what the client gets. */
   abort(reason: GwError): void {
-    if (!this.#abort.signal.aborted) this.#abort.abort(reason);
+    if (this.#abortReason !== undefined) return;
+    this.#abortReason = reason;
+    const hooks = this.#abortHooks;
+    this.#abortHooks = undefined;
+    if (hooks) for (const h of hooks) h(reason);
+    this.#controller?.abort(reason);
   }
 
   /** The CEL view of this request (`request.*`, `source.*`, `response.*` once there is one). */

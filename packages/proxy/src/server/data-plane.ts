@@ -501,7 +501,7 @@ export class DataPlane {
   #fail(ctx: RequestContext, err: unknown): void {
     let e: GwError;
     if (err instanceof GwError) e = err;
-    else if (ctx.signal.aborted && ctx.signal.reason instanceof GwError) e = ctx.signal.reason;
+    else if (ctx.abortReason !== undefined) e = ctx.abortReason;
     else {
       e = new GwError('GW_ERR_INTERNAL', undefined, { cause: err });
       this.#opts.log.error({ err, route: ctx.route?.key }, 'request failed');

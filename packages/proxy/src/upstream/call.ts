@@ -5,6 +5,7 @@ import type { Dispatcher } from 'undici';
 import { GwError } from '../errors.ts';
 import { takeComplete } from '../pipeline/body.ts';
 import { type Headers, HOP_BY_HOP, type RequestContext } from '../pipeline/context.ts';
+import { Exchange } from './exchange.ts';
 import { errors } from './undici.ts';
 
 export interface CallTarget {
@@ -43,14 +44,8 @@ export async function callUpstream(
   ctx.obs?.propagate(ctx, headers);
   ctx.endpoint = target.endpoint;
 
-  let signal = ctx.signal;
-  let attemptTimer: AbortController | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  if (attemptTimeoutMs > 0) {
-    attemptTimer = new AbortController();
-    timer = setTimeout(() => attemptTimer?.abort(new GwError('GW_ERR_BACKEND_TIMEOUT')), attemptTimeoutMs);
-    signal = AbortSignal.any([ctx.signal, attemptTimer.signal]);
-  }
+  // Aborted while earlier steps ran (the client left): nothing is sent.
+  if (ctx.abortReason !== undefined) throw ctx.abortReason;
   let body = ctx.body;
   if (body !== null && !Buffer.isBuffer(body)) {
     // A small body that arrived in full while earlier steps waited goes out with the head in one
@@ -58,15 +53,22 @@ export async function callUpstream(
     const whole = takeComplete(body, INLINE_BODY_MAX);
     if (whole) ctx.body = body = whole;
   }
+  const exchange = new Exchange(target.dispatcher, {
+    path: ctx.path + ctx.query,
+    method: ctx.method as Dispatcher.HttpMethod,
+    headers: headers as Record<string, string | string[]>,
+    body: body ?? null,
+  });
+  // The client going away (or a policy's deadline) ends the exchange, its body included. The hook
+  // stays for the request's life: on a finished exchange it does nothing.
+  ctx.addAbortHook((reason) => exchange.abort(reason));
+  let timer: NodeJS.Timeout | undefined;
+  if (attemptTimeoutMs > 0) {
+    timer = setTimeout(() => exchange.abort(new GwError('GW_ERR_BACKEND_TIMEOUT')), attemptTimeoutMs);
+  }
   try {
-    const res = await target.dispatcher.request({
-      path: ctx.path + ctx.query,
-      method: ctx.method as Dispatcher.HttpMethod,
-      headers: headers as Record<string, string | string[]>,
-      body: body ?? null,
-      signal,
-    });
-    ctx.response = { status: res.statusCode, headers: responseHeaders(res.headers), body: res.body };
+    const res = await exchange.response;
+    ctx.response = { status: res.status, headers: res.headers, body: res.body };
     if (timer) {
       // The attempt deadline covers the body too: a stalled stream is cut at the same moment.
       const t = timer;
@@ -74,7 +76,7 @@ export async function callUpstream(
     }
   } catch (err) {
     if (timer) clearTimeout(timer);
-    throw toGwError(err, signal);
+    throw toGwError(err);
   }
 }
 
@@ -96,9 +98,10 @@ export function responseHeaders(h: Record<string, string | string[] | undefined>
   return out;
 }
 
-export function toGwError(err: unknown, signal: AbortSignal): GwError {
+/** A transport failure as the GwError the client gets; an abort's own reason when `signal` says so. */
+export function toGwError(err: unknown, signal?: AbortSignal): GwError {
   if (err instanceof GwError) return err;
-  if (signal.aborted && signal.reason instanceof GwError) return signal.reason;
+  if (signal?.aborted && signal.reason instanceof GwError) return signal.reason;
   const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
   const code = e.code ?? e.cause?.code ?? '';
   const why = e.message || code;

@@ -91,7 +91,7 @@ function connect(t: UpgradeTarget): Socket {
 /**
  * Sends the handshake and waits for the backend's answer: a 101 leaves ctx.ext.upgrade.upstream set
  * and a bodiless 101 in ctx.response; anything else is relayed as a normal response. The deadlines
- * (connect timeout, the attempt's timeout, the request's signal) cover the handshake only: once the
+ * (connect timeout, the attempt's timeout, the request's abort) cover the handshake only: once the
  * protocols switched, the connection lives as long as its two ends (and the idle timeout) allow.
  */
 export function upgradeUpstream(
@@ -112,8 +112,7 @@ export function upgradeUpstream(
   const headers = ctx.headers;
   if (ctx.ext.rewriteHostToBackend) headers.host = target.endpoint;
   ctx.endpoint = target.endpoint;
-  const signal = ctx.signal;
-  if (signal.aborted) return Promise.reject(toGwError(signal.reason, signal));
+  if (ctx.abortReason !== undefined) return Promise.reject(ctx.abortReason);
 
   return new Promise<void>((resolve, reject) => {
     let socket: Socket | undefined;
@@ -132,16 +131,15 @@ export function upgradeUpstream(
     const cleanup = () => {
       settled = true;
       for (const t of timers) clearTimeout(t);
-      signal.removeEventListener('abort', onAbort);
+      ctx.removeAbortHook(fail);
     };
     const fail = (err: unknown) => {
       if (settled) return;
       cleanup();
       req.destroy();
-      reject(toGwError(err, signal));
+      reject(toGwError(err));
     };
-    const onAbort = () => fail(signal.reason);
-    signal.addEventListener('abort', onAbort);
+    ctx.addAbortHook(fail);
     const connectMs = target.spec.connectTimeoutMs;
     if (connectMs > 0) {
       const t = setTimeout(() => {

@@ -135,7 +135,12 @@ export function failover(groups: readonly Handler[], opts: FailoverOptions): Han
       try {
         await (groups[i] as Handler)(ctx);
       } catch (err) {
-        if (last || ctx.signal.aborted || !(err instanceof GwError) || err.code === 'GW_ERR_CLIENT_CLOSED')
+        if (
+          last ||
+          ctx.abortReason !== undefined ||
+          !(err instanceof GwError) ||
+          err.code === 'GW_ERR_CLIENT_CLOSED'
+        )
           throw err;
         continue;
       }
