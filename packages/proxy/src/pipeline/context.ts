@@ -238,11 +238,28 @@ function hasBody(req: IncomingMessage | Http2ServerRequest): boolean {
   return len !== undefined && len !== '0';
 }
 
+/**
+ * The further hop-by-hop headers a Connection header names, lower-case; undefined when it names
+ * none beyond the usual bare `keep-alive` or `close` (the common case, which allocates nothing).
+ */
+export function connectionNames(value: string | string[] | undefined): Set<string> | undefined {
+  if (value === undefined) return undefined;
+  const v = typeof value === 'string' ? value : value.join(',');
+  if (v.length <= 10) {
+    const l = v.toLowerCase();
+    if (l === 'keep-alive' || l === 'close' || l === '') return undefined;
+  }
+  const names = new Set<string>();
+  for (const n of v.split(',')) {
+    const k = n.trim().toLowerCase();
+    if (k !== '' && k !== 'close' && !HOP_BY_HOP.has(k)) names.add(k);
+  }
+  return names.size > 0 ? names : undefined;
+}
+
 function forwardableHeaders(h: IncomingHttpHeaders): Headers {
   const out: Headers = {};
-  // Connection may name further hop-by-hop headers.
-  const conn = h.connection;
-  const extra = conn ? new Set(conn.split(',').map((s) => s.trim().toLowerCase())) : undefined;
+  const extra = connectionNames(h.connection);
   for (const k in h) {
     if (k.charCodeAt(0) === 58 /* : */ || HOP_BY_HOP.has(k) || extra?.has(k)) continue;
     const v = h[k];

@@ -4,7 +4,7 @@ import { parseGoDuration } from '@gw/api/runtime';
 import type { Dispatcher } from 'undici';
 import { GwError } from '../errors.ts';
 import { takeComplete } from '../pipeline/body.ts';
-import { type Headers, HOP_BY_HOP, type RequestContext } from '../pipeline/context.ts';
+import { connectionNames, type Headers, HOP_BY_HOP, type RequestContext } from '../pipeline/context.ts';
 import { Exchange } from './exchange.ts';
 import { errors } from './undici.ts';
 
@@ -82,14 +82,7 @@ export async function callUpstream(
 
 export function responseHeaders(h: Record<string, string | string[] | undefined>): Headers {
   const out: Headers = {};
-  const conn = h.connection;
-  const extra = conn
-    ? new Set(
-        String(conn)
-          .split(',')
-          .map((s) => s.trim().toLowerCase()),
-      )
-    : undefined;
+  const extra = connectionNames(h.connection);
   for (const k in h) {
     const v = h[k];
     if (v === undefined || HOP_BY_HOP.has(k) || extra?.has(k)) continue;

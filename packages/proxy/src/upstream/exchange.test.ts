@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { PassThrough, type Readable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { GwError } from '../errors.ts';
+import { connectionNames } from '../pipeline/context.ts';
 import { Exchange, forwardedHeaders } from './exchange.ts';
 import { Pool } from './undici.ts';
 
@@ -59,6 +60,14 @@ test('forwardedHeaders: lower-case names, repeats as arrays, no hop-by-hop or co
   // An own property, not the object's prototype.
   assert.equal(Object.getPrototypeOf(h), Object.prototype);
   assert.equal(Object.getOwnPropertyDescriptor(h, '__proto__')?.value, 'p');
+});
+
+test('connectionNames: the usual keep-alive or close names nothing; other names come lower-case', () => {
+  for (const v of ['keep-alive', 'Keep-Alive', 'close', 'CLOSE', '', 'keep-alive, Upgrade', ['close']])
+    assert.equal(connectionNames(v), undefined, JSON.stringify(v));
+  assert.deepEqual([...(connectionNames('Keep-Alive, X-Private ,x-other') ?? [])], ['x-private', 'x-other']);
+  assert.deepEqual([...(connectionNames(['close', 'X-A']) ?? [])], ['x-a']);
+  assert.equal(connectionNames(undefined), undefined);
 });
 
 test('an exchange sends the request and streams the answer', async () => {

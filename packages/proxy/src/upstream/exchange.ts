@@ -6,7 +6,7 @@
 import { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import { type Headers, HOP_BY_HOP } from '../pipeline/context.ts';
+import { connectionNames, type Headers, HOP_BY_HOP } from '../pipeline/context.ts';
 import { errors } from './undici.ts';
 
 export interface UpstreamResponse {
@@ -151,11 +151,7 @@ export function forwardedHeaders(raw: Buffer[]): Headers {
     if (typeof prev === 'string') out[name] = [prev, value];
     else prev.push(value);
   }
-  if (connection !== undefined) {
-    for (const n of connection.split(',')) {
-      const k = n.trim().toLowerCase();
-      if (k !== '' && Object.hasOwn(out, k)) delete out[k];
-    }
-  }
+  const extra = connectionNames(connection);
+  if (extra) for (const k of extra) if (Object.hasOwn(out, k)) delete out[k];
   return out;
 }

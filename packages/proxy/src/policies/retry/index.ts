@@ -27,7 +27,12 @@ export const retry: PolicyDefinition<'retry'> = {
         try {
           await next(ctx);
         } catch (err) {
-          if (last || !(err instanceof GwError) || !RETRIABLE_ERRORS.has(err.code) || ctx.abortReason !== undefined)
+          if (
+            last ||
+            !(err instanceof GwError) ||
+            !RETRIABLE_ERRORS.has(err.code) ||
+            ctx.abortReason !== undefined
+          )
             throw err;
           await wait(attempt, backoff, ctx.signal);
           continue;
