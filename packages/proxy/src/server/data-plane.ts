@@ -323,7 +323,11 @@ export class DataPlane {
     const ctx = new RequestContext(req, res, bs.scheme, bs.peer(req));
     this.#served++;
     const listed = this.#inflight.add(ctx);
-    res.once('close', () => this.#finish(ctx, listed));
+    let unwatchBody: (() => void) | undefined;
+    res.once('close', () => {
+      unwatchBody?.();
+      this.#finish(ctx, listed);
+    });
     if (ctx.method === 'CONNECT' && upgrade === undefined && 'stream' in req) {
       upgrade = extendedConnect(ctx, req, bs.idleTimeoutMs);
       const state = upgrade;
@@ -381,7 +385,7 @@ export class DataPlane {
       return;
     }
     if (ctx.body !== null && m.route.requestBodyIdleTimeoutMs > 0)
-      watchRequestBody(ctx, m.route.requestBodyIdleTimeoutMs);
+      unwatchBody = watchRequestBody(ctx, m.route.requestBodyIdleTimeoutMs);
     let done: Promise<void>;
     try {
       done = m.route.handler(ctx);

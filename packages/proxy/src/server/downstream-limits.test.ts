@@ -545,3 +545,24 @@ test('maxConnectionDuration: an idle HTTP/1 connection is closed, one answering 
   const kept = await untilClosed(p.port(), 'GET /fast HTTP/1.1\r\nhost: gw.test\r\n\r\n', 800);
   assert.equal(kept.closed, false, 'without the setting, a keep-alive connection stays open');
 });
+
+test('a body that has all arrived is not cut by the body idle timeout while the upstream takes longer', async (t) => {
+  // Answers 900 ms after the request's body has ended: three times the idle timeout.
+  const slow = http.createServer((req: IncomingMessage, res) => {
+    req.resume();
+    req.once('end', () => setTimeout(() => res.end('late but whole'), 900));
+  });
+  await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+  t.after(() => new Promise((r) => slow.close(r)));
+  const port = (slow.address() as AddressInfo).port;
+  const p = await startProxy(config(port, '  http: {requestBodyIdleTimeout: 300ms}'));
+  t.after(() => p.close());
+
+  const r = await untilClosed(
+    p.port(),
+    'POST /upload HTTP/1.1\r\nhost: gw.test\r\nconnection: close\r\ncontent-length: 5\r\n\r\nwhole',
+  );
+  assert.match(r.data, /^HTTP\/1\.1 200 /);
+  assert.match(r.data, /late but whole$/);
+  assert.ok(r.openMs >= 850, `answered after ${Math.round(r.openMs)} ms`);
+});

@@ -7,22 +7,26 @@ import { constants, type Http2ServerRequest, type ServerHttp2Stream } from 'node
 import { GwError } from '../errors.ts';
 import type { RequestContext } from '../pipeline/context.ts';
 
-/** Watches `ctx`'s request body until it ends or the response closes. */
-export function watchRequestBody(ctx: RequestContext, ms: number): void {
+/**
+ * Watches `ctx`'s request body until it ends. Returns the function that stops watching, which the
+ * caller runs when the response closes.
+ */
+export function watchRequestBody(ctx: RequestContext, ms: number): () => void {
   const req = ctx.req;
-  // Someone reads the body and has taken all that arrived: more is wanted and the client owes it.
-  const waitingForClient = () => req.readableFlowing === true && req.readableLength === 0;
-  let stop: () => void;
-  const stalled = () => {
-    stop();
-    ctx.abort(new GwError('GW_ERR_REQUEST_BODY_TIMEOUT'));
-    if ('stream' in req) closeAfterAnswer(req.stream);
-    else if ('shouldKeepAlive' in ctx.res) ctx.res.shouldKeepAlive = false;
-  };
-  if ('stream' in req) stop = watchStream(req, ms, waitingForClient, stalled);
-  else stop = watchSocket(req, ms, waitingForClient, stalled);
-  req.once('end', stop);
-  ctx.res.once('close', stop);
+  if ('stream' in req) return watchStream(ctx, req, ms);
+  return watchSocket(ctx, ms);
+}
+
+/** Someone reads the body and has taken all that arrived: more is wanted and the client owes it. */
+function waitingForClient(req: RequestContext['req']): boolean {
+  return req.readableFlowing === true && req.readableLength === 0;
+}
+
+function stalled(ctx: RequestContext): void {
+  ctx.abort(new GwError('GW_ERR_REQUEST_BODY_TIMEOUT'));
+  const req = ctx.req;
+  if ('stream' in req) closeAfterAnswer(req.stream);
+  else if ('shouldKeepAlive' in ctx.res) ctx.res.shouldKeepAlive = false;
 }
 
 /**
@@ -38,43 +42,95 @@ function closeAfterAnswer(stream: ServerHttp2Stream): void {
 }
 
 /** HTTP/2: the stream's own inactivity timer (reset by each frame the stream sends or receives). */
-function watchStream(
-  req: Http2ServerRequest,
-  ms: number,
-  waiting: () => boolean,
-  stalled: () => void,
-): () => void {
+function watchStream(ctx: RequestContext, req: Http2ServerRequest, ms: number): () => void {
   const stream = req.stream;
   const onTimeout = () => {
-    if (waiting()) stalled();
+    if (waitingForClient(req)) stalled(ctx);
     else stream.setTimeout(ms, onTimeout);
   };
   stream.setTimeout(ms, onTimeout);
-  return () => {
+  const stop = () => {
     if (!stream.destroyed) stream.setTimeout(0, onTimeout);
   };
+  // Once the body has ended the stream's timer must not read the wait for the answer as a stall.
+  req.once('end', stop);
+  return stop;
 }
 
 /**
- * HTTP/1: the bytes read on the connection, sampled once per period. The socket's own timeout is
- * node's keep-alive timer between requests, so it is left alone.
+ * HTTP/1: the bytes read on the connection, sampled by one sweep per timeout value and thread (a
+ * request with a body costs a set entry, not a timer and two listeners of its own). A request whose
+ * connection read nothing for `ms` while its body was wanted has stalled; one that read something
+ * starts its quiet time again. The sweep runs every quarter of `ms`, and a request's quiet time
+ * starts at the first sweep after it: a stall is seen between `ms` and 1.5 × `ms` after the last byte.
  */
-function watchSocket(
-  req: IncomingMessage,
-  ms: number,
-  waiting: () => boolean,
-  stalled: () => void,
-): () => void {
-  const socket = req.socket;
-  let seen = socket.bytesRead;
-  const timer = setTimeout(() => {
-    if (req.complete) return;
-    const now = socket.bytesRead;
-    if (now === seen && waiting()) stalled();
-    else {
-      seen = now;
-      timer.refresh();
+function watchSocket(ctx: RequestContext, ms: number): () => void {
+  let sweep = sweeps.get(ms);
+  if (!sweep) {
+    sweep = new SocketSweep(ms);
+    sweeps.set(ms, sweep);
+  }
+  // The first sweep takes the first sample: the quiet time counts from there.
+  const w: SocketWatch = { ctx, seen: -1, quietSince: 0 };
+  sweep.add(w);
+  const s = sweep;
+  return () => s.delete(w);
+}
+
+interface SocketWatch {
+  ctx: RequestContext;
+  /** The connection's bytesRead when last sampled changed (or the gateway was not reading); -1 at first. */
+  seen: number;
+  quietSince: number;
+}
+
+const sweeps = new Map<number, SocketSweep>();
+
+class SocketSweep {
+  readonly #ms: number;
+  readonly #watched = new Set<SocketWatch>();
+  #timer: NodeJS.Timeout | undefined = undefined;
+
+  constructor(ms: number) {
+    this.#ms = ms;
+  }
+
+  add(w: SocketWatch): void {
+    this.#watched.add(w);
+    if (this.#timer === undefined) {
+      // A sweep that finds nothing to watch stops; the next body starts it again.
+      this.#timer = setInterval(() => this.#sweep(), Math.max(10, Math.floor(this.#ms / 4)));
+      this.#timer.unref();
     }
-  }, ms);
-  return () => clearTimeout(timer);
+  }
+
+  delete(w: SocketWatch): void {
+    this.#watched.delete(w);
+  }
+
+  #sweep(): void {
+    if (this.#watched.size === 0) {
+      clearInterval(this.#timer);
+      this.#timer = undefined;
+      sweeps.delete(this.#ms);
+      return;
+    }
+    const now = performance.now();
+    for (const w of this.#watched) {
+      const req = w.ctx.req as IncomingMessage;
+      // Ended, or handed its connection back (an upstream failure answers the client without it).
+      if (req.complete || !req.socket) {
+        this.#watched.delete(w);
+        continue;
+      }
+      const read = req.socket.bytesRead;
+      if (read !== w.seen || !waitingForClient(req)) {
+        w.seen = read;
+        w.quietSince = now;
+      } else if (now - w.quietSince >= this.#ms) {
+        this.#watched.delete(w);
+        stalled(w.ctx);
+      }
+    }
+  }
 }
