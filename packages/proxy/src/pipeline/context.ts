@@ -48,7 +48,9 @@ export class RequestContext implements ObservedRequest {
   readonly req: IncomingMessage | Http2ServerRequest;
   readonly res: ServerResponse | Http2ServerResponse;
   readonly startTime: number;
-  readonly startDate: Date;
+  /** The wall clock at the start, in ms since the epoch; its Date is made when someone asks. */
+  readonly #startMs: number;
+  #startDate: Date | undefined = undefined;
   readonly scheme: 'http' | 'https';
   readonly httpVersion: string;
   readonly source: { address: string; port: number };
@@ -92,7 +94,7 @@ export class RequestContext implements ObservedRequest {
     this.req = req;
     this.res = res;
     this.startTime = performance.now();
-    this.startDate = new Date();
+    this.#startMs = Date.now();
     this.scheme = scheme;
     this.httpVersion = req.httpVersion;
     const sock = peer ?? { address: req.socket.remoteAddress ?? '', port: req.socket.remotePort ?? 0 };
@@ -114,6 +116,12 @@ export class RequestContext implements ObservedRequest {
     this.endpoint = undefined;
     this.response = undefined;
     this.error = undefined;
+  }
+
+  /** When the request started, by the wall clock (trace records, ext_authz, CEL's request.startTime). */
+  get startDate(): Date {
+    if (this.#startDate === undefined) this.#startDate = new Date(this.#startMs);
+    return this.#startDate;
   }
 
   /** Aborted with the reason `abort` was given. */
