@@ -9,6 +9,10 @@ import { Observation, type ObservedRequest, type RequestObserver } from './obser
 
 export type Headers = Record<string, string | string[]>;
 export type Body = Readable | Buffer | null;
+/** What `RequestContext.addAbortHook` tells when the request is aborted. */
+export interface AbortHook {
+  abort(reason: GwError): void;
+}
 
 export interface ProxyResponse {
   status: number;
@@ -81,8 +85,8 @@ export class RequestContext implements ObservedRequest {
   /** Made when someone asks for `signal`: most requests only need the hooks below. */
   #controller: AbortController | undefined = undefined;
   #abortReason: GwError | undefined = undefined;
-  /** Called once on abort; the upstream call in flight registers here (no event listener). */
-  #abortHooks: ((reason: GwError) => void)[] | undefined = undefined;
+  /** Told once on abort; the upstream call in flight registers here (no event listener). */
+  #abortHooks: AbortHook[] | undefined = undefined;
 
   constructor(
     req: IncomingMessage | Http2ServerRequest,
@@ -139,19 +143,20 @@ export class RequestContext implements ObservedRequest {
   }
 
   /**
-   * Calls `hook` when the request is aborted (at once when it already is) until `removeAbortHook`.
-   * Cheaper than a listener on `signal`, which costs an AbortController and an EventTarget listener.
+   * Calls `hook.abort` when the request is aborted (at once when it already is) until
+   * `removeAbortHook`. Cheaper than a listener on `signal`, which costs an AbortController and an
+   * EventTarget listener; an object with an `abort` method (the upstream exchange) needs no closure.
    */
-  addAbortHook(hook: (reason: GwError) => void): void {
+  addAbortHook(hook: AbortHook): void {
     if (this.#abortReason !== undefined) {
-      hook(this.#abortReason);
+      hook.abort(this.#abortReason);
       return;
     }
     if (this.#abortHooks === undefined) this.#abortHooks = [hook];
     else this.#abortHooks.push(hook);
   }
 
-  removeAbortHook(hook: (reason: GwError) => void): void {
+  removeAbortHook(hook: AbortHook): void {
     const hooks = this.#abortHooks;
     const i = hooks ? hooks.indexOf(hook) : -1;
     if (i !== -1) hooks?.splice(i, 1);
@@ -170,7 +175,7 @@ export class RequestContext implements ObservedRequest {
     this.#abortReason = reason;
     const hooks = this.#abortHooks;
     this.#abortHooks = undefined;
-    if (hooks) for (const h of hooks) h(reason);
+    if (hooks) for (const h of hooks) h.abort(reason);
     this.#controller?.abort(reason);
   }
 

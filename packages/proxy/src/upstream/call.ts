@@ -61,7 +61,7 @@ export async function callUpstream(
   });
   // The client going away (or a policy's deadline) ends the exchange, its body included. The hook
   // stays for the request's life: on a finished exchange it does nothing.
-  ctx.addAbortHook((reason) => exchange.abort(reason));
+  ctx.addAbortHook(exchange);
   let timer: NodeJS.Timeout | undefined;
   if (attemptTimeoutMs > 0) {
     timer = setTimeout(() => exchange.abort(new GwError('GW_ERR_BACKEND_TIMEOUT')), attemptTimeoutMs);

@@ -183,7 +183,7 @@ test('destroying the body before its end closes the upstream connection', async 
   await closed;
 });
 
-test('an upstream that cuts its answer errors the body; a streamed request body is destroyed on failure', async () => {
+test('an upstream that cuts its answer errors the body; a streamed request body is destroyed on failure', async (t) => {
   routes.set('/cut', (req, res) => {
     res.writeHead(200, { 'content-length': '100' });
     res.write('partial');
@@ -194,7 +194,9 @@ test('an upstream that cuts its answer errors the body; a streamed request body 
 
   const requestBody = new PassThrough();
   requestBody.write('part of a body');
-  const x = new Exchange(new Pool('http://127.0.0.1:1'), {
+  const refused = new Pool('http://127.0.0.1:1');
+  t.after(() => refused.destroy());
+  const x = new Exchange(refused, {
     path: '/',
     method: 'POST',
     headers: {},

@@ -131,7 +131,7 @@ export function upgradeUpstream(
     const cleanup = () => {
       settled = true;
       for (const t of timers) clearTimeout(t);
-      ctx.removeAbortHook(fail);
+      ctx.removeAbortHook(hook);
     };
     const fail = (err: unknown) => {
       if (settled) return;
@@ -139,7 +139,8 @@ export function upgradeUpstream(
       req.destroy();
       reject(toGwError(err));
     };
-    ctx.addAbortHook(fail);
+    const hook = { abort: fail };
+    ctx.addAbortHook(hook);
     const connectMs = target.spec.connectTimeoutMs;
     if (connectMs > 0) {
       const t = setTimeout(() => {
