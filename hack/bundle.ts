@@ -1,8 +1,8 @@
-// Bundles the proxy (cli and worker entries plus the workspace packages they import) into plain
-// JavaScript under packages/proxy/dist, which bin/gw and the proxy image run. Node strips TypeScript
-// types with a WebAssembly module that costs about 17 MiB of RSS in every thread that loads a .ts
-// file (the main thread and each worker); plain JavaScript costs none of it, and one file per entry
-// loads faster than some 400 modules. npm dependencies stay external and load from node_modules.
+// Bundles the proxy (cli, worker and config-loader entries plus the workspace packages they import)
+// into plain JavaScript under packages/proxy/dist, which bin/gw and the proxy image run. Node strips
+// TypeScript types with a WebAssembly module that costs about 17 MiB of RSS in every thread that loads
+// a .ts file (the main thread and each worker); plain JavaScript costs none of it, and one file per
+// entry loads faster than some 400 modules. npm dependencies stay external and load from node_modules.
 //
 //   node hack/bundle.ts             build now
 //   node hack/bundle.ts --if-stale  build only when a source file is newer than the last build
@@ -104,6 +104,7 @@ export async function bundle(): Promise<void> {
     entryPoints: {
       gw: 'packages/proxy/src/cli.ts',
       'gw-worker': 'packages/proxy/src/server/worker.ts',
+      'gw-config-loader': 'packages/proxy/src/config/loader-process.ts',
     },
     outdir: DIST,
     bundle: true,

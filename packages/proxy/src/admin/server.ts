@@ -4,7 +4,6 @@ import { rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { AggregatorRegistry } from 'prom-client';
-import { compileCel } from '../cel/cel.ts';
 import type { StartupConfig } from '../config/load.ts';
 import type { LogHub } from '../observability/logger.ts';
 import { parseLevelFilter } from '../observability/logger.ts';
@@ -167,6 +166,8 @@ export async function startAdmin(
     const expression = (req.query as Record<string, string | undefined>).expression;
     if (expression !== undefined) {
       try {
+        // The CEL compiler loads here on a trace's first expression, not with every proxy.
+        const { compileCel } = await import('../cel/cel.ts');
         compileCel(expression);
       } catch (err) {
         return reply

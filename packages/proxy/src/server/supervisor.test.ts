@@ -7,6 +7,7 @@ import { startUpstream } from '@gw/testkit';
 import pino from 'pino';
 import { request } from 'undici';
 import { loadConfigText } from '../config/load.ts';
+import { sharedMemoryOf } from '../policies/shared-memory.ts';
 import { Supervisor } from './supervisor.ts';
 
 const log = pino({ level: 'silent' });
@@ -46,9 +47,10 @@ async function get(port: number, path: string): Promise<{ status: number; body: 
 test('a crashed worker comes back serving the current config, with the shared rate-limit buckets', async (t) => {
   const sup = new Supervisor({ workers: 2, logFilter: 'error', logFormat: 'json', log });
   t.after(() => sup.stop(1000));
-  await sup.apply(loadConfigText('test.yaml', config('v1'), process.cwd()).ir);
+  const ir = loadConfigText('test.yaml', config('v1'), process.cwd()).ir;
+  await sup.apply(ir, sharedMemoryOf(ir));
   const current = loadConfigText('test.yaml', config('v2'), process.cwd()).ir;
-  await sup.apply(current);
+  await sup.apply(current, sharedMemoryOf(current));
   const port = Object.values(sup.ports)[0] as number;
 
   // Spend 4 of the 6 tokens, on both workers.
@@ -77,7 +79,8 @@ test('shutdown cuts a request slower than the termination deadline and counts it
   const slow = await startUpstream('slow', () => sleep(5_000));
   t.after(() => slow.close());
   const sup = new Supervisor({ workers: 1, logFilter: 'error', logFormat: 'json', log });
-  await sup.apply(loadConfigText('test.yaml', config('v1', slow.port), process.cwd()).ir);
+  const ir = loadConfigText('test.yaml', config('v1', slow.port), process.cwd()).ir;
+  await sup.apply(ir, sharedMemoryOf(ir));
   const port = Object.values(sup.ports)[0] as number;
   const inflight = request(`http://127.0.0.1:${port}/slow`).then(
     async (r) => ({ status: r.statusCode, body: await r.body.text() }),

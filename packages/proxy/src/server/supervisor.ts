@@ -5,7 +5,7 @@ import { Worker } from 'node:worker_threads';
 import type { TraceEvent } from '@gw/api';
 import type { Logger } from 'pino';
 import type { ProxyIR } from '../config/ir.ts';
-import { sharedMemoryOf } from '../policies/shared-memory.ts';
+import type { SharedMemoryNeed } from '../policies/types.ts';
 import { encodeSecrets } from '../secret.ts';
 import { activeHealthMemoryOf } from '../upstream/active-health.ts';
 import { connectionMemoryOf } from './connection-limit.ts';
@@ -123,7 +123,8 @@ export class Supervisor {
         const ir = this.#ir;
         const w = this.workers[index];
         if (ir && w) {
-          w.call({ type: 'apply', ir: encodeSecrets(ir), ports: this.#ports, shared: this.#sharedFor(ir) })
+          const shared = Object.fromEntries(this.#shared);
+          w.call({ type: 'apply', ir: encodeSecrets(ir), ports: this.#ports, shared })
             .then(() => {
               w.version = ir.version;
             })
@@ -180,16 +181,12 @@ export class Supervisor {
   #shared = new Map<string, SharedArrayBuffer>();
 
   /**
-   * One buffer per block a policy shares (rate limit buckets, bind connection counts, the endpoints'
-   * active health that worker 0 probes for all), kept while its key is unchanged.
+   * One buffer per shared block (the policies' rate limit buckets, bind connection counts, the
+   * endpoints' active health that worker 0 probes for all), kept while its key is unchanged.
    */
-  #sharedFor(ir: ProxyIR): Record<string, SharedArrayBuffer> {
+  #sharedFor(ir: ProxyIR, policyMemory: SharedMemoryNeed[]): Record<string, SharedArrayBuffer> {
     const next = new Map<string, SharedArrayBuffer>();
-    for (const { key, bytes } of [
-      ...sharedMemoryOf(ir),
-      ...connectionMemoryOf(ir),
-      ...activeHealthMemoryOf(ir),
-    ])
+    for (const { key, bytes } of [...policyMemory, ...connectionMemoryOf(ir), ...activeHealthMemoryOf(ir)])
       next.set(key, this.#shared.get(key) ?? new SharedArrayBuffer(bytes));
     this.#shared = next;
     return Object.fromEntries(next);
@@ -209,17 +206,19 @@ export class Supervisor {
 
   /**
    * Applies a config to every worker. Worker 0 goes first: if it refuses (compile error, port in use)
-   * no other worker sees the config and the running one stays.
+   * no other worker sees the config and the running one stays. `policyMemory` is what the config's
+   * policies share across workers (policies/shared-memory.ts), worked out where the config was
+   * compiled: sizing it here would load every policy's code into this thread.
    */
-  apply(ir: ProxyIR): Promise<void> {
-    const run = this.#queue.then(() => this.#apply(ir));
+  apply(ir: ProxyIR, policyMemory: SharedMemoryNeed[]): Promise<void> {
+    const run = this.#queue.then(() => this.#apply(ir, policyMemory));
     this.#queue = run.catch(() => {});
     return run;
   }
 
-  async #apply(ir: ProxyIR): Promise<void> {
+  async #apply(ir: ProxyIR, policyMemory: SharedMemoryNeed[]): Promise<void> {
     const encoded = encodeSecrets(ir);
-    const shared = this.#sharedFor(ir);
+    const shared = this.#sharedFor(ir, policyMemory);
     const [first, ...rest] = this.workers as [WorkerHandle, ...WorkerHandle[]];
     const ports = await first.call<Record<string, number>>({
       type: 'apply',

@@ -11,6 +11,7 @@ import { makeTestPki, type TestPki } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import fc from 'fast-check';
 import { loadConfigText } from '../config/load.ts';
+import { sharedMemoryOf } from '../policies/shared-memory.ts';
 
 /** A TCP server on port 0: echoes what it gets; at the client's FIN it writes `bye` and ends. */
 function echoServer(): Promise<net.Server> {
@@ -405,7 +406,8 @@ test('a TCP listener on two workers (SO_REUSEPORT): every connection is proxied'
   - protocol: TCP
     tcpRoutes: [{backends: [{host: "127.0.0.1:${portOf(echo)}"}]}]
 `;
-  await sup.apply(loadConfigText('gw.yaml', yaml, process.cwd()).ir);
+  const ir = loadConfigText('gw.yaml', yaml, process.cwd()).ir;
+  await sup.apply(ir, sharedMemoryOf(ir));
   const port = Object.values(sup.ports)[0] as number;
   const answers = await Promise.all(
     Array.from({ length: 12 }, async (_, i) => {

@@ -1,7 +1,10 @@
-// Keeps heavy modules out of every worker thread. Each worker is its own V8 isolate and loads what
-// its static imports reach: the config schemas (zod, yaml: about 10 MiB a worker), the AWS signer,
-// the profiler, gRPC, the protobuf code and the htpasswd hashers must stay behind a dynamic import
-// (a Lazy) or in the main thread. A failure names the import chain that pulls the module in.
+// Keeps heavy modules out of the threads that live as long as the proxy. Each thread is its own V8
+// isolate and keeps what its static imports reach. A data-plane worker must not load the config
+// schemas (zod, yaml: about 10 MiB a worker), the AWS signer, the profiler, gRPC, the protobuf code or
+// the htpasswd hashers but behind a dynamic import (a Lazy). The main thread, which supervises, serves
+// the admin ports and hands configs to the workers, must not load the config schemas or the code that
+// compiles a config either: a short-lived process does that (config/loader.ts). A failure names the
+// import chain that pulls the module in.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,9 +12,8 @@ import { test } from 'node:test';
 import { build, type Metafile } from 'esbuild';
 
 const root = join(import.meta.dirname, '../../../..');
-const ENTRY = 'packages/proxy/src/server/worker.ts';
 /** npm packages (by name or prefix) and workspace files a worker must not import statically. */
-const FORBIDDEN_PACKAGES = [
+const WORKER_PACKAGES = [
   'zod',
   'yaml',
   '@smithy/',
@@ -30,7 +32,7 @@ const FORBIDDEN_PACKAGES = [
   'apache-md5',
   'apache-crypt',
 ];
-const FORBIDDEN_FILES = [
+const WORKER_FILES = [
   /^packages\/api\/src\/index\.ts$/,
   /^packages\/api\/src\/config\/schema\.ts$/,
   /^packages\/xds-proto\//,
@@ -48,18 +50,34 @@ function externals(): string[] {
   return out;
 }
 
-function forbidden(path: string, external: boolean): boolean {
-  if (external)
-    return FORBIDDEN_PACKAGES.some((p) =>
-      p.endsWith('/') ? path.startsWith(p) : path === p || path.startsWith(`${p}/`),
-    );
-  return FORBIDDEN_FILES.some((re) => re.test(path));
-}
+/**
+ * What the main thread must not import statically, on top of the workers' list: the CEL library, jose
+ * and undici belong to the data plane, and the files below load and compile a config.
+ */
+const MAIN_PACKAGES = [
+  ...WORKER_PACKAGES.filter((p) => p !== 'fastify'),
+  '@marcbachmann/cel-js',
+  'jose',
+  'undici',
+];
+const MAIN_FILES = [
+  ...WORKER_FILES,
+  /^packages\/proxy\/src\/config\/load\.ts$/,
+  /^packages\/proxy\/src\/routing\/table\.ts$/,
+  /^packages\/proxy\/src\/policies\/registry\.ts$/,
+  /^packages\/proxy\/src\/upstream\/backends\/registry\.ts$/,
+  /^packages\/proxy\/src\/server\/data-plane\.ts$/,
+];
 
-test('a worker thread statically imports no config schemas, signer, profiler, gRPC, protobuf, OpenTelemetry or htpasswd hashing code', async () => {
+/** The import chains from `entry` to a module it must not import statically, one string each. */
+async function forbiddenImports(entry: string, packages: string[], files: RegExp[]): Promise<string[]> {
+  const forbidden = (path: string, external: boolean): boolean =>
+    external
+      ? packages.some((p) => (p.endsWith('/') ? path.startsWith(p) : path === p || path.startsWith(`${p}/`)))
+      : files.some((re) => re.test(path));
   const { metafile } = (await build({
     absWorkingDir: root,
-    entryPoints: [ENTRY],
+    entryPoints: [entry],
     bundle: true,
     write: false,
     format: 'esm',
@@ -71,8 +89,8 @@ test('a worker thread statically imports no config schemas, signer, profiler, gR
     logLevel: 'silent',
   })) as { metafile: Metafile };
   // Breadth-first over static imports only: a dynamic import() is the sanctioned way to load later.
-  const parent = new Map<string, string | null>([[ENTRY, null]]);
-  const queue = [ENTRY];
+  const parent = new Map<string, string | null>([[entry, null]]);
+  const queue = [entry];
   const found: string[] = [];
   while (queue.length > 0) {
     const file = queue.shift() as string;
@@ -89,9 +107,23 @@ test('a worker thread statically imports no config schemas, signer, profiler, gR
       queue.push(im.path);
     }
   }
+  return found;
+}
+
+test('a worker thread statically imports no config schemas, signer, profiler, gRPC, protobuf, OpenTelemetry or htpasswd hashing code', async () => {
+  const found = await forbiddenImports('packages/proxy/src/server/worker.ts', WORKER_PACKAGES, WORKER_FILES);
   assert.deepEqual(
     found,
     [],
     `import these lazily (lazy.ts) or from a schema-free module (@gw/api/runtime):\n  ${found.join('\n  ')}`,
+  );
+});
+
+test('the main thread statically imports neither the config schemas and compiler nor the data plane', async () => {
+  const found = await forbiddenImports('packages/proxy/src/cli.ts', MAIN_PACKAGES, MAIN_FILES);
+  assert.deepEqual(
+    found,
+    [],
+    `load these in the config loader (config/loader.ts) or behind a dynamic import:\n  ${found.join('\n  ')}`,
   );
 });

@@ -9,7 +9,9 @@
 // which every worker's balancer reads. A restarted worker 0 is given the same buffer and carries on.
 // The probe goes through the backend's own pool, so it uses the same TLS, tunnel and HTTP version as
 // requests do (active-prober.ts; this module is what the main thread needs too, without undici).
-import { parseGoDuration } from '@gw/api/runtime';
+// The duration parser alone: the main thread sizes active health's shared memory with this module,
+// and @gw/api/runtime would bring the CEL library into it.
+import { parseGoDuration } from '@gw/api/duration';
 import type { BackendTarget, ProxyIR, ResolvedBackendPolicies } from '../config/ir.ts';
 
 type ActiveHealthConfig = NonNullable<NonNullable<ResolvedBackendPolicies['health']>['active']>;

@@ -15,6 +15,7 @@ import pino from 'pino';
 import { request } from 'undici';
 import { configDump, workerHealth } from '../admin/config-dump.ts';
 import { loadConfigText } from '../config/load.ts';
+import { sharedMemoryOf } from '../policies/shared-memory.ts';
 import { Supervisor } from '../server/supervisor.ts';
 import { EndpointHealth, retryAfterMs } from './health.ts';
 
@@ -390,7 +391,8 @@ test('active: one prober per endpoint per proxy, whatever the workers; every wor
     [a.state.port, b.state.port],
     '{active: {path: /healthz, interval: 100ms, timeout: 200ms, unhealthyThreshold: 2}}',
   );
-  await sup.apply(loadConfigText('test.yaml', yaml, process.cwd()).ir);
+  const ir = loadConfigText('test.yaml', yaml, process.cwd()).ir;
+  await sup.apply(ir, sharedMemoryOf(ir));
   const port = Object.values(sup.ports)[0] as number;
   const before = a.state.probes;
   await sleep(1_500);

@@ -1,0 +1,72 @@
+// The config loader process (config/loader.ts): what the main thread gets back for a good file, a bad
+// one and the embedded default, across the process boundary.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { Secret } from '../secret.ts';
+import type { ApiKeyIR } from './ir.ts';
+import { LoadError, loadInChild } from './loader.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'gw-loader-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+function file(name: string, text: string): string {
+  const p = join(dir, name);
+  writeFileSync(p, text);
+  return p;
+}
+
+test('a file comes back as its IR, start-up settings, warnings and the memory its policies share', async () => {
+  const p = file(
+    'good.yaml',
+    `config:
+  adminAddr: 127.0.0.1:0
+  workerThreads: 3
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - name: limited
+      policies:
+        apiKey: {keys: [k-secret-1]}
+        localRateLimit: [{maxTokens: 5, tokensPerFill: 1, fillInterval: 1s}]
+        directResponse: {status: 200, body: "$UNSET_BARE"}
+`,
+  );
+  const loaded = await loadInChild(p);
+  assert.equal(loaded.startup.workerThreads, 3);
+  assert.equal(loaded.startup.adminAddr, '127.0.0.1:0');
+  const route = loaded.ir.binds[0]?.listeners[0]?.routes[0];
+  assert.ok(route);
+  assert.equal(route.name, 'limited');
+  // A credential crosses as a Secret again, not as the wire form it travelled in.
+  const keys = (route.policies.apiKey as ApiKeyIR).keys as Secret[];
+  assert.ok(keys[0] instanceof Secret);
+  assert.equal(keys[0].reveal(), 'k-secret-1');
+  assert.equal(loaded.policyMemory.length, 1);
+  assert.ok((loaded.policyMemory[0]?.bytes ?? 0) > 0);
+  assert.match(loaded.warnings.join('\n'), /good\.yaml:\d+:\d+: .*UNSET_BARE/);
+});
+
+test('a bad file is a LoadError naming the file, line and field', async () => {
+  const p = file('bad.yaml', 'binds:\n- port: 0\n  listeners:\n  - routes:\n    - backends: [{host: 7}]\n');
+  await assert.rejects(loadInChild(p), (err: Error) => {
+    assert.ok(err instanceof LoadError);
+    assert.match(
+      err.message,
+      /bad\.yaml:5:\d+: binds\[0\]\.listeners\[0\]\.routes\[0\]\.backends\[0\]\.host/,
+    );
+    return true;
+  });
+});
+
+test('a file that cannot be read is a LoadError naming it', async () => {
+  await assert.rejects(loadInChild(join(dir, 'missing.yaml')), /missing\.yaml.*cannot read file/);
+});
+
+test('without a file the embedded default config loads', async () => {
+  const loaded = await loadInChild(undefined);
+  assert.equal(loaded.ir.binds[0]?.listeners[0]?.routes[0]?.name, 'hello');
+});

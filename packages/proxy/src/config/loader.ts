@@ -1,0 +1,75 @@
+// Loads a config file in a short-lived process (config/loader-process.ts) and hands the main thread
+// the result: the IR its data-plane workers apply, the start-up settings and the warnings. The config
+// schemas (zod, yaml) and the route compiler took some 11 MiB of the main thread's heap, kept for the
+// process's life because a module is never unloaded. A worker thread would not give it back either:
+// V8 keeps the pages of an exited thread's heap (13-16 MiB measured after one load) and glibc its
+// malloc arena. An exited process returns everything.
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { SharedMemoryNeed } from '../policies/types.ts';
+import { decodeSecrets } from '../secret.ts';
+import type { ProxyIR } from './ir.ts';
+import type { StartupConfig } from './load.ts';
+
+// Run from the sources the entry is the module beside this one; run from the bundle (hack/bundle.ts),
+// it is the bundle's third entry, beside the chunk this code is in.
+const LOADER = fileURLToPath(
+  import.meta.url.endsWith('.ts')
+    ? new URL('./loader-process.ts', import.meta.url)
+    : new URL('./gw-config-loader.js', import.meta.url),
+);
+
+export type LoaderReply =
+  | { ok: true; ir: unknown; startup: StartupConfig; policyMemory: SharedMemoryNeed[]; warnings: string[] }
+  | { ok: false; message: string };
+
+export interface LoadedConfigResult {
+  ir: ProxyIR;
+  startup: StartupConfig;
+  /** The memory the config's policies share across workers, for Supervisor.apply. */
+  policyMemory: SharedMemoryNeed[];
+  /** Each warning formatted with its file, line and field. */
+  warnings: string[];
+}
+
+/** A config that does not load: the message names the file, line and field at fault. */
+export class LoadError extends Error {}
+
+/** Decodes a loader's reply: the config, or a LoadError with the loader's message. */
+export function fromReply(r: LoaderReply): LoadedConfigResult {
+  if (!r.ok) throw new LoadError(r.message);
+  return {
+    ir: decodeSecrets(r.ir) as ProxyIR,
+    startup: r.startup,
+    policyMemory: r.policyMemory,
+    warnings: r.warnings,
+  };
+}
+
+/** Loads `file` (the embedded default config when undefined) in a process of its own. */
+export function loadInChild(file: string | undefined): Promise<LoadedConfigResult> {
+  return new Promise((resolve, reject) => {
+    const child = fork(LOADER, [file ?? '-'], {
+      // Structured clone, as the IR crosses to the data-plane workers, rather than JSON.
+      serialization: 'advanced',
+      execArgv: ['--disable-warning=ExperimentalWarning'],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    let reply: LoaderReply | undefined;
+    child.once('message', (r: LoaderReply) => {
+      reply = r;
+    });
+    child.once('error', (err) => reject(new Error(`cannot start the config loader: ${err.message}`)));
+    child.once('exit', (code, signal) => {
+      if (reply) {
+        try {
+          resolve(fromReply(reply));
+        } catch (err) {
+          reject(err);
+        }
+        return;
+      }
+      reject(new Error(`the config loader exited (${signal ?? `code ${code}`}) before answering`));
+    });
+  });
+}
