@@ -466,6 +466,31 @@ describe('graceful shutdown', () => {
     });
   });
 
+  test('one worker runs in the main thread and drains the same way', async () => {
+    slow ??= await startUpstream('slow', () => sleep(1000));
+    const g = await startGw({ yaml: slowConfig(slow.port), args: ['--workers', '1'] });
+    assert.ok(
+      g.stdout.some(
+        (l) => l.includes('serving') && l.includes('workers=1') && l.includes('dataPlane="main thread"'),
+      ),
+      g.stdout.join('\n'),
+    );
+    // The admin still reaches the data plane (over a channel in the same thread): metrics and memory.
+    assert.equal((await get(await g.proxyPort(), '/slow')).status, 200);
+    const metrics = await fetch(`${g.stats}/metrics`).then((r) => r.text());
+    assert.match(metrics, /^gw_requests_total\{[^}]*route="[^"]*\/slow"[^}]*status="200",worker="0"\} 1$/m);
+    const memory = (await fetch(`${g.admin}/memory`).then((r) => r.json())) as {
+      workers: { worker: number }[];
+    };
+    assert.deepEqual(
+      memory.workers.map((w) => w.worker),
+      [0],
+    );
+    await drainWhileBusy(g, async () => {
+      process.kill(g.pid, 'SIGTERM');
+    });
+  });
+
   test('connectionMinTerminationDeadline: after SIGTERM readiness fails at once, but new requests are served until the minimum has passed', async () => {
     const minMs = 3000;
     slow ??= await startUpstream('slow', () => sleep(1000));

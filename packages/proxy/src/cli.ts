@@ -178,10 +178,19 @@ export async function main(argv: string[]): Promise<number> {
     workers = n;
   }
 
-  const supervisor = new Supervisor({ workers, logFilter, logFormat: startup.logFormat, log });
-  trimWhenQuiet((t) =>
-    log.debug({ ms: Math.round(t.lastMs), freedBytes: t.lastFreedBytes }, 'idle memory trim'),
-  );
+  const supervisor = new Supervisor({
+    workers,
+    logFilter,
+    logFormat: startup.logFormat,
+    log,
+    oneInProcess: true,
+  });
+  // A data plane in this thread trims it itself, and never once it has served traffic.
+  if (!supervisor.inProcess) {
+    trimWhenQuiet((t) =>
+      log.debug({ ms: Math.round(t.lastMs), freedBytes: t.lastFreedBytes }, 'idle memory trim'),
+    );
+  }
   let lastError: string | undefined;
   let stopping = false;
   const servers: { close: () => Promise<unknown> }[] = [];
@@ -231,6 +240,7 @@ export async function main(argv: string[]): Promise<number> {
           {
             version: loaded?.ir.version ?? 'none yet',
             workers: supervisor.workers.length,
+            ...(supervisor.inProcess ? { dataPlane: 'main thread' } : {}),
             listeners: (supervisor.ir?.binds ?? [])
               .map(
                 (b) =>

@@ -1,7 +1,8 @@
 // The main thread of a proxy: starts one data-plane worker per core, hands each config version to
 // all of them (worker 0 first, so ports chosen by the OS are shared), and drains them on shutdown.
+// A proxy with one worker may run it in this thread instead (SupervisorOptions.oneInProcess).
 import { availableParallelism } from 'node:os';
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import type { TraceEvent } from '@gw/api';
 import type { Logger } from 'pino';
 import type { ProxyIR } from '../config/ir.ts';
@@ -27,31 +28,56 @@ const WORKER_URL = import.meta.url.endsWith('.ts')
  *   peak RSS, 1 MiB bodies: 295-311, 307-312, 280-287, 266-273, 222 MiB
  *   scavenge pauses per LLM request (11 s at 10k req/s): -, 2.6, 4.0, 6.5 us (6 MiB: 15% more CPU)
  * 16 MiB takes most of the memory at about 1% of CPU; below 8 MiB scavenges start to cost real CPU.
- * A NODE_OPTIONS --max-semi-space-size still overrides it.
+ * A --max-semi-space-size given to node (in NODE_OPTIONS too) overrides it: bin/gw and the image pass
+ * 5 (MiB; the young generation is three semi-spaces) for the main thread, which holds the data plane
+ * when there is one worker (peak RSS, plain, pinned: 154-157 MiB without it, 116-124 with it).
  */
 const YOUNG_GENERATION_MB = 16;
 
 export class WorkerHandle {
   readonly index: number;
-  readonly worker: Worker;
+  /** The worker thread; undefined when the data plane runs in this thread. */
+  readonly worker: Worker | undefined;
   version: string | undefined;
+  /** The worker thread, or this end of the channel to the data plane in this thread. */
+  readonly #port: Worker | MessagePort;
   #next = 1;
   readonly #pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  #failed: Error | undefined;
 
   constructor(
     index: number,
     data: WorkerData,
     onExit: (code: number) => void,
     onTrace: (id: number, event: TraceEvent | null) => void,
+    inProcess = false,
   ) {
     this.index = index;
-    this.worker = new Worker(WORKER_URL, {
-      workerData: data,
-      stdout: false,
-      stderr: false,
-      resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
-    });
-    this.worker.on('message', (r: Reply | TraceMessage) => {
+    if (inProcess) {
+      // The same messages over a MessageChannel, cloned as they would be between threads. The data
+      // plane's code loads now; what is posted meanwhile waits in the channel.
+      const { port1, port2 } = new MessageChannel();
+      this.worker = undefined;
+      this.#port = port1;
+      import('./data-plane-port.ts').then(
+        ({ runDataPlane }) => runDataPlane(port2, data),
+        (err: Error) => this.#fail(new Error(`cannot load the data plane: ${err.message}`)),
+      );
+    } else {
+      this.worker = new Worker(WORKER_URL, {
+        workerData: data,
+        stdout: false,
+        stderr: false,
+        resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
+      });
+      this.#port = this.worker;
+      this.worker.on('error', (err) => this.#fail(err, false));
+      this.worker.on('exit', (code) => {
+        this.#fail(new Error(`worker ${index} exited with code ${code}`), false);
+        onExit(code);
+      });
+    }
+    this.#port.on('message', (r: Reply | TraceMessage) => {
       if ('trace' in r) {
         onTrace(r.trace, r.event as TraceEvent | null);
         return;
@@ -62,23 +88,28 @@ export class WorkerHandle {
       if (r.ok) p.resolve(r.result);
       else p.reject(new Error(r.error));
     });
-    this.worker.on('error', (err) => {
-      for (const p of this.#pending.values()) p.reject(err);
-      this.#pending.clear();
-    });
-    this.worker.on('exit', (code) => {
-      for (const p of this.#pending.values()) p.reject(new Error(`worker ${index} exited with code ${code}`));
-      this.#pending.clear();
-      onExit(code);
-    });
+  }
+
+  /** Rejects what is pending with `err`; `forGood`, every later call too (a thread restarts instead). */
+  #fail(err: Error, forGood = true): void {
+    if (forGood) this.#failed = err;
+    for (const p of this.#pending.values()) p.reject(err);
+    this.#pending.clear();
   }
 
   call<T = unknown>(req: WorkerRequest): Promise<T> {
+    if (this.#failed) return Promise.reject(this.#failed);
     const id = this.#next++;
     return new Promise<T>((resolve, reject) => {
       this.#pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.worker.postMessage({ id, req } satisfies Envelope);
+      this.#port.postMessage({ id, req } satisfies Envelope);
     });
+  }
+
+  /** Ends the worker thread, or closes the channel to the data plane in this thread. */
+  async terminate(): Promise<void> {
+    if (this.worker) await this.worker.terminate();
+    else (this.#port as MessagePort).close();
   }
 }
 
@@ -87,6 +118,13 @@ export interface SupervisorOptions {
   logFilter: string;
   logFormat: 'text' | 'json';
   log: Logger;
+  /**
+   * With one worker, run its data plane in this thread rather than a thread of its own: a second V8
+   * isolate with its own copy of the shared modules costs about 12 MiB of RSS. The data plane then
+   * shares the event loop with the admin, stats and readiness servers, and is not restarted apart from
+   * the process.
+   */
+  oneInProcess?: boolean;
 }
 
 export class Supervisor {
@@ -99,9 +137,13 @@ export class Supervisor {
   #queue: Promise<unknown> = Promise.resolve();
   onWorkerExit: (index: number, code: number) => void = () => {};
 
+  /** True when the one data plane runs in this thread (SupervisorOptions.oneInProcess). */
+  readonly inProcess: boolean;
+
   constructor(opts: SupervisorOptions) {
     this.#opts = opts;
     const n = opts.workers === 'auto' ? availableParallelism() : opts.workers;
+    this.inProcess = n === 1 && opts.oneInProcess === true;
     for (let i = 0; i < n; i++) this.#spawn(i, n);
   }
 
@@ -134,6 +176,7 @@ export class Supervisor {
         }
       },
       (id, event) => this.#onTrace(id, event),
+      this.inProcess,
     );
   }
 
@@ -254,7 +297,7 @@ export class Supervisor {
     const results = await Promise.allSettled(
       this.workers.map((w) => w.call<{ cut: number }>({ type: 'drain', deadlineMs })),
     );
-    await Promise.allSettled(this.workers.map((w) => w.worker.terminate()));
+    await Promise.allSettled(this.workers.map((w) => w.terminate()));
     return results.reduce((n, r) => n + (r.status === 'fulfilled' ? r.value.cut : 0), 0);
   }
 }

@@ -1,75 +1,7 @@
 // Entry point of a data-plane worker thread: one DataPlane, driven by messages from the main thread.
-import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
-import type { ProxyIR } from '../config/ir.ts';
-import { LogHub } from '../observability/logger.ts';
-import { ProxyMetrics } from '../observability/metrics.ts';
-import { decodeSecrets } from '../secret.ts';
-import { DataPlane } from './data-plane.ts';
-import { heapSpaces } from './heap-spaces.ts';
-import { trimWhenQuiet } from './idle-trim.ts';
-import { cpuProfile, heapProfile } from './profile.ts';
-import type { Envelope, Reply, TraceMessage, WorkerData, WorkerRequest } from './protocol.ts';
+import { runDataPlane } from './data-plane-port.ts';
+import type { WorkerData } from './protocol.ts';
 
-const data = workerData as WorkerData;
-const port = parentPort;
-if (!port) throw new Error('worker.ts must run in a worker thread');
-
-const logs = new LogHub(data.logFilter, data.logFormat, undefined, true);
-const log = logs.module('proxy');
-const metrics = new ProxyMetrics();
-metrics.registry.setDefaultLabels({ worker: String(data.index) });
-const plane = new DataPlane({
-  log,
-  accessLog: logs.records('request'),
-  metrics,
-  reusePort: data.workers > 1,
-  worker: data.index,
-  workers: data.workers,
-  traceSink: (id, event) => port.postMessage({ trace: id, event } satisfies TraceMessage),
-});
-trimWhenQuiet(
-  (t) => log.debug({ ms: Math.round(t.lastMs), freedBytes: t.lastFreedBytes }, 'idle memory trim'),
-  () => plane.served,
-);
-
-async function handle(req: WorkerRequest): Promise<unknown> {
-  switch (req.type) {
-    case 'apply':
-      return await plane.apply(decodeSecrets(req.ir) as ProxyIR, req.ports, req.shared);
-    case 'drain': {
-      const cut = await plane.drain(req.deadlineMs);
-      // The supervisor terminates this thread next: the last access-log lines must be out first.
-      await logs.flush();
-      return cut;
-    }
-    case 'log-level':
-      return logs.setFilter(req.filter);
-    case 'metrics':
-      return await metrics.registry.getMetricsAsJSON();
-    case 'health':
-      return plane.endpointHealth();
-    case 'tasks':
-      return { worker: data.index, inflight: plane.tasks(), resources: process.getActiveResourcesInfo() };
-    case 'memory':
-      return { worker: data.index, heap: getHeapStatistics(), spaces: heapSpaces() };
-    case 'trace-arm':
-      return plane.armTrace(req.id, req.flag, req.expression);
-    case 'trace-disarm':
-      return plane.disarmTrace(req.id);
-    case 'profile':
-      return req.kind === 'cpu' ? await cpuProfile(req.seconds, req.frequency) : await heapProfile();
-  }
-}
-
-port.on('message', (msg: Envelope) => {
-  handle(msg.req).then(
-    (result) => port.postMessage({ id: msg.id, ok: true, result } satisfies Reply),
-    (err: Error) => port.postMessage({ id: msg.id, ok: false, error: err.message } satisfies Reply),
-  );
-});
-
-process.on('uncaughtException', (err) => {
-  // A bug in one request must not take the worker down with every other request on it.
-  log.error({ err }, 'uncaught exception in worker');
-});
+if (!parentPort) throw new Error('worker.ts must run in a worker thread');
+runDataPlane(parentPort, workerData as WorkerData);
