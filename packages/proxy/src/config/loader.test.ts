@@ -62,8 +62,13 @@ test('a bad file is a LoadError naming the file, line and field', async () => {
   });
 });
 
-test('a file that cannot be read is a LoadError naming it', async () => {
+test('a file that cannot be read is a LoadError naming it, "-" included', async () => {
   await assert.rejects(loadInChild(join(dir, 'missing.yaml')), /missing\.yaml.*cannot read file/);
+  // Not the default config: a file named "-" is a file like any other.
+  await assert.rejects(
+    loadInChild('-'),
+    (err: Error) => err instanceof LoadError && /^-: cannot read file/.test(err.message),
+  );
 });
 
 test('without a file the embedded default config loads', async () => {

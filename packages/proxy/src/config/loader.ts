@@ -49,7 +49,7 @@ export function fromReply(r: LoaderReply): LoadedConfigResult {
 /** Loads `file` (the embedded default config when undefined) in a process of its own. */
 export function loadInChild(file: string | undefined): Promise<LoadedConfigResult> {
   return new Promise((resolve, reject) => {
-    const child = fork(LOADER, [file ?? '-'], {
+    const child = fork(LOADER, file === undefined ? [] : [file], {
       // Structured clone, as the IR crosses to the data-plane workers, rather than JSON.
       serialization: 'advanced',
       execArgv: ['--disable-warning=ExperimentalWarning'],
