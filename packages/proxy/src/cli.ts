@@ -7,7 +7,7 @@ import { startAdmin, startReadiness, startStats } from './admin/server.ts';
 import { DEFAULT_CONFIG_NAME } from './config/default-config.ts';
 import type { ProxyIR } from './config/ir.ts';
 import type { StartupConfig } from './config/load.ts';
-import { fromReply, type LoadedConfigResult, loadInChild } from './config/loader.ts';
+import { type LoadedConfigResult, loadInChild } from './config/loader.ts';
 import { LogHub, parseLevelFilter } from './observability/logger.ts';
 import { trimWhenQuiet } from './server/idle-trim.ts';
 import { Supervisor } from './server/supervisor.ts';
@@ -60,7 +60,7 @@ const env = (name: string): string | undefined => process.env[name] || undefined
 /** Loads, validates and compiles a config in this thread, the first call loading the code for it. */
 async function loadHere(file: string | undefined): Promise<LoadedConfigResult> {
   const { loadAndCompile } = await import('./config/load-and-compile.ts');
-  return fromReply(await loadAndCompile(file ?? null));
+  return await loadAndCompile(file ?? null);
 }
 
 function report(err: unknown): string {

@@ -35,8 +35,8 @@ export interface LoadedConfigResult {
 /** A config that does not load: the message names the file, line and field at fault. */
 export class LoadError extends Error {}
 
-/** Decodes a loader's reply: the config, or a LoadError with the loader's message. */
-export function fromReply(r: LoaderReply): LoadedConfigResult {
+/** Decodes the loader process's reply: the config, or a LoadError with the loader's message. */
+function fromReply(r: LoaderReply): LoadedConfigResult {
   if (!r.ok) throw new LoadError(r.message);
   return {
     ir: decodeSecrets(r.ir) as ProxyIR,
