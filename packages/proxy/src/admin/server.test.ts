@@ -184,3 +184,52 @@ describe('the Host rule', () => {
     assert.equal(refuse(parseListenAddress('unix:/tmp/gw.sock'), { host: 'anything' }), undefined);
   });
 });
+
+describe('/config_dump', () => {
+  test('a reload that lands while the workers report health is shown without the error it cleared', async () => {
+    const fixed = loadConfigText(
+      'fixed.yaml',
+      `binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - policies: {directResponse: {status: 204}}
+`,
+      process.cwd(),
+    ).ir;
+    let lastError: string | undefined = 'config.yaml:14:1: a broken edit';
+    const reloading = {
+      ir,
+      ports: {},
+      workers: [
+        {
+          index: 0,
+          version: ir.version,
+          // The fixed file applies while this worker answers: the config changes, the error clears.
+          call: async () => {
+            reloading.ir = fixed;
+            lastError = undefined;
+            return [];
+          },
+        },
+      ],
+    };
+    const a = await startAdmin({
+      supervisor: reloading as unknown as Supervisor,
+      logs,
+      startup,
+      lastError: () => lastError,
+      shutdown: () => {},
+    });
+    try {
+      const res = await fetch(`http://${a.address}/config_dump`);
+      const dump = (await res.json()) as { version: string; lastReloadError?: string };
+      assert.notEqual(fixed.version, ir.version);
+      assert.equal(dump.version, fixed.version);
+      assert.equal(dump.lastReloadError, undefined);
+    } finally {
+      await a.app.close();
+    }
+  });
+});

@@ -75,9 +75,12 @@ export async function startAdmin(
     ].join('\n');
   });
 
-  app.get('/config_dump', async () =>
-    configDump(supervisor, ctx.startup, ctx.lastError(), await workerHealth(supervisor)),
-  );
+  app.get('/config_dump', async () => {
+    // The workers answer first; the running config and the last reload error are then read together,
+    // so a reload that lands while the workers answer is never shown with the error it cleared.
+    const health = await workerHealth(supervisor);
+    return configDump(supervisor, ctx.startup, ctx.lastError(), health);
+  });
 
   app.get('/logging', async (_req, reply) => {
     reply.type('text/plain');
