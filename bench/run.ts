@@ -28,13 +28,14 @@ const benchDir = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(benchDir, '..');
 
 const USAGE = `node bench/run.ts — environment:
-  BENCH_QUICK=1              short check: the pinned mode only, 2 rounds × 1 s + 0.5 s per peer (or the
-                             scenario's own quick budget); every scenario in under 3 minutes
+  BENCH_QUICK=1              short check: the pinned mode only, 2 rounds × 1 s + 0.5 s per peer for
+                             plain-http, one round for the others; idle RSS in plain-http only; every
+                             scenario in under 3 minutes
   BENCH_SCENARIOS=a,b        scenarios to run (default all: ${SCENARIOS.map((s) => s.name).join(', ')})
   BENCH_MODES=pinned,unpinned  (default both; quick: pinned)
-  BENCH_PAIRS=N              interleaved rounds per mode (protocol minimum 5; default 5, quick 2)
-  BENCH_SECONDS=N            saturation seconds per peer and round (default 8, quick 2)
-  BENCH_LATENCY_SECONDS=N    fixed-rate seconds per peer and round (default 6, quick 1)
+  BENCH_PAIRS=N              interleaved rounds per mode (protocol minimum 5; default 5, quick 2 or 1)
+  BENCH_SECONDS=N            saturation seconds per peer and round (default 8, quick 1)
+  BENCH_LATENCY_SECONDS=N    fixed-rate seconds per peer and round (default 6, quick 0.5)
   BENCH_GW_BIN=path          proxy binary (default bin/gw)
   BENCH_GW_REVISION=text     gw's revision in the results when BENCH_GW_BIN is a snapshot outside git
   BENCH_AGENTGATEWAY_BIN=path  agentgateway peer (default ../shared/bin/agentgateway when it exists;
@@ -106,11 +107,12 @@ function settingsFromEnv(): Settings {
 function scenarioSettings(settings: Settings, scenario: Scenario): Settings {
   if (!settings.quick || scenario.quick === undefined) return settings;
   const unset = (name: string): boolean => (process.env[name] ?? '') === '';
-  const { saturationSeconds, latencySeconds } = scenario.quick;
+  const { saturationSeconds, latencySeconds, pairs } = scenario.quick;
   return {
     ...settings,
     ...(saturationSeconds !== undefined && unset('BENCH_SECONDS') ? { saturationSeconds } : {}),
     ...(latencySeconds !== undefined && unset('BENCH_LATENCY_SECONDS') ? { latencySeconds } : {}),
+    ...(pairs !== undefined && unset('BENCH_PAIRS') ? { pairs } : {}),
   };
 }
 

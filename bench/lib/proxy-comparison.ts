@@ -47,7 +47,10 @@ export type ProxyName = (typeof PROXIES)[number];
 export type PeerName = 'direct' | ProxyName;
 /** The gw peers: the scenario's gw, the same with the access log on, and the baseline. */
 const GWS = ['gw', 'gw-log', 'gw-plain'] as const satisfies readonly ProxyName[];
-type ComparedScenario = Pick<Scenario, 'name' | 'configure' | 'gwBaseline' | 'gwAccessLog' | 'peerLabels'>;
+type ComparedScenario = Pick<
+  Scenario,
+  'name' | 'configure' | 'gwBaseline' | 'gwAccessLog' | 'peerLabels' | 'quickIdleMemory'
+>;
 
 interface Peer {
   name: PeerName;
@@ -115,54 +118,65 @@ async function runMode(ctx: RunContext, scenario: ComparedScenario, mode: Mode):
     const up = await startUpstream(cfg.upstream, { dir, port: ports.upstream, cpus: mode.loadCpus });
     started.push(up);
     const peers: Peer[] = [{ name: 'direct', url: `http://127.0.0.1:${ports.upstream}`, proc: undefined }];
-    const add = (name: ProxyName, port: number, proc: Tracked): Peer => {
-      started.push(proc);
-      const peer = { name, url: `http://127.0.0.1:${port}`, proc };
-      peers.push(peer);
-      return peer;
-    };
-    const gwPeer = add('gw', ports.gw, await startGwPeer(ctx, mode, dir, 'gw', scenario, ports));
+    // The proxies start at once (each waits for its own readiness); the peer order stays fixed.
+    const starts: { name: ProxyName; port: number; proc: Promise<Tracked> }[] = [];
+    const start = (name: ProxyName, port: number, proc: Promise<Tracked>) =>
+      starts.push({ name, port, proc });
+    start('gw', ports.gw, startGwPeer(ctx, mode, dir, 'gw', scenario, ports));
     const logPorts = plan.instance['gw-log'];
-    if (logPorts !== undefined) {
-      const proc = await startGwPeer(ctx, mode, dir, 'gw-log', scenario, logPorts, withAccessLog);
-      add('gw-log', logPorts.gw, proc);
-    }
+    if (logPorts !== undefined)
+      start('gw-log', logPorts.gw, startGwPeer(ctx, mode, dir, 'gw-log', scenario, logPorts, withAccessLog));
     const basePorts = plan.instance['gw-plain'];
-    if (baseline !== undefined && basePorts !== undefined) {
-      add('gw-plain', basePorts.gw, await startGwPeer(ctx, mode, dir, 'gw-plain', baseline, basePorts));
-    }
-    const nginxProc = await startNginx({
-      name: 'nginx',
-      workDir: dir,
-      workers: mode.workers,
-      httpBody: cfg.nginxHttp,
-      port: ports.nginx,
-      cpus: mode.proxyCpus,
-    });
-    add('nginx', ports.nginx, nginxProc);
-    const floorProc = await startNodeFloor({
-      workDir: dir,
-      port: plan.nodeFloor,
-      upstreamPort: ports.upstream,
-      workers: mode.workers,
-      cpus: mode.proxyCpus,
-    });
-    add('node-floor', plan.nodeFloor, floorProc);
+    if (baseline !== undefined && basePorts !== undefined)
+      start('gw-plain', basePorts.gw, startGwPeer(ctx, mode, dir, 'gw-plain', baseline, basePorts));
+    start(
+      'nginx',
+      ports.nginx,
+      startNginx({
+        name: 'nginx',
+        workDir: dir,
+        workers: mode.workers,
+        httpBody: cfg.nginxHttp,
+        port: ports.nginx,
+        cpus: mode.proxyCpus,
+      }),
+    );
+    start(
+      'node-floor',
+      plan.nodeFloor,
+      startNodeFloor({
+        workDir: dir,
+        port: plan.nodeFloor,
+        upstreamPort: ports.upstream,
+        workers: mode.workers,
+        cpus: mode.proxyCpus,
+      }),
+    );
     const agwPorts = plan.instance.agentgateway;
-    let agwPeer: Peer | undefined;
-    if (ctx.agentgatewayBin !== undefined && agwPorts !== undefined) {
-      const yaml = scenario.configure({ mode, ports: agwPorts }).agentgatewayYaml;
-      if (yaml !== undefined) {
-        const proc = await startAgentgateway({
+    const agwYaml = agwPorts && scenario.configure({ mode, ports: agwPorts }).agentgatewayYaml;
+    if (ctx.agentgatewayBin !== undefined && agwPorts !== undefined && agwYaml !== undefined) {
+      start(
+        'agentgateway',
+        agwPorts.gw,
+        startAgentgateway({
           bin: ctx.agentgatewayBin,
           workDir: dir,
-          yaml,
+          yaml: agwYaml,
           readyPort: agwPorts.ready,
           cpus: mode.proxyCpus,
-        });
-        agwPeer = add('agentgateway', agwPorts.gw, proc);
-      }
+        }),
+      );
     }
+    const results = await Promise.allSettled(starts.map((x) => x.proc));
+    // Whatever started is stopped at the end, even when another peer failed to.
+    for (const r of results) if (r.status === 'fulfilled') started.push(r.value);
+    for (const r of results) if (r.status === 'rejected') throw r.reason;
+    for (const [i, x] of starts.entries()) {
+      const proc = (results[i] as PromiseFulfilledResult<Tracked>).value;
+      peers.push({ name: x.name, url: `http://127.0.0.1:${x.port}`, proc });
+    }
+    const gwPeer = peers.find((p) => p.name === 'gw') as Peer;
+    const agwPeer = peers.find((p) => p.name === 'agentgateway');
     ctx.log(`${tag} peers: ${peers.map((p) => p.name).join(', ')}`);
 
     await checkPeersAgree(peers, cfg.load);
@@ -175,13 +189,15 @@ async function runMode(ctx: RunContext, scenario: ComparedScenario, mode: Mode):
     if (agwPeer !== undefined) await checkExpectations(agwPeer, cfg, { statusOnly: true });
 
     // Idle: ready and proxied one request (above), before any load, after 5 s without traffic, the
-    // time a proxy that returns memory when quiet (gw's idle trim: 3 s) is given to do so.
-    await sleep(5000);
+    // time a proxy that returns memory when quiet (gw's idle trim: 3 s) is given to do so. Quick runs
+    // skip it where the scenario's idle figures are not targets.
+    const idle = !settings.quick || scenario.quickIdleMemory === true;
+    if (idle) await sleep(5000);
     const proxies = peers.filter((p): p is Peer & { name: ProxyName; proc: Tracked } => p.proc !== undefined);
     const idleKiB: Partial<Record<ProxyName, number>> = {};
     const rss: Partial<Record<ProxyName, RssSampler>> = {};
     for (const p of proxies) {
-      idleKiB[p.name] = statusKiB(processTree(p.proc.pid), 'VmRSS');
+      if (idle) idleKiB[p.name] = statusKiB(processTree(p.proc.pid), 'VmRSS');
       const sampler = new RssSampler(p.proc.pid);
       rss[p.name] = sampler;
       samplers.push(sampler);

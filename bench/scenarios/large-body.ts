@@ -72,6 +72,8 @@ export function configure({ mode, ports }: ConfigureInput): ScenarioConfig {
 
 export const largeBody: Scenario = {
   name: 'large-body',
+  // BENCH_QUICK=1: one round, so that every scenario fits the quick run's 3 minutes.
+  quick: { pairs: 1 },
   title: '2. Large bodies: 1 MiB request and response, 64 concurrent transfers',
   reference:
     'Target (issue 17): 64 concurrent 1 MiB transfers add at most 64 MiB of RSS over idle and reach at least 0.5× nginx throughput.',

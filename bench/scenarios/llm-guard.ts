@@ -25,6 +25,8 @@ export function configure(input: ConfigureInput): ScenarioConfig {
 
 export const llmGuard: Scenario = {
   name: 'llm-guard',
+  // BENCH_QUICK=1: one round, so that every scenario fits the quick run's 3 minutes.
+  quick: { pairs: 1 },
   title: '3b. LLM with prompt guards: scenario 3 plus a regex guard on the request and one on the answer',
   reference:
     'Target for gw (issue 18): one regex guard on request and response adds ≤ 30 µs CPU per 1 KiB ' +

@@ -71,6 +71,8 @@ function describeLoad(settings: Settings): string {
 
 export const llmStream: Scenario = {
   name: 'llm-stream',
+  // BENCH_QUICK=1: one round, so that every scenario fits the quick run's 3 minutes.
+  quick: { pairs: 1 },
   title: '4. LLM streaming: SSE chat completion, time to first token and per-chunk delay added',
   reference:
     'Target for gw (issue 11): ≤ 0.5 ms added to time to first token at p50. "Added" is the peer minus ' +

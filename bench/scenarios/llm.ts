@@ -182,6 +182,8 @@ export function configure(input: ConfigureInput): ScenarioConfig {
 
 export const llm: Scenario = {
   name: 'llm',
+  // BENCH_QUICK=1: one round, so that every scenario fits the quick run's 3 minutes.
+  quick: { pairs: 1 },
   title: '3. LLM: OpenAI chat completion, non-streamed 1 KiB, token counting and a token rate limit',
   reference:
     'agentgateway v1.6.0 (published, 2 cores): ~142 µs CPU per 1 KiB OpenAI request. Target for gw ' +

@@ -83,5 +83,7 @@ export const plainHttp: Scenario = {
   configure,
   gwAccessLog: true,
   peerLabels: { gw: 'gw (logs off)', gwAccessLog: 'gw (access log)' },
+  // Its idle RSS figures are issue 17's targets: quick runs measure them too.
+  quickIdleMemory: true,
   run: (ctx) => runProxyComparison(ctx, plainHttp),
 };

@@ -160,6 +160,8 @@ export function configure(input: ConfigureInput): ScenarioConfig {
 
 export const policyChain: Scenario = {
   name: 'policy-chain',
+  // BENCH_QUICK=1: one round, so that every scenario fits the quick run's 3 minutes.
+  quick: { pairs: 1 },
   title: '5. Policy chain: JWT (RS256) + CEL authorization + local rate limit on every request',
   reference:
     'nginx has no JWT validation: "nginx plain proxy" is the floor of proxying, not a peer with the same ' +

@@ -162,10 +162,17 @@ export interface Scenario {
   readonly gwAccessLog?: boolean;
   readonly peerLabels?: Partial<PeerLabels>;
   /**
-   * Per-peer seconds for BENCH_QUICK=1 when the defaults would not fit the quick budget (more peers);
-   * explicit BENCH_SECONDS / BENCH_LATENCY_SECONDS still win. The result file records what ran.
+   * Per-peer seconds and rounds for BENCH_QUICK=1 when the defaults would not fit the quick budget;
+   * explicit BENCH_SECONDS / BENCH_LATENCY_SECONDS / BENCH_PAIRS still win. The result file records
+   * what ran.
    */
-  readonly quick?: Partial<Pick<Settings, 'saturationSeconds' | 'latencySeconds'>>;
+  readonly quick?: Partial<Pick<Settings, 'saturationSeconds' | 'latencySeconds' | 'pairs'>>;
+  /**
+   * Whether BENCH_QUICK=1 waits the 5 s of quiet before reading idle RSS (proxy comparisons). Only the
+   * scenario whose idle figures are targets does; the others skip the wait in quick runs and report
+   * no idle RSS (full runs always measure it).
+   */
+  readonly quickIdleMemory?: boolean;
   /**
    * What one peer's measurement in one round is, for the report, when it is not the default (wrk
    * saturation, then h2load at load.rateRps).
