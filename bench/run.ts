@@ -32,7 +32,8 @@ const USAGE = `node bench/run.ts — environment:
                              plain-http, one round for the others; idle RSS in plain-http only; every
                              scenario in under 3 minutes
   BENCH_SCENARIOS=a,b        scenarios to run (default all: ${SCENARIOS.map((s) => s.name).join(', ')})
-  BENCH_MODES=pinned,unpinned  (default both; quick: pinned)
+  BENCH_MODES=pinned,unpinned  (default both; quick: pinned); other modes write a result file of their
+                             own (<date>-<scenario>.pinned.json), never over the usual run's
   BENCH_PAIRS=N              interleaved rounds per mode (protocol minimum 5; default 5, quick 2 or 1)
   BENCH_SECONDS=N            saturation seconds per peer and round (default 8, quick 1)
   BENCH_LATENCY_SECONDS=N    fixed-rate seconds per peer and round (default 6, quick 0.5)

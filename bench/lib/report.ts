@@ -22,9 +22,12 @@ export interface ResultFile {
   modes: ModeResult[];
 }
 
-export function resultFileName(r: Pick<ResultFile, 'date' | 'scenario' | 'quick'>): string {
-  // A quick check must never overwrite the day's full run, hence its own suffix.
-  return `${r.date}-${r.scenario}${r.quick ? '.quick' : ''}.json`;
+export function resultFileName(r: Pick<ResultFile, 'date' | 'scenario' | 'quick' | 'modes'>): string {
+  // A quick check must never overwrite the day's full run, nor a run of some modes (BENCH_MODES) one
+  // of the usual ones: each has its own suffix.
+  const modes = r.modes.map((m) => m.mode.name).join('+');
+  const usual = r.quick ? 'pinned' : 'pinned+unpinned';
+  return `${r.date}-${r.scenario}${modes === usual ? '' : `.${modes}`}${r.quick ? '.quick' : ''}.json`;
 }
 
 function formatValue(v: number | null, unit: Figure['unit']): string {
