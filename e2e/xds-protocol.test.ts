@@ -53,7 +53,7 @@ function proxy(
     ...files,
     log: hub.module('xds'),
     backoff: { initialMs: 50, maxMs: 400 },
-    onConfig: (ir) => {
+    onConfig: ({ ir }) => {
       configs.push(ir);
     },
     onReject: (m) => rejects.push(m),

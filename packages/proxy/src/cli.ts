@@ -7,7 +7,7 @@ import { startAdmin, startReadiness, startStats } from './admin/server.ts';
 import { DEFAULT_CONFIG_NAME } from './config/default-config.ts';
 import type { ProxyIR } from './config/ir.ts';
 import type { StartupConfig } from './config/load.ts';
-import { type LoadedConfigResult, loadInChild } from './config/loader.ts';
+import { buildXdsInChild, type LoadedConfigResult, loadInChild } from './config/loader.ts';
 import { LogHub, parseLevelFilter } from './observability/logger.ts';
 import { trimWhenQuiet } from './server/idle-trim.ts';
 import { Supervisor } from './server/supervisor.ts';
@@ -260,20 +260,28 @@ export async function main(argv: string[]): Promise<number> {
         return;
       }
       if (xds) {
-        // grpc-js and the generated xDS messages: only a proxy fed over xDS loads them, and the
-        // policies' code, to size what they share across workers.
+        // grpc-js and the generated xDS messages: only a proxy fed over xDS loads them.
         const { startXdsClient } = await import('./xds-client/client.ts');
-        const { sharedMemoryOf } = await import('./policies/shared-memory.ts');
+        let applied = false;
         xdsClient = startXdsClient({
           address: xdsAddress as string,
           gateway: gateway as string,
           ...(tokenFile !== undefined ? { tokenFile } : {}),
           ...(caFile !== undefined ? { caFile } : {}),
           log: logs.module('xds'),
+          // Until a config is running, in a process of its own, as a file is loaded at start-up: the
+          // config schemas and the compiler stay out of this thread. Updates after that are built in
+          // this thread, as a file's reloads are (a process each would add half a second to each).
+          build: async (held, origin) => {
+            if (!applied) return await buildXdsInChild(held, origin);
+            const { buildXdsConfig } = await import('./xds-client/build.ts');
+            return buildXdsConfig(held, origin);
+          },
           // Worker 0 compiles it first: a config it refuses reaches no other worker (Supervisor.apply).
-          onConfig: async (ir: ProxyIR) => {
+          onConfig: async ({ ir, policyMemory }) => {
             if (stopping) return;
-            await supervisor.apply(ir, sharedMemoryOf(ir));
+            await supervisor.apply(ir, policyMemory);
+            applied = true;
             lastError = undefined;
           },
           onReject: (message) => {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { Secret } from '../secret.ts';
 import type { ApiKeyIR } from './ir.ts';
-import { LoadError, loadInChild } from './loader.ts';
+import { buildXdsInChild, LoadError, loadInChild } from './loader.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'gw-loader-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -74,4 +74,63 @@ test('a file that cannot be read is a LoadError naming it, "-" included', async 
 test('without a file the embedded default config loads', async () => {
   const loaded = await loadInChild(undefined);
   assert.equal(loaded.ir.binds[0]?.listeners[0]?.routes[0]?.name, 'hello');
+});
+
+test('xDS resources are built in the loader process: a config with its shared memory, or the issues under each resource name', async () => {
+  const { fromJson, toBinary } = await import('@bufbuild/protobuf');
+  const { ResourceSchema } = await import('@gw/xds-proto/gw/resource/v1/resource');
+  const bytes = (json: unknown) => toBinary(ResourceSchema, fromJson(ResourceSchema, json as never));
+  const origin = { address: 'http://controller:9978', gateway: 'ns/gw', baseDir: dir };
+  const bind = bytes({
+    bind: { port: 0, listeners: [{ name: 'ns/gw/http', gateway: 'ns/gw', protocol: 'HTTP' }] },
+  });
+  const route = (policies: unknown) =>
+    bytes({
+      route: {
+        port: 0,
+        listener: 'ns/gw/http',
+        namespace: 'ns',
+        name: 'web',
+        matches: [{ path: { pathPrefix: '/' } }],
+        policies,
+      },
+    });
+
+  const good = await buildXdsInChild(
+    new Map([
+      ['bind/0', { bytes: bind }],
+      [
+        'route/0/ns/gw/http/ns/web/0',
+        {
+          bytes: route({
+            localRateLimit: [{ maxTokens: 5, tokensPerFill: 1, fillInterval: '1s' }],
+            directResponse: { status: 204 },
+          }),
+        },
+      ],
+    ]),
+    origin,
+  );
+  const r = good.ir.binds[0]?.listeners[0]?.routes[0];
+  assert.equal(r?.policies.directResponse?.status, 204);
+  assert.equal(good.policyMemory.length, 1, 'the rate limit shares its buckets across workers');
+
+  await assert.rejects(
+    buildXdsInChild(
+      new Map<string, { bytes: Uint8Array } | { error: string }>([
+        ['bind/0', { bytes: bind }],
+        ['route/0/ns/gw/http/ns/web/0', { bytes: route({ directResponse: { status: 99 } }) }],
+        ['broken', { bytes: new Uint8Array([0xff, 0xff, 0xff]) }],
+        ['foreign', { error: 'type type.googleapis.com/other' }],
+      ]),
+      origin,
+    ),
+    (err: Error) => {
+      assert.ok(err instanceof LoadError, String(err));
+      assert.match(err.message, /route\/0\/ns\/gw\/http\/ns\/web\/0.*status/);
+      assert.match(err.message, /broken.*cannot decode/);
+      assert.match(err.message, /foreign.*cannot decode: type type\.googleapis\.com\/other/);
+      return true;
+    },
+  );
 });

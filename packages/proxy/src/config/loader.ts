@@ -8,6 +8,7 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { SharedMemoryNeed } from '../policies/types.ts';
 import { decodeSecrets } from '../secret.ts';
+import type { HeldResources, XdsOrigin } from '../xds-client/build.ts';
 import type { ProxyIR } from './ir.ts';
 import type { StartupConfig } from './load.ts';
 
@@ -48,8 +49,23 @@ function fromReply(r: LoaderReply): LoadedConfigResult {
 
 /** Loads `file` (the embedded default config when undefined) in a process of its own. */
 export function loadInChild(file: string | undefined): Promise<LoadedConfigResult> {
+  return runLoader(file === undefined ? ['default'] : ['file', file]);
+}
+
+/** What config/loader-process.ts is sent, after its start, to build an xDS config (xds-client/build.ts). */
+export interface XdsBuildRequest {
+  held: [string, { bytes: Uint8Array } | { error: string }][];
+  origin: XdsOrigin;
+}
+
+/** Builds the config of a Gateway's xDS resources in a process of its own (xds-client/build.ts). */
+export function buildXdsInChild(held: HeldResources, origin: XdsOrigin): Promise<LoadedConfigResult> {
+  return runLoader(['xds'], { held: [...held], origin } satisfies XdsBuildRequest);
+}
+
+function runLoader(args: string[], request?: XdsBuildRequest): Promise<LoadedConfigResult> {
   return new Promise((resolve, reject) => {
-    const child = fork(LOADER, file === undefined ? [] : [file], {
+    const child = fork(LOADER, args, {
       // Structured clone, as the IR crosses to the data-plane workers, rather than JSON.
       serialization: 'advanced',
       execArgv: ['--disable-warning=ExperimentalWarning'],
@@ -71,5 +87,6 @@ export function loadInChild(file: string | undefined): Promise<LoadedConfigResul
       }
       reject(new Error(`the config loader exited (${signal ?? `code ${code}`}) before answering`));
     });
+    if (request !== undefined) child.send(request);
   });
 }

@@ -127,3 +127,18 @@ test('the main thread statically imports neither the config schemas and compiler
     `load these in the config loader (config/loader.ts) or behind a dynamic import:\n  ${found.join('\n  ')}`,
   );
 });
+
+test('the xDS client statically imports no config schema or compiler: the first config is built in the loader process', async () => {
+  // gRPC and the generated xDS messages are what it is for.
+  const needed = (p: string) => p === '@grpc/grpc-js' || p === '@bufbuild/protobuf';
+  const found = await forbiddenImports(
+    'packages/proxy/src/xds-client/client.ts',
+    MAIN_PACKAGES.filter((p) => !needed(p)),
+    MAIN_FILES.filter((re) => !re.test('packages/xds-proto/')),
+  );
+  assert.deepEqual(
+    found,
+    [],
+    `build configs in xds-client/build.ts, which the client imports when first needed:\n  ${found.join('\n  ')}`,
+  );
+});

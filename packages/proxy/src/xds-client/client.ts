@@ -1,11 +1,13 @@
 // The proxy's xDS client: one delta ADS stream to the controller, subscribed to every resource of the
-// proxy's Gateway. After each response the resources are assembled into the standalone config
-// document and loaded like a file; a good config is handed on and ACKed, a bad one NACKed with its
-// issues while the last good config keeps serving. A lost controller is retried with backoff.
+// proxy's Gateway. After each response the resources are built into a config (build.ts: assembled
+// into the standalone config document and loaded like a file); a good config is handed on and ACKed,
+// a bad one NACKed with its issues while the last good config keeps serving. A lost controller is
+// retried with backoff. This module loads no config schema: build.ts is imported when first needed,
+// or the caller builds elsewhere (`build`, e.g. in a process of its own).
 
 import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { create, fromBinary } from '@bufbuild/protobuf';
+import { create } from '@bufbuild/protobuf';
 import {
   Client,
   type ClientDuplexStream,
@@ -15,21 +17,18 @@ import {
   type StatusObject,
   status,
 } from '@grpc/grpc-js';
-import { ConfigError, type ConfigIssue, formatPath } from '@gw/api';
 import {
   type DeltaDiscoveryRequest,
   DeltaDiscoveryRequestSchema,
   type DeltaDiscoveryResponse,
 } from '@gw/xds-proto/envoy/service/discovery/v3/discovery';
 import { StatusSchema } from '@gw/xds-proto/google/rpc/status';
-import { type Resource, ResourceSchema } from '@gw/xds-proto/gw/resource/v1/resource';
 import type { Logger } from 'pino';
-import type { ProxyIR } from '../config/ir.ts';
-import { loadConfigObject } from '../config/load.ts';
+import type { LoadedConfigResult } from '../config/loader.ts';
 import { VERSION } from '../version.ts';
 import { parseXdsAddress } from './address.ts';
 import { AdsService, RESOURCE_TYPE_URL } from './ads-service.ts';
-import { assembleConfig } from './assemble.ts';
+import type { HeldResources, XdsOrigin } from './build.ts';
 
 export interface XdsClientOptions {
   /** `http://host:port` (plaintext) or `https://host:port` (TLS). */
@@ -43,7 +42,7 @@ export interface XdsClientOptions {
   /** `node.id`; default `<hostname>.<pid>`. */
   nodeId?: string;
   /** Applies a config; a throw NACKs it (the caller keeps serving what it had). */
-  onConfig(ir: ProxyIR): void | Promise<void>;
+  onConfig(config: LoadedConfigResult): void | Promise<void>;
   /** A config was refused (invalid, or `onConfig` threw); `message` lists the issues. */
   onReject?(message: string): void;
   log: Logger;
@@ -51,6 +50,11 @@ export interface XdsClientOptions {
   backoff?: { initialMs: number; maxMs: number };
   /** For file references in resources (there should be none): default the working directory. */
   baseDir?: string;
+  /**
+   * Builds the config of the resources held (default: build.ts in this thread); a throw NACKs the
+   * update with the error's message.
+   */
+  build?(held: HeldResources, origin: XdsOrigin): Promise<LoadedConfigResult>;
 }
 
 export type XdsClientState = 'connecting' | 'connected' | 'backoff' | 'closed';
@@ -75,7 +79,15 @@ export function startXdsClient(opts: XdsClientOptions): XdsClient {
   const nodeId = opts.nodeId ?? `${hostname()}.${process.pid}`;
   // The controller's view: every resource it sent, also those of a refused update, so the next
   // delta applies on top of what the controller thinks this proxy has.
-  const held = new Map<string, { version: string; resource: Resource | undefined; error?: string }>();
+  const held = new Map<string, { version: string } & ({ bytes: Uint8Array } | { error: string })>();
+  const origin: XdsOrigin = {
+    address: opts.address,
+    gateway: opts.gateway,
+    baseDir: opts.baseDir ?? process.cwd(),
+  };
+  const build =
+    opts.build ??
+    (async (h: HeldResources, o: XdsOrigin) => (await import('./build.ts')).buildXdsConfig(h, o));
   let version: string | undefined;
   let state: XdsClientState = 'connecting';
   let attempt = 0;
@@ -183,19 +195,17 @@ export function startXdsClient(opts: XdsClientOptions): XdsClient {
     if (res.typeUrl !== RESOURCE_TYPE_URL) return;
     for (const name of res.removedResources) held.delete(name);
     for (const r of res.resources) {
-      try {
-        if (r.resource?.typeUrl !== RESOURCE_TYPE_URL)
-          throw new Error(`type ${r.resource?.typeUrl ?? 'none'}`);
-        held.set(r.name, { version: r.version, resource: fromBinary(ResourceSchema, r.resource.value) });
-      } catch (err) {
-        held.set(r.name, { version: r.version, resource: undefined, error: (err as Error).message });
-      }
+      // Decoded where the config is built (build.ts).
+      if (r.resource?.typeUrl === RESOURCE_TYPE_URL)
+        held.set(r.name, { version: r.version, bytes: r.resource.value });
+      else held.set(r.name, { version: r.version, error: `type ${r.resource?.typeUrl ?? 'none'}` });
     }
     let detail: string | undefined;
     try {
-      const ir = build();
+      const config = await build(held, origin);
+      const ir = config.ir;
       if (ir.version !== version) {
-        await opts.onConfig(ir);
+        await opts.onConfig(config);
         log.info(
           { version: ir.version, resources: held.size, nonce: res.nonce },
           version === undefined ? 'xDS config applied' : 'xDS config updated',
@@ -203,7 +213,8 @@ export function startXdsClient(opts: XdsClientOptions): XdsClient {
         version = ir.version;
       }
     } catch (err) {
-      detail = err instanceof ConfigError ? err.message : ((err as Error).message ?? String(err));
+      // A ConfigError's message lists every issue under its resource's name.
+      detail = (err as Error).message ?? String(err);
       log.error(
         { nonce: res.nonce, keeping: version ?? 'nothing' },
         `xDS config rejected, keeping version ${version ?? '(none)'}:\n${detail}`,
@@ -220,32 +231,6 @@ export function startXdsClient(opts: XdsClientOptions): XdsClient {
           : {}),
       }),
     );
-  }
-
-  /** The held resources through the standalone loader; throws ConfigError listing every issue. */
-  function build(): ProxyIR {
-    const resources = new Map<string, Resource>();
-    const issues: ConfigIssue[] = [];
-    for (const [name, h] of held) {
-      if (h.resource) resources.set(name, h.resource);
-      else issues.push(issue(name, [], `cannot decode: ${h.error}`));
-    }
-    const a = assembleConfig(resources);
-    for (const p of a.problems) issues.push(issue(p.resource, p.path, p.message));
-    try {
-      const loaded = loadConfigObject(
-        `xds ${opts.address} gateway ${opts.gateway}`,
-        a.data,
-        opts.baseDir ?? process.cwd(),
-        a.origin,
-        { allowNoListeners: true },
-      );
-      if (issues.length === 0) return loaded.ir;
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
-      issues.push(...err.issues);
-    }
-    throw new ConfigError(issues);
   }
 
   void connect();
@@ -281,12 +266,4 @@ function clip(detail: string): string {
   const kept = detail.slice(0, cut > 0 ? cut : MAX_DETAIL);
   const more = detail.slice(kept.length).split('\n').filter(Boolean).length;
   return `${kept}\n… and ${more} more`;
-}
-
-function issue(
-  file: string,
-  path: (string | number)[] | readonly (string | number)[],
-  message: string,
-): ConfigIssue {
-  return { file, line: 0, column: 0, path: formatPath(path), message };
 }

@@ -1,0 +1,74 @@
+// The config a Gateway's xDS resources describe: each resource decoded, the lot assembled into the
+// standalone config document, loaded and validated as a file is, and compiled once without
+// connecting anything, so that what a data-plane worker would refuse is refused here. The xDS client
+// (client.ts) runs it in a short-lived process for the first config (config/loader.ts) and in place
+// afterwards, as a file is loaded at start-up and on reloads: the config schemas stay out of the main
+// thread until a second config comes.
+import { fromBinary } from '@bufbuild/protobuf';
+import { ConfigError, type ConfigIssue, formatIssue, formatPath } from '@gw/api';
+import { type Resource, ResourceSchema } from '@gw/xds-proto/gw/resource/v1/resource';
+import { loadConfigObject } from '../config/load.ts';
+import type { LoadedConfigResult } from '../config/loader.ts';
+import { sharedMemoryOf } from '../policies/shared-memory.ts';
+import { compileTable } from '../routing/table.ts';
+import { assembleConfig } from './assemble.ts';
+
+/** Resource name → its bytes as the controller sent them (a gw.resource.v1.Resource), or why not. */
+export type HeldResources = ReadonlyMap<string, { bytes: Uint8Array } | { error: string }>;
+
+/** Where the resources come from, for the messages: the controller's address and the Gateway. */
+export interface XdsOrigin {
+  address: string;
+  gateway: string;
+  /** For file references in resources (there should be none). */
+  baseDir: string;
+}
+
+/** The config of `held`; throws ConfigError listing every issue, each under its resource's name. */
+export function buildXdsConfig(held: HeldResources, origin: XdsOrigin): LoadedConfigResult {
+  const resources = new Map<string, Resource>();
+  const issues: ConfigIssue[] = [];
+  for (const [name, h] of held) {
+    if ('error' in h) {
+      issues.push(issue(name, [], `cannot decode: ${h.error}`));
+      continue;
+    }
+    try {
+      resources.set(name, fromBinary(ResourceSchema, h.bytes));
+    } catch (err) {
+      issues.push(issue(name, [], `cannot decode: ${(err as Error).message}`));
+    }
+  }
+  const a = assembleConfig(resources);
+  for (const p of a.problems) issues.push(issue(p.resource, p.path, p.message));
+  try {
+    const loaded = loadConfigObject(
+      `xds ${origin.address} gateway ${origin.gateway}`,
+      a.data,
+      origin.baseDir,
+      a.origin,
+      { allowNoListeners: true },
+    );
+    if (issues.length === 0) {
+      compileTable(loaded.ir, null);
+      return {
+        ir: loaded.ir,
+        startup: loaded.startup,
+        policyMemory: sharedMemoryOf(loaded.ir),
+        warnings: loaded.warnings.map(formatIssue),
+      };
+    }
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    issues.push(...err.issues);
+  }
+  throw new ConfigError(issues);
+}
+
+function issue(
+  file: string,
+  path: (string | number)[] | readonly (string | number)[],
+  message: string,
+): ConfigIssue {
+  return { file, line: 0, column: 0, path: formatPath(path), message };
+}
