@@ -5,7 +5,6 @@ import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { startAdmin, startReadiness, startStats } from './admin/server.ts';
 import { DEFAULT_CONFIG_NAME } from './config/default-config.ts';
-import type { ProxyIR } from './config/ir.ts';
 import type { StartupConfig } from './config/load.ts';
 import { buildXdsInChild, type LoadedConfigResult, loadInChild } from './config/loader.ts';
 import { LogHub, parseLevelFilter } from './observability/logger.ts';

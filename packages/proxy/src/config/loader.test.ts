@@ -112,7 +112,7 @@ test('xDS resources are built in the loader process: a config with its shared me
     origin,
   );
   const r = good.ir.binds[0]?.listeners[0]?.routes[0];
-  assert.equal(r?.policies.directResponse?.status, 204);
+  assert.equal((r?.policies.directResponse as { status?: number } | undefined)?.status, 204);
   assert.equal(good.policyMemory.length, 1, 'the rate limit shares its buckets across workers');
 
   await assert.rejects(
