@@ -8,7 +8,7 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { SharedMemoryNeed } from '../policies/types.ts';
 import { decodeSecrets } from '../secret.ts';
-import type { HeldResources, XdsOrigin } from '../xds-client/build.ts';
+import type { HeldResources, XdsOrigin } from '../xds-client/held.ts';
 import type { ProxyIR } from './ir.ts';
 import type { StartupConfig } from './load.ts';
 

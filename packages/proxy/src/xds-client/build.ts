@@ -12,17 +12,7 @@ import type { LoadedConfigResult } from '../config/loader.ts';
 import { sharedMemoryOf } from '../policies/shared-memory.ts';
 import { compileTable } from '../routing/table.ts';
 import { assembleConfig } from './assemble.ts';
-
-/** Resource name → its bytes as the controller sent them (a gw.resource.v1.Resource), or why not. */
-export type HeldResources = ReadonlyMap<string, { bytes: Uint8Array } | { error: string }>;
-
-/** Where the resources come from, for the messages: the controller's address and the Gateway. */
-export interface XdsOrigin {
-  address: string;
-  gateway: string;
-  /** For file references in resources (there should be none). */
-  baseDir: string;
-}
+import type { HeldResources, XdsOrigin } from './held.ts';
 
 /** The config of `held`; throws ConfigError listing every issue, each under its resource's name. */
 export function buildXdsConfig(held: HeldResources, origin: XdsOrigin): LoadedConfigResult {

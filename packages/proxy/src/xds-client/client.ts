@@ -28,7 +28,7 @@ import type { LoadedConfigResult } from '../config/loader.ts';
 import { VERSION } from '../version.ts';
 import { parseXdsAddress } from './address.ts';
 import { AdsService, RESOURCE_TYPE_URL } from './ads-service.ts';
-import type { HeldResources, XdsOrigin } from './build.ts';
+import type { HeldResources, XdsOrigin } from './held.ts';
 
 export interface XdsClientOptions {
   /** `http://host:port` (plaintext) or `https://host:port` (TLS). */
