@@ -105,6 +105,8 @@ export async function bundle(): Promise<void> {
       gw: 'packages/proxy/src/cli.ts',
       'gw-worker': 'packages/proxy/src/server/worker.ts',
       'gw-config-loader': 'packages/proxy/src/config/loader-process.ts',
+      // The CEL library and environment, which cel/cel.ts loads with the first expression it compiles.
+      'gw-cel': 'packages/api/src/cel/environment.ts',
     },
     outdir: DIST,
     bundle: true,

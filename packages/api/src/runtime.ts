@@ -1,10 +1,11 @@
 // What the proxy's data plane (its worker threads) needs from @gw/api at run time, without the zod
 // schemas that validate a config: importing those costs each worker about 10 MiB, and a worker only
-// ever receives a config the main thread has already validated and compiled.
+// ever receives a config the main thread has already validated and compiled. Nor the CEL library:
+// the proxy loads @gw/api/cel/environment with the first expression it compiles (cel/cel.ts).
 
-export { CEL_VARIABLES, celEnvironment, celToJson, compileCelWith } from './cel/environment.ts';
-export { GUARD_REGEX_FLAGS } from './checks/guardrails.ts';
+export { CEL_VARIABLES, celToJson } from './cel/values.ts';
 export { hashFormat, parseHtpasswd } from './checks/htpasswd.ts';
+export { GUARD_REGEX_FLAGS } from './checks/regex.ts';
 export { DEFAULT_SENSITIVE_HEADERS } from './config/credentials.ts';
 export { parseByteSize, parseGoDuration } from './duration.ts';
 export { HEADER_NAME_REGEXP as HEADER_NAME_PATTERN } from './header-name.ts';

@@ -3,30 +3,9 @@
 // stand-ins that never run. Both compile through `compileCelWith`, so an expression the checks accept
 // is one the proxy compiles, with the same error message when it is not.
 import { type ASTNode, Environment } from '@marcbachmann/cel-js';
+import { CEL_MAX_LENGTH, CEL_VARIABLES, type CelVariable, celToJson, parseJson } from './values.ts';
 
-/** Variables an expression may name; each is filled in only when its context exists. */
-export const CEL_VARIABLES = [
-  'request',
-  'response',
-  'source',
-  'jwt',
-  'apiKey',
-  'extauthz',
-  'llmRequest',
-  'llm',
-  'backend',
-  'route',
-  // The MCP call being made (method, target, tool / prompt / resource): MCP authorization rules.
-  'mcp',
-  // The A2A call being made (method, task id, outcome): on routes whose backends are A2A agents.
-  'a2a',
-  // Values transformations stored (their `metadata` maps), for the policies after them.
-  'metadata',
-] as const;
-export type CelVariable = (typeof CEL_VARIABLES)[number];
-
-/** The longest expression accepted (the CRDs' CELExpression limit). */
-export const CEL_MAX_LENGTH = 16384;
+export { CEL_MAX_LENGTH, CEL_VARIABLES, type CelVariable, celToJson, parseJson } from './values.ts';
 
 /**
  * What evaluating needs beyond the declarations: the CIDR class and `random()`. (String helpers such
@@ -65,38 +44,6 @@ export function celEnvironment<C extends object>(rt: CelRuntime<C>): Environment
     params: [{ name: 'ip', type: 'dyn' }],
   });
   return e;
-}
-
-/**
- * JSON text as CEL values: integers become CEL ints (bigint), so `json(request.body).n + 1` works;
- * numbers written with a fraction or an exponent are doubles.
- */
-export function parseJson(text: string): unknown {
-  return JSON.parse(text, (_k, v, context?: { source?: string }) =>
-    typeof v === 'number' &&
-    Number.isInteger(v) &&
-    context?.source !== undefined &&
-    /^-?[0-9]+$/.test(context.source)
-      ? BigInt(context.source)
-      : v,
-  );
-}
-
-/**
- * A CEL value as plain JSON data: ints as numbers, maps as objects, bytes as base64 (as agentgateway
- * writes them), timestamps as RFC 3339 text.
- */
-export function celToJson(value: unknown): unknown {
-  if (typeof value === 'bigint') return Number(value);
-  if (value instanceof Uint8Array) return Buffer.from(value).toString('base64');
-  if (value instanceof Date) return value.toISOString();
-  if (value instanceof Map) return Object.fromEntries([...value].map(([k, v]) => [String(k), celToJson(v)]));
-  if (Array.isArray(value)) return value.map(celToJson);
-  if (value && typeof value === 'object') {
-    if ('toJSON' in value && typeof value.toJSON === 'function') return value.toJSON();
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, celToJson(v)]));
-  }
-  return value;
 }
 
 export type CelEvaluator = ((ctx: Partial<Record<CelVariable, unknown>>) => unknown) & {

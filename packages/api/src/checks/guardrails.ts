@@ -4,10 +4,9 @@ import type { AiPolicy, GuardWebhook, PromptGuard } from '../config/schema.ts';
 import type { FieldPath } from '../config/source.ts';
 import { checkCel } from './cel.ts';
 import type { Problem } from './problem.ts';
-import { checkRegex } from './regex.ts';
+import { checkRegex, GUARD_REGEX_FLAGS } from './regex.ts';
 
-/** How the proxy compiles a guard's pattern: JavaScript syntax, every match found. */
-export const GUARD_REGEX_FLAGS = 'g';
+export { GUARD_REGEX_FLAGS };
 
 export function checkGuardPattern(pattern: string, path: FieldPath): Problem[] {
   let re: RegExp;

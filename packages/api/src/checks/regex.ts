@@ -2,6 +2,9 @@
 import type { FieldPath } from '../config/source.ts';
 import type { Problem } from './problem.ts';
 
+/** How the proxy compiles a guard's pattern: JavaScript syntax, every match found. */
+export const GUARD_REGEX_FLAGS = 'g';
+
 export function checkRegex(pattern: string, path: FieldPath): Problem[] {
   try {
     new RegExp(pattern);
