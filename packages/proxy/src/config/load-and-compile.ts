@@ -5,7 +5,7 @@ import { formatIssue } from '@gw/api';
 import { sharedMemoryOf } from '../policies/shared-memory.ts';
 import { compileTable } from '../routing/table.ts';
 import { DEFAULT_CONFIG, DEFAULT_CONFIG_NAME } from './default-config.ts';
-import { loadConfigFile, loadConfigText } from './load.ts';
+import { type LoadedConfig, loadConfigFile, loadConfigText } from './load.ts';
 import type { LoadedConfigResult } from './loader.ts';
 
 /** `file`, or the embedded default config when null; a config that does not load throws ConfigError. */
@@ -14,7 +14,14 @@ export async function loadAndCompile(file: string | null): Promise<LoadedConfigR
     file !== null
       ? await loadConfigFile(file)
       : loadConfigText(DEFAULT_CONFIG_NAME, DEFAULT_CONFIG, process.cwd());
-  // Compile once without connecting anything, so what would fail in a data-plane worker fails here.
+  return compiled(loaded);
+}
+
+/**
+ * What the main thread needs of a loaded config, compiled once without connecting anything so that
+ * what would fail in a data-plane worker fails here. xds-client/build.ts ends the same way.
+ */
+export function compiled(loaded: LoadedConfig): LoadedConfigResult {
   compileTable(loaded.ir, null);
   return {
     ir: loaded.ir,

@@ -1,5 +1,6 @@
-// Loads a config file in a short-lived process (config/loader-process.ts) and hands the main thread
-// the result: the IR its data-plane workers apply, the start-up settings and the warnings. The config
+// Loads a config file, or builds the first config an xDS controller sends, in a short-lived process
+// (config/loader-process.ts) and hands the main thread the result: the IR its data-plane workers
+// apply, the start-up settings, the warnings and the memory the policies share. The config
 // schemas (zod, yaml) and the route compiler took some 11 MiB of the main thread's heap, kept for the
 // process's life because a module is never unloaded. A worker thread would not give it back either:
 // V8 keeps the pages of an exited thread's heap (13-16 MiB measured after one load) and glibc its
