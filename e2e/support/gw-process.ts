@@ -276,29 +276,7 @@ export function portIsFree(port: number, host = '127.0.0.1'): Promise<boolean> {
   });
 }
 
-/** Ports freePort has handed out in this process. */
-const handedOut = new Set<number>();
-
-/**
- * A port free now (another process may still take it before it is bound), never one this process
- * was handed before. The OS may give a port it just gave back: a test that picked its proxy's
- * listener port, then started a controller that picked its own ports, once saw both get 44137 (the
- * controller bound it first; the proxy refused its config).
- */
-export async function freePort(): Promise<number> {
-  for (;;) {
-    const port = await new Promise<number>((resolve, reject) => {
-      const s = net.createServer();
-      s.once('error', reject);
-      s.listen(0, '127.0.0.1', () => {
-        const p = (s.address() as net.AddressInfo).port;
-        s.close(() => resolve(p));
-      });
-    });
-    if (handedOut.has(port)) continue;
-    handedOut.add(port);
-    return port;
-  }
-}
+/** From @gw/testkit: a loopback port free now, never one handed out before in this process. */
+export { freePort } from '@gw/testkit';
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

@@ -51,13 +51,29 @@ export function httpGet(port: number, path: string, opts: GetOptions = {}): Prom
   });
 }
 
-/** A loopback port that was free a moment ago. */
+/** Ports freePort has handed out in this process. */
+const handedOut = new Set<number>();
+
+/**
+ * A loopback port free now (another process may still take it before it is bound), never one this
+ * process was handed before. The OS may give a port it just gave back: a test that picked its proxy's
+ * listener port, then started a controller that picked its own ports, once saw both get 44137 (the
+ * controller bound it first; the proxy refused its config).
+ */
 export async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
+  for (;;) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const s = net.createServer();
+      s.once('error', reject);
+      s.listen(0, '127.0.0.1', () => {
+        const p = (s.address() as AddressInfo).port;
+        s.close(() => resolve(p));
+      });
+    });
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    return port;
+  }
 }
 
 export interface RawReply {

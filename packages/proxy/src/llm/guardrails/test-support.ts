@@ -4,7 +4,7 @@
 // client sees them, and what the access log and the metrics record.
 import assert from 'node:assert/strict';
 import type { Server } from 'node:http';
-import { type AddressInfo, createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import Anthropic from '@anthropic-ai/sdk';
 import { ConfigError } from '@gw/api';
 import {
@@ -205,13 +205,7 @@ export async function assertClaudeUnavailable(
 }
 
 /** A port on 127.0.0.1 that nothing listens on. */
-export async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
+export { freePort } from '@gw/testkit';
 
 /** Listens on 127.0.0.1: the host:port. */
 export async function listen(s: Server): Promise<string> {

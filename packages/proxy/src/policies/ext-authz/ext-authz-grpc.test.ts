@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError } from '@gw/api';
-import { startUpstream, type TestServer } from '@gw/testkit';
+import { freePort, startUpstream, type TestServer } from '@gw/testkit';
 import { type AuthzServer, type CheckAnswer, startAuthzServer } from '@gw/testkit/ext-authz-server';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { HeaderValueOption_HeaderAppendAction as Action } from '@gw/xds-proto/envoy/config/core/v3/base';
@@ -52,14 +51,6 @@ async function answer(verdict: string | undefined): Promise<CheckAnswer> {
       // Denied with no HTTP response: the gateway picks the answer.
       return { status: { code: PERMISSION_DENIED } };
   }
-}
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as { port: number };
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 let authz: AuthzServer;

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import http, { type IncomingMessage } from 'node:http';
-import { createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startUpstream, type TestServer } from '@gw/testkit';
+import { freePort, startUpstream, type TestServer } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
 
@@ -63,14 +62,6 @@ async function startHttpAuthz() {
         server.close(() => r());
       }),
   };
-}
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as { port: number };
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 let authz: Awaited<ReturnType<typeof startHttpAuthz>>;

@@ -1,10 +1,9 @@
 // extProc against a real Envoy ext_proc v3 server (grpc-js with the generated Envoy messages): header
 // mutations, Buffered body replacement, immediate responses, the failure modes, and the trace.
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { ConfigError } from '@gw/api';
-import { startUpstream, type TestServer } from '@gw/testkit';
+import { freePort, startUpstream, type TestServer } from '@gw/testkit';
 import { type ExtProcServer, type ProcessingAnswer, startExtProcServer } from '@gw/testkit/ext-proc-server';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import type {
@@ -95,14 +94,6 @@ function answer(req: ProcessingRequest, earlier: readonly ProcessingRequest[]): 
     default:
       return undefined;
   }
-}
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as { port: number };
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 let proc: ExtProcServer;

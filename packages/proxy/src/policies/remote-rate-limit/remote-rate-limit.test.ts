@@ -1,9 +1,14 @@
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError } from '@gw/api';
-import { type RateLimitService, startRateLimitService, startUpstream, type TestServer } from '@gw/testkit';
+import {
+  freePort,
+  type RateLimitService,
+  startRateLimitService,
+  startUpstream,
+  type TestServer,
+} from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
 import { loadConfigText } from '../../config/load.ts';
@@ -30,14 +35,6 @@ descriptors:
   - key: model
     rate_limit: {unit: minute, requests_per_unit: 100}
 `;
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as { port: number };
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 /**
  * The service counts in fixed windows aligned to the clock's minutes: a sequence that must stay in one

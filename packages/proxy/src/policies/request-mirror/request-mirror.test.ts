@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError } from '@gw/api';
-import { startUpstream, type TestServer } from '@gw/testkit';
+import { freePort, startUpstream, type TestServer } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
 import { loadConfigText } from '../../config/load.ts';
@@ -27,14 +27,6 @@ async function startStalledMirror(): Promise<{ host: string; sockets: Socket[]; 
         server.close(() => r());
       }),
   };
-}
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as { port: number };
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 async function until(what: string, ok: () => boolean, ms = 3_000): Promise<void> {
