@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { TLSSocket } from 'node:tls';
 import {
+  CLOSED_PORT,
   type Echo,
-  freePort,
   httpGet as get,
   makeTestPki,
   startUpstream,
@@ -319,7 +319,7 @@ describe('upstream failures and streaming', () => {
       }
     });
     const upPort = await listen(up);
-    refusedPort = await freePort();
+    refusedPort = CLOSED_PORT;
     p = await startProxy(`
 binds:
 - port: 0

@@ -7,8 +7,9 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
+import { CLOSED_PORT } from '@gw/testkit';
 import { Profile } from 'pprof-format';
-import { cleanupGw, configBlock, freePort, type GwProcess, startGw, tempDir } from './support/gw-process.ts';
+import { cleanupGw, configBlock, type GwProcess, startGw, tempDir } from './support/gw-process.ts';
 import { cleanupGwctl, runGwctl } from './support/gwctl-process.ts';
 
 const run = promisify(execFile);
@@ -101,7 +102,7 @@ test('mistakes and a closed admin port are clear errors', async () => {
   const secs = await runGwctl(['proxy', 'profile', 'cpu', '--seconds', '0', '-p', admin]);
   assert.equal(secs.code, 2);
   assert.match(secs.stderr, /--seconds 0: expected a whole number from 1 to 300/);
-  const closed = String(await freePort());
+  const closed = String(CLOSED_PORT);
   const r = await runGwctl(['proxy', 'profile', 'heap', '-p', closed, '-o', join(dir, 'never.pb.gz')]);
   assert.equal(r.code, 1);
   assert.match(r.stderr, /cannot reach the gw admin interface at 127\.0\.0\.1:\d+ \(ECONNREFUSED\)/);

@@ -3,9 +3,9 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
-import { startUpstream, type TestServer } from '@gw/testkit';
+import { CLOSED_PORT, startUpstream, type TestServer } from '@gw/testkit';
 import { Agent, request } from 'undici';
-import { cleanupGw, configBlock, freePort, type GwProcess, sleep, startGw } from './support/gw-process.ts';
+import { cleanupGw, configBlock, type GwProcess, sleep, startGw } from './support/gw-process.ts';
 import { cleanupGwctl, runGwctl, startGwctl } from './support/gwctl-process.ts';
 
 interface TraceEvent {
@@ -332,7 +332,7 @@ test('a traced request gets exactly what an untraced one gets', async () => {
 
 describe('errors', () => {
   test('a closed admin port is a clear error, in watch and inject mode', async () => {
-    const closed = String(await freePort());
+    const closed = String(CLOSED_PORT);
     for (const args of [
       ['proxy', 'trace', '--raw', '-p', closed],
       ['proxy', 'trace', '--raw', '-p', closed, '--port', String(port), '--', 'http://x.example/'],
@@ -364,7 +364,7 @@ describe('errors', () => {
   });
 
   test('a closed proxy port in inject mode fails the request, not the trace', async () => {
-    const closed = String(await freePort());
+    const closed = String(CLOSED_PORT);
     const r = await runGwctl([
       'proxy',
       'trace',

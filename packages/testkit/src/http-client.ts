@@ -51,6 +51,14 @@ export function httpGet(port: number, path: string, opts: GetOptions = {}): Prom
   });
 }
 
+/**
+ * A loopback port nothing listens on, for a backend, provider or admin port that must refuse: 1
+ * (tcpmux). A port from freePort will not do, as the next server this process starts on port 0 may be
+ * handed it (an identity provider once was, and answered 404 where the test expected a refusal).
+ * WHATWG fetch refuses port 1 itself ("bad port"): a client on fetch needs a freePort port instead.
+ */
+export const CLOSED_PORT = 1;
+
 /** Ports freePort has handed out in this process. */
 const handedOut = new Set<number>();
 

@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { ApplyGuardrailCommand, BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';
 import {
+  CLOSED_PORT,
   FAKE_ANTHROPIC_REPLY,
   FAKE_REPLY,
   FAKE_STREAM_REPLY,
@@ -25,7 +26,6 @@ import {
   assertClaudeUnavailable,
   assertRejectedUnsent,
   claudeModel,
-  freePort,
   gptModel,
   guardFailsClosed,
   lastAccessLog,
@@ -91,7 +91,7 @@ before(async () => {
     region: 'eu-west-3',
     guardrail: { ...GUARDRAIL, deny: /\bhelp you\b/ },
   });
-  closedPort = await freePort();
+  closedPort = CLOSED_PORT;
   ({ openai, anthropic } = await startFakeProviders());
   const guard = (fake: { port: number } | number, extra = '', region = 'eu-west-3') =>
     `{bedrockGuardrails: {guardrailIdentifier: ${GUARDRAIL.identifier}, guardrailVersion: "${GUARDRAIL.version}", region: ${region}, hostOverride: "127.0.0.1:${typeof fake === 'number' ? fake : fake.port}"${extra}}}`;

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import {
+  CLOSED_PORT,
   FAKE_ANTHROPIC_REPLY,
   FAKE_REPLY,
   FAKE_STREAM_REPLY,
@@ -24,7 +25,6 @@ import {
   assertClaudeUnavailable,
   assertRejectedUnsent,
   claudeModel,
-  freePort,
   gptModel,
   guardFailsClosed,
   lastAccessLog,
@@ -68,7 +68,7 @@ before(async () => {
     answer: () => ({ garbage: true }),
   });
   streams = await startFakeModelArmor({ token: TOKEN, template: TEMPLATE, injection: /help you/ });
-  closedPort = await freePort();
+  closedPort = CLOSED_PORT;
   ({ openai, anthropic } = await startFakeProviders());
   const guard = (fake: { port: number } | number, auth = `policies: {backendAuth: {key: "${TOKEN}"}}`) =>
     `{googleModelArmor: {projectId: acme-ai, location: europe-west4, templateId: strict, hostOverride: "127.0.0.1:${typeof fake === 'number' ? fake : fake.port}"${auth ? `, ${auth}` : ''}}}`;

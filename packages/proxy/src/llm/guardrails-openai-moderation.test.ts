@@ -7,7 +7,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type Anthropic from '@anthropic-ai/sdk';
-import { FAKE_ANTHROPIC_REPLY, FAKE_REPLY, type FakeAnthropic, type FakeOpenAI } from '@gw/testkit';
+import {
+  CLOSED_PORT,
+  FAKE_ANTHROPIC_REPLY,
+  FAKE_REPLY,
+  type FakeAnthropic,
+  type FakeOpenAI,
+} from '@gw/testkit';
 import { type FakeModeration, startFakeModeration } from '@gw/testkit/llm/moderation';
 import type { TestProxy } from '@gw/testkit/proxy';
 import OpenAI from 'openai';
@@ -19,7 +25,6 @@ import {
   assertGuardCounted,
   assertRejectedUnsent,
   claudeModel,
-  freePort,
   gptModel,
   guardFailsClosed,
   lastAccessLog,
@@ -46,7 +51,7 @@ before(async () => {
   moderation = await startFakeModeration({ apiKey: 'sk-moderation' });
   broken = await startFakeModeration({ answer: () => ({ status: 500 }) });
   garbage = await startFakeModeration({ answer: () => ({ garbage: true }) });
-  closedPort = await freePort();
+  closedPort = CLOSED_PORT;
   ({ openai, anthropic } = await startFakeProviders());
   const guarded = (name: string, guard: string) => gptModel(openai, name, `{request: [${guard}]}`);
   const mod = (extra = '', host = moderation.host) =>

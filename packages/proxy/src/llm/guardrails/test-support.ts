@@ -204,9 +204,6 @@ export async function assertClaudeUnavailable(
   return err;
 }
 
-/** A port on 127.0.0.1 that nothing listens on. */
-export { freePort } from '@gw/testkit';
-
 /** Listens on 127.0.0.1: the host:port. */
 export async function listen(s: Server): Promise<string> {
   await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));

@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { ConfigError } from '@gw/api';
 import {
   Browser,
+  CLOSED_PORT,
   httpGet,
   type IdentityProvider,
   type SigningJwk,
@@ -70,9 +71,7 @@ ${route('down', `http://127.0.0.1:${downPort}`)}
 
 before(async () => {
   up = await startUpstream();
-  // Port 1 (tcpmux): nothing listens there. A port freePort picked can be handed to the next server this
-  // process starts on port 0 (the identity provider once got it, and answered 404 instead of refusing).
-  downPort = 1;
+  downPort = CLOSED_PORT;
   // the proxy's port is part of the redirect URIs the provider knows: start it, then point it at them
   proxy = await startProxy(config('http://127.0.0.1:1', 'http://127.0.0.1:1'));
   const key = await signingKey('k1');
