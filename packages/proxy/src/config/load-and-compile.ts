@@ -14,15 +14,17 @@ export async function loadAndCompile(file: string | null): Promise<LoadedConfigR
     file !== null
       ? await loadConfigFile(file)
       : loadConfigText(DEFAULT_CONFIG_NAME, DEFAULT_CONFIG, process.cwd());
-  return compiled(loaded);
+  // Compile once without connecting anything, so what would fail in a data-plane worker fails here,
+  // with the file's name, before any worker starts.
+  compileTable(loaded.ir, null);
+  return resultOf(loaded);
 }
 
 /**
- * What the main thread needs of a loaded config, compiled once without connecting anything so that
- * what would fail in a data-plane worker fails here. xds-client/build.ts ends the same way.
+ * What the main thread needs of a loaded config: the IR, the start-up settings, the memory the
+ * policies share and the warnings, formatted. xds-client/build.ts ends the same way.
  */
-export function compiled(loaded: LoadedConfig): LoadedConfigResult {
-  compileTable(loaded.ir, null);
+export function resultOf(loaded: LoadedConfig): LoadedConfigResult {
   return {
     ir: loaded.ir,
     startup: loaded.startup,

@@ -1,14 +1,15 @@
 // The config a Gateway's xDS resources describe: each resource decoded, the lot assembled into the
-// standalone config document, loaded and validated as a file is, and compiled once without
-// connecting anything, so that what a data-plane worker would refuse is refused here. gw (cli.ts) runs
-// it in a short-lived process until a config is running (config/loader.ts) and in place afterwards,
-// as a file is loaded at start-up and on reloads: the config schemas stay out of the main thread
-// until a second config comes. The xDS client imports it when first needed, unless given a builder.
+// standalone config document, loaded and validated as a file is. It is not compiled here: worker 0
+// compiles it first when it is applied, and one it refuses is NACKed (Supervisor.apply). gw (cli.ts)
+// runs this in a short-lived process until a config is running (config/loader.ts) and in place
+// afterwards, as a file is loaded at start-up and on reloads: the config schemas stay out of the main
+// thread until a second config comes. The xDS client imports it when first needed, unless given a
+// builder.
 import { fromBinary } from '@bufbuild/protobuf';
 import { ConfigError, type ConfigIssue, formatPath } from '@gw/api';
 import { type Resource, ResourceSchema } from '@gw/xds-proto/gw/resource/v1/resource';
 import { loadConfigObject } from '../config/load.ts';
-import { compiled } from '../config/load-and-compile.ts';
+import { resultOf } from '../config/load-and-compile.ts';
 import type { LoadedConfigResult } from '../config/loader.ts';
 import { assembleConfig } from './assemble.ts';
 import type { HeldResources, XdsOrigin } from './held.ts';
@@ -38,7 +39,7 @@ export function buildXdsConfig(held: HeldResources, origin: XdsOrigin): LoadedCo
       a.origin,
       { allowNoListeners: true },
     );
-    if (issues.length === 0) return compiled(loaded);
+    if (issues.length === 0) return resultOf(loaded);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     issues.push(...err.issues);
