@@ -12,6 +12,7 @@ import { isReflectMessage } from '@bufbuild/protobuf/reflect';
 import * as marc from '@marcbachmann/cel-js';
 import { Duration as MarcDuration, UnsignedInt as MarcUint } from '@marcbachmann/cel-js/evaluator';
 import * as celjs from 'cel-js';
+import { CEL_VARIABLES } from '../../packages/api/src/cel/values.ts';
 import { type Canon, canonFromMessage, typeName, unpack } from './values.ts';
 
 /** One conformance test, reduced to what an adapter needs. */
@@ -54,18 +55,8 @@ export interface Candidate {
   nativeContext?(ctx: Record<string, unknown>): { form: string; ctx: Record<string, unknown> };
 }
 
-/** Variables the gateway declares (packages/proxy/src/cel/cel.ts), all dyn. */
-export const POLICY_VARIABLES = [
-  'request',
-  'response',
-  'source',
-  'jwt',
-  'apiKey',
-  'extauthz',
-  'llmRequest',
-  'backend',
-  'route',
-] as const;
+/** Variables the gateway declares, all dyn: its own list, so each candidate compiles what gw would. */
+export const POLICY_VARIABLES = CEL_VARIABLES;
 
 /** Thrown by value converters for inputs a library has no way to represent. */
 class Unsupported extends Error {}

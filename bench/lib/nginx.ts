@@ -2,6 +2,7 @@
 // prefix, so nothing touches the system nginx, its ports or /var/log.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Mode } from '../scenarios/types.ts';
 import { waitForHttp } from './net.ts';
 import { spawnTracked, type Tracked } from './procs.ts';
 import { resolveTool } from './tools.ts';
@@ -51,4 +52,15 @@ export async function startNginx(opts: {
   );
   await waitForHttp(`http://127.0.0.1:${opts.port}/`, proc, { timeoutMs: 10_000 });
   return proc;
+}
+
+/** nginx as a peer of a comparison: the mode's workers on the proxy's CPUs, answering on `port`. */
+export function startNginxPeer(
+  mode: Mode,
+  workDir: string,
+  httpBody: string,
+  port: number,
+  name = 'nginx',
+): Promise<Tracked> {
+  return startNginx({ name, workDir, workers: mode.workers, httpBody, port, cpus: mode.proxyCpus });
 }

@@ -26,7 +26,7 @@ import { busyFraction, cpuSnapshot, parseCpuList } from './cpu-load.ts';
 import { startGw, withAccessLog } from './gw.ts';
 import { type LatencyResult, runH2load, runWrk, type SaturationResult } from './loadgen.ts';
 import { freePorts, waitForHttp } from './net.ts';
-import { startNginx } from './nginx.ts';
+import { startNginx, startNginxPeer } from './nginx.ts';
 import { startNodeFloor } from './node-floor.ts';
 import {
   clockTicksPerSecond,
@@ -129,18 +129,7 @@ async function runMode(ctx: RunContext, scenario: ComparedScenario, mode: Mode):
     const basePorts = plan.instance['gw-plain'];
     if (baseline !== undefined && basePorts !== undefined)
       start('gw-plain', basePorts.gw, startGwPeer(ctx, mode, dir, 'gw-plain', baseline, basePorts));
-    start(
-      'nginx',
-      ports.nginx,
-      startNginx({
-        name: 'nginx',
-        workDir: dir,
-        workers: mode.workers,
-        httpBody: cfg.nginxHttp,
-        port: ports.nginx,
-        cpus: mode.proxyCpus,
-      }),
-    );
+    start('nginx', ports.nginx, startNginxPeer(mode, dir, cfg.nginxHttp, ports.nginx));
     start(
       'node-floor',
       plan.nodeFloor,
@@ -366,14 +355,8 @@ export async function startGwPeer(
   edit: (yaml: string) => string = (yaml) => yaml,
 ): Promise<Tracked> {
   if (ctx.settings.standin) {
-    return startNginx({
-      name: `${name}-standin`,
-      workDir: dir,
-      workers: mode.workers,
-      httpBody: scenario.configure({ mode, ports: { ...ports, nginx: ports.gw } }).nginxHttp,
-      port: ports.gw,
-      cpus: mode.proxyCpus,
-    });
+    const { nginxHttp } = scenario.configure({ mode, ports: { ...ports, nginx: ports.gw } });
+    return startNginxPeer(mode, dir, nginxHttp, ports.gw, `${name}-standin`);
   }
   return startGw({
     name,

@@ -20,7 +20,7 @@ import type {
 import { startAgentgateway } from './agentgateway.ts';
 import type { ClientSummary, Distribution, PhaseSummary } from './llm-stream-client.ts';
 import { waitForHttp } from './net.ts';
-import { startNginx } from './nginx.ts';
+import { startNginxPeer } from './nginx.ts';
 import { startNodeFloor } from './node-floor.ts';
 import {
   clockTicksPerSecond,
@@ -150,14 +150,7 @@ async function runMode(ctx: RunContext, scenario: StreamScenario, mode: Mode): P
         ? undefined
         : await startGwPeer(ctx, mode, dir, 'gw-plain', baseline, basePorts);
     if (plainProc !== undefined) started.push(plainProc);
-    const nginxProc = await startNginx({
-      name: 'nginx',
-      workDir: dir,
-      workers: mode.workers,
-      httpBody: cfg.nginxHttp,
-      port: ports.nginx,
-      cpus: mode.proxyCpus,
-    });
+    const nginxProc = await startNginxPeer(mode, dir, cfg.nginxHttp, ports.nginx);
     started.push(nginxProc);
     const floorProc = await startNodeFloor({
       workDir: dir,
