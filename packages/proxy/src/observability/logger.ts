@@ -102,6 +102,15 @@ export interface RecordLog {
   info(record: Record<string, unknown>): void;
 }
 
+/**
+ * What a batched hub gathers before it writes. Each write is a round trip through libuv's thread pool
+ * (a wake-up of a pool thread and one back), which a pinned worker pays on its own core. Profiled on one
+ * pinned worker with the default access log at about 16k req/s, the writes and their completions took
+ * 3.7% of the process's CPU with 4 KiB blocks (a dozen lines) and 1.6% with 32 KiB ones. Lines still go
+ * out at least every 100 ms.
+ */
+const BATCH_BYTES = 32 * 1024;
+
 /** How long flush() waits for a write in flight (stdout may be a pipe nobody reads). */
 const FLUSH_WAIT_MS = 2000;
 
@@ -116,7 +125,7 @@ export class LogHub {
   #inFlight: () => Promise<unknown> | undefined = () => undefined;
 
   /**
-   * `batched`: lines are written to stdout in blocks of up to 4 KiB, and at least every 100 ms,
+   * `batched`: lines are written to stdout in blocks of BATCH_BYTES, and at least every 100 ms,
    * instead of one write(2) each — a data-plane worker writes an access-log line per request.
    * Call flush() before the thread ends.
    */
@@ -130,8 +139,11 @@ export class LogHub {
       const boom = pino.destination({
         fd: 1,
         sync: false,
-        minLength: batched ? 4096 : 0,
-        ...(batched ? { contentMode: 'buffer' as const } : {}),
+        minLength: 0,
+        // sonic-boom wants minLength below maxWrite (its largest single write).
+        ...(batched
+          ? { contentMode: 'buffer' as const, minLength: BATCH_BYTES, maxWrite: 2 * BATCH_BYTES }
+          : {}),
       });
       this.#flushSync = () => boom.flushSync();
       base = batched ? { write: (line: string) => boom.write(Buffer.from(line) as unknown as string) } : boom;
