@@ -107,6 +107,9 @@ export async function bundle(): Promise<void> {
       'gw-config-loader': 'packages/proxy/src/config/loader-process.ts',
       // The CEL library and environment, which cel/cel.ts loads with the first expression it compiles.
       'gw-cel': 'packages/api/src/cel/environment.ts',
+      // The ai, mcp and a2a backend kinds, which upstream/backends/registry.ts loads with the first
+      // config that has one.
+      'gw-agent': 'packages/proxy/src/upstream/backends/agent.ts',
     },
     outdir: DIST,
     bundle: true,

@@ -38,6 +38,13 @@ const WORKER_FILES = [
   /^packages\/api\/src\/index\.ts$/,
   /^packages\/api\/src\/config\/schema\.ts$/,
   /^packages\/xds-proto\//,
+  // the agent backend kinds (LLM, MCP, A2A): upstream/backends/registry.ts loads them with the first
+  // config that has one. What the core shares with them stays: usage accounting for the token rate
+  // limits, the SigV4 signer's wrapper, the MCP log hook and the A2A outcome the access log names.
+  /^packages\/proxy\/src\/upstream\/backends\/(ai|mcp|a2a|agent)[/.]/,
+  /^packages\/proxy\/src\/llm\/(?!usage\.ts$|providers\/bedrock\/sigv4\.ts$)/,
+  /^packages\/proxy\/src\/mcp\/(?!log\.ts$)/,
+  /^packages\/proxy\/src\/a2a\/(?!info\.ts$)/,
 ];
 
 function externals(): string[] {
@@ -107,7 +114,7 @@ async function forbiddenImports(entry: string, packages: string[], files: RegExp
   return found;
 }
 
-test('a worker thread statically imports no config schemas, signer, profiler, gRPC, protobuf, OpenTelemetry or htpasswd hashing code', async () => {
+test('a worker thread statically imports no config schemas, signer, profiler, gRPC, protobuf, OpenTelemetry, htpasswd hashing or agent backend (LLM, MCP, A2A) code', async () => {
   const found = await forbiddenImports('packages/proxy/src/server/worker.ts', WORKER_PACKAGES, WORKER_FILES);
   assert.deepEqual(
     found,

@@ -1,20 +1,39 @@
 // Every backend kind, keyed by the IR's target kind. A kind without an entry is a type error, so a
-// new kind (ai, mcp, a2a, aws) is one folder here plus one line below, never a branch in the table.
-import { a2aBackend } from './a2a/index.ts';
-import { aiBackend } from './ai/index.ts';
+// new kind (ai, mcp, a2a, aws) is one folder here plus one line below, never a branch in the table
+// (an agent kind is also exported from agent.ts).
+import { createRequire } from 'node:module';
+import type * as AgentBackends from './agent.ts';
 import { awsBackend } from './aws/index.ts';
 import { dynamicBackend } from './dynamic/index.ts';
 import { hostBackend } from './host/index.ts';
-import { mcpBackend } from './mcp/index.ts';
 import type { BackendKind, BackendKindName } from './types.ts';
 import { unixBackend } from './unix/index.ts';
+
+// The agent kinds (agent.ts) load with the first config that has one. Run from the sources it is the
+// module itself; run from the bundle, the bundle's entry of that name beside the chunk this code is in.
+// Loaded with require(), which is synchronous: backends compile while a config compiles.
+const AGENT_BACKENDS = import.meta.url.endsWith('.ts') ? './agent.ts' : './gw-agent.js';
+let agent: typeof AgentBackends | undefined;
+
+function agentKind<K extends 'ai' | 'mcp' | 'a2a'>(
+  kind: K,
+  pick: (m: typeof AgentBackends) => BackendKind<K>,
+): BackendKind<K> {
+  return {
+    kind,
+    compile(target, env) {
+      agent ??= createRequire(import.meta.url)(AGENT_BACKENDS) as typeof AgentBackends;
+      return pick(agent).compile(target, env);
+    },
+  };
+}
 
 export const BACKEND_KINDS: { [K in BackendKindName]: BackendKind<K> } = {
   host: hostBackend,
   unix: unixBackend,
   dynamic: dynamicBackend,
-  ai: aiBackend,
-  mcp: mcpBackend,
-  a2a: a2aBackend,
+  ai: agentKind('ai', (m) => m.aiBackend),
+  mcp: agentKind('mcp', (m) => m.mcpBackend),
+  a2a: agentKind('a2a', (m) => m.a2aBackend),
   aws: awsBackend,
 };
