@@ -1,10 +1,6 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
 import { test } from 'node:test';
-import { serialize } from 'node:v8';
-import { loadConfigText } from '../config/load.ts';
-import { encodeSecrets } from '../secret.ts';
+import { modulesLoadedAfterEach } from '../routing/test-support.ts';
 import { CelCompileError, celDurationMs, celTrue, compileCel } from './cel.ts';
 
 test('request, source and jwt variables; a missing variable is no match, not an error', () => {
@@ -51,33 +47,11 @@ test('compile errors name the problem; unknown variables and over-long expressio
 });
 
 test('the CEL library loads with the first expression compiled: a data plane given a config without CEL never loads it', () => {
-  // A process of its own (this one has loaded the library), fed IRs built here, recording each module
-  // it loads.
   const route = (policies: string) =>
     `binds:\n- port: 0\n  listeners:\n  - routes:\n    - policies: ${policies}\n`;
-  const ir = (yaml: string) =>
-    serialize(encodeSecrets(loadConfigText('x.yaml', yaml, process.cwd()).ir)).toString('base64');
-  const plain = ir(route('{directResponse: {status: 204}}'));
-  const cel = ir(route('{directResponse: {status: 200, bodyExpression: "request.path"}}'));
-  const script = `
-    import { registerHooks } from 'node:module';
-    import { deserialize } from 'node:v8';
-    const loaded = [];
-    registerHooks({ resolve: (spec, ctx, next) => { const r = next(spec, ctx); loaded.push(r.url); return r; } });
-    const { decodeSecrets } = await import('./packages/proxy/src/secret.ts');
-    const { compileTable } = await import('./packages/proxy/src/routing/table.ts');
-    await import('./packages/proxy/src/server/data-plane-port.ts');
-    const ir = (b64) => decodeSecrets(deserialize(Buffer.from(b64, 'base64')));
-    const library = () => loaded.some((u) => u.includes('cel-js'));
-    compileTable(ir(${JSON.stringify(plain)}), null);
-    const before = library();
-    compileTable(ir(${JSON.stringify(cel)}), null);
-    console.log(JSON.stringify({ before, after: library() }));
-  `;
-  const out = execFileSync(
-    process.execPath,
-    ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', script],
-    { cwd: join(import.meta.dirname, '../../../..'), encoding: 'utf8' },
-  );
-  assert.deepEqual(JSON.parse(out.trim().split('\n').at(-1) ?? ''), { before: false, after: true });
+  const [plain, cel] = modulesLoadedAfterEach([
+    route('{directResponse: {status: 204}}'),
+    route('{directResponse: {status: 200, bodyExpression: "request.path"}}'),
+  ]).map((urls) => urls.some((u) => u.includes('cel-js')));
+  assert.deepEqual({ plain, cel }, { plain: false, cel: true });
 });
