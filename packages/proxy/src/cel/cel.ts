@@ -2,11 +2,11 @@
 // (never per request), and evaluation errors turned into "no value" instead of exceptions. The CEL
 // library and gw's environment load with the first expression compiled, not before: a config without
 // CEL never loads them (about 1 MiB of heap a data plane).
-import { createRequire } from 'node:module';
 import { BlockList, isIP } from 'node:net';
 import type * as CelLibrary from '@gw/api/cel/environment';
 import { CEL_VARIABLES, celToJson } from '@gw/api/runtime';
 import type { Environment } from '@marcbachmann/cel-js';
+import { requireEntry } from '../lazy.ts';
 import { readsField } from './references.ts';
 
 export { CEL_VARIABLES };
@@ -35,17 +35,14 @@ export class Cidr {
   }
 }
 
-// Run from the sources it is the module itself; run from the bundle (hack/bundle.ts), the bundle's
-// entry of that name beside the chunk this code is in. Loaded with require(), which is synchronous:
-// expressions are compiled while a config compiles, which does not wait.
-const CEL_ENVIRONMENT = import.meta.url.endsWith('.ts') ? '@gw/api/cel/environment' : './gw-cel.js';
 let library: { env: Environment; compileCelWith: typeof CelLibrary.compileCelWith } | undefined;
 
 /** The CEL environment, loaded on first use. The declarations are @gw/api's, so the config checks
  * accept exactly what compiles here. */
 function celLibrary(): NonNullable<typeof library> {
   if (library === undefined) {
-    const m = createRequire(import.meta.url)(CEL_ENVIRONMENT) as typeof CelLibrary;
+    // The bundle's gw-cel entry; loaded while a config compiles, so synchronously.
+    const m = requireEntry<typeof CelLibrary>(import.meta.url, '@gw/api/cel/environment', 'gw-cel');
     library = {
       env: m.celEnvironment({ Cidr, containsIP: (c, ip) => c.containsIP(ip), random: Math.random }),
       compileCelWith: m.compileCelWith,

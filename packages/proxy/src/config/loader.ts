@@ -7,19 +7,15 @@
 // malloc arena. An exited process returns everything.
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { entryUrl } from '../lazy.ts';
 import type { SharedMemoryNeed } from '../policies/types.ts';
 import { decodeSecrets } from '../secret.ts';
 import type { HeldResources, XdsOrigin } from '../xds-client/held.ts';
 import type { ProxyIR } from './ir.ts';
 import type { StartupConfig } from './load.ts';
 
-// Run from the sources the entry is the module beside this one; run from the bundle (hack/bundle.ts),
-// it is the bundle's third entry, beside the chunk this code is in.
-const LOADER = fileURLToPath(
-  import.meta.url.endsWith('.ts')
-    ? new URL('./loader-process.ts', import.meta.url)
-    : new URL('./gw-config-loader.js', import.meta.url),
-);
+// The loader process's entry: the module beside this one, or the bundle's gw-config-loader entry.
+const LOADER = fileURLToPath(entryUrl(import.meta.url, './loader-process.ts', 'gw-config-loader'));
 
 export type LoaderReply =
   | { ok: true; ir: unknown; startup: StartupConfig; policyMemory: SharedMemoryNeed[]; warnings: string[] }

@@ -6,17 +6,15 @@ import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import type { TraceEvent } from '@gw/api';
 import type { Logger } from 'pino';
 import type { ProxyIR } from '../config/ir.ts';
+import { entryUrl } from '../lazy.ts';
 import type { SharedMemoryNeed } from '../policies/types.ts';
 import { encodeSecrets } from '../secret.ts';
 import { activeHealthMemoryOf } from '../upstream/active-health.ts';
 import { connectionMemoryOf } from './connection-limit.ts';
 import type { Envelope, Reply, TraceMessage, WorkerData, WorkerRequest } from './protocol.ts';
 
-// Run from the sources, the worker is the module beside this one; run from the bundle (hack/bundle.ts),
-// it is the bundle's second entry, beside the chunk this code is in.
-const WORKER_URL = import.meta.url.endsWith('.ts')
-  ? new URL('./worker.ts', import.meta.url)
-  : new URL('./gw-worker.js', import.meta.url);
+// The worker: the module beside this one, or the bundle's gw-worker entry.
+const WORKER_URL = entryUrl(import.meta.url, './worker.ts', 'gw-worker');
 
 /**
  * Each worker's young generation, sized rather than left to V8, which grows it to tens of MiB (64 MiB

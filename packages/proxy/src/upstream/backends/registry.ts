@@ -1,7 +1,7 @@
 // Every backend kind, keyed by the IR's target kind. A kind without an entry is a type error, so a
 // new kind (ai, mcp, a2a, aws) is one folder here plus one line below, never a branch in the table
 // (an agent kind is also exported from agent.ts).
-import { createRequire } from 'node:module';
+import { requireEntry } from '../../lazy.ts';
 import type * as AgentBackends from './agent.ts';
 import { awsBackend } from './aws/index.ts';
 import { dynamicBackend } from './dynamic/index.ts';
@@ -9,10 +9,7 @@ import { hostBackend } from './host/index.ts';
 import type { BackendKind, BackendKindName } from './types.ts';
 import { unixBackend } from './unix/index.ts';
 
-// The agent kinds (agent.ts) load with the first config that has one. Run from the sources it is the
-// module itself; run from the bundle, the bundle's entry of that name beside the chunk this code is in.
-// Loaded with require(), which is synchronous: backends compile while a config compiles.
-const AGENT_BACKENDS = import.meta.url.endsWith('.ts') ? './agent.ts' : './gw-agent.js';
+// The agent kinds (agent.ts, the bundle's gw-agent entry) load with the first config that has one.
 let agent: typeof AgentBackends | undefined;
 
 function agentKind<K extends 'ai' | 'mcp' | 'a2a'>(
@@ -22,7 +19,7 @@ function agentKind<K extends 'ai' | 'mcp' | 'a2a'>(
   return {
     kind,
     compile(target, env) {
-      agent ??= createRequire(import.meta.url)(AGENT_BACKENDS) as typeof AgentBackends;
+      agent ??= requireEntry<typeof AgentBackends>(import.meta.url, './agent.ts', 'gw-agent');
       return pick(agent).compile(target, env);
     },
   };
