@@ -3,9 +3,11 @@
 // sockets; on the hot path a few listeners that remove themselves are all that is needed.
 import type { Readable, Writable } from 'node:stream';
 import { discard } from './body.ts';
+import { bodyChurned } from './body-churn.ts';
 
 export function pump(body: Readable, res: Writable, onError: (err: Error) => void): void {
   const onData = (chunk: Buffer) => {
+    bodyChurned(chunk.length);
     if (!res.write(chunk)) body.pause();
   };
   const onDrain = () => body.resume();

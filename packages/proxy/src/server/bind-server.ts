@@ -6,6 +6,7 @@ import http2, { type Http2ServerRequest, type Http2ServerResponse, type Http2Ses
 import net, { type Socket } from 'node:net';
 import { Duplex } from 'node:stream';
 import type { DownstreamLimits } from '../config/ir.ts';
+import { ChurnCountingHttp2Request, ChurnCountingRequest } from '../pipeline/body-churn.ts';
 import type { CompiledBind } from '../routing/table.ts';
 import { handshakeOptions, selectListener } from '../routing/table.ts';
 import type { ConnectionLimit } from './connection-limit.ts';
@@ -140,6 +141,8 @@ export class BindServer {
       const secure = http2.createSecureServer(
         {
           allowHTTP1: true,
+          Http1IncomingMessage: ChurnCountingRequest,
+          Http2ServerRequest: ChurnCountingHttp2Request,
           settings: h2Settings,
           ...(limits.firstRequestTimeoutMs > 0 ? { handshakeTimeout: limits.firstRequestTimeoutMs } : {}),
           ...(first ? { cert: first.cert, key: first.key.reveal(), ...handshakeOptions(first) } : {}),
@@ -178,7 +181,11 @@ export class BindServer {
       // requestTimeout 0 (policies own request deadlines) would also turn node's headersTimeout off,
       // which is what leaves a half-sent request head holding its socket: set it explicitly.
       const h1 = http.createServer(
-        { ...http1Timeouts(opts), shouldUpgradeCallback: proxiesUpgrade },
+        {
+          ...http1Timeouts(opts),
+          shouldUpgradeCallback: proxiesUpgrade,
+          IncomingMessage: ChurnCountingRequest,
+        },
         handler,
       );
       h1.on('upgrade', onUpgrade);
@@ -188,7 +195,10 @@ export class BindServer {
       h1.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) =>
         answerClientError(err, socket, opts),
       );
-      const h2 = http2.createServer({ settings: h2Settings }, handler);
+      const h2 = http2.createServer(
+        { settings: h2Settings, Http2ServerRequest: ChurnCountingHttp2Request },
+        handler,
+      );
       // Idle h2c sessions close like h2 over TLS ones (the secure server's setTimeout above).
       h2.setTimeout(opts.idleTimeoutMs);
       h2.on('session', onSession);
