@@ -350,7 +350,10 @@ export class DataPlane {
       ctx.body = null;
     }
     if ((this.#draining || bs.retired) && 'shouldKeepAlive' in res) res.shouldKeepAlive = false;
-    if (ctx.body !== null && !('stream' in req)) res.once('finish', () => discardUnreadBody(req));
+    if (ctx.body !== null) {
+      if ('stream' in req) req.once('close', () => drainUnreadStream(req));
+      else res.once('finish', () => discardUnreadBody(req));
+    }
     // Before anyone looks at the request: routes, policies, observers and the upstream see one path.
     const { paths, trusted } = this.#requests;
     const refused = resolveRequestTarget(ctx, paths);
@@ -697,6 +700,25 @@ function discardUnreadBody(req: IncomingMessage): void {
   (req as IncomingMessage & { _dump?: () => void })._dump?.();
   req.socket?.resume();
 }
+
+/**
+ * The HTTP/2 case: undici destroys the request it was sending when the upstream answered early, but
+ * destroying node's Http2ServerRequest leaves its stream open and no longer read. The client, still
+ * sending, waits for flow-control credit that never comes: the answer's END_STREAM has gone out, the
+ * stream never closes, and the client (curl, node's) hangs. The rest of the body is read and dropped,
+ * as node does for an HTTP/1 body nobody reads, so the upload completes and the stream closes.
+ */
+function drainUnreadStream(req: Http2ServerRequest): void {
+  const stream = req.stream;
+  if (req.readableEnded || stream.destroyed || stream.readableEnded) return;
+  // Node's compat layer still pushes each chunk into the destroyed request and pauses the stream
+  // when that push fails (every time): its listener goes, a discarding one takes its place.
+  stream.removeAllListeners('data');
+  stream.on('data', ignoreChunk);
+  stream.resume();
+}
+
+function ignoreChunk(): void {}
 
 /**
  * A WebSocket (or other protocol) over HTTP/2 (extended CONNECT, RFC 8441): the stream carries the
