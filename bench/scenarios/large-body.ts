@@ -28,7 +28,12 @@ function responseFile(): string {
 export function configure({ mode, ports }: ConfigureInput): ScenarioConfig {
   const root = responseFile();
   return {
-    // nginx reads and drops the request body (it fits the 2 MiB buffer, no temp file) and sends the file.
+    // The upstream reads the whole request body before it answers, as an application taking an
+    // upload does: nginx's static handler alone answers at once and drops the body as it arrives, and
+    // a proxy forwarding it then sees the answer complete before the upload (undici, and so gw and
+    // node-floor, closes such an upstream connection; each request paid a new one). A mirror
+    // subrequest with its request body makes nginx read the body first (it fits the 2 MiB buffer, no
+    // temp file); the subrequest answers 204 without leaving nginx.
     upstream: {
       kind: 'nginx',
       workers: mode.workers,
@@ -38,10 +43,16 @@ export function configure({ mode, ports }: ConfigureInput): ScenarioConfig {
     client_max_body_size 2m;
     client_body_buffer_size 2m;
     location / {
+      mirror /read-body;
+      mirror_request_body on;
       root ${root};
       default_type text/plain;
       try_files /body.txt =404;
       error_page 405 =200 $uri;
+    }
+    location = /read-body {
+      internal;
+      return 204;
     }
   }`,
     },
