@@ -2094,9 +2094,10 @@ export const LlmPolicies = strict({
   cors: Cors.optional(),
   localRateLimit: z.array(LocalRateLimit).min(1).optional(),
   remoteRateLimit: RemoteRateLimit.optional(),
-  oidc: NotYet('oidc').optional(),
-  extProc: NotYet('extProc').optional(),
-  transformations: NotYet('transformations').optional(),
+  // browser login in front of the LLM API; its callback and logout paths reach the llm route too
+  oidc: Oidc.optional(),
+  extProc: ExtProcPolicy.optional(),
+  transformations: TransformationsPolicy.optional(),
   guardrails: PromptGuard.optional().meta({
     description: "guardrails of every model (a model's own guardrails replace them)",
   }),

@@ -568,13 +568,13 @@ class Builder {
   ): void {
     const path: FieldPath = ['llm'];
     this.report(checkLlm(llm, path));
-    const { oidc: _o, extProc: _e, transformations: _t, guardrails: _g, ...policies } = llm.policies ?? {};
+    const { guardrails: _g, ...policies } = llm.policies ?? {};
     if (llm.policies) this.trafficChecks([...path, 'policies'], policies);
     const target = this.aiTarget(llm, path);
     if (!target) return;
     const route = {
       name: 'llm',
-      matches: LLM_PATHS.map((p) => ({ path: { exact: p } })),
+      matches: [...LLM_PATHS, ...oidcPaths(policies.oidc)].map((p) => ({ path: { exact: p } })),
       ...(llm.policies ? { policies } : {}),
     };
     const backend: RouteBackendIR = { name: 'llm', weight: 1, target, policies: {} };
@@ -1671,6 +1671,21 @@ function addCredentialLocations(global: GlobalIR, binds: BindIR[]): void {
 
 /** The paths the LLM API is served at: every client API this build speaks, and the model list. */
 const LLM_PATHS = [...CLIENT_APIS.map((a) => a.path), MODELS_PATH];
+
+/**
+ * The paths an `oidc` policy of the llm block answers itself (the callback of its redirectURI, its
+ * logout path): the llm route matches them too, as it matches the LLM API's. A redirectURI that is
+ * not an absolute URL is the oidc policy's own config error; it adds no path here.
+ */
+function oidcPaths(
+  oidc: { redirectURI: string; logout?: { path: string } | null | undefined } | undefined,
+): string[] {
+  if (!oidc) return [];
+  const out: string[] = [];
+  if (URL.canParse(oidc.redirectURI)) out.push(new URL(oidc.redirectURI).pathname);
+  if (oidc.logout) out.push(oidc.logout.path);
+  return out.filter((p) => !LLM_PATHS.includes(p));
+}
 
 /** agentgateway's custom-provider format names, as the wire formats this build converts. */
 const CUSTOM_FORMATS: Partial<Record<(typeof LLM_PROVIDER_FORMATS)[number], LlmFormat>> = {
