@@ -8,6 +8,8 @@ import { matchModelName } from '../llm/model-names.ts';
 import { checkCel, checkCelMap } from './cel.ts';
 import { checkPromptGuard } from './guardrails.ts';
 import type { Problem } from './problem.ts';
+import { checkRouteMatch } from './route.ts';
+import { checkAuthorization } from './traffic.ts';
 
 /** The provider of a model, after following a `reference` to `llm.providers[]`. */
 export function resolveLlmProvider(
@@ -60,6 +62,10 @@ export function checkLlm(llm: LlmConfig, path: FieldPath): Problem[] {
     const mp = [...path, 'models', i];
     out.push(...checkCelMap(m.transformation, [...mp, 'transformation']));
     if (m.guardrails) out.push(...checkPromptGuard(m.guardrails, [...mp, 'guardrails']));
+    if (m.authorization) out.push(...checkAuthorization(m.authorization, [...mp, 'authorization']));
+    m.matches?.forEach((x, xi) => {
+      out.push(...checkRouteMatch(x, [...mp, 'matches', xi]));
+    });
     if (m.tls && m.backendTLS) out.push({ path: [...mp, 'tls'], message: 'set tls or backendTLS, not both' });
     const r = resolveLlmProvider(llm, m);
     if (!r) {

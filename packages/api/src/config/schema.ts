@@ -1976,6 +1976,9 @@ const ModelPattern = z
 export const LlmModelsEntry = AiNamedProvider.extend({
   match: ModelPattern,
   visibility: z.enum(['public', 'internal']).optional(),
+  authorization: Authorization.optional().meta({
+    description: 'rules a request must pass to be sent to this model (a GwModel policies.authorization)',
+  }),
 });
 const LlmModelsTarget = {
   model: z.string().min(1).meta({ description: 'the name of an entry of models' }),
@@ -2024,6 +2027,11 @@ export const LlmNamedProvider = strict({
   defaults: LlmProviderDefaults.optional(),
 });
 
+/** When a model entry serves a request besides its name: every header of one entry of `matches` holds. */
+export const LlmModelMatch = strict({
+  headers: z.array(strict({ name: HeaderName, value: StringMatch })).optional(),
+});
+
 export const LlmModel = strict({
   id: z.string().min(1).optional(),
   name: z.string().min(1).meta({ description: 'the requested model it serves: exact, prefix* or *' }),
@@ -2031,12 +2039,17 @@ export const LlmModel = strict({
   params: LlmParams.optional(),
   provider: LlmProvider,
   passthrough: NotYet('passthrough').optional(),
-  authorization: NotYet('authorization on a model').optional(),
+  authorization: Authorization.optional().meta({
+    description: 'rules (CEL, llmRequest included) a request must pass to be sent to this model; else 403',
+  }),
   ...llmBody,
   finalTransformation: NotYet('finalTransformation').optional(),
   ...llmConnection,
   guardrails: PromptGuard.optional(),
-  matches: NotYet('matches').optional(),
+  matches: z.array(LlmModelMatch).optional().meta({
+    description:
+      'request headers that must match, besides the name, for this entry to serve (any one entry of the list); entries of one name without matches serve the rest',
+  }),
 });
 
 const LlmTargetModel = z.string().min(1);

@@ -228,12 +228,7 @@ export const VirtualModel = rules(
 
 // ---------- policies ----------
 /** What this build refuses in a GwModel's policies (the controller reports each by name). */
-export const MODEL_POLICIES_NOT_BUILT = [
-  'authorization',
-  'headers',
-  'transformations',
-  'finalTransformations',
-] as const;
+export const MODEL_POLICIES_NOT_BUILT = ['headers', 'transformations', 'finalTransformations'] as const;
 /**
  * A model's policies: gw's BackendWithAI (connection settings, auth, ai) plus agentgateway's
  * AgentgatewayModel fields beside them. promptGuard is ai.promptGuard's place there (set one of them).
@@ -244,10 +239,10 @@ export const ModelPolicies = rules(
       description:
         "Guards on this model's requests and responses (the same as ai.promptGuard; set one of them).",
     }),
-    authorization: notBuilt(
-      Authorization.optional(),
-      'policies.authorization on a GwModel (a GwPolicy on the route or Gateway can authorize)',
-    ),
+    authorization: Authorization.optional().meta({
+      description:
+        'Rules a request must pass to be sent to this model (CEL; llmRequest is the request); otherwise 403 in the client’s format.',
+    }),
     headers: notBuilt(
       rules(
         obj({ request: HeaderModifier.optional(), response: HeaderModifier.optional() }),

@@ -10,6 +10,7 @@
 //   the backend `models:<namespace>/httproute/<route>/<rule index>` (routes.ts points the rule at it).
 // A virtual model brings the models it routes to along, as internal ones when not attached there.
 import { checkCel } from '@gw/api/checks/cel';
+import { checkAuthorization } from '@gw/api/checks/traffic';
 import { validateResource } from '@gw/api/crd/crds';
 import { type GwModelSpec, MODEL_POLICIES_NOT_BUILT } from '@gw/api/crd/gwmodel';
 import { notBuiltMessage } from '@gw/api/crd/types';
@@ -209,6 +210,14 @@ function readModel(o: KubeObject, lookup: Lookup): ModelInfo {
     info.problem = bad('Accepted', 'Unsupported', message, gen);
     return info;
   }
+  const authorization = spec.policies?.authorization;
+  const authzProblems = authorization
+    ? checkAuthorization(authorization, ['spec', 'policies', 'authorization'])
+    : [];
+  if (authzProblems.length > 0) {
+    info.problem = bad('Accepted', 'Invalid', describeProblems(authzProblems), gen);
+    return info;
+  }
   const provider = providerSpec(spec, info.notes);
   const r = translateAi({ provider }, info.key, ns, lookup, undefined, 'spec');
   if (!r.ok) {
@@ -217,6 +226,7 @@ function readModel(o: KubeObject, lookup: Lookup): ModelInfo {
   }
   info.notes.push(...r.problems);
   const entry: Record<string, unknown> = { ...r.ai, match };
+  if (authorization) entry.authorization = authorization;
   if (spec.visibility === 'Internal') entry.visibility = 'internal';
   if (spec.baseURL) applyBaseUrl(entry, spec.baseURL);
   info.entry = entry;

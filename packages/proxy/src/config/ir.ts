@@ -444,6 +444,13 @@ export interface LlmModelIR {
   guards?: LlmGuardsIR;
   /** Messages added before and after the client's on every request. */
   prompts?: LlmPromptEnrichmentIR;
+  /**
+   * Request headers this entry also needs (any one entry of the list, every header of it): entries
+   * of one name are told apart by them; one without serves the requests none of the others match.
+   */
+  matches?: { headers?: { name: string; value: { exact: string } | { regex: string } }[] | undefined }[];
+  /** Rules a request must pass (CEL over it, llmRequest included) to be sent to this model. */
+  authorization?: Authorization;
 }
 
 /**

@@ -708,13 +708,17 @@ class Builder {
     spec.models.forEach((m, i) => {
       const mp = [...path, 'models', i];
       if (index.has(m.name)) this.fail([...mp, 'name'], `model names must be unique: ${m.name}`);
-      const { match, visibility, ...provider } = m;
+      const { match, visibility, authorization, ...provider } = m;
       const ir = this.aiProviderModel(provider, mp, visibility ?? 'public');
       if (!ir) {
         ok = false;
         return;
       }
       ir.name = match;
+      if (authorization) {
+        this.report(checkAuthorization(authorization, [...mp, 'authorization']));
+        ir.authorization = authorization;
+      }
       index.set(m.name, models.length);
       models.push(ir);
     });
@@ -937,6 +941,9 @@ class Builder {
       out.guards = promptGuardIR(guards, (at, file) =>
         this.readMaterial([...mp, 'guardrails', ...at, 'file'], file),
       );
+    // an empty list is no condition, as agentgateway reads it
+    if (m.matches?.length) out.matches = m.matches;
+    if (m.authorization) out.authorization = m.authorization;
     return out;
   }
 

@@ -8,6 +8,7 @@ import { GwError } from '../errors.ts';
 import { bufferUpTo, contentLength, discard } from '../pipeline/body.ts';
 import type { Headers, RequestContext } from '../pipeline/context.ts';
 import type { Handler } from '../pipeline/layer.ts';
+import { compileRules, decide } from '../policies/authorization/decision.ts';
 import { headerModifier } from '../policies/header-modifier/index.ts';
 import type { BackendEnv } from '../upstream/backends/types.ts';
 import { type CallTarget, callUpstream } from '../upstream/call.ts';
@@ -74,10 +75,24 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
   const prompts = m.prompts;
   const limit = env.global.maxBufferSize;
   const timeout = env.attemptTimeoutMs;
+  const rules = m.authorization ? compileRules(m.authorization) : undefined;
 
   const call: Handler = async (ctx) => {
     const state = ctx.ext.llm;
     if (!state || !target) throw new GwError('GW_ERR_INTERNAL');
+    if (rules) {
+      const d = decide(rules, ctx.celContext());
+      if (!d.allowed) {
+        ctx.obs?.event(
+          ctx,
+          'authorization',
+          { allowed: false, reason: d.reason, model: m.name },
+          null,
+          'warn',
+        );
+        throw new GwError('GW_ERR_FORBIDDEN', `authorization denied for model ${m.name}`);
+      }
+    }
     // What the guards read of the client's request, taken before it is rewritten for the provider.
     const guarded = guards?.snapshot(ctx);
     const body: JsonObject = { ...state.request };
