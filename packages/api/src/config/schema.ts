@@ -1656,7 +1656,10 @@ const llmConnection = {
   responseHeaders: LlmHeaderModifier.optional(),
   backendTLS: BackendTLS.optional(),
   tls: BackendTLS.optional().meta({ description: 'the same as backendTLS' }),
-  auth: NotYet('auth').optional(),
+  auth: BackendAuth.optional().meta({
+    description:
+      "the provider's credential as a backendAuth form: {key} is params.apiKey, sent the provider's way; the others (gcp, azure, aws, oauthTokenExchange, jwtSign, passthrough, a key with a location) replace it",
+  }),
   health: NotYet('health').optional(),
   backendTunnel: BackendTunnel.optional(),
   promptCaching: NotYet('promptCaching').optional(),
@@ -1954,8 +1957,9 @@ export const AiNamedProvider = strict({
   pathPrefix: LlmParams.shape.pathPrefix,
   tokenize: z.boolean().optional(),
   policies: BackendPolicies.extend({
-    backendAuth: serviceBackendAuth(LlmApiKey, ' on an ai provider').optional().meta({
-      description: "the provider's API key, inline or {file}; unset: the client's own is passed on",
+    backendAuth: BackendAuth.optional().meta({
+      description:
+        "the provider's credential: {key} (inline or {file}) is its API key, sent the provider's way; another form (gcp, azure, aws, oauthTokenExchange, jwtSign, passthrough, a key with a location) replaces it; unset: the client's own is passed on",
     }),
     ai: AiPolicy.optional().meta({ description: 'prompt guards, prompt enrichment, defaults and overrides' }),
   }).optional(),

@@ -406,6 +406,12 @@ interface LlmProviderCommon {
   model?: string;
   /** Sent the provider's way (bearer, api-key, …); unset: the client's own credentials pass through. */
   apiKey?: Secret;
+  /**
+   * The model's `auth` when it is more than a key (a token from a cloud credential chain or a token
+   * endpoint, a signed JWT, SigV4 with given keys, the client's validated JWT, a key at a location):
+   * written by the backendAuth layer after the provider's request is ready. Never set with apiKey.
+   */
+  auth?: BackendAuthIR;
   /** Where requests go instead of the provider's default endpoint. */
   endpoint?: { host: string; port: number; tls: boolean };
   /** The whole request path, replacing the provider's. */

@@ -345,7 +345,7 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
     refused(routePolicy('backendTLS: {spiffe: {}}'), `${R}.policies.backendTLS.spiffe`, 'backendTLS spiffe');
   });
 
-  test('backendAuth: credentials, and the forms an ai provider or a guard service does not build', () => {
+  test('backendAuth: credentials are refused; an ai provider takes every form', () => {
     refused(
       routePolicy('backendAuth: {key: k, credentials: []}'),
       `${R}.policies.backendAuth.credentials`,
@@ -358,18 +358,18 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
     );
     const ai = (auth: string) =>
       `binds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends:\n      - ai: {name: a, provider: {openAI: {}}, policies: {backendAuth: ${auth}}}\n`;
-    const A = `${R}.backends[0].ai.policies.backendAuth`;
-    refused(ai('{passthrough: {}}'), `${A}.passthrough`, 'backendAuth passthrough on an ai provider');
-    refused(ai('{gcp: {}}'), `${A}.gcp`, 'backendAuth gcp');
-    refused(
-      ai('{key: {value: k, location: {header: {name: x}}}}'),
-      `${A}.key.location`,
-      'backendAuth key.location on an ai provider',
-    );
-    // the key's {value} form is the same key
-    const r = route(ai('{key: {value: sk-1}}'));
-    const b = r?.backends[0];
-    assert.ok(b?.target.kind === 'ai');
+    const provider = (auth: string) => {
+      const t = route(ai(auth))?.backends[0]?.target;
+      assert.ok(t?.kind === 'ai');
+      return t.models[0]?.provider;
+    };
+    // the key alone, in either form, is the provider's key; the other forms are the gateway's auth
+    assert.equal(provider('{key: {value: sk-1}}')?.apiKey?.reveal(), 'sk-1');
+    assert.equal(provider('{key: sk-2}')?.auth, undefined);
+    assert.deepEqual(provider('{passthrough: {}}')?.auth, { passthrough: {} });
+    assert.ok(provider('{gcp: {}}')?.auth && 'gcp' in (provider('{gcp: {}}')?.auth ?? {}));
+    const located = provider('{key: {value: k, location: {header: {name: x}}}}')?.auth;
+    assert.ok(located && 'key' in located && located.key.location !== undefined);
   });
 
   test('backend policies and backend kinds', () => {

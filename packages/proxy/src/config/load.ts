@@ -80,6 +80,7 @@ import { resolveBackendAuth } from './backend-auth.ts';
 import type {
   AiTarget,
   AwsTarget,
+  BackendAuthIR,
   BackendTarget,
   BackendTlsIR,
   BindIR,
@@ -790,14 +791,21 @@ class Builder {
         [...pp, 'policies', 'transformations'],
         'transformations on an ai provider is not supported by this build of gw yet (set it on the route or the backend)',
       );
-    if (typeof backendAuth?.key === 'string') params.apiKey = backendAuth.key;
-    else if (backendAuth) {
-      // read here, so a file that cannot be read is named at this shape's path
-      const text = this.readMaterial([...pp, 'policies', 'backendAuth', 'key', 'file'], backendAuth.key);
-      if (text === undefined) return undefined;
-      params.apiKey = text.trim();
-    }
     const m: LlmModel = { name: '*', visibility, provider, params };
+    if (
+      backendAuth &&
+      'key' in backendAuth &&
+      (typeof backendAuth.key === 'string' || 'file' in backendAuth.key)
+    ) {
+      const k = backendAuth.key;
+      if (typeof k === 'string') params.apiKey = k;
+      else {
+        // read here, so a file that cannot be read is named at this shape's path
+        const text = this.readMaterial([...pp, 'policies', 'backendAuth', 'key', 'file'], k);
+        if (text === undefined) return undefined;
+        params.apiKey = text.trim();
+      }
+    } else if (backendAuth) m.auth = backendAuth;
     if (policies.backendTLS) m.backendTLS = policies.backendTLS;
     if (ai?.defaults) m.defaults = ai.defaults;
     if (ai?.overrides) m.overrides = ai.overrides;
@@ -867,6 +875,20 @@ class Builder {
     if (params.pathOverride !== undefined) common.path = params.pathOverride;
     if (params.pathPrefix !== undefined) common.pathPrefix = params.pathPrefix.replace(/\/+$/, '');
     if (apiKey) common.apiKey = apiKey;
+    const auth = m.auth ?? d?.auth;
+    let gatewayAuth: BackendAuthIR | undefined;
+    if (auth !== undefined) {
+      const ap = m.auth !== undefined ? [...mp, 'auth'] : [...mp, 'provider'];
+      const resolved = resolveBackendAuth(this, ap, auth);
+      if (!resolved) return undefined;
+      if (apiKey) {
+        this.fail(ap, 'set params.apiKey or auth, not both');
+        return undefined;
+      }
+      // a key alone is the provider's key, sent its way (x-api-key, api-key, a bearer …)
+      if ('key' in resolved && resolved.key.location === undefined) common.apiKey = resolved.key.value;
+      else gatewayAuth = resolved;
+    }
     let provider: LlmProviderIR;
     if (kind === 'openai' || kind === 'openAI') {
       provider = { ...common, kind: 'openai', name: 'openai', settings: {} };
@@ -914,6 +936,7 @@ class Builder {
       return undefined;
     }
     if (params.model !== undefined) provider.model = params.model;
+    if (gatewayAuth) provider.auth = providerAuthDefaults(gatewayAuth, provider);
     const out: LlmModelIR = {
       name: m.name,
       visibility: m.visibility ?? 'public',
@@ -1678,6 +1701,16 @@ function addCredentialLocations(global: GlobalIR, binds: BindIR[]): void {
 
 /** The paths the LLM API is served at: every client API this build speaks, and the model list. */
 const LLM_PATHS = [...CLIENT_APIS.map((a) => a.path), MODELS_PATH];
+
+/**
+ * A provider's `auth` with what the provider implies: SigV4 for Bedrock signs for the `bedrock`
+ * service in the provider's region unless it says otherwise.
+ */
+function providerAuthDefaults(auth: BackendAuthIR, p: LlmProviderIR): BackendAuthIR {
+  if (!('aws' in auth) || p.kind !== 'bedrock') return auth;
+  const region = (p as LlmProviderIR<'bedrock'>).settings.region;
+  return { aws: { ...auth.aws, region: auth.aws.region ?? region, service: auth.aws.service ?? 'bedrock' } };
+}
 
 /**
  * The paths an `oidc` policy of the llm block answers itself (the callback of its redirectURI, its

@@ -9,6 +9,7 @@ import { bufferUpTo, contentLength, discard } from '../pipeline/body.ts';
 import type { Headers, RequestContext } from '../pipeline/context.ts';
 import type { Handler } from '../pipeline/layer.ts';
 import { compileRules, decide } from '../policies/authorization/decision.ts';
+import { backendAuthLayer } from '../policies/backend-auth/index.ts';
 import { headerModifier } from '../policies/header-modifier/index.ts';
 import type { BackendEnv } from '../upstream/backends/types.ts';
 import { type CallTarget, callUpstream } from '../upstream/call.ts';
@@ -76,6 +77,8 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
   const limit = env.global.maxBufferSize;
   const timeout = env.attemptTimeoutMs;
   const rules = m.authorization ? compileRules(m.authorization) : undefined;
+  const gatewayAuth = p.auth ? backendAuthLayer(p.auth, limit) : undefined;
+  const send: Handler = (ctx) => callUpstream(ctx, target as CallTarget, timeout);
 
   const call: Handler = async (ctx) => {
     const state = ctx.ext.llm;
@@ -121,14 +124,14 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
       state,
     );
     const path = providerPath(provider, p, format, model, state.streaming);
-    const headers = upstreamHeaders(ctx.headers, key !== undefined);
+    const headers = upstreamHeaders(ctx.headers, key !== undefined || gatewayAuth !== undefined);
     headers.host = authority;
     headers['content-type'] = 'application/json';
     // The answer is read for usage: no compression.
     headers['accept-encoding'] = 'identity';
     requestHeaders?.(headers);
     const req: ProviderRequest = { method: 'POST', path, headers, body: Buffer.from(JSON.stringify(out)) };
-    await provider.authorize(p as never, req, key?.reveal());
+    await provider.authorize(p as never, req, key?.reveal(), gatewayAuth !== undefined);
     req.headers['content-length'] = String(req.body.length);
     const q = req.path.indexOf('?');
     ctx.method = req.method;
@@ -136,7 +139,8 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
     ctx.query = q === -1 ? '' : req.path.slice(q);
     ctx.headers = req.headers;
     ctx.body = req.body;
-    await callUpstream(ctx, target, timeout);
+    if (gatewayAuth) await gatewayAuth(ctx, send);
+    else await send(ctx);
     await answer(ctx, state, pair, p.name, limit, guards && guarded ? { guards, req: guarded } : undefined);
     if (responseHeaders && ctx.response) responseHeaders(ctx.response.headers);
   };

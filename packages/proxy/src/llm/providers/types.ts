@@ -47,7 +47,14 @@ export interface ProviderModule<K extends LlmProviderKind> {
   /**
    * Adds the credential to the request: `key` is the configured apiKey (revealed), or undefined when
    * none is configured and the client's own credential headers pass through unchanged. May be async
-   * (a signer, a token exchange) and may read the final body (SigV4 signs it).
+   * (a signer, a token exchange) and may read the final body (SigV4 signs it). `gatewayAuth`: the
+   * model's `auth` (a backendAuth form) writes the credential after this, and the client's have been
+   * dropped: the provider looks for none of its own (the AWS chain, Google's ADC).
    */
-  authorize(p: LlmProviderIR<K>, req: ProviderRequest, key: string | undefined): void | Promise<void>;
+  authorize(
+    p: LlmProviderIR<K>,
+    req: ProviderRequest,
+    key: string | undefined,
+    gatewayAuth?: boolean,
+  ): void | Promise<void>;
 }

@@ -13,7 +13,8 @@ import { GwError } from '../../errors.ts';
 import { awsSigner } from '../../llm/providers/bedrock/sigv4.ts';
 import { bufferUpTo } from '../../pipeline/body.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
-import type { BuildEnv, PolicyDefinition } from '../types.ts';
+import type { Layer } from '../../pipeline/layer.ts';
+import type { PolicyDefinition } from '../types.ts';
 import { azure, gcp } from './cloud.ts';
 import { crossAppAccess, type TokenSource, tokenExchange } from './oauth.ts';
 
@@ -25,31 +26,38 @@ type Apply = (ctx: RequestContext) => Promise<string | undefined> | string | und
 
 export const backendAuth: PolicyDefinition<'backendAuth'> = {
   name: 'backendAuth',
-  build(config, env) {
-    const variant = Object.keys(config)[0] as string;
-    const apply = compile(config, env);
-    return async (ctx, next) => {
-      const start = performance.now();
-      let note: string | undefined;
-      try {
-        note = await apply(ctx);
-      } catch (err) {
-        const reason = err instanceof GwError ? err.detail : 'failed';
-        ctx.obs?.event(ctx, 'backendAuth', { message: `auth failed: ${variant}: ${reason}`, variant }, start);
-        throw err;
-      }
-      ctx.obs?.event(
-        ctx,
-        'backendAuth',
-        { message: `auth applied: ${variant}${note ? ` (${note})` : ''}`, variant },
-        start,
-      );
-      return next(ctx);
-    };
-  },
+  build: (config, env) => backendAuthLayer(config, env.global.maxBufferSize),
 };
 
-function compile(config: BackendAuthIR, env: BuildEnv): Apply {
+/**
+ * The credential written into the request just before `next` sends it; what an LLM provider's `auth`
+ * uses too, after the provider has put its request together. `maxBody`: what the aws form may read
+ * to sign a streamed body.
+ */
+export function backendAuthLayer(config: BackendAuthIR, maxBody: number): Layer {
+  const variant = Object.keys(config)[0] as string;
+  const apply = compile(config, maxBody);
+  return async (ctx, next) => {
+    const start = performance.now();
+    let note: string | undefined;
+    try {
+      note = await apply(ctx);
+    } catch (err) {
+      const reason = err instanceof GwError ? err.detail : 'failed';
+      ctx.obs?.event(ctx, 'backendAuth', { message: `auth failed: ${variant}: ${reason}`, variant }, start);
+      throw err;
+    }
+    ctx.obs?.event(
+      ctx,
+      'backendAuth',
+      { message: `auth applied: ${variant}${note ? ` (${note})` : ''}`, variant },
+      start,
+    );
+    return next(ctx);
+  };
+}
+
+function compile(config: BackendAuthIR, maxBody: number): Apply {
   if ('key' in config) {
     const { value, location } = config.key;
     return (ctx) => {
@@ -67,7 +75,7 @@ function compile(config: BackendAuthIR, env: BuildEnv): Apply {
     };
   }
   if ('jwtSign' in config) return jwtSign(config.jwtSign);
-  if ('aws' in config) return aws(config.aws, env.global.maxBufferSize);
+  if ('aws' in config) return aws(config.aws, maxBody);
   if ('gcp' in config) return bearer(gcp(config.gcp), AUTHORIZATION, config.gcp.type);
   if ('azure' in config)
     return bearer(azure(config.azure), AUTHORIZATION, Object.keys(config.azure.source)[0]);

@@ -18,7 +18,7 @@ export const bedrockProvider: ProviderModule<'bedrock'> = {
   }),
   // The path names the model.
   bodyHasModel: () => false,
-  async authorize(p, req, key) {
+  async authorize(p, req, key, gatewayAuth) {
     const g = p.settings.guardrail;
     if (g) {
       const body = JSON.parse(req.body.toString('utf8')) as Record<string, unknown>;
@@ -37,6 +37,6 @@ export const bedrockProvider: ProviderModule<'bedrock'> = {
       req.headers.authorization = `Bearer ${key}`;
       return;
     }
-    await sigV4(req, p.settings.region, 'bedrock');
+    if (!gatewayAuth) await sigV4(req, p.settings.region, 'bedrock');
   },
 };

@@ -41,13 +41,13 @@ export const vertexAiProvider: ProviderModule<'vertexAI'> = {
     return { prefix, path: `/publishers/google${op.path}`, query: op.query };
   },
   bodyHasModel: () => false,
-  async authorize(p, req, key) {
+  async authorize(p, req, key, gatewayAuth) {
     if (isClaude(p)) {
       const body = JSON.parse(req.body.toString('utf8')) as Record<string, unknown>;
       body.anthropic_version = VERTEX_ANTHROPIC_VERSION;
       req.body = Buffer.from(JSON.stringify(body));
     }
-    const token = key ?? (await googleAccessToken());
+    const token = key ?? (gatewayAuth ? undefined : await googleAccessToken());
     if (token === undefined) return;
     for (const h of ['x-api-key', 'api-key']) delete req.headers[h];
     req.headers.authorization = `Bearer ${token}`;
