@@ -93,7 +93,10 @@ function compileRouting(
   const to = (t: LlmTargetIR): Handler => {
     const m = models[t.model];
     if (!m) throw new Error(`virtual model target ${t.model} is not a model`);
-    const serve = entries.get(m.ir.name) ?? m.call;
+    // The target is its entry, unless entries of its name are told apart by headers: then they are.
+    // (A route ai backend's providers, priority groups, are all `*` entries without matches.)
+    const told = models.some((o) => o.ir.name === m.ir.name && o.ir.matches);
+    const serve = (told && entries.get(m.ir.name)) || m.call;
     const as = t.as;
     return (ctx) => {
       const state = ctx.ext.llm;
