@@ -1651,6 +1651,27 @@ export const LlmProvider = z.union([
   strict({ custom: LlmCustomProvider }),
 ]);
 
+/** agentgateway's PromptCachingConfig: where the gateway adds cache breakpoints (Anthropic, Bedrock). */
+export const PromptCaching = strict({
+  cacheSystem: z
+    .boolean()
+    .optional()
+    .meta({ description: 'mark the end of the system prompt (default true)' }),
+  cacheMessages: z.boolean().optional().meta({
+    description: "mark the end of the conversation's history, the second-to-last message (default true)",
+  }),
+  cacheTools: z.boolean().optional().meta({ description: 'mark the end of the tools (default false)' }),
+  minTokens: z.number().int().min(0).nullable().optional().meta({
+    description: 'the estimated size a system prompt needs before it is marked (default 1024; null: any)',
+  }),
+  cacheMessageOffset: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .meta({ description: 'how many messages further back the history marker goes (default 0)' }),
+});
+
 const llmConnection = {
   requestHeaders: LlmHeaderModifier.optional(),
   responseHeaders: LlmHeaderModifier.optional(),
@@ -1662,7 +1683,7 @@ const llmConnection = {
   }),
   health: NotYet('health').optional(),
   backendTunnel: BackendTunnel.optional(),
-  promptCaching: NotYet('promptCaching').optional(),
+  promptCaching: PromptCaching.optional(),
 };
 const llmBody = {
   defaults: LlmFieldMap.optional().meta({ description: 'request fields set when the request has none' }),
@@ -1909,7 +1930,7 @@ export const AiPolicy = strict({
   transformations: NotYet('transformations').optional(),
   finalTransformations: NotYet('finalTransformations').optional(),
   modelAliases: NotYet('modelAliases').optional(),
-  promptCaching: NotYet('promptCaching').optional(),
+  promptCaching: PromptCaching.optional(),
   routes: NotYet('routes').optional(),
 });
 

@@ -590,16 +590,18 @@ export const AiPolicy = obj({
     ).optional(),
     "prompt (agentgateway's name of promptEnrichment: use promptEnrichment)",
   ),
-  promptCaching: notBuilt(
-    obj({
-      cacheSystem: z.boolean().default(true),
-      cacheMessages: z.boolean().default(true),
-      cacheTools: z.boolean().default(false),
-      cacheMessageOffset: z.int().min(0).max(2147483647).default(0),
-      minTokens: z.int().min(0).max(2147483647).default(1024),
-    }).optional(),
-    'promptCaching',
-  ),
+  promptCaching: obj({
+    cacheSystem: z.boolean().default(true),
+    cacheMessages: z.boolean().default(true),
+    cacheTools: z.boolean().default(false),
+    cacheMessageOffset: z.int().min(0).max(2147483647).default(0),
+    minTokens: z.int().min(0).max(2147483647).default(1024),
+  })
+    .optional()
+    .meta({
+      description:
+        'Cache breakpoints the gateway adds for Anthropic (cache_control) and Bedrock Converse (cachePoint): the end of the system prompt when at least minTokens (words × 1.3), the second-to-last message (cacheMessageOffset further back), the end of the tools; four at most, counting the client’s own.',
+    }),
   routes: notBuilt(
     maxEntries(z.record(z.string().min(1).max(1024), AiRouteType), 64).optional(),
     'routes (AI route types by path suffix)',

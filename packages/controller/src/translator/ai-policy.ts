@@ -199,7 +199,8 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
   if (spec.defaults) out.policy.defaults = fieldMap(spec.defaults);
   if (spec.overrides) out.policy.overrides = fieldMap(spec.overrides);
   if (spec.modelAliases) out.unsupported.push(`${field}.modelAliases`);
-  for (const k of ['prompt', 'promptCaching', 'routes', 'transformations', 'finalTransformations'] as const)
+  if (spec.promptCaching) out.policy.promptCaching = spec.promptCaching;
+  for (const k of ['prompt', 'routes', 'transformations', 'finalTransformations'] as const)
     if (spec[k] !== undefined) out.unsupported.push(`${field}.${k}`);
   return out;
 }

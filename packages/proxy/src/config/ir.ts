@@ -457,6 +457,18 @@ export interface LlmModelIR {
   matches?: { headers?: { name: string; value: { exact: string } | { regex: string } }[] | undefined }[];
   /** Rules a request must pass (CEL over it, llmRequest included) to be sent to this model. */
   authorization?: Authorization;
+  /** Cache breakpoints added for providers that cache where told (llm/formats/prompt-caching.ts). */
+  promptCaching?: LlmPromptCachingIR;
+}
+
+export interface LlmPromptCachingIR {
+  system: boolean;
+  messages: boolean;
+  tools: boolean;
+  /** The estimated size (words × 1.3) a system prompt needs before it is marked; null: any size. */
+  minTokens: number | null;
+  /** How many messages before the second-to-last the history's marker goes. */
+  offset: number;
 }
 
 /**

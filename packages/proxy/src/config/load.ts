@@ -92,6 +92,7 @@ import type {
   LlmGuardSettings,
   LlmGuardsIR,
   LlmModelIR,
+  LlmPromptCachingIR,
   LlmPromptEnrichmentIR,
   LlmProviderIR,
   LlmRoutingIR,
@@ -810,6 +811,7 @@ class Builder {
     if (ai?.defaults) m.defaults = ai.defaults;
     if (ai?.overrides) m.overrides = ai.overrides;
     if (ai?.promptGuard) m.guardrails = ai.promptGuard;
+    if (ai?.promptCaching) m.promptCaching = ai.promptCaching;
     const ir = this.llmModel({ models: [m] }, m, pp);
     if (!ir) return undefined;
     const prompts = ai?.prompts ? promptEnrichmentIR(ai.prompts) : undefined;
@@ -966,6 +968,8 @@ class Builder {
       );
     // an empty list is no condition, as agentgateway reads it
     if (m.matches?.length) out.matches = m.matches;
+    const caching = m.promptCaching ?? d?.promptCaching;
+    if (caching) out.promptCaching = promptCachingIR(caching);
     if (m.authorization) out.authorization = m.authorization;
     return out;
   }
@@ -1701,6 +1705,17 @@ function addCredentialLocations(global: GlobalIR, binds: BindIR[]): void {
 
 /** The paths the LLM API is served at: every client API this build speaks, and the model list. */
 const LLM_PATHS = [...CLIENT_APIS.map((a) => a.path), MODELS_PATH];
+
+/** promptCaching with agentgateway's defaults filled in. */
+function promptCachingIR(c: NonNullable<LlmModel['promptCaching']>): LlmPromptCachingIR {
+  return {
+    system: c.cacheSystem ?? true,
+    messages: c.cacheMessages ?? true,
+    tools: c.cacheTools ?? false,
+    minTokens: c.minTokens === undefined ? 1024 : c.minTokens,
+    offset: c.cacheMessageOffset ?? 0,
+  };
+}
 
 /**
  * A provider's `auth` with what the provider implies: SigV4 for Bedrock signs for the `bedrock`

@@ -15,6 +15,7 @@ import type { BackendEnv } from '../upstream/backends/types.ts';
 import { type CallTarget, callUpstream } from '../upstream/call.ts';
 import { connectionSpec } from '../upstream/connection.ts';
 import { enrichRequest } from './formats/content.ts';
+import { applyPromptCaching } from './formats/prompt-caching.ts';
 import { FORMAT_PAIRS } from './formats/registry.ts';
 import type { FormatPair, JsonObject, StreamConverter } from './formats/types.ts';
 import { compileGuards, type ModelGuards, type StreamGuards } from './guardrails/runner.ts';
@@ -77,6 +78,7 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
   const limit = env.global.maxBufferSize;
   const timeout = env.attemptTimeoutMs;
   const rules = m.authorization ? compileRules(m.authorization) : undefined;
+  const caching = m.promptCaching;
   const gatewayAuth = p.auth ? backendAuthLayer(p.auth, limit) : undefined;
   const send: Handler = (ctx) => callUpstream(ctx, target as CallTarget, timeout);
 
@@ -123,6 +125,7 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
       { model, stream: state.streaming, bodyHasModel: provider.bodyHasModel?.(p as never, format) ?? true },
       state,
     );
+    if (caching) applyPromptCaching(format, model, out, caching);
     const path = providerPath(provider, p, format, model, state.streaming);
     const headers = upstreamHeaders(ctx.headers, key !== undefined || gatewayAuth !== undefined);
     headers.host = authority;

@@ -1795,7 +1795,7 @@ describe("agentgateway's field names (issue 16): translated, or refused by name"
     });
   });
 
-  test('backend: eviction and unhealthyCondition become passive health; guard scope, webhook failureMode and header matches; ai fields without support are named', () => {
+  test('backend: eviction and unhealthyCondition become passive health; guard scope, webhook failureMode and header matches; promptCaching; ai fields without support are named', () => {
     // backendPolicy directly: the ai policy rides on the result until resources.ts moves it into the providers
     const r = backendPolicy(
       backendSpec({
@@ -1816,7 +1816,8 @@ describe("agentgateway's field names (issue 16): translated, or refused by name"
               },
             ],
           },
-          promptCaching: {},
+          promptCaching: { cacheTools: true },
+          modelAliases: { fast: 'gpt-4o-mini' },
         },
         extAuth: { backendRef: { name: 'guard', port: 8000 }, http: {} },
       }),
@@ -1843,7 +1844,15 @@ describe("agentgateway's field names (issue 16): translated, or refused by name"
           },
         ],
       },
+      // the CRD's defaults filled in
+      promptCaching: {
+        cacheSystem: true,
+        cacheMessages: true,
+        cacheTools: true,
+        cacheMessageOffset: 0,
+        minTokens: 1024,
+      },
     });
-    assert.deepEqual(r.problems, [notBuilt('backend.extAuth'), notBuilt('backend.ai.promptCaching')]);
+    assert.deepEqual(r.problems, [notBuilt('backend.extAuth'), notBuilt('backend.ai.modelAliases')]);
   });
 });

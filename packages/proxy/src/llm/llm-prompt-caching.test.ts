@@ -1,0 +1,82 @@
+// promptCaching through gw: an OpenAI client's conversation reaches a fake Anthropic with
+// cache_control on its system prompt and history, and a fake Bedrock with cachePoint blocks; a model
+// without promptCaching gets none. (The rules themselves: formats/prompt-caching.test.ts.)
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { type FakeAnthropic, startFakeAnthropic } from '@gw/testkit';
+import { type FakeBedrock, startFakeBedrock } from '@gw/testkit/llm/bedrock';
+import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import OpenAI from 'openai';
+
+const CREDS = { accessKeyId: 'AKIDCACHING', secretAccessKey: 'caching/secret/EXAMPLE' };
+const conversation = [
+  { role: 'system' as const, content: 'You are a careful assistant.' },
+  { role: 'user' as const, content: 'What is 2 + 2?' },
+  { role: 'assistant' as const, content: '4' },
+  { role: 'user' as const, content: 'And 3 + 3?' },
+];
+
+let anthropic: FakeAnthropic;
+let bedrock: FakeBedrock;
+let proxy: TestProxy;
+
+before(async () => {
+  anthropic = await startFakeAnthropic({ apiKey: 'sk-ant' });
+  bedrock = await startFakeBedrock({ ...CREDS, region: 'us-east-1' });
+  proxy = await startProxy(`config:
+  adminAddr: "off"
+llm:
+  port: 0
+  models:
+  - name: claude
+    provider: anthropic
+    params: {apiKey: sk-ant, baseUrl: "${anthropic.origin}"}
+    promptCaching: {minTokens: 0}
+  - name: claude-plain
+    provider: anthropic
+    params: {apiKey: sk-ant, baseUrl: "${anthropic.origin}"}
+  - name: bedrock-claude
+    provider: bedrock
+    params: {hostOverride: "127.0.0.1:${bedrock.port}", model: anthropic.claude-3-5-haiku-20241022-v1:0}
+    auth: {aws: {accessKeyId: ${CREDS.accessKeyId}, secretAccessKey: ${CREDS.secretAccessKey}}}
+    promptCaching: {minTokens: null}
+`);
+});
+
+after(async () => {
+  await proxy?.close();
+  await anthropic?.close();
+  await bedrock?.close();
+});
+
+const client = () => new OpenAI({ apiKey: 'sk-client', baseURL: proxy.url('/v1'), maxRetries: 0 });
+
+test('Anthropic: the system prompt and the history carry cache_control; the current turn does not', async () => {
+  const r = await client().chat.completions.create({ model: 'claude', messages: conversation });
+  assert.equal(r.object, 'chat.completion');
+  const body = anthropic.seen[anthropic.seen.length - 1]?.json as {
+    system: { text: string; cache_control?: unknown }[];
+    messages: { role: string; content: { type: string; cache_control?: unknown }[] | string }[];
+  };
+  assert.deepEqual(body.system.at(-1)?.cache_control, { type: 'ephemeral' });
+  const marked = body.messages.map((m) => JSON.stringify(m.content).includes('cache_control'));
+  assert.deepEqual(marked, [false, true, false]);
+});
+
+test('a model without promptCaching sends no marker', async () => {
+  await client().chat.completions.create({ model: 'claude-plain', messages: conversation });
+  const raw = anthropic.seen[anthropic.seen.length - 1]?.body ?? '';
+  assert.equal(raw.includes('cache_control'), false);
+});
+
+test('Bedrock Converse: cachePoint blocks after the system prompt and the history', async () => {
+  const r = await client().chat.completions.create({ model: 'bedrock-claude', messages: conversation });
+  assert.equal(r.object, 'chat.completion');
+  const body = bedrock.seen[bedrock.seen.length - 1]?.json as {
+    system: object[];
+    messages: { content: object[] }[];
+  };
+  assert.deepEqual(body.system.at(-1), { cachePoint: { type: 'default' } });
+  const points = body.messages.map((m) => m.content.filter((b) => 'cachePoint' in b).length);
+  assert.deepEqual(points, [0, 1, 0]);
+});
