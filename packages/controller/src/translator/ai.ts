@@ -106,7 +106,7 @@ export function translateAi(
     // the GwBackend's own connection settings apply to each provider, the provider's win
     const { auth: _a, ai: sharedAi, ...shared } = backendPolicies ?? {};
     const { auth, ai: ownAi, ...own } = spec ?? {};
-    const out: BackendPolicies & { backendAuth?: { key: string }; ai?: Record<string, unknown> } = {};
+    const out: BackendPolicies & { ai?: Record<string, unknown> } = {};
     for (const [s, f] of [
       [shared, 'policies'],
       [own, `${field}.policies`],
@@ -128,14 +128,26 @@ export function translateAi(
       for (const u of r.unsupported) ctx.unsupported(u);
       if (Object.keys(r.policy).length > 0) out.ai = r.policy;
     }
-    const key = auth
-      ? apiKey(auth, `${field}.policies.auth`)
-      : fallbackAuth
-        ? apiKey(fallbackAuth, 'policies.auth')
-        : undefined;
+    const authSpec = auth ?? fallbackAuth;
+    const authAt = auth ? `${field}.policies` : 'policies';
+    if (authSpec && !isKeyForm(authSpec)) {
+      // a token or a signature (azure, gcp, aws, oauthTokenExchange, jwtSign): translated as a
+      // GwBackend's auth is, its Secrets read; the proxy writes it once the provider's request is ready
+      const r = backendPolicy({ auth: authSpec } as GwBackendPoliciesSpec, namespace, lookup, authAt);
+      if (r.invalid.length > 0) invalid.push(describeProblems(r.invalid));
+      problems.push(...r.problems);
+      if (r.failClosed) ctx.failClosed = true;
+      if (r.policies.backendAuth) out.backendAuth = r.policies.backendAuth as typeof out.backendAuth;
+      return out;
+    }
+    const key = authSpec ? apiKey(authSpec, `${authAt}.auth`) : undefined;
     if (key !== undefined) out.backendAuth = { key };
     return out;
   };
+
+  /** The forms that are the provider's own key (or the client's): sent the provider's way. */
+  const isKeyForm = (a: AuthSpec) =>
+    a.key !== undefined || a.secretRef !== undefined || a.passthrough !== undefined;
 
   const apiKey = (auth: AuthSpec, field: string): string | undefined => {
     if (auth.key !== undefined) return auth.key;
@@ -154,10 +166,8 @@ export function translateAi(
       }
       return v.trim();
     }
-    if (auth.passthrough) return undefined;
-    const kind = Object.keys(auth).find((k) => (auth as Record<string, unknown>)[k] !== undefined);
-    if (kind === undefined) return undefined;
-    throw new Unsupported(`${field}.${kind} is not supported for ai backends by this build of gw yet`);
+    // passthrough: the client's own credential goes on
+    return undefined;
   };
 
   let ai: Record<string, unknown>;
