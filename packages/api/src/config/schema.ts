@@ -1681,7 +1681,10 @@ const llmConnection = {
     description:
       "the provider's credential as a backendAuth form: {key} is params.apiKey, sent the provider's way; the others (gcp, azure, aws, oauthTokenExchange, jwtSign, passthrough, a key with a location) replace it",
   }),
-  health: NotYet('health').optional(),
+  health: BackendHealth.optional().meta({
+    description:
+      "outlier detection: unhealthy answers eject the model for a while, and a virtual model's weighted or failover routing passes it by",
+  }),
   backendTunnel: BackendTunnel.optional(),
   promptCaching: PromptCaching.optional(),
 };

@@ -459,6 +459,8 @@ export interface LlmModelIR {
   authorization?: Authorization;
   /** Cache breakpoints added for providers that cache where told (llm/formats/prompt-caching.ts). */
   promptCaching?: LlmPromptCachingIR;
+  /** Passive health (upstream/health.ts): an ejected model is passed by in a virtual model's routing. */
+  health?: NonNullable<ResolvedBackendPolicies['health']>;
 }
 
 export interface LlmPromptCachingIR {

@@ -970,6 +970,13 @@ class Builder {
     if (m.matches?.length) out.matches = m.matches;
     const caching = m.promptCaching ?? d?.promptCaching;
     if (caching) out.promptCaching = promptCachingIR(caching);
+    const health = m.health ?? d?.health;
+    if (health?.active)
+      this.fail(
+        [...(m.health ? mp : [...mp, 'provider']), 'health', 'active'],
+        "health.active probes an endpoint with GETs, which an LLM provider does not answer: a model's health is passive (eviction, unhealthyExpression)",
+      );
+    else if (health) out.health = health;
     if (m.authorization) out.authorization = m.authorization;
     return out;
   }

@@ -14,6 +14,7 @@ import { headerModifier } from '../policies/header-modifier/index.ts';
 import type { BackendEnv } from '../upstream/backends/types.ts';
 import { type CallTarget, callUpstream } from '../upstream/call.ts';
 import { connectionSpec } from '../upstream/connection.ts';
+import { type EndpointHealth, trackHealth } from '../upstream/health.ts';
 import { enrichRequest } from './formats/content.ts';
 import { applyPromptCaching } from './formats/prompt-caching.ts';
 import { FORMAT_PAIRS } from './formats/registry.ts';
@@ -30,6 +31,8 @@ export interface CompiledModel {
   call: Handler;
   /** Where requests go, host:port (the trace's upstream target). */
   endpoint: string;
+  /** With a `health` policy: the model's passive health, fed by each call's answer. */
+  health?: EndpointHealth;
 }
 
 /** Client credential headers: dropped when the gateway holds the provider's key. */
@@ -147,7 +150,9 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
     await answer(ctx, state, pair, p.name, limit, guards && guarded ? { guards, req: guarded } : undefined);
     if (responseHeaders && ctx.response) responseHeaders(ctx.response.headers);
   };
-  return { ir: m, call, endpoint };
+  if (!m.health) return { ir: m, call, endpoint };
+  const tracked = trackHealth(m.health, m.name, endpoint, env.pools, env.used, call);
+  return { ir: m, call: tracked.call, endpoint, health: tracked.health };
 }
 
 /** The pair converting the client's format to one the provider speaks: its own first. */

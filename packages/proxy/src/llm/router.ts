@@ -104,20 +104,33 @@ function compileRouting(
       return serve(ctx);
     };
   };
-  if ('weighted' in r) {
-    return weighted(
-      r.weighted.map((t, i): Choice => ({ name: String(i), weight: t.weight, handler: to(t) })),
-    );
-  }
+  // a model with a health policy is passed by while ejected (select.ts's balancing set)
+  const choice = (t: LlmTargetIR, i: number, weight: number): Choice => ({
+    name: models[t.model]?.ir.name ?? String(i),
+    weight,
+    handler: to(t),
+    health: models[t.model]?.health,
+  });
+  if ('weighted' in r) return weighted(r.weighted.map((t, i) => choice(t, i, t.weight)));
   if ('failover' in r) {
     const byPriority = new Map<number, Choice[]>();
     r.failover.forEach((t, i) => {
       const group = byPriority.get(t.priority) ?? [];
-      group.push({ name: String(i), weight: 1, handler: to(t) });
+      group.push(choice(t, i, 1));
       byPriority.set(t.priority, group);
     });
-    const groups = [...byPriority].sort((a, b) => a[0] - b[0]).map(([, g]) => weighted(g));
-    return failover(groups, { bufferLimit });
+    const sorted = [...byPriority].sort((a, b) => a[0] - b[0]).map(([, g]) => g);
+    return failover(
+      sorted.map((g) => weighted(g)),
+      {
+        bufferLimit,
+        // a priority group whose every model is ejected is passed by for the next
+        available: sorted.map((g) => () => {
+          const now = Date.now();
+          return g.some((c) => c.health === undefined || c.health.available(now));
+        }),
+      },
+    );
   }
   const targets = r.conditional.map((t) => ({
     when: t.when === undefined ? undefined : compileCel(t.when),

@@ -114,6 +114,11 @@ export interface FailoverOptions {
   bufferLimit: number;
   /** Whether an answer moves the request on; default: 429 and 5xx. */
   failsOver?: (status: number) => boolean;
+  /**
+   * Per group, whether any of it is in the balancing set (its health): a group that is wholly out is
+   * passed by without a request, unless no later group is in either (then each is tried as usual).
+   */
+  available?: readonly (() => boolean)[];
 }
 
 const defaultFailsOver = (status: number) => status === 429 || status >= 500;
@@ -129,9 +134,12 @@ export function failover(groups: readonly Handler[], opts: FailoverOptions): Han
   return async (ctx) => {
     const replayable = await bufferForReplay(ctx, opts.bufferLimit);
     const saved = snapshot(ctx);
+    const skip = passedBy(opts.available);
+    let tried = 0;
     for (let i = 0; i < groups.length; i++) {
+      if (skip?.[i]) continue;
       const last = !replayable || i === groups.length - 1;
-      if (i > 0) restore(ctx, saved);
+      if (tried++ > 0) restore(ctx, saved);
       try {
         await (groups[i] as Handler)(ctx);
       } catch (err) {
@@ -150,6 +158,18 @@ export function failover(groups: readonly Handler[], opts: FailoverOptions): Han
       ctx.response = undefined;
     }
   };
+}
+
+/**
+ * The groups to pass by: those wholly out of the balancing set while a later one is in. None when
+ * no group is in (each is tried, and the answers move the health state on).
+ */
+function passedBy(available: FailoverOptions['available']): boolean[] | undefined {
+  if (!available) return undefined;
+  const now = available.map((a) => a());
+  const lastIn = now.lastIndexOf(true);
+  if (lastIn < 0) return undefined;
+  return now.map((inSet, i) => !inSet && i < lastIn);
 }
 
 interface Saved {
