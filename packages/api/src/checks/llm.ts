@@ -61,6 +61,7 @@ export function checkLlm(llm: LlmConfig, path: FieldPath): Problem[] {
   llm.models.forEach((m, i) => {
     const mp = [...path, 'models', i];
     out.push(...checkCelMap(m.transformation, [...mp, 'transformation']));
+    out.push(...checkCelMap(m.finalTransformation, [...mp, 'finalTransformation']));
     if (m.guardrails) out.push(...checkPromptGuard(m.guardrails, [...mp, 'guardrails']));
     if (m.authorization) out.push(...checkAuthorization(m.authorization, [...mp, 'authorization']));
     m.matches?.forEach((x, xi) => {

@@ -2071,7 +2071,10 @@ export const LlmModel = strict({
     description: 'rules (CEL, llmRequest included) a request must pass to be sent to this model; else 403',
   }),
   ...llmBody,
-  finalTransformation: NotYet('finalTransformation').optional(),
+  finalTransformation: LlmCelMap.optional().meta({
+    description:
+      "fields of the request in the provider's own format, set from CEL over it (llmRequest) once it is converted",
+  }),
   ...llmConnection,
   guardrails: PromptGuard.optional(),
   matches: z.array(LlmModelMatch).optional().meta({

@@ -442,6 +442,8 @@ export interface LlmModelIR {
   overrides?: Record<string, unknown>;
   /** Request fields set from CEL (`llmRequest.*` is the request so far), e.g. `model`; applied last. */
   transformation?: Record<string, string>;
+  /** The same over the request in the provider's format, once converted (`llmRequest.*` is that). */
+  finalTransformation?: Record<string, string>;
   requestHeaders?: LlmHeaderModifier;
   responseHeaders?: LlmHeaderModifier;
   /** Connection settings (backendTLS, http, tcp) as for any backend. */

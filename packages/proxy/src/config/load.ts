@@ -957,6 +957,8 @@ class Builder {
     if (Object.keys(defaults).length > 0) out.defaults = defaults;
     if (Object.keys(overrides).length > 0) out.overrides = overrides;
     if (Object.keys(transformation).length > 0) out.transformation = transformation;
+    if (m.finalTransformation && Object.keys(m.finalTransformation).length > 0)
+      out.finalTransformation = m.finalTransformation;
     const reqH = m.requestHeaders ?? d?.requestHeaders;
     const resH = m.responseHeaders ?? d?.responseHeaders;
     if (reqH) out.requestHeaders = reqH;

@@ -144,6 +144,13 @@ ${model}`,
         ),
     );
   });
+  test('a finalTransformation that is not CEL', () => {
+    assert.throws(
+      () => load("    finalTransformation: {max_tokens: 'llmRequest.max_tokens *'}\n"),
+      (e: unknown) =>
+        e instanceof ConfigError && /llm\.models\[0\]\.finalTransformation\.max_tokens/.test(e.message),
+    );
+  });
   test('an authorization rule that is not CEL', () => {
     assert.throws(
       () => load("    authorization: {rules: ['llmRequest.model ==']}\n"),

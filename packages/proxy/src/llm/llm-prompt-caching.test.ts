@@ -1,6 +1,8 @@
-// promptCaching through gw: an OpenAI client's conversation reaches a fake Anthropic with
-// cache_control on its system prompt and history, and a fake Bedrock with cachePoint blocks; a model
-// without promptCaching gets none. (The rules themselves: formats/prompt-caching.test.ts.)
+// What gw changes in a request once it is in the provider's own format. promptCaching: an OpenAI
+// client's conversation reaches a fake Anthropic with cache_control on its system prompt and history,
+// and a fake Bedrock with cachePoint blocks; a model without promptCaching gets none (the rules
+// themselves: formats/prompt-caching.test.ts). finalTransformation: CEL over the converted request.
+// (The loader's error for a bad expression is a config error at its field: llm-model-rules.test.ts.)
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { type FakeAnthropic, startFakeAnthropic } from '@gw/testkit';
@@ -35,6 +37,13 @@ llm:
   - name: claude-plain
     provider: anthropic
     params: {apiKey: sk-ant, baseUrl: "${anthropic.origin}"}
+  - name: claude-final
+    provider: anthropic
+    params: {apiKey: sk-ant, baseUrl: "${anthropic.origin}"}
+    # Anthropic's own fields: the converted request's max_tokens (4096 set by the conversion) and metadata
+    finalTransformation:
+      max_tokens: 'llmRequest.max_tokens / 2.0'
+      metadata: '{"user_id": "team-" + string(size(llmRequest.messages))}'
   - name: bedrock-claude
     provider: bedrock
     params: {hostOverride: "127.0.0.1:${bedrock.port}", model: anthropic.claude-3-5-haiku-20241022-v1:0}
@@ -79,4 +88,12 @@ test('Bedrock Converse: cachePoint blocks after the system prompt and the histor
   assert.deepEqual(body.system.at(-1), { cachePoint: { type: 'default' } });
   const points = body.messages.map((m) => m.content.filter((b) => 'cachePoint' in b).length);
   assert.deepEqual(points, [0, 1, 0]);
+});
+
+test('finalTransformation: CEL over the request in Anthropic’s format, after the conversion', async () => {
+  await client().chat.completions.create({ model: 'claude-final', messages: conversation });
+  const body = anthropic.seen[anthropic.seen.length - 1]?.json as Record<string, unknown>;
+  assert.equal(body.max_tokens, 2048, 'half of the 4096 the conversion set for an OpenAI client');
+  // three messages once the system prompt moved to Anthropic's `system`
+  assert.deepEqual(body.metadata, { user_id: 'team-3' });
 });

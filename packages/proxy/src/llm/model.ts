@@ -68,9 +68,8 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
   const target: CallTarget | undefined = dispatcher ? { dispatcher, endpoint } : undefined;
 
   const formats = provider.formats(p as never);
-  const transformation = Object.entries(m.transformation ?? {}).map(
-    ([field, expr]) => [field, compileCel(expr)] as [string, CelProgram],
-  );
+  const transformation = compileFields(m.transformation);
+  const finalTransformation = compileFields(m.finalTransformation);
   const requestHeaders = m.requestHeaders ? headerModifier(m.requestHeaders) : undefined;
   const responseHeaders = m.responseHeaders ? headerModifier(m.responseHeaders) : undefined;
   const key = p.apiKey;
@@ -107,14 +106,7 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
     body.model = p.model ?? state.routedModel ?? state.requestModel;
     if (defaults) for (const k in defaults) if (body[k] === undefined) body[k] = defaults[k];
     if (overrides) Object.assign(body, overrides);
-    if (transformation.length > 0) {
-      const cel = ctx.celContext();
-      cel.llmRequest = body;
-      for (const [field, prog] of transformation) {
-        const v = prog.eval(cel);
-        if (v !== undefined) body[field] = celToJson(v);
-      }
-    }
+    if (transformation.length > 0) setFields(ctx, body, transformation);
     // Guards read what the client sent (after defaults and overrides), not the operator's own prompts.
     if (guards && guarded) await guards.request(ctx, state, body, guarded);
     if (prompts) enrichRequest(state.clientFormat, body, prompts.prepend, prompts.append);
@@ -128,6 +120,7 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
       { model, stream: state.streaming, bodyHasModel: provider.bodyHasModel?.(p as never, format) ?? true },
       state,
     );
+    if (finalTransformation.length > 0) setFields(ctx, out, finalTransformation, true);
     if (caching) applyPromptCaching(format, model, out, caching);
     const path = providerPath(provider, p, format, model, state.streaming);
     const headers = upstreamHeaders(ctx.headers, key !== undefined || gatewayAuth !== undefined);
@@ -153,6 +146,31 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
   if (!m.health) return { ir: m, call, endpoint };
   const tracked = trackHealth(m.health, m.name, endpoint, env.pools, env.used, call);
   return { ir: m, call: tracked.call, endpoint, health: tracked.health };
+}
+
+function compileFields(fields: Record<string, string> | undefined): [string, CelProgram][] {
+  return Object.entries(fields ?? {}).map(([field, expr]) => [field, compileCel(expr)]);
+}
+
+/**
+ * Each field of `body` set from its expression over the request with `llmRequest` as `body` is.
+ * `providerFormat`: `body` is the provider's request, seen as llmRequest only by these expressions
+ * (later ones, the access log's among them, see the client's request again).
+ */
+function setFields(
+  ctx: RequestContext,
+  body: JsonObject,
+  fields: readonly [string, CelProgram][],
+  providerFormat = false,
+): void {
+  const cel = ctx.celContext();
+  const before = cel.llmRequest;
+  cel.llmRequest = body;
+  for (const [field, prog] of fields) {
+    const v = prog.eval(cel);
+    if (v !== undefined) body[field] = celToJson(v);
+  }
+  if (providerFormat) cel.llmRequest = before;
 }
 
 /** The pair converting the client's format to one the provider speaks: its own first. */
