@@ -1890,12 +1890,52 @@ export const GuardGoogleModelArmor = strict({
     .optional(),
   hostOverride: GuardHostOverride,
 });
+/** agentgateway's AzureContentSafety: Azure AI Content Safety's text analysis and jailbreak detection. */
+export const GuardAzureContentSafety = strict({
+  endpoint: z
+    .string()
+    .regex(/^[A-Za-z0-9.-]+$/, {
+      message: 'expected a host name such as my-resource.cognitiveservices.azure.com',
+    })
+    .meta({ description: 'the resource host, e.g. <resource>.cognitiveservices.azure.com' }),
+  policies: guardServicePolicies(
+    serviceBackendAuth(LlmApiKey, ' on a guard service', ['azure'], authForm({ azure: AzureAuth })).meta({
+      description:
+        "key: the resource's subscription key (Ocp-Apim-Subscription-Key), inline or {file}; azure: an Entra ID token; unset: Azure's implicit credential chain",
+    }),
+  )
+    .nullable()
+    .optional(),
+  analyzeText: strict({
+    severityThreshold: z.number().int().min(0).max(7).nullable().optional().meta({
+      description:
+        'a category at or above this severity (FourSeverityLevels: 0, 2, 4, 6) is rejected; default 2',
+    }),
+    apiVersion: z.string().min(1).nullable().optional().meta({ description: 'default 2024-09-01' }),
+    blocklistNames: z.array(z.string().min(1)).nullable().optional().meta({
+      description: "the resource's blocklists the text is checked against: an item found rejects",
+    }),
+    haltOnBlocklistHit: z.boolean().nullable().optional().meta({
+      description: 'the service stops analysing once a blocklist matched',
+    }),
+  })
+    .nullable()
+    .optional()
+    .meta({ description: 'harm categories (Hate, SelfHarm, Sexual, Violence) and blocklists; the default' }),
+  detectJailbreak: strict({
+    apiVersion: z.string().min(1).nullable().optional().meta({ description: 'default 2024-02-15-preview' }),
+  })
+    .nullable()
+    .optional()
+    .meta({ description: 'jailbreak attempts in the request (request guards only)' }),
+  hostOverride: GuardHostOverride,
+});
 const guardKinds = {
   regex: GuardRegex.optional(),
   webhook: GuardWebhook.optional(),
   bedrockGuardrails: GuardBedrockGuardrails.optional(),
   googleModelArmor: GuardGoogleModelArmor.optional(),
-  azureContentSafety: NotYet('the azureContentSafety guard').optional(),
+  azureContentSafety: GuardAzureContentSafety.optional(),
 };
 export const RequestGuard = strict({
   ...guardKinds,

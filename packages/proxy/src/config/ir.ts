@@ -522,6 +522,16 @@ export interface LlmGuardSettings {
       /** A Bedrock API key, sent as a bearer instead of a signature. */
       | { kind: 'key'; key: Secret };
   };
+  /** Azure AI Content Safety: text:analyze (harm categories, blocklists), text:detectJailbreak. */
+  azureContentSafety: {
+    service: LlmGuardServiceIR;
+    /** text:analyze; unset when only jailbreaks are looked for. */
+    analyze?: { apiVersion: string; threshold: number; blocklists: string[]; haltOnBlocklistHit: boolean };
+    /** text:detectJailbreak, on requests only. */
+    jailbreak?: { apiVersion: string };
+    /** The subscription key, or an Entra ID token source. */
+    auth: { kind: 'key'; key: Secret } | { kind: 'azure'; azure: AzureAuthIR };
+  };
   /** Google Model Armor's sanitizeUserPrompt / sanitizeModelResponse on a template. */
   googleModelArmor: {
     service: LlmGuardServiceIR;

@@ -113,6 +113,7 @@ import type {
 } from './ir.ts';
 import { accessLogOf, metricsOf, tracingOf } from './observability.ts';
 import { sealPolicies } from './seal.ts';
+import { resolveAzure } from './token-auth.ts';
 
 /** Settings read once at start-up (the spec: adminAddr and sensitiveHeaders are not hot-reloaded). */
 export interface StartupConfig {
@@ -1933,6 +1934,45 @@ export function promptGuardIR(g: PromptGuard, read: GuardKeyReader = inlineOnly)
             version: b.guardrailVersion,
             region: b.region,
             audit: b.action === 'Audit',
+            auth,
+          },
+        },
+      ];
+    }
+    if (e.azureContentSafety) {
+      const a = e.azureContentSafety;
+      const ba = a.policies?.backendAuth;
+      let auth: LlmGuardSettings['azureContentSafety']['auth'];
+      if (ba && 'key' in ba) {
+        const k = key(['azureContentSafety', 'policies', 'backendAuth', 'key'], ba.key);
+        if (!k) return [];
+        auth = { kind: 'key', key: k };
+      } else auth = { kind: 'azure', azure: resolveAzure(ba && 'azure' in ba ? ba.azure : { implicit: {} }) };
+      const t = a.analyzeText;
+      // analyzeText is the default: a guard that looked for nothing would pass everything
+      const analyze =
+        t || !a.detectJailbreak
+          ? {
+              apiVersion: t?.apiVersion ?? '2024-09-01',
+              threshold: t?.severityThreshold ?? 2,
+              blocklists: t?.blocklistNames ?? [],
+              haltOnBlocklistHit: t?.haltOnBlocklistHit ?? false,
+            }
+          : undefined;
+      return [
+        {
+          kind: 'azureContentSafety',
+          name: 'azureContentSafety',
+          ...common,
+          settings: {
+            service: {
+              origin: serviceOrigin(a.endpoint, a.hostOverride),
+              timeoutMs: GUARD_SERVICE_TIMEOUT_MS,
+            },
+            ...(analyze ? { analyze } : {}),
+            ...(a.detectJailbreak
+              ? { jailbreak: { apiVersion: a.detectJailbreak.apiVersion ?? '2024-02-15-preview' } }
+              : {}),
             auth,
           },
         },

@@ -269,7 +269,7 @@ describe('config', () => {
     );
   });
 
-  test('a bad pattern, an empty-matching one, an entry without a kind, an unimplemented kind', () => {
+  test('a bad pattern, an empty-matching one, an entry without a kind, an unimplemented form, a missing field', () => {
     assert.deepEqual(issues('{request: [{regex: {rules: [{pattern: "(a"}]}}]}'), [
       'llm.models[0].guardrails.request[0].regex.rules[0].pattern: invalid regular expression: Invalid regular expression: /(a/g: Unterminated group',
     ]);
@@ -280,9 +280,14 @@ describe('config', () => {
       issues('{request: [{rejection: {status: 403}}]}')[0] ?? '',
       /set exactly one of regex, webhook/,
     );
-    assert.deepEqual(issues('{request: [{azureContentSafety: {}}]}'), [
-      'llm.models[0].guardrails.request[0].azureContentSafety: the azureContentSafety guard is not supported by this build of gw yet',
-    ]);
+    assert.match(
+      issues('{request: [{webhook: {target: {service: {name: guard, port: 8000}}}}]}').join('\n'),
+      /guardrails\.request\[0\]\.webhook\.target\.service: a webhook target by service \(use host\) is not supported by this build of gw yet/,
+    );
+    assert.match(
+      issues('{request: [{azureContentSafety: {}}]}').join('\n'),
+      /guardrails\.request\[0\]\.azureContentSafety\.endpoint/,
+    );
     assert.match(
       issues('{request: [{regex: {rules: [{builtin: ssn}]}, rejection: {status: 700}}]}')[0] ?? '',
       /status/,

@@ -1,6 +1,7 @@
 // The guard kinds this build runs, by kind. A kind is a key of LlmGuardSettings (config/ir.ts) and an
 // entry here; a key without an entry does not compile.
 import type { LlmGuardKind } from '../../config/ir.ts';
+import { azureContentSafetyGuard } from './azure-content-safety.ts';
 import { bedrockGuardrailsGuard } from './bedrock-guardrails.ts';
 import { googleModelArmorGuard } from './google-model-armor.ts';
 import { openAIModerationGuard } from './openai-moderation.ts';
@@ -14,4 +15,5 @@ export const GUARD_KINDS: { [K in LlmGuardKind]: GuardKindModule<K> } = {
   openAIModeration: openAIModerationGuard,
   bedrockGuardrails: bedrockGuardrailsGuard,
   googleModelArmor: googleModelArmorGuard,
+  azureContentSafety: azureContentSafetyGuard,
 };

@@ -66,7 +66,8 @@ export function gcp(c: GcpAuthIR): TokenSource {
   };
 }
 
-export function azure(c: AzureAuthIR): TokenSource {
+/** An Entra ID token for `c.scope`; it reads nothing of the request (a guard service uses it too). */
+export function azure(c: AzureAuthIR): () => Promise<string> {
   const source = c.source;
   const kind = Object.keys(source)[0] as string;
   const form = `backendAuth azure ${kind}`;
