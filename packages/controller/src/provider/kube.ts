@@ -159,21 +159,32 @@ export class KubeProvider extends EventEmitter<ProviderEvents> {
     const watch = new GoneAwareWatch(this.#kc, (message) => {
       if (!this.#stopped) this.emit('expired', kind.kind, message);
     });
-    const informer = new ListWatch<KubernetesObject>(kind.path, watch, list, false, kind.labelSelector);
+    // A kind is synced once its first list is in the informer's cache. Not on 'connect': client-node's
+    // ListWatch emits it before it lists, and a reconcile of that empty cache retracted every Gateway's
+    // config and pruned its proxy objects (seen when a restarted controller's lists took longer than
+    // the reconcile debounce). The items of a list are added synchronously once it resolves, so the
+    // next turn of the loop finds them all.
+    const listed = async (): Promise<KubernetesListObject<KubernetesObject>> => {
+      const l = await list();
+      if (!w.synced)
+        setImmediate(() => {
+          if (w.synced || this.#stopped) return;
+          w.synced = true;
+          if (this.synced()) this.emit('synced');
+          this.emit('change');
+        });
+      return l;
+    };
+    const informer = new ListWatch<KubernetesObject>(kind.path, watch, listed, false, kind.labelSelector);
     const w: KindWatch = { kind, informer, synced: false, failures: 0 };
     const changed = () => {
-      if (!w.synced) {
-        w.synced = true;
-        if (this.synced()) this.emit('synced');
-      }
-      this.emit('change');
+      if (w.synced) this.emit('change');
     };
     informer.on('add', changed);
     informer.on('update', changed);
     informer.on('delete', changed);
     informer.on('connect', () => {
       w.failures = 0;
-      changed();
     });
     informer.on('error', (err: unknown) => {
       if (this.#stopped) return;
