@@ -2,7 +2,7 @@
 // every pattern compiles (as the proxy compiles it), and what a guard cannot do where it is set.
 import type { AiPolicy, GuardWebhook, PromptGuard } from '../config/schema.ts';
 import type { FieldPath } from '../config/source.ts';
-import { checkCel } from './cel.ts';
+import { checkCel, checkCelMap } from './cel.ts';
 import type { Problem } from './problem.ts';
 import { checkRegex, GUARD_REGEX_FLAGS } from './regex.ts';
 
@@ -66,5 +66,9 @@ function checkWebhook(w: GuardWebhook, path: FieldPath): Problem[] {
 }
 
 export function checkAiPolicy(p: AiPolicy, path: FieldPath): Problem[] {
-  return p.promptGuard ? checkPromptGuard(p.promptGuard, [...path, 'promptGuard']) : [];
+  return [
+    ...(p.promptGuard ? checkPromptGuard(p.promptGuard, [...path, 'promptGuard']) : []),
+    ...checkCelMap(p.transformations, [...path, 'transformations']),
+    ...checkCelMap(p.finalTransformations, [...path, 'finalTransformations']),
+  ];
 }

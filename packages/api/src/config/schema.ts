@@ -1970,8 +1970,13 @@ export const AiPolicy = strict({
   prompts: PromptEnrichment.optional(),
   defaults: LlmFieldMap.optional(),
   overrides: LlmFieldMap.optional(),
-  transformations: NotYet('transformations').optional(),
-  finalTransformations: NotYet('finalTransformations').optional(),
+  transformations: LlmCelMap.optional().meta({
+    description: "request fields set from CEL over llmRequest (a model's transformation)",
+  }),
+  finalTransformations: LlmCelMap.optional().meta({
+    description:
+      "fields of the request in the provider's format, set from CEL once converted (a model's finalTransformation)",
+  }),
   modelAliases: NotYet('modelAliases').optional(),
   promptCaching: PromptCaching.optional(),
   routes: NotYet('routes').optional(),

@@ -228,7 +228,7 @@ export const VirtualModel = rules(
 
 // ---------- policies ----------
 /** What this build refuses in a GwModel's policies (the controller reports each by name). */
-export const MODEL_POLICIES_NOT_BUILT = ['headers', 'transformations', 'finalTransformations'] as const;
+export const MODEL_POLICIES_NOT_BUILT = ['headers'] as const;
 /**
  * A model's policies: gw's BackendWithAI (connection settings, auth, ai) plus agentgateway's
  * AgentgatewayModel fields beside them. promptGuard is ai.promptGuard's place there (set one of them).
@@ -250,8 +250,14 @@ export const ModelPolicies = rules(
       ).optional(),
       'policies.headers on a GwModel',
     ),
-    transformations: notBuilt(FieldExpressions.optional(), 'policies.transformations on a GwModel'),
-    finalTransformations: notBuilt(FieldExpressions.optional(), 'policies.finalTransformations on a GwModel'),
+    transformations: FieldExpressions.optional().meta({
+      description:
+        'Request fields set from CEL over llmRequest before it is converted (the same as ai.transformations).',
+    }),
+    finalTransformations: FieldExpressions.optional().meta({
+      description:
+        "Fields of the request in the provider's format, set from CEL once converted (the same as ai.finalTransformations).",
+    }),
   }),
   {
     rule: '!has(self.promptGuard) || !has(self.ai) || !has(self.ai.promptGuard)',

@@ -606,8 +606,12 @@ export const AiPolicy = obj({
     maxEntries(z.record(z.string().min(1).max(1024), AiRouteType), 64).optional(),
     'routes (AI route types by path suffix)',
   ),
-  transformations: notBuilt(FieldExpressions.optional(), 'ai transformations'),
-  finalTransformations: notBuilt(FieldExpressions.optional(), 'ai finalTransformations'),
+  transformations: FieldExpressions.optional().meta({
+    description: 'Request fields set from CEL over llmRequest (the request so far) before it is converted.',
+  }),
+  finalTransformations: FieldExpressions.optional().meta({
+    description: "Fields of the request in the provider's own format, set from CEL once it is converted.",
+  }),
 });
 
 // ---------- MCP ----------

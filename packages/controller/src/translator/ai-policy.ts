@@ -3,6 +3,7 @@
 // Guard kinds and fields the proxy does not serve yet are returned by name, so the caller can say so
 // in the status instead of shipping a guard that silently does nothing.
 import { checkRegex, type FieldPath, type Problem } from '@gw/api';
+import { checkCel } from '@gw/api/checks/cel';
 import { isSecretRef, type MapContext, readKey, serviceAddress } from './policy/context.ts';
 import type { GwBackendPoliciesSpec } from './policy/spec.ts';
 
@@ -198,9 +199,19 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
     Object.fromEntries(l.map((f) => [f.field, f.value]));
   if (spec.defaults) out.policy.defaults = fieldMap(spec.defaults);
   if (spec.overrides) out.policy.overrides = fieldMap(spec.overrides);
+  // {field, expression} lists in the CRD, maps of field → CEL in the standalone; an expression that
+  // does not compile is named at its entry
+  for (const k of ['transformations', 'finalTransformations'] as const) {
+    const list = spec[k];
+    if (!list) continue;
+    list.forEach((f, i) => {
+      out.invalid.push(...checkCel(f.expression, [k, i, 'expression']));
+    });
+    out.policy[k] = Object.fromEntries(list.map((f) => [f.field, f.expression]));
+  }
   if (spec.modelAliases) out.unsupported.push(`${field}.modelAliases`);
   if (spec.promptCaching) out.policy.promptCaching = spec.promptCaching;
-  for (const k of ['prompt', 'routes', 'transformations', 'finalTransformations'] as const)
+  for (const k of ['prompt', 'routes'] as const)
     if (spec[k] !== undefined) out.unsupported.push(`${field}.${k}`);
   return out;
 }

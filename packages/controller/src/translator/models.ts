@@ -211,11 +211,17 @@ function readModel(o: KubeObject, lookup: Lookup): ModelInfo {
     return info;
   }
   const authorization = spec.policies?.authorization;
-  const authzProblems = authorization
-    ? checkAuthorization(authorization, ['spec', 'policies', 'authorization'])
-    : [];
-  if (authzProblems.length > 0) {
-    info.problem = bad('Accepted', 'Invalid', describeProblems(authzProblems), gen);
+  // checked here, at the GwModel's own fields: the transformations move into the ai policy below
+  const policyProblems = [
+    ...(authorization ? checkAuthorization(authorization, ['spec', 'policies', 'authorization']) : []),
+    ...(['transformations', 'finalTransformations'] as const).flatMap((k) =>
+      (spec.policies?.[k] ?? []).flatMap((f, i) =>
+        checkCel(f.expression, ['spec', 'policies', k, i, 'expression']),
+      ),
+    ),
+  ];
+  if (policyProblems.length > 0) {
+    info.problem = bad('Accepted', 'Invalid', describeProblems(policyProblems), gen);
     return info;
   }
   const provider = providerSpec(spec, info.notes);
@@ -236,15 +242,21 @@ function readModel(o: KubeObject, lookup: Lookup): ModelInfo {
 /** A GwModel's provider as a GwBackend's LLMProvider, so ai.ts translates both alike. */
 function providerSpec(spec: ModelSpec, notes: string[]): ProviderSpec {
   // agentgateway's policies.promptGuard is gw's policies.ai.promptGuard
+  // and its transformations and finalTransformations are the ai policy's
   const {
     promptGuard,
     authorization: _a,
     headers: _h,
-    transformations: _t,
-    finalTransformations: _f,
+    transformations,
+    finalTransformations,
     ...rest
   } = spec.policies ?? {};
-  const own = promptGuard ? { ...rest, ai: { ...rest.ai, promptGuard } } : rest;
+  const moved = {
+    ...(promptGuard ? { promptGuard } : {}),
+    ...(transformations ? { transformations } : {}),
+    ...(finalTransformations ? { finalTransformations } : {}),
+  };
+  const own = Object.keys(moved).length > 0 ? { ...rest, ai: { ...rest.ai, ...moved } } : rest;
   const policies = spec.policies ? { policies: own } : {};
   switch (spec.provider) {
     case 'Azure': {

@@ -813,6 +813,8 @@ class Builder {
     if (ai?.overrides) m.overrides = ai.overrides;
     if (ai?.promptGuard) m.guardrails = ai.promptGuard;
     if (ai?.promptCaching) m.promptCaching = ai.promptCaching;
+    if (ai?.transformations) m.transformation = ai.transformations;
+    if (ai?.finalTransformations) m.finalTransformation = ai.finalTransformations;
     const ir = this.llmModel({ models: [m] }, m, pp);
     if (!ir) return undefined;
     const prompts = ai?.prompts ? promptEnrichmentIR(ai.prompts) : undefined;

@@ -5,10 +5,12 @@
 // (The loader's error for a bad expression is a config error at its field: llm-model-rules.test.ts.)
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { ConfigError } from '@gw/api';
 import { type FakeAnthropic, startFakeAnthropic } from '@gw/testkit';
 import { type FakeBedrock, startFakeBedrock } from '@gw/testkit/llm/bedrock';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import OpenAI from 'openai';
+import { loadConfigText } from '../config/load.ts';
 
 const CREDS = { accessKeyId: 'AKIDCACHING', secretAccessKey: 'caching/secret/EXAMPLE' };
 const conversation = [
@@ -96,4 +98,29 @@ test('finalTransformation: CEL over the request in Anthropic’s format, after t
   assert.equal(body.max_tokens, 2048, 'half of the 4096 the conversion set for an OpenAI client');
   // three messages once the system prompt moved to Anthropic's `system`
   assert.deepEqual(body.metadata, { user_id: 'team-3' });
+});
+
+test('a route ai provider’s policies.ai: transformations and finalTransformations are its model’s; bad CEL is named', () => {
+  const yaml = (ai: string) => `binds:
+- port: 8080
+  listeners:
+  - routes:
+    - backends:
+      - ai: {name: p, provider: {anthropic: {}}, policies: {ai: ${ai}}}
+`;
+  const { ir } = loadConfigText(
+    'route.yaml',
+    yaml(`{transformations: {model: '"claude-x"'}, finalTransformations: {max_tokens: "1.0"}}`),
+    process.cwd(),
+  );
+  const target = ir.binds[0]?.listeners[0]?.routes[0]?.backends[0]?.target;
+  assert.ok(target && 'kind' in target && target.kind === 'ai');
+  assert.deepEqual(target.models[0]?.transformation, { model: '"claude-x"' });
+  assert.deepEqual(target.models[0]?.finalTransformation, { max_tokens: '1.0' });
+  assert.throws(
+    () => loadConfigText('route.yaml', yaml(`{finalTransformations: {max_tokens: "1 +"}}`), process.cwd()),
+    (e: unknown) =>
+      e instanceof ConfigError &&
+      /policies\.ai\.finalTransformations\.max_tokens: invalid CEL/.test(e.message),
+  );
 });
