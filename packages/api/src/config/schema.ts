@@ -2049,6 +2049,8 @@ const ModelPattern = z
 export const LlmModelsEntry = AiNamedProvider.extend({
   match: ModelPattern,
   visibility: z.enum(['public', 'internal']).optional(),
+  requestHeaders: LlmHeaderModifier.optional().meta({ description: "headers of this model's requests" }),
+  responseHeaders: LlmHeaderModifier.optional().meta({ description: "headers of this model's answers" }),
   authorization: Authorization.optional().meta({
     description: 'rules a request must pass to be sent to this model (a GwModel policies.authorization)',
   }),

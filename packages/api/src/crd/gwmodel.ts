@@ -18,7 +18,6 @@ import {
   Group,
   LocalBackendObjectReference,
   LongString,
-  notBuilt,
   ObjectName,
   ParentReference,
   Port,
@@ -227,8 +226,6 @@ export const VirtualModel = rules(
 );
 
 // ---------- policies ----------
-/** What this build refuses in a GwModel's policies (the controller reports each by name). */
-export const MODEL_POLICIES_NOT_BUILT = ['headers'] as const;
 /**
  * A model's policies: gw's BackendWithAI (connection settings, auth, ai) plus agentgateway's
  * AgentgatewayModel fields beside them. promptGuard is ai.promptGuard's place there (set one of them).
@@ -243,13 +240,15 @@ export const ModelPolicies = rules(
       description:
         'Rules a request must pass to be sent to this model (CEL; llmRequest is the request); otherwise 403 in the client’s format.',
     }),
-    headers: notBuilt(
-      rules(
-        obj({ request: HeaderModifier.optional(), response: HeaderModifier.optional() }),
-        atLeastOne(['request', 'response']),
-      ).optional(),
-      'policies.headers on a GwModel',
-    ),
+    headers: rules(
+      obj({ request: HeaderModifier.optional(), response: HeaderModifier.optional() }),
+      atLeastOne(['request', 'response']),
+    )
+      .optional()
+      .meta({
+        description:
+          "Headers set, added or removed on this model's requests to the provider and its answers.",
+      }),
     transformations: FieldExpressions.optional().meta({
       description:
         'Request fields set from CEL over llmRequest before it is converted (the same as ai.transformations).',

@@ -12,8 +12,7 @@
 import { checkCel } from '@gw/api/checks/cel';
 import { checkAuthorization } from '@gw/api/checks/traffic';
 import { validateResource } from '@gw/api/crd/crds';
-import { type GwModelSpec, MODEL_POLICIES_NOT_BUILT } from '@gw/api/crd/gwmodel';
-import { notBuiltMessage } from '@gw/api/crd/types';
+import type { GwModelSpec } from '@gw/api/crd/gwmodel';
 import { formatError } from '@gw/api/crd/validate';
 import { LLM_API_PATHS } from '@gw/api/llm/api-paths';
 import { type ProviderSpec, translateAi } from './ai.ts';
@@ -203,13 +202,6 @@ function readModel(o: KubeObject, lookup: Lookup): ModelInfo {
     return info;
   }
   if (spec.virtualModel) return info;
-  // an authorization rule or header change left out would serve the model without it: not served
-  const refused = MODEL_POLICIES_NOT_BUILT.filter((k) => spec.policies?.[k] !== undefined);
-  if (refused.length > 0) {
-    const message = refused.map((k) => notBuiltMessage(`spec.policies.${k}`)).join('; ');
-    info.problem = bad('Accepted', 'Unsupported', message, gen);
-    return info;
-  }
   const authorization = spec.policies?.authorization;
   // checked here, at the GwModel's own fields: the transformations move into the ai policy below
   const policyProblems = [
@@ -233,6 +225,15 @@ function readModel(o: KubeObject, lookup: Lookup): ModelInfo {
   info.notes.push(...r.problems);
   const entry: Record<string, unknown> = { ...r.ai, match };
   if (authorization) entry.authorization = authorization;
+  // {name, value} lists in the CRD, maps of name → value in the standalone
+  const headers = spec.policies?.headers;
+  const modifier = (m: NonNullable<NonNullable<typeof headers>['request']>) => ({
+    ...(m.set ? { set: Object.fromEntries(m.set.map((h) => [h.name, h.value])) } : {}),
+    ...(m.add ? { add: Object.fromEntries(m.add.map((h) => [h.name, h.value])) } : {}),
+    ...(m.remove ? { remove: m.remove } : {}),
+  });
+  if (headers?.request) entry.requestHeaders = modifier(headers.request);
+  if (headers?.response) entry.responseHeaders = modifier(headers.response);
   if (spec.visibility === 'Internal') entry.visibility = 'internal';
   if (spec.baseURL) applyBaseUrl(entry, spec.baseURL);
   info.entry = entry;

@@ -711,7 +711,7 @@ class Builder {
     spec.models.forEach((m, i) => {
       const mp = [...path, 'models', i];
       if (index.has(m.name)) this.fail([...mp, 'name'], `model names must be unique: ${m.name}`);
-      const { match, visibility, authorization, ...provider } = m;
+      const { match, visibility, authorization, requestHeaders, responseHeaders, ...provider } = m;
       const ir = this.aiProviderModel(provider, mp, visibility ?? 'public');
       if (!ir) {
         ok = false;
@@ -722,6 +722,8 @@ class Builder {
         this.report(checkAuthorization(authorization, [...mp, 'authorization']));
         ir.authorization = authorization;
       }
+      if (requestHeaders) ir.requestHeaders = requestHeaders;
+      if (responseHeaders) ir.responseHeaders = responseHeaders;
       index.set(m.name, models.length);
       models.push(ir);
     });
