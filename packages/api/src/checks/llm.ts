@@ -64,6 +64,38 @@ export function checkLlm(llm: LlmConfig, path: FieldPath): Problem[] {
     out.push(...checkCelMap(m.finalTransformation, [...mp, 'finalTransformation']));
     if (m.guardrails) out.push(...checkPromptGuard(m.guardrails, [...mp, 'guardrails']));
     if (m.authorization) out.push(...checkAuthorization(m.authorization, [...mp, 'authorization']));
+    if (m.passthrough) {
+      // what would change the request, or read it as a guard does, has no place in a passthrough
+      const named = resolveLlmProvider(llm, m)?.named?.defaults;
+      for (const k of [
+        'defaults',
+        'overrides',
+        'transformation',
+        'finalTransformation',
+        'guardrails',
+        'promptCaching',
+      ] as const) {
+        const own = m[k] !== undefined;
+        const inherited =
+          !own && k !== 'finalTransformation' && k !== 'guardrails' && named?.[k] !== undefined;
+        if (own || inherited)
+          out.push({
+            path: own ? [...mp, k] : [...mp, 'provider'],
+            message: `${own ? k : `the provider's defaults.${k}`} would change or read the request, which passthrough sends as it is`,
+          });
+      }
+      if (m.params?.model !== undefined)
+        out.push({
+          path: [...mp, 'params', 'model'],
+          message: 'params.model would change the request, which passthrough sends as it is',
+        });
+      if (!m.guardrails && llm.policies?.guardrails)
+        out.push({
+          path: [...mp, 'passthrough'],
+          message:
+            'llm.policies.guardrails guard every model, and a passthrough model is not guarded: set guardrails on the models that are',
+        });
+    }
     m.matches?.forEach((x, xi) => {
       out.push(...checkRouteMatch(x, [...mp, 'matches', xi]));
     });

@@ -2113,7 +2113,10 @@ export const LlmModel = strict({
   visibility: z.enum(['public', 'internal']).optional(),
   params: LlmParams.optional(),
   provider: LlmProvider,
-  passthrough: NotYet('passthrough').optional(),
+  passthrough: z.enum(['detect', 'opaque']).nullable().optional().meta({
+    description:
+      "the client's request sent unchanged, in its own format (which the provider must speak): detect reads the answer for usage, opaque leaves it alone",
+  }),
   authorization: Authorization.optional().meta({
     description: 'rules (CEL, llmRequest included) a request must pass to be sent to this model; else 403',
   }),

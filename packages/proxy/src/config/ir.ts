@@ -461,6 +461,11 @@ export interface LlmModelIR {
   authorization?: Authorization;
   /** Cache breakpoints added for providers that cache where told (llm/formats/prompt-caching.ts). */
   promptCaching?: LlmPromptCachingIR;
+  /**
+   * The client's request sent unchanged, in its own format, which the provider must speak: detect
+   * still reads the answer for usage, opaque passes it on untouched.
+   */
+  passthrough?: 'detect' | 'opaque';
   /** Passive health (upstream/health.ts): an ejected model is passed by in a virtual model's routing. */
   health?: NonNullable<ResolvedBackendPolicies['health']>;
 }

@@ -975,6 +975,7 @@ class Builder {
       );
     // an empty list is no condition, as agentgateway reads it
     if (m.matches?.length) out.matches = m.matches;
+    if (m.passthrough) out.passthrough = m.passthrough;
     const caching = m.promptCaching ?? d?.promptCaching;
     if (caching) out.promptCaching = promptCachingIR(caching);
     const health = m.health ?? d?.health;

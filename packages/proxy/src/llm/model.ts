@@ -81,6 +81,7 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
   const timeout = env.attemptTimeoutMs;
   const rules = m.authorization ? compileRules(m.authorization) : undefined;
   const caching = m.promptCaching;
+  const passthrough = m.passthrough;
   const gatewayAuth = p.auth ? backendAuthLayer(p.auth, limit) : undefined;
   const send: Handler = (ctx) => callUpstream(ctx, target as CallTarget, timeout);
 
@@ -100,6 +101,7 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
         throw new GwError('GW_ERR_FORBIDDEN', `authorization denied for model ${m.name}`);
       }
     }
+    if (passthrough) return sendAsItIs(ctx, state, passthrough);
     // What the guards read of the client's request, taken before it is rewritten for the provider.
     const guarded = guards?.snapshot(ctx);
     const body: JsonObject = { ...state.request };
@@ -122,14 +124,28 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
     );
     if (finalTransformation.length > 0) setFields(ctx, out, finalTransformation, true);
     if (caching) applyPromptCaching(format, model, out, caching);
-    const path = providerPath(provider, p, format, model, state.streaming);
+    await dispatch(ctx, format, model, Buffer.from(JSON.stringify(out)), state.streaming, true);
+    await answer(ctx, state, pair, p.name, limit, guards && guarded ? { guards, req: guarded } : undefined);
+    if (responseHeaders && ctx.response) responseHeaders(ctx.response.headers);
+  };
+
+  /** Sends `body` to the provider's endpoint for `format`, with its credential; `ctx.response` is the answer. */
+  const dispatch = async (
+    ctx: RequestContext,
+    format: LlmFormat,
+    model: string,
+    body: Buffer,
+    stream: boolean,
+    readsAnswer: boolean,
+  ) => {
+    const path = providerPath(provider, p, format, model, stream);
     const headers = upstreamHeaders(ctx.headers, key !== undefined || gatewayAuth !== undefined);
     headers.host = authority;
     headers['content-type'] = 'application/json';
-    // The answer is read for usage: no compression.
-    headers['accept-encoding'] = 'identity';
+    // An answer read for usage is not compressed.
+    if (readsAnswer) headers['accept-encoding'] = 'identity';
     requestHeaders?.(headers);
-    const req: ProviderRequest = { method: 'POST', path, headers, body: Buffer.from(JSON.stringify(out)) };
+    const req: ProviderRequest = { method: 'POST', path, headers, body };
     await provider.authorize(p as never, req, key?.reveal(), gatewayAuth !== undefined);
     req.headers['content-length'] = String(req.body.length);
     const q = req.path.indexOf('?');
@@ -140,7 +156,27 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
     ctx.body = req.body;
     if (gatewayAuth) await gatewayAuth(ctx, send);
     else await send(ctx);
-    await answer(ctx, state, pair, p.name, limit, guards && guarded ? { guards, req: guarded } : undefined);
+  };
+
+  /**
+   * passthrough: the client's body goes unchanged to the provider's endpoint for the client's own
+   * format (which the provider must speak); detect reads the answer for usage as it passes, opaque
+   * leaves it alone.
+   */
+  const sendAsItIs = async (ctx: RequestContext, state: LlmRequestState, mode: 'detect' | 'opaque') => {
+    const format = state.clientFormat;
+    if (!formats.includes(format))
+      throw new GwError(
+        'GW_ERR_LLM_UNSUPPORTED_FORMAT',
+        `passthrough sends requests as they are, and provider ${p.name} does not speak ${format} (it speaks ${formats.join(', ')})`,
+      );
+    const raw = Buffer.isBuffer(ctx.body) ? ctx.body : Buffer.from(JSON.stringify(state.request));
+    state.model = state.requestModel;
+    state.provider = p.name;
+    state.providerFormat = format;
+    await dispatch(ctx, format, state.requestModel, raw, state.streaming, mode === 'detect');
+    const same = FORMAT_PAIRS[`${format}__${format}`];
+    if (mode === 'detect' && same) await answer(ctx, state, same, p.name, limit, undefined);
     if (responseHeaders && ctx.response) responseHeaders(ctx.response.headers);
   };
   if (!m.health) return { ir: m, call, endpoint };
