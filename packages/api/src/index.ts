@@ -14,4 +14,5 @@ export { AZURE_DEFAULT_SCOPE, TOKEN_TYPE } from './config/token-auth.ts';
 export * from './config/transformations.ts';
 export * from './duration.ts';
 export * from './llm/model-names.ts';
+export * from './llm/presets.ts';
 export * from './tls-names.ts';

@@ -38,6 +38,7 @@ import {
   Url,
 } from '../crd/types.ts';
 import { parseByteSize, parseGoDuration } from '../duration.ts';
+import { LLM_PRESETS } from '../llm/presets.ts';
 import { CIPHER_SUITE_NAMES, KEY_EXCHANGE_GROUPS } from '../tls-names.ts';
 import { conditionalEntry, conditionalForm, explicitOrConditional } from './conditional.ts';
 import { observabilitySchemas } from './observability.ts';
@@ -1635,6 +1636,7 @@ export const LLM_SUPPORTED_PROVIDERS: readonly string[] = [
   'bedrock',
   'gemini',
   'vertex',
+  ...Object.keys(LLM_PRESETS),
 ];
 
 export const LlmProvider = z.union([

@@ -73,7 +73,8 @@ export const ModelMatch = obj({
 
 // ---------- one provider ----------
 /**
- * The managed hosted providers plus Custom (any endpoint speaking provider-native formats). Azure is
+ * The managed hosted providers plus Custom (any endpoint speaking provider-native formats), then the
+ * named OpenAI-compatible ones, each at its documented address unless baseURL moves it. Azure is
  * agentgateway's resource-based Azure (OpenAI or Foundry resources), AzureOpenAI gw's endpoint-based one.
  */
 export const ModelProvider = z.enum([
@@ -86,6 +87,19 @@ export const ModelProvider = z.enum([
   'Bedrock',
   'Mistral',
   'Custom',
+  // named OpenAI-compatible providers (agentgateway's presets; see llm/presets.ts)
+  'Baseten',
+  'Cerebras',
+  'Cohere',
+  'Deepinfra',
+  'Deepseek',
+  'Fireworks',
+  'Groq',
+  'Huggingface',
+  'Ollama',
+  'Openrouter',
+  'TogetherAI',
+  'XAI',
 ]);
 
 export const AzureSettings = rules(

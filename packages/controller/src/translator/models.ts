@@ -15,6 +15,7 @@ import { validateResource } from '@gw/api/crd/crds';
 import type { GwModelSpec } from '@gw/api/crd/gwmodel';
 import { formatError } from '@gw/api/crd/validate';
 import { LLM_API_PATHS } from '@gw/api/llm/api-paths';
+import { LLM_PRESET_BY_CRD_NAME, type LlmPreset, llmPreset } from '@gw/api/llm/presets';
 import { type ProviderSpec, translateAi } from './ai.ts';
 import { bad, ok } from './conditions.ts';
 import { GATEWAY_GROUP, type GatewayInfo, type ListenerInfo } from './gateways.ts';
@@ -235,7 +236,12 @@ function readModel(o: KubeObject, lookup: Lookup): ModelInfo {
   if (headers?.request) entry.requestHeaders = modifier(headers.request);
   if (headers?.response) entry.responseHeaders = modifier(headers.response);
   if (spec.visibility === 'Internal') entry.visibility = 'internal';
+  const preset = presetOf(spec.provider);
   if (spec.baseURL) applyBaseUrl(entry, spec.baseURL);
+  else if (preset) {
+    applyBaseUrl(entry, `${preset.tls ? 'https' : 'http'}://${preset.host}:${preset.port}`);
+    entry.pathPrefix = preset.pathPrefix;
+  }
   info.entry = entry;
   return info;
 }
@@ -296,10 +302,25 @@ function providerSpec(spec: ModelSpec, notes: string[]): ProviderSpec {
       return { gemini: {}, ...policies } as ProviderSpec;
     case 'Mistral':
       return { mistral: {}, ...policies } as ProviderSpec;
-    default:
-      return { openai: {}, ...policies } as ProviderSpec;
+    case 'OpenAI':
+    case undefined:
+      break;
+    default: {
+      // a named OpenAI-compatible provider: a custom one with its formats (its address: modelEntry)
+      const name = LLM_PRESET_BY_CRD_NAME[spec.provider] as string;
+      const formats = (presetOf(spec.provider) as LlmPreset).formats.map((f) => ({
+        type: `${f.type[0]?.toUpperCase()}${f.type.slice(1)}`,
+        ...(f.path !== undefined ? { path: f.path } : {}),
+      }));
+      return { custom: { providerOverride: name, formats }, ...policies } as ProviderSpec;
+    }
   }
+  return { openai: {}, ...policies } as ProviderSpec;
 }
+
+/** The named provider a GwModel's provider is, if it is one. */
+const presetOf = (provider: string | undefined): LlmPreset | undefined =>
+  provider === undefined ? undefined : llmPreset(LLM_PRESET_BY_CRD_NAME[provider]);
 
 /** baseURL: the provider is reached at its host and port (TLS for https), under its path. */
 function applyBaseUrl(entry: Record<string, unknown>, baseURL: string): void {

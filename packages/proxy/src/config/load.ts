@@ -49,6 +49,8 @@ import {
   type LlmModel,
   type LlmModelsBackend,
   type LlmParams,
+  type LlmPreset,
+  llmPreset,
   type McpAuthentication,
   type McpBackend,
   type McpGuardrails,
@@ -919,6 +921,16 @@ class Builder {
       if (params.azureApiVersion !== undefined) settings.apiVersion = params.azureApiVersion;
       if (params.azureProjectName !== undefined) settings.projectName = params.azureProjectName;
       provider = { ...common, kind: 'azureOpenAI', name: 'azureOpenAI', settings };
+    } else if (llmPreset(kind)) {
+      // a named OpenAI-compatible provider: a custom one at its documented address, unless moved
+      const preset = llmPreset(kind) as LlmPreset;
+      common.endpoint ??= { host: preset.host, port: preset.port, tls: preset.tls };
+      common.pathPrefix ??= preset.pathPrefix;
+      const formats = preset.formats.map((f) => ({
+        format: CUSTOM_FORMATS[f.type] as LlmFormat,
+        ...(f.path !== undefined ? { path: f.path } : {}),
+      }));
+      provider = { ...common, kind: 'custom', name: kind as string, settings: { formats } };
     } else if (typeof kind === 'object' && 'custom' in kind) {
       const c = kind.custom;
       const formats: LlmProviderIR<'custom'>['settings']['formats'] = [];
