@@ -1746,13 +1746,18 @@ const oneGuardKind =
         message: `set exactly one of ${kinds.join(', ')}${set.length > 1 ? ` (set: ${set.join(', ')})` : ''}`,
       });
   };
-/** A webhook guard's `target`: agentgateway's SimpleLocalBackend; this build calls a `host` only. */
+/** A webhook guard's `target`: agentgateway's SimpleLocalBackend, a `host` or a named host backend. */
 const GuardWebhookTarget = z.union([
   strict({
     host: z.string().min(1).meta({ description: 'host:port (or host, port 80) of the webhook, over HTTP' }),
   }),
-  strict({ service: NotYet('a webhook target by service (use host)') }),
-  strict({ backend: NotYet('a webhook target by backend (use host)') }),
+  strict({ service: NotYet('a webhook target by service (use host or backend)') }),
+  strict({
+    backend: z.string().min(1).meta({
+      description:
+        'the name of a host backend in the top-level backends list: its address, and its backendTLS (the webhook is then called over HTTPS) and requestHeaderModifier',
+    }),
+  }),
 ]);
 /**
  * agentgateway's Webhook guard (the guardrail webhook contract of @gw/guardrail-sdk). `action` and
@@ -1789,14 +1794,17 @@ const GuardHostOverride = LlmParams.shape.hostOverride.meta({
 });
 /**
  * agentgateway's SimpleLocalBackendPolicies on a call to a guard service: the credential (`auth`, by
- * service) is what this build reads; the connection settings are refused by name.
+ * service), the TLS of the connection (a private CA, a client certificate; with `hostOverride`, the
+ * stand-in is then called over HTTPS) and headers set on the call; the others are refused by name.
  */
 const guardServicePolicies = <A extends z.ZodType>(auth: A) =>
   strict({
     backendAuth: auth.optional(),
-    requestHeaderModifier: NotYet('requestHeaderModifier on a guard service').optional(),
+    requestHeaderModifier: HeaderModifier.optional().meta({
+      description: 'headers added, set or removed on each call to the service (before it is signed)',
+    }),
     transformations: NotYet('transformations on a guard service').optional(),
-    backendTLS: NotYet('backendTLS on a guard service').optional(),
+    backendTLS: BackendTLS.optional(),
     http: NotYet('http on a guard service').optional(),
     tcp: NotYet('tcp on a guard service').optional(),
     backendTunnel: NotYet('backendTunnel on a guard service').optional(),

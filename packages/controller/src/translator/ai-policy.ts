@@ -4,8 +4,11 @@
 // in the status instead of shipping a guard that silently does nothing.
 import { checkRegex, type FieldPath, type Problem } from '@gw/api';
 import { checkCel } from '@gw/api/checks/cel';
+import { backendTls } from './policy/backend/tls.ts';
 import { isSecretRef, type MapContext, readKey, serviceAddress } from './policy/context.ts';
-import type { GwBackendPoliciesSpec } from './policy/spec.ts';
+import type { BackendSpec, GwBackendPoliciesSpec } from './policy/spec.ts';
+
+type BackendTlsSpec = NonNullable<BackendSpec['tls']>;
 
 type Spec = NonNullable<GwBackendPoliciesSpec['ai']>;
 type GuardSpec = NonNullable<NonNullable<Spec['promptGuard']>['request']>[number];
@@ -46,6 +49,8 @@ export interface GuardRefs {
   ): string | undefined;
   /** One key of a Secret (AWS credentials). */
   secretKey(field: string, name: string, key: string, optional?: boolean): string | undefined;
+  /** A guard service's `tls` as backendTLS; undefined: its material is missing (fail closed). */
+  tls(field: string, spec: BackendTlsSpec): Record<string, unknown> | undefined;
 }
 
 export interface AiPolicyResult {
@@ -67,6 +72,12 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
     for (const b of r.builtins ?? []) rules.push({ builtin: BUILTINS[b] });
     return rules;
   };
+  /** A guard service's tls: {backendTLS} ({} without one); null: its material is missing. */
+  const serviceTls = (f: string, t: BackendTlsSpec | undefined): { backendTLS?: unknown } | null => {
+    if (!t) return {};
+    const r = refs.tls(`${f}.policies.tls`, t);
+    return r === undefined ? null : { backendTLS: r };
+  };
   const g = spec.promptGuard;
   if (g) {
     const guard = (s: GuardSpec, phase: 'request' | 'response', i: number) => {
@@ -87,15 +98,18 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
       // leaves the whole provider out (refs mark it), and the guard is not built.
       if (s.openAIModeration) {
         const m = s.openAIModeration;
-        for (const k of ['tcp', 'tls', 'http', 'tunnel'] as const)
+        for (const k of ['tcp', 'http', 'tunnel'] as const)
           if (m.policies?.[k]) out.unsupported.push(`${at}.openAIModeration.policies.${k}`);
         const auth = m.policies?.auth;
         if (auth?.location) out.unsupported.push(`${at}.openAIModeration.policies.auth.location`);
         const key = auth ? refs.key(`${at}.openAIModeration.policies.auth`, auth) : undefined;
         if (auth && key === undefined) return undefined;
+        const backendTLS = serviceTls(`${at}.openAIModeration`, m.policies?.tls);
+        if (backendTLS === null) return undefined;
+        const policies = { ...(key !== undefined ? { backendAuth: { key } } : {}), ...backendTLS };
         entry.openAIModeration = {
           ...(m.model ? { model: m.model } : {}),
-          ...(key !== undefined ? { policies: { backendAuth: { key } } } : {}),
+          ...(Object.keys(policies).length > 0 ? { policies } : {}),
         };
       } else if (s.bedrockGuardrails) {
         const b = s.bedrockGuardrails;
@@ -122,25 +136,35 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
           if (key === undefined) return undefined;
           backendAuth = { key };
         }
-        for (const k of ['tcp', 'tls', 'http', 'tunnel'] as const)
+        for (const k of ['tcp', 'http', 'tunnel'] as const)
           if (b.policies?.[k]) out.unsupported.push(`${bf}.policies.${k}`);
+        const backendTLS = serviceTls(bf, b.policies?.tls);
+        if (backendTLS === null) return undefined;
+        const policies = { ...(backendAuth ? { backendAuth } : {}), ...backendTLS };
         entry.bedrockGuardrails = {
           guardrailIdentifier: b.identifier,
           guardrailVersion: b.version,
           region: b.region,
           ...(b.action === 'Audit' ? { action: 'Audit' } : {}),
-          ...(backendAuth ? { policies: { backendAuth } } : {}),
+          ...(Object.keys(policies).length > 0 ? { policies } : {}),
         };
       } else if (s.googleModelArmor) {
         const a = s.googleModelArmor;
-        for (const k of ['tcp', 'tls', 'http', 'tunnel'] as const)
+        for (const k of ['tcp', 'http', 'tunnel'] as const)
           if (a.policies?.[k]) out.unsupported.push(`${at}.googleModelArmor.policies.${k}`);
+        const backendTLS = serviceTls(`${at}.googleModelArmor`, a.policies?.tls);
+        if (backendTLS === null) return undefined;
         // credentials: the proxy's Application Default Credentials (gcp: {} says the same)
         const gcp = a.policies?.auth?.gcp;
         if (gcp?.secretRef) out.unsupported.push(`${at}.googleModelArmor.policies.auth.gcp.secretRef`);
         if (gcp?.type === 'IdToken' || gcp?.audience !== undefined)
           out.unsupported.push(`${at}.googleModelArmor.policies.auth.gcp.type IdToken`);
-        entry.googleModelArmor = { templateId: a.templateId, projectId: a.projectId, location: a.location };
+        entry.googleModelArmor = {
+          templateId: a.templateId,
+          projectId: a.projectId,
+          location: a.location,
+          ...(backendTLS.backendTLS ? { policies: backendTLS } : {}),
+        };
       } else if (s.webhook) {
         const w = s.webhook;
         const host = refs.service(`${at}.webhook.backendRef`, w.backendRef);
@@ -249,6 +273,10 @@ export function guardRefs(ctx: MapContext): GuardRefs {
       const secret = ctx.lookup.get('Secret', ctx.namespace, name);
       if (optional && secret && secret.data?.[key] === undefined) return undefined;
       return failed(readKey(ctx, f, 'Secret', name, key)?.trim());
+    },
+    tls: (f, spec) => {
+      const r = backendTls(ctx, f, spec);
+      return failed(r.failClosed ? undefined : (r.policy as Record<string, unknown>));
     },
   };
 }

@@ -492,8 +492,11 @@ export interface LlmGuardSettings {
   };
   /** A guardrail webhook (@gw/guardrail-sdk's contract), called over HTTP at `origin`. */
   webhook: {
-    /** http://host:port */
+    /** http://host:port, or https://host:port for a named backend with backendTLS */
     origin: string;
+    /** A named backend's backendTLS and requestHeaderModifier. */
+    tls?: BackendTlsIR;
+    requestHeaders?: LlmGuardServiceIR['requestHeaders'];
     /** Header name or :path / :method / :authority → CEL on the original request. */
     headers: Record<string, string>;
     /** The client's headers to forward: a name and an exact value or a pattern. */
@@ -551,9 +554,17 @@ export type LlmGuardKind = keyof LlmGuardSettings;
 
 /** Where a cloud guard service is called: its own host over TLS, or a hostOverride over plain HTTP. */
 export interface LlmGuardServiceIR {
-  /** https://<service host> or http://<override host:port> */
+  /** https://<service host>, or http(s)://<override host:port> (https with `tls`) */
   origin: string;
   timeoutMs: number;
+  /** The connection's TLS settings (policies.backendTLS); unset: the system's roots for https. */
+  tls?: BackendTlsIR;
+  /** Headers added, set or removed on each call (policies.requestHeaderModifier). */
+  requestHeaders?: {
+    add?: Record<string, string> | undefined;
+    set?: Record<string, string> | undefined;
+    remove?: string[] | undefined;
+  };
 }
 
 /** mask: replace the match; reject: answer the rejection; audit: record what would be done, pass on. */

@@ -91,6 +91,7 @@ import type {
   ListenerProtocol,
   LlmFormat,
   LlmGuardIR,
+  LlmGuardServiceIR,
   LlmGuardSettings,
   LlmGuardsIR,
   LlmModelIR,
@@ -981,10 +982,7 @@ class Builder {
     if (reqH) out.requestHeaders = reqH;
     if (resH) out.responseHeaders = resH;
     const guards = m.guardrails ?? llm.policies?.guardrails;
-    if (guards)
-      out.guards = promptGuardIR(guards, (at, file) =>
-        this.readMaterial([...mp, 'guardrails', ...at, 'file'], file),
-      );
+    if (guards) out.guards = promptGuardIR(guards, this.guardContext([...mp, 'guardrails']));
     // an empty list is no condition, as agentgateway reads it
     if (m.matches?.length) out.matches = m.matches;
     if (m.passthrough) out.passthrough = m.passthrough;
@@ -1588,6 +1586,32 @@ class Builder {
     return resolved;
   }
 
+  /** What promptGuardIR needs of the loader, its paths under `base`. */
+  guardContext(base: FieldPath): GuardContext {
+    return {
+      read: (at, file) => this.readMaterial([...base, ...at, 'file'], file),
+      tls: (at, t) => {
+        const problems = checkBackendPolicies({ backendTLS: t }, [...base, ...at.slice(0, -1)]);
+        this.report(problems);
+        return problems.length > 0 ? undefined : this.resolveTls([...base, ...at], t);
+      },
+      backend: (at, name) => {
+        const def = (this.cfg.backends ?? []).find((d) => d.name === name);
+        if (!def || !('host' in def) || def.host.startsWith('unix:')) {
+          this.fail(
+            [...base, ...at],
+            def
+              ? `backend ${JSON.stringify(name)} is not a host:port backend, which a webhook target must be`
+              : `no backend named ${JSON.stringify(name)}${(this.cfg.backends ?? []).length ? ` (backends: ${(this.cfg.backends ?? []).map((d) => d.name).join(', ')})` : ''}`,
+          );
+          return undefined;
+        }
+        return { host: def.host, policies: def.policies };
+      },
+      fail: (at, message) => this.fail([...base, ...at], message),
+    };
+  }
+
   /** backendTunnel: the proxy's address (a host, or a named host backend), its TLS and credential. */
   resolveTunnel(tp: FieldPath, t: NonNullable<BackendPolicies['backendTunnel']>): TunnelIR | undefined {
     let proxy: string | undefined;
@@ -1875,181 +1899,262 @@ export const DEFAULT_REJECTION_MESSAGE = 'The request was rejected due to inappr
 /** How long a cloud guard service has to answer (agentgateway's shapes have no timeout). */
 export const GUARD_SERVICE_TIMEOUT_MS = 10_000;
 
-/** Reads a key given as {file} (the loader's readMaterial); undefined: unreadable, already reported. */
-export type GuardKeyReader = (at: FieldPath, file: { file: string }) => string | undefined;
-const inlineOnly: GuardKeyReader = () => undefined;
+/**
+ * What the guard IR needs of the loader, each reporting its own failures at the path given (relative
+ * to the guard entry): a key given as {file}, a backendTLS with its files read, a named host backend.
+ * undefined: unreadable or unknown, already reported.
+ */
+export interface GuardContext {
+  read(at: FieldPath, file: { file: string }): string | undefined;
+  tls(at: FieldPath, t: BackendTLS): BackendTlsIR | undefined;
+  backend(at: FieldPath, name: string): { host: string; policies?: BackendPolicies | undefined } | undefined;
+  fail(at: FieldPath, message: string): void;
+}
+const inlineOnly: GuardContext = {
+  read: () => undefined,
+  tls: () => undefined,
+  backend: () => undefined,
+  fail: () => {},
+};
+
+type GuardServicePolicies = {
+  backendTLS?: BackendTLS | undefined;
+  requestHeaderModifier?: LlmGuardServiceIR['requestHeaders'] | undefined;
+} | null;
 
 /** agentgateway's PromptGuard as the guard IR: each entry one guard of its kind. */
-export function promptGuardIR(g: PromptGuard, read: GuardKeyReader = inlineOnly): LlmGuardsIR {
+export function promptGuardIR(g: PromptGuard, base: GuardContext = inlineOnly): LlmGuardsIR {
   type Entry = NonNullable<PromptGuard['request']>[number];
-  const guard = (e: Entry): LlmGuardIR[] => {
-    const r = e.rejection;
-    const rejection: LlmGuardIR['rejection'] = {
-      status: r?.status ?? 403,
-      message: r?.body ?? DEFAULT_REJECTION_MESSAGE,
-      ...(r?.headers ? { headers: r.headers } : {}),
+  const guard = (e: Entry, where: FieldPath): LlmGuardIR[] => {
+    // the loader's paths for this entry (request[i] / response[i])
+    const ctx: GuardContext = {
+      read: (at, file) => base.read([...where, ...at], file),
+      tls: (at, t) => base.tls([...where, ...at], t),
+      backend: (at, name) => base.backend([...where, ...at], name),
+      fail: (at, message) => base.fail([...where, ...at], message),
     };
-    const scope = e.scope ?? ['systemPrompt', 'messages'];
-    if (e.webhook) return [webhookGuardIR(e.webhook, scope, rejection)];
-    const common = { scope, rejection };
-    const key = (at: FieldPath, k: string | { file: string } | undefined): Secret | undefined | null => {
-      if (k === undefined) return undefined;
-      const text = typeof k === 'string' ? k : read(at, k)?.trim();
-      return text === undefined ? null : new Secret(text);
-    };
-    if ('openAIModeration' in e && e.openAIModeration) {
-      const m = e.openAIModeration;
-      const apiKey = key(
-        ['openAIModeration', 'policies', 'backendAuth', 'key'],
-        m.policies?.backendAuth?.key,
-      );
-      if (apiKey === null) return [];
-      return [
-        {
-          kind: 'openAIModeration',
-          name: 'openAIModeration',
-          ...common,
-          settings: {
-            service: {
-              origin: serviceOrigin(OPENAI_MODERATION_HOST, m.hostOverride),
-              timeoutMs: GUARD_SERVICE_TIMEOUT_MS,
-            },
-            model: m.model ?? DEFAULT_MODERATION_MODEL,
-            ...(apiKey ? { apiKey } : {}),
-          },
-        },
-      ];
-    }
-    if (e.bedrockGuardrails) {
-      const b = e.bedrockGuardrails;
-      const ba = b.policies?.backendAuth;
-      let auth: LlmGuardSettings['bedrockGuardrails']['auth'] = { kind: 'chain' };
-      if (ba && 'key' in ba) {
-        const k = key(['bedrockGuardrails', 'policies', 'backendAuth', 'key'], ba.key);
-        if (!k) return [];
-        auth = { kind: 'key', key: k };
-      } else if (ba && 'accessKeyId' in ba.aws) {
-        const a = ba.aws;
-        auth = {
-          kind: 'static',
-          accessKeyId: a.accessKeyId,
-          secretAccessKey: new Secret(a.secretAccessKey),
-          ...(a.sessionToken ? { sessionToken: new Secret(a.sessionToken) } : {}),
-        };
-      }
-      return [
-        {
-          kind: 'bedrockGuardrails',
-          name: 'bedrockGuardrails',
-          ...common,
-          settings: {
-            service: {
-              origin: serviceOrigin(`bedrock-runtime.${b.region}.amazonaws.com`, b.hostOverride),
-              timeoutMs: GUARD_SERVICE_TIMEOUT_MS,
-            },
-            identifier: b.guardrailIdentifier,
-            version: b.guardrailVersion,
-            region: b.region,
-            audit: b.action === 'Audit',
-            auth,
-          },
-        },
-      ];
-    }
-    if (e.azureContentSafety) {
-      const a = e.azureContentSafety;
-      const ba = a.policies?.backendAuth;
-      let auth: LlmGuardSettings['azureContentSafety']['auth'];
-      if (ba && 'key' in ba) {
-        const k = key(['azureContentSafety', 'policies', 'backendAuth', 'key'], ba.key);
-        if (!k) return [];
-        auth = { kind: 'key', key: k };
-      } else auth = { kind: 'azure', azure: resolveAzure(ba && 'azure' in ba ? ba.azure : { implicit: {} }) };
-      const t = a.analyzeText;
-      // analyzeText is the default: a guard that looked for nothing would pass everything
-      const analyze =
-        t || !a.detectJailbreak
-          ? {
-              apiVersion: t?.apiVersion ?? '2024-09-01',
-              threshold: t?.severityThreshold ?? 2,
-              blocklists: t?.blocklistNames ?? [],
-              haltOnBlocklistHit: t?.haltOnBlocklistHit ?? false,
-            }
-          : undefined;
-      return [
-        {
-          kind: 'azureContentSafety',
-          name: 'azureContentSafety',
-          ...common,
-          settings: {
-            service: {
-              origin: serviceOrigin(a.endpoint, a.hostOverride),
-              timeoutMs: GUARD_SERVICE_TIMEOUT_MS,
-            },
-            ...(analyze ? { analyze } : {}),
-            ...(a.detectJailbreak
-              ? { jailbreak: { apiVersion: a.detectJailbreak.apiVersion ?? '2024-02-15-preview' } }
-              : {}),
-            auth,
-          },
-        },
-      ];
-    }
-    if (e.googleModelArmor) {
-      const g = e.googleModelArmor;
-      const ba = g.policies?.backendAuth;
-      const token =
-        ba && 'key' in ba ? key(['googleModelArmor', 'policies', 'backendAuth', 'key'], ba.key) : undefined;
-      if (token === null) return [];
-      const location = g.location ?? 'us-central1';
-      return [
-        {
-          kind: 'googleModelArmor',
-          name: 'googleModelArmor',
-          ...common,
-          settings: {
-            service: {
-              origin: serviceOrigin(`modelarmor.${location}.rep.googleapis.com`, g.hostOverride),
-              timeoutMs: GUARD_SERVICE_TIMEOUT_MS,
-            },
-            project: g.projectId,
-            location,
-            template: g.templateId,
-            ...(token ? { token } : {}),
-          },
-        },
-      ];
-    }
-    // The schema refuses the kinds this build does not implement.
-    if (!e.regex) return [];
-    const rules = e.regex.rules.map((x) =>
-      'builtin' in x ? { builtin: x.builtin } : { pattern: x.pattern, ...(x.name ? { name: x.name } : {}) },
-    );
-    return [
-      {
-        kind: 'regex',
-        name: 'regex',
-        scope,
-        rejection,
-        settings: { action: e.regex.action ?? 'mask', rules },
-      },
-    ];
+    return guardEntry(e, ctx);
   };
   return {
     streaming: g.streaming === true || g.streaming === 'Enabled',
-    request: (g.request ?? []).flatMap(guard),
-    response: (g.response ?? []).flatMap((e) => guard({ ...e, scope: ['messages'] })),
+    request: (g.request ?? []).flatMap((e, i) => guard(e, ['request', i])),
+    response: (g.response ?? []).flatMap((e, i) => guard({ ...e, scope: ['messages'] }, ['response', i])),
   };
 }
+
+/** One guard entry as the guard IR (none when a part of it could not be read, already reported). */
+function guardEntry(e: NonNullable<PromptGuard['request']>[number], ctx: GuardContext): LlmGuardIR[] {
+  const read = ctx.read.bind(ctx);
+  /** A cloud guard's service: its host (or the stand-in's), its TLS and the headers set on calls. */
+  const service = (
+    kind: string,
+    host: string,
+    override: string | undefined,
+    p: GuardServicePolicies | undefined,
+  ): LlmGuardServiceIR | undefined => {
+    const tls = p?.backendTLS ? ctx.tls([kind, 'policies', 'backendTLS'], p.backendTLS) : undefined;
+    if (p?.backendTLS && !tls) return undefined;
+    return {
+      origin: serviceOrigin(host, override, tls !== undefined),
+      timeoutMs: GUARD_SERVICE_TIMEOUT_MS,
+      ...(tls ? { tls } : {}),
+      ...(p?.requestHeaderModifier ? { requestHeaders: p.requestHeaderModifier } : {}),
+    };
+  };
+  const r = e.rejection;
+  const rejection: LlmGuardIR['rejection'] = {
+    status: r?.status ?? 403,
+    message: r?.body ?? DEFAULT_REJECTION_MESSAGE,
+    ...(r?.headers ? { headers: r.headers } : {}),
+  };
+  const scope = e.scope ?? ['systemPrompt', 'messages'];
+  if (e.webhook) {
+    const w = webhookGuardIR(e.webhook, scope, rejection, ctx);
+    return w ? [w] : [];
+  }
+  const common = { scope, rejection };
+  const key = (at: FieldPath, k: string | { file: string } | undefined): Secret | undefined | null => {
+    if (k === undefined) return undefined;
+    const text = typeof k === 'string' ? k : read(at, k)?.trim();
+    return text === undefined ? null : new Secret(text);
+  };
+  if ('openAIModeration' in e && e.openAIModeration) {
+    const m = e.openAIModeration;
+    const apiKey = key(['openAIModeration', 'policies', 'backendAuth', 'key'], m.policies?.backendAuth?.key);
+    if (apiKey === null) return [];
+    const svc = service('openAIModeration', OPENAI_MODERATION_HOST, m.hostOverride, m.policies);
+    if (!svc) return [];
+    return [
+      {
+        kind: 'openAIModeration',
+        name: 'openAIModeration',
+        ...common,
+        settings: {
+          service: svc,
+          model: m.model ?? DEFAULT_MODERATION_MODEL,
+          ...(apiKey ? { apiKey } : {}),
+        },
+      },
+    ];
+  }
+  if (e.bedrockGuardrails) {
+    const b = e.bedrockGuardrails;
+    const ba = b.policies?.backendAuth;
+    let auth: LlmGuardSettings['bedrockGuardrails']['auth'] = { kind: 'chain' };
+    if (ba && 'key' in ba) {
+      const k = key(['bedrockGuardrails', 'policies', 'backendAuth', 'key'], ba.key);
+      if (!k) return [];
+      auth = { kind: 'key', key: k };
+    } else if (ba && 'accessKeyId' in ba.aws) {
+      const a = ba.aws;
+      auth = {
+        kind: 'static',
+        accessKeyId: a.accessKeyId,
+        secretAccessKey: new Secret(a.secretAccessKey),
+        ...(a.sessionToken ? { sessionToken: new Secret(a.sessionToken) } : {}),
+      };
+    }
+    const svc = service(
+      'bedrockGuardrails',
+      `bedrock-runtime.${b.region}.amazonaws.com`,
+      b.hostOverride,
+      b.policies,
+    );
+    if (!svc) return [];
+    return [
+      {
+        kind: 'bedrockGuardrails',
+        name: 'bedrockGuardrails',
+        ...common,
+        settings: {
+          service: svc,
+          identifier: b.guardrailIdentifier,
+          version: b.guardrailVersion,
+          region: b.region,
+          audit: b.action === 'Audit',
+          auth,
+        },
+      },
+    ];
+  }
+  if (e.azureContentSafety) {
+    const a = e.azureContentSafety;
+    const ba = a.policies?.backendAuth;
+    let auth: LlmGuardSettings['azureContentSafety']['auth'];
+    if (ba && 'key' in ba) {
+      const k = key(['azureContentSafety', 'policies', 'backendAuth', 'key'], ba.key);
+      if (!k) return [];
+      auth = { kind: 'key', key: k };
+    } else auth = { kind: 'azure', azure: resolveAzure(ba && 'azure' in ba ? ba.azure : { implicit: {} }) };
+    const t = a.analyzeText;
+    // analyzeText is the default: a guard that looked for nothing would pass everything
+    const analyze =
+      t || !a.detectJailbreak
+        ? {
+            apiVersion: t?.apiVersion ?? '2024-09-01',
+            threshold: t?.severityThreshold ?? 2,
+            blocklists: t?.blocklistNames ?? [],
+            haltOnBlocklistHit: t?.haltOnBlocklistHit ?? false,
+          }
+        : undefined;
+    const svc = service('azureContentSafety', a.endpoint, a.hostOverride, a.policies);
+    if (!svc) return [];
+    return [
+      {
+        kind: 'azureContentSafety',
+        name: 'azureContentSafety',
+        ...common,
+        settings: {
+          service: svc,
+          ...(analyze ? { analyze } : {}),
+          ...(a.detectJailbreak
+            ? { jailbreak: { apiVersion: a.detectJailbreak.apiVersion ?? '2024-02-15-preview' } }
+            : {}),
+          auth,
+        },
+      },
+    ];
+  }
+  if (e.googleModelArmor) {
+    const g = e.googleModelArmor;
+    const ba = g.policies?.backendAuth;
+    const token =
+      ba && 'key' in ba ? key(['googleModelArmor', 'policies', 'backendAuth', 'key'], ba.key) : undefined;
+    if (token === null) return [];
+    const location = g.location ?? 'us-central1';
+    const svc = service(
+      'googleModelArmor',
+      `modelarmor.${location}.rep.googleapis.com`,
+      g.hostOverride,
+      g.policies,
+    );
+    if (!svc) return [];
+    return [
+      {
+        kind: 'googleModelArmor',
+        name: 'googleModelArmor',
+        ...common,
+        settings: {
+          service: svc,
+          project: g.projectId,
+          location,
+          template: g.templateId,
+          ...(token ? { token } : {}),
+        },
+      },
+    ];
+  }
+  // The schema refuses the kinds this build does not implement.
+  if (!e.regex) return [];
+  const rules = e.regex.rules.map((x) =>
+    'builtin' in x ? { builtin: x.builtin } : { pattern: x.pattern, ...(x.name ? { name: x.name } : {}) },
+  );
+  return [
+    {
+      kind: 'regex',
+      name: 'regex',
+      scope,
+      rejection,
+      settings: { action: e.regex.action ?? 'mask', rules },
+    },
+  ];
+}
+
+/** A named backend's policies a webhook call takes; the others are refused by name. */
+const WEBHOOK_BACKEND_POLICIES = new Set(['backendTLS', 'requestHeaderModifier']);
 
 function webhookGuardIR(
   w: GuardWebhook,
   scope: LlmGuardIR['scope'],
   rejection: LlmGuardIR['rejection'],
-): LlmGuardIR<'webhook'> {
-  // The schema lets only `host` through; a host without a port is port 80, as agentgateway's.
-  const host = 'host' in w.target ? String(w.target.host) : '';
-  const origin = `http://${/:[0-9]+$/.test(host) ? host : `${host}:80`}`;
+  ctx: GuardContext,
+): LlmGuardIR<'webhook'> | undefined {
+  // A host without a port is port 80, as agentgateway's; a named host backend brings its TLS.
+  let host = '';
+  let tls: BackendTlsIR | undefined;
+  let requestHeaders: LlmGuardServiceIR['requestHeaders'];
+  if ('host' in w.target) host = String(w.target.host);
+  else if ('backend' in w.target) {
+    const at = ['webhook', 'target', 'backend'];
+    const name = w.target.backend;
+    const def = ctx.backend(at, name);
+    if (!def) return undefined;
+    host = def.host;
+    const p = def.policies ?? {};
+    for (const k of Object.keys(p)) {
+      if (!WEBHOOK_BACKEND_POLICIES.has(k) && p[k as keyof typeof p] !== undefined)
+        ctx.fail(
+          at,
+          `backend ${JSON.stringify(name)} sets ${k}, which a webhook call does not take (it takes backendTLS and requestHeaderModifier)`,
+        );
+    }
+    if (p.backendTLS) {
+      tls = ctx.tls(at, p.backendTLS);
+      if (!tls) return undefined;
+    }
+    if (p.requestHeaderModifier) requestHeaders = p.requestHeaderModifier;
+  }
+  const origin = `${tls ? 'https' : 'http'}://${/:[0-9]+$/.test(host) ? host : `${host}:${tls ? 443 : 80}`}`;
   return {
     kind: 'webhook',
     name: 'webhook',
@@ -2057,6 +2162,8 @@ function webhookGuardIR(
     rejection,
     settings: {
       origin,
+      ...(tls ? { tls } : {}),
+      ...(requestHeaders ? { requestHeaders } : {}),
       headers: w.headers ?? {},
       forward: (w.forwardHeaderMatches ?? []).map((m) => ({ name: m.name.toLowerCase(), ...m.value })),
       failureMode: w.failureMode ?? 'failClosed',

@@ -50,14 +50,14 @@ describe('openAIModeration', () => {
       issues('{response: [{openAIModeration: {}}]}')[0] ?? '',
       /unrecognized key|openAIModeration/i,
     );
-    assert.deepEqual(issues('{request: [{openAIModeration: {policies: {backendTLS: {}}}}]}'), [
-      'llm.models[0].guardrails.request[0].openAIModeration.policies.backendTLS: backendTLS on a guard service is not supported by this build of gw yet',
+    assert.deepEqual(issues('{request: [{openAIModeration: {policies: {transformations: {}}}}]}'), [
+      'llm.models[0].guardrails.request[0].openAIModeration.policies.transformations: transformations on a guard service is not supported by this build of gw yet',
     ]);
     assert.match(
       issues(
         '{request: [{openAIModeration: {policies: {backendAuth: {key: {file: /nonexistent/key}}}}}]}',
       )[0] ?? '',
-      /^llm\.models\[0\]\.guardrails\.openAIModeration\.policies\.backendAuth\.key\.file: cannot read \/nonexistent\/key: ENOENT/,
+      /^llm\.models\[0\]\.guardrails\.request\[0\]\.openAIModeration\.policies\.backendAuth\.key\.file: cannot read \/nonexistent\/key: ENOENT/,
     );
     assert.deepEqual(issues('{request: [{openAIModeration: {model: null, policies: null}}]}'), []);
   });

@@ -282,7 +282,7 @@ describe('config', () => {
     );
     assert.match(
       issues('{request: [{webhook: {target: {service: {name: guard, port: 8000}}}}]}').join('\n'),
-      /guardrails\.request\[0\]\.webhook\.target\.service: a webhook target by service \(use host\) is not supported by this build of gw yet/,
+      /guardrails\.request\[0\]\.webhook\.target\.service: a webhook target by service \(use host or backend\) is not supported by this build of gw yet/,
     );
     assert.match(
       issues('{request: [{azureContentSafety: {}}]}').join('\n'),

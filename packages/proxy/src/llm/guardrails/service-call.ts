@@ -5,6 +5,7 @@
 // service's.
 import type { Dispatcher } from 'undici';
 import type { LlmGuardServiceIR } from '../../config/ir.ts';
+import { headerModifier } from '../../policies/header-modifier/index.ts';
 import type { GuardEnv } from './types.ts';
 
 /** How much of an answer is read: more is a failed call (a verdict is a few kilobytes). */
@@ -31,9 +32,12 @@ export interface GuardService {
   post(req: ServiceRequest, prepare?: (req: ServiceRequest) => Promise<void>): Promise<unknown>;
 }
 
-/** The origin of a service: `https://<host>` unless a `host:port` override names a plain-HTTP one. */
-export function serviceOrigin(host: string, override: string | undefined): string {
-  return override === undefined ? `https://${host}` : `http://${override}`;
+/**
+ * The origin of a service: `https://<host>` unless a `host:port` override names a stand-in, called
+ * over plain HTTP, or over HTTPS when the service has TLS settings of its own.
+ */
+export function serviceOrigin(host: string, override: string | undefined, tls = false): string {
+  return override === undefined ? `https://${host}` : `${tls ? 'https' : 'http'}://${override}`;
 }
 
 /**
@@ -43,7 +47,7 @@ export function guardService(ir: LlmGuardServiceIR, env: GuardEnv, waitsFor = 'a
   const url = new URL(ir.origin);
   const pool: Dispatcher | undefined = env.pools?.acquire({
     origin: ir.origin,
-    ...(url.protocol === 'https:' ? { tls: {} } : {}),
+    ...(url.protocol === 'https:' ? { tls: ir.tls ?? {} } : {}),
     connectTimeoutMs: env.global.connectTimeoutMs,
     idleTimeoutMs: env.global.guardrailWebhook.keepAliveMs,
     maxConnections: env.global.guardrailWebhook.maxConnections,
@@ -52,6 +56,7 @@ export function guardService(ir: LlmGuardServiceIR, env: GuardEnv, waitsFor = 'a
   });
   if (pool) env.used.add(pool);
   const host = url.host;
+  const modify = ir.requestHeaders ? headerModifier(ir.requestHeaders) : undefined;
   return {
     host,
     async post(req, prepare) {
@@ -59,6 +64,8 @@ export function guardService(ir: LlmGuardServiceIR, env: GuardEnv, waitsFor = 'a
       req.headers.host ??= host;
       req.headers['content-type'] = 'application/json';
       req.headers['content-length'] = String(req.body.length);
+      // before a signature is made over them
+      modify?.(req.headers);
       if (prepare) {
         try {
           await prepare(req);

@@ -52,16 +52,17 @@ export const claudeModel = (anthropic: { origin: string }, name: string, guardra
 `;
 
 /**
- * The in-process gateway serving `llm` with these models (`llm` lines, such as policies, before them),
- * and the official clients of both formats pointed at it.
+ * The in-process gateway serving `llm` with these models (`llm` lines, such as policies, before them;
+ * `top`: top-level lines such as `backends`), and the official clients of both formats pointed at it.
  */
 export async function startGuardProxy(
   models: string,
   llm = '',
+  top = '',
 ): Promise<{ proxy: TestProxy; gpt: OpenAI; claude: Anthropic }> {
   const proxy = await startProxy(`config:
   adminAddr: "off"
-llm:
+${top}llm:
   port: 0
 ${llm}  models:
 ${models}`);
@@ -217,11 +218,11 @@ export async function closeServers(...servers: Server[]): Promise<void> {
 }
 
 /** The config's issues with a model's `guardrails` (none when it loads), in this environment. */
-export function guardrailsIssues(guardrails: string, env?: Record<string, string>): string[] {
+export function guardrailsIssues(guardrails: string, env?: Record<string, string>, top = ''): string[] {
   try {
     loadConfigText(
       'gw.yaml',
-      `llm:\n  port: 0\n  models:\n  - name: m\n    provider: openai\n    guardrails: ${guardrails}\n`,
+      `${top}llm:\n  port: 0\n  models:\n  - name: m\n    provider: openai\n    guardrails: ${guardrails}\n`,
       process.cwd(),
       env ? (n) => env[n] : undefined,
     );

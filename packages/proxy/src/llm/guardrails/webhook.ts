@@ -38,7 +38,16 @@ export const webhookGuard: GuardKindModule<'webhook'> = {
     const s = ir.settings;
     preloadGuardrailContract();
     // One way to call a guard service (pool, timeout, size limit, failures): service-call.ts.
-    const service = guardService({ origin: s.origin, timeoutMs: s.timeoutMs }, env, 'verdict');
+    const service = guardService(
+      {
+        origin: s.origin,
+        timeoutMs: s.timeoutMs,
+        ...(s.tls ? { tls: s.tls } : {}),
+        ...(s.requestHeaders ? { requestHeaders: s.requestHeaders } : {}),
+      },
+      env,
+      'verdict',
+    );
     const headers: HeaderProgram[] = Object.entries(s.headers).map(([name, expr]) => ({
       name: name.toLowerCase(),
       program: compileCel(expr),

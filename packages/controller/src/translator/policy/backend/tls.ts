@@ -16,7 +16,8 @@ export const tls: BackendMapper<'tls'> = {
   },
 };
 
-function backendTls(
+/** A CRD `tls` block as the standalone backendTLS; failClosed: material missing, or asked for SPIFFE. */
+export function backendTls(
   ctx: MapContext,
   field: string,
   spec: BackendTlsSpec,
