@@ -3,8 +3,6 @@
 // prefix and formats are known, so `provider: groq` needs only a key. The endpoints are the ones
 // each provider documents for its OpenAI-compatible API; `params.baseUrl`, `hostOverride` and
 // `pathPrefix` still move one (a regional endpoint, a proxy, a stand-in in tests).
-import type { LLM_PROVIDER_FORMATS } from '../config/schema.ts';
-
 export interface LlmPreset {
   /** The name a GwModel's `provider` gives it. */
   crd: string;
@@ -14,7 +12,7 @@ export interface LlmPreset {
   /** What comes before the operation (`/chat/completions`, `/embeddings`, `/responses`). */
   pathPrefix: string;
   /** The formats it speaks, as a custom provider's `formats` name them; a `path` is the whole path. */
-  formats: { type: (typeof LLM_PROVIDER_FORMATS)[number]; path?: string }[];
+  formats: { type: 'completions' | 'messages' | 'responses' | 'embeddings'; path?: string }[];
 }
 
 const hosted = (
