@@ -345,17 +345,21 @@ export const BasicAuth = strict({
   return { ...b, location: authorizationLocation };
 });
 
+const AllowedModels = z.array(z.string().min(1)).nullable().optional().meta({
+  description:
+    'the models this key may use on the LLM API (exact names, prefix* or *); unset: any, an empty list: none. The model list shows only these',
+});
 const ApiKeyEntry = z.union([
   z.string().min(1),
   strict({
     key: z.string().min(1),
     metadata: z.unknown().optional(),
-    allowedModels: NotYet('apiKey allowedModels').optional(),
+    allowedModels: AllowedModels,
   }),
   strict({
     keyHash: z.string().regex(/^sha256:[0-9a-fA-F]{64}$/, 'expected sha256:<64 hex digits>'),
     metadata: z.unknown().optional(),
-    allowedModels: NotYet('apiKey allowedModels').optional(),
+    allowedModels: AllowedModels,
   }),
 ]);
 export const ApiKeyAuth = strict({

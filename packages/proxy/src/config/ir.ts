@@ -215,10 +215,11 @@ export interface RoutePolicies
 }
 
 type ApiKeyConfig = NonNullable<TrafficPolicies['apiKey']>;
+/** `allowedModels`: the model name patterns the key may use on the LLM API; unset: any. */
 export type ApiKeyEntryIR =
   | Secret
-  | { key: Secret; metadata?: unknown }
-  | { keyHash: Secret; metadata?: unknown };
+  | { key: Secret; metadata?: unknown; allowedModels?: string[] }
+  | { keyHash: Secret; metadata?: unknown; allowedModels?: string[] };
 export interface ApiKeyIR extends Omit<ApiKeyConfig, 'keys'> {
   keys: ApiKeyEntryIR[] | Record<string, ApiKeyEntryIR>;
 }

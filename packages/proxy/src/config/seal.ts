@@ -9,7 +9,10 @@ type ApiKeyEntry = Extract<NonNullable<TrafficPolicies['apiKey']>['keys'], unkno
 
 function sealKey(e: ApiKeyEntry): ApiKeyEntryIR {
   if (typeof e === 'string') return new Secret(e);
-  const meta = e.metadata === undefined ? {} : { metadata: e.metadata };
+  const meta = {
+    ...(e.metadata === undefined ? {} : { metadata: e.metadata }),
+    ...(e.allowedModels == null ? {} : { allowedModels: e.allowedModels }),
+  };
   // A bare SHA-256 of a short key can be guessed offline, so the hash is kept out of sight as well.
   if ('key' in e) return { key: new Secret(e.key), ...meta };
   return { keyHash: new Secret(e.keyHash), ...meta };

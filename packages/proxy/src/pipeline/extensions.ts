@@ -15,6 +15,8 @@ export interface RequestExtensions {
   jwtToken?: Secret;
   /** Metadata of the matched API key (`apiKey.*` in CEL). */
   apiKey?: Record<string, unknown>;
+  /** The models the matched API key may use (its allowedModels, compiled); unset: any. */
+  allowedModels?: (model: string) => boolean;
   /** Metadata an external authorization service returned (`extauthz.*` in CEL). */
   extauthz?: Record<string, unknown>;
   /** The user a basic-auth check accepted. */

@@ -13,12 +13,7 @@ export const aiBackend: BackendKind<'ai'> = {
   compile(t, env) {
     const limit = env.global.maxBufferSize;
     const ai = compileAi(t, env, limit);
-    const list = Buffer.from(
-      JSON.stringify({
-        object: 'list',
-        data: ai.listed.map((m) => ({ id: m.id, object: 'model', created: 0, owned_by: m.ownedBy })),
-      }),
-    );
+    const list = modelList(ai.listed);
     const first = ai.models[0];
     return {
       type: 'ai',
@@ -32,16 +27,24 @@ export const aiBackend: BackendKind<'ai'> = {
         if (ctx.method === 'POST') await readLlmRequest(ctx, limit);
       },
       call: async (ctx) => {
+        const allowed = ctx.ext.allowedModels;
         if (ctx.path.endsWith(MODELS_PATH) && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
+          // an API key limited to some models sees only those
+          const body = allowed ? modelList(ai.listed.filter((m) => allowed(m.id))) : list;
           ctx.response = {
             status: 200,
-            headers: { 'content-type': 'application/json', 'content-length': String(list.length) },
-            body: list,
+            headers: { 'content-type': 'application/json', 'content-length': String(body.length) },
+            body,
           };
           return;
         }
         const state = await readLlmRequest(ctx, limit);
         if (!state) throw new GwError('GW_ERR_NO_ROUTE', `${ctx.path} is not an LLM API this gateway serves`);
+        if (allowed && !allowed(state.requestModel))
+          throw new GwError(
+            'GW_ERR_FORBIDDEN',
+            `this API key may not use the model ${JSON.stringify(state.requestModel)}`,
+          );
         const serve = ai.route(state.requestModel);
         if (!serve) {
           throw new GwError(
@@ -54,3 +57,13 @@ export const aiBackend: BackendKind<'ai'> = {
     };
   },
 };
+
+/** `GET /v1/models`'s answer: OpenAI's list shape. */
+function modelList(listed: { id: string; ownedBy: string }[]): Buffer {
+  return Buffer.from(
+    JSON.stringify({
+      object: 'list',
+      data: listed.map((m) => ({ id: m.id, object: 'model', created: 0, owned_by: m.ownedBy })),
+    }),
+  );
+}
