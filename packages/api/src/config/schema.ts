@@ -459,6 +459,8 @@ const ExtAuthzServicePolicies = strict({
 /** What both protocols share: the body sent along, TLS to the service, the failure mode. */
 interface ExtAuthzCommonIR {
   failureMode?: z.output<typeof FailureMode>;
+  /** The status of the denial when the service cannot decide and the mode is failClosed (default 403). */
+  failureStatus?: number;
   includeRequestBody?: z.output<typeof ExtAuthzBody>;
   policies?: { backendTLS?: z.output<typeof BackendTLS> };
 }
@@ -496,10 +498,17 @@ const ExtAuthzFields = strict({
     .union([
       z.enum(['allow', 'deny']),
       FailureMode,
-      strict({ denyWithStatus: NotYet('failureMode.denyWithStatus') }).transform((v) => v as never),
+      strict({
+        denyWithStatus: z.number().int().min(100).max(599).meta({
+          description: 'deny with this HTTP status when the service cannot decide',
+        }),
+      }),
     ])
     .optional()
-    .meta({ description: 'when the service cannot decide: deny (default, 403) or allow' }),
+    .meta({
+      description:
+        'when the service cannot decide: deny (default, 403), allow, or {denyWithStatus: <status>}',
+    }),
   includeRequestHeaders: z.array(HeaderName).optional().meta({
     description: 'with http: the request headers sent to the service (default authorization)',
   }),
@@ -520,10 +529,11 @@ function extAuthzIR(e: z.output<typeof ExtAuthzFields>, ctx: z.core.$RefinementC
     ctx.issues.push({ code: 'custom', input: e, message, path });
     return z.NEVER;
   };
-  const failureMode =
-    e.failureMode === 'allow' ? 'failOpen' : e.failureMode === 'deny' ? 'failClosed' : e.failureMode;
+  const f = e.failureMode;
+  const failureMode = f === 'allow' ? 'failOpen' : f === 'deny' || typeof f === 'object' ? 'failClosed' : f;
   const fm = {
     ...(failureMode ? { failureMode } : {}),
+    ...(typeof f === 'object' ? { failureStatus: f.denyWithStatus } : {}),
     ...(e.includeRequestBody ? { includeRequestBody: e.includeRequestBody } : {}),
     ...(e.policies?.backendTLS ? { policies: { backendTLS: e.policies.backendTLS } } : {}),
   };

@@ -110,7 +110,10 @@ before(async () => {
   )}${route('slow-open', `{http: {host: "${h}", timeout: 100ms}, failureMode: failOpen}`)}${route(
     'down-closed',
     `{http: {host: "${dead}"}}`,
-  )}${route('down-open', `{http: {host: "${dead}"}, failureMode: failOpen}`)}
+  )}${route('down-open', `{http: {host: "${dead}"}, failureMode: failOpen}`)}${route(
+    'down-status',
+    `{host: "${dead}", protocol: {http: {}}, failureMode: {denyWithStatus: 503}}`,
+  )}
 `);
 });
 after(async () => {
@@ -205,6 +208,9 @@ describe('HTTP ext_authz against a real node:http authorization service', () => 
     assert.ok(performance.now() - t0 < 900);
     assert.equal(slow.status, 403);
     assert.equal((await call('/down-closed', { authorization: 'Bearer alice' })).status, 403);
+    // agentgateway's failureMode {denyWithStatus}: the denial's status is the one configured
+    const denied = await call('/down-status', { authorization: 'Bearer alice' });
+    assert.deepEqual([denied.status, denied.text], [503, 'external authorization failed\n']);
     assert.equal(up.seen.length, before);
     assert.equal((await call('/slow-open', { authorization: 'Bearer slow' })).status, 200);
     assert.equal((await call('/down-open', { authorization: 'Bearer alice' })).status, 200);

@@ -1,7 +1,8 @@
 // extAuthz: asks an external authorization service, over Envoy's ext_authz v3 gRPC API or plain HTTP,
 // whether the request may pass. Allowed: the service's header changes and metadata (`extauthz.*` in
 // CEL) apply. Denied: the client gets the service's answer. No answer within the timeout (default
-// 200ms, as Envoy) or an error: `failureMode: failClosed` (default) answers 403, `failOpen` lets it pass.
+// 200ms, as Envoy) or an error: `failureMode: failClosed` (default) answers 403 (or the status of
+// agentgateway's `{denyWithStatus}`), `failOpen` lets it pass.
 // includeRequestBody sends (the head of) the request body along; policies.backendTLS is TLS to the service.
 import { compileCel } from '../../cel/cel.ts';
 import type { BackendTlsIR, ExtAuthzIR } from '../../config/ir.ts';
@@ -56,7 +57,10 @@ export const extAuthz = withConditional({
           start,
           'warn',
         );
-        if (!failOpen) throw new GwError('GW_ERR_FORBIDDEN', 'external authorization failed');
+        if (!failOpen)
+          throw new GwError('GW_ERR_FORBIDDEN', 'external authorization failed', {
+            ...(config.failureStatus !== undefined ? { status: config.failureStatus } : {}),
+          });
         return next(ctx);
       }
       if (d.kind === 'deny') {
