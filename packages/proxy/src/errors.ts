@@ -93,7 +93,11 @@ export class GwError extends Error {
  * The protocols a client may expect an error in: plain HTTP text, an OpenAI- or Anthropic-shaped JSON
  * error (LLM clients), a JSON-RPC error (MCP, A2A), or a gRPC status (any gRPC request).
  */
-export type ErrorFormat = 'http' | 'openai' | 'anthropic' | 'jsonrpc' | 'grpc';
+/**
+ * `status`: Google's API error object (`{error: {code, status, message}}`, AIP-193), which A2A's
+ * HTTP+JSON binding answers errors with.
+ */
+export type ErrorFormat = 'http' | 'openai' | 'anthropic' | 'jsonrpc' | 'grpc' | 'status';
 
 export interface ErrorAnswer {
   status: number;
@@ -128,6 +132,10 @@ const FORMATTERS: Record<ErrorFormat, Formatter> = {
         message: e.detail,
         data: { code: e.code, status: e.status },
       },
+    }),
+  status: (e) =>
+    json({
+      error: { code: e.status, status: STATUS_NAMES[GRPC_STATUS[e.code]] ?? 'UNKNOWN', message: e.detail },
     }),
   // gRPC carries errors in a trailers-only response: HTTP 200 with grpc-status and grpc-message.
   grpc: (e) => ({
@@ -232,6 +240,20 @@ const GRPC_STATUS: Record<ErrorCode, number> = {
   GW_ERR_OIDC_LOGIN: 16,
   GW_ERR_OIDC_PROVIDER: 14,
   GW_ERR_BACKEND_AUTH: 14,
+};
+
+/** The names of the canonical status codes GRPC_STATUS uses (google.rpc.Code). */
+const STATUS_NAMES: Record<number, string> = {
+  1: 'CANCELLED',
+  3: 'INVALID_ARGUMENT',
+  4: 'DEADLINE_EXCEEDED',
+  5: 'NOT_FOUND',
+  7: 'PERMISSION_DENIED',
+  8: 'RESOURCE_EXHAUSTED',
+  12: 'UNIMPLEMENTED',
+  13: 'INTERNAL',
+  14: 'UNAVAILABLE',
+  16: 'UNAUTHENTICATED',
 };
 
 /** grpc-message is percent-encoded (gRPC over HTTP/2: Status-Message). */

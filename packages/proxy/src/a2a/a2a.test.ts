@@ -321,18 +321,23 @@ describe('the gateway itself', () => {
     assert.equal(logOf('GetTask')['a2a.outcome'], 'error', 'an unknown task is the agent’s JSON-RPC error');
   });
 
-  test('a JSON body that does not try to be JSON-RPC (the HTTP+JSON binding) passes unread', async () => {
+  test('a call of the HTTP+JSON binding is read by its path and passed on as it is (a2a-rest.test.ts)', async () => {
     const r = await fetch(`${gateway()}/v1/message:send`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'hi' }] } }),
+      body: JSON.stringify({
+        message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'hi' }], taskId: 'rest-t' },
+      }),
     });
-    // The agent serves only JSON-RPC: its own 404 comes back, not a JSON-RPC error of the gateway.
+    // This agent serves only JSON-RPC: its own 404 comes back, not an error of the gateway.
     assert.equal(r.status, 404);
     assert.match(await r.text(), /Cannot POST/);
     const line = proxy.accessLog.at(-1);
     assert.equal(line?.['http.path'], '/v1/message:send');
-    assert.equal(line?.['a2a.method'], undefined);
+    assert.deepEqual(
+      [line?.['a2a.method'], line?.['a2a.taskId'], line?.['a2a.outcome']],
+      ['message/send', 'rest-t', 'error'],
+    );
   });
 
   test('a retried call reports the answer of the attempt that counted', async () => {

@@ -1,5 +1,5 @@
-// The agent's answer to a JSON-RPC call, read as it passes to the client: a JSON body or a stream of
-// server-sent events (message/stream, tasks/resubscribe). Every chunk goes on at once; a copy of the
+// The agent's answer to a JSON-RPC or REST call, read as it passes to the client: a JSON body or a
+// stream of server-sent events (message/stream, tasks/resubscribe). Every chunk goes on at once; a copy of the
 // JSON (up to the buffer limit) or of the event in progress is all that is kept, to learn the
 // outcome, the task and its state when the answer ends.
 import { SseSplitter } from '../llm/sse.ts';
@@ -7,6 +7,7 @@ import type { RequestContext } from '../pipeline/context.ts';
 import { observeBody } from '../pipeline/observer.ts';
 import type { A2aRequestInfo } from './info.ts';
 import { type AnswerState, readAnswer } from './jsonrpc.ts';
+import { readRestAnswer } from './rest.ts';
 
 /** The attempt whose answer counts: a retry's discarded answer must not end the next one's. */
 const current = new WeakMap<A2aRequestInfo, AnswerState>();
@@ -16,6 +17,9 @@ export function watchAnswer(ctx: RequestContext, info: A2aRequestInfo, limit: nu
   if (!res) return;
   const seen: AnswerState = { result: false, error: false };
   current.set(info, seen);
+  // A REST call's error is its HTTP status (the body, whatever it is, goes on unread).
+  const rest = info.binding === 'rest';
+  if (rest && res.status >= 400) seen.error = true;
   const done = (cut: boolean) => {
     if (info.outcome !== undefined || current.get(info) !== seen) return;
     info.outcome = seen.error ? 'error' : cut ? 'aborted' : seen.result ? 'ok' : 'failed';
@@ -26,9 +30,10 @@ export function watchAnswer(ctx: RequestContext, info: A2aRequestInfo, limit: nu
     return;
   }
   const type = String(res.headers['content-type'] ?? '').toLowerCase();
+  const read = rest ? (seen.error ? () => false : readRestAnswer) : readAnswer;
   const reader = type.startsWith('text/event-stream')
-    ? new EventReader(info, seen, limit)
-    : new JsonReader(info, seen, limit);
+    ? new EventReader(info, seen, limit, read)
+    : new JsonReader(info, seen, limit, read);
   info.streaming = reader instanceof EventReader;
   const body = observeBody(
     res.body,
@@ -56,17 +61,22 @@ interface Reader {
   end(): void;
 }
 
+/** Reads one answer (a body, or one event's data) into the request's info. */
+type ReadOne = (text: string, info: A2aRequestInfo, seen: AnswerState) => boolean;
+
 /** A JSON body: kept up to the limit and read at its end; a larger one is not read at all. */
 class JsonReader implements Reader {
   readonly info: A2aRequestInfo;
   readonly seen: AnswerState;
   readonly limit: number;
+  readonly read: ReadOne;
   readonly #chunks: Buffer[] = [];
   #size = 0;
-  constructor(info: A2aRequestInfo, seen: AnswerState, limit: number) {
+  constructor(info: A2aRequestInfo, seen: AnswerState, limit: number, read: ReadOne) {
     this.info = info;
     this.seen = seen;
     this.limit = limit;
+    this.read = read;
   }
   push(c: Buffer): void {
     this.#size += c.length;
@@ -75,7 +85,7 @@ class JsonReader implements Reader {
   }
   end(): void {
     if (this.#size > this.limit || this.#size === 0) return;
-    readAnswer(Buffer.concat(this.#chunks, this.#size).toString('utf8'), this.info, this.seen);
+    this.read(Buffer.concat(this.#chunks, this.#size).toString('utf8'), this.info, this.seen);
   }
 }
 
@@ -87,10 +97,12 @@ class EventReader implements Reader {
   readonly info: A2aRequestInfo;
   readonly seen: AnswerState;
   readonly limit: number;
-  constructor(info: A2aRequestInfo, seen: AnswerState, limit: number) {
+  readonly read: ReadOne;
+  constructor(info: A2aRequestInfo, seen: AnswerState, limit: number, read: ReadOne) {
     this.info = info;
     this.seen = seen;
     this.limit = limit;
+    this.read = read;
   }
   push(c: Buffer): void {
     const s = this.#splitter;
@@ -98,10 +110,10 @@ class EventReader implements Reader {
     const events = s.push(c);
     this.#pending = events.length > 0 ? 0 : this.#pending + c.length;
     if (this.#pending > this.limit) this.#splitter = undefined;
-    for (const e of events) if (e.data !== undefined) readAnswer(e.data, this.info, this.seen);
+    for (const e of events) if (e.data !== undefined) this.read(e.data, this.info, this.seen);
   }
   end(): void {
     const e = this.#splitter?.flush();
-    if (e?.data !== undefined) readAnswer(e.data, this.info, this.seen);
+    if (e?.data !== undefined) this.read(e.data, this.info, this.seen);
   }
 }

@@ -1,9 +1,9 @@
-// What the gateway knows of one A2A request (`ctx.ext.a2a`): the JSON-RPC method, the task it is
-// about and how it went. CEL sees it as `a2a.*`; the access log, the trace and metrics report it.
+// What the gateway knows of one A2A request (`ctx.ext.a2a`): the JSON-RPC method (or the REST
+// binding's operation), the task it is about and how it went. CEL sees it as `a2a.*`; the access log, the trace and metrics report it.
 
 /**
  * ok: the agent answered a result (a stream: events and no error); error: the agent answered a
- * JSON-RPC error; invalid: the gateway refused a malformed request; failed: no JSON-RPC answer (an
+ * JSON-RPC error (REST: an HTTP error status); invalid: the gateway refused a malformed request; failed: no JSON-RPC answer (an
  * HTTP error, a body that is not JSON-RPC, no connection); aborted: a stream cut before its end.
  * rejected: a policy of the route answered before the agent was called. A card fetch is `rewritten`
  * or, when the card could not be read as JSON, `untouched`.
@@ -19,8 +19,13 @@ export type A2aOutcome =
   | 'untouched';
 
 export interface A2aRequestInfo {
-  /** The JSON-RPC method as sent (`message/send`, `SendMessage`, …); `agent-card` for a card fetch. */
+  /**
+   * The JSON-RPC method as sent (`message/send`, `SendMessage`, …), a REST call's operation under
+   * the same name (a2a/rest.ts); `agent-card` for a card fetch.
+   */
   method: string;
+  /** `rest`: a call of the HTTP+JSON binding (unset: JSON-RPC, or a card fetch). */
+  binding?: 'rest';
   /** The JSON-RPC request id. */
   id?: string | number | null;
   /** The task the call is about: from the request (tasks/*, a message's taskId), else from the answer. */

@@ -7,8 +7,17 @@ import { taskStateName } from './info.ts';
 
 type Json = Record<string, unknown>;
 
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+
+/** The JSON in `text`, or undefined when it is not JSON. */
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
 
 /** The longest method name kept: a client chooses it, and it goes to logs and traces. */
 const MAX_METHOD = 128;
@@ -64,12 +73,7 @@ function taskOfParams(p: Json, info: A2aRequestInfo): void {
  * text is not a JSON-RPC answer.
  */
 export function readAnswer(text: string, info: A2aRequestInfo, seen: AnswerState): boolean {
-  let msg: unknown;
-  try {
-    msg = JSON.parse(text);
-  } catch {
-    return false;
-  }
+  const msg = parseJson(text);
   if (!isObject(msg) || msg.jsonrpc !== '2.0') return false;
   if (isObject(msg.error)) {
     seen.error = true;
@@ -78,7 +82,7 @@ export function readAnswer(text: string, info: A2aRequestInfo, seen: AnswerState
   }
   if (!('result' in msg)) return false;
   seen.result = true;
-  if (isObject(msg.result)) taskOfResult(msg.result, info);
+  if (isObject(msg.result)) taskOfPayload(msg.result, info);
   return true;
 }
 
@@ -88,7 +92,8 @@ export interface AnswerState {
   error: boolean;
 }
 
-function taskOfResult(r: Json, info: A2aRequestInfo): void {
+/** The task a result (JSON-RPC) or an answer (REST) is about and its state, in either version's shape. */
+export function taskOfPayload(r: Json, info: A2aRequestInfo): void {
   // v1.0 wraps the payload in a field named after its kind; v0.3 marks it with `kind`.
   const task = isObject(r.task)
     ? r.task

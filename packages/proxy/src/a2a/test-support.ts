@@ -26,7 +26,7 @@ import {
   type ExecutionEventBus,
   InMemoryTaskStore,
 } from '@a2a-js/sdk/server';
-import { agentCardHandler, jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import express from 'express';
 
 export interface TestAgent {
@@ -49,7 +49,11 @@ export interface AgentOptions {
   port?: number;
   /** A "stream" task goes on after this long instead of waiting for release() (a demo agent). */
   streamDelayMs?: number;
+  /** Also serve A2A 1.0's HTTP+JSON binding at REST_PATH, named in the card after JSON-RPC. */
+  rest?: boolean;
 }
+
+export const REST_PATH = '/a2a/rest';
 
 export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
   let release!: () => void;
@@ -110,7 +114,8 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
   app.use(express.json());
   app.use((req, _res, next) => {
     const m = (req.body as { method?: unknown } | undefined)?.method;
-    if (req.method === 'POST' && typeof m === 'string') calls.push(m);
+    if (req.path.startsWith(REST_PATH)) calls.push(`${req.method} ${req.path}`);
+    else if (req.method === 'POST' && typeof m === 'string') calls.push(m);
     next();
   });
   app.use(
@@ -142,6 +147,8 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
       legacyCompat: { enabled: true },
     }),
   );
+  if (opts.rest)
+    app.use(REST_PATH, restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
   const server = await new Promise<import('node:http').Server>((resolve) => {
     const s = app.listen(opts.port ?? 0, '127.0.0.1', () => resolve(s));
   });
@@ -152,6 +159,9 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
   card.supportedInterfaces = [
     { url: `${origin}${AGENT_PATH}`, protocolBinding: 'JSONRPC', protocolVersion: '1.0', tenant: '' },
     { url: `${origin}${AGENT_PATH}`, protocolBinding: 'JSONRPC', protocolVersion: '0.3', tenant: '' },
+    ...(opts.rest
+      ? [{ url: `${origin}${REST_PATH}`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0', tenant: '' }]
+      : []),
   ];
   return {
     port,
