@@ -2262,7 +2262,29 @@ export const McpTarget = strict({
   }).optional(),
   sse: McpRemote.optional(),
   mcp: McpRemote.optional(),
-  openapi: NotYet('openapi MCP targets').optional(),
+  openapi: strict({
+    schema: z
+      .union([
+        z.string().min(1),
+        strict({ file: z.string().min(1) }),
+        strict({ url: NotYet('an OpenAPI schema by url (use file or inline)') }),
+      ])
+      .meta({ description: 'the OpenAPI 3 document (JSON or YAML): {file: path} or the document inline' }),
+    host: z.string().min(1).meta({
+      description: 'where the API is: http(s)://host:port/prefix, host:port, or a host name',
+    }),
+    port: Port.optional(),
+    path: z.string().optional().meta({
+      description:
+        "a path put before every operation's path (default: the path of the document's server URL)",
+    }),
+    backend: NotYet('an openapi target by backend reference (use host)').optional(),
+  })
+    .optional()
+    .meta({
+      description:
+        'an HTTP API described by OpenAPI, served as MCP tools: one per operation (named by operationId), input {path, query, header, body}',
+    }),
   policies: BackendPolicies.optional(),
 });
 export const McpAuthorization = strict({ rules: z.array(AuthzRule).min(1) });

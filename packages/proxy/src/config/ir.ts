@@ -333,7 +333,26 @@ export interface McpProcessorIR {
 export type McpTransportIR =
   | { kind: 'stdio'; cmd: string; args: string[]; env: Record<string, string>; clearEnv: boolean }
   /** Streamable HTTP (`mcp`) or the legacy SSE transport (`sse`) at origin + path. */
-  | { kind: 'streamable-http' | 'sse'; origin: string; path: string; tls: boolean };
+  | { kind: 'streamable-http' | 'sse'; origin: string; path: string; tls: boolean }
+  /** An HTTP API described by OpenAPI (mcp/openapi.ts): its tools, called at origin + path + theirs. */
+  | { kind: 'openapi'; origin: string; path: string; tls: boolean; tools: OpenApiToolIR[] };
+
+/** One operation of an OpenAPI document as an MCP tool, and how a call of it becomes a request. */
+export interface OpenApiToolIR {
+  name: string;
+  description: string;
+  title?: string;
+  /** `{path, query, header, body}` as the client fills it in. */
+  inputSchema: Record<string, unknown>;
+  /** GET, POST, … */
+  method: string;
+  /** The document's path template (`/pets/{petId}`). */
+  path: string;
+  /** The parameter names of each group (headers as the document spells them). */
+  params: { path: string[]; query: string[]; header: string[] };
+  /** json: `body` is sent as JSON; binary: base64 in `body`, sent as octet-stream. */
+  body?: 'json' | 'binary';
+}
 
 export interface McpTargetIR {
   name: string;

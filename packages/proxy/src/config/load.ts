@@ -73,9 +73,11 @@ import {
   withSourceIssues,
 } from '@gw/api';
 import { DEFAULT_TIMEOUT_MS, MCP_DEFAULT_TIMEOUT_MS } from '@gw/guardrail-sdk/wire';
+import { parse as parseYaml } from 'yaml';
 import { CLIENT_APIS, MODELS_PATH } from '../llm/formats/clients.ts';
 import { DEFAULT_MODERATION_MODEL, OPENAI_MODERATION_HOST } from '../llm/guardrails/openai-moderation.ts';
 import { serviceOrigin } from '../llm/guardrails/service-call.ts';
+import { type OpenApiTools, openApiTools } from '../mcp/openapi.ts';
 import { METRIC_NAMES } from '../observability/metric-names.ts';
 import { Secret } from '../secret.ts';
 import { resolveBackendAuth } from './backend-auth.ts';
@@ -1475,6 +1477,46 @@ class Builder {
             args: s.args ?? [],
             env: s.env ?? {},
             clearEnv: s.clear_env ?? false,
+          },
+          policies,
+          authorization,
+        });
+        return;
+      }
+      if (t.openapi) {
+        const o = t.openapi;
+        const op = [...tp, 'openapi'];
+        const where = remoteMcpTarget(o, '/', policies.backendTLS !== undefined);
+        if (typeof where === 'string') {
+          this.fail([...op, 'host'], where);
+          return;
+        }
+        const sp = typeof o.schema === 'string' ? [...op, 'schema'] : [...op, 'schema', 'file'];
+        const text =
+          typeof o.schema === 'string'
+            ? o.schema
+            : 'file' in o.schema
+              ? this.readMaterial(sp, o.schema as { file: string })
+              : undefined;
+        if (text === undefined) return;
+        let tools: OpenApiTools;
+        try {
+          tools = openApiTools(parseYaml(text, { maxAliasCount: 100 }));
+        } catch (err) {
+          this.fail(sp, `the OpenAPI document cannot be served as tools: ${(err as Error).message}`);
+          return;
+        }
+        // an explicit path (or a host URL's) wins over the document's server path
+        const given = where.path.split('?', 1)[0]?.replace(/\/+$/, '') ?? '';
+        const prefix = o.path !== undefined || given !== '' ? given : tools.serverPath;
+        targets.push({
+          name: t.name,
+          transport: {
+            kind: 'openapi',
+            origin: where.origin,
+            path: prefix,
+            tls: where.tls,
+            tools: tools.tools,
           },
           policies,
           authorization,

@@ -116,10 +116,10 @@ targets:
     );
   });
 
-  test('openapi targets are refused by name', () => {
+  test('an openapi target by backend reference is refused by name (openapi.test.ts serves the others)', () => {
     rejects(
-      backend(`targets:\n- {name: a, openapi: {host: x, schema: {file: s.json}}}`),
-      /targets\[0\]\.openapi: openapi MCP targets is not supported by this build of gw yet/,
+      backend(`targets:\n- {name: a, openapi: {host: x, backend: api, schema: {file: s.json}}}`),
+      /targets\[0\]\.openapi\.backend: an openapi target by backend reference \(use host\) is not supported/,
     );
   });
 

@@ -112,6 +112,7 @@ export class Federation {
   readonly #stateless: boolean;
   /** The mcpGuardrails processors every client request passes; none when unset. */
   readonly guards: McpGuardrails | undefined;
+  readonly #direct: Map<string, TargetConnection>;
 
   constructor(
     ir: McpTarget,
@@ -119,7 +120,10 @@ export class Federation {
     dispatchers: Map<string, Dispatcher>,
     backendTimeoutMs: number,
     guards?: McpGuardrails,
+    /** Connections the gateway serves itself, one per target for every session (openapi targets). */
+    direct: Map<string, TargetConnection> = new Map(),
   ) {
+    this.#direct = direct;
     this.ir = ir;
     this.guards = guards;
     this.runtime = runtime;
@@ -163,6 +167,11 @@ export class Federation {
   ): TargetConnection {
     const tr = t.ir.transport;
     const version = session?.p ?? LATEST_VERSION;
+    if (tr.kind === 'openapi') {
+      const own = this.#direct.get(t.name);
+      if (!own) throw new TargetError(t.name, 'not connected (validation only)');
+      return own;
+    }
     if (tr.kind === 'streamable-http') {
       if (!t.dispatcher) throw new TargetError(t.name, 'not connected (validation only)');
       return new StreamableHttpConnection(

@@ -1,12 +1,15 @@
 // The `mcp` backend: an MCP gateway federating several MCP servers (mcp/federation.ts) behind one
 // endpoint (mcp/server.ts). Remote targets use the proxy's pools; connection-bound targets (stdio
-// processes, legacy SSE streams) live in a runtime the pool registry keeps while a config uses it.
+// processes, legacy SSE streams) live in a runtime the pool registry keeps while a config uses it;
+// an openapi target is served by the gateway itself over the API's pool (mcp/upstream/openapi.ts).
 import { createHash } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import { Federation } from '../../../mcp/federation.ts';
 import { McpGuardrails } from '../../../mcp/guardrails.ts';
 import { McpRuntime } from '../../../mcp/runtime.ts';
 import { McpServer } from '../../../mcp/server.ts';
+import type { TargetConnection } from '../../../mcp/upstream/connection.ts';
+import { OpenApiConnection } from '../../../mcp/upstream/openapi.ts';
 import { connectionSpec } from '../../connection.ts';
 import type { BackendKind } from '../types.ts';
 
@@ -14,6 +17,7 @@ export const mcpBackend: BackendKind<'mcp'> = {
   kind: 'mcp',
   compile(t, env) {
     const dispatchers = new Map<string, Dispatcher>();
+    const direct = new Map<string, TargetConnection>();
     for (const target of t.targets) {
       const tr = target.transport;
       if (tr.kind === 'stdio' || !env.pools) continue;
@@ -22,6 +26,18 @@ export const mcpBackend: BackendKind<'mcp'> = {
       const pool = env.pools.acquire({ ...spec, origin: tr.origin });
       env.used.add(pool);
       dispatchers.set(target.name, pool);
+      if (tr.kind === 'openapi')
+        direct.set(
+          target.name,
+          new OpenApiConnection({
+            name: target.name,
+            origin: tr.origin,
+            path: tr.path,
+            tools: tr.tools,
+            dispatcher: pool,
+            maxAnswerBytes: env.global.maxBufferSize,
+          }),
+        );
     }
     // One runtime per distinct set of targets: a reload that keeps them keeps their processes (a
     // change of authorization rules alone does too).
@@ -32,7 +48,7 @@ export const mcpBackend: BackendKind<'mcp'> = {
     if (env.pools) env.used.add(runtime);
     else void runtime.close();
     const guards = t.guardrails.length > 0 ? new McpGuardrails(t.guardrails, env) : undefined;
-    const fed = new Federation(t, runtime, dispatchers, env.attemptTimeoutMs, guards);
+    const fed = new Federation(t, runtime, dispatchers, env.attemptTimeoutMs, guards, direct);
     const server = new McpServer(fed, env.global.maxBufferSize);
     const first = t.targets[0];
     const where =
