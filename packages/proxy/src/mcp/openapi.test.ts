@@ -172,12 +172,13 @@ describe('an openapi target through the gateway', () => {
       },
     });
     const create = mine[1];
-    assert.equal(create?.description, 'Adds a pet to the store.');
-    assert.deepEqual(create?.inputSchema.required, ['body']);
-    assert.deepEqual((create?.inputSchema.properties as Record<string, unknown>).body, {
+    assert.ok(create);
+    assert.equal(create.description, 'Adds a pet to the store.');
+    assert.deepEqual(create.inputSchema.required, ['body']);
+    assert.deepEqual((create.inputSchema.properties as Record<string, unknown>).body, {
       $ref: '#/$defs/NewPet',
     });
-    assert.deepEqual(Object.keys((create?.inputSchema as unknown as { $defs: object }).$defs).sort(), [
+    assert.deepEqual(Object.keys((create.inputSchema as unknown as { $defs: object }).$defs).sort(), [
       'NewPet',
       'Owner',
     ]);
