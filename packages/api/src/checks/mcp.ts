@@ -29,7 +29,7 @@ export function checkMcpBackend(b: McpBackend, path: FieldPath): Problem[] {
         message: `target name ${JSON.stringify(t.name)} is also used by targets[${first}]; names must be unique`,
       });
     } else seen.set(t.name, i);
-    for (const k of ['sse', 'mcp'] as const) {
+    for (const k of ['sse', 'mcp', 'openapi'] as const) {
       const r = t[k];
       if (!r) continue;
       const url = /^[a-z]+:\/\//i.test(r.host);
@@ -46,7 +46,10 @@ export function checkMcpBackend(b: McpBackend, path: FieldPath): Problem[] {
         });
       }
       if (url && !/^https?:\/\//i.test(r.host)) {
-        out.push({ path: [...tp, k, 'host'], message: 'an MCP target URL is http:// or https://' });
+        out.push({
+          path: [...tp, k, 'host'],
+          message: `an ${k === 'openapi' ? 'API' : 'MCP target'} URL is http:// or https://`,
+        });
       }
     }
     const connection = Object.keys(t.policies ?? {}).filter((k) => k !== 'mcpAuthorization');

@@ -499,7 +499,7 @@ const ExtAuthzFields = strict({
       z.enum(['allow', 'deny']),
       FailureMode,
       strict({
-        denyWithStatus: z.number().int().min(100).max(599).meta({
+        denyWithStatus: z.number().int().min(200).max(599).meta({
           description: 'deny with this HTTP status when the service cannot decide',
         }),
       }),

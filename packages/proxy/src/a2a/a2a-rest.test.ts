@@ -112,6 +112,17 @@ describe('the SDK client over HTTP+JSON', () => {
     assert.deepEqual(await raw.body.json(), {
       error: { code: 403, status: 'PERMISSION_DENIED', message: 'authorization denied' },
     });
+    // the agent's router takes any letter case, a trailing slash and an encoded colon: so does the rule
+    for (const path of ['/TASKS/some-task:CANCEL/', '/tasks/some-task%3Acancel']) {
+      const r = await request(`${gateway()}${REST_PATH}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      });
+      await r.body.text();
+      assert.equal(r.statusCode, 403, path);
+    }
+    assert.equal(agent.calls.length, before, 'the agent was never called');
   });
 });
 

@@ -1638,7 +1638,8 @@ class Builder {
         return problems.length > 0 ? undefined : this.resolveTls([...base, ...at], t);
       },
       backend: (at, name) => {
-        const def = (this.cfg.backends ?? []).find((d) => d.name === name);
+        const j = (this.cfg.backends ?? []).findIndex((d) => d.name === name);
+        const def = this.cfg.backends?.[j];
         if (!def || !('host' in def) || def.host.startsWith('unix:')) {
           this.fail(
             [...base, ...at],
@@ -1648,7 +1649,14 @@ class Builder {
           );
           return undefined;
         }
-        return { host: def.host, policies: def.policies };
+        const t = def.policies?.backendTLS;
+        if (!t) return { host: def.host, policies: def.policies };
+        // checked and read where the backend says it, as its other users see it
+        const bp = ['backends', j, 'policies'];
+        const problems = checkBackendPolicies({ backendTLS: t }, bp);
+        this.report(problems);
+        const tls = problems.length > 0 ? null : this.resolveTls([...bp, 'backendTLS'], t);
+        return { host: def.host, policies: def.policies, tls };
       },
       fail: (at, message) => this.fail([...base, ...at], message),
     };
@@ -1949,7 +1957,11 @@ export const GUARD_SERVICE_TIMEOUT_MS = 10_000;
 export interface GuardContext {
   read(at: FieldPath, file: { file: string }): string | undefined;
   tls(at: FieldPath, t: BackendTLS): BackendTlsIR | undefined;
-  backend(at: FieldPath, name: string): { host: string; policies?: BackendPolicies | undefined } | undefined;
+  /** A named host backend; its backendTLS resolved (and reported) at the backend's own path, null when broken. */
+  backend(
+    at: FieldPath,
+    name: string,
+  ): { host: string; policies?: BackendPolicies | undefined; tls?: BackendTlsIR | null } | undefined;
   fail(at: FieldPath, message: string): void;
 }
 const inlineOnly: GuardContext = {
@@ -2190,10 +2202,8 @@ function webhookGuardIR(
           `backend ${JSON.stringify(name)} sets ${k}, which a webhook call does not take (it takes backendTLS and requestHeaderModifier)`,
         );
     }
-    if (p.backendTLS) {
-      tls = ctx.tls(at, p.backendTLS);
-      if (!tls) return undefined;
-    }
+    if (def.tls === null) return undefined;
+    tls = def.tls;
     if (p.requestHeaderModifier) requestHeaders = p.requestHeaderModifier;
   }
   const origin = `${tls ? 'https' : 'http'}://${/:[0-9]+$/.test(host) ? host : `${host}:${tls ? 443 : 80}`}`;

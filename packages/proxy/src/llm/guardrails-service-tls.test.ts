@@ -164,6 +164,16 @@ describe('config errors', () => {
     );
   });
 
+  test('a named backend’s broken backendTLS is named where the backend says it', () => {
+    assert.deepEqual(
+      guardrailsIssuesWith(
+        '{request: [{webhook: {target: {backend: hook}}}]}',
+        'backends:\n- name: hook\n  host: "127.0.0.1:9"\n  policies: {backendTLS: {root: {file: /nonexistent/ca.pem}}}\n',
+      ).map((i) => i.replace(/: ENOENT.*$/, '')),
+      ['backends[0].policies.backendTLS.root: cannot read /nonexistent/ca.pem'],
+    );
+  });
+
   test('backendTLS on a guard is checked: a client key without its certificate is named', () => {
     assert.match(
       guardrailsIssues(

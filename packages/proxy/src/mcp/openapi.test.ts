@@ -32,6 +32,7 @@ paths:
         - {name: limit, in: query, schema: {type: integer}, description: how many at most}
         - {name: tag, in: query, schema: {type: array, items: {type: string}}}
         - {name: X-Tenant, in: header, schema: {type: string}}
+        - {name: X-Page, in: header, schema: {type: integer}}
     post:
       operationId: createPet
       description: Adds a pet to the store.
@@ -168,7 +169,10 @@ describe('an openapi target through the gateway', () => {
             tag: { type: 'array', items: { type: 'string' } },
           },
         },
-        header: { type: 'object', properties: { 'X-Tenant': { type: 'string' } } },
+        header: {
+          type: 'object',
+          properties: { 'X-Tenant': { type: 'string' }, 'X-Page': { type: 'integer' } },
+        },
       },
     });
     const create = mine[1];
@@ -188,12 +192,16 @@ describe('an openapi target through the gateway', () => {
   test('a call is the HTTP request the operation describes; JSON comes back structured', async () => {
     const r = await client.callTool({
       name: 'pets_listPets',
-      arguments: { query: { limit: 5, tag: ['a b', 'c'] }, header: { 'X-Tenant': 'acme', Host: 'evil' } },
+      arguments: {
+        query: { limit: 5, tag: ['a b', 'c'] },
+        header: { 'X-Tenant': 'acme', Host: 'evil', 'X-Page': 2 },
+      },
     });
     const call = last();
     assert.equal(call.method, 'GET');
     assert.equal(call.url, '/api/v1/pets?limit=5&tag=a%20b&tag=c');
     assert.equal(call.headers['x-tenant'], 'acme');
+    assert.equal(call.headers['x-page'], '2', 'a number is sent as its text');
     assert.equal(call.headers.host, `127.0.0.1:${apiPort}`);
     assert.equal(r.isError, undefined);
     assert.deepEqual(r.structuredContent, { data: [{ id: '1', name: 'Rex', tags: ['a b', 'c'] }] });
@@ -274,6 +282,50 @@ describe('documents and config errors', () => {
       load('openapi: {schema: {url: "https://x/api.json"}, host: "127.0.0.1:1"}').join('\n'),
       /an OpenAPI schema by url \(use file or inline\) is not supported/,
     );
+  });
+
+  test('a host URL with a path as well is refused; server variables take their defaults', () => {
+    assert.match(
+      load(`openapi: {schema: '{"openapi": "3.0.0"}', host: "https://api.example.com", path: /v3}`).join(
+        '\n',
+      ),
+      /openapi: a URL in host already says the port and path; drop port and path/,
+    );
+    const doc = {
+      openapi: '3.0.0',
+      servers: [
+        {
+          url: 'https://{region}.example.com/api/{version}',
+          variables: { version: { default: 'v2' }, region: { default: 'eu' } },
+        },
+      ],
+      paths: {},
+    };
+    assert.equal(openApiTools(doc).serverPath, '/api/v2');
+    assert.throws(
+      () => openApiTools({ ...doc, servers: [{ url: '/api/{version}' }] }),
+      /servers\[0\]\.url: the variable \{version\} has no default/,
+    );
+  });
+
+  test('a path’s parameters, with their component schemas, go to every operation of the path', () => {
+    const { tools } = openApiTools({
+      openapi: '3.0.0',
+      paths: {
+        '/things/{id}': {
+          parameters: [
+            { name: 'id', in: 'path', required: true, schema: { $ref: '#/components/schemas/Id' } },
+          ],
+          get: { operationId: 'getThing' },
+          delete: { operationId: 'deleteThing' },
+        },
+      },
+      components: { schemas: { Id: { type: 'string', pattern: '^[a-z]+$' } } },
+    });
+    for (const t of tools) {
+      assert.deepEqual(t.inputSchema.$defs, { Id: { type: 'string', pattern: '^[a-z]+$' } }, t.name);
+      assert.deepEqual(t.params.path, ['id']);
+    }
   });
 
   test('references: a cycle is bundled once; a missing one and a foreign one are named', () => {

@@ -48,11 +48,12 @@ export function openApiTools(doc: unknown): OpenApiTools {
     if (!isObject(rawItem)) continue;
     if (typeof rawItem.$ref === 'string')
       throw new OpenApiError(where, 'a path item given by $ref is not read');
-    const shared = parameters(rawItem.parameters, refs, where, true);
     for (const method of METHODS) {
       const op = rawItem[method];
       if (!isObject(op)) continue;
       const at = `${where}.${method}`;
+      // read for each operation: the schemas they refer to go into each tool's own $defs
+      const shared = parameters(rawItem.parameters, refs, where, true);
       const name = op.operationId;
       if (typeof name !== 'string' || name === '')
         throw new OpenApiError(at, 'every operation needs an operationId: it is the tool name');
@@ -171,8 +172,17 @@ function serverPath(servers: unknown): string {
   if (!Array.isArray(servers) || servers.length === 0) return '';
   if (servers.length > 1)
     throw new OpenApiError('servers', 'more than one server: the target says where the API is');
-  const url = isObject(servers[0]) ? servers[0].url : undefined;
-  if (typeof url !== 'string') return '';
+  const server = isObject(servers[0]) ? servers[0] : {};
+  if (typeof server.url !== 'string') return '';
+  // server variables take their defaults: `/api/{version}` with version's default v2 is /api/v2
+  const vars = isObject(server.variables) ? server.variables : {};
+  const url = server.url.replace(/\{([^}]*)\}/g, (whole, name: string) => {
+    const v = vars[name];
+    const d = isObject(v) ? v.default : undefined;
+    if (typeof d !== 'string' && typeof d !== 'number')
+      throw new OpenApiError('servers[0].url', `the variable ${whole} has no default`);
+    return String(d);
+  });
   let p: string;
   try {
     p = new URL(url, 'http://gw.invalid').pathname;

@@ -168,7 +168,10 @@ export class OpenApiConnection implements TargetConnection {
     const headerArgs = group('header');
     for (const n of tool.params.header) {
       const v = headerArgs[n];
-      if (typeof v === 'string' && !RESERVED.has(n.toLowerCase())) headers[n.toLowerCase()] = v;
+      if (v === undefined || v === null || RESERVED.has(n.toLowerCase())) continue;
+      if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean')
+        throw new BadArguments(`header ${n} must be a string, a number or a boolean`);
+      headers[n.toLowerCase()] = String(v);
     }
     let body: Buffer | null = null;
     if (tool.body && args.body !== undefined) {
