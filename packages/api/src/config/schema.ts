@@ -2267,9 +2267,16 @@ export const McpTarget = strict({
       .union([
         z.string().min(1),
         strict({ file: z.string().min(1) }),
-        strict({ url: NotYet('an OpenAPI schema by url (use file or inline)') }),
+        strict({
+          url: z
+            .string()
+            .regex(/^https?:\/\//i, 'an http:// or https:// URL')
+            .meta({ description: 'fetched on first use, then kept while the config is' }),
+        }),
       ])
-      .meta({ description: 'the OpenAPI 3 document (JSON or YAML): {file: path} or the document inline' }),
+      .meta({
+        description: 'the OpenAPI 3 document (JSON or YAML): {file: path}, {url}, or the document inline',
+      }),
     host: z.string().min(1).meta({
       description: 'where the API is: http(s)://host:port/prefix, host:port, or a host name',
     }),

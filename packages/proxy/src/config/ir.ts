@@ -335,7 +335,16 @@ export type McpTransportIR =
   /** Streamable HTTP (`mcp`) or the legacy SSE transport (`sse`) at origin + path. */
   | { kind: 'streamable-http' | 'sse'; origin: string; path: string; tls: boolean }
   /** An HTTP API described by OpenAPI (mcp/openapi.ts): its tools, called at origin + path + theirs. */
-  | { kind: 'openapi'; origin: string; path: string; tls: boolean; tools: OpenApiToolIR[] };
+  | {
+      kind: 'openapi';
+      origin: string;
+      /** Put before each operation's path; unset: the path of the document's server URL (a fetched one). */
+      path: string | undefined;
+      tls: boolean;
+      tools: OpenApiToolIR[];
+      /** The document at a URL, fetched on first use instead of read at load (then `tools` is empty). */
+      schemaUrl?: string;
+    };
 
 /** One operation of an OpenAPI document as an MCP tool, and how a call of it becomes a request. */
 export interface OpenApiToolIR {

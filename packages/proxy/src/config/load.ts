@@ -1491,13 +1491,23 @@ class Builder {
           this.fail([...op, 'host'], where);
           return;
         }
+        // an explicit path (or a host URL's) wins over the document's server path
+        const given = where.path.split('?', 1)[0]?.replace(/\/+$/, '') ?? '';
+        const explicit = o.path !== undefined || given !== '' ? given : undefined;
+        const transport = { kind: 'openapi' as const, origin: where.origin, tls: where.tls };
+        if (typeof o.schema === 'object' && 'url' in o.schema) {
+          // fetched by the data plane on first use (mcp/upstream/openapi.ts)
+          targets.push({
+            name: t.name,
+            transport: { ...transport, path: explicit, tools: [], schemaUrl: o.schema.url as string },
+            policies,
+            authorization,
+          });
+          return;
+        }
         const sp = typeof o.schema === 'string' ? [...op, 'schema'] : [...op, 'schema', 'file'];
         const text =
-          typeof o.schema === 'string'
-            ? o.schema
-            : 'file' in o.schema
-              ? this.readMaterial(sp, o.schema as { file: string })
-              : undefined;
+          typeof o.schema === 'string' ? o.schema : this.readMaterial(sp, o.schema as { file: string });
         if (text === undefined) return;
         let tools: OpenApiTools;
         try {
@@ -1506,18 +1516,9 @@ class Builder {
           this.fail(sp, `the OpenAPI document cannot be served as tools: ${(err as Error).message}`);
           return;
         }
-        // an explicit path (or a host URL's) wins over the document's server path
-        const given = where.path.split('?', 1)[0]?.replace(/\/+$/, '') ?? '';
-        const prefix = o.path !== undefined || given !== '' ? given : tools.serverPath;
         targets.push({
           name: t.name,
-          transport: {
-            kind: 'openapi',
-            origin: where.origin,
-            path: prefix,
-            tls: where.tls,
-            tools: tools.tools,
-          },
+          transport: { ...transport, path: explicit ?? tools.serverPath, tools: tools.tools },
           policies,
           authorization,
         });

@@ -14,6 +14,7 @@ import { after, before, describe, test } from 'node:test';
 import { ConfigError } from '@gw/api';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { parse as parseYaml } from 'yaml';
 import { loadConfigText } from '../config/load.ts';
 import { openApiTools } from './openapi.ts';
 import { connectClient, startEverythingHttp, textOf } from './test-support.ts';
@@ -80,6 +81,8 @@ const seen: Seen[] = [];
 let everything: { url: string; close(): Promise<void> };
 let proxy: TestProxy;
 let client: Client;
+/** Whether the API serves its document at /openapi.json yet (503 before). */
+let docServed = false;
 
 function answer(res: import('node:http').ServerResponse, status: number, body: unknown) {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
@@ -96,6 +99,10 @@ before(async () => {
     req.on('end', () => {
       seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
       const url = new URL(req.url ?? '/', 'http://x');
+      if (req.method === 'GET' && url.pathname === '/openapi.json') {
+        if (!docServed) return answer(res, 503, 'starting');
+        return answer(res, 200, parseYaml(DOC));
+      }
       if (req.method === 'GET' && url.pathname === '/api/v1/pets')
         return answer(res, 200, [{ id: '1', name: 'Rex', tags: url.searchParams.getAll('tag') }]);
       if (req.method === 'POST' && url.pathname === '/api/v1/pets')
@@ -249,6 +256,40 @@ describe('an openapi target through the gateway', () => {
   });
 });
 
+describe('a document given by url', () => {
+  test('fetched on first use; a failed fetch fails the list and is tried again next time', async (t) => {
+    const p = await startProxy(`config:
+  adminAddr: "off"
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - backends:
+      - mcp:
+          targets:
+          - name: pets
+            openapi: {schema: {url: "http://127.0.0.1:${apiPort}/openapi.json"}, host: "127.0.0.1:${apiPort}"}
+`);
+    t.after(() => p.close());
+    const { client: c } = await connectClient(p.url('/mcp'));
+    t.after(() => c.close());
+    docServed = false;
+    await assert.rejects(
+      c.listTools(),
+      /the OpenAPI document at http:\/\/127\.0\.0\.1:\d+\/openapi\.json answered 503/,
+    );
+    docServed = true;
+    const { tools } = await c.listTools();
+    assert.deepEqual(
+      tools.map((x) => x.name),
+      ['listPets', 'createPet', 'getPet', 'deletePet', 'getRecords'],
+    );
+    const got = await c.callTool({ name: 'getPet', arguments: { path: { petId: '7' } } });
+    assert.equal(last().url, '/api/v1/pets/7', "under the fetched document's server path");
+    assert.deepEqual(got.structuredContent, { id: '7', name: 'Rex' });
+  });
+});
+
 describe('documents and config errors', () => {
   const load = (target: string) => {
     try {
@@ -265,7 +306,7 @@ describe('documents and config errors', () => {
     }
   };
 
-  test('an operation without operationId, a Swagger 2.0 document, an unreadable file, a url', () => {
+  test('an operation without operationId, a Swagger 2.0 document, an unreadable file, a url that is not http', () => {
     const noId = JSON.stringify({ openapi: '3.0.0', paths: { '/x': { get: {} } } });
     assert.deepEqual(load(`openapi: {schema: '${noId}', host: "127.0.0.1:1"}`), [
       'binds[0].listeners[0].routes[0].backends[0].mcp.targets[0].openapi.schema: the OpenAPI document cannot be served as tools: paths./x.get: every operation needs an operationId: it is the tool name',
@@ -279,8 +320,8 @@ describe('documents and config errors', () => {
       /openapi\.schema\.file: cannot read \/nonexistent\/api\.yaml/,
     );
     assert.match(
-      load('openapi: {schema: {url: "https://x/api.json"}, host: "127.0.0.1:1"}').join('\n'),
-      /an OpenAPI schema by url \(use file or inline\) is not supported/,
+      load('openapi: {schema: {url: "ftp://x/api.json"}, host: "127.0.0.1:1"}').join('\n'),
+      /openapi\.schema\.url: an http:\/\/ or https:\/\/ URL/,
     );
   });
 

@@ -3,22 +3,35 @@
 // a tools/call becomes one HTTP request — the path template filled in, the query and the declared
 // headers from the arguments, `body` as JSON — and the API's answer becomes the tool's result: JSON
 // as structuredContent and as text; a status of 400 or more a result with isError, 5xx a JSON-RPC
-// error. Holds no session: any worker serves any call.
-import type { Dispatcher } from 'undici';
+// error. Holds no session: any worker serves any call. A document given by URL is fetched on the
+// first list or call (each worker fetches its own) and kept; a fetch that fails fails that request
+// as a target failure and is tried again by the next.
+import { type Dispatcher, request } from 'undici';
 import type { OpenApiToolIR } from '../../config/ir.ts';
 import { bufferUpTo } from '../../pipeline/body.ts';
 import { CODE, errorResponse, type Notification, type Request, type Response } from '../jsonrpc.ts';
+import { type OpenApiTools, openApiTools } from '../openapi.ts';
 import { deadline, type RequestOptions, type TargetConnection, TargetError } from './connection.ts';
 
 export interface OpenApiTargetSpec {
   name: string;
   origin: string;
-  /** Put before each operation's path (`/api/v1`), '' for none. */
-  path: string;
+  /** Put before each operation's path (`/api/v1`), '' for none; unset: the fetched document's server path. */
+  path: string | undefined;
   tools: OpenApiToolIR[];
+  /** The document's URL when it is fetched on first use (then `tools` is empty until it is). */
+  schemaUrl?: string | undefined;
   dispatcher: Dispatcher;
-  /** The largest answer read into a result. */
+  /** The largest answer (and document) read. */
   maxAnswerBytes: number;
+  /** How long fetching the document may take. */
+  fetchTimeoutMs?: number;
+}
+
+interface Served {
+  tools: Map<string, OpenApiToolIR>;
+  list: Json[];
+  path: string;
 }
 
 /** Headers a tool's arguments may not set: the request's own framing and address. */
@@ -34,19 +47,57 @@ export class OpenApiConnection implements TargetConnection {
   readonly target: string;
   readonly sessionId = null;
   readonly #spec: OpenApiTargetSpec;
-  readonly #tools: Map<string, OpenApiToolIR>;
-  readonly #list: Json[];
+  /** The tools served; a fetched document's once it has come (a failed fetch is tried again). */
+  #served: Served | Promise<Served> | undefined;
 
   constructor(spec: OpenApiTargetSpec) {
     this.target = spec.name;
     this.#spec = spec;
-    this.#tools = new Map(spec.tools.map((t) => [t.name, t]));
-    this.#list = spec.tools.map((t) => ({
-      name: t.name,
-      ...(t.title ? { title: t.title } : {}),
-      description: t.description,
-      inputSchema: t.inputSchema,
-    }));
+    if (spec.schemaUrl === undefined) this.#served = served(spec.tools, spec.path ?? '');
+  }
+
+  #tools(): Served | Promise<Served> {
+    if (this.#served) return this.#served;
+    const p = this.#fetch().then(
+      (s) => {
+        this.#served = s;
+        return s;
+      },
+      (err: unknown) => {
+        this.#served = undefined;
+        throw err;
+      },
+    );
+    this.#served = p;
+    return p;
+  }
+
+  /** Fetches and reads the document at schemaUrl (once; again after a failure). */
+  async #fetch(): Promise<Served> {
+    const url = this.#spec.schemaUrl as string;
+    const fail = (why: string) => new TargetError(this.target, `the OpenAPI document at ${url} ${why}`);
+    let text: string | undefined;
+    try {
+      const res = await request(url, {
+        headers: { accept: 'application/json, application/yaml;q=0.9, */*;q=0.5' },
+        headersTimeout: this.#spec.fetchTimeoutMs ?? FETCH_TIMEOUT_MS,
+        bodyTimeout: this.#spec.fetchTimeoutMs ?? FETCH_TIMEOUT_MS,
+      });
+      text = await readText(res.body, this.#spec.maxAnswerBytes);
+      if (res.statusCode !== 200) throw fail(`answered ${res.statusCode}`);
+    } catch (err) {
+      if (err instanceof TargetError) throw err;
+      throw fail(`cannot be fetched: ${(err as Error).message}`);
+    }
+    if (text === undefined) throw fail(`is larger than ${this.#spec.maxAnswerBytes} bytes`);
+    const { parse } = await import('yaml');
+    let doc: OpenApiTools;
+    try {
+      doc = openApiTools(parse(text, { maxAliasCount: 100 }));
+    } catch (err) {
+      throw fail(`cannot be served as tools: ${(err as Error).message}`);
+    }
+    return served(doc.tools, this.#spec.path ?? doc.serverPath);
   }
 
   async request(req: Request, opts: RequestOptions = {}): Promise<Response> {
@@ -63,7 +114,7 @@ export class OpenApiConnection implements TargetConnection {
       case 'ping':
         return ok({});
       case 'tools/list':
-        return ok({ tools: this.#list });
+        return ok({ tools: (await this.#tools()).list });
       case 'prompts/list':
         return ok({ prompts: [] });
       case 'resources/list':
@@ -80,12 +131,13 @@ export class OpenApiConnection implements TargetConnection {
   async #call(req: Request, opts: RequestOptions): Promise<Response> {
     const p = req.params ?? {};
     const name = typeof p.name === 'string' ? p.name : '';
-    const tool = this.#tools.get(name);
+    const served = await this.#tools();
+    const tool = served.tools.get(name);
     if (!tool) return errorResponse(req.id, CODE.INVALID_PARAMS, `tool ${JSON.stringify(name)} not found`);
     const args = isObject(p.arguments) ? p.arguments : {};
     let http: { path: string; headers: Record<string, string>; body: Buffer | null };
     try {
-      http = this.#request(tool, args);
+      http = this.#request(tool, args, served.path);
     } catch (err) {
       if (err instanceof BadArguments) return errorResponse(req.id, CODE.INVALID_PARAMS, err.message);
       throw err;
@@ -130,6 +182,7 @@ export class OpenApiConnection implements TargetConnection {
   #request(
     tool: OpenApiToolIR,
     args: Json,
+    prefix: string,
   ): { path: string; headers: Record<string, string>; body: Buffer | null } {
     const group = (g: 'path' | 'query' | 'header'): Json => {
       const v = args[g];
@@ -185,7 +238,7 @@ export class OpenApiConnection implements TargetConnection {
       }
       headers['content-length'] = String(body.length);
     }
-    const full = joinPath(this.#spec.path, path);
+    const full = joinPath(prefix, path);
     return { path: query.length > 0 ? `${full}?${query.join('&')}` : full, headers, body };
   }
 
@@ -202,6 +255,22 @@ export class OpenApiConnection implements TargetConnection {
   }
 
   async close(): Promise<void> {}
+}
+
+/** How long fetching a document may take, by default. */
+const FETCH_TIMEOUT_MS = 10_000;
+
+function served(tools: OpenApiToolIR[], path: string): Served {
+  return {
+    tools: new Map(tools.map((t) => [t.name, t])),
+    list: tools.map((t) => ({
+      name: t.name,
+      ...(t.title ? { title: t.title } : {}),
+      description: t.description,
+      inputSchema: t.inputSchema,
+    })),
+    path,
+  };
 }
 
 /** The tool's result: the API's JSON as structured content and text; a 4xx is a failed call. */

@@ -34,6 +34,7 @@ export const mcpBackend: BackendKind<'mcp'> = {
             origin: tr.origin,
             path: tr.path,
             tools: tr.tools,
+            schemaUrl: tr.schemaUrl,
             dispatcher: pool,
             maxAnswerBytes: env.global.maxBufferSize,
           }),
