@@ -461,6 +461,8 @@ interface ExtAuthzCommonIR {
   failureMode?: z.output<typeof FailureMode>;
   /** The status of the denial when the service cannot decide and the mode is failClosed (default 403). */
   failureStatus?: number;
+  /** A named host backend to call, resolved by the loader (never left in the IR it hands on). */
+  backendRef?: string;
   includeRequestBody?: z.output<typeof ExtAuthzBody>;
   policies?: { backendTLS?: z.output<typeof BackendTLS> };
 }
@@ -488,8 +490,11 @@ const EXT_AUTHZ_AGW_FIELDS = ['host', 'service', 'backend', 'protocol', 'include
  */
 const ExtAuthzFields = strict({
   host: AuthzHost.optional().meta({ description: 'host:port of the authorization service' }),
-  service: NotYet('an extAuthz service by service reference (use host)').optional(),
-  backend: NotYet('an extAuthz service by backend reference (use host)').optional(),
+  service: NotYet('an extAuthz service by service reference (use host or backend)').optional(),
+  backend: z.string().min(1).optional().meta({
+    description:
+      'the name of a host backend in the top-level backends list: its address and its backendTLS (unless policies.backendTLS is set)',
+  }),
   protocol: z
     .union([strict({ grpc: AgwExtAuthzGrpc }), strict({ http: AgwExtAuthzHttp })])
     .optional()
@@ -536,6 +541,8 @@ function extAuthzIR(e: z.output<typeof ExtAuthzFields>, ctx: z.core.$RefinementC
     ...(typeof f === 'object' ? { failureStatus: f.denyWithStatus } : {}),
     ...(e.includeRequestBody ? { includeRequestBody: e.includeRequestBody } : {}),
     ...(e.policies?.backendTLS ? { policies: { backendTLS: e.policies.backendTLS } } : {}),
+    // a backend reference: the loader puts the named backend's address (and TLS) in its place
+    ...(e.backend ? { backendRef: e.backend } : {}),
   };
   if (e.grpc || e.http) {
     const mixed = EXT_AUTHZ_AGW_FIELDS.filter((k) => e[k] !== undefined);
@@ -546,14 +553,17 @@ function extAuthzIR(e: z.output<typeof ExtAuthzFields>, ctx: z.core.$RefinementC
       );
     return e.grpc ? { grpc: e.grpc, ...fm } : { http: e.http as z.output<typeof ExtAuthzHttp>, ...fm };
   }
-  if (!e.host) return issue('set host (host:port of the authorization service)', ['host']);
+  if (e.host && e.backend) return issue('set host or backend, not both', ['backend']);
+  if (!e.host && !e.backend)
+    return issue('set host (host:port of the authorization service) or backend', ['host']);
+  const host = e.host ?? '';
   const timeout = e.timeout ? { timeout: e.timeout } : {};
   const p = e.protocol ?? { grpc: {} };
   if ('http' in p) {
     const h = p.http;
     return {
       http: {
-        host: e.host,
+        host,
         ...defined({
           path: h.path,
           redirect: h.redirect,
@@ -575,7 +585,7 @@ function extAuthzIR(e: z.output<typeof ExtAuthzFields>, ctx: z.core.$RefinementC
     );
   return {
     grpc: {
-      host: e.host,
+      host,
       ...defined({ contextExtensions: p.grpc.context, requestMetadata: p.grpc.metadata }),
       ...timeout,
     },

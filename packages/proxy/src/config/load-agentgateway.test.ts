@@ -85,7 +85,7 @@ describe('extAuthz', () => {
 
   test('what is missing, mixed or not built is an error at its field', () => {
     assert.deepEqual(issues(withPolicies('        extAuthz: {protocol: {grpc: {}}}')), [
-      '6:9 binds[0].listeners[0].routes[0].policies.extAuthz.host: set host (host:port of the authorization service) (missing field "host")',
+      '6:9 binds[0].listeners[0].routes[0].policies.extAuthz.host: set host (host:port of the authorization service) or backend (missing field "host")',
     ]);
     const [grpcHeaders] = issues(withPolicies('        extAuthz: {host: a:1, includeRequestHeaders: [x-a]}'));
     assert.match(

@@ -1750,24 +1750,71 @@ class Builder {
         ? e.conditional.map((c, i) => [c, [...path, 'conditional', i]] as const)
         : [[e, path] as const];
     for (const [entry, at] of entries) {
+      if (entry.backendRef !== undefined) this.extAuthzBackend(at, entry);
       const tls = entry.policies?.backendTLS;
       if (!tls) continue;
-      for (const k of ['cert', 'key', 'root'] as const) {
-        const v = tls[k];
-        if (v === undefined) continue;
-        const text = this.readMaterial(
-          [...at, 'policies', 'backendTLS', k, ...(typeof v === 'string' ? [] : ['file'])],
-          v,
-        );
-        if (text !== undefined) tls[k] = text;
-      }
+      this.readTlsFiles([...at, 'policies', 'backendTLS'], tls);
     }
   }
 
-  /** The transformations of a gateway's or listener's policies (route policies get trafficChecks). */
+  /** The certificate files of a backendTLS read into it (a PEM already there stays). */
+  readTlsFiles(at: FieldPath, tls: BackendTLS): void {
+    for (const k of ['cert', 'key', 'root'] as const) {
+      const v = tls[k];
+      if (v === undefined) continue;
+      const text = this.readMaterial([...at, k, ...(typeof v === 'string' ? [] : ['file'])], v);
+      if (text !== undefined) tls[k] = text;
+    }
+  }
+
+  /**
+   * An extAuthz check by `backend`: the named host backend's address becomes the check's host, its
+   * backendTLS the check's unless the check has its own; other policies of it are refused by name.
+   * Done once: policies are shared by the routes that inherit them.
+   */
+  extAuthzBackend(
+    at: FieldPath,
+    entry: Exclude<NonNullable<TrafficPolicies['extAuthz']>, { conditional: unknown }>,
+  ): void {
+    const name = entry.backendRef as string;
+    delete entry.backendRef;
+    const backends = this.cfg.backends ?? [];
+    const j = backends.findIndex((d) => d.name === name);
+    const def = backends[j];
+    if (!def || !('host' in def) || def.host.startsWith('unix:')) {
+      this.fail(
+        [...at, 'backend'],
+        def
+          ? `backend ${JSON.stringify(name)} is not a host:port backend, which an authorization service must be`
+          : `no backend named ${JSON.stringify(name)}${backends.length ? ` (backends: ${backends.map((d) => d.name).join(', ')})` : ''}`,
+      );
+      return;
+    }
+    const { backendTLS, ...others } = def.policies ?? {};
+    for (const k of Object.keys(others))
+      if (others[k as keyof typeof others] !== undefined)
+        this.fail(
+          [...at, 'backend'],
+          `backend ${JSON.stringify(name)} sets ${k}, which an extAuthz call does not take (it takes backendTLS)`,
+        );
+    if ('grpc' in entry) entry.grpc.host = def.host;
+    else entry.http.host = def.host;
+    if (backendTLS && !entry.policies?.backendTLS) {
+      // read where the backend says it
+      this.readTlsFiles(['backends', j, 'policies', 'backendTLS'], backendTLS);
+      entry.policies = { ...entry.policies, backendTLS };
+    }
+  }
+
+  /**
+   * A gateway's or listener's policies (route policies get trafficChecks): their transformations,
+   * and an extAuthz's backend reference and TLS files, resolved where they are written (the routes
+   * that inherit them share the same objects).
+   */
   transformationChecks(path: FieldPath, p: TrafficPolicies | undefined): void {
     if (p?.transformations)
       this.report(checkTransformations(p.transformations, [...path, 'transformations']));
+    if (p?.extAuthz) this.extAuthzFiles([...path, 'extAuthz'], p.extAuthz);
   }
 
   /** Reads an mcpAuthentication's JWKS file into it. */

@@ -110,7 +110,15 @@ before(async () => {
   )}${route(
     'grpc-no-cert',
     `{grpc: {host: "${grpcAuthz.host}", timeout: 2s}, policies: {backendTLS: {root: ${JSON.stringify(pki.ca)}, hostname: ${NAME}}}}`,
+  )}${route(
+    // agentgateway's backend reference: the named backend's address and its mTLS settings
+    'by-backend',
+    '{backend: authz, protocol: {http: {}}, timeout: 5s, includeRequestBody: {maxRequestBytes: 16}}',
   )}
+backends:
+- name: authz
+  host: "${httpsAuthz.host}"
+  policies: {backendTLS: ${tls}}
 `);
 });
 
@@ -141,6 +149,16 @@ describe('HTTP ext_authz over TLS with includeRequestBody', () => {
     assert.equal(seen.body.toString(), 'hello authz');
     assert.equal(seen.headers['x-envoy-auth-partial-body'], 'false');
     assert.equal(up.seen.at(-1)!.body, 'hello authz');
+  });
+
+  test('by a named backend: its address and mTLS settings; a denial still stops the request', async () => {
+    const n = httpsAuthz.seen.length;
+    const ok = await post('/by-backend/x', 'hello');
+    assert.equal(ok.status, 200);
+    assert.equal(httpsAuthz.seen.length, n + 1);
+    assert.equal(httpsAuthz.seen[n]?.body.toString(), 'hello');
+    assert.equal(httpsAuthz.seen[n]?.clientCert, 'gw-test-client', "the backend's client certificate");
+    assert.equal((await post('/by-backend/x', 'please deny')).status, 403);
   });
 
   test('a body the service denies never reaches the upstream', async () => {
@@ -292,6 +310,74 @@ describe('config', () => {
       ),
     );
   });
+  test('on a listener, by a named backend: every route inherits the resolved address and TLS', () => {
+    const { ir } = loadConfigText(
+      'gw.yaml',
+      `binds:
+- port: 0
+  listeners:
+  - policies:
+      extAuthz: {backend: authz, protocol: {http: {}}}
+    routes:
+    - backends: [{host: "127.0.0.1:1"}]
+    - matches: [{path: {pathPrefix: /b}}]
+      backends: [{host: "127.0.0.1:1"}]
+backends:
+- {name: authz, host: "127.0.0.1:7", policies: {backendTLS: {root: ${JSON.stringify(pki.ca)}, hostname: ${NAME}}}}
+`,
+      process.cwd(),
+      () => undefined,
+    );
+    const routes = ir.binds[0]?.listeners[0]?.routes ?? [];
+    assert.equal(routes.length, 2);
+    for (const r of routes) {
+      const e = r.policies.extAuthz as {
+        http: { host: string };
+        policies?: { backendTLS?: { hostname?: string } };
+      };
+      assert.equal(e.http.host, '127.0.0.1:7');
+      assert.equal(e.policies?.backendTLS?.hostname, NAME);
+      assert.equal('backendRef' in e, false);
+    }
+  });
+
+  test('a backend reference: unknown, not host:port, with a policy the call does not take, beside host', () => {
+    const withBackends = (extAuthz: string, backends: string) => {
+      try {
+        loadConfigText(
+          'gw.yaml',
+          `binds:\n- port: 0\n  listeners:\n  - routes:\n    - policies:\n        extAuthz: ${extAuthz}\n      backends: [{host: "127.0.0.1:1"}]\nbackends:\n${backends}`,
+          process.cwd(),
+          () => undefined,
+        );
+        return [];
+      } catch (err) {
+        assert.ok(err instanceof ConfigError);
+        return err.issues.map((i) => `${i.path}: ${i.message}`);
+      }
+    };
+    const A = 'binds[0].listeners[0].routes[0].policies.extAuthz';
+    assert.deepEqual(withBackends('{backend: nope}', '- {name: a, host: "127.0.0.1:2"}'), [
+      `${A}.backend: no backend named "nope" (backends: a)`,
+    ]);
+    assert.deepEqual(withBackends('{backend: d}', '- {name: d, dynamic: {}}'), [
+      `${A}.backend: backend "d" is not a host:port backend, which an authorization service must be`,
+    ]);
+    assert.deepEqual(
+      withBackends(
+        '{backend: a}',
+        '- {name: a, host: "127.0.0.1:2", policies: {requestHeaderModifier: {set: {x: y}}}}',
+      ),
+      [
+        `${A}.backend: backend "a" sets requestHeaderModifier, which an extAuthz call does not take (it takes backendTLS)`,
+      ],
+    );
+    assert.match(
+      withBackends('{backend: a, host: "127.0.0.1:3"}', '- {name: a, host: "127.0.0.1:2"}').join('\n'),
+      /extAuthz\.backend: set host or backend, not both/,
+    );
+  });
+
   test('policies other than backendTLS and a negative maxRequestBytes are refused by name', () => {
     const [auth] = issues('{host: "a:1", policies: {backendAuth: {key: k}}}');
     assert.match(
