@@ -607,8 +607,10 @@ const ExtProcBodyMode = z
 const ExtProcSendMode = z.enum(['send', 'skip']).optional();
 export const ExtProc = strict({
   host: AuthzHost.optional().meta({ description: 'host:port of the external processing service' }),
-  service: NotYet('an extProc service by service reference (use host)').optional(),
-  backend: NotYet('an extProc service by backend reference (use host)').optional(),
+  service: NotYet('an extProc service by service reference (use host or backend)').optional(),
+  backend: z.string().min(1).optional().meta({
+    description: 'the name of a host backend in the top-level backends list, whose address is the service',
+  }),
   policies: NotYet('policies on the extProc service').optional(),
   failureMode: z.enum(['failClosed', 'failOpen']).optional().meta({
     description: 'when the service fails: failClosed (default, 500) or failOpen (continue unprocessed)',
@@ -631,10 +633,12 @@ export const ExtProc = strict({
   }).optional(),
   timeout: Duration.optional().meta({ description: 'gw addition: deadline of each answer (default 200ms)' }),
 }).superRefine((e, ctx) => {
-  if (!e.host)
+  if (e.host && e.backend)
+    ctx.addIssue({ code: 'custom', message: 'set host or backend, not both', path: ['backend'] });
+  if (!e.host && !e.backend)
     ctx.addIssue({
       code: 'custom',
-      message: 'set host (host:port of the external processing service)',
+      message: 'set host (host:port of the external processing service) or backend',
       path: ['host'],
     });
 });
@@ -684,9 +688,11 @@ const RemoteRateLimitDescriptor = strict({
   limitOverride: NotYet('remoteRateLimit descriptor limitOverride').optional(),
 });
 export const RemoteRateLimit = strict({
-  host: AuthzHost.meta({ description: 'gRPC address of the rate limit service' }),
-  service: NotYet('a remoteRateLimit service by service reference (use host)').optional(),
-  backend: NotYet('a remoteRateLimit service by backend reference (use host)').optional(),
+  host: AuthzHost.optional().meta({ description: 'gRPC address of the rate limit service' }),
+  service: NotYet('a remoteRateLimit service by service reference (use host or backend)').optional(),
+  backend: z.string().min(1).optional().meta({
+    description: 'the name of a host backend in the top-level backends list, whose address is the service',
+  }),
   policies: NotYet('policies on the remoteRateLimit service').optional(),
   domain: CrdGlobalRateLimit.shape.domain,
   descriptors: z.array(RemoteRateLimitDescriptor).min(1).max(64),
@@ -695,6 +701,11 @@ export const RemoteRateLimit = strict({
       'failOpen (default, as Envoy) lets requests pass when the service fails; failClosed answers 500',
   }),
   timeout: Duration.optional().meta({ description: 'deadline of the ShouldRateLimit call (default 100ms)' }),
+}).superRefine((e, ctx) => {
+  if (e.host && e.backend)
+    ctx.addIssue({ code: 'custom', message: 'set host or backend, not both', path: ['backend'] });
+  if (!e.host && !e.backend)
+    ctx.addIssue({ code: 'custom', message: 'set host (the rate limit service) or backend', path: ['host'] });
 });
 /** A rate limit service call, or the first of several whose condition holds (agentgateway's conditional form). */
 const RemoteRateLimitPolicy = explicitOrConditional(RemoteRateLimit);

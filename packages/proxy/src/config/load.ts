@@ -1740,6 +1740,7 @@ class Builder {
     }
     if (o) this.report(checkOidc(o, [...path, 'oidc']));
     if (p.extAuthz) this.extAuthzFiles([...path, 'extAuthz'], p.extAuthz);
+    this.serviceBackends(path, p);
     this.report(checkTrafficPolicies(p, path));
   }
 
@@ -1815,6 +1816,46 @@ class Builder {
     if (p?.transformations)
       this.report(checkTransformations(p.transformations, [...path, 'transformations']));
     if (p?.extAuthz) this.extAuthzFiles([...path, 'extAuthz'], p.extAuthz);
+    if (p) this.serviceBackends(path, p);
+  }
+
+  /**
+   * The extProc and remoteRateLimit services given by `backend`: the named host backend's address
+   * becomes `host`. These calls take no connection policies yet, so a backend with any is refused.
+   * Done once: policies are shared by the routes that inherit them.
+   */
+  serviceBackends(path: FieldPath, p: TrafficPolicies): void {
+    for (const k of ['extProc', 'remoteRateLimit'] as const) {
+      const v = p[k];
+      if (!v) continue;
+      const entries: [{ host?: string | undefined; backend?: string | undefined }, FieldPath][] =
+        'conditional' in v
+          ? v.conditional.map((c, i) => [c, [...path, k, 'conditional', i]])
+          : [[v, [...path, k]]];
+      for (const [entry, at] of entries) {
+        const name = entry.backend;
+        if (name === undefined) continue;
+        delete entry.backend;
+        const backends = this.cfg.backends ?? [];
+        const def = backends.find((d) => d.name === name);
+        if (!def || !('host' in def) || def.host.startsWith('unix:')) {
+          this.fail(
+            [...at, 'backend'],
+            def
+              ? `backend ${JSON.stringify(name)} is not a host:port backend, which the ${k} service must be`
+              : `no backend named ${JSON.stringify(name)}${backends.length ? ` (backends: ${backends.map((d) => d.name).join(', ')})` : ''}`,
+          );
+          continue;
+        }
+        const set = Object.keys(def.policies ?? {});
+        if (set.length > 0)
+          this.fail(
+            [...at, 'backend'],
+            `backend ${JSON.stringify(name)} sets ${set.join(', ')}, which the ${k} call does not take yet (it is called in plain text)`,
+          );
+        entry.host = def.host;
+      }
+    }
   }
 
   /** Reads an mcpAuthentication's JWKS file into it. */

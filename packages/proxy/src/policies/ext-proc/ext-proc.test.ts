@@ -120,7 +120,12 @@ before(async () => {
   )}${route('deny', `{host: "${proc.host}", timeout: 5s, processingOptions: ${modes('none', 'none')}}`)}${route(
     'down-closed',
     `{host: "${dead}", processingOptions: ${modes('none', 'none')}}`,
-  )}${route('mute-response', `{host: "${proc.host}", timeout: 200ms, processingOptions: ${modes('none', 'none')}}`)}${route('down-open', `{host: "${dead}", failureMode: failOpen, processingOptions: ${modes('none', 'none')}}`)}
+  )}${route('mute-response', `{host: "${proc.host}", timeout: 200ms, processingOptions: ${modes('none', 'none')}}`)}${route('down-open', `{host: "${dead}", failureMode: failOpen, processingOptions: ${modes('none', 'none')}}`)}${route(
+    'by-backend',
+    `{backend: processor, timeout: 5s, processingOptions: ${modes('none', 'none')}}`,
+  )}
+backends:
+- {name: processor, host: "${proc.host}"}
 `);
 });
 after(async () => {
@@ -157,6 +162,14 @@ describe('extProc against a real ext_proc v3 server', () => {
     assert.equal(header(h, ':path'), '/headers/a?x=1');
     assert.equal(header(h, 'x-keep'), 'k');
     assert.equal(h.endOfStream, true);
+  });
+
+  test('a service by named backend (agentgateway’s backend: <name>) is called at its address', async () => {
+    const n = proc.streams.length;
+    const r = await call('/by-backend/a', { 'x-secret': 's' });
+    assert.equal(r.status, 200);
+    assert.equal(r.headers['x-processed'], '200');
+    assert.equal(proc.streams.length, n + 1);
   });
 
   test('Buffered bodies: the processor replaces the request body and the response body', async () => {
@@ -242,5 +255,36 @@ describe('extProc config', () => {
         e instanceof ConfigError &&
         /processingOptions\.requestBodyMode: .*fullDuplexStreamed/.test(e.message),
     );
+  });
+
+  test('by backend: an unknown one, one with connection policies (not taken yet), host beside it', () => {
+    const withBackends = (extProc: string, backends: string) => {
+      try {
+        loadConfigText(
+          't.yaml',
+          `binds: [{port: 8080, listeners: [{routes: [{policies: {extProc: ${extProc}}, backends: [{host: "127.0.0.1:1"}]}]}]}]\nbackends:\n${backends}`,
+          process.cwd(),
+        );
+        return [];
+      } catch (err) {
+        assert.ok(err instanceof ConfigError);
+        return err.issues.map((i) => `${i.path}: ${i.message}`);
+      }
+    };
+    const A = 'binds[0].listeners[0].routes[0].policies.extProc';
+    assert.deepEqual(withBackends('{backend: nope}', '- {name: p, host: "127.0.0.1:2"}'), [
+      `${A}.backend: no backend named "nope" (backends: p)`,
+    ]);
+    assert.deepEqual(
+      withBackends('{backend: p}', '- {name: p, host: "127.0.0.1:2", policies: {backendTLS: {}}}'),
+      [
+        `${A}.backend: backend "p" sets backendTLS, which the extProc call does not take yet (it is called in plain text)`,
+      ],
+    );
+    assert.match(
+      withBackends('{backend: p, host: "127.0.0.1:3"}', '- {name: p, host: "127.0.0.1:2"}').join('\n'),
+      /extProc\.backend: set host or backend, not both/,
+    );
+    assert.deepEqual(withBackends('{backend: p}', '- {name: p, host: "127.0.0.1:2"}'), []);
   });
 });

@@ -68,7 +68,9 @@ export const remoteRateLimit = withConditional({
     const descriptors = compile(config);
     const { domain } = config;
     // The channel connects as soon as the module is in, so the first request does not pay for it.
-    const service = rls.derive((m) => ({ m, client: m.rateLimitClient(config.host) }));
+    // the loader has put a named backend's address in `host` (config/load.ts serviceBackends)
+    const host = config.host as string;
+    const service = rls.derive((m) => ({ m, client: m.rateLimitClient(host) }));
     return async (ctx, next) => {
       const start = ctx.obs ? performance.now() : null;
       const built = evaluate(descriptors, ctx.celContext());

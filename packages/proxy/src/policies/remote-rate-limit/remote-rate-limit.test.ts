@@ -30,6 +30,9 @@ descriptors:
   - key: path
     value: /hung-open
     rate_limit: {unit: minute, requests_per_unit: 100}
+  - key: path
+    value: /by-backend
+    rate_limit: {unit: minute, requests_per_unit: 3}
   - key: user
     rate_limit: {unit: minute, requests_per_unit: 2}
   - key: model
@@ -94,7 +97,9 @@ before(async () => {
   )}${route(
     'hung-closed',
     `{host: "${service.host}", domain: gw, timeout: 150ms, failureMode: failClosed, descriptors: ${byUser}}`,
-  )}
+  )}${route('by-backend', `{backend: ratelimit, domain: gw, timeout: 2s, descriptors: ${byPath}}`)}
+backends:
+- {name: ratelimit, host: "${service.host}"}
 `);
 });
 after(async () => {
@@ -128,6 +133,13 @@ describe('remoteRateLimit against the real envoyproxy/ratelimit with Redis', () 
     assert.equal(over.headers['x-ratelimit-remaining'], '0');
     assert.equal(over.headers['x-ext-ratelimited'], 'true');
     assert.equal(up.seen.filter((s) => s.url === '/limited').length, 3, 'the 429 never reached the upstream');
+  });
+
+  test('a service by named backend (agentgateway’s backend: <name>) counts the same way', async () => {
+    await sameWindow();
+    for (const remaining of ['2', '1', '0'])
+      assert.equal((await call('/by-backend')).headers['x-ratelimit-remaining'], remaining);
+    assert.equal((await call('/by-backend')).status, 429);
   });
 
   test('descriptors come from CEL: each header value has its own counter', async () => {
