@@ -993,12 +993,20 @@ export const BackendPolicies = strict({
 export const RequestMirror = strict({
   backend: strict({
     host: AuthzHost.optional().meta({ description: 'host:port of the mirror (plain HTTP/1.1)' }),
-    backend: NotYet('a requestMirror backend by name (use host)').optional(),
-    service: NotYet('a requestMirror backend by service reference (use host)').optional(),
+    backend: z.string().min(1).optional().meta({
+      description: 'the name of a host backend in the top-level backends list, whose address gets the copies',
+    }),
+    service: NotYet('a requestMirror backend by service reference (use host or backend)').optional(),
   })
-    .transform((b, ctx) => {
+    .transform((b, ctx): { host?: string; backend?: string } => {
+      if (b.host !== undefined && b.backend !== undefined) {
+        ctx.issues.push({ code: 'custom', input: b, message: 'set host or backend, not both' });
+        return z.NEVER;
+      }
+      // a backend by name: the loader puts its address in `host` (config/load.ts serviceBackends)
       if (b.host !== undefined) return { host: b.host };
-      ctx.issues.push({ code: 'custom', input: b, message: 'set host (host:port of the mirror)' });
+      if (b.backend !== undefined) return { backend: b.backend };
+      ctx.issues.push({ code: 'custom', input: b, message: 'set host (host:port of the mirror) or backend' });
       return z.NEVER;
     })
     .meta({ description: 'the backend that receives the copies' }),

@@ -1820,18 +1820,21 @@ class Builder {
   }
 
   /**
-   * The extProc and remoteRateLimit services given by `backend`: the named host backend's address
-   * becomes `host`. These calls take no connection policies yet, so a backend with any is refused.
+   * The extProc and remoteRateLimit services and a requestMirror's backend given by `backend`: the
+   * named host backend's address becomes `host`. These calls take no connection policies yet, so a
+   * backend with any is refused.
    * Done once: policies are shared by the routes that inherit them.
    */
   serviceBackends(path: FieldPath, p: TrafficPolicies): void {
-    for (const k of ['extProc', 'remoteRateLimit'] as const) {
+    for (const k of ['extProc', 'remoteRateLimit', 'requestMirror'] as const) {
       const v = p[k];
       if (!v) continue;
       const entries: [{ host?: string | undefined; backend?: string | undefined }, FieldPath][] =
         'conditional' in v
           ? v.conditional.map((c, i) => [c, [...path, k, 'conditional', i]])
-          : [[v, [...path, k]]];
+          : k === 'requestMirror'
+            ? [[(v as NonNullable<TrafficPolicies['requestMirror']>).backend, [...path, k, 'backend']]]
+            : [[v as { host?: string; backend?: string }, [...path, k]]];
       for (const [entry, at] of entries) {
         const name = entry.backend;
         if (name === undefined) continue;

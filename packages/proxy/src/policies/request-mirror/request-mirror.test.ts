@@ -63,9 +63,16 @@ binds:
     'dead',
     dead,
   )}${route('some', `127.0.0.1:${mirror.port}`, 0.3)}${route('none', `127.0.0.1:${mirror.port}`, 0)}
+    - name: named
+      matches: [{path: {pathPrefix: /named}}]
+      policies:
+        requestMirror: {backend: {backend: shadow}, percentage: 1}
+      backends: [{host: "127.0.0.1:${up.port}"}]
     - name: plain
       matches: [{path: {pathPrefix: /plain}}]
       backends: [{host: "127.0.0.1:${up.port}"}]
+backends:
+- {name: shadow, host: "127.0.0.1:${mirror.port}"}
 `);
 });
 after(async () => {
@@ -95,6 +102,14 @@ describe('requestMirror', () => {
     assert.equal(copy?.headers['x-test'], 'yes');
     assert.equal(copy?.headers.host, 'api.example.com');
     assert.equal(copy?.body, 'hello mirror');
+  });
+
+  test('a mirror by named backend (agentgateway’s backend: <name>) gets the copies at its address', async () => {
+    const res = await request(proxy.url('/named/x'), { method: 'POST', body: 'to the shadow' });
+    assert.equal(res.statusCode, 200);
+    await res.body.text();
+    await until('the copy', () => mirrored('/named/x').length === 1);
+    assert.equal(mirrored('/named/x')[0]?.body, 'to the shadow');
   });
 
   test('a streamed body of unknown length reaches both whole', async () => {
@@ -205,13 +220,15 @@ describe('requestMirror config errors name the field', () => {
     assert.match(missing ?? '', new RegExp(`^${escapeRe(at)}\\.percentage`));
   });
 
-  test('backend: host:port, and the reference forms refused by name', () => {
+  test('backend: host:port or a named backend; the service form refused by name', () => {
     const [bad] = issues('{backend: {host: "no-port"}, percentage: 1}');
     assert.match(bad ?? '', new RegExp(`^${escapeRe(at)}\\.backend\\.host: .*host>:<port`));
     const [none] = issues('{backend: {}, percentage: 1}');
     assert.match(none ?? '', new RegExp(`^${escapeRe(at)}\\.backend: set host`));
     const [named] = issues('{backend: {backend: b}, percentage: 1}');
-    assert.match(named ?? '', /requestMirror\.backend\.backend: .*by name .*not supported by this build/);
+    assert.match(named ?? '', /requestMirror\.backend\.backend: no backend named "b"/);
+    const [both] = issues('{backend: {backend: b, host: "m:80"}, percentage: 1}');
+    assert.match(both ?? '', /requestMirror\.backend: set host or backend, not both/);
     const [svc] = issues('{backend: {service: {name: s, port: 80}}, percentage: 1}');
     assert.match(svc ?? '', /requestMirror\.backend\.service: .*not supported by this build/);
   });
