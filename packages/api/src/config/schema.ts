@@ -2300,6 +2300,7 @@ export const McpTarget = strict({
           url: z
             .string()
             .regex(/^https?:\/\//i, 'an http:// or https:// URL')
+            .refine((u) => URL.canParse(u) && new URL(u).hostname !== '', 'not a URL with a host')
             .meta({ description: 'fetched on first use, then kept while the config is' }),
         }),
       ])

@@ -1801,8 +1801,12 @@ class Builder {
     if ('grpc' in entry) entry.grpc.host = def.host;
     else entry.http.host = def.host;
     if (backendTLS && !entry.policies?.backendTLS) {
-      // read where the backend says it
-      this.readTlsFiles(['backends', j, 'policies', 'backendTLS'], backendTLS);
+      // checked and read where the backend says it
+      const bp = ['backends', j, 'policies'];
+      const problems = checkBackendPolicies({ backendTLS }, bp);
+      this.report(problems);
+      if (problems.length > 0) return;
+      this.readTlsFiles([...bp, 'backendTLS'], backendTLS);
       entry.policies = { ...entry.policies, backendTLS };
     }
   }

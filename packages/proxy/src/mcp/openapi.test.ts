@@ -323,6 +323,10 @@ describe('documents and config errors', () => {
       load('openapi: {schema: {url: "ftp://x/api.json"}, host: "127.0.0.1:1"}').join('\n'),
       /openapi\.schema\.url: an http:\/\/ or https:\/\/ URL/,
     );
+    assert.match(
+      load('openapi: {schema: {url: "http://"}, host: "127.0.0.1:1"}').join('\n'),
+      /openapi\.schema\.url: not a URL with a host/,
+    );
   });
 
   test('a host URL with a path as well is refused; server variables take their defaults', () => {
@@ -343,6 +347,10 @@ describe('documents and config errors', () => {
       paths: {},
     };
     assert.equal(openApiTools(doc).serverPath, '/api/v2');
+    // a relative server URL is read against where the document was fetched
+    const relative = { openapi: '3.0.0', servers: [{ url: 'api' }], paths: {} };
+    assert.equal(openApiTools(relative, 'http://api:8000/v2/openapi.json').serverPath, '/v2/api');
+    assert.equal(openApiTools(relative).serverPath, '/api');
     assert.throws(
       () => openApiTools({ ...doc, servers: [{ url: '/api/{version}' }] }),
       /servers\[0\]\.url: the variable \{version\} has no default/,

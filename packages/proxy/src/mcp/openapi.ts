@@ -31,7 +31,8 @@ export interface OpenApiTools {
   serverPath: string;
 }
 
-export function openApiTools(doc: unknown): OpenApiTools {
+/** `base`: where the document was fetched from, against which a relative server URL is read. */
+export function openApiTools(doc: unknown, base = 'http://gw.invalid/'): OpenApiTools {
   if (!isObject(doc)) throw new OpenApiError('', 'the document is not an object');
   const version = doc.openapi;
   if (typeof version !== 'string' || !version.startsWith('3.'))
@@ -67,7 +68,7 @@ export function openApiTools(doc: unknown): OpenApiTools {
       tools.push(tool(name, method, path, op, [...merged.values()], refs, at));
     }
   }
-  return { tools, serverPath: serverPath(doc.servers) };
+  return { tools, serverPath: serverPath(doc.servers, base) };
 }
 
 interface Param {
@@ -168,7 +169,7 @@ function tool(
 }
 
 /** The path part of the one server URL (`https://api.example.com/v1` → `/v1`); more than one is an error. */
-function serverPath(servers: unknown): string {
+function serverPath(servers: unknown, base: string): string {
   if (!Array.isArray(servers) || servers.length === 0) return '';
   if (servers.length > 1)
     throw new OpenApiError('servers', 'more than one server: the target says where the API is');
@@ -185,7 +186,7 @@ function serverPath(servers: unknown): string {
   });
   let p: string;
   try {
-    p = new URL(url, 'http://gw.invalid').pathname;
+    p = new URL(url, base).pathname;
   } catch {
     throw new OpenApiError('servers[0].url', `${JSON.stringify(url)} is not a URL`);
   }

@@ -72,28 +72,70 @@ export class OpenApiConnection implements TargetConnection {
     return p;
   }
 
+  /** The tools, waited for within the request's own deadline and cancellation (a fetch is shared). */
+  async #ready(opts: RequestOptions): Promise<Served> {
+    const t = this.#tools();
+    if (!(t instanceof Promise)) return t;
+    const d = deadline(opts.signal, opts.timeoutMs);
+    if (!d.signal) return t;
+    const s = d.signal;
+    try {
+      return await Promise.race([
+        t,
+        new Promise<never>((_, reject) => {
+          const stop = () =>
+            reject(
+              new TargetError(
+                this.target,
+                d.timedOut() ? `no OpenAPI document within ${opts.timeoutMs} ms` : 'cancelled',
+                { timeout: d.timedOut() },
+              ),
+            );
+          if (s.aborted) stop();
+          else s.addEventListener('abort', stop, { once: true });
+        }),
+      ]);
+    } finally {
+      d.done();
+    }
+  }
+
   /** Fetches and reads the document at schemaUrl (once; again after a failure). */
   async #fetch(): Promise<Served> {
     const url = this.#spec.schemaUrl as string;
     const fail = (why: string) => new TargetError(this.target, `the OpenAPI document at ${url} ${why}`);
     let text: string | undefined;
+    const limitMs = this.#spec.fetchTimeoutMs ?? FETCH_TIMEOUT_MS;
+    const u = new URL(url);
+    const headers = { accept: 'application/json, application/yaml;q=0.9, */*;q=0.5', host: u.host };
+    // the whole fetch, not each wait, has a deadline
+    const signal = AbortSignal.timeout(limitMs);
     try {
-      const res = await request(url, {
-        headers: { accept: 'application/json, application/yaml;q=0.9, */*;q=0.5' },
-        headersTimeout: this.#spec.fetchTimeoutMs ?? FETCH_TIMEOUT_MS,
-        bodyTimeout: this.#spec.fetchTimeoutMs ?? FETCH_TIMEOUT_MS,
-      });
+      // at the API's own origin, over its pool: with the target's TLS settings and tunnel
+      const res =
+        u.origin === new URL(this.#spec.origin).origin
+          ? await this.#spec.dispatcher.request({
+              method: 'GET',
+              path: u.pathname + u.search,
+              headers,
+              signal,
+            })
+          : await request(url, { headers, signal });
       text = await readText(res.body, this.#spec.maxAnswerBytes);
-      if (res.statusCode !== 200) throw fail(`answered ${res.statusCode}`);
+      if (res.statusCode !== 200)
+        throw fail(
+          `answered ${res.statusCode}${res.statusCode >= 300 && res.statusCode < 400 ? ' (redirects are not followed)' : ''}`,
+        );
     } catch (err) {
       if (err instanceof TargetError) throw err;
+      if (signal.aborted) throw fail(`did not come within ${limitMs} ms`);
       throw fail(`cannot be fetched: ${(err as Error).message}`);
     }
     if (text === undefined) throw fail(`is larger than ${this.#spec.maxAnswerBytes} bytes`);
     const { parse } = await import('yaml');
     let doc: OpenApiTools;
     try {
-      doc = openApiTools(parse(text, { maxAliasCount: 100 }));
+      doc = openApiTools(parse(text, { maxAliasCount: 100 }), url);
     } catch (err) {
       throw fail(`cannot be served as tools: ${(err as Error).message}`);
     }
@@ -114,7 +156,7 @@ export class OpenApiConnection implements TargetConnection {
       case 'ping':
         return ok({});
       case 'tools/list':
-        return ok({ tools: (await this.#tools()).list });
+        return ok({ tools: (await this.#ready(opts)).list });
       case 'prompts/list':
         return ok({ prompts: [] });
       case 'resources/list':
@@ -131,7 +173,7 @@ export class OpenApiConnection implements TargetConnection {
   async #call(req: Request, opts: RequestOptions): Promise<Response> {
     const p = req.params ?? {};
     const name = typeof p.name === 'string' ? p.name : '';
-    const served = await this.#tools();
+    const served = await this.#ready(opts);
     const tool = served.tools.get(name);
     if (!tool) return errorResponse(req.id, CODE.INVALID_PARAMS, `tool ${JSON.stringify(name)} not found`);
     const args = isObject(p.arguments) ? p.arguments : {};

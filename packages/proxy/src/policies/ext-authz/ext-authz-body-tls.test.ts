@@ -376,6 +376,14 @@ backends:
       withBackends('{backend: a, host: "127.0.0.1:3"}', '- {name: a, host: "127.0.0.1:2"}').join('\n'),
       /extAuthz\.backend: set host or backend, not both/,
     );
+    // the backend's TLS is checked where it is written
+    assert.deepEqual(
+      withBackends(
+        '{backend: a}',
+        '- {name: a, host: "127.0.0.1:2", policies: {backendTLS: {cert: "-----BEGIN CERTIFICATE-----"}}}',
+      ),
+      ['backends[0].policies.backendTLS: cert and key must be set together for mTLS'],
+    );
   });
 
   test('policies other than backendTLS and a negative maxRequestBytes are refused by name', () => {
