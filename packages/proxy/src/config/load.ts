@@ -1629,35 +1629,49 @@ class Builder {
     return resolved;
   }
 
+  /**
+   * The top-level host backend a policy names by `backend` (`role` says what it must serve as), with
+   * its index; undefined, reported at `at`, when there is none by that name or it is not host:port.
+   */
+  hostBackend(
+    at: FieldPath,
+    name: string,
+    role: string,
+  ): { host: string; policies: BackendPolicies | undefined; index: number } | undefined {
+    const backends = this.cfg.backends ?? [];
+    const index = backends.findIndex((d) => d.name === name);
+    const def = backends[index];
+    if (!def || !('host' in def) || def.host.startsWith('unix:')) {
+      this.fail(
+        at,
+        def
+          ? `backend ${JSON.stringify(name)} is not a host:port backend, which ${role} must be`
+          : `no backend named ${JSON.stringify(name)}${backends.length ? ` (backends: ${backends.map((d) => d.name).join(', ')})` : ''}`,
+      );
+      return undefined;
+    }
+    return { host: def.host, policies: def.policies, index };
+  }
+
+  /** A backendTLS checked (its problems reported under `policiesPath`) and resolved; null when broken. */
+  checkedTls(policiesPath: FieldPath, t: BackendTLS): BackendTlsIR | null {
+    const problems = checkBackendPolicies({ backendTLS: t }, policiesPath);
+    this.report(problems);
+    return problems.length > 0 ? null : this.resolveTls([...policiesPath, 'backendTLS'], t);
+  }
+
   /** What promptGuardIR needs of the loader, its paths under `base`. */
   guardContext(base: FieldPath): GuardContext {
     return {
       read: (at, file) => this.readMaterial([...base, ...at, 'file'], file),
-      tls: (at, t) => {
-        const problems = checkBackendPolicies({ backendTLS: t }, [...base, ...at.slice(0, -1)]);
-        this.report(problems);
-        return problems.length > 0 ? undefined : this.resolveTls([...base, ...at], t);
-      },
+      // `at` ends in backendTLS: its problems are the policies' above it
+      tls: (at, t) => this.checkedTls([...base, ...at.slice(0, -1)], t) ?? undefined,
       backend: (at, name) => {
-        const j = (this.cfg.backends ?? []).findIndex((d) => d.name === name);
-        const def = this.cfg.backends?.[j];
-        if (!def || !('host' in def) || def.host.startsWith('unix:')) {
-          this.fail(
-            [...base, ...at],
-            def
-              ? `backend ${JSON.stringify(name)} is not a host:port backend, which a webhook target must be`
-              : `no backend named ${JSON.stringify(name)}${(this.cfg.backends ?? []).length ? ` (backends: ${(this.cfg.backends ?? []).map((d) => d.name).join(', ')})` : ''}`,
-          );
-          return undefined;
-        }
+        const def = this.hostBackend([...base, ...at], name, 'a webhook target');
+        if (!def) return undefined;
         const t = def.policies?.backendTLS;
-        if (!t) return { host: def.host, policies: def.policies };
         // checked and read where the backend says it, as its other users see it
-        const bp = ['backends', j, 'policies'];
-        const problems = checkBackendPolicies({ backendTLS: t }, bp);
-        this.report(problems);
-        const tls = problems.length > 0 ? null : this.resolveTls([...bp, 'backendTLS'], t);
-        return { host: def.host, policies: def.policies, tls };
+        return t ? { ...def, tls: this.checkedTls(['backends', def.index, 'policies'], t) } : def;
       },
       fail: (at, message) => this.fail([...base, ...at], message),
     };
@@ -1669,17 +1683,8 @@ class Builder {
     let named: BackendPolicies | undefined;
     if ('host' in t.proxy) proxy = t.proxy.host;
     else if ('backend' in t.proxy) {
-      const name = t.proxy.backend;
-      const def = (this.cfg.backends ?? []).find((d) => d.name === name);
-      if (!def || !('host' in def) || def.host.startsWith('unix:')) {
-        this.fail(
-          [...tp, 'proxy', 'backend'],
-          def
-            ? `backend ${JSON.stringify(name)} is not a host:port backend, which a backendTunnel proxy must be`
-            : `no backend named ${JSON.stringify(name)}`,
-        );
-        return undefined;
-      }
+      const def = this.hostBackend([...tp, 'proxy', 'backend'], t.proxy.backend, 'a backendTunnel proxy');
+      if (!def) return undefined;
       proxy = def.host;
       named = def.policies;
     }
@@ -1779,18 +1784,9 @@ class Builder {
   ): void {
     const name = entry.backendRef as string;
     delete entry.backendRef;
-    const backends = this.cfg.backends ?? [];
-    const j = backends.findIndex((d) => d.name === name);
-    const def = backends[j];
-    if (!def || !('host' in def) || def.host.startsWith('unix:')) {
-      this.fail(
-        [...at, 'backend'],
-        def
-          ? `backend ${JSON.stringify(name)} is not a host:port backend, which an authorization service must be`
-          : `no backend named ${JSON.stringify(name)}${backends.length ? ` (backends: ${backends.map((d) => d.name).join(', ')})` : ''}`,
-      );
-      return;
-    }
+    const def = this.hostBackend([...at, 'backend'], name, 'an authorization service');
+    if (!def) return;
+    const j = def.index;
     const { backendTLS, ...others } = def.policies ?? {};
     for (const k of Object.keys(others))
       if (others[k as keyof typeof others] !== undefined)
@@ -1843,17 +1839,8 @@ class Builder {
         const name = entry.backend;
         if (name === undefined) continue;
         delete entry.backend;
-        const backends = this.cfg.backends ?? [];
-        const def = backends.find((d) => d.name === name);
-        if (!def || !('host' in def) || def.host.startsWith('unix:')) {
-          this.fail(
-            [...at, 'backend'],
-            def
-              ? `backend ${JSON.stringify(name)} is not a host:port backend, which the ${k} service must be`
-              : `no backend named ${JSON.stringify(name)}${backends.length ? ` (backends: ${backends.map((d) => d.name).join(', ')})` : ''}`,
-          );
-          continue;
-        }
+        const def = this.hostBackend([...at, 'backend'], name, `the ${k} service`);
+        if (!def) continue;
         const set = Object.keys(def.policies ?? {});
         if (set.length > 0)
           this.fail(

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
-import { ConfigError, LLM_PRESETS } from '@gw/api';
+import { LLM_PRESETS } from '@gw/api';
 import {
   FAKE_REPLY,
   type FakeAnthropic,
@@ -15,30 +15,8 @@ import {
 } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import OpenAI from 'openai';
-import type { AiTarget, LlmProviderIR } from '../config/ir.ts';
-import { loadConfigText } from '../config/load.ts';
-
-const llm = (models: string) => `llm:\n  port: 0\n  models:\n${models}`;
-
-function providers(yaml: string): LlmProviderIR[] {
-  const { ir } = loadConfigText('gw.yaml', yaml, process.cwd(), () => undefined);
-  for (const b of ir.binds)
-    for (const l of b.listeners)
-      for (const r of l.routes)
-        for (const be of r.backends)
-          if (be.target.kind === 'ai') return (be.target as AiTarget).models.map((m) => m.provider);
-  assert.fail('no ai backend');
-}
-
-function issues(yaml: string): string[] {
-  try {
-    loadConfigText('gw.yaml', yaml, process.cwd(), () => undefined);
-  } catch (err) {
-    assert.ok(err instanceof ConfigError);
-    return err.issues.map((i) => `${i.path}: ${i.message}`);
-  }
-  assert.fail('config was accepted');
-}
+import type { LlmProviderIR } from '../config/ir.ts';
+import { issues, llm, providers } from './providers/test-support.ts';
 
 describe('presets as the loader reads them', () => {
   test('each is a custom provider named after it, at its address, with its formats', () => {

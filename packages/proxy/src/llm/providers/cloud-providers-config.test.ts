@@ -2,31 +2,7 @@
 // defaults in the IR, and the mistakes checkLlm names.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ConfigError } from '@gw/api';
-import type { AiTarget, LlmProviderIR } from '../../config/ir.ts';
-import { loadConfigText } from '../../config/load.ts';
-
-const llm = (models: string) => `llm:\n  port: 0\n  models:\n${models}`;
-
-function providers(yaml: string): LlmProviderIR[] {
-  const { ir } = loadConfigText('gw.yaml', yaml, process.cwd(), () => undefined);
-  for (const b of ir.binds)
-    for (const l of b.listeners)
-      for (const r of l.routes)
-        for (const be of r.backends)
-          if (be.target.kind === 'ai') return (be.target as AiTarget).models.map((m) => m.provider);
-  assert.fail('no ai backend');
-}
-
-function issues(yaml: string): string[] {
-  try {
-    loadConfigText('gw.yaml', yaml, process.cwd(), () => undefined);
-  } catch (err) {
-    assert.ok(err instanceof ConfigError);
-    return err.issues.map((i) => `${i.path}: ${i.message}`);
-  }
-  assert.fail('config was accepted');
-}
+import { issues, llm, providers } from './test-support.ts';
 
 describe('bedrock, gemini and vertex in the llm block', () => {
   test('settings and defaults: awsRegion us-east-1, vertexRegion global', () => {
