@@ -1,6 +1,11 @@
 // Checks of prompt guards beyond their schema, for the standalone loader and the controller alike:
 // every pattern compiles (as the proxy compiles it), and what a guard cannot do where it is set.
-import type { AiPolicy, GuardWebhook, PromptGuard } from '../config/schema.ts';
+import {
+  type AiPolicy,
+  type GuardWebhook,
+  type PromptGuard,
+  SERVED_AI_ROUTE_TYPES,
+} from '../config/schema.ts';
 import type { FieldPath } from '../config/source.ts';
 import { checkCel, checkCelMap } from './cel.ts';
 import type { Problem } from './problem.ts';
@@ -70,5 +75,28 @@ export function checkAiPolicy(p: AiPolicy, path: FieldPath): Problem[] {
     ...(p.promptGuard ? checkPromptGuard(p.promptGuard, [...path, 'promptGuard']) : []),
     ...checkCelMap(p.transformations, [...path, 'transformations']),
     ...checkCelMap(p.finalTransformations, [...path, 'finalTransformations']),
+    ...checkModelAliases(p.modelAliases, [...path, 'modelAliases']),
+    ...Object.entries(p.routes ?? {}).flatMap(([suffix, type]) =>
+      SERVED_AI_ROUTE_TYPES.includes(type)
+        ? []
+        : [
+            {
+              path: [...path, 'routes', suffix],
+              message: `the route type ${type} is not supported by this build of gw yet (served: ${SERVED_AI_ROUTE_TYPES.join(', ')})`,
+            },
+          ],
+    ),
   ];
+}
+
+/** An alias names the model to send, which a provider would not know by a pattern. */
+function checkModelAliases(a: Record<string, string> | undefined, path: FieldPath): Problem[] {
+  const out: Problem[] = [];
+  for (const [from, to] of Object.entries(a ?? {}))
+    if (to.includes('*'))
+      out.push({
+        path: [...path, from],
+        message: `the model an alias sends is a name, not a pattern: ${JSON.stringify(to)}`,
+      });
+  return out;
 }

@@ -959,7 +959,6 @@ const BACKEND_POLICIES_NOT_BUILT = {
   extAuthz: NotYet('extAuthz as a backend policy').optional(),
   inferenceRouting: NotYet('inferenceRouting').optional(),
   sessionAffinity: NotYet('sessionAffinity').optional(),
-  ai: NotYet('ai in the policies of a backend that is not an ai provider').optional(),
 };
 /** Backend policies refused by name: no policy module builds them at the backend. */
 export type NotBuiltBackendPolicy = keyof typeof BACKEND_POLICIES_NOT_BUILT;
@@ -983,6 +982,14 @@ export const BackendPolicies = strict({
   backendAuth: BackendAuth.optional(),
   // CEL transformations of what is sent to this backend and of its answer (no conditional form).
   transformations: Transformations.optional(),
+  // An ai backend's policy for all its providers (each provider's own, field by field, wins).
+  ai: z
+    .lazy(() => AiPolicy)
+    .optional()
+    .meta({
+      description:
+        "the ai backend's LLM policy, for every provider of it; a provider's own policies.ai wins field by field. Only on ai backends",
+    }),
   ...BACKEND_POLICIES_NOT_BUILT,
 });
 
@@ -1018,9 +1025,7 @@ export const RequestMirror = strict({
 });
 
 /** agentgateway's route policies this build does not have, refused by name. */
-const TRAFFIC_POLICIES_NOT_BUILT = {
-  ai: NotYet('ai as a route policy (set it in the policies of the ai backend)').optional(),
-};
+const TRAFFIC_POLICIES_NOT_BUILT = {};
 /** Route policies refused by name: no policy module builds them. */
 export type NotBuiltTrafficPolicy = keyof typeof TRAFFIC_POLICIES_NOT_BUILT;
 export const TrafficPolicies = strict({
@@ -1033,6 +1038,14 @@ export const TrafficPolicies = strict({
   apiKey: ApiKeyAuth.optional(),
   extAuthz: ExtAuthzPolicy.optional(),
   extProc: ExtProcPolicy.optional(),
+  // The LLM policy of the route's ai backends (theirs and their providers' win field by field).
+  ai: z
+    .lazy(() => AiPolicy)
+    .optional()
+    .meta({
+      description:
+        "the LLM policy of the route's ai backends; a backend's policies.ai and a provider's win field by field. Only on routes to ai backends",
+    }),
   ...TRAFFIC_POLICIES_NOT_BUILT,
   authorization: z.union([Authorization, z.array(Authorization)]).optional(),
   localRateLimit: LocalRateLimitPolicy.optional(),
@@ -2017,6 +2030,32 @@ export const PromptEnrichment = strict({
   prepend: z.array(PromptMessage).optional(),
   append: z.array(PromptMessage).optional(),
 });
+/** agentgateway's route types, the values of an ai policy's `routes`. */
+export const AI_ROUTE_TYPES = [
+  'completions',
+  'messages',
+  'models',
+  'passthrough',
+  'detect',
+  'responses',
+  'embeddings',
+  'realtime',
+  'anthropicTokenCount',
+  'generateContent',
+  'geminiCountTokens',
+  'rerank',
+] as const;
+export type AiRouteType = (typeof AI_ROUTE_TYPES)[number];
+const UNSERVED_AI_ROUTE_TYPES: readonly AiRouteType[] = [
+  'realtime',
+  'generateContent',
+  'geminiCountTokens',
+  'rerank',
+];
+/** The route types this build serves; the others are refused by checkAiPolicy. */
+export const SERVED_AI_ROUTE_TYPES: readonly AiRouteType[] = AI_ROUTE_TYPES.filter(
+  (t) => !UNSERVED_AI_ROUTE_TYPES.includes(t),
+);
 /** agentgateway's `ai` backend policy (its Policy): what this build implements of it. */
 export const AiPolicy = strict({
   promptGuard: PromptGuard.optional(),
@@ -2030,9 +2069,15 @@ export const AiPolicy = strict({
     description:
       "fields of the request in the provider's format, set from CEL once converted (a model's finalTransformation)",
   }),
-  modelAliases: NotYet('modelAliases').optional(),
+  modelAliases: z.record(z.string().min(1), z.string().min(1)).optional().meta({
+    description:
+      'requested model name → the model to send: an exact name first, then patterns with * (the longest first); applied after the provider model, defaults, overrides and transformations',
+  }),
   promptCaching: PromptCaching.optional(),
-  routes: NotYet('routes').optional(),
+  routes: z.record(z.string().min(1), z.enum(AI_ROUTE_TYPES)).optional().meta({
+    description:
+      'which API a request is, by the end of its path ("*" for any other path; the longest suffix first). Unset: the API is told by its standard path (/v1/chat/completions, /v1/messages, …). passthrough forwards any request as it is, with the credential; detect forwards it and reads the usage',
+  }),
 });
 
 // ---------- a route's ai backend (agentgateway's LocalAIBackend) ----------

@@ -233,7 +233,17 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
     });
     out.policy[k] = Object.fromEntries(list.map((f) => [f.field, f.expression]));
   }
-  if (spec.modelAliases) out.unsupported.push(`${field}.modelAliases`);
+  if (spec.modelAliases) {
+    // the proxy's check: an alias names the model sent, not a pattern
+    Object.entries(spec.modelAliases).forEach(([from, to]) => {
+      if (to.includes('*'))
+        out.invalid.push({
+          path: ['modelAliases', from],
+          message: `the model an alias sends is a name, not a pattern: ${JSON.stringify(to)}`,
+        });
+    });
+    out.policy.modelAliases = { ...spec.modelAliases };
+  }
   if (spec.promptCaching) out.policy.promptCaching = spec.promptCaching;
   for (const k of ['prompt', 'routes'] as const)
     if (spec[k] !== undefined) out.unsupported.push(`${field}.${k}`);

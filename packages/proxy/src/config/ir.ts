@@ -3,6 +3,7 @@
 
 import type {
   AccessLog,
+  AiRouteType,
   Authorization,
   BackendPolicies,
   ExtAuthz,
@@ -382,6 +383,11 @@ export interface AiTarget {
   kind: 'ai';
   models: LlmModelIR[];
   virtualModels: LlmVirtualModelIR[];
+  /**
+   * The ai policy's `routes`: which API a request is, by the end of its path (`*` for any other),
+   * longest suffix first. Unset: told by the APIs' standard paths (llm/formats/clients.ts).
+   */
+  routes?: [suffix: string, type: AiRouteType][];
 }
 
 /**
@@ -481,6 +487,8 @@ export interface LlmModelIR {
   guards?: LlmGuardsIR;
   /** Messages added before and after the client's on every request. */
   prompts?: LlmPromptEnrichmentIR;
+  /** The ai policy's modelAliases: a requested model → the model sent (exact names, then `*` patterns). */
+  modelAliases?: Record<string, string>;
   /**
    * Request headers this entry also needs (any one entry of the list, every header of it): entries
    * of one name are told apart by them; one without serves the requests none of the others match.

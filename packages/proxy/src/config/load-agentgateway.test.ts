@@ -298,7 +298,11 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
       `${R}.policies.oidc.allowWithoutSession`,
       'oidc.allowWithoutSession',
     );
-    refused(routePolicy('ai: {}'), `${R}.policies.ai`, 'ai as a route policy');
+    // ai on a route is its ai backends' policy (llm/llm-ai-routes.test.ts); to host backends, an error
+    assert.match(
+      issues(routePolicy('ai: {}')).join('\n'),
+      /routes\[0\]\.policies\.ai: ai applies to routes whose backends are ai backends/,
+    );
     // agentgateway answers 500 to every request of such a route; here it is the file's error
     assert.match(
       issues(routePolicy('directResponse: {status: 200, body: a, bodyExpression: \'"b"\'}')).join('\n'),
@@ -377,7 +381,6 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
       ['inferenceRouting: {}', 'inferenceRouting'],
       ['authorization: {rules: ["true"]}', 'authorization as a backend policy'],
       ['extAuthz: {host: a:1}', 'extAuthz as a backend policy'],
-      ['ai: {}', 'ai in the policies of a backend'],
     ] as const)
       refused(backendPolicy(p), `${R}.backends[0].policies.${p.split(':')[0]}`, what);
     const backend = (b: string) =>

@@ -8,6 +8,8 @@ import { createSecureContext } from 'node:tls';
 import {
   type AiBackend,
   type AiNamedProvider,
+  type AiPolicy,
+  type AiRouteType,
   type AwsBackend,
   awsDnsSuffix,
   type BackendAuth,
@@ -679,49 +681,53 @@ class Builder {
    * provider is a model `*` built by llmModel; groups are a virtual model `*` failing over between
    * them in group order.
    */
-  routeAiTarget(path: FieldPath, ai: AiBackend): AiTarget | undefined {
+  routeAiTarget(path: FieldPath, ai: AiBackend, outer?: AiPolicy): AiTarget | undefined {
     const grouped = 'groups' in ai;
     const groups = grouped ? ai.groups.map((g) => g.providers) : [[ai]];
     const models: LlmModelIR[] = [];
     const failover: (LlmTargetIR & { priority: number })[] = [];
     const names = new Set<string>();
+    const routes = this.routeTable();
     let ok = true;
     groups.forEach((providers, gi) => {
       providers.forEach((p, pi) => {
         const pp = grouped ? [...path, 'groups', gi, 'providers', pi] : path;
         if (names.has(p.name)) this.fail([...pp, 'name'], `provider names must be unique: ${p.name}`);
         names.add(p.name);
-        const ir = this.aiProviderModel(p, pp, grouped ? 'internal' : 'public');
+        const ir = this.aiProviderModel(p, pp, grouped ? 'internal' : 'public', outer);
         if (!ir) {
           ok = false;
           return;
         }
+        routes.add([...pp, 'policies', 'ai', 'routes'], mergeAi(outer, p.policies?.ai)?.routes);
         failover.push({ model: models.length, priority: gi });
         models.push(ir);
       });
     });
     if (!ok) return undefined;
     const virtualModels: LlmVirtualModelIR[] = grouped ? [{ name: '*', routing: { failover } }] : [];
-    return { kind: 'ai', models, virtualModels };
+    return { kind: 'ai', models, virtualModels, ...routes.ir() };
   }
 
   /**
    * A backend's model list (what the controller sends for GwModels): each entry is an ai backend
    * provider serving the names its `match` covers; virtual model targets name an entry.
    */
-  llmModelsTarget(path: FieldPath, spec: LlmModelsBackend): AiTarget | undefined {
+  llmModelsTarget(path: FieldPath, spec: LlmModelsBackend, outer?: AiPolicy): AiTarget | undefined {
     const models: LlmModelIR[] = [];
     const index = new Map<string, number>();
+    const routes = this.routeTable();
     let ok = true;
     spec.models.forEach((m, i) => {
       const mp = [...path, 'models', i];
       if (index.has(m.name)) this.fail([...mp, 'name'], `model names must be unique: ${m.name}`);
       const { match, visibility, authorization, requestHeaders, responseHeaders, ...provider } = m;
-      const ir = this.aiProviderModel(provider, mp, visibility ?? 'public');
+      const ir = this.aiProviderModel(provider, mp, visibility ?? 'public', outer);
       if (!ir) {
         ok = false;
         return;
       }
+      routes.add([...mp, 'policies', 'ai', 'routes'], mergeAi(outer, provider.policies?.ai)?.routes);
       ir.name = match;
       if (authorization) {
         this.report(checkAuthorization(authorization, [...mp, 'authorization']));
@@ -758,7 +764,35 @@ class Builder {
               };
       virtualModels.push({ name: v.match, routing });
     });
-    return ok ? { kind: 'ai', models, virtualModels } : undefined;
+    return ok ? { kind: 'ai', models, virtualModels, ...routes.ir() } : undefined;
+  }
+
+  /**
+   * The `routes` of an ai backend's providers, which must agree: which API a request is must be
+   * known before a provider is chosen (its policies read llm.* first). Unset everywhere: none.
+   */
+  routeTable() {
+    let first: { text: string; routes: Record<string, AiRouteType> | undefined } | undefined;
+    return {
+      add: (at: FieldPath, routes: Record<string, AiRouteType> | undefined) => {
+        const text = JSON.stringify(Object.entries(routes ?? {}).sort());
+        if (!first) first = { text, routes };
+        else if (first.text !== text)
+          this.fail(
+            at,
+            "every provider of an ai backend has the same routes (a request's API is read before a provider is chosen)",
+          );
+      },
+      ir: (): Pick<AiTarget, 'routes'> => {
+        const r = first?.routes;
+        if (!r || Object.keys(r).length === 0) return {};
+        const entries = Object.entries(r).sort(
+          ([a], [b]) =>
+            Number(a === '*') - Number(b === '*') || b.length - a.length || (a < b ? -1 : a > b ? 1 : 0),
+        );
+        return { routes: entries };
+      },
+    };
   }
 
   /** One provider of a route's ai backend, as the llm block's model `*` of that provider. */
@@ -766,6 +800,7 @@ class Builder {
     p: AiNamedProvider,
     pp: FieldPath,
     visibility: 'public' | 'internal',
+    outer?: AiPolicy,
   ): LlmModelIR | undefined {
     const k = p.provider;
     const params: LlmParams = {};
@@ -793,8 +828,9 @@ class Builder {
     if (p.hostOverride !== undefined) params.hostOverride = p.hostOverride;
     if (p.pathOverride !== undefined) params.pathOverride = p.pathOverride;
     if (p.pathPrefix !== undefined) params.pathPrefix = p.pathPrefix;
-    const { backendAuth, ai, transformations, ...policies } = p.policies ?? {};
-    if (ai) this.report(checkAiPolicy(ai, [...pp, 'policies', 'ai']));
+    const { backendAuth, ai: own, transformations, ...policies } = p.policies ?? {};
+    if (own) this.report(checkAiPolicy(own, [...pp, 'policies', 'ai']));
+    const ai = mergeAi(outer, own);
     if (transformations)
       this.fail(
         [...pp, 'policies', 'transformations'],
@@ -826,6 +862,7 @@ class Builder {
     if (!ir) return undefined;
     const prompts = ai?.prompts ? promptEnrichmentIR(ai.prompts) : undefined;
     if (prompts) ir.prompts = prompts;
+    if (ai?.modelAliases && Object.keys(ai.modelAliases).length > 0) ir.modelAliases = { ...ai.modelAliases };
     if ('bedrock' in k && ir.provider.kind === 'bedrock') {
       const { guardrailIdentifier: identifier, guardrailVersion: version } = k.bedrock;
       if (identifier !== undefined)
@@ -1202,13 +1239,23 @@ class Builder {
       const ir = this.routeBackend([...path, 'backends', bi], b, merged, targeted);
       if (ir) backends.push(ir);
     });
+    // `ai` is the LLM policy of the route's ai backends (routeBackend handed it to them), not a layer.
+    const { ai: routeAi, ...layers } = merged;
+    if (routeAi && (built.length > 0 || !backends.some((b) => b.target.kind === 'ai'))) {
+      this.fail(
+        r.policies?.ai ? [...path, 'policies', 'ai'] : path,
+        built.length > 0
+          ? "ai does not apply to the llm block's route (set these on its models)"
+          : "ai applies to routes whose backends are ai backends (this route's are not)",
+      );
+    }
     return {
       key,
       name,
       path: formatPath(path),
       hostnames: (r.hostnames ?? []).map((h) => h.toLowerCase()),
       matches,
-      policies: sealPolicies(merged),
+      policies: sealPolicies(layers),
       policySources,
       backends,
     };
@@ -1303,9 +1350,10 @@ class Builder {
       target = parseHost(b.host);
       name = b.host;
     } else if ('ai' in b) {
-      target = this.routeAiTarget([...path, 'ai'], b.ai);
-      if (!target) return undefined;
       name = 'groups' in b.ai ? 'ai' : b.ai.name;
+      const outer = mergeAi(routePolicies.ai, targeted.backend.get(name)?.ai, b.policies?.ai);
+      target = this.routeAiTarget([...path, 'ai'], b.ai, outer);
+      if (!target) return undefined;
     } else if ('dynamic' in b) {
       target = { kind: 'dynamic' };
       name = 'dynamic';
@@ -1331,11 +1379,13 @@ class Builder {
         return undefined;
       }
       const di = (this.cfg.backends ?? []).indexOf(def);
+      const outer = () =>
+        mergeAi(routePolicies.ai, targeted.backend.get(name)?.ai, def.policies?.ai, b.policies?.ai);
       if ('ai' in def) {
-        target = this.routeAiTarget(['backends', di, 'ai'], def.ai);
+        target = this.routeAiTarget(['backends', di, 'ai'], def.ai, outer());
         if (!target) return undefined;
       } else if ('llmModels' in def) {
-        target = this.llmModelsTarget(['backends', di, 'llmModels'], def.llmModels);
+        target = this.llmModelsTarget(['backends', di, 'llmModels'], def.llmModels, outer());
         if (!target) return undefined;
       } else if ('mcp' in def) {
         target = this.mcpTarget(['backends', di, 'mcp'], def.mcp);
@@ -1352,6 +1402,13 @@ class Builder {
     if (routePolicies.backendTunnel) fromRoute.backendTunnel = routePolicies.backendTunnel;
     const fromTargeted = targeted.backend.get(name) as BackendPolicies | undefined;
     const merged = mergePolicies(fromRoute, fromTargeted, named, b.policies) ?? {};
+    // the ai backend kind took its ai policy above; on any other backend it is a mistake
+    if (merged.ai && target.kind !== 'ai')
+      this.fail(
+        b.policies?.ai ? [...path, 'policies', 'ai'] : path,
+        `ai applies to ai backends, not to ${target.kind === 'host' ? 'a host backend' : NOT_A2A[target.kind]}`,
+      );
+    delete merged.ai;
     // agentgateway's a2a, on the route or on the backend, makes a host backend an A2A agent.
     const a2a = merged.a2a ?? routePolicies.a2a;
     delete merged.a2a;
@@ -1714,6 +1771,7 @@ class Builder {
    */
   trafficChecks(path: FieldPath, p: TrafficPolicies): void {
     if (p.retry && p.retry.attempts === undefined) p.retry.attempts = 1;
+    if (p.ai) this.report(checkAiPolicy(p.ai, [...path, 'ai']));
     const j = p.jwtAuth;
     if (j) {
       const providers = j.providers ?? (j.issuer && j.jwks ? [{ issuer: j.issuer, jwks: j.jwks }] : []);
@@ -2306,6 +2364,17 @@ function webhookGuardIR(
       timeoutMs: ms(w.timeout, DEFAULT_TIMEOUT_MS),
     },
   };
+}
+
+/**
+ * ai policies from the least specific (the route's) to the most (a provider's), merged as
+ * agentgateway merges them: field by field, a more specific field replacing the whole field
+ * (modelAliases and routes are not combined entry by entry).
+ */
+function mergeAi(...layers: (AiPolicy | undefined)[]): AiPolicy | undefined {
+  let out: AiPolicy | undefined;
+  for (const l of layers) if (l) out = { ...out, ...l };
+  return out;
 }
 
 /** Enrichment messages with roles in lower case (SYSTEM and system are one role). */

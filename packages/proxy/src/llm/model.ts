@@ -77,6 +77,7 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
   const overrides = m.overrides;
   const guards = compileGuards(m.guards, env);
   const prompts = m.prompts;
+  const alias = m.modelAliases ? compileAliases(m.modelAliases) : undefined;
   const limit = env.global.maxBufferSize;
   const timeout = env.attemptTimeoutMs;
   const rules = m.authorization ? compileRules(m.authorization) : undefined;
@@ -87,7 +88,8 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
 
   const call: Handler = async (ctx) => {
     const state = ctx.ext.llm;
-    if (!state || !target) throw new GwError('GW_ERR_INTERNAL');
+    const forwarding = ctx.ext.llmForward;
+    if ((!state && !forwarding) || !target) throw new GwError('GW_ERR_INTERNAL');
     if (rules) {
       const d = decide(rules, ctx.celContext());
       if (!d.allowed) {
@@ -101,6 +103,8 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
         throw new GwError('GW_ERR_FORBIDDEN', `authorization denied for model ${m.name}`);
       }
     }
+    if (forwarding) return forward(ctx, forwarding);
+    if (!state) throw new GwError('GW_ERR_INTERNAL');
     if (passthrough) return sendAsItIs(ctx, state, passthrough);
     // What the guards read of the client's request, taken before it is rewritten for the provider.
     const guarded = guards?.snapshot(ctx);
@@ -109,6 +113,8 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
     if (defaults) for (const k in defaults) if (body[k] === undefined) body[k] = defaults[k];
     if (overrides) Object.assign(body, overrides);
     if (transformation.length > 0) setFields(ctx, body, transformation);
+    // an alias renames what the provider model, defaults, overrides and transformations left
+    if (alias && typeof body.model === 'string') body.model = alias(body.model) ?? body.model;
     // Guards read what the client sent (after defaults and overrides), not the operator's own prompts.
     if (guards && guarded) await guards.request(ctx, state, body, guarded);
     if (prompts) enrichRequest(state.clientFormat, body, prompts.prepend, prompts.append);
@@ -124,30 +130,34 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
     );
     if (finalTransformation.length > 0) setFields(ctx, out, finalTransformation, true);
     if (caching) applyPromptCaching(format, model, out, caching);
-    await dispatch(ctx, format, model, Buffer.from(JSON.stringify(out)), state.streaming, true);
+    const path = providerPath(provider, p, format, model, state.streaming);
+    await dispatch(ctx, 'POST', path, Buffer.from(JSON.stringify(out)), true);
     await answer(ctx, state, pair, p.name, limit, guards && guarded ? { guards, req: guarded } : undefined);
     if (responseHeaders && ctx.response) responseHeaders(ctx.response.headers);
   };
 
-  /** Sends `body` to the provider's endpoint for `format`, with its credential; `ctx.response` is the answer. */
+  /**
+   * Sends `body` to `path` (and query) at the provider's endpoint, with its credential; `ctx.response`
+   * is the answer. A JSON body unless `forwarded` (then the client's content type stays).
+   */
   const dispatch = async (
     ctx: RequestContext,
-    format: LlmFormat,
-    model: string,
+    method: string,
+    path: string,
     body: Buffer,
-    stream: boolean,
     readsAnswer: boolean,
+    forwarded = false,
   ) => {
-    const path = providerPath(provider, p, format, model, stream);
     const headers = upstreamHeaders(ctx.headers, key !== undefined || gatewayAuth !== undefined);
     headers.host = authority;
-    headers['content-type'] = 'application/json';
+    if (!forwarded) headers['content-type'] = 'application/json';
     // An answer read for usage is not compressed.
     if (readsAnswer) headers['accept-encoding'] = 'identity';
     requestHeaders?.(headers);
-    const req: ProviderRequest = { method: 'POST', path, headers, body };
+    const req: ProviderRequest = { method, path, headers, body };
     await provider.authorize(p as never, req, key?.reveal(), gatewayAuth !== undefined);
-    req.headers['content-length'] = String(req.body.length);
+    if (req.body.length > 0 || (method !== 'GET' && method !== 'HEAD'))
+      req.headers['content-length'] = String(req.body.length);
     const q = req.path.indexOf('?');
     ctx.method = req.method;
     ctx.path = q === -1 ? req.path : req.path.slice(0, q);
@@ -174,14 +184,64 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
     state.model = state.requestModel;
     state.provider = p.name;
     state.providerFormat = format;
-    await dispatch(ctx, format, state.requestModel, raw, state.streaming, mode === 'detect');
+    const path = providerPath(provider, p, format, state.requestModel, state.streaming);
+    await dispatch(ctx, 'POST', path, raw, mode === 'detect');
     const same = FORMAT_PAIRS[`${format}__${format}`];
     if (mode === 'detect' && same) await answer(ctx, state, same, p.name, limit, undefined);
     if (responseHeaders && ctx.response) responseHeaders(ctx.response.headers);
   };
+  /**
+   * A request the ai policy's routes forward (passthrough, detect): sent as it came, to its own path
+   * (`pathPrefix` in place of the provider's base path, or `path` in place of all of it), with the
+   * provider's address and credential. detect also reads the answer's usage when the request is an
+   * API the gateway knows (the slot is set); otherwise it is passed on as passthrough is.
+   */
+  const forward = async (ctx: RequestContext, mode: 'passthrough' | 'detect') => {
+    const state = mode === 'detect' ? ctx.ext.llm : undefined;
+    if (state) {
+      state.model = state.requestModel;
+      state.provider = p.name;
+      state.providerFormat = state.clientFormat;
+    }
+    const body = Buffer.isBuffer(ctx.body) ? ctx.body : EMPTY;
+    await dispatch(ctx, ctx.method, forwardPath(ctx.path) + ctx.query, body, state !== undefined, true);
+    const same = state && FORMAT_PAIRS[`${state.clientFormat}__${state.clientFormat}`];
+    if (state && same) await answer(ctx, state, same, p.name, limit, undefined);
+    if (responseHeaders && ctx.response) responseHeaders(ctx.response.headers);
+  };
+  /** The provider's own base path (`/v1` for OpenAI's), which a pathPrefix replaces. */
+  const basePath = p.pathPrefix === undefined ? '' : providerBase(provider, p, formats);
+  const forwardPath = (path: string): string => {
+    if (p.path !== undefined) return p.path.split('?', 1)[0] ?? p.path;
+    if (p.pathPrefix === undefined) return path;
+    const rest = basePath !== '' && path.startsWith(basePath) ? path.slice(basePath.length) : path;
+    return p.pathPrefix.replace(/\/$/, '') + rest;
+  };
   if (!m.health) return { ir: m, call, endpoint };
   const tracked = trackHealth(m.health, m.name, endpoint, env.pools, env.used, call);
   return { ir: m, call: tracked.call, endpoint, health: tracked.health };
+}
+
+/**
+ * modelAliases as a lookup: an exact name first, then the patterns (each `*` any text), the longest
+ * first; undefined when none matches.
+ */
+export function compileAliases(aliases: Record<string, string>): (model: string) => string | undefined {
+  const exact = new Map<string, string>();
+  const patterns: { re: RegExp; length: number; to: string }[] = [];
+  for (const [from, to] of Object.entries(aliases)) {
+    if (!from.includes('*')) {
+      exact.set(from, to);
+      continue;
+    }
+    const source = from
+      .split('*')
+      .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*');
+    patterns.push({ re: new RegExp(`^${source}$`, 's'), length: from.length, to });
+  }
+  patterns.sort((a, b) => b.length - a.length);
+  return (model) => exact.get(model) ?? patterns.find((p) => p.re.test(model))?.to;
 }
 
 function compileFields(fields: Record<string, string> | undefined): [string, CelProgram][] {
@@ -227,6 +287,18 @@ function pairFor(
     'GW_ERR_LLM_UNSUPPORTED_FORMAT',
     `this gateway cannot convert ${client} requests to what provider ${p.name} speaks (${formats.join(', ')}): no ${client}__${formats[0] ?? 'none'} format pair in this build`,
   );
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** The path prefix of the provider's first format (empty when its paths have none). */
+function providerBase(
+  provider: ProviderModule<LlmProviderIR['kind']>,
+  p: LlmProviderIR,
+  formats: readonly LlmFormat[],
+): string {
+  const first = formats[0];
+  return first === undefined ? '' : provider.path(p as never, first, { model: '', stream: false }).prefix;
 }
 
 function providerPath(

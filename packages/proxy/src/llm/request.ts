@@ -4,7 +4,7 @@
 import { GwError } from '../errors.ts';
 import { bufferUpTo, contentLength } from '../pipeline/body.ts';
 import type { RequestContext } from '../pipeline/context.ts';
-import { clientApiFor } from './formats/clients.ts';
+import { type ClientApi, clientApiFor } from './formats/clients.ts';
 import { LlmRequestState } from './state.ts';
 
 /**
@@ -14,10 +14,10 @@ import { LlmRequestState } from './state.ts';
 export async function readLlmRequest(
   ctx: RequestContext,
   limit: number,
+  api: ClientApi | undefined = clientApiFor(ctx.path),
 ): Promise<LlmRequestState | undefined> {
   const known = ctx.ext.llm;
   if (known) return known;
-  const api = clientApiFor(ctx.path);
   if (!api) return undefined;
   if (ctx.method !== 'POST') {
     throw new GwError('GW_ERR_LLM_BAD_REQUEST', `${api.path} takes POST, not ${ctx.method}`);
@@ -41,6 +41,27 @@ export async function readLlmRequest(
   const state = new LlmRequestState(api.format, json, model, api.stream(json));
   ctx.ext.llm = state;
   return state;
+}
+
+/**
+ * A forwarded request's body, kept in memory (a failover sends it again, a signer reads it) and, for
+ * detect, read as `api` when it is one: a body that is not (not JSON, no model) is forwarded all the
+ * same, unread.
+ */
+export async function readForwarded(
+  ctx: RequestContext,
+  limit: number,
+  api: ClientApi | undefined,
+): Promise<LlmRequestState | undefined> {
+  if (ctx.ext.llm) return ctx.ext.llm;
+  if (ctx.body !== null && !Buffer.isBuffer(ctx.body)) await readBody(ctx, limit);
+  if (!api || ctx.method !== 'POST') return undefined;
+  try {
+    return await readLlmRequest(ctx, limit, api);
+  } catch (err) {
+    if (err instanceof GwError && err.code === 'GW_ERR_LLM_BAD_REQUEST') return undefined;
+    throw err;
+  }
 }
 
 async function readBody(ctx: RequestContext, limit: number): Promise<Buffer> {

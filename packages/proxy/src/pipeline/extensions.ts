@@ -15,6 +15,11 @@ export interface RequestExtensions {
   jwtToken?: Secret;
   /** Metadata of the matched API key (`apiKey.*` in CEL). */
   apiKey?: Record<string, unknown>;
+  /**
+   * The ai backend forwards this request as it came (its ai policy's routes say passthrough or
+   * detect) instead of reading it as an LLM API.
+   */
+  llmForward?: 'passthrough' | 'detect';
   /** The models the matched API key may use (its allowedModels, compiled); unset: any. */
   allowedModels?: (model: string) => boolean;
   /** Metadata an external authorization service returned (`extauthz.*` in CEL). */

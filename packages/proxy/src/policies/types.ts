@@ -6,11 +6,11 @@ import type { Layer } from '../pipeline/layer.ts';
 /**
  * Route-level policies; backend connection settings (backendTLS) are handled by the upstream, and the
  * MCP rules and guardrails by the mcp backend kind and `a2a` by the
- * a2a backend kind (the loader hands them to it). Those refused by name (NotBuilt…) have no module.
+ * a2a backend kind and `ai` by the ai backend kind (the loader hands them to it). Those refused by name (NotBuilt…) have no module.
  */
 export type PolicyName = Exclude<
   keyof TrafficPolicies,
-  'backendTLS' | 'backendTunnel' | 'mcpAuthorization' | 'mcpGuardrails' | 'a2a' | NotBuiltTrafficPolicy
+  'backendTLS' | 'backendTunnel' | 'mcpAuthorization' | 'mcpGuardrails' | 'a2a' | 'ai' | NotBuiltTrafficPolicy
 >;
 /**
  * A backend's own policies: those of BackendPolicies that are layers (not connection settings). Each
@@ -18,7 +18,7 @@ export type PolicyName = Exclude<
  */
 export type BackendPolicyName = Exclude<
   keyof BackendPolicies,
-  'backendTLS' | 'backendTunnel' | 'http' | 'tcp' | NotBuiltBackendPolicy
+  'backendTLS' | 'backendTunnel' | 'http' | 'tcp' | 'ai' | NotBuiltBackendPolicy
 > &
   PolicyName;
 /** As the IR holds it: credentials are Secrets (config/seal.ts). */

@@ -1,6 +1,7 @@
 // The client-side APIs an `ai` backend serves, by request path: which format the body is in, how its
 // errors are worded, and where its model and stream flag are. A new client format is one entry here
 // plus its format pairs.
+import type { AiRouteType } from '@gw/api';
 import type { LlmFormat } from '../../config/ir.ts';
 import type { ErrorFormat } from '../../errors.ts';
 import type { JsonObject } from './types.ts';
@@ -64,4 +65,48 @@ export const MODELS_PATH = '/v1/models';
 export function clientApiFor(path: string): ClientApi | undefined {
   for (const api of CLIENT_APIS) if (path.endsWith(api.path)) return api;
   return undefined;
+}
+
+/** How an ai backend serves a request: as a client API, the model list, or forwarded as it is. */
+export type LlmRoute = { api: ClientApi } | { models: true } | { forward: 'passthrough' | 'detect' };
+
+const ROUTE_FORMATS: Partial<Record<AiRouteType, LlmFormat>> = {
+  completions: 'openai-chat',
+  messages: 'anthropic-messages',
+  responses: 'openai-responses',
+  embeddings: 'openai-embeddings',
+  anthropicTokenCount: 'anthropic-count-tokens',
+};
+
+/**
+ * What a request path is to an ai backend. Without `routes` (the ai policy's, longest suffix first,
+ * `*` last) the APIs' standard paths tell, and another path is none (undefined). With them the first
+ * suffix the path ends with tells, else `*`, else a chat completion (as agentgateway does).
+ */
+export function compileRoutes(
+  routes: readonly (readonly [string, AiRouteType])[] | undefined,
+): (path: string, method: string) => LlmRoute | undefined {
+  if (!routes) {
+    return (path, method) => {
+      if (path.endsWith(MODELS_PATH) && (method === 'GET' || method === 'HEAD')) return { models: true };
+      const api = clientApiFor(path);
+      return api ? { api } : undefined;
+    };
+  }
+  const byType = (t: AiRouteType): LlmRoute => {
+    if (t === 'models') return { models: true };
+    if (t === 'passthrough' || t === 'detect') return { forward: t };
+    const format = ROUTE_FORMATS[t];
+    const api = CLIENT_APIS.find((a) => a.format === format);
+    // checkAiPolicy refuses the types this build does not serve
+    if (!api) throw new Error(`route type ${t} has no client API`);
+    return { api };
+  };
+  const suffixes = routes.filter(([s]) => s !== '*').map(([s, t]) => [s, byType(t)] as const);
+  const star = routes.find(([s]) => s === '*');
+  const fallback = byType(star ? star[1] : 'completions');
+  return (path) => {
+    for (const [suffix, route] of suffixes) if (path.endsWith(suffix)) return route;
+    return fallback;
+  };
 }

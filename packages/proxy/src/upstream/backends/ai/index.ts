@@ -1,10 +1,11 @@
 // The `ai` backend: an LLM gateway in front of providers. It reads the client's request (an OpenAI
 // chat completion, …), picks the model that serves it (llm/router.ts), converts and sends it to the
 // provider and converts the answer back as it streams (llm/model.ts). `GET /v1/models` lists the
-// public models. Errors reach the client in its own API's shape.
+// public models. Errors reach the client in its own API's shape. The ai policy's `routes` may say
+// otherwise which API a path is, or forward requests at some paths as they are (passthrough, detect).
 import { GwError } from '../../../errors.ts';
-import { clientApiFor, MODELS_PATH } from '../../../llm/formats/clients.ts';
-import { readLlmRequest } from '../../../llm/request.ts';
+import { clientApiFor, compileRoutes } from '../../../llm/formats/clients.ts';
+import { readForwarded, readLlmRequest } from '../../../llm/request.ts';
 import { compileAi } from '../../../llm/router.ts';
 import type { BackendKind } from '../types.ts';
 
@@ -15,20 +16,31 @@ export const aiBackend: BackendKind<'ai'> = {
     const ai = compileAi(t, env, limit);
     const list = modelList(ai.listed);
     const first = ai.models[0];
+    const routeOf = compileRoutes(t.routes);
     return {
       type: 'ai',
       protocol: first?.endpoint.endsWith(':443') ? 'https' : 'http',
       target: (ctx) => ctx.endpoint ?? first?.endpoint ?? '',
       errorFormat: 'openai',
-      errorFormatOf: (url) => clientApiFor(url.split('?', 1)[0] ?? url)?.errorFormat ?? 'openai',
+      errorFormatOf: (url) => {
+        const r = routeOf(url.split('?', 1)[0] ?? url, 'POST');
+        return r && 'api' in r ? r.api.errorFormat : 'openai';
+      },
       // Before the route's policies, so they (authorization, rate limits) can read llm.* in CEL.
       // Only a POST is an LLM call: a CORS preflight (OPTIONS) must reach the CORS policy unread.
       prepare: async (ctx) => {
-        if (ctx.method === 'POST') await readLlmRequest(ctx, limit);
+        if (ctx.method !== 'POST') return;
+        const r = routeOf(ctx.path, ctx.method);
+        if (r && 'api' in r) await readLlmRequest(ctx, limit, r.api);
+        else if (r && 'forward' in r && r.forward === 'detect')
+          await readForwarded(ctx, limit, clientApiFor(ctx.path));
       },
       call: async (ctx) => {
         const allowed = ctx.ext.allowedModels;
-        if (ctx.path.endsWith(MODELS_PATH) && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
+        const r = routeOf(ctx.path, ctx.method);
+        if (r && 'models' in r) {
+          if (ctx.method !== 'GET' && ctx.method !== 'HEAD')
+            throw new GwError('GW_ERR_LLM_BAD_REQUEST', `the model list takes GET, not ${ctx.method}`);
           // an API key limited to some models sees only those
           const body = allowed ? modelList(ai.listed.filter((m) => allowed(m.id))) : list;
           ctx.response = {
@@ -38,18 +50,36 @@ export const aiBackend: BackendKind<'ai'> = {
           };
           return;
         }
-        const state = await readLlmRequest(ctx, limit);
-        if (!state) throw new GwError('GW_ERR_NO_ROUTE', `${ctx.path} is not an LLM API this gateway serves`);
-        if (allowed && !allowed(state.requestModel))
+        let model: string;
+        if (r && 'forward' in r) {
+          const state = await readForwarded(
+            ctx,
+            limit,
+            r.forward === 'detect' ? clientApiFor(ctx.path) : undefined,
+          );
+          ctx.ext.llmForward = r.forward;
+          // Providers of a route's ai backend serve any name (`*`); a model list needs the body's.
+          model = state?.requestModel ?? '*';
+        } else {
+          const state = r ? await readLlmRequest(ctx, limit, r.api) : undefined;
+          if (!state)
+            throw new GwError('GW_ERR_NO_ROUTE', `${ctx.path} is not an LLM API this gateway serves`);
+          model = state.requestModel;
+        }
+        if (allowed && !allowed(model))
           throw new GwError(
             'GW_ERR_FORBIDDEN',
-            `this API key may not use the model ${JSON.stringify(state.requestModel)}`,
+            model === '*'
+              ? 'this API key may use only some models, and this forwarded request names none'
+              : `this API key may not use the model ${JSON.stringify(model)}`,
           );
-        const serve = ai.route(state.requestModel);
+        const serve = ai.route(model);
         if (!serve) {
           throw new GwError(
             'GW_ERR_LLM_UNKNOWN_MODEL',
-            `the model ${JSON.stringify(state.requestModel)} does not exist on this gateway`,
+            model === '*'
+              ? 'a forwarded request names no model, and no model of this backend serves any name'
+              : `the model ${JSON.stringify(model)} does not exist on this gateway`,
           );
         }
         await serve(ctx);
