@@ -5,7 +5,7 @@
 
 export { CEL_VARIABLES, celToJson } from './cel/values.ts';
 export { hashFormat, parseHtpasswd } from './checks/htpasswd.ts';
-export { GUARD_REGEX_FLAGS } from './checks/regex.ts';
+export { GUARD_REGEX_FLAGS, jsRegexSource, userRegExp } from './checks/regex.ts';
 export { DEFAULT_SENSITIVE_HEADERS } from './config/credentials.ts';
 export { parseByteSize, parseGoDuration } from './duration.ts';
 export { HEADER_NAME_REGEXP as HEADER_NAME_PATTERN } from './header-name.ts';

@@ -9,14 +9,14 @@ import {
 import type { FieldPath } from '../config/source.ts';
 import { checkCel, checkCelMap } from './cel.ts';
 import type { Problem } from './problem.ts';
-import { checkRegex, GUARD_REGEX_FLAGS } from './regex.ts';
+import { checkRegex, GUARD_REGEX_FLAGS, userRegExp } from './regex.ts';
 
 export { GUARD_REGEX_FLAGS };
 
 export function checkGuardPattern(pattern: string, path: FieldPath): Problem[] {
   let re: RegExp;
   try {
-    re = new RegExp(pattern, GUARD_REGEX_FLAGS);
+    re = userRegExp(pattern, GUARD_REGEX_FLAGS);
   } catch (err) {
     return [{ path, message: `invalid regular expression: ${(err as Error).message}` }];
   }

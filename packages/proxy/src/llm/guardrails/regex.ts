@@ -1,7 +1,7 @@
 // The regex guard: built-in detectors and configured patterns, compiled once per model. Mask replaces
 // each match (a detector's placeholder, or `<name>` / `<MASKED>` for a pattern), Reject and Audit stop
 // at the first match. Only the texts handed in are scanned, never the JSON around them.
-import { GUARD_REGEX_FLAGS } from '@gw/api/runtime';
+import { GUARD_REGEX_FLAGS, userRegExp } from '@gw/api/runtime';
 import type { LlmGuardIR } from '../../config/ir.ts';
 import { BUILTINS, type Detector } from './builtins.ts';
 import type { CompiledGuard, GuardKindModule, GuardVerdict } from './types.ts';
@@ -18,7 +18,7 @@ function compileRules(ir: LlmGuardIR<'regex'>): Rule[] {
       return { ...b, re: new RegExp(b.re.source, b.re.flags), name: r.builtin };
     }
     return {
-      re: new RegExp(r.pattern, GUARD_REGEX_FLAGS),
+      re: userRegExp(r.pattern, GUARD_REGEX_FLAGS),
       mask: `<${r.name ?? 'MASKED'}>`,
       name: r.name ?? r.pattern,
     };

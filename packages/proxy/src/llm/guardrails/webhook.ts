@@ -2,6 +2,8 @@
 // service (@gw/guardrail-sdk's contract: POST /request, POST /response) over one keep-alive pool per
 // target, and its verdict is applied: allow, modify (the new text replaces the message's) or reject
 // (its status and text, in the client's error format). A call that fails follows the failure mode.
+
+import { jsRegexSource } from '@gw/api/runtime';
 import type { ParseResult, Verdict } from '@gw/guardrail-sdk';
 import { REQUEST_PATH, RESPONSE_PATH } from '@gw/guardrail-sdk/wire';
 import { type CelProgram, compileCel } from '../../cel/cel.ts';
@@ -59,7 +61,7 @@ export const webhookGuard: GuardKindModule<'webhook'> = {
           ? (
               (re: RegExp) => (v: string) =>
                 re.test(v)
-            )(new RegExp(`^(?:${f.regex})$`))
+            )(new RegExp(`^(?:${jsRegexSource(f.regex)})$`))
           : (v: string) => v === f.exact,
     }));
     const authority = new URL(s.origin).host;
