@@ -34,6 +34,20 @@ export function celEnvironment<C extends object>(rt: CelRuntime<C>): Environment
   e.registerFunction('json(bytes): dyn', (b: Uint8Array) => parseJson(new TextDecoder().decode(b)));
   e.registerFunction('toJson(dyn): string', (v: unknown) => JSON.stringify(celToJson(v)));
   e.registerFunction('to_json(dyn): string', (v: unknown) => JSON.stringify(celToJson(v)));
+  // agentgateway's default(value, fallback): the fallback where the value cannot be evaluated (a
+  // missing key or field) or is null. A macro, so the first argument's error is caught.
+  e.registerFunction('default(ast, ast): dyn', ({ args }: { args: unknown[] }) => ({
+    args,
+    async: false,
+    typeCheck(checker: MacroChecker, macro: { args: unknown[] }, ctx: unknown) {
+      for (const a of macro.args) checker.check(a, ctx);
+      return checker.getType('dyn');
+    },
+    evaluate(ev: MacroEvaluator, macro: { args: unknown[] }, ctx: unknown) {
+      const v = ev.tryEval(macro.args[0], ctx);
+      return v instanceof Error || v === null || v === undefined ? ev.run(macro.args[1], ctx) : v;
+    },
+  }));
   e.registerType('CIDR', rt.Cidr);
   e.registerFunction('cidr(string): CIDR', (text: string) => new rt.Cidr(text));
   e.registerFunction({
@@ -44,6 +58,16 @@ export function celEnvironment<C extends object>(rt: CelRuntime<C>): Environment
     params: [{ name: 'ip', type: 'dyn' }],
   });
   return e;
+}
+
+/** What a macro's type check is handed (the library does not export these types). */
+interface MacroChecker {
+  check(node: unknown, ctx: unknown): unknown;
+  getType(name: string): unknown;
+}
+interface MacroEvaluator {
+  run(node: unknown, ctx: unknown): unknown;
+  tryEval(node: unknown, ctx: unknown): unknown;
 }
 
 export type CelEvaluator = ((ctx: Partial<Record<CelVariable, unknown>>) => unknown) & {

@@ -40,6 +40,22 @@ test('has(), duration(), random()', () => {
   assert.equal(celTrue(r, {}), true);
 });
 
+test("default(value, fallback) (agentgateway's): the fallback for a missing key or a null, else the value", () => {
+  const body = (json: string) => ({ request: { body: Buffer.from(json), headers: {} } });
+  const tier = compileCel('default(json(request.body).metadata.tier, "economy")');
+  assert.equal(tier.eval(body('{"metadata":{"tier":"premium"}}')), 'premium');
+  assert.equal(tier.eval(body('{"metadata":{}}')), 'economy');
+  assert.equal(tier.eval(body('{}')), 'economy');
+  assert.equal(tier.eval(body('{"metadata":{"tier":null}}')), 'economy');
+  const tokens = compileCel('default(json(request.body).max_tokens, 1024) > 4096');
+  assert.equal(celTrue(tokens, body('{"max_tokens":8192}')), true);
+  assert.equal(celTrue(tokens, body('{}')), false);
+  assert.equal(compileCel('default(request.headers["x-team"], "none")').eval(body('{}')), 'none');
+  // the fallback is evaluated only when needed, and may itself be an expression
+  assert.equal(compileCel('default(1, 1 / 0)').eval({}), 1n);
+  assert.throws(() => compileCel('default(1)'), /default/);
+});
+
 test('compile errors name the problem; unknown variables and over-long expressions are rejected', () => {
   assert.throws(() => compileCel('request.path =='), CelCompileError);
   assert.throws(() => compileCel('nosuchvar == 1'), /Unknown variable: nosuchvar/);
