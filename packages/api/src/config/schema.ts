@@ -2295,13 +2295,12 @@ export const LlmPolicies = strict({
   }),
 });
 
+/** Where the llm and mcp blocks attach: `<gateway>` or `<gateway>/<listener>`, one or a list. */
+const GatewayRefs = z.union([z.string().min(1), z.array(z.string().min(1))]);
 export const LlmConfig = strict({
-  gateways: z
-    .union([z.string().min(1), z.array(z.string().min(1))])
-    .optional()
-    .meta({
-      description: 'gateways (<name> or <name>/<listener>) to serve the LLM API on',
-    }),
+  gateways: GatewayRefs.optional().meta({
+    description: 'gateways (<name> or <name>/<listener>) to serve the LLM API on',
+  }),
   port: Port.optional().meta({ description: 'a port of its own to serve the LLM API on' }),
   tls: ListenerTLS.optional(),
   providers: z.array(LlmNamedProvider).optional(),
@@ -2446,6 +2445,21 @@ export const McpBackend = strict({
   failureMode: z.enum(['failClosed', 'failOpen', 'FailClosed', 'FailOpen']).nullable().optional(),
   dnsRebindingProtection: z.boolean().optional(),
 });
+/**
+ * agentgateway's top-level `mcp` block: one virtual MCP server of these targets, served at /mcp (and
+ * /sse, /message for the older transport) on a port of its own or on the gateways it names.
+ */
+export const McpConfig = McpBackend.extend({
+  gateways: GatewayRefs.optional().meta({
+    description:
+      'gateways (<name> or <name>/<listener>) to serve the MCP server on (default: the gateway named default)',
+  }),
+  port: Port.optional().meta({ description: 'a port of its own to serve the MCP server on' }),
+  policies: TrafficPolicies.optional().meta({
+    description: "the MCP route's policies (mcpAuthentication, mcpAuthorization, cors, rate limits, …)",
+  }),
+});
+export type McpConfig = z.infer<typeof McpConfig>;
 
 // The output types of these sections, worked out in statements of their own: TypeScript caps the
 // type instantiations of one statement, and the whole file's type at once goes over it.
@@ -2457,6 +2471,7 @@ const AttachedRouteTyped: z.ZodType<z.output<typeof AttachedRoute>> = AttachedRo
 const NamedBackendTyped: z.ZodType<z.output<typeof NamedBackend>> = NamedBackend;
 const TargetedPolicyTyped: z.ZodType<z.output<typeof TargetedPolicy>> = TargetedPolicy;
 const LlmConfigTyped: z.ZodType<z.output<typeof LlmConfig>> = LlmConfig;
+const McpConfigTyped: z.ZodType<z.output<typeof McpConfig>> = McpConfig;
 export const ConfigFile = strict({
   config: GlobalConfigTyped.optional(),
   binds: z.array(BindTyped).optional(),
@@ -2472,7 +2487,7 @@ export const ConfigFile = strict({
   workloads: z.array(z.unknown()).optional(),
   services: z.array(z.unknown()).optional(),
   llm: LlmConfigTyped.optional(),
-  mcp: NotYet('mcp').optional(),
+  mcp: McpConfigTyped.optional(),
   tcpRoutes: z.array(AttachedTcpRoute).optional(),
   routeGroups: z
     .array(

@@ -55,6 +55,7 @@ import {
   llmPreset,
   type McpAuthentication,
   type McpBackend,
+  type McpConfig,
   type McpGuardrails,
   matchModelName,
   type Problem,
@@ -558,7 +559,8 @@ class Builder {
       }
     });
     if (this.cfg.llm) this.llmRoutes(this.cfg.llm, add, listenersOf, gwPolicies, targeted);
-    if (byKey.size === 0 && !this.opts.allowNoListeners && !this.cfg.llm)
+    if (this.cfg.mcp) this.mcpRoutes(this.cfg.mcp, add, listenersOf, gwPolicies, targeted);
+    if (byKey.size === 0 && !this.opts.allowNoListeners && !this.cfg.llm && !this.cfg.mcp)
       this.fail([], 'no listeners: define binds: or gateways:');
     return [...byKey.values()];
   }
@@ -588,23 +590,95 @@ class Builder {
       ...(llm.policies ? { policies } : {}),
     };
     const backend: RouteBackendIR = { name: 'llm', weight: 1, target, policies: {} };
-    if (llm.port !== undefined) {
-      const protocol = llm.tls ? 'HTTPS' : 'HTTP';
-      const tls = this.serverTls([...path, 'tls'], protocol, llm.tls);
-      const l: ListenerIR = { gateway: 'llm', name: 'llm', protocol, routes: [], ...(tls ? { tls } : {}) };
-      l.routes.push(this.route(path, 'llm/llm', route, targeted.gateway.get('llm'), targeted, [backend]));
-      add(path, '::', llm.port, l);
+    this.attachBlock(['llm'], llm, route, backend, { add, listenersOf, gwPolicies, targeted });
+  }
+
+  /**
+   * The route of the llm or mcp block (path `[name]`) on a listener of its own (`port`, with `tls`),
+   * or on the gateways it names (`default` when there is one).
+   */
+  attachBlock(
+    path: ['llm' | 'mcp'],
+    block: {
+      port?: number | undefined;
+      gateways?: string | string[] | undefined;
+      tls?: ListenerTLS | undefined;
+    },
+    route: Parameters<Builder['route']>[2],
+    backend: RouteBackendIR,
+    at: {
+      add: (path: FieldPath, address: string, port: number, l: ListenerIR) => void;
+      listenersOf: Map<string, ListenerIR[]>;
+      gwPolicies: Map<string, TrafficPolicies>;
+      targeted: ReturnType<Builder['targetedPolicies']>;
+    },
+  ): void {
+    const [name] = path;
+    const { targeted } = at;
+    if (block.port !== undefined) {
+      const protocol = block.tls ? 'HTTPS' : 'HTTP';
+      const tls = this.serverTls([...path, 'tls'], protocol, block.tls);
+      const l: ListenerIR = { gateway: name, name, protocol, routes: [], ...(tls ? { tls } : {}) };
+      l.routes.push(
+        this.route(path, `${name}/${name}`, route, targeted.gateway.get(name), targeted, [backend]),
+      );
+      at.add(path, '::', block.port, l);
       return;
     }
     let refs: string[];
-    if (llm.gateways !== undefined) refs = Array.isArray(llm.gateways) ? llm.gateways : [llm.gateways];
-    else if (listenersOf.has('default')) refs = ['default'];
+    if (block.gateways !== undefined)
+      refs = Array.isArray(block.gateways) ? block.gateways : [block.gateways];
+    else if (at.listenersOf.has('default')) refs = ['default'];
     else {
-      this.fail(path, 'set llm.port, or llm.gateways to serve the LLM API on (no gateway named default)');
+      this.fail(
+        path,
+        `set ${name}.port, or ${name}.gateways to serve the ${name === 'llm' ? 'LLM API' : 'MCP server'} on (no gateway named default)`,
+      );
       return;
     }
-    for (const { l, key, inherited } of this.attachTargets(path, refs, listenersOf, gwPolicies, targeted))
+    for (const { l, key, inherited } of this.attachTargets(
+      path,
+      refs,
+      at.listenersOf,
+      at.gwPolicies,
+      targeted,
+    ))
       l.routes.push(this.route(path, key, route, inherited, targeted, [backend]));
+  }
+
+  // ---------- the mcp block ----------
+
+  /**
+   * agentgateway's top-level `mcp`: its targets as one mcp backend, served at /mcp (streamable HTTP)
+   * and /sse with /message (the older SSE transport) by one route with the block's policies.
+   */
+  mcpRoutes(
+    mcp: McpConfig,
+    add: (path: FieldPath, address: string, port: number, l: ListenerIR) => void,
+    listenersOf: Map<string, ListenerIR[]>,
+    gwPolicies: Map<string, TrafficPolicies>,
+    targeted: ReturnType<Builder['targetedPolicies']>,
+  ): void {
+    const path: ['mcp'] = ['mcp'];
+    const { gateways, port, policies, ...backendSpec } = mcp;
+    const { mcpAuthorization, mcpGuardrails, ...routePolicies } = policies ?? {};
+    if (policies) this.trafficChecks([...path, 'policies'], routePolicies);
+    const target = this.mcpTarget(path, backendSpec);
+    if (!target) return;
+    // the route's MCP rules and processors are the backend's (as a route's reach its mcp backends)
+    if (mcpAuthorization) {
+      this.report(checkAuthorization(mcpAuthorization, [...path, 'policies', 'mcpAuthorization']));
+      target.authorization = [mcpAuthorization];
+    }
+    if (mcpGuardrails)
+      target.guardrails = this.mcpProcessors([...path, 'policies', 'mcpGuardrails'], mcpGuardrails);
+    const route = {
+      name: 'mcp',
+      matches: MCP_PATHS.map((p) => ({ path: { exact: p } })),
+      ...(policies ? { policies: routePolicies } : {}),
+    };
+    const backend: RouteBackendIR = { name: 'mcp', weight: 1, target, policies: {} };
+    this.attachBlock(path, { gateways, port }, route, backend, { add, listenersOf, gwPolicies, targeted });
   }
 
   /**
@@ -1947,6 +2021,8 @@ function addCredentialLocations(global: GlobalIR, binds: BindIR[]): void {
 
 /** The paths the LLM API is served at: every client API this build speaks, and the model list. */
 const LLM_PATHS = [...CLIENT_APIS.map((a) => a.path), MODELS_PATH];
+/** Where the mcp block's server answers: streamable HTTP, and the SSE transport's two endpoints. */
+const MCP_PATHS = ['/mcp', '/sse', '/message'];
 
 /** promptCaching with agentgateway's defaults filled in. */
 function promptCachingIR(c: NonNullable<LlmModel['promptCaching']>): LlmPromptCachingIR {
