@@ -6,6 +6,7 @@ export * from './cel/environment.ts';
 export * from './checks/index.ts';
 export * from './config/conditional.ts';
 export * from './config/credentials.ts';
+export * from './config/model-catalog.ts';
 export * from './config/observability.ts';
 export * from './config/oidc.ts';
 export * from './config/schema.ts';

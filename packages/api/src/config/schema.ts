@@ -41,6 +41,7 @@ import { parseByteSize, parseGoDuration } from '../duration.ts';
 import { LLM_PRESETS } from '../llm/presets.ts';
 import { CIPHER_SUITE_NAMES, KEY_EXCHANGE_GROUPS } from '../tls-names.ts';
 import { conditionalEntry, conditionalForm, explicitOrConditional } from './conditional.ts';
+import { ModelCatalogSource } from './model-catalog.ts';
 import { observabilitySchemas } from './observability.ts';
 import { Oidc } from './oidc.ts';
 import { tcpRouteSchemas } from './tcp-routes.ts';
@@ -1532,7 +1533,6 @@ const CONFIG_NOT_BUILT_KEYS = [
   'enableIpv6',
   'dns',
   'localXdsPath',
-  'modelCatalog',
   'database',
   'storage',
   'caAddress',
@@ -1575,6 +1575,10 @@ export const GlobalConfig = strict({
     database: NotYet('config.logging.database').optional(),
   }).optional(),
   ...CONFIG_NOT_BUILT,
+  modelCatalog: z.array(ModelCatalogSource).nullable().optional().meta({
+    description:
+      'what models cost (per million tokens, by provider and model), from files or inline, merged in order (a later model entry replaces an earlier one): each LLM request is priced (llm.cost)',
+  }),
   tracing: Observability.GlobalTracing.optional().meta({
     description: 'the older, global form of frontendPolicies.tracing (set one)',
   }),

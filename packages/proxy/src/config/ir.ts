@@ -52,7 +52,21 @@ export interface GlobalIR {
   guardrailWebhook: { maxConnections: number | null; keepAliveMs: number };
   /** config.metrics: labels added to the request metrics, metrics not collected. */
   metrics?: MetricsIR;
+  /** config.modelCatalog, merged: what each provider's models cost (llm/cost.ts prices requests with it). */
+  modelCatalog?: CostCatalogIR;
 }
+
+/** Prices in currency units per million tokens, by kind; an unset kind is not priced. */
+export type CostRatesIR = Partial<
+  Record<'input' | 'output' | 'cacheRead' | 'cacheWrite' | 'reasoning' | 'inputAudio' | 'outputAudio', number>
+>;
+export interface CostModelIR {
+  rates: CostRatesIR;
+  /** Ascending by contextOver: the highest one the request's context exceeds overlays `rates`. */
+  tiers: { contextOver: number; rates: CostRatesIR }[];
+}
+/** provider name → model id → its prices. */
+export type CostCatalogIR = Record<string, Record<string, CostModelIR>>;
 
 export interface MetricsIR {
   /** Label name → CEL evaluated when the request ends (gw_requests_total, gw_request_duration_seconds). */

@@ -15,6 +15,7 @@ import {
   type BackendAuth,
   type BackendPolicies,
   type BackendTLS,
+  type CatalogRates,
   ConfigError,
   type ConfigFile,
   ConfigFileSchema,
@@ -57,6 +58,8 @@ import {
   type McpBackend,
   type McpConfig,
   type McpGuardrails,
+  ModelCatalog,
+  type ModelCatalogSource,
   matchModelName,
   type Problem,
   type PromptEnrichment,
@@ -91,6 +94,8 @@ import type {
   BackendTarget,
   BackendTlsIR,
   BindIR,
+  CostCatalogIR,
+  CostRatesIR,
   GlobalIR,
   ListenerIR,
   ListenerProtocol,
@@ -291,6 +296,7 @@ class Builder {
     const fh = this.cfg.frontendPolicies?.http;
     const ka = g.backend?.keepalives;
     const metrics = metricsOf(this.cfg);
+    const modelCatalog = g.modelCatalog ? this.modelCatalog(g.modelCatalog) : undefined;
     return {
       maxBufferSize:
         fh?.maxBufferSize === undefined ? DEFAULT_MAX_BUFFER : (parseByteSize(fh.maxBufferSize) ?? 0),
@@ -320,7 +326,68 @@ class Builder {
       credentialQueryParams: [],
       guardrailWebhook: this.guardrailWebhook(),
       ...(metrics ? { metrics } : {}),
+      ...(modelCatalog ? { modelCatalog } : {}),
     };
+  }
+
+  /**
+   * config.modelCatalog: each source read (a file relative to the config, JSON text, or the catalog
+   * itself), checked, and merged in order, a later model entry replacing an earlier one. A file that
+   * is not there is skipped with a warning, as agentgateway does (with none read, nothing is priced).
+   */
+  modelCatalog(sources: ModelCatalogSource[]): CostCatalogIR | undefined {
+    const path = ['config', 'modelCatalog'];
+    const out: CostCatalogIR = {};
+    let read = 0;
+    sources.forEach((s, i) => {
+      let catalog: ModelCatalog | undefined;
+      if ('file' in s || typeof s.inline === 'string') {
+        const at = [...path, i, 'file' in s ? 'file' : 'inline'];
+        let text: string;
+        if ('file' in s) {
+          const full = isAbsolute(s.file) ? s.file : resolve(this.baseDir, s.file);
+          try {
+            text = readFileSync(full, 'utf8');
+          } catch (err) {
+            const code = (err as NodeJS.ErrnoException).code;
+            if (code === 'ENOENT') {
+              this.src.warnings.push(this.src.issueAt(at, `${full} does not exist: its prices are not used`));
+              return;
+            }
+            this.fail(at, `cannot read ${full}: ${code ?? (err as Error).message}`);
+            return;
+          }
+        } else text = s.inline as string;
+        const where = 'file' in s ? `${s.file}: ` : '';
+        let json: unknown;
+        try {
+          json = JSON.parse(text);
+        } catch (err) {
+          this.fail(at, `${where}the catalog is not JSON: ${(err as Error).message}`);
+          return;
+        }
+        const parsed = ModelCatalog.safeParse(json);
+        if (!parsed.success) {
+          for (const issue of parsed.error.issues)
+            this.fail(
+              at,
+              `${where}${issue.path.length ? `${formatPath(issue.path as FieldPath)}: ` : ''}${issue.message}`,
+            );
+          return;
+        }
+        catalog = parsed.data;
+      } else catalog = s.inline as ModelCatalog;
+      read++;
+      for (const [provider, p] of Object.entries(catalog.providers ?? {})) {
+        const models = (out[provider] ??= {});
+        for (const [id, m] of Object.entries(p.models ?? {}))
+          models[id] = {
+            rates: costRates(m.rates),
+            tiers: (m.tiers ?? []).map((t) => ({ contextOver: t.contextOver, rates: costRates(t.rates) })),
+          };
+      }
+    });
+    return read > 0 ? out : undefined;
   }
 
   /** agentgateway's HTTP/2 server settings (frontendPolicies.http) as Node's; unset ones are left out. */
@@ -2450,6 +2517,14 @@ function webhookGuardIR(
 function mergeAi(...layers: (AiPolicy | undefined)[]): AiPolicy | undefined {
   let out: AiPolicy | undefined;
   for (const l of layers) if (l) out = { ...out, ...l };
+  return out;
+}
+
+/** A catalog's rates as numbers; the unset and null ones left out. */
+function costRates(r: CatalogRates | undefined): CostRatesIR {
+  const out: CostRatesIR = {};
+  for (const [k, v] of Object.entries(r ?? {}))
+    if (typeof v === 'string') out[k as keyof CostRatesIR] = Number(v);
   return out;
 }
 

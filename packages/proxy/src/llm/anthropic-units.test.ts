@@ -586,7 +586,7 @@ describe('anthropic-messages__bedrock-converse', () => {
         },
       },
     );
-    assert.deepEqual(s.usage, { input: 15, output: 4, cachedInput: 10, reasoning: 0 });
+    assert.deepEqual(s.usage, { input: 15, output: 4, cachedInput: 10, cacheWrite: 2, reasoning: 0 });
     const stops = [
       'end_turn',
       'max_tokens',

@@ -50,7 +50,7 @@ describe('usage', () => {
     );
   });
 
-  test('Anthropic: cache reads and writes are added to input', () => {
+  test('Anthropic: cache reads and writes are added to input (writes also apart)', () => {
     assert.deepEqual(
       normalizeUsage({
         input_tokens: 10,
@@ -58,7 +58,7 @@ describe('usage', () => {
         cache_creation_input_tokens: 5,
         output_tokens: 7,
       }),
-      { input: 45, output: 7, cachedInput: 30, reasoning: 0 },
+      { input: 45, output: 7, cachedInput: 30, cacheWrite: 5, reasoning: 0 },
     );
   });
 

@@ -78,6 +78,7 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
   const guards = compileGuards(m.guards, env);
   const prompts = m.prompts;
   const alias = m.modelAliases ? compileAliases(m.modelAliases) : undefined;
+  const catalog = env.global.modelCatalog;
   const limit = env.global.maxBufferSize;
   const timeout = env.attemptTimeoutMs;
   const rules = m.authorization ? compileRules(m.authorization) : undefined;
@@ -121,6 +122,7 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
     const model = String(body.model);
     state.model = model;
     state.provider = p.name;
+    state.catalog = catalog;
     const [format, pair] = pairFor(state.clientFormat, formats, p);
     state.providerFormat = format;
     const out = pair.request(
@@ -183,6 +185,7 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
     const raw = Buffer.isBuffer(ctx.body) ? ctx.body : Buffer.from(JSON.stringify(state.request));
     state.model = state.requestModel;
     state.provider = p.name;
+    state.catalog = catalog;
     state.providerFormat = format;
     const path = providerPath(provider, p, format, state.requestModel, state.streaming);
     await dispatch(ctx, 'POST', path, raw, mode === 'detect');
@@ -201,6 +204,7 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
     if (state) {
       state.model = state.requestModel;
       state.provider = p.name;
+      state.catalog = catalog;
       state.providerFormat = state.clientFormat;
     }
     const body = Buffer.isBuffer(ctx.body) ? ctx.body : EMPTY;

@@ -1,7 +1,8 @@
 // The per-request LLM slot (`ctx.ext.llm`): which model and provider served the request and the
 // token usage its answer reported, normalised across providers. The `ai` backend fills it in; the
 // access log, metrics, CEL (`llm.*`) and the token rate limits read it.
-import type { LlmFormat } from '../config/ir.ts';
+import type { CostCatalogIR, LlmFormat } from '../config/ir.ts';
+import { type LlmCost, priceUsage } from './cost.ts';
 import type { GuardFinding } from './guardrails/types.ts';
 
 /**
@@ -10,9 +11,14 @@ import type { GuardFinding } from './guardrails/types.ts';
  * `cachedInput` and `reasoning` say how many of `input` and `output` were cached or reasoning.
  */
 export interface LlmUsage {
+  /** Every input token, cache reads and writes included. */
   input: number;
+  /** Every output token, reasoning included. */
   output: number;
+  /** Input tokens read from a prompt cache. */
   cachedInput: number;
+  /** Input tokens written to a prompt cache, where the provider says (Anthropic, Bedrock). */
+  cacheWrite?: number;
   reasoning: number;
 }
 
@@ -50,6 +56,8 @@ export class LlmRequestState {
   readonly guardrails: GuardFinding[] = [];
   /** The answer has passed completely (its usage, if any, is final). */
   done = false;
+  /** config.modelCatalog, set with the provider: what prices this request. */
+  catalog: CostCatalogIR | undefined = undefined;
   #listeners: UsageListener[] | undefined;
 
   constructor(
@@ -88,6 +96,15 @@ export class LlmRequestState {
     if (u.output > 0) prev.output = u.output;
     if (u.cachedInput > 0) prev.cachedInput = u.cachedInput;
     if (u.reasoning > 0) prev.reasoning = u.reasoning;
+    if (u.cacheWrite) prev.cacheWrite = u.cacheWrite;
+  }
+
+  /** What the request cost by config.modelCatalog once usage is known; undefined when not priced. */
+  get cost(): LlmCost | undefined {
+    const c = this.catalog;
+    const u = this.usage;
+    if (!c || !u || this.provider === undefined) return undefined;
+    return priceUsage(c, this.provider, [this.responseModel, this.model ?? this.requestModel], u);
   }
 
   /** The answer is complete: the usage is final and the listeners hear of it. */
@@ -116,6 +133,8 @@ export class LlmRequestState {
       out.totalTokens = u.input + u.output;
       out.cachedInputTokens = u.cachedInput;
       out.reasoningTokens = u.reasoning;
+      const cost = this.cost;
+      if (cost) out.cost = cost;
     }
     return out;
   }

@@ -36,6 +36,7 @@ export function normalizeUsage(u: Obj): Usage | undefined {
       input: num(u.input_tokens) + cacheRead + cacheWrite,
       output: num(u.output_tokens),
       cachedInput: cacheRead + num(obj(u.input_tokens_details)?.cached_tokens),
+      ...(cacheWrite > 0 ? { cacheWrite } : {}),
       reasoning: num(obj(u.output_tokens_details)?.reasoning_tokens),
     };
   }
@@ -50,10 +51,12 @@ export function normalizeUsage(u: Obj): Usage | undefined {
   }
   if ('inputTokens' in u || 'outputTokens' in u) {
     const read = num(u.cacheReadInputTokens);
+    const write = num(u.cacheWriteInputTokens);
     return {
-      input: num(u.inputTokens) + read + num(u.cacheWriteInputTokens),
+      input: num(u.inputTokens) + read + write,
       output: num(u.outputTokens),
       cachedInput: read,
+      ...(write > 0 ? { cacheWrite: write } : {}),
       // Converse does not count reasoning tokens apart from the output.
       reasoning: 0,
     };

@@ -113,6 +113,8 @@ export function requestRecord(
     if (llm.usage) {
       rec['llm.inputTokens'] = llm.usage.input;
       rec['llm.outputTokens'] = llm.usage.output;
+      const cost = llm.cost;
+      if (cost) rec['llm.cost'] = cost.total;
     }
     if (llm.guardrails.length > 0)
       rec['llm.guardrails'] = llm.guardrails.map(

@@ -39,6 +39,12 @@ export class ProxyMetrics implements RequestObserver {
     labelNames: ['provider', 'model', 'kind'],
     registry: this.registry,
   });
+  readonly llmCost = new CounterFamily({
+    name: 'gw_llm_cost_total',
+    help: 'What LLM requests cost by config.modelCatalog (its currency), by provider and model (as sent); unpriced requests add nothing',
+    labelNames: ['provider', 'model'],
+    registry: this.registry,
+  });
   readonly llmGuardrailActions = new Counter({
     name: 'gw_llm_guardrail_actions_total',
     help: 'What LLM prompt guards did, by phase (request, response, stream), guard kind and action (mask, reject, audit; a mask on a stream is counted though not applied)',
@@ -176,7 +182,12 @@ export class ProxyMetrics implements RequestObserver {
       this.a2aRequests.series(req.route?.key ?? '', method, finalOutcome(a2a, req.error)).value++;
     }
     const llm = req.ext.llm;
-    if (llm?.usage) this.recordTokens(llm.provider ?? '', llm.model ?? llm.requestModel, llm.usage);
+    if (llm?.usage) {
+      const model = llm.model ?? llm.requestModel;
+      this.recordTokens(llm.provider ?? '', model, llm.usage);
+      const cost = llm.catalog && llm.cost;
+      if (cost) this.llmCost.series(llm.provider ?? '', model).value += cost.total;
+    }
     if (llm)
       for (const g of llm.guardrails) this.llmGuardrailActions.labels(g.phase, g.guard, g.action).inc();
     const mirror = req.ext.requestMirror;
