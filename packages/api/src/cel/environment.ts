@@ -3,6 +3,7 @@
 // stand-ins that never run. Both compile through `compileCelWith`, so an expression the checks accept
 // is one the proxy compiles, with the same error message when it is not.
 import { type ASTNode, Environment } from '@marcbachmann/cel-js';
+import { registerExtensions } from './extensions.ts';
 import { CEL_MAX_LENGTH, CEL_VARIABLES, type CelVariable, celToJson, parseJson } from './values.ts';
 
 export { CEL_MAX_LENGTH, CEL_VARIABLES, type CelVariable, celToJson, parseJson } from './values.ts';
@@ -48,6 +49,7 @@ export function celEnvironment<C extends object>(rt: CelRuntime<C>): Environment
       return v instanceof Error || v === null || v === undefined ? ev.run(macro.args[1], ctx) : v;
     },
   }));
+  registerExtensions(e);
   e.registerType('CIDR', rt.Cidr);
   e.registerFunction('cidr(string): CIDR', (text: string) => new rt.Cidr(text));
   e.registerFunction({

@@ -56,6 +56,60 @@ test("default(value, fallback) (agentgateway's): the fallback for a missing key 
   assert.throws(() => compileCel('default(1)'), /default/);
 });
 
+test("agentgateway's functions: encodings, digests, math, strings, maps and the coalesce and with macros", () => {
+  const v = (e: string, ctx: Record<string, unknown> = {}) => compileCel(e).eval(ctx);
+  assert.equal(v('base64.encode("hi?")'), 'aGk/');
+  assert.equal(v('string(base64.decode("aGk/"))'), 'hi?');
+  assert.equal(v('string(base64.decode("aGk"))'), 'hi', 'padding is optional');
+  assert.equal(v('base64Encode(b"hi?")'), 'aGk/');
+  assert.equal(v('sha256.encode("a")'), 'ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb');
+  assert.equal(v('md5.encode("a")'), '0cc175b9c0f1b6a831c399e269772661');
+  assert.equal(v('sha1.encode("a")'), '86f7e437faa5a7fce15d1ddcb9eaeaea377667b8');
+  assert.equal(v('url.encode("a b/c!~*")'), 'a%20b%2Fc%21~%2A');
+  assert.equal(v('url.decode("a%20b+c")'), 'a b+c');
+  assert.equal(v('form.encode({"q": "a b", "n": 1})'), 'q=a+b&n=1');
+  assert.deepEqual(v('form.decode("a=1&b=x+y&a=2")'), { a: ['1', '2'], b: 'x y' });
+  assert.equal(
+    v('url.encode(request.headers["x-cert"])', {
+      request: { headers: { 'x-cert': '-----BEGIN CERT-----' } },
+    }),
+    '-----BEGIN%20CERT-----',
+  );
+  assert.equal(v('math.least(3, 1, 2)'), 1n);
+  assert.equal(v('math.greatest([1.5, 2.5])'), 2.5);
+  assert.equal(v('math.ceil(1.2)'), 2);
+  assert.equal(v('math.abs(-4)'), 4n);
+  assert.equal(v('"héllo".charAt(1)'), 'é');
+  assert.equal(v('"a-b-c".replace("-", "+")'), 'a+b+c');
+  assert.equal(v('"a-b-c".replace("-", "+", 1)'), 'a+b-c');
+  assert.equal(v('"gpt-4o-2024-08-06".regexReplace("-(\\\\d{4})-.*$", " ($1)")'), 'gpt-4o (2024)');
+  assert.deepEqual(Object.fromEntries(v('{"a": 1, "b": 2}.merge({"b": 3})') as Map<string, bigint>), {
+    a: 1n,
+    b: 3n,
+  });
+  assert.match(String(v('uuid()')), /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  assert.equal(v('isIP("::1") && !isIP("example.com")'), true);
+  const jwt = `x.${Buffer.from('{"sub":"u1"}').toString('base64url')}.y`;
+  assert.equal(v(`unvalidatedJwtPayload("${jwt}").sub`), 'u1');
+  // coalesce: the first that evaluates to something not null
+  assert.equal(
+    v('coalesce(request.headers["x-a"], request.headers["x-b"], "none")', {
+      request: { headers: { 'x-b': 'b' } },
+    }),
+    'b',
+  );
+  assert.equal(v('coalesce(null, 1)'), 1n);
+  // with: a name for a value used twice
+  assert.equal(
+    v('json(request.body).with(b, b.model + "/" + string(b.n))', {
+      request: { body: Buffer.from('{"model":"m","n":2}') },
+    }),
+    'm/2',
+  );
+  // fail(): an error, as any failed expression (no value)
+  assert.equal(celTrue(compileCel('fail("no") == "x"'), {}), false);
+});
+
 test('compile errors name the problem; unknown variables and over-long expressions are rejected', () => {
   assert.throws(() => compileCel('request.path =='), CelCompileError);
   assert.throws(() => compileCel('nosuchvar == 1'), /Unknown variable: nosuchvar/);

@@ -1,0 +1,248 @@
+// agentgateway's CEL functions beyond standard CEL and cel-js's own, so its users' expressions compile
+// and mean the same here: encodings and digests under namespaces (`base64.encode`, `url.encode`,
+// `form.decode`, `sha256.encode`, …), `math.*`, string helpers cel-js lacks (`charAt`, `replace`,
+// `regexReplace`), map helpers (`merge`), `uuid()`, `isIP()`, `fail()`, `unvalidatedJwtPayload()`, and the
+// macros `coalesce(…)` and `x.with(name, expr)`. Namespaces are constants of a type of their own, so
+// `url` is no variable a request could set.
+import { createHash, randomUUID } from 'node:crypto';
+import { isIP } from 'node:net';
+import type { Environment } from '@marcbachmann/cel-js';
+import { jsRegexSource } from '../checks/regex.ts';
+import { parseJson } from './values.ts';
+
+type Bytes = Uint8Array;
+const text = (v: string | Bytes) => (typeof v === 'string' ? Buffer.from(v, 'utf8') : Buffer.from(v));
+
+/** RFC 3986's unreserved characters pass; every other byte is %XX (as agentgateway's url.encode). */
+function percentEncode(s: string): string {
+  return encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+}
+
+function base64Decode(v: string | Bytes): Bytes {
+  const s = (typeof v === 'string' ? v : Buffer.from(v).toString('latin1')).replace(/=+$/, '');
+  if (!/^[A-Za-z0-9+/]*$/.test(s) || s.length % 4 === 1) throw new Error('base64.decode: not base64');
+  return new Uint8Array(Buffer.from(s, 'base64'));
+}
+
+function formEncode(m: Map<string, unknown> | Record<string, unknown>): string {
+  const entries = m instanceof Map ? [...m.entries()] : Object.entries(m);
+  const out = new URLSearchParams();
+  for (const [k, v] of entries) {
+    for (const item of Array.isArray(v) ? v : [v]) {
+      if (item !== null && typeof item === 'object')
+        throw new Error(`form.encode: the value of ${k} is not a string, number or list of them`);
+      out.append(String(k), String(item));
+    }
+  }
+  return out.toString();
+}
+
+function formDecode(s: string): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of new URLSearchParams(s)) {
+    const prev = out[k];
+    out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+  }
+  return out;
+}
+
+/** A JWT's payload, its signature not checked (agentgateway's unvalidatedJwtPayload). */
+function jwtPayload(token: string): unknown {
+  const parts = token.split('.');
+  if (parts.length !== 3 || parts[1] === undefined)
+    throw new Error('unvalidatedJwtPayload: not a JWT (three dot-separated parts)');
+  return parseJson(Buffer.from(parts[1], 'base64url').toString('utf8'));
+}
+
+const num = (v: number | bigint) => Number(v);
+function extreme(name: string, values: unknown[], pick: (a: number, b: number) => boolean): unknown {
+  if (values.length === 0) throw new Error(`math.${name}: no values`);
+  let best = values[0];
+  for (const v of values) {
+    if (typeof v !== 'number' && typeof v !== 'bigint') throw new Error(`math.${name}: not a number`);
+    if (pick(num(v), num(best as number))) best = v;
+  }
+  return best;
+}
+
+/** The type-checker and evaluator calls a binding macro makes (cel-js's own `cel.bind` uses them). */
+interface BindContext {
+  forkWithVariable(name: string, type: unknown): BindContext;
+  reuse(ctx: unknown): { setIterValue(v: unknown, ev: unknown): unknown };
+}
+interface MacroArgs {
+  ast: unknown;
+  args: { op: string; args: unknown }[];
+  receiver?: unknown;
+}
+
+export function registerExtensions(e: Environment): void {
+  // namespaces: constants of their own types, whose methods are the functions
+  const ns = (name: string) => {
+    const T = class {};
+    Object.defineProperty(T, 'name', { value: `${name}Namespace` });
+    e.registerType(`${name}Namespace`, T);
+    e.registerConstant(name, `${name}Namespace`, new T());
+    return `${name}Namespace`;
+  };
+  const B64 = ns('base64');
+  for (const t of ['string', 'bytes']) {
+    e.registerFunction(`${B64}.encode(${t}): string`, (_: unknown, v: string | Bytes) =>
+      text(v).toString('base64'),
+    );
+    e.registerFunction(`${B64}.decode(${t}): bytes`, (_: unknown, v: string | Bytes) => base64Decode(v));
+    e.registerFunction(`base64Encode(${t}): string`, (v: string | Bytes) => text(v).toString('base64'));
+    e.registerFunction(`base64Decode(${t}): bytes`, (v: string | Bytes) => base64Decode(v));
+  }
+  for (const [name, alg] of [
+    ['sha1', 'sha1'],
+    ['sha256', 'sha256'],
+    ['md5', 'md5'],
+  ] as const) {
+    const N = ns(name);
+    for (const t of ['string', 'bytes'])
+      e.registerFunction(`${N}.encode(${t}): string`, (_: unknown, v: string | Bytes) =>
+        createHash(alg).update(text(v)).digest('hex'),
+      );
+  }
+  const URL_NS = ns('url');
+  e.registerFunction(`${URL_NS}.encode(string): string`, (_: unknown, s: string) => percentEncode(s));
+  e.registerFunction(`${URL_NS}.decode(string): string`, (_: unknown, s: string) => decodeURIComponent(s));
+  const FORM = ns('form');
+  e.registerFunction(`${FORM}.encode(map): string`, (_: unknown, m: Map<string, unknown>) => formEncode(m));
+  e.registerFunction(`${FORM}.decode(string): map<string, dyn>`, (_: unknown, s: string) => formDecode(s));
+
+  const MATH = ns('math');
+  const numbers = ['int', 'uint', 'double'];
+  for (const t of numbers) {
+    e.registerFunction(`${MATH}.least(list<${t}>): ${t}`, (_: unknown, l: unknown[]) =>
+      extreme('least', l, (a, b) => a < b),
+    );
+    e.registerFunction(`${MATH}.greatest(list<${t}>): ${t}`, (_: unknown, l: unknown[]) =>
+      extreme('greatest', l, (a, b) => a > b),
+    );
+    for (const n of [2, 3, 4]) {
+      const params = Array(n).fill(t).join(', ');
+      e.registerFunction(`${MATH}.least(${params}): ${t}`, (_: unknown, ...l: unknown[]) =>
+        extreme('least', l, (a, b) => a < b),
+      );
+      e.registerFunction(`${MATH}.greatest(${params}): ${t}`, (_: unknown, ...l: unknown[]) =>
+        extreme('greatest', l, (a, b) => a > b),
+      );
+    }
+  }
+  for (const f of ['ceil', 'floor', 'round', 'trunc'] as const)
+    e.registerFunction(`${MATH}.${f}(double): double`, (_: unknown, x: number) => Math[f](x));
+  e.registerFunction(
+    `${MATH}.isInf(double): bool`,
+    (_: unknown, x: number) => x === Infinity || x === -Infinity,
+  );
+  e.registerFunction(`${MATH}.isNaN(double): bool`, (_: unknown, x: number) => Number.isNaN(x));
+  e.registerFunction(`${MATH}.isFinite(double): bool`, (_: unknown, x: number) => Number.isFinite(x));
+  e.registerFunction(`${MATH}.sqrt(double): double`, (_: unknown, x: number) => Math.sqrt(x));
+  e.registerFunction(`${MATH}.sqrt(int): double`, (_: unknown, x: bigint) => Math.sqrt(Number(x)));
+  e.registerFunction(`${MATH}.abs(double): double`, (_: unknown, x: number) => Math.abs(x));
+  e.registerFunction(`${MATH}.abs(int): int`, (_: unknown, x: bigint) => {
+    if (x === -(2n ** 63n)) throw new Error('math.abs: int overflow');
+    return x < 0n ? -x : x;
+  });
+  e.registerFunction(`${MATH}.sign(double): double`, (_: unknown, x: number) => Math.sign(x));
+  e.registerFunction(`${MATH}.sign(int): int`, (_: unknown, x: bigint) => (x > 0n ? 1n : x < 0n ? -1n : 0n));
+
+  // strings cel-js does not have
+  e.registerFunction('string.charAt(int): string', (s: string, i: bigint) => {
+    const chars = [...s];
+    const n = Number(i);
+    if (n < 0 || n > chars.length) throw new Error(`charAt: index ${n} out of range`);
+    return chars[n] ?? '';
+  });
+  e.registerFunction('string.replace(string, string): string', (s: string, from: string, to: string) =>
+    s.split(from).join(to),
+  );
+  e.registerFunction(
+    'string.replace(string, string, int): string',
+    (s: string, from: string, to: string, n: bigint) => {
+      if (n < 0n) return s.split(from).join(to);
+      const parts = s.split(from);
+      const k = Math.min(Number(n), parts.length - 1);
+      return (
+        parts.slice(0, k + 1).join(to) + (k + 1 < parts.length ? from + parts.slice(k + 1).join(from) : '')
+      );
+    },
+  );
+  // the first match replaced, $1 … naming its groups; the pattern in either regex dialect
+  e.registerFunction('string.regexReplace(string, string): string', (s: string, re: string, to: string) =>
+    s.replace(new RegExp(jsRegexSource(re)), to),
+  );
+  e.registerFunction('map.merge(map): map', (a: Map<unknown, unknown>, b: Map<unknown, unknown>) => {
+    const out = new Map(a instanceof Map ? a : Object.entries(a));
+    for (const [k, v] of b instanceof Map ? b : Object.entries(b)) out.set(k, v);
+    return out;
+  });
+  e.registerFunction('uuid(): string', () => randomUUID());
+  e.registerFunction('isIP(string): bool', (s: string) => isIP(s) !== 0);
+  e.registerFunction('fail(string): dyn', (msg: string) => {
+    throw new Error(`fail() called: ${msg}`);
+  });
+  e.registerFunction('unvalidatedJwtPayload(string): dyn', (t: string) => jwtPayload(t));
+
+  // coalesce(a, b, …): the first argument that evaluates without an error to something not null
+  for (const n of [1, 2, 3, 4, 5, 6]) {
+    e.registerFunction(
+      `coalesce(${Array(n).fill('ast').join(', ')}): dyn`,
+      ({ args }: { args: unknown[] }) => ({
+        args,
+        async: false,
+        typeCheck(
+          checker: { check(n: unknown, c: unknown): unknown; getType(t: string): unknown },
+          m: { args: unknown[] },
+          ctx: unknown,
+        ) {
+          for (const a of m.args) checker.check(a, ctx);
+          return checker.getType('dyn');
+        },
+        evaluate(ev: { tryEval(n: unknown, c: unknown): unknown }, m: { args: unknown[] }, ctx: unknown) {
+          let last: unknown = null;
+          let sawNull = false;
+          for (const a of m.args) {
+            const v = ev.tryEval(a, ctx);
+            if (v instanceof Error) last = v;
+            else if (v === null || v === undefined) sawNull = true;
+            else return v;
+          }
+          if (sawNull || !(last instanceof Error)) return null;
+          throw last;
+        },
+      }),
+    );
+  }
+
+  // x.with(name, expr): expr with `name` bound to x (cel.bind's form as a method)
+  e.registerFunction('dyn.with(ast, ast): dyn', ({ ast, args, receiver }: MacroArgs) => {
+    const name = args[0];
+    if (name?.op !== 'id') throw new Error('with(name, expr): the first argument is a name');
+    return {
+      ast,
+      var: name.args as string,
+      val: receiver,
+      exp: args[1],
+      bindCtx: undefined as BindContext | undefined,
+      async: false,
+      typeCheck(
+        checker: { check(n: unknown, c: unknown): unknown },
+        m: { var: string; val: unknown; exp: unknown; bindCtx?: BindContext },
+        ctx: BindContext,
+      ) {
+        m.bindCtx = ctx.forkWithVariable(m.var, checker.check(m.val, ctx));
+        return checker.check(m.exp, m.bindCtx);
+      },
+      evaluate(
+        ev: { run(n: unknown, c: unknown): unknown },
+        m: { val: unknown; exp: unknown; bindCtx: BindContext },
+        ctx: unknown,
+      ) {
+        return ev.run(m.exp, m.bindCtx.reuse(ctx).setIterValue(ev.run(m.val, ctx), ev));
+      },
+    };
+  });
+}
