@@ -379,7 +379,8 @@ class Builder {
       } else catalog = s.inline as ModelCatalog;
       read++;
       for (const [provider, p] of Object.entries(catalog.providers ?? {})) {
-        const models = (out[provider] ??= {});
+        const models = out[provider] ?? {};
+        out[provider] = models;
         for (const [id, m] of Object.entries(p.models ?? {}))
           models[id] = {
             rates: costRates(m.rates),
