@@ -2106,6 +2106,26 @@ export const AiProviderKind = z.union([
       region: z.string().min(1),
       guardrailIdentifier: z.string().min(1).optional(),
       guardrailVersion: z.string().min(1).optional(),
+      requestMetadata: z
+        .array(
+          strict({
+            key: z.string().regex(/^[a-zA-Z0-9\s:_@$#=/+,.-]{1,256}$/, {
+              message: 'a Bedrock metadata key: 1 to 256 letters, digits, spaces or :_@$#=/+,.-',
+            }),
+            value: z.string().max(256).optional(),
+            expression: Cel.optional().meta({
+              description: 'CEL over the request (jwt.sub, request.headers[…])',
+            }),
+          }).refine((m) => (m.value === undefined) !== (m.expression === undefined), {
+            message: 'set value or expression',
+          }),
+        )
+        .max(16)
+        .optional()
+        .meta({
+          description:
+            "Converse's requestMetadata, recorded in Bedrock's model invocation logs: each key's value, or its expression's (an expression with no value leaves its key out)",
+        }),
     }),
   }),
   strict({

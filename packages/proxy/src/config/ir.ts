@@ -501,6 +501,8 @@ export interface LlmModelIR {
   guards?: LlmGuardsIR;
   /** Messages added before and after the client's on every request. */
   prompts?: LlmPromptEnrichmentIR;
+  /** Bedrock Converse's requestMetadata: a value, or a CEL expression evaluated per request, by key. */
+  requestMetadata?: { key: string; value?: string; expression?: string }[];
   /** The ai policy's modelAliases: a requested model → the model sent (exact names, then `*` patterns). */
   modelAliases?: Record<string, string>;
   /**

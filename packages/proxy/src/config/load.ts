@@ -25,6 +25,7 @@ import {
   checkAiPolicy,
   checkAuthorization,
   checkBackendPolicies,
+  checkCel,
   checkCelMap,
   checkFrontendPolicies,
   checkListenerRouteKind,
@@ -1009,6 +1010,20 @@ class Builder {
       const { guardrailIdentifier: identifier, guardrailVersion: version } = k.bedrock;
       if (identifier !== undefined)
         ir.provider.settings.guardrail = { identifier, version: version ?? 'DRAFT' };
+      const meta = k.bedrock.requestMetadata;
+      if (meta) {
+        meta.forEach((m, i) => {
+          if (m.expression !== undefined)
+            this.report(
+              checkCel(m.expression, [...pp, 'provider', 'bedrock', 'requestMetadata', i, 'expression']),
+            );
+        });
+        ir.requestMetadata = meta.map((m) =>
+          m.expression !== undefined
+            ? { key: m.key, expression: m.expression }
+            : { key: m.key, value: m.value ?? '' },
+        );
+      }
     }
     ir.policies = this.resolveBackendPolicies([...pp, 'policies'], policies);
     return ir;

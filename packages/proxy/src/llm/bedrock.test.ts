@@ -14,6 +14,7 @@ import {
   ConverseCommand,
   ConverseStreamCommand,
 } from '@aws-sdk/client-bedrock-runtime';
+import { ConfigError } from '@gw/api';
 import { ANTHROPIC_TEXT_EVENTS, readAnthropicStream } from '@gw/testkit/llm/anthropic-stream';
 import {
   FAKE_BEDROCK_REASONING,
@@ -27,6 +28,7 @@ import {
 import { firstEventBeforeLast } from '@gw/testkit/llm/stream-timing';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import OpenAI from 'openai';
+import { loadConfigText } from '../config/load.ts';
 import { openaiChatToBedrockConverse } from './formats/openai-chat__bedrock-converse.ts';
 import { bedrockProvider } from './providers/bedrock/index.ts';
 import type { ProviderRequest } from './providers/types.ts';
@@ -657,6 +659,63 @@ binds:
       guardrailVersion: '2',
       streamProcessingMode: 'async',
     });
+  });
+});
+
+describe("a route's ai backend with Bedrock requestMetadata", () => {
+  let routed: TestProxy;
+  before(async () => {
+    routed = await startProxy(`config:
+  adminAddr: "off"
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - backends:
+      - ai:
+          name: attributed
+          provider:
+            bedrock:
+              model: "${MODEL}"
+              region: eu-west-3
+              requestMetadata:
+              - {key: user, expression: 'request.headers["x-user"]'}
+              - {key: messages, expression: 'size(llmRequest.messages)'}
+              - {key: team, expression: 'request.headers["x-team"]'}
+              - {key: environment, value: prod}
+          hostOverride: "127.0.0.1:${fake.port}"
+`);
+  });
+  after(() => routed.close());
+
+  test('each key with its value or its expression’s, in the signed Converse body; a missing one left out', async () => {
+    const c = new OpenAI({ apiKey: 'sk-client', baseURL: routed.url('/v1'), maxRetries: 0 });
+    await c.chat.completions.create({ model: 'any', messages }, { headers: { 'x-user': 'alice' } });
+    assert.deepEqual(last().json?.requestMetadata, { user: 'alice', messages: '1', environment: 'prod' });
+  });
+
+  test('config errors name the entry', () => {
+    const load = (entry: string) =>
+      loadConfigText(
+        'gw.yaml',
+        `binds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends:\n      - ai: {name: b, provider: {bedrock: {region: us-east-1, requestMetadata: [${entry}]}}}\n`,
+        process.cwd(),
+      );
+    assert.throws(
+      () => load('{key: k}'),
+      (e: unknown) =>
+        e instanceof ConfigError && /requestMetadata\[0\]: set value or expression/.test(e.message),
+    );
+    assert.throws(
+      () => load('{key: "bad\\u0001", value: v}'),
+      (e: unknown) =>
+        e instanceof ConfigError && /requestMetadata\[0\]\.key: a Bedrock metadata key/.test(e.message),
+    );
+    assert.throws(
+      () => load('{key: k, expression: "nope("}'),
+      (e: unknown) =>
+        e instanceof ConfigError && /requestMetadata\[0\]\.expression: invalid CEL/.test(e.message),
+    );
   });
 });
 

@@ -79,6 +79,7 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
   const prompts = m.prompts;
   const alias = m.modelAliases ? compileAliases(m.modelAliases) : undefined;
   const catalog = env.global.modelCatalog;
+  const metadata = m.requestMetadata ? compileMetadata(m.requestMetadata) : undefined;
   const limit = env.global.maxBufferSize;
   const timeout = env.attemptTimeoutMs;
   const rules = m.authorization ? compileRules(m.authorization) : undefined;
@@ -131,6 +132,10 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
       state,
     );
     if (finalTransformation.length > 0) setFields(ctx, out, finalTransformation, true);
+    if (metadata && format === 'bedrock-converse') {
+      const md = metadata(ctx);
+      if (md) out.requestMetadata = md;
+    }
     if (caching) applyPromptCaching(format, model, out, caching);
     const path = providerPath(provider, p, format, model, state.streaming);
     await dispatch(ctx, 'POST', path, Buffer.from(JSON.stringify(out)), true);
@@ -257,6 +262,35 @@ function compileFields(fields: Record<string, string> | undefined): [string, Cel
  * `providerFormat`: `body` is the provider's request, seen as llmRequest only by these expressions
  * (later ones, the access log's among them, see the client's request again).
  */
+/**
+ * Bedrock's requestMetadata for one request: each key's value, or its expression's as a string; an
+ * expression without a value (a missing claim or header) leaves its key out.
+ */
+function compileMetadata(
+  entries: NonNullable<LlmModelIR['requestMetadata']>,
+): (ctx: RequestContext) => Record<string, string> | undefined {
+  const compiled = entries.map((e) => ({
+    key: e.key,
+    value: e.value,
+    prog: e.expression === undefined ? undefined : compileCel(e.expression),
+  }));
+  return (ctx) => {
+    const out: Record<string, string> = {};
+    const cel = compiled.some((c) => c.prog) ? ctx.celContext() : undefined;
+    for (const c of compiled) {
+      if (c.value !== undefined) {
+        out[c.key] = c.value;
+        continue;
+      }
+      const v = c.prog && cel ? c.prog.eval(cel) : undefined;
+      if (v === undefined || v === null) continue;
+      const j = celToJson(v);
+      out[c.key] = (typeof j === 'string' ? j : JSON.stringify(j)).slice(0, 256);
+    }
+    return Object.keys(out).length > 0 ? out : undefined;
+  };
+}
+
 function setFields(
   ctx: RequestContext,
   body: JsonObject,
