@@ -4,7 +4,15 @@
 // when the entry has a rate for them (else they count as input); reasoning tokens, part of the output,
 // at the reasoning rate (default: the output's).
 import type { CostCatalogIR, CostModelIR, CostRatesIR } from '../config/ir.ts';
-import type { LlmUsage } from './state.ts';
+
+/** What pricing reads of a request's usage (llm/state.ts LlmUsage). */
+interface Usage {
+  input: number;
+  output: number;
+  cachedInput: number;
+  cacheWrite?: number;
+  reasoning: number;
+}
 
 /** A request's cost in the catalog's currency, by kind; `total` is their sum. */
 export interface LlmCost {
@@ -56,7 +64,7 @@ export function priceUsage(
   catalog: CostCatalogIR,
   provider: string,
   models: readonly (string | undefined)[],
-  usage: LlmUsage,
+  usage: Usage,
 ): LlmCost | undefined {
   const entry = entryFor(catalog, provider, models);
   if (!entry) return undefined;
