@@ -828,6 +828,9 @@ const AwsRegionService = {
     .optional()
     .meta({ description: 'signing service (default execute-api)' }),
 };
+/** STS's RoleSessionName: 2 to 64 of letters, digits and +=,.@_- */
+export const AWS_SESSION_NAME = /^[\w+=,.@-]{2,64}$/;
+const AWS_SESSION_NAME_MESSAGE = 'a session name is 2 to 64 letters, digits or +=,.@_-';
 export const BackendAwsAuth = z.union([
   strict({
     accessKeyId: z.string().min(1),
@@ -835,7 +838,44 @@ export const BackendAwsAuth = z.union([
     sessionToken: z.string().min(1).nullable().optional(),
     ...AwsRegionService,
   }),
-  strict({ ...AwsRegionService, assumeRole: NotYet('aws.assumeRole').optional() }),
+  strict({
+    ...AwsRegionService,
+    assumeRole: strict({
+      roleArn: z.string().regex(/^arn:aws[a-z-]*:iam::[0-9]{12}:role\/.+$/, {
+        message: 'expected an IAM role ARN (arn:aws:iam::<account>:role/<name>)',
+      }),
+      sessionName: z
+        .union([
+          z.string().regex(AWS_SESSION_NAME, { message: AWS_SESSION_NAME_MESSAGE }),
+          strict({ expression: Cel }),
+        ])
+        .nullable()
+        .optional()
+        .meta({
+          description:
+            'RoleSessionName, for CloudTrail and cost reports: a name, or {expression} evaluated per request (unset: one of its own)',
+        }),
+      tags: z
+        .array(
+          strict({
+            key: z.string().min(1).max(128),
+            value: z.string().max(256).nullable().optional(),
+            expression: Cel.nullable().optional(),
+          }).refine((t) => (t.value == null) !== (t.expression == null), {
+            message: 'set value or expression',
+          }),
+        )
+        .max(50)
+        .optional()
+        .meta({ description: 'session tags, each a value or an expression evaluated per request' }),
+    })
+      .nullable()
+      .optional()
+      .meta({
+        description:
+          'an IAM role assumed with STS (from the ambient credentials) before signing; its credentials are cached per session name and tags until they near expiry',
+      }),
+  }),
 ]);
 // gcp, azure, oauthTokenExchange and crossAppAccess (token-auth.ts)
 export const { GcpAuth, AzureAuth, OAuthTokenExchangeAuth, CrossAppAccessAuth } = tokenAuthSchemas({

@@ -4,6 +4,7 @@
 import {
   type BackendAuth,
   checkBackendAuth,
+  checkCel,
   checkSigningKey,
   type FieldPath,
   type Problem,
@@ -114,6 +115,27 @@ export function resolveBackendAuth(
       };
     if (w.region) out.region = w.region;
     if (w.serviceName) out.service = w.serviceName;
+    if ('assumeRole' in w && w.assumeRole) {
+      const r = w.assumeRole;
+      const rp = [...path, 'aws', 'assumeRole'];
+      if (r.sessionName && typeof r.sessionName === 'object')
+        io.report(checkCel(r.sessionName.expression, [...rp, 'sessionName', 'expression']));
+      (r.tags ?? []).forEach((t, i) => {
+        if (t.expression) io.report(checkCel(t.expression, [...rp, 'tags', i, 'expression']));
+      });
+      out.assumeRole = {
+        roleArn: r.roleArn,
+        ...(r.sessionName
+          ? {
+              sessionName:
+                typeof r.sessionName === 'string' ? r.sessionName : { expression: r.sessionName.expression },
+            }
+          : {}),
+        tags: (r.tags ?? []).map((t) =>
+          t.expression ? { key: t.key, expression: t.expression } : { key: t.key, value: t.value ?? '' },
+        ),
+      };
+    }
     return { aws: out };
   }
   if ('gcp' in a) {

@@ -66,6 +66,13 @@ export interface CostModelIR {
   tiers: { contextOver: number; rates: CostRatesIR }[];
 }
 /** provider name → model id → its prices. */
+/** An IAM role to assume; the session name and tag values are names or CEL expressions. */
+export interface AwsAssumeRoleIR {
+  roleArn: string;
+  sessionName?: string | { expression: string };
+  tags: { key: string; value?: string; expression?: string }[];
+}
+
 export type CostCatalogIR = Record<string, Record<string, CostModelIR>>;
 
 export interface MetricsIR {
@@ -711,6 +718,8 @@ export type BackendAuthIR =
         credentials?: { accessKeyId: string; secretAccessKey: Secret; sessionToken?: Secret };
         region?: string;
         service?: string;
+        /** STS AssumeRole from the ambient credentials before signing (policies/backend-auth/aws-assume-role.ts). */
+        assumeRole?: AwsAssumeRoleIR;
       };
     }
   | { gcp: GcpAuthIR }

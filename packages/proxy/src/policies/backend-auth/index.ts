@@ -15,6 +15,7 @@ import { bufferUpTo } from '../../pipeline/body.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import type { Layer } from '../../pipeline/layer.ts';
 import type { PolicyDefinition } from '../types.ts';
+import { assumeRole } from './aws-assume-role.ts';
 import { azure, gcp } from './cloud.ts';
 import { crossAppAccess, type TokenSource, tokenExchange } from './oauth.ts';
 
@@ -120,6 +121,7 @@ function aws(c: Extract<BackendAuthIR, { aws: unknown }>['aws'], maxBody: number
     secretAccessKey: c.credentials.secretAccessKey.reveal(),
     ...(c.credentials.sessionToken ? { sessionToken: c.credentials.sessionToken.reveal() } : {}),
   };
+  const role = c.assumeRole && region ? assumeRole(c.assumeRole, region) : undefined;
   return async (ctx) => {
     if (!region)
       throw new GwError(
@@ -154,7 +156,7 @@ function aws(c: Extract<BackendAuthIR, { aws: unknown }>['aws'], maxBody: number
       const prev = query[k];
       query[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
     }
-    const signed = await (await awsSigner(region, service, creds)).sign({
+    const signed = await (await awsSigner(region, service, role ? await role(ctx) : creds)).sign({
       method: ctx.method,
       protocol: 'https:',
       hostname: host,
