@@ -89,6 +89,12 @@ export function checkExtAuthz(e: ExplicitOrConditional<ExtAuthz>, path: FieldPat
 function checkOneExtAuthz(e: ExtAuthz, path: FieldPath): Problem[] {
   const tls = e.policies?.backendTLS;
   const out: Problem[] = tls ? checkTls(tls, [...path, 'policies', 'backendTLS']) : [];
+  if (e.cache) {
+    e.cache.key.forEach((k, i) => {
+      out.push(...checkCel(k, [...path, 'cache', 'key', i]));
+    });
+    out.push(...checkCel(e.cache.ttl, [...path, 'cache', 'ttl']));
+  }
   if ('grpc' in e)
     return [...out, ...checkCelMap(e.grpc.requestMetadata, [...path, 'grpc', 'requestMetadata'])];
   const hp = [...path, 'http'];

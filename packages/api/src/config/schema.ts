@@ -466,6 +466,8 @@ interface ExtAuthzCommonIR {
   backendRef?: string;
   includeRequestBody?: z.output<typeof ExtAuthzBody>;
   policies?: { backendTLS?: z.output<typeof BackendTLS> };
+  /** Allowed answers reused by key until their ttl ends. */
+  cache?: { key: string[]; ttl: string; maxEntries?: number };
 }
 /** What the loader and the controller hand the extAuthz policy: gw's own form. */
 type ExtAuthzIR =
@@ -522,7 +524,28 @@ const ExtAuthzFields = strict({
     description:
       'the request body sent along (gRPC: attributes.request.http.body or raw_body; http: the check request body, unless http.body is set); the upstream still gets the whole body',
   }),
-  cache: NotYet('the extAuthz cache').optional(),
+  cache: strict({
+    key: z.array(Cel).meta({
+      description:
+        'CEL whose values together are the cache key (an empty list, or a key that fails to evaluate, is never cached)',
+    }),
+    ttl: Cel.meta({
+      description:
+        'CEL evaluated once the answer is applied: how long to reuse it, a duration, a timestamp, or a number of seconds',
+    }),
+    maxEntries: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .meta({ description: 'results kept at most (default 10000; 0: no cache)' }),
+  })
+    .nullable()
+    .optional()
+    .meta({
+      description:
+        'allowed answers reused for requests with the same key until the ttl ends (the key must cover everything the service decides on); denials and failures are never cached',
+    }),
   policies: ExtAuthzServicePolicies.nullable().optional().meta({
     description: 'settings of the connection to the authorization service: backendTLS',
   }),
@@ -541,6 +564,15 @@ function extAuthzIR(e: z.output<typeof ExtAuthzFields>, ctx: z.core.$RefinementC
     ...(failureMode ? { failureMode } : {}),
     ...(typeof f === 'object' ? { failureStatus: f.denyWithStatus } : {}),
     ...(e.includeRequestBody ? { includeRequestBody: e.includeRequestBody } : {}),
+    ...(e.cache
+      ? {
+          cache: {
+            key: e.cache.key,
+            ttl: e.cache.ttl,
+            ...(e.cache.maxEntries !== undefined ? { maxEntries: e.cache.maxEntries } : {}),
+          },
+        }
+      : {}),
     ...(e.policies?.backendTLS ? { policies: { backendTLS: e.policies.backendTLS } } : {}),
     // a backend reference: the loader puts the named backend's address (and TLS) in its place
     ...(e.backend ? { backendRef: e.backend } : {}),

@@ -2,9 +2,11 @@ import assert from 'node:assert/strict';
 import http, { type IncomingMessage } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ConfigError } from '@gw/api';
 import { freePort, startUpstream, type TestServer } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
+import { loadConfigText } from '../../config/load.ts';
 
 interface Seen {
   method: string;
@@ -110,6 +112,12 @@ before(async () => {
   )}${route('slow-open', `{http: {host: "${h}", timeout: 100ms}, failureMode: failOpen}`)}${route(
     'down-closed',
     `{http: {host: "${dead}"}}`,
+  )}${route(
+    'cached',
+    `{host: "${h}", protocol: {http: {includeResponseHeaders: [x-auth-user]}}, cache: {key: ['request.headers["authorization"]'], ttl: 'duration("60s")'}}`,
+  )}${route(
+    'cached-short',
+    `{host: "${h}", protocol: {http: {metadata: {seconds: '1'}}}, cache: {key: ['request.headers["authorization"]'], ttl: extauthz.seconds}}`,
   )}${route('down-open', `{http: {host: "${dead}"}, failureMode: failOpen}`)}${route(
     'down-status',
     `{host: "${dead}", protocol: {http: {}}, failureMode: {denyWithStatus: 503}}`,
@@ -126,6 +134,50 @@ async function call(path: string, headers: Record<string, string> = {}, method =
   const r = await request(proxy.url(path), { method, headers });
   return { status: r.statusCode, headers: r.headers, text: await r.body.text() };
 }
+
+describe('the extAuthz cache', () => {
+  test('an allowed answer is reused for the same key, its header changes applied again; another key asks', async () => {
+    const before = authz.seen.length;
+    for (let i = 0; i < 3; i++) {
+      const r = await call('/cached/x', { authorization: 'Bearer alice' });
+      assert.equal(r.status, 200);
+      assert.equal(JSON.parse(r.text).headers['x-auth-user'], 'alice');
+    }
+    assert.equal(authz.seen.length, before + 1);
+    const r = await call('/cached/x', { authorization: 'Bearer bob' });
+    assert.equal(JSON.parse(r.text).headers['x-auth-user'], 'bob');
+    assert.equal(authz.seen.length, before + 2);
+  });
+
+  test('a denial is never reused: each asks again', async () => {
+    const before = authz.seen.length;
+    assert.equal((await call('/cached/x', { authorization: 'Bearer bad' })).status, 403);
+    assert.equal((await call('/cached/x', { authorization: 'Bearer bad' })).status, 403);
+    assert.equal(authz.seen.length, before + 2);
+  });
+
+  test('the ttl comes from the answer (here extauthz.seconds): after it, the service is asked again', async () => {
+    const before = authz.seen.length;
+    assert.equal((await call('/cached-short/x', { authorization: 'Bearer alice' })).status, 200);
+    assert.equal((await call('/cached-short/x', { authorization: 'Bearer alice' })).status, 200);
+    assert.equal(authz.seen.length, before + 1);
+    await sleep(1_100);
+    assert.equal((await call('/cached-short/x', { authorization: 'Bearer alice' })).status, 200);
+    assert.equal(authz.seen.length, before + 2);
+  });
+});
+
+test('a cache key or ttl that is not CEL is a config error at its field', () => {
+  assert.throws(
+    () =>
+      loadConfigText(
+        'gw.yaml',
+        `binds:\n- port: 8080\n  listeners:\n  - routes:\n    - policies: {extAuthz: {host: "a:1", cache: {key: ["nope("], ttl: "1"}}}\n      backends: [{host: "127.0.0.1:9"}]\n`,
+        process.cwd(),
+      ),
+    (e: unknown) => e instanceof ConfigError && /extAuthz\.cache\.key\[0\]: invalid CEL/.test(e.message),
+  );
+});
 
 describe('HTTP ext_authz against a real node:http authorization service', () => {
   test('the check goes to the CEL path with only the allowed and added headers', async () => {

@@ -3,12 +3,14 @@
 // CEL) apply. Denied: the client gets the service's answer. No answer within the timeout (default
 // 200ms, as Envoy) or an error: `failureMode: failClosed` (default) answers 403 (or the status of
 // agentgateway's `{denyWithStatus}`), `failOpen` lets it pass.
-// includeRequestBody sends (the head of) the request body along; policies.backendTLS is TLS to the service.
+// includeRequestBody sends (the head of) the request body along; policies.backendTLS is TLS to the service;
+// `cache` reuses allowed answers by key (cache.ts).
 import { compileCel } from '../../cel/cel.ts';
 import type { BackendTlsIR, ExtAuthzIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
 import { Lazy } from '../../lazy.ts';
 import { withConditional } from '../conditional.ts';
+import { decisionCache } from './cache.ts';
 import type { Check } from './decision.ts';
 import { httpCheck } from './http-check.ts';
 import { bodyOptions, type CheckBody, readCheckBody } from './request-body.ts';
@@ -35,8 +37,18 @@ export const extAuthz = withConditional({
     // With http.body the expression is the check's body (agentgateway): nothing of the request is read.
     const readBody =
       'http' in config && config.http.body ? undefined : bodyOptions(config.includeRequestBody);
+    const cache = config.cache ? decisionCache(config.cache) : undefined;
     return async (ctx, next) => {
       const start = ctx.obs ? performance.now() : null;
+      const key = cache?.keyOf(ctx);
+      const hit = key === undefined ? undefined : cache?.get(key);
+      if (hit) {
+        hit.apply(ctx);
+        ctx.obs?.event(ctx, 'extAuthz', { result: 'allowed', cached: true }, start);
+        await next(ctx);
+        if (hit.onResponse && ctx.response) hit.onResponse(ctx.response.headers);
+        return;
+      }
       let body: CheckBody | undefined;
       if (readBody) {
         try {
@@ -74,6 +86,7 @@ export const extAuthz = withConditional({
         return;
       }
       d.apply(ctx);
+      if (key !== undefined) cache?.put(key, d, ctx);
       ctx.obs?.event(ctx, 'extAuthz', { result: 'allowed', ...sent }, start);
       await next(ctx);
       if (d.onResponse && ctx.response) d.onResponse(ctx.response.headers);
