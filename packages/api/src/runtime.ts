@@ -3,6 +3,7 @@
 // ever receives a config the main thread has already validated and compiled. Nor the CEL library:
 // the proxy loads @gw/api/cel/environment with the first expression it compiles (cel/cel.ts).
 
+export { AWS_SESSION_NAME } from './aws-names.ts';
 export { CEL_VARIABLES, celToJson } from './cel/values.ts';
 export { hashFormat, parseHtpasswd } from './checks/htpasswd.ts';
 export { GUARD_REGEX_FLAGS, jsRegexSource, userRegExp } from './checks/regex.ts';

@@ -8,6 +8,7 @@
 // agentgateway's shapes and the forms the standalone config accepts beyond the CRDs: Go-style
 // durations (`1.5h`, `0`), integer byte sizes, JWKS and htpasswd files, lower-case enum values.
 import { z } from 'zod';
+import { AWS_SESSION_NAME } from '../aws-names.ts';
 import {
   AccessLog as CrdAccessLog,
   Csrf as CrdCsrf,
@@ -860,8 +861,6 @@ const AwsRegionService = {
     .optional()
     .meta({ description: 'signing service (default execute-api)' }),
 };
-/** STS's RoleSessionName: 2 to 64 of letters, digits and +=,.@_- */
-export const AWS_SESSION_NAME = /^[\w+=,.@-]{2,64}$/;
 const AWS_SESSION_NAME_MESSAGE = 'a session name is 2 to 64 letters, digits or +=,.@_-';
 export const BackendAwsAuth = z.union([
   strict({

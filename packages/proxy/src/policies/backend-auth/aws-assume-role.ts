@@ -3,7 +3,7 @@
 // client, loaded on first use. The session name and tag values may be CEL over the request, so the
 // credentials are kept per (session name, tags) until five minutes before they expire; concurrent
 // requests for one session share one call.
-import { AWS_SESSION_NAME } from '@gw/api';
+import { AWS_SESSION_NAME } from '@gw/api/runtime';
 import { type CelProgram, celToJson, compileCel } from '../../cel/cel.ts';
 import type { AwsAssumeRoleIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
