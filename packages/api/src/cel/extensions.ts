@@ -1,9 +1,9 @@
 // agentgateway's CEL functions beyond standard CEL and cel-js's own, so its users' expressions compile
 // and mean the same here: encodings and digests under namespaces (`base64.encode`, `url.encode`,
 // `form.decode`, `sha256.encode`, …), `math.*`, string helpers cel-js lacks (`charAt`, `replace`,
-// `regexReplace`), map helpers (`merge`), `uuid()`, `isIP()`, `fail()`, `unvalidatedJwtPayload()`, and the
-// macros `coalesce(…)` and `x.with(name, expr)`. Namespaces are constants of a type of their own, so
-// `url` is no variable a request could set.
+// `regexReplace`), map helpers (`merge`, `mapValues`, `filterKeys`), `uuid()`, `isIP()`, `fail()`,
+// `unvalidatedJwtPayload()`, and the macros `coalesce(…)` and `x.with(name, expr)`. Namespaces are
+// constants of a type of their own, so `url` is no variable a request could set.
 import { createHash, randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { Environment } from '@marcbachmann/cel-js';
@@ -215,6 +215,54 @@ export function registerExtensions(e: Environment): void {
         },
       }),
     );
+  }
+
+  // m.mapValues(v, expr) and m.filterKeys(k, pred): a map with each value replaced by expr over it,
+  // or with the keys pred holds for
+  for (const [method, binds] of [
+    ['mapValues', 'value'],
+    ['filterKeys', 'key'],
+  ] as const) {
+    e.registerFunction(`map.${method}(ast, ast): dyn`, ({ ast, args, receiver }: MacroArgs) => {
+      const name = args[0];
+      if (name?.op !== 'id') throw new Error(`${method}(name, expr): the first argument is a name`);
+      return {
+        ast,
+        var: name.args as string,
+        val: receiver,
+        exp: args[1],
+        bindCtx: undefined as BindContext | undefined,
+        async: false,
+        typeCheck(
+          checker: { check(n: unknown, c: unknown): unknown; getType(t: string): unknown },
+          m: { var: string; val: unknown; exp: unknown; bindCtx?: BindContext },
+          ctx: BindContext,
+        ) {
+          checker.check(m.val, ctx);
+          m.bindCtx = ctx.forkWithVariable(m.var, checker.getType('dyn'));
+          checker.check(m.exp, m.bindCtx);
+          return checker.getType('dyn');
+        },
+        evaluate(
+          ev: { run(n: unknown, c: unknown): unknown },
+          m: { val: unknown; exp: unknown; bindCtx: BindContext },
+          ctx: unknown,
+        ) {
+          const src = ev.run(m.val, ctx);
+          if (!(src instanceof Map) && (src === null || typeof src !== 'object' || Array.isArray(src)))
+            throw new Error(`${method}: the receiver is not a map`);
+          const out = new Map<unknown, unknown>();
+          for (const [k, v] of src instanceof Map ? src : Object.entries(src)) {
+            const r = ev.run(m.exp, m.bindCtx.reuse(ctx).setIterValue(binds === 'value' ? v : k, ev));
+            if (r instanceof Error) throw r;
+            if (binds === 'value') out.set(k, r);
+            else if (r === true) out.set(k, v);
+            else if (r !== false) throw new Error('filterKeys: the predicate is not a bool');
+          }
+          return out;
+        },
+      };
+    });
   }
 
   // x.with(name, expr): expr with `name` bound to x (cel.bind's form as a method)

@@ -106,6 +106,18 @@ test("agentgateway's functions: encodings, digests, math, strings, maps and the 
     }),
     'm/2',
   );
+  // mapValues, filterKeys: a new map
+  assert.deepEqual(Object.fromEntries(v('{"a": 1, "b": 2}.mapValues(x, x * 10)') as Map<string, bigint>), {
+    a: 10n,
+    b: 20n,
+  });
+  assert.equal(
+    v('request.headers.filterKeys(k, k.startsWith("x-")).size()', {
+      request: { headers: { 'x-a': '1', b: '2' } },
+    }),
+    1n,
+  );
+  assert.equal(v('{"a": 1}.filterKeys(k, 1)'), undefined, 'a predicate that is not a bool is an error');
   // fail(): an error, as any failed expression (no value)
   assert.equal(celTrue(compileCel('fail("no") == "x"'), {}), false);
 });
