@@ -53,7 +53,7 @@ export function checkAgentCore(
  * bedrock-agentcore in the ARN's region; other forms (a bearer for a JWT authorizer) replace SigV4.
  */
 export function checkAgentCoreAuth(auth: BackendAuth, region: string, path: FieldPath): Problem[] {
-  if (!('aws' in auth) || !auth.aws) return [];
+  if (typeof auth !== 'object' || !('aws' in auth) || !auth.aws) return [];
   const aws = auth.aws as Record<string, unknown>;
   return (['region', 'serviceName', 'service'] as const)
     .filter((f) => aws[f] != null)

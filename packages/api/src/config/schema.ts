@@ -828,8 +828,13 @@ export const BackendHealth = strict({
 });
 
 // ---------- backendAuth: the credential the gateway presents to the upstream ----------
-/** agentgateway's `backendAuth: copilot` (GitHub Copilot's token exchange). */
-const CopilotAuth = NotYetValues(['copilot'], 'backendAuth copilot');
+/** agentgateway's `backendAuth: copilot`: the GitHub token Copilot takes, from the environment or GitHub's tools. */
+const CopilotAuth = z.literal('copilot').meta({
+  description:
+    "the GitHub token Copilot takes: GH_COPILOT_TOKEN / COPILOT_GITHUB_TOKEN, else GitHub Copilot's or the GitHub CLI's stored one",
+});
+/** Where backendAuth copilot is not built (a guard service, a token endpoint, …). */
+const CopilotAuthRefused = NotYetValues(['copilot'], 'backendAuth copilot');
 /** The algorithms jwtSign signs with: RSA (PKCS#1 v1.5 and PSS) and EC (P-256, P-384). */
 export const JWT_SIGN_ALGS = ['RS256', 'RS384', 'RS512', 'PS256', 'ES256', 'ES384'] as const;
 /** Claims the signer sets itself on every token. */
@@ -947,7 +952,7 @@ const backendAuthRefused = (built: readonly AuthFormName[], where: string): z.Zo
     authForm({ [k]: NotYet(`backendAuth ${k}${where}`) }).transform((v) => v as never),
   ),
   strict({ credentials: BackendAuthCredentials }).transform((v) => v as never),
-  CopilotAuth,
+  CopilotAuthRefused,
 ];
 /** `key`: the key alone (agentgateway's older form, sent as a bearer token), or with where it goes. */
 const KeyAuth = authForm({
@@ -962,6 +967,7 @@ export const BackendAuth = z.union([
   authForm({ azure: AzureAuth }),
   authForm({ oauthTokenExchange: OAuthTokenExchangeAuth }),
   authForm({ crossAppAccess: CrossAppAccessAuth }),
+  CopilotAuth,
   ...backendAuthRefused(AUTH_FORMS, ''),
 ]);
 /**
@@ -1767,6 +1773,7 @@ export const LLM_SUPPORTED_PROVIDERS: readonly string[] = [
   'bedrock',
   'gemini',
   'vertex',
+  'copilot',
   ...Object.keys(LLM_PRESETS),
 ];
 
@@ -2209,7 +2216,7 @@ export const AiProviderKind = z.union([
     }),
   }),
   strict({ custom: LlmCustomProvider }),
-  strict({ copilot: NotYet('the copilot provider') }).transform((v) => v as never),
+  strict({ copilot: strict(AiModel) }),
 ]);
 export const AiNamedProvider = strict({
   name: z.string().min(1),

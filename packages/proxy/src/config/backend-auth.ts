@@ -58,6 +58,7 @@ export function resolveBackendAuth(
     io.report(problems);
     return undefined;
   }
+  if (a === 'copilot') return { copilot: true };
   // the schema refuses every other form by name
   if (typeof a !== 'object') return undefined;
   if ('key' in a) {

@@ -432,6 +432,8 @@ export interface LlmProviderSettings {
   gemini: Record<string, never>;
   /** `<region>-aiplatform.googleapis.com` (`global`: aiplatform.googleapis.com), the project in the path. */
   vertexAI: { project: string; region: string };
+  /** GitHub Copilot: api.githubcopilot.com, a GitHub token (llm/providers/copilot/). */
+  copilot: Record<string, never>;
   custom: {
     /** The provider-native formats the endpoint speaks, with an optional path for each. */
     formats: { format: LlmFormat; path?: string }[];
@@ -701,6 +703,8 @@ export interface RouteBackendIR {
 /** backendAuth with its secrets sealed and files read. */
 export type BackendAuthIR =
   | { key: { value: Secret; location?: AuthLocationIR } }
+  /** The GitHub token Copilot takes, from the environment or GitHub's tools (copilot-token.ts). */
+  | { copilot: true }
   | { passthrough: { location?: AuthLocationIR } }
   | {
       jwtSign: {

@@ -93,10 +93,6 @@ describe('errors name the line, column and field path', () => {
   test('unsupported sections say so', () => {
     const got = issues(`ui:\n  policies: {}\n${minimal('    - {}\n')}`);
     assert.match(got[0] as string, /^2:3 ui\.policies: ui policies is not supported by this build of gw yet/);
-    const llm = issues(`llm:\n  port: 0\n  models:\n  - {name: m, provider: copilot}\n`);
-    assert.deepEqual(llm, [
-      '4:25 llm.models[0].provider: provider copilot is not supported by this build of gw yet (supported: openai, openAI, azure, mistral, anthropic, bedrock, gemini, vertex, baseten, cerebras, cohere, deepinfra, deepseek, fireworks, groq, huggingface, ollama, openrouter, togetherai, xai, custom, reference)',
-    ]);
   });
 
   test('a file that cannot be read names the file', async () => {

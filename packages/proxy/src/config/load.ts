@@ -965,7 +965,8 @@ class Builder {
       params.azureResourceType = k.azure.resourceType;
       if (k.azure.apiVersion !== undefined) params.azureApiVersion = k.azure.apiVersion;
       if (k.azure.projectName !== undefined) params.azureProjectName = k.azure.projectName;
-    } else provider = { custom: k.custom };
+    } else if ('copilot' in k) provider = 'copilot';
+    else provider = { custom: k.custom };
     const settings = Object.values(k)[0] as { model?: string };
     if (settings.model !== undefined && !('custom' in k)) params.model = settings.model;
     if (p.hostOverride !== undefined) params.hostOverride = p.hostOverride;
@@ -982,6 +983,7 @@ class Builder {
     const m: LlmModel = { name: '*', visibility, provider, params };
     if (
       backendAuth &&
+      typeof backendAuth === 'object' &&
       'key' in backendAuth &&
       (typeof backendAuth.key === 'string' || 'file' in backendAuth.key)
     ) {
@@ -1111,6 +1113,8 @@ class Builder {
       provider = { ...common, kind: 'vertexAI', name: 'vertexAI', settings };
     } else if (kind === 'anthropic') {
       provider = { ...common, kind: 'anthropic', name: 'anthropic', settings: {} };
+    } else if (kind === 'copilot') {
+      provider = { ...common, kind: 'copilot', name: 'copilot', settings: {} };
     } else if (kind === 'azure') {
       const settings: LlmProviderIR<'azureOpenAI'>['settings'] = {};
       if (params.azureResourceName !== undefined) settings.resourceName = params.azureResourceName;

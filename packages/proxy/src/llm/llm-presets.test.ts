@@ -68,7 +68,7 @@ describe('presets as the loader reads them', () => {
     assert.deepEqual(c?.endpoint, { host: 'together.internal', port: 443, tls: true });
   });
 
-  test('a named provider may be a preset; copilot is refused by name, an unknown name lists the known', () => {
+  test('a named provider may be a preset; copilot loads; an unknown name lists the known', () => {
     const [p] = providers(`llm:
   port: 0
   providers:
@@ -79,10 +79,9 @@ describe('presets as the loader reads them', () => {
     assert.equal(p?.name, 'cerebras');
     assert.deepEqual(p?.endpoint, { host: 'api.cerebras.ai', port: 443, tls: true });
     const got = issues(llm('  - {name: a, provider: copilot}\n  - {name: b, provider: grok}\n'));
-    assert.equal(got.length, 2);
-    assert.match(got[0] ?? '', /llm\.models\[0\]\.provider: provider copilot is not supported by this build/);
+    assert.equal(got.length, 1);
     assert.match(
-      got[1] ?? '',
+      got[0] ?? '',
       /llm\.models\[1\]\.provider: unknown provider "grok" \(expected one of .*groq/,
     );
   });

@@ -4,6 +4,7 @@ import type { LlmProviderKind } from '../../config/ir.ts';
 import { anthropicProvider } from './anthropic/index.ts';
 import { azureOpenaiProvider } from './azure-openai/index.ts';
 import { bedrockProvider } from './bedrock/index.ts';
+import { copilotProvider } from './copilot/index.ts';
 import { customProvider } from './custom/index.ts';
 import { geminiProvider } from './gemini/index.ts';
 import { mistralProvider } from './mistral/index.ts';
@@ -20,4 +21,5 @@ export const PROVIDERS: { [K in LlmProviderKind]: ProviderModule<K> } = {
   bedrock: bedrockProvider,
   gemini: geminiProvider,
   vertexAI: vertexAiProvider,
+  copilot: copilotProvider,
 };

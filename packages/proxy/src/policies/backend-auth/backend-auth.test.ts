@@ -377,6 +377,14 @@ describe('configurations refused at load', () => {
       issues('{key: k, credentials: [{key: x, location: {header: {name: x-extra}}}]}').join('\n'),
       /backendAuth credentials is not supported by this build/,
     );
-    assert.match(issues('copilot').join('\n'), /backendAuth copilot is not supported/);
+    // copilot is built for backends (llm/llm-copilot.test.ts): it loads here
+    const { ir } = loadConfigText(
+      'gw.yaml',
+      'binds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends:\n      - host: 127.0.0.1:1\n        policies: {backendAuth: copilot}\n',
+      process.cwd(),
+    );
+    assert.deepEqual(ir.binds[0]?.listeners[0]?.routes[0]?.backends[0]?.policies.backendAuth, {
+      copilot: true,
+    });
   });
 });

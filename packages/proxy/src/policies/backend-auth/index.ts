@@ -11,6 +11,7 @@ import { SignJWT } from 'jose';
 import type { AuthLocationIR, BackendAuthIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
 import { awsSigner } from '../../llm/providers/bedrock/sigv4.ts';
+import { copilotToken } from '../../llm/providers/copilot/copilot-token.ts';
 import { bufferUpTo } from '../../pipeline/body.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import type { Layer } from '../../pipeline/layer.ts';
@@ -75,6 +76,17 @@ function compile(config: BackendAuthIR, maxBody: number): Apply {
       return undefined;
     };
   }
+  if ('copilot' in config)
+    return async (ctx) => {
+      const token = await copilotToken();
+      if (token === undefined)
+        throw new GwError(
+          'GW_ERR_INTERNAL',
+          'backendAuth copilot: no GitHub token (set GH_COPILOT_TOKEN, or sign in with GitHub Copilot or the GitHub CLI)',
+        );
+      ctx.headers.authorization = `Bearer ${token}`;
+      return undefined;
+    };
   if ('jwtSign' in config) return jwtSign(config.jwtSign);
   if ('aws' in config) return aws(config.aws, maxBody);
   if ('gcp' in config) return bearer(gcp(config.gcp), AUTHORIZATION, config.gcp.type);

@@ -102,7 +102,7 @@ describe('a route-level ai backend', () => {
   listeners:
   - routes:
     - backends:
-      - ai: {name: x, provider: {copilot: {}}}
+      - ai: {name: x, provider: {nope: {}}}
 `;
     assert.throws(
       () => loadConfigText('gw.yaml', yaml, process.cwd()),
