@@ -63,7 +63,10 @@ export type ModelCatalog = z.infer<typeof ModelCatalog>;
 
 export const ModelCatalogSource = z.union([
   strict({ file: z.string().min(1).meta({ description: 'a JSON file of the catalog' }) }),
-  strict({ inline: z.string().min(1).meta({ description: 'the catalog as JSON text' }) }),
-  strict({ inline: ModelCatalog }),
+  strict({
+    inline: z
+      .union([z.string().min(1), ModelCatalog])
+      .meta({ description: 'the catalog, or it as JSON text' }),
+  }),
 ]);
 export type ModelCatalogSource = z.infer<typeof ModelCatalogSource>;
