@@ -1406,7 +1406,7 @@ class Builder {
       this.fail(
         r.policies?.ai ? [...path, 'policies', 'ai'] : path,
         built.length > 0
-          ? "ai does not apply to the llm block's route (set these on its models)"
+          ? "ai does not apply to the llm or mcp block's route (in the llm block, set these on its models)"
           : "ai applies to routes whose backends are ai backends (this route's are not)",
       );
     }

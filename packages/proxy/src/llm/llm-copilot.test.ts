@@ -92,6 +92,18 @@ describe('the copilot provider', () => {
     assert.equal(seen.json?.model, 'gpt-4.1');
   });
 
+  test('else the GitHub CLI’s hosts.yml', async () => {
+    const gh = mkdtempSync(join(tmpdir(), 'gw-copilot-gh-'));
+    mkdirSync(join(gh, 'gh'));
+    writeFileSync(
+      join(gh, 'gh', 'hosts.yml'),
+      'github.com:\n  user: octocat\n  oauth_token: gho_from_the_cli\n',
+    );
+    process.env.XDG_CONFIG_HOME = gh;
+    await llm().chat.completions.create({ model: 'gpt-4o', messages });
+    assert.equal(lastSeen().headers.authorization, 'Bearer gho_from_the_cli');
+  });
+
   test('no token anywhere: an error in OpenAI’s shape naming where to put one; nothing is sent', async () => {
     const before = copilot.seen.length;
     await assert.rejects(

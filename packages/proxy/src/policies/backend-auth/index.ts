@@ -11,13 +11,13 @@ import { SignJWT } from 'jose';
 import type { AuthLocationIR, BackendAuthIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
 import { awsSigner } from '../../llm/providers/bedrock/sigv4.ts';
-import { copilotToken } from '../../llm/providers/copilot/copilot-token.ts';
 import { bufferUpTo } from '../../pipeline/body.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import type { Layer } from '../../pipeline/layer.ts';
 import type { PolicyDefinition } from '../types.ts';
 import { assumeRole } from './aws-assume-role.ts';
 import { azure, gcp } from './cloud.ts';
+import { copilotToken } from './copilot-token.ts';
 import { crossAppAccess, type TokenSource, tokenExchange } from './oauth.ts';
 
 const AUTHORIZATION: AuthLocationIR = { header: { name: 'authorization', prefix: 'Bearer ' } };

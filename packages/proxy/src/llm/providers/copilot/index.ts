@@ -3,9 +3,9 @@
 // the configured key, else the one the GitHub tooling left on this machine (copilot-token.ts), read
 // at each request so a rotated one is picked up.
 import { GwError } from '../../../errors.ts';
+import { copilotToken } from '../../../policies/backend-auth/copilot-token.ts';
 import { openaiOperation } from '../openai-paths.ts';
 import type { ProviderModule } from '../types.ts';
-import { copilotToken } from './copilot-token.ts';
 
 /** What Copilot's API expects of a client besides the token. */
 export const COPILOT_HEADERS: Readonly<Record<string, string>> = {

@@ -5,7 +5,6 @@
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 
 const ENV = ['GH_COPILOT_TOKEN', 'COPILOT_GITHUB_TOKEN'];
 const DOMAIN = 'github.com';
@@ -43,5 +42,7 @@ export async function copilotToken(): Promise<string | undefined> {
     const t = await read(join(dir, 'github-copilot', f), JSON.parse);
     if (t) return t;
   }
-  return read(join(dir, 'gh', 'hosts.yml'), parseYaml);
+  // the YAML parser loads only for a machine with no token elsewhere
+  const { parse } = await import('yaml');
+  return read(join(dir, 'gh', 'hosts.yml'), parse);
 }
