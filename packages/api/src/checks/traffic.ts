@@ -109,7 +109,8 @@ function checkOneExtAuthz(e: ExtAuthz, path: FieldPath): Problem[] {
   };
   for (const [i, h] of (e.http.allowedRequestHeaders ?? []).entries())
     pseudo([...hp, 'allowedRequestHeaders', i], h);
-  for (const h of Object.keys(e.http.addRequestHeaders ?? {})) pseudo([...hp, 'addRequestHeaders', h], h);
+  for (const h of Object.keys(e.http.addRequestHeaders ?? {}))
+    if (h.toLowerCase() !== ':method') pseudo([...hp, 'addRequestHeaders', h], h);
   for (const [i, h] of (e.http.allowedResponseHeaders ?? []).entries())
     pseudo([...hp, 'allowedResponseHeaders', i], h);
   return out;

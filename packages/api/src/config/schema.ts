@@ -530,9 +530,9 @@ const ExtAuthzFields = strict({
       description:
         'CEL whose values together are the cache key (an empty list, or a key that fails to evaluate, is never cached)',
     }),
-    ttl: Cel.meta({
+    ttl: z.string().min(1).meta({
       description:
-        'CEL evaluated once the answer is applied: how long to reuse it, a duration, a timestamp, or a number of seconds',
+        'how long to reuse an answer: a duration (1m), or CEL evaluated once the answer is applied giving a duration, a timestamp, or seconds since the Unix epoch (e.g. a token exp)',
     }),
     maxEntries: z
       .number()
@@ -569,7 +569,11 @@ function extAuthzIR(e: z.output<typeof ExtAuthzFields>, ctx: z.core.$RefinementC
       ? {
           cache: {
             key: e.cache.key,
-            ttl: e.cache.ttl,
+            // a duration as written is the CEL of one
+            ttl:
+              parseGoDuration(e.cache.ttl) !== undefined
+                ? `duration(${JSON.stringify(e.cache.ttl)})`
+                : e.cache.ttl,
             ...(e.cache.maxEntries !== undefined ? { maxEntries: e.cache.maxEntries } : {}),
           },
         }

@@ -98,9 +98,10 @@ describe('extAuthz', () => {
       withPolicies('        extAuthz: {host: a:1, failureMode: {denyWithStatus: 1000}}'),
     );
     assert.match(status as string, /extAuthz\.failureMode/);
-    // the cache loads (ext-authz-http.test.ts); its ttl is CEL, so `1m` is not one
+    // the cache loads (ext-authz-http.test.ts); a ttl is a duration or CEL
+    assert.ok(load(withPolicies('        extAuthz: {host: a:1, cache: {key: [request.path], ttl: 1m}}')));
     const [cache] = issues(
-      withPolicies('        extAuthz: {host: a:1, cache: {key: [request.path], ttl: 1m}}'),
+      withPolicies('        extAuthz: {host: a:1, cache: {key: [request.path], ttl: "1 +"}}'),
     );
     assert.match(cache as string, /^6:\d+ .*extAuthz\.cache\.ttl: invalid CEL expression/);
   });

@@ -1,6 +1,6 @@
 // extAuthz `cache` (agentgateway's): an allowed answer reused for the requests whose key — the values
 // of the key expressions — is the same, until the ttl the `ttl` expression gives once the answer is
-// applied (a duration, a timestamp, or a number of seconds). Only allowed answers are kept: a denial
+// applied (a duration, a timestamp, or Unix seconds). Only allowed answers are kept: a denial
 // or a failure asks again. The oldest entry goes first when the cache is full.
 import { type CelProgram, compileCel } from '../../cel/cel.ts';
 import type { ExtAuthzIR } from '../../config/ir.ts';
@@ -56,11 +56,14 @@ export function decisionCache(c: NonNullable<ExtAuthzIR['cache']>): DecisionCach
   };
 }
 
-/** When the answer stops being reused: a duration or a number of seconds from now, or a timestamp. */
+/**
+ * When the answer stops being reused: a duration from now, or a time — a timestamp, or a number of
+ * seconds since the Unix epoch (as a JWT's `exp`), as agentgateway reads them.
+ */
 function untilOf(ttl: CelProgram, ctx: RequestContext): number | undefined {
   const v = ttl.eval(ctx.celContext());
   if (v instanceof Date) return v.getTime();
-  if (typeof v === 'number' || typeof v === 'bigint') return Date.now() + Number(v) * 1000;
+  if (typeof v === 'number' || typeof v === 'bigint') return Number(v) * 1000;
   if (v && typeof v === 'object' && 'seconds' in v) {
     const d = v as { seconds: number | bigint; nanos?: number | bigint };
     return Date.now() + Number(d.seconds) * 1000 + Number(d.nanos ?? 0) / 1e6;

@@ -35,7 +35,13 @@ async function startHttpAuthz() {
       case 'Bearer alice':
         return send(
           200,
-          { 'x-auth-user': 'alice', 'x-auth-internal': 'not copied', 'content-type': 'application/json' },
+          {
+            'x-auth-user': 'alice',
+            'x-auth-internal': 'not copied',
+            'content-type': 'application/json',
+            // when the answer stops holding, in Unix seconds (as a token's exp)
+            'x-expires': String(Date.now() / 1000 + 1),
+          },
           '{"tier":"gold"}',
         );
       case 'Bearer bob':
@@ -114,11 +120,11 @@ before(async () => {
     `{http: {host: "${dead}"}}`,
   )}${route(
     'cached',
-    `{host: "${h}", protocol: {http: {includeResponseHeaders: [x-auth-user]}}, cache: {key: ['request.headers["authorization"]'], ttl: 'duration("60s")'}}`,
+    `{host: "${h}", protocol: {http: {includeResponseHeaders: [x-auth-user]}}, cache: {key: ['request.headers["authorization"]'], ttl: 60s}}`,
   )}${route(
     'cached-short',
-    `{host: "${h}", protocol: {http: {metadata: {seconds: '1'}}}, cache: {key: ['request.headers["authorization"]'], ttl: extauthz.seconds}}`,
-  )}${route('down-open', `{http: {host: "${dead}"}, failureMode: failOpen}`)}${route(
+    `{host: "${h}", protocol: {http: {metadata: {exp: 'double(response.headers["x-expires"])'}}}, cache: {key: ['request.headers["authorization"]'], ttl: extauthz.exp}}`,
+  )}${route('posted', `{host: "${h}", protocol: {http: {addRequestHeaders: {":method": '"POST"'}}}}`)}${route('down-open', `{http: {host: "${dead}"}, failureMode: failOpen}`)}${route(
     'down-status',
     `{host: "${dead}", protocol: {http: {}}, failureMode: {denyWithStatus: 503}}`,
   )}
@@ -134,6 +140,13 @@ async function call(path: string, headers: Record<string, string> = {}, method =
   const r = await request(proxy.url(path), { method, headers });
   return { status: r.statusCode, headers: r.headers, text: await r.body.text() };
 }
+
+test("agentgateway's :method among addRequestHeaders is the check request's method", async () => {
+  const r = await call('/posted/x', { authorization: 'Bearer alice' });
+  assert.equal(r.status, 200);
+  assert.equal(authz.seen.at(-1)?.method, 'POST');
+  assert.equal(authz.seen.at(-1)?.headers[':method'], undefined);
+});
 
 describe('the extAuthz cache', () => {
   test('an allowed answer is reused for the same key, its header changes applied again; another key asks', async () => {
@@ -156,7 +169,7 @@ describe('the extAuthz cache', () => {
     assert.equal(authz.seen.length, before + 2);
   });
 
-  test('the ttl comes from the answer (here extauthz.seconds): after it, the service is asked again', async () => {
+  test('the ttl from the answer, a time in Unix seconds (as a token’s exp): after it, the service is asked again', async () => {
     const before = authz.seen.length;
     assert.equal((await call('/cached-short/x', { authorization: 'Bearer alice' })).status, 200);
     assert.equal((await call('/cached-short/x', { authorization: 'Bearer alice' })).status, 200);

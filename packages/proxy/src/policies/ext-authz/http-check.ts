@@ -39,9 +39,13 @@ export function httpCheck(cfg: HttpConfig, tls?: BackendTlsIR): Check {
   const sendHeaders = (cfg.allowedRequestHeaders ?? ['authorization'])
     .map((h) => h.toLowerCase())
     .filter((h) => !NOT_COPIED.has(h));
-  const addHeaders = Object.entries(cfg.addRequestHeaders ?? {}).map(
-    ([k, v]) => [k.toLowerCase(), compileCel(v)] as const,
-  );
+  // `:method` among them (agentgateway's) is the check request's method, not a header
+  const added = Object.entries(cfg.addRequestHeaders ?? {});
+  const methodExpr = added.find(([k]) => k.toLowerCase() === ':method')?.[1];
+  const setMethod = methodExpr === undefined ? undefined : compileCel(methodExpr);
+  const addHeaders = added
+    .filter(([k]) => k.toLowerCase() !== ':method')
+    .map(([k, v]) => [k.toLowerCase(), compileCel(v)] as const);
   const keepHeaders = (cfg.allowedResponseHeaders ?? []).map((h) => h.toLowerCase());
   const metadata = Object.entries(cfg.responseMetadata ?? {}).map(([k, v]) => [k, compileCel(v)] as const);
 
@@ -78,7 +82,13 @@ export function httpCheck(cfg: HttpConfig, tls?: BackendTlsIR): Check {
       headers[PARTIAL_BODY_HEADER] = String(requestBody.partial);
     }
     // A GET or HEAD with a body is not portable; a check that sends a body is a POST.
-    const method = payload && (ctx.method === 'GET' || ctx.method === 'HEAD') ? 'POST' : ctx.method;
+    let method = payload && (ctx.method === 'GET' || ctx.method === 'HEAD') ? 'POST' : ctx.method;
+    if (setMethod) {
+      const m = setMethod.eval(celCtx());
+      if (typeof m !== 'string' || !/^[A-Za-z]+$/.test(m))
+        return { kind: 'failure', reason: ':method expression did not give a method' };
+      method = m.toUpperCase();
+    }
     const signal = deadline(ctx, timeoutMs);
     let res: Awaited<ReturnType<typeof request>>;
     try {
