@@ -100,6 +100,10 @@ describe('examples', () => {
     const body = (await r.body.json()) as { model: string; choices: { message: { content: string } }[] };
     assert.equal(body.model, 'gpt-4o-mini');
     assert.equal(fake.seen[fake.seen.length - 1]?.headers.authorization, 'Bearer sk-fake');
+    // priced by the example's modelCatalog
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    const priced = p.accessLog.findLast((l) => l['llm.model'] === 'gpt-4o-mini');
+    assert.ok(Number(priced?.['llm.cost']) > 0, JSON.stringify(priced));
     for (const [path, body, object] of [
       ['/v1/responses', { model: 'fast', input: 'Hello!' }, 'response'],
       ['/v1/embeddings', { model: 'fast', input: 'Hello!' }, 'list'],
