@@ -3,7 +3,7 @@
 // stand-ins that never run. Both compile through `compileCelWith`, so an expression the checks accept
 // is one the proxy compiles, with the same error message when it is not.
 import { type ASTNode, Environment } from '@marcbachmann/cel-js';
-import { registerExtensions } from './extensions.ts';
+import { CelIp, registerExtensions } from './extensions.ts';
 import { CEL_MAX_LENGTH, CEL_VARIABLES, type CelVariable, celToJson, parseJson } from './values.ts';
 
 export { CEL_MAX_LENGTH, CEL_VARIABLES, type CelVariable, celToJson, parseJson } from './values.ts';
@@ -56,7 +56,10 @@ export function celEnvironment<C extends object>(rt: CelRuntime<C>): Environment
     name: 'containsIP',
     receiverType: 'CIDR',
     returnType: 'bool',
-    handler: (c: C, ip: unknown) => typeof ip === 'string' && rt.containsIP(c, ip),
+    handler: (c: C, ip: unknown) => {
+      const text = typeof ip === 'string' ? ip : ip instanceof CelIp ? ip.text : undefined;
+      return text !== undefined && rt.containsIP(c, text);
+    },
     params: [{ name: 'ip', type: 'dyn' }],
   });
   return e;

@@ -2,8 +2,9 @@
 // and mean the same here: encodings and digests under namespaces (`base64.encode`, `url.encode`,
 // `form.decode`, `sha256.encode`, …), `math.*`, string helpers cel-js lacks (`charAt`, `replace`,
 // `regexReplace`), map helpers (`merge`, `mapValues`, `filterKeys`), `uuid()`, `isIP()`, `fail()`,
-// `unvalidatedJwtPayload()`, and the macros `coalesce(…)` and `x.with(name, expr)`. Namespaces are
-// constants of a type of their own, so `url` is no variable a request could set.
+// `unvalidatedJwtPayload()`, `ip()` values (family, isLoopback, …), and the macros `coalesce(…)` and
+// `x.with(name, expr)`. Namespaces are constants of a type of their own, so `url` is no variable a
+// request could set.
 import { createHash, randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { Environment } from '@marcbachmann/cel-js';
@@ -75,6 +76,69 @@ interface MacroArgs {
   args: { op: string; args: unknown }[];
   receiver?: unknown;
 }
+
+/** An IP address value (Kubernetes CEL's, as agentgateway has it): `ip("10.0.0.1").family()`. */
+export class CelIp {
+  readonly text: string;
+  readonly family: 4 | 6;
+  /** The 4 or 16 bytes. */
+  readonly bytes: Uint8Array;
+  constructor(text: string) {
+    const a = text.startsWith('::ffff:') && isIP(text.slice(7)) === 4 ? text.slice(7) : text;
+    const family = isIP(a);
+    if (family === 0) throw new Error(`ip: ${JSON.stringify(text)} is not an IP address`);
+    this.text = a;
+    this.family = family as 4 | 6;
+    this.bytes = family === 4 ? new Uint8Array(a.split('.').map(Number)) : ipv6Bytes(a);
+  }
+}
+
+function ipv6Bytes(a: string): Uint8Array {
+  // an embedded IPv4 tail (::ffff:1.2.3.4, 64:ff9b::1.2.3.4) as two groups
+  let s = a;
+  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(s)?.[1];
+  if (v4) {
+    const b = v4.split('.').map(Number) as [number, number, number, number];
+    s = `${s.slice(0, -v4.length)}${((b[0] << 8) | b[1]).toString(16)}:${((b[2] << 8) | b[3]).toString(16)}`;
+  }
+  const [head, tail] = s.includes('::') ? (s.split('::') as [string, string]) : [s, undefined];
+  const h = head ? head.split(':') : [];
+  const t = tail ? tail.split(':') : [];
+  const groups = tail === undefined ? h : [...h, ...Array(8 - h.length - t.length).fill('0'), ...t];
+  const out = new Uint8Array(16);
+  groups.forEach((g, i) => {
+    const n = Number.parseInt(g, 16);
+    out[i * 2] = n >> 8;
+    out[i * 2 + 1] = n & 0xff;
+  });
+  return out;
+}
+
+const ipClass = (ip: CelIp) => {
+  const b = ip.bytes;
+  const zero = b.every((x) => x === 0);
+  if (ip.family === 4) {
+    const [a0 = 0, a1 = 0] = b;
+    return {
+      unspecified: zero,
+      loopback: a0 === 127,
+      linkLocalMulticast: a0 === 224 && a1 === 0 && b[2] === 0,
+      linkLocalUnicast: a0 === 169 && a1 === 254,
+      // as Go's net.IP.IsGlobalUnicast: private ranges count as global
+      globalUnicast:
+        !zero && a0 !== 127 && a0 < 224 && !(a0 === 169 && a1 === 254) && !b.every((x) => x === 255),
+    };
+  }
+  const [a0 = 0, a1 = 0] = b;
+  const loopback = b.slice(0, 15).every((x) => x === 0) && b[15] === 1;
+  return {
+    unspecified: zero,
+    loopback,
+    linkLocalMulticast: a0 === 0xff && (a1 & 0x0f) === 0x02,
+    linkLocalUnicast: a0 === 0xfe && (a1 & 0xc0) === 0x80,
+    globalUnicast: !zero && !loopback && a0 !== 0xff && !(a0 === 0xfe && (a1 & 0xc0) === 0x80),
+  };
+};
 
 export function registerExtensions(e: Environment): void {
   // namespaces: constants of their own types, whose methods are the functions
@@ -181,6 +245,19 @@ export function registerExtensions(e: Environment): void {
   });
   e.registerFunction('uuid(): string', () => randomUUID());
   e.registerFunction('isIP(string): bool', (s: string) => isIP(s) !== 0);
+  e.registerType('IP', CelIp);
+  e.registerFunction('ip(string): IP', (s: string) => new CelIp(s));
+  e.registerFunction('IP.family(): int', (ip: CelIp) => BigInt(ip.family));
+  e.registerFunction('IP.string(): string', (ip: CelIp) => ip.text);
+  e.registerFunction('string(IP): string', (ip: CelIp) => ip.text);
+  for (const [name, key] of [
+    ['isUnspecified', 'unspecified'],
+    ['isLoopback', 'loopback'],
+    ['isLinkLocalMulticast', 'linkLocalMulticast'],
+    ['isLinkLocalUnicast', 'linkLocalUnicast'],
+    ['isGlobalUnicast', 'globalUnicast'],
+  ] as const)
+    e.registerFunction(`IP.${name}(): bool`, (ip: CelIp) => ipClass(ip)[key]);
   e.registerFunction('fail(string): dyn', (msg: string) => {
     throw new Error(`fail() called: ${msg}`);
   });

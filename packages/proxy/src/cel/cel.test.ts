@@ -118,6 +118,16 @@ test("agentgateway's functions: encodings, digests, math, strings, maps and the 
     1n,
   );
   assert.equal(v('{"a": 1}.filterKeys(k, 1)'), undefined, 'a predicate that is not a bool is an error');
+  // ip(): an address value, Kubernetes CEL's
+  assert.equal(v('ip("10.0.0.1").family() == 4 && ip("::1").family() == 6'), true);
+  assert.equal(v('ip(source.address).isLoopback()', { source: { address: '::ffff:127.0.0.1' } }), true);
+  assert.equal(v('ip("fe80::1").isLinkLocalUnicast() && ip("169.254.0.9").isLinkLocalUnicast()'), true);
+  assert.equal(v('ip("ff02::1").isLinkLocalMulticast() && ip("224.0.0.251").isLinkLocalMulticast()'), true);
+  assert.equal(v('ip("0.0.0.0").isUnspecified() && ip("::").isUnspecified()'), true);
+  assert.equal(v('ip("10.1.2.3").isGlobalUnicast() && !ip("127.0.0.1").isGlobalUnicast()'), true);
+  assert.equal(v('cidr("10.0.0.0/8").containsIP(ip("10.9.8.7"))'), true);
+  assert.equal(v('string(ip("::ffff:1.2.3.4"))'), '1.2.3.4');
+  assert.equal(v('ip("not an address")'), undefined);
   // fail(): an error, as any failed expression (no value)
   assert.equal(celTrue(compileCel('fail("no") == "x"'), {}), false);
 });
