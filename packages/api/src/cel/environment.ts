@@ -3,7 +3,7 @@
 // stand-ins that never run. Both compile through `compileCelWith`, so an expression the checks accept
 // is one the proxy compiles, with the same error message when it is not.
 import { type ASTNode, Environment } from '@marcbachmann/cel-js';
-import { CelIp, registerExtensions } from './extensions.ts';
+import { CelIp, cidrParts, maskedText, registerExtensions } from './extensions.ts';
 import { CEL_MAX_LENGTH, CEL_VARIABLES, type CelVariable, celToJson, parseJson } from './values.ts';
 
 export { CEL_MAX_LENGTH, CEL_VARIABLES, type CelVariable, celToJson, parseJson } from './values.ts';
@@ -52,6 +52,26 @@ export function celEnvironment<C extends object>(rt: CelRuntime<C>): Environment
   registerExtensions(e);
   e.registerType('CIDR', rt.Cidr);
   e.registerFunction('cidr(string): CIDR', (text: string) => new rt.Cidr(text));
+  // Kubernetes CEL's CIDR methods (agentgateway's), read from the CIDR's text
+  const text = (c: C) => (c as unknown as { text: string }).text;
+  e.registerFunction('CIDR.prefixLength(): int', (c: C) => BigInt(cidrParts(text(c)).bits));
+  e.registerFunction('CIDR.ip(): IP', (c: C) => cidrParts(text(c)).ip);
+  e.registerFunction('CIDR.masked(): CIDR', (c: C) => {
+    const { ip, bits } = cidrParts(text(c));
+    return new rt.Cidr(`${maskedText(ip, bits)}/${bits}`);
+  });
+  const containsCidr = (c: C, other: string) => {
+    const mine = cidrParts(text(c));
+    const theirs = cidrParts(other);
+    return (
+      theirs.ip.family === mine.ip.family &&
+      theirs.bits >= mine.bits &&
+      maskedText(theirs.ip, mine.bits) === maskedText(mine.ip, mine.bits)
+    );
+  };
+  e.registerFunction('CIDR.containsCIDR(string): bool', (c: C, o: string) => containsCidr(c, o));
+  e.registerFunction('CIDR.containsCIDR(CIDR): bool', (c: C, o: C) => containsCidr(c, text(o)));
+  e.registerFunction('string(CIDR): string', (c: C) => text(c));
   e.registerFunction({
     name: 'containsIP',
     receiverType: 'CIDR',

@@ -114,6 +114,27 @@ function ipv6Bytes(a: string): Uint8Array {
   return out;
 }
 
+/** A CIDR's address and prefix length, from its text (`10.0.0.0/8`; an address alone is all of it). */
+export function cidrParts(text: string): { ip: CelIp; bits: number } {
+  const slash = text.indexOf('/');
+  const ip = new CelIp(slash === -1 ? text : text.slice(0, slash));
+  const bits = slash === -1 ? ip.bytes.length * 8 : Number(text.slice(slash + 1));
+  return { ip, bits };
+}
+
+/** The address with every bit past the first `bits` cleared, as text. */
+export function maskedText(ip: CelIp, bits: number): string {
+  const b = ip.bytes.map((x, i) => {
+    const keep = Math.max(0, Math.min(8, bits - i * 8));
+    return x & ((0xff << (8 - keep)) & 0xff);
+  });
+  if (ip.family === 4) return [...b].join('.');
+  const groups: string[] = [];
+  for (let i = 0; i < 16; i += 2) groups.push((((b[i] ?? 0) << 8) | (b[i + 1] ?? 0)).toString(16));
+  // the URL parser writes an IPv6 address in its shortest form
+  return new URL(`http://[${groups.join(':')}]/`).hostname.slice(1, -1);
+}
+
 const ipClass = (ip: CelIp) => {
   const b = ip.bytes;
   const zero = b.every((x) => x === 0);

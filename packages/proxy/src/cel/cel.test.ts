@@ -128,6 +128,21 @@ test("agentgateway's functions: encodings, digests, math, strings, maps and the 
   assert.equal(v('cidr("10.0.0.0/8").containsIP(ip("10.9.8.7"))'), true);
   assert.equal(v('string(ip("::ffff:1.2.3.4"))'), '1.2.3.4');
   assert.equal(v('ip("not an address")'), undefined);
+  // cidr() methods: prefix length, address, network, containment
+  assert.equal(v('cidr("10.1.2.3/8").prefixLength()'), 8n);
+  assert.equal(v('string(cidr("10.1.2.3/8").masked())'), '10.0.0.0/8');
+  assert.equal(v('string(cidr("2001:db8::1/32").masked())'), '2001:db8::/32');
+  assert.equal(v('string(cidr("192.168.1.7/24").ip())'), '192.168.1.7');
+  assert.equal(
+    v('cidr("10.0.0.0/8").containsCIDR("10.1.0.0/16") && !cidr("10.0.0.0/16").containsCIDR("10.0.0.0/8")'),
+    true,
+  );
+  assert.equal(
+    v(
+      'cidr("2001:db8::/32").containsCIDR(cidr("2001:db8:1::/48")) && !cidr("10.0.0.0/8").containsCIDR("::/0")',
+    ),
+    true,
+  );
   // fail(): an error, as any failed expression (no value)
   assert.equal(celTrue(compileCel('fail("no") == "x"'), {}), false);
 });
