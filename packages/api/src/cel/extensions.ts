@@ -161,6 +161,41 @@ const ipClass = (ip: CelIp) => {
   };
 };
 
+/**
+ * A receiver macro `x.<method>(name, expr)`, as cel-js's own `cel.bind`: `expr` is checked with
+ * `name` declared (as `x`'s type when `nameIsReceiver`, else dyn); `run` gets `x` and a function
+ * evaluating `expr` with `name` bound to a value.
+ */
+function bindingMacro(
+  method: string,
+  nameIsReceiver: boolean,
+  run: (receiver: unknown, exprWith: (value: unknown) => unknown) => unknown,
+) {
+  return ({ ast, args, receiver }: MacroArgs) => {
+    const [name, expr] = args;
+    if (name?.op !== 'id') throw new Error(`${method}(name, expr): the first argument is a name`);
+    let bound: BindContext | undefined;
+    return {
+      ast,
+      async: false,
+      typeCheck(
+        checker: { check(n: unknown, c: unknown): unknown; getType(t: string): unknown },
+        _m: unknown,
+        ctx: BindContext,
+      ) {
+        const type = checker.check(receiver, ctx);
+        bound = ctx.forkWithVariable(name.args as string, nameIsReceiver ? type : checker.getType('dyn'));
+        const result = checker.check(expr, bound);
+        return nameIsReceiver ? result : checker.getType('dyn');
+      },
+      evaluate(ev: { run(n: unknown, c: unknown): unknown }, _m: unknown, ctx: unknown) {
+        const b = bound as BindContext;
+        return run(ev.run(receiver, ctx), (value) => ev.run(expr, b.reuse(ctx).setIterValue(value, ev)));
+      },
+    };
+  };
+}
+
 export function registerExtensions(e: Environment): void {
   // namespaces: constants of their own types, whose methods are the functions
   const ns = (name: string) => {
@@ -320,75 +355,27 @@ export function registerExtensions(e: Environment): void {
   for (const [method, binds] of [
     ['mapValues', 'value'],
     ['filterKeys', 'key'],
-  ] as const) {
-    e.registerFunction(`map.${method}(ast, ast): dyn`, ({ ast, args, receiver }: MacroArgs) => {
-      const name = args[0];
-      if (name?.op !== 'id') throw new Error(`${method}(name, expr): the first argument is a name`);
-      return {
-        ast,
-        var: name.args as string,
-        val: receiver,
-        exp: args[1],
-        bindCtx: undefined as BindContext | undefined,
-        async: false,
-        typeCheck(
-          checker: { check(n: unknown, c: unknown): unknown; getType(t: string): unknown },
-          m: { var: string; val: unknown; exp: unknown; bindCtx?: BindContext },
-          ctx: BindContext,
-        ) {
-          checker.check(m.val, ctx);
-          m.bindCtx = ctx.forkWithVariable(m.var, checker.getType('dyn'));
-          checker.check(m.exp, m.bindCtx);
-          return checker.getType('dyn');
-        },
-        evaluate(
-          ev: { run(n: unknown, c: unknown): unknown },
-          m: { val: unknown; exp: unknown; bindCtx: BindContext },
-          ctx: unknown,
-        ) {
-          const src = ev.run(m.val, ctx);
-          if (!(src instanceof Map) && (src === null || typeof src !== 'object' || Array.isArray(src)))
-            throw new Error(`${method}: the receiver is not a map`);
-          const out = new Map<unknown, unknown>();
-          for (const [k, v] of src instanceof Map ? src : Object.entries(src)) {
-            const r = ev.run(m.exp, m.bindCtx.reuse(ctx).setIterValue(binds === 'value' ? v : k, ev));
-            if (r instanceof Error) throw r;
-            if (binds === 'value') out.set(k, r);
-            else if (r === true) out.set(k, v);
-            else if (r !== false) throw new Error('filterKeys: the predicate is not a bool');
-          }
-          return out;
-        },
-      };
-    });
-  }
+  ] as const)
+    e.registerFunction(
+      `map.${method}(ast, ast): dyn`,
+      bindingMacro(method, false, (src, exprWith) => {
+        if (!(src instanceof Map) && (src === null || typeof src !== 'object' || Array.isArray(src)))
+          throw new Error(`${method}: the receiver is not a map`);
+        const out = new Map<unknown, unknown>();
+        for (const [k, v] of src instanceof Map ? src : Object.entries(src)) {
+          const r = exprWith(binds === 'value' ? v : k);
+          if (r instanceof Error) throw r;
+          if (binds === 'value') out.set(k, r);
+          else if (r === true) out.set(k, v);
+          else if (r !== false) throw new Error('filterKeys: the predicate is not a bool');
+        }
+        return out;
+      }),
+    );
 
   // x.with(name, expr): expr with `name` bound to x (cel.bind's form as a method)
-  e.registerFunction('dyn.with(ast, ast): dyn', ({ ast, args, receiver }: MacroArgs) => {
-    const name = args[0];
-    if (name?.op !== 'id') throw new Error('with(name, expr): the first argument is a name');
-    return {
-      ast,
-      var: name.args as string,
-      val: receiver,
-      exp: args[1],
-      bindCtx: undefined as BindContext | undefined,
-      async: false,
-      typeCheck(
-        checker: { check(n: unknown, c: unknown): unknown },
-        m: { var: string; val: unknown; exp: unknown; bindCtx?: BindContext },
-        ctx: BindContext,
-      ) {
-        m.bindCtx = ctx.forkWithVariable(m.var, checker.check(m.val, ctx));
-        return checker.check(m.exp, m.bindCtx);
-      },
-      evaluate(
-        ev: { run(n: unknown, c: unknown): unknown },
-        m: { val: unknown; exp: unknown; bindCtx: BindContext },
-        ctx: unknown,
-      ) {
-        return ev.run(m.exp, m.bindCtx.reuse(ctx).setIterValue(ev.run(m.val, ctx), ev));
-      },
-    };
-  });
+  e.registerFunction(
+    'dyn.with(ast, ast): dyn',
+    bindingMacro('with', true, (x, exprWith) => exprWith(x)),
+  );
 }

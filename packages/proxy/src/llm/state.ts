@@ -101,11 +101,16 @@ export class LlmRequestState {
 
   /** What the request cost by config.modelCatalog once usage is known; undefined when not priced. */
   get cost(): LlmCost | undefined {
+    // the access log, CEL and the metrics all ask once the answer is done: priced once then
+    if (this.#priced) return this.#priced.cost;
     const c = this.catalog;
     const u = this.usage;
     if (!c || !u || this.provider === undefined) return undefined;
-    return priceUsage(c, this.provider, [this.responseModel, this.model ?? this.requestModel], u);
+    const cost = priceUsage(c, this.provider, [this.responseModel, this.model ?? this.requestModel], u);
+    if (this.done) this.#priced = { cost };
+    return cost;
   }
+  #priced: { cost: LlmCost | undefined } | undefined;
 
   /** The answer is complete: the usage is final and the listeners hear of it. */
   finish(): void {
