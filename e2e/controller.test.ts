@@ -219,6 +219,54 @@ spec:
     assert.deepEqual([accepted.type, accepted.reason], ['Accepted', 'Accepted']);
   });
 
+  test('a GwPolicy with agentgateway’s ai.routes and ai.prompt on the ai GwBackend: the model list passes through, the prompt is enriched', async () => {
+    await kubectl(
+      ['apply', '--server-side', '-f', '-'],
+      `apiVersion: gw.dev/v1alpha1
+kind: GwPolicy
+metadata: { name: llm-routes, namespace: default }
+spec:
+  targetRefs: [{ group: gw.dev, kind: GwBackend, name: llm }]
+  backend:
+    ai:
+      routes:
+        /v1/models: Passthrough
+        "*": Completions
+      prompt:
+        prepend: [{ role: SYSTEM, content: Answer briefly. }]
+`,
+    );
+    const client = new OpenAI({
+      apiKey: 'sk-client',
+      baseURL: `http://127.0.0.1:${proxyPort}/llm/v1`,
+      maxRetries: 0,
+    });
+    // passthrough: the provider's own list, asked with the GwBackend's key (the gateway's own list
+    // would name gpt-4o-mini only)
+    const ids = await until('the provider’s own model list', async () => {
+      const list = await client.models.list().catch(() => undefined);
+      const seen = provider.seen[provider.seen.length - 1];
+      return list && seen?.url === '/llm/v1/models' ? list.data.map((m) => m.id) : undefined;
+    });
+    assert.ok(ids.length > 1, JSON.stringify(ids));
+    assert.equal(provider.seen[provider.seen.length - 1]?.headers.authorization, 'Bearer sk-from-secret');
+    const answer = await client.chat.completions.create({
+      model: 'any-model',
+      messages: [{ role: 'user', content: 'Hello!' }],
+    });
+    assert.equal(answer.choices[0]?.message.content, FAKE_REPLY);
+    const sent = provider.seen[provider.seen.length - 1]?.json as {
+      messages: { role: string; content: string }[];
+    };
+    assert.deepEqual(sent.messages[0], { role: 'system', content: 'Answer briefly.' });
+    assert.deepEqual(sent.messages[1], { role: 'user', content: 'Hello!' });
+    const attached = JSON.parse(
+      await kubectl(['-n', 'default', 'get', 'gwpolicy', 'llm-routes', '-o', 'json']),
+    ).status.ancestors[0].conditions.find((c: { type: string }) => c.type === 'Attached');
+    assert.equal(attached.reason, 'Attached', attached.message);
+    await kubectl(['-n', 'default', 'delete', 'gwpolicy', 'llm-routes']);
+  });
+
   test('GwModels on the Gateway: a virtual model fails over to a provider model; models.list(); status Accepted', async () => {
     await kubectl(
       ['apply', '--server-side', '-f', '-'],

@@ -580,16 +580,18 @@ export const AiPolicy = obj({
     description: "Request body fields always set, replacing the client's.",
   }),
   modelAliases: maxEntries(z.record(ShortString, ShortString), 64).optional(),
-  prompt: notBuilt(
-    rules(
-      obj({
-        prepend: z.array(obj({ role: z.string(), content: z.string() })).optional(),
-        append: z.array(obj({ role: z.string(), content: z.string() })).optional(),
-      }),
-      atLeastOne(['prepend', 'append']),
-    ).optional(),
-    "prompt (agentgateway's name of promptEnrichment: use promptEnrichment)",
-  ),
+  prompt: rules(
+    obj({
+      prepend: z.array(obj({ role: z.string(), content: z.string() })).optional(),
+      append: z.array(obj({ role: z.string(), content: z.string() })).optional(),
+    }),
+    atLeastOne(['prepend', 'append']),
+  )
+    .optional()
+    .meta({
+      description:
+        "agentgateway's name of promptEnrichment: messages put before and after the client's. Set one of the two.",
+    }),
   promptCaching: obj({
     cacheSystem: z.boolean().default(true),
     cacheMessages: z.boolean().default(true),
@@ -602,10 +604,12 @@ export const AiPolicy = obj({
       description:
         'Cache breakpoints the gateway adds for Anthropic (cache_control) and Bedrock Converse (cachePoint): the end of the system prompt when at least minTokens (words × 1.3), the second-to-last message (cacheMessageOffset further back), the end of the tools; four at most, counting the client’s own.',
     }),
-  routes: notBuilt(
-    maxEntries(z.record(z.string().min(1).max(1024), AiRouteType), 64).optional(),
-    'routes (AI route types by path suffix)',
-  ),
+  routes: maxEntries(z.record(z.string().min(1).max(1024), AiRouteType), 64)
+    .optional()
+    .meta({
+      description:
+        'Which API a request is, by the end of its path ("*" for any other; the longest suffix first). Unset: the standard paths tell (/v1/chat/completions, /v1/messages, …). Passthrough forwards a request as it is, with the provider\'s credential; Detect does so and reads its usage. Realtime, GenerateContent, GeminiCountTokens and Rerank are not supported by this build of gw yet. Every provider of a backend has the same routes.',
+    }),
   transformations: FieldExpressions.optional().meta({
     description: 'Request fields set from CEL over llmRequest (the request so far) before it is converted.',
   }),

@@ -1,8 +1,9 @@
 // An LLM provider's `policies.ai` (GwBackend providers, GwModels) → the standalone `policies.ai` of an
 // ai backend provider (agentgateway's Policy): prompt guards, prompt enrichment, defaults, overrides.
-// Guard kinds and fields the proxy does not serve yet are returned by name, so the caller can say so
-// in the status instead of shipping a guard that silently does nothing.
-import { checkRegex, type FieldPath, type Problem } from '@gw/api';
+// `routes` (which API a path is) and `prompt` (agentgateway's name of promptEnrichment) too. Guard
+// kinds, route types and fields the proxy does not serve yet are returned by name, so the caller can
+// say so in the status instead of shipping a guard that silently does nothing.
+import { checkRegex, type FieldPath, type Problem, SERVED_AI_ROUTE_TYPES } from '@gw/api';
 import { checkCel } from '@gw/api/checks/cel';
 import { backendTls } from './policy/backend/tls.ts';
 import { isSecretRef, type MapContext, readKey, serviceAddress } from './policy/context.ts';
@@ -208,14 +209,21 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
     }
     if (promptGuard.request || promptGuard.response) out.policy.promptGuard = promptGuard;
   }
-  if (spec.promptEnrichment) {
+  // `prompt` is agentgateway's name of the same block
+  if (spec.promptEnrichment && spec.prompt)
+    out.invalid.push({
+      path: ['prompt'],
+      message: "set promptEnrichment or prompt (agentgateway's name of it), not both",
+    });
+  const enrichment = spec.promptEnrichment ?? spec.prompt;
+  if (enrichment) {
     const msg = (m: { role: string; content: string }) => ({
       role: m.role.toLowerCase(),
       content: m.content,
     });
     out.policy.prompts = {
-      ...(spec.promptEnrichment.prepend ? { prepend: spec.promptEnrichment.prepend.map(msg) } : {}),
-      ...(spec.promptEnrichment.append ? { append: spec.promptEnrichment.append.map(msg) } : {}),
+      ...(enrichment.prepend ? { prepend: enrichment.prepend.map(msg) } : {}),
+      ...(enrichment.append ? { append: enrichment.append.map(msg) } : {}),
     };
   }
   // a list of {field, value} in the CRD, a map of field → value in the standalone
@@ -245,8 +253,21 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
     out.policy.modelAliases = { ...spec.modelAliases };
   }
   if (spec.promptCaching) out.policy.promptCaching = spec.promptCaching;
-  for (const k of ['prompt', 'routes'] as const)
-    if (spec[k] !== undefined) out.unsupported.push(`${field}.${k}`);
+  if (spec.routes) {
+    // Completions → completions, AnthropicTokenCount → anthropicTokenCount, …; a type the proxy does
+    // not serve leaves the whole table out (its path would otherwise be read as another API)
+    const table: Record<string, string> = {};
+    let served = true;
+    for (const [suffix, type] of Object.entries(spec.routes)) {
+      const t = type.charAt(0).toLowerCase() + type.slice(1);
+      if ((SERVED_AI_ROUTE_TYPES as readonly string[]).includes(t)) table[suffix] = t;
+      else {
+        out.unsupported.push(`${field}.routes[${JSON.stringify(suffix)}] ${type}`);
+        served = false;
+      }
+    }
+    if (served) out.policy.routes = table;
+  }
   return out;
 }
 

@@ -68,6 +68,8 @@ export function translateAi(
   const ctx = new MapContext(namespace, lookup);
   const problems: string[] = [];
   const invalid: string[] = [];
+  /** Each provider's routes (translated) and the field they came from. */
+  const routeTables: { field: string; routes: unknown }[] = [];
   const fallbackAuth = backendPolicies?.auth;
   const provider = (p: ProviderSpec, field: string): AiNamedProvider => {
     const out: Record<string, unknown> = { name: p.name ?? backendName };
@@ -118,8 +120,12 @@ export function translateAi(
       if (r.failClosed) ctx.failClosed = true;
       Object.assign(out, r.policies);
     }
-    // the provider's own ai policy replaces the GwBackend's
-    const aiSpec = ownAi ?? sharedAi;
+    // the provider's own ai policy replaces the GwBackend's, except for routes: which API a path is
+    // holds for the whole backend, so a provider's own policy without routes keeps the GwBackend's
+    const aiSpec =
+      ownAi && !ownAi.routes && sharedAi?.routes
+        ? { ...ownAi, routes: sharedAi.routes }
+        : (ownAi ?? sharedAi);
     if (aiSpec) {
       const r = translateAiPolicy(aiSpec, ownAi ? `${field}.policies.ai` : 'policies.ai', guardRefs(ctx));
       const at = ownAi ? [...field.split('.'), 'policies', 'ai'] : ['policies', 'ai'];
@@ -128,6 +134,10 @@ export function translateAi(
       for (const u of r.unsupported) ctx.unsupported(u);
       if (Object.keys(r.policy).length > 0) out.ai = r.policy;
     }
+    routeTables.push({
+      field: ownAi?.routes ? `${field}.policies.ai.routes` : 'policies.ai.routes',
+      routes: out.ai?.routes,
+    });
     const authSpec = auth ?? fallbackAuth;
     const authAt = auth ? `${field}.policies` : 'policies';
     if (authSpec && !isKeyForm(authSpec)) {
@@ -182,6 +192,14 @@ export function translateAi(
   } catch (err) {
     if (err instanceof Unsupported) return { ok: false, reason: 'Unsupported', message: err.message };
     throw err;
+  }
+  // the proxy reads which API a request is before it picks a provider: one table for all of them
+  const tables = new Set(routeTables.map((t) => JSON.stringify(Object.entries(t.routes ?? {}).sort())));
+  if (tables.size > 1) {
+    const fields = [...new Set(routeTables.map((t) => t.field))];
+    invalid.push(
+      `${fields.join(', ')}: every provider of an ai backend has the same routes (a request's API is read before a provider is chosen)`,
+    );
   }
   // the GwBackend's own policies are read once per provider: say each finding once
   const once = (l: string[]) => [...new Set(l)];

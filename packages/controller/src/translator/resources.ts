@@ -47,7 +47,8 @@ export function gatewayResources(
     // inline GwBackend policies win over GwPolicy backend sections for the same field
     const { ai, ...extra } = attachments.backendExtra.get(bkey) ?? {};
     const merged = mergeBackendPolicies(extra, b.policies);
-    let target = ai && 'ai' in b.target ? { ai: withProviderAi(b.target.ai, ai) } : b.target;
+    let target =
+      ai && 'ai' in b.target ? { ai: withProviderAi(b.target.ai, ai as Record<string, unknown>) } : b.target;
     const perTarget = attachments.mcpTargetExtra.get(bkey);
     if (perTarget && 'mcp' in b.target && b.mcpSections)
       target = { mcp: withTargetPolicies(b.target.mcp as McpJson, b.mcpSections, perTarget) };
@@ -108,12 +109,19 @@ export function gatewayStatuses(g: GatewayInfo): StatusUpdate[] {
  * A GwPolicy's backend.ai on an ai backend: each provider (one, or those of every group) gets it as
  * its policies.ai, unless the GwBackend gave the provider its own (the inline setting wins).
  */
-function withProviderAi(target: unknown, ai: unknown): Record<string, unknown> {
+function withProviderAi(target: unknown, ai: Record<string, unknown>): Record<string, unknown> {
+  const t = target as Record<string, unknown> & { groups?: { providers: Record<string, unknown>[] }[] };
+  type Provider = { policies?: { ai?: { routes?: unknown } } };
+  const providers = (t.groups?.flatMap((g) => g.providers) ?? [t]) as Provider[];
+  // Which API a path is holds for the whole backend: the policy's routes reach the providers with an
+  // ai policy of their own too, unless the GwBackend set routes itself (the inline setting wins).
+  const routes = providers.some((p) => p.policies?.ai?.routes) ? undefined : ai.routes;
   const give = (p: Record<string, unknown>) => {
     const policies = (p.policies as Record<string, unknown> | undefined) ?? {};
-    return policies.ai ? p : { ...p, policies: { ...policies, ai } };
+    const own = policies.ai as Record<string, unknown> | undefined;
+    if (!own) return { ...p, policies: { ...policies, ai } };
+    return routes ? { ...p, policies: { ...policies, ai: { ...own, routes } } } : p;
   };
-  const t = target as Record<string, unknown> & { groups?: { providers: Record<string, unknown>[] }[] };
   if (t.groups) return { ...t, groups: t.groups.map((g) => ({ ...g, providers: g.providers.map(give) })) };
   return give(t);
 }
