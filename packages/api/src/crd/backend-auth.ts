@@ -98,28 +98,30 @@ export const AwsAuth = rules(
       description:
         'Secret with accessKey, secretKey and optionally sessionToken; default credential chain when unset.',
     }),
-    assumeRole: notBuilt(
-      rules(
-        obj({
-          roleArn: z
-            .string()
-            .min(1)
-            .regex(/^arn:aws[a-z-]*:iam::[0-9]{12}:role\/.+$/),
-          sessionName: z
-            .string()
-            .regex(/^[\w+=,.@-]{2,64}$/)
-            .optional(),
-          sessionNameExpression: CELExpression.optional(),
-          tags: z
-            .array(AwsSessionTag)
-            .max(50)
-            .optional()
-            .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['key'] }),
-        }),
-        atMostOne(['sessionName', 'sessionNameExpression']),
-      ).optional(),
-      'aws.assumeRole (STS AssumeRole before signing)',
-    ),
+    assumeRole: rules(
+      obj({
+        roleArn: z
+          .string()
+          .min(1)
+          .regex(/^arn:aws[a-z-]*:iam::[0-9]{12}:role\/.+$/),
+        sessionName: z
+          .string()
+          .regex(/^[\w+=,.@-]{2,64}$/)
+          .optional(),
+        sessionNameExpression: CELExpression.optional(),
+        tags: z
+          .array(AwsSessionTag)
+          .max(50)
+          .optional()
+          .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['key'] }),
+      }),
+      atMostOne(['sessionName', 'sessionNameExpression']),
+    )
+      .optional()
+      .meta({
+        description:
+          "An IAM role assumed with STS before signing, from the proxy's ambient credentials; its credentials are cached per session name and tags until they near expiry.",
+      }),
     region: ShortString.optional().meta({ description: 'SigV4 signing region; default the ambient region.' }),
     serviceName: ShortString.optional().meta({
       description: 'SigV4 signing service, e.g. bedrock or execute-api (default execute-api).',

@@ -5,9 +5,11 @@
 // service principal from a Secret, a managed or workload identity, else the credential chain);
 // oauthTokenExchange and crossAppAccess (token endpoints by Service or URL, client secrets and
 // signing keys from Secrets). A missing Secret, key or Service fails closed: the backend is not called
-// without the credential it was given. credentials, aws.assumeRole, actorToken.mayAct and a client
-// certificate are refused by name.
+// without the credential it was given. aws.assumeRole: the role the proxy assumes with its ambient
+// credentials, its session name and tags (CEL checked here). credentials, actorToken.mayAct and a
+// client certificate are refused by name.
 import { checkSigningKey, type FieldPath, TOKEN_TYPE } from '@gw/api';
+import { checkCel } from '@gw/api/checks/cel';
 import { defined, isSecretRef, type MapContext, quote, readKey, serviceAddress } from '../context.ts';
 import type { BackendMapper, BackendPolicies, BackendSpec } from '../spec.ts';
 import { tokenLocation } from '../spec.ts';
@@ -58,7 +60,7 @@ function backendAuth(
     return key(value);
   }
   if (spec.passthrough) return { passthrough: location ? { location } : {} };
-  if (spec.aws) return aws(ctx, `${field}.aws`, spec.aws);
+  if (spec.aws) return aws(ctx, `${field}.aws`, path, spec.aws);
   if (spec.jwtSign) return jwtSign(ctx, field, path, spec.jwtSign);
   if (spec.gcp) return gcp(ctx, `${field}.gcp`, spec.gcp);
   if (spec.azure) return azure(ctx, `${field}.azure`, spec.azure);
@@ -91,12 +93,46 @@ function secretValue(
   return v;
 }
 
-function aws(ctx: MapContext, f: string, a: NonNullable<AuthSpec['aws']>): BackendAuth | undefined {
-  if (a.assumeRole !== undefined) {
-    ctx.unsupported(`${f}.assumeRole`);
-    return closed(ctx);
-  }
+function aws(
+  ctx: MapContext,
+  f: string,
+  path: FieldPath,
+  a: NonNullable<AuthSpec['aws']>,
+): BackendAuth | undefined {
   const where = defined({ region: a.region, serviceName: a.serviceName ?? a.service });
+  if (a.assumeRole) {
+    // the role is assumed with the proxy's ambient credentials (the CRD keeps secretRef apart)
+    const r = a.assumeRole;
+    const at: FieldPath = [...path, 'aws', 'assumeRole'];
+    const bad = [
+      ...(r.sessionNameExpression !== undefined
+        ? checkCel(r.sessionNameExpression, [...at, 'sessionNameExpression'])
+        : []),
+      ...(r.tags ?? []).flatMap((t, i) =>
+        t.expression !== undefined ? checkCel(t.expression, [...at, 'tags', i, 'expression']) : [],
+      ),
+    ];
+    // an expression that does not compile makes the policy Invalid, named at its field
+    if (bad.length > 0) {
+      ctx.check(bad);
+      return undefined;
+    }
+    const sessionName =
+      r.sessionNameExpression !== undefined ? { expression: r.sessionNameExpression } : r.sessionName;
+    const assumeRole = {
+      roleArn: r.roleArn,
+      ...(sessionName !== undefined ? { sessionName } : {}),
+      ...(r.tags
+        ? {
+            tags: r.tags.map((t) => ({
+              key: t.key,
+              ...(t.expression !== undefined ? { expression: t.expression } : { value: t.value ?? '' }),
+            })),
+          }
+        : {}),
+    };
+    return { aws: { assumeRole, ...where } } as BackendAuth;
+  }
   if (!a.secretRef) return { aws: where };
   const rf = `${f}.secretRef`;
   const ref = a.secretRef;
