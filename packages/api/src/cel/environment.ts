@@ -5,6 +5,7 @@
 import { type ASTNode, Environment } from '@marcbachmann/cel-js';
 import { CelIp, cidrParts, maskedText, registerExtensions } from './extensions.ts';
 import { CEL_MAX_LENGTH, CEL_VARIABLES, type CelVariable, celToJson, parseJson } from './values.ts';
+import { registerViews, withVariables } from './views.ts';
 
 export { CEL_MAX_LENGTH, CEL_VARIABLES, type CelVariable, celToJson, parseJson } from './values.ts';
 
@@ -50,6 +51,7 @@ export function celEnvironment<C extends object>(rt: CelRuntime<C>): Environment
     },
   }));
   registerExtensions(e);
+  registerViews(e);
   e.registerType('CIDR', rt.Cidr);
   e.registerFunction('cidr(string): CIDR', (text: string) => new rt.Cidr(text));
   // Kubernetes CEL's CIDR methods (agentgateway's), read from the CIDR's text
@@ -115,5 +117,15 @@ export function compileCelWith(
   }
   const checked = env.check(source) as { valid: boolean; error?: Error };
   if (!checked.valid) return { ok: false, message: checked.error?.message ?? 'invalid expression' };
+  if (/\bvariables\s*\(/.test(source)) {
+    // variables() returns the evaluation's variables, which CEL functions are not handed
+    const inner = evaluate;
+    evaluate = Object.assign(
+      (ctx: Partial<Record<CelVariable, unknown>>) => withVariables(ctx, () => inner(ctx)),
+      {
+        ast: inner.ast,
+      },
+    );
+  }
   return { ok: true, evaluate };
 }

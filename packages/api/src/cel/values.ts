@@ -47,6 +47,8 @@ export function parseJson(text: string): unknown {
  */
 export function celToJson(value: unknown): unknown {
   if (typeof value === 'bigint') return Number(value);
+  // flatten() outside a record field: the value it wraps
+  if (isFlatten(value)) return celToJson(value.value);
   if (value instanceof Uint8Array) return Buffer.from(value).toString('base64');
   if (value instanceof Date) return value.toISOString();
   if (value instanceof Map) return Object.fromEntries([...value].map(([k, v]) => [String(k), celToJson(v)]));
@@ -56,4 +58,86 @@ export function celToJson(value: unknown): unknown {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, celToJson(v)]));
   }
   return value;
+}
+
+/**
+ * The raw header values behind a CEL header map (`request.headers`), kept on it under a symbol CEL
+ * cannot see: its entries read as one string each (repeated ones joined by `,`), and the header view
+ * methods (`raw()`, `split()`, …) read the values as received.
+ */
+export const RAW_HEADERS = Symbol.for('gw.cel.rawHeaders');
+
+/** A request's or response's headers as CEL reads them; `authority` fills in `host` (HTTP/2). */
+export function celHeaderMap(
+  h: Readonly<Record<string, string | string[] | undefined>>,
+  authority?: string,
+  /** The message the headers came from: its `headersDistinct` tells repeated headers apart. */
+  received?: { readonly headersDistinct?: Record<string, string[]> },
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k in h) {
+    const v = h[k];
+    if (v !== undefined) out[k] = typeof v === 'string' ? v : v.join(',');
+  }
+  if (authority !== undefined && out.host === undefined) out.host = authority;
+  const raw: CelRawHeaders = { headers: h, received };
+  Object.defineProperty(out, RAW_HEADERS, { value: raw });
+  return out;
+}
+
+export interface CelRawHeaders {
+  headers: Readonly<Record<string, string | string[] | undefined>>;
+  received: { readonly headersDistinct?: Record<string, string[]> } | undefined;
+}
+
+/**
+ * A header's values as received: Node joins a repeated header into one value with `, `, so while
+ * the value is still that join (no policy changed it) the received message's entries are used.
+ */
+export function rawHeaderValues(raw: CelRawHeaders, name: string): string[] | undefined {
+  const v = raw.headers[name];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string') return [...v];
+  if (v.includes(', ')) {
+    const d = raw.received?.headersDistinct?.[name];
+    if (d && d.length > 1 && d.join(', ') === v) return [...d];
+  }
+  return [v];
+}
+
+/** Marks what flatten() / flattenRecursive() return: an access-log or span field that becomes many. */
+export const FLATTEN = Symbol.for('gw.cel.flatten');
+export type CelFlatten = { [FLATTEN]: 'one' | 'all'; value: unknown };
+
+const isFlatten = (v: unknown): v is CelFlatten =>
+  v !== null && typeof v === 'object' && FLATTEN in (v as object);
+
+/** A map's or list's entries, by key or index; undefined for anything else. */
+function containerEntries(v: unknown): [string, unknown][] | undefined {
+  if (v instanceof Map) return [...v].map(([k, x]) => [String(k), x]);
+  if (Array.isArray(v)) return v.map((x, i) => [String(i), x]);
+  if (v !== null && typeof v === 'object' && !(v instanceof Uint8Array) && !(v instanceof Date))
+    return Object.entries(v);
+  return undefined;
+}
+
+/**
+ * Writes a CEL result as the record field `name` (an access-log line, a span): as JSON data, or — a
+ * flatten() result — as one field per entry (`name.key`), every level deep for flattenRecursive().
+ */
+export function setCelField(out: Record<string, unknown>, name: string, v: unknown): void {
+  if (!isFlatten(v)) {
+    out[name] = celToJson(v);
+    return;
+  }
+  const entries = containerEntries(v.value);
+  if (!entries) {
+    out[name] = celToJson(v.value);
+    return;
+  }
+  for (const [k, x] of entries) {
+    if (v[FLATTEN] === 'all' && containerEntries(x) && !isFlatten(x))
+      setCelField(out, `${name}.${k}`, { [FLATTEN]: 'all', value: x });
+    else setCelField(out, `${name}.${k}`, x);
+  }
 }

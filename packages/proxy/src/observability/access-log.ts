@@ -1,8 +1,10 @@
 // The access log as a request observer: one record per finished request, shaped by the frontend's
 // `accessLog` policy (CEL filter, fields added by CEL, fields removed). The record and its shaping
 // are also what the spans of a traced request carry (tracing.ts), with the tracing policy's own.
+
+import { setCelField } from '@gw/api/runtime';
 import { finalOutcome } from '../a2a/info.ts';
-import { type CelContext, type CelProgram, celToJson, celTrue, compileCel } from '../cel/cel.ts';
+import { type CelContext, type CelProgram, celTrue, compileCel } from '../cel/cel.ts';
 import type { FrontendIR } from '../config/ir.ts';
 import type { ObservedRequest, RequestObserver, RequestSummary } from '../pipeline/observer.ts';
 import { redactQuery } from '../trace/redact.ts';
@@ -45,7 +47,8 @@ export class RecordShape {
     if (!cel) return;
     for (const [k, p] of this.#add) {
       const v = p.eval(cel);
-      if (v !== undefined) rec[k] = celToJson(v);
+      // flatten(x): one field per entry of x (`k.<key>`)
+      if (v !== undefined) setCelField(rec, k, v);
     }
   }
 }

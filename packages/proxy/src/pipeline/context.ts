@@ -2,6 +2,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Readable } from 'node:stream';
+import { celHeaderMap } from '@gw/api/runtime';
 import type { CelContext } from '../cel/cel.ts';
 import type { ErrorFormat, GwError } from '../errors.ts';
 import type { RequestExtensions } from './extensions.ts';
@@ -186,10 +187,15 @@ export class RequestContext implements ObservedRequest {
         method: this.method,
         path: this.path,
         pathAndQuery: this.path + this.query,
+        uri: `${this.scheme}://${this.authority}${this.path}${this.query}`,
         host: this.host,
         scheme: this.scheme,
         version: `HTTP/${this.httpVersion}`,
-        headers: celHeaders(this.headers, this.authority),
+        headers: celHeaderMap(
+          this.headers,
+          this.authority,
+          this.req as { headersDistinct?: Record<string, string[]> },
+        ),
         query: this.query,
         startTime: this.startDate,
       },
@@ -213,19 +219,12 @@ export class RequestContext implements ObservedRequest {
     if (metadata) ctx.metadata = metadata;
     const res = this.response;
     if (res) {
-      const response: Record<string, unknown> = { code: res.status, headers: celHeaders(res.headers) };
+      const response: Record<string, unknown> = { code: res.status, headers: celHeaderMap(res.headers) };
       if (res.body === null || Buffer.isBuffer(res.body)) response.body = res.body ?? EMPTY;
       ctx.response = response;
     }
     return ctx;
   }
-}
-
-function celHeaders(h: Headers, authority?: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(h)) out[k] = Array.isArray(v) ? v.join(',') : v;
-  if (authority !== undefined && out.host === undefined) out.host = authority;
-  return out;
 }
 
 const EMPTY = Buffer.alloc(0);
