@@ -10,11 +10,46 @@ import type { ObservedRequest, RequestObserver, RequestSummary } from '../pipeli
 import { redactQuery } from '../trace/redact.ts';
 import type { RecordLog } from './logger.ts';
 
+/**
+ * A body's bytes as they passed to the backend or the client, up to a limit: what `request.body` or
+ * `response.body` is to a log or span field when no policy read the body into memory (a longer body
+ * is its first `limit` bytes; the body itself streams on unchanged).
+ */
+export class BodyCapture {
+  readonly #limit: number;
+  readonly #chunks: Buffer[] = [];
+  #size = 0;
+
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+
+  add(chunk: Buffer): void {
+    const room = this.#limit - this.#size;
+    if (room <= 0 || chunk.length === 0) return;
+    const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
+    this.#chunks.push(part);
+    this.#size += part.length;
+  }
+
+  bytes(): Buffer {
+    return this.#chunks.length === 1 ? (this.#chunks[0] as Buffer) : Buffer.concat(this.#chunks, this.#size);
+  }
+}
+
+/** Bodies captured for one request's record. */
+export interface CapturedBodies {
+  request?: BodyCapture;
+  response?: BodyCapture;
+}
+
 /** A filter that keeps some requests, fields added by CEL and fields removed, compiled once. */
 export class RecordShape {
   readonly #filter: CelProgram | undefined;
   readonly #add: [string, CelProgram][];
   readonly #remove: Set<string>;
+  /** Whether an expression reads request.body / response.body: those bodies are captured as they pass. */
+  readonly readsBody: { request: boolean; response: boolean };
 
   constructor(
     s: {
@@ -26,13 +61,25 @@ export class RecordShape {
     this.#filter = s.filter ? compileCel(s.filter) : undefined;
     this.#add = Object.entries(s.add ?? {}).map(([k, v]) => [k, compileCel(v)] as [string, CelProgram]);
     this.#remove = new Set(s.remove ?? []);
+    const programs = [...(this.#filter ? [this.#filter] : []), ...this.#add.map(([, p]) => p)];
+    this.readsBody = {
+      request: programs.some((p) => p.reads('request', 'body')),
+      response: programs.some((p) => p.reads('response', 'body')),
+    };
   }
 
   /** The CEL view of a finished request, when the filter or an added field needs one. */
-  cel(req: ObservedRequest, status: number): CelContext | undefined {
+  cel(req: ObservedRequest, status: number, bodies?: CapturedBodies): CelContext | undefined {
     if (!this.#filter && this.#add.length === 0) return undefined;
     const cel = req.celContext();
     if (req.response === undefined) cel.response = { code: status, headers: {} };
+    // a body no policy held in memory: the bytes that passed (none passed: empty)
+    const request = cel.request as Record<string, unknown>;
+    if (this.readsBody.request && request.body === undefined)
+      request.body = bodies?.request?.bytes() ?? EMPTY;
+    const response = cel.response as Record<string, unknown>;
+    if (this.readsBody.response && response.body === undefined)
+      response.body = bodies?.response?.bytes() ?? EMPTY;
     return cel;
   }
 
@@ -59,22 +106,45 @@ export class AccessLogObserver implements RequestObserver {
   /** Query parameters that carry credentials: logged as [redacted]. */
   readonly #credentialParams: ReadonlySet<string>;
 
-  constructor(log: RecordLog, frontend: FrontendIR, credentialParams: readonly string[] = []) {
+  readonly #bodies = new WeakMap<ObservedRequest, CapturedBodies>();
+  /** Set only when a field reads a body: otherwise requests need no observation beyond their end. */
+  requestBody?: (req: ObservedRequest, chunk: Buffer) => void;
+  responseBody?: (req: ObservedRequest, chunk: Buffer) => void;
+
+  constructor(
+    log: RecordLog,
+    frontend: FrontendIR,
+    credentialParams: readonly string[] = [],
+    /** The most of a body a field may read (the global buffer limit). */
+    bodyLimit = DEFAULT_BODY_LIMIT,
+  ) {
     this.#log = log;
     this.#shape = new RecordShape(frontend.accessLog);
     this.#credentialParams = new Set(credentialParams);
+    for (const which of ['request', 'response'] as const) {
+      if (!this.#shape.readsBody[which]) continue;
+      this[`${which}Body`] = (req, chunk) => {
+        let b = this.#bodies.get(req);
+        if (!b) this.#bodies.set(req, (b = {}));
+        (b[which] ??= new BodyCapture(bodyLimit)).add(chunk);
+      };
+    }
   }
 
   end(req: ObservedRequest, summary: RequestSummary): void {
     const log = this.#log;
     if (!log.isLevelEnabled('info')) return;
-    const cel = this.#shape.cel(req, summary.status);
+    const cel = this.#shape.cel(req, summary.status, this.#bodies.get(req));
     if (!this.#shape.keeps(cel)) return;
     const rec = requestRecord(req, summary, this.#credentialParams);
     this.#shape.apply(rec, cel);
     log.info(rec);
   }
 }
+
+const EMPTY = Buffer.alloc(0);
+/** agentgateway's default body buffer limit, for an observer built without the config's. */
+const DEFAULT_BODY_LIMIT = 2 * 1024 * 1024;
 
 /** What gw records of a finished request: the access-log line's fields, before any shaping. */
 export function requestRecord(

@@ -182,6 +182,7 @@ describe('frontendPolicies.tracing over OTLP/gRPC', () => {
     attributes:
       environment: '"test"'
       route.path: request.path
+      answer.method: 'json(response.body).method'
     resources:
       service.name: '"edge-gateway"'
       service.version: '"1.2.3"'
@@ -197,6 +198,8 @@ describe('frontendPolicies.tracing over OTLP/gRPC', () => {
     const server = spans.find((s) => s.kind === SERVER);
     assert.equal(server?.attributes.environment, 'test');
     assert.equal(server?.attributes['route.path'], '/sampled/one');
+    // the answer's bytes as they passed to the client (no policy buffered it)
+    assert.equal(server?.attributes['answer.method'], 'GET');
     assert.equal(server?.attributes['http.version'], undefined);
     assert.equal(server?.resource['service.name'], 'edge-gateway');
     assert.equal(server?.resource['service.version'], '1.2.3');

@@ -16,7 +16,7 @@ import type {
   UpstreamInfo,
   UpstreamResult,
 } from '../pipeline/observer.ts';
-import { RecordShape, requestRecord } from './access-log.ts';
+import { BodyCapture, type CapturedBodies, RecordShape, requestRecord } from './access-log.ts';
 import type { SpanExport, SpanHandle } from './otel-export.ts';
 
 /** A traceparent header's parts (version 00; a later version is read as 00, as W3C asks). */
@@ -74,7 +74,11 @@ export class TracingSource implements ObserverSource {
   readonly shape: RecordShape;
   readonly credentialParams: ReadonlySet<string>;
 
-  constructor(ir: TracingIR, exp: Lazy<SpanExport>, credentialParams: readonly string[]) {
+  /** The most of a body an attribute may read. */
+  readonly bodyLimit: number;
+
+  constructor(ir: TracingIR, exp: Lazy<SpanExport>, credentialParams: readonly string[], bodyLimit: number) {
+    this.bodyLimit = bodyLimit;
     this.#export = exp;
     this.#random = decider(ir.randomSampling);
     this.#client = decider(ir.clientSampling);
@@ -131,7 +135,17 @@ class SpanObserver implements RequestObserver {
         }
       : undefined;
     this.#server = exp.server(req.method, epochMs(req.startTime), remote);
+    // an attribute reading a body: its bytes captured as they pass
+    for (const which of ['request', 'response'] as const) {
+      if (!source.shape.readsBody[which]) continue;
+      const capture = new BodyCapture(source.bodyLimit);
+      this.#bodies[which] = capture;
+      this[`${which}Body`] = (_req, chunk) => capture.add(chunk);
+    }
   }
+  readonly #bodies: CapturedBodies = {};
+  requestBody?: (req: ObservedRequest, chunk: Buffer) => void;
+  responseBody?: (req: ObservedRequest, chunk: Buffer) => void;
 
   upstreamStart(req: ObservedRequest, u: UpstreamInfo, target: string): void {
     const startMs = epochMs(performance.now());
@@ -160,7 +174,7 @@ class SpanObserver implements RequestObserver {
 
   end(req: ObservedRequest, summary: RequestSummary): void {
     const shape = this.#source.shape;
-    const cel: CelContext | undefined = shape.cel(req, summary.status);
+    const cel: CelContext | undefined = shape.cel(req, summary.status, this.#bodies);
     // spans never ended are never exported: the filter drops the request's spans with it
     if (!shape.keeps(cel)) return;
     const rec = requestRecord(req, summary, this.#source.credentialParams);

@@ -184,11 +184,17 @@ export class DataPlane {
       this.#opts.accessLog,
       ir.frontend,
       ir.global.credentialQueryParams,
+      ir.global.maxBufferSize,
     );
     const spans = await this.#spansFor(ir.frontend.tracing);
     const tracing =
       spans && ir.frontend.tracing
-        ? new TracingSource(ir.frontend.tracing, spans.export, ir.global.credentialQueryParams)
+        ? new TracingSource(
+            ir.frontend.tracing,
+            spans.export,
+            ir.global.credentialQueryParams,
+            ir.global.maxBufferSize,
+          )
         : undefined;
     const connections = new Map<string, ConnectionLimit>();
     const settings = (key: string): BindSettings => {
