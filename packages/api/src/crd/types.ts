@@ -98,7 +98,7 @@ export const LocalSecretKeyRef = obj({
 });
 
 export const BACKEND_NAMESPACE_DESCRIPTION =
-  "Namespace of the referent; default the resource's own. A reference to another namespace is not supported by this build of gw yet (the controller reports it by name).";
+  "Namespace of the referent; default the resource's own. A Service in another namespace needs a ReferenceGrant there that lets this resource's kind (GwPolicy, GwBackend or GwModel) refer to it.";
 export const LocalBackendObjectReference = rules(
   obj({
     group: Group.default(''),

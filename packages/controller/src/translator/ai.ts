@@ -64,8 +64,10 @@ export function translateAi(
   backendPolicies: GwBackendPoliciesSpec | undefined,
   /** How status messages name the single provider's field (a GwModel's is its spec). */
   providerField = 'ai.provider',
+  /** The kind being translated, for ReferenceGrants. */
+  owner = 'GwBackend',
 ): AiResult {
-  const ctx = new MapContext(namespace, lookup);
+  const ctx = new MapContext(namespace, lookup, owner);
   const problems: string[] = [];
   const invalid: string[] = [];
   /** Each provider's routes (translated) and the field they came from. */
@@ -114,7 +116,7 @@ export function translateAi(
       [own, `${field}.policies`],
     ] as const) {
       if (Object.keys(s).length === 0) continue;
-      const r = backendPolicy(s as GwBackendPoliciesSpec, namespace, lookup, f);
+      const r = backendPolicy(s as GwBackendPoliciesSpec, namespace, lookup, f, ['spec', f], owner);
       if (r.invalid.length > 0) invalid.push(describeProblems(r.invalid));
       problems.push(...r.problems);
       if (r.failClosed) ctx.failClosed = true;
@@ -143,7 +145,14 @@ export function translateAi(
     if (authSpec && !isKeyForm(authSpec)) {
       // a token or a signature (azure, gcp, aws, oauthTokenExchange, jwtSign): translated as a
       // GwBackend's auth is, its Secrets read; the proxy writes it once the provider's request is ready
-      const r = backendPolicy({ auth: authSpec } as GwBackendPoliciesSpec, namespace, lookup, authAt);
+      const r = backendPolicy(
+        { auth: authSpec } as GwBackendPoliciesSpec,
+        namespace,
+        lookup,
+        authAt,
+        ['spec', authAt],
+        owner,
+      );
       if (r.invalid.length > 0) invalid.push(describeProblems(r.invalid));
       problems.push(...r.problems);
       if (r.failClosed) ctx.failClosed = true;

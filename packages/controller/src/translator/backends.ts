@@ -113,7 +113,7 @@ export function collectBackends(
       };
     }
     if (spec.policies) {
-      const p = backendPolicy(spec.policies, ns, lookup, 'policies');
+      const p = backendPolicy(spec.policies, ns, lookup, 'policies', ['spec', 'policies'], 'GwBackend');
       if (p.invalid.length > 0) {
         info.accepted = bad('Accepted', 'Invalid', describeProblems(p.invalid), gen);
         continue;

@@ -104,7 +104,14 @@ export function translateMcp(
       let policies: BackendPolicies | undefined;
       if (s.policies) {
         const path = ['spec', 'mcp', 'targets', i, 'static', 'policies'];
-        const p = backendPolicy(s.policies, namespace, lookup, `mcp.targets[${i}].static.policies`, path);
+        const p = backendPolicy(
+          s.policies,
+          namespace,
+          lookup,
+          `mcp.targets[${i}].static.policies`,
+          path,
+          'GwBackend',
+        );
         if (p.invalid.length > 0)
           return { ok: false, reason: 'Invalid', message: describeProblems(p.invalid) };
         if (p.failClosed) return { ok: false, reason: 'InvalidReference', message: p.problems.join('; ') };

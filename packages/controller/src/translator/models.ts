@@ -218,7 +218,7 @@ function readModel(o: KubeObject, lookup: Lookup): ModelInfo {
     return info;
   }
   const provider = providerSpec(spec, info.notes);
-  const r = translateAi({ provider }, info.key, ns, lookup, undefined, 'spec');
+  const r = translateAi({ provider }, info.key, ns, lookup, undefined, 'spec', 'GwModel');
   if (!r.ok) {
     info.problem = bad('Accepted', r.reason, r.message, gen);
     return info;

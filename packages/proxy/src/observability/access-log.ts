@@ -124,9 +124,17 @@ export class AccessLogObserver implements RequestObserver {
     for (const which of ['request', 'response'] as const) {
       if (!this.#shape.readsBody[which]) continue;
       this[`${which}Body`] = (req, chunk) => {
-        let b = this.#bodies.get(req);
-        if (!b) this.#bodies.set(req, (b = {}));
-        (b[which] ??= new BodyCapture(bodyLimit)).add(chunk);
+        let bodies = this.#bodies.get(req);
+        if (!bodies) {
+          bodies = {};
+          this.#bodies.set(req, bodies);
+        }
+        let capture = bodies[which];
+        if (!capture) {
+          capture = new BodyCapture(bodyLimit);
+          bodies[which] = capture;
+        }
+        capture.add(chunk);
       };
     }
   }

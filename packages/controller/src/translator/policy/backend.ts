@@ -44,8 +44,10 @@ export function backendPolicy(
   lookup: MapContext['lookup'],
   field = 'backend',
   path: FieldPath = ['spec', field],
+  /** The kind whose spec this is (a cross-namespace reference needs a ReferenceGrant for it). */
+  owner = 'GwPolicy',
 ): BackendPolicyResult<BackendPolicies> {
-  const ctx = new MapContext(namespace, lookup);
+  const ctx = new MapContext(namespace, lookup, owner);
   const out: BackendPolicies = {};
   const at = { field, path };
   mapSections(BACKEND_SECTIONS, spec as BackendSpec, ctx, out, at);

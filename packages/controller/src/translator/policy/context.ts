@@ -16,6 +16,7 @@
 //   makes the whole policy invalid: `invalid` collects those problems at their CRD field paths.
 import type { FieldPath, Problem, TrafficPolicies } from '@gw/api';
 import { notBuiltMessage } from '@gw/api/crd/types';
+import { referenceGrants } from '../grants.ts';
 import type { Lookup } from '../types.ts';
 
 export const CLUSTER_DOMAIN = 'cluster.local';
@@ -33,9 +34,12 @@ export class MapContext {
   failClosed = false;
   readonly namespace: string;
   readonly lookup: Lookup;
-  constructor(namespace: string, lookup: Lookup) {
+  /** The kind of the object being translated, as a ReferenceGrant names what refers (GwPolicy, …). */
+  readonly owner: string;
+  constructor(namespace: string, lookup: Lookup, owner = 'GwPolicy') {
     this.namespace = namespace;
     this.lookup = lookup;
+    this.owner = owner;
   }
   problem(field: string, message: string): void {
     this.problems.push(`${field}: ${message}`);
@@ -138,12 +142,11 @@ export interface ServiceAddress {
   resolved: boolean;
 }
 
-/** The in-cluster address of a Service backendRef; undefined when the reference cannot name one. */
+/**
+ * The in-cluster address of a Service backendRef; undefined when the reference cannot name one. A
+ * Service in another namespace needs a ReferenceGrant there that lets the owner's kind refer to it.
+ */
 export function serviceAddress(ctx: MapContext, field: string, ref: BackendRef): ServiceAddress | undefined {
-  if (ref.namespace !== undefined && ref.namespace !== ctx.namespace) {
-    ctx.unsupported(`${field}.namespace (a backend in another namespace)`);
-    return undefined;
-  }
   if (ref.group !== '' || ref.kind !== 'Service') {
     ctx.problem(
       field,
@@ -155,10 +158,22 @@ export function serviceAddress(ctx: MapContext, field: string, ref: BackendRef):
     ctx.problem(field, 'backendRef port is required for a Service');
     return undefined;
   }
-  const hostPort = `${ref.name}.${ctx.namespace}.svc.${CLUSTER_DOMAIN}:${ref.port}`;
-  const svc = ctx.lookup.get('Service', ctx.namespace, ref.name);
+  const ns = ref.namespace ?? ctx.namespace;
+  const hostPort = `${ref.name}.${ns}.svc.${CLUSTER_DOMAIN}:${ref.port}`;
+  if (
+    ns !== ctx.namespace &&
+    !referenceGrants(ctx.lookup.list('ReferenceGrant', ns))(ctx.owner, ctx.namespace, 'Service', ns, ref.name)
+  ) {
+    ctx.problem(
+      field,
+      `no ReferenceGrant in namespace ${ns} allows this ${ctx.owner} to use service ${quote(ref.name)}`,
+    );
+    // not an address at all: no caller may send anything there
+    return undefined;
+  }
+  const svc = ctx.lookup.get('Service', ns, ref.name);
   if (!svc) {
-    ctx.problem(field, `service ${quote(ref.name)} not found`);
+    ctx.problem(field, `service ${quote(ns === ctx.namespace ? ref.name : `${ns}/${ref.name}`)} not found`);
     return { hostPort, https: ref.port === 443, resolved: false };
   }
   const ports = (

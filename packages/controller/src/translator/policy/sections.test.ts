@@ -1241,7 +1241,7 @@ describe('frontend → FrontendPolicies', () => {
     );
     assert.deepEqual(other.policies, {});
     assert.deepEqual(other.problems, [
-      'frontend.tracing.backendRef.namespace (a backend in another namespace) is not supported by this build of gw yet',
+      'frontend.tracing.backendRef: no ReferenceGrant in namespace obs allows this GwPolicy to use service "otel"',
       'frontend.tracing: no collector to export to: requests are not traced',
     ]);
     const bad = frontendPolicy(
@@ -1735,16 +1735,30 @@ describe("agentgateway's field names (issue 16): translated, or refused by name"
     );
   });
 
-  test('a backendRef in another namespace is named and not called', () => {
-    traffic(
-      { extAuth: { backendRef: { name: 'authz', namespace: 'other', port: 9000 }, grpc: {} } },
-      [service('authz', [{ port: 9000 }], 'other')],
-      { authorization: DENY_ALL },
-      [
-        notBuilt('traffic.extAuth.backendRef.namespace (a backend in another namespace)'),
+  test('a backendRef in another namespace: called when a ReferenceGrant there allows GwPolicies, else named and not called', () => {
+    const spec = { extAuth: { backendRef: { name: 'authz', namespace: 'other', port: 9000 }, grpc: {} } };
+    traffic(spec, [service('authz', [{ port: 9000 }], 'other')], { authorization: DENY_ALL }, [
+      'traffic.extAuth.backendRef: no ReferenceGrant in namespace other allows this GwPolicy to use service "authz"',
+      'traffic.extAuth: no authorization service to call: every request is denied',
+    ]);
+    const grant = (kind: string, name?: string): KubeObject => ({
+      apiVersion: 'gateway.networking.k8s.io/v1beta1',
+      kind: 'ReferenceGrant',
+      metadata: { name: `grant-${kind}`, namespace: 'other' },
+      spec: {
+        from: [{ group: 'gw.dev', kind, namespace: NS }],
+        to: [{ group: '', kind: 'Service', ...(name ? { name } : {}) }],
+      },
+    });
+    traffic(spec, [service('authz', [{ port: 9000 }], 'other'), grant('GwPolicy', 'authz')], {
+      extAuthz: { grpc: { host: 'authz.other.svc.cluster.local:9000' }, failureMode: 'failClosed' },
+    });
+    // a grant for another kind, or another Service, does not do
+    for (const g of [grant('GwBackend'), grant('GwPolicy', 'other-service')])
+      traffic(spec, [service('authz', [{ port: 9000 }], 'other'), g], { authorization: DENY_ALL }, [
+        'traffic.extAuth.backendRef: no ReferenceGrant in namespace other allows this GwPolicy to use service "authz"',
         'traffic.extAuth: no authorization service to call: every request is denied',
-      ],
-    );
+      ]);
   });
 
   test('extProc processingOptions: header and trailer modes pass through; FullDuplexStreamed is its default', () => {
