@@ -871,6 +871,42 @@ const AwsRegionService = {
     .meta({ description: 'signing service (default execute-api)' }),
 };
 const AWS_SESSION_NAME_MESSAGE = 'a session name is 2 to 64 letters, digits or +=,.@_-';
+/** agentgateway's aws.assumeRole: STS AssumeRole from the ambient credentials, before signing. */
+const AwsAssumeRole = strict({
+  roleArn: z.string().regex(/^arn:aws[a-z-]*:iam::[0-9]{12}:role\/.+$/, {
+    message: 'expected an IAM role ARN (arn:aws:iam::<account>:role/<name>)',
+  }),
+  sessionName: z
+    .union([
+      z.string().regex(AWS_SESSION_NAME, { message: AWS_SESSION_NAME_MESSAGE }),
+      strict({ expression: Cel }),
+    ])
+    .nullable()
+    .optional()
+    .meta({
+      description:
+        'RoleSessionName, for CloudTrail and cost reports: a name, or {expression} evaluated per request (unset: one of its own)',
+    }),
+  tags: z
+    .array(
+      strict({
+        key: z.string().min(1).max(128),
+        value: z.string().max(256).nullable().optional(),
+        expression: Cel.nullable().optional(),
+      }).refine((t) => (t.value == null) !== (t.expression == null), {
+        message: 'set value or expression',
+      }),
+    )
+    .max(50)
+    .optional()
+    .meta({ description: 'session tags, each a value or an expression evaluated per request' }),
+})
+  .nullable()
+  .optional()
+  .meta({
+    description:
+      'an IAM role assumed with STS (from the ambient credentials) before signing; its credentials are cached per session name and tags until they near expiry',
+  });
 export const BackendAwsAuth = z.union([
   strict({
     accessKeyId: z.string().min(1),
@@ -880,41 +916,7 @@ export const BackendAwsAuth = z.union([
   }),
   strict({
     ...AwsRegionService,
-    assumeRole: strict({
-      roleArn: z.string().regex(/^arn:aws[a-z-]*:iam::[0-9]{12}:role\/.+$/, {
-        message: 'expected an IAM role ARN (arn:aws:iam::<account>:role/<name>)',
-      }),
-      sessionName: z
-        .union([
-          z.string().regex(AWS_SESSION_NAME, { message: AWS_SESSION_NAME_MESSAGE }),
-          strict({ expression: Cel }),
-        ])
-        .nullable()
-        .optional()
-        .meta({
-          description:
-            'RoleSessionName, for CloudTrail and cost reports: a name, or {expression} evaluated per request (unset: one of its own)',
-        }),
-      tags: z
-        .array(
-          strict({
-            key: z.string().min(1).max(128),
-            value: z.string().max(256).nullable().optional(),
-            expression: Cel.nullable().optional(),
-          }).refine((t) => (t.value == null) !== (t.expression == null), {
-            message: 'set value or expression',
-          }),
-        )
-        .max(50)
-        .optional()
-        .meta({ description: 'session tags, each a value or an expression evaluated per request' }),
-    })
-      .nullable()
-      .optional()
-      .meta({
-        description:
-          'an IAM role assumed with STS (from the ambient credentials) before signing; its credentials are cached per session name and tags until they near expiry',
-      }),
+    assumeRole: AwsAssumeRole,
   }),
 ]);
 // gcp, azure, oauthTokenExchange and crossAppAccess (token-auth.ts)
@@ -1975,7 +1977,7 @@ const GuardAwsAuth = z.union([
   strict({
     region: NotYet('aws.region on a guard (the guard names its region)').optional(),
     serviceName: NotYet('aws.serviceName on a guard (the service is bedrock)').optional(),
-    assumeRole: NotYet('aws.assumeRole').optional(),
+    assumeRole: AwsAssumeRole,
   }),
 ]);
 /** agentgateway's BedrockGuardrails: Amazon Bedrock's ApplyGuardrail on the request or the answer. */

@@ -5,6 +5,7 @@
 // say so in the status instead of shipping a guard that silently does nothing.
 import { checkRegex, type FieldPath, type Problem, SERVED_AI_ROUTE_TYPES } from '@gw/api';
 import { checkCel } from '@gw/api/checks/cel';
+import { translateAssumeRole } from './policy/backend/auth.ts';
 import { backendTls } from './policy/backend/tls.ts';
 import { isSecretRef, type MapContext, readKey, serviceAddress } from './policy/context.ts';
 import type { BackendSpec, GwBackendPoliciesSpec } from './policy/spec.ts';
@@ -121,9 +122,24 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
         if (auth?.aws) {
           if (auth.aws.region || auth.aws.service || auth.aws.serviceName)
             out.unsupported.push(`${bf}.policies.auth.aws.region/serviceName`);
-          if (auth.aws.assumeRole) out.unsupported.push(`${bf}.policies.auth.aws.assumeRole`);
           const ref = auth.aws.secretRef;
-          if (ref) {
+          if (auth.aws.assumeRole) {
+            const r = translateAssumeRole(auth.aws.assumeRole, [
+              'promptGuard',
+              phase,
+              i,
+              'bedrockGuardrails',
+              'policies',
+              'auth',
+              'aws',
+              'assumeRole',
+            ]);
+            if (r.invalid.length > 0) {
+              out.invalid.push(...r.invalid);
+              return undefined;
+            }
+            backendAuth = { aws: { assumeRole: r.assumeRole } };
+          } else if (ref) {
             const id = refs.secretKey(`${bf}.policies.auth.aws.secretRef`, ref.name, 'accessKey');
             const secret = refs.secretKey(`${bf}.policies.auth.aws.secretRef`, ref.name, 'secretKey');
             const token = refs.secretKey(`${bf}.policies.auth.aws.secretRef`, ref.name, 'sessionToken', true);

@@ -11,7 +11,7 @@ import {
   parseGoDuration,
 } from '@gw/api';
 import { Secret } from '../secret.ts';
-import type { AuthLocationIR, BackendAuthIR } from './ir.ts';
+import type { AuthLocationIR, AwsAssumeRoleIR, BackendAuthIR } from './ir.ts';
 import {
   resolveAzure,
   resolveCrossAppAccess,
@@ -35,6 +35,34 @@ function location(l: LocationConfig): { location?: AuthLocationIR } {
   // an expression was refused by checkBackendAuth
   if (!l || 'expression' in l) return {};
   return { location: l };
+}
+
+type AwsConfig = Extract<BackendAuth, { aws: unknown }>['aws'];
+type AssumeRoleConfig = NonNullable<Extract<AwsConfig, { assumeRole?: unknown }>['assumeRole']>;
+
+/** aws.assumeRole as the IR, its expressions checked (problems reported at `at`). */
+export function assumeRoleIR(
+  r: AssumeRoleConfig,
+  at: FieldPath,
+  report: (problems: readonly Problem[]) => void,
+): AwsAssumeRoleIR {
+  if (r.sessionName && typeof r.sessionName === 'object')
+    report(checkCel(r.sessionName.expression, [...at, 'sessionName', 'expression']));
+  (r.tags ?? []).forEach((t, i) => {
+    if (t.expression) report(checkCel(t.expression, [...at, 'tags', i, 'expression']));
+  });
+  return {
+    roleArn: r.roleArn,
+    ...(r.sessionName
+      ? {
+          sessionName:
+            typeof r.sessionName === 'string' ? r.sessionName : { expression: r.sessionName.expression },
+        }
+      : {}),
+    tags: (r.tags ?? []).map((t) =>
+      t.expression ? { key: t.key, expression: t.expression } : { key: t.key, value: t.value ?? '' },
+    ),
+  };
 }
 
 export function resolveBackendAuth(
@@ -116,27 +144,8 @@ export function resolveBackendAuth(
       };
     if (w.region) out.region = w.region;
     if (w.serviceName) out.service = w.serviceName;
-    if ('assumeRole' in w && w.assumeRole) {
-      const r = w.assumeRole;
-      const rp = [...path, 'aws', 'assumeRole'];
-      if (r.sessionName && typeof r.sessionName === 'object')
-        io.report(checkCel(r.sessionName.expression, [...rp, 'sessionName', 'expression']));
-      (r.tags ?? []).forEach((t, i) => {
-        if (t.expression) io.report(checkCel(t.expression, [...rp, 'tags', i, 'expression']));
-      });
-      out.assumeRole = {
-        roleArn: r.roleArn,
-        ...(r.sessionName
-          ? {
-              sessionName:
-                typeof r.sessionName === 'string' ? r.sessionName : { expression: r.sessionName.expression },
-            }
-          : {}),
-        tags: (r.tags ?? []).map((t) =>
-          t.expression ? { key: t.key, expression: t.expression } : { key: t.key, value: t.value ?? '' },
-        ),
-      };
-    }
+    if ('assumeRole' in w && w.assumeRole)
+      out.assumeRole = assumeRoleIR(w.assumeRole, [...path, 'aws', 'assumeRole'], (p) => io.report(p));
     return { aws: out };
   }
   if ('gcp' in a) {

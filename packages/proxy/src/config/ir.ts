@@ -590,7 +590,9 @@ export interface LlmGuardSettings {
       | { kind: 'chain' }
       | { kind: 'static'; accessKeyId: string; secretAccessKey: Secret; sessionToken?: Secret }
       /** A Bedrock API key, sent as a bearer instead of a signature. */
-      | { kind: 'key'; key: Secret };
+      | { kind: 'key'; key: Secret }
+      /** The role's credentials from STS, assumed with the ambient ones (per session name and tags). */
+      | { kind: 'assumeRole'; role: AwsAssumeRoleIR };
   };
   /** Azure AI Content Safety: text:analyze (harm categories, blocklists), text:detectJailbreak. */
   azureContentSafety: {

@@ -87,7 +87,7 @@ import { serviceOrigin } from '../llm/guardrails/service-call.ts';
 import { type OpenApiTools, openApiTools } from '../mcp/openapi.ts';
 import { METRIC_NAMES } from '../observability/metric-names.ts';
 import { Secret } from '../secret.ts';
-import { resolveBackendAuth } from './backend-auth.ts';
+import { assumeRoleIR, resolveBackendAuth } from './backend-auth.ts';
 import type {
   AiTarget,
   AwsTarget,
@@ -2371,6 +2371,17 @@ function guardEntry(e: NonNullable<PromptGuard['request']>[number], ctx: GuardCo
         secretAccessKey: new Secret(a.secretAccessKey),
         ...(a.sessionToken ? { sessionToken: new Secret(a.sessionToken) } : {}),
       };
+    } else if (ba && 'assumeRole' in ba.aws && ba.aws.assumeRole) {
+      const at: FieldPath = ['bedrockGuardrails', 'policies', 'backendAuth', 'aws', 'assumeRole'];
+      let bad = false;
+      const role = assumeRoleIR(ba.aws.assumeRole, at, (problems) => {
+        for (const p of problems) {
+          bad = true;
+          ctx.fail(p.path, p.message);
+        }
+      });
+      if (bad) return [];
+      auth = { kind: 'assumeRole', role };
     }
     const svc = service(
       'bedrockGuardrails',

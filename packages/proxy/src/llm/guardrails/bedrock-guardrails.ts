@@ -1,12 +1,14 @@
 // The Amazon Bedrock Guardrails guard: the texts go to ApplyGuardrail (POST
 // /guardrail/<id>/version/<v>/apply on bedrock-runtime.<region>.amazonaws.com, source INPUT or
 // OUTPUT, one content block per text so the outputs line up with them), signed with SigV4 for service
-// `bedrock` by the Bedrock provider's signer. GUARDRAIL_INTERVENED with any policy BLOCKED rejects;
+// `bedrock` by the Bedrock provider's signer, with the configured or ambient credentials or those of
+// an assumed role. GUARDRAIL_INTERVENED with any policy BLOCKED rejects;
 // with only ANONYMIZED entities the outputs replace the texts (a mask). Audit records, never applies.
 import type { LlmGuardSettings } from '../../config/ir.ts';
+import { assumeRole } from '../../policies/backend-auth/aws-assume-role.ts';
 import { type AwsCredentials, sigV4 } from '../providers/bedrock/sigv4.ts';
 import { failed, field, guardService, ServiceFailure, type ServiceRequest } from './service-call.ts';
-import type { CompiledGuard, GuardKindModule, GuardVerdict } from './types.ts';
+import type { CompiledGuard, GuardInput, GuardKindModule, GuardVerdict } from './types.ts';
 
 type Json = Record<string, unknown>;
 
@@ -44,11 +46,22 @@ function findings(assessments: Json[]): { blocked: string[]; anonymized: string[
 const named = (kind: string, what: string[]) =>
   what.length === 0 ? kind : `${kind}: ${[...new Set(what)].join(', ')}`;
 
-function signer(auth: LlmGuardSettings['bedrockGuardrails']['auth'], region: string) {
+/** Signs a call for `input`'s request: the session name and tags of an assumed role may read it. */
+type Signer = (input: GuardInput) => (req: ServiceRequest) => Promise<void>;
+
+function signer(auth: LlmGuardSettings['bedrockGuardrails']['auth'], region: string): Signer {
   if (auth.kind === 'key') {
     const bearer = `Bearer ${auth.key.reveal()}`;
-    return async (req: ServiceRequest) => {
+    const sign = async (req: ServiceRequest) => {
       req.headers.authorization = bearer;
+    };
+    return () => sign;
+  }
+  if (auth.kind === 'assumeRole') {
+    const role = assumeRole(auth.role, region);
+    return (input) => async (req) => {
+      const creds = await role({ celContext: () => input.request.cel ?? {} });
+      await sigV4({ method: 'POST', ...req }, region, 'bedrock', creds);
     };
   }
   const creds: AwsCredentials | undefined =
@@ -59,10 +72,11 @@ function signer(auth: LlmGuardSettings['bedrockGuardrails']['auth'], region: str
           ...(auth.sessionToken ? { sessionToken: auth.sessionToken.reveal() } : {}),
         }
       : undefined;
-  return async (req: ServiceRequest) => {
+  const sign = async (req: ServiceRequest) => {
     // The signer writes its headers into `req.headers`: the copy shares that object.
     await sigV4({ method: 'POST', ...req }, region, 'bedrock', creds);
   };
+  return () => sign;
 }
 
 export const bedrockGuardrailsGuard: GuardKindModule<'bedrockGuardrails'> = {
@@ -71,8 +85,13 @@ export const bedrockGuardrailsGuard: GuardKindModule<'bedrockGuardrails'> = {
     const service = guardService(s.service, env);
     const path = `/guardrail/${encodeURIComponent(s.identifier)}/version/${encodeURIComponent(s.version)}/apply`;
     const sign = signer(s.auth, s.region);
+    const role = s.auth.kind === 'assumeRole' ? s.auth.role : undefined;
     return {
       ir,
+      // an assumed role's session name or tags from the request
+      ...(role && (typeof role.sessionName === 'object' || role.tags.some((t) => t.expression))
+        ? { readsCel: true }
+        : {}),
       ...(s.audit ? { audits: true } : {}),
       async check(input): Promise<GuardVerdict> {
         let action: string;
@@ -90,7 +109,7 @@ export const bedrockGuardrailsGuard: GuardKindModule<'bedrockGuardrails'> = {
                 }),
               ),
             },
-            sign,
+            sign(input),
           );
           action = field(answer, 'action', isString);
           if (action !== 'NONE' && action !== 'GUARDRAIL_INTERVENED')

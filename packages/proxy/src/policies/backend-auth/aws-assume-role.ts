@@ -4,12 +4,12 @@
 // credentials are kept per (session name, tags) until five minutes before they expire; concurrent
 // requests for one session share one call.
 import { AWS_SESSION_NAME } from '@gw/api/runtime';
+import type { CelContext } from '../../cel/cel.ts';
 import { type CelProgram, celToJson, compileCel } from '../../cel/cel.ts';
 import type { AwsAssumeRoleIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
 import { Lazy } from '../../lazy.ts';
 import type { AwsCredentials } from '../../llm/providers/bedrock/sigv4.ts';
-import type { RequestContext } from '../../pipeline/context.ts';
 
 const sts = new Lazy(() => import('@aws-sdk/client-sts'));
 /** Credentials are renewed this long before they expire. */
@@ -29,11 +29,13 @@ function compiled(v: string | { expression: string }, what: string): Value {
   return typeof v === 'string' ? v : { program: compileCel(v.expression), what };
 }
 
+/** What the session name and tags are evaluated over: a request, or a guard's view of one. */
+export interface CelSource {
+  celContext(): CelContext;
+}
+
 /** Credentials for the role, for this request's session; rejects the request when a name does not evaluate. */
-export function assumeRole(
-  r: AwsAssumeRoleIR,
-  region: string,
-): (ctx: RequestContext) => Promise<AwsCredentials> {
+export function assumeRole(r: AwsAssumeRoleIR, region: string): (ctx: CelSource) => Promise<AwsCredentials> {
   const sessionName = r.sessionName === undefined ? undefined : compiled(r.sessionName, 'the session name');
   const tags = r.tags.map((t) => ({
     key: t.key,
@@ -46,7 +48,7 @@ export function assumeRole(
   const sessions = new Map<string, Session>();
   let client: InstanceType<Awaited<typeof sts.ready>['STSClient']> | undefined;
 
-  const evaluate = (ctx: RequestContext, v: Value): string => {
+  const evaluate = (ctx: CelSource, v: Value): string => {
     if (typeof v === 'string') return v;
     const out = v.program.eval(ctx.celContext());
     const j = out === undefined || out === null ? undefined : celToJson(out);

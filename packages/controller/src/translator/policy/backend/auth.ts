@@ -8,7 +8,7 @@
 // without the credential it was given. aws.assumeRole: the role the proxy assumes with its ambient
 // credentials, its session name and tags (CEL checked here). credentials, actorToken.mayAct and a
 // client certificate are refused by name.
-import { checkSigningKey, type FieldPath, TOKEN_TYPE } from '@gw/api';
+import { checkSigningKey, type FieldPath, type Problem, TOKEN_TYPE } from '@gw/api';
 import { checkCel } from '@gw/api/checks/cel';
 import { defined, isSecretRef, type MapContext, quote, readKey, serviceAddress } from '../context.ts';
 import type { BackendMapper, BackendPolicies, BackendSpec } from '../spec.ts';
@@ -93,33 +93,28 @@ function secretValue(
   return v;
 }
 
-function aws(
-  ctx: MapContext,
-  f: string,
-  path: FieldPath,
-  a: NonNullable<AuthSpec['aws']>,
-): BackendAuth | undefined {
-  const where = defined({ region: a.region, serviceName: a.serviceName ?? a.service });
-  if (a.assumeRole) {
-    // the role is assumed with the proxy's ambient credentials (the CRD keeps secretRef apart)
-    const r = a.assumeRole;
-    const at: FieldPath = [...path, 'aws', 'assumeRole'];
-    const bad = [
-      ...(r.sessionNameExpression !== undefined
-        ? checkCel(r.sessionNameExpression, [...at, 'sessionNameExpression'])
-        : []),
-      ...(r.tags ?? []).flatMap((t, i) =>
-        t.expression !== undefined ? checkCel(t.expression, [...at, 'tags', i, 'expression']) : [],
-      ),
-    ];
-    // an expression that does not compile makes the policy Invalid, named at its field
-    if (bad.length > 0) {
-      ctx.check(bad);
-      return undefined;
-    }
-    const sessionName =
-      r.sessionNameExpression !== undefined ? { expression: r.sessionNameExpression } : r.sessionName;
-    const assumeRole = {
+type AssumeRoleSpec = NonNullable<NonNullable<AuthSpec['aws']>['assumeRole']>;
+
+/**
+ * The CRD's assumeRole as the standalone's: sessionNameExpression becomes sessionName {expression},
+ * tags keep a value or an expression; the expressions checked at `at`.
+ */
+export function translateAssumeRole(
+  r: AssumeRoleSpec,
+  at: FieldPath,
+): { assumeRole: Record<string, unknown>; invalid: Problem[] } {
+  const invalid = [
+    ...(r.sessionNameExpression !== undefined
+      ? checkCel(r.sessionNameExpression, [...at, 'sessionNameExpression'])
+      : []),
+    ...(r.tags ?? []).flatMap((t, i) =>
+      t.expression !== undefined ? checkCel(t.expression, [...at, 'tags', i, 'expression']) : [],
+    ),
+  ];
+  const sessionName =
+    r.sessionNameExpression !== undefined ? { expression: r.sessionNameExpression } : r.sessionName;
+  return {
+    assumeRole: {
       roleArn: r.roleArn,
       ...(sessionName !== undefined ? { sessionName } : {}),
       ...(r.tags
@@ -130,8 +125,27 @@ function aws(
             })),
           }
         : {}),
-    };
-    return { aws: { assumeRole, ...where } } as BackendAuth;
+    },
+    invalid,
+  };
+}
+
+function aws(
+  ctx: MapContext,
+  f: string,
+  path: FieldPath,
+  a: NonNullable<AuthSpec['aws']>,
+): BackendAuth | undefined {
+  const where = defined({ region: a.region, serviceName: a.serviceName ?? a.service });
+  if (a.assumeRole) {
+    // the role is assumed with the proxy's ambient credentials (the CRD keeps secretRef apart)
+    const r = translateAssumeRole(a.assumeRole, [...path, 'aws', 'assumeRole']);
+    // an expression that does not compile makes the policy Invalid, named at its field
+    if (r.invalid.length > 0) {
+      ctx.check(r.invalid);
+      return undefined;
+    }
+    return { aws: { assumeRole: r.assumeRole, ...where } } as BackendAuth;
   }
   if (!a.secretRef) return { aws: where };
   const rf = `${f}.secretRef`;
