@@ -454,6 +454,7 @@ export type LlmFormat =
   | 'anthropic-messages'
   | 'anthropic-count-tokens'
   | 'gemini-generate-content'
+  | 'gemini-count-tokens'
   | 'gemini-embed-content'
   | 'bedrock-converse';
 

@@ -655,7 +655,10 @@ class Builder {
     if (!target) return;
     const route = {
       name: 'llm',
-      matches: [...LLM_PATHS, ...oidcPaths(policies.oidc)].map((p) => ({ path: { exact: p } })),
+      matches: [
+        ...[...LLM_PATHS, ...oidcPaths(policies.oidc)].map((p) => ({ path: { exact: p } })),
+        ...LLM_PATH_REGEXES.map((r) => ({ path: { regex: r } })),
+      ],
       ...(llm.policies ? { policies } : {}),
     };
     const backend: RouteBackendIR = { name: 'llm', weight: 1, target, policies: {} };
@@ -2107,7 +2110,9 @@ function addCredentialLocations(global: GlobalIR, binds: BindIR[]): void {
 }
 
 /** The paths the LLM API is served at: every client API this build speaks, and the model list. */
-const LLM_PATHS = [...CLIENT_APIS.map((a) => a.path), MODELS_PATH];
+const LLM_PATHS = [...CLIENT_APIS.filter((a) => !a.pathRegex).map((a) => a.path), MODELS_PATH];
+/** Those whose path names the model (Gemini's `…/models/<model>:generateContent`). */
+const LLM_PATH_REGEXES = CLIENT_APIS.flatMap((a) => (a.pathRegex ? [a.pathRegex] : []));
 /** Where the mcp block's server answers: streamable HTTP, and the SSE transport's two endpoints. */
 const MCP_PATHS = ['/mcp', '/sse', '/message'];
 

@@ -35,10 +35,16 @@ export async function readLlmRequest(
   if (!body || typeof body !== 'object' || Array.isArray(body))
     throw new GwError('GW_ERR_LLM_BAD_REQUEST', 'the request body must be a JSON object');
   const json = body as Record<string, unknown>;
-  const model = api.model(json);
+  const model = api.model(json, ctx.path);
   if (model === undefined)
-    throw new GwError('GW_ERR_LLM_BAD_REQUEST', 'the request must name a model (a "model" string)');
-  const state = new LlmRequestState(api.format, json, model, api.stream(json));
+    throw new GwError(
+      'GW_ERR_LLM_BAD_REQUEST',
+      `the request must name a model ${api.modelAt ?? '(a "model" string)'}`,
+    );
+  const stream = api.stream(json, ctx.path);
+  const refused = api.refuseQuery?.(ctx.query, stream);
+  if (refused) throw new GwError('GW_ERR_LLM_BAD_REQUEST', refused);
+  const state = new LlmRequestState(api.format, json, model, stream);
   ctx.ext.llm = state;
   return state;
 }

@@ -1,5 +1,5 @@
 // A fake Gemini on loopback, for the Gemini API and Vertex AI alike: generateContent (JSON),
-// streamGenerateContent?alt=sse (SSE, CRLF-delimited as Google sends it) and batchEmbedContents at
+// streamGenerateContent?alt=sse (SSE, CRLF-delimited as Google sends it), countTokens and batchEmbedContents at
 // /v1beta/models/<model>:… (key in `x-goog-api-key`) and at
 // /v1/projects/<project>/locations/<region>/publishers/google/models/<model>:… (a bearer access
 // token), answers from ./fixtures/gemini, Google's error JSON. As Vertex AI, it also serves Claude
@@ -76,7 +76,7 @@ export const FAKE_GEMINI_THOUGHT = {
 } as const;
 
 const PATH =
-  /^(?:\/v1beta\/models\/([^/:]+)|\/v1\/projects\/[^/]+\/locations\/[^/]+\/publishers\/google\/models\/([^/:]+)):(generateContent|streamGenerateContent|batchEmbedContents)$/;
+  /^(?:\/v1beta\/models\/([^/:]+)|\/v1\/projects\/[^/]+\/locations\/[^/]+\/publishers\/google\/models\/([^/:]+)):(generateContent|streamGenerateContent|batchEmbedContents|countTokens)$/;
 
 export async function startFakeGemini(opts: FakeGeminiOptions = {}): Promise<FakeGemini> {
   const seen: FakeGeminiRequest[] = [];
@@ -190,6 +190,16 @@ async function serve(
       special.error,
       fixture(special.error === 429 ? 'error-resource-exhausted.json' : 'error-invalid-argument.json'),
     );
+    return;
+  }
+  if (m[3] === 'countTokens') {
+    // contents, or a whole generateContentRequest (its contents then)
+    const req = (r.json?.generateContentRequest as Json | undefined) ?? r.json;
+    if (!req || !Array.isArray(req.contents) || req.contents.length === 0) {
+      send(res, 400, fixture('error-invalid-argument.json'));
+      return;
+    }
+    send(res, 200, fixture('count-tokens.json'));
     return;
   }
   if (m[3] === 'batchEmbedContents') {

@@ -8,17 +8,38 @@ import type { JsonObject } from './types.ts';
 
 export interface ClientApi {
   format: LlmFormat;
-  /** The path the API is served at (the request path ends with it). */
+  /** The path the API is served at (the request path ends with it), as error messages name it. */
   path: string;
+  /** Whether a request path is this API, where a suffix does not tell (the model is in the path). */
+  matches?(path: string): boolean;
+  /** For such an API, the paths the llm block's route takes, as a regular expression. */
+  pathRegex?: string;
   errorFormat: Exclude<ErrorFormat, 'http' | 'grpc' | 'jsonrpc'>;
-  /** The requested model; undefined when the body names none. */
-  model(body: JsonObject): string | undefined;
+  /** The requested model; undefined when the request names none. */
+  model(body: JsonObject, path: string): string | undefined;
+  /** Where `model` looks, for the error when it finds none. */
+  modelAt?: string;
   /** Whether the client asks for a streamed answer. */
-  stream(body: JsonObject): boolean;
+  stream(body: JsonObject, path: string): boolean;
+  /** Why a request's query cannot be served as asked (undefined: it can). */
+  refuseQuery?(query: string, stream: boolean): string | undefined;
 }
 
 const modelField = (b: JsonObject) => (typeof b.model === 'string' && b.model !== '' ? b.model : undefined);
 const streamField = (b: JsonObject) => b.stream === true;
+
+/** Gemini's native methods: `…/models/<model>:<method>` (the Gemini API's /v1beta, Vertex AI's publishers/google). */
+const GEMINI_METHOD = /\/models\/([^/:]+):(generateContent|streamGenerateContent|countTokens)$/;
+const geminiModel = (path: string) => {
+  const m = GEMINI_METHOD.exec(path)?.[1];
+  if (m === undefined) return undefined;
+  try {
+    return decodeURIComponent(m);
+  } catch {
+    return undefined;
+  }
+};
+const geminiMethod = (path: string) => GEMINI_METHOD.exec(path)?.[2];
 
 export const CLIENT_APIS: readonly ClientApi[] = [
   {
@@ -56,6 +77,36 @@ export const CLIENT_APIS: readonly ClientApi[] = [
     model: modelField,
     stream: () => false,
   },
+  // Google's own clients (@google/genai, the Vertex AI SDKs): the model and the streaming in the path,
+  // errors in Google's shape
+  {
+    format: 'gemini-generate-content',
+    path: '/models/<model>:generateContent',
+    matches: (p) => {
+      const m = geminiMethod(p);
+      return m === 'generateContent' || m === 'streamGenerateContent';
+    },
+    pathRegex: '.*/models/[^/:]+:(generateContent|streamGenerateContent)',
+    errorFormat: 'status',
+    model: (_b, p) => geminiModel(p),
+    modelAt: 'in its path (…/models/<model>:generateContent)',
+    stream: (_b, p) => geminiMethod(p) === 'streamGenerateContent',
+    // without alt=sse Google streams one JSON array, which the gateway does not write
+    refuseQuery: (q, stream) =>
+      stream && !new URLSearchParams(q.slice(1)).has('alt', 'sse')
+        ? 'streamGenerateContent is served as server-sent events only: add ?alt=sse'
+        : undefined,
+  },
+  {
+    format: 'gemini-count-tokens',
+    path: '/models/<model>:countTokens',
+    matches: (p) => geminiMethod(p) === 'countTokens',
+    pathRegex: '.*/models/[^/:]+:countTokens',
+    errorFormat: 'status',
+    model: (_b, p) => geminiModel(p),
+    modelAt: 'in its path (…/models/<model>:countTokens)',
+    stream: () => false,
+  },
 ];
 
 /** The path of the model list (OpenAI's `GET /v1/models`). */
@@ -63,7 +114,7 @@ export const MODELS_PATH = '/v1/models';
 
 /** The client API a request path asks for; undefined when the path serves none. */
 export function clientApiFor(path: string): ClientApi | undefined {
-  for (const api of CLIENT_APIS) if (path.endsWith(api.path)) return api;
+  for (const api of CLIENT_APIS) if (api.matches ? api.matches(path) : path.endsWith(api.path)) return api;
   return undefined;
 }
 
@@ -76,6 +127,8 @@ const ROUTE_FORMATS: Partial<Record<AiRouteType, LlmFormat>> = {
   responses: 'openai-responses',
   embeddings: 'openai-embeddings',
   anthropicTokenCount: 'anthropic-count-tokens',
+  generateContent: 'gemini-generate-content',
+  geminiCountTokens: 'gemini-count-tokens',
 };
 
 /**

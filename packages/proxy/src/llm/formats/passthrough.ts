@@ -34,10 +34,17 @@ export class UsageWatchingStream implements StreamConverter {
   readonly #sse = new SseSplitter();
   readonly #state: LlmRequestState;
   readonly #look: (event: JsonObject, state: LlmRequestState) => void;
+  readonly #carriesUsage: RegExp;
 
-  constructor(state: LlmRequestState, look: (event: JsonObject, state: LlmRequestState) => void) {
+  constructor(
+    state: LlmRequestState,
+    look: (event: JsonObject, state: LlmRequestState) => void,
+    /** How an event that carries usage is told (OpenAI's `"usage": {`, Gemini's `"usageMetadata": {`). */
+    carriesUsage: RegExp = HAS_USAGE,
+  ) {
     this.#state = state;
     this.#look = look;
+    this.#carriesUsage = carriesUsage;
   }
 
   write(chunk: Buffer): string | undefined {
@@ -57,7 +64,7 @@ export class UsageWatchingStream implements StreamConverter {
   }
 
   #parse(data: string | undefined): void {
-    if (data === undefined || !HAS_USAGE.test(data)) return;
+    if (data === undefined || !this.#carriesUsage.test(data)) return;
     let ev: JsonObject;
     try {
       ev = JSON.parse(data) as JsonObject;

@@ -5,6 +5,8 @@ import { anthropicMessagesToAnthropicMessages } from './anthropic-messages__anth
 import { anthropicMessagesToBedrockConverse } from './anthropic-messages__bedrock-converse.ts';
 import { anthropicMessagesToGeminiGenerateContent } from './anthropic-messages__gemini-generate-content.ts';
 import { anthropicMessagesToOpenaiChat } from './anthropic-messages__openai-chat.ts';
+import { geminiCountTokensToGeminiCountTokens } from './gemini-count-tokens__gemini-count-tokens.ts';
+import { geminiGenerateContentToGeminiGenerateContent } from './gemini-generate-content__gemini-generate-content.ts';
 import { openaiChatToAnthropicMessages } from './openai-chat__anthropic-messages.ts';
 import { openaiChatToBedrockConverse } from './openai-chat__bedrock-converse.ts';
 import { openaiChatToGeminiGenerateContent } from './openai-chat__gemini-generate-content.ts';
@@ -29,4 +31,6 @@ export const FORMAT_PAIRS: Partial<Record<PairKey, FormatPair>> = {
   'anthropic-messages__bedrock-converse': anthropicMessagesToBedrockConverse,
   'anthropic-messages__gemini-generate-content': anthropicMessagesToGeminiGenerateContent,
   'anthropic-count-tokens__anthropic-count-tokens': anthropicCountTokensToAnthropicCountTokens,
+  'gemini-generate-content__gemini-generate-content': geminiGenerateContentToGeminiGenerateContent,
+  'gemini-count-tokens__gemini-count-tokens': geminiCountTokensToGeminiCountTokens,
 };

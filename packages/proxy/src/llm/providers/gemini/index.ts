@@ -18,12 +18,14 @@ export function generateContentOperation(model: string, stream: boolean): { path
 
 export const geminiProvider: ProviderModule<'gemini'> = {
   kind: 'gemini',
-  formats: () => ['gemini-generate-content', 'gemini-embed-content'],
+  formats: () => ['gemini-generate-content', 'gemini-count-tokens', 'gemini-embed-content'],
   endpoint: () => ({ host: 'generativelanguage.googleapis.com', port: 443, tls: true }),
   path: (_p, format, req) =>
     format === 'gemini-embed-content'
       ? { prefix: '/v1beta', path: `/models/${modelSegment(req.model)}:batchEmbedContents`, query: '' }
-      : { prefix: '/v1beta', ...generateContentOperation(req.model, req.stream) },
+      : format === 'gemini-count-tokens'
+        ? { prefix: '/v1beta', path: `/models/${modelSegment(req.model)}:countTokens`, query: '' }
+        : { prefix: '/v1beta', ...generateContentOperation(req.model, req.stream) },
   bodyHasModel: () => false,
   authorize(_p, req, key) {
     if (key === undefined) {

@@ -21,7 +21,7 @@ const modelSegment = (m: string) => encodeURIComponent(m).replaceAll('%40', '@')
 
 export const vertexAiProvider: ProviderModule<'vertexAI'> = {
   kind: 'vertexAI',
-  formats: (p) => (isClaude(p) ? ['anthropic-messages'] : ['gemini-generate-content']),
+  formats: (p) => (isClaude(p) ? ['anthropic-messages'] : ['gemini-generate-content', 'gemini-count-tokens']),
   endpoint: (p) => {
     const r = p.settings.region;
     const host = r === 'global' ? 'aiplatform.googleapis.com' : `${r}-aiplatform.googleapis.com`;
@@ -37,6 +37,8 @@ export const vertexAiProvider: ProviderModule<'vertexAI'> = {
         query: '',
       };
     }
+    if (format === 'gemini-count-tokens')
+      return { prefix, path: `/publishers/google/models/${modelSegment(req.model)}:countTokens`, query: '' };
     const op = generateContentOperation(req.model, req.stream);
     return { prefix, path: `/publishers/google${op.path}`, query: op.query };
   },
