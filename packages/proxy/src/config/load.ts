@@ -2110,7 +2110,7 @@ function addCredentialLocations(global: GlobalIR, binds: BindIR[]): void {
 }
 
 /** The paths the LLM API is served at: every client API this build speaks, and the model list. */
-const LLM_PATHS = [...CLIENT_APIS.filter((a) => !a.pathRegex).map((a) => a.path), MODELS_PATH];
+const LLM_PATHS = [...CLIENT_APIS.filter((a) => !a.matches).map((a) => a.path), MODELS_PATH];
 /** Those whose path names the model (Gemini's `…/models/<model>:generateContent`). */
 const LLM_PATH_REGEXES = CLIENT_APIS.flatMap((a) => (a.pathRegex ? [a.pathRegex] : []));
 /** Where the mcp block's server answers: streamable HTTP, and the SSE transport's two endpoints. */

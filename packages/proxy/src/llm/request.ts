@@ -35,6 +35,7 @@ export async function readLlmRequest(
   if (!body || typeof body !== 'object' || Array.isArray(body))
     throw new GwError('GW_ERR_LLM_BAD_REQUEST', 'the request body must be a JSON object');
   const json = body as Record<string, unknown>;
+  api.normalize?.(json);
   const model = api.model(json, ctx.path);
   if (model === undefined)
     throw new GwError(

@@ -23,6 +23,8 @@ export interface ClientApi {
   stream(body: JsonObject, path: string): boolean;
   /** Why a request's query cannot be served as asked (undefined: it can). */
   refuseQuery?(query: string, stream: boolean): string | undefined;
+  /** Takes out of the body what belongs to the client's wire shape only (before any conversion). */
+  normalize?(body: JsonObject): void;
 }
 
 const modelField = (b: JsonObject) => (typeof b.model === 'string' && b.model !== '' ? b.model : undefined);
@@ -40,6 +42,21 @@ const geminiModel = (path: string) => {
   }
 };
 const geminiMethod = (path: string) => GEMINI_METHOD.exec(path)?.[2];
+
+/**
+ * Claude on Vertex AI as its clients call it (@anthropic-ai/vertex-sdk, Claude Code with Vertex):
+ * `…/publishers/anthropic/models/<model>:rawPredict` or `:streamRawPredict`, a Messages body without
+ * the model and with `anthropic_version`; the token count at `…/models/count-tokens:rawPredict`, the
+ * model in its body.
+ */
+const VERTEX_CLAUDE = /\/publishers\/anthropic\/models\/([^/:]+):(rawPredict|streamRawPredict)$/;
+const vertexClaude = (path: string) => {
+  const m = VERTEX_CLAUDE.exec(path);
+  return m ? { model: m[1] as string, method: m[2] as string } : undefined;
+};
+const dropVersion = (b: JsonObject) => {
+  delete b.anthropic_version;
+};
 
 export const CLIENT_APIS: readonly ClientApi[] = [
   {
@@ -76,6 +93,37 @@ export const CLIENT_APIS: readonly ClientApi[] = [
     errorFormat: 'anthropic',
     model: modelField,
     stream: () => false,
+  },
+  {
+    format: 'anthropic-messages',
+    path: '/publishers/anthropic/models/<model>:rawPredict',
+    matches: (p) => {
+      const v = vertexClaude(p);
+      return v !== undefined && v.model !== 'count-tokens';
+    },
+    pathRegex: '.*/publishers/anthropic/models/[^/:]+:(rawPredict|streamRawPredict)',
+    errorFormat: 'anthropic',
+    model: (_b, p) => {
+      const m = vertexClaude(p)?.model;
+      if (m === undefined) return undefined;
+      try {
+        return decodeURIComponent(m);
+      } catch {
+        return undefined;
+      }
+    },
+    modelAt: 'in its path (…/publishers/anthropic/models/<model>:rawPredict)',
+    stream: (b, p) => b.stream === true || vertexClaude(p)?.method === 'streamRawPredict',
+    normalize: dropVersion,
+  },
+  {
+    format: 'anthropic-count-tokens',
+    path: '/publishers/anthropic/models/count-tokens:rawPredict',
+    matches: (p) => vertexClaude(p)?.model === 'count-tokens',
+    errorFormat: 'anthropic',
+    model: modelField,
+    stream: () => false,
+    normalize: dropVersion,
   },
   // Google's own clients (@google/genai, the Vertex AI SDKs): the model and the streaming in the path,
   // errors in Google's shape
