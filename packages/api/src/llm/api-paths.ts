@@ -1,6 +1,7 @@
 // The request paths of the LLM client APIs gw serves (chat completions, responses, embeddings,
-// messages and their token count, the model list). The proxy's llm/formats/clients.ts serves each (a
-// test there keeps the two lists equal); the controller routes them to the models of a listener.
+// messages and their token count, the model list), and the patterns of those whose path names the
+// model (Gemini's native methods, Claude on Vertex AI). The proxy's llm/formats/clients.ts serves
+// each (a test there keeps the lists equal); the controller routes them to the models of a listener.
 export const LLM_API_PATHS = [
   '/v1/chat/completions',
   '/v1/responses',
@@ -9,3 +10,10 @@ export const LLM_API_PATHS = [
   '/v1/messages/count_tokens',
   '/v1/models',
 ] as const;
+
+/** The APIs whose path names the model, as path regular expressions (a whole-path match). */
+export const LLM_API_PATH_REGEXES = {
+  geminiGenerateContent: '.*/models/[^/:]+:(generateContent|streamGenerateContent)',
+  geminiCountTokens: '.*/models/[^/:]+:countTokens',
+  vertexClaude: '.*/publishers/anthropic/models/[^/:]+:(rawPredict|streamRawPredict)',
+} as const;

@@ -261,6 +261,10 @@ policies:
       { path: { exact: '/v1/messages' } },
       { path: { exact: '/v1/messages/count_tokens' } },
       { path: { exact: '/v1/models' } },
+      // the APIs whose path names the model: Claude on Vertex AI, Gemini's native methods
+      { path: { regex: '.*/publishers/anthropic/models/[^/:]+:(rawPredict|streamRawPredict)' } },
+      { path: { regex: '.*/models/[^/:]+:(generateContent|streamGenerateContent)' } },
+      { path: { regex: '.*/models/[^/:]+:countTokens' } },
     ]);
     const onDefault = load(`gateways: {default: {port: 0}}\nllm:\n${models}`).ir;
     assert.equal(onDefault.binds[0]?.listeners[0]?.routes[0]?.key, 'default/default/llm');

@@ -4,7 +4,7 @@
 // `openai` client against fake providers.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { LLM_API_PATHS } from '@gw/api/llm/api-paths';
+import { LLM_API_PATH_REGEXES, LLM_API_PATHS } from '@gw/api/llm/api-paths';
 import { FAKE_REPLY, type FakeOpenAI, startFakeOpenAI } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import OpenAI from 'openai';
@@ -62,7 +62,16 @@ after(async () => {
 const lastModel = () => primary.seen[primary.seen.length - 1]?.json?.model;
 
 test('the controller’s path list is the one the proxy serves', () => {
-  assert.deepEqual([...LLM_API_PATHS].sort(), [...CLIENT_APIS.map((a) => a.path), MODELS_PATH].sort());
+  const exact = CLIENT_APIS.filter((a) => !a.matches).map((a) => a.path);
+  assert.deepEqual([...LLM_API_PATHS].sort(), [...exact, MODELS_PATH].sort());
+  const patterns = [...new Set(CLIENT_APIS.flatMap((a) => (a.pathRegex ? [a.pathRegex] : [])))];
+  assert.deepEqual(Object.values(LLM_API_PATH_REGEXES).sort(), patterns.sort());
+  // every API found by its path has a pattern the routes take
+  for (const a of CLIENT_APIS.filter((x) => x.matches))
+    assert.ok(
+      patterns.some((r) => new RegExp(`^${r}$`).test(a.path.replace('<model>', 'm'))),
+      `${a.path} is routed`,
+    );
 });
 
 describe('an llmModels backend', () => {

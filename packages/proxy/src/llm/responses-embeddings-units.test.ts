@@ -60,9 +60,15 @@ describe('paths', () => {
     assert.equal(v1.prefix + v1.path + v1.query, '/openai/v1/responses');
   });
 
-  test('Gemini: batchEmbedContents after the model', () => {
+  test('Gemini: batchEmbedContents and countTokens after the model', () => {
     const g: LlmProviderIR<'gemini'> = { kind: 'gemini', name: 'gemini', settings: {} };
-    assert.deepEqual(PROVIDERS.gemini.formats(g), ['gemini-generate-content', 'gemini-embed-content']);
+    assert.deepEqual(PROVIDERS.gemini.formats(g), [
+      'gemini-generate-content',
+      'gemini-count-tokens',
+      'gemini-embed-content',
+    ]);
+    const c = PROVIDERS.gemini.path(g, 'gemini-count-tokens', { model: 'gemini-2.5-flash', stream: false });
+    assert.equal(c.prefix + c.path + c.query, '/v1beta/models/gemini-2.5-flash:countTokens');
     const p = PROVIDERS.gemini.path(g, 'gemini-embed-content', {
       model: 'models/text-embedding-004',
       stream: false,

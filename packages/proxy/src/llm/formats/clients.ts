@@ -2,6 +2,7 @@
 // errors are worded, and where its model and stream flag are. A new client format is one entry here
 // plus its format pairs.
 import type { AiRouteType } from '@gw/api';
+import { LLM_API_PATH_REGEXES } from '@gw/api/llm/api-paths';
 import type { LlmFormat } from '../../config/ir.ts';
 import type { ErrorFormat } from '../../errors.ts';
 import type { JsonObject } from './types.ts';
@@ -101,7 +102,7 @@ export const CLIENT_APIS: readonly ClientApi[] = [
       const v = vertexClaude(p);
       return v !== undefined && v.model !== 'count-tokens';
     },
-    pathRegex: '.*/publishers/anthropic/models/[^/:]+:(rawPredict|streamRawPredict)',
+    pathRegex: LLM_API_PATH_REGEXES.vertexClaude,
     errorFormat: 'anthropic',
     model: (_b, p) => {
       const m = vertexClaude(p)?.model;
@@ -134,7 +135,7 @@ export const CLIENT_APIS: readonly ClientApi[] = [
       const m = geminiMethod(p);
       return m === 'generateContent' || m === 'streamGenerateContent';
     },
-    pathRegex: '.*/models/[^/:]+:(generateContent|streamGenerateContent)',
+    pathRegex: LLM_API_PATH_REGEXES.geminiGenerateContent,
     errorFormat: 'status',
     model: (_b, p) => geminiModel(p),
     modelAt: 'in its path (…/models/<model>:generateContent)',
@@ -149,7 +150,7 @@ export const CLIENT_APIS: readonly ClientApi[] = [
     format: 'gemini-count-tokens',
     path: '/models/<model>:countTokens',
     matches: (p) => geminiMethod(p) === 'countTokens',
-    pathRegex: '.*/models/[^/:]+:countTokens',
+    pathRegex: LLM_API_PATH_REGEXES.geminiCountTokens,
     errorFormat: 'status',
     model: (_b, p) => geminiModel(p),
     modelAt: 'in its path (…/models/<model>:countTokens)',
