@@ -2134,7 +2134,7 @@ export const AI_ROUTE_TYPES = [
   'rerank',
 ] as const;
 export type AiRouteType = (typeof AI_ROUTE_TYPES)[number];
-const UNSERVED_AI_ROUTE_TYPES: readonly AiRouteType[] = ['realtime', 'rerank'];
+const UNSERVED_AI_ROUTE_TYPES: readonly AiRouteType[] = ['rerank'];
 /** The route types this build serves; the others are refused by checkAiPolicy. */
 export const SERVED_AI_ROUTE_TYPES: readonly AiRouteType[] = AI_ROUTE_TYPES.filter(
   (t) => !UNSERVED_AI_ROUTE_TYPES.includes(t),

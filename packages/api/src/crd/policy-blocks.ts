@@ -608,7 +608,7 @@ export const AiPolicy = obj({
     .optional()
     .meta({
       description:
-        'Which API a request is, by the end of its path ("*" for any other; the longest suffix first). Unset: the standard paths tell (/v1/chat/completions, /v1/messages, …). Passthrough forwards a request as it is, with the provider\'s credential; Detect does so and reads its usage. GenerateContent and GeminiCountTokens are Google’s native Gemini API (the model in the path). This build refuses Realtime and Rerank by name. Every provider of a backend has the same routes.',
+        'Which API a request is, by the end of its path ("*" for any other; the longest suffix first). Unset: the standard paths tell (/v1/chat/completions, /v1/messages, …). Passthrough forwards a request as it is, with the provider\'s credential; Detect does so and reads its usage. GenerateContent and GeminiCountTokens are Google’s native Gemini API (the model in the path). Realtime takes the WebSocket of OpenAI’s Realtime API (the model in ?model=). This build refuses Rerank by name. Every provider of a backend has the same routes.',
     }),
   transformations: FieldExpressions.optional().meta({
     description: 'Request fields set from CEL over llmRequest (the request so far) before it is converted.',

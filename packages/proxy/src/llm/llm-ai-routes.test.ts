@@ -237,10 +237,10 @@ ${policies}
 `;
   test('a route type this build does not serve', () => {
     assert.throws(
-      () => load(route('        ai: {routes: {/v1/realtime: realtime}}')),
+      () => load(route('        ai: {routes: {/v1/rerank: rerank}}')),
       (e: unknown) =>
         e instanceof ConfigError &&
-        /routes\[0\]\.policies\.ai\.routes\["?\/v1\/realtime"?\]: the route type realtime is not supported/.test(
+        /routes\[0\]\.policies\.ai\.routes\["?\/v1\/rerank"?\]: the route type rerank is not supported/.test(
           e.message,
         ),
     );

@@ -15,6 +15,7 @@ import type { BackendEnv } from '../upstream/backends/types.ts';
 import { type CallTarget, callUpstream } from '../upstream/call.ts';
 import { connectionSpec } from '../upstream/connection.ts';
 import { type EndpointHealth, trackHealth } from '../upstream/health.ts';
+import { upgradeTarget, upgradeUpstream } from '../upstream/upgrade.ts';
 import { enrichRequest } from './formats/content.ts';
 import { applyPromptCaching } from './formats/prompt-caching.ts';
 import { FORMAT_PAIRS } from './formats/registry.ts';
@@ -204,7 +205,8 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
    * provider's address and credential. detect also reads the answer's usage when the request is an
    * API the gateway knows (the slot is set); otherwise it is passed on as passthrough is.
    */
-  const forward = async (ctx: RequestContext, mode: 'passthrough' | 'detect') => {
+  const forward = async (ctx: RequestContext, mode: 'passthrough' | 'detect' | 'realtime') => {
+    if (mode === 'realtime' && ctx.ext.upgrade) return realtime(ctx);
     const state = mode === 'detect' ? ctx.ext.llm : undefined;
     if (state) {
       state.model = state.requestModel;
@@ -217,6 +219,35 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
     const same = state && FORMAT_PAIRS[`${state.clientFormat}__${state.clientFormat}`];
     if (state && same) await answer(ctx, state, same, p.name, limit, undefined);
     if (responseHeaders && ctx.response) responseHeaders(ctx.response.headers);
+  };
+  /**
+   * A realtime route's WebSocket (OpenAI's Realtime API): the handshake goes to the provider's
+   * address and path as forward() sends a request, with its credential in place of the client's and
+   * the served model in `?model=`; once switched, frames pass both ways untouched (their usage is not
+   * read).
+   */
+  const realtime = async (ctx: RequestContext) => {
+    if (gatewayAuth)
+      throw new GwError(
+        'GW_ERR_UPGRADE_UNSUPPORTED',
+        `a realtime WebSocket with provider ${p.name}'s backendAuth is not supported by this build of gw yet (use its key)`,
+      );
+    const headers = upstreamHeaders(ctx.headers, key !== undefined);
+    headers.host = authority;
+    requestHeaders?.(headers);
+    let query = ctx.query;
+    if (p.model !== undefined) {
+      const q = new URLSearchParams(query.slice(1));
+      q.set('model', p.model);
+      query = `?${q.toString()}`;
+    }
+    const req: ProviderRequest = { method: 'GET', path: forwardPath(ctx.path) + query, headers, body: EMPTY };
+    await provider.authorize(p as never, req, key?.reveal(), false);
+    const q = req.path.indexOf('?');
+    ctx.path = q === -1 ? req.path : req.path.slice(0, q);
+    ctx.query = q === -1 ? '' : req.path.slice(q);
+    ctx.headers = req.headers;
+    await upgradeUpstream(ctx, upgradeTarget(endpoint, connection), timeout);
   };
   /** The provider's own base path (`/v1` for OpenAI's), which a pathPrefix replaces. */
   const basePath = p.pathPrefix === undefined ? '' : providerBase(provider, p, formats);

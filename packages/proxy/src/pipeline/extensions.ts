@@ -16,10 +16,10 @@ export interface RequestExtensions {
   /** Metadata of the matched API key (`apiKey.*` in CEL). */
   apiKey?: Record<string, unknown>;
   /**
-   * The ai backend forwards this request as it came (its ai policy's routes say passthrough or
-   * detect) instead of reading it as an LLM API.
+   * The ai backend forwards this request as it came (its ai policy's routes say passthrough, detect
+   * or realtime — a WebSocket to the provider's Realtime API) instead of reading it as an LLM API.
    */
-  llmForward?: 'passthrough' | 'detect';
+  llmForward?: 'passthrough' | 'detect' | 'realtime';
   /** The models the matched API key may use (its allowedModels, compiled); unset: any. */
   allowedModels?: (model: string) => boolean;
   /** Metadata an external authorization service returned (`extauthz.*` in CEL). */

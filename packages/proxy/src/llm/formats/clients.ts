@@ -168,7 +168,10 @@ export function clientApiFor(path: string): ClientApi | undefined {
 }
 
 /** How an ai backend serves a request: as a client API, the model list, or forwarded as it is. */
-export type LlmRoute = { api: ClientApi } | { models: true } | { forward: 'passthrough' | 'detect' };
+export type LlmRoute =
+  | { api: ClientApi }
+  | { models: true }
+  | { forward: 'passthrough' | 'detect' | 'realtime' };
 
 const ROUTE_FORMATS: Partial<Record<AiRouteType, LlmFormat>> = {
   completions: 'openai-chat',
@@ -197,7 +200,7 @@ export function compileRoutes(
   }
   const byType = (t: AiRouteType): LlmRoute => {
     if (t === 'models') return { models: true };
-    if (t === 'passthrough' || t === 'detect') return { forward: t };
+    if (t === 'passthrough' || t === 'detect' || t === 'realtime') return { forward: t };
     const format = ROUTE_FORMATS[t];
     const api = CLIENT_APIS.find((a) => a.format === format);
     // checkAiPolicy refuses the types this build does not serve

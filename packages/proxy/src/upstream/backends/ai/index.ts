@@ -7,6 +7,7 @@ import { GwError } from '../../../errors.ts';
 import { clientApiFor, compileRoutes } from '../../../llm/formats/clients.ts';
 import { readForwarded, readLlmRequest } from '../../../llm/request.ts';
 import { compileAi } from '../../../llm/router.ts';
+import type { RequestContext } from '../../../pipeline/context.ts';
 import type { BackendKind } from '../types.ts';
 
 export const aiBackend: BackendKind<'ai'> = {
@@ -17,6 +18,27 @@ export const aiBackend: BackendKind<'ai'> = {
     const list = modelList(ai.listed);
     const first = ai.models[0];
     const routeOf = compileRoutes(t.routes);
+    /** The request to the model that serves `model`, if the API key may use it. */
+    const serveModel = async (ctx: RequestContext, model: string) => {
+      const allowed = ctx.ext.allowedModels;
+      if (allowed && !allowed(model))
+        throw new GwError(
+          'GW_ERR_FORBIDDEN',
+          model === '*'
+            ? 'this API key may use only some models, and this forwarded request names none'
+            : `this API key may not use the model ${JSON.stringify(model)}`,
+        );
+      const serve = ai.route(model);
+      if (!serve) {
+        throw new GwError(
+          'GW_ERR_LLM_UNKNOWN_MODEL',
+          model === '*'
+            ? 'a forwarded request names no model, and no model of this backend serves any name'
+            : `the model ${JSON.stringify(model)} does not exist on this gateway`,
+        );
+      }
+      await serve(ctx);
+    };
     return {
       type: 'ai',
       protocol: first?.endpoint.endsWith(':443') ? 'https' : 'http',
@@ -66,23 +88,18 @@ export const aiBackend: BackendKind<'ai'> = {
             throw new GwError('GW_ERR_NO_ROUTE', `${ctx.path} is not an LLM API this gateway serves`);
           model = state.requestModel;
         }
-        if (allowed && !allowed(model))
+        await serveModel(ctx, model);
+      },
+      // A realtime route's WebSocket: the model from `?model=` (OpenAI's Realtime API names it there)
+      upgrade: async (ctx) => {
+        const r = routeOf(ctx.path, ctx.method);
+        if (!r || !('forward' in r) || r.forward !== 'realtime')
           throw new GwError(
-            'GW_ERR_FORBIDDEN',
-            model === '*'
-              ? 'this API key may use only some models, and this forwarded request names none'
-              : `this API key may not use the model ${JSON.stringify(model)}`,
+            'GW_ERR_UPGRADE_UNSUPPORTED',
+            `${ctx.path} is not a realtime route of this ai backend (its ai policy's routes name realtime paths)`,
           );
-        const serve = ai.route(model);
-        if (!serve) {
-          throw new GwError(
-            'GW_ERR_LLM_UNKNOWN_MODEL',
-            model === '*'
-              ? 'a forwarded request names no model, and no model of this backend serves any name'
-              : `the model ${JSON.stringify(model)} does not exist on this gateway`,
-          );
-        }
-        await serve(ctx);
+        ctx.ext.llmForward = 'realtime';
+        await serveModel(ctx, new URLSearchParams(ctx.query.slice(1)).get('model') ?? '*');
       },
     };
   },
