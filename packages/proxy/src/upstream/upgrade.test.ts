@@ -289,11 +289,11 @@ test('an upstream that answers the handshake without 101 is relayed as a normal 
   assert.equal(r.body, 'no ws 4u');
 });
 
-test('an upgrade to an ai backend is refused with 400', async () => {
+test('an upgrade to an ai backend without a realtime route is refused with 400, saying so', async () => {
   const seen = up.seen.length;
   const r = await refusal(wsUrl('/v1/realtime'));
   assert.equal(r.status, 400);
-  assert.match(r.body, /does not accept protocol upgrades/);
+  assert.match(r.body, /is not a realtime route of this ai backend/);
   assert.equal(up.seen.length, seen);
 });
 
