@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { GoogleGenAI } from '@google/genai';
 import {
   FAKE_REPLY,
   type FakeOpenAI,
@@ -19,6 +20,7 @@ import {
   startUpstream,
   type TestServer,
 } from '@gw/testkit';
+import { type FakeGemini, startFakeGemini } from '@gw/testkit/llm/gemini';
 import OpenAI from 'openai';
 import {
   expectConfigRejected,
@@ -44,6 +46,7 @@ import { cleanupGw, freePort, type GwProcess } from './support/gw-process.ts';
 let kube: KubeHarness;
 let upstream: TestServer;
 let provider: FakeOpenAI;
+let gemini: FakeGemini;
 let controller: ControllerProcess;
 let proxyPort: number;
 let gw: GwProcess;
@@ -67,10 +70,11 @@ spec:
 ---${routeYaml('default', '{ group: gw.dev, kind: GwBackend, name: echo }')}`;
 
 before(async () => {
-  [kube, upstream, provider, proxyPort] = await Promise.all([
+  [kube, upstream, provider, gemini, proxyPort] = await Promise.all([
     startKube(),
     startUpstream('echo'),
     startFakeOpenAI({ name: 'openai', apiKey: 'sk-from-secret' }),
+    startFakeGemini({ apiKey: 'AIza-gateway' }),
     freePort(),
   ]);
   controller = await startController(kube.kubeconfig, ['--enable-models']);
@@ -81,6 +85,7 @@ after(async () => {
   await controller?.stop();
   await upstream?.close();
   await provider?.close();
+  await gemini?.close();
   await kube?.stop();
 });
 
@@ -336,6 +341,39 @@ spec:
       assert.equal(c.reason, 'Accepted');
       assert.match(c.message, /served on listener \S+ of default\/edge/);
     }
+  });
+
+  test('a Gemini GwModel answers Google’s own client at Gemini’s native path, through the xDS-fed proxy', async () => {
+    await kubectl(
+      ['apply', '--server-side', '-f', '-'],
+      `apiVersion: gw.dev/v1alpha1
+kind: GwModel
+metadata: { name: flash, namespace: default }
+spec:
+  parentRefs: [{ name: edge }]
+  match: { model: gemini-2.5-flash }
+  provider: Gemini
+  baseURL: http://127.0.0.1:${gemini.port}/v1beta
+  policies:
+    auth: { key: AIza-gateway }
+`,
+    );
+    const genai = new GoogleGenAI({
+      apiKey: 'client-key',
+      httpOptions: { baseUrl: `http://127.0.0.1:${proxyPort}` },
+    });
+    const answer = await until('a generateContent answer through the proxy', async () => {
+      const r = await genai.models
+        .generateContent({ model: 'gemini-2.5-flash', contents: 'Hello!' })
+        .catch(() => undefined);
+      return r?.text ? r : undefined;
+    });
+    assert.equal(answer.text, 'Hello! How can I help you today?');
+    // the SDK calls /v1/models/…; the provider is asked at its own /v1beta path
+    const seen = gemini.seen.at(-1);
+    assert.equal(seen?.url, '/v1beta/models/gemini-2.5-flash:generateContent');
+    assert.equal(seen?.headers['x-goog-api-key'], 'AIza-gateway');
+    await kubectl(['-n', 'default', 'delete', 'gwmodel', 'flash']);
   });
 
   test('a GwModel with a regex prompt guard: a prompt with an SSN is refused in OpenAI’s shape, a clean one answered', async () => {

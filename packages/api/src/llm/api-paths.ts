@@ -11,7 +11,15 @@ export const LLM_API_PATHS = [
   '/v1/models',
 ] as const;
 
-/** The APIs whose path names the model, as path regular expressions (a whole-path match). */
+/**
+ * Where those APIs' paths usually start (the Gemini API's roots — @google/genai calls /v1 as well as
+ * /v1beta — and Vertex AI's), taken as path
+ * prefixes too: a regex match ranks below every prefix match, so a route for `/` on the same
+ * listener would otherwise take them.
+ */
+export const LLM_API_PATH_PREFIXES = ['/v1beta/models/', '/v1/models/', '/v1/projects/'] as const;
+
+/** The APIs whose path names the model, as path regular expressions (a whole-path match, any prefix). */
 export const LLM_API_PATH_REGEXES = {
   geminiGenerateContent: '.*/models/[^/:]+:(generateContent|streamGenerateContent)',
   geminiCountTokens: '.*/models/[^/:]+:countTokens',

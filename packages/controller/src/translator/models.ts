@@ -14,7 +14,7 @@ import { checkAuthorization } from '@gw/api/checks/traffic';
 import { validateResource } from '@gw/api/crd/crds';
 import type { GwModelSpec } from '@gw/api/crd/gwmodel';
 import { formatError } from '@gw/api/crd/validate';
-import { LLM_API_PATH_REGEXES, LLM_API_PATHS } from '@gw/api/llm/api-paths';
+import { LLM_API_PATH_PREFIXES, LLM_API_PATH_REGEXES, LLM_API_PATHS } from '@gw/api/llm/api-paths';
 import { LLM_PRESET_BY_CRD_NAME, type LlmPreset, llmPreset } from '@gw/api/llm/presets';
 import { type ProviderSpec, translateAi } from './ai.ts';
 import { bad, ok } from './conditions.ts';
@@ -160,6 +160,7 @@ export function translateModels(
           ...(l.hostname ? { hostnames: [l.hostname] } : {}),
           matches: [
             ...LLM_API_PATHS.map((p) => ({ path: { exact: p } })),
+            ...LLM_API_PATH_PREFIXES.map((p) => ({ path: { pathPrefix: p } })),
             ...Object.values(LLM_API_PATH_REGEXES).map((r) => ({ path: { regex: r } })),
           ],
           backends: [{ weight: 1, backend: name }],

@@ -261,7 +261,10 @@ policies:
       { path: { exact: '/v1/messages' } },
       { path: { exact: '/v1/messages/count_tokens' } },
       { path: { exact: '/v1/models' } },
-      // the APIs whose path names the model: Claude on Vertex AI, Gemini's native methods
+      // the APIs whose path names the model: under Google's roots, and by pattern under any prefix
+      { path: { pathPrefix: '/v1beta/models/' } },
+      { path: { pathPrefix: '/v1/models/' } },
+      { path: { pathPrefix: '/v1/projects/' } },
       { path: { regex: '.*/publishers/anthropic/models/[^/:]+:(rawPredict|streamRawPredict)' } },
       { path: { regex: '.*/models/[^/:]+:(generateContent|streamGenerateContent)' } },
       { path: { regex: '.*/models/[^/:]+:countTokens' } },

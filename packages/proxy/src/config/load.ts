@@ -79,6 +79,7 @@ import {
   validateSource,
   withSourceIssues,
 } from '@gw/api';
+import { LLM_API_PATH_PREFIXES } from '@gw/api/llm/api-paths';
 import { DEFAULT_TIMEOUT_MS, MCP_DEFAULT_TIMEOUT_MS } from '@gw/guardrail-sdk/wire';
 import { parse as parseYaml } from 'yaml';
 import { CLIENT_APIS, MODELS_PATH } from '../llm/formats/clients.ts';
@@ -657,6 +658,7 @@ class Builder {
       name: 'llm',
       matches: [
         ...[...LLM_PATHS, ...oidcPaths(policies.oidc)].map((p) => ({ path: { exact: p } })),
+        ...LLM_API_PATH_PREFIXES.map((p) => ({ path: { pathPrefix: p } })),
         ...LLM_PATH_REGEXES.map((r) => ({ path: { regex: r } })),
       ],
       ...(llm.policies ? { policies } : {}),
