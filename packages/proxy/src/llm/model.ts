@@ -156,11 +156,30 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
     readsAnswer: boolean,
     forwarded = false,
   ) => {
+    await toProvider(ctx, method, path, body, {
+      ...(forwarded ? {} : { 'content-type': 'application/json' }),
+      // An answer read for usage is not compressed.
+      ...(readsAnswer ? { 'accept-encoding': 'identity' } : {}),
+    });
+    if (gatewayAuth) await gatewayAuth(ctx, send);
+    else await send(ctx);
+  };
+
+  /**
+   * Makes ctx the request the provider gets: `method`, `path` (and query) and `body` at its address,
+   * the client's headers without their credential (when the gateway has one), `extra` headers, the
+   * model's header changes, and the provider's credential.
+   */
+  const toProvider = async (
+    ctx: RequestContext,
+    method: string,
+    path: string,
+    body: Buffer,
+    extra: Record<string, string>,
+  ) => {
     const headers = upstreamHeaders(ctx.headers, key !== undefined || gatewayAuth !== undefined);
     headers.host = authority;
-    if (!forwarded) headers['content-type'] = 'application/json';
-    // An answer read for usage is not compressed.
-    if (readsAnswer) headers['accept-encoding'] = 'identity';
+    Object.assign(headers, extra);
     requestHeaders?.(headers);
     const req: ProviderRequest = { method, path, headers, body };
     await provider.authorize(p as never, req, key?.reveal(), gatewayAuth !== undefined);
@@ -172,8 +191,6 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
     ctx.query = q === -1 ? '' : req.path.slice(q);
     ctx.headers = req.headers;
     ctx.body = req.body;
-    if (gatewayAuth) await gatewayAuth(ctx, send);
-    else await send(ctx);
   };
 
   /**
@@ -232,21 +249,13 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
         'GW_ERR_UPGRADE_UNSUPPORTED',
         `a realtime WebSocket with provider ${p.name}'s backendAuth is not supported by this build of gw yet (use its key)`,
       );
-    const headers = upstreamHeaders(ctx.headers, key !== undefined);
-    headers.host = authority;
-    requestHeaders?.(headers);
     let query = ctx.query;
     if (p.model !== undefined) {
       const q = new URLSearchParams(query.slice(1));
       q.set('model', p.model);
       query = `?${q.toString()}`;
     }
-    const req: ProviderRequest = { method: 'GET', path: forwardPath(ctx.path) + query, headers, body: EMPTY };
-    await provider.authorize(p as never, req, key?.reveal(), false);
-    const q = req.path.indexOf('?');
-    ctx.path = q === -1 ? req.path : req.path.slice(0, q);
-    ctx.query = q === -1 ? '' : req.path.slice(q);
-    ctx.headers = req.headers;
+    await toProvider(ctx, 'GET', forwardPath(ctx.path) + query, EMPTY, {});
     await upgradeUpstream(ctx, upgradeTarget(endpoint, connection), timeout);
   };
   /** The provider's own base path (`/v1` for OpenAI's), which a pathPrefix replaces. */

@@ -33,8 +33,8 @@ const streamField = (b: JsonObject) => b.stream === true;
 
 /** Gemini's native methods: `…/models/<model>:<method>` (the Gemini API's /v1beta, Vertex AI's publishers/google). */
 const GEMINI_METHOD = /\/models\/([^/:]+):(generateContent|streamGenerateContent|countTokens)$/;
-const geminiModel = (path: string) => {
-  const m = GEMINI_METHOD.exec(path)?.[1];
+/** A model's path segment decoded; undefined when there is none or it does not decode. */
+const modelSegment = (m: string | undefined) => {
   if (m === undefined) return undefined;
   try {
     return decodeURIComponent(m);
@@ -42,6 +42,7 @@ const geminiModel = (path: string) => {
     return undefined;
   }
 };
+const geminiModel = (path: string) => modelSegment(GEMINI_METHOD.exec(path)?.[1]);
 const geminiMethod = (path: string) => GEMINI_METHOD.exec(path)?.[2];
 
 /**
@@ -104,15 +105,7 @@ export const CLIENT_APIS: readonly ClientApi[] = [
     },
     pathRegex: LLM_API_PATH_REGEXES.vertexClaude,
     errorFormat: 'anthropic',
-    model: (_b, p) => {
-      const m = vertexClaude(p)?.model;
-      if (m === undefined) return undefined;
-      try {
-        return decodeURIComponent(m);
-      } catch {
-        return undefined;
-      }
-    },
+    model: (_b, p) => modelSegment(vertexClaude(p)?.model),
     modelAt: 'in its path (…/publishers/anthropic/models/<model>:rawPredict)',
     stream: (b, p) => b.stream === true || vertexClaude(p)?.method === 'streamRawPredict',
     normalize: dropVersion,
