@@ -25,7 +25,11 @@ const screen = () => tmux('capture-pane', '-p', '-t', SESSION);
 const keys = (...k: string[]) => tmux('send-keys', '-t', SESSION, ...k);
 const sh = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
-/** Polls the screen until `ok` holds; fails with the last screen after `timeoutMs`. */
+/**
+ * Polls the screen until `ok` holds on a settled screen; fails with the last screen after `timeoutMs`.
+ * A redraw is one write, but tmux may take it in in pieces, so a capture can show a torn frame: the
+ * new title above the old rows. A screen counts once a second capture a little later shows the same.
+ */
 async function waitScreen(ok: (s: string) => boolean, what: string, timeoutMs = 20_000): Promise<string> {
   const end = Date.now() + timeoutMs;
   let last = '';
@@ -36,7 +40,11 @@ async function waitScreen(ok: (s: string) => boolean, what: string, timeoutMs = 
       );
     }
     last = screen();
-    if (ok(last)) return last;
+    if (ok(last)) {
+      await sleep(40);
+      if (screen() === last) return last;
+      continue;
+    }
     await sleep(50);
   }
   throw new Error(`screen never showed ${what}:\n${last}`);
@@ -121,7 +129,9 @@ test('the trace view: list, event/snapshot/diff details, panes, scrolling and qu
   tmux('new-session', '-d', '-s', SESSION, '-x', '160', '-y', '40', `${cmd} 2>${sh(join(dir, 'stderr'))}`);
 
   // The list fills in, the title bar says the trace is complete and what the request got.
-  let s = await waitScreen((x) => /trace complete: \d+ events/.test(x), 'a complete trace');
+  const complete = (x: string) =>
+    /trace complete: \d+ events/.test(x) && panes(x).list.some((l) => l.includes('requestFinished'));
+  let s = await waitScreen(complete, 'a complete trace');
   const p = panes(s);
   assert.match(
     p.title,
@@ -213,8 +223,11 @@ test('watch mode in the view: waits, then shows the next request; the view stays
   const res = await fetch(`http://127.0.0.1:${port}/watched`);
   assert.equal(res.status, 200);
   await res.text();
-  let s = await waitScreen((x) => /trace complete/.test(x), 'a complete trace');
-  assert.ok(panes(s).list.some((l) => l.includes('requestFinished')));
+  let s = await waitScreen(
+    (x) => /trace complete/.test(x) && panes(x).list.some((l) => l.includes('requestFinished')),
+    'a complete trace',
+  );
+  assert.match(panes(s).list.join('\n'), /requestStarted.*backendCallResult {2}200.*requestFinished/s);
   // Resize: the view redraws to the new width.
   tmux('resize-window', '-t', SESSION, '-x', '90', '-y', '25');
   s = await waitScreen(

@@ -7,6 +7,10 @@ import { type DetailMode, detailLines, eventRow, sanitize } from './trace-view.t
 const ESC = '\x1b[';
 const ENTER = `${ESC}?1049h${ESC}?25l${ESC}2J`;
 const LEAVE = `${ESC}0m${ESC}?25h${ESC}?1049l`;
+// A frame between these is shown whole by terminals that know synchronized output (mode 2026), so a
+// redraw never tears; the others ignore the unknown mode.
+const FRAME_BEGIN = `${ESC}?2026h`;
+const FRAME_END = `${ESC}?2026l`;
 const INVERSE = `${ESC}7m`;
 const BOLD = `${ESC}1m`;
 const RED = `${ESC}31m`;
@@ -277,6 +281,6 @@ export class TraceTui {
       out.push(`${at(row + 3)}${cell}|${dColour}${fit(` ${d}`, right)}${RESET}`);
     }
     out.push(`${at(height)}${INVERSE}${fit(HELP, width - 1)}${RESET}${ESC}K`);
-    this.#io.output.write(out.join(''));
+    this.#io.output.write(`${FRAME_BEGIN}${out.join('')}${FRAME_END}`);
   }
 }
