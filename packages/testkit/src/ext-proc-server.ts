@@ -2,7 +2,7 @@
 // 0. Each ProcessingRequest of a Process stream is answered by the test's function: with one message,
 // several (a list: e.g. FULL_DUPLEX_STREAMED body chunks), or none (undefined or []); a stream's
 // answers go out in the order of its requests, even when the function takes its time. Every stream's
-// requests are kept for asserts.
+// requests and gRPC metadata are kept for asserts.
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { Server, ServerCredentials, type ServerDuplexStream, type ServiceDefinition } from '@grpc/grpc-js';
 import {
@@ -25,6 +25,8 @@ export interface ExtProcServer {
   host: string;
   /** Each stream's requests, in order; newest stream last. */
   streams: ProcessingRequest[][];
+  /** Each stream's gRPC metadata as it opened (text values), in the order of `streams`. */
+  metadata: Record<string, string>[];
   close(): Promise<void>;
 }
 
@@ -35,11 +37,15 @@ export async function startExtProcServer(
   answer: (req: ProcessingRequest, earlier: readonly ProcessingRequest[]) => Answers | Promise<Answers>,
 ): Promise<ExtProcServer> {
   const streams: ProcessingRequest[][] = [];
+  const metadata: Record<string, string>[] = [];
   const server = new Server();
   server.addService(ExternalProcessorService, {
     process(call: ServerDuplexStream<ProcessingRequest, ProcessingResponse>) {
       const seen: ProcessingRequest[] = [];
       streams.push(seen);
+      const md: Record<string, string> = {};
+      for (const [k, v] of Object.entries(call.metadata.getMap())) md[k] = String(v);
+      metadata.push(md);
       let order: Promise<unknown> = Promise.resolve();
       call.on('data', (req: ProcessingRequest) => {
         const earlier = [...seen];
@@ -68,6 +74,7 @@ export async function startExtProcServer(
     port,
     host: `127.0.0.1:${port}`,
     streams,
+    metadata,
     close: async () => {
       server.forceShutdown();
     },

@@ -4,7 +4,14 @@
 // function so a caller that maps another shape (the controller's GwPolicy) can check one block at its
 // own field path.
 import type { ExplicitOrConditional } from '../config/conditional.ts';
-import type { Authorization, ExtAuthz, RemoteRateLimit, TrafficPolicies } from '../config/schema.ts';
+import {
+  type Authorization,
+  EXTPROC_GRPC_METADATA_NAMESPACE,
+  type ExtAuthz,
+  type ExtProc,
+  type RemoteRateLimit,
+  type TrafficPolicies,
+} from '../config/schema.ts';
 import type { FieldPath } from '../config/source.ts';
 import { parseGoDuration } from '../duration.ts';
 import { checkTls } from './backend.ts';
@@ -31,7 +38,7 @@ export function checkTrafficPolicies(p: TrafficPolicies, path: FieldPath): Probl
     if (loc) out.push(...checkTokenLocation(loc, [...path, k, 'location']));
   }
   if (p.extAuthz) out.push(...checkExtAuthz(p.extAuthz, [...path, 'extAuthz']));
-  if (p.extProc) out.push(...checkExplicitOrConditional(p.extProc, [...path, 'extProc'], () => []));
+  if (p.extProc) out.push(...checkExplicitOrConditional(p.extProc, [...path, 'extProc'], checkExtProcCel));
   if (p.localRateLimit && !Array.isArray(p.localRateLimit))
     out.push(...checkExplicitOrConditional(p.localRateLimit, [...path, 'localRateLimit'], () => []));
   if (p.remoteRateLimit) out.push(...checkRemoteRateLimit(p.remoteRateLimit, [...path, 'remoteRateLimit']));
@@ -116,15 +123,41 @@ function checkOneExtAuthz(e: ExtAuthz, path: FieldPath): Problem[] {
   return out;
 }
 
-/** Each descriptor entry's value is CEL (in every entry of the conditional form). */
+/** The attributes and the metadata context are CEL; the gRPC metadata's keys are metadata keys. */
+export function checkExtProcCel(
+  e: Pick<ExtProc, 'metadataContext' | 'requestAttributes' | 'responseAttributes'>,
+  path: FieldPath,
+): Problem[] {
+  const out: Problem[] = [
+    ...checkCelMap(e.requestAttributes, [...path, 'requestAttributes']),
+    ...checkCelMap(e.responseAttributes, [...path, 'responseAttributes']),
+  ];
+  for (const [ns, fields] of Object.entries(e.metadataContext ?? {})) {
+    out.push(...checkCelMap(fields, [...path, 'metadataContext', ns]));
+    if (ns !== EXTPROC_GRPC_METADATA_NAMESPACE) continue;
+    for (const k of Object.keys(fields))
+      if (!/^[0-9a-z_.-]+$/.test(k) || k.endsWith('-bin') || k.startsWith('grpc-'))
+        out.push({
+          path: [...path, 'metadataContext', ns, k],
+          message: 'a gRPC metadata key: lower-case letters, digits, _ . and -; not grpc-*, not *-bin',
+        });
+  }
+  return out;
+}
+
+/** Each descriptor entry's value, cost and limitOverride are CEL (in every entry of the conditional form). */
 export function checkRemoteRateLimit(r: ExplicitOrConditional<RemoteRateLimit>, path: FieldPath): Problem[] {
   return checkExplicitOrConditional(r, path, checkOneRemoteRateLimit);
 }
 
 function checkOneRemoteRateLimit(r: RemoteRateLimit, path: FieldPath): Problem[] {
-  return r.descriptors.flatMap((d, di) =>
-    d.entries.flatMap((e, ei) => checkCel(e.value, [...path, 'descriptors', di, 'entries', ei, 'value'])),
-  );
+  return r.descriptors.flatMap((d, di) => [
+    ...d.entries.flatMap((e, ei) => checkCel(e.value, [...path, 'descriptors', di, 'entries', ei, 'value'])),
+    ...(['cost', 'limitOverride'] as const).flatMap((k) => {
+      const expr = d[k];
+      return expr === undefined ? [] : checkCel(expr, [...path, 'descriptors', di, k]);
+    }),
+  ]);
 }
 
 type DirectResponse = NonNullable<TrafficPolicies['directResponse']>;

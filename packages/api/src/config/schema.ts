@@ -635,6 +635,10 @@ export const ExtAuthz = ExtAuthzFields.transform(extAuthzIR);
 export const ExtAuthzPolicy = explicitOrConditional(ExtAuthzFields, extAuthzIR);
 
 // agentgateway's ExtProc: Envoy ext_proc v3 over gRPC, one bidirectional stream per request.
+/** The attributes' key in a ProcessingRequest (Envoy's ext_proc filter name). */
+export const EXTPROC_ATTRIBUTES_NAMESPACE = 'envoy.filters.http.ext_proc';
+/** A metadataContext namespace whose keys go as the stream's gRPC metadata (agentgateway's name). */
+export const EXTPROC_GRPC_METADATA_NAMESPACE = 'agentgateway.dev.grpc_initial_metadata';
 const ExtProcBodyMode = z
   .enum(['none', 'buffered', 'bufferedPartial', 'fullDuplexStreamed'])
   .optional()
@@ -653,9 +657,21 @@ export const ExtProc = strict({
   failureMode: z.enum(['failClosed', 'failOpen']).optional().meta({
     description: 'when the service fails: failClosed (default, 500) or failOpen (continue unprocessed)',
   }),
-  metadataContext: NotYet('extProc metadataContext').optional(),
-  requestAttributes: NotYet('extProc requestAttributes').optional(),
-  responseAttributes: NotYet('extProc responseAttributes').optional(),
+  metadataContext: z
+    .record(z.string().min(1), z.record(z.string().min(1), Cel))
+    .optional()
+    .meta({
+      description: `namespace -> key -> CEL: sent as metadata_context.filter_metadata with every message of the stream; the namespace ${EXTPROC_GRPC_METADATA_NAMESPACE} goes as gRPC metadata of the stream instead; a key that fails to evaluate is left out`,
+    }),
+  requestAttributes: z
+    .record(z.string().min(1), Cel)
+    .optional()
+    .meta({
+      description: `name -> CEL: the request phase's first message carries them as attributes["${EXTPROC_ATTRIBUTES_NAMESPACE}"]; source.address, source.port, destination.address, destination.port and request.protocol, when named, carry the connection's own values; a name that fails to evaluate is left out`,
+    }),
+  responseAttributes: z.record(z.string().min(1), Cel).optional().meta({
+    description: `name -> CEL: as requestAttributes, on the response phase's first message (response.* known)`,
+  }),
   processingOptions: strict({
     requestBodyMode: ExtProcBodyMode,
     responseBodyMode: ExtProcBodyMode,
@@ -722,8 +738,14 @@ const RemoteRateLimitDescriptor = strict({
   type: z.enum(['requests', 'tokens']).optional().meta({
     description: 'requests (default) counts each request; tokens counts LLM usage once the response ends',
   }),
-  cost: NotYet('remoteRateLimit descriptor cost').optional(),
-  limitOverride: NotYet('remoteRateLimit descriptor limitOverride').optional(),
+  cost: Cel.optional().meta({
+    description:
+      'CEL: what one request counts, a whole number (unset: 1 for requests; llm.totalTokens for tokens, evaluated once the response ends); a failed evaluation drops the descriptor',
+  }),
+  limitOverride: Cel.optional().meta({
+    description:
+      'CEL: the limit the service applies instead of its own, a map like {"unit": "minute", "requestsPerUnit": 5} (units: second, minute, hour, day, month, year); a failed evaluation drops the descriptor',
+  }),
 });
 export const RemoteRateLimit = strict({
   host: AuthzHost.optional().meta({ description: 'gRPC address of the rate limit service' }),
@@ -2630,6 +2652,7 @@ export type Authorization = z.infer<typeof Authorization>;
 export type JwtAuth = z.infer<typeof JwtAuth>;
 export type McpAuthentication = z.infer<typeof McpAuthentication>;
 export type ExtAuthz = z.infer<typeof ExtAuthz>;
+export type ExtProc = z.infer<typeof ExtProc>;
 export type LocalRateLimit = z.infer<typeof LocalRateLimit>;
 export type RemoteRateLimit = z.infer<typeof RemoteRateLimit>;
 export type RequestMirror = z.infer<typeof RequestMirror>;

@@ -100,21 +100,26 @@ const extProcFields = {
     responseHeaderMode: SendMode.default('Send'),
     responseTrailerMode: SendMode.default('Send'),
   }).optional(),
-  metadataContext: notBuilt(
-    maxEntries(
-      z.record(z.string().min(1).max(256), z.record(z.string().min(1).max(256), CELExpression)),
-      64,
-    ).optional(),
-    'extProc metadataContext',
-  ),
-  requestAttributes: notBuilt(
-    maxEntries(z.record(z.string().min(1).max(256), CELExpression), 64).optional(),
-    'extProc requestAttributes',
-  ),
-  responseAttributes: notBuilt(
-    maxEntries(z.record(z.string().min(1).max(256), CELExpression), 64).optional(),
-    'extProc responseAttributes',
-  ),
+  metadataContext: maxEntries(
+    z.record(z.string().min(1).max(256), z.record(z.string().min(1).max(256), CELExpression)),
+    64,
+  )
+    .optional()
+    .meta({
+      description:
+        'Namespace to key to CEL: sent as metadata_context.filter_metadata with every message of the stream. The namespace agentgateway.dev.grpc_initial_metadata goes as gRPC metadata of the stream instead. A key that fails to evaluate is left out.',
+    }),
+  requestAttributes: maxEntries(z.record(z.string().min(1).max(256), CELExpression), 64)
+    .optional()
+    .meta({
+      description:
+        'Name to CEL: the first message of the request side carries them as attributes["envoy.filters.http.ext_proc"]. source.address, source.port, destination.address, destination.port and request.protocol, when named, carry the connection’s own values.',
+    }),
+  responseAttributes: maxEntries(z.record(z.string().min(1).max(256), CELExpression), 64)
+    .optional()
+    .meta({
+      description: 'Name to CEL: as requestAttributes, on the first message of the response side.',
+    }),
 };
 const extProcRules = [
   {

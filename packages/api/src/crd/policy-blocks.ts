@@ -265,8 +265,14 @@ export const GlobalRateLimit = rules(
             type: z.enum(['Requests', 'Tokens']).optional().meta({
               description: "gw's earlier name of unit; set one of them.",
             }),
-            cost: notBuilt(CELExpression.optional(), 'rateLimit descriptor cost'),
-            limitOverride: notBuilt(CELExpression.optional(), 'rateLimit descriptor limitOverride'),
+            cost: CELExpression.optional().meta({
+              description:
+                'CEL: what one request counts, a whole number. Unset: 1 for Requests, the total token count for Tokens. A Requests cost is evaluated with the request; a Tokens cost once the response ends, with llm.* and response.* known. A failed evaluation leaves the descriptor out.',
+            }),
+            limitOverride: CELExpression.optional().meta({
+              description:
+                'CEL: the limit the service applies instead of its own, a map such as {"unit": "minute", "requestsPerUnit": 5} (unit: second, minute, hour, day, month or year). A failed evaluation leaves the descriptor out.',
+            }),
           }),
           atMostOne(['unit', 'type']),
         ),

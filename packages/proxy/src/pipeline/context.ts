@@ -238,7 +238,8 @@ export function hostOf(authority: string): string {
   return (i === -1 ? authority : authority.slice(0, i)).toLowerCase();
 }
 
-function normalizeAddress(a: string): string {
+/** An address as gw reports it: an IPv4-mapped IPv6 address as plain IPv4. */
+export function normalizeAddress(a: string): string {
   return a.startsWith('::ffff:') ? a.slice(7) : a;
 }
 

@@ -27,7 +27,12 @@ import {
 import { type CelProgram, celToJson } from '../../cel/cel.ts';
 import type { BackendTlsIR, ExtAuthzIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
-import type { Headers, ProxyResponse, RequestContext } from '../../pipeline/context.ts';
+import {
+  type Headers,
+  normalizeAddress,
+  type ProxyResponse,
+  type RequestContext,
+} from '../../pipeline/context.ts';
 import { type Check, DEFAULT_TIMEOUT_MS, type Decision } from './decision.ts';
 import { type CheckBody, PARTIAL_BODY_HEADER } from './request-body.ts';
 import { CHECK_PATH, deserializeCheckResponse, serializeCheckRequest } from './service.ts';
@@ -162,7 +167,7 @@ function checkRequest(
   return create(CheckRequestSchema, {
     attributes: {
       source: { address: socketAddress(ctx.source.address, ctx.source.port) },
-      destination: { address: socketAddress(stripV4Mapped(sock.localAddress ?? ''), sock.localPort ?? 0) },
+      destination: { address: socketAddress(normalizeAddress(sock.localAddress ?? ''), sock.localPort ?? 0) },
       request: {
         time: timestampFromDate(ctx.startDate),
         http: {
@@ -191,8 +196,6 @@ function socketAddress(address: string, port: number) {
     },
   };
 }
-
-const stripV4Mapped = (a: string) => (a.startsWith('::ffff:') ? a.slice(7) : a);
 
 /** A CEL value as a protobuf Struct; metadata must be a map, anything else is left out. */
 function jsonObject(v: unknown): JsonObject | undefined {

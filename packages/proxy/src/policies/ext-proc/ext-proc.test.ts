@@ -123,6 +123,14 @@ before(async () => {
   )}${route('mute-response', `{host: "${proc.host}", timeout: 200ms, processingOptions: ${modes('none', 'none')}}`)}${route('down-open', `{host: "${dead}", failureMode: failOpen, processingOptions: ${modes('none', 'none')}}`)}${route(
     'by-backend',
     `{backend: processor, timeout: 5s, processingOptions: ${modes('none', 'none')}}`,
+  )}${route(
+    'extras',
+    [
+      `{host: "${proc.host}", timeout: 5s, processingOptions: ${modes('buffered', 'none')}`,
+      `requestAttributes: {request.path: request.path, user: 'request.headers["x-user"]', absent: 'request.headers["x-none"]', source.address: '"spoofed"', request.protocol: '"HTTP/0.9"', destination.port: '1'}`,
+      'responseAttributes: {status: response.code, path: request.path}',
+      `metadataContext: {acme.tenant: {tenant: 'request.headers["x-tenant"]', status: response.code}, agentgateway.dev.grpc_initial_metadata: {x-tenant: 'request.headers["x-tenant"]', x-try: '1 + 1', x-list: '[1]'}}}`,
+    ].join(', '),
   )}
 backends:
 - {name: processor, host: "${proc.host}"}
@@ -162,6 +170,49 @@ describe('extProc against a real ext_proc v3 server', () => {
     assert.equal(header(h, ':path'), '/headers/a?x=1');
     assert.equal(header(h, 'x-keep'), 'k');
     assert.equal(h.endOfStream, true);
+  });
+
+  test('attributes on the first message of each side, the metadata context on every message, gRPC metadata on the stream', async () => {
+    const r = await call('/extras/a', { 'x-user': 'alice', 'x-tenant': 'acme' }, 'body');
+    assert.equal(r.status, 200);
+    const s = proc.streams.at(-1) as ProcessingRequest[];
+    assert.deepEqual(
+      s.map((m) => m.request.case),
+      ['requestHeaders', 'requestBody', 'responseHeaders'],
+    );
+    const NS = 'envoy.filters.http.ext_proc';
+    const [reqHeaders, reqBody, resHeaders] = s as [ProcessingRequest, ProcessingRequest, ProcessingRequest];
+    const first = reqHeaders.attributes[NS] as Record<string, unknown>;
+    assert.equal(first['request.path'], '/extras/a');
+    assert.equal(first.user, 'alice');
+    assert.equal('absent' in first, false, 'a failed evaluation is left out');
+    // The connection's own attributes win over what an expression says.
+    assert.match(String(first['source.address']), /^127\.0\.0\.1:\d+$/);
+    assert.equal(first['request.protocol'], 'HTTP/1.1');
+    assert.equal(first['destination.port'], Number(new URL(proxy.url('/')).port));
+    assert.deepEqual(reqBody.attributes, {}, 'only the first message of a side');
+    assert.deepEqual(resHeaders.attributes, { [NS]: { status: 200, path: '/extras/a' } });
+    // The metadata context goes with every message; the response side's sees the response.
+    for (const m of [reqHeaders, reqBody])
+      assert.deepEqual(m.metadataContext?.filterMetadata, { 'acme.tenant': { tenant: 'acme' } });
+    assert.deepEqual(resHeaders.metadataContext?.filterMetadata, {
+      'acme.tenant': { tenant: 'acme', status: 200 },
+    });
+    // The reserved namespace is gRPC metadata, scalars only; it is not in the metadata context.
+    const md = proc.metadata.at(-1) as Record<string, string>;
+    assert.equal(md['x-tenant'], 'acme');
+    assert.equal(md['x-try'], '2');
+    assert.equal(md['x-list'], undefined);
+  });
+
+  test('without attributes or a metadata context, the messages carry none', async () => {
+    await call('/headers/plain');
+    const s = proc.streams.at(-1) as ProcessingRequest[];
+    for (const m of s) {
+      assert.deepEqual(m.attributes, {});
+      assert.equal(m.metadataContext, undefined);
+    }
+    assert.equal(proc.metadata.at(-1)?.['x-tenant'], undefined);
   });
 
   test('a service by named backend (agentgateway’s backend: <name>) is called at its address', async () => {
@@ -286,5 +337,29 @@ describe('extProc config', () => {
       /extProc\.backend: set host or backend, not both/,
     );
     assert.deepEqual(withBackends('{backend: p}', '- {name: p, host: "127.0.0.1:2"}'), []);
+  });
+
+  test('attributes and metadata context: bad CEL and a key gRPC metadata cannot carry are named by field', () => {
+    let issues: string[] = [];
+    try {
+      load(
+        `{host: "127.0.0.1:9", requestAttributes: {a: "request.path =="}, responseAttributes: {b: "1 +"}, metadataContext: {ns: {k: "("}, agentgateway.dev.grpc_initial_metadata: {Bad Key: '"v"', grpc-timeout: '"1"'}}}`,
+      );
+    } catch (err) {
+      assert.ok(err instanceof ConfigError);
+      issues = err.issues.map((i) => `${i.path}: ${i.message}`);
+    }
+    const A = 'binds[0].listeners[0].routes[0].policies.extProc';
+    for (const at of [
+      `${A}.requestAttributes.a: invalid CEL`,
+      `${A}.responseAttributes.b: invalid CEL`,
+      `${A}.metadataContext.ns.k: invalid CEL`,
+      `${A}.metadataContext["agentgateway.dev.grpc_initial_metadata"]["Bad Key"]: a gRPC metadata key`,
+      `${A}.metadataContext["agentgateway.dev.grpc_initial_metadata"].grpc-timeout: a gRPC metadata key`,
+    ])
+      assert.ok(
+        issues.some((i) => i.startsWith(at)),
+        `${at} in:\n${issues.join('\n')}`,
+      );
   });
 });

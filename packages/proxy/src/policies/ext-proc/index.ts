@@ -20,6 +20,7 @@ import { bufferUpTo, contentLength, discard, prepend } from '../../pipeline/body
 import type { Body, Headers, ProxyResponse, RequestContext } from '../../pipeline/context.ts';
 import { withConditional } from '../conditional.ts';
 import type { BuildEnv, PolicyConfig } from '../types.ts';
+import { ExtProcExtras } from './extras.ts';
 import type { Answer, BodyMode, BodyPhase, Phase, ProcessStream } from './stream.ts';
 
 type ExtProc = Exclude<PolicyConfig<'extProc'>, { conditional: unknown }>;
@@ -42,12 +43,15 @@ export const extProc = withConditional({
     const resBodyMode = (o.responseBodyMode ?? 'fullDuplexStreamed') as BodyMode;
     const allowModeOverride = o.allowModeOverride === true;
     const limit = env.global.maxBufferSize;
+    const extras = new ExtProcExtras(config);
     // Start loading now, so the first request does not wait for it.
     grpc.ready.catch(() => {});
 
     return async (ctx, next) => {
       const m = grpc.value ?? (await grpc.ready);
-      const stream = new m.ProcessStream(host, timeoutMs, ctx.signal);
+      const sent = extras.forRequest(ctx);
+      const stream = new m.ProcessStream(host, timeoutMs, ctx.signal, sent.grpcMetadata);
+      stream.side.request = { attributes: sent.requestAttributes, metadataContext: sent.metadataContext };
       let live = true;
       let failing: (() => void) | undefined;
       // This request's modes: a mode_override may change the ones not under way yet.
@@ -225,6 +229,8 @@ export const extProc = withConditional({
 
         const res = ctx.response;
         if (!res || !live) return;
+        const back = extras.forResponse(ctx);
+        stream.side.response = { attributes: back.responseAttributes, metadataContext: back.metadataContext };
         // Failing closed on the way back: the upstream's answer is dropped for the error's (as buffer).
         failing = () => {
           if (ctx.response !== res) return;

@@ -6,7 +6,7 @@
 // in with the first config that has an extProc.
 import { once } from 'node:events';
 import { PassThrough, type Readable } from 'node:stream';
-import { create, type MessageInitShape } from '@bufbuild/protobuf';
+import { create, type JsonObject, type MessageInitShape } from '@bufbuild/protobuf';
 import { Client, type ClientDuplexStream, credentials, Metadata } from '@grpc/grpc-js';
 import { HEADER_NAME_PATTERN } from '@gw/api/runtime';
 import {
@@ -54,6 +54,11 @@ export type Answer =
 export class ExtProcFailure extends Error {}
 
 type RequestInit = NonNullable<MessageInitShape<typeof ProcessingRequestSchema>['request']>;
+/** What one direction of the stream carries beside its messages (extras.ts). */
+export interface SideExtras {
+  attributes?: Record<string, JsonObject> | undefined;
+  metadataContext?: Record<string, JsonObject> | undefined;
+}
 type Waiter = { resolve: (r: ProcessingResponse | null) => void; reject: (e: Error) => void };
 
 /** A FULL_DUPLEX_STREAMED body in flight: what goes to the service and what comes back. */
@@ -85,15 +90,23 @@ export class ProcessStream {
   /** An immediate response that came while a streamed body was in flight (no exchange waited for it). */
   immediate: ProxyResponse | undefined;
 
-  constructor(host: string, timeoutMs: number, signal: AbortSignal) {
+  /**
+   * What goes beside each direction's messages: the metadata context with every one, the attributes
+   * with the first only (then they are dropped). Set by the policy as each side starts.
+   */
+  readonly side: Record<'request' | 'response', SideExtras> = { request: {}, response: {} };
+
+  constructor(host: string, timeoutMs: number, signal: AbortSignal, grpcMetadata?: Record<string, string>) {
     this.#timeoutMs = timeoutMs;
     this.#signal = signal;
     this.#client = clientFor(host);
+    const metadata = new Metadata();
+    for (const [k, v] of Object.entries(grpcMetadata ?? {})) metadata.set(k, v);
     const call = this.#client.makeBidiStreamRequest(
       PROCESS.path,
       PROCESS.requestSerialize,
       PROCESS.responseDeserialize,
-      new Metadata(),
+      metadata,
       {},
     );
     this.#call = call;
@@ -191,7 +204,7 @@ export class ProcessStream {
           this.#timeoutMs,
         );
     });
-    this.#call.write(create(ProcessingRequestSchema, { request: req }));
+    this.#call.write(this.#message(req));
     let res: ProcessingResponse | null;
     try {
       res = await Promise.race([answer, timeout]);
@@ -259,10 +272,20 @@ export class ProcessStream {
   }
 
   async #send(phase: BodyPhase, body: Buffer, endOfStream: boolean): Promise<void> {
-    const ok = this.#call.write(
-      create(ProcessingRequestSchema, { request: { case: phase, value: { body, endOfStream } } }),
-    );
+    const ok = this.#call.write(this.#message({ case: phase, value: { body, endOfStream } }));
     if (!ok && !this.#stopped()) await once(this.#call, 'drain', { signal: this.#signal });
+  }
+
+  /** A ProcessingRequest with what its direction carries beside it (attributes: its first only). */
+  #message(req: RequestInit): ProcessingRequest {
+    const side = this.side[req.case?.startsWith('request') ? 'request' : 'response'];
+    const { attributes, metadataContext } = side;
+    side.attributes = undefined;
+    return create(ProcessingRequestSchema, {
+      request: req,
+      ...(attributes ? { attributes } : {}),
+      ...(metadataContext ? { metadataContext: { filterMetadata: metadataContext } } : {}),
+    });
   }
 
   /** Waits (up to the message timeout) for the channel to connect; a failed connection fails the call. */

@@ -12,6 +12,7 @@ import {
 
 export { Code };
 
+import { RateLimitUnit } from '@gw/xds-proto/envoy/type/v3/ratelimit_unit';
 import { grpcMethod } from '@gw/xds-proto/grpc';
 
 const method = grpcMethod(RateLimitService.method.shouldRateLimit);
@@ -36,15 +37,44 @@ export function rateLimitClient(host: string): Client {
   return c;
 }
 
-/** A ShouldRateLimit request: `hitsAddend` hits against each descriptor (a list of entries). */
+/** A limit the service applies instead of the one in its own config for the descriptor. */
+export interface LimitOverride {
+  unit: 'second' | 'minute' | 'hour' | 'day' | 'month' | 'year';
+  requestsPerUnit: number;
+}
+
+/** One descriptor of a request: its entries, its own hit count (unset: the request's) and limit. */
+export interface RequestDescriptor {
+  entries: { key: string; value: string }[];
+  hits?: number | undefined;
+  limit?: LimitOverride | undefined;
+}
+
+const UNIT: Record<LimitOverride['unit'], RateLimitUnit> = {
+  second: RateLimitUnit.SECOND,
+  minute: RateLimitUnit.MINUTE,
+  hour: RateLimitUnit.HOUR,
+  day: RateLimitUnit.DAY,
+  month: RateLimitUnit.MONTH,
+  year: RateLimitUnit.YEAR,
+};
+
+/**
+ * A ShouldRateLimit request: `hitsAddend` hits against each descriptor that names none of its own
+ * (the descriptor's `hits_addend`, which may be 0: a check that counts nothing).
+ */
 export function rateLimitRequest(
   domain: string,
-  descriptors: readonly { entries: { key: string; value: string }[] }[],
+  descriptors: readonly RequestDescriptor[],
   hitsAddend: number,
 ): RateLimitRequest {
   return create(RateLimitRequestSchema, {
     domain,
-    descriptors: descriptors.map((d) => ({ entries: d.entries })),
+    descriptors: descriptors.map((d) => ({
+      entries: d.entries,
+      ...(d.hits === undefined ? {} : { hitsAddend: BigInt(d.hits) }),
+      ...(d.limit ? { limit: { unit: UNIT[d.limit.unit], requestsPerUnit: d.limit.requestsPerUnit } } : {}),
+    })),
     hitsAddend,
   });
 }

@@ -1,15 +1,17 @@
 // remoteRateLimit: global limits, counted by an external service speaking Envoy's rate limit v3 API
-// (envoyproxy/ratelimit with Redis). Each request sends the descriptors its CEL entries produce, with
-// hits_addend 1. OVER_LIMIT answers 429 `rate limit exceeded` plus x-ext-ratelimited; OK forwards, and
-// the x-ratelimit-* headers go on the response. No answer within the timeout (default 100ms) or an
-// error: `failOpen` (the default, as Envoy's failure_mode_deny=false) forwards, `failClosed` answers 500.
+// (envoyproxy/ratelimit with Redis). Each request sends the descriptors its CEL entries produce, each
+// counting one hit or its `cost`, and with the limit its `limitOverride` names. OVER_LIMIT answers 429
+// `rate limit exceeded` plus x-ext-ratelimited; OK forwards, and the x-ratelimit-* headers go on the
+// response. No answer within the timeout (default 100ms) or an error: `failOpen` (the default, as
+// Envoy's failure_mode_deny=false) forwards, `failClosed` answers 500.
 import type { RemoteRateLimit } from '@gw/api';
 import { parseGoDuration } from '@gw/api/runtime';
-import { type CelContext, type CelProgram, compileCel } from '../../cel/cel.ts';
+import { type CelContext, type CelProgram, celToJson, compileCel } from '../../cel/cel.ts';
 import { GwError } from '../../errors.ts';
 import { Lazy } from '../../lazy.ts';
 import { onResponseUsage } from '../../llm/usage.ts';
 import { withConditional } from '../conditional.ts';
+import type { LimitOverride, RequestDescriptor } from './client.ts';
 import { quotaHeaders, serviceHeaders, setHeaders } from './headers.ts';
 
 /**
@@ -24,13 +26,25 @@ const rls = new Lazy(() => import('./client.ts'));
 interface Descriptor {
   tokens: boolean;
   entries: { key: string; value: CelProgram }[];
+  cost: CelProgram | undefined;
+  limitOverride: CelProgram | undefined;
 }
 type Entries = { key: string; value: string }[];
+/** A descriptor as this request sends it; a tokens one keeps its cost for when the response ends. */
+interface Built extends RequestDescriptor {
+  tokens: boolean;
+  cost: CelProgram | undefined;
+}
+
+/** The hits a descriptor's field on the wire carries at most (uint32 for the request's own). */
+const MAX_HITS = 0xffff_ffff;
 
 function compile(config: RemoteRateLimit): Descriptor[] {
   return config.descriptors.map((d) => ({
     tokens: d.type === 'tokens',
     entries: d.entries.map((e) => ({ key: e.key, value: compileCel(e.value) })),
+    cost: d.cost === undefined ? undefined : compileCel(d.cost),
+    limitOverride: d.limitOverride === undefined ? undefined : compileCel(d.limitOverride),
   }));
 }
 
@@ -42,12 +56,33 @@ function celString(v: unknown): string | undefined {
   return undefined;
 }
 
-/** The descriptors this request produces; one whose entry fails to evaluate is left out whole, as Envoy does. */
-function evaluate(
-  descriptors: readonly Descriptor[],
-  cel: CelContext,
-): { tokens: boolean; entries: Entries }[] {
-  const out: { tokens: boolean; entries: Entries }[] = [];
+/** A CEL result as a count of hits: a whole number from 0 up, an int or an integral double. */
+export function celCount(v: unknown): number | undefined {
+  const n = typeof v === 'bigint' ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) return undefined;
+  return Math.min(n, MAX_HITS);
+}
+
+const UNITS = new Set<string>(['second', 'minute', 'hour', 'day', 'month', 'year']);
+
+/** A limitOverride result: `{unit, requestsPerUnit}`, the unit any case; anything else is a failure. */
+export function celLimitOverride(v: unknown): LimitOverride | undefined {
+  const j = celToJson(v);
+  if (j === null || typeof j !== 'object' || Array.isArray(j)) return undefined;
+  const { unit, requestsPerUnit } = j as Record<string, unknown>;
+  if (typeof unit !== 'string' || !UNITS.has(unit.toLowerCase())) return undefined;
+  const n = celCount(requestsPerUnit);
+  if (n === undefined) return undefined;
+  return { unit: unit.toLowerCase() as LimitOverride['unit'], requestsPerUnit: n };
+}
+
+/**
+ * The descriptors this request produces. One whose entry, cost or limit fails to evaluate is left out
+ * whole, as Envoy does. A requests descriptor counts its cost now; a tokens one asks with one hit and
+ * is debited once the response ends.
+ */
+function evaluate(descriptors: readonly Descriptor[], cel: CelContext): Built[] {
+  const out: Built[] = [];
   next: for (const d of descriptors) {
     const entries: Entries = [];
     for (const e of d.entries) {
@@ -55,7 +90,34 @@ function evaluate(
       if (value === undefined) continue next;
       entries.push({ key: e.key, value });
     }
-    out.push({ tokens: d.tokens, entries });
+    const b: Built = { tokens: d.tokens, entries, cost: d.tokens ? d.cost : undefined };
+    if (d.limitOverride) {
+      const limit = celLimitOverride(d.limitOverride.eval(cel));
+      if (!limit) continue;
+      b.limit = limit;
+    }
+    if (d.cost && !d.tokens) {
+      const hits = celCount(d.cost.eval(cel));
+      if (hits === undefined) continue;
+      b.hits = hits;
+    }
+    out.push(b);
+  }
+  return out;
+}
+
+/**
+ * What the token descriptors still owe once the response ended: their cost (the usage's total unless
+ * a cost expression says otherwise) less the one hit the check took. Those that owe nothing are left out.
+ */
+function debits(built: readonly Built[], tokens: number, cel: () => CelContext): RequestDescriptor[] {
+  const out: RequestDescriptor[] = [];
+  const context = built.some((d) => d.tokens && d.cost) ? cel() : undefined;
+  for (const d of built) {
+    if (!d.tokens) continue;
+    const cost = d.cost && context ? celCount(d.cost.eval(context)) : Math.floor(tokens);
+    if (cost === undefined || cost <= 1) continue;
+    out.push({ entries: d.entries, limit: d.limit, hits: Math.min(cost - 1, MAX_HITS) });
   }
   return out;
 }
@@ -115,18 +177,13 @@ export const remoteRateLimit = withConditional({
       ctx.obs?.event(ctx, 'rateLimit', { global: true, limited: false, ...headers }, start);
       await next(ctx);
       if (ctx.response) setHeaders(ctx.response.headers, headers);
-      const tokenDescriptors = built.filter((d) => d.tokens);
-      if (tokenDescriptors.length === 0) return;
-      // Token limits: the check above took one token to ask; the rest of the usage is counted once the
+      if (!built.some((d) => d.tokens)) return;
+      // Token limits: the check above took one hit to ask; the rest of the cost is counted once the
       // response ends, so the request that crosses the limit succeeds and later ones get 429.
       onResponseUsage(ctx, (tokens) => {
-        if (tokens <= 1) return;
-        const debit = m.rateLimitRequest(
-          domain,
-          tokenDescriptors,
-          Math.min(Math.floor(tokens) - 1, 0xffff_ffff),
-        );
-        void m.shouldRateLimit(client, debit, Math.max(timeoutMs, 1_000));
+        const owed = debits(built, tokens, () => ctx.celContext());
+        if (owed.length === 0) return;
+        void m.shouldRateLimit(client, m.rateLimitRequest(domain, owed, 1), Math.max(timeoutMs, 1_000));
       });
     };
   },

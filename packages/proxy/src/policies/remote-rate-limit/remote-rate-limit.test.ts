@@ -37,6 +37,9 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 2}
   - key: model
     rate_limit: {unit: minute, requests_per_unit: 100}
+  - key: path
+    value: /cost
+    rate_limit: {unit: minute, requests_per_unit: 5}
 `;
 
 /**
@@ -61,10 +64,11 @@ before(async () => {
       headers: { limit: 'x-rls-limit', remaining: 'x-rls-remaining', reset: 'x-rls-reset' },
     }),
   ]);
-  // An LLM-shaped answer (110 tokens of usage) on /tokens, an echo elsewhere.
+  // An LLM-shaped answer (110 tokens of usage, and what it cost in a header) on /tokens and
+  // /llm-cost, an echo elsewhere.
   up = await startUpstream('upstream', (req, res) => {
-    if (!(req.url ?? '').startsWith('/tokens')) return;
-    res.writeHead(200, { 'content-type': 'application/json' });
+    if (!/^\/(tokens|llm-cost)/.test(req.url ?? '')) return;
+    res.writeHead(200, { 'content-type': 'application/json', 'x-cost': '5' });
     res.end(JSON.stringify({ usage: { prompt_tokens: 60, completion_tokens: 50, total_tokens: 110 } }));
   });
   const dead = `127.0.0.1:${await freePort()}`;
@@ -76,6 +80,8 @@ before(async () => {
       backends: [{host: "127.0.0.1:${up.port}"}]`;
   const byPath = `[{entries: [{key: path, value: request.path}]}]`;
   const byUser = `[{entries: [{key: user, value: 'request.headers["x-user"]'}]}]`;
+  // A limit per request: the unit and the number from headers (a unit the service does not know fails).
+  const quota = '{"unit": request.headers["x-unit"], "requestsPerUnit": int(request.headers["x-quota"])}';
   const rl = (descriptors: string, extra = '', host = service.host) =>
     `{host: "${host}", domain: gw, timeout: 2s, descriptors: ${descriptors}${extra}}`;
   proxy = await startProxy(`binds:
@@ -97,7 +103,23 @@ before(async () => {
   )}${route(
     'hung-closed',
     `{host: "${service.host}", domain: gw, timeout: 150ms, failureMode: failClosed, descriptors: ${byUser}}`,
-  )}${route('by-backend', `{backend: ratelimit, domain: gw, timeout: 2s, descriptors: ${byPath}}`)}
+  )}${route('by-backend', `{backend: ratelimit, domain: gw, timeout: 2s, descriptors: ${byPath}}`)}${route(
+    'cost',
+    rl(`[{entries: [{key: path, value: request.path}], cost: 'int(request.headers["x-cost"])'}]`),
+  )}${route(
+    'override',
+    rl(`[{entries: [{key: tenant, value: 'request.headers["x-tenant"]'}], limitOverride: '${quota}'}]`),
+  )}${route(
+    'llm-cost',
+    rl(
+      `[{entries: [{key: budget, value: 'request.headers["x-tenant"]'}], type: tokens, limitOverride: '{"unit": "minute", "requestsPerUnit": 12}', cost: 'int(response.headers["x-cost"])'}]`,
+    ),
+  )}${route(
+    'peek',
+    rl(
+      `[{entries: [{key: budget, value: 'request.headers["x-tenant"]'}], limitOverride: '{"unit": "minute", "requestsPerUnit": 12}', cost: '0'}]`,
+    ),
+  )}
 backends:
 - {name: ratelimit, host: "${service.host}"}
 `);
@@ -208,6 +230,81 @@ describe('remoteRateLimit against the real envoyproxy/ratelimit with Redis', () 
   });
 });
 
+describe('descriptor cost and limitOverride', () => {
+  test('cost: each request counts what its CEL says; 0 asks without counting; a failed cost drops the descriptor', async () => {
+    await sameWindow();
+    const cost = async (n: string) => await call('/cost', { 'x-cost': n });
+    const two = await cost('2');
+    assert.equal(two.status, 200, service.logs());
+    assert.equal(two.headers['x-ratelimit-limit'], '5, 5;w=60');
+    assert.equal(two.headers['x-ratelimit-remaining'], '3');
+    assert.equal((await cost('0')).headers['x-ratelimit-remaining'], '3', 'a cost of 0 only asks');
+    assert.equal((await cost('3')).headers['x-ratelimit-remaining'], '0');
+    const over = await cost('1');
+    assert.equal(over.status, 429);
+    assert.equal(over.headers['x-ext-ratelimited'], 'true');
+    // Not a whole number from 0 up: the descriptor is left out, and with it the check.
+    for (const bad of ['-1', 'many']) {
+      const r = await cost(bad);
+      assert.equal(r.status, 200, bad);
+      assert.equal(r.headers['x-ratelimit-limit'], undefined, bad);
+    }
+    const none = await call('/cost');
+    assert.equal(none.status, 200);
+    assert.equal(none.headers['x-ratelimit-limit'], undefined);
+  });
+
+  test('limitOverride: the service applies the limit the CEL map names, to a key its config does not have', async () => {
+    await sameWindow();
+    const as = (tenant: string, quota: string, unit = 'minute') =>
+      call('/override', { 'x-tenant': tenant, 'x-quota': quota, 'x-unit': unit });
+    for (const remaining of ['1', '0']) {
+      const r = await as('acme', '2');
+      assert.equal(r.status, 200, service.logs());
+      assert.equal(r.headers['x-ratelimit-limit'], '2, 2;w=60');
+      assert.equal(r.headers['x-ratelimit-remaining'], remaining);
+    }
+    assert.equal((await as('acme', '2')).status, 429);
+    const hourly = await as('globex', '1000', 'Hour');
+    assert.equal(hourly.status, 200);
+    assert.equal(hourly.headers['x-ratelimit-limit'], '1000, 1000;w=3600', 'the unit in any case');
+    // A unit the service does not know, or no number: the descriptor is left out, nothing is asked.
+    for (const [quota, unit] of [
+      ['2', 'fortnight'],
+      ['-2', 'minute'],
+    ] as const) {
+      const r = await as('acme', quota, unit);
+      assert.equal(r.status, 200, `${quota} per ${unit}`);
+      assert.equal(r.headers['x-ratelimit-limit'], undefined);
+    }
+  });
+
+  test('type tokens with a cost: the response’s own figure is debited under the overridden limit', async () => {
+    await sameWindow(15_000);
+    const tenant = { 'x-tenant': `t${Date.now()}` };
+    // The peek route asks about the same counter with a cost of 0: it reads without counting.
+    const remainingAfterDebit = async (want: string) => {
+      let got: string | undefined;
+      for (let i = 0; i < 100 && got !== want; i++) {
+        if (i > 0) await sleep(20);
+        got = String((await call('/peek', tenant)).headers['x-ratelimit-remaining']);
+      }
+      assert.equal(got, want, 'the debit after the response');
+    };
+    // Each answer carries 110 tokens of usage but says it cost 5: the check takes 1, the debit 4 more.
+    for (const remaining of ['7', '2']) {
+      const r = await call('/llm-cost', tenant);
+      assert.equal(r.status, 200, service.logs());
+      assert.equal(r.headers['x-ratelimit-limit'], '12, 12;w=60');
+      await remainingAfterDebit(remaining);
+    }
+    assert.equal((await call('/llm-cost', tenant)).status, 200, 'the request that crosses the limit passes');
+    await remainingAfterDebit('0');
+    const over = await call('/llm-cost', tenant);
+    assert.equal(over.status, 429, 'then the budget is spent');
+  });
+});
+
 describe('when the service fails', () => {
   test('down: fail open by default and with failOpen; failClosed answers 500', async () => {
     for (const path of ['/down-default', '/down-open']) {
@@ -274,6 +371,18 @@ describe('config', () => {
       got!,
       /^binds\[0\]\.listeners\[0\]\.routes\[0\]\.policies\.remoteRateLimit\.descriptors\[1\]\.entries\[0\]\.value: invalid CEL/,
     );
+  });
+
+  test('CEL errors in cost and limitOverride point at the field', () => {
+    const got = issues(
+      `{host: "a:1", domain: gw, descriptors: [{entries: [{key: k, value: '"x"'}], cost: "1 +", limitOverride: "{"}]}`,
+    );
+    const at = 'binds[0].listeners[0].routes[0].policies.remoteRateLimit.descriptors[0]';
+    assert.ok(
+      got.some((g) => g.startsWith(`${at}.cost: invalid CEL`)),
+      got.join('\n'),
+    );
+    assert.ok(got.some((g) => g.startsWith(`${at}.limitOverride: invalid CEL`)));
   });
 
   test('domain, host and at least one descriptor with one entry are required', () => {

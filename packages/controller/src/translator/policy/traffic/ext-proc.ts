@@ -1,8 +1,10 @@
 // spec.traffic.extProc → extProc: a Service called over gRPC (Envoy ext_proc v3) for request and
 // response headers, and the bodies per BodySendMode (FullDuplexStreamed, processingOptions' default,
-// included). With no address to call, every request is denied. The conditional form: each entry so
+// included), with the attributes and metadata context its CEL gives. With no address to call, every
+// request is denied. The conditional form: each entry so
 // (../conditional.ts).
 
+import { checkExtProcCel } from '@gw/api';
 import { withConditional } from '../conditional.ts';
 import { addDenyAll, defined, lowerFirst, serviceAddress } from '../context.ts';
 import type { TrafficMapper } from '../spec.ts';
@@ -16,7 +18,22 @@ export const extProc: TrafficMapper<'extProc'> = withConditional(
         'requestBodyMode',
         'responseBodyMode',
         'processingOptions',
+        'metadataContext',
+        'requestAttributes',
+        'responseAttributes',
       ]);
+      // The CEL of the attributes and the metadata context (and the gRPC metadata keys) as the
+      // standalone loader checks them, at this policy's field paths.
+      ctx.check(
+        checkExtProcCel(
+          {
+            metadataContext: spec.metadataContext,
+            requestAttributes: spec.requestAttributes,
+            responseAttributes: spec.responseAttributes,
+          },
+          at.path,
+        ),
+      );
       const svc = spec.backendRef && serviceAddress(ctx, `${at.field}.backendRef`, spec.backendRef);
       const po = spec.processingOptions;
       const modes = {
@@ -40,6 +57,11 @@ export const extProc: TrafficMapper<'extProc'> = withConditional(
       out.extProc = {
         host: svc.hostPort,
         failureMode,
+        ...defined({
+          metadataContext: spec.metadataContext,
+          requestAttributes: spec.requestAttributes,
+          responseAttributes: spec.responseAttributes,
+        }),
         processingOptions: defined({
           requestBodyMode: mode(modes.requestBodyMode),
           responseBodyMode: mode(modes.responseBodyMode),

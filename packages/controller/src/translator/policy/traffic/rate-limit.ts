@@ -26,10 +26,20 @@ export const rateLimit: TrafficMapper<'rateLimit'> = withConditional(
           'timeout',
         ]);
         rl.global.descriptors.forEach((d, di) => {
-          ctx.rest(`${at.field}.global.descriptors[${di}]`, d, ['entries', 'unit', 'type']);
+          ctx.rest(`${at.field}.global.descriptors[${di}]`, d, [
+            'entries',
+            'unit',
+            'type',
+            'cost',
+            'limitOverride',
+          ]);
           d.entries.forEach((e, ei) => {
             ctx.check(checkCel(e.expression, [...gp, 'descriptors', di, 'entries', ei, 'expression']));
           });
+          for (const k of ['cost', 'limitOverride'] as const) {
+            const expr = d[k];
+            if (expr !== undefined) ctx.check(checkCel(expr, [...gp, 'descriptors', di, k]));
+          }
         });
         const remote = remoteRateLimit(ctx, `${at.field}.global`, rl.global);
         if (remote) out.remoteRateLimit = remote;
@@ -82,10 +92,14 @@ function remoteRateLimit(
   return defined({
     host: svc.hostPort,
     domain: spec.domain,
-    descriptors: spec.descriptors.map((d) => ({
-      entries: d.entries.map((e) => ({ key: e.name, value: e.expression })),
-      type: lowerFirst(d.unit ?? d.type ?? 'Requests'),
-    })),
+    descriptors: spec.descriptors.map((d) =>
+      defined({
+        entries: d.entries.map((e) => ({ key: e.name, value: e.expression })),
+        type: lowerFirst(d.unit ?? d.type ?? 'Requests'),
+        cost: d.cost,
+        limitOverride: d.limitOverride,
+      }),
+    ),
     failureMode: lowerFirst(spec.failureMode),
     timeout: spec.timeout,
   });
