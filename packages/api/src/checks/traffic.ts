@@ -43,6 +43,10 @@ export function checkTrafficPolicies(p: TrafficPolicies, path: FieldPath): Probl
     out.push(...checkExplicitOrConditional(p.localRateLimit, [...path, 'localRateLimit'], () => []));
   if (p.remoteRateLimit) out.push(...checkRemoteRateLimit(p.remoteRateLimit, [...path, 'remoteRateLimit']));
   if (p.directResponse) out.push(...checkDirectResponse(p.directResponse, [...path, 'directResponse']));
+  for (const k of ['condition', 'precondition'] as const) {
+    const expr = p.retry?.[k];
+    if (expr !== undefined) out.push(...checkCel(expr, [...path, 'retry', k]));
+  }
   if (p.jwtAuth) out.push(...checkJwtAuth(p.jwtAuth, [...path, 'jwtAuth']));
   if (p.basicAuth) out.push(...checkBasicAuth(p.basicAuth, [...path, 'basicAuth']));
   if (p.mcpAuthentication)

@@ -210,9 +210,17 @@ const Timeout = strict({ requestTimeout: Duration.optional(), backendRequestTime
 const Retry = strict({
   attempts: z.number().int().min(1).max(255).optional(),
   backoff: Duration.optional(),
-  codes: z.array(z.number().int().min(100).max(599)).min(1),
-  condition: NotYet('retry condition').optional(),
-  precondition: NotYet('retry precondition').optional(),
+  codes: z.array(z.number().int().min(100).max(599)).meta({
+    description: 'response statuses that are retried (may be empty when a condition decides)',
+  }),
+  condition: Cel.optional().meta({
+    description:
+      'CEL on each response (response.code, response.headers): true retries it, as a status in codes does',
+  }),
+  precondition: Cel.optional().meta({
+    description:
+      'CEL on the request before the first attempt: unless true, there are no retries (and no body is kept for them)',
+  }),
 });
 
 // agentgateway's A2aPolicy: no fields; its presence marks traffic as agent-to-agent.

@@ -191,8 +191,14 @@ export const Retry = obj({
   attempts: z.int().min(1).max(255).default(1),
   backoff: Duration.optional(),
   codes: z.array(z.int().min(400).max(599)).min(1).max(16),
-  condition: notBuilt(CELExpression.optional(), 'retry condition'),
-  precondition: notBuilt(CELExpression.optional(), 'retry precondition'),
+  condition: CELExpression.optional().meta({
+    description:
+      'CEL on each response (response.code, response.headers): true retries it, as a status in codes does.',
+  }),
+  precondition: CELExpression.optional().meta({
+    description:
+      'CEL on the request before the first attempt: unless it is true there are no retries, and no request body is kept in memory for them (e.g. request.method == "GET").',
+  }),
 });
 export const Traffic = obj({
   phase: z.enum(['PreRouting', 'PostRouting']).default('PostRouting'),

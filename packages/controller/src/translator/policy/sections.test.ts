@@ -1716,19 +1716,25 @@ describe("agentgateway's field names (issue 16): translated, or refused by name"
     );
   });
 
-  test('traffic: an extAuth url, retry conditions and hostRewrite are named; extAuth then denies every request', () => {
+  test('traffic: an extAuth url and hostRewrite are named; extAuth then denies every request; retry conditions carry over', () => {
     traffic(
       {
         extAuth: { url: 'http://authz.example:9000', grpc: {} },
-        retry: { codes: [503], condition: 'true', precondition: 'true' },
+        retry: { codes: [503], condition: 'response.code == 429', precondition: 'request.method == "GET"' },
         hostRewrite: { mode: 'None' },
       },
       [],
-      { retry: { attempts: 1, codes: [503] }, authorization: DENY_ALL },
+      {
+        retry: {
+          attempts: 1,
+          codes: [503],
+          condition: 'response.code == 429',
+          precondition: 'request.method == "GET"',
+        },
+        authorization: DENY_ALL,
+      },
       [
         notBuilt('traffic.hostRewrite'),
-        notBuilt('traffic.retry.condition'),
-        notBuilt('traffic.retry.precondition'),
         notBuilt('traffic.extAuth.url'),
         'traffic.extAuth: no authorization service to call: every request is denied',
       ],

@@ -1,8 +1,11 @@
-// retry: re-sends a request whose attempt failed to connect, was reset before a response, or got one
-// of `codes`, up to `attempts` more times with exponential backoff from `backoff`. A request body is
-// kept in memory for replay up to the buffer limit; a larger body is streamed once, without retries.
+// retry: re-sends a request whose attempt failed to connect, was reset before a response, got one of
+// `codes`, or got a response its `condition` (CEL) holds for, up to `attempts` more times with
+// exponential backoff from `backoff`. A request body is kept in memory for replay up to the buffer
+// limit; a larger body is streamed once, without retries. A `precondition` (CEL) that does not hold
+// for the request turns retries off before anything is kept.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseByteSize, parseGoDuration } from '@gw/api/runtime';
+import { celTrue, compileCel } from '../../cel/cel.ts';
 import { GwError } from '../../errors.ts';
 import { bufferForReplay, discard } from '../../pipeline/body.ts';
 import type { PolicyDefinition } from '../types.ts';
@@ -20,7 +23,11 @@ export const retry: PolicyDefinition<'retry'> = {
       env.policies.buffer?.request?.maxBytes !== undefined
         ? (parseByteSize(env.policies.buffer.request.maxBytes) ?? env.global.maxBufferSize)
         : env.global.maxBufferSize;
+    const precondition = config.precondition === undefined ? undefined : compileCel(config.precondition);
+    const condition = config.condition === undefined ? undefined : compileCel(config.condition);
     return async (ctx, next) => {
+      // Not retriable: one attempt, its body streamed as it comes.
+      if (precondition && !celTrue(precondition, ctx.celContext())) return next(ctx);
       const replayable = await bufferForReplay(ctx, bufferLimit);
       for (let attempt = 0; ; attempt++) {
         const last = !replayable || attempt >= retries;
@@ -38,7 +45,8 @@ export const retry: PolicyDefinition<'retry'> = {
           continue;
         }
         const res = ctx.response;
-        if (last || !res || !codes.has(res.status)) return;
+        if (last || !res) return;
+        if (!codes.has(res.status) && !(condition && celTrue(condition, ctx.celContext()))) return;
         // Discard this attempt's body before trying again.
         discard(res.body);
         ctx.response = undefined;

@@ -63,3 +63,49 @@ test('a connection that fails is retried on another attempt', async () => {
     await p.close();
   }
 });
+
+test('condition: a response the CEL holds for is retried like a listed status; precondition false: one attempt', async () => {
+  // 200s that ask to be retried (x-retry: yes) until `pending` runs out.
+  let pending = 0;
+  const cond = await startUpstream('cond', (_req, res) => {
+    const again = pending > 0;
+    if (again) pending--;
+    res.writeHead(200, again ? { 'x-retry': 'yes' } : {});
+    res.end(again ? 'not yet' : 'done');
+  });
+  const p = await startProxy(
+    oneRoute(
+      cond.port,
+      `retry: {attempts: 3, codes: [], backoff: 1ms, condition: 'response.headers["x-retry"] == "yes"', precondition: 'request.method == "GET"'}`,
+    ),
+  );
+  try {
+    pending = 2;
+    const got = await fetch(p.url('/c'));
+    assert.equal(await got.text(), 'done');
+    assert.equal(cond.seen.length, 3, 'two retries on the condition');
+    // Past `attempts`, the last answer stands.
+    cond.seen.length = 0;
+    pending = 10;
+    assert.equal(await (await fetch(p.url('/c'))).text(), 'not yet');
+    assert.equal(cond.seen.length, 4);
+    // A POST fails the precondition: one attempt whatever the condition says.
+    cond.seen.length = 0;
+    pending = 1;
+    const post = await fetch(p.url('/c'), { method: 'POST', body: 'x' });
+    assert.equal(await post.text(), 'not yet');
+    assert.equal(cond.seen.length, 1);
+  } finally {
+    await p.close();
+    await cond.close();
+  }
+});
+
+test('a condition or precondition that is not CEL is named at its field', async () => {
+  for (const field of ['condition', 'precondition']) {
+    await assert.rejects(
+      startProxy(oneRoute(1, `retry: {codes: [503], ${field}: 'request.path =='}`)),
+      (err: Error) => new RegExp(`policies\\.retry\\.${field}: invalid CEL`).test(err.message),
+    );
+  }
+});
