@@ -81,7 +81,10 @@ export const BodySendMode = z.enum(['None', 'Buffered', 'BufferedPartial', 'Full
 const SendMode = z.enum(['Send', 'Skip']);
 const extProcFields = {
   backendRef: LocalBackendObjectReference.optional(),
-  url: notBuilt(urlWithoutPath.optional(), 'extProc url (use backendRef)'),
+  url: urlWithoutPath.optional().meta({
+    description:
+      'The service by URL instead of backendRef: http://host[:port] (called in plain text; https is refused).',
+  }),
   failureMode: FailureMode.optional().meta({ description: 'FailClosed (default) or FailOpen.' }),
   requestBodyMode: BodySendMode.optional().meta({
     description: 'gw spelling of processingOptions.requestBodyMode (default None when neither is set).',

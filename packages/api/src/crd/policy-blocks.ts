@@ -174,7 +174,10 @@ export const urlWithoutPath = rules(Url, {
 });
 const extAuthFields = {
   backendRef: LocalBackendObjectReference.optional(),
-  url: notBuilt(Url.optional(), 'extAuth url (use backendRef)'),
+  url: Url.optional().meta({
+    description:
+      'The service by URL instead of backendRef: TLS with the system roots for https; its path is not used.',
+  }),
   grpc: ExtAuthGrpc.optional(),
   http: ExtAuthHttp.optional(),
   failureMode: FailureMode.optional().meta({ description: 'FailClosed (default) or FailOpen.' }),
@@ -249,7 +252,10 @@ export const GlobalRateLimit = rules(
     backendRef: LocalBackendObjectReference.optional().meta({
       description: 'The Envoy rate limit service (gRPC).',
     }),
-    url: notBuilt(urlWithoutPath.optional(), 'rateLimit.global url (use backendRef)'),
+    url: urlWithoutPath.optional().meta({
+      description:
+        'The service by URL instead of backendRef: http://host[:port] (called in plain text; https is refused).',
+    }),
     domain: ShortString,
     descriptors: z
       .array(

@@ -189,6 +189,64 @@ export function serviceAddress(ctx: MapContext, field: string, ref: BackendRef):
   return { hostPort, https, resolved: true };
 }
 
+/**
+ * A service given by `url`, agentgateway's alternative to a backendRef: its host and port (the
+ * scheme's default when none), TLS for https, and the path. Undefined (with a problem) when it is not
+ * an http(s) URL without userinfo, query or fragment.
+ */
+export function urlAddress(
+  ctx: MapContext,
+  field: string,
+  url: string,
+): (ServiceAddress & { path: string }) | undefined {
+  let u: URL | undefined;
+  try {
+    u = new URL(url);
+  } catch {}
+  const https = u?.protocol === 'https:';
+  if (
+    !u ||
+    (u.protocol !== 'http:' && !https) ||
+    !u.hostname ||
+    u.username ||
+    u.password ||
+    u.search ||
+    u.hash
+  ) {
+    ctx.problem(
+      field,
+      `${quote(url)} must be http(s)://host[:port][/path] without userinfo, query or fragment`,
+    );
+    return undefined;
+  }
+  return {
+    hostPort: `${u.hostname}:${u.port || (https ? 443 : 80)}`,
+    https,
+    resolved: true,
+    path: u.pathname || '/',
+  };
+}
+
+/**
+ * The address of a gRPC service a policy calls in plain text (extProc, the rate limit service): its
+ * Service backendRef or its `url`; an https url is named, since this build does not call these
+ * services over TLS.
+ */
+export function plainGrpcAddress(
+  ctx: MapContext,
+  field: string,
+  spec: { backendRef?: BackendRef | undefined; url?: string | undefined },
+): ServiceAddress | undefined {
+  if (spec.url === undefined)
+    return spec.backendRef && serviceAddress(ctx, `${field}.backendRef`, spec.backendRef);
+  const u = urlAddress(ctx, `${field}.url`, spec.url);
+  if (u?.https) {
+    ctx.problem(`${field}.url`, 'https: this build calls the service in plain text; use an http url');
+    return undefined;
+  }
+  return u;
+}
+
 /** Appends the deny-all block to the authorization of `out`. */
 export function addDenyAll(out: TrafficPolicies): void {
   const deny = denyAll();

@@ -1716,10 +1716,9 @@ describe("agentgateway's field names (issue 16): translated, or refused by name"
     );
   });
 
-  test('traffic: an extAuth url and hostRewrite are named; extAuth then denies every request; retry conditions carry over', () => {
+  test('traffic: hostRewrite is named; retry conditions carry over', () => {
     traffic(
       {
-        extAuth: { url: 'http://authz.example:9000', grpc: {} },
         retry: { codes: [503], condition: 'response.code == 429', precondition: 'request.method == "GET"' },
         hostRewrite: { mode: 'None' },
       },
@@ -1731,12 +1730,60 @@ describe("agentgateway's field names (issue 16): translated, or refused by name"
           condition: 'response.code == 429',
           precondition: 'request.method == "GET"',
         },
-        authorization: DENY_ALL,
+      },
+      [notBuilt('traffic.hostRewrite')],
+    );
+  });
+
+  test('services by url: extAuth over TLS for https; extProc and the rate limit service in plain text only', () => {
+    traffic(
+      {
+        extAuth: { url: 'https://authz.example.com', grpc: {} },
+        extProc: { url: 'http://proc.example:9000' },
+        rateLimit: {
+          global: {
+            url: 'http://rls.example:8081',
+            domain: 'gw',
+            descriptors: [{ entries: [{ name: 'k', expression: '"v"' }] }],
+          },
+        },
+      },
+      [],
+      {
+        extAuthz: {
+          grpc: { host: 'authz.example.com:443' },
+          failureMode: 'failClosed',
+          policies: { backendTLS: {} },
+        },
+        extProc: {
+          host: 'proc.example:9000',
+          failureMode: 'failClosed',
+          processingOptions: { requestBodyMode: 'none', responseBodyMode: 'none' },
+        },
+        remoteRateLimit: {
+          host: 'rls.example:8081',
+          domain: 'gw',
+          descriptors: [{ entries: [{ key: 'k', value: '"v"' }], type: 'requests' }],
+          failureMode: 'failOpen',
+        },
+      },
+    );
+    // An http extAuth url's path is not used, and said so; https for a plain-text gRPC service is
+    // named, and extProc then denies.
+    traffic(
+      {
+        extAuth: { url: 'http://authz.example/check', http: {} },
+        extProc: { url: 'https://proc.example:9000' },
+      },
+      [],
+      {
+        extAuthz: { http: { host: 'authz.example:80' }, failureMode: 'failClosed' },
+        authorization: denyAll,
       },
       [
-        notBuilt('traffic.hostRewrite'),
-        notBuilt('traffic.extAuth.url'),
-        'traffic.extAuth: no authorization service to call: every request is denied',
+        'traffic.extAuth.url: the url\'s path "/check" is not used: set http.path',
+        'traffic.extProc.url: https: this build calls the service in plain text; use an http url',
+        'traffic.extProc: no external processing service to call: every request is denied',
       ],
     );
   });

@@ -10,7 +10,15 @@
 // client certificate are refused by name.
 import { checkSigningKey, type FieldPath, type Problem, TOKEN_TYPE } from '@gw/api';
 import { checkCel } from '@gw/api/checks/cel';
-import { defined, isSecretRef, type MapContext, quote, readKey, serviceAddress } from '../context.ts';
+import {
+  defined,
+  isSecretRef,
+  type MapContext,
+  quote,
+  readKey,
+  serviceAddress,
+  urlAddress,
+} from '../context.ts';
 import type { BackendMapper, BackendPolicies, BackendSpec } from '../spec.ts';
 import { tokenLocation } from '../spec.ts';
 
@@ -279,23 +287,13 @@ function endpoint(
     ctx.problem(f, 'exactly one of backendRef or url must be set');
     return closed(ctx);
   }
-  let u: URL | undefined;
-  try {
-    u = new URL(e.url);
-  } catch {}
-  const https = u?.protocol === 'https:';
-  if (!u || (u.protocol !== 'http:' && !https) || u.username || u.password || u.search || u.hash) {
-    ctx.problem(
-      `${f}.url`,
-      `${quote(e.url)} must be http(s)://host[:port][/path] without userinfo, query or fragment`,
-    );
-    return closed(ctx);
-  }
+  const u = urlAddress(ctx, `${f}.url`, e.url);
+  if (!u) return closed(ctx);
   if (e.path !== undefined) {
     ctx.problem(`${f}.path`, 'path may not be set when url is set');
     return closed(ctx);
   }
-  return { host: `${u.hostname}:${u.port || (https ? 443 : 80)}`, path: u.pathname || '/', ...tls(https) };
+  return { host: u.hostPort, path: u.path, ...tls(u.https) };
 }
 
 type ClientAuthOut = NonNullable<Standalone<'oauthTokenExchange'>['clientAuth']>;

@@ -1,5 +1,5 @@
-// spec.traffic.extAuth → extAuthz: a Service called over gRPC (Envoy ext_authz) or HTTP, over TLS when
-// its port says appProtocol https (or is 443), as token endpoints are. forwardBody → includeRequestBody
+// spec.traffic.extAuth → extAuthz: a Service (or a url) called over gRPC (Envoy ext_authz) or HTTP, over
+// TLS when its port says appProtocol https (or is 443) or the url is https, as token endpoints are. forwardBody → includeRequestBody
 // (a body over maxSize is answered 413). With no address to call every request is denied; a dangling
 // Service forces FailClosed. Its CEL fields and the headers it may send are checked like the standalone's.
 // The conditional form: each entry so (../conditional.ts).
@@ -11,22 +11,29 @@ import {
   defined,
   lowerFirst,
   type MapContext,
+  quote,
   type ServiceAddress,
   serviceAddress,
+  urlAddress,
 } from '../context.ts';
 import type { TrafficMapper, TrafficPolicies, TrafficSpec } from '../spec.ts';
 
 export const extAuth: TrafficMapper<'extAuth'> = withConditional(
   {
     map(spec, ctx, out, at) {
-      ctx.rest(at.field, spec, ['backendRef', 'grpc', 'http', 'failureMode', 'timeout', 'forwardBody']);
-      if (spec.url) {
-        // refused by name above (rest): nothing to call that this build can reach
-        ctx.problem(at.field, 'no authorization service to call: every request is denied');
-        addDenyAll(out);
-        return;
-      }
-      const svc = spec.backendRef && serviceAddress(ctx, `${at.field}.backendRef`, spec.backendRef);
+      ctx.rest(at.field, spec, [
+        'backendRef',
+        'url',
+        'grpc',
+        'http',
+        'failureMode',
+        'timeout',
+        'forwardBody',
+      ]);
+      const svc =
+        spec.url !== undefined
+          ? extAuthUrl(ctx, at.field, spec)
+          : spec.backendRef && serviceAddress(ctx, `${at.field}.backendRef`, spec.backendRef);
       const ext = extAuthz(ctx, at.field, spec, svc);
       ctx.check(checkExtAuthz(ext, at.path));
       if (svc) out.extAuthz = ext;
@@ -40,6 +47,17 @@ export const extAuth: TrafficMapper<'extAuth'> = withConditional(
 );
 
 type ExtAuthSpec = Omit<NonNullable<TrafficSpec['extAuth']>, 'conditional'>;
+
+/** The service by url: TLS for https; the path is not used (the http form has its own path). */
+function extAuthUrl(ctx: MapContext, field: string, spec: ExtAuthSpec): ServiceAddress | undefined {
+  const u = urlAddress(ctx, `${field}.url`, spec.url as string);
+  if (u && u.path !== '/')
+    ctx.problem(
+      `${field}.url`,
+      `the url's path ${quote(u.path)} is not used: ${spec.grpc ? 'a gRPC service has none' : 'set http.path'}`,
+    );
+  return u;
+}
 type ExtAuthz = NonNullable<TrafficPolicies['extAuthz']>;
 
 /** The standalone form; without a Service address it is only checked, never shipped. */

@@ -1,4 +1,4 @@
-// spec.traffic.extProc → extProc: a Service called over gRPC (Envoy ext_proc v3) for request and
+// spec.traffic.extProc → extProc: a Service (or a plain http url) called over gRPC (Envoy ext_proc v3) for request and
 // response headers, and the bodies per BodySendMode (FullDuplexStreamed, processingOptions' default,
 // included), with the attributes and metadata context its CEL gives. With no address to call, every
 // request is denied. The conditional form: each entry so
@@ -6,7 +6,7 @@
 
 import { checkExtProcCel } from '@gw/api';
 import { withConditional } from '../conditional.ts';
-import { addDenyAll, defined, lowerFirst, serviceAddress } from '../context.ts';
+import { addDenyAll, defined, lowerFirst, plainGrpcAddress } from '../context.ts';
 import type { TrafficMapper } from '../spec.ts';
 
 export const extProc: TrafficMapper<'extProc'> = withConditional(
@@ -14,6 +14,7 @@ export const extProc: TrafficMapper<'extProc'> = withConditional(
     map(spec, ctx, out, at) {
       ctx.rest(at.field, spec, [
         'backendRef',
+        'url',
         'failureMode',
         'requestBodyMode',
         'responseBodyMode',
@@ -34,14 +35,13 @@ export const extProc: TrafficMapper<'extProc'> = withConditional(
           at.path,
         ),
       );
-      const svc = spec.backendRef && serviceAddress(ctx, `${at.field}.backendRef`, spec.backendRef);
+      const svc = plainGrpcAddress(ctx, at.field, spec);
       const po = spec.processingOptions;
       const modes = {
         requestBodyMode: po?.requestBodyMode ?? spec.requestBodyMode ?? 'None',
         responseBodyMode: po?.responseBodyMode ?? spec.responseBodyMode ?? 'None',
       };
-      if (!svc || spec.url) {
-        // url is refused by name above (rest)
+      if (!svc) {
         ctx.problem(at.field, 'no external processing service to call: every request is denied');
         addDenyAll(out);
         return;

@@ -4,7 +4,7 @@
 // standalone form of it.
 import { checkCel } from '@gw/api';
 import { withConditional } from '../conditional.ts';
-import { type At, defined, lowerFirst, type MapContext, serviceAddress } from '../context.ts';
+import { type At, defined, lowerFirst, type MapContext, plainGrpcAddress } from '../context.ts';
 import type { TrafficMapper, TrafficPolicies, TrafficSpec } from '../spec.ts';
 
 export const rateLimit: TrafficMapper<'rateLimit'> = withConditional(
@@ -20,6 +20,7 @@ export const rateLimit: TrafficMapper<'rateLimit'> = withConditional(
         const gp = [...at.path, 'global'];
         ctx.rest(`${at.field}.global`, rl.global, [
           'backendRef',
+          'url',
           'domain',
           'descriptors',
           'failureMode',
@@ -86,8 +87,7 @@ function remoteRateLimit(
 ): RemoteRateLimit | undefined {
   // A missing Service keeps the user's failureMode: rate limiting is not access control, and FailOpen
   // (the default) is what they asked for when the service cannot be reached.
-  if (!spec.backendRef) return undefined;
-  const svc = serviceAddress(ctx, `${field}.backendRef`, spec.backendRef);
+  const svc = plainGrpcAddress(ctx, field, spec);
   if (!svc) return undefined;
   return defined({
     host: svc.hostPort,
