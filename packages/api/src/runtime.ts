@@ -9,5 +9,6 @@ export { hashFormat, parseHtpasswd } from './checks/htpasswd.ts';
 export { GUARD_REGEX_FLAGS, jsRegexSource, userRegExp } from './checks/regex.ts';
 export { DEFAULT_SENSITIVE_HEADERS } from './config/credentials.ts';
 export { parseByteSize, parseGoDuration } from './duration.ts';
+export { EXTPROC_ATTRIBUTES_NAMESPACE, EXTPROC_GRPC_METADATA_NAMESPACE } from './ext-proc-names.ts';
 export { HEADER_NAME_REGEXP as HEADER_NAME_PATTERN } from './header-name.ts';
 export { ModelNameMatcher } from './llm/model-names.ts';

@@ -11,6 +11,8 @@ interface Frontend {
   accessLog?: AccessLog | undefined;
   logging?: AccessLog | undefined;
   http?: { trustedProxies?: string[] | undefined } | undefined;
+  proxyProtocol?: object | undefined;
+  proxy?: object | undefined;
 }
 
 export function checkFrontendPolicies(f: Frontend, path: FieldPath): Problem[] {
@@ -19,6 +21,11 @@ export function checkFrontendPolicies(f: Frontend, path: FieldPath): Problem[] {
     out.push(...checkAuthorization(f.networkAuthorization, [...path, 'networkAuthorization']));
   if (f.accessLog) out.push(...checkAccessLog(f.accessLog, [...path, 'accessLog']));
   if (f.logging) out.push(...checkAccessLog(f.logging, [...path, 'logging']));
+  if (f.proxy && f.proxyProtocol)
+    out.push({
+      path: [...path, 'proxy'],
+      message: 'set proxyProtocol or proxy (another name of it), not both',
+    });
   f.http?.trustedProxies?.forEach((c, i) => {
     if (!isCidr(c))
       out.push({

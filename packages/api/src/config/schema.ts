@@ -7,6 +7,7 @@
 // is in a config file or in a GwPolicy (shared-definitions.test.ts holds this). What stays local is
 // agentgateway's shapes and the forms the standalone config accepts beyond the CRDs: Go-style
 // durations (`1.5h`, `0`), integer byte sizes, JWKS and htpasswd files, lower-case enum values.
+
 import { z } from 'zod';
 import { AWS_SESSION_NAME } from '../aws-names.ts';
 import {
@@ -39,6 +40,7 @@ import {
   Url,
 } from '../crd/types.ts';
 import { parseByteSize, parseGoDuration } from '../duration.ts';
+import { EXTPROC_ATTRIBUTES_NAMESPACE, EXTPROC_GRPC_METADATA_NAMESPACE } from '../ext-proc-names.ts';
 import { LLM_PRESETS } from '../llm/presets.ts';
 import { CIPHER_SUITE_NAMES, KEY_EXCHANGE_GROUPS } from '../tls-names.ts';
 import { conditionalEntry, conditionalForm, explicitOrConditional } from './conditional.ts';
@@ -643,10 +645,8 @@ export const ExtAuthz = ExtAuthzFields.transform(extAuthzIR);
 export const ExtAuthzPolicy = explicitOrConditional(ExtAuthzFields, extAuthzIR);
 
 // agentgateway's ExtProc: Envoy ext_proc v3 over gRPC, one bidirectional stream per request.
-/** The attributes' key in a ProcessingRequest (Envoy's ext_proc filter name). */
-export const EXTPROC_ATTRIBUTES_NAMESPACE = 'envoy.filters.http.ext_proc';
-/** A metadataContext namespace whose keys go as the stream's gRPC metadata (agentgateway's name). */
-export const EXTPROC_GRPC_METADATA_NAMESPACE = 'agentgateway.dev.grpc_initial_metadata';
+export { EXTPROC_ATTRIBUTES_NAMESPACE, EXTPROC_GRPC_METADATA_NAMESPACE };
+
 const ExtProcBodyMode = z
   .enum(['none', 'buffered', 'bufferedPartial', 'fullDuplexStreamed'])
   .optional()
@@ -1492,10 +1492,19 @@ const Observability = observabilitySchemas(NotYet);
 /** agentgateway's frontend policies this build does not have, refused by name. */
 const FRONTEND_NOT_BUILT = {
   networkExtAuthz: NotYet('networkExtAuthz').optional(),
-  proxy: NotYet('frontendPolicies.proxy').optional(),
-  proxyProtocol: NotYet('proxyProtocol').optional(),
   connect: NotYet('frontendPolicies.connect').optional(),
 };
+/** The PROXY protocol header downstream connections start with (an L4 load balancer in front). */
+const ProxyProtocol = strict({
+  version: z.enum(['v1', 'v2', 'all']).optional().meta({ description: 'v1, v2 (default) or all' }),
+  mode: z.enum(['strict', 'optional']).optional().meta({
+    description:
+      'strict (default): a connection without the header is closed; optional: it is taken as it is',
+  }),
+}).meta({
+  description:
+    "the client's address from a PROXY header before TLS or HTTP: source.*, networkAuthorization and the logs see it",
+});
 const H2_WINDOW = z.number().int().min(0).max(2_147_483_647).nullable().optional();
 /** agentgateway's HTTP server settings this build does not apply, refused by name. */
 const FRONTEND_HTTP_NOT_BUILT = Object.fromEntries(
@@ -1515,6 +1524,8 @@ export const FrontendPolicies = strict({
     description: 'OpenTelemetry spans of each sampled request, exported over OTLP',
   }),
   networkAuthorization: Authorization.optional(),
+  proxyProtocol: ProxyProtocol.optional(),
+  proxy: ProxyProtocol.optional().meta({ description: 'another name of proxyProtocol (set one)' }),
   ...FRONTEND_NOT_BUILT,
   // the handshake settings of every TLS listener that does not set its own
   tls: strict({

@@ -395,13 +395,20 @@ export const Frontend = rules(
       }).optional(),
       'frontend.metrics',
     ),
-    proxyProtocol: notBuilt(
-      obj({
-        mode: z.enum(['Optional', 'Strict']).default('Strict'),
-        version: z.enum(['All', 'V1', 'V2']).default('V2'),
-      }).optional(),
-      'frontend.proxyProtocol',
-    ),
+    proxyProtocol: obj({
+      mode: z.enum(['Optional', 'Strict']).default('Strict').meta({
+        description: 'Strict: a connection without the header is closed; Optional: it is taken as it is.',
+      }),
+      version: z
+        .enum(['All', 'V1', 'V2'])
+        .default('V2')
+        .meta({ description: 'The PROXY versions accepted.' }),
+    })
+      .optional()
+      .meta({
+        description:
+          "The PROXY protocol header (an L4 load balancer's) connections start with, before TLS or HTTP: its client address is the one source.*, networkAuthorization and the logs see.",
+      }),
     connect: notBuilt(obj({ mode: z.enum(['Deny', 'Route', 'Tunnel']) }).optional(), 'frontend.connect'),
   }),
   atLeastOne(

@@ -12,6 +12,7 @@ import type {
   TrafficPolicies,
 } from '@gw/api';
 import type { Secret } from '../secret.ts';
+import type { ProxyProtocolIR } from '../server/proxy-protocol.ts';
 import type { AuthLocationIR, BackendTlsIR } from './connection-ir.ts';
 import type { AzureAuthIR, CrossAppAccessIR, GcpAuthIR, OAuthTokenExchangeIR } from './token-auth.ts';
 
@@ -114,6 +115,8 @@ export interface FrontendIR {
   };
   /** Peers (IP or CIDR) whose X-Forwarded-For/-Proto are kept; absent or empty: nobody. */
   trustedProxies?: string[];
+  /** The PROXY protocol header downstream connections start with (server/proxy-protocol.ts). */
+  proxyProtocol?: ProxyProtocolIR;
 }
 
 /**

@@ -452,10 +452,19 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
       'frontendPolicies.tracing.backend',
       'frontendPolicies.tracing backend (use host)',
     );
-    refused(
-      `frontendPolicies: {proxyProtocol: {}}\n${rest}`,
-      'frontendPolicies.proxyProtocol',
-      'proxyProtocol',
+    // proxyProtocol and its other name load with agentgateway's defaults (server/proxy-protocol.test.ts
+    // runs it); both at once is an error
+    for (const k of ['proxyProtocol', 'proxy'])
+      assert.deepEqual(
+        load(`frontendPolicies: {${k}: {}}\n${withPolicies('        {}')}`).frontend.proxyProtocol,
+        {
+          version: 'v2',
+          mode: 'strict',
+        },
+      );
+    assert.match(
+      issues(`frontendPolicies: {proxy: {}, proxyProtocol: {mode: optional}}\n${rest}`).join('\n'),
+      /frontendPolicies\.proxy: set proxyProtocol or proxy \(another name of it\), not both/,
     );
     refused(
       `frontendPolicies: {tcp: {keepalives: {}}}\n${rest}`,

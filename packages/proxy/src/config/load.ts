@@ -446,6 +446,9 @@ class Builder {
       };
     }
     if (fh?.trustedProxies?.length) out.trustedProxies = [...fh.trustedProxies];
+    // agentgateway has two names for it; the schema takes one of them
+    const pp = fp.proxyProtocol ?? fp.proxy;
+    if (pp) out.proxyProtocol = { version: pp.version ?? 'v2', mode: pp.mode ?? 'strict' };
     return out;
   }
 

@@ -11,6 +11,13 @@ import type { CompiledBind } from '../routing/table.ts';
 import { handshakeOptions, selectListener } from '../routing/table.ts';
 import type { ConnectionLimit } from './connection-limit.ts';
 import { listenOn } from './listen.ts';
+import {
+  clientOf,
+  gateConnections,
+  type Peer,
+  PROXY_HEADER_TIMEOUT_MS,
+  type ProxyProtocolIR,
+} from './proxy-protocol.ts';
 import { Roster } from './roster.ts';
 
 export type RequestListener = (
@@ -21,11 +28,7 @@ export type RequestListener = (
 
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n');
 
-/** The downstream end of a connection: the peer's address and port. */
-export interface Peer {
-  address: string;
-  port: number;
-}
+export type { Peer };
 
 /** What a bind's connections may hold; a reload changes them in place (see `configure`). */
 export interface BindSettings {
@@ -46,6 +49,10 @@ export interface BindServerOptions extends BindSettings {
   admit: (address: string, port: number) => boolean;
   /** The connection cap refused connections: `refused` since the last call, at most one call per 10 s. */
   onConnectionLimit: (bind: BindServer, refused: number, limit: number) => void;
+  /** The PROXY protocol new connections start with (frontendPolicies.proxyProtocol), if any. */
+  proxyProtocol: () => ProxyProtocolIR | undefined;
+  /** A connection closed for its PROXY header: missing (strict), malformed, or too slow. */
+  onProxyRefused: (reason: string, socket: Socket) => void;
 }
 
 /** How often the connection-limit line may be logged per bind. */
@@ -100,7 +107,7 @@ export class BindServer {
         const timer = setTimeout(() => s.close(), lifetime);
         s.once('close', () => clearTimeout(timer));
       }
-      this.#peers.set(s, this.#handingOver ?? peerOf(s.socket));
+      this.#peers.set(s, this.#handingOver ?? clientOf(s.socket));
       s.once('close', () => this.#sessions.delete(listed));
       // A session that opens no stream is closed like a connection that sends nothing.
       const first = this.#settings.limits.firstRequestTimeoutMs;
@@ -120,7 +127,8 @@ export class BindServer {
         return false;
       }
       socket.once('close', () => conns.close());
-      if (!opts.admit(socket.remoteAddress ?? '', socket.remotePort ?? 0)) {
+      const client = clientOf(socket);
+      if (!opts.admit(client.address, client.port)) {
         socket.destroy();
         return false;
       }
@@ -227,7 +235,7 @@ export class BindServer {
           socket.pause();
           if (startsWithPreface(chunk)) {
             this.#h2Sockets.add(socket);
-            this.#handingOver = peerOf(socket);
+            this.#handingOver = clientOf(socket);
             try {
               h2.emit('connection', wrapWithPrefix(socket, chunk));
             } finally {
@@ -242,6 +250,14 @@ export class BindServer {
         socket.on('error', () => socket.destroy());
       });
     }
+    // A PROXY header comes before all of it: admission, TLS, HTTP.
+    gateConnections(
+      this.#outer,
+      opts.proxyProtocol,
+      () => this.#settings.limits.firstRequestTimeoutMs || PROXY_HEADER_TIMEOUT_MS,
+      opts.onProxyRefused,
+      this.scheme === 'http',
+    );
   }
 
   /** Applies the settings of a new config to this bind's servers; open connections keep theirs. */
@@ -300,7 +316,7 @@ export class BindServer {
       const known = session && this.#peers.get(session);
       if (known) return known;
     }
-    return peerOf(req.socket);
+    return clientOf(req.socket);
   }
 
   #track(s: Socket): void {
@@ -416,10 +432,6 @@ function http1Timeouts(s: BindSettings): {
 function proxiesUpgrade(req: IncomingMessage): boolean {
   const token = req.headers.upgrade;
   return token !== undefined && token.trim().toLowerCase() !== 'h2c';
-}
-
-function peerOf(s: { remoteAddress?: string | undefined; remotePort?: number | undefined }): Peer {
-  return { address: s.remoteAddress ?? '', port: s.remotePort ?? 0 };
 }
 
 function startsWithPreface(chunk: Buffer): boolean {

@@ -43,6 +43,7 @@ import { PoolRegistry } from '../upstream/pools.ts';
 import type { UpgradeState } from '../upstream/upgrade.ts';
 import { BindServer, type BindSettings } from './bind-server.ts';
 import { ConnectionLimit, connectionMemoryKey } from './connection-limit.ts';
+import type { ProxyProtocolIR } from './proxy-protocol.ts';
 import { watchRequestBody } from './request-body-idle.ts';
 import { Roster, type RosterEntry } from './roster.ts';
 import { splice } from './splice.ts';
@@ -103,6 +104,8 @@ export class DataPlane {
   #observers: Observers = { always: [], detailed: [], endOnly: [] };
   #shared = new Map<string, SharedArrayBuffer>();
   #networkRules: Rule[] | undefined;
+  /** frontendPolicies.proxyProtocol of the config in force: what new connections start with. */
+  #proxyProtocol: ProxyProtocolIR | undefined;
   /** Frontend HTTP settings every request starts with: path normalisation, trusted proxies. */
   #requests: { paths: PathNormalization; trusted: TrustedProxies } = {
     paths: DEFAULT_PATH_NORMALIZATION,
@@ -208,6 +211,12 @@ export class DataPlane {
     // What HTTP and TCP binds share: who may connect, and what gets logged when one cannot.
     const common = {
       admit: (address: string, port: number) => this.#admit(address, port),
+      proxyProtocol: () => this.#proxyProtocol,
+      onProxyRefused: (reason: string, socket: Socket) =>
+        this.#opts.log.debug(
+          { address: socket.remoteAddress, reason },
+          'connection closed for its PROXY header (frontendPolicies.proxyProtocol)',
+        ),
       onClientError: (err: Error) => this.#opts.log.debug({ err: err.message }, 'client connection error'),
       onConnectionLimit: (bs: { key: string }, refused: number, limit: number) =>
         this.#opts.log.warn(
@@ -266,6 +275,7 @@ export class DataPlane {
     this.#networkRules = ir.frontend.networkAuthorization
       ? compileRules(ir.frontend.networkAuthorization)
       : undefined;
+    this.#proxyProtocol = ir.frontend.proxyProtocol;
     this.#requests = requests;
     this.#shared = used;
     this.#connections = connections;

@@ -12,6 +12,12 @@ import { handshakeOptions, selectListener } from '../routing/table.ts';
 import type { CompiledTcpRoute } from '../routing/tcp-routes.ts';
 import type { BindSettings, Peer } from './bind-server.ts';
 import { listenOn } from './listen.ts';
+import {
+  clientOf,
+  gateConnections,
+  PROXY_HEADER_TIMEOUT_MS,
+  type ProxyProtocolIR,
+} from './proxy-protocol.ts';
 import { Roster } from './roster.ts';
 import { splice } from './splice.ts';
 
@@ -41,6 +47,9 @@ export interface TcpBindServerOptions extends BindSettings {
   /** Once per accepted and admitted connection, when it is over. */
   onEnd: (s: TcpConnectionSummary) => void;
   onClientError: (err: Error) => void;
+  /** The PROXY protocol new connections start with (frontendPolicies.proxyProtocol), if any. */
+  proxyProtocol: () => ProxyProtocolIR | undefined;
+  onProxyRefused: (reason: string, socket: Socket) => void;
 }
 
 export type TcpScheme = 'tcp' | 'tls-passthrough' | 'tls';
@@ -105,6 +114,15 @@ export class TcpBindServer {
         else this.#passthrough(socket);
       });
     }
+    // A PROXY header comes before all of it: admission, TLS, the route. The socket stays paused
+    // after it: the pipes to the backend (and the ClientHello reader) read it when they start.
+    gateConnections(
+      this.#outer,
+      opts.proxyProtocol,
+      () => this.#settings.limits.firstRequestTimeoutMs || PROXY_HEADER_TIMEOUT_MS,
+      opts.onProxyRefused,
+      false,
+    );
   }
 
   /** The connection cap, then networkAuthorization; counted until the socket closes. */
@@ -122,7 +140,8 @@ export class TcpBindServer {
       return false;
     }
     socket.once('close', () => conns.close());
-    if (!this.#opts.admit(socket.remoteAddress ?? '', socket.remotePort ?? 0)) {
+    const client = clientOf(socket);
+    if (!this.#opts.admit(client.address, client.port)) {
       socket.destroy();
       return false;
     }
@@ -200,7 +219,7 @@ export class TcpBindServer {
     return {
       protocol,
       at: performance.now(),
-      source: { address: socket.remoteAddress ?? '', port: socket.remotePort ?? 0 },
+      source: clientOf(socket),
       gateway: undefined,
       listener: undefined,
       route: undefined,

@@ -4,6 +4,7 @@ import { MapContext } from './context.ts';
 import { accessLog } from './frontend/access-log.ts';
 import { http } from './frontend/http.ts';
 import { networkAuthorization } from './frontend/network-authorization.ts';
+import { proxyProtocol } from './frontend/proxy-protocol.ts';
 import { tracing } from './frontend/tracing.ts';
 import type { PolicyResult } from './result.ts';
 import { mapSections, type SectionMap, unsupported } from './section.ts';
@@ -17,7 +18,7 @@ export const FRONTEND_SECTIONS = {
   http,
   tracing,
   metrics: unsupported,
-  proxyProtocol: unsupported,
+  proxyProtocol,
   connect: unsupported,
 } satisfies SectionMap<FrontendSpec, FrontendPolicies>;
 

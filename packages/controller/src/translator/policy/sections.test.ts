@@ -1661,11 +1661,12 @@ describe("agentgateway's field names (issue 16): translated, or refused by name"
         http2MaxHeaderSize: 16384,
         maxConnectionDuration: '10m',
       },
+      // the CRD's defaults: V2, Strict
+      proxyProtocol: { version: 'v2', mode: 'strict' },
     });
     assert.ok(FrontendPolicies.safeParse(r.policies).success);
     assert.deepEqual(r.problems, [
       notBuilt('frontend.metrics'),
-      notBuilt('frontend.proxyProtocol'),
       notBuilt('frontend.connect'),
       notBuilt('frontend.http.http1HeaderCase'),
     ]);

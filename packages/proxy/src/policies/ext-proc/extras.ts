@@ -3,7 +3,8 @@
 // on every message (`metadata_context.filter_metadata`), and gRPC metadata on the stream itself (the
 // metadataContext namespace agentgateway reserves for it). A value that fails to evaluate is left out.
 import type { JsonObject, JsonValue } from '@bufbuild/protobuf';
-import { EXTPROC_ATTRIBUTES_NAMESPACE, EXTPROC_GRPC_METADATA_NAMESPACE, type ExtProc } from '@gw/api';
+import type { ExtProc } from '@gw/api';
+import { EXTPROC_ATTRIBUTES_NAMESPACE, EXTPROC_GRPC_METADATA_NAMESPACE } from '@gw/api/runtime';
 import { type CelContext, type CelProgram, celToJson, compileCel } from '../../cel/cel.ts';
 import { normalizeAddress, type RequestContext } from '../../pipeline/context.ts';
 
