@@ -269,7 +269,16 @@ export interface BasicAuthIR extends Omit<BasicAuthConfig, 'users' | 'htpasswd'>
 }
 
 export type BackendTarget =
-  | { kind: 'host'; host: string; port: number }
+  | {
+      kind: 'host';
+      host: string;
+      port: number;
+      /**
+       * Send the backend's own name as Host (agentgateway's default for a backend named by DNS name
+       * in a file), unless a route's urlRewrite or hostRewrite says otherwise.
+       */
+      rewriteHost?: true;
+    }
   | { kind: 'unix'; path: string }
   | { kind: 'dynamic' }
   | AiTarget

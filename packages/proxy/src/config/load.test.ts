@@ -147,6 +147,8 @@ describe('environment expansion', () => {
       kind: 'host',
       host: 'localhost',
       port: 9,
+      // a backend named by DNS name sends its name as Host
+      rewriteHost: true,
     });
   });
 

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { isIP } from 'node:net';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import {
@@ -205,6 +206,11 @@ export interface BuildOptions {
   allowNoListeners?: boolean;
   /** Where GUARDRAIL_WEBHOOK_* are read (default process.env). */
   env?: EnvLookup;
+  /**
+   * A host backend named by DNS name sends that name as Host, as agentgateway does with a file
+   * (default). xDS turns it off: a Service's in-cluster name is not what its clients address.
+   */
+  hostRewriteByName?: boolean;
 }
 
 function objectSource(file: string, data: unknown, origin: Origin | undefined): SourceDocument {
@@ -1516,7 +1522,7 @@ class Builder {
     let name: string;
     let named: BackendPolicies | undefined;
     if ('host' in b) {
-      target = parseHost(b.host);
+      target = parseHost(b.host, this.opts.hostRewriteByName !== false);
       name = b.host;
     } else if ('ai' in b) {
       name = 'groups' in b.ai ? 'ai' : b.ai.name;
@@ -1562,7 +1568,9 @@ class Builder {
       } else if ('aws' in def) {
         target = this.awsTarget(['backends', di, 'aws'], def.aws);
         if (!target) return undefined;
-      } else target = 'host' in def ? parseHost(def.host) : { kind: 'dynamic' };
+      } else
+        target =
+          'host' in def ? parseHost(def.host, this.opts.hostRewriteByName !== false) : { kind: 'dynamic' };
       named = def.policies;
     }
     const fromRoute: BackendPolicies = {};
@@ -2216,12 +2224,16 @@ function awsAuth(target: AwsTarget, policies: ResolvedBackendPolicies): void {
   delete policies.backendAuth;
 }
 
-function parseHost(host: string): BackendTarget {
+/** `byName`: a backend named by a DNS name (not an IP address) sends that name as Host. */
+function parseHost(host: string, byName = false): BackendTarget {
   if (host.startsWith('unix:')) return { kind: 'unix', path: host.slice(5) };
   const i = host.lastIndexOf(':');
   let h = host.slice(0, i);
   if (h.startsWith('[') && h.endsWith(']')) h = h.slice(1, -1);
-  return { kind: 'host', host: h, port: Number(host.slice(i + 1)) };
+  const port = Number(host.slice(i + 1));
+  return byName && isIP(h) === 0
+    ? { kind: 'host', host: h, port, rewriteHost: true }
+    : { kind: 'host', host: h, port };
 }
 
 /**

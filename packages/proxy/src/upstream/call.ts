@@ -12,6 +12,28 @@ export interface CallTarget {
   dispatcher: Dispatcher;
   /** host:port (or the socket path) used for `authority: auto` and logs. */
   endpoint: string;
+  /** The Host a backend named by DNS name sends by default (host backends' `rewriteHost`). */
+  hostHeader?: string | undefined;
+}
+
+/**
+ * The Host the upstream call sends instead of the client's, if any: the backend's address under
+ * `authority: auto` (or hostRewrite Auto), else its name when it is one that asks for it, unless a
+ * route's urlRewrite named an authority or hostRewrite said None (`rewriteHostToBackend` false).
+ */
+export function upstreamHost(
+  ctx: RequestContext,
+  target: { endpoint: string; hostHeader?: string | undefined },
+): string | undefined {
+  const rewrite = ctx.ext.rewriteHostToBackend;
+  if (rewrite === true) return target.endpoint;
+  return rewrite === undefined ? target.hostHeader : undefined;
+}
+
+/** A Host header for `host` at `port`: the port is left out when it is the scheme's default. */
+export function hostHeaderOf(host: string, port: number, tls: boolean): string {
+  const name = host.includes(':') ? `[${host}]` : host;
+  return port === (tls ? 443 : 80) ? name : `${name}:${port}`;
 }
 
 const CONNECT_CODES = new Set([
@@ -39,7 +61,8 @@ export async function callUpstream(
   attemptTimeoutMs: number,
 ): Promise<void> {
   const headers = ctx.headers;
-  if (ctx.ext.rewriteHostToBackend) headers.host = target.endpoint;
+  const host = upstreamHost(ctx, target);
+  if (host !== undefined) headers.host = host;
   // a traced request carries its upstream span's context (traceparent)
   ctx.obs?.propagate(ctx, headers);
   ctx.endpoint = target.endpoint;

@@ -7,7 +7,7 @@ import net, { type Socket } from 'node:net';
 import tls from 'node:tls';
 import { GwError } from '../errors.ts';
 import type { RequestContext } from '../pipeline/context.ts';
-import { responseHeaders, toGwError } from './call.ts';
+import { responseHeaders, toGwError, upstreamHost } from './call.ts';
 import { type PoolSpec, tlsConnectOptions } from './pools.ts';
 
 declare module '../pipeline/context.ts' {
@@ -42,6 +42,8 @@ export interface UpgradeTarget {
   port: number;
   socketPath?: string | undefined;
   spec: Omit<PoolSpec, 'origin'>;
+  /** The Host a backend named by DNS name sends by default (see call.ts upstreamHost). */
+  hostHeader?: string | undefined;
 }
 
 /** `[::1]` → `::1`: the host part of an endpoint as net.connect wants it. */
@@ -110,7 +112,8 @@ export function upgradeUpstream(
       ),
     );
   const headers = ctx.headers;
-  if (ctx.ext.rewriteHostToBackend) headers.host = target.endpoint;
+  const host = upstreamHost(ctx, target);
+  if (host !== undefined) headers.host = host;
   ctx.endpoint = target.endpoint;
   if (ctx.abortReason !== undefined) return Promise.reject(ctx.abortReason);
 

@@ -1,11 +1,12 @@
 // xDS resources → standalone document → IR: the same loader as a file, issues named after resources.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { fromJson, type JsonValue } from '@bufbuild/protobuf';
+import { fromJson, type JsonValue, toBinary } from '@bufbuild/protobuf';
 import { ConfigError } from '@gw/api';
 import { type Resource, ResourceSchema } from '@gw/xds-proto/gw/resource/v1/resource';
 import { loadConfigObject } from '../config/load.ts';
 import { assembleConfig } from './assemble.ts';
+import { buildXdsConfig } from './build.ts';
 
 const res = (json: unknown): Resource => fromJson(ResourceSchema, json as JsonValue);
 
@@ -447,3 +448,39 @@ function fileWithRoute(backend: string, policies: Record<string, unknown>, backe
     process.cwd(),
   ).ir;
 }
+
+test('a Service backend keeps the client’s Host: only a file’s backend named by DNS name sends its name', () => {
+  const held = new Map<string, { bytes: Uint8Array }>();
+  const svc = res({
+    route: {
+      port: 8080,
+      listener: 'ns/gw/http',
+      namespace: 'ns',
+      name: 'web',
+      matches: [{ path: { pathPrefix: '/' } }],
+      backends: [{ weight: 1, host: { host: 'api.ns.svc.cluster.local', port: 8080 } }],
+    },
+  });
+  for (const [name, r] of [
+    ['bind/8080', bind],
+    ['route/8080/http/ns/web/0', svc],
+  ] as const)
+    held.set(name, { bytes: toBinary(ResourceSchema, r) });
+  const { ir } = buildXdsConfig(held, { address: 'http://c:9978', gateway: 'ns/gw', baseDir: process.cwd() });
+  const target = ir.binds[0]?.listeners[0]?.routes[0]?.backends[0]?.target;
+  assert.deepEqual(target, { kind: 'host', host: 'api.ns.svc.cluster.local', port: 8080 });
+  // the same name in a file sends it as Host
+  const file = assembleConfig(
+    new Map([
+      ['bind/8080', bind],
+      ['route/8080/http/ns/web/0', svc],
+    ]),
+  );
+  const fromFile = loadConfigObject('a file', file.data, process.cwd(), file.origin).ir;
+  assert.deepEqual(fromFile.binds[0]?.listeners[0]?.routes[0]?.backends[0]?.target, {
+    kind: 'host',
+    host: 'api.ns.svc.cluster.local',
+    port: 8080,
+    rewriteHost: true,
+  });
+});

@@ -37,7 +37,7 @@ export function buildXdsConfig(held: HeldResources, origin: XdsOrigin): LoadedCo
       a.data,
       origin.baseDir,
       a.origin,
-      { allowNoListeners: true },
+      { allowNoListeners: true, hostRewriteByName: false },
     );
     if (issues.length === 0) return resultOf(loaded);
   } catch (err) {

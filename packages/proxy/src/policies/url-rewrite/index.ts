@@ -4,7 +4,10 @@ import { rewriteAuthority, rewritePath } from './authority.ts';
 
 declare module '../../pipeline/context.ts' {
   interface RequestExtensions {
-    /** Set by `authority: auto`: the upstream call sends the backend's address as Host. */
+    /**
+     * true (`authority: auto`): the upstream call sends the backend's address as Host; false (an
+     * authority named here): not even a backend's own name; unset: the backend's default.
+     */
     rewriteHostToBackend?: boolean;
   }
 }
@@ -16,7 +19,10 @@ export const urlRewrite: PolicyDefinition<'urlRewrite'> = {
     return (ctx, next) => {
       if (path) ctx.path = rewritePath(path, ctx);
       if (authority === 'auto') ctx.ext.rewriteHostToBackend = true;
-      else if (authority) ctx.headers.host = rewriteAuthority(authority, ctx.authority, ctx.host);
+      else if (authority) {
+        ctx.headers.host = rewriteAuthority(authority, ctx.authority, ctx.host);
+        ctx.ext.rewriteHostToBackend = false;
+      }
       return next(ctx);
     };
   },

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startUpstream, type TestServer } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import { request } from 'undici';
 
 let up: TestServer;
 let proxy: TestProxy;
@@ -58,4 +59,41 @@ test('the access log shows the path the client sent', async () => {
   await echo('/api/v1/logged');
   const line = proxy.accessLog.findLast((l) => String(l['http.path']).includes('logged'));
   assert.equal(line?.['http.path'], '/api/v1/logged');
+});
+
+test('a backend named by DNS name sends its name as Host (as agentgateway); by IP, the client’s; urlRewrite decides over both', async () => {
+  const p = await startProxy(`binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - name: by-name
+      matches: [{path: {pathPrefix: /name}}]
+      backends: [{host: "localhost:${up.port}"}]
+    - name: by-ip
+      matches: [{path: {pathPrefix: /ip}}]
+      backends: [{host: "127.0.0.1:${up.port}"}]
+    - name: named-authority
+      matches: [{path: {pathPrefix: /authority}}]
+      policies: {urlRewrite: {authority: {full: "internal.svc"}}}
+      backends: [{host: "localhost:${up.port}"}]
+    - name: top-level
+      matches: [{path: {pathPrefix: /top}}]
+      backends: [{backend: api}]
+backends:
+- {name: api, host: "localhost:${up.port}"}
+`);
+  try {
+    const host = async (path: string) => {
+      // undici's request may set Host (fetch may not)
+      const res = await request(p.url(path), { headers: { host: 'client.example' } });
+      return ((await res.body.json()) as { headers: Record<string, string> }).headers.host;
+    };
+    assert.equal(await host('/name'), `localhost:${up.port}`);
+    assert.equal(await host('/top'), `localhost:${up.port}`, 'a top-level backend too');
+    assert.equal(await host('/ip'), 'client.example');
+    assert.equal(await host('/authority'), 'internal.svc', 'a named authority wins');
+  } finally {
+    await p.close();
+  }
 });

@@ -1,6 +1,6 @@
 // A backend at host:port, over one keep-alive pool shared by every route that names it.
 import { GwError } from '../../../errors.ts';
-import { callUpstream } from '../../call.ts';
+import { callUpstream, hostHeaderOf } from '../../call.ts';
 import { upgradeTarget, upgradeUpstream } from '../../upgrade.ts';
 import type { BackendKind } from '../types.ts';
 
@@ -16,7 +16,8 @@ export const hostBackend: BackendKind<'host'> = {
     });
     if (dispatcher) env.used.add(dispatcher);
     const timeout = env.attemptTimeoutMs;
-    const upgrade = upgradeTarget(endpoint, env.connection);
+    const hostHeader = t.rewriteHost ? hostHeaderOf(t.host, t.port, tls) : undefined;
+    const upgrade = { ...upgradeTarget(endpoint, env.connection), hostHeader };
     return {
       type: 'static',
       protocol: tls ? 'https' : 'http',
@@ -24,7 +25,7 @@ export const hostBackend: BackendKind<'host'> = {
       endpoint,
       call: (ctx) => {
         if (!dispatcher) throw new GwError('GW_ERR_INTERNAL');
-        return callUpstream(ctx, { dispatcher, endpoint }, timeout);
+        return callUpstream(ctx, { dispatcher, endpoint, hostHeader }, timeout);
       },
       upgrade: (ctx) => upgradeUpstream(ctx, upgrade, timeout),
       ...(dispatcher
