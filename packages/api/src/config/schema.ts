@@ -1076,7 +1076,18 @@ const BACKEND_POLICIES_NOT_BUILT = {
 };
 /** Backend policies refused by name: no policy module builds them at the backend. */
 export type NotBuiltBackendPolicy = keyof typeof BACKEND_POLICIES_NOT_BUILT;
+/**
+ * gw extension (GwPolicy traffic.hostRewrite's standalone form): which Host a host backend is sent.
+ * Without it, a backend named by DNS name in a file sends its name and one by IP the client's Host.
+ */
+const HostRewrite = strict({
+  mode: z.enum(['auto', 'none']).meta({
+    description:
+      "auto: the backend's own name (or address) as Host; none: the client's Host. A route's urlRewrite authority wins over both",
+  }),
+});
 export const BackendPolicies = strict({
+  hostRewrite: HostRewrite.optional(),
   requestHeaderModifier: HeaderModifier.optional(),
   responseHeaderModifier: HeaderModifier.optional(),
   requestRedirect: RequestRedirect.optional(),
@@ -1179,6 +1190,8 @@ export const TrafficPolicies = strict({
   a2a: A2aPolicy.optional(),
   // Backend connection settings may also be set for every backend of a route.
   backendTLS: BackendTLS.optional(),
+  // gw extension: the Host every host backend of the route is sent (over a backend's own hostRewrite).
+  hostRewrite: HostRewrite.optional(),
   // The credential sent to every backend of the route that sets none itself.
   backendAuth: BackendAuth.optional(),
   // The forward proxy every backend of the route is reached through, unless it names its own.

@@ -223,7 +223,14 @@ export const Traffic = obj({
     response: HeaderModifier.optional(),
   }).optional(),
   directResponse: DirectResponse.optional(),
-  hostRewrite: notBuilt(obj({ mode: z.enum(['Auto', 'None']) }).optional(), 'hostRewrite'),
+  hostRewrite: obj({
+    mode: z.enum(['Auto', 'None']).meta({
+      description:
+        'Auto: each host backend gets its own name as Host; None: the client’s Host. A Service or an IP backend keeps the client’s Host by default, a GwBackend static hostname gets its name. An HTTPRoute urlRewrite hostname wins.',
+    }),
+  })
+    .optional()
+    .meta({ description: 'How to rewrite the Host header sent to the backends.' }),
   delay: obj({
     duration: z.string().min(1).max(16384).meta({
       description:

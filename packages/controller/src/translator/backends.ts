@@ -4,6 +4,7 @@
 // backend is usable only when it is valid, of a kind this build serves, and its connection settings
 // can all be honoured.
 import { checkAgentCore, checkAgentCoreAuth, parseAgentRuntimeArn } from '@gw/api/checks/aws';
+import { isCidr } from '@gw/api/checks/frontend';
 import type { BackendAuth } from '@gw/api/config/schema';
 import { validateResource } from '@gw/api/crd/crds';
 import type { GwBackendSpec } from '@gw/api/crd/gwbackend';
@@ -137,6 +138,11 @@ export function collectBackends(
         continue;
       }
     }
+    // A GwBackend named by hostname gets that name as Host (agentgateway's Auto for hostname-based
+    // backends); its own policies may say otherwise. An IP address (isCidr takes one) keeps the
+    // client's Host.
+    if (spec.static?.host && !isCidr(spec.static.host) && info.policies.hostRewrite === undefined)
+      info.policies = { hostRewrite: { mode: 'auto' }, ...info.policies };
     info.usable = true;
     if (info.problems.length > 0) {
       info.accepted = ok(

@@ -1586,6 +1586,19 @@ class Builder {
         `ai applies to ai backends, not to ${target.kind === 'host' ? 'a host backend' : NOT_A2A[target.kind]}`,
       );
     delete merged.ai;
+    // hostRewrite decides the host backend's default Host (upstream/call.ts upstreamHost). The
+    // route's decides over a backend's own (GwPolicy traffic.hostRewrite over a GwBackend's default).
+    const hostRewrite = routePolicies.hostRewrite ?? merged.hostRewrite;
+    if (merged.hostRewrite && target.kind !== 'host')
+      this.fail(
+        b.policies?.hostRewrite ? [...path, 'policies', 'hostRewrite'] : path,
+        `hostRewrite applies to host backends, not to ${NOT_A2A[target.kind]}`,
+      );
+    if (hostRewrite && target.kind === 'host') {
+      const { rewriteHost: _, ...t } = target;
+      target = hostRewrite.mode === 'auto' ? { ...t, rewriteHost: true } : t;
+    }
+    delete merged.hostRewrite;
     // agentgateway's a2a, on the route or on the backend, makes a host backend an A2A agent.
     const a2a = merged.a2a ?? routePolicies.a2a;
     delete merged.a2a;

@@ -10,7 +10,14 @@ import type { Layer } from '../pipeline/layer.ts';
  */
 export type PolicyName = Exclude<
   keyof TrafficPolicies,
-  'backendTLS' | 'backendTunnel' | 'mcpAuthorization' | 'mcpGuardrails' | 'a2a' | 'ai' | NotBuiltTrafficPolicy
+  | 'backendTLS'
+  | 'backendTunnel'
+  | 'hostRewrite'
+  | 'mcpAuthorization'
+  | 'mcpGuardrails'
+  | 'a2a'
+  | 'ai'
+  | NotBuiltTrafficPolicy
 >;
 /**
  * A backend's own policies: those of BackendPolicies that are layers (not connection settings). Each
@@ -18,7 +25,7 @@ export type PolicyName = Exclude<
  */
 export type BackendPolicyName = Exclude<
   keyof BackendPolicies,
-  'backendTLS' | 'backendTunnel' | 'http' | 'tcp' | 'ai' | NotBuiltBackendPolicy
+  'backendTLS' | 'backendTunnel' | 'hostRewrite' | 'http' | 'tcp' | 'ai' | NotBuiltBackendPolicy
 > &
   PolicyName;
 /** As the IR holds it: credentials are Secrets (config/seal.ts). */

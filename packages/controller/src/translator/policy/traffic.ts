@@ -2,7 +2,7 @@
 // output lists them. A traffic field without an entry here is a type error.
 import { MapContext } from './context.ts';
 import type { PolicyResult } from './result.ts';
-import { mapSections, type SectionMap, unsupported } from './section.ts';
+import { mapSections, type SectionMap } from './section.ts';
 import type { TrafficPolicies, TrafficSpec } from './spec.ts';
 import { apiKeyAuthentication } from './traffic/api-key-authentication.ts';
 import { authorization } from './traffic/authorization.ts';
@@ -15,6 +15,7 @@ import { directResponse } from './traffic/direct-response.ts';
 import { extAuth } from './traffic/ext-auth.ts';
 import { extProc } from './traffic/ext-proc.ts';
 import { headerModifiers } from './traffic/header-modifiers.ts';
+import { hostRewrite } from './traffic/host-rewrite.ts';
 import { jwtAuthentication } from './traffic/jwt-authentication.ts';
 import { phase } from './traffic/phase.ts';
 import { rateLimit } from './traffic/rate-limit.ts';
@@ -39,7 +40,7 @@ export const TRAFFIC_SECTIONS = {
   transformation,
   headerModifiers,
   directResponse,
-  hostRewrite: unsupported,
+  hostRewrite,
   delay,
 } satisfies SectionMap<TrafficSpec, TrafficPolicies>;
 

@@ -61,7 +61,7 @@ test('the access log shows the path the client sent', async () => {
   assert.equal(line?.['http.path'], '/api/v1/logged');
 });
 
-test('a backend named by DNS name sends its name as Host (as agentgateway); by IP, the client’s; urlRewrite decides over both', async () => {
+test('a backend named by DNS name sends its name as Host (as agentgateway); by IP, the client’s; hostRewrite and urlRewrite decide over both', async () => {
   const p = await startProxy(`binds:
 - port: 0
   address: 127.0.0.1
@@ -80,6 +80,21 @@ test('a backend named by DNS name sends its name as Host (as agentgateway); by I
     - name: top-level
       matches: [{path: {pathPrefix: /top}}]
       backends: [{backend: api}]
+    - name: none
+      matches: [{path: {pathPrefix: /none}}]
+      policies: {hostRewrite: {mode: none}}
+      backends: [{host: "localhost:${up.port}"}]
+    - name: auto
+      matches: [{path: {pathPrefix: /auto}}]
+      backends: [{host: "127.0.0.1:${up.port}", policies: {hostRewrite: {mode: auto}}}]
+    - name: route-over-backend
+      matches: [{path: {pathPrefix: /route}}]
+      policies: {hostRewrite: {mode: none}}
+      backends: [{host: "127.0.0.1:${up.port}", policies: {hostRewrite: {mode: auto}}}]
+    - name: auto-then-authority
+      matches: [{path: {pathPrefix: /both}}]
+      policies: {hostRewrite: {mode: auto}, urlRewrite: {authority: {full: "internal.svc"}}}
+      backends: [{host: "127.0.0.1:${up.port}"}]
 backends:
 - {name: api, host: "localhost:${up.port}"}
 `);
@@ -93,7 +108,28 @@ backends:
     assert.equal(await host('/top'), `localhost:${up.port}`, 'a top-level backend too');
     assert.equal(await host('/ip'), 'client.example');
     assert.equal(await host('/authority'), 'internal.svc', 'a named authority wins');
+    // hostRewrite (gw's form of GwPolicy traffic.hostRewrite) turns the default off or on
+    assert.equal(await host('/none'), 'client.example');
+    assert.equal(await host('/auto'), `127.0.0.1:${up.port}`);
+    assert.equal(await host('/both'), 'internal.svc', 'urlRewrite wins over hostRewrite');
+    assert.equal(await host('/route'), 'client.example', "the route's hostRewrite over the backend's");
   } finally {
     await p.close();
   }
+});
+
+test('hostRewrite on a backend that is not a host backend is a config error at its field', async () => {
+  await assert.rejects(
+    startProxy(`binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - backends: [{dynamic: {}, policies: {hostRewrite: {mode: auto}}}]
+`),
+    (err: Error) =>
+      /backends\[0\]\.policies\.hostRewrite: hostRewrite applies to host backends, not to a dynamic forward proxy/.test(
+        err.message,
+      ),
+  );
 });
