@@ -1552,7 +1552,10 @@ export const FrontendPolicies = strict({
     alpn: NotYet('frontendPolicies.tls.alpn').optional(),
   }).optional(),
   tcp: strict({
-    keepalives: NotYet('frontendPolicies.tcp.keepalives').optional(),
+    keepalives: Keepalives.optional().meta({
+      description:
+        'TCP keepalive probes on each client connection: after time idle (default 180s), every interval (default 180s), closed after retries unanswered (default 9)',
+    }),
     maxConnections: z.number().int().min(1).max(1_000_000).optional().meta({
       description:
         'gw extension: open connections per bind across the workers of a replica; more are closed at once (default 10000)',

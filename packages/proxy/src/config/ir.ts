@@ -100,6 +100,8 @@ export interface DownstreamLimits {
   maxConnectionDurationMs: number;
   /** Each HTTP/2 connection's receive window (frontendPolicies.http.http2ConnectionWindowSize). */
   http2ConnectionWindowSize?: number;
+  /** TCP keepalive probes on each client connection (frontendPolicies.tcp.keepalives); unset: none. */
+  keepalive?: { timeMs: number; intervalMs: number; retries: number };
 }
 
 export interface FrontendIR {

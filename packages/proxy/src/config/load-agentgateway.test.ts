@@ -466,10 +466,11 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
       issues(`frontendPolicies: {proxy: {}, proxyProtocol: {mode: optional}}\n${rest}`).join('\n'),
       /frontendPolicies\.proxy: set proxyProtocol or proxy \(another name of it\), not both/,
     );
-    refused(
-      `frontendPolicies: {tcp: {keepalives: {}}}\n${rest}`,
-      'frontendPolicies.tcp.keepalives',
-      'keepalives',
+    // tcp.keepalives loads with the backend keepalive's defaults (server/keepalive.test.ts runs it)
+    assert.deepEqual(
+      load(`frontendPolicies: {tcp: {keepalives: {interval: 30s}}}\n${withPolicies('        {}')}`).global
+        .downstream.keepalive,
+      { timeMs: 180_000, intervalMs: 30_000, retries: 9 },
     );
     refused(
       `frontendPolicies: {accessLog: {otlp: {}}}\n${rest}`,

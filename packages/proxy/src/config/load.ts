@@ -327,6 +327,7 @@ class Builder {
         http2MaxConcurrentStreams: fh?.http2MaxConcurrentStreams ?? 100,
         maxConnectionDurationMs: ms(fh?.maxConnectionDuration ?? undefined, 0),
         ...this.http2Settings(fh),
+        ...downstreamKeepalive(this.cfg.frontendPolicies?.tcp?.keepalives),
       },
       terminationDeadlineMs: ms(g.connectionTerminationDeadline, 30_000),
       terminationMinMs: ms(g.connectionMinTerminationDeadline, 0),
@@ -2235,6 +2236,30 @@ function awsAuth(target: AwsTarget, policies: ResolvedBackendPolicies): void {
   }
   target.auth = { kind: 'sigv4', ...(auth.aws.credentials ? { credentials: auth.aws.credentials } : {}) };
   delete policies.backendAuth;
+}
+
+/**
+ * frontendPolicies.tcp.keepalives: probes on each client connection, with the backend keepalive's
+ * defaults (180 s idle, then every 180 s, 9 unanswered probes) for what it leaves out.
+ */
+function downstreamKeepalive(
+  ka:
+    | {
+        enabled?: boolean | undefined;
+        time?: string | undefined;
+        interval?: string | undefined;
+        retries?: number | undefined;
+      }
+    | undefined,
+): { keepalive?: NonNullable<GlobalIR['downstream']['keepalive']> } {
+  if (!ka || ka.enabled === false) return {};
+  return {
+    keepalive: {
+      timeMs: ms(ka.time, 180_000),
+      intervalMs: ms(ka.interval, 180_000),
+      retries: ka.retries ?? 9,
+    },
+  };
 }
 
 /** `byName`: a backend named by a DNS name (not an IP address) sends that name as Host. */

@@ -55,6 +55,16 @@ export interface BindServerOptions extends BindSettings {
   onProxyRefused: (reason: string, socket: Socket) => void;
 }
 
+/**
+ * frontendPolicies.tcp.keepalives on an accepted connection. The kernel counts the interval in whole
+ * seconds: under one second it is left to the system's default.
+ */
+export function keepAlive(socket: Socket, limits: DownstreamLimits): void {
+  const ka = limits.keepalive;
+  if (!ka) return;
+  socket.setKeepAlive(true, ka.timeMs, ka.intervalMs >= 1000 ? ka.intervalMs : undefined, ka.retries);
+}
+
 /** How often the connection-limit line may be logged per bind. */
 const LIMIT_LOG_INTERVAL_MS = 10_000;
 
@@ -132,6 +142,7 @@ export class BindServer {
         socket.destroy();
         return false;
       }
+      keepAlive(socket, this.#settings.limits);
       return true;
     };
     const onUpgrade = (req: IncomingMessage, socket: Socket, head: Buffer) =>

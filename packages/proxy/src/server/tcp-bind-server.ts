@@ -10,7 +10,7 @@ import { getExtensionData, readTlsClientHello } from 'read-tls-client-hello';
 import type { CompiledBind, CompiledListener } from '../routing/table.ts';
 import { handshakeOptions, selectListener } from '../routing/table.ts';
 import type { CompiledTcpRoute } from '../routing/tcp-routes.ts';
-import type { BindSettings, Peer } from './bind-server.ts';
+import { type BindSettings, keepAlive, type Peer } from './bind-server.ts';
 import { listenOn } from './listen.ts';
 import {
   clientOf,
@@ -145,6 +145,7 @@ export class TcpBindServer {
       socket.destroy();
       return false;
     }
+    keepAlive(socket, this.#settings.limits);
     socket.on('error', noop);
     const listed = this.#sockets.add(socket);
     socket.once('close', () => this.#sockets.delete(listed));

@@ -5,6 +5,7 @@ import { accessLog } from './frontend/access-log.ts';
 import { http } from './frontend/http.ts';
 import { networkAuthorization } from './frontend/network-authorization.ts';
 import { proxyProtocol } from './frontend/proxy-protocol.ts';
+import { tcp } from './frontend/tcp.ts';
 import { tracing } from './frontend/tracing.ts';
 import type { PolicyResult } from './result.ts';
 import { mapSections, type SectionMap, unsupported } from './section.ts';
@@ -13,7 +14,7 @@ import type { FrontendPolicies, FrontendSpec } from './spec.ts';
 export const FRONTEND_SECTIONS = {
   networkAuthorization,
   accessLog,
-  tcp: unsupported,
+  tcp,
   tls: unsupported,
   http,
   tracing,

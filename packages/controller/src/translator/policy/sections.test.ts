@@ -1269,10 +1269,10 @@ describe('frontend → FrontendPolicies', () => {
     );
   });
 
-  test('tcp, tls, accessLog.otlp and http fields without a standalone form are reported', () => {
+  test('tls, accessLog.otlp and http fields without a standalone form are reported; tcp keepalive (the CRD’s interval default filled in) maps', () => {
     const r = frontendPolicy(
       frontendSpec({
-        tcp: { keepalive: {} },
+        tcp: { keepalive: { time: '30s', retries: 3 } },
         tls: { handshakeTimeout: '5s' },
         accessLog: { otlp: { url: 'http://otel.example:4318' } },
         http: { http1MaxHeaders: 50, http2KeepaliveTimeout: '10s' },
@@ -1281,9 +1281,12 @@ describe('frontend → FrontendPolicies', () => {
       inMemoryLookup([]),
     );
     assert.deepEqual(r, {
-      policies: { accessLog: {}, http: {} },
+      policies: {
+        accessLog: {},
+        http: {},
+        tcp: { keepalives: { enabled: true, time: '30s', interval: '180s', retries: 3 } },
+      },
       problems: [
-        'frontend.tcp is not supported by this build of gw yet',
         'frontend.tls is not supported by this build of gw yet',
         'frontend.accessLog.otlp is not supported by this build of gw yet',
         'frontend.http.http1MaxHeaders is not supported by this build of gw yet',
