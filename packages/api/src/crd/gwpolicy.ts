@@ -329,8 +329,11 @@ export const Frontend = rules(
     tcp: BackendTcp.omit({ connectTimeout: true }).optional(),
     tls: rules(
       obj({
-        handshakeTimeout: Duration.optional(),
-        alpnProtocols: z.array(z.string().min(1).max(64)).min(1).max(16).optional(),
+        handshakeTimeout: notBuilt(Duration.optional(), 'frontend.tls.handshakeTimeout'),
+        alpnProtocols: notBuilt(
+          z.array(z.string().min(1).max(64)).min(1).max(16).optional(),
+          'frontend.tls.alpnProtocols',
+        ),
         minProtocolVersion: TlsVersion.optional(),
         maxProtocolVersion: TlsVersion.optional(),
         cipherSuites: setList(z.array(CipherSuite).min(1).max(9)).optional(),

@@ -6,6 +6,7 @@ import { http } from './frontend/http.ts';
 import { networkAuthorization } from './frontend/network-authorization.ts';
 import { proxyProtocol } from './frontend/proxy-protocol.ts';
 import { tcp } from './frontend/tcp.ts';
+import { tls } from './frontend/tls.ts';
 import { tracing } from './frontend/tracing.ts';
 import type { PolicyResult } from './result.ts';
 import { mapSections, type SectionMap, unsupported } from './section.ts';
@@ -15,7 +16,7 @@ export const FRONTEND_SECTIONS = {
   networkAuthorization,
   accessLog,
   tcp,
-  tls: unsupported,
+  tls,
   http,
   tracing,
   metrics: unsupported,

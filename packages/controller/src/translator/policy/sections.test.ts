@@ -1269,7 +1269,7 @@ describe('frontend → FrontendPolicies', () => {
     );
   });
 
-  test('tls, accessLog.otlp and http fields without a standalone form are reported; tcp keepalive (the CRD’s interval default filled in) maps', () => {
+  test('tls.handshakeTimeout, accessLog.otlp and http fields without a standalone form are reported; tcp keepalive (the CRD’s interval default filled in) maps', () => {
     const r = frontendPolicy(
       frontendSpec({
         tcp: { keepalive: { time: '30s', retries: 3 } },
@@ -1287,14 +1287,40 @@ describe('frontend → FrontendPolicies', () => {
         tcp: { keepalives: { enabled: true, time: '30s', interval: '180s', retries: 3 } },
       },
       problems: [
-        'frontend.tls is not supported by this build of gw yet',
         'frontend.accessLog.otlp is not supported by this build of gw yet',
+        'frontend.tls.handshakeTimeout is not supported by this build of gw yet',
         'frontend.http.http1MaxHeaders is not supported by this build of gw yet',
         'frontend.http.http2KeepaliveTimeout is not supported by this build of gw yet',
       ],
       invalid: [],
     });
     assert.ok(FrontendPolicies.safeParse(r.policies).success);
+  });
+
+  test('tls: versions, cipher suites and key exchange groups in the standalone names', () => {
+    const r = frontendPolicy(
+      frontendSpec({
+        tls: {
+          minProtocolVersion: 'TLS12',
+          maxProtocolVersion: 'TLS13',
+          cipherSuites: ['TLS13_AES_128_GCM_SHA256', 'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256'],
+          keyExchangeGroups: ['X25519', 'P-256'],
+          alpnProtocols: ['h2'],
+        },
+      }),
+      NS,
+      inMemoryLookup([]),
+    );
+    assert.deepEqual(r.policies, {
+      tls: {
+        minVersion: 'TLS_V1_2',
+        maxVersion: 'TLS_V1_3',
+        cipherSuites: ['TLS13_AES_128_GCM_SHA256', 'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256'],
+        keyExchangeGroups: ['X25519', 'P-256'],
+      },
+    });
+    assert.ok(FrontendPolicies.safeParse(r.policies).success);
+    assert.deepEqual(r.problems, ['frontend.tls.alpnProtocols is not supported by this build of gw yet']);
   });
 });
 
