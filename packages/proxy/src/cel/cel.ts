@@ -3,6 +3,7 @@
 // library and gw's environment load with the first expression compiled, not before: a config without
 // CEL never loads them (about 1 MiB of heap a data plane).
 import { BlockList, isIP } from 'node:net';
+import type { JsonValue } from '@bufbuild/protobuf';
 import type * as CelLibrary from '@gw/api/cel/environment';
 import { CEL_VARIABLES, celToJson } from '@gw/api/runtime';
 import type { Environment } from '@marcbachmann/cel-js';
@@ -105,3 +106,10 @@ export function celDurationMs(value: unknown): number | undefined {
 
 /** Plain JS for CEL results that leave the engine (access log fields, headers, bodies). */
 export { celToJson };
+
+/** A CEL value as JSON data for a protobuf Struct or Value; undefined when it failed or has no JSON form. */
+export function celJsonValue(v: unknown): JsonValue | undefined {
+  if (v === undefined) return undefined;
+  const text = JSON.stringify(celToJson(v));
+  return text === undefined ? undefined : (JSON.parse(text) as JsonValue);
+}

@@ -106,35 +106,15 @@ function parseV2(h: Buffer): Framed {
   return { kind: 'error', reason: `v2 address block of ${body.length} bytes for family ${family}` };
 }
 
-/** An IPv6 address as Node writes one (RFC 5952: the longest run of zero groups as ::). */
+/** Eight hex groups as an IPv6 address in its short form (RFC 5952, by the URL parser). */
 function compactV6(groups: string[]): string {
-  let best = -1;
-  let bestLen = 1;
-  for (let i = 0; i < 8; ) {
-    if (groups[i] !== '0') {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < 8 && groups[j] === '0') j++;
-    if (j - i > bestLen) {
-      best = i;
-      bestLen = j - i;
-    }
-    i = j;
-  }
-  const full =
-    best === -1
-      ? groups.join(':')
-      : `${groups.slice(0, best).join(':')}::${groups.slice(best + bestLen).join(':')}`;
+  const full = new URL(`http://[${groups.join(':')}]`).hostname.slice(1, -1);
   // An IPv4-mapped address as the plain IPv4 gw reports everywhere else.
   const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(full);
-  if (mapped) {
-    const hi = Number.parseInt(mapped[1] as string, 16);
-    const lo = Number.parseInt(mapped[2] as string, 16);
-    return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
-  }
-  return full;
+  if (!mapped) return full;
+  const hi = Number.parseInt(mapped[1] as string, 16);
+  const lo = Number.parseInt(mapped[2] as string, 16);
+  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
 }
 
 /**

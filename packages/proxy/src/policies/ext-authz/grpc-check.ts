@@ -24,7 +24,7 @@ import {
   CheckRequestSchema,
   type CheckResponse,
 } from '@gw/xds-proto/envoy/service/auth/v3/external_auth';
-import { type CelProgram, celToJson } from '../../cel/cel.ts';
+import { type CelProgram, celJsonValue } from '../../cel/cel.ts';
 import type { BackendTlsIR, ExtAuthzIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
 import {
@@ -199,9 +199,8 @@ function socketAddress(address: string, port: number) {
 
 /** A CEL value as a protobuf Struct; metadata must be a map, anything else is left out. */
 function jsonObject(v: unknown): JsonObject | undefined {
-  if (v === undefined) return undefined;
-  const json = JSON.parse(JSON.stringify(celToJson(v)) ?? 'null') as unknown;
-  return json && typeof json === 'object' && !Array.isArray(json) ? (json as JsonObject) : undefined;
+  const json = celJsonValue(v);
+  return json && typeof json === 'object' && !Array.isArray(json) ? json : undefined;
 }
 
 const nonEmpty = (o: JsonObject | undefined) => (o && Object.keys(o).length > 0 ? o : undefined);

@@ -2,10 +2,10 @@
 // message of each direction (Envoy's `attributes["envoy.filters.http.ext_proc"]`), the metadata context
 // on every message (`metadata_context.filter_metadata`), and gRPC metadata on the stream itself (the
 // metadataContext namespace agentgateway reserves for it). A value that fails to evaluate is left out.
-import type { JsonObject, JsonValue } from '@bufbuild/protobuf';
+import type { JsonObject } from '@bufbuild/protobuf';
 import type { ExtProc } from '@gw/api';
 import { EXTPROC_ATTRIBUTES_NAMESPACE, EXTPROC_GRPC_METADATA_NAMESPACE } from '@gw/api/runtime';
-import { type CelContext, type CelProgram, celToJson, compileCel } from '../../cel/cel.ts';
+import { type CelContext, type CelProgram, celJsonValue, compileCel } from '../../cel/cel.ts';
 import { normalizeAddress, type RequestContext } from '../../pipeline/context.ts';
 
 type Programs = [string, CelProgram][];
@@ -15,17 +15,10 @@ const compile = (m: Record<string, string> | undefined): Programs | undefined =>
   return entries.length > 0 ? entries.map(([k, v]) => [k, compileCel(v)]) : undefined;
 };
 
-/** A CEL value as a protobuf Value's JSON; undefined when it failed or has no JSON form. */
-function json(v: unknown): JsonValue | undefined {
-  if (v === undefined) return undefined;
-  const text = JSON.stringify(celToJson(v));
-  return text === undefined ? undefined : (JSON.parse(text) as JsonValue);
-}
-
 function evaluate(programs: Programs, cel: CelContext): JsonObject {
   const out: JsonObject = {};
   for (const [k, p] of programs) {
-    const v = json(p.eval(cel));
+    const v = celJsonValue(p.eval(cel));
     if (v !== undefined) out[k] = v;
   }
   return out;
