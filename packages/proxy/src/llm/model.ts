@@ -5,6 +5,7 @@ import { Readable } from 'node:stream';
 import { type CelProgram, celToJson, compileCel } from '../cel/cel.ts';
 import type { LlmFormat, LlmModelIR, LlmProviderIR } from '../config/ir.ts';
 import { GwError } from '../errors.ts';
+import { Lazy } from '../lazy.ts';
 import { bufferUpTo, contentLength, discard } from '../pipeline/body.ts';
 import type { Headers, RequestContext } from '../pipeline/context.ts';
 import type { Handler } from '../pipeline/layer.ts';
@@ -24,7 +25,7 @@ import { compileGuards, type ModelGuards, type StreamGuards } from './guardrails
 import type { GuardRequest } from './guardrails/types.ts';
 import { PROVIDERS } from './providers/registry.ts';
 import type { ProviderEndpoint, ProviderModule, ProviderRequest } from './providers/types.ts';
-import type { LlmRequestState } from './state.ts';
+import { LlmRequestState } from './state.ts';
 
 export interface CompiledModel {
   ir: LlmModelIR;
@@ -44,6 +45,8 @@ const EVENT_STREAM = 'application/vnd.amazon.eventstream';
 const REPLACED = ['content-length', 'transfer-encoding', 'host', 'accept-encoding', 'content-encoding'];
 const NOT_FORWARDED = new Set(REPLACED);
 const NOT_FORWARDED_WITH_KEY = new Set([...REPLACED, ...CLIENT_CREDENTIALS]);
+/** The reader of realtime sessions' usage (and ws's frame parser): loaded by the first session. */
+const realtimeUsage = new Lazy(() => import('./realtime-usage.ts'));
 
 export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
   const p = m.provider;
@@ -120,12 +123,12 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
     if (alias && typeof body.model === 'string') body.model = alias(body.model) ?? body.model;
     // Guards read what the client sent (after defaults and overrides), not the operator's own prompts.
     if (guards && guarded) await guards.request(ctx, state, body, guarded);
-    if (prompts) enrichRequest(state.clientFormat, body, prompts.prepend, prompts.append);
+    if (prompts) enrichRequest(state.httpFormat, body, prompts.prepend, prompts.append);
     const model = String(body.model);
     state.model = model;
     state.provider = p.name;
     state.catalog = catalog;
-    const [format, pair] = pairFor(state.clientFormat, formats, p);
+    const [format, pair] = pairFor(state.httpFormat, formats, p);
     state.providerFormat = format;
     const out = pair.request(
       body,
@@ -199,7 +202,7 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
    * leaves it alone.
    */
   const sendAsItIs = async (ctx: RequestContext, state: LlmRequestState, mode: 'detect' | 'opaque') => {
-    const format = state.clientFormat;
+    const format = state.httpFormat;
     if (!formats.includes(format))
       throw new GwError(
         'GW_ERR_LLM_UNSUPPORTED_FORMAT',
@@ -229,19 +232,19 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
       state.model = state.requestModel;
       state.provider = p.name;
       state.catalog = catalog;
-      state.providerFormat = state.clientFormat;
+      state.providerFormat = state.httpFormat;
     }
     const body = Buffer.isBuffer(ctx.body) ? ctx.body : EMPTY;
     await dispatch(ctx, ctx.method, forwardPath(ctx.path) + ctx.query, body, state !== undefined, true);
-    const same = state && FORMAT_PAIRS[`${state.clientFormat}__${state.clientFormat}`];
+    const same = state && FORMAT_PAIRS[`${state.httpFormat}__${state.httpFormat}`];
     if (state && same) await answer(ctx, state, same, p.name, limit, undefined);
     if (responseHeaders && ctx.response) responseHeaders(ctx.response.headers);
   };
   /**
    * A realtime route's WebSocket (OpenAI's Realtime API): the handshake goes to the provider's
    * address and path as forward() sends a request, with its credential in place of the client's and
-   * the served model in `?model=`; once switched, frames pass both ways untouched (their usage is not
-   * read).
+   * the served model in `?model=`; once switched, frames pass both ways untouched, and the
+   * provider's are read as they pass for each response's usage (llm/realtime-usage.ts).
    */
   const realtime = async (ctx: RequestContext) => {
     if (gatewayAuth)
@@ -249,14 +252,31 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
         'GW_ERR_UPGRADE_UNSUPPORTED',
         `a realtime WebSocket with provider ${p.name}'s backendAuth is not supported by this build of gw yet (use its key)`,
       );
+    const upgrade = ctx.ext.upgrade;
+    const reading = await realtimeUsage.ready;
+    const q = new URLSearchParams(ctx.query.slice(1));
+    const state = new LlmRequestState('openai-realtime', {}, q.get('model') ?? '', true);
     let query = ctx.query;
     if (p.model !== undefined) {
-      const q = new URLSearchParams(query.slice(1));
       q.set('model', p.model);
       query = `?${q.toString()}`;
     }
+    state.model = q.get('model') ?? undefined;
+    state.provider = p.name;
+    state.catalog = catalog;
+    ctx.ext.llm = state;
     await toProvider(ctx, 'GET', forwardPath(ctx.path) + query, EMPTY, {});
     await upgradeUpstream(ctx, upgradeTarget(endpoint, connection), timeout);
+    const up = upgrade?.upstream;
+    if (!upgrade || !up || ctx.response?.status !== 101) return;
+    const agreed = ctx.response.headers['sec-websocket-extensions'];
+    upgrade.reader = reading.readRealtimeUsage(
+      state,
+      typeof agreed === 'string' ? agreed : undefined,
+      (why) => {
+        state.usageUnread = why;
+      },
+    );
   };
   /** The provider's own base path (`/v1` for OpenAI's), which a pathPrefix replaces. */
   const basePath = p.pathPrefix === undefined ? '' : providerBase(provider, p, formats);

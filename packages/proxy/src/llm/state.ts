@@ -2,6 +2,7 @@
 // token usage its answer reported, normalised across providers. The `ai` backend fills it in; the
 // access log, metrics, CEL (`llm.*`) and the token rate limits read it.
 import type { CostCatalogIR, LlmFormat } from '../config/ir.ts';
+import { GwError } from '../errors.ts';
 import { type LlmCost, priceUsage } from './cost.ts';
 import type { GuardFinding } from './guardrails/types.ts';
 
@@ -31,9 +32,12 @@ declare module '../pipeline/context.ts' {
 
 type UsageListener = (usage: LlmUsage) => void;
 
+/** What a client speaks: an LLM API of its request path, or a realtime route's WebSocket session. */
+export type ClientFormat = LlmFormat | 'openai-realtime';
+
 export class LlmRequestState {
-  /** What the client speaks (from the request path). */
-  readonly clientFormat: LlmFormat;
+  /** What the client speaks (from the request path), or a realtime route's WebSocket session. */
+  readonly clientFormat: ClientFormat;
   /** The client's request body, parsed (`llmRequest.*` in CEL). */
   readonly request: Record<string, unknown>;
   /** The model the client asked for. */
@@ -56,12 +60,14 @@ export class LlmRequestState {
   readonly guardrails: GuardFinding[] = [];
   /** The answer has passed completely (its usage, if any, is final). */
   done = false;
+  /** Why the usage could not be read in full (a realtime session's frame gw could not read). */
+  usageUnread: string | undefined = undefined;
   /** config.modelCatalog, set with the provider: what prices this request. */
   catalog: CostCatalogIR | undefined = undefined;
   #listeners: UsageListener[] | undefined;
 
   constructor(
-    clientFormat: LlmFormat,
+    clientFormat: ClientFormat,
     request: Record<string, unknown>,
     requestModel: string,
     streaming: boolean,
@@ -70,6 +76,14 @@ export class LlmRequestState {
     this.request = request;
     this.requestModel = requestModel;
     this.streaming = streaming;
+  }
+
+  /** The LLM API an HTTP request speaks; a realtime session has none (its frames are not translated). */
+  get httpFormat(): LlmFormat {
+    const f = this.clientFormat;
+    if (f === 'openai-realtime')
+      throw new GwError('GW_ERR_INTERNAL', 'a realtime session has no request format to translate');
+    return f;
   }
 
   /**
@@ -97,6 +111,20 @@ export class LlmRequestState {
     if (u.cachedInput > 0) prev.cachedInput = u.cachedInput;
     if (u.reasoning > 0) prev.reasoning = u.reasoning;
     if (u.cacheWrite) prev.cacheWrite = u.cacheWrite;
+  }
+
+  /** Adds the usage of one more answer (a realtime session's responses): the session's is their sum. */
+  add(u: LlmUsage): void {
+    const prev = this.usage;
+    if (!prev) {
+      this.usage = { ...u };
+      return;
+    }
+    prev.input += u.input;
+    prev.output += u.output;
+    prev.cachedInput += u.cachedInput;
+    prev.reasoning += u.reasoning;
+    if (u.cacheWrite) prev.cacheWrite = (prev.cacheWrite ?? 0) + u.cacheWrite;
   }
 
   /** What the request cost by config.modelCatalog once usage is known; undefined when not priced. */

@@ -197,6 +197,7 @@ export function requestRecord(
       const cost = llm.cost;
       if (cost) rec['llm.cost'] = cost.total;
     }
+    if (llm.usageUnread !== undefined) rec['llm.usageUnread'] = llm.usageUnread;
     if (llm.guardrails.length > 0)
       rec['llm.guardrails'] = llm.guardrails.map(
         (g) => `${g.phase}:${g.guard}:${g.action}${g.applied ? '' : '(not applied)'}:${g.rule}`,

@@ -40,7 +40,7 @@ import { type CompiledRoute, compileTable, type RoutingTable, selectListener } f
 import { TraceSource } from '../trace/source.ts';
 import { endpointHealthOf, type HealthSnapshot } from '../upstream/health.ts';
 import { PoolRegistry } from '../upstream/pools.ts';
-import type { UpgradeState } from '../upstream/upgrade.ts';
+import { readUpstream, type UpgradeState } from '../upstream/upgrade.ts';
 import { BindServer, type BindSettings } from './bind-server.ts';
 import { ConnectionLimit, connectionMemoryKey } from './connection-limit.ts';
 import type { ProxyProtocolIR } from './proxy-protocol.ts';
@@ -316,6 +316,7 @@ export class DataPlane {
         if (up.head.length > 0) socket.write(up.head);
         if (head.length > 0) up.socket.write(head);
         splice(socket, up.socket, bs.idleTimeoutMs);
+        readUpstream(state);
       } else {
         up?.socket.destroy();
         socket.end();
@@ -342,7 +343,10 @@ export class DataPlane {
     let unwatchBody: (() => void) | undefined;
     res.once('close', () => {
       unwatchBody?.();
-      this.#finish(ctx, listed);
+      // An upgrade's reader (a realtime session's usage) has read all the session first.
+      const settling = ctx.ext.upgrade?.reader?.settle();
+      if (settling) void settling.then(() => this.#finish(ctx, listed));
+      else this.#finish(ctx, listed);
     });
     if (ctx.method === 'CONNECT' && upgrade === undefined && 'stream' in req) {
       upgrade = extendedConnect(ctx, req, bs.idleTimeoutMs);
@@ -775,4 +779,5 @@ function joinExtendedConnect(ctx: RequestContext, state: UpgradeState, res: Http
   state.spliced = { read: 0, written: 0 };
   if (up.head.length > 0) stream.write(up.head);
   splice(stream, up.socket, state.idleMs ?? 0);
+  readUpstream(state);
 }

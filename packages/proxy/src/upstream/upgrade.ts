@@ -32,6 +32,21 @@ export interface UpgradeState {
   upstream?: { socket: Socket; head: Buffer };
   /** The client socket's byte counters when the two sockets were joined (for the access log). */
   spliced?: { read: number; written: number };
+  /**
+   * Reads what the backend sends after the switch, as it passes to the client (a realtime session's
+   * token usage). `settle` runs when the connection has closed, before the request's end is
+   * recorded (access log, metrics).
+   */
+  reader?: { write(chunk: Buffer): void; settle(): Promise<void> };
+}
+
+/** Gives the upgrade's reader, if any, what the backend sends from the switch on. */
+export function readUpstream(state: UpgradeState): void {
+  const reader = state.reader;
+  const up = state.upstream;
+  if (!reader || !up) return;
+  if (up.head.length > 0) reader.write(up.head);
+  up.socket.on('data', (chunk: Buffer) => reader.write(chunk));
 }
 
 /** Where an upgraded connection goes: an address or a unix socket, with the backend's connection settings. */

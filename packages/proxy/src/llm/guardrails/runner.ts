@@ -166,7 +166,7 @@ export function compileGuards(ir: LlmGuardsIR | undefined, env: GuardEnv): Model
     },
     async request(ctx, state, body, req) {
       if (request.length === 0) return;
-      const format = state.clientFormat;
+      const format = state.httpFormat;
       const inScope = (g: CompiledGuard) => (x: TextSlot) => g.ir.scope.includes(x.scope);
       // The slots are read again after a mask: a guard sees what the guards before it left.
       await run(ctx, state, request, {
@@ -181,7 +181,7 @@ export function compileGuards(ir: LlmGuardsIR | undefined, env: GuardEnv): Model
     },
     async response(ctx, state, body, req) {
       if (response.length === 0) return false;
-      const format = state.clientFormat;
+      const format = state.httpFormat;
       return run(ctx, state, response, {
         name: 'response',
         body,
@@ -196,7 +196,7 @@ export function compileGuards(ir: LlmGuardsIR | undefined, env: GuardEnv): Model
       const finding = (g: CompiledGuard, action: GuardFinding['action'], rule: string, applied: boolean) =>
         record(ctx, state, { phase: 'stream', guard: g.ir.name, action, rule, applied });
       const guarded =
-        scanned.length > 0 ? new GuardedStream(conv, scanned, state.clientFormat, finding) : undefined;
+        scanned.length > 0 ? new GuardedStream(conv, scanned, state.httpFormat, finding) : undefined;
       const request = responseRequest(req);
       return {
         conv: guarded ?? conv,
@@ -204,7 +204,7 @@ export function compileGuards(ir: LlmGuardsIR | undefined, env: GuardEnv): Model
         windows: (sink) =>
           windowed.length === 0
             ? undefined
-            : new StreamWindows(windowed, state.clientFormat, { ...sink, finding }, (g, text, signal) =>
+            : new StreamWindows(windowed, state.httpFormat, { ...sink, finding }, (g, text, signal) =>
                 Promise.resolve(
                   g.check({
                     phase: 'response',
