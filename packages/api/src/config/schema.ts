@@ -1996,7 +1996,8 @@ const GuardHostOverride = LlmParams.shape.hostOverride.meta({
 /**
  * agentgateway's SimpleLocalBackendPolicies on a call to a guard service: the credential (`auth`, by
  * service), the TLS of the connection (a private CA, a client certificate; with `hostOverride`, the
- * stand-in is then called over HTTPS) and headers set on the call; the others are refused by name.
+ * stand-in is then called over HTTPS), headers set on the call, and the connection's HTTP version,
+ * timeouts and keepalives; the others are refused by name.
  */
 const guardServicePolicies = <A extends z.ZodType>(auth: A) =>
   strict({
@@ -2006,8 +2007,13 @@ const guardServicePolicies = <A extends z.ZodType>(auth: A) =>
     }),
     transformations: NotYet('transformations on a guard service').optional(),
     backendTLS: BackendTLS.optional(),
-    http: NotYet('http on a guard service').optional(),
-    tcp: NotYet('tcp on a guard service').optional(),
+    http: BackendHttp.optional().meta({
+      description:
+        'version HTTP2: the calls over HTTP/2 (h2 over TLS, h2c to a plain stand-in); requestTimeout: how long a verdict may take (default 10s)',
+    }),
+    tcp: BackendTcp.optional().meta({
+      description: 'the connect timeout and TCP keepalives of the connections to the service (unset: the global ones)',
+    }),
     backendTunnel: NotYet('backendTunnel on a guard service').optional(),
   });
 /** agentgateway's Moderation: OpenAI's moderation endpoint on the request (a flagged text is rejected). */

@@ -6,6 +6,8 @@
 import { checkRegex, type FieldPath, type Problem, SERVED_AI_ROUTE_TYPES } from '@gw/api';
 import { checkCel } from '@gw/api/checks/cel';
 import { translateAssumeRole } from './policy/backend/auth.ts';
+import { httpPolicy } from './policy/backend/http.ts';
+import { tcpPolicy } from './policy/backend/tcp.ts';
 import { backendTls } from './policy/backend/tls.ts';
 import { isSecretRef, type MapContext, readKey, serviceAddress } from './policy/context.ts';
 import type { BackendSpec, GwBackendPoliciesSpec } from './policy/spec.ts';
@@ -80,6 +82,12 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
     const r = refs.tls(`${f}.policies.tls`, t);
     return r === undefined ? null : { backendTLS: r };
   };
+  /** A guard service's tcp and http blocks as its proxy policies. */
+  const serviceConnection = (p: { tcp?: BackendSpec['tcp']; http?: BackendSpec['http'] } | undefined) => {
+    const tcp = p?.tcp && tcpPolicy(p.tcp);
+    const http = p?.http && httpPolicy(p.http);
+    return { ...(tcp ? { tcp } : {}), ...(http ? { http } : {}) };
+  };
   const g = spec.promptGuard;
   if (g) {
     const guard = (s: GuardSpec, phase: 'request' | 'response', i: number) => {
@@ -100,15 +108,18 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
       // leaves the whole provider out (refs mark it), and the guard is not built.
       if (s.openAIModeration) {
         const m = s.openAIModeration;
-        for (const k of ['tcp', 'http', 'tunnel'] as const)
-          if (m.policies?.[k]) out.unsupported.push(`${at}.openAIModeration.policies.${k}`);
+        if (m.policies?.tunnel) out.unsupported.push(`${at}.openAIModeration.policies.tunnel`);
         const auth = m.policies?.auth;
         if (auth?.location) out.unsupported.push(`${at}.openAIModeration.policies.auth.location`);
         const key = auth ? refs.key(`${at}.openAIModeration.policies.auth`, auth) : undefined;
         if (auth && key === undefined) return undefined;
         const backendTLS = serviceTls(`${at}.openAIModeration`, m.policies?.tls);
         if (backendTLS === null) return undefined;
-        const policies = { ...(key !== undefined ? { backendAuth: { key } } : {}), ...backendTLS };
+        const policies = {
+          ...(key !== undefined ? { backendAuth: { key } } : {}),
+          ...backendTLS,
+          ...serviceConnection(m.policies),
+        };
         entry.openAIModeration = {
           ...(m.model ? { model: m.model } : {}),
           ...(Object.keys(policies).length > 0 ? { policies } : {}),
@@ -153,11 +164,14 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
           if (key === undefined) return undefined;
           backendAuth = { key };
         }
-        for (const k of ['tcp', 'http', 'tunnel'] as const)
-          if (b.policies?.[k]) out.unsupported.push(`${bf}.policies.${k}`);
+        if (b.policies?.tunnel) out.unsupported.push(`${bf}.policies.tunnel`);
         const backendTLS = serviceTls(bf, b.policies?.tls);
         if (backendTLS === null) return undefined;
-        const policies = { ...(backendAuth ? { backendAuth } : {}), ...backendTLS };
+        const policies = {
+          ...(backendAuth ? { backendAuth } : {}),
+          ...backendTLS,
+          ...serviceConnection(b.policies),
+        };
         entry.bedrockGuardrails = {
           guardrailIdentifier: b.identifier,
           guardrailVersion: b.version,
@@ -167,8 +181,7 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
         };
       } else if (s.googleModelArmor) {
         const a = s.googleModelArmor;
-        for (const k of ['tcp', 'http', 'tunnel'] as const)
-          if (a.policies?.[k]) out.unsupported.push(`${at}.googleModelArmor.policies.${k}`);
+        if (a.policies?.tunnel) out.unsupported.push(`${at}.googleModelArmor.policies.tunnel`);
         const backendTLS = serviceTls(`${at}.googleModelArmor`, a.policies?.tls);
         if (backendTLS === null) return undefined;
         // credentials: the proxy's Application Default Credentials (gcp: {} says the same)
@@ -180,7 +193,9 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
           templateId: a.templateId,
           projectId: a.projectId,
           location: a.location,
-          ...(backendTLS.backendTLS ? { policies: backendTLS } : {}),
+          ...(backendTLS.backendTLS || a.policies?.tcp || a.policies?.http
+            ? { policies: { ...backendTLS, ...serviceConnection(a.policies) } }
+            : {}),
         };
       } else if (s.webhook) {
         const w = s.webhook;

@@ -571,9 +571,11 @@ export interface LlmGuardSettings {
   webhook: {
     /** http://host:port, or https://host:port for a named backend with backendTLS */
     origin: string;
-    /** A named backend's backendTLS and requestHeaderModifier. */
+    /** A named backend's backendTLS, requestHeaderModifier, tcp and http. */
     tls?: BackendTlsIR;
     requestHeaders?: LlmGuardServiceIR['requestHeaders'];
+    tcp?: LlmGuardServiceIR['tcp'];
+    http2?: boolean;
     /** Header name or :path / :method / :authority → CEL on the original request. */
     headers: Record<string, string>;
     /** The client's headers to forward: a name and an exact value or a pattern. */
@@ -644,6 +646,10 @@ export interface LlmGuardServiceIR {
     set?: Record<string, string> | undefined;
     remove?: string[] | undefined;
   };
+  /** policies.tcp: the connect timeout and keepalives (unset: the global ones). */
+  tcp?: ResolvedBackendPolicies['tcp'];
+  /** policies.http version HTTP2: h2 over TLS, h2c over plain text. */
+  http2?: boolean;
 }
 
 /** mask: replace the match; reject: answer the rejection; audit: record what would be done, pass on. */

@@ -2338,6 +2338,8 @@ const inlineOnly: GuardContext = {
 type GuardServicePolicies = {
   backendTLS?: BackendTLS | undefined;
   requestHeaderModifier?: LlmGuardServiceIR['requestHeaders'] | undefined;
+  tcp?: LlmGuardServiceIR['tcp'] | undefined;
+  http?: { version?: 'HTTP1' | 'HTTP2' | null | undefined; requestTimeout?: string | undefined } | undefined;
 } | null;
 
 /** agentgateway's PromptGuard as the guard IR: each entry one guard of its kind. */
@@ -2363,7 +2365,10 @@ export function promptGuardIR(g: PromptGuard, base: GuardContext = inlineOnly): 
 /** One guard entry as the guard IR (none when a part of it could not be read, already reported). */
 function guardEntry(e: NonNullable<PromptGuard['request']>[number], ctx: GuardContext): LlmGuardIR[] {
   const read = ctx.read.bind(ctx);
-  /** A cloud guard's service: its host (or the stand-in's), its TLS and the headers set on calls. */
+  /**
+   * A cloud guard's service: its host (or the stand-in's), its TLS, the headers set on calls and its
+   * connection's tcp and http settings.
+   */
   const service = (
     kind: string,
     host: string,
@@ -2374,9 +2379,10 @@ function guardEntry(e: NonNullable<PromptGuard['request']>[number], ctx: GuardCo
     if (p?.backendTLS && !tls) return undefined;
     return {
       origin: serviceOrigin(host, override, tls !== undefined),
-      timeoutMs: GUARD_SERVICE_TIMEOUT_MS,
+      timeoutMs: ms(p?.http?.requestTimeout, GUARD_SERVICE_TIMEOUT_MS),
       ...(tls ? { tls } : {}),
       ...(p?.requestHeaderModifier ? { requestHeaders: p.requestHeaderModifier } : {}),
+      ...serviceConnection(p),
     };
   };
   const r = e.rejection;
@@ -2550,7 +2556,15 @@ function guardEntry(e: NonNullable<PromptGuard['request']>[number], ctx: GuardCo
 }
 
 /** A named backend's policies a webhook call takes; the others are refused by name. */
-const WEBHOOK_BACKEND_POLICIES = new Set(['backendTLS', 'requestHeaderModifier']);
+const WEBHOOK_BACKEND_POLICIES = new Set(['backendTLS', 'requestHeaderModifier', 'tcp', 'http']);
+
+/** A guard service's tcp and http policies as the service IR holds them. */
+function serviceConnection(p: GuardServicePolicies | undefined): Pick<LlmGuardServiceIR, 'tcp' | 'http2'> {
+  return {
+    ...(p?.tcp ? { tcp: p.tcp } : {}),
+    ...(p?.http?.version === 'HTTP2' ? { http2: true } : {}),
+  };
+}
 
 function webhookGuardIR(
   w: GuardWebhook,
@@ -2562,6 +2576,7 @@ function webhookGuardIR(
   let host = '';
   let tls: BackendTlsIR | undefined;
   let requestHeaders: LlmGuardServiceIR['requestHeaders'];
+  let connection: GuardServicePolicies | undefined;
   if ('host' in w.target) host = String(w.target.host);
   else if ('backend' in w.target) {
     const at = ['webhook', 'target', 'backend'];
@@ -2574,12 +2589,13 @@ function webhookGuardIR(
       if (!WEBHOOK_BACKEND_POLICIES.has(k) && p[k as keyof typeof p] !== undefined)
         ctx.fail(
           at,
-          `backend ${JSON.stringify(name)} sets ${k}, which a webhook call does not take (it takes backendTLS and requestHeaderModifier)`,
+          `backend ${JSON.stringify(name)} sets ${k}, which a webhook call does not take (it takes backendTLS, requestHeaderModifier, tcp and http)`,
         );
     }
     if (def.tls === null) return undefined;
     tls = def.tls;
     if (p.requestHeaderModifier) requestHeaders = p.requestHeaderModifier;
+    connection = p;
   }
   const origin = `${tls ? 'https' : 'http'}://${/:[0-9]+$/.test(host) ? host : `${host}:${tls ? 443 : 80}`}`;
   return {
@@ -2591,11 +2607,13 @@ function webhookGuardIR(
       origin,
       ...(tls ? { tls } : {}),
       ...(requestHeaders ? { requestHeaders } : {}),
+      ...serviceConnection(connection),
       headers: w.headers ?? {},
       forward: (w.forwardHeaderMatches ?? []).map((m) => ({ name: m.name.toLowerCase(), ...m.value })),
       failureMode: w.failureMode ?? 'failClosed',
       audit: w.action === 'audit',
-      timeoutMs: ms(w.timeout, DEFAULT_TIMEOUT_MS),
+      // the webhook's own timeout, else the named backend's requestTimeout
+      timeoutMs: ms(w.timeout ?? connection?.http?.requestTimeout, DEFAULT_TIMEOUT_MS),
     },
   };
 }

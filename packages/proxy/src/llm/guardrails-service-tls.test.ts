@@ -147,7 +147,7 @@ describe('config errors', () => {
         `backends:\n- name: hook\n  host: "127.0.0.1:9"\n  policies: ${policies}\n- name: dyn\n  dynamic: {}\n`,
       );
     assert.deepEqual(withBackends('{backendAuth: {key: k}}'), [
-      'llm.models[0].guardrails.request[0].webhook.target.backend: backend "hook" sets backendAuth, which a webhook call does not take (it takes backendTLS and requestHeaderModifier)',
+      'llm.models[0].guardrails.request[0].webhook.target.backend: backend "hook" sets backendAuth, which a webhook call does not take (it takes backendTLS, requestHeaderModifier, tcp and http)',
     ]);
     assert.match(
       guardrailsIssuesWith(

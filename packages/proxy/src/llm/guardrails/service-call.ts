@@ -6,6 +6,7 @@
 import type { Dispatcher } from 'undici';
 import type { LlmGuardServiceIR } from '../../config/ir.ts';
 import { headerModifier } from '../../policies/header-modifier/index.ts';
+import { connectionSpec } from '../../upstream/connection.ts';
 import type { GuardEnv } from './types.ts';
 
 /** How much of an answer is read: more is a failed call (a verdict is a few kilobytes). */
@@ -45,14 +46,21 @@ export function serviceOrigin(host: string, override: string | undefined, tls = 
  */
 export function guardService(ir: LlmGuardServiceIR, env: GuardEnv, waitsFor = 'answer'): GuardService {
   const url = new URL(ir.origin);
+  const https = url.protocol === 'https:';
+  // The service's tcp and http policies as a backend's; the pool's size and idle time are the guards'.
+  const spec = connectionSpec(
+    {
+      ...(ir.tcp ? { tcp: ir.tcp } : {}),
+      ...(ir.http2 ? { http: { version: 'HTTP2' as const } } : {}),
+      ...(https ? { backendTLS: ir.tls ?? {} } : {}),
+    },
+    env.global,
+  );
   const pool: Dispatcher | undefined = env.pools?.acquire({
+    ...spec,
     origin: ir.origin,
-    ...(url.protocol === 'https:' ? { tls: ir.tls ?? {} } : {}),
-    connectTimeoutMs: env.global.connectTimeoutMs,
     idleTimeoutMs: env.global.guardrailWebhook.keepAliveMs,
     maxConnections: env.global.guardrailWebhook.maxConnections,
-    keepalive: env.global.keepalive,
-    allowH2: false,
   });
   if (pool) env.used.add(pool);
   const host = url.host;

@@ -46,6 +46,8 @@ export const webhookGuard: GuardKindModule<'webhook'> = {
         timeoutMs: s.timeoutMs,
         ...(s.tls ? { tls: s.tls } : {}),
         ...(s.requestHeaders ? { requestHeaders: s.requestHeaders } : {}),
+        ...(s.tcp ? { tcp: s.tcp } : {}),
+        ...(s.http2 ? { http2: true } : {}),
       },
       env,
       'verdict',
