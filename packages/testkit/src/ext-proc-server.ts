@@ -27,17 +27,28 @@ export interface ExtProcServer {
   streams: ProcessingRequest[][];
   /** Each stream's gRPC metadata as it opened (text values), in the order of `streams`. */
   metadata: Record<string, string>[];
+  /** Each stream's client certificate subject CN (TLS with `clientCa`), in the order of `streams`. */
+  clientCerts: (string | undefined)[];
   close(): Promise<void>;
 }
 
 type Answers = ProcessingAnswer | ProcessingAnswer[] | undefined;
 
+/** TLS for the server: its certificate and key (PEM); with `clientCa`, a client certificate signed by it is required. */
+export interface ExtProcServerTls {
+  cert: string;
+  key: string;
+  clientCa?: string;
+}
+
 /** `answer` gets each request and the ones before it on the same stream. */
 export async function startExtProcServer(
   answer: (req: ProcessingRequest, earlier: readonly ProcessingRequest[]) => Answers | Promise<Answers>,
+  tls?: ExtProcServerTls,
 ): Promise<ExtProcServer> {
   const streams: ProcessingRequest[][] = [];
   const metadata: Record<string, string>[] = [];
+  const clientCerts: (string | undefined)[] = [];
   const server = new Server();
   server.addService(ExternalProcessorService, {
     process(call: ServerDuplexStream<ProcessingRequest, ProcessingResponse>) {
@@ -46,6 +57,8 @@ export async function startExtProcServer(
       const md: Record<string, string> = {};
       for (const [k, v] of Object.entries(call.metadata.getMap())) md[k] = String(v);
       metadata.push(md);
+      const peer = call.getAuthContext().sslPeerCertificate;
+      clientCerts.push(peer?.subject?.CN as string | undefined);
       let order: Promise<unknown> = Promise.resolve();
       call.on('data', (req: ProcessingRequest) => {
         const earlier = [...seen];
@@ -66,17 +79,25 @@ export async function startExtProcServer(
     },
   });
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) =>
-      err ? reject(err) : resolve(p),
-    ),
+    server.bindAsync('127.0.0.1:0', credentialsOf(tls), (err, p) => (err ? reject(err) : resolve(p))),
   );
   return {
     port,
     host: `127.0.0.1:${port}`,
     streams,
     metadata,
+    clientCerts,
     close: async () => {
       server.forceShutdown();
     },
   };
+}
+
+function credentialsOf(tls: ExtProcServerTls | undefined): ServerCredentials {
+  if (!tls) return ServerCredentials.createInsecure();
+  return ServerCredentials.createSsl(
+    tls.clientCa ? Buffer.from(tls.clientCa) : null,
+    [{ cert_chain: Buffer.from(tls.cert), private_key: Buffer.from(tls.key) }],
+    tls.clientCa !== undefined,
+  );
 }

@@ -19,6 +19,11 @@ export interface RateLimitServiceOptions {
    * `false` turns them off. Default: x-ratelimit-limit, x-ratelimit-remaining, x-ratelimit-reset.
    */
   headers?: { limit: string; remaining: string; reset: string } | false;
+  /**
+   * gRPC over TLS (GRPC_SERVER_USE_TLS) with this certificate and key (files); with `clientCa`, a
+   * client certificate signed by it is required (GRPC_CLIENT_TLS_CACERT).
+   */
+  tls?: { certFile: string; keyFile: string; clientCaFile?: string };
 }
 
 export interface RateLimitService {
@@ -171,6 +176,14 @@ async function startOnce(bin: string, dir: string, opts: RateLimitServiceOptions
         RUNTIME_WATCH_ROOT: 'false',
         // Healthy only once the config is loaded, so the first request already sees the limits.
         HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: 'true',
+        ...(opts.tls
+          ? {
+              GRPC_SERVER_USE_TLS: 'true',
+              GRPC_SERVER_TLS_CERT: opts.tls.certFile,
+              GRPC_SERVER_TLS_KEY: opts.tls.keyFile,
+              ...(opts.tls.clientCaFile ? { GRPC_CLIENT_TLS_CACERT: opts.tls.clientCaFile } : {}),
+            }
+          : {}),
         ...(h
           ? {
               LIMIT_RESPONSE_HEADERS_ENABLED: 'true',

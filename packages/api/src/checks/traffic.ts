@@ -38,7 +38,13 @@ export function checkTrafficPolicies(p: TrafficPolicies, path: FieldPath): Probl
     if (loc) out.push(...checkTokenLocation(loc, [...path, k, 'location']));
   }
   if (p.extAuthz) out.push(...checkExtAuthz(p.extAuthz, [...path, 'extAuthz']));
-  if (p.extProc) out.push(...checkExplicitOrConditional(p.extProc, [...path, 'extProc'], checkExtProcCel));
+  if (p.extProc)
+    out.push(
+      ...checkExplicitOrConditional(p.extProc, [...path, 'extProc'], (e, at) => [
+        ...serviceTls(e, at),
+        ...checkExtProcCel(e, at),
+      ]),
+    );
   if (p.localRateLimit && !Array.isArray(p.localRateLimit))
     out.push(...checkExplicitOrConditional(p.localRateLimit, [...path, 'localRateLimit'], () => []));
   if (p.remoteRateLimit) out.push(...checkRemoteRateLimit(p.remoteRateLimit, [...path, 'remoteRateLimit']));
@@ -154,14 +160,28 @@ export function checkRemoteRateLimit(r: ExplicitOrConditional<RemoteRateLimit>, 
   return checkExplicitOrConditional(r, path, checkOneRemoteRateLimit);
 }
 
+/** A service's policies.backendTLS (extProc, remoteRateLimit). */
+function serviceTls(
+  e: { policies?: { backendTLS?: Parameters<typeof checkTls>[0] | undefined } | null | undefined },
+  path: FieldPath,
+): Problem[] {
+  const tls = e.policies?.backendTLS;
+  return tls ? checkTls(tls, [...path, 'policies', 'backendTLS']) : [];
+}
+
 function checkOneRemoteRateLimit(r: RemoteRateLimit, path: FieldPath): Problem[] {
-  return r.descriptors.flatMap((d, di) => [
-    ...d.entries.flatMap((e, ei) => checkCel(e.value, [...path, 'descriptors', di, 'entries', ei, 'value'])),
-    ...(['cost', 'limitOverride'] as const).flatMap((k) => {
-      const expr = d[k];
-      return expr === undefined ? [] : checkCel(expr, [...path, 'descriptors', di, k]);
-    }),
-  ]);
+  return [
+    ...serviceTls(r, path),
+    ...r.descriptors.flatMap((d, di) => [
+      ...d.entries.flatMap((e, ei) =>
+        checkCel(e.value, [...path, 'descriptors', di, 'entries', ei, 'value']),
+      ),
+      ...(['cost', 'limitOverride'] as const).flatMap((k) => {
+        const expr = d[k];
+        return expr === undefined ? [] : checkCel(expr, [...path, 'descriptors', di, k]);
+      }),
+    ]),
+  ];
 }
 
 type DirectResponse = NonNullable<TrafficPolicies['directResponse']>;

@@ -458,16 +458,21 @@ const ExtAuthzBody = strict({
     description: 'grpc: the body as raw_body (bytes) instead of body (UTF-8 text)',
   }),
 });
-/** agentgateway's SimpleLocalBackendPolicies on the authorization service: its TLS. */
-const ExtAuthzServicePolicies = strict({
-  backendTLS: BackendTLS.optional().meta({ description: 'TLS to the authorization service' }),
-  backendAuth: NotYet('backendAuth on the extAuthz service').optional(),
-  requestHeaderModifier: NotYet('requestHeaderModifier on the extAuthz service').optional(),
-  transformations: NotYet('transformations on the extAuthz service').optional(),
-  http: NotYet('http on the extAuthz service').optional(),
-  tcp: NotYet('tcp on the extAuthz service').optional(),
-  backendTunnel: NotYet('backendTunnel on the extAuthz service').optional(),
-});
+/**
+ * agentgateway's SimpleLocalBackendPolicies on a policy's own service (the extAuthz, extProc or
+ * remoteRateLimit service): its TLS; the others are refused by name.
+ */
+const serviceTlsPolicies = (service: string) =>
+  strict({
+    backendTLS: BackendTLS.optional().meta({ description: `TLS to ${service}` }),
+    backendAuth: NotYet(`backendAuth on ${service}`).optional(),
+    requestHeaderModifier: NotYet(`requestHeaderModifier on ${service}`).optional(),
+    transformations: NotYet(`transformations on ${service}`).optional(),
+    http: NotYet(`http on ${service}`).optional(),
+    tcp: NotYet(`tcp on ${service}`).optional(),
+    backendTunnel: NotYet(`backendTunnel on ${service}`).optional(),
+  });
+const ExtAuthzServicePolicies = serviceTlsPolicies('the extAuthz service');
 /** What both protocols share: the body sent along, TLS to the service, the failure mode. */
 interface ExtAuthzCommonIR {
   failureMode?: z.output<typeof FailureMode>;
@@ -661,7 +666,7 @@ export const ExtProc = strict({
   backend: z.string().min(1).optional().meta({
     description: 'the name of a host backend in the top-level backends list, whose address is the service',
   }),
-  policies: NotYet('policies on the extProc service').optional(),
+  policies: serviceTlsPolicies('the extProc service').optional(),
   failureMode: z.enum(['failClosed', 'failOpen']).optional().meta({
     description: 'when the service fails: failClosed (default, 500) or failOpen (continue unprocessed)',
   }),
@@ -761,7 +766,7 @@ export const RemoteRateLimit = strict({
   backend: z.string().min(1).optional().meta({
     description: 'the name of a host backend in the top-level backends list, whose address is the service',
   }),
-  policies: NotYet('policies on the remoteRateLimit service').optional(),
+  policies: serviceTlsPolicies('the remoteRateLimit service').optional(),
   domain: CrdGlobalRateLimit.shape.domain,
   descriptors: z.array(RemoteRateLimitDescriptor).min(1).max(64),
   failureMode: FailureMode.optional().meta({
@@ -2012,7 +2017,8 @@ const guardServicePolicies = <A extends z.ZodType>(auth: A) =>
         'version HTTP2: the calls over HTTP/2 (h2 over TLS, h2c to a plain stand-in); requestTimeout: how long a verdict may take (default 10s)',
     }),
     tcp: BackendTcp.optional().meta({
-      description: 'the connect timeout and TCP keepalives of the connections to the service (unset: the global ones)',
+      description:
+        'the connect timeout and TCP keepalives of the connections to the service (unset: the global ones)',
     }),
     backendTunnel: NotYet('backendTunnel on a guard service').optional(),
   });

@@ -83,7 +83,7 @@ const extProcFields = {
   backendRef: LocalBackendObjectReference.optional(),
   url: urlWithoutPath.optional().meta({
     description:
-      'The service by URL instead of backendRef: http://host[:port] (called in plain text; https is refused).',
+      'The service by URL instead of backendRef: http://host[:port], or https://host[:port] for TLS with the system roots.',
   }),
   failureMode: FailureMode.optional().meta({ description: 'FailClosed (default) or FailOpen.' }),
   requestBodyMode: BodySendMode.optional().meta({

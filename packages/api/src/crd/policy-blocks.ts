@@ -254,7 +254,7 @@ export const GlobalRateLimit = rules(
     }),
     url: urlWithoutPath.optional().meta({
       description:
-        'The service by URL instead of backendRef: http://host[:port] (called in plain text; https is refused).',
+        'The service by URL instead of backendRef: http://host[:port], or https://host[:port] for TLS with the system roots.',
     }),
     domain: ShortString,
     descriptors: z

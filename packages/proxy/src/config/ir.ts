@@ -232,14 +232,25 @@ export interface RouteIR {
  * one. Policies reveal them when they build their layer.
  */
 export interface RoutePolicies
-  extends Omit<TrafficPolicies, 'apiKey' | 'basicAuth' | 'backendAuth' | 'oidc' | 'extAuthz'> {
+  extends Omit<
+    TrafficPolicies,
+    'apiKey' | 'basicAuth' | 'backendAuth' | 'oidc' | 'extAuthz' | 'extProc' | 'remoteRateLimit'
+  > {
   apiKey?: ApiKeyIR;
   basicAuth?: BasicAuthIR;
   oidc?: OidcIR;
   extAuthz?: ExtAuthzIR | { conditional: (ExtAuthzIR & { condition?: string })[] };
+  extProc?: ServiceTlsIR<NonNullable<TrafficPolicies['extProc']>>;
+  remoteRateLimit?: ServiceTlsIR<NonNullable<TrafficPolicies['remoteRateLimit']>>;
   /** Never set on a route: the loader hands a route's backendAuth to each of its backends. */
   backendAuth?: BackendAuthIR;
 }
+
+/** A service policy (plain or conditional) whose policies.backendTLS the loader has read and sealed. */
+export type ServiceTlsIR<P> = P extends { conditional: (infer E)[] }
+  ? { conditional: ServiceEntryTlsIR<E>[] }
+  : ServiceEntryTlsIR<P>;
+type ServiceEntryTlsIR<E> = Omit<E, 'policies'> & { policies?: { backendTLS?: BackendTlsIR } };
 
 type ApiKeyConfig = NonNullable<TrafficPolicies['apiKey']>;
 /** `allowedModels`: the model name patterns the key may use on the LLM API; unset: any. */

@@ -328,10 +328,11 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
       issues(rrl(', backend: b')).join('\n'),
       /remoteRateLimit\.backend: set host or backend, not both/,
     );
+    // the service's backendTLS is taken (remote-rate-limit-tls.test.ts); its other policies are not
     refused(
-      rrl(', policies: {}'),
-      `${R}.policies.remoteRateLimit.policies`,
-      'policies on the remoteRateLimit service',
+      rrl(', policies: {tcp: {}}'),
+      `${R}.policies.remoteRateLimit.policies.tcp`,
+      'tcp on the remoteRateLimit service',
     );
     // cost and limitOverride are CEL text (remote-rate-limit.test.ts runs them); a bare number is not,
     // as agentgateway says too.

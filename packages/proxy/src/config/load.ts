@@ -2070,33 +2070,55 @@ class Builder {
 
   /**
    * The extProc and remoteRateLimit services and a requestMirror's backend given by `backend`: the
-   * named host backend's address becomes `host`. These calls take no connection policies yet, so a
-   * backend with any is refused.
+   * named host backend's address becomes `host`. The services take the backend's backendTLS (unless
+   * they have their own) and read their TLS files; other policies of the backend are refused by name,
+   * and a mirror takes none.
    * Done once: policies are shared by the routes that inherit them.
    */
   serviceBackends(path: FieldPath, p: TrafficPolicies): void {
+    type Entry = {
+      host?: string | undefined;
+      backend?: string | undefined;
+      policies?: { backendTLS?: BackendTLS | undefined } | null | undefined;
+    };
     for (const k of ['extProc', 'remoteRateLimit', 'requestMirror'] as const) {
       const v = p[k];
       if (!v) continue;
-      const entries: [{ host?: string | undefined; backend?: string | undefined }, FieldPath][] =
+      const entries: [Entry, FieldPath][] =
         'conditional' in v
           ? v.conditional.map((c, i) => [c, [...path, k, 'conditional', i]])
           : k === 'requestMirror'
             ? [[(v as NonNullable<TrafficPolicies['requestMirror']>).backend, [...path, k, 'backend']]]
-            : [[v as { host?: string; backend?: string }, [...path, k]]];
+            : [[v as Entry, [...path, k]]];
       for (const [entry, at] of entries) {
         const name = entry.backend;
-        if (name === undefined) continue;
-        delete entry.backend;
-        const def = this.hostBackend([...at, 'backend'], name, `the ${k} service`);
-        if (!def) continue;
-        const set = Object.keys(def.policies ?? {});
-        if (set.length > 0)
-          this.fail(
-            [...at, 'backend'],
-            `backend ${JSON.stringify(name)} sets ${set.join(', ')}, which the ${k} call does not take yet (it is called in plain text)`,
-          );
-        entry.host = def.host;
+        if (name !== undefined) {
+          delete entry.backend;
+          const def = this.hostBackend([...at, 'backend'], name, `the ${k} service`);
+          if (!def) continue;
+          const { backendTLS, ...others } = def.policies ?? {};
+          const refused = Object.keys(k === 'requestMirror' ? (def.policies ?? {}) : others);
+          if (refused.length > 0)
+            this.fail(
+              [...at, 'backend'],
+              k === 'requestMirror'
+                ? `backend ${JSON.stringify(name)} sets ${refused.join(', ')}, which the ${k} call does not take yet (it is called in plain text)`
+                : `backend ${JSON.stringify(name)} sets ${refused.join(', ')}, which the ${k} call does not take (it takes backendTLS)`,
+            );
+          entry.host = def.host;
+          if (k !== 'requestMirror' && backendTLS && !entry.policies?.backendTLS) {
+            // checked and read where the backend says it
+            const bp = ['backends', def.index, 'policies'];
+            const problems = checkBackendPolicies({ backendTLS }, bp);
+            this.report(problems);
+            if (problems.length > 0) continue;
+            this.readTlsFiles([...bp, 'backendTLS'], backendTLS);
+            entry.policies = { ...entry.policies, backendTLS };
+            continue;
+          }
+        }
+        const tls = entry.policies?.backendTLS;
+        if (tls) this.readTlsFiles([...at, 'policies', 'backendTLS'], tls);
       }
     }
   }

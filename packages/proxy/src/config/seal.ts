@@ -21,13 +21,34 @@ function sealKey(e: ApiKeyEntry): ApiKeyEntryIR {
 /** A copy of `p` with its credentials sealed; `p` is not changed (policies are shared between routes). */
 export function sealPolicies(p: TrafficPolicies): RoutePolicies {
   // backendAuth is not a route layer: the loader has handed it to each of the route's backends.
-  const { apiKey, basicAuth, oidc, extAuthz, backendAuth: _toBackends, ...rest } = p;
+  const {
+    apiKey,
+    basicAuth,
+    oidc,
+    extAuthz,
+    extProc,
+    remoteRateLimit,
+    backendAuth: _toBackends,
+    ...rest
+  } = p;
   const out: RoutePolicies = rest;
   if (extAuthz)
     out.extAuthz =
       'conditional' in extAuthz
         ? { conditional: extAuthz.conditional.map((e) => sealExtAuthz(e)) }
         : sealExtAuthz(extAuthz);
+  if (extProc)
+    out.extProc = (
+      'conditional' in extProc
+        ? { conditional: extProc.conditional.map(sealServiceTls) }
+        : sealServiceTls(extProc)
+    ) as NonNullable<RoutePolicies['extProc']>;
+  if (remoteRateLimit)
+    out.remoteRateLimit = (
+      'conditional' in remoteRateLimit
+        ? { conditional: remoteRateLimit.conditional.map(sealServiceTls) }
+        : sealServiceTls(remoteRateLimit)
+    ) as NonNullable<RoutePolicies['remoteRateLimit']>;
   if (oidc) out.oidc = { ...oidc, clientSecret: new Secret(oidc.clientSecret) };
   if (apiKey) {
     const keys = Array.isArray(apiKey.keys)
@@ -50,9 +71,16 @@ type ExtAuthz = Exclude<NonNullable<TrafficPolicies['extAuthz']>, { conditional:
 
 /** An extAuthz check with TLS to its service as the IR holds it (the loader has read its files). */
 function sealExtAuthz<E extends ExtAuthz>(e: E): ExtAuthzIR & Omit<E, 'policies'> {
+  return sealServiceTls(e) as ExtAuthzIR & Omit<E, 'policies'>;
+}
+
+/** A policy's service entry with its backendTLS as the IR holds it (the loader has read its files). */
+function sealServiceTls<E extends { policies?: { backendTLS?: BackendTLS | undefined } | null | undefined }>(
+  e: E,
+): Omit<E, 'policies'> & { policies?: { backendTLS: BackendTlsIR } } {
   const { policies, ...rest } = e;
   const tls = policies?.backendTLS;
-  return (tls ? { ...rest, policies: { backendTLS: tlsIR(tls) } } : rest) as ExtAuthzIR & Omit<E, 'policies'>;
+  return tls ? { ...rest, policies: { backendTLS: tlsIR(tls) } } : rest;
 }
 
 function tlsIR(t: BackendTLS): BackendTlsIR {

@@ -228,23 +228,18 @@ export function urlAddress(
 }
 
 /**
- * The address of a gRPC service a policy calls in plain text (extProc, the rate limit service): its
- * Service backendRef or its `url`; an https url is named, since this build does not call these
- * services over TLS.
+ * The address of a gRPC service a policy calls (extProc, the rate limit service): its Service
+ * backendRef or its `url` (the CRDs allow no path in it); `https` (an https url, or a port whose
+ * appProtocol is https) is TLS with the system's roots.
  */
-export function plainGrpcAddress(
+export function grpcAddress(
   ctx: MapContext,
   field: string,
   spec: { backendRef?: BackendRef | undefined; url?: string | undefined },
 ): ServiceAddress | undefined {
   if (spec.url === undefined)
     return spec.backendRef && serviceAddress(ctx, `${field}.backendRef`, spec.backendRef);
-  const u = urlAddress(ctx, `${field}.url`, spec.url);
-  if (u?.https) {
-    ctx.problem(`${field}.url`, 'https: this build calls the service in plain text; use an http url');
-    return undefined;
-  }
-  return u;
+  return urlAddress(ctx, `${field}.url`, spec.url);
 }
 
 /** Appends the deny-all block to the authorization of `out`. */

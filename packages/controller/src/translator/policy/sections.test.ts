@@ -1765,7 +1765,7 @@ describe("agentgateway's field names (issue 16): translated, or refused by name"
     );
   });
 
-  test('services by url: extAuth over TLS for https; extProc and the rate limit service in plain text only', () => {
+  test('services by url: TLS for https (extAuth, extProc, the rate limit service)', () => {
     traffic(
       {
         extAuth: { url: 'https://authz.example.com', grpc: {} },
@@ -1798,23 +1798,38 @@ describe("agentgateway's field names (issue 16): translated, or refused by name"
         },
       },
     );
-    // An http extAuth url's path is not used, and said so; https for a plain-text gRPC service is
-    // named, and extProc then denies.
+    // An http extAuth url's path is not used, and said so; an https url of a gRPC service is TLS with
+    // the system's roots.
     traffic(
       {
         extAuth: { url: 'http://authz.example/check', http: {} },
         extProc: { url: 'https://proc.example:9000' },
+        rateLimit: {
+          global: {
+            url: 'https://rls.example',
+            domain: 'gw',
+            descriptors: [{ entries: [{ name: 'k', expression: '"v"' }] }],
+          },
+        },
       },
       [],
       {
         extAuthz: { http: { host: 'authz.example:80' }, failureMode: 'failClosed' },
-        authorization: denyAll,
+        extProc: {
+          host: 'proc.example:9000',
+          policies: { backendTLS: {} },
+          failureMode: 'failClosed',
+          processingOptions: { requestBodyMode: 'none', responseBodyMode: 'none' },
+        },
+        remoteRateLimit: {
+          host: 'rls.example:443',
+          policies: { backendTLS: {} },
+          domain: 'gw',
+          descriptors: [{ entries: [{ key: 'k', value: '"v"' }], type: 'requests' }],
+          failureMode: 'failOpen',
+        },
       },
-      [
-        'traffic.extAuth.url: the url\'s path "/check" is not used: set http.path',
-        'traffic.extProc.url: https: this build calls the service in plain text; use an http url',
-        'traffic.extProc: no external processing service to call: every request is denied',
-      ],
+      ['traffic.extAuth.url: the url\'s path "/check" is not used: set http.path'],
     );
   });
 

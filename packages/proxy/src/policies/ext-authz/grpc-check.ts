@@ -1,18 +1,10 @@
 // The gRPC form: one Envoy ext_authz v3 Check call per request, built from the request context, and
 // the CheckResponse read the way Envoy's ext_authz filter reads it (OK allows, anything else denies).
 // With backendTLS the channel is TLS (CA, client certificate, SNI and names to verify as for backends).
-import { createHash, randomUUID } from 'node:crypto';
-import { checkServerIdentity, createSecureContext, type PeerCertificate } from 'node:tls';
+import { randomUUID } from 'node:crypto';
 import { create, type JsonObject } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import {
-  type ChannelCredentials,
-  Client,
-  credentials,
-  Metadata,
-  type ServiceError,
-  status,
-} from '@grpc/grpc-js';
+import { type Client, Metadata, type ServiceError, status } from '@grpc/grpc-js';
 import { HEADER_NAME_PATTERN, parseGoDuration } from '@gw/api/runtime';
 import {
   HeaderValueOption_HeaderAppendAction as Action,
@@ -33,59 +25,12 @@ import {
   type ProxyResponse,
   type RequestContext,
 } from '../../pipeline/context.ts';
+import { grpcClient } from '../grpc-client.ts';
 import { type Check, DEFAULT_TIMEOUT_MS, type Decision } from './decision.ts';
 import { type CheckBody, PARTIAL_BODY_HEADER } from './request-body.ts';
 import { CHECK_PATH, deserializeCheckResponse, serializeCheckRequest } from './service.ts';
 
 type GrpcConfig = Extract<ExtAuthzIR, { grpc: unknown }>['grpc'];
-
-// One channel per authorization service (and TLS setting), shared by every route and kept across
-// config reloads, so a reload does not reconnect. A restarted service is retried within seconds, not
-// grpc-js's 2 minutes.
-const clients = new Map<string, Client>();
-function clientFor(host: string, tls: BackendTlsIR | undefined): Client {
-  const key = tls ? `${host} ${tlsFingerprint(tls)}` : host;
-  let c = clients.get(key);
-  if (!c) {
-    const options: Record<string, string | number> = {
-      'grpc.initial_reconnect_backoff_ms': 100,
-      'grpc.max_reconnect_backoff_ms': 2_000,
-    };
-    // SNI and the name verified: backendTLS.hostname instead of the host dialled.
-    if (tls?.hostname) options['grpc.ssl_target_name_override'] = tls.hostname;
-    c = new Client(host, tls ? tlsCredentials(tls) : credentials.createInsecure(), options);
-    clients.set(key, c);
-  }
-  return c;
-}
-
-/** backendTLS as grpc-js credentials: the same material and verification rules as backend TLS. */
-function tlsCredentials(tls: BackendTlsIR): ChannelCredentials {
-  const context = createSecureContext({
-    ...(tls.root ? { ca: tls.root } : {}),
-    ...(tls.cert ? { cert: tls.cert } : {}),
-    ...(tls.key ? { key: tls.key.reveal() } : {}),
-    ...(tls.ecdhCurve ? { ecdhCurve: tls.ecdhCurve } : {}),
-  });
-  let verify: ((host: string, cert: PeerCertificate) => Error | undefined) | undefined;
-  if (tls.insecureHost) verify = () => undefined;
-  else if (tls.subjectAltNames) {
-    const wanted = tls.subjectAltNames;
-    verify = (_host, cert) =>
-      wanted.some((name) => checkServerIdentity(name, cert) === undefined)
-        ? undefined
-        : new Error(`certificate does not match any of subjectAltNames ${wanted.join(', ')}`);
-  }
-  return credentials.createFromSecureContext(context, {
-    ...(tls.insecure ? { rejectUnauthorized: false } : {}),
-    ...(verify ? { checkServerIdentity: verify } : {}),
-  });
-}
-
-function tlsFingerprint(tls: BackendTlsIR): string {
-  const material = { ...tls, key: tls.key?.reveal() };
-  return createHash('sha256').update(JSON.stringify(material)).digest('base64url');
-}
 
 /** `metadata`: the config's requestMetadata, compiled by the caller. */
 export function grpcCheck(
@@ -95,7 +40,7 @@ export function grpcCheck(
 ): Check {
   const timeoutMs = (cfg.timeout && parseGoDuration(cfg.timeout)) || DEFAULT_TIMEOUT_MS;
   const extensions = { ...(cfg.contextExtensions ?? {}) };
-  const client = clientFor(cfg.host, tls);
+  const client = grpcClient(cfg.host, tls);
   return async (ctx, body) => {
     const req = checkRequest(ctx, extensions, metadata, body);
     let res: CheckResponse;

@@ -308,7 +308,7 @@ describe('extProc config', () => {
     );
   });
 
-  test('by backend: an unknown one, one with connection policies (not taken yet), host beside it', () => {
+  test('by backend: an unknown one, one with policies it does not take, host beside it', () => {
     const withBackends = (extProc: string, backends: string) => {
       try {
         loadConfigText(
@@ -327,10 +327,8 @@ describe('extProc config', () => {
       `${A}.backend: no backend named "nope" (backends: p)`,
     ]);
     assert.deepEqual(
-      withBackends('{backend: p}', '- {name: p, host: "127.0.0.1:2", policies: {backendTLS: {}}}'),
-      [
-        `${A}.backend: backend "p" sets backendTLS, which the extProc call does not take yet (it is called in plain text)`,
-      ],
+      withBackends('{backend: p}', '- {name: p, host: "127.0.0.1:2", policies: {backendTLS: {}, http: {}}}'),
+      [`${A}.backend: backend "p" sets http, which the extProc call does not take (it takes backendTLS)`],
     );
     assert.match(
       withBackends('{backend: p, host: "127.0.0.1:3"}', '- {name: p, host: "127.0.0.1:2"}').join('\n'),

@@ -34,6 +34,7 @@ export const extProc = withConditional({
   name: 'extProc',
   build(config: ExtProc, env: BuildEnv) {
     const host = config.host as string;
+    const tls = config.policies?.backendTLS;
     const timeoutMs = (config.timeout && parseGoDuration(config.timeout)) || DEFAULT_TIMEOUT_MS;
     const failOpen = config.failureMode === 'failOpen';
     const o = config.processingOptions ?? {};
@@ -50,7 +51,7 @@ export const extProc = withConditional({
     return async (ctx, next) => {
       const m = grpc.value ?? (await grpc.ready);
       const sent = extras.forRequest(ctx);
-      const stream = new m.ProcessStream(host, timeoutMs, ctx.signal, sent.grpcMetadata);
+      const stream = new m.ProcessStream(host, tls, timeoutMs, ctx.signal, sent.grpcMetadata);
       stream.side.request = { attributes: sent.requestAttributes, metadataContext: sent.metadataContext };
       let live = true;
       let failing: (() => void) | undefined;

@@ -7,7 +7,8 @@
 import { once } from 'node:events';
 import { PassThrough, type Readable } from 'node:stream';
 import { create, type JsonObject, type MessageInitShape } from '@bufbuild/protobuf';
-import { Client, type ClientDuplexStream, credentials, Metadata } from '@grpc/grpc-js';
+import type { Client, ClientDuplexStream } from '@grpc/grpc-js';
+import { Metadata } from '@grpc/grpc-js';
 import { HEADER_NAME_PATTERN } from '@gw/api/runtime';
 import {
   ProcessingMode_BodySendMode as BodySendMode,
@@ -22,23 +23,11 @@ import {
   ProcessingRequestSchema,
   type ProcessingResponse,
 } from '@gw/xds-proto/envoy/service/ext_proc/v3/external_processor';
+import type { BackendTlsIR } from '../../config/ir.ts';
 import type { Headers, ProxyResponse } from '../../pipeline/context.ts';
 import { applyHeaderOptions } from '../ext-authz/grpc-check.ts';
+import { grpcClient } from '../grpc-client.ts';
 import { PROCESS } from './service.ts';
-
-// One channel per processing service, shared by every route and kept across reloads (as ext_authz).
-const clients = new Map<string, Client>();
-function clientFor(host: string): Client {
-  let c = clients.get(host);
-  if (!c) {
-    c = new Client(host, credentials.createInsecure(), {
-      'grpc.initial_reconnect_backoff_ms': 100,
-      'grpc.max_reconnect_backoff_ms': 2_000,
-    });
-    clients.set(host, c);
-  }
-  return c;
-}
 
 export type Phase = 'requestHeaders' | 'requestBody' | 'responseHeaders' | 'responseBody';
 export type BodyPhase = 'requestBody' | 'responseBody';
@@ -96,10 +85,16 @@ export class ProcessStream {
    */
   readonly side: Record<'request' | 'response', SideExtras> = { request: {}, response: {} };
 
-  constructor(host: string, timeoutMs: number, signal: AbortSignal, grpcMetadata?: Record<string, string>) {
+  constructor(
+    host: string,
+    tls: BackendTlsIR | undefined,
+    timeoutMs: number,
+    signal: AbortSignal,
+    grpcMetadata?: Record<string, string>,
+  ) {
     this.#timeoutMs = timeoutMs;
     this.#signal = signal;
-    this.#client = clientFor(host);
+    this.#client = grpcClient(host, tls);
     const metadata = new Metadata();
     for (const [k, v] of Object.entries(grpcMetadata ?? {})) metadata.set(k, v);
     const call = this.#client.makeBidiStreamRequest(

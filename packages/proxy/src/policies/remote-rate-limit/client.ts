@@ -1,7 +1,7 @@
 // The gateway's side of Envoy's rate limit service v3 (`envoy.service.ratelimit.v3.RateLimitService/
 // ShouldRateLimit`): one unary call per check over protobuf-es messages, with its own deadline.
 import { create } from '@bufbuild/protobuf';
-import { Client, credentials, Metadata, type ServiceError, status } from '@grpc/grpc-js';
+import { type Client, Metadata, type ServiceError, status } from '@grpc/grpc-js';
 import {
   RateLimitResponse_Code as Code,
   type RateLimitRequest,
@@ -14,27 +14,17 @@ export { Code };
 
 import { RateLimitUnit } from '@gw/xds-proto/envoy/type/v3/ratelimit_unit';
 import { grpcMethod } from '@gw/xds-proto/grpc';
+import type { BackendTlsIR } from '../../config/ir.ts';
+import { grpcClient } from '../grpc-client.ts';
 
 const method = grpcMethod(RateLimitService.method.shouldRateLimit);
 export const SHOULD_RATE_LIMIT_PATH = method.path;
 const serialize = method.requestSerialize;
 const deserialize = method.responseDeserialize;
 
-// One channel per service address, shared by every route and kept across config reloads (a reload
-// must not reconnect). A restarted service is retried within seconds rather than grpc-js's minutes.
-const clients = new Map<string, Client>();
-export function rateLimitClient(host: string): Client {
-  let c = clients.get(host);
-  if (!c) {
-    c = new Client(host, credentials.createInsecure(), {
-      'grpc.initial_reconnect_backoff_ms': 100,
-      'grpc.max_reconnect_backoff_ms': 2_000,
-    });
-    // Connect now: the first request should not pay for the handshake inside its short deadline.
-    c.getChannel().getConnectivityState(true);
-    clients.set(host, c);
-  }
-  return c;
+/** The channel to the service at `host`, plain or with `tls` (connected now). */
+export function rateLimitClient(host: string, tls?: BackendTlsIR): Client {
+  return grpcClient(host, tls, true);
 }
 
 /** A limit the service applies instead of the one in its own config for the descriptor. */

@@ -4,13 +4,13 @@
 // `rate limit exceeded` plus x-ext-ratelimited; OK forwards, and the x-ratelimit-* headers go on the
 // response. No answer within the timeout (default 100ms) or an error: `failOpen` (the default, as
 // Envoy's failure_mode_deny=false) forwards, `failClosed` answers 500.
-import type { RemoteRateLimit } from '@gw/api';
 import { parseGoDuration } from '@gw/api/runtime';
 import { type CelContext, type CelProgram, celToJson, compileCel } from '../../cel/cel.ts';
 import { GwError } from '../../errors.ts';
 import { Lazy } from '../../lazy.ts';
 import { onResponseUsage } from '../../llm/usage.ts';
 import { withConditional } from '../conditional.ts';
+import type { PolicyConfig } from '../types.ts';
 import type { LimitOverride, RequestDescriptor } from './client.ts';
 import { quotaHeaders, serviceHeaders, setHeaders } from './headers.ts';
 
@@ -22,6 +22,9 @@ export const DEFAULT_TIMEOUT_MS = 100;
 
 // grpc-js and the generated rate limit messages load with the first config that has a remote limit.
 const rls = new Lazy(() => import('./client.ts'));
+
+/** One rate limit service entry (the loader has sealed its TLS). */
+type RemoteRateLimit = Exclude<PolicyConfig<'remoteRateLimit'>, { conditional: unknown }>;
 
 interface Descriptor {
   tokens: boolean;
@@ -132,7 +135,8 @@ export const remoteRateLimit = withConditional({
     // The channel connects as soon as the module is in, so the first request does not pay for it.
     // the loader has put a named backend's address in `host` (config/load.ts serviceBackends)
     const host = config.host as string;
-    const service = rls.derive((m) => ({ m, client: m.rateLimitClient(host) }));
+    const tls = config.policies?.backendTLS;
+    const service = rls.derive((m) => ({ m, client: m.rateLimitClient(host, tls) }));
     return async (ctx, next) => {
       const start = ctx.obs ? performance.now() : null;
       const built = evaluate(descriptors, ctx.celContext());

@@ -6,7 +6,7 @@
 
 import { checkExtProcCel } from '@gw/api';
 import { withConditional } from '../conditional.ts';
-import { addDenyAll, defined, lowerFirst, plainGrpcAddress } from '../context.ts';
+import { addDenyAll, defined, grpcAddress, lowerFirst } from '../context.ts';
 import type { TrafficMapper } from '../spec.ts';
 
 export const extProc: TrafficMapper<'extProc'> = withConditional(
@@ -35,7 +35,7 @@ export const extProc: TrafficMapper<'extProc'> = withConditional(
           at.path,
         ),
       );
-      const svc = plainGrpcAddress(ctx, at.field, spec);
+      const svc = grpcAddress(ctx, at.field, spec);
       const po = spec.processingOptions;
       const modes = {
         requestBodyMode: po?.requestBodyMode ?? spec.requestBodyMode ?? 'None',
@@ -56,6 +56,7 @@ export const extProc: TrafficMapper<'extProc'> = withConditional(
         lowerFirst(m) as 'none' | 'buffered' | 'bufferedPartial' | 'fullDuplexStreamed';
       out.extProc = {
         host: svc.hostPort,
+        ...(svc.https ? { policies: { backendTLS: {} } } : {}),
         failureMode,
         ...defined({
           metadataContext: spec.metadataContext,

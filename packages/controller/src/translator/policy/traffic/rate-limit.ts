@@ -4,7 +4,7 @@
 // standalone form of it.
 import { checkCel } from '@gw/api';
 import { withConditional } from '../conditional.ts';
-import { type At, defined, lowerFirst, type MapContext, plainGrpcAddress } from '../context.ts';
+import { type At, defined, grpcAddress, lowerFirst, type MapContext } from '../context.ts';
 import type { TrafficMapper, TrafficPolicies, TrafficSpec } from '../spec.ts';
 
 export const rateLimit: TrafficMapper<'rateLimit'> = withConditional(
@@ -87,10 +87,11 @@ function remoteRateLimit(
 ): RemoteRateLimit | undefined {
   // A missing Service keeps the user's failureMode: rate limiting is not access control, and FailOpen
   // (the default) is what they asked for when the service cannot be reached.
-  const svc = plainGrpcAddress(ctx, field, spec);
+  const svc = grpcAddress(ctx, field, spec);
   if (!svc) return undefined;
   return defined({
     host: svc.hostPort,
+    ...(svc.https ? { policies: { backendTLS: {} } } : {}),
     domain: spec.domain,
     descriptors: spec.descriptors.map((d) =>
       defined({
