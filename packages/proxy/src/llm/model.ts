@@ -21,7 +21,7 @@ import { enrichRequest } from './formats/content.ts';
 import { applyPromptCaching } from './formats/prompt-caching.ts';
 import { FORMAT_PAIRS } from './formats/registry.ts';
 import type { FormatPair, JsonObject, StreamConverter } from './formats/types.ts';
-import { compileGuards, type ModelGuards, type StreamGuards } from './guardrails/runner.ts';
+import { compileGuards, type ModelGuards, record, type StreamGuards } from './guardrails/runner.ts';
 import type { GuardRequest } from './guardrails/types.ts';
 import { PROVIDERS } from './providers/registry.ts';
 import type { ProviderEndpoint, ProviderModule, ProviderRequest } from './providers/types.ts';
@@ -47,6 +47,8 @@ const NOT_FORWARDED = new Set(REPLACED);
 const NOT_FORWARDED_WITH_KEY = new Set([...REPLACED, ...CLIENT_CREDENTIALS]);
 /** The reader of realtime sessions' usage (and ws's frame parser): loaded by the first session. */
 const realtimeUsage = new Lazy(() => import('./realtime-usage.ts'));
+/** The relay that runs prompt guards on realtime sessions: loaded by the first guarded session. */
+const realtimeGuard = new Lazy(() => import('./realtime-guard.ts'));
 
 export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
   const p = m.provider;
@@ -253,7 +255,19 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
         `a realtime WebSocket with provider ${p.name}'s backendAuth is not supported by this build of gw yet (use its key)`,
       );
     const upgrade = ctx.ext.upgrade;
+    const guarding = guards?.realtime();
+    if (guarding && guarding.needService.length > 0)
+      throw new GwError(
+        'GW_ERR_UPGRADE_UNSUPPORTED',
+        `guard ${guarding.needService.join(', ')} would check this realtime session through a service, which a session cannot wait for in this build of gw; only regex guards run on realtime sessions`,
+      );
+    const applies = guarding && guarding.request.length + guarding.response.length > 0;
     const reading = await realtimeUsage.ready;
+    const relaying = applies ? await realtimeGuard.ready : undefined;
+    // The guards read each message: no compression between the gateway and the provider, so none
+    // between the client and the gateway either (the provider's 101 agrees to what it was offered).
+    const guardedReq = applies ? guards?.snapshot(ctx) : undefined;
+    if (applies) delete ctx.headers['sec-websocket-extensions'];
     const q = new URLSearchParams(ctx.query.slice(1));
     const state = new LlmRequestState('openai-realtime', {}, q.get('model') ?? '', true);
     let query = ctx.query;
@@ -277,6 +291,13 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
         state.usageUnread = why;
       },
     );
+    if (relaying && guarding && guardedReq)
+      upgrade.relay = relaying.guardRealtime(
+        guarding,
+        guardedReq,
+        (f) => record(ctx, state, f),
+        () => up.socket.destroy(),
+      );
   };
   /** The provider's own base path (`/v1` for OpenAI's), which a pathPrefix replaces. */
   const basePath = p.pathPrefix === undefined ? '' : providerBase(provider, p, formats);

@@ -315,7 +315,7 @@ export class DataPlane {
         state.spliced = { read: socket.bytesRead, written: socket.bytesWritten };
         if (up.head.length > 0) socket.write(up.head);
         if (head.length > 0) up.socket.write(head);
-        splice(socket, up.socket, bs.idleTimeoutMs);
+        splice(socket, up.socket, bs.idleTimeoutMs, undefined, state.relay);
         readUpstream(state);
       } else {
         up?.socket.destroy();
@@ -778,6 +778,6 @@ function joinExtendedConnect(ctx: RequestContext, state: UpgradeState, res: Http
   res.writeHead(200, headers);
   state.spliced = { read: 0, written: 0 };
   if (up.head.length > 0) stream.write(up.head);
-  splice(stream, up.socket, state.idleMs ?? 0);
+  splice(stream, up.socket, state.idleMs ?? 0, undefined, state.relay);
   readUpstream(state);
 }

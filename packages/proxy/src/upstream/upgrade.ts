@@ -7,6 +7,7 @@ import net, { type Socket } from 'node:net';
 import tls from 'node:tls';
 import { GwError } from '../errors.ts';
 import type { RequestContext } from '../pipeline/context.ts';
+import type { Relay } from '../server/splice.ts';
 import { responseHeaders, toGwError, upstreamHost } from './call.ts';
 import { type PoolSpec, tlsConnectOptions } from './pools.ts';
 
@@ -38,6 +39,8 @@ export interface UpgradeState {
    * recorded (access log, metrics).
    */
   reader?: { write(chunk: Buffer): void; settle(): Promise<void> };
+  /** Reads and may change the messages each way (a realtime session's guards); unset: bytes pass as they are. */
+  relay?: Relay;
 }
 
 /** Gives the upgrade's reader, if any, what the backend sends from the switch on. */

@@ -1,6 +1,7 @@
 // A fake OpenAI Realtime API on loopback: a WebSocket (ws's server) at any path that sends
 // `session.created` on connect, answers `session.update` with `session.updated`, and answers each
-// `response.create` with the recorded event sequence of a text response
+// `response.create` with the recorded event sequence of a text response (or, echoing, with the text
+// of the client's latest conversation item in its place)
 // (./fixtures/openai/realtime-text-response.jsonl), ids made unique per response, ending in
 // `response.done` with its usage. It can agree to permessage-deflate (compressing every message) and
 // records each handshake for tests to assert.
@@ -45,12 +46,19 @@ export interface FakeRealtimeOptions {
   deflate?: boolean;
   /** Before `response.done`, one `response.output_audio.delta` of this many bytes of base64 audio. */
   audioBytes?: number;
+  /**
+   * A response says the text of the latest `conversation.item.create` (its input_text), in deltas
+   * of this many characters, instead of the fixture's text.
+   */
+  echoDeltaChars?: number;
 }
 
 export interface FakeRealtime {
   port: number;
   /** The handshakes received, oldest first. */
   handshakes: IncomingMessage[];
+  /** The client events received (all sessions), oldest first. */
+  received: Json[];
   /** `response.create` events answered so far. */
   readonly responses: number;
   close(): Promise<void>;
@@ -58,6 +66,7 @@ export interface FakeRealtime {
 
 export async function startFakeRealtime(opts: FakeRealtimeOptions = {}): Promise<FakeRealtime> {
   const handshakes: IncomingMessage[] = [];
+  const received: Json[] = [];
   let responses = 0;
   const server: Server = createServer((_req, res) => res.writeHead(404).end());
   const wss = new WebSocketServer({
@@ -76,15 +85,38 @@ export async function startFakeRealtime(opts: FakeRealtimeOptions = {}): Promise
       let n = 0;
       const send = (e: Json) => ws.send(JSON.stringify({ ...e, event_id: `event_gwRtS${++n}` }));
       send({ type: 'session.created', session });
+      let said: string | undefined;
       ws.on('message', (data) => {
-        const e = JSON.parse(String(data)) as { type: string; session?: Json };
+        const e = JSON.parse(String(data)) as { type: string; session?: Json; item?: Json };
+        received.push(e);
         if (e.type === 'session.update')
           send({ type: 'session.updated', session: { ...session, ...e.session } });
+        if (e.type === 'conversation.item.create') {
+          const part = (e.item?.content as Json[] | undefined)?.find((c) => c.type === 'input_text');
+          if (typeof part?.text === 'string') said = part.text;
+        }
         if (e.type !== 'response.create') return;
         const id = `${++responses}`;
-        const unique = (v: unknown) =>
-          JSON.parse(JSON.stringify(v).replaceAll('gwRt7Qm2', `gwRt${id.padStart(4, '0')}`));
+        const echo = opts.echoDeltaChars && said !== undefined ? said : undefined;
+        const unique = (v: unknown) => {
+          let text = JSON.stringify(v).replaceAll('gwRt7Qm2', `gwRt${id.padStart(4, '0')}`);
+          if (echo !== undefined)
+            text = text.replaceAll(
+              JSON.stringify(FAKE_REALTIME_TEXT).slice(1, -1),
+              JSON.stringify(echo).slice(1, -1),
+            );
+          return JSON.parse(text);
+        };
+        let deltasSent = false;
         for (const event of EVENTS) {
+          if (echo !== undefined && event.type === 'response.output_text.delta') {
+            if (deltasSent) continue;
+            deltasSent = true;
+            const n = opts.echoDeltaChars ?? 1;
+            for (let i = 0; i < echo.length; i += n)
+              send({ ...(unique(event) as Json), delta: echo.slice(i, i + n) });
+            continue;
+          }
           if (event.type === 'response.done' && opts.audioBytes)
             send({
               type: 'response.output_audio.delta',
@@ -104,6 +136,7 @@ export async function startFakeRealtime(opts: FakeRealtimeOptions = {}): Promise
   return {
     port: (server.address() as AddressInfo).port,
     handshakes,
+    received,
     get responses() {
       return responses;
     },

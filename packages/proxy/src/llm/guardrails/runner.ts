@@ -45,6 +45,12 @@ export interface ModelGuards {
     body: JsonObject,
     req: GuardRequest,
   ): Promise<boolean>;
+  /**
+   * The guards of a realtime session (`streaming`): those that decide at once, each way, and the
+   * names of those that would need a service (which a session cannot wait for); undefined when
+   * `streaming` is off or no guard applies.
+   */
+  realtime(): { request: CompiledGuard[]; response: CompiledGuard[]; needService: string[] } | undefined;
   /** The response guards over a streamed answer (`streaming`), or undefined when none apply. */
   stream(
     ctx: RequestContext,
@@ -160,10 +166,18 @@ export function compileGuards(ir: LlmGuardsIR | undefined, env: GuardEnv): Model
   const scanned = ir.streaming ? response.filter((g) => g.stream !== undefined) : [];
   const windowed = ir.streaming ? response.filter((g) => g.stream === undefined) : [];
   const readsCel = [...request, ...response].some((g) => g.readsCel);
+  const realtime = ir.streaming
+    ? {
+        request: request.filter((g) => g.stream !== undefined),
+        response: scanned,
+        needService: [...request.filter((g) => g.stream === undefined), ...windowed].map((g) => g.ir.name),
+      }
+    : undefined;
   return {
     snapshot(ctx) {
       return { headers: ctx.headers, cel: readsCel ? ctx.celContext() : undefined };
     },
+    realtime: () => realtime,
     async request(ctx, state, body, req) {
       if (request.length === 0) return;
       const format = state.httpFormat;

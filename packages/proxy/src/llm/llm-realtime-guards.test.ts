@@ -1,0 +1,182 @@
+// Prompt guards on realtime sessions (`streaming` on): a ws client (offering permessage-deflate, as
+// browsers and the ws package do) through the gateway to the testkit's fake Realtime server, which
+// answers with the text of the client's latest conversation item in small deltas. The client's
+// messages go through the request guards (an e-mail address masked before the provider sees it, a
+// message with an SSN kept from it and answered with an error event); the provider's text goes
+// through the response guards (a match held back and the session closed with 1008 before any of it
+// is sent). A session whose guards would need a service is refused at the handshake.
+import assert from 'node:assert/strict';
+import type { IncomingMessage } from 'node:http';
+import { after, before, test } from 'node:test';
+import { makeTestPki, type TestPki } from '@gw/testkit';
+import { type FakeRealtime, startFakeRealtime } from '@gw/testkit/llm/realtime';
+import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import WebSocket from 'ws';
+
+let pki: TestPki;
+let upstream: FakeRealtime;
+let proxy: TestProxy;
+
+const route = (prefix: string, promptGuard: string) => `    - name: ${prefix}
+      matches: [{path: {pathPrefix: /${prefix}}}]
+      backends:
+      - ai:
+          name: openai
+          provider: {openAI: {model: gpt-realtime}}
+          hostOverride: "127.0.0.1:${upstream.port}"
+          policies:
+            backendAuth: {key: sk-provider}
+            ai:
+              routes: {/v1/realtime: realtime}
+              promptGuard: ${promptGuard}`;
+
+before(async () => {
+  pki = await makeTestPki(['llm.internal']);
+  upstream = await startFakeRealtime({ apiKey: 'sk-provider', deflate: true, echoDeltaChars: 4 });
+  const cert = pki.servers['llm.internal'];
+  assert.ok(cert);
+  proxy = await startProxy(`config:
+  adminAddr: "off"
+binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - protocol: HTTPS
+    tls: {cert: {file: ${JSON.stringify(cert.certFile)}}, key: {file: ${JSON.stringify(cert.keyFile)}}}
+    routes:
+${route(
+  'guarded',
+  `{streaming: true, request: [{regex: {action: reject, rules: [{builtin: ssn}]}}, {regex: {action: mask, rules: [{builtin: email}]}}], response: [{regex: {action: reject, rules: [{pattern: "launch code [0-9]+", name: secret}]}, rejection: {body: "the answer was withheld"}}]}`,
+)}
+${route('off', '{request: [{regex: {action: reject, rules: [{builtin: ssn}]}}]}')}
+${route('hooked', '{streaming: true, request: [{webhook: {target: {host: "127.0.0.1:9"}}}]}')}
+`);
+});
+
+after(async () => {
+  await proxy?.close();
+  await upstream?.close();
+  await pki?.cleanup();
+});
+
+/** A session through the gateway at /<prefix>; resolves once it is open. */
+async function open(prefix: string): Promise<{ ws: WebSocket; events: Record<string, unknown>[] }> {
+  const ws = new WebSocket(`wss://127.0.0.1:${proxy.port()}/${prefix}/v1/realtime?model=gpt-realtime`, {
+    ca: pki.ca,
+    servername: 'llm.internal',
+    headers: { authorization: 'Bearer sk-client' },
+  } as WebSocket.ClientOptions);
+  const events: Record<string, unknown>[] = [];
+  ws.on('message', (d) => events.push(JSON.parse(String(d)) as Record<string, unknown>));
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  return { ws, events };
+}
+
+const say = (ws: WebSocket, text: string, id = 'evt_client_1') =>
+  ws.send(
+    JSON.stringify({
+      type: 'conversation.item.create',
+      event_id: id,
+      item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] },
+    }),
+  );
+
+async function until<T>(what: string, probe: () => T | undefined): Promise<T> {
+  for (let i = 0; i < 300; i++) {
+    const v = probe();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const texts = (events: Record<string, unknown>[]) =>
+  events
+    .filter((e) => e.type === 'response.output_text.delta')
+    .map((e) => e.delta)
+    .join('');
+
+test('the client’s messages: an e-mail address is masked before the provider sees it; an SSN is kept from it', async () => {
+  const { ws, events } = await open('guarded');
+  // the guards read each message, so nothing is compressed, though the client offered it
+  assert.equal(ws.extensions, '');
+  say(ws, 'write to jane@example.com please', 'evt_mask');
+  const masked = await until('the masked item', () =>
+    upstream.received.find((e) => e.event_id === 'evt_mask'),
+  );
+  assert.equal(
+    ((masked.item as { content: { text: string }[] }).content[0] as { text: string }).text,
+    'write to <EMAIL_ADDRESS> please',
+  );
+  say(ws, 'my SSN is 123-45-6789', 'evt_ssn');
+  const err = await until('the error event', () => events.find((e) => e.type === 'error'));
+  assert.deepEqual(err.error, {
+    type: 'invalid_request_error',
+    code: 'gw_err_llm_guardrail',
+    message: 'The request was rejected due to inappropriate content',
+    param: null,
+    event_id: 'evt_ssn',
+  });
+  assert.equal(
+    upstream.received.some((e) => e.event_id === 'evt_ssn'),
+    false,
+    'the provider never got the message',
+  );
+  // the session goes on: a clean message and its answer pass
+  say(ws, 'all is well today', 'evt_ok');
+  ws.send(JSON.stringify({ type: 'response.create' }));
+  await until('response.done', () => events.find((e) => e.type === 'response.done'));
+  assert.equal(texts(events), 'all is well today');
+  ws.close();
+});
+
+test('the provider’s text: a match is held back, and the session ends with an error event and 1008', async () => {
+  const { ws, events } = await open('guarded');
+  const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+  say(ws, 'Sure. The launch code 4711 is what you asked for.');
+  ws.send(JSON.stringify({ type: 'response.create' }));
+  assert.equal(await closed, 1008);
+  const err = events.find((e) => e.type === 'error');
+  assert.equal((err?.error as { message?: string } | undefined)?.message, 'the answer was withheld');
+  // held until a window of text followed: none of the match (nor what came before it) was sent
+  assert.doesNotMatch(texts(events), /launch|code|4711/);
+  assert.equal(
+    events.some((e) => e.type === 'response.done'),
+    false,
+  );
+  const log = await until('the access log line', () =>
+    proxy.accessLog.find(
+      (l) => Array.isArray(l['llm.guardrails']) && String(l['llm.guardrails']).includes('stream'),
+    ),
+  );
+  assert.deepEqual(log['llm.guardrails'], ['stream:regex:reject:secret']);
+});
+
+test('without streaming the guards do not apply to realtime sessions', async () => {
+  const { ws, events } = await open('off');
+  say(ws, 'my SSN is 123-45-6789', 'evt_off');
+  ws.send(JSON.stringify({ type: 'response.create' }));
+  await until('response.done', () => events.find((e) => e.type === 'response.done'));
+  assert.equal(texts(events), 'my SSN is 123-45-6789');
+  ws.close();
+});
+
+test('a guard that needs a service (a webhook) refuses the session at the handshake, saying why', async () => {
+  const ws = new WebSocket(`wss://127.0.0.1:${proxy.port()}/hooked/v1/realtime?model=x`, {
+    ca: pki.ca,
+    servername: 'llm.internal',
+  } as WebSocket.ClientOptions);
+  ws.on('error', () => {});
+  const res = await new Promise<IncomingMessage>((resolve, reject) => {
+    ws.on('unexpected-response', (_req, r) => resolve(r));
+    ws.on('open', () => reject(new Error('the WebSocket opened')));
+  });
+  let body = '';
+  for await (const c of res) body += String(c);
+  assert.ok((res.statusCode ?? 0) >= 400, String(res.statusCode));
+  assert.match(body, /guard webhook would check this realtime session through a service/);
+  ws.terminate();
+});
