@@ -19,6 +19,7 @@ export const ERRORS = {
   GW_ERR_RATE_LIMITED: { status: 429, message: 'rate limit exceeded' },
   GW_ERR_CSRF: { status: 403, message: 'cross-site request rejected (CSRF)' },
   GW_ERR_REQUEST_TOO_LARGE: { status: 413, message: 'request body is larger than the buffer limit' },
+  GW_ERR_TOO_MANY_HEADERS: { status: 431, message: 'request has more headers than the gateway takes' },
   GW_ERR_RESPONSE_TOO_LARGE: { status: 502, message: 'response body is larger than the buffer limit' },
   GW_ERR_UPSTREAM_CONNECT: { status: 503, message: 'upstream connect error' },
   GW_ERR_UPSTREAM_RESET: { status: 502, message: 'upstream connection reset before response' },
@@ -215,6 +216,7 @@ const GRPC_STATUS: Record<ErrorCode, number> = {
   GW_ERR_RATE_LIMITED: 8, // RESOURCE_EXHAUSTED
   GW_ERR_CSRF: 7,
   GW_ERR_REQUEST_TOO_LARGE: 8,
+  GW_ERR_TOO_MANY_HEADERS: 8,
   GW_ERR_RESPONSE_TOO_LARGE: 8,
   GW_ERR_UPSTREAM_CONNECT: 14, // UNAVAILABLE
   GW_ERR_UPSTREAM_RESET: 14,

@@ -1526,14 +1526,8 @@ const ProxyProtocol = strict({
 const H2_WINDOW = z.number().int().min(0).max(2_147_483_647).nullable().optional();
 /** agentgateway's HTTP server settings this build does not apply, refused by name. */
 const FRONTEND_HTTP_NOT_BUILT = Object.fromEntries(
-  (['http1MaxHeaders', 'http1HeaderCase', 'http2KeepaliveTimeout'] as const).map((k) => [
-    k,
-    NotYet(`frontendPolicies.http.${k}`).optional(),
-  ]),
-) as Record<
-  'http1MaxHeaders' | 'http1HeaderCase' | 'http2KeepaliveTimeout',
-  z.ZodOptional<ReturnType<typeof NotYet>>
->;
+  (['http1HeaderCase'] as const).map((k) => [k, NotYet(`frontendPolicies.http.${k}`).optional()]),
+) as Record<'http1HeaderCase', z.ZodOptional<ReturnType<typeof NotYet>>>;
 
 export const FrontendPolicies = strict({
   accessLog: AccessLog.optional(),
@@ -1584,7 +1578,15 @@ export const FrontendPolicies = strict({
     }),
     maxBufferSize: ByteSize.optional(),
     http1IdleTimeout: Duration.optional(),
-    http2KeepaliveInterval: Duration.optional(),
+    http1MaxHeaders: z.number().int().min(1).max(10_000).nullable().optional().meta({
+      description: 'the most headers an HTTP/1 request may have; more is answered 431 (unset: 2000)',
+    }),
+    http2KeepaliveInterval: Duration.optional().meta({
+      description: 'a PING to each HTTP/2 client this often (unset: none)',
+    }),
+    http2KeepaliveTimeout: Duration.optional().meta({
+      description: 'how long a PING may go unanswered before the connection is closed (default 20s)',
+    }),
     mergeSlashes: z
       .boolean()
       .optional()

@@ -102,6 +102,13 @@ export interface DownstreamLimits {
   http2ConnectionWindowSize?: number;
   /** TCP keepalive probes on each client connection (frontendPolicies.tcp.keepalives); unset: none. */
   keepalive?: { timeMs: number; intervalMs: number; retries: number };
+  /**
+   * HTTP/2 PINGs on each client connection (frontendPolicies.http.http2KeepaliveInterval/Timeout): one
+   * every intervalMs; one unanswered after timeoutMs closes the connection. Unset: none.
+   */
+  http2Keepalive?: { intervalMs: number; timeoutMs: number };
+  /** The most headers an HTTP/1 request may have; more is a 431. Unset: Node's (2000, the rest dropped). */
+  http1MaxHeaders?: number;
 }
 
 export interface FrontendIR {

@@ -327,6 +327,7 @@ class Builder {
         http2MaxConcurrentStreams: fh?.http2MaxConcurrentStreams ?? 100,
         maxConnectionDurationMs: ms(fh?.maxConnectionDuration ?? undefined, 0),
         ...this.http2Settings(fh),
+        ...(fh?.http1MaxHeaders != null ? { http1MaxHeaders: fh.http1MaxHeaders } : {}),
         ...downstreamKeepalive(this.cfg.frontendPolicies?.tcp?.keepalives),
       },
       terminationDeadlineMs: ms(g.connectionTerminationDeadline, 30_000),
@@ -407,8 +408,13 @@ class Builder {
       ...(fh?.http2FrameSize != null ? { maxFrameSize: fh.http2FrameSize } : {}),
       ...(fh?.http2MaxHeaderSize != null ? { maxHeaderListSize: fh.http2MaxHeaderSize } : {}),
     };
+    const interval = ms(fh?.http2KeepaliveInterval, 0);
     return {
       ...(Object.keys(settings).length > 0 ? { http2: settings } : {}),
+      // hyper's default wait for the answer: 20 s
+      ...(interval > 0
+        ? { http2Keepalive: { intervalMs: interval, timeoutMs: ms(fh?.http2KeepaliveTimeout, 20_000) } }
+        : {}),
       ...(fh?.http2ConnectionWindowSize != null
         ? { http2ConnectionWindowSize: fh.http2ConnectionWindowSize }
         : {}),

@@ -119,6 +119,8 @@ export class BindServer {
       }
       this.#peers.set(s, this.#handingOver ?? clientOf(s.socket));
       s.once('close', () => this.#sessions.delete(listed));
+      const keepalive = this.#settings.limits.http2Keepalive;
+      if (keepalive) pingEvery(s, keepalive.intervalMs, keepalive.timeoutMs);
       // A session that opens no stream is closed like a connection that sends nothing.
       const first = this.#settings.limits.firstRequestTimeoutMs;
       if (first > 0) {
@@ -363,6 +365,11 @@ export class BindServer {
   }
 
   /** How long a connection may sit without traffic (frontend http1IdleTimeout); 0: no limit. */
+  /** The most headers an HTTP/1 request may have (frontendPolicies.http.http1MaxHeaders); 0: Node's bound. */
+  get http1MaxHeaders(): number {
+    return this.#settings.limits.http1MaxHeaders ?? 0;
+  }
+
   get idleTimeoutMs(): number {
     return this.#settings.idleTimeoutMs;
   }
@@ -425,13 +432,18 @@ function http1Timeouts(s: BindSettings): {
   requestTimeout: number;
   headersTimeout: number;
   connectionsCheckingInterval: number;
+  maxHeadersCount: number;
 } {
   const headers = s.limits.requestHeadersTimeoutMs;
+  const max = s.limits.http1MaxHeaders;
   return {
     keepAliveTimeout: s.idleTimeoutMs,
     requestTimeout: 0,
     headersTimeout: headers,
     connectionsCheckingInterval: headers > 0 ? Math.min(1000, Math.max(25, Math.floor(headers / 4))) : 1000,
+    // Node keeps the first maxHeadersCount headers and drops the rest without a word: one more than
+    // the limit is read, so the data plane can tell a request over it and answer 431.
+    maxHeadersCount: max === undefined ? 2000 : max + 1,
   };
 }
 
@@ -479,4 +491,26 @@ function wrapWithPrefix(socket: Socket, first: Buffer): Duplex {
   socket.on('error', (e) => d.destroy(e));
   socket.on('close', () => d.destroy());
   return d;
+}
+
+/**
+ * HTTP/2 keepalive: a PING every `intervalMs`; one not answered within `timeoutMs` closes the
+ * session (a peer that is gone, or a path that dropped the connection without a FIN).
+ */
+function pingEvery(s: Http2Session, intervalMs: number, timeoutMs: number): void {
+  let deadline: NodeJS.Timeout | undefined;
+  const answered = () => {
+    clearTimeout(deadline);
+    deadline = undefined;
+  };
+  const timer = setInterval(() => {
+    // one PING in flight at a time
+    if (s.destroyed || s.closed || deadline) return;
+    deadline = setTimeout(() => s.destroy(), timeoutMs);
+    if (!s.ping(answered)) answered();
+  }, intervalMs);
+  s.once('close', () => {
+    clearInterval(timer);
+    clearTimeout(deadline);
+  });
 }

@@ -376,7 +376,14 @@ export class DataPlane {
     }
     // Before anyone looks at the request: routes, policies, observers and the upstream see one path.
     const { paths, trusted } = this.#requests;
-    const refused = resolveRequestTarget(ctx, paths);
+    const maxHeaders = bs.http1MaxHeaders;
+    const refused =
+      maxHeaders > 0 && 'rawHeaders' in req && !('stream' in req) && req.rawHeaders.length > 2 * maxHeaders
+        ? new GwError(
+            'GW_ERR_TOO_MANY_HEADERS',
+            `more than ${maxHeaders} headers (frontendPolicies.http.http1MaxHeaders)`,
+          )
+        : resolveRequestTarget(ctx, paths);
     setForwardedHeaders(ctx, trusted);
     answerContinueOnRead(ctx);
 

@@ -566,3 +566,24 @@ test('a body that has all arrived is not cut by the body idle timeout while the 
   assert.match(r.data, /late but whole$/);
   assert.ok(r.openMs >= 850, `answered after ${Math.round(r.openMs)} ms`);
 });
+
+test('http1MaxHeaders: a request with more headers is answered 431, one at the limit passes whole', async (t) => {
+  const up = await startUpstream();
+  t.after(() => up.close());
+  const p = await startProxy(config(up.port, '  http: {http1MaxHeaders: 5}'));
+  t.after(() => p.close());
+  // host plus n x-h headers
+  const ask = (n: number) =>
+    untilClosed(
+      p.port(),
+      `GET /h HTTP/1.1\r\nhost: gw.test\r\nconnection: close\r\n${Array.from({ length: n }, (_, i) => `x-h${i}: ${i}\r\n`).join('')}\r\n`,
+    );
+  const over = await ask(4);
+  assert.match(over.data, /^HTTP\/1\.1 431 /);
+  assert.match(over.data, /more than 5 headers/);
+  assert.equal(up.seen.length, 0);
+  const at = await ask(3);
+  assert.match(at.data, /^HTTP\/1\.1 200 /);
+  // every header reached the upstream: none dropped
+  assert.equal(up.seen[0]?.headers['x-h2'], '2');
+});

@@ -1269,7 +1269,7 @@ describe('frontend → FrontendPolicies', () => {
     );
   });
 
-  test('tls.handshakeTimeout, accessLog.otlp and http fields without a standalone form are reported; tcp keepalive (the CRD’s interval default filled in) maps', () => {
+  test('tls.handshakeTimeout and accessLog.otlp are reported; http1MaxHeaders, the HTTP/2 keepalive and tcp keepalive (the CRD’s interval default filled in) map', () => {
     const r = frontendPolicy(
       frontendSpec({
         tcp: { keepalive: { time: '30s', retries: 3 } },
@@ -1283,14 +1283,12 @@ describe('frontend → FrontendPolicies', () => {
     assert.deepEqual(r, {
       policies: {
         accessLog: {},
-        http: {},
+        http: { http1MaxHeaders: 50, http2KeepaliveTimeout: '10s' },
         tcp: { keepalives: { enabled: true, time: '30s', interval: '180s', retries: 3 } },
       },
       problems: [
         'frontend.accessLog.otlp is not supported by this build of gw yet',
         'frontend.tls.handshakeTimeout is not supported by this build of gw yet',
-        'frontend.http.http1MaxHeaders is not supported by this build of gw yet',
-        'frontend.http.http2KeepaliveTimeout is not supported by this build of gw yet',
       ],
       invalid: [],
     });
