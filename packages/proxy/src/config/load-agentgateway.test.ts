@@ -478,12 +478,18 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
       'frontendPolicies.accessLog.otlp',
       'accessLog otlp',
     );
-    for (const k of ['http1MaxHeaders', 'http2KeepaliveTimeout', 'http1HeaderCase'])
-      refused(
-        `frontendPolicies: {http: {${k}: 1}}\n${rest}`,
-        `frontendPolicies.http.${k}`,
-        `frontendPolicies.http.${k}`,
-      );
+    refused(
+      `frontendPolicies: {http: {http1HeaderCase: 1}}\n${rest}`,
+      'frontendPolicies.http.http1HeaderCase',
+      'frontendPolicies.http.http1HeaderCase',
+    );
+    // the HTTP/2 keepalive and the header count load (server/http2-keepalive.test.ts and
+    // downstream-limits.test.ts run them)
+    const downstream = load(
+      `frontendPolicies: {http: {http2KeepaliveInterval: 30s, http2KeepaliveTimeout: 5s, http1MaxHeaders: 64}}\n${withPolicies('        {}')}`,
+    ).global.downstream;
+    assert.deepEqual(downstream.http2Keepalive, { intervalMs: 30_000, timeoutMs: 5_000 });
+    assert.equal(downstream.http1MaxHeaders, 64);
     refused(
       `policies:\n- target: {route: r}\n  phase: gateway\n  policy: {}\n${rest}`,
       'policies[0].phase',

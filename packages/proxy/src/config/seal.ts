@@ -37,18 +37,9 @@ export function sealPolicies(p: TrafficPolicies): RoutePolicies {
       'conditional' in extAuthz
         ? { conditional: extAuthz.conditional.map((e) => sealExtAuthz(e)) }
         : sealExtAuthz(extAuthz);
-  if (extProc)
-    out.extProc = (
-      'conditional' in extProc
-        ? { conditional: extProc.conditional.map(sealServiceTls) }
-        : sealServiceTls(extProc)
-    ) as NonNullable<RoutePolicies['extProc']>;
+  if (extProc) out.extProc = sealService(extProc) as NonNullable<RoutePolicies['extProc']>;
   if (remoteRateLimit)
-    out.remoteRateLimit = (
-      'conditional' in remoteRateLimit
-        ? { conditional: remoteRateLimit.conditional.map(sealServiceTls) }
-        : sealServiceTls(remoteRateLimit)
-    ) as NonNullable<RoutePolicies['remoteRateLimit']>;
+    out.remoteRateLimit = sealService(remoteRateLimit) as NonNullable<RoutePolicies['remoteRateLimit']>;
   if (oidc) out.oidc = { ...oidc, clientSecret: new Secret(oidc.clientSecret) };
   if (apiKey) {
     const keys = Array.isArray(apiKey.keys)
@@ -74,8 +65,15 @@ function sealExtAuthz<E extends ExtAuthz>(e: E): ExtAuthzIR & Omit<E, 'policies'
   return sealServiceTls(e) as ExtAuthzIR & Omit<E, 'policies'>;
 }
 
+type ServiceEntry = { policies?: { backendTLS?: BackendTLS | undefined } | null | undefined };
+
+/** A service policy, plain or conditional, with each entry's backendTLS sealed. */
+function sealService(v: ServiceEntry | { conditional: ServiceEntry[] }): unknown {
+  return 'conditional' in v ? { conditional: v.conditional.map(sealServiceTls) } : sealServiceTls(v);
+}
+
 /** A policy's service entry with its backendTLS as the IR holds it (the loader has read its files). */
-function sealServiceTls<E extends { policies?: { backendTLS?: BackendTLS | undefined } | null | undefined }>(
+function sealServiceTls<E extends ServiceEntry>(
   e: E,
 ): Omit<E, 'policies'> & { policies?: { backendTLS: BackendTlsIR } } {
   const { policies, ...rest } = e;

@@ -14,7 +14,7 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { closeFrame, type Frame, FrameReader, FrameTooLarge, frame, OPCODE } from '../server/ws-frames.ts';
 import { rejection } from './guardrails/rejection.ts';
-import { STREAM_WINDOW } from './guardrails/stream.ts';
+import { STREAM_WINDOW, scanStreamed } from './guardrails/stream.ts';
 import type { CompiledGuard, GuardFinding, GuardRequest, GuardVerdict } from './guardrails/types.ts';
 
 /** The largest message the relay reads: a larger one ends the session (1009). */
@@ -81,6 +81,34 @@ class Messages {
   }
 }
 
+/** One direction of the relay: whole messages to `message`, control frames to `control`. */
+abstract class MessageRelay extends Transform {
+  readonly #messages = new Messages();
+  /** Nothing more passes this way. */
+  protected stopped = false;
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    if (!this.stopped) {
+      try {
+        for (const item of this.#messages.push(chunk)) {
+          if (this.stopped) break;
+          if ('control' in item) this.control(item.control);
+          else this.message(item.opcode, item.payload, item.raws);
+        }
+      } catch (err) {
+        if (!(err instanceof FrameTooLarge)) throw err;
+        this.tooLarge();
+      }
+    }
+    done();
+  }
+
+  protected abstract control(f: Frame): void;
+  protected abstract message(opcode: number, payload: Buffer, raws: Buffer[]): void;
+  /** A frame or message over REALTIME_GUARDED_MESSAGE_LIMIT: the session ends. */
+  protected abstract tooLarge(): void;
+}
+
 /** The Realtime API's `error` event for a guard's rejection (the SDKs raise it as an error event). */
 function errorEvent(message: string, code: string, eventId: unknown): Buffer {
   return Buffer.from(
@@ -107,18 +135,16 @@ const DELTA_TYPES = new Set([
 ]);
 
 /** The provider's messages to the client, scanned and held as the response guards need. */
-class ToClient extends Transform {
+class ToClient extends MessageRelay {
   readonly #guards: CompiledGuard[];
   readonly #onFinding: (f: GuardFinding) => void;
   readonly #end: () => void;
   readonly #hold: boolean;
-  readonly #messages = new Messages();
   /** Messages not sent yet, with the text each adds. */
   #pending: { raws: Buffer[]; text: string }[] = [];
   #pendingText = '';
   /** The last window of text sent (of the response under way). */
   #tail = '';
-  #closed = false;
 
   constructor(guards: CompiledGuard[], onFinding: (f: GuardFinding) => void, end: () => void) {
     super();
@@ -130,45 +156,28 @@ class ToClient extends Transform {
 
   /** A message of the relay's own (an error event for the client's message), after those held. */
   inject(payload: Buffer): void {
-    if (this.#closed) return;
+    if (this.stopped) return;
     const raw = frame(OPCODE.text, payload, false);
     if (this.#pending.length > 0) this.#pending.push({ raws: [raw], text: '' });
     else this.push(raw);
   }
 
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    if (this.#closed) {
-      done();
-      return;
-    }
-    let items: ReturnType<Messages['push']>;
-    try {
-      items = this.#messages.push(chunk);
-    } catch (err) {
-      if (!(err instanceof FrameTooLarge)) throw err;
-      this.#close(1009, 'message too big');
-      done();
-      return;
-    }
-    for (const item of items) {
-      if (this.#closed) break;
-      if ('control' in item) {
-        // A close comes after everything before it; pings and pongs need not wait.
-        if (item.control.opcode === OPCODE.close) this.#release(true);
-        this.push(item.control.raw);
-        continue;
-      }
-      this.#message(item.opcode, item.payload, item.raws);
-    }
-    done();
+  protected control(f: Frame): void {
+    // A close comes after everything before it; pings and pongs need not wait.
+    if (f.opcode === OPCODE.close) this.#release(true);
+    this.push(f.raw);
+  }
+
+  protected tooLarge(): void {
+    this.#close(1009, 'message too big');
   }
 
   override _flush(done: TransformCallback): void {
-    if (!this.#closed) this.#release(true);
+    if (!this.stopped) this.#release(true);
     done();
   }
 
-  #message(opcode: number, payload: Buffer, raws: Buffer[]): void {
+  protected message(opcode: number, payload: Buffer, raws: Buffer[]): void {
     let text = '';
     let last = false;
     // Audio deltas are most of the traffic: only a message that may be text is parsed.
@@ -189,24 +198,17 @@ class ToClient extends Transform {
     if (text !== '') {
       this.#pendingText += text;
       const seen = this.#tail + this.#pendingText;
-      const from = seen.length - text.length;
-      for (const g of this.#guards) {
-        const s = g.stream;
-        const found = s?.scan(seen, from);
-        if (!s || !found) continue;
-        const reject = s.action === 'reject';
-        this.#onFinding({
-          phase: 'stream',
-          guard: g.ir.name,
-          action: s.action,
-          rule: found.rule,
-          applied: reject,
-        });
-        if (reject) {
-          const err = rejection(g.ir);
-          this.#close(1008, 'guardrail', errorEvent(err.detail, err.code.toLowerCase(), undefined));
-          return;
-        }
+      const rejecting = scanStreamed(
+        this.#guards,
+        seen,
+        seen.length - text.length,
+        (g, action, rule, applied) =>
+          this.#onFinding({ phase: 'stream', guard: g.ir.name, action, rule, applied }),
+      );
+      if (rejecting) {
+        const err = rejection(rejecting.ir);
+        this.#close(1008, 'guardrail', errorEvent(err.detail, err.code.toLowerCase(), undefined));
+        return;
       }
     }
     this.#release(last);
@@ -228,12 +230,12 @@ class ToClient extends Transform {
 
   /** Sends the client an error event, if any, and a close frame; once they are written, the session ends. */
   closeWith(code: number, reason: string, error?: Buffer): void {
-    if (this.#closed) return;
+    if (this.stopped) return;
     this.#close(code, reason, error);
   }
 
   #close(code: number, reason: string, error?: Buffer): void {
-    this.#closed = true;
+    this.stopped = true;
     this.#pending = [];
     if (error) this.push(frame(OPCODE.text, error, false));
     this.push(closeFrame(code, reason, false));
@@ -284,13 +286,11 @@ function clientSlots(e: Record<string, unknown>): Slot[] {
 const CLIENT_TYPES = ['"conversation.item.create"', '"session.update"', '"response.create"'];
 
 /** The client's messages to the provider, through the request guards. */
-class ToUpstream extends Transform {
+class ToUpstream extends MessageRelay {
   readonly #guards: CompiledGuard[];
   readonly #request: GuardRequest;
   readonly #onFinding: (f: GuardFinding) => void;
   readonly #toClient: ToClient;
-  readonly #messages = new Messages();
-  #closed = false;
 
   constructor(
     guards: CompiledGuard[],
@@ -305,33 +305,20 @@ class ToUpstream extends Transform {
     this.#toClient = toClient;
   }
 
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    if (this.#closed) {
-      done();
-      return;
-    }
-    let items: ReturnType<Messages['push']>;
-    try {
-      items = this.#messages.push(chunk);
-    } catch (err) {
-      if (!(err instanceof FrameTooLarge)) throw err;
-      this.#closed = true;
-      this.#toClient.closeWith(
-        1009,
-        'message too big',
-        errorEvent('the message is larger than the gateway reads', 'message_too_big', null),
-      );
-      done();
-      return;
-    }
-    for (const item of items) {
-      if ('control' in item) this.push(item.control.raw);
-      else this.#message(item.opcode, item.payload, item.raws);
-    }
-    done();
+  protected control(f: Frame): void {
+    this.push(f.raw);
   }
 
-  #message(opcode: number, payload: Buffer, raws: Buffer[]): void {
+  protected tooLarge(): void {
+    this.stopped = true;
+    this.#toClient.closeWith(
+      1009,
+      'message too big',
+      errorEvent('the message is larger than the gateway reads', 'message_too_big', null),
+    );
+  }
+
+  protected message(opcode: number, payload: Buffer, raws: Buffer[]): void {
     if (
       opcode !== OPCODE.text ||
       this.#guards.length === 0 ||

@@ -23,6 +23,27 @@ export function errorEvent(format: LlmFormat, err: GwError): string {
 
 type OnFinding = (g: CompiledGuard, action: LlmGuardAction, rule: string, applied: boolean) => void;
 
+/**
+ * Scans `seen` (the window before and the new text from `from`) with each guard in order; every match
+ * is reported, and the first guard that rejects is returned (the guards after it are not asked).
+ */
+export function scanStreamed(
+  guards: readonly CompiledGuard[],
+  seen: string,
+  from: number,
+  onFinding: OnFinding,
+): CompiledGuard | undefined {
+  for (const g of guards) {
+    const s = g.stream;
+    const found = s?.scan(seen, from);
+    if (!s || !found) continue;
+    const reject = s.action === 'reject';
+    onFinding(g, s.action, found.rule, reject);
+    if (reject) return g;
+  }
+  return undefined;
+}
+
 export class GuardedStream implements StreamConverter {
   readonly #inner: StreamConverter;
   readonly #guards: CompiledGuard[];
@@ -98,18 +119,11 @@ export class GuardedStream implements StreamConverter {
     if (text !== '') {
       this.#pendingText += text;
       const seen = this.#tail + this.#pendingText;
-      const from = seen.length - text.length;
-      for (const g of this.#guards) {
-        const s = g.stream;
-        const found = s?.scan(seen, from);
-        if (!s || !found) continue;
-        const reject = s.action === 'reject';
-        this.#onFinding(g, s.action, found.rule, reject);
-        if (reject) {
-          this.#rejected = true;
-          this.#pending = [];
-          return errorEvent(this.#format, rejection(g.ir));
-        }
+      const rejecting = scanStreamed(this.#guards, seen, seen.length - text.length, this.#onFinding);
+      if (rejecting) {
+        this.#rejected = true;
+        this.#pending = [];
+        return errorEvent(this.#format, rejection(rejecting.ir));
       }
     }
     const r = this.#release(false);
