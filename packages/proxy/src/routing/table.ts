@@ -134,6 +134,20 @@ function compileListener(
 }
 
 /**
+ * A listener's TLS as its server's default context (what a client without SNI gets): its certificate,
+ * its client CA (tls.root) and the handshake's options; `withKey: false` leaves the private key out,
+ * for telling whether two differ.
+ */
+export function defaultContext(t: TlsServerIR, withKey = true): SecureContextOptions {
+  return {
+    cert: t.cert,
+    ...(withKey ? { key: t.key.reveal() } : {}),
+    ...(t.root ? { ca: t.root } : {}),
+    ...handshakeOptions(t),
+  };
+}
+
+/**
  * The options of a TLS handshake (versions, cipher suites, key exchange groups). They apply to the
  * whole port: the bind's server is created with those of its listeners (which agree, config/load.ts).
  */

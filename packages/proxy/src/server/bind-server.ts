@@ -8,7 +8,8 @@ import { Duplex } from 'node:stream';
 import type { DownstreamLimits } from '../config/ir.ts';
 import { ChurnCountingHttp2Request, ChurnCountingRequest } from '../pipeline/body-churn.ts';
 import type { CompiledBind } from '../routing/table.ts';
-import { handshakeOptions, selectListener } from '../routing/table.ts';
+import { defaultContext, selectListener } from '../routing/table.ts';
+import { applyClientCerts } from './client-certs.ts';
 import type { ConnectionLimit } from './connection-limit.ts';
 import { listenOn } from './listen.ts';
 import {
@@ -166,7 +167,7 @@ export class BindServer {
           Http2ServerRequest: ChurnCountingHttp2Request,
           settings: h2Settings,
           ...(limits.firstRequestTimeoutMs > 0 ? { handshakeTimeout: limits.firstRequestTimeoutMs } : {}),
-          ...(first ? { cert: first.cert, key: first.key.reveal(), ...handshakeOptions(first) } : {}),
+          ...(first ? defaultContext(first) : {}),
           SNICallback: (servername, cb) => {
             const l = selectListener(this.current, servername.toLowerCase()) ?? this.current.listeners[0];
             cb(null, l?.secureContext);
@@ -194,7 +195,8 @@ export class BindServer {
       secure.on('secureConnection', (s: Socket) => this.#track(s));
       secure.on('tlsClientError', (err) => opts.onClientError(err));
       secure.setTimeout(opts.idleTimeoutMs);
-      this.#handshake = first ? JSON.stringify(handshakeOptions(first)) : undefined;
+      applyClientCerts(secure, bind);
+      this.#handshake = first ? JSON.stringify(defaultContext(first, false)) : undefined;
       this.#h1 = undefined;
       this.#h2 = secure;
       this.#outer = secure;
@@ -300,16 +302,12 @@ export class BindServer {
    */
   #applyHandshake(): void {
     if (this.scheme !== 'https') return;
+    applyClientCerts(this.#h2 as http2.Http2SecureServer, this.current);
     const first = this.current.listeners.find((l) => l.secureContext)?.ir.tls;
     if (!first) return;
-    const handshake = handshakeOptions(first);
-    const key = JSON.stringify(handshake);
+    const key = JSON.stringify(defaultContext(first, false));
     if (key === this.#handshake) return;
-    (this.#h2 as http2.Http2SecureServer).setSecureContext({
-      cert: first.cert,
-      key: first.key.reveal(),
-      ...handshake,
-    });
+    (this.#h2 as http2.Http2SecureServer).setSecureContext(defaultContext(first));
     this.#handshake = key;
   }
 

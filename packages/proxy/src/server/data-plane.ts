@@ -42,6 +42,7 @@ import { endpointHealthOf, type HealthSnapshot } from '../upstream/health.ts';
 import { PoolRegistry } from '../upstream/pools.ts';
 import { readUpstream, type UpgradeState } from '../upstream/upgrade.ts';
 import { BindServer, type BindSettings } from './bind-server.ts';
+import { clientVerified, verifiesClients } from './client-certs.ts';
 import { ConnectionLimit, connectionMemoryKey } from './connection-limit.ts';
 import type { ProxyProtocolIR } from './proxy-protocol.ts';
 import { watchRequestBody } from './request-body-idle.ts';
@@ -400,6 +401,16 @@ export class DataPlane {
     if (!listener) {
       obs?.routeSelected(ctx, NO_LISTENER);
       this.#fail(ctx, new GwError('GW_ERR_NO_LISTENER'));
+      return;
+    }
+    if (verifiesClients(listener) && !clientVerified(req)) {
+      this.#fail(
+        ctx,
+        new GwError(
+          'GW_ERR_FORBIDDEN',
+          'this listener takes clients with a certificate its CA verifies (tls.root)',
+        ),
+      );
       return;
     }
     const m = listener.router.select(ctx.host, ctx);

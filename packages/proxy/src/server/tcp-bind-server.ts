@@ -8,9 +8,10 @@ import net, { type Socket } from 'node:net';
 import tls, { type TLSSocket } from 'node:tls';
 import { getExtensionData, readTlsClientHello } from 'read-tls-client-hello';
 import type { CompiledBind, CompiledListener } from '../routing/table.ts';
-import { handshakeOptions, selectListener } from '../routing/table.ts';
+import { defaultContext, selectListener } from '../routing/table.ts';
 import type { CompiledTcpRoute } from '../routing/tcp-routes.ts';
 import { type BindSettings, keepAlive, type Peer } from './bind-server.ts';
+import { applyClientCerts, verifiesClients } from './client-certs.ts';
 import { listenOn } from './listen.ts';
 import {
   clientOf,
@@ -93,13 +94,14 @@ export class TcpBindServer {
       const server = tls.createServer({
         allowHalfOpen: true,
         ...(limits.firstRequestTimeoutMs > 0 ? { handshakeTimeout: limits.firstRequestTimeoutMs } : {}),
-        ...(first ? { cert: first.cert, key: first.key.reveal(), ...handshakeOptions(first) } : {}),
+        ...(first ? defaultContext(first) : {}),
         SNICallback: (servername, cb) => {
           const l = selectListener(this.current, servername.toLowerCase()) ?? this.current.listeners[0];
           cb(null, l?.secureContext);
         },
       });
-      this.#handshake = first ? JSON.stringify(handshakeOptions(first)) : undefined;
+      applyClientCerts(server, bind);
+      this.#handshake = first ? JSON.stringify(defaultContext(first, false)) : undefined;
       // Before the handshake: a refused peer costs no crypto.
       server.prependListener('connection', (socket: Socket) => {
         this.#accept(socket);
@@ -213,6 +215,11 @@ export class TcpBindServer {
       socket.destroy();
       return;
     }
+    if (verifiesClients(listener) && !socket.authorized) {
+      this.#end(c, `no client certificate that listener ${listener.ir.name}'s CA verifies`);
+      socket.destroy();
+      return;
+    }
     this.#route(socket, c, listener, name);
   }
 
@@ -302,12 +309,12 @@ export class TcpBindServer {
   configure(settings: BindSettings): void {
     this.#settings = settings;
     if (this.scheme !== 'tls') return;
+    applyClientCerts(this.#outer as tls.Server, this.current);
     const first = this.current.listeners.find((l) => l.secureContext)?.ir.tls;
     if (!first) return;
-    const handshake = handshakeOptions(first);
-    const key = JSON.stringify(handshake);
+    const key = JSON.stringify(defaultContext(first, false));
     if (key === this.#handshake) return;
-    (this.#outer as tls.Server).setSecureContext({ cert: first.cert, key: first.key.reveal(), ...handshake });
+    (this.#outer as tls.Server).setSecureContext(defaultContext(first));
     this.#handshake = key;
   }
 
