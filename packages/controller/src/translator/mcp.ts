@@ -18,6 +18,16 @@ import type { BackendPolicies } from './policy/spec.ts';
 import { describeProblems } from './problems.ts';
 import type { KubeObject, Lookup } from './types.ts';
 
+/** The standalone policies an MCP target takes (config/load.ts says the same). */
+const MCP_TARGET_POLICIES = new Set<string>([
+  'backendTLS',
+  'backendTunnel',
+  'tcp',
+  'http',
+  'backendAuth',
+  'requestHeaderModifier',
+]);
+
 export type McpSpec = NonNullable<GwBackendSpec['mcp']>;
 type Protocol = 'StreamableHTTP' | 'SSE';
 
@@ -122,6 +132,16 @@ export function translateMcp(
             `${field}.static.policies.mcp.guardrails: applies to the whole backend, not one target`,
           );
           delete p.policies.mcpGuardrails;
+        }
+        // what the proxy sends an MCP target: its connection's settings and the headers it is given
+        for (const k of Object.keys(p.policies) as (keyof BackendPolicies)[]) {
+          const auth = k === 'backendAuth' ? p.policies.backendAuth : undefined;
+          const keyAuth = typeof auth === 'object' && auth !== null && 'key' in auth;
+          if (MCP_TARGET_POLICIES.has(k) && (k !== 'backendAuth' || keyAuth)) continue;
+          problems.push(
+            `${field}.static.policies: ${k === 'backendAuth' ? 'auth other than a key' : k} on an MCP target is not supported by this build of gw yet`,
+          );
+          delete p.policies[k];
         }
         if (Object.keys(p.policies).length > 0) policies = p.policies;
       }

@@ -1717,6 +1717,29 @@ class Builder {
           [...tp, 'policies', 'mcpGuardrails'],
           'mcpGuardrails applies to the whole mcp backend (route or backend policies), not one target',
         );
+      for (const k of Object.keys(connection) as (keyof typeof connection)[])
+        if (connection[k] !== undefined && !MCP_TARGET_POLICIES.has(k))
+          this.fail(
+            [...tp, 'policies', k],
+            `${k} on an MCP target is not supported by this build of gw yet (it takes ${[...MCP_TARGET_POLICIES].join(', ')})`,
+          );
+      const auth = connection.backendAuth;
+      if (auth && (typeof auth !== 'object' || !('key' in auth)))
+        this.fail(
+          [...tp, 'policies', 'backendAuth'],
+          `backendAuth ${typeof auth === 'object' ? Object.keys(auth)[0] : auth} on an MCP target is not supported by this build of gw yet (it takes key)`,
+        );
+      else if (
+        auth?.key &&
+        typeof auth.key === 'object' &&
+        'location' in auth.key &&
+        auth.key.location &&
+        !('header' in auth.key.location)
+      )
+        this.fail(
+          [...tp, 'policies', 'backendAuth', 'key', 'location'],
+          'an MCP target takes its key in a header (the default, Authorization: Bearer)',
+        );
       const policies = this.resolveBackendPolicies([...tp, 'policies'], connection);
       if (mcpAuthorization)
         this.report(checkAuthorization(mcpAuthorization, [...tp, 'policies', 'mcpAuthorization']));
@@ -2582,6 +2605,19 @@ function guardEntry(e: NonNullable<PromptGuard['request']>[number], ctx: GuardCo
     },
   ];
 }
+
+/**
+ * The policies an MCP target's calls take: its connection's, and the headers it is sent (backendAuth
+ * key, requestHeaderModifier); the others are refused by name.
+ */
+const MCP_TARGET_POLICIES = new Set([
+  'backendTLS',
+  'backendTunnel',
+  'tcp',
+  'http',
+  'backendAuth',
+  'requestHeaderModifier',
+]);
 
 /** A named backend's policies a webhook call takes; the others are refused by name. */
 const WEBHOOK_BACKEND_POLICIES = new Set(['backendTLS', 'requestHeaderModifier', 'tcp', 'http']);

@@ -146,12 +146,19 @@ function buildServer(peer: { hanging: number; seen: string[] }, prefix: string):
   return s;
 }
 
-/** A streamable-HTTP MCP server (stateful, SDK) on 127.0.0.1:0, with the legacy SSE transport at /sse. */
-export async function startHttpPeer(prefix = 'web'): Promise<HttpPeer> {
+/**
+ * A streamable-HTTP MCP server (stateful, SDK) on 127.0.0.1:0, with the legacy SSE transport at /sse.
+ * `require`: headers every request must carry (else 401, as a server with an API key answers).
+ */
+export async function startHttpPeer(prefix = 'web', require?: Record<string, string>): Promise<HttpPeer> {
   const peer = { hanging: 0, seen: [] as string[] };
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   const legacy = new Map<string, SSEServerTransport>();
   const server: Server = createServer(async (req, res) => {
+    if (require && Object.entries(require).some(([k, v]) => req.headers[k] !== v)) {
+      res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
+      return;
+    }
     const url = new URL(req.url ?? '/', 'http://x');
     if (url.pathname === '/sse' && req.method === 'GET') {
       const t = new SSEServerTransport('/messages', res);

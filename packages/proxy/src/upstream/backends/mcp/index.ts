@@ -4,12 +4,14 @@
 // an openapi target is served by the gateway itself over the API's pool (mcp/upstream/openapi.ts).
 import { createHash } from 'node:crypto';
 import type { Dispatcher } from 'undici';
+import type { McpTargetIR } from '../../../config/ir.ts';
 import { Federation } from '../../../mcp/federation.ts';
 import { McpGuardrails } from '../../../mcp/guardrails.ts';
 import { McpRuntime } from '../../../mcp/runtime.ts';
 import { McpServer } from '../../../mcp/server.ts';
 import type { TargetConnection } from '../../../mcp/upstream/connection.ts';
 import { OpenApiConnection } from '../../../mcp/upstream/openapi.ts';
+import { headerModifier } from '../../../policies/header-modifier/index.ts';
 import { connectionSpec } from '../../connection.ts';
 import type { BackendKind } from '../types.ts';
 
@@ -23,8 +25,9 @@ export const mcpBackend: BackendKind<'mcp'> = {
       if (tr.kind === 'stdio' || !env.pools) continue;
       const own = Object.keys(target.policies).length > 0;
       const spec = own ? connectionSpec(target.policies, env.global) : env.connection;
-      const pool = env.pools.acquire({ ...spec, origin: tr.origin });
-      env.used.add(pool);
+      const base = env.pools.acquire({ ...spec, origin: tr.origin });
+      env.used.add(base);
+      const pool = withHeaders(base, target.policies);
       dispatchers.set(target.name, pool);
       if (tr.kind === 'openapi')
         direct.set(
@@ -68,4 +71,24 @@ export const mcpBackend: BackendKind<'mcp'> = {
 
 function hashKey(key: string): string {
   return createHash('sha256').update(key).digest('hex').slice(0, 16);
+}
+
+/**
+ * The target's calls with the headers its policies set: the backendAuth key (Authorization: Bearer
+ * unless a header location says otherwise) and the requestHeaderModifier, on every call the gateway
+ * makes to it (the loader refuses the policies a target does not take).
+ */
+function withHeaders(pool: Dispatcher, p: McpTargetIR['policies']): Dispatcher {
+  const modify = p.requestHeaderModifier ? headerModifier(p.requestHeaderModifier) : undefined;
+  const key = p.backendAuth && 'key' in p.backendAuth ? p.backendAuth.key : undefined;
+  if (!modify && !key) return pool;
+  const loc = key?.location && 'header' in key.location ? key.location.header : undefined;
+  const name = (loc?.name ?? 'authorization').toLowerCase();
+  const prefix = loc ? (loc.prefix ?? '') : 'Bearer ';
+  return pool.compose((dispatch) => (opts, handler) => {
+    const headers: Record<string, string | string[]> = { ...(opts.headers as Record<string, string>) };
+    modify?.(headers);
+    if (key) headers[name] = `${prefix}${key.value.reveal()}`;
+    return dispatch({ ...opts, headers }, handler);
+  });
 }

@@ -1,0 +1,96 @@
+// An MCP target's credential and headers: `policies.backendAuth.key` and `requestHeaderModifier` are
+// sent on every call the gateway makes to it — the streamable-HTTP and the legacy SSE transports of
+// the SDK's server, which answers 401 without them. Before, both were accepted and never sent. The
+// policies a target does not take are refused by name at load.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import { loadConfigText } from '../config/load.ts';
+import { connectClient, type HttpPeer, startHttpPeer, textOf } from './test-support.ts';
+
+let secured: HttpPeer;
+let proxy: TestProxy;
+
+const route = (prefix: string, target: string) => `    - matches: [{path: {pathPrefix: /${prefix}}}]
+      backends:
+      - mcp:
+          targets:
+          - name: secured
+            ${target}`;
+
+before(async () => {
+  secured = await startHttpPeer('secured', { authorization: 'Bearer sk-mcp', 'x-tenant': 'acme' });
+  const policies = 'policies: {backendAuth: {key: sk-mcp}, requestHeaderModifier: {set: {x-tenant: acme}}}';
+  const sse = secured.url.replace(/\/mcp$/, '/sse');
+  proxy = await startProxy(`binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+${route('http', `mcp: {host: ${JSON.stringify(secured.url)}}\n            ${policies}`)}
+${route('sse', `sse: {host: ${JSON.stringify(sse)}}\n            ${policies}`)}
+${route('bare', `mcp: {host: ${JSON.stringify(secured.url)}}`)}
+`);
+});
+
+after(async () => {
+  await proxy?.close();
+  await secured?.close();
+});
+
+for (const prefix of ['http', 'sse']) {
+  test(`${prefix}: the key and the header reach the target; its tools answer`, async () => {
+    const { client } = await connectClient(proxy.url(`/${prefix}`));
+    try {
+      const tools = await client.listTools();
+      assert.ok(tools.tools.some((t) => t.name === 'echo'));
+      const r = await client.callTool({ name: 'echo', arguments: { message: 'hi' } });
+      assert.equal(textOf(r), 'secured echo: hi');
+    } finally {
+      await client.close();
+    }
+  });
+}
+
+test('without them the target answers 401, which the client hears as the session fails', async () => {
+  const err = await connectClient(proxy.url('/bare')).then(
+    async ({ client }) => {
+      await client.close();
+      return undefined;
+    },
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof Error, 'the session did not start');
+  assert.match(err.message, /target secured: HTTP 401/);
+});
+
+test('policies an MCP target does not take are refused by name', () => {
+  const load = (policies: string) => {
+    try {
+      loadConfigText(
+        't.yaml',
+        `binds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends:\n      - mcp:\n          targets:\n          - name: t\n            mcp: {host: "http://127.0.0.1:1/mcp"}\n            policies: ${policies}\n`,
+        process.cwd(),
+      );
+      return '';
+    } catch (err) {
+      return (err as Error).message;
+    }
+  };
+  assert.match(
+    load('{responseHeaderModifier: {set: {a: b}}}'),
+    /responseHeaderModifier on an MCP target is not supported/,
+  );
+  assert.match(
+    load('{backendAuth: {passthrough: {}}}'),
+    /backendAuth passthrough on an MCP target is not supported/,
+  );
+  assert.match(
+    load('{backendAuth: {key: {value: k, location: {queryParameter: {name: key}}}}}'),
+    /an MCP target takes its key in a header/,
+  );
+  assert.equal(
+    load('{backendAuth: {key: k}, requestHeaderModifier: {add: {x-a: b}}, tcp: {connectTimeout: 1s}}'),
+    '',
+  );
+});
