@@ -1081,6 +1081,7 @@ const BACKEND_POLICIES_NOT_BUILT = {
 };
 /** Backend policies refused by name: no policy module builds them at the backend. */
 export type NotBuiltBackendPolicy = keyof typeof BACKEND_POLICIES_NOT_BUILT;
+export const NOT_BUILT_BACKEND_POLICIES: readonly string[] = Object.keys(BACKEND_POLICIES_NOT_BUILT);
 /**
  * gw extension (GwPolicy traffic.hostRewrite's standalone form): which Host a host backend is sent.
  * Without it, a backend named by DNS name in a file sends its name and one by IP the client's Host.

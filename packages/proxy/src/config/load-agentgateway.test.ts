@@ -499,6 +499,23 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
       `policies:\n- target: {route: r}\n  phase: route\n  policy: {}\nbinds:\n- port: 8080\n  listeners:\n  - routes: [{name: r, backends: [{host: 127.0.0.1:9}]}]\n`,
     );
     refused(`ui: {policies: {}}\n${rest}`, 'ui.policies', 'ui policies');
+    // a policy that targets a backend takes backend policies: a route's would never run there
+    const toBackend = (policy: string) =>
+      issues(
+        `backends:\n- name: b\n  host: 127.0.0.1:9\npolicies:\n- target: {backend: b}\n  policy: ${policy}\nbinds:\n- port: 8080\n  listeners:\n  - routes: [{backends: [{backend: b}]}]\n`,
+      ).map((i) => i.replace(/^\d+:\d+ /, ''));
+    assert.deepEqual(toBackend('{cors: {allowOrigins: ["*"]}, retry: {attempts: 2, codes: [503]}}'), [
+      'policies[0].policy.cors: cors is a route policy: a policy that targets a backend takes backend policies (target the route, gateway or listener)',
+      'policies[0].policy.retry: retry is a route policy: a policy that targets a backend takes backend policies (target the route, gateway or listener)',
+    ]);
+    assert.match(
+      toBackend('{authorization: {rules: ["true"]}}').join('\n'),
+      /policies\[0\]\.policy\.authorization: authorization as a backend policy is not supported/,
+    );
+    // backend policies load
+    load(
+      `backends:\n- name: b\n  host: 127.0.0.1:9\npolicies:\n- target: {backend: b}\n  policy: {requestHeaderModifier: {set: {x-a: b}}, backendAuth: {key: k}}\nbinds:\n- port: 8080\n  listeners:\n  - routes: [{backends: [{backend: b}]}]\n`,
+    );
   });
 });
 

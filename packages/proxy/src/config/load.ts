@@ -15,6 +15,7 @@ import {
   awsDnsSuffix,
   type BackendAuth,
   type BackendPolicies,
+  BackendPolicies as BackendPoliciesSchema,
   type BackendTLS,
   type CatalogRates,
   ConfigError,
@@ -63,6 +64,7 @@ import {
   ModelCatalog,
   type ModelCatalogSource,
   matchModelName,
+  NOT_BUILT_BACKEND_POLICIES,
   type Problem,
   type PromptEnrichment,
   type PromptGuard,
@@ -1279,6 +1281,18 @@ class Builder {
     (this.cfg.policies ?? []).forEach((p, i) => {
       this.trafficChecks(['policies', i, 'policy'], p.policy);
       const [kind, name] = Object.entries(p.target)[0] as unknown as [keyof typeof out, string];
+      // a backend runs backend policies only: a route's (jwtAuth, cors, retry …) would never run there
+      if (kind === 'backend')
+        for (const [k, v] of Object.entries(p.policy)) {
+          if (v === undefined || (BACKEND_POLICY_NAMES.has(k) && !NOT_BUILT_BACKEND_POLICIES.includes(k)))
+            continue;
+          this.fail(
+            ['policies', i, 'policy', k],
+            NOT_BUILT_BACKEND_POLICIES.includes(k)
+              ? `${k} as a backend policy is not supported by this build of gw yet (target the route)`
+              : `${k} is a route policy: a policy that targets a backend takes backend policies (target the route, gateway or listener)`,
+          );
+        }
       out[kind].set(name, mergePolicies(out[kind].get(name), p.policy) ?? {});
     });
     return out;
@@ -2605,6 +2619,9 @@ function guardEntry(e: NonNullable<PromptGuard['request']>[number], ctx: GuardCo
     },
   ];
 }
+
+/** The policies a backend runs (a policy targeting one takes only these). */
+const BACKEND_POLICY_NAMES = new Set(Object.keys(BackendPoliciesSchema.shape));
 
 /**
  * The policies an MCP target's calls take: its connection's, and the headers it is sent (backendAuth
