@@ -1051,6 +1051,22 @@ class Builder {
       }
     }
     ir.policies = this.resolveBackendPolicies([...pp, 'policies'], policies);
+    // the provider's call takes its header changes and passive health as an llm.models entry does
+    const rp = ir.policies;
+    if (rp.requestHeaderModifier) ir.requestHeaders = rp.requestHeaderModifier;
+    if (rp.responseHeaderModifier) ir.responseHeaders = rp.responseHeaderModifier;
+    if (rp.health?.active)
+      this.fail(
+        [...pp, 'policies', 'health', 'active'],
+        "health.active probes an endpoint with GETs, which an LLM provider does not answer: a provider's health is passive (eviction, unhealthyExpression)",
+      );
+    else if (rp.health) ir.health = rp.health;
+    if (rp.requestRedirect)
+      this.fail(
+        [...pp, 'policies', 'requestRedirect'],
+        'requestRedirect does not apply to an ai provider (set it on the route)',
+      );
+    if (p.tokenize) this.fail([...pp, 'tokenize'], 'tokenize is not supported by this build of gw yet');
     return ir;
   }
 

@@ -2,6 +2,7 @@
 // `call` sends one attempt: the client's request converted by the format pair, to the provider, and
 // the answer converted back as it streams, its usage recorded in the request's LLM slot.
 import { Readable } from 'node:stream';
+import { parseGoDuration } from '@gw/api/runtime';
 import { type CelProgram, celToJson, compileCel } from '../cel/cel.ts';
 import type { LlmFormat, LlmModelIR, LlmProviderIR } from '../config/ir.ts';
 import { GwError } from '../errors.ts';
@@ -87,7 +88,9 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
   const catalog = env.global.modelCatalog;
   const metadata = m.requestMetadata ? compileMetadata(m.requestMetadata) : undefined;
   const limit = env.global.maxBufferSize;
-  const timeout = env.attemptTimeoutMs;
+  // the provider's own http.requestTimeout (an ai provider's policies), else the backend's
+  const own = m.policies.http?.requestTimeout ? parseGoDuration(m.policies.http.requestTimeout) : undefined;
+  const timeout = own ?? env.attemptTimeoutMs;
   const rules = m.authorization ? compileRules(m.authorization) : undefined;
   const caching = m.promptCaching;
   const passthrough = m.passthrough;
