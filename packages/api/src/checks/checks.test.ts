@@ -7,6 +7,7 @@ import {
   checkExtAuthz,
   checkFrontendPolicies,
   checkJwks,
+  checkJwtAuth,
   checkLlm,
   checkRegex,
   checkRouteMatch,
@@ -190,4 +191,29 @@ describe('llm', () => {
       ],
     );
   });
+});
+
+test('jwtAuth: audiences or jwtValidationOptions beside providers are named (they would hold for none)', () => {
+  const jwks = { inline: '{"keys":[]}' };
+  const got = checkJwtAuth(
+    {
+      providers: [{ issuer: 'https://a.example', jwks }],
+      audiences: ['api'],
+      jwtValidationOptions: { requiredClaims: ['exp'] },
+    } as never,
+    ['p'],
+  );
+  assert.deepEqual(
+    got.filter((p) => !p.path.includes('jwks')).map((p) => `${p.path.join('.')}: ${p.message}`),
+    [
+      'p.audiences: with providers, set audiences on each provider',
+      'p.jwtValidationOptions: with providers, set jwtValidationOptions on each provider',
+    ],
+  );
+  assert.deepEqual(
+    checkJwtAuth({ providers: [{ issuer: 'https://a.example', jwks, audiences: ['api'] }] } as never, [
+      'p',
+    ]).filter((p) => !p.path.includes('jwks')),
+    [],
+  );
 });

@@ -201,6 +201,10 @@ export function checkJwtAuth(j: JwtAuth, path: FieldPath): Problem[] {
   if (!j.providers && !(j.issuer && j.jwks)) out.push({ path, message: 'set providers, or issuer and jwks' });
   if (j.providers && (j.issuer || j.jwks))
     out.push({ path, message: 'use either providers or issuer/jwks, not both' });
+  // they would hold for no provider: each provider of the list has its own
+  for (const k of ['audiences', 'jwtValidationOptions'] as const)
+    if (j.providers && j[k] !== undefined)
+      out.push({ path: [...path, k], message: `with providers, set ${k} on each provider` });
   const providers = j.providers ?? (j.issuer && j.jwks ? [{ issuer: j.issuer, jwks: j.jwks }] : []);
   providers.forEach((prov, i) => {
     const pp = j.providers ? [...path, 'providers', i, 'jwks'] : [...path, 'jwks'];
