@@ -166,7 +166,7 @@ describe('llm', () => {
           { name: 'a', provider: { reference: 'p' }, transformation: { model: 'llmRequest.model.nope(' } },
           { name: 'b', provider: { reference: 'q' } },
           { name: 'c', provider: { custom: { formats: [{ type: 'completions' }] } } },
-          { name: 'v/*', provider: 'openai', params: { awsRegion: 'us-east-1' } },
+          { name: 'v/*', provider: 'openai', params: { awsRegion: 'us-east-1', azureApiVersion: 'v1' } },
         ],
         virtualModels: [
           {
@@ -186,6 +186,7 @@ describe('llm', () => {
         'llm.models.1.provider.reference: no provider named "q" in llm.providers (providers: p)',
         'llm.models.2.params: a custom provider needs params.baseUrl (or hostOverride): where its endpoint is',
         'llm.models.3.params.awsRegion: awsRegion is for the bedrock provider',
+        'llm.models.3.params.azureApiVersion: azureApiVersion is for the azure provider',
         'llm.virtualModels.0.routing.conditional.targets.0.when: only the last target may omit when (it is the fallback)',
         'llm.virtualModels.0.routing.conditional.targets.2.model: no model in llm.models serves "zz"',
       ],

@@ -32,6 +32,10 @@ const PROVIDER_PARAMS: [keyof LlmParams, string][] = [
   ['awsRegion', 'bedrock'],
   ['vertexRegion', 'vertex'],
   ['vertexProject', 'vertex'],
+  ['azureResourceName', 'azure'],
+  ['azureResourceType', 'azure'],
+  ['azureApiVersion', 'azure'],
+  ['azureProjectName', 'azure'],
 ];
 
 export function checkLlm(llm: LlmConfig, path: FieldPath): Problem[] {
