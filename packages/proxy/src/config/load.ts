@@ -755,6 +755,13 @@ class Builder {
     const { gateways, port, policies, ...backendSpec } = mcp;
     const { mcpAuthorization, mcpGuardrails, ...routePolicies } = policies ?? {};
     if (policies) this.trafficChecks([...path, 'policies'], routePolicies);
+    // the targets make their own calls, each with its own connection policies
+    for (const k of ['backendTLS', 'backendAuth', 'backendTunnel', 'hostRewrite', 'a2a'] as const)
+      if (routePolicies[k] !== undefined)
+        this.fail(
+          [...path, 'policies', k],
+          `${k} in the mcp block reaches no target: set it in each target's policies`,
+        );
     const target = this.mcpTarget(path, backendSpec);
     if (!target) return;
     // the route's MCP rules and processors are the backend's (as a route's reach its mcp backends)

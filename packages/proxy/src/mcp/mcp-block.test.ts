@@ -111,5 +111,14 @@ describe('where the block is served, and config errors', () => {
       () => load(`gateways: {default: {port: 0}}\nmcp:\n  gateways: nope\n${targets}`),
       (e: unknown) => e instanceof ConfigError && /mcp\.gateways: no gateway named "nope"/.test(e.message),
     );
+    // a target's connection policies go on the target: in the block they would reach none
+    assert.throws(
+      () => load(`mcp:\n  port: 0\n  policies: {backendAuth: {key: k}}\n${targets}`),
+      (e: unknown) =>
+        e instanceof ConfigError &&
+        /mcp\.policies\.backendAuth: backendAuth in the mcp block reaches no target: set it in each target's policies/.test(
+          e.message,
+        ),
+    );
   });
 });
