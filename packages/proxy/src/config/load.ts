@@ -1877,6 +1877,12 @@ class Builder {
           this.fail([...pp, 'backend'], `no backend with a host named ${JSON.stringify(p.backend)}`);
           return;
         }
+        const set = Object.keys(def.policies ?? {});
+        if (set.length > 0)
+          this.fail(
+            [...pp, 'backend'],
+            `backend ${JSON.stringify(p.backend)} sets ${set.join(', ')}, which a processor call does not take yet (it takes the backend's host; an https:// host is TLS with the system roots)`,
+          );
         host = def.host;
       }
       if (host === undefined) return; // the schema refused the processor already

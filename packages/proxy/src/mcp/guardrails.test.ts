@@ -357,6 +357,9 @@ ${processors}
 backends:
 - name: checker
   host: checker.internal:9000
+- name: tls-checker
+  host: checker.internal:9443
+  policies: {backendTLS: {}}
 `;
   const load = (text: string) => loadConfigText('gw.yaml', text, '/tmp');
   const rejects = (text: string, re: RegExp) => assertConfigRejects(load, text, re);
@@ -399,6 +402,11 @@ backends:
     rejects(
       cfg(`            - backend: nope\n              methods: {"*": full}`),
       /processors\[0\]\.backend: no backend with a host named "nope"/,
+    );
+    // the named backend's policies would not reach the call: named, not ignored
+    rejects(
+      cfg(`            - backend: tls-checker\n              methods: {"*": full}`),
+      /backend "tls-checker" sets backendTLS, which a processor call does not take yet/,
     );
     rejects(
       cfg(
