@@ -1366,7 +1366,10 @@ const ListenerTLS = strict({
     .meta({ description: 'static (the default): the certificate is cert and key' }),
   cert: FileOrInline.nullable().optional(),
   key: FileOrInline.nullable().optional(),
-  root: FileOrInline.nullable().optional(),
+  root: FileOrInline.nullable().optional().meta({
+    description:
+      'the CA that verifies client certificates (mTLS): a client without one it signed is refused (unset: no client certificate asked)',
+  }),
   spiffe: NotYet('spiffe listener certificates').optional(),
   cipherSuites: CipherSuites,
   minTLSVersion: TlsVersion.nullable().optional(),
