@@ -180,3 +180,14 @@ test('a guard that needs a service (a webhook) refuses the session at the handsh
   assert.match(body, /guard webhook would check this realtime session through a service/);
   ws.terminate();
 });
+
+test('a client message over the limit the relay reads ends the session (1009) with an error event', async () => {
+  const { ws, events } = await open('guarded');
+  const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+  ws.send(JSON.stringify({ type: 'conversation.item.create', padding: 'x'.repeat(17 * 1024 * 1024) }));
+  assert.equal(await closed, 1009);
+  assert.equal(
+    (events.find((e) => e.type === 'error')?.error as { code?: string } | undefined)?.code,
+    'message_too_big',
+  );
+});

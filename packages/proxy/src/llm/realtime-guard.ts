@@ -96,8 +96,9 @@ abstract class MessageRelay extends Transform {
           else this.message(item.opcode, item.payload, item.raws);
         }
       } catch (err) {
-        if (!(err instanceof FrameTooLarge)) throw err;
-        this.tooLarge();
+        // a frame or message too large, or anything unexpected: the session ends, the gateway stays
+        if (err instanceof FrameTooLarge) this.abort(1009, 'message too big');
+        else this.abort(1011, 'the gateway could not read a message');
       }
     }
     done();
@@ -105,8 +106,8 @@ abstract class MessageRelay extends Transform {
 
   protected abstract control(f: Frame): void;
   protected abstract message(opcode: number, payload: Buffer, raws: Buffer[]): void;
-  /** A frame or message over REALTIME_GUARDED_MESSAGE_LIMIT: the session ends. */
-  protected abstract tooLarge(): void;
+  /** Ends the session with this close code (1009: a frame or message over the limit). */
+  protected abstract abort(code: number, reason: string): void;
 }
 
 /** The Realtime API's `error` event for a guard's rejection (the SDKs raise it as an error event). */
@@ -168,8 +169,8 @@ class ToClient extends MessageRelay {
     this.push(f.raw);
   }
 
-  protected tooLarge(): void {
-    this.#close(1009, 'message too big');
+  protected abort(code: number, reason: string): void {
+    this.#close(code, reason);
   }
 
   override _flush(done: TransformCallback): void {
@@ -309,12 +310,14 @@ class ToUpstream extends MessageRelay {
     this.push(f.raw);
   }
 
-  protected tooLarge(): void {
+  protected abort(code: number, reason: string): void {
     this.stopped = true;
     this.#toClient.closeWith(
-      1009,
-      'message too big',
-      errorEvent('the message is larger than the gateway reads', 'message_too_big', null),
+      code,
+      reason,
+      code === 1009
+        ? errorEvent('the message is larger than the gateway reads', 'message_too_big', null)
+        : undefined,
     );
   }
 

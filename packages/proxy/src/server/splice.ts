@@ -24,6 +24,8 @@ export function splice(client: Pipe, upstream: Pipe, idleMs: number, done?: () =
   client.allowHalfOpen = true;
   upstream.allowHalfOpen = true;
   if (relay) {
+    relay.toUpstream.on('error', noop);
+    relay.toClient.on('error', noop);
     client.pipe(relay.toUpstream).pipe(upstream);
     upstream.pipe(relay.toClient).pipe(client);
   } else {
