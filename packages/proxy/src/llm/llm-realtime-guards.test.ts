@@ -6,7 +6,9 @@
 // through the response guards (a match held back and the session closed with 1008 before any of it
 // is sent). A session whose guards would need a service is refused at the handshake.
 import assert from 'node:assert/strict';
-import type { IncomingMessage } from 'node:http';
+import { createHash } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { makeTestPki, type TestPki } from '@gw/testkit';
 import { type FakeRealtime, startFakeRealtime } from '@gw/testkit/llm/realtime';
@@ -15,6 +17,8 @@ import WebSocket from 'ws';
 
 let pki: TestPki;
 let upstream: FakeRealtime;
+/** Answers every handshake 101 with permessage-deflate, offered or not (a provider out of spec). */
+let pushy: Server;
 let proxy: TestProxy;
 
 const route = (prefix: string, promptGuard: string) => `    - name: ${prefix}
@@ -33,6 +37,16 @@ const route = (prefix: string, promptGuard: string) => `    - name: ${prefix}
 before(async () => {
   pki = await makeTestPki(['llm.internal']);
   upstream = await startFakeRealtime({ apiKey: 'sk-provider', deflate: true, echoDeltaChars: 4 });
+  pushy = createServer();
+  pushy.on('upgrade', (req, socket) => {
+    const accept = createHash('sha1')
+      .update(`${req.headers['sec-websocket-key']}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`)
+      .digest('base64');
+    socket.write(
+      `HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-accept: ${accept}\r\nsec-websocket-extensions: permessage-deflate\r\n\r\n`,
+    );
+  });
+  await new Promise<void>((r) => pushy.listen(0, '127.0.0.1', r));
   const cert = pki.servers['llm.internal'];
   assert.ok(cert);
   proxy = await startProxy(`config:
@@ -50,12 +64,15 @@ ${route(
 )}
 ${route('off', '{request: [{regex: {action: reject, rules: [{builtin: ssn}]}}]}')}
 ${route('hooked', '{streaming: true, request: [{webhook: {target: {host: "127.0.0.1:9"}}}]}')}
+${route('pushy', '{streaming: true, request: [{regex: {action: reject, rules: [{builtin: ssn}]}}]}').replace(`127.0.0.1:${upstream.port}`, `127.0.0.1:${(pushy.address() as AddressInfo).port}`)}
 `);
 });
 
 after(async () => {
   await proxy?.close();
   await upstream?.close();
+  pushy?.closeAllConnections();
+  pushy?.close();
   await pki?.cleanup();
 });
 
@@ -190,4 +207,21 @@ test('a client message over the limit the relay reads ends the session (1009) wi
     (events.find((e) => e.type === 'error')?.error as { code?: string } | undefined)?.code,
     'message_too_big',
   );
+});
+
+test('a provider that agrees to compression it was not offered: the guarded session is refused, saying so', async () => {
+  const ws = new WebSocket(`wss://127.0.0.1:${proxy.port()}/pushy/v1/realtime?model=x`, {
+    ca: pki.ca,
+    servername: 'llm.internal',
+  } as WebSocket.ClientOptions);
+  ws.on('error', () => {});
+  const res = await new Promise<IncomingMessage>((resolve, reject) => {
+    ws.on('unexpected-response', (_req, r) => resolve(r));
+    ws.on('open', () => reject(new Error('the WebSocket opened')));
+  });
+  let body = '';
+  for await (const c of res) body += String(c);
+  assert.ok((res.statusCode ?? 0) >= 500, String(res.statusCode));
+  assert.match(body, /agreed to WebSocket extensions it was not offered/);
+  ws.terminate();
 });

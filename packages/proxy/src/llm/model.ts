@@ -287,6 +287,16 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
     const up = upgrade?.upstream;
     if (!upgrade || !up || ctx.response?.status !== 101) return;
     const agreed = ctx.response.headers['sec-websocket-extensions'];
+    if (relaying && agreed) {
+      // offered none, it agreed to one anyway: the guards could not read its messages
+      up.socket.destroy();
+      delete upgrade.upstream;
+      ctx.response = undefined;
+      throw new GwError(
+        'GW_ERR_LLM_PROVIDER',
+        `provider ${p.name} agreed to WebSocket extensions it was not offered (${agreed}); the session's guards cannot read its messages`,
+      );
+    }
     upgrade.reader = reading.readRealtimeUsage(
       state,
       typeof agreed === 'string' ? agreed : undefined,
