@@ -136,10 +136,14 @@ export function translateMcp(
         // what the proxy sends an MCP target: its connection's settings and the headers it is given
         for (const k of Object.keys(p.policies) as (keyof BackendPolicies)[]) {
           const auth = k === 'backendAuth' ? p.policies.backendAuth : undefined;
-          const keyAuth = typeof auth === 'object' && auth !== null && 'key' in auth;
-          if (MCP_TARGET_POLICIES.has(k) && (k !== 'backendAuth' || keyAuth)) continue;
+          // a key, or the client's token passed through (streamable HTTP only: called per request)
+          const authTaken =
+            typeof auth === 'object' &&
+            auth !== null &&
+            ('key' in auth || ('passthrough' in auth && s.protocol !== 'SSE'));
+          if (MCP_TARGET_POLICIES.has(k) && (k !== 'backendAuth' || authTaken)) continue;
           problems.push(
-            `${field}.static.policies: ${k === 'backendAuth' ? 'auth other than a key' : k} on an MCP target is not supported by this build of gw yet`,
+            `${field}.static.policies: ${k === 'backendAuth' ? 'auth other than a key or passthrough (streamable HTTP)' : k} on an MCP target is not supported by this build of gw yet`,
           );
           delete p.policies[k];
         }

@@ -1761,13 +1761,28 @@ class Builder {
             `${k} on an MCP target is not supported by this build of gw yet (it takes ${[...MCP_TARGET_POLICIES].join(', ')})`,
           );
       const auth = connection.backendAuth;
-      if (auth && (typeof auth !== 'object' || !('key' in auth)))
+      // passthrough: the client's token, per request, which only a streamable-HTTP target's calls carry
+      const passthrough = typeof auth === 'object' && auth !== null && 'passthrough' in auth;
+      const passLocation = passthrough ? auth.passthrough.location : undefined;
+      if (passLocation && !('header' in passLocation))
+        this.fail(
+          [...tp, 'policies', 'backendAuth', 'passthrough', 'location'],
+          'an MCP target takes the forwarded token in a header (the default, Authorization: Bearer)',
+        );
+      if (passthrough && !t.mcp)
         this.fail(
           [...tp, 'policies', 'backendAuth'],
-          `backendAuth ${typeof auth === 'object' ? Object.keys(auth)[0] : auth} on an MCP target is not supported by this build of gw yet (it takes key)`,
+          'backendAuth passthrough is for streamable-HTTP (mcp) targets: an sse or openapi target is not called per client request',
+        );
+      else if (auth && !passthrough && (typeof auth !== 'object' || !('key' in auth)))
+        this.fail(
+          [...tp, 'policies', 'backendAuth'],
+          `backendAuth ${typeof auth === 'object' ? Object.keys(auth)[0] : auth} on an MCP target is not supported by this build of gw yet (it takes key and passthrough)`,
         );
       else if (
-        auth?.key &&
+        typeof auth === 'object' &&
+        auth !== null &&
+        'key' in auth &&
         typeof auth.key === 'object' &&
         'location' in auth.key &&
         auth.key.location &&

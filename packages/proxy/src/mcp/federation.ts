@@ -159,11 +159,16 @@ export class Federation {
     return { protocolVersion: version, capabilities: {}, clientInfo: { name: 'gw', version: VERSION } };
   }
 
-  /** A connection to `t` for this session (cheap for HTTP targets; a live one for stdio and SSE). */
+  /**
+   * A connection to `t` for this session (cheap for HTTP targets; a live one for stdio and SSE).
+   * `call`: the client request it serves, whose validated JWT a streamable-HTTP target with
+   * backendAuth passthrough is sent.
+   */
   connection(
     t: Target,
     session: SessionState | null,
     initParams?: Record<string, unknown>,
+    call?: Pick<Call, 'ctx'>,
   ): TargetConnection {
     const tr = t.ir.transport;
     const version = session?.p ?? LATEST_VERSION;
@@ -174,6 +179,7 @@ export class Federation {
     }
     if (tr.kind === 'streamable-http') {
       if (!t.dispatcher) throw new TargetError(t.name, 'not connected (validation only)');
+      const forward = passthroughHeader(t.ir, call);
       return new StreamableHttpConnection(
         {
           name: t.name,
@@ -181,6 +187,7 @@ export class Federation {
           path: tr.path,
           dispatcher: t.dispatcher,
           timeoutMs: this.#fanoutTimeout(t),
+          ...(forward ? { headers: forward } : {}),
         },
         session?.s[t.name] ?? null,
         session ? session.p : undefined,
@@ -211,7 +218,7 @@ export class Federation {
    * the request (initialize, the request, DELETE).
    */
   async #ask(t: Target, call: Call, req: Request, timeoutMs: number): Promise<Response> {
-    const conn = this.connection(t, call.session);
+    const conn = this.connection(t, call.session, undefined, call);
     const opts = { signal: call.signal, relay: this.#relayFrom(t, call.relay), timeoutMs };
     if (!(this.#stateless && conn instanceof StreamableHttpConnection)) return conn.request(req, opts);
     const init = await conn.request(
@@ -284,7 +291,7 @@ export class Federation {
     };
     const results = await Promise.allSettled(
       this.targets.map(async (t) => {
-        const conn = this.connection(t, state, initParams);
+        const conn = this.connection(t, state, initParams, call);
         const r = await conn.request(
           { jsonrpc: '2.0', id: req.id, method: 'initialize', params: initParams },
           { signal: call.signal, timeoutMs: this.#fanoutTimeout(t), relay: this.#relayFrom(t, call.relay) },
@@ -647,7 +654,7 @@ export class Federation {
     const cancel = () => {
       if (answered || this.#stateless) return;
       const reason = call.ctx.signal.aborted ? 'the client went away' : 'the gateway gave up waiting';
-      void this.connection(t, call.session)
+      void this.connection(t, call.session, undefined, call)
         .send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: req.id, reason } })
         .catch(() => {});
     };
@@ -751,7 +758,7 @@ export class Federation {
       const parsed = typeof m.id === 'string' ? splitClientId(m.id) : undefined;
       const t = parsed ? this.#byName.get(parsed[0]) : undefined;
       if (!t || !parsed) return;
-      await this.connection(t, call.session).send({ ...m, id: parsed[1] });
+      await this.connection(t, call.session, undefined, call).send({ ...m, id: parsed[1] });
       return;
     }
     let to = live;
@@ -769,7 +776,9 @@ export class Federation {
         msg = { ...m, params: { ...m.params, requestId: parsed[1] } };
       } else if (owner) to = live.filter((t) => t.name === owner);
     }
-    const results = await Promise.allSettled(to.map((t) => this.connection(t, call.session).send(msg)));
+    const results = await Promise.allSettled(
+      to.map((t) => this.connection(t, call.session, undefined, call).send(msg)),
+    );
     const failed = results.flatMap((r, i) =>
       r.status === 'rejected' ? [asTargetError(to[i]?.name ?? '?', r.reason)] : [],
     );
@@ -782,7 +791,10 @@ export class Federation {
     await Promise.allSettled(
       live.map(async (t) => {
         try {
-          await this.connection(t, call.session).listen(this.#relayFrom(t, call.relay), call.signal);
+          await this.connection(t, call.session, undefined, call).listen(
+            this.#relayFrom(t, call.relay),
+            call.signal,
+          );
         } catch (err) {
           this.#noteFailures(call, [asTargetError(t.name, err)]);
         }
@@ -906,4 +918,22 @@ export function traceRequest(ctx: McpRequest, start: number | null): void {
     start,
     info.outcome === 'ok' || info.outcome === undefined ? 'info' : 'warn',
   );
+}
+
+/**
+ * backendAuth passthrough on a streamable-HTTP target: the client's validated JWT (jwtAuth,
+ * mcpAuthentication) in the Authorization header (Bearer) or the header its location names; none
+ * when the request carries none.
+ */
+function passthroughHeader(
+  t: McpTargetIR,
+  call: Pick<Call, 'ctx'> | undefined,
+): Record<string, string> | undefined {
+  const auth = t.policies.backendAuth;
+  if (!auth || !('passthrough' in auth)) return undefined;
+  const token = call?.ctx.ext.jwtToken;
+  if (token === undefined) return undefined;
+  const loc = auth.passthrough.location;
+  const header = loc && 'header' in loc ? loc.header : { name: 'authorization', prefix: 'Bearer ' };
+  return { [header.name.toLowerCase()]: `${header.prefix ?? ''}${token.reveal()}` };
 }

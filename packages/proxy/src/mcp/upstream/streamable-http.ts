@@ -29,6 +29,8 @@ export interface HttpTargetSpec {
   dispatcher: Dispatcher;
   /** For requests the gateway makes on its own (initialize, lists); 0: none. */
   timeoutMs: number;
+  /** Sent with every call of this connection (the client's token for backendAuth passthrough). */
+  headers?: Record<string, string>;
 }
 
 export class StreamableHttpConnection implements TargetConnection {
@@ -49,7 +51,11 @@ export class StreamableHttpConnection implements TargetConnection {
   }
 
   #headers(accept: string, json: boolean): Record<string, string> {
-    const h: Record<string, string> = { accept, host: new URL(this.#spec.origin).host };
+    const h: Record<string, string> = {
+      ...this.#spec.headers,
+      accept,
+      host: new URL(this.#spec.origin).host,
+    };
     if (json) h['content-type'] = 'application/json';
     if (this.sessionId) h['mcp-session-id'] = this.sessionId;
     if (this.#version) h['mcp-protocol-version'] = this.#version;
