@@ -1083,6 +1083,19 @@ const BACKEND_POLICIES_NOT_BUILT = {
 export type NotBuiltBackendPolicy = keyof typeof BACKEND_POLICIES_NOT_BUILT;
 export const NOT_BUILT_BACKEND_POLICIES: readonly string[] = Object.keys(BACKEND_POLICIES_NOT_BUILT);
 /**
+ * The backend policies an MCP target's calls take: its connection's, and the headers it is sent
+ * (backendAuth key or passthrough, requestHeaderModifier); the loader and the controller refuse
+ * the others by name.
+ */
+export const MCP_TARGET_POLICIES: ReadonlySet<string> = new Set([
+  'backendTLS',
+  'backendTunnel',
+  'tcp',
+  'http',
+  'backendAuth',
+  'requestHeaderModifier',
+]);
+/**
  * gw extension (GwPolicy traffic.hostRewrite's standalone form): which Host a host backend is sent.
  * Without it, a backend named by DNS name in a file sends its name and one by IP the client's Host.
  */

@@ -9,7 +9,7 @@
 // A target (or Service port) that cannot be used is left out and named in PartiallyAccepted; with
 // none left the backend is not usable. The Service list is read from the snapshot, so a Service
 // coming or going re-translates the backend like any other watched change.
-import { McpTarget as StandaloneMcpTarget } from '@gw/api';
+import { MCP_TARGET_POLICIES, McpTarget as StandaloneMcpTarget } from '@gw/api';
 import type { GwBackendSpec } from '@gw/api/crd/gwbackend';
 import { matchesLabels } from './gateways.ts';
 import { backendPolicy } from './policy/backend.ts';
@@ -17,16 +17,6 @@ import { quote } from './policy/context.ts';
 import type { BackendPolicies } from './policy/spec.ts';
 import { describeProblems } from './problems.ts';
 import type { KubeObject, Lookup } from './types.ts';
-
-/** The standalone policies an MCP target takes (config/load.ts says the same). */
-const MCP_TARGET_POLICIES = new Set<string>([
-  'backendTLS',
-  'backendTunnel',
-  'tcp',
-  'http',
-  'backendAuth',
-  'requestHeaderModifier',
-]);
 
 export type McpSpec = NonNullable<GwBackendSpec['mcp']>;
 type Protocol = 'StreamableHTTP' | 'SSE';

@@ -57,6 +57,7 @@ import {
   type LlmParams,
   type LlmPreset,
   llmPreset,
+  MCP_TARGET_POLICIES,
   type McpAuthentication,
   type McpBackend,
   type McpConfig,
@@ -2666,19 +2667,6 @@ function guardEntry(e: NonNullable<PromptGuard['request']>[number], ctx: GuardCo
 
 /** The policies a backend runs (a policy targeting one takes only these). */
 const BACKEND_POLICY_NAMES = new Set(Object.keys(BackendPoliciesSchema.shape));
-
-/**
- * The policies an MCP target's calls take: its connection's, and the headers it is sent (backendAuth
- * key, requestHeaderModifier); the others are refused by name.
- */
-const MCP_TARGET_POLICIES = new Set([
-  'backendTLS',
-  'backendTunnel',
-  'tcp',
-  'http',
-  'backendAuth',
-  'requestHeaderModifier',
-]);
 
 /** A named backend's policies a webhook call takes; the others are refused by name. */
 const WEBHOOK_BACKEND_POLICIES = new Set(['backendTLS', 'requestHeaderModifier', 'tcp', 'http']);

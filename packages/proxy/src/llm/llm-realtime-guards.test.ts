@@ -181,21 +181,30 @@ test('without streaming the guards do not apply to realtime sessions', async () 
   ws.close();
 });
 
-test('a guard that needs a service (a webhook) refuses the session at the handshake, saying why', async () => {
-  const ws = new WebSocket(`wss://127.0.0.1:${proxy.port()}/hooked/v1/realtime?model=x`, {
+/** A handshake at /<prefix> that the gateway refuses: its status and body. */
+async function refused(prefix: string): Promise<{ status: number; body: string }> {
+  const ws = new WebSocket(`wss://127.0.0.1:${proxy.port()}/${prefix}/v1/realtime?model=x`, {
     ca: pki.ca,
     servername: 'llm.internal',
   } as WebSocket.ClientOptions);
   ws.on('error', () => {});
-  const res = await new Promise<IncomingMessage>((resolve, reject) => {
-    ws.on('unexpected-response', (_req, r) => resolve(r));
-    ws.on('open', () => reject(new Error('the WebSocket opened')));
-  });
-  let body = '';
-  for await (const c of res) body += String(c);
-  assert.ok((res.statusCode ?? 0) >= 400, String(res.statusCode));
-  assert.match(body, /guard webhook would check this realtime session through a service/);
-  ws.terminate();
+  try {
+    const res = await new Promise<IncomingMessage>((resolve, reject) => {
+      ws.on('unexpected-response', (_req, r) => resolve(r));
+      ws.on('open', () => reject(new Error('the WebSocket opened')));
+    });
+    let body = '';
+    for await (const c of res) body += String(c);
+    return { status: res.statusCode ?? 0, body };
+  } finally {
+    ws.terminate();
+  }
+}
+
+test('a guard that needs a service (a webhook) refuses the session at the handshake, saying why', async () => {
+  const r = await refused('hooked');
+  assert.ok(r.status >= 400, String(r.status));
+  assert.match(r.body, /guard webhook would check this realtime session through a service/);
 });
 
 test('a client message over the limit the relay reads ends the session (1009) with an error event', async () => {
@@ -210,18 +219,7 @@ test('a client message over the limit the relay reads ends the session (1009) wi
 });
 
 test('a provider that agrees to compression it was not offered: the guarded session is refused, saying so', async () => {
-  const ws = new WebSocket(`wss://127.0.0.1:${proxy.port()}/pushy/v1/realtime?model=x`, {
-    ca: pki.ca,
-    servername: 'llm.internal',
-  } as WebSocket.ClientOptions);
-  ws.on('error', () => {});
-  const res = await new Promise<IncomingMessage>((resolve, reject) => {
-    ws.on('unexpected-response', (_req, r) => resolve(r));
-    ws.on('open', () => reject(new Error('the WebSocket opened')));
-  });
-  let body = '';
-  for await (const c of res) body += String(c);
-  assert.ok((res.statusCode ?? 0) >= 500, String(res.statusCode));
-  assert.match(body, /agreed to WebSocket extensions it was not offered/);
-  ws.terminate();
+  const r = await refused('pushy');
+  assert.ok(r.status >= 500, String(r.status));
+  assert.match(r.body, /agreed to WebSocket extensions it was not offered/);
 });
