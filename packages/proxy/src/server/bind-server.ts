@@ -193,7 +193,11 @@ export class BindServer {
         accept(socket);
       });
       secure.on('secureConnection', (s: Socket) => this.#track(s));
-      secure.on('tlsClientError', (err) => opts.onClientError(err));
+      // Node reports a handshake that timed out (handshakeTimeout) but leaves the connection open.
+      secure.on('tlsClientError', (err, socket) => {
+        opts.onClientError(err);
+        socket.destroy();
+      });
       secure.setTimeout(opts.idleTimeoutMs);
       applyClientCerts(secure, bind);
       this.#handshake = first ? JSON.stringify(defaultContext(first, false)) : undefined;

@@ -587,3 +587,35 @@ test('http1MaxHeaders: a request with more headers is answered 431, one at the l
   // every header reached the upstream: none dropped
   assert.equal(up.seen[0]?.headers['x-h2'], '2');
 });
+
+test('a TLS connection that never sends its ClientHello is closed after firstRequestTimeout (HTTPS and TLS binds)', async (t) => {
+  // Node reports such a handshake as timed out and leaves the connection open: gw closes it.
+  const pki = await makeTestPki(['gw.test']);
+  t.after(() => pki.cleanup());
+  const up = await startUpstream();
+  t.after(() => up.close());
+  const cert = pki.servers['gw.test']!;
+  const tlsOf = `{cert: ${JSON.stringify(cert.certFile)}, key: ${JSON.stringify(cert.keyFile)}}`;
+  const p = await startProxy(`frontendPolicies:
+  http: {firstRequestTimeout: 300ms}
+binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - protocol: HTTPS
+    tls: ${tlsOf}
+    routes: [{backends: [{host: "127.0.0.1:${up.port}"}]}]
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - protocol: TLS
+    tls: ${tlsOf}
+    tcpRoutes: [{backends: [{host: "127.0.0.1:${up.port}"}]}]
+`);
+  t.after(() => p.close());
+  for (const n of [0, 1]) {
+    const r = await untilClosed(p.port(n), '', 3000);
+    assert.ok(r.closed, `bind ${n}: the connection was still open after ${Math.round(r.openMs)} ms`);
+    assert.ok(r.openMs >= 280 && r.openMs < 2000, `bind ${n}: closed after ${Math.round(r.openMs)} ms`);
+  }
+});

@@ -107,7 +107,11 @@ export class TcpBindServer {
         this.#accept(socket);
       });
       server.on('secureConnection', (s: TLSSocket) => this.#terminated(s));
-      server.on('tlsClientError', (err) => opts.onClientError(err));
+      // Node reports a handshake that timed out (handshakeTimeout) but leaves the connection open.
+      server.on('tlsClientError', (err, socket) => {
+        opts.onClientError(err);
+        socket.destroy();
+      });
       this.#outer = server;
     } else {
       this.#outer = net.createServer({ noDelay: true, allowHalfOpen: true }, (socket) => {
