@@ -7,13 +7,14 @@
 // is sent). A session whose guards would need a service is refused at the handshake.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { makeTestPki, type TestPki } from '@gw/testkit';
 import { type FakeRealtime, startFakeRealtime } from '@gw/testkit/llm/realtime';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import WebSocket from 'ws';
+import { refusedHandshake } from './realtime-test-support.ts';
 
 let pki: TestPki;
 let upstream: FakeRealtime;
@@ -182,24 +183,8 @@ test('without streaming the guards do not apply to realtime sessions', async () 
 });
 
 /** A handshake at /<prefix> that the gateway refuses: its status and body. */
-async function refused(prefix: string): Promise<{ status: number; body: string }> {
-  const ws = new WebSocket(`wss://127.0.0.1:${proxy.port()}/${prefix}/v1/realtime?model=x`, {
-    ca: pki.ca,
-    servername: 'llm.internal',
-  } as WebSocket.ClientOptions);
-  ws.on('error', () => {});
-  try {
-    const res = await new Promise<IncomingMessage>((resolve, reject) => {
-      ws.on('unexpected-response', (_req, r) => resolve(r));
-      ws.on('open', () => reject(new Error('the WebSocket opened')));
-    });
-    let body = '';
-    for await (const c of res) body += String(c);
-    return { status: res.statusCode ?? 0, body };
-  } finally {
-    ws.terminate();
-  }
-}
+const refused = (prefix: string) =>
+  refusedHandshake(`wss://127.0.0.1:${proxy.port()}/${prefix}/v1/realtime?model=x`, pki.ca);
 
 test('a guard that needs a service (a webhook) refuses the session at the handshake, saying why', async () => {
   const r = await refused('hooked');

@@ -6,7 +6,6 @@
 // as it passes, compressed or not: the session's sum reaches the access log, the token metrics and
 // a token rate limit. A WebSocket at a path that is not a realtime route is refused.
 import assert from 'node:assert/strict';
-import type { IncomingMessage } from 'node:http';
 import { after, before, test } from 'node:test';
 import { makeTestPki, type TestPki } from '@gw/testkit';
 import {
@@ -18,7 +17,7 @@ import {
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import OpenAI from 'openai';
 import { OpenAIRealtimeWS } from 'openai/realtime/ws';
-import WebSocket from 'ws';
+import { refusedHandshake } from './realtime-test-support.ts';
 
 let pki: TestPki;
 let upstream: FakeRealtime;
@@ -131,20 +130,9 @@ test('OpenAIRealtimeWS through the gateway: the provider’s key and model, even
 });
 
 test('a WebSocket at a path that is not a realtime route is refused, with the reason', async () => {
-  const ws = new WebSocket(`wss://127.0.0.1:${proxy.port()}/v1/chat/completions`, {
-    ca: pki.ca,
-    servername: 'llm.internal',
-  } as WebSocket.ClientOptions);
-  ws.on('error', () => {});
-  const res = await new Promise<IncomingMessage>((resolve, reject) => {
-    ws.on('unexpected-response', (_req, r) => resolve(r));
-    ws.on('open', () => reject(new Error('the WebSocket opened')));
-  });
-  let body = '';
-  for await (const c of res) body += String(c);
-  assert.ok((res.statusCode ?? 0) >= 400, String(res.statusCode));
-  assert.match(body, /not a realtime route/);
-  ws.terminate();
+  const r = await refusedHandshake(`wss://127.0.0.1:${proxy.port()}/v1/chat/completions`, pki.ca);
+  assert.ok(r.status >= 400, String(r.status));
+  assert.match(r.body, /not a realtime route/);
 });
 
 const SESSION_USAGE = {
@@ -210,16 +198,6 @@ test('a token rate limit is spent by a session’s usage: the next handshake get
   await respond(rt);
   await end(rt, 'limited');
   // 2 × 161 tokens against a budget of 200
-  const ws = new WebSocket(`wss://127.0.0.1:${proxy.port()}/limited/v1/realtime?model=x`, {
-    ca: pki.ca,
-    servername: 'llm.internal',
-  } as WebSocket.ClientOptions);
-  ws.on('error', () => {});
-  const res = await new Promise<IncomingMessage>((resolve, reject) => {
-    ws.on('unexpected-response', (_req, r) => resolve(r));
-    ws.on('open', () => reject(new Error('the WebSocket opened')));
-  });
-  assert.equal(res.statusCode, 429);
-  res.resume();
-  ws.terminate();
+  const r = await refusedHandshake(`wss://127.0.0.1:${proxy.port()}/limited/v1/realtime?model=x`, pki.ca);
+  assert.equal(r.status, 429);
 });
