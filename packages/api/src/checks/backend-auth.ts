@@ -33,6 +33,10 @@ export function checkBackendAuth(a: BackendAuth, path: FieldPath): Problem[] {
           'a backend credential cannot be written to an expression; use a header, query parameter or cookie',
       });
   };
+  if ('credentials' in a)
+    (a.credentials ?? []).forEach((c, i) => {
+      location(c, [...path, 'credentials', i]);
+    });
   if ('key' in a && typeof a.key === 'object' && 'value' in a.key) location(a.key, [...path, 'key']);
   if ('passthrough' in a) location(a.passthrough, [...path, 'passthrough']);
   if ('jwtSign' in a) {

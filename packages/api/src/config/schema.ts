@@ -979,10 +979,37 @@ const AUTH_FORMS = [
   'oauthTokenExchange',
   'crossAppAccess',
 ] as const;
-const BackendAuthCredentials = NotYet('backendAuth credentials');
-/** One form of backendAuth, with agentgateway's optional `credentials` beside it. */
-const authForm = <S extends z.core.$ZodLooseShape>(shape: S) =>
-  strict({ ...shape, credentials: BackendAuthCredentials.optional() });
+/**
+ * agentgateway's `credentials`: more credentials written on the backend request beside the main one
+ * (or alone), each a value and where it goes. Written before the main form, so the main form wins a
+ * place both name and an AWS signature covers them.
+ */
+export const BackendAuthCredentials = z
+  .array(
+    strict({
+      location: TokenLocation.meta({ description: 'a header (with its prefix), query parameter or cookie' }),
+      key: FileOrInline.meta({
+        description: 'the credential, inline or {file} (a trailing newline dropped)',
+      }),
+    }),
+  )
+  .min(1)
+  .max(8)
+  .meta({ description: 'extra credentials written on the backend request, beside the main one or alone' });
+/** Where `credentials` is not built (a guard service, a tunnel's proxy, …). */
+const BackendAuthCredentialsRefused = NotYet('backendAuth credentials').transform((v) => v as never);
+/** One form of backendAuth, with agentgateway's optional `credentials` beside it (built or refused). */
+const authForm = <
+  S extends z.core.$ZodLooseShape,
+  C extends z.ZodType = typeof BackendAuthCredentialsRefused,
+>(
+  shape: S,
+  credentials?: C,
+) =>
+  strict({
+    ...shape,
+    credentials: (credentials ?? BackendAuthCredentialsRefused).optional() as z.ZodOptional<C>,
+  });
 type AuthFormName = (typeof AUTH_FORMS)[number];
 /**
  * The forms of backendAuth a place does not implement (`built` names those it does), each refused by
@@ -992,24 +1019,25 @@ const backendAuthRefused = (built: readonly AuthFormName[], where: string): z.Zo
   ...AUTH_FORMS.filter((k) => !built.includes(k)).map((k) =>
     authForm({ [k]: NotYet(`backendAuth ${k}${where}`) }).transform((v) => v as never),
   ),
-  strict({ credentials: BackendAuthCredentials }).transform((v) => v as never),
+  strict({ credentials: BackendAuthCredentialsRefused }).transform((v) => v as never),
   CopilotAuthRefused,
 ];
 /** `key`: the key alone (agentgateway's older form, sent as a bearer token), or with where it goes. */
-const KeyAuth = authForm({
-  key: z.union([FileOrInline, strict({ value: FileOrInline, location: AuthLocation })]),
-});
+const KeyField = { key: z.union([FileOrInline, strict({ value: FileOrInline, location: AuthLocation })]) };
+const KeyAuth = authForm(KeyField);
+/** A form at a backend, an LLM provider or an MCP target, where `credentials` is built. */
+const backendForm = <S extends z.core.$ZodLooseShape>(shape: S) => authForm(shape, BackendAuthCredentials);
 export const BackendAuth = z.union([
-  KeyAuth,
-  authForm({ passthrough: strict({ location: AuthLocation }) }),
-  authForm({ jwtSign: JwtSign }),
-  authForm({ aws: BackendAwsAuth }),
-  authForm({ gcp: GcpAuth }),
-  authForm({ azure: AzureAuth }),
-  authForm({ oauthTokenExchange: OAuthTokenExchangeAuth }),
-  authForm({ crossAppAccess: CrossAppAccessAuth }),
+  backendForm(KeyField),
+  backendForm({ passthrough: strict({ location: AuthLocation }) }),
+  backendForm({ jwtSign: JwtSign }),
+  backendForm({ aws: BackendAwsAuth }),
+  backendForm({ gcp: GcpAuth }),
+  backendForm({ azure: AzureAuth }),
+  backendForm({ oauthTokenExchange: OAuthTokenExchangeAuth }),
+  backendForm({ crossAppAccess: CrossAppAccessAuth }),
+  strict({ credentials: BackendAuthCredentials }),
   CopilotAuth,
-  ...backendAuthRefused(AUTH_FORMS, ''),
 ]);
 /**
  * backendAuth on a call to a service that takes only an API key (`key`, and `forms` the service also

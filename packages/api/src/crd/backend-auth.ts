@@ -412,15 +412,23 @@ export const BackendAuth = rules(
       description:
         'Where key, secretRef or passthrough writes the credential; default the Authorization header, Bearer prefix.',
     }),
-    credentials: notBuilt(
-      z
-        .array(obj({ location: AuthLocation, secretRef: CredentialKeyRef('Authorization') }))
-        .min(1)
-        .max(8)
-        .optional()
-        .meta({ 'x-kubernetes-list-type': 'atomic' }),
-      'auth.credentials (extra credentials beside the main one)',
-    ),
+    credentials: z
+      .array(
+        obj({
+          location: AuthLocation.meta({ description: 'Where the credential is written.' }),
+          secretRef: CredentialKeyRef('Authorization').meta({
+            description: 'Secret holding the credential (key Authorization unless key says), sent as it is.',
+          }),
+        }),
+      )
+      .min(1)
+      .max(8)
+      .optional()
+      .meta({
+        description:
+          'More credentials written on the backend request, each from a Secret to its location; beside the main form (which wins a place both name) or alone.',
+        'x-kubernetes-list-type': 'atomic',
+      }),
     aws: AwsAuth.optional(),
     azure: AzureAuth.optional(),
     gcp: GcpAuth.optional(),

@@ -161,6 +161,25 @@ export function translateAi(
     }
     const key = authSpec ? apiKey(authSpec, `${authAt}.auth`) : undefined;
     if (key !== undefined) out.backendAuth = { key };
+    if (authSpec?.credentials) {
+      // the extra credentials beside the provider's key: the gateway writes them
+      const r = backendPolicy(
+        { auth: { credentials: authSpec.credentials } } as GwBackendPoliciesSpec,
+        namespace,
+        lookup,
+        authAt,
+        ['spec', authAt],
+        owner,
+      );
+      if (r.invalid.length > 0) invalid.push(describeProblems(r.invalid));
+      problems.push(...r.problems);
+      if (r.failClosed) ctx.failClosed = true;
+      const extra = r.policies.backendAuth;
+      if (extra && typeof extra === 'object' && 'credentials' in extra)
+        out.backendAuth = (
+          key !== undefined ? { key, credentials: extra.credentials } : { credentials: extra.credentials }
+        ) as typeof out.backendAuth;
+    }
     return out;
   };
 

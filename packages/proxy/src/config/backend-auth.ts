@@ -11,7 +11,7 @@ import {
   parseGoDuration,
 } from '@gw/api';
 import { Secret } from '../secret.ts';
-import type { AuthLocationIR, AwsAssumeRoleIR, BackendAuthIR } from './ir.ts';
+import type { AuthLocationIR, AwsAssumeRoleIR, BackendAuthIR, ExtraCredentialIR } from './ir.ts';
 import {
   resolveAzure,
   resolveCrossAppAccess,
@@ -25,6 +25,8 @@ export interface ResolveIO extends TokenResolveIO {
   report(problems: readonly Problem[]): void;
   /** A PEM string as it is, anything else read as a file (relative to the config). */
   readMaterial(path: FieldPath, v: string | { file: string }): string | undefined;
+  /** A place the resolved backendAuth writes a credential to (beside the Authorization header). */
+  credentialLocation?(loc: AuthLocationIR): void;
 }
 
 const DEFAULT_TTL_SECONDS = 300;
@@ -70,6 +72,53 @@ export function resolveBackendAuth(
   path: FieldPath,
   a: BackendAuth,
 ): BackendAuthIR | undefined {
+  const r = resolveAll(io, path, a);
+  if (r && io.credentialLocation) for (const loc of writtenAt(r)) io.credentialLocation(loc);
+  return r;
+}
+
+/** The places `a` writes a credential to that it names (the default, Authorization, is always sensitive). */
+function writtenAt(a: BackendAuthIR): AuthLocationIR[] {
+  const out = (a.credentials ?? []).map((c) => c.location);
+  for (const form of [
+    'key' in a ? a.key : undefined,
+    'passthrough' in a ? a.passthrough : undefined,
+    'jwtSign' in a ? a.jwtSign : undefined,
+    'oauthTokenExchange' in a ? a.oauthTokenExchange : undefined,
+  ])
+    if (form?.location) out.push(form.location);
+  return out;
+}
+
+function resolveAll(io: ResolveIO, path: FieldPath, a: BackendAuth): BackendAuthIR | undefined {
+  const problems = checkBackendAuth(a, path);
+  if (problems.length) {
+    io.report(problems);
+    return undefined;
+  }
+  if (typeof a !== 'object' || !('credentials' in a) || !a.credentials) return resolveForm(io, path, a);
+  const credentials: ExtraCredentialIR[] = [];
+  for (const [i, c] of a.credentials.entries()) {
+    const kp = [...path, 'credentials', i, 'key'];
+    const text = readKey(io, kp, c.key);
+    // an expression location was refused by checkBackendAuth
+    if (text === undefined || 'expression' in c.location) return undefined;
+    credentials.push({ location: c.location, value: new Secret(text) });
+  }
+  const keys = Object.keys(a).filter((k) => k !== 'credentials');
+  if (keys.length === 0) return { credentials };
+  const form = resolveForm(io, path, a);
+  return form && { ...form, credentials };
+}
+
+/** A key inline is the key itself; a {file} is read, its trailing newline dropped. Empty fails. */
+function readKey(io: ResolveIO, at: FieldPath, v: string | { file: string }): string | undefined {
+  const text = typeof v === 'string' ? v : io.readMaterial([...at, 'file'], v)?.replace(/\r?\n$/, '');
+  if (text === '') io.fail(at, 'the key is empty');
+  return text || undefined;
+}
+
+function resolveForm(io: ResolveIO, path: FieldPath, a: BackendAuth): BackendAuthIR | undefined {
   const before = { failed: false };
   const fail = (p: FieldPath, m: string) => {
     before.failed = true;
@@ -81,11 +130,6 @@ export function resolveBackendAuth(
     readMaterial: (p, v) => io.readMaterial(p, v),
     resolveTls: (p, t) => io.resolveTls(p, t),
   };
-  const problems = checkBackendAuth(a, path);
-  if (problems.length) {
-    io.report(problems);
-    return undefined;
-  }
   if (a === 'copilot') return { copilot: true };
   // the schema refuses every other form by name
   if (typeof a !== 'object') return undefined;
@@ -93,13 +137,8 @@ export function resolveBackendAuth(
     const k = a.key;
     const v = typeof k === 'object' && 'value' in k ? k.value : k;
     const kp = [...path, 'key', ...(typeof k === 'object' && 'value' in k ? ['value'] : [])];
-    // An inline key is the key itself; only {file} is read (trailing newline dropped).
-    const text = typeof v === 'string' ? v : io.readMaterial([...kp, 'file'], v)?.replace(/\r?\n$/, '');
+    const text = readKey(io, kp, v);
     if (text === undefined) return undefined;
-    if (text === '') {
-      fail(kp, 'the key is empty');
-      return undefined;
-    }
     const loc = typeof k === 'object' && 'value' in k ? location(k.location) : {};
     return { key: { value: new Secret(text), ...loc } };
   }

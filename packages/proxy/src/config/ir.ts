@@ -742,7 +742,19 @@ export interface RouteBackendIR {
 
 /** Backend policies with file references already read (TLS material inline). */
 /** backendAuth with its secrets sealed and files read. */
+/** One of backendAuth's `credentials`: a value written where `location` says. */
+export interface ExtraCredentialIR {
+  location: AuthLocationIR;
+  value: Secret;
+}
+/**
+ * backendAuth: one form, with the extra `credentials` written beside it (before it, so the form wins a
+ * place both name), or those credentials alone.
+ */
 export type BackendAuthIR =
+  | (BackendAuthFormIR & { credentials?: ExtraCredentialIR[] })
+  | { credentials: ExtraCredentialIR[] };
+export type BackendAuthFormIR =
   | { key: { value: Secret; location?: AuthLocationIR } }
   /** The GitHub token Copilot takes, from the environment or GitHub's tools (copilot-token.ts). */
   | { copilot: true }

@@ -347,15 +347,24 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
     refused(routePolicy('backendTLS: {spiffe: {}}'), `${R}.policies.backendTLS.spiffe`, 'backendTLS spiffe');
   });
 
-  test('backendAuth: credentials are refused; an ai provider takes every form', () => {
-    refused(
-      routePolicy('backendAuth: {key: k, credentials: []}'),
-      `${R}.policies.backendAuth.credentials`,
-      'backendAuth credentials',
+  test('backendAuth: credentials beside a form or alone; an ai provider takes every form', () => {
+    const extra = '[{location: {header: {name: x-extra}}, key: e}]';
+    const auth = (a: string) => route(routePolicy(`backendAuth: ${a}`))?.backends[0]?.policies.backendAuth;
+    const withKey = auth(`{key: k, credentials: ${extra}}`);
+    assert.ok(withKey && 'key' in withKey);
+    assert.equal(withKey.key.value.reveal(), 'k');
+    assert.deepEqual(
+      withKey.credentials?.map((c) => [c.location, c.value.reveal()]),
+      [[{ header: { name: 'x-extra' } }, 'e']],
     );
+    const alone = auth(`{credentials: ${extra}}`);
+    assert.deepEqual(Object.keys(alone ?? {}), ['credentials']);
+    // a guard service and a tunnel's proxy do not take them
     refused(
-      routePolicy('backendAuth: {credentials: []}'),
-      `${R}.policies.backendAuth.credentials`,
+      withPolicies(
+        `        backendTunnel: {proxy: {host: "p:3128"}, policies: {backendAuth: {key: k, credentials: ${extra}}}}`,
+      ),
+      `${R}.policies.backendTunnel.policies.backendAuth.credentials`,
       'backendAuth credentials',
     );
     const ai = (auth: string) =>
@@ -368,6 +377,10 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
     // the key alone, in either form, is the provider's key; the other forms are the gateway's auth
     assert.equal(provider('{key: {value: sk-1}}')?.apiKey?.reveal(), 'sk-1');
     assert.equal(provider('{key: sk-2}')?.auth, undefined);
+    // beside the provider's key, the extra credentials are the gateway's to write
+    const both = provider(`{key: sk-3, credentials: ${extra}}`);
+    assert.equal(both?.apiKey?.reveal(), 'sk-3');
+    assert.deepEqual(Object.keys(both?.auth ?? {}), ['credentials']);
     assert.deepEqual(provider('{passthrough: {}}')?.auth, { passthrough: {} });
     assert.ok(provider('{gcp: {}}')?.auth && 'gcp' in (provider('{gcp: {}}')?.auth ?? {}));
     const located = provider('{key: {value: k, location: {header: {name: x}}}}')?.auth;

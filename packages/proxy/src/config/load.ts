@@ -95,6 +95,7 @@ import { Secret } from '../secret.ts';
 import { assumeRoleIR, resolveBackendAuth } from './backend-auth.ts';
 import type {
   AiTarget,
+  AuthLocationIR,
   AwsTarget,
   BackendAuthIR,
   BackendTarget,
@@ -260,6 +261,13 @@ class Builder {
   readonly #delegating: { group: string; sources: RouteIR['policySources'] }[] = [];
   /** The routes built for a delegating route (listed after it once every listener is built). */
   readonly #groupRoutes = new Map<RouteIR, RouteIR[]>();
+  /** Where backendAuth writes credentials on upstream requests (kept out of traces and logs). */
+  readonly #upstreamCredentials: AuthLocationIR[] = [];
+
+  /** ResolveIO: a place backendAuth writes a credential to. */
+  credentialLocation(loc: AuthLocationIR): void {
+    this.#upstreamCredentials.push(loc);
+  }
 
   build(): LoadedConfig {
     const g = this.cfg.config ?? {};
@@ -269,7 +277,7 @@ class Builder {
     const binds = this.binds();
     for (const b of binds) for (const l of b.listeners) l.routes = l.routes.flatMap((r) => this.withGroup(r));
     const frontend = this.frontend();
-    addCredentialLocations(global, binds);
+    addCredentialLocations(global, binds, this.#upstreamCredentials);
     // With the problems found while reading (unset environment variables), so a file shows all at once.
     const issues = withSourceIssues(this.src, this.issues);
     if (issues.length > 0) throw new ConfigError(issues);
@@ -1026,6 +1034,8 @@ class Builder {
         if (text === undefined) return undefined;
         params.apiKey = text.trim();
       }
+      // the extra credentials beside the provider's key are the gateway's to write
+      if (backendAuth.credentials) m.auth = { credentials: backendAuth.credentials };
     } else if (backendAuth) m.auth = backendAuth;
     if (policies.backendTLS) m.backendTLS = policies.backendTLS;
     if (ai?.defaults) m.defaults = ai.defaults;
@@ -1136,13 +1146,17 @@ class Builder {
       const ap = m.auth !== undefined ? [...mp, 'auth'] : [...mp, 'provider'];
       const resolved = resolveBackendAuth(this, ap, auth);
       if (!resolved) return undefined;
-      if (apiKey) {
-        this.fail(ap, 'set params.apiKey or auth, not both');
+      const credentialsOnly = Object.keys(resolved).every((k) => k === 'credentials');
+      if (apiKey && !credentialsOnly) {
+        this.fail(ap, 'set params.apiKey or auth, not both (auth.credentials alone may stand beside it)');
         return undefined;
       }
-      // a key alone is the provider's key, sent its way (x-api-key, api-key, a bearer …)
-      if ('key' in resolved && resolved.key.location === undefined) common.apiKey = resolved.key.value;
-      else gatewayAuth = resolved;
+      // a key alone is the provider's key, sent its way (x-api-key, api-key, a bearer …); the extra
+      // credentials beside it are written by the gateway
+      if ('key' in resolved && resolved.key.location === undefined) {
+        common.apiKey = resolved.key.value;
+        if (resolved.credentials) gatewayAuth = { credentials: resolved.credentials };
+      } else gatewayAuth = resolved;
     }
     let provider: LlmProviderIR;
     if (kind === 'openai' || kind === 'openAI') {
@@ -1775,10 +1789,10 @@ class Builder {
           [...tp, 'policies', 'backendAuth'],
           'backendAuth passthrough is for streamable-HTTP (mcp) targets: an sse or openapi target is not called per client request',
         );
-      else if (auth && !passthrough && (typeof auth !== 'object' || !('key' in auth)))
+      else if (auth && !passthrough && (typeof auth !== 'object' || !mcpTargetAuthForm(auth)))
         this.fail(
           [...tp, 'policies', 'backendAuth'],
-          `backendAuth ${typeof auth === 'object' ? Object.keys(auth)[0] : auth} on an MCP target is not supported by this build of gw yet (it takes key and passthrough)`,
+          `backendAuth ${typeof auth === 'object' ? Object.keys(auth).find((k) => k !== 'credentials') : auth} on an MCP target is not supported by this build of gw yet (it takes key, passthrough and credentials)`,
         );
       else if (
         typeof auth === 'object' &&
@@ -1793,6 +1807,14 @@ class Builder {
           [...tp, 'policies', 'backendAuth', 'key', 'location'],
           'an MCP target takes its key in a header (the default, Authorization: Bearer)',
         );
+      if (typeof auth === 'object' && auth !== null && 'credentials' in auth)
+        (auth.credentials ?? []).forEach((c, i) => {
+          if (!('header' in c.location))
+            this.fail(
+              [...tp, 'policies', 'backendAuth', 'credentials', i, 'location'],
+              'an MCP target takes its credentials in headers',
+            );
+        });
       const policies = this.resolveBackendPolicies([...tp, 'policies'], connection);
       if (mcpAuthorization)
         this.report(checkAuthorization(mcpAuthorization, [...tp, 'policies', 'mcpAuthorization']));
@@ -2220,28 +2242,38 @@ class Builder {
   }
 }
 
+/** backendAuth an MCP target's calls carry: a key, or credentials alone (passthrough is checked apart). */
+const mcpTargetAuthForm = (auth: object): boolean => {
+  const forms = Object.keys(auth).filter((k) => k !== 'credentials');
+  return forms.length === 0 || (forms.length === 1 && forms[0] === 'key');
+};
+
 /**
  * Where credentials travel is known from the auth policies: their headers join the sensitive ones
  * and their query parameters are redacted wherever a request's URL is shown.
  */
-function addCredentialLocations(global: GlobalIR, binds: BindIR[]): void {
+function addCredentialLocations(
+  global: GlobalIR,
+  binds: BindIR[],
+  upstream: readonly AuthLocationIR[],
+): void {
   const headers = new Set(global.sensitiveHeaders);
   const params = new Set<string>();
+  const add = (loc: AuthLocationIR | { expression: string } | undefined) => {
+    if (!loc) return;
+    if ('header' in loc) headers.add(loc.header.name.toLowerCase());
+    else if ('queryParameter' in loc) params.add(loc.queryParameter.name);
+  };
   for (const b of binds)
     for (const l of b.listeners)
       for (const r of l.routes) {
         const p = r.policies;
-        for (const loc of [
-          p.apiKey?.location,
-          p.jwtAuth?.location,
-          p.basicAuth?.location,
-          p.mcpAuthentication?.authorizationLocation,
-        ]) {
-          if (!loc) continue;
-          if ('header' in loc) headers.add(loc.header.name.toLowerCase());
-          else if ('queryParameter' in loc) params.add(loc.queryParameter.name);
-        }
+        add(p.apiKey?.location);
+        add(p.jwtAuth?.location);
+        add(p.basicAuth?.location);
+        add(p.mcpAuthentication?.authorizationLocation);
       }
+  for (const loc of upstream) add(loc);
   global.sensitiveHeaders = [...headers];
   global.credentialQueryParams = [...params].sort();
 }

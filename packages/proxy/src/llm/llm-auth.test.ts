@@ -57,6 +57,10 @@ ${policies}  models:
     provider: openai
     params: {baseUrl: "${openai.origin}/v1"}
     auth: {key: {value: team-key, location: {header: {name: x-team-key}}}}
+  - name: extra
+    provider: anthropic
+    params: {baseUrl: "${anthropic.origin}"}
+    auth: {key: sk-ant-model, credentials: [{location: {header: {name: anthropic-beta}}, key: "tools-2024"}, {location: {header: {name: x-project}}, key: p-7}]}
   - name: signed
     provider: openai
     params: {baseUrl: "${openai.origin}/v1"}
@@ -100,6 +104,16 @@ describe('auth on a model', () => {
     assert.equal(r.object, 'chat.completion');
     const seen = anthropic.seen[anthropic.seen.length - 1];
     assert.equal(seen?.headers['x-api-key'], 'sk-ant-model');
+    assert.equal(seen?.headers.authorization, undefined);
+  });
+
+  test('credentials beside the provider’s key: the key goes its way, the extra headers beside it', async () => {
+    const r = await client().chat.completions.create({ model: 'extra', messages });
+    assert.equal(r.object, 'chat.completion');
+    const seen = anthropic.seen[anthropic.seen.length - 1];
+    assert.equal(seen?.headers['x-api-key'], 'sk-ant-model');
+    assert.equal(seen?.headers['anthropic-beta'], 'tools-2024');
+    assert.equal(seen?.headers['x-project'], 'p-7');
     assert.equal(seen?.headers.authorization, undefined);
   });
 

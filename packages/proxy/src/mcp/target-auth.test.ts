@@ -45,6 +45,7 @@ before(async () => {
 ${route('http', `mcp: {host: ${JSON.stringify(secured.url)}}\n            ${policies}`)}
 ${route('sse', `sse: {host: ${JSON.stringify(sse)}}\n            ${policies}`)}
 ${route('bare', `mcp: {host: ${JSON.stringify(secured.url)}}`)}
+${route('extra', `mcp: {host: ${JSON.stringify(secured.url)}}\n            policies: {backendAuth: {key: sk-mcp, credentials: [{location: {header: {name: x-tenant}}, key: acme}]}}`)}
     - matches: [{path: {pathPrefix: /pass}}]
       policies:
         jwtAuth: {issuer: "https://idp.test", jwks: {inline: ${JSON.stringify(jwks)}}}
@@ -76,6 +77,16 @@ for (const prefix of ['http', 'sse']) {
     }
   });
 }
+
+test('credentials beside the key: the extra header reaches the target with the key', async () => {
+  const { client } = await connectClient(proxy.url('/extra'));
+  try {
+    const r = await client.callTool({ name: 'echo', arguments: { message: 'both' } });
+    assert.equal(textOf(r), 'secured echo: both');
+  } finally {
+    await client.close();
+  }
+});
 
 test('without them the target answers 401, which the client hears as the session fails', async () => {
   const err = await connectClient(proxy.url('/bare')).then(
@@ -131,6 +142,14 @@ test('policies an MCP target does not take are refused by name', () => {
   assert.match(
     load('{backendAuth: {key: {value: k, location: {queryParameter: {name: key}}}}}'),
     /an MCP target takes its key in a header/,
+  );
+  assert.match(
+    load('{backendAuth: {credentials: [{location: {cookie: {name: c}}, key: k}]}}'),
+    /backendAuth\.credentials\[0\]\.location: an MCP target takes its credentials in headers/,
+  );
+  assert.match(
+    load('{backendAuth: {jwtSign: {signingKey: k}, credentials: [{location: {header: {name: c}}, key: k}]}}'),
+    /backendAuth jwtSign on an MCP target is not supported/,
   );
   assert.equal(
     load('{backendAuth: {key: k}, requestHeaderModifier: {add: {x-a: b}}, tcp: {connectTimeout: 1s}}'),

@@ -148,6 +148,35 @@ describe('key, jwtSign and aws', () => {
         policies:
           backendAuth:
             key: {value: q-key, location: {queryParameter: {name: api_key}}}
+    - name: credentials-alone
+      matches: [{path: {pathPrefix: /extra/alone}}]
+      backends:
+      - host: 127.0.0.1:${up.port}
+        policies:
+          backendAuth:
+            credentials:
+            - {location: {header: {name: X-Tenant-Key, prefix: "Key "}}, key: {file: key.txt}}
+            - {location: {queryParameter: {name: sig}}, key: q-extra}
+            - {location: {cookie: {name: session}}, key: "c v"}
+    - name: credentials-beside-key
+      matches: [{path: {pathPrefix: /extra/key}}]
+      backends:
+      - host: 127.0.0.1:${up.port}
+        policies:
+          backendAuth:
+            key: main
+            credentials:
+            - {location: {header: {name: authorization, prefix: "Basic "}}, key: loses}
+            - {location: {header: {name: x-org}}, key: org-1}
+    - name: credentials-beside-aws
+      matches: [{path: {pathPrefix: /aws/extra}}]
+      backends:
+      - host: 127.0.0.1:${awsUp.port}
+        policies:
+          backendAuth:
+            aws: {accessKeyId: ${AWS.accessKeyId}, secretAccessKey: "${AWS.secretAccessKey}", region: eu-west-1}
+            credentials:
+            - {location: {queryParameter: {name: tenant}}, key: t-9}
     - name: retried
       matches: [{path: {pathPrefix: /retried}}]
       policies:
@@ -201,6 +230,43 @@ ${jwtRoutes}
     assert.equal(h.authorization, 'Bearer kept', 'another location leaves Authorization alone');
     r = await get(proxy, '/query?a=1&api_key=client');
     assert.equal(JSON.parse(r.text).url, '/query?a=1&api_key=q-key');
+  });
+
+  test('credentials alone: a header with its prefix, a query parameter and a cookie, none in the trace', async () => {
+    const traced = proxy.trace();
+    const r = await get(proxy, '/extra/alone?sig=client&a=1', {
+      authorization: 'Bearer kept',
+      cookie: 'session=client; theme=dark',
+    });
+    assert.equal(r.status, 200, r.text);
+    const seen = JSON.parse(r.text);
+    assert.equal(seen.headers['x-tenant-key'], 'Key from-a-file');
+    assert.equal(seen.headers.authorization, 'Bearer kept', 'no main form: Authorization is left alone');
+    assert.equal(seen.url, '/extra/alone?sig=q-extra&a=1');
+    assert.equal(seen.headers.cookie, 'theme=dark; session=c%20v');
+    const events = await traced;
+    const applied = events.find((e) => e.message.type === 'backendAuth');
+    assert.equal(
+      (applied?.message as { message?: string } | undefined)?.message,
+      'auth applied: credentials',
+    );
+    const shown = JSON.stringify(events);
+    assert.doesNotMatch(shown, /from-a-file|q-extra/);
+  });
+
+  test('credentials beside a key: both written, the key wins the header both name', async () => {
+    const r = await get(proxy, '/extra/key');
+    assert.equal(r.status, 200, r.text);
+    const h = JSON.parse(r.text).headers;
+    assert.equal(h.authorization, 'Bearer main');
+    assert.equal(h['x-org'], 'org-1');
+  });
+
+  test('credentials beside aws: the signature covers the query parameter they add', async () => {
+    const r = await get(proxy, '/aws/extra/x?b=2');
+    assert.equal(r.status, 200, r.text);
+    assert.equal(JSON.parse(r.text).url, '/aws/extra/x?b=2&tenant=t-9');
+    assert.equal(awsVerdicts.at(-1), 'valid eu-west-1/execute-api');
   });
 
   for (const alg of ALGS) {
@@ -372,11 +438,23 @@ describe('configurations refused at load', () => {
     );
   });
 
-  test('forms this build does not have are refused by name', () => {
+  test('credentials: a location that cannot carry one, an empty key and an empty list are refused', () => {
     assert.match(
-      issues('{key: k, credentials: [{key: x, location: {header: {name: x-extra}}}]}').join('\n'),
-      /backendAuth credentials is not supported by this build/,
+      issues('{credentials: [{key: x, location: {expression: "\'x\'"}}]}').join('\n'),
+      /backendAuth\.credentials\[0\]\.location\.expression: a backend credential cannot be written to an expression/,
     );
+    assert.match(
+      issues('{key: k, credentials: [{key: "", location: {header: {name: x-a}}}]}').join('\n'),
+      /backendAuth\.credentials\[0\]\.key: the key is empty/,
+    );
+    assert.match(issues('{credentials: []}').join('\n'), /backendAuth/);
+    assert.match(
+      issues('{credentials: [{key: x, location: {header: {name: "bad header"}}}]}').join('\n'),
+      /backendAuth/,
+    );
+  });
+
+  test('forms this build does not have are refused by name', () => {
     // copilot is built for backends (llm/llm-copilot.test.ts): it loads here
     const { ir } = loadConfigText(
       'gw.yaml',

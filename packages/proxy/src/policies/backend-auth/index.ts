@@ -8,7 +8,7 @@
 import { createPrivateKey } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { SignJWT } from 'jose';
-import type { AuthLocationIR, BackendAuthIR } from '../../config/ir.ts';
+import type { AuthLocationIR, BackendAuthIR, ExtraCredentialIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
 import { awsSigner } from '../../llm/providers/bedrock/sigv4.ts';
 import { bufferUpTo } from '../../pipeline/body.ts';
@@ -37,8 +37,8 @@ export const backendAuth: PolicyDefinition<'backendAuth'> = {
  * to sign a streamed body.
  */
 export function backendAuthLayer(config: BackendAuthIR, maxBody: number): Layer {
-  const variant = Object.keys(config)[0] as string;
-  const apply = compile(config, maxBody);
+  const variant = Object.keys(config).find((k) => k !== 'credentials') ?? 'credentials';
+  const apply = withCredentials(config, compile(config, maxBody));
   return async (ctx, next) => {
     const start = performance.now();
     let note: string | undefined;
@@ -59,7 +59,25 @@ export function backendAuthLayer(config: BackendAuthIR, maxBody: number): Layer 
   };
 }
 
-function compile(config: BackendAuthIR, maxBody: number): Apply {
+/**
+ * The extra `credentials` written before the main form: the form wins a place both name, and an AWS
+ * signature covers a query parameter they add.
+ */
+function withCredentials(config: BackendAuthIR, apply: Apply | undefined): Apply {
+  const extra = config.credentials ?? [];
+  if (extra.length === 0 && apply) return apply;
+  return (ctx) => {
+    writeAll(ctx, extra);
+    return apply?.(ctx);
+  };
+}
+
+function writeAll(ctx: RequestContext, extra: readonly ExtraCredentialIR[]): void {
+  for (const c of extra) write(ctx, c.location, c.value.reveal());
+}
+
+/** The main form's writer; undefined when there is none (`credentials` alone). */
+function compile(config: BackendAuthIR, maxBody: number): Apply | undefined {
   if ('key' in config) {
     const { value, location } = config.key;
     return (ctx) => {
@@ -96,7 +114,8 @@ function compile(config: BackendAuthIR, maxBody: number): Apply {
     const c = config.oauthTokenExchange;
     return bearer(tokenExchange(c), c.location ?? AUTHORIZATION, c.grantType);
   }
-  return bearer(crossAppAccess(config.crossAppAccess), AUTHORIZATION);
+  if ('crossAppAccess' in config) return bearer(crossAppAccess(config.crossAppAccess), AUTHORIZATION);
+  return undefined;
 }
 
 /** A token from `source` written to `location`; `note` tells the trace how it was obtained. */

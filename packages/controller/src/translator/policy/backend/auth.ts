@@ -6,8 +6,9 @@
 // oauthTokenExchange and crossAppAccess (token endpoints by Service or URL, client secrets and
 // signing keys from Secrets). A missing Secret, key or Service fails closed: the backend is not called
 // without the credential it was given. aws.assumeRole: the role the proxy assumes with its ambient
-// credentials, its session name and tags (CEL checked here). credentials, actorToken.mayAct and a
-// client certificate are refused by name.
+// credentials, its session name and tags (CEL checked here). credentials: more Secrets, each written
+// to its location, beside the main form or alone. actorToken.mayAct and a client certificate are
+// refused by name.
 import { checkSigningKey, type FieldPath, type Problem, TOKEN_TYPE } from '@gw/api';
 import { checkCel } from '@gw/api/checks/cel';
 import {
@@ -34,11 +35,47 @@ type Location = NonNullable<AuthSpec['location']>;
 
 export const auth: BackendMapper<'auth'> = {
   map(spec, ctx, out, at) {
-    if (spec.credentials !== undefined) ctx.unsupported(`${at.field}.credentials`);
+    const extra = spec.credentials && credentials(ctx, `${at.field}.credentials`, spec.credentials);
     const r = backendAuth(ctx, at.field, at.path, spec);
-    if (r) out.backendAuth = r;
+    if (extra === undefined) {
+      if (r) out.backendAuth = r;
+    } else if (r === undefined) {
+      // credentials alone, unless the main form failed (it failed closed)
+      if (!hasPrimary(spec)) out.backendAuth = { credentials: extra };
+    } else if (typeof r === 'object') out.backendAuth = { ...r, credentials: extra } as BackendAuth;
   },
 };
+
+const hasPrimary = (spec: AuthSpec) => Object.keys(spec).some((k) => k !== 'credentials' && k !== 'location');
+
+type Credentials = NonNullable<AuthSpec['credentials']>;
+type Credential = Credentials[number];
+
+/**
+ * auth.credentials: each Secret's value, as it is (trimmed), written where its location says. A
+ * missing Secret or key fails closed, as the main form's does.
+ */
+function credentials(
+  ctx: MapContext,
+  field: string,
+  list: Credentials,
+): { location: ReturnType<typeof tokenLocation>; key: string }[] | undefined {
+  const out: { location: ReturnType<typeof tokenLocation>; key: string }[] = [];
+  list.forEach((c: Credential, i) => {
+    const f = `${field}[${i}].secretRef`;
+    const ref = c.secretRef;
+    const k = ref.key ?? DEFAULT_SECRET_KEY;
+    const v = isSecretRef(ctx, f, ref) ? readKey(ctx, f, 'Secret', ref.name, k) : undefined;
+    const value = v?.trim();
+    if (!value) {
+      if (v !== undefined) ctx.problem(f, `secret ${quote(ref.name)} key ${quote(k)} is empty`);
+      ctx.failClosed = true;
+      return;
+    }
+    out.push({ location: tokenLocation(c.location), key: value });
+  });
+  return out.length === list.length ? out : undefined;
+}
 
 /** The standalone location of a CRD AuthLocation (header, queryParameter or cookie). */
 const authLocation = (l: Location | undefined) => l && (tokenLocation(l) as { header: { name: string } });

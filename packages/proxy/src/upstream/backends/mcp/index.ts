@@ -81,14 +81,24 @@ function hashKey(key: string): string {
 function withHeaders(pool: Dispatcher, p: McpTargetIR['policies']): Dispatcher {
   const modify = p.requestHeaderModifier ? headerModifier(p.requestHeaderModifier) : undefined;
   const key = p.backendAuth && 'key' in p.backendAuth ? p.backendAuth.key : undefined;
-  if (!modify && !key) return pool;
-  const loc = key?.location && 'header' in key.location ? key.location.header : undefined;
-  const name = (loc?.name ?? 'authorization').toLowerCase();
-  const prefix = loc ? (loc.prefix ?? '') : 'Bearer ';
+  // the extra credentials first, so the key wins a header both name (the loader took headers only)
+  const written: [name: string, value: string][] = [];
+  for (const c of p.backendAuth?.credentials ?? [])
+    if ('header' in c.location)
+      written.push([
+        c.location.header.name.toLowerCase(),
+        `${c.location.header.prefix ?? ''}${c.value.reveal()}`,
+      ]);
+  if (key) {
+    const loc = key.location && 'header' in key.location ? key.location.header : undefined;
+    const prefix = loc ? (loc.prefix ?? '') : 'Bearer ';
+    written.push([(loc?.name ?? 'authorization').toLowerCase(), `${prefix}${key.value.reveal()}`]);
+  }
+  if (!modify && written.length === 0) return pool;
   return pool.compose((dispatch) => (opts, handler) => {
     const headers: Record<string, string | string[]> = { ...(opts.headers as Record<string, string>) };
     modify?.(headers);
-    if (key) headers[name] = `${prefix}${key.value.reveal()}`;
+    for (const [name, value] of written) headers[name] = value;
     return dispatch({ ...opts, headers }, handler);
   });
 }
