@@ -79,6 +79,8 @@ export const ConfigDumpEndpointHealth = z.object({
   /** false while ejected or failing active checks: the endpoint is out of the balancing set. */
   healthy: z.boolean(),
   consecutiveFailures: z.number().int().nonnegative(),
+  /** An average of the recent answers, 1 healthy and 0 unhealthy (eviction.healthThreshold reads it). */
+  healthScore: z.number().min(0).max(1),
   ejectedUntil: z.string().nullable(),
   ejections: z.number().int().nonnegative(),
   /** What caused the last ejection (a status, a Retry-After, a connection failure). */

@@ -853,10 +853,17 @@ export const BackendHealth = strict({
         'first ejection time (default 3s); the n-th ejection in a row lasts n times as long, at most 300s or this duration',
     }),
     consecutiveFailures: z.number().int().min(0).nullable().optional().meta({
-      description: 'unhealthy answers in a row that eject the endpoint (default and 0: 1)',
+      description:
+        'unhealthy answers in a row that eject the endpoint (unset and 0: 1, or only healthThreshold when that is set)',
     }),
-    healthThreshold: NotYet('health.eviction.healthThreshold').optional(),
-    restoreHealth: NotYet('health.eviction.restoreHealth').optional(),
+    healthThreshold: z.number().min(0).max(1).nullable().optional().meta({
+      description:
+        'eject when an unhealthy answer leaves the health score (an average of recent answers, 1 healthy and 0 unhealthy, a new endpoint at 1) below this, 0.0 to 1.0; with consecutiveFailures too, either ejects',
+    }),
+    restoreHealth: z.number().min(0).max(1).nullable().optional().meta({
+      description:
+        'the health score an endpoint comes back from an ejection with, 0.0 to 1.0 (unset: the one it had, so the next unhealthy answer may eject it again)',
+    }),
   })
     .nullable()
     .optional(),

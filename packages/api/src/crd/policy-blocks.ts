@@ -392,13 +392,20 @@ export const Health = rules(
     }).optional(),
     eviction: obj({
       consecutiveFailures: z.int().min(0).max(2147483647).optional().meta({
-        description: 'Unhealthy answers in a row that evict the endpoint (default and 0: 1).',
+        description:
+          'Unhealthy answers in a row that evict the endpoint (unset and 0: 1, or only healthThreshold when that is set).',
       }),
       duration: Duration.default('3s').meta({
         description: 'The first eviction; the n-th in a row lasts n times as long.',
       }),
-      healthThreshold: notBuilt(z.int().min(0).max(100).optional(), 'health.eviction.healthThreshold'),
-      restoreHealth: notBuilt(z.int().min(0).max(100).optional(), 'health.eviction.restoreHealth'),
+      healthThreshold: z.int().min(0).max(100).optional().meta({
+        description:
+          'Evict when an unhealthy answer leaves the health score (an average of recent answers, a new endpoint at 100) below this percentage; with consecutiveFailures too, either evicts.',
+      }),
+      restoreHealth: z.int().min(0).max(100).optional().meta({
+        description:
+          'The health score (percent) an endpoint comes back from eviction with; unset: the one it had.',
+      }),
     })
       .optional()
       .meta({ description: "agentgateway's name for passive checks; set one of passive and eviction." }),

@@ -17,7 +17,7 @@ import { configDump, workerHealth } from '../admin/config-dump.ts';
 import { loadConfigText } from '../config/load.ts';
 import { sharedMemoryOf } from '../policies/shared-memory.ts';
 import { Supervisor } from '../server/supervisor.ts';
-import { EndpointHealth, retryAfterMs } from './health.ts';
+import { EndpointHealth, ejectionRule, retryAfterMs } from './health.ts';
 
 const cleanup: (() => Promise<unknown>)[] = [];
 after(async () => {
@@ -120,12 +120,71 @@ test('a connection failure counts; a success in between resets the count', async
   assert.deepEqual(await hits(p, 20), { 'b 200': 20 });
   assert.equal(p.plane.endpointHealth()[0]?.lastEjection, 'GW_ERR_UPSTREAM_CONNECT');
 
-  const h = new EndpointHealth('x', 'x:1', 3, 1000);
+  const h = new EndpointHealth('x', 'x:1', ejectionRule({ consecutiveFailures: 3 }), 1000);
   h.fail(0, 'status 500');
   h.fail(0, 'status 500');
-  h.failures = 0; // what a healthy answer does
+  h.succeed(0);
   h.fail(0, 'status 500');
   assert.ok(h.available(1), 'two failures, a success, one failure: still in');
+});
+
+test('healthThreshold: an average of recent answers ejects an endpoint that fails every other request', async () => {
+  const b = await switchable('b');
+  let answered = 0;
+  const flapping = await startUpstream('a', (_req, res) => {
+    // 500, 200, 500, 200, …: never two failures in a row
+    res.writeHead(answered++ % 2 === 0 ? 500 : 200, { 'x-upstream': 'a', 'content-length': 0 });
+    res.end();
+  });
+  cleanup.push(() => flapping.close());
+  const p = await proxy(
+    config(
+      [flapping.port, b.port],
+      '{eviction: {healthThreshold: 0.5, consecutiveFailures: 2, duration: 30s}}',
+    ),
+  );
+  // the score after each of a's answers: 0.7, 0.79, 0.553, 0.687, 0.481 (below 0.5: out)
+  for (let i = 0; i < 200 && answered < 5; i++) await hits(p, 1);
+  assert.equal(answered, 5);
+  assert.deepEqual(await hits(p, 20), { 'b 200': 20 }, 'a is out of the balancing set');
+  const [ha] = p.plane.endpointHealth();
+  assert.equal(ha?.healthy, false);
+  assert.equal(ha?.healthScore, 0.481);
+  assert.equal(ha?.lastEjection, 'status 500, health 0.48 below 0.5');
+  assert.equal(answered, 5);
+});
+
+test('eviction rules: neither set, one failure; both set, either; restoreHealth on return', () => {
+  const one = new EndpointHealth('x', 'x:1', ejectionRule({}), 1000);
+  one.fail(0, 's');
+  assert.ok(!one.available(1), 'neither consecutiveFailures nor healthThreshold: one failure ejects');
+
+  // healthThreshold alone: failures in a row do not count, only the score
+  const scored = new EndpointHealth('x', 'x:1', ejectionRule({ healthThreshold: 0.3 }), 1000);
+  for (let i = 0; i < 3; i++) scored.fail(0, 's');
+  assert.ok(scored.available(1), `three failures leave ${scored.score.toFixed(3)}, not below 0.3`);
+  scored.fail(0, 's');
+  assert.ok(!scored.available(1), `the fourth leaves ${scored.score.toFixed(3)}`);
+
+  // without restoreHealth the endpoint comes back with the score it left with: one failure ejects again
+  scored.fail(1000, 's');
+  assert.ok(!scored.available(1001));
+  const restored = new EndpointHealth(
+    'x',
+    'x:1',
+    ejectionRule({ healthThreshold: 0.3, restoreHealth: 1 }),
+    1000,
+  );
+  for (let i = 0; i < 4; i++) restored.fail(0, 's');
+  assert.ok(!restored.available(1));
+  restored.fail(1000, 's');
+  assert.ok(restored.available(1001), 'back at 1.0: one failure leaves 0.7');
+  assert.equal(restored.score, 0.7);
+
+  // consecutiveFailures 0 is unset
+  const zero = new EndpointHealth('x', 'x:1', ejectionRule({ consecutiveFailures: 0 }), 1000);
+  zero.fail(0, 's');
+  assert.ok(!zero.available(1));
 });
 
 test('Retry-After on a 503 or 429 ejects at once for that time', async () => {
@@ -171,7 +230,7 @@ test('with every endpoint ejected, requests still go to them (panic mode) and th
 });
 
 test('backoff grows with ejections in a row, capped; it starts over after a long healthy stretch', () => {
-  const h = new EndpointHealth('x', 'x:1', 1, 1000);
+  const h = new EndpointHealth('x', 'x:1', ejectionRule({}), 1000);
   h.fail(0, 's');
   assert.equal(h.ejectedUntil, 1000);
   h.fail(1000, 's');
@@ -204,14 +263,14 @@ test('/config_dump shows the policy and each worker’s endpoint health', async 
   assert.equal(h?.ejections, 1);
 });
 
-test('the standalone schema: agentgateway field names; EWMA fields are refused by name', async () => {
-  const bad = (h: string) =>
+test('the standalone schema: agentgateway field names; the scores are 0.0 to 1.0', async () => {
+  const bad = (h: string, field: string) =>
     assert.throws(
       () => loadConfigText('t.yaml', config([1], h), process.cwd()),
-      /healthThreshold|restoreHealth/,
+      new RegExp(`policies\\.health\\.eviction\\.${field} in body should be less than or equal to 1`),
     );
-  bad('{eviction: {healthThreshold: 50}}');
-  bad('{eviction: {restoreHealth: 100}}');
+  bad('{eviction: {healthThreshold: 50}}', 'healthThreshold');
+  bad('{eviction: {restoreHealth: 100}}', 'restoreHealth');
   assert.throws(() => loadConfigText('t.yaml', config([1], '{eviction: {consecutive: 2}}'), process.cwd()));
   const { ir } = loadConfigText(
     't.yaml',

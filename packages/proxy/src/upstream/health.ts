@@ -12,6 +12,8 @@ import type { ActiveHealthState, ActiveSnapshot } from './active-health.ts';
 import type { PoolRegistry, Retained } from './pools.ts';
 
 const DEFAULT_EJECTION_MS = 3000;
+/** Weight of the newest answer in the health score (agentgateway's EWMA uses the same). */
+const SCORE_ALPHA = 0.3;
 /** Longest ejection from backoff (Envoy's max_ejection_time), unless the base duration is longer. */
 const MAX_EJECTION_MS = 300_000;
 
@@ -29,6 +31,8 @@ export interface HealthSnapshot {
   endpoint: string;
   healthy: boolean;
   consecutiveFailures: number;
+  /** EWMA of the answers, 1 healthy and 0 unhealthy (a new endpoint starts at 1). */
+  healthScore: number;
   /** ISO time the ejection ends, when ejected. */
   ejectedUntil: string | null;
   /** Ejections since the worker started (the backoff multiplier counts only recent ones). */
@@ -38,18 +42,55 @@ export interface HealthSnapshot {
   active?: ActiveSnapshot;
 }
 
+/** When an endpoint is ejected: eviction's consecutiveFailures, healthThreshold and restoreHealth. */
+export interface EjectionRule {
+  /** Unhealthy answers in a row that eject; undefined: not counted. */
+  consecutive: number | undefined;
+  /** An unhealthy answer that leaves the score below this ejects; undefined: not scored. */
+  scoreBelow: number | undefined;
+  /** The score an endpoint comes back from an ejection with; undefined: the one it had. */
+  restore: number | undefined;
+}
+
+/**
+ * eviction's settings as a rule: with neither consecutiveFailures nor healthThreshold, one unhealthy
+ * answer ejects; with both, either does; consecutiveFailures 0 is unset.
+ */
+export function ejectionRule(
+  eviction:
+    | {
+        consecutiveFailures?: number | null | undefined;
+        healthThreshold?: number | null | undefined;
+        restoreHealth?: number | null | undefined;
+      }
+    | null
+    | undefined,
+): EjectionRule {
+  const count = eviction?.consecutiveFailures || undefined;
+  const scoreBelow = eviction?.healthThreshold ?? undefined;
+  return {
+    consecutive: count ?? (scoreBelow === undefined ? 1 : undefined),
+    scoreBelow,
+    restore: eviction?.restoreHealth ?? undefined,
+  };
+}
+
 export class EndpointHealth implements Retained {
   readonly backend: string;
   readonly endpoint: string;
-  /** Unhealthy answers in a row; a healthy answer resets it, and that is all it does. */
+  /** Unhealthy answers in a row; a healthy answer resets it. */
   failures = 0;
+  /** EWMA of the answers (1 healthy, 0 unhealthy, the newest weighing SCORE_ALPHA); starts healthy. */
+  score = 1;
   /** Date.now() at which an ejection ends; 0 or past: in the balancing set. */
   ejectedUntil = 0;
   /** Ejections in a row: the n-th lasts n times the base duration. */
   #streak = 0;
   #total = 0;
   #lastReason: string | null = null;
-  readonly #threshold: number;
+  /** The score is set to rule.restore at the first answer after an ejection ends. */
+  #restorePending = false;
+  readonly #rule: EjectionRule;
   readonly #baseMs: number;
   readonly #maxMs: number;
   /** health.active's shared state, when the policy has active checks. */
@@ -57,10 +98,10 @@ export class EndpointHealth implements Retained {
   /** Whether this worker runs the endpoint's prober (its probe counts are reported from here only). */
   probing = false;
 
-  constructor(backend: string, endpoint: string, threshold: number, baseMs: number) {
+  constructor(backend: string, endpoint: string, rule: EjectionRule, baseMs: number) {
     this.backend = backend;
     this.endpoint = endpoint;
-    this.#threshold = Math.max(1, threshold);
+    this.#rule = rule;
     this.#baseMs = baseMs;
     this.#maxMs = Math.max(MAX_EJECTION_MS, baseMs);
   }
@@ -75,13 +116,45 @@ export class EndpointHealth implements Retained {
     return this.ejectedUntil > now;
   }
 
-  /** An unhealthy answer: ejects once `consecutiveFailures` came in a row. */
+  /** A healthy answer: the failure count starts over and the score rises. */
+  succeed(now: number): void {
+    this.#returned(now);
+    this.score = SCORE_ALPHA + (1 - SCORE_ALPHA) * this.score;
+    this.failures = 0;
+  }
+
+  /**
+   * An unhealthy answer: the score falls; ejects once `consecutiveFailures` came in a row, or once
+   * the score is below `healthThreshold`.
+   */
   fail(now: number, reason: string): void {
-    if (++this.failures >= this.#threshold) this.eject(now, undefined, reason);
+    this.#returned(now);
+    this.score *= 1 - SCORE_ALPHA;
+    this.failures++;
+    const { consecutive, scoreBelow } = this.#rule;
+    if (consecutive !== undefined && this.failures >= consecutive) this.eject(now, undefined, reason);
+    else if (scoreBelow !== undefined && this.score < scoreBelow)
+      this.eject(now, undefined, `${reason}, health ${this.score.toFixed(2)} below ${scoreBelow}`);
+  }
+
+  /** An unhealthy answer that says when to come back (Retry-After): ejected until then. */
+  toldToWait(now: number, ms: number, reason: string): void {
+    this.#returned(now);
+    this.score *= 1 - SCORE_ALPHA;
+    this.eject(now, ms, reason);
+  }
+
+  /** Back from an ejection: restoreHealth, when set, replaces the score it left with. */
+  #returned(now: number): void {
+    if (this.#restorePending && this.ejectedUntil <= now) {
+      this.#restorePending = false;
+      this.score = this.#rule.restore ?? this.score;
+    }
   }
 
   /** Ejects now: for `ms` (a Retry-After) or the backoff duration. */
   eject(now: number, ms: number | undefined, reason: string): void {
+    this.#restorePending = this.#rule.restore !== undefined;
     // The backoff starts over once the endpoint has stayed in for the longest ejection.
     if (now - this.ejectedUntil > this.#maxMs) this.#streak = 0;
     this.#streak++;
@@ -103,6 +176,7 @@ export class EndpointHealth implements Retained {
       endpoint: this.endpoint,
       healthy: this.available(now),
       consecutiveFailures: this.failures,
+      healthScore: Math.round(this.score * 1000) / 1000,
       ejectedUntil: ejected ? new Date(this.ejectedUntil).toISOString() : null,
       ejections: this.#total,
       lastEjection: this.#lastReason,
@@ -150,10 +224,10 @@ export function trackHealth(
   used: Set<Retained>,
   call: Handler,
 ): HealthTracking {
-  const threshold = policy.eviction?.consecutiveFailures ?? 1;
+  const rule = ejectionRule(policy.eviction);
   const baseMs = parseGoDuration(policy.eviction?.duration ?? '') ?? DEFAULT_EJECTION_MS;
-  const key = `health:${JSON.stringify([backend, endpoint, threshold, baseMs, policy.active ?? null])}`;
-  const create = () => new EndpointHealth(backend, endpoint, threshold, baseMs);
+  const key = `health:${JSON.stringify([backend, endpoint, rule, baseMs, policy.active ?? null])}`;
+  const create = () => new EndpointHealth(backend, endpoint, rule, baseMs);
   const health = pools ? pools.keep(key, create) : create();
   used.add(health);
   if (policy.active && !policy.eviction && !policy.unhealthyExpression) return { health, call };
@@ -176,12 +250,12 @@ export function trackHealth(
         const now = Date.now();
         const ms = retryAfterMs(res.headers['retry-after'], now);
         if (ms !== undefined) {
-          health.eject(now, ms, `${status} Retry-After`);
+          health.toldToWait(now, ms, `${status} Retry-After`);
           return;
         }
       }
       if (expr ? celTrue(expr, ctx.celContext()) : status >= 500) health.fail(Date.now(), `status ${status}`);
-      else health.failures = 0;
+      else health.succeed(Date.now());
     },
   };
 }

@@ -979,6 +979,14 @@ describe('backend → BackendPolicies', () => {
         active: { path: '/', interval: '5s', timeout: '1s', healthyThreshold: 1, unhealthyThreshold: 3 },
       },
     });
+    // eviction's percentages become the standalone's scores
+    assert.deepEqual(
+      backend(
+        backendSpec({ health: { eviction: { healthThreshold: 40, restoreHealth: 75, duration: '5s' } } }),
+        [],
+      ).policies,
+      { health: { eviction: { duration: '5s', healthThreshold: 0.4, restoreHealth: 0.75 } } },
+    );
     const zero = backend(backendSpec({ health: { active: { timeout: '0s' } } }), []);
     assert.deepEqual(zero.invalid, [
       { path: ['spec', 'backend', 'health', 'active', 'timeout'], message: 'timeout must be more than 0' },
