@@ -1112,8 +1112,17 @@ const BACKEND_POLICIES_NOT_BUILT = {
   authorization: NotYet('authorization as a backend policy').optional(),
   extAuthz: NotYet('extAuthz as a backend policy').optional(),
   inferenceRouting: NotYet('inferenceRouting').optional(),
-  sessionAffinity: NotYet('sessionAffinity').optional(),
 };
+/**
+ * agentgateway's sessionAffinity: requests with the same value (a CEL expression over the request)
+ * go to the same provider of an ai backend, as long as it stays in the balancing set.
+ */
+const SessionAffinity = strict({
+  source: Cel.meta({
+    description:
+      'CEL over the request giving a string or bytes, e.g. request.headers["x-session-id"] or string(source.address); a request without one is balanced as usual',
+  }),
+});
 /** Backend policies refused by name: no policy module builds them at the backend. */
 export type NotBuiltBackendPolicy = keyof typeof BACKEND_POLICIES_NOT_BUILT;
 export const NOT_BUILT_BACKEND_POLICIES: readonly string[] = Object.keys(BACKEND_POLICIES_NOT_BUILT);
@@ -1169,6 +1178,10 @@ export const BackendPolicies = strict({
       description:
         "the ai backend's LLM policy, for every provider of it; a provider's own policies.ai wins field by field. Only on ai backends",
     }),
+  sessionAffinity: SessionAffinity.optional().meta({
+    description:
+      "requests with the same value go to the same provider of the ai backend (a priority group's, a weighted choice's); only on ai backends",
+  }),
   ...BACKEND_POLICIES_NOT_BUILT,
 });
 

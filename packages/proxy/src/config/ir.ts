@@ -524,6 +524,11 @@ export interface LlmHeaderModifier {
 export interface LlmModelIR {
   /** Matched against the requested model: exact, `*` (any) or `prefix*`. */
   name: string;
+  /**
+   * The provider's name in its ai backend (unique there), or the entry's name in a models list: what
+   * a virtual model's choice tells it apart by (sessionAffinity hashes it, the trace shows it).
+   */
+  entry?: string;
   /** internal: reachable only through a virtual model, and not listed by /v1/models. */
   visibility: 'public' | 'internal';
   provider: LlmProviderIR;
@@ -731,6 +736,11 @@ export interface LlmVirtualModelIR {
   /** Matched like a model's name. */
   name: string;
   routing: LlmRoutingIR;
+  /**
+   * sessionAffinity's CEL source (an ai backend's): requests with the same value go to the same
+   * model among those a weighted choice or a priority group has.
+   */
+  sessionAffinity?: string;
 }
 
 export interface RouteBackendIR {

@@ -389,12 +389,16 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
 
   test('backend policies and backend kinds', () => {
     for (const [p, what] of [
-      ['sessionAffinity: {}', 'sessionAffinity'],
       ['inferenceRouting: {}', 'inferenceRouting'],
       ['authorization: {rules: ["true"]}', 'authorization as a backend policy'],
       ['extAuthz: {host: a:1}', 'extAuthz as a backend policy'],
     ] as const)
       refused(backendPolicy(p), `${R}.backends[0].policies.${p.split(':')[0]}`, what);
+    // sessionAffinity loads on ai backends (upstream/backends/ai/session-affinity.test.ts)
+    assert.throws(
+      () => load(backendPolicy('sessionAffinity: {source: request.path}')),
+      /policies\.sessionAffinity: sessionAffinity chooses among an ai backend's providers; a host backend has one endpoint/,
+    );
     const backend = (b: string) =>
       `binds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends: [${b}]\n`;
     refused(backend('{internal: forward}'), `${R}.backends[0].internal`, 'the internal backend');

@@ -883,6 +883,7 @@ class Builder {
         }
         routes.add([...pp, 'policies', 'ai', 'routes'], mergeAi(outer, p.policies?.ai)?.routes);
         failover.push({ model: models.length, priority: gi });
+        ir.entry = p.name;
         models.push(ir);
       });
     });
@@ -911,6 +912,7 @@ class Builder {
       }
       routes.add([...mp, 'policies', 'ai', 'routes'], mergeAi(outer, provider.policies?.ai)?.routes);
       ir.name = match;
+      ir.entry = m.name;
       if (authorization) {
         this.report(checkAuthorization(authorization, [...mp, 'authorization']));
         ir.authorization = authorization;
@@ -1011,8 +1013,13 @@ class Builder {
     if (p.hostOverride !== undefined) params.hostOverride = p.hostOverride;
     if (p.pathOverride !== undefined) params.pathOverride = p.pathOverride;
     if (p.pathPrefix !== undefined) params.pathPrefix = p.pathPrefix;
-    const { backendAuth, ai: own, transformations, ...policies } = p.policies ?? {};
+    const { backendAuth, ai: own, transformations, sessionAffinity, ...policies } = p.policies ?? {};
     if (own) this.report(checkAiPolicy(own, [...pp, 'policies', 'ai']));
+    if (sessionAffinity)
+      this.fail(
+        [...pp, 'policies', 'sessionAffinity'],
+        "sessionAffinity chooses among an ai backend's providers: set it on the backend's policies, not on one provider",
+      );
     const ai = mergeAi(outer, own);
     if (transformations)
       this.fail(
@@ -1645,6 +1652,22 @@ class Builder {
         `ai applies to ai backends, not to ${target.kind === 'host' ? 'a host backend' : NOT_A2A[target.kind]}`,
       );
     delete merged.ai;
+    // sessionAffinity chooses among an ai backend's providers: the only backend with more than one
+    // endpoint to choose from
+    const affinity = merged.sessionAffinity;
+    delete merged.sessionAffinity;
+    if (affinity) {
+      const ap = b.policies?.sessionAffinity ? [...path, 'policies', 'sessionAffinity'] : path;
+      if (target.kind !== 'ai')
+        this.fail(
+          ap,
+          `sessionAffinity chooses among an ai backend's providers; ${target.kind === 'host' ? 'a host backend' : NOT_A2A[target.kind]} has one endpoint`,
+        );
+      else {
+        this.report(checkCel(affinity.source, [...ap, 'source']));
+        for (const v of target.virtualModels) v.sessionAffinity ??= affinity.source;
+      }
+    }
     // hostRewrite decides the host backend's default Host (upstream/call.ts upstreamHost). The
     // route's decides over a backend's own (GwPolicy traffic.hostRewrite over a GwBackend's default).
     const hostRewrite = routePolicies.hostRewrite ?? merged.hostRewrite;

@@ -4,7 +4,7 @@
 // (failover to the next group on an error, a 429 or a 5xx) or by the first CEL condition that holds.
 
 import { ModelNameMatcher } from '@gw/api/runtime';
-import { celTrue, compileCel } from '../cel/cel.ts';
+import { type CelProgram, celTrue, compileCel } from '../cel/cel.ts';
 import type { AiTarget, LlmModelIR, LlmRoutingIR, LlmTargetIR } from '../config/ir.ts';
 import { GwError } from '../errors.ts';
 import type { Handler } from '../pipeline/layer.ts';
@@ -28,7 +28,16 @@ export function compileAi(t: AiTarget, env: BackendEnv, bufferLimit: number): Co
   // reaches the public ones.
   const entries = byPattern(models);
   for (const v of t.virtualModels)
-    matcher.add(v.name, compileRouting(v.routing, models, entries, bufferLimit));
+    matcher.add(
+      v.name,
+      compileRouting(
+        v.routing,
+        models,
+        entries,
+        bufferLimit,
+        v.sessionAffinity === undefined ? undefined : compileCel(v.sessionAffinity),
+      ),
+    );
   for (const [pattern, handler] of byPattern(models.filter((m) => m.ir.visibility === 'public')))
     matcher.add(pattern, handler);
   matcher.freeze();
@@ -89,6 +98,7 @@ function compileRouting(
   models: CompiledModel[],
   entries: ReadonlyMap<string, Handler>,
   bufferLimit: number,
+  affinity: CelProgram | undefined,
 ): Handler {
   const to = (t: LlmTargetIR): Handler => {
     const m = models[t.model];
@@ -106,12 +116,12 @@ function compileRouting(
   };
   // a model with a health policy is passed by while ejected (select.ts's balancing set)
   const choice = (t: LlmTargetIR, i: number, weight: number): Choice => ({
-    name: models[t.model]?.ir.name ?? String(i),
+    name: models[t.model]?.ir.entry ?? models[t.model]?.ir.name ?? String(i),
     weight,
     handler: to(t),
     health: models[t.model]?.health,
   });
-  if ('weighted' in r) return weighted(r.weighted.map((t, i) => choice(t, i, t.weight)));
+  if ('weighted' in r) return weighted(r.weighted.map((t, i) => choice(t, i, t.weight)), affinity);
   if ('failover' in r) {
     const byPriority = new Map<number, Choice[]>();
     r.failover.forEach((t, i) => {
@@ -121,7 +131,7 @@ function compileRouting(
     });
     const sorted = [...byPriority].sort((a, b) => a[0] - b[0]).map(([, g]) => g);
     return failover(
-      sorted.map((g) => weighted(g)),
+      sorted.map((g) => weighted(g, affinity)),
       {
         bufferLimit,
         // a priority group whose every model is ejected is passed by for the next

@@ -1,11 +1,13 @@
 // Which backend of a route serves a request. Within a group: weighted random choice. Across groups
 // (LLM provider groups): priority failover — the first group is tried first, and a request whose
 // backend failed or answered with a status that means "try elsewhere" moves on to the next group.
+import type { CelProgram } from '../../cel/cel.ts';
 import { GwError } from '../../errors.ts';
 import { bufferForReplay, discard } from '../../pipeline/body.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import type { Handler } from '../../pipeline/layer.ts';
 import type { EndpointHealth } from '../health.ts';
+import { affinityKey, hashString, rendezvousScore } from './affinity.ts';
 
 export interface Choice {
   name: string;
@@ -15,8 +17,11 @@ export interface Choice {
   health?: EndpointHealth | undefined;
 }
 
-/** Weighted random choice; backends of weight 0 are never chosen. */
-export function weighted(choices: readonly Choice[]): Handler {
+/**
+ * Weighted random choice; backends of weight 0 are never chosen. With `affinity` (sessionAffinity's
+ * CEL source), requests with the same value go to the same backend (affinity.ts).
+ */
+export function weighted(choices: readonly Choice[], affinity?: CelProgram): Handler {
   const live = choices.filter((c) => c.weight > 0);
   if (live.length === 0) {
     return async () => {
@@ -24,6 +29,7 @@ export function weighted(choices: readonly Choice[]): Handler {
     };
   }
   if (live.length === 1) return (live[0] as Choice).handler;
+  if (affinity) return affine(live, affinity);
   if (live.some((c) => c.health)) return healthWeighted(live);
   const total = live.reduce((s, c) => s + c.weight, 0);
   return (ctx) => {
@@ -96,6 +102,52 @@ function healthWeighted(live: readonly Choice[]): Handler {
       },
       null,
       panic ? 'warn' : 'info',
+    );
+    return pick.handler(ctx);
+  };
+}
+
+/**
+ * sessionAffinity: the candidate with the highest rendezvous score for the request's value among those
+ * in the balancing set (all of them when none is: panic). Removing a candidate moves only the values
+ * it had; a request without a value (the expression fails or gives neither a string nor bytes) gets
+ * the weighted random choice.
+ */
+function affine(live: readonly Choice[], source: CelProgram): Handler {
+  const seeds = live.map((c) => hashString(c.name));
+  const fallback = live.some((c) => c.health) ? healthWeighted(live) : weighted(live);
+  return (ctx) => {
+    const key = affinityKey(source.eval(ctx.celContext()));
+    if (key === undefined) {
+      ctx.obs?.event(ctx, 'endpointSelection', { reason: 'session affinity: no value, chosen at random' });
+      return fallback(ctx);
+    }
+    const now = Date.now();
+    const inSet = live.filter((c) => c.health === undefined || c.health.available(now));
+    const pool = inSet.length > 0 ? inSet : live;
+    const keyHash = hashString(key);
+    let pick = pool[0] as Choice;
+    let best = Number.NEGATIVE_INFINITY;
+    for (const c of pool) {
+      const score = rendezvousScore(keyHash, seeds[live.indexOf(c)] as number, c.weight);
+      if (score > best) {
+        best = score;
+        pick = c;
+      }
+    }
+    ctx.obs?.event(
+      ctx,
+      'endpointSelection',
+      {
+        backend: pick.name,
+        endpoint: pick.health?.endpoint ?? null,
+        reason:
+          inSet.length > 0
+            ? `session affinity${inSet.length < live.length ? ' (out of the balancing set skipped)' : ''}`
+            : 'session affinity: none in the balancing set, chosen among all (panic)',
+      },
+      null,
+      inSet.length > 0 ? 'info' : 'warn',
     );
     return pick.handler(ctx);
   };
