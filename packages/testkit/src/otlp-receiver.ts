@@ -1,6 +1,7 @@
-// `@gw/testkit/otlp-receiver`: an OTLP trace receiver on port 0, over HTTP (protobuf, POST /v1/traces)
-// and gRPC (TraceService/Export), that decodes what it gets with the protobuf code OpenTelemetry's
-// otlp-transformer generated from the official opentelemetry-proto definitions.
+// `@gw/testkit/otlp-receiver`: an OTLP trace and log receiver on port 0, over HTTP (protobuf, POST
+// /v1/traces and /v1/logs) and gRPC (TraceService/Export, LogsService/Export), that decodes what it
+// gets with the protobuf code OpenTelemetry's otlp-transformer generated from the official
+// opentelemetry-proto definitions.
 
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { createRequire } from 'node:module';
@@ -11,6 +12,7 @@ const require = createRequire(import.meta.url);
 // biome-ignore lint/suspicious/noExplicitAny: generated protobufjs code without types for this path
 const root: any = require('@opentelemetry/otlp-transformer/build/src/generated/root.js');
 const collector = root.opentelemetry.proto.collector.trace.v1;
+const logsCollector = root.opentelemetry.proto.collector.logs.v1;
 
 export type AttributeValue = string | number | boolean | AttributeValue[] | undefined;
 
@@ -32,44 +34,85 @@ export interface ReceivedSpan {
   traceState: string;
 }
 
+export interface ReceivedLog {
+  timeNs: bigint;
+  severityNumber: number;
+  severityText: string;
+  body: AttributeValue;
+  attributes: Record<string, AttributeValue>;
+  resource: Record<string, AttributeValue>;
+  /** The instrumentation scope's name. */
+  scope: string;
+}
+
 export interface OtlpReceiver {
   /** http://127.0.0.1:port: the OTLP/HTTP endpoint (POST /v1/traces). */
   httpUrl: string;
   /** http://127.0.0.1:port: the OTLP/gRPC endpoint. */
   grpcUrl: string;
   spans: ReceivedSpan[];
+  logs: ReceivedLog[];
   /** Headers of each HTTP export, and metadata of each gRPC one. */
   exportHeaders: Record<string, string | string[] | undefined>[];
   /** Resolves once at least `n` spans have arrived (rejects after `ms`). */
   waitFor(n: number, ms?: number): Promise<ReceivedSpan[]>;
+  /** Resolves once at least `n` log records have arrived (rejects after `ms`). */
+  waitForLogs(n: number, ms?: number): Promise<ReceivedLog[]>;
   close(): Promise<void>;
 }
 
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
+  const logs: ReceivedLog[] = [];
   const exportHeaders: OtlpReceiver['exportHeaders'] = [];
   const waiters: (() => void)[] = [];
-  const received = (buf: Uint8Array, headers: Record<string, string | string[] | undefined>) => {
+  const received = (
+    buf: Uint8Array,
+    headers: Record<string, string | string[] | undefined>,
+    kind: 'traces' | 'logs' = 'traces',
+  ) => {
     exportHeaders.push(headers);
-    spans.push(...decode(buf));
+    if (kind === 'logs') logs.push(...decodeLogs(buf));
+    else spans.push(...decode(buf));
     for (const w of waiters.splice(0)) w();
   };
+  const waitUntil =
+    <T>(list: T[], what: string) =>
+    (n: number, ms = 10_000): Promise<T[]> =>
+      new Promise((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error(`${list.length} ${what} after ${ms} ms, wanted ${n}`)),
+          ms,
+        );
+        const check = () => {
+          if (list.length >= n) {
+            clearTimeout(timer);
+            resolve(list);
+          } else waiters.push(check);
+        };
+        check();
+      });
 
   const http: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      if (req.method !== 'POST' || req.url !== '/v1/traces') {
+      const kind = req.url === '/v1/traces' ? 'traces' : req.url === '/v1/logs' ? 'logs' : undefined;
+      if (req.method !== 'POST' || kind === undefined) {
         res.writeHead(404).end();
         return;
       }
       try {
-        received(Buffer.concat(chunks), headersOf(req.headers));
+        received(Buffer.concat(chunks), headersOf(req.headers), kind);
       } catch (err) {
         res.writeHead(400).end(String(err));
         return;
       }
-      const answer = collector.ExportTraceServiceResponse.encode({}).finish();
+      const answer = (
+        kind === 'logs' ? logsCollector.ExportLogsServiceResponse : collector.ExportTraceServiceResponse
+      )
+        .encode({})
+        .finish();
       res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end(Buffer.from(answer));
     });
   });
@@ -95,6 +138,25 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       },
     },
   );
+  server.addService(
+    {
+      Export: {
+        path: '/opentelemetry.proto.collector.logs.v1.LogsService/Export',
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: (v: Buffer) => v,
+        requestDeserialize: (b: Buffer) => b,
+        responseSerialize: (v: Uint8Array) => Buffer.from(v),
+        responseDeserialize: (b: Buffer) => b,
+      },
+    },
+    {
+      Export: (call: grpc.ServerUnaryCall<Buffer, Uint8Array>, done: grpc.sendUnaryData<Uint8Array>) => {
+        received(call.request, call.metadata.getMap() as Record<string, string>, 'logs');
+        done(null, logsCollector.ExportLogsServiceResponse.encode({}).finish());
+      },
+    },
+  );
   const grpcPort = await new Promise<number>((resolve, reject) =>
     server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) =>
       err ? reject(err) : resolve(port),
@@ -105,21 +167,10 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     httpUrl: `http://127.0.0.1:${(http.address() as AddressInfo).port}`,
     grpcUrl: `http://127.0.0.1:${grpcPort}`,
     spans,
+    logs,
     exportHeaders,
-    waitFor: (n, ms = 10_000) =>
-      new Promise((resolve, reject) => {
-        const timer = setTimeout(
-          () => reject(new Error(`${spans.length} spans after ${ms} ms, wanted ${n}`)),
-          ms,
-        );
-        const check = () => {
-          if (spans.length >= n) {
-            clearTimeout(timer);
-            resolve(spans);
-          } else waiters.push(check);
-        };
-        check();
-      }),
+    waitFor: waitUntil(spans, 'spans'),
+    waitForLogs: waitUntil(logs, 'log records'),
     close: async () => {
       await new Promise<void>((r) => http.close(() => r()));
       server.forceShutdown();
@@ -170,6 +221,32 @@ function decode(buf: Uint8Array): ReceivedSpan[] {
           startNs: BigInt(s.startTimeUnixNano?.toString() ?? '0'),
           endNs: BigInt(s.endTimeUnixNano?.toString() ?? '0'),
           traceState: s.traceState ?? '',
+        });
+  }
+  return out;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: decoded protobufjs messages
+function anyValue(v: any): AttributeValue {
+  if (v?.kvlistValue != null) return JSON.stringify(attrs(v.kvlistValue.values));
+  return value(v);
+}
+
+function decodeLogs(buf: Uint8Array): ReceivedLog[] {
+  const msg = logsCollector.ExportLogsServiceRequest.decode(buf);
+  const out: ReceivedLog[] = [];
+  for (const rl of msg.resourceLogs ?? []) {
+    const resource = attrs(rl.resource?.attributes);
+    for (const sl of rl.scopeLogs ?? [])
+      for (const l of sl.logRecords ?? [])
+        out.push({
+          timeNs: BigInt(l.timeUnixNano?.toString() ?? '0'),
+          severityNumber: l.severityNumber ?? 0,
+          severityText: l.severityText ?? '',
+          body: anyValue(l.body),
+          attributes: attrs(l.attributes),
+          resource,
+          scope: sl.scope?.name ?? '',
         });
   }
   return out;

@@ -54,6 +54,28 @@ export function checkObservability(c: ObservabilityConfig, metricNames: readonly
   if (g?.tracing) out.push(...checkGlobalTracing(g.tracing, ['config', 'tracing']));
   if (fp?.tracing) out.push(...checkTracingPolicy(fp.tracing, ['frontendPolicies', 'tracing']));
   if (g?.metrics) out.push(...checkMetrics(g.metrics, ['config', 'metrics'], metricNames));
+  const logName = fp?.accessLog !== undefined ? 'accessLog' : 'logging';
+  const otlp = (fp?.[logName] as { otlp?: AccessLogOtlp } | undefined)?.otlp;
+  if (otlp) out.push(...checkAccessLogOtlp(otlp, ['frontendPolicies', logName, 'otlp']));
+  return out;
+}
+
+interface AccessLogOtlp {
+  host: string;
+  filter?: string | null | undefined;
+  fields?: { add?: Record<string, string> | undefined } | null | undefined;
+  path?: string | undefined;
+  protocol?: 'grpc' | 'http' | undefined;
+}
+
+function checkAccessLogOtlp(o: AccessLogOtlp, path: FieldPath): Problem[] {
+  const out = [
+    ...checkEndpoint(tracingHostUrl(o.host), [...path, 'host']),
+    ...(o.filter ? checkCel(o.filter, [...path, 'filter']) : []),
+    ...checkCelMap(o.fields?.add, [...path, 'fields', 'add']),
+  ];
+  if (o.path !== undefined && (o.protocol ?? 'grpc') !== 'http')
+    out.push({ path: [...path, 'path'], message: 'path is the OTLP/HTTP path: set protocol http' });
   return out;
 }
 

@@ -1568,7 +1568,32 @@ const AccessLog = strict({
   filter: Cel.optional(),
   add: z.record(z.string().min(1).max(256), Cel).optional(),
   remove: CrdAccessLog.shape.attributes.unwrap().shape.remove,
-  otlp: NotYet('accessLog otlp').optional(),
+  otlp: strict({
+    host: z
+      .string()
+      .min(1)
+      .meta({ description: 'the OTLP collector: host:port (http:// is assumed) or a URL' }),
+    service: NotYet('an accessLog otlp collector by service reference (use host)').optional(),
+    backend: NotYet('an accessLog otlp collector by backend reference (use host)').optional(),
+    policies: NotYet('policies on the accessLog otlp collector').optional(),
+    filter: Cel.nullable().optional().meta({
+      description: 'CEL: only requests for which it is true are exported (unset: the access log filter)',
+    }),
+    fields: strict({
+      remove: z.array(z.string().min(1)).optional(),
+      add: z.record(z.string().min(1), Cel).optional(),
+    })
+      .nullable()
+      .optional()
+      .meta({ description: "the records' fields to remove and to add by CEL (unset: the access log's)" }),
+    protocol: z.enum(['grpc', 'http']).optional().meta({ description: 'OTLP over grpc (default) or http' }),
+    path: z.string().min(1).optional().meta({ description: 'the OTLP/HTTP path (default /v1/logs)' }),
+  })
+    .optional()
+    .meta({
+      description:
+        'each access log record also sent as an OpenTelemetry log record to an OTLP collector, in batches',
+    }),
   database: NotYet('accessLog database').optional(),
 });
 const Observability = observabilitySchemas(NotYet);

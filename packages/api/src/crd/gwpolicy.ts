@@ -278,13 +278,19 @@ export const AccessLog = obj({
       .max(32)
       .optional(),
   }).optional(),
-  otlp: notBuilt(
-    otlpEndpoint({
-      filter: CELExpression.optional(),
-      attributes: Attributes.optional(),
-    }).optional(),
-    'accessLog otlp',
-  ),
+  otlp: otlpEndpoint({
+    filter: CELExpression.optional().meta({
+      description: 'Exports only when true (unset: the access log filter).',
+    }),
+    attributes: Attributes.optional().meta({
+      description: "The exported records' attributes to add and remove (unset: the access log's).",
+    }),
+  })
+    .optional()
+    .meta({
+      description:
+        'Each access log record also exported as an OpenTelemetry log record over OTLP to backendRef (a Service) or url.',
+    }),
 });
 export const CipherSuite = z.enum([
   'TLS13_AES_256_GCM_SHA384',

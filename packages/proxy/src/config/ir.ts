@@ -111,8 +111,20 @@ export interface DownstreamLimits {
   http1MaxHeaders?: number;
 }
 
+/** accessLog.otlp: each access log record also exported as an OpenTelemetry log record. */
+export interface AccessLogOtlpIR {
+  /** The OTLP collector: for http the full URL (path included), for grpc its origin. */
+  endpoint: string;
+  protocol: 'grpc' | 'http';
+  /** The record's own shaping; each unset part is the access log's. */
+  filter?: string;
+  add?: Record<string, string>;
+  remove?: string[];
+}
+
 export interface FrontendIR {
   accessLog?: AccessLog;
+  accessLogOtlp?: AccessLogOtlpIR;
   /** OpenTelemetry spans (frontendPolicies.tracing, or config.tracing); absent: no request pays for tracing. */
   tracing?: TracingIR;
   /** Layer-4 rules on each downstream connection's source address, before any HTTP. */

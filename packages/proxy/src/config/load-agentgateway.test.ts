@@ -490,10 +490,11 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
         .downstream.keepalive,
       { timeMs: 180_000, intervalMs: 30_000, retries: 9 },
     );
+    // accessLog.otlp loads (observability/access-log-otlp.test.ts); a collector by reference does not
     refused(
-      `frontendPolicies: {accessLog: {otlp: {}}}\n${rest}`,
-      'frontendPolicies.accessLog.otlp',
-      'accessLog otlp',
+      `frontendPolicies: {accessLog: {otlp: {host: "a:4317", backend: b}}}\n${rest}`,
+      'frontendPolicies.accessLog.otlp.backend',
+      'an accessLog otlp collector by backend reference',
     );
     refused(
       `frontendPolicies: {http: {http1HeaderCase: 1}}\n${rest}`,

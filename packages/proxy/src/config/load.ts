@@ -131,7 +131,7 @@ import type {
   TlsServerIR,
   TunnelIR,
 } from './ir.ts';
-import { accessLogOf, metricsOf, tracingOf } from './observability.ts';
+import { accessLogOf, accessLogOtlpOf, metricsOf, tracingOf } from './observability.ts';
 import { sealPolicies } from './seal.ts';
 import { resolveAzure } from './token-auth.ts';
 
@@ -455,6 +455,8 @@ class Builder {
     this.report(checkObservability(this.cfg, METRIC_NAMES));
     const accessLog = accessLogOf(this.cfg);
     if (accessLog) out.accessLog = accessLog;
+    const otlpLog = accessLogOtlpOf(this.cfg);
+    if (otlpLog) out.accessLogOtlp = otlpLog;
     const { tracing, problem } = tracingOf(this.cfg, this.opts.env ?? ((n: string) => process.env[n]));
     if (problem) this.fail(problem.path, problem.message);
     if (tracing) out.tracing = tracing;

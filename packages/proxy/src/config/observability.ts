@@ -3,13 +3,16 @@
 // config.tracing) and the extra metric labels (config.metrics). @gw/api's checkObservability says
 // which combinations are wrong; this only reads what is there.
 import { type AccessLog, type ConfigFile, type Sampling, tracingHostUrl } from '@gw/api';
-import type { MetricsIR, SamplingIR, TracingIR } from './ir.ts';
+import type { AccessLogOtlpIR, MetricsIR, SamplingIR, TracingIR } from './ir.ts';
 
 /** The access log policy in force, whichever of its three spellings the file used. */
 export function accessLogOf(cfg: ConfigFile): AccessLog | undefined {
   const fp = cfg.frontendPolicies;
   const own = fp?.accessLog ?? fp?.logging;
-  if (own) return { ...own };
+  if (own) {
+    const { otlp: _, ...log } = own;
+    return log;
+  }
   const g = cfg.config?.logging;
   if (!g || (g.filter == null && g.fields == null)) return undefined;
   const out: AccessLog = {};
@@ -17,6 +20,29 @@ export function accessLogOf(cfg: ConfigFile): AccessLog | undefined {
   if (g.fields?.add) out.add = { ...g.fields.add };
   if (g.fields?.remove) out.remove = [...g.fields.remove];
   return out;
+}
+
+/**
+ * accessLog.otlp as the IR: the collector's URL (the OTLP/HTTP path added for http), and the shaping
+ * of its records, each part unset taking the access log's.
+ */
+export function accessLogOtlpOf(cfg: ConfigFile): AccessLogOtlpIR | undefined {
+  const fp = cfg.frontendPolicies;
+  const log = fp?.accessLog ?? fp?.logging;
+  const o = log?.otlp;
+  if (!o) return undefined;
+  const protocol = o.protocol ?? 'grpc';
+  const base = tracingHostUrl(o.host);
+  const filter = o.filter ?? log.filter;
+  const add = o.fields ? o.fields.add : log.add;
+  const remove = o.fields ? o.fields.remove : log.remove;
+  return {
+    endpoint: protocol === 'http' ? withPath(base, o.path ?? '/v1/logs') : base,
+    protocol,
+    ...(filter ? { filter } : {}),
+    ...(add ? { add: { ...add } } : {}),
+    ...(remove ? { remove: [...remove] } : {}),
+  };
 }
 
 /** Environment variables that name the collector when config.tracing.otlpEndpoint is unset (agentgateway's). */

@@ -121,7 +121,11 @@ function compileRouting(
     handler: to(t),
     health: models[t.model]?.health,
   });
-  if ('weighted' in r) return weighted(r.weighted.map((t, i) => choice(t, i, t.weight)), affinity);
+  if ('weighted' in r)
+    return weighted(
+      r.weighted.map((t, i) => choice(t, i, t.weight)),
+      affinity,
+    );
   if ('failover' in r) {
     const byPriority = new Map<number, Choice[]>();
     r.failover.forEach((t, i) => {

@@ -100,8 +100,19 @@ export class RecordShape {
   }
 }
 
-export class AccessLogObserver implements RequestObserver {
-  readonly #log: RecordLog;
+/** Where finished requests' records go: the access log, an OTLP collector. */
+export interface RecordSink {
+  /** Whether records are wanted now (the log level, an exporter still loading). */
+  enabled(): boolean;
+  write(rec: Record<string, unknown>): void;
+}
+
+/**
+ * One record per finished request into a sink, shaped by `shape`: the access log (its policy's
+ * filter, fields added and removed), and accessLog.otlp's records with their own shaping.
+ */
+export class RecordObserver implements RequestObserver {
+  readonly #sink: RecordSink;
   readonly #shape: RecordShape;
   /** Query parameters that carry credentials: logged as [redacted]. */
   readonly #credentialParams: ReadonlySet<string>;
@@ -112,14 +123,14 @@ export class AccessLogObserver implements RequestObserver {
   responseBody?: (req: ObservedRequest, chunk: Buffer) => void;
 
   constructor(
-    log: RecordLog,
-    frontend: FrontendIR,
+    sink: RecordSink,
+    shape: RecordShape,
     credentialParams: readonly string[] = [],
     /** The most of a body a field may read (the global buffer limit). */
     bodyLimit = DEFAULT_BODY_LIMIT,
   ) {
-    this.#log = log;
-    this.#shape = new RecordShape(frontend.accessLog);
+    this.#sink = sink;
+    this.#shape = shape;
     this.#credentialParams = new Set(credentialParams);
     for (const which of ['request', 'response'] as const) {
       if (!this.#shape.readsBody[which]) continue;
@@ -140,14 +151,28 @@ export class AccessLogObserver implements RequestObserver {
   }
 
   end(req: ObservedRequest, summary: RequestSummary): void {
-    const log = this.#log;
-    if (!log.isLevelEnabled('info')) return;
+    if (!this.#sink.enabled()) return;
     const cel = this.#shape.cel(req, summary.status, this.#bodies.get(req));
     if (!this.#shape.keeps(cel)) return;
     const rec = requestRecord(req, summary, this.#credentialParams);
     this.#shape.apply(rec, cel);
-    log.info(rec);
+    this.#sink.write(rec);
   }
+}
+
+/** The access log: records at info level, shaped by the frontend's accessLog policy. */
+export function accessLogObserver(
+  log: RecordLog,
+  frontend: FrontendIR,
+  credentialParams: readonly string[] = [],
+  bodyLimit = DEFAULT_BODY_LIMIT,
+): RecordObserver {
+  return new RecordObserver(
+    { enabled: () => log.isLevelEnabled('info'), write: (rec) => log.info(rec) },
+    new RecordShape(frontend.accessLog),
+    credentialParams,
+    bodyLimit,
+  );
 }
 
 const EMPTY = Buffer.alloc(0);

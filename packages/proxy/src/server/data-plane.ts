@@ -9,14 +9,15 @@ import type { Writable } from 'node:stream';
 import type { TraceEvent } from '@gw/api';
 import type { Logger } from 'pino';
 import { compileCel } from '../cel/cel.ts';
-import type { ProxyIR, TracingIR } from '../config/ir.ts';
+import type { AccessLogOtlpIR, ProxyIR, TracingIR } from '../config/ir.ts';
 import { errorFormatFor, errorResponse, GwError } from '../errors.ts';
 import { Lazy } from '../lazy.ts';
 import { setMcpLogger } from '../mcp/log.ts';
-import { AccessLogObserver } from '../observability/access-log.ts';
+import { accessLogObserver, RecordObserver, RecordShape } from '../observability/access-log.ts';
 import type { RecordLog } from '../observability/logger.ts';
 import type { ProxyMetrics } from '../observability/metrics.ts';
 import type { SpanExport } from '../observability/otel-export.ts';
+import type { LogExport } from '../observability/otel-logs.ts';
 import { tcpConnectionObserver } from '../observability/tcp-log.ts';
 import { TracingSource } from '../observability/tracing.ts';
 import { discard } from '../pipeline/body.ts';
@@ -53,10 +54,19 @@ import { TcpBindServer, type TcpConnectionSummary, tcpSchemeOf } from './tcp-bin
 /** The OpenTelemetry SDK and exporters: loaded by a worker whose config has tracing, when it first does. */
 const otel = new Lazy(() => import('../observability/otel-export.ts'));
 
+/** The OpenTelemetry logs SDK and exporters: loaded by a worker whose config has accessLog.otlp. */
+const otelLogs = new Lazy(() => import('../observability/otel-logs.ts'));
+
 /** A worker's span exporter, kept across reloads while its collector settings stay the same. */
 interface Spans {
   key: string;
   export: Lazy<SpanExport>;
+}
+
+/** A worker's access log exporter (accessLog.otlp), kept across reloads as Spans is. */
+interface Logs {
+  key: string;
+  export: Lazy<LogExport>;
 }
 
 export interface DataPlaneOptions {
@@ -101,6 +111,7 @@ export class DataPlane {
   /** OpenTelemetry: set while the config has tracing; no request pays anything otherwise. */
   #tracing: TracingSource | undefined;
   #spans: Spans | undefined;
+  #logs: Logs | undefined;
   #sources: ObserverSource[];
   #observers: Observers = { always: [], detailed: [], endOnly: [] };
   #shared = new Map<string, SharedArrayBuffer>();
@@ -184,12 +195,25 @@ export class DataPlane {
       paths: ir.frontend.paths ?? DEFAULT_PATH_NORMALIZATION,
       trusted: new TrustedProxies(ir.frontend.trustedProxies ?? []),
     };
-    const accessLog = new AccessLogObserver(
+    const accessLog = accessLogObserver(
       this.#opts.accessLog,
       ir.frontend,
       ir.global.credentialQueryParams,
       ir.global.maxBufferSize,
     );
+    const logs = await this.#logsFor(ir.frontend.accessLogOtlp);
+    const otlpLog =
+      logs && ir.frontend.accessLogOtlp
+        ? new RecordObserver(
+            {
+              enabled: () => logs.export.value !== undefined,
+              write: (rec) => logs.export.value?.emit(rec, Date.now()),
+            },
+            new RecordShape(ir.frontend.accessLogOtlp),
+            ir.global.credentialQueryParams,
+            ir.global.maxBufferSize,
+          )
+        : undefined;
     const spans = await this.#spansFor(ir.frontend.tracing);
     const tracing =
       spans && ir.frontend.tracing
@@ -280,11 +304,21 @@ export class DataPlane {
     this.#requests = requests;
     this.#shared = used;
     this.#connections = connections;
-    this.#setObservers(this.#opts.metrics ? [this.#opts.metrics, accessLog] : [accessLog]);
+    this.#setObservers([
+      ...(this.#opts.metrics ? [this.#opts.metrics] : []),
+      accessLog,
+      ...(otlpLog ? [otlpLog] : []),
+    ]);
     this.#tcpEnd = tcpConnectionObserver(this.#opts.accessLog, ir.frontend, this.#opts.metrics);
     this.#opts.metrics?.configure(ir.global.metrics);
     this.#tracing = tracing;
     this.#sources = tracing ? [this.#trace, tracing] : [this.#trace];
+    if (this.#logs !== logs) {
+      // records of requests in flight under the old config still go out through it
+      const old = this.#logs?.export.value;
+      if (old) setTimeout(() => void old.shutdown().catch(() => {}), 10_000).unref();
+      this.#logs = logs;
+    }
     if (this.#spans !== spans) {
       // requests still in flight under the old config end their spans there first
       const old = this.#spans?.export.value;
@@ -481,6 +515,40 @@ export class DataPlane {
     return spans;
   }
 
+  /** The access log exporter for accessLog.otlp, as #spansFor: kept while the collector is the same. */
+  async #logsFor(t: AccessLogOtlpIR | undefined): Promise<Logs | undefined> {
+    if (!t) return undefined;
+    const key = JSON.stringify([t.endpoint, t.protocol]);
+    if (this.#logs?.key === key) return this.#logs;
+    const log = this.#opts.log;
+    let lastError = 0;
+    const logs: Logs = {
+      key,
+      export: otelLogs.derive(
+        (m) =>
+          new m.LogExport({
+            endpoint: t.endpoint,
+            protocol: t.protocol,
+            onError: (err) => {
+              // one line a minute at most: a collector that is down fails every batch
+              if (Date.now() - lastError < 60_000) return;
+              lastError = Date.now();
+              log.warn(
+                { endpoint: t.endpoint, err: err.message },
+                'cannot export access log records to the OTLP collector',
+              );
+            },
+          }),
+      ),
+    };
+    try {
+      await logs.export.ready;
+    } catch (err) {
+      throw new Error(`cannot start the OTLP access log: ${(err as Error).message}`, { cause: err });
+    }
+    return logs;
+  }
+
   /** Lets the observer sources (a waiting trace) claim this request. */
   #attach(ctx: RequestContext): void {
     for (const source of this.#sources) {
@@ -660,6 +728,7 @@ export class DataPlane {
     await this.#pools.closeAll();
     // the spans of the last requests go out before the worker stops
     await this.#spans?.export.value?.shutdown().catch(() => {});
+    await this.#logs?.export.value?.shutdown().catch(() => {});
     return { cut };
   }
 }

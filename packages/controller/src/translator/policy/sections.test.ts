@@ -1277,12 +1277,21 @@ describe('frontend → FrontendPolicies', () => {
     );
   });
 
-  test('tls.handshakeTimeout and accessLog.otlp are reported; http1MaxHeaders, the HTTP/2 keepalive and tcp keepalive (the CRD’s interval default filled in) map', () => {
+  test('tls.handshakeTimeout is reported; accessLog.otlp, http1MaxHeaders, the HTTP/2 keepalive and tcp keepalive (the CRD’s interval default filled in) map', () => {
     const r = frontendPolicy(
       frontendSpec({
         tcp: { keepalive: { time: '30s', retries: 3 } },
         tls: { handshakeTimeout: '5s' },
-        accessLog: { otlp: { url: 'http://otel.example:4318' } },
+        accessLog: {
+          filter: 'true',
+          otlp: {
+            url: 'http://otel.example:4318',
+            protocol: 'HTTP',
+            path: '/v1/logs',
+            filter: 'response.code >= 500',
+            attributes: { add: [{ name: 'user', expression: 'jwt.sub' }], remove: ['src.addr'] },
+          },
+        },
         http: { http1MaxHeaders: 50, http2KeepaliveTimeout: '10s' },
       }),
       NS,
@@ -1290,17 +1299,34 @@ describe('frontend → FrontendPolicies', () => {
     );
     assert.deepEqual(r, {
       policies: {
-        accessLog: {},
+        accessLog: {
+          filter: 'true',
+          otlp: {
+            host: 'http://otel.example:4318',
+            protocol: 'http',
+            path: '/v1/logs',
+            filter: 'response.code >= 500',
+            fields: { add: { user: 'jwt.sub' }, remove: ['src.addr'] },
+          },
+        },
         http: { http1MaxHeaders: 50, http2KeepaliveTimeout: '10s' },
         tcp: { keepalives: { enabled: true, time: '30s', interval: '180s', retries: 3 } },
       },
-      problems: [
-        'frontend.accessLog.otlp is not supported by this build of gw yet',
-        'frontend.tls.handshakeTimeout is not supported by this build of gw yet',
-      ],
+      problems: ['frontend.tls.handshakeTimeout is not supported by this build of gw yet'],
       invalid: [],
     });
     assert.ok(FrontendPolicies.safeParse(r.policies).success);
+    // a Service collector is its cluster address (as tracing's: one not found yet is named, and its
+    // address used)
+    const svc = frontendPolicy(
+      frontendSpec({ accessLog: { otlp: { backendRef: { name: 'otel', port: 4317 } } } }),
+      NS,
+      inMemoryLookup([]),
+    );
+    assert.deepEqual(svc.policies, {
+      accessLog: { otlp: { host: 'otel.apps.svc.cluster.local:4317', protocol: 'grpc' } },
+    });
+    assert.match(svc.problems.join('\n'), /frontend\.accessLog\.otlp\.backendRef/);
   });
 
   test('tls: versions, cipher suites and key exchange groups in the standalone names', () => {

@@ -1,27 +1,59 @@
-// spec.frontend.accessLog → accessLog: the filter and each added attribute are CEL (checked).
-import { checkCel } from '@gw/api';
-import { defined, nameMap } from '../context.ts';
-import type { FrontendMapper } from '../spec.ts';
+// spec.frontend.accessLog → accessLog: the filter and each added attribute are CEL (checked). otlp:
+// the collector a Service backendRef (its cluster address; https:// when its port says appProtocol
+// https or is 443) or a url, with its own filter and attributes.
+import { type AccessLog, checkCel } from '@gw/api';
+import { defined, type MapContext, nameMap, serviceAddress } from '../context.ts';
+import type { FrontendMapper, FrontendSpec } from '../spec.ts';
+
+type AccessLogSpec = NonNullable<FrontendSpec['accessLog']>;
+type Attributes = AccessLogSpec['attributes'];
 
 export const accessLog: FrontendMapper<'accessLog'> = {
   map(al, ctx, out, at) {
     const af = at.field;
-    ctx.rest(af, al, ['filter', 'attributes']);
+    ctx.rest(af, al, ['filter', 'attributes', 'otlp']);
     if (al.filter !== undefined) ctx.check(checkCel(al.filter, [...at.path, 'filter']));
-    al.attributes?.add?.forEach((a, i) => {
-      ctx.check(checkCel(a.expression, [...at.path, 'attributes', 'add', i, 'expression']));
-    });
-    out.accessLog = defined({
-      filter: al.filter,
-      add:
-        al.attributes?.add &&
-        nameMap(
-          ctx,
-          `${af}.attributes.add`,
-          al.attributes.add.map((a) => ({ name: a.name, value: a.expression })),
-          'attribute',
-        ),
-      remove: al.attributes?.remove && [...al.attributes.remove],
-    });
+    const fields = (attributes: Attributes, field: string, path: (string | number)[]) => {
+      attributes?.add?.forEach((a, i) => {
+        ctx.check(checkCel(a.expression, [...path, 'add', i, 'expression']));
+      });
+      return {
+        add: attributes?.add && added(ctx, `${field}.add`, attributes.add),
+        remove: attributes?.remove && [...attributes.remove],
+      };
+    };
+    const own = fields(al.attributes, `${af}.attributes`, [...at.path, 'attributes']);
+    const otlp = al.otlp;
+    let exported: NonNullable<AccessLog['otlp']> | undefined;
+    if (otlp) {
+      const of = `${af}.otlp`;
+      const op = [...at.path, 'otlp'];
+      if (otlp.filter !== undefined) ctx.check(checkCel(otlp.filter, [...op, 'filter']));
+      let host = otlp.url;
+      if (otlp.backendRef) {
+        const svc = serviceAddress(ctx, `${of}.backendRef`, otlp.backendRef);
+        host = svc && (svc.https ? `https://${svc.hostPort}` : svc.hostPort);
+      }
+      if (host === undefined)
+        ctx.problem(of, 'no collector to export to: access log records are not exported');
+      else
+        exported = defined({
+          host,
+          protocol: (otlp.protocol ?? 'GRPC').toLowerCase() as 'grpc' | 'http',
+          path: otlp.path,
+          filter: otlp.filter,
+          fields:
+            otlp.attributes && defined(fields(otlp.attributes, `${of}.attributes`, [...op, 'attributes'])),
+        });
+    }
+    out.accessLog = defined({ filter: al.filter, ...own, otlp: exported });
   },
 };
+
+const added = (ctx: MapContext, field: string, list: { name: string; expression: string }[]) =>
+  nameMap(
+    ctx,
+    field,
+    list.map((a) => ({ name: a.name, value: a.expression })),
+    'attribute',
+  );
