@@ -32,6 +32,15 @@ export function checkMcpBackend(b: McpBackend, path: FieldPath): Problem[] {
     for (const k of ['sse', 'mcp', 'openapi'] as const) {
       const r = t[k];
       if (!r) continue;
+      if ('backend' in r && r.backend !== undefined) {
+        if ('host' in r && r.host !== undefined)
+          out.push({ path: [...tp, k, 'backend'], message: 'set host or backend, not both' });
+        continue;
+      }
+      if (!('host' in r) || r.host === undefined) {
+        out.push({ path: [...tp, k, 'host'], message: 'where the API is: host or backend' });
+        continue;
+      }
       const url = /^[a-z]+:\/\//i.test(r.host);
       if (url && (r.port !== undefined || r.path !== undefined)) {
         out.push({

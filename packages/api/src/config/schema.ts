@@ -2576,13 +2576,21 @@ export const LlmConfig = strict({
 // ---------- MCP gateway (agentgateway's LocalMcpBackend) ----------
 // The modes are accepted in agentgateway's spelling (failClosed) and in the CRD's (FailClosed).
 
-/** A remote target: a URL in `host`, or host, port and path. */
-const McpRemote = strict({
-  host: z.string().min(1).meta({ description: 'http(s)://host:port/path, host:port, or a host name' }),
-  port: Port.optional(),
-  path: z.string().optional(),
-  backend: NotYet('an MCP target by backend reference (use host)').optional(),
-});
+/** A remote target: a URL in `host`, or host, port and path; or a top-level host backend and a path. */
+const McpRemote = z.union([
+  strict({
+    host: z.string().min(1).meta({ description: 'http(s)://host:port/path, host:port, or a host name' }),
+    port: Port.optional(),
+    path: z.string().optional(),
+  }),
+  strict({
+    backend: z.string().min(1).meta({
+      description:
+        "a top-level host backend: its host, and its policies the target takes (backendTLS, backendAuth, …; the target's own win)",
+    }),
+    path: z.string().nullable().optional().meta({ description: 'the path on it (default /mcp, or /sse)' }),
+  }),
+]);
 export const McpTarget = strict({
   name: z
     .string()
@@ -2615,7 +2623,7 @@ export const McpTarget = strict({
       .meta({
         description: 'the OpenAPI 3 document (JSON or YAML): {file: path}, {url}, or the document inline',
       }),
-    host: z.string().min(1).meta({
+    host: z.string().min(1).optional().meta({
       description: 'where the API is: http(s)://host:port/prefix, host:port, or a host name',
     }),
     port: Port.optional(),
@@ -2623,7 +2631,10 @@ export const McpTarget = strict({
       description:
         "a path put before every operation's path (default: the path of the document's server URL)",
     }),
-    backend: NotYet('an openapi target by backend reference (use host)').optional(),
+    backend: z.string().min(1).optional().meta({
+      description:
+        "instead of host: a top-level host backend, whose policies the target takes (the target's own win)",
+    }),
   })
     .optional()
     .meta({

@@ -1783,7 +1783,41 @@ class Builder {
     const targets: McpTargetIR[] = [];
     m.targets.forEach((t, i) => {
       const tp = [...path, 'targets', i];
-      const { mcpAuthorization, mcpGuardrails, transformations, ...connection } = t.policies ?? {};
+      const kind = t.mcp ? 'mcp' : t.sse ? 'sse' : t.openapi ? 'openapi' : undefined;
+      const spec = kind && t[kind];
+      // a target by backend reference: the backend's host, and its policies under the target's own
+      const named = spec && 'backend' in spec && spec.backend !== undefined ? spec.backend : undefined;
+      let host = spec && 'host' in spec ? spec.host : undefined;
+      const inherited: BackendPolicies = {};
+      let namedAt: FieldPath | undefined;
+      if (kind && named !== undefined) {
+        const defs = this.cfg.backends ?? [];
+        const def = defs.find((d) => d.name === named);
+        if (!def || !('host' in def)) {
+          const hosts = defs.filter((d) => 'host' in d).map((d) => d.name);
+          this.fail(
+            [...tp, kind, 'backend'],
+            `no backend with a host named ${JSON.stringify(named)}${hosts.length ? ` (host backends: ${hosts.join(', ')})` : ''}`,
+          );
+          return;
+        }
+        host = def.host;
+        namedAt = ['backends', defs.indexOf(def), 'policies'];
+        for (const [k, v] of Object.entries(def.policies ?? {}))
+          if (v !== undefined && !MCP_TARGET_POLICIES.has(k))
+            this.fail(
+              [...namedAt, k],
+              `${k} of backend ${JSON.stringify(named)} is not taken by MCP target ${t.name} (it takes ${[...MCP_TARGET_POLICIES].join(', ')})`,
+            );
+          else if (v !== undefined) (inherited as Record<string, unknown>)[k] = v;
+      }
+      const { mcpAuthorization, mcpGuardrails, transformations, ...own } = t.policies ?? {};
+      const connection: typeof own = { ...inherited, ...own };
+      // where a problem with the target's backendAuth is: its own, or the named backend's
+      const authAt: FieldPath =
+        own.backendAuth === undefined && namedAt
+          ? [...namedAt, 'backendAuth']
+          : [...tp, 'policies', 'backendAuth'];
       if (transformations)
         this.fail(
           [...tp, 'policies', 'transformations'],
@@ -1806,17 +1840,17 @@ class Builder {
       const passLocation = passthrough ? auth.passthrough.location : undefined;
       if (passLocation && !('header' in passLocation))
         this.fail(
-          [...tp, 'policies', 'backendAuth', 'passthrough', 'location'],
+          [...authAt, 'passthrough', 'location'],
           'an MCP target takes the forwarded token in a header (the default, Authorization: Bearer)',
         );
       if (passthrough && !t.mcp)
         this.fail(
-          [...tp, 'policies', 'backendAuth'],
+          authAt,
           'backendAuth passthrough is for streamable-HTTP (mcp) targets: an sse or openapi target is not called per client request',
         );
       else if (auth && !passthrough && (typeof auth !== 'object' || !mcpTargetAuthForm(auth)))
         this.fail(
-          [...tp, 'policies', 'backendAuth'],
+          authAt,
           `backendAuth ${typeof auth === 'object' ? Object.keys(auth).find((k) => k !== 'credentials') : auth} on an MCP target is not supported by this build of gw yet (it takes key, passthrough and credentials)`,
         );
       else if (
@@ -1829,14 +1863,14 @@ class Builder {
         !('header' in auth.key.location)
       )
         this.fail(
-          [...tp, 'policies', 'backendAuth', 'key', 'location'],
+          [...authAt, 'key', 'location'],
           'an MCP target takes its key in a header (the default, Authorization: Bearer)',
         );
       if (typeof auth === 'object' && auth !== null && 'credentials' in auth)
         (auth.credentials ?? []).forEach((c, i) => {
           if (!('header' in c.location))
             this.fail(
-              [...tp, 'policies', 'backendAuth', 'credentials', i, 'location'],
+              [...authAt, 'credentials', i, 'location'],
               'an MCP target takes its credentials in headers',
             );
         });
@@ -1860,12 +1894,13 @@ class Builder {
         });
         return;
       }
+      if (host === undefined) return; // refused by checkMcpBackend
       if (t.openapi) {
         const o = t.openapi;
         const op = [...tp, 'openapi'];
-        const where = remoteMcpTarget(o, '/', policies.backendTLS !== undefined);
+        const where = remoteMcpTarget({ ...o, host }, '/', policies.backendTLS !== undefined);
         if (typeof where === 'string') {
-          this.fail([...op, 'host'], where);
+          this.fail([...op, named !== undefined ? 'backend' : 'host'], where);
           return;
         }
         // an explicit path (or a host URL's) wins over the document's server path
@@ -1903,9 +1938,13 @@ class Builder {
       }
       const remote = t.mcp ?? t.sse;
       if (!remote) return;
-      const where = remoteMcpTarget(remote, t.mcp ? '/mcp' : '/sse', policies.backendTLS !== undefined);
+      const where = remoteMcpTarget(
+        'host' in remote ? remote : { host, ...(remote.path != null ? { path: remote.path } : {}) },
+        t.mcp ? '/mcp' : '/sse',
+        policies.backendTLS !== undefined,
+      );
       if (typeof where === 'string') {
-        this.fail([...tp, t.mcp ? 'mcp' : 'sse', 'host'], where);
+        this.fail([...tp, t.mcp ? 'mcp' : 'sse', named !== undefined ? 'backend' : 'host'], where);
         return;
       }
       targets.push({

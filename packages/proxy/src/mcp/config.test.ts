@@ -116,10 +116,14 @@ targets:
     );
   });
 
-  test('an openapi target by backend reference is refused by name (openapi.test.ts serves the others)', () => {
+  test('an openapi target says host or backend, not both (target-auth.test.ts serves by backend)', () => {
     rejects(
       backend(`targets:\n- {name: a, openapi: {host: x, backend: api, schema: {file: s.json}}}`),
-      /targets\[0\]\.openapi\.backend: an openapi target by backend reference \(use host\) is not supported/,
+      /targets\[0\]\.openapi\.backend: set host or backend, not both/,
+    );
+    rejects(
+      backend(`targets:\n- {name: a, openapi: {schema: {file: s.json}}}`),
+      /targets\[0\]\.openapi\.host: where the API is: host or backend/,
     );
   });
 

@@ -1,6 +1,7 @@
 // An MCP target's credential and headers: `policies.backendAuth.key` and `requestHeaderModifier` are
 // sent on every call the gateway makes to it — the streamable-HTTP and the legacy SSE transports of
-// the SDK's server, which answers 401 without them. Before, both were accepted and never sent.
+// the SDK's server, which answers 401 without them. Before, both were accepted and never sent. A
+// target by backend reference (`mcp: {backend}`) takes the backend's host and those policies.
 // `backendAuth.passthrough` sends a streamable-HTTP target the client's JWT the route validated. The
 // policies a target does not take are refused by name at load.
 import assert from 'node:assert/strict';
@@ -37,7 +38,14 @@ before(async () => {
     .setExpirationTime('10m')
     .sign(privateKey);
   personal = await startHttpPeer('personal', { authorization: `Bearer ${token}` });
-  proxy = await startProxy(`binds:
+  const securedHost = new URL(secured.url).host;
+  proxy = await startProxy(`backends:
+- name: secured-backend
+  host: ${JSON.stringify(securedHost)}
+  policies: {backendAuth: {key: sk-mcp}, requestHeaderModifier: {set: {x-tenant: acme}}}
+- name: bare-backend
+  host: ${JSON.stringify(securedHost)}
+binds:
 - port: 0
   address: 127.0.0.1
   listeners:
@@ -45,6 +53,9 @@ before(async () => {
 ${route('http', `mcp: {host: ${JSON.stringify(secured.url)}}\n            ${policies}`)}
 ${route('sse', `sse: {host: ${JSON.stringify(sse)}}\n            ${policies}`)}
 ${route('bare', `mcp: {host: ${JSON.stringify(secured.url)}}`)}
+${route('named', 'mcp: {backend: secured-backend}')}
+${route('named-sse', 'sse: {backend: secured-backend, path: /sse}')}
+${route('named-own', `mcp: {backend: bare-backend}\n            ${policies}`)}
 ${route('extra', `mcp: {host: ${JSON.stringify(secured.url)}}\n            policies: {backendAuth: {key: sk-mcp, credentials: [{location: {header: {name: x-tenant}}, key: acme}]}}`)}
     - matches: [{path: {pathPrefix: /pass}}]
       policies:
@@ -72,6 +83,18 @@ for (const prefix of ['http', 'sse']) {
       assert.ok(tools.tools.some((t) => t.name === 'echo'));
       const r = await client.callTool({ name: 'echo', arguments: { message: 'hi' } });
       assert.equal(textOf(r), 'secured echo: hi');
+    } finally {
+      await client.close();
+    }
+  });
+}
+
+for (const prefix of ['named', 'named-sse', 'named-own']) {
+  test(`${prefix}: a target by backend reference takes the backend's host and policies (its own win)`, async () => {
+    const { client } = await connectClient(proxy.url(`/${prefix}`));
+    try {
+      const r = await client.callTool({ name: 'echo', arguments: { message: prefix } });
+      assert.equal(textOf(r), `secured echo: ${prefix}`);
     } finally {
       await client.close();
     }
@@ -143,6 +166,53 @@ test('policies an MCP target does not take are refused by name', () => {
     load('{backendAuth: {key: {value: k, location: {queryParameter: {name: key}}}}}'),
     /an MCP target takes its key in a header/,
   );
+  // a target by backend reference: a host backend that exists, whose policies a target takes
+  const named = (backends: string, target: string) => {
+    try {
+      loadConfigText(
+        't.yaml',
+        `backends:\n${backends}\nbinds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends:\n      - mcp:\n          targets:\n          - name: t\n            ${target}\n`,
+        process.cwd(),
+      );
+      return '';
+    } catch (err) {
+      return (err as Error).message;
+    }
+  };
+  assert.match(
+    named('- {name: api, host: "127.0.0.1:1"}', 'mcp: {backend: nope}'),
+    /targets\[0\]\.mcp\.backend: no backend with a host named "nope" \(host backends: api\)/,
+  );
+  assert.match(
+    named('- {name: api, host: "127.0.0.1:1", policies: {health: {eviction: {}}}}', 'mcp: {backend: api}'),
+    /backends\[0\]\.policies\.health: health of backend "api" is not taken by MCP target t/,
+  );
+  assert.match(
+    named(
+      '- {name: api, host: "127.0.0.1:1", policies: {backendAuth: {jwtSign: {signingKey: k}}}}',
+      'mcp: {backend: api}',
+    ),
+    /backends\[0\]\.policies\.backendAuth: backendAuth jwtSign on an MCP target is not supported/,
+  );
+  assert.match(
+    named('- {name: api, host: "127.0.0.1:1"}', 'openapi: {schema: "{}", host: "a:1", backend: api}'),
+    /targets\[0\]\.openapi\.backend: set host or backend, not both/,
+  );
+  assert.equal(
+    named(
+      '- {name: api, host: "127.0.0.1:1", policies: {backendTLS: {}}}',
+      'sse: {backend: api, path: /events}',
+    ),
+    '',
+  );
+  const doc = JSON.stringify(
+    JSON.stringify({
+      openapi: '3.0.0',
+      info: { title: 't', version: '1' },
+      paths: { '/x': { get: { operationId: 'getX', responses: { '200': { description: 'ok' } } } } },
+    }),
+  );
+  assert.equal(named('- {name: api, host: "127.0.0.1:1"}', `openapi: {schema: ${doc}, backend: api}`), '');
   assert.match(
     load('{backendAuth: {credentials: [{location: {cookie: {name: c}}, key: k}]}}'),
     /backendAuth\.credentials\[0\]\.location: an MCP target takes its credentials in headers/,
