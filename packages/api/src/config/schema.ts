@@ -1109,8 +1109,6 @@ export const BackendTunnel = strict({
 });
 /** agentgateway's backend policies this build does not run at the backend, refused by name. */
 const BACKEND_POLICIES_NOT_BUILT = {
-  authorization: NotYet('authorization as a backend policy').optional(),
-  extAuthz: NotYet('extAuthz as a backend policy').optional(),
   inferenceRouting: NotYet('inferenceRouting').optional(),
 };
 /**
@@ -1178,6 +1176,13 @@ export const BackendPolicies = strict({
       description:
         "the ai backend's LLM policy, for every provider of it; a provider's own policies.ai wins field by field. Only on ai backends",
     }),
+  // agentgateway's backend authorization and extAuthz: checked for this backend, after it is chosen
+  authorization: Authorization.optional().meta({
+    description: "rules for requests sent to this backend, after the route's (a denial is 403)",
+  }),
+  extAuthz: ExtAuthzPolicy.optional().meta({
+    description: "an external authorization check for requests sent to this backend, after the route's",
+  }),
   sessionAffinity: SessionAffinity.optional().meta({
     description:
       "requests with the same value go to the same provider of the ai backend (a priority group's, a weighted choice's); only on ai backends",

@@ -721,7 +721,10 @@ export const BackendFull = obj({
   ...backendSimpleFields,
   ai: AiPolicy.optional(),
   mcp: McpPolicy.optional(),
-  extAuth: notBuilt(ExtAuthPolicy.optional(), 'extAuth as a backend policy (set it in traffic)'),
+  extAuth: ExtAuthPolicy.optional().meta({
+    description:
+      "An external authorization check for requests sent to the targeted backend, after the route's policies.",
+  }),
 });
 export const BackendWithAI = obj({ ...backendSimpleFields, ai: AiPolicy.optional() });
 

@@ -819,8 +819,10 @@ export interface TunnelIR {
 }
 
 export interface ResolvedBackendPolicies
-  extends Omit<BackendPolicies, 'backendTLS' | 'backendAuth' | 'backendTunnel'> {
+  extends Omit<BackendPolicies, 'backendTLS' | 'backendAuth' | 'backendTunnel' | 'extAuthz'> {
   backendAuth?: BackendAuthIR;
   backendTLS?: BackendTlsIR;
   backendTunnel?: TunnelIR;
+  /** As a route's: TLS to its service read and sealed. */
+  extAuthz?: RoutePolicies['extAuthz'];
 }

@@ -390,8 +390,6 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
   test('backend policies and backend kinds', () => {
     for (const [p, what] of [
       ['inferenceRouting: {}', 'inferenceRouting'],
-      ['authorization: {rules: ["true"]}', 'authorization as a backend policy'],
-      ['extAuthz: {host: a:1}', 'extAuthz as a backend policy'],
     ] as const)
       refused(backendPolicy(p), `${R}.backends[0].policies.${p.split(':')[0]}`, what);
     // sessionAffinity loads on ai backends (upstream/backends/ai/session-affinity.test.ts)
@@ -526,13 +524,9 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
       'policies[0].policy.cors: cors is a route policy: a policy that targets a backend takes backend policies (target the route, gateway or listener)',
       'policies[0].policy.retry: retry is a route policy: a policy that targets a backend takes backend policies (target the route, gateway or listener)',
     ]);
-    assert.match(
-      toBackend('{authorization: {rules: ["true"]}}').join('\n'),
-      /policies\[0\]\.policy\.authorization: authorization as a backend policy is not supported/,
-    );
-    // backend policies load
+    // backend policies load, authorization and extAuthz among them (policies/backend-authorization.test.ts)
     load(
-      `backends:\n- name: b\n  host: 127.0.0.1:9\npolicies:\n- target: {backend: b}\n  policy: {requestHeaderModifier: {set: {x-a: b}}, backendAuth: {key: k}}\nbinds:\n- port: 8080\n  listeners:\n  - routes: [{backends: [{backend: b}]}]\n`,
+      `backends:\n- name: b\n  host: 127.0.0.1:9\npolicies:\n- target: {backend: b}\n  policy: {requestHeaderModifier: {set: {x-a: b}}, backendAuth: {key: k}, authorization: {rules: ["true"]}}\nbinds:\n- port: 8080\n  listeners:\n  - routes: [{backends: [{backend: b}]}]\n`,
     );
   });
 });

@@ -26,6 +26,7 @@ import {
   checkAgentCoreAuth,
   checkAiPolicy,
   checkAuthorization,
+  checkExtAuthz,
   checkBackendPolicies,
   checkCel,
   checkCelMap,
@@ -132,7 +133,7 @@ import type {
   TunnelIR,
 } from './ir.ts';
 import { accessLogOf, accessLogOtlpOf, metricsOf, tracingOf } from './observability.ts';
-import { sealPolicies } from './seal.ts';
+import { sealExtAuthzPolicy, sealPolicies } from './seal.ts';
 import { resolveAzure } from './token-auth.ts';
 
 /** Settings read once at start-up (the spec: adminAddr and sensitiveHeaders are not hot-reloaded). */
@@ -1093,6 +1094,12 @@ class Builder {
         [...pp, 'policies', 'requestRedirect'],
         'requestRedirect does not apply to an ai provider (set it on the route)',
       );
+    for (const k of ['authorization', 'extAuthz'] as const)
+      if (rp[k])
+        this.fail(
+          [...pp, 'policies', k],
+          `${k} on an ai provider is not supported by this build of gw yet (set it on the ai backend's policies or the route)`,
+        );
     if (p.tokenize) this.fail([...pp, 'tokenize'], 'tokenize is not supported by this build of gw yet');
     return ir;
   }
@@ -2013,8 +2020,15 @@ class Builder {
   }
 
   resolveBackendPolicies(path: FieldPath, p: BackendPolicies): ResolvedBackendPolicies {
-    const { backendTLS, backendAuth, backendTunnel, ...rest } = p;
+    const { backendTLS, backendAuth, backendTunnel, extAuthz, ...rest } = p;
     const out: ResolvedBackendPolicies = { ...rest };
+    if (p.authorization) this.report(checkAuthorization(p.authorization, [...path, 'authorization']));
+    if (extAuthz) {
+      // as a route's: its service by backend reference, its TLS files read, then sealed
+      this.extAuthzFiles([...path, 'extAuthz'], extAuthz);
+      this.report(checkExtAuthz(extAuthz, [...path, 'extAuthz']));
+      out.extAuthz = sealExtAuthzPolicy(extAuthz);
+    }
     if (p.transformations) this.report(checkTransformations(p.transformations, [...path, 'transformations']));
     if (backendAuth) {
       const auth = resolveBackendAuth(this, [...path, 'backendAuth'], backendAuth);

@@ -32,11 +32,7 @@ export function sealPolicies(p: TrafficPolicies): RoutePolicies {
     ...rest
   } = p;
   const out: RoutePolicies = rest;
-  if (extAuthz)
-    out.extAuthz =
-      'conditional' in extAuthz
-        ? { conditional: extAuthz.conditional.map((e) => sealExtAuthz(e)) }
-        : sealExtAuthz(extAuthz);
+  if (extAuthz) out.extAuthz = sealExtAuthzPolicy(extAuthz);
   if (extProc) out.extProc = sealService(extProc) as NonNullable<RoutePolicies['extProc']>;
   if (remoteRateLimit)
     out.remoteRateLimit = sealService(remoteRateLimit) as NonNullable<RoutePolicies['remoteRateLimit']>;
@@ -56,6 +52,15 @@ export function sealPolicies(p: TrafficPolicies): RoutePolicies {
     out.basicAuth = sealed;
   }
   return out;
+}
+
+/** An extAuthz policy, plain or conditional, with TLS to each service sealed (a route's or a backend's). */
+export function sealExtAuthzPolicy(
+  extAuthz: NonNullable<TrafficPolicies['extAuthz']>,
+): NonNullable<RoutePolicies['extAuthz']> {
+  return 'conditional' in extAuthz
+    ? { conditional: extAuthz.conditional.map((e) => sealExtAuthz(e)) }
+    : sealExtAuthz(extAuthz);
 }
 
 type ExtAuthz = Exclude<NonNullable<TrafficPolicies['extAuthz']>, { conditional: unknown }>;

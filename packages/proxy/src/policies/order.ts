@@ -73,6 +73,11 @@ export const BACKEND_ORDER = [
   // Authentication first (deprecated place: the route's mcpAuthentication runs before the route's
   // other policies, this one only after them).
   'mcpAuthentication',
+  // The backend's own authorization (agentgateway's backend authorization and extAuthz), on the
+  // request as the route's policies left it: the external check first, as on a route, then the rules
+  // (which may read what the check added).
+  'extAuthz',
+  'authorization',
   // A redirect answers without calling the backend, so nothing below matters for it.
   'requestRedirect',
   // Header changes last before the call; the response modifier wraps the call on the way out.

@@ -3,6 +3,7 @@
 import { checkBackendPolicies, type FieldPath } from '@gw/api';
 import { ai } from './backend/ai.ts';
 import { auth } from './backend/auth.ts';
+import { extAuth } from './backend/ext-auth.ts';
 import { health } from './backend/health.ts';
 import { http } from './backend/http.ts';
 import { mcp } from './backend/mcp.ts';
@@ -31,7 +32,7 @@ export const BACKEND_SECTIONS = {
   health,
   ai,
   mcp,
-  extAuth: unsupported,
+  extAuth,
 } satisfies SectionMap<BackendSpec, BackendPolicies>;
 
 /**

@@ -993,6 +993,32 @@ describe('backend → BackendPolicies', () => {
     ]);
   });
 
+  test('extAuth: the traffic form for the backend, a missing Service failing closed', () => {
+    const svc = service('authz', [{ port: 9000 }]);
+    const r = backend(
+      backendSpec({ extAuth: { backendRef: { name: 'authz', port: 9000 }, http: {}, timeout: '300ms' } }),
+      [svc],
+    );
+    assert.deepEqual(r.policies, {
+      extAuthz: {
+        http: { host: `authz.${NS}.svc.cluster.local:9000`, timeout: '300ms' },
+        failureMode: 'failClosed',
+      },
+    });
+    assert.deepEqual(r.problems, []);
+    // a Service not found yet: its address, failing closed (as the traffic form)
+    const missing = backend(
+      backendSpec({
+        extAuth: { backendRef: { name: 'nope', port: 9000 }, grpc: {}, failureMode: 'FailOpen' },
+      }),
+      [],
+    );
+    assert.deepEqual(missing.policies, {
+      extAuthz: { grpc: { host: `nope.${NS}.svc.cluster.local:9000` }, failureMode: 'failClosed' },
+    });
+    assert.match(missing.problems.join('\n'), /backend\.extAuth\.backendRef/);
+  });
+
   test('unsupported fields are reported', () => {
     const r = backend(
       backendSpec({
@@ -1998,6 +2024,11 @@ describe("agentgateway's field names (issue 16): translated, or refused by name"
       },
       modelAliases: { fast: 'gpt-4o-mini' },
     });
-    assert.deepEqual(r.problems, [notBuilt('backend.extAuth')]);
+    // extAuth at the backend translates as the traffic form does
+    assert.deepEqual(r.policies.extAuthz, {
+      http: { host: `guard.${NS}.svc.cluster.local:8000` },
+      failureMode: 'failClosed',
+    });
+    assert.deepEqual(r.problems, []);
   });
 });
