@@ -1772,8 +1772,6 @@ export const LogLevel = z.union([z.string().min(1), z.array(z.string().min(1))])
 
 /** agentgateway's startup settings this build has no counterpart for, refused by name. */
 const CONFIG_NOT_BUILT_KEYS = [
-  'enableIpv6',
-  'dns',
   'localXdsPath',
   'database',
   'storage',
@@ -1817,6 +1815,20 @@ export const GlobalConfig = strict({
     database: NotYet('config.logging.database').optional(),
   }).optional(),
   ...CONFIG_NOT_BUILT,
+  enableIpv6: z.boolean().nullable().optional().meta({
+    description:
+      'resolve backend names to IPv6 addresses too (default true); false: IPv4 only. Listeners bind where their address says',
+  }),
+  dns: strict({
+    lookupFamily: z.enum(['All', 'Auto', 'V4Preferred', 'V4Only', 'V6Only']).nullable().optional().meta({
+      description:
+        'the address families a backend name resolves to: Auto (default: both, or IPv4 only when enableIpv6 is false), All, V4Preferred (IPv4 first), V4Only, V6Only',
+    }),
+    edns0: NotYet('config.dns.edns0 (gw resolves with the system resolver, getaddrinfo)').optional(),
+  })
+    .nullable()
+    .optional()
+    .meta({ description: 'how backend names are resolved' }),
   modelCatalog: z.array(ModelCatalogSource).nullable().optional().meta({
     description:
       'what models cost (per million tokens, by provider and model), from files or inline, merged in order (a later model entry replaces an earlier one): each LLM request is priced (llm.cost)',

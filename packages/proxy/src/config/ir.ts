@@ -27,8 +27,16 @@ export interface ProxyIR {
   frontend: FrontendIR;
 }
 
+/** How backend names resolve (config.enableIpv6, config.dns.lookupFamily); unset: both families, as the system orders them. */
+export interface DnsIR {
+  family?: 4 | 6;
+  /** V4Preferred: IPv4 addresses first. */
+  order?: 'ipv4first';
+}
+
 export interface GlobalIR {
   maxBufferSize: number;
+  dns?: DnsIR;
   connectTimeoutMs: number;
   poolIdleTimeoutMs: number;
   poolMaxSize: number | null;

@@ -388,9 +388,7 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
   });
 
   test('backend policies and backend kinds', () => {
-    for (const [p, what] of [
-      ['inferenceRouting: {}', 'inferenceRouting'],
-    ] as const)
+    for (const [p, what] of [['inferenceRouting: {}', 'inferenceRouting']] as const)
       refused(backendPolicy(p), `${R}.backends[0].policies.${p.split(':')[0]}`, what);
     // sessionAffinity loads on ai backends (upstream/backends/ai/session-affinity.test.ts)
     assert.throws(
@@ -447,7 +445,8 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
     const rest = 'binds: []\n';
     refused(`config: {hbone: {}}\n${rest}`, 'config.hbone', 'config.hbone');
     refused(`config: {histograms: native}\n${rest}`, 'config.histograms', 'config.histograms native');
-    refused(`config: {enableIpv6: true}\n${rest}`, 'config.enableIpv6', 'config.enableIpv6');
+    // enableIpv6 and dns.lookupFamily load (upstream/dns.test.ts)
+    refused(`config: {dns: {edns0: true}}\n${rest}`, 'config.dns.edns0', 'config.dns.edns0');
     refused(
       `config: {logging: {database: {url: "sqlite:x"}}}\n${rest}`,
       'config.logging.database',

@@ -26,10 +26,10 @@ import {
   checkAgentCoreAuth,
   checkAiPolicy,
   checkAuthorization,
-  checkExtAuthz,
   checkBackendPolicies,
   checkCel,
   checkCelMap,
+  checkExtAuthz,
   checkFrontendPolicies,
   checkListenerRouteKind,
   checkLlm,
@@ -104,6 +104,7 @@ import type {
   BindIR,
   CostCatalogIR,
   CostRatesIR,
+  DnsIR,
   GlobalIR,
   ListenerIR,
   ListenerProtocol,
@@ -306,6 +307,38 @@ class Builder {
     };
   }
 
+  /**
+   * config.enableIpv6 and config.dns.lookupFamily as the family backend names resolve to: Auto is
+   * both unless enableIpv6 is false; without IPv6, V6Only is a contradiction.
+   */
+  dns(g: GlobalConfig): DnsIR | undefined {
+    const v6 = g.enableIpv6 ?? true;
+    // agentgateway's environment variable for it, when the file does not say
+    const fromEnv = (this.opts.env ?? ((n: string) => process.env[n]))('DNS_LOOKUP_FAMILY') || undefined;
+    const families = ['All', 'Auto', 'V4Preferred', 'V4Only', 'V6Only'] as const;
+    if (
+      g.dns?.lookupFamily == null &&
+      fromEnv !== undefined &&
+      !(families as readonly string[]).includes(fromEnv)
+    )
+      this.fail(
+        ['config', 'dns', 'lookupFamily'],
+        `DNS_LOOKUP_FAMILY=${fromEnv} is not one of ${families.join(', ')}`,
+      );
+    const f = g.dns?.lookupFamily ?? (fromEnv as (typeof families)[number] | undefined) ?? 'Auto';
+    if (f === 'V6Only') {
+      if (!v6)
+        this.fail(
+          ['config', 'dns', 'lookupFamily'],
+          'V6Only resolves IPv6 addresses only, and enableIpv6 is false',
+        );
+      return { family: 6 };
+    }
+    if (f === 'V4Only' || !v6) return { family: 4 };
+    if (f === 'V4Preferred') return { order: 'ipv4first' };
+    return undefined;
+  }
+
   global(g: GlobalConfig): GlobalIR {
     const sensitive: string[] = [];
     (g.sensitiveHeaders ?? []).forEach((h, i) => {
@@ -317,7 +350,9 @@ class Builder {
     const ka = g.backend?.keepalives;
     const metrics = metricsOf(this.cfg);
     const modelCatalog = g.modelCatalog ? this.modelCatalog(g.modelCatalog) : undefined;
+    const dns = this.dns(g);
     return {
+      ...(dns ? { dns } : {}),
       maxBufferSize:
         fh?.maxBufferSize === undefined ? DEFAULT_MAX_BUFFER : (parseByteSize(fh.maxBufferSize) ?? 0),
       connectTimeoutMs: ms(g.backend?.connectTimeout, 10_000),

@@ -26,5 +26,6 @@ export function connectionSpec(p: ResolvedBackendPolicies, global: GlobalIR): Om
     ...(p.http?.version === 'HTTP2' && !tls ? { h2c: true } : {}),
     ...(tls ? { tls } : {}),
     ...(p.backendTunnel ? { tunnel: p.backendTunnel } : {}),
+    ...(global.dns ? { dns: global.dns } : {}),
   };
 }

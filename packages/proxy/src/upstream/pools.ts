@@ -1,9 +1,11 @@
 // Keep-alive connection pools (undici) shared across config versions: a pool whose settings did not
 // change survives a reload, so a swap costs no reconnects; pools no longer used close once idle.
+import dns from 'node:dns';
+import type net from 'node:net';
 import type { Socket } from 'node:net';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import type { buildConnector as Connector, Dispatcher } from 'undici';
-import type { GlobalIR, ResolvedBackendPolicies, TunnelIR } from '../config/ir.ts';
+import type { DnsIR, GlobalIR, ResolvedBackendPolicies, TunnelIR } from '../config/ir.ts';
 import { createTunnel } from './tunnel.ts';
 import { buildConnector, errors, Pool } from './undici.ts';
 
@@ -20,6 +22,20 @@ export interface PoolSpec {
   h2c?: boolean;
   /** Reached through a forward proxy (backendTunnel). */
   tunnel?: TunnelIR;
+  /** How the backend's name resolves (config.dns); unset: both families, as the system orders them. */
+  dns?: DnsIR;
+}
+
+/** The net/tls connect options that make a name resolve as config.dns says. */
+export function dnsConnectOptions(d: DnsIR | undefined): { family?: 4 | 6; lookup?: net.LookupFunction } {
+  if (!d) return {};
+  if (d.family) return { family: d.family };
+  if (d.order === 'ipv4first')
+    return {
+      lookup: ((host: string, options: dns.LookupOptions, cb: (...a: unknown[]) => void) =>
+        dns.lookup(host, { ...options, order: 'ipv4first' }, cb as never)) as net.LookupFunction,
+    };
+  return {};
 }
 
 export function poolKey(spec: PoolSpec): string {
@@ -37,6 +53,7 @@ export function createPool(spec: PoolSpec): Dispatcher {
     allowH2: spec.allowH2,
     keepAlive: spec.keepalive.enabled,
     keepAliveInitialDelay: spec.keepalive.timeMs,
+    ...dnsConnectOptions(spec.dns),
   };
   const wrap = (c: Connector.connector) =>
     withConnectTimeout(
@@ -55,6 +72,7 @@ export function createPool(spec: PoolSpec): Dispatcher {
           timeout: 0,
           keepAlive: spec.keepalive.enabled,
           keepAliveInitialDelay: spec.keepalive.timeMs,
+          ...dnsConnectOptions(spec.dns),
         },
         wrap,
       },

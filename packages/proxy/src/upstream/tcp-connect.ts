@@ -6,7 +6,7 @@ import net, { type Socket } from 'node:net';
 import tls from 'node:tls';
 import type { GlobalIR, TcpBackendIR } from '../config/ir.ts';
 import { connectionSpec } from './connection.ts';
-import { tlsConnectOptions } from './pools.ts';
+import { dnsConnectOptions, tlsConnectOptions } from './pools.ts';
 
 export interface TcpEndpoint {
   /** host:port or unix:/path, as logs name it. */
@@ -20,7 +20,9 @@ export function tcpEndpoint(b: TcpBackendIR, global: GlobalIR): TcpEndpoint {
   const spec = connectionSpec(b.policies, global);
   const t = b.target;
   const where: net.NetConnectOpts =
-    t.kind === 'unix' ? { path: t.path } : { host: t.host, port: t.port, noDelay: true };
+    t.kind === 'unix'
+      ? { path: t.path }
+      : { host: t.host, port: t.port, noDelay: true, ...dnsConnectOptions(spec.dns) };
   const address =
     t.kind === 'unix' ? `unix:${t.path}` : `${net.isIPv6(t.host) ? `[${t.host}]` : t.host}:${t.port}`;
   let tlsOptions: tls.ConnectionOptions | undefined;

@@ -9,7 +9,7 @@ import { GwError } from '../errors.ts';
 import type { RequestContext } from '../pipeline/context.ts';
 import type { Relay } from '../server/splice.ts';
 import { responseHeaders, toGwError, upstreamHost } from './call.ts';
-import { type PoolSpec, tlsConnectOptions } from './pools.ts';
+import { dnsConnectOptions, type PoolSpec, tlsConnectOptions } from './pools.ts';
 
 declare module '../pipeline/context.ts' {
   interface RequestExtensions {
@@ -90,7 +90,7 @@ function connect(t: UpgradeTarget): Socket {
   const { spec } = t;
   const where: net.NetConnectOpts = t.socketPath
     ? { path: t.socketPath }
-    : { host: t.host, port: t.port, noDelay: true };
+    : { host: t.host, port: t.port, noDelay: true, ...dnsConnectOptions(spec.dns) };
   let socket: Socket;
   if (spec.tls) {
     const options: tls.ConnectionOptions = {
