@@ -13,7 +13,7 @@ import { transformation } from './backend/transformation.ts';
 import { tunnel } from './backend/tunnel.ts';
 import { MapContext } from './context.ts';
 import type { BackendPolicyResult } from './result.ts';
-import { mapSections, type SectionMap, unsupported } from './section.ts';
+import { mapSections, type SectionMap } from './section.ts';
 import type { BackendPolicies, BackendSpec, GwBackendPoliciesSpec } from './spec.ts';
 
 const CRD_NAMES: Record<string | number, string> = {
