@@ -1,8 +1,10 @@
 // Checks of mcpAuthentication the schema cannot make: the issuer and a configured resource are URLs
 // (metadata and WWW-Authenticate URLs are built from them), an inline JWKS parses, exp stays
 // required, and a CEL token location compiles.
+
 import type { McpAuthentication } from '../config/schema.ts';
 import type { FieldPath } from '../config/source.ts';
+import { descopeAgentic } from '../mcp-idp.ts';
 import { checkCel } from './cel.ts';
 import { checkJwks } from './jwks.ts';
 import type { Problem } from './problem.ts';
@@ -28,6 +30,19 @@ export function checkMcpAuthentication(m: McpAuthentication, path: FieldPath): P
     out.push({
       path: [...path, 'resourceMetadata', 'resource'],
       message: 'resource must be the http(s) URL MCP clients call (e.g. https://gw.example.com/mcp)',
+    });
+  // Descope takes registrations for an agentic app's MCP server, named by the issuer's path
+  if (
+    m.provider &&
+    'descope' in m.provider &&
+    m.clientId == null &&
+    httpUrl(m.issuer) &&
+    !descopeAgentic(m.issuer)
+  )
+    out.push({
+      path: [...path, 'issuer'],
+      message:
+        'with the descope provider and no clientId the issuer is an agentic app (https://api.descope.com/v1/apps/agentic/<project>/<server>): registrations go to its MCP server',
     });
   const j = m.jwks;
   if (typeof j === 'string') out.push(...checkJwks(j, [...path, 'jwks']));

@@ -275,3 +275,98 @@ describe('behaviour', () => {
     }
   });
 });
+
+// Descope's agentic apps: an issuer per MCP server (…/v1/apps/agentic/<project>/<server>) that
+// publishes only OpenID discovery, and takes dynamic client registrations at its management API,
+// without CORS headers. A stand-in on the wire shapes Descope documents.
+describe('the descope provider', () => {
+  let descope: import('node:http').Server;
+  let base: string;
+  let proxy: TestProxy;
+  const hits: string[] = [];
+  const registered: unknown[] = [];
+
+  before(async () => {
+    const http = await import('node:http');
+    descope = http.createServer((req, res) => {
+      hits.push(`${req.method} ${req.url}`);
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const issuer = `${base}/v1/apps/agentic/P2x/MS1`;
+        if (req.method === 'GET' && req.url === '/v1/apps/agentic/P2x/MS1/.well-known/openid-configuration') {
+          res.writeHead(200, { 'content-type': 'application/json' }).end(
+            JSON.stringify({
+              issuer,
+              authorization_endpoint: `${issuer}/authorize`,
+              token_endpoint: `${issuer}/token`,
+              jwks_uri: `${issuer}/.well-known/jwks.json`,
+              registration_endpoint: `${base}/v1/mgmt/mcp/client/P2x/MS1/register`,
+            }),
+          );
+          return;
+        }
+        if (req.method === 'POST' && req.url === '/v1/mgmt/mcp/client/P2x/MS1/register') {
+          registered.push(JSON.parse(Buffer.concat(chunks).toString()));
+          res.writeHead(201, { 'content-type': 'application/json' }).end('{"client_id":"dsc-1"}');
+          return;
+        }
+        res.writeHead(404).end();
+      });
+    });
+    await new Promise<void>((r) => descope.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(descope.address() as import('node:net').AddressInfo).port}`;
+    proxy = await startProxy(`binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - policies:
+        mcpAuthentication:
+          issuer: "${base}/v1/apps/agentic/P2x/MS1"
+          provider: {descope: {}}
+          jwks: '{"keys":[]}'
+      backends: [{host: "127.0.0.1:1"}]
+`);
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await new Promise((r) => descope?.close(r));
+  });
+
+  test('its OpenID discovery, fronted: registrations come to the gateway', async () => {
+    const r = await fetch(proxy.url('/.well-known/oauth-authorization-server/mcp'));
+    assert.equal(r.status, 200);
+    const doc = (await r.json()) as Record<string, string>;
+    assert.equal(doc['token_endpoint'], `${base}/v1/apps/agentic/P2x/MS1/token`);
+    assert.equal(
+      doc['registration_endpoint'],
+      proxy.url('/.well-known/oauth-authorization-server/mcp/client-registration'),
+    );
+    assert.ok(
+      hits.every((h) => !h.includes('/.well-known/oauth-authorization-server')),
+      `only OpenID discovery is asked for: ${hits.join(', ')}`,
+    );
+  });
+
+  test("a registration goes to the agentic app's MCP server, and the browser can read the answer", async () => {
+    const r = await fetch(proxy.url('/.well-known/oauth-authorization-server/mcp/client-registration'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ redirect_uris: ['http://localhost:3999/cb'], client_name: 'cli' }),
+    });
+    assert.equal(r.status, 201);
+    assert.equal(r.headers.get('access-control-allow-origin'), '*');
+    assert.deepEqual(await r.json(), { client_id: 'dsc-1' });
+    assert.deepEqual(registered.at(-1), { redirect_uris: ['http://localhost:3999/cb'], client_name: 'cli' });
+  });
+
+  test('without clientId the issuer must be an agentic app', () => {
+    rejects(
+      route('issuer: https://api.descope.com/P2x\nprovider: {descope: {}}'),
+      /mcpAuthentication\.issuer: with the descope provider and no clientId the issuer is an agentic app/,
+    );
+    load(route('issuer: https://api.descope.com/P2x\nprovider: {descope: {}}\nclientId: pre-registered'));
+  });
+});

@@ -4,6 +4,7 @@
 // passed on to the provider. Everything here is answered without credentials and readable from a
 // browser (CORS `*`): a client calls these before it has a token.
 import type { McpAuthentication, McpIdpName } from '@gw/api';
+import { descopeAgentic } from '@gw/api/runtime';
 import { GwError } from '../../errors.ts';
 import { bufferUpTo, discard } from '../../pipeline/body.ts';
 import type { ProxyResponse, RequestContext } from '../../pipeline/context.ts';
@@ -139,9 +140,14 @@ export async function answerDiscovery(
       doc['authorization_endpoint'] = u.toString();
     }
   }
-  // Keycloak and Okta answer registrations without CORS headers (browsers cannot read them), and a
-  // configured client id is answered here: either way registrations come to the gateway.
-  if (d.clientId !== undefined || d.provider === 'keycloak' || d.provider === 'okta')
+  // Keycloak, Okta and Descope answer registrations without CORS headers (browsers cannot read them),
+  // and a configured client id is answered here: either way registrations come to the gateway.
+  if (
+    d.clientId !== undefined ||
+    d.provider === 'keycloak' ||
+    d.provider === 'okta' ||
+    d.provider === 'descope'
+  )
     doc['registration_endpoint'] = `${baseUrl(ctx)}${path}${REGISTRATION}`;
   return json(200, doc);
 }
@@ -186,8 +192,9 @@ export class MetadataCache {
 function metadataUrls(d: Discovery): string[] {
   const issuer = d.issuer.replace(/\/+$/, '');
   const oidc = `${issuer}/.well-known/openid-configuration`;
-  // Keycloak and Okta (custom authorization servers) serve only OpenID discovery under the issuer.
-  if (d.provider === 'keycloak' || d.provider === 'okta') return [oidc];
+  // Keycloak, Okta (custom authorization servers) and Descope serve only OpenID discovery under the
+  // issuer.
+  if (d.provider === 'keycloak' || d.provider === 'okta' || d.provider === 'descope') return [oidc];
   const u = new URL(issuer);
   const p = u.pathname === '/' ? '' : u.pathname;
   return [`${u.origin}${AUTHORIZATION_SERVER}${p}`, oidc];
@@ -224,6 +231,11 @@ async function registrationUrl(d: Discovery, cache: MetadataCache): Promise<stri
   const issuer = d.issuer.replace(/\/+$/, '');
   if (d.provider === 'keycloak') return `${issuer}/clients-registrations/openid-connect`;
   if (d.provider === 'okta') return `${new URL(issuer).origin}/oauth2/v1/clients`;
+  if (d.provider === 'descope') {
+    // an agentic app's MCP server takes them at the management API (the loader checked the issuer)
+    const a = descopeAgentic(issuer);
+    return a && `${a.origin}/v1/mgmt/mcp/client/${a.project}/${a.server}/register`;
+  }
   const advertised = (await cache.get(d))['registration_endpoint'];
   return typeof advertised === 'string' ? advertised : undefined;
 }
