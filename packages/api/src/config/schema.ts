@@ -1641,9 +1641,10 @@ export const FrontendPolicies = strict({
     maxVersion: TlsVersion.nullable().optional(),
     cipherSuites: CipherSuites,
     keyExchangeGroups: ServerKeyExchangeGroups,
-    handshakeTimeout: NotYet(
-      'frontendPolicies.tls.handshakeTimeout (see http.firstRequestTimeout)',
-    ).optional(),
+    handshakeTimeout: Duration.nullable().optional().meta({
+      description:
+        'how long a client has to finish the TLS handshake before its connection is closed (default: http.firstRequestTimeout, 60s)',
+    }),
     alpn: NotYet('frontendPolicies.tls.alpn').optional(),
   }).optional(),
   tcp: strict({

@@ -335,7 +335,10 @@ export const Frontend = rules(
     tcp: BackendTcp.omit({ connectTimeout: true }).optional(),
     tls: rules(
       obj({
-        handshakeTimeout: notBuilt(Duration.optional(), 'frontend.tls.handshakeTimeout'),
+        handshakeTimeout: Duration.optional().meta({
+          description:
+            'How long a client has to finish the TLS handshake (default: http.firstRequestTimeout).',
+        }),
         alpnProtocols: notBuilt(
           z.array(z.string().min(1).max(64)).min(1).max(16).optional(),
           'frontend.tls.alpnProtocols',

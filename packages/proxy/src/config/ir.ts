@@ -97,6 +97,8 @@ export interface DownstreamLimits {
   requestHeadersTimeoutMs: number;
   /** A new connection's silence before its first byte (h2: before its first stream); TLS handshakes. */
   firstRequestTimeoutMs: number;
+  /** frontendPolicies.tls.handshakeTimeout: a TLS handshake not done by then closes the connection; unset: firstRequestTimeoutMs. */
+  tlsHandshakeTimeoutMs?: number;
   /** A stalled request body, on routes without a request timeout. */
   requestBodyIdleTimeoutMs: number;
   /** Open connections per bind, across the workers of a replica. */

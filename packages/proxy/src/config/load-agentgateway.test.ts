@@ -457,10 +457,11 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
       'frontendPolicies.tls.alpn',
       'frontendPolicies.tls.alpn',
     );
-    refused(
-      `frontendPolicies: {tls: {handshakeTimeout: 1s}}\n${rest}`,
-      'frontendPolicies.tls.handshakeTimeout',
-      'handshakeTimeout',
+    // tls.handshakeTimeout loads (server/downstream-limits.test.ts)
+    assert.equal(
+      load(`frontendPolicies: {tls: {handshakeTimeout: 1s}}\n${withPolicies('        {}')}`).global.downstream
+        .tlsHandshakeTimeoutMs,
+      1000,
     );
     refused(
       `frontendPolicies: {tracing: {backend: otel}}\n${rest}`,

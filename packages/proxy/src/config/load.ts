@@ -369,6 +369,9 @@ class Builder {
       downstream: {
         requestHeadersTimeoutMs: ms(fh?.requestHeadersTimeout, 10_000),
         firstRequestTimeoutMs: ms(fh?.firstRequestTimeout, 60_000),
+        ...(this.cfg.frontendPolicies?.tls?.handshakeTimeout
+          ? { tlsHandshakeTimeoutMs: ms(this.cfg.frontendPolicies.tls.handshakeTimeout, 0) }
+          : {}),
         requestBodyIdleTimeoutMs: ms(fh?.requestBodyIdleTimeout, 60_000),
         maxConnections: this.cfg.frontendPolicies?.tcp?.maxConnections ?? 10_000,
         http2MaxConcurrentStreams: fh?.http2MaxConcurrentStreams ?? 100,

@@ -20,6 +20,7 @@ import {
   type ProxyProtocolIR,
 } from './proxy-protocol.ts';
 import { Roster } from './roster.ts';
+import { handshakeOption, setHandshakeTimeout } from './tls-handshake.ts';
 
 export type RequestListener = (
   bind: BindServer,
@@ -166,7 +167,7 @@ export class BindServer {
           Http1IncomingMessage: ChurnCountingRequest,
           Http2ServerRequest: ChurnCountingHttp2Request,
           settings: h2Settings,
-          ...(limits.firstRequestTimeoutMs > 0 ? { handshakeTimeout: limits.firstRequestTimeoutMs } : {}),
+          ...handshakeOption(limits),
           ...(first ? defaultContext(first) : {}),
           SNICallback: (servername, cb) => {
             const l = selectListener(this.current, servername.toLowerCase()) ?? this.current.listeners[0];
@@ -306,6 +307,7 @@ export class BindServer {
    */
   #applyHandshake(): void {
     if (this.scheme !== 'https') return;
+    setHandshakeTimeout(this.#h2 as http2.Http2SecureServer, this.#settings.limits);
     applyClientCerts(this.#h2 as http2.Http2SecureServer, this.current);
     const first = this.current.listeners.find((l) => l.secureContext)?.ir.tls;
     if (!first) return;

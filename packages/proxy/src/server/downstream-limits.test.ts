@@ -619,3 +619,53 @@ binds:
     assert.ok(r.openMs >= 280 && r.openMs < 2000, `bind ${n}: closed after ${Math.round(r.openMs)} ms`);
   }
 });
+
+test('frontendPolicies.tls.handshakeTimeout: its own deadline for the handshake, changed by a reload', async (t) => {
+  const pki = await makeTestPki(['gw.test']);
+  t.after(() => pki.cleanup());
+  const up = await startUpstream();
+  t.after(() => up.close());
+  const cert = pki.servers['gw.test']!;
+  const tlsOf = `{cert: ${JSON.stringify(cert.certFile)}, key: ${JSON.stringify(cert.keyFile)}}`;
+  const yaml = (handshake: string) => `frontendPolicies:
+  http: {firstRequestTimeout: 30s}
+  tls: {handshakeTimeout: ${handshake}}
+binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - protocol: HTTPS
+    tls: ${tlsOf}
+    routes: [{backends: [{host: "127.0.0.1:${up.port}"}]}]
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - protocol: TLS
+    tls: ${tlsOf}
+    tcpRoutes: [{backends: [{host: "127.0.0.1:${up.port}"}]}]
+`;
+  const p = await startProxy(yaml('300ms'));
+  t.after(() => p.close());
+  const closedWithin = async (lo: number, hi: number) => {
+    for (const n of [0, 1]) {
+      const r = await untilClosed(p.port(n), '', 5000);
+      assert.ok(r.closed, `bind ${n}: the connection was still open after ${Math.round(r.openMs)} ms`);
+      assert.ok(r.openMs >= lo && r.openMs < hi, `bind ${n}: closed after ${Math.round(r.openMs)} ms`);
+    }
+  };
+  // well before firstRequestTimeout (30 s)
+  await closedWithin(280, 2000);
+  // the same ports keep listening; new connections get the new deadline
+  await p.reload(yaml('1500ms'));
+  await closedWithin(1400, 4000);
+  // a handshake in time completes
+  const tls = await import('node:tls');
+  const done = await new Promise<string>((resolve) => {
+    const c = tls.connect({ port: p.port(0), host: '127.0.0.1', servername: 'gw.test', ca: pki.ca }, () => {
+      c.end();
+      resolve('secure');
+    });
+    c.on('error', (e) => resolve(e.message));
+  });
+  assert.equal(done, 'secure');
+});

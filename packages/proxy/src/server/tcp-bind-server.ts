@@ -21,6 +21,7 @@ import {
 } from './proxy-protocol.ts';
 import { Roster } from './roster.ts';
 import { splice } from './splice.ts';
+import { handshakeOption, setHandshakeTimeout } from './tls-handshake.ts';
 
 /** What the access log and the metrics get when a proxied connection ends (or is refused). */
 export interface TcpConnectionSummary {
@@ -93,7 +94,7 @@ export class TcpBindServer {
       const limits = this.#settings.limits;
       const server = tls.createServer({
         allowHalfOpen: true,
-        ...(limits.firstRequestTimeoutMs > 0 ? { handshakeTimeout: limits.firstRequestTimeoutMs } : {}),
+        ...handshakeOption(limits),
         ...(first ? defaultContext(first) : {}),
         SNICallback: (servername, cb) => {
           const l = selectListener(this.current, servername.toLowerCase()) ?? this.current.listeners[0];
@@ -313,6 +314,7 @@ export class TcpBindServer {
   configure(settings: BindSettings): void {
     this.#settings = settings;
     if (this.scheme !== 'tls') return;
+    setHandshakeTimeout(this.#outer as tls.Server, settings.limits);
     applyClientCerts(this.#outer as tls.Server, this.current);
     const first = this.current.listeners.find((l) => l.secureContext)?.ir.tls;
     if (!first) return;

@@ -1303,7 +1303,7 @@ describe('frontend → FrontendPolicies', () => {
     );
   });
 
-  test('tls.handshakeTimeout is reported; accessLog.otlp, http1MaxHeaders, the HTTP/2 keepalive and tcp keepalive (the CRD’s interval default filled in) map', () => {
+  test('tls.handshakeTimeout, accessLog.otlp, http1MaxHeaders, the HTTP/2 keepalive and tcp keepalive (the CRD’s interval default filled in) map', () => {
     const r = frontendPolicy(
       frontendSpec({
         tcp: { keepalive: { time: '30s', retries: 3 } },
@@ -1337,8 +1337,9 @@ describe('frontend → FrontendPolicies', () => {
         },
         http: { http1MaxHeaders: 50, http2KeepaliveTimeout: '10s' },
         tcp: { keepalives: { enabled: true, time: '30s', interval: '180s', retries: 3 } },
+        tls: { handshakeTimeout: '5s' },
       },
-      problems: ['frontend.tls.handshakeTimeout is not supported by this build of gw yet'],
+      problems: [],
       invalid: [],
     });
     assert.ok(FrontendPolicies.safeParse(r.policies).success);

@@ -1,6 +1,6 @@
 // spec.frontend.tls → tls: the handshake settings of the Gateway's TLS listeners that set none of their
-// own (versions, cipher suites, key exchange groups; the names are the standalone ones). handshakeTimeout
-// and alpnProtocols have no standalone form yet and are named in the status.
+// own (versions, cipher suites, key exchange groups; the names are the standalone ones), and the
+// handshake's deadline. alpnProtocols has no standalone form yet and is named in the status.
 import type { MapContext } from '../context.ts';
 import { defined } from '../context.ts';
 import type { FrontendMapper } from '../spec.ts';
@@ -14,12 +14,14 @@ export const tls: FrontendMapper<'tls'> = {
       'maxProtocolVersion',
       'cipherSuites',
       'keyExchangeGroups',
+      'handshakeTimeout',
     ]);
     const t = defined({
       minVersion: spec.minProtocolVersion && VERSION[spec.minProtocolVersion],
       maxVersion: spec.maxProtocolVersion && VERSION[spec.maxProtocolVersion],
       cipherSuites: spec.cipherSuites && [...spec.cipherSuites],
       keyExchangeGroups: spec.keyExchangeGroups && [...spec.keyExchangeGroups],
+      handshakeTimeout: spec.handshakeTimeout,
     });
     if (Object.keys(t).length > 0) out.tls = t;
   },
