@@ -228,8 +228,11 @@ export interface TcpBackendIR {
   name: string;
   weight: number;
   target: { kind: 'host'; host: string; port: number } | { kind: 'unix'; path: string };
-  /** backendTLS (TLS originated to the backend: the client's bytes travel inside it) and tcp. */
-  policies: Pick<ResolvedBackendPolicies, 'backendTLS' | 'tcp'>;
+  /**
+   * backendTLS (TLS originated to the backend: the client's bytes travel inside it), tcp, and a named
+   * backend's passive health (connections that fail count as unhealthy answers).
+   */
+  policies: Pick<ResolvedBackendPolicies, 'backendTLS' | 'tcp' | 'health'>;
 }
 
 export interface RouteIR {

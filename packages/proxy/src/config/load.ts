@@ -1459,6 +1459,23 @@ class Builder {
     const policies: TcpBackendIR['policies'] = {};
     if (resolved.backendTLS) policies.backendTLS = resolved.backendTLS;
     if (resolved.tcp) policies.tcp = resolved.tcp;
+    // the named backend's passive health: a connection that cannot be made is an unhealthy answer
+    const health = named?.health;
+    if (health) {
+      const at = [...path, 'backend'];
+      const name = JSON.stringify('backend' in b ? b.backend : '');
+      if (health.active)
+        this.fail(
+          at,
+          `backend ${name} sets health.active, whose HTTP probes a tcp route backend does not take`,
+        );
+      else if (health.unhealthyExpression)
+        this.fail(
+          at,
+          `backend ${name} sets health.unhealthyExpression, which reads an HTTP response: a tcp route counts connections that fail`,
+        );
+      else policies.health = health;
+    }
     return { name: 'host' in b ? b.host : b.backend, weight: b.weight ?? 1, target, policies };
   }
 

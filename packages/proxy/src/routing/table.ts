@@ -129,7 +129,7 @@ function compileListener(
     ir: l,
     router,
     secureContext,
-    ...(l.tcpRoutes ? { tcp: new TcpRouter(l.tcpRoutes, global) } : {}),
+    ...(l.tcpRoutes ? { tcp: new TcpRouter(l.tcpRoutes, global, pools, used) } : {}),
   };
 }
 

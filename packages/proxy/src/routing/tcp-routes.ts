@@ -4,12 +4,16 @@
 // route in the config wins.
 import type { GlobalIR, TcpRouteIR } from '../config/ir.ts';
 import { pickWeighted } from '../upstream/backends/select.ts';
+import { type EndpointHealth, endpointHealth } from '../upstream/health.ts';
+import type { PoolRegistry, Retained } from '../upstream/pools.ts';
 import { type TcpEndpoint, tcpEndpoint } from '../upstream/tcp-connect.ts';
 
 export interface CompiledTcpBackend {
   name: string;
   weight: number;
   endpoint: TcpEndpoint;
+  /** A named backend's passive health: told whether each connection could be made. */
+  health?: EndpointHealth;
 }
 
 export interface CompiledTcpRoute {
@@ -23,9 +27,14 @@ export class TcpRouter {
   readonly #wildcards: { suffix: string; route: CompiledTcpRoute }[] = [];
   #any: CompiledTcpRoute | undefined;
 
-  constructor(routes: readonly TcpRouteIR[], global: GlobalIR) {
+  constructor(
+    routes: readonly TcpRouteIR[],
+    global: GlobalIR,
+    pools: PoolRegistry | null = null,
+    used: Set<Retained> = new Set(),
+  ) {
     for (const r of routes) {
-      const route = compileTcpRoute(r, global);
+      const route = compileTcpRoute(r, global, pools, used);
       if (r.hostnames.length === 0) {
         this.#any ??= route;
         continue;
@@ -53,10 +62,31 @@ export class TcpRouter {
   }
 }
 
-function compileTcpRoute(r: TcpRouteIR, global: GlobalIR): CompiledTcpRoute {
+function compileTcpRoute(
+  r: TcpRouteIR,
+  global: GlobalIR,
+  pools: PoolRegistry | null,
+  used: Set<Retained>,
+): CompiledTcpRoute {
   const backends: CompiledTcpBackend[] = r.backends
     .filter((b) => b.weight > 0)
-    .map((b) => ({ name: b.name, weight: b.weight, endpoint: tcpEndpoint(b, global) }));
-  const pick = pickWeighted(backends);
-  return { ir: r, pick };
+    .map((b) => {
+      const endpoint = tcpEndpoint(b, global);
+      const health = b.policies.health
+        ? endpointHealth(b.policies.health, b.name, endpoint.address, pools, used)
+        : undefined;
+      return { name: b.name, weight: b.weight, endpoint, ...(health ? { health } : {}) };
+    });
+  const all = pickWeighted(backends);
+  if (!backends.some((b) => b.health)) return { ir: r, pick: all };
+  // Those ejected are left out while another is in; with every one out, any (panic), as for HTTP.
+  return {
+    ir: r,
+    pick: () => {
+      const now = Date.now();
+      const inSet = backends.filter((b) => b.health === undefined || b.health.available(now));
+      if (inSet.length === backends.length || inSet.length === 0) return all();
+      return pickWeighted(inSet)();
+    },
+  };
 }

@@ -271,10 +271,13 @@ export class TcpBindServer {
     const upstream = backend.endpoint.connect((err, up) => {
       client.off('close', onClientClose);
       if (err) {
+        // a client that left first is not the backend's failure
+        if (!client.destroyed) backend.health?.fail(Date.now(), 'connection failed');
         this.#end(c, err.message);
         client.destroy();
         return;
       }
+      backend.health?.succeed(Date.now());
       if (client.destroyed) {
         up.destroy();
         this.#end(c, 'client closed before the backend connection was made');

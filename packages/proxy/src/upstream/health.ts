@@ -216,6 +216,23 @@ export interface HealthTracking {
  * said when to come back. A healthy answer only resets the failure count. A policy with `active` and
  * neither `eviction` nor `unhealthyExpression` has no passive checks: answers are not tracked.
  */
+/** An endpoint's health state, kept across reloads that keep the endpoint and its policy. */
+export function endpointHealth(
+  policy: NonNullable<ResolvedBackendPolicies['health']>,
+  backend: string,
+  endpoint: string,
+  pools: PoolRegistry | null,
+  used: Set<Retained>,
+): EndpointHealth {
+  const rule = ejectionRule(policy.eviction);
+  const baseMs = parseGoDuration(policy.eviction?.duration ?? '') ?? DEFAULT_EJECTION_MS;
+  const key = `health:${JSON.stringify([backend, endpoint, rule, baseMs, policy.active ?? null])}`;
+  const create = () => new EndpointHealth(backend, endpoint, rule, baseMs);
+  const health = pools ? pools.keep(key, create) : create();
+  used.add(health);
+  return health;
+}
+
 export function trackHealth(
   policy: NonNullable<ResolvedBackendPolicies['health']>,
   backend: string,
@@ -224,12 +241,7 @@ export function trackHealth(
   used: Set<Retained>,
   call: Handler,
 ): HealthTracking {
-  const rule = ejectionRule(policy.eviction);
-  const baseMs = parseGoDuration(policy.eviction?.duration ?? '') ?? DEFAULT_EJECTION_MS;
-  const key = `health:${JSON.stringify([backend, endpoint, rule, baseMs, policy.active ?? null])}`;
-  const create = () => new EndpointHealth(backend, endpoint, rule, baseMs);
-  const health = pools ? pools.keep(key, create) : create();
-  used.add(health);
+  const health = endpointHealth(policy, backend, endpoint, pools, used);
   if (policy.active && !policy.eviction && !policy.unhealthyExpression) return { health, call };
   const expr: CelProgram | undefined = policy.unhealthyExpression
     ? compileCel(policy.unhealthyExpression)
