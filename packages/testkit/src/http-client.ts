@@ -165,3 +165,20 @@ function unchunk(text: string): string {
     rest = rest.slice(eol + 4 + size);
   }
 }
+
+/**
+ * Sends `text` over a TCP connection to 127.0.0.1:port and ends it once the same text came back (an
+ * echo behind a TCP route): what came back before the connection closed ('' when nothing did).
+ */
+export function tcpRoundTrip(port: number, text = 'ping'): Promise<string> {
+  return new Promise((resolve) => {
+    const c = net.connect(port, '127.0.0.1', () => c.write(text));
+    let got = '';
+    c.on('data', (d: Buffer) => {
+      got += d.toString();
+      if (got === text) c.end();
+    });
+    c.on('close', () => resolve(got));
+    c.on('error', () => resolve(got));
+  });
+}

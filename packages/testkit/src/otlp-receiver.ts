@@ -61,6 +61,12 @@ export interface OtlpReceiver {
   close(): Promise<void>;
 }
 
+/** The (empty) answer to an export of `kind`. */
+const answerOf = (kind: 'traces' | 'logs'): Uint8Array =>
+  (kind === 'logs' ? logsCollector.ExportLogsServiceResponse : collector.ExportTraceServiceResponse)
+    .encode({})
+    .finish();
+
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   const logs: ReceivedLog[] = [];
@@ -108,55 +114,32 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         res.writeHead(400).end(String(err));
         return;
       }
-      const answer = (
-        kind === 'logs' ? logsCollector.ExportLogsServiceResponse : collector.ExportTraceServiceResponse
-      )
-        .encode({})
-        .finish();
-      res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end(Buffer.from(answer));
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end(Buffer.from(answerOf(kind)));
     });
   });
   await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
 
   const server = new grpc.Server();
-  server.addService(
-    {
-      Export: {
-        path: '/opentelemetry.proto.collector.trace.v1.TraceService/Export',
-        requestStream: false,
-        responseStream: false,
-        requestSerialize: (v: Buffer) => v,
-        requestDeserialize: (b: Buffer) => b,
-        responseSerialize: (v: Uint8Array) => Buffer.from(v),
-        responseDeserialize: (b: Buffer) => b,
+  for (const kind of ['traces', 'logs'] as const)
+    server.addService(
+      {
+        Export: {
+          path: `/opentelemetry.proto.collector.${kind === 'logs' ? 'logs.v1.LogsService' : 'trace.v1.TraceService'}/Export`,
+          requestStream: false,
+          responseStream: false,
+          requestSerialize: (v: Buffer) => v,
+          requestDeserialize: (b: Buffer) => b,
+          responseSerialize: (v: Uint8Array) => Buffer.from(v),
+          responseDeserialize: (b: Buffer) => b,
+        },
       },
-    },
-    {
-      Export: (call: grpc.ServerUnaryCall<Buffer, Uint8Array>, done: grpc.sendUnaryData<Uint8Array>) => {
-        received(call.request, call.metadata.getMap() as Record<string, string>);
-        done(null, collector.ExportTraceServiceResponse.encode({}).finish());
+      {
+        Export: (call: grpc.ServerUnaryCall<Buffer, Uint8Array>, done: grpc.sendUnaryData<Uint8Array>) => {
+          received(call.request, call.metadata.getMap() as Record<string, string>, kind);
+          done(null, answerOf(kind));
+        },
       },
-    },
-  );
-  server.addService(
-    {
-      Export: {
-        path: '/opentelemetry.proto.collector.logs.v1.LogsService/Export',
-        requestStream: false,
-        responseStream: false,
-        requestSerialize: (v: Buffer) => v,
-        requestDeserialize: (b: Buffer) => b,
-        responseSerialize: (v: Uint8Array) => Buffer.from(v),
-        responseDeserialize: (b: Buffer) => b,
-      },
-    },
-    {
-      Export: (call: grpc.ServerUnaryCall<Buffer, Uint8Array>, done: grpc.sendUnaryData<Uint8Array>) => {
-        received(call.request, call.metadata.getMap() as Record<string, string>, 'logs');
-        done(null, logsCollector.ExportLogsServiceResponse.encode({}).finish());
-      },
-    },
-  );
+    );
   const grpcPort = await new Promise<number>((resolve, reject) =>
     server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) =>
       err ? reject(err) : resolve(port),

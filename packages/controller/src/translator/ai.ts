@@ -142,11 +142,10 @@ export function translateAi(
     });
     const authSpec = auth ?? fallbackAuth;
     const authAt = auth ? `${field}.policies` : 'policies';
-    if (authSpec && !isKeyForm(authSpec)) {
-      // a token or a signature (azure, gcp, aws, oauthTokenExchange, jwtSign): translated as a
-      // GwBackend's auth is, its Secrets read; the proxy writes it once the provider's request is ready
+    // an auth block translated as a GwBackend's is, its Secrets read, its findings collected here
+    const translatedAuth = (a: AuthSpec) => {
       const r = backendPolicy(
-        { auth: authSpec } as GwBackendPoliciesSpec,
+        { auth: a } as GwBackendPoliciesSpec,
         namespace,
         lookup,
         authAt,
@@ -156,25 +155,20 @@ export function translateAi(
       if (r.invalid.length > 0) invalid.push(describeProblems(r.invalid));
       problems.push(...r.problems);
       if (r.failClosed) ctx.failClosed = true;
-      if (r.policies.backendAuth) out.backendAuth = r.policies.backendAuth as typeof out.backendAuth;
+      return r.policies.backendAuth;
+    };
+    if (authSpec && !isKeyForm(authSpec)) {
+      // a token or a signature (azure, gcp, aws, oauthTokenExchange, jwtSign): the proxy writes it
+      // once the provider's request is ready
+      const r = translatedAuth(authSpec);
+      if (r) out.backendAuth = r as typeof out.backendAuth;
       return out;
     }
     const key = authSpec ? apiKey(authSpec, `${authAt}.auth`) : undefined;
     if (key !== undefined) out.backendAuth = { key };
     if (authSpec?.credentials) {
       // the extra credentials beside the provider's key: the gateway writes them
-      const r = backendPolicy(
-        { auth: { credentials: authSpec.credentials } } as GwBackendPoliciesSpec,
-        namespace,
-        lookup,
-        authAt,
-        ['spec', authAt],
-        owner,
-      );
-      if (r.invalid.length > 0) invalid.push(describeProblems(r.invalid));
-      problems.push(...r.problems);
-      if (r.failClosed) ctx.failClosed = true;
-      const extra = r.policies.backendAuth;
+      const extra = translatedAuth({ credentials: authSpec.credentials });
       if (extra && typeof extra === 'object' && 'credentials' in extra)
         out.backendAuth = (
           key !== undefined ? { key, credentials: extra.credentials } : { credentials: extra.credentials }

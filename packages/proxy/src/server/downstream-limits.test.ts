@@ -590,28 +590,10 @@ test('http1MaxHeaders: a request with more headers is answered 431, one at the l
 
 test('a TLS connection that never sends its ClientHello is closed after firstRequestTimeout (HTTPS and TLS binds)', async (t) => {
   // Node reports such a handshake as timed out and leaves the connection open: gw closes it.
-  const pki = await makeTestPki(['gw.test']);
-  t.after(() => pki.cleanup());
-  const up = await startUpstream();
-  t.after(() => up.close());
-  const cert = pki.servers['gw.test']!;
-  const tlsOf = `{cert: ${JSON.stringify(cert.certFile)}, key: ${JSON.stringify(cert.keyFile)}}`;
+  const { up, tlsOf } = await tlsSetup(t);
   const p = await startProxy(`frontendPolicies:
   http: {firstRequestTimeout: 300ms}
-binds:
-- port: 0
-  address: 127.0.0.1
-  listeners:
-  - protocol: HTTPS
-    tls: ${tlsOf}
-    routes: [{backends: [{host: "127.0.0.1:${up.port}"}]}]
-- port: 0
-  address: 127.0.0.1
-  listeners:
-  - protocol: TLS
-    tls: ${tlsOf}
-    tcpRoutes: [{backends: [{host: "127.0.0.1:${up.port}"}]}]
-`);
+${tlsBinds(tlsOf, up.port)}`);
   t.after(() => p.close());
   for (const n of [0, 1]) {
     const r = await untilClosed(p.port(n), '', 3000);
@@ -621,29 +603,11 @@ binds:
 });
 
 test('frontendPolicies.tls.handshakeTimeout: its own deadline for the handshake, changed by a reload', async (t) => {
-  const pki = await makeTestPki(['gw.test']);
-  t.after(() => pki.cleanup());
-  const up = await startUpstream();
-  t.after(() => up.close());
-  const cert = pki.servers['gw.test']!;
-  const tlsOf = `{cert: ${JSON.stringify(cert.certFile)}, key: ${JSON.stringify(cert.keyFile)}}`;
+  const { pki, up, tlsOf } = await tlsSetup(t);
   const yaml = (handshake: string) => `frontendPolicies:
   http: {firstRequestTimeout: 30s}
   tls: {handshakeTimeout: ${handshake}}
-binds:
-- port: 0
-  address: 127.0.0.1
-  listeners:
-  - protocol: HTTPS
-    tls: ${tlsOf}
-    routes: [{backends: [{host: "127.0.0.1:${up.port}"}]}]
-- port: 0
-  address: 127.0.0.1
-  listeners:
-  - protocol: TLS
-    tls: ${tlsOf}
-    tcpRoutes: [{backends: [{host: "127.0.0.1:${up.port}"}]}]
-`;
+${tlsBinds(tlsOf, up.port)}`;
   const p = await startProxy(yaml('300ms'));
   t.after(() => p.close());
   const closedWithin = async (lo: number, hi: number) => {
@@ -669,3 +633,30 @@ binds:
   });
   assert.equal(done, 'secure');
 });
+
+/** An HTTPS bind and a TLS bind (tcpRoutes) with the same certificate, both to `upPort`. */
+const tlsBinds = (tlsOf: string, upPort: number) => `binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - protocol: HTTPS
+    tls: ${tlsOf}
+    routes: [{backends: [{host: "127.0.0.1:${upPort}"}]}]
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - protocol: TLS
+    tls: ${tlsOf}
+    tcpRoutes: [{backends: [{host: "127.0.0.1:${upPort}"}]}]
+`;
+
+/** A test PKI for gw.test and an upstream, both closed after the test; the listener tls block. */
+async function tlsSetup(t: { after(fn: () => unknown): void }) {
+  const pki = await makeTestPki(['gw.test']);
+  t.after(() => pki.cleanup());
+  const up = await startUpstream();
+  t.after(() => up.close());
+  const cert = pki.servers['gw.test']!;
+  const tlsOf = `{cert: ${JSON.stringify(cert.certFile)}, key: ${JSON.stringify(cert.keyFile)}}`;
+  return { pki, up, tlsOf };
+}

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
+import { tcpRoundTrip } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { loadConfigText } from '../config/load.ts';
 
@@ -46,19 +47,7 @@ binds:
 `;
 }
 
-/** Sends `ping` through the proxy: what came back before the connection closed. */
-function roundTrip(): Promise<string> {
-  return new Promise((resolve) => {
-    const c = net.connect(proxy.port(), '127.0.0.1', () => c.write('ping'));
-    let got = '';
-    c.on('data', (d) => {
-      got += d.toString();
-      if (got === 'ping') c.end();
-    });
-    c.on('close', () => resolve(got));
-    c.on('error', () => resolve(got));
-  });
-}
+const roundTrip = () => tcpRoundTrip(proxy.port());
 
 test('a backend that refuses connections is ejected; the route goes to the one that answers', async () => {
   let refused = 0;

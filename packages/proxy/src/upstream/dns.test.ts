@@ -7,7 +7,7 @@ import { lookup } from 'node:dns/promises';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { ConfigError } from '@gw/api';
-import { startUpstream, type TestServer } from '@gw/testkit';
+import { startUpstream, type TestServer, tcpRoundTrip } from '@gw/testkit';
 import { startProxy } from '@gw/testkit/proxy';
 import { loadConfigText } from '../config/load.ts';
 
@@ -67,16 +67,7 @@ describe('config.dns and config.enableIpv6', () => {
     const roundTrip = async (global: string) => {
       const proxy = await startProxy(tcp(global));
       try {
-        return await new Promise<string>((resolve) => {
-          const c = net.connect(proxy.port(), '127.0.0.1', () => c.write('ping'));
-          let got = '';
-          c.on('data', (d) => {
-            got += d.toString();
-            if (got === 'ping') c.end();
-          });
-          c.on('close', () => resolve(got));
-          c.on('error', () => resolve(got));
-        });
+        return await tcpRoundTrip(proxy.port());
       } finally {
         await proxy.close();
       }
