@@ -182,14 +182,26 @@ const extAuthFields = {
   http: ExtAuthHttp.optional(),
   failureMode: FailureMode.optional().meta({ description: 'FailClosed (default) or FailOpen.' }),
   timeout: Duration.optional(),
-  cache: notBuilt(
-    obj({
-      key: z.array(CELExpression).min(1).max(16),
-      maxEntries: z.int().min(1).max(2147483647).optional(),
-      ttl: CELExpression,
-    }).optional(),
-    'the extAuth cache',
-  ),
+  cache: obj({
+    key: z.array(CELExpression).min(1).max(16).meta({
+      description:
+        'CEL whose values together are the cache key; it must cover everything the service decides on.',
+    }),
+    maxEntries: z
+      .int()
+      .min(1)
+      .max(2147483647)
+      .optional()
+      .meta({ description: 'Answers kept at most (default 10000).' }),
+    ttl: CELExpression.meta({
+      description:
+        'How long to reuse an allowed answer: a duration, or CEL giving a duration, a timestamp or Unix seconds.',
+    }),
+  })
+    .optional()
+    .meta({
+      description: 'Allowed answers reused for requests with the same key; denials are never cached.',
+    }),
   forwardBody: obj({
     maxSize: rules(IntOrByteSize, {
       rule: "type(self) == string ? (!isQuantity(self) || (quantity(self).isGreaterThan(quantity('0')) && !quantity(self).isGreaterThan(quantity('4294967295')))) : (self >= 1 && self <= 4294967295)",

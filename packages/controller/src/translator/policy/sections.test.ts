@@ -582,6 +582,26 @@ describe('traffic.extAuth → extAuthz', () => {
     );
   });
 
+  test('cache: allowed answers kept by key until the ttl, as the standalone', () => {
+    traffic(
+      {
+        extAuth: {
+          backendRef: { name: 'authz', port: 9000 },
+          grpc: {},
+          cache: { key: ['request.headers["authorization"]'], ttl: '60s', maxEntries: 500 },
+        },
+      },
+      [svc],
+      {
+        extAuthz: {
+          grpc: { host: `authz.${NS}.svc.cluster.local:9000` },
+          failureMode: 'failClosed',
+          cache: { key: ['request.headers["authorization"]'], ttl: '60s', maxEntries: 500 },
+        },
+      },
+    );
+  });
+
   test('http', () => {
     traffic(
       {

@@ -2,6 +2,7 @@
 // TLS when its port says appProtocol https (or is 443) or the url is https, as token endpoints are. forwardBody → includeRequestBody
 // (a body over maxSize is answered 413). With no address to call every request is denied; a dangling
 // Service forces FailClosed. Its CEL fields and the headers it may send are checked like the standalone's.
+// cache: allowed answers kept by key until their ttl, as the standalone's.
 // The conditional form: each entry so (../conditional.ts).
 import { checkExtAuthz } from '@gw/api';
 import { parseByteSize } from '@gw/api/runtime';
@@ -29,6 +30,7 @@ export const extAuth: TrafficMapper<'extAuth'> = withConditional(
         'failureMode',
         'timeout',
         'forwardBody',
+        'cache',
       ]);
       const svc =
         spec.url !== undefined
@@ -74,9 +76,20 @@ function extAuthz(
     ctx.problem(field, 'failureMode is FailClosed until the backendRef resolves');
     failureMode = 'failClosed';
   }
+  const c = spec.cache;
   const common = {
     failureMode,
     ...forwardBody(ctx, field, spec.forwardBody),
+    // allowed answers reused by key until the ttl (a duration or CEL) ends
+    ...(c
+      ? {
+          cache: {
+            key: [...c.key],
+            ttl: c.ttl,
+            ...(c.maxEntries !== undefined ? { maxEntries: c.maxEntries } : {}),
+          },
+        }
+      : {}),
     // TLS with the system's roots: the Service says it speaks https
     ...(svc?.https ? { policies: { backendTLS: {} } } : {}),
   };
