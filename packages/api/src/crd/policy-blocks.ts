@@ -504,9 +504,9 @@ export const BedrockGuardrails = obj({
 export const OpenAIModeration = obj({
   model: ShortString.optional(),
   policies: obj({
-    tcp: notBuilt(BackendTcp.optional(), 'tcp on the moderation service'),
-    tls: notBuilt(BackendTls.optional(), 'tls on the moderation service'),
-    http: notBuilt(BackendHttp.optional(), 'http on the moderation service'),
+    tcp: BackendTcp.optional(),
+    tls: BackendTls.optional(),
+    http: BackendHttp.optional(),
     tunnel: notBuilt(Tunnel.optional(), 'tunnel on a guard service'),
     auth: rules(
       obj({ key: AuthKey.optional(), secretRef: AuthSecretRef.optional(), location: guardAuthLocation }),
