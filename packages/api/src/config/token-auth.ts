@@ -109,8 +109,14 @@ export function tokenAuthSchemas<TLS extends z.ZodType>(p: TokenAuthParts<TLS>) 
       method: z.literal('privateKeyJwt'),
       clientId,
       signingKey: p.fileOrInline.meta({ description: 'PEM RSA or EC private key matching alg' }),
-      certificate: p.notYet('clientAuth certificate').optional(),
-      certificateHeader: p.notYet('clientAuth certificateHeader').optional(),
+      certificate: p.fileOrInline.nullable().optional().meta({
+        description:
+          "PEM X.509 chain, leaf first, inline or {file}: the leaf's key is signingKey's public key (certificate credentials, as Microsoft Entra takes them)",
+      }),
+      certificateHeader: z.enum(['x5c', 'x5t#S256']).nullable().optional().meta({
+        description:
+          "the assertion's header carrying the certificate: x5c (the chain) or x5t#S256 (the leaf's SHA-256 thumbprint)",
+      }),
       alg: z.enum(['RS256', 'RS384', 'RS512', 'PS256', 'ES256', 'ES384']).optional(),
       kid: z.string().min(1).nullable().optional(),
       assertionAudience: z.string().min(1),

@@ -202,14 +202,14 @@ const ClientAuth = rules(
         }),
         kid: z.string().optional(),
         assertionAudience: z.string().min(1).meta({ description: 'The aud of the client assertion.' }),
-        certificateRef: notBuilt(
-          CredentialKeyRef('certificate').optional(),
-          'clientAuth.privateKeyJwt.certificateRef',
-        ),
-        certificateHeader: notBuilt(
-          z.enum(['x5c', 'x5t#S256']).optional(),
-          'clientAuth.privateKeyJwt.certificateHeader',
-        ),
+        certificateRef: CredentialKeyRef('certificate').optional().meta({
+          description:
+            "Secret holding the PEM certificate chain, leaf first (key certificate); the leaf's key is the signing key's.",
+        }),
+        certificateHeader: z.enum(['x5c', 'x5t#S256']).optional().meta({
+          description:
+            "The assertion's header carrying the certificate: x5c (the chain) or x5t#S256 (the leaf's thumbprint).",
+        }),
       }),
       {
         rule: 'has(self.certificateRef) == has(self.certificateHeader)',

@@ -1,7 +1,8 @@
 // backendAuth's token forms as the IR holds them (gcp, azure, oauthTokenExchange, crossAppAccess):
 // secrets sealed, files read, token endpoints resolved to an origin with their TLS, defaults filled.
+import { createHash, createPrivateKey, createPublicKey, X509Certificate } from 'node:crypto';
 import type { BackendAuth, BackendTLS, FieldPath } from '@gw/api';
-import { AZURE_DEFAULT_SCOPE, parseGoDuration, TOKEN_TYPE } from '@gw/api';
+import { AZURE_DEFAULT_SCOPE, checkSigningKey, parseGoDuration, TOKEN_TYPE } from '@gw/api';
 import type { CredentialLocationConfig } from '../pipeline/credential-location.ts';
 import { Secret } from '../secret.ts';
 import type { AuthLocationIR, BackendTlsIR } from './connection-ir.ts';
@@ -38,6 +39,8 @@ export interface ClientAuthIR {
   alg?: string;
   kid?: string;
   assertionAudience?: string;
+  /** privateKeyJwt with a certificate: the JWS header naming it (x5c, the chain; x5t#S256, the leaf's thumbprint). */
+  certificateHeader?: { x5c: string[] } | { 'x5t#S256': string };
 }
 
 export interface TokenEndpointIR {
@@ -172,6 +175,17 @@ function clientAuth(io: TokenResolveIO, path: FieldPath, c: ClientAuthConfig): C
   }
   const pem = io.readMaterial([...path, 'signingKey'], c.signingKey);
   if (pem === undefined) return undefined;
+  // a key that cannot sign with alg would fail every token request: named here instead
+  const keyProblems = checkSigningKey(pem, c.alg ?? 'RS256', [...path, 'signingKey']);
+  if (keyProblems.length > 0) {
+    for (const p of keyProblems) io.fail(p.path, p.message);
+    return undefined;
+  }
+  let certificateHeader: ClientAuthIR['certificateHeader'];
+  if (c.certificate != null || c.certificateHeader != null) {
+    certificateHeader = certificateHeaderOf(io, path, pem, c.certificate, c.certificateHeader);
+    if (!certificateHeader) return undefined;
+  }
   return {
     method: 'privateKeyJwt',
     clientId: c.clientId,
@@ -179,7 +193,68 @@ function clientAuth(io: TokenResolveIO, path: FieldPath, c: ClientAuthConfig): C
     alg: c.alg ?? 'RS256',
     ...(c.kid ? { kid: c.kid } : {}),
     assertionAudience: c.assertionAudience,
+    ...(certificateHeader ? { certificateHeader } : {}),
   };
+}
+
+/**
+ * privateKeyJwt's certificate as the assertion's header: the chain read (leaf first), its leaf's key
+ * checked against the signing key (a token endpoint would refuse every assertion otherwise).
+ */
+function certificateHeaderOf(
+  io: TokenResolveIO,
+  path: FieldPath,
+  signingPem: string,
+  certificate: string | { file: string } | null | undefined,
+  header: 'x5c' | 'x5t#S256' | null | undefined,
+): ClientAuthIR['certificateHeader'] | undefined {
+  if (certificate == null) {
+    io.fail(
+      [...path, 'certificate'],
+      'certificateHeader names a certificate: set certificate (PEM, leaf first)',
+    );
+    return undefined;
+  }
+  if (header == null) {
+    io.fail(
+      [...path, 'certificateHeader'],
+      'certificate is sent in a header: set certificateHeader (x5c or x5t#S256)',
+    );
+    return undefined;
+  }
+  const cp = [...path, 'certificate', ...(typeof certificate === 'string' ? [] : ['file'])];
+  const text = typeof certificate === 'string' ? certificate : io.readMaterial(cp, certificate);
+  if (text === undefined) return undefined;
+  const blocks = text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  let chain: X509Certificate[];
+  try {
+    chain = blocks.map((b) => new X509Certificate(b));
+  } catch (err) {
+    io.fail(cp, `not a PEM certificate chain: ${(err as Error).message}`);
+    return undefined;
+  }
+  const leaf = chain[0];
+  if (!leaf) {
+    io.fail(cp, 'no PEM certificate in it (-----BEGIN CERTIFICATE-----)');
+    return undefined;
+  }
+  let matches = false;
+  try {
+    const mine = createPublicKey(createPrivateKey(signingPem)).export({ type: 'spki', format: 'der' });
+    matches = mine.equals(leaf.publicKey.export({ type: 'spki', format: 'der' }));
+  } catch {
+    // a signing key that is not one was reported where it is read
+    return undefined;
+  }
+  if (!matches) {
+    io.fail(
+      cp,
+      "the leaf certificate's key is not signingKey's: the token endpoint would refuse every assertion",
+    );
+    return undefined;
+  }
+  if (header === 'x5c') return { x5c: chain.map((c) => c.raw.toString('base64')) };
+  return { 'x5t#S256': createHash('sha256').update(leaf.raw).digest('base64url') };
 }
 
 function cache(io: TokenResolveIO, path: FieldPath, c: Of<'crossAppAccess'>['cache']): TokenCacheIR {

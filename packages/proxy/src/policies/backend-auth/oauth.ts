@@ -201,7 +201,13 @@ function endpointCaller(e: TokenEndpointIR, form: string) {
 /** RFC 7523 client authentication: a short-lived JWT signed with the client's key, one per request. */
 function clientAssertion(c: ClientAuthIR): () => Promise<string> {
   const key = createPrivateKey(c.signingKey?.reveal() ?? '');
-  const header = { alg: c.alg ?? 'RS256', typ: 'JWT', ...(c.kid ? { kid: c.kid } : {}) };
+  const header = {
+    alg: c.alg ?? 'RS256',
+    typ: 'JWT',
+    ...(c.kid ? { kid: c.kid } : {}),
+    // the certificate the token endpoint knows the client by
+    ...(c.certificateHeader ?? {}),
+  };
   return () => {
     const now = Math.floor(Date.now() / 1000);
     return new SignJWT({})

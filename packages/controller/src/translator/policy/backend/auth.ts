@@ -3,11 +3,11 @@
 // accessKey/secretKey/sessionToken, else the proxy's default chain); jwtSign (the Secret's signingKey,
 // checked as a PEM key of the alg's kind); gcp (credential JSON from a Secret, else ambient), azure (a
 // service principal from a Secret, a managed or workload identity, else the credential chain);
-// oauthTokenExchange and crossAppAccess (token endpoints by Service or URL, client secrets and
-// signing keys from Secrets). A missing Secret, key or Service fails closed: the backend is not called
-// without the credential it was given. aws.assumeRole: the role the proxy assumes with its ambient
-// credentials, its session name and tags (CEL checked here). credentials: more Secrets, each written
-// to its location, beside the main form or alone. actorToken.mayAct and a client certificate are
+// oauthTokenExchange and crossAppAccess (token endpoints by Service or URL, client secrets, signing
+// keys and certificate chains from Secrets). A missing Secret, key or Service fails closed: the
+// backend is not called without the credential it was given. aws.assumeRole: the role the proxy
+// assumes with its ambient credentials, its session name and tags (CEL checked here). credentials:
+// more Secrets, each written to its location, beside the main form or alone. actorToken.mayAct is
 // refused by name.
 import { checkSigningKey, type FieldPath, type Problem, TOKEN_TYPE } from '@gw/api';
 import { checkCel } from '@gw/api/checks/cel';
@@ -342,9 +342,16 @@ function clientAuth(ctx: MapContext, f: string, c: ClientAuthSpec): ClientAuthOu
       ctx.problem(`${f}.privateKeyJwt`, 'method PrivateKeyJwt needs privateKeyJwt');
       return closed(ctx);
     }
-    if (p.certificateRef !== undefined || p.certificateHeader !== undefined) {
-      ctx.unsupported(`${f}.privateKeyJwt.certificateRef`);
-      return closed(ctx);
+    // a certificate credential: the chain from its Secret, sent in the assertion's header
+    let certificate: string | undefined;
+    if (p.certificateRef !== undefined) {
+      const cf = `${f}.privateKeyJwt.certificateRef`;
+      certificate = secretValue(ctx, cf, p.certificateRef, p.certificateRef.key ?? 'certificate');
+      if (certificate === undefined) return undefined;
+      if (!certificate.includes('-----BEGIN CERTIFICATE-----')) {
+        ctx.problem(cf, 'not a PEM certificate chain (-----BEGIN CERTIFICATE-----)');
+        return closed(ctx);
+      }
     }
     const kf = `${f}.privateKeyJwt.signingKeyRef`;
     const pem = secretValue(ctx, kf, p.signingKeyRef, p.signingKeyRef.key ?? 'signingKey');
@@ -362,6 +369,8 @@ function clientAuth(ctx: MapContext, f: string, c: ClientAuthSpec): ClientAuthOu
       alg,
       kid: p.kid,
       assertionAudience: p.assertionAudience,
+      certificate,
+      certificateHeader: p.certificateHeader,
     });
   }
   const method = c.method === 'ClientSecretPost' ? 'clientSecretPost' : 'clientSecretBasic';
