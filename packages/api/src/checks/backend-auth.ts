@@ -66,11 +66,6 @@ export function checkBackendAuth(a: BackendAuth, path: FieldPath): Problem[] {
         path: [...tp, 'actorToken'],
         message: 'actorToken is sent with grantType tokenExchange only',
       });
-    if (t.actorToken?.enforceMayAct)
-      out.push({
-        path: [...tp, 'actorToken', 'enforceMayAct'],
-        message: 'actorToken.enforceMayAct is not supported by this build of gw yet',
-      });
   }
   return out;
 }

@@ -11,7 +11,6 @@ import {
   CredentialLocation,
   DURATION_MESSAGE,
   LocalBackendObjectReference,
-  notBuilt,
   ObjectName,
   ShortString,
   TinyString,
@@ -293,7 +292,10 @@ export const OAuthTokenExchange = rules(
           .string()
           .optional()
           .meta({ description: 'AccessToken (default), IdToken, Jwt or a URN.' }),
-        mayAct: notBuilt(z.enum(['Required']).optional(), 'actorToken.mayAct'),
+        mayAct: z.enum(['Required']).optional().meta({
+          description:
+            "Required: the subject token's may_act claim must name the actor token's subject (RFC 8693), else 403.",
+        }),
       }),
       {
         rule: "!has(self.mayAct) || self.mayAct != 'Required' || (has(self.tokenType) && self.tokenType == 'Jwt')",

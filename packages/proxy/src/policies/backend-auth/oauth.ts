@@ -5,7 +5,7 @@
 // cached per subject (token-cache.ts). A token endpoint's error is named with its status and OAuth
 // error code, never with a token or secret.
 import { createHash, createPrivateKey, randomUUID } from 'node:crypto';
-import { SignJWT } from 'jose';
+import { decodeJwt, SignJWT } from 'jose';
 import type { CelProgram } from '../../cel/cel.ts';
 import { compileCel } from '../../cel/cel.ts';
 import type {
@@ -47,6 +47,7 @@ export function tokenExchange(c: OAuthTokenExchangeIR): TokenSource {
   return async (ctx) => {
     const subjectToken = subject(ctx, form);
     const actorToken = actor ? readCredential(ctx, actor)?.value : undefined;
+    if (c.actorToken?.enforceMayAct) mayAct(subjectToken, actorToken, form);
     const params = new URLSearchParams();
     if (c.grantType === 'jwtBearer') {
       params.set('grant_type', GRANT_JWT_BEARER);
@@ -100,6 +101,33 @@ export function crossAppAccess(c: CrossAppAccessIR): TokenSource {
     });
     return t.value;
   };
+}
+
+/**
+ * RFC 8693 §4.4: the subject token's may_act claim names who may act for the subject (`sub`, and
+ * `iss` when given); the actor token must be that party, or the exchange is not asked for (403). The
+ * tokens' signatures are the token endpoint's to check: here only their claims are read.
+ */
+function mayAct(subjectToken: string, actorToken: string | undefined, form: string): undefined {
+  const deny = (why: string): never => {
+    throw new GwError('GW_ERR_FORBIDDEN', `${form}: ${why}`);
+  };
+  if (actorToken === undefined) return deny('the request has no actor token for may_act to authorize');
+  const claims = (t: string, what: string): Record<string, unknown> => {
+    try {
+      return decodeJwt(t);
+    } catch {
+      return deny(`the ${what} token is not a JWT: may_act cannot be read`);
+    }
+  };
+  const allowed = claims(subjectToken, 'subject').may_act;
+  if (!allowed || typeof allowed !== 'object' || Array.isArray(allowed))
+    return deny('the subject token has no may_act claim: no actor may act for it');
+  const { sub, iss } = allowed as { sub?: unknown; iss?: unknown };
+  const actor = claims(actorToken, 'actor');
+  if (typeof sub !== 'string' || actor.sub !== sub || (iss !== undefined && actor.iss !== iss))
+    deny("the actor token's subject is not the one the subject token's may_act names");
+  return undefined;
 }
 
 /** The subject token of a request: the configured place, else the Authorization bearer token. */

@@ -247,6 +247,20 @@ describe('oauthTokenExchange and crossAppAccess against oidc-provider', () => {
               actorToken: {source: {header: {name: x-agent-token}}}
               audiences: [https://api.example]
               authorizationLocation: {header: {name: x-upstream-token}}
+    - name: exchange-may-act
+      matches: [{path: {pathPrefix: /may-act}}]
+      backends:
+      - host: 127.0.0.1:${up.port}
+        policies:
+          backendAuth:
+            oauthTokenExchange:
+              host: ${host(sts)}
+              path: /token
+              clientAuth: {method: clientSecretPost, clientId: gw-post, clientSecret: post-secret}
+              subjectToken: {source: {header: {name: x-user-token}}, tokenType: urn:ietf:params:oauth:token-type:jwt}
+              actorToken: {source: {header: {name: x-agent-token}}, enforceMayAct: true}
+              audiences: [https://api.example]
+              cache: {maxEntries: 0}
     - name: exchange-pkjwt
       matches: [{path: {pathPrefix: /pkjwt}}]
       backends:
@@ -371,6 +385,38 @@ describe('oauthTokenExchange and crossAppAccess against oidc-provider', () => {
     assert.equal(c.subject_token_type, 'urn:ietf:params:oauth:token-type:jwt');
     const last = sts.grantRequests.at(-1);
     assert.equal(last?.params.actor_token_type, 'urn:ietf:params:oauth:token-type:access_token');
+  });
+
+  test("enforceMayAct: only the actor the subject token's may_act names is exchanged for", async () => {
+    const before = sts.grantRequests.length;
+    const ask = async (subject: string, actor?: string) =>
+      get(proxy, '/may-act', {
+        'x-user-token': subject,
+        ...(actor !== undefined ? { 'x-agent-token': actor } : {}),
+      });
+    const named = await userToken('gil', { may_act: { sub: 'agent-1' } });
+    const ok = await ask(named, await userToken('agent-1'));
+    assert.equal(ok.status, 200, ok.text);
+    assert.deepEqual(claimsOf(bearerAt(ok.text)).act, { sub: 'agent-1' });
+    assert.equal(sts.grantRequests.length, before + 1);
+    // another actor, a subject that names none, no actor, a may_act with an issuer it lacks: 403,
+    // and the token endpoint is not asked
+    for (const [subject, actor, why] of [
+      [named, await userToken('agent-2'), /actor token's subject is not the one/],
+      [await userToken('gil'), await userToken('agent-1'), /no may_act claim/],
+      [named, undefined, /no actor token/],
+      [
+        await userToken('gil', { may_act: { sub: 'agent-1', iss: 'https://elsewhere' } }),
+        await userToken('agent-1'),
+        /not the one/,
+      ],
+      [named, 'opaque-token', /actor token is not a JWT/],
+    ] as const) {
+      const r = await ask(subject, actor);
+      assert.equal(r.status, 403, r.text);
+      assert.match(r.text, why);
+    }
+    assert.equal(sts.grantRequests.length, before + 1);
   });
 
   test('privateKeyJwt client authentication is accepted by the server', async () => {

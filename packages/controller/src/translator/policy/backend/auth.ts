@@ -7,8 +7,8 @@
 // keys and certificate chains from Secrets). A missing Secret, key or Service fails closed: the
 // backend is not called without the credential it was given. aws.assumeRole: the role the proxy
 // assumes with its ambient credentials, its session name and tags (CEL checked here). credentials:
-// more Secrets, each written to its location, beside the main form or alone. actorToken.mayAct is
-// refused by name.
+// more Secrets, each written to its location, beside the main form or alone. actorToken.mayAct
+// Required: the subject token's may_act must name the actor.
 import { checkSigningKey, type FieldPath, type Problem, TOKEN_TYPE } from '@gw/api';
 import { checkCel } from '@gw/api/checks/cel';
 import {
@@ -404,10 +404,6 @@ function cache(c: TokenExchangeSpec['cache']) {
 }
 
 function tokenExchange(ctx: MapContext, f: string, t: TokenExchangeSpec): BackendAuth | undefined {
-  if (t.actorToken?.mayAct !== undefined) {
-    ctx.unsupported(`${f}.actorToken.mayAct`);
-    return closed(ctx);
-  }
   const e = endpoint(ctx, f, t);
   const client = t.clientAuth && clientAuth(ctx, `${f}.clientAuth`, t.clientAuth);
   if (!e || (t.clientAuth && !client)) return undefined;
@@ -423,7 +419,12 @@ function tokenExchange(ctx: MapContext, f: string, t: TokenExchangeSpec): Backen
       }),
     actorToken:
       t.actorToken &&
-      defined({ source: tokenLocation(t.actorToken.source), tokenType: tokenType(t.actorToken.tokenType) }),
+      defined({
+        source: tokenLocation(t.actorToken.source),
+        tokenType: tokenType(t.actorToken.tokenType),
+        // may_act Required: the subject token must name this actor
+        enforceMayAct: t.actorToken.mayAct === 'Required' ? true : undefined,
+      }),
     audiences: t.audiences && [...t.audiences],
     scopes: t.scopes && [...t.scopes],
     resources: t.resources && [...t.resources],
