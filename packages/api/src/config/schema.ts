@@ -2131,7 +2131,9 @@ const guardServicePolicies = <A extends z.ZodType>(auth: A) =>
       description:
         'the connect timeout and TCP keepalives of the connections to the service (unset: the global ones)',
     }),
-    backendTunnel: NotYet('backendTunnel on a guard service').optional(),
+    backendTunnel: BackendTunnel.optional().meta({
+      description: 'the forward proxy the service is reached through (CONNECT), as a backend’s',
+    }),
   });
 /** agentgateway's Moderation: OpenAI's moderation endpoint on the request (a flagged text is rejected). */
 export const GuardOpenAIModeration = strict({

@@ -478,7 +478,7 @@ const GuardConnection = obj({
   tcp: BackendTcp.optional(),
   tls: BackendTls.optional(),
   http: BackendHttp.optional(),
-  tunnel: notBuilt(Tunnel.optional(), 'tunnel on a guard service'),
+  tunnel: Tunnel.optional().meta({ description: 'The forward proxy the guard service is reached through.' }),
 });
 export const BedrockGuardrails = obj({
   identifier: ShortString,
@@ -489,7 +489,9 @@ export const BedrockGuardrails = obj({
     tcp: BackendTcp.optional(),
     tls: BackendTls.optional(),
     http: BackendHttp.optional(),
-    tunnel: notBuilt(Tunnel.optional(), 'tunnel on a guard service'),
+    tunnel: Tunnel.optional().meta({
+      description: 'The forward proxy the guard service is reached through.',
+    }),
     auth: rules(
       obj({
         key: AuthKey.optional(),
@@ -507,7 +509,9 @@ export const OpenAIModeration = obj({
     tcp: BackendTcp.optional(),
     tls: BackendTls.optional(),
     http: BackendHttp.optional(),
-    tunnel: notBuilt(Tunnel.optional(), 'tunnel on a guard service'),
+    tunnel: Tunnel.optional().meta({
+      description: 'The forward proxy the guard service is reached through.',
+    }),
     auth: rules(
       obj({ key: AuthKey.optional(), secretRef: AuthSecretRef.optional(), location: guardAuthLocation }),
       exactlyOne(['key', 'secretRef']),

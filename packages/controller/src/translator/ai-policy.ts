@@ -9,8 +9,9 @@ import { translateAssumeRole } from './policy/backend/auth.ts';
 import { httpPolicy } from './policy/backend/http.ts';
 import { tcpPolicy } from './policy/backend/tcp.ts';
 import { backendTls } from './policy/backend/tls.ts';
+import { tunnel as tunnelMapper } from './policy/backend/tunnel.ts';
 import { isSecretRef, type MapContext, readKey, serviceAddress } from './policy/context.ts';
-import type { BackendSpec, GwBackendPoliciesSpec } from './policy/spec.ts';
+import type { BackendPolicies, BackendSpec, GwBackendPoliciesSpec } from './policy/spec.ts';
 
 type BackendTlsSpec = NonNullable<BackendSpec['tls']>;
 
@@ -55,6 +56,8 @@ export interface GuardRefs {
   secretKey(field: string, name: string, key: string, optional?: boolean): string | undefined;
   /** A guard service's `tls` as backendTLS; undefined: its material is missing (fail closed). */
   tls(field: string, spec: BackendTlsSpec): Record<string, unknown> | undefined;
+  /** A guard service's `tunnel` as backendTunnel; undefined: no proxy to go through (fail closed). */
+  tunnel(field: string, spec: NonNullable<BackendSpec['tunnel']>): Record<string, unknown> | undefined;
 }
 
 export interface AiPolicyResult {
@@ -88,6 +91,15 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
     const http = p?.http && httpPolicy(p.http);
     return { ...(tcp ? { tcp } : {}), ...(http ? { http } : {}) };
   };
+  /** A guard service's tunnel: {backendTunnel} ({} without one); null: no proxy to go through. */
+  const serviceTunnel = (
+    f: string,
+    t: BackendSpec['tunnel'] | undefined,
+  ): { backendTunnel?: unknown } | null => {
+    if (!t) return {};
+    const r = refs.tunnel(`${f}.policies.tunnel`, t);
+    return r === undefined ? null : { backendTunnel: r };
+  };
   const g = spec.promptGuard;
   if (g) {
     const guard = (s: GuardSpec, phase: 'request' | 'response', i: number) => {
@@ -108,16 +120,17 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
       // leaves the whole provider out (refs mark it), and the guard is not built.
       if (s.openAIModeration) {
         const m = s.openAIModeration;
-        if (m.policies?.tunnel) out.unsupported.push(`${at}.openAIModeration.policies.tunnel`);
         const auth = m.policies?.auth;
         if (auth?.location) out.unsupported.push(`${at}.openAIModeration.policies.auth.location`);
         const key = auth ? refs.key(`${at}.openAIModeration.policies.auth`, auth) : undefined;
         if (auth && key === undefined) return undefined;
         const backendTLS = serviceTls(`${at}.openAIModeration`, m.policies?.tls);
-        if (backendTLS === null) return undefined;
+        const backendTunnel = serviceTunnel(`${at}.openAIModeration`, m.policies?.tunnel);
+        if (backendTLS === null || backendTunnel === null) return undefined;
         const policies = {
           ...(key !== undefined ? { backendAuth: { key } } : {}),
           ...backendTLS,
+          ...backendTunnel,
           ...serviceConnection(m.policies),
         };
         entry.openAIModeration = {
@@ -164,12 +177,13 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
           if (key === undefined) return undefined;
           backendAuth = { key };
         }
-        if (b.policies?.tunnel) out.unsupported.push(`${bf}.policies.tunnel`);
         const backendTLS = serviceTls(bf, b.policies?.tls);
-        if (backendTLS === null) return undefined;
+        const backendTunnel = serviceTunnel(bf, b.policies?.tunnel);
+        if (backendTLS === null || backendTunnel === null) return undefined;
         const policies = {
           ...(backendAuth ? { backendAuth } : {}),
           ...backendTLS,
+          ...backendTunnel,
           ...serviceConnection(b.policies),
         };
         entry.bedrockGuardrails = {
@@ -181,9 +195,9 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
         };
       } else if (s.googleModelArmor) {
         const a = s.googleModelArmor;
-        if (a.policies?.tunnel) out.unsupported.push(`${at}.googleModelArmor.policies.tunnel`);
         const backendTLS = serviceTls(`${at}.googleModelArmor`, a.policies?.tls);
-        if (backendTLS === null) return undefined;
+        const backendTunnel = serviceTunnel(`${at}.googleModelArmor`, a.policies?.tunnel);
+        if (backendTLS === null || backendTunnel === null) return undefined;
         // credentials: the proxy's Application Default Credentials (gcp: {} says the same)
         const gcp = a.policies?.auth?.gcp;
         if (gcp?.secretRef) out.unsupported.push(`${at}.googleModelArmor.policies.auth.gcp.secretRef`);
@@ -193,8 +207,8 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
           templateId: a.templateId,
           projectId: a.projectId,
           location: a.location,
-          ...(backendTLS.backendTLS || a.policies?.tcp || a.policies?.http
-            ? { policies: { ...backendTLS, ...serviceConnection(a.policies) } }
+          ...(backendTLS.backendTLS || backendTunnel.backendTunnel || a.policies?.tcp || a.policies?.http
+            ? { policies: { ...backendTLS, ...backendTunnel, ...serviceConnection(a.policies) } }
             : {}),
         };
       } else if (s.webhook) {
@@ -339,6 +353,13 @@ export function guardRefs(ctx: MapContext): GuardRefs {
     tls: (f, spec) => {
       const r = backendTls(ctx, f, spec);
       return failed(r.failClosed ? undefined : (r.policy as Record<string, unknown>));
+    },
+    tunnel: (f, spec) => {
+      const out: BackendPolicies = {};
+      const before = ctx.failClosed;
+      tunnelMapper.map(spec, ctx, out, { field: f, path: [] });
+      if (ctx.failClosed && !before) return undefined;
+      return failed(out.backendTunnel as Record<string, unknown> | undefined);
     },
   };
 }

@@ -698,6 +698,8 @@ export interface LlmGuardServiceIR {
   tcp?: ResolvedBackendPolicies['tcp'];
   /** policies.http version HTTP2: h2 over TLS, h2c over plain text. */
   http2?: boolean;
+  /** policies.backendTunnel: the forward proxy the service is reached through. */
+  tunnel?: TunnelIR;
 }
 
 /** mask: replace the match; reject: answer the rejection; audit: record what would be done, pass on. */

@@ -2157,6 +2157,7 @@ class Builder {
       read: (at, file) => this.readMaterial([...base, ...at, 'file'], file),
       // `at` ends in backendTLS: its problems are the policies' above it
       tls: (at, t) => this.checkedTls([...base, ...at.slice(0, -1)], t) ?? undefined,
+      tunnel: (at, t) => this.resolveTunnel([...base, ...at], t),
       backend: (at, name) => {
         const def = this.hostBackend([...base, ...at], name, 'a webhook target');
         if (!def) return undefined;
@@ -2596,6 +2597,7 @@ export const GUARD_SERVICE_TIMEOUT_MS = 10_000;
 export interface GuardContext {
   read(at: FieldPath, file: { file: string }): string | undefined;
   tls(at: FieldPath, t: BackendTLS): BackendTlsIR | undefined;
+  tunnel(at: FieldPath, t: NonNullable<BackendPolicies['backendTunnel']>): TunnelIR | undefined;
   /** A named host backend; its backendTLS resolved (and reported) at the backend's own path, null when broken. */
   backend(
     at: FieldPath,
@@ -2606,6 +2608,7 @@ export interface GuardContext {
 const inlineOnly: GuardContext = {
   read: () => undefined,
   tls: () => undefined,
+  tunnel: () => undefined,
   backend: () => undefined,
   fail: () => {},
 };
@@ -2615,6 +2618,7 @@ type GuardServicePolicies = {
   requestHeaderModifier?: LlmGuardServiceIR['requestHeaders'] | undefined;
   tcp?: LlmGuardServiceIR['tcp'] | undefined;
   http?: { version?: 'HTTP1' | 'HTTP2' | null | undefined; requestTimeout?: string | undefined } | undefined;
+  backendTunnel?: BackendPolicies['backendTunnel'];
 } | null;
 
 /** agentgateway's PromptGuard as the guard IR: each entry one guard of its kind. */
@@ -2625,6 +2629,7 @@ export function promptGuardIR(g: PromptGuard, base: GuardContext = inlineOnly): 
     const ctx: GuardContext = {
       read: (at, file) => base.read([...where, ...at], file),
       tls: (at, t) => base.tls([...where, ...at], t),
+      tunnel: (at, t) => base.tunnel([...where, ...at], t),
       backend: (at, name) => base.backend([...where, ...at], name),
       fail: (at, message) => base.fail([...where, ...at], message),
     };
@@ -2652,10 +2657,15 @@ function guardEntry(e: NonNullable<PromptGuard['request']>[number], ctx: GuardCo
   ): LlmGuardServiceIR | undefined => {
     const tls = p?.backendTLS ? ctx.tls([kind, 'policies', 'backendTLS'], p.backendTLS) : undefined;
     if (p?.backendTLS && !tls) return undefined;
+    const tunnel = p?.backendTunnel
+      ? ctx.tunnel([kind, 'policies', 'backendTunnel'], p.backendTunnel)
+      : undefined;
+    if (p?.backendTunnel && !tunnel) return undefined;
     return {
       origin: serviceOrigin(host, override, tls !== undefined),
       timeoutMs: ms(p?.http?.requestTimeout, GUARD_SERVICE_TIMEOUT_MS),
       ...(tls ? { tls } : {}),
+      ...(tunnel ? { tunnel } : {}),
       ...(p?.requestHeaderModifier ? { requestHeaders: p.requestHeaderModifier } : {}),
       ...serviceConnection(p),
     };

@@ -2,7 +2,8 @@
 // `tcp`): `http.version: HTTP2` calls OpenAI moderation's stand-in over h2c (a node:http2 server
 // that only speaks HTTP/2 by prior knowledge, relaying to the fake moderation endpoint);
 // `http.requestTimeout` bounds how long a verdict may take, on a cloud guard and on a webhook's named
-// backend; `tcp` is read into the service's connection settings.
+// backend; `tcp` is read into the service's connection settings; `backendTunnel` reaches the service
+// through a forward proxy (the `proxy` package), by CONNECT.
 import assert from 'node:assert/strict';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createH2Server, type Http2Server } from 'node:http2';
@@ -12,6 +13,7 @@ import { FAKE_REPLY } from '@gw/testkit';
 import { type FakeModeration, startFakeModeration } from '@gw/testkit/llm/moderation';
 import type { TestProxy } from '@gw/testkit/proxy';
 import type OpenAI from 'openai';
+import { createProxy, type ProxyServer } from 'proxy';
 import { request } from 'undici';
 import { loadConfigText } from '../config/load.ts';
 import {
@@ -32,6 +34,9 @@ let h2: Http2Server;
 const h2Versions: string[] = [];
 /** Accepts and reads every call, never answers. */
 let silent: Server;
+/** A forward proxy, and the CONNECTs it was asked for. */
+let forward: ProxyServer;
+const connects: string[] = [];
 let proxy: TestProxy;
 let gpt: OpenAI;
 
@@ -56,6 +61,9 @@ before(async () => {
   const h2Host = await listen(h2 as unknown as Server);
   silent = createHttpServer((req) => req.resume());
   const silentHost = await listen(silent);
+  forward = createProxy(createHttpServer());
+  forward.prependListener('connect', (req: { url?: string }) => connects.push(String(req.url)));
+  const forwardHost = await listen(forward);
   const moderated = (name: string, host: string, policies: string) =>
     gptModel(
       openai,
@@ -65,6 +73,7 @@ before(async () => {
   ({ proxy, gpt } = await startGuardProxy(
     `${moderated('h2', h2Host, 'http: {version: HTTP2}, tcp: {connectTimeout: 2s, keepalives: {time: 30s}}')}
 ${moderated('slow', silentHost, 'http: {requestTimeout: 150ms}')}
+${moderated('tunneled', `127.0.0.1:${moderation.port}`, `backendTunnel: {proxy: {host: "${forwardHost}"}, mode: Connect}`)}
 ${gptModel(openai, 'slow-hook', '{request: [{webhook: {target: {backend: hook}}}]}')}`,
     '',
     `backends:
@@ -80,7 +89,7 @@ ${gptModel(openai, 'slow-hook', '{request: [{webhook: {target: {backend: hook}}}
 after(async () => {
   await proxy?.close();
   (h2 as unknown as Server | undefined)?.close();
-  await closeServers(silent);
+  await closeServers(silent, forward);
   await Promise.all([openai?.close(), anthropic?.close(), moderation?.close()]);
 });
 
@@ -92,6 +101,14 @@ describe('a guard service’s http policy', () => {
     assert.equal(moderation.seen.length, before + 1);
     assert.equal(moderation.seen.at(-1)?.headers.authorization, 'Bearer sk-moderation');
     assert.deepEqual(h2Versions, ['2.0']);
+  });
+
+  test('backendTunnel: the service is reached through the forward proxy, by CONNECT', async () => {
+    const before = moderation.seen.length;
+    const r = await askGpt(gpt, 'tunneled', 'Hello!');
+    assert.equal(r.choices[0]?.message.content, FAKE_REPLY);
+    assert.equal(moderation.seen.length, before + 1);
+    assert.deepEqual(connects, [`127.0.0.1:${moderation.port}`]);
   });
 
   test('requestTimeout on a cloud guard: no verdict in time fails the guard closed, saying so', async () => {

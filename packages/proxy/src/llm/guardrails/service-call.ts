@@ -53,6 +53,7 @@ export function guardService(ir: LlmGuardServiceIR, env: GuardEnv, waitsFor = 'a
       ...(ir.tcp ? { tcp: ir.tcp } : {}),
       ...(ir.http2 ? { http: { version: 'HTTP2' as const } } : {}),
       ...(https ? { backendTLS: ir.tls ?? {} } : {}),
+      ...(ir.tunnel ? { backendTunnel: ir.tunnel } : {}),
     },
     env.global,
   );
