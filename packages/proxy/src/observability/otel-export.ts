@@ -12,11 +12,11 @@ import {
   SpanStatusCode,
   trace,
 } from '@opentelemetry/api';
-import { ExportResultCode } from '@opentelemetry/core';
 import { OTLPTraceExporter as GrpcExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
 import { OTLPTraceExporter as HttpExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type SpanExporter, TracerProvider } from '@opentelemetry/sdk-trace';
+import { reportingFailures } from './otel-failures.ts';
 
 export interface ExportSettings {
   endpoint: string;
@@ -43,16 +43,7 @@ export class SpanExport {
       s.protocol === 'grpc'
         ? new GrpcExporter({ url: s.endpoint, metadata: grpcMetadata(s.headers) })
         : new HttpExporter({ url: s.endpoint, headers: s.headers });
-    const exporter: SpanExporter = {
-      export(spans, done) {
-        inner.export(spans, (r) => {
-          if (r.code !== ExportResultCode.SUCCESS) s.onError(r.error ?? new Error('export failed'));
-          done(r);
-        });
-      },
-      shutdown: () => inner.shutdown(),
-      forceFlush: () => inner.forceFlush?.() ?? Promise.resolve(),
-    };
+    const exporter: SpanExporter = reportingFailures(inner, s.onError);
     this.#provider = new TracerProvider({
       resource: resourceFromAttributes(s.resource),
       // OTEL_BSP_SCHEDULE_DELAY (ms), OpenTelemetry's variable for it: how long spans wait to be sent

@@ -2,11 +2,11 @@
 // OTLP collector, over gRPC or HTTP (protobuf). Like otel-export.ts (spans), this module is loaded
 // lazily, only by a worker whose config exports access log records.
 import { type AnyValue, type Attributes, SeverityNumber } from '@opentelemetry/api';
-import { ExportResultCode } from '@opentelemetry/core';
 import { OTLPLogExporter as GrpcExporter } from '@opentelemetry/exporter-logs-otlp-grpc';
 import { OTLPLogExporter as HttpExporter } from '@opentelemetry/exporter-logs-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter } from '@opentelemetry/sdk-logs';
+import { reportingFailures } from './otel-failures.ts';
 
 const SHUTDOWN_MS = 3000;
 
@@ -24,16 +24,7 @@ export class LogExport {
   constructor(s: LogExportSettings) {
     const inner: LogRecordExporter =
       s.protocol === 'grpc' ? new GrpcExporter({ url: s.endpoint }) : new HttpExporter({ url: s.endpoint });
-    const exporter: LogRecordExporter = {
-      export(records, done) {
-        inner.export(records, (r) => {
-          if (r.code !== ExportResultCode.SUCCESS) s.onError(r.error ?? new Error('export failed'));
-          done(r);
-        });
-      },
-      shutdown: () => inner.shutdown(),
-      forceFlush: () => inner.forceFlush?.() ?? Promise.resolve(),
-    };
+    const exporter: LogRecordExporter = reportingFailures(inner, s.onError);
     this.#provider = new LoggerProvider({
       resource: resourceFromAttributes({ 'service.name': 'gw' }),
       // OTEL_BLRP_SCHEDULE_DELAY (ms), OpenTelemetry's variable for it: how long records wait to be sent

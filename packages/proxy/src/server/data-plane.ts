@@ -483,9 +483,8 @@ export class DataPlane {
     if (!t) return undefined;
     const key = JSON.stringify([t.endpoint, t.protocol, t.headers, t.resources]);
     if (this.#spans?.key === key) return this.#spans;
-    const log = this.#opts.log;
-    let lastError = 0;
-    const resource = resourceAttributes(t.resources, log);
+    const resource = resourceAttributes(t.resources, this.#opts.log);
+    const onError = exportWarning(this.#opts.log, t.endpoint, 'spans');
     const spans: Spans = {
       key,
       export: otel.derive(
@@ -495,23 +494,11 @@ export class DataPlane {
             protocol: t.protocol,
             headers: t.headers,
             resource,
-            onError: (err) => {
-              // one line a minute at most: a collector that is down fails every batch
-              if (Date.now() - lastError < 60_000) return;
-              lastError = Date.now();
-              log.warn(
-                { endpoint: t.endpoint, err: err.message },
-                'cannot export spans to the OTLP collector',
-              );
-            },
+            onError,
           }),
       ),
     };
-    try {
-      await spans.export.ready;
-    } catch (err) {
-      throw new Error(`cannot start tracing: ${(err as Error).message}`, { cause: err });
-    }
+    await loaded(spans.export, 'tracing');
     return spans;
   }
 
@@ -520,32 +507,14 @@ export class DataPlane {
     if (!t) return undefined;
     const key = JSON.stringify([t.endpoint, t.protocol]);
     if (this.#logs?.key === key) return this.#logs;
-    const log = this.#opts.log;
-    let lastError = 0;
+    const onError = exportWarning(this.#opts.log, t.endpoint, 'access log records');
     const logs: Logs = {
       key,
       export: otelLogs.derive(
-        (m) =>
-          new m.LogExport({
-            endpoint: t.endpoint,
-            protocol: t.protocol,
-            onError: (err) => {
-              // one line a minute at most: a collector that is down fails every batch
-              if (Date.now() - lastError < 60_000) return;
-              lastError = Date.now();
-              log.warn(
-                { endpoint: t.endpoint, err: err.message },
-                'cannot export access log records to the OTLP collector',
-              );
-            },
-          }),
+        (m) => new m.LogExport({ endpoint: t.endpoint, protocol: t.protocol, onError }),
       ),
     };
-    try {
-      await logs.export.ready;
-    } catch (err) {
-      throw new Error(`cannot start the OTLP access log: ${(err as Error).message}`, { cause: err });
-    }
+    await loaded(logs.export, 'the OTLP access log');
     return logs;
   }
 
@@ -730,6 +699,28 @@ export class DataPlane {
     await this.#spans?.export.value?.shutdown().catch(() => {});
     await this.#logs?.export.value?.shutdown().catch(() => {});
     return { cut };
+  }
+}
+
+/**
+ * An exporter's failed batch, logged one line a minute at most: a collector that is down fails every
+ * batch.
+ */
+function exportWarning(log: Logger, endpoint: string, what: string): (err: Error) => void {
+  let last = 0;
+  return (err) => {
+    if (Date.now() - last < 60_000) return;
+    last = Date.now();
+    log.warn({ endpoint, err: err.message }, `cannot export ${what} to the OTLP collector`);
+  };
+}
+
+/** An exporter's SDK loaded before the config is served; one that cannot load names what cannot start. */
+async function loaded(exporter: Lazy<unknown>, what: string): Promise<void> {
+  try {
+    await exporter.ready;
+  } catch (err) {
+    throw new Error(`cannot start ${what}: ${(err as Error).message}`, { cause: err });
   }
 }
 
