@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test';
 import { FAKE_REPLY, type FakeOpenAI, startFakeOpenAI } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import OpenAI from 'openai';
-import { loadConfigText } from '../config/load.ts';
+import { configIssues } from '../config/test-support.ts';
 
 let fake: FakeOpenAI;
 let failing: FakeOpenAI;
@@ -115,18 +115,10 @@ test('the provider’s passive health: once it has failed, the next request goes
 });
 
 test('an active health check, a redirect and tokenize on a provider are refused by name', () => {
-  const load = (extra: string) => {
-    try {
-      loadConfigText(
-        't.yaml',
-        `binds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends:\n      - ai:\n          name: a\n          provider: {openAI: {}}\n${extra}`,
-        process.cwd(),
-      );
-      return '';
-    } catch (err) {
-      return (err as Error).message;
-    }
-  };
+  const load = (extra: string) =>
+    configIssues(
+      `binds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends:\n      - ai:\n          name: a\n          provider: {openAI: {}}\n${extra}`,
+    );
   assert.match(load('          policies: {health: {active: {path: /}}}\n'), /a provider's health is passive/);
   assert.match(
     load('          policies: {requestRedirect: {scheme: https}}\n'),

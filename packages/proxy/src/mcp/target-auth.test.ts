@@ -10,7 +10,7 @@ import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
-import { loadConfigText } from '../config/load.ts';
+import { configIssues } from '../config/test-support.ts';
 import { connectClient, type HttpPeer, startHttpPeer, textOf } from './test-support.ts';
 
 let secured: HttpPeer;
@@ -139,18 +139,10 @@ test('passthrough: the client’s validated JWT reaches a target that takes only
 });
 
 test('policies an MCP target does not take are refused by name', () => {
-  const load = (policies: string, target = 'mcp: {host: "http://127.0.0.1:1/mcp"}') => {
-    try {
-      loadConfigText(
-        't.yaml',
-        `binds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends:\n      - mcp:\n          targets:\n          - name: t\n            ${target}\n            policies: ${policies}\n`,
-        process.cwd(),
-      );
-      return '';
-    } catch (err) {
-      return (err as Error).message;
-    }
-  };
+  const load = (policies: string, target = 'mcp: {host: "http://127.0.0.1:1/mcp"}') =>
+    configIssues(
+      `binds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends:\n      - mcp:\n          targets:\n          - name: t\n            ${target}\n            policies: ${policies}\n`,
+    );
   assert.match(
     load('{responseHeaderModifier: {set: {a: b}}}'),
     /responseHeaderModifier on an MCP target is not supported/,
@@ -167,18 +159,10 @@ test('policies an MCP target does not take are refused by name', () => {
     /an MCP target takes its key in a header/,
   );
   // a target by backend reference: a host backend that exists, whose policies a target takes
-  const named = (backends: string, target: string) => {
-    try {
-      loadConfigText(
-        't.yaml',
-        `backends:\n${backends}\nbinds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends:\n      - mcp:\n          targets:\n          - name: t\n            ${target}\n`,
-        process.cwd(),
-      );
-      return '';
-    } catch (err) {
-      return (err as Error).message;
-    }
-  };
+  const named = (backends: string, target: string) =>
+    configIssues(
+      `backends:\n${backends}\nbinds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends:\n      - mcp:\n          targets:\n          - name: t\n            ${target}\n`,
+    );
   assert.match(
     named('- {name: api, host: "127.0.0.1:1"}', 'mcp: {backend: nope}'),
     /targets\[0\]\.mcp\.backend: no backend with a host named "nope" \(host backends: api\)/,

@@ -5,11 +5,10 @@
 // requests; the config names what it refuses.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { ConfigError } from '@gw/api';
 import { startUpstream, type TestServer } from '@gw/testkit';
 import { type OtlpReceiver, type ReceivedLog, startOtlpReceiver } from '@gw/testkit/otlp-receiver';
 import { startProxy } from '@gw/testkit/proxy';
-import { loadConfigText } from '../config/load.ts';
+import { configIssues } from '../config/test-support.ts';
 
 // batches go out every 50 ms rather than the SDK's 1 s, so a test waits for its records briefly
 process.env.OTEL_BLRP_SCHEDULE_DELAY = '50';
@@ -129,15 +128,7 @@ describe('accessLog.otlp', () => {
   });
 
   test('the config names what it refuses', () => {
-    const issues = (otlpBlock: string): string => {
-      try {
-        loadConfigText('gw.yaml', config(`    otlp: ${otlpBlock}`), process.cwd());
-        return '';
-      } catch (err) {
-        assert.ok(err instanceof ConfigError);
-        return err.message;
-      }
-    };
+    const issues = (otlpBlock: string): string => configIssues(config(`    otlp: ${otlpBlock}`));
     assert.match(
       issues('{host: "127.0.0.1:4317", filter: "request.("}'),
       /frontendPolicies\.accessLog\.otlp\.filter/,

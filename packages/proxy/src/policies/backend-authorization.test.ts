@@ -7,10 +7,9 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { ConfigError } from '@gw/api';
 import { startUpstream, type TestServer } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
-import { loadConfigText } from '../config/load.ts';
+import { configIssues } from '../config/test-support.ts';
 
 let up: TestServer;
 let other: TestServer;
@@ -116,19 +115,8 @@ describe('authorization and extAuthz on a backend', () => {
   });
 
   test('refused where it would not run, checked where it does', () => {
-    const load = (backend: string) => {
-      try {
-        loadConfigText(
-          'gw.yaml',
-          `binds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends:\n      - ${backend}\n`,
-          process.cwd(),
-        );
-        return '';
-      } catch (err) {
-        assert.ok(err instanceof ConfigError);
-        return err.message;
-      }
-    };
+    const load = (backend: string) =>
+      configIssues(`binds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends:\n      - ${backend}\n`);
     assert.match(
       load("ai: {name: a, provider: {openAI: {}}, policies: {authorization: {rules: ['true']}}}"),
       /ai\.policies\.authorization: authorization on an ai provider is not supported by this build of gw yet \(set it on the ai backend's policies or the route\)/,

@@ -6,7 +6,7 @@ import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { tcpRoundTrip } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
-import { loadConfigText } from '../config/load.ts';
+import { configIssues } from '../config/test-support.ts';
 
 let echo: net.Server;
 let echoPort: number;
@@ -61,14 +61,7 @@ test('a backend that refuses connections is ejected; the route goes to the one t
 });
 
 test("health's HTTP parts are refused on a tcp route backend, by name", () => {
-  const issues = (health: string) => {
-    try {
-      loadConfigText('gw.yaml', config(health), process.cwd());
-      return '';
-    } catch (err) {
-      return (err as Error).message;
-    }
-  };
+  const issues = (health: string) => configIssues(config(health));
   assert.match(
     issues('{active: {path: /healthz}}'),
     /tcpRoutes\[0\]\.backends\[0\]\.backend: backend "refusing" sets health\.active, whose HTTP probes a tcp route backend does not take/,

@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { makeTestPki, startUpstream, type TestPki, type TestServer } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { decodeProtectedHeader, jwtVerify } from 'jose';
-import { loadConfigText } from '../../config/load.ts';
+import { configIssues } from '../../config/test-support.ts';
 
 let pki: TestPki;
 let up: TestServer;
@@ -122,18 +122,10 @@ describe('privateKeyJwt with a certificate', () => {
   test('the config: a chain whose leaf is another key, a header without a certificate', () => {
     const other = pki.servers['gw.test'];
     assert.ok(other);
-    const issues = (clientAuth: string) => {
-      try {
-        loadConfigText(
-          'gw.yaml',
-          `binds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends:\n      - host: 127.0.0.1:1\n        policies:\n          backendAuth:\n            oauthTokenExchange: {host: "127.0.0.1:2", clientAuth: ${clientAuth}}\n`,
-          process.cwd(),
-        );
-        return '';
-      } catch (err) {
-        return (err as Error).message;
-      }
-    };
+    const issues = (clientAuth: string) =>
+      configIssues(
+        `binds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends:\n      - host: 127.0.0.1:1\n        policies:\n          backendAuth:\n            oauthTokenExchange: {host: "127.0.0.1:2", clientAuth: ${clientAuth}}\n`,
+      );
     const base = `method: privateKeyJwt, clientId: c, assertionAudience: a, alg: ES256, signingKey: {file: ${JSON.stringify(pki.client.keyFile)}}`;
     assert.match(
       issues(`{${base}, certificate: {file: ${JSON.stringify(other.certFile)}}, certificateHeader: x5c}`),

@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { FAKE_REPLY, type FakeOpenAI, startFakeOpenAI } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import OpenAI from 'openai';
-import { loadConfigText } from '../../../config/load.ts';
+import { configIssues } from '../../../config/test-support.ts';
 import { affinityKey, hashString, rendezvousScore } from '../affinity.ts';
 
 const NAMES = ['p1', 'p2', 'p3'] as const;
@@ -106,18 +106,8 @@ describe('sessionAffinity on an ai backend', () => {
 });
 
 describe('sessionAffinity refused where there is nothing to choose', () => {
-  const load = (backend: string) => {
-    try {
-      loadConfigText(
-        'gw.yaml',
-        `binds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends:\n      - ${backend}\n`,
-        process.cwd(),
-      );
-      return '';
-    } catch (err) {
-      return (err as Error).message;
-    }
-  };
+  const load = (backend: string) =>
+    configIssues(`binds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends:\n      - ${backend}\n`);
   test('a host backend, one provider, a bad expression', () => {
     assert.match(
       load('host: 127.0.0.1:1\n        policies: {sessionAffinity: {source: "1"}}'),
