@@ -10,6 +10,7 @@ import type { McpTarget, McpTargetIR } from '../config/ir.ts';
 import type { RequestExtensions } from '../pipeline/context.ts';
 import type { Observation } from '../pipeline/observer.ts';
 import { compileRules, decide, type Rule } from '../policies/authorization/decision.ts';
+import { AUTHORIZATION, credentialHeader } from '../policies/backend-auth/index.ts';
 import { VERSION } from '../version.ts';
 import type { McpGuardFinding, McpGuardrails } from './guardrails.ts';
 import {
@@ -933,7 +934,6 @@ function passthroughHeader(
   if (!auth || !('passthrough' in auth)) return undefined;
   const token = call?.ctx.ext.jwtToken;
   if (token === undefined) return undefined;
-  const loc = auth.passthrough.location;
-  const header = loc && 'header' in loc ? loc.header : { name: 'authorization', prefix: 'Bearer ' };
-  return { [header.name.toLowerCase()]: `${header.prefix ?? ''}${token.reveal()}` };
+  const header = credentialHeader(auth.passthrough.location ?? AUTHORIZATION, token.reveal());
+  return header && { [header[0]]: header[1] };
 }

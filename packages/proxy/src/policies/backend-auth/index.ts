@@ -20,7 +20,20 @@ import { azure, gcp } from './cloud.ts';
 import { copilotToken } from './copilot-token.ts';
 import { crossAppAccess, type TokenSource, tokenExchange } from './oauth.ts';
 
-const AUTHORIZATION: AuthLocationIR = { header: { name: 'authorization', prefix: 'Bearer ' } };
+/** Where a credential goes when its location says nothing: the Authorization header, Bearer. */
+export const AUTHORIZATION: AuthLocationIR = { header: { name: 'authorization', prefix: 'Bearer ' } };
+
+/**
+ * The header (lower-case name, value) a credential is written as at `loc`; undefined when `loc` is a
+ * query parameter or a cookie. What calls made outside a request's layers (an MCP target's) send too.
+ */
+export function credentialHeader(
+  loc: AuthLocationIR,
+  value: string,
+): [name: string, value: string] | undefined {
+  if (!('header' in loc)) return undefined;
+  return [loc.header.name.toLowerCase(), `${loc.header.prefix ?? ''}${value}`];
+}
 /** API Gateway is what a SigV4-signed plain HTTP backend most often is. */
 const DEFAULT_AWS_SERVICE = 'execute-api';
 
@@ -204,7 +217,8 @@ function aws(c: Extract<BackendAuthIR, { aws: unknown }>['aws'], maxBody: number
 /** Writes `value` where `loc` says, replacing what the request had there. */
 function write(ctx: RequestContext, loc: AuthLocationIR, value: string): void {
   if ('header' in loc) {
-    ctx.headers[loc.header.name.toLowerCase()] = `${loc.header.prefix ?? ''}${value}`;
+    const [name, v] = credentialHeader(loc, value) as [string, string];
+    ctx.headers[name] = v;
     return;
   }
   if ('queryParameter' in loc) {

@@ -11,6 +11,7 @@ import { McpRuntime } from '../../../mcp/runtime.ts';
 import { McpServer } from '../../../mcp/server.ts';
 import type { TargetConnection } from '../../../mcp/upstream/connection.ts';
 import { OpenApiConnection } from '../../../mcp/upstream/openapi.ts';
+import { AUTHORIZATION, credentialHeader } from '../../../policies/backend-auth/index.ts';
 import { headerModifier } from '../../../policies/header-modifier/index.ts';
 import { connectionSpec } from '../../connection.ts';
 import type { BackendKind } from '../types.ts';
@@ -82,18 +83,10 @@ function withHeaders(pool: Dispatcher, p: McpTargetIR['policies']): Dispatcher {
   const modify = p.requestHeaderModifier ? headerModifier(p.requestHeaderModifier) : undefined;
   const key = p.backendAuth && 'key' in p.backendAuth ? p.backendAuth.key : undefined;
   // the extra credentials first, so the key wins a header both name (the loader took headers only)
-  const written: [name: string, value: string][] = [];
-  for (const c of p.backendAuth?.credentials ?? [])
-    if ('header' in c.location)
-      written.push([
-        c.location.header.name.toLowerCase(),
-        `${c.location.header.prefix ?? ''}${c.value.reveal()}`,
-      ]);
-  if (key) {
-    const loc = key.location && 'header' in key.location ? key.location.header : undefined;
-    const prefix = loc ? (loc.prefix ?? '') : 'Bearer ';
-    written.push([(loc?.name ?? 'authorization').toLowerCase(), `${prefix}${key.value.reveal()}`]);
-  }
+  const written = [
+    ...(p.backendAuth?.credentials ?? []).map((c) => credentialHeader(c.location, c.value.reveal())),
+    key && credentialHeader(key.location ?? AUTHORIZATION, key.value.reveal()),
+  ].filter((h): h is [string, string] => h !== undefined);
   if (!modify && written.length === 0) return pool;
   return pool.compose((dispatch) => (opts, handler) => {
     const headers: Record<string, string | string[]> = { ...(opts.headers as Record<string, string>) };
