@@ -114,7 +114,7 @@ function healthWeighted(live: readonly Choice[]): Handler {
  * the weighted random choice.
  */
 function affine(live: readonly Choice[], source: CelProgram): Handler {
-  const seeds = live.map((c) => hashString(c.name));
+  const seeds = new Map(live.map((c) => [c, hashString(c.name)]));
   const fallback = live.some((c) => c.health) ? healthWeighted(live) : weighted(live);
   return (ctx) => {
     const key = affinityKey(source.eval(ctx.celContext()));
@@ -129,7 +129,7 @@ function affine(live: readonly Choice[], source: CelProgram): Handler {
     let pick = pool[0] as Choice;
     let best = Number.NEGATIVE_INFINITY;
     for (const c of pool) {
-      const score = rendezvousScore(keyHash, seeds[live.indexOf(c)] as number, c.weight);
+      const score = rendezvousScore(keyHash, seeds.get(c) as number, c.weight);
       if (score > best) {
         best = score;
         pick = c;
