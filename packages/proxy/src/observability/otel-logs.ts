@@ -9,6 +9,11 @@ import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter } from 
 import { reportingFailures } from './otel-failures.ts';
 
 const SHUTDOWN_MS = 3000;
+/**
+ * How long one batch may take, its retries included (the SDK's default is 10 s): a collector that is
+ * down is given up on soon, and no retry outlives a stopping worker by much.
+ */
+const EXPORT_MS = 5000;
 
 export interface LogExportSettings {
   endpoint: string;
@@ -23,7 +28,9 @@ export class LogExport {
 
   constructor(s: LogExportSettings) {
     const inner: LogRecordExporter =
-      s.protocol === 'grpc' ? new GrpcExporter({ url: s.endpoint }) : new HttpExporter({ url: s.endpoint });
+      s.protocol === 'grpc'
+        ? new GrpcExporter({ url: s.endpoint, timeoutMillis: EXPORT_MS })
+        : new HttpExporter({ url: s.endpoint, timeoutMillis: EXPORT_MS });
     const exporter: LogRecordExporter = reportingFailures(inner, s.onError);
     this.#provider = new LoggerProvider({
       resource: resourceFromAttributes({ 'service.name': 'gw' }),
