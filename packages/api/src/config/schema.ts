@@ -1423,6 +1423,29 @@ const ServerKeyExchangeGroups = z
   .nullable()
   .optional()
   .meta({ description: "key exchange groups, in order of preference (default: the TLS library's own list)" });
+/**
+ * An ALPN protocol id as a string ("h2") or, as agentgateway's schema has it, its bytes
+ * ([104, 50]); printable ASCII either way, and given to the handshake as a string.
+ */
+const AlpnId = z
+  .union([
+    z.string().regex(/^[\x21-\x7e]{1,255}$/, 'an ALPN protocol id is 1 to 255 printable ASCII characters'),
+    z
+      .array(
+        z
+          .int()
+          .min(0x21, 'an ALPN protocol id byte is printable ASCII (33 to 126)')
+          .max(0x7e, 'an ALPN protocol id byte is printable ASCII (33 to 126)'),
+      )
+      .min(1)
+      .max(255)
+      .transform((b) => String.fromCharCode(...b)),
+  ])
+  .meta({ description: 'a protocol id such as h2 or http/1.1 (or its bytes)' });
+const ServerAlpn = z.array(AlpnId).min(1).max(16).nullable().optional().meta({
+  description:
+    'the ALPN protocols offered to clients, in order of preference (default: h2, http/1.1 on HTTPS listeners; none on TLS listeners)',
+});
 // cert and key are optional in agentgateway's schema (spiffe, not in this build, supplies them). The
 // version fields have two spellings (minTLSVersion, minTlsVersion); one of each may be set.
 const ListenerTLS = strict({
@@ -1645,7 +1668,7 @@ export const FrontendPolicies = strict({
       description:
         'how long a client has to finish the TLS handshake before its connection is closed (default: http.firstRequestTimeout, 60s)',
     }),
-    alpn: NotYet('frontendPolicies.tls.alpn').optional(),
+    alpn: ServerAlpn,
   }).optional(),
   tcp: strict({
     keepalives: Keepalives.optional().meta({

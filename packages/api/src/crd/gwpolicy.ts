@@ -339,10 +339,10 @@ export const Frontend = rules(
           description:
             'How long a client has to finish the TLS handshake (default: http.firstRequestTimeout).',
         }),
-        alpnProtocols: notBuilt(
-          z.array(z.string().min(1).max(64)).min(1).max(16).optional(),
-          'frontend.tls.alpnProtocols',
-        ),
+        alpnProtocols: z.array(z.string().min(1).max(64)).min(1).max(16).optional().meta({
+          description:
+            'The ALPN protocols offered to clients, in order of preference (default: h2, http/1.1 on HTTPS listeners; none on TLS listeners).',
+        }),
         minProtocolVersion: TlsVersion.optional(),
         maxProtocolVersion: TlsVersion.optional(),
         cipherSuites: setList(z.array(CipherSuite).min(1).max(9)).optional(),

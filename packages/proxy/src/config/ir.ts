@@ -186,6 +186,8 @@ export interface TlsServerIR {
   ciphers?: string;
   /** The key exchange groups in order of preference (Node's ecdhCurve); unset: the library's. */
   ecdhCurve?: string;
+  /** The ALPN protocols offered, in order (frontendPolicies.tls.alpn); unset: h2 and http/1.1 on HTTPS, none on TLS. */
+  alpn?: string[];
 }
 
 export interface BindIR {

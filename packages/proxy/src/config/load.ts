@@ -178,7 +178,7 @@ function gatewayInlinePolicies(o: object): TrafficPolicies | undefined {
 
 /** The settings of a listener's TLS handshake, which apply to its whole port (server/bind-server.ts). */
 const handshakeKey = (t: TlsServerIR | undefined) =>
-  JSON.stringify([t?.minVersion, t?.maxVersion, t?.ciphers, t?.ecdhCurve]);
+  JSON.stringify([t?.minVersion, t?.maxVersion, t?.ciphers, t?.ecdhCurve, t?.alpn]);
 
 export function loadConfigText(file: string, text: string, baseDir: string, env?: EnvLookup): LoadedConfig {
   const src = parseSource(file, text, env);
@@ -573,7 +573,7 @@ class Builder {
       if (differs) {
         this.fail(
           [...path, 'tls'],
-          `listener ${l.gateway}/${l.name} sets other TLS versions, cipherSuites or keyExchangeGroups than ${differs.gateway}/${differs.name} on port ${port}; this build applies them to the whole port, so listeners sharing it must agree`,
+          `listener ${l.gateway}/${l.name} sets other TLS versions, cipherSuites, keyExchangeGroups or ALPN protocols than ${differs.gateway}/${differs.name} on port ${port}; this build applies them to the whole port, so listeners sharing it must agree`,
         );
         return;
       }
@@ -1314,6 +1314,8 @@ class Builder {
     return out;
   }
 
+  #alpnWarned = false;
+
   serverTls(
     path: FieldPath,
     protocol: ListenerProtocol,
@@ -1360,6 +1362,18 @@ class Builder {
     }
     const out: TlsServerIR = { cert, key: new Secret(key), ...handshake.ok };
     if (root) out.root = root;
+    if (f?.alpn) {
+      out.alpn = [...f.alpn];
+      if (protocol === 'HTTPS' && !this.#alpnWarned && !f.alpn.some((p) => p === 'h2' || p === 'http/1.1')) {
+        this.#alpnWarned = true;
+        this.src.warnings.push(
+          this.src.issueAt(
+            ['frontendPolicies', 'tls', 'alpn'],
+            'lists neither h2 nor http/1.1: an HTTPS listener then serves only clients that offer no ALPN (as HTTP/1.1)',
+          ),
+        );
+      }
+    }
     return out;
   }
 

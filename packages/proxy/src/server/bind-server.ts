@@ -20,7 +20,7 @@ import {
   type ProxyProtocolIR,
 } from './proxy-protocol.ts';
 import { Roster } from './roster.ts';
-import { handshakeOption, setHandshakeTimeout } from './tls-handshake.ts';
+import { HTTPS_ALPN, handshakeOption, setAlpn, setHandshakeTimeout } from './tls-handshake.ts';
 
 export type RequestListener = (
   bind: BindServer,
@@ -201,6 +201,7 @@ export class BindServer {
       });
       secure.setTimeout(opts.idleTimeoutMs);
       applyClientCerts(secure, bind);
+      setAlpn(secure, first?.alpn ?? HTTPS_ALPN);
       this.#handshake = first ? JSON.stringify(defaultContext(first, false)) : undefined;
       this.#h1 = undefined;
       this.#h2 = secure;
@@ -310,6 +311,7 @@ export class BindServer {
     setHandshakeTimeout(this.#h2 as http2.Http2SecureServer, this.#settings.limits);
     applyClientCerts(this.#h2 as http2.Http2SecureServer, this.current);
     const first = this.current.listeners.find((l) => l.secureContext)?.ir.tls;
+    setAlpn(this.#h2 as http2.Http2SecureServer, first?.alpn ?? HTTPS_ALPN);
     if (!first) return;
     const key = JSON.stringify(defaultContext(first, false));
     if (key === this.#handshake) return;

@@ -634,6 +634,64 @@ ${tlsBinds(tlsOf, up.port)}`;
   assert.equal(done, 'secure');
 });
 
+test('frontendPolicies.tls.alpn: the protocols each TLS port offers, changed by a reload', async (t) => {
+  const { pki, up, tlsOf } = await tlsSetup(t);
+  const tls = await import('node:tls');
+  const http2 = await import('node:http2');
+  const yaml = (alpn: string) => `frontendPolicies:
+  tls: {${alpn}}
+${tlsBinds(tlsOf, up.port)}`;
+  /** The protocol the port picks from `offer`, or the TLS error. */
+  const picked = (port: number, offer: string[]) =>
+    new Promise<string>((resolve) => {
+      const c = tls.connect(
+        { port, host: '127.0.0.1', servername: 'gw.test', ca: pki.ca, ALPNProtocols: offer },
+        () => {
+          resolve(String(c.alpnProtocol));
+          c.destroy();
+        },
+      );
+      c.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+    });
+  const h2Get = (port: number) =>
+    new Promise<string>((resolve, reject) => {
+      const s = http2.connect(`https://127.0.0.1:${port}`, { servername: 'gw.test', ca: pki.ca });
+      s.on('error', reject);
+      const req = s.request({ ':path': '/alpn' });
+      req.on('response', (h) => {
+        req.resume();
+        req.on('end', () => {
+          s.close();
+          resolve(String(h[':status']));
+        });
+      });
+      req.end();
+    });
+
+  // unset: HTTPS offers h2 then http/1.1; the TLS port (tcpRoutes) offers nothing
+  const p = await startProxy(yaml(''));
+  t.after(() => p.close());
+  assert.equal(await picked(p.port(0), ['h2', 'http/1.1']), 'h2');
+  assert.equal(await picked(p.port(1), ['h2', 'http/1.1']), 'false');
+
+  // http/1.1 only: a client that offers h2 as well gets HTTP/1.1; one that offers only h2 is refused
+  await p.reload(yaml('alpn: [http/1.1]'));
+  assert.equal(await picked(p.port(0), ['h2', 'http/1.1']), 'http/1.1');
+  assert.equal(await picked(p.port(0), ['h2']), 'ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL');
+  assert.equal(await picked(p.port(1), ['h2', 'http/1.1']), 'http/1.1');
+
+  // agentgateway's spelling (each id as its bytes); HTTP/2 requests are served end to end
+  await p.reload(yaml('alpn: [[104, 50]]'));
+  assert.equal(await picked(p.port(0), ['http/1.1', 'h2']), 'h2');
+  assert.equal(await h2Get(p.port(0)), '200');
+  assert.equal(await picked(p.port(1), ['x', 'h2']), 'h2');
+
+  // back to unset
+  await p.reload(yaml(''));
+  assert.equal(await picked(p.port(0), ['http/1.1', 'h2']), 'h2');
+  assert.equal(await picked(p.port(1), ['h2']), 'false');
+});
+
 /** An HTTPS bind and a TLS bind (tcpRoutes) with the same certificate, both to `upPort`. */
 const tlsBinds = (tlsOf: string, upPort: number) => `binds:
 - port: 0

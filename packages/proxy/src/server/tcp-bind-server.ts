@@ -21,7 +21,7 @@ import {
 } from './proxy-protocol.ts';
 import { Roster } from './roster.ts';
 import { splice } from './splice.ts';
-import { handshakeOption, setHandshakeTimeout } from './tls-handshake.ts';
+import { handshakeOption, setAlpn, setHandshakeTimeout } from './tls-handshake.ts';
 
 /** What the access log and the metrics get when a proxied connection ends (or is refused). */
 export interface TcpConnectionSummary {
@@ -102,6 +102,7 @@ export class TcpBindServer {
         },
       });
       applyClientCerts(server, bind);
+      setAlpn(server, first?.alpn);
       this.#handshake = first ? JSON.stringify(defaultContext(first, false)) : undefined;
       // Before the handshake: a refused peer costs no crypto.
       server.prependListener('connection', (socket: Socket) => {
@@ -320,6 +321,7 @@ export class TcpBindServer {
     setHandshakeTimeout(this.#outer as tls.Server, settings.limits);
     applyClientCerts(this.#outer as tls.Server, this.current);
     const first = this.current.listeners.find((l) => l.secureContext)?.ir.tls;
+    setAlpn(this.#outer as tls.Server, first?.alpn);
     if (!first) return;
     const key = JSON.stringify(defaultContext(first, false));
     if (key === this.#handshake) return;

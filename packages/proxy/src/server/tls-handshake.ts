@@ -27,3 +27,26 @@ export function setHandshakeTimeout(server: Server, l: DownstreamLimits): boolea
   (server as unknown as Record<symbol, number>)[key] = handshakeTimeoutMs(l) || 120_000;
   return true;
 }
+
+/** What an HTTPS port offers when frontendPolicies.tls.alpn is unset: HTTP/2 first, then HTTP/1.1. */
+export const HTTPS_ALPN: readonly string[] = ['h2', 'http/1.1'];
+
+/**
+ * Sets the ALPN protocols `server` offers to the connections it accepts from now on (`undefined`:
+ * none). Node reads the server's ALPNProtocols property, in its wire form (each id after its length
+ * byte), for every new connection; the HTTP/2 server sets it once from allowHTTP1, so a reload that
+ * changes the list sets the property again.
+ */
+export function setAlpn(server: Server, protocols: readonly string[] | undefined): void {
+  const s = server as unknown as { ALPNProtocols?: Buffer };
+  if (!protocols || protocols.length === 0) {
+    delete s.ALPNProtocols;
+    return;
+  }
+  s.ALPNProtocols = Buffer.concat(
+    protocols.map((p) => {
+      const id = Buffer.from(p, 'latin1');
+      return Buffer.concat([Buffer.from([id.length]), id]);
+    }),
+  );
+}

@@ -1376,7 +1376,7 @@ describe('frontend → FrontendPolicies', () => {
     assert.match(svc.problems.join('\n'), /frontend\.accessLog\.otlp\.backendRef/);
   });
 
-  test('tls: versions, cipher suites and key exchange groups in the standalone names', () => {
+  test('tls: versions, cipher suites, key exchange groups and ALPN in the standalone names', () => {
     const r = frontendPolicy(
       frontendSpec({
         tls: {
@@ -1396,10 +1396,11 @@ describe('frontend → FrontendPolicies', () => {
         maxVersion: 'TLS_V1_3',
         cipherSuites: ['TLS13_AES_128_GCM_SHA256', 'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256'],
         keyExchangeGroups: ['X25519', 'P-256'],
+        alpn: ['h2'],
       },
     });
     assert.ok(FrontendPolicies.safeParse(r.policies).success);
-    assert.deepEqual(r.problems, ['frontend.tls.alpnProtocols is not supported by this build of gw yet']);
+    assert.deepEqual(r.problems, []);
   });
 });
 

@@ -1,6 +1,6 @@
 // spec.frontend.tls → tls: the handshake settings of the Gateway's TLS listeners that set none of their
 // own (versions, cipher suites, key exchange groups; the names are the standalone ones), and the
-// handshake's deadline. alpnProtocols has no standalone form yet and is named in the status.
+// handshake's deadline and the ALPN protocols offered.
 import type { MapContext } from '../context.ts';
 import { defined } from '../context.ts';
 import type { FrontendMapper } from '../spec.ts';
@@ -15,6 +15,7 @@ export const tls: FrontendMapper<'tls'> = {
       'cipherSuites',
       'keyExchangeGroups',
       'handshakeTimeout',
+      'alpnProtocols',
     ]);
     const t = defined({
       minVersion: spec.minProtocolVersion && VERSION[spec.minProtocolVersion],
@@ -22,6 +23,7 @@ export const tls: FrontendMapper<'tls'> = {
       cipherSuites: spec.cipherSuites && [...spec.cipherSuites],
       keyExchangeGroups: spec.keyExchangeGroups && [...spec.keyExchangeGroups],
       handshakeTimeout: spec.handshakeTimeout,
+      alpn: spec.alpnProtocols && [...spec.alpnProtocols],
     });
     if (Object.keys(t).length > 0) out.tls = t;
   },
