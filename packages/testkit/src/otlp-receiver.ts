@@ -1,9 +1,17 @@
 // `@gw/testkit/otlp-receiver`: an OTLP trace and log receiver on port 0, over HTTP (protobuf, POST
 // /v1/traces and /v1/logs) and gRPC (TraceService/Export, LogsService/Export), that decodes what it
 // gets with the protobuf code OpenTelemetry's otlp-transformer generated from the official
-// opentelemetry-proto definitions.
+// opentelemetry-proto definitions. With `tls`, both listen over TLS (https), and with `tls.clientCa`
+// they take only clients with a certificate from that CA.
 
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
@@ -46,9 +54,9 @@ export interface ReceivedLog {
 }
 
 export interface OtlpReceiver {
-  /** http://127.0.0.1:port: the OTLP/HTTP endpoint (POST /v1/traces). */
+  /** http(s)://127.0.0.1:port: the OTLP/HTTP endpoint (POST /v1/traces). */
   httpUrl: string;
-  /** http://127.0.0.1:port: the OTLP/gRPC endpoint. */
+  /** http(s)://127.0.0.1:port: the OTLP/gRPC endpoint. */
   grpcUrl: string;
   spans: ReceivedSpan[];
   logs: ReceivedLog[];
@@ -67,7 +75,12 @@ const answerOf = (kind: 'traces' | 'logs'): Uint8Array =>
     .encode({})
     .finish();
 
-export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+export interface OtlpReceiverOptions {
+  /** Serve over TLS with this certificate; with clientCa, a client certificate from it is required. */
+  tls?: { cert: string; key: string; clientCa?: string };
+}
+
+export async function startOtlpReceiver(opts: OtlpReceiverOptions = {}): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   const logs: ReceivedLog[] = [];
   const exportHeaders: OtlpReceiver['exportHeaders'] = [];
@@ -99,7 +112,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         check();
       });
 
-  const http: Server = createServer((req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -116,8 +129,20 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       }
       res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end(Buffer.from(answerOf(kind)));
     });
-  });
+  };
+  const t = opts.tls;
+  const http: Server = t
+    ? createHttpsServer(
+        {
+          cert: t.cert,
+          key: t.key,
+          ...(t.clientCa ? { ca: t.clientCa, requestCert: true, rejectUnauthorized: true } : {}),
+        },
+        onRequest,
+      )
+    : createServer(onRequest);
   await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
+  const scheme = t ? 'https' : 'http';
 
   const server = new grpc.Server();
   for (const kind of ['traces', 'logs'] as const)
@@ -141,14 +166,22 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       },
     );
   const grpcPort = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) =>
-      err ? reject(err) : resolve(port),
+    server.bindAsync(
+      '127.0.0.1:0',
+      t
+        ? grpc.ServerCredentials.createSsl(
+            t.clientCa ? Buffer.from(t.clientCa) : null,
+            [{ cert_chain: Buffer.from(t.cert), private_key: Buffer.from(t.key) }],
+            Boolean(t.clientCa),
+          )
+        : grpc.ServerCredentials.createInsecure(),
+      (err, port) => (err ? reject(err) : resolve(port)),
     ),
   );
 
   return {
-    httpUrl: `http://127.0.0.1:${(http.address() as AddressInfo).port}`,
-    grpcUrl: `http://127.0.0.1:${grpcPort}`,
+    httpUrl: `${scheme}://127.0.0.1:${(http.address() as AddressInfo).port}`,
+    grpcUrl: `${scheme}://127.0.0.1:${grpcPort}`,
     spans,
     logs,
     exportHeaders,

@@ -61,16 +61,35 @@ export function checkObservability(c: ObservabilityConfig, metricNames: readonly
 }
 
 interface AccessLogOtlp {
-  host: string;
+  host?: string | undefined;
+  backend?: string | undefined;
+  service?: unknown;
   filter?: string | null | undefined;
   fields?: { add?: Record<string, string> | undefined } | null | undefined;
   path?: string | undefined;
   protocol?: 'grpc' | 'http' | undefined;
 }
 
+/** The collector of a tracing or accessLog.otlp block: host or backend, one of them. */
+function checkCollector(
+  c: { host?: string | undefined; backend?: string | undefined; service?: unknown },
+  path: FieldPath,
+): Problem[] {
+  if (c.host !== undefined && c.backend !== undefined)
+    return [{ path: [...path, 'backend'], message: 'the collector is host or backend: set one of them' }];
+  if (c.host === undefined && c.service === undefined && c.backend === undefined)
+    return [
+      {
+        path: [...path, 'host'],
+        message: 'the collector is required: host (e.g. 127.0.0.1:4317) or backend',
+      },
+    ];
+  return c.host !== undefined ? checkEndpoint(tracingHostUrl(c.host), [...path, 'host']) : [];
+}
+
 function checkAccessLogOtlp(o: AccessLogOtlp, path: FieldPath): Problem[] {
   const out = [
-    ...checkEndpoint(tracingHostUrl(o.host), [...path, 'host']),
+    ...checkCollector(o, path),
     ...(o.filter ? checkCel(o.filter, [...path, 'filter']) : []),
     ...checkCelMap(o.fields?.add, [...path, 'fields', 'add']),
   ];
@@ -105,10 +124,7 @@ export function checkGlobalTracing(t: GlobalTracing, path: FieldPath): Problem[]
 }
 
 export function checkTracingPolicy(t: TracingPolicy, path: FieldPath): Problem[] {
-  const out: Problem[] = [];
-  if (t.host === undefined && t.service === undefined && t.backend === undefined)
-    out.push({ path: [...path, 'host'], message: 'the collector is required: host (e.g. 127.0.0.1:4317)' });
-  if (t.host !== undefined) out.push(...checkEndpoint(tracingHostUrl(t.host), [...path, 'host']));
+  const out: Problem[] = checkCollector(t, path);
   out.push(
     ...checkCelMap(t.attributes, [...path, 'attributes']),
     ...checkCelMap(t.resources, [...path, 'resources']),

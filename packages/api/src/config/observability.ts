@@ -57,7 +57,8 @@ type Fields = { remove?: string[] | undefined; add?: Record<string, string> | un
 export interface TracingPolicy {
   host?: string | undefined;
   service?: unknown;
-  backend?: unknown;
+  backend?: string | undefined;
+  /** The collector's policies (schema.ts's CollectorPolicies; typed there, as this module imports no schema). */
   policies?: unknown;
   attributes?: Record<string, string> | undefined;
   resources?: Record<string, string> | undefined;
@@ -84,7 +85,11 @@ export interface MetricsConfig {
   fields?: { add?: Record<string, string> | undefined } | null | undefined;
 }
 
-export function observabilitySchemas(notYet: (what: string) => z.ZodType): {
+export function observabilitySchemas(
+  notYet: (what: string) => z.ZodType,
+  collectorPolicies: z.ZodType,
+  collectorBackend: z.ZodType<string>,
+): {
   TracingPolicy: z.ZodType<TracingPolicy>;
   GlobalTracing: z.ZodType<GlobalTracing>;
   GlobalLoggingFilter: z.ZodOptional<z.ZodNullable<z.ZodString>>;
@@ -94,11 +99,11 @@ export function observabilitySchemas(notYet: (what: string) => z.ZodType): {
   /** frontendPolicies.tracing (agentgateway's TracingConfig): the collector and what spans carry. */
   const TracingPolicy = strict({
     host: z.string().min(1).optional().meta({
-      description: 'the OTLP collector: host:port (http:// is assumed) or a URL',
+      description: 'the OTLP collector: host:port (http:// is assumed) or a URL (or set backend)',
     }),
-    service: notYet('frontendPolicies.tracing service (use host)').optional(),
-    backend: notYet('frontendPolicies.tracing backend (use host)').optional(),
-    policies: notYet('policies on the tracing collector').optional(),
+    service: notYet('frontendPolicies.tracing service (use host or backend)').optional(),
+    backend: collectorBackend.optional(),
+    policies: collectorPolicies.nullable().optional(),
     attributes: z.record(z.string().min(1), Cel).optional().meta({
       description: 'span attributes to add, each a CEL expression evaluated when the request ends',
     }),

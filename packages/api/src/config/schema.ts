@@ -1593,6 +1593,42 @@ export const Gateway = strict({
   transformations: TransformationsPolicy.optional(),
 });
 
+/**
+ * agentgateway's SimpleLocalBackendPolicies on an OTLP collector (tracing, accessLog.otlp): the TLS of
+ * the export connection (a private CA, a client certificate, the name checked), a key sent in a header
+ * and headers set on each export; the others are refused by name.
+ */
+const collectorPolicies = (what: string) =>
+  strict({
+    backendTLS: BackendTLS.optional().meta({
+      description: `TLS to ${what}: the export goes over TLS (https), with this CA, client certificate and name check`,
+    }),
+    backendAuth: z
+      .union([KeyAuth, ...backendAuthRefused([], ` on ${what}`)])
+      .optional()
+      .meta({
+        description: `a key sent with every export: the Authorization header, Bearer prefix (location.header changes both)`,
+      }),
+    requestHeaderModifier: strict({
+      add: HeaderModifier.shape.add,
+      set: HeaderModifier.shape.set,
+      remove: NotYet(`requestHeaderModifier.remove on ${what}`).optional(),
+    })
+      .optional()
+      .meta({ description: 'headers sent with every export' }),
+    transformations: NotYet(`transformations on ${what}`).optional(),
+    http: NotYet(`http on ${what}`).optional(),
+    tcp: NotYet(`tcp on ${what}`).optional(),
+    backendTunnel: NotYet(`backendTunnel on ${what}`).optional(),
+  });
+export type CollectorPolicies = z.output<ReturnType<typeof collectorPolicies>>;
+const CollectorBackend = z
+  .string()
+  .min(1)
+  .meta({
+    description: 'a host backend of the top-level backends list (its backendTLS and backendAuth apply)',
+  });
+
 const AccessLog = strict({
   filter: Cel.optional(),
   add: z.record(z.string().min(1).max(256), Cel).optional(),
@@ -1601,10 +1637,11 @@ const AccessLog = strict({
     host: z
       .string()
       .min(1)
-      .meta({ description: 'the OTLP collector: host:port (http:// is assumed) or a URL' }),
-    service: NotYet('an accessLog otlp collector by service reference (use host)').optional(),
-    backend: NotYet('an accessLog otlp collector by backend reference (use host)').optional(),
-    policies: NotYet('policies on the accessLog otlp collector').optional(),
+      .optional()
+      .meta({ description: 'the OTLP collector: host:port (http:// is assumed) or a URL (or set backend)' }),
+    service: NotYet('an accessLog otlp collector by service reference (use host or backend)').optional(),
+    backend: CollectorBackend.optional(),
+    policies: collectorPolicies('the accessLog otlp collector').nullable().optional(),
     filter: Cel.nullable().optional().meta({
       description: 'CEL: only requests for which it is true are exported (unset: the access log filter)',
     }),
@@ -1625,7 +1662,11 @@ const AccessLog = strict({
     }),
   database: NotYet('accessLog database').optional(),
 });
-const Observability = observabilitySchemas(NotYet);
+const Observability = observabilitySchemas(
+  NotYet,
+  collectorPolicies('the tracing collector'),
+  CollectorBackend,
+);
 /** agentgateway's frontend policies this build does not have, refused by name. */
 const FRONTEND_NOT_BUILT = {
   networkExtAuthz: NotYet('networkExtAuthz').optional(),

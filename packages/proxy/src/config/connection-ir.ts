@@ -9,6 +9,9 @@ export type AuthLocationIR =
   | { queryParameter: { name: string } }
   | { cookie: { name: string } };
 
+/** Where a credential goes when its policy does not say: the Authorization header, Bearer prefix. */
+export const AUTHORIZATION: AuthLocationIR = { header: { name: 'authorization', prefix: 'Bearer ' } };
+
 /** backendTLS with its files read and the key sealed. */
 export interface BackendTlsIR {
   cert?: string;

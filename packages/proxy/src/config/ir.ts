@@ -122,7 +122,7 @@ export interface DownstreamLimits {
 }
 
 /** accessLog.otlp: each access log record also exported as an OpenTelemetry log record. */
-export interface AccessLogOtlpIR {
+export interface AccessLogOtlpIR extends CollectorConnectionIR {
   /** The OTLP collector: for http the full URL (path included), for grpc its origin. */
   endpoint: string;
   protocol: 'grpc' | 'http';
@@ -156,7 +156,17 @@ export interface FrontendIR {
  */
 export type SamplingIR = boolean | number | string;
 
-export interface TracingIR {
+/** How exports reach an OTLP collector beyond its URL: the policies on it (or its named backend's). */
+export interface CollectorConnectionIR {
+  /** TLS to the collector (the endpoint is https then). */
+  tls?: BackendTlsIR;
+  /** A key sent in a header with every export (backendAuth key). */
+  credential?: { header: string; value: Secret };
+  /** Headers sent with every export (requestHeaderModifier add and set). */
+  headers?: Record<string, string>;
+}
+
+export interface TracingIR extends Omit<CollectorConnectionIR, 'headers'> {
   /** The OTLP collector: for http the full URL (path included), for grpc its origin. */
   endpoint: string;
   protocol: 'grpc' | 'http';

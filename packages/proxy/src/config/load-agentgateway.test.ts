@@ -463,10 +463,11 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
         .tlsHandshakeTimeoutMs,
       1000,
     );
+    // tracing.backend and policies load (observability/otlp-collector.test.ts); service is refused
     refused(
-      `frontendPolicies: {tracing: {backend: otel}}\n${rest}`,
-      'frontendPolicies.tracing.backend',
-      'frontendPolicies.tracing backend (use host)',
+      `frontendPolicies: {tracing: {service: {name: ns/otel, port: 4317}}}\n${rest}`,
+      'frontendPolicies.tracing.service',
+      'frontendPolicies.tracing service (use host or backend)',
     );
     // proxyProtocol and its other name load with agentgateway's defaults (server/proxy-protocol.test.ts
     // runs it); both at once is an error
@@ -488,11 +489,12 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
         .downstream.keepalive,
       { timeMs: 180_000, intervalMs: 30_000, retries: 9 },
     );
-    // accessLog.otlp loads (observability/access-log-otlp.test.ts); a collector by reference does not
+    // accessLog.otlp loads, by host or backend (observability/access-log-otlp.test.ts,
+    // otlp-collector.test.ts); a collector by service reference does not
     refused(
-      `frontendPolicies: {accessLog: {otlp: {host: "a:4317", backend: b}}}\n${rest}`,
-      'frontendPolicies.accessLog.otlp.backend',
-      'an accessLog otlp collector by backend reference',
+      `frontendPolicies: {accessLog: {otlp: {service: {name: ns/otel, port: 4317}}}}\n${rest}`,
+      'frontendPolicies.accessLog.otlp.service',
+      'an accessLog otlp collector by service reference',
     );
     refused(
       `frontendPolicies: {http: {http1HeaderCase: 1}}\n${rest}`,

@@ -18,6 +18,7 @@ import {
   BackendPolicies as BackendPoliciesSchema,
   type BackendTLS,
   type CatalogRates,
+  type CollectorPolicies,
   ConfigError,
   type ConfigFile,
   ConfigFileSchema,
@@ -94,6 +95,7 @@ import { type OpenApiTools, openApiTools } from '../mcp/openapi.ts';
 import { METRIC_NAMES } from '../observability/metric-names.ts';
 import { Secret } from '../secret.ts';
 import { assumeRoleIR, resolveBackendAuth } from './backend-auth.ts';
+import { AUTHORIZATION } from './connection-ir.ts';
 import type {
   AiTarget,
   AuthLocationIR,
@@ -102,6 +104,7 @@ import type {
   BackendTarget,
   BackendTlsIR,
   BindIR,
+  CollectorConnectionIR,
   CostCatalogIR,
   CostRatesIR,
   DnsIR,
@@ -133,7 +136,15 @@ import type {
   TlsServerIR,
   TunnelIR,
 } from './ir.ts';
-import { accessLogOf, accessLogOtlpOf, metricsOf, tracingOf } from './observability.ts';
+import { accessLogOf, accessLogOtlpOf, type Collector, metricsOf, tracingOf } from './observability.ts';
+
+/** The collector fields of a tracing or accessLog.otlp block. */
+type CollectorSpec = {
+  host?: string | undefined;
+  backend?: string | undefined;
+  policies?: CollectorPolicies | null | undefined;
+};
+
 import { sealExtAuthzPolicy, sealPolicies } from './seal.ts';
 import { resolveAzure } from './token-auth.ts';
 
@@ -494,9 +505,25 @@ class Builder {
     this.report(checkObservability(this.cfg, METRIC_NAMES));
     const accessLog = accessLogOf(this.cfg);
     if (accessLog) out.accessLog = accessLog;
-    const otlpLog = accessLogOtlpOf(this.cfg);
+    const fpc = this.cfg.frontendPolicies;
+    const logName = fpc?.accessLog !== undefined ? 'accessLog' : 'logging';
+    const otlpSpec = fpc?.[logName]?.otlp;
+    const otlpLog = accessLogOtlpOf(
+      this.cfg,
+      otlpSpec &&
+        this.otlpCollector(['frontendPolicies', logName, 'otlp'], otlpSpec, 'an accessLog otlp collector'),
+    );
     if (otlpLog) out.accessLogOtlp = otlpLog;
-    const { tracing, problem } = tracingOf(this.cfg, this.opts.env ?? ((n: string) => process.env[n]));
+    const { tracing, problem } = tracingOf(
+      this.cfg,
+      this.opts.env ?? ((n: string) => process.env[n]),
+      fpc?.tracing &&
+        this.otlpCollector(
+          ['frontendPolicies', 'tracing'],
+          fpc.tracing as CollectorSpec,
+          'a tracing collector',
+        ),
+    );
     if (problem) this.fail(problem.path, problem.message);
     if (tracing) out.tracing = tracing;
     const fp = this.cfg.frontendPolicies;
@@ -2156,6 +2183,79 @@ class Builder {
       return undefined;
     }
     return { host: def.host, policies: def.policies, index };
+  }
+
+  /**
+   * The OTLP collector of a tracing or accessLog.otlp block (`role` names it in problems): its host, or
+   * its named backend's, and how exports reach it: TLS, a key in a header and headers, from its
+   * policies, else from those of the named backend. Undefined (reported) when it cannot be used.
+   */
+  otlpCollector(path: FieldPath, c: CollectorSpec, role: string): Collector | undefined {
+    let host = c.host;
+    let policies = c.policies ?? undefined;
+    let pp: FieldPath = [...path, 'policies'];
+    if (c.backend !== undefined && c.host === undefined) {
+      const def = this.hostBackend([...path, 'backend'], c.backend, role);
+      if (!def) return undefined;
+      host = def.host;
+      if (!policies && def.policies) {
+        pp = ['backends', def.index, 'policies'];
+        const { backendTLS, backendAuth, requestHeaderModifier, ...others } = def.policies;
+        const refused = Object.keys(others).filter((k) => others[k as keyof typeof others] !== undefined);
+        if (backendAuth && !(typeof backendAuth === 'object' && 'key' in backendAuth))
+          refused.push('backendAuth');
+        if (requestHeaderModifier?.remove) refused.push('requestHeaderModifier.remove');
+        for (const k of refused)
+          this.fail(
+            [...path, 'backend'],
+            `backend ${JSON.stringify(c.backend)} sets ${k}, which ${role} does not take (it takes backendTLS, backendAuth key and requestHeaderModifier add/set)`,
+          );
+        if (refused.length > 0) return undefined;
+        policies = {
+          ...(backendTLS ? { backendTLS } : {}),
+          ...(backendAuth
+            ? { backendAuth: backendAuth as NonNullable<CollectorPolicies['backendAuth']> }
+            : {}),
+          ...(requestHeaderModifier ? { requestHeaderModifier } : {}),
+        };
+      }
+    }
+    if (host === undefined) return undefined;
+    const connection: CollectorConnectionIR = {};
+    const t = policies?.backendTLS;
+    if (t) {
+      if (t.alpn !== undefined) {
+        this.fail(
+          [...pp, 'backendTLS', 'alpn'],
+          `alpn is set by the OTLP protocol (h2 for grpc, http/1.1 for http), not on ${role}`,
+        );
+        return undefined;
+      }
+      const tls = this.checkedTls(pp, t);
+      if (!tls) return undefined;
+      connection.tls = tls;
+    }
+    const auth = policies?.backendAuth;
+    if (auth) {
+      const r = resolveBackendAuth(this, [...pp, 'backendAuth'], auth as BackendAuth);
+      if (!r || !('key' in r)) return undefined;
+      const loc = r.key.location ?? AUTHORIZATION;
+      if (!('header' in loc)) {
+        this.fail([...pp, 'backendAuth', 'key', 'location'], `${role} takes its key in a header`);
+        return undefined;
+      }
+      connection.credential = {
+        header: loc.header.name.toLowerCase(),
+        value: new Secret(`${loc.header.prefix ?? ''}${r.key.value.reveal()}`),
+      };
+    }
+    const hm = policies?.requestHeaderModifier;
+    if (hm?.add || hm?.set) {
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries({ ...hm.add, ...hm.set })) headers[k.toLowerCase()] = v;
+      connection.headers = headers;
+    }
+    return { host, connection };
   }
 
   /** A backendTLS checked (its problems reported under `policiesPath`) and resolved; null when broken. */

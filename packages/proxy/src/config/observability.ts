@@ -3,7 +3,7 @@
 // config.tracing) and the extra metric labels (config.metrics). @gw/api's checkObservability says
 // which combinations are wrong; this only reads what is there.
 import { type AccessLog, type ConfigFile, type Sampling, tracingHostUrl } from '@gw/api';
-import type { AccessLogOtlpIR, MetricsIR, SamplingIR, TracingIR } from './ir.ts';
+import type { AccessLogOtlpIR, CollectorConnectionIR, MetricsIR, SamplingIR, TracingIR } from './ir.ts';
 
 /** The access log policy in force, whichever of its three spellings the file used. */
 export function accessLogOf(cfg: ConfigFile): AccessLog | undefined {
@@ -26,19 +26,23 @@ export function accessLogOf(cfg: ConfigFile): AccessLog | undefined {
  * accessLog.otlp as the IR: the collector's URL (the OTLP/HTTP path added for http), and the shaping
  * of its records, each part unset taking the access log's.
  */
-export function accessLogOtlpOf(cfg: ConfigFile): AccessLogOtlpIR | undefined {
+export function accessLogOtlpOf(
+  cfg: ConfigFile,
+  collector: Collector | undefined,
+): AccessLogOtlpIR | undefined {
   const fp = cfg.frontendPolicies;
   const log = fp?.accessLog ?? fp?.logging;
   const o = log?.otlp;
-  if (!o) return undefined;
+  if (!o || !collector) return undefined;
   const protocol = o.protocol ?? 'grpc';
-  const base = tracingHostUrl(o.host);
+  const base = collectorUrl(collector);
   const filter = o.filter ?? log.filter;
   const add = o.fields ? o.fields.add : log.add;
   const remove = o.fields ? o.fields.remove : log.remove;
   return {
     endpoint: protocol === 'http' ? withPath(base, o.path ?? '/v1/logs') : base,
     protocol,
+    ...collector.connection,
     ...(filter ? { filter } : {}),
     ...(add ? { add: { ...add } } : {}),
     ...(remove ? { remove: [...remove] } : {}),
@@ -59,17 +63,20 @@ export const OTLP_ENDPOINT_ENV = [
 export function tracingOf(
   cfg: ConfigFile,
   env: (name: string) => string | undefined,
+  collector: Collector | undefined,
 ): { tracing?: TracingIR; problem?: { path: (string | number)[]; message: string } } {
   const p = cfg.frontendPolicies?.tracing;
   if (p) {
-    if (p.host === undefined) return {};
+    if (!collector) return {};
     const protocol = p.protocol ?? 'grpc';
-    const base = tracingHostUrl(p.host);
+    const base = collectorUrl(collector);
+    const { headers, ...connection } = collector.connection;
     return {
       tracing: {
         endpoint: protocol === 'http' ? withPath(base, p.path ?? '/v1/traces') : base,
         protocol,
-        headers: {},
+        headers: { ...headers },
+        ...connection,
         resources: { ...(p.resources ?? {}) },
         attributes: { ...(p.attributes ?? {}) },
         remove: [...(p.remove ?? [])],
@@ -103,6 +110,21 @@ export function tracingOf(
       clientSampling: sampling(g.clientSampling, true),
     },
   };
+}
+
+/**
+ * An OTLP collector as the loader resolved it: its host (the block's own, or its named backend's) and
+ * how exports reach it (its policies, or the named backend's).
+ */
+export interface Collector {
+  host: string;
+  connection: CollectorConnectionIR;
+}
+
+/** The collector's URL; https when its policies give TLS to it. */
+function collectorUrl(c: Collector): string {
+  const url = tracingHostUrl(c.host);
+  return c.connection.tls && url.startsWith('http://') ? `https://${url.slice('http://'.length)}` : url;
 }
 
 /** A constant where the text is one (true, 0.25), else the CEL expression. */

@@ -2,7 +2,6 @@
 // collector, over gRPC or HTTP (protobuf). The SDK and its exporters cost a worker about 22 MiB (HTTP)
 // to 30 MiB (gRPC) of memory and a few hundred milliseconds to load, so this module is only imported
 // (lazily, tracing.ts) by a worker whose config has tracing.
-import { Metadata } from '@grpc/grpc-js';
 import {
   type Attributes,
   ROOT_CONTEXT,
@@ -16,12 +15,16 @@ import { OTLPTraceExporter as GrpcExporter } from '@opentelemetry/exporter-trace
 import { OTLPTraceExporter as HttpExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type SpanExporter, TracerProvider } from '@opentelemetry/sdk-trace';
+import type { CollectorConnectionIR } from '../config/ir.ts';
 import { reportingFailures } from './otel-failures.ts';
+import { exportHeaders, grpcCredentials, grpcMetadata, httpAgentOptions } from './otlp-connection.ts';
 
 export interface ExportSettings {
   endpoint: string;
   protocol: 'grpc' | 'http';
   headers: Record<string, string>;
+  /** TLS to the collector and a key sent with each export (its policies). */
+  connection: CollectorConnectionIR;
   resource: Attributes;
   /** Called when a batch could not be exported. */
   onError: (err: Error) => void;
@@ -39,10 +42,17 @@ export class SpanExport {
   readonly #tracer;
 
   constructor(s: ExportSettings) {
+    const headers = exportHeaders(s.connection, s.headers);
+    const credentials = grpcCredentials(s.connection);
+    const agent = httpAgentOptions(s.connection);
     const inner: SpanExporter =
       s.protocol === 'grpc'
-        ? new GrpcExporter({ url: s.endpoint, metadata: grpcMetadata(s.headers) })
-        : new HttpExporter({ url: s.endpoint, headers: s.headers });
+        ? new GrpcExporter({
+            url: s.endpoint,
+            metadata: grpcMetadata(headers),
+            ...(credentials ? { credentials } : {}),
+          })
+        : new HttpExporter({ url: s.endpoint, headers, ...(agent ? { httpAgentOptions: agent } : {}) });
     const exporter: SpanExporter = reportingFailures(inner, s.onError);
     this.#provider = new TracerProvider({
       resource: resourceFromAttributes(s.resource),
@@ -88,10 +98,4 @@ function scheduleDelayMs(): number {
 function handle(span: Span): SpanHandle {
   const c = span.spanContext();
   return { span, traceId: c.traceId, spanId: c.spanId };
-}
-
-function grpcMetadata(headers: Record<string, string>): Metadata {
-  const m = new Metadata();
-  for (const [k, v] of Object.entries(headers)) m.set(k.toLowerCase(), v);
-  return m;
 }

@@ -6,7 +6,9 @@ import { OTLPLogExporter as GrpcExporter } from '@opentelemetry/exporter-logs-ot
 import { OTLPLogExporter as HttpExporter } from '@opentelemetry/exporter-logs-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter } from '@opentelemetry/sdk-logs';
+import type { CollectorConnectionIR } from '../config/ir.ts';
 import { reportingFailures } from './otel-failures.ts';
+import { exportHeaders, grpcCredentials, grpcMetadata, httpAgentOptions } from './otlp-connection.ts';
 
 const SHUTDOWN_MS = 3000;
 /**
@@ -18,6 +20,8 @@ const EXPORT_MS = 5000;
 export interface LogExportSettings {
   endpoint: string;
   protocol: 'grpc' | 'http';
+  /** TLS to the collector, a key and headers sent with each export (its policies). */
+  connection: CollectorConnectionIR;
   /** Called when a batch could not be exported. */
   onError: (err: Error) => void;
 }
@@ -27,10 +31,23 @@ export class LogExport {
   readonly #logger;
 
   constructor(s: LogExportSettings) {
+    const headers = exportHeaders(s.connection);
+    const credentials = grpcCredentials(s.connection);
+    const agent = httpAgentOptions(s.connection);
     const inner: LogRecordExporter =
       s.protocol === 'grpc'
-        ? new GrpcExporter({ url: s.endpoint, timeoutMillis: EXPORT_MS })
-        : new HttpExporter({ url: s.endpoint, timeoutMillis: EXPORT_MS });
+        ? new GrpcExporter({
+            url: s.endpoint,
+            timeoutMillis: EXPORT_MS,
+            metadata: grpcMetadata(headers),
+            ...(credentials ? { credentials } : {}),
+          })
+        : new HttpExporter({
+            url: s.endpoint,
+            timeoutMillis: EXPORT_MS,
+            headers,
+            ...(agent ? { httpAgentOptions: agent } : {}),
+          });
     const exporter: LogRecordExporter = reportingFailures(inner, s.onError);
     this.#provider = new LoggerProvider({
       resource: resourceFromAttributes({ 'service.name': 'gw' }),

@@ -323,9 +323,10 @@ binds: []`);
       errors('frontendPolicies: {tracing: {randomSampling: true}}\nbinds: []'),
       /tracing\.host.*required/,
     );
+    // a collector by backend reference loads (otlp-collector.test.ts); one that is not there is named
     assert.match(
       errors('frontendPolicies: {tracing: {backend: otel}}\nbinds: []'),
-      /frontendPolicies\.tracing backend \(use host\) is not supported/,
+      /frontendPolicies\.tracing\.backend: no backend named "otel"/,
     );
   });
 

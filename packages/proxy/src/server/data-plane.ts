@@ -9,7 +9,7 @@ import type { Writable } from 'node:stream';
 import type { TraceEvent } from '@gw/api';
 import type { Logger } from 'pino';
 import { compileCel } from '../cel/cel.ts';
-import type { AccessLogOtlpIR, ProxyIR, TracingIR } from '../config/ir.ts';
+import type { AccessLogOtlpIR, CollectorConnectionIR, ProxyIR, TracingIR } from '../config/ir.ts';
 import { errorFormatFor, errorResponse, GwError } from '../errors.ts';
 import { Lazy } from '../lazy.ts';
 import { setMcpLogger } from '../mcp/log.ts';
@@ -481,7 +481,9 @@ export class DataPlane {
    */
   async #spansFor(t: TracingIR | undefined): Promise<Spans | undefined> {
     if (!t) return undefined;
-    const key = JSON.stringify([t.endpoint, t.protocol, t.headers, t.resources]);
+    const { endpoint, protocol, headers, resources, tls, credential } = t;
+    const connection = { ...(tls ? { tls } : {}), ...(credential ? { credential } : {}) };
+    const key = JSON.stringify([endpoint, protocol, headers, resources, collectorKey(connection)]);
     if (this.#spans?.key === key) return this.#spans;
     const resource = resourceAttributes(t.resources, this.#opts.log);
     const onError = exportWarning(this.#opts.log, t.endpoint, 'spans');
@@ -493,6 +495,7 @@ export class DataPlane {
             endpoint: t.endpoint,
             protocol: t.protocol,
             headers: t.headers,
+            connection,
             resource,
             onError,
           }),
@@ -505,14 +508,18 @@ export class DataPlane {
   /** The access log exporter for accessLog.otlp, as #spansFor: kept while the collector is the same. */
   async #logsFor(t: AccessLogOtlpIR | undefined): Promise<Logs | undefined> {
     if (!t) return undefined;
-    const key = JSON.stringify([t.endpoint, t.protocol]);
+    const { endpoint, protocol, tls, credential, headers } = t;
+    const connection = {
+      ...(tls ? { tls } : {}),
+      ...(credential ? { credential } : {}),
+      ...(headers ? { headers } : {}),
+    };
+    const key = JSON.stringify([endpoint, protocol, collectorKey(connection)]);
     if (this.#logs?.key === key) return this.#logs;
     const onError = exportWarning(this.#opts.log, t.endpoint, 'access log records');
     const logs: Logs = {
       key,
-      export: otelLogs.derive(
-        (m) => new m.LogExport({ endpoint: t.endpoint, protocol: t.protocol, onError }),
-      ),
+      export: otelLogs.derive((m) => new m.LogExport({ endpoint, protocol, connection, onError })),
     };
     await loaded(logs.export, 'the OTLP access log');
     return logs;
@@ -858,4 +865,17 @@ function joinExtendedConnect(ctx: RequestContext, state: UpgradeState, res: Http
   if (up.head.length > 0) stream.write(up.head);
   splice(stream, up.socket, state.idleMs ?? 0, undefined, state.relay);
   readUpstream(state);
+}
+
+/**
+ * What tells two collector connections apart: their TLS and credential with the secrets revealed (a
+ * new key or certificate makes a new exporter). Kept in memory only, never printed.
+ */
+function collectorKey(c: CollectorConnectionIR): string {
+  const { tls, credential, headers } = c;
+  return JSON.stringify([
+    tls ? { ...tls, key: tls.key?.reveal() } : null,
+    credential ? [credential.header, credential.value.reveal()] : null,
+    headers ?? null,
+  ]);
 }

@@ -8,6 +8,7 @@
 import { createPrivateKey } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { SignJWT } from 'jose';
+import { AUTHORIZATION } from '../../config/connection-ir.ts';
 import type { AuthLocationIR, BackendAuthIR, ExtraCredentialIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
 import { awsSigner } from '../../llm/providers/bedrock/sigv4.ts';
@@ -21,7 +22,7 @@ import { copilotToken } from './copilot-token.ts';
 import { crossAppAccess, type TokenSource, tokenExchange } from './oauth.ts';
 
 /** Where a credential goes when its location says nothing: the Authorization header, Bearer. */
-export const AUTHORIZATION: AuthLocationIR = { header: { name: 'authorization', prefix: 'Bearer ' } };
+export { AUTHORIZATION } from '../../config/connection-ir.ts';
 
 /**
  * The header (lower-case name, value) a credential is written as at `loc`; undefined when `loc` is a
