@@ -1622,12 +1622,9 @@ const collectorPolicies = (what: string) =>
     backendTunnel: NotYet(`backendTunnel on ${what}`).optional(),
   });
 export type CollectorPolicies = z.output<ReturnType<typeof collectorPolicies>>;
-const CollectorBackend = z
-  .string()
-  .min(1)
-  .meta({
-    description: 'a host backend of the top-level backends list (its backendTLS and backendAuth apply)',
-  });
+const CollectorBackend = z.string().min(1).meta({
+  description: 'a host backend of the top-level backends list (its backendTLS and backendAuth apply)',
+});
 
 const AccessLog = strict({
   filter: Cel.optional(),
