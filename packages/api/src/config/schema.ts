@@ -1664,9 +1664,12 @@ const Observability = observabilitySchemas(
   collectorPolicies('the tracing collector'),
   CollectorBackend,
 );
-/** agentgateway's frontend policies this build does not have, refused by name. */
+/** networkExtAuthz, and agentgateway's frontend policies this build does not have (refused by name). */
 const FRONTEND_NOT_BUILT = {
-  networkExtAuthz: NotYet('networkExtAuthz').optional(),
+  networkExtAuthz: ExtAuthz.optional().meta({
+    description:
+      'an ext_authz gRPC Check of each new connection (its client address, after any PROXY header, and the address it reached) before any byte of it is read: OK lets it on, anything else closes it; failureMode decides when the service does not answer',
+  }),
   connect: NotYet('frontendPolicies.connect').optional(),
 };
 /** The PROXY protocol header downstream connections start with (an L4 load balancer in front). */

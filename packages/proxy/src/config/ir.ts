@@ -139,6 +139,8 @@ export interface FrontendIR {
   tracing?: TracingIR;
   /** Layer-4 rules on each downstream connection's source address, before any HTTP. */
   networkAuthorization?: Authorization;
+  /** An ext_authz gRPC check of each new connection, after networkAuthorization (server/connection-check.ts). */
+  networkExtAuthz?: Extract<ExtAuthzIR, { grpc: unknown }>;
   /** How request paths are normalised before routing (pipeline/normalize-path.ts); absent: the defaults. */
   paths?: {
     mergeSlashes: boolean;

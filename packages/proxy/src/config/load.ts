@@ -530,6 +530,10 @@ class Builder {
     if (!fp) return out;
     this.report(checkFrontendPolicies(fp, ['frontendPolicies']));
     if (fp.networkAuthorization) out.networkAuthorization = fp.networkAuthorization;
+    if (fp.networkExtAuthz) {
+      const n = this.networkExtAuthz(['frontendPolicies', 'networkExtAuthz'], fp.networkExtAuthz);
+      if (n) out.networkExtAuthz = n;
+    }
     const fh = fp.http;
     if (fh?.mergeSlashes !== undefined || fh?.pathWithEscapedSlashes !== undefined) {
       out.paths = {
@@ -542,6 +546,34 @@ class Builder {
     const pp = fp.proxyProtocol ?? fp.proxy;
     if (pp) out.proxyProtocol = { version: pp.version ?? 'v2', mode: pp.mode ?? 'strict' };
     return out;
+  }
+
+  /**
+   * frontendPolicies.networkExtAuthz: a gRPC check of each connection. What needs a request (the HTTP
+   * protocol, a body, metadata by CEL, a cache keyed by CEL) is refused by name.
+   */
+  networkExtAuthz(
+    path: FieldPath,
+    e: NonNullable<NonNullable<ConfigFile['frontendPolicies']>['networkExtAuthz']>,
+  ): ProxyIR['frontend']['networkExtAuthz'] {
+    const needsRequest = (at: FieldPath, what: string) =>
+      this.fail(
+        [...path, ...at],
+        `${what} needs an HTTP request, and networkExtAuthz checks a connection before it has any`,
+      );
+    if ('http' in e) {
+      needsRequest(['protocol'], 'the http protocol');
+      return undefined;
+    }
+    const refused: [FieldPath, string][] = [];
+    if (e.includeRequestBody) refused.push([['includeRequestBody'], 'includeRequestBody']);
+    if (e.cache) refused.push([['cache'], 'cache (keyed by CEL over the request)']);
+    if (e.grpc.requestMetadata && Object.keys(e.grpc.requestMetadata).length > 0)
+      refused.push([['protocol', 'grpc', 'metadata'], 'metadata (CEL over the request)']);
+    for (const [at, what] of refused) needsRequest(at, what);
+    if (refused.length > 0) return undefined;
+    this.extAuthzFiles(path, e);
+    return sealExtAuthzPolicy(e) as ProxyIR['frontend']['networkExtAuthz'];
   }
 
   /** The problems @gw/api's checks found, as config issues. */

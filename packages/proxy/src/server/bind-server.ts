@@ -10,6 +10,7 @@ import { ChurnCountingHttp2Request, ChurnCountingRequest } from '../pipeline/bod
 import type { CompiledBind } from '../routing/table.ts';
 import { defaultContext, selectListener } from '../routing/table.ts';
 import { applyClientCerts } from './client-certs.ts';
+import { admitOnce, type ConnectionCheck, holdFor } from './connection-check.ts';
 import type { ConnectionLimit } from './connection-limit.ts';
 import { listenOn } from './listen.ts';
 import {
@@ -55,6 +56,8 @@ export interface BindServerOptions extends BindSettings {
   proxyProtocol: () => ProxyProtocolIR | undefined;
   /** A connection closed for its PROXY header: missing (strict), malformed, or too slow. */
   onProxyRefused: (reason: string, socket: Socket) => void;
+  /** The check each new connection waits for (networkExtAuthz), if any. */
+  connectionCheck: () => ConnectionCheck | undefined;
 }
 
 /**
@@ -133,7 +136,7 @@ export class BindServer {
       }
     };
     /** Admission of an accepted socket: the connection cap, then networkAuthorization. */
-    const accept = (socket: Socket): boolean => {
+    const accept = admitOnce((socket: Socket): boolean => {
       const conns = this.#settings.connections;
       if (!conns.tryOpen(this.#settings.limits.maxConnections)) {
         socket.destroy();
@@ -148,7 +151,7 @@ export class BindServer {
       }
       keepAlive(socket, this.#settings.limits);
       return true;
-    };
+    });
     const onUpgrade = (req: IncomingMessage, socket: Socket, head: Buffer) =>
       opts.onUpgrade(this, req, socket, head);
     // enableConnectProtocol: WebSockets over HTTP/2 (extended CONNECT, RFC 8441) reach the data
@@ -271,13 +274,14 @@ export class BindServer {
         socket.on('error', () => socket.destroy());
       });
     }
-    // A PROXY header comes before all of it: admission, TLS, HTTP.
+    // A PROXY header comes before all of it: admission, networkExtAuthz, TLS, HTTP.
     gateConnections(
       this.#outer,
       opts.proxyProtocol,
       () => this.#settings.limits.firstRequestTimeoutMs || PROXY_HEADER_TIMEOUT_MS,
       opts.onProxyRefused,
       this.scheme === 'http',
+      holdFor(accept, opts.connectionCheck),
     );
   }
 

@@ -44,6 +44,7 @@ import { PoolRegistry } from '../upstream/pools.ts';
 import { readUpstream, type UpgradeState } from '../upstream/upgrade.ts';
 import { BindServer, type BindSettings } from './bind-server.ts';
 import { clientVerified, verifiesClients } from './client-certs.ts';
+import type { ConnectionCheck } from './connection-check.ts';
 import { ConnectionLimit, connectionMemoryKey } from './connection-limit.ts';
 import type { ProxyProtocolIR } from './proxy-protocol.ts';
 import { watchRequestBody } from './request-body-idle.ts';
@@ -118,6 +119,7 @@ export class DataPlane {
   #networkRules: Rule[] | undefined;
   /** frontendPolicies.proxyProtocol of the config in force: what new connections start with. */
   #proxyProtocol: ProxyProtocolIR | undefined;
+  #connectionCheck: { key: string; check: ConnectionCheck } | undefined;
   /** Frontend HTTP settings every request starts with: path normalisation, trusted proxies. */
   #requests: { paths: PathNormalization; trusted: TrustedProxies } = {
     paths: DEFAULT_PATH_NORMALIZATION,
@@ -214,6 +216,7 @@ export class DataPlane {
             ir.global.maxBufferSize,
           )
         : undefined;
+    const connectionCheck = await this.#connectionCheckFor(ir.frontend.networkExtAuthz);
     const spans = await this.#spansFor(ir.frontend.tracing);
     const tracing =
       spans && ir.frontend.tracing
@@ -237,6 +240,7 @@ export class DataPlane {
     const common = {
       admit: (address: string, port: number) => this.#admit(address, port),
       proxyProtocol: () => this.#proxyProtocol,
+      connectionCheck: () => this.#connectionCheck?.check,
       onProxyRefused: (reason: string, socket: Socket) =>
         this.#opts.log.debug(
           { address: socket.remoteAddress, reason },
@@ -301,6 +305,7 @@ export class DataPlane {
       ? compileRules(ir.frontend.networkAuthorization)
       : undefined;
     this.#proxyProtocol = ir.frontend.proxyProtocol;
+    this.#connectionCheck = connectionCheck;
     this.#requests = requests;
     this.#shared = used;
     this.#connections = connections;
@@ -503,6 +508,42 @@ export class DataPlane {
     };
     await loaded(spans.export, 'tracing');
     return spans;
+  }
+
+  /**
+   * networkExtAuthz as the bind servers' connection check: the current one while its settings are the
+   * same, else a new one, with grpc-js and the ext_authz messages loaded before the config is served.
+   * A denied connection is logged at debug; a check without a decision at warn, once a minute.
+   */
+  async #connectionCheckFor(
+    n: ProxyIR['frontend']['networkExtAuthz'],
+  ): Promise<{ key: string; check: ConnectionCheck } | undefined> {
+    if (!n) return undefined;
+    const tls = n.policies?.backendTLS;
+    const key = JSON.stringify([n, tls?.key?.reveal() ?? null]);
+    if (this.#connectionCheck?.key === key) return this.#connectionCheck;
+    const m = await import('../policies/ext-authz/grpc-check.ts');
+    const ask = m.connectionCheck(n.grpc, tls);
+    const failOpen = n.failureMode?.toLowerCase() === 'failopen';
+    const log = this.#opts.log;
+    let warned = 0;
+    const check: ConnectionCheck = async (client, local) => {
+      const d = await ask(client, local);
+      if (d.kind === 'allow') return true;
+      if (d.kind === 'deny') {
+        log.debug({ address: client.address, port: client.port }, 'connection denied by networkExtAuthz');
+        return false;
+      }
+      if (Date.now() - warned >= 60_000) {
+        warned = Date.now();
+        log.warn(
+          { service: n.grpc.host, reason: d.reason, failureMode: failOpen ? 'failOpen' : 'failClosed' },
+          `networkExtAuthz gave no decision: connections are ${failOpen ? 'let on' : 'closed'}`,
+        );
+      }
+      return failOpen;
+    };
+    return { key, check };
   }
 
   /** The access log exporter for accessLog.otlp, as #spansFor: kept while the collector is the same. */

@@ -180,8 +180,9 @@ export function clientOf(s: { remoteAddress?: string | undefined; remotePort?: n
 /**
  * Makes a server's own handling of each new connection (its 'connection' listeners: a TLS server's
  * handshake, gw's admission) wait for the PROXY header when `config()` asks for one; read per
- * connection, so a reload that turns it on or off applies to the next one. Call once every
- * 'connection' listener is on.
+ * connection, so a reload that turns it on or off applies to the next one. Then `hold`, when it
+ * gives a promise (an asynchronous check of the connection: networkExtAuthz), makes them wait for it
+ * too: true lets the connection on, false closes it. Call once every 'connection' listener is on.
  */
 export function gateConnections(
   server: Server,
@@ -195,15 +196,37 @@ export function gateConnections(
    * socket with no reader yet would drop the bytes).
    */
   resume: boolean,
+  hold: (socket: Socket) => Promise<boolean> | undefined = () => undefined,
 ): void {
   const listeners = server.listeners('connection') as ((s: Socket) => void)[];
   server.removeAllListeners('connection');
   server.on('connection', (socket: Socket) => {
-    const proceed = () => {
+    const run = () => {
       for (const l of listeners) l.call(server, socket);
     };
+    /** The listeners, once `hold` (if it holds) lets the connection on; `flowing`: resume it then. */
+    const proceed = (flowing: boolean) => {
+      const held = hold(socket);
+      if (!held) {
+        run();
+        if (flowing && !socket.destroyed) socket.resume();
+        return;
+      }
+      socket.on('error', () => socket.destroy());
+      held.then(
+        (ok) => {
+          if (!ok || socket.destroyed) {
+            socket.destroy();
+            return;
+          }
+          run();
+          if (resume && !socket.destroyed) socket.resume();
+        },
+        () => socket.destroy(),
+      );
+    };
     const pp = config();
-    if (!pp) return proceed();
+    if (!pp) return proceed(false);
     socket.on('error', () => socket.destroy());
     readProxyHeader(
       socket,
@@ -211,8 +234,7 @@ export function gateConnections(
       timeoutMs(),
       (peer) => {
         proxied.set(socket, peer);
-        proceed();
-        if (resume && !socket.destroyed) socket.resume();
+        proceed(resume);
       },
       (reason) => {
         onRefused(reason, socket);

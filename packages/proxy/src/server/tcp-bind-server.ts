@@ -12,6 +12,7 @@ import { defaultContext, selectListener } from '../routing/table.ts';
 import type { CompiledTcpRoute } from '../routing/tcp-routes.ts';
 import { type BindSettings, keepAlive, type Peer } from './bind-server.ts';
 import { applyClientCerts, verifiesClients } from './client-certs.ts';
+import { admitOnce, type ConnectionCheck, holdFor } from './connection-check.ts';
 import { listenOn } from './listen.ts';
 import {
   clientOf,
@@ -52,6 +53,8 @@ export interface TcpBindServerOptions extends BindSettings {
   /** The PROXY protocol new connections start with (frontendPolicies.proxyProtocol), if any. */
   proxyProtocol: () => ProxyProtocolIR | undefined;
   onProxyRefused: (reason: string, socket: Socket) => void;
+  /** The check each new connection waits for (networkExtAuthz), if any. */
+  connectionCheck: () => ConnectionCheck | undefined;
 }
 
 export type TcpScheme = 'tcp' | 'tls-passthrough' | 'tls';
@@ -106,7 +109,7 @@ export class TcpBindServer {
       this.#handshake = first ? JSON.stringify(defaultContext(first, false)) : undefined;
       // Before the handshake: a refused peer costs no crypto.
       server.prependListener('connection', (socket: Socket) => {
-        this.#accept(socket);
+        this.#admitted(socket);
       });
       server.on('secureConnection', (s: TLSSocket) => this.#terminated(s));
       // Node reports a handshake that timed out (handshakeTimeout) but leaves the connection open.
@@ -117,21 +120,26 @@ export class TcpBindServer {
       this.#outer = server;
     } else {
       this.#outer = net.createServer({ noDelay: true, allowHalfOpen: true }, (socket) => {
-        if (!this.#accept(socket)) return;
+        if (!this.#admitted(socket)) return;
         if (this.scheme === 'tcp') this.#plain(socket);
         else this.#passthrough(socket);
       });
     }
-    // A PROXY header comes before all of it: admission, TLS, the route. The socket stays paused
-    // after it: the pipes to the backend (and the ClientHello reader) read it when they start.
+    // A PROXY header comes before all of it: admission, networkExtAuthz, TLS, the route. The socket
+    // stays paused after it: the pipes to the backend (and the ClientHello reader) read it when they
+    // start.
     gateConnections(
       this.#outer,
       opts.proxyProtocol,
       () => this.#settings.limits.firstRequestTimeoutMs || PROXY_HEADER_TIMEOUT_MS,
       opts.onProxyRefused,
       false,
+      holdFor(this.#admitted, opts.connectionCheck),
     );
   }
+
+  /** #accept once per socket (the gate's hold may have run it already). */
+  readonly #admitted = admitOnce((socket) => this.#accept(socket));
 
   /** The connection cap, then networkAuthorization; counted until the socket closes. */
   #accept(socket: Socket): boolean {

@@ -56,6 +56,45 @@ export function grpcCheck(
   };
 }
 
+/** What a connection's check decided: allow, deny, or no decision (the failure mode picks). */
+export type ConnectionDecision = { kind: 'allow' } | { kind: 'deny' } | { kind: 'failure'; reason: string };
+
+/**
+ * networkExtAuthz: one Check per new connection, as Envoy's network ext_authz filter asks it: the
+ * client's and the local address, the context extensions, no HTTP request. OK allows.
+ */
+export function connectionCheck(
+  cfg: GrpcConfig,
+  tls?: BackendTlsIR,
+): (
+  client: { address: string; port: number },
+  local: { address: string; port: number },
+) => Promise<ConnectionDecision> {
+  const timeoutMs = (cfg.timeout && parseGoDuration(cfg.timeout)) || DEFAULT_TIMEOUT_MS;
+  const contextExtensions = { ...(cfg.contextExtensions ?? {}) };
+  // connected now: the first connection should not wait for the handshake inside its short deadline
+  const client = grpcClient(cfg.host, tls, true);
+  const never = new AbortController().signal;
+  return async (peer, local) => {
+    const req = create(CheckRequestSchema, {
+      attributes: {
+        source: { address: socketAddress(normalizeAddress(peer.address), peer.port) },
+        destination: { address: socketAddress(local.address, local.port) },
+        contextExtensions,
+      },
+    });
+    try {
+      const res = await call(client, req, never, timeoutMs);
+      return (res.status?.code ?? status.OK) === status.OK ? { kind: 'allow' } : { kind: 'deny' };
+    } catch (err) {
+      const e = err as ServiceError;
+      const reason =
+        e.code === status.DEADLINE_EXCEEDED ? `no answer within ${timeoutMs}ms` : (e.details ?? e.message);
+      return { kind: 'failure', reason };
+    }
+  };
+}
+
 function call(client: Client, req: CheckRequest, signal: AbortSignal, timeoutMs: number) {
   return new Promise<CheckResponse>((resolve, reject) => {
     const c = client.makeUnaryRequest(
