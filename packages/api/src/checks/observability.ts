@@ -23,7 +23,12 @@ interface ObservabilityConfig {
       }
     | undefined;
   frontendPolicies?:
-    | { accessLog?: unknown; logging?: unknown; tracing?: TracingPolicy | undefined }
+    | {
+        accessLog?: unknown;
+        logging?: unknown;
+        tracing?: TracingPolicy | undefined;
+        metrics?: { fields?: { add?: Record<string, string> | undefined } | undefined } | undefined;
+      }
     | undefined;
 }
 
@@ -54,6 +59,7 @@ export function checkObservability(c: ObservabilityConfig, metricNames: readonly
   if (g?.tracing) out.push(...checkGlobalTracing(g.tracing, ['config', 'tracing']));
   if (fp?.tracing) out.push(...checkTracingPolicy(fp.tracing, ['frontendPolicies', 'tracing']));
   if (g?.metrics) out.push(...checkMetrics(g.metrics, ['config', 'metrics'], metricNames));
+  if (fp?.metrics) out.push(...checkMetrics(fp.metrics, ['frontendPolicies', 'metrics'], metricNames));
   const logName = fp?.accessLog !== undefined ? 'accessLog' : 'logging';
   const otlp = (fp?.[logName] as { otlp?: AccessLogOtlp } | undefined)?.otlp;
   if (otlp) out.push(...checkAccessLogOtlp(otlp, ['frontendPolicies', logName, 'otlp']));

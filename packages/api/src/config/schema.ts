@@ -1695,6 +1695,14 @@ export const FrontendPolicies = strict({
   tracing: Observability.TracingPolicy.optional().meta({
     description: 'OpenTelemetry spans of each sampled request, exported over OTLP',
   }),
+  metrics: strict({
+    fields: strict({ add: z.record(z.string().min(1), Cel).optional() }).optional(),
+  })
+    .optional()
+    .meta({
+      description:
+        'gw addition (what GwPolicy frontend.metrics translates to): labels added by CEL to the request metrics, as config.metrics.fields.add, which wins for a label both set',
+    }),
   networkAuthorization: Authorization.optional(),
   proxyProtocol: ProxyProtocol.optional(),
   proxy: ProxyProtocol.optional().meta({ description: 'another name of proxyProtocol (set one)' }),

@@ -405,15 +405,21 @@ export const Frontend = rules(
         description:
           'OpenTelemetry tracing: spans of each sampled request exported over OTLP to backendRef (a Service) or url.',
       }),
-    metrics: notBuilt(
-      obj({
-        attributes: rules(
-          obj({ add: mapList(z.array(NamedExpression).min(1).max(16), ['name']).optional() }),
-          atLeastOne(['add']),
-        ),
-      }).optional(),
-      'frontend.metrics',
-    ),
+    metrics: obj({
+      attributes: rules(
+        obj({
+          add: mapList(z.array(NamedExpression).min(1).max(16), ['name']).optional().meta({
+            description:
+              'Labels added to the request metrics, each a CEL expression evaluated per request; every distinct value is a new series, so keep them few (a team, an environment), never a user id.',
+          }),
+        }),
+        atLeastOne(['add']),
+      ),
+    })
+      .optional()
+      .meta({
+        description: 'Labels added by CEL to the request metrics (gw_requests_total and its duration).',
+      }),
     proxyProtocol: obj({
       mode: z.enum(['Optional', 'Strict']).default('Strict').meta({
         description: 'Strict: a connection without the header is closed; Optional: it is taken as it is.',

@@ -149,12 +149,14 @@ function withPath(base: string, path: string): string {
   return u.toString();
 }
 
-/** config.metrics: extra labels by CEL, and metrics not to collect. */
+/** config.metrics and frontendPolicies.metrics: extra labels by CEL, and metrics not to collect. */
 export function metricsOf(cfg: ConfigFile): MetricsIR | undefined {
   const m = cfg.config?.metrics;
-  if (!m) return undefined;
-  const labels = { ...(m.fields?.add ?? {}) };
-  const remove = [...(m.remove ?? [])];
+  const f = cfg.frontendPolicies?.metrics;
+  if (!m && !f) return undefined;
+  // frontendPolicies.metrics (GwPolicy frontend.metrics), then config.metrics, which wins
+  const labels = { ...(f?.fields?.add ?? {}), ...(m?.fields?.add ?? {}) };
+  const remove = [...(m?.remove ?? [])];
   if (Object.keys(labels).length === 0 && remove.length === 0) return undefined;
   return { labels, remove };
 }

@@ -64,6 +64,44 @@ ${binds()}`);
   }
 });
 
+test('frontendPolicies.metrics (GwPolicy frontend.metrics) labels the request metrics; config.metrics wins for a label both set', async () => {
+  const p = await startProxy(`frontendPolicies:
+  metrics:
+    fields:
+      add: {tenant: 'request.headers["x-tenant"]', env: '"from-frontend"'}
+config:
+  metrics:
+    fields:
+      add: {env: '"from-config"'}
+${binds()}`);
+  try {
+    await httpGet(p.port(), '/a', { headers: { 'x-tenant': 'acme' } });
+    const metrics = await p.metrics.registry.getMetricsAsJSON();
+    const v = metrics
+      .find((m) => m.name === 'gw_requests_total')
+      ?.values.find((x) => x.labels.tenant === 'acme');
+    assert.ok(v, 'a series labelled by the frontend policy');
+    assert.equal(v.labels.env, 'from-config');
+  } finally {
+    await p.close();
+  }
+  const { ir } = loadConfigText(
+    't.yaml',
+    `frontendPolicies: {metrics: {fields: {add: {tenant: '"x"'}}}}\n${binds()}`,
+    '.',
+  );
+  assert.deepEqual(ir.global.metrics, { labels: { tenant: '"x"' }, remove: [] });
+  assert.throws(
+    () =>
+      loadConfigText(
+        't.yaml',
+        `frontendPolicies: {metrics: {fields: {add: {gateway: '"x"'}}}}\n${binds()}`,
+        '.',
+      ),
+    /frontendPolicies\.metrics\.fields\.add\.gateway: "gateway" is a label gw sets itself/,
+  );
+});
+
 test('the metric names config.metrics.remove accepts are the registry’s', async () => {
   const names = (await new ProxyMetrics().registry.getMetricsAsJSON()).map((m) => m.name).sort();
   assert.deepEqual(names, [...METRIC_NAMES].sort());

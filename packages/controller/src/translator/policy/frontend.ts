@@ -3,6 +3,7 @@
 import { MapContext } from './context.ts';
 import { accessLog } from './frontend/access-log.ts';
 import { http } from './frontend/http.ts';
+import { metrics } from './frontend/metrics.ts';
 import { networkAuthorization } from './frontend/network-authorization.ts';
 import { proxyProtocol } from './frontend/proxy-protocol.ts';
 import { tcp } from './frontend/tcp.ts';
@@ -19,7 +20,7 @@ export const FRONTEND_SECTIONS = {
   tls,
   http,
   tracing,
-  metrics: unsupported,
+  metrics,
   proxyProtocol,
   connect: unsupported,
 } satisfies SectionMap<FrontendSpec, FrontendPolicies>;

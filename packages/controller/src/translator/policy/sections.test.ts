@@ -1744,7 +1744,7 @@ describe('inMemoryLookup', () => {
 describe("agentgateway's field names (issue 16): translated, or refused by name", () => {
   const notBuilt = (f: string) => `${f} is not supported by this build of gw yet`;
 
-  test('frontend: HTTP/2 sizes (numbers and quantities) and maxConnectionDuration become the standalone numbers; proxyProtocol, connect, metrics and http1HeaderCase are named', () => {
+  test('frontend: HTTP/2 sizes (numbers and quantities) and maxConnectionDuration become the standalone numbers; metrics labels; connect and http1HeaderCase are named', () => {
     const r = frontendPolicy(
       frontendSpec({
         http: {
@@ -1770,15 +1770,44 @@ describe("agentgateway's field names (issue 16): translated, or refused by name"
         http2MaxHeaderSize: 16384,
         maxConnectionDuration: '10m',
       },
+      metrics: { fields: { add: { tenant: 'request.path' } } },
       // the CRD's defaults: V2, Strict
       proxyProtocol: { version: 'v2', mode: 'strict' },
     });
     assert.ok(FrontendPolicies.safeParse(r.policies).success);
-    assert.deepEqual(r.problems, [
-      notBuilt('frontend.metrics'),
-      notBuilt('frontend.connect'),
-      notBuilt('frontend.http.http1HeaderCase'),
-    ]);
+    assert.deepEqual(r.invalid, []);
+    assert.deepEqual(r.problems, [notBuilt('frontend.connect'), notBuilt('frontend.http.http1HeaderCase')]);
+  });
+
+  test('frontend.metrics: a label that is not a Prometheus name, one gw sets, and bad CEL are Invalid at the entry', () => {
+    const r = frontendPolicy(
+      frontendSpec({
+        metrics: {
+          attributes: {
+            add: [
+              { name: 'team-name', expression: '"a"' },
+              { name: 'route', expression: '"b"' },
+              { name: 'ok', expression: 'request.(' },
+              { name: 'env', expression: '"prod"' },
+            ],
+          },
+        },
+      }),
+      NS,
+      inMemoryLookup([]),
+    );
+    assert.deepEqual(
+      r.invalid.map((p) => [p.path.join('.'), p.message.split(':')[0]]),
+      [
+        [
+          'spec.frontend.metrics.attributes.add.0',
+          '"team-name" is not a Prometheus label name (letters, digits and _, not first a digit)',
+        ],
+        ['spec.frontend.metrics.attributes.add.1', '"route" is a label gw sets itself'],
+        ['spec.frontend.metrics.attributes.add.2', r.invalid[2]?.message.split(':')[0]],
+      ],
+    );
+    assert.match(r.invalid[2]?.message ?? '', /CEL/i);
   });
 
   test('traffic: a direct response with CEL headers and body, a descriptor unit, a JWKS path, transformation metadata', () => {
