@@ -398,6 +398,8 @@ class Builder {
       guardrailWebhook: this.guardrailWebhook(),
       ...(metrics ? { metrics } : {}),
       ...(modelCatalog ? { modelCatalog } : {}),
+      ...(g.session?.key ? { sessionKey: new Secret(g.session.key) } : {}),
+      ...(g.mcp?.sessionTtl ? { mcpSessionTtlMs: ms(g.mcp.sessionTtl, 0) } : {}),
     };
   }
 
@@ -2724,9 +2726,11 @@ export function mergePolicies<T extends object>(...layers: (T | undefined)[]): T
   return out;
 }
 
-function secretHashReplacer(_k: string, v: unknown): unknown {
-  // Secrets print as [redacted]; hash their content so a rotated key is a new version.
-  return v instanceof Secret ? `secret:${createHash('sha256').update(v.reveal()).digest('hex')}` : v;
+function secretHashReplacer(this: Record<string, unknown>, k: string, v: unknown): unknown {
+  // Secrets print as [redacted]; hash their content so a rotated key is a new version. JSON.stringify
+  // hands the replacer what toJSON gave ('[redacted]'): the Secret itself is the holder's property.
+  const raw = this[k];
+  return raw instanceof Secret ? `secret:${createHash('sha256').update(raw.reveal()).digest('hex')}` : v;
 }
 
 /** The generic text a rejection carries when its config gives none (agentgateway's). */
