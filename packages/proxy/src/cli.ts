@@ -164,9 +164,13 @@ export async function main(argv: string[]): Promise<number> {
   }
   const logs = new LogHub(logFilter, startup.logFormat);
   const log = logs.module('gw');
-  // MCP session ids are sealed with SESSION_KEY; without one, a key for this process's life, set
-  // before the workers start so they all share it (sessions then end with the process).
-  if (!process.env.SESSION_KEY) process.env.SESSION_KEY = randomBytes(32).toString('base64');
+  // MCP session ids and oidc cookies are sealed with config.session.key, else SESSION_KEY; without
+  // either, a key for this process's life. Set before the workers start so they all share it
+  // (sessions then end with the process); a reload that changes it is warned about (sessions sealed
+  // with the running key would all end at once).
+  const sessionKey = loaded?.ir.global.sessionKey?.reveal();
+  if (sessionKey) process.env.SESSION_KEY = sessionKey;
+  else if (!process.env.SESSION_KEY) process.env.SESSION_KEY = randomBytes(32).toString('base64');
   let workers = startup.workerThreads;
   if (o.workers !== undefined) {
     const n = Number(o.workers);
@@ -312,6 +316,10 @@ export async function main(argv: string[]): Promise<number> {
             await supervisor.apply(next.ir, next.policyMemory);
             lastError = undefined;
             for (const w of next.warnings) log.warn(`configuration warning: ${w}`);
+            if (next.ir.global.sessionKey?.reveal() !== sessionKey)
+              log.warn(
+                'config.session.key changed: it applies when gw restarts (the running key seals sessions until then)',
+              );
             log.info({ version: next.ir.version }, 'configuration reloaded');
           })
           .catch((err) => {

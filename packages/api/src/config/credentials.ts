@@ -26,6 +26,7 @@ const MODIFIERS = new Set([
  * upstream).
  */
 export function isCredentialField(path: ReadonlyArray<string | number>): boolean {
+  if (path[0] === 'config' && path[1] === 'session' && path[2] === 'key') return true;
   for (let i = 0; i < path.length; i++) {
     const seg = path[i];
     const next = path[i + 1];

@@ -1863,8 +1863,6 @@ const CONFIG_NOT_BUILT_KEYS = [
   'clusterId',
   'network',
   'standardAttributes',
-  'session',
-  'mcp',
   'customFunctions',
   'hbone',
 ] as const;
@@ -1889,6 +1887,24 @@ export const GlobalConfig = strict({
     database: NotYet('config.logging.database').optional(),
   }).optional(),
   ...CONFIG_NOT_BUILT,
+  session: strict({
+    key: z.string().min(1).meta({
+      description:
+        'the secret MCP session ids and oidc cookies are sealed with (AES-256-GCM, the key derived from it), e.g. `openssl rand -hex 32`; replicas that share it serve each other’s sessions. Read at start; SESSION_KEY when unset',
+    }),
+  })
+    .nullable()
+    .optional()
+    .meta({ description: 'how sessions are sealed' }),
+  mcp: strict({
+    sessionTtl: Duration.nullable().optional().meta({
+      description:
+        'how long an MCP session lasts from its initialize: later requests with its id are answered 404, and the client starts a new session (default: no limit)',
+    }),
+  })
+    .nullable()
+    .optional()
+    .meta({ description: 'MCP gateway settings' }),
   enableIpv6: z.boolean().nullable().optional().meta({
     description:
       'resolve backend names to IPv6 addresses too (default true); false: IPv4 only. Listeners bind where their address says',

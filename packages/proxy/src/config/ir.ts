@@ -63,6 +63,10 @@ export interface GlobalIR {
   metrics?: MetricsIR;
   /** config.modelCatalog, merged: what each provider's models cost (llm/cost.ts prices requests with it). */
   modelCatalog?: CostCatalogIR;
+  /** config.session.key: what sessions are sealed with, read once at start (cli.ts); unset: SESSION_KEY. */
+  sessionKey?: Secret;
+  /** config.mcp.sessionTtl: an MCP session's life from its initialize; unset: no limit. */
+  mcpSessionTtlMs?: number;
 }
 
 /** Prices in currency units per million tokens, by kind; an unset kind is not priced. */

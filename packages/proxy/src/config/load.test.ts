@@ -432,7 +432,8 @@ binds:
     assert.notEqual(a, c);
     // a rotated secret alone (printed [redacted] everywhere) is a change too, so a reload applies it
     const keyed = (key: string) =>
-      load(minimal(`    - backends: [{host: "a:1"}]\n      policies: {apiKey: {keys: [${key}]}}\n`)).ir.version;
+      load(minimal(`    - backends: [{host: "a:1"}]\n      policies: {apiKey: {keys: [${key}]}}\n`)).ir
+        .version;
     assert.equal(keyed('k-1'), keyed('k-1'));
     assert.notEqual(keyed('k-1'), keyed('k-2'));
   });

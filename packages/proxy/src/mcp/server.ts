@@ -36,15 +36,22 @@ const VERSION_HEADER = 'mcp-protocol-version';
 /** A comment line on idle streams, so proxies between client and gateway keep them open. */
 const KEEPALIVE_MS = 25_000;
 
+/** Expired session ids whose upstream sessions this worker already ended (oldest dropped first). */
+const ENDED_KEPT = 1024;
+
 export class McpServer {
   readonly #fed: Federation;
   readonly #limit: number;
   readonly #localhostOnly: boolean;
+  /** config.mcp.sessionTtl in ms; 0: sessions do not expire. */
+  readonly #ttlMs: number;
+  readonly #ended = new Set<string>();
   #sealer: SessionSealer | undefined;
 
-  constructor(fed: Federation, bodyLimit: number) {
+  constructor(fed: Federation, bodyLimit: number, sessionTtlMs = 0) {
     this.#fed = fed;
     this.#limit = bodyLimit;
+    this.#ttlMs = sessionTtlMs;
     this.#localhostOnly = fed.ir.localhostOnly;
     fed.runtime.onRemote = (m) => this.#remote(m);
   }
@@ -217,6 +224,10 @@ export class McpServer {
     stream.on('close', stop);
     const keepalive = setInterval(() => write(stream, ': keep-alive\n\n'), KEEPALIVE_MS);
     keepalive.unref();
+    // the stream ends with its session (config.mcp.sessionTtl)
+    const left = session ? this.#leftMs(session) : Number.POSITIVE_INFINITY;
+    const expiry = Number.isFinite(left) ? setTimeout(stop, left) : undefined;
+    expiry?.unref();
     const call: Call = {
       ctx,
       session,
@@ -225,6 +236,7 @@ export class McpServer {
     };
     void this.#fed.listen(call).finally(() => {
       clearInterval(keepalive);
+      clearTimeout(expiry);
       write(stream, '', true);
     });
   }
@@ -399,7 +411,25 @@ export class McpServer {
     const s = this.#seal.open(id);
     if (!s || s.n.startsWith('legacy-'))
       return new McpError(CODE.SESSION_NOT_FOUND, 'Session not found', undefined, 404);
+    if (this.#leftMs(s) <= 0) {
+      this.#expire(id, s);
+      // 404: the client starts a new session (the MCP transport's rule for a session that ended)
+      return new McpError(CODE.SESSION_NOT_FOUND, 'Session expired (config.mcp.sessionTtl)', undefined, 404);
+    }
     return s;
+  }
+
+  /** How long `s` has left (config.mcp.sessionTtl); Infinity without a limit. */
+  #leftMs(s: SessionState): number {
+    return this.#ttlMs > 0 ? s.t * 1000 + this.#ttlMs - Date.now() : Number.POSITIVE_INFINITY;
+  }
+
+  /** Ends an expired session's upstream sessions, once per worker, in the background. */
+  #expire(id: string, s: SessionState): void {
+    if (this.#ended.has(id)) return;
+    if (this.#ended.size >= ENDED_KEPT) this.#ended.delete(this.#ended.values().next().value as string);
+    this.#ended.add(id);
+    void this.#fed.end(s).catch(() => {});
   }
 
   async #readMessage(

@@ -54,7 +54,7 @@ export const mcpBackend: BackendKind<'mcp'> = {
     else void runtime.close();
     const guards = t.guardrails.length > 0 ? new McpGuardrails(t.guardrails, env) : undefined;
     const fed = new Federation(t, runtime, dispatchers, env.attemptTimeoutMs, guards, direct);
-    const server = new McpServer(fed, env.global.maxBufferSize);
+    const server = new McpServer(fed, env.global.maxBufferSize, env.global.mcpSessionTtlMs);
     const first = t.targets[0];
     const where =
       first && first.transport.kind !== 'stdio'
