@@ -295,14 +295,14 @@ export const JwtAuth = strict({
 // agentgateway's mcpAuthentication: the gateway as an OAuth 2.1 protected resource for MCP clients
 // (RFC 9728 metadata, 401 with WWW-Authenticate, authorization-server metadata and client
 // registration answered or proxied), tokens checked as jwtAuth checks them.
-export const MCP_IDPS = ['auth0', 'keycloak', 'okta', 'descope'] as const;
+export const MCP_IDPS = ['auth0', 'keycloak', 'okta', 'descope', 'authentik'] as const;
 export type McpIdpName = (typeof MCP_IDPS)[number];
 const McpIdp = strict({
   auth0: strict({}).optional(),
   keycloak: strict({}).optional(),
   okta: strict({}).optional(),
   descope: strict({}).optional(),
-  authentik: NotYet('the authentik provider of mcpAuthentication').optional(),
+  authentik: strict({}).optional(),
   entra: NotYet('the entra provider of mcpAuthentication').optional(),
 }).refine((p) => Object.keys(p).length === 1, { message: 'name exactly one provider, e.g. {keycloak: {}}' });
 export const McpAuthentication = strict({
@@ -315,7 +315,7 @@ export const McpAuthentication = strict({
   }),
   provider: McpIdp.nullable().optional().meta({
     description:
-      'an identity provider whose quirks the gateway smooths over: auth0, keycloak, okta or descope',
+      'an identity provider whose quirks the gateway smooths over: auth0, keycloak, okta, descope or authentik',
   }),
   resourceMetadata: z.record(z.string().min(1), z.unknown()).optional().meta({
     description:

@@ -28,7 +28,13 @@ export function remoteJwks(
   return svc?.resolved ? { url: `${svc.https ? 'https' : 'http'}://${svc.hostPort}${path}` } : undefined;
 }
 
-const PROVIDERS = { Auth0: { auth0: {} }, Keycloak: { keycloak: {} }, Okta: { okta: {} } } as const;
+const PROVIDERS = {
+  Auth0: { auth0: {} },
+  Authentik: { authentik: {} },
+  Descope: { descope: {} },
+  Keycloak: { keycloak: {} },
+  Okta: { okta: {} },
+} as const;
 
 export interface McpAuthenticationParts {
   issuer: string;
@@ -36,7 +42,7 @@ export interface McpAuthenticationParts {
   /** undefined: the keys could not be found (the caller reported why); tokens are then refused. */
   jwks: Jwks | undefined;
   mode: 'Strict' | 'Optional' | 'Permissive';
-  provider: 'Auth0' | 'Keycloak' | 'Okta' | 'Generic' | undefined;
+  provider: keyof typeof PROVIDERS | 'Generic' | undefined;
   resourceMetadata: Record<string, unknown> | undefined;
   clientId: string | undefined;
   location?: McpAuthentication['authorizationLocation'];

@@ -366,6 +366,24 @@ describe('traffic.jwtAuthentication → jwtAuth', () => {
     );
     assert.equal(g.policies.mcpAuthentication?.provider, undefined);
     assert.equal(g.policies.jwtAuth, undefined);
+    // Authentik and Descope are agentgateway's too (Descope without clientId needs an agentic issuer)
+    for (const [provider, issuer, standalone] of [
+      ['Authentik', 'https://ak.example.com/application/o/tools/', { authentik: {} }],
+      ['Descope', 'https://api.descope.com/v1/apps/agentic/P2x/MS1', { descope: {} }],
+    ] as const) {
+      const p = trafficPolicy(
+        trafficSpec({
+          jwtAuthentication: {
+            providers: [{ issuer, jwks: { remote: { url: 'https://keys.example.com/k' } } }],
+            mcp: { provider },
+          },
+        }),
+        NS,
+        inMemoryLookup([]),
+      );
+      assert.deepEqual(p.policies.mcpAuthentication?.provider, standalone, provider);
+      assert.deepEqual(p.invalid, [], provider);
+    }
   });
 });
 

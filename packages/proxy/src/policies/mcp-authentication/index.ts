@@ -27,12 +27,14 @@ import {
 
 /**
  * Where the keys are when the config names none: agentgateway's derivation, by provider (Keycloak
- * publishes them under protocol/openid-connect, the others at .well-known/jwks.json).
+ * publishes them under protocol/openid-connect, authentik at jwks/ under the application's issuer
+ * https://<host>/application/o/<slug>/, the others at .well-known/jwks.json).
  */
 export function derivedJwks(config: Pick<McpAuthentication, 'issuer' | 'provider'>): { url: string } {
   const issuer = config.issuer.replace(/\/+$/, '');
   if (config.provider && 'keycloak' in config.provider)
     return { url: `${issuer}/protocol/openid-connect/certs` };
+  if (config.provider && 'authentik' in config.provider) return { url: `${issuer}/jwks/` };
   return { url: `${issuer}/.well-known/jwks.json` };
 }
 

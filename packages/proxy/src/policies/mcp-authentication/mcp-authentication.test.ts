@@ -370,3 +370,106 @@ describe('the descope provider', () => {
     load(route('issuer: https://api.descope.com/P2x\nprovider: {descope: {}}\nclientId: pre-registered'));
   });
 });
+
+// authentik: an issuer per application (https://<host>/application/o/<slug>/, trailing slash) that
+// publishes OpenID discovery and its keys at jwks/ under it. A stand-in on those paths, with a real
+// RS256 key: with no jwks configured the gateway finds the keys where authentik keeps them.
+
+type SigningKey = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
+
+describe('the authentik provider', () => {
+  let authentik: import('node:http').Server;
+  let base: string;
+  let up: TestServer;
+  let proxy: TestProxy;
+  const hits: string[] = [];
+  let privateKey: SigningKey;
+
+  before(async () => {
+    const http = await import('node:http');
+    const pair = await generateKeyPair('RS256', { extractable: true });
+    privateKey = pair.privateKey;
+    const jwk = { ...(await exportJWK(pair.publicKey)), kid: 'ak-1', alg: 'RS256', use: 'sig' };
+    authentik = http.createServer((req, res) => {
+      hits.push(`${req.method} ${req.url}`);
+      const issuer = `${base}/application/o/tools/`;
+      if (req.url === '/application/o/tools/.well-known/openid-configuration') {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            issuer,
+            authorization_endpoint: `${base}/application/o/authorize/`,
+            token_endpoint: `${base}/application/o/token/`,
+            jwks_uri: `${issuer}jwks/`,
+          }),
+        );
+        return;
+      }
+      if (req.url === '/application/o/tools/jwks/') {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] }));
+        return;
+      }
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((r) => authentik.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(authentik.address() as import('node:net').AddressInfo).port}`;
+    up = await startUpstream('echo');
+    proxy = await startProxy(`binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - policies:
+        mcpAuthentication:
+          issuer: "${base}/application/o/tools/"
+          audiences: [tools-client]
+          provider: {authentik: {}}
+      backends: [{host: "127.0.0.1:${up.port}"}]
+`);
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await up?.close();
+    await new Promise((r) => authentik?.close(r));
+  });
+
+  test('the keys come from jwks/ under the issuer: a token it signed passes, another is refused', async () => {
+    assert.deepEqual(
+      derivedJwks({ issuer: 'https://ak.example.com/application/o/tools/', provider: { authentik: {} } }),
+      {
+        url: 'https://ak.example.com/application/o/tools/jwks/',
+      },
+    );
+    const { SignJWT } = await import('jose');
+    const sign = (key: SigningKey, kid: string) =>
+      new SignJWT({ sub: 'alice' })
+        .setProtectedHeader({ alg: 'RS256', kid })
+        .setIssuer(`${base}/application/o/tools/`)
+        .setAudience('tools-client')
+        .setIssuedAt()
+        .setExpirationTime('5m')
+        .sign(key);
+    const ok = await fetch(proxy.url('/mcp'), {
+      headers: { authorization: `Bearer ${await sign(privateKey, 'ak-1')}` },
+    });
+    assert.equal(ok.status, 200);
+    assert.ok(hits.includes('GET /application/o/tools/jwks/'), hits.join(', '));
+    const other = (await generateKeyPair('RS256')).privateKey;
+    const bad = await fetch(proxy.url('/mcp'), {
+      headers: { authorization: `Bearer ${await sign(other, 'ak-1')}` },
+    });
+    assert.equal(bad.status, 401);
+    assert.match(bad.headers.get('www-authenticate') ?? '', /resource_metadata=/);
+  });
+
+  test('its OpenID discovery is what the gateway serves as the authorization server metadata', async () => {
+    const r = await fetch(proxy.url('/.well-known/oauth-authorization-server/mcp'));
+    assert.equal(r.status, 200);
+    const doc = (await r.json()) as Record<string, string>;
+    assert.equal(doc['token_endpoint'], `${base}/application/o/token/`);
+    assert.ok(
+      hits.every((h) => !h.includes('/.well-known/oauth-authorization-server')),
+      `only OpenID discovery is asked for: ${hits.join(', ')}`,
+    );
+  });
+});

@@ -192,9 +192,15 @@ export class MetadataCache {
 function metadataUrls(d: Discovery): string[] {
   const issuer = d.issuer.replace(/\/+$/, '');
   const oidc = `${issuer}/.well-known/openid-configuration`;
-  // Keycloak, Okta (custom authorization servers) and Descope serve only OpenID discovery under the
-  // issuer.
-  if (d.provider === 'keycloak' || d.provider === 'okta' || d.provider === 'descope') return [oidc];
+  // Keycloak, Okta (custom authorization servers), Descope and authentik serve only OpenID discovery
+  // under the issuer.
+  if (
+    d.provider === 'keycloak' ||
+    d.provider === 'okta' ||
+    d.provider === 'descope' ||
+    d.provider === 'authentik'
+  )
+    return [oidc];
   const u = new URL(issuer);
   const p = u.pathname === '/' ? '' : u.pathname;
   return [`${u.origin}${AUTHORIZATION_SERVER}${p}`, oidc];
