@@ -12,4 +12,4 @@ export { parseByteSize, parseGoDuration } from './duration.ts';
 export { EXTPROC_ATTRIBUTES_NAMESPACE, EXTPROC_GRPC_METADATA_NAMESPACE } from './ext-proc-names.ts';
 export { HEADER_NAME_REGEXP as HEADER_NAME_PATTERN } from './header-name.ts';
 export { ModelNameMatcher } from './llm/model-names.ts';
-export { descopeAgentic } from './mcp-idp.ts';
+export { descopeAgentic, type EntraEndpoints, entraEndpoints } from './mcp-idp.ts';

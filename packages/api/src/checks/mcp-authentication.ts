@@ -4,7 +4,7 @@
 
 import type { McpAuthentication } from '../config/schema.ts';
 import type { FieldPath } from '../config/source.ts';
-import { descopeAgentic } from '../mcp-idp.ts';
+import { descopeAgentic, entraEndpoints } from '../mcp-idp.ts';
 import { checkCel } from './cel.ts';
 import { checkJwks } from './jwks.ts';
 import type { Problem } from './problem.ts';
@@ -43,6 +43,21 @@ export function checkMcpAuthentication(m: McpAuthentication, path: FieldPath): P
       path: [...path, 'issuer'],
       message:
         'with the descope provider and no clientId the issuer is an agentic app (https://api.descope.com/v1/apps/agentic/<project>/<server>): registrations go to its MCP server',
+    });
+  const entra = m.provider !== undefined && m.provider !== null && 'entra' in m.provider;
+  if (entra && httpUrl(m.issuer)) {
+    const e = entraEndpoints(m.issuer);
+    if (typeof e === 'string') out.push({ path: [...path, 'issuer'], message: e });
+  }
+  if (m.clientSecret != null && !entra)
+    out.push({
+      path: [...path, 'clientSecret'],
+      message: 'clientSecret is for the entra provider (its token requests); set provider: {entra: {}}',
+    });
+  if (m.clientSecret != null && m.clientId == null)
+    out.push({
+      path: [...path, 'clientSecret'],
+      message: 'clientSecret belongs to the app registration clientId names: set clientId too',
     });
   const j = m.jwks;
   if (typeof j === 'string') out.push(...checkJwks(j, [...path, 'jwks']));

@@ -32,7 +32,7 @@ export function isCredentialField(path: ReadonlyArray<string | number>): boolean
     const next = path[i + 1];
     if (seg === 'apiKey' && next === 'keys') return !path.slice(i + 2).includes('metadata');
     if (seg === 'basicAuth' && (next === 'users' || next === 'htpasswd')) return true;
-    if (seg === 'oidc' && next === 'clientSecret') return true;
+    if ((seg === 'oidc' || seg === 'mcpAuthentication') && next === 'clientSecret') return true;
     // an LLM provider's key: llm.models[].params.apiKey, llm.providers[].params.apiKey
     if (seg === 'params' && next === 'apiKey' && path[0] === 'llm') return true;
     if ((seg === 'tls' || seg === 'backendTLS') && next === 'key') return true;

@@ -295,7 +295,7 @@ export const JwtAuth = strict({
 // agentgateway's mcpAuthentication: the gateway as an OAuth 2.1 protected resource for MCP clients
 // (RFC 9728 metadata, 401 with WWW-Authenticate, authorization-server metadata and client
 // registration answered or proxied), tokens checked as jwtAuth checks them.
-export const MCP_IDPS = ['auth0', 'keycloak', 'okta', 'descope', 'authentik'] as const;
+export const MCP_IDPS = ['auth0', 'keycloak', 'okta', 'descope', 'authentik', 'entra'] as const;
 export type McpIdpName = (typeof MCP_IDPS)[number];
 const McpIdp = strict({
   auth0: strict({}).optional(),
@@ -303,7 +303,7 @@ const McpIdp = strict({
   okta: strict({}).optional(),
   descope: strict({}).optional(),
   authentik: strict({}).optional(),
-  entra: NotYet('the entra provider of mcpAuthentication').optional(),
+  entra: strict({}).optional(),
 }).refine((p) => Object.keys(p).length === 1, { message: 'name exactly one provider, e.g. {keycloak: {}}' });
 export const McpAuthentication = strict({
   issuer: CrdJwtProvider.shape.issuer.meta({
@@ -315,7 +315,7 @@ export const McpAuthentication = strict({
   }),
   provider: McpIdp.nullable().optional().meta({
     description:
-      'an identity provider whose quirks the gateway smooths over: auth0, keycloak, okta, descope or authentik',
+      'an identity provider whose quirks the gateway smooths over: auth0, keycloak, okta, descope, authentik or entra',
   }),
   resourceMetadata: z.record(z.string().min(1), z.unknown()).optional().meta({
     description:
@@ -334,7 +334,10 @@ export const McpAuthentication = strict({
   clientId: z.string().min(1).nullable().optional().meta({
     description: 'a pre-registered client id: the gateway answers dynamic client registration with it',
   }),
-  clientSecret: NotYet('clientSecret (used by the entra provider)').optional(),
+  clientSecret: z.string().min(1).nullable().optional().meta({
+    description:
+      "with the entra provider: the secret of the clientId's app registration, added to the token requests of that client (authorization_code, refresh_token) that carry no credential of their own",
+  }),
 });
 
 export const BasicAuth = strict({

@@ -97,7 +97,7 @@ export const JwtProvider = obj({
   audiences: z.array(ShortString).min(1).max(64).optional(),
   jwks: Jwks,
 });
-export const McpIdp = z.enum(['Auth0', 'Authentik', 'Descope', 'Keycloak', 'Okta', 'Generic']);
+export const McpIdp = z.enum(['Auth0', 'Authentik', 'Descope', 'Entra', 'Keycloak', 'Okta', 'Generic']);
 export const JwtMcpConfig = obj({
   resourceMetadata: maxEntries(z.record(z.string().min(1).max(256), Json), 64).optional(),
   provider: McpIdp.optional(),

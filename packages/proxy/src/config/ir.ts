@@ -284,9 +284,17 @@ export interface RouteIR {
 export interface RoutePolicies
   extends Omit<
     TrafficPolicies,
-    'apiKey' | 'basicAuth' | 'backendAuth' | 'oidc' | 'extAuthz' | 'extProc' | 'remoteRateLimit'
+    | 'apiKey'
+    | 'basicAuth'
+    | 'backendAuth'
+    | 'oidc'
+    | 'extAuthz'
+    | 'extProc'
+    | 'remoteRateLimit'
+    | 'mcpAuthentication'
   > {
   apiKey?: ApiKeyIR;
+  mcpAuthentication?: McpAuthenticationIR;
   basicAuth?: BasicAuthIR;
   oidc?: OidcIR;
   extAuthz?: ExtAuthzIR | { conditional: (ExtAuthzIR & { condition?: string })[] };
@@ -311,6 +319,11 @@ export type ApiKeyEntryIR =
 export interface ApiKeyIR extends Omit<ApiKeyConfig, 'keys'> {
   keys: ApiKeyEntryIR[] | Record<string, ApiKeyEntryIR>;
 }
+
+/** mcpAuthentication with its clientSecret sealed (config/seal.ts). */
+export type McpAuthenticationIR = Omit<NonNullable<TrafficPolicies['mcpAuthentication']>, 'clientSecret'> & {
+  clientSecret?: Secret;
+};
 
 type OidcConfig = NonNullable<TrafficPolicies['oidc']>;
 /** The client secret sealed; a discovery document or JWKS that was a file has been read (inline). */
@@ -852,8 +865,13 @@ export interface TunnelIR {
 }
 
 export interface ResolvedBackendPolicies
-  extends Omit<BackendPolicies, 'backendTLS' | 'backendAuth' | 'backendTunnel' | 'extAuthz'> {
+  extends Omit<
+    BackendPolicies,
+    'backendTLS' | 'backendAuth' | 'backendTunnel' | 'extAuthz' | 'mcpAuthentication'
+  > {
   backendAuth?: BackendAuthIR;
+  /** An mcp backend's own, its clientSecret sealed. */
+  mcpAuthentication?: McpAuthenticationIR;
   backendTLS?: BackendTlsIR;
   backendTunnel?: TunnelIR;
   /** As a route's: TLS to its service read and sealed. */

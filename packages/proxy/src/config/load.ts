@@ -145,7 +145,7 @@ type CollectorSpec = {
   policies?: CollectorPolicies | null | undefined;
 };
 
-import { sealExtAuthzPolicy, sealPolicies } from './seal.ts';
+import { sealExtAuthzPolicy, sealMcpAuthentication, sealPolicies } from './seal.ts';
 import { resolveAzure } from './token-auth.ts';
 
 /** Settings read once at start-up (the spec: adminAddr and sensitiveHeaders are not hot-reloaded). */
@@ -2150,8 +2150,9 @@ class Builder {
   }
 
   resolveBackendPolicies(path: FieldPath, p: BackendPolicies): ResolvedBackendPolicies {
-    const { backendTLS, backendAuth, backendTunnel, extAuthz, ...rest } = p;
+    const { backendTLS, backendAuth, backendTunnel, extAuthz, mcpAuthentication, ...rest } = p;
     const out: ResolvedBackendPolicies = { ...rest };
+    if (mcpAuthentication) out.mcpAuthentication = sealMcpAuthentication(mcpAuthentication);
     if (p.authorization) this.report(checkAuthorization(p.authorization, [...path, 'authorization']));
     if (extAuthz) {
       // as a route's: its service by backend reference, its TLS files read, then sealed

@@ -1,9 +1,17 @@
 // Wraps the credentials of a validated traffic policy (API keys, htpasswd lines, oidc's client
 // secret) in Secret, once, where the config is loaded: everything downstream (IR, config dump,
 // trace, logs) then prints `[redacted]` by construction.
-import { type BackendTLS, ecdhCurveOf, type TrafficPolicies } from '@gw/api';
+import { type BackendTLS, ecdhCurveOf, type McpAuthentication, type TrafficPolicies } from '@gw/api';
 import { Secret } from '../secret.ts';
-import type { ApiKeyEntryIR, ApiKeyIR, BackendTlsIR, BasicAuthIR, ExtAuthzIR, RoutePolicies } from './ir.ts';
+import type {
+  ApiKeyEntryIR,
+  ApiKeyIR,
+  BackendTlsIR,
+  BasicAuthIR,
+  ExtAuthzIR,
+  McpAuthenticationIR,
+  RoutePolicies,
+} from './ir.ts';
 
 type ApiKeyEntry = Extract<NonNullable<TrafficPolicies['apiKey']>['keys'], unknown[]>[number];
 
@@ -28,10 +36,12 @@ export function sealPolicies(p: TrafficPolicies): RoutePolicies {
     extAuthz,
     extProc,
     remoteRateLimit,
+    mcpAuthentication,
     backendAuth: _toBackends,
     ...rest
   } = p;
   const out: RoutePolicies = rest;
+  if (mcpAuthentication) out.mcpAuthentication = sealMcpAuthentication(mcpAuthentication);
   if (extAuthz) out.extAuthz = sealExtAuthzPolicy(extAuthz);
   if (extProc) out.extProc = sealService(extProc) as NonNullable<RoutePolicies['extProc']>;
   if (remoteRateLimit)
@@ -94,4 +104,11 @@ function tlsIR(t: BackendTLS): BackendTlsIR {
   if (typeof root === 'string') out.root = root;
   if (keyExchangeGroups) out.ecdhCurve = ecdhCurveOf(keyExchangeGroups);
   return out;
+}
+
+/** mcpAuthentication with its clientSecret (Entra's app registration secret) sealed. */
+export function sealMcpAuthentication(m: McpAuthentication | McpAuthenticationIR): McpAuthenticationIR {
+  const { clientSecret, ...rest } = m;
+  if (clientSecret == null) return rest;
+  return { ...rest, clientSecret: clientSecret instanceof Secret ? clientSecret : new Secret(clientSecret) };
 }

@@ -32,6 +32,7 @@ const PROVIDERS = {
   Auth0: { auth0: {} },
   Authentik: { authentik: {} },
   Descope: { descope: {} },
+  Entra: { entra: {} },
   Keycloak: { keycloak: {} },
   Okta: { okta: {} },
 } as const;

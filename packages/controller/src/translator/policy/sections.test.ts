@@ -370,6 +370,7 @@ describe('traffic.jwtAuthentication → jwtAuth', () => {
     for (const [provider, issuer, standalone] of [
       ['Authentik', 'https://ak.example.com/application/o/tools/', { authentik: {} }],
       ['Descope', 'https://api.descope.com/v1/apps/agentic/P2x/MS1', { descope: {} }],
+      ['Entra', 'https://login.microsoftonline.com/t1/v2.0', { entra: {} }],
     ] as const) {
       const p = trafficPolicy(
         trafficSpec({

@@ -5,6 +5,8 @@
 // protected resource metadata, which is how an MCP client learns where to get a token. Claims become
 // `jwt.*`, so mcpAuthorization rules can use them; the token is not forwarded.
 import type { McpAuthentication } from '@gw/api';
+import { entraEndpoints } from '@gw/api/runtime';
+import type { McpAuthenticationIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import {
@@ -28,17 +30,23 @@ import {
 /**
  * Where the keys are when the config names none: agentgateway's derivation, by provider (Keycloak
  * publishes them under protocol/openid-connect, authentik at jwks/ under the application's issuer
- * https://<host>/application/o/<slug>/, the others at .well-known/jwks.json).
+ * https://<host>/application/o/<slug>/, Entra at the tenant's discovery/v2.0/keys, the others at
+ * .well-known/jwks.json).
  */
 export function derivedJwks(config: Pick<McpAuthentication, 'issuer' | 'provider'>): { url: string } {
   const issuer = config.issuer.replace(/\/+$/, '');
   if (config.provider && 'keycloak' in config.provider)
     return { url: `${issuer}/protocol/openid-connect/certs` };
   if (config.provider && 'authentik' in config.provider) return { url: `${issuer}/jwks/` };
+  if (config.provider && 'entra' in config.provider) {
+    // the loader checked that the issuer names a tenant
+    const e = entraEndpoints(config.issuer);
+    if (typeof e !== 'string') return { url: e.jwksUri };
+  }
   return { url: `${issuer}/.well-known/jwks.json` };
 }
 
-function jwksOf(config: McpAuthentication): JwksSource {
+function jwksOf(config: McpAuthenticationIR): JwksSource {
   const j = config.jwks;
   if (j === undefined || j === null) return derivedJwks(config);
   // agentgateway writes an inline JWKS as a plain string

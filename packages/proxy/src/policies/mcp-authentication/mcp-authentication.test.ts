@@ -83,13 +83,10 @@ resourceMetadata:
       /requiredClaims: gw always requires exp/,
     );
     rejects(route('issuer: https://idp.example.com\nmode: lenient'), /mcpAuthentication\.mode/);
+    // the entra provider and clientSecret have their own tests (below)
     rejects(
       route('issuer: https://idp.example.com\nprovider: {entra: {}}'),
-      /entra provider of mcpAuthentication is not supported/,
-    );
-    rejects(
-      route('issuer: https://idp.example.com\nclientSecret: s'),
-      /clientSecret \(used by the entra provider\) is not supported/,
+      /the entra issuer "https:\/\/idp\.example\.com" names no tenant/,
     );
     rejects(route('audiences: [a]'), /mcpAuthentication\.issuer/);
     rejects(
@@ -470,6 +467,203 @@ describe('the authentik provider', () => {
     assert.ok(
       hits.every((h) => !h.includes('/.well-known/oauth-authorization-server')),
       `only OpenID discovery is asked for: ${hits.join(', ')}`,
+    );
+  });
+});
+
+// Microsoft Entra ID: a tenant's v2.0 OpenID discovery (no registration endpoint, no PKCE methods
+// listed) and OAuth endpoints that refuse the RFC 8707 resource parameter. A stand-in on the
+// tenant's paths records what reaches it; the gateway fronts the authorize and token endpoints.
+describe('the entra provider', () => {
+  let entra: import('node:http').Server;
+  let base: string;
+  let up: TestServer;
+  let proxy: TestProxy;
+  const forms: URLSearchParams[] = [];
+  const tokenHeaders: Record<string, string | string[] | undefined>[] = [];
+  let privateKey: SigningKey;
+  const TENANT = '11111111-2222-3333-4444-555555555555';
+
+  before(async () => {
+    const http = await import('node:http');
+    const pair = await generateKeyPair('RS256', { extractable: true });
+    privateKey = pair.privateKey;
+    const jwk = { ...(await exportJWK(pair.publicKey)), kid: 'entra-1', alg: 'RS256', use: 'sig' };
+    entra = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const t = `${base}/${TENANT}`;
+        if (req.url === `/${TENANT}/v2.0/.well-known/openid-configuration`) {
+          res.writeHead(200, { 'content-type': 'application/json' }).end(
+            JSON.stringify({
+              issuer: `${t}/v2.0`,
+              authorization_endpoint: `${t}/oauth2/v2.0/authorize`,
+              token_endpoint: `${t}/oauth2/v2.0/token`,
+              jwks_uri: `${t}/discovery/v2.0/keys`,
+            }),
+          );
+          return;
+        }
+        if (req.url === `/${TENANT}/discovery/v2.0/keys`) {
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] }));
+          return;
+        }
+        if (req.method === 'POST' && req.url === `/${TENANT}/oauth2/v2.0/token`) {
+          const form = new URLSearchParams(Buffer.concat(chunks).toString());
+          forms.push(form);
+          tokenHeaders.push(req.headers);
+          if (form.has('resource')) {
+            res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"invalid_target"}');
+            return;
+          }
+          res
+            .writeHead(200, { 'content-type': 'application/json' })
+            .end('{"access_token":"at-1","token_type":"Bearer","expires_in":3600}');
+          return;
+        }
+        res.writeHead(404).end();
+      });
+    });
+    await new Promise<void>((r) => entra.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(entra.address() as import('node:net').AddressInfo).port}`;
+    up = await startUpstream('echo');
+    proxy = await startProxy(`binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - policies:
+        mcpAuthentication:
+          issuer: "${base}/${TENANT}/v2.0"
+          audiences: ["api://tools"]
+          provider: {entra: {}}
+          clientId: app-registration-1
+          clientSecret: entra-app-secret
+      backends: [{host: "127.0.0.1:${up.port}"}]
+`);
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await up?.close();
+    await new Promise((r) => entra?.close(r));
+  });
+
+  const AS = '/.well-known/oauth-authorization-server/mcp';
+
+  test('its discovery, fronted: the authorize, token and registration endpoints are the gateway’s; PKCE is said', async () => {
+    const r = await fetch(proxy.url(AS));
+    assert.equal(r.status, 200);
+    const doc = (await r.json()) as Record<string, unknown>;
+    assert.equal(doc['authorization_endpoint'], proxy.url(`${AS}/authorize`));
+    assert.equal(doc['token_endpoint'], proxy.url(`${AS}/token`));
+    assert.equal(doc['registration_endpoint'], proxy.url(`${AS}/client-registration`));
+    assert.deepEqual(doc['code_challenge_methods_supported'], ['S256']);
+    const reg = await fetch(proxy.url(`${AS}/client-registration`), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ redirect_uris: ['http://localhost:3999/cb'] }),
+    });
+    assert.equal(reg.status, 201);
+    assert.equal(((await reg.json()) as { client_id: string }).client_id, 'app-registration-1');
+  });
+
+  test('authorize: sent on to Entra without the resource parameter', async () => {
+    const r = await fetch(
+      proxy.url(
+        `${AS}/authorize?response_type=code&client_id=app-registration-1&resource=${encodeURIComponent('http://gw/mcp')}&scope=api%3A%2F%2Ftools%2F.default&state=s1`,
+      ),
+      { redirect: 'manual' },
+    );
+    assert.equal(r.status, 302);
+    const to = new URL(r.headers.get('location') ?? '');
+    assert.equal(`${to.origin}${to.pathname}`, `${base}/${TENANT}/oauth2/v2.0/authorize`);
+    assert.equal(to.searchParams.get('resource'), null);
+    assert.equal(to.searchParams.get('state'), 's1');
+    assert.equal(to.searchParams.get('scope'), 'api://tools/.default');
+  });
+
+  const token = (form: Record<string, string>, headers: Record<string, string> = {}) =>
+    fetch(proxy.url(`${AS}/token`), {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      body: new URLSearchParams(form).toString(),
+    });
+
+  test('token: without resource; the secret added only to the configured client’s user grants', async () => {
+    const r = await token({
+      grant_type: 'authorization_code',
+      client_id: 'app-registration-1',
+      code: 'c1',
+      code_verifier: 'v1',
+      resource: 'http://gw/mcp',
+    });
+    assert.equal(r.status, 200);
+    assert.equal(((await r.json()) as { access_token: string }).access_token, 'at-1');
+    const sent = forms.at(-1);
+    assert.equal(sent?.get('resource'), null);
+    assert.equal(sent?.get('client_secret'), 'entra-app-secret');
+    assert.equal(sent?.get('code_verifier'), 'v1');
+
+    for (const [form, headers] of [
+      [{ grant_type: 'client_credentials', client_id: 'app-registration-1' }, {}],
+      [{ grant_type: 'authorization_code', client_id: 'someone-else', code: 'c' }, {}],
+      [
+        { grant_type: 'refresh_token', client_id: 'app-registration-1', refresh_token: 'r' },
+        { authorization: 'Basic eDp5' },
+      ],
+    ] as const) {
+      await (await token(form, headers)).arrayBuffer();
+      assert.equal(forms.at(-1)?.get('client_secret'), null, JSON.stringify(form));
+    }
+    assert.equal(tokenHeaders.at(-1)?.['authorization'], 'Basic eDp5', 'the client’s own credential goes on');
+    const refresh = await token({
+      grant_type: 'refresh_token',
+      client_id: 'app-registration-1',
+      refresh_token: 'r',
+    });
+    await refresh.arrayBuffer();
+    assert.equal(forms.at(-1)?.get('client_secret'), 'entra-app-secret');
+    assert.equal((await fetch(proxy.url(`${AS}/token`))).status, 405);
+  });
+
+  test('tokens verify with the tenant’s keys (discovery/v2.0/keys); the secret is never printed', async () => {
+    const { SignJWT } = await import('jose');
+    const jwt = await new SignJWT({ sub: 'alice' })
+      .setProtectedHeader({ alg: 'RS256', kid: 'entra-1' })
+      .setIssuer(`${base}/${TENANT}/v2.0`)
+      .setAudience('api://tools')
+      .setIssuedAt()
+      .setExpirationTime('5m')
+      .sign(privateKey);
+    const ok = await fetch(proxy.url('/mcp'), { headers: { authorization: `Bearer ${jwt}` } });
+    assert.equal(ok.status, 200);
+    const { ir } = load(
+      route(
+        'issuer: https://login.microsoftonline.com/t1/v2.0\nprovider: {entra: {}}\nclientId: app\nclientSecret: never-printed',
+      ),
+    );
+    assert.doesNotMatch(JSON.stringify(ir), /never-printed/);
+    assert.deepEqual(derivedJwks({ issuer: 'https://sts.windows.net/t1/', provider: { entra: {} } }), {
+      url: 'https://login.microsoftonline.com/t1/discovery/v2.0/keys',
+    });
+  });
+
+  test('config: the issuer names a tenant; clientSecret is entra’s and needs clientId', () => {
+    rejects(
+      route('issuer: https://login.microsoftonline.com/\nprovider: {entra: {}}'),
+      /mcpAuthentication\.issuer: the entra issuer .* names no tenant/,
+    );
+    rejects(
+      route(
+        'issuer: https://kc.example.com/realms/x\nprovider: {keycloak: {}}\nclientId: a\nclientSecret: s',
+      ),
+      /mcpAuthentication\.clientSecret: clientSecret is for the entra provider/,
+    );
+    rejects(
+      route('issuer: https://login.microsoftonline.com/t1/v2.0\nprovider: {entra: {}}\nclientSecret: s'),
+      /mcpAuthentication\.clientSecret: clientSecret belongs to the app registration clientId names/,
     );
   });
 });

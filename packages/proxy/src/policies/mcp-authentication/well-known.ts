@@ -3,17 +3,22 @@
 // smoothed over, and dynamic client registration (RFC 7591) answered with a configured client id or
 // passed on to the provider. Everything here is answered without credentials and readable from a
 // browser (CORS `*`): a client calls these before it has a token.
-import type { McpAuthentication, McpIdpName } from '@gw/api';
-import { descopeAgentic } from '@gw/api/runtime';
+import type { McpIdpName } from '@gw/api';
+import { descopeAgentic, type EntraEndpoints, entraEndpoints } from '@gw/api/runtime';
+import type { McpAuthenticationIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
 import { bufferUpTo, discard } from '../../pipeline/body.ts';
 import type { ProxyResponse, RequestContext } from '../../pipeline/context.ts';
+import type { Secret } from '../../secret.ts';
 import { Agent, request } from '../../upstream/undici.ts';
 
 export const PROTECTED_RESOURCE = '/.well-known/oauth-protected-resource';
 export const AUTHORIZATION_SERVER = '/.well-known/oauth-authorization-server';
 /** Under an authorization server metadata path: where the gateway takes client registrations. */
 export const REGISTRATION = '/client-registration';
+/** Under it too, for Entra: the authorization and token endpoints the gateway passes on. */
+export const AUTHORIZE = '/authorize';
+export const TOKEN = '/token';
 
 /** Metadata documents and registrations are small; anything bigger is not one. */
 const MAX_DOCUMENT = 256 * 1024;
@@ -42,13 +47,16 @@ export interface Discovery {
   /** resourceMetadata.resource, when configured. */
   resource: string | undefined;
   audiences: string[] | undefined;
+  /** Entra: its endpoints, and the secret of clientId's app registration. */
+  entra?: { endpoints: EntraEndpoints; clientSecret: Secret | undefined };
 }
 
-export function discovery(config: McpAuthentication): Discovery {
+export function discovery(config: McpAuthenticationIR): Discovery {
   const metadata: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(config.resourceMetadata ?? {})) metadata[snakeCase(k)] = v;
   const resource = typeof metadata['resource'] === 'string' ? metadata['resource'] : undefined;
   const provider = config.provider ? (Object.keys(config.provider)[0] as McpIdpName) : undefined;
+  const endpoints = provider === 'entra' ? entraEndpoints(config.issuer) : undefined;
   return {
     issuer: config.issuer,
     provider,
@@ -56,6 +64,10 @@ export function discovery(config: McpAuthentication): Discovery {
     metadata,
     resource,
     audiences: config.audiences,
+    // the loader checked that an entra issuer names a tenant
+    ...(endpoints && typeof endpoints !== 'string'
+      ? { entra: { endpoints, clientSecret: config.clientSecret } }
+      : {}),
   };
 }
 
@@ -128,6 +140,14 @@ export async function answerDiscovery(
     if (ctx.method !== 'POST') return methodNotAllowed(ctx, 'POST');
     return register(d, ctx, cache);
   }
+  if (d.entra && rest.endsWith(AUTHORIZE)) {
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return methodNotAllowed(ctx, 'GET');
+    return entraAuthorize(d.entra.endpoints, ctx);
+  }
+  if (d.entra && rest.endsWith(TOKEN)) {
+    if (ctx.method !== 'POST') return methodNotAllowed(ctx, 'POST');
+    return entraToken(d, d.entra, ctx);
+  }
   if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return methodNotAllowed(ctx, 'GET');
   const doc = { ...(await cache.get(d)) };
   const resource = resourceFor(d, ctx, rest || '/');
@@ -141,14 +161,24 @@ export async function answerDiscovery(
     }
   }
   // Keycloak, Okta and Descope answer registrations without CORS headers (browsers cannot read them),
-  // and a configured client id is answered here: either way registrations come to the gateway.
+  // authentik and Entra take none (a configured client id is answered here), and a configured client
+  // id is answered here: either way registrations come to the gateway.
   if (
     d.clientId !== undefined ||
     d.provider === 'keycloak' ||
     d.provider === 'okta' ||
-    d.provider === 'descope'
+    d.provider === 'descope' ||
+    d.provider === 'authentik' ||
+    d.provider === 'entra'
   )
     doc['registration_endpoint'] = `${baseUrl(ctx)}${path}${REGISTRATION}`;
+  if (d.entra) {
+    // Entra refuses the RFC 8707 resource parameter MCP clients must send (AADSTS9010010): clients
+    // are sent to the gateway's endpoints, which take it out. It does PKCE but does not say so.
+    doc['authorization_endpoint'] = `${baseUrl(ctx)}${path}${AUTHORIZE}`;
+    doc['token_endpoint'] = `${baseUrl(ctx)}${path}${TOKEN}`;
+    doc['code_challenge_methods_supported'] ??= ['S256'];
+  }
   return json(200, doc);
 }
 
@@ -192,6 +222,8 @@ export class MetadataCache {
 function metadataUrls(d: Discovery): string[] {
   const issuer = d.issuer.replace(/\/+$/, '');
   const oidc = `${issuer}/.well-known/openid-configuration`;
+  // Entra's is its tenant's v2.0 OpenID discovery (also for a v1 issuer, sts.windows.net).
+  if (d.entra) return [d.entra.endpoints.openidConfiguration];
   // Keycloak, Okta (custom authorization servers), Descope and authentik serve only OpenID discovery
   // under the issuer.
   if (
@@ -235,6 +267,8 @@ async function fetchMetadata(d: Discovery): Promise<Record<string, unknown>> {
 /** Where the provider takes registrations when the gateway passes them on. */
 async function registrationUrl(d: Discovery, cache: MetadataCache): Promise<string | undefined> {
   const issuer = d.issuer.replace(/\/+$/, '');
+  // neither takes dynamic registrations: only a configured clientId registers (answered above)
+  if (d.provider === 'authentik' || d.provider === 'entra') return undefined;
   if (d.provider === 'keycloak') return `${issuer}/clients-registrations/openid-connect`;
   if (d.provider === 'okta') return `${new URL(issuer).origin}/oauth2/v1/clients`;
   if (d.provider === 'descope') {
@@ -359,5 +393,58 @@ function methodNotAllowed(ctx: RequestContext, allow: string): ProxyResponse {
     status: 405,
     headers: { ...CORS, allow: `${allow}, OPTIONS`, 'content-type': 'text/plain; charset=utf-8' },
     body: Buffer.from(`${ctx.method} is not allowed here\n`),
+  };
+}
+
+/** Entra's authorization endpoint, with the client's query less `resource` (Entra refuses it). */
+function entraAuthorize(e: EntraEndpoints, ctx: RequestContext): ProxyResponse {
+  discard(ctx.body);
+  ctx.body = null;
+  const q = new URLSearchParams(ctx.query.startsWith('?') ? ctx.query.slice(1) : ctx.query);
+  q.delete('resource');
+  const query = q.toString();
+  return {
+    status: 302,
+    headers: { location: query ? `${e.authorizationEndpoint}?${query}` : e.authorizationEndpoint },
+    body: null,
+  };
+}
+
+/** Grants the gateway may add clientSecret to: those a user took part in, never client_credentials. */
+const USER_GRANTS = new Set(['authorization_code', 'refresh_token']);
+
+/**
+ * A token request passed on to Entra without `resource`. clientSecret is added for the configured
+ * clientId's user grants when the request carries no credential of its own (Authorization header or
+ * client_secret): this endpoint answers before any authentication, so the gateway's credential must
+ * not mint tokens for any other client or grant.
+ */
+async function entraToken(
+  d: Discovery,
+  e: NonNullable<Discovery['entra']>,
+  ctx: RequestContext,
+): Promise<ProxyResponse> {
+  const form = new URLSearchParams((await readBody(ctx)).toString('utf8'));
+  form.delete('resource');
+  const authorization = ctx.headers['authorization'];
+  const credentialed = typeof authorization === 'string' || form.has('client_secret');
+  const grant = form.get('grant_type') ?? '';
+  if (
+    e.clientSecret &&
+    !credentialed &&
+    d.clientId !== undefined &&
+    form.getAll('client_id').length === 1 &&
+    form.get('client_id') === d.clientId &&
+    form.getAll('grant_type').length === 1 &&
+    USER_GRANTS.has(grant)
+  )
+    form.set('client_secret', e.clientSecret.reveal());
+  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
+  if (typeof authorization === 'string') headers['authorization'] = authorization;
+  const r = await call('POST', e.endpoints.tokenEndpoint, headers, Buffer.from(form.toString()));
+  return {
+    status: r.status,
+    headers: { ...CORS, 'content-type': r.contentType ?? 'application/json', 'cache-control': 'no-store' },
+    body: r.body,
   };
 }
