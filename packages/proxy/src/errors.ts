@@ -13,6 +13,8 @@ export const ERRORS = {
     status: 400,
     message: 'dynamic forward proxy: request has no host to forward to',
   },
+  // dynamic.target (the config's CEL) gave no host:port for the request
+  GW_ERR_DYNAMIC_TARGET: { status: 503, message: 'dynamic forward proxy: no target to dial' },
   GW_ERR_UNAUTHENTICATED: { status: 401, message: 'authentication required' },
   GW_ERR_JWT_INVALID: { status: 401, message: 'invalid JWT' },
   GW_ERR_FORBIDDEN: { status: 403, message: 'authorization denied' },
@@ -210,6 +212,7 @@ const GRPC_STATUS: Record<ErrorCode, number> = {
   GW_ERR_BAD_REQUEST: 3, // INVALID_ARGUMENT
   GW_ERR_METHOD_NOT_ALLOWED: 12, // UNIMPLEMENTED
   GW_ERR_DYNAMIC_NO_HOST: 3,
+  GW_ERR_DYNAMIC_TARGET: 14, // UNAVAILABLE
   GW_ERR_UNAUTHENTICATED: 16, // UNAUTHENTICATED
   GW_ERR_JWT_INVALID: 16,
   GW_ERR_FORBIDDEN: 7, // PERMISSION_DENIED

@@ -1301,7 +1301,10 @@ const refusedBackend = (kind: string, rest: z.core.$ZodLooseShape) =>
     ...rest,
   }).transform((v) => v as never);
 const DynamicBackend = strict({
-  target: NotYet("dynamic.target (the upstream is the request's own host)").optional(),
+  target: Cel.nullable().optional().meta({
+    description:
+      "CEL giving the host:port to dial for each request (e.g. from a header or metadata a policy before set); unset: the request's own Host",
+  }),
 });
 /** agentgateway's `aws` backend: an Amazon Bedrock AgentCore runtime, called signed with SigV4. */
 export const AwsBackend = strict({
@@ -1366,7 +1369,7 @@ export const RouteBackend = z.union([
 
 export const NamedBackend = z.union([
   strict({ name: z.string().min(1), host: HostPort, policies: BackendPolicies.optional() }),
-  strict({ name: z.string().min(1), dynamic: strict({}), policies: BackendPolicies.optional() }),
+  strict({ name: z.string().min(1), dynamic: DynamicBackend, policies: BackendPolicies.optional() }),
   strict({ name: z.string().min(1), ai: z.lazy(() => AiBackend), policies: BackendPolicies.optional() }),
   strict({
     name: z.string().min(1),

@@ -356,7 +356,8 @@ export type BackendTarget =
       rewriteHost?: true;
     }
   | { kind: 'unix'; path: string }
-  | { kind: 'dynamic' }
+  /** target: dynamic.target's CEL, giving host:port to dial; unset: the request's authority. */
+  | { kind: 'dynamic'; target?: string }
   | AiTarget
   | McpTarget
   | A2aTarget

@@ -1735,7 +1735,7 @@ class Builder {
       target = this.routeAiTarget([...path, 'ai'], b.ai, outer);
       if (!target) return undefined;
     } else if ('dynamic' in b) {
-      target = { kind: 'dynamic' };
+      target = this.dynamicTarget([...path, 'dynamic'], b.dynamic);
       name = 'dynamic';
     } else if ('mcp' in b) {
       target = this.mcpTarget([...path, 'mcp'], b.mcp);
@@ -1775,7 +1775,9 @@ class Builder {
         if (!target) return undefined;
       } else
         target =
-          'host' in def ? parseHost(def.host, this.opts.hostRewriteByName !== false) : { kind: 'dynamic' };
+          'host' in def
+            ? parseHost(def.host, this.opts.hostRewriteByName !== false)
+            : this.dynamicTarget(['backends', di, 'dynamic'], def.dynamic);
       named = def.policies;
     }
     const fromRoute: BackendPolicies = {};
@@ -2291,6 +2293,13 @@ class Builder {
       connection.headers = headers;
     }
     return { host, connection };
+  }
+
+  /** A dynamic backend: its dial target's CEL checked where it is written. */
+  dynamicTarget(path: FieldPath, d: { target?: string | null | undefined }): BackendTarget {
+    if (!d.target) return { kind: 'dynamic' };
+    this.report(checkCel(d.target, [...path, 'target']));
+    return { kind: 'dynamic', target: d.target };
   }
 
   /** A backendTLS checked (its problems reported under `policiesPath`) and resolved; null when broken. */

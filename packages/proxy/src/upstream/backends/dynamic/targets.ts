@@ -1,11 +1,16 @@
 // Dynamic forward proxy: the destination is the request's own authority (Host / :authority, which on
-// HTTPS listeners is what SNI named). One pool per destination, least recently used ones closed.
+// HTTPS listeners is what SNI named), or with dynamic.target what that CEL gives for the request
+// (host:port, e.g. from metadata a policy before set). One pool per destination, least recently used
+// ones closed.
+import type { CelProgram } from '../../../cel/cel.ts';
 import { GwError } from '../../../errors.ts';
 import type { RequestContext } from '../../../pipeline/context.ts';
 import type { CallTarget } from '../../call.ts';
 import type { PoolRegistry, PoolSpec, Retained } from '../../pools.ts';
 
 const MAX_DESTINATIONS = 256;
+/** What dynamic.target must give: a name or IPv4 address, or a bracketed IPv6 one, and a port. */
+const HOST_PORT = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$/;
 
 export class DynamicTargets {
   readonly #pools: PoolRegistry;
@@ -13,14 +18,37 @@ export class DynamicTargets {
   readonly #recent = new Map<string, CallTarget>();
   readonly #used: Set<Retained>;
 
-  constructor(pools: PoolRegistry, base: Omit<PoolSpec, 'origin'>, used: Set<Retained>) {
+  readonly #target: CelProgram | undefined;
+  /** The destination worked out for a request (its dial target is evaluated once). */
+  readonly #chosen = new WeakMap<RequestContext, string>();
+
+  constructor(pools: PoolRegistry, base: Omit<PoolSpec, 'origin'>, used: Set<Retained>, target?: CelProgram) {
     this.#pools = pools;
     this.#base = base;
     this.#used = used;
+    this.#target = target;
+  }
+
+  /** Where `ctx` goes: dynamic.target's host:port, else the request's authority (lower case). */
+  destination(ctx: RequestContext): string {
+    const known = this.#chosen.get(ctx);
+    if (known !== undefined) return known;
+    let out: string;
+    if (this.#target) {
+      const v = this.#target.eval(ctx.celContext());
+      if (typeof v !== 'string' || !HOST_PORT.test(v))
+        throw new GwError(
+          'GW_ERR_DYNAMIC_TARGET',
+          `dynamic.target gave ${v === undefined ? 'no value (an error or a missing field)' : JSON.stringify(typeof v === 'bigint' ? String(v) : v)}, not host:port`,
+        );
+      out = v.toLowerCase();
+    } else out = (typeof ctx.headers.host === 'string' ? ctx.headers.host : ctx.authority).toLowerCase();
+    this.#chosen.set(ctx, out);
+    return out;
   }
 
   forRequest(ctx: RequestContext): CallTarget {
-    const authority = (typeof ctx.headers.host === 'string' ? ctx.headers.host : ctx.authority).toLowerCase();
+    const authority = this.destination(ctx);
     if (!authority) throw new GwError('GW_ERR_DYNAMIC_NO_HOST');
     const hit = this.#recent.get(authority);
     if (hit) {
