@@ -28,6 +28,8 @@ export interface AuthzServer {
   host: string;
   /** Check requests received, newest last. */
   seen: CheckRequest[];
+  /** The gRPC metadata of each, in the same order. */
+  metadata: Record<string, string>[];
   close(): Promise<void>;
 }
 
@@ -43,10 +45,14 @@ export async function startAuthzServer(
   opts: { tls?: AuthzServerTls } = {},
 ): Promise<AuthzServer> {
   const seen: CheckRequest[] = [];
+  const metadata: Record<string, string>[] = [];
   const server = new Server();
   server.addService(AuthorizationService, {
     check(call: ServerUnaryCall<CheckRequest, CheckResponse>, done: sendUnaryData<CheckResponse>) {
       seen.push(call.request);
+      metadata.push(
+        Object.fromEntries(Object.entries(call.metadata.getMap()).map(([k, v]) => [k, String(v)])),
+      );
       Promise.resolve(decide(call.request)).then(
         (answer) => done(null, create(CheckResponseSchema, answer)),
         (err: Error) => done(err),
@@ -62,6 +68,7 @@ export async function startAuthzServer(
     port,
     host: `127.0.0.1:${port}`,
     seen,
+    metadata,
     close: async () => {
       server.forceShutdown();
     },

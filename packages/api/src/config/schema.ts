@@ -476,7 +476,28 @@ const serviceTlsPolicies = (service: string) =>
     tcp: NotYet(`tcp on ${service}`).optional(),
     backendTunnel: NotYet(`backendTunnel on ${service}`).optional(),
   });
-const ExtAuthzServicePolicies = serviceTlsPolicies('the extAuthz service');
+/**
+ * The extAuthz service's policies: its TLS, a key sent with each check (an authorization service
+ * that wants an API key) and headers set on each check; the others are refused by name.
+ */
+const ExtAuthzServicePolicies = strict({
+  ...serviceTlsPolicies('the extAuthz service').shape,
+  backendAuth: z
+    .lazy(() => z.union([KeyAuth, ...backendAuthRefused([], ' on the extAuthz service')]))
+    .optional()
+    .meta({
+      description:
+        'a key sent with each check: the Authorization header, Bearer prefix (location.header changes both); gRPC metadata for a gRPC check',
+    }),
+  requestHeaderModifier: strict({
+    add: HeaderModifier.shape.add,
+    set: HeaderModifier.shape.set,
+    remove: NotYet('requestHeaderModifier.remove on the extAuthz service').optional(),
+  })
+    .optional()
+    .meta({ description: 'headers sent with each check (gRPC metadata for a gRPC check)' }),
+});
+type ExtAuthzServicePolicies = z.output<typeof ExtAuthzServicePolicies>;
 /** What both protocols share: the body sent along, TLS to the service, the failure mode. */
 interface ExtAuthzCommonIR {
   failureMode?: z.output<typeof FailureMode>;
@@ -485,7 +506,7 @@ interface ExtAuthzCommonIR {
   /** A named host backend to call, resolved by the loader (never left in the IR it hands on). */
   backendRef?: string;
   includeRequestBody?: z.output<typeof ExtAuthzBody>;
-  policies?: { backendTLS?: z.output<typeof BackendTLS> };
+  policies?: Pick<ExtAuthzServicePolicies, 'backendTLS' | 'backendAuth' | 'requestHeaderModifier'>;
   /** Allowed answers reused by key until their ttl ends. */
   cache?: { key: string[]; ttl: string; maxEntries?: number };
 }
@@ -597,7 +618,15 @@ function extAuthzIR(e: z.output<typeof ExtAuthzFields>, ctx: z.core.$RefinementC
           },
         }
       : {}),
-    ...(e.policies?.backendTLS ? { policies: { backendTLS: e.policies.backendTLS } } : {}),
+    ...(e.policies?.backendTLS || e.policies?.backendAuth || e.policies?.requestHeaderModifier
+      ? {
+          policies: defined({
+            backendTLS: e.policies.backendTLS,
+            backendAuth: e.policies.backendAuth,
+            requestHeaderModifier: e.policies.requestHeaderModifier,
+          }),
+        }
+      : {}),
     // a backend reference: the loader puts the named backend's address (and TLS) in its place
     ...(e.backend ? { backendRef: e.backend } : {}),
   };

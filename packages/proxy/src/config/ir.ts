@@ -333,9 +333,15 @@ export interface OidcIR extends Omit<OidcConfig, 'clientSecret'> {
 
 /** One extAuthz check, TLS to its service resolved (the files read, the client key sealed). */
 export type ExtAuthzIR = WithResolvedTls<ExtAuthz>;
-type WithResolvedTls<E> = E extends unknown
-  ? Omit<E, 'policies'> & { policies?: { backendTLS?: BackendTlsIR } }
-  : never;
+/** How each check reaches the extAuthz service: TLS, headers, and a key sealed (config/seal.ts). */
+export interface ExtAuthzServiceIR {
+  backendTLS?: BackendTlsIR;
+  /** requestHeaderModifier add and set: headers (gRPC metadata) on each check. */
+  headers?: Record<string, string>;
+  /** backendAuth key: the header (metadata) it goes in, with its prefix, and the value. */
+  credential?: { header: string; value: Secret };
+}
+type WithResolvedTls<E> = E extends unknown ? Omit<E, 'policies'> & { policies?: ExtAuthzServiceIR } : never;
 
 type BasicAuthConfig = NonNullable<TrafficPolicies['basicAuth']>;
 /** The htpasswd file, when it was a file, has been read into `htpasswd`. */

@@ -138,6 +138,12 @@ import type {
 } from './ir.ts';
 import { accessLogOf, accessLogOtlpOf, type Collector, metricsOf, tracingOf } from './observability.ts';
 
+/** An extAuthz check's service policies, as the schema gives them. */
+type ExtAuthzPolicies = Exclude<
+  NonNullable<TrafficPolicies['extAuthz']>,
+  { conditional: unknown }
+>['policies'];
+
 /** The collector fields of a tracing or accessLog.otlp block. */
 type CollectorSpec = {
   host?: string | undefined;
@@ -2408,9 +2414,35 @@ class Builder {
         : [[e, path] as const];
     for (const [entry, at] of entries) {
       if (entry.backendRef !== undefined) this.extAuthzBackend(at, entry);
+      this.extAuthzKey([...at, 'policies', 'backendAuth'], entry.policies?.backendAuth);
       const tls = entry.policies?.backendTLS;
       if (!tls) continue;
       this.readTlsFiles([...at, 'policies', 'backendTLS'], tls);
+    }
+  }
+
+  /**
+   * The extAuthz service's key, a file read into it (trailing newline dropped); a location other than
+   * a header is refused (a check carries no query or cookie of its own).
+   */
+  extAuthzKey(
+    path: FieldPath,
+    auth: NonNullable<NonNullable<ExtAuthzPolicies>['backendAuth']> | undefined,
+  ): void {
+    if (!auth || !('key' in auth)) return;
+    const k = auth.key;
+    const read = (at: FieldPath, v: string | { file: string }) =>
+      typeof v === 'string' ? v : this.readMaterial([...at, 'file'], v)?.replace(/\r?\n$/, '');
+    if (typeof k === 'object' && 'value' in k) {
+      if (k.location && !('header' in k.location)) {
+        this.fail([...path, 'key', 'location'], 'the extAuthz service takes its key in a header');
+        return;
+      }
+      const v = read([...path, 'key', 'value'], k.value);
+      if (v !== undefined) k.value = v;
+    } else {
+      const v = read([...path, 'key'], k);
+      if (v !== undefined) auth.key = v;
     }
   }
 

@@ -9,6 +9,7 @@ import type {
   BackendTlsIR,
   BasicAuthIR,
   ExtAuthzIR,
+  ExtAuthzServiceIR,
   McpAuthenticationIR,
   RoutePolicies,
 } from './ir.ts';
@@ -75,9 +76,32 @@ export function sealExtAuthzPolicy(
 
 type ExtAuthz = Exclude<NonNullable<TrafficPolicies['extAuthz']>, { conditional: unknown }>;
 
-/** An extAuthz check with TLS to its service as the IR holds it (the loader has read its files). */
+/**
+ * An extAuthz check with TLS to its service, its key and headers as the IR holds them (the loader has
+ * read its files and checked the key's location is a header).
+ */
 function sealExtAuthz<E extends ExtAuthz>(e: E): ExtAuthzIR & Omit<E, 'policies'> {
-  return sealServiceTls(e) as ExtAuthzIR & Omit<E, 'policies'>;
+  const { policies, ...rest } = e;
+  if (!policies) return rest as ExtAuthzIR & Omit<E, 'policies'>;
+  const out: ExtAuthzServiceIR = {};
+  if (policies.backendTLS) out.backendTLS = tlsIR(policies.backendTLS);
+  const hm = policies.requestHeaderModifier;
+  if (hm?.add || hm?.set) {
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries({ ...hm.add, ...hm.set })) headers[k.toLowerCase()] = v;
+    out.headers = headers;
+  }
+  const auth = policies.backendAuth;
+  if (auth && 'key' in auth) {
+    const k = auth.key;
+    const value = typeof k === 'string' ? k : 'value' in k ? k.value : undefined;
+    const loc = typeof k === 'object' && 'location' in k ? k.location : undefined;
+    const h = loc && 'header' in loc ? loc.header : { name: 'authorization', prefix: 'Bearer ' };
+    if (typeof value === 'string')
+      out.credential = { header: h.name.toLowerCase(), value: new Secret(`${h.prefix ?? ''}${value}`) };
+  }
+  return (Object.keys(out).length > 0 ? { ...rest, policies: out } : rest) as ExtAuthzIR &
+    Omit<E, 'policies'>;
 }
 
 type ServiceEntry = { policies?: { backendTLS?: BackendTLS | undefined } | null | undefined };

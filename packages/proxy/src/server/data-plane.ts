@@ -520,10 +520,13 @@ export class DataPlane {
   ): Promise<{ key: string; check: ConnectionCheck } | undefined> {
     if (!n) return undefined;
     const tls = n.policies?.backendTLS;
-    const key = JSON.stringify([n, tls?.key?.reveal() ?? null]);
+    const serviceHeaders = { ...n.policies?.headers };
+    const cred = n.policies?.credential;
+    if (cred) serviceHeaders[cred.header] = cred.value.reveal();
+    const key = JSON.stringify([n, tls?.key?.reveal() ?? null, serviceHeaders]);
     if (this.#connectionCheck?.key === key) return this.#connectionCheck;
     const m = await import('../policies/ext-authz/grpc-check.ts');
-    const ask = m.connectionCheck(n.grpc, tls);
+    const ask = m.connectionCheck(n.grpc, tls, serviceHeaders);
     const failOpen = n.failureMode?.toLowerCase() === 'failopen';
     const log = this.#opts.log;
     let warned = 0;

@@ -386,12 +386,10 @@ backends:
     );
   });
 
-  test('policies other than backendTLS and a negative maxRequestBytes are refused by name', () => {
-    const [auth] = issues('{host: "a:1", policies: {backendAuth: {key: k}}}');
-    assert.match(
-      auth!,
-      /policies\.backendAuth: backendAuth on the extAuthz service is not supported by this build of gw yet/,
-    );
+  test('policies other than backendTLS, backendAuth and requestHeaderModifier, and a negative maxRequestBytes, are refused by name', () => {
+    // backendAuth and requestHeaderModifier load (ext-authz-service-auth.test.ts)
+    const [tcp] = issues('{host: "a:1", policies: {tcp: {}}}');
+    assert.match(tcp!, /policies\.tcp: tcp on the extAuthz service is not supported by this build of gw yet/);
     const [neg] = issues('{host: "a:1", includeRequestBody: {maxRequestBytes: -1}}');
     assert.match(neg!, /includeRequestBody\.maxRequestBytes/);
   });

@@ -37,6 +37,7 @@ export function grpcCheck(
   cfg: GrpcConfig,
   metadata: readonly (readonly [string, CelProgram])[],
   tls?: BackendTlsIR,
+  serviceHeaders: Record<string, string> = {},
 ): Check {
   const timeoutMs = (cfg.timeout && parseGoDuration(cfg.timeout)) || DEFAULT_TIMEOUT_MS;
   const extensions = { ...(cfg.contextExtensions ?? {}) };
@@ -45,7 +46,7 @@ export function grpcCheck(
     const req = checkRequest(ctx, extensions, metadata, body);
     let res: CheckResponse;
     try {
-      res = await call(client, req, ctx.signal, timeoutMs);
+      res = await call(client, req, ctx.signal, timeoutMs, serviceHeaders);
     } catch (err) {
       const e = err as ServiceError;
       const reason =
@@ -66,6 +67,7 @@ export type ConnectionDecision = { kind: 'allow' } | { kind: 'deny' } | { kind: 
 export function connectionCheck(
   cfg: GrpcConfig,
   tls?: BackendTlsIR,
+  serviceHeaders: Record<string, string> = {},
 ): (
   client: { address: string; port: number },
   local: { address: string; port: number },
@@ -84,7 +86,7 @@ export function connectionCheck(
       },
     });
     try {
-      const res = await call(client, req, never, timeoutMs);
+      const res = await call(client, req, never, timeoutMs, serviceHeaders);
       return (res.status?.code ?? status.OK) === status.OK ? { kind: 'allow' } : { kind: 'deny' };
     } catch (err) {
       const e = err as ServiceError;
@@ -95,14 +97,27 @@ export function connectionCheck(
   };
 }
 
-function call(client: Client, req: CheckRequest, signal: AbortSignal, timeoutMs: number) {
+/** The service's headers (requestHeaderModifier, its key) as the call's metadata. */
+function metadataOf(headers: Record<string, string>): Metadata {
+  const m = new Metadata();
+  for (const [k, v] of Object.entries(headers)) m.set(k, v);
+  return m;
+}
+
+function call(
+  client: Client,
+  req: CheckRequest,
+  signal: AbortSignal,
+  timeoutMs: number,
+  headers: Record<string, string> = {},
+) {
   return new Promise<CheckResponse>((resolve, reject) => {
     const c = client.makeUnaryRequest(
       CHECK_PATH,
       serializeCheckRequest,
       deserializeCheckResponse,
       req,
-      new Metadata(),
+      metadataOf(headers),
       { deadline: Date.now() + timeoutMs },
       (err, res) => {
         signal.removeEventListener('abort', cancel);

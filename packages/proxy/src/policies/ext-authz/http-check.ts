@@ -29,7 +29,11 @@ function dispatcherFor(tls: BackendTlsIR | undefined): () => Agent {
   return () => (agent ??= new Agent({ keepAliveTimeout: 30_000, connect: tlsConnectOptions(tls, false) }));
 }
 
-export function httpCheck(cfg: HttpConfig, tls?: BackendTlsIR): Check {
+export function httpCheck(
+  cfg: HttpConfig,
+  tls?: BackendTlsIR,
+  serviceHeaders: Record<string, string> = {},
+): Check {
   const timeoutMs = (cfg.timeout && parseGoDuration(cfg.timeout)) || DEFAULT_TIMEOUT_MS;
   const origin = `${tls ? 'https' : 'http'}://${cfg.host}`;
   const dispatcher = dispatcherFor(tls);
@@ -71,6 +75,8 @@ export function httpCheck(cfg: HttpConfig, tls?: BackendTlsIR): Check {
       const v = headerValue(program.eval(celCtx()));
       if (v !== undefined) headers[h] = v;
     }
+    // the service's own (requestHeaderModifier, its key) last: the client cannot override them
+    Object.assign(headers, serviceHeaders);
     let payload: Buffer | undefined;
     if (body) {
       const v = body.eval(celCtx());

@@ -22,9 +22,10 @@ const grpc = new Lazy(() => import('./grpc-check.ts'));
 function grpcCheckOf(
   cfg: Extract<ExtAuthzIR, { grpc: unknown }>['grpc'],
   tls: BackendTlsIR | undefined,
+  serviceHeaders: Record<string, string>,
 ): Check {
   const metadata = Object.entries(cfg.requestMetadata ?? {}).map(([k, v]) => [k, compileCel(v)] as const);
-  const check = grpc.derive((m) => m.grpcCheck(cfg, metadata, tls));
+  const check = grpc.derive((m) => m.grpcCheck(cfg, metadata, tls, serviceHeaders));
   return (ctx, body) => (check.value ? check.value(ctx, body) : check.ready.then((c) => c(ctx, body)));
 }
 
@@ -33,7 +34,13 @@ export const extAuthz = withConditional({
   build(config: ExtAuthzIR) {
     const failOpen = config.failureMode?.toLowerCase() === 'failopen';
     const tls = config.policies?.backendTLS;
-    const check = 'grpc' in config ? grpcCheckOf(config.grpc, tls) : httpCheck(config.http, tls);
+    const serviceHeaders = { ...config.policies?.headers };
+    const cred = config.policies?.credential;
+    if (cred) serviceHeaders[cred.header] = cred.value.reveal();
+    const check =
+      'grpc' in config
+        ? grpcCheckOf(config.grpc, tls, serviceHeaders)
+        : httpCheck(config.http, tls, serviceHeaders);
     // With http.body the expression is the check's body (agentgateway): nothing of the request is read.
     const readBody =
       'http' in config && config.http.body ? undefined : bodyOptions(config.includeRequestBody);
