@@ -477,26 +477,28 @@ const serviceTlsPolicies = (service: string) =>
     backendTunnel: NotYet(`backendTunnel on ${service}`).optional(),
   });
 /**
- * The extAuthz service's policies: its TLS, a key sent with each check (an authorization service
- * that wants an API key) and headers set on each check; the others are refused by name.
+ * A policy's own service (extAuthz, extProc, remoteRateLimit): its TLS, a key sent with each call (a
+ * service that wants an API key) and headers set on each call; the others are refused by name.
  */
-const ExtAuthzServicePolicies = strict({
-  ...serviceTlsPolicies('the extAuthz service').shape,
-  backendAuth: z
-    .lazy(() => z.union([KeyAuth, ...backendAuthRefused([], ' on the extAuthz service')]))
-    .optional()
-    .meta({
-      description:
-        'a key sent with each check: the Authorization header, Bearer prefix (location.header changes both); gRPC metadata for a gRPC check',
-    }),
-  requestHeaderModifier: strict({
-    add: HeaderModifier.shape.add,
-    set: HeaderModifier.shape.set,
-    remove: NotYet('requestHeaderModifier.remove on the extAuthz service').optional(),
-  })
-    .optional()
-    .meta({ description: 'headers sent with each check (gRPC metadata for a gRPC check)' }),
-});
+const serviceCallPolicies = (service: string) =>
+  strict({
+    ...serviceTlsPolicies(service).shape,
+    backendAuth: z
+      .lazy(() => z.union([KeyAuth, ...backendAuthRefused([], ` on ${service}`)]))
+      .optional()
+      .meta({
+        description:
+          'a key sent with each call: the Authorization header, Bearer prefix (location.header changes both); gRPC metadata over gRPC',
+      }),
+    requestHeaderModifier: strict({
+      add: HeaderModifier.shape.add,
+      set: HeaderModifier.shape.set,
+      remove: NotYet(`requestHeaderModifier.remove on ${service}`).optional(),
+    })
+      .optional()
+      .meta({ description: 'headers sent with each call (gRPC metadata over gRPC)' }),
+  });
+const ExtAuthzServicePolicies = serviceCallPolicies('the extAuthz service');
 type ExtAuthzServicePolicies = z.output<typeof ExtAuthzServicePolicies>;
 /** What both protocols share: the body sent along, TLS to the service, the failure mode. */
 interface ExtAuthzCommonIR {
@@ -699,7 +701,7 @@ export const ExtProc = strict({
   backend: z.string().min(1).optional().meta({
     description: 'the name of a host backend in the top-level backends list, whose address is the service',
   }),
-  policies: serviceTlsPolicies('the extProc service').optional(),
+  policies: serviceCallPolicies('the extProc service').optional(),
   failureMode: z.enum(['failClosed', 'failOpen']).optional().meta({
     description: 'when the service fails: failClosed (default, 500) or failOpen (continue unprocessed)',
   }),
@@ -799,7 +801,7 @@ export const RemoteRateLimit = strict({
   backend: z.string().min(1).optional().meta({
     description: 'the name of a host backend in the top-level backends list, whose address is the service',
   }),
-  policies: serviceTlsPolicies('the remoteRateLimit service').optional(),
+  policies: serviceCallPolicies('the remoteRateLimit service').optional(),
   domain: CrdGlobalRateLimit.shape.domain,
   descriptors: z.array(RemoteRateLimitDescriptor).min(1).max(64),
   failureMode: FailureMode.optional().meta({

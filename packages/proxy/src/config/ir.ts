@@ -308,7 +308,7 @@ export interface RoutePolicies
 export type ServiceTlsIR<P> = P extends { conditional: (infer E)[] }
   ? { conditional: ServiceEntryTlsIR<E>[] }
   : ServiceEntryTlsIR<P>;
-type ServiceEntryTlsIR<E> = Omit<E, 'policies'> & { policies?: { backendTLS?: BackendTlsIR } };
+type ServiceEntryTlsIR<E> = Omit<E, 'policies'> & { policies?: ServiceCallIR };
 
 type ApiKeyConfig = NonNullable<TrafficPolicies['apiKey']>;
 /** `allowedModels`: the model name patterns the key may use on the LLM API; unset: any. */
@@ -333,15 +333,15 @@ export interface OidcIR extends Omit<OidcConfig, 'clientSecret'> {
 
 /** One extAuthz check, TLS to its service resolved (the files read, the client key sealed). */
 export type ExtAuthzIR = WithResolvedTls<ExtAuthz>;
-/** How each check reaches the extAuthz service: TLS, headers, and a key sealed (config/seal.ts). */
-export interface ExtAuthzServiceIR {
+/** How each call reaches a policy's service (extAuthz, extProc, remoteRateLimit): TLS, headers, a key sealed. */
+export interface ServiceCallIR {
   backendTLS?: BackendTlsIR;
   /** requestHeaderModifier add and set: headers (gRPC metadata) on each check. */
   headers?: Record<string, string>;
   /** backendAuth key: the header (metadata) it goes in, with its prefix, and the value. */
   credential?: { header: string; value: Secret };
 }
-type WithResolvedTls<E> = E extends unknown ? Omit<E, 'policies'> & { policies?: ExtAuthzServiceIR } : never;
+type WithResolvedTls<E> = E extends unknown ? Omit<E, 'policies'> & { policies?: ServiceCallIR } : never;
 
 type BasicAuthConfig = NonNullable<TrafficPolicies['basicAuth']>;
 /** The htpasswd file, when it was a file, has been read into `htpasswd`. */

@@ -2414,7 +2414,11 @@ class Builder {
         : [[e, path] as const];
     for (const [entry, at] of entries) {
       if (entry.backendRef !== undefined) this.extAuthzBackend(at, entry);
-      this.extAuthzKey([...at, 'policies', 'backendAuth'], entry.policies?.backendAuth);
+      this.serviceKey(
+        [...at, 'policies', 'backendAuth'],
+        entry.policies?.backendAuth,
+        'the extAuthz service',
+      );
       const tls = entry.policies?.backendTLS;
       if (!tls) continue;
       this.readTlsFiles([...at, 'policies', 'backendTLS'], tls);
@@ -2422,12 +2426,14 @@ class Builder {
   }
 
   /**
-   * The extAuthz service's key, a file read into it (trailing newline dropped); a location other than
-   * a header is refused (a check carries no query or cookie of its own).
+   * A policy's service's key (extAuthz, extProc, remoteRateLimit), a file read into it (trailing
+   * newline dropped); a location other than a header is refused (a call carries no query or cookie
+   * of its own).
    */
-  extAuthzKey(
+  serviceKey(
     path: FieldPath,
     auth: NonNullable<NonNullable<ExtAuthzPolicies>['backendAuth']> | undefined,
+    service: string,
   ): void {
     if (!auth || !('key' in auth)) return;
     const k = auth.key;
@@ -2435,7 +2441,7 @@ class Builder {
       typeof v === 'string' ? v : this.readMaterial([...at, 'file'], v)?.replace(/\r?\n$/, '');
     if (typeof k === 'object' && 'value' in k) {
       if (k.location && !('header' in k.location)) {
-        this.fail([...path, 'key', 'location'], 'the extAuthz service takes its key in a header');
+        this.fail([...path, 'key', 'location'], `${service} takes its key in a header`);
         return;
       }
       const v = read([...path, 'key', 'value'], k.value);
@@ -2513,7 +2519,13 @@ class Builder {
     type Entry = {
       host?: string | undefined;
       backend?: string | undefined;
-      policies?: { backendTLS?: BackendTLS | undefined } | null | undefined;
+      policies?:
+        | {
+            backendTLS?: BackendTLS | undefined;
+            backendAuth?: NonNullable<NonNullable<ExtAuthzPolicies>['backendAuth']> | undefined;
+          }
+        | null
+        | undefined;
     };
     for (const k of ['extProc', 'remoteRateLimit', 'requestMirror'] as const) {
       const v = p[k];
@@ -2525,6 +2537,12 @@ class Builder {
             ? [[(v as NonNullable<TrafficPolicies['requestMirror']>).backend, [...path, k, 'backend']]]
             : [[v as Entry, [...path, k]]];
       for (const [entry, at] of entries) {
+        if (k !== 'requestMirror')
+          this.serviceKey(
+            [...at, 'policies', 'backendAuth'],
+            entry.policies?.backendAuth,
+            `the ${k} service`,
+          );
         const name = entry.backend;
         if (name !== undefined) {
           delete entry.backend;

@@ -9,9 +9,9 @@ import type {
   BackendTlsIR,
   BasicAuthIR,
   ExtAuthzIR,
-  ExtAuthzServiceIR,
   McpAuthenticationIR,
   RoutePolicies,
+  ServiceCallIR,
 } from './ir.ts';
 
 type ApiKeyEntry = Extract<NonNullable<TrafficPolicies['apiKey']>['keys'], unknown[]>[number];
@@ -76,14 +76,39 @@ export function sealExtAuthzPolicy(
 
 type ExtAuthz = Exclude<NonNullable<TrafficPolicies['extAuthz']>, { conditional: unknown }>;
 
-/**
- * An extAuthz check with TLS to its service, its key and headers as the IR holds them (the loader has
- * read its files and checked the key's location is a header).
- */
+/** An extAuthz check with its service's policies as the IR holds them (sealServicePolicies). */
 function sealExtAuthz<E extends ExtAuthz>(e: E): ExtAuthzIR & Omit<E, 'policies'> {
+  return sealServiceTls(e) as ExtAuthzIR & Omit<E, 'policies'>;
+}
+
+/** A service's policies as the schema gives them (extAuthz, extProc, remoteRateLimit). */
+type ServicePolicies = {
+  backendTLS?: BackendTLS | undefined;
+  backendAuth?: unknown;
+  requestHeaderModifier?:
+    | { add?: Record<string, string> | undefined; set?: Record<string, string> | undefined }
+    | undefined;
+};
+type ServiceEntry = { policies?: ServicePolicies | null | undefined };
+
+/** A service policy, plain or conditional, with each entry's service policies sealed. */
+function sealService(v: ServiceEntry | { conditional: ServiceEntry[] }): unknown {
+  return 'conditional' in v ? { conditional: v.conditional.map(sealServiceTls) } : sealServiceTls(v);
+}
+
+/** A policy's service entry with its policies as the IR holds them. */
+function sealServiceTls<E extends ServiceEntry>(e: E): Omit<E, 'policies'> & { policies?: ServiceCallIR } {
   const { policies, ...rest } = e;
-  if (!policies) return rest as ExtAuthzIR & Omit<E, 'policies'>;
-  const out: ExtAuthzServiceIR = {};
+  const out = policies ? sealServicePolicies(policies) : {};
+  return Object.keys(out).length > 0 ? { ...rest, policies: out } : rest;
+}
+
+/**
+ * A service's TLS, headers and key as the IR holds them: the loader has read their files and
+ * checked that the key goes in a header (config/load.ts serviceKey).
+ */
+function sealServicePolicies(policies: ServicePolicies): ServiceCallIR {
+  const out: ServiceCallIR = {};
   if (policies.backendTLS) out.backendTLS = tlsIR(policies.backendTLS);
   const hm = policies.requestHeaderModifier;
   if (hm?.add || hm?.set) {
@@ -91,33 +116,21 @@ function sealExtAuthz<E extends ExtAuthz>(e: E): ExtAuthzIR & Omit<E, 'policies'
     for (const [k, v] of Object.entries({ ...hm.add, ...hm.set })) headers[k.toLowerCase()] = v;
     out.headers = headers;
   }
-  const auth = policies.backendAuth;
-  if (auth && 'key' in auth) {
-    const k = auth.key;
-    const value = typeof k === 'string' ? k : 'value' in k ? k.value : undefined;
-    const loc = typeof k === 'object' && 'location' in k ? k.location : undefined;
-    const h = loc && 'header' in loc ? loc.header : { name: 'authorization', prefix: 'Bearer ' };
+  const auth = policies.backendAuth as { key?: unknown } | undefined;
+  const k = auth?.key as
+    | string
+    | { value: unknown; location?: { header?: { name: string; prefix?: string | null } } | null }
+    | undefined;
+  if (k !== undefined) {
+    const value = typeof k === 'string' ? k : k.value;
+    const h = (typeof k === 'object' ? k.location?.header : undefined) ?? {
+      name: 'authorization',
+      prefix: 'Bearer ',
+    };
     if (typeof value === 'string')
       out.credential = { header: h.name.toLowerCase(), value: new Secret(`${h.prefix ?? ''}${value}`) };
   }
-  return (Object.keys(out).length > 0 ? { ...rest, policies: out } : rest) as ExtAuthzIR &
-    Omit<E, 'policies'>;
-}
-
-type ServiceEntry = { policies?: { backendTLS?: BackendTLS | undefined } | null | undefined };
-
-/** A service policy, plain or conditional, with each entry's backendTLS sealed. */
-function sealService(v: ServiceEntry | { conditional: ServiceEntry[] }): unknown {
-  return 'conditional' in v ? { conditional: v.conditional.map(sealServiceTls) } : sealServiceTls(v);
-}
-
-/** A policy's service entry with its backendTLS as the IR holds it (the loader has read its files). */
-function sealServiceTls<E extends ServiceEntry>(
-  e: E,
-): Omit<E, 'policies'> & { policies?: { backendTLS: BackendTlsIR } } {
-  const { policies, ...rest } = e;
-  const tls = policies?.backendTLS;
-  return tls ? { ...rest, policies: { backendTLS: tlsIR(tls) } } : rest;
+  return out;
 }
 
 function tlsIR(t: BackendTLS): BackendTlsIR {

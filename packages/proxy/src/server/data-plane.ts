@@ -36,6 +36,7 @@ import {
 import { pump } from '../pipeline/pump.ts';
 import { resolveRequestTarget } from '../pipeline/request-target.ts';
 import { compileRules, decide, type Rule } from '../policies/authorization/decision.ts';
+import { serviceHeadersOf } from '../policies/service-call.ts';
 import type { CompiledMatch } from '../routing/match.ts';
 import { type CompiledRoute, compileTable, type RoutingTable, selectListener } from '../routing/table.ts';
 import { TraceSource } from '../trace/source.ts';
@@ -520,9 +521,7 @@ export class DataPlane {
   ): Promise<{ key: string; check: ConnectionCheck } | undefined> {
     if (!n) return undefined;
     const tls = n.policies?.backendTLS;
-    const serviceHeaders = { ...n.policies?.headers };
-    const cred = n.policies?.credential;
-    if (cred) serviceHeaders[cred.header] = cred.value.reveal();
+    const serviceHeaders = serviceHeadersOf(n.policies) ?? {};
     const key = JSON.stringify([n, tls?.key?.reveal() ?? null, serviceHeaders]);
     if (this.#connectionCheck?.key === key) return this.#connectionCheck;
     const m = await import('../policies/ext-authz/grpc-check.ts');

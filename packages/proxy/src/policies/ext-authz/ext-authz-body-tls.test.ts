@@ -387,7 +387,7 @@ backends:
   });
 
   test('policies other than backendTLS, backendAuth and requestHeaderModifier, and a negative maxRequestBytes, are refused by name', () => {
-    // backendAuth and requestHeaderModifier load (ext-authz-service-auth.test.ts)
+    // backendAuth and requestHeaderModifier load (policies/service-call.test.ts)
     const [tcp] = issues('{host: "a:1", policies: {tcp: {}}}');
     assert.match(tcp!, /policies\.tcp: tcp on the extAuthz service is not supported by this build of gw yet/);
     const [neg] = issues('{host: "a:1", includeRequestBody: {maxRequestBytes: -1}}');

@@ -10,6 +10,7 @@ import type { BackendTlsIR, ExtAuthzIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
 import { Lazy } from '../../lazy.ts';
 import { withConditional } from '../conditional.ts';
+import { serviceHeadersOf } from '../service-call.ts';
 import { decisionCache } from './cache.ts';
 import type { Check } from './decision.ts';
 import { httpCheck } from './http-check.ts';
@@ -34,9 +35,7 @@ export const extAuthz = withConditional({
   build(config: ExtAuthzIR) {
     const failOpen = config.failureMode?.toLowerCase() === 'failopen';
     const tls = config.policies?.backendTLS;
-    const serviceHeaders = { ...config.policies?.headers };
-    const cred = config.policies?.credential;
-    if (cred) serviceHeaders[cred.header] = cred.value.reveal();
+    const serviceHeaders = serviceHeadersOf(config.policies) ?? {};
     const check =
       'grpc' in config
         ? grpcCheckOf(config.grpc, tls, serviceHeaders)

@@ -19,6 +19,7 @@ import { Lazy } from '../../lazy.ts';
 import { bufferUpTo, contentLength, discard, prepend } from '../../pipeline/body.ts';
 import type { Body, Headers, ProxyResponse, RequestContext } from '../../pipeline/context.ts';
 import { withConditional } from '../conditional.ts';
+import { serviceHeadersOf } from '../service-call.ts';
 import type { BuildEnv, PolicyConfig } from '../types.ts';
 import { ExtProcExtras } from './extras.ts';
 import type { Answer, BodyMode, BodyPhase, Phase, ProcessStream } from './stream.ts';
@@ -35,6 +36,7 @@ export const extProc = withConditional({
   build(config: ExtProc, env: BuildEnv) {
     const host = config.host as string;
     const tls = config.policies?.backendTLS;
+    const serviceHeaders = serviceHeadersOf(config.policies);
     const timeoutMs = (config.timeout && parseGoDuration(config.timeout)) || DEFAULT_TIMEOUT_MS;
     const failOpen = config.failureMode === 'failOpen';
     const o = config.processingOptions ?? {};
@@ -51,7 +53,9 @@ export const extProc = withConditional({
     return async (ctx, next) => {
       const m = grpc.value ?? (await grpc.ready);
       const sent = extras.forRequest(ctx);
-      const stream = new m.ProcessStream(host, tls, timeoutMs, ctx.signal, sent.grpcMetadata);
+      // the service's own headers (requestHeaderModifier, its key) over the request's metadata
+      const metadata = serviceHeaders ? { ...sent.grpcMetadata, ...serviceHeaders } : sent.grpcMetadata;
+      const stream = new m.ProcessStream(host, tls, timeoutMs, ctx.signal, metadata);
       stream.side.request = { attributes: sent.requestAttributes, metadataContext: sent.metadataContext };
       let live = true;
       let failing: (() => void) | undefined;

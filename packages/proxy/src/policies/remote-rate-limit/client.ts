@@ -77,14 +77,17 @@ export function shouldRateLimit(
   req: RateLimitRequest,
   timeoutMs: number,
   signal?: AbortSignal,
+  headers?: Record<string, string>,
 ): Promise<Outcome> {
+  const metadata = new Metadata();
+  for (const [k, v] of Object.entries(headers ?? {})) metadata.set(k, v);
   return new Promise((resolve) => {
     const call = client.makeUnaryRequest(
       SHOULD_RATE_LIMIT_PATH,
       serialize,
       deserialize,
       req,
-      new Metadata(),
+      metadata,
       { deadline: Date.now() + timeoutMs },
       (err: ServiceError | null, res?: RateLimitResponse) => {
         signal?.removeEventListener('abort', cancel);

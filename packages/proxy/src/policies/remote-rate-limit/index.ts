@@ -10,6 +10,7 @@ import { GwError } from '../../errors.ts';
 import { Lazy } from '../../lazy.ts';
 import { onResponseUsage } from '../../llm/usage.ts';
 import { withConditional } from '../conditional.ts';
+import { serviceHeadersOf } from '../service-call.ts';
 import type { PolicyConfig } from '../types.ts';
 import type { LimitOverride, RequestDescriptor } from './client.ts';
 import { quotaHeaders, serviceHeaders, setHeaders } from './headers.ts';
@@ -136,6 +137,7 @@ export const remoteRateLimit = withConditional({
     // the loader has put a named backend's address in `host` (config/load.ts serviceBackends)
     const host = config.host as string;
     const tls = config.policies?.backendTLS;
+    const callHeaders = serviceHeadersOf(config.policies);
     const service = rls.derive((m) => ({ m, client: m.rateLimitClient(host, tls) }));
     return async (ctx, next) => {
       const start = ctx.obs ? performance.now() : null;
@@ -152,6 +154,7 @@ export const remoteRateLimit = withConditional({
         m.rateLimitRequest(domain, built, 1),
         timeoutMs,
         ctx.signal,
+        callHeaders,
       );
       // An answer without a verdict (UNKNOWN) is no decision either.
       const verdict = outcome.ok ? outcome.response.overallCode : Code.UNKNOWN;
@@ -187,7 +190,13 @@ export const remoteRateLimit = withConditional({
       onResponseUsage(ctx, (tokens) => {
         const owed = debits(built, tokens, () => ctx.celContext());
         if (owed.length === 0) return;
-        void m.shouldRateLimit(client, m.rateLimitRequest(domain, owed, 1), Math.max(timeoutMs, 1_000));
+        void m.shouldRateLimit(
+          client,
+          m.rateLimitRequest(domain, owed, 1),
+          Math.max(timeoutMs, 1_000),
+          undefined,
+          callHeaders,
+        );
       });
     };
   },
