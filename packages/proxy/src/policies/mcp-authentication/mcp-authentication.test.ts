@@ -368,105 +368,141 @@ describe('the descope provider', () => {
   });
 });
 
-// authentik: an issuer per application (https://<host>/application/o/<slug>/, trailing slash) that
-// publishes OpenID discovery and its keys at jwks/ under it. A stand-in on those paths, with a real
-// RS256 key: with no jwks configured the gateway finds the keys where authentik keeps them.
-
-type SigningKey = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
-
-describe('the authentik provider', () => {
-  let authentik: import('node:http').Server;
-  let base: string;
-  let up: TestServer;
-  let proxy: TestProxy;
+/**
+ * An identity provider stand-in on loopback with a real RS256 key (served at `keysPath` under kid
+ * `kid`): `answer` takes its other paths (true when it answered), every request is in `hits`; and a
+ * gateway whose route runs mcpAuthentication (`auth`, given the stand-in's base URL) before an echo
+ * upstream. `sign` makes a token for `issuer` and `audience`, with the stand-in's key unless another.
+ */
+async function providerStandIn(opts: {
+  kid: string;
+  keysPath: string;
+  answer: (
+    req: import('node:http').IncomingMessage,
+    body: Buffer,
+    res: import('node:http').ServerResponse,
+    base: string,
+  ) => boolean;
+  auth: (base: string) => string;
+}) {
+  const http = await import('node:http');
+  const { SignJWT } = await import('jose');
+  const pair = await generateKeyPair('RS256', { extractable: true });
+  const jwk = { ...(await exportJWK(pair.publicKey)), kid: opts.kid, alg: 'RS256', use: 'sig' };
   const hits: string[] = [];
-  let privateKey: SigningKey;
-
-  before(async () => {
-    const http = await import('node:http');
-    const pair = await generateKeyPair('RS256', { extractable: true });
-    privateKey = pair.privateKey;
-    const jwk = { ...(await exportJWK(pair.publicKey)), kid: 'ak-1', alg: 'RS256', use: 'sig' };
-    authentik = http.createServer((req, res) => {
-      hits.push(`${req.method} ${req.url}`);
-      const issuer = `${base}/application/o/tools/`;
-      if (req.url === '/application/o/tools/.well-known/openid-configuration') {
-        res.writeHead(200, { 'content-type': 'application/json' }).end(
-          JSON.stringify({
-            issuer,
-            authorization_endpoint: `${base}/application/o/authorize/`,
-            token_endpoint: `${base}/application/o/token/`,
-            jwks_uri: `${issuer}jwks/`,
-          }),
-        );
-        return;
-      }
-      if (req.url === '/application/o/tools/jwks/') {
+  let base = '';
+  const server = http.createServer((req, res) => {
+    hits.push(`${req.method} ${req.url}`);
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.url === opts.keysPath) {
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] }));
         return;
       }
-      res.writeHead(404).end();
+      if (!opts.answer(req, Buffer.concat(chunks), res, base)) res.writeHead(404).end();
     });
-    await new Promise<void>((r) => authentik.listen(0, '127.0.0.1', r));
-    base = `http://127.0.0.1:${(authentik.address() as import('node:net').AddressInfo).port}`;
-    up = await startUpstream('echo');
-    proxy = await startProxy(`binds:
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${(server.address() as import('node:net').AddressInfo).port}`;
+  const up = await startUpstream('echo');
+  const proxy = await startProxy(`binds:
 - port: 0
   address: 127.0.0.1
   listeners:
   - routes:
     - policies:
         mcpAuthentication:
-          issuer: "${base}/application/o/tools/"
-          audiences: [tools-client]
-          provider: {authentik: {}}
+${opts
+  .auth(base)
+  .trim()
+  .split('\n')
+  .map((l) => `          ${l}`)
+  .join('\n')}
       backends: [{host: "127.0.0.1:${up.port}"}]
 `);
+  const json = (res: import('node:http').ServerResponse, status: number, body: unknown) =>
+    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  return {
+    base,
+    proxy,
+    hits,
+    json,
+    sign: async (issuer: string, audience: string, key?: SigningKey) =>
+      new SignJWT({ sub: 'alice' })
+        .setProtectedHeader({ alg: 'RS256', kid: opts.kid })
+        .setIssuer(issuer)
+        .setAudience(audience)
+        .setIssuedAt()
+        .setExpirationTime('5m')
+        .sign(key ?? pair.privateKey),
+    async close() {
+      await proxy.close();
+      await up.close();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+type StandIn = Awaited<ReturnType<typeof providerStandIn>>;
+
+type SigningKey = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
+
+// authentik: an issuer per application (https://<host>/application/o/<slug>/, trailing slash) that
+// publishes OpenID discovery and its keys at jwks/ under it. A stand-in on those paths, with a real
+// RS256 key: with no jwks configured the gateway finds the keys where authentik keeps them.
+describe('the authentik provider', () => {
+  let ak: StandIn;
+  const issuer = () => `${ak.base}/application/o/tools/`;
+
+  before(async () => {
+    ak = await providerStandIn({
+      kid: 'ak-1',
+      keysPath: '/application/o/tools/jwks/',
+      answer: (req, _body, res, base) => {
+        if (req.url !== '/application/o/tools/.well-known/openid-configuration') return false;
+        ak.json(res, 200, {
+          issuer: `${base}/application/o/tools/`,
+          authorization_endpoint: `${base}/application/o/authorize/`,
+          token_endpoint: `${base}/application/o/token/`,
+          jwks_uri: `${base}/application/o/tools/jwks/`,
+        });
+        return true;
+      },
+      auth: (base) =>
+        `issuer: "${base}/application/o/tools/"\naudiences: [tools-client]\nprovider: {authentik: {}}`,
+    });
   });
 
   after(async () => {
-    await proxy?.close();
-    await up?.close();
-    await new Promise((r) => authentik?.close(r));
+    await ak?.close();
   });
 
   test('the keys come from jwks/ under the issuer: a token it signed passes, another is refused', async () => {
     assert.deepEqual(
       derivedJwks({ issuer: 'https://ak.example.com/application/o/tools/', provider: { authentik: {} } }),
-      {
-        url: 'https://ak.example.com/application/o/tools/jwks/',
-      },
+      { url: 'https://ak.example.com/application/o/tools/jwks/' },
     );
-    const { SignJWT } = await import('jose');
-    const sign = (key: SigningKey, kid: string) =>
-      new SignJWT({ sub: 'alice' })
-        .setProtectedHeader({ alg: 'RS256', kid })
-        .setIssuer(`${base}/application/o/tools/`)
-        .setAudience('tools-client')
-        .setIssuedAt()
-        .setExpirationTime('5m')
-        .sign(key);
-    const ok = await fetch(proxy.url('/mcp'), {
-      headers: { authorization: `Bearer ${await sign(privateKey, 'ak-1')}` },
+    const ok = await fetch(ak.proxy.url('/mcp'), {
+      headers: { authorization: `Bearer ${await ak.sign(issuer(), 'tools-client')}` },
     });
     assert.equal(ok.status, 200);
-    assert.ok(hits.includes('GET /application/o/tools/jwks/'), hits.join(', '));
+    assert.ok(ak.hits.includes('GET /application/o/tools/jwks/'), ak.hits.join(', '));
     const other = (await generateKeyPair('RS256')).privateKey;
-    const bad = await fetch(proxy.url('/mcp'), {
-      headers: { authorization: `Bearer ${await sign(other, 'ak-1')}` },
+    const bad = await fetch(ak.proxy.url('/mcp'), {
+      headers: { authorization: `Bearer ${await ak.sign(issuer(), 'tools-client', other)}` },
     });
     assert.equal(bad.status, 401);
     assert.match(bad.headers.get('www-authenticate') ?? '', /resource_metadata=/);
   });
 
   test('its OpenID discovery is what the gateway serves as the authorization server metadata', async () => {
-    const r = await fetch(proxy.url('/.well-known/oauth-authorization-server/mcp'));
+    const r = await fetch(ak.proxy.url('/.well-known/oauth-authorization-server/mcp'));
     assert.equal(r.status, 200);
     const doc = (await r.json()) as Record<string, string>;
-    assert.equal(doc['token_endpoint'], `${base}/application/o/token/`);
+    assert.equal(doc['token_endpoint'], `${ak.base}/application/o/token/`);
     assert.ok(
-      hits.every((h) => !h.includes('/.well-known/oauth-authorization-server')),
-      `only OpenID discovery is asked for: ${hits.join(', ')}`,
+      ak.hits.every((h) => !h.includes('/.well-known/oauth-authorization-server')),
+      `only OpenID discovery is asked for: ${ak.hits.join(', ')}`,
     );
   });
 });
@@ -475,79 +511,51 @@ describe('the authentik provider', () => {
 // listed) and OAuth endpoints that refuse the RFC 8707 resource parameter. A stand-in on the
 // tenant's paths records what reaches it; the gateway fronts the authorize and token endpoints.
 describe('the entra provider', () => {
-  let entra: import('node:http').Server;
-  let base: string;
-  let up: TestServer;
+  let entra: StandIn;
   let proxy: TestProxy;
+  let base: string;
   const forms: URLSearchParams[] = [];
   const tokenHeaders: Record<string, string | string[] | undefined>[] = [];
-  let privateKey: SigningKey;
   const TENANT = '11111111-2222-3333-4444-555555555555';
 
   before(async () => {
-    const http = await import('node:http');
-    const pair = await generateKeyPair('RS256', { extractable: true });
-    privateKey = pair.privateKey;
-    const jwk = { ...(await exportJWK(pair.publicKey)), kid: 'entra-1', alg: 'RS256', use: 'sig' };
-    entra = http.createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const t = `${base}/${TENANT}`;
+    entra = await providerStandIn({
+      kid: 'entra-1',
+      keysPath: `/${TENANT}/discovery/v2.0/keys`,
+      answer: (req, body, res, at) => {
+        const t = `${at}/${TENANT}`;
         if (req.url === `/${TENANT}/v2.0/.well-known/openid-configuration`) {
-          res.writeHead(200, { 'content-type': 'application/json' }).end(
-            JSON.stringify({
-              issuer: `${t}/v2.0`,
-              authorization_endpoint: `${t}/oauth2/v2.0/authorize`,
-              token_endpoint: `${t}/oauth2/v2.0/token`,
-              jwks_uri: `${t}/discovery/v2.0/keys`,
-            }),
-          );
-          return;
+          entra.json(res, 200, {
+            issuer: `${t}/v2.0`,
+            authorization_endpoint: `${t}/oauth2/v2.0/authorize`,
+            token_endpoint: `${t}/oauth2/v2.0/token`,
+            jwks_uri: `${t}/discovery/v2.0/keys`,
+          });
+          return true;
         }
-        if (req.url === `/${TENANT}/discovery/v2.0/keys`) {
-          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] }));
-          return;
-        }
-        if (req.method === 'POST' && req.url === `/${TENANT}/oauth2/v2.0/token`) {
-          const form = new URLSearchParams(Buffer.concat(chunks).toString());
-          forms.push(form);
-          tokenHeaders.push(req.headers);
-          if (form.has('resource')) {
-            res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"invalid_target"}');
-            return;
-          }
-          res
-            .writeHead(200, { 'content-type': 'application/json' })
-            .end('{"access_token":"at-1","token_type":"Bearer","expires_in":3600}');
-          return;
-        }
-        res.writeHead(404).end();
-      });
+        if (req.method !== 'POST' || req.url !== `/${TENANT}/oauth2/v2.0/token`) return false;
+        const form = new URLSearchParams(body.toString());
+        forms.push(form);
+        tokenHeaders.push(req.headers);
+        if (form.has('resource')) entra.json(res, 400, { error: 'invalid_target' });
+        else entra.json(res, 200, { access_token: 'at-1', token_type: 'Bearer', expires_in: 3600 });
+        return true;
+      },
+      auth: (at) =>
+        [
+          `issuer: "${at}/${TENANT}/v2.0"`,
+          'audiences: ["api://tools"]',
+          'provider: {entra: {}}',
+          'clientId: app-registration-1',
+          'clientSecret: entra-app-secret',
+        ].join('\n'),
     });
-    await new Promise<void>((r) => entra.listen(0, '127.0.0.1', r));
-    base = `http://127.0.0.1:${(entra.address() as import('node:net').AddressInfo).port}`;
-    up = await startUpstream('echo');
-    proxy = await startProxy(`binds:
-- port: 0
-  address: 127.0.0.1
-  listeners:
-  - routes:
-    - policies:
-        mcpAuthentication:
-          issuer: "${base}/${TENANT}/v2.0"
-          audiences: ["api://tools"]
-          provider: {entra: {}}
-          clientId: app-registration-1
-          clientSecret: entra-app-secret
-      backends: [{host: "127.0.0.1:${up.port}"}]
-`);
+    proxy = entra.proxy;
+    base = entra.base;
   });
 
   after(async () => {
-    await proxy?.close();
-    await up?.close();
-    await new Promise((r) => entra?.close(r));
+    await entra?.close();
   });
 
   const AS = '/.well-known/oauth-authorization-server/mcp';
@@ -629,14 +637,7 @@ describe('the entra provider', () => {
   });
 
   test('tokens verify with the tenant’s keys (discovery/v2.0/keys); the secret is never printed', async () => {
-    const { SignJWT } = await import('jose');
-    const jwt = await new SignJWT({ sub: 'alice' })
-      .setProtectedHeader({ alg: 'RS256', kid: 'entra-1' })
-      .setIssuer(`${base}/${TENANT}/v2.0`)
-      .setAudience('api://tools')
-      .setIssuedAt()
-      .setExpirationTime('5m')
-      .sign(privateKey);
+    const jwt = await entra.sign(`${base}/${TENANT}/v2.0`, 'api://tools');
     const ok = await fetch(proxy.url('/mcp'), { headers: { authorization: `Bearer ${jwt}` } });
     assert.equal(ok.status, 200);
     const { ir } = load(
