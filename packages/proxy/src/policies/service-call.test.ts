@@ -178,30 +178,25 @@ describe('a policy service’s credential and headers', () => {
     const { ir } = loadConfigText('gw.yaml', config(), process.cwd());
     const text = JSON.stringify(ir);
     assert.doesNotMatch(text, /grpc-key|http-key|proc-key|limit-secret/);
-    assert.match(
+    const issues = (policy: string, policies: string) =>
       configIssues(`binds:
 - port: 0
   listeners:
   - routes:
     - policies:
-        extAuthz:
-          host: 127.0.0.1:9000
-          policies: {backendAuth: {key: {value: k, location: {queryParameter: {name: k}}}}}
+        ${policy}: {host: "127.0.0.1:9000", policies: ${policies}}
       backends: [{host: "127.0.0.1:1"}]
-`),
+`);
+    assert.match(
+      issues('extAuthz', '{backendAuth: {key: {value: k, location: {queryParameter: {name: k}}}}}'),
       /extAuthz\.policies\.backendAuth\.key\.location: the extAuthz service takes its key in a header/,
     );
     assert.match(
-      configIssues(`binds:
-- port: 0
-  listeners:
-  - routes:
-    - policies:
-        extAuthz:
-          host: 127.0.0.1:9000
-          policies: {backendAuth: {passthrough: {}}}
-      backends: [{host: "127.0.0.1:1"}]
-`),
+      issues('extProc', '{backendAuth: {key: {value: k, location: {cookie: {name: k}}}}}'),
+      /extProc\.policies\.backendAuth\.key\.location: the extProc service takes its key in a header/,
+    );
+    assert.match(
+      issues('extAuthz', '{backendAuth: {passthrough: {}}}'),
       /passthrough on the extAuthz service is not supported/,
     );
   });
