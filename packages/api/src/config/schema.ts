@@ -2803,7 +2803,18 @@ export const McpProcessor = strict({
   }),
   backend: z.string().min(1).optional().meta({ description: 'a top-level backend (with a host) to call' }),
   service: NotYet('a processor by service (use host or backend)').optional(),
-  policies: NotYet('policies on an MCP guardrail processor').optional(),
+  policies: guardServicePolicies(
+    z.union([KeyAuth, ...backendAuthRefused([], ' on an MCP guardrail processor')]).meta({
+      description:
+        'a key sent with every call: the Authorization header, Bearer prefix (location.header changes both)',
+    }),
+  )
+    .nullable()
+    .optional()
+    .meta({
+      description:
+        "the calls' connection: backendTLS (the call goes https), backendAuth key, requestHeaderModifier, tcp, http (version HTTP2; requestTimeout when timeout is unset), backendTunnel",
+    }),
   failureMode: z.enum(['failClosed', 'failOpen', 'FailClosed', 'FailOpen']).optional().meta({
     description:
       'when the processor fails (unreachable, timeout, an answer that is not a verdict): failClosed (default) answers the client a JSON-RPC error, failOpen lets the message through',

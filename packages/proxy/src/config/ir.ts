@@ -445,6 +445,10 @@ export interface McpProcessorIR {
   headers: { allowed: string[]; disallowed: string[] };
   /** Method key (exact, `x/*`, `*\/x`, `*`) → phase. */
   methods: Record<string, McpProcessorPhase>;
+  /** The calls' connection (policies, or the named backend's): as a guard service's. */
+  connection?: Pick<LlmGuardServiceIR, 'tls' | 'requestHeaders' | 'tcp' | 'http2' | 'tunnel'>;
+  /** policies.backendAuth key: the header it goes in (with its prefix) and the value. */
+  credential?: { header: string; value: Secret };
 }
 
 export type McpTransportIR =

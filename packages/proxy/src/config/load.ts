@@ -2118,31 +2118,61 @@ class Builder {
     g.processors.forEach((p, i) => {
       const pp = [...path, 'processors', i];
       let host = p.host;
+      // the processor's own policies, else those of the backend it names
+      let policies = p.policies ?? undefined;
+      let polPath: FieldPath = [...pp, 'policies'];
       if (p.backend !== undefined) {
-        const def = (this.cfg.backends ?? []).find((d) => d.name === p.backend);
+        const backends = this.cfg.backends ?? [];
+        const index = backends.findIndex((d) => d.name === p.backend);
+        const def = backends[index];
         if (!def || !('host' in def)) {
           this.fail([...pp, 'backend'], `no backend with a host named ${JSON.stringify(p.backend)}`);
           return;
         }
-        const set = Object.keys(def.policies ?? {});
-        if (set.length > 0)
+        const named = def.policies ?? {};
+        const taken = ['backendTLS', 'backendAuth', 'requestHeaderModifier', 'tcp', 'http', 'backendTunnel'];
+        const refused = Object.keys(named).filter(
+          (k) => !taken.includes(k) && named[k as keyof typeof named] !== undefined,
+        );
+        const auth = named.backendAuth;
+        if (auth && !(typeof auth === 'object' && 'key' in auth))
+          refused.push('backendAuth (other than key)');
+        if (refused.length > 0) {
           this.fail(
             [...pp, 'backend'],
-            `backend ${JSON.stringify(p.backend)} sets ${set.join(', ')}, which a processor call does not take yet (it takes the backend's host; an https:// host is TLS with the system roots)`,
+            `backend ${JSON.stringify(p.backend)} sets ${refused.join(', ')}, which a processor call does not take (it takes backendTLS, backendAuth key, requestHeaderModifier, tcp, http and backendTunnel)`,
           );
+          return;
+        }
+        if (!policies && Object.keys(named).length > 0) {
+          policies = named as NonNullable<McpGuardrails['processors'][number]['policies']>;
+          polPath = ['backends', index, 'policies'];
+        }
         host = def.host;
       }
       if (host === undefined) return; // the schema refused the processor already
+      const connection = policies ? this.processorConnection(polPath, policies) : undefined;
+      if (connection === null) return;
       const where = remoteMcpTarget({ host }, '/', false);
       if (typeof where === 'string') {
         this.fail([...pp, p.backend !== undefined ? 'backend' : 'host'], where);
         return;
       }
       this.report(checkCelMap(p.metadata, [...pp, 'metadata']));
+      // backendTLS makes the call TLS (a plain host:port is https then)
+      const origin =
+        connection?.connection.tls && where.origin.startsWith('http://')
+          ? `https://${where.origin.slice('http://'.length)}`
+          : where.origin;
+      const requestTimeout = policies?.http?.requestTimeout;
       out.push({
-        origin: where.origin,
+        origin,
         basePath: where.path.replace(/\/+$/, ''),
-        timeoutMs: ms(p.timeout, MCP_DEFAULT_TIMEOUT_MS),
+        timeoutMs: ms(p.timeout ?? requestTimeout ?? undefined, MCP_DEFAULT_TIMEOUT_MS),
+        ...(connection && Object.keys(connection.connection).length > 0
+          ? { connection: connection.connection }
+          : {}),
+        ...(connection?.credential ? { credential: connection.credential } : {}),
         failOpen: p.failureMode?.toLowerCase() === 'failopen',
         metadata: p.metadata ?? {},
         headers: {
@@ -2155,6 +2185,47 @@ class Builder {
       });
     });
     return out;
+  }
+
+  /**
+   * An MCP processor's connection from its policies (at `path`): TLS, headers, a key in a header,
+   * tcp, HTTP/2 and a tunnel, as a guard service's; null when one of them is broken (reported).
+   */
+  processorConnection(
+    path: FieldPath,
+    p: NonNullable<McpGuardrails['processors'][number]['policies']>,
+  ): {
+    connection: NonNullable<McpProcessorIR['connection']>;
+    credential?: McpProcessorIR['credential'];
+  } | null {
+    const connection: NonNullable<McpProcessorIR['connection']> = { ...serviceConnection(p) };
+    if (p.backendTLS) {
+      const tls = this.checkedTls(path, p.backendTLS);
+      if (!tls) return null;
+      connection.tls = tls;
+    }
+    if (p.requestHeaderModifier) connection.requestHeaders = p.requestHeaderModifier;
+    if (p.backendTunnel) {
+      const t = this.resolveTunnel([...path, 'backendTunnel'], p.backendTunnel);
+      if (!t) return null;
+      connection.tunnel = t;
+    }
+    const auth = p.backendAuth;
+    if (!auth) return { connection };
+    const r = resolveBackendAuth(this, [...path, 'backendAuth'], auth as BackendAuth);
+    if (!r || !('key' in r)) return null;
+    const loc = r.key.location ?? AUTHORIZATION;
+    if (!('header' in loc)) {
+      this.fail([...path, 'backendAuth', 'key', 'location'], 'a processor takes its key in a header');
+      return null;
+    }
+    return {
+      connection,
+      credential: {
+        header: loc.header.name.toLowerCase(),
+        value: new Secret(`${loc.header.prefix ?? ''}${r.key.value.reveal()}`),
+      },
+    };
   }
 
   resolveBackendPolicies(path: FieldPath, p: BackendPolicies): ResolvedBackendPolicies {

@@ -38,10 +38,12 @@ export function sealPolicies(p: TrafficPolicies): RoutePolicies {
     extProc,
     remoteRateLimit,
     mcpAuthentication,
+    mcpGuardrails,
     backendAuth: _toBackends,
     ...rest
   } = p;
   const out: RoutePolicies = rest;
+  if (mcpGuardrails) out.mcpGuardrails = sealProcessorKeys(mcpGuardrails);
   if (mcpAuthentication) out.mcpAuthentication = sealMcpAuthentication(mcpAuthentication);
   if (extAuthz) out.extAuthz = sealExtAuthzPolicy(extAuthz);
   if (extProc) out.extProc = sealService(extProc) as NonNullable<RoutePolicies['extProc']>;
@@ -148,4 +150,23 @@ export function sealMcpAuthentication(m: McpAuthentication | McpAuthenticationIR
   const { clientSecret, ...rest } = m;
   if (clientSecret == null) return rest;
   return { ...rest, clientSecret: clientSecret instanceof Secret ? clientSecret : new Secret(clientSecret) };
+}
+
+type McpGuardrails = NonNullable<TrafficPolicies['mcpGuardrails']>;
+
+/**
+ * The route's mcpGuardrails as the IR keeps it (only shown: the mcp backend runs the processors the
+ * loader compiled, with their keys sealed): each processor's key sealed too, so a dump prints it
+ * [redacted]. The Secret stands where the config had the key's text.
+ */
+function sealProcessorKeys(g: McpGuardrails): McpGuardrails {
+  return {
+    ...g,
+    processors: g.processors.map((p) => {
+      const auth = p.policies?.backendAuth;
+      if (!auth || !('key' in auth)) return p;
+      const sealed = { ...auth, key: new Secret(JSON.stringify(auth.key)) } as unknown as typeof auth;
+      return { ...p, policies: { ...p.policies, backendAuth: sealed } };
+    }),
+  };
 }

@@ -360,6 +360,9 @@ backends:
 - name: tls-checker
   host: checker.internal:9443
   policies: {backendTLS: {}}
+- name: with-authz
+  host: checker.internal:9443
+  policies: {extAuthz: {host: "authz:9000"}}
 `;
   const load = (text: string) => loadConfigText('gw.yaml', text, '/tmp');
   const rejects = (text: string, re: RegExp) => assertConfigRejects(load, text, re);
@@ -403,10 +406,11 @@ backends:
       cfg(`            - backend: nope\n              methods: {"*": full}`),
       /processors\[0\]\.backend: no backend with a host named "nope"/,
     );
-    // the named backend's policies would not reach the call: named, not ignored
+    // a named backend's backendTLS is the call's (guardrails-connection.test.ts); what a processor
+    // call cannot take is named, not ignored
     rejects(
-      cfg(`            - backend: tls-checker\n              methods: {"*": full}`),
-      /backend "tls-checker" sets backendTLS, which a processor call does not take yet/,
+      cfg(`            - backend: with-authz\n              methods: {"*": full}`),
+      /backend "with-authz" sets extAuthz, which a processor call does not take/,
     );
     rejects(
       cfg(

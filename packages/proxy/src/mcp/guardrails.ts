@@ -10,7 +10,7 @@ import {
   MCP_RESPONSE_PATH,
 } from '@gw/guardrail-sdk/wire';
 import { type CelContext, type CelProgram, celToJson, compileCel } from '../cel/cel.ts';
-import type { McpProcessorIR, McpProcessorPhase } from '../config/ir.ts';
+import type { LlmGuardServiceIR, McpProcessorIR, McpProcessorPhase } from '../config/ir.ts';
 import { guardrailContract, preloadGuardrailContract } from '../llm/guardrails/contract.ts';
 import { type GuardService, guardService, ServiceFailure } from '../llm/guardrails/service-call.ts';
 import type { GuardEnv } from '../llm/guardrails/types.ts';
@@ -61,7 +61,7 @@ export class McpGuardrails {
     this.#processors = ir.map((p, index) => ({
       index,
       ir: p,
-      service: guardService({ origin: p.origin, timeoutMs: p.timeoutMs }, env, 'verdict'),
+      service: guardService(processorService(p), env, 'verdict'),
       metadata: Object.entries(p.metadata).map(([k, src]) => [k, compileCel(src)]),
       phases: new Map(),
     }));
@@ -265,4 +265,19 @@ function note(req: GuardedRequest, f: McpGuardFinding): void {
     null,
     (f.action === 'reject' || f.action === 'failed') && f.applied ? 'warn' : 'info',
   );
+}
+
+/** A processor as a guard service: its connection, and its key set over any header of that name. */
+function processorService(p: McpProcessorIR): LlmGuardServiceIR {
+  const c = p.connection ?? {};
+  const headers = c.requestHeaders;
+  const cred = p.credential;
+  return {
+    origin: p.origin,
+    timeoutMs: p.timeoutMs,
+    ...c,
+    ...(cred
+      ? { requestHeaders: { ...headers, set: { ...headers?.set, [cred.header]: cred.value.reveal() } } }
+      : {}),
+  };
 }
