@@ -2210,21 +2210,26 @@ class Builder {
       if (!t) return null;
       connection.tunnel = t;
     }
-    const auth = p.backendAuth;
-    if (!auth) return { connection };
-    const r = resolveBackendAuth(this, [...path, 'backendAuth'], auth as BackendAuth);
-    if (!r || !('key' in r)) return null;
+    if (!p.backendAuth) return { connection };
+    const credential = this.keyInHeader([...path, 'backendAuth'], p.backendAuth, 'a processor');
+    return credential ? { connection, credential } : null;
+  }
+
+  /**
+   * A service call's backendAuth key (its file read) as the header it goes in, prefix included, and
+   * the value sealed; undefined (reported) when it is not a key in a header (`role` names the caller).
+   */
+  keyInHeader(path: FieldPath, auth: unknown, role: string): { header: string; value: Secret } | undefined {
+    const r = resolveBackendAuth(this, path, auth as BackendAuth);
+    if (!r || !('key' in r)) return undefined;
     const loc = r.key.location ?? AUTHORIZATION;
     if (!('header' in loc)) {
-      this.fail([...path, 'backendAuth', 'key', 'location'], 'a processor takes its key in a header');
-      return null;
+      this.fail([...path, 'key', 'location'], `${role} takes its key in a header`);
+      return undefined;
     }
     return {
-      connection,
-      credential: {
-        header: loc.header.name.toLowerCase(),
-        value: new Secret(`${loc.header.prefix ?? ''}${r.key.value.reveal()}`),
-      },
+      header: loc.header.name.toLowerCase(),
+      value: new Secret(`${loc.header.prefix ?? ''}${r.key.value.reveal()}`),
     };
   }
 
@@ -2351,17 +2356,9 @@ class Builder {
     }
     const auth = policies?.backendAuth;
     if (auth) {
-      const r = resolveBackendAuth(this, [...pp, 'backendAuth'], auth as BackendAuth);
-      if (!r || !('key' in r)) return undefined;
-      const loc = r.key.location ?? AUTHORIZATION;
-      if (!('header' in loc)) {
-        this.fail([...pp, 'backendAuth', 'key', 'location'], `${role} takes its key in a header`);
-        return undefined;
-      }
-      connection.credential = {
-        header: loc.header.name.toLowerCase(),
-        value: new Secret(`${loc.header.prefix ?? ''}${r.key.value.reveal()}`),
-      };
+      const credential = this.keyInHeader([...pp, 'backendAuth'], auth, role);
+      if (!credential) return undefined;
+      connection.credential = credential;
     }
     const hm = policies?.requestHeaderModifier;
     if (hm?.add || hm?.set) {

@@ -6,16 +6,15 @@ import type { AgentOptions } from 'node:https';
 import { createSecureContext, type PeerCertificate } from 'node:tls';
 import { ChannelCredentials, Metadata } from '@grpc/grpc-js';
 import type { CollectorConnectionIR } from '../config/ir.ts';
+import { serviceHeadersOf } from '../policies/service-call.ts';
 import { tlsConnectOptions } from '../upstream/pools.ts';
 
-/** The headers of each export: `base`, the policies' headers, then the key's header. */
+/** The headers of each export: `base`, then the policies' headers and the key's header. */
 export function exportHeaders(
   c: CollectorConnectionIR,
   base: Record<string, string> = {},
 ): Record<string, string> {
-  const out: Record<string, string> = { ...base, ...c.headers };
-  if (c.credential) out[c.credential.header] = c.credential.value.reveal();
-  return out;
+  return { ...base, ...serviceHeadersOf(c) };
 }
 
 /** Headers as gRPC metadata (lower-case keys, as gRPC requires). */
