@@ -214,95 +214,79 @@ describe('oauthTokenExchange and crossAppAccess against oidc-provider', () => {
     });
     up = await startUpstream('up');
     const host = (p: IdentityProvider) => `127.0.0.1:${p.port}`;
+    /** A route to the upstream whose backend authenticates by `auth` (backendAuth's YAML). */
+    const route = (name: string, path: string, auth: string) => `
+    - name: ${name}
+      matches: [{path: {pathPrefix: ${path}}}]
+      backends:
+      - host: 127.0.0.1:${up.port}
+        policies:
+          backendAuth:
+            ${auth}`;
     proxy = await startProxy(
       `binds:
 - port: 0
   address: 127.0.0.1
   listeners:
-  - routes:
-    - name: exchange
-      matches: [{path: {pathPrefix: /exchange}}]
-      backends:
-      - host: 127.0.0.1:${up.port}
-        policies:
-          backendAuth:
-            oauthTokenExchange:
+  - routes:${route(
+    'exchange',
+    '/exchange',
+    `oauthTokenExchange:
               host: ${host(sts)}
               path: /token
               clientAuth: {clientId: gw, clientSecret: gw-secret}
               audiences: [https://api.example]
               scopes: [read, write]
-              additionalParams: {tenant: 'request.headers["x-tenant"]'}
-    - name: exchange-actor
-      matches: [{path: {pathPrefix: /actor}}]
-      backends:
-      - host: 127.0.0.1:${up.port}
-        policies:
-          backendAuth:
-            oauthTokenExchange:
+              additionalParams: {tenant: 'request.headers["x-tenant"]'}`,
+  )}${route(
+    'exchange-actor',
+    '/actor',
+    `oauthTokenExchange:
               host: ${host(sts)}
               path: /token
               clientAuth: {method: clientSecretPost, clientId: gw-post, clientSecret: post-secret}
               subjectToken: {source: {header: {name: x-user-token}}, tokenType: urn:ietf:params:oauth:token-type:jwt}
               actorToken: {source: {header: {name: x-agent-token}}}
               audiences: [https://api.example]
-              authorizationLocation: {header: {name: x-upstream-token}}
-    - name: exchange-may-act
-      matches: [{path: {pathPrefix: /may-act}}]
-      backends:
-      - host: 127.0.0.1:${up.port}
-        policies:
-          backendAuth:
-            oauthTokenExchange:
+              authorizationLocation: {header: {name: x-upstream-token}}`,
+  )}${route(
+    'exchange-may-act',
+    '/may-act',
+    `oauthTokenExchange:
               host: ${host(sts)}
               path: /token
               clientAuth: {method: clientSecretPost, clientId: gw-post, clientSecret: post-secret}
               subjectToken: {source: {header: {name: x-user-token}}, tokenType: urn:ietf:params:oauth:token-type:jwt}
               actorToken: {source: {header: {name: x-agent-token}}, enforceMayAct: true}
               audiences: [https://api.example]
-              cache: {maxEntries: 0}
-    - name: exchange-pkjwt
-      matches: [{path: {pathPrefix: /pkjwt}}]
-      backends:
-      - host: 127.0.0.1:${up.port}
-        policies:
-          backendAuth:
-            oauthTokenExchange:
+              cache: {maxEntries: 0}`,
+  )}${route(
+    'exchange-pkjwt',
+    '/pkjwt',
+    `oauthTokenExchange:
               host: ${host(sts)}
               path: /token
               clientAuth: {method: privateKeyJwt, clientId: gw-pkjwt, signingKey: {file: client.pem}, kid: gw-client, assertionAudience: "${sts.issuer}/token"}
-              audiences: [https://pk.example]
-    - name: jwt-bearer
-      matches: [{path: {pathPrefix: /bearer}}]
-      backends:
-      - host: 127.0.0.1:${up.port}
-        policies:
-          backendAuth:
-            oauthTokenExchange:
+              audiences: [https://pk.example]`,
+  )}${route(
+    'jwt-bearer',
+    '/bearer',
+    `oauthTokenExchange:
               host: ${host(sts)}
               path: /token
               grantType: jwtBearer
               clientAuth: {clientId: gw, clientSecret: gw-secret}
-              cache: {maxEntries: 0}
-    - name: down
-      matches: [{path: {pathPrefix: /down}}]
-      backends:
-      - host: 127.0.0.1:${up.port}
-        policies:
-          backendAuth:
-            oauthTokenExchange: {host: "127.0.0.1:1", path: /token}
-    - name: xaa
-      matches: [{path: {pathPrefix: /xaa}}]
-      backends:
-      - host: 127.0.0.1:${up.port}
-        policies:
-          backendAuth:
-            crossAppAccess:
+              cache: {maxEntries: 0}`,
+  )}${route('down', '/down', `oauthTokenExchange: {host: "127.0.0.1:1", path: /token}`)}${route(
+    'xaa',
+    '/xaa',
+    `crossAppAccess:
               identityProvider: {host: ${host(idp)}, path: /token, clientAuth: {clientId: agent, clientSecret: agent-secret}}
               resourceAuthorizationServer: {host: ${host(ras)}, path: /token, clientAuth: {clientId: agent-at-ras, clientSecret: ras-secret}}
               audience: ${ras.issuer}
               resources: [https://api.example]
-              scopes: [calendar.read]
+              scopes: [calendar.read]`,
+  )}
 `,
       dir,
     );
