@@ -12,6 +12,19 @@ export type AuthLocationIR =
 /** Where a credential goes when its policy does not say: the Authorization header, Bearer prefix. */
 export const AUTHORIZATION: AuthLocationIR = { header: { name: 'authorization', prefix: 'Bearer ' } };
 
+/**
+ * The header (lower-case name, value) a credential is written as at `loc`; undefined when `loc` is a
+ * query parameter or a cookie. What calls made outside a request's layers send too (an MCP target's,
+ * a policy service's, an OTLP collector's).
+ */
+export function credentialHeader(
+  loc: AuthLocationIR,
+  value: string,
+): [name: string, value: string] | undefined {
+  if (!('header' in loc)) return undefined;
+  return [loc.header.name.toLowerCase(), `${loc.header.prefix ?? ''}${value}`];
+}
+
 /** backendTLS with its files read and the key sealed. */
 export interface BackendTlsIR {
   cert?: string;

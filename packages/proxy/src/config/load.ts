@@ -95,7 +95,11 @@ import { type OpenApiTools, openApiTools } from '../mcp/openapi.ts';
 import { METRIC_NAMES } from '../observability/metric-names.ts';
 import { Secret } from '../secret.ts';
 import { assumeRoleIR, resolveBackendAuth } from './backend-auth.ts';
-import { AUTHORIZATION } from './connection-ir.ts';
+import { AUTHORIZATION, credentialHeader } from './connection-ir.ts';
+
+/** Where a backendTunnel proxy's key goes when its location says nothing. */
+const PROXY_AUTHORIZATION: AuthLocationIR = { header: { name: 'proxy-authorization', prefix: 'Bearer ' } };
+
 import type {
   AiTarget,
   AuthLocationIR,
@@ -2216,21 +2220,24 @@ class Builder {
   }
 
   /**
-   * A service call's backendAuth key (its file read) as the header it goes in, prefix included, and
-   * the value sealed; undefined (reported) when it is not a key in a header (`role` names the caller).
+   * A service call's backendAuth key (its file read) as the header it goes in (`fallback` when its
+   * location says nothing), prefix included, and the value sealed; undefined (reported) when it is
+   * not a key in a header (`role` names the caller).
    */
-  keyInHeader(path: FieldPath, auth: unknown, role: string): { header: string; value: Secret } | undefined {
+  keyInHeader(
+    path: FieldPath,
+    auth: unknown,
+    role: string,
+    fallback: AuthLocationIR = AUTHORIZATION,
+  ): { header: string; value: Secret } | undefined {
     const r = resolveBackendAuth(this, path, auth as BackendAuth);
     if (!r || !('key' in r)) return undefined;
-    const loc = r.key.location ?? AUTHORIZATION;
-    if (!('header' in loc)) {
+    const h = credentialHeader(r.key.location ?? fallback, r.key.value.reveal());
+    if (!h) {
       this.fail([...path, 'key', 'location'], `${role} takes its key in a header`);
       return undefined;
     }
-    return {
-      header: loc.header.name.toLowerCase(),
-      value: new Secret(`${loc.header.prefix ?? ''}${r.key.value.reveal()}`),
-    };
+    return { header: h[0], value: new Secret(h[1]) };
   }
 
   resolveBackendPolicies(path: FieldPath, p: BackendPolicies): ResolvedBackendPolicies {
@@ -2419,15 +2426,9 @@ class Builder {
     if (tls) out.tls = this.resolveTls([...tp, 'policies', 'backendTLS'], tls);
     const auth = t.policies?.backendAuth ?? named?.backendAuth;
     if (auth && typeof auth === 'object' && 'key' in auth) {
-      const r = resolveBackendAuth(this, [...tp, 'policies', 'backendAuth'], auth as BackendAuth);
-      if (r && 'key' in r) {
-        const h = r.key.location && 'header' in r.key.location ? r.key.location.header : undefined;
-        const prefix = h ? (h.prefix ?? '') : 'Bearer ';
-        out.auth = {
-          header: (h?.name ?? 'proxy-authorization').toLowerCase(),
-          value: new Secret(`${prefix}${r.key.value.reveal()}`),
-        };
-      }
+      const at = [...tp, 'policies', 'backendAuth'];
+      const credential = this.keyInHeader(at, auth, 'a backendTunnel proxy', PROXY_AUTHORIZATION);
+      if (credential) out.auth = credential;
     }
     return out;
   }

@@ -3,6 +3,7 @@
 // trace, logs) then prints `[redacted]` by construction.
 import { type BackendTLS, ecdhCurveOf, type McpAuthentication, type TrafficPolicies } from '@gw/api';
 import { Secret } from '../secret.ts';
+import { AUTHORIZATION, type AuthLocationIR, credentialHeader } from './connection-ir.ts';
 import type {
   ApiKeyEntryIR,
   ApiKeyIR,
@@ -119,19 +120,11 @@ function sealServicePolicies(policies: ServicePolicies): ServiceCallIR {
     out.headers = headers;
   }
   const auth = policies.backendAuth as { key?: unknown } | undefined;
-  const k = auth?.key as
-    | string
-    | { value: unknown; location?: { header?: { name: string; prefix?: string | null } } | null }
-    | undefined;
-  if (k !== undefined) {
-    const value = typeof k === 'string' ? k : k.value;
-    const h = (typeof k === 'object' ? k.location?.header : undefined) ?? {
-      name: 'authorization',
-      prefix: 'Bearer ',
-    };
-    if (typeof value === 'string')
-      out.credential = { header: h.name.toLowerCase(), value: new Secret(`${h.prefix ?? ''}${value}`) };
-  }
+  const k = auth?.key as string | { value: unknown; location?: AuthLocationIR | null } | undefined;
+  const value = typeof k === 'string' ? k : k?.value;
+  const loc = (typeof k === 'object' ? k.location : undefined) ?? AUTHORIZATION;
+  const h = typeof value === 'string' ? credentialHeader(loc, value) : undefined;
+  if (h) out.credential = { header: h[0], value: new Secret(h[1]) };
   return out;
 }
 

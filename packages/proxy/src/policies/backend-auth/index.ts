@@ -8,7 +8,7 @@
 import { createPrivateKey } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { SignJWT } from 'jose';
-import { AUTHORIZATION } from '../../config/connection-ir.ts';
+import { AUTHORIZATION, credentialHeader } from '../../config/connection-ir.ts';
 import type { AuthLocationIR, BackendAuthIR, ExtraCredentialIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
 import { awsSigner } from '../../llm/providers/bedrock/sigv4.ts';
@@ -22,19 +22,8 @@ import { copilotToken } from './copilot-token.ts';
 import { crossAppAccess, type TokenSource, tokenExchange } from './oauth.ts';
 
 /** Where a credential goes when its location says nothing: the Authorization header, Bearer. */
-export { AUTHORIZATION } from '../../config/connection-ir.ts';
+export { AUTHORIZATION, credentialHeader } from '../../config/connection-ir.ts';
 
-/**
- * The header (lower-case name, value) a credential is written as at `loc`; undefined when `loc` is a
- * query parameter or a cookie. What calls made outside a request's layers (an MCP target's) send too.
- */
-export function credentialHeader(
-  loc: AuthLocationIR,
-  value: string,
-): [name: string, value: string] | undefined {
-  if (!('header' in loc)) return undefined;
-  return [loc.header.name.toLowerCase(), `${loc.header.prefix ?? ''}${value}`];
-}
 /** API Gateway is what a SigV4-signed plain HTTP backend most often is. */
 const DEFAULT_AWS_SERVICE = 'execute-api';
 
