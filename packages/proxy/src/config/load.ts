@@ -2134,18 +2134,9 @@ class Builder {
           return;
         }
         const named = def.policies ?? {};
-        const taken = ['backendTLS', 'backendAuth', 'requestHeaderModifier', 'tcp', 'http', 'backendTunnel'];
-        const refused = Object.keys(named).filter(
-          (k) => !taken.includes(k) && named[k as keyof typeof named] !== undefined,
-        );
-        const auth = named.backendAuth;
-        if (auth && !(typeof auth === 'object' && 'key' in auth))
-          refused.push('backendAuth (other than key)');
-        if (refused.length > 0) {
-          this.fail(
-            [...pp, 'backend'],
-            `backend ${JSON.stringify(p.backend)} sets ${refused.join(', ')}, which a processor call does not take (it takes backendTLS, backendAuth key, requestHeaderModifier, tcp, http and backendTunnel)`,
-          );
+        const refused = refusedNamedPolicies(p.backend, named, 'a processor call', TAKES_PROCESSOR);
+        if (refused) {
+          this.fail([...pp, 'backend'], refused);
           return;
         }
         if (!policies && Object.keys(named).length > 0) {
@@ -2326,17 +2317,12 @@ class Builder {
       host = def.host;
       if (!policies && def.policies) {
         pp = ['backends', def.index, 'policies'];
-        const { backendTLS, backendAuth, requestHeaderModifier, ...others } = def.policies;
-        const refused = Object.keys(others).filter((k) => others[k as keyof typeof others] !== undefined);
-        if (backendAuth && !(typeof backendAuth === 'object' && 'key' in backendAuth))
-          refused.push('backendAuth');
-        if (requestHeaderModifier?.remove) refused.push('requestHeaderModifier.remove');
-        for (const k of refused)
-          this.fail(
-            [...path, 'backend'],
-            `backend ${JSON.stringify(c.backend)} sets ${k}, which ${role} does not take (it takes backendTLS, backendAuth key and requestHeaderModifier add/set)`,
-          );
-        if (refused.length > 0) return undefined;
+        const { backendTLS, backendAuth, requestHeaderModifier } = def.policies;
+        const refused = refusedNamedPolicies(c.backend, def.policies, role, TAKES_COLLECTOR);
+        if (refused) {
+          this.fail([...path, 'backend'], refused);
+          return undefined;
+        }
         policies = {
           ...(backendTLS ? { backendTLS } : {}),
           ...(backendAuth
@@ -2545,13 +2531,9 @@ class Builder {
     const def = this.hostBackend([...at, 'backend'], name, 'an authorization service');
     if (!def) return;
     const j = def.index;
-    const { backendTLS, ...others } = def.policies ?? {};
-    for (const k of Object.keys(others))
-      if (others[k as keyof typeof others] !== undefined)
-        this.fail(
-          [...at, 'backend'],
-          `backend ${JSON.stringify(name)} sets ${k}, which an extAuthz call does not take (it takes backendTLS)`,
-        );
+    const backendTLS = def.policies?.backendTLS;
+    const refused = refusedNamedPolicies(name, def.policies, 'an extAuthz call', TAKES_TLS);
+    if (refused) this.fail([...at, 'backend'], refused);
     if ('grpc' in entry) entry.grpc.host = def.host;
     else entry.http.host = def.host;
     if (backendTLS && !entry.policies?.backendTLS) {
@@ -2617,15 +2599,14 @@ class Builder {
           delete entry.backend;
           const def = this.hostBackend([...at, 'backend'], name, `the ${k} service`);
           if (!def) continue;
-          const { backendTLS, ...others } = def.policies ?? {};
-          const refused = Object.keys(k === 'requestMirror' ? (def.policies ?? {}) : others);
-          if (refused.length > 0)
-            this.fail(
-              [...at, 'backend'],
-              k === 'requestMirror'
-                ? `backend ${JSON.stringify(name)} sets ${refused.join(', ')}, which the ${k} call does not take yet (it is called in plain text)`
-                : `backend ${JSON.stringify(name)} sets ${refused.join(', ')}, which the ${k} call does not take (it takes backendTLS)`,
-            );
+          const backendTLS = def.policies?.backendTLS;
+          const set = Object.keys(def.policies ?? {});
+          const refused =
+            k === 'requestMirror'
+              ? set.length > 0 &&
+                `backend ${JSON.stringify(name)} sets ${set.join(', ')}, which the ${k} call does not take yet (it is called in plain text)`
+              : refusedNamedPolicies(name, def.policies, `the ${k} call`, TAKES_TLS);
+          if (refused) this.fail([...at, 'backend'], refused);
           entry.host = def.host;
           if (k !== 'requestMirror' && backendTLS && !entry.policies?.backendTLS) {
             // checked and read where the backend says it
@@ -3122,8 +3103,57 @@ function guardEntry(e: NonNullable<PromptGuard['request']>[number], ctx: GuardCo
 /** The policies a backend runs (a policy targeting one takes only these). */
 const BACKEND_POLICY_NAMES = new Set(Object.keys(BackendPoliciesSchema.shape));
 
-/** A named backend's policies a webhook call takes; the others are refused by name. */
-const WEBHOOK_BACKEND_POLICIES = new Set(['backendTLS', 'requestHeaderModifier', 'tcp', 'http']);
+/**
+ * Which of a named backend's policies a call to a service takes, each with how the message names it
+ * ("backendAuth key": only the key form; "requestHeaderModifier add/set": no remove).
+ */
+type Takes = Partial<Record<keyof BackendPolicies, string>>;
+const TAKES_TLS: Takes = { backendTLS: 'backendTLS' };
+const TAKES_WEBHOOK: Takes = {
+  backendTLS: 'backendTLS',
+  requestHeaderModifier: 'requestHeaderModifier',
+  tcp: 'tcp',
+  http: 'http',
+};
+const TAKES_PROCESSOR: Takes = {
+  backendTLS: 'backendTLS',
+  backendAuth: 'backendAuth key',
+  requestHeaderModifier: 'requestHeaderModifier',
+  tcp: 'tcp',
+  http: 'http',
+  backendTunnel: 'backendTunnel',
+};
+const TAKES_COLLECTOR: Takes = {
+  backendTLS: 'backendTLS',
+  backendAuth: 'backendAuth key',
+  requestHeaderModifier: 'requestHeaderModifier add/set',
+};
+
+/**
+ * What a call to `role` does not take of named backend `name`'s policies, as the message that says so
+ * (each refused one by name, and what the call takes); undefined when it takes them all.
+ */
+function refusedNamedPolicies(
+  name: string,
+  p: BackendPolicies | undefined,
+  role: string,
+  takes: Takes,
+): string | undefined {
+  const refused: string[] = [];
+  for (const [k, v] of Object.entries(p ?? {})) {
+    if (v === undefined) continue;
+    const as = takes[k as keyof BackendPolicies];
+    if (as === undefined) refused.push(k);
+    else if (as.endsWith(' key') && !(typeof v === 'object' && v !== null && 'key' in v))
+      refused.push(`${k} (other than key)`);
+    else if (as.endsWith(' add/set') && (v as { remove?: unknown }).remove !== undefined)
+      refused.push(`${k}.remove`);
+  }
+  if (refused.length === 0) return undefined;
+  const list = Object.values(takes) as string[];
+  const named = list.length > 1 ? `${list.slice(0, -1).join(', ')} and ${list.at(-1)}` : list[0];
+  return `backend ${JSON.stringify(name)} sets ${refused.join(', ')}, which ${role} does not take (it takes ${named})`;
+}
 
 /** A guard service's tcp and http policies as the service IR holds them. */
 function serviceConnection(p: GuardServicePolicies | undefined): Pick<LlmGuardServiceIR, 'tcp' | 'http2'> {
@@ -3152,13 +3182,8 @@ function webhookGuardIR(
     if (!def) return undefined;
     host = def.host;
     const p = def.policies ?? {};
-    for (const k of Object.keys(p)) {
-      if (!WEBHOOK_BACKEND_POLICIES.has(k) && p[k as keyof typeof p] !== undefined)
-        ctx.fail(
-          at,
-          `backend ${JSON.stringify(name)} sets ${k}, which a webhook call does not take (it takes backendTLS, requestHeaderModifier, tcp and http)`,
-        );
-    }
+    const refused = refusedNamedPolicies(name, p, 'a webhook call', TAKES_WEBHOOK);
+    if (refused) ctx.fail(at, refused);
     if (def.tls === null) return undefined;
     tls = def.tls;
     if (p.requestHeaderModifier) requestHeaders = p.requestHeaderModifier;

@@ -19,7 +19,7 @@ export class DynamicTargets {
   readonly #used: Set<Retained>;
 
   readonly #target: CelProgram | undefined;
-  /** The destination worked out for a request (its dial target is evaluated once). */
+  /** The dial target worked out for a request (dynamic.target is evaluated once per request). */
   readonly #chosen = new WeakMap<RequestContext, string>();
 
   constructor(pools: PoolRegistry, base: Omit<PoolSpec, 'origin'>, used: Set<Retained>, target?: CelProgram) {
@@ -31,18 +31,17 @@ export class DynamicTargets {
 
   /** Where `ctx` goes: dynamic.target's host:port, else the request's authority (lower case). */
   destination(ctx: RequestContext): string {
+    if (!this.#target)
+      return (typeof ctx.headers.host === 'string' ? ctx.headers.host : ctx.authority).toLowerCase();
     const known = this.#chosen.get(ctx);
     if (known !== undefined) return known;
-    let out: string;
-    if (this.#target) {
-      const v = this.#target.eval(ctx.celContext());
-      if (typeof v !== 'string' || !HOST_PORT.test(v))
-        throw new GwError(
-          'GW_ERR_DYNAMIC_TARGET',
-          `dynamic.target gave ${v === undefined ? 'no value (an error or a missing field)' : JSON.stringify(typeof v === 'bigint' ? String(v) : v)}, not host:port`,
-        );
-      out = v.toLowerCase();
-    } else out = (typeof ctx.headers.host === 'string' ? ctx.headers.host : ctx.authority).toLowerCase();
+    const v = this.#target.eval(ctx.celContext());
+    if (typeof v !== 'string' || !HOST_PORT.test(v))
+      throw new GwError(
+        'GW_ERR_DYNAMIC_TARGET',
+        `dynamic.target gave ${v === undefined ? 'no value (an error or a missing field)' : JSON.stringify(typeof v === 'bigint' ? String(v) : v)}, not host:port`,
+      );
+    const out = v.toLowerCase();
     this.#chosen.set(ctx, out);
     return out;
   }
