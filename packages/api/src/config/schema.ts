@@ -1707,8 +1707,14 @@ const FRONTEND_NOT_BUILT = {
     description:
       'an ext_authz gRPC Check of each new connection (its client address, after any PROXY header, and the address it reached) before any byte of it is read: OK lets it on, anything else closes it; failureMode decides when the service does not answer',
   }),
-  connect: NotYet('frontendPolicies.connect').optional(),
 };
+/** What an HTTP CONNECT request (a client asking for a tunnel) gets. */
+const ConnectPolicy = strict({
+  mode: z.union([z.enum(['deny', 'route']), NotYetValues(['tunnel'], 'the tunnel connect mode')]).meta({
+    description:
+      "deny (the default without this policy): 405; route: the CONNECT is routed by its authority like any request, its route policies run, and its backend gets a TCP connection (host or unix backends: their address; dynamic: the authority asked for) that the client's bytes flow over after a 200; other kinds refuse it",
+  }),
+}).meta({ description: 'how HTTP CONNECT requests (HTTP/1.1, and HTTP/2 without :protocol) are handled' });
 /** The PROXY protocol header downstream connections start with (an L4 load balancer in front). */
 const ProxyProtocol = strict({
   version: z.enum(['v1', 'v2', 'all']).optional().meta({ description: 'v1, v2 (default) or all' }),
@@ -1744,6 +1750,7 @@ export const FrontendPolicies = strict({
   proxyProtocol: ProxyProtocol.optional(),
   proxy: ProxyProtocol.optional().meta({ description: 'another name of proxyProtocol (set one)' }),
   ...FRONTEND_NOT_BUILT,
+  connect: ConnectPolicy.optional(),
   // the handshake settings of every TLS listener that does not set its own
   tls: strict({
     minVersion: TlsVersion.nullable().optional(),

@@ -154,6 +154,8 @@ export interface FrontendIR {
   trustedProxies?: string[];
   /** The PROXY protocol header downstream connections start with (server/proxy-protocol.ts). */
   proxyProtocol?: ProxyProtocolIR;
+  /** frontendPolicies.connect: CONNECT requests are routed (a TCP tunnel to the backend); absent: 405. */
+  connect?: 'route';
 }
 
 /**

@@ -557,6 +557,7 @@ class Builder {
     // agentgateway has two names for it; the schema takes one of them
     const pp = fp.proxyProtocol ?? fp.proxy;
     if (pp) out.proxyProtocol = { version: pp.version ?? 'v2', mode: pp.mode ?? 'strict' };
+    if (fp.connect?.mode === 'route') out.connect = 'route';
     return out;
   }
 

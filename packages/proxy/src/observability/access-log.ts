@@ -202,7 +202,8 @@ export function requestRecord(
   if (req.error) rec.error = req.error.detail;
   const upgrade = req.ext.upgrade;
   if (upgrade) {
-    rec['upgrade.protocol'] = upgrade.protocol;
+    // a CONNECT tunnel has no protocol of its own
+    if (upgrade.protocol !== '') rec['upgrade.protocol'] = upgrade.protocol;
     // Counted on the client's connection from the switch on: what the tunnel carried each way.
     if (upgrade.spliced && upgrade.socket) {
       rec['upgrade.bytesReceived'] = upgrade.socket.bytesRead - upgrade.spliced.read;

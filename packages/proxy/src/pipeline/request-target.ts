@@ -1,10 +1,13 @@
 // The request target as routing sees it, settled once per request before listener and route
-// selection: exactly one Host, the authority of an absolute-form target, and the normalised path.
+// selection: exactly one Host, the authority of an absolute-form target (or a CONNECT's), and the
+// normalised path.
 import { GwError } from '../errors.ts';
 import { hostOf, type RequestContext } from './context.ts';
 import { normalizePath, type PathNormalization } from './normalize-path.ts';
 
 const ABSOLUTE_FORM = /^https?:\/\//i;
+/** host:port: a name or IPv4 address, or an IPv6 one in brackets, and a port. */
+export const AUTHORITY_FORM = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$/;
 
 /** Rewrites ctx's path (and authority, for an absolute-form target); a GwError when the target is refused. */
 export function resolveRequestTarget(ctx: RequestContext, opts: PathNormalization): GwError | undefined {
@@ -13,6 +16,19 @@ export function resolveRequestTarget(ctx: RequestContext, opts: PathNormalizatio
     return new GwError('GW_ERR_BAD_REQUEST', 'bad request: more than one Host header');
   }
   let path = ctx.path;
+  if (ctx.method === 'CONNECT') {
+    // RFC 9112 §3.2.3 (HTTP/2: :authority, RFC 9113 §8.5): a CONNECT's target is the authority
+    // (host:port) it asks a tunnel to; it is routed by that host, at path /.
+    const authority = ctx.httpVersion.startsWith('1') ? ctx.originalUrl : ctx.authority;
+    if (!AUTHORITY_FORM.test(authority))
+      return new GwError('GW_ERR_BAD_REQUEST', 'bad request: a CONNECT target must be host:port');
+    ctx.authority = authority;
+    ctx.host = hostOf(authority);
+    ctx.headers.host = authority;
+    ctx.path = '/';
+    ctx.query = '';
+    return undefined;
+  }
   if (ABSOLUTE_FORM.test(ctx.originalUrl)) {
     // RFC 9112 §3.2.2: the target's authority replaces Host.
     const url = ctx.originalUrl;

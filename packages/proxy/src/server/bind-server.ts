@@ -191,7 +191,12 @@ export class BindServer {
       secure.on('upgrade', onUpgrade);
       // Expect: 100-continue reaches the data plane unanswered; it sends the 100 when the body is read.
       secure.on('checkContinue', handler);
-      secure.on('connect', handler);
+      // 'connect' is HTTP/2's CONNECT stream (request, response) or HTTP/1.1's CONNECT (request,
+      // socket, head): the latter leaves HTTP as an upgrade does.
+      secure.on('connect', (req: IncomingMessage | Http2ServerRequest, second: unknown, head?: Buffer) => {
+        if ('stream' in req) handler(req, second as Http2ServerResponse);
+        else onUpgrade(req, second as Socket, head ?? Buffer.alloc(0));
+      });
       // Before the TLS handshake: a refused peer costs no crypto.
       secure.prependListener('connection', (socket: Socket) => {
         accept(socket);
@@ -221,6 +226,8 @@ export class BindServer {
         handler,
       );
       h1.on('upgrade', onUpgrade);
+      // CONNECT leaves HTTP as an upgrade does (the data plane answers it: frontendPolicies.connect).
+      h1.on('connect', onUpgrade);
       // h1 never listens (connections are handed to it), and node starts the list of connections
       // whose header and request timers it checks on 'listening': start it here.
       h1.emit('listening');

@@ -120,6 +120,8 @@ export class DataPlane {
   #networkRules: Rule[] | undefined;
   /** frontendPolicies.proxyProtocol of the config in force: what new connections start with. */
   #proxyProtocol: ProxyProtocolIR | undefined;
+  /** frontendPolicies.connect of the config in force: whether CONNECT requests are routed (else 405). */
+  #connect: ProxyIR['frontend']['connect'];
   #connectionCheck: { key: string; check: ConnectionCheck } | undefined;
   /** Frontend HTTP settings every request starts with: path normalisation, trusted proxies. */
   #requests: { paths: PathNormalization; trusted: TrustedProxies } = {
@@ -306,6 +308,7 @@ export class DataPlane {
       ? compileRules(ir.frontend.networkAuthorization)
       : undefined;
     this.#proxyProtocol = ir.frontend.proxyProtocol;
+    this.#connect = ir.frontend.connect;
     this.#connectionCheck = connectionCheck;
     this.#requests = requests;
     this.#shared = used;
@@ -349,10 +352,19 @@ export class DataPlane {
     // The response's 'close' (which ends the request's life: access log, metrics) follows the socket's.
     res.assignSocket(socket);
     socket.on('error', () => socket.destroy());
-    const state: UpgradeState = { protocol: req.headers.upgrade ?? '', socket, head };
+    const connect = req.method === 'CONNECT';
+    const state: UpgradeState = connect
+      ? { protocol: '', socket, head, connect }
+      : { protocol: req.headers.upgrade ?? '', socket, head };
+    // A tunnel's 200 has neither length nor chunks, nor a Connection header: what follows it is the
+    // tunnel's bytes (RFC 9110 §9.3.6).
+    if (connect) {
+      res.useChunkedEncodingByDefault = false;
+      res.removeHeader('connection');
+    }
     res.once('finish', () => {
       const up = state.upstream;
-      if (up && res.statusCode === 101) {
+      if (up && (res.statusCode === 101 || (connect && joinsTunnel(res.statusCode)))) {
         state.spliced = { read: socket.bytesRead, written: socket.bytesWritten };
         if (up.head.length > 0) socket.write(up.head);
         if (head.length > 0) up.socket.write(head);
@@ -393,17 +405,7 @@ export class DataPlane {
       upgrade = extendedConnect(ctx, req, bs.idleTimeoutMs);
       const state = upgrade;
       // The client left before the backend's answer was joined: a backend connection goes too.
-      if (state) res.once('close', () => state.spliced || state.upstream?.socket.destroy());
-      if (upgrade === undefined) {
-        this.#fail(
-          ctx,
-          new GwError(
-            'GW_ERR_UPGRADE_UNSUPPORTED',
-            'CONNECT without :protocol is not supported by this build of gw yet',
-          ),
-        );
-        return;
-      }
+      res.once('close', () => state.spliced || state.upstream?.socket.destroy());
     }
     if (upgrade !== undefined) {
       ctx.ext.upgrade = upgrade;
@@ -436,6 +438,16 @@ export class DataPlane {
       this.#fail(ctx, refused);
       return;
     }
+    if (upgrade?.connect && this.#connect !== 'route') {
+      this.#fail(
+        ctx,
+        new GwError(
+          'GW_ERR_METHOD_NOT_ALLOWED',
+          'CONNECT is not allowed here (frontendPolicies.connect mode: route lets it through)',
+        ),
+      );
+      return;
+    }
 
     const listener = selectListener(bind, ctx.host);
     if (!listener) {
@@ -462,7 +474,15 @@ export class DataPlane {
     ctx.route = m.route.info;
     ctx.matchedPrefix = m.prefix;
     if (upgrade !== undefined && !m.route.upgrades) {
-      this.#fail(ctx, new GwError('GW_ERR_UPGRADE_UNSUPPORTED'));
+      this.#fail(
+        ctx,
+        upgrade.connect
+          ? new GwError(
+              'GW_ERR_UPGRADE_UNSUPPORTED',
+              "this route's backend takes no CONNECT tunnel (host, unix and dynamic backends do)",
+            )
+          : new GwError('GW_ERR_UPGRADE_UNSUPPORTED'),
+      );
       return;
     }
     if (ctx.body !== null && m.route.requestBodyIdleTimeoutMs > 0)
@@ -587,8 +607,9 @@ export class DataPlane {
       discard(r.body);
       return;
     }
-    if (r.status === 101 && ctx.ext.upgrade?.stream) {
-      joinExtendedConnect(ctx, ctx.ext.upgrade, res as Http2ServerResponse);
+    const upgrade = ctx.ext.upgrade;
+    if (upgrade?.stream && (r.status === 101 || (upgrade.connect && joinsTunnel(r.status)))) {
+      joinExtendedConnect(ctx, upgrade, res as Http2ServerResponse);
       return;
     }
     try {
@@ -873,17 +894,20 @@ function ignoreChunk(): void {}
  * new protocol. Upstream it becomes an HTTP/1.1 Upgrade, so the handshake is GET and, for WebSocket,
  * takes the Sec-WebSocket-Key HTTP/2 clients do not send (nor expect an Accept for).
  */
-function extendedConnect(
-  ctx: RequestContext,
-  req: Http2ServerRequest,
-  idleMs: number,
-): UpgradeState | undefined {
+function extendedConnect(ctx: RequestContext, req: Http2ServerRequest, idleMs: number): UpgradeState {
   const protocol = req.headers[':protocol'];
-  if (typeof protocol !== 'string' || protocol === '') return undefined;
+  // Without :protocol, a CONNECT asks for a tunnel (frontendPolicies.connect).
+  if (typeof protocol !== 'string' || protocol === '')
+    return { protocol: '', stream: req.stream, head: Buffer.alloc(0), idleMs, connect: true };
   ctx.method = 'GET';
   if (protocol.toLowerCase() === 'websocket' && ctx.headers['sec-websocket-key'] === undefined)
     ctx.headers['sec-websocket-key'] = randomBytes(16).toString('base64');
   return { protocol, stream: req.stream, head: Buffer.alloc(0), idleMs };
+}
+
+/** A CONNECT answered with a 2xx is a tunnel: the two connections are joined. */
+function joinsTunnel(status: number): boolean {
+  return status >= 200 && status < 300;
 }
 
 /** What an HTTP/1.1 101 carries that HTTP/2 forbids (connection-specific) or has no use for. */

@@ -557,7 +557,7 @@ test('WebSocket over HTTP/2 (extended CONNECT): gw advertises it, the handshake 
   await waitFor('the upstream side to close', () => up.open.size === 0);
 });
 
-test('extended CONNECT runs the route policies: no token is 401 and nothing reaches the upstream; CONNECT without :protocol is 400', async (t) => {
+test('extended CONNECT runs the route policies: no token is 401 and nothing reaches the upstream; CONNECT without :protocol (a tunnel, which frontendPolicies.connect would allow) is 405', async (t) => {
   const session = await h2Session();
   t.after(() => session.close());
   const before = up.seen.length;
@@ -574,10 +574,10 @@ test('extended CONNECT runs the route policies: no token is 401 and nothing reac
   refused.resume();
   assert.equal(up.seen.length, before);
   const plain = session.request({ ':method': 'CONNECT', ':authority': 'example.test:443' });
-  const [h400] = (await once(plain, 'response')) as [http2.IncomingHttpHeaders];
-  assert.equal(h400[':status'], 400);
+  const [h405] = (await once(plain, 'response')) as [http2.IncomingHttpHeaders];
+  assert.equal(h405[':status'], 405);
   let body = '';
   plain.setEncoding('utf8');
   for await (const c of plain) body += c;
-  assert.match(body, /CONNECT without :protocol is not supported/);
+  assert.match(body, /CONNECT is not allowed here \(frontendPolicies\.connect mode: route lets it through\)/);
 });

@@ -29,6 +29,11 @@ export interface UpgradeState {
   idleMs?: number;
   /** What the client sent after the handshake's head. */
   head: Buffer;
+  /**
+   * A CONNECT (frontendPolicies.connect route): the backend gets a TCP connection rather than a
+   * handshake, the client a 200 once it is open, and the two are joined.
+   */
+  connect?: true;
   /** The backend's connection once it answered 101, and what it sent after its response head. */
   upstream?: { socket: Socket; head: Buffer };
   /** The client socket's byte counters when the two sockets were joined (for the access log). */
@@ -86,7 +91,8 @@ export function upgradeTarget(
   };
 }
 
-function connect(t: UpgradeTarget): Socket {
+/** A connection of its own to the backend; over TLS, ALPN offers `alpn` (none: no ALPN). */
+function connect(t: UpgradeTarget, alpn: string[] | undefined = ['http/1.1']): Socket {
   const { spec } = t;
   const where: net.NetConnectOpts = t.socketPath
     ? { path: t.socketPath }
@@ -97,8 +103,9 @@ function connect(t: UpgradeTarget): Socket {
       ...(where as tls.ConnectionOptions),
       ...tlsConnectOptions(spec.tls, false),
       // The upgrade is an HTTP/1.1 mechanism (an h2 upstream would need extended CONNECT).
-      ALPNProtocols: ['http/1.1'],
+      ALPNProtocols: alpn,
     };
+    if (!alpn) delete options.ALPNProtocols;
     if (!options.servername && !t.socketPath && net.isIP(t.host) === 0) options.servername = t.host;
     socket = tls.connect(options);
   } else {
@@ -134,6 +141,8 @@ export function upgradeUpstream(
   if (host !== undefined) headers.host = host;
   ctx.endpoint = target.endpoint;
   if (ctx.abortReason !== undefined) return Promise.reject(ctx.abortReason);
+
+  if (state.connect) return openTunnel(ctx, state, target, attemptTimeoutMs);
 
   return new Promise<void>((resolve, reject) => {
     let socket: Socket | undefined;
@@ -204,5 +213,64 @@ export function upgradeUpstream(
     });
     req.on('error', fail);
     req.end();
+  });
+}
+
+/**
+ * A CONNECT's tunnel: a TCP connection of the gateway's own to the backend (TLS with backendTLS,
+ * offering ALPN only when backendTLS names it: the bytes are the client's), and a bodiless 200 once
+ * it is open. The connect timeout, the attempt's timeout and the request's abort cover the opening.
+ */
+function openTunnel(
+  ctx: RequestContext,
+  state: UpgradeState,
+  target: UpgradeTarget,
+  attemptTimeoutMs: number,
+): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const socket = connect(target, target.spec.tls?.alpn);
+    let settled = false;
+    const timers: NodeJS.Timeout[] = [];
+    const cleanup = () => {
+      settled = true;
+      for (const t of timers) clearTimeout(t);
+      ctx.removeAbortHook(hook);
+      socket.off('error', fail);
+    };
+    const fail = (err: unknown) => {
+      if (settled) return;
+      cleanup();
+      socket.destroy();
+      reject(toGwError(err));
+    };
+    const hook = { abort: fail };
+    ctx.addAbortHook(hook);
+    const connectMs = target.spec.connectTimeoutMs;
+    const where = target.socketPath ?? target.endpoint;
+    if (connectMs > 0)
+      timers.push(
+        setTimeout(
+          () =>
+            fail(
+              new GwError(
+                'GW_ERR_UPSTREAM_CONNECT',
+                `upstream connect error: timeout after ${connectMs}ms (${where})`,
+              ),
+            ),
+          connectMs,
+        ),
+      );
+    if (attemptTimeoutMs > 0)
+      timers.push(setTimeout(() => fail(new GwError('GW_ERR_BACKEND_TIMEOUT')), attemptTimeoutMs));
+    socket.once('error', fail);
+    socket.once(target.spec.tls ? 'secureConnect' : 'connect', () => {
+      if (settled) return;
+      cleanup();
+      // errors after this point end the joined connections (splice)
+      socket.on('error', () => socket.destroy());
+      state.upstream = { socket, head: Buffer.alloc(0) };
+      ctx.response = { status: 200, headers: {}, body: null };
+      resolve();
+    });
   });
 }

@@ -5,12 +5,11 @@
 import type { CelProgram } from '../../../cel/cel.ts';
 import { GwError } from '../../../errors.ts';
 import type { RequestContext } from '../../../pipeline/context.ts';
+import { AUTHORITY_FORM } from '../../../pipeline/request-target.ts';
 import type { CallTarget } from '../../call.ts';
 import type { PoolRegistry, PoolSpec, Retained } from '../../pools.ts';
 
 const MAX_DESTINATIONS = 256;
-/** What dynamic.target must give: a name or IPv4 address, or a bracketed IPv6 one, and a port. */
-const HOST_PORT = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$/;
 
 export class DynamicTargets {
   readonly #pools: PoolRegistry;
@@ -36,7 +35,7 @@ export class DynamicTargets {
     const known = this.#chosen.get(ctx);
     if (known !== undefined) return known;
     const v = this.#target.eval(ctx.celContext());
-    if (typeof v !== 'string' || !HOST_PORT.test(v))
+    if (typeof v !== 'string' || !AUTHORITY_FORM.test(v))
       throw new GwError(
         'GW_ERR_DYNAMIC_TARGET',
         `dynamic.target gave ${v === undefined ? 'no value (an error or a missing field)' : JSON.stringify(typeof v === 'bigint' ? String(v) : v)}, not host:port`,
