@@ -1,6 +1,7 @@
 // GwPolicy attachment: each policy is validated and its sections mapped once, then attached to its
 // targets (Gateways or their listeners, HTTPRoutes/GRPCRoutes, GwBackends) as Policy resources of the
-// Gateways those targets belong to, with an ancestor status per target.
+// Gateways those targets belong to, with an ancestor status per target. A backend section targeting a
+// Service goes with the route backends to that Service (servicePolicies).
 //
 // A policy the schema or @gw/api's checks refuse is not attached: Accepted and Attached are False
 // with reason Invalid and the field paths at fault, and the rest of the Gateway's configuration ships
@@ -89,6 +90,76 @@ export function failClosedBackends(policies: CheckedPolicy[], backends: Map<stri
   }
 }
 
+/** Backend policy keys that belong to one backend kind (an LLM provider, an MCP backend), not a Service. */
+const KIND_ONLY_BACKEND_KEYS = ['ai', 'mcpAuthorization', 'mcpAuthentication', 'mcpGuardrails'] as const;
+
+/** What route backends to one port of a Service get from the GwPolicies that target the Service. */
+export interface ServiceAttachment {
+  /** Their backend sections merged, the oldest policy winning a field two set; absent: none. */
+  policies?: Record<string, unknown>;
+  /** A backend section that cannot be honoured (a CA that is missing): no traffic goes to the Service. */
+  problem?: string;
+}
+
+/**
+ * GwPolicy backend sections whose targets are Services (`sectionName`: one port, by its name): what
+ * each route backend to a port of that Service gets as its policies (routes.ts). Kind-only keys
+ * (`ai`, `mcp`) are left out (attachOne reports them).
+ */
+export function servicePolicies(
+  policies: CheckedPolicy[],
+  objects: KubeObject[],
+  lookup: Lookup,
+): (namespace: string, name: string, port: number) => ServiceAttachment {
+  const entries = new Map<string, { port?: number; policies: Record<string, unknown>; problem?: string }[]>();
+  for (const c of byAge(policies)) {
+    const backend = c.backend?.policies as Record<string, unknown> | undefined;
+    // a policy @gw/api's checks refused is not attached (its status says why), as on a GwBackend
+    if (!c.validation.ok || c.invalid.length > 0 || !c.backend || (!backend && !c.backend.failClosed))
+      continue;
+    const ns = c.object.metadata.namespace ?? 'default';
+    const own = { ...backend };
+    for (const k of KIND_ONLY_BACKEND_KEYS) delete own[k];
+    for (const t of resolveTargets(c.validation.spec as GwPolicySpec, objects, ns)) {
+      if (t.group !== '' || t.kind !== 'Service') continue;
+      const port = t.sectionName ? servicePort(lookup.get('Service', ns, t.name), t.sectionName) : undefined;
+      if (t.sectionName && port === undefined) continue;
+      const list = entries.get(`${ns}/${t.name}`) ?? [];
+      const failed = c.backend.failClosed;
+      list.push({
+        ...(port !== undefined ? { port } : {}),
+        policies: failed ? {} : own,
+        ...(failed ? { problem: `GwPolicy ${key(c.object)}: ${c.backend.problems.join('; ')}` } : {}),
+      });
+      entries.set(`${ns}/${t.name}`, list);
+    }
+  }
+  return (namespace, name, port) => {
+    let merged: Record<string, unknown> | undefined;
+    for (const e of entries.get(`${namespace}/${name}`) ?? []) {
+      if (e.port !== undefined && e.port !== port) continue;
+      if (e.problem) return { problem: e.problem };
+      if (Object.keys(e.policies).length > 0) merged = mergeBackendPolicies(merged, e.policies);
+    }
+    return merged ? { policies: merged } : {};
+  };
+}
+
+/** The port of a Service named `portName` in its spec. */
+function servicePort(svc: KubeObject | undefined, portName: string): number | undefined {
+  const ports = (svc?.spec as { ports?: { name?: string; port: number }[] } | undefined)?.ports ?? [];
+  return ports.find((p) => p.name === portName)?.port;
+}
+
+/** Newest first: later layers override earlier ones, so the oldest policy wins a field two set. */
+function byAge(policies: CheckedPolicy[]): CheckedPolicy[] {
+  return [...policies].sort(
+    (a, b) =>
+      (b.object.metadata.creationTimestamp ?? '').localeCompare(a.object.metadata.creationTimestamp ?? '') ||
+      key(a.object).localeCompare(key(b.object)),
+  );
+}
+
 export interface AttachContext {
   objects: KubeObject[];
   gateways: GatewayInfo[];
@@ -121,13 +192,7 @@ export function attachPolicies(policies: CheckedPolicy[], ctx: AttachContext): A
     mcpTargetExtra: new Map(),
     statuses: [],
   };
-  const sorted = [...policies].sort(
-    // newest first: later layers override earlier ones in the proxy, so the oldest policy wins
-    (a, b) =>
-      (b.object.metadata.creationTimestamp ?? '').localeCompare(a.object.metadata.creationTimestamp ?? '') ||
-      key(a.object).localeCompare(key(b.object)),
-  );
-  sorted.forEach((c, order) => {
+  byAge(policies).forEach((c, order) => {
     attachOne(c, order, ctx, out);
   });
   return out;
@@ -325,10 +390,34 @@ function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Att
         accepted,
         attached(`GwBackend ${b.key}${t.sectionName ? ` MCP target ${t.sectionName}` : ''}`, problems),
       ]);
+    } else if (t.group === '' && t.kind === 'Service') {
+      // the backend section goes with every route backend to the Service (servicePolicies, routes.ts)
+      const svc = ctx.objects.find(
+        (o) =>
+          o.kind === 'Service' && (o.metadata.namespace ?? 'default') === ns && o.metadata.name === t.name,
+      );
+      if (!svc) {
+        notAttached('TargetNotFound', `Service ${ns}/${t.name} not found`);
+        continue;
+      }
+      if (t.sectionName && servicePort(svc, t.sectionName) === undefined) {
+        notAttached('TargetNotFound', `Service ${ns}/${t.name} has no port named ${t.sectionName}`);
+        continue;
+      }
+      const kindOnly = KIND_ONLY_BACKEND_KEYS.filter((k) => backend?.[k] !== undefined);
+      if (kindOnly.length > 0)
+        problems.push(`${kindOnly.join(', ')} apply to GwBackends of that kind, not to a Service`);
+      if (traffic && Object.keys(traffic).length > 0)
+        problems.push('traffic attaches to Gateways, routes and GwBackends only in this build');
+      if (frontend) problems.push('frontend policies attach to Gateways only');
+      ancestor(t, [
+        accepted,
+        attached(`Service ${ns}/${t.name}${t.sectionName ? ` port ${t.sectionName}` : ''}`, problems),
+      ]);
     } else {
       notAttached(
         'Unsupported',
-        `targets of kind ${t.group ? `${t.group}/` : ''}${t.kind} are not supported (Gateway, HTTPRoute, GRPCRoute, gw.dev/GwBackend)`,
+        `targets of kind ${t.group ? `${t.group}/` : ''}${t.kind} are not supported (Gateway, HTTPRoute, GRPCRoute, Service, gw.dev/GwBackend)`,
       );
     }
   }

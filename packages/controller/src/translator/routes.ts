@@ -5,6 +5,7 @@
 // another namespace needs a ReferenceGrant there; a rule with no usable backend answers 500.
 import { checkRegex, type Problem } from '@gw/api';
 import type { Reason } from '@gw/api/status/reasons';
+import type { ServiceAttachment } from './attachment.ts';
 import { bad, ok } from './conditions.ts';
 import { GATEWAY_GROUP, type GatewayInfo, type ListenerInfo, matchesLabels } from './gateways.ts';
 import type { Grants } from './grants.ts';
@@ -85,6 +86,8 @@ export interface RouteContext {
   backendProblem: (ns: string, name: string) => string | undefined;
   /** Whether GwModels are read (the models flag): a rule may then route to GwModel `*`. */
   modelsEnabled?: boolean;
+  /** What GwPolicies targeting a Service give route backends to one of its ports (attachment.ts). */
+  servicePolicies?: (namespace: string, name: string, port: number) => ServiceAttachment;
 }
 
 export interface AttachedRule {
@@ -266,9 +269,16 @@ function resolveBackends(route: KubeObject, rule: HttpRule, ri: number, ctx: Rou
         fail('BackendNotFound', `service ${refNs}/${ref.name} has no port ${ref.port ?? '(none given)'}`);
         continue;
       }
+      const attached = ctx.servicePolicies?.(refNs, ref.name, ref.port);
+      if (attached?.problem) {
+        fail('BackendNotFound', `service ${refNs}/${ref.name} is not usable: ${attached.problem}`);
+        continue;
+      }
       out.backends.push({
         weight,
         host: { host: `${ref.name}.${refNs}.svc.${ctx.clusterDomain}`, port: ref.port },
+        // each backend its own copy: the routes' resources are written out one by one
+        ...(attached?.policies ? { policies: structuredClone(attached.policies) } : {}),
       });
     } else if (group === GW_GROUP && kind === 'GwBackend') {
       const problem = ctx.backendProblem(refNs, ref.name);

@@ -4,7 +4,7 @@
 // (backends.ts), GwPolicies checked and mapped (attachment.ts, policy/), routes (routes.ts), policy
 // attachment (attachment.ts), GwModels (models.ts), and the resources per Gateway (resources.ts).
 import { GlobalConfig } from '@gw/api';
-import { attachPolicies, checkPolicies, failClosedBackends } from './attachment.ts';
+import { attachPolicies, checkPolicies, failClosedBackends, servicePolicies } from './attachment.ts';
 import { collectBackends } from './backends.ts';
 import { ok } from './conditions.ts';
 import type { GatewayInfo } from './gateways.ts';
@@ -49,6 +49,7 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
     controllerName: snapshot.controllerName,
     clusterDomain,
     ...(snapshot.modelsEnabled ? { modelsEnabled: true } : {}),
+    servicePolicies: servicePolicies(policies, objects, lookup),
     backendProblem: (ns, name) => {
       const b = backends.get(`${ns}/${name}`);
       if (!b) return `GwBackend ${ns}/${name} not found`;

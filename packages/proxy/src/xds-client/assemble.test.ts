@@ -484,3 +484,33 @@ test('a Service backend keeps the client’s Host: only a file’s backend named
     rewriteHost: true,
   });
 });
+
+test('a Service backend with the policies of GwPolicies on that Service (backendTLS, http, tcp) reaches the IR with them', () => {
+  const held = new Map<string, { bytes: Uint8Array }>();
+  const policies = {
+    backendTLS: { insecureHost: true },
+    http: { requestTimeout: '5s' },
+    tcp: { connectTimeout: '2s' },
+  };
+  const svc = res({
+    route: {
+      port: 8080,
+      listener: 'ns/gw/http',
+      namespace: 'ns',
+      name: 'web',
+      matches: [{ path: { pathPrefix: '/' } }],
+      backends: [{ weight: 1, host: { host: 'api.ns.svc.cluster.local', port: 8443 }, policies }],
+    },
+  });
+  for (const [name, r] of [
+    ['bind/8080', bind],
+    ['route/8080/http/ns/web/0', svc],
+  ] as const)
+    held.set(name, { bytes: toBinary(ResourceSchema, r) });
+  const { ir } = buildXdsConfig(held, { address: 'http://c:9978', gateway: 'ns/gw', baseDir: process.cwd() });
+  const backend = ir.binds[0]?.listeners[0]?.routes[0]?.backends[0];
+  assert.deepEqual(backend?.target, { kind: 'host', host: 'api.ns.svc.cluster.local', port: 8443 });
+  assert.equal(backend?.policies.backendTLS?.insecureHost, true);
+  assert.equal(backend?.policies.http?.requestTimeout, '5s');
+  assert.equal(backend?.policies.tcp?.connectTimeout, '2s');
+});
