@@ -45,26 +45,34 @@ export interface CheckedPolicy {
   invalid: Problem[];
 }
 
-/** Validates every GwPolicy and maps its sections, once. */
+/**
+ * Validates every GwPolicy and maps its sections, once: backend sections first, so a frontend
+ * section's OTLP collector Service takes what the GwPolicies on that Service give it.
+ */
 export function checkPolicies(objects: KubeObject[], lookup: Lookup): CheckedPolicy[] {
-  return objects
+  const checked = objects
     .filter((o) => o.kind === 'GwPolicy')
     .map((p) => {
       const validation = validateResource(p);
-      const checked: CheckedPolicy = { object: p, validation, invalid: [] };
-      if (!validation.ok) return checked;
-      const spec = validation.spec as GwPolicySpec;
-      const ns = p.metadata.namespace ?? 'default';
-      if (spec.traffic) checked.traffic = trafficPolicy(spec.traffic, ns, lookup);
-      if (spec.frontend) checked.frontend = frontendPolicy(spec.frontend, ns, lookup);
-      if (spec.backend) checked.backend = backendPolicy(spec.backend, ns, lookup);
-      checked.invalid = [
-        ...(checked.traffic?.invalid ?? []),
-        ...(checked.frontend?.invalid ?? []),
-        ...(checked.backend?.invalid ?? []),
-      ];
-      return checked;
+      const c: CheckedPolicy = { object: p, validation, invalid: [] };
+      const spec = validation.ok ? (validation.spec as GwPolicySpec) : undefined;
+      if (spec?.backend) c.backend = backendPolicy(spec.backend, p.metadata.namespace ?? 'default', lookup);
+      return c;
     });
+  const services = servicePolicies(checked, objects, lookup);
+  for (const c of checked) {
+    if (!c.validation.ok) continue;
+    const spec = c.validation.spec as GwPolicySpec;
+    const ns = c.object.metadata.namespace ?? 'default';
+    if (spec.traffic) c.traffic = trafficPolicy(spec.traffic, ns, lookup);
+    if (spec.frontend) c.frontend = frontendPolicy(spec.frontend, ns, lookup, 'frontend', services);
+    c.invalid = [
+      ...(c.traffic?.invalid ?? []),
+      ...(c.frontend?.invalid ?? []),
+      ...(c.backend?.invalid ?? []),
+    ];
+  }
+  return checked;
 }
 
 /**

@@ -14,7 +14,7 @@
 //   Backend settings cannot express "refuse": `failClosed` tells the caller not to use the backend.
 // - What @gw/api's checks refuse (a CEL expression that does not compile, a JWKS that is not one, …)
 //   makes the whole policy invalid: `invalid` collects those problems at their CRD field paths.
-import type { FieldPath, Problem, TrafficPolicies } from '@gw/api';
+import type { BackendTLS, FieldPath, Problem, TrafficPolicies } from '@gw/api';
 import { notBuiltMessage } from '@gw/api/crd/types';
 import { referenceGrants } from '../grants.ts';
 import type { Lookup } from '../types.ts';
@@ -36,6 +36,11 @@ export class MapContext {
   readonly lookup: Lookup;
   /** The kind of the object being translated, as a ReferenceGrant names what refers (GwPolicy, …). */
   readonly owner: string;
+  /**
+   * What GwPolicies on a Service give calls to it (attachment.ts servicePolicies); set where a caller
+   * takes them (the OTLP collectors of frontend sections).
+   */
+  services?: ServicePolicyLookup;
   constructor(namespace: string, lookup: Lookup, owner = 'GwPolicy') {
     this.namespace = namespace;
     this.lookup = lookup;
@@ -140,7 +145,35 @@ export interface ServiceAddress {
   https: boolean;
   /** false when the Service or its port is not in the snapshot (a problem was reported). */
   resolved: boolean;
+  /** The backend sections of GwPolicies on the Service (its port), when ctx.services is set. */
+  policies?: Record<string, unknown>;
 }
+
+/**
+ * What an OTLP collector's exports take of the GwPolicies on its Service: their backendTLS (the
+ * export goes over TLS with it); any other setting of theirs is named in a problem, not applied.
+ */
+export function collectorPolicies(
+  ctx: MapContext,
+  field: string,
+  svc: ServiceAddress | undefined,
+): { backendTLS: BackendTLS } | undefined {
+  const { backendTLS, ...rest } = (svc?.policies ?? {}) as { backendTLS?: BackendTLS };
+  const others = Object.keys(rest);
+  if (others.length > 0)
+    ctx.problem(
+      field,
+      `the collector's exports take backendTLS of the GwPolicies on its Service; ${others.join(', ')} of theirs are not applied to them`,
+    );
+  return backendTLS === undefined ? undefined : { backendTLS };
+}
+
+/** GwPolicy backend sections on a Service's port, merged (attachment.ts servicePolicies). */
+export type ServicePolicyLookup = (
+  namespace: string,
+  name: string,
+  port: number,
+) => { policies?: Record<string, unknown>; problem?: string };
 
 /**
  * The in-cluster address of a Service backendRef; undefined when the reference cannot name one. A
@@ -186,7 +219,13 @@ export function serviceAddress(ctx: MapContext, field: string, ref: BackendRef):
   }
   const https =
     port.appProtocol !== undefined ? port.appProtocol.toLowerCase() === 'https' : ref.port === 443;
-  return { hostPort, https, resolved: true };
+  const attached = ctx.services?.(ns, ref.name, ref.port);
+  if (attached?.problem) {
+    // a GwPolicy on the Service that cannot be honoured (its CA is missing): nothing goes there
+    ctx.problem(field, `service ${quote(ref.name)} is not usable: ${attached.problem}`);
+    return undefined;
+  }
+  return { hostPort, https, resolved: true, ...(attached?.policies ? { policies: attached.policies } : {}) };
 }
 
 /**

@@ -1,6 +1,6 @@
 // GwPolicy spec.frontend → FrontendPolicies: one mapper per field (frontend/<field>.ts). A frontend
 // field without an entry here is a type error.
-import { MapContext } from './context.ts';
+import { MapContext, type ServicePolicyLookup } from './context.ts';
 import { accessLog } from './frontend/access-log.ts';
 import { http } from './frontend/http.ts';
 import { metrics } from './frontend/metrics.ts';
@@ -31,8 +31,10 @@ export function frontendPolicy(
   namespace: string,
   lookup: MapContext['lookup'],
   field = 'frontend',
+  services?: ServicePolicyLookup,
 ): PolicyResult<FrontendPolicies> {
   const ctx = new MapContext(namespace, lookup);
+  if (services) ctx.services = services;
   const out: FrontendPolicies = {};
   mapSections(FRONTEND_SECTIONS, spec, ctx, out, { field, path: ['spec', field] });
   return { policies: out, problems: ctx.problems, invalid: ctx.invalid };

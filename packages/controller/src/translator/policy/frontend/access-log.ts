@@ -2,7 +2,7 @@
 // the collector a Service backendRef (its cluster address; https:// when its port says appProtocol
 // https or is 443) or a url, with its own filter and attributes.
 import { type AccessLog, checkCel } from '@gw/api';
-import { defined, type MapContext, nameMap, serviceAddress } from '../context.ts';
+import { collectorPolicies, defined, type MapContext, nameMap, serviceAddress } from '../context.ts';
 import type { FrontendMapper, FrontendSpec } from '../spec.ts';
 
 type AccessLogSpec = NonNullable<FrontendSpec['accessLog']>;
@@ -30,9 +30,11 @@ export const accessLog: FrontendMapper<'accessLog'> = {
       const op = [...at.path, 'otlp'];
       if (otlp.filter !== undefined) ctx.check(checkCel(otlp.filter, [...op, 'filter']));
       let host = otlp.url;
+      let policies: ReturnType<typeof collectorPolicies>;
       if (otlp.backendRef) {
         const svc = serviceAddress(ctx, `${of}.backendRef`, otlp.backendRef);
         host = svc && (svc.https ? `https://${svc.hostPort}` : svc.hostPort);
+        policies = collectorPolicies(ctx, `${of}.backendRef`, svc);
       }
       if (host === undefined)
         ctx.problem(of, 'no collector to export to: access log records are not exported');
@@ -44,6 +46,7 @@ export const accessLog: FrontendMapper<'accessLog'> = {
           filter: otlp.filter,
           fields:
             otlp.attributes && defined(fields(otlp.attributes, `${of}.attributes`, [...op, 'attributes'])),
+          policies,
         });
     }
     out.accessLog = defined({ filter: al.filter, ...own, otlp: exported });

@@ -1,9 +1,10 @@
 // spec.frontend.tracing (agentgateway's flat shape) → tracing: the OTLP collector is a Service
-// backendRef (its cluster address; https:// when its port says appProtocol https or is 443) or a url;
+// backendRef (its cluster address; https:// when its port says appProtocol https or is 443; the
+// backendTLS of GwPolicies on that Service as the export's policies) or a url;
 // protocol and path as written; resources and attributes.add lists become the standalone's maps of CEL;
 // sampling and filter are CEL. Each expression is checked at its CRD path.
 import { checkCel } from '@gw/api';
-import { defined, nameMap, serviceAddress } from '../context.ts';
+import { collectorPolicies, defined, nameMap, serviceAddress } from '../context.ts';
 import type { FrontendMapper } from '../spec.ts';
 
 export const tracing: FrontendMapper<'tracing'> = {
@@ -30,9 +31,11 @@ export const tracing: FrontendMapper<'tracing'> = {
       ctx.check(checkCel(a.expression, [...at.path, 'attributes', 'add', i, 'expression']));
     });
     let host = t.url;
+    let policies: ReturnType<typeof collectorPolicies>;
     if (t.backendRef) {
       const svc = serviceAddress(ctx, `${at.field}.backendRef`, t.backendRef);
       host = svc && (svc.https ? `https://${svc.hostPort}` : svc.hostPort);
+      policies = collectorPolicies(ctx, `${at.field}.backendRef`, svc);
     }
     if (host === undefined) {
       ctx.problem(at.field, 'no collector to export to: requests are not traced');
@@ -56,6 +59,7 @@ export const tracing: FrontendMapper<'tracing'> = {
       randomSampling: t.randomSampling,
       clientSampling: t.clientSampling,
       filter: t.filter,
+      policies,
     });
   },
 };
