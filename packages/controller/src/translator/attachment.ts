@@ -16,7 +16,7 @@ import type { BackendInfo } from './backends.ts';
 import { bad, ok } from './conditions.ts';
 import { GATEWAY_GROUP, type GatewayInfo, key } from './gateways.ts';
 import { backendPolicy } from './policy/backend.ts';
-import { denyAll } from './policy/context.ts';
+import { denyAll, type ServicePolicyLookup } from './policy/context.ts';
 import { frontendPolicy } from './policy/frontend.ts';
 import type { BackendPolicyResult, PolicyResult } from './policy/result.ts';
 import type { FrontendPolicies } from './policy/spec.ts';
@@ -46,8 +46,9 @@ export interface CheckedPolicy {
 }
 
 /**
- * Validates every GwPolicy and maps its sections, once: backend sections first, so a frontend
- * section's OTLP collector Service takes what the GwPolicies on that Service give it.
+ * Validates every GwPolicy and maps its sections, once: backend sections first, so the Services the
+ * traffic and frontend sections call (extAuth, extProc, rate limits, OTLP collectors) take what the
+ * GwPolicies on those Services give them.
  */
 export function checkPolicies(objects: KubeObject[], lookup: Lookup): CheckedPolicy[] {
   const checked = objects
@@ -64,7 +65,7 @@ export function checkPolicies(objects: KubeObject[], lookup: Lookup): CheckedPol
     if (!c.validation.ok) continue;
     const spec = c.validation.spec as GwPolicySpec;
     const ns = c.object.metadata.namespace ?? 'default';
-    if (spec.traffic) c.traffic = trafficPolicy(spec.traffic, ns, lookup);
+    if (spec.traffic) c.traffic = trafficPolicy(spec.traffic, ns, lookup, 'traffic', services);
     if (spec.frontend) c.frontend = frontendPolicy(spec.frontend, ns, lookup, 'frontend', services);
     c.invalid = [
       ...(c.traffic?.invalid ?? []),
@@ -101,14 +102,6 @@ export function failClosedBackends(policies: CheckedPolicy[], backends: Map<stri
 /** Backend policy keys that belong to one backend kind (an LLM provider, an MCP backend), not a Service. */
 const KIND_ONLY_BACKEND_KEYS = ['ai', 'mcpAuthorization', 'mcpAuthentication', 'mcpGuardrails'] as const;
 
-/** What route backends to one port of a Service get from the GwPolicies that target the Service. */
-export interface ServiceAttachment {
-  /** Their backend sections merged, the oldest policy winning a field two set; absent: none. */
-  policies?: Record<string, unknown>;
-  /** A backend section that cannot be honoured (a CA that is missing): no traffic goes to the Service. */
-  problem?: string;
-}
-
 /**
  * GwPolicy backend sections whose targets are Services (`sectionName`: one port, by its name): what
  * each route backend to a port of that Service gets as its policies (routes.ts). Kind-only keys
@@ -118,7 +111,7 @@ export function servicePolicies(
   policies: CheckedPolicy[],
   objects: KubeObject[],
   lookup: Lookup,
-): (namespace: string, name: string, port: number) => ServiceAttachment {
+): ServicePolicyLookup {
   const entries = new Map<string, { port?: number; policies: Record<string, unknown>; problem?: string }[]>();
   for (const c of byAge(policies)) {
     const backend = c.backend?.policies as Record<string, unknown> | undefined;

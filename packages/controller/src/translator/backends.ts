@@ -14,6 +14,7 @@ import { bad, ok } from './conditions.ts';
 import { key } from './gateways.ts';
 import { translateMcp } from './mcp.ts';
 import { backendPolicy } from './policy/backend.ts';
+import type { ServicePolicyLookup } from './policy/context.ts';
 import type { GwBackendPoliciesSpec } from './policy/spec.ts';
 import { describeProblems } from './problems.ts';
 import type { Condition, KubeObject, Lookup } from './types.ts';
@@ -36,6 +37,8 @@ export function collectBackends(
   objects: KubeObject[],
   lookup: Lookup,
   clusterDomain = 'cluster.local',
+  /** What GwPolicies on a Service give an MCP target on it. */
+  services?: ServicePolicyLookup,
 ): Map<string, BackendInfo> {
   const out = new Map<string, BackendInfo>();
   for (const o of objects.filter((x) => x.kind === 'GwBackend')) {
@@ -88,7 +91,7 @@ export function collectBackends(
       }
       continue;
     } else if (spec.mcp) {
-      const r = translateMcp(spec.mcp, ns, lookup, clusterDomain);
+      const r = translateMcp(spec.mcp, ns, lookup, clusterDomain, services);
       if (!r.ok) {
         info.accepted = bad('Accepted', r.reason, r.message, gen);
         continue;

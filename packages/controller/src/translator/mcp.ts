@@ -13,7 +13,7 @@ import { MCP_TARGET_POLICIES, McpTarget as StandaloneMcpTarget } from '@gw/api';
 import type { GwBackendSpec } from '@gw/api/crd/gwbackend';
 import { matchesLabels } from './gateways.ts';
 import { backendPolicy } from './policy/backend.ts';
-import { quote } from './policy/context.ts';
+import { quote, type ServicePolicyLookup } from './policy/context.ts';
 import type { BackendPolicies } from './policy/spec.ts';
 import { describeProblems } from './problems.ts';
 import type { KubeObject, Lookup } from './types.ts';
@@ -70,6 +70,8 @@ export function translateMcp(
   namespace: string,
   lookup: Lookup,
   clusterDomain: string,
+  /** What GwPolicies on a Service give the targets on it. */
+  onService?: ServicePolicyLookup,
 ): McpResult {
   const targets: McpTargetJson[] = [];
   const sections = new Map<string, string[]>();
@@ -123,21 +125,8 @@ export function translateMcp(
           );
           delete p.policies.mcpGuardrails;
         }
-        // what the proxy sends an MCP target: its connection's settings and the headers it is given
-        for (const k of Object.keys(p.policies) as (keyof BackendPolicies)[]) {
-          const auth = k === 'backendAuth' ? p.policies.backendAuth : undefined;
-          // a key, or the client's token passed through (streamable HTTP only: called per request)
-          const authTaken =
-            typeof auth === 'object' &&
-            auth !== null &&
-            ('key' in auth || ('passthrough' in auth && s.protocol !== 'SSE'));
-          if (MCP_TARGET_POLICIES.has(k) && (k !== 'backendAuth' || authTaken)) continue;
-          problems.push(
-            `${field}.static.policies: ${k === 'backendAuth' ? 'auth other than a key or passthrough (streamable HTTP)' : k} on an MCP target is not supported by this build of gw yet`,
-          );
-          delete p.policies[k];
-        }
-        if (Object.keys(p.policies).length > 0) policies = p.policies;
+        const taken = mcpTargetTakes(p.policies, s.protocol, `${field}.static.policies`, problems);
+        if (taken) policies = taken;
       }
       let host = s.host;
       if (s.backendRef) {
@@ -146,6 +135,23 @@ export function translateMcp(
           continue;
         }
         host = `${s.backendRef.name}.${namespace}.svc.${clusterDomain}`;
+        const attached = onService?.(namespace, s.backendRef.name, s.port);
+        if (attached?.problem) {
+          problems.push(
+            `${field}.static.backendRef: Service ${namespace}/${s.backendRef.name} is not usable: ${attached.problem}`,
+          );
+          continue;
+        }
+        // the GwPolicies on the Service, under the target's own policies (which win a field)
+        const fromService =
+          attached?.policies &&
+          mcpTargetTakes(
+            structuredClone(attached.policies) as BackendPolicies,
+            s.protocol,
+            `${field}.static.backendRef (GwPolicies on Service ${s.backendRef.name})`,
+            problems,
+          );
+        if (fromService) policies = { ...fromService, ...policies };
       }
       add(
         t.name,
@@ -185,6 +191,20 @@ export function translateMcp(
       for (const port of ports) {
         const protocol = mcpAppProtocol(port.appProtocol);
         if (!protocol) continue;
+        const from = `${field} (${t.name}) Service ${svcNs}/${svc.metadata.name} port ${port.name || port.port}`;
+        const attached = onService?.(svcNs, svc.metadata.name, port.port);
+        if (attached?.problem) {
+          problems.push(`${from}: not usable: ${attached.problem}`);
+          continue;
+        }
+        const policies =
+          attached?.policies &&
+          mcpTargetTakes(
+            structuredClone(attached.policies) as BackendPolicies,
+            protocol,
+            `${from} (its GwPolicies)`,
+            problems,
+          );
         add(
           t.name,
           {
@@ -193,8 +213,9 @@ export function translateMcp(
             port: port.port,
             ...(path ? { path } : {}),
             protocol,
+            ...(policies ? { policies } : {}),
           },
-          `${field} (${t.name}) Service ${svcNs}/${svc.metadata.name} port ${port.name || port.port}`,
+          from,
         );
       }
     }
@@ -220,4 +241,30 @@ export function translateMcp(
     sections,
     problems,
   };
+}
+
+/**
+ * What the proxy sends an MCP target of `policies` (changed in place): its connection's settings and
+ * the headers it is given (a key, or the client's token passed through, streamable HTTP only: called
+ * per request); the rest is named in `problems` at `field`. Undefined when nothing is left.
+ */
+function mcpTargetTakes(
+  policies: BackendPolicies,
+  protocol: string,
+  field: string,
+  problems: string[],
+): BackendPolicies | undefined {
+  for (const k of Object.keys(policies) as (keyof BackendPolicies)[]) {
+    const auth = k === 'backendAuth' ? policies.backendAuth : undefined;
+    const authTaken =
+      typeof auth === 'object' &&
+      auth !== null &&
+      ('key' in auth || ('passthrough' in auth && protocol !== 'SSE'));
+    if (MCP_TARGET_POLICIES.has(k) && (k !== 'backendAuth' || authTaken)) continue;
+    problems.push(
+      `${field}: ${k === 'backendAuth' ? 'auth other than a key or passthrough (streamable HTTP)' : k} on an MCP target is not supported by this build of gw yet`,
+    );
+    delete policies[k];
+  }
+  return Object.keys(policies).length > 0 ? policies : undefined;
 }

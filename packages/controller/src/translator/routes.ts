@@ -5,10 +5,10 @@
 // another namespace needs a ReferenceGrant there; a rule with no usable backend answers 500.
 import { checkRegex, type Problem } from '@gw/api';
 import type { Reason } from '@gw/api/status/reasons';
-import type { ServiceAttachment } from './attachment.ts';
 import { bad, ok } from './conditions.ts';
 import { GATEWAY_GROUP, type GatewayInfo, type ListenerInfo, matchesLabels } from './gateways.ts';
 import type { Grants } from './grants.ts';
+import type { ServicePolicyLookup } from './policy/context.ts';
 import { describeProblems } from './problems.ts';
 import type { Condition, KubeObject, Lookup } from './types.ts';
 import { GW_GROUP } from './types.ts';
@@ -87,7 +87,7 @@ export interface RouteContext {
   /** Whether GwModels are read (the models flag): a rule may then route to GwModel `*`. */
   modelsEnabled?: boolean;
   /** What GwPolicies targeting a Service give route backends to one of its ports (attachment.ts). */
-  servicePolicies?: (namespace: string, name: string, port: number) => ServiceAttachment;
+  servicePolicies?: ServicePolicyLookup;
 }
 
 export interface AttachedRule {

@@ -40,8 +40,10 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
   }
   const gateways = collectGateways(objects, classes, lookup, grants);
   const clusterDomain = options.clusterDomain ?? 'cluster.local';
-  const backends = collectBackends(objects, lookup, clusterDomain);
   const policies = checkPolicies(objects, lookup);
+  // what GwPolicies on a Service give the route backends and MCP targets on it
+  const services = servicePolicies(policies, objects, lookup);
+  const backends = collectBackends(objects, lookup, clusterDomain, services);
   failClosedBackends(policies, backends);
   const routes = translateRoutes(objects, gateways, {
     lookup,
@@ -49,7 +51,7 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
     controllerName: snapshot.controllerName,
     clusterDomain,
     ...(snapshot.modelsEnabled ? { modelsEnabled: true } : {}),
-    servicePolicies: servicePolicies(policies, objects, lookup),
+    servicePolicies: services,
     backendProblem: (ns, name) => {
       const b = backends.get(`${ns}/${name}`);
       if (!b) return `GwBackend ${ns}/${name} not found`;

@@ -150,25 +150,42 @@ export interface ServiceAddress {
 }
 
 /**
- * What an OTLP collector's exports take of the GwPolicies on its Service: their backendTLS (the
- * export goes over TLS with it); any other setting of theirs is named in a problem, not applied.
+ * What a call to a Service (an OTLP export, an extAuth/extProc/rate-limit check) takes of the
+ * GwPolicies on it: their backendTLS; any other setting of theirs is named in a problem, not applied.
  */
-export function collectorPolicies(
+export function serviceBackendTls(
   ctx: MapContext,
   field: string,
   svc: ServiceAddress | undefined,
-): { backendTLS: BackendTLS } | undefined {
+): BackendTLS | undefined {
   const { backendTLS, ...rest } = (svc?.policies ?? {}) as { backendTLS?: BackendTLS };
   const others = Object.keys(rest);
   if (others.length > 0)
     ctx.problem(
       field,
-      `the collector's exports take backendTLS of the GwPolicies on its Service; ${others.join(', ')} of theirs are not applied to them`,
+      `of the GwPolicies on this Service, only backendTLS applies here (not ${others.join(', ')})`,
     );
-  return backendTLS === undefined ? undefined : { backendTLS };
+  return backendTLS;
 }
 
-/** GwPolicy backend sections on a Service's port, merged (attachment.ts servicePolicies). */
+/**
+ * The `policies` of a check against a Service (extAuth, extProc, rate limits): the backendTLS of the
+ * GwPolicies on it, else TLS with the system's roots when its port says https.
+ */
+export function serviceCallTls(
+  ctx: MapContext,
+  field: string,
+  svc: ServiceAddress | undefined,
+): { policies?: { backendTLS: BackendTLS } } {
+  const tls = serviceBackendTls(ctx, field, svc) ?? (svc?.https ? {} : undefined);
+  return tls ? { policies: { backendTLS: tls } } : {};
+}
+
+/**
+ * What calls to one port of a Service get from the GwPolicies that target the Service (attachment.ts
+ * servicePolicies): their backend sections merged, the oldest policy winning a field two set; or the
+ * problem of one that cannot be honoured (a CA that is missing), when nothing may go to the Service.
+ */
 export type ServicePolicyLookup = (
   namespace: string,
   name: string,

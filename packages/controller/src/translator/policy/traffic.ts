@@ -1,6 +1,6 @@
 // GwPolicy spec.traffic → TrafficPolicies: one mapper per field (traffic/<field>.ts), in the order the
 // output lists them. A traffic field without an entry here is a type error.
-import { MapContext } from './context.ts';
+import { MapContext, type ServicePolicyLookup } from './context.ts';
 import type { PolicyResult } from './result.ts';
 import { mapSections, type SectionMap } from './section.ts';
 import type { TrafficPolicies, TrafficSpec } from './spec.ts';
@@ -59,8 +59,10 @@ export function trafficPolicy(
   namespace: string,
   lookup: MapContext['lookup'],
   field = 'traffic',
+  services?: ServicePolicyLookup,
 ): PolicyResult<TrafficPolicies> {
   const ctx = new MapContext(namespace, lookup);
+  if (services) ctx.services = services;
   const out: TrafficPolicies = {};
   mapSections(TRAFFIC_SECTIONS, spec, ctx, out, { field, path: ['spec', field] });
   return { policies: out, problems: ctx.problems, invalid: ctx.invalid };

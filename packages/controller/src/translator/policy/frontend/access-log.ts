@@ -1,8 +1,8 @@
 // spec.frontend.accessLog → accessLog: the filter and each added attribute are CEL (checked). otlp:
 // the collector a Service backendRef (its cluster address; https:// when its port says appProtocol
 // https or is 443) or a url, with its own filter and attributes.
-import { type AccessLog, checkCel } from '@gw/api';
-import { collectorPolicies, defined, type MapContext, nameMap, serviceAddress } from '../context.ts';
+import { type AccessLog, type BackendTLS, checkCel } from '@gw/api';
+import { defined, type MapContext, nameMap, serviceAddress, serviceBackendTls } from '../context.ts';
 import type { FrontendMapper, FrontendSpec } from '../spec.ts';
 
 type AccessLogSpec = NonNullable<FrontendSpec['accessLog']>;
@@ -30,11 +30,11 @@ export const accessLog: FrontendMapper<'accessLog'> = {
       const op = [...at.path, 'otlp'];
       if (otlp.filter !== undefined) ctx.check(checkCel(otlp.filter, [...op, 'filter']));
       let host = otlp.url;
-      let policies: ReturnType<typeof collectorPolicies>;
+      let backendTLS: BackendTLS | undefined;
       if (otlp.backendRef) {
         const svc = serviceAddress(ctx, `${of}.backendRef`, otlp.backendRef);
         host = svc && (svc.https ? `https://${svc.hostPort}` : svc.hostPort);
-        policies = collectorPolicies(ctx, `${of}.backendRef`, svc);
+        backendTLS = serviceBackendTls(ctx, `${of}.backendRef`, svc);
       }
       if (host === undefined)
         ctx.problem(of, 'no collector to export to: access log records are not exported');
@@ -46,7 +46,7 @@ export const accessLog: FrontendMapper<'accessLog'> = {
           filter: otlp.filter,
           fields:
             otlp.attributes && defined(fields(otlp.attributes, `${of}.attributes`, [...op, 'attributes'])),
-          policies,
+          policies: backendTLS && { backendTLS },
         });
     }
     out.accessLog = defined({ filter: al.filter, ...own, otlp: exported });

@@ -3,8 +3,8 @@
 // backendTLS of GwPolicies on that Service as the export's policies) or a url;
 // protocol and path as written; resources and attributes.add lists become the standalone's maps of CEL;
 // sampling and filter are CEL. Each expression is checked at its CRD path.
-import { checkCel } from '@gw/api';
-import { collectorPolicies, defined, nameMap, serviceAddress } from '../context.ts';
+import { type BackendTLS, checkCel } from '@gw/api';
+import { defined, nameMap, serviceAddress, serviceBackendTls } from '../context.ts';
 import type { FrontendMapper } from '../spec.ts';
 
 export const tracing: FrontendMapper<'tracing'> = {
@@ -31,11 +31,11 @@ export const tracing: FrontendMapper<'tracing'> = {
       ctx.check(checkCel(a.expression, [...at.path, 'attributes', 'add', i, 'expression']));
     });
     let host = t.url;
-    let policies: ReturnType<typeof collectorPolicies>;
+    let backendTLS: BackendTLS | undefined;
     if (t.backendRef) {
       const svc = serviceAddress(ctx, `${at.field}.backendRef`, t.backendRef);
       host = svc && (svc.https ? `https://${svc.hostPort}` : svc.hostPort);
-      policies = collectorPolicies(ctx, `${at.field}.backendRef`, svc);
+      backendTLS = serviceBackendTls(ctx, `${at.field}.backendRef`, svc);
     }
     if (host === undefined) {
       ctx.problem(at.field, 'no collector to export to: requests are not traced');
@@ -59,7 +59,7 @@ export const tracing: FrontendMapper<'tracing'> = {
       randomSampling: t.randomSampling,
       clientSampling: t.clientSampling,
       filter: t.filter,
-      policies,
+      policies: backendTLS && { backendTLS },
     });
   },
 };

@@ -15,6 +15,7 @@ import {
   quote,
   type ServiceAddress,
   serviceAddress,
+  serviceCallTls,
   urlAddress,
 } from '../context.ts';
 import type { TrafficMapper, TrafficPolicies, TrafficSpec } from '../spec.ts';
@@ -90,8 +91,8 @@ function extAuthz(
           },
         }
       : {}),
-    // TLS with the system's roots: the Service says it speaks https
-    ...(svc?.https ? { policies: { backendTLS: {} } } : {}),
+    // TLS as the GwPolicies on the Service say, else with the system's roots when it says https
+    ...serviceCallTls(ctx, `${field}.backendRef`, svc),
   };
   if (spec.grpc) {
     const g = spec.grpc;

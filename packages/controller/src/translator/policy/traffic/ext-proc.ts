@@ -6,7 +6,7 @@
 
 import { checkExtProcCel } from '@gw/api';
 import { withConditional } from '../conditional.ts';
-import { addDenyAll, defined, grpcAddress, lowerFirst } from '../context.ts';
+import { addDenyAll, defined, grpcAddress, lowerFirst, serviceCallTls } from '../context.ts';
 import type { TrafficMapper } from '../spec.ts';
 
 export const extProc: TrafficMapper<'extProc'> = withConditional(
@@ -56,7 +56,7 @@ export const extProc: TrafficMapper<'extProc'> = withConditional(
         lowerFirst(m) as 'none' | 'buffered' | 'bufferedPartial' | 'fullDuplexStreamed';
       out.extProc = {
         host: svc.hostPort,
-        ...(svc.https ? { policies: { backendTLS: {} } } : {}),
+        ...serviceCallTls(ctx, `${at.field}.backendRef`, svc),
         failureMode,
         ...defined({
           metadataContext: spec.metadataContext,

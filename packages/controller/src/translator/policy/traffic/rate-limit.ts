@@ -4,7 +4,7 @@
 // standalone form of it.
 import { checkCel } from '@gw/api';
 import { withConditional } from '../conditional.ts';
-import { type At, defined, grpcAddress, lowerFirst, type MapContext } from '../context.ts';
+import { type At, defined, grpcAddress, lowerFirst, type MapContext, serviceCallTls } from '../context.ts';
 import type { TrafficMapper, TrafficPolicies, TrafficSpec } from '../spec.ts';
 
 export const rateLimit: TrafficMapper<'rateLimit'> = withConditional(
@@ -91,7 +91,7 @@ function remoteRateLimit(
   if (!svc) return undefined;
   return defined({
     host: svc.hostPort,
-    ...(svc.https ? { policies: { backendTLS: {} } } : {}),
+    ...serviceCallTls(ctx, `${field}.backendRef`, svc),
     domain: spec.domain,
     descriptors: spec.descriptors.map((d) =>
       defined({
