@@ -877,14 +877,15 @@ class Builder {
     const { gateways, port, policies, ...backendSpec } = mcp;
     const { mcpAuthorization, mcpGuardrails, ...routePolicies } = policies ?? {};
     if (policies) this.trafficChecks([...path, 'policies'], routePolicies);
-    // the targets make their own calls, each with its own connection policies
-    for (const k of ['backendTLS', 'backendAuth', 'backendTunnel', 'hostRewrite', 'a2a'] as const)
+    // the targets make their own calls: the block's connection policies go with each of them (under
+    // the target's own); a Host rewrite or the A2A policy has nothing to apply to
+    for (const k of ['hostRewrite', 'a2a'] as const)
       if (routePolicies[k] !== undefined)
-        this.fail(
-          [...path, 'policies', k],
-          `${k} in the mcp block reaches no target: set it in each target's policies`,
-        );
-    const target = this.mcpTarget(path, backendSpec);
+        this.fail([...path, 'policies', k], `${k} in the mcp block reaches no target`);
+    const target = this.mcpTarget(path, backendSpec, {
+      policies: pickMcpTargetPolicies(routePolicies),
+      at: [...path, 'policies'],
+    });
     if (!target) return;
     // the route's MCP rules and processors are the backend's (as a route's reach its mcp backends)
     if (mcpAuthorization) {
@@ -1749,9 +1750,13 @@ class Builder {
       target = this.dynamicTarget([...path, 'dynamic'], b.dynamic);
       name = 'dynamic';
     } else if ('mcp' in b) {
-      target = this.mcpTarget([...path, 'mcp'], b.mcp);
-      if (!target) return undefined;
       name = 'mcp';
+      target = this.mcpTarget(
+        [...path, 'mcp'],
+        b.mcp,
+        mcpOuter(path, routePolicies, targeted.backend.get(name), undefined, b.policies),
+      );
+      if (!target) return undefined;
     } else if ('aws' in b) {
       target = this.awsTarget([...path, 'aws'], b.aws);
       if (!target) return undefined;
@@ -1779,7 +1784,11 @@ class Builder {
         target = this.llmModelsTarget(['backends', di, 'llmModels'], def.llmModels, outer());
         if (!target) return undefined;
       } else if ('mcp' in def) {
-        target = this.mcpTarget(['backends', di, 'mcp'], def.mcp);
+        target = this.mcpTarget(
+          ['backends', di, 'mcp'],
+          def.mcp,
+          mcpOuter(path, routePolicies, targeted.backend.get(name), def.policies, b.policies),
+        );
         if (!target) return undefined;
       } else if ('aws' in def) {
         target = this.awsTarget(['backends', di, 'aws'], def.aws);
@@ -1844,9 +1853,11 @@ class Builder {
           `a2a applies only to host backends, not to ${NOT_A2A[target.kind]}`,
         );
     }
-    // An ai provider takes its key in its own policies; mcp targets make calls of their own. Set on
-    // the backend itself that is a mistake; from the route or a targeted policy it skips them.
-    if (merged.backendAuth && (target.kind === 'ai' || target.kind === 'mcp')) {
+    // mcp targets make calls of their own: they took the backendAuth above (mcpTarget's outer).
+    if (target.kind === 'mcp') delete merged.backendAuth;
+    // An ai provider takes its key in its own policies. Set on the backend itself that is a mistake;
+    // from the route or a targeted policy it skips them.
+    if (merged.backendAuth && target.kind === 'ai') {
       const own = b.policies?.backendAuth
         ? [...path, 'policies', 'backendAuth']
         : named?.backendAuth
@@ -1924,8 +1935,16 @@ class Builder {
     };
   }
 
-  /** A route's `mcp` backend: its targets (remote ones as origin + path), modes in the CRD's words. */
-  mcpTarget(path: FieldPath, m: McpBackend): McpTarget | undefined {
+  /**
+   * A route's `mcp` backend: its targets (remote ones as origin + path), modes in the CRD's words.
+   * `outer`: the backend policies an MCP target takes that the route, a targeted policy or the mcp
+   * backend itself sets (at `outer.at`); every target's calls carry them, under the target's own.
+   */
+  mcpTarget(
+    path: FieldPath,
+    m: McpBackend,
+    outer?: { policies: BackendPolicies; at: FieldPath },
+  ): McpTarget | undefined {
     const before = this.issues.length;
     this.report(checkMcpBackend(m, path));
     const pascal = <T extends string>(v: string | null | undefined, d: T): T =>
@@ -1962,12 +1981,29 @@ class Builder {
           else if (v !== undefined) (inherited as Record<string, unknown>)[k] = v;
       }
       const { mcpAuthorization, mcpGuardrails, transformations, ...own } = t.policies ?? {};
-      const connection: typeof own = { ...inherited, ...own };
-      // where a problem with the target's backendAuth is: its own, or the named backend's
+      // what the route or the mcp backend sets; a stdio process makes no HTTP call to take it, and the
+      // client's token (passthrough) goes only with a streamable-HTTP target's per-request calls
+      const fromOuter: BackendPolicies = kind ? { ...outer?.policies } : {};
+      const outerAuth = fromOuter.backendAuth;
+      if (outerAuth && typeof outerAuth === 'object' && 'passthrough' in outerAuth && kind !== 'mcp') {
+        delete fromOuter.backendAuth;
+        this.src.warnings.push(
+          this.src.issueAt(
+            [...(outer?.at ?? path), 'backendAuth'],
+            `backendAuth passthrough does not reach MCP target ${t.name}: a ${kind} target is not called per client request`,
+          ),
+        );
+      }
+      const connection: typeof own = { ...fromOuter, ...inherited, ...own };
+      // where a problem with the target's backendAuth is: its own, the named backend's, or the route's
       const authAt: FieldPath =
-        own.backendAuth === undefined && namedAt
-          ? [...namedAt, 'backendAuth']
-          : [...tp, 'policies', 'backendAuth'];
+        own.backendAuth !== undefined
+          ? [...tp, 'policies', 'backendAuth']
+          : inherited.backendAuth !== undefined && namedAt
+            ? [...namedAt, 'backendAuth']
+            : outer && fromOuter.backendAuth !== undefined
+              ? [...outer.at, 'backendAuth']
+              : [...tp, 'policies', 'backendAuth'];
       if (transformations)
         this.fail(
           [...tp, 'policies', 'transformations'],
@@ -2633,6 +2669,42 @@ class Builder {
       if (text !== undefined) m.jwks = { inline: text };
     }
   }
+}
+
+/** Of `p`, what an MCP target's calls take (MCP_TARGET_POLICIES). */
+function pickMcpTargetPolicies(p: BackendPolicies | TrafficPolicies | undefined): BackendPolicies {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(p ?? {})) if (v !== undefined && MCP_TARGET_POLICIES.has(k)) out[k] = v;
+  return out as BackendPolicies;
+}
+
+/**
+ * The policies every target of a route's mcp backend takes from outside it, in agentgateway's order
+ * (the route's connection policies, a targeted policy, the named backend's, the route backend's own,
+ * the later winning), and where they are written.
+ */
+function mcpOuter(
+  path: FieldPath,
+  routePolicies: TrafficPolicies,
+  fromTargeted: object | undefined,
+  named: object | undefined,
+  own: { backendAuth?: unknown } | undefined,
+): { policies: BackendPolicies; at: FieldPath } {
+  const fromRoute: BackendPolicies = {};
+  if (routePolicies.backendTLS) fromRoute.backendTLS = routePolicies.backendTLS;
+  if (routePolicies.backendAuth) fromRoute.backendAuth = routePolicies.backendAuth;
+  if (routePolicies.backendTunnel) fromRoute.backendTunnel = routePolicies.backendTunnel;
+  const merged =
+    mergePolicies<BackendPolicies>(
+      fromRoute,
+      fromTargeted as BackendPolicies | undefined,
+      named as BackendPolicies | undefined,
+      own as BackendPolicies | undefined,
+    ) ?? {};
+  return {
+    policies: pickMcpTargetPolicies(merged),
+    at: own?.backendAuth ? [...path, 'policies'] : [...path.slice(0, -2), 'policies'],
+  };
 }
 
 /** backendAuth an MCP target's calls carry: a key, or credentials alone (passthrough is checked apart). */

@@ -111,14 +111,95 @@ describe('where the block is served, and config errors', () => {
       () => load(`gateways: {default: {port: 0}}\nmcp:\n  gateways: nope\n${targets}`),
       (e: unknown) => e instanceof ConfigError && /mcp\.gateways: no gateway named "nope"/.test(e.message),
     );
-    // a target's connection policies go on the target: in the block they would reach none
+    // a Host rewrite has no request of the block's to rewrite: its targets make their own calls
     assert.throws(
-      () => load(`mcp:\n  port: 0\n  policies: {backendAuth: {key: k}}\n${targets}`),
+      () => load(`mcp:\n  port: 0\n  policies: {hostRewrite: {mode: auto}}\n${targets}`),
       (e: unknown) =>
         e instanceof ConfigError &&
-        /mcp\.policies\.backendAuth: backendAuth in the mcp block reaches no target: set it in each target's policies/.test(
-          e.message,
-        ),
+        /mcp\.policies\.hostRewrite: hostRewrite in the mcp block reaches no target/.test(e.message),
     );
+  });
+  test("the client's token passed through (backendAuth passthrough) reaches no SSE target: a warning names it", () => {
+    const { warnings } = load(
+      'mcp:\n  port: 0\n  policies: {backendAuth: {passthrough: {}}}\n  targets:\n  - {name: old, sse: {host: "http://h:1/sse"}}\n',
+    );
+    assert.ok(
+      warnings.some((w) =>
+        /mcp\.policies\.backendAuth: backendAuth passthrough does not reach MCP target old: a sse target is not called per client request/.test(
+          `${w.path}: ${w.message}`,
+        ),
+      ),
+      JSON.stringify(warnings),
+    );
+  });
+});
+
+describe("connection policies of the block or the route go with every target's calls, under the target's own", () => {
+  let blockKey: HttpPeer;
+  let ownKey: HttpPeer;
+  let gw: TestProxy;
+  before(async () => {
+    // each answers 401 without the key it expects
+    blockKey = await startHttpPeer('shared', { authorization: 'Bearer block-key' });
+    ownKey = await startHttpPeer('own', { authorization: 'Bearer own-key' });
+    gw = await startProxy(`config:
+  adminAddr: "off"
+mcp:
+  port: 0
+  policies:
+    backendAuth: {key: block-key}
+  targets:
+  - name: shared
+    mcp: {host: "${blockKey.url}"}
+  - name: own
+    mcp: {host: "${ownKey.url}"}
+    policies:
+      backendAuth: {key: own-key}
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - policies:
+        backendAuth: {key: block-key}
+      backends:
+      - mcp:
+          targets:
+          - name: shared
+            mcp: {host: "${blockKey.url}"}
+`);
+  });
+  after(async () => {
+    await gw?.close();
+    await blockKey?.close();
+    await ownKey?.close();
+  });
+
+  test("the mcp block: a target without backendAuth sends the block's key, one with its own sends that", async () => {
+    // the binds come first, then the block's own port
+    const { client } = await connectClient(gw.url('/mcp', 1), 'streamable-http');
+    try {
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      assert.ok(names.includes('shared_echo') && names.includes('own_echo'), names.join(','));
+      assert.equal(
+        textOf(await client.callTool({ name: 'shared_echo', arguments: { message: 'a' } })),
+        'shared echo: a',
+      );
+      assert.equal(
+        textOf(await client.callTool({ name: 'own_echo', arguments: { message: 'b' } })),
+        'own echo: b',
+      );
+    } finally {
+      await client.close();
+    }
+  });
+
+  test("a route's backendAuth reaches the targets of its mcp backend", async () => {
+    const { client } = await connectClient(gw.url('/mcp', 0), 'streamable-http');
+    try {
+      const r = await client.callTool({ name: 'echo', arguments: { message: 'c' } });
+      assert.equal(textOf(r), 'shared echo: c');
+    } finally {
+      await client.close();
+    }
   });
 });
