@@ -544,9 +544,13 @@ class Comparer {
     // a reference alternative gw has no counterpart for shows as its fields missing; gw's own fields are
     // not "unknown to the reference" then, since another alternative of the reference may have them
     const related = Object.keys(rp).length === 0 || Object.keys(rp).some((k) => k in gp);
+    // an object the reference's schema leaves open (any keys, none described: agentgateway's parser,
+    // which the schema does not show, decides): gw's fields are its own reading of it, not differences
+    const refOpen =
+      this.mode === 'config' && r.node['additionalProperties'] === true && Object.keys(rp).length === 0;
     for (const k of Object.keys(gp)) {
       if (k in rp || mapValue(r.node) || !related || refKeys.has(k)) continue;
-      if (greq.has(k))
+      if (greq.has(k) && !refOpen)
         this.emit(join(k), this.verdictOf([{ kind: 'required', text: '' }]), [
           'required by gw, unknown to the reference',
         ]);
@@ -565,7 +569,13 @@ class Comparer {
           text: `the reference is a map with any keys, gw takes only ${listOf(Object.keys(gp))}`,
         });
       }
-    } else if (r.node['additionalProperties'] === true && Object.keys(rp).length === 0 && !open && !gwMap) {
+    } else if (
+      !refOpen &&
+      r.node['additionalProperties'] === true &&
+      Object.keys(rp).length === 0 &&
+      !open &&
+      !gwMap
+    ) {
       out.push({ kind: 'type', text: `the reference takes any keys, gw only ${listOf(Object.keys(gp))}` });
     }
     if (this.mode === 'crd') out.push(...this.limits(r, [g]));

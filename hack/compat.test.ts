@@ -109,6 +109,19 @@ describe('config verdicts', () => {
     assert.equal(why(c, 'a'), 'required by gw, optional in the reference');
   });
 
+  test("an object the reference's schema leaves open (any keys, none described): gw's fields are its own, not differences", () => {
+    const ref = obj({ services: { type: 'array', items: { type: 'object', additionalProperties: true } } });
+    const gw = obj({
+      services: { type: 'array', items: obj({ name: str, port: str }, { required: ['name'] }) },
+    });
+    const c = config(ref, gw);
+    assert.deepEqual(verdicts(c), { services: 'same' });
+    assert.deepEqual(
+      c.gwOnly.map((g) => g.path),
+      ['services[].name', 'services[].port'],
+    );
+  });
+
   test('$refs resolve, and oneOf alternatives are matched to the gw alternative sharing their fields', () => {
     const ref: Json = {
       type: 'object',

@@ -24,6 +24,7 @@ export const ERRORS = {
   GW_ERR_TOO_MANY_HEADERS: { status: 431, message: 'request has more headers than the gateway takes' },
   GW_ERR_RESPONSE_TOO_LARGE: { status: 502, message: 'response body is larger than the buffer limit' },
   GW_ERR_UPSTREAM_CONNECT: { status: 503, message: 'upstream connect error' },
+  GW_ERR_NO_ENDPOINT: { status: 503, message: 'the service has no endpoint to send the request to' },
   GW_ERR_UPSTREAM_RESET: { status: 502, message: 'upstream connection reset before response' },
   GW_ERR_UPSTREAM_PROTOCOL: { status: 502, message: 'upstream sent an invalid response' },
   GW_ERR_UPSTREAM_TLS: { status: 502, message: 'upstream TLS handshake failed' },
@@ -222,6 +223,7 @@ const GRPC_STATUS: Record<ErrorCode, number> = {
   GW_ERR_TOO_MANY_HEADERS: 8,
   GW_ERR_RESPONSE_TOO_LARGE: 8,
   GW_ERR_UPSTREAM_CONNECT: 14, // UNAVAILABLE
+  GW_ERR_NO_ENDPOINT: 14,
   GW_ERR_UPSTREAM_RESET: 14,
   GW_ERR_UPSTREAM_PROTOCOL: 14,
   GW_ERR_UPSTREAM_TLS: 14,

@@ -1351,6 +1351,80 @@ export const AwsBackend = strict({
       .meta({ description: "the runtime endpoint or version to invoke (AgentCore's default: DEFAULT)" }),
   }),
 });
+/** A Service of the top-level `services` list, by `namespace/hostname`. */
+const NamespacedHostname = z
+  .string()
+  .regex(/^[^/\s]+\/[^/\s]+$/, 'expected "<namespace>/<hostname>" of an entry of the top-level services')
+  .meta({ description: 'namespace/hostname of an entry of the top-level services' });
+const PortNumber = z.number().int().min(0).max(65535);
+/** A port as the key of a map (YAML `8000: 8000` keys are text). */
+const PortKey = z.string().regex(/^[0-9]{1,5}$/, 'expected a port number');
+export const ServiceRef = strict({
+  name: NamespacedHostname,
+  port: PortNumber.meta({ description: "the Service's port (a key of its ports)" }),
+});
+/** A Service the file declares: requests to `service` backends go to the workloads that name it. */
+export const LocalService = strict({
+  name: z.string().min(1),
+  namespace: z.string().min(1),
+  hostname: z.string().min(1),
+  vips: z.array(z.string()).meta({ description: 'its virtual addresses (network/IP): not dialled here' }),
+  ports: z.record(PortKey, PortNumber).meta({
+    description: "service port -> the port its workloads listen on (0: each workload's own mapping says)",
+  }),
+  appProtocols: z
+    .record(PortKey, z.enum(['Http11', 'Http2', 'Grpc']))
+    .optional()
+    .meta({ description: 'per service port: Http2 and Grpc are spoken as HTTP/2 (h2c), Http11 as HTTP/1.1' }),
+  subjectAltNames: z.array(z.string()).optional(),
+  waypoint: NotYet('a service waypoint').optional(),
+  weightedWaypoints: NotYet('service weightedWaypoints').optional(),
+  ingressUseWaypoint: NotYet('service ingressUseWaypoint').optional(),
+  loadBalancer: NotYet('a service loadBalancer (locality-aware routing, health policy)').optional(),
+  ipFamilies: NotYet('a service ipFamilies').optional(),
+});
+/** A workload the file declares: an instance (its IP) of the services it names. */
+export const LocalWorkload = strict({
+  workloadIps: z
+    .array(z.union([z.ipv4(), z.ipv6()]))
+    .min(1)
+    .meta({ description: 'its addresses; the first is dialled' }),
+  uid: z.string().optional(),
+  name: z.string().optional(),
+  namespace: z.string().min(1),
+  protocol: z
+    .union([
+      z.literal('TCP'),
+      NotYetValues(['HBONE', 'LegacyIstioMtls'], 'a workload protocol other than TCP'),
+    ])
+    .optional(),
+  networkMode: z.enum(['Standard', 'HostNetwork']).optional(),
+  trustDomain: z.string().optional(),
+  serviceAccount: z.string().optional(),
+  network: z.string().optional(),
+  workloadName: z.string().optional(),
+  workloadType: z.string().optional(),
+  canonicalName: z.string().optional(),
+  canonicalRevision: z.string().optional(),
+  hostname: z.string().optional(),
+  node: z.string().optional(),
+  clusterId: z.string().optional(),
+  authorizationPolicies: z.array(z.string()).optional(),
+  status: z
+    .enum(['Healthy', 'Unhealthy'])
+    .optional()
+    .meta({ description: 'Healthy (the default) or Unhealthy: an unhealthy workload gets no requests' }),
+  locality: strict({ region: z.string(), zone: z.string(), subzone: z.string() }).optional(),
+  capacity: z.number().int().min(0).optional().meta({
+    description: "its share of its services' requests, relative to the others (default 1; 0: none)",
+  }),
+  waypoint: NotYet('a workload waypoint').optional(),
+  networkGateway: NotYet('a workload networkGateway').optional(),
+  services: z.record(NamespacedHostname, z.record(PortKey, PortNumber)).meta({
+    description:
+      'the services it is an instance of (namespace/hostname), each with service port -> the port it listens on',
+  }),
+});
 export const RouteBackend = z.union([
   strict({
     ai: z.lazy(() => AiBackend),
@@ -1369,6 +1443,14 @@ export const RouteBackend = z.union([
   }),
   strict({
     dynamic: DynamicBackend,
+    weight: z.number().int().min(0).optional(),
+    policies: BackendPolicies.optional(),
+  }),
+  strict({
+    service: ServiceRef.meta({
+      description:
+        "a Service of the top-level services list: each request goes to one of the workloads that name it (weighted by capacity), at the port they map the Service's to",
+    }),
     weight: z.number().int().min(0).optional(),
     policies: BackendPolicies.optional(),
   }),
@@ -1394,7 +1476,6 @@ export const RouteBackend = z.union([
   }),
 
   ...BACKEND_KINDS_NOT_BUILT.map((k) => refusedBackend(k, {})),
-  refusedBackend('service', {}),
   refusedBackend('invalid', {}),
 ]);
 
@@ -2923,8 +3004,13 @@ export const ConfigFile = strict({
     gateways: z.union([z.string(), z.array(z.string())]).optional(),
     policies: NotYet('ui policies').optional(),
   }).optional(),
-  workloads: z.array(z.unknown()).optional(),
-  services: z.array(z.unknown()).optional(),
+  workloads: z.array(LocalWorkload).optional().meta({
+    description:
+      'instances of the Services below (agentgateway: mostly for testing; host backends are the usual way)',
+  }),
+  services: z.array(LocalService).optional().meta({
+    description: 'Services that `service` route backends name; their endpoints are the workloads above',
+  }),
   llm: LlmConfigTyped.optional(),
   mcp: McpConfigTyped.optional(),
   tcpRoutes: z.array(AttachedTcpRoute).optional(),

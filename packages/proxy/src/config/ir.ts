@@ -366,10 +366,26 @@ export type BackendTarget =
   | { kind: 'unix'; path: string }
   /** target: dynamic.target's CEL, giving host:port to dial; unset: the request's authority. */
   | { kind: 'dynamic'; target?: string }
+  | ServiceTarget
   | AiTarget
   | McpTarget
   | A2aTarget
   | AwsTarget;
+
+/**
+ * A Service of the file's `services` (upstream/backends/service/): each request goes to one of the
+ * workloads that name it, chosen by their weight (capacity).
+ */
+export interface ServiceTarget {
+  kind: 'service';
+  /** namespace/hostname */
+  service: string;
+  port: number;
+  /** Its healthy workloads: the first address of each, at the port it maps the Service's to. */
+  endpoints: { host: string; port: number; weight: number }[];
+  /** The port's appProtocol is Http2 or Grpc: HTTP/2 by prior knowledge. */
+  http2?: true;
+}
 
 // ---------- AWS (the `aws` backend kind, upstream/backends/aws/) ----------
 

@@ -398,7 +398,11 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
     const backend = (b: string) =>
       `binds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends: [${b}]\n`;
     refused(backend('{internal: forward}'), `${R}.backends[0].internal`, 'the internal backend');
-    refused(backend('{service: {name: a/b, port: 80}}'), `${R}.backends[0].service`, 'by service reference');
+    // a service backend loads against the top-level services (upstream/service-backend.test.ts)
+    assert.throws(
+      () => load(backend('{service: {name: a/b, port: 80}}')),
+      /backends\[0\]\.service\.name: no service "a\/b" in services \(there are none\)/,
+    );
     // dynamic.target loads (upstream/dynamic-target.test.ts)
     assert.ok(load(backend('{dynamic: {target: \'"a:1"\'}}')));
     // the copilot provider loads (llm/llm-copilot.test.ts)

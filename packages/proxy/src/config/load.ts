@@ -135,6 +135,7 @@ import type {
   ResolvedBackendPolicies,
   RouteBackendIR,
   RouteIR,
+  ServiceTarget,
   TcpBackendIR,
   TcpRouteIR,
   TlsServerIR,
@@ -1749,6 +1750,10 @@ class Builder {
     } else if ('dynamic' in b) {
       target = this.dynamicTarget([...path, 'dynamic'], b.dynamic);
       name = 'dynamic';
+    } else if ('service' in b) {
+      name = `${b.service.name}:${b.service.port}`;
+      target = this.serviceTarget([...path, 'service'], b.service);
+      if (!target) return undefined;
     } else if ('mcp' in b) {
       name = 'mcp';
       target = this.mcpTarget(
@@ -1914,6 +1919,59 @@ class Builder {
     const policies = this.resolveBackendPolicies([...path, 'policies'], connection);
     if (target.kind === 'aws') awsAuth(target, policies);
     return { name, weight: b.weight ?? 1, target, policies };
+  }
+
+  /**
+   * A `service` backend: the Service of the file's `services` it names, and its endpoints — the first
+   * address of each healthy workload that names it (capacity above 0), at the port the workload maps
+   * the Service's port to, else at the Service's own target port.
+   */
+  serviceTarget(path: FieldPath, ref: { name: string; port: number }): ServiceTarget | undefined {
+    const services = this.cfg.services ?? [];
+    const slash = ref.name.indexOf('/');
+    const [ns, hostname] = [ref.name.slice(0, slash), ref.name.slice(slash + 1)];
+    const svc = services.find((x) => x.namespace === ns && x.hostname === hostname);
+    if (!svc) {
+      const known = services.map((x) => `${x.namespace}/${x.hostname}`);
+      this.fail(
+        [...path, 'name'],
+        `no service ${JSON.stringify(ref.name)} in services${known.length ? ` (services: ${known.join(', ')})` : ' (there are none)'}`,
+      );
+      return undefined;
+    }
+    const targetPort = svc.ports[String(ref.port)];
+    if (targetPort === undefined) {
+      this.fail(
+        [...path, 'port'],
+        `service ${ref.name} has no port ${ref.port} (ports: ${Object.keys(svc.ports).join(', ') || 'none'})`,
+      );
+      return undefined;
+    }
+    const endpoints: ServiceTarget['endpoints'] = [];
+    for (const w of this.cfg.workloads ?? []) {
+      const ports = w.services[ref.name];
+      const weight = w.capacity ?? 1;
+      const ip = w.workloadIps[0];
+      if (!ports || w.status === 'Unhealthy' || weight === 0 || ip === undefined) continue;
+      const mapped = ports[String(ref.port)];
+      const port = mapped !== undefined && mapped > 0 ? mapped : targetPort;
+      if (port > 0) endpoints.push({ host: ip, port, weight });
+    }
+    if (endpoints.length === 0)
+      this.src.warnings.push(
+        this.src.issueAt(
+          path,
+          `service ${ref.name} has no workload to send requests to (a healthy one in workloads that names it, with a port for ${ref.port}): its requests get 503`,
+        ),
+      );
+    const proto = svc.appProtocols?.[String(ref.port)];
+    return {
+      kind: 'service',
+      service: ref.name,
+      port: ref.port,
+      endpoints,
+      ...(proto === 'Http2' || proto === 'Grpc' ? { http2: true as const } : {}),
+    };
   }
 
   /** An `aws` backend: an AgentCore runtime, its region and partition read from its ARN. */
@@ -2893,6 +2951,7 @@ const NOT_A2A: Record<Exclude<BackendTarget['kind'], 'host'>, string> = {
   ai: 'an ai backend',
   mcp: 'an mcp backend',
   aws: 'an aws backend',
+  service: 'a service backend',
 };
 
 export function mergePolicies<T extends object>(...layers: (T | undefined)[]): T | undefined {

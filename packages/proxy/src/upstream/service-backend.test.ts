@@ -1,0 +1,149 @@
+// `service` route backends (agentgateway's local `services` and `workloads`): each request goes to one
+// of the healthy workloads that name the Service, by capacity, at the port the workload maps the
+// Service's to (else the Service's target port); HTTP/2 by prior knowledge where the Service says the
+// port speaks it; no endpoint is a 503 saying so; a Service or port that is not declared is a config
+// error naming what is.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { ConfigError } from '@gw/api';
+import { startUpstream, type TestServer } from '@gw/testkit';
+import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import { request } from 'undici';
+import { loadConfigText } from '../config/load.ts';
+
+const load = (yaml: string) => loadConfigText('agw.yaml', yaml, process.cwd());
+
+let a: TestServer;
+let b: TestServer;
+let c: TestServer;
+let h2: http2.Http2Server;
+let h2Port: number;
+before(async () => {
+  a = await startUpstream('echo');
+  b = await startUpstream('echo');
+  c = await startUpstream('echo');
+  h2 = http2.createServer((req, res) => res.end(`h2 upstream saw HTTP/${req.httpVersion}`));
+  h2.listen(0, '127.0.0.1');
+  await once(h2, 'listening');
+  h2Port = (h2.address() as AddressInfo).port;
+});
+after(async () => {
+  await Promise.all([a.close(), b.close(), c.close()]);
+  h2.close();
+});
+
+describe('a Service and its workloads', () => {
+  let proxy: TestProxy;
+  before(async () => {
+    proxy = await startProxy(`services:
+- {name: api, namespace: default, hostname: api.default.svc.cluster.local, vips: [], ports: {"80": 0}}
+- {name: fixed, namespace: default, hostname: fixed, vips: [], ports: {"8080": ${c.port}}}
+- {name: grpc, namespace: default, hostname: grpc, vips: [], ports: {"9000": ${h2Port}}, appProtocols: {"9000": Http2}}
+- {name: empty, namespace: default, hostname: empty, vips: [], ports: {"80": 80}}
+workloads:
+- {name: api-a, namespace: default, workloadIps: [127.0.0.1], services: {"default/api.default.svc.cluster.local": {"80": ${a.port}}}}
+- {name: api-b, namespace: default, workloadIps: [127.0.0.1], capacity: 3, services: {"default/api.default.svc.cluster.local": {"80": ${b.port}}}}
+- {name: api-down, namespace: default, workloadIps: [127.0.0.1], status: Unhealthy, services: {"default/api.default.svc.cluster.local": {"80": ${c.port}}}}
+- {name: api-none, namespace: default, workloadIps: [127.0.0.1], capacity: 0, services: {"default/api.default.svc.cluster.local": {"80": ${c.port}}}}
+- {name: fixed-1, namespace: default, workloadIps: [127.0.0.1], services: {"default/fixed": {}}}
+- {name: grpc-1, namespace: default, workloadIps: [127.0.0.1], services: {"default/grpc": {}}}
+binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - matches: [{path: {pathPrefix: /api}}]
+      backends: [{service: {name: default/api.default.svc.cluster.local, port: 80}}]
+    - matches: [{path: {pathPrefix: /fixed}}]
+      backends: [{service: {name: default/fixed, port: 8080}}]
+    - matches: [{path: {pathPrefix: /grpc}}]
+      backends: [{service: {name: default/grpc, port: 9000}}]
+    - matches: [{path: {pathPrefix: /empty}}]
+      backends: [{service: {name: default/empty, port: 80}}]
+`);
+  });
+  after(() => proxy.close());
+
+  test('requests spread over the healthy workloads by capacity; unhealthy and capacity 0 get none', async () => {
+    const before = { a: a.seen.length, b: b.seen.length, c: c.seen.length };
+    for (let i = 0; i < 60; i++) {
+      const res = await request(proxy.url(`/api/${i}`));
+      assert.equal(res.statusCode, 200);
+      await res.body.dump();
+    }
+    const got = { a: a.seen.length - before.a, b: b.seen.length - before.b, c: c.seen.length - before.c };
+    assert.equal(got.a + got.b, 60);
+    assert.equal(got.c, 0, 'the unhealthy and the capacity-0 workload got nothing');
+    // capacity 3 against 1: b gets about three quarters (60 draws: well past chance either way)
+    assert.ok(got.b > got.a && got.a > 0, JSON.stringify(got));
+  });
+
+  test("a workload that maps no port for it is reached at the Service's target port", async () => {
+    const res = await request(proxy.url('/fixed/x'));
+    assert.equal(res.statusCode, 200);
+    assert.equal(((await res.body.json()) as { url: string }).url, '/fixed/x');
+  });
+
+  test('a port whose appProtocol is Http2 is spoken to in HTTP/2 (h2c)', async () => {
+    const res = await request(proxy.url('/grpc/x'));
+    assert.equal(res.statusCode, 200);
+    assert.equal(await res.body.text(), 'h2 upstream saw HTTP/2.0');
+  });
+
+  test('a Service without a workload to send to: 503 saying so', async () => {
+    const res = await request(proxy.url('/empty'));
+    assert.equal(res.statusCode, 503);
+    assert.match(
+      await res.body.text(),
+      /service default\/empty has no endpoint: no healthy workload in workloads names it with a port for 80/,
+    );
+  });
+});
+
+describe('config', () => {
+  const base = (backend: string) => `services:
+- {name: api, namespace: default, hostname: api, vips: [], ports: {"80": 8080}}
+binds:
+- port: 3000
+  listeners:
+  - routes:
+    - backends: [{service: ${backend}}]
+`;
+  test('a Service not in services, or a port it does not have, is an error naming what there is', () => {
+    assert.throws(
+      () => load(base('{name: default/nope, port: 80}')),
+      (e: unknown) =>
+        e instanceof ConfigError &&
+        /backends\[0\]\.service\.name: no service "default\/nope" in services \(services: default\/api\)/.test(
+          e.message,
+        ),
+    );
+    assert.throws(
+      () => load(base('{name: default/api, port: 81}')),
+      (e: unknown) =>
+        e instanceof ConfigError &&
+        /backends\[0\]\.service\.port: service default\/api has no port 81 \(ports: 80\)/.test(e.message),
+    );
+    assert.throws(
+      () => load(base('{name: api, port: 80}')),
+      (e: unknown) => e instanceof ConfigError && /expected "<namespace>\/<hostname>"/.test(e.message),
+    );
+  });
+  test('a Service with no workload loads with a warning; a workload address that is not an IP is an error', () => {
+    const { warnings } = load(base('{name: default/api, port: 80}'));
+    assert.ok(
+      warnings.some((w) => /service default\/api has no workload to send requests to/.test(w.message)),
+      JSON.stringify(warnings),
+    );
+    assert.throws(
+      () =>
+        load(
+          `${base('{name: default/api, port: 80}')}workloads:\n- {namespace: default, workloadIps: [api.local], services: {"default/api": {}}}\n`,
+        ),
+      (e: unknown) => e instanceof ConfigError && /workloads\[0\]\.workloadIps\[0\]/.test(e.message),
+    );
+  });
+});
