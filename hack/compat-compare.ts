@@ -19,6 +19,12 @@ export type CrdVerdict =
   | 'missing'
   | 'different type'
   | 'different limits';
+/**
+ * Config paths whose objects the reference's schema leaves open but agentgateway's parser reads with
+ * fixed, strictly checked fields (the local `services` and `workloads`).
+ */
+const PARSER_TYPED: ReadonlySet<string> = new Set(['services[]', 'workloads[]']);
+
 export type Verdict = ConfigVerdict | CrdVerdict;
 
 export const CONFIG_VERDICTS: readonly ConfigVerdict[] = ['same', 'not supported', 'missing', 'different'];
@@ -544,10 +550,14 @@ class Comparer {
     // a reference alternative gw has no counterpart for shows as its fields missing; gw's own fields are
     // not "unknown to the reference" then, since another alternative of the reference may have them
     const related = Object.keys(rp).length === 0 || Object.keys(rp).some((k) => k in gp);
-    // an object the reference's schema leaves open (any keys, none described: agentgateway's parser,
-    // which the schema does not show, decides): gw's fields are its own reading of it, not differences
+    // an object the reference's schema leaves open (any keys, none described) that agentgateway's
+    // parser, which the schema does not show, reads strictly: gw's fields are its reading of that parser
+    // (checked with agentgateway --validate-only), not differences
     const refOpen =
-      this.mode === 'config' && r.node['additionalProperties'] === true && Object.keys(rp).length === 0;
+      this.mode === 'config' &&
+      PARSER_TYPED.has(path) &&
+      r.node['additionalProperties'] === true &&
+      Object.keys(rp).length === 0;
     for (const k of Object.keys(gp)) {
       if (k in rp || mapValue(r.node) || !related || refKeys.has(k)) continue;
       if (greq.has(k) && !refOpen)

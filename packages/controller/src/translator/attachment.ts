@@ -46,9 +46,9 @@ export interface CheckedPolicy {
 }
 
 /**
- * Validates every GwPolicy and maps its sections, once: backend sections first, so the Services the
- * traffic and frontend sections call (extAuth, extProc, rate limits, OTLP collectors) take what the
- * GwPolicies on those Services give them.
+ * Validates every GwPolicy and maps its sections. The traffic and frontend sections of the valid ones
+ * are mapped again with what the GwPolicies on a Service give the Services they call (extAuth,
+ * extProc, rate limits, OTLP collectors): only policies that are valid as a whole give anything.
  */
 export function checkPolicies(objects: KubeObject[], lookup: Lookup): CheckedPolicy[] {
   const checked = objects
@@ -56,24 +56,29 @@ export function checkPolicies(objects: KubeObject[], lookup: Lookup): CheckedPol
     .map((p) => {
       const validation = validateResource(p);
       const c: CheckedPolicy = { object: p, validation, invalid: [] };
-      const spec = validation.ok ? (validation.spec as GwPolicySpec) : undefined;
-      if (spec?.backend) c.backend = backendPolicy(spec.backend, p.metadata.namespace ?? 'default', lookup);
+      if (!validation.ok) return c;
+      const spec = validation.spec as GwPolicySpec;
+      const ns = p.metadata.namespace ?? 'default';
+      if (spec.traffic) c.traffic = trafficPolicy(spec.traffic, ns, lookup);
+      if (spec.frontend) c.frontend = frontendPolicy(spec.frontend, ns, lookup);
+      if (spec.backend) c.backend = backendPolicy(spec.backend, ns, lookup);
+      c.invalid = invalidOf(c);
       return c;
     });
   const services = servicePolicies(checked, objects, lookup);
   for (const c of checked) {
-    if (!c.validation.ok) continue;
+    if (!c.validation.ok || c.invalid.length > 0) continue;
     const spec = c.validation.spec as GwPolicySpec;
     const ns = c.object.metadata.namespace ?? 'default';
     if (spec.traffic) c.traffic = trafficPolicy(spec.traffic, ns, lookup, 'traffic', services);
     if (spec.frontend) c.frontend = frontendPolicy(spec.frontend, ns, lookup, 'frontend', services);
-    c.invalid = [
-      ...(c.traffic?.invalid ?? []),
-      ...(c.frontend?.invalid ?? []),
-      ...(c.backend?.invalid ?? []),
-    ];
+    c.invalid = invalidOf(c);
   }
   return checked;
+}
+
+function invalidOf(c: CheckedPolicy): Problem[] {
+  return [...(c.traffic?.invalid ?? []), ...(c.frontend?.invalid ?? []), ...(c.backend?.invalid ?? [])];
 }
 
 /**
@@ -123,7 +128,8 @@ export function servicePolicies(
     for (const k of KIND_ONLY_BACKEND_KEYS) delete own[k];
     for (const t of resolveTargets(c.validation.spec as GwPolicySpec, objects, ns)) {
       if (t.group !== '' || t.kind !== 'Service') continue;
-      const port = t.sectionName ? servicePort(lookup.get('Service', ns, t.name), t.sectionName) : undefined;
+      // one port: by its name (sectionName) or its number (port)
+      const port = t.sectionName ? servicePort(lookup.get('Service', ns, t.name), t.sectionName) : t.port;
       if (t.sectionName && port === undefined) continue;
       const list = entries.get(`${ns}/${t.name}`) ?? [];
       const failed = c.backend.failClosed;
@@ -405,6 +411,11 @@ function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Att
         notAttached('TargetNotFound', `Service ${ns}/${t.name} has no port named ${t.sectionName}`);
         continue;
       }
+      const ports = (svc.spec as { ports?: { port: number }[] } | undefined)?.ports ?? [];
+      if (t.port !== undefined && !ports.some((p) => p.port === t.port)) {
+        notAttached('TargetNotFound', `Service ${ns}/${t.name} has no port ${t.port}`);
+        continue;
+      }
       const kindOnly = KIND_ONLY_BACKEND_KEYS.filter((k) => backend?.[k] !== undefined);
       if (kindOnly.length > 0)
         problems.push(`${kindOnly.join(', ')} apply to GwBackends of that kind, not to a Service`);
@@ -413,7 +424,10 @@ function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Att
       if (frontend) problems.push('frontend policies attach to Gateways only');
       ancestor(t, [
         accepted,
-        attached(`Service ${ns}/${t.name}${t.sectionName ? ` port ${t.sectionName}` : ''}`, problems),
+        attached(
+          `Service ${ns}/${t.name}${t.sectionName ? ` port ${t.sectionName}` : t.port ? ` port ${t.port}` : ''}`,
+          problems,
+        ),
       ]);
     } else {
       notAttached(

@@ -883,10 +883,17 @@ class Builder {
     for (const k of ['hostRewrite', 'a2a'] as const)
       if (routePolicies[k] !== undefined)
         this.fail([...path, 'policies', k], `${k} in the mcp block reaches no target`);
-    const target = this.mcpTarget(path, backendSpec, {
-      policies: pickMcpTargetPolicies(routePolicies),
-      at: [...path, 'policies'],
-    });
+    const target = this.mcpTarget(
+      path,
+      backendSpec,
+      mcpOuter(
+        { route: [...path, 'policies'], own: [...path, 'policies'] },
+        routePolicies,
+        undefined,
+        undefined,
+        undefined,
+      ),
+    );
     if (!target) return;
     // the route's MCP rules and processors are the backend's (as a route's reach its mcp backends)
     if (mcpAuthorization) {
@@ -1759,7 +1766,13 @@ class Builder {
       target = this.mcpTarget(
         [...path, 'mcp'],
         b.mcp,
-        mcpOuter(path, routePolicies, targeted.backend.get(name), undefined, b.policies),
+        mcpOuter(
+          { route: [...path.slice(0, -2), 'policies'], own: [...path, 'policies'] },
+          routePolicies,
+          targeted.backend.get(name),
+          undefined,
+          b.policies,
+        ),
       );
       if (!target) return undefined;
     } else if ('aws' in b) {
@@ -1792,7 +1805,13 @@ class Builder {
         target = this.mcpTarget(
           ['backends', di, 'mcp'],
           def.mcp,
-          mcpOuter(path, routePolicies, targeted.backend.get(name), def.policies, b.policies),
+          mcpOuter(
+            { route: [...path.slice(0, -2), 'policies'], own: [...path, 'policies'] },
+            routePolicies,
+            targeted.backend.get(name),
+            def.policies,
+            b.policies,
+          ),
         );
         if (!target) return undefined;
       } else if ('aws' in def) {
@@ -2742,7 +2761,8 @@ function pickMcpTargetPolicies(p: BackendPolicies | TrafficPolicies | undefined)
  * the later winning), and where they are written.
  */
 function mcpOuter(
-  path: FieldPath,
+  /** Where the route's policies are written, and the route backend's own. */
+  at: { route: FieldPath; own: FieldPath },
   routePolicies: TrafficPolicies,
   fromTargeted: object | undefined,
   named: object | undefined,
@@ -2761,7 +2781,7 @@ function mcpOuter(
     ) ?? {};
   return {
     policies: pickMcpTargetPolicies(merged),
-    at: own?.backendAuth ? [...path, 'policies'] : [...path.slice(0, -2), 'policies'],
+    at: own?.backendAuth ? at.own : at.route,
   };
 }
 

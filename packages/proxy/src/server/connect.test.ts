@@ -112,6 +112,7 @@ describe('without frontendPolicies.connect', () => {
       /frontendPolicies\.connect[^\n]*\n/,
     );
     assert.match(got, /^HTTP\/1\.1 405 /);
+    assert.match(got, /\r\nallow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n/i);
     assert.match(
       got,
       /CONNECT is not allowed here \(frontendPolicies\.connect mode: route lets it through\)/,
@@ -139,6 +140,7 @@ describe('connect mode route', () => {
   let tlsWeb: https.Server;
   let ca: string;
   let pki: TestPki;
+  let tlsEcho: tls.Server;
   before(async () => {
     pki = await makeTestPki(['localhost']);
     ca = pki.ca;
@@ -148,6 +150,16 @@ describe('connect mode route', () => {
     );
     tlsWeb.listen(0, '127.0.0.1');
     await once(tlsWeb, 'listening');
+    // a TLS line server that says which ALPN protocol the handshake agreed (false: none offered)
+    tlsEcho = tls.createServer(
+      { cert: server.cert, key: server.key, ALPNProtocols: ['h2', 'http/1.1'] },
+      (s) => {
+        s.on('data', (d) => s.write(`alpn=${s.alpnProtocol} ${String(d)}`));
+        s.on('error', () => s.destroy());
+      },
+    );
+    tlsEcho.listen(0, '127.0.0.1');
+    await once(tlsEcho, 'listening');
     proxy = await startProxy(`frontendPolicies:
   connect: {mode: route}
 binds:
@@ -155,13 +167,24 @@ binds:
   address: 127.0.0.1
   listeners:
   - routes:
+    - name: originated
+      hostnames: [originated.test]
+      backends:
+      - host: "127.0.0.1:${(tlsEcho.address() as AddressInfo).port}"
+        policies:
+          backendTLS: {root: ${JSON.stringify(pki.caFile)}, hostname: localhost}
     - name: fixed
       hostnames: [fixed.test]
       backends: [{host: "127.0.0.1:${echo.port}"}]
     - name: guarded
       hostnames: [guarded.test]
       policies:
-        authorization: {rules: ['request.headers["x-pass"] == "yes"']}
+        authorization: {rules: ['request.headers["x-pass"] == "yes" && request.headers["host"].endsWith(":443")']}
+      backends: [{host: "127.0.0.1:${echo.port}"}]
+    - name: answered
+      hostnames: [answered.test]
+      policies:
+        directResponse: {status: 200, body: "not a tunnel"}
       backends: [{host: "127.0.0.1:${echo.port}"}]
     - name: anywhere
       backends: [{dynamic: {}}]
@@ -171,6 +194,7 @@ binds:
     await proxy.close();
     tlsWeb.closeAllConnections();
     tlsWeb.close();
+    tlsEcho.close();
     await pki.cleanup();
   });
 
@@ -222,6 +246,16 @@ binds:
     assert.match(got, /\r\n\r\necho: ping\n$/);
   });
 
+  test("with the backend's backendTLS, gw opens the TLS and offers no ALPN (the bytes are the client's)", async () => {
+    const got = await raw(
+      proxy.port(),
+      'CONNECT originated.test:443 HTTP/1.1\r\nHost: originated.test:443\r\n\r\nplain\n',
+      /alpn=\S+ plain\n/,
+    );
+    assert.match(got, /^HTTP\/1\.1 200 OK/);
+    assert.match(got, /alpn=false plain\n$/);
+  });
+
   test('over HTTP/2, the CONNECT stream is the tunnel', async () => {
     const [status, body] = await h2Connect(proxy.port(), 'fixed.test:443', 'over h2\n');
     assert.equal(status, 200);
@@ -241,6 +275,26 @@ binds:
       /echo: hi\n/,
     );
     assert.match(allowed, /^HTTP\/1\.1 200 /);
+    // the port asked for is in the Host the rule reads
+    const otherPort = await raw(
+      proxy.port(),
+      'CONNECT guarded.test:22 HTTP/1.1\r\nHost: guarded.test:22\r\nx-pass: yes\r\n\r\n',
+      /\r\n\r\n[\s\S]*\n/,
+    );
+    assert.match(otherPort, /^HTTP\/1\.1 403 /);
+  });
+
+  test("a policy's own 2xx answer to a CONNECT is a 502: no tunnel stands behind it", async () => {
+    const got = await raw(
+      proxy.port(),
+      'CONNECT answered.test:443 HTTP/1.1\r\nHost: answered.test:443\r\n\r\n',
+      /\r\n\r\n[\s\S]*\n/,
+    );
+    assert.match(got, /^HTTP\/1\.1 502 /);
+    assert.match(got, /the CONNECT was answered 200 without a tunnel to a backend/);
+    const [status, body] = await h2Connect(proxy.port(), 'answered.test:443');
+    assert.equal(status, 502);
+    assert.match(body, /without a tunnel/);
   });
 
   test('a backend that refuses the connection gets a 503 naming it', async () => {
@@ -300,7 +354,7 @@ binds:
       /\r\n\r\n[\s\S]*\n/,
     );
     assert.match(got, /^HTTP\/1\.1 \d{3} /);
-    assert.match(got, /takes no CONNECT tunnel \(host, unix and dynamic backends do\)/);
+    assert.match(got, /takes no CONNECT tunnel \(host, unix, service and dynamic backends do\)/);
   } finally {
     await proxy.close();
   }

@@ -444,6 +444,8 @@ export class DataPlane {
         new GwError(
           'GW_ERR_METHOD_NOT_ALLOWED',
           'CONNECT is not allowed here (frontendPolicies.connect mode: route lets it through)',
+          // RFC 9110 §15.5.6: what the target does take
+          { headers: { allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' } },
         ),
       );
       return;
@@ -479,7 +481,7 @@ export class DataPlane {
         upgrade.connect
           ? new GwError(
               'GW_ERR_UPGRADE_UNSUPPORTED',
-              "this route's backend takes no CONNECT tunnel (host, unix and dynamic backends do)",
+              "this route's backend takes no CONNECT tunnel (host, unix, service and dynamic backends do)",
             )
           : new GwError('GW_ERR_UPGRADE_UNSUPPORTED'),
       );
@@ -608,7 +610,23 @@ export class DataPlane {
       return;
     }
     const upgrade = ctx.ext.upgrade;
-    if (upgrade?.stream && (r.status === 101 || (upgrade.connect && joinsTunnel(r.status)))) {
+    if (upgrade?.connect && joinsTunnel(r.status) && !upgrade.upstream) {
+      // a policy's own 2xx (a direct response) would read as a tunnel that is not there
+      discard(r.body);
+      this.#fail(
+        ctx,
+        new GwError(
+          'GW_ERR_UPSTREAM_PROTOCOL',
+          `the CONNECT was answered ${r.status} without a tunnel to a backend`,
+        ),
+      );
+      return;
+    }
+    if (
+      upgrade?.stream &&
+      upgrade.upstream &&
+      (r.status === 101 || (upgrade.connect && joinsTunnel(r.status)))
+    ) {
       joinExtendedConnect(ctx, upgrade, res as Http2ServerResponse);
       return;
     }

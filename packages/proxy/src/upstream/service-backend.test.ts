@@ -103,6 +103,35 @@ binds:
   });
 });
 
+test('a retry goes to a workload the request has not tried: one of two down, every request answered', async () => {
+  const closed = await startUpstream('echo');
+  const deadPort = closed.port;
+  await closed.close();
+  const proxy = await startProxy(`services:
+- {name: pair, namespace: default, hostname: pair, vips: [], ports: {"80": 0}}
+workloads:
+- {namespace: default, workloadIps: [127.0.0.1], services: {"default/pair": {"80": ${deadPort}}}}
+- {namespace: default, workloadIps: [127.0.0.1], services: {"default/pair": {"80": ${a.port}}}}
+binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - policies: {retry: {attempts: 1, codes: [503]}}
+      backends: [{service: {name: default/pair, port: 80}}]
+`);
+  try {
+    // without the tried endpoint left out, each request would fail with probability 1/4
+    for (let i = 0; i < 24; i++) {
+      const res = await request(proxy.url(`/r${i}`));
+      assert.equal(res.statusCode, 200, `request ${i}`);
+      await res.body.dump();
+    }
+  } finally {
+    await proxy.close();
+  }
+});
+
 describe('config', () => {
   const base = (backend: string) => `services:
 - {name: api, namespace: default, hostname: api, vips: [], ports: {"80": 8080}}

@@ -91,8 +91,8 @@ export function upgradeTarget(
   };
 }
 
-/** A connection of its own to the backend; over TLS, ALPN offers `alpn` (none: no ALPN). */
-function connect(t: UpgradeTarget, alpn: string[] | undefined = ['http/1.1']): Socket {
+/** A connection of its own to the backend; over TLS, ALPN offers `alpn` (null: no ALPN). */
+function connect(t: UpgradeTarget, alpn: string[] | null): Socket {
   const { spec } = t;
   const where: net.NetConnectOpts = t.socketPath
     ? { path: t.socketPath }
@@ -103,7 +103,7 @@ function connect(t: UpgradeTarget, alpn: string[] | undefined = ['http/1.1']): S
       ...(where as tls.ConnectionOptions),
       ...tlsConnectOptions(spec.tls, false),
       // The upgrade is an HTTP/1.1 mechanism (an h2 upstream would need extended CONNECT).
-      ALPNProtocols: alpn,
+      ...(alpn ? { ALPNProtocols: alpn } : {}),
     };
     if (!alpn) delete options.ALPNProtocols;
     if (!options.servername && !t.socketPath && net.isIP(t.host) === 0) options.servername = t.host;
@@ -152,7 +152,7 @@ export function upgradeUpstream(
       headers: { ...headers, connection: 'Upgrade', upgrade: state.protocol },
       setHost: false,
       createConnection: () => {
-        socket = connect(target);
+        socket = connect(target, ['http/1.1']);
         return socket;
       },
     });
@@ -228,7 +228,7 @@ function openTunnel(
   attemptTimeoutMs: number,
 ): Promise<void> {
   return new Promise<void>((resolve, reject) => {
-    const socket = connect(target, target.spec.tls?.alpn);
+    const socket = connect(target, target.spec.tls?.alpn ?? null);
     let settled = false;
     const timers: NodeJS.Timeout[] = [];
     const cleanup = () => {
