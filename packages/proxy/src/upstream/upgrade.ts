@@ -156,45 +156,18 @@ export function upgradeUpstream(
         return socket;
       },
     });
-    let settled = false;
-    const timers: NodeJS.Timeout[] = [];
-    const cleanup = () => {
-      settled = true;
-      for (const t of timers) clearTimeout(t);
-      ctx.removeAbortHook(hook);
-    };
-    const fail = (err: unknown) => {
-      if (settled) return;
-      cleanup();
+    const opening = openingDeadlines(ctx, target, attemptTimeoutMs, (err) => {
       req.destroy();
       reject(toGwError(err));
-    };
-    const hook = { abort: fail };
-    ctx.addAbortHook(hook);
-    const connectMs = target.spec.connectTimeoutMs;
-    if (connectMs > 0) {
-      const t = setTimeout(() => {
-        const where = target.socketPath ?? target.endpoint;
-        fail(
-          new GwError(
-            'GW_ERR_UPSTREAM_CONNECT',
-            `upstream connect error: timeout after ${connectMs}ms (${where})`,
-          ),
-        );
-      }, connectMs);
-      timers.push(t);
-      const s = socket as Socket | undefined;
-      s?.once(target.spec.tls ? 'secureConnect' : 'connect', () => clearTimeout(t));
-    }
-    if (attemptTimeoutMs > 0)
-      timers.push(setTimeout(() => fail(new GwError('GW_ERR_BACKEND_TIMEOUT')), attemptTimeoutMs));
+    });
+    const s = socket as Socket | undefined;
+    s?.once(target.spec.tls ? 'secureConnect' : 'connect', () => opening.connected());
 
     req.on('upgrade', (res: IncomingMessage, upgraded: Socket, head: Buffer) => {
-      if (settled) {
+      if (!opening.settle()) {
         upgraded.destroy();
         return;
       }
-      cleanup();
       state.upstream = { socket: upgraded, head };
       const h = responseHeaders(res.headers);
       h.connection = 'Upgrade';
@@ -203,17 +176,63 @@ export function upgradeUpstream(
       resolve();
     });
     req.on('response', (res: IncomingMessage) => {
-      if (settled) {
+      if (!opening.settle()) {
         res.destroy();
         return;
       }
-      cleanup();
       ctx.response = { status: res.statusCode ?? 502, headers: responseHeaders(res.headers), body: res };
       resolve();
     });
-    req.on('error', fail);
+    req.on('error', opening.fail);
     req.end();
   });
+}
+
+/**
+ * The deadlines of opening a connection of gw's own to the backend: its connect timeout (until
+ * `connected`), the attempt's timeout and the request's abort. The first of them, or `fail`, runs
+ * `onFail` once; `settle` ends them all, and says whether it came first.
+ */
+function openingDeadlines(
+  ctx: RequestContext,
+  target: UpgradeTarget,
+  attemptTimeoutMs: number,
+  onFail: (err: unknown) => void,
+): { fail(err: unknown): void; settle(): boolean; connected(): void } {
+  let settled = false;
+  const connectMs = target.spec.connectTimeoutMs;
+  const where = target.socketPath ?? target.endpoint;
+  const fail = (err: unknown) => {
+    if (settle()) onFail(err);
+  };
+  const hook = { abort: fail };
+  const connectTimer =
+    connectMs > 0
+      ? setTimeout(
+          () =>
+            fail(
+              new GwError(
+                'GW_ERR_UPSTREAM_CONNECT',
+                `upstream connect error: timeout after ${connectMs}ms (${where})`,
+              ),
+            ),
+          connectMs,
+        )
+      : undefined;
+  const attemptTimer =
+    attemptTimeoutMs > 0
+      ? setTimeout(() => fail(new GwError('GW_ERR_BACKEND_TIMEOUT')), attemptTimeoutMs)
+      : undefined;
+  const settle = () => {
+    if (settled) return false;
+    settled = true;
+    clearTimeout(connectTimer);
+    clearTimeout(attemptTimer);
+    ctx.removeAbortHook(hook);
+    return true;
+  };
+  ctx.addAbortHook(hook);
+  return { fail, settle, connected: () => clearTimeout(connectTimer) };
 }
 
 /**
@@ -229,43 +248,16 @@ function openTunnel(
 ): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const socket = connect(target, target.spec.tls?.alpn ?? null);
-    let settled = false;
-    const timers: NodeJS.Timeout[] = [];
-    const cleanup = () => {
-      settled = true;
-      for (const t of timers) clearTimeout(t);
-      ctx.removeAbortHook(hook);
-      socket.off('error', fail);
-    };
-    const fail = (err: unknown) => {
-      if (settled) return;
-      cleanup();
+    const opening = openingDeadlines(ctx, target, attemptTimeoutMs, (err) => {
+      // whatever the socket still reports once it is given up on goes nowhere
+      socket.on('error', () => {});
       socket.destroy();
       reject(toGwError(err));
-    };
-    const hook = { abort: fail };
-    ctx.addAbortHook(hook);
-    const connectMs = target.spec.connectTimeoutMs;
-    const where = target.socketPath ?? target.endpoint;
-    if (connectMs > 0)
-      timers.push(
-        setTimeout(
-          () =>
-            fail(
-              new GwError(
-                'GW_ERR_UPSTREAM_CONNECT',
-                `upstream connect error: timeout after ${connectMs}ms (${where})`,
-              ),
-            ),
-          connectMs,
-        ),
-      );
-    if (attemptTimeoutMs > 0)
-      timers.push(setTimeout(() => fail(new GwError('GW_ERR_BACKEND_TIMEOUT')), attemptTimeoutMs));
-    socket.once('error', fail);
+    });
+    socket.once('error', opening.fail);
     socket.once(target.spec.tls ? 'secureConnect' : 'connect', () => {
-      if (settled) return;
-      cleanup();
+      if (!opening.settle()) return;
+      socket.off('error', opening.fail);
       // errors after this point end the joined connections (splice)
       socket.on('error', () => socket.destroy());
       state.upstream = { socket, head: Buffer.alloc(0) };

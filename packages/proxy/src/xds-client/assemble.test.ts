@@ -449,24 +449,35 @@ function fileWithRoute(backend: string, policies: Record<string, unknown>, backe
   ).ir;
 }
 
-test('a Service backend keeps the client’s Host: only a file’s backend named by DNS name sends its name', () => {
-  const held = new Map<string, { bytes: Uint8Array }>();
-  const svc = res({
+/** A route of one backend to a Service (its cluster name), as the controller sends it. */
+function serviceRoute(port: number, policies?: Record<string, unknown>): Resource {
+  return res({
     route: {
       port: 8080,
       listener: 'ns/gw/http',
       namespace: 'ns',
       name: 'web',
       matches: [{ path: { pathPrefix: '/' } }],
-      backends: [{ weight: 1, host: { host: 'api.ns.svc.cluster.local', port: 8080 } }],
+      backends: [
+        { weight: 1, host: { host: 'api.ns.svc.cluster.local', port }, ...(policies ? { policies } : {}) },
+      ],
     },
   });
-  for (const [name, r] of [
+}
+
+/** The IR the xDS client builds from these resources, as they arrive (binary). */
+function viaXdsClient(entries: [string, Resource][]) {
+  const held = new Map<string, { bytes: Uint8Array }>();
+  for (const [name, r] of entries) held.set(name, { bytes: toBinary(ResourceSchema, r) });
+  return buildXdsConfig(held, { address: 'http://c:9978', gateway: 'ns/gw', baseDir: process.cwd() }).ir;
+}
+
+test('a Service backend keeps the client’s Host: only a file’s backend named by DNS name sends its name', () => {
+  const svc = serviceRoute(8080);
+  const ir = viaXdsClient([
     ['bind/8080', bind],
     ['route/8080/http/ns/web/0', svc],
-  ] as const)
-    held.set(name, { bytes: toBinary(ResourceSchema, r) });
-  const { ir } = buildXdsConfig(held, { address: 'http://c:9978', gateway: 'ns/gw', baseDir: process.cwd() });
+  ]);
   const target = ir.binds[0]?.listeners[0]?.routes[0]?.backends[0]?.target;
   assert.deepEqual(target, { kind: 'host', host: 'api.ns.svc.cluster.local', port: 8080 });
   // the same name in a file sends it as Host
@@ -486,28 +497,15 @@ test('a Service backend keeps the client’s Host: only a file’s backend named
 });
 
 test('a Service backend with the policies of GwPolicies on that Service (backendTLS, http, tcp) reaches the IR with them', () => {
-  const held = new Map<string, { bytes: Uint8Array }>();
   const policies = {
     backendTLS: { insecureHost: true },
     http: { requestTimeout: '5s' },
     tcp: { connectTimeout: '2s' },
   };
-  const svc = res({
-    route: {
-      port: 8080,
-      listener: 'ns/gw/http',
-      namespace: 'ns',
-      name: 'web',
-      matches: [{ path: { pathPrefix: '/' } }],
-      backends: [{ weight: 1, host: { host: 'api.ns.svc.cluster.local', port: 8443 }, policies }],
-    },
-  });
-  for (const [name, r] of [
+  const ir = viaXdsClient([
     ['bind/8080', bind],
-    ['route/8080/http/ns/web/0', svc],
-  ] as const)
-    held.set(name, { bytes: toBinary(ResourceSchema, r) });
-  const { ir } = buildXdsConfig(held, { address: 'http://c:9978', gateway: 'ns/gw', baseDir: process.cwd() });
+    ['route/8080/http/ns/web/0', serviceRoute(8443, policies)],
+  ]);
   const backend = ir.binds[0]?.listeners[0]?.routes[0]?.backends[0];
   assert.deepEqual(backend?.target, { kind: 'host', host: 'api.ns.svc.cluster.local', port: 8443 });
   assert.equal(backend?.policies.backendTLS?.insecureHost, true);
