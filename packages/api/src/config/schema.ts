@@ -1618,6 +1618,7 @@ const Protocol = z.union([
 export const { TcpRoute, AttachedTcpRoute } = tcpRouteSchemas({
   backendTLS: BackendTLS,
   hostPort: HostPort,
+  serviceRef: ServiceRef,
   notYet: NotYet,
 });
 

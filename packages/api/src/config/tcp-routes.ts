@@ -1,6 +1,7 @@
 // agentgateway's `tcpRoutes` (LocalTCPRoute, and the top-level LocalAttachedTCPRoute): layer-4 routes
 // of TCP and TLS listeners. A route's `hostnames` are matched against the TLS SNI; its `backends` are
-// weighted host:port targets (or named host backends), reached with optional backendTLS.
+// weighted host:port targets (or named host backends, or Services of the top-level services), reached
+// with optional backendTLS.
 //
 // The shared pieces (backendTLS, the host:port pattern, the "not supported" marker) are schema.ts's;
 // it passes them in, so this module does not import it back.
@@ -8,9 +9,11 @@ import { z } from 'zod';
 
 const strict = z.strictObject;
 
-export interface TcpRouteParts<TLS extends z.ZodType, HP extends z.ZodType> {
+export interface TcpRouteParts<TLS extends z.ZodType, HP extends z.ZodType, SR extends z.ZodType> {
   backendTLS: TLS;
   hostPort: HP;
+  /** `{name: <namespace>/<hostname>, port}` of the top-level services. */
+  serviceRef: SR;
   /** A field refused by name ("… is not supported by this build of gw yet"). */
   notYet: (what: string) => z.ZodType;
 }
@@ -19,7 +22,9 @@ export interface TcpRouteParts<TLS extends z.ZodType, HP extends z.ZodType> {
 export const TCP_HOSTNAME_PATTERN =
   /^(\*\.)?[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i;
 
-export function tcpRouteSchemas<TLS extends z.ZodType, HP extends z.ZodType>(p: TcpRouteParts<TLS, HP>) {
+export function tcpRouteSchemas<TLS extends z.ZodType, HP extends z.ZodType, SR extends z.ZodType>(
+  p: TcpRouteParts<TLS, HP, SR>,
+) {
   const weight = z.number().int().min(0).optional().meta({
     description: 'relative weight among the route backends (default 1; 0: never chosen)',
   });
@@ -37,10 +42,13 @@ export function tcpRouteSchemas<TLS extends z.ZodType, HP extends z.ZodType>(p: 
       policies: TcpBackendPolicies.nullable().optional(),
     }),
     strict({
-      service: p.notYet('a tcp route backend by service reference (use host)'),
-      weight: z.unknown().optional(),
-      policies: z.unknown().optional(),
-    }).transform((v) => v as never),
+      service: p.serviceRef.meta({
+        description:
+          'a Service of the top-level services: each connection goes to one of the workloads that name it, by capacity',
+      }),
+      weight,
+      policies: TcpBackendPolicies.nullable().optional(),
+    }),
     strict({
       dynamic: p.notYet('the dynamic tcp route backend (dial target from the SNI)'),
       weight: z.unknown().optional(),

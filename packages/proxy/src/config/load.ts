@@ -1494,6 +1494,10 @@ class Builder {
     const qualified = r.namespace ? `${r.namespace}/${name}` : name;
     const backends: TcpBackendIR[] = [];
     (r.backends ?? []).forEach((b, bi) => {
+      if ('service' in b) {
+        backends.push(...this.tcpServiceBackends([...path, 'backends', bi], b, r.policies?.backendTLS));
+        return;
+      }
       const ir = this.tcpBackend([...path, 'backends', bi], b, r.policies?.backendTLS);
       if (ir) backends.push(ir);
     });
@@ -1510,9 +1514,35 @@ class Builder {
    * A tcp route backend: host:port (or unix:/path), or a named host backend, whose backendTLS and tcp
    * settings apply; the route's backendTLS is the default, the backend's own policies win.
    */
+  /**
+   * A tcp route backend that is a Service: one backend per endpoint (workload), sharing the entry's
+   * weight by their capacity, so each connection picks one of them; backendTLS as for a host.
+   */
+  tcpServiceBackends(
+    path: FieldPath,
+    b: Extract<NonNullable<TcpRoute['backends']>[number], { service: unknown }>,
+    routeTls: BackendPolicies['backendTLS'],
+  ): TcpBackendIR[] {
+    const svc = this.serviceTarget([...path, 'service'], b.service);
+    if (!svc) return [];
+    const tls = b.policies?.backendTLS ?? routeTls;
+    const resolved = tls
+      ? this.resolveBackendPolicies(b.policies?.backendTLS ? [...path, 'policies'] : path, {
+          backendTLS: tls,
+        })
+      : {};
+    const total = svc.endpoints.reduce((n, e) => n + e.weight, 0);
+    return svc.endpoints.map((e) => ({
+      name: `${b.service.name}:${b.service.port} (${e.host}:${e.port})`,
+      weight: ((b.weight ?? 1) * e.weight) / total,
+      target: { kind: 'host' as const, host: e.host, port: e.port },
+      policies: resolved.backendTLS ? { backendTLS: resolved.backendTLS } : {},
+    }));
+  }
+
   tcpBackend(
     path: FieldPath,
-    b: NonNullable<TcpRoute['backends']>[number],
+    b: Exclude<NonNullable<TcpRoute['backends']>[number], { service: unknown }>,
     routeTls: BackendPolicies['backendTLS'],
   ): TcpBackendIR | undefined {
     let host: string;
@@ -1980,7 +2010,7 @@ class Builder {
       this.src.warnings.push(
         this.src.issueAt(
           path,
-          `service ${ref.name} has no workload to send requests to (a healthy one in workloads that names it, with a port for ${ref.port}): its requests get 503`,
+          `service ${ref.name} has no workload to send requests to (a healthy one in workloads that names it, with a port for ${ref.port}): its requests get 503, its connections are closed`,
         ),
       );
     const proto = svc.appProtocols?.[String(ref.port)];

@@ -309,9 +309,9 @@ describe('tcpRoutes config errors', () => {
       /tcpRoutes\[0\]\.backends\[0\]\.backend: no backend named "nope"/,
     ],
     [
-      'a service backend',
+      'a service backend the file does not declare',
       listener('protocol: TCP\n    tcpRoutes: [{backends: [{service: {name: default/x, port: 80}}]}]'),
-      /tcpRoutes\[0\]\.backends\[0\]\.service: a tcp route backend by service reference \(use host\) is not supported by this build of gw yet/,
+      /tcpRoutes\[0\]\.backends\[0\]\.service\.name: no service "default\/x" in services \(there are none\)/,
     ],
     [
       'a backendTunnel',
@@ -421,4 +421,47 @@ test('a TCP listener on two workers (SO_REUSEPORT): every connection is proxied'
     answers,
     Array.from({ length: 12 }, (_, i) => `n${i}bye`),
   );
+});
+
+test('a tcp route to a Service: each connection goes to one of its workloads, by capacity; unhealthy ones get none', async () => {
+  // two TCP servers that each say who they are
+  const named = (name: string) =>
+    new Promise<net.Server>((r) => {
+      const s = net.createServer((c) => {
+        c.end(name);
+        c.on('error', () => c.destroy());
+      });
+      s.listen(0, '127.0.0.1', () => r(s));
+    });
+  const one = await named('one');
+  const two = await named('two');
+  const down = await named('down');
+  const p = await startProxy(`services:
+- {name: db, namespace: data, hostname: db.data.svc, vips: [], ports: {"5432": 0}}
+workloads:
+- {namespace: data, workloadIps: [127.0.0.1], services: {"data/db.data.svc": {"5432": ${portOf(one)}}}}
+- {namespace: data, workloadIps: [127.0.0.1], capacity: 3, services: {"data/db.data.svc": {"5432": ${portOf(two)}}}}
+- {namespace: data, workloadIps: [127.0.0.1], status: Unhealthy, services: {"data/db.data.svc": {"5432": ${portOf(down)}}}}
+binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - protocol: TCP
+    tcpRoutes:
+    - backends: [{service: {name: data/db.data.svc, port: 5432}}]
+`);
+  try {
+    const seen: Record<string, number> = {};
+    for (let i = 0; i < 40; i++) {
+      const got = await readAll(net.connect(p.port(), '127.0.0.1'));
+      seen[got.data] = (seen[got.data] ?? 0) + 1;
+    }
+    assert.equal(seen['down'], undefined, JSON.stringify(seen));
+    assert.equal((seen['one'] ?? 0) + (seen['two'] ?? 0), 40, JSON.stringify(seen));
+    // capacity 3 against 1
+    assert.ok((seen['two'] ?? 0) > (seen['one'] ?? 0) && (seen['one'] ?? 0) > 0, JSON.stringify(seen));
+  } finally {
+    await p.close();
+    for (const s of [one, two, down]) s.close();
+  }
 });
