@@ -76,18 +76,24 @@ interface AccessLogOtlp {
   protocol?: 'grpc' | 'http' | undefined;
 }
 
-/** The collector of a tracing or accessLog.otlp block: host or backend, one of them. */
+/** The collector of a tracing or accessLog.otlp block: host, service or backend, one of them. */
 function checkCollector(
   c: { host?: string | undefined; backend?: string | undefined; service?: unknown },
   path: FieldPath,
 ): Problem[] {
-  if (c.host !== undefined && c.backend !== undefined)
-    return [{ path: [...path, 'backend'], message: 'the collector is host or backend: set one of them' }];
-  if (c.host === undefined && c.service === undefined && c.backend === undefined)
+  const set = (['host', 'service', 'backend'] as const).filter((k) => c[k] !== undefined);
+  if (set.length > 1)
+    return [
+      {
+        path: [...path, set[1] as string],
+        message: 'the collector is host, service or backend: set one of them',
+      },
+    ];
+  if (set.length === 0)
     return [
       {
         path: [...path, 'host'],
-        message: 'the collector is required: host (e.g. 127.0.0.1:4317) or backend',
+        message: 'the collector is required: host (e.g. 127.0.0.1:4317), service or backend',
       },
     ];
   return c.host !== undefined ? checkEndpoint(tracingHostUrl(c.host), [...path, 'host']) : [];

@@ -56,7 +56,7 @@ type Fields = { remove?: string[] | undefined; add?: Record<string, string> | un
 /** frontendPolicies.tracing, written out: the inferred type would make the config file's too deep. */
 export interface TracingPolicy {
   host?: string | undefined;
-  service?: unknown;
+  service?: { name: string; port: number } | undefined;
   backend?: string | undefined;
   /** The collector's policies (schema.ts's CollectorPolicies; typed there, as this module imports no schema). */
   policies?: unknown;
@@ -89,6 +89,8 @@ export function observabilitySchemas(
   notYet: (what: string) => z.ZodType,
   collectorPolicies: z.ZodType,
   collectorBackend: z.ZodType<string>,
+  /** `{name: <namespace>/<hostname>, port}`: a Service, dialled at its hostname. */
+  serviceRef: z.ZodType<{ name: string; port: number }>,
 ): {
   TracingPolicy: z.ZodType<TracingPolicy>;
   GlobalTracing: z.ZodType<GlobalTracing>;
@@ -101,7 +103,10 @@ export function observabilitySchemas(
     host: z.string().min(1).optional().meta({
       description: 'the OTLP collector: host:port (http:// is assumed) or a URL (or set backend)',
     }),
-    service: notYet('frontendPolicies.tracing service (use host or backend)').optional(),
+    service: serviceRef.optional().meta({
+      description:
+        'the collector as a Service: its hostname and port, resolved by DNS (as agentgateway does)',
+    }),
     backend: collectorBackend.optional(),
     policies: collectorPolicies.nullable().optional(),
     attributes: z.record(z.string().min(1), Cel).optional().meta({

@@ -1755,7 +1755,10 @@ const AccessLog = strict({
       .min(1)
       .optional()
       .meta({ description: 'the OTLP collector: host:port (http:// is assumed) or a URL (or set backend)' }),
-    service: NotYet('an accessLog otlp collector by service reference (use host or backend)').optional(),
+    service: ServiceRef.optional().meta({
+      description:
+        'the collector as a Service: its hostname and port, resolved by DNS (as agentgateway does)',
+    }),
     backend: CollectorBackend.optional(),
     policies: collectorPolicies('the accessLog otlp collector').nullable().optional(),
     filter: Cel.nullable().optional().meta({
@@ -1782,6 +1785,7 @@ const Observability = observabilitySchemas(
   NotYet,
   collectorPolicies('the tracing collector'),
   CollectorBackend,
+  ServiceRef,
 );
 /** networkExtAuthz, and agentgateway's frontend policies this build does not have (refused by name). */
 const FRONTEND_NOT_BUILT = {

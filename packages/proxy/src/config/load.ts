@@ -152,6 +152,8 @@ type ExtAuthzPolicies = Exclude<
 /** The collector fields of a tracing or accessLog.otlp block. */
 type CollectorSpec = {
   host?: string | undefined;
+  /** A Service: its hostname (the part after `namespace/`) and port, resolved by DNS. */
+  service?: { name: string; port: number } | undefined;
   backend?: string | undefined;
   policies?: CollectorPolicies | null | undefined;
 };
@@ -2453,6 +2455,11 @@ class Builder {
    */
   otlpCollector(path: FieldPath, c: CollectorSpec, role: string): Collector | undefined {
     let host = c.host;
+    // as agentgateway exports to a Service: at its hostname and port, whether or not `services` has it
+    if (host === undefined && c.service) {
+      const hostname = c.service.name.slice(c.service.name.indexOf('/') + 1);
+      host = `${hostname.includes(':') ? `[${hostname}]` : hostname}:${c.service.port}`;
+    }
     let policies = c.policies ?? undefined;
     let pp: FieldPath = [...path, 'policies'];
     if (c.backend !== undefined && c.host === undefined) {

@@ -143,7 +143,7 @@ describe('accessLog.otlp', () => {
     );
     assert.match(
       issues('{host: "127.0.0.1:4317", service: {name: ns/otel, port: 4317}}'),
-      /accessLog\.otlp\.service: an accessLog otlp collector by service reference \(use host or backend\) is not supported/,
+      /accessLog\.otlp\.service: the collector is host, service or backend: set one of them/,
     );
     assert.equal(issues('{host: "127.0.0.1:4318", protocol: http, path: /custom/logs}'), '');
   });

@@ -118,6 +118,33 @@ describe('policies on an OTLP collector', () => {
     }
   });
 
+  test('tracing and accessLog.otlp by service: exports go to its hostname and port, with the policies written beside it', async () => {
+    // the receiver listens on 127.0.0.1: a Service whose hostname is that address
+    const port = (url: string) => Number(url.slice(url.lastIndexOf(':') + 1));
+    const proxy = await startProxy(
+      config(`  tracing:
+    service: {name: observability/127.0.0.1, port: ${port(otlp.grpcUrl)}}
+    randomSampling: true
+    policies:
+      backendTLS: ${tlsPolicy()}
+  accessLog:
+    otlp:
+      service: {name: observability/127.0.0.1, port: ${port(otlp.httpUrl)}}
+      protocol: http
+      policies:
+        backendTLS: ${tlsPolicy()}`),
+    );
+    try {
+      const r = await fetch(proxy.url('/by-service'));
+      assert.equal(r.status, 200);
+      await r.arrayBuffer();
+      await until('span', () => otlp.spans.find((s) => s.attributes['http.path'] === '/by-service'));
+      await until('record', () => otlp.logs.find((l) => l.attributes['http.path'] === '/by-service'));
+    } finally {
+      await proxy.close();
+    }
+  });
+
   test('the key stays out of the loaded config as printed', () => {
     const loaded = loadConfigText(
       'gw.yaml',
@@ -170,7 +197,7 @@ describe('policies on an OTLP collector', () => {
     );
     assert.match(
       tracing('{host: "127.0.0.1:4317", backend: otel}', 'backends: [{name: otel, host: "127.0.0.1:4317"}]'),
-      /tracing\.backend: the collector is host or backend: set one of them/,
+      /tracing\.backend: the collector is host, service or backend: set one of them/,
     );
     assert.match(tracing('{backend: nope}'), /tracing\.backend: no backend named "nope"/);
     assert.match(
@@ -182,7 +209,7 @@ describe('policies on an OTLP collector', () => {
     );
     assert.match(
       configIssues(config('  accessLog: {otlp: {protocol: http}}')),
-      /accessLog\.otlp\.host: the collector is required: host \(e\.g\. 127\.0\.0\.1:4317\) or backend/,
+      /accessLog\.otlp\.host: the collector is required: host \(e\.g\. 127\.0\.0\.1:4317\), service or backend/,
     );
     assert.equal(
       tracing(
