@@ -86,7 +86,6 @@ export interface MetricsConfig {
 }
 
 export function observabilitySchemas(
-  notYet: (what: string) => z.ZodType,
   collectorPolicies: z.ZodType,
   collectorBackend: z.ZodType<string>,
   /** `{name: <namespace>/<hostname>, port}`: a Service, dialled at its hostname. */

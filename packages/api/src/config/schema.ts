@@ -1782,7 +1782,6 @@ const AccessLog = strict({
   database: NotYet('accessLog database').optional(),
 });
 const Observability = observabilitySchemas(
-  NotYet,
   collectorPolicies('the tracing collector'),
   CollectorBackend,
   ServiceRef,
