@@ -49,8 +49,12 @@ export interface CheckedPolicy {
  * Validates every GwPolicy and maps its sections. The traffic and frontend sections of the valid ones
  * are mapped again with what the GwPolicies on a Service give the Services they call (extAuth,
  * extProc, rate limits, OTLP collectors): only policies that are valid as a whole give anything.
+ * That lookup is returned too, for the route backends and MCP targets on a Service.
  */
-export function checkPolicies(objects: KubeObject[], lookup: Lookup): CheckedPolicy[] {
+export function checkPolicies(
+  objects: KubeObject[],
+  lookup: Lookup,
+): { policies: CheckedPolicy[]; services: ServicePolicyLookup } {
   const checked = objects
     .filter((o) => o.kind === 'GwPolicy')
     .map((p) => {
@@ -74,7 +78,7 @@ export function checkPolicies(objects: KubeObject[], lookup: Lookup): CheckedPol
     if (spec.frontend) c.frontend = frontendPolicy(spec.frontend, ns, lookup, 'frontend', services);
     c.invalid = invalidOf(c);
   }
-  return checked;
+  return { policies: checked, services };
 }
 
 function invalidOf(c: CheckedPolicy): Problem[] {

@@ -4,7 +4,7 @@
 // (backends.ts), GwPolicies checked and mapped (attachment.ts, policy/), routes (routes.ts), policy
 // attachment (attachment.ts), GwModels (models.ts), and the resources per Gateway (resources.ts).
 import { GlobalConfig } from '@gw/api';
-import { attachPolicies, checkPolicies, failClosedBackends, servicePolicies } from './attachment.ts';
+import { attachPolicies, checkPolicies, failClosedBackends } from './attachment.ts';
 import { collectBackends } from './backends.ts';
 import { ok } from './conditions.ts';
 import type { GatewayInfo } from './gateways.ts';
@@ -40,9 +40,8 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
   }
   const gateways = collectGateways(objects, classes, lookup, grants);
   const clusterDomain = options.clusterDomain ?? 'cluster.local';
-  const policies = checkPolicies(objects, lookup);
-  // what GwPolicies on a Service give the route backends and MCP targets on it
-  const services = servicePolicies(policies, objects, lookup);
+  // services: what GwPolicies on a Service give the route backends and MCP targets on it
+  const { policies, services } = checkPolicies(objects, lookup);
   const backends = collectBackends(objects, lookup, clusterDomain, services);
   failClosedBackends(policies, backends);
   const routes = translateRoutes(objects, gateways, {
