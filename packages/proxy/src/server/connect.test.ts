@@ -43,6 +43,23 @@ async function raw(port: number, text: string, until: RegExp): Promise<string> {
   return got;
 }
 
+/** What comes back up to the end of an answer's first body line. */
+const ANSWERED = /\r\n\r\n[\s\S]*\n/;
+
+/**
+ * An HTTP/1.1 CONNECT to `authority` (Host the same) with `headers` (lines ending in CRLF), then
+ * `send`; read until `until` matches.
+ */
+function h1Connect(
+  port: number,
+  authority: string,
+  until = ANSWERED,
+  headers = '',
+  send = '',
+): Promise<string> {
+  return raw(port, `CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${headers}\r\n${send}`, until);
+}
+
 /** An HTTP/2 CONNECT (no :protocol) to `authority`: the status, and what came back after writing `send`. */
 async function h2Connect(port: number, authority: string, send?: string): Promise<[number, string]> {
   const session = http2.connect(`http://127.0.0.1:${port}`);
@@ -106,11 +123,7 @@ describe('without frontendPolicies.connect', () => {
   after(() => proxy.close());
 
   test('an HTTP/1.1 CONNECT gets a 405 saying why, and the connection carries nothing else', async () => {
-    const got = await raw(
-      proxy.port(),
-      `CONNECT 127.0.0.1:${echo.port} HTTP/1.1\r\nHost: 127.0.0.1:${echo.port}\r\n\r\n`,
-      /frontendPolicies\.connect[^\n]*\n/,
-    );
+    const got = await h1Connect(proxy.port(), `127.0.0.1:${echo.port}`, /frontendPolicies\.connect[^\n]*\n/);
     assert.match(got, /^HTTP\/1\.1 405 /);
     assert.match(got, /\r\nallow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n/i);
     assert.match(
@@ -234,11 +247,7 @@ binds:
   });
 
   test("a host backend takes the tunnel whatever port was asked for; bytes sent with the CONNECT's head go through", async () => {
-    const got = await raw(
-      proxy.port(),
-      'CONNECT fixed.test:443 HTTP/1.1\r\nHost: fixed.test:443\r\n\r\nping\n',
-      /echo: ping\n/,
-    );
+    const got = await h1Connect(proxy.port(), 'fixed.test:443', /echo: ping\n/, '', 'ping\n');
     // a tunnel's 200 has no length, no chunks and no Connection header
     const head = got.slice(0, got.indexOf('\r\n\r\n'));
     assert.match(head, /^HTTP\/1\.1 200 OK/);
@@ -247,11 +256,7 @@ binds:
   });
 
   test("with the backend's backendTLS, gw opens the TLS and offers no ALPN (the bytes are the client's)", async () => {
-    const got = await raw(
-      proxy.port(),
-      'CONNECT originated.test:443 HTTP/1.1\r\nHost: originated.test:443\r\n\r\nplain\n',
-      /alpn=\S+ plain\n/,
-    );
+    const got = await h1Connect(proxy.port(), 'originated.test:443', /alpn=\S+ plain\n/, '', 'plain\n');
     assert.match(got, /^HTTP\/1\.1 200 OK/);
     assert.match(got, /alpn=false plain\n$/);
   });
@@ -263,33 +268,23 @@ binds:
   });
 
   test("the route's policies decide: authorization refuses a CONNECT without what its rule wants", async () => {
-    const denied = await raw(
-      proxy.port(),
-      'CONNECT guarded.test:443 HTTP/1.1\r\nHost: guarded.test:443\r\n\r\n',
-      /\r\n\r\n[\s\S]*\n/,
-    );
+    const denied = await h1Connect(proxy.port(), 'guarded.test:443');
     assert.match(denied, /^HTTP\/1\.1 403 /);
-    const allowed = await raw(
+    const allowed = await h1Connect(
       proxy.port(),
-      'CONNECT guarded.test:443 HTTP/1.1\r\nHost: guarded.test:443\r\nx-pass: yes\r\n\r\nhi\n',
+      'guarded.test:443',
       /echo: hi\n/,
+      'x-pass: yes\r\n',
+      'hi\n',
     );
     assert.match(allowed, /^HTTP\/1\.1 200 /);
     // the port asked for is in the Host the rule reads
-    const otherPort = await raw(
-      proxy.port(),
-      'CONNECT guarded.test:22 HTTP/1.1\r\nHost: guarded.test:22\r\nx-pass: yes\r\n\r\n',
-      /\r\n\r\n[\s\S]*\n/,
-    );
+    const otherPort = await h1Connect(proxy.port(), 'guarded.test:22', ANSWERED, 'x-pass: yes\r\n');
     assert.match(otherPort, /^HTTP\/1\.1 403 /);
   });
 
   test("a policy's own 2xx answer to a CONNECT is a 502: no tunnel stands behind it", async () => {
-    const got = await raw(
-      proxy.port(),
-      'CONNECT answered.test:443 HTTP/1.1\r\nHost: answered.test:443\r\n\r\n',
-      /\r\n\r\n[\s\S]*\n/,
-    );
+    const got = await h1Connect(proxy.port(), 'answered.test:443');
     assert.match(got, /^HTTP\/1\.1 502 /);
     assert.match(got, /the CONNECT was answered 200 without a tunnel to a backend/);
     const [status, body] = await h2Connect(proxy.port(), 'answered.test:443');
@@ -303,11 +298,7 @@ binds:
     await once(closed, 'listening');
     const port = (closed.address() as AddressInfo).port;
     closed.close();
-    const got = await raw(
-      proxy.port(),
-      `CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`,
-      /\r\n\r\n[\s\S]*\n/,
-    );
+    const got = await h1Connect(proxy.port(), `127.0.0.1:${port}`);
     assert.match(got, /^HTTP\/1\.1 503 /);
     assert.match(got, new RegExp(`upstream connect error: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}`));
   });
@@ -348,11 +339,7 @@ binds:
             mcp: {host: "http://127.0.0.1:${web.port}/mcp"}
 `);
   try {
-    const got = await raw(
-      proxy.port(),
-      'CONNECT a.test:443 HTTP/1.1\r\nHost: a.test:443\r\n\r\n',
-      /\r\n\r\n[\s\S]*\n/,
-    );
+    const got = await h1Connect(proxy.port(), 'a.test:443');
     assert.match(got, /^HTTP\/1\.1 \d{3} /);
     assert.match(got, /takes no CONNECT tunnel \(host, unix, service and dynamic backends do\)/);
   } finally {
