@@ -107,6 +107,17 @@ async function answer(
       const b = r.value as HttpBody;
       const text = Buffer.from(b.body).toString();
       if (text) firstRequestChunk.resolve(text);
+      // /hold/refuse: the headers' answer held, then an immediate response once the body is in (an
+      // endpoint picker shedding load)
+      if (path.startsWith('/hold/refuse'))
+        return b.endOfStream
+          ? {
+              response: {
+                case: 'immediateResponse',
+                value: { status: { code: 429 }, body: Buffer.from('shed\n') },
+              },
+            }
+          : undefined;
       if (path.startsWith('/deny') && text)
         return {
           response: {
@@ -193,6 +204,18 @@ after(async () => {
 });
 
 describe('extProc fullDuplexStreamed against a real ext_proc v3 server', () => {
+  test('an immediate response while the headers answer is held is the answer, and the gateway serves on', async () => {
+    const before = echo.seen.length;
+    const res = await request(proxy.url('/hold/refuse'), { method: 'POST', body: 'a body to decide on' });
+    assert.equal(res.statusCode, 429);
+    assert.equal(await res.body.text(), 'shed\n');
+    assert.equal(echo.seen.length, before, 'nothing went upstream');
+    // the streamed-back body that never got a reader failed without taking the process down
+    const ok = await request(proxy.url('/duplex/after'), { method: 'POST', body: 'x' });
+    assert.equal(ok.statusCode, 200);
+    await ok.body.dump();
+  });
+
   test('the request body streams to the processor and its chunks go upstream, not buffered', async () => {
     firstRequestChunk = deferred<string>();
     const body = new PassThrough();

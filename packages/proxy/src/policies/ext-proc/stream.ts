@@ -222,6 +222,10 @@ export class ProcessStream {
    */
   duplex(phase: BodyPhase, body: Readable | Buffer): Readonly<Pick<Duplex, 'out' | 'sent' | 'received'>> {
     const out = new PassThrough();
+    // The service may fail, or answer with an immediate response, before the headers' answer hands
+    // `out` on as the body (a service that holds that answer until it has the whole body): its error
+    // then has no reader yet, and must not be an uncaught exception. A reader later sees it.
+    out.on('error', () => {});
     const d: Duplex = { out, source: body, sent: 0, received: 0, pumped: Promise.resolve(), over: false };
     this.#duplex.set(phase, d);
     d.pumped = this.#pump(phase, d).catch((err: unknown) => {
