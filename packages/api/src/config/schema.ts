@@ -1143,9 +1143,30 @@ export const BackendTunnel = strict({
   }),
 });
 /** agentgateway's backend policies this build does not run at the backend, refused by name. */
-const BACKEND_POLICIES_NOT_BUILT = {
-  inferenceRouting: NotYet('inferenceRouting').optional(),
-};
+const BACKEND_POLICIES_NOT_BUILT = {};
+/**
+ * agentgateway's inferenceRouting (the Gateway API Inference Extension's endpoint picker protocol): an
+ * endpoint picker (EPP), called over ext_proc with the request streamed through it, chooses which
+ * endpoint of a `service` backend gets the request and answers with its address in the
+ * x-gateway-destination-endpoint header.
+ */
+export const InferenceRouting = strict({
+  endpointPicker: z
+    .union([
+      strict({ host: AuthzHost.meta({ description: 'host:port of the endpoint picker' }) }),
+      strict({
+        backend: z.string().min(1).meta({
+          description: 'a host backend of the top-level backends list: its address, and its backendTLS',
+        }),
+      }),
+      strict({ service: NotYet('an endpointPicker by service reference (use host or backend)') }),
+    ])
+    .meta({ description: 'the endpoint picker (an Envoy ext_proc v3 gRPC service)' }),
+  destinationMode: z.enum(['validated', 'passthrough']).optional().meta({
+    description:
+      "validated (default): the picked address must be one of the Service's endpoints (its workloads), else 503; passthrough: the picked address is dialled as it is (the picker owns endpoint discovery)",
+  }),
+});
 /**
  * agentgateway's sessionAffinity: requests with the same value (a CEL expression over the request)
  * go to the same provider of an ai backend, as long as it stays in the balancing set.
@@ -1221,6 +1242,10 @@ export const BackendPolicies = strict({
   sessionAffinity: SessionAffinity.optional().meta({
     description:
       "requests with the same value go to the same provider of the ai backend (a priority group's, a weighted choice's); only on ai backends",
+  }),
+  inferenceRouting: InferenceRouting.optional().meta({
+    description:
+      'an endpoint picker chooses the Service endpoint of each request (and may change the request and the response, as ext_proc); only on service backends. The picker failing fails the request (500)',
   }),
   ...BACKEND_POLICIES_NOT_BUILT,
 });
@@ -3042,6 +3067,7 @@ export type ConfigFile = z.infer<typeof ConfigFile>;
 export const ConfigFileSchema = ConfigFile as unknown as z.ZodType<ConfigFile>;
 export type TrafficPolicies = z.infer<typeof TrafficPolicies>;
 export type BackendPolicies = z.infer<typeof BackendPolicies>;
+export type InferenceRouting = z.infer<typeof InferenceRouting>;
 export type BackendAuth = z.infer<typeof BackendAuth>;
 export type RouteMatch = z.infer<typeof RouteMatch>;
 export type RouteBackend = z.infer<typeof RouteBackend>;

@@ -385,6 +385,18 @@ export interface ServiceTarget {
   endpoints: { host: string; port: number; weight: number }[];
   /** The port's appProtocol is Http2 or Grpc: HTTP/2 by prior knowledge. */
   http2?: true;
+  /** inferenceRouting: the endpoint picker that chooses each request's endpoint. */
+  inference?: InferenceIR;
+}
+
+/**
+ * An endpoint picker (inferenceRouting): the ext_proc call that chooses a service backend's endpoint
+ * (its service, its mode: fail closed, bodies streamed both ways), and whether the address it picks is
+ * dialled as it is (passthrough) or must be one of the Service's endpoints.
+ */
+export interface InferenceIR {
+  picker: Exclude<NonNullable<RoutePolicies['extProc']>, { conditional: unknown }>;
+  passthrough: boolean;
 }
 
 // ---------- AWS (the `aws` backend kind, upstream/backends/aws/) ----------

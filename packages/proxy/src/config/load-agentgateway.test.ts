@@ -388,8 +388,11 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
   });
 
   test('backend policies and backend kinds', () => {
-    for (const [p, what] of [['inferenceRouting: {}', 'inferenceRouting']] as const)
-      refused(backendPolicy(p), `${R}.backends[0].policies.${p.split(':')[0]}`, what);
+    // inferenceRouting loads on service backends (upstream/inference-routing.test.ts)
+    assert.throws(
+      () => load(backendPolicy('inferenceRouting: {endpointPicker: {host: "127.0.0.1:9002"}}')),
+      /policies\.inferenceRouting: inferenceRouting picks one of the endpoints of a service backend; a host backend has none/,
+    );
     // sessionAffinity loads on ai backends (upstream/backends/ai/session-affinity.test.ts)
     assert.throws(
       () => load(backendPolicy('sessionAffinity: {source: request.path}')),

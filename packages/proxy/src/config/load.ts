@@ -51,6 +51,7 @@ import {
   type GlobalConfig,
   type GuardWebhook,
   HEADER_NAME_PATTERN,
+  type InferenceRouting,
   type ListenerTLS,
   type LLM_PROVIDER_FORMATS,
   type LlmConfig,
@@ -113,6 +114,7 @@ import type {
   CostRatesIR,
   DnsIR,
   GlobalIR,
+  InferenceIR,
   ListenerIR,
   ListenerProtocol,
   LlmFormat,
@@ -1137,8 +1139,20 @@ class Builder {
     if (p.hostOverride !== undefined) params.hostOverride = p.hostOverride;
     if (p.pathOverride !== undefined) params.pathOverride = p.pathOverride;
     if (p.pathPrefix !== undefined) params.pathPrefix = p.pathPrefix;
-    const { backendAuth, ai: own, transformations, sessionAffinity, ...policies } = p.policies ?? {};
+    const {
+      backendAuth,
+      ai: own,
+      transformations,
+      sessionAffinity,
+      inferenceRouting,
+      ...policies
+    } = p.policies ?? {};
     if (own) this.report(checkAiPolicy(own, [...pp, 'policies', 'ai']));
+    if (inferenceRouting)
+      this.fail(
+        [...pp, 'policies', 'inferenceRouting'],
+        'inferenceRouting picks one of the endpoints of a service backend; an ai provider has none to pick from',
+      );
     if (sessionAffinity)
       this.fail(
         [...pp, 'policies', 'sessionAffinity'],
@@ -1527,6 +1541,7 @@ class Builder {
   ): TcpBackendIR[] {
     const svc = this.serviceTarget([...path, 'service'], b.service);
     if (!svc) return [];
+    this.warnNoEndpoint([...path, 'service'], svc);
     const tls = b.policies?.backendTLS ?? routeTls;
     const resolved = tls
       ? this.resolveBackendPolicies(b.policies?.backendTLS ? [...path, 'policies'] : path, {
@@ -1885,6 +1900,22 @@ class Builder {
         for (const v of target.virtualModels) v.sessionAffinity ??= affinity.source;
       }
     }
+    // inferenceRouting: an endpoint picker chooses which of a Service's endpoints gets each request
+    const inference = merged.inferenceRouting;
+    delete merged.inferenceRouting;
+    if (inference) {
+      const ip = b.policies?.inferenceRouting ? [...path, 'policies', 'inferenceRouting'] : path;
+      if (target.kind !== 'service')
+        this.fail(
+          ip,
+          `inferenceRouting picks one of the endpoints of a service backend; ${target.kind === 'host' ? 'a host backend' : NOT_A2A[target.kind]} has none to pick from`,
+        );
+      else {
+        const picker = this.endpointPicker(ip, inference);
+        if (picker) target = { ...target, inference: picker };
+      }
+    }
+    if (target.kind === 'service') this.warnNoEndpoint([...path, 'service'], target);
     // hostRewrite decides the host backend's default Host (upstream/call.ts upstreamHost). The
     // route's decides over a backend's own (GwPolicy traffic.hostRewrite over a GwBackend's default).
     const hostRewrite = routePolicies.hostRewrite ?? merged.hostRewrite;
@@ -1977,6 +2008,20 @@ class Builder {
    * address of each healthy workload that names it (capacity above 0), at the port the workload maps
    * the Service's port to, else at the Service's own target port.
    */
+  /**
+   * A Service with no endpoint loads with a warning: its requests get 503 (unless an endpoint picker
+   * in passthrough mode dials what it picks).
+   */
+  warnNoEndpoint(path: FieldPath, t: ServiceTarget): void {
+    if (t.endpoints.length > 0 || t.inference?.passthrough) return;
+    this.src.warnings.push(
+      this.src.issueAt(
+        path,
+        `service ${t.service} has no workload to send requests to (a healthy one in workloads that names it, with a port for ${t.port}): its requests get 503, its connections are closed`,
+      ),
+    );
+  }
+
   serviceTarget(path: FieldPath, ref: { name: string; port: number }): ServiceTarget | undefined {
     const services = this.cfg.services ?? [];
     const slash = ref.name.indexOf('/');
@@ -2008,13 +2053,6 @@ class Builder {
       const port = mapped !== undefined && mapped > 0 ? mapped : targetPort;
       if (port > 0) endpoints.push({ host: ip, port, weight });
     }
-    if (endpoints.length === 0)
-      this.src.warnings.push(
-        this.src.issueAt(
-          path,
-          `service ${ref.name} has no workload to send requests to (a healthy one in workloads that names it, with a port for ${ref.port}): its requests get 503, its connections are closed`,
-        ),
-      );
     const proto = svc.appProtocols?.[String(ref.port)];
     return {
       kind: 'service',
@@ -2022,6 +2060,45 @@ class Builder {
       port: ref.port,
       endpoints,
       ...(proto === 'Http2' || proto === 'Grpc' ? { http2: true as const } : {}),
+    };
+  }
+
+  /**
+   * inferenceRouting's endpoint picker as an ext_proc call: its host, or its named host backend's
+   * address and backendTLS (the backend's other policies refused by name). Fail closed, bodies
+   * streamed both ways, as agentgateway calls it.
+   */
+  endpointPicker(path: FieldPath, inf: InferenceRouting): InferenceIR | undefined {
+    const ep = inf.endpointPicker;
+    if ('service' in ep) return undefined; // refused by the schema
+    let host: string;
+    let backendTLS: BackendTlsIR | undefined;
+    if ('host' in ep) host = ep.host;
+    else {
+      const at = [...path, 'endpointPicker', 'backend'];
+      const def = this.hostBackend(at, ep.backend, 'an endpoint picker');
+      if (!def) return undefined;
+      const refused = refusedNamedPolicies(ep.backend, def.policies, 'an endpoint picker call', TAKES_TLS);
+      if (refused) this.fail(at, refused);
+      host = def.host;
+      const tls = def.policies?.backendTLS;
+      if (tls) {
+        // checked and read where the backend says it
+        const bp = ['backends', def.index, 'policies'];
+        const problems = checkBackendPolicies({ backendTLS: tls }, bp);
+        this.report(problems);
+        if (problems.length > 0) return undefined;
+        backendTLS = this.resolveTls([...bp, 'backendTLS'], tls);
+      }
+    }
+    return {
+      picker: {
+        host,
+        ...(backendTLS ? { policies: { backendTLS } } : {}),
+        failureMode: 'failClosed',
+        processingOptions: { requestBodyMode: 'fullDuplexStreamed', responseBodyMode: 'fullDuplexStreamed' },
+      },
+      passthrough: inf.destinationMode === 'passthrough',
     };
   }
 

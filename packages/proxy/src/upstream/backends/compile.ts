@@ -62,6 +62,7 @@ export function compileBackend(
     policies: Object.keys(p),
   };
   const layers = buildBackendLayers(p, env.global, b.name).map((x) => observed(x.name, 'backend', x.layer));
+  if (compiled.outer) layers.unshift(observed('inferenceRouting', 'backend', compiled.outer));
   const chain = compose(layers, observedCall(info, compiled, tunnelOf(connection)));
   const name = b.name;
   return {

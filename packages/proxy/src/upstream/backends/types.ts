@@ -3,7 +3,7 @@
 import type { BackendTarget, GlobalIR } from '../../config/ir.ts';
 import type { ErrorFormat } from '../../errors.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
-import type { Handler } from '../../pipeline/layer.ts';
+import type { Handler, Layer } from '../../pipeline/layer.ts';
 import type { ProbeTarget } from '../active-prober.ts';
 import type { PoolRegistry, PoolSpec, Retained } from '../pools.ts';
 
@@ -42,6 +42,11 @@ export interface CompiledCall {
    * parses the LLM request: `llm.*` in CEL). Only routes whose backends have one pay for it.
    */
   prepare?: Handler;
+  /**
+   * Runs around the backend's own policies, before them on the way in (the service kind's endpoint
+   * picker, which sees the request as the route's policies left it, as agentgateway runs it).
+   */
+  outer?: Layer;
   /**
    * Sends a request that asks to switch protocols (ctx.ext.upgrade, e.g. WebSocket) and leaves the
    * 101 or the refusal in ctx.response. Kinds without one refuse upgrades (GW_ERR_UPGRADE_UNSUPPORTED).
