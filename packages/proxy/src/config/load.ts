@@ -1881,7 +1881,7 @@ class Builder {
     if (merged.ai && target.kind !== 'ai')
       this.fail(
         b.policies?.ai ? [...path, 'policies', 'ai'] : path,
-        `ai applies to ai backends, not to ${target.kind === 'host' ? 'a host backend' : NOT_A2A[target.kind]}`,
+        `ai applies to ai backends, not to ${backendKindName(target.kind)}`,
       );
     delete merged.ai;
     // sessionAffinity chooses among an ai backend's providers: the only backend with more than one
@@ -1893,7 +1893,7 @@ class Builder {
       if (target.kind !== 'ai')
         this.fail(
           ap,
-          `sessionAffinity chooses among an ai backend's providers; ${target.kind === 'host' ? 'a host backend' : NOT_A2A[target.kind]} has one endpoint`,
+          `sessionAffinity chooses among an ai backend's providers; ${backendKindName(target.kind)} has one endpoint`,
         );
       else {
         this.report(checkCel(affinity.source, [...ap, 'source']));
@@ -1908,7 +1908,7 @@ class Builder {
       if (target.kind !== 'service')
         this.fail(
           ip,
-          `inferenceRouting picks one of the endpoints of a service backend; ${target.kind === 'host' ? 'a host backend' : NOT_A2A[target.kind]} has none to pick from`,
+          `inferenceRouting picks one of the endpoints of a service backend; ${backendKindName(target.kind)} has none to pick from`,
         );
       else {
         const picker = this.endpointPicker(ip, inference);
@@ -3087,6 +3087,11 @@ const NOT_A2A: Record<Exclude<BackendTarget['kind'], 'host'>, string> = {
   aws: 'an aws backend',
   service: 'a service backend',
 };
+
+/** A backend of this kind, as problems name it. */
+function backendKindName(kind: BackendTarget['kind']): string {
+  return kind === 'host' ? 'a host backend' : NOT_A2A[kind];
+}
 
 export function mergePolicies<T extends object>(...layers: (T | undefined)[]): T | undefined {
   let out: T | undefined;
