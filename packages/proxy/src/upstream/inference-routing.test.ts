@@ -7,12 +7,15 @@
 // refuses an address that is not an endpoint and passthrough dials it, a retry takes the next address
 // it named, and the picker refusing, failing or talking nonsense is a clear error.
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { FAKE_REPLY, FAKE_STREAM_REPLY, type FakeOpenAI, startFakeOpenAI } from '@gw/testkit';
 import { type EndpointPicker, type PickAnswer, startEndpointPicker } from '@gw/testkit/endpoint-picker';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import OpenAI from 'openai';
 import { request } from 'undici';
+import WebSocket, { WebSocketServer } from 'ws';
 import { loadConfigText } from '../config/load.ts';
 import { configIssues } from '../config/test-support.ts';
 import { parseDestinations } from './backends/service/index.ts';
@@ -230,6 +233,42 @@ describe('passthrough: the picker owns endpoint discovery', () => {
     assert.deepEqual(got, { m1: 0, m2: 1, m3: 0 });
     assert.equal(picker.asked.length - asked, 2, 'each attempt asks the picker');
   });
+});
+
+test('a WebSocket goes through the picker to the endpoint it names', async () => {
+  const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+  await once(wss, 'listening');
+  const port = (wss.address() as AddressInfo).port;
+  wss.on('connection', (ws) => ws.on('message', (m) => ws.send(`echo ${m}`)));
+  const p = await startProxy(`config:
+  adminAddr: "off"
+services:
+- {name: ws, namespace: default, hostname: ws, vips: [], ports: {"80": 80}}
+workloads:
+- {name: w, namespace: default, workloadIps: [127.0.0.1], services: {"default/ws": {"80": ${port}}}}
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - backends:
+      - service: {name: default/ws, port: 80}
+        policies: {inferenceRouting: {endpointPicker: {host: ${picker.host}}}}
+`);
+  try {
+    choose = () => `127.0.0.1:${port}`;
+    const asked = picker.asked.length;
+    const ws = new WebSocket(p.url('/chat').replace('http', 'ws'));
+    await once(ws, 'open');
+    ws.send('hi');
+    const [reply] = await once(ws, 'message');
+    assert.equal(String(reply), 'echo hi');
+    assert.equal(picker.asked.length - asked, 1, 'the picker chose the endpoint of the upgrade');
+    ws.close();
+    await once(ws, 'close');
+  } finally {
+    await p.close();
+    wss.close();
+  }
 });
 
 test('the picker down fails the request closed (500), as agentgateway', async () => {
