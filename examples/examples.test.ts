@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { loadConfigText } from '@gw/proxy/config/load';
 import { makeTestPki, startFakeOpenAI, startUpstream, type TestServer } from '@gw/testkit';
 import { startFakeAgentCore } from '@gw/testkit/agent-core';
+import { startEndpointPicker } from '@gw/testkit/endpoint-picker';
 import { startOtlpReceiver } from '@gw/testkit/otlp-receiver';
 import { startProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
@@ -256,6 +257,34 @@ describe('examples', () => {
       (m) => m.name === 'gw_requests_total',
     );
     assert.deepEqual(requests?.values.map((v) => v.labels.team).sort(), ['blue', 'green']);
+  });
+
+  test('inference-routing.yaml sends each chat completion where the endpoint picker says', async (t) => {
+    const a = await startFakeOpenAI({ name: 'model-a' });
+    const b = await startFakeOpenAI({ name: 'model-b' });
+    let turn = 0;
+    const picker = await startEndpointPicker(() => `127.0.0.1:${[a, b][turn++ % 2]?.port}`);
+    t.after(() => Promise.all([a.close(), b.close(), picker.close()]));
+    const p = await startProxy(
+      prepared('inference-routing.yaml')
+        .replace('{ "8000": 8089 }', `{ "8000": ${a.port} }`)
+        .replace('{ "8000": 8090 }', `{ "8000": ${b.port} }`)
+        .replaceAll('${EPP:-127.0.0.1:9002}', picker.host),
+    );
+    t.after(() => p.close());
+    const served: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const r = await request(p.url('/v1/chat/completions'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'Hello!' }] }),
+      });
+      assert.equal(r.statusCode, 200);
+      served.push(String(r.headers['x-fake-provider']));
+      await r.body.dump();
+    }
+    assert.deepEqual(served, ['model-a', 'model-b', 'model-a', 'model-b']);
+    assert.equal(picker.asked.length, 4);
   });
 
   test('forward-proxy.yaml forwards to the Host of the request', async (t) => {

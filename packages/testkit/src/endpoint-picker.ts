@@ -45,8 +45,10 @@ const streamed = (phase: 'requestBody' | 'responseBody', body: Uint8Array, endOf
     },
   }) satisfies ProcessingAnswer;
 
+/** `port`: on 127.0.0.1 (default 0: any free one). */
 export async function startEndpointPicker(
   choose: (r: PickRequest) => PickAnswer | Promise<PickAnswer>,
+  port = 0,
 ): Promise<EndpointPicker> {
   const asked: PickRequest[] = [];
   /** The answer to the request headers once the picker has chosen. */
@@ -91,39 +93,43 @@ export async function startEndpointPicker(
     if (body !== undefined) out.push(streamed('requestBody', body, true));
     return out;
   };
-  const server = await startExtProcServer(async (req, earlier) => {
-    const r = req.request;
-    switch (r.case) {
-      case 'requestHeaders':
-        // no body: choose now; else wait for the whole body
-        return r.value.endOfStream ? decide(req, undefined) : undefined;
-      case 'requestBody': {
-        if (!r.value.endOfStream) return undefined;
-        const chunks = [...earlier, req].flatMap((x) =>
-          x.request.case === 'requestBody' ? [Buffer.from(x.request.value.body)] : [],
-        );
-        return decide(earlier[0] as ProcessingRequest, Buffer.concat(chunks));
-      }
-      case 'responseHeaders':
-        return {
-          response: {
-            case: 'responseHeaders',
-            value: {
-              response: {
-                headerMutation: {
-                  setHeaders: [
-                    { header: { key: 'x-went-into-resp-headers', rawValue: Buffer.from('true') } },
-                  ],
+  const server = await startExtProcServer(
+    async (req, earlier) => {
+      const r = req.request;
+      switch (r.case) {
+        case 'requestHeaders':
+          // no body: choose now; else wait for the whole body
+          return r.value.endOfStream ? decide(req, undefined) : undefined;
+        case 'requestBody': {
+          if (!r.value.endOfStream) return undefined;
+          const chunks = [...earlier, req].flatMap((x) =>
+            x.request.case === 'requestBody' ? [Buffer.from(x.request.value.body)] : [],
+          );
+          return decide(earlier[0] as ProcessingRequest, Buffer.concat(chunks));
+        }
+        case 'responseHeaders':
+          return {
+            response: {
+              case: 'responseHeaders',
+              value: {
+                response: {
+                  headerMutation: {
+                    setHeaders: [
+                      { header: { key: 'x-went-into-resp-headers', rawValue: Buffer.from('true') } },
+                    ],
+                  },
                 },
               },
             },
-          },
-        };
-      case 'responseBody':
-        return streamed('responseBody', r.value.body, r.value.endOfStream);
-      default:
-        return undefined;
-    }
-  });
+          };
+        case 'responseBody':
+          return streamed('responseBody', r.value.body, r.value.endOfStream);
+        default:
+          return undefined;
+      }
+    },
+    undefined,
+    port,
+  );
   return Object.assign(server, { asked });
 }

@@ -45,6 +45,7 @@ export interface ExtProcServerTls {
 export async function startExtProcServer(
   answer: (req: ProcessingRequest, earlier: readonly ProcessingRequest[]) => Answers | Promise<Answers>,
   tls?: ExtProcServerTls,
+  port = 0,
 ): Promise<ExtProcServer> {
   const streams: ProcessingRequest[][] = [];
   const metadata: Record<string, string>[] = [];
@@ -78,12 +79,12 @@ export async function startExtProcServer(
       call.on('error', () => {});
     },
   });
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', credentialsOf(tls), (err, p) => (err ? reject(err) : resolve(p))),
+  const bound = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`127.0.0.1:${port}`, credentialsOf(tls), (err, p) => (err ? reject(err) : resolve(p))),
   );
   return {
-    port,
-    host: `127.0.0.1:${port}`,
+    port: bound,
+    host: `127.0.0.1:${bound}`,
     streams,
     metadata,
     clientCerts,
