@@ -1,7 +1,7 @@
 // An endpoint picker (EPP) as the Gateway API Inference Extension's endpoint picker protocol has one
 // answer, on the real ext_proc v3 gRPC server of ext-proc-server.ts. It is a protocol-level stand-in,
 // not the reference EPP (a Go program that watches the cluster and scrapes model servers' metrics):
-// the test chooses the endpoint. As the reference EPP does in FULL_DUPLEX_STREAMED mode, it holds the
+// the test chooses the endpoint (it is told the subset hint the gateway sent). As the reference EPP does in FULL_DUPLEX_STREAMED mode, it holds the
 // request headers' answer until it has the whole body, then answers the headers with the chosen
 // endpoint in x-gateway-destination-endpoint (and in the dynamic metadata envoy.lb), and streams the
 // body back unchanged; it marks the response headers (x-went-into-resp-headers) and streams the
@@ -15,6 +15,8 @@ export interface PickRequest {
   headers: Record<string, string>;
   /** The body parsed as JSON (undefined: none, or not JSON). */
   json: Record<string, unknown> | undefined;
+  /** The endpoints the gateway said it may choose from (the subset hint), if it said. */
+  subset: string[] | undefined;
 }
 
 /** The chosen endpoint(s) as the header carries them (ip:port, or several comma-separated), none, or a refusal. */
@@ -59,7 +61,12 @@ export async function startEndpointPicker(
       const v = body && body.length > 0 ? (JSON.parse(body.toString('utf8')) as unknown) : undefined;
       if (v && typeof v === 'object' && !Array.isArray(v)) json = v as Record<string, unknown>;
     } catch {}
-    const r: PickRequest = { headers, json };
+    const hint =
+      first.metadataContext?.filterMetadata['envoy.lb.subset_hint']?.[
+        'x-gateway-destination-endpoint-subset'
+      ];
+    const subset = Array.isArray(hint) ? hint.map(String) : undefined;
+    const r: PickRequest = { headers, json, subset };
     asked.push(r);
     const pick = await choose(r);
     if (typeof pick === 'object')

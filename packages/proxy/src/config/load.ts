@@ -1911,7 +1911,7 @@ class Builder {
           `inferenceRouting picks one of the endpoints of a service backend; ${backendKindName(target.kind)} has none to pick from`,
         );
       else {
-        const picker = this.endpointPicker(ip, inference);
+        const picker = this.endpointPicker(ip, inference, target);
         if (picker) target = { ...target, inference: picker };
       }
     }
@@ -2068,7 +2068,7 @@ class Builder {
    * address and backendTLS (the backend's other policies refused by name). Fail closed, bodies
    * streamed both ways, as agentgateway calls it.
    */
-  endpointPicker(path: FieldPath, inf: InferenceRouting): InferenceIR | undefined {
+  endpointPicker(path: FieldPath, inf: InferenceRouting, service: ServiceTarget): InferenceIR | undefined {
     const ep = inf.endpointPicker;
     if ('service' in ep) return undefined; // refused by the schema
     let host: string;
@@ -2091,14 +2091,28 @@ class Builder {
         backendTLS = this.resolveTls([...bp, 'backendTLS'], tls);
       }
     }
+    const passthrough = inf.destinationMode === 'passthrough';
+    // Validated: the picker is told which endpoints it may choose (the protocol's subset hint), as a
+    // CEL list of the Service's endpoint addresses.
+    const subset =
+      !passthrough && service.endpoints.length > 0
+        ? {
+            [SUBSET_HINT_NAMESPACE]: {
+              [SUBSET_HINT_KEY]: JSON.stringify(
+                service.endpoints.map((e) => `${e.host.includes(':') ? `[${e.host}]` : e.host}:${e.port}`),
+              ),
+            },
+          }
+        : undefined;
     return {
       picker: {
         host,
         ...(backendTLS ? { policies: { backendTLS } } : {}),
+        ...(subset ? { metadataContext: subset } : {}),
         failureMode: 'failClosed',
         processingOptions: { requestBodyMode: 'fullDuplexStreamed', responseBodyMode: 'fullDuplexStreamed' },
       },
-      passthrough: inf.destinationMode === 'passthrough',
+      passthrough,
     };
   }
 
@@ -3087,6 +3101,10 @@ const NOT_A2A: Record<Exclude<BackendTarget['kind'], 'host'>, string> = {
   aws: 'an aws backend',
   service: 'a service backend',
 };
+
+/** Where an endpoint picker is told the endpoints it may choose (Inference Extension protocol). */
+const SUBSET_HINT_NAMESPACE = 'envoy.lb.subset_hint';
+const SUBSET_HINT_KEY = 'x-gateway-destination-endpoint-subset';
 
 /** A backend of this kind, as problems name it. */
 function backendKindName(kind: BackendTarget['kind']): string {

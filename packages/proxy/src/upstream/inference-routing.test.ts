@@ -115,6 +115,8 @@ describe('validated (default): the picked endpoint must be one of the Service', 
     assert.equal(seen.length, 1);
     assert.equal(seen[0]?.json?.model, 'want-m2', 'the picker chose with the parsed body');
     assert.equal(seen[0]?.headers[':path'], '/v1/chat/completions');
+    // validated: the picker is told the Service's endpoints it may choose (the protocol's subset hint)
+    assert.deepEqual(seen[0]?.subset?.sort(), [address('m1'), address('m2')].sort());
     assert.equal(headers?.get('x-went-into-resp-headers'), 'true', 'the response went through the picker');
     // the model server got the body the picker streamed back, without the picker's header
     const req = servers.m2.seen.at(-1);
@@ -217,8 +219,10 @@ describe('validated (default): the picked endpoint must be one of the Service', 
 describe('passthrough: the picker owns endpoint discovery', () => {
   test('the picked address is dialled although no workload names it', async () => {
     choose = () => address('m3');
+    const asked = picker.asked.length;
     const got = await served(() => client('/pass/v1').chat.completions.create({ model: 'm', messages }));
     assert.deepEqual(got, { m1: 0, m2: 0, m3: 1 });
+    assert.equal(picker.asked[asked]?.subset, undefined, 'no subset hint: the picker owns discovery');
   });
 
   test('a retry goes to the next address the picker named', async () => {

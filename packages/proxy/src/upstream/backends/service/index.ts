@@ -8,8 +8,9 @@
 // own policies, bodies streamed both ways, fail closed) and the picker names the endpoint in the
 // x-gateway-destination-endpoint header it sets: ip:port, or several comma-separated, the first
 // preferred and the others for retries. The header is the picker's answer, never the client's, and is
-// not sent on. Validated (default): addresses that are not endpoints of the Service are skipped, and
-// none left is a 503; passthrough: the address is dialled as it is. A picker that names none leaves the choice to the
+// not sent on. Validated (default): the picker is told the Service's endpoints (the subset hint the
+// loader puts in its metadata context), addresses that are not among them are skipped, and none left
+// is a 503; passthrough: the address is dialled as it is. A picker that names none leaves the choice to the
 // Service's own balancing, as agentgateway does. (agentgateway reads one address; the comma-separated
 // list, which the protocol's earlier versions used for fallbacks, is gw's addition.)
 import { isIP } from 'node:net';
