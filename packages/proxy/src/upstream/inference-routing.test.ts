@@ -157,6 +157,7 @@ describe('validated (default): the picked endpoint must be one of the Service', 
 
   test('an address that is not an endpoint of the Service is a 503 naming it', async () => {
     choose = () => address('m3');
+    const events = proxy.trace();
     const got = await served(async () => {
       const res = await request(proxy.url('/v1/chat/completions'), {
         method: 'POST',
@@ -172,8 +173,22 @@ describe('validated (default): the picked endpoint must be one of the Service', 
         ),
       );
       assert.match(text, /destinationMode passthrough/);
+      assert.doesNotMatch(
+        text,
+        new RegExp(address('m1')),
+        "the Service's endpoints are not told to the client",
+      );
     });
     assert.deepEqual(got, { m1: 0, m2: 0, m3: 0 });
+    // the trace has what the picker chose, and (once) the refusal with the Service's endpoints
+    const inference = (await events).filter((e) => e.message.type === 'inferenceRouting');
+    assert.deepEqual(
+      inference.map((e) => e.message),
+      [
+        { type: 'inferenceRouting', destinations: [address('m3')] },
+        { type: 'inferenceRouting', refused: [address('m3')], endpoints: [address('m1'), address('m2')] },
+      ],
+    );
   });
 
   test('a picker that names no endpoint leaves the choice to the Service (its workloads only)', async () => {

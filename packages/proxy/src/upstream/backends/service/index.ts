@@ -213,19 +213,24 @@ function pickedEndpoints(
     return (ctx) => ctx.ext.inferenceDestinations?.map(get);
   }
   const byAddress = new Map(endpoints.map((e) => [e.address, e]));
+  /** Requests whose refusal the trace has: the trace's target() and the call both come here. */
+  const reported = new WeakSet<RequestContext>();
   return (ctx) => {
     const named = ctx.ext.inferenceDestinations;
     if (!named) return undefined;
     const out = named.map((a) => byAddress.get(a)).filter((e) => e !== undefined);
     if (out.length === 0) {
       // the Service's endpoints go to the trace, not to the client
-      ctx.obs?.event(
-        ctx,
-        'inferenceRouting',
-        { refused: named, endpoints: endpoints.map((e) => e.address) },
-        null,
-        'warn',
-      );
+      if (ctx.obs && !reported.has(ctx)) {
+        reported.add(ctx);
+        ctx.obs.event(
+          ctx,
+          'inferenceRouting',
+          { refused: named, endpoints: endpoints.map((e) => e.address) },
+          null,
+          'warn',
+        );
+      }
       throw new GwError(
         'GW_ERR_NO_ENDPOINT',
         `the endpoint picker chose ${named.join(', ')}, which is not an endpoint of service ${t.service}; destinationMode passthrough sends requests where the picker says`,
