@@ -102,10 +102,11 @@ function connect(t: UpgradeTarget, alpn: string[] | null): Socket {
     const options: tls.ConnectionOptions = {
       ...(where as tls.ConnectionOptions),
       ...tlsConnectOptions(spec.tls, false),
-      // The upgrade is an HTTP/1.1 mechanism (an h2 upstream would need extended CONNECT).
-      ...(alpn ? { ALPNProtocols: alpn } : {}),
     };
-    if (!alpn) delete options.ALPNProtocols;
+    // The upgrade is an HTTP/1.1 mechanism (an h2 upstream would need extended CONNECT); a tunnel
+    // offers only what backendTLS names, if anything.
+    if (alpn) options.ALPNProtocols = alpn;
+    else delete options.ALPNProtocols;
     if (!options.servername && !t.socketPath && net.isIP(t.host) === 0) options.servername = t.host;
     socket = tls.connect(options);
   } else {
