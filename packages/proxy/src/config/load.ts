@@ -1527,10 +1527,6 @@ class Builder {
   }
 
   /**
-   * A tcp route backend: host:port (or unix:/path), or a named host backend, whose backendTLS and tcp
-   * settings apply; the route's backendTLS is the default, the backend's own policies win.
-   */
-  /**
    * A tcp route backend that is a Service: one backend per endpoint (workload), sharing the entry's
    * weight by their capacity, so each connection picks one of them; backendTLS as for a host.
    */
@@ -1557,6 +1553,10 @@ class Builder {
     }));
   }
 
+  /**
+   * A tcp route backend: host:port (or unix:/path), or a named host backend, whose backendTLS and tcp
+   * settings apply; the route's backendTLS is the default, the backend's own policies win.
+   */
   tcpBackend(
     path: FieldPath,
     b: Exclude<NonNullable<TcpRoute['backends']>[number], { service: unknown }>,
@@ -1911,7 +1911,7 @@ class Builder {
           `inferenceRouting picks one of the endpoints of a service backend; ${backendKindName(target.kind)} has none to pick from`,
         );
       else {
-        const picker = this.endpointPicker(ip, inference, target);
+        const picker = this.endpointPicker(ip, inference);
         if (picker) target = { ...target, inference: picker };
       }
     }
@@ -2004,11 +2004,6 @@ class Builder {
   }
 
   /**
-   * A `service` backend: the Service of the file's `services` it names, and its endpoints — the first
-   * address of each healthy workload that names it (capacity above 0), at the port the workload maps
-   * the Service's port to, else at the Service's own target port.
-   */
-  /**
    * A Service with no endpoint loads with a warning: its requests get 503 (unless an endpoint picker
    * in passthrough mode dials what it picks).
    */
@@ -2022,6 +2017,11 @@ class Builder {
     );
   }
 
+  /**
+   * A `service` backend: the Service of the file's `services` it names, and its endpoints — the first
+   * address of each healthy workload that names it (capacity above 0), at the port the workload maps
+   * the Service's port to, else at the Service's own target port.
+   */
   serviceTarget(path: FieldPath, ref: { name: string; port: number }): ServiceTarget | undefined {
     const services = this.cfg.services ?? [];
     const slash = ref.name.indexOf('/');
@@ -2068,7 +2068,7 @@ class Builder {
    * address and backendTLS (the backend's other policies refused by name). Fail closed, bodies
    * streamed both ways, as agentgateway calls it.
    */
-  endpointPicker(path: FieldPath, inf: InferenceRouting, service: ServiceTarget): InferenceIR | undefined {
+  endpointPicker(path: FieldPath, inf: InferenceRouting): InferenceIR | undefined {
     const ep = inf.endpointPicker;
     if ('service' in ep) return undefined; // refused by the schema
     let host: string;
@@ -2091,28 +2091,14 @@ class Builder {
         backendTLS = this.resolveTls([...bp, 'backendTLS'], tls);
       }
     }
-    const passthrough = inf.destinationMode === 'passthrough';
-    // Validated: the picker is told which endpoints it may choose (the protocol's subset hint), as a
-    // CEL list of the Service's endpoint addresses.
-    const subset =
-      !passthrough && service.endpoints.length > 0
-        ? {
-            [SUBSET_HINT_NAMESPACE]: {
-              [SUBSET_HINT_KEY]: JSON.stringify(
-                service.endpoints.map((e) => `${e.host.includes(':') ? `[${e.host}]` : e.host}:${e.port}`),
-              ),
-            },
-          }
-        : undefined;
     return {
       picker: {
         host,
         ...(backendTLS ? { policies: { backendTLS } } : {}),
-        ...(subset ? { metadataContext: subset } : {}),
         failureMode: 'failClosed',
         processingOptions: { requestBodyMode: 'fullDuplexStreamed', responseBodyMode: 'fullDuplexStreamed' },
       },
-      passthrough,
+      passthrough: inf.destinationMode === 'passthrough',
     };
   }
 
@@ -3101,10 +3087,6 @@ const NOT_A2A: Record<Exclude<BackendTarget['kind'], 'host'>, string> = {
   aws: 'an aws backend',
   service: 'a service backend',
 };
-
-/** Where an endpoint picker is told the endpoints it may choose (Inference Extension protocol). */
-const SUBSET_HINT_NAMESPACE = 'envoy.lb.subset_hint';
-const SUBSET_HINT_KEY = 'x-gateway-destination-endpoint-subset';
 
 /** A backend of this kind, as problems name it. */
 function backendKindName(kind: BackendTarget['kind']): string {

@@ -8,8 +8,8 @@
 // own policies, bodies streamed both ways, fail closed) and the picker names the endpoint in the
 // x-gateway-destination-endpoint header it sets: ip:port, or several comma-separated, the first
 // preferred and the others for retries. The header is the picker's answer, never the client's, and is
-// not sent on. Validated (default): the picker is told the Service's endpoints (the subset hint the
-// loader puts in its metadata context), addresses that are not among them are skipped, and none left
+// not sent on. Validated (default): the picker is told the Service's endpoints (the subset hint, in
+// its metadata context), addresses that are not among them are skipped, and none left
 // is a 503; passthrough: the address is dialled as it is. A picker that names none leaves the choice to the
 // Service's own balancing, as agentgateway does. (agentgateway reads one address; the comma-separated
 // list, which the protocol's earlier versions used for fallbacks, is gw's addition.)
@@ -30,6 +30,9 @@ declare module '../../../pipeline/context.ts' {
 
 /** Where an endpoint picker names the endpoint it chose. */
 export const DESTINATION_HEADER = 'x-gateway-destination-endpoint';
+/** Where it is told the endpoints it may choose from (filter metadata of its requests). */
+const SUBSET_HINT_NAMESPACE = 'envoy.lb.subset_hint';
+const SUBSET_HINT_KEY = 'x-gateway-destination-endpoint-subset';
 /**
  * Passthrough addresses kept compiled; the least recently used go first. Their pools stay with the
  * routing table until the next reload, as a dynamic backend's do.
@@ -116,7 +119,7 @@ export const serviceBackend: BackendKind<'service'> = {
         if (!upgrade) throw new GwError('GW_ERR_UPGRADE_UNSUPPORTED');
         await upgrade(ctx);
       },
-      ...(t.inference ? { outer: endpointPicker(t, env) } : {}),
+      ...(t.inference ? { outer: endpointPicker(t, env, endpoints) } : {}),
     };
   },
 };
@@ -125,8 +128,15 @@ export const serviceBackend: BackendKind<'service'> = {
  * The picker's call around the backend: the client's destination header dropped, the request through
  * the picker, and the endpoints its answer names left in ctx.ext.inferenceDestinations.
  */
-function endpointPicker(t: TargetOf<'service'>, env: BackendEnv): Layer {
-  const picker = extProc.build((t.inference as NonNullable<typeof t.inference>).picker, {
+function endpointPicker(t: TargetOf<'service'>, env: BackendEnv, endpoints: Endpoint[]): Layer {
+  const inference = t.inference as NonNullable<typeof t.inference>;
+  // Validated: the picker is told which endpoints it may choose (the protocol's subset hint), as a
+  // CEL list of the Service's endpoint addresses in the form its answers are compared in.
+  const subset =
+    !inference.passthrough && endpoints.length > 0
+      ? { [SUBSET_HINT_NAMESPACE]: { [SUBSET_HINT_KEY]: JSON.stringify(endpoints.map((e) => e.address)) } }
+      : undefined;
+  const picker = extProc.build(subset ? { ...inference.picker, metadataContext: subset } : inference.picker, {
     global: env.global,
     policies: {},
     route: `${t.service}:${t.port}`,
