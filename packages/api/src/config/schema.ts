@@ -408,6 +408,39 @@ export const BackendTLS = strict({
   }),
 });
 
+const NamespacedHostname = z
+  .string()
+  .regex(/^[^/\s]+\/[^/\s]+$/, 'expected "<namespace>/<hostname>" of an entry of the top-level services')
+  .meta({ description: 'namespace/hostname of an entry of the top-level services' });
+const PortNumber = z.number().int().min(0).max(65535);
+export const ServiceRef = strict({
+  name: NamespacedHostname,
+  port: PortNumber.meta({ description: "the Service's port (a key of its ports)" }),
+});
+/** A policy's service (ext_authz, ext_proc, rate limit, endpoint picker) by a Service of `services`. */
+const PolicyServiceRef = (what: string) =>
+  ServiceRef.meta({
+    description: `${what}: a Service of the top-level services list, called at its workloads' addresses (round robin over them, at the port each maps the Service's to)`,
+  });
+
+/**
+ * The problem with how a policy names its service (exactly one of host, backend and service), with
+ * the field it is reported at; undefined when it names one.
+ */
+function serviceNamingProblem(
+  e: { host?: unknown; backend?: unknown; service?: unknown },
+  what: string,
+): { message: string; path: string[] } | undefined {
+  const given = (['host', 'backend', 'service'] as const).filter((k) => e[k] !== undefined);
+  if (given.length === 1) return undefined;
+  if (given.length === 0)
+    return { message: `set host (host:port of ${what}), backend or service`, path: ['host'] };
+  return {
+    message: `set one of host, backend and service, not ${given.join(' and ')}`,
+    path: [given[1] as string],
+  };
+}
+
 // External authorization: Envoy ext_authz v3 over gRPC, or a plain HTTP call (2xx allows).
 const CrdExtAuthHttp = CrdExtAuth.shape.http.unwrap().shape;
 const AuthzHost = z
@@ -507,6 +540,8 @@ interface ExtAuthzCommonIR {
   failureStatus?: number;
   /** A named host backend to call, resolved by the loader (never left in the IR it hands on). */
   backendRef?: string;
+  /** A Service of `services` to call, resolved by the loader (never left in the IR it hands on). */
+  serviceRef?: { name: string; port: number };
   includeRequestBody?: z.output<typeof ExtAuthzBody>;
   policies?: Pick<ExtAuthzServicePolicies, 'backendTLS' | 'backendAuth' | 'requestHeaderModifier'>;
   /** Allowed answers reused by key until their ttl ends. */
@@ -536,7 +571,7 @@ const EXT_AUTHZ_AGW_FIELDS = ['host', 'service', 'backend', 'protocol', 'include
  */
 const ExtAuthzFields = strict({
   host: AuthzHost.optional().meta({ description: 'host:port of the authorization service' }),
-  service: NotYet('an extAuthz service by service reference (use host or backend)').optional(),
+  service: PolicyServiceRef('the authorization service').optional(),
   backend: z.string().min(1).optional().meta({
     description:
       'the name of a host backend in the top-level backends list: its address and its backendTLS (unless policies.backendTLS is set)',
@@ -631,6 +666,8 @@ function extAuthzIR(e: z.output<typeof ExtAuthzFields>, ctx: z.core.$RefinementC
       : {}),
     // a backend reference: the loader puts the named backend's address (and TLS) in its place
     ...(e.backend ? { backendRef: e.backend } : {}),
+    // a Service: the loader puts its workloads' addresses in its place
+    ...(e.service ? { serviceRef: e.service } : {}),
   };
   if (e.grpc || e.http) {
     const mixed = EXT_AUTHZ_AGW_FIELDS.filter((k) => e[k] !== undefined);
@@ -641,13 +678,16 @@ function extAuthzIR(e: z.output<typeof ExtAuthzFields>, ctx: z.core.$RefinementC
       );
     return e.grpc ? { grpc: e.grpc, ...fm } : { http: e.http as z.output<typeof ExtAuthzHttp>, ...fm };
   }
-  if (e.host && e.backend) return issue('set host or backend, not both', ['backend']);
-  if (!e.host && !e.backend)
-    return issue('set host (host:port of the authorization service) or backend', ['host']);
+  const naming = serviceNamingProblem(e, 'the authorization service');
+  if (naming) return issue(naming.message, naming.path);
   const host = e.host ?? '';
   const timeout = e.timeout ? { timeout: e.timeout } : {};
   const p = e.protocol ?? { grpc: {} };
   if ('http' in p) {
+    if (e.service)
+      return issue(notYetMessage('an extAuthz http service by service reference (use host or backend)'), [
+        'service',
+      ]);
     const h = p.http;
     return {
       http: {
@@ -697,7 +737,7 @@ const ExtProcBodyMode = z
 const ExtProcSendMode = z.enum(['send', 'skip']).optional();
 export const ExtProc = strict({
   host: AuthzHost.optional().meta({ description: 'host:port of the external processing service' }),
-  service: NotYet('an extProc service by service reference (use host or backend)').optional(),
+  service: PolicyServiceRef('the external processing service').optional(),
   backend: z.string().min(1).optional().meta({
     description: 'the name of a host backend in the top-level backends list, whose address is the service',
   }),
@@ -735,14 +775,8 @@ export const ExtProc = strict({
   }).optional(),
   timeout: Duration.optional().meta({ description: 'gw addition: deadline of each answer (default 200ms)' }),
 }).superRefine((e, ctx) => {
-  if (e.host && e.backend)
-    ctx.addIssue({ code: 'custom', message: 'set host or backend, not both', path: ['backend'] });
-  if (!e.host && !e.backend)
-    ctx.addIssue({
-      code: 'custom',
-      message: 'set host (host:port of the external processing service) or backend',
-      path: ['host'],
-    });
+  const naming = serviceNamingProblem(e, 'the external processing service');
+  if (naming) ctx.addIssue({ code: 'custom', ...naming });
 });
 /** An extProc service, or the first of several whose condition holds (agentgateway's conditional form). */
 export const ExtProcPolicy = explicitOrConditional(ExtProc);
@@ -797,7 +831,7 @@ const RemoteRateLimitDescriptor = strict({
 });
 export const RemoteRateLimit = strict({
   host: AuthzHost.optional().meta({ description: 'gRPC address of the rate limit service' }),
-  service: NotYet('a remoteRateLimit service by service reference (use host or backend)').optional(),
+  service: PolicyServiceRef('the rate limit service').optional(),
   backend: z.string().min(1).optional().meta({
     description: 'the name of a host backend in the top-level backends list, whose address is the service',
   }),
@@ -810,10 +844,8 @@ export const RemoteRateLimit = strict({
   }),
   timeout: Duration.optional().meta({ description: 'deadline of the ShouldRateLimit call (default 100ms)' }),
 }).superRefine((e, ctx) => {
-  if (e.host && e.backend)
-    ctx.addIssue({ code: 'custom', message: 'set host or backend, not both', path: ['backend'] });
-  if (!e.host && !e.backend)
-    ctx.addIssue({ code: 'custom', message: 'set host (the rate limit service) or backend', path: ['host'] });
+  const naming = serviceNamingProblem(e, 'the rate limit service');
+  if (naming) ctx.addIssue({ code: 'custom', ...naming });
 });
 /** A rate limit service call, or the first of several whose condition holds (agentgateway's conditional form). */
 const RemoteRateLimitPolicy = explicitOrConditional(RemoteRateLimit);
@@ -1159,7 +1191,7 @@ export const InferenceRouting = strict({
           description: 'a host backend of the top-level backends list: its address, and its backendTLS',
         }),
       }),
-      strict({ service: NotYet('an endpointPicker by service reference (use host or backend)') }),
+      strict({ service: PolicyServiceRef('the endpoint picker') }),
     ])
     .meta({ description: 'the endpoint picker (an Envoy ext_proc v3 gRPC service)' }),
   destinationMode: z.enum(['validated', 'passthrough']).optional().meta({
@@ -1377,17 +1409,8 @@ export const AwsBackend = strict({
   }),
 });
 /** A Service of the top-level `services` list, by `namespace/hostname`. */
-const NamespacedHostname = z
-  .string()
-  .regex(/^[^/\s]+\/[^/\s]+$/, 'expected "<namespace>/<hostname>" of an entry of the top-level services')
-  .meta({ description: 'namespace/hostname of an entry of the top-level services' });
-const PortNumber = z.number().int().min(0).max(65535);
 /** A port as the key of a map (YAML `8000: 8000` keys are text). */
 const PortKey = z.string().regex(/^[0-9]{1,5}$/, 'expected a port number');
-export const ServiceRef = strict({
-  name: NamespacedHostname,
-  port: PortNumber.meta({ description: "the Service's port (a key of its ports)" }),
-});
 /** A Service the file declares: requests to `service` backends go to the workloads that name it. */
 export const LocalService = strict({
   name: z.string().min(1),

@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { isIP } from 'node:net';
+import { isIP, isIPv6 } from 'node:net';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import {
@@ -2064,17 +2064,57 @@ class Builder {
   }
 
   /**
+   * A policy's gRPC service given by `service` (`role` says which, in problems): the address its gRPC
+   * channel dials — the one endpoint's ip:port, or grpc-js's ipv4:/ipv6: list of them, which
+   * policies/grpc-client.ts balances round robin — and the Service's hostname, the name TLS to it
+   * sends and verifies. Undefined (reported at `at`) when the Service is not in `services`, lacks the
+   * port, has no endpoint to call or mixes IPv4 and IPv6 endpoints.
+   */
+  grpcService(
+    at: FieldPath,
+    ref: { name: string; port: number },
+    role: string,
+  ): { host: string; hostname: string } | undefined {
+    const t = this.serviceTarget(at, ref);
+    if (!t) return undefined;
+    const hostname = ref.name.slice(ref.name.indexOf('/') + 1);
+    const v6 = t.endpoints.filter((e) => isIPv6(e.host));
+    if (t.endpoints.length === 0) {
+      this.fail(
+        at,
+        `service ${ref.name} has no workload for ${role} to call (a healthy one in workloads that names it, with a port for ${ref.port})`,
+      );
+      return undefined;
+    }
+    if (v6.length > 0 && v6.length < t.endpoints.length) {
+      this.fail(
+        at,
+        `service ${ref.name} has IPv4 and IPv6 workload addresses, which one gRPC channel to ${role} cannot balance over`,
+      );
+      return undefined;
+    }
+    const addresses = t.endpoints.map((e) =>
+      isIPv6(e.host) ? `[${e.host}]:${e.port}` : `${e.host}:${e.port}`,
+    );
+    if (addresses.length === 1) return { host: addresses[0] as string, hostname };
+    return { host: `${v6.length > 0 ? 'ipv6' : 'ipv4'}:${addresses.join(',')}`, hostname };
+  }
+
+  /**
    * inferenceRouting's endpoint picker as an ext_proc call: its host, or its named host backend's
    * address and backendTLS (the backend's other policies refused by name). Fail closed, bodies
    * streamed both ways, as agentgateway calls it.
    */
   endpointPicker(path: FieldPath, inf: InferenceRouting): InferenceIR | undefined {
     const ep = inf.endpointPicker;
-    if ('service' in ep) return undefined; // refused by the schema
     let host: string;
     let backendTLS: BackendTlsIR | undefined;
     if ('host' in ep) host = ep.host;
-    else {
+    else if ('service' in ep) {
+      const svc = this.grpcService([...path, 'endpointPicker', 'service'], ep.service, 'the endpoint picker');
+      if (!svc) return undefined;
+      host = svc.host;
+    } else {
       const at = [...path, 'endpointPicker', 'backend'];
       const def = this.hostBackend(at, ep.backend, 'an endpoint picker');
       if (!def) return undefined;
@@ -2697,6 +2737,15 @@ class Builder {
         : [[e, path] as const];
     for (const [entry, at] of entries) {
       if (entry.backendRef !== undefined) this.extAuthzBackend(at, entry);
+      if (entry.serviceRef !== undefined) {
+        const svc = this.grpcService([...at, 'service'], entry.serviceRef, 'the extAuthz service');
+        delete entry.serviceRef;
+        // the schema takes a service for the grpc protocol only
+        if (svc && 'grpc' in entry) {
+          entry.grpc.host = svc.host;
+          withServiceName(entry, svc.hostname);
+        }
+      }
       this.serviceKey(
         [...at, 'policies', 'backendAuth'],
         entry.policies?.backendAuth,
@@ -2798,6 +2847,7 @@ class Builder {
     type Entry = {
       host?: string | undefined;
       backend?: string | undefined;
+      service?: { name: string; port: number } | undefined;
       policies?:
         | {
             backendTLS?: BackendTLS | undefined;
@@ -2822,6 +2872,14 @@ class Builder {
             entry.policies?.backendAuth,
             `the ${k} service`,
           );
+        if (entry.service !== undefined && k !== 'requestMirror') {
+          const svc = this.grpcService([...at, 'service'], entry.service, `the ${k} service`);
+          delete entry.service;
+          if (svc) {
+            entry.host = svc.host;
+            withServiceName(entry, svc.hostname);
+          }
+        }
         const name = entry.backend;
         if (name !== undefined) {
           delete entry.backend;
@@ -3399,6 +3457,19 @@ const TAKES_COLLECTOR: Takes = {
   backendAuth: 'backendAuth key',
   requestHeaderModifier: 'requestHeaderModifier add/set',
 };
+
+/**
+ * TLS to a policy's service given by `service` sends and verifies the Service's hostname (its workloads
+ * are dialled by address), unless its backendTLS names another.
+ */
+function withServiceName(
+  entry: { policies?: { backendTLS?: BackendTLS | undefined } | null | undefined },
+  hostname: string,
+): void {
+  const tls = entry.policies?.backendTLS;
+  if (tls && tls.hostname === undefined)
+    entry.policies = { ...entry.policies, backendTLS: { ...tls, hostname } };
+}
 
 /**
  * What a call to `role` does not take of named backend `name`'s policies, as the message that says so

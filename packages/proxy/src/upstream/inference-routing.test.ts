@@ -50,7 +50,9 @@ before(async () => {
 services:
 - {name: my-model, namespace: default, hostname: my-model, vips: [], ports: {"8000": 8000}}
 - {name: epp-only, namespace: default, hostname: epp-only, vips: [], ports: {"8000": 8000}}
+- {name: epp, namespace: gw-system, hostname: epp, vips: [], ports: {"9002": ${picker.port}}}
 workloads:
+- {name: epp-1, namespace: gw-system, workloadIps: [127.0.0.1], services: {"gw-system/epp": {}}}
 - {name: m1, namespace: default, workloadIps: [127.0.0.1], services: {"default/my-model": {"8000": ${servers.m1.port}}}}
 - {name: m2, namespace: default, workloadIps: [127.0.0.1], services: {"default/my-model": {"8000": ${servers.m2.port}}}}
 - {name: down, namespace: default, workloadIps: [127.0.0.1], capacity: 0, services: {"default/my-model": {"8000": ${downPort}}}}
@@ -76,6 +78,15 @@ binds:
           inferenceRouting:
             endpointPicker: {host: ${picker.host}}
             destinationMode: passthrough
+    - name: picker-by-service
+      matches: [{path: {pathPrefix: /by-service/v1}}]
+      policies:
+        urlRewrite: {path: {prefix: /v1}}
+      backends:
+      - service: {name: default/my-model, port: 8000}
+        policies:
+          inferenceRouting:
+            endpointPicker: {service: {name: gw-system/epp, port: 9002}}
 `);
 });
 
@@ -198,6 +209,17 @@ describe('validated (default): the picked endpoint must be one of the Service', 
     });
     assert.equal(got.m1 + got.m2, 6);
     assert.equal(got.m3, 0);
+  });
+
+  test('a picker given as a Service of services is called at its workload', async () => {
+    choose = (model) => (model === 'want-m2' ? address('m2') : address('m1'));
+    const asked = picker.asked.length;
+    const got = await served(async () => {
+      const data = await client('/by-service/v1').chat.completions.create({ model: 'want-m2', messages });
+      assert.equal(data.choices[0]?.message.content, FAKE_REPLY);
+    });
+    assert.deepEqual(got, { m1: 0, m2: 1, m3: 0 });
+    assert.equal(picker.asked.length - asked, 1);
   });
 
   test('the picker refusing (429 to shed, 503 with nothing ready) is the answer the client gets', async () => {
@@ -376,13 +398,13 @@ describe('config', () => {
     assert.deepEqual(warnings(', destinationMode: passthrough'), []);
   });
 
-  test('a picker by service reference and an unknown mode are refused by name', () => {
+  test('a picker by a Service with no workload, and an unknown mode, are errors at the field', () => {
     assert.match(
       load(
-        'service: {name: default/s, port: 80}\n        policies: {inferenceRouting: {endpointPicker: {service: {name: default/epp, port: 9002}}}}',
+        'service: {name: default/s, port: 80}\n        policies: {inferenceRouting: {endpointPicker: {service: {name: default/s, port: 80}}}}',
         svc,
       ),
-      /an endpointPicker by service reference/,
+      /inferenceRouting\.endpointPicker\.service: service default\/s has no workload for the endpoint picker to call/,
     );
     assert.match(
       load(

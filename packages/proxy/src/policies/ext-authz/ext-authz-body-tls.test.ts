@@ -374,7 +374,7 @@ backends:
     );
     assert.match(
       withBackends('{backend: a, host: "127.0.0.1:3"}', '- {name: a, host: "127.0.0.1:2"}').join('\n'),
-      /extAuthz\.backend: set host or backend, not both/,
+      /extAuthz\.backend: set one of host, backend and service, not host and backend/,
     );
     // the backend's TLS is checked where it is written
     assert.deepEqual(

@@ -2,7 +2,8 @@
 // certificate for a name other than the address dialled and requires a client certificate. gw
 // reaches it with `policies.backendTLS` (the CA inline, the client certificate by file, `hostname`
 // for SNI and the name verified) or through a named host backend's backendTLS; without the client
-// certificate, or in plain text, the stream fails and failClosed answers 500.
+// certificate, or in plain text, the stream fails and failClosed answers 500. A Service of `services`
+// is dialled at its workloads' addresses and verified by the Service's hostname.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { type ExtProcServer, startExtProcServer } from '@gw/testkit/ext-proc-server';
@@ -60,7 +61,15 @@ before(async () => {
   )}${route('no-client-cert', `{host: "${proc.host}", ${opts}, policies: {backendTLS: {root: ${JSON.stringify(pki.ca)}, hostname: ${NAME}}}}`)}${route(
     'plain',
     `{host: "${proc.host}", ${opts}}`,
+  )}${route(
+    'by-service',
+    `{service: {name: infra/${NAME}, port: 9001}, ${opts}, policies: {backendTLS: {root: ${JSON.stringify(pki.ca)}, ${client}}}}`,
   )}
+services:
+- {name: proc, namespace: infra, hostname: ${NAME}, vips: [], ports: {"9001": ${proc.port}}}
+workloads:
+- {name: proc-0, namespace: infra, workloadIps: [127.0.0.1], services: {"infra/${NAME}": {}}}
+- {name: proc-1, namespace: infra, workloadIps: [127.0.0.1], services: {"infra/${NAME}": {}}}
 backends:
 - name: processor
   host: "${proc.host}"
@@ -95,6 +104,15 @@ test('a named host backend brings its backendTLS (the CA by file)', async () => 
   assert.equal(r.status, 200);
   assert.equal(up.seen.at(-1)?.headers['x-processed'], 'tls');
   assert.equal(proc.clientCerts.at(-1), 'gw-test-client');
+});
+
+test("a Service of services: its workloads are dialled by address, TLS names and verifies the Service's hostname", async () => {
+  for (let i = 0; i < 2; i++) {
+    const r = await get('/by-service');
+    assert.equal(r.status, 200, r.text);
+    assert.equal(up.seen.at(-1)?.headers['x-processed'], 'tls');
+    assert.equal(proc.clientCerts.at(-1), 'gw-test-client');
+  }
 });
 
 test('without the client certificate the service requires, or in plain text, failClosed answers 500', async () => {

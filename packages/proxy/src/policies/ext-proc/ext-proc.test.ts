@@ -332,7 +332,7 @@ describe('extProc config', () => {
     );
     assert.match(
       withBackends('{backend: p, host: "127.0.0.1:3"}', '- {name: p, host: "127.0.0.1:2"}').join('\n'),
-      /extProc\.backend: set host or backend, not both/,
+      /extProc\.backend: set one of host, backend and service, not host and backend/,
     );
     assert.deepEqual(withBackends('{backend: p}', '- {name: p, host: "127.0.0.1:2"}'), []);
   });

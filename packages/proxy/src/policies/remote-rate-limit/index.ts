@@ -134,7 +134,8 @@ export const remoteRateLimit = withConditional({
     const descriptors = compile(config);
     const { domain } = config;
     // The channel connects as soon as the module is in, so the first request does not pay for it.
-    // the loader has put a named backend's address in `host` (config/load.ts serviceBackends)
+    // the loader has put a named backend's address, or a Service's workloads', in `host`
+    // (config/load.ts serviceBackends)
     const host = config.host as string;
     const tls = config.policies?.backendTLS;
     const callHeaders = serviceHeadersOf(config.policies);

@@ -33,6 +33,9 @@ descriptors:
   - key: path
     value: /by-backend
     rate_limit: {unit: minute, requests_per_unit: 3}
+  - key: path
+    value: /by-service
+    rate_limit: {unit: minute, requests_per_unit: 3}
   - key: user
     rate_limit: {unit: minute, requests_per_unit: 2}
   - key: model
@@ -104,6 +107,9 @@ before(async () => {
     'hung-closed',
     `{host: "${service.host}", domain: gw, timeout: 150ms, failureMode: failClosed, descriptors: ${byUser}}`,
   )}${route('by-backend', `{backend: ratelimit, domain: gw, timeout: 2s, descriptors: ${byPath}}`)}${route(
+    'by-service',
+    `{service: {name: infra/ratelimit, port: 8081}, domain: gw, timeout: 2s, descriptors: ${byPath}}`,
+  )}${route(
     'cost',
     rl(`[{entries: [{key: path, value: request.path}], cost: 'int(request.headers["x-cost"])'}]`),
   )}${route(
@@ -122,6 +128,10 @@ before(async () => {
   )}
 backends:
 - {name: ratelimit, host: "${service.host}"}
+services:
+- {name: ratelimit, namespace: infra, hostname: ratelimit, vips: [], ports: {"8081": ${service.host.split(':')[1]}}}
+workloads:
+- {name: ratelimit-0, namespace: infra, workloadIps: [127.0.0.1], services: {"infra/ratelimit": {}}}
 `);
 });
 after(async () => {
@@ -162,6 +172,13 @@ describe('remoteRateLimit against the real envoyproxy/ratelimit with Redis', () 
     for (const remaining of ['2', '1', '0'])
       assert.equal((await call('/by-backend')).headers['x-ratelimit-remaining'], remaining);
     assert.equal((await call('/by-backend')).status, 429);
+  });
+
+  test('a service by Service reference (a Service of services) counts the same way', async () => {
+    await sameWindow();
+    for (const remaining of ['2', '1', '0'])
+      assert.equal((await call('/by-service')).headers['x-ratelimit-remaining'], remaining);
+    assert.equal((await call('/by-service')).status, 429);
   });
 
   test('descriptors come from CEL: each header value has its own counter', async () => {

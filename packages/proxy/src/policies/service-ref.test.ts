@@ -1,0 +1,226 @@
+// A policy's gRPC service given as a Service of the file's `services` (agentgateway's
+// `service: {name: <namespace>/<hostname>, port}`): extAuthz, extProc and the endpoint picker call
+// the Service's workloads, round robin; remoteRateLimit's is in remote-rate-limit.test.ts, the
+// picker's in upstream/inference-routing.test.ts.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { ConfigError } from '@gw/api';
+import { startUpstream, type TestServer } from '@gw/testkit';
+import { type AuthzServer, type CheckAnswer, startAuthzServer } from '@gw/testkit/ext-authz-server';
+import { type ExtProcServer, type ProcessingAnswer, startExtProcServer } from '@gw/testkit/ext-proc-server';
+import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import { request } from 'undici';
+import { loadConfigText } from '../config/load.ts';
+
+const PERMISSION_DENIED = 7;
+
+/** An authorization service that allows, saying which one it is, unless the path asks for a denial. */
+const authzNamed = (name: string) =>
+  startAuthzServer((req): CheckAnswer => {
+    if (req.attributes?.request?.http?.path.includes('deny'))
+      return {
+        status: { code: PERMISSION_DENIED },
+        httpResponse: {
+          case: 'deniedResponse',
+          value: { status: { code: 403 }, body: `denied by ${name}\n` },
+        },
+      };
+    return {
+      status: { code: 0 },
+      httpResponse: {
+        case: 'okResponse',
+        value: { headers: [{ header: { key: 'x-checked-by', value: name } }] },
+      },
+    };
+  });
+
+/** A processor that adds a header naming it to each request. */
+const processorNamed = (name: string) =>
+  startExtProcServer((req): ProcessingAnswer | undefined =>
+    req.request.case === 'requestHeaders'
+      ? {
+          response: {
+            case: 'requestHeaders',
+            value: {
+              response: {
+                headerMutation: {
+                  setHeaders: [{ header: { key: 'x-processed-by', rawValue: Buffer.from(name) } }],
+                },
+              },
+            },
+          },
+        }
+      : undefined,
+  );
+
+let authz: AuthzServer[];
+let procs: ExtProcServer[];
+let up: TestServer;
+let proxy: TestProxy;
+before(async () => {
+  authz = await Promise.all([authzNamed('a'), authzNamed('b')]);
+  procs = await Promise.all([processorNamed('a'), processorNamed('b')]);
+  up = await startUpstream();
+  const workload = (name: string, service: string, port: number, target: number) =>
+    `- {name: ${name}, namespace: auth, workloadIps: [127.0.0.1], services: {"auth/${service}": {"${port}": ${target}}}}`;
+  proxy = await startProxy(`services:
+- {name: authz, namespace: auth, hostname: authz.auth.svc.cluster.local, vips: [], ports: {"9000": 0}}
+- {name: proc, namespace: auth, hostname: proc, vips: [], ports: {"9001": 0}}
+workloads:
+${workload('authz-a', 'authz.auth.svc.cluster.local', 9000, authz[0]!.port)}
+${workload('authz-b', 'authz.auth.svc.cluster.local', 9000, authz[1]!.port)}
+${workload('proc-a', 'proc', 9001, procs[0]!.port)}
+${workload('proc-b', 'proc', 9001, procs[1]!.port)}
+binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - matches: [{path: {pathPrefix: /authz}}]
+      policies:
+        extAuthz: {service: {name: auth/authz.auth.svc.cluster.local, port: 9000}, timeout: 5s}
+      backends: [{host: "127.0.0.1:${up.port}"}]
+    - matches: [{path: {pathPrefix: /proc}}]
+      policies:
+        extProc:
+          service: {name: auth/proc, port: 9001}
+          timeout: 5s
+          processingOptions: {requestBodyMode: none, responseBodyMode: none, responseHeaderMode: skip}
+      backends: [{host: "127.0.0.1:${up.port}"}]
+`);
+});
+after(async () => {
+  await proxy?.close();
+  await up?.close();
+  for (const s of [...(authz ?? []), ...(procs ?? [])]) await s.close();
+});
+
+/** The upstream's echo of `path` through the proxy: the status and the request headers it got. */
+async function echo(
+  path: string,
+): Promise<{ status: number; headers: Record<string, string>; text: string }> {
+  const r = await request(proxy.url(path));
+  const text = await r.body.text();
+  return { status: r.statusCode, headers: r.statusCode === 200 ? JSON.parse(text).headers : {}, text };
+}
+
+describe('a policy service by Service reference', () => {
+  test("extAuthz calls each of the Service's workloads in turn, and their verdicts apply", async () => {
+    const by: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const r = await echo(`/authz/${i}`);
+      assert.equal(r.status, 200, r.text);
+      by.push(r.headers['x-checked-by'] ?? '');
+    }
+    // grpc-js's round robin starts on whichever connected first, then alternates
+    assert.ok(by.includes('a') && by.includes('b'), `checks went to ${by.join(',')}`);
+    assert.equal(authz[0]!.seen.length + authz[1]!.seen.length, 12, 'one check per request');
+    const denied = await request(proxy.url('/authz/deny'));
+    assert.equal(denied.statusCode, 403);
+    assert.match(await denied.body.text(), /^denied by [ab]\n$/);
+  });
+
+  test("extProc streams go to each of the Service's workloads in turn", async () => {
+    const by: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const r = await echo(`/proc/${i}`);
+      assert.equal(r.status, 200, r.text);
+      by.push(r.headers['x-processed-by'] ?? '');
+    }
+    assert.ok(by.includes('a') && by.includes('b'), `streams went to ${by.join(',')}`);
+    assert.equal(procs[0]!.streams.length + procs[1]!.streams.length, 12, 'one stream per request');
+  });
+});
+
+describe('config', () => {
+  const services = `services:
+- {name: authz, namespace: auth, hostname: authz.auth, vips: [], ports: {"9000": 0}}
+- {name: one, namespace: auth, hostname: one, vips: [], ports: {"9000": 9100}}
+- {name: six, namespace: auth, hostname: six, vips: [], ports: {"9000": 0}}
+- {name: mixed, namespace: auth, hostname: mixed, vips: [], ports: {"9000": 0}}
+- {name: nobody, namespace: auth, hostname: nobody, vips: [], ports: {"9000": 9000}}
+workloads:
+- {namespace: auth, workloadIps: [10.0.0.1], services: {"auth/authz.auth": {"9000": 9001}, "auth/mixed": {"9000": 9001}}}
+- {namespace: auth, workloadIps: [10.0.0.2], services: {"auth/authz.auth": {"9000": 9002}}}
+- {namespace: auth, workloadIps: [10.0.0.3], services: {"auth/one": {}}}
+- {namespace: auth, workloadIps: ["fd00::1"], services: {"auth/six": {"9000": 9001}, "auth/mixed": {"9000": 9001}}}
+- {namespace: auth, workloadIps: ["fd00::2"], services: {"auth/six": {"9000": 9002}}}
+`;
+  const withPolicy = (policy: string) => `${services}binds:
+- port: 8080
+  listeners:
+  - routes:
+    - policies: {${policy}}
+      backends: [{host: "127.0.0.1:9"}]
+`;
+  const policies = (policy: string) =>
+    loadConfigText('gw.yaml', withPolicy(policy), process.cwd()).ir.binds[0]?.listeners[0]?.routes[0]
+      ?.policies;
+  const issues = (policy: string) => {
+    try {
+      loadConfigText('gw.yaml', withPolicy(policy), process.cwd());
+    } catch (err) {
+      assert.ok(err instanceof ConfigError, `expected ConfigError, got ${err}`);
+      return err.issues.map((i) => `${i.path}: ${i.message}`);
+    }
+    assert.fail('config was accepted');
+  };
+  const P = 'binds[0].listeners[0].routes[0].policies';
+  /** The loaded extProc or remoteRateLimit call: the host it dials and its TLS. */
+  const called = (key: 'extProc' | 'remoteRateLimit', policy: string) =>
+    policies(`${key}: ${policy}`)?.[key] as
+      | { host?: string; policies?: { backendTLS?: { hostname?: string } } }
+      | undefined;
+
+  test("the channel's address: one endpoint as host:port, several as grpc-js's address list", () => {
+    assert.deepEqual(policies('extAuthz: {service: {name: auth/authz.auth, port: 9000}}')?.extAuthz, {
+      grpc: { host: 'ipv4:10.0.0.1:9001,10.0.0.2:9002' },
+    });
+    // a workload with no mapping of its own is called at the Service's target port
+    assert.equal(called('extProc', '{service: {name: auth/one, port: 9000}}')?.host, '10.0.0.3:9100');
+    assert.equal(
+      called(
+        'remoteRateLimit',
+        `{service: {name: auth/six, port: 9000}, domain: d, descriptors: [{entries: [{key: k, value: "'v'"}]}]}`,
+      )?.host,
+      'ipv6:[fd00::1]:9001,[fd00::2]:9002',
+    );
+  });
+
+  test('TLS to the Service sends and verifies its hostname, unless backendTLS names another', () => {
+    const tls = (extra: string) =>
+      called(
+        'extProc',
+        `{service: {name: auth/authz.auth, port: 9000}, policies: {backendTLS: {insecureHost: true${extra}}}}`,
+      )?.policies?.backendTLS?.hostname;
+    assert.equal(tls(''), 'authz.auth');
+    assert.equal(tls(', hostname: authz.example'), 'authz.example');
+  });
+
+  test('what cannot be called is an error at the field', () => {
+    const extAuthz = (service: string, extra = '') => issues(`extAuthz: {service: ${service}${extra}}`);
+    assert.deepEqual(extAuthz('{name: auth/nope, port: 9000}'), [
+      `${P}.extAuthz.service.name: no service "auth/nope" in services (services: auth/authz.auth, auth/one, auth/six, auth/mixed, auth/nobody)`,
+    ]);
+    assert.deepEqual(extAuthz('{name: auth/authz.auth, port: 80}'), [
+      `${P}.extAuthz.service.port: service auth/authz.auth has no port 80 (ports: 9000)`,
+    ]);
+    assert.deepEqual(extAuthz('{name: auth/nobody, port: 9000}'), [
+      `${P}.extAuthz.service: service auth/nobody has no workload for the extAuthz service to call (a healthy one in workloads that names it, with a port for 9000)`,
+    ]);
+    assert.deepEqual(issues('extProc: {service: {name: auth/mixed, port: 9000}}'), [
+      `${P}.extProc.service: service auth/mixed has IPv4 and IPv6 workload addresses, which one gRPC channel to the extProc service cannot balance over`,
+    ]);
+    assert.deepEqual(extAuthz('{name: auth/one, port: 9000}', ', host: "a:1"'), [
+      `${P}.extAuthz.service: set one of host, backend and service, not host and service`,
+    ]);
+    assert.deepEqual(issues('extProc: {service: {name: auth/one, port: 9000}, backend: b}'), [
+      `${P}.extProc.service: set one of host, backend and service, not backend and service`,
+    ]);
+    const [http] = extAuthz('{name: auth/one, port: 9000}', ', protocol: {http: {}}');
+    assert.match(
+      http ?? '',
+      /extAuthz\.service: an extAuthz http service by service reference \(use host or backend\) is not supported by this build of gw yet/,
+    );
+  });
+});
