@@ -1149,7 +1149,12 @@ export const BackendTunnel = strict({
       strict({
         backend: z.string().min(1).meta({ description: 'a host backend of the top-level backends list' }),
       }),
-      strict({ service: NotYet('a backendTunnel proxy by service reference (use host or backend)') }),
+      strict({
+        service: ServiceRef.meta({
+          description:
+            "a Service of the top-level services list: each connection to the proxy goes to the next of its workloads (round robin), named by the Service's hostname",
+        }),
+      }),
     ])
     .meta({ description: 'the forward proxy the backend is reached through' }),
   policies: strict({

@@ -895,8 +895,13 @@ export type BackendAuthFormIR =
 
 /** backendTunnel: the forward proxy a backend is reached through. */
 export interface TunnelIR {
-  /** host:port of the proxy (an IPv6 host in brackets). */
+  /** host:port of the proxy (an IPv6 host in brackets); a Service's hostname and port. */
   proxy: string;
+  /**
+   * A Service of `services`: the addresses of its workloads, each connection to the proxy dialled at
+   * the next of them (the proxy's name, its TLS server name included, stays `proxy`).
+   */
+  endpoints?: { host: string; port: number }[];
   /** TLS to the proxy itself (an https proxy). */
   tls?: BackendTlsIR;
   /** The credential sent to the proxy (Proxy-Authorization by default), prefix included. */

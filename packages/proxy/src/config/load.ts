@@ -2662,7 +2662,10 @@ class Builder {
     };
   }
 
-  /** backendTunnel: the proxy's address (a host, or a named host backend), its TLS and credential. */
+  /**
+   * backendTunnel: the proxy's address (a host, a named host backend, or a Service's hostname with its
+   * workloads' addresses), its TLS and credential.
+   */
   resolveTunnel(tp: FieldPath, t: NonNullable<BackendPolicies['backendTunnel']>): TunnelIR | undefined {
     let proxy: string | undefined;
     let named: BackendPolicies | undefined;
@@ -2673,8 +2676,24 @@ class Builder {
       proxy = def.host;
       named = def.policies;
     }
+    let endpoints: TunnelIR['endpoints'];
+    if ('service' in t.proxy) {
+      const at = [...tp, 'proxy', 'service'];
+      const svc = this.serviceTarget(at, t.proxy.service);
+      if (!svc) return undefined;
+      if (svc.endpoints.length === 0) {
+        this.fail(
+          at,
+          `service ${svc.service} has no workload to tunnel through (a healthy one in workloads that names it, with a port for ${svc.port})`,
+        );
+        return undefined;
+      }
+      const hostname = svc.service.slice(svc.service.indexOf('/') + 1);
+      proxy = `${isIPv6(hostname) ? `[${hostname}]` : hostname}:${svc.port}`;
+      endpoints = svc.endpoints.map((e) => ({ host: e.host, port: e.port }));
+    }
     if (proxy === undefined) return undefined;
-    const out: TunnelIR = { proxy, mode: t.mode ?? 'Auto' };
+    const out: TunnelIR = { proxy, mode: t.mode ?? 'Auto', ...(endpoints ? { endpoints } : {}) };
     // The tunnel's own policies, else those of the named backend it points at.
     const tls = t.policies?.backendTLS ?? named?.backendTLS;
     if (tls) out.tls = this.resolveTls([...tp, 'policies', 'backendTLS'], tls);

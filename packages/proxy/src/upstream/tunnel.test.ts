@@ -1,6 +1,7 @@
 // backendTunnel against a real forward proxy (the npm `proxy` package, as undici's own tests use): a
 // plaintext HTTP/1.1 backend is reached by an absolute-form request, a TLS backend by CONNECT with TLS
 // inside, mode Connect tunnels plaintext too, and the proxy's credential goes in Proxy-Authorization.
+// A proxy given as a Service of `services` is dialled at its workloads in turn.
 import assert from 'node:assert/strict';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
@@ -14,6 +15,10 @@ let pki: TestPki;
 let plain: http.Server;
 let secure: https.Server;
 let forward: ProxyServer;
+/** A second forward proxy: with the first, the workloads of a Service. */
+let forward2: ProxyServer;
+let slow: http.Server;
+const seen2: string[] = [];
 /** What the forward proxy saw: `CONNECT host:port` or `GET http://…`, with the credential sent. */
 const seen: { line: string; auth: string | undefined }[] = [];
 const proxies: TestProxy[] = [];
@@ -39,11 +44,15 @@ before(async () => {
   forward.prependListener('connect', record);
   forward.authenticate = (req) =>
     !req.url?.includes('denied') && req.headers['proxy-authorization'] !== 'Bearer wrong';
-  await Promise.all([listen(plain), listen(secure), listen(forward)]);
+  forward2 = createProxy(http.createServer());
+  forward2.prependListener('request', (req: IncomingMessage) => seen2.push(`${req.method} ${req.url}`));
+  // answers after a while, so that concurrent requests need connections of their own
+  slow = http.createServer((req, res) => setTimeout(() => answer('slow')(req, res), 100));
+  await Promise.all([listen(plain), listen(secure), listen(forward), listen(forward2), listen(slow)]);
 });
 after(async () => {
   for (const p of proxies) await p.close();
-  for (const s of [plain, secure, forward]) {
+  for (const s of [plain, secure, forward, forward2, slow]) {
     s.closeAllConnections();
     await new Promise((r) => s.close(r));
   }
@@ -136,6 +145,39 @@ test('the trace names the tunnel a backend goes through', async () => {
   });
 });
 
+test("a proxy given as a Service: each connection to it goes to the next of the Service's workloads", async () => {
+  seen.length = 0;
+  seen2.length = 0;
+  const p = await startProxy(`services:
+- {name: egress, namespace: infra, hostname: egress.infra, vips: [], ports: {"3128": 0}}
+workloads:
+- {name: egress-0, namespace: infra, workloadIps: [127.0.0.1], services: {"infra/egress.infra": {"3128": ${portOf(forward)}}}}
+- {name: egress-1, namespace: infra, workloadIps: [127.0.0.1], services: {"infra/egress.infra": {"3128": ${portOf(forward2)}}}}
+binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - backends:
+      - host: "127.0.0.1:${portOf(slow)}"
+        policies: {backendTunnel: {proxy: {service: {name: infra/egress.infra, port: 3128}}}}
+`);
+  proxies.push(p);
+  // four at once: four connections to the proxy, two to each workload
+  const answers = await Promise.all(
+    [0, 1, 2, 3].map(async (i) => {
+      const r = await fetch(p.url(`/s${i}`));
+      return `${r.status} ${await r.text()}`;
+    }),
+  );
+  assert.deepEqual(answers, Array(4).fill('200 hello from slow'));
+  const first = seen.map((s) => s.line);
+  assert.equal(first.length + seen2.length, 4, `${first} | ${seen2}`);
+  assert.ok(first.length > 0 && seen2.length > 0, `one proxy got them all: ${first} | ${seen2}`);
+  for (const line of [...first, ...seen2])
+    assert.match(line, new RegExp(`^GET http://127.0.0.1:${portOf(slow)}/s[0-3]$`));
+});
+
 test('config errors name the field', async () => {
   await assert.rejects(
     gw('127.0.0.1:1', '{backendTunnel: {proxy: {backend: nope}}}'),
@@ -151,5 +193,9 @@ test('config errors name the field', async () => {
       '{backendTunnel: {proxy: {host: "127.0.0.1:1"}, policies: {backendAuth: {passthrough: {}}}}}',
     ),
     /backendAuth passthrough on a backendTunnel proxy is not supported/,
+  );
+  await assert.rejects(
+    gw('127.0.0.1:1', '{backendTunnel: {proxy: {service: {name: infra/egress, port: 3128}}}}'),
+    /backendTunnel\.proxy\.service\.name: no service "infra\/egress" in services \(there are none\)/,
   );
 });

@@ -1,7 +1,8 @@
 // backendTunnel: a backend's connections go through an HTTP forward proxy. undici's ProxyAgent does
 // the protocol (CONNECT, then TLS to the backend inside the tunnel; or the request in absolute form for
 // plaintext HTTP/1.1); this module gives it the backend's pool settings and pins the backend's origin,
-// so a tunnel is used exactly like the Pool a backend without one gets.
+// so a tunnel is used exactly like the Pool a backend without one gets. A proxy given as a Service is
+// dialled at its workloads in turn.
 import type { Socket } from 'node:net';
 import type { buildConnector as Connector, Dispatcher } from 'undici';
 import type { TunnelIR } from '../config/ir.ts';
@@ -37,9 +38,8 @@ export function tunnelsByConnect(spec: Pick<TunnelSpec, 'origin' | 'tunnel' | 'h
 export function createTunnel(spec: TunnelSpec, parts: TunnelParts): Dispatcher {
   const t = spec.tunnel;
   const proxyOrigin = `${t.tls ? 'https' : 'http'}://${t.proxy}`;
-  const toProxy = parts.wrap(
-    buildConnector({ ...parts.connectOptions, ...parts.proxyTls } as Connector.BuildOptions),
-  );
+  const direct = buildConnector({ ...parts.connectOptions, ...parts.proxyTls } as Connector.BuildOptions);
+  const toProxy = parts.wrap(t.endpoints ? inTurn(direct, t.endpoints) : direct);
   const poolOptions = {
     connections: spec.maxConnections,
     keepAliveTimeout: spec.idleTimeoutMs,
@@ -78,6 +78,21 @@ export function createTunnel(spec: TunnelSpec, parts: TunnelParts): Dispatcher {
     }
     return dispatch({ ...opts, origin }, handler);
   });
+}
+
+/**
+ * Dials each connection at the next of `endpoints` (a Service's workloads), round robin. The name
+ * connected to stays the proxy's: undici takes the TLS server name from `host`, not `hostname`.
+ */
+function inTurn(
+  connect: Connector.connector,
+  endpoints: { host: string; port: number }[],
+): Connector.connector {
+  let next = 0;
+  return (opts, callback) => {
+    const e = endpoints[next++ % endpoints.length] as { host: string; port: number };
+    return connect({ ...opts, hostname: e.host, port: String(e.port) }, callback);
+  };
 }
 
 /** A plaintext socket through the tunnel speaks HTTP/2 from the first byte (h2c), as useH2c does. */
