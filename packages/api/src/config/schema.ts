@@ -2338,7 +2338,12 @@ const GuardWebhookTarget = z.union([
   strict({
     host: z.string().min(1).meta({ description: 'host:port (or host, port 80) of the webhook, over HTTP' }),
   }),
-  strict({ service: NotYet('a webhook target by service (use host or backend)') }),
+  strict({
+    service: ServiceRef.meta({
+      description:
+        'a Service of the top-level services list: called by its hostname, each connection dialled at the next of its workloads',
+    }),
+  }),
   strict({
     backend: z.string().min(1).meta({
       description:
@@ -2947,7 +2952,10 @@ export const McpProcessor = strict({
       'the processor: host:port (plain HTTP), or gw addition, an http(s)://host[:port][/base] URL; calls go to <base>/mcp/request and <base>/mcp/response',
   }),
   backend: z.string().min(1).optional().meta({ description: 'a top-level backend (with a host) to call' }),
-  service: NotYet('a processor by service (use host or backend)').optional(),
+  service: ServiceRef.optional().meta({
+    description:
+      'a Service of the top-level services list: called by its hostname, each connection dialled at the next of its workloads',
+  }),
   policies: guardServicePolicies(
     z.union([KeyAuth, ...backendAuthRefused([], ' on an MCP guardrail processor')]).meta({
       description:

@@ -477,6 +477,8 @@ export interface McpProcessorIR {
   methods: Record<string, McpProcessorPhase>;
   /** The calls' connection (policies, or the named backend's): as a guard service's. */
   connection?: Pick<LlmGuardServiceIR, 'tls' | 'requestHeaders' | 'tcp' | 'http2' | 'tunnel'>;
+  /** The origin is a Service of `services`: its workloads' addresses, dialled in turn. */
+  endpoints?: { host: string; port: number }[];
   /** policies.backendAuth key: the header it goes in (with its prefix) and the value. */
   credential?: { header: string; value: Secret };
 }
@@ -696,6 +698,8 @@ export interface LlmGuardSettings {
     requestHeaders?: LlmGuardServiceIR['requestHeaders'];
     tcp?: LlmGuardServiceIR['tcp'];
     http2?: boolean;
+    /** A target given as a Service of `services`: its workloads' addresses, dialled in turn. */
+    endpoints?: LlmGuardServiceIR['endpoints'];
     /** Header name or :path / :method / :authority → CEL on the original request. */
     headers: Record<string, string>;
     /** The client's headers to forward: a name and an exact value or a pattern. */
@@ -772,6 +776,8 @@ export interface LlmGuardServiceIR {
   http2?: boolean;
   /** policies.backendTunnel: the forward proxy the service is reached through. */
   tunnel?: TunnelIR;
+  /** The origin is a Service of `services`: its workloads' addresses, dialled in turn. */
+  endpoints?: { host: string; port: number }[];
 }
 
 /** mask: replace the match; reject: answer the rejection; audit: record what would be done, pass on. */

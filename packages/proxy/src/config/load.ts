@@ -2101,6 +2101,33 @@ class Builder {
   }
 
   /**
+   * An HTTP service given by `service` (`role` says which, in problems): called by the Service's
+   * hostname and port, each connection dialled at the next of its workloads (upstream/in-turn.ts).
+   * Undefined (reported at `at`) when the Service is not in `services`, lacks the port or has no
+   * endpoint to call.
+   */
+  httpService(
+    at: FieldPath,
+    ref: { name: string; port: number },
+    role: string,
+  ): { host: string; endpoints: { host: string; port: number }[] } | undefined {
+    const t = this.serviceTarget(at, ref);
+    if (!t) return undefined;
+    if (t.endpoints.length === 0) {
+      this.fail(
+        at,
+        `service ${ref.name} has no workload for ${role} to call (a healthy one in workloads that names it, with a port for ${ref.port})`,
+      );
+      return undefined;
+    }
+    const hostname = ref.name.slice(ref.name.indexOf('/') + 1);
+    return {
+      host: `${isIPv6(hostname) ? `[${hostname}]` : hostname}:${ref.port}`,
+      endpoints: t.endpoints.map((e) => ({ host: e.host, port: e.port })),
+    };
+  }
+
+  /**
    * inferenceRouting's endpoint picker as an ext_proc call: its host, or its named host backend's
    * address and backendTLS (the backend's other policies refused by name). Fail closed, bodies
    * streamed both ways, as agentgateway calls it.
@@ -2408,12 +2435,22 @@ class Builder {
         }
         host = def.host;
       }
+      let endpoints: McpProcessorIR['endpoints'];
+      if (p.service !== undefined) {
+        const svc = this.httpService([...pp, 'service'], p.service, 'an MCP processor');
+        if (!svc) return;
+        host = svc.host;
+        endpoints = svc.endpoints;
+      }
       if (host === undefined) return; // the schema refused the processor already
       const connection = policies ? this.processorConnection(polPath, policies) : undefined;
       if (connection === null) return;
       const where = remoteMcpTarget({ host }, '/', false);
       if (typeof where === 'string') {
-        this.fail([...pp, p.backend !== undefined ? 'backend' : 'host'], where);
+        this.fail(
+          [...pp, p.backend !== undefined ? 'backend' : p.service !== undefined ? 'service' : 'host'],
+          where,
+        );
         return;
       }
       this.report(checkCelMap(p.metadata, [...pp, 'metadata']));
@@ -2431,6 +2468,7 @@ class Builder {
           ? { connection: connection.connection }
           : {}),
         ...(connection?.credential ? { credential: connection.credential } : {}),
+        ...(endpoints ? { endpoints } : {}),
         failOpen: p.failureMode?.toLowerCase() === 'failopen',
         metadata: p.metadata ?? {},
         headers: {
@@ -2651,6 +2689,7 @@ class Builder {
       // `at` ends in backendTLS: its problems are the policies' above it
       tls: (at, t) => this.checkedTls([...base, ...at.slice(0, -1)], t) ?? undefined,
       tunnel: (at, t) => this.resolveTunnel([...base, ...at], t),
+      service: (at, ref) => this.httpService([...base, ...at], ref, 'a webhook target'),
       backend: (at, name) => {
         const def = this.hostBackend([...base, ...at], name, 'a webhook target');
         if (!def) return undefined;
@@ -3206,6 +3245,11 @@ export interface GuardContext {
   read(at: FieldPath, file: { file: string }): string | undefined;
   tls(at: FieldPath, t: BackendTLS): BackendTlsIR | undefined;
   tunnel(at: FieldPath, t: NonNullable<BackendPolicies['backendTunnel']>): TunnelIR | undefined;
+  /** A Service of `services`: its hostname:port and its workloads' addresses. */
+  service(
+    at: FieldPath,
+    ref: { name: string; port: number },
+  ): { host: string; endpoints: { host: string; port: number }[] } | undefined;
   /** A named host backend; its backendTLS resolved (and reported) at the backend's own path, null when broken. */
   backend(
     at: FieldPath,
@@ -3217,6 +3261,7 @@ const inlineOnly: GuardContext = {
   read: () => undefined,
   tls: () => undefined,
   tunnel: () => undefined,
+  service: () => undefined,
   backend: () => undefined,
   fail: () => {},
 };
@@ -3238,6 +3283,7 @@ export function promptGuardIR(g: PromptGuard, base: GuardContext = inlineOnly): 
       read: (at, file) => base.read([...where, ...at], file),
       tls: (at, t) => base.tls([...where, ...at], t),
       tunnel: (at, t) => base.tunnel([...where, ...at], t),
+      service: (at, ref) => base.service([...where, ...at], ref),
       backend: (at, name) => base.backend([...where, ...at], name),
       fail: (at, message) => base.fail([...where, ...at], message),
     };
@@ -3535,8 +3581,14 @@ function webhookGuardIR(
   let tls: BackendTlsIR | undefined;
   let requestHeaders: LlmGuardServiceIR['requestHeaders'];
   let connection: GuardServicePolicies | undefined;
+  let endpoints: LlmGuardServiceIR['endpoints'];
   if ('host' in w.target) host = String(w.target.host);
-  else if ('backend' in w.target) {
+  else if ('service' in w.target) {
+    const svc = ctx.service(['webhook', 'target', 'service'], w.target.service);
+    if (!svc) return undefined;
+    host = svc.host;
+    endpoints = svc.endpoints;
+  } else if ('backend' in w.target) {
     const at = ['webhook', 'target', 'backend'];
     const name = w.target.backend;
     const def = ctx.backend(at, name);
@@ -3561,6 +3613,7 @@ function webhookGuardIR(
       ...(tls ? { tls } : {}),
       ...(requestHeaders ? { requestHeaders } : {}),
       ...serviceConnection(connection),
+      ...(endpoints ? { endpoints } : {}),
       headers: w.headers ?? {},
       forward: (w.forwardHeaderMatches ?? []).map((m) => ({ name: m.name.toLowerCase(), ...m.value })),
       failureMode: w.failureMode ?? 'failClosed',

@@ -157,10 +157,9 @@ describe('config errors', () => {
       /backend "dyn" is not a host:port backend, which a webhook target must be/,
     );
     assert.match(
-      guardrailsIssues(
-        '{request: [{webhook: {target: {service: {name: {namespace: a, hostname: b}, port: 1}}}}]}',
-      ).join('\n'),
-      /a webhook target by service \(use host or backend\) is not supported/,
+      guardrailsIssues('{request: [{webhook: {target: {service: {name: a/b, port: 1}}}}]}').join('\n'),
+      // a Service of services (llm/guardrails-webhook-service.test.ts)
+      /webhook\.target\.service\.name: no service "a\/b" in services \(there are none\)/,
     );
   });
 

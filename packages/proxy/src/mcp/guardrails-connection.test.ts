@@ -2,7 +2,9 @@
 // written with @gw/guardrail-sdk behind HTTPS with a private CA that answers 401 to calls without its
 // key, and a real MCP server behind the gateway. The gateway's calls carry the key and the headers,
 // verify the processor's certificate, and its verdicts reach the SDK client; the key never shows in
-// the loaded config; what a processor call cannot take is refused by field.
+// the loaded config; what a processor call cannot take is refused by field. A processor given as a
+// Service of `services` is called by the Service's hostname (the name its certificate has) at its
+// workload's address.
 import assert from 'node:assert/strict';
 import type { IncomingHttpHeaders } from 'node:http';
 import { createServer, type Server } from 'node:https';
@@ -75,7 +77,12 @@ const route = (path: string, processorLines: string) => `
             mcp: {host: "${web.url}"}`;
 
 function config(): string {
-  return `backends:
+  // the Service: its name is the certificate's; its one workload is the processor's address
+  return `services:
+- {name: proc, namespace: infra, hostname: proc.test, vips: [], ports: {"443": ${port}}}
+workloads:
+- {name: proc-0, namespace: infra, workloadIps: [127.0.0.1], services: {"infra/proc.test": {}}}
+backends:
 - name: procs
   host: 127.0.0.1:${port}
   policies: ${policies()}
@@ -83,12 +90,15 @@ binds:
 - port: 0
   address: 127.0.0.1
   listeners:
-  - routes:${route('/own', `host: 127.0.0.1:${port}\n            policies: ${policies()}`)}${route('/named', 'backend: procs')}${route('/bare', `host: 127.0.0.1:${port}`)}
+  - routes:${route('/own', `host: 127.0.0.1:${port}\n            policies: ${policies()}`)}${route('/named', 'backend: procs')}${route('/bare', `host: 127.0.0.1:${port}`)}${route(
+    '/by-service',
+    `service: {name: infra/proc.test, port: 443}\n            policies: {backendTLS: {root: ${JSON.stringify(pki.caFile)}}, backendAuth: {key: proc-key}, requestHeaderModifier: {set: {x-tenant: acme}}}`,
+  )}
 `;
 }
 
 describe('the connection to an MCP guardrail processor', () => {
-  for (const path of ['/own', '/named']) {
+  for (const path of ['/own', '/named', '/by-service']) {
     test(`${path}: over TLS with the key and headers; its verdicts reach the client`, async () => {
       const before = calls.length;
       const { client } = await connectClient(proxy.url(`${path}/mcp`));

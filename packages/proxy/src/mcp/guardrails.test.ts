@@ -424,7 +424,8 @@ backends:
     );
     rejects(
       cfg(`            - service: {name: x, port: 1}\n              methods: {"*": full}`),
-      /a processor by service \(use host or backend\) is not supported by this build/,
+      // a Service of services: namespace/hostname (guardrails-connection.test.ts calls one)
+      /processors\[0\]\.service\.name: expected "<namespace>\/<hostname>" of an entry of the top-level services/,
     );
   });
 });

@@ -276,6 +276,7 @@ function processorService(p: McpProcessorIR): LlmGuardServiceIR {
     origin: p.origin,
     timeoutMs: p.timeoutMs,
     ...c,
+    ...(p.endpoints ? { endpoints: p.endpoints } : {}),
     ...(cred
       ? { requestHeaders: { ...headers, set: { ...headers?.set, [cred.header]: cred.value.reveal() } } }
       : {}),

@@ -6,6 +6,7 @@ import type { Socket } from 'node:net';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import type { buildConnector as Connector, Dispatcher } from 'undici';
 import type { DnsIR, GlobalIR, ResolvedBackendPolicies, TunnelIR } from '../config/ir.ts';
+import { dialInTurn, type Endpoint } from './in-turn.ts';
 import { createTunnel } from './tunnel.ts';
 import { buildConnector, errors, Pool } from './undici.ts';
 
@@ -24,6 +25,11 @@ export interface PoolSpec {
   tunnel?: TunnelIR;
   /** How the backend's name resolves (config.dns); unset: both families, as the system orders them. */
   dns?: DnsIR;
+  /**
+   * The origin is a Service of `services`: each connection is dialled at the next of its workloads'
+   * addresses (not through a tunnel, whose proxy resolves the origin's name).
+   */
+  endpoints?: Endpoint[];
 }
 
 /** The net/tls connect options that make a name resolve as config.dns says. */
@@ -81,8 +87,9 @@ export function createPool(spec: PoolSpec): Dispatcher {
   if (spec.socketPath) connect.socketPath = spec.socketPath;
   if (spec.h2c) connect.useH2c = true;
   if (tls) Object.assign(connect, tlsConnectOptions(tls, spec.allowH2));
+  const direct = buildConnector(connect);
   return new Pool(spec.origin, {
-    connect: wrap(buildConnector(connect)),
+    connect: wrap(spec.endpoints ? dialInTurn(direct, spec.endpoints) : direct),
     connections: spec.maxConnections,
     keepAliveTimeout: spec.idleTimeoutMs,
     keepAliveMaxTimeout: spec.idleTimeoutMs,

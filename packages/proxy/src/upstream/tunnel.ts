@@ -6,6 +6,7 @@
 import type { Socket } from 'node:net';
 import type { buildConnector as Connector, Dispatcher } from 'undici';
 import type { TunnelIR } from '../config/ir.ts';
+import { dialInTurn } from './in-turn.ts';
 import { buildConnector, Pool, ProxyAgent } from './undici.ts';
 
 /** What a tunnel needs of the backend's pool settings (PoolSpec, without a cycle of imports). */
@@ -39,7 +40,7 @@ export function createTunnel(spec: TunnelSpec, parts: TunnelParts): Dispatcher {
   const t = spec.tunnel;
   const proxyOrigin = `${t.tls ? 'https' : 'http'}://${t.proxy}`;
   const direct = buildConnector({ ...parts.connectOptions, ...parts.proxyTls } as Connector.BuildOptions);
-  const toProxy = parts.wrap(t.endpoints ? inTurn(direct, t.endpoints) : direct);
+  const toProxy = parts.wrap(t.endpoints ? dialInTurn(direct, t.endpoints) : direct);
   const poolOptions = {
     connections: spec.maxConnections,
     keepAliveTimeout: spec.idleTimeoutMs,
@@ -78,21 +79,6 @@ export function createTunnel(spec: TunnelSpec, parts: TunnelParts): Dispatcher {
     }
     return dispatch({ ...opts, origin }, handler);
   });
-}
-
-/**
- * Dials each connection at the next of `endpoints` (a Service's workloads), round robin. The name
- * connected to stays the proxy's: undici takes the TLS server name from `host`, not `hostname`.
- */
-function inTurn(
-  connect: Connector.connector,
-  endpoints: { host: string; port: number }[],
-): Connector.connector {
-  let next = 0;
-  return (opts, callback) => {
-    const e = endpoints[next++ % endpoints.length] as { host: string; port: number };
-    return connect({ ...opts, hostname: e.host, port: String(e.port) }, callback);
-  };
 }
 
 /** A plaintext socket through the tunnel speaks HTTP/2 from the first byte (h2c), as useH2c does. */

@@ -293,7 +293,7 @@ describe('config', () => {
     );
     assert.match(
       issues('{request: [{webhook: {target: {service: {name: guard, port: 8000}}}}]}').join('\n'),
-      /guardrails\.request\[0\]\.webhook\.target\.service: a webhook target by service \(use host or backend\) is not supported by this build of gw yet/,
+      /guardrails\.request\[0\]\.webhook\.target\.service\.name: expected "<namespace>\/<hostname>" of an entry of the top-level services/,
     );
     assert.match(
       issues('{request: [{azureContentSafety: {}}]}').join('\n'),

@@ -62,6 +62,7 @@ export function guardService(ir: LlmGuardServiceIR, env: GuardEnv, waitsFor = 'a
     origin: ir.origin,
     idleTimeoutMs: env.global.guardrailWebhook.keepAliveMs,
     maxConnections: env.global.guardrailWebhook.maxConnections,
+    ...(ir.endpoints ? { endpoints: ir.endpoints } : {}),
   });
   if (pool) env.used.add(pool);
   const host = url.host;

@@ -48,6 +48,7 @@ export const webhookGuard: GuardKindModule<'webhook'> = {
         ...(s.requestHeaders ? { requestHeaders: s.requestHeaders } : {}),
         ...(s.tcp ? { tcp: s.tcp } : {}),
         ...(s.http2 ? { http2: true } : {}),
+        ...(s.endpoints ? { endpoints: s.endpoints } : {}),
       },
       env,
       'verdict',
