@@ -550,7 +550,12 @@ interface ExtAuthzCommonIR {
 /** What the loader and the controller hand the extAuthz policy: gw's own form. */
 type ExtAuthzIR =
   | ({ grpc: z.output<typeof ExtAuthzGrpc> } & ExtAuthzCommonIR)
-  | ({ http: z.output<typeof ExtAuthzHttp> } & ExtAuthzCommonIR);
+  | ({
+      http: z.output<typeof ExtAuthzHttp> & {
+        /** A service given as a Service of `services`: its workloads (the loader's), dialled in turn. */
+        endpoints?: { host: string; port: number }[];
+      };
+    } & ExtAuthzCommonIR);
 // agentgateway's protocol blocks: the same settings as gw's grpc/http under its names.
 const AgwExtAuthzGrpc = strict({
   context: ExtAuthzGrpc.shape.contextExtensions.nullable(),
@@ -684,10 +689,6 @@ function extAuthzIR(e: z.output<typeof ExtAuthzFields>, ctx: z.core.$RefinementC
   const timeout = e.timeout ? { timeout: e.timeout } : {};
   const p = e.protocol ?? { grpc: {} };
   if ('http' in p) {
-    if (e.service)
-      return issue(notYetMessage('an extAuthz http service by service reference (use host or backend)'), [
-        'service',
-      ]);
     const h = p.http;
     return {
       http: {
@@ -1297,19 +1298,34 @@ export const RequestMirror = strict({
     backend: z.string().min(1).optional().meta({
       description: 'the name of a host backend in the top-level backends list, whose address gets the copies',
     }),
-    service: NotYet('a requestMirror backend by service reference (use host or backend)').optional(),
+    service: ServiceRef.optional().meta({
+      description:
+        'a Service of the top-level services list: called by its hostname, each connection dialled at the next of its workloads',
+    }),
   })
-    .transform((b, ctx): { host?: string; backend?: string } => {
-      if (b.host !== undefined && b.backend !== undefined) {
-        ctx.issues.push({ code: 'custom', input: b, message: 'set host or backend, not both' });
-        return z.NEVER;
-      }
-      // a backend by name: the loader puts its address in `host` (config/load.ts serviceBackends)
-      if (b.host !== undefined) return { host: b.host };
-      if (b.backend !== undefined) return { backend: b.backend };
-      ctx.issues.push({ code: 'custom', input: b, message: 'set host (host:port of the mirror) or backend' });
-      return z.NEVER;
-    })
+    .transform(
+      (
+        b,
+        ctx,
+      ): {
+        host?: string;
+        backend?: string;
+        service?: { name: string; port: number };
+        /** A Service's workloads (the loader's), dialled in turn. */
+        endpoints?: { host: string; port: number }[];
+      } => {
+        const naming = serviceNamingProblem(b, 'the mirror');
+        if (naming) {
+          ctx.issues.push({ code: 'custom', input: b, ...naming });
+          return z.NEVER;
+        }
+        // a backend by name or a Service: the loader puts its address in `host` (config/load.ts
+        // serviceBackends)
+        if (b.host !== undefined) return { host: b.host };
+        if (b.backend !== undefined) return { backend: b.backend };
+        return { service: b.service as { name: string; port: number } };
+      },
+    )
     .meta({ description: 'the backend that receives the copies' }),
   percentage: z
     .number()

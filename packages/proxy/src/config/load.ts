@@ -2796,12 +2796,20 @@ class Builder {
     for (const [entry, at] of entries) {
       if (entry.backendRef !== undefined) this.extAuthzBackend(at, entry);
       if (entry.serviceRef !== undefined) {
-        const svc = this.grpcService([...at, 'service'], entry.serviceRef, 'the extAuthz service');
+        const ref = entry.serviceRef;
         delete entry.serviceRef;
-        // the schema takes a service for the grpc protocol only
-        if (svc && 'grpc' in entry) {
-          entry.grpc.host = svc.host;
-          withServiceName(entry, svc.hostname);
+        if ('grpc' in entry) {
+          const svc = this.grpcService([...at, 'service'], ref, 'the extAuthz service');
+          if (svc) {
+            entry.grpc.host = svc.host;
+            withServiceName(entry, svc.hostname);
+          }
+        } else {
+          const svc = this.httpService([...at, 'service'], ref, 'the extAuthz service');
+          if (svc) {
+            entry.http.host = svc.host;
+            entry.http.endpoints = svc.endpoints;
+          }
         }
       }
       this.serviceKey(
@@ -2906,6 +2914,7 @@ class Builder {
       host?: string | undefined;
       backend?: string | undefined;
       service?: { name: string; port: number } | undefined;
+      endpoints?: { host: string; port: number }[] | undefined;
       policies?:
         | {
             backendTLS?: BackendTLS | undefined;
@@ -2930,7 +2939,14 @@ class Builder {
             entry.policies?.backendAuth,
             `the ${k} service`,
           );
-        if (entry.service !== undefined && k !== 'requestMirror') {
+        if (entry.service !== undefined && k === 'requestMirror') {
+          const svc = this.httpService([...at, 'service'], entry.service, 'the mirror');
+          delete entry.service;
+          if (svc) {
+            entry.host = svc.host;
+            entry.endpoints = svc.endpoints;
+          }
+        } else if (entry.service !== undefined) {
           const svc = this.grpcService([...at, 'service'], entry.service, `the ${k} service`);
           delete entry.service;
           if (svc) {

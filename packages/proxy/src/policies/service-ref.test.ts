@@ -3,7 +3,10 @@
 // the Service's workloads, round robin; remoteRateLimit's is in remote-rate-limit.test.ts, the
 // picker's in upstream/inference-routing.test.ts.
 import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError } from '@gw/api';
 import { startUpstream, type TestServer } from '@gw/testkit';
 import { type AuthzServer, type CheckAnswer, startAuthzServer } from '@gw/testkit/ext-authz-server';
@@ -55,18 +58,33 @@ const processorNamed = (name: string) =>
 
 let authz: AuthzServer[];
 let procs: ExtProcServer[];
+/** HTTP authorization services, slow enough that checks at once need connections of their own. */
+let httpAuthz: Server[];
+/** The Host of each HTTP check, by the service that got it. */
+const httpHosts: string[][] = [[], []];
 let up: TestServer;
 let proxy: TestProxy;
 before(async () => {
   authz = await Promise.all([authzNamed('a'), authzNamed('b')]);
   procs = await Promise.all([processorNamed('a'), processorNamed('b')]);
+  httpAuthz = [0, 1].map((i) =>
+    createServer((req, res) => {
+      httpHosts[i]?.push(req.headers.host ?? '');
+      void sleep(100).then(() => res.writeHead(req.url?.includes('deny') ? 403 : 200).end());
+    }),
+  );
+  for (const s of httpAuthz) await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const httpPort = (i: number) => ((httpAuthz[i] as Server).address() as AddressInfo).port;
   up = await startUpstream();
   const workload = (name: string, service: string, port: number, target: number) =>
     `- {name: ${name}, namespace: auth, workloadIps: [127.0.0.1], services: {"auth/${service}": {"${port}": ${target}}}}`;
   proxy = await startProxy(`services:
 - {name: authz, namespace: auth, hostname: authz.auth.svc.cluster.local, vips: [], ports: {"9000": 0}}
 - {name: proc, namespace: auth, hostname: proc, vips: [], ports: {"9001": 0}}
+- {name: authz-http, namespace: auth, hostname: authz-http, vips: [], ports: {"9100": 0}}
 workloads:
+${workload('http-a', 'authz-http', 9100, httpPort(0))}
+${workload('http-b', 'authz-http', 9100, httpPort(1))}
 ${workload('authz-a', 'authz.auth.svc.cluster.local', 9000, authz[0]!.port)}
 ${workload('authz-b', 'authz.auth.svc.cluster.local', 9000, authz[1]!.port)}
 ${workload('proc-a', 'proc', 9001, procs[0]!.port)}
@@ -79,6 +97,10 @@ binds:
     - matches: [{path: {pathPrefix: /authz}}]
       policies:
         extAuthz: {service: {name: auth/authz.auth.svc.cluster.local, port: 9000}, timeout: 5s}
+      backends: [{host: "127.0.0.1:${up.port}"}]
+    - matches: [{path: {pathPrefix: /http-authz}}]
+      policies:
+        extAuthz: {service: {name: auth/authz-http, port: 9100}, protocol: {http: {}}, timeout: 5s}
       backends: [{host: "127.0.0.1:${up.port}"}]
     - matches: [{path: {pathPrefix: /proc}}]
       policies:
@@ -93,6 +115,10 @@ after(async () => {
   await proxy?.close();
   await up?.close();
   for (const s of [...(authz ?? []), ...(procs ?? [])]) await s.close();
+  for (const s of httpAuthz ?? []) {
+    s.closeAllConnections();
+    await new Promise((r) => s.close(r));
+  }
 });
 
 /** The upstream's echo of `path` through the proxy: the status and the request headers it got. */
@@ -118,6 +144,24 @@ describe('a policy service by Service reference', () => {
     const denied = await request(proxy.url('/authz/deny'));
     assert.equal(denied.statusCode, 403);
     assert.match(await denied.body.text(), /^denied by [ab]\n$/);
+  });
+
+  test("an HTTP extAuthz is called by the Service's name, its connections at each workload in turn", async () => {
+    const statuses = await Promise.all(
+      [0, 1, 2, 3].map(async (i) => {
+        const r = await request(proxy.url(`/http-authz/${i}`));
+        await r.body.text();
+        return r.statusCode;
+      }),
+    );
+    assert.deepEqual(statuses, [200, 200, 200, 200]);
+    const [a, b] = httpHosts as [string[], string[]];
+    assert.equal(a.length + b.length, 4, 'one check per request');
+    assert.ok(a.length > 0 && b.length > 0, `one service got every check: ${a.length}, ${b.length}`);
+    assert.deepEqual([...new Set([...a, ...b])], ['authz-http:9100']);
+    const denied = await request(proxy.url('/http-authz/deny'));
+    await denied.body.text();
+    assert.equal(denied.statusCode, 403);
   });
 
   test("extProc streams go to each of the Service's workloads in turn", async () => {
@@ -176,6 +220,19 @@ workloads:
     assert.deepEqual(policies('extAuthz: {service: {name: auth/authz.auth, port: 9000}}')?.extAuthz, {
       grpc: { host: 'ipv4:10.0.0.1:9001,10.0.0.2:9002' },
     });
+    // over HTTP: called by the Service's name, its workloads dialled in turn
+    assert.deepEqual(
+      policies('extAuthz: {service: {name: auth/authz.auth, port: 9000}, protocol: {http: {}}}')?.extAuthz,
+      {
+        http: {
+          host: 'authz.auth:9000',
+          endpoints: [
+            { host: '10.0.0.1', port: 9001 },
+            { host: '10.0.0.2', port: 9002 },
+          ],
+        },
+      },
+    );
     // a workload with no mapping of its own is called at the Service's target port
     assert.equal(called('extProc', '{service: {name: auth/one, port: 9000}}')?.host, '10.0.0.3:9100');
     assert.equal(
@@ -217,10 +274,5 @@ workloads:
     assert.deepEqual(issues('extProc: {service: {name: auth/one, port: 9000}, backend: b}'), [
       `${P}.extProc.service: set one of host, backend and service, not backend and service`,
     ]);
-    const [http] = extAuthz('{name: auth/one, port: 9000}', ', protocol: {http: {}}');
-    assert.match(
-      http ?? '',
-      /extAuthz\.service: an extAuthz http service by service reference \(use host or backend\) is not supported by this build of gw yet/,
-    );
   });
 });

@@ -1,15 +1,17 @@
 // The HTTP form: the request's method and path (or a CEL path) sent to the authorization service with
 // only the allowed headers (and the request body, with includeRequestBody); 2xx allows, 401/403 may
 // become a redirect, 5xx or no answer is a failure, and any other answer goes back to the client as
-// the denial. With backendTLS the service is called over https.
+// the denial. With backendTLS the service is called over https; a Service of `services` at its
+// workloads in turn.
 import type { Readable } from 'node:stream';
 import { parseGoDuration } from '@gw/api/runtime';
 import { type CelContext, type CelProgram, celToJson, compileCel } from '../../cel/cel.ts';
 import type { BackendTlsIR, ExtAuthzIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
 import { type Headers, HOP_BY_HOP } from '../../pipeline/context.ts';
+import { dialInTurn } from '../../upstream/in-turn.ts';
 import { tlsConnectOptions } from '../../upstream/pools.ts';
-import { Agent, request } from '../../upstream/undici.ts';
+import { Agent, buildConnector, request } from '../../upstream/undici.ts';
 import { type Check, DEFAULT_TIMEOUT_MS, type Decision, deadline, failureReason } from './decision.ts';
 import { PARTIAL_BODY_HEADER } from './request-body.ts';
 
@@ -23,10 +25,13 @@ const NOT_COPIED = new Set([...HOP_BY_HOP, 'host', 'content-length']);
 
 // Plain HTTP checks share one pool; each TLS setting has its own (made when first used).
 let plain: Agent | undefined;
-function dispatcherFor(tls: BackendTlsIR | undefined): () => Agent {
-  if (!tls) return () => (plain ??= new Agent({ keepAliveTimeout: 30_000 }));
+function dispatcherFor(tls: BackendTlsIR | undefined, endpoints: HttpConfig['endpoints']): () => Agent {
+  if (!tls && !endpoints) return () => (plain ??= new Agent({ keepAliveTimeout: 30_000 }));
+  const options = tls ? tlsConnectOptions(tls, false) : {};
+  // a Service: called by its name, each connection dialled at the next of its workloads
+  const connect = endpoints ? dialInTurn(buildConnector(options), endpoints) : options;
   let agent: Agent | undefined;
-  return () => (agent ??= new Agent({ keepAliveTimeout: 30_000, connect: tlsConnectOptions(tls, false) }));
+  return () => (agent ??= new Agent({ keepAliveTimeout: 30_000, connect }));
 }
 
 export function httpCheck(
@@ -36,7 +41,7 @@ export function httpCheck(
 ): Check {
   const timeoutMs = (cfg.timeout && parseGoDuration(cfg.timeout)) || DEFAULT_TIMEOUT_MS;
   const origin = `${tls ? 'https' : 'http'}://${cfg.host}`;
-  const dispatcher = dispatcherFor(tls);
+  const dispatcher = dispatcherFor(tls, cfg.endpoints);
   const path = cfg.path ? compileCel(cfg.path) : undefined;
   const redirect = cfg.redirect ? compileCel(cfg.redirect) : undefined;
   const body = cfg.body ? compileCel(cfg.body) : undefined;

@@ -2,7 +2,8 @@
 // thrown away. The copy never holds up the client: its body is teed off the request as it streams by.
 import { PassThrough, type Readable, Transform, type TransformCallback } from 'node:stream';
 import type { RequestContext } from '../../pipeline/context.ts';
-import { Agent, request } from '../../upstream/undici.ts';
+import { dialInTurn, type Endpoint } from '../../upstream/in-turn.ts';
+import { Agent, buildConnector, request } from '../../upstream/undici.ts';
 import type { PolicyDefinition } from '../types.ts';
 
 /** What became of a request's copy, for metrics (the mirror's own answer is only traced). */
@@ -21,21 +22,26 @@ const MIRROR_TIMEOUT_MS = 30_000;
 // Headers undici will not send as given, or that describe the client's connection.
 const NOT_COPIED = new Set(['expect', 'host']);
 
-let agent: Agent | undefined;
-const dispatcher = () => {
-  agent ??= new Agent({
-    keepAliveTimeout: 30_000,
-    headersTimeout: MIRROR_TIMEOUT_MS,
-    bodyTimeout: MIRROR_TIMEOUT_MS,
-  });
-  return agent;
+const AGENT_OPTIONS = {
+  keepAliveTimeout: 30_000,
+  headersTimeout: MIRROR_TIMEOUT_MS,
+  bodyTimeout: MIRROR_TIMEOUT_MS,
 };
+let shared: Agent | undefined;
+/** The mirror's connections: shared, or for a Service its own, dialling its workloads in turn. */
+function dispatcherFor(endpoints: Endpoint[] | undefined): () => Agent {
+  if (!endpoints) return () => (shared ??= new Agent(AGENT_OPTIONS));
+  let agent: Agent | undefined;
+  return () =>
+    (agent ??= new Agent({ ...AGENT_OPTIONS, connect: dialInTurn(buildConnector({}), endpoints) }));
+}
 const ignore = () => {};
 
 export const requestMirror: PolicyDefinition<'requestMirror'> = {
   name: 'requestMirror',
   build(config, env) {
     const origin = `http://${config.backend.host}`;
+    const dispatcher = dispatcherFor(config.backend.endpoints);
     const percentage = config.percentage;
     // The copy may fall this far behind the request before it is dropped.
     const cap = env.global.maxBufferSize;
@@ -54,14 +60,14 @@ export const requestMirror: PolicyDefinition<'requestMirror'> = {
         return next(ctx);
       }
       inFlight++;
-      send(ctx, origin, cap).then(done, done);
+      send(ctx, origin, cap, dispatcher).then(done, done);
       return next(ctx);
     };
   },
 };
 
 /** Starts the copy; resolves when the mirror has answered or failed, never rejects. */
-function send(ctx: RequestContext, origin: string, cap: number): Promise<void> {
+function send(ctx: RequestContext, origin: string, cap: number, dispatcher: () => Agent): Promise<void> {
   const state: { outcome: MirrorOutcome } = { outcome: 'sent' };
   ctx.ext.requestMirror = state;
   const headers: Record<string, string | string[]> = {};

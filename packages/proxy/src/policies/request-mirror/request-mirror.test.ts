@@ -41,10 +41,13 @@ const CAP = 64 * 1024;
 let up: TestServer;
 let mirror: TestServer;
 let stalled: Awaited<ReturnType<typeof startStalledMirror>>;
+/** The two workloads of a Service: slow to answer, so that copies at once need connections of their own. */
+let shadows: TestServer[];
 let proxy: TestProxy;
 before(async () => {
   up = await startUpstream('main');
   mirror = await startUpstream('mirror');
+  shadows = await Promise.all(['shadow-a', 'shadow-b'].map((name) => startUpstream(name, () => sleep(100))));
   stalled = await startStalledMirror();
   const dead = `127.0.0.1:${await freePort()}`;
   const route = (name: string, host: string, percentage = 1) => `
@@ -68,11 +71,20 @@ binds:
       policies:
         requestMirror: {backend: {backend: shadow}, percentage: 1}
       backends: [{host: "127.0.0.1:${up.port}"}]
+    - name: to-service
+      matches: [{path: {pathPrefix: /to-service}}]
+      policies:
+        requestMirror: {backend: {service: {name: shadows/shadow, port: 80}}, percentage: 1}
+      backends: [{host: "127.0.0.1:${up.port}"}]
     - name: plain
       matches: [{path: {pathPrefix: /plain}}]
       backends: [{host: "127.0.0.1:${up.port}"}]
 backends:
 - {name: shadow, host: "127.0.0.1:${mirror.port}"}
+services:
+- {name: shadow, namespace: shadows, hostname: shadow, vips: [], ports: {"80": 0}}
+workloads:
+${shadows.map((m, i) => `- {name: shadow-${i}, namespace: shadows, workloadIps: [127.0.0.1], services: {"shadows/shadow": {"80": ${m.port}}}}`).join('\n')}
 `);
 });
 after(async () => {
@@ -80,6 +92,7 @@ after(async () => {
   await up.close();
   await mirror.close();
   await stalled.close();
+  for (const m of shadows ?? []) await m.close();
 });
 
 const mirrored = (path: string) => mirror.seen.filter((s) => s.url.startsWith(path));
@@ -102,6 +115,21 @@ describe('requestMirror', () => {
     assert.equal(copy?.headers['x-test'], 'yes');
     assert.equal(copy?.headers.host, 'api.example.com');
     assert.equal(copy?.body, 'hello mirror');
+  });
+
+  test('a mirror given as a Service of services: each connection goes to the next of its workloads', async () => {
+    const answers = await Promise.all(
+      [0, 1, 2, 3].map(async (i) => {
+        const res = await request(proxy.url(`/to-service/${i}`));
+        await res.body.text();
+        return res.statusCode;
+      }),
+    );
+    assert.deepEqual(answers, [200, 200, 200, 200]);
+    const copies = () => shadows.map((m) => m.seen.filter((s) => s.url.startsWith('/to-service/')).length);
+    await until('the four copies', () => copies().reduce((n, c) => n + c, 0) === 4);
+    const got = copies();
+    assert.ok((got[0] ?? 0) > 0 && (got[1] ?? 0) > 0, `one workload got every copy: ${got}`);
   });
 
   test('a mirror by named backend (agentgateway’s backend: <name>) gets the copies at its address', async () => {
@@ -220,17 +248,29 @@ describe('requestMirror config errors name the field', () => {
     assert.match(missing ?? '', new RegExp(`^${escapeRe(at)}\\.percentage`));
   });
 
-  test('backend: host:port or a named backend; the service form refused by name', () => {
+  test('backend: host:port, a named backend or a Service; exactly one', () => {
     const [bad] = issues('{backend: {host: "no-port"}, percentage: 1}');
     assert.match(bad ?? '', new RegExp(`^${escapeRe(at)}\\.backend\\.host: .*host>:<port`));
     const [none] = issues('{backend: {}, percentage: 1}');
-    assert.match(none ?? '', new RegExp(`^${escapeRe(at)}\\.backend: set host`));
+    assert.match(
+      none ?? '',
+      new RegExp(
+        `^${escapeRe(at)}\\.backend\\.host: set host \\(host:port of the mirror\\), backend or service`,
+      ),
+    );
     const [named] = issues('{backend: {backend: b}, percentage: 1}');
     assert.match(named ?? '', /requestMirror\.backend\.backend: no backend named "b"/);
     const [both] = issues('{backend: {backend: b, host: "m:80"}, percentage: 1}');
-    assert.match(both ?? '', /requestMirror\.backend: set host or backend, not both/);
-    const [svc] = issues('{backend: {service: {name: s, port: 80}}, percentage: 1}');
-    assert.match(svc ?? '', /requestMirror\.backend\.service: .*not supported by this build/);
+    assert.match(
+      both ?? '',
+      /requestMirror\.backend\.backend: set one of host, backend and service, not host and backend/,
+    );
+    // a Service of services (the mirror test above calls one)
+    const [svc] = issues('{backend: {service: {name: default/s, port: 80}}, percentage: 1}');
+    assert.match(
+      svc ?? '',
+      /requestMirror\.backend\.service\.name: no service "default\/s" in services \(there are none\)/,
+    );
   });
 });
 
