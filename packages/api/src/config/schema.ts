@@ -1038,6 +1038,7 @@ export const { GcpAuth, AzureAuth, OAuthTokenExchangeAuth, CrossAppAccessAuth } 
   cel: Cel,
   duration: Duration,
   notYet: NotYet,
+  serviceRef: ServiceRef,
 });
 /**
  * backendAuth's forms beside `key`, each built at a backend (BackendAuth); a place that takes only

@@ -25,6 +25,8 @@ export interface TokenAuthParts<TLS extends z.ZodType> {
   cel: z.ZodType<string>;
   duration: z.ZodType<string>;
   notYet: (what: string) => z.ZodType;
+  /** A Service of the top-level services: `{name: <namespace>/<hostname>, port}`. */
+  serviceRef: z.ZodType<{ name: string; port: number }>;
 }
 
 /** The token types gw names in config, as RFC 8693 URNs. */
@@ -139,8 +141,14 @@ export function tokenAuthSchemas<TLS extends z.ZodType>(p: TokenAuthParts<TLS>) 
   /** A token endpoint: host:port and path, TLS to it in policies.backendTLS. */
   const endpoint = {
     host: p.hostPort.optional().meta({ description: 'host:port of the token endpoint' }),
-    service: p.notYet('a token endpoint by service reference (use host)').optional(),
-    backend: p.notYet('a token endpoint by backend reference (use host)').optional(),
+    service: p.serviceRef.optional().meta({
+      description:
+        'a Service of the top-level services list: called by its hostname, each connection dialled at the next of its workloads',
+    }),
+    backend: z.string().min(1).optional().meta({
+      description:
+        'the name of a host backend in the top-level backends list: its address, and its backendTLS unless policies has one',
+    }),
     path: z.string().startsWith('/', 'path must start with /').optional().meta({
       description: 'path of the token endpoint (default /)',
     }),
@@ -156,9 +164,23 @@ export function tokenAuthSchemas<TLS extends z.ZodType>(p: TokenAuthParts<TLS>) 
       .nullable()
       .optional(),
   };
-  const needHost = <T extends { host?: unknown }>(v: T, ctx: z.core.$RefinementCtx<T>) => {
-    if (v.host === undefined)
-      ctx.addIssue({ code: 'custom', path: ['host'], message: 'set host (host:port of the token endpoint)' });
+  const needHost = <T extends { host?: unknown; backend?: unknown; service?: unknown }>(
+    v: T,
+    ctx: z.core.$RefinementCtx<T>,
+  ) => {
+    const given = (['host', 'backend', 'service'] as const).filter((k) => v[k] !== undefined);
+    if (given.length === 0)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['host'],
+        message: 'set host (host:port of the token endpoint), backend or service',
+      });
+    else if (given.length > 1)
+      ctx.addIssue({
+        code: 'custom',
+        path: [given[1] as string],
+        message: `set one of host, backend and service, not ${given.join(' and ')}`,
+      });
   };
 
   const OAuthTokenExchangeAuth = strict({

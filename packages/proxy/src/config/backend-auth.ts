@@ -129,6 +129,8 @@ function resolveForm(io: ResolveIO, path: FieldPath, a: BackendAuth): BackendAut
     fail,
     readMaterial: (p, v) => io.readMaterial(p, v),
     resolveTls: (p, t) => io.resolveTls(p, t),
+    namedEndpoint: (p, name) => io.namedEndpoint(p, name),
+    httpService: (p, ref, role) => io.httpService(p, ref, role),
   };
   if (a === 'copilot') return { copilot: true };
   // the schema refuses every other form by name

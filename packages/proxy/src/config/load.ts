@@ -2128,6 +2128,24 @@ class Builder {
   }
 
   /**
+   * A token endpoint by `backend`: the named host backend's address and its backendTLS (checked and
+   * read where the backend says it); its other policies are refused by name.
+   */
+  namedEndpoint(at: FieldPath, name: string): { host: string; tls?: BackendTlsIR } | undefined {
+    const def = this.hostBackend(at, name, 'a token endpoint');
+    if (!def) return undefined;
+    const refused = refusedNamedPolicies(name, def.policies, 'a token endpoint call', TAKES_TLS);
+    if (refused) {
+      this.fail(at, refused);
+      return undefined;
+    }
+    const t = def.policies?.backendTLS;
+    if (!t) return { host: def.host };
+    const tls = this.checkedTls(['backends', def.index, 'policies'], t);
+    return tls ? { host: def.host, tls } : undefined;
+  }
+
+  /**
    * inferenceRouting's endpoint picker as an ext_proc call: its host, or its named host backend's
    * address and backendTLS (the backend's other policies refused by name). Fail closed, bodies
    * streamed both ways, as agentgateway calls it.

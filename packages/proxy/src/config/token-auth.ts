@@ -46,6 +46,8 @@ export interface ClientAuthIR {
 export interface TokenEndpointIR {
   /** http(s)://host:port */
   origin: string;
+  /** The endpoint is a Service of `services`: its workloads' addresses, dialled in turn. */
+  endpoints?: { host: string; port: number }[];
   path: string;
   tls?: BackendTlsIR;
   clientAuth?: ClientAuthIR;
@@ -87,6 +89,14 @@ export interface TokenResolveIO {
   fail(path: FieldPath, message: string): void;
   readMaterial(path: FieldPath, v: string | { file: string }): string | undefined;
   resolveTls(path: FieldPath, t: BackendTLS): BackendTlsIR;
+  /** A named host backend as a token endpoint: its address and backendTLS; undefined: reported. */
+  namedEndpoint(path: FieldPath, name: string): { host: string; tls?: BackendTlsIR } | undefined;
+  /** A Service of `services` as an HTTP service: its hostname:port and workloads; undefined: reported. */
+  httpService(
+    path: FieldPath,
+    ref: { name: string; port: number },
+    role: string,
+  ): { host: string; endpoints: { host: string; port: number }[] } | undefined;
 }
 
 type Forms = Exclude<BackendAuth, string>;
@@ -145,11 +155,26 @@ function endpoint(
   e: Omit<EndpointConfig, 'clientAuth'> & { clientAuth?: ClientAuthConfig | null | undefined },
 ): TokenEndpointIR | undefined {
   const tlsConfig = e.policies?.backendTLS as BackendTLS | undefined;
+  let tls = tlsConfig ? io.resolveTls([...path, 'policies', 'backendTLS'], tlsConfig) : undefined;
+  let host = e.host;
+  let endpoints: TokenEndpointIR['endpoints'];
+  if (e.backend !== undefined) {
+    const named = io.namedEndpoint([...path, 'backend'], e.backend);
+    if (!named) return undefined;
+    host = named.host;
+    tls ??= named.tls;
+  } else if (e.service !== undefined) {
+    const svc = io.httpService([...path, 'service'], e.service, 'a token endpoint');
+    if (!svc) return undefined;
+    host = svc.host;
+    endpoints = svc.endpoints;
+  }
   const out: TokenEndpointIR = {
-    origin: `${tlsConfig ? 'https' : 'http'}://${e.host}`,
+    origin: `${tls ? 'https' : 'http'}://${host}`,
     path: e.path ?? '/',
+    ...(endpoints ? { endpoints } : {}),
   };
-  if (tlsConfig) out.tls = io.resolveTls([...path, 'policies', 'backendTLS'], tlsConfig);
+  if (tls) out.tls = tls;
   if (e.clientAuth) {
     const c = clientAuth(io, [...path, 'clientAuth'], e.clientAuth);
     if (!c) return undefined;

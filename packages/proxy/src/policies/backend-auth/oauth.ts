@@ -22,8 +22,9 @@ import {
   compileLocation,
   readCredential,
 } from '../../pipeline/credential-location.ts';
+import { dialInTurn } from '../../upstream/in-turn.ts';
 import { tlsConnectOptions } from '../../upstream/pools.ts';
-import { Agent, request } from '../../upstream/undici.ts';
+import { Agent, buildConnector, request } from '../../upstream/undici.ts';
 import { type Token, TokenCache } from './token-cache.ts';
 
 const GRANT_TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
@@ -159,10 +160,11 @@ function endpointCaller(e: TokenEndpointIR, form: string) {
   const url = e.origin + e.path;
   let agent: Agent | undefined;
   const dispatcher = () => {
-    agent ??= new Agent({
-      keepAliveTimeout: 30_000,
-      ...(e.tls ? { connect: tlsConnectOptions(e.tls, false) } : {}),
-    });
+    if (agent) return agent;
+    const options = e.tls ? tlsConnectOptions(e.tls, false) : undefined;
+    // a Service: called by its name, each connection dialled at the next of its workloads
+    const connect = e.endpoints ? dialInTurn(buildConnector(options ?? {}), e.endpoints) : options;
+    agent = new Agent({ keepAliveTimeout: 30_000, ...(connect ? { connect } : {}) });
     return agent;
   };
   const signer = e.clientAuth?.method === 'privateKeyJwt' ? clientAssertion(e.clientAuth) : undefined;

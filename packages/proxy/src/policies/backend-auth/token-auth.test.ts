@@ -286,7 +286,29 @@ describe('oauthTokenExchange and crossAppAccess against oidc-provider', () => {
               audience: ${ras.issuer}
               resources: [https://api.example]
               scopes: [calendar.read]`,
+  )}${route(
+    'exchange-by-service',
+    '/by-service',
+    `oauthTokenExchange:
+              service: {name: auth/sts.auth, port: 8443}
+              path: /token
+              clientAuth: {clientId: gw, clientSecret: gw-secret}
+              audiences: [https://svc.example]`,
+  )}${route(
+    'exchange-by-backend',
+    '/by-backend',
+    `oauthTokenExchange:
+              backend: sts
+              path: /token
+              clientAuth: {clientId: gw, clientSecret: gw-secret}
+              audiences: [https://named.example]`,
   )}
+services:
+- {name: sts, namespace: auth, hostname: sts.auth, vips: [], ports: {"8443": ${sts.port}}}
+workloads:
+- {name: sts-0, namespace: auth, workloadIps: [127.0.0.1], services: {"auth/sts.auth": {}}}
+backends:
+- {name: sts, host: "${host(sts)}"}
 `,
       dir,
     );
@@ -441,6 +463,19 @@ describe('oauthTokenExchange and crossAppAccess against oidc-provider', () => {
       r.text,
       /backendAuth oauthTokenExchange: token endpoint http:\/\/127\.0\.0\.1:1\/token failed: ECONNREFUSED/,
     );
+  });
+
+  test('the token endpoint as a Service of services or a named host backend', async () => {
+    for (const [path, audience] of [
+      ['/by-service', 'https://svc.example'],
+      ['/by-backend', 'https://named.example'],
+    ] as const) {
+      const r = await get(proxy, path, { authorization: `Bearer ${await userToken('dora')}` });
+      assert.equal(r.status, 200, `${path}: ${r.text}`);
+      const claims = claimsOf(bearerAt(r.text));
+      assert.equal(claims.sub, 'dora');
+      assert.equal(claims.aud, audience);
+    }
   });
 
   test('crossAppAccess: ID-JAG from the identity provider, access token from the resource server, cached', async () => {
@@ -716,8 +751,16 @@ describe('token forms refused at load', () => {
       /oauthTokenExchange\.authorizationLocation\.expression: a backend credential cannot be written to an expression/,
     );
     assert.match(
-      issues('{oauthTokenExchange: {host: "a:1", service: {name: x, port: 1}}}').join('\n'),
-      /a token endpoint by service reference \(use host\) is not supported/,
+      issues('{oauthTokenExchange: {host: "a:1", service: {name: x/y, port: 1}}}').join('\n'),
+      /oauthTokenExchange\.service: set one of host, backend and service, not host and service/,
+    );
+    assert.match(
+      issues('{oauthTokenExchange: {service: {name: x/y, port: 1}}}').join('\n'),
+      /oauthTokenExchange\.service\.name: no service "x\/y" in services \(there are none\)/,
+    );
+    assert.match(
+      issues('{oauthTokenExchange: {backend: nope}}').join('\n'),
+      /oauthTokenExchange\.backend: no backend named "nope"/,
     );
     assert.match(
       issues(
