@@ -30,6 +30,8 @@ export interface AuthzServer {
   seen: CheckRequest[];
   /** The gRPC metadata of each, in the same order. */
   metadata: Record<string, string>[];
+  /** The :authority of each, in the same order. */
+  authorities: string[];
   close(): Promise<void>;
 }
 
@@ -46,10 +48,12 @@ export async function startAuthzServer(
 ): Promise<AuthzServer> {
   const seen: CheckRequest[] = [];
   const metadata: Record<string, string>[] = [];
+  const authorities: string[] = [];
   const server = new Server();
   server.addService(AuthorizationService, {
     check(call: ServerUnaryCall<CheckRequest, CheckResponse>, done: sendUnaryData<CheckResponse>) {
       seen.push(call.request);
+      authorities.push(call.getHost());
       metadata.push(
         Object.fromEntries(Object.entries(call.metadata.getMap()).map(([k, v]) => [k, String(v)])),
       );
@@ -69,6 +73,7 @@ export async function startAuthzServer(
     host: `127.0.0.1:${port}`,
     seen,
     metadata,
+    authorities,
     close: async () => {
       server.forceShutdown();
     },

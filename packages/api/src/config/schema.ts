@@ -420,7 +420,7 @@ export const ServiceRef = strict({
 /** A policy's service (ext_authz, ext_proc, rate limit, endpoint picker) by a Service of `services`. */
 const PolicyServiceRef = (what: string) =>
   ServiceRef.meta({
-    description: `${what}: a Service of the top-level services list, called at its workloads' addresses (round robin over them, at the port each maps the Service's to)`,
+    description: `${what}: a Service of the top-level services list, called by its name at its workloads' addresses (spread over them, at the port each maps the Service's to)`,
   });
 
 /**

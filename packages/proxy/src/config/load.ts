@@ -2064,67 +2064,75 @@ class Builder {
   }
 
   /**
-   * A policy's gRPC service given by `service` (`role` says which, in problems): the address its gRPC
-   * channel dials — the one endpoint's ip:port, or grpc-js's ipv4:/ipv6: list of them, which
-   * policies/grpc-client.ts balances round robin — and the Service's hostname, the name TLS to it
-   * sends and verifies. Undefined (reported at `at`) when the Service is not in `services`, lacks the
-   * port, has no endpoint to call or mixes IPv4 and IPv6 endpoints.
+   * A Service a policy calls (`role` says which, in problems): its name as host:port (the authority
+   * its calls name, and the name TLS to it verifies) and its endpoints. A Service with no workload to
+   * call loads with a warning, its calls going to that name, resolved by DNS, as the tracing
+   * collector's are. Undefined (reported at `at`) when the Service is not in `services` or lacks the
+   * port.
+   */
+  policyService(
+    at: FieldPath,
+    ref: { name: string; port: number },
+    role: string,
+  ): { authority: string; hostname: string; endpoints: { host: string; port: number }[] } | undefined {
+    const t = this.serviceTarget(at, ref);
+    if (!t) return undefined;
+    const hostname = ref.name.slice(ref.name.indexOf('/') + 1);
+    const authority = `${isIPv6(hostname) ? `[${hostname}]` : hostname}:${ref.port}`;
+    if (t.endpoints.length === 0)
+      this.src.warnings.push(
+        this.src.issueAt(
+          at,
+          `service ${ref.name} has no workload for ${role} to call (a healthy one in workloads that names it, with a port for ${ref.port}): its calls go to ${authority}, resolved by DNS`,
+        ),
+      );
+    return { authority, hostname, endpoints: t.endpoints.map((e) => ({ host: e.host, port: e.port })) };
+  }
+
+  /**
+   * A policy's gRPC service given by `service` (policyService): the target its gRPC channel dials,
+   * grpc-js's ipv4:// or ipv6:// list of the Service's endpoints with the Service's host:port as its
+   * authority (policies/grpc-client.ts balances the list round robin and keeps one channel per
+   * Service), and the Service's hostname. Undefined (reported at `at`) as policyService, and when the
+   * Service mixes IPv4 and IPv6 endpoints.
    */
   grpcService(
     at: FieldPath,
     ref: { name: string; port: number },
     role: string,
   ): { host: string; hostname: string } | undefined {
-    const t = this.serviceTarget(at, ref);
-    if (!t) return undefined;
-    const hostname = ref.name.slice(ref.name.indexOf('/') + 1);
-    const v6 = t.endpoints.filter((e) => isIPv6(e.host));
-    if (t.endpoints.length === 0) {
-      this.fail(
-        at,
-        `service ${ref.name} has no workload for ${role} to call (a healthy one in workloads that names it, with a port for ${ref.port})`,
-      );
-      return undefined;
-    }
-    if (v6.length > 0 && v6.length < t.endpoints.length) {
+    const svc = this.policyService(at, ref, role);
+    if (!svc) return undefined;
+    const { authority, hostname, endpoints } = svc;
+    if (endpoints.length === 0) return { host: authority, hostname };
+    const v6 = endpoints.filter((e) => isIPv6(e.host));
+    if (v6.length > 0 && v6.length < endpoints.length) {
       this.fail(
         at,
         `service ${ref.name} has IPv4 and IPv6 workload addresses, which one gRPC channel to ${role} cannot balance over`,
       );
       return undefined;
     }
-    const addresses = t.endpoints.map((e) =>
+    const addresses = endpoints.map((e) =>
       isIPv6(e.host) ? `[${e.host}]:${e.port}` : `${e.host}:${e.port}`,
     );
-    if (addresses.length === 1) return { host: addresses[0] as string, hostname };
-    return { host: `${v6.length > 0 ? 'ipv6' : 'ipv4'}:${addresses.join(',')}`, hostname };
+    return { host: `${v6.length > 0 ? 'ipv6' : 'ipv4'}://${authority}/${addresses.join(',')}`, hostname };
   }
 
   /**
-   * An HTTP service given by `service` (`role` says which, in problems): called by the Service's
-   * hostname and port, each connection dialled at the next of its workloads (upstream/in-turn.ts).
-   * Undefined (reported at `at`) when the Service is not in `services`, lacks the port or has no
-   * endpoint to call.
+   * An HTTP service given by `service` (policyService): called by the Service's host:port, each
+   * connection dialled at the next of its endpoints (upstream/in-turn.ts); none: by DNS.
    */
   httpService(
     at: FieldPath,
     ref: { name: string; port: number },
     role: string,
-  ): { host: string; endpoints: { host: string; port: number }[] } | undefined {
-    const t = this.serviceTarget(at, ref);
-    if (!t) return undefined;
-    if (t.endpoints.length === 0) {
-      this.fail(
-        at,
-        `service ${ref.name} has no workload for ${role} to call (a healthy one in workloads that names it, with a port for ${ref.port})`,
-      );
-      return undefined;
-    }
-    const hostname = ref.name.slice(ref.name.indexOf('/') + 1);
-    return {
-      host: `${isIPv6(hostname) ? `[${hostname}]` : hostname}:${ref.port}`,
-      endpoints: t.endpoints.map((e) => ({ host: e.host, port: e.port })),
-    };
+  ): { host: string; endpoints?: { host: string; port: number }[] } | undefined {
+    const svc = this.policyService(at, ref, role);
+    if (!svc) return undefined;
+    return svc.endpoints.length > 0
+      ? { host: svc.authority, endpoints: svc.endpoints }
+      : { host: svc.authority };
   }
 
   /**
@@ -2463,6 +2471,14 @@ class Builder {
       if (host === undefined) return; // the schema refused the processor already
       const connection = policies ? this.processorConnection(polPath, policies) : undefined;
       if (connection === null) return;
+      if (endpoints && connection?.connection.tunnel) {
+        // the proxy would be asked for the Service's name, which only this file declares
+        this.fail(
+          [...pp, 'service'],
+          `a processor given as a Service of services is dialled at its workloads, not through a backendTunnel (${polPath.join('.')} sets one)`,
+        );
+        return;
+      }
       const where = remoteMcpTarget({ host }, '/', false);
       if (typeof where === 'string') {
         this.fail(
@@ -2735,19 +2751,10 @@ class Builder {
     }
     let endpoints: TunnelIR['endpoints'];
     if ('service' in t.proxy) {
-      const at = [...tp, 'proxy', 'service'];
-      const svc = this.serviceTarget(at, t.proxy.service);
+      const svc = this.httpService([...tp, 'proxy', 'service'], t.proxy.service, 'a backendTunnel');
       if (!svc) return undefined;
-      if (svc.endpoints.length === 0) {
-        this.fail(
-          at,
-          `service ${svc.service} has no workload to tunnel through (a healthy one in workloads that names it, with a port for ${svc.port})`,
-        );
-        return undefined;
-      }
-      const hostname = svc.service.slice(svc.service.indexOf('/') + 1);
-      proxy = `${isIPv6(hostname) ? `[${hostname}]` : hostname}:${svc.port}`;
-      endpoints = svc.endpoints.map((e) => ({ host: e.host, port: e.port }));
+      proxy = svc.host;
+      endpoints = svc.endpoints;
     }
     if (proxy === undefined) return undefined;
     const out: TunnelIR = { proxy, mode: t.mode ?? 'Auto', ...(endpoints ? { endpoints } : {}) };
@@ -2826,7 +2833,7 @@ class Builder {
           const svc = this.httpService([...at, 'service'], ref, 'the extAuthz service');
           if (svc) {
             entry.http.host = svc.host;
-            entry.http.endpoints = svc.endpoints;
+            if (svc.endpoints) entry.http.endpoints = svc.endpoints;
           }
         }
       }
@@ -3283,7 +3290,7 @@ export interface GuardContext {
   service(
     at: FieldPath,
     ref: { name: string; port: number },
-  ): { host: string; endpoints: { host: string; port: number }[] } | undefined;
+  ): { host: string; endpoints?: { host: string; port: number }[] } | undefined;
   /** A named host backend; its backendTLS resolved (and reported) at the backend's own path, null when broken. */
   backend(
     at: FieldPath,

@@ -96,7 +96,7 @@ export interface TokenResolveIO {
     path: FieldPath,
     ref: { name: string; port: number },
     role: string,
-  ): { host: string; endpoints: { host: string; port: number }[] } | undefined;
+  ): { host: string; endpoints?: { host: string; port: number }[] } | undefined;
 }
 
 type Forms = Exclude<BackendAuth, string>;

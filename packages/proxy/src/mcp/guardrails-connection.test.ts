@@ -150,5 +150,24 @@ describe('the connection to an MCP guardrail processor', () => {
       processorWith('{transformations: {}}'),
       /transformations on a guard service is not supported/,
     );
+    // a Service's workloads are dialled by address: a proxy would be asked for a name only this file has
+    assert.match(
+      configIssues(`services:
+- {name: p, namespace: ns, hostname: p.ns, vips: [], ports: {"80": 8080}}
+workloads:
+- {namespace: ns, workloadIps: [127.0.0.1], services: {"ns/p.ns": {}}}
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - policies:
+        mcpGuardrails:
+          processors:
+          - service: {name: ns/p.ns, port: 80}
+            policies: {backendTunnel: {proxy: {host: "127.0.0.1:3128"}}}
+      backends: [{mcp: {targets: [{name: a, mcp: {host: "http://127.0.0.1:1/mcp"}}]}}]
+`),
+      /processors\[0\]\.service: a processor given as a Service of services is dialled at its workloads, not through a backendTunnel/,
+    );
   });
 });

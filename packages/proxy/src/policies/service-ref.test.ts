@@ -141,6 +141,11 @@ describe('a policy service by Service reference', () => {
     // grpc-js's round robin starts on whichever connected first, then alternates
     assert.ok(by.includes('a') && by.includes('b'), `checks went to ${by.join(',')}`);
     assert.equal(authz[0]!.seen.length + authz[1]!.seen.length, 12, 'one check per request');
+    // the calls name the Service, not the address dialled
+    assert.deepEqual(
+      [...new Set([...authz[0]!.authorities, ...authz[1]!.authorities])],
+      ['authz.auth.svc.cluster.local:9000'],
+    );
     const denied = await request(proxy.url('/authz/deny'));
     assert.equal(denied.statusCode, 403);
     assert.match(await denied.body.text(), /^denied by [ab]\n$/);
@@ -218,7 +223,7 @@ workloads:
 
   test("the channel's address: one endpoint as host:port, several as grpc-js's address list", () => {
     assert.deepEqual(policies('extAuthz: {service: {name: auth/authz.auth, port: 9000}}')?.extAuthz, {
-      grpc: { host: 'ipv4:10.0.0.1:9001,10.0.0.2:9002' },
+      grpc: { host: 'ipv4://authz.auth:9000/10.0.0.1:9001,10.0.0.2:9002' },
     });
     // over HTTP: called by the Service's name, its workloads dialled in turn
     assert.deepEqual(
@@ -234,13 +239,16 @@ workloads:
       },
     );
     // a workload with no mapping of its own is called at the Service's target port
-    assert.equal(called('extProc', '{service: {name: auth/one, port: 9000}}')?.host, '10.0.0.3:9100');
+    assert.equal(
+      called('extProc', '{service: {name: auth/one, port: 9000}}')?.host,
+      'ipv4://one:9000/10.0.0.3:9100',
+    );
     assert.equal(
       called(
         'remoteRateLimit',
         `{service: {name: auth/six, port: 9000}, domain: d, descriptors: [{entries: [{key: k, value: "'v'"}]}]}`,
       )?.host,
-      'ipv6:[fd00::1]:9001,[fd00::2]:9002',
+      'ipv6://six:9000/[fd00::1]:9001,[fd00::2]:9002',
     );
   });
 
@@ -254,6 +262,23 @@ workloads:
     assert.equal(tls(', hostname: authz.example'), 'authz.example');
   });
 
+  test('a Service with no workload loads with a warning: its calls go to its name, by DNS', () => {
+    const loaded = loadConfigText(
+      'gw.yaml',
+      withPolicy('extAuthz: {service: {name: auth/nobody, port: 9000}}'),
+      process.cwd(),
+    );
+    assert.deepEqual(loaded.ir.binds[0]?.listeners[0]?.routes[0]?.policies?.extAuthz, {
+      grpc: { host: 'nobody:9000' },
+    });
+    assert.deepEqual(
+      loaded.warnings.map((w) => `${w.path}: ${w.message}`),
+      [
+        `${P}.extAuthz.service: service auth/nobody has no workload for the extAuthz service to call (a healthy one in workloads that names it, with a port for 9000): its calls go to nobody:9000, resolved by DNS`,
+      ],
+    );
+  });
+
   test('what cannot be called is an error at the field', () => {
     const extAuthz = (service: string, extra = '') => issues(`extAuthz: {service: ${service}${extra}}`);
     assert.deepEqual(extAuthz('{name: auth/nope, port: 9000}'), [
@@ -261,9 +286,6 @@ workloads:
     ]);
     assert.deepEqual(extAuthz('{name: auth/authz.auth, port: 80}'), [
       `${P}.extAuthz.service.port: service auth/authz.auth has no port 80 (ports: 9000)`,
-    ]);
-    assert.deepEqual(extAuthz('{name: auth/nobody, port: 9000}'), [
-      `${P}.extAuthz.service: service auth/nobody has no workload for the extAuthz service to call (a healthy one in workloads that names it, with a port for 9000)`,
     ]);
     assert.deepEqual(issues('extProc: {service: {name: auth/mixed, port: 9000}}'), [
       `${P}.extProc.service: service auth/mixed has IPv4 and IPv6 workload addresses, which one gRPC channel to the extProc service cannot balance over`,

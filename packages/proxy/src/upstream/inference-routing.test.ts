@@ -398,13 +398,13 @@ describe('config', () => {
     assert.deepEqual(warnings(', destinationMode: passthrough'), []);
   });
 
-  test('a picker by a Service with no workload, and an unknown mode, are errors at the field', () => {
+  test('a picker by a Service the file does not declare, and an unknown mode, are errors at the field', () => {
     assert.match(
       load(
-        'service: {name: default/s, port: 80}\n        policies: {inferenceRouting: {endpointPicker: {service: {name: default/s, port: 80}}}}',
+        'service: {name: default/s, port: 80}\n        policies: {inferenceRouting: {endpointPicker: {service: {name: default/epp, port: 9002}}}}',
         svc,
       ),
-      /inferenceRouting\.endpointPicker\.service: service default\/s has no workload for the endpoint picker to call/,
+      /inferenceRouting\.endpointPicker\.service\.name: no service "default\/epp" in services \(services: default\/s\)/,
     );
     assert.match(
       load(

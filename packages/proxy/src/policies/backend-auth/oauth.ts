@@ -22,7 +22,7 @@ import {
   compileLocation,
   readCredential,
 } from '../../pipeline/credential-location.ts';
-import { dialInTurn } from '../../upstream/in-turn.ts';
+import { dialInTurn, dispatcherKey, serviceDispatcher } from '../../upstream/in-turn.ts';
 import { tlsConnectOptions } from '../../upstream/pools.ts';
 import { Agent, buildConnector, request } from '../../upstream/undici.ts';
 import { type Token, TokenCache } from './token-cache.ts';
@@ -162,9 +162,18 @@ function endpointCaller(e: TokenEndpointIR, form: string) {
   const dispatcher = () => {
     if (agent) return agent;
     const options = e.tls ? tlsConnectOptions(e.tls, false) : undefined;
+    const endpoints = e.endpoints;
     // a Service: called by its name, each connection dialled at the next of its workloads
-    const connect = e.endpoints ? dialInTurn(buildConnector(options ?? {}), e.endpoints) : options;
-    agent = new Agent({ keepAliveTimeout: 30_000, ...(connect ? { connect } : {}) });
+    agent = endpoints
+      ? serviceDispatcher(
+          dispatcherKey('token', endpoints, e.tls),
+          () =>
+            new Agent({
+              keepAliveTimeout: 30_000,
+              connect: dialInTurn(buildConnector(options ?? {}), endpoints),
+            }),
+        )
+      : new Agent({ keepAliveTimeout: 30_000, ...(options ? { connect: options } : {}) });
     return agent;
   };
   const signer = e.clientAuth?.method === 'privateKeyJwt' ? clientAssertion(e.clientAuth) : undefined;

@@ -9,7 +9,7 @@ import { type CelContext, type CelProgram, celToJson, compileCel } from '../../c
 import type { BackendTlsIR, ExtAuthzIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
 import { type Headers, HOP_BY_HOP } from '../../pipeline/context.ts';
-import { dialInTurn } from '../../upstream/in-turn.ts';
+import { dialInTurn, dispatcherKey, serviceDispatcher } from '../../upstream/in-turn.ts';
 import { tlsConnectOptions } from '../../upstream/pools.ts';
 import { Agent, buildConnector, request } from '../../upstream/undici.ts';
 import { type Check, DEFAULT_TIMEOUT_MS, type Decision, deadline, failureReason } from './decision.ts';
@@ -28,10 +28,15 @@ let plain: Agent | undefined;
 function dispatcherFor(tls: BackendTlsIR | undefined, endpoints: HttpConfig['endpoints']): () => Agent {
   if (!tls && !endpoints) return () => (plain ??= new Agent({ keepAliveTimeout: 30_000 }));
   const options = tls ? tlsConnectOptions(tls, false) : {};
-  // a Service: called by its name, each connection dialled at the next of its workloads
-  const connect = endpoints ? dialInTurn(buildConnector(options), endpoints) : options;
+  if (endpoints) {
+    // a Service: called by its name, each connection dialled at the next of its workloads
+    const key = dispatcherKey('extAuthz', endpoints, tls);
+    const create = () =>
+      new Agent({ keepAliveTimeout: 30_000, connect: dialInTurn(buildConnector(options), endpoints) });
+    return () => serviceDispatcher(key, create);
+  }
   let agent: Agent | undefined;
-  return () => (agent ??= new Agent({ keepAliveTimeout: 30_000, connect }));
+  return () => (agent ??= new Agent({ keepAliveTimeout: 30_000, connect: options }));
 }
 
 export function httpCheck(

@@ -12,7 +12,9 @@
 // service failing, or not answering within the timeout (default 200ms, Envoy's message_timeout):
 // failClosed (default) answers 500, failOpen carries on without it for the rest of the request,
 // except when part of a streamed body already went to it (that body is gone: 500).
+
 import { Readable } from 'node:stream';
+import type { Client } from '@grpc/grpc-js';
 import { parseGoDuration } from '@gw/api/runtime';
 import { GwError } from '../../errors.ts';
 import { Lazy } from '../../lazy.ts';
@@ -50,12 +52,14 @@ export const extProc = withConditional({
     // Start loading now, so the first request does not wait for it.
     grpc.ready.catch(() => {});
 
+    let client: Client | undefined;
     return async (ctx, next) => {
       const m = grpc.value ?? (await grpc.ready);
+      client ??= m.grpcClient(host, tls);
       const sent = extras.forRequest(ctx);
       // the service's own headers (requestHeaderModifier, its key) over the request's metadata
       const metadata = serviceHeaders ? { ...sent.grpcMetadata, ...serviceHeaders } : sent.grpcMetadata;
-      const stream = new m.ProcessStream(host, tls, timeoutMs, ctx.signal, metadata);
+      const stream = new m.ProcessStream(client, timeoutMs, ctx.signal, metadata);
       stream.side.request = { attributes: sent.requestAttributes, metadataContext: sent.metadataContext };
       let live = true;
       let failing: (() => void) | undefined;

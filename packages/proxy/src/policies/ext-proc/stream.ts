@@ -23,11 +23,12 @@ import {
   ProcessingRequestSchema,
   type ProcessingResponse,
 } from '@gw/xds-proto/envoy/service/ext_proc/v3/external_processor';
-import type { BackendTlsIR } from '../../config/ir.ts';
 import type { Headers, ProxyResponse } from '../../pipeline/context.ts';
 import { applyHeaderOptions } from '../ext-authz/grpc-check.ts';
-import { grpcClient } from '../grpc-client.ts';
 import { PROCESS } from './service.ts';
+
+// the channel, made by the policy once per route (this module is the lazily loaded grpc side)
+export { grpcClient } from '../grpc-client.ts';
 
 export type Phase = 'requestHeaders' | 'requestBody' | 'responseHeaders' | 'responseBody';
 export type BodyPhase = 'requestBody' | 'responseBody';
@@ -85,16 +86,11 @@ export class ProcessStream {
    */
   readonly side: Record<'request' | 'response', SideExtras> = { request: {}, response: {} };
 
-  constructor(
-    host: string,
-    tls: BackendTlsIR | undefined,
-    timeoutMs: number,
-    signal: AbortSignal,
-    grpcMetadata?: Record<string, string>,
-  ) {
+  /** `client`: the service's channel (grpcClient, made once per route). */
+  constructor(client: Client, timeoutMs: number, signal: AbortSignal, grpcMetadata?: Record<string, string>) {
     this.#timeoutMs = timeoutMs;
     this.#signal = signal;
-    this.#client = grpcClient(host, tls);
+    this.#client = client;
     const metadata = new Metadata();
     for (const [k, v] of Object.entries(grpcMetadata ?? {})) metadata.set(k, v);
     const call = this.#client.makeBidiStreamRequest(

@@ -2,7 +2,7 @@
 // thrown away. The copy never holds up the client: its body is teed off the request as it streams by.
 import { PassThrough, type Readable, Transform, type TransformCallback } from 'node:stream';
 import type { RequestContext } from '../../pipeline/context.ts';
-import { dialInTurn, type Endpoint } from '../../upstream/in-turn.ts';
+import { dialInTurn, dispatcherKey, type Endpoint, serviceDispatcher } from '../../upstream/in-turn.ts';
 import { Agent, buildConnector, request } from '../../upstream/undici.ts';
 import type { PolicyDefinition } from '../types.ts';
 
@@ -28,12 +28,12 @@ const AGENT_OPTIONS = {
   bodyTimeout: MIRROR_TIMEOUT_MS,
 };
 let shared: Agent | undefined;
-/** The mirror's connections: shared, or for a Service its own, dialling its workloads in turn. */
+/** The mirror's connections: shared, and for a Service one per its workloads, dialled in turn. */
 function dispatcherFor(endpoints: Endpoint[] | undefined): () => Agent {
   if (!endpoints) return () => (shared ??= new Agent(AGENT_OPTIONS));
-  let agent: Agent | undefined;
-  return () =>
-    (agent ??= new Agent({ ...AGENT_OPTIONS, connect: dialInTurn(buildConnector({}), endpoints) }));
+  const key = dispatcherKey('mirror', endpoints);
+  const create = () => new Agent({ ...AGENT_OPTIONS, connect: dialInTurn(buildConnector({}), endpoints) });
+  return () => serviceDispatcher(key, create);
 }
 const ignore = () => {};
 
