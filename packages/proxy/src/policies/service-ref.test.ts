@@ -181,6 +181,37 @@ describe('a policy service by Service reference', () => {
   });
 });
 
+test('a reload that changes the workloads moves the calls to the new ones', async () => {
+  const third = await authzNamed('c');
+  const fourth = await authzNamed('d');
+  const config = (ports: number[]) => `services:
+- {name: authz, namespace: auth, hostname: authz.auth, vips: [], ports: {"9000": 0}}
+workloads:
+${ports.map((port, i) => `- {name: w${i}, namespace: auth, workloadIps: [127.0.0.1], services: {"auth/authz.auth": {"9000": ${port}}}}`).join('\n')}
+binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - policies: {extAuthz: {service: {name: auth/authz.auth, port: 9000}, timeout: 5s}}
+      backends: [{host: "127.0.0.1:${up.port}"}]
+`;
+  const own = await startProxy(config([authz[0]!.port]));
+  try {
+    const checkedBy = async () =>
+      (await request(own.url('/r'))).body.json() as Promise<{ headers: Record<string, string> }>;
+    assert.equal((await checkedBy()).headers['x-checked-by'], 'a');
+    await own.reload(config([third.port, fourth.port]));
+    const by = new Set<string>();
+    for (let i = 0; i < 6; i++) by.add((await checkedBy()).headers['x-checked-by'] ?? '');
+    assert.deepEqual([...by].sort(), ['c', 'd']);
+  } finally {
+    await own.close();
+    await third.close();
+    await fourth.close();
+  }
+});
+
 describe('config', () => {
   const services = `services:
 - {name: authz, namespace: auth, hostname: authz.auth, vips: [], ports: {"9000": 0}}
