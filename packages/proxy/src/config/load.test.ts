@@ -57,6 +57,32 @@ describe('errors name the line, column and field path', () => {
     assert.match(got[0] as string, /^2:3 binds\[0\]\.listeners: /);
   });
 
+  test('a backend policy merged from elsewhere is reported where it is written, once', () => {
+    // a named backend's, a policy targeting it and the route's apply to both backends of the route
+    const got = issues(`backends:
+- name: b1
+  host: 127.0.0.1:9
+  policies:
+    backendTLS: {root: {file: /nonexistent/ca.pem}}
+policies:
+- target: {backend: b1}
+  policy:
+    backendAuth: {key: {file: /nonexistent/key}}
+binds:
+- port: 8080
+  listeners:
+  - routes:
+    - policies:
+        backendTunnel: {proxy: {backend: nope}}
+      backends: [{backend: b1}, {host: "127.0.0.1:10"}]
+`);
+    assert.deepEqual(got.sort(), [
+      '15:42 binds[0].listeners[0].routes[0].policies.backendTunnel.proxy.backend: no backend named "nope" (backends: b1)',
+      '5:18 backends[0].policies.backendTLS.root: cannot read /nonexistent/ca.pem: ENOENT',
+      '9:31 policies[0].policy.backendAuth.key.file: cannot read /nonexistent/key: ENOENT',
+    ]);
+  });
+
   test('several problems are reported at once', () => {
     const got = issues(
       minimal(`    - matches: [{path: {regex: "("}}]

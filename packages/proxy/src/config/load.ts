@@ -1683,7 +1683,7 @@ class Builder {
     }
     const backends: RouteBackendIR[] = [...built];
     (r.backends ?? []).forEach((b, bi) => {
-      const ir = this.routeBackend([...path, 'backends', bi], b, merged, targeted);
+      const ir = this.routeBackend([...path, 'backends', bi], b, merged, targeted, r.policies);
       if (ir) backends.push(ir);
     });
     // `ai` is the LLM policy of the route's ai backends (routeBackend handed it to them), not a layer.
@@ -1789,10 +1789,14 @@ class Builder {
     b: RouteBackend,
     routePolicies: TrafficPolicies,
     targeted: ReturnType<Builder['targetedPolicies']>,
+    /** The policies written on the route itself (the others it inherits). */
+    ownRoute?: TrafficPolicies,
   ): RouteBackendIR | undefined {
     let target: BackendTarget | undefined;
     let name: string;
     let named: BackendPolicies | undefined;
+    /** The named backend's policies, where its definition is. */
+    let namedAt: FieldPath | undefined;
     if ('host' in b) {
       target = parseHost(b.host, this.opts.hostRewriteByName !== false);
       name = b.host;
@@ -1840,6 +1844,7 @@ class Builder {
         return undefined;
       }
       const di = (this.cfg.backends ?? []).indexOf(def);
+      namedAt = ['backends', di, 'policies'];
       const outer = () =>
         mergeAi(routePolicies.ai, targeted.backend.get(name)?.ai, def.policies?.ai, b.policies?.ai);
       if ('ai' in def) {
@@ -1998,7 +2003,16 @@ class Builder {
       const own = b.policies?.backendAuth ? [...path, 'policies', 'backendAuth'] : path;
       this.report(checkAgentCoreAuth(merged.backendAuth, target.agentCore.region, own));
     }
-    const policies = this.resolveBackendPolicies([...path, 'policies'], connection);
+    // Each policy's problems where it is written: on the backend, its named definition, a policy
+    // targeting it, or the route (what the route inherits is reported at the backend).
+    const written = (at: FieldPath, from: object | null | undefined, k: string) =>
+      from && (from as Record<string, unknown>)[k] !== undefined ? at : undefined;
+    const origin = (k: string): FieldPath =>
+      written([...path, 'policies'], b.policies, k) ??
+      (namedAt && written(namedAt, named, k)) ??
+      this.targetedAt(name, k) ??
+      written([...path.slice(0, -2), 'policies'], ownRoute, k) ?? [...path, 'policies'];
+    const policies = this.resolveBackendPolicies([...path, 'policies'], connection, origin);
     if (target.kind === 'aws') awsAuth(target, policies);
     return { name, weight: b.weight ?? 1, target, policies };
   }
@@ -2566,29 +2580,51 @@ class Builder {
     return { header: h[0], value: new Secret(h[1]) };
   }
 
-  resolveBackendPolicies(path: FieldPath, p: BackendPolicies): ResolvedBackendPolicies {
+  /**
+   * Backend policies resolved, their problems reported at `path` (the policies object), or for
+   * policies merged from several places at `origin(name)`, where each is written.
+   */
+  resolveBackendPolicies(
+    path: FieldPath,
+    p: BackendPolicies,
+    origin: (policy: string) => FieldPath = () => path,
+  ): ResolvedBackendPolicies {
     const { backendTLS, backendAuth, backendTunnel, extAuthz, mcpAuthentication, ...rest } = p;
+    const at = (k: string): FieldPath => [...origin(k), k];
     const out: ResolvedBackendPolicies = { ...rest };
     if (mcpAuthentication) out.mcpAuthentication = sealMcpAuthentication(mcpAuthentication);
-    if (p.authorization) this.report(checkAuthorization(p.authorization, [...path, 'authorization']));
+    if (p.authorization) this.report(checkAuthorization(p.authorization, at('authorization')));
     if (extAuthz) {
       // as a route's: its service by backend reference, its TLS files read, then sealed
-      this.extAuthzFiles([...path, 'extAuthz'], extAuthz);
-      this.report(checkExtAuthz(extAuthz, [...path, 'extAuthz']));
+      this.extAuthzFiles(at('extAuthz'), extAuthz);
+      this.report(checkExtAuthz(extAuthz, at('extAuthz')));
       out.extAuthz = sealExtAuthzPolicy(extAuthz);
     }
-    if (p.transformations) this.report(checkTransformations(p.transformations, [...path, 'transformations']));
+    if (p.transformations) this.report(checkTransformations(p.transformations, at('transformations')));
     if (backendAuth) {
-      const auth = resolveBackendAuth(this, [...path, 'backendAuth'], backendAuth);
+      const auth = resolveBackendAuth(this, at('backendAuth'), backendAuth);
       if (auth) out.backendAuth = auth;
     }
-    this.report(checkBackendPolicies({ backendTLS, backendTunnel, health: p.health }, path));
-    if (backendTLS) out.backendTLS = this.resolveTls([...path, 'backendTLS'], backendTLS);
+    if (backendTLS) this.report(checkBackendPolicies({ backendTLS }, origin('backendTLS')));
+    if (backendTunnel) this.report(checkBackendPolicies({ backendTunnel }, origin('backendTunnel')));
+    if (p.health) this.report(checkBackendPolicies({ health: p.health }, origin('health')));
+    if (backendTLS) out.backendTLS = this.resolveTls(at('backendTLS'), backendTLS);
     if (backendTunnel) {
-      const t = this.resolveTunnel([...path, 'backendTunnel'], backendTunnel);
+      const t = this.resolveTunnel(at('backendTunnel'), backendTunnel);
       if (t) out.backendTunnel = t;
     }
     return out;
+  }
+
+  /** Where the last policy targeting backend `name` that sets `policy` is, if one does. */
+  targetedAt(name: string, policy: string): FieldPath | undefined {
+    const all = this.cfg.policies ?? [];
+    for (let i = all.length - 1; i >= 0; i--) {
+      const p = all[i];
+      if (!p || (p.target as { backend?: string }).backend !== name) continue;
+      if ((p.policy as Record<string, unknown>)[policy] !== undefined) return ['policies', i, 'policy'];
+    }
+    return undefined;
   }
 
   /** backendTLS with its files read (the checks ran with the policies that hold it). */
