@@ -81,6 +81,18 @@ binds:
       '5:18 backends[0].policies.backendTLS.root: cannot read /nonexistent/ca.pem: ENOENT',
       '9:31 policies[0].policy.backendAuth.key.file: cannot read /nonexistent/key: ENOENT',
     ]);
+    // a listener's, inherited by its routes
+    assert.deepEqual(
+      issues(`binds:
+- port: 8080
+  listeners:
+  - policies:
+      backendTunnel: {proxy: {backend: nope}}
+    routes:
+    - backends: [{host: "127.0.0.1:10"}]
+`),
+      ['5:40 binds[0].listeners[0].policies.backendTunnel.proxy.backend: no backend named "nope"'],
+    );
   });
 
   test('several problems are reported at once', () => {

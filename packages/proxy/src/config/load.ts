@@ -2007,11 +2007,20 @@ class Builder {
     // targeting it, or the route (what the route inherits is reported at the backend).
     const written = (at: FieldPath, from: object | null | undefined, k: string) =>
       from && (from as Record<string, unknown>)[k] !== undefined ? at : undefined;
+    const inherited = (k: string) => {
+      // the listener's, then the gateway's (…listeners[i].routes[j].backends[k])
+      for (const up of [4, 6]) {
+        const at = [...path.slice(0, -up), 'policies'];
+        if (path.length > up && written(at, valueAt(this.cfg, at) as object | undefined, k)) return at;
+      }
+      return undefined;
+    };
     const origin = (k: string): FieldPath =>
       written([...path, 'policies'], b.policies, k) ??
       (namedAt && written(namedAt, named, k)) ??
       this.targetedAt(name, k) ??
-      written([...path.slice(0, -2), 'policies'], ownRoute, k) ?? [...path, 'policies'];
+      written([...path.slice(0, -2), 'policies'], ownRoute, k) ??
+      inherited(k) ?? [...path, 'policies'];
     const policies = this.resolveBackendPolicies([...path, 'policies'], connection, origin);
     if (target.kind === 'aws') awsAuth(target, policies);
     return { name, weight: b.weight ?? 1, target, policies };
@@ -3599,6 +3608,16 @@ const TAKES_COLLECTOR: Takes = {
   backendAuth: 'backendAuth key',
   requestHeaderModifier: 'requestHeaderModifier add/set',
 };
+
+/** The value at `path` in `data` (the loaded config), if there is one. */
+function valueAt(data: unknown, path: FieldPath): unknown {
+  let v = data;
+  for (const k of path) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<string | number, unknown>)[k];
+  }
+  return v;
+}
 
 /**
  * TLS to a policy's service given by `service` sends and verifies the Service's hostname (its workloads
