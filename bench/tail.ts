@@ -6,6 +6,7 @@
 //
 //   node bench/tail.ts [seconds]      default 12; needs h2load and taskset (bench/setup.sh)
 //   BENCH_GW_BIN=path                 another gw launcher (e.g. with other node flags)
+//   TAIL_WARMUP=seconds               traffic before the measurement (default 10; 0: 3 s, one round)
 //
 // Nothing is written to bench/; the scratch directory is removed unless BENCH_KEEP=1.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
@@ -169,7 +170,14 @@ binds:
     await sleep(100);
   }
   const direct = h2load(`http://127.0.0.1:${upPort}/`, Math.min(seconds, 6), join(dir, 'direct.tsv'));
-  h2load(`http://127.0.0.1:${gwPort}/`, 3); // warm up
+  // Warm up: the first connections to close deoptimize the socket code (V8: "dependent prototype
+  // chain changed"), which TurboFan compiles again some seconds of traffic later, on a worker thread
+  // that shares gw's core. Both happen before the measurement (TAIL_WARMUP=0: they may fall in it).
+  const warmup = Number(process.env.TAIL_WARMUP ?? 10);
+  if (warmup > 0) {
+    h2load(`http://127.0.0.1:${gwPort}/`, 2);
+    h2load(`http://127.0.0.1:${gwPort}/`, Math.max(1, warmup - 2));
+  } else h2load(`http://127.0.0.1:${gwPort}/`, 3);
   await probe(gw, gwOut, 1);
   const before = counters(gw.pid as number);
   const through = h2load(`http://127.0.0.1:${gwPort}/`, seconds, join(dir, 'gw.tsv'));
