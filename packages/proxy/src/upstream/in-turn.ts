@@ -27,10 +27,10 @@ export function dialInTurn(
 const agents = new Map<string, Dispatcher>();
 
 /**
- * The dispatcher a policy calls a Service through, one per `key` (the caller's: what it is for, the
- * endpoints, the TLS settings), shared by the routes and the config versions that call it, so a
- * reload does not reconnect. A dispatcher no config uses any more holds no connection once they
- * have been idle for its keep-alive time.
+ * The dispatcher a policy calls its service through (a Service's, or one with TLS settings of its
+ * own), one per `key` (the caller's: what it is for, the endpoints, the TLS settings), shared by the
+ * routes and the config versions that call it, so a reload does not reconnect. A dispatcher no
+ * config uses any more holds no connection once they have been idle for its keep-alive time.
  */
 export function serviceDispatcher<D extends Dispatcher>(key: string, create: () => D): D {
   let d = agents.get(key);

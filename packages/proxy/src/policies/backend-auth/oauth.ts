@@ -163,17 +163,13 @@ function endpointCaller(e: TokenEndpointIR, form: string) {
     if (agent) return agent;
     const options = e.tls ? tlsConnectOptions(e.tls, false) : undefined;
     const endpoints = e.endpoints;
-    // a Service: called by its name, each connection dialled at the next of its workloads
-    agent = endpoints
-      ? serviceDispatcher(
-          dispatcherKey('token', endpoints, e.tls),
-          () =>
-            new Agent({
-              keepAliveTimeout: 30_000,
-              connect: dialInTurn(buildConnector(options ?? {}), endpoints),
-            }),
-        )
-      : new Agent({ keepAliveTimeout: 30_000, ...(options ? { connect: options } : {}) });
+    // kept across routes and reloads by what they connect with; a Service's called by its name, each
+    // connection dialled at the next of its workloads
+    const connect = endpoints ? dialInTurn(buildConnector(options ?? {}), endpoints) : options;
+    agent = serviceDispatcher(
+      dispatcherKey('token', endpoints ?? null, e.tls ?? null),
+      () => new Agent({ keepAliveTimeout: 30_000, ...(connect ? { connect } : {}) }),
+    );
     return agent;
   };
   const signer = e.clientAuth?.method === 'privateKeyJwt' ? clientAssertion(e.clientAuth) : undefined;

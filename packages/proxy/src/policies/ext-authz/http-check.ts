@@ -28,15 +28,11 @@ let plain: Agent | undefined;
 function dispatcherFor(tls: BackendTlsIR | undefined, endpoints: HttpConfig['endpoints']): () => Agent {
   if (!tls && !endpoints) return () => (plain ??= new Agent({ keepAliveTimeout: 30_000 }));
   const options = tls ? tlsConnectOptions(tls, false) : {};
-  if (endpoints) {
-    // a Service: called by its name, each connection dialled at the next of its workloads
-    const key = dispatcherKey('extAuthz', endpoints, tls);
-    const create = () =>
-      new Agent({ keepAliveTimeout: 30_000, connect: dialInTurn(buildConnector(options), endpoints) });
-    return () => serviceDispatcher(key, create);
-  }
-  let agent: Agent | undefined;
-  return () => (agent ??= new Agent({ keepAliveTimeout: 30_000, connect: options }));
+  // kept across routes and reloads by what they connect with; a Service's called by its name, each
+  // connection dialled at the next of its workloads
+  const key = dispatcherKey('extAuthz', endpoints ?? null, tls ?? null);
+  const connect = endpoints ? dialInTurn(buildConnector(options), endpoints) : options;
+  return () => serviceDispatcher(key, () => new Agent({ keepAliveTimeout: 30_000, connect }));
 }
 
 export function httpCheck(
