@@ -19,6 +19,28 @@ const ExternalProcessorService = {
 
 export type ProcessingAnswer = MessageInitShape<typeof ProcessingResponseSchema>;
 
+/**
+ * A processor's answer to the request headers that sets one header and changes nothing else (the
+ * answer most tests need); undefined for every other message, which then gets no answer.
+ */
+export function setRequestHeader(
+  req: ProcessingRequest,
+  name: string,
+  value: string,
+): ProcessingAnswer | undefined {
+  if (req.request.case !== 'requestHeaders') return undefined;
+  return {
+    response: {
+      case: 'requestHeaders',
+      value: {
+        response: {
+          headerMutation: { setHeaders: [{ header: { key: name, rawValue: Buffer.from(value) } }] },
+        },
+      },
+    },
+  };
+}
+
 export interface ExtProcServer {
   port: number;
   /** `127.0.0.1:<port>`, for `extProc.host`. */

@@ -14,7 +14,7 @@ import {
   startFakeOpenAI,
   startIdentityProvider,
 } from '@gw/testkit';
-import { type ExtProcServer, startExtProcServer } from '@gw/testkit/ext-proc-server';
+import { type ExtProcServer, setRequestHeader, startExtProcServer } from '@gw/testkit/ext-proc-server';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { exportJWK, generateKeyPair } from 'jose';
 import OpenAI from 'openai';
@@ -57,22 +57,9 @@ function oidcPolicies(issuer: string, origin: string): string {
 before(async () => {
   provider = await startFakeOpenAI({ name: 'openai', apiKey: 'sk-provider' });
   proc = await startExtProcServer((req) =>
-    req.request.case === 'requestHeaders'
-      ? {
-          response: {
-            case: 'requestHeaders',
-            value: {
-              response: {
-                headerMutation: {
-                  setHeaders: [{ header: { key: 'x-processed', rawValue: Buffer.from('yes') } }],
-                },
-              },
-            },
-          },
-        }
-      : req.request.case === 'responseHeaders'
-        ? { response: { case: 'responseHeaders', value: {} } }
-        : undefined,
+    req.request.case === 'responseHeaders'
+      ? { response: { case: 'responseHeaders', value: {} } }
+      : setRequestHeader(req, 'x-processed', 'yes'),
   );
   plain = await startProxy(
     llmBlock(`    transformations:

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { ConfigError } from '@gw/api';
 import { type RateLimitService, startRateLimitService, startUpstream, type TestServer } from '@gw/testkit';
-import { type ExtProcServer, startExtProcServer } from '@gw/testkit/ext-proc-server';
+import { type ExtProcServer, setRequestHeader, startExtProcServer } from '@gw/testkit/ext-proc-server';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
 import { loadConfigText } from '../config/load.ts';
@@ -54,22 +54,7 @@ before(async () => {
     startAuthz(403),
     startRateLimitService({ config: RLS_CONFIG }),
   ]);
-  proc = await startExtProcServer((req) =>
-    req.request.case === 'requestHeaders'
-      ? {
-          response: {
-            case: 'requestHeaders',
-            value: {
-              response: {
-                headerMutation: {
-                  setHeaders: [{ header: { key: 'x-processed', rawValue: Buffer.from('yes') } }],
-                },
-              },
-            },
-          },
-        }
-      : undefined,
-  );
+  proc = await startExtProcServer((req) => setRequestHeader(req, 'x-processed', 'yes'));
   const backend = `backends: [{host: "127.0.0.1:${up.port}"}]`;
   const route = (name: string, policies: string) => `
     - name: ${name}

@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError } from '@gw/api';
 import { startUpstream, type TestServer } from '@gw/testkit';
 import { type AuthzServer, type CheckAnswer, startAuthzServer } from '@gw/testkit/ext-authz-server';
-import { type ExtProcServer, type ProcessingAnswer, startExtProcServer } from '@gw/testkit/ext-proc-server';
+import { type ExtProcServer, setRequestHeader, startExtProcServer } from '@gw/testkit/ext-proc-server';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
 import { loadConfigText } from '../config/load.ts';
@@ -39,22 +39,7 @@ const authzNamed = (name: string) =>
 
 /** A processor that adds a header naming it to each request. */
 const processorNamed = (name: string) =>
-  startExtProcServer((req): ProcessingAnswer | undefined =>
-    req.request.case === 'requestHeaders'
-      ? {
-          response: {
-            case: 'requestHeaders',
-            value: {
-              response: {
-                headerMutation: {
-                  setHeaders: [{ header: { key: 'x-processed-by', rawValue: Buffer.from(name) } }],
-                },
-              },
-            },
-          },
-        }
-      : undefined,
-  );
+  startExtProcServer((req) => setRequestHeader(req, 'x-processed-by', name));
 
 let authz: AuthzServer[];
 let procs: ExtProcServer[];

@@ -6,7 +6,7 @@
 // is dialled at its workloads' addresses and verified by the Service's hostname.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { type ExtProcServer, startExtProcServer } from '@gw/testkit/ext-proc-server';
+import { type ExtProcServer, setRequestHeader, startExtProcServer } from '@gw/testkit/ext-proc-server';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { makeTestPki, type TestPki } from '@gw/testkit/tls';
 import { startUpstream, type TestServer } from '@gw/testkit/upstream';
@@ -23,24 +23,11 @@ before(async () => {
   const cert = pki.servers[NAME];
   assert.ok(cert);
   // every request gets x-processed from the service
-  proc = await startExtProcServer(
-    (r) =>
-      r.request.case === 'requestHeaders'
-        ? {
-            response: {
-              case: 'requestHeaders',
-              value: {
-                response: {
-                  headerMutation: {
-                    setHeaders: [{ header: { key: 'x-processed', rawValue: Buffer.from('tls') } }],
-                  },
-                },
-              },
-            },
-          }
-        : undefined,
-    { cert: cert.cert, key: cert.key, clientCa: pki.ca },
-  );
+  proc = await startExtProcServer((r) => setRequestHeader(r, 'x-processed', 'tls'), {
+    cert: cert.cert,
+    key: cert.key,
+    clientCa: pki.ca,
+  });
   up = await startUpstream();
   const client = `cert: {file: ${JSON.stringify(pki.client.certFile)}}, key: {file: ${JSON.stringify(pki.client.keyFile)}}`;
   const route = (name: string, extProc: string) => `
