@@ -93,6 +93,28 @@ binds:
 `),
       ['5:40 binds[0].listeners[0].policies.backendTunnel.proxy.backend: no backend named "nope"'],
     );
+    // a gateway's (the spec's form: top-level routes), and a policy targeting a gateway
+    assert.deepEqual(
+      issues(`gateways:
+  default:
+    port: 8080
+    policies:
+      backendTunnel: {proxy: {backend: nope}}
+  other:
+    port: 8081
+policies:
+- target: {gateway: other}
+  policy:
+    backendAuth: {key: {file: /nonexistent/key}}
+routes:
+- gateways: [default, other]
+  backends: [{host: "127.0.0.1:10"}]
+`).sort(),
+      [
+        '11:31 policies[0].policy.backendAuth.key.file: cannot read /nonexistent/key: ENOENT',
+        '5:40 gateways.default.policies.backendTunnel.proxy.backend: no backend named "nope"',
+      ],
+    );
   });
 
   test('several problems are reported at once', () => {

@@ -291,6 +291,11 @@ class Builder {
   readonly #groupRoutes = new Map<RouteIR, RouteIR[]>();
   /** Where backendAuth writes credentials on upstream requests (kept out of traces and logs). */
   readonly #upstreamCredentials: AuthLocationIR[] = [];
+  /**
+   * Where each of the policies a route inherits (from its listener, its gateway, policies targeting
+   * them) is written, by the inherited object: backend policies among them are reported there.
+   */
+  readonly #inheritedAt = new WeakMap<object, (policy: string) => FieldPath | undefined>();
 
   /** ResolveIO: a place backendAuth writes a credential to. */
   credentialLocation(loc: AuthLocationIR): void {
@@ -683,6 +688,14 @@ class Builder {
           targeted.listener.get(`${gateway}/${name}`),
           l.policies,
         );
+        if (inherited)
+          this.#inheritedAt.set(
+            inherited,
+            (k) =>
+              written([...path, 'policies'], l.policies, k) ??
+              this.targetedAt('listener', `${gateway}/${name}`, k) ??
+              this.targetedAt('gateway', gateway, k),
+          );
         const routes = (l.routes ?? []).map((r, ri) =>
           this.route([...path, 'routes', ri], `${gateway}/${name}`, r, inherited, targeted),
         );
@@ -740,7 +753,17 @@ class Builder {
         // agentgateway's policies written on the gateway (without listeners) or on the listener itself
         const inline = gw.listeners ? gatewayInlinePolicies(l) : gwInline;
         if (inline) this.trafficChecks(lpath, inline);
-        gwPolicies.set(`${gname}/${name}`, mergePolicies(gw.policies, lp, lt, inline) ?? {});
+        const policies = mergePolicies(gw.policies, lp, lt, inline) ?? {};
+        gwPolicies.set(`${gname}/${name}`, policies);
+        // the most specific first, as they merge
+        this.#inheritedAt.set(
+          policies,
+          (k) =>
+            written(lpath, inline, k) ??
+            written(lpath, lt, k) ??
+            written([...lpath, 'policies'], lp, k) ??
+            written([...path, 'policies'], gw.policies, k),
+        );
       });
       listenersOf.set(gname, out);
     }
@@ -942,11 +965,14 @@ class Builder {
       if (targets.length === 0) this.fail([...path, 'gateways'], `gateway ${gname} has no listener ${lname}`);
       for (const l of targets) {
         const key = `${gname}/${l.name}`;
-        const inherited = mergePolicies(
-          targeted.gateway.get(gname),
-          gwPolicies.get(key),
-          targeted.listener.get(key),
-        );
+        const own = gwPolicies.get(key);
+        const inherited = mergePolicies(targeted.gateway.get(gname), own, targeted.listener.get(key));
+        const ownAt = own && this.#inheritedAt.get(own);
+        if (inherited)
+          this.#inheritedAt.set(
+            inherited,
+            (k) => this.targetedAt('listener', key, k) ?? ownAt?.(k) ?? this.targetedAt('gateway', gname, k),
+          );
         out.push({ l, key, inherited });
       }
     }
@@ -1683,7 +1709,14 @@ class Builder {
     }
     const backends: RouteBackendIR[] = [...built];
     (r.backends ?? []).forEach((b, bi) => {
-      const ir = this.routeBackend([...path, 'backends', bi], b, merged, targeted, r.policies);
+      const ir = this.routeBackend(
+        [...path, 'backends', bi],
+        b,
+        merged,
+        targeted,
+        r.policies,
+        inherited && this.#inheritedAt.get(inherited),
+      );
       if (ir) backends.push(ir);
     });
     // `ai` is the LLM policy of the route's ai backends (routeBackend handed it to them), not a layer.
@@ -1791,6 +1824,8 @@ class Builder {
     targeted: ReturnType<Builder['targetedPolicies']>,
     /** The policies written on the route itself (the others it inherits). */
     ownRoute?: TrafficPolicies,
+    /** Where the policies the route inherits are written. */
+    inheritedAt?: (policy: string) => FieldPath | undefined,
   ): RouteBackendIR | undefined {
     let target: BackendTarget | undefined;
     let name: string;
@@ -2004,23 +2039,13 @@ class Builder {
       this.report(checkAgentCoreAuth(merged.backendAuth, target.agentCore.region, own));
     }
     // Each policy's problems where it is written: on the backend, its named definition, a policy
-    // targeting it, or the route (what the route inherits is reported at the backend).
-    const written = (at: FieldPath, from: object | null | undefined, k: string) =>
-      from && (from as Record<string, unknown>)[k] !== undefined ? at : undefined;
-    const inherited = (k: string) => {
-      // the listener's, then the gateway's (…listeners[i].routes[j].backends[k])
-      for (const up of [4, 6]) {
-        const at = [...path.slice(0, -up), 'policies'];
-        if (path.length > up && written(at, valueAt(this.cfg, at) as object | undefined, k)) return at;
-      }
-      return undefined;
-    };
+    // targeting it, the route, or what the route inherits it from (else at the backend).
     const origin = (k: string): FieldPath =>
       written([...path, 'policies'], b.policies, k) ??
       (namedAt && written(namedAt, named, k)) ??
-      this.targetedAt(name, k) ??
+      this.targetedAt('backend', name, k) ??
       written([...path.slice(0, -2), 'policies'], ownRoute, k) ??
-      inherited(k) ?? [...path, 'policies'];
+      inheritedAt?.(k) ?? [...path, 'policies'];
     const policies = this.resolveBackendPolicies([...path, 'policies'], connection, origin);
     if (target.kind === 'aws') awsAuth(target, policies);
     return { name, weight: b.weight ?? 1, target, policies };
@@ -2625,12 +2650,12 @@ class Builder {
     return out;
   }
 
-  /** Where the last policy targeting backend `name` that sets `policy` is, if one does. */
-  targetedAt(name: string, policy: string): FieldPath | undefined {
+  /** Where the last policy targeting the `kind` named `name` that sets `policy` is, if one does. */
+  targetedAt(kind: 'gateway' | 'listener' | 'backend', name: string, policy: string): FieldPath | undefined {
     const all = this.cfg.policies ?? [];
     for (let i = all.length - 1; i >= 0; i--) {
       const p = all[i];
-      if (!p || (p.target as { backend?: string }).backend !== name) continue;
+      if (!p || (p.target as Record<string, string | undefined>)[kind] !== name) continue;
       if ((p.policy as Record<string, unknown>)[policy] !== undefined) return ['policies', i, 'policy'];
     }
     return undefined;
@@ -3609,14 +3634,9 @@ const TAKES_COLLECTOR: Takes = {
   requestHeaderModifier: 'requestHeaderModifier add/set',
 };
 
-/** The value at `path` in `data` (the loaded config), if there is one. */
-function valueAt(data: unknown, path: FieldPath): unknown {
-  let v = data;
-  for (const k of path) {
-    if (v === null || typeof v !== 'object') return undefined;
-    v = (v as Record<string | number, unknown>)[k];
-  }
-  return v;
+/** `at` when `from` sets `policy` (where it is written), else undefined. */
+function written(at: FieldPath, from: object | null | undefined, policy: string): FieldPath | undefined {
+  return from && (from as Record<string, unknown>)[policy] !== undefined ? at : undefined;
 }
 
 /**
