@@ -3,6 +3,7 @@
 // --gateway NS/NAME` takes its config from the controller over xDS.
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { hostPort } from '@gw/api/runtime';
 import { startAdmin, startReadiness, startStats } from './admin/server.ts';
 import { DEFAULT_CONFIG_NAME } from './config/default-config.ts';
 import type { StartupConfig } from './config/load.ts';
@@ -245,10 +246,7 @@ export async function main(argv: string[]): Promise<number> {
             workers: supervisor.workers.length,
             ...(supervisor.inProcess ? { dataPlane: 'main thread' } : {}),
             listeners: (supervisor.ir?.binds ?? [])
-              .map(
-                (b) =>
-                  `${b.address.includes(':') ? `[${b.address}]` : b.address}:${supervisor.ports[b.key] ?? b.port}`,
-              )
+              .map((b) => hostPort(b.address, supervisor.ports[b.key] ?? b.port))
               .join(' '),
             admin: admin.address ?? 'off',
             stats: stats.address ?? 'off',

@@ -24,6 +24,7 @@ import {
   type ServiceError,
   status,
 } from '@grpc/grpc-js';
+import { hostPort } from '@gw/api/runtime';
 import {
   type DeltaDiscoveryRequest,
   type DeltaDiscoveryResponse,
@@ -483,8 +484,6 @@ export async function startXdsServer(opts: XdsServerOptions): Promise<XdsServer>
     },
   });
   const host = opts.host ?? '0.0.0.0';
-  const hostPort = (h: string, p: number) =>
-    h.includes(':') && !h.startsWith('[') ? `[${h}]:${p}` : `${h}:${p}`;
   const bind = (address: string, creds: ServerCredentials) =>
     new Promise<number>((resolve, reject) =>
       server.bindAsync(address, creds, (err, p) => (err ? reject(err) : resolve(p))),

@@ -1,4 +1,6 @@
 // Listen addresses of the admin, stats and readiness servers: `ip:port`, `host:port`, `unix:/path`, `off`.
+import { hostPort } from '@gw/api/runtime';
+
 export type ListenAddress =
   | { kind: 'tcp'; host: string; port: number }
   | { kind: 'unix'; path: string }
@@ -16,6 +18,5 @@ export function parseListenAddress(text: string): ListenAddress {
 export function formatListenAddress(a: ListenAddress, boundPort?: number): string {
   if (a.kind === 'off') return 'off';
   if (a.kind === 'unix') return `unix:${a.path}`;
-  const host = a.host.includes(':') ? `[${a.host}]` : a.host;
-  return `${host}:${boundPort ?? a.port}`;
+  return hostPort(a.host, boundPort ?? a.port);
 }

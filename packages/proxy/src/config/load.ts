@@ -160,6 +160,7 @@ type CollectorSpec = {
   policies?: CollectorPolicies | null | undefined;
 };
 
+import { hostPort } from '@gw/api/runtime';
 import { sealExtAuthzPolicy, sealMcpAuthentication, sealPolicies } from './seal.ts';
 import { resolveAzure } from './token-auth.ts';
 
@@ -2126,7 +2127,7 @@ class Builder {
     const t = this.serviceTarget(at, ref);
     if (!t) return undefined;
     const hostname = ref.name.slice(ref.name.indexOf('/') + 1);
-    const authority = `${isIPv6(hostname) ? `[${hostname}]` : hostname}:${ref.port}`;
+    const authority = hostPort(hostname, ref.port);
     if (t.endpoints.length === 0)
       this.src.warnings.push(
         this.src.issueAt(
@@ -2161,9 +2162,7 @@ class Builder {
       );
       return undefined;
     }
-    const addresses = endpoints.map((e) =>
-      isIPv6(e.host) ? `[${e.host}]:${e.port}` : `${e.host}:${e.port}`,
-    );
+    const addresses = endpoints.map((e) => hostPort(e.host, e.port));
     return { host: `${v6.length > 0 ? 'ipv6' : 'ipv4'}://${authority}/${addresses.join(',')}`, hostname };
   }
 
@@ -2717,7 +2716,7 @@ class Builder {
     // as agentgateway exports to a Service: at its hostname and port, whether or not `services` has it
     if (host === undefined && c.service) {
       const hostname = c.service.name.slice(c.service.name.indexOf('/') + 1);
-      host = `${hostname.includes(':') ? `[${hostname}]` : hostname}:${c.service.port}`;
+      host = hostPort(hostname, c.service.port);
     }
     let policies = c.policies ?? undefined;
     let pp: FieldPath = [...path, 'policies'];

@@ -2,7 +2,7 @@
 // `call` sends one attempt: the client's request converted by the format pair, to the provider, and
 // the answer converted back as it streams, its usage recorded in the request's LLM slot.
 import { Readable } from 'node:stream';
-import { parseGoDuration } from '@gw/api/runtime';
+import { bracketHost, parseGoDuration } from '@gw/api/runtime';
 import { type CelProgram, celToJson, compileCel } from '../cel/cel.ts';
 import type { LlmFormat, LlmModelIR, LlmProviderIR } from '../config/ir.ts';
 import { GwError } from '../errors.ts';
@@ -55,7 +55,7 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
   const p = m.provider;
   const provider = PROVIDERS[p.kind] as ProviderModule<typeof p.kind>;
   const ep: ProviderEndpoint = p.endpoint ?? provider.endpoint(p as never);
-  const host = ep.host.includes(':') ? `[${ep.host}]` : ep.host;
+  const host = bracketHost(ep.host);
   const endpoint = `${host}:${ep.port}`;
   const defaultPort = ep.port === (ep.tls ? 443 : 80);
   const authority = defaultPort ? host : endpoint;

@@ -12,6 +12,7 @@
 // The duration parser alone: the main thread sizes active health's shared memory with this module,
 // and @gw/api/runtime would bring the CEL library into it.
 import { parseGoDuration } from '@gw/api/duration';
+import { hostPort } from '@gw/api/runtime';
 import type { BackendTarget, ProxyIR, ResolvedBackendPolicies } from '../config/ir.ts';
 
 type ActiveHealthConfig = NonNullable<NonNullable<ResolvedBackendPolicies['health']>['active']>;
@@ -82,8 +83,7 @@ export function activeSettings(a: ActiveHealthConfig): ActiveSettings {
 
 /** The endpoint a probe reaches, for the kinds that send every request to one (host, a2a, unix). */
 export function probeEndpointOf(t: BackendTarget): string | undefined {
-  if (t.kind === 'host' || t.kind === 'a2a')
-    return `${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.port}`;
+  if (t.kind === 'host' || t.kind === 'a2a') return hostPort(t.host, t.port);
   if (t.kind === 'unix') return `unix:${t.path}`;
   return undefined;
 }

@@ -1,6 +1,6 @@
 // One upstream attempt: sends the (possibly rewritten) request through a pool and leaves the
 // streaming response in ctx.response. Transport failures become GwErrors with the right status.
-import { parseGoDuration } from '@gw/api/runtime';
+import { bracketHost, parseGoDuration } from '@gw/api/runtime';
 import type { Dispatcher } from 'undici';
 import { GwError } from '../errors.ts';
 import { takeComplete } from '../pipeline/body.ts';
@@ -32,7 +32,7 @@ export function upstreamHost(
 
 /** A Host header for `host` at `port`: the port is left out when it is the scheme's default. */
 export function hostHeaderOf(host: string, port: number, tls: boolean): string {
-  const name = host.includes(':') ? `[${host}]` : host;
+  const name = bracketHost(host);
   return port === (tls ? 443 : 80) ? name : `${name}:${port}`;
 }
 

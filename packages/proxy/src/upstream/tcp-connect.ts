@@ -4,6 +4,7 @@
 // the client's connection.
 import net, { type Socket } from 'node:net';
 import tls from 'node:tls';
+import { hostPort } from '@gw/api/runtime';
 import type { GlobalIR, TcpBackendIR } from '../config/ir.ts';
 import { connectionSpec } from './connection.ts';
 import { dnsConnectOptions, tlsConnectOptions } from './pools.ts';
@@ -23,8 +24,7 @@ export function tcpEndpoint(b: TcpBackendIR, global: GlobalIR): TcpEndpoint {
     t.kind === 'unix'
       ? { path: t.path }
       : { host: t.host, port: t.port, noDelay: true, ...dnsConnectOptions(spec.dns) };
-  const address =
-    t.kind === 'unix' ? `unix:${t.path}` : `${net.isIPv6(t.host) ? `[${t.host}]` : t.host}:${t.port}`;
+  const address = t.kind === 'unix' ? `unix:${t.path}` : hostPort(t.host, t.port);
   let tlsOptions: tls.ConnectionOptions | undefined;
   if (spec.tls) {
     const o = tlsConnectOptions(spec.tls, false) as tls.ConnectionOptions;

@@ -4,6 +4,7 @@
 import { toJson } from '@bufbuild/protobuf';
 import { ListValueSchema } from '@bufbuild/protobuf/wkt';
 import type { FieldPath } from '@gw/api';
+import { hostPort as formatHostPort } from '@gw/api/runtime';
 import type {
   Backend,
   HostPort,
@@ -201,7 +202,7 @@ function compareRoutes(an: string, a: Route, bn: string, b: Route): number {
 function hostPort(h: HostPort): string {
   // The translator sends a Unix socket as host `unix:/path` (port 0), the standalone form.
   if (h.host.startsWith('unix:')) return h.host;
-  return h.host.includes(':') ? `[${h.host}]:${h.port}` : `${h.host}:${h.port}`;
+  return formatHostPort(h.host, h.port);
 }
 
 function routeBackend(

@@ -4,7 +4,7 @@
 // metadataContext namespace agentgateway reserves for it). A value that fails to evaluate is left out.
 import type { JsonObject } from '@bufbuild/protobuf';
 import type { ExtProc } from '@gw/api';
-import { EXTPROC_ATTRIBUTES_NAMESPACE, EXTPROC_GRPC_METADATA_NAMESPACE } from '@gw/api/runtime';
+import { EXTPROC_ATTRIBUTES_NAMESPACE, EXTPROC_GRPC_METADATA_NAMESPACE, hostPort } from '@gw/api/runtime';
 import { type CelContext, type CelProgram, celJsonValue, compileCel } from '../../cel/cel.ts';
 import { normalizeAddress, type RequestContext } from '../../pipeline/context.ts';
 
@@ -32,7 +32,6 @@ function connectionAttributes(ctx: RequestContext): JsonObject {
   const sock = ctx.req.socket as { localAddress?: string; localPort?: number };
   const local = normalizeAddress(sock.localAddress ?? '');
   const localPort = sock.localPort ?? 0;
-  const hostPort = (a: string, p: number) => (a.includes(':') ? `[${a}]:${p}` : `${a}:${p}`);
   return {
     'source.address': hostPort(ctx.source.address, ctx.source.port),
     'source.port': ctx.source.port,

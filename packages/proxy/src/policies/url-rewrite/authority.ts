@@ -1,4 +1,6 @@
 // The authority and path rewrites shared by urlRewrite and requestRedirect.
+
+import { hostPort } from '@gw/api/runtime';
 import type { RequestContext } from '../../pipeline/context.ts';
 
 export type AuthoritySpec = 'auto' | 'none' | { full: string } | { host: string } | { port: number };
@@ -9,7 +11,7 @@ export function rewriteAuthority(spec: AuthoritySpec, authority: string, host: s
   if ('full' in spec) return spec.full;
   const port = portOf(authority);
   if ('host' in spec) return port ? `${spec.host}:${port}` : spec.host;
-  return `${host.includes(':') ? `[${host}]` : host}:${spec.port}`;
+  return hostPort(host, spec.port);
 }
 
 function portOf(authority: string): string | undefined {

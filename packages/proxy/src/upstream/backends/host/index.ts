@@ -1,4 +1,6 @@
 // A backend at host:port, over one keep-alive pool shared by every route that names it.
+
+import { hostPort } from '@gw/api/runtime';
 import { GwError } from '../../../errors.ts';
 import { callUpstream, hostHeaderOf } from '../../call.ts';
 import { upgradeTarget, upgradeUpstream } from '../../upgrade.ts';
@@ -8,8 +10,7 @@ export const hostBackend: BackendKind<'host'> = {
   kind: 'host',
   compile(t, env) {
     const tls = env.connection.tls !== undefined;
-    const host = t.host.includes(':') ? `[${t.host}]` : t.host;
-    const endpoint = `${host}:${t.port}`;
+    const endpoint = hostPort(t.host, t.port);
     const dispatcher = env.pools?.acquire({
       ...env.connection,
       origin: `${tls ? 'https' : 'http'}://${endpoint}`,
