@@ -8,7 +8,12 @@
 // response body back as it comes. A choice may instead be an immediate response (503 with no ready
 // endpoint, 429 to shed the request).
 import type { ProcessingRequest } from '@gw/xds-proto/envoy/service/ext_proc/v3/external_processor';
-import { type ExtProcServer, type ProcessingAnswer, startExtProcServer } from './ext-proc-server.ts';
+import {
+  type ExtProcServer,
+  type ProcessingAnswer,
+  setHeaderAnswer,
+  startExtProcServer,
+} from './ext-proc-server.ts';
 
 /** What the picker is asked about: the request's headers and, parsed, its body. */
 export interface PickRequest {
@@ -115,20 +120,7 @@ export async function startEndpointPicker(
           return decide(earlier[0] as ProcessingRequest, Buffer.concat(chunks));
         }
         case 'responseHeaders':
-          return {
-            response: {
-              case: 'responseHeaders',
-              value: {
-                response: {
-                  headerMutation: {
-                    setHeaders: [
-                      { header: { key: 'x-went-into-resp-headers', rawValue: Buffer.from('true') } },
-                    ],
-                  },
-                },
-              },
-            },
-          };
+          return setHeaderAnswer('responseHeaders', 'x-went-into-resp-headers', 'true');
         case 'responseBody':
           return streamed('responseBody', r.value.body, r.value.endOfStream);
         default:

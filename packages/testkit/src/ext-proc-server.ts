@@ -19,26 +19,30 @@ const ExternalProcessorService = {
 
 export type ProcessingAnswer = MessageInitShape<typeof ProcessingResponseSchema>;
 
+/** A processor's answer to the request or response headers that sets one header and nothing else. */
+export function setHeaderAnswer(
+  phase: 'requestHeaders' | 'responseHeaders',
+  name: string,
+  value: string,
+): ProcessingAnswer {
+  const response = {
+    headerMutation: { setHeaders: [{ header: { key: name, rawValue: Buffer.from(value) } }] },
+  };
+  return phase === 'requestHeaders'
+    ? { response: { case: 'requestHeaders', value: { response } } }
+    : { response: { case: 'responseHeaders', value: { response } } };
+}
+
 /**
- * A processor's answer to the request headers that sets one header and changes nothing else (the
- * answer most tests need); undefined for every other message, which then gets no answer.
+ * setHeaderAnswer for the request headers (the answer most tests need); undefined for every other
+ * message, which then gets no answer.
  */
 export function setRequestHeader(
   req: ProcessingRequest,
   name: string,
   value: string,
 ): ProcessingAnswer | undefined {
-  if (req.request.case !== 'requestHeaders') return undefined;
-  return {
-    response: {
-      case: 'requestHeaders',
-      value: {
-        response: {
-          headerMutation: { setHeaders: [{ header: { key: name, rawValue: Buffer.from(value) } }] },
-        },
-      },
-    },
-  };
+  return req.request.case === 'requestHeaders' ? setHeaderAnswer('requestHeaders', name, value) : undefined;
 }
 
 export interface ExtProcServer {

@@ -4,7 +4,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ConfigError } from '@gw/api';
 import { freePort, startUpstream, type TestServer } from '@gw/testkit';
-import { type ExtProcServer, type ProcessingAnswer, startExtProcServer } from '@gw/testkit/ext-proc-server';
+import {
+  type ExtProcServer,
+  type ProcessingAnswer,
+  setHeaderAnswer,
+  startExtProcServer,
+} from '@gw/testkit/ext-proc-server';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import type {
   HttpHeaders,
@@ -68,20 +73,7 @@ function answer(req: ProcessingRequest, earlier: readonly ProcessingRequest[]): 
         },
       };
     case 'responseHeaders':
-      return {
-        response: {
-          case: 'responseHeaders',
-          value: {
-            response: {
-              headerMutation: {
-                setHeaders: [
-                  { header: { key: 'x-processed', rawValue: Buffer.from(header(r.value, ':status') ?? '') } },
-                ],
-              },
-            },
-          },
-        },
-      };
+      return setHeaderAnswer('responseHeaders', 'x-processed', header(r.value, ':status') ?? '');
     case 'responseBody':
       return {
         response: {
