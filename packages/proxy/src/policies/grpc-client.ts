@@ -6,10 +6,10 @@
 // Service as authority (ipv4://svc:port/a:p,b:p), balanced round robin: one channel per Service,
 // which a config that changes its workloads replaces. Loaded with grpc-js, only by the lazily loaded
 // modules of those policies.
-import { createHash } from 'node:crypto';
 import { checkServerIdentity, createSecureContext, type PeerCertificate } from 'node:tls';
 import { type ChannelCredentials, Client, credentials } from '@grpc/grpc-js';
 import type { BackendTlsIR } from '../config/ir.ts';
+import { dispatcherKey } from '../upstream/in-turn.ts';
 
 /** By address (and TLS), or for a Service by its name (and TLS), with the target it was made for. */
 const clients = new Map<string, { target: string; client: Client }>();
@@ -28,7 +28,7 @@ const REPLACED_CLOSE_MS = 60_000;
 export function grpcClient(host: string, tls: BackendTlsIR | undefined, connect = false): Client {
   const service = SERVICE_TARGET.exec(host);
   const name = service ? `service ${service[1]}` : host;
-  const key = tls ? `${name} ${tlsFingerprint(tls)}` : name;
+  const key = tls ? `${name} ${dispatcherKey(tls)}` : name;
   const held = clients.get(key);
   if (held?.target === host) return held.client;
   if (held) {
@@ -75,9 +75,4 @@ function tlsCredentials(tls: BackendTlsIR): ChannelCredentials {
     ...(tls.insecure ? { rejectUnauthorized: false } : {}),
     ...(verify ? { checkServerIdentity: verify } : {}),
   });
-}
-
-function tlsFingerprint(tls: BackendTlsIR): string {
-  const material = { ...tls, key: tls.key?.reveal() };
-  return createHash('sha256').update(JSON.stringify(material)).digest('base64url');
 }

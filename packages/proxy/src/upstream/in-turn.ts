@@ -41,7 +41,10 @@ export function serviceDispatcher<D extends Dispatcher>(key: string, create: () 
   return d as D;
 }
 
-/** A key for `serviceDispatcher` from what the dispatcher is made of (secrets hashed in, not kept). */
+/**
+ * A key from what a connection is made of (endpoints, TLS settings), for `serviceDispatcher` and the
+ * policies' gRPC channels: secrets hashed in, not kept.
+ */
 export function dispatcherKey(...parts: unknown[]): string {
   const text = JSON.stringify(parts, (_k, v) =>
     v && typeof v === 'object' && 'reveal' in v ? `k:${v.reveal()}` : v,
