@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { type HttpPeer, startHttpPeer } from '@gw/proxy/mcp/test-support';
-import { cleanupGw, configBlock, type GwProcess, sleep, startGw } from './support/gw-process.ts';
+import { cleanupGw, configBlock, type GwProcess, startGw } from './support/gw-process.ts';
 
 let web: HttpPeer;
 before(async () => {
@@ -82,9 +82,7 @@ test('gateways that share config.session.key serve each other’s MCP sessions; 
 
   // a changed key is applied at the next start, and said so
   (a as GwProcess).write(config('a-new-key-0123456789abcdef'));
-  const deadline = Date.now() + 10_000;
-  while (!a.stdout.join('\n').includes('config.session.key changed') && Date.now() < deadline)
-    await sleep(100);
+  await a.waitForLine((l) => l.includes('config.session.key changed'), 10_000);
   assert.match(
     a.stdout.join('\n'),
     /config\.session\.key changed: it applies when gw restarts/,

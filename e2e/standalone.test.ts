@@ -204,8 +204,8 @@ describe('gw -f: start and hot reload', () => {
     const version = afterEdit.version;
     assert.ok(version);
     assert.ok(
-      g.stdout.some((l) => l.includes('configuration reloaded') && l.includes(version)),
-      'the reload is logged with its version',
+      await g.waitForLine((l) => l.includes('configuration reloaded') && l.includes(version)),
+      `the reload is logged with its version; stdout:\n${g.stdout.join('\n')}`,
     );
   });
 
@@ -375,7 +375,7 @@ describe('gw -f: start and hot reload', () => {
       ),
     );
     assert.equal((await get(port, '/')).body, 'good\n');
-    assert.ok(g.stdout.some((l) => l.includes('configuration change rejected')));
+    assert.ok(await g.waitForLine((l) => l.includes('configuration change rejected')));
 
     // YAML that does not parse at all is reported with its position too.
     g.write(`${good}  - [unclosed\n`);

@@ -48,6 +48,11 @@ export interface GwProcess {
   proxyPort(n?: number): Promise<number>;
   /** Polls the config dump until `until` holds (default 5 s). */
   waitForDump(until: (d: ConfigDump) => boolean, timeoutMs?: number): Promise<ConfigDump>;
+  /**
+   * Waits until a line of stdout satisfies `match` (default 5 s) and returns it, or undefined when
+   * none did: gw's logger writes asynchronously, so a line can trail what the admin API already shows.
+   */
+  waitForLine(match: (line: string) => boolean, timeoutMs?: number): Promise<string | undefined>;
   /** SIGTERM, then SIGKILL after `graceMs`; resolves with how it exited. */
   stop(graceMs?: number): Promise<Exit>;
 }
@@ -138,7 +143,9 @@ export async function startGw(opts: StartOptions = {}): Promise<GwProcess> {
     if (a) found?.(a);
   });
   lines(child.stderr as NodeJS.ReadableStream, stderr, () => {});
-  const exited = new Promise<Exit>((r) => child.once('exit', (code, signal) => r({ code, signal })));
+  // 'close' rather than 'exit': it comes once stdout and stderr are read to the end, so a test that
+  // awaits the exit sees every line gw wrote.
+  const exited = new Promise<Exit>((r) => child.once('close', (code, signal) => r({ code, signal })));
   let tmp = 0;
 
   const g: GwProcess = {
@@ -180,6 +187,14 @@ export async function startGw(opts: StartOptions = {}): Promise<GwProcess> {
       throw new Error(
         `config dump did not reach the expected state in ${timeoutMs} ms; last version ${last?.version}, lastReloadError ${last?.lastReloadError}`,
       );
+    },
+    async waitForLine(match, timeoutMs = 5000) {
+      const end = Date.now() + timeoutMs;
+      for (;;) {
+        const line = stdout.find(match);
+        if (line !== undefined || Date.now() >= end) return line;
+        await sleep(20);
+      }
     },
     async stop(graceMs = 10_000) {
       if (child.exitCode === null && child.signalCode === null) {
