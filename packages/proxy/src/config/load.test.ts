@@ -115,6 +115,37 @@ routes:
         '5:40 gateways.default.policies.backendTunnel.proxy.backend: no backend named "nope"',
       ],
     );
+    // a policy targeting the route, and what a routeGroup's routes inherit from the route delegating
+    // to them and from its listener
+    assert.deepEqual(
+      issues(`policies:
+- target: {route: r}
+  policy:
+    backendAuth: {key: {file: /nonexistent/key}}
+binds:
+- port: 8080
+  listeners:
+  - policies:
+      backendTLS: {root: {file: /nonexistent/ca.pem}}
+    routes:
+    - name: r
+      backends: [{host: "127.0.0.1:10"}]
+    - name: d
+      matches: [{path: {pathPrefix: /d}}]
+      policies:
+        backendTunnel: {proxy: {backend: nope}}
+      backends: [{routeGroup: g}]
+routeGroups:
+- name: g
+  routes:
+  - backends: [{host: "127.0.0.1:11"}, {host: "127.0.0.1:12"}]
+`).sort(),
+      [
+        '16:42 binds[0].listeners[0].routes[1].policies.backendTunnel.proxy.backend: no backend named "nope"',
+        '4:31 policies[0].policy.backendAuth.key.file: cannot read /nonexistent/key: ENOENT',
+        '9:20 binds[0].listeners[0].policies.backendTLS.root: cannot read /nonexistent/ca.pem: ENOENT',
+      ],
+    );
   });
 
   test('several problems are reported at once', () => {

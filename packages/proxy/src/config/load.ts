@@ -1685,6 +1685,15 @@ class Builder {
         r.policies,
       ) ?? {};
     const merged = mergePolicies(inherited, own) ?? {};
+    // where each of the route's effective policies is written: on it, in a policy targeting it (its
+    // rule first, as the most specific), or where what it inherits is
+    const inheritedAt = inherited && this.#inheritedAt.get(inherited);
+    const writtenAt = (k: string): FieldPath | undefined =>
+      written([...path, 'policies'], r.policies, k) ??
+      (r.namespace && r.ruleName ? this.targetedAt('route', `${qualified}/${r.ruleName}`, k) : undefined) ??
+      (r.namespace ? this.targetedAt('route', qualified, k) : undefined) ??
+      this.targetedAt('route', name, k) ??
+      inheritedAt?.(k);
     const policySources: RouteIR['policySources'] = {};
     const parentSources = this.#delegating.at(-1)?.sources;
     for (const k of Object.keys(merged))
@@ -1704,20 +1713,15 @@ class Builder {
         backends: [],
         routeGroup: group,
       };
+      // the group's routes inherit the merged policies: their backend policies are reported where written
+      this.#inheritedAt.set(merged, writtenAt);
       const routes = this.delegate(path, r.backends ?? [], gi, key, merged, policySources, targeted);
       this.#groupRoutes.set(delegating, routes);
       return delegating;
     }
     const backends: RouteBackendIR[] = [...built];
     (r.backends ?? []).forEach((b, bi) => {
-      const ir = this.routeBackend(
-        [...path, 'backends', bi],
-        b,
-        merged,
-        targeted,
-        r.policies,
-        inherited && this.#inheritedAt.get(inherited),
-      );
+      const ir = this.routeBackend([...path, 'backends', bi], b, merged, targeted, writtenAt);
       if (ir) backends.push(ir);
     });
     // `ai` is the LLM policy of the route's ai backends (routeBackend handed it to them), not a layer.
@@ -1823,10 +1827,8 @@ class Builder {
     b: RouteBackend,
     routePolicies: TrafficPolicies,
     targeted: ReturnType<Builder['targetedPolicies']>,
-    /** The policies written on the route itself (the others it inherits). */
-    ownRoute?: TrafficPolicies,
-    /** Where the policies the route inherits are written. */
-    inheritedAt?: (policy: string) => FieldPath | undefined,
+    /** Where each of the route's policies is written (on it, targeting it, or what it inherits). */
+    routeAt?: (policy: string) => FieldPath | undefined,
   ): RouteBackendIR | undefined {
     let target: BackendTarget | undefined;
     let name: string;
@@ -2045,8 +2047,7 @@ class Builder {
       written([...path, 'policies'], b.policies, k) ??
       (namedAt && written(namedAt, named, k)) ??
       this.targetedAt('backend', name, k) ??
-      written([...path.slice(0, -2), 'policies'], ownRoute, k) ??
-      inheritedAt?.(k) ?? [...path, 'policies'];
+      routeAt?.(k) ?? [...path, 'policies'];
     const policies = this.resolveBackendPolicies([...path, 'policies'], connection, origin);
     if (target.kind === 'aws') awsAuth(target, policies);
     return { name, weight: b.weight ?? 1, target, policies };
@@ -2650,7 +2651,11 @@ class Builder {
   }
 
   /** Where the last policy targeting the `kind` named `name` that sets `policy` is, if one does. */
-  targetedAt(kind: 'gateway' | 'listener' | 'backend', name: string, policy: string): FieldPath | undefined {
+  targetedAt(
+    kind: 'gateway' | 'listener' | 'route' | 'backend',
+    name: string,
+    policy: string,
+  ): FieldPath | undefined {
     const all = this.cfg.policies ?? [];
     for (let i = all.length - 1; i >= 0; i--) {
       const p = all[i];
