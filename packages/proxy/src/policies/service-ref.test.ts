@@ -61,13 +61,21 @@ before(async () => {
   for (const s of httpAuthz) await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
   const httpPort = (i: number) => ((httpAuthz[i] as Server).address() as AddressInfo).port;
   up = await startUpstream();
+  // a port that was bound and released: a stopped workload, whose connections are refused
+  const gone = createServer();
+  await new Promise<void>((r) => gone.listen(0, '127.0.0.1', r));
+  const stopped = (gone.address() as AddressInfo).port;
+  await new Promise((r) => gone.close(r));
   const workload = (name: string, service: string, port: number, target: number) =>
     `- {name: ${name}, namespace: auth, workloadIps: [127.0.0.1], services: {"auth/${service}": {"${port}": ${target}}}}`;
   proxy = await startProxy(`services:
 - {name: authz, namespace: auth, hostname: authz.auth.svc.cluster.local, vips: [], ports: {"9000": 0}}
 - {name: proc, namespace: auth, hostname: proc, vips: [], ports: {"9001": 0}}
 - {name: authz-http, namespace: auth, hostname: authz-http, vips: [], ports: {"9100": 0}}
+- {name: authz-half, namespace: auth, hostname: authz-half, vips: [], ports: {"9100": 0}}
 workloads:
+${workload('half-stopped', 'authz-half', 9100, stopped)}
+${workload('half-up', 'authz-half', 9100, httpPort(1))}
 ${workload('http-a', 'authz-http', 9100, httpPort(0))}
 ${workload('http-b', 'authz-http', 9100, httpPort(1))}
 ${workload('authz-a', 'authz.auth.svc.cluster.local', 9000, authz[0]!.port)}
@@ -86,6 +94,10 @@ binds:
     - matches: [{path: {pathPrefix: /http-authz}}]
       policies:
         extAuthz: {service: {name: auth/authz-http, port: 9100}, protocol: {http: {}}, timeout: 5s}
+      backends: [{host: "127.0.0.1:${up.port}"}]
+    - matches: [{path: {pathPrefix: /half-authz}}]
+      policies:
+        extAuthz: {service: {name: auth/authz-half, port: 9100}, protocol: {http: {}}, timeout: 5s}
       backends: [{host: "127.0.0.1:${up.port}"}]
     - matches: [{path: {pathPrefix: /proc}}]
       policies:
@@ -152,6 +164,21 @@ describe('a policy service by Service reference', () => {
     const denied = await request(proxy.url('/http-authz/deny'));
     await denied.body.text();
     assert.equal(denied.statusCode, 403);
+  });
+
+  test('a stopped workload of an HTTP extAuthz Service fails no check: its connections go to the next', async () => {
+    const b = httpHosts[1] as string[];
+    const before = b.length;
+    const statuses = await Promise.all(
+      [0, 1, 2, 3, 4, 5].map(async (i) => {
+        const r = await request(proxy.url(`/half-authz/${i}`));
+        await r.body.text();
+        return r.statusCode;
+      }),
+    );
+    assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200]);
+    assert.equal(b.length - before, 6, 'the workload that runs got every check');
+    assert.deepEqual([...new Set(b.slice(before))], ['authz-half:9100']);
   });
 
   test("extProc streams go to each of the Service's workloads in turn", async () => {

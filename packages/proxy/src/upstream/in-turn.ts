@@ -9,19 +9,83 @@ export interface Endpoint {
   port: number;
 }
 
+/** Errors that say a workload could not be reached (before any byte was sent): the next one is tried. */
+const UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  'ETIMEDOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/** How long a workload that could not be reached is passed over by new connections. */
+export const SKIP_UNREACHABLE_MS = 10_000;
+
 /**
  * `connect`, dialling each connection at the next of `endpoints`. The turn starts at a random one,
  * so that the workers, and the routes that call the same Service, do not all begin with the first.
+ * A workload that cannot be reached is passed over for `SKIP_UNREACHABLE_MS` and the connection is
+ * dialled at the next one, each at most once, so one stopped workload fails no call while another
+ * answers (when every one is passed over, they are dialled in turn as before). `connect` keeps the
+ * deadline of each attempt.
  */
 export function dialInTurn(
   connect: Connector.connector,
   endpoints: readonly Endpoint[],
+  now: () => number = Date.now,
 ): Connector.connector {
-  let next = Math.floor(Math.random() * endpoints.length);
-  return (opts, callback) => {
-    const e = endpoints[next++ % endpoints.length] as Endpoint;
-    return connect({ ...opts, hostname: e.host, port: String(e.port) }, callback);
-  };
+  const n = endpoints.length;
+  let next = Math.floor(Math.random() * n);
+  const skipUntil = new Float64Array(n);
+  // undici's connector returns the socket it opens, though its types say void.
+  const open = connect as (o: Connector.Options, cb: Connector.Callback) => unknown;
+  return ((opts: Connector.Options, callback: Connector.Callback) => {
+    const tried = new Set<number>();
+    const pick = (): number => {
+      const t = now();
+      for (let k = 0; k < n; k++) {
+        const i = (next + k) % n;
+        if (!tried.has(i) && (skipUntil[i] ?? 0) <= t) {
+          next = i + 1;
+          return i;
+        }
+      }
+      // every workload not yet tried is passed over: take them in turn all the same
+      for (let k = 0; k < n; k++) {
+        const i = (next + k) % n;
+        if (!tried.has(i)) {
+          next = i + 1;
+          return i;
+        }
+      }
+      return -1;
+    };
+    const attempt = (i: number): unknown => {
+      tried.add(i);
+      const e = endpoints[i] as Endpoint;
+      return open({ ...opts, hostname: e.host, port: String(e.port) }, (err, socket) => {
+        if (err) {
+          const code = (err as NodeJS.ErrnoException).code;
+          if (code && UNREACHABLE.has(code)) {
+            skipUntil[i] = now() + SKIP_UNREACHABLE_MS;
+            const j = pick();
+            if (j !== -1) {
+              attempt(j);
+              return;
+            }
+          }
+          callback(err, null);
+          return;
+        }
+        skipUntil[i] = 0;
+        callback(null, socket as NonNullable<typeof socket>);
+      });
+    };
+    return attempt(pick());
+  }) as Connector.connector;
 }
 
 const agents = new Map<string, Dispatcher>();

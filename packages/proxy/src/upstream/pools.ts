@@ -89,7 +89,8 @@ export function createPool(spec: PoolSpec): Dispatcher {
   if (tls) Object.assign(connect, tlsConnectOptions(tls, spec.allowH2));
   const direct = buildConnector(connect);
   return new Pool(spec.origin, {
-    connect: wrap(spec.endpoints ? dialInTurn(direct, spec.endpoints) : direct),
+    // each workload dialled gets the connect deadline of its own
+    connect: spec.endpoints ? dialInTurn(wrap(direct), spec.endpoints) : wrap(direct),
     connections: spec.maxConnections,
     keepAliveTimeout: spec.idleTimeoutMs,
     keepAliveMaxTimeout: spec.idleTimeoutMs,

@@ -40,7 +40,8 @@ export function createTunnel(spec: TunnelSpec, parts: TunnelParts): Dispatcher {
   const t = spec.tunnel;
   const proxyOrigin = `${t.tls ? 'https' : 'http'}://${t.proxy}`;
   const direct = buildConnector({ ...parts.connectOptions, ...parts.proxyTls } as Connector.BuildOptions);
-  const toProxy = parts.wrap(t.endpoints ? dialInTurn(direct, t.endpoints) : direct);
+  // each workload dialled gets the connect deadline of its own
+  const toProxy = t.endpoints ? dialInTurn(parts.wrap(direct), t.endpoints) : parts.wrap(direct);
   const poolOptions = {
     connections: spec.maxConnections,
     keepAliveTimeout: spec.idleTimeoutMs,
