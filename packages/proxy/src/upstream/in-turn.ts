@@ -3,6 +3,7 @@
 // the TLS server name, which undici takes from `host`, not `hostname`).
 import { createHash } from 'node:crypto';
 import type { buildConnector as Connector, Dispatcher } from 'undici';
+import { Secret } from '../secret.ts';
 
 export interface Endpoint {
   host: string;
@@ -110,8 +111,11 @@ export function serviceDispatcher<D extends Dispatcher>(key: string, create: () 
  * policies' gRPC channels: secrets hashed in, not kept.
  */
 export function dispatcherKey(...parts: unknown[]): string {
-  const text = JSON.stringify(parts, (_k, v) =>
-    v && typeof v === 'object' && 'reveal' in v ? `k:${v.reveal()}` : v,
-  );
+  // JSON.stringify calls a Secret's toJSON ('[redacted]') before the replacer sees the value: the
+  // holder still has the Secret itself
+  const text = JSON.stringify(parts, function (this: Record<string, unknown>, k, v) {
+    const raw = this[k];
+    return raw instanceof Secret ? `k:${raw.reveal()}` : v;
+  });
   return createHash('sha256').update(text).digest('base64url');
 }

@@ -6,7 +6,7 @@ import type { Socket } from 'node:net';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import type { buildConnector as Connector, Dispatcher } from 'undici';
 import type { DnsIR, GlobalIR, ResolvedBackendPolicies, TunnelIR } from '../config/ir.ts';
-import { dialInTurn, type Endpoint } from './in-turn.ts';
+import { dialInTurn, dispatcherKey, type Endpoint } from './in-turn.ts';
 import { createTunnel } from './tunnel.ts';
 import { buildConnector, errors, Pool } from './undici.ts';
 
@@ -42,12 +42,6 @@ export function dnsConnectOptions(d: DnsIR | undefined): { family?: 4 | 6; looku
         dns.lookup(host, { ...options, order: 'ipv4first' }, cb as never)) as net.LookupFunction,
     };
   return {};
-}
-
-export function poolKey(spec: PoolSpec): string {
-  return JSON.stringify(spec, (_k, v) =>
-    v && typeof v === 'object' && 'reveal' in v ? `k:${v.reveal()}` : v,
-  );
 }
 
 /** A backend's connections: a Pool to its origin, or through its forward proxy (backendTunnel). */
@@ -212,7 +206,8 @@ export class PoolRegistry {
   }
 
   acquire(spec: PoolSpec): Dispatcher {
-    const key = poolKey(spec);
+    // what the pool is made of, its secrets (TLS keys) hashed in rather than kept in the key
+    const key = dispatcherKey(spec);
     let pool = this.#pools.get(key);
     if (!pool) {
       const max = spec.maxConnections;
