@@ -497,7 +497,7 @@ binds:
     const took = performance.now() - t0;
     assert.equal(r.status, 503, r.body);
     assert.match(r.body, /upstream connect error: .*timeout/i);
-    // The configured 200 ms, not a coarser clock's next tick.
-    assert.ok(took >= 180 && took < 450, `answered after ${Math.round(took)} ms`);
+    // The configured 200 ms, not a coarser clock's next tick (a second), with room for a busy machine.
+    assert.ok(took >= 180 && took < 950, `answered after ${Math.round(took)} ms`);
   });
 });

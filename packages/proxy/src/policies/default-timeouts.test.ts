@@ -46,31 +46,40 @@ after(async () => {
   paused.close();
 });
 
-async function timed(path: string): Promise<{ status: number; ms: number }> {
+/** The request's status, how long it took, and the reason its policy gave for failing (its trace). */
+async function timed(path: string): Promise<{ status: number; ms: number; reason: string }> {
+  const trace = proxy.trace();
   const t0 = performance.now();
   const r = await request(proxy.url(path));
   await r.body.text();
-  return { status: r.statusCode, ms: performance.now() - t0 };
+  const ms = performance.now() - t0;
+  const failure = (await trace).find((e) => JSON.stringify(e).includes('"result":"failure"'));
+  const reason = /"reason":"([^"]*)"/.exec(JSON.stringify(failure ?? {}))?.[1] ?? '';
+  return { status: r.statusCode, ms, reason };
 }
 
-// Generous on the upper side (a loaded CI machine), tight enough that another default fails.
-const within = (ms: number, lo: number, hi: number) =>
-  assert.ok(ms >= lo && ms < hi, `answered after ${ms.toFixed(0)} ms, expected ${lo}–${hi} ms`);
+// The deadline is told by the reason the policy gives, which names it; the time taken only rules out
+// giving up early, or waiting for an answer (the server never sends one: the request would hang).
+const atLeast = (r: { ms: number }, lo: number) =>
+  assert.ok(r.ms >= lo && r.ms < 5_000, `answered after ${r.ms.toFixed(0)} ms, expected ${lo} ms or more`);
 
 test('ext_authz over gRPC gives up after 200 ms by default (fail closed: 403)', async () => {
   const r = await timed('/authz-grpc');
   assert.equal(r.status, 403);
-  within(r.ms, 190, 450);
+  assert.equal(r.reason, 'no answer within 200ms');
+  atLeast(r, 190);
 });
 
 test('ext_authz over HTTP gives up after 200 ms by default', async () => {
   const r = await timed('/authz-http');
   assert.equal(r.status, 403);
-  within(r.ms, 190, 450);
+  assert.equal(r.reason, 'no answer within 200ms');
+  atLeast(r, 190);
 });
 
 test('the remote rate limit gives up after 100 ms by default', async () => {
   const r = await timed('/ratelimit');
   assert.equal(r.status, 500);
-  within(r.ms, 95, 195);
+  assert.equal(r.reason, 'no answer within 100ms');
+  atLeast(r, 95);
 });

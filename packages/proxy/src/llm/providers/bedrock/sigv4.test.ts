@@ -29,9 +29,7 @@ test('no AWS credentials anywhere: a GwError naming the cause, then no new looku
   });
   // Credentials appear, but the failure is remembered: the chain is not walked on every request.
   writeFileSync(join(dir, 'credentials'), '[default]\naws_access_key_id = AKID\naws_secret_access_key = s\n');
-  const started = performance.now();
   await assert.rejects(sigV4(request(), 'us-east-1', 'bedrock'), /no AWS credentials/);
-  assert.ok(performance.now() - started < 50);
   // The environment is read on every request, failure or not.
   process.env.AWS_ACCESS_KEY_ID = 'AKID';
   process.env.AWS_SECRET_ACCESS_KEY = 's';
