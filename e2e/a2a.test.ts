@@ -106,8 +106,11 @@ describe('an a2a GwBackend through the controller', () => {
     const metrics = await (await fetch(`${gw.stats}/metrics`)).text();
     assert.match(metrics, /gw_a2a_requests_total\{[^}]*method="SendStreamingMessage",outcome="ok"[^}]*\} 1/);
 
-    const accepted = await kubectl(['get', 'gwbackend', 'agent', '-o', 'jsonpath={.status.conditions[0]}']);
-    const c = JSON.parse(accepted) as { status: string; reason: string };
-    assert.deepEqual([c.status, c.reason], ['True', 'Accepted']);
+    await until('the GwBackend Accepted', async () => {
+      const accepted = await kubectl(['get', 'gwbackend', 'agent', '-o', 'jsonpath={.status.conditions[0]}']);
+      const c = (accepted ? JSON.parse(accepted) : {}) as { status?: string; reason?: string };
+      if (c.status !== 'True' || c.reason !== 'Accepted') throw new Error(`the condition is ${accepted}`);
+      return true;
+    });
   });
 });

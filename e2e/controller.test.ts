@@ -161,10 +161,17 @@ spec:
     const other = await get('/other');
     assert.equal(other.status, 200);
     assert.equal(other.headers['x-upstream'], 'echo', 'no entry holds: the backend answers');
-    const attached = JSON.parse(
-      await kubectl(['-n', 'default', 'get', 'gwpolicy', 'conditional', '-o', 'json']),
-    ).status.ancestors[0].conditions.find((c: { type: string }) => c.type === 'Attached');
-    assert.equal(attached.reason, 'Attached', attached.message);
+    // the status is written after the config is pushed: traffic can show the policy first
+    await until('the policy Attached', async () => {
+      const status = JSON.parse(
+        await kubectl(['-n', 'default', 'get', 'gwpolicy', 'conditional', '-o', 'json']),
+      ).status;
+      const attached = status?.ancestors?.[0]?.conditions?.find(
+        (c: { type: string }) => c.type === 'Attached',
+      );
+      if (attached?.reason !== 'Attached') throw new Error(`Attached is ${JSON.stringify(attached)}`);
+      return true;
+    });
     await kubectl(['-n', 'default', 'delete', 'gwpolicy', 'conditional']);
     await until('the policy removed', async () =>
       (await get('/health')).headers['x-upstream'] === 'echo' ? true : undefined,
@@ -265,10 +272,17 @@ spec:
     };
     assert.deepEqual(sent.messages[0], { role: 'system', content: 'Answer briefly.' });
     assert.deepEqual(sent.messages[1], { role: 'user', content: 'Hello!' });
-    const attached = JSON.parse(
-      await kubectl(['-n', 'default', 'get', 'gwpolicy', 'llm-routes', '-o', 'json']),
-    ).status.ancestors[0].conditions.find((c: { type: string }) => c.type === 'Attached');
-    assert.equal(attached.reason, 'Attached', attached.message);
+    // the status is written after the config is pushed: traffic can show the policy first
+    await until('the policy Attached', async () => {
+      const status = JSON.parse(
+        await kubectl(['-n', 'default', 'get', 'gwpolicy', 'llm-routes', '-o', 'json']),
+      ).status;
+      const attached = status?.ancestors?.[0]?.conditions?.find(
+        (c: { type: string }) => c.type === 'Attached',
+      );
+      if (attached?.reason !== 'Attached') throw new Error(`Attached is ${JSON.stringify(attached)}`);
+      return true;
+    });
     await kubectl(['-n', 'default', 'delete', 'gwpolicy', 'llm-routes']);
   });
 

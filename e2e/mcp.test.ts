@@ -188,14 +188,19 @@ spec:
       /not allowed/,
     );
     await client.close();
-    const attached = await kubectl([
-      'get',
-      'gwpolicy',
-      'no-sum',
-      '-o',
-      'jsonpath={.status.ancestors[0].conditions[?(@.type=="Attached")].message}',
-    ]);
-    assert.equal(attached, 'attached to GwBackend default/tools MCP target everything');
+    // the status is written after the config is pushed: traffic can show the policy first
+    await until('the policy Attached', async () => {
+      const attached = await kubectl([
+        'get',
+        'gwpolicy',
+        'no-sum',
+        '-o',
+        'jsonpath={.status.ancestors[0].conditions[?(@.type=="Attached")].message}',
+      ]);
+      if (attached !== 'attached to GwBackend default/tools MCP target everything')
+        throw new Error(`Attached says ${JSON.stringify(attached)}`);
+      return true;
+    });
   });
 
   test('a GwPolicy with guardrail processors: the processor refuses a call, the client gets its error', async () => {
@@ -231,13 +236,18 @@ spec:
     } finally {
       await client.close();
     }
-    const attached = await kubectl([
-      'get',
-      'gwpolicy',
-      'guarded',
-      '-o',
-      'jsonpath={.status.ancestors[0].conditions[?(@.type=="Attached")].message}',
-    ]);
-    assert.equal(attached, 'attached to GwBackend default/tools');
+    // the status is written after the config is pushed: traffic can show the policy first
+    await until('the policy Attached', async () => {
+      const attached = await kubectl([
+        'get',
+        'gwpolicy',
+        'guarded',
+        '-o',
+        'jsonpath={.status.ancestors[0].conditions[?(@.type=="Attached")].message}',
+      ]);
+      if (attached !== 'attached to GwBackend default/tools')
+        throw new Error(`Attached says ${JSON.stringify(attached)}`);
+      return true;
+    });
   });
 });
