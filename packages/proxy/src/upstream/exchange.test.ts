@@ -117,7 +117,7 @@ test('a body the reader does not keep up with pauses the upstream, and all of it
   });
   const res = await new Exchange(pool, { path: '/big', method: 'GET', headers: {}, body: null }).response;
   // Nothing is read for a while: the server's writes back up.
-  await new Promise((r) => setTimeout(r, 50));
+  for (let i = 0; i < 250 && paused === 0; i++) await new Promise((r) => setTimeout(r, 20));
   assert.ok(paused > 0, 'the upstream saw backpressure');
   let n = 0;
   for await (const c of res.body) n += (c as Buffer).length;
@@ -125,11 +125,19 @@ test('a body the reader does not keep up with pauses the upstream, and all of it
 });
 
 test('abort before the head rejects with the reason and closes the upstream connection', async () => {
+  let reached!: () => void;
+  const atUpstream = new Promise<void>((r) => {
+    reached = r;
+  });
   const closed = new Promise<void>((resolve) => {
-    routes.set('/slow-head', (req) => req.socket.once('close', () => resolve()));
+    routes.set('/slow-head', (req) => {
+      req.socket.once('close', () => resolve());
+      reached();
+    });
   });
   const x = new Exchange(pool, { path: '/slow-head', method: 'GET', headers: {}, body: null });
-  await new Promise((r) => setTimeout(r, 20));
+  // aborted once the request is at the upstream, before any answer
+  await atUpstream;
   const reason = new GwError('GW_ERR_BACKEND_TIMEOUT');
   x.abort(reason);
   await assert.rejects(x.response, (err) => err === reason);
@@ -142,11 +150,17 @@ test('abort before the request is sent: nothing reaches the upstream', async () 
     reached = true;
     res.end();
   });
-  const x = new Exchange(pool, { path: '/never', method: 'GET', headers: {}, body: null });
+  // A pool of its own, with no connection yet: undici hands a request to an idle connection within
+  // dispatch() (onConnect, then the write, before the constructor returns), so an abort could not
+  // come first; a new connection is made asynchronously, and the abort lands before it.
+  const fresh = new Pool(origin);
+  const x = new Exchange(fresh, { path: '/never', method: 'GET', headers: {}, body: null });
   const reason = new GwError('GW_ERR_CLIENT_CLOSED');
   x.abort(reason);
   await assert.rejects(x.response, (err) => err === reason);
+  // the connection it would have used is made and idle: nothing was written on it
   await new Promise((r) => setTimeout(r, 30));
+  await fresh.close();
   assert.equal(reached, false);
 });
 

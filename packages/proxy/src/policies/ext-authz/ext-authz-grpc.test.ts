@@ -45,7 +45,7 @@ async function answer(verdict: string | undefined): Promise<CheckAnswer> {
         },
       };
     case 'slow':
-      await sleep(1_000);
+      await sleep(5_000);
       return { status: { code: 0 } };
     default:
       // Denied with no HTTP response: the gateway picks the answer.
@@ -176,7 +176,7 @@ describe('gRPC ext_authz against a real Authorization/Check server', () => {
     const before = up.seen.length;
     const t0 = performance.now();
     const closed = await call('/slow-closed', { 'x-authz': 'slow' });
-    assert.ok(performance.now() - t0 < 900, 'answered at the deadline, not when the server did');
+    assert.ok(performance.now() - t0 < 3000, 'answered at the deadline, not when the server did');
     assert.equal(closed.status, 403);
     assert.equal(closed.text, 'external authorization failed\n');
     assert.equal(up.seen.length, before);
