@@ -46,7 +46,16 @@ const leaderGauge = async (r: Replica) => {
 const lease = async () => {
   const r = await kube.kubectl(['get', 'lease', 'gw-controller', '-o', 'json']);
   return r.code === 0
-    ? (JSON.parse(r.stdout) as { spec: { holderIdentity?: string; leaseTransitions?: number } }).spec
+    ? (
+        JSON.parse(r.stdout) as {
+          spec: {
+            holderIdentity?: string;
+            leaseTransitions?: number;
+            renewTime?: string;
+            acquireTime?: string;
+          };
+        }
+      ).spec
     : undefined;
 };
 
@@ -77,14 +86,24 @@ test('one replica leads and writes status; killed, it is replaced and the new le
 
   const transitions = (await lease())?.leaseTransitions ?? 0;
   leader.controller.child.kill('SIGKILL');
-  const started = Date.now();
-  await until(`${follower.name} to take the Lease`, async () =>
-    (await lease())?.holderIdentity === follower.name ? true : undefined,
+  // the dead leader's last renewal: the Lease runs out LEASE_SECONDS after it, not after the kill
+  const renewed = (await lease())?.renewTime;
+  assert.ok(renewed, 'the Lease has a renewTime');
+  const taken = await until(`${follower.name} to take the Lease`, async () => {
+    const l = await lease();
+    return l?.holderIdentity === follower.name ? l : undefined;
+  });
+  assert.ok(taken.acquireTime, 'the new holder set acquireTime');
+  // MicroTime (RFC 3339 with microseconds): Date.parse reads it to the millisecond
+  const waited = Date.parse(taken.acquireTime) - Date.parse(renewed);
+  assert.ok(
+    waited >= LEASE_SECONDS * 1000 - 500,
+    `taken ${waited} ms after the last renewal (${renewed} → ${taken.acquireTime}): not before the Lease ran out`,
   );
-  const took = Date.now() - started;
-  assert.ok(took >= (LEASE_SECONDS - 1) * 1000, `took over after ${took} ms: not before the Lease ran out`);
-  assert.equal((await lease())?.leaseTransitions, transitions + 1);
-  assert.equal(await leaderGauge(follower), 1);
+  assert.equal(taken.leaseTransitions, transitions + 1);
+  await until('the new leader to say so in its gauge', async () =>
+    (await leaderGauge(follower)) === 1 ? true : undefined,
+  );
 
   await kubectl(
     ['apply', '--server-side', '-f', '-'],

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError } from '@gw/api';
-import { startUpstream, type TestServer } from '@gw/testkit';
+import { CLOSED_PORT, startUpstream, type TestServer } from '@gw/testkit';
 import { type AuthzServer, type CheckAnswer, startAuthzServer } from '@gw/testkit/ext-authz-server';
 import { type ExtProcServer, setRequestHeader, startExtProcServer } from '@gw/testkit/ext-proc-server';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
@@ -61,11 +61,6 @@ before(async () => {
   for (const s of httpAuthz) await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
   const httpPort = (i: number) => ((httpAuthz[i] as Server).address() as AddressInfo).port;
   up = await startUpstream();
-  // a port that was bound and released: a stopped workload, whose connections are refused
-  const gone = createServer();
-  await new Promise<void>((r) => gone.listen(0, '127.0.0.1', r));
-  const stopped = (gone.address() as AddressInfo).port;
-  await new Promise((r) => gone.close(r));
   const workload = (name: string, service: string, port: number, target: number) =>
     `- {name: ${name}, namespace: auth, workloadIps: [127.0.0.1], services: {"auth/${service}": {"${port}": ${target}}}}`;
   proxy = await startProxy(`services:
@@ -74,7 +69,7 @@ before(async () => {
 - {name: authz-http, namespace: auth, hostname: authz-http, vips: [], ports: {"9100": 0}}
 - {name: authz-half, namespace: auth, hostname: authz-half, vips: [], ports: {"9100": 0}}
 workloads:
-${workload('half-stopped', 'authz-half', 9100, stopped)}
+${workload('half-stopped', 'authz-half', 9100, CLOSED_PORT)}
 ${workload('half-up', 'authz-half', 9100, httpPort(1))}
 ${workload('http-a', 'authz-http', 9100, httpPort(0))}
 ${workload('http-b', 'authz-http', 9100, httpPort(1))}

@@ -4,11 +4,12 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { CLOSED_PORT } from '@gw/testkit';
 import { buildConnector, Pool } from 'undici';
 import { dialInTurn, type Endpoint, SKIP_UNREACHABLE_MS } from './in-turn.ts';
 
 let servers: Server[];
-/** Ports of two servers that answer with their index, and one nothing listens on. */
+/** Two servers that answer with their index, and a port nothing listens on. */
 let live: Endpoint[];
 let dead: Endpoint;
 
@@ -20,11 +21,8 @@ before(async () => {
   );
   for (const s of servers) await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
   live = servers.map((s) => ({ host: '127.0.0.1', port: (s.address() as AddressInfo).port }));
-  // a port that was bound and released: connections to it are refused
-  const gone = createServer();
-  await new Promise<void>((r) => gone.listen(0, '127.0.0.1', r));
-  dead = { host: '127.0.0.1', port: (gone.address() as AddressInfo).port };
-  await new Promise((r) => gone.close(r));
+  // nothing listens there: connections to it are refused
+  dead = { host: '127.0.0.1', port: CLOSED_PORT };
 });
 after(async () => {
   for (const s of servers ?? []) {

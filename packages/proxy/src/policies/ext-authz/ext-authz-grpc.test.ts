@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError } from '@gw/api';
-import { freePort, startUpstream, type TestServer } from '@gw/testkit';
+import { CLOSED_PORT, startUpstream, type TestServer } from '@gw/testkit';
 import { type AuthzServer, type CheckAnswer, startAuthzServer } from '@gw/testkit/ext-authz-server';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { HeaderValueOption_HeaderAppendAction as Action } from '@gw/xds-proto/envoy/config/core/v3/base';
@@ -59,7 +59,7 @@ let proxy: TestProxy;
 before(async () => {
   authz = await startAuthzServer((req) => answer(req.attributes?.request?.http?.headers['x-authz']));
   up = await startUpstream();
-  const dead = `127.0.0.1:${await freePort()}`;
+  const dead = `127.0.0.1:${CLOSED_PORT}`;
   const route = (name: string, extAuthz: string, extra = '') => `
     - name: ${name}
       matches: [{path: {pathPrefix: /${name}}}]

@@ -3,7 +3,7 @@ import http, { type IncomingMessage } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError } from '@gw/api';
-import { freePort, startUpstream, type TestServer } from '@gw/testkit';
+import { CLOSED_PORT, startUpstream, type TestServer } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
 import { loadConfigText } from '../../config/load.ts';
@@ -78,7 +78,7 @@ let proxy: TestProxy;
 before(async () => {
   authz = await startHttpAuthz();
   up = await startUpstream();
-  const dead = `127.0.0.1:${await freePort()}`;
+  const dead = `127.0.0.1:${CLOSED_PORT}`;
   const route = (name: string, extAuthz: string, extra = '') => `
     - name: ${name}
       matches: [{path: {pathPrefix: /${name}}}]

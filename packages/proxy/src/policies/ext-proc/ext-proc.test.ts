@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ConfigError } from '@gw/api';
-import { freePort, startUpstream, type TestServer } from '@gw/testkit';
+import { CLOSED_PORT, startUpstream, type TestServer } from '@gw/testkit';
 import {
   type ExtProcServer,
   type ProcessingAnswer,
@@ -94,7 +94,7 @@ let proxy: TestProxy;
 before(async () => {
   proc = await startExtProcServer(answer);
   up = await startUpstream();
-  const dead = `127.0.0.1:${await freePort()}`;
+  const dead = `127.0.0.1:${CLOSED_PORT}`;
   const route = (name: string, extProc: string) => `
     - name: ${name}
       matches: [{path: {pathPrefix: /${name}}}]

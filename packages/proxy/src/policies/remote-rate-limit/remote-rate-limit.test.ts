@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError } from '@gw/api';
 import {
-  freePort,
+  CLOSED_PORT,
   type RateLimitService,
   startRateLimitService,
   startUpstream,
@@ -74,7 +74,7 @@ before(async () => {
     res.writeHead(200, { 'content-type': 'application/json', 'x-cost': '5' });
     res.end(JSON.stringify({ usage: { prompt_tokens: 60, completion_tokens: 50, total_tokens: 110 } }));
   });
-  const dead = `127.0.0.1:${await freePort()}`;
+  const dead = `127.0.0.1:${CLOSED_PORT}`;
   const route = (name: string, policy: string) => `
     - name: ${name}
       matches: [{path: {pathPrefix: /${name}}}]

@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError } from '@gw/api';
-import { freePort, startUpstream, type TestServer } from '@gw/testkit';
+import { CLOSED_PORT, startUpstream, type TestServer } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
 import { loadConfigText } from '../../config/load.ts';
@@ -49,7 +49,7 @@ before(async () => {
   mirror = await startUpstream('mirror');
   shadows = await Promise.all(['shadow-a', 'shadow-b'].map((name) => startUpstream(name, () => sleep(100))));
   stalled = await startStalledMirror();
-  const dead = `127.0.0.1:${await freePort()}`;
+  const dead = `127.0.0.1:${CLOSED_PORT}`;
   const route = (name: string, host: string, percentage = 1) => `
     - name: ${name}
       matches: [{path: {pathPrefix: /${name}}}]
