@@ -1,7 +1,10 @@
 // A plain node:http client for tests that need what fetch hides: the Host header, a chosen agent,
 // the HTTP version and whether the socket was reused.
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 export interface Reply {
   status: number;
@@ -63,26 +66,103 @@ export const CLOSED_PORT = 1;
 const handedOut = new Set<number>();
 
 /**
- * A loopback port free now (another process may still take it before it is bound), never one this
- * process was handed before. The OS may give a port it just gave back: a test that picked its proxy's
- * listener port, then started a controller that picked its own ports, once saw both get 44137 (the
- * controller bound it first; the proxy refused its config).
+ * Where freePort picks: below the kernel's ephemeral range, whose ports every `listen(0)` and outgoing
+ * connection on the machine draws from, so no other program takes a port between the pick and the
+ * bind. Undefined when there is no room below it (the ports then come from listen(0), as before).
+ */
+const PICK_RANGE: { low: number; high: number } | undefined = (() => {
+  let low = 32768;
+  try {
+    low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+  } catch {}
+  // above the ports services and gw itself use by default (15000, 15020, 15021, 9978 …)
+  const from = 20_000;
+  return Number.isInteger(low) && low - from >= 4096 ? { low: from, high: low - 1 } : undefined;
+})();
+
+/** The ports other test processes hold: one file per port, naming the process (`wx`: first wins). */
+const RESERVED = join(tmpdir(), 'gw-test-ports');
+
+/** Takes `port` for this process unless a live process holds it. */
+function reserve(port: number): boolean {
+  const file = join(RESERVED, String(port));
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: 'wx' });
+      return true;
+    } catch {
+      let holder = 0;
+      try {
+        holder = Number(readFileSync(file, 'utf8').trim() || 0);
+      } catch {}
+      try {
+        if (holder > 0 && holder !== process.pid) {
+          process.kill(holder, 0);
+          return false;
+        }
+      } catch {}
+      // the holder has exited (or wrote nothing): the port is free to take again
+      rmSync(file, { force: true });
+    }
+  }
+  return false;
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+function ephemeralPort(): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const p = (s.address() as AddressInfo).port;
+      s.close(() => resolve(p));
+    });
+  });
+}
+
+/**
+ * A loopback port free now, never one this process was handed before. It is picked below the
+ * ephemeral range (another program's listen(0) or connection cannot take it before the test binds
+ * it) and reserved against the other test processes, which run in parallel; a test that binds it
+ * much later (a controller started after a Helm install) still finds it free. The OS alone may give a
+ * port it just gave back: a test that picked its proxy's listener port, then started a controller that
+ * picked its own ports, once saw both get 44137.
  */
 export async function freePort(): Promise<number> {
+  if (PICK_RANGE) {
+    mkdirSync(RESERVED, { recursive: true });
+    const span = PICK_RANGE.high - PICK_RANGE.low + 1;
+    for (let i = 0; i < 200; i++) {
+      const port = PICK_RANGE.low + Math.floor(Math.random() * span);
+      if (handedOut.has(port) || !reserve(port)) continue;
+      // taken before the check awaits, so that calls at once never share a port
+      handedOut.add(port);
+      if (await canListen(port)) return port;
+    }
+  }
   for (;;) {
-    const port = await new Promise<number>((resolve, reject) => {
-      const s = net.createServer();
-      s.once('error', reject);
-      s.listen(0, '127.0.0.1', () => {
-        const p = (s.address() as AddressInfo).port;
-        s.close(() => resolve(p));
-      });
-    });
+    const port = await ephemeralPort();
     if (handedOut.has(port)) continue;
     handedOut.add(port);
     return port;
   }
 }
+
+process.once('exit', () => {
+  for (const port of handedOut) {
+    const file = join(RESERVED, String(port));
+    try {
+      if (readFileSync(file, 'utf8').trim() === String(process.pid)) rmSync(file, { force: true });
+    } catch {}
+  }
+});
 
 export interface RawReply {
   /** Status of the final response (after any 1xx). */
