@@ -10,7 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { type KubeHarness, startKube } from '@gw/testkit';
+import { freePort, type KubeHarness, startKube } from '@gw/testkit';
 import { gatewayYaml, routeYaml } from './support/controller-e2e.ts';
 import {
   type ControllerProcess,
@@ -30,7 +30,8 @@ interface Relay {
   close(): Promise<void>;
 }
 
-async function startRelay(target: { host: string; port: number }, port = 0): Promise<Relay> {
+/** `port`: from freePort by default, a port no other program can take while the relay is cut. */
+async function startRelay(target: { host: string; port: number }, port?: number): Promise<Relay> {
   const sockets = new Set<net.Socket>();
   let server: net.Server;
   const listen = (p: number) =>
@@ -47,7 +48,7 @@ async function startRelay(target: { host: string; port: number }, port = 0): Pro
       server.once('error', rej);
       server.listen(p, '127.0.0.1', () => res((server.address() as net.AddressInfo).port));
     });
-  const bound = await listen(port);
+  const bound = await listen(port ?? (await freePort()));
   const stop = () =>
     new Promise<void>((res) => {
       for (const s of sockets) s.destroy();

@@ -11,7 +11,7 @@ import { startXdsServer, type XdsEvents, type XdsServer } from '@gw/controller/x
 import type { ProxyIR } from '@gw/proxy/config/ir';
 import { LogHub } from '@gw/proxy/observability/logger';
 import { startXdsClient, type XdsClient } from '@gw/proxy/xds-client/client';
-import { makeTestPki } from '@gw/testkit';
+import { freePort, makeTestPki } from '@gw/testkit';
 
 const dir = mkdtempSync(join(tmpdir(), 'gw-xds-'));
 const cleanups: (() => unknown)[] = [];
@@ -118,7 +118,8 @@ const routeBodies = (ir: ProxyIR | undefined) =>
 
 describe('xDS server and client', () => {
   test('per-Gateway resources, deltas, NACK keeps the last good config, restart resyncs', async () => {
-    let srv = await startXdsServer({ port: 0, host: '127.0.0.1', mode: 'plaintext' });
+    // a port no other program can take while the server is down, as it comes back on the same one
+    let srv = await startXdsServer({ port: await freePort(), host: '127.0.0.1', mode: 'plaintext' });
     cleanups.push(() => srv.close());
     const port = srv.port;
     srv.setResources('ns/a', gatewayResources('ns/a', 8081, { '/a': 'a0' }));

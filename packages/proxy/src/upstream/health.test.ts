@@ -9,6 +9,7 @@ import net from 'node:net';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigDump } from '@gw/api';
+import { freePort } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { startUpstream } from '@gw/testkit/upstream';
 import pino from 'pino';
@@ -313,7 +314,8 @@ async function flaky(name: string) {
     res.end();
   });
   const listen = (port: number) => new Promise<void>((r) => server.listen(port, '127.0.0.1', () => r()));
-  await listen(0);
+  // a port nothing else can take while the server is down (listen(0) could hand it to another)
+  await listen(await freePort());
   state.port = (server.address() as net.AddressInfo).port;
   const down = () =>
     new Promise<void>((r) => {
