@@ -499,7 +499,7 @@ describe('graceful shutdown', () => {
   });
 
   test('connectionMinTerminationDeadline: after SIGTERM readiness fails at once, but new requests are served until the minimum has passed', async () => {
-    const minMs = 3000;
+    const minMs = 5000;
     slow ??= await startUpstream('slow', () => sleep(1000));
     const g = await startGw({
       yaml: slowConfig(slow.port).replace(
