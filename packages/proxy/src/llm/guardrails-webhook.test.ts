@@ -105,8 +105,10 @@ before(async () => {
   const bad = await listen(broken);
   ({ openai, anthropic } = await startFakeProviders({ chunkDelayMs: 1 }, { chunkDelayMs: 1 }));
   const wh = (extra = '') => `{webhook: {target: {host: "${good}"}${extra}}}`;
+  // a short timeout for the service that never answers; the others answer at once, and a timeout a
+  // busy machine's stall could reach would be reported instead of what they answered
   const failing = (path: string, extra = '') =>
-    `{webhook: {target: {host: "${bad}"}, timeout: 300ms, headers: {":path": '"${path}"'}${extra}}}`;
+    `{webhook: {target: {host: "${bad}"}, timeout: ${path === '/slow' ? '300ms' : '5s'}, headers: {":path": '"${path}"'}${extra}}}`;
   ({ proxy, gpt, claude } = await startGuardProxy(`${gptModel(openai, 'req', `{request: [${wh()}]}`)}
 ${gptModel(openai, 'res', `{response: [${wh()}]}`)}
 ${gptModel(openai, 'res-reject', `{response: [${wh(`, headers: {x-mode: '"reject"'}`)}]}`)}

@@ -32,14 +32,16 @@ binds:
 
 describe('config.mcp.sessionTtl', () => {
   test('a session ends when its time is up: 404, its upstream session ended, a new one works', async () => {
-    const proxy = await startProxy(gateway('config: {mcp: {sessionTtl: 1500ms}}'));
+    // a session's start is kept in whole seconds, so it lasts 2 to 3 s: time for the first calls on a
+    // busy machine
+    const proxy = await startProxy(gateway('config: {mcp: {sessionTtl: 3s}}'));
     try {
       const { client, transport } = await connectClient(proxy.url('/mcp'));
       assert.ok((await client.listTools()).tools.length > 0);
       const id = 'sessionId' in transport ? transport.sessionId : undefined;
       assert.ok(id, 'a session id');
       await eventually(() => web.sessions.size === 1, 5000, 'the upstream session');
-      await sleep(1700);
+      await sleep(3200);
       await assert.rejects(client.listTools(), (err: Error) => {
         assert.match(err.message, /404|Session expired/);
         return true;

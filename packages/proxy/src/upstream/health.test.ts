@@ -5,11 +5,11 @@
 // out and bring it back, upstreams go down and come back, one prober per proxy across two workers.
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import net from 'node:net';
+import type net from 'node:net';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigDump } from '@gw/api';
-import { freePort } from '@gw/testkit';
+import { CLOSED_PORT, freePort } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { startUpstream } from '@gw/testkit/upstream';
 import pino from 'pino';
@@ -69,7 +69,7 @@ async function hits(p: TestProxy, n: number): Promise<Record<string, number>> {
 test('consecutive 5xx eject an endpoint; traffic moves to the healthy one; it returns after the backoff', async () => {
   const a = await switchable('a');
   const b = await switchable('b');
-  const p = await proxy(config([a.port, b.port], '{eviction: {consecutiveFailures: 3, duration: 1s}}'));
+  const p = await proxy(config([a.port, b.port], '{eviction: {consecutiveFailures: 3, duration: 5s}}'));
 
   a.answer = [500, {}];
   // Until three 500s in a row came from a, some requests see them; after that, none.
@@ -110,10 +110,7 @@ test('consecutive 5xx eject an endpoint; traffic moves to the healthy one; it re
 test('a connection failure counts; a success in between resets the count', async () => {
   const b = await switchable('b');
   // A port nothing listens on: every attempt is refused.
-  const dead = net.createServer();
-  await new Promise<void>((r) => dead.listen(0, '127.0.0.1', r));
-  const deadPort = (dead.address() as net.AddressInfo).port;
-  await new Promise((r) => dead.close(r));
+  const deadPort = CLOSED_PORT;
   const p = await proxy(config([deadPort, b.port], '{eviction: {consecutiveFailures: 2, duration: 10s}}'));
   let refused = 0;
   for (let i = 0; i < 200 && refused < 2; i++) refused += (await hits(p, 1))['none 503'] ?? 0;
@@ -192,14 +189,14 @@ test('Retry-After on a 503 or 429 ejects at once for that time', async () => {
   const a = await switchable('a');
   const b = await switchable('b');
   const p = await proxy(config([a.port, b.port], '{eviction: {consecutiveFailures: 5, duration: 100ms}}'));
-  a.answer = [429, { 'retry-after': '2' }];
+  a.answer = [429, { 'retry-after': '5' }];
   let limited = 0;
   for (let i = 0; i < 200 && limited < 1; i++) limited += (await hits(p, 1))['a 429'] ?? 0;
   a.answer = [200, {}];
   const [ha] = p.plane.endpointHealth();
   assert.equal(ha?.lastEjection, '429 Retry-After');
   const until = Date.parse(ha?.ejectedUntil ?? '');
-  assert.ok(until - Date.now() > 1500, 'ejected for about two seconds, not the 100ms duration');
+  assert.ok(until - Date.now() > 3500, 'ejected for about five seconds, not the 100ms duration');
   assert.deepEqual(await hits(p, 20), { 'b 200': 20 });
   await sleep(until - Date.now() + 50);
   assert.ok(((await hits(p, 40))['a 200'] ?? 0) > 0, 'a is back after Retry-After');
@@ -334,8 +331,10 @@ async function until(what: string, f: () => boolean, timeoutMs = 5_000): Promise
   }
 }
 
+// A probe timeout far above a busy machine's stall: the servers answer in this thread, and a healthy
+// endpoint timed out twice would leave the set.
 const ACTIVE =
-  '{active: {path: /healthz, interval: 50ms, timeout: 200ms, unhealthyThreshold: 2, healthyThreshold: 2}}';
+  '{active: {path: /healthz, interval: 50ms, timeout: 2s, unhealthyThreshold: 2, healthyThreshold: 2}}';
 
 test('active: an endpoint failing its probes leaves the balancing set and comes back after healthyThreshold passes; requests are not what decides', async () => {
   const a = await flaky('a');
@@ -401,7 +400,7 @@ test('active: a probe without an answer in `timeout` fails; expectedStatuses dec
   const p = await proxy(
     config(
       [a.state.port, b.state.port],
-      '{active: {path: /healthz, interval: 50ms, timeout: 100ms, unhealthyThreshold: 1, expectedStatuses: [200, 204]}}',
+      '{active: {path: /healthz, interval: 50ms, timeout: 2s, unhealthyThreshold: 1, expectedStatuses: [200, 204]}}',
     ),
   );
   await until('probes', () => a.state.probes > 1);
@@ -409,15 +408,21 @@ test('active: a probe without an answer in `timeout` fails; expectedStatuses dec
   await p.reload(
     config(
       [a.state.port, b.state.port],
-      '{active: {path: /healthz, interval: 50ms, timeout: 100ms, unhealthyThreshold: 1, expectedStatuses: [204]}}',
+      '{active: {path: /healthz, interval: 50ms, timeout: 2s, unhealthyThreshold: 1, expectedStatuses: [204]}}',
     ),
   );
   await until('200 is not expected', () => p.plane.endpointHealth()[0]?.active?.lastResult === 'status 200');
   assert.equal(p.plane.endpointHealth()[0]?.active?.state, 'unhealthy');
 
-  const stall = await startUpstream('stall', (req) => (req.url === '/healthz' ? sleep(1_000) : undefined));
+  // a probe the server does not answer within a 200 ms timeout (it would after 5 s)
+  const stall = await startUpstream('stall', (req) => (req.url === '/healthz' ? sleep(5_000) : undefined));
   cleanup.push(() => stall.close());
-  const q = await proxy(config([stall.port, b.state.port], ACTIVE));
+  const q = await proxy(
+    config(
+      [stall.port, b.state.port],
+      '{active: {path: /healthz, interval: 50ms, timeout: 200ms, unhealthyThreshold: 2, healthyThreshold: 2}}',
+    ),
+  );
   await until('timed out', () => q.plane.endpointHealth()[0]?.active?.state === 'unhealthy');
   assert.equal(q.plane.endpointHealth()[0]?.active?.lastResult, 'timeout');
 });
@@ -450,7 +455,7 @@ test('active: one prober per endpoint per proxy, whatever the workers; every wor
   t.after(() => sup.stop(1000));
   const yaml = config(
     [a.state.port, b.state.port],
-    '{active: {path: /healthz, interval: 100ms, timeout: 200ms, unhealthyThreshold: 2}}',
+    '{active: {path: /healthz, interval: 100ms, timeout: 2s, unhealthyThreshold: 2}}',
   );
   const ir = loadConfigText('test.yaml', yaml, process.cwd()).ir;
   await sup.apply(ir, sharedMemoryOf(ir));
@@ -459,7 +464,7 @@ test('active: one prober per endpoint per proxy, whatever the workers; every wor
   await sleep(1_500);
   const probes = a.state.probes - before;
   // 100ms apart: about 15 in 1.5s from one prober (fewer on a busy machine), about 30 from two
-  assert.ok(probes >= 5 && probes <= 20, `${probes} probes of a in 1.5s`);
+  assert.ok(probes >= 3 && probes <= 20, `${probes} probes of a in 1.5s`);
 
   a.state.health = 500;
   const workerActive = async () => (await workerHealth(sup)).map((w) => w?.[0]?.active?.state);

@@ -52,7 +52,7 @@ before(async () => {
   - routes:
 ${route('requests', '[{requests: 3, unit: Minutes, burst: 2}]')}
 ${route('tokens', '[{maxTokens: 100, tokensPerFill: 100, fillInterval: 1s, type: tokens}]')}
-${route('stream', '[{maxTokens: 100, tokensPerFill: 100, fillInterval: 1s, type: tokens}]')}
+${route('stream', '[{maxTokens: 100, tokensPerFill: 100, fillInterval: 60s, type: tokens}]')}
 ${route('gemini', '[{maxTokens: 100, tokensPerFill: 100, fillInterval: 1h, type: tokens}]')}
 ${route('both', '[{requests: 100, unit: Minutes}, {tokens: 100, unit: Hours}]')}
 `);
@@ -85,11 +85,14 @@ test('requests per unit plus burst; then 429 with a short text, not forwarded; x
   assert.equal(seen(), 5);
 });
 
-test('token budget: the request that crosses the limit succeeds, the next gets 429, the window resets', async () => {
+test('token budget: the request that crosses the limit succeeds, the next gets 429, the window resets', async (t) => {
+  // The bucket refills by Date.now() (0.1 token a millisecond here): a mocked Date holds the time
+  // still between the requests, however slow the machine, and then moves it past the window.
+  t.mock.timers.enable({ apis: ['Date'], now: Date.now() });
   const first = await call('/tokens'); // 110 tokens against a budget of 100
   assert.equal(first.status, 200);
   assert.equal((await call('/tokens')).status, 429);
-  await sleep(1_200);
+  t.mock.timers.tick(1_200);
   assert.equal((await call('/tokens')).status, 200, 'budget refilled after the window');
 });
 
@@ -97,8 +100,13 @@ test('token usage is read from a streamed (SSE) response once it completes, cach
   const r = await call('/stream');
   assert.equal(r.status, 200);
   assert.match(r.text, /message_delta/);
-  await sleep(20);
-  assert.equal((await call('/stream')).status, 429);
+  // spent when the proxy has seen the stream end (a window of a minute: no refill meanwhile)
+  let next = await call('/stream');
+  for (let i = 0; i < 100 && next.status === 200; i++) {
+    await sleep(20);
+    next = await call('/stream');
+  }
+  assert.equal(next.status, 429);
 });
 
 test("token usage is read from Gemini's usageMetadata", async () => {
