@@ -2,11 +2,12 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { ConfigDump } from '@gw/api';
+import { freePort } from '@gw/testkit';
 import { parse } from 'yaml';
 
 const gwctl = join(import.meta.dirname, '..', 'bin', 'gwctl');
@@ -82,12 +83,8 @@ test('a malformed dump and an unknown format are clear errors', () => {
 });
 
 test('a closed admin port says so', async () => {
-  const port = await new Promise<number>((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
+  // a port nothing listens on (freePort's are never handed to another listener)
+  const port = await freePort();
   const r = run('proxy', 'log', '-p', String(port));
   assert.equal(r.status, 1);
   assert.match(

@@ -41,9 +41,9 @@ function exchange(
     });
     sock.on('close', () => resolve({ data, idleMs: performance.now() - last }));
     sock.on('error', () => {});
-    sock.setTimeout(5000, () => {
+    sock.setTimeout(10_000, () => {
       sock.destroy();
-      reject(new Error(`connection still open after 5 s; got ${JSON.stringify(data.slice(0, 200))}`));
+      reject(new Error(`connection still open after 10 s; got ${JSON.stringify(data.slice(0, 200))}`));
     });
   });
 }
@@ -359,9 +359,10 @@ binds:
     ] as const) {
       assert.match(r.data, /^HTTP\/1\.1 200 /, name);
       assert.match(r.data, /\r\nkeep-alive: timeout=1\r\n/i, `${name} advertises the configured timeout`);
-      // Node closes the socket up to a second after the advertised timeout, never before it.
+      // Node closes the socket up to a second after the advertised timeout, never before it (the upper
+      // bound leaves room for a busy machine: the proxy runs in this process)
       assert.ok(
-        r.idleMs >= 900 && r.idleMs < 3000,
+        r.idleMs >= 900 && r.idleMs < 5000,
         `${name} closed an idle connection after ${Math.round(r.idleMs)} ms`,
       );
     }

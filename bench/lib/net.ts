@@ -1,29 +1,17 @@
 // Loopback helpers: free ports for each run's processes and readiness polling that fails fast when the
 // process being waited on has already died.
-import { createServer } from 'node:net';
+
 import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort } from '@gw/testkit/http-client';
 import { logTail, type Tracked } from './procs.ts';
 
-/** Ports the kernel hands out for 127.0.0.1:0; all held at once so they are distinct. */
+/**
+ * Distinct loopback ports for a run's processes, from testkit's freePort: below the kernel's ephemeral
+ * range, so no other program's listen(0) or connection takes one in the seconds before the process
+ * that is to bind it has started.
+ */
 export async function freePorts(count: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: count },
-      () =>
-        new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
-          const s = createServer();
-          s.once('error', reject);
-          s.listen(0, '127.0.0.1', () => resolve(s));
-        }),
-    ),
-  );
-  const ports = servers.map((s) => {
-    const addr = s.address();
-    if (addr === null || typeof addr === 'string') throw new Error('no port assigned');
-    return addr.port;
-  });
-  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
-  return ports;
+  return Promise.all(Array.from({ length: count }, () => freePort()));
 }
 
 export async function httpGet(url: string, timeoutMs = 2000): Promise<{ status: number; body: string }> {

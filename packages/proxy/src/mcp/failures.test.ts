@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { freePort } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { request } from 'undici';
@@ -169,9 +170,8 @@ describe('an HTTP target that hangs', () => {
   });
 
   test('a target down (refused connections) under FailOpen is left out too', async () => {
-    const closedPort = await startBlackHole();
-    const port = closedPort.port;
-    await closedPort.close();
+    // a port nothing listens on (freePort's are never handed to another listener)
+    const port = await freePort();
     const proxy = await startProxy(
       gateway(
         [http('gone', `http://127.0.0.1:${port}/mcp`), http('web', web.url)],

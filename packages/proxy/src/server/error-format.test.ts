@@ -1,6 +1,5 @@
 // Errors in the client's own protocol, as a real gRPC client (grpc-js) sees them from the gateway.
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:net';
 import { after, before, test } from 'node:test';
 import {
   type Client,
@@ -10,6 +9,7 @@ import {
   type ServiceError,
   status,
 } from '@grpc/grpc-js';
+import { CLOSED_PORT } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
 
@@ -33,11 +33,7 @@ let closedPort: number;
 
 before(async () => {
   // A port nothing listens on: the upstream connect error.
-  const probe: Server = createServer();
-  closedPort = await new Promise<number>((resolve) =>
-    probe.listen(0, '127.0.0.1', () => resolve((probe.address() as { port: number }).port)),
-  );
-  await new Promise((r) => probe.close(r));
+  closedPort = CLOSED_PORT;
   const route = (name: string, policies: string) => `    - name: ${name}
       matches: [{path: {exact: /test.Echo/Say}, headers: [{name: x-case, value: {exact: ${name}}}]}]
       policies: ${policies}

@@ -7,7 +7,14 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { makeTestPki, startUpstream, type TestPki, type TestServer, tcpRoundTrip } from '@gw/testkit';
+import {
+  CLOSED_PORT,
+  makeTestPki,
+  startUpstream,
+  type TestPki,
+  type TestServer,
+  tcpRoundTrip,
+} from '@gw/testkit';
 import { type AuthzServer, startAuthzServer } from '@gw/testkit/ext-authz-server';
 import { startProxy } from '@gw/testkit/proxy';
 import type { CheckRequest } from '@gw/xds-proto/envoy/service/auth/v3/external_auth';
@@ -186,10 +193,7 @@ describe('networkExtAuthz', () => {
 
   test('no answer: failClosed (the default) closes the connection, failOpen lets it on', async () => {
     // a port nothing listens on
-    const dead = net.createServer();
-    await new Promise<void>((r) => dead.listen(0, '127.0.0.1', r));
-    const deadPort = (dead.address() as net.AddressInfo).port;
-    await new Promise((r) => dead.close(r));
+    const deadPort = CLOSED_PORT;
     for (const [mode, expected] of [
       ['deny', ''],
       ['allow', 'hi'],

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
-import { tcpRoundTrip } from '@gw/testkit';
+import { CLOSED_PORT, tcpRoundTrip } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { configIssues } from '../config/test-support.ts';
 
@@ -18,10 +18,7 @@ before(async () => {
   await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
   echoPort = (echo.address() as net.AddressInfo).port;
   // a port nothing listens on: every connection is refused
-  const dead = net.createServer();
-  await new Promise<void>((r) => dead.listen(0, '127.0.0.1', r));
-  deadPort = (dead.address() as net.AddressInfo).port;
-  await new Promise((r) => dead.close(r));
+  deadPort = CLOSED_PORT;
   proxy = await startProxy(config('{eviction: {duration: 30s}}'));
 });
 
