@@ -15,12 +15,12 @@ import {
   writeFileSync,
 } from 'node:fs';
 import https from 'node:https';
-import net, { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { freePort } from './http-client.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../../..');
 
@@ -98,13 +98,12 @@ export function gatewayApiCrdDir(log: (line: string) => void = () => {}): Promis
   return runScript(join(root, 'hack/gateway-api/crd-dir.sh'), log);
 }
 
-/** `n` distinct loopback ports that were free a moment ago (all held open at once, so no repeats). */
-async function freePorts(n: number): Promise<number[]> {
-  const servers = Array.from({ length: n }, () => net.createServer());
-  await Promise.all(servers.map((s) => new Promise<void>((r) => s.listen(0, '127.0.0.1', r))));
-  const ports = servers.map((s) => (s.address() as AddressInfo).port);
-  await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
-  return ports;
+/**
+ * `n` distinct loopback ports from freePort: below the ephemeral range and reserved against the other
+ * test processes, so they are still free when the API server binds them again after a restart.
+ */
+function freePorts(n: number): Promise<number[]> {
+  return Promise.all(Array.from({ length: n }, () => freePort()));
 }
 
 /** Runs the machine's kubectl against `kubeconfig`; never throws on a non-zero exit. */
