@@ -33,6 +33,7 @@ import {
   measurePolicyApplyToEffect,
   routeYaml,
   type Steps,
+  untilPolicyAttached,
 } from './support/controller-e2e.ts';
 import {
   type ControllerProcess,
@@ -161,17 +162,7 @@ spec:
     const other = await get('/other');
     assert.equal(other.status, 200);
     assert.equal(other.headers['x-upstream'], 'echo', 'no entry holds: the backend answers');
-    // the status is written after the config is pushed: traffic can show the policy first
-    await until('the policy Attached', async () => {
-      const status = JSON.parse(
-        await kubectl(['-n', 'default', 'get', 'gwpolicy', 'conditional', '-o', 'json']),
-      ).status;
-      const attached = status?.ancestors?.[0]?.conditions?.find(
-        (c: { type: string }) => c.type === 'Attached',
-      );
-      if (attached?.reason !== 'Attached') throw new Error(`Attached is ${JSON.stringify(attached)}`);
-      return true;
-    });
+    await untilPolicyAttached(until, kubectl, 'conditional');
     await kubectl(['-n', 'default', 'delete', 'gwpolicy', 'conditional']);
     await until('the policy removed', async () =>
       (await get('/health')).headers['x-upstream'] === 'echo' ? true : undefined,
@@ -272,17 +263,7 @@ spec:
     };
     assert.deepEqual(sent.messages[0], { role: 'system', content: 'Answer briefly.' });
     assert.deepEqual(sent.messages[1], { role: 'user', content: 'Hello!' });
-    // the status is written after the config is pushed: traffic can show the policy first
-    await until('the policy Attached', async () => {
-      const status = JSON.parse(
-        await kubectl(['-n', 'default', 'get', 'gwpolicy', 'llm-routes', '-o', 'json']),
-      ).status;
-      const attached = status?.ancestors?.[0]?.conditions?.find(
-        (c: { type: string }) => c.type === 'Attached',
-      );
-      if (attached?.reason !== 'Attached') throw new Error(`Attached is ${JSON.stringify(attached)}`);
-      return true;
-    });
+    await untilPolicyAttached(until, kubectl, 'llm-routes');
     await kubectl(['-n', 'default', 'delete', 'gwpolicy', 'llm-routes']);
   });
 

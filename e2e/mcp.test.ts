@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { connectClient, startEverythingHttp, textOf } from '@gw/proxy/mcp/test-support';
 import { type KubeHarness, startKube } from '@gw/testkit';
-import { gatewayYaml } from './support/controller-e2e.ts';
+import { gatewayYaml, untilPolicyAttached } from './support/controller-e2e.ts';
 import {
   type ControllerProcess,
   kubectlOk,
@@ -188,18 +188,8 @@ spec:
       /not allowed/,
     );
     await client.close();
-    // the status is written after the config is pushed: traffic can show the policy first
-    await until('the policy Attached', async () => {
-      const attached = await kubectl([
-        'get',
-        'gwpolicy',
-        'no-sum',
-        '-o',
-        'jsonpath={.status.ancestors[0].conditions[?(@.type=="Attached")].message}',
-      ]);
-      if (attached !== 'attached to GwBackend default/tools MCP target everything')
-        throw new Error(`Attached says ${JSON.stringify(attached)}`);
-      return true;
+    await untilPolicyAttached(until, kubectl, 'no-sum', {
+      message: 'attached to GwBackend default/tools MCP target everything',
     });
   });
 
@@ -236,18 +226,6 @@ spec:
     } finally {
       await client.close();
     }
-    // the status is written after the config is pushed: traffic can show the policy first
-    await until('the policy Attached', async () => {
-      const attached = await kubectl([
-        'get',
-        'gwpolicy',
-        'guarded',
-        '-o',
-        'jsonpath={.status.ancestors[0].conditions[?(@.type=="Attached")].message}',
-      ]);
-      if (attached !== 'attached to GwBackend default/tools')
-        throw new Error(`Attached says ${JSON.stringify(attached)}`);
-      return true;
-    });
+    await untilPolicyAttached(until, kubectl, 'guarded', { message: 'attached to GwBackend default/tools' });
   });
 });

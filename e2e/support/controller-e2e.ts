@@ -26,6 +26,31 @@ export async function until<T>(
   throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}${context}`);
 }
 
+/**
+ * Waits until GwPolicy `namespace/name` says Attached for its first ancestor (with `message`, when
+ * given). The controller writes status after it pushes the config, so traffic can show a policy
+ * before its status does.
+ */
+export async function untilPolicyAttached(
+  wait: <T>(what: string, fn: () => Promise<T | undefined>) => Promise<T>,
+  kubectl: (args: string[]) => Promise<string>,
+  name: string,
+  opts: { namespace?: string; message?: string } = {},
+): Promise<void> {
+  await wait(`GwPolicy ${name} Attached`, async () => {
+    const out = await kubectl(['-n', opts.namespace ?? 'default', 'get', 'gwpolicy', name, '-o', 'json']);
+    const conditions = (JSON.parse(out).status?.ancestors?.[0]?.conditions ?? []) as {
+      type: string;
+      reason: string;
+      message: string;
+    }[];
+    const attached = conditions.find((c) => c.type === 'Attached');
+    if (attached?.reason !== 'Attached' || (opts.message !== undefined && attached.message !== opts.message))
+      throw new Error(`Attached is ${JSON.stringify(attached)}`);
+    return true;
+  });
+}
+
 export interface Reply {
   status: number;
   body: string;
