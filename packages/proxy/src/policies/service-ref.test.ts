@@ -68,7 +68,10 @@ before(async () => {
 - {name: proc, namespace: auth, hostname: proc, vips: [], ports: {"9001": 0}}
 - {name: authz-http, namespace: auth, hostname: authz-http, vips: [], ports: {"9100": 0}}
 - {name: authz-half, namespace: auth, hostname: authz-half, vips: [], ports: {"9100": 0}}
+- {name: authz-grpc-half, namespace: auth, hostname: authz-grpc-half, vips: [], ports: {"9000": 0}}
 workloads:
+${workload('grpc-half-stopped', 'authz-grpc-half', 9000, CLOSED_PORT)}
+${workload('grpc-half-up', 'authz-grpc-half', 9000, authz[1]!.port)}
 ${workload('half-stopped', 'authz-half', 9100, CLOSED_PORT)}
 ${workload('half-up', 'authz-half', 9100, httpPort(1))}
 ${workload('http-a', 'authz-http', 9100, httpPort(0))}
@@ -89,6 +92,10 @@ binds:
     - matches: [{path: {pathPrefix: /http-authz}}]
       policies:
         extAuthz: {service: {name: auth/authz-http, port: 9100}, protocol: {http: {}}, timeout: 5s}
+      backends: [{host: "127.0.0.1:${up.port}"}]
+    - matches: [{path: {pathPrefix: /half-grpc-authz}}]
+      policies:
+        extAuthz: {service: {name: auth/authz-grpc-half, port: 9000}, timeout: 5s}
       backends: [{host: "127.0.0.1:${up.port}"}]
     - matches: [{path: {pathPrefix: /half-authz}}]
       policies:
@@ -174,6 +181,16 @@ describe('a policy service by Service reference', () => {
     assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200]);
     assert.equal(b.length - before, 6, 'the workload that runs got every check');
     assert.deepEqual([...new Set(b.slice(before))], ['authz-half:9100']);
+  });
+
+  test('a stopped workload of a gRPC extAuthz Service fails no check: the channel uses the one that answers', async () => {
+    const before = authz[1]!.seen.length;
+    for (let i = 0; i < 6; i++) {
+      const r = await echo(`/half-grpc-authz/${i}`);
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.headers['x-checked-by'], 'b');
+    }
+    assert.equal(authz[1]!.seen.length - before, 6);
   });
 
   test("extProc streams go to each of the Service's workloads in turn", async () => {
