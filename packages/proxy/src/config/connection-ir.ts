@@ -38,3 +38,21 @@ export interface BackendTlsIR {
   /** Node's ecdhCurve (OpenSSL group names joined by ':'), from keyExchangeGroups. */
   ecdhCurve?: string;
 }
+
+/** A workload address of a policy's Service, dialled in turn (upstream/in-turn.ts). */
+export interface InTurnEndpoint {
+  host: string;
+  port: number;
+  /** Its share of the connections: the workload's capacity (unset: 1). */
+  weight?: number;
+}
+
+/**
+ * Integer shares in proportion to `weights` (each at least 1), scaled down when they add up to more
+ * than `max`: how often each endpoint comes in a turn.
+ */
+export function scaledWeights(weights: readonly number[], max: number): number[] {
+  const total = weights.reduce((a, b) => a + b, 0);
+  const f = total > max ? max / total : 1;
+  return weights.map((w) => Math.max(1, Math.round(w * f)));
+}

@@ -13,7 +13,7 @@ import type {
 } from '@gw/api';
 import type { Secret } from '../secret.ts';
 import type { ProxyProtocolIR } from '../server/proxy-protocol.ts';
-import type { AuthLocationIR, BackendTlsIR } from './connection-ir.ts';
+import type { AuthLocationIR, BackendTlsIR, InTurnEndpoint } from './connection-ir.ts';
 import type { AzureAuthIR, CrossAppAccessIR, GcpAuthIR, OAuthTokenExchangeIR } from './token-auth.ts';
 
 export type { AuthLocationIR, BackendTlsIR };
@@ -478,7 +478,7 @@ export interface McpProcessorIR {
   /** The calls' connection (policies, or the named backend's): as a guard service's. */
   connection?: Pick<LlmGuardServiceIR, 'tls' | 'requestHeaders' | 'tcp' | 'http2' | 'tunnel'>;
   /** The origin is a Service of `services`: its workloads' addresses, dialled in turn. */
-  endpoints?: { host: string; port: number }[];
+  endpoints?: InTurnEndpoint[];
   /** policies.backendAuth key: the header it goes in (with its prefix) and the value. */
   credential?: { header: string; value: Secret };
 }
@@ -777,7 +777,7 @@ export interface LlmGuardServiceIR {
   /** policies.backendTunnel: the forward proxy the service is reached through. */
   tunnel?: TunnelIR;
   /** The origin is a Service of `services`: its workloads' addresses, dialled in turn. */
-  endpoints?: { host: string; port: number }[];
+  endpoints?: InTurnEndpoint[];
 }
 
 /** mask: replace the match; reject: answer the rejection; audit: record what would be done, pass on. */
@@ -907,7 +907,7 @@ export interface TunnelIR {
    * A Service of `services`: the addresses of its workloads, each connection to the proxy dialled at
    * the next of them (the proxy's name, its TLS server name included, stays `proxy`).
    */
-  endpoints?: { host: string; port: number }[];
+  endpoints?: InTurnEndpoint[];
   /** TLS to the proxy itself (an https proxy). */
   tls?: BackendTlsIR;
   /** The credential sent to the proxy (Proxy-Authorization by default), prefix included. */

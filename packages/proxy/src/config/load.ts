@@ -96,7 +96,7 @@ import { type OpenApiTools, openApiTools } from '../mcp/openapi.ts';
 import { METRIC_NAMES } from '../observability/metric-names.ts';
 import { Secret } from '../secret.ts';
 import { assumeRoleIR, resolveBackendAuth } from './backend-auth.ts';
-import { AUTHORIZATION, credentialHeader } from './connection-ir.ts';
+import { AUTHORIZATION, credentialHeader, type InTurnEndpoint, scaledWeights } from './connection-ir.ts';
 
 /** Where a backendTunnel proxy's key goes when its location says nothing. */
 const PROXY_AUTHORIZATION: AuthLocationIR = { header: { name: 'proxy-authorization', prefix: 'Bearer ' } };
@@ -2124,7 +2124,7 @@ class Builder {
     at: FieldPath,
     ref: { name: string; port: number },
     role: string,
-  ): { authority: string; hostname: string; endpoints: { host: string; port: number }[] } | undefined {
+  ): { authority: string; hostname: string; endpoints: InTurnEndpoint[] } | undefined {
     const t = this.serviceTarget(at, ref);
     if (!t) return undefined;
     const hostname = ref.name.slice(ref.name.indexOf('/') + 1);
@@ -2136,7 +2136,11 @@ class Builder {
           `service ${ref.name} has no workload for ${role} to call (a healthy one in workloads that names it, with a port for ${ref.port}): its calls go to ${authority}, resolved by DNS`,
         ),
       );
-    return { authority, hostname, endpoints: t.endpoints.map((e) => ({ host: e.host, port: e.port })) };
+    // each workload's capacity is its share of the calls, as for a backend by Service
+    const endpoints = t.endpoints.map((e) =>
+      e.weight === 1 ? { host: e.host, port: e.port } : { host: e.host, port: e.port, weight: e.weight },
+    );
+    return { authority, hostname, endpoints };
   }
 
   /**
@@ -2163,7 +2167,15 @@ class Builder {
       );
       return undefined;
     }
-    const addresses = endpoints.map((e) => hostPort(e.host, e.port));
+    // grpc-js's round robin takes an address as often as it is listed: a workload's capacity is its
+    // share of the calls, the list scaled down to at most 64 entries
+    const shares = scaledWeights(
+      endpoints.map((e) => e.weight ?? 1),
+      64,
+    );
+    const addresses = endpoints.flatMap(
+      (e, i) => Array(shares[i]).fill(hostPort(e.host, e.port)) as string[],
+    );
     return { host: `${v6.length > 0 ? 'ipv6' : 'ipv4'}://${authority}/${addresses.join(',')}`, hostname };
   }
 
@@ -2175,7 +2187,7 @@ class Builder {
     at: FieldPath,
     ref: { name: string; port: number },
     role: string,
-  ): { host: string; endpoints?: { host: string; port: number }[] } | undefined {
+  ): { host: string; endpoints?: InTurnEndpoint[] } | undefined {
     const svc = this.policyService(at, ref, role);
     if (!svc) return undefined;
     return svc.endpoints.length > 0
@@ -3013,7 +3025,7 @@ class Builder {
       host?: string | undefined;
       backend?: string | undefined;
       service?: { name: string; port: number } | undefined;
-      endpoints?: { host: string; port: number }[] | undefined;
+      endpoints?: InTurnEndpoint[] | undefined;
       policies?:
         | {
             backendTLS?: BackendTLS | undefined;
@@ -3364,7 +3376,7 @@ export interface GuardContext {
   service(
     at: FieldPath,
     ref: { name: string; port: number },
-  ): { host: string; endpoints?: { host: string; port: number }[] } | undefined;
+  ): { host: string; endpoints?: InTurnEndpoint[] } | undefined;
   /** A named host backend; its backendTLS resolved (and reported) at the backend's own path, null when broken. */
   backend(
     at: FieldPath,

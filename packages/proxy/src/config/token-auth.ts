@@ -5,7 +5,7 @@ import type { BackendAuth, BackendTLS, FieldPath } from '@gw/api';
 import { AZURE_DEFAULT_SCOPE, checkSigningKey, parseGoDuration, TOKEN_TYPE } from '@gw/api';
 import type { CredentialLocationConfig } from '../pipeline/credential-location.ts';
 import { Secret } from '../secret.ts';
-import type { AuthLocationIR, BackendTlsIR } from './connection-ir.ts';
+import type { AuthLocationIR, BackendTlsIR, InTurnEndpoint } from './connection-ir.ts';
 
 export interface GcpAuthIR {
   type: 'accessToken' | 'idToken';
@@ -47,7 +47,7 @@ export interface TokenEndpointIR {
   /** http(s)://host:port */
   origin: string;
   /** The endpoint is a Service of `services`: its workloads' addresses, dialled in turn. */
-  endpoints?: { host: string; port: number }[];
+  endpoints?: InTurnEndpoint[];
   path: string;
   tls?: BackendTlsIR;
   clientAuth?: ClientAuthIR;
@@ -96,7 +96,7 @@ export interface TokenResolveIO {
     path: FieldPath,
     ref: { name: string; port: number },
     role: string,
-  ): { host: string; endpoints?: { host: string; port: number }[] } | undefined;
+  ): { host: string; endpoints?: InTurnEndpoint[] } | undefined;
 }
 
 type Forms = Exclude<BackendAuth, string>;

@@ -69,7 +69,10 @@ before(async () => {
 - {name: authz-http, namespace: auth, hostname: authz-http, vips: [], ports: {"9100": 0}}
 - {name: authz-half, namespace: auth, hostname: authz-half, vips: [], ports: {"9100": 0}}
 - {name: authz-grpc-half, namespace: auth, hostname: authz-grpc-half, vips: [], ports: {"9000": 0}}
+- {name: authz-weighted, namespace: auth, hostname: authz-weighted, vips: [], ports: {"9000": 0}}
 workloads:
+- {name: weighted-a, namespace: auth, workloadIps: [127.0.0.1], capacity: 3, services: {"auth/authz-weighted": {"9000": ${authz[0]!.port}}}}
+- {name: weighted-b, namespace: auth, workloadIps: [127.0.0.1], services: {"auth/authz-weighted": {"9000": ${authz[1]!.port}}}}
 ${workload('grpc-half-stopped', 'authz-grpc-half', 9000, CLOSED_PORT)}
 ${workload('grpc-half-up', 'authz-grpc-half', 9000, authz[1]!.port)}
 ${workload('half-stopped', 'authz-half', 9100, CLOSED_PORT)}
@@ -92,6 +95,10 @@ binds:
     - matches: [{path: {pathPrefix: /http-authz}}]
       policies:
         extAuthz: {service: {name: auth/authz-http, port: 9100}, protocol: {http: {}}, timeout: 5s}
+      backends: [{host: "127.0.0.1:${up.port}"}]
+    - matches: [{path: {pathPrefix: /weighted-authz}}]
+      policies:
+        extAuthz: {service: {name: auth/authz-weighted, port: 9000}, timeout: 5s}
       backends: [{host: "127.0.0.1:${up.port}"}]
     - matches: [{path: {pathPrefix: /half-grpc-authz}}]
       policies:
@@ -193,6 +200,20 @@ describe('a policy service by Service reference', () => {
     assert.equal(authz[1]!.seen.length - before, 6);
   });
 
+  test("a gRPC extAuthz Service's calls go to its workloads by capacity (3:1)", async () => {
+    // until the channel has both workloads ready (it starts on whichever connects first)
+    const by = async () => (await echo('/weighted-authz/x')).headers['x-checked-by'];
+    const seen = new Set<string | undefined>();
+    for (let i = 0; i < 100 && seen.size < 2; i++) seen.add(await by());
+    assert.equal(seen.size, 2, 'both workloads answered');
+    const counts: Record<string, number> = {};
+    for (let i = 0; i < 16; i++) {
+      const who = (await by()) ?? 'none';
+      counts[who] = (counts[who] ?? 0) + 1;
+    }
+    assert.deepEqual(counts, { a: 12, b: 4 });
+  });
+
   test("extProc streams go to each of the Service's workloads in turn", async () => {
     const by: string[] = [];
     for (let i = 0; i < 12; i++) {
@@ -243,7 +264,10 @@ describe('config', () => {
 - {name: six, namespace: auth, hostname: six, vips: [], ports: {"9000": 0}}
 - {name: mixed, namespace: auth, hostname: mixed, vips: [], ports: {"9000": 0}}
 - {name: nobody, namespace: auth, hostname: nobody, vips: [], ports: {"9000": 9000}}
+- {name: big, namespace: auth, hostname: big, vips: [], ports: {"9000": 9000}}
 workloads:
+- {namespace: auth, workloadIps: [10.0.1.1], capacity: 3, services: {"auth/big": {}}}
+- {namespace: auth, workloadIps: [10.0.1.2], services: {"auth/big": {}}}
 - {namespace: auth, workloadIps: [10.0.0.1], services: {"auth/authz.auth": {"9000": 9001}, "auth/mixed": {"9000": 9001}}}
 - {namespace: auth, workloadIps: [10.0.0.2], services: {"auth/authz.auth": {"9000": 9002}}}
 - {namespace: auth, workloadIps: [10.0.0.3], services: {"auth/one": {}}}
@@ -307,6 +331,24 @@ workloads:
     );
   });
 
+  test("a workload's capacity is its share of the calls: listed that often for gRPC, weighed for HTTP", () => {
+    assert.deepEqual(policies('extAuthz: {service: {name: auth/big, port: 9000}}')?.extAuthz, {
+      grpc: { host: 'ipv4://big:9000/10.0.1.1:9000,10.0.1.1:9000,10.0.1.1:9000,10.0.1.2:9000' },
+    });
+    assert.deepEqual(
+      policies('extAuthz: {service: {name: auth/big, port: 9000}, protocol: {http: {}}}')?.extAuthz,
+      {
+        http: {
+          host: 'big:9000',
+          endpoints: [
+            { host: '10.0.1.1', port: 9000, weight: 3 },
+            { host: '10.0.1.2', port: 9000 },
+          ],
+        },
+      },
+    );
+  });
+
   test('TLS to the Service sends and verifies its hostname, unless backendTLS names another', () => {
     const tls = (extra: string) =>
       called(
@@ -337,7 +379,7 @@ workloads:
   test('what cannot be called is an error at the field', () => {
     const extAuthz = (service: string, extra = '') => issues(`extAuthz: {service: ${service}${extra}}`);
     assert.deepEqual(extAuthz('{name: auth/nope, port: 9000}'), [
-      `${P}.extAuthz.service.name: no service "auth/nope" in services (services: auth/authz.auth, auth/one, auth/six, auth/mixed, auth/nobody)`,
+      `${P}.extAuthz.service.name: no service "auth/nope" in services (services: auth/authz.auth, auth/one, auth/six, auth/mixed, auth/nobody, auth/big)`,
     ]);
     assert.deepEqual(extAuthz('{name: auth/authz.auth, port: 80}'), [
       `${P}.extAuthz.service.port: service auth/authz.auth has no port 80 (ports: 9000)`,

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { CLOSED_PORT } from '@gw/testkit';
 import { buildConnector, Pool } from 'undici';
-import { dialInTurn, type Endpoint, SKIP_UNREACHABLE_MS } from './in-turn.ts';
+import { dialInTurn, type Endpoint, SKIP_UNREACHABLE_MS, turnOrder } from './in-turn.ts';
 
 let servers: Server[];
 /** Two servers that answer with their index, and a port nothing listens on. */
@@ -91,6 +91,24 @@ describe('dialInTurn', () => {
     for (let i = 0; i < 3; i++) assert.match((await burst(dial, 1))[0] ?? '', /^[01]$/);
     assert.equal(dialled.filter((p) => p === dead.port).length, 1, `dialled ${dialled.join(',')}`);
     assert.equal(dialled.length, 4, `dialled ${dialled.join(',')}`);
+  });
+
+  test('a weight is a share of the turn, spread out', async () => {
+    const at = (weights: (number | undefined)[]) =>
+      turnOrder(weights.map((weight) => ({ host: 'h', port: 1, ...(weight ? { weight } : {}) })));
+    assert.deepEqual(at([undefined, undefined, undefined]), [0, 1, 2]);
+    assert.deepEqual(at([3, 1]), [0, 0, 1, 0]);
+    assert.deepEqual(at([1, 2]), [1, 0, 1]);
+    // large capacities are scaled down to a turn of at most 256, each keeping a place
+    const big = at([10_000, 1]);
+    assert.ok(big.length <= 257, `${big.length}`);
+    assert.equal(big.filter((i) => i === 1).length, 1);
+    // through a real Pool: eight connections over 3:1 are six and two, wherever the turn starts
+    const weighted = [{ ...(live[0] as Endpoint), weight: 3 }, live[1] as Endpoint];
+    for (let round = 0; round < 3; round++) {
+      const got = await burst(dialInTurn(buildConnector({}), weighted), 8);
+      assert.equal(got.filter((b) => b === '0').length, 6, got.join(','));
+    }
   });
 
   test('when no workload answers, the connection fails after trying each once', async () => {

@@ -3,11 +3,33 @@
 // the TLS server name, which undici takes from `host`, not `hostname`).
 import { createHash } from 'node:crypto';
 import type { buildConnector as Connector, Dispatcher } from 'undici';
+import { type InTurnEndpoint as Endpoint, scaledWeights } from '../config/connection-ir.ts';
 import { Secret } from '../secret.ts';
 
-export interface Endpoint {
-  host: string;
-  port: number;
+export type { InTurnEndpoint as Endpoint } from '../config/connection-ir.ts';
+
+/**
+ * The turn: endpoint indexes, each as often as its weight (scaled to at most 256 in all), spread
+ * out (smooth weighted round robin: 3:1 is a a b a, not a a a b). Equal weights: 0, 1, …, n-1.
+ */
+export function turnOrder(endpoints: readonly Endpoint[]): number[] {
+  const w = scaledWeights(
+    endpoints.map((e) => e.weight ?? 1),
+    256,
+  );
+  const total = w.reduce((a, b) => a + b, 0);
+  const current = w.map(() => 0);
+  const order: number[] = [];
+  for (let k = 0; k < total; k++) {
+    let best = 0;
+    for (let i = 0; i < w.length; i++) {
+      current[i] = (current[i] as number) + (w[i] as number);
+      if ((current[i] as number) > (current[best] as number)) best = i;
+    }
+    current[best] = (current[best] as number) - total;
+    order.push(best);
+  }
+  return order;
 }
 
 /** Errors that say a workload could not be reached (before any byte was sent): the next one is tried. */
@@ -26,8 +48,9 @@ const UNREACHABLE = new Set([
 export const SKIP_UNREACHABLE_MS = 10_000;
 
 /**
- * `connect`, dialling each connection at the next of `endpoints`. The turn starts at a random one,
- * so that the workers, and the routes that call the same Service, do not all begin with the first.
+ * `connect`, dialling each connection at the next of `endpoints` in a turn where each comes as often
+ * as its weight (turnOrder). The turn starts at a random place, so that the workers, and the routes
+ * that call the same Service, do not all begin with the first.
  * A workload that cannot be reached is passed over for `SKIP_UNREACHABLE_MS` and the connection is
  * dialled at the next one, each at most once, so one stopped workload fails no call while another
  * answers (when every one is passed over, they are dialled in turn as before). `connect` keeps the
@@ -39,7 +62,9 @@ export function dialInTurn(
   now: () => number = Date.now,
 ): Connector.connector {
   const n = endpoints.length;
-  let next = Math.floor(Math.random() * n);
+  const order = turnOrder(endpoints);
+  const turn = order.length;
+  let next = Math.floor(Math.random() * turn);
   const skipUntil = new Float64Array(n);
   // undici's connector returns the socket it opens, though its types say void.
   const open = connect as (o: Connector.Options, cb: Connector.Callback) => unknown;
@@ -47,18 +72,20 @@ export function dialInTurn(
     const tried = new Set<number>();
     const pick = (): number => {
       const t = now();
-      for (let k = 0; k < n; k++) {
-        const i = (next + k) % n;
+      for (let k = 0; k < turn; k++) {
+        const at = (next + k) % turn;
+        const i = order[at] as number;
         if (!tried.has(i) && (skipUntil[i] ?? 0) <= t) {
-          next = i + 1;
+          next = at + 1;
           return i;
         }
       }
       // every workload not yet tried is passed over: take them in turn all the same
-      for (let k = 0; k < n; k++) {
-        const i = (next + k) % n;
+      for (let k = 0; k < turn; k++) {
+        const at = (next + k) % turn;
+        const i = order[at] as number;
         if (!tried.has(i)) {
-          next = i + 1;
+          next = at + 1;
           return i;
         }
       }
