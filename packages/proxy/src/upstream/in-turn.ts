@@ -62,6 +62,7 @@ export function dialInTurn(
   now: () => number = Date.now,
 ): Connector.connector {
   const n = endpoints.length;
+  if (n === 0) return connect;
   const order = turnOrder(endpoints);
   const turn = order.length;
   let next = Math.floor(Math.random() * turn);
