@@ -6,9 +6,9 @@ import type { Socket } from 'node:net';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import type { buildConnector as Connector, Dispatcher } from 'undici';
 import type { DnsIR, GlobalIR, ResolvedBackendPolicies, TunnelIR } from '../config/ir.ts';
-import { dialInTurn, dispatcherKey, type Endpoint } from './in-turn.ts';
+import { dialInTurn, dispatcherKey, type Endpoint, serviceDispatcher } from './in-turn.ts';
 import { createTunnel } from './tunnel.ts';
-import { buildConnector, errors, Pool } from './undici.ts';
+import { Agent, buildConnector, errors, Pool } from './undici.ts';
 
 export interface PoolSpec {
   origin: string;
@@ -124,6 +124,28 @@ export function tlsConnectOptions(
     connect.checkServerIdentity = (_h: string, cert: PeerCertificate) => checkServerIdentity(host, cert);
   }
   return connect;
+}
+
+/**
+ * The connections of a policy's HTTP service (an authorization service, a mirror, a token endpoint),
+ * made when first used: one Agent per `what`, Service workloads and TLS settings, shared by the
+ * routes and the config versions that call it, so a reload does not reconnect. A Service's
+ * connections are dialled at its workloads in turn (dialInTurn).
+ */
+export function serviceAgent(
+  what: string,
+  endpoints: readonly Endpoint[] | undefined,
+  tls: PoolSpec['tls'],
+  options: ConstructorParameters<typeof Agent>[0],
+): () => Agent {
+  const key = dispatcherKey(what, endpoints ?? null, tls ?? null);
+  const create = () => {
+    const tlsOptions = tls ? tlsConnectOptions(tls, false) : undefined;
+    const connect = endpoints ? dialInTurn(buildConnector(tlsOptions ?? {}), endpoints) : tlsOptions;
+    return new Agent({ ...options, ...(connect ? { connect } : {}) });
+  };
+  let agent: Agent | undefined;
+  return () => (agent ??= serviceDispatcher(key, create));
 }
 
 /**

@@ -22,9 +22,8 @@ import {
   compileLocation,
   readCredential,
 } from '../../pipeline/credential-location.ts';
-import { dialInTurn, dispatcherKey, serviceDispatcher } from '../../upstream/in-turn.ts';
-import { tlsConnectOptions } from '../../upstream/pools.ts';
-import { Agent, buildConnector, request } from '../../upstream/undici.ts';
+import { serviceAgent } from '../../upstream/pools.ts';
+import { request } from '../../upstream/undici.ts';
 import { type Token, TokenCache } from './token-cache.ts';
 
 const GRANT_TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
@@ -158,20 +157,7 @@ const digest = (s: string) => createHash('sha256').update(s).digest('base64url')
  */
 function endpointCaller(e: TokenEndpointIR, form: string) {
   const url = e.origin + e.path;
-  let agent: Agent | undefined;
-  const dispatcher = () => {
-    if (agent) return agent;
-    const options = e.tls ? tlsConnectOptions(e.tls, false) : undefined;
-    const endpoints = e.endpoints;
-    // kept across routes and reloads by what they connect with; a Service's called by its name, each
-    // connection dialled at the next of its workloads
-    const connect = endpoints ? dialInTurn(buildConnector(options ?? {}), endpoints) : options;
-    agent = serviceDispatcher(
-      dispatcherKey('token', endpoints ?? null, e.tls ?? null),
-      () => new Agent({ keepAliveTimeout: 30_000, ...(connect ? { connect } : {}) }),
-    );
-    return agent;
-  };
+  const dispatcher = serviceAgent('token', e.endpoints, e.tls, { keepAliveTimeout: 30_000 });
   const signer = e.clientAuth?.method === 'privateKeyJwt' ? clientAssertion(e.clientAuth) : undefined;
   return async (params: URLSearchParams, defaultTtlMs: number, wantType?: string): Promise<Token> => {
     const headers: Record<string, string> = {

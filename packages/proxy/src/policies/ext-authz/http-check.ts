@@ -9,9 +9,8 @@ import { type CelContext, type CelProgram, celToJson, compileCel } from '../../c
 import type { BackendTlsIR, ExtAuthzIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
 import { type Headers, HOP_BY_HOP } from '../../pipeline/context.ts';
-import { dialInTurn, dispatcherKey, serviceDispatcher } from '../../upstream/in-turn.ts';
-import { tlsConnectOptions } from '../../upstream/pools.ts';
-import { Agent, buildConnector, request } from '../../upstream/undici.ts';
+import { serviceAgent } from '../../upstream/pools.ts';
+import { request } from '../../upstream/undici.ts';
 import { type Check, DEFAULT_TIMEOUT_MS, type Decision, deadline, failureReason } from './decision.ts';
 import { PARTIAL_BODY_HEADER } from './request-body.ts';
 
@@ -23,18 +22,6 @@ const MAX_BODY = 1024 * 1024;
 // Headers that describe the connection or the body of one message; never copied between messages.
 const NOT_COPIED = new Set([...HOP_BY_HOP, 'host', 'content-length']);
 
-// Plain HTTP checks share one pool; each TLS setting has its own (made when first used).
-let plain: Agent | undefined;
-function dispatcherFor(tls: BackendTlsIR | undefined, endpoints: HttpConfig['endpoints']): () => Agent {
-  if (!tls && !endpoints) return () => (plain ??= new Agent({ keepAliveTimeout: 30_000 }));
-  const options = tls ? tlsConnectOptions(tls, false) : {};
-  // kept across routes and reloads by what they connect with; a Service's called by its name, each
-  // connection dialled at the next of its workloads
-  const key = dispatcherKey('extAuthz', endpoints ?? null, tls ?? null);
-  const connect = endpoints ? dialInTurn(buildConnector(options), endpoints) : options;
-  return () => serviceDispatcher(key, () => new Agent({ keepAliveTimeout: 30_000, connect }));
-}
-
 export function httpCheck(
   cfg: HttpConfig,
   tls?: BackendTlsIR,
@@ -42,7 +29,8 @@ export function httpCheck(
 ): Check {
   const timeoutMs = (cfg.timeout && parseGoDuration(cfg.timeout)) || DEFAULT_TIMEOUT_MS;
   const origin = `${tls ? 'https' : 'http'}://${cfg.host}`;
-  const dispatcher = dispatcherFor(tls, cfg.endpoints);
+  // plain checks share one pool; each TLS setting and each Service has its own
+  const dispatcher = serviceAgent('extAuthz', cfg.endpoints, tls, { keepAliveTimeout: 30_000 });
   const path = cfg.path ? compileCel(cfg.path) : undefined;
   const redirect = cfg.redirect ? compileCel(cfg.redirect) : undefined;
   const body = cfg.body ? compileCel(cfg.body) : undefined;

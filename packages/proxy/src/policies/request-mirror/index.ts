@@ -2,8 +2,8 @@
 // thrown away. The copy never holds up the client: its body is teed off the request as it streams by.
 import { PassThrough, type Readable, Transform, type TransformCallback } from 'node:stream';
 import type { RequestContext } from '../../pipeline/context.ts';
-import { dialInTurn, dispatcherKey, type Endpoint, serviceDispatcher } from '../../upstream/in-turn.ts';
-import { Agent, buildConnector, request } from '../../upstream/undici.ts';
+import { serviceAgent } from '../../upstream/pools.ts';
+import { type Agent, request } from '../../upstream/undici.ts';
 import type { PolicyDefinition } from '../types.ts';
 
 /** What became of a request's copy, for metrics (the mirror's own answer is only traced). */
@@ -27,21 +27,14 @@ const AGENT_OPTIONS = {
   headersTimeout: MIRROR_TIMEOUT_MS,
   bodyTimeout: MIRROR_TIMEOUT_MS,
 };
-let shared: Agent | undefined;
-/** The mirror's connections: shared, and for a Service one per its workloads, dialled in turn. */
-function dispatcherFor(endpoints: Endpoint[] | undefined): () => Agent {
-  if (!endpoints) return () => (shared ??= new Agent(AGENT_OPTIONS));
-  const key = dispatcherKey('mirror', endpoints);
-  const create = () => new Agent({ ...AGENT_OPTIONS, connect: dialInTurn(buildConnector({}), endpoints) });
-  return () => serviceDispatcher(key, create);
-}
 const ignore = () => {};
 
 export const requestMirror: PolicyDefinition<'requestMirror'> = {
   name: 'requestMirror',
   build(config, env) {
     const origin = `http://${config.backend.host}`;
-    const dispatcher = dispatcherFor(config.backend.endpoints);
+    // the mirrors share their connections; a Service's go to its workloads in turn
+    const dispatcher = serviceAgent('mirror', config.backend.endpoints, undefined, AGENT_OPTIONS);
     const percentage = config.percentage;
     // The copy may fall this far behind the request before it is dropped.
     const cap = env.global.maxBufferSize;
