@@ -2662,6 +2662,9 @@ class Builder {
     return out;
   }
 
+  /** The indexes of the top-level policies by what they target (`kind` and name), made once. */
+  #targeting: Map<string, number[]> | undefined;
+
   /** Where the last policy targeting the `kind` named `name` that sets `policy` is, if one does. */
   targetedAt(
     kind: 'gateway' | 'listener' | 'route' | 'backend',
@@ -2669,10 +2672,21 @@ class Builder {
     policy: string,
   ): FieldPath | undefined {
     const all = this.cfg.policies ?? [];
-    for (let i = all.length - 1; i >= 0; i--) {
-      const p = all[i];
-      if (!p || (p.target as Record<string, string | undefined>)[kind] !== name) continue;
-      if ((p.policy as Record<string, unknown>)[policy] !== undefined) return ['policies', i, 'policy'];
+    if (!this.#targeting) {
+      this.#targeting = new Map();
+      all.forEach((p, i) => {
+        for (const [k, n] of Object.entries(p.target as Record<string, string | undefined>)) {
+          const list = this.#targeting?.get(`${k}/${n}`);
+          if (list) list.push(i);
+          else this.#targeting?.set(`${k}/${n}`, [i]);
+        }
+      });
+    }
+    const at = this.#targeting.get(`${kind}/${name}`) ?? [];
+    for (let j = at.length - 1; j >= 0; j--) {
+      const i = at[j] as number;
+      if ((all[i]?.policy as Record<string, unknown> | undefined)?.[policy] !== undefined)
+        return ['policies', i, 'policy'];
     }
     return undefined;
   }
