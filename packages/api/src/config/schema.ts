@@ -511,11 +511,19 @@ const serviceTlsPolicies = (service: string) =>
   });
 /**
  * A policy's own service (extAuthz, extProc, remoteRateLimit): its TLS, a key sent with each call (a
- * service that wants an API key) and headers set on each call; the others are refused by name.
+ * service that wants an API key), headers set on each call and, in http, the deadline of each call
+ * (serviceCallDeadline); the others are refused by name.
  */
 const serviceCallPolicies = (service: string) =>
   strict({
     ...serviceTlsPolicies(service).shape,
+    http: z
+      .lazy(() => BackendHttp)
+      .optional()
+      .meta({
+        description:
+          "requestTimeout: the deadline of each call, as the policy's own timeout (set one of the two); version: gRPC calls are HTTP/2",
+      }),
     backendAuth: z
       .lazy(() => z.union([KeyAuth, ...backendAuthRefused([], ` on ${service}`)]))
       .optional()
@@ -636,6 +644,54 @@ const ExtAuthzFields = strict({
   grpc: ExtAuthzGrpc.optional().meta({ description: "gw's form: the service and settings of a gRPC check" }),
   http: ExtAuthzHttp.optional().meta({ description: "gw's form: the service and settings of an HTTP check" }),
 });
+/**
+ * agentgateway's `policies.http` on a policy's service, which has no deadline field of its own:
+ * requestTimeout is the deadline of each call, gw's `timeout` (at `timeoutPath`); setting both is an
+ * error, as is an HTTP version the call cannot speak (gRPC is HTTP/2; an HTTP extAuthz check is
+ * sent as HTTP/1.1). Returns the deadline, undefined when neither sets one; reports on `ctx`.
+ */
+function serviceCallDeadline(
+  e: {
+    timeout?: string | undefined;
+    policies?: { http?: z.output<typeof BackendHttp> | undefined } | null | undefined;
+  },
+  ctx: z.core.$RefinementCtx<unknown>,
+  call: { grpc: boolean; timeoutPath: string[] },
+): string | undefined {
+  const http = e.policies?.http;
+  if (http?.version && http.version !== (call.grpc ? 'HTTP2' : 'HTTP1'))
+    ctx.issues.push({
+      code: 'custom',
+      input: http.version,
+      message: call.grpc
+        ? 'the calls of a gRPC service are HTTP/2: leave version out or set HTTP/2.0'
+        : notYetMessage('HTTP/2 to an HTTP extAuthz service'),
+      path: ['policies', 'http', 'version'],
+    });
+  const timeout = http?.requestTimeout;
+  if (timeout !== undefined && e.timeout !== undefined)
+    ctx.issues.push({
+      code: 'custom',
+      input: timeout,
+      message: `set one deadline: ${call.timeoutPath.join('.')} or policies.http.requestTimeout, not both`,
+      path: ['policies', 'http', 'requestTimeout'],
+    });
+  return e.timeout ?? timeout;
+}
+
+/** A gRPC policy service's call (extProc, remoteRateLimit) with policies.http taken into `timeout`. */
+function withServiceDeadline<
+  T extends {
+    timeout?: string | undefined;
+    policies?: { http?: z.output<typeof BackendHttp> | undefined } | undefined;
+  },
+>(e: T, ctx: z.core.$RefinementCtx<unknown>): T {
+  if (!e.policies?.http) return e;
+  const timeout = serviceCallDeadline(e, ctx, { grpc: true, timeoutPath: ['timeout'] });
+  const { http: _http, ...policies } = e.policies;
+  return { ...e, policies, ...(timeout !== undefined ? { timeout } : {}) };
+}
+
 function extAuthzIR(e: z.output<typeof ExtAuthzFields>, ctx: z.core.$RefinementCtx<unknown>): ExtAuthzIR {
   const issue = (message: string, path: string[] = []) => {
     ctx.issues.push({ code: 'custom', input: e, message, path });
@@ -681,13 +737,23 @@ function extAuthzIR(e: z.output<typeof ExtAuthzFields>, ctx: z.core.$RefinementC
       return issue(
         `use either host and protocol or gw's grpc/http form, not both (got ${[...mixed, ...(e.timeout ? ['timeout'] : [])].join(', ')} beside ${e.grpc ? 'grpc' : 'http'})`,
       );
-    return e.grpc ? { grpc: e.grpc, ...fm } : { http: e.http as z.output<typeof ExtAuthzHttp>, ...fm };
+    const block = (e.grpc ?? e.http) as { timeout?: string | undefined };
+    const form = e.grpc ? 'grpc' : 'http';
+    const t = serviceCallDeadline({ timeout: block.timeout, policies: e.policies }, ctx, {
+      grpc: form === 'grpc',
+      timeoutPath: [form, 'timeout'],
+    });
+    const deadline = t !== undefined ? { timeout: t } : {};
+    return e.grpc
+      ? { grpc: { ...e.grpc, ...deadline }, ...fm }
+      : { http: { ...(e.http as z.output<typeof ExtAuthzHttp>), ...deadline }, ...fm };
   }
   const naming = serviceNamingProblem(e, 'the authorization service');
   if (naming) return issue(naming.message, naming.path);
   const host = e.host ?? '';
-  const timeout = e.timeout ? { timeout: e.timeout } : {};
   const p = e.protocol ?? { grpc: {} };
+  const t = serviceCallDeadline(e, ctx, { grpc: !('http' in p), timeoutPath: ['timeout'] });
+  const timeout = t !== undefined ? { timeout: t } : {};
   if ('http' in p) {
     const h = p.http;
     return {
@@ -780,7 +846,7 @@ export const ExtProc = strict({
   if (naming) ctx.addIssue({ code: 'custom', ...naming });
 });
 /** An extProc service, or the first of several whose condition holds (agentgateway's conditional form). */
-export const ExtProcPolicy = explicitOrConditional(ExtProc);
+export const ExtProcPolicy = explicitOrConditional(ExtProc, withServiceDeadline);
 
 // agentgateway's token bucket form
 // (as agentgateway: both default to 0; a bucket of 0 tokens refuses everything, 0 per fill never refills)
@@ -849,7 +915,7 @@ export const RemoteRateLimit = strict({
   if (naming) ctx.addIssue({ code: 'custom', ...naming });
 });
 /** A rate limit service call, or the first of several whose condition holds (agentgateway's conditional form). */
-const RemoteRateLimitPolicy = explicitOrConditional(RemoteRateLimit);
+const RemoteRateLimitPolicy = explicitOrConditional(RemoteRateLimit, withServiceDeadline);
 
 // ---------- backend policies ----------
 const Keepalives = strict({
