@@ -2075,8 +2075,27 @@ const BackendTargetRef = z.union([
       section: NotYet('a backend target by section').optional(),
     }),
   }),
-  strict({ service: NotYet('a policy target by service') }),
+  strict({
+    service: strict({
+      hostname: z.string().min(1),
+      namespace: z.string().min(1),
+      port: z.number().int().min(1).max(65535).nullable().optional().meta({
+        description: 'the Service port whose calls take the policy (unset: every port)',
+      }),
+    }).meta({ description: 'a Service of the top-level services list, as route backends name it' }),
+  }),
 ]);
+/**
+ * The backend name a policy targeting a backend is looked up by: a named backend's name; for a
+ * Service, `<namespace>/<hostname>:<port>` (what a route's service backend is named) or, for every
+ * port, `<namespace>/<hostname>`.
+ */
+function backendTargetName(b: string | z.output<typeof BackendTargetRef>): string {
+  if (typeof b === 'string') return b;
+  if ('backend' in b) return b.backend.name;
+  const { hostname, namespace, port } = b.service;
+  return `${namespace}/${hostname}${port != null ? `:${port}` : ''}`;
+}
 export const PolicyTarget = z.union([
   strict({ gateway: z.union([z.string().min(1), GatewayTarget]) }).transform(({ gateway: g }) =>
     typeof g === 'string'
@@ -2090,7 +2109,7 @@ export const PolicyTarget = z.union([
     route: typeof r === 'string' ? r : [r.namespace, r.name, ...(r.ruleName ? [r.ruleName] : [])].join('/'),
   })),
   strict({ backend: z.union([z.string().min(1), BackendTargetRef]) }).transform(({ backend: b }) => ({
-    backend: typeof b === 'string' ? b : 'backend' in b ? b.backend.name : '',
+    backend: backendTargetName(b),
   })),
   strict({ listenerSet: NotYet('a policy target by listenerSet') }).transform((v) => v as never),
 ]);

@@ -1918,7 +1918,12 @@ class Builder {
     if (routePolicies.backendTLS) fromRoute.backendTLS = routePolicies.backendTLS;
     if (routePolicies.backendAuth) fromRoute.backendAuth = routePolicies.backendAuth;
     if (routePolicies.backendTunnel) fromRoute.backendTunnel = routePolicies.backendTunnel;
-    const fromTargeted = targeted.backend.get(name) as BackendPolicies | undefined;
+    // a Service is targeted on all its ports (<namespace>/<hostname>) or on one (its backend name)
+    const fromTargeted = (
+      'service' in b
+        ? mergePolicies(targeted.backend.get(b.service.name), targeted.backend.get(name))
+        : targeted.backend.get(name)
+    ) as BackendPolicies | undefined;
     const merged = mergePolicies(fromRoute, fromTargeted, named, b.policies) ?? {};
     // the ai backend kind took its ai policy above; on any other backend it is a mistake
     if (merged.ai && target.kind !== 'ai')
@@ -2047,6 +2052,7 @@ class Builder {
       written([...path, 'policies'], b.policies, k) ??
       (namedAt && written(namedAt, named, k)) ??
       this.targetedAt('backend', name, k) ??
+      ('service' in b ? this.targetedAt('backend', b.service.name, k) : undefined) ??
       routeAt?.(k) ?? [...path, 'policies'];
     const policies = this.resolveBackendPolicies([...path, 'policies'], connection, origin);
     if (target.kind === 'aws') awsAuth(target, policies);

@@ -176,3 +176,77 @@ binds:
     );
   });
 });
+
+// agentgateway's `policies: [{target: {backend: {service: {hostname, namespace, port}}}}]`: a policy
+// for the calls to a Service, on one port or (port unset) all of them, whichever route sends them.
+describe('a policy that targets a Service', () => {
+  let proxy: TestProxy;
+  before(async () => {
+    proxy = await startProxy(`services:
+- {name: api, namespace: default, hostname: api.local, vips: [], ports: {"80": ${a.port}, "8080": ${b.port}}}
+- {name: other, namespace: default, hostname: other.local, vips: [], ports: {"80": ${c.port}}}
+workloads:
+- {name: api-1, namespace: default, workloadIps: [127.0.0.1], services: {"default/api.local": {}}}
+- {name: other-1, namespace: default, workloadIps: [127.0.0.1], services: {"default/other.local": {}}}
+policies:
+- name: {name: every-port, namespace: default}
+  target: {backend: {service: {hostname: api.local, namespace: default}}}
+  policy: {requestHeaderModifier: {set: {x-service: api}}, backendAuth: {key: every-port-key}}
+- name: {name: port-80, namespace: default}
+  target: {backend: {service: {hostname: api.local, namespace: default, port: 80}}}
+  policy: {backendAuth: {key: port-80-key}}
+binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - matches: [{path: {pathPrefix: /p80}}]
+      backends: [{service: {name: default/api.local, port: 80}}]
+    - matches: [{path: {pathPrefix: /p8080}}]
+      backends: [{service: {name: default/api.local, port: 8080}}]
+    - matches: [{path: {pathPrefix: /other}}]
+      backends: [{service: {name: default/other.local, port: 80}}]
+`);
+  });
+  after(() => proxy.close());
+
+  const headersAt = async (path: string, up: TestServer) => {
+    const res = await request(proxy.url(path));
+    assert.equal(res.statusCode, 200);
+    await res.body.dump();
+    const seen = up.seen.at(-1);
+    assert.equal(seen?.url, path);
+    return { service: seen?.headers['x-service'], auth: seen?.headers.authorization };
+  };
+
+  test("a port's own policy wins over the Service-wide one it also sets; the other ports take the Service-wide one", async () => {
+    assert.deepEqual(await headersAt('/p80', a), { service: 'api', auth: 'Bearer port-80-key' });
+    assert.deepEqual(await headersAt('/p8080', b), { service: 'api', auth: 'Bearer every-port-key' });
+  });
+
+  test('another Service takes neither', async () => {
+    assert.deepEqual(await headersAt('/other', c), { service: undefined, auth: undefined });
+  });
+
+  test("a problem in the targeting policy is named where it is written, not at the route's backend", () => {
+    const yaml = `services:
+- {name: api, namespace: default, hostname: api.local, vips: [], ports: {"80": 80}}
+policies:
+- name: {name: tls, namespace: default}
+  target: {backend: {service: {hostname: api.local, namespace: default}}}
+  policy: {backendTLS: {root: /nonexistent/ca.pem}}
+binds:
+- port: 3000
+  listeners:
+  - routes:
+    - backends: [{service: {name: default/api.local, port: 80}}]
+`;
+    assert.throws(
+      () => load(yaml),
+      (e: unknown) =>
+        e instanceof ConfigError &&
+        e.issues.some((i) => i.path.startsWith('policies[0].policy.backendTLS.root')) &&
+        !e.issues.some((i) => i.path.startsWith('binds')),
+    );
+  });
+});
