@@ -2059,7 +2059,9 @@ const GatewayTarget = strict({
   gatewayName: z.string().min(1),
   gatewayNamespace: z.string().meta({ description: 'not read: standalone gateways have no namespace' }),
   listenerName: z.string().min(1).nullable().optional(),
-  port: NotYet('a gateway target by port (use listenerName)').optional(),
+  port: z.number().int().min(0).max(65535).nullable().optional().meta({
+    description: "the gateway's listeners on this port (instead of listenerName)",
+  }),
 });
 const RouteTarget = strict({
   name: z.string().min(1),
@@ -2097,13 +2099,22 @@ function backendTargetName(b: string | z.output<typeof BackendTargetRef>): strin
   return `${namespace}/${hostname}${port != null ? `:${port}` : ''}`;
 }
 export const PolicyTarget = z.union([
-  strict({ gateway: z.union([z.string().min(1), GatewayTarget]) }).transform(({ gateway: g }) =>
-    typeof g === 'string'
-      ? { gateway: g }
-      : g.listenerName
-        ? { listener: `${g.gatewayName}/${g.listenerName}` }
-        : { gateway: g.gatewayName },
-  ),
+  strict({ gateway: z.union([z.string().min(1), GatewayTarget]) }).transform(({ gateway: g }, ctx) => {
+    if (typeof g === 'string') return { gateway: g };
+    if (g.listenerName && g.port != null) {
+      ctx.issues.push({
+        code: 'custom',
+        input: g,
+        message: 'set one of listenerName and port',
+        path: ['gateway', 'port'],
+      });
+      return z.NEVER;
+    }
+    if (g.listenerName) return { listener: `${g.gatewayName}/${g.listenerName}` };
+    // the loader finds the gateway's listeners on the port (gatewayPort: <gateway>:<port>)
+    if (g.port != null) return { gatewayPort: `${g.gatewayName}:${g.port}` };
+    return { gateway: g.gatewayName };
+  }),
   strict({ listener: z.string().min(1) }),
   strict({ route: z.union([z.string().min(1), RouteTarget]) }).transform(({ route: r }) => ({
     route: typeof r === 'string' ? r : [r.namespace, r.name, ...(r.ruleName ? [r.ruleName] : [])].join('/'),

@@ -253,6 +253,70 @@ policies:
     const [set] = issues('policies:\n- target: {listenerSet: {name: a, namespace: b}}\n  policy: {}\n');
     assert.match(set as string, NOT_YET);
   });
+
+  test("a gateway target by port: the gateway's listeners on that port, less specific than a listener's", () => {
+    const yaml = `binds:
+- port: 8080
+  listeners:
+  - {name: a, gatewayName: web, routes: [{name: ra, backends: [{host: 127.0.0.1:9}]}]}
+  - {name: b, gatewayName: web, hostname: b.test, routes: [{name: rb, backends: [{host: 127.0.0.1:9}]}]}
+  - {name: c, hostname: c.test, routes: [{name: rc, backends: [{host: 127.0.0.1:9}]}]}
+- port: 9090
+  listeners:
+  - {name: d, gatewayName: web, routes: [{name: rd, backends: [{host: 127.0.0.1:9}]}]}
+gateways:
+  side:
+    port: 7070
+    listeners: [{name: main}]
+routes:
+- {name: rs, gateways: side, backends: [{host: 127.0.0.1:9}]}
+policies:
+- target: {gateway: {gatewayName: web, gatewayNamespace: default, port: 8080}}
+  policy: {requestHeaderModifier: {set: {x-on: port}}, timeout: {requestTimeout: 7s}}
+- target: {gateway: {gatewayName: web, gatewayNamespace: default, listenerName: b}}
+  policy: {requestHeaderModifier: {set: {x-on: listener}}}
+- target: {gateway: {gatewayName: side, gatewayNamespace: default, port: 7070}}
+  policy: {timeout: {requestTimeout: 3s}}
+`;
+    const { ir, warnings } = loadConfigText('gw.yaml', yaml, process.cwd(), () => undefined);
+    assert.deepEqual(warnings, []);
+    const routes = new Map(
+      ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.map((r) => [r.name, r.policies]))),
+    );
+    assert.deepEqual(routes.get('ra')?.requestHeaderModifier?.set, { 'x-on': 'port' });
+    assert.equal(routes.get('ra')?.timeout?.requestTimeout, '7s');
+    // the listener's own policy wins the field both set; the port's others still apply
+    assert.deepEqual(routes.get('rb')?.requestHeaderModifier?.set, { 'x-on': 'listener' });
+    assert.equal(routes.get('rb')?.timeout?.requestTimeout, '7s');
+    // another gateway on the port, and the gateway's listener on another port, take nothing
+    assert.equal(routes.get('rc')?.requestHeaderModifier, undefined);
+    assert.equal(routes.get('rd')?.requestHeaderModifier, undefined);
+    assert.equal(routes.get('rs')?.timeout?.requestTimeout, '3s');
+  });
+
+  test('a gateway target by port: on a port the gateway has no listener, a warning; with listenerName, an error', () => {
+    const base = `binds:
+- port: 8080
+  listeners: [{name: a, routes: [{backends: [{host: 127.0.0.1:9}]}]}]
+policies:
+`;
+    const { warnings } = loadConfigText(
+      'gw.yaml',
+      `${base}- target: {gateway: {gatewayName: bind/8080, gatewayNamespace: default, port: 9999}}\n  policy: {timeout: {requestTimeout: 1s}}\n`,
+      process.cwd(),
+      () => undefined,
+    );
+    assert.deepEqual(
+      warnings.map((w) => `${w.line}: ${w.path}: ${w.message}`),
+      [
+        '5: policies[0].target.gateway.port: gateway "bind/8080" has no listener on port 9999: the policy applies to nothing',
+      ],
+    );
+    const [both] = issues(
+      `${base}- target: {gateway: {gatewayName: bind/8080, gatewayNamespace: default, listenerName: a, port: 8080}}\n  policy: {}\n`,
+    );
+    assert.match(both as string, /policies\[0\]\.target\.gateway\.port: set one of listenerName and port/);
+  });
 });
 
 describe('routeGroups', () => {

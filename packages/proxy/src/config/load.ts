@@ -1508,9 +1508,28 @@ class Builder {
       route: new Map<string, TrafficPolicies>(),
       backend: new Map<string, TrafficPolicies>(),
     };
+    /** By listener, the policies that target its gateway's listeners on its port. */
+    const onPort = new Map<string, TrafficPolicies>();
     (this.cfg.policies ?? []).forEach((p, i) => {
       this.trafficChecks(['policies', i, 'policy'], p.policy);
-      const [kind, name] = Object.entries(p.target)[0] as unknown as [keyof typeof out, string];
+      const [kind, name] = Object.entries(p.target)[0] as unknown as [
+        keyof typeof out | 'gatewayPort',
+        string,
+      ];
+      if (kind === 'gatewayPort') {
+        const keys = this.listenersOnPort(name);
+        if (keys.length === 0) {
+          const [gateway, port] = splitGatewayPort(name);
+          this.src.warnings.push(
+            this.src.issueAt(
+              ['policies', i, 'target', 'gateway', 'port'],
+              `gateway ${JSON.stringify(gateway)} has no listener on port ${port}: the policy applies to nothing`,
+            ),
+          );
+        }
+        for (const key of keys) onPort.set(key, mergePolicies(onPort.get(key), p.policy) ?? {});
+        return;
+      }
       // a backend runs backend policies only: a route's (jwtAuth, cors, retry …) would never run there
       if (kind === 'backend')
         for (const [k, v] of Object.entries(p.policy)) {
@@ -1525,7 +1544,31 @@ class Builder {
         }
       out[kind].set(name, mergePolicies(out[kind].get(name), p.policy) ?? {});
     });
+    // a policy on the port is less specific than one on the listener: the listener's wins a field
+    for (const [key, policies] of onPort)
+      out.listener.set(key, mergePolicies(policies, out.listener.get(key)) ?? {});
     return out;
+  }
+
+  /**
+   * The listeners (`<gateway>/<listener>`, as routes are keyed) of the gateway on the port a
+   * `<gateway>:<port>` target names: in `binds` (a listener's gateway is its gatewayName, else
+   * bind/<port>) and in `gateways` (one port each).
+   */
+  listenersOnPort(target: string): string[] {
+    const [gateway, port] = splitGatewayPort(target);
+    const keys: string[] = [];
+    for (const bind of this.cfg.binds ?? [])
+      bind.listeners.forEach((l, li) => {
+        if (bind.port === port && (l.gatewayName ?? `bind/${bind.port}`) === gateway)
+          keys.push(`${gateway}/${l.name ?? `listener${li}`}`);
+      });
+    const gw = this.cfg.gateways?.[gateway];
+    if (gw && gw.port === port)
+      (gw.listeners ?? [{}]).forEach((l, li) => {
+        keys.push(`${gateway}/${('name' in l && l.name) || (gw.listeners ? `listener${li}` : 'default')}`);
+      });
+    return keys;
   }
 
   // ---------- tcp routes ----------
@@ -2682,9 +2725,14 @@ class Builder {
       this.#targeting = new Map();
       all.forEach((p, i) => {
         for (const [k, n] of Object.entries(p.target as Record<string, string | undefined>)) {
-          const list = this.#targeting?.get(`${k}/${n}`);
-          if (list) list.push(i);
-          else this.#targeting?.set(`${k}/${n}`, [i]);
+          // a policy on a gateway's port is found at each of the listeners there
+          const keys =
+            k === 'gatewayPort' ? this.listenersOnPort(n ?? '').map((l) => `listener/${l}`) : [`${k}/${n}`];
+          for (const key of keys) {
+            const list = this.#targeting?.get(key);
+            if (list) list.push(i);
+            else this.#targeting?.set(key, [i]);
+          }
         }
       });
     }
@@ -3669,6 +3717,12 @@ const TAKES_COLLECTOR: Takes = {
   backendAuth: 'backendAuth key',
   requestHeaderModifier: 'requestHeaderModifier add/set',
 };
+
+/** A `<gateway>:<port>` policy target's gateway and port (the gateway name may hold a colon). */
+function splitGatewayPort(target: string): [gateway: string, port: number] {
+  const i = target.lastIndexOf(':');
+  return [target.slice(0, i), Number(target.slice(i + 1))];
+}
 
 /** `at` when `from` sets `policy` (where it is written), else undefined. */
 function written(at: FieldPath, from: object | null | undefined, policy: string): FieldPath | undefined {
