@@ -254,6 +254,7 @@ export function validateSource<T extends z.ZodType>(src: SourceDocument, schema:
     schema.safeParse(src.data, {
       reportInput: true,
       error: (iss) => {
+        if (iss.code === 'unrecognized_keys') return suggestionsFor(iss);
         if (iss.code !== 'too_big' && iss.code !== 'too_small' && iss.code !== 'invalid_format')
           return undefined;
         const path = (iss.path ?? []).map((p) => (typeof p === 'number' ? p : String(p)));
@@ -269,6 +270,83 @@ export function validateSource<T extends z.ZodType>(src: SourceDocument, schema:
   }
   if (!parsed.success) throw new ConfigError(withSourceIssues(src, issuesFromZod(src, parsed.error)));
   return parsed.data;
+}
+
+/**
+ * Marks an unknown-field issue's message that carries, as JSON, the field each unknown key is likely
+ * a misspelling of (the error map sees the object's schema; issuesFromZod words the message).
+ */
+const SUGGEST = '\u0000suggest:';
+
+/** The fields of the object an unknown key was found in that each key is likely a misspelling of. */
+function suggestionsFor(iss: { keys?: readonly string[]; inst?: unknown }): string | undefined {
+  const shape = (iss.inst as { _zod?: { def?: { shape?: Record<string, unknown> } } } | undefined)?._zod?.def
+    ?.shape;
+  if (!shape || !iss.keys) return undefined;
+  const known = Object.keys(shape);
+  const out: Record<string, string> = {};
+  for (const key of iss.keys) {
+    const s = closestField(key, known);
+    if (s !== undefined) out[key] = s;
+  }
+  return Object.keys(out).length > 0 ? SUGGEST + JSON.stringify(out) : undefined;
+}
+
+/**
+ * The one field of `known` that `key` is most likely a misspelling of: the same letters in another
+ * case or with `_`/`-` (path_prefix, pathprefix: pathPrefix), else within an edit or two (one for a
+ * short name); undefined when none is, or two are equally close.
+ */
+export function closestField(key: string, known: readonly string[]): string | undefined {
+  const norm = (k: string) => k.toLowerCase().replace(/[-_]/g, '');
+  const same = known.filter((k) => norm(k) === norm(key));
+  if (same.length === 1) return same[0];
+  const limit = key.length <= 4 ? 1 : 2;
+  let best: string | undefined;
+  let bestDistance = limit + 1;
+  let tie = false;
+  for (const k of known) {
+    const d = editDistance(norm(key), norm(k), limit);
+    if (d < bestDistance) {
+      best = k;
+      bestDistance = d;
+      tie = false;
+    } else if (d === bestDistance) tie = true;
+  }
+  return bestDistance <= limit && !tie ? best : undefined;
+}
+
+/** Optimal string alignment distance (a swap of two neighbours is one edit), capped at limit + 1. */
+function editDistance(a: string, b: string, limit: number): number {
+  if (Math.abs(a.length - b.length) > limit) return limit + 1;
+  let prev2: number[] = [];
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    let least = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min((prev[j] as number) + 1, (row[j - 1] as number) + 1, (prev[j - 1] as number) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d = Math.min(d, (prev2[j - 2] as number) + 1);
+      row.push(d);
+      least = Math.min(least, d);
+    }
+    if (least > limit) return limit + 1;
+    prev2 = prev;
+    prev = row;
+  }
+  return prev[b.length] as number;
+}
+
+/** The suggestions an unknown-field issue carries (suggestionsFor), by unknown key. */
+function suggestionsOf(issue: { message: string }): Record<string, string> {
+  if (!issue.message.startsWith(SUGGEST)) return {};
+  try {
+    return JSON.parse(issue.message.slice(SUGGEST.length)) as Record<string, string>;
+  } catch {
+    return {};
+  }
 }
 
 /** Replaces values the schema wants as numbers or booleans at already-reported paths; false if none. */
@@ -315,8 +393,12 @@ export function issuesFromZod(src: SourceDocument, error: z.ZodError): ConfigIss
       ...(issue.path as PropertyKey[]).map((p) => (typeof p === 'number' ? p : String(p))),
     ];
     if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys)
-        push(src.issueAt([...path, key], `unknown field ${JSON.stringify(key)}`, true));
+      const suggested = suggestionsOf(issue);
+      for (const key of issue.keys) {
+        const s = suggested[key];
+        const hint = s !== undefined ? ` (did you mean ${JSON.stringify(s)}?)` : '';
+        push(src.issueAt([...path, key], `unknown field ${JSON.stringify(key)}${hint}`, true));
+      }
       return;
     }
     if (issue.code === 'invalid_union' && issue.errors.length > 0) {
@@ -347,6 +429,25 @@ export function issuesFromZod(src: SourceDocument, error: z.ZodError): ConfigIss
           bestScore = score;
           best = branch;
         }
+      }
+      // A branch where an unknown key is a likely misspelling of one of its fields (path: {pathprefix})
+      // is what was meant: its issues, less that field's absence, which the hint already says.
+      const hinted = issue.errors.find((branch) =>
+        branch.some((b) => b.code === 'unrecognized_keys' && Object.keys(suggestionsOf(b)).length > 0),
+      );
+      if (hinted) {
+        const meant = new Set(
+          hinted.flatMap((b) =>
+            b.code === 'unrecognized_keys'
+              ? Object.values(suggestionsOf(b)).map((f) => JSON.stringify([...b.path, f]))
+              : [],
+          ),
+        );
+        for (const b of hinted) {
+          const missing = b.code === 'invalid_type' && b.message.endsWith('received undefined');
+          if (!(missing && meant.has(JSON.stringify(b.path)))) visit(b, path);
+        }
+        return;
       }
       if (bestDepth > 0) {
         for (const b of best) visit(b, path);

@@ -41,9 +41,24 @@ describe('errors name the line, column and field path', () => {
     assert.match(b as string, /^2:3 : Merge sources must be maps/);
   });
 
-  test('unknown field points at the key', () => {
-    const got = issues(minimal('    - name: a\n      backendz: []\n'));
-    assert.deepEqual(got, ['6:7 binds[0].listeners[0].routes[0].backendz: unknown field "backendz"']);
+  test('unknown field points at the key, and names the field it is likely a misspelling of', () => {
+    const got = issues(minimal('    - name: a\n      backendz: []\n      colour: red\n'));
+    assert.deepEqual(got, [
+      '6:7 binds[0].listeners[0].routes[0].backendz: unknown field "backendz" (did you mean "backends"?)',
+      '7:7 binds[0].listeners[0].routes[0].colour: unknown field "colour"',
+    ]);
+  });
+
+  test('a misspelt key of a union of forms picks the form it misspells, without its absence', () => {
+    const got = issues(
+      minimal(
+        '    - name: a\n      matches: [{path: {pathprefix: /a}}]\n      policies: {request_header_modifier: {set: {a: b}}}\n',
+      ),
+    );
+    assert.deepEqual(got, [
+      '6:25 binds[0].listeners[0].routes[0].matches[0].path.pathprefix: unknown field "pathprefix" (did you mean "pathPrefix"?)',
+      '7:18 binds[0].listeners[0].routes[0].policies.request_header_modifier: unknown field "request_header_modifier" (did you mean "requestHeaderModifier"?)',
+    ]);
   });
 
   test('wrong type says what was expected', () => {
