@@ -339,6 +339,24 @@ function editDistance(a: string, b: string, limit: number): number {
   return prev[b.length] as number;
 }
 
+/** A field the input leaves out (with reportInput, the issue's input is undefined). */
+function isAbsent(b: z.core.$ZodIssue): boolean {
+  return (
+    (b.code === 'invalid_type' && b.message.endsWith('received undefined')) ||
+    ('input' in b && b.input === undefined && b.code !== 'custom')
+  );
+}
+
+/** The keys that every branch of a union found unknown at its own level. */
+function commonUnknownKeys(branches: readonly z.core.$ZodIssue[][]): string[] {
+  let common: string[] | undefined;
+  for (const branch of branches) {
+    const keys = branch.flatMap((b) => (b.code === 'unrecognized_keys' && b.path.length === 0 ? b.keys : []));
+    common = common === undefined ? keys : common.filter((k) => keys.includes(k));
+  }
+  return common ?? [];
+}
+
 /** The suggestions an unknown-field issue carries (suggestionsFor), by unknown key. */
 function suggestionsOf(issue: { message: string }): Record<string, string> {
   if (!issue.message.startsWith(SUGGEST)) return {};
@@ -411,10 +429,10 @@ export function issuesFromZod(src: SourceDocument, error: z.ZodError): ConfigIss
       let bestDepth = -1;
       let bestScore = [-1, 0];
       const depthOf = (b: z.core.$ZodIssue) =>
-        b.code !== 'invalid_type'
-          ? b.path.length + 0.5
-          : b.path.length > 0 && b.message.endsWith('received undefined')
-            ? b.path.length - 0.75
+        b.path.length > 0 && isAbsent(b)
+          ? b.path.length - 0.75
+          : b.code !== 'invalid_type'
+            ? b.path.length + 0.5
             : b.path.length;
       for (const branch of issue.errors) {
         const depth = Math.max(...branch.map(depthOf));
@@ -429,6 +447,35 @@ export function issuesFromZod(src: SourceDocument, error: z.ZodError): ConfigIss
           bestScore = score;
           best = branch;
         }
+      }
+      // A key no form knows, where the forms differ only in the field each requires (path: {prefix}):
+      // the key, and the fields it could have been.
+      const unknownToAll = commonUnknownKeys(issue.errors);
+      const forms = [
+        ...new Set(
+          issue.errors.flatMap((branch) =>
+            branch.filter((b) => b.path.length === 1 && isAbsent(b)).map((b) => String(b.path[0])),
+          ),
+        ),
+      ];
+      if (
+        unknownToAll.length > 0 &&
+        forms.length === issue.errors.length &&
+        issue.errors.every((branch) =>
+          branch.every((b) => (b.code === 'unrecognized_keys' && b.path.length === 0) || isAbsent(b)),
+        )
+      ) {
+        const oneOf = forms.map((f) => JSON.stringify(f)).join(', ');
+        const suggested = Object.assign(
+          {},
+          ...issue.errors.flat().map((b) => (b.code === 'unrecognized_keys' ? suggestionsOf(b) : {})),
+        ) as Record<string, string>;
+        for (const key of unknownToAll) {
+          const s = suggested[key];
+          const hint = s !== undefined ? `did you mean ${JSON.stringify(s)}?` : `expected one of ${oneOf}`;
+          push(src.issueAt([...path, key], `unknown field ${JSON.stringify(key)} (${hint})`, true));
+        }
+        return;
       }
       // A branch where an unknown key is a likely misspelling of one of its fields (path: {pathprefix})
       // is what was meant: its issues, less that field's absence, which the hint already says.
@@ -457,5 +504,10 @@ export function issuesFromZod(src: SourceDocument, error: z.ZodError): ConfigIss
     push(src.issueAt(path, issue.message));
   };
   for (const issue of error.issues) visit(issue, []);
-  return out;
+  // in the order of the file (an issue with no position keeps its place after those that have one)
+  const order = (a: ConfigIssue, b: ConfigIssue) => {
+    if (a.line <= 0 || b.line <= 0) return (a.line <= 0 ? 1 : 0) - (b.line <= 0 ? 1 : 0);
+    return a.line - b.line || a.column - b.column;
+  };
+  return out.sort(order);
 }

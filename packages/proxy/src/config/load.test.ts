@@ -49,6 +49,18 @@ describe('errors name the line, column and field path', () => {
     ]);
   });
 
+  test('a key no form of a union knows names the forms; a bad value of the right form is all that is said', () => {
+    const got = issues(
+      minimal(
+        '    - name: a\n      matches: [{path: {prefix: /a}}]\n      backends: [{host: "127.0.0.1:9", weight: x}]\n',
+      ),
+    );
+    assert.deepEqual(got, [
+      '6:25 binds[0].listeners[0].routes[0].matches[0].path.prefix: unknown field "prefix" (expected one of "exact", "pathPrefix", "regex")',
+      '7:48 binds[0].listeners[0].routes[0].backends[0].weight: Invalid input: expected number, received string',
+    ]);
+  });
+
   test('a misspelt key of a union of forms picks the form it misspells, without its absence', () => {
     const got = issues(
       minimal(
