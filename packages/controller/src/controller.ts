@@ -77,6 +77,17 @@ export class Controller {
     // a new leader writes what the last translation wants (statuses, proxy objects) at once
     o.leader?.on('leading', () => this.#schedule());
     this.provider.on('error', (kind, message) => o.log('warn', 'watch failed; retrying', { kind, message }));
+    this.provider.on('absent', (kind, message) =>
+      o.log(
+        'warn',
+        'the API server does not serve this kind (its CRD is not installed): ignored until it is',
+        {
+          kind,
+          message,
+        },
+      ),
+    );
+    this.provider.on('present', (kind) => o.log('info', 'the API server serves this kind now', { kind }));
     this.provider.on('expired', (kind, message) =>
       o.log('info', 'watch expired (410 Gone); listing again', { kind, message }),
     );

@@ -22,15 +22,24 @@ export interface WatchedKind {
   path: string;
   /** Only the objects with these labels, e.g. the proxy Deployments the deployer made. */
   labelSelector?: string;
+  /**
+   * A kind whose CRD a cluster may not have (a Gateway API release or channel without it): while the
+   * API server does not serve it, it counts as listed with no objects, and it is asked for again
+   * every ABSENT_RECHECK_MS, so a CRD installed later is picked up without a restart.
+   */
+  optional?: true;
 }
+
+/** How often a kind the API server does not serve (an optional kind's CRD not installed) is asked for. */
+export const ABSENT_RECHECK_MS = 10_000;
 
 const GA = 'gateway.networking.k8s.io';
 export const WATCHED: readonly WatchedKind[] = [
   { apiVersion: `${GA}/v1`, kind: 'GatewayClass', path: `/apis/${GA}/v1/gatewayclasses` },
   { apiVersion: `${GA}/v1`, kind: 'Gateway', path: `/apis/${GA}/v1/gateways` },
-  { apiVersion: `${GA}/v1`, kind: 'ListenerSet', path: `/apis/${GA}/v1/listenersets` },
+  { apiVersion: `${GA}/v1`, kind: 'ListenerSet', path: `/apis/${GA}/v1/listenersets`, optional: true },
   { apiVersion: `${GA}/v1`, kind: 'HTTPRoute', path: `/apis/${GA}/v1/httproutes` },
-  { apiVersion: `${GA}/v1`, kind: 'GRPCRoute', path: `/apis/${GA}/v1/grpcroutes` },
+  { apiVersion: `${GA}/v1`, kind: 'GRPCRoute', path: `/apis/${GA}/v1/grpcroutes`, optional: true },
   { apiVersion: `${GA}/v1beta1`, kind: 'ReferenceGrant', path: `/apis/${GA}/v1beta1/referencegrants` },
   { apiVersion: 'gw.dev/v1alpha1', kind: 'GwPolicy', path: '/apis/gw.dev/v1alpha1/gwpolicies' },
   { apiVersion: 'gw.dev/v1alpha1', kind: 'GwBackend', path: '/apis/gw.dev/v1alpha1/gwbackends' },
@@ -80,6 +89,18 @@ export interface ProviderEvents {
   error: [kind: string, message: string];
   /** A watch was refused with 410 Gone; the informer lists the kind again. */
   expired: [kind: string, message: string];
+  /** An optional kind the API server does not serve (its CRD is not installed): none of it is read. */
+  absent: [kind: string, message: string];
+  /** An optional kind that was absent is served now (its CRD was installed). */
+  present: [kind: string];
+}
+
+/** Whether a list failed because the API server does not serve the kind (no CRD for it). */
+function notServed(err: unknown): boolean {
+  const e = err as { code?: number; statusCode?: number } | null;
+  if (e?.code === 404 || e?.statusCode === 404) return true;
+  const text = err instanceof Error ? err.message : String(err);
+  return /Unrecognized API version and kind|HTTP-Code: 404/.test(text);
 }
 
 /**
@@ -121,6 +142,8 @@ interface KindWatch {
   informer: ListWatch<KubernetesObject>;
   synced: boolean;
   failures: number;
+  /** An optional kind the API server does not serve, last time it was asked. */
+  absent: boolean;
   timer?: NodeJS.Timeout;
 }
 
@@ -130,8 +153,15 @@ export class KubeProvider extends EventEmitter<ProviderEvents> {
   readonly #watches: KindWatch[] = [];
   #stopped = false;
 
-  constructor(kc: KubeConfig, kinds: readonly WatchedKind[] = WATCHED) {
+  readonly #absentRecheckMs: number;
+
+  constructor(
+    kc: KubeConfig,
+    kinds: readonly WatchedKind[] = WATCHED,
+    opts: { absentRecheckMs?: number } = {},
+  ) {
     super();
+    this.#absentRecheckMs = opts.absentRecheckMs ?? ABSENT_RECHECK_MS;
     this.#kc = kc;
     this.#api = KubernetesObjectApi.makeApiClient(kc);
     for (const kind of kinds) this.#watches.push(this.#watch(kind));
@@ -165,7 +195,21 @@ export class KubeProvider extends EventEmitter<ProviderEvents> {
     // the reconcile debounce). The items of a list are added synchronously once it resolves, so the
     // next turn of the loop finds them all.
     const listed = async (): Promise<KubernetesListObject<KubernetesObject>> => {
-      const l = await list();
+      let l: KubernetesListObject<KubernetesObject>;
+      try {
+        l = await list();
+        if (w.absent) {
+          w.absent = false;
+          if (!this.#stopped) this.emit('present', kind.kind);
+        }
+      } catch (err) {
+        if (!kind.optional || !notServed(err)) throw err;
+        // Not served: listed, with nothing in it. The watch that follows fails the same way, and the
+        // error handler asks again in ABSENT_RECHECK_MS.
+        if (!w.absent && !this.#stopped) this.emit('absent', kind.kind, shortError(err));
+        w.absent = true;
+        l = { apiVersion: 'v1', kind: 'List', metadata: { resourceVersion: '' }, items: [] };
+      }
       if (!w.synced)
         setImmediate(() => {
           if (w.synced || this.#stopped) return;
@@ -176,7 +220,7 @@ export class KubeProvider extends EventEmitter<ProviderEvents> {
       return l;
     };
     const informer = new ListWatch<KubernetesObject>(kind.path, watch, listed, false, kind.labelSelector);
-    const w: KindWatch = { kind, informer, synced: false, failures: 0 };
+    const w: KindWatch = { kind, informer, synced: false, failures: 0, absent: false };
     const changed = () => {
       if (w.synced) this.emit('change');
     };
@@ -188,6 +232,14 @@ export class KubeProvider extends EventEmitter<ProviderEvents> {
     });
     informer.on('error', (err: unknown) => {
       if (this.#stopped) return;
+      // an absent kind's watch fails as its list did: said once ('absent'), asked again at a steady pace
+      if (w.absent && notServed(err)) {
+        w.timer = setTimeout(() => {
+          if (!this.#stopped) informer.start().catch(() => undefined);
+        }, this.#absentRecheckMs);
+        w.timer.unref();
+        return;
+      }
       w.failures++;
       this.emit('error', kind.kind, shortError(err));
       // restart with backoff: 0.5s doubling to 30s

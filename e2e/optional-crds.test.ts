@@ -1,0 +1,110 @@
+// A cluster without every Gateway API CRD the controller can read: the real API server with the
+// standard channel's CRDs less GRPCRoute and ListenerSet (as an older Gateway API release has). The
+// controller must still reconcile (it used to wait for those lists for ever, so nothing got a
+// status), say once which kinds it cannot read, and read a CRD installed later without a restart.
+import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { after, before, test } from 'node:test';
+import { gatewayApiCrdDir, type KubeHarness, startKube } from '@gw/testkit';
+import { gatewayYaml, routeYaml } from './support/controller-e2e.ts';
+import {
+  type ControllerProcess,
+  kubectlOk,
+  startController,
+  untilWithLogs,
+} from './support/controller-process.ts';
+
+let kube: KubeHarness;
+let controller: ControllerProcess;
+let standard: string;
+const kubectl = kubectlOk(() => kube);
+const until = untilWithLogs(() => [['controller log', controller?.log ?? []]]);
+const LEFT_OUT = ['gateway.networking.k8s.io_grpcroutes.yaml', 'gateway.networking.k8s.io_listenersets.yaml'];
+
+before(async () => {
+  standard = join(await gatewayApiCrdDir(), 'standard');
+  const files = readdirSync(standard)
+    .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml' && !f.includes('_vap_'))
+    .filter((f) => !LEFT_OUT.includes(f))
+    .map((f) => join(standard, f));
+  kube = await startKube({
+    gatewayApi: false,
+    crdDirs: [...files, resolve(import.meta.dirname, '../crds')],
+  });
+  controller = await startController(kube.kubeconfig);
+});
+
+after(async () => {
+  await controller?.stop();
+  await kube?.stop();
+});
+
+test('without the GRPCRoute and ListenerSet CRDs the controller reconciles, and says once why it skips them', async () => {
+  await kubectl(['apply', '--server-side', '-f', '-'], gatewayYaml('default', 18080));
+  await kubectl(
+    ['apply', '--server-side', '-f', '-'],
+    routeYaml('default', '{ group: "", kind: Service, name: missing, port: 80 }'),
+  );
+  const accepted = await until('the HTTPRoute status', async () => {
+    const out = await kubectl([
+      'get',
+      'httproute',
+      'web',
+      '-o',
+      'jsonpath={.status.parents[0].conditions[?(@.type=="Accepted")].status}',
+    ]);
+    return out || undefined;
+  });
+  assert.equal(accepted, 'True');
+  const warned = (kind: string) =>
+    controller.log
+      .join('')
+      .split('\n')
+      .filter((l) => l.includes('does not serve this kind') && l.includes(`"kind":"${kind}"`));
+  assert.equal(warned('GRPCRoute').length, 1, controller.log.join(''));
+  assert.equal(warned('ListenerSet').length, 1, controller.log.join(''));
+  const failed = controller.log
+    .join('')
+    .split('\n')
+    .filter((l) => l.includes('watch failed') && /"kind":"(GRPCRoute|ListenerSet)"/.test(l));
+  assert.deepEqual(failed, [], 'no watch error for a kind left out');
+});
+
+test('a CRD installed later is read without a restart: its routes get a status', async () => {
+  await kubectl([
+    'apply',
+    '--server-side',
+    '-f',
+    join(standard, 'gateway.networking.k8s.io_grpcroutes.yaml'),
+  ]);
+  await kubectl(['wait', '--for', 'condition=Established', 'crd/grpcroutes.gateway.networking.k8s.io']);
+  await kubectl(
+    ['apply', '--server-side', '-f', '-'],
+    `apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: { name: rpc, namespace: default }
+spec:
+  parentRefs: [{ name: edge }]
+  rules:
+    - backendRefs: [{ name: missing, port: 9000 }]
+`,
+  );
+  // the controller asks for an absent kind every 10 s
+  const accepted = await until(
+    'the GRPCRoute status',
+    async () => {
+      const out = await kubectl([
+        'get',
+        'grpcroute',
+        'rpc',
+        '-o',
+        'jsonpath={.status.parents[0].conditions[?(@.type=="Accepted")].status}',
+      ]);
+      return out || undefined;
+    },
+    40_000,
+  );
+  assert.equal(accepted, 'True');
+  assert.ok(controller.log.join('').includes('the API server serves this kind now'), controller.log.join(''));
+});
