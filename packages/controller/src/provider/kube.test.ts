@@ -189,7 +189,7 @@ test('an optional kind the API server does not serve is synced empty, and read o
 });
 
 test('a required kind the API server does not serve keeps the provider unsynced', async (t) => {
-  const server = http.createServer((req, res) => {
+  const server = http.createServer((_req, res) => {
     res.writeHead(404, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ kind: 'Status', status: 'Failure', reason: 'NotFound', code: 404 }));
   });
