@@ -36,6 +36,87 @@ function load(entries: [string, Resource][]) {
 }
 
 describe('assembleConfig', () => {
+  test('TCP and TLS listeners take tcpRoute resources: by SNI on TLS, passthrough without a certificate', () => {
+    const tcpRoute = (listener: string, port: number, name: string, extra: Record<string, unknown>) =>
+      res({
+        tcpRoute: {
+          port,
+          listener,
+          namespace: 'ns',
+          name,
+          backends: [{ weight: 1, host: { host: '127.0.0.1', port: 9100 } }],
+          ...extra,
+        },
+      });
+    const ir = load([
+      [
+        'bind/9000',
+        res({ bind: { port: 9000, listeners: [{ name: 'ns/gw/db', gateway: 'ns/gw', protocol: 'TCP' }] } }),
+      ],
+      [
+        'bind/9443',
+        res({ bind: { port: 9443, listeners: [{ name: 'ns/gw/tls', gateway: 'ns/gw', protocol: 'TLS' }] } }),
+      ],
+      ['tcproute/9000/ns/gw/db/ns/db/0', tcpRoute('ns/gw/db', 9000, 'db', {})],
+      [
+        'tcproute/9443/ns/gw/tls/ns/newer/0',
+        tcpRoute('ns/gw/tls', 9443, 'newer', { hostnames: ['a.example.com'], precedence: 2 }),
+      ],
+      [
+        'tcproute/9443/ns/gw/tls/ns/older/0',
+        tcpRoute('ns/gw/tls', 9443, 'older', {
+          hostnames: ['*.example.com'],
+          precedence: 1,
+          backends: [{ weight: 3, backend: 'ns/db' }],
+        }),
+      ],
+      ['backend/ns/db', res({ backend: { name: 'ns/db', host: { host: '127.0.0.1', port: 9200 } } })],
+    ]);
+    const [tcp, tls] = ir.binds.map((b) => b.listeners[0]);
+    assert.equal(tcp?.protocol, 'TCP');
+    assert.deepEqual(tcp?.routes, []);
+    assert.deepEqual(
+      tcp?.tcpRoutes?.map((r) => [r.name, r.hostnames]),
+      [['db', []]],
+    );
+    assert.equal(tls?.protocol, 'TLS');
+    assert.equal(tls?.tls, undefined, 'passthrough: no certificate of its own');
+    assert.deepEqual(
+      tls?.tcpRoutes?.map((r) => [r.name, r.hostnames, r.backends.map((b) => b.weight)]),
+      [
+        ['older', ['*.example.com'], [3]],
+        ['newer', ['a.example.com'], [1]],
+      ],
+    );
+  });
+
+  test('a tcpRoute for an HTTP listener, or an HTTP route for a TCP one, is a problem named after it', () => {
+    const a = assembleConfig(
+      new Map([
+        ['bind/8080', bind],
+        [
+          'bind/9000',
+          res({ bind: { port: 9000, listeners: [{ name: 'ns/gw/db', gateway: 'ns/gw', protocol: 'TCP' }] } }),
+        ],
+        [
+          'tcproute/8080/ns/gw/http/ns/x/0',
+          res({ tcpRoute: { port: 8080, listener: 'ns/gw/http', namespace: 'ns', name: 'x' } }),
+        ],
+        [
+          'route/9000/ns/gw/db/ns/y/0',
+          res({ route: { port: 9000, listener: 'ns/gw/db', namespace: 'ns', name: 'y' } }),
+        ],
+      ]),
+    );
+    assert.deepEqual(
+      a.problems.map((p) => `${p.resource}: ${p.message}`),
+      [
+        'route/9000/ns/gw/db/ns/y/0: listener "ns/gw/db" on port 9000 takes TCP routes, not HTTP routes',
+        'tcproute/8080/ns/gw/http/ns/x/0: listener "ns/gw/http" on port 8080 is not a TCP or TLS listener',
+      ],
+    );
+  });
+
   test('routes on one listener go oldest first (precedence), so the oldest wins a tie; unset goes last', () => {
     const named = (name: string, precedence?: number) =>
       res({

@@ -13,6 +13,7 @@ import type {
   Resource,
   Route,
   RouteBackend,
+  TcpRoute,
 } from '@gw/xds-proto/gw/resource/v1/resource';
 import type { Origin } from '../config/load.ts';
 
@@ -46,7 +47,7 @@ export function assembleConfig(resources: ReadonlyMap<string, Resource>): Assemb
   const byName = [...resources].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 
   const binds: Json[] = [];
-  const listenerAt = new Map<string, { bi: number; li: number; routes: Json[] }>();
+  const listenerAt = new Map<string, { bi: number; li: number; routes: Json[]; tcp: boolean }>();
   const bindResources = byName.filter(([, r]) => r.kind.case === 'bind');
   bindResources.sort(([, a], [, b]) => portOf(a) - portOf(b));
   for (const [name, r] of bindResources) {
@@ -59,7 +60,9 @@ export function assembleConfig(resources: ReadonlyMap<string, Resource>): Assemb
       // The builder names a listener <gateway>/<name>: give it the last segment of the full name.
       const short =
         l.gateway && l.name.startsWith(`${l.gateway}/`) ? l.name.slice(l.gateway.length + 1) : l.name;
-      const out: Json = { name: short, routes };
+      // TCP and TLS listeners take tcpRoutes (TcpRoute resources), the others routes
+      const tcp = l.protocol === 'TCP' || l.protocol === 'TLS';
+      const out: Json = tcp ? { name: short, tcpRoutes: routes } : { name: short, routes };
       if (l.gateway) out.gatewayName = l.gateway;
       if (l.hostname) out.hostname = l.hostname;
       if (l.protocol) out.protocol = l.protocol;
@@ -71,7 +74,7 @@ export function assembleConfig(resources: ReadonlyMap<string, Resource>): Assemb
           path: ['listeners', li],
           message: `listener ${l.name} is defined twice on port ${b.port}`,
         });
-      } else listenerAt.set(key, { bi, li, routes });
+      } else listenerAt.set(key, { bi, li, routes, tcp });
       return out;
     });
     binds.push({ port: b.port, listeners });
@@ -85,6 +88,14 @@ export function assembleConfig(resources: ReadonlyMap<string, Resource>): Assemb
   for (const [name, r] of routes) {
     const rt = r.kind.value;
     const at = listenerAt.get(`${rt.port}\0${rt.listener}`);
+    if (at?.tcp) {
+      problems.push({
+        resource: name,
+        path: ['listener'],
+        message: `listener ${JSON.stringify(rt.listener)} on port ${rt.port} takes TCP routes, not HTTP routes`,
+      });
+      continue;
+    }
     if (!at) {
       problems.push({
         resource: name,
@@ -104,6 +115,35 @@ export function assembleConfig(resources: ReadonlyMap<string, Resource>): Assemb
     if (rt.hostnames.length > 0) out.hostnames = rt.hostnames;
     if (rt.matches) out.matches = toJson(ListValueSchema, rt.matches);
     if (rt.policies) out.policies = rt.policies;
+    out.backends = rt.backends.map((b, i) => routeBackend(b, name, ['backends', i], problems));
+    at.routes.push(out);
+  }
+
+  const tcpRoutes = byName.filter(([, r]) => r.kind.case === 'tcpRoute') as [
+    string,
+    Resource & { kind: { case: 'tcpRoute'; value: TcpRoute } },
+  ][];
+  tcpRoutes.sort(([an, a], [bn, b]) => compareRoutes(an, a.kind.value, bn, b.kind.value));
+  for (const [name, r] of tcpRoutes) {
+    const rt = r.kind.value;
+    const at = listenerAt.get(`${rt.port}\0${rt.listener}`);
+    if (!at?.tcp) {
+      problems.push({
+        resource: name,
+        path: ['listener'],
+        message: at
+          ? `listener ${JSON.stringify(rt.listener)} on port ${rt.port} is not a TCP or TLS listener`
+          : `no listener ${JSON.stringify(rt.listener)} on port ${rt.port}`,
+      });
+      continue;
+    }
+    const ri = at.routes.length;
+    mappings.push({ prefix: ['binds', at.bi, 'listeners', at.li, 'tcpRoutes', ri], resource: name, as: [] });
+    const out: Json = { name: rt.name || name };
+    if (rt.namespace) out.namespace = rt.namespace;
+    const rule = rt.ruleName || ruleIndex(name);
+    if (rule !== undefined) out.ruleName = String(rule);
+    if (rt.hostnames.length > 0) out.hostnames = rt.hostnames;
     out.backends = rt.backends.map((b, i) => routeBackend(b, name, ['backends', i], problems));
     at.routes.push(out);
   }
@@ -144,6 +184,7 @@ export function assembleConfig(resources: ReadonlyMap<string, Resource>): Assemb
         break;
       case 'bind':
       case 'route':
+      case 'tcpRoute':
         break;
       default:
         problems.push({
@@ -174,7 +215,9 @@ export function assembleConfig(resources: ReadonlyMap<string, Resource>): Assemb
 }
 
 function portOf(r: Resource): number {
-  return r.kind.case === 'bind' || r.kind.case === 'route' ? r.kind.value.port : 0;
+  return r.kind.case === 'bind' || r.kind.case === 'route' || r.kind.case === 'tcpRoute'
+    ? r.kind.value.port
+    : 0;
 }
 
 /** `route/<port>/<listener>/<namespace>/<route>/<rule index>` → the rule index, when it is one. */
@@ -183,9 +226,9 @@ function ruleIndex(name: string): number | undefined {
   return /^[0-9]+$/.test(last) ? Number(last) : undefined;
 }
 
-function compareRoutes(an: string, a: Route, bn: string, b: Route): number {
+function compareRoutes(an: string, a: Route | TcpRoute, bn: string, b: Route | TcpRoute): number {
   // 0 (unset) after every route that has a precedence
-  const precedence = (r: Route) => r.precedence || Number.MAX_SAFE_INTEGER;
+  const precedence = (r: Route | TcpRoute) => r.precedence || Number.MAX_SAFE_INTEGER;
   const keys: [string | number, string | number][] = [
     [a.port, b.port],
     [a.listener, b.listener],

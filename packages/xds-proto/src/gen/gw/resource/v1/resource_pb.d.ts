@@ -74,6 +74,14 @@ export declare type Resource = Message<"gw.resource.v1.Resource"> & {
      */
     value: Global;
     case: "global";
+  } | {
+    /**
+     * name: tcproute/<port>/<listener>/<namespace>/<route>/<rule index>
+     *
+     * @generated from field: gw.resource.v1.TcpRoute tcp_route = 7;
+     */
+    value: TcpRoute;
+    case: "tcpRoute";
   } | { case: undefined; value?: undefined };
 };
 
@@ -132,7 +140,7 @@ export declare type Listener = Message<"gw.resource.v1.Listener"> & {
   hostname: string;
 
   /**
-   * HTTP or HTTPS
+   * HTTP, HTTPS, TCP or TLS (TLS without tls: passthrough by SNI; with it: terminated)
    *
    * @generated from field: string protocol = 4;
    */
@@ -243,6 +251,68 @@ export declare type Route = Message<"gw.resource.v1.Route"> & {
  * Use `create(RouteSchema)` to create a new message.
  */
 export declare const RouteSchema: GenMessage<Route>;
+
+/**
+ * One rule of a TCPRoute (on a TCP listener) or a TLSRoute (on a TLS listener, by SNI) attached to
+ * one listener: the standalone schema's tcpRoutes entry.
+ *
+ * @generated from message gw.resource.v1.TcpRoute
+ */
+export declare type TcpRoute = Message<"gw.resource.v1.TcpRoute"> & {
+  /**
+   * @generated from field: uint32 port = 1;
+   */
+  port: number;
+
+  /**
+   * Listener.name it attaches to.
+   *
+   * @generated from field: string listener = 2;
+   */
+  listener: string;
+
+  /**
+   * @generated from field: string namespace = 3;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string name = 4;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string rule_name = 5;
+   */
+  ruleName: string;
+
+  /**
+   * TLSRoute: the server names (SNI) it takes, exact or *.suffix.
+   *
+   * @generated from field: repeated string hostnames = 6;
+   */
+  hostnames: string[];
+
+  /**
+   * Weighted backends: host or a named host Backend; policies hold backendTLS only.
+   *
+   * @generated from field: repeated gw.resource.v1.RouteBackend backends = 7;
+   */
+  backends: RouteBackend[];
+
+  /**
+   * The oldest route first among routes with the same hostnames (as Route.precedence).
+   *
+   * @generated from field: uint32 precedence = 8;
+   */
+  precedence: number;
+};
+
+/**
+ * Describes the message gw.resource.v1.TcpRoute.
+ * Use `create(TcpRouteSchema)` to create a new message.
+ */
+export declare const TcpRouteSchema: GenMessage<TcpRoute>;
 
 /**
  * @generated from message gw.resource.v1.RouteBackend

@@ -17,7 +17,7 @@ import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
  * Describes the file gw/resource/v1/resource.proto.
  */
 export const file_gw_resource_v1_resource = /*@__PURE__*/
-  fileDesc("Ch1ndy9yZXNvdXJjZS92MS9yZXNvdXJjZS5wcm90bxIOZ3cucmVzb3VyY2UudjEijgIKCFJlc291cmNlEiQKBGJpbmQYASABKAsyFC5ndy5yZXNvdXJjZS52MS5CaW5kSAASJgoFcm91dGUYAiABKAsyFS5ndy5yZXNvdXJjZS52MS5Sb3V0ZUgAEioKB2JhY2tlbmQYAyABKAsyFy5ndy5yZXNvdXJjZS52MS5CYWNrZW5kSAASKAoGcG9saWN5GAQgASgLMhYuZ3cucmVzb3VyY2UudjEuUG9saWN5SAASLAoIZnJvbnRlbmQYBSABKAsyGC5ndy5yZXNvdXJjZS52MS5Gcm9udGVuZEgAEigKBmdsb2JhbBgGIAEoCzIWLmd3LnJlc291cmNlLnYxLkdsb2JhbEgAQgYKBGtpbmQiQQoEQmluZBIMCgRwb3J0GAEgASgNEisKCWxpc3RlbmVycxgCIAMoCzIYLmd3LnJlc291cmNlLnYxLkxpc3RlbmVyInoKCExpc3RlbmVyEgwKBG5hbWUYASABKAkSDwoHZ2F0ZXdheRgCIAEoCRIQCghob3N0bmFtZRgDIAEoCRIQCghwcm90b2NvbBgEIAEoCRIrCgN0bHMYBSABKAsyHi5ndy5yZXNvdXJjZS52MS5UbHNDZXJ0aWZpY2F0ZSIzCg5UbHNDZXJ0aWZpY2F0ZRIQCghjZXJ0X3BlbRgBIAEoCRIPCgdrZXlfcGVtGAIgASgJIooCCgVSb3V0ZRIMCgRwb3J0GAEgASgNEhAKCGxpc3RlbmVyGAIgASgJEhEKCW5hbWVzcGFjZRgDIAEoCRIMCgRuYW1lGAQgASgJEhEKCXJ1bGVfbmFtZRgFIAEoCRIRCglob3N0bmFtZXMYBiADKAkSKwoHbWF0Y2hlcxgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5MaXN0VmFsdWUSKQoIcG9saWNpZXMYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCGJhY2tlbmRzGAkgAygLMhwuZ3cucmVzb3VyY2UudjEuUm91dGVCYWNrZW5kEhIKCnByZWNlZGVuY2UYCiABKA0ikAEKDFJvdXRlQmFja2VuZBIOCgZ3ZWlnaHQYASABKA0SKAoEaG9zdBgCIAEoCzIYLmd3LnJlc291cmNlLnYxLkhvc3RQb3J0SAASEQoHYmFja2VuZBgDIAEoCUgAEikKCHBvbGljaWVzGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIICgZ0YXJnZXQiJgoISG9zdFBvcnQSDAoEaG9zdBgBIAEoCRIMCgRwb3J0GAIgASgNIukCCgdCYWNrZW5kEgwKBG5hbWUYASABKAkSKAoEaG9zdBgCIAEoCzIYLmd3LnJlc291cmNlLnYxLkhvc3RQb3J0SAASKgoHZHluYW1pYxgDIAEoCzIXLmd3LnJlc291cmNlLnYxLkR5bmFtaWNIABIlCgJhaRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIABItCgpsbG1fbW9kZWxzGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAEiIKA21jcBgHIAEoCzITLmd3LnJlc291cmNlLnYxLk1jcEgAEicKA2EyYRgIIAEoCzIYLmd3LnJlc291cmNlLnYxLkhvc3RQb3J0SAASIgoDYXdzGAkgASgLMhMuZ3cucmVzb3VyY2UudjEuQXdzSAASKQoIcG9saWNpZXMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QggKBnRhcmdldCJECgNBd3MSMgoKYWdlbnRfY29yZRgBIAEoCzIcLmd3LnJlc291cmNlLnYxLkF3c0FnZW50Q29yZUgAQgkKB3NlcnZpY2UiPAoMQXdzQWdlbnRDb3JlEhkKEWFnZW50X3J1bnRpbWVfYXJuGAEgASgJEhEKCXF1YWxpZmllchgCIAEoCSJ1CgNNY3ASKgoHdGFyZ2V0cxgBIAMoCzIZLmd3LnJlc291cmNlLnYxLk1jcFRhcmdldBIXCg9zZXNzaW9uX3JvdXRpbmcYAiABKAkSFAoMZmFpbHVyZV9tb2RlGAMgASgJEhMKC3ByZWZpeF9tb2RlGAQgASgJIoABCglNY3BUYXJnZXQSDAoEbmFtZRgBIAEoCRIMCgRob3N0GAIgASgJEgwKBHBvcnQYAyABKA0SDAoEcGF0aBgEIAEoCRIQCghwcm90b2NvbBgFIAEoCRIpCghwb2xpY2llcxgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiCQoHRHluYW1pYyJuCgZQb2xpY3kSDAoEbmFtZRgBIAEoCRIsCgZ0YXJnZXQYAiABKAsyHC5ndy5yZXNvdXJjZS52MS5Qb2xpY3lUYXJnZXQSKAoHdHJhZmZpYxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiYQoMUG9saWN5VGFyZ2V0EhEKB2dhdGV3YXkYASABKAlIABISCghsaXN0ZW5lchgCIAEoCUgAEg8KBXJvdXRlGAMgASgJSAASEQoHYmFja2VuZBgEIAEoCUgAQgYKBGtpbmQiNQoIRnJvbnRlbmQSKQoIcG9saWNpZXMYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IjEKBkdsb2JhbBInCgZjb25maWcYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0YgZwcm90bzM", [file_google_protobuf_struct]);
+  fileDesc("Ch1ndy9yZXNvdXJjZS92MS9yZXNvdXJjZS5wcm90bxIOZ3cucmVzb3VyY2UudjEivQIKCFJlc291cmNlEiQKBGJpbmQYASABKAsyFC5ndy5yZXNvdXJjZS52MS5CaW5kSAASJgoFcm91dGUYAiABKAsyFS5ndy5yZXNvdXJjZS52MS5Sb3V0ZUgAEioKB2JhY2tlbmQYAyABKAsyFy5ndy5yZXNvdXJjZS52MS5CYWNrZW5kSAASKAoGcG9saWN5GAQgASgLMhYuZ3cucmVzb3VyY2UudjEuUG9saWN5SAASLAoIZnJvbnRlbmQYBSABKAsyGC5ndy5yZXNvdXJjZS52MS5Gcm9udGVuZEgAEigKBmdsb2JhbBgGIAEoCzIWLmd3LnJlc291cmNlLnYxLkdsb2JhbEgAEi0KCXRjcF9yb3V0ZRgHIAEoCzIYLmd3LnJlc291cmNlLnYxLlRjcFJvdXRlSABCBgoEa2luZCJBCgRCaW5kEgwKBHBvcnQYASABKA0SKwoJbGlzdGVuZXJzGAIgAygLMhguZ3cucmVzb3VyY2UudjEuTGlzdGVuZXIiegoITGlzdGVuZXISDAoEbmFtZRgBIAEoCRIPCgdnYXRld2F5GAIgASgJEhAKCGhvc3RuYW1lGAMgASgJEhAKCHByb3RvY29sGAQgASgJEisKA3RscxgFIAEoCzIeLmd3LnJlc291cmNlLnYxLlRsc0NlcnRpZmljYXRlIjMKDlRsc0NlcnRpZmljYXRlEhAKCGNlcnRfcGVtGAEgASgJEg8KB2tleV9wZW0YAiABKAkiigIKBVJvdXRlEgwKBHBvcnQYASABKA0SEAoIbGlzdGVuZXIYAiABKAkSEQoJbmFtZXNwYWNlGAMgASgJEgwKBG5hbWUYBCABKAkSEQoJcnVsZV9uYW1lGAUgASgJEhEKCWhvc3RuYW1lcxgGIAMoCRIrCgdtYXRjaGVzGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLkxpc3RWYWx1ZRIpCghwb2xpY2llcxgIIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoIYmFja2VuZHMYCSADKAsyHC5ndy5yZXNvdXJjZS52MS5Sb3V0ZUJhY2tlbmQSEgoKcHJlY2VkZW5jZRgKIAEoDSK1AQoIVGNwUm91dGUSDAoEcG9ydBgBIAEoDRIQCghsaXN0ZW5lchgCIAEoCRIRCgluYW1lc3BhY2UYAyABKAkSDAoEbmFtZRgEIAEoCRIRCglydWxlX25hbWUYBSABKAkSEQoJaG9zdG5hbWVzGAYgAygJEi4KCGJhY2tlbmRzGAcgAygLMhwuZ3cucmVzb3VyY2UudjEuUm91dGVCYWNrZW5kEhIKCnByZWNlZGVuY2UYCCABKA0ikAEKDFJvdXRlQmFja2VuZBIOCgZ3ZWlnaHQYASABKA0SKAoEaG9zdBgCIAEoCzIYLmd3LnJlc291cmNlLnYxLkhvc3RQb3J0SAASEQoHYmFja2VuZBgDIAEoCUgAEikKCHBvbGljaWVzGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIICgZ0YXJnZXQiJgoISG9zdFBvcnQSDAoEaG9zdBgBIAEoCRIMCgRwb3J0GAIgASgNIukCCgdCYWNrZW5kEgwKBG5hbWUYASABKAkSKAoEaG9zdBgCIAEoCzIYLmd3LnJlc291cmNlLnYxLkhvc3RQb3J0SAASKgoHZHluYW1pYxgDIAEoCzIXLmd3LnJlc291cmNlLnYxLkR5bmFtaWNIABIlCgJhaRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIABItCgpsbG1fbW9kZWxzGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAEiIKA21jcBgHIAEoCzITLmd3LnJlc291cmNlLnYxLk1jcEgAEicKA2EyYRgIIAEoCzIYLmd3LnJlc291cmNlLnYxLkhvc3RQb3J0SAASIgoDYXdzGAkgASgLMhMuZ3cucmVzb3VyY2UudjEuQXdzSAASKQoIcG9saWNpZXMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QggKBnRhcmdldCJECgNBd3MSMgoKYWdlbnRfY29yZRgBIAEoCzIcLmd3LnJlc291cmNlLnYxLkF3c0FnZW50Q29yZUgAQgkKB3NlcnZpY2UiPAoMQXdzQWdlbnRDb3JlEhkKEWFnZW50X3J1bnRpbWVfYXJuGAEgASgJEhEKCXF1YWxpZmllchgCIAEoCSJ1CgNNY3ASKgoHdGFyZ2V0cxgBIAMoCzIZLmd3LnJlc291cmNlLnYxLk1jcFRhcmdldBIXCg9zZXNzaW9uX3JvdXRpbmcYAiABKAkSFAoMZmFpbHVyZV9tb2RlGAMgASgJEhMKC3ByZWZpeF9tb2RlGAQgASgJIoABCglNY3BUYXJnZXQSDAoEbmFtZRgBIAEoCRIMCgRob3N0GAIgASgJEgwKBHBvcnQYAyABKA0SDAoEcGF0aBgEIAEoCRIQCghwcm90b2NvbBgFIAEoCRIpCghwb2xpY2llcxgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiCQoHRHluYW1pYyJuCgZQb2xpY3kSDAoEbmFtZRgBIAEoCRIsCgZ0YXJnZXQYAiABKAsyHC5ndy5yZXNvdXJjZS52MS5Qb2xpY3lUYXJnZXQSKAoHdHJhZmZpYxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiYQoMUG9saWN5VGFyZ2V0EhEKB2dhdGV3YXkYASABKAlIABISCghsaXN0ZW5lchgCIAEoCUgAEg8KBXJvdXRlGAMgASgJSAASEQoHYmFja2VuZBgEIAEoCUgAQgYKBGtpbmQiNQoIRnJvbnRlbmQSKQoIcG9saWNpZXMYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IjEKBkdsb2JhbBInCgZjb25maWcYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0YgZwcm90bzM", [file_google_protobuf_struct]);
 
 /**
  * Describes the message gw.resource.v1.Resource.
@@ -55,86 +55,93 @@ export const RouteSchema = /*@__PURE__*/
   messageDesc(file_gw_resource_v1_resource, 4);
 
 /**
+ * Describes the message gw.resource.v1.TcpRoute.
+ * Use `create(TcpRouteSchema)` to create a new message.
+ */
+export const TcpRouteSchema = /*@__PURE__*/
+  messageDesc(file_gw_resource_v1_resource, 5);
+
+/**
  * Describes the message gw.resource.v1.RouteBackend.
  * Use `create(RouteBackendSchema)` to create a new message.
  */
 export const RouteBackendSchema = /*@__PURE__*/
-  messageDesc(file_gw_resource_v1_resource, 5);
+  messageDesc(file_gw_resource_v1_resource, 6);
 
 /**
  * Describes the message gw.resource.v1.HostPort.
  * Use `create(HostPortSchema)` to create a new message.
  */
 export const HostPortSchema = /*@__PURE__*/
-  messageDesc(file_gw_resource_v1_resource, 6);
+  messageDesc(file_gw_resource_v1_resource, 7);
 
 /**
  * Describes the message gw.resource.v1.Backend.
  * Use `create(BackendSchema)` to create a new message.
  */
 export const BackendSchema = /*@__PURE__*/
-  messageDesc(file_gw_resource_v1_resource, 7);
+  messageDesc(file_gw_resource_v1_resource, 8);
 
 /**
  * Describes the message gw.resource.v1.Aws.
  * Use `create(AwsSchema)` to create a new message.
  */
 export const AwsSchema = /*@__PURE__*/
-  messageDesc(file_gw_resource_v1_resource, 8);
+  messageDesc(file_gw_resource_v1_resource, 9);
 
 /**
  * Describes the message gw.resource.v1.AwsAgentCore.
  * Use `create(AwsAgentCoreSchema)` to create a new message.
  */
 export const AwsAgentCoreSchema = /*@__PURE__*/
-  messageDesc(file_gw_resource_v1_resource, 9);
+  messageDesc(file_gw_resource_v1_resource, 10);
 
 /**
  * Describes the message gw.resource.v1.Mcp.
  * Use `create(McpSchema)` to create a new message.
  */
 export const McpSchema = /*@__PURE__*/
-  messageDesc(file_gw_resource_v1_resource, 10);
+  messageDesc(file_gw_resource_v1_resource, 11);
 
 /**
  * Describes the message gw.resource.v1.McpTarget.
  * Use `create(McpTargetSchema)` to create a new message.
  */
 export const McpTargetSchema = /*@__PURE__*/
-  messageDesc(file_gw_resource_v1_resource, 11);
+  messageDesc(file_gw_resource_v1_resource, 12);
 
 /**
  * Describes the message gw.resource.v1.Dynamic.
  * Use `create(DynamicSchema)` to create a new message.
  */
 export const DynamicSchema = /*@__PURE__*/
-  messageDesc(file_gw_resource_v1_resource, 12);
+  messageDesc(file_gw_resource_v1_resource, 13);
 
 /**
  * Describes the message gw.resource.v1.Policy.
  * Use `create(PolicySchema)` to create a new message.
  */
 export const PolicySchema = /*@__PURE__*/
-  messageDesc(file_gw_resource_v1_resource, 13);
+  messageDesc(file_gw_resource_v1_resource, 14);
 
 /**
  * Describes the message gw.resource.v1.PolicyTarget.
  * Use `create(PolicyTargetSchema)` to create a new message.
  */
 export const PolicyTargetSchema = /*@__PURE__*/
-  messageDesc(file_gw_resource_v1_resource, 14);
+  messageDesc(file_gw_resource_v1_resource, 15);
 
 /**
  * Describes the message gw.resource.v1.Frontend.
  * Use `create(FrontendSchema)` to create a new message.
  */
 export const FrontendSchema = /*@__PURE__*/
-  messageDesc(file_gw_resource_v1_resource, 15);
+  messageDesc(file_gw_resource_v1_resource, 16);
 
 /**
  * Describes the message gw.resource.v1.Global.
  * Use `create(GlobalSchema)` to create a new message.
  */
 export const GlobalSchema = /*@__PURE__*/
-  messageDesc(file_gw_resource_v1_resource, 16);
+  messageDesc(file_gw_resource_v1_resource, 17);
 
