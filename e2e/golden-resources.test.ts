@@ -18,6 +18,8 @@ import { goldenCases } from '../packages/controller/test/golden-cases.ts';
 const PLACEHOLDER_CERTIFICATES = new Set([
   'listener-https.yaml',
   'listener-https-cross-namespace-grant.yaml',
+  'tlsroute-terminate.yaml',
+  'tlsroute-terminate-conflict.yaml',
 ]);
 
 for (const c of goldenCases()) {

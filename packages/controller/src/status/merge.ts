@@ -81,6 +81,8 @@ export function mergeStatus(
   switch (kind) {
     case 'HTTPRoute':
     case 'GRPCRoute':
+    case 'TCPRoute':
+    case 'TLSRoute':
       return {
         ...cur,
         parents: mergeEntries(cur['parents'], desired['parents'], 'parentRef', controllerName, now, 32),

@@ -106,6 +106,8 @@ const GROUPS: Record<string, { group: string; version: string; plural: string; c
   ListenerSet: { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'listenersets' },
   HTTPRoute: { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'httproutes' },
   GRPCRoute: { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'grpcroutes' },
+  TCPRoute: { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'tcproutes' },
+  TLSRoute: { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'tlsroutes' },
   GwPolicy: { group: 'gw.dev', version: 'v1alpha1', plural: 'gwpolicies' },
   GwBackend: { group: 'gw.dev', version: 'v1alpha1', plural: 'gwbackends' },
   GwModel: { group: 'gw.dev', version: 'v1alpha1', plural: 'gwmodels' },

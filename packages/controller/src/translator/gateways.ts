@@ -9,7 +9,13 @@ import type { Condition, KubeObject, Lookup } from './types.ts';
 export const GATEWAY_GROUP = 'gateway.networking.k8s.io';
 /** How a Gateway's Programmed message starts when its configuration is ready to send (status/programmed.ts reads it). */
 export const SENT_TO_PROXIES = 'sent to the proxies';
-const ROUTE_KINDS = ['HTTPRoute', 'GRPCRoute'] as const;
+/** The route kinds each listener protocol takes. */
+const ROUTE_KINDS: Record<string, readonly string[]> = {
+  HTTP: ['HTTPRoute', 'GRPCRoute'],
+  HTTPS: ['HTTPRoute', 'GRPCRoute'],
+  TCP: ['TCPRoute'],
+  TLS: ['TLSRoute'],
+};
 
 export interface AllowedRoutes {
   from: 'Same' | 'All' | 'Selector';
@@ -33,6 +39,8 @@ export interface ListenerInfo {
   protocol: string;
   hostname?: string;
   tls?: { certPem: string; keyPem: string };
+  /** A TLS listener's mode: Passthrough (the backend answers the handshake) or Terminate. */
+  tlsMode?: 'Passthrough' | 'Terminate';
   allowedRoutes: AllowedRoutes;
   conditions: Condition[];
   /** Accepted, refs resolved and not conflicted: routes may attach and the proxy gets it. */
@@ -107,15 +115,12 @@ function listenerInfo(
 ): ListenerInfo {
   const conditions: Condition[] = [];
   const requestedKinds = spec.allowedRoutes?.kinds;
+  const protocolKinds = ROUTE_KINDS[spec.protocol] ?? [];
   const kinds = requestedKinds
     ? requestedKinds
-        .filter(
-          (k) =>
-            (k.group ?? GATEWAY_GROUP) === GATEWAY_GROUP &&
-            (ROUTE_KINDS as readonly string[]).includes(k.kind),
-        )
+        .filter((k) => (k.group ?? GATEWAY_GROUP) === GATEWAY_GROUP && protocolKinds.includes(k.kind))
         .map((k) => k.kind)
-    : [...ROUTE_KINDS];
+    : [...protocolKinds];
   const info: ListenerInfo = {
     gateway,
     name: spec.name,
@@ -134,17 +139,19 @@ function listenerInfo(
     ready: false,
     attachedRoutes: 0,
   };
-  if (spec.protocol !== 'HTTP' && spec.protocol !== 'HTTPS') {
+  if (!(spec.protocol in ROUTE_KINDS)) {
     conditions.push(
       bad(
         'Accepted',
         'UnsupportedProtocol',
-        `protocol ${spec.protocol} is not supported (HTTP, HTTPS)`,
+        `protocol ${spec.protocol} is not supported (HTTP, HTTPS, TCP, TLS)`,
         generation,
       ),
     );
     return info;
   }
+  // a TCP listener matches no name: its hostname is not used
+  if (spec.protocol === 'TCP') delete info.hostname;
   let resolved: Condition = ok('ResolvedRefs', 'ResolvedRefs', 'all references resolved', generation);
   if (requestedKinds && kinds.length < requestedKinds.length) {
     const unsupported = requestedKinds.filter((k) => !kinds.includes(k.kind)).map((k) => k.kind);
@@ -155,15 +162,16 @@ function listenerInfo(
       generation,
     );
   }
-  if (spec.protocol === 'HTTPS') {
-    const mode = spec.tls?.mode ?? 'Terminate';
+  const mode = spec.tls?.mode ?? 'Terminate';
+  if (spec.protocol === 'TLS') info.tlsMode = mode === 'Passthrough' ? 'Passthrough' : 'Terminate';
+  if (spec.protocol === 'HTTPS' || (spec.protocol === 'TLS' && mode !== 'Passthrough')) {
     const ref = spec.tls?.certificateRefs?.[0];
     if (mode !== 'Terminate') {
       conditions.push(
         bad(
           'Accepted',
           'UnsupportedValue',
-          `tls mode ${mode} is not supported on HTTPS listeners`,
+          `tls mode ${mode} is not supported on ${spec.protocol} listeners`,
           generation,
         ),
       );
@@ -173,7 +181,7 @@ function listenerInfo(
       resolved = bad(
         'ResolvedRefs',
         'InvalidCertificateRef',
-        'an HTTPS listener needs tls.certificateRefs',
+        `${spec.protocol === 'HTTPS' ? 'an HTTPS' : 'a TLS'} listener that terminates TLS needs tls.certificateRefs`,
         generation,
       );
     } else {
@@ -232,6 +240,7 @@ function markConflicts(
   }
   for (const group of byPort.values()) {
     const protocols = new Set(group.map((l) => l.protocol));
+    const tlsModes = new Set(group.flatMap((l) => (l.tlsMode ? [l.tlsMode] : [])));
     const seenHost = new Map<string, ListenerInfo>();
     for (const l of group) {
       let conflict: Condition | undefined;
@@ -240,6 +249,14 @@ function markConflicts(
           'Conflicted',
           'ProtocolConflict',
           `port ${l.port} is used with protocols ${[...protocols].sort().join(' and ')}`,
+          generationOf(l),
+        );
+      } else if (tlsModes.size > 1) {
+        // the proxy reads a port's connections one way: the ClientHello passed on, or answered
+        conflict = bad(
+          'Conflicted',
+          'ProtocolConflict',
+          `port ${l.port} has TLS listeners that pass TLS through and listeners that terminate it`,
           generationOf(l),
         );
       } else {

@@ -31,6 +31,7 @@ export function gatewayResources(
             .map((l) => ({
               name: `${g.key}/${l.name}`,
               gateway: g.key,
+              // a TCP listener matches no name (gateways.ts leaves its hostname out)
               ...(l.hostname ? { hostname: l.hostname } : {}),
               protocol: l.protocol,
               ...(l.tls ? { tls: { certPem: l.tls.certPem, keyPem: l.tls.keyPem } } : {}),
@@ -41,7 +42,10 @@ export function gatewayResources(
   }
   const rules = routes.rules.filter((r) => r.gateway === g.key);
   for (const r of rules) resources.push(r.resource);
-  for (const bkey of [...new Set(rules.flatMap((r) => r.backends))].sort()) {
+  const tcpRules = routes.tcpRules.filter((r) => r.gateway === g.key);
+  for (const r of tcpRules) resources.push(r.resource);
+  const used = [...rules, ...tcpRules].flatMap((r) => r.backends);
+  for (const bkey of [...new Set(used)].sort()) {
     const b = backends.get(bkey);
     if (!b?.target) continue;
     // inline GwBackend policies win over GwPolicy backend sections for the same field

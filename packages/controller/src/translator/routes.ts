@@ -88,6 +88,16 @@ export interface RouteContext {
   modelsEnabled?: boolean;
   /** What GwPolicies targeting a Service give route backends to one of its ports (attachment.ts). */
   servicePolicies?: ServicePolicyLookup;
+  /** What a GwBackend is (static host, ai, mcp …: its target's kind); undefined when not found. */
+  backendKind?: (ns: string, name: string) => string | undefined;
+}
+
+/** A TCPRoute or TLSRoute rule on one TCP or TLS listener: a TcpRoute resource. */
+export interface AttachedTcpRule {
+  gateway: string;
+  resource: { name: string; resource: { tcpRoute: Record<string, unknown> } };
+  /** GwBackends the rule uses, `<ns>/<name>`. */
+  backends: string[];
 }
 
 export interface AttachedRule {
@@ -375,17 +385,15 @@ function allowsRoute(l: ListenerInfo, route: KubeObject, lookup: Lookup): boolea
 
 export interface RouteResult {
   rules: AttachedRule[];
+  /** TCPRoute and TLSRoute rules (translateTcpRoutes). */
+  tcpRules: AttachedTcpRule[];
   statuses: { kind: string; namespace: string; name: string; status: Record<string, unknown> }[];
 }
 
-export function translateRoutes(
-  objects: KubeObject[],
-  gateways: GatewayInfo[],
-  ctx: RouteContext,
-): RouteResult {
-  const result: RouteResult = { rules: [], statuses: [] };
-  const routes = objects
-    .filter((o) => o.kind === 'HTTPRoute' || o.kind === 'GRPCRoute')
+/** Routes of `kinds`, oldest first (creationTimestamp, then namespace/name): Gateway API's tie-break. */
+function routesByAge(objects: KubeObject[], kinds: readonly string[]): KubeObject[] {
+  return objects
+    .filter((o) => kinds.includes(o.kind))
     .sort(
       (a, b) =>
         (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') ||
@@ -393,6 +401,109 @@ export function translateRoutes(
           `${b.metadata.namespace}/${b.metadata.name}`,
         ),
     );
+}
+
+interface ParentOutcome {
+  parentRef: Record<string, unknown>;
+  /** The listeners the route attaches to, each with the hostnames it takes there. */
+  hosted: { l: ListenerInfo; hostnames: string[] }[];
+  /** Why the route cannot attach to this parent (Accepted False); undefined when it can. */
+  refused?: Condition;
+}
+
+/**
+ * One parentRef of a route: the Gateway or ListenerSet it names (undefined when that is not ours:
+ * another controller writes that status), and the listeners the route attaches to there, by
+ * sectionName and port, readiness, allowed namespaces and kinds, and hostnames.
+ */
+function resolveParent(
+  route: KubeObject,
+  ref: ParentRef,
+  hostnames: string[],
+  gateways: GatewayInfo[],
+  byKey: Map<string, GatewayInfo>,
+  lookup: Lookup,
+): ParentOutcome | undefined {
+  const ns = route.metadata.namespace ?? 'default';
+  const gen = route.metadata.generation;
+  const group = ref.group ?? GATEWAY_GROUP;
+  const kind = ref.kind ?? 'Gateway';
+  const pns = ref.namespace ?? ns;
+  let gateway: GatewayInfo | undefined;
+  let candidates: ListenerInfo[] = [];
+  if (group === GATEWAY_GROUP && kind === 'Gateway') {
+    gateway = byKey.get(`${pns}/${ref.name}`);
+    if (gateway) candidates = gateway.listeners;
+  } else if (group === GATEWAY_GROUP && kind === 'ListenerSet') {
+    for (const g of gateways) {
+      const set = g.listenerSets.find(
+        (s) => s.object.metadata.name === ref.name && (s.object.metadata.namespace ?? 'default') === pns,
+      );
+      if (set) {
+        gateway = g;
+        candidates = set.listeners;
+      }
+    }
+  }
+  if (!gateway) return undefined;
+  const parentRef = {
+    group,
+    kind,
+    namespace: pns,
+    name: ref.name,
+    ...(ref.sectionName ? { sectionName: ref.sectionName } : {}),
+    ...(ref.port ? { port: ref.port } : {}),
+  };
+  const named = candidates.filter(
+    (l) => (!ref.sectionName || l.name === ref.sectionName) && (!ref.port || l.port === ref.port),
+  );
+  const ready = named.filter((l) => l.ready);
+  const ofKind = ready.filter((l) => l.allowedRoutes.kinds.includes(route.kind));
+  const allowed = ofKind.filter((l) => allowsRoute(l, route, lookup));
+  const hosted = allowed
+    .map((l) => ({ l, hostnames: intersectHostnames(l.hostname, hostnames) }))
+    .filter((x): x is { l: ListenerInfo; hostnames: string[] } => x.hostnames !== undefined);
+  let refused: Condition | undefined;
+  if (named.length === 0)
+    refused = bad(
+      'Accepted',
+      'NoMatchingParent',
+      `no listener matches ${ref.sectionName ? `sectionName ${ref.sectionName}` : `port ${ref.port}`}`,
+      gen,
+    );
+  else if (ready.length === 0)
+    refused = bad('Accepted', 'NoMatchingParent', 'the matching listeners are not programmed', gen);
+  else if (ofKind.length === 0)
+    refused = bad(
+      'Accepted',
+      'NotAllowedByListeners',
+      `no listener takes ${route.kind}s (${ready.map((l) => `${l.name}: ${l.allowedRoutes.kinds.join(', ') || 'none'}`).join('; ')})`,
+      gen,
+    );
+  else if (allowed.length === 0)
+    refused = bad(
+      'Accepted',
+      'NotAllowedByListeners',
+      `no listener allows ${route.kind}s from namespace ${ns}`,
+      gen,
+    );
+  else if (hosted.length === 0)
+    refused = bad(
+      'Accepted',
+      'NoMatchingListenerHostname',
+      'no hostname of the route matches a listener hostname',
+      gen,
+    );
+  return { parentRef, hosted, ...(refused ? { refused } : {}) };
+}
+
+export function translateRoutes(
+  objects: KubeObject[],
+  gateways: GatewayInfo[],
+  ctx: RouteContext,
+): RouteResult {
+  const result: RouteResult = { rules: [], tcpRules: [], statuses: [] };
+  const routes = routesByAge(objects, ['HTTPRoute', 'GRPCRoute']);
   const byKey = new Map(gateways.map((g) => [g.key, g]));
   for (const [age, route] of routes.entries()) {
     const ns = route.metadata.namespace ?? 'default';
@@ -405,74 +516,12 @@ export function translateRoutes(
     const filters = rules.map((r) => rulePolicies(r));
     const invalid = rules.flatMap((r, ri) => matchProblems(r, ri));
     for (const ref of spec.parentRefs ?? []) {
-      const group = ref.group ?? GATEWAY_GROUP;
-      const kind = ref.kind ?? 'Gateway';
-      const pns = ref.namespace ?? ns;
-      let gateway: GatewayInfo | undefined;
-      let candidates: ListenerInfo[] = [];
-      if (group === GATEWAY_GROUP && kind === 'Gateway') {
-        gateway = byKey.get(`${pns}/${ref.name}`);
-        if (gateway) candidates = gateway.listeners;
-      } else if (group === GATEWAY_GROUP && kind === 'ListenerSet') {
-        for (const g of gateways) {
-          const set = g.listenerSets.find(
-            (s) => s.object.metadata.name === ref.name && (s.object.metadata.namespace ?? 'default') === pns,
-          );
-          if (set) {
-            gateway = g;
-            candidates = set.listeners;
-          }
-        }
-      }
-      if (!gateway) continue; // not a parent of ours: another controller writes that status
-      const parentRef = {
-        group,
-        kind,
-        namespace: pns,
-        name: ref.name,
-        ...(ref.sectionName ? { sectionName: ref.sectionName } : {}),
-        ...(ref.port ? { port: ref.port } : {}),
-      };
+      const parent = resolveParent(route, ref, spec.hostnames ?? [], gateways, byKey, ctx.lookup);
+      if (!parent) continue; // not a parent of ours: another controller writes that status
+      const { parentRef, hosted } = parent;
       const conditions: Condition[] = [];
-      const named = candidates.filter(
-        (l) => (!ref.sectionName || l.name === ref.sectionName) && (!ref.port || l.port === ref.port),
-      );
-      const ready = named.filter((l) => l.ready);
-      const allowed = ready.filter((l) => allowsRoute(l, route, ctx.lookup));
-      const hosted = allowed
-        .map((l) => ({ l, hostnames: intersectHostnames(l.hostname, spec.hostnames ?? []) }))
-        .filter((x): x is { l: ListenerInfo; hostnames: string[] } => x.hostnames !== undefined);
-      if (named.length === 0) {
-        conditions.push(
-          bad(
-            'Accepted',
-            'NoMatchingParent',
-            `no listener matches ${ref.sectionName ? `sectionName ${ref.sectionName}` : `port ${ref.port}`}`,
-            gen,
-          ),
-        );
-      } else if (ready.length === 0) {
-        conditions.push(
-          bad('Accepted', 'NoMatchingParent', 'the matching listeners are not programmed', gen),
-        );
-      } else if (allowed.length === 0) {
-        conditions.push(
-          bad(
-            'Accepted',
-            'NotAllowedByListeners',
-            `no listener allows ${route.kind}s from namespace ${ns}`,
-            gen,
-          ),
-        );
-      } else if (hosted.length === 0) {
-        conditions.push(
-          bad(
-            'Accepted',
-            'NoMatchingListenerHostname',
-            'no hostname of the route matches a listener hostname',
-            gen,
-          ),
-        );
+      if (parent.refused) {
+        conditions.push(parent.refused);
       } else if (invalid.length > 0) {
         conditions.push(bad('Accepted', 'UnsupportedValue', describeProblems(invalid), gen));
       } else {
@@ -532,4 +581,114 @@ export function translateRoutes(
     }
   }
   return result;
+}
+
+interface TcpRule {
+  name?: string;
+  backendRefs?: BackendRef[];
+}
+
+/**
+ * A TCPRoute or TLSRoute rule's backends: Services (their cluster DNS names) or static host
+ * GwBackends, weighted. A connection carries no HTTP, so a Service's GwPolicies give it their
+ * backendTLS only, and a GwBackend of another kind (ai, mcp …) or a GwModel is refused by name.
+ */
+function resolveTcpBackends(
+  route: KubeObject,
+  rule: TcpRule,
+  ri: number,
+  ctx: RouteContext,
+): ResolvedBackends {
+  const out = resolveBackends(route, { backendRefs: rule.backendRefs ?? [] }, ri, ctx);
+  const gen = route.metadata.generation;
+  const refused = (message: string) => {
+    out.problem ??= bad('ResolvedRefs', 'InvalidKind', message, gen);
+  };
+  if (out.modelBackends.length > 0) refused(`a ${route.kind} cannot send to GwModels`);
+  const notHost = out.gwBackends.filter((key) => {
+    const [ns, name] = key.split('/') as [string, string];
+    return ctx.backendKind?.(ns, name) !== 'host';
+  });
+  for (const key of notHost)
+    refused(
+      `GwBackend ${key} is not a static host backend (a ${route.kind} takes Services and static GwBackends)`,
+    );
+  const dropped = new Set([...notHost, ...out.modelBackends]);
+  out.backends = out.backends
+    .filter((b) => !(typeof b.backend === 'string' && dropped.has(b.backend)))
+    .map((b) => {
+      const tls = (b.policies as { backendTLS?: unknown } | undefined)?.backendTLS;
+      const { policies: _p, ...rest } = b;
+      return tls ? { ...rest, policies: { backendTLS: tls } } : rest;
+    });
+  out.gwBackends = out.gwBackends.filter((k) => !dropped.has(k));
+  out.modelBackends = [];
+  return out;
+}
+
+/**
+ * TCPRoutes (on TCP listeners) and TLSRoutes (on TLS listeners, by SNI: their hostnames intersected
+ * with the listener's) → one TcpRoute resource per rule and attached listener, and the routes'
+ * parent status; appended to `result`. Attachment is HTTPRoute's (resolveParent). A rule without a
+ * usable backend closes its connections.
+ */
+export function translateTcpRoutes(
+  objects: KubeObject[],
+  gateways: GatewayInfo[],
+  ctx: RouteContext,
+  result: RouteResult,
+): void {
+  const byKey = new Map(gateways.map((g) => [g.key, g]));
+  for (const [age, route] of routesByAge(objects, ['TCPRoute', 'TLSRoute']).entries()) {
+    const ns = route.metadata.namespace ?? 'default';
+    const gen = route.metadata.generation;
+    const spec = route.spec as { parentRefs?: ParentRef[]; hostnames?: string[]; rules?: TcpRule[] };
+    const rules = spec.rules ?? [];
+    const resolved = rules.map((r, ri) => resolveTcpBackends(route, r, ri, ctx));
+    const hostnames = route.kind === 'TLSRoute' ? (spec.hostnames ?? []) : [];
+    const parents: Record<string, unknown>[] = [];
+    for (const ref of spec.parentRefs ?? []) {
+      const parent = resolveParent(route, ref, hostnames, gateways, byKey, ctx.lookup);
+      if (!parent) continue;
+      const problem = resolved.find((r) => r.problem)?.problem;
+      const conditions: Condition[] = [
+        parent.refused ?? ok('Accepted', 'Accepted', 'attached', gen),
+        problem ?? ok('ResolvedRefs', 'ResolvedRefs', 'all references resolved', gen),
+      ];
+      parents.push({ parentRef: parent.parentRef, controllerName: ctx.controllerName, conditions });
+      if (parent.refused) continue;
+      for (const { l, hostnames: names } of parent.hosted) {
+        l.attachedRoutes++;
+        rules.forEach((rule, ri) => {
+          const r = resolved[ri] as ResolvedBackends;
+          const body: Record<string, unknown> = {
+            port: l.port,
+            listener: `${l.gateway}/${l.name}`,
+            namespace: ns,
+            name: route.metadata.name,
+            ...(rule.name ? { ruleName: rule.name } : {}),
+            // SNI on a TLS listener; a TCP listener matches no name
+            ...(l.protocol === 'TLS' && names.length > 0 ? { hostnames: names } : {}),
+            ...(r.backends.length > 0 ? { backends: r.backends } : {}),
+            precedence: age + 1,
+          };
+          result.tcpRules.push({
+            gateway: l.gateway,
+            resource: {
+              name: `tcproute/${l.port}/${l.name}/${ns}/${route.metadata.name}/${ri}`,
+              resource: { tcpRoute: body },
+            },
+            backends: r.gwBackends,
+          });
+        });
+      }
+    }
+    if (parents.length > 0)
+      result.statuses.push({
+        kind: route.kind,
+        namespace: ns,
+        name: route.metadata.name,
+        status: { parents },
+      });
+  }
 }

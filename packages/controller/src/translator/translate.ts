@@ -14,7 +14,7 @@ import { inMemoryLookup } from './lookup.ts';
 import { translateModels } from './models.ts';
 import { parametersOf, rawGlobalConfig, typedNotBuilt } from './parameters.ts';
 import { gatewayResources, gatewayStatuses } from './resources.ts';
-import { translateRoutes } from './routes.ts';
+import { type RouteContext, translateRoutes, translateTcpRoutes } from './routes.ts';
 import type { Condition, Lookup, NamedResource, Output, Snapshot, StatusUpdate } from './types.ts';
 
 export interface TranslateOptions {
@@ -44,7 +44,7 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
   const { policies, services } = checkPolicies(objects, lookup);
   const backends = collectBackends(objects, lookup, clusterDomain, services);
   failClosedBackends(policies, backends);
-  const routes = translateRoutes(objects, gateways, {
+  const routeContext: RouteContext = {
     lookup,
     grants,
     controllerName: snapshot.controllerName,
@@ -56,7 +56,13 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
       if (!b) return `GwBackend ${ns}/${name} not found`;
       return b.usable ? undefined : `GwBackend ${ns}/${name} is not usable: ${b.accepted.message}`;
     },
-  });
+    backendKind: (ns, name) => {
+      const t = backends.get(`${ns}/${name}`)?.target;
+      return t ? Object.keys(t)[0] : undefined;
+    },
+  };
+  const routes = translateRoutes(objects, gateways, routeContext);
+  translateTcpRoutes(objects, gateways, routeContext, routes);
   const attachments = attachPolicies(policies, {
     objects,
     gateways,

@@ -37,6 +37,7 @@ export interface Snapshot {
 export type ResourceJson =
   | { bind: Record<string, unknown> }
   | { route: Record<string, unknown> }
+  | { tcpRoute: Record<string, unknown> }
   | { backend: Record<string, unknown> }
   | { policy: Record<string, unknown> }
   | { frontend: Record<string, unknown> }
