@@ -1,0 +1,197 @@
+// TCPRoute and TLSRoute end to end on the real API server: `kubectl apply` of a Gateway with a TCP
+// listener and a TLS passthrough listener, a TCPRoute and a TLSRoute to static GwBackends on
+// loopback (the API server refuses loopback endpoints for Services); `bin/gw` takes its config from
+// the controller over xDS, and real connections go through: bytes echoed over TCP, and over TLS the
+// client's handshake reaches the backend, whose certificate it verifies (passthrough by SNI).
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { after, before, test } from 'node:test';
+import tls from 'node:tls';
+import { freePort, type KubeHarness, makeTestPki, startKube, type TestPki } from '@gw/testkit';
+import {
+  type ControllerProcess,
+  kubectlOk,
+  serviceAccountTokenFile,
+  startController,
+  startXdsProxy,
+  untilWithLogs,
+} from './support/controller-process.ts';
+import { cleanupGw } from './support/gw-process.ts';
+
+let kube: KubeHarness;
+let pki: TestPki;
+let controller: ControllerProcess;
+let echo: net.Server;
+let backend: tls.Server;
+let tcpPort: number;
+let tlsPort: number;
+const kubectl = kubectlOk(() => kube);
+const until = untilWithLogs(() => [['controller log', controller?.log ?? []]]);
+
+const listen = async (server: net.Server): Promise<number> => {
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return (server.address() as net.AddressInfo).port;
+};
+
+before(async () => {
+  [kube, pki, tcpPort, tlsPort] = await Promise.all([
+    startKube(),
+    makeTestPki(['app.example.com']),
+    freePort(),
+    freePort(),
+  ]);
+  echo = net.createServer((s) => {
+    s.on('error', () => {});
+    s.on('data', (d) => s.write(`echo:${d}`));
+  });
+  const app = pki.servers['app.example.com'];
+  backend = tls.createServer({ cert: app?.cert, key: app?.key }, (s) => {
+    s.on('error', () => {});
+    s.end(`backend saw ${(s as tls.TLSSocket).servername}`);
+  });
+  const [echoPort, backendPort] = await Promise.all([listen(echo), listen(backend)]);
+  controller = await startController(kube.kubeconfig);
+  await kubectl(
+    ['apply', '--server-side', '-f', '-'],
+    `apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: { name: edge, namespace: default }
+spec:
+  gatewayClassName: gw
+  listeners:
+    - { name: db, protocol: TCP, port: ${tcpPort} }
+    - { name: apps, protocol: TLS, port: ${tlsPort}, hostname: "*.example.com", tls: { mode: Passthrough } }
+---
+apiVersion: gw.dev/v1alpha1
+kind: GwBackend
+metadata: { name: echo, namespace: default }
+spec:
+  static: { host: 127.0.0.1, port: ${echoPort} }
+---
+apiVersion: gw.dev/v1alpha1
+kind: GwBackend
+metadata: { name: app, namespace: default }
+spec:
+  static: { host: 127.0.0.1, port: ${backendPort} }
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TCPRoute
+metadata: { name: db, namespace: default }
+spec:
+  parentRefs: [{ name: edge, sectionName: db }]
+  rules:
+    - backendRefs: [{ group: gw.dev, kind: GwBackend, name: echo }]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TLSRoute
+metadata: { name: app, namespace: default }
+spec:
+  parentRefs: [{ name: edge }]
+  hostnames: [app.example.com]
+  rules:
+    - backendRefs: [{ group: gw.dev, kind: GwBackend, name: app }]
+`,
+  );
+  await startXdsProxy(controller, await serviceAccountTokenFile(kube, 'edge'));
+});
+
+after(async () => {
+  await cleanupGw();
+  await controller?.stop();
+  echo?.close();
+  backend?.close();
+  await pki?.cleanup();
+  await kube?.stop();
+});
+
+/** What the other end sends back after `data`, until it closes or 2 s pass. */
+function exchange(socket: net.Socket | tls.TLSSocket, data?: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let got = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve(got);
+    }, 2_000);
+    socket.on('data', (d) => {
+      got += d;
+      if (data !== undefined && got.length >= `echo:${data}`.length) {
+        clearTimeout(timer);
+        socket.end();
+        resolve(got);
+      }
+    });
+    socket.on('end', () => {
+      clearTimeout(timer);
+      resolve(got);
+    });
+    socket.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    if (data !== undefined) socket.write(data);
+  });
+}
+
+test('TCPRoute: the bytes reach the static backend and come back', async () => {
+  const answer = await until('an echo through the TCP listener', async () => {
+    const s = net.connect(tcpPort, '127.0.0.1');
+    const t0 = Date.now();
+    const got = await exchange(s, 'ping').catch((e) => `err ${e.message}`);
+    console.log(new Date().toISOString(), Date.now() - t0, JSON.stringify(got));
+    return got === 'echo:ping' ? got : undefined;
+  });
+  assert.equal(answer, 'echo:ping');
+  console.log(controller.log.join('').slice(-3000));
+});
+
+test("TLSRoute (passthrough): the handshake is the backend's, chosen by SNI", async () => {
+  const answer = await until('a TLS answer through the TLS listener', async () => {
+    const s = tls.connect({ port: tlsPort, host: '127.0.0.1', servername: 'app.example.com', ca: pki.ca });
+    const got = await exchange(s).catch(() => '');
+    return got || undefined;
+  });
+  assert.equal(answer, 'backend saw app.example.com');
+  // a name no TLSRoute takes: closed without a handshake
+  const other = tls.connect({
+    port: tlsPort,
+    host: '127.0.0.1',
+    servername: 'other.example.com',
+    ca: pki.ca,
+  });
+  let secured = false;
+  other.on('secureConnect', () => {
+    secured = true;
+  });
+  const closed = await exchange(other).then(
+    (got) => `answered ${JSON.stringify(got)}`,
+    (err: Error) => err.message,
+  );
+  assert.equal(secured, false);
+  // closed by the gateway: an end, or the error TLS makes of it, and nothing from a backend
+  assert.match(closed, /^answered ""$|disconnected before secure TLS connection was established/);
+});
+
+test('the routes are Accepted and counted on their listeners', async () => {
+  for (const kind of ['tcproute/db', 'tlsroute/app']) {
+    const accepted = await until(`${kind} Accepted`, async () => {
+      const out = await kubectl([
+        'get',
+        kind,
+        '-o',
+        'jsonpath={.status.parents[0].conditions[?(@.type=="Accepted")].status}',
+      ]);
+      return out || undefined;
+    });
+    assert.equal(accepted, 'True', kind);
+  }
+  const listeners = JSON.parse(
+    await kubectl(['get', 'gateway', 'edge', '-o', 'jsonpath={.status.listeners}']),
+  ) as { name: string; attachedRoutes: number; supportedKinds: { kind: string }[] }[];
+  assert.deepEqual(
+    listeners.map((l) => [l.name, l.attachedRoutes, l.supportedKinds.map((k) => k.kind)]),
+    [
+      ['db', 1, ['TCPRoute']],
+      ['apps', 1, ['TLSRoute']],
+    ],
+  );
+});
