@@ -41,6 +41,8 @@ test('the Service has one port per listener port (LoadBalancer by default); the 
       { port: 8443, protocol: 'HTTPS' },
       { port: 8080, protocol: 'HTTP' },
       { port: 8443, protocol: 'HTTPS' },
+      { port: 5432, protocol: 'TCP' },
+      { port: 9443, protocol: 'TLS' },
     ],
     { ...settings, tokenAudience: undefined as unknown as string },
   ) as [KubeObject, KubeObject, KubeObject, KubeObject];
@@ -49,8 +51,10 @@ test('the Service has one port per listener port (LoadBalancer by default); the 
   assert.deepEqual(
     spec.ports.map((p) => [p.port, p.appProtocol]),
     [
+      [5432, undefined],
       [8080, 'http'],
       [8443, 'https'],
+      [9443, undefined],
     ],
   );
   const pod = (dep.spec as { template: { spec: Record<string, unknown> } }).template.spec as {

@@ -93,7 +93,10 @@ export function renderProxy(
         port: p.port,
         targetPort: p.port,
         protocol: 'TCP',
-        appProtocol: p.protocol === 'HTTPS' ? 'https' : 'http',
+        // a TCP or TLS listener's bytes are not HTTP: no appProtocol says otherwise
+        ...(p.protocol === 'HTTPS' || p.protocol === 'HTTP'
+          ? { appProtocol: p.protocol === 'HTTPS' ? 'https' : 'http' }
+          : {}),
       })),
     },
   };
