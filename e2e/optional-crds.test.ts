@@ -7,7 +7,7 @@ import { readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import { gatewayApiCrdDir, type KubeHarness, startKube } from '@gw/testkit';
-import { gatewayYaml, routeYaml } from './support/controller-e2e.ts';
+import { gatewayYaml, routeAccepted, routeYaml } from './support/controller-e2e.ts';
 import {
   type ControllerProcess,
   kubectlOk,
@@ -46,16 +46,7 @@ test('without the GRPCRoute and ListenerSet CRDs the controller reconciles, and 
     ['apply', '--server-side', '-f', '-'],
     routeYaml('default', '{ group: "", kind: Service, name: missing, port: 80 }'),
   );
-  const accepted = await until('the HTTPRoute status', async () => {
-    const out = await kubectl([
-      'get',
-      'httproute',
-      'web',
-      '-o',
-      'jsonpath={.status.parents[0].conditions[?(@.type=="Accepted")].status}',
-    ]);
-    return out || undefined;
-  });
+  const accepted = await until('the HTTPRoute status', () => routeAccepted(kubectl, 'httproute/web'));
   assert.equal(accepted, 'True');
   const warned = (kind: string) =>
     controller.log
@@ -91,20 +82,7 @@ spec:
 `,
   );
   // the controller asks for an absent kind every 10 s
-  const accepted = await until(
-    'the GRPCRoute status',
-    async () => {
-      const out = await kubectl([
-        'get',
-        'grpcroute',
-        'rpc',
-        '-o',
-        'jsonpath={.status.parents[0].conditions[?(@.type=="Accepted")].status}',
-      ]);
-      return out || undefined;
-    },
-    40_000,
-  );
+  const accepted = await until('the GRPCRoute status', () => routeAccepted(kubectl, 'grpcroute/rpc'), 40_000);
   assert.equal(accepted, 'True');
   assert.ok(controller.log.join('').includes('the API server serves this kind now'), controller.log.join(''));
 });

@@ -8,6 +8,7 @@ import net from 'node:net';
 import { after, before, test } from 'node:test';
 import tls from 'node:tls';
 import { freePort, type KubeHarness, makeTestPki, startKube, type TestPki } from '@gw/testkit';
+import { routeAccepted } from './support/controller-e2e.ts';
 import {
   type ControllerProcess,
   kubectlOk,
@@ -173,15 +174,7 @@ test("TLSRoute (passthrough): the handshake is the backend's, chosen by SNI", as
 
 test('the routes are Accepted and counted on their listeners', async () => {
   for (const kind of ['tcproute/db', 'tlsroute/app']) {
-    const accepted = await until(`${kind} Accepted`, async () => {
-      const out = await kubectl([
-        'get',
-        kind,
-        '-o',
-        'jsonpath={.status.parents[0].conditions[?(@.type=="Accepted")].status}',
-      ]);
-      return out || undefined;
-    });
+    const accepted = await until(`${kind} Accepted`, () => routeAccepted(kubectl, kind));
     assert.equal(accepted, 'True', kind);
   }
   const listeners = JSON.parse(

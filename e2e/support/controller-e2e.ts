@@ -323,3 +323,20 @@ export async function expectConfigRejected(
     },
   };
 }
+
+/**
+ * The status ('True', 'False') of the Accepted condition of a route's first parent, `resource` as
+ * kubectl names it (httproute/web, tcproute/db); undefined while it has none.
+ */
+export async function routeAccepted(
+  kubectl: (args: string[]) => Promise<string>,
+  resource: string,
+): Promise<string | undefined> {
+  const out = await kubectl([
+    'get',
+    resource,
+    '-o',
+    'jsonpath={.status.parents[0].conditions[?(@.type=="Accepted")].status}',
+  ]);
+  return out || undefined;
+}

@@ -15,6 +15,18 @@ const KINDS: WatchedKind[] = [
   { apiVersion: 'v1', kind: 'Service', path: '/api/v1/services' },
 ];
 
+/** A KubeConfig for the test's API server at `server` (plain HTTP, no user). */
+function kubeConfigFor(server: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'c', server, skipTLSVerify: true }],
+    users: [{ name: 'u' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+    currentContext: 'x',
+  });
+  return kc;
+}
+
 /** Discovery, lists answered after `listDelayMs`, and watches that stay open without events. */
 async function slowApiServer(listDelayMs: number): Promise<{ url: string; close(): void }> {
   const json = (res: http.ServerResponse, body: unknown) => {
@@ -59,13 +71,7 @@ async function slowApiServer(listDelayMs: number): Promise<{ url: string; close(
 test('synced, and the first change, come only once every kind’s list is in the cache', async (t) => {
   const api = await slowApiServer(300);
   t.after(() => api.close());
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: api.url, skipTLSVerify: true }],
-    users: [{ name: 'u' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
-  });
+  const kc = kubeConfigFor(api.url);
   const provider = new KubeProvider(kc, KINDS);
   const seen: { event: string; synced: boolean; gateways: number }[] = [];
   const record = (event: string) => () =>
@@ -143,19 +149,7 @@ test('an optional kind the API server does not serve is synced empty, and read o
     server.closeAllConnections();
     server.close();
   });
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [
-      {
-        name: 'c',
-        server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-        skipTLSVerify: true,
-      },
-    ],
-    users: [{ name: 'u' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
-  });
+  const kc = kubeConfigFor(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
   const kinds: WatchedKind[] = [
     KINDS[0] as WatchedKind,
     { apiVersion: `${GA}/v1`, kind: 'ListenerSet', path: `/apis/${GA}/v1/listenersets`, optional: true },
@@ -198,19 +192,7 @@ test('a required kind the API server does not serve keeps the provider unsynced'
     server.closeAllConnections();
     server.close();
   });
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [
-      {
-        name: 'c',
-        server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-        skipTLSVerify: true,
-      },
-    ],
-    users: [{ name: 'u' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
-  });
+  const kc = kubeConfigFor(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
   const provider = new KubeProvider(kc, [KINDS[0] as WatchedKind], { absentRecheckMs: 50 });
   const errors: string[] = [];
   provider.on('error', (kind, message) => errors.push(`${kind}: ${message}`));

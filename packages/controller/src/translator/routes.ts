@@ -497,6 +497,17 @@ function resolveParent(
   return { parentRef, hosted, ...(refused ? { refused } : {}) };
 }
 
+/** What names a route rule's resource on a listener: port, listener, the route, the rule's name. */
+function ruleKeys(l: ListenerInfo, route: KubeObject, ruleName: string | undefined): Record<string, unknown> {
+  return {
+    port: l.port,
+    listener: `${l.gateway}/${l.name}`,
+    namespace: route.metadata.namespace ?? 'default',
+    name: route.metadata.name,
+    ...(ruleName ? { ruleName } : {}),
+  };
+}
+
 export function translateRoutes(
   objects: KubeObject[],
   gateways: GatewayInfo[],
@@ -547,11 +558,7 @@ export function translateRoutes(
             policies['directResponse'] = { status: 500, body: 'no usable backend' };
           const name = `route/${l.port}/${l.name}/${ns}/${route.metadata.name}/${ri}`;
           const body: Record<string, unknown> = {
-            port: l.port,
-            listener: `${l.gateway}/${l.name}`,
-            namespace: ns,
-            name: route.metadata.name,
-            ...(rule.name ? { ruleName: rule.name } : {}),
+            ...ruleKeys(l, route, rule.name),
             ...(hostnames.length > 0 ? { hostnames } : {}),
             matches: (rule.matches?.length ? rule.matches : [{}]).map(routeMatch),
             ...(Object.keys(policies).length > 0 ? { policies } : {}),
@@ -662,11 +669,7 @@ export function translateTcpRoutes(
         rules.forEach((rule, ri) => {
           const r = resolved[ri] as ResolvedBackends;
           const body: Record<string, unknown> = {
-            port: l.port,
-            listener: `${l.gateway}/${l.name}`,
-            namespace: ns,
-            name: route.metadata.name,
-            ...(rule.name ? { ruleName: rule.name } : {}),
+            ...ruleKeys(l, route, rule.name),
             // SNI on a TLS listener; a TCP listener matches no name
             ...(l.protocol === 'TLS' && names.length > 0 ? { hostnames: names } : {}),
             ...(r.backends.length > 0 ? { backends: r.backends } : {}),

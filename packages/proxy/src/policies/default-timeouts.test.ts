@@ -1,12 +1,16 @@
-// The default deadlines of the policies that call a service: ext_authz 200 ms, remote rate limit
-// 100 ms. Tested against servers that accept the connection and then never answer (a paused server),
-// which is what a deadline is for; a refused port would fail at once and prove nothing.
+// The deadlines of the policies that call a service: by default ext_authz 200 ms, remote rate limit
+// 100 ms; and agentgateway's way to set one, policies.http.requestTimeout on the extAuthz, extProc or
+// remoteRateLimit service (its shapes have no timeout field of their own). Tested against servers
+// that accept the connection and then never answer (a paused server), which is what a deadline is
+// for; a refused port would fail at once and prove nothing.
 import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, test } from 'node:test';
+import { ConfigError } from '@gw/api';
 import { startUpstream, type TestServer } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
+import { loadConfigText } from '../config/load.ts';
 
 let up: TestServer;
 let paused: Server;
@@ -29,6 +33,7 @@ before(async () => {
       matches: [{path: {pathPrefix: /${name}}}]
       policies: ${policies}
       backends: [{host: "127.0.0.1:${up.port}"}]`;
+  const within = (ms: number) => `policies: {http: {requestTimeout: ${ms}ms}}`;
   proxy = await startProxy(`binds:
 - port: 0
   address: 127.0.0.1
@@ -37,6 +42,12 @@ before(async () => {
 ${route('authz-grpc', `{extAuthz: {grpc: {host: "${host}"}}}`)}
 ${route('authz-http', `{extAuthz: {http: {host: "${host}"}}}`)}
 ${route('ratelimit', `{remoteRateLimit: {host: "${host}", domain: gw, failureMode: failClosed, descriptors: [{entries: [{key: k, value: '"v"'}]}]}}`)}
+${route('set-authz-grpc', `{extAuthz: {host: "${host}", ${within(310)}}}`)}
+${route('set-authz-http', `{extAuthz: {host: "${host}", protocol: {http: {}}, policies: {http: {requestTimeout: 320ms, version: HTTP/1.1}}}}`)}
+${route('set-authz-gw-form', `{extAuthz: {grpc: {host: "${host}"}, ${within(330)}}}`)}
+${route('set-extproc', `{extProc: {host: "${host}", policies: {http: {requestTimeout: 340ms, version: HTTP/2.0}}}}`)}
+${route('set-extproc-conditional', `{extProc: {conditional: [{condition: "true", host: "${host}", ${within(350)}}]}}`)}
+${route('set-ratelimit', `{remoteRateLimit: {host: "${host}", domain: gw, failureMode: failClosed, ${within(360)}, descriptors: [{entries: [{key: k, value: '"v"'}]}]}}`)}
 `);
 });
 after(async () => {
@@ -82,4 +93,75 @@ test('the remote rate limit gives up after 100 ms by default', async () => {
   assert.equal(r.status, 500);
   assert.equal(r.reason, 'no answer within 100ms');
   atLeast(r, 95);
+});
+
+/** The status and the traced failure reason of a request whose policy's service never answers. */
+async function failed(path: string): Promise<{ status: number; reason: string }> {
+  const { status, reason } = await timed(path);
+  return { status, reason };
+}
+
+test('extAuthz over gRPC: policies.http.requestTimeout is the deadline of the check', async () => {
+  assert.deepEqual(await failed('/set-authz-grpc'), { status: 403, reason: 'no answer within 310ms' });
+});
+
+test('extAuthz over HTTP (version HTTP/1.1, what it speaks) takes it too', async () => {
+  assert.deepEqual(await failed('/set-authz-http'), { status: 403, reason: 'no answer within 320ms' });
+});
+
+test("gw's grpc form takes it as its grpc.timeout", async () => {
+  assert.deepEqual(await failed('/set-authz-gw-form'), { status: 403, reason: 'no answer within 330ms' });
+});
+
+test('extProc: the deadline of each answer, plain and in the conditional form', async () => {
+  const plain = await failed('/set-extproc');
+  assert.equal(plain.status, 500);
+  assert.match(plain.reason, /within 340ms$/);
+  const conditional = await failed('/set-extproc-conditional');
+  assert.equal(conditional.status, 500);
+  assert.match(conditional.reason, /within 350ms$/);
+});
+
+test('remoteRateLimit: the deadline of the ShouldRateLimit call', async () => {
+  assert.deepEqual(await failed('/set-ratelimit'), { status: 500, reason: 'no answer within 360ms' });
+});
+
+test('a deadline set twice, or an HTTP version the call does not speak, is named at its field', () => {
+  const text = `binds:
+- port: 3000
+  listeners:
+  - routes:
+    - policies:
+        extAuthz: {host: "127.0.0.1:9000", timeout: 1s, policies: {http: {requestTimeout: 50ms}}}
+        extProc: {host: "127.0.0.1:9001", policies: {http: {version: HTTP/1.1}}}
+        remoteRateLimit:
+          host: "127.0.0.1:9002"
+          domain: d
+          descriptors: [{entries: [{key: k, value: '"v"'}]}]
+          timeout: 1s
+          policies: {http: {requestTimeout: 50ms}}
+      backends: [{host: "127.0.0.1:8080"}]
+    - policies:
+        extAuthz: {http: {host: "127.0.0.1:9000", timeout: 1s}, policies: {http: {requestTimeout: 50ms, version: HTTP2}}}
+      backends: [{host: "127.0.0.1:8080"}]
+`;
+  let issues: ConfigError['issues'] = [];
+  try {
+    loadConfigText('deadlines.yaml', text, process.cwd());
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${err}`);
+    issues = err.issues;
+  }
+  const lines = issues.map((i) => `${i.line}: ${i.path}: ${i.message}`);
+  const at = 'binds[0].listeners[0].routes';
+  assert.deepEqual(
+    lines.sort(),
+    [
+      `6: ${at}[0].policies.extAuthz.policies.http.requestTimeout: set one deadline: timeout or policies.http.requestTimeout, not both`,
+      `7: ${at}[0].policies.extProc.policies.http.version: the calls of a gRPC service are HTTP/2: leave version out or set HTTP/2.0`,
+      `13: ${at}[0].policies.remoteRateLimit.policies.http.requestTimeout: set one deadline: timeout or policies.http.requestTimeout, not both`,
+      `16: ${at}[1].policies.extAuthz.policies.http.requestTimeout: set one deadline: http.timeout or policies.http.requestTimeout, not both`,
+      `16: ${at}[1].policies.extAuthz.policies.http.version: HTTP/2 to an HTTP extAuthz service is not supported by this build of gw yet`,
+    ].sort(),
+  );
 });
