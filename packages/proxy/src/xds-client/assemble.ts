@@ -104,18 +104,14 @@ export function assembleConfig(resources: ReadonlyMap<string, Resource>): Assemb
       });
       continue;
     }
-    const ri = at.routes.length;
-    mappings.push({ prefix: ['binds', at.bi, 'listeners', at.li, 'routes', ri], resource: name, as: [] });
-    const out: Json = { name: rt.name || name };
-    if (rt.namespace) out.namespace = rt.namespace;
-    // Each rule is a route of its own; without a rule name its index (the name's last segment) tells
-    // the rules of one HTTPRoute apart.
-    const rule = rt.ruleName || ruleIndex(name);
-    if (rule !== undefined) out.ruleName = String(rule);
-    if (rt.hostnames.length > 0) out.hostnames = rt.hostnames;
+    const out = routeEntry(rt, name, problems);
     if (rt.matches) out.matches = toJson(ListValueSchema, rt.matches);
     if (rt.policies) out.policies = rt.policies;
-    out.backends = rt.backends.map((b, i) => routeBackend(b, name, ['backends', i], problems));
+    mappings.push({
+      prefix: ['binds', at.bi, 'listeners', at.li, 'routes', at.routes.length],
+      resource: name,
+      as: [],
+    });
     at.routes.push(out);
   }
 
@@ -137,15 +133,12 @@ export function assembleConfig(resources: ReadonlyMap<string, Resource>): Assemb
       });
       continue;
     }
-    const ri = at.routes.length;
-    mappings.push({ prefix: ['binds', at.bi, 'listeners', at.li, 'tcpRoutes', ri], resource: name, as: [] });
-    const out: Json = { name: rt.name || name };
-    if (rt.namespace) out.namespace = rt.namespace;
-    const rule = rt.ruleName || ruleIndex(name);
-    if (rule !== undefined) out.ruleName = String(rule);
-    if (rt.hostnames.length > 0) out.hostnames = rt.hostnames;
-    out.backends = rt.backends.map((b, i) => routeBackend(b, name, ['backends', i], problems));
-    at.routes.push(out);
+    mappings.push({
+      prefix: ['binds', at.bi, 'listeners', at.li, 'tcpRoutes', at.routes.length],
+      resource: name,
+      as: [],
+    });
+    at.routes.push(routeEntry(rt, name, problems));
   }
 
   const backends: Json[] = [];
@@ -246,6 +239,19 @@ function hostPort(h: HostPort): string {
   // The translator sends a Unix socket as host `unix:/path` (port 0), the standalone form.
   if (h.host.startsWith('unix:')) return h.host;
   return formatHostPort(h.host, h.port);
+}
+
+/** What an HTTP and a TCP route entry share: names, hostnames and backends. */
+function routeEntry(rt: Route | TcpRoute, resource: string, problems: Assembled['problems']): Json {
+  const out: Json = { name: rt.name || resource };
+  if (rt.namespace) out.namespace = rt.namespace;
+  // Each rule is a route of its own; without a rule name its index (the name's last segment) tells
+  // the rules of one route apart.
+  const rule = rt.ruleName || ruleIndex(resource);
+  if (rule !== undefined) out.ruleName = String(rule);
+  if (rt.hostnames.length > 0) out.hostnames = rt.hostnames;
+  out.backends = rt.backends.map((b, i) => routeBackend(b, resource, ['backends', i], problems));
+  return out;
 }
 
 function routeBackend(
