@@ -68,6 +68,15 @@ interface HttpFilter {
     percent?: number;
     fraction?: { numerator: number; denominator?: number };
   };
+  cors?: {
+    allowOrigins?: string[];
+    allowCredentials?: boolean;
+    allowMethods?: string[];
+    allowHeaders?: string[];
+    exposeHeaders?: string[];
+    /** Seconds (Gateway API default 5). */
+    maxAge?: number;
+  };
 }
 interface HttpRule {
   name?: string;
@@ -149,6 +158,38 @@ function routeMatch(m: HttpMatch): Record<string, unknown> {
   return out;
 }
 
+/** Gateway API's CORS filter as the cors policy (maxAge in seconds, 5 by default, as a duration). */
+function corsPolicy(c: NonNullable<HttpFilter['cors']>): Record<string, unknown> {
+  return {
+    ...(c.allowOrigins?.length ? { allowOrigins: c.allowOrigins } : {}),
+    ...(c.allowCredentials !== undefined ? { allowCredentials: c.allowCredentials } : {}),
+    ...(c.allowMethods?.length ? { allowMethods: c.allowMethods } : {}),
+    ...(c.allowHeaders?.length ? { allowHeaders: c.allowHeaders } : {}),
+    ...(c.exposeHeaders?.length ? { exposeHeaders: c.exposeHeaders } : {}),
+    maxAge: `${c.maxAge ?? 5}s`,
+  };
+}
+
+/**
+ * A backendRef's own filters as the route backend's policies (header changes on the requests sent
+ * to it and on its answers); the others, which gw does not run per backend, are named.
+ */
+function backendFilters(filters: HttpFilter[] | undefined): {
+  policies: Record<string, unknown>;
+  unsupported: string[];
+} {
+  const policies: Record<string, unknown> = {};
+  const unsupported: string[] = [];
+  for (const f of filters ?? []) {
+    if (f.type === 'RequestHeaderModifier' && f.requestHeaderModifier)
+      policies['requestHeaderModifier'] = headerModifier(f.requestHeaderModifier);
+    else if (f.type === 'ResponseHeaderModifier' && f.responseHeaderModifier)
+      policies['responseHeaderModifier'] = headerModifier(f.responseHeaderModifier);
+    else unsupported.push(`${f.type} on a backendRef`);
+  }
+  return { policies, unsupported };
+}
+
 function headerModifier(f: HeaderFilter): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (f.set?.length) out['set'] = Object.fromEntries(f.set.map((h) => [h.name, h.value]));
@@ -222,6 +263,9 @@ function rulePolicies(rule: HttpRule): { policies: Record<string, unknown>; unsu
         // resolved with the backends (resolveMirror); the proxy mirrors to one backend per rule
         if (++mirrors === 2) unsupported.push('RequestMirror (more than one in a rule)');
         break;
+      case 'CORS':
+        if (f.cors) policies['cors'] = corsPolicy(f.cors);
+        break;
       default:
         unsupported.push(f.type);
     }
@@ -241,6 +285,8 @@ export const routeModelsBackend = (ns: string, route: string, rule: number) =>
 
 interface ResolvedBackends {
   backends: Record<string, unknown>[];
+  /** backendRef filters gw does not run per backend (Accepted False, UnsupportedValue). */
+  unsupportedFilters: string[];
   /** The rule's RequestMirror filter as the requestMirror policy. */
   mirror?: Record<string, unknown>;
   gwBackends: string[];
@@ -251,7 +297,7 @@ interface ResolvedBackends {
 function resolveBackends(route: KubeObject, rule: HttpRule, ri: number, ctx: RouteContext): ResolvedBackends {
   const ns = route.metadata.namespace ?? 'default';
   const gen = route.metadata.generation;
-  const out: ResolvedBackends = { backends: [], gwBackends: [], modelBackends: [] };
+  const out: ResolvedBackends = { backends: [], unsupportedFilters: [], gwBackends: [], modelBackends: [] };
   const fail = (reason: Reason<'ResolvedRefs'>, message: string) => {
     out.problem ??= bad('ResolvedRefs', reason, message, gen);
   };
@@ -261,6 +307,8 @@ function resolveBackends(route: KubeObject, rule: HttpRule, ri: number, ctx: Rou
     const refNs = ref.namespace ?? ns;
     const weight = ref.weight ?? 1;
     if (weight === 0) continue;
+    const own = backendFilters(ref.filters);
+    out.unsupportedFilters.push(...own.unsupported);
     if (refNs !== ns && !ctx.grants(route.kind, ns, kind, refNs, ref.name)) {
       fail(
         'RefNotPermitted',
@@ -284,11 +332,13 @@ function resolveBackends(route: KubeObject, rule: HttpRule, ri: number, ctx: Rou
         fail('BackendNotFound', `service ${refNs}/${ref.name} is not usable: ${attached.problem}`);
         continue;
       }
+      // each backend its own copy: the routes' resources are written out one by one; the ref's
+      // own filters win a field a GwPolicy on the Service also sets
+      const policies = { ...structuredClone(attached?.policies ?? {}), ...own.policies };
       out.backends.push({
         weight,
         host: { host: `${ref.name}.${refNs}.svc.${ctx.clusterDomain}`, port: ref.port },
-        // each backend its own copy: the routes' resources are written out one by one
-        ...(attached?.policies ? { policies: structuredClone(attached.policies) } : {}),
+        ...(Object.keys(policies).length > 0 ? { policies } : {}),
       });
     } else if (group === GW_GROUP && kind === 'GwBackend') {
       const problem = ctx.backendProblem(refNs, ref.name);
@@ -296,7 +346,11 @@ function resolveBackends(route: KubeObject, rule: HttpRule, ri: number, ctx: Rou
         fail('BackendNotFound', problem);
         continue;
       }
-      out.backends.push({ weight, backend: `${refNs}/${ref.name}` });
+      out.backends.push({
+        weight,
+        backend: `${refNs}/${ref.name}`,
+        ...(Object.keys(own.policies).length > 0 ? { policies: own.policies } : {}),
+      });
       out.gwBackends.push(`${refNs}/${ref.name}`);
     } else if (group === GW_GROUP && kind === 'GwModel' && ctx.modelsEnabled) {
       // the models attached to this rule (GwModel parentRef HTTPRoute) serve it
@@ -308,7 +362,11 @@ function resolveBackends(route: KubeObject, rule: HttpRule, ri: number, ctx: Rou
         continue;
       }
       const name = routeModelsBackend(ns, route.metadata.name, ri);
-      out.backends.push({ weight, backend: name });
+      out.backends.push({
+        weight,
+        backend: name,
+        ...(Object.keys(own.policies).length > 0 ? { policies: own.policies } : {}),
+      });
       out.modelBackends.push(name);
     } else {
       fail(
@@ -536,7 +594,12 @@ export function translateRoutes(
       } else if (invalid.length > 0) {
         conditions.push(bad('Accepted', 'UnsupportedValue', describeProblems(invalid), gen));
       } else {
-        const unsupported = [...new Set(filters.flatMap((f) => f.unsupported))];
+        const unsupported = [
+          ...new Set([
+            ...filters.flatMap((f) => f.unsupported),
+            ...resolved.flatMap((r) => r.unsupportedFilters),
+          ]),
+        ];
         conditions.push(
           unsupported.length > 0
             ? bad('Accepted', 'UnsupportedValue', `filters not supported: ${unsupported.join(', ')}`, gen)
