@@ -84,6 +84,9 @@ interface HttpRule {
   filters?: HttpFilter[];
   backendRefs?: BackendRef[];
   timeouts?: { request?: string; backendRequest?: string };
+  /** Gateway API's rule retry (experimental channel): retries of a request, not its attempts. */
+  retry?: { codes?: number[]; attempts?: number; backoff?: string };
+  sessionPersistence?: unknown;
 }
 
 export interface RouteContext {
@@ -270,6 +273,14 @@ function rulePolicies(rule: HttpRule): { policies: Record<string, unknown>; unsu
         unsupported.push(f.type);
     }
   }
+  // attempts counts retries in both; a connection that fails or is reset is retried as well
+  if (rule.retry && rule.retry.attempts !== 0)
+    policies['retry'] = {
+      codes: rule.retry.codes ?? [],
+      ...(rule.retry.attempts !== undefined ? { attempts: rule.retry.attempts } : {}),
+      ...(rule.retry.backoff ? { backoff: rule.retry.backoff } : {}),
+    };
+  if (rule.sessionPersistence) unsupported.push('sessionPersistence');
   if (rule.timeouts?.request || rule.timeouts?.backendRequest) {
     policies['timeout'] = {
       ...(rule.timeouts.request ? { requestTimeout: rule.timeouts.request } : {}),
@@ -602,7 +613,7 @@ export function translateRoutes(
         ];
         conditions.push(
           unsupported.length > 0
-            ? bad('Accepted', 'UnsupportedValue', `filters not supported: ${unsupported.join(', ')}`, gen)
+            ? bad('Accepted', 'UnsupportedValue', `not supported: ${unsupported.join(', ')}`, gen)
             : ok('Accepted', 'Accepted', 'attached', gen),
         );
       }
