@@ -143,6 +143,40 @@ export function intersectHostnames(listener: string | undefined, route: string[]
   return out.length > 0 ? [...new Set(out)] : undefined;
 }
 
+/** A GRPCRoute match: the gRPC method (the request path /<service>/<method>) and headers. */
+interface GrpcMatch {
+  method?: { type?: 'Exact' | 'RegularExpression'; service?: string; method?: string };
+  headers?: StringMatch[];
+}
+
+const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * A GRPCRoute match as a route match on the request path, /<service>/<method>: both exact, a
+ * service alone (its every method), a method alone (of any service), or both as regular expressions
+ * (an unset part matches any name).
+ */
+function grpcMatch(m: GrpcMatch): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const { type = 'Exact', service, method } = m.method ?? {};
+  if (type === 'RegularExpression') out['path'] = { regex: `/${service ?? '[^/]+'}/${method ?? '[^/]+'}` };
+  else if (service && method) out['path'] = { exact: `/${service}/${method}` };
+  else if (service) out['path'] = { pathPrefix: `/${service}/` };
+  else if (method) out['path'] = { regex: `/[^/]+/${escapeRegex(method)}` };
+  else out['path'] = { pathPrefix: '/' };
+  const headers = headerMatches(m.headers);
+  if (headers) out['headers'] = headers;
+  return out;
+}
+
+function headerMatches(list: StringMatch[] | undefined): Record<string, unknown>[] | undefined {
+  if (!list?.length) return undefined;
+  return list.map((h) => ({
+    name: h.name,
+    value: h.type === 'RegularExpression' ? { regex: h.value } : { exact: h.value },
+  }));
+}
+
 function routeMatch(m: HttpMatch): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   const p = m.path ?? { type: 'PathPrefix', value: '/' };
@@ -151,13 +185,10 @@ function routeMatch(m: HttpMatch): Record<string, unknown> {
   else if (p.type === 'RegularExpression') out['path'] = { regex: value };
   else out['path'] = { pathPrefix: value };
   if (m.method) out['method'] = m.method;
-  const values = (list: StringMatch[] | undefined) =>
-    list?.map((h) => ({
-      name: h.name,
-      value: h.type === 'RegularExpression' ? { regex: h.value } : { exact: h.value },
-    }));
-  if (m.headers?.length) out['headers'] = values(m.headers);
-  if (m.queryParams?.length) out['query'] = values(m.queryParams);
+  const headers = headerMatches(m.headers);
+  if (headers) out['headers'] = headers;
+  const query = headerMatches(m.queryParams);
+  if (query) out['query'] = query;
   return out;
 }
 
@@ -214,6 +245,13 @@ function matchProblems(rule: HttpRule, ri: number): Problem[] {
     const mp = ['spec', 'rules', ri, 'matches', mi];
     if (m.path?.type === 'RegularExpression')
       out.push(...checkRegex(m.path.value ?? '/', [...mp, 'path', 'value']));
+    // a GRPCRoute's method match (grpcMatch)
+    const g = (m as GrpcMatch).method;
+    if (g?.type === 'RegularExpression')
+      for (const part of ['service', 'method'] as const) {
+        const v = g[part];
+        if (v !== undefined) out.push(...checkRegex(v, [...mp, 'method', part]));
+      }
     m.headers?.forEach((h, hi) => {
       if (h.type === 'RegularExpression') out.push(...checkRegex(h.value, [...mp, 'headers', hi, 'value']));
     });
@@ -634,7 +672,13 @@ export function translateRoutes(
           const body: Record<string, unknown> = {
             ...ruleKeys(l, route, rule.name),
             ...(hostnames.length > 0 ? { hostnames } : {}),
-            matches: (rule.matches?.length ? rule.matches : [{}]).map(routeMatch),
+            matches:
+              route.kind === 'GRPCRoute'
+                ? ((rule.matches as GrpcMatch[] | undefined)?.length
+                    ? (rule.matches as GrpcMatch[])
+                    : [{}]
+                  ).map(grpcMatch)
+                : (rule.matches?.length ? rule.matches : [{}]).map(routeMatch),
             ...(Object.keys(policies).length > 0 ? { policies } : {}),
             ...(r.backends.length > 0 ? { backends: r.backends } : {}),
             // the oldest route wins ties between equally specific matches (routes are sorted by age)
