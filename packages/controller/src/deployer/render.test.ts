@@ -103,3 +103,34 @@ test('with the xDS CA: a ConfigMap holds it, the token volume projects it, the p
   assert.ok(!plain.some((o) => o.kind === 'ConfigMap'));
   assert.ok(!JSON.stringify(plain).includes('--xds-ca-file'));
 });
+
+test("the Gateway's spec.infrastructure labels and annotations are on every object and the pods; its own labels win", () => {
+  const withInfra: KubeObject = {
+    ...gateway,
+    spec: {
+      infrastructure: {
+        labels: { team: 'payments', [GATEWAY_NAME_LABEL]: 'not-this' },
+        annotations: { 'example.com/owner': 'payments' },
+      },
+    },
+  };
+  const objects = renderProxy(withInfra, [{ port: 8080, protocol: 'HTTP' }], settings);
+  for (const o of objects) {
+    const meta = o.metadata as { labels?: Record<string, string>; annotations?: Record<string, string> };
+    assert.equal(meta.labels?.team, 'payments', o.kind);
+    assert.equal(meta.labels?.[GATEWAY_NAME_LABEL], 'edge', o.kind);
+    assert.equal(meta.annotations?.['example.com/owner'], 'payments', o.kind);
+  }
+  const dep = objects.find((o) => o.kind === 'Deployment') as KubeObject;
+  const pod = (
+    dep.spec as {
+      template: { metadata: { labels: Record<string, string>; annotations: Record<string, string> } };
+    }
+  ).template.metadata;
+  assert.equal(pod.labels.team, 'payments');
+  assert.equal(pod.labels[GATEWAY_NAME_LABEL], 'edge');
+  assert.equal(pod.annotations['example.com/owner'], 'payments');
+  // without spec.infrastructure: no annotations at all
+  const plain = renderProxy(gateway, [{ port: 8080, protocol: 'HTTP' }], settings);
+  assert.ok(plain.every((o) => (o.metadata as { annotations?: unknown }).annotations === undefined));
+});

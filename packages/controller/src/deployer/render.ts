@@ -41,6 +41,12 @@ export interface ProxySettings {
   terminationGracePeriodSeconds?: number;
 }
 
+/** A Gateway's spec.infrastructure: labels and annotations for the objects made for it. */
+interface Infrastructure {
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
 export interface ListenerPort {
   port: number;
   protocol: string;
@@ -55,11 +61,22 @@ export function renderProxy(
   const name = gateway.metadata.name;
   const namespace = gateway.metadata.namespace ?? 'default';
   const selector = { [GATEWAY_NAME_LABEL]: name };
-  const labels = { ...selector, [MANAGED_BY_LABEL]: MANAGED_BY, 'app.kubernetes.io/name': 'gw-proxy' };
+  // Gateway API: the Gateway's spec.infrastructure labels and annotations go on everything made for
+  // it (the pods too); its own labels win a key both set, since the selector and pruning read them
+  const infra = (gateway.spec as { infrastructure?: Infrastructure } | undefined)?.infrastructure;
+  const labels = {
+    ...infra?.labels,
+    ...selector,
+    [MANAGED_BY_LABEL]: MANAGED_BY,
+    'app.kubernetes.io/name': 'gw-proxy',
+  };
+  const annotations =
+    infra?.annotations && Object.keys(infra.annotations).length > 0 ? infra.annotations : undefined;
   const metadata = {
     name,
     namespace,
     labels,
+    ...(annotations ? { annotations } : {}),
     ownerReferences: [
       {
         apiVersion: gateway.apiVersion,
@@ -116,7 +133,7 @@ export function renderProxy(
       replicas: s.replicas ?? 1,
       selector: { matchLabels: selector },
       template: {
-        metadata: { labels },
+        metadata: { labels, ...(annotations ? { annotations } : {}) },
         spec: {
           serviceAccountName: name,
           // the pod needs only the xDS token below, not the API token
