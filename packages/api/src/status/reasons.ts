@@ -11,7 +11,9 @@ export const CONDITIONS = {
     InvalidReference: 'a reference the object needs cannot be resolved, so it is not used',
     Unsupported: 'valid, but this gw build does not implement it yet',
     UnsupportedValue: 'a field has a value gw does not support (e.g. a route filter or TLS mode)',
-    UnsupportedProtocol: 'a listener protocol other than HTTP and HTTPS',
+    UnsupportedProtocol: 'a listener protocol other than HTTP, HTTPS, TCP and TLS',
+    Conflicted: 'an older policy of the same kind already sets this on the target (BackendTLSPolicy)',
+    TargetNotFound: 'the target (a Service, or its port by name) does not exist (BackendTLSPolicy)',
     NotAllowed: "the parent Gateway's allowedListeners does not admit this ListenerSet",
     NoMatchingParent: 'no listener of the parent matches the sectionName/port, or none is programmed',
     NotAllowedByListeners: "no listener's allowedRoutes admits the route",
@@ -37,6 +39,7 @@ export const CONDITIONS = {
     RefNotPermitted: 'a reference to another namespace without a ReferenceGrant there',
     BackendNotFound: 'a backend Service, port or GwBackend is missing or not usable',
     InvalidKind: 'a backendRef kind gw cannot route to',
+    InvalidCACertificateRef: 'a CA certificate reference is missing, of another kind, or not PEM',
   },
   Conflicted: {
     NoConflicts: 'the listener conflicts with no other on its port (status False)',

@@ -42,6 +42,12 @@ export const WATCHED: readonly WatchedKind[] = [
   { apiVersion: `${GA}/v1`, kind: 'GRPCRoute', path: `/apis/${GA}/v1/grpcroutes`, optional: true },
   { apiVersion: `${GA}/v1`, kind: 'TCPRoute', path: `/apis/${GA}/v1/tcproutes`, optional: true },
   { apiVersion: `${GA}/v1`, kind: 'TLSRoute', path: `/apis/${GA}/v1/tlsroutes`, optional: true },
+  {
+    apiVersion: `${GA}/v1`,
+    kind: 'BackendTLSPolicy',
+    path: `/apis/${GA}/v1/backendtlspolicies`,
+    optional: true,
+  },
   { apiVersion: `${GA}/v1beta1`, kind: 'ReferenceGrant', path: `/apis/${GA}/v1beta1/referencegrants` },
   { apiVersion: 'gw.dev/v1alpha1', kind: 'GwPolicy', path: '/apis/gw.dev/v1alpha1/gwpolicies' },
   { apiVersion: 'gw.dev/v1alpha1', kind: 'GwBackend', path: '/apis/gw.dev/v1alpha1/gwbackends' },

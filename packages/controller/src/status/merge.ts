@@ -93,6 +93,7 @@ export function mergeStatus(
         parents: mergeEntries(cur['parents'], desired['parents'], 'parentRef', controllerName, now, 16),
       };
     case 'GwPolicy':
+    case 'BackendTLSPolicy':
       return {
         ...cur,
         ancestors: mergeEntries(

@@ -108,6 +108,7 @@ const GROUPS: Record<string, { group: string; version: string; plural: string; c
   GRPCRoute: { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'grpcroutes' },
   TCPRoute: { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'tcproutes' },
   TLSRoute: { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'tlsroutes' },
+  BackendTLSPolicy: { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'backendtlspolicies' },
   GwPolicy: { group: 'gw.dev', version: 'v1alpha1', plural: 'gwpolicies' },
   GwBackend: { group: 'gw.dev', version: 'v1alpha1', plural: 'gwbackends' },
   GwModel: { group: 'gw.dev', version: 'v1alpha1', plural: 'gwmodels' },

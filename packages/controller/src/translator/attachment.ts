@@ -8,10 +8,12 @@
 // without it. A refused policy that would have controlled access (authorization, authentication,
 // ext_authz, network authorization) leaves a deny-all rule on its targets instead, so a typo in a
 // rule never opens what the rule was meant to close.
+
 import type { BackendPolicies, Problem, TrafficPolicies } from '@gw/api';
 import { validateResource } from '@gw/api/crd/crds';
 import type { GwPolicySpec } from '@gw/api/crd/gwpolicy';
 import { formatError } from '@gw/api/crd/validate';
+import { type BackendTlsPolicies, backendTlsPolicies, withBackendTls } from './backend-tls-policy.ts';
 import type { BackendInfo } from './backends.ts';
 import { bad, ok } from './conditions.ts';
 import { GATEWAY_GROUP, type GatewayInfo, key } from './gateways.ts';
@@ -54,7 +56,7 @@ export interface CheckedPolicy {
 export function checkPolicies(
   objects: KubeObject[],
   lookup: Lookup,
-): { policies: CheckedPolicy[]; services: ServicePolicyLookup } {
+): { policies: CheckedPolicy[]; services: ServicePolicyLookup; backendTls: BackendTlsPolicies } {
   const checked = objects
     .filter((o) => o.kind === 'GwPolicy')
     .map((p) => {
@@ -69,7 +71,9 @@ export function checkPolicies(
       c.invalid = invalidOf(c);
       return c;
     });
-  const services = servicePolicies(checked, objects, lookup);
+  // BackendTLSPolicies on a Service apply to the same calls, under a GwPolicy's own backend settings
+  const backendTls = backendTlsPolicies(objects, lookup);
+  const services = withBackendTls(servicePolicies(checked, objects, lookup), backendTls);
   for (const c of checked) {
     if (!c.validation.ok || c.invalid.length > 0) continue;
     const spec = c.validation.spec as GwPolicySpec;
@@ -78,7 +82,7 @@ export function checkPolicies(
     if (spec.frontend) c.frontend = frontendPolicy(spec.frontend, ns, lookup, 'frontend', services);
     c.invalid = invalidOf(c);
   }
-  return { policies: checked, services };
+  return { policies: checked, services, backendTls };
 }
 
 function invalidOf(c: CheckedPolicy): Problem[] {

@@ -107,6 +107,7 @@ export interface RouteContext {
 /** A TCPRoute or TLSRoute rule on one TCP or TLS listener: a TcpRoute resource. */
 export interface AttachedTcpRule {
   gateway: string;
+  route: KubeObject;
   resource: { name: string; resource: { tcpRoute: Record<string, unknown> } };
   /** GwBackends the rule uses, `<ns>/<name>`. */
   backends: string[];
@@ -604,6 +605,23 @@ function resolveParent(
   return { parentRef, hosted, ...(refused ? { refused } : {}) };
 }
 
+/** Whether `route` has a backendRef (or a mirror's) to Service `namespace/name`. */
+export function routeUsesService(route: KubeObject, namespace: string, name: string): boolean {
+  const ns = route.metadata.namespace ?? 'default';
+  const rules = (route.spec as { rules?: HttpRule[] } | undefined)?.rules ?? [];
+  const refs = rules.flatMap((r) => [
+    ...(r.backendRefs ?? []),
+    ...(r.filters ?? []).flatMap((f) => (f.requestMirror ? [f.requestMirror.backendRef] : [])),
+  ]);
+  return refs.some(
+    (b) =>
+      (b.group ?? '') === '' &&
+      (b.kind ?? 'Service') === 'Service' &&
+      b.name === name &&
+      (b.namespace ?? ns) === namespace,
+  );
+}
+
 /** What names a route rule's resource on a listener: port, listener, the route, the rule's name. */
 function ruleKeys(l: ListenerInfo, route: KubeObject, ruleName: string | undefined): Record<string, unknown> {
   return {
@@ -795,6 +813,7 @@ export function translateTcpRoutes(
           };
           result.tcpRules.push({
             gateway: l.gateway,
+            route,
             resource: {
               name: `tcproute/${l.port}/${l.name}/${ns}/${route.metadata.name}/${ri}`,
               resource: { tcpRoute: body },

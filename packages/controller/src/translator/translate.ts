@@ -14,7 +14,7 @@ import { inMemoryLookup } from './lookup.ts';
 import { translateModels } from './models.ts';
 import { parametersOf, rawGlobalConfig, typedNotBuilt } from './parameters.ts';
 import { gatewayResources, gatewayStatuses } from './resources.ts';
-import { type RouteContext, translateRoutes, translateTcpRoutes } from './routes.ts';
+import { type RouteContext, routeUsesService, translateRoutes, translateTcpRoutes } from './routes.ts';
 import type { Condition, Lookup, NamedResource, Output, Snapshot, StatusUpdate } from './types.ts';
 
 export interface TranslateOptions {
@@ -41,7 +41,7 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
   const gateways = collectGateways(objects, classes, lookup, grants);
   const clusterDomain = options.clusterDomain ?? 'cluster.local';
   // services: what GwPolicies on a Service give the route backends and MCP targets on it
-  const { policies, services } = checkPolicies(objects, lookup);
+  const { policies, services, backendTls } = checkPolicies(objects, lookup);
   const backends = collectBackends(objects, lookup, clusterDomain, services);
   failClosedBackends(policies, backends);
   const routeContext: RouteContext = {
@@ -98,6 +98,17 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
     });
   }
   for (const s of routes.statuses) statuses.push(s);
+  // a BackendTLSPolicy's ancestors: the Gateways with routes that send to its Service
+  const sendsTo = (gateway: string, ns: string, name: string) =>
+    [...routes.rules, ...routes.tcpRules].some(
+      (r) => r.gateway === gateway && routeUsesService(r.route, ns, name),
+    );
+  statuses.push(
+    ...backendTls.statuses(
+      (ns, name) => gateways.map((g) => g.key).filter((g) => sendsTo(g, ns, name)),
+      snapshot.controllerName,
+    ),
+  );
   statuses.sort((a, b) =>
     `${a.kind}/${a.namespace ?? ''}/${a.name}`.localeCompare(`${b.kind}/${b.namespace ?? ''}/${b.name}`),
   );
