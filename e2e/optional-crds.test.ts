@@ -86,3 +86,54 @@ spec:
   assert.equal(accepted, 'True');
   assert.ok(controller.log.join('').includes('the API server serves this kind now'), controller.log.join(''));
 });
+
+test("a BackendTLSPolicy's status is written on the real API server: an ancestor per Gateway, its CA named when missing", async () => {
+  await kubectl(
+    ['apply', '--server-side', '-f', '-'],
+    `apiVersion: v1
+kind: Service
+metadata: { name: api, namespace: default }
+spec:
+  ports: [{ name: https, port: 443 }]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: { name: api-tls, namespace: default }
+spec:
+  targetRefs: [{ group: "", kind: Service, name: api }]
+  validation:
+    caCertificateRefs: [{ group: "", kind: ConfigMap, name: api-ca }]
+    hostname: api.internal
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: { name: api, namespace: default }
+spec:
+  parentRefs: [{ name: edge }]
+  hostnames: [api.example.com]
+  rules:
+    - backendRefs: [{ name: api, port: 443 }]
+`,
+  );
+  const resolved = () =>
+    kubectl([
+      'get',
+      'backendtlspolicy',
+      'api-tls',
+      '-o',
+      'jsonpath={.status.ancestors[0].ancestorRef.name} {.status.ancestors[0].conditions[?(@.type=="ResolvedRefs")].reason}',
+    ]);
+  assert.equal(
+    await until('the BackendTLSPolicy status', async () => (await resolved()) || undefined),
+    'edge InvalidCACertificateRef',
+  );
+  const pem = '-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE-----\n';
+  await kubectl(['create', 'configmap', 'api-ca', `--from-literal=ca.crt=${pem}`]);
+  assert.equal(
+    await until('ResolvedRefs once the CA is there', async () => {
+      const r = await resolved();
+      return r.endsWith(' ResolvedRefs') ? r : undefined;
+    }),
+    'edge ResolvedRefs',
+  );
+});
