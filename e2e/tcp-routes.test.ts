@@ -26,6 +26,7 @@ let echo: net.Server;
 let backend: tls.Server;
 let tcpPort: number;
 let tlsPort: number;
+let termPort: number;
 const kubectl = kubectlOk(() => kube);
 const until = untilWithLogs(() => [['controller log', controller?.log ?? []]]);
 
@@ -35,9 +36,10 @@ const listen = async (server: net.Server): Promise<number> => {
 };
 
 before(async () => {
-  [kube, pki, tcpPort, tlsPort] = await Promise.all([
+  [kube, pki, tcpPort, tlsPort, termPort] = await Promise.all([
     startKube(),
-    makeTestPki(['app.example.com']),
+    makeTestPki(['app.example.com', 'term.example.net']),
+    freePort(),
     freePort(),
     freePort(),
   ]);
@@ -62,6 +64,19 @@ spec:
   listeners:
     - { name: db, protocol: TCP, port: ${tcpPort} }
     - { name: apps, protocol: TLS, port: ${tlsPort}, hostname: "*.example.com", tls: { mode: Passthrough } }
+    - name: term
+      protocol: TLS
+      port: ${termPort}
+      hostname: term.example.net
+      tls: { mode: Terminate, certificateRefs: [{ name: term-cert }] }
+---
+apiVersion: v1
+kind: Secret
+metadata: { name: term-cert, namespace: default }
+type: kubernetes.io/tls
+data:
+  tls.crt: ${Buffer.from(pki.servers['term.example.net']?.cert ?? '').toString('base64')}
+  tls.key: ${Buffer.from(pki.servers['term.example.net']?.key ?? '').toString('base64')}
 ---
 apiVersion: gw.dev/v1alpha1
 kind: GwBackend
@@ -91,6 +106,15 @@ spec:
   hostnames: [app.example.com]
   rules:
     - backendRefs: [{ group: gw.dev, kind: GwBackend, name: app }]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TLSRoute
+metadata: { name: term, namespace: default }
+spec:
+  parentRefs: [{ name: edge, sectionName: term }]
+  hostnames: [term.example.net]
+  rules:
+    - backendRefs: [{ group: gw.dev, kind: GwBackend, name: echo }]
 `,
   );
   await startXdsProxy(controller, await serviceAccountTokenFile(kube, 'edge'));
@@ -172,8 +196,19 @@ test("TLSRoute (passthrough): the handshake is the backend's, chosen by SNI", as
   assert.match(closed, /^answered ""$|disconnected before secure TLS connection was established/);
 });
 
+test("TLS listener that terminates: the gateway's certificate from the Secret, the plaintext to the backend", async () => {
+  const answer = await until('an echo through the terminating TLS listener', async () => {
+    const s = tls.connect({ port: termPort, host: '127.0.0.1', servername: 'term.example.net', ca: pki.ca });
+    const got = await exchange(s, 'ping').catch(() => '');
+    return got === 'echo:ping' ? got : undefined;
+  });
+  // the client verified the certificate for term.example.net (ca: the test CA) and the echo server,
+  // which speaks no TLS, got the bytes in clear
+  assert.equal(answer, 'echo:ping');
+});
+
 test('the routes are Accepted and counted on their listeners', async () => {
-  for (const kind of ['tcproute/db', 'tlsroute/app']) {
+  for (const kind of ['tcproute/db', 'tlsroute/app', 'tlsroute/term']) {
     const accepted = await until(`${kind} Accepted`, () => routeAccepted(kubectl, kind));
     assert.equal(accepted, 'True', kind);
   }
@@ -185,6 +220,7 @@ test('the routes are Accepted and counted on their listeners', async () => {
     [
       ['db', 1, ['TCPRoute']],
       ['apps', 1, ['TLSRoute']],
+      ['term', 1, ['TLSRoute']],
     ],
   );
 });
