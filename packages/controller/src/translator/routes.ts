@@ -804,11 +804,15 @@ export function translateTcpRoutes(
         l.attachedRoutes++;
         rules.forEach((rule, ri) => {
           const r = resolved[ri] as ResolvedBackends;
+          // passthrough: the client's own TLS goes to the backend, so the gateway originates none
+          // (a BackendTLSPolicy or GwPolicy tls on the Service is for connections it makes itself)
+          const backends =
+            l.tlsMode === 'Passthrough' ? r.backends.map(({ policies: _p, ...b }) => b) : r.backends;
           const body: Record<string, unknown> = {
             ...ruleKeys(l, route, rule.name),
             // SNI on a TLS listener; a TCP listener matches no name
             ...(l.protocol === 'TLS' && names.length > 0 ? { hostnames: names } : {}),
-            ...(r.backends.length > 0 ? { backends: r.backends } : {}),
+            ...(backends.length > 0 ? { backends } : {}),
             precedence: age + 1,
           };
           result.tcpRules.push({
