@@ -124,7 +124,11 @@ spec:
       'jsonpath={.status.ancestors[0].ancestorRef.name} {.status.ancestors[0].conditions[?(@.type=="ResolvedRefs")].reason}',
     ]);
   assert.equal(
-    await until('the BackendTLSPolicy status', async () => (await resolved()) || undefined),
+    // both fields, not the space between two empty ones while there is no status yet
+    await until('the BackendTLSPolicy status', async () => {
+      const r = await resolved();
+      return /^\S+ \S+$/.test(r) ? r : undefined;
+    }),
     'edge InvalidCACertificateRef',
   );
   const pem = '-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE-----\n';

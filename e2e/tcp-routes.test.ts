@@ -212,15 +212,24 @@ test('the routes are Accepted and counted on their listeners', async () => {
     const accepted = await until(`${kind} Accepted`, () => routeAccepted(kubectl, kind));
     assert.equal(accepted, 'True', kind);
   }
-  const listeners = JSON.parse(
-    await kubectl(['get', 'gateway', 'edge', '-o', 'jsonpath={.status.listeners}']),
-  ) as { name: string; attachedRoutes: number; supportedKinds: { kind: string }[] }[];
-  assert.deepEqual(
-    listeners.map((l) => [l.name, l.attachedRoutes, l.supportedKinds.map((k) => k.kind)]),
-    [
-      ['db', 1, ['TCPRoute']],
-      ['apps', 1, ['TLSRoute']],
-      ['term', 1, ['TLSRoute']],
-    ],
-  );
+  // the Gateway's status is written apart from the routes': wait for the counts, then compare
+  const want = JSON.stringify([
+    ['db', 1, ['TCPRoute']],
+    ['apps', 1, ['TLSRoute']],
+    ['term', 1, ['TLSRoute']],
+  ]);
+  let seen = '';
+  await until('the listeners to count their routes', async () => {
+    const text = await kubectl(['get', 'gateway', 'edge', '-o', 'jsonpath={.status.listeners}']);
+    const listeners = JSON.parse(text || '[]') as {
+      name: string;
+      attachedRoutes: number;
+      supportedKinds: { kind: string }[];
+    }[];
+    seen = JSON.stringify(
+      listeners.map((l) => [l.name, l.attachedRoutes, l.supportedKinds.map((k) => k.kind)]),
+    );
+    return seen === want ? true : undefined;
+  }).catch(() => undefined);
+  assert.equal(seen, want);
 });
