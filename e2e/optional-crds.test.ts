@@ -53,6 +53,10 @@ test('without the GRPCRoute and ListenerSet CRDs the controller reconciles, and 
       .join('')
       .split('\n')
       .filter((l) => l.includes('does not serve this kind') && l.includes(`"kind":"${kind}"`));
+  // the controller's stdout reaches the test on its own schedule: wait for the lines, then count
+  await until('the warnings for the kinds left out', async () =>
+    warned('GRPCRoute').length > 0 && warned('ListenerSet').length > 0 ? true : undefined,
+  );
   assert.equal(warned('GRPCRoute').length, 1, controller.log.join(''));
   assert.equal(warned('ListenerSet').length, 1, controller.log.join(''));
   const failed = controller.log
@@ -84,7 +88,9 @@ spec:
   // the controller asks for an absent kind every 10 s
   const accepted = await until('the GRPCRoute status', () => routeAccepted(kubectl, 'grpcroute/rpc'), 40_000);
   assert.equal(accepted, 'True');
-  assert.ok(controller.log.join('').includes('the API server serves this kind now'), controller.log.join(''));
+  await until('the controller to say the kind is served now', async () =>
+    controller.log.join('').includes('the API server serves this kind now') ? true : undefined,
+  );
 });
 
 test("a BackendTLSPolicy's status is written on the real API server: an ancestor per Gateway, its CA named when missing", async () => {
