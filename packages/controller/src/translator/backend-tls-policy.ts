@@ -11,7 +11,7 @@ import { GATEWAY_GROUP } from './gateways.ts';
 import { backendTls } from './policy/backend/tls.ts';
 import type { ServicePolicyLookup } from './policy/context.ts';
 import { MapContext } from './policy/context.ts';
-import type { Condition, KubeObject, Lookup, StatusUpdate } from './types.ts';
+import { type Condition, type KubeObject, type Lookup, olderFirst, type StatusUpdate } from './types.ts';
 
 interface BackendTlsPolicySpec {
   targetRefs?: { group?: string; kind?: string; name: string; sectionName?: string }[];
@@ -50,13 +50,7 @@ export interface BackendTlsPolicies {
 const key = (o: KubeObject) => `${o.metadata.namespace ?? 'default'}/${o.metadata.name}`;
 
 export function backendTlsPolicies(objects: KubeObject[], lookup: Lookup): BackendTlsPolicies {
-  const policies = objects
-    .filter((o) => o.kind === 'BackendTLSPolicy')
-    .sort(
-      (a, b) =>
-        (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') ||
-        key(a).localeCompare(key(b)),
-    );
+  const policies = objects.filter((o) => o.kind === 'BackendTLSPolicy').sort(olderFirst);
   const entries: Entry[] = [];
   /** The oldest policy on each Service port (`ns/name:port`, or `ns/name:*` for every port). */
   const winner = new Map<string, Entry>();
@@ -140,35 +134,31 @@ export function backendTlsPolicies(objects: KubeObject[], lookup: Lookup): Backe
         : { backendTLS: structuredClone(e.backendTLS) as Record<string, unknown> };
     },
     statuses(used, controllerName) {
-      const byPolicy = new Map<string, { policy: KubeObject; ancestors: Record<string, unknown>[] }>();
+      // by policy, its Gateways: each with the conditions of the first target that reaches it
+      const byPolicy = new Map<string, { policy: KubeObject; gateways: Map<string, Condition[]> }>();
       for (const e of entries) {
         const [ns, name] = e.service.split('/') as [string, string];
-        const slot = byPolicy.get(key(e.policy)) ?? { policy: e.policy, ancestors: [] };
-        for (const g of used(ns, name)) {
-          const [gns, gname] = g.split('/') as [string, string];
-          if (
-            slot.ancestors.some(
-              (a) =>
-                JSON.stringify(a['ancestorRef']) ===
-                JSON.stringify({ group: GATEWAY_GROUP, kind: 'Gateway', namespace: gns, name: gname }),
-            )
-          )
-            continue;
-          slot.ancestors.push({
-            ancestorRef: { group: GATEWAY_GROUP, kind: 'Gateway', namespace: gns, name: gname },
-            controllerName,
-            conditions: [e.accepted, e.resolved],
-          });
-        }
+        const slot = byPolicy.get(key(e.policy)) ?? { policy: e.policy, gateways: new Map() };
+        for (const g of used(ns, name))
+          if (!slot.gateways.has(g)) slot.gateways.set(g, [e.accepted, e.resolved]);
         byPolicy.set(key(e.policy), slot);
       }
       return [...byPolicy.values()]
-        .filter((s) => s.ancestors.length > 0)
+        .filter((s) => s.gateways.size > 0)
         .map((s) => ({
           kind: 'BackendTLSPolicy',
           namespace: s.policy.metadata.namespace ?? 'default',
           name: s.policy.metadata.name,
-          status: { ancestors: s.ancestors.slice(0, 16) },
+          status: {
+            ancestors: [...s.gateways].slice(0, 16).map(([g, conditions]) => {
+              const [namespace, name] = g.split('/') as [string, string];
+              return {
+                ancestorRef: { group: GATEWAY_GROUP, kind: 'Gateway', namespace, name },
+                controllerName,
+                conditions,
+              };
+            }),
+          },
         }));
     },
   };

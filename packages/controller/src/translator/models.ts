@@ -28,6 +28,7 @@ import {
   type KubeObject,
   type Lookup,
   type NamedResource,
+  olderFirst,
   type StatusUpdate,
 } from './types.ts';
 
@@ -85,10 +86,6 @@ export interface ModelsContext {
   controllerName: string;
 }
 
-const byAge = (a: KubeObject, b: KubeObject) =>
-  (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') ||
-  `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`);
-
 export function translateModels(
   objects: KubeObject[],
   gateways: GatewayInfo[],
@@ -96,7 +93,7 @@ export function translateModels(
   ctx: ModelsContext,
 ): ModelsResult {
   const models = new Map<string, ModelInfo>();
-  const sorted = objects.filter((o) => o.kind === 'GwModel').sort(byAge);
+  const sorted = objects.filter((o) => o.kind === 'GwModel').sort(olderFirst);
   for (const o of sorted) models.set(keyOf(o), readModel(o, ctx.lookup));
   for (const m of models.values()) if (m.spec?.virtualModel) resolveVirtual(m, models);
 

@@ -11,7 +11,7 @@ import type { Grants } from './grants.ts';
 import type { ServicePolicyLookup } from './policy/context.ts';
 import { describeProblems } from './problems.ts';
 import type { Condition, KubeObject, Lookup } from './types.ts';
-import { GW_GROUP } from './types.ts';
+import { GW_GROUP, olderFirst } from './types.ts';
 
 interface ParentRef {
   group?: string;
@@ -500,15 +500,7 @@ export interface RouteResult {
 
 /** Routes of `kinds`, oldest first (creationTimestamp, then namespace/name): Gateway API's tie-break. */
 function routesByAge(objects: KubeObject[], kinds: readonly string[]): KubeObject[] {
-  return objects
-    .filter((o) => kinds.includes(o.kind))
-    .sort(
-      (a, b) =>
-        (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') ||
-        `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(
-          `${b.metadata.namespace}/${b.metadata.name}`,
-        ),
-    );
+  return objects.filter((o) => kinds.includes(o.kind)).sort(olderFirst);
 }
 
 interface ParentOutcome {

@@ -24,6 +24,17 @@ export interface KubeObject {
   data?: Record<string, string>;
 }
 
+/**
+ * Oldest first: creationTimestamp, then namespace/name. Gateway API's tie-break among routes, and
+ * which of two policies on one target wins.
+ */
+export function olderFirst(a: KubeObject, b: KubeObject): number {
+  return (
+    (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') ||
+    `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`)
+  );
+}
+
 export interface Snapshot {
   /** Every watched object, any kind. */
   objects: KubeObject[];
