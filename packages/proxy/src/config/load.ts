@@ -677,8 +677,7 @@ class Builder {
     (this.cfg.binds ?? []).forEach((bind, bi) => {
       bind.listeners.forEach((l, li) => {
         const path = ['binds', bi, 'listeners', li];
-        const gateway = l.gatewayName ?? `bind/${bind.port}`;
-        const name = l.name ?? `listener${li}`;
+        const { gateway, name } = bindListenerName(bind.port as number, l, li);
         const protocol = l.protocol ?? (l.tls ? 'HTTPS' : 'HTTP');
         const tls = this.serverTls([...path, 'tls'], protocol, l.tls);
         this.report(checkListenerRouteKind(protocol, l, path));
@@ -737,7 +736,7 @@ class Builder {
       const out: ListenerIR[] = [];
       specs.forEach((l, li) => {
         const lpath = gw.listeners ? [...path, 'listeners', li] : path;
-        const name = ('name' in l && l.name) || (gw.listeners ? `listener${li}` : 'default');
+        const name = gatewayListenerName(gw, l, li);
         const protocol = l.protocol ?? (l.tls ? 'HTTPS' : 'HTTP');
         const tls = this.serverTls([...lpath, 'tls'], protocol, l.tls);
         const ir: ListenerIR = { gateway: gname, name, protocol, routes: [], ...(tls ? { tls } : {}) };
@@ -1560,13 +1559,13 @@ class Builder {
     const keys: string[] = [];
     for (const bind of this.cfg.binds ?? [])
       bind.listeners.forEach((l, li) => {
-        if (bind.port === port && (l.gatewayName ?? `bind/${bind.port}`) === gateway)
-          keys.push(`${gateway}/${l.name ?? `listener${li}`}`);
+        const n = bindListenerName(bind.port as number, l, li);
+        if (bind.port === port && n.gateway === gateway) keys.push(`${gateway}/${n.name}`);
       });
     const gw = this.cfg.gateways?.[gateway];
     if (gw && gw.port === port)
       (gw.listeners ?? [{}]).forEach((l, li) => {
-        keys.push(`${gateway}/${('name' in l && l.name) || (gw.listeners ? `listener${li}` : 'default')}`);
+        keys.push(`${gateway}/${gatewayListenerName(gw, l, li)}`);
       });
     return keys;
   }
@@ -3717,6 +3716,22 @@ const TAKES_COLLECTOR: Takes = {
   backendAuth: 'backendAuth key',
   requestHeaderModifier: 'requestHeaderModifier add/set',
 };
+
+/** A bind listener's gateway (its gatewayName, else bind/<port>) and name (else listener<index>). */
+function bindListenerName(
+  port: number,
+  l: { gatewayName?: string | undefined; name?: string | undefined },
+  li: number,
+): { gateway: string; name: string } {
+  return { gateway: l.gatewayName ?? `bind/${port}`, name: l.name ?? `listener${li}` };
+}
+
+/** A listener of `gateways.<name>`: its name, else listener<index>, or `default` for the gateway's own. */
+function gatewayListenerName(gw: { listeners?: unknown[] | undefined }, l: object, li: number): string {
+  return (
+    ('name' in l && typeof l.name === 'string' && l.name) || (gw.listeners ? `listener${li}` : 'default')
+  );
+}
 
 /** A `<gateway>:<port>` policy target's gateway and port (the gateway name may hold a colon). */
 function splitGatewayPort(target: string): [gateway: string, port: number] {
