@@ -1271,6 +1271,10 @@ export const InferenceRouting = strict({
     description:
       "validated (default): the picked address must be one of the Service's endpoints (its workloads), else 503; passthrough: the picked address is dialled as it is (the picker owns endpoint discovery)",
   }),
+  failureMode: z.enum(['failClosed', 'failOpen']).optional().meta({
+    description:
+      "failClosed (default): a picker that fails or cannot be reached fails the request (500); failOpen: the request goes on, balanced over the Service's endpoints (an InferencePool's FailOpen; gw's addition)",
+  }),
 });
 /**
  * agentgateway's sessionAffinity: requests with the same value (a CEL expression over the request)
@@ -1350,7 +1354,7 @@ export const BackendPolicies = strict({
   }),
   inferenceRouting: InferenceRouting.optional().meta({
     description:
-      'an endpoint picker chooses the Service endpoint of each request (and may change the request and the response, as ext_proc); only on service backends. The picker failing fails the request (500)',
+      'an endpoint picker chooses the Service endpoint of each request (and may change the request and the response, as ext_proc); only on service backends. The picker failing fails the request (500), unless its failureMode is failOpen',
   }),
   ...BACKEND_POLICIES_NOT_BUILT,
 });

@@ -18,6 +18,8 @@ export const CONDITIONS = {
     NoMatchingParent: 'no listener of the parent matches the sectionName/port, or none is programmed',
     NotAllowedByListeners: "no listener's allowedRoutes admits the route",
     NoMatchingListenerHostname: "no hostname of the route intersects a listener's hostname",
+    HTTPRouteNotAccepted:
+      'the HTTPRoutes of this parent that send to the InferencePool are not accepted (see their status)',
   },
   Attached: {
     Attached: 'the policy is part of the configuration of its target',
@@ -40,6 +42,8 @@ export const CONDITIONS = {
     BackendNotFound: 'a backend Service, port or GwBackend is missing or not usable',
     InvalidKind: 'a backendRef kind gw cannot route to',
     InvalidCACertificateRef: 'a CA certificate reference is missing, of another kind, or not PEM',
+    InvalidExtensionRef:
+      "an InferencePool's endpoint picker is missing, of a kind gw does not call, or not usable",
   },
   Conflicted: {
     NoConflicts: 'the listener conflicts with no other on its port (status False)',

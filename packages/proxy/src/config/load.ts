@@ -2296,7 +2296,7 @@ class Builder {
       picker: {
         host,
         ...(backendTLS ? { policies: { backendTLS } } : {}),
-        failureMode: 'failClosed',
+        failureMode: inf.failureMode ?? 'failClosed',
         processingOptions: { requestBodyMode: 'fullDuplexStreamed', responseBodyMode: 'fullDuplexStreamed' },
       },
       passthrough: inf.destinationMode === 'passthrough',

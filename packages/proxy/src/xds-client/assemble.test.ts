@@ -480,6 +480,88 @@ describe('assembleConfig', () => {
     ]);
   });
 
+  test('an InferencePool is a service backend of its endpoints at every target port, with its picker', () => {
+    const pool = (extra: Record<string, unknown> = {}) =>
+      res({
+        inferencePool: {
+          name: 'ns/vllm',
+          targetPorts: [8000, 8001],
+          endpoints: [
+            { name: 'vllm-a', ip: '10.0.0.1' },
+            { name: 'vllm-b', ip: '10.0.0.2' },
+          ],
+          endpointPicker: 'epp:ns/vllm',
+          ...extra,
+        },
+      });
+    const picker = res({
+      backend: {
+        name: 'epp:ns/vllm',
+        host: { host: 'vllm-epp.ns.svc.cluster.local', port: 9002 },
+        policies: { backendTLS: { insecure: true } },
+      },
+    });
+    const toPool = route(0, '/v1', {
+      backends: [
+        { weight: 1, inferencePool: 'ns/vllm', policies: { requestHeaderModifier: { add: { a: 'b' } } } },
+      ],
+    });
+    const ir = load([
+      ['bind/8080', bind],
+      ['route/8080/ns/gw/http/ns/web/0', toPool],
+      ['inferencepool/ns/vllm', pool({ failOpen: true })],
+      ['backend/epp:ns/vllm', picker],
+    ]);
+    const b = ir.binds[0]?.listeners[0]?.routes[0]?.backends[0];
+    assert.equal(b?.target.kind, 'service');
+    if (b?.target.kind !== 'service') return;
+    assert.equal(b.target.service, 'ns/vllm.ns.inferencepool');
+    assert.deepEqual(
+      b.target.endpoints.map((e) => `${e.host}:${e.port}`),
+      ['10.0.0.1:8000', '10.0.0.1:8001', '10.0.0.2:8000', '10.0.0.2:8001'],
+    );
+    assert.equal(b.target.inference?.passthrough, false);
+    assert.equal(b.target.inference?.picker.host, 'vllm-epp.ns.svc.cluster.local:9002');
+    assert.equal(b.target.inference?.picker.failureMode, 'failOpen');
+    assert.equal(b.target.inference?.picker.policies?.backendTLS?.insecure, true);
+    // the ref's own policies stay beside the picker
+    assert.ok(b.policies.requestHeaderModifier, 'the backendRef filter is kept');
+    // fail closed unless the pool says FailOpen; a pool with no ready Pod loads (its requests get 503)
+    const closed = load([
+      ['bind/8080', bind],
+      ['route/8080/ns/gw/http/ns/web/0', toPool],
+      ['inferencepool/ns/vllm', pool({ endpoints: [] })],
+      ['backend/epp:ns/vllm', picker],
+    ]).binds[0]?.listeners[0]?.routes[0]?.backends[0]?.target;
+    assert.equal(closed?.kind === 'service' && closed.inference?.picker.failureMode, 'failClosed');
+    assert.deepEqual(closed?.kind === 'service' && closed.endpoints, []);
+  });
+
+  test('a route backend naming an InferencePool that was not sent, or a pool without ports, is a problem', () => {
+    const a = assembleConfig(
+      new Map([
+        ['bind/8080', bind],
+        [
+          'route/8080/ns/gw/http/ns/web/0',
+          route(0, '/v1', { backends: [{ weight: 1, inferencePool: 'ns/nope' }] }),
+        ],
+        ['inferencepool/ns/empty', res({ inferencePool: { name: 'ns/empty', endpointPicker: 'ns/epp' } })],
+      ]),
+    );
+    assert.deepEqual(a.problems, [
+      {
+        resource: 'inferencepool/ns/empty',
+        path: ['targetPorts'],
+        message: 'an InferencePool needs a target port',
+      },
+      {
+        resource: 'route/8080/ns/gw/http/ns/web/0',
+        path: ['backends', 0, 'inferencePool'],
+        message: 'no InferencePool "ns/nope" (an inferencepool/ resource)',
+      },
+    ]);
+  });
+
   test('a route for a listener that is not there is a problem of that route', () => {
     const a = assembleConfig(
       new Map([

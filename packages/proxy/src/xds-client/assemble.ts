@@ -8,6 +8,7 @@ import { hostPort as formatHostPort } from '@gw/api/runtime';
 import type {
   Backend,
   HostPort,
+  InferencePool,
   Mcp,
   Policy,
   Resource,
@@ -80,6 +81,27 @@ export function assembleConfig(resources: ReadonlyMap<string, Resource>): Assemb
     binds.push({ port: b.port, listeners });
   }
 
+  // InferencePools first: the route backends that name one become `service` backends of it
+  const services: Json[] = [];
+  const workloads: Json[] = [];
+  const pools = new Map<string, PoolBackend>();
+  for (const [name, r] of byName) {
+    if (r.kind.case !== 'inferencePool') continue;
+    const p = inferencePool(r.kind.value, name, problems);
+    if (!p) continue;
+    mappings.push({ prefix: ['services', services.length], resource: name, as: [] });
+    services.push(p.service);
+    p.workloads.forEach((w, i) => {
+      mappings.push({
+        prefix: ['workloads', workloads.length],
+        resource: name,
+        as: ['endpoints', p.endpointOf[i] as number],
+      });
+      workloads.push(w);
+    });
+    pools.set(r.kind.value.name, p.backend);
+  }
+
   const routes = byName.filter(([, r]) => r.kind.case === 'route') as [
     string,
     Resource & { kind: { case: 'route'; value: Route } },
@@ -104,7 +126,7 @@ export function assembleConfig(resources: ReadonlyMap<string, Resource>): Assemb
       });
       continue;
     }
-    const out = routeEntry(rt, name, problems);
+    const out = routeEntry(rt, name, problems, pools);
     if (rt.matches) out.matches = toJson(ListValueSchema, rt.matches);
     if (rt.policies) out.policies = rt.policies;
     mappings.push({
@@ -138,7 +160,7 @@ export function assembleConfig(resources: ReadonlyMap<string, Resource>): Assemb
       resource: name,
       as: [],
     });
-    at.routes.push(routeEntry(rt, name, problems));
+    at.routes.push(routeEntry(rt, name, problems, pools));
   }
 
   const backends: Json[] = [];
@@ -178,6 +200,7 @@ export function assembleConfig(resources: ReadonlyMap<string, Resource>): Assemb
       case 'bind':
       case 'route':
       case 'tcpRoute':
+      case 'inferencePool':
         break;
       default:
         problems.push({
@@ -190,6 +213,8 @@ export function assembleConfig(resources: ReadonlyMap<string, Resource>): Assemb
 
   const data: Json = { binds };
   if (backends.length > 0) data.backends = backends;
+  if (services.length > 0) data.services = services;
+  if (workloads.length > 0) data.workloads = workloads;
   if (policies.length > 0) data.policies = policies;
   if (frontend) data.frontendPolicies = frontend;
   if (global) data.config = global;
@@ -241,8 +266,79 @@ function hostPort(h: HostPort): string {
   return formatHostPort(h.host, h.port);
 }
 
+/** What a route backend naming an InferencePool becomes: its Service, at its port, and its picker. */
+interface PoolBackend {
+  service: { name: string; port: number };
+  inferenceRouting: Json;
+}
+
+/**
+ * An InferencePool as a Service of the standalone `services` (a hostname of its own under
+ * `.inferencepool`, its port the first target port) and a workload per endpoint and target port, so
+ * every address at every port is an endpoint; route backends naming it take the Service with the
+ * inferenceRouting policy (the picker a named host backend). Undefined (a problem) when it names no
+ * port or is not `<namespace>/<name>`.
+ */
+function inferencePool(
+  p: InferencePool,
+  resource: string,
+  problems: Assembled['problems'],
+): { service: Json; workloads: Json[]; endpointOf: number[]; backend: PoolBackend } | undefined {
+  const slash = p.name.indexOf('/');
+  const [ns, pool] = [p.name.slice(0, slash), p.name.slice(slash + 1)];
+  const port = p.targetPorts[0];
+  if (slash <= 0 || pool === '') {
+    problems.push({ resource, path: ['name'], message: 'an InferencePool is named <namespace>/<name>' });
+    return undefined;
+  }
+  if (port === undefined) {
+    problems.push({ resource, path: ['targetPorts'], message: 'an InferencePool needs a target port' });
+    return undefined;
+  }
+  if (!p.endpointPicker) {
+    problems.push({
+      resource,
+      path: ['endpointPicker'],
+      message: 'an InferencePool needs an endpoint picker',
+    });
+    return undefined;
+  }
+  const hostname = `${pool}.${ns}.inferencepool`;
+  const key = `${ns}/${hostname}`;
+  const workloads: Json[] = [];
+  const endpointOf: number[] = [];
+  p.endpoints.forEach((e, i) => {
+    for (const tp of p.targetPorts) {
+      workloads.push({
+        name: p.targetPorts.length > 1 ? `${e.name}:${tp}` : e.name,
+        namespace: ns,
+        workloadIps: [e.ip],
+        services: { [key]: { [String(port)]: tp } },
+      });
+      endpointOf.push(i);
+    }
+  });
+  return {
+    service: { name: pool, namespace: ns, hostname, vips: [], ports: { [String(port)]: 0 } },
+    workloads,
+    endpointOf,
+    backend: {
+      service: { name: key, port },
+      inferenceRouting: {
+        endpointPicker: { backend: p.endpointPicker },
+        ...(p.failOpen ? { failureMode: 'failOpen' } : {}),
+      },
+    },
+  };
+}
+
 /** What an HTTP and a TCP route entry share: names, hostnames and backends. */
-function routeEntry(rt: Route | TcpRoute, resource: string, problems: Assembled['problems']): Json {
+function routeEntry(
+  rt: Route | TcpRoute,
+  resource: string,
+  problems: Assembled['problems'],
+  pools: ReadonlyMap<string, PoolBackend>,
+): Json {
   const out: Json = { name: rt.name || resource };
   if (rt.namespace) out.namespace = rt.namespace;
   // Each rule is a route of its own; without a rule name its index (the name's last segment) tells
@@ -250,7 +346,7 @@ function routeEntry(rt: Route | TcpRoute, resource: string, problems: Assembled[
   const rule = rt.ruleName || ruleIndex(resource);
   if (rule !== undefined) out.ruleName = String(rule);
   if (rt.hostnames.length > 0) out.hostnames = rt.hostnames;
-  out.backends = rt.backends.map((b, i) => routeBackend(b, resource, ['backends', i], problems));
+  out.backends = rt.backends.map((b, i) => routeBackend(b, resource, ['backends', i], problems, pools));
   return out;
 }
 
@@ -259,12 +355,25 @@ function routeBackend(
   resource: string,
   path: FieldPath,
   problems: Assembled['problems'],
+  pools: ReadonlyMap<string, PoolBackend>,
 ): Json {
   const out: Json = { weight: b.weight };
+  if (b.policies) out.policies = b.policies;
   if (b.target.case === 'host') out.host = hostPort(b.target.value);
   else if (b.target.case === 'backend') out.backend = b.target.value;
-  else problems.push({ resource, path, message: 'backend has neither host nor backend' });
-  if (b.policies) out.policies = b.policies;
+  else if (b.target.case === 'inferencePool') {
+    const pool = pools.get(b.target.value);
+    if (!pool)
+      problems.push({
+        resource,
+        path: [...path, 'inferencePool'],
+        message: `no InferencePool ${JSON.stringify(b.target.value)} (an inferencepool/ resource)`,
+      });
+    else {
+      out.service = pool.service;
+      out.policies = { ...(b.policies ?? {}), inferenceRouting: pool.inferenceRouting };
+    }
+  } else problems.push({ resource, path, message: 'backend has neither host, backend nor inferencePool' });
   return out;
 }
 

@@ -5,7 +5,7 @@
 //
 // With inferenceRouting an endpoint picker chooses instead (the Gateway API Inference Extension's
 // endpoint picker protocol): the request goes through the picker over ext_proc (outside the backend's
-// own policies, bodies streamed both ways, fail closed) and the picker names the endpoint in the
+// own policies, bodies streamed both ways, failing closed unless its failureMode is failOpen) and the picker names the endpoint in the
 // x-gateway-destination-endpoint header it sets: ip:port, or several comma-separated, the first
 // preferred and the others for retries. The header is the picker's answer, never the client's, and is
 // not sent on. Validated (default): the picker is told the Service's endpoints (the subset hint, in

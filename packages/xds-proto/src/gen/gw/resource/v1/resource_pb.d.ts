@@ -82,6 +82,14 @@ export declare type Resource = Message<"gw.resource.v1.Resource"> & {
      */
     value: TcpRoute;
     case: "tcpRoute";
+  } | {
+    /**
+     * name: inferencepool/<namespace>/<name>
+     *
+     * @generated from field: gw.resource.v1.InferencePool inference_pool = 8;
+     */
+    value: InferencePool;
+    case: "inferencePool";
   } | { case: undefined; value?: undefined };
 };
 
@@ -340,6 +348,14 @@ export declare type RouteBackend = Message<"gw.resource.v1.RouteBackend"> & {
      */
     value: string;
     case: "backend";
+  } | {
+    /**
+     * InferencePool.name
+     *
+     * @generated from field: string inference_pool = 5;
+     */
+    value: string;
+    case: "inferencePool";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -740,4 +756,77 @@ export declare type Global = Message<"gw.resource.v1.Global"> & {
  * Use `create(GlobalSchema)` to create a new message.
  */
 export declare const GlobalSchema: GenMessage<Global>;
+
+/**
+ * A Gateway API Inference Extension InferencePool: model server endpoints and the endpoint picker that
+ * chooses one of them for each request (ext_proc, the endpoint picker protocol). The proxy serves it as
+ * the standalone schema's `service` backend (the endpoints its workloads) with the inferenceRouting
+ * policy.
+ *
+ * @generated from message gw.resource.v1.InferencePool
+ */
+export declare type InferencePool = Message<"gw.resource.v1.InferencePool"> & {
+  /**
+   * <namespace>/<name>
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The ports each endpoint serves: every address at every port is an endpoint.
+   *
+   * @generated from field: repeated uint32 target_ports = 2;
+   */
+  targetPorts: number[];
+
+  /**
+   * @generated from field: repeated gw.resource.v1.InferenceEndpoint endpoints = 3;
+   */
+  endpoints: InferenceEndpoint[];
+
+  /**
+   * Backend.name of the endpoint picker: a host backend (its address, and its backendTLS).
+   *
+   * @generated from field: string endpoint_picker = 4;
+   */
+  endpointPicker: string;
+
+  /**
+   * A picker that fails or cannot be reached leaves the choice to the proxy (balanced over the
+   * endpoints) instead of failing the request.
+   *
+   * @generated from field: bool fail_open = 5;
+   */
+  failOpen: boolean;
+};
+
+/**
+ * Describes the message gw.resource.v1.InferencePool.
+ * Use `create(InferencePoolSchema)` to create a new message.
+ */
+export declare const InferencePoolSchema: GenMessage<InferencePool>;
+
+/**
+ * @generated from message gw.resource.v1.InferenceEndpoint
+ */
+export declare type InferenceEndpoint = Message<"gw.resource.v1.InferenceEndpoint"> & {
+  /**
+   * The Pod's name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string ip = 2;
+   */
+  ip: string;
+};
+
+/**
+ * Describes the message gw.resource.v1.InferenceEndpoint.
+ * Use `create(InferenceEndpointSchema)` to create a new message.
+ */
+export declare const InferenceEndpointSchema: GenMessage<InferenceEndpoint>;
 
