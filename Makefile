@@ -33,6 +33,7 @@ test-services: ## real services and tools the tests use: Debian's redis-server, 
 kube-build: ## a real kube-apiserver + embedded etcd for tests, built once per go.sum (first build 4-6 minutes)
 	@./hack/kube-apiserver/build.sh >/dev/null
 	@./hack/gateway-api/crd-dir.sh >/dev/null
+	@./hack/inference-extension/crd-dir.sh >/dev/null
 
 kube-up: setup ## the test kube-apiserver in the background, Gateway API CRDs and ours installed; prints KUBECONFIG=...
 	@node hack/kube-up.ts

@@ -29,6 +29,7 @@ for (const c of goldenCases()) {
       objects: c.objects,
       controllerName: 'gw.dev/gw',
       ...(c.options?.modelsEnabled ? { modelsEnabled: true } : {}),
+      ...(c.options?.inferenceEnabled ? { inferenceEnabled: true } : {}),
     });
     for (const [gateway, resources] of Object.entries(out.gateways)) {
       const decoded = new Map<string, Resource>(

@@ -34,6 +34,8 @@ const USAGE = `Usage: gw-controller [flags]
   --gateway-class <name>     GatewayClass created when missing (default gw)
   --cluster-domain <domain>  Service DNS suffix (default cluster.local)
   --enable-models            watch GwModel resources (experimental)
+  --enable-inference-extension  route to Gateway API Inference Extension InferencePools (watches them
+                             and Pods)
   --proxy-image <image>      provision each Gateway's proxies (ServiceAccount, Service, Deployment) with this image
   --proxy-xds-address <url>  how provisioned proxies reach this xDS server (default http://gw.$POD_NAMESPACE.svc:<xds-port>,
                              https:// in tls and either mode; their serving certificate names its host)
@@ -69,6 +71,7 @@ const { values } = parseArgs({
     'gateway-class': { type: 'string', default: 'gw' },
     'cluster-domain': { type: 'string', default: 'cluster.local' },
     'enable-models': { type: 'boolean', default: false },
+    'enable-inference-extension': { type: 'boolean', default: false },
     'proxy-image': { type: 'string', default: process.env['GW_PROXY_IMAGE'] },
     'proxy-xds-address': { type: 'string' },
     'proxy-service-type': { type: 'string', default: 'LoadBalancer' },
@@ -251,6 +254,7 @@ const controller = new Controller({
   gatewayClassName: values['gateway-class'],
   clusterDomain: values['cluster-domain'],
   modelsEnabled: values['enable-models'],
+  inferenceEnabled: values['enable-inference-extension'],
   ...(deploy ? { deploy } : {}),
   ...(leader ? { leader } : {}),
   log,

@@ -8,7 +8,14 @@ import { Deployer } from './deployer/deployer.ts';
 import { applyParameters } from './deployer/parameters.ts';
 import { type ProxySettings, renderProxy } from './deployer/render.ts';
 import type { LeaderElector } from './leader.ts';
-import { DAEMONSET_KIND, DEPLOYMENT_KIND, KubeProvider, MODEL_KIND, WATCHED } from './provider/kube.ts';
+import {
+  DAEMONSET_KIND,
+  DEPLOYMENT_KIND,
+  INFERENCE_KINDS,
+  KubeProvider,
+  MODEL_KIND,
+  WATCHED,
+} from './provider/kube.ts';
 import { withProxyStates } from './status/programmed.ts';
 import { kubeStatusTarget, StatusWriter } from './status/writer.ts';
 import { parametersOf } from './translator/parameters.ts';
@@ -23,6 +30,8 @@ export interface ControllerOptions {
   gatewayClassName: string;
   clusterDomain: string;
   modelsEnabled: boolean;
+  /** Whether InferencePools (and the Pods they pick) are watched and translated. */
+  inferenceEnabled?: boolean;
   /** When set, the controller provisions each Gateway's proxies (deployer/) with these settings. */
   deploy?: ProxySettings;
   /** With several replicas: only the leader writes statuses and provisions; every replica serves xDS. */
@@ -63,6 +72,7 @@ export class Controller {
     this.provider = new KubeProvider(o.kc, [
       ...WATCHED,
       ...(o.modelsEnabled ? [MODEL_KIND] : []),
+      ...(o.inferenceEnabled ? INFERENCE_KINDS : []),
       ...(o.deploy ? [DEPLOYMENT_KIND, DAEMONSET_KIND] : []),
     ]);
     this.#custom = o.kc.makeApiClient(CustomObjectsApi);
@@ -184,6 +194,7 @@ export class Controller {
         objects: this.provider.snapshot(),
         controllerName: this.#o.controllerName,
         modelsEnabled: this.#o.modelsEnabled,
+        ...(this.#o.inferenceEnabled ? { inferenceEnabled: true } : {}),
       },
       { clusterDomain: this.#o.clusterDomain },
     );

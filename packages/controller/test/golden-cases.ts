@@ -22,7 +22,7 @@ export interface GoldenCase {
   input: KubeObject[];
   /** What the translator gets: the kept base objects, then the case's own. */
   objects: KubeObject[];
-  options?: { modelsEnabled?: boolean };
+  options?: { modelsEnabled?: boolean; inferenceEnabled?: boolean };
   output?: unknown;
 }
 

@@ -98,6 +98,11 @@ export function gatewayApiCrdDir(log: (line: string) => void = () => {}): Promis
   return runScript(join(root, 'hack/gateway-api/crd-dir.sh'), log);
 }
 
+/** The Gateway API Inference Extension module's CRD directory (InferencePool v1), from the Go module cache. */
+export function inferenceExtensionCrdDir(log: (line: string) => void = () => {}): Promise<string> {
+  return runScript(join(root, 'hack/inference-extension/crd-dir.sh'), log);
+}
+
 /**
  * `n` distinct loopback ports from freePort: below the ephemeral range and reserved against the other
  * test processes, so they are still free when the API server binds them again after a restart.

@@ -23,6 +23,11 @@ export interface WatchedKind {
   /** Only the objects with these labels, e.g. the proxy Deployments the deployer made. */
   labelSelector?: string;
   /**
+   * Only the objects whose fields match, e.g. running Pods; one that stops matching is deleted from
+   * the cache (the API server says so in the watch).
+   */
+  fieldSelector?: string;
+  /**
    * A kind whose CRD a cluster may not have (a Gateway API release or channel without it): while the
    * API server does not serve it, it counts as listed with no objects, and it is asked for again
    * every ABSENT_RECHECK_MS, so a CRD installed later is picked up without a restart.
@@ -76,6 +81,20 @@ export const DAEMONSET_KIND: WatchedKind = {
   path: '/apis/apps/v1/daemonsets',
   labelSelector: 'app.kubernetes.io/managed-by=gw-controller',
 };
+/**
+ * With --enable-inference-extension: InferencePools (optional: a cluster may not have the Inference
+ * Extension's CRDs) and the Pods their selectors pick (their addresses and readiness): running ones
+ * only, as the others are never endpoints, so the cache holds what could serve.
+ */
+export const INFERENCE_KINDS: readonly WatchedKind[] = [
+  {
+    apiVersion: 'inference.networking.k8s.io/v1',
+    kind: 'InferencePool',
+    path: '/apis/inference.networking.k8s.io/v1/inferencepools',
+    optional: true,
+  },
+  { apiVersion: 'v1', kind: 'Pod', path: '/api/v1/pods', fieldSelector: 'status.phase=Running' },
+];
 export const MODEL_KIND: WatchedKind = {
   apiVersion: 'gw.dev/v1alpha1',
   kind: 'GwModel',
@@ -184,7 +203,7 @@ export class KubeProvider extends EventEmitter<ProviderEvents> {
         undefined,
         undefined,
         undefined,
-        undefined,
+        kind.fieldSelector,
         kind.labelSelector,
       );
       // list items come without apiVersion/kind; the translator dispatches on kind
@@ -227,7 +246,14 @@ export class KubeProvider extends EventEmitter<ProviderEvents> {
         });
       return l;
     };
-    const informer = new ListWatch<KubernetesObject>(kind.path, watch, listed, false, kind.labelSelector);
+    const informer = new ListWatch<KubernetesObject>(
+      kind.path,
+      watch,
+      listed,
+      false,
+      kind.labelSelector,
+      kind.fieldSelector,
+    );
     const w: KindWatch = { kind, informer, synced: false, failures: 0, absent: false };
     const changed = () => {
       if (w.synced) this.emit('change');

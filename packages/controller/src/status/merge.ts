@@ -83,6 +83,7 @@ export function mergeStatus(
     case 'GRPCRoute':
     case 'TCPRoute':
     case 'TLSRoute':
+    case 'InferencePool':
       return {
         ...cur,
         parents: mergeEntries(cur['parents'], desired['parents'], 'parentRef', controllerName, now, 32),

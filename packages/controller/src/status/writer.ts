@@ -112,6 +112,7 @@ const GROUPS: Record<string, { group: string; version: string; plural: string; c
   GwPolicy: { group: 'gw.dev', version: 'v1alpha1', plural: 'gwpolicies' },
   GwBackend: { group: 'gw.dev', version: 'v1alpha1', plural: 'gwbackends' },
   GwModel: { group: 'gw.dev', version: 'v1alpha1', plural: 'gwmodels' },
+  InferencePool: { group: 'inference.networking.k8s.io', version: 'v1', plural: 'inferencepools' },
 };
 
 /** The API server behind `kc` as a StatusTarget, reading current statuses through `get`. */

@@ -22,6 +22,7 @@ for (const c of cases) {
       objects: c.objects,
       controllerName: 'gw.dev/gw',
       ...(c.options?.modelsEnabled ? { modelsEnabled: true } : {}),
+      ...(c.options?.inferenceEnabled ? { inferenceEnabled: true } : {}),
     });
     // a round trip through YAML, so the comparison sees what the file can hold
     const normalized = parseDocument(stringify(actual)).toJS();

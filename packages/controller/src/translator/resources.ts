@@ -1,9 +1,10 @@
-// Per Gateway: the xDS resources (binds per port, routes, the GwBackends its routes use, attached
-// policies, frontend policies), sorted by name, and the status of the Gateway and its ListenerSets.
+// Per Gateway: the xDS resources (binds per port, routes, the GwBackends and InferencePools its routes
+// use, attached policies, frontend policies), sorted by name, and the status of the Gateway and its ListenerSets.
 import { type Attachments, mergeBackendPolicies } from './attachment.ts';
 import type { BackendInfo } from './backends.ts';
 import { bad, ok } from './conditions.ts';
 import { GATEWAY_GROUP, type GatewayInfo, gatewayStatus } from './gateways.ts';
+import type { PoolInfo } from './inference-pools.ts';
 import type { McpResult } from './mcp.ts';
 import type { BackendPolicies } from './policy/spec.ts';
 import type { RouteResult } from './routes.ts';
@@ -16,6 +17,8 @@ export function gatewayResources(
   attachments: Attachments,
   /** What models.ts adds: the model routes of listeners and the `llmModels` backends. */
   models: NamedResource[] = [],
+  /** InferencePools by `<ns>/<name>` (inference-pools.ts), when the inference extension is on. */
+  pools?: Map<string, PoolInfo>,
 ): NamedResource[] {
   const resources: NamedResource[] = [...models];
   const listeners = [...g.listeners, ...g.listenerSets.flatMap((s) => s.listeners)].filter((l) => l.ready);
@@ -45,6 +48,13 @@ export function gatewayResources(
   const tcpRules = routes.tcpRules.filter((r) => r.gateway === g.key);
   for (const r of tcpRules) resources.push(r.resource);
   const used = [...rules, ...tcpRules].flatMap((r) => r.backends);
+  // each InferencePool the rules send to, with its endpoint picker
+  for (const key of [...new Set(rules.flatMap((r) => r.inferencePools))].sort()) {
+    const p = pools?.get(key);
+    if (!p?.resource) continue;
+    resources.push(p.resource);
+    if (p.picker) resources.push(p.picker);
+  }
   for (const bkey of [...new Set(used)].sort()) {
     const b = backends.get(bkey);
     if (!b?.target) continue;

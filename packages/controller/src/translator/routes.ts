@@ -8,6 +8,7 @@ import type { Reason } from '@gw/api/status/reasons';
 import { bad, ok } from './conditions.ts';
 import { GATEWAY_GROUP, type GatewayInfo, type ListenerInfo, matchesLabels } from './gateways.ts';
 import type { Grants } from './grants.ts';
+import { INFERENCE_GROUP, type PoolInfo } from './inference-pools.ts';
 import type { ServicePolicyLookup } from './policy/context.ts';
 import { describeProblems } from './problems.ts';
 import type { Condition, KubeObject, Lookup } from './types.ts';
@@ -102,6 +103,8 @@ export interface RouteContext {
   servicePolicies?: ServicePolicyLookup;
   /** What a GwBackend is (static host, ai, mcp …: its target's kind); undefined when not found. */
   backendKind?: (ns: string, name: string) => string | undefined;
+  /** InferencePools by `<ns>/<name>`, when the inference extension is on (inference-pools.ts). */
+  inferencePools?: Map<string, PoolInfo>;
 }
 
 /** A TCPRoute or TLSRoute rule on one TCP or TLS listener: a TcpRoute resource. */
@@ -123,6 +126,8 @@ export interface AttachedRule {
   backends: string[];
   /** The `llmModels` backends the rule uses (GwModel `*`; models.ts fills them). */
   modelBackends: string[];
+  /** The InferencePools the rule sends to, `<ns>/<name>`. */
+  inferencePools: string[];
 }
 
 const hostOf = (h: string) => h.toLowerCase();
@@ -341,13 +346,20 @@ interface ResolvedBackends {
   mirror?: Record<string, unknown>;
   gwBackends: string[];
   modelBackends: string[];
+  inferencePools: string[];
   problem?: Condition;
 }
 
 function resolveBackends(route: KubeObject, rule: HttpRule, ri: number, ctx: RouteContext): ResolvedBackends {
   const ns = route.metadata.namespace ?? 'default';
   const gen = route.metadata.generation;
-  const out: ResolvedBackends = { backends: [], unsupportedFilters: [], gwBackends: [], modelBackends: [] };
+  const out: ResolvedBackends = {
+    backends: [],
+    unsupportedFilters: [],
+    gwBackends: [],
+    modelBackends: [],
+    inferencePools: [],
+  };
   const fail = (reason: Reason<'ResolvedRefs'>, message: string) => {
     out.problem ??= bad('ResolvedRefs', reason, message, gen);
   };
@@ -418,10 +430,37 @@ function resolveBackends(route: KubeObject, rule: HttpRule, ri: number, ctx: Rou
         ...(Object.keys(own.policies).length > 0 ? { policies: own.policies } : {}),
       });
       out.modelBackends.push(name);
+    } else if (group === INFERENCE_GROUP && kind === 'InferencePool' && ctx.inferencePools) {
+      const key = `${refNs}/${ref.name}`;
+      const pool = ctx.inferencePools.get(key);
+      if (!pool) {
+        fail('BackendNotFound', `InferencePool ${key} not found`);
+        continue;
+      }
+      if (!pool.resource) {
+        fail('BackendNotFound', `InferencePool ${key} is not usable: ${pool.resolved.message}`);
+        continue;
+      }
+      out.backends.push({
+        weight,
+        inferencePool: key,
+        ...(Object.keys(own.policies).length > 0 ? { policies: own.policies } : {}),
+      });
+      out.inferencePools.push(key);
     } else {
+      const known = [
+        'Service',
+        'gw.dev/GwBackend',
+        ...(ctx.modelsEnabled ? ['gw.dev/GwModel'] : []),
+        ...(ctx.inferencePools ? [`${INFERENCE_GROUP}/InferencePool`] : []),
+      ];
+      const hint =
+        group === INFERENCE_GROUP && kind === 'InferencePool'
+          ? '; InferencePools need the controller flag --enable-inference-extension (chart value inferenceExtension.enabled)'
+          : '';
       fail(
         'InvalidKind',
-        `backendRef kind ${group ? `${group}/` : ''}${kind} is not supported (Service, gw.dev/GwBackend)`,
+        `backendRef kind ${group ? `${group}/` : ''}${kind} is not supported (${known.join(', ')})${hint}`,
       );
     }
   }
@@ -702,6 +741,7 @@ export function translateRoutes(
             resource: { name, resource: { route: body } },
             backends: r.gwBackends,
             modelBackends: r.modelBackends,
+            inferencePools: r.inferencePools,
           });
         });
       }
@@ -740,6 +780,7 @@ function resolveTcpBackends(
     out.problem ??= bad('ResolvedRefs', 'InvalidKind', message, gen);
   };
   if (out.modelBackends.length > 0) refused(`a ${route.kind} cannot send to GwModels`);
+  if (out.inferencePools.length > 0) refused(`a ${route.kind} cannot send to InferencePools`);
   const notHost = out.gwBackends.filter((key) => {
     const [ns, name] = key.split('/') as [string, string];
     return ctx.backendKind?.(ns, name) !== 'host';
@@ -750,7 +791,9 @@ function resolveTcpBackends(
     );
   const dropped = new Set([...notHost, ...out.modelBackends]);
   out.backends = out.backends
-    .filter((b) => !(typeof b.backend === 'string' && dropped.has(b.backend)))
+    .filter(
+      (b) => !(typeof b.backend === 'string' && dropped.has(b.backend)) && b.inferencePool === undefined,
+    )
     .map((b) => {
       const tls = (b.policies as { backendTLS?: unknown } | undefined)?.backendTLS;
       const { policies: _p, ...rest } = b;
@@ -758,6 +801,7 @@ function resolveTcpBackends(
     });
   out.gwBackends = out.gwBackends.filter((k) => !dropped.has(k));
   out.modelBackends = [];
+  out.inferencePools = [];
   return out;
 }
 

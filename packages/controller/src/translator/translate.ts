@@ -10,12 +10,26 @@ import { ok } from './conditions.ts';
 import type { GatewayInfo } from './gateways.ts';
 import { collectGateways, ourClasses } from './gateways.ts';
 import { referenceGrants } from './grants.ts';
+import {
+  collectInferencePools,
+  inferencePoolStatuses,
+  refusingGateways,
+  routeUsesPool,
+} from './inference-pools.ts';
 import { inMemoryLookup } from './lookup.ts';
 import { translateModels } from './models.ts';
 import { parametersOf, rawGlobalConfig, typedNotBuilt } from './parameters.ts';
 import { gatewayResources, gatewayStatuses } from './resources.ts';
 import { type RouteContext, routeUsesService, translateRoutes, translateTcpRoutes } from './routes.ts';
-import type { Condition, Lookup, NamedResource, Output, Snapshot, StatusUpdate } from './types.ts';
+import type {
+  Condition,
+  KubeObject,
+  Lookup,
+  NamedResource,
+  Output,
+  Snapshot,
+  StatusUpdate,
+} from './types.ts';
 
 export interface TranslateOptions {
   clusterDomain?: string;
@@ -44,12 +58,29 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
   const { policies, services, backendTls } = checkPolicies(objects, lookup);
   const backends = collectBackends(objects, lookup, clusterDomain, services);
   failClosedBackends(policies, backends);
+  const pools = snapshot.inferenceEnabled
+    ? collectInferencePools(objects, lookup, {
+        clusterDomain,
+        services,
+        staticBackend: (ns, name) => {
+          const b = backends.get(`${ns}/${name}`);
+          if (!b) return `GwBackend ${ns}/${name} not found`;
+          if (!b.usable) return `GwBackend ${ns}/${name} is not usable: ${b.accepted.message}`;
+          const host = (b.target as { host?: { host: string; port: number } } | undefined)?.host;
+          if (!host || host.host.startsWith('unix:'))
+            return `GwBackend ${ns}/${name} is not a static host:port backend`;
+          const tls = b.policies['backendTLS'] as Record<string, unknown> | undefined;
+          return { ...host, ...(tls ? { backendTLS: tls } : {}) };
+        },
+      })
+    : undefined;
   const routeContext: RouteContext = {
     lookup,
     grants,
     controllerName: snapshot.controllerName,
     clusterDomain,
     ...(snapshot.modelsEnabled ? { modelsEnabled: true } : {}),
+    ...(pools ? { inferencePools: pools } : {}),
     servicePolicies: services,
     backendProblem: (ns, name) => {
       const b = backends.get(`${ns}/${name}`);
@@ -79,10 +110,14 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
   const out: Output = { gateways: {}, statuses };
   for (const g of gateways) {
     const global = globalSettings(g, lookup);
-    out.gateways[g.key] = gatewayResources(g, routes, backends, attachments, [
-      ...(models?.resources.get(g.key) ?? []),
-      ...global.resources,
-    ]);
+    out.gateways[g.key] = gatewayResources(
+      g,
+      routes,
+      backends,
+      attachments,
+      [...(models?.resources.get(g.key) ?? []), ...global.resources],
+      pools,
+    );
     const [own, ...sets] = gatewayStatuses(g) as [StatusUpdate, ...StatusUpdate[]];
     const addresses = proxyAddresses(g, lookup);
     const status: Record<string, unknown> = { ...own.status, ...(addresses ? { addresses } : {}) };
@@ -109,6 +144,28 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
       snapshot.controllerName,
     ),
   );
+  if (pools) {
+    // an InferencePool's parents: the Gateways whose routes send to it, or refused such a route
+    // a route in another namespace counts only where a ReferenceGrant lets it refer to the pool
+    const sendsTo = (route: KubeObject, pool: string) => {
+      const [ns, name] = pool.split('/') as [string, string];
+      const from = route.metadata.namespace ?? 'default';
+      return (
+        routeUsesPool(route, ns, name) && (from === ns || grants(route.kind, from, 'InferencePool', ns, name))
+      );
+    };
+    const routesTo = (pool: string) => objects.filter((o) => o.kind === 'HTTPRoute' && sendsTo(o, pool));
+    statuses.push(
+      ...inferencePoolStatuses(
+        pools,
+        // every Gateway with an attached route to the pool, usable or not (its ResolvedRefs says)
+        (pool) =>
+          [...new Set(routes.rules.filter((r) => sendsTo(r.route, pool)).map((r) => r.gateway))].sort(),
+        (pool) => refusingGateways(routesTo(pool), routes.statuses, new Set(gateways.map((g) => g.key))),
+        snapshot.controllerName,
+      ),
+    );
+  }
   statuses.sort((a, b) =>
     `${a.kind}/${a.namespace ?? ''}/${a.name}`.localeCompare(`${b.kind}/${b.namespace ?? ''}/${b.name}`),
   );

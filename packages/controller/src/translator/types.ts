@@ -42,6 +42,8 @@ export interface Snapshot {
   controllerName: string;
   /** Whether GwModel support is on (the chart's model flag). */
   modelsEnabled?: boolean;
+  /** Whether InferencePools are read (the chart's inferenceExtension flag). */
+  inferenceEnabled?: boolean;
 }
 
 /** proto3 JSON of gw.resource.v1.Resource: exactly one of the keys. */
@@ -52,7 +54,8 @@ export type ResourceJson =
   | { backend: Record<string, unknown> }
   | { policy: Record<string, unknown> }
   | { frontend: Record<string, unknown> }
-  | { global: Record<string, unknown> };
+  | { global: Record<string, unknown> }
+  | { inferencePool: Record<string, unknown> };
 
 export interface NamedResource {
   name: string;

@@ -25,6 +25,8 @@ export interface FakeServer {
 export async function startFakeServer(
   port: number | undefined,
   answer: (r: FakeLlmRequest, req: IncomingMessage, res: ServerResponse) => Promise<void>,
+  /** The loopback address to listen on (default 127.0.0.1). */
+  host = '127.0.0.1',
 ): Promise<FakeServer> {
   const seen: FakeLlmRequest[] = [];
   const server = http.createServer((req, res) => {
@@ -49,7 +51,13 @@ export async function startFakeServer(
     });
   });
   server.keepAliveTimeout = 30_000;
-  await new Promise<void>((done) => server.listen(port ?? 0, '127.0.0.1', done));
+  await new Promise<void>((done, fail) => {
+    server.once('error', fail);
+    server.listen(port ?? 0, host, () => {
+      server.off('error', fail);
+      done();
+    });
+  });
   return {
     server,
     port: (server.address() as AddressInfo).port,

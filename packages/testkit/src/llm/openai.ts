@@ -31,8 +31,10 @@ export type FakeAnswer =
 export interface FakeOpenAIOptions {
   /** Names the server in `x-fake-provider`, for tests with several. */
   name?: string;
-  /** Port on 127.0.0.1 (default 0: any free one). */
+  /** Port on `host` (default 0: any free one). */
   port?: number;
+  /** The loopback address to listen on (default 127.0.0.1; any of 127.0.0.0/8 on Linux). */
+  host?: string;
   /** Pause between stream events (default 0). */
   chunkDelayMs?: number;
   /** When set, a request must carry `Authorization: Bearer <key>` or `api-key: <key>` (else 401). */
@@ -78,11 +80,12 @@ interface FakeState {
 export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
   const name = opts.name ?? 'fake-openai';
   const state: FakeState = { lastEventAt: undefined, closedEarly: 0 };
-  const fake = await startFakeServer(opts.port, (r, req, res) => serve(r, req, res, opts, name, state));
+  const host = opts.host ?? '127.0.0.1';
+  const fake = await startFakeServer(opts.port, (r, req, res) => serve(r, req, res, opts, name, state), host);
   const { port, seen } = fake;
   return {
     port,
-    origin: `http://127.0.0.1:${port}`,
+    origin: `http://${host}:${port}`,
     name,
     seen,
     get lastEventAt() {
