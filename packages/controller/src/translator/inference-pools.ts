@@ -216,9 +216,10 @@ function pickerBackend(
 }
 
 /**
- * Every pool's status: a parent per Gateway of ours whose routes send to it (`used`), Accepted, or
- * whose parent refused such a route (`refused`), Accepted False. Written for every pool, so a Gateway
- * that stopped using one leaves its list.
+ * The pools' statuses: a parent per Gateway of ours whose routes send to it (`used`), Accepted, or
+ * whose parent refused such a route (`refused`), Accepted False. A pool none of our Gateways uses gets
+ * a status only while it still lists a parent of ours (so that one leaves the list): the pools of
+ * other implementations, and those no route names, are not written to.
  */
 export function inferencePoolStatuses(
   pools: Map<string, PoolInfo>,
@@ -256,6 +257,10 @@ export function inferencePoolStatuses(
           ),
         ),
     ];
+    const listed = (
+      (p.object.status as { parents?: { controllerName?: string }[] } | undefined)?.parents ?? []
+    ).some((x) => x.controllerName === controllerName);
+    if (parents.length === 0 && !listed) continue;
     out.push({
       kind: 'InferencePool',
       namespace: p.object.metadata.namespace ?? 'default',
