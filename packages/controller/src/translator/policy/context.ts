@@ -150,35 +150,68 @@ export interface ServiceAddress {
 }
 
 /**
- * What a call to a Service (an OTLP export, an extAuth/extProc/rate-limit check) takes of the
- * GwPolicies on it: their backendTLS; any other setting of theirs is named in a problem, not applied.
+ * What a call to a Service (an OTLP export) takes of the GwPolicies on it: their backendTLS; any
+ * other setting of theirs is named in a problem, not applied.
  */
 export function serviceBackendTls(
   ctx: MapContext,
   field: string,
   svc: ServiceAddress | undefined,
 ): BackendTLS | undefined {
-  const { backendTLS, ...rest } = (svc?.policies ?? {}) as { backendTLS?: BackendTLS };
-  const others = Object.keys(rest);
-  if (others.length > 0)
+  return servicePolicyParts(ctx, field, svc, undefined).backendTLS;
+}
+
+/**
+ * What a check against a Service (extAuth, extProc, rate limits) takes of the GwPolicies on it:
+ * their backendTLS, and their http.requestTimeout as the deadline of each call unless the check sets
+ * its own `timeout` (`ownTimeout`, which wins); their other settings are named, not applied.
+ */
+function servicePolicyParts(
+  ctx: MapContext,
+  field: string,
+  svc: ServiceAddress | undefined,
+  call: { ownTimeout: string | undefined } | undefined,
+): { backendTLS?: BackendTLS; requestTimeout?: string } {
+  const { backendTLS, http, ...rest } = (svc?.policies ?? {}) as {
+    backendTLS?: BackendTLS;
+    http?: { requestTimeout?: string; [k: string]: unknown };
+  };
+  const notApplied = Object.keys(rest);
+  let requestTimeout: string | undefined;
+  if (http && !call) notApplied.push('http');
+  else if (http) {
+    const { requestTimeout: t, ...others } = http;
+    notApplied.push(...Object.keys(others).map((k) => `http.${k}`));
+    if (t !== undefined && call?.ownTimeout !== undefined)
+      notApplied.push("http.requestTimeout: the check's own timeout is its deadline");
+    else requestTimeout = t;
+  }
+  if (notApplied.length > 0)
     ctx.problem(
       field,
-      `of the GwPolicies on this Service, only backendTLS applies here (not ${others.join(', ')})`,
+      `of the GwPolicies on this Service, only backendTLS${call ? ' and http.requestTimeout apply' : ' applies'} here (not ${notApplied.join(', ')})`,
     );
-  return backendTLS;
+  return { ...(backendTLS ? { backendTLS } : {}), ...(requestTimeout ? { requestTimeout } : {}) };
 }
 
 /**
  * The `policies` of a check against a Service (extAuth, extProc, rate limits): the backendTLS of the
- * GwPolicies on it, else TLS with the system's roots when its port says https.
+ * GwPolicies on it, else TLS with the system's roots when its port says https; and their
+ * http.requestTimeout as each call's deadline, unless the check's own `timeout` is set.
  */
 export function serviceCallTls(
   ctx: MapContext,
   field: string,
   svc: ServiceAddress | undefined,
-): { policies?: { backendTLS: BackendTLS } } {
-  const tls = serviceBackendTls(ctx, field, svc) ?? (svc?.https ? {} : undefined);
-  return tls ? { policies: { backendTLS: tls } } : {};
+  ownTimeout?: string,
+): { policies?: { backendTLS?: BackendTLS; http?: { requestTimeout: string } } } {
+  const parts = servicePolicyParts(ctx, field, svc, { ownTimeout });
+  const tls = parts.backendTLS ?? (svc?.https ? {} : undefined);
+  const policies = {
+    ...(tls ? { backendTLS: tls } : {}),
+    ...(parts.requestTimeout ? { http: { requestTimeout: parts.requestTimeout } } : {}),
+  };
+  return Object.keys(policies).length > 0 ? { policies } : {};
 }
 
 /**

@@ -92,7 +92,7 @@ function extAuthz(
         }
       : {}),
     // TLS as the GwPolicies on the Service say, else with the system's roots when it says https
-    ...serviceCallTls(ctx, `${field}.backendRef`, svc),
+    ...serviceCallTls(ctx, `${field}.backendRef`, svc, spec.timeout),
   };
   if (spec.grpc) {
     const g = spec.grpc;

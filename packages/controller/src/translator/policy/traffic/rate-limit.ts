@@ -91,7 +91,7 @@ function remoteRateLimit(
   if (!svc) return undefined;
   return defined({
     host: svc.hostPort,
-    ...serviceCallTls(ctx, `${field}.backendRef`, svc),
+    ...serviceCallTls(ctx, `${field}.backendRef`, svc, spec.timeout),
     domain: spec.domain,
     descriptors: spec.descriptors.map((d) =>
       defined({
