@@ -183,7 +183,7 @@ function servicePolicyParts(
     const { requestTimeout: t, ...others } = http;
     notApplied.push(...Object.keys(others).map((k) => `http.${k}`));
     if (t !== undefined && call?.ownTimeout !== undefined)
-      notApplied.push("http.requestTimeout: the check's own timeout is its deadline");
+      notApplied.push('http.requestTimeout, as the check sets its own timeout');
     else requestTimeout = t;
   }
   if (notApplied.length > 0)
