@@ -12,8 +12,8 @@
 // use (verified as it says). A static GwBackend (group gw.dev) may be the picker instead: a picker
 // outside the cluster, called at its address with its backendTLS (its other policies are for routes).
 //
-// Status: a parent per Gateway of ours whose HTTPRoutes send to the pool (Accepted), or refused such
-// a route (Accepted False, HTTPRouteNotAccepted); ResolvedRefs False (InvalidExtensionRef) when the
+// Status: a parent per Gateway of ours whose HTTPRoutes name the pool (Accepted, or Accepted False,
+// HTTPRouteNotAccepted, when it refused them all); ResolvedRefs False (InvalidExtensionRef) when the
 // picker cannot be used, and then the routes that send to the pool answer 500.
 import { bad, ok } from './conditions.ts';
 import { GATEWAY_GROUP, matchesLabels } from './gateways.ts';
@@ -59,7 +59,7 @@ export interface PoolInfo {
   resolved: Condition;
 }
 
-/** The picker backend the controller makes for a pool whose picker is a Service (a name no GwBackend can have). */
+/** The name of the host backend the controller makes for a pool's picker (one no GwBackend can have). */
 export const pickerBackendName = (ns: string, pool: string) => `epp:${ns}/${pool}`;
 
 /** A Pod that serves: running, ready, with an address, not going away. */
@@ -216,108 +216,55 @@ function pickerBackend(
 }
 
 /**
- * The pools' statuses: a parent per Gateway of ours whose routes send to it (`used`), Accepted, or
- * whose parent refused such a route (`refused`), Accepted False. A pool none of our Gateways uses gets
- * a status only while it still lists a parent of ours (so that one leaves the list): the pools of
- * other implementations, and those no route names, are not written to.
+ * The pools' statuses from the Gateways of ours whose HTTPRoutes name them (`parents`, routes.ts
+ * poolParents): a parent per Gateway, Accepted when it accepted such a route, else Accepted False
+ * (HTTPRouteNotAccepted). A pool none of our Gateways names gets a status only while it still lists a
+ * parent of ours (so that one leaves the list): the pools of other implementations, and those no
+ * route names, are not written to.
  */
 export function inferencePoolStatuses(
   pools: Map<string, PoolInfo>,
-  used: (pool: string) => string[],
-  refused: (pool: string) => string[],
+  parents: readonly { pool: string; gateway: string; accepted: boolean }[],
   controllerName: string,
 ): StatusUpdate[] {
   const out: StatusUpdate[] = [];
   for (const p of pools.values()) {
     const gen = p.object.metadata.generation;
-    const parent = (gateway: string, accepted: Condition) => {
-      const [namespace, name] = gateway.split('/') as [string, string];
-      return {
-        parentRef: { group: GATEWAY_GROUP, kind: 'Gateway', namespace, name },
-        controllerName,
-        conditions: [accepted, p.resolved],
-      };
-    };
-    const sending = used(p.key);
-    const parents = [
-      ...sending.map((g) =>
-        parent(g, ok('Accepted', 'Accepted', 'routes of this Gateway send to the pool', gen)),
-      ),
-      ...refused(p.key)
-        .filter((g) => !sending.includes(g))
-        .map((g) =>
-          parent(
-            g,
-            bad(
-              'Accepted',
-              'HTTPRouteNotAccepted',
-              'the HTTPRoutes of this Gateway that send to the pool are not accepted (see their status)',
-              gen,
-            ),
-          ),
-        ),
-    ];
+    // per Gateway: whether it accepted any route to the pool
+    const byGateway = new Map<string, boolean>();
+    for (const x of parents)
+      if (x.pool === p.key) byGateway.set(x.gateway, (byGateway.get(x.gateway) ?? false) || x.accepted);
     const listed = (
       (p.object.status as { parents?: { controllerName?: string }[] } | undefined)?.parents ?? []
     ).some((x) => x.controllerName === controllerName);
-    if (parents.length === 0 && !listed) continue;
+    if (byGateway.size === 0 && !listed) continue;
     out.push({
       kind: 'InferencePool',
       namespace: p.object.metadata.namespace ?? 'default',
       name: p.object.metadata.name,
-      status: { parents },
+      status: {
+        parents: [...byGateway]
+          .sort(([a], [b]) => a.localeCompare(b))
+          .map(([gateway, accepted]) => {
+            const [namespace, name] = gateway.split('/') as [string, string];
+            return {
+              parentRef: { group: GATEWAY_GROUP, kind: 'Gateway', namespace, name },
+              controllerName,
+              conditions: [
+                accepted
+                  ? ok('Accepted', 'Accepted', 'routes of this Gateway send to the pool', gen)
+                  : bad(
+                      'Accepted',
+                      'HTTPRouteNotAccepted',
+                      'the HTTPRoutes of this Gateway that send to the pool are not accepted (see their status)',
+                      gen,
+                    ),
+                p.resolved,
+              ],
+            };
+          }),
+      },
     });
   }
   return out;
-}
-
-/** Whether an HTTPRoute sends to the pool `namespace/name`. */
-export function routeUsesPool(route: KubeObject, namespace: string, name: string): boolean {
-  const ns = route.metadata.namespace ?? 'default';
-  const rules =
-    (
-      route.spec as
-        | {
-            rules?: { backendRefs?: { group?: string; kind?: string; name: string; namespace?: string }[] }[];
-          }
-        | undefined
-    )?.rules ?? [];
-  return rules.some((r) =>
-    (r.backendRefs ?? []).some(
-      (b) =>
-        b.group === INFERENCE_GROUP &&
-        b.kind === 'InferencePool' &&
-        b.name === name &&
-        (b.namespace ?? ns) === namespace,
-    ),
-  );
-}
-
-/**
- * The Gateways of ours (`ours`, `<ns>/<name>`) that refused one of `routes`: a parent Gateway whose
- * entry in the route's status (`statuses`) is Accepted False.
- */
-export function refusingGateways(
-  routes: KubeObject[],
-  statuses: readonly StatusUpdate[],
-  ours: ReadonlySet<string>,
-): string[] {
-  const out = new Set<string>();
-  for (const route of routes) {
-    const ns = route.metadata.namespace ?? 'default';
-    const status = statuses.find(
-      (s) => s.kind === route.kind && s.namespace === ns && s.name === route.metadata.name,
-    );
-    const parents = (status?.status.parents ?? []) as {
-      parentRef: { group?: string; kind?: string; namespace?: string; name: string };
-      conditions: Condition[];
-    }[];
-    for (const p of parents) {
-      if ((p.parentRef.kind ?? 'Gateway') !== 'Gateway') continue;
-      const gateway = `${p.parentRef.namespace ?? ns}/${p.parentRef.name}`;
-      const accepted = p.conditions.find((c) => c.type === 'Accepted');
-      if (ours.has(gateway) && accepted?.status === 'False') out.add(gateway);
-    }
-  }
-  return [...out].sort();
 }

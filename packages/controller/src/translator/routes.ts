@@ -126,7 +126,7 @@ export interface AttachedRule {
   backends: string[];
   /** The `llmModels` backends the rule uses (GwModel `*`; models.ts fills them). */
   modelBackends: string[];
-  /** The InferencePools the rule sends to, `<ns>/<name>`. */
+  /** The InferencePools the rule names, `<ns>/<name>` (those without a usable picker too). */
   inferencePools: string[];
 }
 
@@ -437,6 +437,8 @@ function resolveBackends(route: KubeObject, rule: HttpRule, ri: number, ctx: Rou
         fail('BackendNotFound', `InferencePool ${key} not found`);
         continue;
       }
+      // named, usable or not: the pool's status says whether its picker resolved
+      out.inferencePools.push(key);
       if (!pool.resource) {
         fail('BackendNotFound', `InferencePool ${key} is not usable: ${pool.resolved.message}`);
         continue;
@@ -446,7 +448,6 @@ function resolveBackends(route: KubeObject, rule: HttpRule, ri: number, ctx: Rou
         inferencePool: key,
         ...(Object.keys(own.policies).length > 0 ? { policies: own.policies } : {}),
       });
-      out.inferencePools.push(key);
     } else {
       const known = [
         'Service',
@@ -535,6 +536,11 @@ export interface RouteResult {
   /** TCPRoute and TLSRoute rules (translateTcpRoutes). */
   tcpRules: AttachedTcpRule[];
   statuses: { kind: string; namespace: string; name: string; status: Record<string, unknown> }[];
+  /**
+   * Each Gateway of ours with an HTTPRoute (or GRPCRoute) naming an InferencePool, usable or not, and
+   * whether it accepted the route: the pool's status parents.
+   */
+  poolParents: { pool: string; gateway: string; accepted: boolean }[];
 }
 
 /** Routes of `kinds`, oldest first (creationTimestamp, then namespace/name): Gateway API's tie-break. */
@@ -544,6 +550,8 @@ function routesByAge(objects: KubeObject[], kinds: readonly string[]): KubeObjec
 
 interface ParentOutcome {
   parentRef: Record<string, unknown>;
+  /** The Gateway it is, or whose ListenerSet it is: `<ns>/<name>`. */
+  gateway: string;
   /** The listeners the route attaches to, each with the hostnames it takes there. */
   hosted: { l: ListenerInfo; hostnames: string[] }[];
   /** Why the route cannot attach to this parent (Accepted False); undefined when it can. */
@@ -633,7 +641,7 @@ function resolveParent(
       'no hostname of the route matches a listener hostname',
       gen,
     );
-  return { parentRef, hosted, ...(refused ? { refused } : {}) };
+  return { parentRef, gateway: gateway.key, hosted, ...(refused ? { refused } : {}) };
 }
 
 /** Whether `route` has a backendRef (or a mirror's) to Service `namespace/name`. */
@@ -669,7 +677,7 @@ export function translateRoutes(
   gateways: GatewayInfo[],
   ctx: RouteContext,
 ): RouteResult {
-  const result: RouteResult = { rules: [], tcpRules: [], statuses: [] };
+  const result: RouteResult = { rules: [], tcpRules: [], statuses: [], poolParents: [] };
   const routes = routesByAge(objects, ['HTTPRoute', 'GRPCRoute']);
   const byKey = new Map(gateways.map((g) => [g.key, g]));
   for (const [age, route] of routes.entries()) {
@@ -707,7 +715,10 @@ export function translateRoutes(
       const problem = resolved.find((r) => r.problem)?.problem;
       conditions.push(problem ?? ok('ResolvedRefs', 'ResolvedRefs', 'all references resolved', gen));
       parents.push({ parentRef, controllerName: ctx.controllerName, conditions });
-      if (conditions[0]?.status !== 'True') continue;
+      const accepted = conditions[0]?.status === 'True';
+      for (const pool of new Set(resolved.flatMap((r) => r.inferencePools)))
+        result.poolParents.push({ pool, gateway: parent.gateway, accepted });
+      if (!accepted) continue;
       for (const { l, hostnames } of hosted) {
         l.attachedRoutes++;
         rules.forEach((rule, ri) => {

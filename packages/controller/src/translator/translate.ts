@@ -10,26 +10,13 @@ import { ok } from './conditions.ts';
 import type { GatewayInfo } from './gateways.ts';
 import { collectGateways, ourClasses } from './gateways.ts';
 import { referenceGrants } from './grants.ts';
-import {
-  collectInferencePools,
-  inferencePoolStatuses,
-  refusingGateways,
-  routeUsesPool,
-} from './inference-pools.ts';
+import { collectInferencePools, inferencePoolStatuses } from './inference-pools.ts';
 import { inMemoryLookup } from './lookup.ts';
 import { translateModels } from './models.ts';
 import { parametersOf, rawGlobalConfig, typedNotBuilt } from './parameters.ts';
 import { gatewayResources, gatewayStatuses } from './resources.ts';
 import { type RouteContext, routeUsesService, translateRoutes, translateTcpRoutes } from './routes.ts';
-import type {
-  Condition,
-  KubeObject,
-  Lookup,
-  NamedResource,
-  Output,
-  Snapshot,
-  StatusUpdate,
-} from './types.ts';
+import type { Condition, Lookup, NamedResource, Output, Snapshot, StatusUpdate } from './types.ts';
 
 export interface TranslateOptions {
   clusterDomain?: string;
@@ -144,28 +131,7 @@ export function translate(snapshot: Snapshot, options: TranslateOptions = {}): O
       snapshot.controllerName,
     ),
   );
-  if (pools) {
-    // an InferencePool's parents: the Gateways whose routes send to it, or refused such a route
-    // a route in another namespace counts only where a ReferenceGrant lets it refer to the pool
-    const sendsTo = (route: KubeObject, pool: string) => {
-      const [ns, name] = pool.split('/') as [string, string];
-      const from = route.metadata.namespace ?? 'default';
-      return (
-        routeUsesPool(route, ns, name) && (from === ns || grants(route.kind, from, 'InferencePool', ns, name))
-      );
-    };
-    const routesTo = (pool: string) => objects.filter((o) => o.kind === 'HTTPRoute' && sendsTo(o, pool));
-    statuses.push(
-      ...inferencePoolStatuses(
-        pools,
-        // every Gateway with an attached route to the pool, usable or not (its ResolvedRefs says)
-        (pool) =>
-          [...new Set(routes.rules.filter((r) => sendsTo(r.route, pool)).map((r) => r.gateway))].sort(),
-        (pool) => refusingGateways(routesTo(pool), routes.statuses, new Set(gateways.map((g) => g.key))),
-        snapshot.controllerName,
-      ),
-    );
-  }
+  if (pools) statuses.push(...inferencePoolStatuses(pools, routes.poolParents, snapshot.controllerName));
   statuses.sort((a, b) =>
     `${a.kind}/${a.namespace ?? ''}/${a.name}`.localeCompare(`${b.kind}/${b.namespace ?? ''}/${b.name}`),
   );

@@ -91,14 +91,10 @@ export function assembleConfig(resources: ReadonlyMap<string, Resource>): Assemb
     if (!p) continue;
     mappings.push({ prefix: ['services', services.length], resource: name, as: [] });
     services.push(p.service);
-    p.workloads.forEach((w, i) => {
-      mappings.push({
-        prefix: ['workloads', workloads.length],
-        resource: name,
-        as: ['endpoints', p.endpointOf[i] as number],
-      });
-      workloads.push(w);
-    });
+    for (const { workload, endpoint } of p.workloads) {
+      mappings.push({ prefix: ['workloads', workloads.length], resource: name, as: ['endpoints', endpoint] });
+      workloads.push(workload);
+    }
     pools.set(r.kind.value.name, p.backend);
   }
 
@@ -283,7 +279,7 @@ function inferencePool(
   p: InferencePool,
   resource: string,
   problems: Assembled['problems'],
-): { service: Json; workloads: Json[]; endpointOf: number[]; backend: PoolBackend } | undefined {
+): { service: Json; workloads: { workload: Json; endpoint: number }[]; backend: PoolBackend } | undefined {
   const slash = p.name.indexOf('/');
   const [ns, pool] = [p.name.slice(0, slash), p.name.slice(slash + 1)];
   const port = p.targetPorts[0];
@@ -305,23 +301,21 @@ function inferencePool(
   }
   const hostname = `${pool}.${ns}.inferencepool`;
   const key = `${ns}/${hostname}`;
-  const workloads: Json[] = [];
-  const endpointOf: number[] = [];
-  p.endpoints.forEach((e, i) => {
-    for (const tp of p.targetPorts) {
-      workloads.push({
+  // each endpoint at each target port, remembering which endpoint of the resource it came from
+  const workloads = p.endpoints.flatMap((e, endpoint) =>
+    p.targetPorts.map((tp) => ({
+      workload: {
         name: p.targetPorts.length > 1 ? `${e.name}:${tp}` : e.name,
         namespace: ns,
         workloadIps: [e.ip],
         services: { [key]: { [String(port)]: tp } },
-      });
-      endpointOf.push(i);
-    }
-  });
+      },
+      endpoint,
+    })),
+  );
   return {
     service: { name: pool, namespace: ns, hostname, vips: [], ports: { [String(port)]: 0 } },
     workloads,
-    endpointOf,
     backend: {
       service: { name: key, port },
       inferenceRouting: {
