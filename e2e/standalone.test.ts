@@ -639,3 +639,45 @@ setInterval(() => {
     await upstream.close();
   }
 });
+
+for (const workers of [1, 2]) {
+  test(`start-up hands its garbage back before readiness, in every thread (${workers} worker${workers > 1 ? 's' : ''}), not after a quiet spell`, async () => {
+    // Loading and applying the config grows the young generation and leaves garbage; the process is
+    // sampled (a probe, a scrape, bench's idle RSS) long before three quiet seconds have passed.
+    const upstream = await startUpstream('trim');
+    try {
+      const g = await startGw({
+        yaml: `${configBlock('logging: { level: "info,gw=debug,proxy=debug" }')}binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - backends: [{host: "127.0.0.1:${upstream.port}"}]
+`,
+        args: ['--workers', String(workers)],
+      });
+      const trims = () => g.stdout.filter((l) => l.includes('start-up memory trim'));
+      // The main thread's, and with workers each worker's on its first config.
+      const want = workers === 1 ? 1 : 1 + workers;
+      const deadline = Date.now() + 5000;
+      while (trims().length < want && Date.now() < deadline) await sleep(50);
+      assert.equal(trims().length, want, g.stdout.join('\n'));
+      for (const l of trims()) assert.match(l, /ms=\d+ freedBytes=-?\d+/);
+      // The main thread's ran before the servers were announced, i.e. before readiness answered.
+      const trimAt = g.stdout.findIndex((l) => / gw start-up memory trim/.test(l));
+      const servingAt = g.stdout.findIndex((l) => / serving /.test(l));
+      assert.ok(trimAt >= 0 && servingAt > trimAt, `trim at line ${trimAt}, serving at ${servingAt}`);
+      const mem = (await (await fetch(`${g.admin}/memory`)).json()) as {
+        spaces: { new_space: { size: number } };
+        workers: { spaces: { new_space: { size: number } } }[];
+      };
+      const young = [mem.spaces, ...mem.workers.map((w) => w.spaces)].map((sp) => sp.new_space.size);
+      for (const size of young)
+        assert.ok(size <= 2 * 1024 * 1024, `young generations ${young} bytes after start-up`);
+      const r = await get(await g.proxyPort(), '/probe');
+      assert.equal(r.status, 200);
+    } finally {
+      await upstream.close();
+    }
+  });
+}

@@ -9,7 +9,7 @@ import { DEFAULT_CONFIG_NAME } from './config/default-config.ts';
 import type { StartupConfig } from './config/load.ts';
 import { buildXdsInChild, type LoadedConfigResult, loadInChild } from './config/loader.ts';
 import { LogHub, parseLevelFilter } from './observability/logger.ts';
-import { trimWhenQuiet } from './server/idle-trim.ts';
+import { trimNow, trimWhenQuiet } from './server/idle-trim.ts';
 import { Supervisor } from './server/supervisor.ts';
 import { watchFile } from './server/watch.ts';
 import { VERSION } from './version.ts';
@@ -238,6 +238,10 @@ export async function main(argv: string[]): Promise<number> {
       try {
         const admin = await startAdmin({ supervisor, logs, startup, lastError: () => lastError, shutdown });
         const stats = await startStats(startup.statsAddr, supervisor);
+        // Start-up's garbage goes before readiness invites traffic (with one worker, the data plane's
+        // too: it runs in this thread).
+        const trim = trimNow();
+        if (trim) log.debug({ ms: Math.round(trim.ms), freedBytes: trim.freedBytes }, 'start-up memory trim');
         const ready = await startReadiness(startup.readinessAddr, supervisor);
         servers.push(admin.app, stats.app, ready.app);
         log.info(

@@ -2,14 +2,14 @@
 // parent port of a worker thread (server/worker.ts), or one end of a MessageChannel when the only
 // data plane runs in the main thread.
 import { getHeapStatistics } from 'node:v8';
-import type { MessagePort } from 'node:worker_threads';
+import { isMainThread, type MessagePort } from 'node:worker_threads';
 import type { ProxyIR } from '../config/ir.ts';
 import { LogHub } from '../observability/logger.ts';
 import { ProxyMetrics } from '../observability/metrics.ts';
 import { decodeSecrets } from '../secret.ts';
 import { DataPlane } from './data-plane.ts';
 import { heapSpaces } from './heap-spaces.ts';
-import { trimWhenQuiet } from './idle-trim.ts';
+import { trimNow, trimWhenQuiet } from './idle-trim.ts';
 import { cpuProfile, heapProfile } from './profile.ts';
 import type { Envelope, Reply, TraceMessage, WorkerData, WorkerRequest } from './protocol.ts';
 
@@ -36,10 +36,20 @@ export function runDataPlane(port: MessagePort, data: WorkerData): void {
     () => plane.served,
   );
 
+  let started = false;
   async function handle(req: WorkerRequest): Promise<unknown> {
     switch (req.type) {
-      case 'apply':
-        return await plane.apply(decodeSecrets(req.ir) as ProxyIR, req.ports, req.shared);
+      case 'apply': {
+        const ports = await plane.apply(decodeSecrets(req.ir) as ProxyIR, req.ports, req.shared);
+        // A worker's start-up is over once its first config runs (the main thread, data plane or
+        // not, trims itself once its servers are up: cli.ts).
+        if (!started && !isMainThread) {
+          const t = trimNow();
+          if (t) log.debug({ ms: Math.round(t.ms), freedBytes: t.freedBytes }, 'start-up memory trim');
+        }
+        started = true;
+        return ports;
+      }
       case 'drain': {
         const cut = await plane.drain(req.deadlineMs);
         // The supervisor terminates this thread next: the last access-log lines must be out first.

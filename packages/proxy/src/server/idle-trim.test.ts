@@ -74,3 +74,36 @@ test('without --expose-gc nothing is trimmed', () => {
   assert.equal(r.trims.length, 0);
   assert.ok(r.after >= r.grown, 'the young generation stays as it grew');
 });
+
+// Start-up's trim runs at once, quiet or not: a burst of config-loading garbage, then trimNow().
+const NOW_SCRIPT = `
+import { getHeapSpaceStatistics } from 'node:v8';
+import { trimNow } from ${JSON.stringify(new URL('./idle-trim.ts', import.meta.url).href)};
+const newSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
+let keep = [];
+for (let i = 0; i < 150; i++) { keep.push(Array.from({ length: 20000 }, (_, x) => ({ x }))); if (keep.length > 20) keep = keep.slice(10); }
+keep = null;
+const grown = newSpace();
+const t = trimNow();
+console.log(JSON.stringify({ grown, after: newSpace(), t: t ?? null }));
+`;
+
+test('trimNow collects at once and hands the grown young generation back', () => {
+  const r = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', NOW_SCRIPT], {
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 0, r.stderr);
+  const out = JSON.parse(r.stdout) as { grown: number; after: number; t: { ms: number; freedBytes: number } };
+  assert.ok(out.grown >= 8 * 1024 * 1024, `the burst grew the young generation (${out.grown} bytes)`);
+  assert.ok(out.after < out.grown / 4, `new space ${out.grown} -> ${out.after} bytes`);
+  assert.ok(out.t.ms > 0, 'the pause is reported');
+  assert.equal(typeof out.t.freedBytes, 'number');
+});
+
+test('trimNow without --expose-gc does nothing and says so', () => {
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', NOW_SCRIPT], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const out = JSON.parse(r.stdout) as { grown: number; after: number; t: null };
+  assert.equal(out.t, null);
+  assert.ok(out.after >= out.grown, 'the young generation stays as it grew');
+});
