@@ -243,7 +243,7 @@ export async function main(argv: string[]): Promise<number> {
         const trim = trimNow();
         if (trim) log.debug({ ms: Math.round(trim.ms), freedBytes: trim.freedBytes }, 'start-up memory trim');
         const ready = await startReadiness(startup.readinessAddr, supervisor);
-        servers.push(admin.app, stats.app, ready.app);
+        servers.push(admin, stats, ready);
         log.info(
           {
             version: loaded?.ir.version ?? 'none yet',

@@ -51,7 +51,7 @@ before(async () => {
     lastError: () => undefined,
     shutdown: (reason) => shutdowns.push(reason),
   });
-  close = () => a.app.close();
+  close = () => a.close();
   port = Number(a.address?.split(':').at(-1));
 });
 after(() => close());
@@ -229,7 +229,7 @@ describe('/config_dump', () => {
       assert.equal(dump.version, fixed.version);
       assert.equal(dump.lastReloadError, undefined);
     } finally {
-      await a.app.close();
+      await a.close();
     }
   });
 });
