@@ -93,10 +93,14 @@ export async function startAdmin(ctx: AdminContext): Promise<SideServer> {
   const bind = parseListenAddress(ctx.startup.adminAddr);
   let app: Promise<{ app: FastifyInstance; route: Handler }> | undefined;
   const { server, address } = await listen(bind, (req, res) => {
-    app ??= buildAdmin(ctx, bind, server);
-    app.then(
+    const building = (app ??= buildAdmin(ctx, bind, server));
+    building.then(
       (a) => a.route(req, res),
-      (err: Error) => text(res, 500, `admin interface unavailable: ${err.message}\n`),
+      (err: Error) => {
+        // The next request tries again.
+        if (app === building) app = undefined;
+        text(res, 500, `admin interface unavailable: ${err.message}\n`);
+      },
     );
   });
   return {
