@@ -93,7 +93,8 @@ export async function startAdmin(ctx: AdminContext): Promise<SideServer> {
   const bind = parseListenAddress(ctx.startup.adminAddr);
   let app: Promise<{ app: FastifyInstance; route: Handler }> | undefined;
   const { server, address } = await listen(bind, (req, res) => {
-    const building = (app ??= buildAdmin(ctx, bind, server));
+    app ??= buildAdmin(ctx, bind, server);
+    const building = app;
     building.then(
       (a) => a.route(req, res),
       (err: Error) => {
