@@ -21,6 +21,7 @@ import {
 } from '@gw/testkit';
 import { type EndpointPicker, startEndpointPicker } from '@gw/testkit/endpoint-picker';
 import OpenAI from 'openai';
+import { gatewayYaml } from './support/controller-e2e.ts';
 import {
   type ControllerProcess,
   kubectlOk,
@@ -123,14 +124,7 @@ before(async () => {
   controller = await startController(kube.kubeconfig, ['--enable-inference-extension']);
   await kubectl(
     ['apply', '--server-side', '-f', '-'],
-    `apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: { name: edge, namespace: default }
-spec:
-  gatewayClassName: gw
-  listeners:
-    - { name: http, protocol: HTTP, port: ${gatewayPort} }
----
+    `${gatewayYaml('default', gatewayPort).trimStart()}---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: { name: llm, namespace: default }

@@ -14,6 +14,7 @@ import type { StartupConfig } from '../config/load.ts';
 import type { LogHub } from '../observability/logger.ts';
 import { parseLevelFilter } from '../observability/logger.ts';
 import { heapSpaces } from '../server/heap-spaces.ts';
+import { listenWith } from '../server/listen.ts';
 import type { Supervisor } from '../server/supervisor.ts';
 import { formatListenAddress, type ListenAddress, parseListenAddress } from './address.ts';
 import { configDump, workerHealth } from './config-dump.ts';
@@ -42,16 +43,12 @@ async function listen(
 ): Promise<{ server: http.Server; address: string | undefined }> {
   const server = http.createServer(handler);
   if (addr.kind === 'off') return { server, address: undefined };
-  if (addr.kind === 'unix') rmSync(addr.path, { force: true });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    const done = () => {
-      server.off('error', reject);
-      resolve();
-    };
-    if (addr.kind === 'unix') server.listen(addr.path, done);
-    else server.listen(addr.port, addr.host, done);
-  });
+  if (addr.kind === 'unix') {
+    rmSync(addr.path, { force: true });
+    await listenWith(server, { path: addr.path });
+  } else {
+    await listenWith(server, { host: addr.host, port: addr.port });
+  }
   const address =
     addr.kind === 'unix'
       ? formatListenAddress(addr)
