@@ -1,0 +1,127 @@
+// An HTTP/1.1 proxy on node:net and node's own C llhttp binding (the HTTPParser that node:http uses,
+// from node:_http_common), without node:http's IncomingMessage/ServerResponse streams or undici: what
+// a server path of gw's own on node:net could at best save (issue 17 asks for that measurement).
+// bench/ttft.ts sets it beside node-http, node-floor and gw. It is a measuring stick, not a proxy to
+// run: one upstream connection per client connection, no pipelining, no upgrades, no timeouts, and
+// only the framing its tests send (content-length or chunked in, either out, re-framed as chunked).
+// Usage: node node-raw.ts <listen port> <upstream port>
+import { createRequire } from 'node:module';
+import { connect, createServer, type Socket } from 'node:net';
+
+interface Parser {
+  initialize(type: number, resource: object, maxHeaderSize: number, lenient: number): void;
+  execute(data: Buffer): number | Error;
+  [key: number]: unknown;
+}
+interface HttpCommon {
+  HTTPParser: {
+    new (): Parser;
+    REQUEST: number;
+    RESPONSE: number;
+    kOnHeaders: number;
+    kOnHeadersComplete: number;
+    kOnBody: number;
+    kOnMessageComplete: number;
+  };
+  methods: string[];
+}
+const { HTTPParser, methods } = createRequire(import.meta.url)('_http_common') as HttpCommon;
+
+const [port, upstreamPort] = process.argv.slice(2).map(Number);
+if (!Number.isInteger(port) || !Number.isInteger(upstreamPort)) {
+  throw new Error('usage: node node-raw.ts <listen port> <upstream port>');
+}
+const HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/** The header block's lines from llhttp's flat [name, value, ...] list, hop-by-hop headers left out. */
+function headerLines(raw: string[], drop: ReadonlySet<string> = HOP): string {
+  let out = '';
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (!drop.has(name.toLowerCase())) out += `${name}: ${raw[i + 1]}\r\n`;
+  }
+  return out;
+}
+/** An answer is re-framed as chunked, so its content-length goes too. */
+const ANSWER_DROP = new Set([...HOP, 'content-length']);
+
+/** A parser with its callbacks; headers past llhttp's first 32 arrive through kOnHeaders first. */
+function parser(
+  type: number,
+  onHead: (raw: string[], method: number, url: string, status: number, reason: string) => void,
+  onBody: (chunk: Buffer) => void,
+  onEnd: () => void,
+): Parser {
+  const p = new HTTPParser();
+  p.initialize(type, {}, 0, 0);
+  let early: string[] = [];
+  p[HTTPParser.kOnHeaders] = (raw: string[]) => {
+    early = early.concat(raw);
+  };
+  p[HTTPParser.kOnHeadersComplete] = (
+    _major: number,
+    _minor: number,
+    raw: string[] | undefined,
+    method: number,
+    url: string,
+    status: number,
+    reason: string,
+  ) => {
+    const all = raw === undefined ? early : early.concat(raw);
+    early = [];
+    onHead(all, method, url, status, reason);
+  };
+  p[HTTPParser.kOnBody] = onBody;
+  p[HTTPParser.kOnMessageComplete] = onEnd;
+  return p;
+}
+
+createServer({ noDelay: true }, (client: Socket) => {
+  const upstream = connect({ host: '127.0.0.1', port: Number(upstreamPort), noDelay: true });
+  const close = (): void => {
+    client.destroy();
+    upstream.destroy();
+  };
+  client.on('error', close).on('close', close);
+  upstream.on('error', close).on('close', close);
+
+  const request = parser(
+    HTTPParser.REQUEST,
+    (raw, method, url) => {
+      upstream.write(`${methods[method]} ${url} HTTP/1.1\r\n${headerLines(raw)}\r\n`);
+    },
+    (chunk) => upstream.write(chunk),
+    () => {},
+  );
+  // The answer goes out chunked whatever its framing was (its content-length is dropped with it).
+  const answer = parser(
+    HTTPParser.RESPONSE,
+    (raw, _method, _url, status, reason) => {
+      client.write(
+        `HTTP/1.1 ${status} ${reason}\r\n${headerLines(raw, ANSWER_DROP)}transfer-encoding: chunked\r\n\r\n`,
+      );
+    },
+    (chunk) => {
+      client.cork();
+      client.write(`${chunk.length.toString(16)}\r\n`);
+      client.write(chunk);
+      client.write('\r\n');
+      client.uncork();
+    },
+    () => client.write('0\r\n\r\n'),
+  );
+  client.on('data', (d: Buffer) => {
+    if (request.execute(d) instanceof Error) close();
+  });
+  upstream.on('data', (d: Buffer) => {
+    if (answer.execute(d) instanceof Error) close();
+  });
+}).listen(Number(port), '127.0.0.1');
