@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { isMainThread, Worker, workerData } from 'node:worker_threads';
+import { withoutHopByHop } from './hop-by-hop.ts';
 
 type Headers = Record<string, string | string[] | undefined>;
 /** The slice of undici used here (its types do not resolve from bench/, which has no node_modules). */
@@ -36,16 +37,6 @@ if (isMainThread) {
     Pool: new (origin: string) => Pool;
   };
   const pool = new Pool(origin);
-  const HOP = new Set([
-    'connection',
-    'keep-alive',
-    'proxy-connection',
-    'te',
-    'trailer',
-    'transfer-encoding',
-    'upgrade',
-  ]);
-  const strip = (h: Headers): Headers => Object.fromEntries(Object.entries(h).filter(([k]) => !HOP.has(k)));
   createServer((req, res) => {
     const hasBody =
       req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
@@ -53,12 +44,12 @@ if (isMainThread) {
       .request({
         method: req.method ?? 'GET',
         path: req.url ?? '/',
-        headers: strip(req.headers),
+        headers: withoutHopByHop(req.headers),
         body: hasBody ? req : null,
       })
       .then(
         (up) => {
-          res.writeHead(up.statusCode, strip(up.headers));
+          res.writeHead(up.statusCode, withoutHopByHop(up.headers));
           up.body.pipe(res);
         },
         () => {

@@ -3,24 +3,14 @@
 // logging or metrics. bench/ttft.ts sets it beside node-floor and gw to show what the upstream client
 // costs in time to first token.
 // Usage: node node-http.ts <listen port> <upstream port>
-import { Agent, createServer, type IncomingHttpHeaders, request } from 'node:http';
+import { Agent, createServer, request } from 'node:http';
+import { withoutHopByHop } from './hop-by-hop.ts';
 
 const [port, upstreamPort] = process.argv.slice(2).map(Number);
 if (!Number.isInteger(port) || !Number.isInteger(upstreamPort)) {
   throw new Error('usage: node node-http.ts <listen port> <upstream port>');
 }
 const agent = new Agent({ keepAlive: true });
-const HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
-const strip = (h: IncomingHttpHeaders): IncomingHttpHeaders =>
-  Object.fromEntries(Object.entries(h).filter(([k]) => !HOP.has(k)));
 
 createServer((req, res) => {
   const up = request(
@@ -29,11 +19,11 @@ createServer((req, res) => {
       port: Number(upstreamPort),
       method: req.method,
       path: req.url,
-      headers: strip(req.headers),
+      headers: withoutHopByHop(req.headers),
       agent,
     },
     (answer) => {
-      res.writeHead(answer.statusCode ?? 502, strip(answer.headers));
+      res.writeHead(answer.statusCode ?? 502, withoutHopByHop(answer.headers));
       answer.pipe(res);
     },
   );

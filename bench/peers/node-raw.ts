@@ -7,6 +7,7 @@
 // Usage: node node-raw.ts <listen port> <upstream port>
 import { createRequire } from 'node:module';
 import { connect, createServer, type Socket } from 'node:net';
+import { HOP_BY_HOP } from './hop-by-hop.ts';
 
 interface Parser {
   initialize(type: number, resource: object, maxHeaderSize: number, lenient: number): void;
@@ -31,18 +32,9 @@ const [port, upstreamPort] = process.argv.slice(2).map(Number);
 if (!Number.isInteger(port) || !Number.isInteger(upstreamPort)) {
   throw new Error('usage: node node-raw.ts <listen port> <upstream port>');
 }
-const HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
 
 /** The header block's lines from llhttp's flat [name, value, ...] list, hop-by-hop headers left out. */
-function headerLines(raw: string[], drop: ReadonlySet<string> = HOP): string {
+function headerLines(raw: string[], drop: ReadonlySet<string> = HOP_BY_HOP): string {
   let out = '';
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
@@ -51,7 +43,7 @@ function headerLines(raw: string[], drop: ReadonlySet<string> = HOP): string {
   return out;
 }
 /** An answer is re-framed as chunked, so its content-length goes too. */
-const ANSWER_DROP = new Set([...HOP, 'content-length']);
+const ANSWER_DROP = new Set([...HOP_BY_HOP, 'content-length']);
 
 /** A parser with its callbacks; headers past llhttp's first 32 arrive through kOnHeaders first. */
 function parser(
