@@ -107,3 +107,44 @@ test('trimNow without --expose-gc does nothing and says so', () => {
   assert.equal(out.t, null);
   assert.ok(out.after >= out.grown, 'the young generation stays as it grew');
 });
+
+// Idle moments with no tick queued, each followed by a full collection: trimNow's own, or a bare
+// last-resort gc() as the control. Then V8 prints nextTick's feedback: the state of each
+// property-definition cache of the tick object's literal (DefineKeyedOwnPropertyInLiteral slots).
+const TICK_SCRIPT = `
+import { trimNow } from ${JSON.stringify(new URL('./idle-trim.ts', import.meta.url).href)};
+for (let round = 0; round < 6; round++) {
+  for (let i = 0; i < 2000; i++) process.nextTick(() => {});
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  if (process.env.COLLECT === 'trimNow') trimNow();
+  else globalThis.gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+}
+%DebugPrint(process.nextTick);
+`;
+
+function tickLiteralCaches(collect: 'trimNow' | 'gc'): string[] {
+  const r = spawnSync(
+    process.execPath,
+    ['--expose-gc', '--allow-natives-syntax', '--input-type=module', '-e', TICK_SCRIPT],
+    { encoding: 'utf8', env: { ...process.env, COLLECT: collect } },
+  );
+  assert.equal(r.status, 0, r.stderr);
+  const states = [...r.stdout.matchAll(/DefineKeyedOwnPropertyInLiteral (\w+)/g)].map((m) => m[1] as string);
+  assert.ok(states.length >= 3, `nextTick's literal caches in V8's print:\n${r.stdout.slice(0, 2000)}`);
+  return states;
+}
+
+test("trimNow keeps process.nextTick's tick-object caches monomorphic across its collections", () => {
+  const control = tickLiteralCaches('gc');
+  assert.ok(
+    control.includes('MEGAMORPHIC'),
+    `idle full collections no longer turn nextTick's caches megamorphic on node ${process.version} ` +
+      `(${control.join(', ')}): keepTickShape in idle-trim.ts may no longer be needed`,
+  );
+  const trimmed = tickLiteralCaches('trimNow');
+  assert.deepEqual(
+    trimmed.filter((s) => s !== 'MONOMORPHIC'),
+    [],
+    `caches after trimNow: ${trimmed.join(', ')}`,
+  );
+});
