@@ -43,12 +43,8 @@ async function listen(
 ): Promise<{ server: http.Server; address: string | undefined }> {
   const server = http.createServer(handler);
   if (addr.kind === 'off') return { server, address: undefined };
-  if (addr.kind === 'unix') {
-    rmSync(addr.path, { force: true });
-    await listenWith(server, { path: addr.path });
-  } else {
-    await listenWith(server, { host: addr.host, port: addr.port });
-  }
+  if (addr.kind === 'unix') rmSync(addr.path, { force: true });
+  await listenWith(server, addr.kind === 'unix' ? { path: addr.path } : { host: addr.host, port: addr.port });
   const address =
     addr.kind === 'unix'
       ? formatListenAddress(addr)
