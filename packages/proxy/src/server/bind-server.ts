@@ -12,6 +12,7 @@ import { defaultContext, selectListener } from '../routing/table.ts';
 import { applyClientCerts } from './client-certs.ts';
 import { admitOnce, type ConnectionCheck, holdFor } from './connection-check.ts';
 import type { ConnectionLimit } from './connection-limit.ts';
+import { H1Server, http1ServerKind } from './h1-server.ts';
 import { listenOn } from './listen.ts';
 import {
   clientOf,
@@ -80,7 +81,7 @@ export class BindServer {
   /** Set once the bind is gone from the config (or the proxy drains): connections close after use. */
   retired = false;
   readonly #outer: net.Server;
-  readonly #h1: http.Server | undefined;
+  readonly #h1: http.Server | H1Server | undefined;
   readonly #sockets = new Roster<Socket>();
   readonly #sessions = new Roster<Http2Session>();
   /**
@@ -217,23 +218,10 @@ export class BindServer {
     } else {
       // requestTimeout 0 (policies own request deadlines) would also turn node's headersTimeout off,
       // which is what leaves a half-sent request head holding its socket: set it explicitly.
-      const h1 = http.createServer(
-        {
-          ...http1Timeouts(opts),
-          shouldUpgradeCallback: proxiesUpgrade,
-          IncomingMessage: ChurnCountingRequest,
-        },
-        handler,
-      );
-      h1.on('upgrade', onUpgrade);
-      // CONNECT leaves HTTP as an upgrade does (the data plane answers it: frontendPolicies.connect).
-      h1.on('connect', onUpgrade);
-      // h1 never listens (connections are handed to it), and node starts the list of connections
-      // whose header and request timers it checks on 'listening': start it here.
-      h1.emit('listening');
-      h1.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) =>
-        answerClientError(err, socket, opts),
-      );
+      const h1 =
+        http1ServerKind() === 'net'
+          ? ownHttp1(handler, onUpgrade, opts)
+          : nodeHttp1(handler, onUpgrade, opts);
       const h2 = http2.createServer(
         { settings: h2Settings, Http2ServerRequest: ChurnCountingHttp2Request },
         handler,
@@ -242,7 +230,6 @@ export class BindServer {
       h2.setTimeout(opts.idleTimeoutMs);
       h2.on('session', onSession);
       // Expect: 100-continue reaches the data plane unanswered; it sends the 100 when the body is read.
-      h1.on('checkContinue', handler);
       h2.on('checkContinue', handler);
       h2.on('connect', handler);
       this.#h1 = h1;
@@ -274,7 +261,8 @@ export class BindServer {
             }
           } else {
             socket.unshift(chunk);
-            h1.emit('connection', socket);
+            if (h1 instanceof H1Server) h1.connection(socket);
+            else h1.emit('connection', socket);
             socket.resume();
           }
         });
@@ -417,6 +405,51 @@ export class BindServer {
   get connections(): number {
     return this.#sockets.size;
   }
+}
+
+/** node's HTTP/1.1 server for a plain-text bind (GW_HTTP1_SERVER unset or `node`). */
+function nodeHttp1(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+  onUpgrade: (req: IncomingMessage, socket: Socket, head: Buffer) => void,
+  opts: BindServerOptions,
+): http.Server {
+  // requestTimeout 0 (policies own request deadlines) would also turn node's headersTimeout off,
+  // which is what leaves a half-sent request head holding its socket: set it explicitly.
+  const h1 = http.createServer(
+    {
+      ...http1Timeouts(opts),
+      shouldUpgradeCallback: proxiesUpgrade,
+      IncomingMessage: ChurnCountingRequest,
+    },
+    handler,
+  );
+  h1.on('upgrade', onUpgrade);
+  // CONNECT leaves HTTP as an upgrade does (the data plane answers it: frontendPolicies.connect).
+  h1.on('connect', onUpgrade);
+  // h1 never listens (connections are handed to it), and node starts the list of connections
+  // whose header and request timers it checks on 'listening': start it here.
+  h1.emit('listening');
+  h1.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket, opts));
+  // Expect: 100-continue reaches the data plane unanswered; it sends the 100 when the body is read.
+  h1.on('checkContinue', handler);
+  return h1;
+}
+
+/** gw's own HTTP/1.1 server on node:net (GW_HTTP1_SERVER=net; see h1-server.ts). */
+function ownHttp1(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+  onUpgrade: (req: IncomingMessage, socket: Socket, head: Buffer) => void,
+  opts: BindServerOptions,
+): H1Server {
+  const h1 = new H1Server({
+    // H1Response is the slice of ServerResponse the data plane writes through
+    request: (req, res) => handler(req, res as unknown as ServerResponse),
+    upgrade: onUpgrade,
+    shouldUpgrade: proxiesUpgrade,
+    clientError: (err, socket) => answerClientError(err, socket, opts),
+  });
+  Object.assign(h1, http1Timeouts(opts));
+  return h1;
 }
 
 /** Statuses for HTTP/1 parse errors other than 400, as node's default handler and hyper send them. */
