@@ -212,8 +212,19 @@ export class H1Connection {
     p[HTTPParser.kOnMessageComplete] = () => {
       const req = this.#reading;
       this.#reading = undefined;
+      // headers that arrive after the head are the body's trailers
+      const trailers = this.#headers;
+      if (trailers.length > 0) {
+        this.#headers = [];
+        this.#url = '';
+      }
       if (req === undefined) return;
       req.complete = true;
+      if (trailers.length > 0)
+        (req as IncomingMessage & { _addHeaderLines(h: string[], n: number): void })._addHeaderLines(
+          trailers,
+          trailers.length,
+        );
       req.push(null);
       // a body nobody reads no longer holds the connection's reading
       if (this.socket.isPaused() && !this.#done) this.socket.resume();
@@ -334,6 +345,9 @@ export class H1Connection {
       res.end();
       return 0;
     }
+    // A client waiting for a 100 that never comes may or may not send its body after the answer:
+    // the connection closes after it (node's _expect_continue)
+    if (expect !== undefined && major === 1 && minor === 1) res.expectsContinue = true;
     this.server.handlers.request(req, res);
     return 0;
   }
@@ -469,6 +483,8 @@ export class H1Response extends EventEmitter {
   statusMessage: string | undefined = undefined;
   shouldKeepAlive: boolean;
   sendDate = true;
+  /** The request said `Expect: 100-continue`; until a 100 goes out, the answer closes the connection. */
+  expectsContinue = false;
   headersSent = false;
   writableEnded = false;
   writableFinished = false;
@@ -610,7 +626,7 @@ export class H1Response extends EventEmitter {
     let out = `HTTP/1.1 ${status} ${this.statusMessage ?? STATUS_CODES[status] ?? 'unknown'}${CRLF}${h.lines}`;
     if (this.sendDate && !h.date) out += `Date: ${httpDate()}${CRLF}`;
     const http10 = req.httpVersionMajor === 1 && req.httpVersionMinor === 0;
-    let keepAlive = this.shouldKeepAlive;
+    let keepAlive = this.shouldKeepAlive && !this.expectsContinue;
     if (h.connection !== undefined && /(?:^|,)\s*close\s*(?:,|$)/i.test(h.connection)) keepAlive = false;
     let framing = '';
     if (h.te !== undefined) {
@@ -644,6 +660,7 @@ export class H1Response extends EventEmitter {
 
   writeContinue(): void {
     if (this.headersSent) return;
+    this.expectsContinue = false;
     this.#send('HTTP/1.1 100 Continue\r\n\r\n', undefined, false);
   }
 
