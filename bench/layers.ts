@@ -14,14 +14,18 @@
 //   node-relay   node:net, bytes copied both ways unparsed (bench/peers/node-relay.ts)
 //   node-raw     HTTP/1.1 on node:net with node's C llhttp binding, no node:http streams and no
 //                undici: about the most a server path of gw's own could save (bench/peers/node-raw.ts)
+//   node-raw-undici  as node-raw in, an undici Pool out: a server path of gw's own with its client
+//                as it is (bench/peers/node-raw-undici.ts)
 //   node-http    node:http in, node:http's client out (bench/peers/node-http.ts)
 //   node-floor   node:http in, an undici Pool out (bench/peers/node-floor.ts, as in make bench)
 //   gw           bin/gw, one worker, one plain route, logs off (as make bench runs it)
+//   gw-net       the same with GW_HTTP1_SERVER=net: gw's own HTTP/1.1 server on node:net
 //
 //   node bench/layers.ts           both; LAYERS=ttft or LAYERS=plain for one
 //   LAYERS_ROUNDS=n                interleaved rounds (default 3)
 //   LAYERS_STREAMS=n               streams one at a time per peer and round (default 200)
 //   LAYERS_SECONDS=n               wrk seconds per peer and round (default 5)
+//   LAYERS_PEERS=a,b               only these peers (direct always runs in ttft)
 //   BENCH_GW_BIN=path              another gw launcher (e.g. with other node flags)
 //
 // Needs nginx, wrk and taskset (bench/setup.sh). Prints its tables; nothing is written to bench/.
@@ -57,6 +61,7 @@ const rounds = positiveInt('LAYERS_ROUNDS', 3, 1);
 const streams = positiveInt('LAYERS_STREAMS', 200, 20);
 const wrkSeconds = positiveInt('LAYERS_SECONDS', 5, 1);
 const which = process.env['LAYERS'] ?? 'ttft,plain';
+const only = process.env['LAYERS_PEERS'] ? new Set(process.env['LAYERS_PEERS'].split(',')) : undefined;
 for (const w of which.split(',')) {
   if (w !== 'ttft' && w !== 'plain') throw new Error(`LAYERS: unknown measurement ${w} (ttft, plain)`);
 }
@@ -105,9 +110,10 @@ function usage(pid: number): Usage {
 /** The proxies, each on PROXY_CPU with one thread serving, in front of the upstream on `upstreamPort`. */
 async function startPeers(dir: string, upstreamPort: number, streaming: boolean): Promise<Peer[]> {
   // freePorts(n) gives n distinct ports
-  const [nginxPort, relayPort, rawPort, httpPort, floorPort, gwPort, admin, stats, ready] = (await freePorts(
-    9,
-  )) as [number, number, number, number, number, number, number, number, number];
+  const free = await freePorts(14);
+  const [nginxPort, relayPort, rawPort, rawUndiciPort, httpPort, floorPort, gwPort, admin, stats, ready] =
+    free as [number, number, number, number, number, number, number, number, number, number];
+  const [gwNetPort, adminNet, statsNet, readyNet] = free.slice(10) as [number, number, number, number];
   const sub = join(dir, streaming ? 'ttft' : 'plain');
   mkdirSync(sub, { recursive: true });
   const node = (name: string, port: number): Tracked =>
@@ -124,6 +130,7 @@ async function startPeers(dir: string, upstreamPort: number, streaming: boolean)
     );
   const relay = node('node-relay', relayPort);
   const raw = node('node-raw', rawPort);
+  const rawUndici = node('node-raw-undici', rawUndiciPort);
   const http = node('node-http', httpPort);
   const ports = {
     gw: gwPort,
@@ -148,36 +155,49 @@ async function startPeers(dir: string, upstreamPort: number, streaming: boolean)
     workers: 1,
     cpus: PROXY_CPU,
   });
-  const gw = await startGw({
-    gwBin,
-    workDir: sub,
-    readyPort: ports.ready,
-    cpus: PROXY_CPU,
-    yaml: gwConfig(
-      ports,
-      1,
-      `- port: ${ports.gw}
+  const gwPeer = async (name: string, p: typeof ports, env?: Record<string, string>): Promise<Tracked> =>
+    startGw({
+      name,
+      gwBin,
+      workDir: sub,
+      readyPort: p.ready,
+      cpus: PROXY_CPU,
+      yaml: gwConfig(
+        p,
+        1,
+        `- port: ${p.gw}
   address: 127.0.0.1
   listeners:
   - routes:
     - backends:
       - host: 127.0.0.1:${upstreamPort}
 `,
-    ),
-  });
+      ),
+      ...(env ? { env } : {}),
+    });
+  const gw = await gwPeer('gw', ports);
+  const gwNet = await gwPeer(
+    'gw-net',
+    { ...ports, gw: gwNetPort, admin: adminNet, stats: statsNet, ready: readyNet },
+    { GW_HTTP1_SERVER: 'net' },
+  );
   const peers: Peer[] = [
     { name: 'direct', port: upstreamPort, proc: undefined },
     { name: 'nginx', port: ports.nginx, proc: nginx },
     { name: 'node-relay', port: relayPort, proc: relay },
     { name: 'node-raw', port: rawPort, proc: raw },
+    { name: 'node-raw-undici', port: rawUndiciPort, proc: rawUndici },
     { name: 'node-http', port: httpPort, proc: http },
     { name: 'node-floor', port: floorPort, proc: floor },
     { name: 'gw', port: ports.gw, proc: gw },
+    { name: 'gw-net', port: gwNetPort, proc: gwNet },
   ];
   for (const p of peers) {
     if (p.proc !== undefined) await waitForHttp(`http://127.0.0.1:${p.port}/`, p.proc, { timeoutMs: 10_000 });
   }
-  return peers;
+  if (only === undefined) return peers;
+  for (const p of peers) if (p.proc !== undefined && !only.has(p.name)) await stopTracked(p.proc);
+  return peers.filter((p) => p.proc === undefined || only.has(p.name));
 }
 
 const us = (v: number): string => (Number.isNaN(v) ? '–' : `${Math.round(v)} µs`);

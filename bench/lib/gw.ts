@@ -48,6 +48,8 @@ export async function startGw(opts: {
   yaml: string;
   readyPort: number;
   cpus: string | undefined;
+  /** Variables added to gw's environment (e.g. GW_HTTP1_SERVER). */
+  env?: Record<string, string>;
 }): Promise<Tracked> {
   const name = opts.name ?? 'gw';
   const dir = join(opts.workDir, name);
@@ -58,6 +60,7 @@ export async function startGw(opts: {
     cpus: opts.cpus,
     logFile: join(dir, 'gw.log'),
     cwd: dir,
+    ...(opts.env ? { env: opts.env } : {}),
   });
   await waitForHttp(`http://127.0.0.1:${opts.readyPort}/healthz/ready`, proc, {
     timeoutMs: 30_000,

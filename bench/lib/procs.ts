@@ -19,6 +19,8 @@ export interface SpawnOptions {
   cpus: string | undefined;
   logFile: string;
   cwd?: string;
+  /** Variables added to this process's environment. */
+  env?: Record<string, string>;
 }
 
 const live = new Map<number, Tracked>();
@@ -33,7 +35,11 @@ export function spawnTracked(name: string, argv: readonly string[], opts: SpawnO
   const fd = openSync(opts.logFile, 'a');
   let child: ChildProcess;
   try {
-    child = spawn(cmd, args, { stdio: ['ignore', fd, fd], cwd: opts.cwd ?? process.cwd() });
+    child = spawn(cmd, args, {
+      stdio: ['ignore', fd, fd],
+      cwd: opts.cwd ?? process.cwd(),
+      ...(opts.env ? { env: { ...process.env, ...opts.env } } : {}),
+    });
   } finally {
     closeSync(fd);
   }
