@@ -9,6 +9,7 @@ import { DEFAULT_CONFIG_NAME } from './config/default-config.ts';
 import type { StartupConfig } from './config/load.ts';
 import { buildXdsInChild, type LoadedConfigResult, loadInChild } from './config/loader.ts';
 import { LogHub, parseLevelFilter } from './observability/logger.ts';
+import { http1ServerKind } from './server/http1-kind.ts';
 import { trimNow, trimWhenQuiet } from './server/idle-trim.ts';
 import { Supervisor } from './server/supervisor.ts';
 import { watchFile } from './server/watch.ts';
@@ -159,6 +160,7 @@ export async function main(argv: string[]): Promise<number> {
   const logFilter = process.env.GW_LOG ?? startup.logLevel;
   try {
     parseLevelFilter(logFilter);
+    http1ServerKind();
   } catch (err) {
     process.stderr.write(`gw: ${(err as Error).message}\n`);
     return 1;

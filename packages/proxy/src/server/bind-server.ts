@@ -12,7 +12,8 @@ import { defaultContext, selectListener } from '../routing/table.ts';
 import { applyClientCerts } from './client-certs.ts';
 import { admitOnce, type ConnectionCheck, holdFor } from './connection-check.ts';
 import type { ConnectionLimit } from './connection-limit.ts';
-import { H1Server, http1ServerKind } from './h1-server.ts';
+import { H1Server } from './h1-server.ts';
+import { http1ServerKind } from './http1-kind.ts';
 import { listenOn } from './listen.ts';
 import {
   clientOf,

@@ -801,11 +801,3 @@ function headersSentError(what: string): Error {
     code: 'ERR_HTTP_HEADERS_SENT',
   });
 }
-
-/** GW_HTTP1_SERVER: `net` serves HTTP/1.1 on plain-text binds with H1Server; `node` (the default), node:http. */
-export function http1ServerKind(env: NodeJS.ProcessEnv = process.env): 'node' | 'net' {
-  const v = env['GW_HTTP1_SERVER'];
-  if (v === undefined || v === '' || v === 'node') return 'node';
-  if (v === 'net') return 'net';
-  throw new Error(`GW_HTTP1_SERVER must be "node" or "net" (got ${JSON.stringify(v)})`);
-}

@@ -8,7 +8,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
-import { http1ServerKind } from './h1-server.ts';
+import { http1ServerKind } from './http1-kind.ts';
 
 interface Seen {
   method: string;
@@ -187,10 +187,13 @@ binds:
       assert.deepEqual(statuses(text), [200, 200]);
       // trailers are not forwarded; above all, they are not read as the next request's headers (the two
       // go upstream on two connections: their order there is not the client's)
-      assert.deepEqual(seen.sort((a, b) => a.url.localeCompare(b.url)), [
-        { method: 'POST', url: '/c', body: 'abcde' },
-        { method: 'GET', url: '/smuggled', body: '' },
-      ]);
+      assert.deepEqual(
+        seen.sort((a, b) => a.url.localeCompare(b.url)),
+        [
+          { method: 'POST', url: '/c', body: 'abcde' },
+          { method: 'GET', url: '/smuggled', body: '' },
+        ],
+      );
     });
 
     test('pipelined requests are answered in order on one connection', async () => {
