@@ -280,7 +280,7 @@ export class H1Connection {
         return;
       }
       // llhttp stops after a message it took for an upgrade that the server declined: go on with the rest
-      if (n >= data.length || this.#done) return;
+      if (n >= data.length || n === 0 || this.#done) return;
       data = data.subarray(n);
     }
   }
