@@ -6,6 +6,7 @@ import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { CHURN_BYTES } from './body-churn.ts';
 
 // The data plane runs in a child process (--expose-gc or not) so that its collections and buffer
 // memory are its own; the upstream and the client, here, move the bytes.
@@ -98,21 +99,22 @@ async function post2(port: number, size: number): Promise<number> {
   }
 }
 
-test('bodies passing through count towards a scavenge every 8 MiB, both ways, HTTP/1.1 and h2c', async (t) => {
+test('bodies passing through count towards a scavenge every CHURN_BYTES, both ways, HTTP/1.1 and h2c', async (t) => {
   const up = await startUpstream(16 * MiB);
   t.after(() => up.close());
   const gw = await startChild(['--expose-gc'], up.port);
   t.after(() => gw.child.kill());
 
-  // 4 transfers of 16 MiB each way: 128 MiB through the data plane, 16 scavenges' worth.
+  // 4 transfers of 16 MiB each way: 128 MiB through the data plane, 64 scavenges' worth at 2 MiB.
   const answers = await Promise.all([post1(gw.port, 16 * MiB), post1(gw.port, 16 * MiB)]);
   answers.push(await post2(gw.port, 16 * MiB), await post2(gw.port, 16 * MiB));
   assert.deepEqual(answers, [16 * MiB, 16 * MiB, 16 * MiB, 16 * MiB], 'every answer arrived whole');
   assert.deepEqual(up.received, [16 * MiB, 16 * MiB, 16 * MiB, 16 * MiB], 'every request body arrived whole');
   const r = await gw.report();
-  // One direction alone would make 8; the h2c requests alone 4.
-  assert.ok(r.collections >= 14 && r.collections <= 16, `scavenges: ${r.collections}`);
-  // What the counted scavenges leave: the buffers in flight and the last 8 MiB's garbage, not V8's
+  // One direction alone would make half; the h2c requests alone a quarter.
+  const worth = (128 * MiB) / CHURN_BYTES;
+  assert.ok(r.collections >= worth - 2 && r.collections <= worth, `scavenges: ${r.collections} of ${worth}`);
+  // What the counted scavenges leave: the buffers in flight and the last few MiB's garbage, not V8's
   // 64 MiB of outside memory before it forces a full collection.
   assert.ok(r.peakArrayBuffers < 40 * MiB, `peak array buffers ${r.peakArrayBuffers}`);
 });

@@ -14,7 +14,12 @@
 // mark-compacts mostly go; a scavenge of the small young generation takes well under a millisecond.
 // Same load, 5 interleaved rounds: 246 scavenges and 8 mark-compacts; 123-147 -> 177-190 req/s,
 // CPU per request 6.8-8.0 -> 5.2-5.6 ms, peak RSS 179-189 -> 150-169 MiB (idle 84). CHURN_BYTES of
-// 2, 4, 8 and 16 MiB measured the same within the noise; 8 MiB scavenges least often.
+// 2, 4, 8 and 16 MiB measured the same within the noise on node:http, and 8 MiB was chosen as the
+// rarest. gw's own HTTP/1.1 server (GW_HTTP1_SERVER=net) makes far fewer objects per request, so V8
+// scavenges by itself far less often there and the counted scavenges are nearly all of them: at
+// 8 MiB, body buffers lived long enough to be promoted, and the same load ran 155 mark-compacts for
+// 1,308 requests (node:http: 70 for 2,098). At 2 MiB: 52 for 2,120. On node:http 2 MiB measured the
+// same as 8 within the noise (2,714-3,073 against 2,582-2,890 requests in 8 s, 3 alternating rounds).
 //
 // Small bodies never get there between V8's own scavenges; those reset nothing here, so a trickle of
 // small bodies adds a scavenge every CHURN_BYTES at most. It needs `gc` (node --expose-gc, as bin/gw
@@ -25,7 +30,8 @@ import { Http2ServerRequest } from 'node:http2';
 
 type Gc = (opts: { type: 'minor'; execution: 'sync' }) => void;
 
-const CHURN_BYTES = 8 * 1024 * 1024;
+/** How many bytes of body pass between two scavenges (see above). */
+export const CHURN_BYTES = 2 * 1024 * 1024;
 
 const gc = (globalThis as { gc?: Gc }).gc;
 let pending = 0;
