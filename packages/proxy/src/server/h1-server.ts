@@ -294,6 +294,8 @@ export class H1Connection {
     upgrade: boolean,
     keepAlive: boolean,
   ): number {
+    // the rest of a read the parser is still going through, after the connection stopped reading
+    if (this.#done) return 0;
     let raw = headers;
     if (raw === undefined) {
       raw = this.#headers;
@@ -332,7 +334,8 @@ export class H1Connection {
     // node's keep-alive timer stops while a request is served
     if (this.#answers.length === 1) socket.setTimeout(0);
     if (major === 1 && minor === 1 && req.headers.host === undefined) {
-      // node's requireHostHeader (RFC 9112 §3.2)
+      // node's requireHostHeader (RFC 9112 §3.2); nothing after it on the connection is read
+      this.#stop();
       res.shouldKeepAlive = false;
       res.writeHead(400);
       res.end();

@@ -208,7 +208,10 @@ binds:
 
     test('HTTP/1.1 without Host is answered 400 and the connection ends', async () => {
       seen.length = 0;
-      const { text, closed } = await exchange(proxy.port(), 'GET /a HTTP/1.1\r\nX-A: b\r\n\r\n');
+      // node:http goes on with what is pipelined behind such a request before it closes; gw's own
+      // server reads nothing more
+      const follow = kind === 'net' ? FOLLOW : '';
+      const { text, closed } = await exchange(proxy.port(), `GET /a HTTP/1.1\r\nX-A: b\r\n\r\n${follow}`);
       assert.deepEqual(statuses(text), [400]);
       assert.ok(closed);
       assert.deepEqual(seen, []);
