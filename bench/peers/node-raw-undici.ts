@@ -7,23 +7,8 @@ import { createRequire } from 'node:module';
 import { createServer, type Socket } from 'node:net';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { HOP_BY_HOP } from './hop-by-hop.ts';
+import { HTTPParser, methods } from './llhttp.ts';
 
-interface Parser {
-  initialize(type: number, resource: object, maxHeaderSize: number, lenient: number): void;
-  execute(data: Buffer): number | Error;
-  [key: number]: unknown;
-}
-interface HttpCommon {
-  HTTPParser: {
-    new (): Parser;
-    REQUEST: number;
-    kOnHeaders: number;
-    kOnHeadersComplete: number;
-    kOnBody: number;
-    kOnMessageComplete: number;
-  };
-  methods: string[];
-}
 type Headers = Record<string, string | string[] | undefined>;
 interface Pool {
   request(o: { method: string; path: string; headers: string[]; body: Buffer | null }): Promise<{
@@ -32,8 +17,6 @@ interface Pool {
     body: NodeJS.ReadableStream;
   }>;
 }
-const require = createRequire(import.meta.url);
-const { HTTPParser, methods } = require('_http_common') as HttpCommon;
 const fromProxy = createRequire(fileURLToPath(new URL('../../packages/proxy/package.json', import.meta.url)));
 const { Pool } = (await import(pathToFileURL(fromProxy.resolve('undici')).href)) as {
   Pool: new (origin: string) => Pool;

@@ -5,28 +5,9 @@
 // run: one upstream connection per client connection, no pipelining, no upgrades, no timeouts, and
 // only the framing its tests send (content-length or chunked in, either out, re-framed as chunked).
 // Usage: node node-raw.ts <listen port> <upstream port>
-import { createRequire } from 'node:module';
 import { connect, createServer, type Socket } from 'node:net';
 import { HOP_BY_HOP } from './hop-by-hop.ts';
-
-interface Parser {
-  initialize(type: number, resource: object, maxHeaderSize: number, lenient: number): void;
-  execute(data: Buffer): number | Error;
-  [key: number]: unknown;
-}
-interface HttpCommon {
-  HTTPParser: {
-    new (): Parser;
-    REQUEST: number;
-    RESPONSE: number;
-    kOnHeaders: number;
-    kOnHeadersComplete: number;
-    kOnBody: number;
-    kOnMessageComplete: number;
-  };
-  methods: string[];
-}
-const { HTTPParser, methods } = createRequire(import.meta.url)('_http_common') as HttpCommon;
+import { HTTPParser, methods, type Parser } from './llhttp.ts';
 
 const [port, upstreamPort] = process.argv.slice(2).map(Number);
 if (!Number.isInteger(port) || !Number.isInteger(upstreamPort)) {
