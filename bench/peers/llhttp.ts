@@ -20,3 +20,34 @@ interface HttpCommon {
   methods: string[];
 }
 export const { HTTPParser, methods } = createRequire(import.meta.url)('_http_common') as HttpCommon;
+
+/** A parser with its callbacks; headers past llhttp's first 32 arrive through kOnHeaders first. */
+export function parser(
+  type: number,
+  onHead: (raw: string[], method: number, url: string, status: number, reason: string) => void,
+  onBody: (chunk: Buffer) => void,
+  onEnd: () => void,
+): Parser {
+  const p = new HTTPParser();
+  p.initialize(type, {}, 0, 0);
+  let early: string[] = [];
+  p[HTTPParser.kOnHeaders] = (raw: string[]) => {
+    early = early.concat(raw);
+  };
+  p[HTTPParser.kOnHeadersComplete] = (
+    _major: number,
+    _minor: number,
+    raw: string[] | undefined,
+    method: number,
+    url: string,
+    status: number,
+    reason: string,
+  ) => {
+    const all = raw === undefined ? early : early.concat(raw);
+    early = [];
+    onHead(all, method, url, status, reason);
+  };
+  p[HTTPParser.kOnBody] = onBody;
+  p[HTTPParser.kOnMessageComplete] = onEnd;
+  return p;
+}

@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import { createServer, type Socket } from 'node:net';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { HOP_BY_HOP } from './hop-by-hop.ts';
-import { HTTPParser, methods } from './llhttp.ts';
+import { HTTPParser, methods, parser } from './llhttp.ts';
 
 type Headers = Record<string, string | string[] | undefined>;
 interface Pool {
@@ -45,26 +45,12 @@ function answerHead(status: number, headers: Headers): { head: string; chunked: 
 }
 
 createServer({ noDelay: true }, (client: Socket) => {
-  const p = new HTTPParser();
-  p.initialize(HTTPParser.REQUEST, {}, 0, 0);
-  let early: string[] = [];
   let method = '';
   let url = '';
   let headers: string[] = [];
   let body: Buffer[] = [];
   let chain: Promise<void> = Promise.resolve();
-  p[HTTPParser.kOnHeaders] = (raw: string[]) => {
-    early = early.concat(raw);
-  };
-  p[HTTPParser.kOnHeadersComplete] = (
-    _major: number,
-    _minor: number,
-    raw: string[] | undefined,
-    m: number,
-    u: string,
-  ) => {
-    const all = raw === undefined ? early : early.concat(raw);
-    early = [];
+  const onHead = (all: string[], m: number, u: string): void => {
     headers = [];
     for (let i = 0; i < all.length; i += 2) {
       const name = all[i] as string;
@@ -75,10 +61,10 @@ createServer({ noDelay: true }, (client: Socket) => {
     url = u;
     body = [];
   };
-  p[HTTPParser.kOnBody] = (chunk: Buffer) => {
+  const onBody = (chunk: Buffer): void => {
     body.push(Buffer.from(chunk));
   };
-  p[HTTPParser.kOnMessageComplete] = () => {
+  const onEnd = (): void => {
     const call = pool.request({
       method,
       path: url,
@@ -117,6 +103,7 @@ createServer({ noDelay: true }, (client: Socket) => {
       ),
     );
   };
+  const p = parser(HTTPParser.REQUEST, onHead, onBody, onEnd);
   client.on('data', (d: Buffer) => {
     if (p.execute(d) instanceof Error) client.destroy();
   });

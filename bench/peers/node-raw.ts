@@ -7,7 +7,7 @@
 // Usage: node node-raw.ts <listen port> <upstream port>
 import { connect, createServer, type Socket } from 'node:net';
 import { HOP_BY_HOP } from './hop-by-hop.ts';
-import { HTTPParser, methods, type Parser } from './llhttp.ts';
+import { HTTPParser, methods, parser } from './llhttp.ts';
 
 const [port, upstreamPort] = process.argv.slice(2).map(Number);
 if (!Number.isInteger(port) || !Number.isInteger(upstreamPort)) {
@@ -25,37 +25,6 @@ function headerLines(raw: string[], drop: ReadonlySet<string> = HOP_BY_HOP): str
 }
 /** An answer is re-framed as chunked, so its content-length goes too. */
 const ANSWER_DROP = new Set([...HOP_BY_HOP, 'content-length']);
-
-/** A parser with its callbacks; headers past llhttp's first 32 arrive through kOnHeaders first. */
-function parser(
-  type: number,
-  onHead: (raw: string[], method: number, url: string, status: number, reason: string) => void,
-  onBody: (chunk: Buffer) => void,
-  onEnd: () => void,
-): Parser {
-  const p = new HTTPParser();
-  p.initialize(type, {}, 0, 0);
-  let early: string[] = [];
-  p[HTTPParser.kOnHeaders] = (raw: string[]) => {
-    early = early.concat(raw);
-  };
-  p[HTTPParser.kOnHeadersComplete] = (
-    _major: number,
-    _minor: number,
-    raw: string[] | undefined,
-    method: number,
-    url: string,
-    status: number,
-    reason: string,
-  ) => {
-    const all = raw === undefined ? early : early.concat(raw);
-    early = [];
-    onHead(all, method, url, status, reason);
-  };
-  p[HTTPParser.kOnBody] = onBody;
-  p[HTTPParser.kOnMessageComplete] = onEnd;
-  return p;
-}
 
 createServer({ noDelay: true }, (client: Socket) => {
   const upstream = connect({ host: '127.0.0.1', port: Number(upstreamPort), noDelay: true });
