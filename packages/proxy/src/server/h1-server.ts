@@ -92,19 +92,13 @@ export class H1Server implements H1Settings {
 
   /** Serves an accepted connection (node:http's `server.emit('connection', socket)`). */
   connection(socket: Socket): void {
-    const c = new H1Connection(this, socket);
-    this.#connections.add(c);
-    socket.once('close', () => this.#connections.delete(c));
+    // the connection takes itself off the list when it closes or is handed over (forget)
+    this.#connections.add(new H1Connection(this, socket));
     this.#check();
   }
 
   forget(c: H1Connection): void {
     this.#connections.delete(c);
-  }
-
-  /** The connection serving `socket`, if this server has it. */
-  static of(socket: Socket): H1Connection | undefined {
-    return (socket as Socket & { [kConnection]?: H1Connection })[kConnection];
   }
 
   /** Stops the timers and closes the idle connections; busy ones close after their answer. */
@@ -145,7 +139,6 @@ export class H1Server implements H1Settings {
   }
 }
 
-const kConnection = Symbol('gw.h1.connection');
 const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
 const EMPTY = Buffer.alloc(0);
 
@@ -179,7 +172,6 @@ export class H1Connection {
   constructor(server: H1Server, socket: Socket) {
     this.server = server;
     this.socket = socket;
-    (socket as Socket & { [kConnection]?: H1Connection })[kConnection] = this;
     this.#headStartedAt = performance.now();
     const p = new HTTPParser();
     p.initialize(HTTPParser.REQUEST, {}, 0, HTTPParser.kLenientNone);
@@ -187,10 +179,9 @@ export class H1Connection {
       if (this.#headStartedAt === 0) this.#headStartedAt = performance.now();
     };
     p[HTTPParser.kOnHeaders] = (headers: string[], url: string) => {
-      // llhttp hands over headers 32 at a time when a head is long or split across reads
-      const max = server.maxHeadersCount * 2;
-      for (let i = 0; i < headers.length && (max <= 0 || this.#headers.length < max); i++)
-        this.#headers.push(headers[i] as string);
+      // llhttp hands over headers 32 at a time when a head is long or split across reads (its size
+      // limit bounds them); the count is capped once, in #head
+      for (const h of headers) this.#headers.push(h);
       this.#url += url;
     };
     p[HTTPParser.kOnHeadersComplete] = (
@@ -296,17 +287,9 @@ export class H1Connection {
   ): number {
     // the rest of a read the parser is still going through, after the connection stopped reading
     if (this.#done) return 0;
-    let raw = headers;
-    if (raw === undefined) {
-      raw = this.#headers;
-      this.#headers = [];
-    } else if (this.#headers.length > 0) {
-      const max = this.server.maxHeadersCount * 2;
-      for (let i = 0; i < raw.length && (max <= 0 || this.#headers.length < max); i++)
-        this.#headers.push(raw[i] as string);
-      raw = this.#headers;
-      this.#headers = [];
-    }
+    let raw = headers ?? this.#headers;
+    if (headers !== undefined && this.#headers.length > 0) raw = this.#headers.concat(headers);
+    this.#headers = [];
     const path = url === undefined ? this.#url : url;
     this.#url = '';
     this.#headStartedAt = 0;
@@ -414,7 +397,6 @@ export class H1Connection {
     s.off('drain', this.#onDrain);
     s.off('error', this.#onError);
     s.off('timeout', this.#onTimeout);
-    delete (s as Socket & { [kConnection]?: H1Connection })[kConnection];
   }
 
   /** The client ended its side: the request being read is cut short, the connection ends. */
