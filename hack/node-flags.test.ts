@@ -23,7 +23,9 @@ function launcherFlags(): string[] {
 /** The flags of the proxy image's exec-form ENTRYPOINT (the one running gw.js), between "node" and it. */
 function imageFlags(): string[] {
   const text = readFileSync(join(root, 'hack/docker/Dockerfile'), 'utf8');
-  const entrypoints = [...text.matchAll(/^ENTRYPOINT (\[.*\])$/gm)].map((m) => JSON.parse(m[1] ?? '') as string[]);
+  const entrypoints = [...text.matchAll(/^ENTRYPOINT (\[.*\])$/gm)].map(
+    (m) => JSON.parse(m[1] ?? '') as string[],
+  );
   const argv = entrypoints.find((a) => a.at(-1)?.endsWith('/gw.js'));
   assert.ok(argv, 'the Dockerfile has no exec-form ENTRYPOINT running the proxy (…/gw.js)');
   assert.equal(argv[0], 'node');

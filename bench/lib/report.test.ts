@@ -1,8 +1,12 @@
-// Result file names: a run never overwrites another kind of run of the same day.
+// Result file names: a run never overwrites another kind of run of the same day; the report shows
+// the newest run of the usual modes over newer runs of some modes or quick ones.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import type { ModeResult } from '../scenarios/types.ts';
-import { resultFileName } from './report.ts';
+import { newestResults, resultFileName } from './report.ts';
 
 const modes = (...names: string[]) => names.map((name) => ({ mode: { name } }) as unknown as ModeResult);
 
@@ -22,4 +26,38 @@ test('a full run, a quick run and runs of some modes each get their own file', (
     '2026-11-25-plain-http.quick.json',
     '2026-11-25-plain-http.pinned+unpinned.quick.json',
   ]);
+});
+
+test('the report takes the newest run of the usual modes, over newer runs of some modes and quick runs', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-bench-results-'));
+  try {
+    const write = (file: string, startedAt: string, quick: boolean, ...names: string[]) =>
+      writeFileSync(
+        join(dir, file),
+        JSON.stringify({
+          scenario: file.slice('2026-12-01-'.length).split('.')[0],
+          startedAt,
+          quick,
+          settings: {},
+          modes: modes(...names),
+        }),
+      );
+    write('2026-11-30-plain-http.json', '2026-11-30T01:00:00Z', false, 'pinned', 'unpinned');
+    write('2026-12-01-plain-http.json', '2026-12-01T01:00:00Z', false, 'pinned', 'unpinned');
+    write('2026-12-01-plain-http.pinned.json', '2026-12-01T02:00:00Z', false, 'pinned');
+    write('2026-12-01-plain-http.quick.json', '2026-12-01T03:00:00Z', true, 'pinned');
+    write('2026-12-01-llm.pinned.json', '2026-12-01T02:00:00Z', false, 'pinned');
+    write('2026-12-01-llm.quick.json', '2026-12-01T03:00:00Z', true, 'pinned');
+    // not a scenario run (bench/cel writes one): no modes, no settings
+    writeFileSync(
+      join(dir, '2026-12-01-cel.json'),
+      JSON.stringify({ scenario: 'plain-http', startedAt: 'z' }),
+    );
+    const chosen = newestResults(dir);
+    assert.equal(chosen.get('plain-http')?.file, '2026-12-01-plain-http.json');
+    // with no run of the usual modes, a run of some modes still beats a quick run
+    assert.equal(chosen.get('llm')?.file, '2026-12-01-llm.pinned.json');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
