@@ -22,11 +22,15 @@ export interface ResultFile {
   modes: ModeResult[];
 }
 
+/** The modes a full run measures, as a result file lists them (a quick run measures pinned only). */
+const USUAL_MODES = 'pinned+unpinned';
+const modeNames = (r: Pick<ResultFile, 'modes'>): string => r.modes.map((m) => m.mode.name).join('+');
+
 export function resultFileName(r: Pick<ResultFile, 'date' | 'scenario' | 'quick' | 'modes'>): string {
   // A quick check must never overwrite the day's full run, nor a run of some modes (BENCH_MODES) one
   // of the usual ones: each has its own suffix.
-  const modes = r.modes.map((m) => m.mode.name).join('+');
-  const usual = r.quick ? 'pinned' : 'pinned+unpinned';
+  const modes = modeNames(r);
+  const usual = r.quick ? 'pinned' : USUAL_MODES;
   return `${r.date}-${r.scenario}${modes === usual ? '' : `.${modes}`}${r.quick ? '.quick' : ''}.json`;
 }
 
@@ -168,7 +172,7 @@ const EXPLANATION = `## What the figures mean
 /** 2: a full run of the usual modes; 1: a full run of some modes (BENCH_MODES); 0: a quick run. */
 function rank(r: Pick<ResultFile, 'quick' | 'modes'>): number {
   if (r.quick) return 0;
-  return r.modes.map((m) => m.mode.name).join('+') === 'pinned+unpinned' ? 2 : 1;
+  return modeNames(r) === USUAL_MODES ? 2 : 1;
 }
 
 /**
