@@ -71,9 +71,13 @@ done
 (taskset -c 1 nginx -c "$work/nginx.conf" >/dev/null 2>&1 &)
 sleep 0.5
 
+# node's flags as bin/gw passes them (its exec line), so each bundle runs as gw runs
+read -r -a node_flags <<<"$(sed -n '/^exec "\$node"/,/"\$entry"/p' bin/gw | tr '\\\n' '  ' | sed 's/.*exec "\$node"//; s/"\$entry".*//')"
+[ "${#node_flags[@]}" -gt 0 ] || { echo "bench/ab.sh: no node flags found in bin/gw's exec line" >&2; exit 1; }
+
 # CPU µs per request of one bundle with one config
 measure() {
-  taskset -c 0 node --expose-gc --max-semi-space-size=5 "$1/gw.js" -f "$2" >"$work/gw.log" 2>&1 &
+  taskset -c 0 node "${node_flags[@]}" "$1/gw.js" -f "$2" >"$work/gw.log" 2>&1 &
   local pid=$!
   for _ in $(seq 50); do
     curl -s -o /dev/null http://127.0.0.1:18181/ && break
