@@ -1,7 +1,7 @@
 // Reading a body into memory up to a limit, for the few policies that need the whole body. Past the
 // limit nothing is lost: the caller gets back a stream of everything read plus the rest.
 import { IncomingMessage } from 'node:http';
-import { PassThrough, type Readable } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import type { RequestContext } from './context.ts';
 
 const CLOSED_EARLY = 'the body was closed before it ended';
@@ -64,14 +64,24 @@ export async function bufferUpTo(body: Readable, limit: number, declaredLength?:
 const EMPTY = Buffer.alloc(0);
 
 /**
- * An HTTP/1 request body that has all arrived and sits unread in memory, taken in one piece: no
- * listeners, no turn of the event loop. Undefined when some of it is still to come, someone else
- * reads it, or it is over `limit` bytes. Node hands over the head before it parses the body, even
- * one from the same packet, and runs the handler's awaits in between: a body is complete here only
- * when an earlier step waited on I/O (an auth server, a remote rate limit, a token exchange).
+ * A body stream that says, as IncomingMessage does, when all of it has arrived: `complete` is set
+ * before its end is pushed. An upstream's answer is one (upstream/exchange.ts).
+ */
+export class CompletableBody extends Readable {
+  complete = false;
+}
+
+/**
+ * A body that has all arrived and sits unread in memory, taken in one piece: no listeners, no turn
+ * of the event loop. Undefined when some of it is still to come, someone else reads it, or it is
+ * over `limit` bytes. Node hands over a request's head before it parses the body, even one from the
+ * same packet, and runs the handler's awaits in between: a request body is complete here only when
+ * an earlier step waited on I/O (an auth server, a remote rate limit, a token exchange). An
+ * upstream's answer that came in one packet is complete by the time its head is awaited.
  */
 export function takeComplete(body: Readable, limit: number): Buffer | undefined {
-  if (!(body instanceof IncomingMessage) || !body.complete) return undefined;
+  if (!(body instanceof IncomingMessage || body instanceof CompletableBody) || !body.complete)
+    return undefined;
   if (body.readableFlowing === true || body.readableEnded || body.destroyed) return undefined;
   if (body.readableLength > limit || body.readableEncoding !== null || body.listenerCount('data') > 0)
     return undefined;

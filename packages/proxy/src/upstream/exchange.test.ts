@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { PassThrough, type Readable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { GwError } from '../errors.ts';
+import { takeComplete } from '../pipeline/body.ts';
 import { connectionNames } from '../pipeline/context.ts';
 import { Exchange, forwardedHeaders } from './exchange.ts';
 import { Pool } from './undici.ts';
@@ -93,6 +94,37 @@ test('an exchange sends the request and streams the answer', async () => {
   assert.equal(res.headers['x-seen'], 'hello');
   assert.equal(res.headers.connection, undefined);
   assert.equal(await text(res.body), 'got ping');
+});
+
+test('an answer that came with its head is complete and taken whole; one still arriving is not', async () => {
+  routes.set('/whole', (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"ok":true}');
+  });
+  let finish: (() => void) | undefined;
+  routes.set('/partial', (_req, res) => {
+    res.writeHead(200);
+    res.write('first ');
+    finish = () => res.end('last');
+  });
+  const whole = await new Exchange(pool, { path: '/whole', method: 'GET', headers: {}, body: null }).response;
+  // Sent in one write: undici parsed the head, the body and its end in the same read.
+  assert.equal((whole.body as Readable & { complete: boolean }).complete, true);
+  assert.equal(takeComplete(whole.body, 1024)?.toString(), '{"ok":true}');
+  // Taken whole, the body ends as one read to its end does: the connection goes back to the pool.
+  await once(whole.body, 'end');
+  // Over the limit it is left to be streamed.
+  const again = await new Exchange(pool, { path: '/whole', method: 'GET', headers: {}, body: null }).response;
+  assert.equal(takeComplete(again.body, 4), undefined);
+  assert.equal(await text(again.body), '{"ok":true}');
+
+  const partial = await new Exchange(pool, { path: '/partial', method: 'GET', headers: {}, body: null })
+    .response;
+  for (let i = 0; i < 250 && partial.body.readableLength === 0; i++)
+    await new Promise((r) => setTimeout(r, 4));
+  assert.equal(takeComplete(partial.body, 1024), undefined, 'part of the body is still to come');
+  finish?.();
+  assert.equal(await text(partial.body), 'first last');
 });
 
 test('a body the reader does not keep up with pauses the upstream, and all of it arrives', async () => {

@@ -6,6 +6,7 @@
 import { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
+import { CompletableBody } from '../pipeline/body.ts';
 import { connectionNames, type Headers, HOP_BY_HOP } from '../pipeline/context.ts';
 import { errors } from './undici.ts';
 
@@ -75,7 +76,10 @@ export class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onComplete(): void {
-    this.#body?.push(null);
+    const body = this.#body;
+    if (!body) return;
+    body.complete = true;
+    body.push(null);
   }
 
   onError(err: Error): void {
@@ -105,8 +109,11 @@ export class Exchange implements Dispatcher.DispatchHandler {
   }
 }
 
-/** The response body: reading resumes the upstream; destroying it before its end aborts the exchange. */
-class ResponseBody extends Readable {
+/**
+ * The response body: reading resumes the upstream; destroying it before its end aborts the exchange.
+ * `complete` once all of it has arrived, so that a reader who wants it whole can take it at once.
+ */
+class ResponseBody extends CompletableBody {
   readonly #resume: () => void;
   readonly #abort: (err?: Error) => void;
 
