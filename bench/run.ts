@@ -10,6 +10,7 @@ import { findAgentgateway } from './lib/agentgateway.ts';
 import { assertGwBinary } from './lib/gw.ts';
 import {
   committedPlainCpu,
+  entriesAfterRun,
   entriesFromResults,
   type LatestEntry,
   latestEntry,
@@ -203,8 +204,7 @@ async function main(): Promise<void> {
     }
     if (latest.length > 0) {
       const file = latestFile(benchDir, settings.quick);
-      // A full run also fills in scenarios measured before latest.json existed, from their result files.
-      mergeLatest(file, latest, settings.quick ? [] : entriesFromResults(benchDir));
+      mergeLatest(file, entriesAfterRun(benchDir, latest, settings.quick));
       log(`merged ${latest.map((e) => e.scenario).join(', ')} into ${file}`);
     }
     if (!settings.standin) {

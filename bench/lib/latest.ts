@@ -1,5 +1,6 @@
 // bench/results/latest.json: the headline pinned 1-worker figures of each scenario, one entry per
-// scenario, merged run after run; and the check `make bench` ends with, that plain CPU per request has
+// scenario, each from the run RESULTS.md reports (a run of the usual modes over a newer run of some
+// of them); and the check `make bench` ends with, that plain CPU per request has
 // not moved more than 5% from the last committed value.
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -168,6 +169,20 @@ export function entriesFromResults(benchDir: string): LatestEntry[] {
     if (entry !== undefined) out.push(entry);
   }
   return out;
+}
+
+/**
+ * What a run merges into its latest file: a quick run its own entries (latest.quick.json); a full
+ * run, for every scenario, the entry of the run RESULTS.md reports, so that a run of some modes
+ * (BENCH_MODES=pinned) does not replace the figures of a make bench run of the usual modes, in
+ * latest.json any more than in RESULTS.md.
+ */
+export function entriesAfterRun(
+  benchDir: string,
+  ran: readonly LatestEntry[],
+  quick: boolean,
+): LatestEntry[] {
+  return quick ? [...ran] : entriesFromResults(benchDir);
 }
 
 /**

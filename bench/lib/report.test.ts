@@ -1,12 +1,14 @@
-// Result file names: a run never overwrites another kind of run of the same day; the report shows
-// the newest run of the usual modes over newer runs of some modes or quick ones.
+// Result file names: a run never overwrites another kind of run of the same day; the report, and
+// latest.json with it, shows the newest run of the usual modes over newer runs of some modes or quick
+// ones.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { ModeResult } from '../scenarios/types.ts';
-import { newestResults, resultFileName } from './report.ts';
+import { entriesAfterRun, latestEntry } from './latest.ts';
+import { newestResults, type ResultFile, resultFileName } from './report.ts';
 
 const modes = (...names: string[]) => names.map((name) => ({ mode: { name } }) as unknown as ModeResult);
 
@@ -59,5 +61,40 @@ test('the report takes the newest run of the usual modes, over newer runs of som
     assert.equal(chosen.get('llm')?.file, '2026-12-01-llm.pinned.json');
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('latest.json keeps the figures of the run of the usual modes when a run of some modes follows it', () => {
+  const bench = mkdtempSync(join(tmpdir(), 'gw-bench-latest-'));
+  try {
+    mkdirSync(join(bench, 'results'));
+    const run = (file: string, startedAt: string, cpu: number, ...names: string[]): ResultFile => {
+      const r = {
+        scenario: 'plain-http',
+        date: '2026-12-01',
+        startedAt,
+        quick: false,
+        settings: {},
+        modes: names.map((name) => ({
+          mode: { name, workers: name === 'pinned' ? 1 : 2 },
+          figures: [{ key: 'gw-cpu-per-request', median: cpu }],
+        })),
+      } as unknown as ResultFile;
+      writeFileSync(join(bench, 'results', file), JSON.stringify(r));
+      return r;
+    };
+    run('2026-12-01-plain-http.json', '2026-12-01T01:00:00Z', 70, 'pinned', 'unpinned');
+    const later = run('2026-12-01-plain-http.pinned.json', '2026-12-01T02:00:00Z', 90, 'pinned');
+    const ran = latestEntry(later, '2026-12-01-plain-http.pinned.json');
+    assert.equal(ran?.cpu_us_per_request, 90);
+    const full = entriesAfterRun(bench, ran ? [ran] : [], false);
+    assert.deepEqual(
+      full.map((e) => [e.scenario, e.source, e.cpu_us_per_request]),
+      [['plain', '2026-12-01-plain-http.json', 70]],
+    );
+    // a quick run merges what it measured (into latest.quick.json, out of git)
+    assert.equal(entriesAfterRun(bench, ran ? [ran] : [], true)[0]?.cpu_us_per_request, 90);
+  } finally {
+    rmSync(bench, { recursive: true, force: true });
   }
 });
