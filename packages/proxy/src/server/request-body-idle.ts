@@ -6,6 +6,7 @@ import type { IncomingMessage } from 'node:http';
 import { constants, type Http2ServerRequest, type ServerHttp2Stream } from 'node:http2';
 import { GwError } from '../errors.ts';
 import type { RequestContext } from '../pipeline/context.ts';
+import { Roster, type RosterEntry } from './roster.ts';
 
 /**
  * Watches `ctx`'s request body until it ends. Returns the function that stops watching, which the
@@ -71,7 +72,7 @@ function watchSocket(ctx: RequestContext, ms: number): () => void {
     sweeps.set(ms, sweep);
   }
   // The first sweep takes the first sample: the quiet time counts from there.
-  const w: SocketWatch = { ctx, seen: -1, quietSince: 0 };
+  const w: SocketWatch = { ctx, seen: -1, quietSince: 0, entry: undefined };
   sweep.add(w);
   const s = sweep;
   return () => s.delete(w);
@@ -79,6 +80,8 @@ function watchSocket(ctx: RequestContext, ms: number): () => void {
 
 interface SocketWatch {
   ctx: RequestContext;
+  /** Its place in the sweep's roster while watched. */
+  entry: RosterEntry<SocketWatch> | undefined;
   /** The connection's bytesRead when last sampled changed (or the gateway was not reading); -1 at first. */
   seen: number;
   quietSince: number;
@@ -86,9 +89,16 @@ interface SocketWatch {
 
 const sweeps = new Map<number, SocketSweep>();
 
+/**
+ * The watched requests are a Roster, not a Set: a Set that took in and let go of each request with a
+ * body kept every one alive into the old generation (server/roster.ts). Measured with node
+ * --trace-gc-nvp, pinned, a 1 KiB POST on the plain route under wrk -c64: 1.4 MiB promoted and 1.4
+ * MiB surviving each scavenge, 3.3 ms pauses, and about 5 KiB promoted and 0.3 MiB surviving, 0.9
+ * ms, with the timeout off or the roster.
+ */
 class SocketSweep {
   readonly #ms: number;
-  readonly #watched = new Set<SocketWatch>();
+  readonly #watched = new Roster<SocketWatch>();
   #timer: NodeJS.Timeout | undefined = undefined;
 
   constructor(ms: number) {
@@ -96,7 +106,7 @@ class SocketSweep {
   }
 
   add(w: SocketWatch): void {
-    this.#watched.add(w);
+    w.entry = this.#watched.add(w);
     if (this.#timer === undefined) {
       // A sweep that finds nothing to watch stops; the next body starts it again.
       this.#timer = setInterval(() => this.#sweep(), Math.max(10, Math.floor(this.#ms / 4)));
@@ -105,7 +115,9 @@ class SocketSweep {
   }
 
   delete(w: SocketWatch): void {
-    this.#watched.delete(w);
+    if (w.entry === undefined) return;
+    this.#watched.delete(w.entry);
+    w.entry = undefined;
   }
 
   #sweep(): void {
@@ -117,10 +129,12 @@ class SocketSweep {
     }
     const now = performance.now();
     for (const w of this.#watched) {
+      // Dropped during this walk (its response closed).
+      if (w.entry === undefined) continue;
       const req = w.ctx.req as IncomingMessage;
       // Ended, or handed its connection back (an upstream failure answers the client without it).
       if (req.complete || !req.socket) {
-        this.#watched.delete(w);
+        this.delete(w);
         continue;
       }
       const read = req.socket.bytesRead;
@@ -128,7 +142,7 @@ class SocketSweep {
         w.seen = read;
         w.quietSince = now;
       } else if (now - w.quietSince >= this.#ms) {
-        this.#watched.delete(w);
+        this.delete(w);
         stalled(w.ctx);
       }
     }
