@@ -7,7 +7,7 @@ import { type CelProgram, celToJson, compileCel } from '../cel/cel.ts';
 import type { LlmFormat, LlmModelIR, LlmProviderIR } from '../config/ir.ts';
 import { GwError } from '../errors.ts';
 import { Lazy } from '../lazy.ts';
-import { bufferUpTo, contentLength, discard, takeComplete } from '../pipeline/body.ts';
+import { bufferUpTo, contentLength, discard } from '../pipeline/body.ts';
 import type { Headers, RequestContext } from '../pipeline/context.ts';
 import type { Handler } from '../pipeline/layer.ts';
 import { compileRules, decide } from '../policies/authorization/decision.ts';
@@ -548,14 +548,10 @@ async function readJson(
   if (body === null) raw = Buffer.alloc(0);
   else if (Buffer.isBuffer(body)) raw = body;
   else {
-    // An answer that came whole with its head is taken as it is, without a turn of the event loop.
-    const whole = takeComplete(body, limit);
-    if (whole) raw = whole;
-    else {
-      const r = await bufferUpTo(body, limit, contentLength(res.headers));
-      if (!r.ok) return { over: true, stream: r.stream };
-      raw = r.data;
-    }
+    // An answer that came whole with its head is taken in one read (bufferUpTo's takeComplete).
+    const r = await bufferUpTo(body, limit, contentLength(res.headers));
+    if (!r.ok) return { over: true, stream: r.stream };
+    raw = r.data;
   }
   try {
     const v = JSON.parse(raw.toString('utf8')) as unknown;
