@@ -164,8 +164,8 @@ const EXPLANATION = `## What the figures mean
   figure.
 - Rounds alternate their order (direct, gw, …, agentgateway, then agentgateway, …, gw, direct) so a
   drifting background load biases no peer.
-- **bench/results/latest.json** holds the pinned 1-worker headline figures of each scenario (merged run
-  after run); \`make bench\` warns when plain CPU per request (gw, logs off) moves more than 5% from the
+- **bench/results/latest.json** holds the pinned 1-worker headline figures of each scenario, from the
+  runs this file reports; \`make bench\` warns when plain CPU per request (gw, logs off) moves more than 5% from the
   committed value.
 `;
 
