@@ -1,17 +1,17 @@
 // `gwctl trace gateway/<name>` as a user runs it: command-line and kubeconfig mistakes, pod lookup
 // against a fake API server, and a whole trace through the fake's port-forward to a real gw.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { tempDir } from '@gw/testkit/temp-dir';
 import { type FakeKubeApi, type FakeKubeOptions, startFakeKubeApi } from './support/fake-kube-api.ts';
 import { cleanupGw, configBlock, freePort, type GwProcess, startGw } from './support/gw-process.ts';
 import { cleanupGwctl, runGwctl, startGwctl } from './support/gwctl-process.ts';
 
 const LABEL = 'gateway.networking.k8s.io/gateway-name';
-const home = mkdtempSync(join(tmpdir(), 'gwctl-home-'));
+const home = tempDir('gwctl-home-');
 
 /** The test's environment, minus any kubeconfig or cluster of the machine running it. */
 function env(vars: Record<string, string> = {}): NodeJS.ProcessEnv {

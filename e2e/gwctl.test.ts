@@ -1,13 +1,13 @@
 // gwctl as a user runs it: rendering a saved config dump, and clear errors.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { ConfigDump } from '@gw/api';
 import { freePort } from '@gw/testkit';
+import { tempDir } from '@gw/testkit/temp-dir';
 import { parse } from 'yaml';
 
 const gwctl = join(import.meta.dirname, '..', 'bin', 'gwctl');
@@ -51,7 +51,7 @@ const dump: ConfigDump & { addedLater: string } = {
   // A field of a newer proxy: gwctl still shows it.
   addedLater: 'kept',
 };
-const dir = mkdtempSync(join(tmpdir(), 'gwctl-'));
+const dir = tempDir('gwctl-');
 const file = join(dir, 'dump.json');
 writeFileSync(file, JSON.stringify(dump));
 

@@ -1,7 +1,7 @@
 // A stand-in for the Kubernetes API server, just enough for `gwctl trace gateway/...`: the pods list
 // (filtered by namespace and one `key=value` label selector) and pod port-forward over WebSocket in the
 // `v4.channel.k8s.io` framing, where each pod port is a port on 127.0.0.1 (a real gw, in the tests).
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -169,6 +169,7 @@ ${ctx('main', k.namespace)}${k.extraContext ? ctx(k.extraContext.name, k.extraCo
       for (const ws of wss.clients) ws.terminate();
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { tempDir } from '@gw/testkit/temp-dir';
 import { GwctlError } from './errors.ts';
 import { parseCurlArgs } from './inject-request.ts';
 
@@ -43,7 +43,7 @@ test('-X, repeated -H, joined short forms and --opt=value', () => {
 });
 
 test('--data-binary keeps newlines of a file; -d @file strips them; --data-raw keeps a leading @', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'gwctl-curl-'));
+  const dir = tempDir('gwctl-curl-');
   const f = join(dir, 'body');
   writeFileSync(f, 'one\ntwo\n');
   assert.equal(parseCurlArgs(['http://a/', '--data-binary', `@${f}`]).body?.toString(), 'one\ntwo\n');

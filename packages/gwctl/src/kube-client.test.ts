@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { test } from 'node:test';
+import { tempDir } from '@gw/testkit/temp-dir';
 import { ApiException } from '@kubernetes/client-node';
 import { GwctlError } from './errors.ts';
 import { apiError, loadCluster } from './kube-client.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'gwctl-kc-'));
-const emptyHome = mkdtempSync(join(tmpdir(), 'gwctl-home-'));
+const dir = tempDir('gwctl-kc-');
+const emptyHome = tempDir('gwctl-home-');
 
 function kubeconfig(
   file: string,
@@ -93,7 +93,7 @@ test('no current context, a broken file, and no kubeconfig at all are clear erro
 });
 
 test('~/.kube/config is read when KUBECONFIG is unset', () => {
-  const home = mkdtempSync(join(tmpdir(), 'gwctl-home-'));
+  const home = tempDir('gwctl-home-');
   mkdirSync(join(home, '.kube'));
   writeFileSync(
     join(home, '.kube', 'config'),

@@ -10,5 +10,6 @@ export * from './llm/anthropic.ts';
 export * from './llm/openai.ts';
 export * from './ratelimit.ts';
 export * from './route.ts';
+export * from './temp-dir.ts';
 export * from './tls.ts';
 export * from './upstream.ts';

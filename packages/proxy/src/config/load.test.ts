@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { ConfigError } from '@gw/api';
+import { tempDir } from '@gw/testkit/temp-dir';
 import type { Secret } from '../secret.ts';
 import { DEFAULT_CONFIG, DEFAULT_CONFIG_NAME } from './default-config.ts';
 import { loadConfigFile, loadConfigText } from './load.ts';
@@ -221,7 +221,7 @@ routeGroups:
   });
 
   test('file errors carry the file name', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'gw-load-'));
+    const dir = tempDir('gw-load-');
     const f = join(dir, 'bad.yaml');
     writeFileSync(f, 'binds:\n- port: 70000\n  listeners: []\n');
     await assert.rejects(loadConfigFile(f), (err: ConfigError) => {
@@ -238,7 +238,7 @@ routeGroups:
   });
 
   test('one port cannot serve HTTP and HTTPS', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'gw-load-'));
+    const dir = tempDir('gw-load-');
     const got = issues(`gateways:
   a: {port: 9000}
   b: {port: 9000, protocol: HTTPS, tls: {cert: ${dir}/c.pem, key: ${dir}/k.pem}}

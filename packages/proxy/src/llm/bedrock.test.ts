@@ -4,8 +4,7 @@
 // fake directly, which shows the fake's signature check, JSON and event-stream framing are what AWS's
 // own client sends and expects.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
@@ -27,6 +26,7 @@ import {
 } from '@gw/testkit/llm/bedrock';
 import { firstEventBeforeLast } from '@gw/testkit/llm/stream-timing';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import { tempDir } from '@gw/testkit/temp-dir';
 import OpenAI from 'openai';
 import { loadConfigText } from '../config/load.ts';
 import { openaiChatToBedrockConverse } from './formats/openai-chat__bedrock-converse.ts';
@@ -267,7 +267,7 @@ describe('openai client → gw → Bedrock Converse', () => {
   });
 
   test("without AWS_* variables: the SDK's default chain (here a shared credentials file) signs", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'gw-aws-'));
+    const dir = tempDir('gw-aws-');
     writeFileSync(
       join(dir, 'credentials'),
       `[default]\naws_access_key_id = ${CREDS.accessKeyId}\naws_secret_access_key = ${CREDS.secretAccessKey}\n`,

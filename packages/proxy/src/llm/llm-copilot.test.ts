@@ -3,12 +3,12 @@
 // GitHub CLI keep it — and Copilot's client headers. The official `openai` client through gw to a fake
 // speaking OpenAI's wire format in Copilot's place.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { type FakeLlmRequest, type FakeOpenAI, startFakeOpenAI } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import { tempDir } from '@gw/testkit/temp-dir';
 import OpenAI from 'openai';
 
 const ENV_TOKEN = 'gho_from_the_environment';
@@ -16,8 +16,8 @@ const FILE_TOKEN = 'gho_from_hosts_json';
 let copilot: FakeOpenAI;
 let proxy: TestProxy;
 const saved = { ...process.env };
-const config = mkdtempSync(join(tmpdir(), 'gw-copilot-'));
-const empty = mkdtempSync(join(tmpdir(), 'gw-copilot-empty-'));
+const config = tempDir('gw-copilot-');
+const empty = tempDir('gw-copilot-empty-');
 
 const lastSeen = () => copilot.seen[copilot.seen.length - 1] as FakeLlmRequest;
 const messages = [{ role: 'user' as const, content: 'Hello!' }];
@@ -93,7 +93,7 @@ describe('the copilot provider', () => {
   });
 
   test('else the GitHub CLI’s hosts.yml', async () => {
-    const gh = mkdtempSync(join(tmpdir(), 'gw-copilot-gh-'));
+    const gh = tempDir('gw-copilot-gh-');
     mkdirSync(join(gh, 'gh'));
     writeFileSync(
       join(gh, 'gh', 'hosts.yml'),

@@ -3,13 +3,13 @@
 // own; the catalog read from a file, JSON text and inline, merged, and its errors; then the official
 // `openai` client through gw to a fake OpenAI, streamed and not.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ConfigError } from '@gw/api';
 import { FAKE_USAGE, type FakeOpenAI, startFakeOpenAI } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import { tempDir } from '@gw/testkit/temp-dir';
 import OpenAI from 'openai';
 import { loadConfigText } from '../config/load.ts';
 import { priceUsage } from './cost.ts';
@@ -90,7 +90,7 @@ describe('pricing', () => {
 });
 
 describe('config.modelCatalog', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'gw-catalog-'));
+  const dir = tempDir('gw-catalog-');
   writeFileSync(
     join(dir, 'base.json'),
     JSON.stringify({

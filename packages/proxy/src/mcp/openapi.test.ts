@@ -5,14 +5,14 @@
 // $defs), calls that become the right HTTP requests, answers as structured content, a 404 as a failed
 // call and a 5xx as a JSON-RPC error, mcpAuthorization on the API's tools, and the config errors.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ConfigError } from '@gw/api';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import { tempDir } from '@gw/testkit/temp-dir';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { parse as parseYaml } from 'yaml';
 import { loadConfigText } from '../config/load.ts';
@@ -118,7 +118,7 @@ before(async () => {
   await new Promise<void>((r) => api.listen(0, '127.0.0.1', r));
   apiPort = (api.address() as AddressInfo).port;
   everything = await startEverythingHttp();
-  const dir = mkdtempSync(join(tmpdir(), 'gw-openapi-'));
+  const dir = tempDir('gw-openapi-');
   const file = join(dir, 'pets.yaml');
   writeFileSync(file, DOC);
   proxy = await startProxy(`config:

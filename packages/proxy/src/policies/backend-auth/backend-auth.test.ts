@@ -4,8 +4,7 @@
 // configurations refused at load.
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ConfigError } from '@gw/api';
@@ -17,6 +16,7 @@ import {
   type TestServer,
 } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import { tempDir } from '@gw/testkit/temp-dir';
 import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { exportJWK, generateKeyPair, jwtVerify } from 'jose';
@@ -58,7 +58,7 @@ describe('key, jwtSign and aws', () => {
   const awsVerdicts: string[] = [];
 
   before(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'gw-bauth-'));
+    const dir = tempDir('gw-bauth-');
     writeFileSync(join(dir, 'key.txt'), 'from-a-file\n');
     up = await startUpstream('up', (req, res) => {
       // an upstream that only answers the key it expects

@@ -6,10 +6,9 @@
 // the trace names the form, never the token; a failing token source is a 502 naming the form.
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -23,6 +22,7 @@ import {
   type TestServer,
 } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import { tempDir } from '@gw/testkit/temp-dir';
 import { createLocalJWKSet, exportJWK, generateKeyPair, jwtVerify, SignJWT } from 'jose';
 import { request } from 'undici';
 import { loadConfigText } from '../../config/load.ts';
@@ -79,7 +79,7 @@ describe('oauthTokenExchange and crossAppAccess against oidc-provider', () => {
     return (await jwtVerify(String(token), createLocalJWKSet(jwks as never))).payload;
   };
   let ttl = 60;
-  const dir = mkdtempSync(join(tmpdir(), 'gw-token-auth-'));
+  const dir = tempDir('gw-token-auth-');
 
   before(async () => {
     const stsKey = await signingKey('sts');
@@ -528,7 +528,7 @@ describe('gcp and azure through their SDKs', () => {
   };
 
   before(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'gw-cloud-auth-'));
+    const dir = tempDir('gw-cloud-auth-');
     const subjectKey = generateKeyPairSync('rsa', { modulusLength: 2048 });
     const subject = await new SignJWT({ sub: 'workload-1' })
       .setProtectedHeader({ alg: 'RS256' })

@@ -1,10 +1,10 @@
 // SigV4 credentials when the environment has none and the SDK's default chain finds none either: a
 // clear error, and for a minute no second walk of the chain (its metadata lookups are slow off AWS).
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { tempDir } from '@gw/testkit/temp-dir';
 import { GwError } from '../../../errors.ts';
 import type { ProviderRequest } from '../types.ts';
 import { sigV4 } from './sigv4.ts';
@@ -17,7 +17,7 @@ const request = (): ProviderRequest => ({
 });
 
 test('no AWS credentials anywhere: a GwError naming the cause, then no new lookup for a minute', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'gw-aws-none-'));
+  const dir = tempDir('gw-aws-none-');
   for (const k of Object.keys(process.env)) if (k.startsWith('AWS_')) delete process.env[k];
   process.env.AWS_SHARED_CREDENTIALS_FILE = join(dir, 'credentials');
   process.env.AWS_CONFIG_FILE = join(dir, 'config');
