@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { closeSync, existsSync, openSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
+import { tempDir } from '@gw/testkit/temp-dir';
 import { LogHub } from './logger.ts';
 
 function hub(format: 'json' | 'text', filter = 'info'): { logs: LogHub; lines: string[] } {
@@ -99,5 +102,43 @@ test('batched, as on a worker stdout: every line arrives whole and in order, UTF
     );
     // Each pino line comes right after the record it followed.
     for (const [i, o] of seen.entries()) if (o.msg === 'between') assert.equal(seen[i - 1]?.n, o.n);
+  }
+});
+
+test('batched: a line is written within 100 ms without a flush, and an idle hub wakes its thread no more', {
+  skip: !existsSync('/proc/thread-self/status') && 'needs /proc',
+}, () => {
+  // The child's stdout is a file, so the child can see when its line has been written. It then
+  // counts its main thread's wake-ups over a second with nothing to log.
+  const script = `
+    import { readFileSync, statSync } from 'node:fs';
+    import { LogHub } from ${JSON.stringify(new URL('./logger.ts', import.meta.url).href)};
+    const logs = new LogHub('info', 'json', undefined, true);
+    logs.records('request').info({ n: 1 });
+    const switches = () =>
+      Number(/^voluntary_ctxt_switches:\\s+(\\d+)/m.exec(readFileSync('/proc/thread-self/status', 'utf8'))[1]);
+    setTimeout(() => {
+      const written = statSync(process.argv[1]).size;
+      const before = switches();
+      setTimeout(() => {
+        process.stderr.write(JSON.stringify({ written, wakeUps: switches() - before }));
+        process.exit(0);
+      }, 1000);
+    }, 300);
+  `;
+  const out = join(tempDir('gw-logger-'), 'stdout');
+  const fd = openSync(out, 'w');
+  try {
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script, out], {
+      encoding: 'utf8',
+      stdio: ['ignore', fd, 'pipe'],
+    });
+    assert.equal(r.status, 0, r.stderr);
+    const { written, wakeUps } = JSON.parse(r.stderr) as { written: number; wakeUps: number };
+    assert.ok(written > 0, 'the buffered line was written by the timer, with no flush()');
+    // A flush timer running every 100 ms would wake the thread about 10 times in that second.
+    assert.ok(wakeUps < 4, `an idle batched hub woke its thread ${wakeUps} times in a second`);
+  } finally {
+    closeSync(fd);
   }
 });

@@ -111,6 +111,9 @@ export interface RecordLog {
  */
 const BATCH_BYTES = 32 * 1024;
 
+/** The longest a batched line waits before it is written. */
+const FLUSH_EVERY_MS = 100;
+
 /** How long flush() waits for a write in flight (stdout may be a pipe nobody reads). */
 const FLUSH_WAIT_MS = 2000;
 
@@ -146,18 +149,36 @@ export class LogHub {
           : {}),
       });
       this.#flushSync = () => boom.flushSync();
-      base = batched ? { write: (line: string) => boom.write(Buffer.from(line) as unknown as string) } : boom;
       if (batched) {
         // sonic-boom's own fields: `_len` is what is buffered, `_writing` a write under way.
         const state = boom as unknown as { _len?: number; _writing?: boolean };
         this.#inFlight = () => (state._writing ? once(boom, 'write') : undefined);
-        // Flushed only when lines are buffered: sonic-boom's flush of an empty buffer still writes (0
-        // bytes, through libuv's thread pool), ten times a second per worker. A flush while a write is
-        // under way does nothing, and the lines stay buffered: the next tick tries again. (Without
-        // `_len`, every tick flushes as before.)
-        setInterval(() => {
-          if (state._len !== 0) boom.flush();
-        }, 100).unref();
+        // Buffered lines are flushed within 100 ms by a timer armed when the first of them is written,
+        // so an idle thread is not woken up by the log: an interval woke each worker ten times a
+        // second for ever. A flush while a write is under way does nothing and the lines stay
+        // buffered, so the timer is armed again. (Without `_len`, it flushes at every write's tick.)
+        let armed = false;
+        const tick = () => {
+          armed = false;
+          if (state._len === 0) return;
+          boom.flush();
+          if (state._len !== 0) arm();
+        };
+        // One timer, re-armed with refresh(); its first run, with nothing buffered yet, does nothing.
+        const timer = setTimeout(tick, FLUSH_EVERY_MS).unref();
+        const arm = () => {
+          if (armed) return;
+          armed = true;
+          timer.refresh();
+        };
+        base = {
+          write: (line: string) => {
+            boom.write(Buffer.from(line) as unknown as string);
+            arm();
+          },
+        };
+      } else {
+        base = boom;
       }
     }
     this.#base = base;
