@@ -156,7 +156,8 @@ export class LogHub {
         // Buffered lines are flushed within 100 ms by a timer armed when the first of them is written,
         // so an idle thread is not woken up by the log: an interval woke each worker ten times a
         // second for ever. A flush while a write is under way does nothing and the lines stay
-        // buffered, so the timer is armed again. (Without `_len`, it flushes at every write's tick.)
+        // buffered, so the timer is armed again. (Without `_len`, it flushes every 100 ms for ever, as
+        // the interval did.)
         let armed = false;
         const tick = () => {
           armed = false;
