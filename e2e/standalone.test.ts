@@ -2,7 +2,7 @@
 // hot reload (also under load and across workers), rejected edits, graceful shutdown and the
 // embedded default config.
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { join } from 'node:path';
@@ -209,6 +209,35 @@ describe('gw -f: start and hot reload', () => {
       await g.waitForLine((l) => l.includes('configuration reloaded') && l.includes(version)),
       `the reload is logged with its version; stdout:\n${g.stdout.join('\n')}`,
     );
+  });
+
+  test("a config mounted from a Kubernetes ConfigMap: the kubelet's ..data swap applies", async () => {
+    // The kubelet's layout: config.yaml -> ..data/config.yaml, ..data -> ..<timestamp>; an update
+    // writes a new timestamped directory, swaps ..data in one rename and removes the old directory.
+    const cm = tempDir('gw-e2e-configmap-');
+    const version = (n: number, body: string) => {
+      mkdirSync(join(cm, `..v${n}`));
+      writeFileSync(join(cm, `..v${n}`, 'config.yaml'), directConfig(body));
+    };
+    version(1, 'from the first version\n');
+    symlinkSync('..v1', join(cm, '..data'));
+    symlinkSync('..data/config.yaml', join(cm, 'config.yaml'));
+    const g = await startGw({ args: ['-f', join(cm, 'config.yaml')] });
+    const port = await g.proxyPort();
+    assert.equal((await get(port, '/')).body, 'from the first version\n');
+
+    version(2, 'from the second version\n');
+    symlinkSync('..v2', join(cm, '..data_tmp'));
+    renameSync(join(cm, '..data_tmp'), join(cm, '..data'));
+    rmSync(join(cm, '..v1'), { recursive: true });
+    const swapped = Date.now();
+    let body = '';
+    while (Date.now() - swapped < 10_000) {
+      body = (await get(port, '/')).body;
+      if (body === 'from the second version\n') break;
+      await sleep(20);
+    }
+    assert.equal(body, 'from the second version\n', 'the swap did not apply within 10 s');
   });
 
   test('100 config swaps under continuous load: zero failed requests', { timeout: 60_000 }, async (t) => {

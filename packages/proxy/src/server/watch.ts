@@ -1,7 +1,15 @@
-// Watches a config file for edits. Editors often replace the file (write + rename), so the directory
-// is watched and events are debounced; the callback runs once per burst of changes, and at least
-// once a second while a burst goes on.
-import { watch } from 'node:fs';
+// Watches a config file for edits. Editors often replace the file (write + rename), so its directory
+// is watched rather than the file, and events are debounced: the callback runs once per burst of
+// changes, and at least once a second while a burst goes on.
+//
+// The path may lead through symbolic links. A Kubernetes ConfigMap volume is the common case:
+// `config.yaml` links to `..data/config.yaml`, `..data` links to a timestamped directory, and an
+// update swaps `..data` for a new one in one rename. The events then name `..data`, never
+// `config.yaml`, and an edit of the file itself happens in the directory the links lead to. So when
+// the path is a link, every event in its directory counts, the directory of the file it leads to is
+// watched too (again after each change, since a swap moves it), and a burst calls back only if
+// where the path leads, or that file, has changed.
+import { type FSWatcher, realpathSync, statSync, watch } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 
 /**
@@ -19,21 +27,67 @@ export function watchFile(
   const name = basename(full);
   let timer: NodeJS.Timeout | undefined;
   let burstStart: number | undefined;
-  const fire = () => {
-    timer = undefined;
-    burstStart = undefined;
-    onChange();
-  };
-  const w = watch(dirname(full), (_event, file) => {
-    if (file !== null && file !== name) return;
+  let seen = fingerprint(full);
+  let real = realPath(full);
+  /** The watcher of the directory the links lead to, and that directory; none for a plain path. */
+  let inner: { w: FSWatcher; dir: string } | undefined;
+
+  const changed = () => {
     const now = Date.now();
     burstStart ??= now;
     clearTimeout(timer);
     timer = setTimeout(fire, Math.max(0, Math.min(debounceMs, burstStart + maxWaitMs - now)));
-  });
-  w.on('error', () => {});
+  };
+  const fire = () => {
+    timer = undefined;
+    burstStart = undefined;
+    real = realPath(full);
+    followLinks();
+    const now = fingerprint(full);
+    if (now === seen) return;
+    seen = now;
+    onChange();
+  };
+  const followLinks = () => {
+    const dir = real === full ? undefined : dirname(real);
+    if (inner?.dir === dir) return;
+    inner?.w.close();
+    inner = dir === undefined ? undefined : { w: watchDir(dir, (file) => file === basename(real)), dir };
+  };
+  const watchDir = (dir: string, counts: (file: string) => boolean): FSWatcher => {
+    const w = watch(dir, (_event, file) => {
+      if (file === null || counts(file)) changed();
+    });
+    w.on('error', () => {});
+    return w;
+  };
+
+  // In the path's own directory only the file's name counts, unless the path is a link.
+  const outer = watchDir(dirname(full), (file) => file === name || real !== full);
+  followLinks();
   return () => {
     clearTimeout(timer);
-    w.close();
+    outer.close();
+    inner?.w.close();
   };
+}
+
+/** Where the path leads (itself when it is not a link or does not exist). */
+function realPath(full: string): string {
+  try {
+    return realpathSync(full);
+  } catch {
+    return full;
+  }
+}
+
+/** Where the path leads and that file's identity, size and times: any edit or swap changes it. */
+function fingerprint(full: string): string {
+  try {
+    const real = realpathSync(full);
+    const s = statSync(real, { bigint: true });
+    return `${real}\0${s.ino}\0${s.size}\0${s.mtimeNs}\0${s.ctimeNs}`;
+  } catch (err) {
+    return `unreadable\0${(err as NodeJS.ErrnoException).code ?? ''}`;
+  }
 }
