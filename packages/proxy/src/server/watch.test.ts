@@ -6,9 +6,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { tempDir } from '@gw/testkit/temp-dir';
 import { watchFile } from './watch.ts';
 
-const DEBOUNCE_MS = 30;
-/** Long enough for an event and the debounce, with room for a loaded machine. */
-const SETTLE_MS = 400;
+const DEBOUNCE_MS = 100;
+/** How long a change may take to arrive on a loaded machine before a test gives up on it. */
+const PATIENCE_MS = 5000;
+/** How long nothing more must happen once the expected callbacks have come. */
+const QUIET_MS = 300;
 
 const stops: (() => void)[] = [];
 after(() => {
@@ -16,13 +18,15 @@ after(() => {
 });
 
 /** Watches `path` and counts the callbacks. */
-function watching(path: string): { settle: () => Promise<number> } {
+function watching(path: string): { settle: (expected: number) => Promise<number> } {
   let n = 0;
   stops.push(watchFile(path, () => n++, DEBOUNCE_MS));
   return {
-    // the count once events have had time to arrive and the debounce to run
-    settle: async () => {
-      await sleep(SETTLE_MS);
+    // the count once it has reached `expected` (or patience ran out) and stayed quiet a while
+    settle: async (expected) => {
+      const until = Date.now() + PATIENCE_MS;
+      while (n < expected && Date.now() < until) await sleep(10);
+      await sleep(QUIET_MS);
       return n;
     },
   };
@@ -35,15 +39,15 @@ test('a plain file: an edit in place and a replacing rename call back once each;
   const w = watching(file);
 
   writeFileSync(file, 'a: 2\n');
-  assert.equal(await w.settle(), 1, 'an edit in place');
+  assert.equal(await w.settle(1), 1, 'an edit in place');
 
   writeFileSync(join(dir, '.config.yaml.swp'), 'x');
   writeFileSync(join(dir, 'gw.log'), 'a line\n');
-  assert.equal(await w.settle(), 1, 'writes to other files in the directory');
+  assert.equal(await w.settle(1), 1, 'writes to other files in the directory');
 
   writeFileSync(join(dir, 'config.yaml.tmp'), 'a: 3\n');
   renameSync(join(dir, 'config.yaml.tmp'), file);
-  assert.equal(await w.settle(), 2, 'an editor writing a new file over the old one');
+  assert.equal(await w.settle(2), 2, 'an editor writing a new file over the old one');
 });
 
 test('a Kubernetes ConfigMap volume: the ..data swap calls back, and so do edits where the links lead after it', async () => {
@@ -66,16 +70,16 @@ test('a Kubernetes ConfigMap volume: the ..data swap calls back, and so do edits
     rmSync(join(dir, `..v${n - 1}`), { recursive: true });
   };
   swap(2);
-  assert.equal(await w.settle(), 1, 'the first swap');
+  assert.equal(await w.settle(1), 1, 'the first swap');
 
   writeFileSync(join(dir, '..v2', 'config.yaml'), 'version: 2.1\n');
-  assert.equal(await w.settle(), 2, 'an edit of the file the links now lead to');
+  assert.equal(await w.settle(2), 2, 'an edit of the file the links now lead to');
 
   swap(3);
-  assert.equal(await w.settle(), 3, 'the second swap');
+  assert.equal(await w.settle(3), 3, 'the second swap');
 
   writeFileSync(join(dir, 'unrelated'), 'x');
-  assert.equal(await w.settle(), 3, 'a file in the directory that changes nothing the path leads to');
+  assert.equal(await w.settle(3), 3, 'a file in the directory that changes nothing the path leads to');
 });
 
 test('a link to a file in another directory: an edit of that file calls back', async () => {
@@ -88,7 +92,22 @@ test('a link to a file in another directory: an edit of that file calls back', a
   const w = watching(join(dir, 'etc', 'gw.yaml'));
 
   writeFileSync(target, 'a: 2\n');
-  assert.equal(await w.settle(), 1);
+  assert.equal(await w.settle(1), 1);
+});
+
+test('a plain file in a linked directory: an edit calls back, other files in the directory do not', async () => {
+  // /etc/gw -> /opt/gw-config, or macOS's /tmp -> /private/tmp: only the file itself counts
+  const dir = tempDir('gw-watch-dirlink-');
+  mkdirSync(join(dir, 'real'));
+  symlinkSync(join(dir, 'real'), join(dir, 'linked'));
+  writeFileSync(join(dir, 'real', 'config.yaml'), 'a: 1\n');
+  const w = watching(join(dir, 'linked', 'config.yaml'));
+
+  writeFileSync(join(dir, 'real', 'gw.log'), 'a line\n');
+  assert.equal(await w.settle(0), 0, 'another file in the directory');
+
+  writeFileSync(join(dir, 'linked', 'config.yaml'), 'a: 2\n');
+  assert.equal(await w.settle(1), 1);
 });
 
 test('stopped, it calls back no more', async () => {
@@ -99,9 +118,9 @@ test('stopped, it calls back no more', async () => {
   const stop = watchFile(file, () => n++, DEBOUNCE_MS);
   writeFileSync(file, 'a: 2\n');
   stop();
-  await sleep(SETTLE_MS);
+  await sleep(QUIET_MS * 2);
   assert.equal(n, 0, 'a burst under way when stopped');
   writeFileSync(file, 'a: 3\n');
-  await sleep(SETTLE_MS);
+  await sleep(QUIET_MS * 2);
   assert.equal(n, 0);
 });

@@ -10,7 +10,7 @@
 // watched too (again after each change, since a swap moves it), and a burst calls back only if
 // where the path leads, or that file, has changed.
 import { type FSWatcher, realpathSync, statSync, watch } from 'node:fs';
-import { basename, dirname, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 
 /**
  * Calls `onChange` `debounceMs` after the last change of a burst, but no later than `maxWaitMs` after
@@ -29,6 +29,8 @@ export function watchFile(
   let burstStart: number | undefined;
   let seen = fingerprint(full);
   let real = realPath(full);
+  /** Whether the file itself is a link (a link among the directories above it is followed as is). */
+  let isLink = real !== join(realPath(dirname(full)), name);
   /** The watcher of the directory the links lead to, and that directory; none for a plain path. */
   let inner: { w: FSWatcher; dir: string } | undefined;
 
@@ -42,6 +44,7 @@ export function watchFile(
     timer = undefined;
     burstStart = undefined;
     real = realPath(full);
+    isLink = real !== join(realPath(dirname(full)), name);
     followLinks();
     const now = fingerprint(full);
     if (now === seen) return;
@@ -49,10 +52,16 @@ export function watchFile(
     onChange();
   };
   const followLinks = () => {
-    const dir = real === full ? undefined : dirname(real);
+    const dir = isLink ? dirname(real) : undefined;
     if (inner?.dir === dir) return;
     inner?.w.close();
-    inner = dir === undefined ? undefined : { w: watchDir(dir, (file) => file === basename(real)), dir };
+    inner = undefined;
+    if (dir === undefined) return;
+    try {
+      inner = { w: watchDir(dir, (file) => file === basename(real)), dir };
+    } catch {
+      // Gone again since realpath (swapped once more): the swap's own events bring the next try.
+    }
   };
   const watchDir = (dir: string, counts: (file: string) => boolean): FSWatcher => {
     const w = watch(dir, (_event, file) => {
@@ -63,7 +72,7 @@ export function watchFile(
   };
 
   // In the path's own directory only the file's name counts, unless the path is a link.
-  const outer = watchDir(dirname(full), (file) => file === name || real !== full);
+  const outer = watchDir(dirname(full), (file) => file === name || isLink);
   followLinks();
   return () => {
     clearTimeout(timer);
