@@ -2,12 +2,13 @@
 // hot reload (also under load and across workers), rejected edits, graceful shutdown and the
 // embedded default config.
 import assert from 'node:assert/strict';
-import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { startUpstream, type TestServer } from '@gw/testkit';
+import tls from 'node:tls';
+import { makeTestPki, startUpstream, type TestServer } from '@gw/testkit';
 import { Pool } from 'undici';
 import {
   cleanupGw,
@@ -238,6 +239,60 @@ describe('gw -f: start and hot reload', () => {
       await sleep(20);
     }
     assert.equal(body, 'from the second version\n', 'the swap did not apply within 10 s');
+  });
+
+  test('a certificate file the config reads, renewed in place, is served without a restart', async (t) => {
+    const pki = await makeTestPki(['before.test', 'after.test']);
+    t.after(() => pki.cleanup());
+    const dir = tempDir('gw-e2e-renew-');
+    const cert = join(dir, 'tls.crt');
+    const key = join(dir, 'tls.key');
+    const install = (name: string) => {
+      // as cert-manager or an operator would: a new file renamed over the old one
+      const from = pki.servers[name]!;
+      copyFileSync(from.certFile, `${cert}.tmp`);
+      copyFileSync(from.keyFile, `${key}.tmp`);
+      renameSync(`${key}.tmp`, key);
+      renameSync(`${cert}.tmp`, cert);
+    };
+    install('before.test');
+    const g = await startGw({
+      yaml: `${configBlock()}binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - protocol: HTTPS
+    tls: { cert: ${JSON.stringify(cert)}, key: ${JSON.stringify(key)} }
+    routes:
+    - policies:
+        directResponse: { status: 200, body: "ok" }
+`,
+    });
+    const port = await g.proxyPort();
+    const served = () =>
+      new Promise<unknown>((resolve, reject) => {
+        // the chain is checked against the test CA; the name is what the test reads, so not checked
+        const s = tls.connect(
+          { host: '127.0.0.1', port, ca: pki.ca, checkServerIdentity: () => undefined },
+          () => {
+            const cn = s.getPeerCertificate().subject?.CN;
+            s.end();
+            resolve(cn);
+          },
+        );
+        s.on('error', reject);
+      });
+    assert.equal(await served(), 'before.test');
+
+    install('after.test');
+    const renewed = Date.now();
+    let cn: unknown;
+    while (Date.now() - renewed < 10_000) {
+      cn = await served();
+      if (cn === 'after.test') break;
+      await sleep(20);
+    }
+    assert.equal(cn, 'after.test', 'the renewed certificate was not served within 10 s');
   });
 
   test('100 config swaps under continuous load: zero failed requests', { timeout: 60_000 }, async (t) => {

@@ -2,6 +2,7 @@
 // it on change; `gw --validate-only -f config.yaml` checks a file and exits; `gw --xds-address URL
 // --gateway NS/NAME` takes its config from the controller over xDS.
 import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { hostPort } from '@gw/api/runtime';
 import { startAdmin, startReadiness, startStats } from './admin/server.ts';
@@ -20,7 +21,8 @@ import type { XdsClient } from './xds-client/client.ts';
 const USAGE = `Usage: gw [-f config.yaml] [--validate-only] [--workers N]
        gw --xds-address URL --gateway NAMESPACE/NAME [--xds-token-file FILE] [--workers N]
 
-  -f, --file FILE     run this config file (default: the embedded example config); reloaded on change
+  -f, --file FILE     run this config file (default: the embedded example config); reloaded when it,
+                      or a file it reads (certificates, keys, ...), changes
   --validate-only     check the config file and exit (0 = valid, 1 = invalid)
   --workers N         data-plane worker threads (default: config.workerThreads, else one per core)
   -V, --version       print the version
@@ -201,6 +203,8 @@ export async function main(argv: string[]): Promise<number> {
   let stopping = false;
   const servers: { close: () => Promise<unknown> }[] = [];
   let stopWatch = () => {};
+  /** Watches the config file and these files it read, and no others. */
+  let watchConfigFiles: (files: string[]) => void = () => {};
   let xdsClient: XdsClient | undefined;
   const done = new Promise<number>((resolveDone) => {
     const shutdown = (reason: string) => {
@@ -299,10 +303,35 @@ export async function main(argv: string[]): Promise<number> {
       if (file) {
         // Reloads run one after another, so a slow load of an older edit never lands after a newer one.
         let reloads: Promise<void> = Promise.resolve();
-        stopWatch = watchFile(file, () => {
+        const changed = () => {
           if (stopping) return;
           reloads = reloads.then(() => reload(file));
-        });
+        };
+        // The config file and the files it reads (certificates, keys, JWKS, ...): a certificate
+        // renewed in place applies as an edit of the config does. The set follows each config applied.
+        const watched = new Map<string, () => void>();
+        watchConfigFiles = (files) => {
+          const want = new Set([resolve(file), ...files]);
+          for (const [f, stop] of watched)
+            if (!want.has(f)) {
+              stop();
+              watched.delete(f);
+            }
+          for (const f of want) {
+            if (watched.has(f)) continue;
+            try {
+              watched.set(f, watchFile(f, changed));
+            } catch (err) {
+              // its directory is not there (a model catalog not written yet): the next reload tries again
+              log.debug({ file: f, error: (err as Error).message }, 'cannot watch a file the config reads');
+            }
+          }
+        };
+        watchConfigFiles(loaded?.files ?? []);
+        stopWatch = () => {
+          for (const stop of watched.values()) stop();
+          watched.clear();
+        };
       }
       async function reload(file: string): Promise<void> {
         if (stopping) return;
@@ -311,6 +340,7 @@ export async function main(argv: string[]): Promise<number> {
         // first reload on.
         await loadHere(file)
           .then(async (next) => {
+            watchConfigFiles(next.files);
             if (next.ir.version === supervisor.ir?.version) {
               // The file is the running config again (a broken edit was undone): nothing to apply,
               // but the error reported for the broken edit no longer describes the file.

@@ -30,5 +30,6 @@ export function resultOf(loaded: LoadedConfig): LoadedConfigResult {
     startup: loaded.startup,
     policyMemory: sharedMemoryOf(loaded.ir),
     warnings: loaded.warnings.map(formatIssue),
+    files: loaded.files,
   };
 }

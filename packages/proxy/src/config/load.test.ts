@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { ConfigError } from '@gw/api';
+import { makeTestPki } from '@gw/testkit';
 import { tempDir } from '@gw/testkit/temp-dir';
 import type { Secret } from '../secret.ts';
 import { DEFAULT_CONFIG, DEFAULT_CONFIG_NAME } from './default-config.ts';
@@ -235,6 +236,37 @@ routeGroups:
     assert.match(a[0] as string, /protocol HTTPS needs tls/);
     const b = issues('binds:\n- port: 8443\n  listeners:\n  - tls: {cert: /no/cert.pem, key: /no/key.pem}\n');
     assert.match(b.join('\n'), /tls\.cert: cannot read \/no\/cert\.pem: ENOENT/);
+  });
+
+  test('the files a config reads are listed, so that a change to one reloads it; inline PEM is not a file', async () => {
+    const pki = await makeTestPki(['files.test']);
+    try {
+      const c = pki.servers['files.test']!;
+      const dir = tempDir('gw-load-');
+      const f = join(dir, 'gw.yaml');
+      writeFileSync(
+        f,
+        `config:
+  modelCatalog: [{file: prices.json}]
+binds:
+- port: 0
+  listeners:
+  - protocol: HTTPS
+    tls: {cert: ${JSON.stringify(c.certFile)}, key: ${JSON.stringify(c.keyFile)}}
+    routes: [{backends: [{host: "a:1"}]}]
+- port: 0
+  listeners:
+  - protocol: HTTPS
+    tls: {cert: ${JSON.stringify(c.cert)}, key: ${JSON.stringify(c.keyFile)}}
+    routes: [{backends: [{host: "a:1"}]}]
+`,
+      );
+      const loaded = await loadConfigFile(f);
+      // prices.json is not there: it is watched all the same, and its prices apply once it is
+      assert.deepEqual(new Set(loaded.files), new Set([join(dir, 'prices.json'), c.certFile, c.keyFile]));
+    } finally {
+      await pki.cleanup();
+    }
   });
 
   test('one port cannot serve HTTP and HTTPS', () => {

@@ -179,6 +179,11 @@ export interface LoadedConfig {
   startup: StartupConfig;
   /** Not wrong, but worth a line at load (an unset bare `$NAME` kept as written). */
   warnings: ConfigIssue[];
+  /**
+   * The other files the config read, absolute (certificates, keys, JWKS, htpasswd, model catalogs):
+   * what they hold is part of the config, so a change to any of them is a change to the config.
+   */
+  files: string[];
 }
 
 export const DEFAULT_MAX_BUFFER = 2 * 1024 * 1024;
@@ -272,6 +277,8 @@ class Builder {
   readonly cfg: ConfigFile;
   readonly baseDir: string;
   readonly opts: BuildOptions;
+  /** The files read so far (LoadedConfig.files), and those a catalog source named but were not there. */
+  readonly #files = new Set<string>();
   constructor(src: SourceDocument, cfg: ConfigFile, baseDir: string, opts: BuildOptions = {}) {
     this.src = src;
     this.cfg = cfg;
@@ -320,7 +327,7 @@ class Builder {
       .update(JSON.stringify(body, secretHashReplacer))
       .digest('hex')
       .slice(0, 16);
-    return { ir: { version, ...body }, startup, warnings: this.src.warnings };
+    return { ir: { version, ...body }, startup, warnings: this.src.warnings, files: [...this.#files] };
   }
 
   startup(g: GlobalConfig): StartupConfig {
@@ -440,6 +447,8 @@ class Builder {
         let text: string;
         if ('file' in s) {
           const full = isAbsolute(s.file) ? s.file : resolve(this.baseDir, s.file);
+          // watched even when it is not there yet: its prices apply once it is
+          this.#files.add(full);
           try {
             text = readFileSync(full, 'utf8');
           } catch (err) {
@@ -609,6 +618,7 @@ class Builder {
     if (typeof v === 'string' && v.includes('-----BEGIN')) return v;
     const file = typeof v === 'string' ? v : v.file;
     const full = isAbsolute(file) ? file : resolve(this.baseDir, file);
+    this.#files.add(full);
     try {
       return readFileSync(full, 'utf8');
     } catch (err) {

@@ -18,7 +18,14 @@ import type { StartupConfig } from './load.ts';
 const LOADER = fileURLToPath(entryUrl(import.meta.url, './loader-process.ts', 'gw-config-loader'));
 
 export type LoaderReply =
-  | { ok: true; ir: unknown; startup: StartupConfig; policyMemory: SharedMemoryNeed[]; warnings: string[] }
+  | {
+      ok: true;
+      ir: unknown;
+      startup: StartupConfig;
+      policyMemory: SharedMemoryNeed[];
+      warnings: string[];
+      files: string[];
+    }
   | { ok: false; message: string };
 
 export interface LoadedConfigResult {
@@ -28,6 +35,8 @@ export interface LoadedConfigResult {
   policyMemory: SharedMemoryNeed[];
   /** Each warning formatted with its file, line and field. */
   warnings: string[];
+  /** The other files the config read (LoadedConfig.files): a change to one is a change to the config. */
+  files: string[];
 }
 
 /** A config that does not load: the message names the file, line and field at fault. */
@@ -41,6 +50,7 @@ function fromReply(r: LoaderReply): LoadedConfigResult {
     startup: r.startup,
     policyMemory: r.policyMemory,
     warnings: r.warnings,
+    files: r.files,
   };
 }
 
