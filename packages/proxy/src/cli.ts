@@ -308,9 +308,11 @@ export async function main(argv: string[]): Promise<number> {
           reloads = reloads.then(() => reload(file));
         };
         // The config file and the files it reads (certificates, keys, JWKS, ...): a certificate
-        // renewed in place applies as an edit of the config does. The set follows each config applied.
+        // renewed in place applies as an edit of the config does. The set follows each config loaded.
         const watched = new Map<string, () => void>();
         watchConfigFiles = (files) => {
+          // a load that ends after shutdown began starts no watchers
+          if (stopping) return;
           const want = new Set([resolve(file), ...files]);
           for (const [f, stop] of watched)
             if (!want.has(f)) {
