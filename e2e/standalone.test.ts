@@ -2,7 +2,7 @@
 // hot reload (also under load and across workers), rejected edits, graceful shutdown and the
 // embedded default config.
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, linkSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { join } from 'node:path';
@@ -293,6 +293,40 @@ describe('gw -f: start and hot reload', () => {
       await sleep(20);
     }
     assert.equal(cn, 'after.test', 'the renewed certificate was not served within 10 s');
+  });
+
+  test('SIGHUP reloads the file at once, even where no change was reported, and says when nothing changed', async () => {
+    // The config is also a hard link in another directory, written in place there: the config's own
+    // directory hears nothing, as on a filesystem that reports no changes. Only SIGHUP reads it.
+    const g = await startGw({ yaml: directConfig('before\n') });
+    const port = await g.proxyPort();
+    const other = join(tempDir('gw-e2e-hup-'), 'config.yaml');
+    linkSync(g.file, other);
+    writeFileSync(other, directConfig('after\n'));
+    await sleep(600);
+    assert.equal(
+      (await get(port, '/')).body,
+      'before\n',
+      'an edit no watch reported is not applied by itself',
+    );
+
+    process.kill(g.pid, 'SIGHUP');
+    const sent = Date.now();
+    let body = '';
+    while (Date.now() - sent < 10_000) {
+      body = (await get(port, '/')).body;
+      if (body === 'after\n') break;
+      await sleep(20);
+    }
+    assert.equal(body, 'after\n', 'SIGHUP did not apply the edit within 10 s');
+    assert.ok(await g.waitForLine((l) => l.includes('SIGHUP: reloading the config')));
+
+    process.kill(g.pid, 'SIGHUP');
+    assert.ok(
+      await g.waitForLine((l) => l.includes('configuration unchanged')),
+      `a SIGHUP with nothing to apply is answered; stdout:\n${g.stdout.join('\n')}`,
+    );
+    assert.equal((await get(port, '/')).body, 'after\n', 'still serving');
   });
 
   test('100 config swaps under continuous load: zero failed requests', { timeout: 60_000 }, async (t) => {

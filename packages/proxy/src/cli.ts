@@ -22,7 +22,7 @@ const USAGE = `Usage: gw [-f config.yaml] [--validate-only] [--workers N]
        gw --xds-address URL --gateway NAMESPACE/NAME [--xds-token-file FILE] [--workers N]
 
   -f, --file FILE     run this config file (default: the embedded example config); reloaded when it,
-                      or a file it reads (certificates, keys, ...), changes
+                      or a file it reads (certificates, keys, ...), changes, and on SIGHUP
   --validate-only     check the config file and exit (0 = valid, 1 = invalid)
   --workers N         data-plane worker threads (default: config.workerThreads, else one per core)
   -V, --version       print the version
@@ -330,12 +330,20 @@ export async function main(argv: string[]): Promise<number> {
           }
         };
         watchConfigFiles(loaded?.files ?? []);
+        // `kill -HUP`: reload now, changed or not, for filesystems that report no changes (NFS, some
+        // container bind mounts) and for scripts that want to know the file was read.
+        process.on('SIGHUP', () => {
+          if (stopping) return;
+          log.info({ file }, 'SIGHUP: reloading the config');
+          reloads = reloads.then(() => reload(file, true));
+        });
         stopWatch = () => {
           for (const stop of watched.values()) stop();
           watched.clear();
         };
       }
-      async function reload(file: string): Promise<void> {
+      /** `requested`: by SIGHUP, which is answered even when nothing changed. */
+      async function reload(file: string, requested = false): Promise<void> {
         if (stopping) return;
         // In this thread: a new process per edit took about half a second (100 edits applied one after
         // another in e2e/standalone.test.ts went past a minute). The schemas stay loaded from the
@@ -347,6 +355,7 @@ export async function main(argv: string[]): Promise<number> {
               // The file is the running config again (a broken edit was undone): nothing to apply,
               // but the error reported for the broken edit no longer describes the file.
               lastError = undefined;
+              if (requested) log.info({ version: next.ir.version }, 'configuration unchanged');
               return;
             }
             await supervisor.apply(next.ir, next.policyMemory);
