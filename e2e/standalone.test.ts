@@ -50,6 +50,27 @@ function get(port: number, path: string): Promise<Reply> {
   });
 }
 
+/** Reads again every 20 ms until `done` says so or `ms` have passed; the last value read. */
+async function readUntil<T>(read: () => Promise<T>, done: (v: T) => boolean, ms = 10_000): Promise<T> {
+  const until = Date.now() + ms;
+  let v = await read();
+  while (!done(v) && Date.now() < until) {
+    await sleep(20);
+    v = await read();
+  }
+  return v;
+}
+
+/** The body at `/` once it is `want`, or what it still was after 10 s. */
+async function bodyOnceIt(port: number, want: string): Promise<string> {
+  return (
+    await readUntil(
+      () => get(port, '/'),
+      (r) => r.body === want,
+    )
+  ).body;
+}
+
 /** A config with one loopback bind (OS-chosen port) and one listener whose routes are `routes`. */
 function oneListener(routes: string): string {
   return `${configBlock()}binds:
@@ -187,13 +208,8 @@ describe('gw -f: start and hot reload', () => {
 
     g.write(directConfig('second\n'));
     const edited = Date.now();
-    let body = '';
     // usually well under a second; a loaded CI machine has taken 1.6 s
-    while (Date.now() - edited < 10_000) {
-      body = (await get(port, '/')).body;
-      if (body === 'second\n') break;
-      await sleep(20);
-    }
+    const body = await bodyOnceIt(port, 'second\n');
     assert.equal(body, 'second\n', 'the edit did not show within 10 s');
     t.diagnostic(`the edit showed ${Date.now() - edited} ms after the write`);
     // the dump names the new version once every worker has swapped, which can trail the first one
@@ -231,13 +247,7 @@ describe('gw -f: start and hot reload', () => {
     symlinkSync('..v2', join(cm, '..data_tmp'));
     renameSync(join(cm, '..data_tmp'), join(cm, '..data'));
     rmSync(join(cm, '..v1'), { recursive: true });
-    const swapped = Date.now();
-    let body = '';
-    while (Date.now() - swapped < 10_000) {
-      body = (await get(port, '/')).body;
-      if (body === 'from the second version\n') break;
-      await sleep(20);
-    }
+    const body = await bodyOnceIt(port, 'from the second version\n');
     assert.equal(body, 'from the second version\n', 'the swap did not apply within 10 s');
   });
 
@@ -285,13 +295,7 @@ describe('gw -f: start and hot reload', () => {
     assert.equal(await served(), 'before.test');
 
     install('after.test');
-    const renewed = Date.now();
-    let cn: unknown;
-    while (Date.now() - renewed < 10_000) {
-      cn = await served();
-      if (cn === 'after.test') break;
-      await sleep(20);
-    }
+    const cn = await readUntil(served, (v) => v === 'after.test');
     assert.equal(cn, 'after.test', 'the renewed certificate was not served within 10 s');
   });
 
@@ -311,13 +315,7 @@ describe('gw -f: start and hot reload', () => {
     );
 
     process.kill(g.pid, 'SIGHUP');
-    const sent = Date.now();
-    let body = '';
-    while (Date.now() - sent < 10_000) {
-      body = (await get(port, '/')).body;
-      if (body === 'after\n') break;
-      await sleep(20);
-    }
+    const body = await bodyOnceIt(port, 'after\n');
     assert.equal(body, 'after\n', 'SIGHUP did not apply the edit within 10 s');
     assert.ok(await g.waitForLine((l) => l.includes('SIGHUP: reloading the config')));
 
