@@ -71,6 +71,20 @@ async function bodyOnceIt(port: number, want: string): Promise<string> {
   ).body;
 }
 
+/** A config with one HTTPS listener on a loopback bind, its certificate and key read from files. */
+function httpsConfig(cert: string, key: string): string {
+  return `${configBlock()}binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - protocol: HTTPS
+    tls: { cert: ${JSON.stringify(cert)}, key: ${JSON.stringify(key)} }
+    routes:
+    - policies:
+        directResponse: { status: 200, body: "ok" }
+`;
+}
+
 /** A config with one loopback bind (OS-chosen port) and one listener whose routes are `routes`. */
 function oneListener(routes: string): string {
   return `${configBlock()}binds:
@@ -266,18 +280,7 @@ describe('gw -f: start and hot reload', () => {
       renameSync(`${cert}.tmp`, cert);
     };
     install('before.test');
-    const g = await startGw({
-      yaml: `${configBlock()}binds:
-- port: 0
-  address: 127.0.0.1
-  listeners:
-  - protocol: HTTPS
-    tls: { cert: ${JSON.stringify(cert)}, key: ${JSON.stringify(key)} }
-    routes:
-    - policies:
-        directResponse: { status: 200, body: "ok" }
-`,
-    });
+    const g = await startGw({ yaml: httpsConfig(cert, key) });
     const port = await g.proxyPort();
     const served = () =>
       new Promise<unknown>((resolve, reject) => {
@@ -297,6 +300,33 @@ describe('gw -f: start and hot reload', () => {
     install('after.test');
     const cn = await readUntil(served, (v) => v === 'after.test');
     assert.equal(cn, 'after.test', 'the renewed certificate was not served within 10 s');
+  });
+
+  test('a config rejected for a file not written yet applies once the file is', async (t) => {
+    const pki = await makeTestPki(['late.test']);
+    t.after(() => pki.cleanup());
+    const g = await startGw({ yaml: directConfig('plain\n') });
+    const before = await g.configDump();
+    const dir = tempDir('gw-e2e-late-');
+    const cert = join(dir, 'tls.crt');
+    const key = join(dir, 'tls.key');
+    g.write(httpsConfig(cert, key));
+    const rejected = await readUntil(
+      () => g.configDump(),
+      (d) => d.lastReloadError !== undefined,
+    );
+    assert.match(rejected.lastReloadError ?? '', /cannot read .*tls\.crt: ENOENT/);
+    assert.equal(rejected.version, before.version, 'the running config stays');
+
+    // as a certificate issuer writes them, after the config that names them
+    copyFileSync(pki.servers['late.test']!.keyFile, key);
+    copyFileSync(pki.servers['late.test']!.certFile, cert);
+    const applied = await readUntil(
+      () => g.configDump(),
+      (d) => d.version !== before.version && d.lastReloadError === undefined,
+    );
+    assert.notEqual(applied.version, before.version, 'the config applied once its files were there');
+    assert.equal(applied.lastReloadError, undefined);
   });
 
   test('SIGHUP reloads the file at once, even where no change was reported, and says when nothing changed', async () => {

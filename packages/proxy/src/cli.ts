@@ -203,8 +203,11 @@ export async function main(argv: string[]): Promise<number> {
   let stopping = false;
   const servers: { close: () => Promise<unknown> }[] = [];
   let stopWatch = () => {};
-  /** Watches the config file and these files it read, and no others. */
-  let watchConfigFiles: (files: string[]) => void = () => {};
+  /**
+   * Watches the config file and these files it read, and no others; `failed`: files a load that
+   * failed tried to read, watched beside the running config's.
+   */
+  let watchConfigFiles: (files: string[], failed?: boolean) => void = () => {};
   let xdsClient: XdsClient | undefined;
   const done = new Promise<number>((resolveDone) => {
     const shutdown = (reason: string) => {
@@ -310,10 +313,14 @@ export async function main(argv: string[]): Promise<number> {
         // The config file and the files it reads (certificates, keys, JWKS, ...): a certificate
         // renewed in place applies as an edit of the config does. The set follows each config loaded.
         const watched = new Map<string, () => void>();
-        watchConfigFiles = (files) => {
+        /** The files the running config read. */
+        let running: string[] = [];
+        watchConfigFiles = (files, failed = false) => {
           // a load that ends after shutdown began starts no watchers
           if (stopping) return;
-          const want = new Set([resolve(file), ...files]);
+          if (!failed) running = files;
+          // those a failed load tried are watched too: the certificate it missed may be written later
+          const want = new Set([resolve(file), ...running, ...(failed ? files : [])]);
           for (const [f, stop] of watched)
             if (!want.has(f)) {
               stop();
@@ -368,6 +375,8 @@ export async function main(argv: string[]): Promise<number> {
             log.info({ version: next.ir.version }, 'configuration reloaded');
           })
           .catch((err) => {
+            const tried = (err as { files?: unknown }).files;
+            if (Array.isArray(tried)) watchConfigFiles(tried as string[], true);
             lastError = report(err);
             log.error(
               `configuration change rejected, keeping version ${supervisor.ir?.version}:\n${lastError}`,

@@ -186,6 +186,18 @@ export interface LoadedConfig {
   files: string[];
 }
 
+/**
+ * A config that does not load, with the files it read or tried to read (LoadedConfig.files): one of
+ * them may be what is wrong, a certificate not written yet, and the config may load once it changes.
+ */
+export class ConfigFilesError extends ConfigError {
+  readonly files: string[];
+  constructor(issues: ConfigIssue[], files: string[]) {
+    super(issues);
+    this.files = files;
+  }
+}
+
 export const DEFAULT_MAX_BUFFER = 2 * 1024 * 1024;
 export const DEFAULT_POOL_MAX_SIZE = 1024;
 
@@ -321,7 +333,7 @@ class Builder {
     addCredentialLocations(global, binds, this.#upstreamCredentials);
     // With the problems found while reading (unset environment variables), so a file shows all at once.
     const issues = withSourceIssues(this.src, this.issues);
-    if (issues.length > 0) throw new ConfigError(issues);
+    if (issues.length > 0) throw new ConfigFilesError(issues, [...this.#files]);
     const body = { source: this.src.file, global, binds, frontend };
     const version = createHash('sha256')
       .update(JSON.stringify(body, secretHashReplacer))
