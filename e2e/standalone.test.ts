@@ -10,6 +10,7 @@ import { after, describe, test } from 'node:test';
 import tls from 'node:tls';
 import { makeTestPki, startUpstream, type TestServer } from '@gw/testkit';
 import { Pool } from 'undici';
+import { until } from './support/controller-e2e.ts';
 import {
   cleanupGw,
   configBlock,
@@ -50,21 +51,23 @@ function get(port: number, path: string): Promise<Reply> {
   });
 }
 
-/** Reads again every 20 ms until `done` says so or `ms` have passed; the last value read. */
-async function readUntil<T>(read: () => Promise<T>, done: (v: T) => boolean, ms = 10_000): Promise<T> {
-  const until = Date.now() + ms;
-  let v = await read();
-  while (!done(v) && Date.now() < until) {
-    await sleep(20);
-    v = await read();
-  }
-  return v;
+/** `read()` every 20 ms until `done` holds, for 10 s at most (the e2e suites' `until`, which says what timed out). */
+function readUntil<T>(what: string, read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
+  return until(
+    what,
+    async () => {
+      const v = await read();
+      return done(v) ? v : undefined;
+    },
+    { timeoutMs: 10_000, intervalMs: 20 },
+  );
 }
 
-/** The body at `/` once it is `want`, or what it still was after 10 s. */
+/** The body at `/` once it is `want` (10 s at most). */
 async function bodyOnceIt(port: number, want: string): Promise<string> {
   return (
     await readUntil(
+      `the body ${JSON.stringify(want)}`,
       () => get(port, '/'),
       (r) => r.body === want,
     )
@@ -298,7 +301,7 @@ describe('gw -f: start and hot reload', () => {
     assert.equal(await served(), 'before.test');
 
     install('after.test');
-    const cn = await readUntil(served, (v) => v === 'after.test');
+    const cn = await readUntil('the renewed certificate', served, (v) => v === 'after.test');
     assert.equal(cn, 'after.test', 'the renewed certificate was not served within 10 s');
   });
 
@@ -312,6 +315,7 @@ describe('gw -f: start and hot reload', () => {
     const key = join(dir, 'tls.key');
     g.write(httpsConfig(cert, key));
     const rejected = await readUntil(
+      'the reload to be rejected',
       () => g.configDump(),
       (d) => d.lastReloadError !== undefined,
     );
@@ -322,6 +326,7 @@ describe('gw -f: start and hot reload', () => {
     copyFileSync(pki.servers['late.test']!.keyFile, key);
     copyFileSync(pki.servers['late.test']!.certFile, cert);
     const applied = await readUntil(
+      'the config to apply',
       () => g.configDump(),
       (d) => d.version !== before.version && d.lastReloadError === undefined,
     );

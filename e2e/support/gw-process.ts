@@ -1,11 +1,12 @@
 // Runs the real `bin/gw` as a child process for end-to-end tests: writes the YAML into a temp dir,
 // learns the admin, stats and readiness addresses from the start-up log line, and stops it by pid.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ConfigDump } from '@gw/api';
+import { tempDir as testkitTempDir } from '@gw/testkit/temp-dir';
 
 export const GW_BIN = resolve(import.meta.dirname, '../../bin/gw');
 
@@ -67,19 +68,15 @@ export interface StartOptions {
 }
 
 const running = new Set<GwProcess>();
-const dirs = new Set<string>();
 
+/** A temp dir, removed when the test file's process exits (@gw/testkit's tempDir). */
 export function tempDir(prefix = 'gw-e2e-'): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  dirs.add(dir);
-  return dir;
+  return testkitTempDir(prefix);
 }
 
-/** Stops every gw this module started and removes its temp dirs; call from `after`. */
+/** Stops every gw this module started; call from `after`. */
 export async function cleanupGw(): Promise<void> {
   await Promise.all([...running].map((g) => g.stop(3000)));
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  dirs.clear();
 }
 
 function lines(stream: NodeJS.ReadableStream, into: string[], onLine: (l: string) => void): void {

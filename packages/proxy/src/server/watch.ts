@@ -27,10 +27,10 @@ export function watchFile(
   const name = basename(full);
   let timer: NodeJS.Timeout | undefined;
   let burstStart: number | undefined;
-  let seen = fingerprint(full);
   let real = realPath(full);
+  let seen = fingerprint(real);
   /** Whether the file itself is a link (a link among the directories above it is followed as is). */
-  let isLink = real !== join(realPath(dirname(full)), name);
+  let isLink = linkedFile(full, real);
   /** The watcher of the directory the links lead to, and that directory; none for a plain path. */
   let inner: { w: FSWatcher; dir: string } | undefined;
 
@@ -44,9 +44,9 @@ export function watchFile(
     timer = undefined;
     burstStart = undefined;
     real = realPath(full);
-    isLink = real !== join(realPath(dirname(full)), name);
+    isLink = linkedFile(full, real);
     followLinks();
-    const now = fingerprint(full);
+    const now = fingerprint(real);
     if (now === seen) return;
     seen = now;
     onChange();
@@ -81,6 +81,11 @@ export function watchFile(
   };
 }
 
+/** Whether the file at `full` is itself a link: where it leads is not its name in its (real) directory. */
+function linkedFile(full: string, real: string): boolean {
+  return real !== join(realPath(dirname(full)), basename(full));
+}
+
 /** Where the path leads (itself when it is not a link or does not exist). */
 function realPath(full: string): string {
   try {
@@ -90,10 +95,9 @@ function realPath(full: string): string {
   }
 }
 
-/** Where the path leads and that file's identity, size and times: any edit or swap changes it. */
-function fingerprint(full: string): string {
+/** Where the path leads (`real`, from realPath) and that file's identity, size and times: any edit or swap changes it. */
+function fingerprint(real: string): string {
   try {
-    const real = realpathSync(full);
     const s = statSync(real, { bigint: true });
     return `${real}\0${s.ino}\0${s.size}\0${s.mtimeNs}\0${s.ctimeNs}`;
   } catch (err) {
