@@ -718,8 +718,48 @@ describe('embedded default config', () => {
     assert.deepEqual(await get(port, '/healthz').then((r) => [r.status, r.body]), [200, 'ok\n']);
     const dump = await g.configDump();
     assert.equal(dump.source, '<embedded default config>');
+
+    // node's default for SIGHUP is to end the process
+    process.kill(g.pid, 'SIGHUP');
+    assert.ok(
+      await g.waitForLine((l) => l.includes('SIGHUP: nothing to reload (the embedded config)')),
+      `SIGHUP is answered; stdout:\n${g.stdout.join('\n')}`,
+    );
+    assert.equal((await get(port, '/')).status, 200, 'still serving after SIGHUP');
     assert.deepEqual(await g.stop(), { code: 0, signal: null });
   });
+});
+
+test('xDS mode: SIGHUP while waiting for the controller reconnects at once, and ends nothing', async () => {
+  // Nothing listens on the controller's address, so the proxy goes on waiting longer between tries.
+  const g = await startGw({
+    args: [
+      ...['--xds-address', `http://127.0.0.1:${await freePort()}`, '--gateway', 'ns/edge'],
+      ...['--admin-addr', '127.0.0.1:0', '--stats-addr', 'off', '--readiness-addr', 'off'],
+    ],
+    waitReady: false,
+  });
+  const waits = () =>
+    g.stdout.filter((l) => l.includes('xDS disconnected')).map((l) => Number(/retryInMs=(\d+)/.exec(l)?.[1]));
+  // a wait of a second or more: the signal lands in it
+  const long = await readUntil(
+    'a wait of a second between tries',
+    async () => waits(),
+    (w) => w.some((ms) => ms >= 1000),
+  );
+  const tries = g.stdout.filter((l) => l.includes('xDS connecting')).length;
+  process.kill(g.pid, 'SIGHUP');
+  assert.ok(
+    await g.waitForLine((l) => l.includes('SIGHUP: reconnecting to the controller now'), 900),
+    `SIGHUP is answered within the wait (${long.at(-1)} ms); stdout:\n${g.stdout.join('\n')}`,
+  );
+  const connecting = () => g.stdout.filter((l) => l.includes('xDS connecting')).length;
+  await until('another try, before the wait is over', async () => connecting() > tries || undefined, {
+    timeoutMs: 900,
+    intervalMs: 10,
+  });
+  assert.equal(g.child.exitCode, null, 'gw still runs');
+  assert.deepEqual(await g.stop(), { code: 0, signal: null });
 });
 
 /** 'refused' when nothing accepts a TCP connection on `port`, else 'accepted'. */

@@ -41,18 +41,24 @@ interface Proxy {
 function proxy(
   port: number,
   gateway: string,
-  extra: { tokenFile?: string; caFile?: string; scheme?: 'http' | 'https'; host?: string } = {},
+  extra: {
+    tokenFile?: string;
+    caFile?: string;
+    scheme?: 'http' | 'https';
+    host?: string;
+    backoff?: { initialMs: number; maxMs: number };
+  } = {},
 ): Proxy {
   const { lines, hub } = capture();
   const configs: ProxyIR[] = [];
   const rejects: string[] = [];
-  const { scheme = 'http', host = '127.0.0.1', ...files } = extra;
+  const { scheme = 'http', host = '127.0.0.1', backoff = { initialMs: 50, maxMs: 400 }, ...files } = extra;
   const client = startXdsClient({
     address: `${scheme}://${host}:${port}`,
     gateway,
     ...files,
     log: hub.module('xds'),
-    backoff: { initialMs: 50, maxMs: 400 },
+    backoff,
     onConfig: ({ ir }) => {
       configs.push(ir);
     },
@@ -234,6 +240,25 @@ describe('xDS server and client', () => {
     assert.equal(responses.length, 1);
     assert.equal(c.configs.length, 1);
     assert.ok((responses[0]?.resources.length ?? 0) > 0, 'the first response carries the config');
+  });
+
+  test('retryNow: a proxy waiting out a long backoff connects at once (what SIGHUP does)', async () => {
+    // Nothing listens yet: the first attempt fails and the next is 30-60 s away.
+    const port = await freePort();
+    const d = proxy(port, 'ns/d', { backoff: { initialMs: 60_000, maxMs: 60_000 } });
+    await until('backoff', () => d.client.state === 'backoff');
+    const wait = Number(d.lines.find((l) => l.msg === 'xDS disconnected')?.retryInMs);
+    assert.ok(wait >= 30_000, `the next attempt is far away (${wait} ms)`);
+    const srv = await startXdsServer({ port, host: '127.0.0.1', mode: 'plaintext' });
+    cleanups.push(() => srv.close());
+    srv.setResources('ns/d', gatewayResources('ns/d', 8084, { '/': 'd' }));
+    assert.equal(d.client.retryNow(), true, 'waiting: it reconnects');
+    const ir = await until('config long before the backoff ends', () => d.configs[0], 5000);
+    assert.deepEqual(routeBodies(ir), ['d']);
+    assert.equal(d.client.state, 'connected');
+    assert.equal(d.client.retryNow(), false, 'connected: nothing to do');
+    d.client.close();
+    assert.equal(d.client.retryNow(), false, 'closed: nothing to do');
   });
 
   test('authentication: the token file is read on every connect; a refused token is UNAUTHENTICATED', async () => {

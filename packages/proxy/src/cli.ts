@@ -33,6 +33,7 @@ xDS (config from the controller instead of a file; not ready until the first con
   --gateway NS/NAME       the Gateway this proxy serves                              [GW_GATEWAY]
   --xds-token-file FILE   bearer token sent to the controller, re-read on reconnect  [GW_XDS_TOKEN_FILE]
   --xds-ca-file FILE      CA bundle for an https:// address (default system roots)  [GW_XDS_CA_FILE]
+  kill -HUP               reconnect at once when waiting between tries (SIGHUP never ends gw)
   --admin-addr, --stats-addr, --readiness-addr ADDR
                           ip:port, unix:/path or off (defaults 127.0.0.1:15000, 0.0.0.0:15020,
                           0.0.0.0:15021; with -f the file's config: block sets these)
@@ -134,6 +135,15 @@ export async function main(argv: string[]): Promise<number> {
     );
     return 2;
   }
+  // `kill -HUP` never ends gw (node's default would): with -f it reloads the file, over xDS it
+  // reconnects at once if it is waiting to, and the embedded config has nothing to reload. One that
+  // comes while starting is answered once start-up has set what it does.
+  let hangUpWhileStarting = false;
+  let onHangUp = () => {
+    hangUpWhileStarting = true;
+  };
+  const onSighup = () => onHangUp();
+  if (!o['validate-only']) process.on('SIGHUP', onSighup);
   // In xDS mode nothing is loaded up front: the first config comes from the controller.
   let loaded: LoadedConfigResult | undefined;
   if (!xds) {
@@ -169,6 +179,10 @@ export async function main(argv: string[]): Promise<number> {
   }
   const logs = new LogHub(logFilter, startup.logFormat);
   const log = logs.module('gw');
+  if (!file && !xds) {
+    onHangUp = () => log.info('SIGHUP: nothing to reload (the embedded config)');
+    if (hangUpWhileStarting) onHangUp();
+  }
   // MCP session ids and oidc cookies are sealed with config.session.key, else SESSION_KEY; without
   // either, a key for this process's life. Set before the workers start so they all share it
   // (sessions then end with the process); a reload that changes it is warned about (sessions sealed
@@ -302,6 +316,16 @@ export async function main(argv: string[]): Promise<number> {
             lastError = message;
           },
         });
+        const client = xdsClient;
+        onHangUp = () => {
+          if (client.retryNow()) log.info('SIGHUP: reconnecting to the controller now');
+          else
+            log.info(
+              { state: client.state, version: client.version ?? 'none yet' },
+              'SIGHUP: nothing to do (the config comes from the controller, which pushes each change)',
+            );
+        };
+        if (hangUpWhileStarting) onHangUp();
       }
       if (file) {
         // Reloads run one after another, so a slow load of an older edit never lands after a newer one.
@@ -339,11 +363,11 @@ export async function main(argv: string[]): Promise<number> {
         watchConfigFiles(loaded?.files ?? []);
         // `kill -HUP`: reload now, changed or not, for filesystems that report no changes (NFS, some
         // container bind mounts) and for scripts that want to know the file was read.
-        process.on('SIGHUP', () => {
-          if (stopping) return;
+        onHangUp = () => {
           log.info({ file }, 'SIGHUP: reloading the config');
           reloads = reloads.then(() => reload(file, true));
-        });
+        };
+        if (hangUpWhileStarting) onHangUp();
         stopWatch = () => {
           for (const stop of watched.values()) stop();
           watched.clear();

@@ -65,6 +65,11 @@ export interface XdsClient {
   readonly version: string | undefined;
   /** Resource name → version, as the controller last sent them (including a NACKed update). */
   readonly resources: ReadonlyMap<string, string>;
+  /**
+   * Waiting to reconnect: connect now, without the rest of the wait (the token and CA files are read
+   * again). Returns false, doing nothing, when connected, connecting or closed.
+   */
+  retryNow(): boolean;
   close(): void;
 }
 
@@ -243,6 +248,13 @@ export function startXdsClient(opts: XdsClientOptions): XdsClient {
     },
     get resources() {
       return new Map([...held].map(([n, h]) => [n, h.version]));
+    },
+    retryNow() {
+      if (state !== 'backoff') return false;
+      clearTimeout(timer);
+      timer = undefined;
+      void connect();
+      return true;
     },
     close() {
       if (state === 'closed') return;
