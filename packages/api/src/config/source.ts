@@ -347,6 +347,15 @@ function isAbsent(b: z.core.$ZodIssue): boolean {
   );
 }
 
+/**
+ * An issue of a union's branch that is not an object (a literal, a string) with an object given:
+ * the value itself is the wrong kind.
+ */
+function notAnObjectForm(b: z.core.$ZodIssue): boolean {
+  if (b.path.length > 0) return false;
+  return b.code === 'invalid_value' || (b.code === 'invalid_type' && b.expected !== 'object');
+}
+
 /** The keys that every branch of a union found unknown at its own level. */
 function commonUnknownKeys(branches: readonly z.core.$ZodIssue[][]): string[] {
   let common: string[] | undefined;
@@ -449,26 +458,28 @@ export function issuesFromZod(src: SourceDocument, error: z.ZodError): ConfigIss
         }
       }
       // A key no form knows, where the forms differ only in the field each requires (path: {prefix}):
-      // the key, and the fields it could have been.
-      const unknownToAll = commonUnknownKeys(issue.errors);
+      // the key, and the fields it could have been. Forms that are not objects (backendAuth's string
+      // "copilot") have nothing to say about a key.
+      const objectForms = issue.errors.filter((branch) => !branch.every(notAnObjectForm));
+      const unknownToAll = commonUnknownKeys(objectForms);
       const forms = [
         ...new Set(
-          issue.errors.flatMap((branch) =>
+          objectForms.flatMap((branch) =>
             branch.filter((b) => b.path.length === 1 && isAbsent(b)).map((b) => String(b.path[0])),
           ),
         ),
       ];
       if (
         unknownToAll.length > 0 &&
-        forms.length === issue.errors.length &&
-        issue.errors.every((branch) =>
+        forms.length === objectForms.length &&
+        objectForms.every((branch) =>
           branch.every((b) => (b.code === 'unrecognized_keys' && b.path.length === 0) || isAbsent(b)),
         )
       ) {
         const oneOf = forms.map((f) => JSON.stringify(f)).join(', ');
         const suggested = Object.assign(
           {},
-          ...issue.errors.flat().map((b) => (b.code === 'unrecognized_keys' ? suggestionsOf(b) : {})),
+          ...objectForms.flat().map((b) => (b.code === 'unrecognized_keys' ? suggestionsOf(b) : {})),
         ) as Record<string, string>;
         for (const key of unknownToAll) {
           const s = suggested[key];
@@ -498,6 +509,14 @@ export function issuesFromZod(src: SourceDocument, error: z.ZodError): ConfigIss
       }
       if (bestDepth > 0) {
         for (const b of best) visit(b, path);
+        return;
+      }
+      // Every form refused the value itself for the same reason (an object wanted, a string given):
+      // that reason, not zod's bare "Invalid input".
+      const reasons = new Set(issue.errors.map((branch) => (branch.length === 1 ? branch[0]?.message : '')));
+      const [reason] = reasons;
+      if (reasons.size === 1 && reason) {
+        push(src.issueAt(path, reason));
         return;
       }
     }
