@@ -42,8 +42,11 @@ export function checkLlm(llm: LlmConfig, path: FieldPath): Problem[] {
   const out: Problem[] = [];
   if (llm.port !== undefined && llm.gateways !== undefined)
     out.push({ path: [...path, 'gateways'], message: 'set port or gateways, not both' });
-  if (llm.tls && llm.port === undefined)
-    out.push({ path: [...path, 'tls'], message: 'tls applies to the LLM port: set port as well' });
+  if (llm.tls && llm.port === undefined && llm.gateways !== undefined)
+    out.push({
+      path: [...path, 'tls'],
+      message: "tls applies to the LLM API's own port: on gateways, their listeners' tls applies",
+    });
 
   if (llm.policies?.guardrails)
     out.push(...checkPromptGuard(llm.policies.guardrails, [...path, 'policies', 'guardrails']));

@@ -2976,9 +2976,13 @@ export const LlmPolicies = strict({
 const GatewayRefs = z.union([z.string().min(1), z.array(z.string().min(1))]);
 export const LlmConfig = strict({
   gateways: GatewayRefs.optional().meta({
-    description: 'gateways (<name> or <name>/<listener>) to serve the LLM API on',
+    description:
+      'gateways (<name> or <name>/<listener>) to serve the LLM API on (default: the gateway named default)',
   }),
-  port: Port.optional().meta({ description: 'a port of its own to serve the LLM API on' }),
+  port: Port.optional().meta({
+    description:
+      'a port of its own to serve the LLM API on; without it, gateways and a gateway named default, 4000',
+  }),
   tls: ListenerTLS.optional(),
   providers: z.array(LlmNamedProvider).optional(),
   models: z.array(LlmModel),
@@ -3156,7 +3160,10 @@ export const McpConfig = McpBackend.extend({
     description:
       'gateways (<name> or <name>/<listener>) to serve the MCP server on (default: the gateway named default)',
   }),
-  port: Port.optional().meta({ description: 'a port of its own to serve the MCP server on' }),
+  port: Port.optional().meta({
+    description:
+      'a port of its own to serve the MCP server on; without it, gateways and a gateway named default, 3000',
+  }),
   policies: TrafficPolicies.optional().meta({
     description: "the MCP route's policies (mcpAuthentication, mcpAuthorization, cors, rate limits, …)",
   }),

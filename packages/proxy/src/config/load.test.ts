@@ -401,6 +401,27 @@ policies:
     );
   });
 
+  test("llm tls: on the API's own port, 4000 without one; refused where a gateway's listener serves it", async () => {
+    const pki = await makeTestPki(['llm.test']);
+    try {
+      const c = pki.servers['llm.test']!;
+      const tls = `  tls: {cert: ${JSON.stringify(c.certFile)}, key: ${JSON.stringify(c.keyFile)}}\n`;
+      const models = '  models:\n  - {name: m, provider: openai}\n';
+      // agentgateway serves this on port 4000 over TLS
+      const bind = load(`llm:\n${tls}${models}`).ir.binds[0];
+      assert.deepEqual([bind?.port, bind?.listeners[0]?.protocol], [4000, 'HTTPS']);
+      assert.ok(bind?.listeners[0]?.tls, 'the listener has the certificate');
+      assert.deepEqual(issues(`gateways: {default: {port: 0}}\nllm:\n${tls}${models}`), [
+        "3:3 llm.tls: tls applies to the block's own port: on the gateway named default, its listeners' tls applies (set port for a port of its own)",
+      ]);
+      assert.deepEqual(issues(`gateways: {g: {port: 0}}\nllm:\n  gateways: [g]\n${tls}${models}`), [
+        "4:3 llm.tls: tls applies to the LLM API's own port: on gateways, their listeners' tls applies",
+      ]);
+    } finally {
+      await pki.cleanup();
+    }
+  });
+
   test('llm: the API on its own port, or on the default gateway; matches, names and what is missing', () => {
     const models = '  models:\n  - {name: "openai/*", provider: openai}\n';
     const own = load(`llm:\n  port: 0\n${models}`).ir;
@@ -423,9 +444,10 @@ policies:
     ]);
     const onDefault = load(`gateways: {default: {port: 0}}\nllm:\n${models}`).ir;
     assert.equal(onDefault.binds[0]?.listeners[0]?.routes[0]?.key, 'default/default/llm');
-    assert.deepEqual(issues(`llm:\n${models}`), [
-      '1:1 llm: set llm.port, or llm.gateways to serve the LLM API on (no gateway named default)',
-    ]);
+    // neither a port nor gateways, and no gateway named default: agentgateway's port 4000
+    const byDefault = load(`llm:\n${models}`).ir.binds[0];
+    assert.deepEqual([byDefault?.address, byDefault?.port], ['::', 4000]);
+    assert.equal(byDefault?.listeners[0]?.routes[0]?.key, 'llm/llm/llm');
     assert.deepEqual(
       issues(
         `llm:\n  port: 0\n  models:\n  - {name: c, provider: {custom: {formats: [{type: realtime}]}}, params: {baseUrl: "http://h:1"}}\n  - {name: a, provider: azure}\n`,

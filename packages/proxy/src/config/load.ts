@@ -858,8 +858,9 @@ class Builder {
   }
 
   /**
-   * The route of the llm or mcp block (path `[name]`) on a listener of its own (`port`, with `tls`),
-   * or on the gateways it names (`default` when there is one).
+   * The route of the llm or mcp block (path `[name]`): on a listener of its own when it sets `port`
+   * (with `tls`), else on the gateways it names or the gateway named `default`, else on a listener of
+   * its own at agentgateway's default port for it (llm 4000, mcp 3000).
    */
   attachBlock(
     path: ['llm' | 'mcp'],
@@ -879,27 +880,32 @@ class Builder {
   ): void {
     const [name] = path;
     const { targeted } = at;
-    if (block.port !== undefined) {
+    const { port, gateways } = block;
+    const refs =
+      port !== undefined
+        ? undefined
+        : gateways !== undefined
+          ? [gateways].flat()
+          : at.listenersOf.has('default')
+            ? ['default']
+            : undefined;
+    if (refs === undefined) {
+      // A port of its own: the block's, else agentgateway's default for it (llm 4000, mcp 3000).
       const protocol = block.tls ? 'HTTPS' : 'HTTP';
       const tls = this.serverTls([...path, 'tls'], protocol, block.tls);
       const l: ListenerIR = { gateway: name, name, protocol, routes: [], ...(tls ? { tls } : {}) };
       l.routes.push(
         this.route(path, `${name}/${name}`, route, targeted.gateway.get(name), targeted, [backend]),
       );
-      at.add(path, '::', block.port, l);
+      at.add(path, '::', port ?? BLOCK_DEFAULT_PORT[name], l);
       return;
     }
-    let refs: string[];
-    if (block.gateways !== undefined)
-      refs = Array.isArray(block.gateways) ? block.gateways : [block.gateways];
-    else if (at.listenersOf.has('default')) refs = ['default'];
-    else {
+    // with no gateways named, on the gateway named default (checkLlm refuses tls with gateways)
+    if (block.tls && gateways === undefined)
       this.fail(
-        path,
-        `set ${name}.port, or ${name}.gateways to serve the ${name === 'llm' ? 'LLM API' : 'MCP server'} on (no gateway named default)`,
+        [...path, 'tls'],
+        "tls applies to the block's own port: on the gateway named default, its listeners' tls applies (set port for a port of its own)",
       );
-      return;
-    }
     for (const { l, key, inherited } of this.attachTargets(
       path,
       refs,
@@ -1451,7 +1457,14 @@ class Builder {
     const health = m.health ?? d?.health;
     if (health?.active)
       this.fail(
-        [...(m.health ? mp : [...mp, 'provider']), 'health', 'active'],
+        [
+          // the model's own, else the defaults of the provider it names
+          ...(m.health || !r.named
+            ? mp
+            : ['llm', 'providers', llm.providers?.indexOf(r.named) ?? 0, 'defaults']),
+          'health',
+          'active',
+        ],
         "health.active probes an endpoint with GETs, which an LLM provider does not answer: a model's health is passive (eviction, unhealthyExpression)",
       );
     else if (health) out.health = health;
@@ -3273,6 +3286,8 @@ const LLM_PATHS = [...CLIENT_APIS.filter((a) => !a.matches).map((a) => a.path), 
 const LLM_PATH_REGEXES = CLIENT_APIS.flatMap((a) => (a.pathRegex ? [a.pathRegex] : []));
 /** Where the mcp block's server answers: streamable HTTP, and the SSE transport's two endpoints. */
 const MCP_PATHS = ['/mcp', '/sse', '/message'];
+/** The port an llm or mcp block with neither a port nor gateways serves on, as agentgateway does. */
+const BLOCK_DEFAULT_PORT = { llm: 4000, mcp: 3000 } as const;
 
 /** promptCaching with agentgateway's defaults filled in. */
 function promptCachingIR(c: NonNullable<LlmModel['promptCaching']>): LlmPromptCachingIR {

@@ -91,15 +91,14 @@ describe('where the block is served, and config errors', () => {
     const onDefault = load(`gateways: {default: {port: 0}}\nmcp:\n${targets}`).ir;
     assert.equal(onDefault.binds[0]?.listeners[0]?.routes[0]?.key, 'default/default/mcp');
   });
-  test('nowhere to serve it, and a target error, are named at the block', () => {
-    assert.throws(
-      () => load(`mcp:\n${targets}`),
-      (e: unknown) =>
-        e instanceof ConfigError &&
-        /mcp: set mcp\.port, or mcp\.gateways to serve the MCP server on \(no gateway named default\)/.test(
-          e.message,
-        ),
-    );
+  test("without a port or gateways, on agentgateway's default port; a target error is named at the block", () => {
+    // agentgateway serves such a block on port 3000, on every address
+    const bind = load(`mcp:\n${targets}`).ir.binds[0];
+    assert.deepEqual([bind?.address, bind?.port], ['::', 3000]);
+    assert.equal(bind?.listeners[0]?.routes[0]?.key, 'mcp/mcp/mcp');
+    // a gateway of another name changes nothing: the block is on its own port beside it
+    const beside = load(`gateways: {other: {port: 0}}\nmcp:\n${targets}`).ir.binds;
+    assert.deepEqual(beside.map((b) => b.port).sort(), [0, 3000]);
     assert.throws(
       () =>
         load(
