@@ -80,6 +80,34 @@ describe('errors name the line, column and field path', () => {
     assert.match(got[0] as string, /^2:9 binds\[0\]\.port: .*expected number/i);
   });
 
+  test('a form no union knows: the unknown key and the forms it could be, or the reason all forms give', () => {
+    // backendAuth's forms are objects and the string "copilot": the string has nothing to say
+    const auth = issues(`binds:
+- port: 0
+  listeners:
+  - routes:
+    - backends: [{host: "a:1"}]
+      policies:
+        backendAuth:
+          headers: [{name: x-key, value: k}]
+`);
+    assert.deepEqual(auth, [
+      '8:11 binds[0].listeners[0].routes[0].policies.backendAuth.headers: unknown field "headers" (expected one of "key", "passthrough", "jwtSign", "aws", "gcp", "azure", "oauthTokenExchange", "crossAppAccess", "credentials")',
+    ]);
+    // every form of extAuthz's protocol is an object
+    const protocol = issues(`binds:
+- port: 0
+  listeners:
+  - routes:
+    - backends: [{host: "a:1"}]
+      policies:
+        extAuthz: {host: "authz:9000", protocol: http}
+`);
+    assert.deepEqual(protocol, [
+      '7:50 binds[0].listeners[0].routes[0].policies.extAuthz.protocol: Invalid input: expected object, received string',
+    ]);
+  });
+
   test('missing required field names it at the parent', () => {
     const got = issues('binds:\n- port: 8080\n');
     assert.match(got[0] as string, /^2:3 binds\[0\]\.listeners: /);
