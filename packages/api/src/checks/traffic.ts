@@ -16,6 +16,7 @@ import type { FieldPath } from '../config/source.ts';
 import { parseGoDuration } from '../duration.ts';
 import { checkTls } from './backend.ts';
 import { checkCel, checkCelMap } from './cel.ts';
+import { isCidr } from './cidr.ts';
 import { checkExplicitOrConditional } from './conditional.ts';
 import { parseHtpasswd } from './htpasswd.ts';
 import { checkJwks } from './jwks.ts';
@@ -58,6 +59,24 @@ export function checkTrafficPolicies(p: TrafficPolicies, path: FieldPath): Probl
   if (p.mcpAuthentication)
     out.push(...checkMcpAuthentication(p.mcpAuthentication, [...path, 'mcpAuthentication']));
   if (p.transformations) out.push(...checkTransformations(p.transformations, [...path, 'transformations']));
+  if (p.ipAccessControl) out.push(...checkIpAccessControl(p.ipAccessControl, [...path, 'ipAccessControl']));
+  return out;
+}
+
+/** ipAccessControl's lists hold addresses and CIDRs. */
+export function checkIpAccessControl(
+  p: NonNullable<TrafficPolicies['ipAccessControl']>,
+  path: FieldPath,
+): Problem[] {
+  const out: Problem[] = [];
+  for (const k of ['allow', 'deny'] as const)
+    p[k]?.forEach((c, i) => {
+      if (!isCidr(c))
+        out.push({
+          path: [...path, k, i],
+          message: `expected an IP address or CIDR such as 10.0.0.0/8 or 2001:db8::/32, got ${JSON.stringify(c)}`,
+        });
+    });
   return out;
 }
 

@@ -207,6 +207,33 @@ const Cors = strict({
 
 const Csrf = strict({ additionalOrigins: CrdCsrf.shape.additionalOrigins.optional() });
 
+/**
+ * agentgateway's ipAccessControl (newer than the schema gw follows): which client addresses may send
+ * requests. Addresses and CIDRs are checked by checkTrafficPolicies.
+ */
+const IpAccessControl = strict({
+  allow: z.array(z.string().min(1)).max(1024).optional().meta({
+    description:
+      'addresses or CIDRs (10.0.0.0/8, 2001:db8::/32) that may pass; when set, every other address is refused',
+  }),
+  deny: z.array(z.string().min(1)).max(1024).optional().meta({
+    description: 'addresses or CIDRs that are refused, before allow is looked at',
+  }),
+  xffNumTrustedHops: z.number().int().min(0).max(64).optional().meta({
+    description:
+      'proxies in front that append to X-Forwarded-For: the client is the entry this many places from its right (default: the connection peer)',
+  }),
+  skipPrivateIps: z.boolean().optional().meta({
+    description: 'loopback, private (RFC 1918, RFC 4193) and link-local addresses always pass',
+  }),
+  enforceFullChain: z.boolean().optional().meta({
+    description: 'every address of X-Forwarded-For, and the connection peer, must pass, not the client alone',
+  }),
+  maxXffLength: z.number().int().min(1).max(1024).optional().meta({
+    description: 'a request whose X-Forwarded-For lists more addresses is refused (default 30)',
+  }),
+});
+
 const Timeout = strict({ requestTimeout: Duration.optional(), backendRequestTimeout: Duration.optional() });
 
 const Retry = strict({
@@ -1411,6 +1438,10 @@ const TRAFFIC_POLICIES_NOT_BUILT = {};
 export type NotBuiltTrafficPolicy = keyof typeof TRAFFIC_POLICIES_NOT_BUILT;
 export const TrafficPolicies = strict({
   timeout: Timeout.optional(),
+  ipAccessControl: IpAccessControl.optional().meta({
+    description:
+      "client addresses that may send requests (a listener's and its route's add up: their lists join, the route's settings win)",
+  }),
   cors: Cors.optional(),
   jwtAuth: JwtAuth.optional(),
   // browser login with OpenID Connect (oidc.ts)

@@ -4,7 +4,7 @@
 // backend is usable only when it is valid, of a kind this build serves, and its connection settings
 // can all be honoured.
 import { checkAgentCore, checkAgentCoreAuth, parseAgentRuntimeArn } from '@gw/api/checks/aws';
-import { isCidr } from '@gw/api/checks/frontend';
+import { isCidr } from '@gw/api/checks/cidr';
 import type { BackendAuth } from '@gw/api/config/schema';
 import { validateResource } from '@gw/api/crd/crds';
 import type { GwBackendSpec } from '@gw/api/crd/gwbackend';

@@ -108,6 +108,47 @@ describe('errors name the line, column and field path', () => {
     ]);
   });
 
+  test("ipAccessControl: a listener's and its route's add up; addresses and CIDRs are checked", () => {
+    const ir = load(`binds:
+- port: 0
+  listeners:
+  - policies:
+      ipAccessControl: {deny: ["198.51.100.0/24"], skipPrivateIps: true, maxXffLength: 20}
+    routes:
+    - name: internal
+      policies:
+        ipAccessControl: {allow: ["10.0.0.0/8"], deny: ["198.51.100.0/24", "192.0.2.0/24"]}
+      backends: [{host: "a:1"}]
+    - name: open
+      backends: [{host: "a:1"}]
+`).ir;
+    const [internal, open] = ir.binds[0]?.listeners[0]?.routes ?? [];
+    assert.deepEqual(internal?.policies.ipAccessControl, {
+      allow: ['10.0.0.0/8'],
+      deny: ['198.51.100.0/24', '192.0.2.0/24'],
+      maxXffLength: 20,
+      skipPrivateIps: true,
+    });
+    assert.deepEqual(open?.policies.ipAccessControl, {
+      deny: ['198.51.100.0/24'],
+      skipPrivateIps: true,
+      maxXffLength: 20,
+    });
+    assert.deepEqual(
+      issues(`binds:
+- port: 0
+  listeners:
+  - policies:
+      ipAccessControl: {allow: ["10.0.0.0/33", "2001:db8::/32", "example.com"]}
+    routes: [{backends: [{host: "a:1"}]}]
+`),
+      [
+        '5:33 binds[0].listeners[0].policies.ipAccessControl.allow[0]: expected an IP address or CIDR such as 10.0.0.0/8 or 2001:db8::/32, got "10.0.0.0/33"',
+        '5:65 binds[0].listeners[0].policies.ipAccessControl.allow[2]: expected an IP address or CIDR such as 10.0.0.0/8 or 2001:db8::/32, got "example.com"',
+      ],
+    );
+  });
+
   test('missing required field names it at the parent', () => {
     const got = issues('binds:\n- port: 8080\n');
     assert.match(got[0] as string, /^2:3 binds\[0\]\.listeners: /);

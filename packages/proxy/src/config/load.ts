@@ -32,6 +32,7 @@ import {
   checkCelMap,
   checkExtAuthz,
   checkFrontendPolicies,
+  checkIpAccessControl,
   checkListenerRouteKind,
   checkLlm,
   checkMcpAuthentication,
@@ -3104,13 +3105,15 @@ class Builder {
   }
 
   /**
-   * A gateway's or listener's policies (route policies get trafficChecks): their transformations,
-   * and an extAuthz's backend reference and TLS files, resolved where they are written (the routes
-   * that inherit them share the same objects).
+   * A gateway's or listener's policies (route policies get trafficChecks): their transformations and
+   * ipAccessControl lists, and an extAuthz's backend reference and TLS files, resolved where they are
+   * written (the routes that inherit them share the same objects).
    */
   transformationChecks(path: FieldPath, p: TrafficPolicies | undefined): void {
     if (p?.transformations)
       this.report(checkTransformations(p.transformations, [...path, 'transformations']));
+    if (p?.ipAccessControl)
+      this.report(checkIpAccessControl(p.ipAccessControl, [...path, 'ipAccessControl']));
     if (p?.extAuthz) this.extAuthzFiles([...path, 'extAuthz'], p.extAuthz);
     if (p) this.serviceBackends(path, p);
   }
@@ -3445,13 +3448,46 @@ export function mergePolicies<T extends object>(...layers: (T | undefined)[]): T
   for (const l of layers) {
     if (!l) continue;
     const prev = (out as { authorization?: unknown } | undefined)?.authorization;
+    const prevIp = (out as IpAccessHolder | undefined)?.ipAccessControl;
     out = { ...(out ?? ({} as T)), ...l };
     const next = (l as { authorization?: unknown }).authorization;
     if (prev !== undefined && next !== undefined && prev !== next) {
       (out as { authorization?: unknown }).authorization = [prev, next].flat();
     }
+    // address lists add up across levels, as agentgateway merges them
+    const nextIp = (l as IpAccessHolder).ipAccessControl;
+    if (prevIp !== undefined && nextIp !== undefined && prevIp !== nextIp)
+      (out as IpAccessHolder).ipAccessControl = mergeIpAccessControl(prevIp, nextIp);
   }
   return out;
+}
+type IpAccessHolder = Pick<TrafficPolicies, 'ipAccessControl'>;
+type IpAccessControl = NonNullable<TrafficPolicies['ipAccessControl']>;
+
+/**
+ * Two ipAccessControl policies as one, `outer` (a listener's, a gateway's) under `inner` (a route's):
+ * an address either allows is allowed and one either denies is denied; a setting the inner one makes
+ * wins.
+ */
+function mergeIpAccessControl(outer: IpAccessControl, inner: IpAccessControl): IpAccessControl {
+  const joined = (a: readonly string[] | undefined, b: readonly string[] | undefined) => {
+    const all = [...new Set([...(a ?? []), ...(b ?? [])])];
+    return all.length > 0 ? all : undefined;
+  };
+  const allow = joined(outer.allow, inner.allow);
+  const deny = joined(outer.deny, inner.deny);
+  const hops = inner.xffNumTrustedHops ?? outer.xffNumTrustedHops;
+  const max = inner.maxXffLength ?? outer.maxXffLength;
+  const skip = inner.skipPrivateIps ?? outer.skipPrivateIps;
+  const full = inner.enforceFullChain ?? outer.enforceFullChain;
+  return {
+    ...(allow ? { allow } : {}),
+    ...(deny ? { deny } : {}),
+    ...(hops !== undefined ? { xffNumTrustedHops: hops } : {}),
+    ...(max !== undefined ? { maxXffLength: max } : {}),
+    ...(skip !== undefined ? { skipPrivateIps: skip } : {}),
+    ...(full !== undefined ? { enforceFullChain: full } : {}),
+  };
 }
 
 function secretHashReplacer(this: Record<string, unknown>, k: string, v: unknown): unknown {

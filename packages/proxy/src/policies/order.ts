@@ -5,6 +5,8 @@ import type { BackendPolicyName, PolicyName } from './types.ts';
 export const POLICY_ORDER = [
   // Outermost, so the deadline covers everything below, including delays, retries and buffering.
   'timeout',
+  // Who may connect at all, by address: before anything else is done for the request.
+  'ipAccessControl',
   // Before authentication: a browser preflight carries no credentials and must not be rejected.
   'cors',
   // MCP clients discover how to authenticate (protected resource and authorization server metadata,

@@ -13,6 +13,7 @@ import { directResponse } from './direct-response/index.ts';
 import { extAuthz } from './ext-authz/index.ts';
 import { extProc } from './ext-proc/index.ts';
 import { requestHeaderModifier, responseHeaderModifier } from './header-modifier/index.ts';
+import { ipAccessControl } from './ip-access-control/index.ts';
 import { jwtAuth } from './jwt-auth/index.ts';
 import { localRateLimit } from './local-rate-limit/index.ts';
 import { mcpAuthentication } from './mcp-authentication/index.ts';
@@ -29,6 +30,7 @@ import { urlRewrite } from './url-rewrite/index.ts';
 
 export const POLICIES: { [K in PolicyName]: PolicyDefinition<K> } = {
   timeout,
+  ipAccessControl,
   cors,
   mcpAuthentication,
   jwtAuth,
