@@ -19,6 +19,7 @@ export const ERRORS = {
   GW_ERR_JWT_INVALID: { status: 401, message: 'invalid JWT' },
   GW_ERR_FORBIDDEN: { status: 403, message: 'authorization denied' },
   GW_ERR_RATE_LIMITED: { status: 429, message: 'rate limit exceeded' },
+  GW_ERR_CONCURRENCY_LIMITED: { status: 429, message: 'too many requests in flight' },
   GW_ERR_CSRF: { status: 403, message: 'cross-site request rejected (CSRF)' },
   GW_ERR_IP_DENIED: { status: 403, message: 'client address not allowed' },
   GW_ERR_REQUEST_TOO_LARGE: { status: 413, message: 'request body is larger than the buffer limit' },
@@ -219,6 +220,7 @@ const GRPC_STATUS: Record<ErrorCode, number> = {
   GW_ERR_JWT_INVALID: 16,
   GW_ERR_FORBIDDEN: 7, // PERMISSION_DENIED
   GW_ERR_RATE_LIMITED: 8, // RESOURCE_EXHAUSTED
+  GW_ERR_CONCURRENCY_LIMITED: 8,
   GW_ERR_CSRF: 7,
   GW_ERR_IP_DENIED: 7,
   GW_ERR_REQUEST_TOO_LARGE: 8,

@@ -49,6 +49,8 @@ export function checkTrafficPolicies(p: TrafficPolicies, path: FieldPath): Probl
   if (p.localRateLimit && !Array.isArray(p.localRateLimit))
     out.push(...checkExplicitOrConditional(p.localRateLimit, [...path, 'localRateLimit'], () => []));
   if (p.remoteRateLimit) out.push(...checkRemoteRateLimit(p.remoteRateLimit, [...path, 'remoteRateLimit']));
+  if (p.concurrencyLimit)
+    out.push(...checkConcurrencyLimit(p.concurrencyLimit, [...path, 'concurrencyLimit']));
   if (p.directResponse) out.push(...checkDirectResponse(p.directResponse, [...path, 'directResponse']));
   for (const k of ['condition', 'precondition'] as const) {
     const expr = p.retry?.[k];
@@ -61,6 +63,19 @@ export function checkTrafficPolicies(p: TrafficPolicies, path: FieldPath): Probl
   if (p.transformations) out.push(...checkTransformations(p.transformations, [...path, 'transformations']));
   if (p.ipAccessControl) out.push(...checkIpAccessControl(p.ipAccessControl, [...path, 'ipAccessControl']));
   return out;
+}
+
+/** concurrencyLimit's keys and limit overrides (and the conditional form's conditions) are CEL. */
+export function checkConcurrencyLimit(
+  p: NonNullable<TrafficPolicies['concurrencyLimit']>,
+  path: FieldPath,
+): Problem[] {
+  const keys = (l: { key?: string | undefined; limitOverride?: string | undefined }, at: FieldPath) => [
+    ...(l.key === undefined ? [] : checkCel(l.key, [...at, 'key'])),
+    ...(l.limitOverride === undefined ? [] : checkCel(l.limitOverride, [...at, 'limitOverride'])),
+  ];
+  if (Array.isArray(p)) return p.flatMap((l, i) => keys(l, [...path, i]));
+  return checkExplicitOrConditional(p, path, keys);
 }
 
 /** ipAccessControl's lists hold addresses and CIDRs. */

@@ -900,6 +900,30 @@ const LocalRateLimitPolicy = z.union([
   z.array(LocalRateLimit).min(1),
 ]);
 
+/**
+ * agentgateway's concurrencyLimit (newer than the schema gw follows): requests in flight at once, per
+ * key. A list of limits, all applied, or the conditional form (each entry one limit).
+ */
+const ConcurrencyLimit = strict({
+  maxConcurrent: z.number().int().min(1).max(1_000_000).meta({
+    description: 'requests in flight at once per key; more get a 429',
+  }),
+  key: Cel.optional().meta({
+    description:
+      'CEL giving the counter a request counts on (jwt.sub, jwt.sub + "/" + llm.requestModel); unset, or not a string: one counter',
+  }),
+  limitOverride: Cel.optional().meta({
+    description:
+      "CEL giving this request's limit instead of maxConcurrent (0 refuses it); not a whole number ≥ 0: maxConcurrent",
+  }),
+  shared: NotYet('concurrencyLimit shared (slots kept in Redis for every proxy)').optional(),
+});
+export type ConcurrencyLimit = z.infer<typeof ConcurrencyLimit>;
+const ConcurrencyLimitPolicy = z.union([
+  conditionalForm(conditionalEntry(ConcurrencyLimit)),
+  z.array(ConcurrencyLimit).min(1),
+]);
+
 // Global rate limit: Envoy's rate limit service v3 (envoyproxy/ratelimit), agentgateway's field names.
 const RemoteRateLimitDescriptor = strict({
   entries: z
@@ -1462,6 +1486,9 @@ export const TrafficPolicies = strict({
   authorization: z.union([Authorization, z.array(Authorization)]).optional(),
   localRateLimit: LocalRateLimitPolicy.optional(),
   remoteRateLimit: RemoteRateLimitPolicy.optional(),
+  concurrencyLimit: ConcurrencyLimitPolicy.optional().meta({
+    description: 'requests in flight at once, per key (a slot is held until the response has been sent)',
+  }),
   buffer: Buffer.optional(),
   csrf: Csrf.optional(),
   requestHeaderModifier: HeaderModifier.optional(),
@@ -2994,6 +3021,12 @@ export const LlmPolicies = strict({
   cors: Cors.optional(),
   localRateLimit: z.array(LocalRateLimit).min(1).optional(),
   remoteRateLimit: RemoteRateLimit.optional(),
+  concurrencyLimit: ConcurrencyLimitPolicy.optional().meta({
+    description: 'requests in flight at once on the LLM API, per key (jwt.sub, llm.requestModel, …)',
+  }),
+  ipAccessControl: IpAccessControl.optional().meta({
+    description: 'client addresses that may use the LLM API',
+  }),
   // browser login in front of the LLM API; its callback and logout paths reach the llm route too
   oidc: Oidc.optional(),
   extProc: ExtProcPolicy.optional(),

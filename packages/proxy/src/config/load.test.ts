@@ -149,6 +149,40 @@ describe('errors name the line, column and field path', () => {
     );
   });
 
+  test('concurrencyLimit: keys and conditions are CEL, checked where they are written', () => {
+    const got = issues(`binds:
+- port: 0
+  listeners:
+  - routes:
+    - policies:
+        concurrencyLimit: [{maxConcurrent: 2, key: "jwt.sub +"}]
+      backends: [{host: "a:1"}]
+    - policies:
+        concurrencyLimit:
+          conditional:
+          - {condition: "request.headers[", maxConcurrent: 8}
+          - {maxConcurrent: 1}
+      backends: [{host: "a:1"}]
+`);
+    assert.equal(got.length, 2, got.join('\n'));
+    assert.match(
+      got[0] as string,
+      /^6:52 binds\[0\]\.listeners\[0\]\.routes\[0\]\.policies\.concurrencyLimit\[0\]\.key: /,
+    );
+    assert.match(got[1] as string, /^11:25 .*concurrencyLimit\.conditional\[0\]\.condition: /);
+    const zero = issues(`binds:
+- port: 0
+  listeners:
+  - routes:
+    - policies: {concurrencyLimit: [{maxConcurrent: 0}]}
+      backends: [{host: "a:1"}]
+`);
+    assert.match(
+      zero.join('\n'),
+      /^5:53 .*concurrencyLimit\[0\]\.maxConcurrent: .*greater than or equal to 1/,
+    );
+  });
+
   test('missing required field names it at the parent', () => {
     const got = issues('binds:\n- port: 8080\n');
     assert.match(got[0] as string, /^2:3 binds\[0\]\.listeners: /);

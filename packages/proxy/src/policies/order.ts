@@ -30,6 +30,9 @@ export const POLICY_ORDER = [
   'localRateLimit',
   // After the local limit, so a local 429 saves the round trip and does not count globally.
   'remoteRateLimit',
+  // How many at once: after the rate limits, so a request they refuse never holds a slot. The slot is
+  // held until the response has been sent.
+  'concurrencyLimit',
   // After admission control, so a rejected or rate-limited request never costs a body read.
   'buffer',
   // After admission control and buffering: the service sees only admitted requests, and a body the

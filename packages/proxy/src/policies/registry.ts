@@ -6,6 +6,7 @@ import { authorization } from './authorization/index.ts';
 import { backendAuth } from './backend-auth/index.ts';
 import { basicAuth } from './basic-auth/index.ts';
 import { buffer } from './buffer/index.ts';
+import { concurrencyLimit } from './concurrency-limit/index.ts';
 import { cors } from './cors/index.ts';
 import { csrf } from './csrf/index.ts';
 import { delay } from './delay/index.ts';
@@ -42,6 +43,7 @@ export const POLICIES: { [K in PolicyName]: PolicyDefinition<K> } = {
   authorization,
   localRateLimit,
   remoteRateLimit,
+  concurrencyLimit,
   buffer,
   csrf,
   requestHeaderModifier,
