@@ -169,6 +169,71 @@ spec:
     );
   });
 
+  test('GwPolicy ipAccessControl and concurrencyLimit reach the proxy; an address that is not one fails closed', async () => {
+    const policy = (traffic: string) =>
+      kubectl(
+        ['apply', '--server-side', '-f', '-'],
+        `apiVersion: gw.dev/v1alpha1
+kind: GwPolicy
+metadata: { name: addresses, namespace: default }
+spec:
+  targetRefs: [{ group: gateway.networking.k8s.io, kind: HTTPRoute, name: web }]
+  traffic:
+${traffic}`,
+      );
+    // the test client is on loopback, behind one proxy that says it is 203.0.113.7
+    const from = (xff: string) => httpGet(proxyPort, '/', { 'x-forwarded-for': xff });
+    await policy(`    ipAccessControl: { deny: ["203.0.113.0/24"], xffNumTrustedHops: 1 }
+    concurrencyLimit: [{ maxConcurrent: 100, key: 'request.headers["x-user"]' }]
+`);
+    const refused = await until('the deny list through the proxy', async () => {
+      const r = await from('203.0.113.7');
+      return r.status === 403 ? r : undefined;
+    });
+    assert.match(refused.body, /ip address 203\.0\.113\.7 is not allowed/);
+    assert.equal((await from('192.0.2.1')).status, 200, 'other clients pass');
+    await untilPolicyAttached(until, kubectl, 'addresses');
+    const effective = (await gw.configDump()).policies.map((p) => p.policy as Record<string, unknown>);
+    assert.ok(
+      effective.some(
+        (p) =>
+          JSON.stringify(p.concurrencyLimit) ===
+          '[{"maxConcurrent":100,"key":"request.headers[\\"x-user\\"]"}]',
+      ),
+      `the concurrency limit reached the proxy: ${JSON.stringify(effective)}`,
+    );
+
+    // not an address: Invalid on its status, and the route refuses everyone until it is fixed
+    await policy(`    ipAccessControl: { allow: ["10.0.0.0/33"] }
+`);
+    await until('the invalid policy to deny', async () =>
+      (await from('192.0.2.1')).status === 403 ? true : undefined,
+    );
+    const attached = JSON.parse(
+      await kubectl([
+        '-n',
+        'default',
+        'get',
+        'gwpolicy',
+        'addresses',
+        '-o',
+        'jsonpath={.status.ancestors[0].conditions}',
+      ]),
+    ) as { type: string; reason: string; message: string }[];
+    const a = attached.find((c) => c.type === 'Attached');
+    assert.equal(a?.reason, 'Invalid');
+    assert.match(
+      a?.message ?? '',
+      /spec\.traffic\.ipAccessControl\.allow\[0\]: expected an IP address or CIDR/,
+    );
+    assert.match(a?.message ?? '', /its targets deny every request/);
+
+    await kubectl(['-n', 'default', 'delete', 'gwpolicy', 'addresses']);
+    await until('the policy removed', async () =>
+      (await from('203.0.113.7')).status === 200 ? true : undefined,
+    );
+  });
+
   test('an ai GwBackend with its key in a Secret: a chat completion with the openai client, status Accepted', async () => {
     await kubectl(
       ['apply', '--server-side', '-f', '-'],

@@ -58,9 +58,9 @@ export interface Reply {
 }
 
 /** One GET to 127.0.0.1:`port` on a fresh connection. */
-export function httpGet(port: number, path = '/'): Promise<Reply> {
+export function httpGet(port: number, path = '/', headers: Record<string, string> = {}): Promise<Reply> {
   return new Promise((res, rej) => {
-    const req = http.request({ host: '127.0.0.1', port, path, agent: false }, (r) => {
+    const req = http.request({ host: '127.0.0.1', port, path, agent: false, headers }, (r) => {
       const chunks: Buffer[] = [];
       r.on('data', (c: Buffer) => chunks.push(c));
       r.on('end', () =>

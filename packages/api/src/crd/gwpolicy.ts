@@ -203,6 +203,40 @@ export const Retry = obj({
       'CEL on the request before the first attempt: unless it is true there are no retries, and no request body is kept in memory for them (e.g. request.method == "GET").',
   }),
 });
+export const IpAccessControl = obj({
+  allow: z.array(ShortString).min(1).max(256).optional().meta({
+    description:
+      'IP addresses or CIDRs (10.0.0.0/8, 2001:db8::/32) that may send requests; when set, every other address is refused.',
+  }),
+  deny: z.array(ShortString).min(1).max(256).optional().meta({
+    description: 'IP addresses or CIDRs that are refused, before allow is looked at.',
+  }),
+  xffNumTrustedHops: z.int().min(0).max(64).optional().meta({
+    description:
+      'Proxies in front that append to X-Forwarded-For: the client is the entry this many places from its right. Unset: the connection peer.',
+  }),
+  skipPrivateIps: z.boolean().optional().meta({
+    description: 'Loopback, private (RFC 1918, RFC 4193) and link-local addresses always pass.',
+  }),
+  enforceFullChain: z.boolean().optional().meta({
+    description: 'Every address of X-Forwarded-For, and the connection peer, must pass.',
+  }),
+  maxXffLength: z.int().min(1).max(1024).optional().meta({
+    description: 'A request whose X-Forwarded-For lists more addresses is refused (default 30).',
+  }),
+});
+export const ConcurrencyLimit = obj({
+  maxConcurrent: z.int().min(1).max(1000000).meta({
+    description: 'Requests in flight at once per key; more get a 429.',
+  }),
+  key: CELExpression.optional().meta({
+    description:
+      'CEL giving the counter a request counts on (jwt.sub, jwt.sub + "/" + llm.requestModel). Unset, or not a string: one counter.',
+  }),
+  limitOverride: CELExpression.optional().meta({
+    description: "CEL giving this request's limit instead of maxConcurrent (0 refuses it).",
+  }),
+});
 export const Traffic = obj({
   phase: z.enum(['PreRouting', 'PostRouting']).default('PostRouting'),
   timeouts: obj({ request: Duration.optional(), backendRequest: Duration.optional() }).optional(),
@@ -216,6 +250,14 @@ export const Traffic = obj({
   extProc: ExtProc.optional(),
   authorization: Authorization.optional(),
   rateLimit: RateLimit.optional(),
+  ipAccessControl: IpAccessControl.optional().meta({
+    description:
+      'Which client addresses may send requests: checked before anything else, with a 403 naming the address.',
+  }),
+  concurrencyLimit: z.array(ConcurrencyLimit).min(1).max(16).optional().meta({
+    description:
+      'Requests in flight at once, all limits applied: a slot is held until the response has been sent. Counted per proxy, across its workers.',
+  }),
   buffer: Buffer.optional(),
   transformation: Transformation.optional(),
   headerModifiers: obj({

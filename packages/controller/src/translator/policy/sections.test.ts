@@ -187,6 +187,44 @@ describe('traffic: direct mappings', () => {
       { delay: { duration: 'request.headers["x-delay"]' } },
       { delay: { duration: 'request.headers["x-delay"]' } },
     ],
+    [
+      'ipAccessControl',
+      {
+        ipAccessControl: {
+          allow: ['10.0.0.0/8', '2001:db8::/32'],
+          deny: ['10.0.1.0/24'],
+          xffNumTrustedHops: 1,
+          skipPrivateIps: true,
+          enforceFullChain: false,
+          maxXffLength: 10,
+        },
+      },
+      {
+        ipAccessControl: {
+          allow: ['10.0.0.0/8', '2001:db8::/32'],
+          deny: ['10.0.1.0/24'],
+          xffNumTrustedHops: 1,
+          skipPrivateIps: true,
+          enforceFullChain: false,
+          maxXffLength: 10,
+        },
+      },
+    ],
+    [
+      'concurrencyLimit',
+      {
+        concurrencyLimit: [
+          { maxConcurrent: 32 },
+          { maxConcurrent: 2, key: 'jwt.sub', limitOverride: 'jwt.team == "research" ? 8 : 2' },
+        ],
+      },
+      {
+        concurrencyLimit: [
+          { maxConcurrent: 32 },
+          { maxConcurrent: 2, key: 'jwt.sub', limitOverride: 'jwt.team == "research" ? 8 : 2' },
+        ],
+      },
+    ],
   ];
   for (const [name, spec, expected] of cases) {
     test(name, () => {
@@ -1708,6 +1746,21 @@ describe("@gw/api's checks, at the CRD's field paths", () => {
       'spec.traffic.extAuth.http.allowedRequestHeaders.0: pseudo-header :authority cannot be sent over HTTP',
       'spec.traffic.rateLimit.global.descriptors.0.entries.1.expression: invalid CEL expression',
       'spec.traffic.delay.duration: invalid CEL expression',
+    ]);
+  });
+
+  test('ipAccessControl that is not addresses fails closed; a concurrency key that is not CEL is named', () => {
+    const r = trafficPolicy(
+      trafficSpec({
+        ipAccessControl: { allow: ['10.0.0.0/33', '192.0.2.1'] },
+        concurrencyLimit: [{ maxConcurrent: 1, key: 'jwt.sub +' }],
+      }),
+      NS,
+      inMemoryLookup([]),
+    );
+    assert.deepEqual(invalid(r), [
+      'spec.traffic.ipAccessControl.allow.0: expected an IP address or CIDR such as 10.0.0.0/8 or 2001:db8::/32, got "10.0.0.0/33"',
+      'spec.traffic.concurrencyLimit.0.key: invalid CEL expression',
     ]);
   });
 

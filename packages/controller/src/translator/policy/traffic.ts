@@ -8,6 +8,7 @@ import { apiKeyAuthentication } from './traffic/api-key-authentication.ts';
 import { authorization } from './traffic/authorization.ts';
 import { basicAuthentication } from './traffic/basic-authentication.ts';
 import { buffer } from './traffic/buffer.ts';
+import { concurrencyLimit } from './traffic/concurrency-limit.ts';
 import { cors } from './traffic/cors.ts';
 import { csrf } from './traffic/csrf.ts';
 import { delay } from './traffic/delay.ts';
@@ -16,6 +17,7 @@ import { extAuth } from './traffic/ext-auth.ts';
 import { extProc } from './traffic/ext-proc.ts';
 import { headerModifiers } from './traffic/header-modifiers.ts';
 import { hostRewrite } from './traffic/host-rewrite.ts';
+import { ipAccessControl } from './traffic/ip-access-control.ts';
 import { jwtAuthentication } from './traffic/jwt-authentication.ts';
 import { phase } from './traffic/phase.ts';
 import { rateLimit } from './traffic/rate-limit.ts';
@@ -26,6 +28,7 @@ import { transformation } from './traffic/transformation.ts';
 export const TRAFFIC_SECTIONS = {
   phase,
   timeouts,
+  ipAccessControl,
   retry,
   cors,
   csrf,
@@ -36,6 +39,7 @@ export const TRAFFIC_SECTIONS = {
   extAuth,
   extProc,
   rateLimit,
+  concurrencyLimit,
   buffer,
   transformation,
   headerModifiers,
@@ -46,6 +50,7 @@ export const TRAFFIC_SECTIONS = {
 
 /** The traffic fields that decide who gets in: an invalid policy holding one fails closed. */
 export const ACCESS_CONTROL: readonly (keyof TrafficSpec)[] = [
+  'ipAccessControl',
   'authorization',
   'jwtAuthentication',
   'basicAuthentication',
