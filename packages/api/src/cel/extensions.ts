@@ -1,7 +1,7 @@
 // agentgateway's CEL functions beyond standard CEL and cel-js's own, so its users' expressions compile
 // and mean the same here: encodings and digests under namespaces (`base64.encode`, `url.encode`,
 // `form.decode`, `sha256.encode`, …), `math.*`, string helpers cel-js lacks (`charAt`, `replace`,
-// `regexReplace`), map helpers (`merge`, `mapValues`, `filterKeys`), `uuid()`, `isIP()`, `fail()`,
+// `regexReplace`, `regexReplaceAll`), map helpers (`merge`, `mapValues`, `filterKeys`), `uuid()`, `isIP()`, `fail()`,
 // `unvalidatedJwtPayload()`, `ip()` values (family, isLoopback, …), and the macros `coalesce(…)` and
 // `x.with(name, expr)`. Namespaces are constants of a type of their own, so `url` is no variable a
 // request could set.
@@ -293,6 +293,10 @@ export function registerExtensions(e: Environment): void {
   // the first match replaced, $1 … naming its groups; the pattern in either regex dialect
   e.registerFunction('string.regexReplace(string, string): string', (s: string, re: string, to: string) =>
     s.replace(new RegExp(jsRegexSource(re)), to),
+  );
+  // every match replaced (agentgateway's name for it)
+  e.registerFunction('string.regexReplaceAll(string, string): string', (s: string, re: string, to: string) =>
+    s.replace(new RegExp(jsRegexSource(re), 'g'), to),
   );
   e.registerFunction('map.merge(map): map', (a: Map<unknown, unknown>, b: Map<unknown, unknown>) => {
     const out = new Map(a instanceof Map ? a : Object.entries(a));

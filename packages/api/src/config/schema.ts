@@ -3125,13 +3125,33 @@ export const McpTarget = strict({
   policies: BackendPolicies.optional(),
 });
 export const McpAuthorization = strict({ rules: z.array(AuthzRule).min(1) });
+const METHOD_KEY = new RegExp(MCP_METHOD_PATTERN);
+/** The JSON-RPC methods a processor sees, and in which phase. */
+const McpMethods = z
+  .record(z.string(), z.enum(['off', 'request', 'response', 'full', 'Off', 'Request', 'Response', 'Full']))
+  .superRefine((m, ctx) => {
+    const keys = Object.keys(m);
+    if (keys.length > 64) ctx.addIssue({ code: 'custom', message: 'methods must have at most 64 entries' });
+    for (const k of keys)
+      if (!METHOD_KEY.test(k))
+        ctx.addIssue({
+          code: 'custom',
+          path: [k],
+          message: `method keys are exact names, a prefix wildcard like tools/*, a suffix wildcard like */list, or *`,
+        });
+  })
+  .meta({
+    description:
+      'the JSON-RPC methods this processor sees, and in which phase; the most specific key wins (exact, then the longest prefix or suffix wildcard, then *); other methods bypass it (unset: all do)',
+  })
+  .optional()
+  .default({});
 /**
  * agentgateway's MCP guardrail processor. gw calls it over HTTP with @gw/guardrail-sdk's MCP
  * processor contract (agentgateway speaks gRPC to its processors); the shape is the same.
  */
-const METHOD_KEY = new RegExp(MCP_METHOD_PATTERN);
-export const McpProcessor = strict({
-  kind: z.literal('remote').optional().meta({ description: 'the only kind: a remote processor' }),
+const McpRemoteProcessor = strict({
+  kind: z.literal('remote').optional().meta({ description: 'a remote processor (the default)' }),
   host: z.string().min(1).optional().meta({
     description:
       'the processor: host:port (plain HTTP), or gw addition, an http(s)://host[:port][/base] URL; calls go to <base>/mcp/request and <base>/mcp/response',
@@ -3170,25 +3190,7 @@ export const McpProcessor = strict({
       description:
         'the client request headers sent to the processor: allowed empty or unset sends all (pseudo-headers too); disallowed always wins',
     }),
-  methods: z
-    .record(z.string(), z.enum(['off', 'request', 'response', 'full', 'Off', 'Request', 'Response', 'Full']))
-    .superRefine((m, ctx) => {
-      const keys = Object.keys(m);
-      if (keys.length > 64) ctx.addIssue({ code: 'custom', message: 'methods must have at most 64 entries' });
-      for (const k of keys)
-        if (!METHOD_KEY.test(k))
-          ctx.addIssue({
-            code: 'custom',
-            path: [k],
-            message: `method keys are exact names, a prefix wildcard like tools/*, a suffix wildcard like */list, or *`,
-          });
-    })
-    .meta({
-      description:
-        'the JSON-RPC methods this processor sees, and in which phase; the most specific key wins (exact, then the longest prefix or suffix wildcard, then *); other methods bypass it (unset: all do)',
-    })
-    .optional()
-    .default({}),
+  methods: McpMethods,
   timeout: Duration.optional().meta({
     description: 'gw addition: how long to wait for a verdict (default 10s)',
   }),
@@ -3200,6 +3202,37 @@ export const McpProcessor = strict({
       message: `a processor takes exactly one of host, backend, service${where.length ? ` (got ${where.join(', ')})` : ''}`,
     });
 });
+/**
+ * agentgateway's CEL processor (`kind: cel`, or `expression`; newer than the schema gw follows): in
+ * the methods and phases it names, when `when` holds (or always), rejects the message with a JSON-RPC
+ * error, or replaces it with what `transform` gives (mcp.params in the request phase, mcp.result in
+ * the response phase).
+ */
+const McpCelProcessor = strict({
+  kind: z
+    .enum(['cel', 'expression'])
+    .meta({ description: 'a processor of CEL expressions run by gw itself' }),
+  methods: McpMethods,
+  when: Cel.optional().meta({
+    description:
+      'CEL over the request and the message (mcp.method, mcp.params, mcp.result): true applies it; unset: always',
+  }),
+  reject: z.string().min(1).max(4096).optional().meta({
+    description: 'the message is refused, with this as the JSON-RPC error message',
+  }),
+  transform: Cel.optional().meta({
+    description: 'CEL giving the new params (request phase) or result (response phase), an object',
+  }),
+  failureMode: z.enum(['failClosed', 'failOpen', 'FailClosed', 'FailOpen']).optional().meta({
+    description:
+      'when transform fails or gives no object: failClosed (default) answers the client a JSON-RPC error, failOpen lets the message through',
+  }),
+}).superRefine((p, ctx) => {
+  if ((p.reject === undefined) === (p.transform === undefined))
+    ctx.addIssue({ code: 'custom', message: 'a cel processor takes exactly one of reject and transform' });
+});
+export const McpProcessor = z.union([McpRemoteProcessor, McpCelProcessor]);
+export type McpRemoteProcessor = z.output<typeof McpRemoteProcessor>;
 export const McpGuardrails = strict({ processors: z.array(McpProcessor).min(1).max(16) });
 export const McpBackend = strict({
   targets: z.array(McpTarget).min(1).max(128),

@@ -83,6 +83,8 @@ test("agentgateway's functions: encodings, digests, math, strings, maps and the 
   assert.equal(v('"a-b-c".replace("-", "+")'), 'a+b+c');
   assert.equal(v('"a-b-c".replace("-", "+", 1)'), 'a+b-c');
   assert.equal(v('"gpt-4o-2024-08-06".regexReplace("-(\\\\d{4})-.*$", " ($1)")'), 'gpt-4o (2024)');
+  assert.equal(v('"a1b22c333".regexReplaceAll("[0-9]+", "#")'), 'a#b#c#');
+  assert.equal(v('"a1b22c333".regexReplace("[0-9]+", "#")'), 'a#b22c333');
   assert.deepEqual(Object.fromEntries(v('{"a": 1, "b": 2}.merge({"b": 3})') as Map<string, bigint>), {
     a: 1n,
     b: 3n,

@@ -454,14 +454,28 @@ export interface McpTarget {
   /** mcpAuthorization rules of the route and the backend; they accumulate. */
   authorization: Authorization[];
   /** mcpGuardrails processors, in order (the backend's own block, else the route's). */
-  guardrails: McpProcessorIR[];
+  guardrails: McpGuardrailIR[];
 }
 
 /** A when-to-call of a processor: the client's request, the result it gets, both, or neither. */
 export type McpProcessorPhase = 'request' | 'response' | 'full' | 'off';
 
-/** One MCP guardrail processor (@gw/guardrail-sdk's MCP processor contract over HTTP). */
+/** One MCP guardrail processor: a remote one, or CEL expressions gw runs itself. */
+export type McpGuardrailIR = McpProcessorIR | McpCelProcessorIR;
+
+/** A CEL processor: when `when` holds (unset: always), `reject` refuses or `transform` replaces. */
+export interface McpCelProcessorIR {
+  kind: 'cel';
+  methods: Record<string, McpProcessorPhase>;
+  when?: string;
+  reject?: string;
+  transform?: string;
+  failOpen: boolean;
+}
+
+/** One remote MCP guardrail processor (@gw/guardrail-sdk's MCP processor contract over HTTP). */
 export interface McpProcessorIR {
+  kind?: undefined;
   /** http(s)://host:port */
   origin: string;
   /** Prefix of the contract's paths (`<base>/mcp/request`); empty for none. */

@@ -66,6 +66,7 @@ import {
   type McpBackend,
   type McpConfig,
   type McpGuardrails,
+  type McpRemoteProcessor,
   ModelCatalog,
   type ModelCatalogSource,
   matchModelName,
@@ -130,6 +131,7 @@ import type {
   LlmRoutingIR,
   LlmTargetIR,
   LlmVirtualModelIR,
+  McpGuardrailIR,
   McpProcessorIR,
   McpProcessorPhase,
   McpTarget,
@@ -2577,10 +2579,30 @@ class Builder {
   }
 
   /** mcpGuardrails processors: where each is called, and which methods it sees in which phase. */
-  mcpProcessors(path: FieldPath, g: McpGuardrails): McpProcessorIR[] {
-    const out: McpProcessorIR[] = [];
-    g.processors.forEach((p, i) => {
+  mcpProcessors(path: FieldPath, g: McpGuardrails): McpGuardrailIR[] {
+    const out: McpGuardrailIR[] = [];
+    g.processors.forEach((proc, i) => {
       const pp = [...path, 'processors', i];
+      const methods = Object.fromEntries(
+        Object.entries(proc.methods).map(([k, v]) => [k, v.toLowerCase() as McpProcessorPhase]),
+      );
+      if (proc.kind === 'cel' || proc.kind === 'expression') {
+        const p = proc;
+        for (const k of ['when', 'transform'] as const) {
+          const src = p[k];
+          if (src !== undefined) this.report(checkCel(src, [...pp, k]));
+        }
+        out.push({
+          kind: 'cel',
+          methods,
+          ...(p.when !== undefined ? { when: p.when } : {}),
+          ...(p.reject !== undefined ? { reject: p.reject } : {}),
+          ...(p.transform !== undefined ? { transform: p.transform } : {}),
+          failOpen: p.failureMode?.toLowerCase() === 'failopen',
+        });
+        return;
+      }
+      const p = proc as McpRemoteProcessor;
       let host = p.host;
       // the processor's own policies, else those of the backend it names
       let policies = p.policies ?? undefined;
@@ -2600,7 +2622,7 @@ class Builder {
           return;
         }
         if (!policies && Object.keys(named).length > 0) {
-          policies = named as NonNullable<McpGuardrails['processors'][number]['policies']>;
+          policies = named as NonNullable<McpRemoteProcessor['policies']>;
           polPath = ['backends', index, 'policies'];
         }
         host = def.host;
@@ -2653,9 +2675,7 @@ class Builder {
           allowed: (p.requestHeaders?.allowed ?? []).map((h) => h.toLowerCase()),
           disallowed: (p.requestHeaders?.disallowed ?? []).map((h) => h.toLowerCase()),
         },
-        methods: Object.fromEntries(
-          Object.entries(p.methods).map(([k, v]) => [k, v.toLowerCase() as McpProcessorPhase]),
-        ),
+        methods,
       });
     });
     return out;
@@ -2667,7 +2687,7 @@ class Builder {
    */
   processorConnection(
     path: FieldPath,
-    p: NonNullable<McpGuardrails['processors'][number]['policies']>,
+    p: NonNullable<McpRemoteProcessor['policies']>,
   ): {
     connection: NonNullable<McpProcessorIR['connection']>;
     credential?: McpProcessorIR['credential'];

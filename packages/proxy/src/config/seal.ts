@@ -156,6 +156,7 @@ function sealProcessorKeys(g: McpGuardrails): McpGuardrails {
   return {
     ...g,
     processors: g.processors.map((p) => {
+      if (!('policies' in p)) return p;
       const auth = p.policies?.backendAuth;
       if (!auth || !('key' in auth)) return p;
       const sealed = { ...auth, key: new Secret(JSON.stringify(auth.key)) } as unknown as typeof auth;

@@ -419,7 +419,7 @@ export class Federation {
     work: (req: Request) => Promise<Response>,
   ): Promise<Response> {
     info.guardrails ??= [];
-    const g = { ctx: call.ctx, findings: info.guardrails };
+    const g = { ctx: call.ctx, findings: info.guardrails, info };
     const before = await guards.request(g, req.id, req.method, req.params);
     if ('answer' in before) {
       info.outcome = guardOutcome(before.answer);

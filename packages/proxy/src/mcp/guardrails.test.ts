@@ -379,7 +379,10 @@ backends:
     const t = ir.binds[0]?.listeners[0]?.routes[0]?.backends[0]?.target;
     assert.ok(t?.kind === 'mcp');
     assert.deepEqual(
-      t.guardrails.map((g) => [g.origin, g.basePath, g.failOpen, g.methods, g.timeoutMs]),
+      t.guardrails.map((g) => {
+        assert.ok(g.kind !== 'cel');
+        return [g.origin, g.basePath, g.failOpen, g.methods, g.timeoutMs];
+      }),
       [
         ['https://guard.example.com:443', '/base', true, { 'tools/call': 'full' }, 10_000],
         ['http://checker.internal:9000', '', false, { '*': 'request' }, 10_000],

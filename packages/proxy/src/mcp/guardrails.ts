@@ -1,7 +1,10 @@
 // MCP guardrail processors (mcpGuardrails): remote services that see a client's JSON-RPC request
 // before any MCP server does, and its result before the client does, and answer allow, modify or
-// reject (@gw/guardrail-sdk's MCP processor contract). Processors run in order; the first reject
-// ends the chain. A processor that fails follows its failure mode.
+// reject (@gw/guardrail-sdk's MCP processor contract); or CEL processors (`kind: cel`), whose `when`
+// gw evaluates itself over the request and the message (mcp.method, mcp.params, mcp.result), then
+// rejects with their `reject` message or replaces the params or result with what `transform` gives.
+// Processors run in order; the first reject ends the chain. A processor that fails follows its
+// failure mode.
 import type { McpRequestVerdict, McpResponseVerdict } from '@gw/guardrail-sdk';
 import {
   MCP_CONTRACT_VERSION,
@@ -10,7 +13,13 @@ import {
   MCP_RESPONSE_PATH,
 } from '@gw/guardrail-sdk/wire';
 import { type CelContext, type CelProgram, celToJson, compileCel } from '../cel/cel.ts';
-import type { LlmGuardServiceIR, McpProcessorIR, McpProcessorPhase } from '../config/ir.ts';
+import type {
+  LlmGuardServiceIR,
+  McpCelProcessorIR,
+  McpGuardrailIR,
+  McpProcessorIR,
+  McpProcessorPhase,
+} from '../config/ir.ts';
 import { guardrailContract, preloadGuardrailContract } from '../llm/guardrails/contract.ts';
 import { type GuardService, guardService, ServiceFailure } from '../llm/guardrails/service-call.ts';
 import type { GuardEnv } from '../llm/guardrails/types.ts';
@@ -39,9 +48,12 @@ export interface GuardedRequest {
     readonly obs?: Observation | undefined;
   };
   findings: McpGuardFinding[];
+  /** What CEL sees of the request as `mcp` (method, target, tool, …), beside the message itself. */
+  info?: object;
 }
 
-interface Processor {
+interface RemoteProcessor {
+  kind: 'remote';
   index: number;
   ir: McpProcessorIR;
   service: GuardService;
@@ -50,21 +62,46 @@ interface Processor {
   phases: Map<string, McpProcessorPhase>;
 }
 
+interface CelProcessor {
+  kind: 'cel';
+  index: number;
+  ir: McpCelProcessorIR;
+  when: CelProgram | undefined;
+  transform: CelProgram | undefined;
+  phases: Map<string, McpProcessorPhase>;
+}
+
+type Processor = RemoteProcessor | CelProcessor;
+type Verdict = McpRequestVerdict | McpResponseVerdict;
+
 /** The outcome of the request phase: the params to go on with, or the client's error answer. */
 export type RequestOutcome = { params: Params | undefined } | { answer: Response };
 
 export class McpGuardrails {
   readonly #processors: Processor[];
 
-  constructor(ir: McpProcessorIR[], env: GuardEnv) {
-    if (ir.length > 0) preloadGuardrailContract();
-    this.#processors = ir.map((p, index) => ({
-      index,
-      ir: p,
-      service: guardService(processorService(p), env, 'verdict'),
-      metadata: Object.entries(p.metadata).map(([k, src]) => [k, compileCel(src)]),
-      phases: new Map(),
-    }));
+  constructor(ir: McpGuardrailIR[], env: GuardEnv) {
+    if (ir.some((p) => p.kind !== 'cel')) preloadGuardrailContract();
+    this.#processors = ir.map(
+      (p, index): Processor =>
+        p.kind === 'cel'
+          ? {
+              kind: 'cel',
+              index,
+              ir: p,
+              when: p.when === undefined ? undefined : compileCel(p.when),
+              transform: p.transform === undefined ? undefined : compileCel(p.transform),
+              phases: new Map(),
+            }
+          : {
+              kind: 'remote',
+              index,
+              ir: p,
+              service: guardService(processorService(p), env, 'verdict'),
+              metadata: Object.entries(p.metadata).map(([k, src]) => [k, compileCel(src)]),
+              phases: new Map(),
+            },
+    );
   }
 
   get empty(): boolean {
@@ -80,8 +117,10 @@ export class McpGuardrails {
   ): Promise<RequestOutcome> {
     let current = params;
     for (const p of this.#matching(method, 'request')) {
-      const body = this.#body(p, req, 'request', method, current);
-      const verdict = await this.#call(p, req, 'request', body);
+      const verdict =
+        p.kind === 'cel'
+          ? this.#evaluate(p, req, 'request', { method, params: current ?? {} })
+          : await this.#call(p, req, 'request', this.#body(p, req, 'request', method, current));
       if (verdict === undefined) continue;
       if (verdict.action === 'reject') return { answer: rejection(id, verdict) };
       if (verdict.action === 'modify' && 'params' in verdict) current = verdict.params as Params;
@@ -100,12 +139,14 @@ export class McpGuardrails {
     if (!res.result) return res;
     let result = res.result;
     for (const p of this.#matching(method, 'response')) {
-      const body = {
-        ...this.#body(p, req, 'response', method, params),
-        result,
-        ...(target === undefined ? {} : { target }),
-      };
-      const verdict = await this.#call(p, req, 'response', body);
+      const verdict =
+        p.kind === 'cel'
+          ? this.#evaluate(p, req, 'response', { method, params: params ?? {}, result })
+          : await this.#call(p, req, 'response', {
+              ...this.#body(p, req, 'response', method, params),
+              result,
+              ...(target === undefined ? {} : { target }),
+            });
       if (verdict === undefined) continue;
       if (verdict.action === 'reject') return rejection(res.id, verdict);
       if (verdict.action === 'modify' && 'result' in verdict) result = verdict.result;
@@ -130,8 +171,42 @@ export class McpGuardrails {
     });
   }
 
+  /**
+   * A CEL processor's verdict on one message (`message`: what CEL sees under `mcp` beside the
+   * request's own mcp.*); undefined when it does not apply, or failed open.
+   */
+  #evaluate(
+    p: CelProcessor,
+    req: GuardedRequest,
+    phase: 'request' | 'response',
+    message: { method: string; params: object; result?: object },
+  ): Verdict | undefined {
+    const cel = req.ctx.celContext();
+    cel.mcp = { ...req.info, ...message };
+    if (p.when && p.when.eval(cel) !== true) return undefined;
+    if (p.ir.reject !== undefined) {
+      note(req, { processor: p.index, phase, action: 'reject', applied: true, reason: p.ir.reject });
+      return { action: 'reject', message: p.ir.reject };
+    }
+    const value = p.transform ? celToJson(p.transform.eval(cel)) : undefined;
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+      const how = `transform gave ${value === undefined ? 'no value (it failed)' : 'no object'}`;
+      note(req, { processor: p.index, phase, action: 'failed', applied: !p.ir.failOpen, reason: how });
+      if (p.ir.failOpen) return undefined;
+      return {
+        action: 'reject',
+        code: CODE.INTERNAL,
+        message: `MCP guardrail processor ${p.index} failed: ${how}`,
+      };
+    }
+    note(req, { processor: p.index, phase, action: 'modify', applied: true });
+    return phase === 'request'
+      ? { action: 'modify', params: value as Record<string, unknown> }
+      : { action: 'modify', result: value as Record<string, unknown> };
+  }
+
   #body(
-    p: Processor,
+    p: RemoteProcessor,
     req: GuardedRequest,
     phase: 'request' | 'response',
     method: string,
@@ -158,7 +233,7 @@ export class McpGuardrails {
 
   /** One call; undefined when it failed open. A failure that fails closed is a reject verdict. */
   async #call(
-    p: Processor,
+    p: RemoteProcessor,
     req: GuardedRequest,
     phase: 'request' | 'response',
     body: Record<string, unknown>,

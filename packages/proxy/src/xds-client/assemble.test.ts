@@ -399,7 +399,7 @@ describe('assembleConfig', () => {
     assert.deepEqual([t.sessionRouting, t.failureMode, t.prefixMode], ['Stateless', 'FailOpen', 'Always']);
     assert.deepEqual(t.authorization, [{ rules: ['true'] }]);
     assert.deepEqual(
-      t.guardrails.map((g) => [g.origin, g.methods, g.failOpen]),
+      t.guardrails.map((g) => [g.kind === 'cel' ? 'cel' : g.origin, g.methods, g.failOpen]),
       [['https://checker.ns.svc.cluster.local:9443', { 'tools/call': 'full' }, false]],
     );
   });
