@@ -1275,12 +1275,7 @@ class Builder {
     const rp = ir.policies;
     if (rp.requestHeaderModifier) ir.requestHeaders = rp.requestHeaderModifier;
     if (rp.responseHeaderModifier) ir.responseHeaders = rp.responseHeaderModifier;
-    if (rp.health?.active)
-      this.fail(
-        [...pp, 'policies', 'health', 'active'],
-        "health.active probes an endpoint with GETs, which an LLM provider does not answer: a provider's health is passive (eviction, unhealthyExpression)",
-      );
-    else if (rp.health) ir.health = rp.health;
+    if (rp.health) ir.health = rp.health;
     if (rp.requestRedirect)
       this.fail(
         [...pp, 'policies', 'requestRedirect'],
@@ -1458,19 +1453,7 @@ class Builder {
     const caching = m.promptCaching ?? d?.promptCaching;
     if (caching) out.promptCaching = promptCachingIR(caching);
     const health = m.health ?? d?.health;
-    if (health?.active)
-      this.fail(
-        [
-          // the model's own, else the defaults of the provider it names
-          ...(m.health || !r.named
-            ? mp
-            : ['llm', 'providers', llm.providers?.indexOf(r.named) ?? 0, 'defaults']),
-          'health',
-          'active',
-        ],
-        "health.active probes an endpoint with GETs, which an LLM provider does not answer: a model's health is passive (eviction, unhealthyExpression)",
-      );
-    else if (health) out.health = health;
+    if (health) out.health = health;
     if (m.authorization) out.authorization = m.authorization;
     return out;
   }

@@ -1,10 +1,10 @@
 // A model's `health` (agentgateway's outlier detection on llm.models[]): unhealthy answers eject the
 // model for a while, and a virtual model's routing passes it by — a failover group wholly out is not
-// tried, a weighted choice leaves it out. The official `openai` client against gw; fake providers in
-// OpenAI's wire format, one of which fails while the test says so.
+// tried, a weighted choice leaves it out. health.active probes a self-hosted server's health
+// endpoint, and a model failing it is passed by before any request fails. The official `openai`
+// client against gw; fake providers in OpenAI's wire format, one of which fails while the test says.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { ConfigError } from '@gw/api';
 import { type FakeOpenAI, startFakeOpenAI } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import OpenAI from 'openai';
@@ -13,13 +13,16 @@ import { loadConfigText } from '../config/load.ts';
 const messages = [{ role: 'user' as const, content: 'Hello!' }];
 
 let failing = true;
+let healthStatus = 200;
 let flaky: FakeOpenAI;
 let steady: FakeOpenAI;
+let selfHosted: FakeOpenAI;
 let proxy: TestProxy;
 
 before(async () => {
   flaky = await startFakeOpenAI({ name: 'flaky', answer: () => (failing ? { error: 503 } : undefined) });
   steady = await startFakeOpenAI({ name: 'steady' });
+  selfHosted = await startFakeOpenAI({ name: 'self-hosted', health: () => healthStatus });
   proxy = await startProxy(`config:
   adminAddr: "off"
 llm:
@@ -34,11 +37,21 @@ llm:
     provider: openai
     visibility: internal
     params: {apiKey: k, baseUrl: "${steady.origin}/v1"}
+  - name: vllm
+    provider: openai
+    visibility: internal
+    params: {baseUrl: "${selfHosted.origin}/v1"}
+    health:
+      active: {path: /health, interval: 50ms, timeout: 1s, unhealthyThreshold: 2, healthyThreshold: 1}
   virtualModels:
   - name: resilient
     routing:
       failover:
         targets: [{model: flaky, priority: 0}, {model: steady, priority: 1}]
+  - name: probed
+    routing:
+      failover:
+        targets: [{model: vllm, priority: 0}, {model: steady, priority: 1}]
 `);
 });
 
@@ -46,6 +59,7 @@ after(async () => {
   await proxy?.close();
   await flaky?.close();
   await steady?.close();
+  await selfHosted?.close();
 });
 
 beforeEach(() => {
@@ -72,21 +86,64 @@ describe('health on a model', () => {
   });
 });
 
+describe('health.active on a model', () => {
+  const seenChats = (f: FakeOpenAI) => f.seen.filter((r) => r.method === 'POST').length;
+
+  test('a model failing its probes is passed by before any request fails, and taken back once they pass', async () => {
+    healthStatus = 200;
+    // probes reach the server's health endpoint, and the model serves
+    await until('a probe', () => selfHosted.seen.some((r) => r.method === 'GET' && r.url === '/health'));
+    assert.equal((await chat('probed')).object, 'chat.completion');
+    assert.equal(seenChats(selfHosted), 1, 'the first group answered');
+
+    // its health endpoint fails: after two probes the model is out, though its chats would still work
+    healthStatus = 503;
+    await until('the model passed by', async () => {
+      const before = seenChats(steady);
+      await chat('probed');
+      return seenChats(steady) > before;
+    });
+    const calls = seenChats(selfHosted);
+    for (let i = 0; i < 3; i++) assert.equal((await chat('probed')).object, 'chat.completion');
+    assert.equal(seenChats(selfHosted), calls, 'not called while its probes fail');
+
+    healthStatus = 200;
+    await until('the model back', async () => {
+      const before = seenChats(selfHosted);
+      await chat('probed');
+      return seenChats(selfHosted) > before;
+    });
+  });
+});
+
+/** Polls `check` every 25 ms for up to 5 s. */
+async function until(what: string, check: () => boolean | Promise<boolean>): Promise<void> {
+  const end = Date.now() + 5000;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
 describe('config', () => {
-  test('health.active on a model is refused, naming the field (providers are not probed)', () => {
-    assert.throws(
-      () =>
-        loadConfigText(
-          'llm.yaml',
-          `llm:
+  test('health.active on a model, or from a named provider, loads with the model', () => {
+    const ir = loadConfigText(
+      'llm.yaml',
+      `llm:
   port: 4000
+  providers:
+  - {name: shared, provider: openai, params: {baseUrl: "http://vllm.internal:8000/v1"}, defaults: {health: {active: {path: /health}}}}
   models:
-  - {name: m, provider: openai, params: {apiKey: k}, health: {active: {path: /healthz}}}
+  - {name: m, provider: openai, params: {apiKey: k}, health: {active: {path: /healthz, interval: 5s}}}
+  - {name: q, provider: {reference: shared}}
 `,
-          process.cwd(),
-        ),
-      (e: unknown) =>
-        e instanceof ConfigError && /llm\.models\[0\]\.health\.active: health\.active probes/.test(e.message),
+      process.cwd(),
+    ).ir;
+    const t = ir.binds[0]?.listeners[0]?.routes[0]?.backends[0]?.target;
+    assert.ok(t?.kind === 'ai');
+    assert.deepEqual(
+      t.models.map((m) => m.health?.active),
+      [{ path: '/healthz', interval: '5s' }, { path: '/health' }],
     );
   });
 });

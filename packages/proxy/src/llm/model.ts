@@ -13,6 +13,8 @@ import type { Handler } from '../pipeline/layer.ts';
 import { compileRules, decide } from '../policies/authorization/decision.ts';
 import { backendAuthLayer } from '../policies/backend-auth/index.ts';
 import { headerModifier } from '../policies/header-modifier/index.ts';
+import { modelActiveHealthKey } from '../upstream/active-health.ts';
+import { attachActiveHealth } from '../upstream/active-prober.ts';
 import type { BackendEnv } from '../upstream/backends/types.ts';
 import { type CallTarget, callUpstream } from '../upstream/call.ts';
 import { connectionSpec } from '../upstream/connection.ts';
@@ -322,6 +324,18 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
   };
   if (!m.health) return { ir: m, call, endpoint };
   const tracked = trackHealth(m.health, m.name, endpoint, env.pools, env.used, call);
+  // health.active: GETs of its path (a self-hosted server's /health) through the model's own pool
+  const active = m.health.active;
+  if (active)
+    attachActiveHealth(
+      tracked.health,
+      modelActiveHealthKey(env.backend ?? '', m, active),
+      active,
+      dispatcher
+        ? { dispatcher, origin: `${ep.tls ? 'https' : 'http'}://${endpoint}`, host: authority }
+        : undefined,
+      env,
+    );
   return { ir: m, call: tracked.call, endpoint, health: tracked.health };
 }
 

@@ -13,9 +13,9 @@
 // and @gw/api/runtime would bring the CEL library into it.
 import { parseGoDuration } from '@gw/api/duration';
 import { hostPort } from '@gw/api/runtime';
-import type { BackendTarget, ProxyIR, ResolvedBackendPolicies } from '../config/ir.ts';
+import type { BackendTarget, LlmModelIR, ProxyIR, ResolvedBackendPolicies } from '../config/ir.ts';
 
-type ActiveHealthConfig = NonNullable<NonNullable<ResolvedBackendPolicies['health']>['active']>;
+export type ActiveHealthConfig = NonNullable<NonNullable<ResolvedBackendPolicies['health']>['active']>;
 
 const DEFAULT_INTERVAL_MS = 10_000;
 const DEFAULT_TIMEOUT_MS = 1_000;
@@ -93,6 +93,19 @@ export function activeHealthKey(backend: string, endpoint: string, a: ActiveHeal
   return `active-health:${JSON.stringify([backend, endpoint, activeSettings(a)])}`;
 }
 
+/**
+ * The shared memory of an LLM model's active health (an ai backend's model or provider): by backend,
+ * model entry and where it is sent (a baseUrl or host override, else the provider's own endpoint).
+ */
+export function modelActiveHealthKey(
+  backend: string,
+  m: Pick<LlmModelIR, 'name' | 'entry' | 'provider'>,
+  a: ActiveHealthConfig,
+): string {
+  const where = m.provider.endpoint ?? m.provider.kind;
+  return activeHealthKey(`${backend}/${m.entry ?? m.name}`, JSON.stringify(where), a);
+}
+
 /** The buffers the main thread allocates for a config's active health checks (Supervisor). */
 export function activeHealthMemoryOf(ir: ProxyIR): { key: string; bytes: number }[] {
   const keys = new Set<string>();
@@ -103,6 +116,11 @@ export function activeHealthMemoryOf(ir: ProxyIR): { key: string; bytes: number 
           const active = be.policies.health?.active;
           const endpoint = probeEndpointOf(be.target);
           if (active && endpoint && be.weight > 0) keys.add(activeHealthKey(be.name, endpoint, active));
+          if (be.target.kind === 'ai')
+            for (const m of be.target.models) {
+              const a = m.health?.active;
+              if (a) keys.add(modelActiveHealthKey(be.name, m, a));
+            }
         }
   return [...keys].map((key) => ({ key, bytes: ACTIVE_HEALTH_BYTES }));
 }

@@ -1,9 +1,17 @@
 // The prober of an endpoint with health.active (see active-health.ts): a GET through the backend's
 // pool every interval, its outcome recorded in the state the workers share.
 import type { Dispatcher } from 'undici';
-import { type ActiveHealthState, type ActiveSettings, NO_ANSWER_CODE } from './active-health.ts';
+import {
+  ACTIVE_HEALTH_BYTES,
+  type ActiveHealthConfig,
+  ActiveHealthState,
+  type ActiveSettings,
+  activeSettings,
+  NO_ANSWER_CODE,
+} from './active-health.ts';
 import { toGwError } from './call.ts';
-import type { Retained } from './pools.ts';
+import type { EndpointHealth } from './health.ts';
+import type { PoolRegistry, Retained } from './pools.ts';
 
 /** Where the prober sends its GET: the backend's pool, its origin and the Host header. */
 export interface ProbeTarget {
@@ -88,4 +96,36 @@ export class ActiveProber implements Retained {
     this.#inflight?.abort();
     return Promise.resolve();
   }
+}
+
+/**
+ * health.active for an endpoint whose health `health` tracks: its state in the memory shared by the
+ * workers under `key` (activeHealthMemoryOf allocated it), and, in the probing worker, its prober
+ * (one per key), which probes `probe` (the endpoint's own pool).
+ */
+export function attachActiveHealth(
+  health: EndpointHealth,
+  key: string,
+  active: ActiveHealthConfig,
+  probe: ProbeTarget | undefined,
+  env: {
+    pools: PoolRegistry | null;
+    used: Set<Retained>;
+    shared?: ((key: string, bytes: number) => SharedArrayBuffer) | undefined;
+  },
+): void {
+  if (!env.pools || !env.shared) return;
+  const memory = env.shared(key, ACTIVE_HEALTH_BYTES);
+  const state = health.active?.memory === memory ? health.active : new ActiveHealthState(memory);
+  health.active = state;
+  if (!env.pools.probes || !probe) return;
+  const prober = env.pools.keep(
+    `prober:${key}`,
+    () => new ActiveProber(state, activeSettings(active), probe),
+  );
+  // a reload may hand a new pool (other TLS settings) or new memory (the main thread's, after a restart)
+  prober.state = state;
+  prober.target = probe;
+  env.used.add(prober);
+  health.probing = true;
 }

@@ -43,6 +43,11 @@ export interface FakeOpenAIOptions {
   answer?: (req: FakeLlmRequest) => FakeAnswer | undefined;
   /** A stream waits for this before it sends its last event (to show the gateway does not wait). */
   beforeLastEvent?: () => Promise<void>;
+  /**
+   * When set, `GET /health` answers this status with an empty body, as the health endpoint of a
+   * self-hosted OpenAI-compatible server (vLLM's) does; it needs no key.
+   */
+  health?: () => number;
 }
 
 export interface FakeOpenAI {
@@ -128,6 +133,10 @@ async function serve(
   state: FakeState,
 ): Promise<void> {
   const path = r.url.split('?', 1)[0] ?? '';
+  if (opts.health && req.method === 'GET' && path === '/health') {
+    send(res, opts.health(), 'text/plain', '', name);
+    return;
+  }
   if (!authorized(req, opts.apiKey)) {
     send(res, 401, 'application/json', fixture(ERROR_FIXTURES['invalid-api-key']), name);
     return;

@@ -8,14 +8,8 @@ import type { RequestContext } from '../../pipeline/context.ts';
 import { compose, type Handler, observed } from '../../pipeline/layer.ts';
 import { type Observation, observeBody, type UpstreamInfo } from '../../pipeline/observer.ts';
 import { buildBackendLayers } from '../../policies/registry.ts';
-import {
-  ACTIVE_HEALTH_BYTES,
-  ActiveHealthState,
-  activeHealthKey,
-  activeSettings,
-  probeEndpointOf,
-} from '../active-health.ts';
-import { ActiveProber } from '../active-prober.ts';
+import { activeHealthKey, probeEndpointOf } from '../active-health.ts';
+import { attachActiveHealth } from '../active-prober.ts';
 import { connectionSpec } from '../connection.ts';
 import { type EndpointHealth, trackHealth } from '../health.ts';
 import { tunnelsByConnect } from '../tunnel.ts';
@@ -48,7 +42,12 @@ export function compileBackend(
     : routeAttemptTimeoutMs;
   const kind = BACKEND_KINDS[b.target.kind] as BackendKind<BackendKindName>;
   const connection = connectionSpec(b.policies, env.global);
-  let compiled: CompiledCall = kind.compile(b.target as never, { ...env, connection, attemptTimeoutMs });
+  let compiled: CompiledCall = kind.compile(b.target as never, {
+    ...env,
+    connection,
+    attemptTimeoutMs,
+    backend: b.name,
+  });
   // A kind without a fixed endpoint (dynamic, ai, mcp) is tracked as a whole.
   const tracked = p.health
     ? trackHealth(p.health, b.name, compiled.endpoint ?? b.name, env.pools, env.used, compiled.call)
@@ -84,10 +83,7 @@ export function compileBackend(
   };
 }
 
-/**
- * health.active: the endpoint's state in the memory shared by the workers; the probing worker also
- * keeps its prober (one per endpoint and settings), which probes through the backend's pool.
- */
+/** health.active of a backend with one endpoint (host, a2a, unix): probed through its pool. */
 function activeHealth(
   health: EndpointHealth,
   b: RouteBackendIR,
@@ -96,22 +92,8 @@ function activeHealth(
 ): void {
   const active = b.policies.health?.active;
   const endpoint = probeEndpointOf(b.target);
-  if (!active || !endpoint || !env.pools || !env.shared) return;
-  const key = activeHealthKey(b.name, endpoint, active);
-  const memory = env.shared(key, ACTIVE_HEALTH_BYTES);
-  const state = health.active?.memory === memory ? health.active : new ActiveHealthState(memory);
-  health.active = state;
-  const probe = compiled.probe;
-  if (!env.pools.probes || !probe) return;
-  const prober = env.pools.keep(
-    `prober:${key}`,
-    () => new ActiveProber(state, activeSettings(active), probe),
-  );
-  // a reload may hand a new pool (other TLS settings) or new memory (the main thread's, after a restart)
-  prober.state = state;
-  prober.target = probe;
-  env.used.add(prober);
-  health.probing = true;
+  if (!active || !endpoint) return;
+  attachActiveHealth(health, activeHealthKey(b.name, endpoint, active), active, compiled.probe, env);
 }
 
 /** The kind's call, or its upgrade for a request that asks to switch protocols. */

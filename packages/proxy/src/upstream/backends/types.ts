@@ -22,6 +22,8 @@ export interface BackendEnv {
   attemptTimeoutMs: number;
   /** State shared across workers, by key (the endpoints' active health); absent in a dry run. */
   shared?: (key: string, bytes: number) => SharedArrayBuffer;
+  /** The backend's name in its route (an ai backend keys its models' active health by it). */
+  backend?: string;
 }
 
 export interface CompiledCall {
