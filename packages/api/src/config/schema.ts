@@ -1147,16 +1147,18 @@ export const BackendAwsAuth = z.union([
   }),
 ]);
 // gcp, azure, oauthTokenExchange and crossAppAccess (token-auth.ts)
-export const { GcpAuth, AzureAuth, OAuthTokenExchangeAuth, CrossAppAccessAuth } = tokenAuthSchemas({
-  fileOrInline: FileOrInline,
-  backendTLS: BackendTLS,
-  hostPort: AuthzHost,
-  tokenLocation: TokenLocation,
-  cel: Cel,
-  duration: Duration,
-  notYet: NotYet,
-  serviceRef: ServiceRef,
-});
+export const { GcpAuth, AzureAuth, OAuthTokenExchangeAuth, OAuthAuth, CrossAppAccessAuth } = tokenAuthSchemas(
+  {
+    fileOrInline: FileOrInline,
+    backendTLS: BackendTLS,
+    hostPort: AuthzHost,
+    tokenLocation: TokenLocation,
+    cel: Cel,
+    duration: Duration,
+    notYet: NotYet,
+    serviceRef: ServiceRef,
+  },
+);
 /**
  * backendAuth's forms beside `key`, each built at a backend (BackendAuth); a place that takes only
  * some (a guard service, an ai provider, a tunnel's proxy) refuses the others by name.
@@ -1170,6 +1172,7 @@ const AUTH_FORMS = [
   'gcp',
   'azure',
   'oauthTokenExchange',
+  'oauth',
   'crossAppAccess',
 ] as const;
 /**
@@ -1228,6 +1231,11 @@ export const BackendAuth = z.union([
   backendForm({ gcp: GcpAuth }),
   backendForm({ azure: AzureAuth }),
   backendForm({ oauthTokenExchange: OAuthTokenExchangeAuth }),
+  // agentgateway's newer name and shape of the same exchange, as oauthTokenExchange
+  backendForm({ oauth: OAuthAuth }).transform(({ oauth, ...rest }) => ({
+    ...rest,
+    oauthTokenExchange: oauth,
+  })),
   backendForm({ crossAppAccess: CrossAppAccessAuth }),
   strict({ credentials: BackendAuthCredentials }),
   CopilotAuth,

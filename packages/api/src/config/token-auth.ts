@@ -183,8 +183,7 @@ export function tokenAuthSchemas<TLS extends z.ZodType>(p: TokenAuthParts<TLS>) 
       });
   };
 
-  const OAuthTokenExchangeAuth = strict({
-    ...endpoint,
+  const exchange = {
     grantType: z.enum(['tokenExchange', 'jwtBearer']).optional().meta({
       description:
         'tokenExchange (RFC 8693, default) or jwtBearer (RFC 7523: the subject token is the assertion)',
@@ -224,7 +223,24 @@ export function tokenAuthSchemas<TLS extends z.ZodType>(p: TokenAuthParts<TLS>) 
       description: 'where the token is written (default the Authorization header, Bearer prefix)',
     }),
     cache,
-  }).superRefine(needHost);
+  };
+  const OAuthTokenExchangeAuth = strict({ ...endpoint, ...exchange }).superRefine(needHost);
+  const { path: _path, ...endpointAt } = endpoint;
+  /**
+   * agentgateway's newer `oauth` form: the same exchange with its endpoint under `tokenEndpoint` and
+   * the path beside it, reshaped into oauthTokenExchange's.
+   */
+  const OAuthAuth = strict({
+    tokenEndpoint: strict(endpointAt).superRefine(needHost).meta({
+      description: 'the token endpoint: host:port, a named host backend, or a Service of services',
+    }),
+    tokenEndpointPath: endpoint.path,
+    ...exchange,
+  }).transform(({ tokenEndpoint, tokenEndpointPath, ...rest }) => ({
+    ...tokenEndpoint,
+    ...(tokenEndpointPath !== undefined ? { path: tokenEndpointPath } : {}),
+    ...rest,
+  }));
 
   const CrossAppAccessEndpoint = strict({ ...endpoint, clientAuth: OAuthClientAuth }).superRefine(needHost);
   const CrossAppAccessAuth = strict({
@@ -253,5 +269,5 @@ export function tokenAuthSchemas<TLS extends z.ZodType>(p: TokenAuthParts<TLS>) 
     cache,
   });
 
-  return { GcpAuth, AzureAuth, OAuthTokenExchangeAuth, CrossAppAccessAuth, OAuthClientAuth };
+  return { GcpAuth, AzureAuth, OAuthTokenExchangeAuth, OAuthAuth, CrossAppAccessAuth, OAuthClientAuth };
 }

@@ -302,6 +302,15 @@ describe('oauthTokenExchange and crossAppAccess against oidc-provider', () => {
               path: /token
               clientAuth: {clientId: gw, clientSecret: gw-secret}
               audiences: [https://named.example]`,
+  )}${route(
+    'oauth-form',
+    '/oauth-form',
+    `oauth:
+              tokenEndpoint: {backend: sts}
+              tokenEndpointPath: /token
+              clientAuth: {clientId: gw, clientSecret: gw-secret}
+              audiences: [https://oauth-form.example]
+              scopes: [read]`,
   )}
 services:
 - {name: sts, namespace: auth, hostname: sts.auth, vips: [], ports: {"8443": ${sts.port}}}
@@ -485,6 +494,16 @@ backends:
       assert.equal(claims.sub, 'dora');
       assert.equal(claims.aud, audience);
     }
+  });
+
+  test("agentgateway's newer oauth form (the endpoint under tokenEndpoint) exchanges as oauthTokenExchange", async () => {
+    const before = sts.grantRequests.length;
+    const r = await get(proxy, '/oauth-form', { authorization: `Bearer ${await userToken('erin')}` });
+    assert.equal(r.status, 200, r.text);
+    const claims = claimsOf(bearerAt(r.text));
+    assert.equal(claims.sub, 'erin');
+    assert.equal(claims.aud, 'https://oauth-form.example');
+    assert.equal(sts.grantRequests.length, before + 1, 'one exchange at the token endpoint');
   });
 
   test('crossAppAccess: ID-JAG from the identity provider, access token from the resource server, cached', async () => {
