@@ -50,6 +50,8 @@ export function checkLlm(llm: LlmConfig, path: FieldPath): Problem[] {
 
   if (llm.policies?.guardrails)
     out.push(...checkPromptGuard(llm.policies.guardrails, [...path, 'policies', 'guardrails']));
+  for (const [name, g] of Object.entries(llm.guardrails ?? {}))
+    out.push(...checkPromptGuard(g, [...path, 'guardrails', name]));
   const names = new Set<string>();
   (llm.providers ?? []).forEach((n, i) => {
     const pp = [...path, 'providers', i];
@@ -69,7 +71,13 @@ export function checkLlm(llm: LlmConfig, path: FieldPath): Problem[] {
     const mp = [...path, 'models', i];
     out.push(...checkCelMap(m.transformation, [...mp, 'transformation']));
     out.push(...checkCelMap(m.finalTransformation, [...mp, 'finalTransformation']));
-    if (m.guardrails) out.push(...checkPromptGuard(m.guardrails, [...mp, 'guardrails']));
+    if (typeof m.guardrails === 'string') {
+      if (!llm.guardrails?.[m.guardrails])
+        out.push({
+          path: [...mp, 'guardrails'],
+          message: `no guardrails named ${JSON.stringify(m.guardrails)} in llm.guardrails${llm.guardrails ? ` (there are ${Object.keys(llm.guardrails).join(', ')})` : ''}`,
+        });
+    } else if (m.guardrails) out.push(...checkPromptGuard(m.guardrails, [...mp, 'guardrails']));
     if (m.authorization) out.push(...checkAuthorization(m.authorization, [...mp, 'authorization']));
     if (m.passthrough) {
       // what would change the request, or read it as a guard does, has no place in a passthrough

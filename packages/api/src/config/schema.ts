@@ -2967,7 +2967,9 @@ export const LlmModel = strict({
       "fields of the request in the provider's own format, set from CEL over it (llmRequest) once it is converted",
   }),
   ...llmConnection,
-  guardrails: PromptGuard.optional(),
+  guardrails: z
+    .union([PromptGuard, z.string().min(1).meta({ description: 'the name of a set in llm.guardrails' })])
+    .optional(),
   matches: z.array(LlmModelMatch).optional().meta({
     description:
       'request headers that must match, besides the name, for this entry to serve (any one entry of the list); entries of one name without matches serve the rest',
@@ -3021,6 +3023,10 @@ export const LlmVirtualModel = strict({
 });
 
 export const LlmPolicies = strict({
+  timeout: Timeout.optional().meta({
+    description:
+      'requestTimeout: the whole request, streamed answers included; backendRequestTimeout: each call to a provider',
+  }),
   jwtAuth: JwtAuth.optional(),
   basicAuth: BasicAuth.optional(),
   apiKey: ApiKeyAuth.optional(),
@@ -3060,6 +3066,9 @@ export const LlmConfig = strict({
   models: z.array(LlmModel),
   virtualModels: z.array(LlmVirtualModel).optional(),
   policies: LlmPolicies.optional(),
+  guardrails: z.record(z.string().min(1), PromptGuard).optional().meta({
+    description: "named sets of guardrails, which a model's guardrails may name (guardrails: <name>)",
+  }),
 });
 
 // ---------- MCP gateway (agentgateway's LocalMcpBackend) ----------

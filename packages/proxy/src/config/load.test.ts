@@ -562,6 +562,22 @@ policies:
     );
   });
 
+  test('llm.guardrails: a model names a set, and a name that is not one is refused at the model', () => {
+    const guard = '{request: [{regex: {action: reject, rules: [{builtin: email}]}}]}';
+    const ir = load(
+      `llm:\n  port: 0\n  guardrails: {pii: ${guard}}\n  models:\n  - {name: m, provider: openai, guardrails: pii}\n`,
+    ).ir;
+    const t = ir.binds[0]?.listeners[0]?.routes[0]?.backends[0]?.target;
+    assert.ok(t?.kind === 'ai');
+    assert.ok(t.models[0]?.guards, 'the named set guards the model');
+    assert.deepEqual(
+      issues(
+        `llm:\n  port: 0\n  guardrails: {pii: ${guard}}\n  models:\n  - {name: m, provider: openai, guardrails: nope}\n`,
+      ),
+      ['5:45 llm.models[0].guardrails: no guardrails named "nope" in llm.guardrails (there are pii)'],
+    );
+  });
+
   test('a set bare $VAR in a credential is used; API key metadata is not a credential', () => {
     const { ir, warnings } = load(
       minimal('    - policies: {apiKey: {keys: [{key: $REAL_KEY, metadata: {note: $NOPE_NOTE}}]}}\n'),

@@ -1445,8 +1445,11 @@ class Builder {
     const resH = m.responseHeaders ?? d?.responseHeaders;
     if (reqH) out.requestHeaders = reqH;
     if (resH) out.responseHeaders = resH;
-    const guards = m.guardrails ?? llm.policies?.guardrails;
-    if (guards) out.guards = promptGuardIR(guards, this.guardContext([...mp, 'guardrails']));
+    // a name is a set of llm.guardrails (checkLlm reported one that is not there)
+    const own = typeof m.guardrails === 'string' ? llm.guardrails?.[m.guardrails] : m.guardrails;
+    const guards = own ?? (m.guardrails === undefined ? llm.policies?.guardrails : undefined);
+    const at = typeof m.guardrails === 'string' ? ['llm', 'guardrails', m.guardrails] : [...mp, 'guardrails'];
+    if (guards) out.guards = promptGuardIR(guards, this.guardContext(at));
     // an empty list is no condition, as agentgateway reads it
     if (m.matches?.length) out.matches = m.matches;
     if (m.passthrough) out.passthrough = m.passthrough;

@@ -51,6 +51,7 @@ ${gptModel('res-mask', '{streaming: Enabled, response: [{regex: {action: mask, r
 ${gptModel('res-audit', '{streaming: true, response: [{regex: {action: audit, rules: [{pattern: "help you", name: offer}]}}]}')}
 ${gptModel('res-unstreamed', '{response: [{regex: {action: reject, rules: [{pattern: "help you"}]}}]}')}
 ${gptModel('plain')}
+${gptModel('named', 'shared')}
 ${claudeModel('claude-req', '{request: [{regex: {action: reject, rules: [{builtin: phoneNumber}]}}]}')}
 ${claudeModel('claude-res', '{streaming: true, response: [{regex: {action: reject, rules: [{pattern: "help you"}]}, rejection: {status: 451, body: "withheld"}}]}')}
 ${claudeModel('claude-mask', '{response: [{regex: {action: mask, rules: [{pattern: "Claude", name: NAME}]}}]}')}
@@ -58,6 +59,9 @@ ${claudeModel('claude-mask', '{response: [{regex: {action: mask, rules: [{patter
     `  policies:
     guardrails:
       request: [{regex: {action: reject, rules: [{pattern: "forbidden-word"}]}}]
+  guardrails:
+    shared:
+      request: [{regex: {action: reject, rules: [{pattern: "shared-secret"}]}}]
 `,
   ));
 });
@@ -104,6 +108,15 @@ describe('request guards', () => {
       ask('plain', 'forbidden-word'),
       (e: unknown) => e instanceof OpenAI.PermissionDeniedError,
     );
+  });
+
+  test('a model naming a set of llm.guardrails gets that set, in place of the llm-wide guards', async () => {
+    await assert.rejects(
+      ask('named', 'the shared-secret'),
+      (e: unknown) => e instanceof OpenAI.PermissionDeniedError,
+    );
+    assert.equal((await ask('named', 'forbidden-word')).choices[0]?.message.content, FAKE_REPLY);
+    assert.equal((await ask('plain', 'the shared-secret')).choices[0]?.message.content, FAKE_REPLY);
   });
 
   test('mask: each match replaced in what the provider gets, the client’s structure kept', async () => {

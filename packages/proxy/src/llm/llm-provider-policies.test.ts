@@ -126,3 +126,24 @@ test('a redirect and tokenize on a provider are refused by name; an active healt
   );
   assert.match(load('          tokenize: true\n'), /tokenize is not supported/);
 });
+
+test("llm.policies.timeout: the LLM API's request deadline (a 504 in OpenAI's shape)", async () => {
+  const p = await startProxy(`llm:
+  port: 0
+  policies: {timeout: {requestTimeout: 300ms}}
+  models:
+  - name: m
+    provider: openai
+    params: {apiKey: k, baseUrl: "http://127.0.0.1:${(silent.address() as AddressInfo).port}/v1"}
+`);
+  try {
+    const client = new OpenAI({ apiKey: 'x', baseURL: p.url('/v1'), maxRetries: 0 });
+    const started = Date.now();
+    const err = await client.chat.completions.create({ model: 'm', messages }).catch((e: unknown) => e);
+    assert.ok(err instanceof OpenAI.APIError, String(err));
+    assert.equal(err.status, 504);
+    assert.ok(Date.now() - started < 5000, 'answered at the deadline, not the provider');
+  } finally {
+    await p.close();
+  }
+});
