@@ -2779,6 +2779,13 @@ const UNSERVED_AI_ROUTE_TYPES: readonly AiRouteType[] = ['rerank'];
 export const SERVED_AI_ROUTE_TYPES: readonly AiRouteType[] = AI_ROUTE_TYPES.filter(
   (t) => !UNSERVED_AI_ROUTE_TYPES.includes(t),
 );
+/** A route type as agentgateway names it (completions), or as its CRDs do (Completions). */
+const AiRouteTypeName = z.union([
+  z.enum(AI_ROUTE_TYPES),
+  z
+    .enum(AI_ROUTE_TYPES.map((t) => `${t[0]?.toUpperCase()}${t.slice(1)}`) as [string, ...string[]])
+    .transform((t) => `${t[0]?.toLowerCase()}${t.slice(1)}` as AiRouteType),
+]);
 /** agentgateway's `ai` backend policy (its Policy): what this build implements of it. */
 export const AiPolicy = strict({
   promptGuard: PromptGuard.optional(),
@@ -2797,10 +2804,30 @@ export const AiPolicy = strict({
       'requested model name → the model to send: an exact name first, then patterns with * (the longest first); applied after the provider model, defaults, overrides and transformations',
   }),
   promptCaching: PromptCaching.optional(),
-  routes: z.record(z.string().min(1), z.enum(AI_ROUTE_TYPES)).optional().meta({
+  routes: z.record(z.string().min(1), AiRouteTypeName).optional().meta({
     description:
       'which API a request is, by the end of its path ("*" for any other path; the longest suffix first). Unset: the API is told by its standard path (/v1/chat/completions, /v1/messages, …). passthrough forwards any request as it is, with the credential; detect forwards it and reads the usage',
   }),
+  models: z
+    .array(
+      strict({
+        id: z.string().min(1),
+        ownedBy: z.string().min(1).optional().meta({ description: 'owned_by (default: the provider)' }),
+        created: z
+          .number()
+          .int()
+          .min(0)
+          .optional()
+          .meta({ description: 'created, in seconds since 1970 (default 0)' }),
+      }),
+    )
+    .min(1)
+    .max(1024)
+    .optional()
+    .meta({
+      description:
+        "newer agentgateway: what GET /v1/models lists for a route's ai backend (whose providers serve any name, so it lists none by itself)",
+    }),
 });
 
 // ---------- a route's ai backend (agentgateway's LocalAIBackend) ----------

@@ -554,6 +554,8 @@ export interface AiTarget {
    * longest suffix first. Unset: told by the APIs' standard paths (llm/formats/clients.ts).
    */
   routes?: [suffix: string, type: AiRouteType][];
+  /** The ai policy's `models`: what the model list answers, in place of the models served by name. */
+  modelList?: { id: string; ownedBy?: string | undefined; created?: number | undefined }[];
 }
 
 /**

@@ -1072,7 +1072,10 @@ class Builder {
     });
     if (!ok) return undefined;
     const virtualModels: LlmVirtualModelIR[] = grouped ? [{ name: '*', routing: { failover } }] : [];
-    return { kind: 'ai', models, virtualModels, ...routes.ir() };
+    // the route's list, else the first provider's own
+    const first = grouped ? ai.groups[0]?.providers[0] : ai;
+    const modelList = outer?.models ?? first?.policies?.ai?.models;
+    return { kind: 'ai', models, virtualModels, ...routes.ir(), ...(modelList ? { modelList } : {}) };
   }
 
   /**

@@ -74,6 +74,15 @@ ${ai(
                 "*": passthrough
 `,
 )}
+    - matches: [{path: {pathPrefix: /listed}}]
+      policies:
+        ai:
+          models:
+          - {id: gpt-4o-mini, ownedBy: openai, created: 1704067200}
+          - {id: in-house}
+          routes: {"/v1/models": Models, "/v1/chat/completions": Completions}
+      backends:
+${ai('listed', '')}
     - matches: [{path: {pathPrefix: /detect}}]
       backends:
 ${ai(
@@ -147,6 +156,21 @@ describe('routes', () => {
     assert.ok(answer.choices[0]?.message.content);
     assert.equal(lastSeen().url, '/v1/chat/completions');
     assert.equal(lastSeen().headers.authorization, 'Bearer sk-provider');
+  });
+
+  test("the ai policy's models: the model list a route's ai backend answers itself (CRD-style route type names)", async () => {
+    const before = provider.seen.length;
+    const list = await client('/listed').models.list();
+    assert.deepEqual(
+      list.data.map((m) => [m.id, m.owned_by, m.created]),
+      [
+        ['gpt-4o-mini', 'openai', 1704067200],
+        ['in-house', 'openai', 0],
+      ],
+    );
+    assert.equal(provider.seen.length, before, 'answered by the gateway');
+    const r = await client('/listed').chat.completions.create({ model: 'gpt-4o-mini', messages });
+    assert.ok(r.choices[0]?.message.content);
   });
 
   test('passthrough: the provider’s own model list, with the gateway’s key', async () => {

@@ -15,7 +15,15 @@ export const aiBackend: BackendKind<'ai'> = {
   compile(t, env) {
     const limit = env.global.maxBufferSize;
     const ai = compileAi(t, env, limit);
-    const list = modelList(ai.listed);
+    // the ai policy's models, else the models served by name
+    const listed = t.modelList
+      ? t.modelList.map((m) => ({
+          id: m.id,
+          ownedBy: m.ownedBy ?? ai.models[0]?.ir.provider.name ?? 'gw',
+          created: m.created ?? 0,
+        }))
+      : ai.listed;
+    const list = modelList(listed);
     const first = ai.models[0];
     const routeOf = compileRoutes(t.routes);
     /** The request to the model that serves `model`, if the API key may use it. */
@@ -64,7 +72,7 @@ export const aiBackend: BackendKind<'ai'> = {
           if (ctx.method !== 'GET' && ctx.method !== 'HEAD')
             throw new GwError('GW_ERR_LLM_BAD_REQUEST', `the model list takes GET, not ${ctx.method}`);
           // an API key limited to some models sees only those
-          const body = allowed ? modelList(ai.listed.filter((m) => allowed(m.id))) : list;
+          const body = allowed ? modelList(listed.filter((m) => allowed(m.id))) : list;
           ctx.response = {
             status: 200,
             headers: { 'content-type': 'application/json', 'content-length': String(body.length) },
@@ -106,11 +114,11 @@ export const aiBackend: BackendKind<'ai'> = {
 };
 
 /** `GET /v1/models`'s answer: OpenAI's list shape. */
-function modelList(listed: { id: string; ownedBy: string }[]): Buffer {
+function modelList(listed: { id: string; ownedBy: string; created?: number }[]): Buffer {
   return Buffer.from(
     JSON.stringify({
       object: 'list',
-      data: listed.map((m) => ({ id: m.id, object: 'model', created: 0, owned_by: m.ownedBy })),
+      data: listed.map((m) => ({ id: m.id, object: 'model', created: m.created ?? 0, owned_by: m.ownedBy })),
     }),
   );
 }
