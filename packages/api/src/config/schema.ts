@@ -1147,8 +1147,8 @@ export const BackendAwsAuth = z.union([
   }),
 ]);
 // gcp, azure, oauthTokenExchange and crossAppAccess (token-auth.ts)
-export const { GcpAuth, AzureAuth, OAuthTokenExchangeAuth, OAuthAuth, CrossAppAccessAuth } = tokenAuthSchemas(
-  {
+export const { GcpAuth, AzureAuth, OAuthTokenExchangeAuth, OAuthAuth, CrossAppAccessAuth, XaaAuth } =
+  tokenAuthSchemas({
     fileOrInline: FileOrInline,
     backendTLS: BackendTLS,
     hostPort: AuthzHost,
@@ -1157,8 +1157,7 @@ export const { GcpAuth, AzureAuth, OAuthTokenExchangeAuth, OAuthAuth, CrossAppAc
     duration: Duration,
     notYet: NotYet,
     serviceRef: ServiceRef,
-  },
-);
+  });
 /**
  * backendAuth's forms beside `key`, each built at a backend (BackendAuth); a place that takes only
  * some (a guard service, an ai provider, a tunnel's proxy) refuses the others by name.
@@ -1174,6 +1173,7 @@ const AUTH_FORMS = [
   'oauthTokenExchange',
   'oauth',
   'crossAppAccess',
+  'xaa',
 ] as const;
 /**
  * agentgateway's `credentials`: more credentials written on the backend request beside the main one
@@ -1237,6 +1237,8 @@ export const BackendAuth = z.union([
     oauthTokenExchange: oauth,
   })),
   backendForm({ crossAppAccess: CrossAppAccessAuth }),
+  // agentgateway's newer name and shape of crossAppAccess
+  backendForm({ xaa: XaaAuth }).transform(({ xaa, ...rest }) => ({ ...rest, crossAppAccess: xaa })),
   strict({ credentials: BackendAuthCredentials }),
   CopilotAuth,
 ]);

@@ -242,14 +242,24 @@ export function tokenAuthSchemas<TLS extends z.ZodType>(p: TokenAuthParts<TLS>) 
     ...rest,
   }));
 
-  const CrossAppAccessEndpoint = strict({ ...endpoint, clientAuth: OAuthClientAuth }).superRefine(needHost);
-  const CrossAppAccessAuth = strict({
-    identityProvider: CrossAppAccessEndpoint.meta({
-      description: "the user's identity provider: its token endpoint issues the ID-JAG (RFC 8693)",
-    }),
-    resourceAuthorizationServer: CrossAppAccessEndpoint.meta({
-      description: "the resource's authorization server: its token endpoint exchanges the ID-JAG (RFC 7523)",
-    }),
+  const CrossAppAccessEndpoint = strict({
+    ...endpoint,
+    tokenEndpointPath: endpoint.path.meta({ description: "agentgateway's newer name of path" }),
+    clientAuth: OAuthClientAuth,
+  })
+    .superRefine(needHost)
+    .superRefine((v, ctx) => {
+      if (v.path !== undefined && v.tokenEndpointPath !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['tokenEndpointPath'],
+          message: 'set path or tokenEndpointPath, not both',
+        });
+    })
+    .transform(({ tokenEndpointPath, ...v }) =>
+      tokenEndpointPath === undefined ? v : { ...v, path: tokenEndpointPath },
+    );
+  const crossAppAccessFields = {
     audience: z.string().min(1).meta({ description: 'the issuer of the resource authorization server' }),
     resources: z.array(z.string().min(1)).optional(),
     scopes: z.array(z.string().min(1)).optional(),
@@ -267,7 +277,38 @@ export function tokenAuthSchemas<TLS extends z.ZodType>(p: TokenAuthParts<TLS>) 
       .nullable()
       .optional(),
     cache,
+  };
+  const CrossAppAccessAuth = strict({
+    identityProvider: CrossAppAccessEndpoint.meta({
+      description: "the user's identity provider: its token endpoint issues the ID-JAG (RFC 8693)",
+    }),
+    resourceAuthorizationServer: CrossAppAccessEndpoint.meta({
+      description: "the resource's authorization server: its token endpoint exchanges the ID-JAG (RFC 7523)",
+    }),
+    ...crossAppAccessFields,
   });
+  /** agentgateway's newer `xaa` form: crossAppAccess with its two servers named idp and resourceAs. */
+  const XaaAuth = strict({
+    idp: CrossAppAccessEndpoint.meta({
+      description: "the user's identity provider (crossAppAccess identityProvider)",
+    }),
+    resourceAs: CrossAppAccessEndpoint.meta({
+      description: "the resource's authorization server (crossAppAccess resourceAuthorizationServer)",
+    }),
+    ...crossAppAccessFields,
+  }).transform(({ idp, resourceAs, ...rest }) => ({
+    identityProvider: idp,
+    resourceAuthorizationServer: resourceAs,
+    ...rest,
+  }));
 
-  return { GcpAuth, AzureAuth, OAuthTokenExchangeAuth, OAuthAuth, CrossAppAccessAuth, OAuthClientAuth };
+  return {
+    GcpAuth,
+    AzureAuth,
+    OAuthTokenExchangeAuth,
+    OAuthAuth,
+    CrossAppAccessAuth,
+    XaaAuth,
+    OAuthClientAuth,
+  };
 }

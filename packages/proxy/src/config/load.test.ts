@@ -92,7 +92,7 @@ describe('errors name the line, column and field path', () => {
           headers: [{name: x-key, value: k}]
 `);
     assert.deepEqual(auth, [
-      '8:11 binds[0].listeners[0].routes[0].policies.backendAuth.headers: unknown field "headers" (expected one of "key", "passthrough", "jwtSign", "aws", "gcp", "azure", "oauthTokenExchange", "oauth", "crossAppAccess", "credentials")',
+      '8:11 binds[0].listeners[0].routes[0].policies.backendAuth.headers: unknown field "headers" (expected one of "key", "passthrough", "jwtSign", "aws", "gcp", "azure", "oauthTokenExchange", "oauth", "crossAppAccess", "xaa", "credentials")',
     ]);
     // every form of extAuthz's protocol is an object
     const protocol = issues(`binds:

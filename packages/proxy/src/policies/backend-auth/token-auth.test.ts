@@ -303,6 +303,15 @@ describe('oauthTokenExchange and crossAppAccess against oidc-provider', () => {
               clientAuth: {clientId: gw, clientSecret: gw-secret}
               audiences: [https://named.example]`,
   )}${route(
+    'xaa-form',
+    '/xaa-form',
+    `xaa:
+              idp: {host: ${host(idp)}, tokenEndpointPath: /token, clientAuth: {clientId: agent, clientSecret: agent-secret}}
+              resourceAs: {host: ${host(ras)}, tokenEndpointPath: /token, clientAuth: {clientId: agent-at-ras, clientSecret: ras-secret}}
+              audience: ${ras.issuer}
+              resources: [https://api.example]
+              scopes: [calendar.read]`,
+  )}${route(
     'oauth-form',
     '/oauth-form',
     `oauth:
@@ -528,6 +537,17 @@ backends:
     await get(proxy, '/xaa', { authorization: id });
     assert.equal(idp.grantRequests.length - beforeIdp, 1);
     assert.equal(ras.grantRequests.length - beforeRas, 1);
+  });
+
+  test("agentgateway's newer xaa form (idp, resourceAs, tokenEndpointPath) is crossAppAccess", async () => {
+    const beforeIdp = idp.grantRequests.length;
+    const r = await get(proxy, '/xaa-form', { authorization: `Bearer ${await userToken('ines')}` });
+    assert.equal(r.status, 200, r.text);
+    const c = claimsOf(bearerAt(r.text));
+    assert.equal(c.iss, ras.issuer);
+    assert.equal(c.sub, 'ines');
+    assert.equal(idp.grantRequests.length - beforeIdp, 1);
+    assert.equal(idp.grantRequests.at(-1)?.params.audience, ras.issuer);
   });
 });
 
