@@ -364,6 +364,7 @@ export async function main(argv: string[]): Promise<number> {
         // `kill -HUP`: reload now, changed or not, for filesystems that report no changes (NFS, some
         // container bind mounts) and for scripts that want to know the file was read.
         onHangUp = () => {
+          if (stopping) return;
           log.info({ file }, 'SIGHUP: reloading the config');
           reloads = reloads.then(() => reload(file, true));
         };

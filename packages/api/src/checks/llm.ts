@@ -72,7 +72,7 @@ export function checkLlm(llm: LlmConfig, path: FieldPath): Problem[] {
     out.push(...checkCelMap(m.transformation, [...mp, 'transformation']));
     out.push(...checkCelMap(m.finalTransformation, [...mp, 'finalTransformation']));
     if (typeof m.guardrails === 'string') {
-      if (!llm.guardrails?.[m.guardrails])
+      if (!llm.guardrails || !Object.hasOwn(llm.guardrails, m.guardrails))
         out.push({
           path: [...mp, 'guardrails'],
           message: `no guardrails named ${JSON.stringify(m.guardrails)} in llm.guardrails${llm.guardrails ? ` (there are ${Object.keys(llm.guardrails).join(', ')})` : ''}`,

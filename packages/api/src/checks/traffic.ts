@@ -91,6 +91,12 @@ export function checkIpAccessControl(
           path: [...path, k, i],
           message: `expected an IP address or CIDR such as 10.0.0.0/8 or 2001:db8::/32, got ${JSON.stringify(c)}`,
         });
+      // clients' IPv4 addresses are matched as IPv4: a mapped range would never match one
+      else if (/^::ffff:[0-9]+\./i.test(c))
+        out.push({
+          path: [...path, k, i],
+          message: `${c} is IPv4-mapped: write it as an IPv4 address or CIDR, as client addresses are matched`,
+        });
     });
   return out;
 }

@@ -3258,10 +3258,13 @@ const McpCelProcessor = strict({
   kind: z
     .enum(['cel', 'expression'])
     .meta({ description: 'a processor of CEL expressions run by gw itself' }),
-  methods: McpMethods,
+  methods: McpMethods.refine((m) => Object.keys(m).length > 0, {
+    message:
+      'a cel processor sees only the methods it names: name at least one ({"tools/call": request}, {"*": full})',
+  }),
   when: Cel.optional().meta({
     description:
-      'CEL over the request and the message (mcp.method, mcp.params, mcp.result): true applies it; unset: always',
+      'CEL over the request and the message (mcp.method, mcp.params, mcp.result): true applies it; unset: always; an error fails the processor (failureMode)',
   }),
   reject: z.string().min(1).max(4096).optional().meta({
     description: 'the message is refused, with this as the JSON-RPC error message',
@@ -3271,7 +3274,7 @@ const McpCelProcessor = strict({
   }),
   failureMode: z.enum(['failClosed', 'failOpen', 'FailClosed', 'FailOpen']).optional().meta({
     description:
-      'when transform fails or gives no object: failClosed (default) answers the client a JSON-RPC error, failOpen lets the message through',
+      'when `when` fails to evaluate, or transform fails or gives no object: failClosed (default) answers the client a JSON-RPC error, failOpen lets the message through',
   }),
 }).superRefine((p, ctx) => {
   if ((p.reject === undefined) === (p.transform === undefined))

@@ -139,12 +139,13 @@ describe('errors name the line, column and field path', () => {
 - port: 0
   listeners:
   - policies:
-      ipAccessControl: {allow: ["10.0.0.0/33", "2001:db8::/32", "example.com"]}
+      ipAccessControl: {allow: ["10.0.0.0/33", "2001:db8::/32", "example.com", "::ffff:10.0.0.0/104"]}
     routes: [{backends: [{host: "a:1"}]}]
 `),
       [
         '5:33 binds[0].listeners[0].policies.ipAccessControl.allow[0]: expected an IP address or CIDR such as 10.0.0.0/8 or 2001:db8::/32, got "10.0.0.0/33"',
         '5:65 binds[0].listeners[0].policies.ipAccessControl.allow[2]: expected an IP address or CIDR such as 10.0.0.0/8 or 2001:db8::/32, got "example.com"',
+        '5:80 binds[0].listeners[0].policies.ipAccessControl.allow[3]: ::ffff:10.0.0.0/104 is IPv4-mapped: write it as an IPv4 address or CIDR, as client addresses are matched',
       ],
     );
   });
@@ -548,7 +549,14 @@ policies:
     const onDefault = load(`gateways: {default: {port: 0}}\nllm:\n${models}`).ir;
     assert.equal(onDefault.binds[0]?.listeners[0]?.routes[0]?.key, 'default/default/llm');
     // neither a port nor gateways, and no gateway named default: agentgateway's port 4000
-    const byDefault = load(`llm:\n${models}`).ir.binds[0];
+    const defaulted = load(`llm:\n${models}`);
+    assert.deepEqual(
+      defaulted.warnings.map((w) => w.message),
+      [
+        "llm serves on port 4000 of every address (agentgateway's default): set llm.port or llm.gateways to choose",
+      ],
+    );
+    const byDefault = defaulted.ir.binds[0];
     assert.deepEqual([byDefault?.address, byDefault?.port], ['::', 4000]);
     assert.equal(byDefault?.listeners[0]?.routes[0]?.key, 'llm/llm/llm');
     assert.deepEqual(

@@ -894,6 +894,13 @@ class Builder {
             : undefined;
     if (refs === undefined) {
       // A port of its own: the block's, else agentgateway's default for it (llm 4000, mcp 3000).
+      if (port === undefined)
+        this.src.warnings.push(
+          this.src.issueAt(
+            path,
+            `${name} serves on port ${BLOCK_DEFAULT_PORT[name]} of every address (agentgateway's default): set ${name}.port or ${name}.gateways to choose`,
+          ),
+        );
       const protocol = block.tls ? 'HTTPS' : 'HTTP';
       const tls = this.serverTls([...path, 'tls'], protocol, block.tls);
       const l: ListenerIR = { gateway: name, name, protocol, routes: [], ...(tls ? { tls } : {}) };
@@ -1449,7 +1456,13 @@ class Builder {
     if (reqH) out.requestHeaders = reqH;
     if (resH) out.responseHeaders = resH;
     // a name is a set of llm.guardrails (checkLlm reported one that is not there)
-    const own = typeof m.guardrails === 'string' ? llm.guardrails?.[m.guardrails] : m.guardrails;
+    const named = typeof m.guardrails === 'string' ? m.guardrails : undefined;
+    const own =
+      named === undefined
+        ? (m.guardrails as Exclude<typeof m.guardrails, string>)
+        : llm.guardrails && Object.hasOwn(llm.guardrails, named)
+          ? llm.guardrails[named]
+          : undefined;
     const guards = own ?? (m.guardrails === undefined ? llm.policies?.guardrails : undefined);
     const at = typeof m.guardrails === 'string' ? ['llm', 'guardrails', m.guardrails] : [...mp, 'guardrails'];
     if (guards) out.guards = promptGuardIR(guards, this.guardContext(at));

@@ -4,11 +4,15 @@
 // endpoint, and a model failing it is passed by before any request fails. The official `openai`
 // client against gw; fake providers in OpenAI's wire format, one of which fails while the test says.
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { type FakeOpenAI, startFakeOpenAI } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import OpenAI from 'openai';
+import pino from 'pino';
 import { loadConfigText } from '../config/load.ts';
+import { sharedMemoryOf } from '../policies/shared-memory.ts';
+import { Supervisor } from '../server/supervisor.ts';
 
 const messages = [{ role: 'user' as const, content: 'Hello!' }];
 
@@ -115,6 +119,81 @@ describe('health.active on a model', () => {
     });
   });
 });
+
+describe('health.active on a model, two workers', () => {
+  test('one prober per proxy, and every worker passes the model by once its probes fail', async (t) => {
+    let status = 200;
+    const probed = await startFakeOpenAI({ name: 'probed', health: () => status });
+    const backup = await startFakeOpenAI({ name: 'backup' });
+    const sup = new Supervisor({
+      workers: 2,
+      logFilter: 'error',
+      logFormat: 'json',
+      log: pino({ level: 'silent' }),
+    });
+    t.after(async () => {
+      await sup.stop(1000);
+      await probed.close();
+      await backup.close();
+    });
+    const ir = loadConfigText(
+      'llm.yaml',
+      `llm:
+  port: 0
+  models:
+  - {name: a, provider: openai, visibility: internal, params: {baseUrl: "${probed.origin}/v1"},
+     health: {active: {path: /health, interval: 100ms, timeout: 1s, unhealthyThreshold: 2}}}
+  - {name: b, provider: openai, visibility: internal, params: {baseUrl: "${backup.origin}/v1"}}
+  virtualModels:
+  - {name: m, routing: {failover: {targets: [{model: a, priority: 0}, {model: b, priority: 1}]}}}
+`,
+      process.cwd(),
+    ).ir;
+    await sup.apply(ir, sharedMemoryOf(ir));
+    const port = Object.values(sup.ports)[0] as number;
+    const probes = () => probed.seen.filter((r) => r.url === '/health').length;
+    const before = probes();
+    await new Promise((r) => setTimeout(r, 1500));
+    const n = probes() - before;
+    // 100 ms apart: about 15 in 1.5 s from one prober (fewer on a busy machine), about 30 from two
+    assert.ok(n >= 3 && n <= 20, `${n} probes in 1.5 s`);
+
+    status = 503;
+    const chats = () => probed.seen.filter((r) => r.method === 'POST').length;
+    await until('the model passed by', async () => {
+      const c = chats();
+      await post(port);
+      return chats() === c;
+    });
+    // each on a connection of its own, so both workers answer some: none reaches the probed model
+    const c = chats();
+    for (let i = 0; i < 20; i++) assert.equal(await post(port), 200);
+    assert.equal(chats(), c, 'no worker sends to a model failing its probes');
+  });
+});
+
+/** A chat completion for virtual model `m` on a connection of its own; its status. */
+function post(port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ model: 'm', messages });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/v1/chat/completions',
+        method: 'POST',
+        agent: false,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
 
 /** Polls `check` every 25 ms for up to 5 s. */
 async function until(what: string, check: () => boolean | Promise<boolean>): Promise<void> {

@@ -56,6 +56,13 @@ ${route(
             transform: '"not an object"'`,
 )}
 ${route(
+  '/strict',
+  `          - kind: cel
+            methods: {"tools/call": request}
+            when: mcp.params.arguments.message.contains('x')
+            reject: no x`,
+)}
+${route(
   '/open',
   `          - kind: cel
             methods: {"tools/call": request}
@@ -113,6 +120,17 @@ describe('mcpGuardrails CEL processors', () => {
     await c.close();
   });
 
+  test('a when that fails to evaluate is no false: the processor fails, closed by default', async () => {
+    const c = await client('/strict');
+    // weather has no message argument: the processor's when cannot be evaluated
+    await assert.rejects(c.callTool({ name: 'weather', arguments: { city: 'Oslo' } }), (err: unknown) => {
+      assert.ok(err instanceof McpError, String(err));
+      assert.match(err.message, /MCP guardrail processor 0 failed: when failed to evaluate/);
+      return true;
+    });
+    await c.close();
+  });
+
   test('a transform that gives no object fails closed by default, and open when it says so', async () => {
     const c = await client('/cel');
     await assert.rejects(c.getPrompt({ name: 'greet', arguments: { who: 'x' } }), (err: unknown) => {
@@ -146,13 +164,14 @@ describe('mcpGuardrails CEL processors', () => {
       );
     assertConfigRejects(
       load,
-      '{kind: cel, reject: no, transform: mcp.params}',
+      '{kind: cel, methods: {"*": request}, reject: no, transform: mcp.params}',
       /exactly one of reject and transform/,
     );
-    assertConfigRejects(load, '{kind: cel}', /exactly one of reject and transform/);
+    assertConfigRejects(load, '{kind: cel, methods: {"*": request}}', /exactly one of reject and transform/);
+    assertConfigRejects(load, '{kind: cel, reject: no}', /a cel processor sees only the methods it names/);
     assertConfigRejects(
       load,
-      '{kind: cel, when: "mcp.params.(", reject: no}',
+      '{kind: cel, methods: {"*": request}, when: "mcp.params.(", reject: no}',
       /processors\[0\]\.when: invalid CEL expression/,
     );
   });

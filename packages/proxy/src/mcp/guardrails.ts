@@ -183,26 +183,42 @@ export class McpGuardrails {
   ): Verdict | undefined {
     const cel = req.ctx.celContext();
     cel.mcp = { ...req.info, ...message };
-    if (p.when && p.when.eval(cel) !== true) return undefined;
+    const when = p.when ? p.when.eval(cel) : true;
+    // an error is not false: the message is not let through unchecked unless the processor says so
+    if (when === undefined) return this.#celFailed(p, req, phase, 'when failed to evaluate');
+    if (when !== true) return undefined;
     if (p.ir.reject !== undefined) {
       note(req, { processor: p.index, phase, action: 'reject', applied: true, reason: p.ir.reject });
       return { action: 'reject', message: p.ir.reject };
     }
     const value = p.transform ? celToJson(p.transform.eval(cel)) : undefined;
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-      const how = `transform gave ${value === undefined ? 'no value (it failed)' : 'no object'}`;
-      note(req, { processor: p.index, phase, action: 'failed', applied: !p.ir.failOpen, reason: how });
-      if (p.ir.failOpen) return undefined;
-      return {
-        action: 'reject',
-        code: CODE.INTERNAL,
-        message: `MCP guardrail processor ${p.index} failed: ${how}`,
-      };
-    }
+    if (value === null || typeof value !== 'object' || Array.isArray(value))
+      return this.#celFailed(
+        p,
+        req,
+        phase,
+        `transform gave ${value === undefined ? 'no value (it failed)' : 'no object'}`,
+      );
     note(req, { processor: p.index, phase, action: 'modify', applied: true });
     return phase === 'request'
       ? { action: 'modify', params: value as Record<string, unknown> }
       : { action: 'modify', result: value as Record<string, unknown> };
+  }
+
+  /** A CEL processor that failed: the message goes on with failOpen, else the client gets an error. */
+  #celFailed(
+    p: CelProcessor,
+    req: GuardedRequest,
+    phase: 'request' | 'response',
+    how: string,
+  ): Verdict | undefined {
+    note(req, { processor: p.index, phase, action: 'failed', applied: !p.ir.failOpen, reason: how });
+    if (p.ir.failOpen) return undefined;
+    return {
+      action: 'reject',
+      code: CODE.INTERNAL,
+      message: `MCP guardrail processor ${p.index} failed: ${how}`,
+    };
   }
 
   #body(

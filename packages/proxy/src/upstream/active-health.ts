@@ -102,8 +102,10 @@ export function modelActiveHealthKey(
   m: Pick<LlmModelIR, 'name' | 'entry' | 'provider'>,
   a: ActiveHealthConfig,
 ): string {
-  const where = m.provider.endpoint ?? m.provider.kind;
-  return activeHealthKey(`${backend}/${m.entry ?? m.name}`, JSON.stringify(where), a);
+  // where it is sent, with nothing secret in it: its endpoint, else the provider's own, which its
+  // settings (a region, a resource name) decide
+  const { kind, endpoint, settings } = m.provider;
+  return activeHealthKey(`${backend}/${m.entry ?? m.name}`, JSON.stringify({ kind, endpoint, settings }), a);
 }
 
 /** The buffers the main thread allocates for a config's active health checks (Supervisor). */

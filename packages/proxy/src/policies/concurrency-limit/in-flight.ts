@@ -1,20 +1,26 @@
 // Requests in flight, counted in memory every worker of the proxy shares, so a limit holds for the
 // proxy as a whole, not per worker.
 //
-// One counter (a limit without a key) is a single Int32 changed with Atomics alone. Counters by key
-// live in a hash table: open addressing with linear probing, each slot two 32-bit hashes of the key
-// (distinct keys share a counter only if both hashes collide) and its count. A slot whose count drops
-// to 0 is emptied at once, by backward-shift deletion, so the table holds only keys with requests in
-// flight and never fills with old ones. The table is changed under a spin lock in its first Int32:
-// each change is a few dozen loads and stores. A worker stopped while holding it (terminated
-// mid-change) would leave it held, so a waiter that has spun for LOCK_PATIENCE_MS takes it over.
+// One counter (a limit without a key) is a single Int32 changed with compare-and-swap. Counters by
+// key live in a hash table: open addressing with linear probing, each slot two 32-bit hashes of the
+// key (distinct keys share a counter only if both hashes collide) and its count. A slot whose count
+// drops to 0 is emptied at once, by backward-shift deletion, so the table holds only keys with
+// requests in flight and never fills with old ones. The table is changed under a lock in its first
+// Int32, holding the holder's thread id + 1: each change is a few dozen loads and stores. A thread
+// stopped while holding it (a worker terminated mid-change) would leave it held for ever, so a waiter
+// that has seen the same holder hold it for LOCK_PATIENCE_MS takes it over, by compare-and-swap on
+// that holder (one waiter wins); a holder releases only a lock that is still its own.
+import { threadId } from 'node:worker_threads';
 
 /** Slots of a table by key: keys with requests in flight at once, per limit. */
-export const KEYED_SLOTS = 4096;
+export const KEYED_SLOTS = 8192;
 const INTS_PER_SLOT = 3;
 const LOCK = 0;
 const FIRST = 1;
-const LOCK_PATIENCE_MS = 50;
+/** Far longer than any change takes, even on a starved CPU: only a holder that is gone waits so long. */
+const LOCK_PATIENCE_MS = 500;
+/** This thread's mark in a lock it holds. */
+const ME = threadId + 1;
 
 /** The bytes of a limit's counters: one Int32, or the lock and the slots of a table by key. */
 export function inFlightBytes(keyed: boolean): number {
@@ -33,9 +39,11 @@ export class InFlightCounter {
   }
 
   take(max: number): Taken {
-    if (Atomics.add(this.#count, 0, 1) >= max) {
-      Atomics.sub(this.#count, 0, 1);
-      return 'over';
+    // compare-and-swap: a take that is refused never counts, even for a moment
+    for (;;) {
+      const n = Atomics.load(this.#count, 0);
+      if (n >= max) return 'over';
+      if (Atomics.compareExchange(this.#count, 0, n, n + 1) === n) break;
     }
     let released = false;
     return {
@@ -69,7 +77,7 @@ export class InFlightTable {
     try {
       taken = this.#increment(h1, h2, max);
     } finally {
-      Atomics.store(this.#a, LOCK, 0);
+      this.#unlock();
     }
     if (taken !== true) return taken === 'full' ? 'full' : 'over';
     let released = false;
@@ -81,7 +89,7 @@ export class InFlightTable {
         try {
           this.#decrement(h1, h2);
         } finally {
-          Atomics.store(this.#a, LOCK, 0);
+          this.#unlock();
         }
       },
     };
@@ -169,16 +177,31 @@ export class InFlightTable {
 
   #lock(): void {
     const a = this.#a;
-    if (Atomics.compareExchange(a, LOCK, 0, 1) === 0) return;
-    const until = performance.now() + LOCK_PATIENCE_MS;
+    let holder = Atomics.compareExchange(a, LOCK, 0, ME);
+    if (holder === 0) return;
+    let since = performance.now();
     for (;;) {
-      for (let spin = 0; spin < 1000; spin++) if (Atomics.compareExchange(a, LOCK, 0, 1) === 0) return;
-      if (performance.now() > until) {
-        // held far longer than any change takes: its holder is gone
-        Atomics.store(a, LOCK, 1);
-        return;
+      for (let spin = 0; spin < 1000; spin++) {
+        const now = Atomics.compareExchange(a, LOCK, 0, ME);
+        if (now === 0) return;
+        if (now !== holder) {
+          // another holder: its own time starts now
+          holder = now;
+          since = performance.now();
+        }
       }
+      // the same holder for far longer than a change takes: it is gone; one waiter takes it over
+      if (
+        performance.now() - since > LOCK_PATIENCE_MS &&
+        Atomics.compareExchange(a, LOCK, holder, ME) === holder
+      )
+        return;
     }
+  }
+
+  #unlock(): void {
+    // a lock taken over from this thread is no longer its to release
+    Atomics.compareExchange(this.#a, LOCK, ME, 0);
   }
 }
 

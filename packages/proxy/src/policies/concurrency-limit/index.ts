@@ -9,7 +9,8 @@
 // requests without one. `limitOverride` (CEL) may give a request another limit than maxConcurrent
 // (0 refuses it), e.g. more for one team. On an ai backend's route the LLM request has been read before the route's
 // policies run, so llm.* is there. Counters are the proxy's, shared by its workers (in-flight.ts);
-// a proxy with more keys in flight at once than KEYED_SLOTS lets the others through uncounted.
+// a proxy with more keys in flight at once than KEYED_SLOTS refuses requests of other keys (a limit
+// never stops counting). A limit set on a gateway or listener counts on each of its routes.
 import type { CelProgram } from '../../cel/cel.ts';
 import { compileCel } from '../../cel/cel.ts';
 import { GwError } from '../../errors.ts';
@@ -58,10 +59,19 @@ function compile(l: ConcurrencyLimit, buffer: SharedArrayBuffer): Limit {
   return {
     take: (ctx) => {
       const max = maxFor(ctx);
-      const v = key.eval(ctx.celContext());
-      return { max, taken: table.take(typeof v === 'string' ? v : '', max) };
+      return { max, taken: table.take(keyOf(key.eval(ctx.celContext())), max) };
     },
   };
+}
+
+/**
+ * The counter a key's value names: a string as it is, a number or a bool as written; anything else
+ * (a failed evaluation, a map) the one counter of requests without a key, which no string names.
+ */
+function keyOf(v: unknown): string {
+  if (typeof v === 'string') return `s:${v}`;
+  if (typeof v === 'bigint' || typeof v === 'number' || typeof v === 'boolean') return `v:${String(v)}`;
+  return '';
 }
 
 export const concurrencyLimit = withConditional<'concurrencyLimit', ConcurrencyLimit[], ConcurrencyLimit>(
@@ -78,26 +88,30 @@ export const concurrencyLimit = withConditional<'concurrencyLimit', ConcurrencyL
         };
         for (const l of limits) {
           const { max, taken } = l.take(ctx);
-          if (taken === 'over') {
+          if (taken === 'over' || taken === 'full') {
             releaseAll();
             ctx.obs?.event(ctx, 'concurrencyLimit', { limited: true, limit: max }, null, 'warn');
             throw new GwError(
               'GW_ERR_CONCURRENCY_LIMITED',
-              max === 0 ? 'concurrencyLimit: none allowed' : `concurrencyLimit: ${max} already in flight`,
+              taken === 'full'
+                ? `concurrencyLimit: more than ${KEYED_SLOTS} keys in flight`
+                : max === 0
+                  ? 'concurrencyLimit: none allowed'
+                  : `concurrencyLimit: ${max} already in flight`,
             );
           }
-          if (taken === 'full')
-            ctx.obs?.event(
-              ctx,
-              'concurrencyLimit',
-              { message: `more than ${KEYED_SLOTS} keys in flight: not counted`, limit: max },
-              null,
-              'warn',
-            );
-          else held.push(taken.release);
+          held.push(taken.release);
         }
-        // The response's end, or the client's going: every slot goes back once.
-        if (held.length > 0) ctx.res.once('close', releaseAll);
+        if (held.length > 0) {
+          // The client gone while earlier policies waited: the response has closed already.
+          if (ctx.abortReason !== undefined) {
+            releaseAll();
+            throw ctx.abortReason;
+          }
+          // The response's end, or the client's going (or a deadline): every slot goes back once.
+          ctx.res.once('close', releaseAll);
+          ctx.addAbortHook({ abort: releaseAll });
+        }
         return next(ctx);
       };
     },

@@ -4,9 +4,11 @@
 // - A deny match rejects; with an allow list, an address outside it rejects; otherwise it passes.
 // - The client is the connection's peer, unless `xffNumTrustedHops` says how many proxies in front
 //   appended to the X-Forwarded-For the client sent: then it is the entry that many places from the
-//   right (the peer when the header is absent, or when that entry is not an address).
+//   right (a port after it taken off; the peer when the header is absent, or when that entry is not
+//   an address, as agentgateway does).
 // - `enforceFullChain` checks every address of that header and the peer, not the client alone.
 // - `skipPrivateIps` lets loopback, private (RFC 1918, RFC 4193) and link-local addresses through.
+// - A peer that has no IP address (a unix socket listener) is refused.
 // - A header of more than `maxXffLength` entries (default 30) is refused before anything else.
 //
 // The header read is the one the client sent (`ctx.req`), not the one gw forwards: gw appends the
@@ -27,6 +29,7 @@ const PRIVATE = blockList([
   '172.16.0.0/12',
   '192.168.0.0/16',
   '127.0.0.0/8',
+  '169.254.0.0/16',
   '::1/128',
   'fc00::/7',
   'fe80::/10',
@@ -98,9 +101,18 @@ function entries(header: string | string[]): string[] {
   return out;
 }
 
-/** An entry that is an IP address, as the peer's is written (IPv4-mapped IPv6 as IPv4); else undefined. */
+/**
+ * An entry's IP address, as the peer's is written (IPv4-mapped IPv6 as IPv4), with a port some
+ * proxies add taken off (`203.0.113.7:51234`, `[2001:db8::1]:443`); undefined when it is none.
+ */
 function address(entry: string): string | undefined {
-  const a = entry.startsWith('::ffff:') && isIPv4(entry.slice(7)) ? entry.slice(7) : entry;
+  let a = entry;
+  if (a.startsWith('[')) {
+    const end = a.indexOf(']');
+    if (end === -1) return undefined;
+    a = a.slice(1, end);
+  } else if (a.indexOf(':') !== -1 && a.indexOf(':') === a.lastIndexOf(':')) a = a.slice(0, a.indexOf(':'));
+  if (a.toLowerCase().startsWith('::ffff:') && isIPv4(a.slice(7))) a = a.slice(7);
   return isIPv4(a) || isIPv6(a) ? a : undefined;
 }
 

@@ -69,11 +69,28 @@ describe('ipAccessControl', () => {
     );
     // an IPv4-mapped entry is the IPv4 address
     assert.equal(decide(one, '10.0.0.1', '::ffff:203.0.113.5'), 'pass');
+    // a port some proxies add is taken off: the address decides, not the peer
+    const deny: Config = { deny: ['203.0.113.0/24'], xffNumTrustedHops: 1, skipPrivateIps: true };
+    assert.equal(decide(deny, '10.0.0.5', '203.0.113.7:51234'), 'ip address 203.0.113.7 is not allowed');
+    assert.equal(decide(deny, '10.0.0.5', '[2001:db8::7]:443'), 'pass');
+    assert.equal(
+      decide({ deny: ['2001:db8::/32'], xffNumTrustedHops: 1 }, '10.0.0.5', '[2001:db8::7]:443'),
+      'ip address 2001:db8::7 is not allowed',
+    );
   });
 
   test('skipPrivateIps lets loopback, private and link-local addresses through, deny lists included', () => {
     const c: Config = { allow: ['203.0.113.0/24'], deny: ['10.0.0.0/8'], skipPrivateIps: true };
-    for (const ip of ['127.0.0.1', '10.1.2.3', '172.20.0.1', '192.168.1.1', '::1', 'fd00::1', 'fe80::1'])
+    for (const ip of [
+      '127.0.0.1',
+      '10.1.2.3',
+      '172.20.0.1',
+      '192.168.1.1',
+      '169.254.1.1',
+      '::1',
+      'fd00::1',
+      'fe80::1',
+    ])
       assert.equal(decide(c, ip), 'pass', ip);
     assert.equal(decide(c, '172.32.0.1'), 'ip address 172.32.0.1 is not allowed');
     assert.equal(decide(c, '203.0.113.1'), 'pass');
