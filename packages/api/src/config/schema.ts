@@ -910,7 +910,7 @@ const ConcurrencyLimit = strict({
   }),
   key: Cel.optional().meta({
     description:
-      'CEL giving the counter a request counts on (jwt.sub, jwt.sub + "/" + llm.requestModel); unset, or not a string: one counter',
+      'CEL giving the counter a request counts on (jwt.sub, jwt.sub + "/" + llm.requestModel); a string, number or bool as written; unset, failed or another value: one counter',
   }),
   limitOverride: Cel.optional().meta({
     description:

@@ -231,7 +231,7 @@ export const ConcurrencyLimit = obj({
   }),
   key: CELExpression.optional().meta({
     description:
-      'CEL giving the counter a request counts on (jwt.sub, jwt.sub + "/" + llm.requestModel). Unset, or not a string: one counter.',
+      'CEL giving the counter a request counts on (jwt.sub, jwt.sub + "/" + llm.requestModel): a string, number or bool as written. Unset, failed or another value: one counter.',
   }),
   limitOverride: CELExpression.optional().meta({
     description: "CEL giving this request's limit instead of maxConcurrent (0 refuses it).",

@@ -6,22 +6,19 @@ import { after, before, describe, test } from 'node:test';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { loadConfigText } from '../config/load.ts';
-import { assertConfigRejects, connectClient, type HttpPeer, startHttpPeer, textOf } from './test-support.ts';
+import {
+  assertConfigRejects,
+  connectClient,
+  guardedRoute,
+  type HttpPeer,
+  startHttpPeer,
+  textOf,
+} from './test-support.ts';
 
 let web: HttpPeer;
 let proxy: TestProxy;
 
-const route = (path: string, processors: string) => `
-    - matches: [{path: {pathPrefix: ${path}}}]
-      policies:
-        mcpGuardrails:
-          processors:
-${processors}
-      backends:
-      - mcp:
-          targets:
-          - name: web
-            mcp: {host: "${web.url}"}`;
+const route = (path: string, processors: string) => guardedRoute(web.url, path, processors);
 
 before(async () => {
   web = await startHttpPeer('web');

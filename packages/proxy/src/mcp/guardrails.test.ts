@@ -15,6 +15,7 @@ import { methodPhase } from './guardrails.ts';
 import {
   assertConfigRejects,
   connectClient,
+  guardedRoute,
   type HttpPeer,
   startBlackHole,
   startHttpPeer,
@@ -65,17 +66,7 @@ let garbage: { port: number; close(): Promise<void> };
 let hole: { port: number; close(): Promise<void> };
 let proxy: TestProxy;
 
-const route = (path: string, guardrails: string) => `
-    - matches: [{path: {pathPrefix: ${path}}}]
-      policies:
-        mcpGuardrails:
-          processors:
-${guardrails}
-      backends:
-      - mcp:
-          targets:
-          - name: web
-            mcp: {host: "${web.url}"}`;
+const route = (path: string, guardrails: string) => guardedRoute(web.url, path, guardrails);
 
 before(async () => {
   web = await startHttpPeer('web');

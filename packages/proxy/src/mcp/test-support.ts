@@ -299,3 +299,18 @@ export async function eventually(
   }
   throw new Error(`timed out waiting for ${what}`);
 }
+
+/** A route (YAML, under a listener's routes) whose MCP backend `web` at `url` has these processors. */
+export function guardedRoute(url: string, path: string, processors: string): string {
+  return `
+    - matches: [{path: {pathPrefix: ${path}}}]
+      policies:
+        mcpGuardrails:
+          processors:
+${processors}
+      backends:
+      - mcp:
+          targets:
+          - name: web
+            mcp: {host: "${url}"}`;
+}
