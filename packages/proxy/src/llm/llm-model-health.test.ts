@@ -110,6 +110,10 @@ describe('health.active on a model', () => {
     const calls = seenChats(selfHosted);
     for (let i = 0; i < 3; i++) assert.equal((await chat('probed')).object, 'chat.completion');
     assert.equal(seenChats(selfHosted), calls, 'not called while its probes fail');
+    // /config_dump's endpointHealth shows the model's probes
+    const shown = proxy.plane.endpointHealth().find((h) => h.active !== undefined);
+    assert.equal(shown?.active?.state, 'unhealthy');
+    assert.equal(shown?.active?.lastResult, 'status 503');
 
     healthStatus = 200;
     await until('the model back', async () => {
