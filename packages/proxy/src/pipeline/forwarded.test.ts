@@ -76,6 +76,10 @@ test('TrustedProxies: addresses and CIDRs of both families', () => {
   assert.equal(t.trusts('::1'), true);
   assert.equal(t.trusts('fe80::1'), false);
   assert.equal(new TrustedProxies([]).trusts('127.0.0.1'), false);
+  // an IPv6 range holds no IPv4 peer (node's BlockList alone would match ::/0 against every one)
+  assert.equal(new TrustedProxies(['::/0']).trusts('10.0.0.1'), false);
+  assert.equal(new TrustedProxies(['::/0']).trusts('2001:db8::1'), true);
+  assert.equal(new TrustedProxies(['0.0.0.0/0']).trusts('2001:db8::1'), false);
 });
 
 test('an entry that is not an address or CIDR is a config error at its line', () => {

@@ -1,7 +1,7 @@
 // X-Forwarded-For and X-Forwarded-Proto, set once per request before any policy sees the headers.
 // Only a peer the config names as a trusted proxy may speak for the client; anyone else could claim
 // to be https or any address, and a backend that trusts those headers would believe it.
-import { BlockList, isIPv6 } from 'node:net';
+import { AddressRanges } from './address-ranges.ts';
 import type { RequestContext } from './context.ts';
 
 declare module './context.ts' {
@@ -13,24 +13,15 @@ declare module './context.ts' {
 
 /** The peers whose X-Forwarded-* headers are kept: the `trustedProxies` CIDRs, compiled. */
 export class TrustedProxies {
-  readonly #list = new BlockList();
-  readonly #empty: boolean;
+  readonly #ranges: AddressRanges;
 
   /** `cidrs` were checked at load time (`a.b.c.d`, `a.b.c.d/n`, IPv6 likewise). */
   constructor(cidrs: readonly string[]) {
-    for (const c of cidrs) {
-      const slash = c.indexOf('/');
-      const addr = slash === -1 ? c : c.slice(0, slash);
-      const type = isIPv6(addr) ? 'ipv6' : 'ipv4';
-      const prefix = slash === -1 ? (type === 'ipv6' ? 128 : 32) : Number(c.slice(slash + 1));
-      this.#list.addSubnet(addr, prefix, type);
-    }
-    this.#empty = cidrs.length === 0;
+    this.#ranges = new AddressRanges(cidrs);
   }
 
   trusts(address: string): boolean {
-    if (this.#empty || address === '') return false;
-    return this.#list.check(address, isIPv6(address) ? 'ipv6' : 'ipv4');
+    return !this.#ranges.empty && this.#ranges.has(address);
   }
 }
 

@@ -15,8 +15,9 @@
 // peer to it, or replaces it when the peer is not a trusted proxy (pipeline/forwarded.ts).
 // A policy on a listener and one on its route add up (config/load.ts, mergeIpAccessControl):
 // their lists are joined and the route's settings win.
-import { BlockList, isIPv4, isIPv6 } from 'node:net';
+import { isIPv4, isIPv6 } from 'node:net';
 import { GwError } from '../../errors.ts';
+import { AddressRanges } from '../../pipeline/address-ranges.ts';
 import type { PolicyConfig, PolicyDefinition } from '../types.ts';
 
 type Config = PolicyConfig<'ipAccessControl'>;
@@ -24,7 +25,7 @@ type Config = PolicyConfig<'ipAccessControl'>;
 export const DEFAULT_MAX_XFF_LENGTH = 30;
 
 /** Loopback, private and link-local ranges, which skipPrivateIps lets through. */
-const PRIVATE = blockList([
+const PRIVATE = new AddressRanges([
   '10.0.0.0/8',
   '172.16.0.0/12',
   '192.168.0.0/16',
@@ -51,8 +52,8 @@ export const ipAccessControl: PolicyDefinition<'ipAccessControl'> = {
  * may pass, throws the 403 when not.
  */
 export function ipAccessCheck(config: Config): (peer: string, xff: string | string[] | undefined) => void {
-  const allow = config.allow?.length ? blockList(config.allow) : undefined;
-  const deny = config.deny?.length ? blockList(config.deny) : undefined;
+  const allow = config.allow?.length ? new AddressRanges(config.allow) : undefined;
+  const deny = config.deny?.length ? new AddressRanges(config.deny) : undefined;
   const skipPrivate = config.skipPrivateIps === true;
   const hops = config.xffNumTrustedHops;
   const maxLength = config.maxXffLength ?? DEFAULT_MAX_XFF_LENGTH;
@@ -60,11 +61,10 @@ export function ipAccessCheck(config: Config): (peer: string, xff: string | stri
 
   /** Throws when `ip` (an address, or '' for none) may not pass. */
   const admit = (ip: string) => {
-    const type = isIPv4(ip) ? 'ipv4' : isIPv6(ip) ? 'ipv6' : undefined;
-    if (type === undefined)
+    if (!isIPv4(ip) && !isIPv6(ip))
       throw new GwError('GW_ERR_IP_DENIED', 'the client address is unknown: not allowed');
-    if (skipPrivate && PRIVATE.check(ip, type)) return;
-    if (deny?.check(ip, type) || (allow !== undefined && !allow.check(ip, type)))
+    if (skipPrivate && PRIVATE.has(ip)) return;
+    if (deny?.has(ip) || (allow !== undefined && !allow.has(ip)))
       throw new GwError('GW_ERR_IP_DENIED', `ip address ${ip} is not allowed`);
   };
 
@@ -114,25 +114,4 @@ function address(entry: string): string | undefined {
   } else if (a.indexOf(':') !== -1 && a.indexOf(':') === a.lastIndexOf(':')) a = a.slice(0, a.indexOf(':'));
   if (a.toLowerCase().startsWith('::ffff:') && isIPv4(a.slice(7))) a = a.slice(7);
   return isIPv4(a) || isIPv6(a) ? a : undefined;
-}
-
-/**
- * `cidrs` (addresses or CIDRs, checked at load time) as a matcher. An IPv4 address is matched against
- * IPv4 ranges only, and an IPv6 address against IPv6 ranges only: one BlockList would also match an
- * IPv4 address against IPv6 ranges (as ::ffff:a.b.c.d), so that ::/0 would hold every IPv4 address.
- */
-function blockList(cidrs: readonly string[]): Ranges {
-  const lists = { ipv4: new BlockList(), ipv6: new BlockList() };
-  for (const c of cidrs) {
-    const slash = c.indexOf('/');
-    const addr = slash === -1 ? c : c.slice(0, slash);
-    const type = isIPv6(addr) ? 'ipv6' : 'ipv4';
-    const prefix = slash === -1 ? (type === 'ipv6' ? 128 : 32) : Number(c.slice(slash + 1));
-    lists[type].addSubnet(addr, prefix, type);
-  }
-  return { check: (ip, type) => lists[type].check(ip, type) };
-}
-
-interface Ranges {
-  check(ip: string, type: 'ipv4' | 'ipv6'): boolean;
 }
