@@ -20,9 +20,10 @@ export interface GetOptions {
   headers?: Record<string, string>;
   /** Default: a new connection per request. */
   agent?: http.Agent;
+  body?: string | Buffer;
 }
 
-/** One request to 127.0.0.1:port, the whole body read as text. */
+/** One request to 127.0.0.1:port (a GET unless `method` says), the whole answer's body read as text. */
 export function httpGet(port: number, path: string, opts: GetOptions = {}): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -50,7 +51,7 @@ export function httpGet(port: number, path: string, opts: GetOptions = {}): Prom
       },
     );
     req.on('error', reject);
-    req.end();
+    req.end(opts.body);
   });
 }
 

@@ -3,6 +3,7 @@
 // proxy; imports @gw/proxy) and `@gw/testkit/ext-authz-server` (a gRPC ext_authz server; grpc-js).
 
 export * from './browser.ts';
+export * from './eventually.ts';
 export * from './http-client.ts';
 export * from './identity-provider.ts';
 export * from './kube.ts';

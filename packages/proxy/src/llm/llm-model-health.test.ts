@@ -4,9 +4,8 @@
 // endpoint, and a model failing it is passed by before any request fails. The official `openai`
 // client against gw; fake providers in OpenAI's wire format, one of which fails while the test says.
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { type FakeOpenAI, startFakeOpenAI } from '@gw/testkit';
+import { eventually, type FakeOpenAI, httpGet, startFakeOpenAI } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import OpenAI from 'openai';
 import pino from 'pino';
@@ -177,36 +176,18 @@ describe('health.active on a model, two workers', () => {
 });
 
 /** A chat completion for virtual model `m` on a connection of its own; its status. */
-function post(port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const body = JSON.stringify({ model: 'm', messages });
-    const req = http.request(
-      {
-        host: '127.0.0.1',
-        port,
-        path: '/v1/chat/completions',
-        method: 'POST',
-        agent: false,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-      },
-      (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
+async function post(port: number): Promise<number> {
+  const body = JSON.stringify({ model: 'm', messages });
+  const r = await httpGet(port, '/v1/chat/completions', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body,
   });
+  return r.status;
 }
 
-/** Polls `check` every 25 ms for up to 5 s. */
-async function until(what: string, check: () => boolean | Promise<boolean>): Promise<void> {
-  const end = Date.now() + 5000;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+/** Polls `check` for up to 5 s. */
+const until = (what: string, check: () => boolean | Promise<boolean>) => eventually(check, 5000, what);
 
 describe('config', () => {
   test('health.active on a model, or from a named provider, loads with the model', () => {

@@ -286,19 +286,8 @@ export function textOf(r: unknown): string {
   return c?.type === 'text' ? (c.text ?? '') : '';
 }
 
-/** Waits until `check` holds (polling), or fails after `ms`. */
-export async function eventually(
-  check: () => boolean | Promise<boolean>,
-  ms = 5000,
-  what = 'condition',
-): Promise<void> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+/** Shared with other tests (@gw/testkit). */
+export { eventually } from '@gw/testkit';
 
 /** A route (YAML, under a listener's routes) whose MCP backend `web` at `url` has these processors. */
 export function guardedRoute(url: string, path: string, processors: string): string {

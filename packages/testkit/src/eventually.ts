@@ -1,0 +1,13 @@
+/** Waits until `check` holds, polling every 25 ms, or fails naming `what` after `ms`. */
+export async function eventually(
+  check: () => boolean | Promise<boolean>,
+  ms = 5000,
+  what = 'condition',
+): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
