@@ -2507,6 +2507,7 @@ export const REQUEST_GUARD_KINDS = [
   'bedrockGuardrails',
   'googleModelArmor',
   'azureContentSafety',
+  'promptInjection',
 ] as const;
 const oneGuardKind =
   (kinds: readonly string[]) =>
@@ -2726,6 +2727,22 @@ export const GuardAzureContentSafety = strict({
     .meta({ description: 'jailbreak attempts in the request (request guards only)' }),
   hostOverride: GuardHostOverride,
 });
+/**
+ * agentgateway's PromptInjection: a local heuristic, no service called. Each text in scope is matched
+ * against gw's families of injection phrasing (instruction overrides, role hijacks, system-prompt
+ * extraction, chat-template delimiters, safety bypasses, encoded instructions); its score is the
+ * families matched over 3, capped at 1.
+ */
+export const GuardPromptInjection = strict({
+  threshold: z.number().min(0).max(1).optional().meta({
+    description:
+      'the score (families of injection phrasing matched in one text, over 3, at most 1) at which a text is flagged; default 0.33: one match flags',
+  }),
+  action: z.enum(['reject', 'audit']).optional().meta({
+    description:
+      'reject (default) answers the rejection; audit records the finding and passes the request on',
+  }),
+});
 const guardKinds = {
   regex: GuardRegex.optional(),
   webhook: GuardWebhook.optional(),
@@ -2736,14 +2753,30 @@ const guardKinds = {
 export const RequestGuard = strict({
   ...guardKinds,
   openAIModeration: GuardOpenAIModeration.optional(),
+  promptInjection: GuardPromptInjection.optional().meta({
+    description:
+      'request guards only; gw addition: its scope may be set (toolOutput finds injections in what tools returned)',
+  }),
   rejection: GuardRejection.optional(),
   scope: z.array(GuardContentScope).min(1).optional().meta({
     description: 'what the guard reads of a request (default systemPrompt and messages)',
   }),
 }).superRefine(oneGuardKind(REQUEST_GUARD_KINDS));
-export const ResponseGuard = strict({ ...guardKinds, rejection: GuardRejection.optional() }).superRefine(
-  oneGuardKind(REQUEST_GUARD_KINDS.filter((k) => k !== 'openAIModeration')),
-);
+/** A kind that reads requests only, set on a response guard: refused by name. */
+const RequestOnly = (kind: string) =>
+  z
+    .unknown()
+    .superRefine((_, ctx) =>
+      ctx.addIssue({ code: 'custom', message: `${kind} reads requests only: set it under request` }),
+    )
+    .meta({ description: `refused: ${kind} is a request guard` })
+    .transform((v) => v as never);
+export const ResponseGuard = strict({
+  ...guardKinds,
+  openAIModeration: RequestOnly('openAIModeration').optional(),
+  promptInjection: RequestOnly('promptInjection').optional(),
+  rejection: GuardRejection.optional(),
+}).superRefine(oneGuardKind(REQUEST_GUARD_KINDS));
 export const PromptGuard = strict({
   streaming: z
     .union([z.boolean(), z.enum(['Enabled', 'Disabled'])])

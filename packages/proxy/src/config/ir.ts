@@ -761,6 +761,12 @@ export interface LlmGuardSettings {
     /** The subscription key, or an Entra ID token source. */
     auth: { kind: 'key'; key: Secret } | { kind: 'azure'; azure: AzureAuthIR };
   };
+  /** Injection phrasing in a request's texts, found locally (llm/guardrails/prompt-injection.ts). */
+  promptInjection: {
+    /** A text is flagged when its score (families matched / 3, at most 1) reaches this, and one matched. */
+    threshold: number;
+    action: 'reject' | 'audit';
+  };
   /** Google Model Armor's sanitizeUserPrompt / sanitizeModelResponse on a template. */
   googleModelArmor: {
     service: LlmGuardServiceIR;

@@ -3767,6 +3767,17 @@ function guardEntry(e: NonNullable<PromptGuard['request']>[number], ctx: GuardCo
       },
     ];
   }
+  if ('promptInjection' in e && e.promptInjection) {
+    const p = e.promptInjection;
+    return [
+      {
+        kind: 'promptInjection',
+        name: 'promptInjection',
+        ...common,
+        settings: { threshold: p.threshold ?? 0.33, action: p.action ?? 'reject' },
+      },
+    ];
+  }
   // The schema refuses the kinds this build does not implement.
   if (!e.regex) return [];
   const rules = e.regex.rules.map((x) =>

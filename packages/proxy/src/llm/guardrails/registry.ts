@@ -5,6 +5,7 @@ import { azureContentSafetyGuard } from './azure-content-safety.ts';
 import { bedrockGuardrailsGuard } from './bedrock-guardrails.ts';
 import { googleModelArmorGuard } from './google-model-armor.ts';
 import { openAIModerationGuard } from './openai-moderation.ts';
+import { promptInjectionGuard } from './prompt-injection.ts';
 import { regexGuard } from './regex.ts';
 import type { GuardKindModule } from './types.ts';
 import { webhookGuard } from './webhook.ts';
@@ -16,4 +17,5 @@ export const GUARD_KINDS: { [K in LlmGuardKind]: GuardKindModule<K> } = {
   bedrockGuardrails: bedrockGuardrailsGuard,
   googleModelArmor: googleModelArmorGuard,
   azureContentSafety: azureContentSafetyGuard,
+  promptInjection: promptInjectionGuard,
 };

@@ -159,6 +159,9 @@ function responseRequest(req: GuardRequest): GuardRequest {
   return { headers: req.headers, cel };
 }
 
+/** A guard a realtime session can run on each message: a regex's scanner, or a local check. */
+const decidesAtOnce = (g: CompiledGuard) => g.stream !== undefined || g.local === true;
+
 export function compileGuards(ir: LlmGuardsIR | undefined, env: GuardEnv): ModelGuards | undefined {
   if (!ir || ir.request.length + ir.response.length === 0) return undefined;
   const request = ir.request.map((g) => compile(g, env));
@@ -168,9 +171,9 @@ export function compileGuards(ir: LlmGuardsIR | undefined, env: GuardEnv): Model
   const readsCel = [...request, ...response].some((g) => g.readsCel);
   const realtime = ir.streaming
     ? {
-        request: request.filter((g) => g.stream !== undefined),
+        request: request.filter(decidesAtOnce),
         response: scanned,
-        needService: [...request.filter((g) => g.stream === undefined), ...windowed].map((g) => g.ir.name),
+        needService: [...request.filter((g) => !decidesAtOnce(g)), ...windowed].map((g) => g.ir.name),
       }
     : undefined;
   return {

@@ -52,6 +52,8 @@ export interface CompiledGuard {
   check(input: GuardInput): GuardVerdict | Promise<GuardVerdict>;
   /** Whether `check` reads `input.request.cel` (the snapshot is taken only then). */
   readsCel?: boolean;
+  /** It decides at once, calling no service (a realtime session can run it on each message). */
+  local?: boolean;
   /** Its verdicts are only recorded (an audit): a stream is never held for it. */
   audits?: boolean;
   /** Streamed answers scanned as they pass (regex); absent: `check` reads windows of the stream. */
