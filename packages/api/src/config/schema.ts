@@ -2564,6 +2564,19 @@ export const GuardWebhook = strict({
   timeout: Duration.optional().meta({
     description: 'gw addition: how long to wait for a verdict (default 10s)',
   }),
+  messageFormat: z.enum(['guardrail', 'raw']).optional().meta({
+    description:
+      "guardrail (default): the guardrail webhook contract; raw (request guards only): the request's own messages, in the client's format, are posted as {messages, model} and a {messages} answer replaces them (absent or null: unchanged), tool calls and cache markers kept",
+  }),
+  path: z
+    .string()
+    .regex(/^\//, { message: 'expected a path starting with /' })
+    .optional()
+    .meta({ description: 'the path called (default /request or /response); a :path header expression wins' }),
+  minSizeBytes: z.number().int().min(0).optional().meta({
+    description:
+      'the webhook is called only when what it would be sent is at least this many bytes (default 0: always)',
+  }),
 });
 /** gw addition on the cloud guards: where tests and local stand-ins are reached instead. */
 const GuardHostOverride = LlmParams.shape.hostOverride.meta({
@@ -2776,7 +2789,16 @@ export const ResponseGuard = strict({
   openAIModeration: RequestOnly('openAIModeration').optional(),
   promptInjection: RequestOnly('promptInjection').optional(),
   rejection: GuardRejection.optional(),
-}).superRefine(oneGuardKind(REQUEST_GUARD_KINDS));
+})
+  .superRefine(oneGuardKind(REQUEST_GUARD_KINDS))
+  .superRefine((g, ctx) => {
+    if (g.webhook?.messageFormat === 'raw')
+      ctx.addIssue({
+        code: 'custom',
+        path: ['webhook', 'messageFormat'],
+        message: "messageFormat raw replaces a request's messages: it works on request guards only",
+      });
+  });
 export const PromptGuard = strict({
   streaming: z
     .union([z.boolean(), z.enum(['Enabled', 'Disabled'])])

@@ -724,6 +724,12 @@ export interface LlmGuardSettings {
     /** audit: the call is made and its verdict recorded, never applied. */
     audit: boolean;
     timeoutMs: number;
+    /** messageFormat raw: the request's own messages are posted and a {messages} answer replaces them. */
+    raw?: boolean;
+    /** The path called (default /request or /response). */
+    path?: string;
+    /** The webhook is skipped when its body would be smaller than this. */
+    minSizeBytes?: number;
   };
   /** OpenAI's moderation endpoint (POST /v1/moderations): a flagged text is rejected. */
   openAIModeration: {

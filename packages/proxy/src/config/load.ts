@@ -3947,6 +3947,9 @@ function webhookGuardIR(
       audit: w.action === 'audit',
       // the webhook's own timeout, else the named backend's requestTimeout
       timeoutMs: ms(w.timeout ?? connection?.http?.requestTimeout, DEFAULT_TIMEOUT_MS),
+      ...(w.messageFormat === 'raw' ? { raw: true } : {}),
+      ...(w.path !== undefined ? { path: w.path } : {}),
+      ...(w.minSizeBytes ? { minSizeBytes: w.minSizeBytes } : {}),
     },
   };
 }

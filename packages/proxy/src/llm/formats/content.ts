@@ -319,6 +319,30 @@ export function requestMessages(
   }
 }
 
+/**
+ * A request's own list of messages as the client sent it (what a `raw` webhook reads and replaces):
+ * chat's and Anthropic's `messages`, Responses' `input` (a string input a single user message);
+ * undefined for formats without one (embeddings).
+ */
+export function requestMessageList(
+  format: LlmFormat,
+  body: JsonObject,
+): { key: 'messages' | 'input'; list: unknown[] } | undefined {
+  switch (format) {
+    case 'openai-chat':
+    case 'anthropic-messages':
+    case 'anthropic-count-tokens':
+      return Array.isArray(body.messages) ? { key: 'messages', list: body.messages } : undefined;
+    case 'openai-responses':
+      if (Array.isArray(body.input)) return { key: 'input', list: body.input };
+      return typeof body.input === 'string'
+        ? { key: 'input', list: [{ role: 'user', content: body.input }] }
+        : undefined;
+    default:
+      return undefined;
+  }
+}
+
 /** A complete answer's messages, one per choice (OpenAI chat), output message (Responses) or one (Anthropic). */
 export function answerMessages(format: LlmFormat, body: JsonObject): MessageTexts[] {
   const slots = answerTexts(format, body);

@@ -9,6 +9,7 @@ import {
   answerMessages,
   answerTexts,
   type MessageTexts,
+  requestMessageList,
   requestMessages,
   requestTexts,
   type TextSlot,
@@ -92,6 +93,8 @@ interface Phase {
   owned: Set<object> | undefined;
   request: GuardRequest;
   llmRequest?: JsonObject;
+  /** The request's own message list, and how a new one replaces it (request phase). */
+  list?: { read(): unknown[] | undefined; replace(list: unknown[]): void };
 }
 
 async function run(
@@ -115,6 +118,7 @@ async function run(
       messages,
       request: p.request,
       ...(p.llmRequest ? { llmRequest: p.llmRequest } : {}),
+      ...(p.list ? { messageList: p.list.read } : {}),
     });
     if (v.action === 'pass') continue;
     if (v.action === 'error') {
@@ -133,7 +137,8 @@ async function run(
     if (v.action === 'reject')
       throw v.status !== undefined ? serviceRejection(v.status, v.message ?? '') : rejection(g.ir);
     if (v.action === 'mask') {
-      if ('texts' in v)
+      if ('list' in v) p.list?.replace(v.list);
+      else if ('texts' in v)
         for (const [i, text] of v.texts) {
           const slot = s[i];
           if (slot) writeText(p.body, slot.path, text, p.owned);
@@ -194,6 +199,14 @@ export function compileGuards(ir: LlmGuardsIR | undefined, env: GuardEnv): Model
         owned: new Set<object>([body]),
         request: req.cel ? { ...req, cel: { ...req.cel, llmRequest: body } } : req,
         llmRequest: body,
+        list: {
+          read: () => requestMessageList(format, body)?.list,
+          replace(list) {
+            const at = requestMessageList(format, body);
+            // body is the request's own copy: the new list is set on it, the client's is untouched
+            if (at) body[at.key] = list;
+          },
+        },
       });
     },
     async response(ctx, state, body, req) {

@@ -16,6 +16,8 @@ export type GuardVerdict =
   | { action: 'mask'; rule: string; texts: Map<number, string> }
   /** `messages`: the new content of each message it changed, by index in `GuardInput.messages()`. */
   | { action: 'mask'; rule: string; messages: Map<number, string> }
+  /** `list`: the request's own message list replaced whole (GuardInput.messageList). */
+  | { action: 'mask'; rule: string; list: unknown[] }
   /** A guard service failed (`rule` says how); `closed`: its failure mode stops the request. */
   | { action: 'error'; rule: string; closed: boolean };
 
@@ -43,6 +45,8 @@ export interface GuardInput {
   request: GuardRequest;
   /** The LLM request being guarded (request phase only). */
   llmRequest?: Record<string, unknown>;
+  /** The request's own message list in the client's format (request phase; none for embeddings). */
+  messageList?(): unknown[] | undefined;
   /** Cancels a guard service's call (a streamed answer's client went away, or the stream ended). */
   signal?: AbortSignal;
 }

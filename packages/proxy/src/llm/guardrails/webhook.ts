@@ -2,6 +2,9 @@
 // service (@gw/guardrail-sdk's contract: POST /request, POST /response) over one keep-alive pool per
 // target, and its verdict is applied: allow, modify (the new text replaces the message's) or reject
 // (its status and text, in the client's error format). A call that fails follows the failure mode.
+// With messageFormat raw (request guards), the request's own messages go instead, and the webhook's
+// answer replaces them whole: for services that rewrite a conversation (compression, redaction of
+// tool results) rather than judge its text.
 
 import { jsRegexSource } from '@gw/api/runtime';
 import type { ParseResult, Verdict } from '@gw/guardrail-sdk';
@@ -73,7 +76,7 @@ export const webhookGuard: GuardKindModule<'webhook'> = {
     function shape(input: GuardInput): { method: string; path: string; headers: Record<string, string> } {
       const out = {
         method: 'POST',
-        path: input.phase === 'request' ? REQUEST_PATH : RESPONSE_PATH,
+        path: s.path ?? (input.phase === 'request' ? REQUEST_PATH : RESPONSE_PATH),
         headers: { host: authority } as Record<string, string>,
       };
       const client: Headers = input.request.headers;
@@ -95,15 +98,51 @@ export const webhookGuard: GuardKindModule<'webhook'> = {
       return out;
     }
 
-    function call(input: GuardInput, body: unknown): Promise<unknown> {
+    /** The webhook's answer to `body`; undefined when the body is under minSizeBytes (not called). */
+    function call(input: GuardInput, body: unknown): Promise<unknown> | undefined {
+      const bytes = Buffer.from(JSON.stringify(body));
+      if (s.minSizeBytes !== undefined && bytes.length < s.minSizeBytes) return undefined;
       const { method, path, headers: h } = shape(input);
       return service.post({
         method,
         path,
         headers: h,
-        body: Buffer.from(JSON.stringify(body)),
+        body: bytes,
         ...(input.signal ? { signal: input.signal } : {}),
       });
+    }
+
+    /**
+     * messageFormat raw: the request's own messages and model are posted, and the `messages` of the
+     * answer replace them (absent or null: unchanged). A list that is not one, is empty where the
+     * request's was not, or holds anything but objects is a failed call.
+     */
+    async function checkRaw(input: GuardInput): Promise<GuardVerdict> {
+      const list = input.messageList?.();
+      // a request without a list of messages (embeddings) has nothing to send
+      if (!list) return { action: 'pass' };
+      let next: unknown[] | undefined;
+      try {
+        const pending = call(input, { messages: list, model: input.llmRequest?.model });
+        if (!pending) return { action: 'pass' };
+        const answer = await pending;
+        if (typeof answer !== 'object' || answer === null || Array.isArray(answer))
+          throw new ServiceFailure('invalid answer: not a JSON object');
+        const m = (answer as { messages?: unknown }).messages;
+        if (m !== undefined && m !== null) {
+          if (!Array.isArray(m)) throw new ServiceFailure('invalid answer: messages is not a list');
+          if (m.length === 0 && list.length > 0)
+            throw new ServiceFailure('invalid answer: an empty list of messages');
+          if (m.some((x) => typeof x !== 'object' || x === null || Array.isArray(x)))
+            throw new ServiceFailure('invalid answer: a message that is not an object');
+          next = m;
+        }
+      } catch (err) {
+        return failed(err, !s.audit && s.failureMode === 'failClosed');
+      }
+      if (!next || JSON.stringify(next) === JSON.stringify(list)) return { action: 'pass' };
+      const rule = `replaced ${list.length} messages with ${next.length}`;
+      return s.audit ? { action: 'audit', rule } : { action: 'mask', rule, list: next };
     }
 
     return {
@@ -111,6 +150,7 @@ export const webhookGuard: GuardKindModule<'webhook'> = {
       readsCel: headers.length > 0,
       ...(s.audit ? { audits: true } : {}),
       async check(input): Promise<GuardVerdict> {
+        if (s.raw) return checkRaw(input);
         const msgs = input.messages();
         const plain = msgs.map((m) => ({ role: m.role, content: messageContent(m) }));
         let verdict: Verdict<{
@@ -120,12 +160,14 @@ export const webhookGuard: GuardKindModule<'webhook'> = {
         try {
           const { maskCountProblem, promptRequestBody, promptVerdict, responseRequestBody, responseVerdict } =
             guardrailContract.value ?? (await guardrailContract.ready);
-          const answer = await call(
+          const pending = call(
             input,
             input.phase === 'request'
               ? promptRequestBody(plain)
               : responseRequestBody(plain.map((message) => ({ message }))),
           );
+          if (!pending) return { action: 'pass' };
+          const answer = await pending;
           const parsed: ParseResult<typeof verdict> =
             input.phase === 'request' ? promptVerdict(answer) : responseVerdict(answer);
           if (!parsed.ok) throw new ServiceFailure(parsed.error.split('\n')[0] ?? 'invalid verdict');
