@@ -1192,19 +1192,66 @@ export const BackendAuthCredentials = z
   .min(1)
   .max(8)
   .meta({ description: 'extra credentials written on the backend request, beside the main one or alone' });
+/**
+ * agentgateway's earlier shape of `credentials`: headers only, each a name, an optional prefix
+ * (`Bearer `) and the value; read as credentials in a header.
+ */
+const BackendAuthHeaders = z
+  .array(
+    strict({
+      name: HeaderName,
+      prefix: z
+        .string()
+        .nullable()
+        .optional()
+        .meta({ description: 'written before the value, e.g. "Bearer "' }),
+      value: FileOrInline.refine((v) => typeof v !== 'string' || v.length > 0, {
+        message: 'the value is empty',
+      }).meta({ description: 'the secret, inline or {file} (a trailing newline dropped)' }),
+    }),
+  )
+  .min(1)
+  .max(8)
+  .meta({
+    description: 'extra secret headers written on the backend request (the earlier form of credentials)',
+  });
+type AuthHeaders = z.infer<typeof BackendAuthHeaders>;
+type AuthCredentials = z.infer<typeof BackendAuthCredentials>;
+type WithoutHeaders<T> = T extends object ? Omit<T, 'headers'> : T;
+/** A form's `headers` moved into its `credentials`, after those already there. */
+function headersAsCredentials<T>(form: T): WithoutHeaders<T> {
+  if (typeof form !== 'object' || form === null || !('headers' in form)) return form as WithoutHeaders<T>;
+  const { headers, ...rest } = form as { headers?: AuthHeaders; credentials?: AuthCredentials };
+  if (!headers) return rest as WithoutHeaders<T>;
+  const credentials: AuthCredentials = [
+    ...(rest.credentials ?? []),
+    ...headers.map((h) => ({
+      location: { header: { name: h.name, ...(h.prefix ? { prefix: h.prefix } : {}) } },
+      key: h.value,
+    })),
+  ];
+  return { ...rest, credentials } as WithoutHeaders<T>;
+}
 /** Where `credentials` is not built (a guard service, a tunnel's proxy, …). */
 const BackendAuthCredentialsRefused = NotYet('backendAuth credentials').transform((v) => v as never);
-/** One form of backendAuth, with agentgateway's optional `credentials` beside it (built or refused). */
+const BackendAuthHeadersRefused = NotYet('backendAuth headers').transform((v) => v as never);
+/**
+ * One form of backendAuth, with agentgateway's optional `credentials` (and its earlier `headers`)
+ * beside it, built or refused.
+ */
 const authForm = <
   S extends z.core.$ZodLooseShape,
   C extends z.ZodType = typeof BackendAuthCredentialsRefused,
+  H extends z.ZodType = typeof BackendAuthHeadersRefused,
 >(
   shape: S,
   credentials?: C,
+  headers?: H,
 ) =>
   strict({
     ...shape,
     credentials: (credentials ?? BackendAuthCredentialsRefused).optional() as z.ZodOptional<C>,
+    headers: (headers ?? BackendAuthHeadersRefused).optional() as z.ZodOptional<H>,
   });
 type AuthFormName = (typeof AUTH_FORMS)[number];
 /**
@@ -1216,32 +1263,37 @@ const backendAuthRefused = (built: readonly AuthFormName[], where: string): z.Zo
     authForm({ [k]: NotYet(`backendAuth ${k}${where}`) }).transform((v) => v as never),
   ),
   strict({ credentials: BackendAuthCredentialsRefused }).transform((v) => v as never),
+  strict({ headers: BackendAuthHeadersRefused }).transform((v) => v as never),
   CopilotAuthRefused,
 ];
 /** `key`: the key alone (agentgateway's older form, sent as a bearer token), or with where it goes. */
 const KeyField = { key: z.union([FileOrInline, strict({ value: FileOrInline, location: AuthLocation })]) };
 const KeyAuth = authForm(KeyField);
-/** A form at a backend, an LLM provider or an MCP target, where `credentials` is built. */
-const backendForm = <S extends z.core.$ZodLooseShape>(shape: S) => authForm(shape, BackendAuthCredentials);
-export const BackendAuth = z.union([
-  backendForm(KeyField),
-  backendForm({ passthrough: strict({ location: AuthLocation }) }),
-  backendForm({ jwtSign: JwtSign }),
-  backendForm({ aws: BackendAwsAuth }),
-  backendForm({ gcp: GcpAuth }),
-  backendForm({ azure: AzureAuth }),
-  backendForm({ oauthTokenExchange: OAuthTokenExchangeAuth }),
-  // agentgateway's newer name and shape of the same exchange, as oauthTokenExchange
-  backendForm({ oauth: OAuthAuth }).transform(({ oauth, ...rest }) => ({
-    ...rest,
-    oauthTokenExchange: oauth,
-  })),
-  backendForm({ crossAppAccess: CrossAppAccessAuth }),
-  // agentgateway's newer name and shape of crossAppAccess
-  backendForm({ xaa: XaaAuth }).transform(({ xaa, ...rest }) => ({ ...rest, crossAppAccess: xaa })),
-  strict({ credentials: BackendAuthCredentials }),
-  CopilotAuth,
-]);
+/** A form at a backend, an LLM provider or an MCP target, where `credentials` (and `headers`) are built. */
+const backendForm = <S extends z.core.$ZodLooseShape>(shape: S) =>
+  authForm(shape, BackendAuthCredentials, BackendAuthHeaders);
+export const BackendAuth = z
+  .union([
+    backendForm(KeyField),
+    backendForm({ passthrough: strict({ location: AuthLocation }) }),
+    backendForm({ jwtSign: JwtSign }),
+    backendForm({ aws: BackendAwsAuth }),
+    backendForm({ gcp: GcpAuth }),
+    backendForm({ azure: AzureAuth }),
+    backendForm({ oauthTokenExchange: OAuthTokenExchangeAuth }),
+    // agentgateway's newer name and shape of the same exchange, as oauthTokenExchange
+    backendForm({ oauth: OAuthAuth }).transform(({ oauth, ...rest }) => ({
+      ...rest,
+      oauthTokenExchange: oauth,
+    })),
+    backendForm({ crossAppAccess: CrossAppAccessAuth }),
+    // agentgateway's newer name and shape of crossAppAccess
+    backendForm({ xaa: XaaAuth }).transform(({ xaa, ...rest }) => ({ ...rest, crossAppAccess: xaa })),
+    strict({ credentials: BackendAuthCredentials }),
+    strict({ headers: BackendAuthHeaders, credentials: BackendAuthCredentials.optional() }),
+    CopilotAuth,
+  ])
+  .transform(headersAsCredentials);
 /**
  * backendAuth on a call to a service that takes only an API key (`key`, and `forms` the service also
  * builds); `{key: {value}}` is the same key, a location is refused by name.

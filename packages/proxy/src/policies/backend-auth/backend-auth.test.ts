@@ -168,6 +168,16 @@ describe('key, jwtSign and aws', () => {
             credentials:
             - {location: {header: {name: authorization, prefix: "Basic "}}, key: loses}
             - {location: {header: {name: x-org}}, key: org-1}
+    - name: headers-form
+      matches: [{path: {pathPrefix: /extra/headers}}]
+      backends:
+      - host: 127.0.0.1:${up.port}
+        policies:
+          backendAuth:
+            key: main
+            headers:
+            - {name: DD-API-KEY, value: {file: key.txt}}
+            - {name: dd-application-key, prefix: "App ", value: app-1}
     - name: credentials-beside-aws
       matches: [{path: {pathPrefix: /aws/extra}}]
       backends:
@@ -260,6 +270,17 @@ ${jwtRoutes}
     const h = JSON.parse(r.text).headers;
     assert.equal(h.authorization, 'Bearer main');
     assert.equal(h['x-org'], 'org-1');
+  });
+
+  test('headers (the earlier form of credentials): each secret header written beside the key, none in the trace', async () => {
+    const traced = proxy.trace();
+    const r = await get(proxy, '/extra/headers', { 'dd-api-key': 'client' });
+    assert.equal(r.status, 200, r.text);
+    const h = JSON.parse(r.text).headers;
+    assert.equal(h.authorization, 'Bearer main');
+    assert.equal(h['dd-api-key'], 'from-a-file');
+    assert.equal(h['dd-application-key'], 'App app-1');
+    assert.doesNotMatch(JSON.stringify(await traced), /from-a-file|app-1/);
   });
 
   test('credentials beside aws: the signature covers the query parameter they add', async () => {
@@ -451,6 +472,14 @@ describe('configurations refused at load', () => {
     assert.match(
       issues('{credentials: [{key: x, location: {header: {name: "bad header"}}}]}').join('\n'),
       /backendAuth/,
+    );
+    assert.match(
+      issues('{headers: [{name: x-a, value: ""}]}').join('\n'),
+      /backendAuth\.headers\[0\]\.value: the value is empty/,
+    );
+    assert.match(
+      issues('{headers: [{name: "bad header", value: v}]}').join('\n'),
+      /backendAuth\.headers\[0\]\.name/,
     );
   });
 
