@@ -238,3 +238,12 @@ export async function startRateLimitService(opts: RateLimitServiceOptions): Prom
   rmSync(dir, { recursive: true, force: true });
   throw last;
 }
+
+/**
+ * The service counts in fixed windows aligned to the clock's minutes: a sequence that must stay in one
+ * window starts only when at least `needMs` of the current one is left.
+ */
+export async function sameRateLimitWindow(needMs = 5_000): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < needMs) await new Promise((r) => setTimeout(r, left + 100));
+}

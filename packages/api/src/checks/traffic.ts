@@ -49,6 +49,8 @@ export function checkTrafficPolicies(p: TrafficPolicies, path: FieldPath): Probl
   if (p.localRateLimit && !Array.isArray(p.localRateLimit))
     out.push(...checkExplicitOrConditional(p.localRateLimit, [...path, 'localRateLimit'], () => []));
   if (p.remoteRateLimit) out.push(...checkRemoteRateLimit(p.remoteRateLimit, [...path, 'remoteRateLimit']));
+  if (p.mcpRemoteRateLimit)
+    out.push(...checkRemoteRateLimit(p.mcpRemoteRateLimit, [...path, 'mcpRemoteRateLimit']));
   if (p.concurrencyLimit)
     out.push(...checkConcurrencyLimit(p.concurrencyLimit, [...path, 'concurrencyLimit']));
   if (p.directResponse) out.push(...checkDirectResponse(p.directResponse, [...path, 'directResponse']));

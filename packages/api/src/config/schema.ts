@@ -958,7 +958,7 @@ export const RemoteRateLimit = strict({
   descriptors: z.array(RemoteRateLimitDescriptor).min(1).max(64),
   failureMode: FailureMode.optional().meta({
     description:
-      'failOpen (default, as Envoy) lets requests pass when the service fails; failClosed answers 500',
+      'failClosed (default, as agentgateway) answers 500 when the service fails; failOpen lets requests pass',
   }),
   timeout: Duration.optional().meta({ description: 'deadline of the ShouldRateLimit call (default 100ms)' }),
 }).superRefine((e, ctx) => {
@@ -1548,6 +1548,10 @@ export const TrafficPolicies = strict({
   authorization: z.union([Authorization, z.array(Authorization)]).optional(),
   localRateLimit: LocalRateLimitPolicy.optional(),
   remoteRateLimit: RemoteRateLimitPolicy.optional(),
+  mcpRemoteRateLimit: RemoteRateLimit.transform(withServiceDeadline).optional().meta({
+    description:
+      "remoteRateLimit for the route's MCP backends, checked per MCP request with mcp.* in CEL (mcp.tool.name, …): after authorization for a call to one target, before the fan-out of a list; requests descriptors only; over the limit a JSON-RPC error with HTTP 429",
+  }),
   concurrencyLimit: ConcurrencyLimitPolicy.optional().meta({
     description: 'requests in flight at once, per key (a slot is held until the response has been sent)',
   }),

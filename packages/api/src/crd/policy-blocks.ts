@@ -297,7 +297,10 @@ export const GlobalRateLimit = rules(
       )
       .min(1)
       .max(16),
-    failureMode: FailureMode.default('FailOpen'),
+    failureMode: FailureMode.default('FailClosed').meta({
+      description:
+        'When the rate limit service cannot be reached or gives no verdict: FailClosed (default, as agentgateway) answers 500, FailOpen lets the request through.',
+    }),
     timeout: Duration.optional(),
   }),
   exactlyOne(['backendRef', 'url']),

@@ -293,6 +293,7 @@ export interface RoutePolicies
     | 'extAuthz'
     | 'extProc'
     | 'remoteRateLimit'
+    | 'mcpRemoteRateLimit'
     | 'mcpAuthentication'
   > {
   apiKey?: ApiKeyIR;
@@ -302,6 +303,8 @@ export interface RoutePolicies
   extAuthz?: ExtAuthzIR | { conditional: (ExtAuthzIR & { condition?: string })[] };
   extProc?: ServiceTlsIR<NonNullable<TrafficPolicies['extProc']>>;
   remoteRateLimit?: ServiceTlsIR<NonNullable<TrafficPolicies['remoteRateLimit']>>;
+  /** Shown only: the route's mcp backends check it (McpTarget.remoteRateLimit). */
+  mcpRemoteRateLimit?: McpRemoteRateLimitIR;
   /** Never set on a route: the loader hands a route's backendAuth to each of its backends. */
   backendAuth?: BackendAuthIR;
 }
@@ -455,7 +458,12 @@ export interface McpTarget {
   authorization: Authorization[];
   /** mcpGuardrails processors, in order (the backend's own block, else the route's). */
   guardrails: McpGuardrailIR[];
+  /** The route's mcpRemoteRateLimit: a rate limit service asked per MCP request. */
+  remoteRateLimit?: McpRemoteRateLimitIR;
 }
+
+/** mcpRemoteRateLimit as the IR holds it (its service's TLS read and its key sealed). */
+export type McpRemoteRateLimitIR = ServiceTlsIR<NonNullable<TrafficPolicies['mcpRemoteRateLimit']>>;
 
 /** A when-to-call of a processor: the client's request, the result it gets, both, or neither. */
 export type McpProcessorPhase = 'request' | 'response' | 'full' | 'off';

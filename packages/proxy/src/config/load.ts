@@ -164,7 +164,7 @@ type CollectorSpec = {
 };
 
 import { hostPort } from '@gw/api/runtime';
-import { sealExtAuthzPolicy, sealMcpAuthentication, sealPolicies } from './seal.ts';
+import { sealExtAuthzPolicy, sealMcpAuthentication, sealMcpRemoteRateLimit, sealPolicies } from './seal.ts';
 import { resolveAzure } from './token-auth.ts';
 
 /** Settings read once at start-up (the spec: adminAddr and sensitiveHeaders are not hot-reloaded). */
@@ -967,6 +967,8 @@ class Builder {
     }
     if (mcpGuardrails)
       target.guardrails = this.mcpProcessors([...path, 'policies', 'mcpGuardrails'], mcpGuardrails);
+    if (routePolicies.mcpRemoteRateLimit)
+      target.remoteRateLimit = sealMcpRemoteRateLimit(routePolicies.mcpRemoteRateLimit);
     const route = {
       name: 'mcp',
       matches: MCP_PATHS.map((p) => ({ path: { exact: p } })),
@@ -2113,8 +2115,11 @@ class Builder {
     mcpRules.forEach((r) => {
       this.report(checkAuthorization(r, [...path, 'policies', 'mcpAuthorization']));
     });
-    if (target.kind === 'mcp') target.authorization = mcpRules;
-    else if (_rules !== undefined || b.policies?.mcpAuthorization)
+    if (target.kind === 'mcp') {
+      target.authorization = mcpRules;
+      if (routePolicies.mcpRemoteRateLimit)
+        target.remoteRateLimit = sealMcpRemoteRateLimit(routePolicies.mcpRemoteRateLimit);
+    } else if (_rules !== undefined || b.policies?.mcpAuthorization)
       this.fail([...path, 'policies', 'mcpAuthorization'], 'mcpAuthorization applies only to mcp backends');
     // Processors are one ordered chain: the most specific block replaces the route's.
     const { mcpGuardrails: ownGuards, ...connection } = rest;
@@ -3161,7 +3166,7 @@ class Builder {
         | null
         | undefined;
     };
-    for (const k of ['extProc', 'remoteRateLimit', 'requestMirror'] as const) {
+    for (const k of ['extProc', 'remoteRateLimit', 'mcpRemoteRateLimit', 'requestMirror'] as const) {
       const v = p[k];
       if (!v) continue;
       const entries: [Entry, FieldPath][] =

@@ -11,6 +11,7 @@ import type {
   BasicAuthIR,
   ExtAuthzIR,
   McpAuthenticationIR,
+  McpRemoteRateLimitIR,
   RoutePolicies,
   ServiceCallIR,
 } from './ir.ts';
@@ -38,6 +39,7 @@ export function sealPolicies(p: TrafficPolicies): RoutePolicies {
     extAuthz,
     extProc,
     remoteRateLimit,
+    mcpRemoteRateLimit,
     mcpAuthentication,
     mcpGuardrails,
     backendAuth: _toBackends,
@@ -50,6 +52,7 @@ export function sealPolicies(p: TrafficPolicies): RoutePolicies {
   if (extProc) out.extProc = sealService(extProc) as NonNullable<RoutePolicies['extProc']>;
   if (remoteRateLimit)
     out.remoteRateLimit = sealService(remoteRateLimit) as NonNullable<RoutePolicies['remoteRateLimit']>;
+  if (mcpRemoteRateLimit) out.mcpRemoteRateLimit = sealMcpRemoteRateLimit(mcpRemoteRateLimit);
   if (oidc) out.oidc = { ...oidc, clientSecret: new Secret(oidc.clientSecret) };
   if (apiKey) {
     const keys = Array.isArray(apiKey.keys)
@@ -97,6 +100,13 @@ type ServiceEntry = { policies?: ServicePolicies | null | undefined };
 /** A service policy, plain or conditional, with each entry's service policies sealed. */
 function sealService(v: ServiceEntry | { conditional: ServiceEntry[] }): unknown {
   return 'conditional' in v ? { conditional: v.conditional.map(sealServiceTls) } : sealServiceTls(v);
+}
+
+/** mcpRemoteRateLimit with its service's TLS and key as the IR holds them. */
+export function sealMcpRemoteRateLimit(
+  m: NonNullable<TrafficPolicies['mcpRemoteRateLimit']>,
+): McpRemoteRateLimitIR {
+  return sealServiceTls(m) as McpRemoteRateLimitIR;
 }
 
 /** A policy's service entry with its policies as the IR holds them. */

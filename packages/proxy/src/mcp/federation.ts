@@ -11,6 +11,7 @@ import type { RequestExtensions } from '../pipeline/context.ts';
 import type { Observation } from '../pipeline/observer.ts';
 import { compileRules, decide, type Rule } from '../policies/authorization/decision.ts';
 import { AUTHORIZATION, credentialHeader } from '../policies/backend-auth/index.ts';
+import { type RemoteLimiter, remoteLimiter } from '../policies/remote-rate-limit/index.ts';
 import { VERSION } from '../version.ts';
 import type { McpGuardFinding, McpGuardrails } from './guardrails.ts';
 import {
@@ -57,7 +58,7 @@ export interface McpRequestInfo {
   prompt?: { name: string; target: string };
   resource?: { uri: string; target: string };
   /** ok, error (the target's JSON-RPC error), denied, failed (a target failed), invalid. */
-  outcome?: 'ok' | 'error' | 'denied' | 'failed' | 'invalid';
+  outcome?: 'ok' | 'error' | 'denied' | 'failed' | 'invalid' | 'limited';
   /** Targets that failed (with FailOpen: left out). */
   failed?: string[];
   /** What the guardrail processors did (mcpGuardrails). */
@@ -92,6 +93,10 @@ export interface Call {
   /** Messages for the client about this request (progress, server requests), before its answer. */
   relay: Relay;
   signal: AbortSignal;
+  /** The HTTP status of the answer when not 200 (an error that answers the whole POST). */
+  status?: number;
+  /** Headers for the answer (a rate limit service's quota headers). */
+  headers?: Record<string, string>;
 }
 
 interface Target {
@@ -114,6 +119,8 @@ export class Federation {
   /** The mcpGuardrails processors every client request passes; none when unset. */
   readonly guards: McpGuardrails | undefined;
   readonly #direct: Map<string, TargetConnection>;
+  /** The route's mcpRemoteRateLimit; none when unset. */
+  readonly #limiter: RemoteLimiter | undefined;
 
   constructor(
     ir: McpTarget,
@@ -126,6 +133,8 @@ export class Federation {
   ) {
     this.#direct = direct;
     this.ir = ir;
+    // an MCP request has no LLM usage: token descriptors are left out
+    this.#limiter = ir.remoteRateLimit ? remoteLimiter(ir.remoteRateLimit, true) : undefined;
     this.guards = guards;
     this.runtime = runtime;
     this.targets = ir.targets.map((t) => {
@@ -391,6 +400,7 @@ export class Federation {
     } catch (err) {
       if (err instanceof McpError) {
         info.outcome ??= err.code === CODE.FORBIDDEN ? 'denied' : 'invalid';
+        if (err.httpStatus !== 200) call.status = err.httpStatus;
         return errorAnswer(req.id, err);
       }
       if (err instanceof TargetError) {
@@ -462,6 +472,7 @@ export class Federation {
       case 'prompts/list':
       case 'resources/list':
       case 'resources/templates/list':
+        await this.#rateLimit(call, info);
         return this.#list(call, req, req.method, info);
       case 'tools/call':
         return this.#routed(call, req, 'tool', str(p.name, 'name'), info);
@@ -480,6 +491,7 @@ export class Federation {
         throw new McpError(CODE.INVALID_PARAMS, 'completion/complete needs ref/prompt or ref/resource');
       }
       case 'logging/setLevel':
+        await this.#rateLimit(call, info);
         await this.#everywhere(call, req);
         return { jsonrpc: '2.0', id: req.id, result: {} };
       default: {
@@ -488,6 +500,7 @@ export class Federation {
         if (!only)
           throw new McpError(CODE.METHOD_NOT_FOUND, `method ${req.method} is not federated across targets`);
         info.target = only.name;
+        await this.#rateLimit(call, info);
         return this.#ask(only, call, req, only.timeoutMs);
       }
     }
@@ -505,6 +518,48 @@ export class Federation {
     this.#noteFailures(call, failed);
     if (failed.length > 0 && (this.ir.failureMode === 'FailClosed' || failed.length === live.length))
       throw failed[0];
+  }
+
+  /**
+   * The route's mcpRemoteRateLimit on this request, its CEL seeing mcp.*: over the limit a JSON-RPC
+   * error answered with HTTP 429 and the service's quota headers; a service that gives no verdict
+   * lets the request on (failOpen) or answers 500. Within the limit the quota headers go on the answer.
+   */
+  async #rateLimit(call: Call, info: McpRequestInfo): Promise<void> {
+    const limiter = this.#limiter;
+    if (!limiter) return;
+    const ctx = call.ctx;
+    const start = ctx.obs ? performance.now() : null;
+    const outcome = await limiter.check(this.#celFor(call, info), call.signal);
+    if (outcome.kind === 'skipped') {
+      ctx.obs?.event(ctx as never, 'rateLimit', { global: true, mcp: true, result: 'skipped' }, start);
+      return;
+    }
+    if (outcome.kind === 'failed') {
+      const { failOpen } = limiter;
+      ctx.obs?.event(
+        ctx as never,
+        'rateLimit',
+        { global: true, mcp: true, result: 'failure', reason: outcome.reason, failOpen },
+        start,
+        'warn',
+      );
+      if (failOpen) return;
+      info.outcome = 'failed';
+      throw new McpError(CODE.INTERNAL, 'rate limit service unavailable', undefined, 500);
+    }
+    call.headers = { ...call.headers, ...outcome.headers };
+    const limited = outcome.kind === 'limited';
+    ctx.obs?.event(
+      ctx as never,
+      'rateLimit',
+      { global: true, mcp: true, limited, ...outcome.headers },
+      start,
+      limited ? 'warn' : 'info',
+    );
+    if (!limited) return;
+    info.outcome = 'limited';
+    throw new McpError(CODE.RATE_LIMITED, `rate limit exceeded for ${info.method}`, undefined, 429);
   }
 
   #celFor(call: Call, info: McpRequestInfo): CelContext {
@@ -644,6 +699,7 @@ export class Federation {
         error: { code: CODE.FORBIDDEN, message: `${req.method} of ${what} is not allowed` },
       };
     }
+    await this.#rateLimit(call, info);
     const params = { ...(req.params ?? {}) } as Record<string, unknown>;
     if (completion)
       params.ref = { ...(params.ref as object), ...(kind === 'prompt' ? { name: upstreamName } : {}) };

@@ -43,6 +43,8 @@ export const CODE = {
   UPSTREAM: -32004,
   /** A call or request took longer than allowed. */
   TIMEOUT: -32005,
+  /** A rate limit refused the request (answered with HTTP 429). */
+  RATE_LIMITED: -32006,
 } as const;
 
 export function isRequest(m: Message): m is Request {

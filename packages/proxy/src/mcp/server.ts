@@ -173,7 +173,8 @@ export class McpServer {
       );
       return;
     }
-    answer(ctx, 200, await work);
+    const res = await work;
+    answer(ctx, call.status ?? 200, res, call.headers);
   }
 
   async #initialize(ctx: RequestContext, req: Message & { id: Id; method: string }): Promise<void> {

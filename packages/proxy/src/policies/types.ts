@@ -15,6 +15,7 @@ export type PolicyName = Exclude<
   | 'hostRewrite'
   | 'mcpAuthorization'
   | 'mcpGuardrails'
+  | 'mcpRemoteRateLimit'
   | 'a2a'
   | 'ai'
   | NotBuiltTrafficPolicy

@@ -2,8 +2,8 @@
 // (envoyproxy/ratelimit with Redis). Each request sends the descriptors its CEL entries produce, each
 // counting one hit or its `cost`, and with the limit its `limitOverride` names. OVER_LIMIT answers 429
 // `rate limit exceeded` plus x-ext-ratelimited; OK forwards, and the x-ratelimit-* headers go on the
-// response. No answer within the timeout (default 100ms) or an error: `failOpen` (the default, as
-// Envoy's failure_mode_deny=false) forwards, `failClosed` answers 500.
+// response. No answer within the timeout (default 100ms) or an error: `failClosed` (the default, as
+// agentgateway's) answers 500, `failOpen` forwards.
 import { parseGoDuration } from '@gw/api/runtime';
 import { type CelContext, type CelProgram, celToJson, compileCel } from '../../cel/cel.ts';
 import { GwError } from '../../errors.ts';
@@ -17,7 +17,7 @@ import { quotaHeaders, serviceHeaders, setHeaders } from './headers.ts';
 
 /**
  * Envoy's default is 20ms; a Node event loop under load pauses for longer than that, and with the
- * fail-open default a too-short deadline would quietly stop limiting.
+ * fail-closed default a too-short deadline would turn requests into 500s.
  */
 export const DEFAULT_TIMEOUT_MS = 100;
 
@@ -25,7 +25,7 @@ export const DEFAULT_TIMEOUT_MS = 100;
 const rls = new Lazy(() => import('./client.ts'));
 
 /** One rate limit service entry (the loader has sealed its TLS). */
-type RemoteRateLimit = Exclude<PolicyConfig<'remoteRateLimit'>, { conditional: unknown }>;
+export type RemoteRateLimit = Exclude<PolicyConfig<'remoteRateLimit'>, { conditional: unknown }>;
 
 interface Descriptor {
   tokens: boolean;
@@ -35,7 +35,7 @@ interface Descriptor {
 }
 type Entries = { key: string; value: string }[];
 /** A descriptor as this request sends it; a tokens one keeps its cost for when the response ends. */
-interface Built extends RequestDescriptor {
+export interface Built extends RequestDescriptor {
   tokens: boolean;
   cost: CelProgram | undefined;
 }
@@ -126,79 +126,128 @@ function debits(built: readonly Built[], tokens: number, cel: () => CelContext):
   return out;
 }
 
-export const remoteRateLimit = withConditional({
-  name: 'remoteRateLimit',
-  build(config: RemoteRateLimit) {
-    const failOpen = config.failureMode?.toLowerCase() !== 'failclosed';
-    const timeoutMs = (config.timeout && parseGoDuration(config.timeout)) || DEFAULT_TIMEOUT_MS;
-    const descriptors = compile(config);
-    const { domain } = config;
-    // The channel connects as soon as the module is in, so the first request does not pay for it.
-    // the loader has put a named backend's address, or a Service's workloads', in `host`
-    // (config/load.ts serviceBackends)
-    const host = config.host as string;
-    const tls = config.policies?.backendTLS;
-    const callHeaders = serviceHeadersOf(config.policies);
-    const service = rls.derive((m) => ({ m, client: m.rateLimitClient(host, tls) }));
-    return async (ctx, next) => {
-      const start = ctx.obs ? performance.now() : null;
-      const built = evaluate(descriptors, ctx.celContext());
-      // Nothing to count this request under: no call.
-      if (built.length === 0) {
-        ctx.obs?.event(ctx, 'rateLimit', { global: true, result: 'skipped' }, start);
-        return next(ctx);
-      }
+/** What one check against the service decided. */
+export type LimitOutcome =
+  /** No descriptor to count the request under: no call was made. */
+  | { kind: 'skipped' }
+  /** No verdict (unreachable, too slow, an answer without one); `failOpen` says what to do. */
+  | { kind: 'failed'; reason: string }
+  /** Over the limit; the headers for the client's 429. */
+  | { kind: 'limited'; headers: Record<string, string> }
+  /** Within the limit: the headers for the response, and those the service adds to the request. */
+  | {
+      kind: 'ok';
+      headers: Record<string, string>;
+      requestHeaders: Record<string, string>;
+      /** Token descriptors owe their cost once the response ends (`debit`). */
+      built: Built[];
+    };
+
+export interface RemoteLimiter {
+  readonly failOpen: boolean;
+  check(cel: CelContext, signal: AbortSignal | undefined): Promise<LimitOutcome>;
+  /** Counts the rest of the token descriptors' cost once a response has ended with `tokens`. */
+  debit(built: readonly Built[], tokens: number, cel: () => CelContext): void;
+}
+
+/**
+ * A rate limit service's checks for one config. `requestsOnly`: token descriptors are left out (an
+ * MCP call has no LLM usage to count).
+ */
+export function remoteLimiter(config: RemoteRateLimit, requestsOnly = false): RemoteLimiter {
+  // agentgateway's default: a limit that cannot be checked refuses (its CRD's FailClosed too)
+  const failOpen = config.failureMode?.toLowerCase() === 'failopen';
+  const timeoutMs = (config.timeout && parseGoDuration(config.timeout)) || DEFAULT_TIMEOUT_MS;
+  const descriptors = compile(config).filter((d) => !(requestsOnly && d.tokens));
+  const { domain } = config;
+  // The channel connects as soon as the module is in, so the first request does not pay for it.
+  // the loader has put a named backend's address, or a Service's workloads', in `host`
+  // (config/load.ts serviceBackends)
+  const host = config.host as string;
+  const tls = config.policies?.backendTLS;
+  const callHeaders = serviceHeadersOf(config.policies);
+  const service = rls.derive((m) => ({ m, client: m.rateLimitClient(host, tls) }));
+  return {
+    failOpen,
+    async check(cel, signal) {
+      const built = evaluate(descriptors, cel);
+      if (built.length === 0) return { kind: 'skipped' };
       const { m, client } = service.value ?? (await service.ready);
       const { Code } = m;
       const outcome = await m.shouldRateLimit(
         client,
         m.rateLimitRequest(domain, built, 1),
         timeoutMs,
-        ctx.signal,
+        signal,
         callHeaders,
       );
       // An answer without a verdict (UNKNOWN) is no decision either.
       const verdict = outcome.ok ? outcome.response.overallCode : Code.UNKNOWN;
-      if (!outcome.ok || verdict === Code.UNKNOWN) {
-        const reason = outcome.ok ? 'answer without an overall code' : outcome.reason;
+      if (!outcome.ok || verdict === Code.UNKNOWN)
+        return { kind: 'failed', reason: outcome.ok ? 'answer without an overall code' : outcome.reason };
+      const res = outcome.response;
+      // The service's own headers first; the quota headers built from its statuses win on a clash,
+      // since they carry the window (`3, 3;w=60`) where the service sends only the number.
+      const headers = { ...serviceHeaders(res.responseHeadersToAdd), ...quotaHeaders(res.statuses) };
+      if (verdict === Code.OVER_LIMIT) return { kind: 'limited', headers };
+      return { kind: 'ok', headers, requestHeaders: serviceHeaders(res.requestHeadersToAdd), built };
+    },
+    debit(built, tokens, cel) {
+      const owed = debits(built, tokens, cel);
+      if (owed.length === 0) return;
+      const { m, client } = service.value ?? {};
+      if (!m || !client) return;
+      void m.shouldRateLimit(
+        client,
+        m.rateLimitRequest(domain, owed, 1),
+        Math.max(timeoutMs, 1_000),
+        undefined,
+        callHeaders,
+      );
+    },
+  };
+}
+
+export const remoteRateLimit = withConditional({
+  name: 'remoteRateLimit',
+  build(config: RemoteRateLimit) {
+    const limiter = remoteLimiter(config);
+    const { failOpen } = limiter;
+    return async (ctx, next) => {
+      const start = ctx.obs ? performance.now() : null;
+      const outcome = await limiter.check(ctx.celContext(), ctx.signal);
+      // Nothing to count this request under: no call.
+      if (outcome.kind === 'skipped') {
+        ctx.obs?.event(ctx, 'rateLimit', { global: true, result: 'skipped' }, start);
+        return next(ctx);
+      }
+      if (outcome.kind === 'failed') {
         ctx.obs?.event(
           ctx,
           'rateLimit',
-          { global: true, result: 'failure', reason, failOpen },
+          { global: true, result: 'failure', reason: outcome.reason, failOpen },
           start,
           'warn',
         );
         if (!failOpen) throw new GwError('GW_ERR_INTERNAL', 'rate limit service unavailable');
         return next(ctx);
       }
-      const res = outcome.response;
-      // The service's own headers first; the quota headers built from its statuses win on a clash,
-      // since they carry the window (`3, 3;w=60`) where the service sends only the number.
-      const headers = { ...serviceHeaders(res.responseHeadersToAdd), ...quotaHeaders(res.statuses) };
-      if (verdict === Code.OVER_LIMIT) {
+      const { headers } = outcome;
+      if (outcome.kind === 'limited') {
         ctx.obs?.event(ctx, 'rateLimit', { global: true, limited: true, ...headers }, start, 'warn');
         throw new GwError('GW_ERR_RATE_LIMITED', undefined, {
           headers: { ...headers, 'x-ext-ratelimited': 'true' },
         });
       }
-      setHeaders(ctx.headers, serviceHeaders(res.requestHeadersToAdd));
+      setHeaders(ctx.headers, outcome.requestHeaders);
       ctx.obs?.event(ctx, 'rateLimit', { global: true, limited: false, ...headers }, start);
       await next(ctx);
       if (ctx.response) setHeaders(ctx.response.headers, headers);
+      const { built } = outcome;
       if (!built.some((d) => d.tokens)) return;
       // Token limits: the check above took one hit to ask; the rest of the cost is counted once the
       // response ends, so the request that crosses the limit succeeds and later ones get 429.
-      onResponseUsage(ctx, (tokens) => {
-        const owed = debits(built, tokens, () => ctx.celContext());
-        if (owed.length === 0) return;
-        void m.shouldRateLimit(
-          client,
-          m.rateLimitRequest(domain, owed, 1),
-          Math.max(timeoutMs, 1_000),
-          undefined,
-          callHeaders,
-        );
-      });
+      onResponseUsage(ctx, (tokens) => limiter.debit(built, tokens, () => ctx.celContext()));
     };
   },
 });

@@ -5,6 +5,7 @@ import { ConfigError } from '@gw/api';
 import {
   CLOSED_PORT,
   type RateLimitService,
+  sameRateLimitWindow,
   startRateLimitService,
   startUpstream,
   type TestServer,
@@ -44,15 +45,6 @@ descriptors:
     value: /cost
     rate_limit: {unit: minute, requests_per_unit: 5}
 `;
-
-/**
- * The service counts in fixed windows aligned to the clock's minutes: a sequence that must stay in one
- * window starts only when at least `needMs` of the current one is left.
- */
-async function sameWindow(needMs = 5_000): Promise<void> {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < needMs) await sleep(left + 100);
-}
 
 let service: RateLimitService;
 let ownHeaders: RateLimitService;
@@ -148,7 +140,7 @@ async function call(path: string, headers: Record<string, string> = {}) {
 
 describe('remoteRateLimit against the real envoyproxy/ratelimit with Redis', () => {
   test('N requests pass with x-ratelimit-* headers, then 429 with x-ext-ratelimited', async () => {
-    await sameWindow();
+    await sameRateLimitWindow();
     for (const remaining of ['2', '1', '0']) {
       const r = await call('/limited');
       assert.equal(r.status, 200, service.logs());
@@ -168,21 +160,21 @@ describe('remoteRateLimit against the real envoyproxy/ratelimit with Redis', () 
   });
 
   test('a service by named backend (agentgateway’s backend: <name>) counts the same way', async () => {
-    await sameWindow();
+    await sameRateLimitWindow();
     for (const remaining of ['2', '1', '0'])
       assert.equal((await call('/by-backend')).headers['x-ratelimit-remaining'], remaining);
     assert.equal((await call('/by-backend')).status, 429);
   });
 
   test('a service by Service reference (a Service of services) counts the same way', async () => {
-    await sameWindow();
+    await sameRateLimitWindow();
     for (const remaining of ['2', '1', '0'])
       assert.equal((await call('/by-service')).headers['x-ratelimit-remaining'], remaining);
     assert.equal((await call('/by-service')).status, 429);
   });
 
   test('descriptors come from CEL: each header value has its own counter', async () => {
-    await sameWindow();
+    await sameRateLimitWindow();
     const alice = { 'x-user': 'alice' };
     assert.equal((await call('/per-user', alice)).status, 200);
     assert.equal((await call('/per-user', alice)).status, 200);
@@ -194,7 +186,7 @@ describe('remoteRateLimit against the real envoyproxy/ratelimit with Redis', () 
   });
 
   test('a descriptor whose CEL fails is dropped; with none left there is no check', async () => {
-    await sameWindow();
+    await sameRateLimitWindow();
     // Both: the tightest limit is reported, and every limit appears in the quota policy.
     const both = await call('/multi', { 'x-user': 'carol' });
     assert.equal(both.status, 200);
@@ -214,7 +206,7 @@ describe('remoteRateLimit against the real envoyproxy/ratelimit with Redis', () 
   });
 
   test("the service's response_headers_to_add reach the client, on 200s and on the 429", async () => {
-    await sameWindow();
+    await sameRateLimitWindow();
     const first = await call('/own-headers');
     assert.equal(first.status, 200);
     assert.equal(first.headers['x-rls-limit'], '2', 'the service sends only the number');
@@ -229,7 +221,7 @@ describe('remoteRateLimit against the real envoyproxy/ratelimit with Redis', () 
   });
 
   test('type tokens: LLM usage is counted once the response ends; later requests get 429', async () => {
-    await sameWindow(10_000);
+    await sameRateLimitWindow(10_000);
     const model = { 'x-model': 'm1' };
     const first = await call('/tokens', model); // 110 tokens against a budget of 100
     assert.equal(first.status, 200);
@@ -249,7 +241,7 @@ describe('remoteRateLimit against the real envoyproxy/ratelimit with Redis', () 
 
 describe('descriptor cost and limitOverride', () => {
   test('cost: each request counts what its CEL says; 0 asks without counting; a failed cost drops the descriptor', async () => {
-    await sameWindow();
+    await sameRateLimitWindow();
     const cost = async (n: string) => await call('/cost', { 'x-cost': n });
     const two = await cost('2');
     assert.equal(two.status, 200, service.logs());
@@ -272,7 +264,7 @@ describe('descriptor cost and limitOverride', () => {
   });
 
   test('limitOverride: the service applies the limit the CEL map names, to a key its config does not have', async () => {
-    await sameWindow();
+    await sameRateLimitWindow();
     const as = (tenant: string, quota: string, unit = 'minute') =>
       call('/override', { 'x-tenant': tenant, 'x-quota': quota, 'x-unit': unit });
     for (const remaining of ['1', '0']) {
@@ -297,7 +289,7 @@ describe('descriptor cost and limitOverride', () => {
   });
 
   test('type tokens with a cost: the response’s own figure is debited under the overridden limit', async () => {
-    await sameWindow(15_000);
+    await sameRateLimitWindow(15_000);
     const tenant = { 'x-tenant': `t${Date.now()}` };
     // The peek route asks about the same counter with a cost of 0: it reads without counting.
     const remainingAfterDebit = async (want: string) => {
@@ -323,16 +315,16 @@ describe('descriptor cost and limitOverride', () => {
 });
 
 describe('when the service fails', () => {
-  test('down: fail open by default and with failOpen; failClosed answers 500', async () => {
-    for (const path of ['/down-default', '/down-open']) {
-      const r = await call(path);
-      assert.equal(r.status, 200, path);
-      assert.equal(r.headers['x-ratelimit-limit'], undefined);
+  test('down: failOpen lets requests pass; failClosed, the default (as agentgateway), answers 500', async () => {
+    const r = await call('/down-open');
+    assert.equal(r.status, 200);
+    assert.equal(r.headers['x-ratelimit-limit'], undefined);
+    for (const path of ['/down-default', '/down-closed']) {
+      const closed = await call(path);
+      assert.equal(closed.status, 500, path);
+      assert.equal(closed.text, 'rate limit service unavailable\n');
+      assert.equal(closed.headers['x-ext-ratelimited'], undefined);
     }
-    const closed = await call('/down-closed');
-    assert.equal(closed.status, 500);
-    assert.equal(closed.text, 'rate limit service unavailable\n');
-    assert.equal(closed.headers['x-ext-ratelimited'], undefined);
   });
 
   test('no answer within the timeout is a failure too; the service is used again once it answers', async () => {

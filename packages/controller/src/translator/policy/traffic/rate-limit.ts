@@ -85,8 +85,8 @@ function remoteRateLimit(
   field: string,
   spec: GlobalRateLimitSpec,
 ): RemoteRateLimit | undefined {
-  // A missing Service keeps the user's failureMode: rate limiting is not access control, and FailOpen
-  // (the default) is what they asked for when the service cannot be reached.
+  // A missing Service keeps the user's failureMode: FailClosed (the default) refuses, FailOpen is
+  // what they asked for when the service cannot be reached.
   const svc = grpcAddress(ctx, field, spec);
   if (!svc) return undefined;
   return defined({
