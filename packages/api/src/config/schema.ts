@@ -552,11 +552,11 @@ const serviceCallPolicies = (service: string) =>
           "requestTimeout: the deadline of each call, as the policy's own timeout (set one of the two); version: gRPC calls are HTTP/2",
       }),
     backendAuth: z
-      .lazy(() => z.union([KeyAuth, ...backendAuthRefused([], ` on ${service}`)]))
+      .lazy(() => serviceKeyAuth(` on ${service}`))
       .optional()
       .meta({
         description:
-          'a key sent with each call: the Authorization header, Bearer prefix (location.header changes both); gRPC metadata over gRPC',
+          'a key sent with each call: the Authorization header, Bearer prefix (location.header changes both); credentials (or headers): more secrets in headers of their own; gRPC metadata over gRPC',
       }),
     requestHeaderModifier: strict({
       add: HeaderModifier.shape.add,
@@ -1258,17 +1258,50 @@ type AuthFormName = (typeof AUTH_FORMS)[number];
  * The forms of backendAuth a place does not implement (`built` names those it does), each refused by
  * name (`where` tells the place), `credentials` alone, and copilot.
  */
-const backendAuthRefused = (built: readonly AuthFormName[], where: string): z.ZodType<never>[] => [
+const backendAuthRefused = (
+  built: readonly AuthFormName[],
+  where: string,
+  credentialsBuilt = false,
+): z.ZodType<never>[] => [
   ...AUTH_FORMS.filter((k) => !built.includes(k)).map((k) =>
     authForm({ [k]: NotYet(`backendAuth ${k}${where}`) }).transform((v) => v as never),
   ),
-  strict({ credentials: BackendAuthCredentialsRefused }).transform((v) => v as never),
-  strict({ headers: BackendAuthHeadersRefused }).transform((v) => v as never),
+  ...(credentialsBuilt
+    ? []
+    : [
+        strict({ credentials: BackendAuthCredentialsRefused }).transform((v) => v as never),
+        strict({ headers: BackendAuthHeadersRefused }).transform((v) => v as never),
+      ]),
   CopilotAuthRefused,
 ];
 /** `key`: the key alone (agentgateway's older form, sent as a bearer token), or with where it goes. */
 const KeyField = { key: z.union([FileOrInline, strict({ value: FileOrInline, location: AuthLocation })]) };
 const KeyAuth = authForm(KeyField);
+/** `credentials` on a call to a policy's own service: headers (gRPC metadata) only. */
+const ServiceCredentials = BackendAuthCredentials.superRefine((cs, ctx) =>
+  cs.forEach((c, i) => {
+    if (!('header' in c.location))
+      ctx.addIssue({
+        code: 'custom',
+        path: [i, 'location'],
+        message: 'a call to a service carries its credentials in headers',
+      });
+  }),
+);
+/**
+ * backendAuth on a call to a policy's own service (extAuthz, extProc, remoteRateLimit): a key, with
+ * `credentials` (or the earlier `headers`) beside it or alone, each in a header; the other forms are
+ * refused by name (`where`).
+ */
+const serviceKeyAuth = (where: string) =>
+  z
+    .union([
+      authForm(KeyField, ServiceCredentials, BackendAuthHeaders),
+      strict({ credentials: ServiceCredentials }),
+      strict({ headers: BackendAuthHeaders, credentials: ServiceCredentials.optional() }),
+      ...backendAuthRefused([], where, true),
+    ])
+    .transform(headersAsCredentials);
 /** A form at a backend, an LLM provider or an MCP target, where `credentials` (and `headers`) are built. */
 const backendForm = <S extends z.core.$ZodLooseShape>(shape: S) =>
   authForm(shape, BackendAuthCredentials, BackendAuthHeaders);

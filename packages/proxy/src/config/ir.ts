@@ -345,6 +345,8 @@ export interface ServiceCallIR {
   headers?: Record<string, string>;
   /** backendAuth key: the header (metadata) it goes in, with its prefix, and the value. */
   credential?: { header: string; value: Secret };
+  /** backendAuth credentials: more secrets, each in a header of its own (written before the key). */
+  credentials?: { header: string; value: Secret }[];
 }
 type WithResolvedTls<E> = E extends unknown ? Omit<E, 'policies'> & { policies?: ServiceCallIR } : never;
 

@@ -3074,10 +3074,18 @@ class Builder {
     auth: NonNullable<NonNullable<ExtAuthzPolicies>['backendAuth']> | undefined,
     service: string,
   ): void {
-    if (!auth || !('key' in auth)) return;
-    const k = auth.key;
+    if (!auth) return;
     const read = (at: FieldPath, v: string | { file: string }) =>
       typeof v === 'string' ? v : this.readMaterial([...at, 'file'], v)?.replace(/\r?\n$/, '');
+    // credentials (their locations are headers, by the schema): each file read into it
+    if ('credentials' in auth && auth.credentials)
+      auth.credentials.forEach((c, i) => {
+        const v = read([...path, 'credentials', i, 'key'], c.key);
+        if (v === '') this.fail([...path, 'credentials', i, 'key'], 'the key is empty');
+        else if (v !== undefined) c.key = v;
+      });
+    if (!('key' in auth)) return;
+    const k = auth.key;
     if (typeof k === 'object' && 'value' in k) {
       if (k.location && !('header' in k.location)) {
         this.fail([...path, 'key', 'location'], `${service} takes its key in a header`);

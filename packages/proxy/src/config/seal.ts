@@ -135,6 +135,14 @@ function sealServicePolicies(policies: ServicePolicies): ServiceCallIR {
   const loc = (typeof k === 'object' ? k.location : undefined) ?? AUTHORIZATION;
   const h = typeof value === 'string' ? credentialHeader(loc, value) : undefined;
   if (h) out.credential = { header: h[0], value: new Secret(h[1]) };
+  const creds = (
+    policies.backendAuth as { credentials?: { location: AuthLocationIR; key: unknown }[] } | undefined
+  )?.credentials;
+  const extra = (creds ?? []).flatMap((c) => {
+    const e = typeof c.key === 'string' ? credentialHeader(c.location, c.key) : undefined;
+    return e ? [{ header: e[0], value: new Secret(e[1]) }] : [];
+  });
+  if (extra.length > 0) out.credentials = extra;
   return out;
 }
 

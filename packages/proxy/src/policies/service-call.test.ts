@@ -98,7 +98,9 @@ function config(): string {
         extAuthz:
           host: ${grpcAuthz.host}
           policies:
-            backendAuth: {key: grpc-key}
+            backendAuth:
+              key: grpc-key
+              credentials: [{location: {header: {name: x-org-key, prefix: "Org "}}, key: org-secret}]
             requestHeaderModifier: {add: {x-tenant: acme}}
       backends: [{host: "127.0.0.1:${up.port}"}]
     - name: http
@@ -133,6 +135,17 @@ function config(): string {
           policies:
             backendAuth: {key: {value: limit-secret, location: {header: {name: x-rls-key}}}}
       backends: [{host: "127.0.0.1:${up.port}"}]
+    - name: limited-headers
+      matches: [{path: {pathPrefix: /alone}}]
+      policies:
+        remoteRateLimit:
+          host: 127.0.0.1:${rlsPort}
+          domain: gw
+          timeout: 5s
+          descriptors: [{entries: [{key: path, value: request.path}]}]
+          policies:
+            backendAuth: {headers: [{name: x-dd-key, value: dd-secret}]}
+      backends: [{host: "127.0.0.1:${up.port}"}]
 `;
 }
 
@@ -143,6 +156,7 @@ describe('a policy service’s credential and headers', () => {
     await r.arrayBuffer();
     const md = grpcAuthz.metadata.at(-1);
     assert.equal(md?.['authorization'], 'Bearer grpc-key');
+    assert.equal(md?.['x-org-key'], 'Org org-secret');
     assert.equal(md?.['x-tenant'], 'acme');
     // the client's own Authorization still reaches the service inside the check request
     assert.equal(
@@ -174,10 +188,18 @@ describe('a policy service’s credential and headers', () => {
     assert.equal(rlsMetadata.at(-1)?.['x-rls-key'], 'limit-secret');
   });
 
+  test('credentials alone (here in agentgateway’s earlier headers form): each secret in its own metadata key', async () => {
+    const r = await fetch(proxy.url('/alone/a'));
+    assert.equal(r.status, 200);
+    await r.arrayBuffer();
+    assert.equal(rlsMetadata.at(-1)?.['x-dd-key'], 'dd-secret');
+    assert.equal(rlsMetadata.at(-1)?.authorization, undefined);
+  });
+
   test('the key never shows in the loaded config; a query-parameter location is refused', () => {
     const { ir } = loadConfigText('gw.yaml', config(), process.cwd());
     const text = JSON.stringify(ir);
-    assert.doesNotMatch(text, /grpc-key|http-key|proc-key|limit-secret/);
+    assert.doesNotMatch(text, /grpc-key|http-key|proc-key|limit-secret|org-secret|dd-secret/);
     const issues = (policy: string, policies: string) =>
       configIssues(`binds:
 - port: 0
@@ -194,6 +216,10 @@ describe('a policy service’s credential and headers', () => {
     assert.match(
       issues('extProc', '{backendAuth: {key: {value: k, location: {cookie: {name: k}}}}}'),
       /extProc\.policies\.backendAuth\.key\.location: the extProc service takes its key in a header/,
+    );
+    assert.match(
+      issues('extProc', '{backendAuth: {credentials: [{key: k, location: {queryParameter: {name: k}}}]}}'),
+      /extProc\.policies\.backendAuth\.credentials\[0\]\.location: a call to a service carries its credentials in headers/,
     );
     assert.match(
       issues('extAuthz', '{backendAuth: {passthrough: {}}}'),

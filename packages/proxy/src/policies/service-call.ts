@@ -8,10 +8,12 @@ import type { ServiceCallIR } from '../config/ir.ts';
  * collector's connection has the same two fields (observability/otlp-connection.ts).
  */
 export function serviceHeadersOf(
-  p: Pick<ServiceCallIR, 'headers' | 'credential'> | undefined,
+  p: (Pick<ServiceCallIR, 'headers' | 'credential'> & Pick<ServiceCallIR, 'credentials'>) | undefined,
 ): Record<string, string> | undefined {
-  if (!p?.headers && !p?.credential) return undefined;
+  if (!p?.headers && !p?.credential && !p?.credentials) return undefined;
   const out: Record<string, string> = { ...p.headers };
+  // the credentials first: the key wins a header both name
+  for (const c of p.credentials ?? []) out[c.header] = c.value.reveal();
   if (p.credential) out[p.credential.header] = p.credential.value.reveal();
   return out;
 }
