@@ -49,8 +49,18 @@ export function checkTrafficPolicies(p: TrafficPolicies, path: FieldPath): Probl
   if (p.localRateLimit && !Array.isArray(p.localRateLimit))
     out.push(...checkExplicitOrConditional(p.localRateLimit, [...path, 'localRateLimit'], () => []));
   if (p.remoteRateLimit) out.push(...checkRemoteRateLimit(p.remoteRateLimit, [...path, 'remoteRateLimit']));
-  if (p.mcpRemoteRateLimit)
-    out.push(...checkRemoteRateLimit(p.mcpRemoteRateLimit, [...path, 'mcpRemoteRateLimit']));
+  if (p.mcpRemoteRateLimit) {
+    const at = [...path, 'mcpRemoteRateLimit'];
+    out.push(...checkRemoteRateLimit(p.mcpRemoteRateLimit, at));
+    // an MCP request has no LLM usage to count: a tokens descriptor would never be sent
+    p.mcpRemoteRateLimit.descriptors.forEach((d, i) => {
+      if (d.type === 'tokens')
+        out.push({
+          path: [...at, 'descriptors', i, 'type'],
+          message: 'an MCP request has no LLM usage: mcpRemoteRateLimit counts requests',
+        });
+    });
+  }
   if (p.concurrencyLimit)
     out.push(...checkConcurrencyLimit(p.concurrencyLimit, [...path, 'concurrencyLimit']));
   if (p.directResponse) out.push(...checkDirectResponse(p.directResponse, [...path, 'directResponse']));

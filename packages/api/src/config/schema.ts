@@ -2863,7 +2863,16 @@ export const RequestGuard = strict({
   scope: z.array(GuardContentScope).min(1).optional().meta({
     description: 'what the guard reads of a request (default systemPrompt and messages)',
   }),
-}).superRefine(oneGuardKind(REQUEST_GUARD_KINDS));
+})
+  .superRefine(oneGuardKind(REQUEST_GUARD_KINDS))
+  .superRefine((g, ctx) => {
+    if (g.promptInjection && g.scope?.includes('toolInput'))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['scope'],
+        message: "promptInjection does not read toolInput: tool call arguments are the model's own output",
+      });
+  });
 /** A kind that reads requests only, set on a response guard: refused by name. */
 const RequestOnly = (kind: string) =>
   z

@@ -2119,7 +2119,12 @@ class Builder {
       target.authorization = mcpRules;
       if (routePolicies.mcpRemoteRateLimit)
         target.remoteRateLimit = sealMcpRemoteRateLimit(routePolicies.mcpRemoteRateLimit);
-    } else if (_rules !== undefined || b.policies?.mcpAuthorization)
+    } else if (routePolicies.mcpRemoteRateLimit)
+      this.fail(
+        [...(routeAt?.('mcpRemoteRateLimit') ?? [...path, 'policies']), 'mcpRemoteRateLimit'],
+        `mcpRemoteRateLimit applies only to mcp backends (use remoteRateLimit on a ${target.kind} backend)`,
+      );
+    else if (_rules !== undefined || b.policies?.mcpAuthorization)
       this.fail([...path, 'policies', 'mcpAuthorization'], 'mcpAuthorization applies only to mcp backends');
     // Processors are one ordered chain: the most specific block replaces the route's.
     const { mcpGuardrails: ownGuards, ...connection } = rest;

@@ -195,9 +195,17 @@ describe('messageFormat raw', () => {
     assert.deepEqual(seen.messages, [SUMMARY, ...messages.slice(-2)]);
   });
 
-  test('Responses client: a string input goes as one user message', async () => {
+  test('Responses client: a string input goes as one user message; a list of items is replaced', async () => {
     await gpt.responses.create({ model: 'compress', input: 'just one' });
     assert.deepEqual(lastCall().body.messages, [{ role: 'user', content: 'just one' }]);
+    // a list of input items is replaced by the service's list
+    const input = Array.from({ length: 6 }, (_, i) => ({
+      role: i % 2 === 1 ? ('assistant' as const) : ('user' as const),
+      content: `turn ${i}`,
+    }));
+    await gpt.responses.create({ model: 'compress', input });
+    assert.deepEqual(lastCall().body.messages, input);
+    assert.deepEqual((lastOf(openai.seen).json as { input?: unknown }).input, [SUMMARY, ...input.slice(-2)]);
   });
 
   test('config: raw on a response guard, or a path without a slash, is refused at its field', () => {

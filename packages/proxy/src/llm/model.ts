@@ -264,7 +264,7 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
     if (guarding && guarding.needService.length > 0)
       throw new GwError(
         'GW_ERR_UPGRADE_UNSUPPORTED',
-        `guard ${guarding.needService.join(', ')} would check this realtime session through a service, which a session cannot wait for in this build of gw; only regex guards run on realtime sessions`,
+        `guard ${guarding.needService.join(', ')} would check this realtime session through a service, which a session cannot wait for in this build of gw; only regex and promptInjection guards run on realtime sessions`,
       );
     const applies = guarding && guarding.request.length + guarding.response.length > 0;
     const reading = await realtimeUsage.ready;

@@ -521,16 +521,16 @@ export class Federation {
   }
 
   /**
-   * The route's mcpRemoteRateLimit on this request, its CEL seeing mcp.*: over the limit a JSON-RPC
+   * The route's mcpRemoteRateLimit on this request, its CEL seeing mcp.* (`view`, default `info`): over the limit a JSON-RPC
    * error answered with HTTP 429 and the service's quota headers; a service that gives no verdict
    * lets the request on (failOpen) or answers 500. Within the limit the quota headers go on the answer.
    */
-  async #rateLimit(call: Call, info: McpRequestInfo): Promise<void> {
+  async #rateLimit(call: Call, info: McpRequestInfo, view: McpRequestInfo = info): Promise<void> {
     const limiter = this.#limiter;
     if (!limiter) return;
     const ctx = call.ctx;
     const start = ctx.obs ? performance.now() : null;
-    const outcome = await limiter.check(this.#celFor(call, info), call.signal);
+    const outcome = await limiter.check(this.#celFor(call, view), call.signal);
     if (outcome.kind === 'skipped') {
       ctx.obs?.event(ctx as never, 'rateLimit', { global: true, mcp: true, result: 'skipped' }, start);
       return;
@@ -673,8 +673,18 @@ export class Federation {
     info: McpRequestInfo,
     completion = false,
   ): Promise<Response> {
+    // A name this worker has not seen listed is looked up by asking the targets' lists: the limit is
+    // checked before that fan-out (its CEL sees the name, not yet the target), else after authorization.
+    let checked = false;
+    const precheck = async () => {
+      checked = true;
+      const item = kind === 'resource' ? { resource: { uri: name } } : { [kind]: { name } };
+      await this.#rateLimit(call, info, { ...info, ...item } as McpRequestInfo);
+    };
     const owner =
-      kind === 'resource' ? await this.#resourceOwner(call, name) : await this.#nameOwner(call, kind, name);
+      kind === 'resource'
+        ? await this.#resourceOwner(call, name, precheck)
+        : await this.#nameOwner(call, kind, name, precheck);
     if (!owner) {
       info.outcome = 'invalid';
       const what =
@@ -699,7 +709,7 @@ export class Federation {
         error: { code: CODE.FORBIDDEN, message: `${req.method} of ${what} is not allowed` },
       };
     }
-    await this.#rateLimit(call, info);
+    if (!checked) await this.#rateLimit(call, info);
     const params = { ...(req.params ?? {}) } as Record<string, unknown>;
     if (completion)
       params.ref = { ...(params.ref as object), ...(kind === 'prompt' ? { name: upstreamName } : {}) };
@@ -731,7 +741,12 @@ export class Federation {
   }
 
   /** The target of a tool or prompt and its name there. */
-  async #nameOwner(call: Call, kind: 'tool' | 'prompt', name: string): Promise<[Target, string] | undefined> {
+  async #nameOwner(
+    call: Call,
+    kind: 'tool' | 'prompt',
+    name: string,
+    beforeLookup: () => Promise<void>,
+  ): Promise<[Target, string] | undefined> {
     const live = this.#live(call.session);
     if (this.prefixed) {
       const i = name.indexOf(PREFIX_SEPARATOR);
@@ -747,6 +762,7 @@ export class Federation {
       const t = this.#byName.get(known);
       if (t) return [t, name];
     }
+    await beforeLookup();
     const found = await this.#find(
       call,
       live,
@@ -757,13 +773,18 @@ export class Federation {
   }
 
   /** The target of a resource URI: who listed it, else who lists a template it fits. */
-  async #resourceOwner(call: Call, uri: string): Promise<[Target, string] | undefined> {
+  async #resourceOwner(
+    call: Call,
+    uri: string,
+    beforeLookup: () => Promise<void>,
+  ): Promise<[Target, string] | undefined> {
     const live = this.#live(call.session);
     if (live.length === 1) return [live[0] as Target, uri];
     const nonce = call.session?.n;
     const known = nonce ? this.runtime.owner(nonce, `resource:${uri}`) : undefined;
     const kt = known ? this.#byName.get(known) : undefined;
     if (kt) return [kt, uri];
+    await beforeLookup();
     const listed = await this.#find(call, live, 'resources/list', (x) => x.uri === uri);
     if (listed) return [listed, uri];
     const templated = await this.#find(call, live, 'resources/templates/list', (x) =>

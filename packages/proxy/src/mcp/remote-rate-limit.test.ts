@@ -8,9 +8,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { CLOSED_PORT, type RateLimitService, sameRateLimitWindow, startRateLimitService } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { request } from 'undici';
 import { loadConfigText } from '../config/load.ts';
-import { assertConfigRejects, connectClient, type HttpPeer, startHttpPeer, textOf } from './test-support.ts';
+import { assertConfigRejects, type HttpPeer, startHttpPeer, textOf } from './test-support.ts';
 
 const SERVICE_CONFIG = `
 domain: mcp
@@ -20,6 +22,10 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 2}
   - key: list
     rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: sdk
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: streamed
+    rate_limit: {unit: minute, requests_per_unit: 100}
 `;
 
 let service: RateLimitService;
@@ -51,6 +57,9 @@ binds:
   - routes:
 ${route('/tools', `{host: "${service.host}", domain: mcp, timeout: 2s, descriptors: ${byTool}}`)}
 ${route('/lists', `{host: "${service.host}", domain: mcp, timeout: 2s, descriptors: ${byList}}`)}
+${route('/sdk', `{host: "${service.host}", domain: mcp, timeout: 2s, descriptors: [{entries: [{key: sdk, value: 'mcp.tool.name + ":" + request.headers["x-run"]'}]}]}`)}
+${route('/streamed', `{host: "${service.host}", domain: mcp, timeout: 2s, descriptors: [{entries: [{key: streamed, value: mcp.tool.name}]}]}`)}
+${route('/down-default', `{host: "${dead}", domain: mcp, descriptors: ${byTool}}`)}
 ${route('/down-closed', `{host: "${dead}", domain: mcp, failureMode: failClosed, descriptors: ${byTool}}`)}
 ${route('/down-open', `{host: "${dead}", domain: mcp, failureMode: failOpen, descriptors: ${byTool}}`)}
 `);
@@ -84,7 +93,10 @@ async function session(path: string, headers: Record<string, string> = {}) {
     return {
       status: r.statusCode,
       headers: r.headers,
-      body: (await r.body.json()) as Record<string, unknown>,
+      // a JSON answer, or (a target sent something first) an SSE stream
+      body: (String(r.headers['content-type']).startsWith('application/json')
+        ? await r.body.json()
+        : { sse: await r.body.text() }) as Record<string, unknown>,
     };
   };
   const init = await post('initialize', {
@@ -122,15 +134,19 @@ describe('mcpRemoteRateLimit against the real envoyproxy/ratelimit', () => {
 
   test('the SDK client sees the refusal as an error with HTTP 429 and the JSON-RPC message', async () => {
     await sameRateLimitWindow();
-    const { client } = await connectClient(proxy.url('/tools/mcp'));
+    const client = new Client({ name: 'sdk', version: '1' });
+    // one counter per run: 1 call a minute
+    const transport = new StreamableHTTPClientTransport(new URL(proxy.url('/sdk/mcp')), {
+      requestInit: { headers: { 'x-run': String(Date.now()) } },
+    });
+    await client.connect(transport);
     try {
-      let err: unknown;
-      for (let i = 0; i < 3 && !err; i++)
-        err = await client.callTool({ name: 'weather', arguments: { city: 'Rome' } }).then(
-          (r) => void assert.match(textOf(r), /sunny in Rome/),
-          (e: unknown) => e,
-        );
-      assert.ok(err instanceof Error, 'the limit of 2 a minute was reached');
+      const r = await client.callTool({ name: 'weather', arguments: { city: 'Rome' } });
+      assert.match(textOf(r), /sunny in Rome/);
+      const err = await client
+        .callTool({ name: 'weather', arguments: { city: 'Rome' } })
+        .catch((e: unknown) => e);
+      assert.ok(err instanceof Error, 'the limit of 1 a minute was reached');
       // StreamableHTTPError: the HTTP status as its code, the JSON-RPC error in its message
       assert.equal((err as Error & { code?: number }).code, 429);
       assert.match(err.message, /rate limit exceeded for tools\/call/);
@@ -152,11 +168,21 @@ describe('mcpRemoteRateLimit against the real envoyproxy/ratelimit', () => {
     assert.equal((await rpc('prompts/list')).status, 200);
   });
 
-  test('an unreachable service: failClosed answers 500 in JSON-RPC, failOpen lets the call through', async () => {
-    const closed = await session('/down-closed');
-    const r = await closed('tools/call', { name: 'weather', arguments: { city: 'Lima' } });
-    assert.equal(r.status, 500);
-    assert.deepEqual(r.body.error, { code: -32603, message: 'rate limit service unavailable' });
+  test('a streamed answer (progress first) carries the quota headers too', async () => {
+    const rpc = await session('/streamed');
+    const res = await rpc('tools/call', { name: 'progress', _meta: { progressToken: 'p1' } });
+    assert.equal(res.status, 200);
+    assert.match(String(res.body.sse), /notifications\/progress/);
+    assert.equal(res.headers['x-ratelimit-limit'], '100, 100;w=60');
+  });
+
+  test('an unreachable service: failClosed (the default) answers 500 in JSON-RPC, failOpen lets the call through', async () => {
+    for (const path of ['/down-default', '/down-closed']) {
+      const closed = await session(path);
+      const r = await closed('tools/call', { name: 'weather', arguments: { city: 'Lima' } });
+      assert.equal(r.status, 500, path);
+      assert.deepEqual(r.body.error, { code: -32603, message: 'rate limit service unavailable' });
+    }
     const open = await session('/down-open');
     const ok = await open('tools/call', { name: 'weather', arguments: { city: 'Lima' } });
     assert.equal(ok.status, 200);
@@ -174,6 +200,30 @@ describe('mcpRemoteRateLimit against the real envoyproxy/ratelimit', () => {
       backends: [{mcp: {targets: [{name: w, mcp: {host: "http://127.0.0.1:1/mcp"}}]}}]
 `,
       /policies\.mcpRemoteRateLimit\.descriptors\[0\]\.entries\[0\]\.value/,
+    );
+    assertConfigRejects(
+      (text) => loadConfigText('gw.yaml', text, process.cwd()),
+      `binds:
+- port: 8080
+  listeners:
+  - routes:
+    - policies:
+        mcpRemoteRateLimit: {host: "127.0.0.1:1", domain: d, descriptors: [{entries: [{key: k, value: mcp.tool.name}], type: tokens}]}
+      backends: [{mcp: {targets: [{name: w, mcp: {host: "http://127.0.0.1:1/mcp"}}]}}]
+`,
+      /mcpRemoteRateLimit\.descriptors\[0\]\.type: an MCP request has no LLM usage/,
+    );
+    assertConfigRejects(
+      (text) => loadConfigText('gw.yaml', text, process.cwd()),
+      `binds:
+- port: 8080
+  listeners:
+  - routes:
+    - policies:
+        mcpRemoteRateLimit: {host: "127.0.0.1:1", domain: d, descriptors: [{entries: [{key: k, value: mcp.tool.name}]}]}
+      backends: [{host: "127.0.0.1:1"}]
+`,
+      /policies\.mcpRemoteRateLimit: mcpRemoteRateLimit applies only to mcp backends/,
     );
   });
 

@@ -151,7 +151,8 @@ export class McpServer {
       if (!sse || ctx.signal.aborted) return;
       if (!stream) {
         stream = sseStream();
-        ctx.response = { status: 200, headers: sseHeaders(), body: stream };
+        // quota headers of a rate limit checked before the target was asked
+        ctx.response = { status: 200, headers: { ...call.headers, ...sseHeaders() }, body: stream };
         headersSent?.();
       }
       write(stream, sseFrame(JSON.stringify(msg)));
@@ -515,7 +516,8 @@ function answer(
   const data = Buffer.from(JSON.stringify(body));
   ctx.response = {
     status,
-    headers: { 'content-type': 'application/json', 'content-length': String(data.length), ...extra },
+    // the answer's own framing wins over headers from elsewhere (a rate limit service's)
+    headers: { ...extra, 'content-type': 'application/json', 'content-length': String(data.length) },
     body: data,
   };
 }

@@ -3,9 +3,12 @@
 // score is the number of families it matches over 3 (at most 1), and a text is flagged when at least
 // one family matched and the score reaches the threshold (default 0.33: one family flags). The
 // patterns aim at phrasing aimed at the model ("ignore your previous instructions"), not at words that
-// ordinary prompts use ("act as a translator", "debug mode"), since an operator's own system prompt is
-// in the default scope. Zero-width and soft-hyphen characters are removed before matching, so they
-// cannot split a phrase.
+// ordinary prompts use ("act as a translator", "debug mode"). A match in a defensive clause is not
+// one: "never reveal your system prompt", "if the user asks you to ignore your instructions",
+// "I can't help you bypass the filters" are what operators' system prompts and models' refusals say.
+// The model's own earlier turns (assistant messages) are not read. Texts are NFKC-normalised
+// (fullwidth letters become ASCII) and stripped of invisible characters first, so neither can hide a
+// phrase.
 import type { CompiledGuard, GuardKindModule, GuardVerdict } from './types.ts';
 
 interface Family {
@@ -76,14 +79,48 @@ const FAMILIES: Family[] = [
   },
 ];
 
-/** Characters that render as nothing and would split a phrase the patterns look for. */
-const INVISIBLE = /[\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff]/g;
+/** Characters that render as nothing (joiners, bidi controls, variation selectors, tag characters). */
+const INVISIBLE = /[\p{Default_Ignorable_Code_Point}\u180e]/gu;
+
+// Each pattern, global, to walk its matches.
+const WALKED = FAMILIES.map((f) => ({
+  name: f.name,
+  patterns: f.patterns.map((re) => new RegExp(re.source, `${re.flags}g`)),
+}));
+
+/**
+ * A clause that refuses or warns about what follows: a negation ("never", "can't", "do not"), a
+ * refusal, or a condition on what a user might try. "Don't hesitate to" and its kin are not one.
+ */
+const DEFENSIVE =
+  /\b(?:never|not|no|cannot|\w+n['’]t|refuse[sd]?|refusing|decline[sd]?|unable\s+to|if\s+(?:a\s+|the\s+|any\s+)?(?:user|someone|anyone|they|somebody|a\s+message)|(?:users?|someone|anyone|people|attackers?|they)\s+(?:may\s+|might\s+|could\s+|will\s+|can\s+|often\s+|sometimes\s+)?(?:try|tries|attempt|attempts|ask|asks))\b/i;
+const NOT_DEFENSIVE = /\b(?:hesitate|forget|fail|be\s+afraid)\s+to\s*$/i;
+
+/** Whether the clause before `at` in `text` (since the last punctuation, at most 60 characters) is defensive. */
+function defensive(text: string, at: number): boolean {
+  const clause =
+    text
+      .slice(Math.max(0, at - 60), at)
+      .split(/[.!?;:,\n—]/)
+      .pop() ?? '';
+  return DEFENSIVE.test(clause) && !NOT_DEFENSIVE.test(clause);
+}
+
+/** Whether `re` matches `text` anywhere outside a defensive clause. */
+function matchesPlainly(re: RegExp, text: string): boolean {
+  re.lastIndex = 0;
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+    if (!defensive(text, m.index)) return true;
+    if (m[0] === '') re.lastIndex++;
+  }
+  return false;
+}
 
 /** The families `text` matches, in the order above. */
 export function injectionFamilies(text: string): string[] {
-  const t = text.replace(INVISIBLE, '');
+  const t = text.normalize('NFKC').replace(INVISIBLE, '');
   const found: string[] = [];
-  for (const f of FAMILIES) if (f.patterns.some((re) => re.test(t))) found.push(f.name);
+  for (const f of WALKED) if (f.patterns.some((re) => matchesPlainly(re, t))) found.push(f.name);
   return found;
 }
 
@@ -98,7 +135,14 @@ export const promptInjectionGuard: GuardKindModule<'promptInjection'> = {
       ir,
       local: true,
       ...(action === 'audit' ? { audits: true } : {}),
-      check({ texts }): GuardVerdict {
+      check(input): GuardVerdict {
+        // by message where the request has them, leaving out the model's own turns; a realtime
+        // session's client event gives its texts alone
+        const messages = input.messages();
+        const texts =
+          messages.length > 0
+            ? messages.filter((m) => m.role !== 'assistant').flatMap((m) => m.slots.map((x) => x.text))
+            : input.texts;
         for (const text of texts) {
           const families = injectionFamilies(text);
           if (flags(families.length)) return { action, rule: families.join('+') };
