@@ -528,38 +528,17 @@ export class Federation {
   async #rateLimit(call: Call, info: McpRequestInfo, view: McpRequestInfo = info): Promise<void> {
     const limiter = this.#limiter;
     if (!limiter) return;
-    const ctx = call.ctx;
-    const start = ctx.obs ? performance.now() : null;
-    const outcome = await limiter.check(this.#celFor(call, view), call.signal);
-    if (outcome.kind === 'skipped') {
-      ctx.obs?.event(ctx as never, 'rateLimit', { global: true, mcp: true, result: 'skipped' }, start);
-      return;
-    }
-    if (outcome.kind === 'failed') {
-      const { failOpen } = limiter;
-      ctx.obs?.event(
-        ctx as never,
-        'rateLimit',
-        { global: true, mcp: true, result: 'failure', reason: outcome.reason, failOpen },
-        start,
-        'warn',
-      );
-      if (failOpen) return;
+    const d = await limiter.decide(call.ctx as never, this.#celFor(call, view), call.signal, { mcp: true });
+    if (d.kind === 'unavailable') {
       info.outcome = 'failed';
       throw new McpError(CODE.INTERNAL, 'rate limit service unavailable', undefined, 500);
     }
-    call.headers = { ...call.headers, ...outcome.headers };
-    const limited = outcome.kind === 'limited';
-    ctx.obs?.event(
-      ctx as never,
-      'rateLimit',
-      { global: true, mcp: true, limited, ...outcome.headers },
-      start,
-      limited ? 'warn' : 'info',
-    );
-    if (!limited) return;
-    info.outcome = 'limited';
-    throw new McpError(CODE.RATE_LIMITED, `rate limit exceeded for ${info.method}`, undefined, 429);
+    if (d.kind === 'limited') {
+      call.headers = { ...call.headers, ...d.headers };
+      info.outcome = 'limited';
+      throw new McpError(CODE.RATE_LIMITED, `rate limit exceeded for ${info.method}`, undefined, 429);
+    }
+    if (d.ok) call.headers = { ...call.headers, ...d.ok.headers };
   }
 
   #celFor(call: Call, info: McpRequestInfo): CelContext {

@@ -9,6 +9,7 @@ import { type CelContext, type CelProgram, celToJson, compileCel } from '../../c
 import { GwError } from '../../errors.ts';
 import { Lazy } from '../../lazy.ts';
 import { onResponseUsage } from '../../llm/usage.ts';
+import type { RequestContext } from '../../pipeline/context.ts';
 import { withConditional } from '../conditional.ts';
 import { serviceHeadersOf } from '../service-call.ts';
 import type { PolicyConfig } from '../types.ts';
@@ -143,9 +144,28 @@ export type LimitOutcome =
       built: Built[];
     };
 
+/** What a check means for the request, once its trace event is recorded. */
+export type LimitDecision =
+  /** Go on: nothing to count, a failure the mode lets through, or within the limit (`ok`). */
+  | { kind: 'pass'; ok?: Extract<LimitOutcome, { kind: 'ok' }> }
+  /** Over the limit: the headers for the refusal. */
+  | { kind: 'limited'; headers: Record<string, string> }
+  /** The service gave no verdict and the mode is failClosed. */
+  | { kind: 'unavailable' };
+
 export interface RemoteLimiter {
   readonly failOpen: boolean;
   check(cel: CelContext, signal: AbortSignal | undefined): Promise<LimitOutcome>;
+  /**
+   * `check`, its outcome recorded as the request's `rateLimit` trace event (with `tag`'s fields) and
+   * a failure decided by the failure mode.
+   */
+  decide(
+    ctx: RequestContext,
+    cel: CelContext,
+    signal: AbortSignal | undefined,
+    tag?: Record<string, unknown>,
+  ): Promise<LimitDecision>;
   /** Counts the rest of the token descriptors' cost once a response has ended with `tokens`. */
   debit(built: readonly Built[], tokens: number, cel: () => CelContext): void;
 }
@@ -167,8 +187,28 @@ export function remoteLimiter(config: RemoteRateLimit, requestsOnly = false): Re
   const tls = config.policies?.backendTLS;
   const callHeaders = serviceHeadersOf(config.policies);
   const service = rls.derive((m) => ({ m, client: m.rateLimitClient(host, tls) }));
-  return {
+  const limiter: RemoteLimiter = {
     failOpen,
+    async decide(ctx, cel, signal, tag = {}) {
+      const start = ctx.obs ? performance.now() : null;
+      const outcome = await limiter.check(cel, signal);
+      const event = (fields: Record<string, unknown>, level?: 'warn') =>
+        ctx.obs?.event(ctx, 'rateLimit', { global: true, ...tag, ...fields }, start, level);
+      switch (outcome.kind) {
+        case 'skipped':
+          event({ result: 'skipped' });
+          return { kind: 'pass' };
+        case 'failed':
+          event({ result: 'failure', reason: outcome.reason, failOpen }, 'warn');
+          return failOpen ? { kind: 'pass' } : { kind: 'unavailable' };
+        case 'limited':
+          event({ limited: true, ...outcome.headers }, 'warn');
+          return { kind: 'limited', headers: outcome.headers };
+        default:
+          event({ limited: false, ...outcome.headers });
+          return { kind: 'pass', ok: outcome };
+      }
+    },
     async check(cel, signal) {
       const built = evaluate(descriptors, cel);
       if (built.length === 0) return { kind: 'skipped' };
@@ -206,41 +246,25 @@ export function remoteLimiter(config: RemoteRateLimit, requestsOnly = false): Re
       );
     },
   };
+  return limiter;
 }
 
 export const remoteRateLimit = withConditional({
   name: 'remoteRateLimit',
   build(config: RemoteRateLimit) {
     const limiter = remoteLimiter(config);
-    const { failOpen } = limiter;
     return async (ctx, next) => {
-      const start = ctx.obs ? performance.now() : null;
-      const outcome = await limiter.check(ctx.celContext(), ctx.signal);
-      // Nothing to count this request under: no call.
-      if (outcome.kind === 'skipped') {
-        ctx.obs?.event(ctx, 'rateLimit', { global: true, result: 'skipped' }, start);
-        return next(ctx);
-      }
-      if (outcome.kind === 'failed') {
-        ctx.obs?.event(
-          ctx,
-          'rateLimit',
-          { global: true, result: 'failure', reason: outcome.reason, failOpen },
-          start,
-          'warn',
-        );
-        if (!failOpen) throw new GwError('GW_ERR_INTERNAL', 'rate limit service unavailable');
-        return next(ctx);
-      }
-      const { headers } = outcome;
-      if (outcome.kind === 'limited') {
-        ctx.obs?.event(ctx, 'rateLimit', { global: true, limited: true, ...headers }, start, 'warn');
+      const d = await limiter.decide(ctx, ctx.celContext(), ctx.signal);
+      if (d.kind === 'unavailable') throw new GwError('GW_ERR_INTERNAL', 'rate limit service unavailable');
+      if (d.kind === 'limited')
         throw new GwError('GW_ERR_RATE_LIMITED', undefined, {
-          headers: { ...headers, 'x-ext-ratelimited': 'true' },
+          headers: { ...d.headers, 'x-ext-ratelimited': 'true' },
         });
-      }
+      const outcome = d.ok;
+      // nothing counted (no descriptor, or a failure let through)
+      if (!outcome) return next(ctx);
+      const { headers } = outcome;
       setHeaders(ctx.headers, outcome.requestHeaders);
-      ctx.obs?.event(ctx, 'rateLimit', { global: true, limited: false, ...headers }, start);
       await next(ctx);
       if (ctx.response) setHeaders(ctx.response.headers, headers);
       const { built } = outcome;
