@@ -457,8 +457,32 @@ export const RegexGuard = rules(
   }),
   atLeastOne(['matches', 'builtins'], 'regex: at least one of matches or builtins must be set'),
 );
+export const PromptInjectionGuard = obj({
+  threshold: z
+    .string()
+    .regex(/^(0(\.[0-9]{1,3})?|1(\.0{1,3})?)$/)
+    .optional()
+    .meta({
+      description:
+        'The score (families of injection phrasing matched in one text, over 3, at most 1) at which a text is flagged, a decimal from 0 to 1 written as a string; default "0.33": one match flags.',
+    }),
+  action: z.enum(['Reject', 'Audit']).default('Reject'),
+});
 export const WebhookGuard = obj({
   backendRef: LocalBackendObjectReference,
+  messageFormat: z.enum(['Guardrail', 'Raw']).optional().meta({
+    description:
+      "Guardrail (default): the guardrail webhook contract. Raw (request guards only): the request's own messages are posted as {messages, model} and the messages of the answer replace them.",
+  }),
+  path: z
+    .string()
+    .regex(/^\//)
+    .max(1024)
+    .optional()
+    .meta({ description: 'The path called (default /request or /response).' }),
+  minSizeBytes: z.int().min(0).optional().meta({
+    description: 'The webhook is called only when what it would be sent is at least this many bytes.',
+  }),
   action: z.enum(['Enforce', 'Audit']).default('Enforce'),
   headers: maxEntries(z.record(z.string().min(1).max(256), CELExpression), 64).optional(),
   failureMode: FailureMode.optional().meta({
@@ -548,14 +572,36 @@ const guardFields = {
   response: CustomResponse.optional(),
 };
 export const RequestGuard = rules(
-  obj({ ...guardFields, openAIModeration: OpenAIModeration.optional() }),
-  exactlyOne(['regex', 'webhook', 'openAIModeration', 'bedrockGuardrails', 'googleModelArmor']),
+  obj({
+    ...guardFields,
+    openAIModeration: OpenAIModeration.optional(),
+    promptInjection: PromptInjectionGuard.optional().meta({
+      description:
+        "Injection phrasing found by gw itself, no service called (instruction overrides, role hijacks, system-prompt extraction, chat-template delimiters, safety bypasses, encoded instructions); the model's own turns and defensive clauses are not read as attacks.",
+    }),
+  }),
+  exactlyOne([
+    'regex',
+    'webhook',
+    'openAIModeration',
+    'bedrockGuardrails',
+    'googleModelArmor',
+    'promptInjection',
+  ]),
   atMostOne(['scope', 'contentScopes']),
+  {
+    rule: "!has(self.promptInjection) || ((!has(self.scope) || !self.scope.exists(s, s == 'ToolInput')) && (!has(self.contentScopes) || !self.contentScopes.exists(s, s == 'ToolInput')))",
+    message: "promptInjection does not read ToolInput: tool call arguments are the model's own output",
+  },
 );
 export const ResponseGuard = rules(
   obj(guardFields),
   exactlyOne(['regex', 'webhook', 'bedrockGuardrails', 'googleModelArmor']),
   atMostOne(['scope', 'contentScopes']),
+  {
+    rule: "!has(self.webhook) || !has(self.webhook.messageFormat) || self.webhook.messageFormat != 'Raw'",
+    message: "webhook messageFormat Raw replaces a request's messages: it works on request guards only",
+  },
 );
 export const PromptGuard = rules(
   obj({

@@ -38,6 +38,7 @@ const SERVED_GUARDS = [
   'openAIModeration',
   'bedrockGuardrails',
   'googleModelArmor',
+  'promptInjection',
 ] as const;
 
 /** What a guard needs from the cluster; each returns undefined when the reference cannot be used. */
@@ -228,6 +229,15 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
             : {}),
           ...(w.failureMode ? { failureMode: w.failureMode === 'FailOpen' ? 'failOpen' : 'failClosed' } : {}),
           ...(w.action === 'Audit' ? { action: 'audit' } : {}),
+          ...(w.messageFormat === 'Raw' ? { messageFormat: 'raw' } : {}),
+          ...(w.path !== undefined ? { path: w.path } : {}),
+          ...(w.minSizeBytes !== undefined ? { minSizeBytes: w.minSizeBytes } : {}),
+        };
+      } else if ('promptInjection' in s && s.promptInjection) {
+        const p = s.promptInjection;
+        entry.promptInjection = {
+          ...(p.threshold !== undefined ? { threshold: Number(p.threshold) } : {}),
+          action: p.action === 'Audit' ? 'audit' : 'reject',
         };
       } else {
         const r = s.regex as NonNullable<GuardSpec['regex']>;

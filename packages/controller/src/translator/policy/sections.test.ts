@@ -2155,4 +2155,44 @@ describe("agentgateway's field names (issue 16): translated, or refused by name"
     });
     assert.deepEqual(r.problems, []);
   });
+
+  test('backend: promptInjection and a raw webhook with its path and size floor become the standalone guards', () => {
+    const r = backend(
+      backendSpec({
+        ai: {
+          promptGuard: {
+            request: [
+              { promptInjection: { threshold: '0.6', action: 'Audit' }, scope: ['Messages', 'ToolOutput'] },
+              { promptInjection: { action: 'Reject' } },
+              {
+                webhook: {
+                  backendRef: { name: 'compressor', port: 8080 },
+                  action: 'Enforce',
+                  messageFormat: 'Raw',
+                  path: '/compress',
+                  minSizeBytes: 20000,
+                },
+              },
+            ],
+          },
+        },
+      }),
+      [service('compressor', [{ port: 8080 }])],
+    );
+    assert.deepEqual((r.policies as { ai?: { promptGuard?: unknown } }).ai?.promptGuard, {
+      request: [
+        { promptInjection: { threshold: 0.6, action: 'audit' }, scope: ['messages', 'toolOutput'] },
+        { promptInjection: { action: 'reject' } },
+        {
+          webhook: {
+            target: { host: `compressor.${NS}.svc.cluster.local:8080` },
+            messageFormat: 'raw',
+            path: '/compress',
+            minSizeBytes: 20000,
+          },
+        },
+      ],
+    });
+    assert.deepEqual(r.problems, []);
+  });
 });
