@@ -2,6 +2,7 @@
 // route's allow list, the client taken from X-Forwarded-For behind one trusted hop, the 403 a refused
 // client gets, and what reaches the backend from a client that passes.
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { startUpstream, type TestServer } from '@gw/testkit';
 import { cleanupGw, configBlock, type GwProcess, startGw } from './support/gw-process.ts';
@@ -26,6 +27,12 @@ before(async () => {
       policies:
         ipAccessControl: {allow: ["203.0.113.0/24", "2001:db8::/32"]}
       backends: [{host: "127.0.0.1:${upstream.port}"}]
+    - name: llm
+      matches: [{path: {pathPrefix: /v1}}]
+      policies:
+        ipAccessControl: {allow: ["203.0.113.0/24"]}
+      backends:
+      - ai: {name: p, provider: {openAI: {}}, hostOverride: "127.0.0.1:${upstream.port}"}
     - name: open
       backends: [{host: "127.0.0.1:${upstream.port}"}]
 `,
@@ -70,6 +77,24 @@ describe('ipAccessControl', () => {
     const [status, body] = await from(long, '/other');
     assert.equal(status, 403);
     assert.match(body, /X-Forwarded-For has 31 addresses, more than the 30 allowed/);
+  });
+
+  test('on an LLM route a refused client gets its 403 before its body is read', async () => {
+    // headers promising a megabyte, and only the start of it: the answer must not wait for the rest
+    const socket = connect(port, '127.0.0.1');
+    socket.setEncoding('utf8');
+    let answer = '';
+    socket.on('data', (d: string) => {
+      answer += d;
+    });
+    socket.write(
+      'POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\ncontent-length: 1048576\r\n\r\n{"model": "gpt-4o-mini", "messages": [',
+    );
+    const deadline = Date.now() + 5_000;
+    while (!answer.includes('not allowed') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    socket.destroy();
+    assert.match(answer, /^HTTP\/1\.1 403 /);
+    assert.match(answer, /ip address 127\.0\.0\.1 is not allowed/);
   });
 
   test('the backend gets the X-Forwarded-For of an untrusted peer replaced, as without the policy', async () => {

@@ -181,6 +181,9 @@ function delegatingRoute(r: RouteIR, l: ListenerIR): CompiledRoute {
   };
 }
 
+/** The first policies (in POLICY_ORDER) that run before a backend kind reads the request body. */
+const BEFORE_THE_BODY = new Set<string>(['timeout', 'ipAccessControl']);
+
 function compileRoute(
   r: RouteIR,
   l: ListenerIR,
@@ -207,15 +210,20 @@ function compileRoute(
     ctx.obs?.stage(ctx, 'route policies');
     return select(ctx);
   };
-  const policyChain = compose(
-    layers.map((x, i) =>
-      observed(x.name, phaseOf(x.name), x.layer, i === lastGateway ? 'gateway policies' : undefined),
-    ),
-    terminal,
+  const observedLayers = layers.map((x, i) =>
+    observed(x.name, phaseOf(x.name), x.layer, i === lastGateway ? 'gateway policies' : undefined),
   );
-  // A backend kind that reads the request before the policies (the ai kind: llm.* for CEL).
+  // A backend kind that reads the request before the policies (the ai kind: llm.* for CEL). The
+  // policies that never read it (the deadline, who may connect) come first, so the body of a client
+  // refused by address is never read, and the deadline covers the read.
   const prepare = backends.find((b) => b.prepare)?.prepare;
-  const chain: Handler = prepare ? (ctx) => prepare(ctx).then(() => policyChain(ctx)) : policyChain;
+  let chain: Handler;
+  if (prepare) {
+    const first = layers.findIndex((x) => !BEFORE_THE_BODY.has(x.name));
+    const n = first === -1 ? layers.length : first;
+    const inner = compose(observedLayers.slice(n), terminal);
+    chain = compose(observedLayers.slice(0, n), (ctx) => prepare(ctx).then(() => inner(ctx)));
+  } else chain = compose(observedLayers, terminal);
   const handler: Handler =
     lastGateway === -1
       ? (ctx) => {
