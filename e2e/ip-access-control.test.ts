@@ -91,7 +91,8 @@ describe('ipAccessControl', () => {
       'POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\ncontent-length: 1048576\r\n\r\n{"model": "gpt-4o-mini", "messages": [',
     );
     const deadline = Date.now() + 5_000;
-    while (!answer.includes('not allowed') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    while (!answer.includes('not allowed') && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
     socket.destroy();
     assert.match(answer, /^HTTP\/1\.1 403 /);
     assert.match(answer, /ip address 127\.0\.0\.1 is not allowed/);
