@@ -27,6 +27,12 @@ before(async () => {
       policies:
         ipAccessControl: {allow: ["203.0.113.0/24", "2001:db8::/32"]}
       backends: [{host: "127.0.0.1:${upstream.port}"}]
+    - name: llm-keyed
+      matches: [{path: {pathPrefix: /v1}, headers: [{name: x-keyed, value: {exact: "1"}}]}]
+      policies:
+        apiKey: {keys: [{key: the-key}]}
+      backends:
+      - ai: {name: p, provider: {openAI: {}}, hostOverride: "127.0.0.1:${upstream.port}"}
     - name: llm
       matches: [{path: {pathPrefix: /v1}}]
       policies:
@@ -43,6 +49,28 @@ after(async () => {
   await cleanupGw();
   await upstream.close();
 });
+
+/**
+ * A chat completion whose headers (`extra` lines among them) promise a megabyte of body, of which only
+ * the start is sent: what the gateway answered within 5 s (it must not wait for the rest).
+ */
+async function partialPost(extra: string): Promise<string> {
+  const socket = connect(port, '127.0.0.1');
+  socket.setEncoding('utf8');
+  let answer = '';
+  socket.on('data', (d: string) => {
+    answer += d;
+  });
+  socket.write(
+    `POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\n${extra}content-type: application/json\r\ncontent-length: 1048576\r\n\r\n{"model": "gpt-4o-mini", "messages": [`,
+  );
+  const deadline = Date.now() + 5_000;
+  // the status line and the error body (its message names the reason)
+  while (!/\r\n\r\n[\s\S]*message/.test(answer) && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 20));
+  socket.destroy();
+  return answer;
+}
 
 /** Status and body of a GET of `path` from a client that says it is `xff` (or says nothing). */
 async function from(xff: string | undefined, path: string): Promise<[number, string]> {
@@ -80,22 +108,14 @@ describe('ipAccessControl', () => {
   });
 
   test('on an LLM route a refused client gets its 403 before its body is read', async () => {
-    // headers promising a megabyte, and only the start of it: the answer must not wait for the rest
-    const socket = connect(port, '127.0.0.1');
-    socket.setEncoding('utf8');
-    let answer = '';
-    socket.on('data', (d: string) => {
-      answer += d;
-    });
-    socket.write(
-      'POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\ncontent-length: 1048576\r\n\r\n{"model": "gpt-4o-mini", "messages": [',
-    );
-    const deadline = Date.now() + 5_000;
-    while (!answer.includes('not allowed') && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 20));
-    socket.destroy();
+    const answer = await partialPost('');
     assert.match(answer, /^HTTP\/1\.1 403 /);
     assert.match(answer, /ip address 127\.0\.0\.1 is not allowed/);
+  });
+
+  test('so does a client without its API key: the 401 comes before the body', async () => {
+    const answer = await partialPost('x-keyed: 1\r\nx-forwarded-for: 203.0.113.5\r\n');
+    assert.match(answer, /^HTTP\/1\.1 401 /);
   });
 
   test('the backend gets the X-Forwarded-For of an untrusted peer replaced, as without the policy', async () => {

@@ -181,8 +181,29 @@ function delegatingRoute(r: RouteIR, l: ListenerIR): CompiledRoute {
   };
 }
 
-/** The first policies (in POLICY_ORDER) that run before a backend kind reads the request body. */
-const BEFORE_THE_BODY = new Set<string>(['timeout', 'ipAccessControl']);
+/**
+ * The first policies (in POLICY_ORDER) that may run before a backend kind reads the request body: the
+ * deadline, admission by address, CORS and authentication, none of which reads the body or llm.*; a
+ * client refused by them never has its body read.
+ */
+const BEFORE_THE_BODY = new Set<string>([
+  'timeout',
+  'ipAccessControl',
+  'cors',
+  'mcpAuthentication',
+  'jwtAuth',
+  'oidc',
+  'basicAuth',
+  'apiKey',
+]);
+
+/**
+ * Whether the policy `name` (configured as `config`) runs before the body is read: one of
+ * BEFORE_THE_BODY whose credential is not found by a CEL expression (which could read the body).
+ */
+function beforeTheBody(name: string, config: unknown): boolean {
+  return BEFORE_THE_BODY.has(name) && !JSON.stringify(config ?? null).includes('"expression"');
+}
 
 function compileRoute(
   r: RouteIR,
@@ -214,12 +235,14 @@ function compileRoute(
     observed(x.name, phaseOf(x.name), x.layer, i === lastGateway ? 'gateway policies' : undefined),
   );
   // A backend kind that reads the request before the policies (the ai kind: llm.* for CEL). The
-  // policies that never read it (the deadline, who may connect) come first, so the body of a client
-  // refused by address is never read, and the deadline covers the read.
+  // policies that never read it (beforeTheBody) come first, so the body of a client they refuse is
+  // never read, and the deadline covers the read.
   const prepare = backends.find((b) => b.prepare)?.prepare;
   let chain: Handler;
   if (prepare) {
-    const first = layers.findIndex((x) => !BEFORE_THE_BODY.has(x.name));
+    const first = layers.findIndex(
+      (x) => !beforeTheBody(x.name, (r.policies as Record<string, unknown>)[x.name]),
+    );
     const n = first === -1 ? layers.length : first;
     const inner = compose(observedLayers.slice(n), terminal);
     chain = compose(observedLayers.slice(0, n), (ctx) => prepare(ctx).then(() => inner(ctx)));
