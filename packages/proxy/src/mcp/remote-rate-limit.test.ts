@@ -188,41 +188,35 @@ describe('mcpRemoteRateLimit against the real envoyproxy/ratelimit', () => {
     assert.equal(ok.status, 200);
   });
 
-  test('config: a descriptor expression that does not compile is refused at its field', () => {
-    assertConfigRejects(
-      (text) => loadConfigText('gw.yaml', text, process.cwd()),
-      `binds:
+  test('config: a descriptor that does not compile, a tokens descriptor, a route without mcp backends', () => {
+    /** A route with this mcpRemoteRateLimit descriptor, to `backend`: refused with `error`. */
+    const refused = (descriptor: string, backend: string, error: RegExp) =>
+      assertConfigRejects(
+        (text) => loadConfigText('gw.yaml', text, process.cwd()),
+        `binds:
 - port: 8080
   listeners:
   - routes:
     - policies:
-        mcpRemoteRateLimit: {host: "127.0.0.1:1", domain: d, descriptors: [{entries: [{key: k, value: "mcp.tool.("}]}]}
-      backends: [{mcp: {targets: [{name: w, mcp: {host: "http://127.0.0.1:1/mcp"}}]}}]
+        mcpRemoteRateLimit: {host: "127.0.0.1:1", domain: d, descriptors: [${descriptor}]}
+      backends: [${backend}]
 `,
+        error,
+      );
+    const mcp = '{mcp: {targets: [{name: w, mcp: {host: "http://127.0.0.1:1/mcp"}}]}}';
+    refused(
+      '{entries: [{key: k, value: "mcp.tool.("}]}',
+      mcp,
       /policies\.mcpRemoteRateLimit\.descriptors\[0\]\.entries\[0\]\.value/,
     );
-    assertConfigRejects(
-      (text) => loadConfigText('gw.yaml', text, process.cwd()),
-      `binds:
-- port: 8080
-  listeners:
-  - routes:
-    - policies:
-        mcpRemoteRateLimit: {host: "127.0.0.1:1", domain: d, descriptors: [{entries: [{key: k, value: mcp.tool.name}], type: tokens}]}
-      backends: [{mcp: {targets: [{name: w, mcp: {host: "http://127.0.0.1:1/mcp"}}]}}]
-`,
+    refused(
+      '{entries: [{key: k, value: mcp.tool.name}], type: tokens}',
+      mcp,
       /mcpRemoteRateLimit\.descriptors\[0\]\.type: an MCP request has no LLM usage/,
     );
-    assertConfigRejects(
-      (text) => loadConfigText('gw.yaml', text, process.cwd()),
-      `binds:
-- port: 8080
-  listeners:
-  - routes:
-    - policies:
-        mcpRemoteRateLimit: {host: "127.0.0.1:1", domain: d, descriptors: [{entries: [{key: k, value: mcp.tool.name}]}]}
-      backends: [{host: "127.0.0.1:1"}]
-`,
+    refused(
+      '{entries: [{key: k, value: mcp.tool.name}]}',
+      '{host: "127.0.0.1:1"}',
       /policies\.mcpRemoteRateLimit: mcpRemoteRateLimit applies only to mcp backends/,
     );
   });

@@ -7,6 +7,7 @@ import type { BindIR, GlobalIR, ListenerIR, ProxyIR, RouteIR, TlsServerIR } from
 import { GwError } from '../errors.ts';
 import type { RouteInfo } from '../pipeline/context.ts';
 import { compose, type Handler, observed } from '../pipeline/layer.ts';
+import { POLICY_ORDER } from '../policies/order.ts';
 import { buildLayers } from '../policies/registry.ts';
 import { compileBackend } from '../upstream/backends/compile.ts';
 import { weighted } from '../upstream/backends/select.ts';
@@ -182,20 +183,11 @@ function delegatingRoute(r: RouteIR, l: ListenerIR): CompiledRoute {
 }
 
 /**
- * The first policies (in POLICY_ORDER) that may run before a backend kind reads the request body: the
- * deadline, admission by address, CORS and authentication, none of which reads the body or llm.*; a
- * client refused by them never has its body read.
+ * The policies that may run before a backend kind reads the request body: those above extAuthz in
+ * POLICY_ORDER (the deadline, admission by address, CORS and authentication), none of which reads the
+ * body or llm.*; a client refused by them never has its body read.
  */
-const BEFORE_THE_BODY = new Set<string>([
-  'timeout',
-  'ipAccessControl',
-  'cors',
-  'mcpAuthentication',
-  'jwtAuth',
-  'oidc',
-  'basicAuth',
-  'apiKey',
-]);
+const BEFORE_THE_BODY = new Set<string>(POLICY_ORDER.slice(0, POLICY_ORDER.indexOf('extAuthz')));
 
 /**
  * Whether the policy `name` (configured as `config`) runs before the body is read: one of
