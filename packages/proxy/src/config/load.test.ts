@@ -89,10 +89,10 @@ describe('errors name the line, column and field path', () => {
     - backends: [{host: "a:1"}]
       policies:
         backendAuth:
-          headers: [{name: x-key, value: k}]
+          bearer: {token: k}
 `);
     assert.deepEqual(auth, [
-      '8:11 binds[0].listeners[0].routes[0].policies.backendAuth.headers: unknown field "headers" (expected one of "key", "passthrough", "jwtSign", "aws", "gcp", "azure", "oauthTokenExchange", "oauth", "crossAppAccess", "xaa", "credentials")',
+      '8:11 binds[0].listeners[0].routes[0].policies.backendAuth.bearer: unknown field "bearer" (expected one of "key", "passthrough", "jwtSign", "aws", "gcp", "azure", "oauthTokenExchange", "oauth", "crossAppAccess", "xaa", "credentials", "headers")',
     ]);
     // every form of extAuthz's protocol is an object
     const protocol = issues(`binds:

@@ -48,7 +48,7 @@ describe('openAIModeration', () => {
   test('refused: on a response, connection settings not implemented, a key file that cannot be read', () => {
     assert.match(
       issues('{response: [{openAIModeration: {}}]}').join('\n'),
-      /response\[0\]\.openAIModeration: unknown field "openAIModeration"/,
+      /response\[0\]\.openAIModeration: openAIModeration reads requests only: set it under request/,
     );
     assert.deepEqual(issues('{request: [{openAIModeration: {policies: {transformations: {}}}}]}'), [
       'llm.models[0].guardrails.request[0].openAIModeration.policies.transformations: transformations on a guard service is not supported by this build of gw yet',
