@@ -3080,14 +3080,21 @@ class Builder {
     service: string,
   ): void {
     if (!auth) return;
+    // a value no header (gRPC metadata) can carry would fail every call
+    const headerSafe = (at: FieldPath, v: string) => {
+      if (!/[\r\n\0]/.test(v)) return true;
+      this.fail(at, 'the key holds a line break or NUL, which no header can carry');
+      return false;
+    };
     const read = (at: FieldPath, v: string | { file: string }) =>
       typeof v === 'string' ? v : this.readMaterial([...at, 'file'], v)?.replace(/\r?\n$/, '');
     // credentials (their locations are headers, by the schema): each file read into it
     if ('credentials' in auth && auth.credentials)
       auth.credentials.forEach((c, i) => {
-        const v = read([...path, 'credentials', i, 'key'], c.key);
-        if (v === '') this.fail([...path, 'credentials', i, 'key'], 'the key is empty');
-        else if (v !== undefined) c.key = v;
+        const at = [...path, 'credentials', i, 'key'];
+        const v = read(at, c.key);
+        if (v === '') this.fail(at, 'the key is empty');
+        else if (v !== undefined && headerSafe(at, v)) c.key = v;
       });
     if (!('key' in auth)) return;
     const k = auth.key;
@@ -3097,10 +3104,10 @@ class Builder {
         return;
       }
       const v = read([...path, 'key', 'value'], k.value);
-      if (v !== undefined) k.value = v;
+      if (v !== undefined && headerSafe([...path, 'key', 'value'], v)) k.value = v;
     } else {
       const v = read([...path, 'key'], k);
-      if (v !== undefined) auth.key = v;
+      if (v !== undefined && headerSafe([...path, 'key'], v)) auth.key = v;
     }
   }
 

@@ -21,6 +21,9 @@ export const POLICY_ORDER = [
   'oidc',
   'basicAuth',
   'apiKey',
+  // Everything above runs on an LLM route before the ai backend reads the request body
+  // (routing/table.ts beforeTheBody): none of it may read the body or llm.*, other than through a
+  // credential location's CEL expression, which moves it below the read.
   // After authentication, so the check can see jwt.* (requestMetadata); before authorization, so
   // rules can use the extauthz.* metadata the service returned.
   'extAuthz',

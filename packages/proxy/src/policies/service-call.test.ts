@@ -218,6 +218,14 @@ describe('a policy service’s credential and headers', () => {
       /extProc\.policies\.backendAuth\.key\.location: the extProc service takes its key in a header/,
     );
     assert.match(
+      issues('extProc', '{backendAuth: {credentials: [{key: "a\\nb", location: {header: {name: k}}}]}}'),
+      /extProc\.policies\.backendAuth\.credentials\[0\]\.key: the key holds a line break or NUL/,
+    );
+    assert.match(
+      issues('extAuthz', '{backendAuth: {key: "a\\rb"}}'),
+      /extAuthz\.policies\.backendAuth\.key: the key holds a line break or NUL/,
+    );
+    assert.match(
       issues('extProc', '{backendAuth: {credentials: [{key: k, location: {queryParameter: {name: k}}}]}}'),
       /extProc\.policies\.backendAuth\.credentials\[0\]\.location: a call to a service carries its credentials in headers/,
     );

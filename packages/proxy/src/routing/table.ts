@@ -189,12 +189,29 @@ function delegatingRoute(r: RouteIR, l: ListenerIR): CompiledRoute {
  */
 const BEFORE_THE_BODY = new Set<string>(POLICY_ORDER.slice(0, POLICY_ORDER.indexOf('extAuthz')));
 
+/** Whether `v` holds a credential location given by a CEL expression (`location: {expression}`). */
+function hasExpressionLocation(v: unknown): boolean {
+  if (typeof v !== 'object' || v === null) return false;
+  if (Array.isArray(v)) return v.some(hasExpressionLocation);
+  for (const [k, x] of Object.entries(v)) {
+    if (
+      (k === 'location' || k === 'authorizationLocation') &&
+      typeof x === 'object' &&
+      x !== null &&
+      'expression' in x
+    )
+      return true;
+    if (hasExpressionLocation(x)) return true;
+  }
+  return false;
+}
+
 /**
  * Whether the policy `name` (configured as `config`) runs before the body is read: one of
  * BEFORE_THE_BODY whose credential is not found by a CEL expression (which could read the body).
  */
-function beforeTheBody(name: string, config: unknown): boolean {
-  return BEFORE_THE_BODY.has(name) && !JSON.stringify(config ?? null).includes('"expression"');
+export function beforeTheBody(name: string, config: unknown): boolean {
+  return BEFORE_THE_BODY.has(name) && !hasExpressionLocation(config);
 }
 
 function compileRoute(
