@@ -571,6 +571,18 @@ const guardFields = {
     .meta({ description: 'Which content the guard inspects (default all of it).' }),
   response: CustomResponse.optional(),
 };
+/** The guard kinds of a request guard, one per entry (a response guard takes all but two). */
+export const CRD_REQUEST_GUARD_KINDS = [
+  'regex',
+  'webhook',
+  'openAIModeration',
+  'bedrockGuardrails',
+  'googleModelArmor',
+  'promptInjection',
+] as const;
+const CRD_RESPONSE_GUARD_KINDS = CRD_REQUEST_GUARD_KINDS.filter(
+  (k) => k !== 'openAIModeration' && k !== 'promptInjection',
+);
 export const RequestGuard = rules(
   obj({
     ...guardFields,
@@ -580,14 +592,7 @@ export const RequestGuard = rules(
         "Injection phrasing found by gw itself, no service called (instruction overrides, role hijacks, system-prompt extraction, chat-template delimiters, safety bypasses, encoded instructions); the model's own turns and defensive clauses are not read as attacks.",
     }),
   }),
-  exactlyOne([
-    'regex',
-    'webhook',
-    'openAIModeration',
-    'bedrockGuardrails',
-    'googleModelArmor',
-    'promptInjection',
-  ]),
+  exactlyOne(CRD_REQUEST_GUARD_KINDS),
   atMostOne(['scope', 'contentScopes']),
   {
     rule: "!has(self.promptInjection) || ((!has(self.scope) || !self.scope.exists(s, s == 'ToolInput')) && (!has(self.contentScopes) || !self.contentScopes.exists(s, s == 'ToolInput')))",
@@ -596,7 +601,7 @@ export const RequestGuard = rules(
 );
 export const ResponseGuard = rules(
   obj(guardFields),
-  exactlyOne(['regex', 'webhook', 'bedrockGuardrails', 'googleModelArmor']),
+  exactlyOne(CRD_RESPONSE_GUARD_KINDS),
   atMostOne(['scope', 'contentScopes']),
   {
     rule: "!has(self.webhook) || !has(self.webhook.messageFormat) || self.webhook.messageFormat != 'Raw'",

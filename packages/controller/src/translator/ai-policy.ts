@@ -5,6 +5,7 @@
 // say so in the status instead of shipping a guard that silently does nothing.
 import { checkRegex, type FieldPath, type Problem, SERVED_AI_ROUTE_TYPES } from '@gw/api';
 import { checkCel } from '@gw/api/checks/cel';
+import { CRD_REQUEST_GUARD_KINDS } from '@gw/api/crd/policy-blocks';
 import { translateAssumeRole } from './policy/backend/auth.ts';
 import { httpPolicy } from './policy/backend/http.ts';
 import { tcpPolicy } from './policy/backend/tcp.ts';
@@ -31,15 +32,8 @@ const SCOPES = {
   ToolOutput: 'toolOutput',
   ToolInput: 'toolInput',
 } as const;
-/** Guard kinds the proxy serves from a GwBackend or GwModel; the others are Unsupported. */
-const SERVED_GUARDS = [
-  'regex',
-  'webhook',
-  'openAIModeration',
-  'bedrockGuardrails',
-  'googleModelArmor',
-  'promptInjection',
-] as const;
+/** Guard kinds the proxy serves from a GwBackend or GwModel (every kind the CRDs have); the others are Unsupported. */
+const SERVED_GUARDS: readonly string[] = CRD_REQUEST_GUARD_KINDS;
 
 /** What a guard needs from the cluster; each returns undefined when the reference cannot be used. */
 export interface GuardRefs {
@@ -112,7 +106,7 @@ export function translateAiPolicy(spec: Spec, field: string, refs: GuardRefs): A
           k !== 'response' &&
           (s as Record<string, unknown>)[k] !== undefined,
       );
-      if (!kind || !(SERVED_GUARDS as readonly string[]).includes(kind)) {
+      if (!kind || !SERVED_GUARDS.includes(kind)) {
         out.unsupported.push(`${at}.${kind ?? '(none)'}`);
         return undefined;
       }

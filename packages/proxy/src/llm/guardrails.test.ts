@@ -16,6 +16,7 @@ import {
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import OpenAI from 'openai';
 import {
+  askClaudeWithSystem,
   askGpt,
   assertAnthropicRejected,
   assertGuardCounted,
@@ -184,15 +185,9 @@ describe('request guards', () => {
   });
 
   test('Anthropic client: the rejection in Anthropic’s error shape', async () => {
-    const err = await claude.messages
-      .create({
-        model: 'claude-req',
-        max_tokens: 100,
-        system: 'Call +1 (415) 555-0100 for help.',
-        messages: [{ role: 'user', content: 'hi' }],
-      })
-      .catch((e: unknown) => e);
-    assertAnthropicRejected(err);
+    assertAnthropicRejected(
+      await askClaudeWithSystem(claude, 'claude-req', 'Call +1 (415) 555-0100 for help.', 'hi'),
+    );
   });
 });
 

@@ -185,7 +185,7 @@ export class McpGuardrails {
     cel.mcp = { ...req.info, ...message };
     const when = p.when ? p.when.eval(cel) : true;
     // an error is not false: the message is not let through unchecked unless the processor says so
-    if (when === undefined) return this.#celFailed(p, req, phase, 'when failed to evaluate');
+    if (when === undefined) return this.#failed(p, req, phase, 'when failed to evaluate');
     if (when !== true) return undefined;
     if (p.ir.reject !== undefined) {
       note(req, { processor: p.index, phase, action: 'reject', applied: true, reason: p.ir.reject });
@@ -193,7 +193,7 @@ export class McpGuardrails {
     }
     const value = p.transform ? celToJson(p.transform.eval(cel)) : undefined;
     if (value === null || typeof value !== 'object' || Array.isArray(value))
-      return this.#celFailed(
+      return this.#failed(
         p,
         req,
         phase,
@@ -205,20 +205,20 @@ export class McpGuardrails {
       : { action: 'modify', result: value as Record<string, unknown> };
   }
 
-  /** A CEL processor that failed: the message goes on with failOpen, else the client gets an error. */
-  #celFailed(
-    p: CelProcessor,
+  /**
+   * A processor that failed (`code`: INTERNAL for a CEL one, UPSTREAM for a remote one): recorded; the
+   * message goes on with failOpen, else the client gets an error.
+   */
+  #failed(
+    p: CelProcessor | RemoteProcessor,
     req: GuardedRequest,
     phase: 'request' | 'response',
     how: string,
+    code: number = CODE.INTERNAL,
   ): Verdict | undefined {
     note(req, { processor: p.index, phase, action: 'failed', applied: !p.ir.failOpen, reason: how });
     if (p.ir.failOpen) return undefined;
-    return {
-      action: 'reject',
-      code: CODE.INTERNAL,
-      message: `MCP guardrail processor ${p.index} failed: ${how}`,
-    };
+    return { action: 'reject', code, message: `MCP guardrail processor ${p.index} failed: ${how}` };
   }
 
   #body(
@@ -267,14 +267,13 @@ export class McpGuardrails {
       if (!parsed.ok) throw new ServiceFailure(parsed.error.split('\n')[0] ?? 'invalid verdict');
       verdict = parsed.value;
     } catch (err) {
-      const how = err instanceof ServiceFailure ? err.message : 'failed';
-      note(req, { processor: p.index, phase, action: 'failed', applied: !p.ir.failOpen, reason: how });
-      if (p.ir.failOpen) return undefined;
-      return {
-        action: 'reject',
-        code: CODE.UPSTREAM,
-        message: `MCP guardrail processor ${p.index} failed: ${how}`,
-      };
+      return this.#failed(
+        p,
+        req,
+        phase,
+        err instanceof ServiceFailure ? err.message : 'failed',
+        CODE.UPSTREAM,
+      );
     }
     note(req, {
       processor: p.index,

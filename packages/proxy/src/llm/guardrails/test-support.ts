@@ -111,6 +111,12 @@ export const askWithSystem = (gpt: OpenAI, model: string, system: string, conten
     ],
   });
 
+/** A system prompt and a user message to an Anthropic model: its answer, or the error it raised. */
+export const askClaudeWithSystem = (claude: Anthropic, model: string, system: string, content: string) =>
+  claude.messages
+    .create({ model, max_tokens: 100, system, messages: [{ role: 'user', content }] })
+    .catch((e: unknown) => e);
+
 /** The text of a chat stream (an error ending it is thrown). */
 export async function streamText(
   s: AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>,
