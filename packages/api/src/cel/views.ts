@@ -107,6 +107,11 @@ export function withVariables<T>(ctx: object, evaluate: () => T): T {
   }
 }
 
+/** The variables of the expression being evaluated (custom functions run their bodies over them). */
+export function currentVariables(): object | undefined {
+  return evaluating;
+}
+
 export function registerViews(e: Environment): void {
   e.registerFunction('map.redacted(): map', (m: HeaderLike) => redacted(m));
   e.registerFunction('map.join(): map', (m: HeaderLike) => {

@@ -1,5 +1,5 @@
 // CEL expressions compile in the environment the proxy evaluates them in (../cel/environment.ts).
-import { type CelRuntime, celEnvironment, compileCelWith } from '../cel/environment.ts';
+import { type CelRuntime, celEnvironment, compileCelWith, withCustomFunctions } from '../cel/environment.ts';
 import type { FieldPath } from '../config/source.ts';
 import type { Problem } from './problem.ts';
 
@@ -11,7 +11,33 @@ class CidrStandIn {
   }
 }
 const standIns: CelRuntime<CidrStandIn> = { Cidr: CidrStandIn, containsIP: () => false, random: () => 0 };
-const env = celEnvironment(standIns);
+const base = celEnvironment(standIns);
+/** The environment expressions are checked in: base, or base with the config's custom functions. */
+let env = base;
+
+/**
+ * Runs `run` with config.customFunctions callable from every expression checked meanwhile; `run` is
+ * handed the problems with the block itself (at `path`, naming the block's line).
+ */
+export function withCelFunctions<T>(
+  block: string | undefined,
+  path: FieldPath,
+  run: (blockProblems: Problem[]) => T,
+): T {
+  if (block === undefined || block.trim() === '') return run([]);
+  const custom = withCustomFunctions(base, block);
+  const problems = custom.problems.map((p) => ({
+    path,
+    message: `line ${p.line} of the block: ${p.message}`,
+  }));
+  const outer = env;
+  env = custom.env;
+  try {
+    return run(problems);
+  } finally {
+    env = outer;
+  }
+}
 
 /** Whether `expr` compiles as a policy expression; the problem says why not. */
 export function checkCel(expr: string, path: FieldPath): Problem[] {

@@ -2319,7 +2319,6 @@ const CONFIG_NOT_BUILT_KEYS = [
   'clusterId',
   'network',
   'standardAttributes',
-  'customFunctions',
   'hbone',
 ] as const;
 const CONFIG_NOT_BUILT = Object.fromEntries(
@@ -2343,6 +2342,10 @@ export const GlobalConfig = strict({
     database: NotYet('config.logging.database').optional(),
   }).optional(),
   ...CONFIG_NOT_BUILT,
+  customFunctions: z.string().optional().meta({
+    description:
+      'CEL functions every expression of this config may call, as a block of definitions: `isInternal() { request.headers["x-env"] == "internal" }`, or a method, `this.joined(prefix, parts...) { prefix + this + parts.join("") }` (`this` is the value it is called on; `parts...` collects the remaining arguments as a list). A body sees its parameters and the calling expression\'s variables (request, jwt, llm, …); arguments are evaluated once. A function may call another, but not itself. A line starting with # is a comment. Bodies are compiled at load: an error in one is a config error naming its line',
+  }),
   session: strict({
     key: z.string().min(1).meta({
       description:

@@ -254,8 +254,14 @@ async function buildAdmin(
     if (expression !== undefined) {
       try {
         // The CEL compiler loads here on a trace's first expression, not with every proxy.
-        const { compileCel } = await import('../cel/cel.ts');
-        compileCel(expression);
+        const { compileCel, useCelFunctions } = await import('../cel/cel.ts');
+        // in the running config's environment (its custom functions), as the workers compile it
+        const restore = useCelFunctions(supervisor.ir?.global.customFunctions);
+        try {
+          compileCel(expression);
+        } finally {
+          restore();
+        }
       } catch (err) {
         return reply
           .code(400)

@@ -36,7 +36,14 @@ export class Cidr {
   }
 }
 
-let library: { env: Environment; compileCelWith: typeof CelLibrary.compileCelWith } | undefined;
+let library:
+  | {
+      env: Environment;
+      compileCelWith: typeof CelLibrary.compileCelWith;
+      withCustomFunctions: typeof CelLibrary.withCustomFunctions;
+      customFunctionsOf: typeof CelLibrary.customFunctionsOf;
+    }
+  | undefined;
 
 /** The CEL environment, loaded on first use. The declarations are @gw/api's, so the config checks
  * accept exactly what compiles here. */
@@ -47,9 +54,34 @@ function celLibrary(): NonNullable<typeof library> {
     library = {
       env: m.celEnvironment({ Cidr, containsIP: (c, ip) => c.containsIP(ip), random: Math.random }),
       compileCelWith: m.compileCelWith,
+      withCustomFunctions: m.withCustomFunctions,
+      customFunctionsOf: m.customFunctionsOf,
     };
   }
   return library;
+}
+
+/** The config's custom functions (config.customFunctions), compiled; unset: none. */
+let functions: { block: string; env: Environment } | undefined;
+
+/**
+ * Makes the block of custom functions callable from every expression compiled from now on (those of
+ * the config being applied); returns what puts back the ones before, for a config that fails to
+ * apply. The block was checked at load, so a problem here is a bug: it throws.
+ */
+export function useCelFunctions(block: string | undefined): () => void {
+  const before = functions;
+  if (block === undefined || block.trim() === '') functions = undefined;
+  else if (block !== functions?.block) {
+    const lib = celLibrary();
+    const custom = lib.withCustomFunctions(lib.env, block);
+    const problem = custom.problems[0];
+    if (problem) throw new Error(`config.customFunctions, line ${problem.line}: ${problem.message}`);
+    functions = { block, env: custom.env };
+  }
+  return () => {
+    functions = before;
+  };
 }
 
 export class CelCompileError extends Error {
@@ -71,8 +103,9 @@ export interface CelProgram {
 
 /** Compiles and type-checks; throws CelCompileError with the library's message (which shows where). */
 export function compileCel(source: string): CelProgram {
-  const { env, compileCelWith } = celLibrary();
-  const compiled = compileCelWith(env, source);
+  const lib = celLibrary();
+  const env = functions?.env ?? lib.env;
+  const compiled = lib.compileCelWith(env, source);
   if (!compiled.ok) throw new CelCompileError(source, compiled.message);
   const fn = compiled.evaluate;
   return {
@@ -84,7 +117,7 @@ export function compileCel(source: string): CelProgram {
         return undefined;
       }
     },
-    reads: (variable, field) => readsField(fn.ast, variable, field),
+    reads: (variable, field) => readsField(fn.ast, variable, field, lib.customFunctionsOf(env)?.bodies),
   };
 }
 

@@ -4,9 +4,19 @@ import type { ASTNode } from '@marcbachmann/cel-js';
 
 /**
  * Whether the expression reads `variable.field` (`request.body`, `request["body"]`), or may: the
- * whole variable handed on as a value (`toJson(request)`) counts as reading each of its fields.
+ * whole variable handed on as a value (`toJson(request)`) counts as reading each of its fields. A
+ * call of a custom function (config.customFunctions, `bodies`) reads what its body reads.
  */
-export function readsField(ast: ASTNode, variable: string, field: string): boolean {
+export function readsField(
+  ast: ASTNode,
+  variable: string,
+  field: string,
+  bodies?: ReadonlyMap<string, ASTNode>,
+): boolean {
+  const body = (name: unknown) => {
+    const b = bodies?.get(name as string);
+    return b !== undefined && visit(b);
+  };
   const visit = (n: ASTNode): boolean => {
     switch (n.op) {
       case 'id':
@@ -28,9 +38,9 @@ export function readsField(ast: ASTNode, variable: string, field: string): boole
       case 'value':
         return false;
       case 'call':
-        return n.args[1].some(visit);
+        return n.args[1].some(visit) || body(n.args[0]);
       case 'rcall':
-        return visit(n.args[1]) || n.args[2].some(visit);
+        return visit(n.args[1]) || n.args[2].some(visit) || body(n.args[0]);
       case 'list':
         return n.args.some(visit);
       case 'map':

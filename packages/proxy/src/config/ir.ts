@@ -67,6 +67,8 @@ export interface GlobalIR {
   sessionKey?: Secret;
   /** config.mcp.sessionTtl: an MCP session's life from its initialize; unset: no limit. */
   mcpSessionTtlMs?: number;
+  /** config.customFunctions: the block of CEL functions every expression of this config may call. */
+  customFunctions?: string;
 }
 
 /** Prices in currency units per million tokens, by kind; an unset kind is not priced. */

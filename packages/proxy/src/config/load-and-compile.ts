@@ -2,6 +2,7 @@
 // config/loader-process.ts runs it in a short-lived process and sends the result over; `gw
 // --validate-only` and reloads run it in place.
 import { formatIssue } from '@gw/api';
+import { useCelFunctions } from '../cel/cel.ts';
 import { sharedMemoryOf } from '../policies/shared-memory.ts';
 import { compileTable } from '../routing/table.ts';
 import { DEFAULT_CONFIG, DEFAULT_CONFIG_NAME } from './default-config.ts';
@@ -16,7 +17,12 @@ export async function loadAndCompile(file: string | null): Promise<LoadedConfigR
       : loadConfigText(DEFAULT_CONFIG_NAME, DEFAULT_CONFIG, process.cwd());
   // Compile once without connecting anything, so what would fail in a data-plane worker fails here,
   // with the file's name, before any worker starts.
-  compileTable(loaded.ir, null);
+  const restoreCel = useCelFunctions(loaded.ir.global.customFunctions);
+  try {
+    compileTable(loaded.ir, null);
+  } finally {
+    restoreCel();
+  }
   return resultOf(loaded);
 }
 

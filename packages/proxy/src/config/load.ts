@@ -86,6 +86,7 @@ import {
   type TcpRoute,
   type TrafficPolicies,
   validateSource,
+  withCelFunctions,
   withSourceIssues,
 } from '@gw/api';
 import { LLM_API_PATH_PREFIXES } from '@gw/api/llm/api-paths';
@@ -327,6 +328,14 @@ class Builder {
 
   build(): LoadedConfig {
     const g = this.cfg.config ?? {};
+    // every expression below is checked with the config's custom functions callable
+    return withCelFunctions(g.customFunctions, ['config', 'customFunctions'], (problems) => {
+      this.report(problems);
+      return this.#build(g);
+    });
+  }
+
+  #build(g: NonNullable<ConfigFile['config']>): LoadedConfig {
     const startup = this.startup(g);
     const global = this.global(g);
     this.checkRouteGroups();
@@ -443,6 +452,7 @@ class Builder {
       ...(modelCatalog ? { modelCatalog } : {}),
       ...(g.session?.key ? { sessionKey: new Secret(g.session.key) } : {}),
       ...(g.mcp?.sessionTtl ? { mcpSessionTtlMs: ms(g.mcp.sessionTtl, 0) } : {}),
+      ...(g.customFunctions?.trim() ? { customFunctions: g.customFunctions } : {}),
     };
   }
 

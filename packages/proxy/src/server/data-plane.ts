@@ -8,7 +8,7 @@ import type { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 import type { TraceEvent } from '@gw/api';
 import type { Logger } from 'pino';
-import { compileCel } from '../cel/cel.ts';
+import { compileCel, useCelFunctions } from '../cel/cel.ts';
 import type { AccessLogOtlpIR, CollectorConnectionIR, ProxyIR, TracingIR } from '../config/ir.ts';
 import { errorFormatFor, errorResponse, GwError } from '../errors.ts';
 import { Lazy } from '../lazy.ts';
@@ -187,6 +187,21 @@ export class DataPlane {
     given: Record<string, SharedArrayBuffer>,
   ): Promise<Record<string, number>> {
     if (this.#draining) throw new Error('shutting down');
+    // the config's CEL functions, for its expressions (and those compiled while it runs: trace filters)
+    const restoreCel = useCelFunctions(ir.global.customFunctions);
+    try {
+      return await this.#compileAndSwap(ir, ports, given);
+    } catch (err) {
+      restoreCel();
+      throw err;
+    }
+  }
+
+  async #compileAndSwap(
+    ir: ProxyIR,
+    ports: Record<string, number>,
+    given: Record<string, SharedArrayBuffer>,
+  ): Promise<Record<string, number>> {
     // State shared across workers (rate limit buckets): buffers the main thread allocated win; a
     // single-threaded plane keeps its own, so counters survive a reload of an unchanged limit.
     const used = new Map<string, SharedArrayBuffer>();
