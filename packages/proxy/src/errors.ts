@@ -6,6 +6,7 @@ export const ERRORS = {
   GW_ERR_NO_ROUTE: { status: 404, message: 'route not found' },
   GW_ERR_NO_LISTENER: { status: 404, message: 'no listener for this host' },
   GW_ERR_NO_BACKEND: { status: 500, message: 'route has no backends' },
+  GW_ERR_INVALID_BACKEND: { status: 500, message: 'backend does not exist' },
   GW_ERR_BAD_REQUEST: { status: 400, message: 'bad request' },
   // A backend that serves one operation (an AgentCore runtime's POST invocations) and was sent another method.
   GW_ERR_METHOD_NOT_ALLOWED: { status: 405, message: 'method not allowed' },
@@ -212,6 +213,7 @@ const GRPC_STATUS: Record<ErrorCode, number> = {
   GW_ERR_NO_ROUTE: 12, // UNIMPLEMENTED, as gRPC maps HTTP 404
   GW_ERR_NO_LISTENER: 12,
   GW_ERR_NO_BACKEND: 13, // INTERNAL
+  GW_ERR_INVALID_BACKEND: 13,
   GW_ERR_BAD_REQUEST: 3, // INVALID_ARGUMENT
   GW_ERR_METHOD_NOT_ALLOWED: 12, // UNIMPLEMENTED
   GW_ERR_DYNAMIC_NO_HOST: 3,

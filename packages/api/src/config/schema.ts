@@ -1628,7 +1628,6 @@ const BACKEND_KINDS_NOT_BUILT = ['internal'] as const;
 const BACKEND_KIND_NAMES: Record<string, string> = {
   internal: 'the internal backend',
   service: 'a backend by service reference (use host)',
-  invalid: 'the invalid backend',
 };
 const refusedBackend = (kind: string, rest: z.core.$ZodLooseShape) =>
   strict({
@@ -1772,8 +1771,15 @@ export const RouteBackend = z.union([
     }),
   }),
 
+  strict({
+    invalid: z.null().meta({
+      description:
+        'a backend that does not exist: the requests it is picked for (by its weight) are answered 500. What a Kubernetes route gets for a backendRef that does not resolve',
+    }),
+    weight: z.number().int().min(0).optional(),
+    policies: BackendPolicies.optional(),
+  }),
   ...BACKEND_KINDS_NOT_BUILT.map((k) => refusedBackend(k, {})),
-  refusedBackend('invalid', {}),
 ]);
 
 export const NamedBackend = z.union([

@@ -360,15 +360,18 @@ function resolveBackends(route: KubeObject, rule: HttpRule, ri: number, ctx: Rou
     modelBackends: [],
     inferencePools: [],
   };
-  const fail = (reason: Reason<'ResolvedRefs'>, message: string) => {
-    out.problem ??= bad('ResolvedRefs', reason, message, gen);
-  };
   for (const ref of rule.backendRefs ?? []) {
     const group = ref.group ?? '';
     const kind = ref.kind ?? 'Service';
     const refNs = ref.namespace ?? ns;
     const weight = ref.weight ?? 1;
     if (weight === 0) continue;
+    // Gateway API: the share of requests an invalid backendRef would have had is answered 500, so it
+    // stays in the rule as an invalid backend of its weight
+    const fail = (reason: Reason<'ResolvedRefs'>, message: string) => {
+      out.problem ??= bad('ResolvedRefs', reason, message, gen);
+      out.backends.push({ weight, invalid: {} });
+    };
     const own = backendFilters(ref.filters);
     out.unsupportedFilters.push(...own.unsupported);
     if (refNs !== ns && !ctx.grants(route.kind, ns, kind, refNs, ref.name)) {
@@ -468,7 +471,7 @@ function resolveBackends(route: KubeObject, rule: HttpRule, ri: number, ctx: Rou
   const mirror = rule.filters?.find((f) => f.type === 'RequestMirror')?.requestMirror;
   if (mirror) {
     const m = resolveMirror(route, mirror, ctx);
-    if ('problem' in m) fail(m.problem[0], m.problem[1]);
+    if ('problem' in m) out.problem ??= bad('ResolvedRefs', m.problem[0], m.problem[1], gen);
     else out.mirror = m.policy;
   }
   return out;
@@ -726,8 +729,8 @@ export function translateRoutes(
           const policies = { ...(filters[ri]?.policies ?? {}) };
           if (r.mirror) policies['requestMirror'] = r.mirror;
           // Gateway API: a rule whose backends cannot be used answers 500
-          if (r.backends.length === 0)
-            policies['directResponse'] = { status: 500, body: 'no usable backend' };
+          const usable = r.backends.some((b) => !('invalid' in b));
+          if (!usable) policies['directResponse'] = { status: 500, body: 'no usable backend' };
           const name = `route/${l.port}/${l.name}/${ns}/${route.metadata.name}/${ri}`;
           const body: Record<string, unknown> = {
             ...ruleKeys(l, route, rule.name),
@@ -740,7 +743,7 @@ export function translateRoutes(
                   ).map(grpcMatch)
                 : (rule.matches?.length ? rule.matches : [{}]).map(routeMatch),
             ...(Object.keys(policies).length > 0 ? { policies } : {}),
-            ...(r.backends.length > 0 ? { backends: r.backends } : {}),
+            ...(usable ? { backends: r.backends } : {}),
             // the oldest route wins ties between equally specific matches (routes are sorted by age)
             precedence: age + 1,
           };
@@ -801,9 +804,13 @@ function resolveTcpBackends(
       `GwBackend ${key} is not a static host backend (a ${route.kind} takes Services and static GwBackends)`,
     );
   const dropped = new Set([...notHost, ...out.modelBackends]);
+  // an invalid ref's share is not kept here: a TCP route's backends are only the usable ones
   out.backends = out.backends
     .filter(
-      (b) => !(typeof b.backend === 'string' && dropped.has(b.backend)) && b.inferencePool === undefined,
+      (b) =>
+        !(typeof b.backend === 'string' && dropped.has(b.backend)) &&
+        b.inferencePool === undefined &&
+        !('invalid' in b),
     )
     .map((b) => {
       const tls = (b.policies as { backendTLS?: unknown } | undefined)?.backendTLS;

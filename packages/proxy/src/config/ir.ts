@@ -373,6 +373,8 @@ export type BackendTarget =
   | { kind: 'unix'; path: string }
   /** target: dynamic.target's CEL, giving host:port to dial; unset: the request's authority. */
   | { kind: 'dynamic'; target?: string }
+  /** A backend that does not exist (`invalid`, an unresolved backendRef): answered 500. */
+  | { kind: 'invalid' }
   | ServiceTarget
   | AiTarget
   | McpTarget

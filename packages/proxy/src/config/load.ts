@@ -1962,6 +1962,9 @@ class Builder {
       target = this.awsTarget([...path, 'aws'], b.aws);
       if (!target) return undefined;
       name = 'aws';
+    } else if ('invalid' in b) {
+      target = { kind: 'invalid' };
+      name = 'invalid';
     } else if ('routeGroup' in b) {
       return undefined; // route() delegates to the group instead
     } else {
@@ -3480,15 +3483,12 @@ function parseHost(host: string, byName = false): BackendTarget {
     : { kind: 'host', host: h, port };
 }
 
-/**
- * Most specific wins per policy field: later arguments replace earlier ones field by field. The
- * exception is `authorization`, whose rules accumulate (a route cannot drop a gateway's Deny rule).
- */
 /** How a config error names a backend that cannot be an A2A agent. */
 const NOT_A2A: Record<Exclude<BackendTarget['kind'], 'host'>, string> = {
   a2a: 'an a2a backend',
   unix: 'a unix socket',
   dynamic: 'a dynamic forward proxy',
+  invalid: 'an invalid backend',
   ai: 'an ai backend',
   mcp: 'an mcp backend',
   aws: 'an aws backend',
@@ -3500,6 +3500,10 @@ function backendKindName(kind: BackendTarget['kind']): string {
   return kind === 'host' ? 'a host backend' : NOT_A2A[kind];
 }
 
+/**
+ * Most specific wins per policy field: later arguments replace earlier ones field by field. The
+ * exception is `authorization`, whose rules accumulate (a route cannot drop a gateway's Deny rule).
+ */
 export function mergePolicies<T extends object>(...layers: (T | undefined)[]): T | undefined {
   let out: T | undefined;
   for (const l of layers) {

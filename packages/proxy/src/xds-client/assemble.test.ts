@@ -117,6 +117,28 @@ describe('assembleConfig', () => {
     );
   });
 
+  test("an unresolved backendRef's invalid backend keeps its weight in the route", () => {
+    const ir = load([
+      ['bind/8080', bind],
+      [
+        'route/8080/http/ns/web/0',
+        route(0, '/', {
+          backends: [
+            { weight: 1, invalid: {} },
+            { weight: 3, host: { host: '127.0.0.1', port: 9000 } },
+          ],
+        }),
+      ],
+    ]);
+    assert.deepEqual(
+      ir.binds[0]?.listeners[0]?.routes[0]?.backends.map((b) => [b.name, b.weight, b.target]),
+      [
+        ['invalid', 1, { kind: 'invalid' }],
+        ['127.0.0.1:9000', 3, { kind: 'host', host: '127.0.0.1', port: 9000 }],
+      ],
+    );
+  });
+
   test('routes on one listener go oldest first (precedence), so the oldest wins a tie; unset goes last', () => {
     const named = (name: string, precedence?: number) =>
       res({

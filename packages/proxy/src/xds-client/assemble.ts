@@ -355,6 +355,7 @@ function routeBackend(
   if (b.policies) out.policies = b.policies;
   if (b.target.case === 'host') out.host = hostPort(b.target.value);
   else if (b.target.case === 'backend') out.backend = b.target.value;
+  else if (b.target.case === 'invalid') out.invalid = null;
   else if (b.target.case === 'inferencePool') {
     const pool = pools.get(b.target.value);
     if (!pool)
@@ -367,7 +368,12 @@ function routeBackend(
       out.service = pool.service;
       out.policies = { ...(b.policies ?? {}), inferenceRouting: pool.inferenceRouting };
     }
-  } else problems.push({ resource, path, message: 'backend has neither host, backend nor inferencePool' });
+  } else
+    problems.push({
+      resource,
+      path,
+      message: 'backend has neither host, backend, inferencePool nor invalid',
+    });
   return out;
 }
 

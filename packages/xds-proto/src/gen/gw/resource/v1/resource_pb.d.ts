@@ -356,6 +356,15 @@ export declare type RouteBackend = Message<"gw.resource.v1.RouteBackend"> & {
      */
     value: string;
     case: "inferencePool";
+  } | {
+    /**
+     * A backendRef that does not resolve: the requests this backend is picked for (by its weight) are
+     * answered 500, as Gateway API asks.
+     *
+     * @generated from field: gw.resource.v1.Invalid invalid = 6;
+     */
+    value: Invalid;
+    case: "invalid";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -371,6 +380,18 @@ export declare type RouteBackend = Message<"gw.resource.v1.RouteBackend"> & {
  * Use `create(RouteBackendSchema)` to create a new message.
  */
 export declare const RouteBackendSchema: GenMessage<RouteBackend>;
+
+/**
+ * @generated from message gw.resource.v1.Invalid
+ */
+export declare type Invalid = Message<"gw.resource.v1.Invalid"> & {
+};
+
+/**
+ * Describes the message gw.resource.v1.Invalid.
+ * Use `create(InvalidSchema)` to create a new message.
+ */
+export declare const InvalidSchema: GenMessage<Invalid>;
 
 /**
  * @generated from message gw.resource.v1.HostPort
