@@ -2049,6 +2049,10 @@ const CollectorBackend = z.string().min(1).meta({
 });
 
 const AccessLog = strict({
+  preset: z.enum(['otel']).optional().meta({
+    description:
+      "the record's field names: otel, OpenTelemetry's semantic conventions (client.address, http.request.method, server.address and server.port, url.scheme, url.path, url.query, network.protocol.version, http.response.status_code), for the log and its otlp export; unset: gw's (src.addr, http.method, http.host, http.path, http.version, http.status). add and remove name the preset's fields",
+  }),
   filter: Cel.optional(),
   add: z.record(z.string().min(1).max(256), Cel).optional(),
   remove: CrdAccessLog.shape.attributes.unwrap().shape.remove,

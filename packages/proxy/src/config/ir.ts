@@ -132,7 +132,8 @@ export interface AccessLogOtlpIR extends CollectorConnectionIR {
   /** The OTLP collector: for http the full URL (path included), for grpc its origin. */
   endpoint: string;
   protocol: 'grpc' | 'http';
-  /** The record's own shaping; each unset part is the access log's. */
+  /** The record's own shaping; each unset part is the access log's (the preset always is). */
+  preset?: 'otel';
   filter?: string;
   add?: Record<string, string>;
   remove?: string[];

@@ -43,6 +43,7 @@ export function accessLogOtlpOf(
     endpoint: protocol === 'http' ? withPath(base, o.path ?? '/v1/logs') : base,
     protocol,
     ...collector.connection,
+    ...(log.preset ? { preset: log.preset } : {}),
     ...(filter ? { filter } : {}),
     ...(add ? { add: { ...add } } : {}),
     ...(remove ? { remove: [...remove] } : {}),

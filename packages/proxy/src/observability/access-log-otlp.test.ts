@@ -55,6 +55,62 @@ async function records(prefix: string, n: number): Promise<ReceivedLog[]> {
   }
 }
 
+describe('accessLog.preset', () => {
+  test("otel: the log and its otlp export carry OpenTelemetry's field names, credentials still redacted", async () => {
+    const host = otlp.httpUrl.replace('http://', '');
+    const proxy = await startProxy(
+      config(`    preset: otel
+    remove: [network.protocol.version]
+    add: {tenant: 'request.headers["x-tenant"]'}
+    otlp: {host: "${host}", protocol: http}`),
+    );
+    try {
+      const r = await httpGet(proxy.url('/otel/a?api_key=k-1&x=1'), { 'x-tenant': 'acme' });
+      assert.equal(r.status, 200);
+      const port = Number(new URL(proxy.url()).port);
+      const want = {
+        'client.address': '127.0.0.1',
+        'http.request.method': 'GET',
+        'server.address': '127.0.0.1',
+        'server.port': port,
+        'url.scheme': 'http',
+        'url.path': '/otel/a',
+        'url.query': 'api_key=[redacted]&x=1',
+        'http.response.status_code': 200,
+        tenant: 'acme',
+      };
+      const deadline = Date.now() + 10_000;
+      const exportedFor = () => otlp.logs.find((l) => l.attributes['url.path'] === '/otel/a');
+      while (!exportedFor()) {
+        if (Date.now() > deadline) throw new Error('no otlp record for /otel/a');
+        await new Promise((res) => setTimeout(res, 20));
+      }
+      const exported = exportedFor() as ReceivedLog;
+      const line = proxy.accessLog.find((l) => l['url.path'] === '/otel/a');
+      for (const rec of [line, exported.attributes]) {
+        assert.ok(rec);
+        for (const [k, v] of Object.entries(want)) assert.equal(rec[k], v, k);
+        // gw's own names are not there, nor the removed field
+        for (const k of ['src.addr', 'http.method', 'http.path', 'http.status', 'network.protocol.version'])
+          assert.equal(rec[k], undefined, k);
+      }
+      // without a query there is no url.query
+      await httpGet(proxy.url('/otel/b'));
+      for (let i = 0; i < 50 && !proxy.accessLog.some((l) => l['url.path'] === '/otel/b'); i++)
+        await new Promise((res) => setTimeout(res, 10));
+      const plain = proxy.accessLog.find((l) => l['url.path'] === '/otel/b');
+      assert.ok(plain);
+      assert.equal('url.query' in plain, false);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  test('an unknown preset is a config error naming the field', () => {
+    assert.match(configIssues(config('    preset: ecs')), /frontendPolicies\.accessLog\.preset/);
+  });
+});
+
 describe('accessLog.otlp', () => {
   for (const protocol of ['grpc', 'http'] as const) {
     test(`${protocol}: each request is a log record carrying the access log's fields`, async () => {

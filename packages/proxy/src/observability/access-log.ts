@@ -51,13 +51,18 @@ export class RecordShape {
   /** Whether an expression reads request.body / response.body: those bodies are captured as they pass. */
   readonly readsBody: { request: boolean; response: boolean };
 
+  /** The record's field names (accessLog.preset): OpenTelemetry's, or gw's when unset. */
+  readonly preset: 'otel' | undefined;
+
   constructor(
     s: {
+      preset?: 'otel' | undefined;
       filter?: string | undefined;
       add?: Record<string, string> | undefined;
       remove?: string[] | undefined;
     } = {},
   ) {
+    this.preset = s.preset;
     this.#filter = s.filter ? compileCel(s.filter) : undefined;
     this.#add = Object.entries(s.add ?? {}).map(([k, v]) => [k, compileCel(v)] as [string, CelProgram]);
     this.#remove = new Set(s.remove ?? []);
@@ -154,7 +159,7 @@ export class RecordObserver implements RequestObserver {
     if (!this.#sink.enabled()) return;
     const cel = this.#shape.cel(req, summary.status, this.#bodies.get(req));
     if (!this.#shape.keeps(cel)) return;
-    const rec = requestRecord(req, summary, this.#credentialParams);
+    const rec = requestRecord(req, summary, this.#credentialParams, this.#shape.preset);
     this.#shape.apply(rec, cel);
     this.#sink.write(rec);
   }
@@ -184,6 +189,7 @@ export function requestRecord(
   req: ObservedRequest,
   { status, seconds }: RequestSummary,
   credentialParams: ReadonlySet<string>,
+  preset?: 'otel',
 ): Record<string, unknown> {
   const route = req.route;
   const rec: Record<string, unknown> = {
@@ -191,14 +197,17 @@ export function requestRecord(
     listener: route?.listener,
     route: route?.key,
     endpoint: req.endpoint,
-    'src.addr': `${req.source.address}:${req.source.port}`,
-    'http.method': req.method,
-    'http.host': req.authority,
-    'http.path': redactQuery(req.originalUrl, credentialParams),
-    'http.version': `HTTP/${req.httpVersion}`,
-    'http.status': status,
-    duration: `${Math.round(seconds * 1e4) / 10}ms`,
   };
+  if (preset === 'otel') otelHttpFields(rec, req, status, credentialParams);
+  else {
+    rec['src.addr'] = `${req.source.address}:${req.source.port}`;
+    rec['http.method'] = req.method;
+    rec['http.host'] = req.authority;
+    rec['http.path'] = redactQuery(req.originalUrl, credentialParams);
+    rec['http.version'] = `HTTP/${req.httpVersion}`;
+    rec['http.status'] = status;
+  }
+  rec.duration = `${Math.round(seconds * 1e4) / 10}ms`;
   if (req.error) rec.error = req.error.detail;
   const upgrade = req.ext.upgrade;
   if (upgrade) {
@@ -251,4 +260,30 @@ export function requestRecord(
     if (a2a.errorCode !== undefined) rec['a2a.errorCode'] = a2a.errorCode;
   }
   return rec;
+}
+
+/**
+ * The request's HTTP fields under OpenTelemetry's names (accessLog.preset: otel): the client's
+ * address without its port, the Host split into server.address and server.port (when the Host names
+ * one), the path and the query (its credentials redacted, without its `?`) apart, the protocol
+ * version as OpenTelemetry writes it (`1.1`, `2`).
+ */
+function otelHttpFields(
+  rec: Record<string, unknown>,
+  req: ObservedRequest,
+  status: number,
+  credentialParams: ReadonlySet<string>,
+): void {
+  rec['client.address'] = req.source.address;
+  rec['http.request.method'] = req.method;
+  rec['server.address'] = req.host;
+  const port = /:([0-9]{1,5})$/.exec(req.authority)?.[1];
+  if (port !== undefined) rec['server.port'] = Number(port);
+  rec['url.scheme'] = req.scheme;
+  const url = redactQuery(req.originalUrl, credentialParams);
+  const q = url.indexOf('?');
+  rec['url.path'] = q < 0 ? url : url.slice(0, q);
+  if (q >= 0 && q < url.length - 1) rec['url.query'] = url.slice(q + 1);
+  rec['network.protocol.version'] = req.httpVersion === '2.0' ? '2' : req.httpVersion;
+  rec['http.response.status_code'] = status;
 }
