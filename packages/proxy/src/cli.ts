@@ -260,6 +260,8 @@ export async function main(argv: string[]): Promise<number> {
       }
       try {
         const admin = await startAdmin({ supervisor, logs, startup, lastError: () => lastError, shutdown });
+        // internal backends (routes to the admin API) send their requests there
+        await supervisor.setAdminAddress(admin.address);
         const stats = await startStats(startup.statsAddr, supervisor);
         // Start-up's garbage goes before readiness invites traffic (with one worker, the data plane's
         // too: it runs in this thread).

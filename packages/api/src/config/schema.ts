@@ -1624,11 +1624,15 @@ const HostPort = z
   );
 
 /** agentgateway's backend kinds this build does not have, refused as a whole by name. */
-const BACKEND_KINDS_NOT_BUILT = ['internal'] as const;
+const BACKEND_KINDS_NOT_BUILT = [] as const;
 const BACKEND_KIND_NAMES: Record<string, string> = {
-  internal: 'the internal backend',
   service: 'a backend by service reference (use host)',
 };
+/** agentgateway's `internal` backend: gw's own admin API as a route's backend. */
+const InternalBackend = z.string().min(1).meta({
+  description:
+    "gw's admin API: forward (the request's path and query, as the route's policies leave them) or an admin path every request goes to (the query kept), e.g. /config_dump. The admin's own checks still apply (a browser request from another site or origin is refused), and so must the route's authentication: the admin has none",
+});
 const refusedBackend = (kind: string, rest: z.core.$ZodLooseShape) =>
   strict({
     [kind]: NotYet(BACKEND_KIND_NAMES[kind] ?? kind),
@@ -1772,6 +1776,11 @@ export const RouteBackend = z.union([
   }),
 
   strict({
+    internal: InternalBackend,
+    weight: z.number().int().min(0).optional(),
+    policies: BackendPolicies.optional(),
+  }),
+  strict({
     invalid: z.null().meta({
       description:
         'a backend that does not exist: the requests it is picked for (by its weight) are answered 500. What a Kubernetes route gets for a backendRef that does not resolve',
@@ -1793,6 +1802,7 @@ export const NamedBackend = z.union([
   }),
   strict({ name: z.string().min(1), mcp: z.lazy(() => McpBackend), policies: BackendPolicies.optional() }),
   strict({ name: z.string().min(1), aws: AwsBackend, policies: BackendPolicies.optional() }),
+  strict({ name: z.string().min(1), internal: InternalBackend, policies: BackendPolicies.optional() }),
   ...BACKEND_KINDS_NOT_BUILT.map((k) => refusedBackend(k, { name: z.unknown().optional() })),
 ]);
 

@@ -376,6 +376,8 @@ export type BackendTarget =
   | { kind: 'dynamic'; target?: string }
   /** A backend that does not exist (`invalid`, an unresolved backendRef): answered 500. */
   | { kind: 'invalid' }
+  /** gw's admin API (`internal`): the request's own path, or `path` for every request. */
+  | { kind: 'internal'; path?: string }
   | ServiceTarget
   | AiTarget
   | McpTarget

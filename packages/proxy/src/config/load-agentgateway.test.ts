@@ -464,7 +464,13 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
     );
     const backend = (b: string) =>
       `binds:\n- port: 8080\n  listeners:\n  - routes:\n    - backends: [${b}]\n`;
-    refused(backend('{internal: forward}'), `${R}.backends[0].internal`, 'the internal backend');
+    // internal and invalid load (e2e/internal-backend.test.ts, upstream/backends/invalid/)
+    assert.deepEqual(
+      load(
+        backend('{internal: forward}, {internal: config_dump}, {invalid: null}'),
+      ).binds[0]?.listeners[0]?.routes[0]?.backends.map((b) => b.target),
+      [{ kind: 'internal' }, { kind: 'internal', path: '/config_dump' }, { kind: 'invalid' }],
+    );
     // a service backend loads against the top-level services (upstream/service-backend.test.ts)
     assert.throws(
       () => load(backend('{service: {name: a/b, port: 80}}')),

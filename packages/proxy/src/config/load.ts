@@ -1965,6 +1965,9 @@ class Builder {
     } else if ('invalid' in b) {
       target = { kind: 'invalid' };
       name = 'invalid';
+    } else if ('internal' in b) {
+      target = internalTarget(b.internal);
+      name = 'internal';
     } else if ('routeGroup' in b) {
       return undefined; // route() delegates to the group instead
     } else {
@@ -2004,7 +2007,8 @@ class Builder {
       } else if ('aws' in def) {
         target = this.awsTarget(['backends', di, 'aws'], def.aws);
         if (!target) return undefined;
-      } else
+      } else if ('internal' in def) target = internalTarget(def.internal);
+      else
         target =
           'host' in def
             ? parseHost(def.host, this.opts.hostRewriteByName !== false)
@@ -3483,12 +3487,18 @@ function parseHost(host: string, byName = false): BackendTarget {
     : { kind: 'host', host: h, port };
 }
 
+/** `internal: forward`, or an admin path (a leading / added when it has none, as agentgateway does). */
+function internalTarget(v: string): BackendTarget {
+  return v === 'forward' ? { kind: 'internal' } : { kind: 'internal', path: v.startsWith('/') ? v : `/${v}` };
+}
+
 /** How a config error names a backend that cannot be an A2A agent. */
 const NOT_A2A: Record<Exclude<BackendTarget['kind'], 'host'>, string> = {
   a2a: 'an a2a backend',
   unix: 'a unix socket',
   dynamic: 'a dynamic forward proxy',
   invalid: 'an invalid backend',
+  internal: 'an internal backend',
   ai: 'an ai backend',
   mcp: 'an mcp backend',
   aws: 'an aws backend',

@@ -7,6 +7,7 @@ import type { ProxyIR } from '../config/ir.ts';
 import { LogHub } from '../observability/logger.ts';
 import { ProxyMetrics } from '../observability/metrics.ts';
 import { decodeSecrets } from '../secret.ts';
+import { setAdminAddress } from '../upstream/backends/internal/index.ts';
 import { DataPlane } from './data-plane.ts';
 import { heapSpaces } from './heap-spaces.ts';
 import { trimNow, trimWhenQuiet } from './idle-trim.ts';
@@ -36,9 +37,12 @@ export function runDataPlane(port: MessagePort, data: WorkerData): void {
     () => plane.served,
   );
 
+  if (data.admin !== undefined) setAdminAddress(data.admin);
   let started = false;
   async function handle(req: WorkerRequest): Promise<unknown> {
     switch (req.type) {
+      case 'admin':
+        return setAdminAddress(req.address);
       case 'apply': {
         const ports = await plane.apply(decodeSecrets(req.ir) as ProxyIR, req.ports, req.shared);
         // A worker's start-up is over once its first config runs (the main thread, data plane or

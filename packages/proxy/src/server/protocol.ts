@@ -10,7 +10,9 @@ export type WorkerRequest =
   | { type: 'profile'; kind: 'cpu'; seconds: number; frequency: number }
   | { type: 'profile'; kind: 'heap' }
   | { type: 'trace-arm'; id: number; flag: SharedArrayBuffer; expression?: string }
-  | { type: 'trace-disarm'; id: number };
+  | { type: 'trace-disarm'; id: number }
+  /** Where the admin API listens (undefined: off), for internal backends. */
+  | { type: 'admin'; address?: string };
 
 /** Sent by a worker unasked: an event of a traced request (null when the trace is complete). */
 export type TraceMessage = { trace: number; event: unknown };
@@ -23,4 +25,6 @@ export interface WorkerData {
   workers: number;
   logFilter: string;
   logFormat: 'text' | 'json';
+  /** Where the admin API listens, once it does (a worker started after it: a restart). */
+  admin?: string;
 }

@@ -145,12 +145,22 @@ export class Supervisor {
     for (let i = 0; i < n; i++) this.#spawn(i, n);
   }
 
+  /** Where the admin API listens: internal backends send their requests there. */
+  #admin: string | undefined;
+
+  /** Tells every data plane, and each started later, where the admin API listens (undefined: off). */
+  async setAdminAddress(address: string | undefined): Promise<void> {
+    this.#admin = address;
+    await this.broadcast({ type: 'admin', ...(address !== undefined ? { address } : {}) });
+  }
+
   #spawn(index: number, total: number): void {
     const data: WorkerData = {
       index,
       workers: total,
       logFilter: this.#opts.logFilter,
       logFormat: this.#opts.logFormat,
+      ...(this.#admin !== undefined ? { admin: this.#admin } : {}),
     };
     this.workers[index] = new WorkerHandle(
       index,

@@ -6,6 +6,7 @@ import type * as AgentBackends from './agent.ts';
 import { awsBackend } from './aws/index.ts';
 import { dynamicBackend } from './dynamic/index.ts';
 import { hostBackend } from './host/index.ts';
+import { internalBackend } from './internal/index.ts';
 import { invalidBackend } from './invalid/index.ts';
 import { serviceBackend } from './service/index.ts';
 import type { BackendKind, BackendKindName } from './types.ts';
@@ -32,6 +33,7 @@ export const BACKEND_KINDS: { [K in BackendKindName]: BackendKind<K> } = {
   unix: unixBackend,
   dynamic: dynamicBackend,
   invalid: invalidBackend,
+  internal: internalBackend,
   ai: agentKind('ai', (m) => m.aiBackend),
   mcp: agentKind('mcp', (m) => m.mcpBackend),
   a2a: agentKind('a2a', (m) => m.a2aBackend),
