@@ -312,6 +312,10 @@ function otlpEndpoint<S extends z.ZodRawShape>(extra: S) {
   );
 }
 export const AccessLog = obj({
+  preset: z.enum(['Otel']).optional().meta({
+    description:
+      "The record's field names: Otel, OpenTelemetry's semantic conventions (client.address, http.request.method, server.address, url.path, http.response.status_code, ...), in the log and its OTLP export. Unset: gw's (src.addr, http.method, http.path, http.status, ...).",
+  }),
   filter: CELExpression.optional().meta({ description: 'Logs only when true.' }),
   attributes: obj({
     remove: z.array(TinyString).max(32).optional(),

@@ -11,7 +11,7 @@ type Attributes = AccessLogSpec['attributes'];
 export const accessLog: FrontendMapper<'accessLog'> = {
   map(al, ctx, out, at) {
     const af = at.field;
-    ctx.rest(af, al, ['filter', 'attributes', 'otlp']);
+    ctx.rest(af, al, ['preset', 'filter', 'attributes', 'otlp']);
     if (al.filter !== undefined) ctx.check(checkCel(al.filter, [...at.path, 'filter']));
     const fields = (attributes: Attributes, field: string, path: (string | number)[]) => {
       attributes?.add?.forEach((a, i) => {
@@ -49,7 +49,12 @@ export const accessLog: FrontendMapper<'accessLog'> = {
           policies: backendTLS && { backendTLS },
         });
     }
-    out.accessLog = defined({ filter: al.filter, ...own, otlp: exported });
+    out.accessLog = defined({
+      preset: al.preset === 'Otel' ? ('otel' as const) : undefined,
+      filter: al.filter,
+      ...own,
+      otlp: exported,
+    });
   },
 };
 
