@@ -169,6 +169,49 @@ spec:
     );
   });
 
+  test("a backendRef that does not resolve: ResolvedRefs False, and only its weight's share of requests is answered 500", async () => {
+    await kubectl(
+      ['apply', '--server-side', '-f', '-'],
+      `apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: { name: split, namespace: default }
+spec:
+  parentRefs: [{ name: edge }]
+  rules:
+    - matches: [{ path: { type: PathPrefix, value: /split } }]
+      backendRefs:
+        - { group: gw.dev, kind: GwBackend, name: echo, weight: 3 }
+        - { name: no-such-service, port: 80, weight: 1 }
+`,
+    );
+    const resolved = await until('the split route status', async () => {
+      const out = await kubectl(['-n', 'default', 'get', 'httproute', 'split', '-o', 'json']);
+      type Condition = { type: string; status: string; reason: string; message: string };
+      const parents = (JSON.parse(out) as { status?: { parents?: { conditions: Condition[] }[] } }).status
+        ?.parents;
+      return parents?.[0]?.conditions.find((c) => c.type === 'ResolvedRefs');
+    });
+    assert.deepEqual(
+      [resolved.status, resolved.reason, resolved.message],
+      ['False', 'BackendNotFound', 'service default/no-such-service not found'],
+    );
+    await until('the split route on the proxy', async () =>
+      (await get('/split')).status !== 404 ? true : undefined,
+    );
+    const counts = new Map<string, number>();
+    const n = 200;
+    for (let i = 0; i < n; i++) {
+      const r = await get('/split');
+      const key = r.status === 500 ? `500 ${r.body.trim()}` : `${r.status} ${r.headers['x-upstream']}`;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+    assert.deepEqual([...counts.keys()].sort(), ['200 echo', '500 backend does not exist']);
+    // weight 1 of 4: about 50 of 200
+    const failed = counts.get('500 backend does not exist') ?? 0;
+    assert.ok(failed > 25 && failed < 80, `${failed} of ${n} answered 500`);
+    await kubectl(['-n', 'default', 'delete', 'httproute', 'split']);
+  });
+
   test('GwPolicy ipAccessControl and concurrencyLimit reach the proxy; an address that is not one fails closed', async () => {
     const policy = (traffic: string) =>
       kubectl(
