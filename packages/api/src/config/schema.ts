@@ -3384,9 +3384,9 @@ const McpRemoteProcessor = strict({
       'a Service of the top-level services list: called by its hostname, each connection dialled at the next of its workloads',
   }),
   policies: guardServicePolicies(
-    z.union([KeyAuth, ...backendAuthRefused([], ' on an MCP guardrail processor')]).meta({
+    serviceKeyAuth(' on an MCP guardrail processor').meta({
       description:
-        'a key sent with every call: the Authorization header, Bearer prefix (location.header changes both)',
+        'a key sent with every call: the Authorization header, Bearer prefix (location.header changes both); credentials (or headers): more secrets, each in a header of its own, beside the key or alone',
     }),
   )
     .nullable()

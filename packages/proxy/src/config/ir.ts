@@ -512,6 +512,8 @@ export interface McpProcessorIR {
   endpoints?: InTurnEndpoint[];
   /** policies.backendAuth key: the header it goes in (with its prefix) and the value. */
   credential?: { header: string; value: Secret };
+  /** policies.backendAuth credentials: more secrets, each in a header of its own (written before the key). */
+  credentials?: { header: string; value: Secret }[];
 }
 
 export type McpTransportIR =

@@ -2697,6 +2697,7 @@ class Builder {
           ? { connection: connection.connection }
           : {}),
         ...(connection?.credential ? { credential: connection.credential } : {}),
+        ...(connection?.credentials ? { credentials: connection.credentials } : {}),
         ...(endpoints ? { endpoints } : {}),
         failOpen: p.failureMode?.toLowerCase() === 'failopen',
         metadata: p.metadata ?? {},
@@ -2720,6 +2721,7 @@ class Builder {
   ): {
     connection: NonNullable<McpProcessorIR['connection']>;
     credential?: McpProcessorIR['credential'];
+    credentials?: McpProcessorIR['credentials'];
   } | null {
     const connection: NonNullable<McpProcessorIR['connection']> = { ...serviceConnection(p) };
     if (p.backendTLS) {
@@ -2734,8 +2736,22 @@ class Builder {
       connection.tunnel = t;
     }
     if (!p.backendAuth) return { connection };
-    const credential = this.keyInHeader([...path, 'backendAuth'], p.backendAuth, 'a processor');
-    return credential ? { connection, credential } : null;
+    const at = [...path, 'backendAuth'];
+    const r = resolveBackendAuth(this, at, p.backendAuth as BackendAuth);
+    if (!r) return null;
+    // credentials (headers only, by the schema) beside the key, or alone
+    const credentials = (r.credentials ?? []).flatMap((c) => {
+      const h = credentialHeader(c.location, c.value.reveal());
+      return h ? [{ header: h[0], value: new Secret(h[1]) }] : [];
+    });
+    const extra = credentials.length > 0 ? { credentials } : {};
+    if (!('key' in r)) return { connection, ...extra };
+    const h = credentialHeader(r.key.location ?? AUTHORIZATION, r.key.value.reveal());
+    if (!h) {
+      this.fail([...at, 'key', 'location'], 'a processor takes its key in a header');
+      return null;
+    }
+    return { connection, credential: { header: h[0], value: new Secret(h[1]) }, ...extra };
   }
 
   /**

@@ -175,10 +175,18 @@ function sealProcessorKeys(g: McpGuardrails): McpGuardrails {
     ...g,
     processors: g.processors.map((p) => {
       if (!('policies' in p)) return p;
-      const auth = p.policies?.backendAuth;
-      if (!auth || !('key' in auth)) return p;
-      const sealed = { ...auth, key: new Secret(JSON.stringify(auth.key)) } as unknown as typeof auth;
-      return { ...p, policies: { ...p.policies, backendAuth: sealed } };
+      const auth = p.policies?.backendAuth as
+        | { key?: unknown; credentials?: { key: unknown }[] | undefined }
+        | undefined;
+      if (!auth || (!('key' in auth) && !auth.credentials)) return p;
+      const sealed = {
+        ...auth,
+        ...('key' in auth ? { key: new Secret(JSON.stringify(auth.key)) } : {}),
+        ...(auth.credentials
+          ? { credentials: auth.credentials.map((c) => ({ ...c, key: new Secret(JSON.stringify(c.key)) })) }
+          : {}),
+      };
+      return { ...p, policies: { ...p.policies, backendAuth: sealed } } as typeof p;
     }),
   };
 }

@@ -63,6 +63,13 @@ after(async () => {
 const policies = () =>
   `{backendTLS: {root: ${JSON.stringify(pki.caFile)}, hostname: proc.test}, backendAuth: {key: proc-key}, requestHeaderModifier: {set: {x-tenant: acme}}}`;
 
+/** The key with a credential beside it, in a header of its own. */
+const credentialPolicies = () =>
+  `{backendTLS: {root: ${JSON.stringify(pki.caFile)}, hostname: proc.test}, backendAuth: {key: proc-key, credentials: [{location: {header: {name: x-proc-tenant}}, key: tenant-secret}]}}`;
+/** Credentials alone: the processor's bearer key written as one. */
+const credentialsAlone = () =>
+  `{backendTLS: {root: ${JSON.stringify(pki.caFile)}, hostname: proc.test}, backendAuth: {credentials: [{location: {header: {name: authorization, prefix: "Bearer "}}, key: proc-key}]}}`;
+
 const route = (path: string, processorLines: string) => `
     - matches: [{path: {pathPrefix: ${path}}}]
       policies:
@@ -90,7 +97,7 @@ binds:
 - port: 0
   address: 127.0.0.1
   listeners:
-  - routes:${route('/own', `host: 127.0.0.1:${port}\n            policies: ${policies()}`)}${route('/named', 'backend: procs')}${route('/bare', `host: 127.0.0.1:${port}`)}${route(
+  - routes:${route('/own', `host: 127.0.0.1:${port}\n            policies: ${policies()}`)}${route('/named', 'backend: procs')}${route('/credentials', `host: 127.0.0.1:${port}\n            policies: ${credentialPolicies()}`)}${route('/credentials-alone', `host: 127.0.0.1:${port}\n            policies: ${credentialsAlone()}`)}${route('/bare', `host: 127.0.0.1:${port}`)}${route(
     '/by-service',
     `service: {name: infra/proc.test, port: 443}\n            policies: {backendTLS: {root: ${JSON.stringify(pki.caFile)}}, backendAuth: {key: proc-key}, requestHeaderModifier: {set: {x-tenant: acme}}}`,
   )}
@@ -113,6 +120,20 @@ describe('the connection to an MCP guardrail processor', () => {
       await client.close();
     });
   }
+
+  test('credentials beside the key reach the processor in their own header; credentials alone carry the key', async () => {
+    for (const path of ['/credentials', '/credentials-alone']) {
+      const before = calls.length;
+      const { client } = await connectClient(proxy.url(`${path}/mcp`));
+      const ok = await client.callTool({ name: 'echo', arguments: { message: 'hi' } });
+      assert.equal(textOf(ok), 'web echo: hi');
+      await client.close();
+      assert.ok(calls.length > before, `${path}: the processor was called with its key`);
+      assert.equal(calls.at(-1)?.['x-proc-tenant'], path === '/credentials' ? 'tenant-secret' : undefined);
+    }
+    const { ir } = loadConfigText('gw.yaml', config(), process.cwd());
+    assert.doesNotMatch(JSON.stringify(ir), /tenant-secret/);
+  });
 
   test('without the policies the processor refuses the call, and the client gets a JSON-RPC error', async () => {
     const before = refused;

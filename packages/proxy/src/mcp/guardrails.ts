@@ -357,18 +357,21 @@ function note(req: GuardedRequest, f: McpGuardFinding): void {
   );
 }
 
-/** A processor as a guard service: its connection, and its key set over any header of that name. */
+/**
+ * A processor as a guard service: its connection, and its credentials and then its key set over any
+ * header of the same name (the key wins a header both name).
+ */
 function processorService(p: McpProcessorIR): LlmGuardServiceIR {
   const c = p.connection ?? {};
   const headers = c.requestHeaders;
-  const cred = p.credential;
+  const secrets = [...(p.credentials ?? []), ...(p.credential ? [p.credential] : [])];
+  const set = { ...headers?.set };
+  for (const s of secrets) set[s.header] = s.value.reveal();
   return {
     origin: p.origin,
     timeoutMs: p.timeoutMs,
     ...c,
     ...(p.endpoints ? { endpoints: p.endpoints } : {}),
-    ...(cred
-      ? { requestHeaders: { ...headers, set: { ...headers?.set, [cred.header]: cred.value.reveal() } } }
-      : {}),
+    ...(secrets.length > 0 ? { requestHeaders: { ...headers, set } } : {}),
   };
 }
