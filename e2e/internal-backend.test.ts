@@ -20,6 +20,10 @@ const routes = `binds:
     - name: dump
       matches: [{ path: { exact: /dump } }]
       backends: [{ internal: config_dump }]
+    - name: named
+      hostnames: [admin.gw.test]
+      matches: [{ path: { exact: /named-dump } }]
+      backends: [{ internal: /config_dump }]
     - name: level
       matches: [{ path: { exact: /level } }]
       policies:
@@ -93,6 +97,19 @@ test('a fixed path keeps the query and the method: POST /level?level=debug sets 
   assert.match((await send('/gw-admin/logging', { headers: KEY })).body, /debug/);
   assert.equal((await send('/level?level=info', { method: 'POST', headers: KEY })).status, 200);
   assert.match((await send('/level', { headers: KEY })).body, /info/);
+});
+
+test('a route for any Host serves the admin only to an address or localhost; one naming its host serves that name', async () => {
+  const rebound = await send('/dump', { headers: { host: `evil.example:${port}` } });
+  assert.equal(rebound.status, 403);
+  assert.match(
+    rebound.body,
+    /the admin API answers a request for "evil\.example" only on a route or listener whose hostnames name it/,
+  );
+  assert.equal((await send('/dump', { headers: { host: `localhost:${port}` } })).status, 200);
+  const named = await send('/named-dump', { headers: { host: 'admin.gw.test' } });
+  assert.equal(named.status, 200, named.body);
+  assert.match(named.type, /application\/json/);
 });
 
 test("the admin's refusal of a cross-site browser request holds through the route", async () => {

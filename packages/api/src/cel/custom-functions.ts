@@ -12,7 +12,7 @@
 // config error at load, not a failed evaluation on every request. A function may call another, in any
 // order, but not itself, directly or through others.
 import type { ASTNode, Environment } from '@marcbachmann/cel-js';
-import { currentVariables, withVariables } from './views.ts';
+import { countCall, rootVariables, withVariables } from './views.ts';
 
 export interface CustomFunctionDef {
   readonly name: string;
@@ -25,6 +25,8 @@ export interface CustomFunctionDef {
   readonly body: string;
   /** The line of the block the definition starts on, from 1. */
   readonly line: number;
+  /** The line of the block its body's first character is on. */
+  readonly bodyLine: number;
 }
 
 /** A problem with the block, and the line of the block it is on. */
@@ -51,18 +53,34 @@ const RESERVED = new Set(
 
 /** Arguments a variadic parameter takes beyond the fixed ones (one overload per count). */
 export const MAX_VARIADIC_ARGUMENTS = 16;
+/** Custom function calls one evaluation may make: nested calls can multiply (2^depth). */
+export const MAX_CALLS_PER_EVALUATION = 10_000;
 
-/** The index of the `}` closing the `{` at `open`, braces in quoted strings not counted; -1 if none. */
+/**
+ * The index of the `}` closing the `{` at `open`, or -1: braces in CEL string literals (quoted with
+ * ' or ", triple-quoted, raw with an r prefix) and in `//` comments do not count.
+ */
 function closingBrace(text: string, open: number): number {
   let depth = 0;
-  let quote: string | undefined;
   for (let i = open; i < text.length; i++) {
     const c = text[i];
-    if (quote !== undefined) {
-      if (c === '\\') i++;
-      else if (c === quote) quote = undefined;
-    } else if (c === '"' || c === "'") quote = c;
-    else if (c === '{') depth++;
+    if (c === '/' && text[i + 1] === '/') {
+      const nl = text.indexOf('\n', i);
+      if (nl === -1) return -1;
+      i = nl;
+    } else if (c === '"' || c === "'") {
+      const raw = i > 0 && /[rR]/.test(text[i - 1] as string) && !/[A-Za-z0-9_]/.test(text[i - 2] ?? ' ');
+      const quote = text.startsWith(c.repeat(3), i) ? c.repeat(3) : c;
+      let j = i + quote.length;
+      for (; j < text.length; j++) {
+        if (text[j] === '\\' && !raw) j++;
+        else if (text.startsWith(quote, j)) break;
+        // a single-quoted string ends at its line: an unclosed one must not swallow the block
+        else if (quote.length === 1 && text[j] === '\n') break;
+      }
+      if (j >= text.length) return -1;
+      i = j + quote.length - 1;
+    } else if (c === '{') depth++;
     else if (c === '}' && --depth === 0) return i;
   }
   return -1;
@@ -80,7 +98,7 @@ function identifier(name: string, what: string, line: number): string {
   return name;
 }
 
-function definition(header: string, body: string, line: number): CustomFunctionDef {
+function definition(header: string, body: string, line: number, bodyLine: number): CustomFunctionDef {
   const paren = header.indexOf('(');
   if (paren === -1)
     throw new BlockError(
@@ -109,7 +127,7 @@ function definition(header: string, body: string, line: number): CustomFunctionD
     params.push(p);
   }
   if (body === '') throw new BlockError(line, `${name}: the body is empty`);
-  return { name, receiver, params, variadic, body, line };
+  return { name, receiver, params, variadic, body, line, bodyLine };
 }
 
 /**
@@ -138,7 +156,9 @@ export function parseCustomFunctions(block: string): CustomFunctionDef[] {
     if (open === -1) throw new BlockError(line, `${JSON.stringify(rest.slice(0, 60))} has no { body }`);
     const close = closingBrace(block, open);
     if (close === -1) throw new BlockError(line, `${JSON.stringify(rest)}: the body has no closing '}'`);
-    defs.push(definition(rest, block.slice(open + 1, close).trim(), line));
+    const inside = block.slice(open + 1, close);
+    const lead = inside.length - inside.trimStart().length;
+    defs.push(definition(rest, inside.trim(), line, lineAt(open + 1 + lead)));
     i = close + 1;
   }
 }
@@ -270,7 +290,11 @@ function build(base: Environment, block: string): WithCustomFunctions {
     const { def } = c;
     if (c.evaluate === undefined)
       throw new Error(`custom function ${def.name} is not usable: it did not compile`);
-    const caller = currentVariables() ?? {};
+    // functions calling functions can multiply the work (a(x) { b(x) + b(x) }, b likewise…)
+    if (countCall() > MAX_CALLS_PER_EVALUATION)
+      throw new Error(`more than ${MAX_CALLS_PER_EVALUATION} custom function calls in one evaluation`);
+    // the expression's variables, never a calling function's parameters
+    const caller = rootVariables() ?? {};
     const vars: Record<string, unknown> = {
       ...(caller instanceof Map ? Object.fromEntries(caller) : caller),
     };
@@ -309,16 +333,26 @@ function build(base: Environment, block: string): WithCustomFunctions {
     const env = base.clone();
     for (const p of bound) if (!env.hasVariable(p)) env.registerVariable(p, 'dyn');
     declare(env);
+    given.set(env, { defs: parsed, bodies: new Map() });
+    // a problem in the body: at the block's line it is on, the snippet numbered so too
+    const bodyProblem = (message: string) => {
+      const at = /^>\s*(\d+) \|/m.exec(message);
+      const line = def.bodyLine + (at ? Number(at[1]) - 1 : 0);
+      problems.push({
+        message: `${signatureOf(def)}: ${rebase(withCustomHint(env, message), def.bodyLine - 1)}`,
+        line,
+      });
+    };
     let evaluate: ((vars: object) => unknown) & { ast: ASTNode };
     try {
       evaluate = env.parse(def.body) as unknown as typeof evaluate;
     } catch (err) {
-      fail(def, (err as Error).message);
+      bodyProblem((err as Error).message);
       continue;
     }
     const checked = env.check(def.body) as { valid: boolean; error?: Error };
     if (!checked.valid) {
-      fail(def, checked.error?.message ?? 'invalid expression');
+      bodyProblem(checked.error?.message ?? 'invalid expression');
       continue;
     }
     c.ast = evaluate.ast;
@@ -327,10 +361,14 @@ function build(base: Environment, block: string): WithCustomFunctions {
   }
   for (const c of compiled.values()) {
     const cycle = c.evaluate && cycleFrom(c.def.name, calls);
-    if (cycle !== undefined) {
-      fail(c.def, `a function cannot call itself (${cycle})`);
-      c.evaluate = undefined;
-    }
+    if (cycle === undefined) continue;
+    fail(
+      c.def,
+      cycle.startsWith(`${c.def.name} →`)
+        ? `a function cannot call itself (${cycle})`
+        : `it calls a function that calls itself (${cycle})`,
+    );
+    c.evaluate = undefined;
   }
 
   const env = base.clone();
@@ -339,4 +377,26 @@ function build(base: Environment, block: string): WithCustomFunctions {
   for (const [name, c] of compiled) if (c.ast && c.evaluate) bodies.set(name, c.ast);
   given.set(env, { defs: parsed, bodies });
   return { env, problems };
+}
+
+/** cel-js's snippet line (`>    1 | a +`) numbered as the block's line: `offset` added, its width kept. */
+function rebase(message: string, offset: number): string {
+  return message.replace(/^>( *)(\d+) \|/m, (_m, pad: string, n: string) => {
+    const width = pad.length + n.length;
+    return `>${String(Number(n) + offset).padStart(width)} |`;
+  });
+}
+
+/**
+ * A call no overload matched, of a custom function: the message says how the function is declared
+ * (cel-js names only the argument types it was given).
+ */
+export function withCustomHint(env: Environment, message = 'invalid expression'): string {
+  const m = /^found no matching overload for '(?:[^'(]*\.)?([A-Za-z_][A-Za-z0-9_]*)\(/.exec(message);
+  const def = m && customFunctionsOf(env)?.defs.find((d) => d.name === m[1]);
+  if (!def) return message;
+  const more = def.variadic
+    ? `, at most ${MAX_VARIADIC_ARGUMENTS} arguments for ${def.params.at(-1)}...`
+    : '';
+  return `${message}\n(custom function, declared ${signatureOf(def)}${more})`;
 }

@@ -3,7 +3,7 @@
 // stand-ins that never run. Both compile through `compileCelWith`, so an expression the checks accept
 // is one the proxy compiles, with the same error message when it is not.
 import { type ASTNode, Environment } from '@marcbachmann/cel-js';
-import { customFunctionsOf, MAX_VARIADIC_ARGUMENTS, signatureOf } from './custom-functions.ts';
+import { customFunctionsOf, withCustomHint } from './custom-functions.ts';
 import { CelIp, cidrParts, maskedText, registerExtensions } from './extensions.ts';
 import { CEL_MAX_LENGTH, CEL_VARIABLES, type CelVariable, celToJson, parseJson } from './values.ts';
 import { registerViews, withVariables } from './views.ts';
@@ -95,20 +95,6 @@ export function celEnvironment<C extends object>(rt: CelRuntime<C>): Environment
   return e;
 }
 
-/**
- * A call no overload matched, of a custom function: the message says how the function is declared
- * (cel-js names only the argument types it was given).
- */
-function withCustomHint(env: Environment, message = 'invalid expression'): string {
-  const m = /^found no matching overload for '(?:[^'(]*\.)?([A-Za-z_][A-Za-z0-9_]*)\(/.exec(message);
-  const def = m && customFunctionsOf(env)?.defs.find((d) => d.name === m[1]);
-  if (!def) return message;
-  const more = def.variadic
-    ? `, at most ${MAX_VARIADIC_ARGUMENTS} arguments for ${def.params.at(-1)}...`
-    : '';
-  return `${message}\n(custom function, declared ${signatureOf(def)}${more})`;
-}
-
 /** What a macro's type check is handed (the library does not export these types). */
 interface MacroChecker {
   check(node: unknown, ctx: unknown): unknown;
@@ -144,7 +130,7 @@ export function compileCelWith(
     // functions run their bodies over them
     const inner = evaluate;
     evaluate = Object.assign(
-      (ctx: Partial<Record<CelVariable, unknown>>) => withVariables(ctx, () => inner(ctx)),
+      (ctx: Partial<Record<CelVariable, unknown>>) => withVariables(ctx, () => inner(ctx), true),
       {
         ast: inner.ast,
       },

@@ -95,21 +95,46 @@ function setQuery(s: string, name: string, value: string): string {
 
 /** The variables of the expression being evaluated, for variables(); set by compileCelWith's wrapper. */
 let evaluating: object | undefined;
+/**
+ * The variables of the top-level expression (a policy's), whatever custom function bodies run inside
+ * it: the base every body's own variables are built on, so no body sees another's parameters.
+ */
+let root: object | undefined;
+/** Custom function calls made in the current top-level evaluation (their bound: custom-functions.ts). */
+let calls = 0;
 
-/** Runs `evaluate` with `ctx` as what variables() returns. */
-export function withVariables<T>(ctx: object, evaluate: () => T): T {
+/**
+ * Runs `evaluate` with `ctx` as what variables() returns; `top`: `ctx` is a top-level expression's
+ * (compileCelWith's wrapper), else a custom function body's.
+ */
+export function withVariables<T>(ctx: object, evaluate: () => T, top = false): T {
   const outer = evaluating;
+  const outerRoot = root;
+  const outerCalls = calls;
   evaluating = ctx;
+  if (top) {
+    root = ctx;
+    calls = 0;
+  }
   try {
     return evaluate();
   } finally {
     evaluating = outer;
+    if (top) {
+      root = outerRoot;
+      calls = outerCalls;
+    }
   }
 }
 
-/** The variables of the expression being evaluated (custom functions run their bodies over them). */
-export function currentVariables(): object | undefined {
-  return evaluating;
+/** The top-level expression's variables, while one is evaluated. */
+export function rootVariables(): object | undefined {
+  return root;
+}
+
+/** Counts a custom function call of the current top-level evaluation; returns how many so far. */
+export function countCall(): number {
+  return ++calls;
 }
 
 export function registerViews(e: Environment): void {

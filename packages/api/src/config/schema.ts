@@ -1629,10 +1629,16 @@ const BACKEND_KIND_NAMES: Record<string, string> = {
   service: 'a backend by service reference (use host)',
 };
 /** agentgateway's `internal` backend: gw's own admin API as a route's backend. */
-const InternalBackend = z.string().min(1).meta({
-  description:
-    "gw's admin API: forward (the request's path and query, as the route's policies leave them) or an admin path every request goes to (the query kept), e.g. /config_dump. The admin's own checks still apply (a browser request from another site or origin is refused), and so must the route's authentication: the admin has none",
-});
+const InternalBackend = z
+  .string()
+  .min(1)
+  .refine((v) => v === 'forward' || !/[?#\s]/.test(v), {
+    message: "expected forward or an admin path without a query (the request's own query is kept)",
+  })
+  .meta({
+    description:
+      "gw's admin API: forward (the request's path and query, as the route's policies leave them) or an admin path every request goes to (the query kept), e.g. /config_dump. The admin's own checks still apply (a browser request from another site or origin is refused), and so must the route's authentication: the admin has none",
+  });
 const refusedBackend = (kind: string, rest: z.core.$ZodLooseShape) =>
   strict({
     [kind]: NotYet(BACKEND_KIND_NAMES[kind] ?? kind),

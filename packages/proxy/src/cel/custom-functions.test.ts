@@ -65,6 +65,24 @@ describe('the block', () => {
     assert.deepEqual(problemsOf(BLOCK), []);
   });
 
+  test('braces in // comments and in triple-quoted strings do not end a body', () => {
+    const defs = parseCustomFunctions(`f() {
+  // a } in a comment, and a quote: don't
+  true
+}
+g() { """a"b}""" + '''c'd{''' }
+h() { 1 }`);
+    assert.deepEqual(
+      defs.map((d) => [d.name, d.line, d.bodyLine]),
+      [
+        ['f', 1, 2],
+        ['g', 5, 5],
+        ['h', 6, 6],
+      ],
+    );
+    assert.deepEqual(problemsOf(`f() {\n  // a } in a comment\n  true\n}`), []);
+  });
+
   test('grammar errors name the line of the block', () => {
     const cases: [string, RegExp][] = [
       ['ok() { 1 }\n\nf(a) a', /^3: "f\(a\) a" has no \{ body \}/],
@@ -97,9 +115,10 @@ describe('the block', () => {
     assert.deepEqual(problemsOf('r(x) { x > 0 ? r(x - 1) : 0 }'), [
       '1: r(x): a function cannot call itself (r → r)',
     ]);
-    assert.deepEqual(problemsOf('a() { b() }\nok() { 1 }\nb() { [1].map(x, a()) }'), [
+    assert.deepEqual(problemsOf('a() { b() }\nok() { 1 }\nb() { [1].map(x, a()) }\nc() { b() }'), [
       '1: a(): a function cannot call itself (a → b → a)',
       '3: b(): a function cannot call itself (b → a → b)',
+      '4: c(): it calls a function that calls itself (b → a → b)',
     ]);
     assert.deepEqual(problemsOf('f(string) { string }'), [
       "1: f(string): the parameter string hides CEL's string (a type); rename it",
@@ -110,7 +129,16 @@ describe('the block', () => {
       problemsOf('f(a) { nope(a) }').join(),
       /^1: f\(a\): found no matching overload for 'nope\(dyn\)'/,
     );
-    assert.match(problemsOf('f(a) {\n  a +\n}').join(), /^1: f\(a\): Unexpected token: EOF/);
+    assert.match(problemsOf('f(a) {\n  a +\n}').join(), /^2: f\(a\): Unexpected token: EOF/);
+    // a problem inside a body is at the block's line it is on, the snippet numbered so
+    assert.deepEqual(problemsOf('\n\nf() {\n 1 +\n "x"\n}'), [
+      '4: f(): no such overload: int + string\n\n>    4 | 1 +\n         ^',
+    ]);
+    // a call in a body that matches no declaration says how the function is declared
+    assert.match(
+      problemsOf('f(a) { a }\ng() { f() }').join(),
+      /^2: g\(\): found no matching overload for 'f\(\)'[\s\S]*declared f\(a\)/,
+    );
     // a body sees neither the caller's comprehension variables nor other functions' parameters
     assert.match(problemsOf('g(x) { [1].map(y, y + x + z) }').join(), /Unknown variable: z/);
   });
@@ -141,6 +169,42 @@ describe('calls', () => {
     // an error in the body (a missing header) is the call's error: default() catches it
     assert.equal(run('isInternal()', { request: { headers: {} } }), undefined);
     assert.equal(run('default(isInternal(), "no header")', { request: { headers: {} } }), 'no header');
+  });
+
+  test("a function another calls sees the expression's variables, never its caller's parameters", () => {
+    const block = `f(request) { g() }
+g() { request.path }
+h(secret) { k() }
+k() { variables() }`;
+    const restore = useCelFunctions(block);
+    try {
+      const ctx = { request: { path: '/real' } };
+      // f's parameter named request does not reach g: g reads the request's own path
+      assert.equal(compileCel('f({"path": "/spoofed"})').eval(ctx), '/real');
+      const vars = compileCel('h("s3cret")').eval(ctx) as Record<string, unknown>;
+      assert.deepEqual(Object.keys(vars).sort(), ['request']);
+    } finally {
+      restore();
+    }
+  });
+
+  test('calls that multiply (each function calling the next twice) stop at a bound, not a hung worker', () => {
+    const chain = Array.from({ length: 16 }, (_, i) =>
+      i === 0 ? 'e0(x) { 1 }' : `e${i}(x) { e${i - 1}(x) + e${i - 1}(x) }`,
+    ).join('\n');
+    const restore = useCelFunctions(chain);
+    try {
+      // 2^12 calls: within the bound
+      assert.equal(compileCel('e12(0)').eval({}), 4096n);
+      // 2^15 calls: the evaluation fails (no value), at once
+      const t0 = performance.now();
+      assert.equal(compileCel('e15(0)').eval({}), undefined);
+      assert.ok(performance.now() - t0 < 2000);
+      // what e15 reads is worked out once per function, not once per call
+      assert.equal(compileCel('e15(0)').reads('request', 'body'), false);
+    } finally {
+      restore();
+    }
   });
 
   test('a call that matches no declaration is refused at compile time, with the declaration', () => {
@@ -251,6 +315,35 @@ binds:
     const still = await send('/internal/c', { 'x-env': 'staging' });
     assert.equal(still.statusCode, 200);
     await still.body.dump();
+  });
+
+  test('a metrics label calling a function follows the function across a reload', async () => {
+    const withTier = (tier: string) => `config:
+  customFunctions: 'tier() { "${tier}" }'
+  metrics:
+    fields:
+      add: {tier: 'tier()'}
+binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - backends: [{host: "127.0.0.1:${up.port}"}]
+`;
+    const p = await startProxy(withTier('gold'));
+    try {
+      const tiers = async () => {
+        const r = await request(p.url('/m'));
+        await r.body.dump();
+        const m = (await p.metrics.registry.getMetricsAsJSON()).find((x) => x.name === 'gw_requests_total');
+        return new Set(m?.values.map((v) => v.labels.tier));
+      };
+      assert.deepEqual(await tiers(), new Set(['gold']));
+      await p.reload(withTier('silver'));
+      assert.ok((await tiers()).has('silver'));
+    } finally {
+      await p.close();
+    }
   });
 
   test('config errors: the block, and an expression calling a function it does not declare', () => {

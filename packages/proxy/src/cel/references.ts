@@ -13,9 +13,17 @@ export function readsField(
   field: string,
   bodies?: ReadonlyMap<string, ASTNode>,
 ): boolean {
+  // each function's body read once, however many calls reach it (calls can nest and repeat)
+  const seen = new Map<string, boolean>();
   const body = (name: unknown) => {
     const b = bodies?.get(name as string);
-    return b !== undefined && visit(b);
+    if (b === undefined) return false;
+    let r = seen.get(name as string);
+    if (r === undefined) {
+      r = visit(b);
+      seen.set(name as string, r);
+    }
+    return r;
   };
   const visit = (n: ASTNode): boolean => {
     switch (n.op) {

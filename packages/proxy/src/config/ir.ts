@@ -376,8 +376,12 @@ export type BackendTarget =
   | { kind: 'dynamic'; target?: string }
   /** A backend that does not exist (`invalid`, an unresolved backendRef): answered 500. */
   | { kind: 'invalid' }
-  /** gw's admin API (`internal`): the request's own path, or `path` for every request. */
-  | { kind: 'internal'; path?: string }
+  /**
+   * gw's admin API (`internal`): the request's own path, or `path` for every request. `anyHost`: its
+   * route and listener name no hostname, so the Host a request names must be an address or localhost
+   * (a DNS name could be a rebinding page's).
+   */
+  | { kind: 'internal'; path?: string; anyHost?: true }
   | ServiceTarget
   | AiTarget
   | McpTarget

@@ -469,7 +469,15 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
       load(
         backend('{internal: forward}, {internal: config_dump}, {invalid: null}'),
       ).binds[0]?.listeners[0]?.routes[0]?.backends.map((b) => b.target),
-      [{ kind: 'internal' }, { kind: 'internal', path: '/config_dump' }, { kind: 'invalid' }],
+      [
+        { kind: 'internal', anyHost: true },
+        { kind: 'internal', path: '/config_dump', anyHost: true },
+        { kind: 'invalid' },
+      ],
+    );
+    assert.throws(
+      () => load(backend('{internal: "/logging?level=debug"}')),
+      /backends\[0\]\.internal: expected forward or an admin path without a query/,
     );
     // a service backend loads against the top-level services (upstream/service-backend.test.ts)
     assert.throws(

@@ -341,6 +341,7 @@ class Builder {
     this.checkRouteGroups();
     const binds = this.binds();
     for (const b of binds) for (const l of b.listeners) l.routes = l.routes.flatMap((r) => this.withGroup(r));
+    markInternalBackends(binds);
     const frontend = this.frontend();
     addCredentialLocations(global, binds, this.#upstreamCredentials);
     // With the problems found while reading (unset environment variables), so a file shows all at once.
@@ -3501,6 +3502,20 @@ function parseHost(host: string, byName = false): BackendTarget {
   return byName && isIP(h) === 0
     ? { kind: 'host', host: h, port, rewriteHost: true }
     : { kind: 'host', host: h, port };
+}
+
+/**
+ * An internal backend on a route that takes any Host (neither it nor its listener names one) is
+ * marked: there a request naming a DNS name is refused, since a page that rebinds its name to the
+ * gateway's address would otherwise read the admin API through a visitor's browser.
+ */
+function markInternalBackends(binds: BindIR[]): void {
+  for (const b of binds)
+    for (const l of b.listeners)
+      for (const r of l.routes)
+        for (const be of r.backends)
+          if (be.target.kind === 'internal' && l.hostname === undefined && r.hostnames.length === 0)
+            be.target.anyHost = true;
 }
 
 /** `internal: forward`, or an admin path (a leading / added when it has none, as agentgateway does). */

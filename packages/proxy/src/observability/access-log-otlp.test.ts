@@ -89,6 +89,7 @@ describe('accessLog.preset', () => {
       const line = proxy.accessLog.find((l) => l['url.path'] === '/otel/a');
       for (const rec of [line, exported.attributes]) {
         assert.ok(rec);
+        assert.equal(typeof rec['client.port'], 'number');
         for (const [k, v] of Object.entries(want)) assert.equal(rec[k], v, k);
         // gw's own names are not there, nor the removed field
         for (const k of ['src.addr', 'http.method', 'http.path', 'http.status', 'network.protocol.version'])

@@ -264,7 +264,7 @@ export function requestRecord(
 
 /**
  * The request's HTTP fields under OpenTelemetry's names (accessLog.preset: otel): the client's
- * address without its port, the Host split into server.address and server.port (when the Host names
+ * address and port apart, the Host split into server.address and server.port (when the Host names
  * one), the path and the query (its credentials redacted, without its `?`) apart, the protocol
  * version as OpenTelemetry writes it (`1.1`, `2`).
  */
@@ -275,15 +275,28 @@ function otelHttpFields(
   credentialParams: ReadonlySet<string>,
 ): void {
   rec['client.address'] = req.source.address;
+  rec['client.port'] = req.source.port;
   rec['http.request.method'] = req.method;
   rec['server.address'] = req.host;
   const port = /:([0-9]{1,5})$/.exec(req.authority)?.[1];
   if (port !== undefined) rec['server.port'] = Number(port);
   rec['url.scheme'] = req.scheme;
-  const url = redactQuery(req.originalUrl, credentialParams);
+  // an absolute-form target (a forward proxy's request) is a whole URL: its path and query only
+  const target = req.originalUrl.startsWith('/') ? req.originalUrl : pathAndQueryOf(req.originalUrl);
+  const url = redactQuery(target, credentialParams);
   const q = url.indexOf('?');
   rec['url.path'] = q < 0 ? url : url.slice(0, q);
   if (q >= 0 && q < url.length - 1) rec['url.query'] = url.slice(q + 1);
   rec['network.protocol.version'] = req.httpVersion === '2.0' ? '2' : req.httpVersion;
   rec['http.response.status_code'] = status;
+}
+
+/** The path and query of an absolute URL (`http://h/p?q` → `/p?q`); the text itself when it is none. */
+function pathAndQueryOf(target: string): string {
+  try {
+    const u = new URL(target);
+    return `${u.pathname}${u.search}`;
+  } catch {
+    return target;
+  }
 }

@@ -132,7 +132,12 @@ export class ProxyMetrics implements RequestObserver {
   /** The series of each route, then of each backend and status under it: no key is built per request. */
   #routes = new Map<string, RouteSeries>();
   /** config.metrics.fields.add: label names and their CEL, evaluated when each request ends. */
-  #labels: { key: string; names: string[]; programs: CelProgram[] } = { key: '[]', names: [], programs: [] };
+  #labels: { key: string; functions: string; names: string[]; programs: CelProgram[] } = {
+    key: '[]',
+    functions: '',
+    names: [],
+    programs: [],
+  };
   /** config.metrics.remove: the metrics taken out of the registry, to put back when no longer removed. */
   readonly #removed = new Map<string, Metric>();
 
@@ -140,7 +145,7 @@ export class ProxyMetrics implements RequestObserver {
    * config.metrics: labels added to gw_requests_total and gw_request_duration_seconds (a change of
    * them starts both afresh), and metrics not served.
    */
-  configure(m: MetricsIR | undefined): void {
+  configure(m: MetricsIR | undefined, customFunctions = ''): void {
     const labels = Object.entries(m?.labels ?? {});
     const key = JSON.stringify(labels);
     if (key !== this.#labels.key) {
@@ -150,7 +155,19 @@ export class ProxyMetrics implements RequestObserver {
       this.requests = requestsFamily(this.registry, names);
       this.duration = durationFamily(this.registry, names);
       this.#routes = new Map();
-      this.#labels = { key, names, programs: labels.map(([, e]) => compileCel(e)) };
+      this.#labels = {
+        key,
+        functions: customFunctions,
+        names,
+        programs: labels.map(([, e]) => compileCel(e)),
+      };
+    } else if (customFunctions !== this.#labels.functions) {
+      // the same labels, calling functions that changed: compiled anew, the series kept
+      this.#labels = {
+        ...this.#labels,
+        functions: customFunctions,
+        programs: labels.map(([, e]) => compileCel(e)),
+      };
     }
     const remove = new Set(m?.remove ?? []);
     for (const [name, metric] of this.#removed)

@@ -15,6 +15,7 @@ export function tcpConnectionObserver(
   metrics: ProxyMetrics | undefined,
 ): (s: TcpConnectionSummary) => void {
   const remove = frontend.accessLog?.remove ?? [];
+  const otel = frontend.accessLog?.preset === 'otel';
   return (s) => {
     metrics?.recordTcp(s);
     if (!log.isLevelEnabled('info')) return;
@@ -24,7 +25,10 @@ export function tcpConnectionObserver(
       route: s.route,
       backend: s.backend,
       endpoint: s.endpoint,
-      'src.addr': `${s.source.address}:${s.source.port}`,
+      // preset otel: OpenTelemetry's name for the client's address (its port apart)
+      ...(otel
+        ? { 'client.address': s.source.address, 'client.port': s.source.port }
+        : { 'src.addr': `${s.source.address}:${s.source.port}` }),
       protocol: s.protocol,
       'tls.sni': s.sni,
       'bytes.received': s.bytesReceived,

@@ -235,7 +235,7 @@ export class DataPlane {
           )
         : undefined;
     const connectionCheck = await this.#connectionCheckFor(ir.frontend.networkExtAuthz);
-    const spans = await this.#spansFor(ir.frontend.tracing);
+    const spans = await this.#spansFor(ir.frontend.tracing, ir.global.customFunctions);
     const tracing =
       spans && ir.frontend.tracing
         ? new TracingSource(
@@ -334,7 +334,7 @@ export class DataPlane {
       ...(otlpLog ? [otlpLog] : []),
     ]);
     this.#tcpEnd = tcpConnectionObserver(this.#opts.accessLog, ir.frontend, this.#opts.metrics);
-    this.#opts.metrics?.configure(ir.global.metrics);
+    this.#opts.metrics?.configure(ir.global.metrics, ir.global.customFunctions);
     this.#tracing = tracing;
     this.#sources = tracing ? [this.#trace, tracing] : [this.#trace];
     if (this.#logs !== logs) {
@@ -522,11 +522,19 @@ export class DataPlane {
    * The span exporter for a config's tracing: the current one while the collector settings are the
    * same, else a new one, with the SDK loaded before the config is served.
    */
-  async #spansFor(t: TracingIR | undefined): Promise<Spans | undefined> {
+  async #spansFor(t: TracingIR | undefined, customFunctions = ''): Promise<Spans | undefined> {
     if (!t) return undefined;
     const { endpoint, protocol, headers, resources, tls, credential } = t;
     const connection = { ...(tls ? { tls } : {}), ...(credential ? { credential } : {}) };
-    const key = JSON.stringify([endpoint, protocol, headers, resources, collectorKey(connection)]);
+    // the resources are CEL, which may call the config's functions
+    const key = JSON.stringify([
+      endpoint,
+      protocol,
+      headers,
+      resources,
+      collectorKey(connection),
+      customFunctions,
+    ]);
     if (this.#spans?.key === key) return this.#spans;
     const resource = resourceAttributes(t.resources, this.#opts.log);
     const onError = exportWarning(this.#opts.log, t.endpoint, 'spans');

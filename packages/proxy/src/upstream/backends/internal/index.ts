@@ -3,7 +3,10 @@
 // admin path, its query kept. The admin server runs in the main thread; a worker reaches it over
 // loopback (or its unix socket), with a Host the admin answers. The admin's own refusals still apply:
 // a request a browser sent from another site or origin (Sec-Fetch-Site, Origin) is refused there, so
-// exposing the admin this way needs the route's authentication, not a change to the admin.
+// exposing the admin this way needs the route's authentication, not a change to the admin. The Host
+// check the admin makes against DNS rebinding is made here on the client's Host: a route that takes
+// any Host serves the admin only to requests naming an address or localhost.
+import { isIP } from 'node:net';
 import { Pool } from 'undici';
 import { GwError } from '../../../errors.ts';
 import { callUpstream } from '../../call.ts';
@@ -60,6 +63,11 @@ export const internalBackend: BackendKind<'internal'> = {
       protocol: 'http',
       target: () => admin?.endpoint ?? 'admin (off)',
       call: (ctx) => {
+        if (t.anyHost && !addressOrLocalhost(ctx.host))
+          throw new GwError(
+            'GW_ERR_FORBIDDEN',
+            `the admin API answers a request for ${JSON.stringify(ctx.host)} only on a route or listener whose hostnames name it`,
+          );
         const a = admin;
         if (a === undefined)
           throw new GwError(
@@ -74,3 +82,9 @@ export const internalBackend: BackendKind<'internal'> = {
     };
   },
 };
+
+/** An IP literal (bracketed or not) or localhost: names no rebinding page can hold. */
+function addressOrLocalhost(host: string): boolean {
+  const h = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+  return isIP(h) !== 0 || h === 'localhost' || h === 'localhost.';
+}
