@@ -7,9 +7,9 @@
 // check the admin makes against DNS rebinding is made here on the client's Host: a route that takes
 // any Host serves the admin only to requests naming an address or localhost.
 import { isIP } from 'node:net';
-import { Pool } from 'undici';
 import { GwError } from '../../../errors.ts';
 import { callUpstream } from '../../call.ts';
+import { Pool } from '../../undici.ts';
 import type { BackendKind } from '../types.ts';
 
 interface AdminEndpoint {
