@@ -62,7 +62,7 @@ describe('examples', () => {
     assert.equal(echo.headers['x-gateway'], 'gw');
   });
 
-  test('policies.yaml: rewrite, redirect, direct response, CORS preflight', async (t) => {
+  test('policies.yaml: rewrite, redirect, direct response, CORS preflight, a custom function', async (t) => {
     const p = await startProxy(prepared('policies.yaml'));
     t.after(() => p.close());
     const api = await request(p.url('/api/v1/items?x=1'));
@@ -80,6 +80,13 @@ describe('examples', () => {
     });
     await pre.body.dump();
     assert.equal(pre.headers['access-control-allow-origin'], 'https://app.example.com');
+    // authorization by config.customFunctions' isInternal(): the header, or the office network
+    const outside = await request(p.url('/internal/report'));
+    await outside.body.dump();
+    assert.equal(outside.statusCode, 403);
+    const inside = await request(p.url('/internal/report'), { headers: { 'x-env': 'internal' } });
+    assert.equal(inside.statusCode, 200);
+    assert.equal(((await inside.body.json()) as { url: string }).url, '/internal/report');
   });
 
   test('llm.yaml serves chat completions, responses and embeddings from the fake provider its header names', async (t) => {
