@@ -46,8 +46,17 @@ export function checkTrafficPolicies(p: TrafficPolicies, path: FieldPath): Probl
         ...checkExtProcCel(e, at),
       ]),
     );
-  if (p.localRateLimit && !Array.isArray(p.localRateLimit))
-    out.push(...checkExplicitOrConditional(p.localRateLimit, [...path, 'localRateLimit'], () => []));
+  if (p.localRateLimit) {
+    // a bucket's key is CEL (the spec's form has none)
+    const key = (l: object, at: FieldPath) =>
+      'key' in l && typeof l.key === 'string' ? checkCel(l.key, [...at, 'key']) : [];
+    const lp = [...path, 'localRateLimit'];
+    out.push(
+      ...(Array.isArray(p.localRateLimit)
+        ? p.localRateLimit.flatMap((l, i) => key(l, [...lp, i]))
+        : checkExplicitOrConditional(p.localRateLimit, lp, key)),
+    );
+  }
   if (p.remoteRateLimit) out.push(...checkRemoteRateLimit(p.remoteRateLimit, [...path, 'remoteRateLimit']));
   if (p.mcpRemoteRateLimit) {
     const at = [...path, 'mcpRemoteRateLimit'];

@@ -882,6 +882,10 @@ const LocalRateLimitBucket = strict({
   tokensPerFill: z.number().int().min(0).default(0),
   fillInterval: Duration,
   type: z.enum(['requests', 'tokens']).optional(),
+  key: Cel.nullable().optional().meta({
+    description:
+      'CEL giving the bucket a request draws from (jwt.sub: one bucket per user, with the limits above each); a string, number or bool as written; unset, failed or another value: one shared bucket. A proxy keeps the 4096 most recently used keys per limit (a key forgotten starts with a full bucket)',
+  }),
 }).refine((l) => l.tokensPerFill <= l.maxTokens, {
   message: 'maxTokens cannot be less than tokensPerFill',
   path: ['maxTokens'],

@@ -206,7 +206,7 @@ export class InFlightTable {
 }
 
 /** Two independent 32-bit FNV-1a hashes of the key's UTF-16 code units (different offsets). */
-function hashes(key: string): [number, number] {
+export function hashes(key: string): [number, number] {
   let h1 = 0x811c9dc5;
   let h2 = 0x01000193 ^ 0x5bd1e995;
   for (let i = 0; i < key.length; i++) {

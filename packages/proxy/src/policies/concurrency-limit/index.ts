@@ -68,7 +68,7 @@ function compile(l: ConcurrencyLimit, buffer: SharedArrayBuffer): Limit {
  * The counter a key's value names: a string as it is, a number or a bool as written; anything else
  * (a failed evaluation, a map) the one counter of requests without a key, which no string names.
  */
-function keyOf(v: unknown): string {
+export function keyOf(v: unknown): string {
   if (typeof v === 'string') return `s:${v}`;
   if (typeof v === 'bigint' || typeof v === 'number' || typeof v === 'boolean') return `v:${String(v)}`;
   return '';

@@ -80,3 +80,138 @@ export class SharedBucket {
     return Math.max(0, Math.ceil((this.capacity - tokens) / this.refillPerMs / 1000));
   }
 }
+
+/**
+ * Token buckets by key (localRateLimit's `key`: `jwt.sub`, one bucket per user), in memory every
+ * worker shares, so each key's limit is exact per replica. The table is set-associative: a key's two
+ * 32-bit hashes pick one set of KEYED_WAYS slots (distinct keys share a bucket only if both hashes
+ * collide), and a key not in its set takes an empty slot there, else one whose bucket has refilled to
+ * full (forgetting it loses nothing: a new bucket starts full), else the one least recently used, whose
+ * key starts afresh. So at most KEYED_SETS × KEYED_WAYS keys are remembered per limit, the busiest
+ * ones. One spin lock guards the table, as SharedBucket's guards its bucket.
+ */
+export const KEYED_SETS = 512;
+export const KEYED_WAYS = 8;
+/** Bytes of a slot: the key's two hashes (Int32), then tokens and the last refill (Float64). */
+const SLOT_BYTES = 24;
+/** The lock (padded to 8 bytes), then the slots. */
+export const KEYED_BUCKET_BYTES = 8 + KEYED_SETS * KEYED_WAYS * SLOT_BYTES;
+
+export class KeyedBuckets {
+  readonly capacity: number;
+  readonly refillPerMs: number;
+  readonly #lock: Int32Array;
+  readonly #ints: Int32Array;
+  readonly #floats: Float64Array;
+
+  /** `memory` must be KEYED_BUCKET_BYTES long and zeroed for a new table. */
+  constructor(memory: SharedArrayBuffer, capacity: number, refillPerMs: number) {
+    this.capacity = capacity;
+    this.refillPerMs = refillPerMs;
+    this.#lock = new Int32Array(memory, 0, 1);
+    this.#ints = new Int32Array(memory);
+    this.#floats = new Float64Array(memory);
+  }
+
+  /** Takes `n` tokens from the key's bucket if at least one is left. */
+  take(h: [number, number], n: number): { ok: boolean; remaining: number; resetSeconds: number } {
+    return this.#withBucket(h, (tokens, set) => {
+      if (tokens < 1) return { ok: false, remaining: 0, resetSeconds: this.#reset(tokens) };
+      set(tokens - n);
+      return {
+        ok: true,
+        remaining: Math.max(0, Math.floor(tokens - n)),
+        resetSeconds: this.#reset(tokens - n),
+      };
+    });
+  }
+
+  /** Whether the key's bucket has a token left, without taking one. */
+  peek(h: [number, number]): { ok: boolean; remaining: number; resetSeconds: number } {
+    return this.#withBucket(h, (tokens) => ({
+      ok: tokens >= 1,
+      remaining: Math.max(0, Math.floor(tokens)),
+      resetSeconds: this.#reset(tokens),
+    }));
+  }
+
+  debit(h: [number, number], n: number): void {
+    this.#withBucket(h, (tokens, set) => set(tokens - n));
+  }
+
+  /** Keys remembered now (tests). */
+  get keys(): number {
+    let n = 0;
+    for (let i = 0; i < KEYED_SETS * KEYED_WAYS; i++)
+      if ((this.#floats[this.#at(i) / 8 + 2] as number) !== 0) n++;
+    return n;
+  }
+
+  /** Byte offset of slot `i`. */
+  #at(i: number): number {
+    return 8 + i * SLOT_BYTES;
+  }
+
+  /**
+   * Runs `fn` on the key's bucket, refilled to now, under the lock: the slot holding the key, or the
+   * one it takes over (see the class comment). `set` stores the bucket's new token count.
+   */
+  #withBucket<T>([h1, h2]: [number, number], fn: (tokens: number, set: (t: number) => void) => T): T {
+    while (Atomics.compareExchange(this.#lock, 0, 0, 1) !== 0) {
+      // another thread holds it for a few dozen instructions
+    }
+    try {
+      const now = Date.now();
+      const ints = this.#ints;
+      const f = this.#floats;
+      const first = ((h1 >>> 0) % KEYED_SETS) * KEYED_WAYS;
+      let slot = -1;
+      let free = -1;
+      let full = -1;
+      let oldest = -1;
+      for (let w = 0; w < KEYED_WAYS; w++) {
+        const i = first + w;
+        const at = this.#at(i);
+        const last = f[at / 8 + 2] as number;
+        if (last === 0) {
+          if (free === -1) free = i;
+          continue;
+        }
+        if (ints[at / 4] === h1 && ints[at / 4 + 1] === h2) {
+          slot = i;
+          break;
+        }
+        if (full === -1 && this.#refilled(f[at / 8 + 1] as number, last, now) >= this.capacity) full = i;
+        if (oldest === -1 || last < (f[this.#at(oldest) / 8 + 2] as number)) oldest = i;
+      }
+      let tokens: number;
+      if (slot === -1) {
+        slot = free !== -1 ? free : full !== -1 ? full : oldest;
+        const at = this.#at(slot);
+        ints[at / 4] = h1;
+        ints[at / 4 + 1] = h2;
+        tokens = this.capacity;
+      } else {
+        const at = this.#at(slot);
+        tokens = this.#refilled(f[at / 8 + 1] as number, f[at / 8 + 2] as number, now);
+      }
+      const base = this.#at(slot) / 8;
+      f[base + 1] = tokens;
+      f[base + 2] = now;
+      return fn(tokens, (t) => {
+        f[base + 1] = t;
+      });
+    } finally {
+      Atomics.store(this.#lock, 0, 0);
+    }
+  }
+
+  #refilled(tokens: number, last: number, now: number): number {
+    const elapsed = now - last;
+    return elapsed > 0 ? Math.min(this.capacity, tokens + elapsed * this.refillPerMs) : tokens;
+  }
+
+  #reset(tokens: number): number {
+    return Math.max(0, Math.ceil((this.capacity - tokens) / this.refillPerMs / 1000));
+  }
+}

@@ -1,22 +1,35 @@
 // localRateLimit: token buckets per route, exact across the workers of one proxy. Request limits take
 // a token before forwarding; token limits (LLM usage) only check that budget is left, and debit the
 // response's input+output tokens when it completes — so the request that crosses the limit succeeds,
-// and later ones get 429 until the bucket refills.
+// and later ones get 429 until the bucket refills. A limit with a `key` (CEL: `jwt.sub`) has a bucket
+// per value of it (bucket.ts KeyedBuckets); a key that fails or is not a string, number or bool draws
+// from the one bucket of requests without a key.
 import { createHash } from 'node:crypto';
 import type { LocalRateLimit } from '@gw/api';
 import { parseGoDuration } from '@gw/api/runtime';
+import { type CelProgram, compileCel } from '../../cel/cel.ts';
 import { GwError } from '../../errors.ts';
 import { onResponseUsage } from '../../llm/usage.ts';
+import { hashes } from '../concurrency-limit/in-flight.ts';
+import { keyOf } from '../concurrency-limit/index.ts';
 import { withConditional } from '../conditional.ts';
 import type { BuildEnv } from '../types.ts';
-import { BUCKET_BYTES, SharedBucket } from './bucket.ts';
+import { BUCKET_BYTES, KEYED_BUCKET_BYTES, KeyedBuckets, SharedBucket } from './bucket.ts';
 
 const UNIT_MS = { Seconds: 1000, Minutes: 60_000, Hours: 3_600_000 } as const;
 
 interface Limit {
   kind: 'requests' | 'tokens';
-  bucket: SharedBucket;
+  capacity: number;
+  /** A limit without a key: one bucket. */
+  bucket?: SharedBucket;
+  /** A limit with a key (`jwt.sub`): a bucket per value of it. */
+  keyed?: { table: KeyedBuckets; key: CelProgram };
 }
+
+/** A limit's key expression: the bucket form's `key` (the spec's form has none). */
+const keyExpr = (l: LocalRateLimit): string | undefined =>
+  'maxTokens' in l && typeof l.key === 'string' ? l.key : undefined;
 
 export function normalizeLimit(l: LocalRateLimit): {
   kind: 'requests' | 'tokens';
@@ -57,7 +70,7 @@ function headers(
   const l = limits[i] as Limit;
   const r = results[i] as { remaining: number; resetSeconds: number };
   return {
-    'x-ratelimit-limit': String(l.bucket.capacity),
+    'x-ratelimit-limit': String(l.capacity),
     'x-ratelimit-remaining': String(r.remaining),
     'x-ratelimit-reset': String(r.resetSeconds),
   };
@@ -70,18 +83,35 @@ export const localRateLimit = withConditional<'localRateLimit', LocalRateLimit[]
     build(config: LocalRateLimit[], env: BuildEnv) {
       const limits: Limit[] = config.map((l, i) => {
         const n = normalizeLimit(l);
+        const memory = rateLimitKey(env.route, i, l);
+        const key = keyExpr(l);
+        if (key === undefined)
+          return {
+            kind: n.kind,
+            capacity: n.capacity,
+            bucket: new SharedBucket(env.shared(memory, BUCKET_BYTES), n.capacity, n.refillPerMs),
+          };
         return {
           kind: n.kind,
-          bucket: new SharedBucket(
-            env.shared(rateLimitKey(env.route, i, l), BUCKET_BYTES),
-            n.capacity,
-            n.refillPerMs,
-          ),
+          capacity: n.capacity,
+          keyed: {
+            table: new KeyedBuckets(env.shared(memory, KEYED_BUCKET_BYTES), n.capacity, n.refillPerMs),
+            key: compileCel(key),
+          },
         };
       });
-      const tokenLimits = limits.filter((l) => l.kind === 'tokens');
+      const keyed = limits.some((l) => l.keyed !== undefined);
+      const tokenLimits = limits.flatMap((l, i) => (l.kind === 'tokens' ? [i] : []));
       return async (ctx, next) => {
-        const results = limits.map((l) => (l.kind === 'requests' ? l.bucket.take(1) : l.bucket.peek()));
+        // each keyed limit's bucket, by the request as it is now (llm.* read on an LLM route)
+        const cel = keyed ? ctx.celContext() : undefined;
+        const keys = limits.map((l) => (l.keyed && cel ? hashes(keyOf(l.keyed.key.eval(cel))) : undefined));
+        const results = limits.map((l, i) => {
+          const k = keys[i];
+          if (l.keyed && k) return l.kind === 'requests' ? l.keyed.table.take(k, 1) : l.keyed.table.peek(k);
+          const b = l.bucket as SharedBucket;
+          return l.kind === 'requests' ? b.take(1) : b.peek();
+        });
         const h = headers(limits, results);
         if (results.some((r) => !r.ok)) {
           ctx.obs?.event(ctx, 'rateLimit', { limited: true, ...h }, null, 'warn');
@@ -91,13 +121,21 @@ export const localRateLimit = withConditional<'localRateLimit', LocalRateLimit[]
         if (ctx.response) Object.assign(ctx.response.headers, h);
         if (tokenLimits.length > 0) {
           onResponseUsage(ctx, (tokens) => {
-            for (const l of tokenLimits) l.bucket.debit(tokens);
+            for (const i of tokenLimits) {
+              const l = limits[i] as Limit;
+              const k = keys[i];
+              if (l.keyed && k) l.keyed.table.debit(k, tokens);
+              else l.bucket?.debit(tokens);
+            }
           });
         }
       };
     },
     sharedMemory: (config, env) =>
-      config.map((l, i) => ({ key: rateLimitKey(env.route, i, l), bytes: BUCKET_BYTES })),
+      config.map((l, i) => ({
+        key: rateLimitKey(env.route, i, l),
+        bytes: keyExpr(l) === undefined ? BUCKET_BYTES : KEYED_BUCKET_BYTES,
+      })),
   },
   (entry) => [entry],
 );

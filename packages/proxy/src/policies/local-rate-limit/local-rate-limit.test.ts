@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { startUpstream, type TestServer } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
+import { loadConfigText } from '../../config/load.ts';
 
 let up: TestServer;
 let proxy: TestProxy;
@@ -55,6 +56,8 @@ ${route('tokens', '[{maxTokens: 100, tokensPerFill: 100, fillInterval: 1s, type:
 ${route('stream', '[{maxTokens: 100, tokensPerFill: 100, fillInterval: 60s, type: tokens}]')}
 ${route('gemini', '[{maxTokens: 100, tokensPerFill: 100, fillInterval: 1h, type: tokens}]')}
 ${route('both', '[{requests: 100, unit: Minutes}, {tokens: 100, unit: Hours}]')}
+${route('per-user', `[{maxTokens: 2, tokensPerFill: 2, fillInterval: 1h, key: 'request.headers["x-user"]'}]`)}
+${route('per-user-tokens', `[{maxTokens: 100, tokensPerFill: 100, fillInterval: 1h, type: tokens, key: 'request.headers["x-user"]'}]`)}
 `);
 });
 after(async () => {
@@ -62,8 +65,8 @@ after(async () => {
   await up.close();
 });
 
-async function call(path: string) {
-  const r = await request(proxy.url(path));
+async function call(path: string, headers: Record<string, string> = {}) {
+  const r = await request(proxy.url(path), { headers });
   return { status: r.statusCode, headers: r.headers, text: await r.body.text() };
 }
 
@@ -122,5 +125,49 @@ test('a request limit and a token limit in one block are checked independently',
     (await call('/both/tokens')).status,
     429,
     'the token budget is spent even though requests remain',
+  );
+});
+
+test('a key gives each value a bucket of its own; requests without one share a bucket', async () => {
+  const as = (user?: string) => call('/per-user', user === undefined ? {} : { 'x-user': user });
+  assert.deepEqual(
+    [await as('alice'), await as('alice'), await as('alice')].map((r) => r.status),
+    [200, 200, 429],
+  );
+  // bob's bucket is his own, and still full
+  const bob = await as('bob');
+  assert.equal(bob.status, 200);
+  assert.equal(bob.headers['x-ratelimit-remaining'], '1');
+  assert.equal((await as('alice')).status, 429);
+  // no header: the key fails to evaluate, and those requests share one bucket
+  assert.deepEqual(
+    [await as(), await as(), await as()].map((r) => r.status),
+    [200, 200, 429],
+  );
+});
+
+test('a token limit with a key debits the usage from the bucket of the request that used it', async () => {
+  const as = (user: string) => call('/per-user-tokens/tokens', { 'x-user': user });
+  assert.equal((await as('carol')).status, 200); // 110 tokens against 100
+  assert.equal((await as('carol')).status, 429);
+  assert.equal((await as('dave')).status, 200, "carol's usage is not dave's");
+});
+
+test('the key is CEL, checked at load', () => {
+  assert.throws(
+    () =>
+      loadConfigText(
+        'gw.yaml',
+        `binds:
+- port: 0
+  listeners:
+  - routes:
+    - policies:
+        localRateLimit: [{maxTokens: 1, tokensPerFill: 1, fillInterval: 1s, key: 'jwt.sub +'}]
+      backends: [{host: "127.0.0.1:1"}]
+`,
+        process.cwd(),
+      ),
+    /policies\.localRateLimit\[0\]\.key: invalid CEL expression/,
   );
 });
