@@ -1392,10 +1392,14 @@ export const BackendTunnel = strict({
   })
     .nullable()
     .optional(),
-  mode: z.enum(['Auto', 'Connect']).optional().meta({
-    description:
-      'gw addition: Auto (default) tunnels TLS and HTTP/2 by CONNECT and sends plaintext HTTP/1.1 in absolute form; Connect always tunnels',
-  }),
+  mode: z
+    .enum(['auto', 'connect', 'Auto', 'Connect'])
+    .transform((m) => (m.toLowerCase() === 'connect' ? ('Connect' as const) : ('Auto' as const)))
+    .optional()
+    .meta({
+      description:
+        'auto (default) tunnels TLS and HTTP/2 by CONNECT and sends plaintext HTTP/1.1 in absolute form; connect always tunnels (Auto and Connect, gw’s earlier spellings, too)',
+    }),
 });
 /** agentgateway's backend policies this build does not run at the backend, refused by name. */
 const BACKEND_POLICIES_NOT_BUILT = {};
@@ -2679,10 +2683,14 @@ export const GuardWebhook = strict({
     description:
       'when the webhook fails (unreachable, timeout, an answer that is not a verdict): failClosed (default) answers the client an error, failOpen passes the content on',
   }),
-  action: z.enum(['enforce', 'audit']).optional().meta({
-    description:
-      'gw addition: enforce (default) applies the verdict; audit calls the webhook, records the verdict and never applies it',
-  }),
+  action: z
+    .enum(['reject', 'enforce', 'audit'])
+    .transform((a) => (a === 'audit' ? ('audit' as const) : ('enforce' as const)))
+    .optional()
+    .meta({
+      description:
+        'reject (default; enforce, gw’s earlier name) applies the verdict; audit calls the webhook, records the verdict and never applies it',
+    }),
   timeout: Duration.optional().meta({
     description: 'gw addition: how long to wait for a verdict (default 10s)',
   }),
@@ -2732,8 +2740,14 @@ const guardServicePolicies = <A extends z.ZodType>(auth: A) =>
     }),
   });
 /** agentgateway's Moderation: OpenAI's moderation endpoint on the request (a flagged text is rejected). */
+/** agentgateway's action of a cloud guard: reject (default) enforces what it finds, audit only records it. */
+const CloudGuardAction = z.enum(['reject', 'audit']).optional().meta({
+  description:
+    'reject (default) applies what the guard finds; audit calls it and records what it found (access log, trace, metrics), never applying it, and a failed call never stops traffic',
+});
 export const GuardOpenAIModeration = strict({
   model: z.string().min(1).nullable().optional().meta({ description: 'default omni-moderation-latest' }),
+  action: CloudGuardAction,
   policies: guardServicePolicies(
     serviceBackendAuth(LlmApiKey, ' on a guard service').meta({
       description: "the OpenAI API key, inline or {file}; unset: the client's own Authorization is passed on",
@@ -2779,14 +2793,19 @@ export const GuardBedrockGuardrails = strict({
   )
     .nullable()
     .optional(),
-  action: z.enum(['Reject', 'Audit']).optional().meta({
-    description:
-      'gw addition (as the GwPolicy field): Reject (default) applies the verdict; Audit calls the guardrail and records what it found, never applying it',
-  }),
+  action: z
+    .enum(['reject', 'audit', 'Reject', 'Audit'])
+    .transform((a) => (a.toLowerCase() === 'audit' ? ('Audit' as const) : ('Reject' as const)))
+    .optional()
+    .meta({
+      description:
+        'reject (default) applies the verdict; audit calls the guardrail and records what it found, never applying it (Reject and Audit, as the GwPolicy field, too)',
+    }),
   hostOverride: GuardHostOverride,
 });
 /** agentgateway's GoogleModelArmor: a Model Armor template's sanitize calls on the request or the answer. */
 export const GuardGoogleModelArmor = strict({
+  action: CloudGuardAction,
   templateId: z.string().regex(/^[A-Za-z0-9_-]{1,63}$/, { message: 'expected a template id' }),
   projectId: z.string().regex(/^[a-z0-9-]{1,63}$/, { message: 'expected a project id' }),
   location: z
@@ -2824,6 +2843,7 @@ export const GuardGoogleModelArmor = strict({
 });
 /** agentgateway's AzureContentSafety: Azure AI Content Safety's text analysis and jailbreak detection. */
 export const GuardAzureContentSafety = strict({
+  action: CloudGuardAction,
   endpoint: z
     .string()
     .regex(/^[A-Za-z0-9.-]+$/, {

@@ -851,6 +851,11 @@ interface LlmGuardCommon {
   /** Request guards only. */
   scope: LlmContentScope[];
   rejection: LlmGuardRejectionIR;
+  /**
+   * action: audit on a kind without an audit of its own (azureContentSafety, googleModelArmor,
+   * openAIModeration): its verdicts recorded, never applied, its failures never closing.
+   */
+  audit?: true;
 }
 
 export type LlmGuardIR<K extends LlmGuardKind = LlmGuardKind> = {

@@ -618,6 +618,63 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
   });
 });
 
+describe("agentgateway's newer value spellings", () => {
+  const llm = (guard: string, extra = '') => `llm:
+  models:
+  - name: m
+    provider: openAI
+    params: {apiKey: k}
+${extra}    guardrails: {request: [${guard}]}
+`;
+  const guards = (ir: ReturnType<typeof load>) =>
+    JSON.parse(JSON.stringify(ir.binds[0]?.listeners[0]?.routes[0]?.backends[0]?.target)) as {
+      models: { guards?: { request: { kind: string; audit?: boolean; settings: { audit?: boolean } }[] } }[];
+    };
+  test('backendTunnel mode auto and connect, as Auto and Connect', () => {
+    for (const [mode, want] of [
+      ['connect', 'Connect'],
+      ['auto', 'Auto'],
+      ['Connect', 'Connect'],
+    ]) {
+      const ir = load(
+        llm(
+          '{regex: {rules: [{pattern: x}]}}',
+          `    backendTunnel: {proxy: {host: "127.0.0.1:3128"}, mode: ${mode}}\n`,
+        ),
+      );
+      assert.match(JSON.stringify(ir), new RegExp(`"mode":"${want}"`), mode);
+    }
+  });
+
+  test('webhook action reject (enforce), bedrockGuardrails action in lower case', () => {
+    const hook = (action: string) =>
+      guards(load(llm(`{webhook: {target: {host: "127.0.0.1:9000"}, action: ${action}}}`))).models[0]?.guards
+        ?.request[0]?.settings.audit;
+    assert.deepEqual([hook('reject'), hook('enforce'), hook('audit')], [false, false, true]);
+    const bedrock = (action: string) =>
+      guards(
+        load(
+          llm(
+            `{bedrockGuardrails: {guardrailIdentifier: g1, guardrailVersion: "1", region: us-east-1, action: ${action}}}`,
+          ),
+        ),
+      ).models[0]?.guards?.request[0]?.settings.audit;
+    assert.deepEqual([bedrock('reject'), bedrock('audit'), bedrock('Audit')], [false, true, true]);
+  });
+
+  test('action on azureContentSafety, googleModelArmor and openAIModeration', () => {
+    for (const guard of [
+      '{azureContentSafety: {endpoint: a.cognitiveservices.azure.com, policies: {backendAuth: {key: k}}, action: audit}}',
+      '{googleModelArmor: {templateId: t, projectId: p, policies: {backendAuth: {key: k}}, action: audit}}',
+      '{openAIModeration: {action: audit}}',
+    ]) {
+      const g = guards(load(llm(guard))).models[0]?.guards?.request[0];
+      assert.equal(g?.audit, true, guard);
+    }
+    assert.throws(() => load(llm('{openAIModeration: {action: Audit}}')), /openAIModeration\.action/);
+  });
+});
+
 describe('listener tls (issue 16)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'gw-tls-'));
   const cert = join(dir, 'c.pem');

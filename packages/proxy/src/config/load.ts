@@ -3721,6 +3721,7 @@ function guardEntry(e: NonNullable<PromptGuard['request']>[number], ctx: GuardCo
         kind: 'openAIModeration',
         name: 'openAIModeration',
         ...common,
+        ...(m.action === 'audit' ? { audit: true as const } : {}),
         settings: {
           service: svc,
           model: m.model ?? DEFAULT_MODERATION_MODEL,
@@ -3807,6 +3808,7 @@ function guardEntry(e: NonNullable<PromptGuard['request']>[number], ctx: GuardCo
         kind: 'azureContentSafety',
         name: 'azureContentSafety',
         ...common,
+        ...(a.action === 'audit' ? { audit: true as const } : {}),
         settings: {
           service: svc,
           ...(analyze ? { analyze } : {}),
@@ -3837,6 +3839,7 @@ function guardEntry(e: NonNullable<PromptGuard['request']>[number], ctx: GuardCo
         kind: 'googleModelArmor',
         name: 'googleModelArmor',
         ...common,
+        ...(g.action === 'audit' ? { audit: true as const } : {}),
         settings: {
           service: svc,
           project: g.projectId,

@@ -63,6 +63,8 @@ ${guarded('system-only', `{openAIModeration: {hostOverride: "${moderation.host}"
 ${guarded('status-500', mod('', broken.host))}
 ${guarded('garbage', mod('', garbage.host))}
 ${guarded('unreachable', mod('', `127.0.0.1:${closedPort}`))}
+${guarded('audited', mod(', action: audit'))}
+${guarded('audited-unreachable', mod(', action: audit', `127.0.0.1:${closedPort}`))}
 ${claudeModel(anthropic, 'claude', `{request: [${mod()}]}`)}
 ${claudeModel(anthropic, 'claude-500', `{request: [${mod('', broken.host)}]}`)}
 `));
@@ -159,6 +161,27 @@ describe('request phase', () => {
       .create({ model: 'claude', max_tokens: 50, messages: [{ role: 'user', content: 'kill' }] })
       .catch((e: unknown) => e);
     assertAnthropicRejected(err);
+  });
+});
+
+describe('action: audit', () => {
+  test('a flagged prompt reaches the provider; the finding is recorded as an audit, not applied', async () => {
+    const before = openai.seen.length;
+    const r = await ask('audited', 'I will kill them all');
+    assert.equal(r.choices[0]?.message.content, FAKE_REPLY);
+    assert.equal(openai.seen.length, before + 1);
+    assert.deepEqual((await lastLog())['llm.guardrails'], [
+      'request:openAIModeration:audit(not applied):flagged: violence',
+    ]);
+  });
+
+  test('a service that cannot be reached: recorded, and the request goes on', async () => {
+    const r = await ask('audited-unreachable', 'hi');
+    assert.equal(r.choices[0]?.message.content, FAKE_REPLY);
+    assert.match(
+      String((await lastLog())['llm.guardrails']),
+      /request:openAIModeration:error\(not applied\):/,
+    );
   });
 });
 

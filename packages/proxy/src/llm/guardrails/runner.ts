@@ -22,7 +22,14 @@ import { GUARD_KINDS } from './registry.ts';
 import { rejection, serviceFailure, serviceRejection } from './rejection.ts';
 import { GuardedStream } from './stream.ts';
 import { StreamWindows, type WindowSink } from './stream-windows.ts';
-import type { CompiledGuard, GuardEnv, GuardFinding, GuardPhase, GuardRequest } from './types.ts';
+import type {
+  CompiledGuard,
+  GuardEnv,
+  GuardFinding,
+  GuardPhase,
+  GuardRequest,
+  GuardVerdict,
+} from './types.ts';
 
 /** A streamed answer's guards: the regex scanner over the converter, the service guards' windows. */
 export interface StreamGuards {
@@ -62,7 +69,32 @@ export interface ModelGuards {
 }
 
 function compile(ir: LlmGuardIR, env: GuardEnv): CompiledGuard {
-  return (GUARD_KINDS[ir.kind] as { compile(ir: LlmGuardIR, env: GuardEnv): CompiledGuard }).compile(ir, env);
+  const g = (GUARD_KINDS[ir.kind] as { compile(ir: LlmGuardIR, env: GuardEnv): CompiledGuard }).compile(
+    ir,
+    env,
+  );
+  return ir.audit ? audited(g) : g;
+}
+
+/**
+ * A guard whose verdicts are only recorded (action: audit, for kinds without an audit of their own):
+ * what it would reject or mask is an audit finding, and a failed call never closes.
+ */
+function audited(g: CompiledGuard): CompiledGuard {
+  const asAudit = (v: GuardVerdict): GuardVerdict =>
+    v.action === 'reject' || v.action === 'mask'
+      ? { action: 'audit', rule: v.rule }
+      : v.action === 'error'
+        ? { ...v, closed: false }
+        : v;
+  return {
+    ...g,
+    audits: true,
+    check: (input) => {
+      const v = g.check(input);
+      return v instanceof Promise ? v.then(asAudit) : asAudit(v);
+    },
+  };
 }
 
 export function record(ctx: RequestContext, state: LlmRequestState, f: GuardFinding): void {
