@@ -3502,6 +3502,37 @@ export const McpBackend = strict({
     .optional(),
   failureMode: z.enum(['failClosed', 'failOpen', 'FailClosed', 'FailOpen']).nullable().optional(),
   dnsRebindingProtection: z.boolean().optional(),
+  sseKeepAlive: Duration.nullable().optional().meta({
+    description:
+      'how often a comment is sent on a long-lived MCP stream (the GET stream, the older transport’s SSE stream) that carries nothing else, so a load balancer in front does not reap it (default 25s; 0s: never)',
+  }),
+  server: strict({
+    name: z
+      .string()
+      .min(1)
+      .nullable()
+      .optional()
+      .meta({ description: 'serverInfo.name (set with version; default gw)' }),
+    version: z
+      .string()
+      .min(1)
+      .nullable()
+      .optional()
+      .meta({ description: 'serverInfo.version (set with name; default gw’s version)' }),
+    title: z.string().min(1).nullable().optional().meta({ description: 'serverInfo.title (default: none)' }),
+    instructions: z.string().nullable().optional().meta({
+      description: 'put before the targets’ own instructions in the answer to initialize (default: nothing)',
+    }),
+  })
+    .refine((v) => (v.name == null) === (v.version == null), {
+      message: 'name and version go together: set both or neither',
+    })
+    .nullable()
+    .optional()
+    .meta({
+      description:
+        "what a client is told of the server at initialize when it federates several targets: serverInfo's name, version and title, and instructions put before the targets' own",
+    }),
 });
 /**
  * agentgateway's top-level `mcp` block: one virtual MCP server of these targets, served at /mcp (and

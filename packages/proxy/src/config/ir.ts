@@ -473,6 +473,10 @@ export interface McpTarget {
   guardrails: McpGuardrailIR[];
   /** The route's mcpRemoteRateLimit: a rate limit service asked per MCP request. */
   remoteRateLimit?: McpRemoteRateLimitIR;
+  /** sseKeepAlive: ms between comments on an idle MCP stream; 0: none. */
+  keepAliveMs: number;
+  /** server: what initialize reports when several targets are federated. */
+  server?: { name?: string; version?: string; title?: string; instructions?: string };
 }
 
 /** mcpRemoteRateLimit as the IR holds it (its service's TLS read and its key sealed). */

@@ -2605,6 +2605,8 @@ class Builder {
       localhostOnly: m.dnsRebindingProtection ?? false,
       authorization: [],
       guardrails: [],
+      keepAliveMs: m.sseKeepAlive == null ? MCP_KEEPALIVE_MS : ms(m.sseKeepAlive, MCP_KEEPALIVE_MS),
+      ...(m.server ? { server: definedFields(m.server) } : {}),
     };
   }
 
@@ -3516,6 +3518,16 @@ function markInternalBackends(binds: BindIR[]): void {
         for (const be of r.backends)
           if (be.target.kind === 'internal' && l.hostname === undefined && r.hostnames.length === 0)
             be.target.anyHost = true;
+}
+
+/** How often an idle MCP stream carries a comment when sseKeepAlive is unset. */
+const MCP_KEEPALIVE_MS = 25_000;
+
+/** The fields of `o` that are set (not null or undefined). */
+function definedFields<T extends Record<string, unknown>>(o: T): { [K in keyof T]?: NonNullable<T[K]> } {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v != null)) as {
+    [K in keyof T]?: NonNullable<T[K]>;
+  };
 }
 
 /** `internal: forward`, or an admin path (a leading / added when it has none, as agentgateway does). */

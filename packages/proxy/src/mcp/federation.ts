@@ -365,14 +365,21 @@ export class Federation {
         }
       }
     }
+    // server: what a federation of several targets reports of itself (agentgateway's overrides)
+    const own = this.targets.length > 1 ? this.ir.server : undefined;
     const result: Record<string, unknown> = {
       protocolVersion: version,
       capabilities: out,
-      serverInfo: { name: 'gw', version: VERSION },
+      serverInfo: {
+        name: own?.name ?? 'gw',
+        version: own?.version ?? VERSION,
+        ...(own?.title !== undefined ? { title: own.title } : {}),
+      },
     };
     const text = instructions
       .filter(([, i]) => typeof i === 'string' && i.length > 0)
       .map(([n, i]) => (this.targets.length > 1 ? `${n}: ${i}` : (i as string)));
+    if (own?.instructions) text.unshift(own.instructions);
     if (text.length > 0) result.instructions = text.join('\n\n');
     return result;
   }

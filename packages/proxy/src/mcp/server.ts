@@ -34,7 +34,6 @@ import { sseFrame } from './sse.ts';
 const SESSION_HEADER = 'mcp-session-id';
 const VERSION_HEADER = 'mcp-protocol-version';
 /** A comment line on idle streams, so proxies between client and gateway keep them open. */
-const KEEPALIVE_MS = 25_000;
 
 /** Expired session ids whose upstream sessions this worker already ended (oldest dropped first). */
 const ENDED_KEPT = 1024;
@@ -54,6 +53,15 @@ export class McpServer {
     this.#ttlMs = sessionTtlMs;
     this.#localhostOnly = fed.ir.localhostOnly;
     fed.runtime.onRemote = (m) => this.#remote(m);
+  }
+
+  /** A comment on `stream` every sseKeepAlive while it is open (none when it is 0). */
+  #keepAlive(stream: PassThrough): NodeJS.Timeout | undefined {
+    const every = this.#fed.ir.keepAliveMs;
+    if (every <= 0) return undefined;
+    const t = setInterval(() => write(stream, ': keep-alive\n\n'), every);
+    t.unref();
+    return t;
   }
 
   get #seal(): SessionSealer {
@@ -224,8 +232,7 @@ export class McpServer {
     const stop = () => ac.abort();
     ctx.signal.addEventListener('abort', stop, { once: true });
     stream.on('close', stop);
-    const keepalive = setInterval(() => write(stream, ': keep-alive\n\n'), KEEPALIVE_MS);
-    keepalive.unref();
+    const keepalive = this.#keepAlive(stream);
     // the stream ends with its session (config.mcp.sessionTtl)
     const left = session ? this.#leftMs(session) : Number.POSITIVE_INFINITY;
     const expiry = Number.isFinite(left) ? setTimeout(stop, left) : undefined;
@@ -280,8 +287,7 @@ export class McpServer {
     const nonce = (this.#seal.open(id) as SessionState).n;
     const base = ctx.path.slice(0, -'sse'.length);
     stream.write(sseFrame(`${base}message?sessionId=${id}`, 'endpoint'));
-    const keepalive = setInterval(() => write(stream, ': keep-alive\n\n'), KEEPALIVE_MS);
-    keepalive.unref();
+    const keepalive = this.#keepAlive(stream);
     const ac = new AbortController();
     const entry: ClientStream = {
       send: (m: Message) => {

@@ -681,6 +681,10 @@ export class DataPlane {
     } else if (Buffer.isBuffer(body)) {
       res.end(body);
     } else {
+      // an event stream's head goes at once: its first event may be long in coming (an MCP GET
+      // stream, a slow model), and a client or load balancer waits for the head meanwhile
+      if (String(r.headers['content-type'] ?? '').startsWith('text/event-stream'))
+        (res as { flushHeaders?: () => void }).flushHeaders?.();
       pump(body, res as unknown as Writable, (err) => {
         if (!ctx.error) {
           ctx.error =
