@@ -31,7 +31,11 @@ const randomSampling = Sampling.nullable().optional().meta({
 });
 const clientSampling = Sampling.nullable().optional().meta({
   description:
-    'which requests whose client sent a sampled traceparent continue that trace: true/false, a fraction 0.0-1.0 or CEL (default true); a traceparent marked not sampled is never traced',
+    'which requests whose client sent a sampled traceparent continue that trace: true/false, a fraction 0.0-1.0 or CEL (default true); a traceparent marked not sampled is left to parentNotSampled',
+});
+const parentNotSampled = Sampling.nullable().optional().meta({
+  description:
+    'which requests whose traceparent is marked not sampled (-00, the client asked not to be traced) are traced anyway, and sent on marked sampled (-01): true/false, a fraction 0.0-1.0 or CEL (default false: the client’s choice stands)',
 });
 
 /** Fields added to (by CEL) and removed from a record: access log entries, span attributes. */
@@ -65,6 +69,7 @@ export interface TracingPolicy {
   remove?: string[] | undefined;
   randomSampling?: Sampling | null | undefined;
   clientSampling?: Sampling | null | undefined;
+  parentNotSampled?: Sampling | null | undefined;
   filter?: string | null | undefined;
   path?: string | undefined;
   protocol?: (typeof OTLP_PROTOCOLS)[number] | undefined;
@@ -77,6 +82,7 @@ export interface GlobalTracing {
   fields?: Fields | null | undefined;
   randomSampling?: Sampling | null | undefined;
   clientSampling?: Sampling | null | undefined;
+  parentNotSampled?: Sampling | null | undefined;
   path?: string | null | undefined;
 }
 
@@ -120,6 +126,7 @@ export function observabilitySchemas(
     }),
     randomSampling,
     clientSampling,
+    parentNotSampled,
     filter: Cel.nullable().optional().meta({
       description:
         'CEL: only requests for which it is true have their spans exported (evaluated when the request ends; an error drops them)',
@@ -143,6 +150,7 @@ export function observabilitySchemas(
     }),
     randomSampling,
     clientSampling,
+    parentNotSampled,
     path: z
       .string()
       .min(1)

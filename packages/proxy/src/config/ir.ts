@@ -191,8 +191,10 @@ export interface TracingIR extends Omit<CollectorConnectionIR, 'headers'> {
   remove: string[];
   /** Requests without a (valid) traceparent. */
   randomSampling: SamplingIR;
-  /** Requests whose traceparent is marked sampled (one marked not sampled is never traced). */
+  /** Requests whose traceparent is marked sampled. */
   clientSampling: SamplingIR;
+  /** Requests whose traceparent is marked not sampled: traced anyway (and sent on sampled) when it holds. */
+  parentNotSampled: SamplingIR;
   /** CEL: spans of requests for which it is not true are dropped. */
   filter?: string;
 }

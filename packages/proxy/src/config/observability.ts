@@ -83,6 +83,7 @@ export function tracingOf(
         remove: [...(p.remove ?? [])],
         randomSampling: sampling(p.randomSampling, false),
         clientSampling: sampling(p.clientSampling, true),
+        parentNotSampled: sampling(p.parentNotSampled, false),
         ...(p.filter ? { filter: p.filter } : {}),
       },
     };
@@ -109,6 +110,7 @@ export function tracingOf(
       remove: [...(g.fields?.remove ?? [])],
       randomSampling: sampling(g.randomSampling, false),
       clientSampling: sampling(g.clientSampling, true),
+      parentNotSampled: sampling(g.parentNotSampled, false),
     },
   };
 }

@@ -140,6 +140,42 @@ describe('config.tracing over OTLP/HTTP', () => {
     assert.equal(otlp.spans.filter((s) => s.traceId === traceId).length, 0);
   });
 
+  test('parentNotSampled: a trace marked not sampled is traced anyway when it holds, and sent on sampled', async () => {
+    const q = await startProxy(`config:
+  tracing:
+    otlpEndpoint: ${otlp.httpUrl}
+    otlpProtocol: http
+    parentNotSampled: 'request.headers["x-debug"] == "1"'
+binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - backends: [{host: "127.0.0.1:${up.port}"}]
+`);
+    try {
+      const forced = 'd'.repeat(32);
+      await httpGet(q.port(), '/forced', {
+        headers: { traceparent: `00-${forced}-${CLIENT_SPAN}-00`, 'x-debug': '1' },
+      });
+      const tp = String(up.seen.at(-1)?.headers.traceparent);
+      assert.match(tp, new RegExp(`^00-${forced}-[0-9a-f]{16}-01$`), 'sent on marked sampled');
+      const spans = await trace(forced, 2);
+      assert.equal(spans.find((s) => s.kind === SERVER)?.parentSpanId, CLIENT_SPAN);
+      // without the header the client's choice stands
+      const left = 'e'.repeat(32);
+      await httpGet(q.port(), '/left', { headers: { traceparent: `00-${left}-${CLIENT_SPAN}-00` } });
+      assert.equal(up.seen.at(-1)?.headers.traceparent, `00-${left}-${CLIENT_SPAN}-00`);
+      await httpGet(q.port(), '/after', {
+        headers: { traceparent: `00-${'f'.repeat(32)}-${CLIENT_SPAN}-00`, 'x-debug': '1' },
+      });
+      await trace('f'.repeat(32), 2);
+      assert.equal(otlp.spans.filter((s) => s.traceId === left).length, 0);
+    } finally {
+      await q.close();
+    }
+  });
+
   test('a failed upstream call: both spans are errors', async () => {
     const q = await startProxy(`config:
   tracing:

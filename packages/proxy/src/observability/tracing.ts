@@ -71,6 +71,7 @@ export class TracingSource implements ObserverSource {
   readonly #export: Lazy<SpanExport>;
   readonly #random: Decide;
   readonly #client: Decide;
+  readonly #parentNotSampled: Decide;
   readonly shape: RecordShape;
   readonly credentialParams: ReadonlySet<string>;
 
@@ -82,6 +83,7 @@ export class TracingSource implements ObserverSource {
     this.#export = exp;
     this.#random = decider(ir.randomSampling);
     this.#client = decider(ir.clientSampling);
+    this.#parentNotSampled = decider(ir.parentNotSampled);
     this.shape = new RecordShape({ filter: ir.filter, add: ir.attributes, remove: ir.remove });
     this.credentialParams = new Set(credentialParams);
   }
@@ -92,8 +94,8 @@ export class TracingSource implements ObserverSource {
     if (exp === undefined) return undefined;
     const parent = parseTraceparent(req.headers.traceparent);
     if (parent) {
-      // the client's decision stands when it did not sample; else clientSampling decides
-      if (!parent.sampled || !this.#client(req)) return undefined;
+      // a sampled parent: clientSampling decides; one not sampled: parentNotSampled (default: no)
+      if (!(parent.sampled ? this.#client(req) : this.#parentNotSampled(req))) return undefined;
     } else if (!this.#random(req)) return undefined;
     const tracestate = req.headers.tracestate;
     return new SpanObserver(this, exp, req, parent, typeof tracestate === 'string' ? tracestate : undefined);
