@@ -10,6 +10,8 @@ export interface StsCall {
   roleArn: string;
   sessionName: string;
   tags: Record<string, string>;
+  /** ExternalId, when the call sent one. */
+  externalId?: string;
   /** What the fake issued. */
   issued: AwsCredentialsForTest;
 }
@@ -62,7 +64,8 @@ export async function startFakeSts(keys: AwsCredentialsForTest[], region: string
       secretAccessKey: `sts-secret-${n}`,
       sessionToken: `sts-token-${n}`,
     };
-    calls.push({ roleArn, sessionName, tags, issued });
+    const externalId = form.get('ExternalId');
+    calls.push({ roleArn, sessionName, tags, ...(externalId !== null ? { externalId } : {}), issued });
     const expiration = new Date(Date.now() + 3600_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
     res.writeHead(200, { 'content-type': 'text/xml' });
     res.end(

@@ -1131,6 +1131,14 @@ const AwsAssumeRole = strict({
     .max(50)
     .optional()
     .meta({ description: 'session tags, each a value or an expression evaluated per request' }),
+  externalId: z
+    .string()
+    .regex(/^[\w+=,.@:/-]{2,1224}$/, {
+      message: 'expected 2-1224 characters of letters, digits and +=,.@:/-_',
+    })
+    .nullable()
+    .optional()
+    .meta({ description: "sts:ExternalId, when the role's trust policy asks for one (agentgateway's)" }),
 })
   .nullable()
   .optional()

@@ -69,35 +69,46 @@ export function tokenAuthSchemas<TLS extends z.ZodType>(p: TokenAuthParts<TLS>) 
     .meta({
       description: `gw addition: the scope of the token (default ${AZURE_DEFAULT_SCOPE})`,
     });
-  const AzureAuth = z.union([
-    strict({
-      explicitConfig: z.union([
-        strict({
-          clientSecret: strict({
-            tenant_id: z.string().min(1),
-            client_id: z.string().min(1),
-            client_secret: z.string().min(1),
+  const scopes = z
+    .array(z.string().min(1))
+    .min(1)
+    .optional()
+    .meta({ description: 'the scopes of the token, each asked for (agentgateway’s; set this or scope)' });
+  const AzureAuth = z
+    .union([
+      strict({
+        explicitConfig: z.union([
+          strict({
+            clientSecret: strict({
+              tenant_id: z.string().min(1),
+              client_id: z.string().min(1),
+              client_secret: z.string().min(1),
+            }),
           }),
-        }),
-        strict({
-          managedIdentity: strict({
-            userAssignedIdentity: z
-              .union([
-                strict({ clientId: z.string().min(1) }),
-                strict({ objectId: z.string().min(1) }),
-                strict({ resourceId: z.string().min(1) }),
-              ])
-              .nullable()
-              .optional(),
+          strict({
+            managedIdentity: strict({
+              userAssignedIdentity: z
+                .union([
+                  strict({ clientId: z.string().min(1) }),
+                  strict({ objectId: z.string().min(1) }),
+                  strict({ resourceId: z.string().min(1) }),
+                ])
+                .nullable()
+                .optional(),
+            }),
           }),
-        }),
-        strict({ workloadIdentity: strict({}) }),
-      ]),
-      scope,
-    }),
-    strict({ developerImplicit: strict({}), scope }),
-    strict({ implicit: strict({}), scope }),
-  ]);
+          strict({ workloadIdentity: strict({}) }),
+        ]),
+        scope,
+        scopes,
+      }),
+      strict({ developerImplicit: strict({}), scope, scopes }),
+      strict({ implicit: strict({}), scope, scopes }),
+    ])
+    .refine((a) => a.scope === undefined || a.scopes === undefined, {
+      message: 'set scope or scopes, not both',
+      path: ['scopes'],
+    });
 
   const clientId = z.string().min(1).meta({ description: 'the client_id of the gateway at the server' });
   const OAuthClientAuth = z.union([

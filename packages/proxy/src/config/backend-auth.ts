@@ -64,6 +64,7 @@ export function assumeRoleIR(
     tags: (r.tags ?? []).map((t) =>
       t.expression ? { key: t.key, expression: t.expression } : { key: t.key, value: t.value ?? '' },
     ),
+    ...(r.externalId ? { externalId: r.externalId } : {}),
   };
 }
 

@@ -86,6 +86,8 @@ export interface AwsAssumeRoleIR {
   roleArn: string;
   sessionName?: string | { expression: string };
   tags: { key: string; value?: string; expression?: string }[];
+  /** sts:ExternalId sent with AssumeRole. */
+  externalId?: string;
 }
 
 export type CostCatalogIR = Record<string, Record<string, CostModelIR>>;

@@ -28,7 +28,8 @@ export type AzureSourceIR =
   | { implicit: Record<never, never> };
 export interface AzureAuthIR {
   source: AzureSourceIR;
-  scope: string;
+  /** What the token is asked for: one scope, or several (agentgateway's `scopes`). */
+  scope: string | string[];
 }
 
 export interface ClientAuthIR {
@@ -129,7 +130,7 @@ export function resolveGcp(io: TokenResolveIO, path: FieldPath, g: Of<'gcp'>): G
 }
 
 export function resolveAzure(a: Of<'azure'>): AzureAuthIR {
-  const scope = a.scope ?? AZURE_DEFAULT_SCOPE;
+  const scope = a.scopes ? [...a.scopes] : (a.scope ?? AZURE_DEFAULT_SCOPE);
   if ('developerImplicit' in a) return { source: { developerImplicit: {} }, scope };
   if ('implicit' in a) return { source: { implicit: {} }, scope };
   const e = a.explicitConfig;

@@ -39,14 +39,14 @@ before(async () => {
     verdicts.push(check.ok ? `valid ${check.sigv4.accessKeyId}` : `invalid: ${check.reason}`);
     res.writeHead(check.ok ? 200 : 403, { 'content-type': 'text/plain' }).end(check.ok ? 'ok' : 'denied');
   });
-  const backend = (role: string) => `      - host: 127.0.0.1:${up.port}
+  const backend = (role: string, extra = '') => `      - host: 127.0.0.1:${up.port}
         policies:
           backendAuth:
             aws:
               region: us-east-1
               serviceName: execute-api
               assumeRole:
-                roleArn: ${role}
+                roleArn: ${role}${extra}
                 sessionName: {expression: 'request.headers["x-user"]'}
                 tags:
                 - {key: team, expression: 'request.headers["x-team"]'}
@@ -60,6 +60,9 @@ binds:
     - matches: [{path: {pathPrefix: /denied}}]
       backends:
 ${backend(DENIED)}
+    - matches: [{path: {pathPrefix: /external}}]
+      backends:
+${backend(ROLE, '\n                externalId: "partner-7f3a"')}
     - backends:
 ${backend(ROLE)}
 `);
@@ -88,6 +91,13 @@ describe('aws.assumeRole', () => {
     );
     // signed with the role's credentials, its session token sent
     assert.equal(verdicts.at(-1), `valid ${sts.calls[0]?.issued.accessKeyId}`);
+  });
+
+  test("externalId (agentgateway's) goes to STS with the AssumeRole call; without it none is sent", async () => {
+    const r = await get('/external', { 'x-user': 'erin', 'x-team': 'blue' });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(sts.calls.at(-1)?.externalId, 'partner-7f3a');
+    assert.equal(sts.calls[0]?.externalId, undefined);
   });
 
   test('the credentials are kept per session: the same session asks STS once, another asks again', async () => {

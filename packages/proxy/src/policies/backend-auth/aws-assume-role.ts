@@ -70,6 +70,7 @@ export function assumeRole(r: AwsAssumeRoleIR, region: string): (ctx: CelSource)
       RoleArn: r.roleArn,
       RoleSessionName: name,
       ...(tagValues.length > 0 ? { Tags: tagValues } : {}),
+      ...(r.externalId ? { ExternalId: r.externalId } : {}),
     });
     const out = await client.send(command).catch((err: Error) => {
       throw new GwError(

@@ -685,6 +685,12 @@ describe('gcp and azure through their SDKs', () => {
       - host: 127.0.0.1:${up.port}
         policies:
           backendAuth: {azure: {explicitConfig: {managedIdentity: {}}}}
+    - name: azure-scoped
+      matches: [{path: {pathPrefix: /scoped/azure}}]
+      backends:
+      - host: 127.0.0.1:${up.port}
+        policies:
+          backendAuth: {azure: {explicitConfig: {managedIdentity: {}}, scopes: ["https://ai.azure.com/.default"]}}
 `,
       dir,
     );
@@ -755,6 +761,12 @@ describe('gcp and azure through their SDKs', () => {
     assert.equal(bearerAt((await get(proxy, '/azure')).text), token);
     assert.equal(identityAsks.length, 1);
   });
+
+  test("azure scopes (agentgateway's): the token is asked for the scope given", async () => {
+    const r = await get(proxy, '/scoped/azure');
+    assert.equal(r.status, 200, r.text);
+    assert.equal(identityAsks.at(-1)?.resource, 'https://ai.azure.com');
+  });
 });
 
 describe('token forms refused at load', () => {
@@ -780,6 +792,13 @@ describe('token forms refused at load', () => {
     }
     assert.fail('accepted');
   };
+
+  test('azure scope and scopes, not both', () => {
+    assert.match(
+      issues('{azure: {implicit: {}, scope: a, scopes: [b]}}').join('\n'),
+      /backendAuth\.azure(\.scopes)?: set scope or scopes, not both/,
+    );
+  });
 
   test('fields named on bad input', () => {
     assert.match(
