@@ -234,7 +234,14 @@ const IpAccessControl = strict({
   }),
 });
 
-const Timeout = strict({ requestTimeout: Duration.optional(), backendRequestTimeout: Duration.optional() });
+const Timeout = strict({
+  requestTimeout: Duration.optional(),
+  backendRequestTimeout: Duration.optional(),
+  responseIdleTimeout: Duration.nullable().optional().meta({
+    description:
+      'the longest the backend may leave a response body without sending more (a stalled stream is cut; time the client takes to read does not count); upgraded connections are never cut by it (agentgateway’s; unset or 0: no limit)',
+  }),
+});
 
 const Retry = strict({
   attempts: z.number().int().min(1).max(255).optional(),
@@ -884,7 +891,7 @@ const LocalRateLimitBucket = strict({
   type: z.enum(['requests', 'tokens']).optional(),
   key: Cel.nullable().optional().meta({
     description:
-      'CEL giving the bucket a request draws from (jwt.sub: one bucket per user, with the limits above each); a string, number or bool as written; unset, failed or another value: one shared bucket. A proxy keeps the 4096 most recently used keys per limit (a key forgotten starts with a full bucket)',
+      'CEL giving the bucket a request draws from (jwt.sub: one bucket per user, with the limits above each); a string, number or bool as written; unset, failed or another value: one shared bucket. A proxy remembers up to 4,096 keys per limit and route (96 KiB of shared memory), in sets of 8 by hash: a key that finds its set full takes the place of a bucket that has refilled, else of the least recently used one, whose key then starts with a full bucket (so a bucket that never refills is no lifetime quota)',
   }),
 }).refine((l) => l.tokensPerFill <= l.maxTokens, {
   message: 'maxTokens cannot be less than tokensPerFill',

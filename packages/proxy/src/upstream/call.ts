@@ -1,5 +1,7 @@
 // One upstream attempt: sends the (possibly rewritten) request through a pool and leaves the
 // streaming response in ctx.response. Transport failures become GwErrors with the right status.
+
+import type { Readable } from 'node:stream';
 import { bracketHost, parseGoDuration } from '@gw/api/runtime';
 import type { Dispatcher } from 'undici';
 import { GwError } from '../errors.ts';
@@ -92,6 +94,16 @@ export async function callUpstream(
   try {
     const res = await exchange.response;
     ctx.response = { status: res.status, headers: res.headers, body: res.body };
+    const idle = ctx.ext.responseIdleMs;
+    if (idle !== undefined && idle > 0 && res.status !== 101)
+      watchIdle(res.body, idle, () =>
+        exchange.abort(
+          new GwError(
+            'GW_ERR_BACKEND_TIMEOUT',
+            `the backend sent no more of its response for ${idle} ms (timeout.responseIdleTimeout)`,
+          ),
+        ),
+      );
     if (timer) {
       // The attempt deadline covers the body too: a stalled stream is cut at the same moment.
       const t = timer;
@@ -101,6 +113,49 @@ export async function callUpstream(
     if (timer) clearTimeout(timer);
     throw toGwError(err);
   }
+}
+
+/**
+ * Calls `onIdle` when `body` has waited `ms` for data from the backend. The clock runs only while the
+ * body wants data (its reader asked for more, and its buffer has room): a reader that is slow to
+ * take what came (a slow client) pauses it. It watches the body's own push and read, so it changes
+ * nothing of how the body flows.
+ */
+function watchIdle(body: Readable, ms: number, onIdle: () => void): void {
+  let timer: NodeJS.Timeout | undefined = setTimeout(onIdle, ms);
+  // a cleared timer does not start again on refresh(): a new one is made after a pause
+  const arm = () => {
+    if (timer) timer.refresh();
+    else timer = setTimeout(onIdle, ms);
+  };
+  const disarm = () => {
+    clearTimeout(timer);
+    timer = undefined;
+  };
+  let done = false;
+  const b = body as Readable & {
+    push(chunk: unknown, encoding?: BufferEncoding): boolean;
+    _read(size: number): void;
+  };
+  const push = b.push;
+  b.push = function (this: Readable, chunk: unknown, encoding?: BufferEncoding): boolean {
+    const more = push.call(this, chunk, encoding);
+    if (chunk === null) {
+      done = true;
+      disarm();
+    } else if (!more) disarm();
+    else if (!done) arm();
+    return more;
+  };
+  const read = b._read;
+  b._read = function (this: Readable, size: number): void {
+    if (!done && !this.destroyed) arm();
+    read.call(this, size);
+  };
+  body.once('close', () => {
+    done = true;
+    disarm();
+  });
 }
 
 export function responseHeaders(h: Record<string, string | string[] | undefined>): Headers {
