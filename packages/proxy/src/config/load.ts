@@ -2402,6 +2402,10 @@ class Builder {
   ): McpTarget | undefined {
     const before = this.issues.length;
     this.report(checkMcpBackend(m, path));
+    const keepAlive = m.sseKeepAlive == null ? MCP_KEEPALIVE_MS : ms(m.sseKeepAlive, MCP_KEEPALIVE_MS);
+    // a timer past 2^31-1 ms would fire every millisecond; below 100ms is a flood, not a keep-alive
+    if (keepAlive !== 0 && (keepAlive < 100 || keepAlive > 2 ** 31 - 1))
+      this.fail([...path, 'sseKeepAlive'], 'expected 0s (none) or from 100ms to 24 days');
     const pascal = <T extends string>(v: string | null | undefined, d: T): T =>
       (v ? v[0]?.toUpperCase() + v.slice(1) : d) as T;
     const targets: McpTargetIR[] = [];
@@ -2605,7 +2609,7 @@ class Builder {
       localhostOnly: m.dnsRebindingProtection ?? false,
       authorization: [],
       guardrails: [],
-      keepAliveMs: m.sseKeepAlive == null ? MCP_KEEPALIVE_MS : ms(m.sseKeepAlive, MCP_KEEPALIVE_MS),
+      keepAliveMs: keepAlive,
       ...(m.server ? { server: definedFields(m.server) } : {}),
     };
   }

@@ -32,7 +32,7 @@ before(async () => {
 - port: 0
   address: 127.0.0.1
   listeners:
-  - routes:${route('/two', two, `${server}          sseKeepAlive: 50ms\n`)}${route('/one', one, `${server}          sseKeepAlive: 0s\n`)}${route('/plain', two, '')}
+  - routes:${route('/two', two, `${server}          sseKeepAlive: 100ms\n`)}${route('/one', one, `${server}          sseKeepAlive: 0s\n`)}${route('/plain', two, '')}
 `);
 });
 
@@ -101,10 +101,24 @@ async function streamFor(path: string, ms: number): Promise<string> {
 }
 
 test('sseKeepAlive: comments at the interval on an idle GET stream; 0s sends none', async () => {
-  const busy = await streamFor('/two/mcp', 400);
+  const busy = await streamFor('/two/mcp', 450);
   assert.ok((busy.match(/: keep-alive\n\n/g) ?? []).length >= 3, JSON.stringify(busy));
   const quiet = await streamFor('/one/mcp', 300);
   assert.doesNotMatch(quiet, /keep-alive/);
+});
+
+test('an sseKeepAlive a timer cannot keep, or a flood, is refused', () => {
+  for (const v of ['720h', '10ms'])
+    assert.match(
+      configIssues(`binds:
+- port: 0
+  listeners:
+  - routes:
+    - backends: [{mcp: {sseKeepAlive: ${v}, targets: [{name: a, mcp: {host: "http://127.0.0.1:1/mcp"}}]}}]
+`),
+      /mcp\.sseKeepAlive: expected 0s \(none\) or from 100ms to 24 days/,
+      v,
+    );
 });
 
 test('name without version is refused', () => {

@@ -33,8 +33,6 @@ import { sseFrame } from './sse.ts';
 
 const SESSION_HEADER = 'mcp-session-id';
 const VERSION_HEADER = 'mcp-protocol-version';
-/** A comment line on idle streams, so proxies between client and gateway keep them open. */
-
 /** Expired session ids whose upstream sessions this worker already ended (oldest dropped first). */
 const ENDED_KEPT = 1024;
 

@@ -87,12 +87,23 @@ function audited(g: CompiledGuard): CompiledGuard {
       : v.action === 'error'
         ? { ...v, closed: false }
         : v;
+  // a check that throws is a failure like any other: recorded, never closing
+  const failed = (err: unknown): GuardVerdict => ({
+    action: 'error',
+    rule: err instanceof Error ? err.message : String(err),
+    closed: false,
+  });
   return {
     ...g,
     audits: true,
     check: (input) => {
-      const v = g.check(input);
-      return v instanceof Promise ? v.then(asAudit) : asAudit(v);
+      let v: GuardVerdict | Promise<GuardVerdict>;
+      try {
+        v = g.check(input);
+      } catch (err) {
+        return failed(err);
+      }
+      return v instanceof Promise ? v.then(asAudit, failed) : asAudit(v);
     },
   };
 }

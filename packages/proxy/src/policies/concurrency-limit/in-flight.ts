@@ -6,21 +6,15 @@
 // key (distinct keys share a counter only if both hashes collide) and its count. A slot whose count
 // drops to 0 is emptied at once, by backward-shift deletion, so the table holds only keys with
 // requests in flight and never fills with old ones. The table is changed under a lock in its first
-// Int32, holding the holder's thread id + 1: each change is a few dozen loads and stores. A thread
-// stopped while holding it (a worker terminated mid-change) would leave it held for ever, so a waiter
-// that has seen the same holder hold it for LOCK_PATIENCE_MS takes it over, by compare-and-swap on
-// that holder (one waiter wins); a holder releases only a lock that is still its own.
-import { threadId } from 'node:worker_threads';
+// Int32 (shared-lock.ts: taken over from a holder that is gone): each change is a few dozen loads and
+// stores.
+import { lockShared, unlockShared } from '../shared-lock.ts';
 
 /** Slots of a table by key: keys with requests in flight at once, per limit. */
 export const KEYED_SLOTS = 8192;
 const INTS_PER_SLOT = 3;
 const LOCK = 0;
 const FIRST = 1;
-/** Far longer than any change takes, even on a starved CPU: only a holder that is gone waits so long. */
-const LOCK_PATIENCE_MS = 500;
-/** This thread's mark in a lock it holds. */
-const ME = threadId + 1;
 
 /** The bytes of a limit's counters: one Int32, or the lock and the slots of a table by key. */
 export function inFlightBytes(keyed: boolean): number {
@@ -176,32 +170,12 @@ export class InFlightTable {
   }
 
   #lock(): void {
-    const a = this.#a;
-    let holder = Atomics.compareExchange(a, LOCK, 0, ME);
-    if (holder === 0) return;
-    let since = performance.now();
-    for (;;) {
-      for (let spin = 0; spin < 1000; spin++) {
-        const now = Atomics.compareExchange(a, LOCK, 0, ME);
-        if (now === 0) return;
-        if (now !== holder) {
-          // another holder: its own time starts now
-          holder = now;
-          since = performance.now();
-        }
-      }
-      // the same holder for far longer than a change takes: it is gone; one waiter takes it over
-      if (
-        performance.now() - since > LOCK_PATIENCE_MS &&
-        Atomics.compareExchange(a, LOCK, holder, ME) === holder
-      )
-        return;
-    }
+    lockShared(this.#a, LOCK);
   }
 
   #unlock(): void {
     // a lock taken over from this thread is no longer its to release
-    Atomics.compareExchange(this.#a, LOCK, ME, 0);
+    unlockShared(this.#a, LOCK);
   }
 }
 

@@ -4,14 +4,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { hashes } from '../concurrency-limit/in-flight.ts';
-import { KEYED_BUCKET_BYTES, KEYED_SETS, KEYED_WAYS, KeyedBuckets } from './bucket.ts';
+import { KEYED_BUCKET_BYTES, KEYED_WAYS, KeyedBuckets, keyedSet } from './bucket.ts';
 
 const table = (capacity = 2, refillPerMs = 0) =>
   new KeyedBuckets(new SharedArrayBuffer(KEYED_BUCKET_BYTES), capacity, refillPerMs);
 
 /** Keys whose first hash picks the same set as `key`'s. */
 function sameSet(key: string, n: number): string[] {
-  const set = (k: string) => (hashes(k)[0] >>> 0) % KEYED_SETS;
+  const set = (k: string) => keyedSet(hashes(k)[0]);
   const want = set(key);
   const out: string[] = [];
   for (let i = 0; out.length < n; i++) if (set(`k${i}`) === want && `k${i}` !== key) out.push(`k${i}`);
@@ -61,4 +61,19 @@ test('a refilled bucket is given up before a used one', (t) => {
   buckets.take(hashes(rest[KEYED_WAYS - 1] as string), 1);
   for (const k of rest.slice(0, KEYED_WAYS - 1))
     assert.equal(buckets.peek(hashes(k)).remaining, 0, `${k} kept its spent bucket`);
+});
+
+test('keys spread over the sets: 2,048 e-mail addresses, few forgotten', () => {
+  const buckets = table(2, 0);
+  const keys = Array.from({ length: 2048 }, (_, i) => hashes(`s:user${i}@example.com`));
+  for (const k of keys) buckets.take(k, 1);
+  // each still has the one token it left, unless its set overflowed and it was forgotten
+  const forgotten = keys.filter((k) => buckets.peek(k).remaining !== 1).length;
+  assert.ok(forgotten < 60, `${forgotten} of 2048 forgotten`);
+});
+
+test('a bucket that never refills reports no reset, and 0 once full', () => {
+  const buckets = table(2, 0);
+  assert.equal(buckets.peek(hashes('a')).resetSeconds, 0);
+  assert.equal(buckets.take(hashes('a'), 1).resetSeconds, -1);
 });

@@ -1,6 +1,8 @@
 // A token bucket in shared memory, so every worker thread of a proxy draws from the same bucket and
-// the limit is exact per replica. A tiny spin lock guards the two fields; the critical section is a
-// few arithmetic operations, so contention between a handful of threads is negligible.
+// the limit is exact per replica. A tiny spin lock guards the two fields (shared-lock.ts, taken over
+// from a thread that died holding it); the critical section is a few arithmetic operations, so
+// contention between a handful of threads is negligible.
+import { lockShared, unlockShared } from '../shared-lock.ts';
 
 const LOCK = 0;
 /** Int32 slots: [lock]; Float64 slots (after 8 bytes): [tokens, lastRefillMs]. */
@@ -21,9 +23,8 @@ export class SharedBucket {
   }
 
   #withLock<T>(fn: (s: Float64Array, now: number) => T): T {
-    while (Atomics.compareExchange(this.#lock, LOCK, 0, 1) !== 0) {
-      // Another thread holds it for a few instructions; spinning beats a context switch.
-    }
+    // another thread holds it for a few instructions: spinning beats a context switch
+    lockShared(this.#lock, LOCK);
     try {
       const s = this.#state;
       const now = Date.now();
@@ -39,7 +40,7 @@ export class SharedBucket {
       }
       return fn(s, now);
     } finally {
-      Atomics.store(this.#lock, LOCK, 0);
+      unlockShared(this.#lock, LOCK);
     }
   }
 
@@ -77,8 +78,18 @@ export class SharedBucket {
 
   /** Seconds until the bucket is full again. */
   #reset(tokens: number): number {
-    return Math.max(0, Math.ceil((this.capacity - tokens) / this.refillPerMs / 1000));
+    return resetSeconds(this.capacity, this.refillPerMs, tokens);
   }
+}
+
+/**
+ * Seconds until a bucket holding `tokens` is full again; a bucket that never refills (tokensPerFill
+ * 0) and is not full reports -1, which the headers leave out.
+ */
+function resetSeconds(capacity: number, refillPerMs: number, tokens: number): number {
+  if (tokens >= capacity) return 0;
+  if (refillPerMs <= 0) return -1;
+  return Math.ceil((capacity - tokens) / refillPerMs / 1000);
 }
 
 /**
@@ -157,14 +168,13 @@ export class KeyedBuckets {
    * one it takes over (see the class comment). `set` stores the bucket's new token count.
    */
   #withBucket<T>([h1, h2]: [number, number], fn: (tokens: number, set: (t: number) => void) => T): T {
-    while (Atomics.compareExchange(this.#lock, 0, 0, 1) !== 0) {
-      // another thread holds it for a few dozen instructions
-    }
+    // another thread holds it for a few dozen instructions (taken over if that thread is gone)
+    lockShared(this.#lock, 0);
     try {
       const now = Date.now();
       const ints = this.#ints;
       const f = this.#floats;
-      const first = ((h1 >>> 0) % KEYED_SETS) * KEYED_WAYS;
+      const first = keyedSet(h1) * KEYED_WAYS;
       let slot = -1;
       let free = -1;
       let full = -1;
@@ -202,7 +212,7 @@ export class KeyedBuckets {
         f[base + 1] = t;
       });
     } finally {
-      Atomics.store(this.#lock, 0, 0);
+      unlockShared(this.#lock, 0);
     }
   }
 
@@ -212,6 +222,25 @@ export class KeyedBuckets {
   }
 
   #reset(tokens: number): number {
-    return Math.max(0, Math.ceil((this.capacity - tokens) / this.refillPerMs / 1000));
+    return resetSeconds(this.capacity, this.refillPerMs, tokens);
   }
+}
+
+/** The set a key's first hash picks. */
+export function keyedSet(h1: number): number {
+  return mix(h1) % KEYED_SETS;
+}
+
+/**
+ * murmur3's finaliser: every bit of the hash reaches the low bits the set index is taken from (an
+ * FNV-1a hash's low bits follow only the low bits of each character).
+ */
+function mix(h: number): number {
+  let x = h >>> 0;
+  x ^= x >>> 16;
+  x = Math.imul(x, 0x85ebca6b);
+  x ^= x >>> 13;
+  x = Math.imul(x, 0xc2b2ae35);
+  x ^= x >>> 16;
+  return x >>> 0;
 }

@@ -72,7 +72,8 @@ function headers(
   return {
     'x-ratelimit-limit': String(l.capacity),
     'x-ratelimit-remaining': String(r.remaining),
-    'x-ratelimit-reset': String(r.resetSeconds),
+    // a bucket that never refills (tokensPerFill 0) has no reset to announce
+    ...(r.resetSeconds >= 0 ? { 'x-ratelimit-reset': String(r.resetSeconds) } : {}),
   };
 }
 
