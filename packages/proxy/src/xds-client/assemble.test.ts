@@ -269,6 +269,7 @@ describe('assembleConfig', () => {
       remove: ['http.route'],
       randomSampling: 0.1,
       clientSampling: true,
+      parentNotSampled: false,
       filter: 'response.code >= 500',
     });
     const policies = ir.binds[0]?.listeners[0]?.routes[0]?.policies;
