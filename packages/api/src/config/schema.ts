@@ -2038,6 +2038,10 @@ const GatewayPolicyFields = (({
 export const Gateway = strict({
   port: Port.optional(),
   address: z.string().min(1).optional(),
+  bindAddress: z.union([z.ipv4(), z.ipv6()]).nullable().optional().meta({
+    description:
+      'the IP address to listen on (agentgateway’s name of address): 127.0.0.1 or ::1 for loopback; unset: every interface',
+  }),
   protocol: Protocol.optional(),
   tls: ListenerTLS.optional(),
   listeners: z

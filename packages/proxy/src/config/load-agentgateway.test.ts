@@ -762,6 +762,29 @@ describe('listener tls (issue 16)', () => {
   });
 });
 
+describe("gateways: bindAddress (agentgateway's name of address)", () => {
+  test('the listener binds where it says; an address that is not an IP, or both names, are refused', () => {
+    const ir = load(`gateways:
+  default:
+    port: 8080
+    bindAddress: 127.0.0.1
+routes:
+- backends: [{host: 127.0.0.1:9}]
+`);
+    assert.equal(ir.binds[0]?.address, '127.0.0.1');
+    assert.match(
+      issues('gateways:\n  default:\n    port: 8080\n    bindAddress: localhost\n').join('\n'),
+      /gateways\.default\.bindAddress/,
+    );
+    assert.match(
+      issues('gateways:\n  default:\n    port: 8080\n    address: 0.0.0.0\n    bindAddress: ::1\n').join(
+        '\n',
+      ),
+      /gateways\.default\.bindAddress: set address or bindAddress \(its agentgateway name\), not both/,
+    );
+  });
+});
+
 describe('gateways: the policies agentgateway writes on a gateway or its listener', () => {
   test('apply to every route attached, as policies there do; with listeners they belong on each', () => {
     const ir = load(`gateways:

@@ -765,6 +765,8 @@ class Builder {
           'transformations belongs on each listener when listeners are set',
         );
       this.transformationChecks([...path, 'policies'], gw.policies);
+      if (gw.address !== undefined && gw.bindAddress != null)
+        this.fail([...path, 'bindAddress'], 'set address or bindAddress (its agentgateway name), not both');
       const gwInline = gatewayInlinePolicies(gw);
       if (gw.listeners && gwInline)
         for (const k of Object.keys(gwInline))
@@ -779,7 +781,7 @@ class Builder {
         if (protocol === 'TCP' || protocol === 'TLS') ir.tcpRoutes = [];
         if ('hostname' in l && l.hostname) ir.hostname = l.hostname.toLowerCase();
         out.push(ir);
-        add(lpath, gw.address ?? '::', gw.port as number, ir);
+        add(lpath, gw.address ?? gw.bindAddress ?? '::', gw.port as number, ir);
         const lp = 'policies' in l ? l.policies : undefined;
         if (gw.listeners) this.transformationChecks([...lpath, 'policies'], lp);
         const own =
