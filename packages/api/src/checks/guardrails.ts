@@ -62,10 +62,14 @@ function checkWebhook(w: GuardWebhook, path: FieldPath): Problem[] {
       out.push(...checkRegex(m.value.regex, [...path, 'forwardHeaderMatches', i, 'value', 'regex']));
   });
   const host = 'host' in w.target ? w.target.host : undefined;
-  if (host !== undefined && !/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?$/.test(host))
+  // an http:// or https:// scheme in front, as agentgateway takes it (a trailing / allowed)
+  if (
+    host !== undefined &&
+    !/^(https?:\/\/)?(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?\/?$/i.test(host)
+  )
     out.push({
       path: [...path, 'target', 'host'],
-      message: `expected host or host:port, got ${JSON.stringify(host)}`,
+      message: `expected host, host:port or http(s)://host[:port], got ${JSON.stringify(host)}`,
     });
   return out;
 }

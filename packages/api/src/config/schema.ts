@@ -2665,21 +2665,48 @@ const oneGuardKind =
       });
   };
 /** A webhook guard's `target`: agentgateway's SimpleLocalBackend, a `host` or a named host backend. */
+/** agentgateway's policies on a webhook target: how the calls to it connect. */
+const WebhookTargetPolicies = strict({
+  backendTLS: BackendTLS.optional().meta({ description: 'TLS to the webhook: the call goes over HTTPS' }),
+  requestHeaderModifier: HeaderModifier.optional().meta({
+    description: 'headers added, set or removed on each call to the webhook',
+  }),
+  http: BackendHttp.optional().meta({
+    description:
+      'version HTTP2: the calls over HTTP/2; requestTimeout: how long a verdict may take (default 10s)',
+  }),
+  tcp: BackendTcp.optional(),
+  backendAuth: NotYet('backendAuth on a webhook target (set a header from CEL in headers)').optional(),
+  backendTunnel: NotYet('backendTunnel on a webhook target').optional(),
+  transformations: NotYet('transformations on a webhook target').optional(),
+})
+  .nullable()
+  .optional()
+  .meta({
+    description:
+      'the calls’ connection (agentgateway’s): backendTLS, requestHeaderModifier, http and tcp; over a named backend’s, field by field',
+  });
 const GuardWebhookTarget = z.union([
   strict({
-    host: z.string().min(1).meta({ description: 'host:port (or host, port 80) of the webhook, over HTTP' }),
+    host: z.string().min(1).meta({
+      description:
+        'host:port (or host, port 80) of the webhook, over HTTP; https://host[:port] calls it over TLS with the system’s roots (port 443)',
+    }),
+    policies: WebhookTargetPolicies,
   }),
   strict({
     service: ServiceRef.meta({
       description:
         'a Service of the top-level services list: called by its hostname, each connection dialled at the next of its workloads',
     }),
+    policies: WebhookTargetPolicies,
   }),
   strict({
     backend: z.string().min(1).meta({
       description:
         'the name of a host backend in the top-level backends list: its address, and its backendTLS (the webhook is then called over HTTPS) and requestHeaderModifier',
     }),
+    policies: WebhookTargetPolicies,
   }),
 ]);
 /**
@@ -2758,12 +2785,12 @@ const guardServicePolicies = <A extends z.ZodType>(auth: A) =>
       description: 'the forward proxy the service is reached through (CONNECT), as a backend’s',
     }),
   });
-/** agentgateway's Moderation: OpenAI's moderation endpoint on the request (a flagged text is rejected). */
 /** agentgateway's action of a cloud guard: reject (default) enforces what it finds, audit only records it. */
 const CloudGuardAction = z.enum(['reject', 'audit']).optional().meta({
   description:
     'reject (default) applies what the guard finds; audit calls it and records what it found (access log, trace, metrics), never applying it, and a failed call never stops traffic',
 });
+/** agentgateway's Moderation: OpenAI's moderation endpoint on the request (a flagged text is rejected). */
 export const GuardOpenAIModeration = strict({
   model: z.string().min(1).nullable().optional().meta({ description: 'default omni-moderation-latest' }),
   action: CloudGuardAction,

@@ -4010,8 +4010,18 @@ function webhookGuardIR(
   let requestHeaders: LlmGuardServiceIR['requestHeaders'];
   let connection: GuardServicePolicies | undefined;
   let endpoints: LlmGuardServiceIR['endpoints'];
-  if ('host' in w.target) host = String(w.target.host);
-  else if ('service' in w.target) {
+  if ('host' in w.target) {
+    host = String(w.target.host);
+    // agentgateway's https:// host: TLS with the system's roots; http:// the plain default
+    const scheme = /^(https?):\/\//i.exec(host);
+    if (scheme) {
+      host = host.slice(scheme[0].length).replace(/\/+$/, '');
+      if (scheme[1]?.toLowerCase() === 'https') {
+        tls = ctx.tls(['webhook', 'target', 'host'], {});
+        if (!tls) return undefined;
+      }
+    }
+  } else if ('service' in w.target) {
     const svc = ctx.service(['webhook', 'target', 'service'], w.target.service);
     if (!svc) return undefined;
     host = svc.host;
@@ -4029,6 +4039,17 @@ function webhookGuardIR(
     tls = def.tls;
     if (p.requestHeaderModifier) requestHeaders = p.requestHeaderModifier;
     connection = p;
+  }
+  // the target's own policies, over a named backend's field by field
+  const own = w.target.policies;
+  if (own) {
+    if (own.backendTLS) {
+      const t = ctx.tls(['webhook', 'target', 'policies', 'backendTLS'], own.backendTLS);
+      if (!t) return undefined;
+      tls = t;
+    }
+    if (own.requestHeaderModifier) requestHeaders = own.requestHeaderModifier;
+    connection = { ...(connection ?? {}), ...own } as GuardServicePolicies;
   }
   const origin = `${tls ? 'https' : 'http'}://${/:[0-9]+$/.test(host) ? host : `${host}:${tls ? 443 : 80}`}`;
   return {

@@ -81,6 +81,9 @@ before(async () => {
     );
   ({ proxy, gpt } = await startGuardProxy(
     `${gptModel(openai, 'hooked', '{request: [{webhook: {target: {backend: guard}}}]}')}
+${gptModel(openai, 'hooked-own', `{request: [{webhook: {target: {host: "127.0.0.1:${hookPort}", policies: {backendTLS: {root: ${root}, hostname: ${NAME}}, requestHeaderModifier: {set: {x-guard-tenant: own}}}}}}]}`)}
+${gptModel(openai, 'hooked-over', `{request: [{webhook: {target: {backend: guard, policies: {requestHeaderModifier: {set: {x-guard-tenant: over}}}}}}]}`)}
+${gptModel(openai, 'hooked-https', `{request: [{webhook: {target: {host: "https://127.0.0.1:${hookPort}"}}}]}`)}
 ${moderated('moderated', `{root: ${root}, hostname: ${NAME}}`)}
 ${moderated('untrusted', `{hostname: ${NAME}}`)}`,
     '',
@@ -111,6 +114,31 @@ describe('a webhook target by named backend', () => {
     assert.ok(err instanceof OpenAI.APIError);
     assert.equal(err.status, 451);
   });
+});
+
+describe("a webhook target's own policies (agentgateway's target.policies)", () => {
+  test('a host target over HTTPS with its own CA and headers', async () => {
+    const r = await askGpt(gpt, 'hooked-own', 'Hello!');
+    assert.equal(r.choices[0]?.message.content, FAKE_REPLY);
+    assert.equal(webhookHeaders[webhookHeaders.length - 1]?.['x-guard-tenant'], 'own');
+    const err = await askGpt(gpt, 'hooked-own', 'a jailbreak').catch((e: unknown) => e);
+    assert.ok(err instanceof OpenAI.APIError);
+    assert.equal(err.status, 451);
+  });
+
+  test("over a named backend's: the target's own header wins, the backend's TLS stays", async () => {
+    const r = await askGpt(gpt, 'hooked-over', 'Hello!');
+    assert.equal(r.choices[0]?.message.content, FAKE_REPLY);
+    assert.equal(webhookHeaders[webhookHeaders.length - 1]?.['x-guard-tenant'], 'over');
+  });
+
+  test(
+    'an https:// host is called over TLS with the system roots: the test CA is not among them, so it fails closed',
+    guardFailsClosed(() => ({ openai, gpt }), /BEGIN CERTIFICATE/i)(
+      'hooked-https',
+      /certificate|self.signed|verify|issuer/i,
+    ),
+  );
 });
 
 describe('a cloud guard with backendTLS and requestHeaderModifier', () => {
