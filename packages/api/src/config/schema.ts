@@ -95,7 +95,7 @@ const Bytes = z.union([
 ]);
 
 /** Drops the keys whose value is undefined or null, for exactOptionalPropertyTypes. */
-function defined<T extends Record<string, unknown>>(
+export function defined<T extends Record<string, unknown>>(
   o: T,
 ): { [K in keyof T]?: Exclude<T[K], undefined | null> } {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== null)) as never;

@@ -44,6 +44,7 @@ import {
   checkTrafficPolicies,
   checkTransformations,
   DEFAULT_SENSITIVE_HEADERS,
+  defined,
   type EnvLookup,
   ecdhCurveOf,
   type FieldPath,
@@ -2612,7 +2613,7 @@ class Builder {
       authorization: [],
       guardrails: [],
       keepAliveMs: keepAlive,
-      ...(m.server ? { server: definedFields(m.server) } : {}),
+      ...(m.server ? { server: defined(m.server) } : {}),
     };
   }
 
@@ -3528,13 +3529,6 @@ function markInternalBackends(binds: BindIR[]): void {
 
 /** How often an idle MCP stream carries a comment when sseKeepAlive is unset. */
 const MCP_KEEPALIVE_MS = 25_000;
-
-/** The fields of `o` that are set (not null or undefined). */
-function definedFields<T extends Record<string, unknown>>(o: T): { [K in keyof T]?: NonNullable<T[K]> } {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v != null)) as {
-    [K in keyof T]?: NonNullable<T[K]>;
-  };
-}
 
 /** `internal: forward`, or an admin path (a leading / added when it has none, as agentgateway does). */
 function internalTarget(v: string): BackendTarget {

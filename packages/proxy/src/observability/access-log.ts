@@ -192,22 +192,23 @@ export function requestRecord(
   preset?: 'otel',
 ): Record<string, unknown> {
   const route = req.route;
-  const rec: Record<string, unknown> = {
-    gateway: route?.gateway,
-    listener: route?.listener,
-    route: route?.key,
-    endpoint: req.endpoint,
-  };
-  if (preset === 'otel') otelHttpFields(rec, req, status, credentialParams);
-  else {
-    rec['src.addr'] = `${req.source.address}:${req.source.port}`;
-    rec['http.method'] = req.method;
-    rec['http.host'] = req.authority;
-    rec['http.path'] = redactQuery(req.originalUrl, credentialParams);
-    rec['http.version'] = `HTTP/${req.httpVersion}`;
-    rec['http.status'] = status;
-  }
-  rec.duration = `${Math.round(seconds * 1e4) / 10}ms`;
+  const duration = `${Math.round(seconds * 1e4) / 10}ms`;
+  const rec: Record<string, unknown> =
+    preset === 'otel'
+      ? otelRecord(req, status, credentialParams, duration)
+      : {
+          gateway: route?.gateway,
+          listener: route?.listener,
+          route: route?.key,
+          endpoint: req.endpoint,
+          'src.addr': `${req.source.address}:${req.source.port}`,
+          'http.method': req.method,
+          'http.host': req.authority,
+          'http.path': redactQuery(req.originalUrl, credentialParams),
+          'http.version': `HTTP/${req.httpVersion}`,
+          'http.status': status,
+          duration,
+        };
   if (req.error) rec.error = req.error.detail;
   const upgrade = req.ext.upgrade;
   if (upgrade) {
@@ -263,32 +264,40 @@ export function requestRecord(
 }
 
 /**
- * The request's HTTP fields under OpenTelemetry's names (accessLog.preset: otel): the client's
- * address and port apart, the Host split into server.address and server.port (when the Host names
- * one), the path and the query (its credentials redacted, without its `?`) apart, the protocol
- * version as OpenTelemetry writes it (`1.1`, `2`).
+ * The record's first fields with the request's HTTP fields under OpenTelemetry's names
+ * (accessLog.preset: otel): the client's address and port apart, the Host split into server.address
+ * and server.port (when the Host names one), the path and the query (its credentials redacted,
+ * without its `?`) apart, the protocol version as OpenTelemetry writes it (`1.1`, `2`).
  */
-function otelHttpFields(
-  rec: Record<string, unknown>,
+function otelRecord(
   req: ObservedRequest,
   status: number,
   credentialParams: ReadonlySet<string>,
-): void {
-  rec['client.address'] = req.source.address;
-  rec['client.port'] = req.source.port;
-  rec['http.request.method'] = req.method;
-  rec['server.address'] = req.host;
-  const port = /:([0-9]{1,5})$/.exec(req.authority)?.[1];
-  if (port !== undefined) rec['server.port'] = Number(port);
-  rec['url.scheme'] = req.scheme;
+  duration: string,
+): Record<string, unknown> {
+  const route = req.route;
   // an absolute-form target (a forward proxy's request) is a whole URL: its path and query only
   const target = req.originalUrl.startsWith('/') ? req.originalUrl : pathAndQueryOf(req.originalUrl);
   const url = redactQuery(target, credentialParams);
   const q = url.indexOf('?');
-  rec['url.path'] = q < 0 ? url : url.slice(0, q);
-  if (q >= 0 && q < url.length - 1) rec['url.query'] = url.slice(q + 1);
-  rec['network.protocol.version'] = req.httpVersion === '2.0' ? '2' : req.httpVersion;
-  rec['http.response.status_code'] = status;
+  const port = /:([0-9]{1,5})$/.exec(req.authority)?.[1];
+  return {
+    gateway: route?.gateway,
+    listener: route?.listener,
+    route: route?.key,
+    endpoint: req.endpoint,
+    'client.address': req.source.address,
+    'client.port': req.source.port,
+    'http.request.method': req.method,
+    'server.address': req.host,
+    ...(port !== undefined ? { 'server.port': Number(port) } : {}),
+    'url.scheme': req.scheme,
+    'url.path': q < 0 ? url : url.slice(0, q),
+    ...(q >= 0 && q < url.length - 1 ? { 'url.query': url.slice(q + 1) } : {}),
+    'network.protocol.version': req.httpVersion === '2.0' ? '2' : req.httpVersion,
+    'http.response.status_code': status,
+    duration,
+  };
 }
 
 /** The path and query of an absolute URL (`http://h/p?q` → `/p?q`); the text itself when it is none. */

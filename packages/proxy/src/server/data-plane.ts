@@ -683,7 +683,8 @@ export class DataPlane {
     } else {
       // an event stream's head goes at once: its first event may be long in coming (an MCP GET
       // stream, a slow model), and a client or load balancer waits for the head meanwhile
-      if (String(r.headers['content-type'] ?? '').startsWith('text/event-stream'))
+      const type = r.headers['content-type'];
+      if (typeof type === 'string' && type.startsWith('text/event-stream'))
         (res as { flushHeaders?: () => void }).flushHeaders?.();
       pump(body, res as unknown as Writable, (err) => {
         if (!ctx.error) {

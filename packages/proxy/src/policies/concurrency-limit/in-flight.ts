@@ -8,6 +8,7 @@
 // requests in flight and never fills with old ones. The table is changed under a lock in its first
 // Int32 (shared-lock.ts: taken over from a holder that is gone): each change is a few dozen loads and
 // stores.
+import { hashes } from '../limit-keys.ts';
 import { lockShared, unlockShared } from '../shared-lock.ts';
 
 /** Slots of a table by key: keys with requests in flight at once, per limit. */
@@ -177,16 +178,4 @@ export class InFlightTable {
     // a lock taken over from this thread is no longer its to release
     unlockShared(this.#a, LOCK);
   }
-}
-
-/** Two independent 32-bit FNV-1a hashes of the key's UTF-16 code units (different offsets). */
-export function hashes(key: string): [number, number] {
-  let h1 = 0x811c9dc5;
-  let h2 = 0x01000193 ^ 0x5bd1e995;
-  for (let i = 0; i < key.length; i++) {
-    const c = key.charCodeAt(i);
-    h1 = Math.imul(h1 ^ c, 0x01000193);
-    h2 = Math.imul(h2 ^ c, 0x01000193) ^ (h2 >>> 15);
-  }
-  return [h1 | 0, h2 | 0];
 }

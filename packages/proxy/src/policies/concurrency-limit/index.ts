@@ -16,6 +16,7 @@ import { compileCel } from '../../cel/cel.ts';
 import { GwError } from '../../errors.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import { withConditional } from '../conditional.ts';
+import { keyOf } from '../limit-keys.ts';
 import type { BuildEnv, PolicyConfig } from '../types.ts';
 import { InFlightCounter, InFlightTable, inFlightBytes, KEYED_SLOTS, type Taken } from './in-flight.ts';
 
@@ -62,16 +63,6 @@ function compile(l: ConcurrencyLimit, buffer: SharedArrayBuffer): Limit {
       return { max, taken: table.take(keyOf(key.eval(ctx.celContext())), max) };
     },
   };
-}
-
-/**
- * The counter a key's value names: a string as it is, a number or a bool as written; anything else
- * (a failed evaluation, a map) the one counter of requests without a key, which no string names.
- */
-export function keyOf(v: unknown): string {
-  if (typeof v === 'string') return `s:${v}`;
-  if (typeof v === 'bigint' || typeof v === 'number' || typeof v === 'boolean') return `v:${String(v)}`;
-  return '';
 }
 
 export const concurrencyLimit = withConditional<'concurrencyLimit', ConcurrencyLimit[], ConcurrencyLimit>(

@@ -3,7 +3,7 @@
 // used one (its key starts afresh), never a busy key's bucket while an idle one is there.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { hashes } from '../concurrency-limit/in-flight.ts';
+import { hashes } from '../limit-keys.ts';
 import { KEYED_BUCKET_BYTES, KEYED_WAYS, KeyedBuckets, keyedSet } from './bucket.ts';
 
 const table = (capacity = 2, refillPerMs = 0) =>

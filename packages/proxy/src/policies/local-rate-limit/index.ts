@@ -10,9 +10,8 @@ import { parseGoDuration } from '@gw/api/runtime';
 import { type CelProgram, compileCel } from '../../cel/cel.ts';
 import { GwError } from '../../errors.ts';
 import { onResponseUsage } from '../../llm/usage.ts';
-import { hashes } from '../concurrency-limit/in-flight.ts';
-import { keyOf } from '../concurrency-limit/index.ts';
 import { withConditional } from '../conditional.ts';
+import { hashes, keyOf } from '../limit-keys.ts';
 import type { BuildEnv } from '../types.ts';
 import { BUCKET_BYTES, KEYED_BUCKET_BYTES, KeyedBuckets, SharedBucket } from './bucket.ts';
 
