@@ -39,6 +39,7 @@ export const ERRORS = {
   GW_ERR_BACKEND_TIMEOUT: { status: 504, message: 'upstream request timeout' },
   GW_ERR_CLIENT_CLOSED: { status: 499, message: 'client closed the request' },
   GW_ERR_SHUTTING_DOWN: { status: 503, message: 'gateway is shutting down' },
+  GW_ERR_OVERLOADED: { status: 503, message: 'request limit exceeded' },
   // An Upgrade (WebSocket) request to a route whose backend speaks HTTP requests only (ai, mcp, a2a).
   GW_ERR_UPGRADE_UNSUPPORTED: {
     status: 400,
@@ -238,6 +239,7 @@ const GRPC_STATUS: Record<ErrorCode, number> = {
   GW_ERR_BACKEND_TIMEOUT: 4,
   GW_ERR_CLIENT_CLOSED: 1, // CANCELLED
   GW_ERR_SHUTTING_DOWN: 14,
+  GW_ERR_OVERLOADED: 14,
   GW_ERR_UPGRADE_UNSUPPORTED: 3,
   GW_ERR_INTERNAL: 13,
   GW_ERR_LLM_BAD_REQUEST: 3,

@@ -2221,6 +2221,10 @@ export const FrontendPolicies = strict({
       description:
         'gw extension: how long a request body may stall on a route without timeout.requestTimeout; answered with 408 (default 60s, 0s: off)',
     }),
+    maxConcurrentRequests: z.number().int().min(1).max(4_294_967_295).nullable().optional().meta({
+      description:
+        'requests in flight per bind across the workers of a replica (HTTP/1 requests and HTTP/2 streams, each until its response is sent); one more is answered 503 at once (gRPC: status 14); unset: no limit',
+    }),
     http2MaxConcurrentStreams: z.number().int().min(1).max(2_147_483_647).optional().meta({
       description: 'gw extension: SETTINGS_MAX_CONCURRENT_STREAMS advertised to HTTP/2 clients (default 100)',
     }),

@@ -378,7 +378,14 @@ export const Frontend = rules(
   obj({
     networkAuthorization: Authorization.optional(),
     accessLog: AccessLog.optional(),
-    tcp: BackendTcp.omit({ connectTimeout: true }).optional(),
+    tcp: BackendTcp.omit({ connectTimeout: true })
+      .extend({
+        maxConnections: z.int().min(1).max(1_000_000).optional().meta({
+          description:
+            'Open client connections per port of the Gateway across the workers of a replica; more are closed at once (default 10000).',
+        }),
+      })
+      .optional(),
     tls: rules(
       obj({
         handshakeTimeout: Duration.optional().meta({
@@ -425,6 +432,10 @@ export const Frontend = rules(
       maxConnectionDuration: Duration.optional().meta({
         description:
           'How long a client connection may live: then it is closed once its request in flight is answered (HTTP/1) or told GOAWAY (HTTP/2).',
+      }),
+      maxConcurrentRequests: z.int().min(1).max(4_294_967_295).optional().meta({
+        description:
+          'Requests in flight per port of the Gateway across the workers of a replica (HTTP/1 requests and HTTP/2 streams, each until its response is sent); one more is answered 503 at once (gRPC: status 14). Unset: no limit.',
       }),
     }).optional(),
     tracing: otlpEndpoint({

@@ -112,6 +112,11 @@ export interface DownstreamLimits {
   /** Open connections per bind, across the workers of a replica. */
   maxConnections: number;
   http2MaxConcurrentStreams: number;
+  /**
+   * Requests in flight per bind across the workers of a replica (frontendPolicies.http.
+   * maxConcurrentRequests): each holds its place until its response is sent; unset: no limit.
+   */
+  maxConcurrentRequests?: number;
   /** HTTP/2 settings advertised to clients (frontendPolicies.http); unset: Node's defaults. */
   http2?: { initialWindowSize?: number; maxFrameSize?: number; maxHeaderListSize?: number };
   /** How long a client connection may live (frontendPolicies.http.maxConnectionDuration); 0: no limit. */

@@ -440,6 +440,7 @@ class Builder {
         requestBodyIdleTimeoutMs: ms(fh?.requestBodyIdleTimeout, 60_000),
         maxConnections: this.cfg.frontendPolicies?.tcp?.maxConnections ?? 10_000,
         http2MaxConcurrentStreams: fh?.http2MaxConcurrentStreams ?? 100,
+        ...(fh?.maxConcurrentRequests != null ? { maxConcurrentRequests: fh.maxConcurrentRequests } : {}),
         maxConnectionDurationMs: ms(fh?.maxConnectionDuration ?? undefined, 0),
         ...this.http2Settings(fh),
         ...(fh?.http1MaxHeaders != null ? { http1MaxHeaders: fh.http1MaxHeaders } : {}),

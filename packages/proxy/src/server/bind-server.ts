@@ -41,6 +41,8 @@ export interface BindSettings {
   limits: DownstreamLimits;
   /** The bind's open connections, counted across workers against `limits.maxConnections`. */
   connections: ConnectionLimit;
+  /** The bind's requests in flight, counted across workers against `limits.maxConcurrentRequests`. */
+  requests: ConnectionLimit;
 }
 
 /** An HTTP/1.1 request that asks to switch protocols: its connection is no longer HTTP's. */
@@ -54,6 +56,8 @@ export interface BindServerOptions extends BindSettings {
   admit: (address: string, port: number) => boolean;
   /** The connection cap refused connections: `refused` since the last call, at most one call per 10 s. */
   onConnectionLimit: (bind: BindServer, refused: number, limit: number) => void;
+  /** The request cap refused requests: `refused` since the last call, at most one call per 10 s. */
+  onRequestLimit: (bind: BindServer, refused: number, limit: number) => void;
   /** The PROXY protocol new connections start with (frontendPolicies.proxyProtocol), if any. */
   proxyProtocol: () => ProxyProtocolIR | undefined;
   /** A connection closed for its PROXY header: missing (strict), malformed, or too slow. */
@@ -101,6 +105,9 @@ export class BindServer {
   /** The handshake settings the TLS server runs with (see #applyHandshake). */
   #handshake: string | undefined;
   #refusalLoggedAt = -Infinity;
+  #requestsRefused = 0;
+  #requestRefusalLoggedAt = -Infinity;
+  readonly #onRequestLimit: BindServerOptions['onRequestLimit'];
 
   constructor(bind: CompiledBind, opts: BindServerOptions) {
     this.key = bind.ir.key;
@@ -110,7 +117,9 @@ export class BindServer {
       idleTimeoutMs: opts.idleTimeoutMs,
       limits: opts.limits,
       connections: opts.connections,
+      requests: opts.requests,
     };
+    this.#onRequestLimit = opts.onRequestLimit;
     const { limits } = opts;
     const handler = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) =>
       opts.onRequest(this, req, res);
@@ -328,6 +337,26 @@ export class BindServer {
     this.#refused = 0;
   }
 
+  /**
+   * A place for one more request under frontendPolicies.http.maxConcurrentRequests: the counter that
+   * holds it (its `close()` gives it back when the response is sent); null: the bind has no limit;
+   * false: it has its limit in flight.
+   */
+  startRequest(): ConnectionLimit | null | false {
+    const max = this.#settings.limits.maxConcurrentRequests;
+    if (max === undefined) return null;
+    const requests = this.#settings.requests;
+    if (requests.tryOpen(max)) return requests;
+    this.#requestsRefused++;
+    const now = performance.now();
+    if (now - this.#requestRefusalLoggedAt >= LIMIT_LOG_INTERVAL_MS) {
+      this.#requestRefusalLoggedAt = now;
+      this.#onRequestLimit(this, this.#requestsRefused, max);
+      this.#requestsRefused = 0;
+    }
+    return false;
+  }
+
   /** Who sent `req`: the address of the connection it came on, whatever the protocol. */
   peer(req: IncomingMessage | Http2ServerRequest): Peer {
     if ('stream' in req) {
@@ -370,12 +399,12 @@ export class BindServer {
     return this.#port;
   }
 
-  /** How long a connection may sit without traffic (frontend http1IdleTimeout); 0: no limit. */
   /** The most headers an HTTP/1 request may have (frontendPolicies.http.http1MaxHeaders); 0: Node's bound. */
   get http1MaxHeaders(): number {
     return this.#settings.limits.http1MaxHeaders ?? 0;
   }
 
+  /** How long a connection may sit without traffic (frontend http1IdleTimeout); 0: no limit. */
   get idleTimeoutMs(): number {
     return this.#settings.idleTimeoutMs;
   }

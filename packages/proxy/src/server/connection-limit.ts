@@ -1,6 +1,6 @@
-// The cap on a bind's open connections, exact across the workers of a replica: one shared count per
-// bind, plus a slot per worker so that a crashed worker's connections are given back when the worker
-// that replaces it starts.
+// The cap on a bind's open connections (and, in a buffer of its own, on its requests in flight), exact
+// across the workers of a replica: one shared count per bind, plus a slot per worker so that a crashed
+// worker's connections are given back when the worker that replaces it starts.
 import type { ProxyIR } from '../config/ir.ts';
 
 /** Workers a replica may run (GlobalConfig.workerThreads allows up to 256). */
@@ -11,9 +11,16 @@ export function connectionMemoryKey(bindKey: string): string {
   return `bind-connections:${bindKey}`;
 }
 
-/** The shared memory the main thread allocates for the connection counts of a config's binds. */
+export function requestMemoryKey(bindKey: string): string {
+  return `bind-requests:${bindKey}`;
+}
+
+/** The shared memory the main thread allocates for the connection and request counts of a config's binds. */
 export function connectionMemoryOf(ir: ProxyIR): { key: string; bytes: number }[] {
-  return ir.binds.map((b) => ({ key: connectionMemoryKey(b.key), bytes: BYTES }));
+  return ir.binds.flatMap((b) => [
+    { key: connectionMemoryKey(b.key), bytes: BYTES },
+    { key: requestMemoryKey(b.key), bytes: BYTES },
+  ]);
 }
 
 export class ConnectionLimit {

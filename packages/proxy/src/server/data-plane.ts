@@ -46,7 +46,7 @@ import { readUpstream, type UpgradeState } from '../upstream/upgrade.ts';
 import { BindServer, type BindSettings } from './bind-server.ts';
 import { clientVerified, verifiesClients } from './client-certs.ts';
 import type { ConnectionCheck } from './connection-check.ts';
-import { ConnectionLimit, connectionMemoryKey } from './connection-limit.ts';
+import { ConnectionLimit, connectionMemoryKey, requestMemoryKey } from './connection-limit.ts';
 import type { ProxyProtocolIR } from './proxy-protocol.ts';
 import { watchRequestBody } from './request-body-idle.ts';
 import { Roster, type RosterEntry } from './roster.ts';
@@ -246,14 +246,20 @@ export class DataPlane {
           )
         : undefined;
     const connections = new Map<string, ConnectionLimit>();
-    const settings = (key: string): BindSettings => {
-      const m = memory(connectionMemoryKey(key), ConnectionLimit.memoryBytes);
-      // One ConnectionLimit per buffer for the life of this worker: a new one takes back its slot.
+    // One ConnectionLimit per buffer for the life of this worker: a new one takes back its slot.
+    const counter = (key: string) => {
+      const m = memory(key, ConnectionLimit.memoryBytes);
       const known = connections.get(key) ?? this.#connections.get(key);
       const c = known?.memory === m ? known : new ConnectionLimit(m, this.#opts.worker ?? 0);
       connections.set(key, c);
-      return { idleTimeoutMs: ir.global.http1IdleTimeoutMs, limits: ir.global.downstream, connections: c };
+      return c;
     };
+    const settings = (key: string): BindSettings => ({
+      idleTimeoutMs: ir.global.http1IdleTimeoutMs,
+      limits: ir.global.downstream,
+      connections: counter(connectionMemoryKey(key)),
+      requests: counter(requestMemoryKey(key)),
+    });
     // What HTTP and TCP binds share: who may connect, and what gets logged when one cannot.
     const common = {
       admit: (address: string, port: number) => this.#admit(address, port),
@@ -269,6 +275,11 @@ export class DataPlane {
         this.#opts.log.warn(
           { bind: bs.key, limit, refused },
           'connection limit reached: new connections to this bind are closed (frontendPolicies.tcp.maxConnections)',
+        ),
+      onRequestLimit: (bs: { key: string }, refused: number, limit: number) =>
+        this.#opts.log.warn(
+          { bind: bs.key, limit, refused },
+          'request limit reached: new requests to this bind are answered 503 (frontendPolicies.http.maxConcurrentRequests)',
         ),
     };
     const created: (BindServer | TcpBindServer)[] = [];
@@ -409,7 +420,14 @@ export class DataPlane {
     this.#served++;
     const listed = this.#inflight.add(ctx);
     let unwatchBody: (() => void) | undefined;
+    /** The request's place under frontendPolicies.http.maxConcurrentRequests, until its response is sent. */
+    let place: ConnectionLimit | undefined;
+    const release = () => {
+      place?.close();
+      place = undefined;
+    };
     res.once('close', () => {
+      release();
       unwatchBody?.();
       // An upgrade's reader (a realtime session's usage) has read all the session first.
       const settling = ctx.ext.upgrade?.reader?.settle();
@@ -449,6 +467,22 @@ export class DataPlane {
     if (this.#trace.armed || this.#tracing !== undefined) this.#attach(ctx);
     const obs = ctx.obs;
     obs?.start(ctx);
+    const taken = bs.startRequest();
+    if (taken === false) {
+      this.#fail(
+        ctx,
+        new GwError(
+          'GW_ERR_OVERLOADED',
+          'request limit exceeded: this bind has as many requests in flight as frontendPolicies.http.maxConcurrentRequests allows',
+        ),
+      );
+      return;
+    }
+    if (taken) {
+      place = taken;
+      // an upgrade's request is over once its answer is sent; the connection it becomes is not a request
+      if (upgrade !== undefined) res.once('finish', release);
+    }
     if (refused) {
       this.#fail(ctx, refused);
       return;

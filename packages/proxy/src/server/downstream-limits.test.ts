@@ -725,3 +725,67 @@ async function tlsSetup(t: { after(fn: () => unknown): void }) {
   const tlsOf = `{cert: ${JSON.stringify(cert.certFile)}, key: ${JSON.stringify(cert.keyFile)}}`;
   return { pki, up, tlsOf };
 }
+
+test('maxConcurrentRequests: one request past the limit is answered 503 (gRPC: status 14) at once; a place frees when a response is sent', async (t) => {
+  // an upstream that holds each request until told to answer it
+  const held: http.ServerResponse[] = [];
+  const up = http.createServer((req, res) => {
+    req.resume();
+    if (req.url === '/hold') held.push(res);
+    else res.end(`done ${req.url}`);
+  });
+  await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
+  t.after(() => {
+    up.closeAllConnections();
+    up.close();
+  });
+  const upPort = (up.address() as AddressInfo).port;
+  const p = await startProxy(config(upPort, '  http: {maxConcurrentRequests: 2}'));
+  t.after(() => p.close());
+  const get = (path: string, headers: Record<string, string> = {}) =>
+    httpGet(p.port(), path, { host: 'gw.test', headers });
+
+  const first = get('/hold');
+  const second = get('/hold');
+  assert.ok(await until(() => held.length === 2, 5000), 'both requests reached the upstream');
+  const refused = await get('/next');
+  assert.equal(refused.status, 503);
+  assert.match(refused.body, /request limit exceeded/);
+  // HTTP/2 streams count too, and a gRPC client gets its own status
+  const session = http2.connect(`http://127.0.0.1:${p.port()}`);
+  t.after(() => session.destroy());
+  const s = session.request({
+    ':method': 'POST',
+    ':path': '/pkg.Svc/Call',
+    'content-type': 'application/grpc',
+    te: 'trailers',
+  });
+  s.end();
+  const head = await new Promise<http2.IncomingHttpHeaders>((r) => s.once('response', r));
+  const trailers = await new Promise<http2.IncomingHttpHeaders>((r) => {
+    s.once('trailers', r);
+    s.once('end', () => r(head));
+    s.resume();
+  });
+  assert.equal(head[':status'], 200);
+  assert.equal(trailers['grpc-status'] ?? head['grpc-status'], '14');
+
+  const lines = p.accessLog.filter((l) => String(l.msg).startsWith('request limit reached'));
+  assert.equal(lines.length, 1, 'one warning for the burst');
+  assert.equal(lines[0]?.limit, 2);
+
+  held[0]?.end('released');
+  assert.equal((await first).status, 200);
+  const after = await get('/next');
+  assert.equal(after.status, 200, 'a place is free once a response was sent');
+  assert.equal(after.body, 'done /next');
+  held[1]?.end('released');
+  assert.equal((await second).status, 200);
+
+  // a reload without the limit lets everything through; held requests keep their count until answered
+  await p.reload(config(upPort, '  http: {}'));
+  const many = Array.from({ length: 4 }, () => get('/hold'));
+  assert.ok(await until(() => held.length === 6, 5000), 'four requests in flight without a limit');
+  for (const r of held.slice(2)) r.end('released');
+  for (const r of await Promise.all(many)) assert.equal(r.status, 200);
+});

@@ -91,6 +91,7 @@ export class TcpBindServer {
       idleTimeoutMs: opts.idleTimeoutMs,
       limits: opts.limits,
       connections: opts.connections,
+      requests: opts.requests,
     };
     if (this.scheme === 'tls') {
       const first = bind.listeners.find((l) => l.secureContext)?.ir.tls;

@@ -1381,6 +1381,26 @@ describe('frontend → FrontendPolicies', () => {
     );
   });
 
+  test('http.maxConcurrentRequests and tcp.maxConnections map, with or without a keepalive beside them', () => {
+    const both = frontendPolicy(
+      frontendSpec({ http: { maxConcurrentRequests: 500 }, tcp: { maxConnections: 2000 } }),
+      NS,
+      inMemoryLookup([]),
+    );
+    assert.deepEqual(both.policies, { http: { maxConcurrentRequests: 500 }, tcp: { maxConnections: 2000 } });
+    assert.ok(FrontendPolicies.safeParse(both.policies).success);
+    assert.deepEqual([both.invalid, both.problems], [[], []]);
+    const withKeepalive = frontendPolicy(
+      frontendSpec({ tcp: { maxConnections: 10, keepalive: { time: '30s' } } }),
+      NS,
+      inMemoryLookup([]),
+    );
+    assert.deepEqual(withKeepalive.policies.tcp, {
+      keepalives: { enabled: true, time: '30s', interval: '180s', retries: 9 },
+      maxConnections: 10,
+    });
+  });
+
   test('tls.handshakeTimeout, accessLog.otlp, http1MaxHeaders, the HTTP/2 keepalive and tcp keepalive (the CRD’s interval default filled in) map', () => {
     const r = frontendPolicy(
       frontendSpec({
