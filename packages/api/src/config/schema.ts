@@ -2162,10 +2162,6 @@ const ProxyProtocol = strict({
     "the client's address from a PROXY header before TLS or HTTP: source.*, networkAuthorization and the logs see it",
 });
 const H2_WINDOW = z.number().int().min(0).max(2_147_483_647).nullable().optional();
-/** agentgateway's HTTP server settings this build does not apply, refused by name. */
-const FRONTEND_HTTP_NOT_BUILT = Object.fromEntries(
-  (['http1HeaderCase'] as const).map((k) => [k, NotYet(`frontendPolicies.http.${k}`).optional()]),
-) as Record<'http1HeaderCase', z.ZodOptional<ReturnType<typeof NotYet>>>;
 
 export const FrontendPolicies = strict({
   accessLog: AccessLog.optional(),
@@ -2267,7 +2263,10 @@ export const FrontendPolicies = strict({
     http2MaxHeaderSize: z.number().int().min(0).max(4_294_967_295).nullable().optional().meta({
       description: 'the largest header list an HTTP/2 client may send, SETTINGS_MAX_HEADER_LIST_SIZE',
     }),
-    ...FRONTEND_HTTP_NOT_BUILT,
+    http1HeaderCase: z.enum(['lowercase', 'preserve']).optional().meta({
+      description:
+        "lowercase (default): header names go upstream in lowercase; preserve: an HTTP/1 client's request header names go to an HTTP/1 backend as the client spelled them (for backends that read names case-sensitively); Host, names a policy adds, and HTTP/2 on either side are lowercase",
+    }),
   }).optional(),
 });
 

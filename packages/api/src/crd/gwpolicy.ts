@@ -412,10 +412,10 @@ export const Frontend = rules(
       maxBufferSize: IntOrByteSize.optional(),
       http1MaxHeaders: z.int().min(1).max(4096).optional(),
       http1IdleTimeout: Duration.optional(),
-      http1HeaderCase: notBuilt(
-        z.enum(['Lowercase', 'Preserve']).optional(),
-        'frontend.http.http1HeaderCase',
-      ),
+      http1HeaderCase: z.enum(['Lowercase', 'Preserve']).optional().meta({
+        description:
+          "Lowercase (default): header names go upstream in lowercase. Preserve: an HTTP/1 client's request header names go to an HTTP/1 backend as the client spelled them; Host, names a policy adds, and HTTP/2 on either side are lowercase.",
+      }),
       http2KeepaliveInterval: Duration.optional(),
       http2KeepaliveTimeout: Duration.optional(),
       http2WindowSize: Uint32Size.optional().meta({
@@ -491,7 +491,14 @@ export const Frontend = rules(
         description:
           "The PROXY protocol header (an L4 load balancer's) connections start with, before TLS or HTTP: its client address is the one source.*, networkAuthorization and the logs see.",
       }),
-    connect: notBuilt(obj({ mode: z.enum(['Deny', 'Route', 'Tunnel']) }).optional(), 'frontend.connect'),
+    connect: obj({
+      mode: z.enum(['Deny', 'Route', 'Tunnel']).meta({
+        description:
+          "Deny (the default without this policy): CONNECT is answered 405. Route: a CONNECT is routed by its authority like any request, its route policies run, and its backend gets a TCP connection the client's bytes flow over after a 200. Tunnel (the bytes re-entering the Gateway's own listeners) is not supported by this build of gw yet.",
+      }),
+    })
+      .optional()
+      .meta({ description: 'How HTTP CONNECT requests (a client asking for a tunnel) are handled.' }),
   }),
   atLeastOne(
     [

@@ -132,6 +132,8 @@ export interface DownstreamLimits {
   http2Keepalive?: { intervalMs: number; timeoutMs: number };
   /** The most headers an HTTP/1 request may have; more is a 431. Unset: Node's (2000, the rest dropped). */
   http1MaxHeaders?: number;
+  /** http1HeaderCase preserve: an HTTP/1 request's header names go upstream as the client spelled them. */
+  preserveHeaderCase?: true;
 }
 
 /** accessLog.otlp: each access log record also exported as an OpenTelemetry log record. */

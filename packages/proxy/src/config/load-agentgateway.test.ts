@@ -581,10 +581,11 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
       () => load(`frontendPolicies: {accessLog: {otlp: {service: {name: ns/otel, port: 4317}}}}\n${rest}`),
       (e: unknown) => e instanceof Error && /no listeners/.test(e.message) && !/otlp/.test(e.message),
     );
-    refused(
-      `frontendPolicies: {http: {http1HeaderCase: 1}}\n${rest}`,
-      'frontendPolicies.http.http1HeaderCase',
-      'frontendPolicies.http.http1HeaderCase',
+    // http1HeaderCase loads (server/header-case.test.ts runs it)
+    assert.equal(
+      load(`frontendPolicies: {http: {http1HeaderCase: preserve}}\n${withPolicies('        {}')}`).global
+        .downstream.preserveHeaderCase,
+      true,
     );
     // the HTTP/2 keepalive and the header count load (server/http2-keepalive.test.ts and
     // downstream-limits.test.ts run them)

@@ -444,6 +444,7 @@ class Builder {
         maxConnectionDurationMs: ms(fh?.maxConnectionDuration ?? undefined, 0),
         ...this.http2Settings(fh),
         ...(fh?.http1MaxHeaders != null ? { http1MaxHeaders: fh.http1MaxHeaders } : {}),
+        ...(fh?.http1HeaderCase === 'preserve' ? { preserveHeaderCase: true as const } : {}),
         ...downstreamKeepalive(this.cfg.frontendPolicies?.tcp?.keepalives),
       },
       terminationDeadlineMs: ms(g.connectionTerminationDeadline, 30_000),

@@ -404,6 +404,11 @@ export class BindServer {
     return this.#settings.limits.http1MaxHeaders ?? 0;
   }
 
+  /** frontendPolicies.http.http1HeaderCase preserve. */
+  get preserveHeaderCase(): boolean {
+    return this.#settings.limits.preserveHeaderCase === true;
+  }
+
   /** How long a connection may sit without traffic (frontend http1IdleTimeout); 0: no limit. */
   get idleTimeoutMs(): number {
     return this.#settings.idleTimeoutMs;

@@ -462,6 +462,7 @@ export class DataPlane {
         : resolveRequestTarget(ctx, paths);
     setForwardedHeaders(ctx, trusted);
     answerContinueOnRead(ctx);
+    if (bs.preserveHeaderCase && !('stream' in req)) ctx.ext.clientHeaderCase = req.rawHeaders;
 
     if (this.#observers.detailed.length > 0) ctx.obs = new Observation(this.#observers.detailed);
     if (this.#trace.armed || this.#tracing !== undefined) this.#attach(ctx);

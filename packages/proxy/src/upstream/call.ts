@@ -10,6 +10,35 @@ import { connectionNames, type Headers, HOP_BY_HOP, type RequestContext } from '
 import { Exchange } from './exchange.ts';
 import { errors } from './undici.ts';
 
+declare module '../pipeline/context.ts' {
+  interface RequestExtensions {
+    /**
+     * frontendPolicies.http.http1HeaderCase preserve on an HTTP/1 request: the client's rawHeaders,
+     * whose spelling of each name the upstream request keeps.
+     */
+    clientHeaderCase?: readonly string[];
+  }
+}
+
+/**
+ * `headers` under the names the client spelled (`raw`: its rawHeaders, name and value in turn); a
+ * name it did not send (one a policy added) stays lowercase. `headers` itself when nothing differs.
+ */
+export function inClientCase(headers: Headers, raw: readonly string[]): Headers {
+  let spelled: Map<string, string> | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    const lower = name.toLowerCase();
+    if (lower === name) continue;
+    spelled ??= new Map();
+    if (!spelled.has(lower)) spelled.set(lower, name);
+  }
+  if (!spelled) return headers;
+  const out: Headers = {};
+  for (const k of Object.keys(headers)) out[spelled.get(k) ?? k] = headers[k] as string | string[];
+  return out;
+}
+
 export interface CallTarget {
   dispatcher: Dispatcher;
   /** host:port (or the socket path) used for `authority: auto` and logs. */
@@ -81,7 +110,7 @@ export async function callUpstream(
   const exchange = new Exchange(target.dispatcher, {
     path: ctx.path + ctx.query,
     method: ctx.method as Dispatcher.HttpMethod,
-    headers: headers as Record<string, string | string[]>,
+    headers: ctx.ext.clientHeaderCase ? inClientCase(headers, ctx.ext.clientHeaderCase) : headers,
     body: body ?? null,
   });
   // The client going away (or a policy's deadline) ends the exchange, its body included. The hook

@@ -8,7 +8,7 @@ import tls from 'node:tls';
 import { GwError } from '../errors.ts';
 import type { RequestContext } from '../pipeline/context.ts';
 import type { Relay } from '../server/splice.ts';
-import { responseHeaders, toGwError, upstreamHost } from './call.ts';
+import { inClientCase, responseHeaders, toGwError, upstreamHost } from './call.ts';
 import { dnsConnectOptions, type PoolSpec, tlsConnectOptions } from './pools.ts';
 
 declare module '../pipeline/context.ts' {
@@ -150,7 +150,11 @@ export function upgradeUpstream(
     const req = http.request({
       method: ctx.method,
       path: ctx.path + ctx.query,
-      headers: { ...headers, connection: 'Upgrade', upgrade: state.protocol },
+      headers: {
+        ...(ctx.ext.clientHeaderCase ? inClientCase(headers, ctx.ext.clientHeaderCase) : headers),
+        connection: 'Upgrade',
+        upgrade: state.protocol,
+      },
       setHost: false,
       createConnection: () => {
         socket = connect(target, ['http/1.1']);

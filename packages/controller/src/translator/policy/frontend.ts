@@ -2,6 +2,7 @@
 // field without an entry here is a type error.
 import { MapContext, type ServicePolicyLookup } from './context.ts';
 import { accessLog } from './frontend/access-log.ts';
+import { connect } from './frontend/connect.ts';
 import { http } from './frontend/http.ts';
 import { metrics } from './frontend/metrics.ts';
 import { networkAuthorization } from './frontend/network-authorization.ts';
@@ -10,7 +11,7 @@ import { tcp } from './frontend/tcp.ts';
 import { tls } from './frontend/tls.ts';
 import { tracing } from './frontend/tracing.ts';
 import type { PolicyResult } from './result.ts';
-import { mapSections, type SectionMap, unsupported } from './section.ts';
+import { mapSections, type SectionMap } from './section.ts';
 import type { FrontendPolicies, FrontendSpec } from './spec.ts';
 
 export const FRONTEND_SECTIONS = {
@@ -22,7 +23,7 @@ export const FRONTEND_SECTIONS = {
   tracing,
   metrics,
   proxyProtocol,
-  connect: unsupported,
+  connect,
 } satisfies SectionMap<FrontendSpec, FrontendPolicies>;
 
 /** GwPolicy spec.frontend → FrontendPolicies. `field` prefixes the problems (default `frontend`). */

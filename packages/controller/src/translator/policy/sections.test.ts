@@ -1837,7 +1837,7 @@ describe('inMemoryLookup', () => {
 describe("agentgateway's field names (issue 16): translated, or refused by name", () => {
   const notBuilt = (f: string) => `${f} is not supported by this build of gw yet`;
 
-  test('frontend: HTTP/2 sizes (numbers and quantities) and maxConnectionDuration become the standalone numbers; metrics labels; connect and http1HeaderCase are named', () => {
+  test('frontend: HTTP/2 sizes (numbers and quantities) and maxConnectionDuration become the standalone numbers; metrics labels; http1HeaderCase; connect Tunnel is named', () => {
     const r = frontendPolicy(
       frontendSpec({
         http: {
@@ -1862,6 +1862,7 @@ describe("agentgateway's field names (issue 16): translated, or refused by name"
         http2FrameSize: 32768,
         http2MaxHeaderSize: 16384,
         maxConnectionDuration: '10m',
+        http1HeaderCase: 'preserve',
       },
       metrics: { fields: { add: { tenant: 'request.path' } } },
       // the CRD's defaults: V2, Strict
@@ -1869,7 +1870,15 @@ describe("agentgateway's field names (issue 16): translated, or refused by name"
     });
     assert.ok(FrontendPolicies.safeParse(r.policies).success);
     assert.deepEqual(r.invalid, []);
-    assert.deepEqual(r.problems, [notBuilt('frontend.connect'), notBuilt('frontend.http.http1HeaderCase')]);
+    assert.deepEqual(r.problems, [notBuilt('frontend.connect.mode Tunnel')]);
+    for (const [mode, want] of [
+      ['Route', 'route'],
+      ['Deny', 'deny'],
+    ] as const) {
+      const c = frontendPolicy(frontendSpec({ connect: { mode } }), NS, inMemoryLookup([]));
+      assert.deepEqual([c.policies, c.problems], [{ connect: { mode: want } }, []]);
+      assert.ok(FrontendPolicies.safeParse(c.policies).success);
+    }
   });
 
   test('frontend.metrics: a label that is not a Prometheus name, one gw sets, and bad CEL are Invalid at the entry', () => {

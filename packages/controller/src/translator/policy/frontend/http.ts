@@ -1,5 +1,5 @@
 // spec.frontend.http → http: the fields the standalone has (buffer limit, HTTP/1 idle and header count,
-// HTTP/2 keepalive, windows, frame and header list sizes, connection lifetime, requests in flight). A size written as a quantity (64Ki)
+// HTTP/2 keepalive, windows, frame and header list sizes, connection lifetime, requests in flight, header case). A size written as a quantity (64Ki)
 // becomes its number of bytes, as the standalone takes them.
 import { parseByteSize } from '@gw/api/runtime';
 import { defined } from '../context.ts';
@@ -19,6 +19,7 @@ export const http: FrontendMapper<'http'> = {
       'http2MaxHeaderSize',
       'maxConnectionDuration',
       'maxConcurrentRequests',
+      'http1HeaderCase',
     ]);
     const bytes = (v: string | number | undefined) => (v === undefined ? undefined : parseByteSize(v));
     out.http = defined({
@@ -33,6 +34,9 @@ export const http: FrontendMapper<'http'> = {
       http2MaxHeaderSize: bytes(spec.http2MaxHeaderSize),
       maxConnectionDuration: spec.maxConnectionDuration,
       maxConcurrentRequests: spec.maxConcurrentRequests,
+      http1HeaderCase:
+        spec.http1HeaderCase &&
+        (spec.http1HeaderCase === 'Preserve' ? ('preserve' as const) : ('lowercase' as const)),
     });
   },
 };
