@@ -2351,6 +2351,10 @@ export const TargetedPolicy = strict({
     ])
     .optional()
     .meta({ description: 'route (the default): the policy runs once the route is selected' }),
+  inheritance: z.enum(['default', 'override']).optional().meta({
+    description:
+      "gw extension (GwPolicy strategy.inheritance): default: a more specific policy (a listener's over its gateway's, a route's, a rule's, the route's own) wins a field both set; override: the fields this policy sets keep its value for everything below its target (an accumulating field, authorization, keeps the rules gathered down to it). Gateway, listener and route targets",
+  }),
   policy: TrafficPolicies,
 });
 

@@ -40,7 +40,6 @@ import {
   Kind,
   LocalBackendObjectReference,
   LongString,
-  notBuilt,
   ObjectName,
   ParentReference,
   Port,
@@ -527,13 +526,21 @@ export const GwPolicySpec = rules(
     traffic: Traffic.optional(),
     frontend: Frontend.optional(),
     backend: BackendFull.optional(),
-    strategy: notBuilt(
-      obj({ inheritance: z.enum(['Default', 'Override']).optional() }).optional(),
-      'strategy (policy inheritance)',
-    ),
+    strategy: obj({
+      inheritance: z.enum(['Default', 'Override']).optional().meta({
+        description:
+          "Default (unset): a policy on a more specific target (a listener over its Gateway, a route, a route rule, the route's own filters) wins a field both set. Override: the fields this policy's traffic sets keep its value for every target below its own (authorization keeps the rules gathered down to it); between two Override policies the less specific wins. Traffic policies only.",
+      }),
+    })
+      .optional()
+      .meta({ description: 'How this policy merges with policies on more specific targets.' }),
   }),
   exactlyOne(['targetRefs', 'targetSelectors']),
   atLeastOne(['traffic', 'frontend', 'backend'], 'at least one of traffic, frontend or backend must be set'),
+  {
+    rule: '!has(self.strategy) || !has(self.strategy.inheritance) || (has(self.traffic) && !has(self.frontend) && !has(self.backend))',
+    message: 'strategy.inheritance may only be set on traffic policies',
+  },
   {
     rule: `!has(self.frontend) || (${everyTarget("t.kind == 'Gateway'")})`,
     message: 'frontend policies apply to Gateways: every target must be a Gateway',

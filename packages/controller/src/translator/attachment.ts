@@ -287,7 +287,13 @@ function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Att
     /** The traffic section as a Policy resource for `target`, in each of `gatewayKeys`. */
     const attachTraffic = (gatewayKeys: Iterable<string>, target: Record<string, string>) => {
       if (!traffic || Object.keys(traffic).length === 0) return;
-      const policy = { name: `${ns}/${p.metadata.name}`, target, traffic };
+      const policy = {
+        name: `${ns}/${p.metadata.name}`,
+        target,
+        traffic,
+        // a backend's traffic policies merge without it (agentgateway's backend policies do too)
+        ...(spec.strategy?.inheritance === 'Override' && !('backend' in target) ? { override: true } : {}),
+      };
       for (const gateway of gatewayKeys)
         out.resources.push({ gateway, resource: { name, resource: { policy } } });
     };
@@ -396,6 +402,8 @@ function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Att
       }
       if (t.sectionName && traffic && Object.keys(traffic).length > 0)
         problems.push('traffic applies to the whole GwBackend, not one MCP target');
+      if (spec.strategy?.inheritance === 'Override')
+        problems.push('strategy.inheritance: a GwBackend’s policies merge without it');
       attachTraffic(
         new Set(ctx.routes.rules.filter((r) => r.backends.includes(b.key)).map((r) => r.gateway)),
         { backend: b.key },

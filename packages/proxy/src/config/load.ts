@@ -321,6 +321,27 @@ class Builder {
    * them) is written, by the inherited object: backend policies among them are reported there.
    */
   readonly #inheritedAt = new WeakMap<object, (policy: string) => FieldPath | undefined>();
+  /** The fields `inheritance: override` policies fixed for what inherits a merged object (see mergeLocked). */
+  readonly #fixed = new WeakMap<object, Fixed>();
+  /** By target kind and name, the fields its override policies set. */
+  #locked: Record<'gateway' | 'listener' | 'route', Map<string, Set<string>>> = {
+    gateway: new Map(),
+    listener: new Map(),
+    route: new Map(),
+  };
+
+  /** Merges layers under their locks and keeps what they fix with the result. */
+  mergeInherited(
+    carried: TrafficPolicies | undefined,
+    layers: readonly { policies: TrafficPolicies | undefined; locked?: ReadonlySet<string> | undefined }[],
+  ): TrafficPolicies | undefined {
+    const { merged, fixed } = mergeLocked(carried && this.#fixed.get(carried), [
+      { policies: carried },
+      ...layers,
+    ]);
+    if (merged && fixed) this.#fixed.set(merged, fixed);
+    return merged;
+  }
 
   /** ResolveIO: a place backendAuth writes a credential to. */
   credentialLocation(loc: AuthLocationIR): void {
@@ -721,12 +742,15 @@ class Builder {
         const tls = this.serverTls([...path, 'tls'], protocol, l.tls);
         this.report(checkListenerRouteKind(protocol, l, path));
         this.transformationChecks([...path, 'policies'], l.policies);
-        const inherited = mergePolicies(
-          targeted.gateway.get(gateway),
-          gwPolicies.get(gateway),
-          targeted.listener.get(`${gateway}/${name}`),
-          l.policies,
-        );
+        const inherited = this.mergeInherited(undefined, [
+          { policies: targeted.gateway.get(gateway), locked: this.#locked.gateway.get(gateway) },
+          { policies: gwPolicies.get(gateway) },
+          {
+            policies: targeted.listener.get(`${gateway}/${name}`),
+            locked: this.#locked.listener.get(`${gateway}/${name}`),
+          },
+          { policies: l.policies },
+        ]);
         if (inherited)
           this.#inheritedAt.set(
             inherited,
@@ -1022,7 +1046,11 @@ class Builder {
       for (const l of targets) {
         const key = `${gname}/${l.name}`;
         const own = gwPolicies.get(key);
-        const inherited = mergePolicies(targeted.gateway.get(gname), own, targeted.listener.get(key));
+        const inherited = this.mergeInherited(undefined, [
+          { policies: targeted.gateway.get(gname), locked: this.#locked.gateway.get(gname) },
+          { policies: own },
+          { policies: targeted.listener.get(key), locked: this.#locked.listener.get(key) },
+        ]);
         const ownAt = own && this.#inheritedAt.get(own);
         if (inherited)
           this.#inheritedAt.set(
@@ -1567,12 +1595,30 @@ class Builder {
     };
     /** By listener, the policies that target its gateway's listeners on its port. */
     const onPort = new Map<string, TrafficPolicies>();
+    const locked: Record<'gateway' | 'listener' | 'route', Map<string, Set<string>>> = {
+      gateway: new Map(),
+      listener: new Map(),
+      route: new Map(),
+    };
+    /** inheritance override: the policy's fields are fixed for everything more specific than `key`. */
+    const lock = (kind: keyof typeof locked, key: string, policy: TrafficPolicies) => {
+      const fields = locked[kind].get(key) ?? new Set<string>();
+      for (const [k, v] of Object.entries(policy)) if (v !== undefined) fields.add(k);
+      locked[kind].set(key, fields);
+    };
+    this.#locked = locked;
     (this.cfg.policies ?? []).forEach((p, i) => {
       this.trafficChecks(['policies', i, 'policy'], p.policy);
       const [kind, name] = Object.entries(p.target)[0] as unknown as [
         keyof typeof out | 'gatewayPort',
         string,
       ];
+      const override = p.inheritance === 'override';
+      if (override && kind === 'backend')
+        this.fail(
+          ['policies', i, 'inheritance'],
+          'inheritance applies to policies on a gateway, listener or route: backend policies merge without it',
+        );
       if (kind === 'gatewayPort') {
         const keys = this.listenersOnPort(name);
         if (keys.length === 0) {
@@ -1584,7 +1630,10 @@ class Builder {
             ),
           );
         }
-        for (const key of keys) onPort.set(key, mergePolicies(onPort.get(key), p.policy) ?? {});
+        for (const key of keys) {
+          onPort.set(key, mergePolicies(onPort.get(key), p.policy) ?? {});
+          if (override) lock('listener', key, p.policy);
+        }
         return;
       }
       // a backend runs backend policies only: a route's (jwtAuth, cors, retry …) would never run there
@@ -1600,10 +1649,22 @@ class Builder {
           );
         }
       out[kind].set(name, mergePolicies(out[kind].get(name), p.policy) ?? {});
+      if (override && kind !== 'backend') lock(kind, name, p.policy);
     });
     // a policy on the port is less specific than one on the listener: the listener's wins a field
     for (const [key, policies] of onPort)
       out.listener.set(key, mergePolicies(policies, out.listener.get(key)) ?? {});
+    // what a gateway's (or listener's) own policies fix, for routes that inherit them alone (the llm
+    // and mcp blocks on a port of their own)
+    for (const kind of ['gateway', 'listener'] as const)
+      for (const [key, fields] of locked[kind]) {
+        const policies = out[kind].get(key);
+        if (policies)
+          this.#fixed.set(
+            policies,
+            new Map([...fields].map((k) => [k, policies[k as keyof TrafficPolicies]])),
+          );
+      }
     return out;
   }
 
@@ -1777,18 +1838,26 @@ class Builder {
     // and each of its rules is a route of its own, so the rule is part of the key.
     const qualified = r.namespace ? `${r.namespace}/${name}` : name;
     // a policy on one rule (<namespace>/<route>/<rule name>) is more specific than one on the route
-    const own =
-      mergePolicies(
-        targeted.route.get(name),
-        r.namespace ? targeted.route.get(qualified) : undefined,
-        r.namespace && r.ruleName ? targeted.route.get(`${qualified}/${r.ruleName}`) : undefined,
-        r.policies,
-      ) ?? {};
-    const merged = mergePolicies(inherited, own) ?? {};
+    const ruleKey = r.namespace && r.ruleName ? `${qualified}/${r.ruleName}` : undefined;
+    const ownLayers = [
+      { policies: targeted.route.get(name), locked: this.#locked.route.get(name) },
+      ...(r.namespace
+        ? [{ policies: targeted.route.get(qualified), locked: this.#locked.route.get(qualified) }]
+        : []),
+      ...(ruleKey
+        ? [{ policies: targeted.route.get(ruleKey), locked: this.#locked.route.get(ruleKey) }]
+        : []),
+      { policies: r.policies },
+    ];
+    const own = mergePolicies(...ownLayers.map((l) => l.policies)) ?? {};
+    // fields an override policy on the gateway or listener fixed are theirs, whatever the route says
+    const fixedAbove = inherited && this.#fixed.get(inherited);
+    const merged = this.mergeInherited(inherited, ownLayers) ?? {};
     // where each of the route's effective policies is written: on it, in a policy targeting it (its
     // rule first, as the most specific), or where what it inherits is
     const inheritedAt = inherited && this.#inheritedAt.get(inherited);
     const writtenAt = (k: string): FieldPath | undefined =>
+      (fixedAbove?.has(k) ? inheritedAt?.(k) : undefined) ??
       written([...path, 'policies'], r.policies, k) ??
       (r.namespace && r.ruleName ? this.targetedAt('route', `${qualified}/${r.ruleName}`, k) : undefined) ??
       (r.namespace ? this.targetedAt('route', qualified, k) : undefined) ??
@@ -1797,7 +1866,7 @@ class Builder {
     const policySources: RouteIR['policySources'] = {};
     const parentSources = this.#delegating.at(-1)?.sources;
     for (const k of Object.keys(merged))
-      policySources[k] = k in own ? 'route' : (parentSources?.[k] ?? 'gateway');
+      policySources[k] = k in own && !fixedAbove?.has(k) ? 'route' : (parentSources?.[k] ?? 'gateway');
     const key = `${parent}/${qualified}${r.ruleName ? `/${r.ruleName}` : ''}`;
     const gi = (r.backends ?? []).findIndex((b) => 'routeGroup' in b);
     if (gi !== -1) {
@@ -3576,6 +3645,37 @@ export function mergePolicies<T extends object>(...layers: (T | undefined)[]): T
       (out as IpAccessHolder).ipAccessControl = mergeIpAccessControl(prevIp, nextIp);
   }
   return out;
+}
+/**
+ * Fields fixed by `inheritance: override` policies: their values, which no more specific layer
+ * changes. Kept by merged object (Builder's #fixed) so what a route inherits carries them.
+ */
+type Fixed = ReadonlyMap<string, unknown>;
+
+/**
+ * Traffic policy layers merged as mergePolicies does, least specific first, where a layer's `locked`
+ * fields (those its override policies set) keep the value they have once that layer is merged, an
+ * accumulating field (authorization) what has accumulated up to it. `carried`: fields fixed above the
+ * first layer.
+ */
+export function mergeLocked(
+  carried: Fixed | undefined,
+  layers: readonly { policies: TrafficPolicies | undefined; locked?: ReadonlySet<string> | undefined }[],
+): { merged: TrafficPolicies | undefined; fixed: Fixed | undefined } {
+  let merged: TrafficPolicies | undefined;
+  let fixed = carried;
+  for (const { policies, locked } of layers) {
+    if (!policies) continue;
+    merged = mergePolicies(merged, policies);
+    if (fixed) for (const [k, v] of fixed) (merged as Record<string, unknown>)[k] = v;
+    for (const k of locked ?? []) {
+      if (fixed?.has(k) || !(k in (merged as object))) continue;
+      const next = new Map(fixed);
+      next.set(k, (merged as Record<string, unknown>)[k]);
+      fixed = next;
+    }
+  }
+  return { merged, fixed };
 }
 type IpAccessHolder = Pick<TrafficPolicies, 'ipAccessControl'>;
 type IpAccessControl = NonNullable<TrafficPolicies['ipAccessControl']>;

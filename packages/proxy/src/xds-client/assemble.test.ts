@@ -207,6 +207,37 @@ describe('assembleConfig', () => {
     assert.deepEqual(r0.policies.responseHeaderModifier, { set: { 'x-g': 'gw' } });
   });
 
+  test('a policy resource marked override keeps its fields over the route’s (strategy.inheritance)', () => {
+    const policies = (override: boolean) =>
+      load([
+        ['bind/8080', bind],
+        ['route/8080/ns/gw/http/ns/web/0', route(0, '/a')],
+        [
+          'policy/0000/ns/team/0',
+          res({
+            policy: {
+              name: 'ns/team',
+              target: { route: 'ns/web' },
+              traffic: { requestHeaderModifier: { set: { 'x-who': 'route' } } },
+            },
+          }),
+        ],
+        [
+          'policy/0001/ns/platform/0',
+          res({
+            policy: {
+              name: 'ns/platform',
+              target: { gateway: 'ns/gw' },
+              traffic: { requestHeaderModifier: { set: { 'x-who': 'platform' } } },
+              ...(override ? { override: true } : {}),
+            },
+          }),
+        ],
+      ]).binds[0]?.listeners[0]?.routes[0]?.policies;
+    assert.deepEqual(policies(true)?.requestHeaderModifier, { set: { 'x-who': 'platform' } });
+    assert.deepEqual(policies(false)?.requestHeaderModifier, { set: { 'x-who': 'route' } });
+  });
+
   test("the controller's frontend tracing and conditional policies (Struct JSON) build the IR a file would", () => {
     // what the controller sends for GwPolicy frontend.tracing and a conditional directResponse
     const ir = load([

@@ -438,5 +438,10 @@ function policyOf(p: Policy, resource: string, problems: Assembled['problems']):
     problems.push({ resource, path: ['target'], message: 'policy has no target' });
     return undefined;
   }
-  return { name: p.name, target: { [t.case]: t.value }, policy: p.traffic ?? {} };
+  return {
+    name: p.name,
+    target: { [t.case]: t.value },
+    ...(p.override ? { inheritance: 'override' } : {}),
+    policy: p.traffic ?? {},
+  };
 }

@@ -682,6 +682,14 @@ export declare type Policy = Message<"gw.resource.v1.Policy"> & {
    * @generated from field: google.protobuf.Struct traffic = 3;
    */
   traffic?: JsonObject | undefined;
+
+  /**
+   * GwPolicy strategy.inheritance Override: the fields traffic sets keep its value for everything
+   * below the target (the standalone policies[].inheritance: override).
+   *
+   * @generated from field: bool override = 4;
+   */
+  override: boolean;
 };
 
 /**
