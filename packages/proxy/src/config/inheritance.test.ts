@@ -83,6 +83,38 @@ describe('inheritance: override', () => {
     assert.equal(who(explicit), 'inline');
   });
 
+  test('beside a default policy on the same target, or under a default on a more specific one, the override’s value is fixed', () => {
+    const same = (order: 'override first' | 'default first') => {
+      const entries = [
+        `- target: {gateway: main}\n  inheritance: override\n  policy: {requestHeaderModifier: {set: {x-who: platform}}}`,
+        `- target: {gateway: main}\n  policy: {requestHeaderModifier: {set: {x-who: team}}}`,
+      ];
+      if (order === 'default first') entries.reverse();
+      return routeOf(`gateways:
+  main: {port: 8080, listeners: [{name: web}]}
+routes:
+- {name: r1, gateways: [main], backends: [{host: "127.0.0.1:9"}]}
+policies:
+${entries.join('\n')}
+`);
+    };
+    assert.equal(who(same('override first')), 'platform');
+    assert.equal(who(same('default first')), 'platform');
+    // an override on the gateway's port, a default on its listener
+    const port = routeOf(`gateways:
+  main: {port: 8080, listeners: [{name: web}]}
+routes:
+- {name: r1, gateways: [main], backends: [{host: "127.0.0.1:9"}]}
+policies:
+- target: {gateway: {gatewayName: main, gatewayNamespace: default, port: 8080}}
+  inheritance: override
+  policy: {requestHeaderModifier: {set: {x-who: port}}}
+- target: {listener: main/web}
+  policy: {requestHeaderModifier: {set: {x-who: listener}}}
+`);
+    assert.equal(who(port), 'port');
+  });
+
   test('a policy on a backend takes no inheritance', () => {
     assert.throws(
       () =>

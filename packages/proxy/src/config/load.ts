@@ -324,7 +324,7 @@ class Builder {
   /** The fields `inheritance: override` policies fixed for what inherits a merged object (see mergeLocked). */
   readonly #fixed = new WeakMap<object, Fixed>();
   /** By target kind and name, the fields its override policies set. */
-  #locked: Record<'gateway' | 'listener' | 'route', Map<string, Set<string>>> = {
+  #overrides: Record<'gateway' | 'listener' | 'route', Map<string, TrafficPolicies>> = {
     gateway: new Map(),
     listener: new Map(),
     route: new Map(),
@@ -333,7 +333,7 @@ class Builder {
   /** Merges layers under their locks and keeps what they fix with the result. */
   mergeInherited(
     carried: TrafficPolicies | undefined,
-    layers: readonly { policies: TrafficPolicies | undefined; locked?: ReadonlySet<string> | undefined }[],
+    layers: readonly Layer[],
   ): TrafficPolicies | undefined {
     const { merged, fixed } = mergeLocked(carried && this.#fixed.get(carried), [
       { policies: carried },
@@ -743,11 +743,11 @@ class Builder {
         this.report(checkListenerRouteKind(protocol, l, path));
         this.transformationChecks([...path, 'policies'], l.policies);
         const inherited = this.mergeInherited(undefined, [
-          { policies: targeted.gateway.get(gateway), locked: this.#locked.gateway.get(gateway) },
+          { policies: targeted.gateway.get(gateway), override: this.#overrides.gateway.get(gateway) },
           { policies: gwPolicies.get(gateway) },
           {
             policies: targeted.listener.get(`${gateway}/${name}`),
-            locked: this.#locked.listener.get(`${gateway}/${name}`),
+            override: this.#overrides.listener.get(`${gateway}/${name}`),
           },
           { policies: l.policies },
         ]);
@@ -1047,9 +1047,9 @@ class Builder {
         const key = `${gname}/${l.name}`;
         const own = gwPolicies.get(key);
         const inherited = this.mergeInherited(undefined, [
-          { policies: targeted.gateway.get(gname), locked: this.#locked.gateway.get(gname) },
+          { policies: targeted.gateway.get(gname), override: this.#overrides.gateway.get(gname) },
           { policies: own },
-          { policies: targeted.listener.get(key), locked: this.#locked.listener.get(key) },
+          { policies: targeted.listener.get(key), override: this.#overrides.listener.get(key) },
         ]);
         const ownAt = own && this.#inheritedAt.get(own);
         if (inherited)
@@ -1595,18 +1595,17 @@ class Builder {
     };
     /** By listener, the policies that target its gateway's listeners on its port. */
     const onPort = new Map<string, TrafficPolicies>();
-    const locked: Record<'gateway' | 'listener' | 'route', Map<string, Set<string>>> = {
+    /**
+     * By target, its `inheritance: override` policies merged (apart from its others): their fields
+     * are fixed for everything more specific, with their values.
+     */
+    const overrides: Record<'gateway' | 'listener' | 'route', Map<string, TrafficPolicies>> = {
       gateway: new Map(),
       listener: new Map(),
       route: new Map(),
     };
-    /** inheritance override: the policy's fields are fixed for everything more specific than `key`. */
-    const lock = (kind: keyof typeof locked, key: string, policy: TrafficPolicies) => {
-      const fields = locked[kind].get(key) ?? new Set<string>();
-      for (const [k, v] of Object.entries(policy)) if (v !== undefined) fields.add(k);
-      locked[kind].set(key, fields);
-    };
-    this.#locked = locked;
+    const onPortOverrides = new Map<string, TrafficPolicies>();
+    this.#overrides = overrides;
     (this.cfg.policies ?? []).forEach((p, i) => {
       this.trafficChecks(['policies', i, 'policy'], p.policy);
       const [kind, name] = Object.entries(p.target)[0] as unknown as [
@@ -1632,7 +1631,7 @@ class Builder {
         }
         for (const key of keys) {
           onPort.set(key, mergePolicies(onPort.get(key), p.policy) ?? {});
-          if (override) lock('listener', key, p.policy);
+          if (override) onPortOverrides.set(key, mergePolicies(onPortOverrides.get(key), p.policy) ?? {});
         }
         return;
       }
@@ -1649,22 +1648,22 @@ class Builder {
           );
         }
       out[kind].set(name, mergePolicies(out[kind].get(name), p.policy) ?? {});
-      if (override && kind !== 'backend') lock(kind, name, p.policy);
+      if (override && kind !== 'backend')
+        overrides[kind].set(name, mergePolicies(overrides[kind].get(name), p.policy) ?? {});
     });
     // a policy on the port is less specific than one on the listener: the listener's wins a field
     for (const [key, policies] of onPort)
       out.listener.set(key, mergePolicies(policies, out.listener.get(key)) ?? {});
-    // what a gateway's (or listener's) own policies fix, for routes that inherit them alone (the llm
-    // and mcp blocks on a port of their own)
-    for (const kind of ['gateway', 'listener'] as const)
-      for (const [key, fields] of locked[kind]) {
-        const policies = out[kind].get(key);
-        if (policies)
-          this.#fixed.set(
-            policies,
-            new Map([...fields].map((k) => [k, policies[k as keyof TrafficPolicies]])),
-          );
-      }
+    // an override on the port is less specific than one on the listener: the port's wins a field
+    for (const [key, policies] of onPortOverrides)
+      overrides.listener.set(key, mergePolicies(overrides.listener.get(key), policies) ?? {});
+    // what a gateway's own policies fix, for routes that inherit them alone (the llm and mcp blocks
+    // on a port of their own)
+    for (const [key, override] of overrides.gateway) {
+      const policies = out.gateway.get(key);
+      const { fixed } = mergeLocked(undefined, [{ policies, override }]);
+      if (policies && fixed) this.#fixed.set(policies, fixed);
+    }
     return out;
   }
 
@@ -1840,12 +1839,12 @@ class Builder {
     // a policy on one rule (<namespace>/<route>/<rule name>) is more specific than one on the route
     const ruleKey = r.namespace && r.ruleName ? `${qualified}/${r.ruleName}` : undefined;
     const ownLayers = [
-      { policies: targeted.route.get(name), locked: this.#locked.route.get(name) },
+      { policies: targeted.route.get(name), override: this.#overrides.route.get(name) },
       ...(r.namespace
-        ? [{ policies: targeted.route.get(qualified), locked: this.#locked.route.get(qualified) }]
+        ? [{ policies: targeted.route.get(qualified), override: this.#overrides.route.get(qualified) }]
         : []),
       ...(ruleKey
-        ? [{ policies: targeted.route.get(ruleKey), locked: this.#locked.route.get(ruleKey) }]
+        ? [{ policies: targeted.route.get(ruleKey), override: this.#overrides.route.get(ruleKey) }]
         : []),
       { policies: r.policies },
     ];
@@ -3651,28 +3650,41 @@ export function mergePolicies<T extends object>(...layers: (T | undefined)[]): T
  * changes. Kept by merged object (Builder's #fixed) so what a route inherits carries them.
  */
 type Fixed = ReadonlyMap<string, unknown>;
+/**
+ * One level of traffic policies: all of them merged, and those of them that are `inheritance:
+ * override` merged alone.
+ */
+interface Layer {
+  policies: TrafficPolicies | undefined;
+  override?: TrafficPolicies | undefined;
+}
 
 /**
- * Traffic policy layers merged as mergePolicies does, least specific first, where a layer's `locked`
- * fields (those its override policies set) keep the value they have once that layer is merged, an
- * accumulating field (authorization) what has accumulated up to it. `carried`: fields fixed above the
- * first layer.
+ * Traffic policy layers merged as mergePolicies does, least specific first, where the fields a
+ * layer's override policies set keep the value those give them (an accumulating field, as
+ * authorization, what has accumulated above the layer with theirs added). `carried`: fields fixed
+ * above the first layer; the first to fix a field wins.
  */
 export function mergeLocked(
   carried: Fixed | undefined,
-  layers: readonly { policies: TrafficPolicies | undefined; locked?: ReadonlySet<string> | undefined }[],
+  layers: readonly Layer[],
 ): { merged: TrafficPolicies | undefined; fixed: Fixed | undefined } {
   let merged: TrafficPolicies | undefined;
   let fixed = carried;
-  for (const { policies, locked } of layers) {
+  for (const { policies, override } of layers) {
     if (!policies) continue;
-    merged = mergePolicies(merged, policies);
-    if (fixed) for (const [k, v] of fixed) (merged as Record<string, unknown>)[k] = v;
-    for (const k of locked ?? []) {
-      if (fixed?.has(k) || !(k in (merged as object))) continue;
+    const above = merged;
+    merged = mergePolicies(merged, policies) as TrafficPolicies;
+    const out = merged as Record<string, unknown>;
+    if (fixed) for (const [k, v] of fixed) out[k] = v;
+    if (!override) continue;
+    const locked = mergePolicies(above, override) as Record<string, unknown>;
+    for (const [k, v] of Object.entries(override)) {
+      if (v === undefined || fixed?.has(k)) continue;
       const next = new Map(fixed);
-      next.set(k, (merged as Record<string, unknown>)[k]);
+      next.set(k, locked[k]);
       fixed = next;
+      out[k] = locked[k];
     }
   }
   return { merged, fixed };

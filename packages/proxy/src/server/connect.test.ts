@@ -395,3 +395,52 @@ binds:
     await pki.cleanup();
   }
 });
+
+test('an open tunnel (HTTP/1.1 or HTTP/2 CONNECT) holds no place under maxConcurrentRequests', async () => {
+  const proxy = await startProxy(`frontendPolicies:
+  connect: {mode: route}
+  http: {maxConcurrentRequests: 1}
+binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - name: tunnel
+      hostnames: [tunnel.test]
+      backends: [{host: "127.0.0.1:${echo.port}"}]
+    - name: web
+      backends: [{host: "127.0.0.1:${web.port}"}]
+`);
+  const session = http2.connect(`http://127.0.0.1:${proxy.port()}`);
+  const h1 = net.connect(proxy.port(), '127.0.0.1');
+  try {
+    // an HTTP/1.1 tunnel, joined and left open
+    await once(h1, 'connect');
+    h1.write('CONNECT tunnel.test:443 HTTP/1.1\r\nHost: tunnel.test:443\r\n\r\nhello\n');
+    let got = '';
+    h1.setEncoding('utf8');
+    for await (const chunk of h1) {
+      got += chunk;
+      if (/echo: hello\n/.test(got)) break;
+    }
+    const ok1 = await get(proxy.port(), '/one', 'web.test');
+    ok1.resume();
+    assert.equal(ok1.statusCode, 200, 'a request beside an open HTTP/1.1 tunnel');
+    // an HTTP/2 tunnel, joined and left open
+    const stream = session.request({ ':method': 'CONNECT', ':authority': 'tunnel.test:443' });
+    const [headers] = (await once(stream, 'response')) as [http2.IncomingHttpHeaders];
+    assert.equal(headers[':status'], 200);
+    stream.write('again\n');
+    stream.setEncoding('utf8');
+    const [echoed] = (await once(stream, 'data')) as [string];
+    assert.equal(echoed, 'echo: again\n');
+    const ok2 = await get(proxy.port(), '/two', 'web.test');
+    ok2.resume();
+    assert.equal(ok2.statusCode, 200, 'a request beside an open HTTP/2 tunnel');
+    stream.close();
+  } finally {
+    h1.destroy();
+    session.destroy();
+    await proxy.close();
+  }
+});

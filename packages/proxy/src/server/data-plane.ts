@@ -481,8 +481,12 @@ export class DataPlane {
     }
     if (taken) {
       place = taken;
-      // an upgrade's request is over once its answer is sent; the connection it becomes is not a request
-      if (upgrade !== undefined) res.once('finish', release);
+      // an upgrade's request is over once its answer is sent (HTTP/2: once its stream is the tunnel);
+      // the connection it becomes is not a request
+      if (upgrade !== undefined) {
+        res.once('finish', release);
+        upgrade.joined = release;
+      }
     }
     if (refused) {
       this.#fail(ctx, refused);
@@ -1010,6 +1014,7 @@ function joinExtendedConnect(ctx: RequestContext, state: UpgradeState, res: Http
     if (v !== undefined && !NOT_FOR_H2.has(k)) headers[k] = v as string | string[];
   res.writeHead(200, headers);
   state.spliced = { read: 0, written: 0 };
+  state.joined?.();
   if (up.head.length > 0) stream.write(up.head);
   splice(stream, up.socket, state.idleMs ?? 0, undefined, state.relay);
   readUpstream(state);

@@ -39,6 +39,11 @@ export interface UpgradeState {
   /** The client socket's byte counters when the two sockets were joined (for the access log). */
   spliced?: { read: number; written: number };
   /**
+   * Called when an HTTP/2 stream becomes the tunnel (its 200 written, the stream itself going on):
+   * the request is over, as an HTTP/1.1 one is when its answer is sent.
+   */
+  joined?: () => void;
+  /**
    * Reads what the backend sends after the switch, as it passes to the client (a realtime session's
    * token usage). `settle` runs when the connection has closed, before the request's end is
    * recorded (access log, metrics).
