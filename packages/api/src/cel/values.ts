@@ -20,6 +20,9 @@ export const CEL_VARIABLES = [
   'a2a',
   // Values transformations stored (their `metadata` maps), for the policies after them.
   'metadata',
+  // Where a TCP connection came in (address, port, and the TLS server name as hostname): a tcp route's
+  // dynamic backend target.
+  'destination',
 ] as const;
 export type CelVariable = (typeof CEL_VARIABLES)[number];
 

@@ -1962,6 +1962,7 @@ export const { TcpRoute, AttachedTcpRoute } = tcpRouteSchemas({
   hostPort: HostPort,
   serviceRef: ServiceRef,
   notYet: NotYet,
+  cel: Cel,
 });
 
 export const Listener = strict({

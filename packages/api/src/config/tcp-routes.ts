@@ -16,6 +16,8 @@ export interface TcpRouteParts<TLS extends z.ZodType, HP extends z.ZodType, SR e
   serviceRef: SR;
   /** A field refused by name ("… is not supported by this build of gw yet"). */
   notYet: (what: string) => z.ZodType;
+  /** A CEL expression. */
+  cel: z.ZodType<string>;
 }
 
 /** A route hostname: a DNS name, or `*.` and one (the TLS SNI is matched against it). */
@@ -50,10 +52,18 @@ export function tcpRouteSchemas<TLS extends z.ZodType, HP extends z.ZodType, SR 
       policies: TcpBackendPolicies.nullable().optional(),
     }),
     strict({
-      dynamic: p.notYet('the dynamic tcp route backend (dial target from the SNI)'),
-      weight: z.unknown().optional(),
-      policies: z.unknown().optional(),
-    }).transform((v) => v as never),
+      dynamic: strict({
+        target: p.cel.nullable().optional().meta({
+          description:
+            'CEL giving the host:port to dial, over source.* (the client) and destination.* (address and port the connection came to; hostname: the TLS server name); unset: the server name at the port the client connected to',
+        }),
+      }).meta({
+        description:
+          'each connection dialled where it asks to go: the TLS server name (SNI) at the same port, or where dynamic.target says (an egress gateway for TLS passthrough)',
+      }),
+      weight,
+      policies: TcpBackendPolicies.nullable().optional(),
+    }),
   ]);
   const fields = {
     name: z.string().min(1).nullable().optional(),

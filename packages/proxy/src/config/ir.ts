@@ -261,7 +261,14 @@ export interface TcpBackendIR {
   /** host:port, or the name of a top-level backend. */
   name: string;
   weight: number;
-  target: { kind: 'host'; host: string; port: number } | { kind: 'unix'; path: string };
+  /**
+   * dynamic: each connection dials where it asks, `target` (CEL over source.* and destination.*)
+   * giving host:port; unset: its TLS server name at the port it came to.
+   */
+  target:
+    | { kind: 'host'; host: string; port: number }
+    | { kind: 'unix'; path: string }
+    | { kind: 'dynamic'; target?: string };
   /**
    * backendTLS (TLS originated to the backend: the client's bytes travel inside it), tcp, and a named
    * backend's passive health (connections that fail count as unhealthy answers).

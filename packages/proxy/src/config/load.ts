@@ -1701,6 +1701,11 @@ class Builder {
         backends.push(...this.tcpServiceBackends([...path, 'backends', bi], b, r.policies?.backendTLS));
         return;
       }
+      if ('dynamic' in b) {
+        const ir = this.tcpDynamicBackend([...path, 'backends', bi], b, protocol, r.policies?.backendTLS);
+        if (ir) backends.push(ir);
+        return;
+      }
       const ir = this.tcpBackend([...path, 'backends', bi], b, r.policies?.backendTLS);
       if (ir) backends.push(ir);
     });
@@ -1741,12 +1746,41 @@ class Builder {
   }
 
   /**
+   * A tcp route's dynamic backend: each connection dialled at its TLS server name (same port), or
+   * where `target` says; a TCP listener's connections name no server, so it needs a target there.
+   */
+  tcpDynamicBackend(
+    path: FieldPath,
+    b: Extract<NonNullable<TcpRoute['backends']>[number], { dynamic: unknown }>,
+    protocol: ListenerProtocol,
+    routeTls: BackendPolicies['backendTLS'],
+  ): TcpBackendIR | undefined {
+    const target = b.dynamic.target ?? undefined;
+    if (target !== undefined) this.report(checkCel(target, [...path, 'dynamic', 'target']));
+    else if (protocol === 'TCP') {
+      this.fail(
+        [...path, 'dynamic'],
+        'a TCP listener’s connections name no server to dial: set dynamic.target (CEL giving host:port)',
+      );
+      return undefined;
+    }
+    const tls = b.policies?.backendTLS ?? routeTls;
+    const resolved = tls ? this.resolveBackendPolicies([...path, 'policies'], { backendTLS: tls }) : {};
+    return {
+      name: 'dynamic',
+      weight: b.weight ?? 1,
+      target: { kind: 'dynamic', ...(target !== undefined ? { target } : {}) },
+      policies: resolved.backendTLS ? { backendTLS: resolved.backendTLS } : {},
+    };
+  }
+
+  /**
    * A tcp route backend: host:port (or unix:/path), or a named host backend, whose backendTLS and tcp
    * settings apply; the route's backendTLS is the default, the backend's own policies win.
    */
   tcpBackend(
     path: FieldPath,
-    b: Exclude<NonNullable<TcpRoute['backends']>[number], { service: unknown }>,
+    b: Exclude<NonNullable<TcpRoute['backends']>[number], { service: unknown } | { dynamic: unknown }>,
     routeTls: BackendPolicies['backendTLS'],
   ): TcpBackendIR | undefined {
     let host: string;

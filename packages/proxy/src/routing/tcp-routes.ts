@@ -2,16 +2,28 @@
 // (SNI) and, within it, a backend picked by weight. Exact names win over wildcards, a longer
 // wildcard over a shorter one, a route without hostnames takes the rest; among equals the first
 // route in the config wins.
-import type { GlobalIR, TcpRouteIR } from '../config/ir.ts';
+import { compileCel } from '../cel/cel.ts';
+import type { GlobalIR, TcpBackendIR, TcpRouteIR } from '../config/ir.ts';
+import { AUTHORITY_FORM } from '../pipeline/request-target.ts';
 import { pickWeighted } from '../upstream/backends/select.ts';
 import { type EndpointHealth, endpointHealth } from '../upstream/health.ts';
 import type { PoolRegistry, Retained } from '../upstream/pools.ts';
-import { type TcpEndpoint, tcpEndpoint } from '../upstream/tcp-connect.ts';
+import { type DialableTcpBackend, type TcpEndpoint, tcpEndpoint } from '../upstream/tcp-connect.ts';
+
+/** A TCP connection as a dynamic backend's target sees it (CEL's source.* and destination.*). */
+export interface TcpConnectionView {
+  source: { address: string; port: number };
+  /** Where the client connected; hostname: the TLS server name it sent, if any. */
+  destination: { address: string; port: number; hostname?: string };
+}
 
 export interface CompiledTcpBackend {
   name: string;
   weight: number;
-  endpoint: TcpEndpoint;
+  /** Where every connection goes; a dynamic backend has `dial` instead. */
+  endpoint?: TcpEndpoint;
+  /** A dynamic backend: the endpoint for one connection, or why there is none. */
+  dial?: (conn: TcpConnectionView) => TcpEndpoint | string;
   /** A named backend's passive health: told whether each connection could be made. */
   health?: EndpointHealth;
 }
@@ -70,8 +82,10 @@ function compileTcpRoute(
 ): CompiledTcpRoute {
   const backends: CompiledTcpBackend[] = r.backends
     .filter((b) => b.weight > 0)
-    .map((b) => {
-      const endpoint = tcpEndpoint(b, global);
+    .map((b): CompiledTcpBackend => {
+      if (b.target.kind === 'dynamic')
+        return { name: b.name, weight: b.weight, dial: dynamicDial(b, global) };
+      const endpoint = tcpEndpoint(b as DialableTcpBackend, global);
       const health = b.policies.health
         ? endpointHealth(b.policies.health, b.name, endpoint.address, pools, used)
         : undefined;
@@ -88,5 +102,34 @@ function compileTcpRoute(
       if (inSet.length === backends.length || inSet.length === 0) return all();
       return pickWeighted(inSet)();
     },
+  };
+}
+
+/**
+ * A dynamic backend's dialer: dynamic.target's host:port for the connection, else its TLS server name
+ * at the port it came to. Never a unix socket: the client's server name must not reach one.
+ */
+function dynamicDial(b: TcpBackendIR, global: GlobalIR): (conn: TcpConnectionView) => TcpEndpoint | string {
+  const expr = b.target.kind === 'dynamic' ? b.target.target : undefined;
+  const program = expr === undefined ? undefined : compileCel(expr);
+  return (conn) => {
+    let where: string;
+    if (program) {
+      const v = program.eval({ source: conn.source, destination: conn.destination });
+      if (typeof v !== 'string' || !AUTHORITY_FORM.test(v))
+        return `dynamic.target gave ${v === undefined ? 'no value (an error or a missing field)' : JSON.stringify(typeof v === 'bigint' ? String(v) : v)}, not host:port`;
+      where = v.toLowerCase();
+    } else {
+      const name = conn.destination.hostname;
+      if (!name) return 'the client sent no server name for the dynamic backend to dial';
+      where = `${name}:${conn.destination.port}`;
+      if (!AUTHORITY_FORM.test(where)) return `the server name ${JSON.stringify(name)} is not a host to dial`;
+    }
+    const i = where.lastIndexOf(':');
+    let host = where.slice(0, i);
+    if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
+    const port = Number(where.slice(i + 1));
+    if (!(port >= 1 && port <= 65535)) return `dynamic backend: port ${where.slice(i + 1)} is not 1-65535`;
+    return tcpEndpoint({ ...b, target: { kind: 'host', host, port } }, global);
   };
 }

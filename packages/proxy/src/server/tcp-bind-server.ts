@@ -7,6 +7,7 @@
 import net, { type Socket } from 'node:net';
 import tls, { type TLSSocket } from 'node:tls';
 import { getExtensionData, readTlsClientHello } from 'read-tls-client-hello';
+import { normalizeAddress } from '../pipeline/context.ts';
 import type { CompiledBind, CompiledListener } from '../routing/table.ts';
 import { defaultContext, selectListener } from '../routing/table.ts';
 import type { CompiledTcpRoute } from '../routing/tcp-routes.ts';
@@ -275,10 +276,28 @@ export class TcpBindServer {
       return;
     }
     c.backend = backend.name;
-    c.endpoint = backend.endpoint.address;
+    let endpoint = backend.endpoint;
+    if (backend.dial) {
+      const dialled = backend.dial({
+        source: { address: c.source.address, port: c.source.port },
+        destination: {
+          address: normalizeAddress(client.localAddress ?? ''),
+          port: client.localPort ?? 0,
+          ...(sni ? { hostname: sni } : {}),
+        },
+      });
+      if (typeof dialled === 'string') {
+        this.#end(c, dialled);
+        client.destroy();
+        return;
+      }
+      endpoint = dialled;
+    }
+    if (!endpoint) return;
+    c.endpoint = endpoint.address;
     const onClientClose = () => upstream.destroy();
     client.once('close', onClientClose);
-    const upstream = backend.endpoint.connect((err, up) => {
+    const upstream = endpoint.connect((err, up) => {
       client.off('close', onClientClose);
       if (err) {
         // a client that left first is not the backend's failure

@@ -17,7 +17,12 @@ export interface TcpEndpoint {
   connect(done: (err: Error | undefined, socket: Socket) => void): Socket;
 }
 
-export function tcpEndpoint(b: TcpBackendIR, global: GlobalIR): TcpEndpoint {
+/** A backend with the place to dial: host:port or a unix socket. */
+export type DialableTcpBackend = Omit<TcpBackendIR, 'target'> & {
+  target: Exclude<TcpBackendIR['target'], { kind: 'dynamic' }>;
+};
+
+export function tcpEndpoint(b: DialableTcpBackend, global: GlobalIR): TcpEndpoint {
   const spec = connectionSpec(b.policies, global);
   const t = b.target;
   const where: net.NetConnectOpts =
