@@ -1959,6 +1959,7 @@ const Protocol = z.union([
 // TCP and TLS listeners' routes (tcp-routes.ts)
 export const { TcpRoute, AttachedTcpRoute } = tcpRouteSchemas({
   backendTLS: BackendTLS,
+  backendTunnel: BackendTunnel,
   hostPort: HostPort,
   serviceRef: ServiceRef,
   notYet: NotYet,

@@ -9,8 +9,15 @@ import { z } from 'zod';
 
 const strict = z.strictObject;
 
-export interface TcpRouteParts<TLS extends z.ZodType, HP extends z.ZodType, SR extends z.ZodType> {
+export interface TcpRouteParts<
+  TLS extends z.ZodType,
+  HP extends z.ZodType,
+  SR extends z.ZodType,
+  BT extends z.ZodType,
+> {
   backendTLS: TLS;
+  /** backendTunnel: the backend reached through an HTTP forward proxy (CONNECT). */
+  backendTunnel: BT;
   hostPort: HP;
   /** `{name: <namespace>/<hostname>, port}` of the top-level services. */
   serviceRef: SR;
@@ -24,9 +31,12 @@ export interface TcpRouteParts<TLS extends z.ZodType, HP extends z.ZodType, SR e
 export const TCP_HOSTNAME_PATTERN =
   /^(\*\.)?[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i;
 
-export function tcpRouteSchemas<TLS extends z.ZodType, HP extends z.ZodType, SR extends z.ZodType>(
-  p: TcpRouteParts<TLS, HP, SR>,
-) {
+export function tcpRouteSchemas<
+  TLS extends z.ZodType,
+  HP extends z.ZodType,
+  SR extends z.ZodType,
+  BT extends z.ZodType,
+>(p: TcpRouteParts<TLS, HP, SR, BT>) {
   const weight = z.number().int().min(0).optional().meta({
     description: 'relative weight among the route backends (default 1; 0: never chosen)',
   });
@@ -34,7 +44,10 @@ export function tcpRouteSchemas<TLS extends z.ZodType, HP extends z.ZodType, SR 
     backendTLS: p.backendTLS.optional().meta({
       description: 'TLS from the gateway to the backend: the bytes the client sends are carried inside it',
     }),
-    backendTunnel: p.notYet('backendTunnel on a tcp route backend').optional(),
+    backendTunnel: p.backendTunnel.optional().meta({
+      description:
+        'the backend reached through an HTTP forward proxy: a CONNECT to it, then the bytes (inside backendTLS, if set)',
+    }),
   });
   const TcpRouteBackend = z.union([
     strict({ host: p.hostPort, weight, policies: TcpBackendPolicies.nullable().optional() }),

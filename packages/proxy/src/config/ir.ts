@@ -273,7 +273,7 @@ export interface TcpBackendIR {
    * backendTLS (TLS originated to the backend: the client's bytes travel inside it), tcp, and a named
    * backend's passive health (connections that fail count as unhealthy answers).
    */
-  policies: Pick<ResolvedBackendPolicies, 'backendTLS' | 'tcp' | 'health'>;
+  policies: Pick<ResolvedBackendPolicies, 'backendTLS' | 'backendTunnel' | 'tcp' | 'health'>;
 }
 
 export interface RouteIR {

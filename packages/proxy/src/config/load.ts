@@ -1720,7 +1720,8 @@ class Builder {
 
   /**
    * A tcp route backend that is a Service: one backend per endpoint (workload), sharing the entry's
-   * weight by their capacity, so each connection picks one of them; backendTLS as for a host.
+   * weight by their capacity, so each connection picks one of them; backendTLS and backendTunnel as
+   * for a host.
    */
   tcpServiceBackends(
     path: FieldPath,
@@ -1731,17 +1732,24 @@ class Builder {
     if (!svc) return [];
     this.warnNoEndpoint([...path, 'service'], svc);
     const tls = b.policies?.backendTLS ?? routeTls;
-    const resolved = tls
-      ? this.resolveBackendPolicies(b.policies?.backendTLS ? [...path, 'policies'] : path, {
-          backendTLS: tls,
-        })
-      : {};
+    const tunnel = b.policies?.backendTunnel;
+    const resolved = this.resolveBackendPolicies(
+      b.policies?.backendTLS || tunnel ? [...path, 'policies'] : path,
+      {
+        ...(tls ? { backendTLS: tls } : {}),
+        ...(tunnel ? { backendTunnel: tunnel } : {}),
+      },
+    );
+    const policies: TcpBackendIR['policies'] = {
+      ...(resolved.backendTLS ? { backendTLS: resolved.backendTLS } : {}),
+      ...(resolved.backendTunnel ? { backendTunnel: resolved.backendTunnel } : {}),
+    };
     const total = svc.endpoints.reduce((n, e) => n + e.weight, 0);
     return svc.endpoints.map((e) => ({
       name: `${b.service.name}:${b.service.port} (${e.host}:${e.port})`,
       weight: ((b.weight ?? 1) * e.weight) / total,
       target: { kind: 'host' as const, host: e.host, port: e.port },
-      policies: resolved.backendTLS ? { backendTLS: resolved.backendTLS } : {},
+      policies,
     }));
   }
 
@@ -1765,12 +1773,19 @@ class Builder {
       return undefined;
     }
     const tls = b.policies?.backendTLS ?? routeTls;
-    const resolved = tls ? this.resolveBackendPolicies([...path, 'policies'], { backendTLS: tls }) : {};
+    const tunnel = b.policies?.backendTunnel;
+    const resolved = this.resolveBackendPolicies([...path, 'policies'], {
+      ...(tls ? { backendTLS: tls } : {}),
+      ...(tunnel ? { backendTunnel: tunnel } : {}),
+    });
     return {
       name: 'dynamic',
       weight: b.weight ?? 1,
       target: { kind: 'dynamic', ...(target !== undefined ? { target } : {}) },
-      policies: resolved.backendTLS ? { backendTLS: resolved.backendTLS } : {},
+      policies: {
+        ...(resolved.backendTLS ? { backendTLS: resolved.backendTLS } : {}),
+        ...(resolved.backendTunnel ? { backendTunnel: resolved.backendTunnel } : {}),
+      },
     };
   }
 
@@ -1806,21 +1821,19 @@ class Builder {
       }
       host = def.host;
       named = def.policies;
-      if (named?.backendTunnel)
-        this.fail(
-          [...path, 'backend'],
-          `backendTunnel on a tcp route backend is not supported by this build of gw yet (backend ${JSON.stringify(b.backend)} sets one)`,
-        );
     }
     const target = parseHost(host) as TcpBackendIR['target'];
     const merged: BackendPolicies = {};
     const tls = b.policies?.backendTLS ?? named?.backendTLS ?? routeTls;
     if (tls) merged.backendTLS = tls;
     if (named?.tcp) merged.tcp = named.tcp;
-    const tlsPath = b.policies?.backendTLS ? [...path, 'policies'] : path;
+    const tunnel = b.policies?.backendTunnel ?? named?.backendTunnel;
+    if (tunnel) merged.backendTunnel = tunnel;
+    const tlsPath = b.policies?.backendTLS || b.policies?.backendTunnel ? [...path, 'policies'] : path;
     const resolved = this.resolveBackendPolicies(tlsPath, merged);
     const policies: TcpBackendIR['policies'] = {};
     if (resolved.backendTLS) policies.backendTLS = resolved.backendTLS;
+    if (resolved.backendTunnel) policies.backendTunnel = resolved.backendTunnel;
     if (resolved.tcp) policies.tcp = resolved.tcp;
     // the named backend's passive health: a connection that cannot be made is an unhealthy answer
     const health = named?.health;

@@ -314,11 +314,11 @@ describe('tcpRoutes config errors', () => {
       /tcpRoutes\[0\]\.backends\[0\]\.service\.name: no service "default\/x" in services \(there are none\)/,
     ],
     [
-      'a backendTunnel',
+      'a backendTunnel whose proxy is no backend (tcp-tunnel.test.ts runs one that is)',
       listener(
-        'protocol: TCP\n    tcpRoutes: [{backends: [{host: "127.0.0.1:1", policies: {backendTunnel: {proxy: {host: "127.0.0.1:2"}}}}]}]',
+        'protocol: TCP\n    tcpRoutes: [{backends: [{host: "127.0.0.1:1", policies: {backendTunnel: {proxy: {backend: nope}}}}]}]',
       ),
-      /backendTunnel on a tcp route backend is not supported by this build of gw yet/,
+      /backendTunnel\.proxy\.backend: /,
     ],
     [
       'the HBONE protocol',

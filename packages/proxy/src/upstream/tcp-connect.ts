@@ -1,20 +1,24 @@
 // The backend side of a proxied TCP connection: a connection of its own to host:port (or a unix
-// socket), plain or TLS (backendTLS), with the backend's connect timeout and TCP keepalive, as a
-// pooled HTTP connection would have them (connection.ts), but never pooled: it lives as long as
-// the client's connection.
+// socket), plain or TLS (backendTLS), directly or through a backendTunnel's forward proxy, with the
+// backend's connect timeout and TCP keepalive, as a pooled HTTP connection would have them
+// (connection.ts), but never pooled: it lives as long as the client's connection.
 import net, { type Socket } from 'node:net';
 import tls from 'node:tls';
 import { hostPort } from '@gw/api/runtime';
 import type { GlobalIR, TcpBackendIR } from '../config/ir.ts';
 import { connectionSpec } from './connection.ts';
 import { dnsConnectOptions, tlsConnectOptions } from './pools.ts';
+import { tunnelDialer } from './tunnel-dial.ts';
 
 export interface TcpEndpoint {
   /** host:port or unix:/path, as logs name it. */
   address: string;
   tls: boolean;
-  /** Opens the connection; `done` gets the socket once it is ready (TLS: after the handshake), or the error. */
-  connect(done: (err: Error | undefined, socket: Socket) => void): Socket;
+  /**
+   * Opens the connection; `done` gets the socket once it is ready (TLS: after the handshake), or the
+   * error. What it returns stops the attempt (or closes the connection made).
+   */
+  connect(done: (err: Error | undefined, socket: Socket) => void): { destroy(): void };
 }
 
 /** A backend with the place to dial: host:port or a unix socket. */
@@ -40,6 +44,52 @@ export function tcpEndpoint(b: DialableTcpBackend, global: GlobalIR): TcpEndpoin
     tlsOptions = { ...(where as tls.ConnectionOptions), ...o };
   }
   const { connectTimeoutMs, keepalive } = spec;
+  const tunnel = spec.tunnel && t.kind === 'host' ? tunnelDialer(spec.tunnel, connectTimeoutMs) : undefined;
+  if (tunnel && t.kind === 'host')
+    return {
+      address,
+      tls: tlsOptions !== undefined,
+      connect(done) {
+        let socket: Socket | undefined;
+        let raw: Socket | undefined;
+        let stopped = false;
+        tunnel(t.host, t.port, (err, through) => {
+          if (stopped) {
+            through?.destroy();
+            return;
+          }
+          raw = through;
+          if (err || !through) {
+            done(err ?? new Error('backendTunnel: no connection'), undefined as unknown as Socket);
+            return;
+          }
+          if (!tlsOptions) {
+            socket = through;
+            done(undefined, through);
+            return;
+          }
+          // TLS to the backend inside the tunnel
+          const secure = tls.connect({ ...tlsOptions, socket: through });
+          socket = secure;
+          const failed = (e: Error) => {
+            secure.destroy();
+            done(e, secure);
+          };
+          secure.once('error', failed);
+          secure.once('secureConnect', () => {
+            secure.off('error', failed);
+            done(undefined, secure);
+          });
+        });
+        return {
+          destroy() {
+            stopped = true;
+            socket?.destroy();
+            raw?.destroy();
+          },
+        };
+      },
+    };
   return {
     address,
     tls: tlsOptions !== undefined,

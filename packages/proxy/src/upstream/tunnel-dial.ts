@@ -1,0 +1,105 @@
+// backendTunnel for connections undici does not make (a tcp route's): an HTTP/1.1 CONNECT to the
+// forward proxy (over TLS to an https proxy, with the proxy's credential), and once it answers 2xx
+// the socket carries the backend's bytes; TLS to the backend, when it has backendTLS, goes inside it.
+import { isIP, type Socket } from 'node:net';
+import type { buildConnector as Connector } from 'undici';
+import type { TunnelIR } from '../config/ir.ts';
+import { dialInTurn } from './in-turn.ts';
+import { tlsConnectOptions } from './pools.ts';
+import { buildConnector } from './undici.ts';
+
+/** The most a proxy's answer head to CONNECT may take. */
+const MAX_ANSWER_HEAD = 16 * 1024;
+
+/** Opens connections through `t` to a host:port of the caller's; `timeoutMs` bounds each (0: none). */
+export function tunnelDialer(
+  t: TunnelIR,
+  timeoutMs: number,
+): (host: string, port: number, done: (err: Error | undefined, socket?: Socket) => void) => void {
+  const i = t.proxy.lastIndexOf(':');
+  let proxyHost = t.proxy.slice(0, i);
+  if (proxyHost.startsWith('[') && proxyHost.endsWith(']')) proxyHost = proxyHost.slice(1, -1);
+  const proxyPort = Number(t.proxy.slice(i + 1));
+  const direct = buildConnector({
+    ...(t.tls ? tlsConnectOptions(t.tls, false) : {}),
+    ...(t.tls && !t.tls.alpn ? { ALPNProtocols: ['http/1.1'] } : {}),
+    timeout: timeoutMs > 0 ? timeoutMs : null,
+  } as Connector.BuildOptions);
+  const toProxy = t.endpoints ? dialInTurn(direct, t.endpoints) : direct;
+  const servername = t.tls?.hostname ?? (isIP(proxyHost) === 0 ? proxyHost : undefined);
+  return (host, port, done) => {
+    let settled = false;
+    const finish = (err: Error | undefined, socket?: Socket) => {
+      if (settled) return;
+      settled = true;
+      if (timer) clearTimeout(timer);
+      if (err) socket?.destroy();
+      done(err, err ? undefined : socket);
+    };
+    // the connector's own deadline covers reaching the proxy; this one its answer too
+    const timer =
+      timeoutMs > 0
+        ? setTimeout(
+            () => finish(new Error(`backendTunnel: no answer to CONNECT within ${timeoutMs}ms (${t.proxy})`)),
+            timeoutMs,
+          )
+        : undefined;
+    const authority = `${isIP(host) === 6 ? `[${host}]` : host}:${port}`;
+    toProxy(
+      {
+        hostname: proxyHost,
+        host: t.proxy,
+        protocol: t.tls ? 'https:' : 'http:',
+        port: String(proxyPort),
+        ...(servername ? { servername } : {}),
+        localAddress: null,
+        httpSocket: undefined,
+      } as unknown as Connector.Options,
+      (err, socket) => {
+        if (err || !socket) {
+          finish(new Error(`backendTunnel: the proxy ${t.proxy} could not be reached: ${err?.message}`));
+          return;
+        }
+        const s = socket as Socket;
+        if (settled) {
+          s.destroy();
+          return;
+        }
+        const auth = t.auth ? `${t.auth.header}: ${t.auth.value.reveal()}\r\n` : '';
+        s.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${auth}\r\n`);
+        let head = Buffer.alloc(0);
+        const onData = (chunk: Buffer) => {
+          head = Buffer.concat([head, chunk]);
+          const end = head.indexOf('\r\n\r\n');
+          if (end === -1) {
+            if (head.length > MAX_ANSWER_HEAD)
+              fail(new Error(`backendTunnel: the proxy's answer to CONNECT has no end of head`));
+            return;
+          }
+          s.off('data', onData);
+          s.off('error', fail);
+          s.off('close', onClose);
+          s.pause();
+          const status = /^HTTP\/1\.[01] ([0-9]{3})/.exec(head.subarray(0, end).toString('latin1'));
+          if (!status || !(status[1] as string).startsWith('2')) {
+            fail(
+              new Error(
+                `backendTunnel: the proxy ${t.proxy} answered CONNECT ${authority} with ${status ? status[1] : 'something not HTTP'}`,
+              ),
+            );
+            return;
+          }
+          const rest = head.subarray(end + 4);
+          if (rest.length > 0) s.unshift(rest);
+          finish(undefined, s);
+        };
+        const fail = (e: Error) => finish(e, s);
+        const onClose = () =>
+          fail(new Error(`backendTunnel: the proxy ${t.proxy} closed before answering CONNECT`));
+        s.on('data', onData);
+        s.once('error', fail);
+        s.once('close', onClose);
+      },
+    );
+  };
+}
