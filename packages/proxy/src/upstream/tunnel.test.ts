@@ -3,13 +3,15 @@
 // inside, mode Connect tunnels plaintext too, and the proxy's credential goes in Proxy-Authorization.
 // A proxy given as a Service of `services` is dialled at its workloads in turn.
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { makeTestPki, type TestPki } from '@gw/testkit/tls';
 import { createProxy, type ProxyServer } from 'proxy';
+import WebSocket, { WebSocketServer } from 'ws';
 
 let pki: TestPki;
 let plain: http.Server;
@@ -198,4 +200,75 @@ test('config errors name the field', async () => {
     gw('127.0.0.1:1', '{backendTunnel: {proxy: {service: {name: infra/egress, port: 3128}}}}'),
     /backendTunnel\.proxy\.service\.name: no service "infra\/egress" in services \(there are none\)/,
   );
+});
+
+test('a WebSocket upgrade goes through the tunnel (ws and wss); so does a routed CONNECT', async (t) => {
+  const cert = pki.servers['backend.internal'];
+  assert.ok(cert);
+  // a ws echo, and a wss one on TLS with the backend's certificate
+  const wsHttp = http.createServer();
+  const wssHttps = https.createServer({ cert: cert.cert, key: cert.key });
+  for (const server of [wsHttp, wssHttps]) {
+    const wss = new WebSocketServer({ server });
+    wss.on('connection', (ws) => ws.on('message', (m) => ws.send(`echo ${String(m)}`)));
+  }
+  // a line echo for the CONNECT tunnel
+  const lines = net.createServer((c) => {
+    c.on('data', (d) => c.write(`echo: ${String(d)}`));
+    c.on('error', () => c.destroy());
+  });
+  await Promise.all([
+    listen(wsHttp),
+    listen(wssHttps as unknown as http.Server),
+    listen(lines as unknown as http.Server),
+  ]);
+  t.after(() => {
+    wsHttp.closeAllConnections();
+    wsHttp.close();
+    wssHttps.closeAllConnections();
+    wssHttps.close();
+    lines.close();
+  });
+  const tls = `backendTLS: {root: {file: ${JSON.stringify(pki.caFile)}}, hostname: backend.internal}`;
+  const p = await startProxy(`frontendPolicies:
+  connect: {mode: route}
+binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - hostnames: [ws.test]
+      backends: [{host: "127.0.0.1:${portOf(wsHttp)}", policies: {${tunnel(', mode: Connect')}}}]
+    - hostnames: [wss.test]
+      backends: [{host: "127.0.0.1:${portOf(wssHttps)}", policies: {${tunnel()}, ${tls}}}]
+    - hostnames: [tunnel.test]
+      backends: [{host: "127.0.0.1:${portOf(lines)}", policies: {${tunnel(', mode: Connect')}}}]
+`);
+  proxies.push(p);
+  seen.length = 0;
+  for (const host of ['ws.test', 'wss.test']) {
+    const ws = new WebSocket(`ws://127.0.0.1:${p.port()}/chat`, { headers: { host } });
+    await once(ws, 'open');
+    ws.send('hi');
+    const [reply] = (await once(ws, 'message')) as [Buffer];
+    assert.equal(String(reply), 'echo hi', host);
+    ws.close();
+  }
+  assert.deepEqual(
+    seen.map((s) => s.line),
+    [`CONNECT 127.0.0.1:${portOf(wsHttp)}`, `CONNECT 127.0.0.1:${portOf(wssHttps)}`],
+  );
+  // HTTP CONNECT routed to a backend behind the proxy
+  const s = net.connect(p.port(), '127.0.0.1');
+  t.after(() => s.destroy());
+  await once(s, 'connect');
+  s.write('CONNECT tunnel.test:443 HTTP/1.1\r\nHost: tunnel.test:443\r\n\r\nthrough\n');
+  let got = '';
+  s.setEncoding('utf8');
+  for await (const chunk of s) {
+    got += chunk;
+    if (/echo: through\n/.test(got)) break;
+  }
+  assert.match(got, /^HTTP\/1\.1 200 [\s\S]*\r\n\r\necho: through\n$/);
+  assert.equal(seen[2]?.line, `CONNECT 127.0.0.1:${portOf(lines)}`);
 });

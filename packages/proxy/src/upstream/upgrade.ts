@@ -10,6 +10,7 @@ import type { RequestContext } from '../pipeline/context.ts';
 import type { Relay } from '../server/splice.ts';
 import { inClientCase, responseHeaders, toGwError, upstreamHost } from './call.ts';
 import { dnsConnectOptions, type PoolSpec, tlsConnectOptions } from './pools.ts';
+import { tunnelDialer } from './tunnel-dial.ts';
 
 declare module '../pipeline/context.ts' {
   interface RequestExtensions {
@@ -96,6 +97,68 @@ export function upgradeTarget(
   };
 }
 
+/** The TLS options of a connection to the backend; ALPN offers `alpn` (null: no ALPN). */
+function backendTls(t: UpgradeTarget, alpn: string[] | null): tls.ConnectionOptions | undefined {
+  if (!t.spec.tls) return undefined;
+  const options: tls.ConnectionOptions = tlsConnectOptions(t.spec.tls, false);
+  if (alpn) options.ALPNProtocols = alpn;
+  else delete options.ALPNProtocols;
+  if (!options.servername && !t.socketPath && net.isIP(t.host) === 0) options.servername = t.host;
+  return options;
+}
+
+/**
+ * A connection of its own to the backend, opened through its backendTunnel's proxy (CONNECT), with
+ * TLS inside when it has backendTLS: `done` gets it once it is ready, or the error. What it returns
+ * stops the attempt.
+ */
+function connectThroughTunnel(
+  t: UpgradeTarget,
+  alpn: string[] | null,
+  done: (err: Error | undefined, socket?: Socket) => void,
+): { destroy(): void } {
+  const tunnel = t.spec.tunnel;
+  let raw: Socket | undefined;
+  let socket: Socket | undefined;
+  let stopped = false;
+  // the opening's own deadlines (openingDeadlines) bound the whole of it
+  tunnelDialer(tunnel as NonNullable<typeof tunnel>, 0)(t.host, t.port, (err, through) => {
+    if (stopped) {
+      through?.destroy();
+      return;
+    }
+    if (err || !through) {
+      done(err ?? new Error('backendTunnel: no connection'));
+      return;
+    }
+    raw = through;
+    const options = backendTls(t, alpn);
+    if (!options) {
+      socket = through;
+      done(undefined, through);
+      return;
+    }
+    const secure = tls.connect({ ...options, socket: through });
+    socket = secure;
+    const failed = (e: Error) => {
+      secure.destroy();
+      done(e);
+    };
+    secure.once('error', failed);
+    secure.once('secureConnect', () => {
+      secure.off('error', failed);
+      done(undefined, secure);
+    });
+  });
+  return {
+    destroy() {
+      stopped = true;
+      socket?.destroy();
+      raw?.destroy();
+    },
+  };
+}
+
 /** A connection of its own to the backend; over TLS, ALPN offers `alpn` (null: no ALPN). */
 function connect(t: UpgradeTarget, alpn: string[] | null): Socket {
   const { spec } = t;
@@ -134,14 +197,6 @@ export function upgradeUpstream(
 ): Promise<void> {
   const state = ctx.ext.upgrade;
   if (!state) return Promise.reject(new GwError('GW_ERR_INTERNAL', 'not an upgrade request'));
-  // The upgrade's own connection would bypass the proxy: refused rather than sent around it.
-  if (target.spec.tunnel)
-    return Promise.reject(
-      new GwError(
-        'GW_ERR_UPGRADE_UNSUPPORTED',
-        'protocol upgrades through a backendTunnel are not supported by this build of gw yet',
-      ),
-    );
   const headers = ctx.headers;
   const host = upstreamHost(ctx, target);
   if (host !== undefined) headers.host = host;
@@ -152,6 +207,8 @@ export function upgradeUpstream(
 
   return new Promise<void>((resolve, reject) => {
     let socket: Socket | undefined;
+    /** Through a backendTunnel: the opening under way (createConnection runs within http.request). */
+    let opener: { destroy(): void } | undefined;
     const req = http.request({
       method: ctx.method,
       path: ctx.path + ctx.query,
@@ -161,12 +218,28 @@ export function upgradeUpstream(
         upgrade: state.protocol,
       },
       setHost: false,
-      createConnection: () => {
-        socket = connect(target, ['http/1.1']);
-        return socket;
+      // Through a backendTunnel the connection comes once the proxy has opened it (node's request
+      // takes a connection given later through the callback).
+      createConnection: (_opts: unknown, oncreate: (err: Error | null, socket?: Socket) => void) => {
+        if (!target.spec.tunnel) {
+          socket = connect(target, ['http/1.1']);
+          return socket;
+        }
+        opener = connectThroughTunnel(target, ['http/1.1'], (err, s) => {
+          if (err || !s)
+            return oncreate(
+              new GwError('GW_ERR_UPSTREAM_CONNECT', err?.message ?? 'backendTunnel: no connection'),
+            );
+          opening.connected();
+          oncreate(null, s);
+          // the tunnel left it paused; node's request reads it from its next turn (before this resumes)
+          s.resume();
+        });
+        return undefined;
       },
-    });
+    } as http.RequestOptions);
     const opening = openingDeadlines(ctx, target, attemptTimeoutMs, (err) => {
+      opener?.destroy();
       req.destroy();
       reject(toGwError(err));
     });
@@ -256,6 +329,7 @@ function openTunnel(
   target: UpgradeTarget,
   attemptTimeoutMs: number,
 ): Promise<void> {
+  if (target.spec.tunnel) return openTunnelThroughProxy(ctx, state, target, attemptTimeoutMs);
   return new Promise<void>((resolve, reject) => {
     const socket = connect(target, target.spec.tls?.alpn ?? null);
     const opening = openingDeadlines(ctx, target, attemptTimeoutMs, (err) => {
@@ -268,6 +342,36 @@ function openTunnel(
     socket.once(target.spec.tls ? 'secureConnect' : 'connect', () => {
       if (!opening.settle()) return;
       socket.off('error', opening.fail);
+      // errors after this point end the joined connections (splice)
+      socket.on('error', () => socket.destroy());
+      state.upstream = { socket, head: Buffer.alloc(0) };
+      ctx.response = { status: 200, headers: {}, body: null };
+      resolve();
+    });
+  });
+}
+
+/** openTunnel through the backend's backendTunnel: the proxy opens the connection (CONNECT) first. */
+function openTunnelThroughProxy(
+  ctx: RequestContext,
+  state: UpgradeState,
+  target: UpgradeTarget,
+  attemptTimeoutMs: number,
+): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const opening = openingDeadlines(ctx, target, attemptTimeoutMs, (err) => {
+      opener.destroy();
+      reject(toGwError(err));
+    });
+    const opener = connectThroughTunnel(target, target.spec.tls?.alpn ?? null, (err, socket) => {
+      if (err || !socket) {
+        opening.fail(new GwError('GW_ERR_UPSTREAM_CONNECT', err?.message));
+        return;
+      }
+      if (!opening.settle()) {
+        socket.destroy();
+        return;
+      }
       // errors after this point end the joined connections (splice)
       socket.on('error', () => socket.destroy());
       state.upstream = { socket, head: Buffer.alloc(0) };
