@@ -559,11 +559,11 @@ const serviceCallPolicies = (service: string) =>
           "requestTimeout: the deadline of each call, as the policy's own timeout (set one of the two); version: gRPC calls are HTTP/2",
       }),
     backendAuth: z
-      .lazy(() => serviceKeyAuth(` on ${service}`))
+      .lazy(() => serviceTokenAuth(` on ${service}`))
       .optional()
       .meta({
         description:
-          'a key sent with each call: the Authorization header, Bearer prefix (location.header changes both); credentials (or headers): more secrets in headers of their own; gRPC metadata over gRPC',
+          "the credential each call carries: a key, or one obtained for the call's request (passthrough: the client's validated JWT; jwtSign; gcp, azure, oauthTokenExchange, crossAppAccess: a token), in the Authorization header with a Bearer prefix unless location.header says; credentials (or headers): more secrets in headers of their own; gRPC metadata over gRPC",
       }),
     requestHeaderModifier: strict({
       add: HeaderModifier.shape.add,
@@ -1324,6 +1324,39 @@ const serviceKeyAuth = (where: string) =>
 /** A form at a backend, an LLM provider or an MCP target, where `credentials` (and `headers`) are built. */
 const backendForm = <S extends z.core.$ZodLooseShape>(shape: S) =>
   authForm(shape, BackendAuthCredentials, BackendAuthHeaders);
+/** A form on a call to a policy's own gRPC service, `credentials` beside it in headers. */
+const serviceForm = <S extends z.core.$ZodLooseShape>(shape: S) =>
+  authForm(shape, ServiceCredentials, BackendAuthHeaders);
+/**
+ * backendAuth on a call to a policy's own service (extAuthz, extProc, remoteRateLimit): a key, or a
+ * credential each call obtains for its request (the client's JWT, a signed JWT, a Google, Azure or
+ * OAuth token), in a header, with `credentials` beside it or alone; aws (a signature over the body
+ * the call does not have) and copilot are refused by name (`where`).
+ */
+const serviceTokenAuth = (where: string) =>
+  z
+    .union([
+      serviceForm(KeyField),
+      serviceForm({ passthrough: strict({ location: AuthLocation }) }),
+      serviceForm({ jwtSign: JwtSign }),
+      serviceForm({ gcp: GcpAuth }),
+      serviceForm({ azure: AzureAuth }),
+      serviceForm({ oauthTokenExchange: OAuthTokenExchangeAuth }),
+      serviceForm({ oauth: OAuthAuth }).transform(({ oauth, ...rest }) => ({
+        ...rest,
+        oauthTokenExchange: oauth,
+      })),
+      serviceForm({ crossAppAccess: CrossAppAccessAuth }),
+      serviceForm({ xaa: XaaAuth }).transform(({ xaa, ...rest }) => ({ ...rest, crossAppAccess: xaa })),
+      strict({ credentials: ServiceCredentials }),
+      strict({ headers: BackendAuthHeaders, credentials: ServiceCredentials.optional() }),
+      ...backendAuthRefused(
+        ['passthrough', 'jwtSign', 'gcp', 'azure', 'oauthTokenExchange', 'oauth', 'crossAppAccess', 'xaa'],
+        where,
+        true,
+      ),
+    ])
+    .transform(headersAsCredentials);
 export const BackendAuth = z
   .union([
     backendForm(KeyField),

@@ -368,6 +368,11 @@ export interface ServiceCallIR {
   credential?: { header: string; value: Secret };
   /** backendAuth credentials: more secrets, each in a header of its own (written before the key). */
   credentials?: { header: string; value: Secret }[];
+  /**
+   * backendAuth obtained per call for the request it is made for (passthrough, jwtSign, gcp, azure,
+   * oauthTokenExchange, crossAppAccess), each in a header; its `credentials` are in `credentials`.
+   */
+  auth?: BackendAuthIR;
 }
 type WithResolvedTls<E> = E extends unknown ? Omit<E, 'policies'> & { policies?: ServiceCallIR } : never;
 

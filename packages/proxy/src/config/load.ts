@@ -102,6 +102,16 @@ import { Secret } from '../secret.ts';
 import { assumeRoleIR, resolveBackendAuth } from './backend-auth.ts';
 import { AUTHORIZATION, credentialHeader, type InTurnEndpoint, scaledWeights } from './connection-ir.ts';
 
+/** The backendAuth forms a call to a policy's own service obtains per call (serviceToken). */
+const SERVICE_TOKEN_FORMS = [
+  'passthrough',
+  'jwtSign',
+  'gcp',
+  'azure',
+  'oauthTokenExchange',
+  'crossAppAccess',
+] as const;
+type ServiceTokenForm = (typeof SERVICE_TOKEN_FORMS)[number];
 /** Where a backendTunnel proxy's key goes when its location says nothing. */
 const PROXY_AUTHORIZATION: AuthLocationIR = { header: { name: 'proxy-authorization', prefix: 'Bearer ' } };
 
@@ -166,7 +176,13 @@ type CollectorSpec = {
 };
 
 import { hostPort } from '@gw/api/runtime';
-import { sealExtAuthzPolicy, sealMcpAuthentication, sealMcpRemoteRateLimit, sealPolicies } from './seal.ts';
+import {
+  SERVICE_AUTH,
+  sealExtAuthzPolicy,
+  sealMcpAuthentication,
+  sealMcpRemoteRateLimit,
+  sealPolicies,
+} from './seal.ts';
 import { resolveAzure } from './token-auth.ts';
 
 /** Settings read once at start-up (the spec: adminAddr and sensitiveHeaders are not hot-reloaded). */
@@ -653,6 +669,9 @@ class Builder {
     if (e.cache) refused.push([['cache'], 'cache (keyed by CEL over the request)']);
     if (e.grpc.requestMetadata && Object.keys(e.grpc.requestMetadata).length > 0)
       refused.push([['protocol', 'grpc', 'metadata'], 'metadata (CEL over the request)']);
+    const auth = e.policies?.backendAuth as object | undefined;
+    const form = auth && SERVICE_TOKEN_FORMS.find((f) => f in auth);
+    if (form) refused.push([['policies', 'backendAuth', form], `backendAuth ${form} (obtained per request)`]);
     for (const [at, what] of refused) needsRequest(at, what);
     if (refused.length > 0) return undefined;
     this.extAuthzFiles(path, e);
@@ -3256,6 +3275,11 @@ class Builder {
         if (v === '') this.fail(at, 'the key is empty');
         else if (v !== undefined && headerSafe(at, v)) c.key = v;
       });
+    const form = SERVICE_TOKEN_FORMS.find((f) => f in auth);
+    if (form) {
+      this.serviceToken(path, auth, form, service);
+      return;
+    }
     if (!('key' in auth)) return;
     const k = auth.key;
     if (typeof k === 'object' && 'value' in k) {
@@ -3269,6 +3293,30 @@ class Builder {
       const v = read([...path, 'key'], k);
       if (v !== undefined && headerSafe([...path, 'key'], v)) auth.key = v;
     }
+  }
+
+  /**
+   * A service's backendAuth obtained per call (`form`), resolved as a backend's (its files read, its
+   * token endpoint's service found) for the sealed IR (seal.ts SERVICE_AUTH); its credential must go
+   * in a header, and a Google ID token's audience (default: the request's host) be named.
+   */
+  serviceToken(path: FieldPath, auth: object, form: ServiceTokenForm, service: string): void {
+    const r = resolveBackendAuth(this, path, auth as BackendAuth);
+    if (!r) return;
+    const { credentials: _static, ...token } = r as BackendAuthIR & { credentials?: unknown };
+    const location = (token as Record<string, { location?: AuthLocationIR } | undefined>)[form]?.location;
+    if (location && !('header' in location)) {
+      this.fail([...path, form, 'location'], `${service} takes its credential in a header`);
+      return;
+    }
+    if ('gcp' in token && token.gcp.type === 'idToken' && !token.gcp.audience) {
+      this.fail(
+        [...path, 'gcp', 'audience'],
+        `an ID token for ${service} needs its audience (the service's URL): the request's host is not the service's`,
+      );
+      return;
+    }
+    SERVICE_AUTH.set(auth, token as BackendAuthIR);
   }
 
   /** The certificate files of a backendTLS read into it (a PEM already there stays). */

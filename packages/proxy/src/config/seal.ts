@@ -7,6 +7,7 @@ import { AUTHORIZATION, type AuthLocationIR, credentialHeader } from './connecti
 import type {
   ApiKeyEntryIR,
   ApiKeyIR,
+  BackendAuthIR,
   BackendTlsIR,
   BasicAuthIR,
   ExtAuthzIR,
@@ -117,11 +118,19 @@ function sealServiceTls<E extends ServiceEntry>(e: E): Omit<E, 'policies'> & { p
 }
 
 /**
+ * A service's backendAuth obtained per call (a token, a signed JWT, the client's JWT), as the loader
+ * resolved it (config/load.ts serviceKey), by the config's backendAuth object: sealing takes it.
+ */
+export const SERVICE_AUTH = new WeakMap<object, BackendAuthIR>();
+
+/**
  * A service's TLS, headers and key as the IR holds them: the loader has read their files and
  * checked that the key goes in a header (config/load.ts serviceKey).
  */
 function sealServicePolicies(policies: ServicePolicies): ServiceCallIR {
   const out: ServiceCallIR = {};
+  const token = policies.backendAuth ? SERVICE_AUTH.get(policies.backendAuth as object) : undefined;
+  if (token) out.auth = token;
   if (policies.backendTLS) out.backendTLS = tlsIR(policies.backendTLS);
   const hm = policies.requestHeaderModifier;
   if (hm?.add || hm?.set) {

@@ -229,9 +229,11 @@ describe('a policy service’s credential and headers', () => {
       issues('extProc', '{backendAuth: {credentials: [{key: k, location: {queryParameter: {name: k}}}]}}'),
       /extProc\.policies\.backendAuth\.credentials\[0\]\.location: a call to a service carries its credentials in headers/,
     );
+    // passthrough and the token forms load (service-call-tokens.test.ts); aws does not
+    assert.equal(issues('extAuthz', '{backendAuth: {passthrough: {}}}'), '');
     assert.match(
-      issues('extAuthz', '{backendAuth: {passthrough: {}}}'),
-      /passthrough on the extAuthz service is not supported/,
+      issues('extAuthz', '{backendAuth: {aws: {}}}'),
+      /aws on the extAuthz service is not supported/,
     );
   });
 });

@@ -27,7 +27,10 @@ export { AUTHORIZATION, credentialHeader } from '../../config/connection-ir.ts';
 /** API Gateway is what a SigV4-signed plain HTTP backend most often is. */
 const DEFAULT_AWS_SERVICE = 'execute-api';
 
-type Apply = (ctx: RequestContext) => Promise<string | undefined> | string | undefined;
+/** Where a form writes its credential: into the request (`write`), or a service call's headers. */
+type Put = (ctx: RequestContext, loc: AuthLocationIR, value: string) => void;
+/** Writes the credential (through `put`); what it returns tells the trace how it was obtained. */
+type Apply = (ctx: RequestContext, put: Put) => Promise<string | undefined> | string | undefined;
 
 export const backendAuth: PolicyDefinition<'backendAuth'> = {
   name: 'backendAuth',
@@ -46,7 +49,7 @@ export function backendAuthLayer(config: BackendAuthIR, maxBody: number): Layer 
     const start = performance.now();
     let note: string | undefined;
     try {
-      note = await apply(ctx);
+      note = await apply(ctx, write);
     } catch (err) {
       const reason = err instanceof GwError ? err.detail : 'failed';
       ctx.obs?.event(ctx, 'backendAuth', { message: `auth failed: ${variant}: ${reason}`, variant }, start);
@@ -63,37 +66,57 @@ export function backendAuthLayer(config: BackendAuthIR, maxBody: number): Layer 
 }
 
 /**
+ * backendAuth on a call to a policy's own service (extAuthz, extProc, remoteRateLimit) that the call
+ * obtains for the request it is made for: a token from its source, a JWT signed, the client's
+ * validated JWT. The headers (gRPC metadata) it gives, each where its location says (the loader
+ * allowed headers only); undefined for a form written once, a key (policies/service-call.ts).
+ */
+export function serviceCredential(
+  config: BackendAuthIR,
+): (ctx: RequestContext) => Promise<Record<string, string>> {
+  const apply = withCredentials(config, compile(config, 0));
+  return async (ctx) => {
+    const out: Record<string, string> = {};
+    await apply(ctx, (_ctx, loc, value) => {
+      const h = credentialHeader(loc, value);
+      if (h) out[h[0]] = h[1];
+    });
+    return out;
+  };
+}
+
+/**
  * The extra `credentials` written before the main form: the form wins a place both name, and an AWS
  * signature covers a query parameter they add.
  */
 function withCredentials(config: BackendAuthIR, apply: Apply | undefined): Apply {
   const extra = config.credentials ?? [];
   if (extra.length === 0 && apply) return apply;
-  return (ctx) => {
-    writeAll(ctx, extra);
-    return apply?.(ctx);
+  return (ctx, put) => {
+    writeAll(ctx, extra, put);
+    return apply?.(ctx, put);
   };
 }
 
-function writeAll(ctx: RequestContext, extra: readonly ExtraCredentialIR[]): void {
-  for (const c of extra) write(ctx, c.location, c.value.reveal());
+function writeAll(ctx: RequestContext, extra: readonly ExtraCredentialIR[], put: Put): void {
+  for (const c of extra) put(ctx, c.location, c.value.reveal());
 }
 
 /** The main form's writer; undefined when there is none (`credentials` alone). */
 function compile(config: BackendAuthIR, maxBody: number): Apply | undefined {
   if ('key' in config) {
     const { value, location } = config.key;
-    return (ctx) => {
-      write(ctx, location ?? AUTHORIZATION, value.reveal());
+    return (ctx, put) => {
+      put(ctx, location ?? AUTHORIZATION, value.reveal());
       return undefined;
     };
   }
   if ('passthrough' in config) {
     const location = config.passthrough.location ?? AUTHORIZATION;
-    return (ctx) => {
+    return (ctx, put) => {
       const token = ctx.ext.jwtToken;
       if (token === undefined) return 'no validated JWT to forward';
-      write(ctx, location, token.reveal());
+      put(ctx, location, token.reveal());
       return undefined;
     };
   }
@@ -123,8 +146,8 @@ function compile(config: BackendAuthIR, maxBody: number): Apply | undefined {
 
 /** A token from `source` written to `location`; `note` tells the trace how it was obtained. */
 function bearer(source: TokenSource, location: AuthLocationIR, note?: string): Apply {
-  return async (ctx) => {
-    write(ctx, location, await source(ctx));
+  return async (ctx, put) => {
+    put(ctx, location, await source(ctx));
     return note;
   };
 }
@@ -134,7 +157,7 @@ function jwtSign(c: Extract<BackendAuthIR, { jwtSign: unknown }>['jwtSign']): Ap
   const key = createPrivateKey(c.signingKey.reveal());
   const header = { alg: c.alg, typ: 'JWT', ...(c.kid ? { kid: c.kid } : {}) };
   const location = c.location ?? AUTHORIZATION;
-  return async (ctx) => {
+  return async (ctx, put) => {
     const now = Math.floor(Date.now() / 1000);
     const token = await new SignJWT({ ...c.claims })
       .setProtectedHeader(header)
@@ -142,7 +165,7 @@ function jwtSign(c: Extract<BackendAuthIR, { jwtSign: unknown }>['jwtSign']): Ap
       .setNotBefore(now)
       .setExpirationTime(now + c.ttlSeconds)
       .sign(key);
-    write(ctx, location, token);
+    put(ctx, location, token);
     return undefined;
   };
 }

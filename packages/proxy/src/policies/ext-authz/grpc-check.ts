@@ -38,6 +38,8 @@ export function grpcCheck(
   metadata: readonly (readonly [string, CelProgram])[],
   tls?: BackendTlsIR,
   serviceHeaders: Record<string, string> = {},
+  /** The credential each call obtains for its request (service-call.ts serviceAuthOf). */
+  auth?: (ctx: RequestContext) => Promise<Record<string, string>>,
 ): Check {
   const timeoutMs = (cfg.timeout && parseGoDuration(cfg.timeout)) || DEFAULT_TIMEOUT_MS;
   const extensions = { ...(cfg.contextExtensions ?? {}) };
@@ -46,7 +48,8 @@ export function grpcCheck(
     const req = checkRequest(ctx, extensions, metadata, body);
     let res: CheckResponse;
     try {
-      res = await call(client, req, ctx.signal, timeoutMs, serviceHeaders);
+      const headers = auth ? { ...serviceHeaders, ...(await auth(ctx)) } : serviceHeaders;
+      res = await call(client, req, ctx.signal, timeoutMs, headers);
     } catch (err) {
       const e = err as ServiceError;
       const reason =

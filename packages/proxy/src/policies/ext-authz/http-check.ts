@@ -8,7 +8,7 @@ import { parseGoDuration } from '@gw/api/runtime';
 import { type CelContext, type CelProgram, celToJson, compileCel } from '../../cel/cel.ts';
 import type { BackendTlsIR, ExtAuthzIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
-import { type Headers, HOP_BY_HOP } from '../../pipeline/context.ts';
+import { type Headers, HOP_BY_HOP, type RequestContext } from '../../pipeline/context.ts';
 import { serviceAgent } from '../../upstream/pools.ts';
 import { request } from '../../upstream/undici.ts';
 import { type Check, DEFAULT_TIMEOUT_MS, type Decision, deadline, failureReason } from './decision.ts';
@@ -26,6 +26,8 @@ export function httpCheck(
   cfg: HttpConfig,
   tls?: BackendTlsIR,
   serviceHeaders: Record<string, string> = {},
+  /** The credential each call obtains for its request (service-call.ts serviceAuthOf). */
+  auth?: (ctx: RequestContext) => Promise<Record<string, string>>,
 ): Check {
   const timeoutMs = (cfg.timeout && parseGoDuration(cfg.timeout)) || DEFAULT_TIMEOUT_MS;
   const origin = `${tls ? 'https' : 'http'}://${cfg.host}`;
@@ -71,6 +73,12 @@ export function httpCheck(
     }
     // the service's own (requestHeaderModifier, its key) last: the client cannot override them
     Object.assign(headers, serviceHeaders);
+    if (auth)
+      try {
+        Object.assign(headers, await auth(ctx));
+      } catch (err) {
+        return { kind: 'failure', reason: `backendAuth: ${(err as Error).message}` };
+      }
     let payload: Buffer | undefined;
     if (body) {
       const v = body.eval(celCtx());

@@ -9,8 +9,9 @@ import { compileCel } from '../../cel/cel.ts';
 import type { BackendTlsIR, ExtAuthzIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
 import { Lazy } from '../../lazy.ts';
+import type { RequestContext } from '../../pipeline/context.ts';
 import { withConditional } from '../conditional.ts';
-import { serviceHeadersOf } from '../service-call.ts';
+import { serviceAuthOf, serviceHeadersOf } from '../service-call.ts';
 import { decisionCache } from './cache.ts';
 import type { Check } from './decision.ts';
 import { httpCheck } from './http-check.ts';
@@ -24,9 +25,10 @@ function grpcCheckOf(
   cfg: Extract<ExtAuthzIR, { grpc: unknown }>['grpc'],
   tls: BackendTlsIR | undefined,
   serviceHeaders: Record<string, string>,
+  auth: ((ctx: RequestContext) => Promise<Record<string, string>>) | undefined,
 ): Check {
   const metadata = Object.entries(cfg.requestMetadata ?? {}).map(([k, v]) => [k, compileCel(v)] as const);
-  const check = grpc.derive((m) => m.grpcCheck(cfg, metadata, tls, serviceHeaders));
+  const check = grpc.derive((m) => m.grpcCheck(cfg, metadata, tls, serviceHeaders, auth));
   return (ctx, body) => (check.value ? check.value(ctx, body) : check.ready.then((c) => c(ctx, body)));
 }
 
@@ -36,10 +38,11 @@ export const extAuthz = withConditional({
     const failOpen = config.failureMode?.toLowerCase() === 'failopen';
     const tls = config.policies?.backendTLS;
     const serviceHeaders = serviceHeadersOf(config.policies) ?? {};
+    const auth = serviceAuthOf(config.policies);
     const check =
       'grpc' in config
-        ? grpcCheckOf(config.grpc, tls, serviceHeaders)
-        : httpCheck(config.http, tls, serviceHeaders);
+        ? grpcCheckOf(config.grpc, tls, serviceHeaders, auth)
+        : httpCheck(config.http, tls, serviceHeaders, auth);
     // With http.body the expression is the check's body (agentgateway): nothing of the request is read.
     const readBody =
       'http' in config && config.http.body ? undefined : bodyOptions(config.includeRequestBody);

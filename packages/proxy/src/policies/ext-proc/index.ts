@@ -21,7 +21,7 @@ import { Lazy } from '../../lazy.ts';
 import { bufferUpTo, contentLength, discard, prepend } from '../../pipeline/body.ts';
 import type { Body, Headers, ProxyResponse, RequestContext } from '../../pipeline/context.ts';
 import { withConditional } from '../conditional.ts';
-import { serviceHeadersOf } from '../service-call.ts';
+import { serviceAuthOf, serviceHeadersOf } from '../service-call.ts';
 import type { BuildEnv, PolicyConfig } from '../types.ts';
 import { ExtProcExtras } from './extras.ts';
 import type { Answer, BodyMode, BodyPhase, Phase, ProcessStream } from './stream.ts';
@@ -39,6 +39,7 @@ export const extProc = withConditional({
     const host = config.host as string;
     const tls = config.policies?.backendTLS;
     const serviceHeaders = serviceHeadersOf(config.policies);
+    const auth = serviceAuthOf(config.policies);
     const timeoutMs = (config.timeout && parseGoDuration(config.timeout)) || DEFAULT_TIMEOUT_MS;
     const failOpen = config.failureMode === 'failOpen';
     const o = config.processingOptions ?? {};
@@ -57,8 +58,20 @@ export const extProc = withConditional({
       const m = grpc.value ?? (await grpc.ready);
       client ??= m.grpcClient(host, tls);
       const sent = extras.forRequest(ctx);
-      // the service's own headers (requestHeaderModifier, its key) over the request's metadata
-      const metadata = serviceHeaders ? { ...sent.grpcMetadata, ...serviceHeaders } : sent.grpcMetadata;
+      // the service's own headers (requestHeaderModifier, its key, the credential obtained for this
+      // request) over the request's metadata
+      let metadata = serviceHeaders ? { ...sent.grpcMetadata, ...serviceHeaders } : sent.grpcMetadata;
+      if (auth) {
+        const start = ctx.obs ? performance.now() : null;
+        try {
+          metadata = { ...metadata, ...(await auth(ctx)) };
+        } catch (err) {
+          const reason = `backendAuth: ${(err as Error).message}`;
+          ctx.obs?.event(ctx, 'extProc', { result: 'failure', reason, failOpen }, start, 'warn');
+          if (!failOpen) throw new GwError('GW_ERR_INTERNAL', 'external processing failed');
+          return next(ctx);
+        }
+      }
       const stream = new m.ProcessStream(client, timeoutMs, ctx.signal, metadata);
       stream.side.request = { attributes: sent.requestAttributes, metadataContext: sent.metadataContext };
       let live = true;

@@ -11,7 +11,7 @@ import { Lazy } from '../../lazy.ts';
 import { onResponseUsage } from '../../llm/usage.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import { withConditional } from '../conditional.ts';
-import { serviceHeadersOf } from '../service-call.ts';
+import { serviceAuthOf, serviceHeadersOf } from '../service-call.ts';
 import type { PolicyConfig } from '../types.ts';
 import type { LimitOverride, RequestDescriptor } from './client.ts';
 import { quotaHeaders, serviceHeaders, setHeaders } from './headers.ts';
@@ -155,7 +155,8 @@ export type LimitDecision =
 
 export interface RemoteLimiter {
   readonly failOpen: boolean;
-  check(cel: CelContext, signal: AbortSignal | undefined): Promise<LimitOutcome>;
+  /** `ctx`: the request the check is for (a credential obtained per call is obtained for it). */
+  check(cel: CelContext, signal: AbortSignal | undefined, ctx?: RequestContext): Promise<LimitOutcome>;
   /**
    * `check`, its outcome recorded as the request's `rateLimit` trace event (with `tag`'s fields) and
    * a failure decided by the failure mode.
@@ -167,7 +168,7 @@ export interface RemoteLimiter {
     tag?: Record<string, unknown>,
   ): Promise<LimitDecision>;
   /** Counts the rest of the token descriptors' cost once a response has ended with `tokens`. */
-  debit(built: readonly Built[], tokens: number, cel: () => CelContext): void;
+  debit(built: readonly Built[], tokens: number, cel: () => CelContext, ctx?: RequestContext): void;
 }
 
 /**
@@ -186,12 +187,16 @@ export function remoteLimiter(config: RemoteRateLimit, requestsOnly = false): Re
   const host = config.host as string;
   const tls = config.policies?.backendTLS;
   const callHeaders = serviceHeadersOf(config.policies);
+  const auth = serviceAuthOf(config.policies);
+  /** The call's headers: the service's own, and the credential obtained for `ctx`. */
+  const headersFor = async (ctx: RequestContext | undefined) =>
+    auth && ctx ? { ...callHeaders, ...(await auth(ctx)) } : callHeaders;
   const service = rls.derive((m) => ({ m, client: m.rateLimitClient(host, tls) }));
   const limiter: RemoteLimiter = {
     failOpen,
     async decide(ctx, cel, signal, tag = {}) {
       const start = ctx.obs ? performance.now() : null;
-      const outcome = await limiter.check(cel, signal);
+      const outcome = await limiter.check(cel, signal, ctx);
       const event = (fields: Record<string, unknown>, level?: 'warn') =>
         ctx.obs?.event(ctx, 'rateLimit', { global: true, ...tag, ...fields }, start, level);
       switch (outcome.kind) {
@@ -209,17 +214,23 @@ export function remoteLimiter(config: RemoteRateLimit, requestsOnly = false): Re
           return { kind: 'pass', ok: outcome };
       }
     },
-    async check(cel, signal) {
+    async check(cel, signal, ctx) {
       const built = evaluate(descriptors, cel);
       if (built.length === 0) return { kind: 'skipped' };
       const { m, client } = service.value ?? (await service.ready);
       const { Code } = m;
+      let sent: Record<string, string> | undefined;
+      try {
+        sent = await headersFor(ctx);
+      } catch (err) {
+        return { kind: 'failed', reason: `backendAuth: ${(err as Error).message}` };
+      }
       const outcome = await m.shouldRateLimit(
         client,
         m.rateLimitRequest(domain, built, 1),
         timeoutMs,
         signal,
-        callHeaders,
+        sent,
       );
       // An answer without a verdict (UNKNOWN) is no decision either.
       const verdict = outcome.ok ? outcome.response.overallCode : Code.UNKNOWN;
@@ -232,17 +243,22 @@ export function remoteLimiter(config: RemoteRateLimit, requestsOnly = false): Re
       if (verdict === Code.OVER_LIMIT) return { kind: 'limited', headers };
       return { kind: 'ok', headers, requestHeaders: serviceHeaders(res.requestHeadersToAdd), built };
     },
-    debit(built, tokens, cel) {
+    debit(built, tokens, cel, ctx) {
       const owed = debits(built, tokens, cel);
       if (owed.length === 0) return;
       const { m, client } = service.value ?? {};
       if (!m || !client) return;
-      void m.shouldRateLimit(
-        client,
-        m.rateLimitRequest(domain, owed, 1),
-        Math.max(timeoutMs, 1_000),
-        undefined,
-        callHeaders,
+      // what cannot be sent (no credential) is not counted, as an answer that never comes is not
+      headersFor(ctx).then(
+        (headers) =>
+          m.shouldRateLimit(
+            client,
+            m.rateLimitRequest(domain, owed, 1),
+            Math.max(timeoutMs, 1_000),
+            undefined,
+            headers,
+          ),
+        () => undefined,
       );
     },
   };
@@ -271,7 +287,7 @@ export const remoteRateLimit = withConditional({
       if (!built.some((d) => d.tokens)) return;
       // Token limits: the check above took one hit to ask; the rest of the cost is counted once the
       // response ends, so the request that crosses the limit succeeds and later ones get 429.
-      onResponseUsage(ctx, (tokens) => limiter.debit(built, tokens, () => ctx.celContext()));
+      onResponseUsage(ctx, (tokens) => limiter.debit(built, tokens, () => ctx.celContext(), ctx));
     };
   },
 });
