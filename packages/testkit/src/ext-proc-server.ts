@@ -60,6 +60,15 @@ export interface ExtProcServer {
 
 type Answers = ProcessingAnswer | ProcessingAnswer[] | undefined;
 
+/** An answer function that lets the request and response headers pass unchanged (and nothing else). */
+export function passHeaders(req: ProcessingRequest): Answers {
+  if (req.request.case === 'requestHeaders')
+    return { response: { case: 'requestHeaders', value: { response: {} } } };
+  if (req.request.case === 'responseHeaders')
+    return { response: { case: 'responseHeaders', value: { response: {} } } };
+  return undefined;
+}
+
 /** TLS for the server: its certificate and key (PEM); with `clientCa`, a client certificate signed by it is required. */
 export interface ExtProcServerTls {
   cert: string;

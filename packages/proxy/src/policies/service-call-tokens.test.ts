@@ -10,30 +10,19 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { create } from '@bufbuild/protobuf';
-import { Server, ServerCredentials, type ServerUnaryCall, type sendUnaryData } from '@grpc/grpc-js';
 import { startUpstream, type TestServer } from '@gw/testkit';
 import { type AuthzServer, startAuthzServer } from '@gw/testkit/ext-authz-server';
-import { type ExtProcServer, startExtProcServer } from '@gw/testkit/ext-proc-server';
+import { type ExtProcServer, passHeaders, startExtProcServer } from '@gw/testkit/ext-proc-server';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import { type RecordingRateLimitServer, startRecordingRateLimitServer } from '@gw/testkit/rls-recorder';
 import { tempDir } from '@gw/testkit/temp-dir';
-import {
-  type RateLimitRequest,
-  type RateLimitResponse,
-  RateLimitResponse_Code,
-  RateLimitResponseSchema,
-  RateLimitService,
-} from '@gw/xds-proto/envoy/service/ratelimit/v3/rls';
-import { grpcMethod } from '@gw/xds-proto/grpc';
 import { exportJWK, jwtVerify, SignJWT } from 'jose';
 import { loadConfigText } from '../config/load.ts';
 
 let up: TestServer;
 let grpcAuthz: AuthzServer;
 let proc: ExtProcServer;
-let rls: Server;
-let rlsPort: number;
-const rlsMetadata: Record<string, string>[] = [];
+let rls: RecordingRateLimitServer;
 let httpAuthz: http.Server;
 const httpSeen: http.IncomingHttpHeaders[] = [];
 let sts: http.Server;
@@ -50,33 +39,8 @@ const indent = (s: string, n: number) => s.replaceAll('\n', `\n${' '.repeat(n)}`
 before(async () => {
   up = await startUpstream('echo');
   grpcAuthz = await startAuthzServer(() => ({ status: { code: 0 } }));
-  proc = await startExtProcServer((req) =>
-    req.request.case === 'requestHeaders'
-      ? { response: { case: 'requestHeaders', value: { response: {} } } }
-      : req.request.case === 'responseHeaders'
-        ? { response: { case: 'responseHeaders', value: { response: {} } } }
-        : undefined,
-  );
-  rls = new Server();
-  rls.addService(
-    { shouldRateLimit: grpcMethod(RateLimitService.method.shouldRateLimit) },
-    {
-      shouldRateLimit(
-        call: ServerUnaryCall<RateLimitRequest, RateLimitResponse>,
-        done: sendUnaryData<RateLimitResponse>,
-      ) {
-        rlsMetadata.push(
-          Object.fromEntries(Object.entries(call.metadata.getMap()).map(([k, v]) => [k, String(v)])),
-        );
-        done(null, create(RateLimitResponseSchema, { overallCode: RateLimitResponse_Code.OK }));
-      },
-    },
-  );
-  rlsPort = await new Promise<number>((resolve, reject) =>
-    rls.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) =>
-      err ? reject(err) : resolve(p),
-    ),
-  );
+  proc = await startExtProcServer(passHeaders);
+  rls = await startRecordingRateLimitServer();
   httpAuthz = http.createServer((req, res) => {
     httpSeen.push(req.headers);
     req.resume().on('end', () => res.writeHead(200).end());
@@ -121,7 +85,7 @@ after(async () => {
   await up?.close();
   await grpcAuthz?.close();
   await proc?.close();
-  rls?.forceShutdown();
+  rls?.close();
   for (const s of [httpAuthz, sts]) await new Promise((r) => s?.close(r));
 });
 
@@ -172,7 +136,7 @@ function config(): string {
       matches: [{path: {pathPrefix: /limited}}]
       policies:
         remoteRateLimit:
-          host: 127.0.0.1:${rlsPort}
+          host: 127.0.0.1:${rls.port}
           domain: gw
           timeout: 5s
           descriptors: [{entries: [{key: path, value: request.path}]}]
@@ -238,7 +202,7 @@ describe('a policy service’s credential obtained per call', () => {
       const r = await fetch(proxy.url('/limited/a'), { headers: { 'x-user-token': subject } });
       assert.equal(r.status, 200);
       await r.arrayBuffer();
-      assert.equal(rlsMetadata.at(-1)?.authorization, 'Bearer exchanged-for-subject-');
+      assert.equal(rls.metadata.at(-1)?.authorization, 'Bearer exchanged-for-subject-');
     }
     assert.equal(stsSeen.length, 1, 'the second call took the cached token');
     assert.equal(stsSeen[0]?.get('subject_token'), 'subject-one');

@@ -8,29 +8,18 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { create } from '@bufbuild/protobuf';
-import { Server, ServerCredentials, type ServerUnaryCall, type sendUnaryData } from '@grpc/grpc-js';
 import { startUpstream, type TestServer } from '@gw/testkit';
 import { type AuthzServer, startAuthzServer } from '@gw/testkit/ext-authz-server';
-import { type ExtProcServer, startExtProcServer } from '@gw/testkit/ext-proc-server';
+import { type ExtProcServer, passHeaders, startExtProcServer } from '@gw/testkit/ext-proc-server';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
-import {
-  type RateLimitRequest,
-  type RateLimitResponse,
-  RateLimitResponse_Code,
-  RateLimitResponseSchema,
-  RateLimitService,
-} from '@gw/xds-proto/envoy/service/ratelimit/v3/rls';
-import { grpcMethod } from '@gw/xds-proto/grpc';
+import { type RecordingRateLimitServer, startRecordingRateLimitServer } from '@gw/testkit/rls-recorder';
 import { loadConfigText } from '../config/load.ts';
 import { configIssues } from '../config/test-support.ts';
 
 let up: TestServer;
 let grpcAuthz: AuthzServer;
 let proc: ExtProcServer;
-let rls: Server;
-let rlsPort: number;
-const rlsMetadata: Record<string, string>[] = [];
+let rls: RecordingRateLimitServer;
 let httpAuthz: http.Server;
 let httpPort: number;
 const httpSeen: http.IncomingHttpHeaders[] = [];
@@ -39,35 +28,8 @@ let proxy: TestProxy;
 before(async () => {
   up = await startUpstream('echo');
   grpcAuthz = await startAuthzServer(() => ({ status: { code: 0 } }));
-  // passes every request on unchanged
-  proc = await startExtProcServer((req) =>
-    req.request.case === 'requestHeaders'
-      ? { response: { case: 'requestHeaders', value: { response: {} } } }
-      : req.request.case === 'responseHeaders'
-        ? { response: { case: 'responseHeaders', value: { response: {} } } }
-        : undefined,
-  );
-  // a rate limit service that allows everything and keeps each call's metadata
-  rls = new Server();
-  rls.addService(
-    { shouldRateLimit: grpcMethod(RateLimitService.method.shouldRateLimit) },
-    {
-      shouldRateLimit(
-        call: ServerUnaryCall<RateLimitRequest, RateLimitResponse>,
-        done: sendUnaryData<RateLimitResponse>,
-      ) {
-        rlsMetadata.push(
-          Object.fromEntries(Object.entries(call.metadata.getMap()).map(([k, v]) => [k, String(v)])),
-        );
-        done(null, create(RateLimitResponseSchema, { overallCode: RateLimitResponse_Code.OK }));
-      },
-    },
-  );
-  rlsPort = await new Promise<number>((resolve, reject) =>
-    rls.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) =>
-      err ? reject(err) : resolve(p),
-    ),
-  );
+  proc = await startExtProcServer(passHeaders);
+  rls = await startRecordingRateLimitServer();
   httpAuthz = http.createServer((req, res) => {
     httpSeen.push(req.headers);
     req.resume();
@@ -82,7 +44,7 @@ after(async () => {
   await up?.close();
   await grpcAuthz?.close();
   await proc?.close();
-  rls?.forceShutdown();
+  rls?.close();
   await new Promise((r) => httpAuthz?.close(r));
 });
 
@@ -128,7 +90,7 @@ function config(): string {
       matches: [{path: {pathPrefix: /limited}}]
       policies:
         remoteRateLimit:
-          host: 127.0.0.1:${rlsPort}
+          host: 127.0.0.1:${rls.port}
           domain: gw
           timeout: 5s
           descriptors: [{entries: [{key: path, value: request.path}]}]
@@ -139,7 +101,7 @@ function config(): string {
       matches: [{path: {pathPrefix: /alone}}]
       policies:
         remoteRateLimit:
-          host: 127.0.0.1:${rlsPort}
+          host: 127.0.0.1:${rls.port}
           domain: gw
           timeout: 5s
           descriptors: [{entries: [{key: path, value: request.path}]}]
@@ -185,15 +147,15 @@ describe('a policy service’s credential and headers', () => {
     const r = await fetch(proxy.url('/limited/a'));
     assert.equal(r.status, 200);
     await r.arrayBuffer();
-    assert.equal(rlsMetadata.at(-1)?.['x-rls-key'], 'limit-secret');
+    assert.equal(rls.metadata.at(-1)?.['x-rls-key'], 'limit-secret');
   });
 
   test('credentials alone (here in agentgateway’s earlier headers form): each secret in its own metadata key', async () => {
     const r = await fetch(proxy.url('/alone/a'));
     assert.equal(r.status, 200);
     await r.arrayBuffer();
-    assert.equal(rlsMetadata.at(-1)?.['x-dd-key'], 'dd-secret');
-    assert.equal(rlsMetadata.at(-1)?.authorization, undefined);
+    assert.equal(rls.metadata.at(-1)?.['x-dd-key'], 'dd-secret');
+    assert.equal(rls.metadata.at(-1)?.authorization, undefined);
   });
 
   test('the key never shows in the loaded config; a query-parameter location is refused', () => {

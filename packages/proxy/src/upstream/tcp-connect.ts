@@ -8,7 +8,7 @@ import { hostPort } from '@gw/api/runtime';
 import type { GlobalIR, TcpBackendIR } from '../config/ir.ts';
 import { connectionSpec } from './connection.ts';
 import { dnsConnectOptions, tlsConnectOptions } from './pools.ts';
-import { tunnelDialer } from './tunnel-dial.ts';
+import { dialThrough, tunnelDialer } from './tunnel-dial.ts';
 
 export interface TcpEndpoint {
   /** host:port or unix:/path, as logs name it. */
@@ -49,46 +49,7 @@ export function tcpEndpoint(b: DialableTcpBackend, global: GlobalIR): TcpEndpoin
     return {
       address,
       tls: tlsOptions !== undefined,
-      connect(done) {
-        let socket: Socket | undefined;
-        let raw: Socket | undefined;
-        let stopped = false;
-        tunnel(t.host, t.port, (err, through) => {
-          if (stopped) {
-            through?.destroy();
-            return;
-          }
-          raw = through;
-          if (err || !through) {
-            done(err ?? new Error('backendTunnel: no connection'), undefined as unknown as Socket);
-            return;
-          }
-          if (!tlsOptions) {
-            socket = through;
-            done(undefined, through);
-            return;
-          }
-          // TLS to the backend inside the tunnel
-          const secure = tls.connect({ ...tlsOptions, socket: through });
-          socket = secure;
-          const failed = (e: Error) => {
-            secure.destroy();
-            done(e, secure);
-          };
-          secure.once('error', failed);
-          secure.once('secureConnect', () => {
-            secure.off('error', failed);
-            done(undefined, secure);
-          });
-        });
-        return {
-          destroy() {
-            stopped = true;
-            socket?.destroy();
-            raw?.destroy();
-          },
-        };
-      },
+      connect: (done) => dialThrough(tunnel, t.host, t.port, tlsOptions, (err, s) => done(err, s as Socket)),
     };
   return {
     address,

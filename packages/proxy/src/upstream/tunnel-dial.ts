@@ -2,6 +2,7 @@
 // forward proxy (over TLS to an https proxy, with the proxy's credential), and once it answers 2xx
 // the socket carries the backend's bytes; TLS to the backend, when it has backendTLS, goes inside it.
 import { isIP, type Socket } from 'node:net';
+import tls from 'node:tls';
 import type { buildConnector as Connector } from 'undici';
 import type { TunnelIR } from '../config/ir.ts';
 import { dialInTurn } from './in-turn.ts';
@@ -101,5 +102,57 @@ export function tunnelDialer(
         s.once('close', onClose);
       },
     );
+  };
+}
+
+/**
+ * One connection to host:port through `dial` (a tunnelDialer), with TLS to the backend inside the
+ * tunnel when `tlsOptions` are given: `done` gets it once ready (TLS: after the handshake), or the
+ * error. What it returns stops the attempt, or closes what was made.
+ */
+export function dialThrough(
+  dial: ReturnType<typeof tunnelDialer>,
+  host: string,
+  port: number,
+  tlsOptions: tls.ConnectionOptions | undefined,
+  done: (err: Error | undefined, socket?: Socket) => void,
+): { destroy(): void } {
+  let raw: Socket | undefined;
+  let socket: Socket | undefined;
+  let stopped = false;
+  dial(host, port, (err, through) => {
+    if (stopped) {
+      through?.destroy();
+      return;
+    }
+    if (err || !through) {
+      done(err ?? new Error('backendTunnel: no connection'));
+      return;
+    }
+    raw = through;
+    if (!tlsOptions) {
+      socket = through;
+      done(undefined, through);
+      return;
+    }
+    const secure = tls.connect({ ...tlsOptions, socket: through });
+    socket = secure;
+    const failed = (e: Error) => {
+      secure.destroy();
+      through.destroy();
+      done(e);
+    };
+    secure.once('error', failed);
+    secure.once('secureConnect', () => {
+      secure.off('error', failed);
+      done(undefined, secure);
+    });
+  });
+  return {
+    destroy() {
+      stopped = true;
+      socket?.destroy();
+      raw?.destroy();
+    },
   };
 }

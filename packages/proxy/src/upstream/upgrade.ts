@@ -10,7 +10,7 @@ import type { RequestContext } from '../pipeline/context.ts';
 import type { Relay } from '../server/splice.ts';
 import { inClientCase, responseHeaders, toGwError, upstreamHost } from './call.ts';
 import { dnsConnectOptions, type PoolSpec, tlsConnectOptions } from './pools.ts';
-import { tunnelDialer } from './tunnel-dial.ts';
+import { dialThrough, tunnelDialer } from './tunnel-dial.ts';
 
 declare module '../pipeline/context.ts' {
   interface RequestExtensions {
@@ -109,54 +109,16 @@ function backendTls(t: UpgradeTarget, alpn: string[] | null): tls.ConnectionOpti
 
 /**
  * A connection of its own to the backend, opened through its backendTunnel's proxy (CONNECT), with
- * TLS inside when it has backendTLS: `done` gets it once it is ready, or the error. What it returns
- * stops the attempt.
+ * TLS inside when it has backendTLS (tunnel-dial.ts); the opening's deadlines (openingDeadlines)
+ * bound it.
  */
 function connectThroughTunnel(
   t: UpgradeTarget,
   alpn: string[] | null,
   done: (err: Error | undefined, socket?: Socket) => void,
 ): { destroy(): void } {
-  const tunnel = t.spec.tunnel;
-  let raw: Socket | undefined;
-  let socket: Socket | undefined;
-  let stopped = false;
-  // the opening's own deadlines (openingDeadlines) bound the whole of it
-  tunnelDialer(tunnel as NonNullable<typeof tunnel>, 0)(t.host, t.port, (err, through) => {
-    if (stopped) {
-      through?.destroy();
-      return;
-    }
-    if (err || !through) {
-      done(err ?? new Error('backendTunnel: no connection'));
-      return;
-    }
-    raw = through;
-    const options = backendTls(t, alpn);
-    if (!options) {
-      socket = through;
-      done(undefined, through);
-      return;
-    }
-    const secure = tls.connect({ ...options, socket: through });
-    socket = secure;
-    const failed = (e: Error) => {
-      secure.destroy();
-      done(e);
-    };
-    secure.once('error', failed);
-    secure.once('secureConnect', () => {
-      secure.off('error', failed);
-      done(undefined, secure);
-    });
-  });
-  return {
-    destroy() {
-      stopped = true;
-      socket?.destroy();
-      raw?.destroy();
-    },
-  };
+  const dial = tunnelDialer(t.spec.tunnel as NonNullable<UpgradeTarget['spec']['tunnel']>, 0);
+  return dialThrough(dial, t.host, t.port, backendTls(t, alpn), done);
 }
 
 /** A connection of its own to the backend; over TLS, ALPN offers `alpn` (null: no ALPN). */
