@@ -1847,7 +1847,12 @@ class Builder {
     if (tls) merged.backendTLS = tls;
     if (named?.tcp) merged.tcp = named.tcp;
     const tunnel = b.policies?.backendTunnel ?? named?.backendTunnel;
-    if (tunnel) merged.backendTunnel = tunnel;
+    if (tunnel && host.startsWith('unix:'))
+      this.fail(
+        b.policies?.backendTunnel ? [...path, 'policies', 'backendTunnel'] : [...path, 'backend'],
+        'a unix socket backend is reached on this host: a backendTunnel cannot carry it',
+      );
+    else if (tunnel) merged.backendTunnel = tunnel;
     const tlsPath = b.policies?.backendTLS || b.policies?.backendTunnel ? [...path, 'policies'] : path;
     const resolved = this.resolveBackendPolicies(tlsPath, merged);
     const policies: TcpBackendIR['policies'] = {};
@@ -2305,6 +2310,11 @@ class Builder {
       routeAt?.(k) ?? [...path, 'policies'];
     const policies = this.resolveBackendPolicies([...path, 'policies'], connection, origin);
     if (target.kind === 'aws') awsAuth(target, policies);
+    if (target.kind === 'unix' && policies.backendTunnel)
+      this.fail(
+        [...origin('backendTunnel'), 'backendTunnel'],
+        'a unix socket backend is reached on this host: a backendTunnel cannot carry it',
+      );
     return { name, weight: b.weight ?? 1, target, policies };
   }
 
@@ -2916,6 +2926,10 @@ class Builder {
     const h = credentialHeader(r.key.location ?? fallback, r.key.value.reveal());
     if (!h) {
       this.fail([...path, 'key', 'location'], `${role} takes its key in a header`);
+      return undefined;
+    }
+    if (/[\r\n\0]/.test(h[1])) {
+      this.fail([...path, 'key'], 'the key holds a line break or NUL, which no header can carry');
       return undefined;
     }
     return { header: h[0], value: new Secret(h[1]) };

@@ -5,6 +5,7 @@
 // first, so the client's TLS session is with the backend itself. TLS terminate (a listener with
 // tls): the gateway completes the handshake (certificate by SNI) and proxies the plaintext.
 import net, { type Socket } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import tls, { type TLSSocket } from 'node:tls';
 import { getExtensionData, readTlsClientHello } from 'read-tls-client-hello';
 import { normalizeAddress } from '../pipeline/context.ts';
@@ -293,7 +294,11 @@ export class TcpBindServer {
       }
       endpoint = dialled;
     }
-    if (!endpoint) return;
+    if (!endpoint) {
+      this.#end(c, 'no backend');
+      client.destroy();
+      return;
+    }
     c.endpoint = endpoint.address;
     const onClientClose = () => upstream.destroy();
     client.once('close', onClientClose);
@@ -310,6 +315,13 @@ export class TcpBindServer {
       if (client.destroyed) {
         up.destroy();
         this.#end(c, 'client closed before the backend connection was made');
+        return;
+      }
+      // a dynamic dial that reached this gateway's own port would open another, and so on
+      if (backend.dial && reachesItself(up, client, this.#outer.address())) {
+        up.destroy();
+        this.#end(c, `the dynamic backend would dial this gateway itself (${c.endpoint})`);
+        client.destroy();
         return;
       }
       // Counted as they pass (added with the pipes, so no chunk goes by uncounted).
@@ -417,3 +429,18 @@ function serverName(raw: string | undefined): string | undefined {
 }
 
 function noop(): void {}
+
+/**
+ * Whether `up` is connected to this bind itself: the port `client` came in on, at the address the
+ * bind listens on, or (a bind on every address) at a loopback address or another of this host's.
+ */
+function reachesItself(up: Socket, client: Socket, bound: ReturnType<net.Server['address']>): boolean {
+  if (up.remotePort !== client.localPort) return false;
+  const a = normalizeAddress(up.remoteAddress ?? '');
+  const at = bound && typeof bound === 'object' ? normalizeAddress(bound.address) : '';
+  if (at !== '' && at !== '::' && at !== '0.0.0.0') return a === at;
+  if (a === '::1' || a.startsWith('127.') || a === normalizeAddress(client.localAddress ?? '')) return true;
+  for (const list of Object.values(networkInterfaces()))
+    for (const i of list ?? []) if (i.address === a) return true;
+  return false;
+}

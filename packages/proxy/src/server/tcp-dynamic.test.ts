@@ -152,3 +152,25 @@ test('a TCP listener’s dynamic backend needs a target; a target that is not CE
     target: '"10.0.0.1:" + string(destination.port)',
   });
 });
+
+test('a server name that leads back to the gateway’s own port is refused, not dialled again and again', async (t) => {
+  const pki = await makeTestPki(['localhost']);
+  t.after(() => pki.cleanup());
+  const p = await startProxy(`binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - protocol: TLS
+    tcpRoutes: [{backends: [{dynamic: {}}]}]
+`);
+  t.after(() => p.close());
+  const got = await tlsRead(p.port(), 'localhost', pki.ca);
+  assert.match(got, /^error: |^$/);
+  const line = await until('the access log line', () =>
+    p.accessLog.find((l) => String(l.error ?? '').includes('itself')),
+  );
+  assert.equal(line.error, `the dynamic backend would dial this gateway itself (localhost:${p.port()})`);
+  await sleep(200);
+  const dialled = p.accessLog.filter((l) => l.protocol === 'tls' && l.backend === 'dynamic').length;
+  assert.ok(dialled <= 2, `${dialled} connections went through the dynamic backend`);
+});

@@ -13,6 +13,7 @@ import tls from 'node:tls';
 import { makeTestPki, type TestPki } from '@gw/testkit';
 import { startProxy } from '@gw/testkit/proxy';
 import { createProxy, type ProxyServer } from 'proxy';
+import { loadConfigText } from '../config/load.ts';
 
 let pki: TestPki;
 let echo: net.Server;
@@ -162,4 +163,55 @@ test('through an https proxy: TLS to the proxy (its own CA and name), CONNECT in
   t.after(() => p.close());
   assert.equal(await exchange(p.port(), 'over tls\n'), 'echo: over tls\n');
   assert.deepEqual(lines, [`CONNECT 127.0.0.1:${portOf(echo)}`]);
+});
+
+test('a proxy that never answers CONNECT: the connect timeout closes both connections', async (t) => {
+  // accepts, reads, never answers; counts what is still open
+  const open = new Set<net.Socket>();
+  const silent = net.createServer((s) => {
+    open.add(s);
+    s.on('close', () => open.delete(s));
+    s.on('error', () => s.destroy());
+    s.resume();
+  });
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+  t.after(() => silent.close());
+  const p = await startProxy(`backends:
+- name: slow
+  host: "127.0.0.1:${portOf(echo)}"
+  policies:
+    tcp: {connectTimeout: 300ms}
+    backendTunnel: {proxy: {host: "127.0.0.1:${portOf(silent)}"}}
+binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - protocol: TCP
+    tcpRoutes: [{backends: [{backend: slow}]}]
+`);
+  t.after(() => p.close());
+  const start = Date.now();
+  assert.equal(await exchange(p.port(), 'anyone?\n'), '');
+  assert.ok(Date.now() - start < 4000);
+  for (let i = 0; i < 100 && open.size > 0; i++) await sleep(20);
+  assert.equal(open.size, 0, 'the connection to the proxy was closed');
+  const line = p.accessLog.find((l) => typeof l.error === 'string');
+  assert.match(String(line?.error), /no answer to CONNECT within 300ms|timeout after 300ms/);
+});
+
+test('a unix socket backend takes no backendTunnel (tcp and HTTP routes)', () => {
+  const load = (yaml: string) => () => loadConfigText('t.yaml', yaml, process.cwd());
+  const tunnelTo = '{backendTunnel: {proxy: {host: "127.0.0.1:3128"}}}';
+  assert.throws(
+    load(
+      `binds:\n- port: 9000\n  listeners:\n  - protocol: TCP\n    tcpRoutes: [{backends: [{host: "unix:/run/x.sock", policies: ${tunnelTo}}]}]\n`,
+    ),
+    /backends\[0\]\.policies\.backendTunnel: a unix socket backend is reached on this host/,
+  );
+  assert.throws(
+    load(
+      `binds:\n- port: 9000\n  listeners:\n  - routes: [{backends: [{host: "unix:/run/x.sock", policies: ${tunnelTo}}]}]\n`,
+    ),
+    /backendTunnel: a unix socket backend is reached on this host/,
+  );
 });

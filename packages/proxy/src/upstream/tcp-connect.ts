@@ -49,7 +49,8 @@ export function tcpEndpoint(b: DialableTcpBackend, global: GlobalIR): TcpEndpoin
     return {
       address,
       tls: tlsOptions !== undefined,
-      connect: (done) => dialThrough(tunnel, t.host, t.port, tlsOptions, (err, s) => done(err, s as Socket)),
+      connect: (done) =>
+        dialThrough(tunnel, t.host, t.port, tlsOptions, connectTimeoutMs, (err, s) => done(err, s as Socket)),
     };
   return {
     address,

@@ -1,6 +1,7 @@
-// backendTunnel for connections undici does not make (a tcp route's): an HTTP/1.1 CONNECT to the
-// forward proxy (over TLS to an https proxy, with the proxy's credential), and once it answers 2xx
-// the socket carries the backend's bytes; TLS to the backend, when it has backendTLS, goes inside it.
+// backendTunnel for connections undici does not make (a tcp route's, an upgrade's): an HTTP/1.1
+// CONNECT to the forward proxy (over TLS to an https proxy, with the proxy's credential), and once it
+// answers 2xx the socket carries the backend's bytes; TLS to the backend, when it has backendTLS, goes
+// inside it.
 import { isIP, type Socket } from 'node:net';
 import tls from 'node:tls';
 import type { buildConnector as Connector } from 'undici';
@@ -12,11 +13,26 @@ import { buildConnector } from './undici.ts';
 /** The most a proxy's answer head to CONNECT may take. */
 const MAX_ANSWER_HEAD = 16 * 1024;
 
+/** One CONNECT through the proxy; `cancel` stops it, closing what it opened, and `done` is not called. */
+export type TunnelDialer = (
+  host: string,
+  port: number,
+  done: (err: Error | undefined, socket?: Socket) => void,
+) => { cancel(): void };
+
+/** Dialers by tunnel and deadline: a Service's turn, skipped workloads and TLS sessions are kept. */
+const dialers = new WeakMap<TunnelIR, Map<number, TunnelDialer>>();
+
 /** Opens connections through `t` to a host:port of the caller's; `timeoutMs` bounds each (0: none). */
-export function tunnelDialer(
-  t: TunnelIR,
-  timeoutMs: number,
-): (host: string, port: number, done: (err: Error | undefined, socket?: Socket) => void) => void {
+export function tunnelDialer(t: TunnelIR, timeoutMs: number): TunnelDialer {
+  let byTimeout = dialers.get(t);
+  if (!byTimeout) dialers.set(t, (byTimeout = new Map()));
+  let d = byTimeout.get(timeoutMs);
+  if (!d) byTimeout.set(timeoutMs, (d = newDialer(t, timeoutMs)));
+  return d;
+}
+
+function newDialer(t: TunnelIR, timeoutMs: number): TunnelDialer {
   const i = t.proxy.lastIndexOf(':');
   let proxyHost = t.proxy.slice(0, i);
   if (proxyHost.startsWith('[') && proxyHost.endsWith(']')) proxyHost = proxyHost.slice(1, -1);
@@ -24,17 +40,21 @@ export function tunnelDialer(
   const direct = buildConnector({
     ...(t.tls ? tlsConnectOptions(t.tls, false) : {}),
     ...(t.tls && !t.tls.alpn ? { ALPNProtocols: ['http/1.1'] } : {}),
-    timeout: timeoutMs > 0 ? timeoutMs : null,
+    // undici reads 0 as no deadline of its own
+    timeout: timeoutMs,
   } as Connector.BuildOptions);
   const toProxy = t.endpoints ? dialInTurn(direct, t.endpoints) : direct;
   const servername = t.tls?.hostname ?? (isIP(proxyHost) === 0 ? proxyHost : undefined);
+  // undici's connector returns the socket it opens, though its types say void
+  const open = toProxy as (o: Connector.Options, cb: Connector.Callback) => Socket | undefined;
   return (host, port, done) => {
     let settled = false;
+    let pending: Socket | undefined;
     const finish = (err: Error | undefined, socket?: Socket) => {
       if (settled) return;
       settled = true;
       if (timer) clearTimeout(timer);
-      if (err) socket?.destroy();
+      if (err) (socket ?? pending)?.destroy();
       done(err, err ? undefined : socket);
     };
     // the connector's own deadline covers reaching the proxy; this one its answer too
@@ -46,7 +66,7 @@ export function tunnelDialer(
           )
         : undefined;
     const authority = `${isIP(host) === 6 ? `[${host}]` : host}:${port}`;
-    toProxy(
+    pending = open(
       {
         hostname: proxyHost,
         host: t.proxy,
@@ -57,18 +77,22 @@ export function tunnelDialer(
         httpSocket: undefined,
       } as unknown as Connector.Options,
       (err, socket) => {
-        if (err || !socket) {
+        const s = socket as Socket | null;
+        if (settled) {
+          s?.destroy();
+          return;
+        }
+        if (err || !s) {
           finish(new Error(`backendTunnel: the proxy ${t.proxy} could not be reached: ${err?.message}`));
           return;
         }
-        const s = socket as Socket;
-        if (settled) {
-          s.destroy();
-          return;
-        }
+        pending = s;
         const auth = t.auth ? `${t.auth.header}: ${t.auth.value.reveal()}\r\n` : '';
         s.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${auth}\r\n`);
         let head = Buffer.alloc(0);
+        const fail = (e: Error) => finish(e, s);
+        const onClose = () =>
+          fail(new Error(`backendTunnel: the proxy ${t.proxy} closed before answering CONNECT`));
         const onData = (chunk: Buffer) => {
           head = Buffer.concat([head, chunk]);
           const end = head.indexOf('\r\n\r\n');
@@ -94,63 +118,86 @@ export function tunnelDialer(
           if (rest.length > 0) s.unshift(rest);
           finish(undefined, s);
         };
-        const fail = (e: Error) => finish(e, s);
-        const onClose = () =>
-          fail(new Error(`backendTunnel: the proxy ${t.proxy} closed before answering CONNECT`));
         s.on('data', onData);
         s.once('error', fail);
         s.once('close', onClose);
       },
     );
+    return {
+      cancel() {
+        if (settled) return;
+        settled = true;
+        if (timer) clearTimeout(timer);
+        pending?.destroy();
+      },
+    };
   };
 }
 
 /**
- * One connection to host:port through `dial` (a tunnelDialer), with TLS to the backend inside the
- * tunnel when `tlsOptions` are given: `done` gets it once ready (TLS: after the handshake), or the
- * error. What it returns stops the attempt, or closes what was made.
+ * One connection to host:port through `dial`, with TLS to the backend inside the tunnel when
+ * `tlsOptions` are given: `done` gets it once ready (TLS: after the handshake), or the error, within
+ * `timeoutMs` (0: none). What it returns stops the attempt, or closes what was made.
  */
 export function dialThrough(
-  dial: ReturnType<typeof tunnelDialer>,
+  dial: TunnelDialer,
   host: string,
   port: number,
   tlsOptions: tls.ConnectionOptions | undefined,
+  timeoutMs: number,
   done: (err: Error | undefined, socket?: Socket) => void,
 ): { destroy(): void } {
   let raw: Socket | undefined;
   let socket: Socket | undefined;
-  let stopped = false;
-  dial(host, port, (err, through) => {
-    if (stopped) {
-      through?.destroy();
-      return;
+  let over = false;
+  const end = (err: Error | undefined, s?: Socket) => {
+    if (over) return;
+    over = true;
+    if (timer) clearTimeout(timer);
+    if (err) {
+      socket?.destroy();
+      raw?.destroy();
     }
+    done(err, err ? undefined : s);
+  };
+  const attempt = dial(host, port, (err, through) => {
     if (err || !through) {
-      done(err ?? new Error('backendTunnel: no connection'));
+      end(err ?? new Error('backendTunnel: no connection'));
       return;
     }
     raw = through;
     if (!tlsOptions) {
       socket = through;
-      done(undefined, through);
+      end(undefined, through);
       return;
     }
     const secure = tls.connect({ ...tlsOptions, socket: through });
     socket = secure;
-    const failed = (e: Error) => {
-      secure.destroy();
-      through.destroy();
-      done(e);
-    };
+    const failed = (e: Error) => end(e);
     secure.once('error', failed);
     secure.once('secureConnect', () => {
       secure.off('error', failed);
-      done(undefined, secure);
+      end(undefined, secure);
     });
   });
+  const timer =
+    timeoutMs > 0
+      ? setTimeout(() => {
+          attempt.cancel();
+          end(
+            new Error(
+              `upstream connect error: timeout after ${timeoutMs}ms (${host}:${port}, through the backendTunnel)`,
+            ),
+          );
+        }, timeoutMs)
+      : undefined;
   return {
     destroy() {
-      stopped = true;
+      if (!over) {
+        over = true;
+        if (timer) clearTimeout(timer);
+      }
+      attempt.cancel();
       socket?.destroy();
       raw?.destroy();
     },

@@ -118,7 +118,7 @@ function connectThroughTunnel(
   done: (err: Error | undefined, socket?: Socket) => void,
 ): { destroy(): void } {
   const dial = tunnelDialer(t.spec.tunnel as NonNullable<UpgradeTarget['spec']['tunnel']>, 0);
-  return dialThrough(dial, t.host, t.port, backendTls(t, alpn), done);
+  return dialThrough(dial, t.host, t.port, backendTls(t, alpn), 0, done);
 }
 
 /** A connection of its own to the backend; over TLS, ALPN offers `alpn` (null: no ALPN). */

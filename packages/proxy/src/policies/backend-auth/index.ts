@@ -79,7 +79,14 @@ export function serviceCredential(
     const out: Record<string, string> = {};
     await apply(ctx, (_ctx, loc, value) => {
       const h = credentialHeader(loc, value);
-      if (h) out[h[0]] = h[1];
+      if (!h) return;
+      // gRPC metadata takes printable ASCII only; the value itself is never told
+      if (!/^[\x20-\x7e]*$/.test(h[1]))
+        throw new GwError(
+          'GW_ERR_BACKEND_AUTH',
+          `the credential for ${h[0]} holds characters no header takes`,
+        );
+      out[h[0]] = h[1];
     });
     return out;
   };

@@ -249,8 +249,8 @@ export function remoteLimiter(config: RemoteRateLimit, requestsOnly = false): Re
       const { m, client } = service.value ?? {};
       if (!m || !client) return;
       // what cannot be sent (no credential) is not counted, as an answer that never comes is not
-      headersFor(ctx).then(
-        (headers) =>
+      headersFor(ctx)
+        .then((headers) =>
           m.shouldRateLimit(
             client,
             m.rateLimitRequest(domain, owed, 1),
@@ -258,8 +258,8 @@ export function remoteLimiter(config: RemoteRateLimit, requestsOnly = false): Re
             undefined,
             headers,
           ),
-        () => undefined,
-      );
+        )
+        .catch(() => undefined);
     },
   };
   return limiter;
