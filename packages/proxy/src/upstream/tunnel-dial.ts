@@ -25,10 +25,10 @@ const dialers = new WeakMap<TunnelIR, Map<number, TunnelDialer>>();
 
 /** Opens connections through `t` to a host:port of the caller's; `timeoutMs` bounds each (0: none). */
 export function tunnelDialer(t: TunnelIR, timeoutMs: number): TunnelDialer {
-  let byTimeout = dialers.get(t);
-  if (!byTimeout) dialers.set(t, (byTimeout = new Map()));
-  let d = byTimeout.get(timeoutMs);
-  if (!d) byTimeout.set(timeoutMs, (d = newDialer(t, timeoutMs)));
+  const byTimeout = dialers.get(t) ?? new Map<number, TunnelDialer>();
+  dialers.set(t, byTimeout);
+  const d = byTimeout.get(timeoutMs) ?? newDialer(t, timeoutMs);
+  byTimeout.set(timeoutMs, d);
   return d;
 }
 
