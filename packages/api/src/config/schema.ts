@@ -1389,18 +1389,27 @@ const serviceBackendAuth = <F extends z.ZodType[]>(
   built: readonly AuthFormName[] = [],
   ...forms: F
 ) =>
-  z.union([
-    authForm({
-      key: z.union([
-        key,
-        strict({ value: key, location: NotYet(`backendAuth key.location${where}`).optional() }).transform(
-          (k) => k.value,
-        ),
-      ]),
-    }),
-    ...forms,
-    ...backendAuthRefused(built, where),
-  ]);
+  z
+    .union([
+      authForm(
+        {
+          key: z.union([
+            key,
+            strict({ value: key, location: NotYet(`backendAuth key.location${where}`).optional() }).transform(
+              (k) => k.value,
+            ),
+          ]),
+        },
+        ServiceCredentials,
+        BackendAuthHeaders,
+      ),
+      ...forms,
+      // more secrets, each in a header of its own, beside the service's own credential
+      strict({ credentials: ServiceCredentials }),
+      strict({ headers: BackendAuthHeaders, credentials: ServiceCredentials.optional() }),
+      ...backendAuthRefused(built, where, true),
+    ])
+    .transform(headersAsCredentials);
 
 /**
  * agentgateway's backendTunnel: the backend is reached through an HTTP forward proxy, by CONNECT or,
@@ -2874,7 +2883,12 @@ export const GuardBedrockGuardrails = strict({
     .regex(/^(([1-9][0-9]{0,7})|(DRAFT))$/, { message: 'expected a version number or DRAFT' }),
   region: z.string().regex(/^[a-z0-9-]{1,20}$/, { message: 'expected an AWS region such as us-east-1' }),
   policies: guardServicePolicies(
-    serviceBackendAuth(LlmApiKey, ' on a guard service', ['aws'], authForm({ aws: GuardAwsAuth })).meta({
+    serviceBackendAuth(
+      LlmApiKey,
+      ' on a guard service',
+      ['aws'],
+      authForm({ aws: GuardAwsAuth }, ServiceCredentials, BackendAuthHeaders),
+    ).meta({
       description:
         "aws: explicit credentials, or {} for AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY then the SDK's default chain (the default); key: a Bedrock API key",
     }),
@@ -2907,19 +2921,23 @@ export const GuardGoogleModelArmor = strict({
       LlmApiKey,
       ' on a guard service',
       ['gcp'],
-      authForm({
-        gcp: strict({
-          type: z
-            .union([
-              z.literal('accessToken'),
-              NotYetValues(['idToken'], 'gcp idToken credentials on a guard'),
-            ])
-            .nullable()
-            .optional(),
-          credential: NotYet('gcp.credential on a guard (use GOOGLE_APPLICATION_CREDENTIALS)').optional(),
-          audience: NotYet('gcp.audience on a guard (idToken credentials)').optional(),
-        }),
-      }),
+      authForm(
+        {
+          gcp: strict({
+            type: z
+              .union([
+                z.literal('accessToken'),
+                NotYetValues(['idToken'], 'gcp idToken credentials on a guard'),
+              ])
+              .nullable()
+              .optional(),
+            credential: NotYet('gcp.credential on a guard (use GOOGLE_APPLICATION_CREDENTIALS)').optional(),
+            audience: NotYet('gcp.audience on a guard (idToken credentials)').optional(),
+          }),
+        },
+        ServiceCredentials,
+        BackendAuthHeaders,
+      ),
     ).meta({
       description:
         'key: a Google access token, inline or {file}; gcp: {} or unset: Application Default Credentials',
@@ -2939,7 +2957,12 @@ export const GuardAzureContentSafety = strict({
     })
     .meta({ description: 'the resource host, e.g. <resource>.cognitiveservices.azure.com' }),
   policies: guardServicePolicies(
-    serviceBackendAuth(LlmApiKey, ' on a guard service', ['azure'], authForm({ azure: AzureAuth })).meta({
+    serviceBackendAuth(
+      LlmApiKey,
+      ' on a guard service',
+      ['azure'],
+      authForm({ azure: AzureAuth }, ServiceCredentials, BackendAuthHeaders),
+    ).meta({
       description:
         "key: the resource's subscription key (Ocp-Apim-Subscription-Key), inline or {file}; azure: an Entra ID token; unset: Azure's implicit credential chain",
     }),

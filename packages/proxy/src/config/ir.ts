@@ -856,6 +856,8 @@ export interface LlmGuardServiceIR {
   tunnel?: TunnelIR;
   /** The origin is a Service of `services`: its workloads' addresses, dialled in turn. */
   endpoints?: InTurnEndpoint[];
+  /** backendAuth.credentials: more secrets, each set in a header of its own on every call. */
+  credentials?: { header: string; value: Secret }[];
 }
 
 /** mask: replace the match; reject: answer the rejection; audit: record what would be done, pass on. */

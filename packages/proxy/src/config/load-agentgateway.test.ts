@@ -423,7 +423,7 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
     );
     const alone = auth(`{credentials: ${extra}}`);
     assert.deepEqual(Object.keys(alone ?? {}), ['credentials']);
-    // a guard service and a tunnel's proxy do not take them
+    // a tunnel's proxy does not take them (a cloud guard's service does: guardrails-openai-moderation.test.ts)
     refused(
       withPolicies(
         `        backendTunnel: {proxy: {host: "p:3128"}, policies: {backendAuth: {key: k, credentials: ${extra}}}}`,

@@ -3876,6 +3876,8 @@ type GuardServicePolicies = {
   tcp?: LlmGuardServiceIR['tcp'] | undefined;
   http?: { version?: 'HTTP1' | 'HTTP2' | null | undefined; requestTimeout?: string | undefined } | undefined;
   backendTunnel?: BackendPolicies['backendTunnel'];
+  /** Its `credentials` (the form itself is the guard's own, read by each kind). */
+  backendAuth?: unknown;
 } | null;
 
 /** agentgateway's PromptGuard as the guard IR: each entry one guard of its kind. */
@@ -3919,8 +3921,28 @@ function guardEntry(e: NonNullable<PromptGuard['request']>[number], ctx: GuardCo
       ? ctx.tunnel([kind, 'policies', 'backendTunnel'], p.backendTunnel)
       : undefined;
     if (p?.backendTunnel && !tunnel) return undefined;
+    // backendAuth.credentials: more secrets, each in a header of its own (headers only, by the schema)
+    const creds =
+      (p?.backendAuth as { credentials?: { location: AuthLocationIR; key: string | { file: string } }[] })
+        ?.credentials ?? [];
+    const credentials: { header: string; value: Secret }[] = [];
+    for (const [i, c] of creds.entries()) {
+      const at: FieldPath = [kind, 'policies', 'backendAuth', 'credentials', i, 'key'];
+      const text = typeof c.key === 'string' ? c.key : read(at, c.key)?.trim();
+      if (text === undefined) return undefined;
+      if (text === '' || /[\r\n\0]/.test(text)) {
+        ctx.fail(
+          at,
+          text === '' ? 'the key is empty' : 'the key holds a line break or NUL, which no header can carry',
+        );
+        return undefined;
+      }
+      const h = credentialHeader(c.location, text);
+      if (h) credentials.push({ header: h[0], value: new Secret(h[1]) });
+    }
     return {
       origin: serviceOrigin(host, override, tls !== undefined),
+      ...(credentials.length > 0 ? { credentials } : {}),
       timeoutMs: ms(p?.http?.requestTimeout, GUARD_SERVICE_TIMEOUT_MS),
       ...(tls ? { tls } : {}),
       ...(tunnel ? { tunnel } : {}),
@@ -3947,7 +3969,11 @@ function guardEntry(e: NonNullable<PromptGuard['request']>[number], ctx: GuardCo
   };
   if ('openAIModeration' in e && e.openAIModeration) {
     const m = e.openAIModeration;
-    const apiKey = key(['openAIModeration', 'policies', 'backendAuth', 'key'], m.policies?.backendAuth?.key);
+    const ma = m.policies?.backendAuth;
+    const apiKey = key(
+      ['openAIModeration', 'policies', 'backendAuth', 'key'],
+      ma && 'key' in ma ? ma.key : undefined,
+    );
     if (apiKey === null) return [];
     const svc = service('openAIModeration', OPENAI_MODERATION_HOST, m.hostOverride, m.policies);
     if (!svc) return [];
@@ -3973,7 +3999,7 @@ function guardEntry(e: NonNullable<PromptGuard['request']>[number], ctx: GuardCo
       const k = key(['bedrockGuardrails', 'policies', 'backendAuth', 'key'], ba.key);
       if (!k) return [];
       auth = { kind: 'key', key: k };
-    } else if (ba && 'accessKeyId' in ba.aws) {
+    } else if (ba && 'aws' in ba && 'accessKeyId' in ba.aws) {
       const a = ba.aws;
       auth = {
         kind: 'static',
@@ -3981,7 +4007,7 @@ function guardEntry(e: NonNullable<PromptGuard['request']>[number], ctx: GuardCo
         secretAccessKey: new Secret(a.secretAccessKey),
         ...(a.sessionToken ? { sessionToken: new Secret(a.sessionToken) } : {}),
       };
-    } else if (ba && 'assumeRole' in ba.aws && ba.aws.assumeRole) {
+    } else if (ba && 'aws' in ba && 'assumeRole' in ba.aws && ba.aws.assumeRole) {
       const at: FieldPath = ['bedrockGuardrails', 'policies', 'backendAuth', 'aws', 'assumeRole'];
       let bad = false;
       const role = assumeRoleIR(ba.aws.assumeRole, at, (problems) => {

@@ -64,6 +64,7 @@ ${guarded('status-500', mod('', broken.host))}
 ${guarded('garbage', mod('', garbage.host))}
 ${guarded('unreachable', mod('', `127.0.0.1:${closedPort}`))}
 ${guarded('audited', mod(', action: audit'))}
+${guarded('with-credentials', `{openAIModeration: {hostOverride: "${moderation.host}", policies: {backendAuth: {key: sk-moderation, credentials: [{location: {header: {name: x-org, prefix: "Org "}}, key: acme}]}}}}`)}
 ${guarded('audited-unreachable', mod(', action: audit', `127.0.0.1:${closedPort}`))}
 ${claudeModel(anthropic, 'claude', `{request: [${mod()}]}`)}
 ${claudeModel(anthropic, 'claude-500', `{request: [${mod('', broken.host)}]}`)}
@@ -116,6 +117,14 @@ describe('request phase', () => {
     assert.equal(m?.headers.authorization, 'Bearer sk-moderation');
     assert.deepEqual(m?.json, { model: 'omni-moderation-latest', input: ['Be brief.', 'What is 2+2?'] });
     assert.equal((await lastLog())['llm.guardrails'], undefined);
+  });
+
+  test('backendAuth credentials: more secrets, each in its own header, beside the key', async () => {
+    const r = await ask('with-credentials', 'What is 2+2?');
+    assert.equal(r.choices[0]?.message.content, FAKE_REPLY);
+    const m = lastModeration();
+    assert.equal(m?.headers.authorization, 'Bearer sk-moderation');
+    assert.equal(m?.headers['x-org'], 'Org acme');
   });
 
   test('a flagged prompt: 403 with the default rejection in OpenAI’s error object; no provider call', async () => {

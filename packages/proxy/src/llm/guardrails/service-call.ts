@@ -76,6 +76,7 @@ export function guardService(ir: LlmGuardServiceIR, env: GuardEnv, waitsFor = 'a
       req.headers['content-length'] = String(req.body.length);
       // before a signature is made over them
       modify?.(req.headers);
+      for (const c of ir.credentials ?? []) req.headers[c.header] = c.value.reveal();
       if (prepare) {
         try {
           await prepare(req);
