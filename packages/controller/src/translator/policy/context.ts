@@ -161,22 +161,63 @@ export function serviceBackendTls(
   return servicePolicyParts(ctx, field, svc, undefined).backendTLS;
 }
 
+/** The backendAuth forms a call to a policy's own service takes (the standalone's serviceTokenAuth). */
+const SERVICE_AUTH_FORMS = [
+  'key',
+  'passthrough',
+  'jwtSign',
+  'gcp',
+  'azure',
+  'oauthTokenExchange',
+  'crossAppAccess',
+];
+
+/**
+ * Why a backend's backendAuth cannot go with each call to a policy's own service, if it cannot: a
+ * form the call has nothing for (aws signs a body), a credential outside a header, or a Google ID
+ * token that does not name its audience (the request's host is not the service's).
+ */
+function serviceAuthRefusal(auth: unknown): string | undefined {
+  if (!auth || typeof auth !== 'object') return 'backendAuth';
+  const a = auth as Record<string, unknown>;
+  const form = Object.keys(a).find((k) => k !== 'credentials');
+  if (form !== undefined && !SERVICE_AUTH_FORMS.includes(form)) return `backendAuth ${form}`;
+  const inHeader = (loc: unknown) => loc == null || (typeof loc === 'object' && 'header' in loc);
+  const own =
+    form === undefined ? undefined : (a[form] as { location?: unknown; type?: string; audience?: string });
+  if (own && typeof own === 'object' && !inHeader(own.location))
+    return `backendAuth ${form} outside a header`;
+  const creds = (a.credentials ?? []) as { location?: unknown }[];
+  if (!creds.every((c) => inHeader(c.location))) return 'backendAuth credentials outside a header';
+  if (form === 'gcp' && own?.type === 'idToken' && !own.audience)
+    return 'backendAuth gcp idToken without an audience';
+  return undefined;
+}
+
 /**
  * What a check against a Service (extAuth, extProc, rate limits) takes of the GwPolicies on it:
- * their backendTLS, and their http.requestTimeout as the deadline of each call unless the check sets
- * its own `timeout` (`ownTimeout`, which wins); their other settings are named, not applied.
+ * their backendTLS, their backendAuth (sent with each call; a form the call cannot carry is named),
+ * and their http.requestTimeout as the deadline of each call unless the check sets its own
+ * `timeout` (`ownTimeout`, which wins); their other settings are named, not applied.
  */
 function servicePolicyParts(
   ctx: MapContext,
   field: string,
   svc: ServiceAddress | undefined,
   call: { ownTimeout: string | undefined } | undefined,
-): { backendTLS?: BackendTLS; requestTimeout?: string } {
-  const { backendTLS, http, ...rest } = (svc?.policies ?? {}) as {
+): { backendTLS?: BackendTLS; requestTimeout?: string; backendAuth?: unknown } {
+  const { backendTLS, http, backendAuth, ...rest } = (svc?.policies ?? {}) as {
     backendTLS?: BackendTLS;
     http?: { requestTimeout?: string; [k: string]: unknown };
+    backendAuth?: unknown;
   };
   const notApplied = Object.keys(rest);
+  let auth: unknown;
+  if (backendAuth !== undefined) {
+    const refused = call ? serviceAuthRefusal(backendAuth) : 'backendAuth';
+    if (refused) notApplied.push(refused);
+    else auth = backendAuth;
+  }
   let requestTimeout: string | undefined;
   if (http && !call) notApplied.push('http');
   else if (http) {
@@ -189,27 +230,32 @@ function servicePolicyParts(
   if (notApplied.length > 0)
     ctx.problem(
       field,
-      `of the GwPolicies on this Service, only backendTLS${call ? ' and http.requestTimeout apply' : ' applies'} here (not ${notApplied.join(', ')})`,
+      `of the GwPolicies on this Service, only backendTLS${call ? ', backendAuth and http.requestTimeout apply' : ' applies'} here (not ${notApplied.join(', ')})`,
     );
-  return { ...(backendTLS ? { backendTLS } : {}), ...(requestTimeout ? { requestTimeout } : {}) };
+  return {
+    ...(backendTLS ? { backendTLS } : {}),
+    ...(requestTimeout ? { requestTimeout } : {}),
+    ...(auth !== undefined ? { backendAuth: auth } : {}),
+  };
 }
 
 /**
  * The `policies` of a check against a Service (extAuth, extProc, rate limits): the backendTLS of the
- * GwPolicies on it, else TLS with the system's roots when its port says https; and their
- * http.requestTimeout as each call's deadline, unless the check's own `timeout` is set.
+ * GwPolicies on it, else TLS with the system's roots when its port says https; their backendAuth;
+ * and their http.requestTimeout as each call's deadline, unless the check's own `timeout` is set.
  */
 export function serviceCallTls(
   ctx: MapContext,
   field: string,
   svc: ServiceAddress | undefined,
   ownTimeout?: string,
-): { policies?: { backendTLS?: BackendTLS; http?: { requestTimeout: string } } } {
+): { policies?: { backendTLS?: BackendTLS; http?: { requestTimeout: string }; backendAuth?: never } } {
   const parts = servicePolicyParts(ctx, field, svc, { ownTimeout });
   const tls = parts.backendTLS ?? (svc?.https ? {} : undefined);
   const policies = {
     ...(tls ? { backendTLS: tls } : {}),
     ...(parts.requestTimeout ? { http: { requestTimeout: parts.requestTimeout } } : {}),
+    ...(parts.backendAuth !== undefined ? { backendAuth: parts.backendAuth as never } : {}),
   };
   return Object.keys(policies).length > 0 ? { policies } : {};
 }
