@@ -1183,6 +1183,18 @@ export const { GcpAuth, AzureAuth, OAuthTokenExchangeAuth, OAuthAuth, CrossAppAc
  * `credentials` (extra credentials beside the main one) may stand beside any form, as in
  * agentgateway's BackendAuthCompat.
  */
+/**
+ * The backendAuth forms a call to a policy's own service (extAuthz, extProc, remoteRateLimit) obtains
+ * per call for its request, beside a key: what the loader resolves and the controller passes on.
+ */
+export const SERVICE_CALL_TOKEN_FORMS = [
+  'passthrough',
+  'jwtSign',
+  'gcp',
+  'azure',
+  'oauthTokenExchange',
+  'crossAppAccess',
+] as const;
 const AUTH_FORMS = [
   'passthrough',
   'jwtSign',

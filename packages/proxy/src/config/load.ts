@@ -82,6 +82,7 @@ import {
   type RouteBackend,
   type RouteMatch,
   resolveLlmProvider,
+  SERVICE_CALL_TOKEN_FORMS,
   type SourceDocument,
   serverHandshake,
   type TcpRoute,
@@ -103,14 +104,7 @@ import { assumeRoleIR, resolveBackendAuth } from './backend-auth.ts';
 import { AUTHORIZATION, credentialHeader, type InTurnEndpoint, scaledWeights } from './connection-ir.ts';
 
 /** The backendAuth forms a call to a policy's own service obtains per call (serviceToken). */
-const SERVICE_TOKEN_FORMS = [
-  'passthrough',
-  'jwtSign',
-  'gcp',
-  'azure',
-  'oauthTokenExchange',
-  'crossAppAccess',
-] as const;
+const SERVICE_TOKEN_FORMS = SERVICE_CALL_TOKEN_FORMS;
 type ServiceTokenForm = (typeof SERVICE_TOKEN_FORMS)[number];
 /** Where a backendTunnel proxy's key goes when its location says nothing. */
 const PROXY_AUTHORIZATION: AuthLocationIR = { header: { name: 'proxy-authorization', prefix: 'Bearer ' } };

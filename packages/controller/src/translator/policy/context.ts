@@ -14,7 +14,13 @@
 //   Backend settings cannot express "refuse": `failClosed` tells the caller not to use the backend.
 // - What @gw/api's checks refuse (a CEL expression that does not compile, a JWKS that is not one, …)
 //   makes the whole policy invalid: `invalid` collects those problems at their CRD field paths.
-import type { BackendTLS, FieldPath, Problem, TrafficPolicies } from '@gw/api';
+import {
+  type BackendTLS,
+  type FieldPath,
+  type Problem,
+  SERVICE_CALL_TOKEN_FORMS,
+  type TrafficPolicies,
+} from '@gw/api';
 import { notBuiltMessage } from '@gw/api/crd/types';
 import { referenceGrants } from '../grants.ts';
 import type { Lookup } from '../types.ts';
@@ -162,15 +168,7 @@ export function serviceBackendTls(
 }
 
 /** The backendAuth forms a call to a policy's own service takes (the standalone's serviceTokenAuth). */
-const SERVICE_AUTH_FORMS = [
-  'key',
-  'passthrough',
-  'jwtSign',
-  'gcp',
-  'azure',
-  'oauthTokenExchange',
-  'crossAppAccess',
-];
+const SERVICE_AUTH_FORMS: readonly string[] = ['key', ...SERVICE_CALL_TOKEN_FORMS];
 
 /**
  * Why a backend's backendAuth cannot go with each call to a policy's own service, if it cannot: a
