@@ -169,6 +169,42 @@ spec:
     );
   });
 
+  test('strategy.inheritance Override on the Gateway’s policy: its header wins over the route’s policy, until it is Default', async () => {
+    // request headers, which no other policy here sets, as the backend (an echo) saw them
+    const policies = (inheritance: 'Override' | 'Default') => `apiVersion: gw.dev/v1alpha1
+kind: GwPolicy
+metadata: { name: platform, namespace: default }
+spec:
+  targetRefs: [{ group: gateway.networking.k8s.io, kind: Gateway, name: edge }]
+  strategy: { inheritance: ${inheritance} }
+  traffic:
+    headerModifiers:
+      request: { set: [{ name: x-owner, value: platform }] }
+---
+apiVersion: gw.dev/v1alpha1
+kind: GwPolicy
+metadata: { name: team, namespace: default }
+spec:
+  targetRefs: [{ group: gateway.networking.k8s.io, kind: HTTPRoute, name: web }]
+  traffic:
+    headerModifiers:
+      request: { set: [{ name: x-owner, value: team }] }
+`;
+    const owner = async () =>
+      (JSON.parse((await get('/owned')).body) as { headers: Record<string, string> }).headers['x-owner'];
+    await kubectl(['apply', '--server-side', '-f', '-'], policies('Override'));
+    await until('the platform header through the proxy', async () =>
+      (await owner()) === 'platform' ? true : undefined,
+    );
+    await untilPolicyAttached(until, kubectl, 'platform');
+    await kubectl(['apply', '--server-side', '-f', '-'], policies('Default'));
+    await until('the route’s header once the Gateway’s is a default', async () =>
+      (await owner()) === 'team' ? true : undefined,
+    );
+    await kubectl(['-n', 'default', 'delete', 'gwpolicy', 'platform', 'team']);
+    await until('the policies removed', async () => ((await owner()) === undefined ? true : undefined));
+  });
+
   test("a backendRef that does not resolve: ResolvedRefs False, and only its weight's share of requests is answered 500", async () => {
     await kubectl(
       ['apply', '--server-side', '-f', '-'],
