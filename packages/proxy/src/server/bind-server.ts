@@ -11,7 +11,7 @@ import type { CompiledBind } from '../routing/table.ts';
 import { defaultContext, selectListener } from '../routing/table.ts';
 import { applyClientCerts } from './client-certs.ts';
 import { admitOnce, type ConnectionCheck, holdFor } from './connection-check.ts';
-import type { ConnectionLimit } from './connection-limit.ts';
+import { type ConnectionLimit, Refusals } from './connection-limit.ts';
 import { H1Server } from './h1-server.ts';
 import { http1ServerKind } from './http1-kind.ts';
 import { listenOn } from './listen.ts';
@@ -76,9 +76,6 @@ export function keepAlive(socket: Socket, limits: DownstreamLimits): void {
   socket.setKeepAlive(true, ka.timeMs, ka.intervalMs >= 1000 ? ka.intervalMs : undefined, ka.retries);
 }
 
-/** How often the connection-limit line may be logged per bind. */
-const LIMIT_LOG_INTERVAL_MS = 10_000;
-
 export class BindServer {
   readonly key: string;
   readonly scheme: 'http' | 'https';
@@ -99,15 +96,12 @@ export class BindServer {
   #port = 0;
   #settings: BindSettings;
   readonly #h2: http2.Http2Server | http2.Http2SecureServer;
-  #refused = 0;
   /** Plain-text connections handed to the HTTP/2 server (h2c). */
   readonly #h2Sockets = new WeakSet<Socket>();
   /** The handshake settings the TLS server runs with (see #applyHandshake). */
   #handshake: string | undefined;
-  #refusalLoggedAt = -Infinity;
-  #requestsRefused = 0;
-  #requestRefusalLoggedAt = -Infinity;
-  readonly #onRequestLimit: BindServerOptions['onRequestLimit'];
+  readonly #connectionsRefused: Refusals;
+  readonly #requestsRefused: Refusals;
 
   constructor(bind: CompiledBind, opts: BindServerOptions) {
     this.key = bind.ir.key;
@@ -119,7 +113,12 @@ export class BindServer {
       connections: opts.connections,
       requests: opts.requests,
     };
-    this.#onRequestLimit = opts.onRequestLimit;
+    this.#connectionsRefused = new Refusals((n) =>
+      opts.onConnectionLimit(this, n, this.#settings.limits.maxConnections),
+    );
+    this.#requestsRefused = new Refusals((n) =>
+      opts.onRequestLimit(this, n, this.#settings.limits.maxConcurrentRequests ?? 0),
+    );
     const { limits } = opts;
     const handler = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) =>
       opts.onRequest(this, req, res);
@@ -151,7 +150,7 @@ export class BindServer {
       const conns = this.#settings.connections;
       if (!conns.tryOpen(this.#settings.limits.maxConnections)) {
         socket.destroy();
-        this.#refusedOne(opts);
+        this.#connectionsRefused.note();
         return false;
       }
       socket.once('close', () => conns.close());
@@ -328,15 +327,6 @@ export class BindServer {
     this.#handshake = key;
   }
 
-  #refusedOne(opts: BindServerOptions): void {
-    this.#refused++;
-    const now = performance.now();
-    if (now - this.#refusalLoggedAt < LIMIT_LOG_INTERVAL_MS) return;
-    this.#refusalLoggedAt = now;
-    opts.onConnectionLimit(this, this.#refused, this.#settings.limits.maxConnections);
-    this.#refused = 0;
-  }
-
   /**
    * A place for one more request under frontendPolicies.http.maxConcurrentRequests: the counter that
    * holds it (its `close()` gives it back when the response is sent); null: the bind has no limit;
@@ -347,13 +337,7 @@ export class BindServer {
     if (max === undefined) return null;
     const requests = this.#settings.requests;
     if (requests.tryOpen(max)) return requests;
-    this.#requestsRefused++;
-    const now = performance.now();
-    if (now - this.#requestRefusalLoggedAt >= LIMIT_LOG_INTERVAL_MS) {
-      this.#requestRefusalLoggedAt = now;
-      this.#onRequestLimit(this, this.#requestsRefused, max);
-      this.#requestsRefused = 0;
-    }
+    this.#requestsRefused.note();
     return false;
   }
 

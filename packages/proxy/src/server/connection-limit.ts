@@ -59,3 +59,29 @@ export class ConnectionLimit {
     return Atomics.load(this.#counts, 0);
   }
 }
+
+/** How often a limit's refusals may be told per bind. */
+const REFUSALS_TOLD_EVERY_MS = 10_000;
+
+/**
+ * A limit's refusals, told at most every 10 s: `tell` gets how many there were since it last was
+ * (the first at once), so a burst is one log line.
+ */
+export class Refusals {
+  #count = 0;
+  #toldAt = -Infinity;
+  readonly #tell: (refused: number) => void;
+
+  constructor(tell: (refused: number) => void) {
+    this.#tell = tell;
+  }
+
+  note(): void {
+    this.#count++;
+    const now = performance.now();
+    if (now - this.#toldAt < REFUSALS_TOLD_EVERY_MS) return;
+    this.#toldAt = now;
+    this.#tell(this.#count);
+    this.#count = 0;
+  }
+}

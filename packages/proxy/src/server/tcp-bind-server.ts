@@ -15,6 +15,7 @@ import type { CompiledTcpRoute } from '../routing/tcp-routes.ts';
 import { type BindSettings, keepAlive, type Peer } from './bind-server.ts';
 import { applyClientCerts, verifiesClients } from './client-certs.ts';
 import { admitOnce, type ConnectionCheck, holdFor } from './connection-check.ts';
+import { Refusals } from './connection-limit.ts';
 import { listenOn } from './listen.ts';
 import {
   clientOf,
@@ -68,8 +69,6 @@ export function tcpSchemeOf(bind: CompiledBind['ir']): TcpScheme | undefined {
   return bind.listeners.some((l) => l.tls) ? 'tls' : 'tls-passthrough';
 }
 
-const LIMIT_LOG_INTERVAL_MS = 10_000;
-
 export class TcpBindServer {
   readonly key: string;
   readonly scheme: TcpScheme;
@@ -80,8 +79,7 @@ export class TcpBindServer {
   #settings: BindSettings;
   readonly #opts: TcpBindServerOptions;
   #port = 0;
-  #refused = 0;
-  #refusalLoggedAt = -Infinity;
+  readonly #refused: Refusals;
   #handshake: string | undefined;
 
   constructor(bind: CompiledBind, opts: TcpBindServerOptions) {
@@ -89,6 +87,9 @@ export class TcpBindServer {
     this.current = bind;
     this.scheme = tcpSchemeOf(bind.ir) ?? 'tcp';
     this.#opts = opts;
+    this.#refused = new Refusals((n) =>
+      opts.onConnectionLimit(this, n, this.#settings.limits.maxConnections),
+    );
     this.#settings = {
       idleTimeoutMs: opts.idleTimeoutMs,
       limits: opts.limits,
@@ -149,13 +150,7 @@ export class TcpBindServer {
     const conns = this.#settings.connections;
     if (!conns.tryOpen(this.#settings.limits.maxConnections)) {
       socket.destroy();
-      this.#refused++;
-      const now = performance.now();
-      if (now - this.#refusalLoggedAt >= LIMIT_LOG_INTERVAL_MS) {
-        this.#refusalLoggedAt = now;
-        this.#opts.onConnectionLimit(this, this.#refused, this.#settings.limits.maxConnections);
-        this.#refused = 0;
-      }
+      this.#refused.note();
       return false;
     }
     socket.once('close', () => conns.close());
