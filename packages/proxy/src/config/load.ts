@@ -106,6 +106,18 @@ import { AUTHORIZATION, credentialHeader, type InTurnEndpoint, scaledWeights } f
 /** The backendAuth forms a call to a policy's own service obtains per call (serviceToken). */
 const SERVICE_TOKEN_FORMS = SERVICE_CALL_TOKEN_FORMS;
 type ServiceTokenForm = (typeof SERVICE_TOKEN_FORMS)[number];
+/** Why a unix socket backend (HTTP or tcp route) takes no backendTunnel. */
+const UNIX_NO_TUNNEL = 'a unix socket backend is reached on this host: a backendTunnel cannot carry it';
+
+/** What a tcp route backend keeps of its resolved policies: how its connection is made. */
+function tcpPolicies(r: ResolvedBackendPolicies): TcpBackendIR['policies'] {
+  return {
+    ...(r.backendTLS ? { backendTLS: r.backendTLS } : {}),
+    ...(r.backendTunnel ? { backendTunnel: r.backendTunnel } : {}),
+    ...(r.tcp ? { tcp: r.tcp } : {}),
+  };
+}
+
 /** Where a backendTunnel proxy's key goes when its location says nothing. */
 const PROXY_AUTHORIZATION: AuthLocationIR = { header: { name: 'proxy-authorization', prefix: 'Bearer ' } };
 
@@ -1744,19 +1756,7 @@ class Builder {
     const svc = this.serviceTarget([...path, 'service'], b.service);
     if (!svc) return [];
     this.warnNoEndpoint([...path, 'service'], svc);
-    const tls = b.policies?.backendTLS ?? routeTls;
-    const tunnel = b.policies?.backendTunnel;
-    const resolved = this.resolveBackendPolicies(
-      b.policies?.backendTLS || tunnel ? [...path, 'policies'] : path,
-      {
-        ...(tls ? { backendTLS: tls } : {}),
-        ...(tunnel ? { backendTunnel: tunnel } : {}),
-      },
-    );
-    const policies: TcpBackendIR['policies'] = {
-      ...(resolved.backendTLS ? { backendTLS: resolved.backendTLS } : {}),
-      ...(resolved.backendTunnel ? { backendTunnel: resolved.backendTunnel } : {}),
-    };
+    const policies = this.tcpEntryPolicies(path, b.policies, routeTls);
     const total = svc.endpoints.reduce((n, e) => n + e.weight, 0);
     return svc.endpoints.map((e) => ({
       name: `${b.service.name}:${b.service.port} (${e.host}:${e.port})`,
@@ -1785,21 +1785,34 @@ class Builder {
       );
       return undefined;
     }
-    const tls = b.policies?.backendTLS ?? routeTls;
-    const tunnel = b.policies?.backendTunnel;
-    const resolved = this.resolveBackendPolicies([...path, 'policies'], {
-      ...(tls ? { backendTLS: tls } : {}),
-      ...(tunnel ? { backendTunnel: tunnel } : {}),
-    });
     return {
       name: 'dynamic',
       weight: b.weight ?? 1,
       target: { kind: 'dynamic', ...(target !== undefined ? { target } : {}) },
-      policies: {
-        ...(resolved.backendTLS ? { backendTLS: resolved.backendTLS } : {}),
-        ...(resolved.backendTunnel ? { backendTunnel: resolved.backendTunnel } : {}),
-      },
+      policies: this.tcpEntryPolicies(path, b.policies, routeTls),
     };
+  }
+
+  /**
+   * A tcp route backend entry's own backendTLS (else the route's) and backendTunnel, resolved (their
+   * problems at the entry's policies when it sets them).
+   */
+  tcpEntryPolicies(
+    path: FieldPath,
+    own:
+      | { backendTLS?: BackendPolicies['backendTLS']; backendTunnel?: BackendPolicies['backendTunnel'] }
+      | null
+      | undefined,
+    routeTls: BackendPolicies['backendTLS'],
+  ): TcpBackendIR['policies'] {
+    const tls = own?.backendTLS ?? routeTls;
+    const at = own?.backendTLS || own?.backendTunnel ? [...path, 'policies'] : path;
+    return tcpPolicies(
+      this.resolveBackendPolicies(at, {
+        ...(tls ? { backendTLS: tls } : {}),
+        ...(own?.backendTunnel ? { backendTunnel: own.backendTunnel } : {}),
+      }),
+    );
   }
 
   /**
@@ -1844,15 +1857,11 @@ class Builder {
     if (tunnel && host.startsWith('unix:'))
       this.fail(
         b.policies?.backendTunnel ? [...path, 'policies', 'backendTunnel'] : [...path, 'backend'],
-        'a unix socket backend is reached on this host: a backendTunnel cannot carry it',
+        UNIX_NO_TUNNEL,
       );
     else if (tunnel) merged.backendTunnel = tunnel;
     const tlsPath = b.policies?.backendTLS || b.policies?.backendTunnel ? [...path, 'policies'] : path;
-    const resolved = this.resolveBackendPolicies(tlsPath, merged);
-    const policies: TcpBackendIR['policies'] = {};
-    if (resolved.backendTLS) policies.backendTLS = resolved.backendTLS;
-    if (resolved.backendTunnel) policies.backendTunnel = resolved.backendTunnel;
-    if (resolved.tcp) policies.tcp = resolved.tcp;
+    const policies = tcpPolicies(this.resolveBackendPolicies(tlsPath, merged));
     // the named backend's passive health: a connection that cannot be made is an unhealthy answer
     const health = named?.health;
     if (health) {
@@ -2305,10 +2314,7 @@ class Builder {
     const policies = this.resolveBackendPolicies([...path, 'policies'], connection, origin);
     if (target.kind === 'aws') awsAuth(target, policies);
     if (target.kind === 'unix' && policies.backendTunnel)
-      this.fail(
-        [...origin('backendTunnel'), 'backendTunnel'],
-        'a unix socket backend is reached on this host: a backendTunnel cannot carry it',
-      );
+      this.fail([...origin('backendTunnel'), 'backendTunnel'], UNIX_NO_TUNNEL);
     return { name, weight: b.weight ?? 1, target, policies };
   }
 
