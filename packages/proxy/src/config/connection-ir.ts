@@ -1,7 +1,7 @@
 // The IR of how gw reaches a backend that policies other than the IR's own types need: where a
 // credential goes and the TLS to a backend. A leaf module, so that the token forms (token-auth.ts),
 // which the IR itself refers to, can use them without an import cycle.
-import type { Secret } from '../secret.ts';
+import { Secret } from '../secret.ts';
 
 /** Where a backend credential is written (the Authorization header with a Bearer prefix by default). */
 export type AuthLocationIR =
@@ -23,6 +23,15 @@ export function credentialHeader(
 ): [name: string, value: string] | undefined {
   if (!('header' in loc)) return undefined;
   return [loc.header.name.toLowerCase(), `${loc.header.prefix ?? ''}${value}`];
+}
+
+/** credentialHeader as a service call keeps it: the header and the value (prefix included) sealed. */
+export function sealedHeader(
+  loc: AuthLocationIR,
+  value: string,
+): { header: string; value: Secret } | undefined {
+  const h = credentialHeader(loc, value);
+  return h && { header: h[0], value: new Secret(h[1]) };
 }
 
 /** backendTLS with its files read and the key sealed. */

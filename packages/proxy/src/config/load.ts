@@ -101,7 +101,7 @@ import { type OpenApiTools, openApiTools } from '../mcp/openapi.ts';
 import { METRIC_NAMES } from '../observability/metric-names.ts';
 import { Secret } from '../secret.ts';
 import { assumeRoleIR, resolveBackendAuth } from './backend-auth.ts';
-import { AUTHORIZATION, credentialHeader, type InTurnEndpoint, scaledWeights } from './connection-ir.ts';
+import { AUTHORIZATION, type InTurnEndpoint, scaledWeights, sealedHeader } from './connection-ir.ts';
 
 /** The backendAuth forms a call to a policy's own service obtains per call (serviceToken). */
 const SERVICE_TOKEN_FORMS = SERVICE_CALL_TOKEN_FORMS;
@@ -2896,18 +2896,17 @@ class Builder {
     const r = resolveBackendAuth(this, at, p.backendAuth as BackendAuth);
     if (!r) return null;
     // credentials (headers only, by the schema) beside the key, or alone
-    const credentials = (r.credentials ?? []).flatMap((c) => {
-      const h = credentialHeader(c.location, c.value.reveal());
-      return h ? [{ header: h[0], value: new Secret(h[1]) }] : [];
-    });
+    const credentials = (r.credentials ?? []).flatMap(
+      (c) => sealedHeader(c.location, c.value.reveal()) ?? [],
+    );
     const extra = credentials.length > 0 ? { credentials } : {};
     if (!('key' in r)) return { connection, ...extra };
-    const h = credentialHeader(r.key.location ?? AUTHORIZATION, r.key.value.reveal());
-    if (!h) {
+    const credential = sealedHeader(r.key.location ?? AUTHORIZATION, r.key.value.reveal());
+    if (!credential) {
       this.fail([...at, 'key', 'location'], 'a processor takes its key in a header');
       return null;
     }
-    return { connection, credential: { header: h[0], value: new Secret(h[1]) }, ...extra };
+    return { connection, credential, ...extra };
   }
 
   /**
@@ -2923,16 +2922,16 @@ class Builder {
   ): { header: string; value: Secret } | undefined {
     const r = resolveBackendAuth(this, path, auth as BackendAuth);
     if (!r || !('key' in r)) return undefined;
-    const h = credentialHeader(r.key.location ?? fallback, r.key.value.reveal());
+    const h = sealedHeader(r.key.location ?? fallback, r.key.value.reveal());
     if (!h) {
       this.fail([...path, 'key', 'location'], `${role} takes its key in a header`);
       return undefined;
     }
-    if (/[\r\n\0]/.test(h[1])) {
+    if (/[\r\n\0]/.test(h.value.reveal())) {
       this.fail([...path, 'key'], 'the key holds a line break or NUL, which no header can carry');
       return undefined;
     }
-    return { header: h[0], value: new Secret(h[1]) };
+    return h;
   }
 
   /**
@@ -3937,8 +3936,8 @@ function guardEntry(e: NonNullable<PromptGuard['request']>[number], ctx: GuardCo
         );
         return undefined;
       }
-      const h = credentialHeader(c.location, text);
-      if (h) credentials.push({ header: h[0], value: new Secret(h[1]) });
+      const h = sealedHeader(c.location, text);
+      if (h) credentials.push(h);
     }
     return {
       origin: serviceOrigin(host, override, tls !== undefined),

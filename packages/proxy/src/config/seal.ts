@@ -3,7 +3,7 @@
 // trace, logs) then prints `[redacted]` by construction.
 import { type BackendTLS, ecdhCurveOf, type McpAuthentication, type TrafficPolicies } from '@gw/api';
 import { Secret } from '../secret.ts';
-import { AUTHORIZATION, type AuthLocationIR, credentialHeader } from './connection-ir.ts';
+import { AUTHORIZATION, type AuthLocationIR, sealedHeader } from './connection-ir.ts';
 import type {
   ApiKeyEntryIR,
   ApiKeyIR,
@@ -142,15 +142,14 @@ function sealServicePolicies(policies: ServicePolicies): ServiceCallIR {
   const k = auth?.key as string | { value: unknown; location?: AuthLocationIR | null } | undefined;
   const value = typeof k === 'string' ? k : k?.value;
   const loc = (typeof k === 'object' ? k.location : undefined) ?? AUTHORIZATION;
-  const h = typeof value === 'string' ? credentialHeader(loc, value) : undefined;
-  if (h) out.credential = { header: h[0], value: new Secret(h[1]) };
+  const h = typeof value === 'string' ? sealedHeader(loc, value) : undefined;
+  if (h) out.credential = h;
   const creds = (
     policies.backendAuth as { credentials?: { location: AuthLocationIR; key: unknown }[] } | undefined
   )?.credentials;
-  const extra = (creds ?? []).flatMap((c) => {
-    const e = typeof c.key === 'string' ? credentialHeader(c.location, c.key) : undefined;
-    return e ? [{ header: e[0], value: new Secret(e[1]) }] : [];
-  });
+  const extra = (creds ?? []).flatMap((c) =>
+    typeof c.key === 'string' ? (sealedHeader(c.location, c.key) ?? []) : [],
+  );
   if (extra.length > 0) out.credentials = extra;
   return out;
 }
