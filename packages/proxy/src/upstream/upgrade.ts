@@ -97,7 +97,11 @@ export function upgradeTarget(
   };
 }
 
-/** The TLS options of a connection to the backend; ALPN offers `alpn` (null: no ALPN). */
+/**
+ * The TLS options of a connection to the backend. ALPN offers `alpn` only (null: none): the upgrade
+ * is an HTTP/1.1 mechanism (an h2 upstream would need extended CONNECT), and a tunnel offers what
+ * backendTLS names, if anything.
+ */
 function backendTls(t: UpgradeTarget, alpn: string[] | null): tls.ConnectionOptions | undefined {
   if (!t.spec.tls) return undefined;
   const options: tls.ConnectionOptions = tlsConnectOptions(t.spec.tls, false);
@@ -127,23 +131,41 @@ function connect(t: UpgradeTarget, alpn: string[] | null): Socket {
   const where: net.NetConnectOpts = t.socketPath
     ? { path: t.socketPath }
     : { host: t.host, port: t.port, noDelay: true, ...dnsConnectOptions(spec.dns) };
-  let socket: Socket;
-  if (spec.tls) {
-    const options: tls.ConnectionOptions = {
-      ...(where as tls.ConnectionOptions),
-      ...tlsConnectOptions(spec.tls, false),
-    };
-    // The upgrade is an HTTP/1.1 mechanism (an h2 upstream would need extended CONNECT); a tunnel
-    // offers only what backendTLS names, if anything.
-    if (alpn) options.ALPNProtocols = alpn;
-    else delete options.ALPNProtocols;
-    if (!options.servername && !t.socketPath && net.isIP(t.host) === 0) options.servername = t.host;
-    socket = tls.connect(options);
-  } else {
-    socket = net.connect(where);
-  }
+  const options = backendTls(t, alpn);
+  const socket = options
+    ? tls.connect({ ...(where as tls.ConnectionOptions), ...options })
+    : net.connect(where);
   if (spec.keepalive.enabled) socket.setKeepAlive(true, spec.keepalive.timeMs);
   return socket;
+}
+
+/**
+ * A connection of gw's own to the backend, direct or through its backendTunnel: `done` gets it once
+ * open (TLS: after the handshake), or the error. What it returns gives the attempt up.
+ */
+function open(
+  t: UpgradeTarget,
+  alpn: string[] | null,
+  done: (err: Error | undefined, socket?: Socket) => void,
+): { destroy(): void } {
+  if (t.spec.tunnel)
+    return connectThroughTunnel(t, alpn, (err, s) =>
+      done(err && new GwError('GW_ERR_UPSTREAM_CONNECT', err.message), s),
+    );
+  const socket = connect(t, alpn);
+  const failed = (err: Error) => done(err);
+  socket.once('error', failed);
+  socket.once(t.spec.tls ? 'secureConnect' : 'connect', () => {
+    socket.off('error', failed);
+    done(undefined, socket);
+  });
+  return {
+    destroy() {
+      // whatever the socket still reports once it is given up on goes nowhere
+      socket.on('error', () => {});
+      socket.destroy();
+    },
+  };
 }
 
 /**
@@ -168,8 +190,7 @@ export function upgradeUpstream(
   if (state.connect) return openTunnel(ctx, state, target, attemptTimeoutMs);
 
   return new Promise<void>((resolve, reject) => {
-    let socket: Socket | undefined;
-    /** Through a backendTunnel: the opening under way (createConnection runs within http.request). */
+    /** The opening under way (createConnection runs within http.request). */
     let opener: { destroy(): void } | undefined;
     const req = http.request({
       method: ctx.method,
@@ -180,22 +201,14 @@ export function upgradeUpstream(
         upgrade: state.protocol,
       },
       setHost: false,
-      // Through a backendTunnel the connection comes once the proxy has opened it (node's request
-      // takes a connection given later through the callback).
+      // node's request takes the connection once it is open, through the callback
       createConnection: (_opts: unknown, oncreate: (err: Error | null, socket?: Socket) => void) => {
-        if (!target.spec.tunnel) {
-          socket = connect(target, ['http/1.1']);
-          return socket;
-        }
-        opener = connectThroughTunnel(target, ['http/1.1'], (err, s) => {
-          if (err || !s)
-            return oncreate(
-              new GwError('GW_ERR_UPSTREAM_CONNECT', err?.message ?? 'backendTunnel: no connection'),
-            );
+        opener = open(target, ['http/1.1'], (err, s) => {
+          if (err || !s) return oncreate(err ?? new GwError('GW_ERR_UPSTREAM_CONNECT'));
           opening.connected();
           oncreate(null, s);
-          // the tunnel left it paused; node's request reads it from its next turn (before this resumes)
-          s.resume();
+          // a tunnel leaves it paused; node's request reads it from its next turn (before this resumes)
+          if (s.isPaused()) s.resume();
         });
         return undefined;
       },
@@ -205,8 +218,6 @@ export function upgradeUpstream(
       req.destroy();
       reject(toGwError(err));
     });
-    const s = socket as Socket | undefined;
-    s?.once(target.spec.tls ? 'secureConnect' : 'connect', () => opening.connected());
 
     req.on('upgrade', (res: IncomingMessage, upgraded: Socket, head: Buffer) => {
       if (!opening.settle()) {
@@ -291,43 +302,14 @@ function openTunnel(
   target: UpgradeTarget,
   attemptTimeoutMs: number,
 ): Promise<void> {
-  if (target.spec.tunnel) return openTunnelThroughProxy(ctx, state, target, attemptTimeoutMs);
-  return new Promise<void>((resolve, reject) => {
-    const socket = connect(target, target.spec.tls?.alpn ?? null);
-    const opening = openingDeadlines(ctx, target, attemptTimeoutMs, (err) => {
-      // whatever the socket still reports once it is given up on goes nowhere
-      socket.on('error', () => {});
-      socket.destroy();
-      reject(toGwError(err));
-    });
-    socket.once('error', opening.fail);
-    socket.once(target.spec.tls ? 'secureConnect' : 'connect', () => {
-      if (!opening.settle()) return;
-      socket.off('error', opening.fail);
-      // errors after this point end the joined connections (splice)
-      socket.on('error', () => socket.destroy());
-      state.upstream = { socket, head: Buffer.alloc(0) };
-      ctx.response = { status: 200, headers: {}, body: null };
-      resolve();
-    });
-  });
-}
-
-/** openTunnel through the backend's backendTunnel: the proxy opens the connection (CONNECT) first. */
-function openTunnelThroughProxy(
-  ctx: RequestContext,
-  state: UpgradeState,
-  target: UpgradeTarget,
-  attemptTimeoutMs: number,
-): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const opening = openingDeadlines(ctx, target, attemptTimeoutMs, (err) => {
       opener.destroy();
       reject(toGwError(err));
     });
-    const opener = connectThroughTunnel(target, target.spec.tls?.alpn ?? null, (err, socket) => {
+    const opener = open(target, target.spec.tls?.alpn ?? null, (err, socket) => {
       if (err || !socket) {
-        opening.fail(new GwError('GW_ERR_UPSTREAM_CONNECT', err?.message));
+        opening.fail(err ?? new GwError('GW_ERR_UPSTREAM_CONNECT'));
         return;
       }
       if (!opening.settle()) {
