@@ -2,7 +2,7 @@
 // change survives a reload, so a swap costs no reconnects; pools no longer used close once idle.
 import dns from 'node:dns';
 import type net from 'node:net';
-import type { Socket } from 'node:net';
+import { isIP, type Socket } from 'node:net';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import type { buildConnector as Connector, Dispatcher } from 'undici';
 import type { DnsIR, GlobalIR, ResolvedBackendPolicies, TunnelIR } from '../config/ir.ts';
@@ -99,6 +99,23 @@ export function createPool(spec: PoolSpec): Dispatcher {
  * The TLS options of a backend's connections (backendTLS): trust roots, client certificate, SNI,
  * ALPN and how the server's name is checked. Pools and upgraded connections (upgrade.ts) share them.
  */
+/**
+ * TLS options of a connection of gw's own that carries a client's bytes (a tcp route's, a CONNECT's)
+ * or an upgrade: ALPN offers `alpn` only (null: none); the server name is `host`'s when it is a DNS
+ * name and backendTLS names none (undefined `host`: a unix socket).
+ */
+export function ownTlsOptions(
+  tls: NonNullable<PoolSpec['tls']>,
+  host: string | undefined,
+  alpn: readonly string[] | null | undefined,
+): Record<string, unknown> {
+  const o = tlsConnectOptions(tls, false);
+  if (alpn) o.ALPNProtocols = [...alpn];
+  else delete o.ALPNProtocols;
+  if (!o.servername && host !== undefined && isIP(host) === 0) o.servername = host;
+  return o;
+}
+
 export function tlsConnectOptions(
   tls: NonNullable<PoolSpec['tls']>,
   allowH2: boolean,

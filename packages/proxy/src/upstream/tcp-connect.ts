@@ -7,7 +7,7 @@ import tls from 'node:tls';
 import { hostPort } from '@gw/api/runtime';
 import type { GlobalIR, TcpBackendIR } from '../config/ir.ts';
 import { connectionSpec } from './connection.ts';
-import { dnsConnectOptions, tlsConnectOptions } from './pools.ts';
+import { dnsConnectOptions, ownTlsOptions } from './pools.ts';
 import { dialThrough, tunnelDialer } from './tunnel-dial.ts';
 
 export interface TcpEndpoint {
@@ -36,11 +36,8 @@ export function tcpEndpoint(b: DialableTcpBackend, global: GlobalIR): TcpEndpoin
   const address = t.kind === 'unix' ? `unix:${t.path}` : hostPort(t.host, t.port);
   let tlsOptions: tls.ConnectionOptions | undefined;
   if (spec.tls) {
-    const o = tlsConnectOptions(spec.tls, false) as tls.ConnectionOptions;
     // ALPN only when configured: the bytes are the client's, in whatever protocol it speaks
-    if (spec.tls.alpn) o.ALPNProtocols = spec.tls.alpn;
-    else delete o.ALPNProtocols;
-    if (!o.servername && t.kind === 'host' && net.isIP(t.host) === 0) o.servername = t.host;
+    const o = ownTlsOptions(spec.tls, t.kind === 'host' ? t.host : undefined, spec.tls.alpn);
     tlsOptions = { ...(where as tls.ConnectionOptions), ...o };
   }
   const { connectTimeoutMs, keepalive } = spec;

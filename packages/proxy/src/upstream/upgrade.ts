@@ -9,7 +9,7 @@ import { GwError } from '../errors.ts';
 import type { RequestContext } from '../pipeline/context.ts';
 import type { Relay } from '../server/splice.ts';
 import { inClientCase, responseHeaders, toGwError, upstreamHost } from './call.ts';
-import { dnsConnectOptions, type PoolSpec, tlsConnectOptions } from './pools.ts';
+import { dnsConnectOptions, ownTlsOptions, type PoolSpec } from './pools.ts';
 import { dialThrough, tunnelDialer } from './tunnel-dial.ts';
 
 declare module '../pipeline/context.ts' {
@@ -103,12 +103,7 @@ export function upgradeTarget(
  * backendTLS names, if anything.
  */
 function backendTls(t: UpgradeTarget, alpn: string[] | null): tls.ConnectionOptions | undefined {
-  if (!t.spec.tls) return undefined;
-  const options: tls.ConnectionOptions = tlsConnectOptions(t.spec.tls, false);
-  if (alpn) options.ALPNProtocols = alpn;
-  else delete options.ALPNProtocols;
-  if (!options.servername && !t.socketPath && net.isIP(t.host) === 0) options.servername = t.host;
-  return options;
+  return t.spec.tls && ownTlsOptions(t.spec.tls, t.socketPath ? undefined : t.host, alpn);
 }
 
 /**
