@@ -11,6 +11,6 @@ export { DEFAULT_SENSITIVE_HEADERS } from './config/credentials.ts';
 export { parseByteSize, parseGoDuration } from './duration.ts';
 export { EXTPROC_ATTRIBUTES_NAMESPACE, EXTPROC_GRPC_METADATA_NAMESPACE } from './ext-proc-names.ts';
 export { HEADER_NAME_REGEXP as HEADER_NAME_PATTERN } from './header-name.ts';
-export { bracketHost, hostPort } from './host-port.ts';
+export { bracketHost, hostPort, splitHostPort } from './host-port.ts';
 export { ModelNameMatcher } from './llm/model-names.ts';
 export { descopeAgentic, type EntraEndpoints, entraEndpoints } from './mcp-idp.ts';

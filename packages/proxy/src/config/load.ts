@@ -181,7 +181,7 @@ type CollectorSpec = {
   policies?: CollectorPolicies | null | undefined;
 };
 
-import { hostPort } from '@gw/api/runtime';
+import { hostPort, splitHostPort } from '@gw/api/runtime';
 import {
   SERVICE_AUTH,
   sealExtAuthzPolicy,
@@ -3682,10 +3682,7 @@ function downstreamKeepalive(
 /** `byName`: a backend named by a DNS name (not an IP address) sends that name as Host. */
 function parseHost(host: string, byName = false): BackendTarget {
   if (host.startsWith('unix:')) return { kind: 'unix', path: host.slice(5) };
-  const i = host.lastIndexOf(':');
-  let h = host.slice(0, i);
-  if (h.startsWith('[') && h.endsWith(']')) h = h.slice(1, -1);
-  const port = Number(host.slice(i + 1));
+  const { host: h, port } = splitHostPort(host);
   return byName && isIP(h) === 0
     ? { kind: 'host', host: h, port, rewriteHost: true }
     : { kind: 'host', host: h, port };

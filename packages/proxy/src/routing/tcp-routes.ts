@@ -2,6 +2,7 @@
 // (SNI) and, within it, a backend picked by weight. Exact names win over wildcards, a longer
 // wildcard over a shorter one, a route without hostnames takes the rest; among equals the first
 // route in the config wins.
+import { splitHostPort } from '@gw/api/runtime';
 import { compileCel } from '../cel/cel.ts';
 import type { GlobalIR, TcpBackendIR, TcpRouteIR } from '../config/ir.ts';
 import { AUTHORITY_FORM } from '../pipeline/request-target.ts';
@@ -125,11 +126,8 @@ function dynamicDial(b: TcpBackendIR, global: GlobalIR): (conn: TcpConnectionVie
       where = `${name}:${conn.destination.port}`;
       if (!AUTHORITY_FORM.test(where)) return `the server name ${JSON.stringify(name)} is not a host to dial`;
     }
-    const i = where.lastIndexOf(':');
-    let host = where.slice(0, i);
-    if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
-    const port = Number(where.slice(i + 1));
-    if (!(port >= 1 && port <= 65535)) return `dynamic backend: port ${where.slice(i + 1)} is not 1-65535`;
+    const { host, port } = splitHostPort(where);
+    if (!(port >= 1 && port <= 65535)) return `dynamic backend: port ${port} is not 1-65535`;
     return tcpEndpoint({ ...b, target: { kind: 'host', host, port } }, global);
   };
 }

@@ -4,6 +4,7 @@
 // inside it.
 import { isIP, type Socket } from 'node:net';
 import tls from 'node:tls';
+import { hostPort, splitHostPort } from '@gw/api/runtime';
 import type { buildConnector as Connector } from 'undici';
 import type { TunnelIR } from '../config/ir.ts';
 import { dialInTurn } from './in-turn.ts';
@@ -33,10 +34,7 @@ export function tunnelDialer(t: TunnelIR, timeoutMs: number): TunnelDialer {
 }
 
 function newDialer(t: TunnelIR, timeoutMs: number): TunnelDialer {
-  const i = t.proxy.lastIndexOf(':');
-  let proxyHost = t.proxy.slice(0, i);
-  if (proxyHost.startsWith('[') && proxyHost.endsWith(']')) proxyHost = proxyHost.slice(1, -1);
-  const proxyPort = Number(t.proxy.slice(i + 1));
+  const { host: proxyHost, port: proxyPort } = splitHostPort(t.proxy);
   const direct = buildConnector({
     ...(t.tls ? tlsConnectOptions(t.tls, false) : {}),
     ...(t.tls && !t.tls.alpn ? { ALPNProtocols: ['http/1.1'] } : {}),
@@ -65,7 +63,7 @@ function newDialer(t: TunnelIR, timeoutMs: number): TunnelDialer {
             timeoutMs,
           )
         : undefined;
-    const authority = `${isIP(host) === 6 ? `[${host}]` : host}:${port}`;
+    const authority = hostPort(host, port);
     pending = open(
       {
         hostname: proxyHost,
