@@ -1336,9 +1336,30 @@ const serviceKeyAuth = (where: string) =>
 /** A form at a backend, an LLM provider or an MCP target, where `credentials` (and `headers`) are built. */
 const backendForm = <S extends z.core.$ZodLooseShape>(shape: S) =>
   authForm(shape, BackendAuthCredentials, BackendAuthHeaders);
-/** A form on a call to a policy's own gRPC service, `credentials` beside it in headers. */
-const serviceForm = <S extends z.core.$ZodLooseShape>(shape: S) =>
-  authForm(shape, ServiceCredentials, BackendAuthHeaders);
+/**
+ * The backendAuth forms a backend and a call to a policy's own service share (aws and copilot are a
+ * backend's alone), each with `credentials` (`creds`: headers only for a service) and `headers`
+ * beside it, and those alone; agentgateway's newer `oauth` and `xaa` load as oauthTokenExchange and
+ * crossAppAccess.
+ */
+const sharedAuthForms = <O extends z.ZodType[]>(creds: typeof BackendAuthCredentials, ...own: O) => {
+  const form = <S extends z.core.$ZodLooseShape>(shape: S) => authForm(shape, creds, BackendAuthHeaders);
+  return [
+    form(KeyField),
+    form({ passthrough: strict({ location: AuthLocation }) }),
+    form({ jwtSign: JwtSign }),
+    // the caller's own forms here, so that errors list the forms in agentgateway's order
+    ...own,
+    form({ gcp: GcpAuth }),
+    form({ azure: AzureAuth }),
+    form({ oauthTokenExchange: OAuthTokenExchangeAuth }),
+    form({ oauth: OAuthAuth }).transform(({ oauth, ...rest }) => ({ ...rest, oauthTokenExchange: oauth })),
+    form({ crossAppAccess: CrossAppAccessAuth }),
+    form({ xaa: XaaAuth }).transform(({ xaa, ...rest }) => ({ ...rest, crossAppAccess: xaa })),
+    strict({ credentials: creds }),
+    strict({ headers: BackendAuthHeaders, credentials: creds.optional() }),
+  ] as const;
+};
 /**
  * backendAuth on a call to a policy's own service (extAuthz, extProc, remoteRateLimit): a key, or a
  * credential each call obtains for its request (the client's JWT, a signed JWT, a Google, Azure or
@@ -1348,20 +1369,7 @@ const serviceForm = <S extends z.core.$ZodLooseShape>(shape: S) =>
 const serviceTokenAuth = (where: string) =>
   z
     .union([
-      serviceForm(KeyField),
-      serviceForm({ passthrough: strict({ location: AuthLocation }) }),
-      serviceForm({ jwtSign: JwtSign }),
-      serviceForm({ gcp: GcpAuth }),
-      serviceForm({ azure: AzureAuth }),
-      serviceForm({ oauthTokenExchange: OAuthTokenExchangeAuth }),
-      serviceForm({ oauth: OAuthAuth }).transform(({ oauth, ...rest }) => ({
-        ...rest,
-        oauthTokenExchange: oauth,
-      })),
-      serviceForm({ crossAppAccess: CrossAppAccessAuth }),
-      serviceForm({ xaa: XaaAuth }).transform(({ xaa, ...rest }) => ({ ...rest, crossAppAccess: xaa })),
-      strict({ credentials: ServiceCredentials }),
-      strict({ headers: BackendAuthHeaders, credentials: ServiceCredentials.optional() }),
+      ...sharedAuthForms(ServiceCredentials),
       ...backendAuthRefused(
         ['passthrough', 'jwtSign', 'gcp', 'azure', 'oauthTokenExchange', 'oauth', 'crossAppAccess', 'xaa'],
         where,
@@ -1370,26 +1378,7 @@ const serviceTokenAuth = (where: string) =>
     ])
     .transform(headersAsCredentials);
 export const BackendAuth = z
-  .union([
-    backendForm(KeyField),
-    backendForm({ passthrough: strict({ location: AuthLocation }) }),
-    backendForm({ jwtSign: JwtSign }),
-    backendForm({ aws: BackendAwsAuth }),
-    backendForm({ gcp: GcpAuth }),
-    backendForm({ azure: AzureAuth }),
-    backendForm({ oauthTokenExchange: OAuthTokenExchangeAuth }),
-    // agentgateway's newer name and shape of the same exchange, as oauthTokenExchange
-    backendForm({ oauth: OAuthAuth }).transform(({ oauth, ...rest }) => ({
-      ...rest,
-      oauthTokenExchange: oauth,
-    })),
-    backendForm({ crossAppAccess: CrossAppAccessAuth }),
-    // agentgateway's newer name and shape of crossAppAccess
-    backendForm({ xaa: XaaAuth }).transform(({ xaa, ...rest }) => ({ ...rest, crossAppAccess: xaa })),
-    strict({ credentials: BackendAuthCredentials }),
-    strict({ headers: BackendAuthHeaders, credentials: BackendAuthCredentials.optional() }),
-    CopilotAuth,
-  ])
+  .union([...sharedAuthForms(BackendAuthCredentials, backendForm({ aws: BackendAwsAuth })), CopilotAuth])
   .transform(headersAsCredentials);
 /**
  * backendAuth on a call to a service that takes only an API key (`key`, and `forms` the service also
