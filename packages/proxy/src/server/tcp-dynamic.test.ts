@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import tls from 'node:tls';
 import { makeTestPki, type TestPki } from '@gw/testkit';
+import { eventuallyFound } from '@gw/testkit/eventually';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { loadConfigText } from '../config/load.ts';
 
@@ -39,15 +40,7 @@ function tlsRead(port: number, servername: string, ca: string, host = '127.0.0.1
   });
 }
 
-async function until<T>(what: string, f: () => T | undefined, timeoutMs = 5000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
+const until = eventuallyFound;
 
 describe('tcp route dynamic backend', () => {
   let pki: TestPki;

@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import net, { type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import tls from 'node:tls';
 import { makeTestPki, type TestPki } from '@gw/testkit';
+import { eventuallyFound } from '@gw/testkit/eventually';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import fc from 'fast-check';
 import { loadConfigText } from '../config/load.ts';
@@ -47,15 +47,7 @@ function readAll(s: Socket): Promise<{ data: string; error?: string }> {
   });
 }
 
-async function until<T>(what: string, f: () => T | undefined, timeoutMs = 5000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
+const until = eventuallyFound;
 
 describe('tcpRoutes', () => {
   let pki: TestPki;

@@ -11,6 +11,7 @@ import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import tls from 'node:tls';
 import { makeTestPki, type TestPki } from '@gw/testkit';
+import { eventuallyFound } from '@gw/testkit/eventually';
 import { startProxy } from '@gw/testkit/proxy';
 import { createProxy, type ProxyServer } from 'proxy';
 import { loadConfigText } from '../config/load.ts';
@@ -126,13 +127,11 @@ test('a dynamic backend dials through the tunnel; a proxy that refuses closes th
   assert.equal(await exchange(p.port(0), 'dyn\n'), 'echo: dyn\n');
   assert.equal(seen[0]?.line, `CONNECT 127.0.0.1:${portOf(echo)}`);
   assert.equal(await exchange(p.port(1), 'nope\n'), '', 'nothing reaches the backend');
-  let line: Record<string, unknown> | undefined;
-  for (let i = 0; i < 250 && !line; i++) {
-    line = p.accessLog.find((l) => typeof l.error === 'string' && String(l.error).includes('CONNECT'));
-    if (!line) await sleep(20);
-  }
+  const line = await eventuallyFound('the log line', () =>
+    p.accessLog.find((l) => typeof l.error === 'string' && String(l.error).includes('CONNECT')),
+  );
   assert.equal(
-    line?.error,
+    line.error,
     `backendTunnel: the proxy 127.0.0.1:${portOf(forward)} answered CONNECT 127.0.0.1:${portOf(echo)} with 407`,
   );
 });
