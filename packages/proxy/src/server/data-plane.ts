@@ -422,12 +422,9 @@ export class DataPlane {
     let unwatchBody: (() => void) | undefined;
     /** The request's place under frontendPolicies.http.maxConcurrentRequests, until its response is sent. */
     let place: ConnectionLimit | undefined;
-    const release = () => {
+    res.once('close', () => {
       place?.close();
       place = undefined;
-    };
-    res.once('close', () => {
-      release();
       unwatchBody?.();
       // An upgrade's reader (a realtime session's usage) has read all the session first.
       const settling = ctx.ext.upgrade?.reader?.settle();
@@ -484,6 +481,10 @@ export class DataPlane {
       // an upgrade's request is over once its answer is sent (HTTP/2: once its stream is the tunnel);
       // the connection it becomes is not a request
       if (upgrade !== undefined) {
+        const release = () => {
+          place?.close();
+          place = undefined;
+        };
         res.once('finish', release);
         upgrade.joined = release;
       }
