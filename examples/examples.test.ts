@@ -12,7 +12,7 @@ import { startFakeAgentCore } from '@gw/testkit/agent-core';
 import { startEndpointPicker } from '@gw/testkit/endpoint-picker';
 import { startOtlpReceiver } from '@gw/testkit/otlp-receiver';
 import { startProxy } from '@gw/testkit/proxy';
-import { request } from 'undici';
+import { fetch, ProxyAgent, request } from 'undici';
 
 const dir = dirname(fileURLToPath(import.meta.url));
 const files = readdirSync(dir).filter((f) => f.endsWith('.yaml'));
@@ -310,6 +310,31 @@ describe('examples', () => {
     }
     assert.deepEqual(served, ['model-a', 'model-b', 'model-a', 'model-b']);
     assert.equal(picker.asked.length, 4);
+  });
+
+  test('egress-tunnel.yaml: tunnels land on the inner bind, whose routes allow /v1/ only; the tunnel port takes nothing else', async (t) => {
+    const p = await startProxy(
+      prepared('egress-tunnel.yaml').replaceAll('${PORT:-3129}', '0').replaceAll('${INNER_PORT:-8081}', '0'),
+    );
+    const dispatcher = new ProxyAgent({ uri: `http://127.0.0.1:${p.port(0)}`, proxyTunnel: true });
+    t.after(async () => {
+      await dispatcher.close();
+      await p.close();
+    });
+    const inner = `http://127.0.0.1:${p.port(1)}`;
+    const ok = await fetch(`${inner}/v1/models`, { dispatcher });
+    assert.equal(ok.status, 200);
+    const seen = (await ok.json()) as { server: string; url: string; headers: Record<string, string> };
+    assert.deepEqual(
+      [seen.server, seen.url, seen.headers['x-egress']],
+      ['example-upstream', '/v1/models', 'tunnelled'],
+    );
+    const refused = await fetch(`${inner}/admin`, { dispatcher });
+    assert.equal(refused.status, 403);
+    assert.equal(await refused.text(), 'not on the egress allow list\n');
+    const direct = await request(p.url('/v1/models'));
+    assert.equal(direct.statusCode, 405);
+    await direct.body.dump();
   });
 
   test('forward-proxy.yaml forwards to the Host of the request', async (t) => {

@@ -2033,11 +2033,14 @@ export const Bind = strict({
     .meta({ description: 'standard (the default): the bind listens on its port' }),
   tunnelProtocol: z
     .union([
-      z.literal('direct'),
-      NotYetValues(['hboneWaypoint', 'hboneGateway', 'proxy', 'connect'], 'tunnelProtocol other than direct'),
+      z.enum(['direct', 'connect']),
+      NotYetValues(['hboneWaypoint', 'hboneGateway', 'proxy'], 'tunnelProtocol hbone or proxy'),
     ])
     .optional()
-    .meta({ description: 'direct (the default): clients connect to the port itself' }),
+    .meta({
+      description:
+        'direct (the default): clients connect to the port itself; connect: the port takes HTTP CONNECT tunnels only (other requests get 405), each a new connection to the bind on its port, as frontendPolicies.connect mode tunnel does',
+    }),
 }).superRefine((b, ctx) => {
   if (b.port === undefined || b.port === null)
     ctx.addIssue({
@@ -2190,9 +2193,9 @@ const FRONTEND_NOT_BUILT = {
 };
 /** What an HTTP CONNECT request (a client asking for a tunnel) gets. */
 const ConnectPolicy = strict({
-  mode: z.union([z.enum(['deny', 'route']), NotYetValues(['tunnel'], 'the tunnel connect mode')]).meta({
+  mode: z.enum(['deny', 'route', 'tunnel']).meta({
     description:
-      "deny (the default without this policy): 405; route: the CONNECT is routed by its authority like any request, its route policies run, and its backend gets a TCP connection (host or unix backends: their address; dynamic: the authority asked for) that the client's bytes flow over after a 200; other kinds refuse it",
+      "deny (the default without this policy): 405; route: the CONNECT is routed by its authority like any request, its route policies run, and its backend gets a TCP connection (host or unix backends: their address; dynamic: the authority asked for) that the client's bytes flow over after a 200; other kinds refuse it; tunnel: a 200, then the client's bytes are a new connection to the gateway's own bind on the authority's port (one listening on all addresses), whose listeners and routes serve it (no such bind: 404; no port: 400; a CONNECT inside the tunnel: 405); other requests are served as usual",
   }),
 }).meta({ description: 'how HTTP CONNECT requests (HTTP/1.1, and HTTP/2 without :protocol) are handled' });
 /** The PROXY protocol header downstream connections start with (an L4 load balancer in front). */

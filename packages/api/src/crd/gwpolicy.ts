@@ -493,7 +493,7 @@ export const Frontend = rules(
     connect: obj({
       mode: z.enum(['Deny', 'Route', 'Tunnel']).meta({
         description:
-          "Deny (the default without this policy): CONNECT is answered 405. Route: a CONNECT is routed by its authority like any request, its route policies run, and its backend gets a TCP connection the client's bytes flow over after a 200. Tunnel (the bytes re-entering the Gateway's own listeners) is not supported by this build of gw yet.",
+          "Deny (the default without this policy): CONNECT is answered 405. Route: a CONNECT is routed by its authority like any request, its route policies run, and its backend gets a TCP connection the client's bytes flow over after a 200. Tunnel: a CONNECT is answered 200 with no route run for it, and its bytes re-enter the Gateway as a new connection from the same client to the listener port the CONNECT names (no listener on that port: 404), whose listeners, TLS and routes serve it; a CONNECT inside the tunnel is answered 405.",
       }),
     })
       .optional()

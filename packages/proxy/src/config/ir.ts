@@ -166,8 +166,11 @@ export interface FrontendIR {
   trustedProxies?: string[];
   /** The PROXY protocol header downstream connections start with (server/proxy-protocol.ts). */
   proxyProtocol?: ProxyProtocolIR;
-  /** frontendPolicies.connect: CONNECT requests are routed (a TCP tunnel to the backend); absent: 405. */
-  connect?: 'route';
+  /**
+   * frontendPolicies.connect: CONNECT requests are routed (a TCP tunnel to the backend), or each is a
+   * tunnel into the gateway's own bind on its port (server/connect-tunnel.ts); absent: 405.
+   */
+  connect?: 'route' | 'tunnel';
 }
 
 /**
@@ -229,6 +232,8 @@ export interface BindIR {
   port: number;
   protocol: ListenerProtocol;
   listeners: ListenerIR[];
+  /** tunnelProtocol connect: the port takes CONNECT tunnels only, into the bind on each one's port. */
+  tunnel?: true;
 }
 
 /** HTTP and HTTPS listeners serve `routes`; TCP and TLS listeners proxy connections by `tcpRoutes`. */

@@ -649,7 +649,7 @@ class Builder {
     // agentgateway has two names for it; the schema takes one of them
     const pp = fp.proxyProtocol ?? fp.proxy;
     if (pp) out.proxyProtocol = { version: pp.version ?? 'v2', mode: pp.mode ?? 'strict' };
-    if (fp.connect?.mode === 'route') out.connect = 'route';
+    if (fp.connect?.mode === 'route' || fp.connect?.mode === 'tunnel') out.connect = fp.connect.mode;
     return out;
   }
 
@@ -710,7 +710,7 @@ class Builder {
   binds(): BindIR[] {
     const byKey = new Map<string, BindIR>();
     let zeroPorts = 0;
-    const add = (path: FieldPath, address: string, port: number, l: ListenerIR) => {
+    const add = (path: FieldPath, address: string, port: number, l: ListenerIR): BindIR | undefined => {
       // Port 0 asks the OS for a free port, separately for every listener that says so.
       const key = port === 0 ? `${address}:0#${zeroPorts++}` : `${address}:${port}`;
       let b = byKey.get(key);
@@ -754,6 +754,7 @@ class Builder {
         return;
       }
       b.listeners.push(l);
+      return b;
     };
 
     const gwPolicies = new Map<string, TrafficPolicies>();
@@ -793,7 +794,15 @@ class Builder {
             this.tcpRoute([...path, 'tcpRoutes', ri], `${gateway}/${name}`, protocol, r),
           );
         if (l.hostname) ir.hostname = l.hostname.toLowerCase();
-        add(path, bind.address ?? '::', bind.port as number, ir);
+        const b = add(path, bind.address ?? '::', bind.port as number, ir);
+        if (b && bind.tunnelProtocol === 'connect') {
+          if (protocol === 'TCP' || protocol === 'TLS')
+            this.fail(
+              [...path, 'protocol'],
+              `tunnelProtocol connect takes HTTP or HTTPS listeners (a CONNECT is an HTTP request), not ${protocol}`,
+            );
+          else b.tunnel = true;
+        }
       });
     });
 

@@ -383,6 +383,14 @@ export class BindServer {
     return this.#port;
   }
 
+  /**
+   * A connection that reached this bind through a CONNECT tunnel (connect-tunnel.ts): served as one
+   * accepted on the port, admission and connection checks included.
+   */
+  adopt(socket: Duplex): void {
+    this.#outer.emit('connection', socket);
+  }
+
   /** The most headers an HTTP/1 request may have (frontendPolicies.http.http1MaxHeaders); 0: Node's bound. */
   get http1MaxHeaders(): number {
     return this.#settings.limits.http1MaxHeaders ?? 0;

@@ -128,7 +128,7 @@ describe('without frontendPolicies.connect', () => {
     assert.match(got, /\r\nallow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n/i);
     assert.match(
       got,
-      /CONNECT is not allowed here \(frontendPolicies\.connect mode: route lets it through\)/,
+      /CONNECT is not allowed here \(frontendPolicies\.connect mode: route or tunnel lets it through\)/,
     );
     const line = await logged(proxy, (l) => l['http.method'] === 'CONNECT');
     assert.equal(line['http.status'], 405);

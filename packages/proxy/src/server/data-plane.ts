@@ -45,9 +45,10 @@ import { PoolRegistry } from '../upstream/pools.ts';
 import { readUpstream, type UpgradeState } from '../upstream/upgrade.ts';
 import { BindServer, type BindSettings } from './bind-server.ts';
 import { clientVerified, verifiesClients } from './client-certs.ts';
+import { TunnelSocket, tunnelTarget } from './connect-tunnel.ts';
 import type { ConnectionCheck } from './connection-check.ts';
 import { ConnectionLimit, connectionMemoryKey, requestMemoryKey } from './connection-limit.ts';
-import type { ProxyProtocolIR } from './proxy-protocol.ts';
+import type { Peer, ProxyProtocolIR } from './proxy-protocol.ts';
 import { watchRequestBody } from './request-body-idle.ts';
 import { Roster, type RosterEntry } from './roster.ts';
 import { splice } from './splice.ts';
@@ -390,6 +391,14 @@ export class DataPlane {
     }
     res.once('finish', () => {
       const up = state.upstream;
+      if (state.handover && joinsTunnel(res.statusCode)) {
+        // the request ends here; the connection lives on in the bind that takes it
+        state.spliced = { read: socket.bytesRead, written: socket.bytesWritten };
+        res.detachSocket(socket);
+        state.handover();
+        res.emit('close');
+        return;
+      }
       if (up && (res.statusCode === 101 || (connect && joinsTunnel(res.statusCode)))) {
         state.spliced = { read: socket.bytesRead, written: socket.bytesWritten };
         if (up.head.length > 0) socket.write(up.head);
@@ -416,7 +425,8 @@ export class DataPlane {
     upgrade?: UpgradeState,
   ): void {
     const bind = bs.current;
-    const ctx = new RequestContext(req, res, bs.scheme, bs.peer(req));
+    const peer = bs.peer(req);
+    const ctx = new RequestContext(req, res, bs.scheme, peer);
     this.#served++;
     const listed = this.#inflight.add(ctx);
     let unwatchBody: (() => void) | undefined;
@@ -493,17 +503,37 @@ export class DataPlane {
       this.#fail(ctx, refused);
       return;
     }
-    if (upgrade?.connect && this.#connect !== 'route') {
+    if (bind.ir.tunnel && !upgrade?.connect) {
       this.#fail(
         ctx,
         new GwError(
           'GW_ERR_METHOD_NOT_ALLOWED',
-          'CONNECT is not allowed here (frontendPolicies.connect mode: route lets it through)',
-          // RFC 9110 §15.5.6: what the target does take
-          { headers: { allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' } },
+          'this port takes CONNECT tunnels only (tunnelProtocol: connect)',
+          { headers: { allow: 'CONNECT' } },
         ),
       );
       return;
+    }
+    if (upgrade?.connect) {
+      const mode = bind.ir.tunnel ? 'tunnel' : this.#connect;
+      if (mode === 'tunnel' && !peer.tunnelled) {
+        this.#tunnel(ctx, upgrade, peer);
+        return;
+      }
+      if (mode !== 'route') {
+        this.#fail(
+          ctx,
+          new GwError(
+            'GW_ERR_METHOD_NOT_ALLOWED',
+            mode === 'tunnel'
+              ? 'a CONNECT inside a CONNECT tunnel is not tunnelled again'
+              : 'CONNECT is not allowed here (frontendPolicies.connect mode: route or tunnel lets it through)',
+            // RFC 9110 §15.5.6: what the target does take
+            { headers: { allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' } },
+          ),
+        );
+        return;
+      }
     }
 
     const listener = selectListener(bind, ctx.host);
@@ -659,6 +689,41 @@ export class DataPlane {
       const o = source.attach(ctx);
       if (o) ctx.observe(o);
     }
+  }
+
+  /**
+   * frontendPolicies.connect mode tunnel (or a tunnelProtocol connect bind): the CONNECT gets a 200
+   * and its bytes go on as a new connection to the bind on the port it names (connect-tunnel.ts),
+   * from the same client. No route runs for the CONNECT itself; the request is over once the tunnel
+   * is handed over.
+   */
+  #tunnel(ctx: RequestContext, upgrade: UpgradeState, peer: Peer): void {
+    const { req } = ctx;
+    const authority = 'stream' in req ? (req.headers[':authority'] ?? '') : (req.url ?? '');
+    const found = tunnelTarget(authority, this.#servers.values());
+    if (found instanceof GwError) {
+      this.#fail(ctx, found);
+      return;
+    }
+    const { target } = found;
+    ctx.obs?.event(ctx, 'tunnel', {
+      message: `CONNECT tunnel into bind ${target.key} (port ${target.port})`,
+      bind: target.key,
+    });
+    const stream = upgrade.stream;
+    if (stream) {
+      (ctx.res as Http2ServerResponse).writeHead(200);
+      upgrade.joined?.();
+      target.adopt(new TunnelSocket(stream, upgrade.head, peer, found));
+      return;
+    }
+    const socket = upgrade.socket as Socket;
+    upgrade.handover = () => target.adopt(new TunnelSocket(socket, upgrade.head, peer, found));
+    const res = ctx.res as ServerResponse;
+    // RFC 9110 §9.3.6: a 2xx to CONNECT carries neither length nor chunks
+    res.removeHeader('content-length');
+    res.writeHead(200);
+    res.end();
   }
 
   #respond(ctx: RequestContext): void {

@@ -16,6 +16,8 @@ export interface ProxyProtocolIR {
 export interface Peer {
   address: string;
   port: number;
+  /** The connection is the inside of a CONNECT tunnel this client opened (connect-tunnel.ts). */
+  tunnelled?: true;
 }
 
 const V2_SIGNATURE = Buffer.from('0d0a0d0a000d0a515549540a', 'hex');
@@ -168,6 +170,14 @@ export const PROXY_HEADER_TIMEOUT_MS = 10_000;
 /** Connections whose PROXY header named a client: the raw socket, and so a TLS socket's parent. */
 const proxied = new WeakMap<object, Peer>();
 
+/**
+ * Marks `s` as the inside of a CONNECT tunnel from `peer`: its client is known, so the bind it enters
+ * reads no PROXY header from it, and a CONNECT on it is not tunnelled again (Peer.tunnelled).
+ */
+export function tunnelPeer(s: object, peer: Peer): void {
+  proxied.set(s, { address: peer.address, port: peer.port, tunnelled: true });
+}
+
 /** Who is on the other end of a connection: the client its PROXY header named, else its own peer. */
 export function clientOf(s: { remoteAddress?: string | undefined; remotePort?: number | undefined }): Peer {
   const parent = (s as { _parent?: object | null })._parent;
@@ -225,7 +235,8 @@ export function gateConnections(
         () => socket.destroy(),
       );
     };
-    const pp = config();
+    // the inside of a CONNECT tunnel starts with the client's own bytes: its peer is known
+    const pp = proxied.get(socket)?.tunnelled ? undefined : config();
     if (!pp) return proceed(false);
     socket.on('error', () => socket.destroy());
     readProxyHeader(

@@ -6,6 +6,7 @@
 // tls): the gateway completes the handshake (certificate by SNI) and proxies the plaintext.
 import net, { type Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
+import type { Duplex } from 'node:stream';
 import tls, { type TLSSocket } from 'node:tls';
 import { getExtensionData, readTlsClientHello } from 'read-tls-client-hello';
 import { normalizeAddress } from '../pipeline/context.ts';
@@ -140,6 +141,11 @@ export class TcpBindServer {
       false,
       holdFor(this.#admitted, opts.connectionCheck),
     );
+  }
+
+  /** A connection that reached this bind through a CONNECT tunnel (connect-tunnel.ts). */
+  adopt(socket: Duplex): void {
+    this.#outer.emit('connection', socket);
   }
 
   /** #accept once per socket (the gate's hold may have run it already). */

@@ -35,6 +35,11 @@ export interface UpgradeState {
    * handshake, the client a 200 once it is open, and the two are joined.
    */
   connect?: true;
+  /**
+   * A CONNECT tunnel into one of the gateway's own binds (server/connect-tunnel.ts): hands the client's
+   * connection over once the 200 is written.
+   */
+  handover?: () => void;
   /** The backend's connection once it answered 101, and what it sent after its response head. */
   upstream?: { socket: Socket; head: Buffer };
   /** The client socket's byte counters when the two sockets were joined (for the access log). */

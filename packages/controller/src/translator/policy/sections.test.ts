@@ -1835,9 +1835,7 @@ describe('inMemoryLookup', () => {
 });
 
 describe("agentgateway's field names (issue 16): translated, or refused by name", () => {
-  const notBuilt = (f: string) => `${f} is not supported by this build of gw yet`;
-
-  test('frontend: HTTP/2 sizes (numbers and quantities) and maxConnectionDuration become the standalone numbers; metrics labels; http1HeaderCase; connect Tunnel is named', () => {
+  test('frontend: HTTP/2 sizes (numbers and quantities) and maxConnectionDuration become the standalone numbers; metrics labels; http1HeaderCase; connect Tunnel', () => {
     const r = frontendPolicy(
       frontendSpec({
         http: {
@@ -1867,10 +1865,11 @@ describe("agentgateway's field names (issue 16): translated, or refused by name"
       metrics: { fields: { add: { tenant: 'request.path' } } },
       // the CRD's defaults: V2, Strict
       proxyProtocol: { version: 'v2', mode: 'strict' },
+      connect: { mode: 'tunnel' },
     });
     assert.ok(FrontendPolicies.safeParse(r.policies).success);
     assert.deepEqual(r.invalid, []);
-    assert.deepEqual(r.problems, [notBuilt('frontend.connect.mode Tunnel')]);
+    assert.deepEqual(r.problems, []);
     for (const [mode, want] of [
       ['Route', 'route'],
       ['Deny', 'deny'],

@@ -1,0 +1,157 @@
+// frontendPolicies.connect mode tunnel (and a bind's tunnelProtocol connect): a CONNECT answered 200
+// is not joined to a backend; its bytes become a new connection to the gateway's own bind on the
+// port it asked for, as if accepted there (that bind's TLS, listeners, routes and connection policies
+// serve it), from the client that sent the CONNECT. What does that is here: the bind a CONNECT goes
+// to, and the socket the bind is handed.
+import { isIP } from 'node:net';
+import { Duplex } from 'node:stream';
+import { splitHostPort } from '@gw/api/runtime';
+import { GwError } from '../errors.ts';
+import { type Peer, tunnelPeer } from './proxy-protocol.ts';
+
+/** How long an HTTP/2 tunnel the gateway has ended waits for the client to end its side. */
+const HALF_CLOSED_MS = 5_000;
+
+/** What a bind takes a tunnelled connection with (BindServer, TcpBindServer). */
+export interface TunnelTarget {
+  readonly key: string;
+  readonly port: number;
+  readonly current: { ir: { address: string } };
+  readonly retired: boolean;
+  adopt(socket: Duplex): void;
+}
+
+/** Addresses a bind listens on all interfaces with: the ones a tunnel reaches by port alone. */
+const ANY = new Set(['::', '0.0.0.0', '']);
+
+/**
+ * The bind a CONNECT to `authority` (host:port) goes into: the live one at that port listening on the
+ * address the host names (an IP address), else the one listening on all addresses there; a name is
+ * not looked up (the gateway is where the bytes go). A 400 without a port, a 404 without such a bind.
+ */
+export function tunnelTarget<T extends TunnelTarget>(
+  authority: string,
+  binds: Iterable<T>,
+): { target: T; host: string; port: number } | GwError {
+  const { host, port } = splitHostPort(authority);
+  if (host === '' || !Number.isInteger(port) || port < 1 || port > 65_535)
+    return new GwError(
+      'GW_ERR_BAD_REQUEST',
+      `a CONNECT tunnel names host:port (got ${JSON.stringify(authority.slice(0, 100))})`,
+    );
+  const named = host.toLowerCase();
+  let any: T | undefined;
+  for (const b of binds) {
+    if (b.retired || b.port !== port) continue;
+    const address = b.current.ir.address.toLowerCase();
+    if (address === named) return { target: b, host, port };
+    if (ANY.has(address)) any ??= b;
+  }
+  if (any) return { target: any, host, port };
+  return new GwError(
+    'GW_ERR_NO_LISTENER',
+    `no bind of this gateway listens on port ${port} (on all addresses or on ${host}) to take the tunnel`,
+  );
+}
+
+/** The part of a socket (or HTTP/2 stream) a tunnel carries that its wrapper passes on. */
+type Carrier = Duplex & {
+  setTimeout(ms: number, cb?: () => void): unknown;
+  setKeepAlive?: (...args: never[]) => unknown;
+  setNoDelay?: (...args: never[]) => unknown;
+  localAddress?: string | undefined;
+  localPort?: number | undefined;
+};
+
+/**
+ * The client's side of a tunnel as the bind it enters sees a connection: its bytes (those the client
+ * sent after the CONNECT's head first), the client's address as the peer, and as the address it
+ * reached, the CONNECT's host when that is an IP address (else the address the CONNECT came to) at
+ * the port it asked for. No PROXY header is read from it (proxy-protocol.ts tunnelPeer).
+ */
+export class TunnelSocket extends Duplex {
+  readonly remoteAddress: string;
+  readonly remotePort: number;
+  readonly remoteFamily: string;
+  readonly localAddress: string;
+  readonly localPort: number;
+  readonly encrypted = false;
+  bytesRead = 0;
+  bytesWritten = 0;
+  readonly #inner: Carrier;
+
+  constructor(inner: Carrier, head: Buffer, peer: Peer, dest: { host: string; port: number }) {
+    super({ allowHalfOpen: true });
+    this.#inner = inner;
+    this.remoteAddress = peer.address;
+    this.remotePort = peer.port;
+    this.remoteFamily = isIP(peer.address) === 6 ? 'IPv6' : 'IPv4';
+    this.localAddress = isIP(dest.host) ? dest.host : (inner.localAddress ?? '');
+    this.localPort = dest.port;
+    tunnelPeer(this, peer);
+    if (head.length > 0) this.#take(head);
+    inner.on('data', (c: Buffer) => {
+      if (!this.destroyed && !this.#take(c)) inner.pause();
+    });
+    inner.on('end', () => this.push(null));
+    inner.on('error', (e) => this.destroy(e));
+    inner.on('close', () => this.destroy());
+    inner.on('timeout', () => this.emit('timeout'));
+    // a timeout of the server it came through no longer applies
+    inner.setTimeout(0);
+    inner.pause();
+  }
+
+  #take(c: Buffer): boolean {
+    this.bytesRead += c.length;
+    return this.push(c);
+  }
+
+  override _read(): void {
+    this.#inner.resume();
+  }
+
+  override _write(chunk: Buffer, enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    this.bytesWritten += chunk.length;
+    this.#inner.write(chunk, enc, cb);
+  }
+
+  override _final(cb: (err?: Error | null) => void): void {
+    this.#inner.end(cb);
+  }
+
+  override _destroy(err: Error | null, cb: (err?: Error | null) => void): void {
+    const inner = this.#inner;
+    if (err === null && 'session' in inner && inner.writableFinished && !inner.destroyed) {
+      // An HTTP/2 stream whose END_STREAM is sent: a RST_STREAM now could reach the client before it
+      // has read that end. It closes once the client ends its side, or after a grace period.
+      inner.resume();
+      const cut = setTimeout(() => inner.destroy(), HALF_CLOSED_MS);
+      cut.unref();
+      inner.once('close', () => clearTimeout(cut));
+    } else inner.destroy(err ?? undefined);
+    cb(err);
+  }
+
+  /** A socket's idle timeout: the carrier's, as every byte passes through both. */
+  setTimeout(ms: number, cb?: () => void): this {
+    this.#inner.setTimeout(ms);
+    if (cb) this.once('timeout', cb);
+    return this;
+  }
+
+  setKeepAlive(...args: unknown[]): this {
+    (this.#inner.setKeepAlive as ((...a: unknown[]) => unknown) | undefined)?.apply(this.#inner, args);
+    return this;
+  }
+
+  setNoDelay(...args: unknown[]): this {
+    (this.#inner.setNoDelay as ((...a: unknown[]) => unknown) | undefined)?.apply(this.#inner, args);
+    return this;
+  }
+
+  /** node's http server ends a connection this way when it has one. */
+  destroySoon(): void {
+    this.end(() => this.destroy());
+  }
+}
