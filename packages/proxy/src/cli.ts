@@ -275,7 +275,7 @@ export async function main(argv: string[]): Promise<number> {
             workers: supervisor.workers.length,
             ...(supervisor.inProcess ? { dataPlane: 'main thread' } : {}),
             listeners: (supervisor.ir?.binds ?? [])
-              .map((b) => hostPort(b.address, supervisor.ports[b.key] ?? b.port))
+              .map((b) => (b.internal ? b.key : hostPort(b.address, supervisor.ports[b.key] ?? b.port)))
               .join(' '),
             admin: admin.address ?? 'off',
             stats: stats.address ?? 'off',

@@ -2022,15 +2022,16 @@ export const Listener = strict({
 });
 
 export const Bind = strict({
-  port: Port.nullable()
-    .optional()
-    .meta({ description: 'required in this build (agentgateway leaves it out for an internal bind)' }),
+  port: Port.nullable().optional().meta({
+    description:
+      'the port listened on; an internal bind without one takes CONNECT tunnels to any port no other bind takes',
+  }),
   address: z.string().min(1).optional().meta({ description: 'gw extension: address to bind (default all)' }),
   listeners: z.array(Listener),
-  mode: z
-    .union([z.literal('standard'), NotYetValues(['internal'], 'the internal bind mode')])
-    .optional()
-    .meta({ description: 'standard (the default): the bind listens on its port' }),
+  mode: z.enum(['standard', 'internal']).optional().meta({
+    description:
+      'standard (the default): the bind listens on its port; internal: it opens no socket and is reached only through CONNECT tunnels (frontendPolicies.connect mode tunnel, tunnelProtocol connect) to its port, or, without a port, to any port no other bind takes',
+  }),
   tunnelProtocol: z
     .union([
       z.enum(['direct', 'connect']),
@@ -2042,11 +2043,11 @@ export const Bind = strict({
         'direct (the default): clients connect to the port itself; connect: the port takes HTTP CONNECT tunnels only (other requests get 405), each a new connection to the bind on its port, as frontendPolicies.connect mode tunnel does',
     }),
 }).superRefine((b, ctx) => {
-  if (b.port === undefined || b.port === null)
+  if ((b.port === undefined || b.port === null) && b.mode !== 'internal')
     ctx.addIssue({
       code: 'custom',
       path: ['port'],
-      message: `port is required (${notYetMessage('a bind without a port')})`,
+      message: 'port is required (only an internal bind goes without one)',
     });
 });
 

@@ -234,6 +234,11 @@ export interface BindIR {
   listeners: ListenerIR[];
   /** tunnelProtocol connect: the port takes CONNECT tunnels only, into the bind on each one's port. */
   tunnel?: true;
+  /**
+   * mode internal: no socket; reached only through CONNECT tunnels to `port` (0: to any port no
+   * other bind takes).
+   */
+  internal?: true;
 }
 
 /** HTTP and HTTPS listeners serve `routes`; TCP and TLS listeners proxy connections by `tcpRoutes`. */

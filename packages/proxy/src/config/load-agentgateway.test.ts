@@ -215,7 +215,7 @@ describe('listeners, binds and targets', () => {
     );
   });
 
-  test('HBONE listeners and binds without a port are refused by name', () => {
+  test('HBONE listeners are refused by name; a bind without a port must be internal', () => {
     const [hbone] = issues('binds:\n- port: 9000\n  listeners:\n  - protocol: HBONE\n');
     assert.match(
       hbone as string,
@@ -224,7 +224,7 @@ describe('listeners, binds and targets', () => {
     const [port] = issues('binds:\n- listeners:\n  - routes: [{backends: [{host: 127.0.0.1:9}]}]\n');
     assert.match(
       port as string,
-      /binds\[0\]\.port: port is required \(a bind without a port is not supported/,
+      /binds\[0\]\.port: port is required \(only an internal bind goes without one\)/,
     );
   });
 
@@ -496,10 +496,27 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
   });
 
   test('binds, listeners and their tls', () => {
-    refused(
-      `binds:\n- port: 8080\n  mode: internal\n  listeners: []\n`,
-      'binds[0].mode',
-      'the internal bind mode',
+    // internal binds and tunnelProtocol connect (server/connect-tunnel.test.ts runs them)
+    const tunnels = load(
+      'binds:\n- port: 3128\n  tunnelProtocol: connect\n  listeners: [{}]\n- port: 443\n  mode: internal\n  listeners: [{}]\n- mode: internal\n  listeners: [{}]\n',
+    );
+    assert.deepEqual(
+      tunnels.binds.map((b) => [b.key, b.port, b.tunnel, b.internal, b.listeners[0]?.gateway]),
+      [
+        [':::3128', 3128, true, undefined, 'bind/3128'],
+        ['internal:443', 443, undefined, true, 'bind/443'],
+        ['internal:*', 0, undefined, true, 'bind/internal'],
+      ],
+    );
+    assert.match(
+      issues('binds:\n- port: 443\n  mode: internal\n  address: 127.0.0.1\n  listeners: [{}]\n').join('\n'),
+      /binds\[0\]\.address: an internal bind listens on no address/,
+    );
+    assert.match(
+      issues(
+        'binds:\n- port: 3128\n  tunnelProtocol: connect\n  listeners: [{protocol: TCP, tcpRoutes: []}]\n',
+      ).join('\n'),
+      /binds\[0\]\.listeners\[0\]\.protocol: tunnelProtocol connect takes HTTP or HTTPS listeners/,
     );
     refused(
       `binds:\n- port: 8080\n  tunnelProtocol: proxy\n  listeners: []\n`,

@@ -710,12 +710,30 @@ class Builder {
   binds(): BindIR[] {
     const byKey = new Map<string, BindIR>();
     let zeroPorts = 0;
-    const add = (path: FieldPath, address: string, port: number, l: ListenerIR): BindIR | undefined => {
-      // Port 0 asks the OS for a free port, separately for every listener that says so.
-      const key = port === 0 ? `${address}:0#${zeroPorts++}` : `${address}:${port}`;
+    const add = (
+      path: FieldPath,
+      address: string,
+      port: number,
+      l: ListenerIR,
+      internal = false,
+    ): BindIR | undefined => {
+      // Port 0 asks the OS for a free port, separately for every listener that says so; an internal
+      // bind has no socket, and without a port takes tunnels to any port.
+      const key = internal
+        ? `internal:${port || '*'}`
+        : port === 0
+          ? `${address}:0#${zeroPorts++}`
+          : `${address}:${port}`;
       let b = byKey.get(key);
       if (!b) {
-        b = { key, address, port, protocol: l.protocol, listeners: [] };
+        b = {
+          key,
+          address,
+          port,
+          protocol: l.protocol,
+          listeners: [],
+          ...(internal ? { internal: true as const } : {}),
+        };
         byKey.set(key, b);
       } else if (b.protocol !== l.protocol) {
         const http = [b.protocol, l.protocol].every((p) => p === 'HTTP' || p === 'HTTPS');
@@ -763,7 +781,7 @@ class Builder {
     (this.cfg.binds ?? []).forEach((bind, bi) => {
       bind.listeners.forEach((l, li) => {
         const path = ['binds', bi, 'listeners', li];
-        const { gateway, name } = bindListenerName(bind.port as number, l, li);
+        const { gateway, name } = bindListenerName(bind.port, l, li);
         const protocol = l.protocol ?? (l.tls ? 'HTTPS' : 'HTTP');
         const tls = this.serverTls([...path, 'tls'], protocol, l.tls);
         this.report(checkListenerRouteKind(protocol, l, path));
@@ -794,7 +812,10 @@ class Builder {
             this.tcpRoute([...path, 'tcpRoutes', ri], `${gateway}/${name}`, protocol, r),
           );
         if (l.hostname) ir.hostname = l.hostname.toLowerCase();
-        const b = add(path, bind.address ?? '::', bind.port as number, ir);
+        const internal = bind.mode === 'internal';
+        if (internal && bind.address !== undefined)
+          this.fail(['binds', bi, 'address'], 'an internal bind listens on no address');
+        const b = add(path, internal ? '::' : (bind.address ?? '::'), bind.port ?? 0, ir, internal);
         if (b && bind.tunnelProtocol === 'connect') {
           if (protocol === 'TCP' || protocol === 'TLS')
             this.fail(
@@ -1711,7 +1732,7 @@ class Builder {
     const keys: string[] = [];
     for (const bind of this.cfg.binds ?? [])
       bind.listeners.forEach((l, li) => {
-        const n = bindListenerName(bind.port as number, l, li);
+        const n = bindListenerName(bind.port, l, li);
         if (bind.port === port && n.gateway === gateway) keys.push(`${gateway}/${n.name}`);
       });
     const gw = this.cfg.gateways?.[gateway];
@@ -4174,11 +4195,12 @@ const TAKES_COLLECTOR: Takes = {
 
 /** A bind listener's gateway (its gatewayName, else bind/<port>) and name (else listener<index>). */
 function bindListenerName(
-  port: number,
+  port: number | null | undefined,
   l: { gatewayName?: string | undefined; name?: string | undefined },
   li: number,
 ): { gateway: string; name: string } {
-  return { gateway: l.gatewayName ?? `bind/${port}`, name: l.name ?? `listener${li}` };
+  // an internal bind without a port: bind/internal
+  return { gateway: l.gatewayName ?? `bind/${port ?? 'internal'}`, name: l.name ?? `listener${li}` };
 }
 
 /** A listener of `gateways.<name>`: its name, else listener<index>, or `default` for the gateway's own. */

@@ -383,6 +383,11 @@ export class BindServer {
     return this.#port;
   }
 
+  /** An internal bind (mode internal): no socket; `port` (0: any) is what tunnels reach it by. */
+  internal(port: number): void {
+    this.#port = port;
+  }
+
   /**
    * A connection that reached this bind through a CONNECT tunnel (connect-tunnel.ts): served as one
    * accepted on the port, admission and connection checks included.

@@ -276,12 +276,53 @@ test('tunnelProtocol connect: the bind takes CONNECT tunnels only, without any f
   }
 });
 
+test('internal binds open no socket: one takes the tunnels to its port (HTTPS to api.test:443 here), one without a port every other', async () => {
+  const cert = pki.servers['api.test'] as { certFile: string; keyFile: string };
+  const proxy = await startProxy(`frontendPolicies:
+  connect: {mode: tunnel}
+binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - backends: [{host: "127.0.0.1:${web.port}"}]
+- port: 443
+  mode: internal
+  listeners:
+  - protocol: HTTPS
+    hostname: api.test
+    tls: {cert: ${JSON.stringify(cert.certFile)}, key: ${JSON.stringify(cert.keyFile)}}
+    routes:
+    - policies: {directResponse: {status: 200, body: "api.test:443 inside gw"}}
+- mode: internal
+  listeners:
+  - routes:
+    - policies: {directResponse: {status: 200, body: "caught by the internal bind without a port"}}
+`);
+  const dispatcher = new ProxyAgent({
+    uri: `http://127.0.0.1:${proxy.port()}`,
+    proxyTunnel: true,
+    requestTls: { ca: pki.ca },
+  });
+  try {
+    const api = await fetch('https://api.test/v1/models', { dispatcher });
+    assert.equal(api.status, 200);
+    assert.equal(await api.text(), 'api.test:443 inside gw');
+    const other = await fetch('http://anything.test:8080/', { dispatcher });
+    assert.equal(other.status, 200);
+    assert.equal(await other.text(), 'caught by the internal bind without a port');
+  } finally {
+    await dispatcher.close();
+    await proxy.close();
+  }
+});
+
 describe('tunnelTarget', () => {
-  const bind = (key: string, address: string, port: number, retired = false) => ({
+  const bind = (key: string, address: string, port: number, retired = false, internal = false) => ({
     key,
     port,
     retired,
-    current: { ir: { address } },
+    current: { ir: internal ? { address, internal: true as const } : { address } },
     adopt() {},
   });
   const binds = [
@@ -350,4 +391,27 @@ test("TunnelSocket: the client's bytes after the CONNECT's head first, the clien
   byIp.setEncoding('utf8');
   for await (const chunk of byIp) got += chunk;
   assert.equal(got, 'first then more');
+});
+
+test('tunnelTarget: an internal bind takes its port like one on all addresses; one without a port, what no other takes', () => {
+  const bind = (key: string, address: string, port: number, internal = false) => ({
+    key,
+    port,
+    retired: false,
+    current: { ir: internal ? { address, internal: true as const } : { address } },
+    adopt() {},
+  });
+  const binds = [
+    bind('rest', '::', 0, true),
+    bind('loopback', '127.0.0.1', 443),
+    bind('i443', '::', 443, true),
+  ];
+  const pick = (authority: string) => {
+    const r = tunnelTarget(authority, binds);
+    return r instanceof GwError ? r.status : r.target.key;
+  };
+  assert.equal(pick('127.0.0.1:443'), 'loopback');
+  assert.equal(pick('api.openai.com:443'), 'i443');
+  assert.equal(pick('api.openai.com:8443'), 'rest');
+  assert.equal(pick('api.openai.com'), 400);
 });

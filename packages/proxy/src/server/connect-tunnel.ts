@@ -16,7 +16,7 @@ const HALF_CLOSED_MS = 5_000;
 export interface TunnelTarget {
   readonly key: string;
   readonly port: number;
-  readonly current: { ir: { address: string } };
+  readonly current: { ir: { address: string; internal?: true } };
   readonly retired: boolean;
   adopt(socket: Duplex): void;
 }
@@ -26,8 +26,9 @@ const ANY = new Set(['::', '0.0.0.0', '']);
 
 /**
  * The bind a CONNECT to `authority` (host:port) goes into: the live one at that port listening on the
- * address the host names (an IP address), else the one listening on all addresses there; a name is
- * not looked up (the gateway is where the bytes go). A 400 without a port, a 404 without such a bind.
+ * address the host names (an IP address), else one listening on all addresses there or an internal
+ * one for that port, else an internal bind without a port; a name is not looked up (the gateway is
+ * where the bytes go). A 400 without a port, a 404 without such a bind.
  */
 export function tunnelTarget<T extends TunnelTarget>(
   authority: string,
@@ -41,13 +42,18 @@ export function tunnelTarget<T extends TunnelTarget>(
     );
   const named = host.toLowerCase();
   let any: T | undefined;
+  let fallback: T | undefined;
   for (const b of binds) {
-    if (b.retired || b.port !== port) continue;
-    const address = b.current.ir.address.toLowerCase();
-    if (address === named) return { target: b, host, port };
-    if (ANY.has(address)) any ??= b;
+    if (b.retired) continue;
+    const { internal, address } = b.current.ir;
+    if (internal && b.port === 0) fallback ??= b;
+    if (b.port !== port) continue;
+    if (internal) any ??= b;
+    else if (address.toLowerCase() === named) return { target: b, host, port };
+    else if (ANY.has(address)) any ??= b;
   }
-  if (any) return { target: any, host, port };
+  const target = any ?? fallback;
+  if (target) return { target, host, port };
   return new GwError(
     'GW_ERR_NO_LISTENER',
     `no bind of this gateway listens on port ${port} (on all addresses or on ${host}) to take the tunnel`,

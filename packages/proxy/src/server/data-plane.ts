@@ -9,7 +9,7 @@ import type { Writable } from 'node:stream';
 import type { TraceEvent } from '@gw/api';
 import type { Logger } from 'pino';
 import { compileCel, useCelFunctions } from '../cel/cel.ts';
-import type { AccessLogOtlpIR, CollectorConnectionIR, ProxyIR, TracingIR } from '../config/ir.ts';
+import type { AccessLogOtlpIR, BindIR, CollectorConnectionIR, ProxyIR, TracingIR } from '../config/ir.ts';
 import { errorFormatFor, errorResponse, GwError } from '../errors.ts';
 import { Lazy } from '../lazy.ts';
 import { setMcpLogger } from '../mcp/log.ts';
@@ -296,7 +296,7 @@ export class DataPlane {
             ...common,
             onEnd: (s) => this.#tcpEnd(s),
           });
-          await server.listen(bind.ir.address, ports[key] ?? bind.ir.port, this.#opts.reusePort ?? false);
+          await this.#open(server, bind.ir, ports[key]);
           created.push(server);
           continue;
         }
@@ -306,7 +306,7 @@ export class DataPlane {
           onRequest: (bs, req, res) => this.#handle(bs, req, res),
           onUpgrade: (bs, req, socket, head) => this.#upgrade(bs, req, socket, head),
         });
-        await server.listen(bind.ir.address, ports[key] ?? bind.ir.port, this.#opts.reusePort ?? false);
+        await this.#open(server, bind.ir, ports[key]);
         created.push(server);
       }
     } catch (err) {
@@ -689,6 +689,12 @@ export class DataPlane {
       const o = source.attach(ctx);
       if (o) ctx.observe(o);
     }
+  }
+
+  /** A new bind's socket; an internal bind has none (it takes CONNECT tunnels only). */
+  async #open(server: BindServer | TcpBindServer, ir: BindIR, port: number | undefined): Promise<void> {
+    if (ir.internal) server.internal(ir.port);
+    else await server.listen(ir.address, port ?? ir.port, this.#opts.reusePort ?? false);
   }
 
   /**

@@ -374,6 +374,11 @@ export class TcpBindServer {
     return this.#port;
   }
 
+  /** An internal bind (mode internal): no socket; `port` (0: any) is what tunnels reach it by. */
+  internal(port: number): void {
+    this.#port = port;
+  }
+
   get idleTimeoutMs(): number {
     return this.#settings.idleTimeoutMs;
   }
