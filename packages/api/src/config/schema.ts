@@ -2196,7 +2196,7 @@ const FRONTEND_NOT_BUILT = {
 const ConnectPolicy = strict({
   mode: z.enum(['deny', 'route', 'tunnel']).meta({
     description:
-      "deny (the default without this policy): 405; route: the CONNECT is routed by its authority like any request, its route policies run, and its backend gets a TCP connection (host or unix backends: their address; dynamic: the authority asked for) that the client's bytes flow over after a 200; other kinds refuse it; tunnel: a 200, then the client's bytes are a new connection to the gateway's own bind on the authority's port (one listening on all addresses), whose listeners and routes serve it (no such bind: 404; no port: 400; a CONNECT inside the tunnel: 405); other requests are served as usual",
+      "deny (the default without this policy): 405; route: the CONNECT is routed by its authority like any request, its route policies run, and its backend gets a TCP connection (host or unix backends: their address; dynamic: the authority asked for) that the client's bytes flow over after a 200; other kinds refuse it; tunnel: a 200, then the client's bytes are a new connection to the gateway's own bind on the authority's port (one listening on all addresses, else an internal bind for that port, else an internal bind without a port), whose listeners and routes serve it (no such bind: 404; no port: 400; a CONNECT inside the tunnel: 405); other requests are served as usual",
   }),
 }).meta({ description: 'how HTTP CONNECT requests (HTTP/1.1, and HTTP/2 without :protocol) are handled' });
 /** The PROXY protocol header downstream connections start with (an L4 load balancer in front). */

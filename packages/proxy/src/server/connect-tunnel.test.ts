@@ -9,6 +9,7 @@ import http2 from 'node:http2';
 import net, { type AddressInfo } from 'node:net';
 import { Duplex, PassThrough } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
+import tls from 'node:tls';
 import { makeTestPki, startUpstream, type TestPki, type TestServer } from '@gw/testkit';
 import { eventuallyFound } from '@gw/testkit/eventually';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
@@ -57,12 +58,25 @@ after(async () => {
 
 describe('frontendPolicies.connect mode tunnel', () => {
   let proxy: TestProxy;
-  /** The ports of the binds, by what they serve. */
+  /** The entry bind's port; the others are internal binds: no socket, these ports are what tunnels name. */
   let entry: number;
-  let plain: number;
-  let secure: number;
-  let tcp: number;
+  const plain = 18081;
+  const secure = 18443;
+  const tcp = 15432;
+  const halfClosed = 15433;
+  let late: net.Server;
   before(async () => {
+    // answers once the client has ended its side
+    late = net.createServer((s) => {
+      let got = '';
+      s.on('data', (d) => {
+        got += String(d);
+      });
+      s.on('end', () => s.end(`reply-after-end:${got}`));
+      s.on('error', () => s.destroy());
+    });
+    late.listen(0, '127.0.0.1');
+    await once(late, 'listening');
     const cert = pki.servers['api.test'] as { certFile: string; keyFile: string };
     proxy = await startProxy(`frontendPolicies:
   connect: {mode: tunnel}
@@ -72,31 +86,40 @@ binds:
   listeners:
   - routes:
     - policies: {directResponse: {status: 200, body: "entry served directly"}}
-- port: 0
-  address: 127.0.0.1
+- port: ${plain}
+  mode: internal
   listeners:
   - routes:
     - name: inner
       backends: [{host: "127.0.0.1:${web.port}"}]
       policies:
-        requestHeaderModifier: {set: {x-came-through: "bind 1"}}
-- port: 0
-  address: 127.0.0.1
+        requestHeaderModifier: {set: {x-came-through: "bind ${plain}"}}
+- port: ${secure}
+  mode: internal
   listeners:
   - protocol: HTTPS
     tls: {cert: ${JSON.stringify(cert.certFile)}, key: ${JSON.stringify(cert.keyFile)}}
     routes:
     - policies: {directResponse: {status: 200, body: "terminated by gw for api.test"}}
-- port: 0
-  address: 127.0.0.1
+- port: ${tcp}
+  mode: internal
   listeners:
   - protocol: TCP
     tcpRoutes:
     - backends: [{host: "127.0.0.1:${echo.port}"}]
+- port: ${halfClosed}
+  mode: internal
+  listeners:
+  - protocol: TCP
+    tcpRoutes:
+    - backends: [{host: "127.0.0.1:${(late.address() as AddressInfo).port}"}]
 `);
-    [entry, plain, secure, tcp] = [0, 1, 2, 3].map((n) => proxy.port(n)) as [number, number, number, number];
+    entry = proxy.port(0);
   });
-  after(() => proxy.close());
+  after(async () => {
+    await proxy.close();
+    late.close();
+  });
 
   test("undici's ProxyAgent: a plain request through the tunnel is served by the bind on the port it asked for", async () => {
     const dispatcher = new ProxyAgent({ uri: `http://127.0.0.1:${entry}`, proxyTunnel: true });
@@ -105,7 +128,7 @@ binds:
       assert.equal(res.status, 200);
       const seen = (await res.json()) as { url: string; headers: Record<string, string> };
       assert.equal(seen.url, '/through?x=1');
-      assert.equal(seen.headers['x-came-through'], 'bind 1', "bind 1's route policies ran");
+      assert.equal(seen.headers['x-came-through'], `bind ${plain}`, "the target bind's route policies ran");
     } finally {
       await dispatcher.close();
     }
@@ -114,6 +137,7 @@ binds:
       proxy.accessLog.find((l) => l['http.method'] === 'CONNECT' && l['http.status'] === 200),
     );
     assert.equal(connect.route, undefined, 'no route runs for the CONNECT');
+    assert.equal(connect['upgrade.bytesReceived'], undefined, 'its bytes are counted inside, not on it');
     const inner = await eventuallyFound('the request inside logged', () =>
       proxy.accessLog.find((l) => l['http.path'] === '/through?x=1'),
     );
@@ -121,18 +145,55 @@ binds:
     assert.equal(inner['http.status'], 200);
   });
 
-  test("HTTPS through the tunnel: the target bind's own certificate and SNI listener terminate it", async () => {
+  test("HTTPS through the tunnel: the target bind's own certificate terminates it; the client's address is kept and a CONNECT inside is refused", async () => {
     const dispatcher = new ProxyAgent({
       uri: `http://127.0.0.1:${entry}`,
       requestTls: { ca: pki.ca, servername: 'api.test' },
     });
     try {
-      const res = await fetch(`https://127.0.0.1:${secure}/`, { dispatcher });
+      const res = await fetch(`https://127.0.0.1:${secure}/over-tls`, { dispatcher });
       assert.equal(res.status, 200);
       assert.equal(await res.text(), 'terminated by gw for api.test');
     } finally {
       await dispatcher.close();
     }
+    const line = await eventuallyFound('the request over TLS logged', () =>
+      proxy.accessLog.find((l) => l['http.path'] === '/over-tls'),
+    );
+    assert.match(String(line['src.addr']), /^127\.0\.0\.1:[1-9]\d*$/);
+
+    // TLS inside the tunnel, then a CONNECT inside that
+    const s = net.connect(entry, '127.0.0.1');
+    await once(s, 'connect');
+    s.write(head([`CONNECT 127.0.0.1:${secure} HTTP/1.1`, `Host: 127.0.0.1:${secure}`]));
+    const [answer] = (await once(s, 'data')) as [Buffer];
+    assert.match(String(answer), /^HTTP\/1\.1 200 OK\r\n/);
+    const inner = tls.connect({ socket: s, servername: 'api.test', ca: pki.ca });
+    await once(inner, 'secureConnect');
+    inner.write(head([`CONNECT 127.0.0.1:${plain} HTTP/1.1`, `Host: 127.0.0.1:${plain}`]));
+    let got = '';
+    inner.setEncoding('utf8');
+    for await (const chunk of inner) {
+      got += chunk;
+      if (/\r\n\r\n[\s\S]*\n/.test(got)) break;
+    }
+    inner.destroy();
+    assert.match(got, /^HTTP\/1\.1 405 /);
+    assert.match(got, /not tunnelled again/);
+  });
+
+  test("the client's FIN ends its direction only: an answer sent after it still comes back", async () => {
+    const s = net.connect(entry, '127.0.0.1');
+    await once(s, 'connect');
+    s.write(head([`CONNECT 127.0.0.1:${halfClosed} HTTP/1.1`, `Host: 127.0.0.1:${halfClosed}`]));
+    s.setEncoding('utf8');
+    let got = '';
+    s.on('data', (d: string) => {
+      got += d;
+      if (got.endsWith('\r\n\r\n')) s.end('hello');
+    });
+    await once(s, 'close');
+    assert.match(got, /^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\nreply-after-end:hello$/);
   });
 
   test("a TCP listener's bind takes the tunnel's bytes, those sent with the CONNECT's head first", async () => {
@@ -176,7 +237,14 @@ binds:
       /\r\n\r\n[\s\S]*\}/,
     );
     assert.match(missing, /^HTTP\/1\.1 404 /);
-    assert.match(missing, new RegExp(`no bind of this gateway listens on port ${unused}`));
+    assert.match(missing, new RegExp(`no bind of this gateway takes tunnels to port ${unused}`));
+    // a bind on one address (the entry's, on loopback) is never a tunnel's
+    const loopbackOnly = await raw(
+      entry,
+      head([`CONNECT 127.0.0.1:${entry} HTTP/1.1`, `Host: 127.0.0.1:${entry}`]),
+      /\r\n\r\n[\s\S]*\n/,
+    );
+    assert.match(loopbackOnly, /^HTTP\/1\.1 404 /);
     const portless = await raw(
       entry,
       head(['CONNECT example.test HTTP/1.1', 'Host: example.test']),
@@ -191,8 +259,8 @@ binds:
     await once(s, 'connect');
     s.setEncoding('utf8');
     let got = '';
-    s.write(head([`CONNECT 127.0.0.1:${entry} HTTP/1.1`, `Host: 127.0.0.1:${entry}`]));
     s.write(head([`CONNECT 127.0.0.1:${plain} HTTP/1.1`, `Host: 127.0.0.1:${plain}`]));
+    s.write(head([`CONNECT 127.0.0.1:${tcp} HTTP/1.1`, `Host: 127.0.0.1:${tcp}`]));
     for await (const chunk of s) {
       got += chunk;
       if (/405[\s\S]*\r\n\r\n[\s\S]*\}/.test(got)) break;
@@ -216,6 +284,9 @@ test("the inside of a tunnel reads no PROXY header: its client is the one the ou
 binds:
 - port: 0
   address: 127.0.0.1
+  listeners: [{}]
+- port: 18090
+  mode: internal
   listeners:
   - routes:
     - backends: [{host: "127.0.0.1:${web.port}"}]
@@ -224,7 +295,7 @@ binds:
     const port = proxy.port();
     const got = await raw(
       port,
-      `PROXY TCP4 203.0.113.7 127.0.0.1 40000 ${port}\r\n${head([`CONNECT 127.0.0.1:${port} HTTP/1.1`, `Host: 127.0.0.1:${port}`])}${head(['GET /inside HTTP/1.1', `Host: 127.0.0.1:${port}`, 'Connection: close'])}`,
+      `PROXY TCP4 203.0.113.7 127.0.0.1 40000 ${port}\r\n${head(['CONNECT 127.0.0.1:18090 HTTP/1.1', 'Host: 127.0.0.1:18090'])}${head(['GET /inside HTTP/1.1', 'Host: 127.0.0.1:18090', 'Connection: close'])}`,
       /"url":"\/inside"/,
     );
     assert.match(got, /^HTTP\/1\.1 200 OK\r\n(Date: .*\r\n)?\r\nHTTP\/1\.1 200 OK/);
@@ -250,6 +321,11 @@ test('tunnelProtocol connect: the bind takes CONNECT tunnels only, without any f
   listeners:
   - routes:
     - backends: [{host: "127.0.0.1:${web.port}"}]
+- port: 18091
+  mode: internal
+  listeners:
+  - routes:
+    - backends: [{host: "127.0.0.1:${web.port}"}]
 `);
   try {
     const get = await fetch(`http://127.0.0.1:${proxy.port(0)}/`);
@@ -258,7 +334,7 @@ test('tunnelProtocol connect: the bind takes CONNECT tunnels only, without any f
     assert.match(await get.text(), /CONNECT tunnels only \(tunnelProtocol: connect\)/);
     const dispatcher = new ProxyAgent({ uri: `http://127.0.0.1:${proxy.port(0)}`, proxyTunnel: true });
     try {
-      const res = await fetch(`http://127.0.0.1:${proxy.port(1)}/via-tunnel-bind`, { dispatcher });
+      const res = await fetch('http://127.0.0.1:18091/via-tunnel-bind', { dispatcher });
       assert.equal(res.status, 200);
       assert.equal(((await res.json()) as { url: string }).url, '/via-tunnel-bind');
     } finally {
@@ -326,41 +402,45 @@ describe('tunnelTarget', () => {
     adopt() {},
   });
   const binds = [
-    bind('any', '::', 8443),
     bind('loopback', '127.0.0.1', 8443),
+    bind('any', '::', 8443),
     bind('old', '::', 9000, true),
     bind('v6', '::1', 7000),
+    bind('i8443', '::', 8443, false, true),
+    bind('i443', '::', 443, false, true),
   ];
+  const pick = (list: ReturnType<typeof bind>[], authority: string) => {
+    const r = tunnelTarget(authority, list);
+    return r instanceof GwError ? r.status : r.target.key;
+  };
 
-  test('the bind on the address an IP host names wins over the one on all addresses', () => {
-    const r = tunnelTarget('127.0.0.1:8443', binds);
+  test('the bind on all addresses at the port, whatever the host; then an internal bind for the port', () => {
+    assert.equal(pick(binds, '127.0.0.1:8443'), 'any');
+    assert.equal(pick(binds, 'api.openai.com:8443'), 'any');
+    assert.equal(pick(binds, 'api.openai.com:443'), 'i443');
+    const r = tunnelTarget('api.openai.com:443', binds);
     assert.ok(!(r instanceof GwError));
-    assert.equal(r.target.key, 'loopback');
-    const v6 = tunnelTarget('[::1]:7000', binds);
-    assert.ok(!(v6 instanceof GwError));
-    assert.equal(v6.target.key, 'v6');
+    assert.deepEqual([r.host, r.port], ['api.openai.com', 443]);
   });
 
-  test('a name is not looked up: the bind on all addresses at its port takes it', () => {
-    const r = tunnelTarget('api.openai.com:8443', binds);
-    assert.ok(!(r instanceof GwError));
-    assert.equal(r.target.key, 'any');
-    assert.equal(r.host, 'api.openai.com');
-  });
-
-  test('a retired bind, a bind on another address only, no port or a bad port: refused', () => {
+  test('a bind on one address only, a retired bind, no port or a bad port: refused', () => {
     for (const [authority, status] of [
+      ['[::1]:7000', 404],
       ['x.test:9000', 404],
-      ['x.test:7000', 404],
       ['x.test', 400],
       ['x.test:0', 400],
       ['x.test:70000', 400],
       [':443', 400],
-    ] as const) {
-      const r = tunnelTarget(authority, binds);
-      assert.ok(r instanceof GwError, authority);
-      assert.equal(r.status, status, authority);
-    }
+    ] as const)
+      assert.equal(pick(binds, authority), status, authority);
+    assert.equal(pick([bind('loopback', '127.0.0.1', 8443)], '127.0.0.1:8443'), 404);
+  });
+
+  test('an internal bind without a port takes what no other bind takes', () => {
+    const withRest = [...binds, bind('rest', '::', 0, false, true)];
+    assert.equal(pick(withRest, 'x.test:7000'), 'rest');
+    assert.equal(pick(withRest, 'x.test:8443'), 'any');
+    assert.equal(pick(withRest, 'x.test:443'), 'i443');
   });
 });
 
@@ -391,27 +471,4 @@ test("TunnelSocket: the client's bytes after the CONNECT's head first, the clien
   byIp.setEncoding('utf8');
   for await (const chunk of byIp) got += chunk;
   assert.equal(got, 'first then more');
-});
-
-test('tunnelTarget: an internal bind takes its port like one on all addresses; one without a port, what no other takes', () => {
-  const bind = (key: string, address: string, port: number, internal = false) => ({
-    key,
-    port,
-    retired: false,
-    current: { ir: internal ? { address, internal: true as const } : { address } },
-    adopt() {},
-  });
-  const binds = [
-    bind('rest', '::', 0, true),
-    bind('loopback', '127.0.0.1', 443),
-    bind('i443', '::', 443, true),
-  ];
-  const pick = (authority: string) => {
-    const r = tunnelTarget(authority, binds);
-    return r instanceof GwError ? r.status : r.target.key;
-  };
-  assert.equal(pick('127.0.0.1:443'), 'loopback');
-  assert.equal(pick('api.openai.com:443'), 'i443');
-  assert.equal(pick('api.openai.com:8443'), 'rest');
-  assert.equal(pick('api.openai.com'), 400);
 });

@@ -3,8 +3,8 @@
 // port it asked for, as if accepted there (that bind's TLS, listeners, routes and connection policies
 // serve it), from the client that sent the CONNECT. What does that is here: the bind a CONNECT goes
 // to, and the socket the bind is handed.
-import { isIP } from 'node:net';
-import { Duplex } from 'node:stream';
+import { isIP, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { splitHostPort } from '@gw/api/runtime';
 import { GwError } from '../errors.ts';
 import { type Peer, tunnelPeer } from './proxy-protocol.ts';
@@ -25,10 +25,11 @@ export interface TunnelTarget {
 const ANY = new Set(['::', '0.0.0.0', '']);
 
 /**
- * The bind a CONNECT to `authority` (host:port) goes into: the live one at that port listening on the
- * address the host names (an IP address), else one listening on all addresses there or an internal
- * one for that port, else an internal bind without a port; a name is not looked up (the gateway is
- * where the bytes go). A 400 without a port, a 404 without such a bind.
+ * The bind a CONNECT to `authority` (host:port) goes into: the live one listening on all addresses at
+ * that port, else an internal bind for that port, else an internal bind without a port; the host is
+ * not looked up (the gateway is where the bytes go). A bind on one address only (loopback, say) is
+ * never a tunnel's: what it keeps from other clients stays kept. A 400 without a port, a 404 without
+ * such a bind.
  */
 export function tunnelTarget<T extends TunnelTarget>(
   authority: string,
@@ -40,23 +41,21 @@ export function tunnelTarget<T extends TunnelTarget>(
       'GW_ERR_BAD_REQUEST',
       `a CONNECT tunnel names host:port (got ${JSON.stringify(authority.slice(0, 100))})`,
     );
-  const named = host.toLowerCase();
-  let any: T | undefined;
+  let internal: T | undefined;
   let fallback: T | undefined;
   for (const b of binds) {
     if (b.retired) continue;
-    const { internal, address } = b.current.ir;
-    if (internal && b.port === 0) fallback ??= b;
-    if (b.port !== port) continue;
-    if (internal) any ??= b;
-    else if (address.toLowerCase() === named) return { target: b, host, port };
-    else if (ANY.has(address)) any ??= b;
+    const ir = b.current.ir;
+    if (ir.internal) {
+      if (b.port === 0) fallback ??= b;
+      else if (b.port === port) internal ??= b;
+    } else if (b.port === port && ANY.has(ir.address)) return { target: b, host, port };
   }
-  const target = any ?? fallback;
+  const target = internal ?? fallback;
   if (target) return { target, host, port };
   return new GwError(
     'GW_ERR_NO_LISTENER',
-    `no bind of this gateway listens on port ${port} (on all addresses or on ${host}) to take the tunnel`,
+    `no bind of this gateway takes tunnels to port ${port} (one listening on all addresses there, or an internal bind, does)`,
   );
 }
 
@@ -73,17 +72,18 @@ type Carrier = Duplex & {
  * The client's side of a tunnel as the bind it enters sees a connection: its bytes (those the client
  * sent after the CONNECT's head first), the client's address as the peer, and as the address it
  * reached, the CONNECT's host when that is an IP address (else the address the CONNECT came to) at
- * the port it asked for. No PROXY header is read from it (proxy-protocol.ts tunnelPeer).
+ * the port it asked for. No PROXY header is read from it (proxy-protocol.ts tunnelPeer). A socket
+ * without a handle of its own, so that a TLS socket over it keeps it as its parent (which is how the
+ * client is found for a TLS bind's requests).
  */
-export class TunnelSocket extends Duplex {
-  readonly remoteAddress: string;
-  readonly remotePort: number;
-  readonly remoteFamily: string;
-  readonly localAddress: string;
-  readonly localPort: number;
-  readonly encrypted = false;
-  bytesRead = 0;
-  bytesWritten = 0;
+export class TunnelSocket extends Socket {
+  override readonly remoteAddress: string;
+  override readonly remotePort: number;
+  override readonly remoteFamily: string;
+  override readonly localAddress: string;
+  override readonly localPort: number;
+  override bytesRead = 0;
+  override bytesWritten = 0;
   readonly #inner: Carrier;
 
   constructor(inner: Carrier, head: Buffer, peer: Peer, dest: { host: string; port: number }) {
@@ -92,9 +92,15 @@ export class TunnelSocket extends Duplex {
     this.remoteAddress = peer.address;
     this.remotePort = peer.port;
     this.remoteFamily = isIP(peer.address) === 6 ? 'IPv6' : 'IPv4';
-    this.localAddress = isIP(dest.host) ? dest.host : (inner.localAddress ?? '');
+    this.localAddress = isIP(dest.host) ? dest.host : reachedAddress(inner);
     this.localPort = dest.port;
     tunnelPeer(this, peer);
+    // Connected from the start: a TLS socket over this one waits for 'connect' before it reads.
+    this.on('newListener', (event: string) => {
+      if (event === 'connect') process.nextTick(() => this.emit('connect'));
+    });
+    // the client's FIN ends only its direction: an answer may still go back
+    inner.allowHalfOpen = true;
     if (head.length > 0) this.#take(head);
     inner.on('data', (c: Buffer) => {
       if (!this.destroyed && !this.#take(c)) inner.pause();
@@ -122,6 +128,17 @@ export class TunnelSocket extends Duplex {
     this.#inner.write(chunk, enc, cb);
   }
 
+  override _writev(
+    chunks: { chunk: Buffer; encoding: BufferEncoding }[],
+    cb: (err?: Error | null) => void,
+  ): void {
+    const last = chunks.length - 1;
+    chunks.forEach(({ chunk, encoding }, i) => {
+      this.bytesWritten += chunk.length;
+      this.#inner.write(chunk, encoding, i === last ? cb : undefined);
+    });
+  }
+
   override _final(cb: (err?: Error | null) => void): void {
     this.#inner.end(cb);
   }
@@ -137,27 +154,31 @@ export class TunnelSocket extends Duplex {
       inner.once('close', () => clearTimeout(cut));
     } else inner.destroy(err ?? undefined);
     cb(err);
+    // a socket emits its own 'close' (net.Socket turns the stream's off)
+    process.nextTick(() => this.emit('close', err !== null));
   }
 
   /** A socket's idle timeout: the carrier's, as every byte passes through both. */
-  setTimeout(ms: number, cb?: () => void): this {
+  override setTimeout(ms: number, cb?: () => void): this {
     this.#inner.setTimeout(ms);
     if (cb) this.once('timeout', cb);
     return this;
   }
 
-  setKeepAlive(...args: unknown[]): this {
+  override setKeepAlive(...args: unknown[]): this {
     (this.#inner.setKeepAlive as ((...a: unknown[]) => unknown) | undefined)?.apply(this.#inner, args);
     return this;
   }
 
-  setNoDelay(...args: unknown[]): this {
+  override setNoDelay(...args: unknown[]): this {
     (this.#inner.setNoDelay as ((...a: unknown[]) => unknown) | undefined)?.apply(this.#inner, args);
     return this;
   }
+}
 
-  /** node's http server ends a connection this way when it has one. */
-  destroySoon(): void {
-    this.end(() => this.destroy());
-  }
+/** The address a CONNECT came to: its socket's, or for an HTTP/2 stream, its session's socket's. */
+function reachedAddress(inner: Carrier): string {
+  if (inner.localAddress) return inner.localAddress;
+  const session = (inner as { session?: { socket?: { localAddress?: string } } }).session;
+  return session?.socket?.localAddress ?? '';
 }

@@ -392,8 +392,7 @@ export class DataPlane {
     res.once('finish', () => {
       const up = state.upstream;
       if (state.handover && joinsTunnel(res.statusCode)) {
-        // the request ends here; the connection lives on in the bind that takes it
-        state.spliced = { read: socket.bytesRead, written: socket.bytesWritten };
+        // the request ends here (no byte counts: the connection lives on in the bind that takes it)
         res.detachSocket(socket);
         state.handover();
         res.emit('close');
@@ -514,13 +513,12 @@ export class DataPlane {
       );
       return;
     }
+    /** frontendPolicies.connect mode tunnel (or a tunnelProtocol connect bind): not routed. */
+    let tunnel = false;
     if (upgrade?.connect) {
       const mode = bind.ir.tunnel ? 'tunnel' : this.#connect;
-      if (mode === 'tunnel' && !peer.tunnelled) {
-        this.#tunnel(ctx, upgrade, peer);
-        return;
-      }
-      if (mode !== 'route') {
+      if (mode === 'tunnel' && !peer.tunnelled) tunnel = true;
+      else if (mode !== 'route') {
         this.#fail(
           ctx,
           new GwError(
@@ -534,6 +532,22 @@ export class DataPlane {
         );
         return;
       }
+    }
+    if (tunnel) {
+      // The authority is where the tunnel goes, not a listener's name: no listener is chosen by it.
+      // A port where some listener takes only verified clients takes tunnels from those alone.
+      if (bind.listeners.some(verifiesClients) && !clientVerified(req)) {
+        this.#fail(
+          ctx,
+          new GwError(
+            'GW_ERR_FORBIDDEN',
+            "this port's listeners take clients with a certificate their CA verifies (tls.root)",
+          ),
+        );
+        return;
+      }
+      this.#tunnel(ctx, upgrade as UpgradeState, peer);
+      return;
     }
 
     const listener = selectListener(bind, ctx.host);
@@ -724,7 +738,11 @@ export class DataPlane {
       return;
     }
     const socket = upgrade.socket as Socket;
-    upgrade.handover = () => target.adopt(new TunnelSocket(socket, upgrade.head, peer, found));
+    upgrade.handover = () => {
+      // a reload took the bind away while the 200 was being written
+      if (target.retired) socket.destroy();
+      else target.adopt(new TunnelSocket(socket, upgrade.head, peer, found));
+    };
     const res = ctx.res as ServerResponse;
     // RFC 9110 §9.3.6: a 2xx to CONNECT carries neither length nor chunks
     res.removeHeader('content-length');

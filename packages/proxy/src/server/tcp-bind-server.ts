@@ -280,11 +280,13 @@ export class TcpBindServer {
     c.backend = backend.name;
     let endpoint = backend.endpoint;
     if (backend.dial) {
+      // a terminated TLS connection's addresses are its socket's (a tunnel's TLS socket has none)
+      const reached = (client as Socket & { _parent?: Socket | null })._parent ?? client;
       const dialled = backend.dial({
         source: { address: c.source.address, port: c.source.port },
         destination: {
-          address: normalizeAddress(client.localAddress ?? ''),
-          port: client.localPort ?? 0,
+          address: normalizeAddress(reached.localAddress ?? ''),
+          port: reached.localPort ?? 0,
           ...(sni ? { hostname: sni } : {}),
         },
       });
