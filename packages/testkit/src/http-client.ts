@@ -1,5 +1,6 @@
 // A plain node:http client for tests that need what fetch hides: the Host header, a chosen agent,
 // the HTTP version and whether the socket was reused.
+import { once } from 'node:events';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
@@ -262,4 +263,33 @@ export function tcpRoundTrip(port: number, text = 'ping'): Promise<string> {
     c.on('close', () => resolve(got));
     c.on('error', () => resolve(got));
   });
+}
+
+/**
+ * Writes `text` on a new connection to 127.0.0.1:port and reads until `until` matches what came
+ * back (then closes it): for a CONNECT and what follows it, or bytes no client library sends.
+ */
+export async function rawUntil(port: number, text: string | Buffer, until: RegExp): Promise<string> {
+  const s = net.connect(port, '127.0.0.1');
+  await once(s, 'connect');
+  s.write(text);
+  let got = '';
+  s.setEncoding('utf8');
+  for await (const chunk of s) {
+    got += chunk;
+    if (until.test(got)) break;
+  }
+  s.destroy();
+  return got;
+}
+
+/** A TCP server on 127.0.0.1 that answers each read with `echo: <what it read>`. */
+export async function startLineEcho(): Promise<{ server: net.Server; port: number }> {
+  const server = net.createServer((s) => {
+    s.on('data', (d) => s.write(`echo: ${String(d)}`));
+    s.on('error', () => s.destroy());
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return { server, port: (server.address() as AddressInfo).port };
 }

@@ -12,26 +12,12 @@ import { after, before, describe, test } from 'node:test';
 import tls from 'node:tls';
 import { makeTestPki, startUpstream, type TestPki, type TestServer } from '@gw/testkit';
 import { eventuallyFound } from '@gw/testkit/eventually';
+import { rawUntil, startLineEcho } from '@gw/testkit/http-client';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { fetch, ProxyAgent } from 'undici';
 import { GwError } from '../errors.ts';
 import { TunnelSocket, tunnelTarget } from './connect-tunnel.ts';
 import { clientOf } from './proxy-protocol.ts';
-
-/** Writes `text` on a new connection to `port` and reads until `until` matches what came back. */
-async function raw(port: number, text: string | Buffer, until: RegExp): Promise<string> {
-  const s = net.connect(port, '127.0.0.1');
-  await once(s, 'connect');
-  s.write(text);
-  let got = '';
-  s.setEncoding('utf8');
-  for await (const chunk of s) {
-    got += chunk;
-    if (until.test(got)) break;
-  }
-  s.destroy();
-  return got;
-}
 
 /** A request's head on one line each, ended by the blank line. */
 const head = (lines: string[]) => `${lines.join('\r\n')}\r\n\r\n`;
@@ -41,13 +27,7 @@ let echo: { server: net.Server; port: number };
 let pki: TestPki;
 before(async () => {
   web = await startUpstream('echo');
-  const server = net.createServer((s) => {
-    s.on('data', (d) => s.write(`echo: ${String(d)}`));
-    s.on('error', () => s.destroy());
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  echo = { server, port: (server.address() as AddressInfo).port };
+  echo = await startLineEcho();
   pki = await makeTestPki(['api.test']);
 });
 after(async () => {
@@ -197,7 +177,7 @@ binds:
   });
 
   test("a TCP listener's bind takes the tunnel's bytes, those sent with the CONNECT's head first", async () => {
-    const got = await raw(
+    const got = await rawUntil(
       entry,
       `${head([`CONNECT 127.0.0.1:${tcp} HTTP/1.1`, `Host: 127.0.0.1:${tcp}`])}ping\n`,
       /echo: ping\n/,
@@ -231,7 +211,7 @@ binds:
     await once(free, 'listening');
     const unused = (free.address() as AddressInfo).port;
     free.close();
-    const missing = await raw(
+    const missing = await rawUntil(
       entry,
       head([`CONNECT 127.0.0.1:${unused} HTTP/1.1`, `Host: 127.0.0.1:${unused}`]),
       /\r\n\r\n[\s\S]*\}/,
@@ -239,13 +219,13 @@ binds:
     assert.match(missing, /^HTTP\/1\.1 404 /);
     assert.match(missing, new RegExp(`no bind of this gateway takes tunnels to port ${unused}`));
     // a bind on one address (the entry's, on loopback) is never a tunnel's
-    const loopbackOnly = await raw(
+    const loopbackOnly = await rawUntil(
       entry,
       head([`CONNECT 127.0.0.1:${entry} HTTP/1.1`, `Host: 127.0.0.1:${entry}`]),
       /\r\n\r\n[\s\S]*\n/,
     );
     assert.match(loopbackOnly, /^HTTP\/1\.1 404 /);
-    const portless = await raw(
+    const portless = await rawUntil(
       entry,
       head(['CONNECT example.test HTTP/1.1', 'Host: example.test']),
       /\r\n\r\n[\s\S]*\}/,
@@ -293,7 +273,7 @@ binds:
 `);
   try {
     const port = proxy.port();
-    const got = await raw(
+    const got = await rawUntil(
       port,
       `PROXY TCP4 203.0.113.7 127.0.0.1 40000 ${port}\r\n${head(['CONNECT 127.0.0.1:18090 HTTP/1.1', 'Host: 127.0.0.1:18090'])}${head(['GET /inside HTTP/1.1', 'Host: 127.0.0.1:18090', 'Connection: close'])}`,
       /"url":"\/inside"/,
@@ -341,7 +321,7 @@ test('tunnelProtocol connect: the bind takes CONNECT tunnels only, without any f
       await dispatcher.close();
     }
     // the other bind has no tunnel: a CONNECT there is refused as without the policy
-    const refused = await raw(
+    const refused = await rawUntil(
       proxy.port(1),
       head([`CONNECT 127.0.0.1:${proxy.port(1)} HTTP/1.1`, `Host: 127.0.0.1:${proxy.port(1)}`]),
       /\r\n\r\n[\s\S]*\}/,

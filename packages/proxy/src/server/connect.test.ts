@@ -14,34 +14,9 @@ import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import tls from 'node:tls';
 import { makeTestPki, startUpstream, type TestPki, type TestServer } from '@gw/testkit';
+import { rawUntil, startLineEcho } from '@gw/testkit/http-client';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { fetch, ProxyAgent } from 'undici';
-
-/** A TCP server that answers each line with `echo: <line>`. */
-async function startLineEcho(): Promise<{ server: net.Server; port: number }> {
-  const server = net.createServer((s) => {
-    s.on('data', (d) => s.write(`echo: ${String(d)}`));
-    s.on('error', () => s.destroy());
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return { server, port: (server.address() as AddressInfo).port };
-}
-
-/** Writes `text` on a new connection to `port` and reads until `until` matches what came back. */
-async function raw(port: number, text: string, until: RegExp): Promise<string> {
-  const s = net.connect(port, '127.0.0.1');
-  await once(s, 'connect');
-  s.write(text);
-  let got = '';
-  s.setEncoding('utf8');
-  for await (const chunk of s) {
-    got += chunk;
-    if (until.test(got)) break;
-  }
-  s.destroy();
-  return got;
-}
 
 /** What comes back up to the end of an answer's first body line. */
 const ANSWERED = /\r\n\r\n[\s\S]*\n/;
@@ -57,7 +32,11 @@ function h1Connect(
   headers = '',
   send = '',
 ): Promise<string> {
-  return raw(port, `CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${headers}\r\n${send}`, until);
+  return rawUntil(
+    port,
+    `CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${headers}\r\n${send}`,
+    until,
+  );
 }
 
 /** An HTTP/2 CONNECT (no :protocol) to `authority`: the status, and what came back after writing `send`. */
@@ -304,7 +283,7 @@ binds:
   });
 
   test('a CONNECT whose target is not host:port is a 400', async () => {
-    const got = await raw(
+    const got = await rawUntil(
       proxy.port(),
       'CONNECT /path HTTP/1.1\r\nHost: a.test:1\r\n\r\n',
       /\r\n\r\n[\s\S]*\n/,
