@@ -20,6 +20,7 @@ import {
   startUpstream,
   type TestServer,
 } from '@gw/testkit';
+import { rawUntil } from '@gw/testkit/http-client';
 import { type FakeGemini, startFakeGemini } from '@gw/testkit/llm/gemini';
 import OpenAI from 'openai';
 import {
@@ -203,6 +204,33 @@ spec:
     );
     await kubectl(['-n', 'default', 'delete', 'gwpolicy', 'platform', 'team']);
     await until('the policies removed', async () => ((await owner()) === undefined ? true : undefined));
+  });
+
+  test('frontend.connect Tunnel on the Gateway: a CONNECT to its listener port is answered 200 and the request inside is routed there', async () => {
+    const inside = `CONNECT 127.0.0.1:${proxyPort} HTTP/1.1\r\nHost: 127.0.0.1:${proxyPort}\r\n\r\nGET /tunnelled HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`;
+    const before = await rawUntil(proxyPort, inside, /\r\n\r\n[\s\S]*\n/);
+    assert.match(before, /^HTTP\/1\.1 405 /, 'without the policy a CONNECT is refused');
+    await kubectl(
+      ['apply', '--server-side', '-f', '-'],
+      `apiVersion: gw.dev/v1alpha1
+kind: GwPolicy
+metadata: { name: egress, namespace: default }
+spec:
+  targetRefs: [{ group: gateway.networking.k8s.io, kind: Gateway, name: edge }]
+  frontend:
+    connect: { mode: Tunnel }
+`,
+    );
+    const got = await until('a tunnel through the xDS-fed proxy', async () => {
+      const r = await rawUntil(proxyPort, inside, /"url":"\/tunnelled"|\r\n\r\n[^{]*\n/);
+      return /^HTTP\/1\.1 200 /.test(r) && r.includes('"url":"/tunnelled"') ? r : undefined;
+    });
+    assert.match(got, /^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\nHTTP\/1\.1 200 OK\r\n/);
+    await untilPolicyAttached(until, kubectl, 'egress');
+    await kubectl(['-n', 'default', 'delete', 'gwpolicy', 'egress']);
+    await until('CONNECT refused again', async () =>
+      /^HTTP\/1\.1 405 /.test(await rawUntil(proxyPort, inside, /\r\n\r\n[\s\S]*\n/)) ? true : undefined,
+    );
   });
 
   test("a backendRef that does not resolve: ResolvedRefs False, and only its weight's share of requests is answered 500", async () => {
