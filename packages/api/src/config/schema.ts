@@ -2297,7 +2297,7 @@ export const FrontendPolicies = strict({
     }),
     maxConnectionDuration: Duration.nullable().optional().meta({
       description:
-        'how long a client connection may live: then it is closed once its request in flight is answered (HTTP/1) or told GOAWAY (HTTP/2); unset: no limit',
+        'how long a client connection may live: then it is closed once its request in flight is answered (HTTP/1; an upgraded one, WebSocket or CONNECT, once it ends) or told GOAWAY (HTTP/2); unset: no limit',
     }),
     http2WindowSize: H2_WINDOW.meta({
       description: "each stream's receive window, SETTINGS_INITIAL_WINDOW_SIZE (default 65535)",

@@ -76,6 +76,12 @@ export function keepAlive(socket: Socket, limits: DownstreamLimits): void {
   socket.setKeepAlive(true, ka.timeMs, ka.intervalMs >= 1000 ? ka.intervalMs : undefined, ka.retries);
 }
 
+/**
+ * HTTP/1 connections that left HTTP (an upgrade or a CONNECT, joined or handed on): no longer closed
+ * between requests, as they carry none (maxConnectionDuration).
+ */
+export const leftHttp = new WeakSet<Socket>();
+
 export class BindServer {
   readonly key: string;
   readonly scheme: 'http' | 'https';
@@ -369,6 +375,8 @@ export class BindServer {
   #retire(s: Socket): void {
     if (this.#h2Sockets.has(s) || (s as Socket & { alpnProtocol?: string | false }).alpnProtocol === 'h2')
       return;
+    // an upgraded connection (WebSocket, CONNECT) is its one request: it lasts until it closes
+    if (leftHttp.has(s)) return;
     // node's http server keeps the response being written on its socket (_httpMessage)
     const res = (s as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
     if (!res) {

@@ -373,6 +373,38 @@ binds:
   }
 });
 
+test("maxConnectionDuration does not cut an open tunnel: the connection's one request lasts until it closes", async () => {
+  const proxy = await startProxy(`frontendPolicies:
+  connect: {mode: tunnel}
+  http: {maxConnectionDuration: 200ms}
+binds:
+- port: 0
+  address: 127.0.0.1
+  listeners: [{}]
+- port: 15434
+  mode: internal
+  listeners:
+  - protocol: TCP
+    tcpRoutes:
+    - backends: [{host: "127.0.0.1:${echo.port}"}]
+`);
+  try {
+    const s = net.connect(proxy.port(), '127.0.0.1');
+    await once(s, 'connect');
+    s.write(head(['CONNECT 127.0.0.1:15434 HTTP/1.1', 'Host: 127.0.0.1:15434']));
+    const [answer] = (await once(s, 'data')) as [Buffer];
+    assert.match(String(answer), /^HTTP\/1\.1 200 OK\r\n/);
+    await new Promise((r) => setTimeout(r, 600));
+    assert.equal(s.destroyed || s.readableEnded, false, 'still open after three times the duration');
+    s.write('still here\n');
+    const [echoed] = (await once(s, 'data')) as [Buffer];
+    assert.equal(String(echoed), 'echo: still here\n');
+    s.destroy();
+  } finally {
+    await proxy.close();
+  }
+});
+
 describe('tunnelTarget', () => {
   const bind = (key: string, address: string, port: number, retired = false, internal = false) => ({
     key,

@@ -43,7 +43,7 @@ import { TraceSource } from '../trace/source.ts';
 import { endpointHealthOf, type HealthSnapshot } from '../upstream/health.ts';
 import { PoolRegistry } from '../upstream/pools.ts';
 import { readUpstream, type UpgradeState } from '../upstream/upgrade.ts';
-import { BindServer, type BindSettings } from './bind-server.ts';
+import { BindServer, type BindSettings, leftHttp } from './bind-server.ts';
 import { clientVerified, verifiesClients } from './client-certs.ts';
 import { TunnelSocket, tunnelTarget } from './connect-tunnel.ts';
 import type { ConnectionCheck } from './connection-check.ts';
@@ -374,6 +374,7 @@ export class DataPlane {
    * joins the two connections; any other answer is written and the connection closed.
    */
   #upgrade(bs: BindServer, req: IncomingMessage, socket: Socket, head: Buffer): void {
+    leftHttp.add(socket);
     const res = new ServerResponse(req);
     res.shouldKeepAlive = false;
     // The response's 'close' (which ends the request's life: access log, metrics) follows the socket's.
