@@ -24,6 +24,15 @@ export function applyClientCerts(server: TlsServer, bind: CompiledBind): void {
 
 /** Whether the request came over TLS with a client certificate the listener's CA verified. */
 export function clientVerified(req: IncomingMessage | Http2ServerRequest): boolean {
-  const socket = 'stream' in req ? req.stream.session?.socket : req.socket;
-  return (socket as TLSSocket | undefined)?.authorized === true;
+  return tlsSocketOf(req)?.authorized === true;
+}
+
+/** The server name the client's TLS handshake asked for (SNI), lower-cased; undefined without one. */
+export function serverNameOf(req: IncomingMessage | Http2ServerRequest): string | undefined {
+  const name = tlsSocketOf(req)?.servername;
+  return typeof name === 'string' && name !== '' ? name.toLowerCase() : undefined;
+}
+
+function tlsSocketOf(req: IncomingMessage | Http2ServerRequest): TLSSocket | undefined {
+  return ('stream' in req ? req.stream.session?.socket : req.socket) as TLSSocket | undefined;
 }

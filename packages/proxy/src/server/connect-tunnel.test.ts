@@ -12,7 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import tls from 'node:tls';
 import { makeTestPki, startUpstream, type TestPki, type TestServer } from '@gw/testkit';
 import { eventuallyFound } from '@gw/testkit/eventually';
-import { rawUntil, startLineEcho } from '@gw/testkit/http-client';
+import { freePort, rawUntil, startLineEcho } from '@gw/testkit/http-client';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { fetch, ProxyAgent } from 'undici';
 import { GwError } from '../errors.ts';
@@ -405,6 +405,53 @@ binds:
   }
 });
 
+test("on a port shared by a listener that verifies clients and one that does not, a CONNECT needs what the handshake's listener needs", async () => {
+  const certs = await makeTestPki(['secure.test', 'open.test']);
+  const tlsOf = (name: string, root: boolean) => {
+    const c = certs.servers[name] as { certFile: string; keyFile: string };
+    return `{cert: ${JSON.stringify(c.certFile)}, key: ${JSON.stringify(c.keyFile)}${root ? `, root: ${JSON.stringify(certs.caFile)}` : ''}}`;
+  };
+  // two listeners share a port only when it is given
+  const shared = await freePort();
+  const proxy = await startProxy(`frontendPolicies:
+  connect: {mode: tunnel}
+binds:
+- port: ${shared}
+  address: 127.0.0.1
+  listeners:
+  - {protocol: HTTPS, hostname: secure.test, tls: ${tlsOf('secure.test', true)}}
+  - {protocol: HTTPS, hostname: open.test, tls: ${tlsOf('open.test', false)}}
+- port: 18096
+  mode: internal
+  listeners:
+  - routes:
+    - policies: {directResponse: {status: 200, body: "inside"}}
+`);
+  /** A CONNECT over TLS for `sni`, with our client certificate or none: the answer's status line. */
+  const connect = async (sni: string, withCert: boolean) => {
+    const s = tls.connect({
+      port: shared,
+      host: '127.0.0.1',
+      servername: sni,
+      ca: certs.ca,
+      ...(withCert ? { cert: certs.client.cert, key: certs.client.key } : {}),
+    });
+    await once(s, 'secureConnect');
+    s.write(head(['CONNECT 127.0.0.1:18096 HTTP/1.1', 'Host: 127.0.0.1:18096']));
+    const [answer] = (await once(s, 'data')) as [Buffer];
+    s.destroy();
+    return String(answer).split('\r\n')[0];
+  };
+  try {
+    assert.equal(await connect('open.test', false), 'HTTP/1.1 200 OK');
+    assert.equal(await connect('secure.test', true), 'HTTP/1.1 200 OK');
+    assert.equal(await connect('secure.test', false), 'HTTP/1.1 403 Forbidden');
+  } finally {
+    await proxy.close();
+    await certs.cleanup();
+  }
+});
+
 describe('tunnelTarget', () => {
   const bind = (key: string, address: string, port: number, retired = false, internal = false) => ({
     key,
@@ -483,4 +530,32 @@ test("TunnelSocket: the client's bytes after the CONNECT's head first, the clien
   byIp.setEncoding('utf8');
   for await (const chunk of byIp) got += chunk;
   assert.equal(got, 'first then more');
+});
+
+test('TunnelSocket as a socket: strings counted in bytes, setTimeout(0, cb) takes cb off, ref and unref return at once', async () => {
+  const written: Buffer[] = [];
+  const sink = new PassThrough();
+  sink.on('data', (c: Buffer) => written.push(c));
+  const carrier = Object.assign(Duplex.from({ readable: new PassThrough(), writable: sink }), {
+    setTimeout: () => {},
+  });
+  const s = new TunnelSocket(
+    carrier,
+    Buffer.alloc(0),
+    { address: '198.51.100.4', port: 1 },
+    { host: '10.0.0.1', port: 80 },
+  );
+  await new Promise<void>((r) => s.write('héllo', () => r()));
+  assert.equal(s.bytesWritten, 6);
+  assert.equal(Buffer.concat(written).toString(), 'héllo');
+  const cb = () => {};
+  s.setTimeout(1000, cb);
+  assert.equal(s.listenerCount('timeout'), 1);
+  s.setTimeout(0, cb);
+  assert.equal(s.listenerCount('timeout'), 0);
+  // net.Socket's own would wait for a 'connect' this one says on every listener: a loop
+  s.unref();
+  s.ref();
+  await new Promise((r) => setImmediate(r));
+  s.destroy();
 });

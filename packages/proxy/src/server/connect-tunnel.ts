@@ -107,7 +107,10 @@ export class TunnelSocket extends Socket {
     });
     inner.on('end', () => this.push(null));
     inner.on('error', (e) => this.destroy(e));
-    inner.on('close', () => this.destroy());
+    // after a clean end, what was read stays readable until it is (autoDestroy closes this then)
+    inner.on('close', () => {
+      if (!inner.readableEnded || inner.errored) this.destroy();
+    });
     inner.on('timeout', () => this.emit('timeout'));
     // a timeout of the server it came through no longer applies
     inner.setTimeout(0);
@@ -123,18 +126,19 @@ export class TunnelSocket extends Socket {
     this.#inner.resume();
   }
 
-  override _write(chunk: Buffer, enc: BufferEncoding, cb: (err?: Error | null) => void): void {
-    this.bytesWritten += chunk.length;
+  // a socket takes strings as they are (decodeStrings false): counted in bytes
+  override _write(chunk: Buffer | string, enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    this.bytesWritten += Buffer.byteLength(chunk, enc);
     this.#inner.write(chunk, enc, cb);
   }
 
   override _writev(
-    chunks: { chunk: Buffer; encoding: BufferEncoding }[],
+    chunks: { chunk: Buffer | string; encoding: BufferEncoding }[],
     cb: (err?: Error | null) => void,
   ): void {
     const last = chunks.length - 1;
     chunks.forEach(({ chunk, encoding }, i) => {
-      this.bytesWritten += chunk.length;
+      this.bytesWritten += Buffer.byteLength(chunk, encoding);
       this.#inner.write(chunk, encoding, i === last ? cb : undefined);
     });
   }
@@ -161,7 +165,17 @@ export class TunnelSocket extends Socket {
   /** A socket's idle timeout: the carrier's, as every byte passes through both. */
   override setTimeout(ms: number, cb?: () => void): this {
     this.#inner.setTimeout(ms);
-    if (cb) this.once('timeout', cb);
+    if (cb && ms === 0) this.off('timeout', cb);
+    else if (cb) this.once('timeout', cb);
+    return this;
+  }
+
+  /** No handle to hold the event loop: the carrier's connection does (net.Socket's waits for 'connect'). */
+  override ref(): this {
+    return this;
+  }
+
+  override unref(): this {
     return this;
   }
 

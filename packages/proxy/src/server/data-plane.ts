@@ -44,7 +44,7 @@ import { endpointHealthOf, type HealthSnapshot } from '../upstream/health.ts';
 import { PoolRegistry } from '../upstream/pools.ts';
 import { readUpstream, type UpgradeState } from '../upstream/upgrade.ts';
 import { BindServer, type BindSettings, leftHttp } from './bind-server.ts';
-import { clientVerified, verifiesClients } from './client-certs.ts';
+import { clientVerified, serverNameOf, verifiesClients } from './client-certs.ts';
 import { TunnelSocket, tunnelTarget } from './connect-tunnel.ts';
 import type { ConnectionCheck } from './connection-check.ts';
 import { ConnectionLimit, connectionMemoryKey, requestMemoryKey } from './connection-limit.ts';
@@ -535,14 +535,16 @@ export class DataPlane {
       }
     }
     if (tunnel) {
-      // The authority is where the tunnel goes, not a listener's name: no listener is chosen by it.
-      // A port where some listener takes only verified clients takes tunnels from those alone.
-      if (bind.listeners.some(verifiesClients) && !clientVerified(req)) {
+      // The authority is where the tunnel goes, not a listener's name: the listener is the one whose
+      // certificate the handshake chose (by SNI, as the server did), and its client check applies.
+      const sni = serverNameOf(req);
+      const by = (sni !== undefined ? selectListener(bind, sni) : undefined) ?? bind.listeners[0];
+      if (by && verifiesClients(by) && !clientVerified(req)) {
         this.#fail(
           ctx,
           new GwError(
             'GW_ERR_FORBIDDEN',
-            "this port's listeners take clients with a certificate their CA verifies (tls.root)",
+            'this listener takes clients with a certificate its CA verifies (tls.root)',
           ),
         );
         return;

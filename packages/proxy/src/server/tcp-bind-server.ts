@@ -280,8 +280,7 @@ export class TcpBindServer {
     c.backend = backend.name;
     let endpoint = backend.endpoint;
     if (backend.dial) {
-      // a terminated TLS connection's addresses are its socket's (a tunnel's TLS socket has none)
-      const reached = (client as Socket & { _parent?: Socket | null })._parent ?? client;
+      const reached = reachedSocket(client);
       const dialled = backend.dial({
         source: { address: c.source.address, port: c.source.port },
         destination: {
@@ -321,7 +320,7 @@ export class TcpBindServer {
         return;
       }
       // a dynamic dial that reached this gateway's own port would open another, and so on
-      if (backend.dial && reachesItself(up, client, this.#outer.address())) {
+      if (backend.dial && reachesItself(up, reachedSocket(client), this.#outer.address())) {
         up.destroy();
         this.#end(c, `the dynamic backend would dial this gateway itself (${c.endpoint})`);
         client.destroy();
@@ -437,6 +436,14 @@ function serverName(raw: string | undefined): string | undefined {
 }
 
 function noop(): void {}
+
+/**
+ * The socket whose addresses a connection has: a terminated TLS connection's underlying one (a TLS
+ * socket over a CONNECT tunnel's has none of its own).
+ */
+function reachedSocket(client: Socket): Socket {
+  return (client as Socket & { _parent?: Socket | null })._parent ?? client;
+}
 
 /**
  * Whether `up` is connected to this bind itself: the port `client` came in on, at the address the
