@@ -2314,7 +2314,7 @@ export const FrontendPolicies = strict({
     }),
     http1HeaderCase: z.enum(['lowercase', 'preserve']).optional().meta({
       description:
-        "lowercase (default): header names go upstream in lowercase; preserve: an HTTP/1 client's request header names go to an HTTP/1 backend as the client spelled them (for backends that read names case-sensitively); Host, names a policy adds, and HTTP/2 on either side are lowercase",
+        "lowercase (default): header names go upstream in lowercase; preserve: an HTTP/1 client's request header names go to an HTTP/1 backend as the client spelled them, and the backend's response header names back to the client as the backend spelled them (for peers that read names case-sensitively); Host, names a policy adds, and HTTP/2 on either side are lowercase",
     }),
   }).optional(),
 });

@@ -413,7 +413,7 @@ export const Frontend = rules(
       http1IdleTimeout: Duration.optional(),
       http1HeaderCase: z.enum(['Lowercase', 'Preserve']).optional().meta({
         description:
-          "Lowercase (default): header names go upstream in lowercase. Preserve: an HTTP/1 client's request header names go to an HTTP/1 backend as the client spelled them; Host, names a policy adds, and HTTP/2 on either side are lowercase.",
+          "Lowercase (default): header names go upstream in lowercase. Preserve: an HTTP/1 client's request header names go to an HTTP/1 backend as the client spelled them, and the backend's response header names back to the client as it spelled them; Host, names a policy adds, and HTTP/2 on either side are lowercase.",
       }),
       http2KeepaliveInterval: Duration.optional(),
       http2KeepaliveTimeout: Duration.optional(),

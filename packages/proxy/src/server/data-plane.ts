@@ -40,6 +40,7 @@ import { serviceHeadersOf } from '../policies/service-call.ts';
 import type { CompiledMatch } from '../routing/match.ts';
 import { type CompiledRoute, compileTable, type RoutingTable, selectListener } from '../routing/table.ts';
 import { TraceSource } from '../trace/source.ts';
+import { inClientCase } from '../upstream/call.ts';
 import { endpointHealthOf, type HealthSnapshot } from '../upstream/health.ts';
 import { PoolRegistry } from '../upstream/pools.ts';
 import { readUpstream, type UpgradeState } from '../upstream/upgrade.ts';
@@ -785,8 +786,11 @@ export class DataPlane {
       joinExtendedConnect(ctx, upgrade, res as Http2ServerResponse);
       return;
     }
+    // http1HeaderCase preserve: the names as the upstream spelled them (HTTP/1 to the client only)
+    const spelled = ctx.ext.responseHeaderCase;
+    const headers = spelled && !('stream' in res) ? inClientCase(r.headers, spelled) : r.headers;
     try {
-      (res as ServerResponse).writeHead(r.status, r.headers as Record<string, string | string[]>);
+      (res as ServerResponse).writeHead(r.status, headers as Record<string, string | string[]>);
     } catch (err) {
       discard(r.body);
       this.#fail(

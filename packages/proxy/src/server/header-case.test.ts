@@ -1,5 +1,6 @@
-// frontendPolicies.http.http1HeaderCase: header names reach an HTTP/1 backend in lowercase, or, under
-// preserve, as an HTTP/1 client spelled them (names a policy adds, and HTTP/2 clients, stay lowercase).
+// frontendPolicies.http.http1HeaderCase: header names reach an HTTP/1 backend, and come back to an
+// HTTP/1 client, in lowercase, or, under preserve, as the client (going) and the backend (coming back)
+// spelled them (names a policy adds, and HTTP/2 clients, stay lowercase).
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import http2 from 'node:http2';
@@ -12,6 +13,7 @@ async function namesUpstream() {
   const server = http.createServer((req, res) => {
     const names = req.rawHeaders.filter((_, i) => i % 2 === 0);
     res.setHeader('content-type', 'application/json');
+    res.setHeader('X-Upstream-Case', 'Mixed');
     res.end(JSON.stringify(names));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -27,21 +29,31 @@ const config = (port: number, headerCase?: string) => `${
   - routes:
     - policies:
         requestHeaderModifier: {add: {X-Added-By-Policy: "yes"}}
+        responseHeaderModifier: {add: {X-Response-Policy: "yes"}}
       backends: [{host: "127.0.0.1:${port}"}]
 `;
 
 /** One HTTP/1.1 request written byte for byte; the names the upstream saw. */
-function rawRequest(port: number, head: string): Promise<string[]> {
+async function rawRequest(port: number, head: string): Promise<string[]> {
+  return (await exchange(port, head)).seen;
+}
+
+/** One HTTP/1.1 request written byte for byte: the names the upstream saw, and those of the answer's head. */
+function exchange(port: number, head: string): Promise<{ seen: string[]; answered: string[] }> {
   return new Promise((resolve, reject) => {
     let data = '';
     const sock = net.connect(port, '127.0.0.1', () => sock.write(head));
     sock.setEncoding('utf8');
     sock.on('data', (c: string) => {
       data += c;
-      const body = data.split('\r\n\r\n')[1];
+      const [top = '', body] = data.split('\r\n\r\n');
       if (body?.endsWith(']')) {
         sock.destroy();
-        resolve(JSON.parse(body) as string[]);
+        const answered = top
+          .split('\r\n')
+          .slice(1)
+          .map((l) => l.slice(0, l.indexOf(':')));
+        resolve({ seen: JSON.parse(body) as string[], answered });
       }
     });
     sock.on('error', reject);
@@ -94,4 +106,22 @@ test('http1HeaderCase preserve: an HTTP/1 client’s header names reach the back
   await p.reload(config(up.port, 'lowercase'));
   const again = await rawRequest(p.port(), HEAD);
   assert.ok(again.includes('x-case-probe') && !again.includes('X-Case-Probe'), again.join());
+});
+
+test('http1HeaderCase preserve: the answer to an HTTP/1 client keeps the names as the backend spelled them', async (t) => {
+  const up = await namesUpstream();
+  t.after(() => up.server.close());
+  const lower = await startProxy(config(up.port));
+  t.after(() => lower.close());
+  const plain = (await exchange(lower.port(), HEAD)).answered;
+  assert.ok(plain.includes('x-upstream-case') && !plain.includes('X-Upstream-Case'), plain.join());
+
+  const p = await startProxy(config(up.port, 'preserve'));
+  t.after(() => p.close());
+  const kept = (await exchange(p.port(), HEAD)).answered;
+  assert.ok(kept.includes('X-Upstream-Case'), kept.join());
+  assert.ok(!kept.includes('x-upstream-case'), kept.join());
+  // the backend's lowercase name stays so, and a policy's own name is gw's lowercase
+  assert.ok(kept.includes('content-type'), kept.join());
+  assert.ok(kept.includes('x-response-policy'), kept.join());
 });

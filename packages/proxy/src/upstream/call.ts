@@ -17,17 +17,24 @@ declare module '../pipeline/context.ts' {
      * whose spelling of each name the upstream request keeps.
      */
     clientHeaderCase?: readonly string[];
+    /**
+     * With clientHeaderCase: the upstream response's head as received, whose spelling of each name
+     * the answer to the client keeps (server/data-plane.ts #respond).
+     */
+    responseHeaderCase?: readonly (string | Buffer)[];
   }
 }
 
 /**
- * `headers` under the names the client spelled (`raw`: its rawHeaders, name and value in turn); a
- * name it did not send (one a policy added) stays lowercase. `headers` itself when nothing differs.
+ * `headers` under the names a peer spelled (`raw`: its head, name and value in turn: a client's
+ * rawHeaders, an upstream's response head); a name it did not send (one a policy added) stays
+ * lowercase. `headers` itself when nothing differs.
  */
-export function inClientCase(headers: Headers, raw: readonly string[]): Headers {
+export function inClientCase(headers: Headers, raw: readonly (string | Buffer)[]): Headers {
   let spelled: Map<string, string> | undefined;
   for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string;
+    const at = raw[i] as string | Buffer;
+    const name = typeof at === 'string' ? at : at.toString('latin1');
     const lower = name.toLowerCase();
     if (lower === name) continue;
     spelled ??= new Map();
@@ -123,6 +130,7 @@ export async function callUpstream(
   try {
     const res = await exchange.response;
     ctx.response = { status: res.status, headers: res.headers, body: res.body };
+    if (ctx.ext.clientHeaderCase) ctx.ext.responseHeaderCase = res.raw;
     const idle = ctx.ext.responseIdleMs;
     if (idle !== undefined && idle > 0 && res.status !== 101)
       watchIdle(res.body, idle, () =>

@@ -15,6 +15,8 @@ export interface UpstreamResponse {
   /** As received, without hop-by-hop headers and those the `connection` header names. */
   headers: Headers;
   body: Readable;
+  /** The head as received: name and value in turn, names as the upstream spelled them. */
+  raw: readonly Buffer[];
 }
 
 const noop = (): void => {};
@@ -67,7 +69,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
     const body = new ResponseBody(resume, abort);
     this.#body = body;
     this.#settled = true;
-    this.#resolve({ status, headers: forwardedHeaders(raw), body });
+    this.#resolve({ status, headers: forwardedHeaders(raw), body, raw });
     return true;
   }
 
