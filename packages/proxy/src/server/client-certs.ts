@@ -6,6 +6,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Http2ServerRequest } from 'node:http2';
 import type { TLSSocket, Server as TlsServer } from 'node:tls';
+import { GwError } from '../errors.ts';
 import type { CompiledBind, CompiledListener } from '../routing/table.ts';
 
 /** Whether the listener takes only clients with a certificate its CA verifies. */
@@ -25,6 +26,18 @@ export function applyClientCerts(server: TlsServer, bind: CompiledBind): void {
 /** Whether the request came over TLS with a client certificate the listener's CA verified. */
 export function clientVerified(req: IncomingMessage | Http2ServerRequest): boolean {
   return tlsSocketOf(req)?.authorized === true;
+}
+
+/** A 403 when `listener` takes only clients with a verified certificate and `req`'s connection has none. */
+export function unverifiedClient(
+  listener: CompiledListener | undefined,
+  req: IncomingMessage | Http2ServerRequest,
+): GwError | undefined {
+  if (!verifiesClients(listener) || clientVerified(req)) return undefined;
+  return new GwError(
+    'GW_ERR_FORBIDDEN',
+    'this listener takes clients with a certificate its CA verifies (tls.root)',
+  );
 }
 
 /** The server name the client's TLS handshake asked for (SNI), lower-cased; undefined without one. */

@@ -45,7 +45,7 @@ import { endpointHealthOf, type HealthSnapshot } from '../upstream/health.ts';
 import { PoolRegistry } from '../upstream/pools.ts';
 import { readUpstream, type UpgradeState } from '../upstream/upgrade.ts';
 import { BindServer, type BindSettings, leftHttp } from './bind-server.ts';
-import { clientVerified, serverNameOf, verifiesClients } from './client-certs.ts';
+import { serverNameOf, unverifiedClient } from './client-certs.ts';
 import { TunnelSocket, tunnelTarget } from './connect-tunnel.ts';
 import type { ConnectionCheck } from './connection-check.ts';
 import { ConnectionLimit, connectionMemoryKey, requestMemoryKey } from './connection-limit.ts';
@@ -539,15 +539,12 @@ export class DataPlane {
       // The authority is where the tunnel goes, not a listener's name: the listener is the one whose
       // certificate the handshake chose (by SNI, as the server did), and its client check applies.
       const sni = serverNameOf(req);
-      const by = (sni !== undefined ? selectListener(bind, sni) : undefined) ?? bind.listeners[0];
-      if (by && verifiesClients(by) && !clientVerified(req)) {
-        this.#fail(
-          ctx,
-          new GwError(
-            'GW_ERR_FORBIDDEN',
-            'this listener takes clients with a certificate its CA verifies (tls.root)',
-          ),
-        );
+      const unverified = unverifiedClient(
+        (sni !== undefined ? selectListener(bind, sni) : undefined) ?? bind.listeners[0],
+        req,
+      );
+      if (unverified) {
+        this.#fail(ctx, unverified);
         return;
       }
       this.#tunnel(ctx, upgrade as UpgradeState, peer);
@@ -560,14 +557,9 @@ export class DataPlane {
       this.#fail(ctx, new GwError('GW_ERR_NO_LISTENER'));
       return;
     }
-    if (verifiesClients(listener) && !clientVerified(req)) {
-      this.#fail(
-        ctx,
-        new GwError(
-          'GW_ERR_FORBIDDEN',
-          'this listener takes clients with a certificate its CA verifies (tls.root)',
-        ),
-      );
+    const unverified = unverifiedClient(listener, req);
+    if (unverified) {
+      this.#fail(ctx, unverified);
       return;
     }
     const m = listener.router.select(ctx.host, ctx);
