@@ -779,6 +779,8 @@ class Builder {
     const targeted = this.targetedPolicies();
 
     (this.cfg.binds ?? []).forEach((bind, bi) => {
+      if (bind.mode === 'internal' && bind.address !== undefined)
+        this.fail(['binds', bi, 'address'], 'an internal bind listens on no address');
       bind.listeners.forEach((l, li) => {
         const path = ['binds', bi, 'listeners', li];
         const { gateway, name } = bindListenerName(bind.port, l, li);
@@ -813,8 +815,6 @@ class Builder {
           );
         if (l.hostname) ir.hostname = l.hostname.toLowerCase();
         const internal = bind.mode === 'internal';
-        if (internal && bind.address !== undefined)
-          this.fail(['binds', bi, 'address'], 'an internal bind listens on no address');
         const b = add(path, internal ? '::' : (bind.address ?? '::'), bind.port ?? 0, ir, internal);
         if (b && bind.tunnelProtocol === 'connect') {
           if (protocol === 'TCP' || protocol === 'TLS')
