@@ -3155,13 +3155,34 @@ export const AiPolicy = strict({
 });
 
 // ---------- a route's ai backend (agentgateway's LocalAIBackend) ----------
+/** score: OpenAI reports what it finds in the answer's `moderation`; block: it also refuses flagged content. */
+const OpenAIModerationRule = strict({ mode: z.enum(['score', 'block']) })
+  .nullable()
+  .optional();
+/**
+ * agentgateway's OpenAIModeration: OpenAI's inline `moderation` request parameter, written into every
+ * chat completions and responses request sent to the provider (in place of one the client sent).
+ */
+export const OpenAIInlineModeration = strict({
+  model: z.string().min(1).max(256).optional().meta({ description: 'default omni-moderation-latest' }),
+  policy: strict({
+    input: OpenAIModerationRule.meta({ description: "the request's input" }),
+    output: OpenAIModerationRule.meta({ description: 'the generated output' }),
+  })
+    .nullable()
+    .optional()
+    .meta({ description: "unset: OpenAI's own default policy" }),
+}).meta({
+  description:
+    "OpenAI's inline moderation: the `moderation` parameter written into each chat completions and responses request to this provider (replacing the client's), translated ones included; passthrough routes send the client's body as it is",
+});
 const AiModel = { model: z.string().min(1).optional() };
 /** The provider of a route's ai backend: agentgateway's AIProvider, plus `mistral` (a gw provider). */
 export const AiProviderKind = z.union([
   strict({
     openAI: strict({
       ...AiModel,
-      moderation: NotYet('openAI moderation on the provider (use the openAIModeration guard)').optional(),
+      moderation: OpenAIInlineModeration.nullable().optional(),
     }),
   }),
   strict({ anthropic: strict(AiModel) }),

@@ -10,7 +10,6 @@ import {
   Conditions,
   LocalBackendObjectReference,
   LongString,
-  notBuilt,
   ObjectName,
   Port,
   SectionName,
@@ -120,16 +119,28 @@ export const VertexAIProvider = obj({
   }),
   model: Model.optional(),
 });
-const ModerationMode = obj({ mode: z.enum(['Block', 'Score']) });
+const ModerationMode = obj({
+  mode: z.enum(['Block', 'Score']).meta({
+    description:
+      'Score: OpenAI reports what it finds in the response; Block: it also refuses flagged content.',
+  }),
+});
 export const OpenAIProvider = obj({
   model: Model.optional(),
-  moderation: notBuilt(
-    obj({
-      model: ShortString.default('omni-moderation-latest'),
-      policy: obj({ input: ModerationMode.optional(), output: ModerationMode.optional() }).optional(),
-    }).optional(),
-    "openai.moderation (OpenAI's inline moderation parameter; a promptGuard openAIModeration guard is supported)",
-  ),
+  moderation: obj({
+    model: ShortString.default('omni-moderation-latest'),
+    policy: obj({
+      input: ModerationMode.optional().meta({ description: "For the request's input." }),
+      output: ModerationMode.optional().meta({ description: 'For the generated output.' }),
+    })
+      .optional()
+      .meta({ description: "Unset: OpenAI's default policy." }),
+  })
+    .optional()
+    .meta({
+      description:
+        "OpenAI's inline moderation: the moderation parameter written into each chat completions and responses request sent to this provider, replacing one the client sent.",
+    }),
 });
 
 /**

@@ -3,7 +3,6 @@
 // (inline or a Secret), else from the GwBackend's `spec.policies.auth`.
 import type { AiNamedProvider, BackendPolicies } from '@gw/api';
 import { type GwBackendSpec, PROVIDER_VARIANTS } from '@gw/api/crd/gwbackend';
-import { notBuiltMessage } from '@gw/api/crd/types';
 import { guardRefs, translateAiPolicy } from './ai-policy.ts';
 import { backendPolicy } from './policy/backend.ts';
 import { defined, isSecretRef, MapContext, quote, readKey, serviceAddress } from './policy/context.ts';
@@ -247,9 +246,18 @@ function variant(p: ProviderSpec, field: string): Record<string, unknown> {
     );
   }
   if (p.openai) {
-    // Block mode would refuse flagged content: not applying it silently would fail open
-    if (p.openai.moderation) throw new Unsupported(notBuiltMessage(`${field}.openai.moderation`));
-    return { openAI: defined({ model: p.openai.model }) };
+    const m = p.openai.moderation;
+    const mode = (r: { mode: 'Block' | 'Score' } | undefined) =>
+      r ? { mode: r.mode === 'Block' ? 'block' : 'score' } : undefined;
+    const moderation = m
+      ? defined({
+          model: m.model,
+          policy: m.policy
+            ? defined({ input: mode(m.policy.input), output: mode(m.policy.output) })
+            : undefined,
+        })
+      : undefined;
+    return { openAI: defined({ model: p.openai.model, moderation }) };
   }
   if (p.anthropic) return { anthropic: defined({ model: p.anthropic.model }) };
   if (p.gemini) return { gemini: defined({ model: p.gemini.model }) };

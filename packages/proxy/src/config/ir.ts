@@ -622,8 +622,15 @@ export interface AiTarget {
  * Provider-specific settings, by provider kind. A provider is one key here plus one folder under
  * llm/providers/ and one entry in its registry (a key without an entry is a type error).
  */
+/** OpenAI's inline `moderation` request parameter, as sent. */
+export interface OpenAIModerationIR {
+  model: string;
+  policy?: { input?: { mode: 'score' | 'block' }; output?: { mode: 'score' | 'block' } };
+}
+
 export interface LlmProviderSettings {
-  openai: Record<string, never>;
+  /** moderation: written into each chat completions and responses request (llm/providers/openai/). */
+  openai: { moderation?: OpenAIModerationIR };
   azureOpenAI: {
     /** `<resourceName>.openai.azure.com` (or `.services.ai.azure.com` for foundry/aiServices). */
     resourceName?: string;

@@ -488,10 +488,11 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
     assert.ok(load(backend('{dynamic: {target: \'"a:1"\'}}')));
     // the copilot provider loads (llm/llm-copilot.test.ts)
     assert.ok(load(backend('{ai: {name: a, provider: {copilot: {}}, policies: {backendAuth: copilot}}}')));
-    refused(
-      backend('{ai: {name: a, provider: {openAI: {moderation: {}}}}}'),
-      `${R}.backends[0].ai.provider.openAI.moderation`,
-      'openAI moderation',
+    // OpenAI's inline moderation loads into the provider's settings (llm/llm-openai-moderation.test.ts)
+    assert.throws(
+      () =>
+        load(backend('{ai: {name: a, provider: {openAI: {moderation: {policy: {input: {mode: Block}}}}}}}')),
+      /backends\[0\]\.ai\.provider\.openAI\.moderation\.policy\.input\.mode/,
     );
   });
 

@@ -154,6 +154,7 @@ import type {
   McpProcessorPhase,
   McpTarget,
   McpTargetIR,
+  OpenAIModerationIR,
   ProxyIR,
   ResolvedBackendPolicies,
   RouteBackendIR,
@@ -1362,6 +1363,16 @@ class Builder {
     const prompts = ai?.prompts ? promptEnrichmentIR(ai.prompts) : undefined;
     if (prompts) ir.prompts = prompts;
     if (ai?.modelAliases && Object.keys(ai.modelAliases).length > 0) ir.modelAliases = { ...ai.modelAliases };
+    if ('openAI' in k && k.openAI.moderation && ir.provider.kind === 'openai') {
+      const { model, policy } = k.openAI.moderation;
+      const rules: NonNullable<OpenAIModerationIR['policy']> = {};
+      if (policy?.input) rules.input = { mode: policy.input.mode };
+      if (policy?.output) rules.output = { mode: policy.output.mode };
+      ir.provider.settings.moderation = {
+        model: model ?? DEFAULT_MODERATION_MODEL,
+        ...(policy ? { policy: rules } : {}),
+      };
+    }
     if ('bedrock' in k && ir.provider.kind === 'bedrock') {
       const { guardrailIdentifier: identifier, guardrailVersion: version } = k.bedrock;
       if (identifier !== undefined)

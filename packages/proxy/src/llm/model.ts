@@ -142,6 +142,8 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
       { model, stream: state.streaming, bodyHasModel: provider.bodyHasModel?.(p as never, format) ?? true },
       state,
     );
+    const fields = provider.bodyFields?.(p as never, format);
+    if (fields) Object.assign(out, fields);
     if (finalTransformation.length > 0) setFields(ctx, out, finalTransformation, true);
     if (metadata && format === 'bedrock-converse') {
       const md = metadata(ctx);

@@ -1,7 +1,9 @@
 // A fake OpenAI-compatible provider on loopback: chat completions (JSON, and SSE streams ending in
 // `data: [DONE]`), tool calls, Responses (JSON, and SSE with typed `event:` lines), embeddings
 // (floats or base64), the model list and OpenAI's error JSON, all built from the recorded wire
-// shapes in ./fixtures/openai (see the README there). It answers at any path ending in
+// shapes in ./fixtures/openai (see the README there). A request with OpenAI's inline `moderation`
+// parameter gets moderation results in its answer (a stream: one moderation chunk before [DONE]), each
+// result the recorded moderation example's, unflagged. It answers at any path ending in
 // /chat/completions, /responses, /embeddings or /models, so it stands in for Azure OpenAI and
 // Mistral too, and records what it was sent (path, headers, body) for tests to assert.
 import { readFileSync } from 'node:fs';
@@ -199,10 +201,12 @@ async function serve(
     send(res, 200, 'application/json', JSON.stringify(embeddings(body, model)), name);
     return;
   }
+  const moderation = moderationResults(body.moderation);
   if (operation === '/responses') {
     if (body.stream !== true) {
       const answer = JSON.parse(fixture('response.json')) as Json;
       answer.model = model;
+      if (moderation) answer.moderation = moderation('moderation_result');
       send(res, 200, 'application/json', JSON.stringify(answer), name);
       return;
     }
@@ -223,6 +227,7 @@ async function serve(
   if (body.stream !== true) {
     const answer = JSON.parse(fixture(tools ? 'chat-completion-tools.json' : 'chat-completion.json')) as Json;
     answer.model = model;
+    if (moderation) answer.moderation = moderation('moderation_results');
     send(res, 200, 'application/json', JSON.stringify(answer), name);
     return;
   }
@@ -251,7 +256,41 @@ async function serve(
       if (!includeUsage) delete chunk.usage;
       return `data: ${JSON.stringify(chunk)}\n\n`;
     });
+  if (moderation) {
+    const first = JSON.parse(raw[0]?.slice(6) ?? '{}') as Json;
+    const chunk = {
+      id: first.id,
+      object: 'chat.completion.chunk',
+      created: first.created,
+      model,
+      choices: [],
+      moderation: moderation('moderation_results'),
+    };
+    events.splice(events.length - 1, 0, `data: ${JSON.stringify(chunk)}\n\n`);
+  }
   await stream(res, events, special, opts, name, state);
+}
+
+/**
+ * The answer's `moderation` for a request's inline moderation parameter (the official SDK's
+ * ChatCompletion.Moderation and Response.Moderation): the input and the output each judged once, a
+ * result of the recorded moderation example's categories and scores, unflagged. Chat completions
+ * wrap results in a `moderation_results` list; the Responses API gives one `moderation_result`.
+ */
+function moderationResults(
+  param: unknown,
+): ((shape: 'moderation_results' | 'moderation_result') => Json) | undefined {
+  if (typeof param !== 'object' || param === null) return undefined;
+  const model =
+    typeof (param as Json).model === 'string' ? ((param as Json).model as string) : 'omni-moderation-latest';
+  const recorded = (JSON.parse(fixture('moderation.json')) as { results: Json[] }).results[0] as Json;
+  const categories = Object.fromEntries(Object.keys(recorded.categories as Json).map((c) => [c, false]));
+  const result = { ...recorded, flagged: false, categories, model, type: 'moderation_result' };
+  return (shape) => {
+    const one =
+      shape === 'moderation_result' ? result : { type: 'moderation_results', model, results: [result] };
+    return { input: one, output: one };
+  };
 }
 
 /** Writes SSE events as the real API does, honouring the test's delays, gate and cut. */

@@ -45,6 +45,11 @@ export interface ProviderModule<K extends LlmProviderKind> {
    */
   bodyHasModel?(p: LlmProviderIR<K>, format: LlmFormat): boolean;
   /**
+   * Fields the provider's settings write into the request body once it is in `format` (replacing the
+   * client's), before the model's final transformations: OpenAI's inline moderation.
+   */
+  bodyFields?(p: LlmProviderIR<K>, format: LlmFormat): Readonly<Record<string, unknown>> | undefined;
+  /**
    * Adds the credential to the request: `key` is the configured apiKey (revealed), or undefined when
    * none is configured and the client's own credential headers pass through unchanged. May be async
    * (a signer, a token exchange) and may read the final body (SigV4 signs it). `gatewayAuth`: the
