@@ -2052,6 +2052,21 @@ export const Bind = strict({
 });
 
 /**
+ * The policies that run in agentgateway's gateway phase (`policies[].phase: gateway`, GwPolicy
+ * `phase: PreRouting`): before a route is chosen, on every request to a listener.
+ */
+export const GATEWAY_PHASE_POLICY_NAMES = [
+  'cors',
+  'oidc',
+  'jwtAuth',
+  'basicAuth',
+  'apiKey',
+  'extAuthz',
+  'authorization',
+  'extProc',
+  'transformations',
+] as const;
+/**
  * agentgateway's policies written on a gateway or a gateway's listener itself (LocalGatewayPolicy):
  * each is what `policies.<name>` there means, for every route attached to it.
  */
@@ -2394,12 +2409,11 @@ export const TargetedPolicy = strict({
   name: z.union([z.string(), strict({ name: z.string(), namespace: z.string().optional() })]).optional(),
   target: PolicyTarget,
   phase: z
-    .union([
-      z.literal('route'),
-      NotYetValues(['gateway'], 'the gateway phase (policies before route selection)'),
-    ])
+    .enum(['route', 'gateway'])
     .optional()
-    .meta({ description: 'route (the default): the policy runs once the route is selected' }),
+    .meta({
+      description: `route (the default): the policy runs once the route is selected, merged with the route's own. gateway: it runs before a route is chosen, on every request to the gateway, listener or port it targets, even one no route matches, and what it changes (transformations, extProc) can change the route chosen; it runs in addition to the route's policies, not merged with them. The gateway phase takes ${GATEWAY_PHASE_POLICY_NAMES.join(', ')}`,
+    }),
   inheritance: z.enum(['default', 'override']).optional().meta({
     description:
       "gw extension (GwPolicy strategy.inheritance): default: a more specific policy (a listener's over its gateway's, a route's, a rule's, the route's own) wins a field both set; override: the fields this policy sets keep its value for everything below its target (an accumulating field, authorization, keeps the rules gathered down to it). Gateway, listener and route targets",

@@ -254,6 +254,11 @@ export interface ListenerIR {
   routes: RouteIR[];
   /** TCP and TLS listeners only. */
   tcpRoutes?: TcpRouteIR[];
+  /**
+   * Policies of the gateway phase (`policies[].phase: gateway` on the listener, its port or its
+   * gateway, merged): they run on every request to the listener before a route is chosen.
+   */
+  gatewayPhase?: RoutePolicies;
 }
 
 /** A layer-4 route: the connection's bytes go to one of its backends, picked by weight. */

@@ -614,10 +614,10 @@ describe('every agentgateway field is accepted or refused by name (issue 16)', (
     ).global.downstream;
     assert.deepEqual(downstream.http2Keepalive, { intervalMs: 30_000, timeoutMs: 5_000 });
     assert.equal(downstream.http1MaxHeaders, 64);
-    refused(
-      `policies:\n- target: {route: r}\n  phase: gateway\n  policy: {}\n${rest}`,
-      'policies[0].phase',
-      'the gateway phase',
+    // the gateway phase targets gateways and listeners (routing/gateway-phase.test.ts runs it)
+    assert.throws(
+      () => load(`policies:\n- target: {route: r}\n  phase: gateway\n  policy: {}\n${rest}`),
+      /policies\[0\]\.phase: the gateway phase runs before a route is chosen/,
     );
     load(
       `policies:\n- target: {route: r}\n  phase: route\n  policy: {}\nbinds:\n- port: 8080\n  listeners:\n  - routes: [{name: r, backends: [{host: 127.0.0.1:9}]}]\n`,

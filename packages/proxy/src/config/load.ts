@@ -49,6 +49,7 @@ import {
   ecdhCurveOf,
   type FieldPath,
   formatPath,
+  GATEWAY_PHASE_POLICY_NAMES,
   GATEWAY_POLICY_NAMES,
   type GlobalConfig,
   type GuardWebhook,
@@ -346,6 +347,15 @@ class Builder {
   readonly #inheritedAt = new WeakMap<object, (policy: string) => FieldPath | undefined>();
   /** The fields `inheritance: override` policies fixed for what inherits a merged object (see mergeLocked). */
   readonly #fixed = new WeakMap<object, Fixed>();
+  /** The `phase: gateway` policies, by their target (attachGatewayPhase gives them to listeners). */
+  readonly #gatewayPhase: {
+    index: number;
+    kind: 'gateway' | 'port' | 'listener';
+    name: string;
+    /** A port target: the listeners on it. */
+    keys: string[] | undefined;
+    policy: TrafficPolicies;
+  }[] = [];
   /** By target kind and name, the fields its override policies set. */
   #overrides: Record<'gateway' | 'listener' | 'route', Map<string, TrafficPolicies>> = {
     gateway: new Map(),
@@ -921,7 +931,90 @@ class Builder {
     if (this.cfg.mcp) this.mcpRoutes(this.cfg.mcp, add, listenersOf, gwPolicies, targeted);
     if (byKey.size === 0 && !this.opts.allowNoListeners && !this.cfg.llm && !this.cfg.mcp)
       this.fail([], 'no listeners: define binds: or gateways:');
-    return [...byKey.values()];
+    const binds = [...byKey.values()];
+    this.attachGatewayPhase(binds);
+    return binds;
+  }
+
+  /**
+   * A `phase: gateway` policy: kept apart from the route-phase ones (it is never merged into a
+   * route's), by the listeners it targets. It targets a gateway, a listener or a gateway's port, and
+   * holds only the policies that run before a route is chosen.
+   */
+  gatewayPhasePolicy(
+    i: number,
+    kind: 'gateway' | 'listener' | 'route' | 'backend' | 'gatewayPort',
+    name: string,
+    policy: TrafficPolicies,
+    inheritance: 'default' | 'override' | undefined,
+  ): void {
+    if (kind === 'route' || kind === 'backend') {
+      this.fail(
+        ['policies', i, 'phase'],
+        `the gateway phase runs before a route is chosen: a gateway-phase policy targets a gateway, a listener or a gateway's port, not a ${kind} (set phase: route)`,
+      );
+      return;
+    }
+    if (inheritance !== undefined)
+      this.fail(
+        ['policies', i, 'inheritance'],
+        'inheritance is how route-phase policies merge down to routes: a gateway-phase policy runs on its own',
+      );
+    const allowed: readonly string[] = GATEWAY_PHASE_POLICY_NAMES;
+    for (const [k, v] of Object.entries(policy)) {
+      if (v === undefined || allowed.includes(k)) continue;
+      this.fail(
+        ['policies', i, 'policy', k],
+        `${k} does not run in the gateway phase (before a route is chosen; it takes ${GATEWAY_PHASE_POLICY_NAMES.join(', ')}): set phase: route`,
+      );
+    }
+    const keys = kind === 'gatewayPort' ? this.listenersOnPort(name) : undefined;
+    if (keys?.length === 0) {
+      const [gateway, port] = splitGatewayPort(name);
+      this.src.warnings.push(
+        this.src.issueAt(
+          ['policies', i, 'target', 'gateway', 'port'],
+          `gateway ${JSON.stringify(gateway)} has no listener on port ${port}: the policy applies to nothing`,
+        ),
+      );
+    }
+    this.#gatewayPhase.push({ index: i, kind: kind === 'gatewayPort' ? 'port' : kind, name, keys, policy });
+  }
+
+  /**
+   * Each listener's gateway-phase policies, merged field by field: its gateway's, then those on its
+   * port, then its own (the most specific wins a field). A policy whose target names no listener is
+   * a warning, as it applies to nothing.
+   */
+  attachGatewayPhase(binds: BindIR[]): void {
+    if (this.#gatewayPhase.length === 0) return;
+    const used = new Set<number>();
+    const rank = { gateway: 0, port: 1, listener: 2 } as const;
+    const ordered = [...this.#gatewayPhase].sort((a, b) => rank[a.kind] - rank[b.kind] || a.index - b.index);
+    for (const b of binds)
+      for (const l of b.listeners) {
+        if (l.protocol === 'TCP' || l.protocol === 'TLS') continue;
+        const key = `${l.gateway}/${l.name}`;
+        const mine = ordered.filter((p) =>
+          p.kind === 'gateway'
+            ? p.name === l.gateway
+            : p.kind === 'listener'
+              ? p.name === key
+              : p.keys?.includes(key),
+        );
+        if (mine.length === 0) continue;
+        for (const p of mine) used.add(p.index);
+        const merged = mergePolicies(...mine.map((p) => p.policy));
+        if (merged && Object.keys(merged).length > 0) l.gatewayPhase = sealPolicies(merged);
+      }
+    for (const p of this.#gatewayPhase)
+      if (!used.has(p.index) && p.kind !== 'port')
+        this.src.warnings.push(
+          this.src.issueAt(
+            ['policies', p.index, 'target'],
+            `no HTTP listener is ${p.kind === 'gateway' ? `on gateway ${JSON.stringify(p.name)}` : `named ${JSON.stringify(p.name)}`}: the gateway-phase policy applies to nothing`,
+          ),
+        );
   }
 
   // ---------- the llm block ----------
@@ -1678,6 +1771,10 @@ class Builder {
         keyof typeof out | 'gatewayPort',
         string,
       ];
+      if (p.phase === 'gateway') {
+        this.gatewayPhasePolicy(i, kind, name, p.policy, p.inheritance);
+        return;
+      }
       const override = p.inheritance === 'override';
       if (override && kind === 'backend')
         this.fail(
@@ -3024,6 +3121,8 @@ class Builder {
     if (!this.#targeting) {
       this.#targeting = new Map();
       all.forEach((p, i) => {
+        // a gateway-phase policy is no part of what a route merges
+        if (p.phase === 'gateway') return;
         for (const [k, n] of Object.entries(p.target as Record<string, string | undefined>)) {
           // a policy on a gateway's port is found at each of the listeners there
           const keys =

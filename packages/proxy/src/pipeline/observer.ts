@@ -33,8 +33,11 @@ export interface ObservedRequest {
   celContext(): CelContext;
 }
 
-/** Where a policy was configured: on the gateway or listener, on the route, or on the backend. */
-export type PolicyPhase = 'gateway' | 'route' | 'backend';
+/**
+ * Where a policy runs: configured on the gateway or listener and merged into the route's, on the
+ * route, on the backend, or before a route is chosen (a gateway-phase policy: pre-routing).
+ */
+export type PolicyPhase = 'pre-routing' | 'gateway' | 'route' | 'backend';
 
 export interface PolicyOutcome {
   policy: string;
@@ -49,7 +52,7 @@ export interface PolicyOutcome {
 }
 
 /** A point in the chain where the request is complete in some sense, named as the trace shows it. */
-export type Stage = 'gateway policies' | 'route policies';
+export type Stage = 'pre-routing policies' | 'gateway policies' | 'route policies';
 
 export interface RouteSelection {
   selected: {

@@ -29,9 +29,21 @@ export interface CompiledRoute {
   delegatedFrom?: string[];
 }
 
+declare module '../pipeline/context.ts' {
+  interface RequestExtensions {
+    /** What follows a listener's gateway-phase policies: choosing the route and running its chain. */
+    routing?: Handler;
+  }
+}
+
 export interface CompiledListener {
   ir: ListenerIR;
   router: HostRouter<CompiledRoute>;
+  /**
+   * The gateway-phase policies (ListenerIR.gatewayPhase), run before a route is chosen; they end in
+   * the request's `ext.routing`, which the data plane sets.
+   */
+  gatewayPhase?: Handler;
   secureContext: SecureContext | undefined;
   /** TCP and TLS listeners: their tcpRoutes. */
   tcp?: TcpRouter;
@@ -129,9 +141,30 @@ function compileListener(
   return {
     ir: l,
     router,
+    ...(l.gatewayPhase ? { gatewayPhase: compileGatewayPhase(l, l.gatewayPhase, global, shared) } : {}),
     secureContext,
     ...(l.tcpRoutes ? { tcp: new TcpRouter(l.tcpRoutes, global, pools, used) } : {}),
   };
+}
+
+/**
+ * A listener's gateway-phase policies as one chain, in the route policies' order, observed as
+ * `pre-routing`; the request is snapshotted once they have passed it on.
+ */
+function compileGatewayPhase(
+  l: ListenerIR,
+  policies: NonNullable<ListenerIR['gatewayPhase']>,
+  global: GlobalIR,
+  shared: SharedMemory,
+): Handler {
+  const layers = buildLayers(policies, global, `${l.gateway}/${l.name}/gateway-phase`, shared);
+  const last = layers.length - 1;
+  return compose(
+    layers.map((x, i) =>
+      observed(x.name, 'pre-routing', x.layer, i === last ? 'pre-routing policies' : undefined),
+    ),
+    (ctx) => (ctx.ext.routing as Handler)(ctx),
+  );
 }
 
 /**

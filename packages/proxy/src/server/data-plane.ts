@@ -38,7 +38,13 @@ import { resolveRequestTarget } from '../pipeline/request-target.ts';
 import { compileRules, decide, type Rule } from '../policies/authorization/decision.ts';
 import { serviceHeadersOf } from '../policies/service-call.ts';
 import type { CompiledMatch } from '../routing/match.ts';
-import { type CompiledRoute, compileTable, type RoutingTable, selectListener } from '../routing/table.ts';
+import {
+  type CompiledListener,
+  type CompiledRoute,
+  compileTable,
+  type RoutingTable,
+  selectListener,
+} from '../routing/table.ts';
 import { TraceSource } from '../trace/source.ts';
 import { inClientCase } from '../upstream/call.ts';
 import { endpointHealthOf, type HealthSnapshot } from '../upstream/health.ts';
@@ -562,31 +568,23 @@ export class DataPlane {
       this.#fail(ctx, unverified);
       return;
     }
-    const m = listener.router.select(ctx.host, ctx);
-    if (obs) obs.routeSelected(ctx, routeSelection(ctx, listener.router.candidates(ctx.host), m?.route));
-    if (!m) {
-      this.#fail(ctx, new GwError('GW_ERR_NO_ROUTE'));
-      return;
-    }
-    ctx.route = m.route.info;
-    ctx.matchedPrefix = m.prefix;
-    if (upgrade !== undefined && !m.route.upgrades) {
-      this.#fail(
-        ctx,
-        upgrade.connect
-          ? new GwError(
-              'GW_ERR_UPGRADE_UNSUPPORTED',
-              "this route's backend takes no CONNECT tunnel (host, unix, service and dynamic backends do)",
-            )
-          : new GwError('GW_ERR_UPGRADE_UNSUPPORTED'),
-      );
-      return;
-    }
-    if (ctx.body !== null && m.route.requestBodyIdleTimeoutMs > 0)
-      unwatchBody = watchRequestBody(ctx, m.route.requestBodyIdleTimeoutMs);
     let done: Promise<void>;
     try {
-      done = m.route.handler(ctx);
+      if (listener.gatewayPhase) {
+        // the gateway phase runs first, and what it changed (a header, the path) picks the route
+        ctx.ext.routing = (c) => {
+          const route = this.#selectRoute(c, listener, upgrade);
+          if (c.body !== null && route.requestBodyIdleTimeoutMs > 0)
+            unwatchBody = watchRequestBody(c, route.requestBodyIdleTimeoutMs);
+          return route.handler(c);
+        };
+        done = listener.gatewayPhase(ctx);
+      } else {
+        const route = this.#selectRoute(ctx, listener, upgrade);
+        if (ctx.body !== null && route.requestBodyIdleTimeoutMs > 0)
+          unwatchBody = watchRequestBody(ctx, route.requestBodyIdleTimeoutMs);
+        done = route.handler(ctx);
+      }
     } catch (err) {
       // A layer that is not async may throw before returning its promise.
       this.#fail(ctx, err);
@@ -596,6 +594,31 @@ export class DataPlane {
       () => this.#respond(ctx),
       (err) => this.#fail(ctx, err),
     );
+  }
+
+  /**
+   * The listener's route for the request, set on it (and shown to its observers); a GwError when no
+   * route matches or the route takes no upgrade the request asks for.
+   */
+  #selectRoute(
+    ctx: RequestContext,
+    listener: CompiledListener,
+    upgrade: UpgradeState | undefined,
+  ): CompiledRoute {
+    const m = listener.router.select(ctx.host, ctx);
+    const obs = ctx.obs;
+    if (obs) obs.routeSelected(ctx, routeSelection(ctx, listener.router.candidates(ctx.host), m?.route));
+    if (!m) throw new GwError('GW_ERR_NO_ROUTE');
+    ctx.route = m.route.info;
+    ctx.matchedPrefix = m.prefix;
+    if (upgrade !== undefined && !m.route.upgrades)
+      throw upgrade.connect
+        ? new GwError(
+            'GW_ERR_UPGRADE_UNSUPPORTED',
+            "this route's backend takes no CONNECT tunnel (host, unix, service and dynamic backends do)",
+          )
+        : new GwError('GW_ERR_UPGRADE_UNSUPPORTED');
+    return m.route;
   }
 
   /**
