@@ -206,6 +206,71 @@ spec:
     await until('the policies removed', async () => ((await owner()) === undefined ? true : undefined));
   });
 
+  test('traffic.phase PreRouting on the Gateway: a header its transformation sets picks the route; the API server refuses it on a route', async () => {
+    // route `tenant` takes the requests whose x-tenant is gold, and marks them for the echo to show
+    await kubectl(
+      ['apply', '--server-side', '-f', '-'],
+      `apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: { name: tenant, namespace: default }
+spec:
+  parentRefs: [{ name: edge }]
+  rules:
+    - matches: [{ headers: [{ name: x-tenant, value: gold }] }]
+      filters:
+        - type: RequestHeaderModifier
+          requestHeaderModifier: { set: [{ name: x-routed, value: tenant }] }
+      backendRefs: [{ group: gw.dev, kind: GwBackend, name: echo }]
+`,
+    );
+    const routed = async () =>
+      (JSON.parse((await get('/gold/orders')).body) as { headers: Record<string, string> }).headers[
+        'x-routed'
+      ];
+    await until('route tenant in the proxy', async () =>
+      (await httpGet(proxyPort, '/x', { 'x-tenant': 'gold' })).body.includes('"x-routed":"tenant"')
+        ? true
+        : undefined,
+    );
+    assert.equal(await routed(), undefined, 'without the policy /gold/ goes to route web');
+    await kubectl(
+      ['apply', '--server-side', '-f', '-'],
+      `apiVersion: gw.dev/v1alpha1
+kind: GwPolicy
+metadata: { name: tenants, namespace: default }
+spec:
+  targetRefs: [{ group: gateway.networking.k8s.io, kind: Gateway, name: edge }]
+  traffic:
+    phase: PreRouting
+    transformation:
+      request:
+        set: [{ name: x-tenant, value: 'request.path.startsWith("/gold/") ? "gold" : "none"' }]
+`,
+    );
+    await until('the gateway-phase header picking route tenant', async () =>
+      (await routed()) === 'tenant' ? true : undefined,
+    );
+    await untilPolicyAttached(until, kubectl, 'tenants');
+    // the CRD's rules: PreRouting targets a Gateway (or ListenerSet) and takes no timeouts
+    const refused = await kube.kubectl(['apply', '--server-side', '-f', '-'], {
+      input: `apiVersion: gw.dev/v1alpha1
+kind: GwPolicy
+metadata: { name: early, namespace: default }
+spec:
+  targetRefs: [{ group: gateway.networking.k8s.io, kind: HTTPRoute, name: web }]
+  traffic:
+    phase: PreRouting
+    timeouts: { request: 5s }
+`,
+    });
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /phase PreRouting takes cors/);
+    assert.match(refused.stderr, /every target must be a Gateway or a ListenerSet/);
+    await kubectl(['-n', 'default', 'delete', 'gwpolicy', 'tenants']);
+    await kubectl(['-n', 'default', 'delete', 'httproute', 'tenant']);
+    await until('/gold/ on route web again', async () => ((await routed()) === undefined ? true : undefined));
+  });
+
   test('frontend.connect Tunnel on the Gateway: a CONNECT to its listener port is answered 200 and the request inside is routed there', async () => {
     const inside = `CONNECT 127.0.0.1:${proxyPort} HTTP/1.1\r\nHost: 127.0.0.1:${proxyPort}\r\n\r\nGET /tunnelled HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`;
     const before = await rawUntil(proxyPort, inside, /\r\n\r\n[\s\S]*\n/);

@@ -236,49 +236,73 @@ export const ConcurrencyLimit = obj({
     description: "CEL giving this request's limit instead of maxConcurrent (0 refuses it).",
   }),
 });
-export const Traffic = obj({
-  phase: z.enum(['PreRouting', 'PostRouting']).default('PostRouting'),
-  timeouts: obj({ request: Duration.optional(), backendRequest: Duration.optional() }).optional(),
-  retry: Retry.optional(),
-  cors: Cors.optional(),
-  csrf: Csrf.optional(),
-  jwtAuthentication: JwtAuthentication.optional(),
-  basicAuthentication: BasicAuthentication.optional(),
-  apiKeyAuthentication: ApiKeyAuthentication.optional(),
-  extAuth: ExtAuth.optional(),
-  extProc: ExtProc.optional(),
-  authorization: Authorization.optional(),
-  rateLimit: RateLimit.optional(),
-  ipAccessControl: IpAccessControl.optional().meta({
-    description:
-      'Which client addresses may send requests: checked before anything else, with a 403 naming the address.',
-  }),
-  concurrencyLimit: z.array(ConcurrencyLimit).min(1).max(16).optional().meta({
-    description:
-      'Requests in flight at once, all limits applied: a slot is held until the response has been sent. Counted per proxy, across its workers.',
-  }),
-  buffer: Buffer.optional(),
-  transformation: Transformation.optional(),
-  headerModifiers: obj({
-    request: HeaderModifier.optional(),
-    response: HeaderModifier.optional(),
-  }).optional(),
-  directResponse: DirectResponse.optional(),
-  hostRewrite: obj({
-    mode: z.enum(['Auto', 'None']).meta({
+/** The traffic fields that do not run before routing (agentgateway's list, with gw's own added). */
+export const POST_ROUTING_ONLY = [
+  'timeouts',
+  'retry',
+  'csrf',
+  'rateLimit',
+  'ipAccessControl',
+  'concurrencyLimit',
+  'buffer',
+  'headerModifiers',
+  'directResponse',
+  'hostRewrite',
+  'delay',
+] as const;
+export const Traffic = rules(
+  obj({
+    phase: z.enum(['PreRouting', 'PostRouting']).default('PostRouting').meta({
       description:
-        'Auto: each host backend gets its own name as Host; None: the client’s Host. A Service or an IP backend keeps the client’s Host by default, a GwBackend static hostname gets its name. An HTTPRoute urlRewrite hostname wins.',
+        'PostRouting (the default): the policy runs once a route is chosen, merged with the policies of more specific targets. PreRouting (a Gateway or ListenerSet target): it runs on every request to the Gateway (or the listener sectionName names) before a route is chosen, so what it changes (transformation, extProc) can pick the route and what it refuses is refused even where no route matches; it runs in addition to PostRouting policies. PreRouting takes cors, jwtAuthentication, basicAuthentication, apiKeyAuthentication, extAuth, authorization, extProc and transformation.',
     }),
-  })
-    .optional()
-    .meta({ description: 'How to rewrite the Host header sent to the backends.' }),
-  delay: obj({
-    duration: z.string().min(1).max(16384).meta({
+    timeouts: obj({ request: Duration.optional(), backendRequest: Duration.optional() }).optional(),
+    retry: Retry.optional(),
+    cors: Cors.optional(),
+    csrf: Csrf.optional(),
+    jwtAuthentication: JwtAuthentication.optional(),
+    basicAuthentication: BasicAuthentication.optional(),
+    apiKeyAuthentication: ApiKeyAuthentication.optional(),
+    extAuth: ExtAuth.optional(),
+    extProc: ExtProc.optional(),
+    authorization: Authorization.optional(),
+    rateLimit: RateLimit.optional(),
+    ipAccessControl: IpAccessControl.optional().meta({
       description:
-        'A duration or a CEL expression giving a duration or milliseconds; non-positive adds none.',
+        'Which client addresses may send requests: checked before anything else, with a 403 naming the address.',
     }),
-  }).optional(),
-});
+    concurrencyLimit: z.array(ConcurrencyLimit).min(1).max(16).optional().meta({
+      description:
+        'Requests in flight at once, all limits applied: a slot is held until the response has been sent. Counted per proxy, across its workers.',
+    }),
+    buffer: Buffer.optional(),
+    transformation: Transformation.optional(),
+    headerModifiers: obj({
+      request: HeaderModifier.optional(),
+      response: HeaderModifier.optional(),
+    }).optional(),
+    directResponse: DirectResponse.optional(),
+    hostRewrite: obj({
+      mode: z.enum(['Auto', 'None']).meta({
+        description:
+          'Auto: each host backend gets its own name as Host; None: the client’s Host. A Service or an IP backend keeps the client’s Host by default, a GwBackend static hostname gets its name. An HTTPRoute urlRewrite hostname wins.',
+      }),
+    })
+      .optional()
+      .meta({ description: 'How to rewrite the Host header sent to the backends.' }),
+    delay: obj({
+      duration: z.string().min(1).max(16384).meta({
+        description:
+          'A duration or a CEL expression giving a duration or milliseconds; non-positive adds none.',
+      }),
+    }).optional(),
+  }),
+  {
+    rule: `!has(self.phase) || self.phase != 'PreRouting' || [${POST_ROUTING_ONLY.map((k) => `has(self.${k})`).join(', ')}].all(x, !x)`,
+    message:
+      'phase PreRouting takes cors, jwtAuthentication, basicAuthentication, apiKeyAuthentication, extAuth, authorization, extProc and transformation only',
+  },
+);
 
 // ---------- frontend ----------
 const NamedExpression = obj({ name: ShortString, expression: CELExpression });
@@ -540,6 +564,11 @@ export const GwPolicySpec = rules(
   {
     rule: '!has(self.strategy) || !has(self.strategy.inheritance) || (has(self.traffic) && !has(self.frontend) && !has(self.backend))',
     message: 'strategy.inheritance may only be set on traffic policies',
+  },
+  {
+    rule: `!has(self.traffic) || !has(self.traffic.phase) || self.traffic.phase != 'PreRouting' || (${everyTarget("t.kind in ['Gateway', 'ListenerSet']")})`,
+    message:
+      'traffic.phase PreRouting runs before a route is chosen: every target must be a Gateway or a ListenerSet',
   },
   {
     rule: `!has(self.frontend) || (${everyTarget("t.kind == 'Gateway'")})`,

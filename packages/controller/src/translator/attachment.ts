@@ -9,7 +9,12 @@
 // ext_authz, network authorization) leaves a deny-all rule on its targets instead, so a typo in a
 // rule never opens what the rule was meant to close.
 
-import type { BackendPolicies, Problem, TrafficPolicies } from '@gw/api';
+import {
+  type BackendPolicies,
+  GATEWAY_PHASE_POLICY_NAMES,
+  type Problem,
+  type TrafficPolicies,
+} from '@gw/api';
 import { validateResource } from '@gw/api/crd/crds';
 import type { GwPolicySpec } from '@gw/api/crd/gwpolicy';
 import { formatError } from '@gw/api/crd/validate';
@@ -273,7 +278,25 @@ function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Att
     accepted = bad('Accepted', 'Invalid', message, gen);
     attached = () => bad('Attached', 'Invalid', `not attached: ${message}${denied}`, gen);
   }
+  // PreRouting: the section runs before routing, on its own; what the gateway phase does not take
+  // (a field that translates to another policy) is left out and named
+  const preRouting = spec.traffic?.phase === 'PreRouting';
+  const preRoutingProblems: string[] = [];
+  if (preRouting && traffic) {
+    const allowed: readonly string[] = GATEWAY_PHASE_POLICY_NAMES;
+    const kept: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(traffic)) {
+      if (allowed.includes(k)) kept[k] = v;
+      else preRoutingProblems.push(`${k} does not run in phase PreRouting`);
+    }
+    traffic = kept as typeof traffic;
+    if (spec.strategy?.inheritance)
+      preRoutingProblems.push(
+        'strategy.inheritance applies to PostRouting policies (a PreRouting policy is not merged)',
+      );
+  }
   const sectionProblems = [
+    ...preRoutingProblems,
     ...(c.traffic?.problems ?? []),
     ...(c.frontend?.problems ?? []),
     ...(c.backend?.problems ?? []),
@@ -287,13 +310,17 @@ function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Att
     /** The traffic section as a Policy resource for `target`, in each of `gatewayKeys`. */
     const attachTraffic = (gatewayKeys: Iterable<string>, target: Record<string, string>) => {
       if (!traffic || Object.keys(traffic).length === 0) return;
-      const policy = {
-        name: `${ns}/${p.metadata.name}`,
-        target,
-        traffic,
-        // a backend's traffic policies merge without it (agentgateway's backend policies do too)
-        ...(spec.strategy?.inheritance === 'Override' && !('backend' in target) ? { override: true } : {}),
-      };
+      const policy = preRouting
+        ? { name: `${ns}/${p.metadata.name}`, target, traffic, preRouting: true }
+        : {
+            name: `${ns}/${p.metadata.name}`,
+            target,
+            traffic,
+            // a backend's traffic policies merge without it (agentgateway's backend policies do too)
+            ...(spec.strategy?.inheritance === 'Override' && !('backend' in target)
+              ? { override: true }
+              : {}),
+          };
       for (const gateway of gatewayKeys)
         out.resources.push({ gateway, resource: { name, resource: { policy } } });
     };

@@ -442,6 +442,7 @@ function policyOf(p: Policy, resource: string, problems: Assembled['problems']):
     name: p.name,
     target: { [t.case]: t.value },
     ...(p.override ? { inheritance: 'override' } : {}),
+    ...(p.preRouting ? { phase: 'gateway' } : {}),
     policy: p.traffic ?? {},
   };
 }

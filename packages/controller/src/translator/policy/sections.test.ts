@@ -846,11 +846,37 @@ describe('traffic.extProc → extProc', () => {
   });
 });
 
-describe('traffic: what this build does not implement is reported, not dropped', () => {
-  test('phase PreRouting', () => {
-    traffic({ phase: 'PreRouting', timeouts: { request: '5s' } }, [], { timeout: { requestTimeout: '5s' } }, [
-      'traffic.phase PreRouting is not supported by this build of gw yet',
-    ]);
+describe('traffic.phase PreRouting', () => {
+  const refusal = (spec: Record<string, unknown>) => {
+    const r = validateResource({
+      apiVersion: 'gw.dev/v1alpha1',
+      kind: 'GwPolicy',
+      metadata: { name: 'x', namespace: NS },
+      spec,
+    });
+    return r.ok ? undefined : JSON.stringify(r.errors);
+  };
+  test('the policies that run before routing translate as in PostRouting', () => {
+    traffic({ phase: 'PreRouting', cors: { allowOrigins: ['https://app.example'] } }, [], {
+      cors: { allowOrigins: ['https://app.example'] },
+    });
+  });
+  test('the CRD refuses another policy, and a target other than a Gateway or ListenerSet', () => {
+    assert.match(
+      refusal({ ...TARGET, traffic: { phase: 'PreRouting', timeouts: { request: '5s' } } }) ?? '',
+      /phase PreRouting takes cors, jwtAuthentication/,
+    );
+    assert.match(
+      refusal({
+        targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'web' }],
+        traffic: { phase: 'PreRouting', cors: { allowOrigins: ['*'] } },
+      }) ?? '',
+      /every target must be a Gateway or a ListenerSet/,
+    );
+    assert.equal(
+      refusal({ ...TARGET, traffic: { phase: 'PostRouting', timeouts: { request: '5s' } } }),
+      undefined,
+    );
   });
 });
 

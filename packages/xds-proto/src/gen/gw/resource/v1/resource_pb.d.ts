@@ -690,6 +690,14 @@ export declare type Policy = Message<"gw.resource.v1.Policy"> & {
    * @generated from field: bool override = 4;
    */
   override: boolean;
+
+  /**
+   * GwPolicy traffic.phase PreRouting: the policy runs before a route is chosen, on a Gateway or
+   * listener target (the standalone policies[].phase: gateway).
+   *
+   * @generated from field: bool pre_routing = 5;
+   */
+  preRouting: boolean;
 };
 
 /**
