@@ -1,4 +1,6 @@
 // CEL expressions compile in the environment the proxy evaluates them in (../cel/environment.ts).
+import type { ASTNode } from '@marcbachmann/cel-js';
+import { customFunctionsOf } from '../cel/custom-functions.ts';
 import { type CelRuntime, celEnvironment, compileCelWith, withCustomFunctions } from '../cel/environment.ts';
 import type { FieldPath } from '../config/source.ts';
 import type { Problem } from './problem.ts';
@@ -39,10 +41,72 @@ export function withCelFunctions<T>(
   }
 }
 
+/** Variables the expressions checked meanwhile have no value for, and why (withUnavailable). */
+let unavailable:
+  | { names: ReadonlySet<string>; why: string; applies: (path: FieldPath) => boolean }
+  | undefined;
+
+/**
+ * Runs `run` with `names` refused in every expression checked meanwhile whose path `applies` takes
+ * (directly or through a custom function's body), the problem saying `why`: the gateway phase runs
+ * before a route is chosen, so `route.*` there would never have a value.
+ */
+export function withUnavailable<T>(
+  names: readonly string[],
+  why: string,
+  applies: (path: FieldPath) => boolean,
+  run: () => T,
+): T {
+  const outer = unavailable;
+  unavailable = { names: new Set(names), why, applies };
+  try {
+    return run();
+  } finally {
+    unavailable = outer;
+  }
+}
+
 /** Whether `expr` compiles as a policy expression; the problem says why not. */
 export function checkCel(expr: string, path: FieldPath): Problem[] {
   const r = compileCelWith(env, expr);
-  return r.ok ? [] : [{ path, message: `invalid CEL expression: ${r.message}` }];
+  if (!r.ok) return [{ path, message: `invalid CEL expression: ${r.message}` }];
+  if (unavailable?.applies(path)) {
+    const name = firstVariable(r.evaluate.ast as ASTNode, unavailable.names);
+    if (name !== undefined) return [{ path, message: `${name} has no value here: ${unavailable.why}` }];
+  }
+  return [];
+}
+
+/** The first of `names` the expression reads, itself or in the body of a custom function it calls. */
+function firstVariable(ast: ASTNode, names: ReadonlySet<string>): string | undefined {
+  const bodies = customFunctionsOf(env)?.bodies;
+  const seen = new Set<string>();
+  const visit = (n: unknown): string | undefined => {
+    if (Array.isArray(n)) {
+      for (const x of n) {
+        const hit = visit(x);
+        if (hit !== undefined) return hit;
+      }
+      return undefined;
+    }
+    if (n === null || typeof n !== 'object') return undefined;
+    if ('op' in n && 'args' in n) {
+      const node = n as ASTNode;
+      if (node.op === 'id' && names.has(node.args as string)) return node.args as string;
+      if (node.op === 'call' || node.op === 'rcall') {
+        const fn = (node.args as unknown[])[0] as string;
+        const body = bodies?.get(fn);
+        if (body !== undefined && !seen.has(fn)) {
+          seen.add(fn);
+          const hit = visit(body);
+          if (hit !== undefined) return hit;
+        }
+      }
+      return visit(node.args);
+    }
+    return Object.getPrototypeOf(n) === Object.prototype ? visit(Object.values(n)) : undefined;
+  };
+  return visit(ast);
 }
 
 /** Every value of a name → expression map, each at `path.<name>`. */

@@ -2055,6 +2055,17 @@ export const Bind = strict({
  * The policies that run in agentgateway's gateway phase (`policies[].phase: gateway`, GwPolicy
  * `phase: PreRouting`): before a route is chosen, on every request to a listener.
  */
+/**
+ * What an expression of the gateway phase cannot read on the request's way in: no route, backend,
+ * LLM, MCP or A2A call is known before a route is chosen (a response transformation runs after it).
+ */
+export const GATEWAY_PHASE_UNKNOWN = ['route', 'backend', 'llm', 'llmRequest', 'mcp', 'a2a'] as const;
+/** Whether an expression at `path` runs on the request's way in (not a response transformation). */
+export const gatewayPhaseReadsRequest = (path: readonly (string | number)[]): boolean =>
+  !path.some(
+    (k, i) => k === 'response' && (path[i - 1] === 'transformations' || path[i - 1] === 'transformation'),
+  );
+export const GATEWAY_PHASE_WHY = 'the gateway phase runs before a route is chosen';
 export const GATEWAY_PHASE_POLICY_NAMES = [
   'cors',
   'oidc',

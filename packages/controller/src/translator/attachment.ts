@@ -12,8 +12,12 @@
 import {
   type BackendPolicies,
   GATEWAY_PHASE_POLICY_NAMES,
+  GATEWAY_PHASE_UNKNOWN,
+  GATEWAY_PHASE_WHY,
+  gatewayPhaseReadsRequest,
   type Problem,
   type TrafficPolicies,
+  withUnavailable,
 } from '@gw/api';
 import { validateResource } from '@gw/api/crd/crds';
 import type { GwPolicySpec } from '@gw/api/crd/gwpolicy';
@@ -52,6 +56,13 @@ export interface CheckedPolicy {
   invalid: Problem[];
 }
 
+/** A PreRouting section's expressions are checked as the gateway phase's (no route.* yet). */
+function traffic<T>(spec: NonNullable<GwPolicySpec['traffic']>, map: () => T): T {
+  return spec.phase === 'PreRouting'
+    ? withUnavailable(GATEWAY_PHASE_UNKNOWN, GATEWAY_PHASE_WHY, gatewayPhaseReadsRequest, map)
+    : map();
+}
+
 /**
  * Validates every GwPolicy and maps its sections. The traffic and frontend sections of the valid ones
  * are mapped again with what the GwPolicies on a Service give the Services they call (extAuth,
@@ -70,7 +81,7 @@ export function checkPolicies(
       if (!validation.ok) return c;
       const spec = validation.spec as GwPolicySpec;
       const ns = p.metadata.namespace ?? 'default';
-      if (spec.traffic) c.traffic = trafficPolicy(spec.traffic, ns, lookup);
+      if (spec.traffic) c.traffic = traffic(spec.traffic, () => trafficPolicy(spec.traffic!, ns, lookup));
       if (spec.frontend) c.frontend = frontendPolicy(spec.frontend, ns, lookup);
       if (spec.backend) c.backend = backendPolicy(spec.backend, ns, lookup);
       c.invalid = invalidOf(c);
@@ -83,7 +94,8 @@ export function checkPolicies(
     if (!c.validation.ok || c.invalid.length > 0) continue;
     const spec = c.validation.spec as GwPolicySpec;
     const ns = c.object.metadata.namespace ?? 'default';
-    if (spec.traffic) c.traffic = trafficPolicy(spec.traffic, ns, lookup, 'traffic', services);
+    if (spec.traffic)
+      c.traffic = traffic(spec.traffic, () => trafficPolicy(spec.traffic!, ns, lookup, 'traffic', services));
     if (spec.frontend) c.frontend = frontendPolicy(spec.frontend, ns, lookup, 'frontend', services);
     c.invalid = invalidOf(c);
   }

@@ -50,9 +50,12 @@ import {
   type FieldPath,
   formatPath,
   GATEWAY_PHASE_POLICY_NAMES,
+  GATEWAY_PHASE_UNKNOWN,
+  GATEWAY_PHASE_WHY,
   GATEWAY_POLICY_NAMES,
   type GlobalConfig,
   type GuardWebhook,
+  gatewayPhaseReadsRequest,
   HEADER_NAME_PATTERN,
   type InferenceRouting,
   type ListenerTLS,
@@ -91,6 +94,7 @@ import {
   validateSource,
   withCelFunctions,
   withSourceIssues,
+  withUnavailable,
 } from '@gw/api';
 import { LLM_API_PATH_PREFIXES } from '@gw/api/llm/api-paths';
 import { DEFAULT_TIMEOUT_MS, MCP_DEFAULT_TIMEOUT_MS } from '@gw/guardrail-sdk/wire';
@@ -989,6 +993,7 @@ class Builder {
   attachGatewayPhase(binds: BindIR[]): void {
     if (this.#gatewayPhase.length === 0) return;
     const used = new Set<number>();
+    const tunnelled = new Set<number>();
     const rank = { gateway: 0, port: 1, listener: 2 } as const;
     const ordered = [...this.#gatewayPhase].sort((a, b) => rank[a.kind] - rank[b.kind] || a.index - b.index);
     for (const b of binds)
@@ -1004,6 +1009,18 @@ class Builder {
         );
         if (mine.length === 0) continue;
         for (const p of mine) used.add(p.index);
+        // a tunnel's CONNECT is not routed (as in agentgateway): say so once per policy it skips
+        if (b.tunnel || this.cfg.frontendPolicies?.connect?.mode === 'tunnel')
+          for (const p of mine)
+            if (!tunnelled.has(p.index)) {
+              tunnelled.add(p.index);
+              this.src.warnings.push(
+                this.src.issueAt(
+                  ['policies', p.index, 'phase'],
+                  `a CONNECT tunnel into listener ${key} is not routed: the gateway phase does not run on it (requests inside the tunnel meet the policies of the bind it reaches)`,
+                ),
+              );
+            }
         const merged = mergePolicies(...mine.map((p) => p.policy));
         if (merged && Object.keys(merged).length > 0) l.gatewayPhase = sealPolicies(merged);
       }
@@ -1465,6 +1482,17 @@ class Builder {
         model: model ?? DEFAULT_MODERATION_MODEL,
         ...(policy ? { policy: rules } : {}),
       };
+      // a request sent as it came is not moderated: say so where the setting is
+      const unmoderated = Object.entries(ai?.routes ?? {})
+        .filter(([, t]) => t === 'passthrough' || t === 'detect')
+        .map(([path, t]) => `${path} (${t})`);
+      if (unmoderated.length > 0)
+        this.src.warnings.push(
+          this.src.issueAt(
+            [...pp, 'provider', 'openAI', 'moderation'],
+            `moderation is written into the chat completions and responses requests gw reads, not into those it sends as they came: ${unmoderated.join(', ')} go unmoderated`,
+          ),
+        );
     }
     if ('bedrock' in k && ir.provider.kind === 'bedrock') {
       const { guardrailIdentifier: identifier, guardrailVersion: version } = k.bedrock;
@@ -1766,7 +1794,10 @@ class Builder {
     const onPortOverrides = new Map<string, TrafficPolicies>();
     this.#overrides = overrides;
     (this.cfg.policies ?? []).forEach((p, i) => {
-      this.trafficChecks(['policies', i, 'policy'], p.policy);
+      const check = () => this.trafficChecks(['policies', i, 'policy'], p.policy);
+      if (p.phase === 'gateway')
+        withUnavailable(GATEWAY_PHASE_UNKNOWN, GATEWAY_PHASE_WHY, gatewayPhaseReadsRequest, check);
+      else check();
       const [kind, name] = Object.entries(p.target)[0] as unknown as [
         keyof typeof out | 'gatewayPort',
         string,

@@ -1,7 +1,7 @@
 // OpenAI's inline moderation on an ai backend's openAI provider (agentgateway's
 // `provider.openAI.moderation`): the configured `moderation` parameter goes into every chat
 // completions and responses request sent to the provider, replacing the client's, translated requests
-// included; embeddings and passthrough routes are left as they are, and the moderation results OpenAI
+// included; embeddings and passthrough routes are left as they are (with a warning), and the moderation results OpenAI
 // answers with reach an OpenAI client unchanged. Real parts: the official `openai` and
 // `@anthropic-ai/sdk` clients, and a fake provider speaking OpenAI's wire format.
 import assert from 'node:assert/strict';
@@ -158,6 +158,22 @@ describe('openAI provider moderation', () => {
     assert.equal(lastSeen().json?.moderation, undefined);
     await openai('/passthrough').chat.completions.create({ model: 'gpt-4o', messages });
     assert.equal(lastSeen().json?.moderation, undefined);
+  });
+
+  test('a provider whose ai routes pass requests through is warned that those go unmoderated', () => {
+    const cfg = loadConfigText(
+      'gw.yaml',
+      `binds:\n- port: 0\n  listeners:\n  - routes:\n    - backends:\n      - ai: {name: a, provider: {openAI: {moderation: {}}}, policies: {ai: {routes: {/v1/chat/completions: completions, "*": passthrough}}}}\n`,
+      process.cwd(),
+    );
+    const w = cfg.warnings.find((x) => x.path.endsWith('provider.openAI.moderation'));
+    assert.match(w?.message ?? JSON.stringify(cfg.warnings), /\* \(passthrough\) go unmoderated/);
+    const quiet = loadConfigText(
+      'gw.yaml',
+      `binds:\n- port: 0\n  listeners:\n  - routes:\n    - backends:\n      - ai: {name: a, provider: {openAI: {moderation: {}}}}\n`,
+      process.cwd(),
+    );
+    assert.deepEqual(quiet.warnings, []);
   });
 
   test('a bad setting is a config error naming the field', () => {

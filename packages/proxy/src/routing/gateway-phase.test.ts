@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ConfigError } from '@gw/api';
-import { startUpstream, type TestServer } from '@gw/testkit';
+import { type FakeOpenAI, startFakeOpenAI, startUpstream, type TestServer } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
 import { loadConfigText } from '../config/load.ts';
@@ -14,6 +14,7 @@ import { loadConfigText } from '../config/load.ts';
 let a: TestServer;
 let b: TestServer;
 let proxy: TestProxy;
+let provider: FakeOpenAI;
 
 const ROUTES = (a: number, b: number) => `    - name: tenant-a
       matches: [{headers: [{name: x-tenant, value: {exact: a}}]}]
@@ -25,13 +26,18 @@ const ROUTES = (a: number, b: number) => `    - name: tenant-a
       matches: [{path: {pathPrefix: /admin}}]
       policies:
         authorization: {rules: ['apiKey.team == "ops"']}
+        cors: {allowOrigins: ["https://admin.example"]}
       backends: [{host: "127.0.0.1:${a}"}]
 `;
 // the tenant is told by the path's first segment
 const TENANT = `'request.path.startsWith("/a/") ? "a" : request.path.startsWith("/b/") ? "b" : "none"'`;
 
 before(async () => {
-  [a, b] = await Promise.all([startUpstream('a'), startUpstream('b')]);
+  [a, b, provider] = await Promise.all([
+    startUpstream('a'),
+    startUpstream('b'),
+    startFakeOpenAI({ name: 'openai', apiKey: 'sk-provider' }),
+  ]);
   proxy = await startProxy(`config:
   adminAddr: "off"
 binds:
@@ -41,6 +47,14 @@ binds:
   - gatewayName: edge
     name: main
     routes:
+    - name: llm
+      matches: [{path: {pathPrefix: /v1/}}]
+      backends:
+      - ai:
+          name: openai
+          provider: {openAI: {}}
+          hostOverride: "127.0.0.1:${provider.port}"
+          policies: {backendAuth: {key: sk-provider}}
 ${ROUTES(a.port, b.port)}  - gatewayName: edge
     name: legacy
     hostname: legacy.example
@@ -68,7 +82,7 @@ ${ROUTES(a.port, b.port)}policies:
 
 after(async () => {
   await proxy?.close();
-  await Promise.all([a?.close(), b?.close()]);
+  await Promise.all([a?.close(), b?.close(), provider?.close()]);
 });
 
 /** The legacy listener: its own port (each listener of a port-0 bind gets one) and hostname. */
@@ -118,6 +132,34 @@ describe('the gateway phase', () => {
     assert.equal(ok.status, 200);
     // the key is taken off the request by the gateway phase, as in the route phase
     assert.equal(JSON.parse(ok.text).headers.authorization, undefined);
+  });
+
+  test("a refusal on an LLM route is in the client's API shape, though no route was chosen yet", async () => {
+    const r = await request(proxy.url('/v1/chat/completions'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'Hello!' }] }),
+    });
+    assert.equal(r.statusCode, 401);
+    assert.match(String(r.headers['content-type']), /application\/json/);
+    const body = (await r.body.json()) as { error?: { message?: string } };
+    assert.match(body.error?.message ?? '', /API key/);
+    assert.equal(provider.seen.length, 0);
+    // with a key, the tenant transformation leaves the request to the LLM route alone
+    const ok = await request(proxy.url('/v1/chat/completions'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...key('k-dev') },
+      body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'Hello!' }] }),
+    });
+    assert.equal(ok.statusCode, 200);
+    await ok.body.dump();
+  });
+
+  test("a route's own cors wins over the gateway phase's, and Vary names Origin once", async () => {
+    const r = await call('/admin', { ...key('k-ops'), origin: 'https://admin.example' });
+    assert.equal(r.status, 200);
+    assert.equal(r.headers['access-control-allow-origin'], 'https://admin.example');
+    assert.equal(r.headers.vary, 'Origin');
   });
 
   test("a gateway's policies apply to its listeners, merged with each listener's own", async () => {
@@ -196,6 +238,39 @@ describe('gateway-phase config', () => {
       '{phase: gateway, inheritance: override, target: {gateway: edge}, policy: {cors: {allowOrigins: ["*"]}}}',
       'policies[0].inheritance',
       /route-phase/,
+    );
+  });
+
+  test('refuses an expression that reads what only a route gives, but not in a response transformation', () => {
+    refused(
+      `{phase: gateway, target: {gateway: edge}, policy: {authorization: {rules: [{deny: 'route.name == "r"'}]}}}`,
+      'policies[0].policy.authorization.rules[0]',
+      /route has no value here: the gateway phase runs before a route is chosen/,
+    );
+    refused(
+      `{phase: gateway, target: {gateway: edge}, policy: {transformations: {request: {set: {x-model: 'string(llmRequest.model)'}}}}}`,
+      'policies[0].policy.transformations.request.set.x-model',
+      /llmRequest has no value here/,
+    );
+    const cfg = load(
+      `{phase: gateway, target: {gateway: edge}, policy: {transformations: {response: {set: {x-route: 'route.name'}}}}}`,
+    );
+    assert.ok(cfg.ir.binds[0]?.listeners[0]?.gatewayPhase?.transformations);
+    // the same rule in the route phase is fine
+    load(`{target: {gateway: edge}, policy: {authorization: {rules: [{deny: 'route.name == "r"'}]}}}`);
+  });
+
+  test('warns that a CONNECT tunnel is not routed through it', () => {
+    const cfg = loadConfigText(
+      'gw.yaml',
+      `frontendPolicies: {connect: {mode: tunnel}}\nbinds:\n- port: 0\n  listeners:\n  - gatewayName: edge\n    routes: [{backends: [{host: "127.0.0.1:1"}]}]\npolicies:\n- {phase: gateway, target: {gateway: edge}, policy: {cors: {allowOrigins: ["*"]}}}\n`,
+      process.cwd(),
+    );
+    assert.ok(
+      cfg.warnings.some(
+        (w) => /CONNECT tunnel .* is not routed/.test(w.message) && w.path === 'policies[0].phase',
+      ),
+      JSON.stringify(cfg.warnings),
     );
   });
 

@@ -587,12 +587,12 @@ export class DataPlane {
       }
     } catch (err) {
       // A layer that is not async may throw before returning its promise.
-      this.#fail(ctx, err);
+      this.#fail(ctx, err, listener);
       return;
     }
     done.then(
       () => this.#respond(ctx),
-      (err) => this.#fail(ctx, err),
+      (err) => this.#fail(ctx, err, listener),
     );
   }
 
@@ -848,7 +848,12 @@ export class DataPlane {
     }
   }
 
-  #fail(ctx: RequestContext, err: unknown): void {
+  /**
+   * Answers the request with `err`, in its route's error format. Refused before a route was chosen
+   * (the gateway phase), the route `listener` would have chosen gives the format: an LLM client is
+   * told in its API's shape.
+   */
+  #fail(ctx: RequestContext, err: unknown, listener?: CompiledListener): void {
     let e: GwError;
     if (err instanceof GwError) e = err;
     else if (ctx.abortReason !== undefined) e = ctx.abortReason;
@@ -863,7 +868,8 @@ export class DataPlane {
       res.destroy();
       return;
     }
-    const route = ctx.route;
+    const route =
+      ctx.route ?? (listener?.gatewayPhase ? listener.router.select(ctx.host, ctx)?.route.info : undefined);
     const routeFormat = route?.errorFormatOf ? route.errorFormatOf(ctx.originalUrl) : route?.errorFormat;
     const answer = errorResponse(e, errorFormatFor(ctx.headers['content-type'], routeFormat));
     const obs = ctx.obs;

@@ -16,6 +16,13 @@ function originMatcher(patterns: string[]): (origin: string) => boolean {
 }
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
+declare module '../../pipeline/context.ts' {
+  interface RequestExtensions {
+    /** A cors policy wrote the response's CORS headers (an outer one, the gateway phase's, leaves them). */
+    corsAnswered?: boolean;
+  }
+}
+
 export const cors: PolicyDefinition<'cors'> = {
   name: 'cors',
   build(config) {
@@ -41,13 +48,16 @@ export const cors: PolicyDefinition<'cors'> = {
       }
       await next(ctx);
       const r = ctx.response;
-      if (!r) return;
+      // a route's own cors (inside a gateway-phase one) answered for this origin: the more specific wins
+      if (!r || ctx.ext.corsAnswered) return;
+      ctx.ext.corsAnswered = true;
       r.headers['access-control-allow-origin'] = allowOrigin;
       if (config.allowCredentials) r.headers['access-control-allow-credentials'] = 'true';
       if (expose) r.headers['access-control-expose-headers'] = expose;
       if (!anyOrigin) {
         const vary = r.headers.vary;
-        r.headers.vary = vary ? `${Array.isArray(vary) ? vary.join(', ') : vary}, Origin` : 'Origin';
+        const list = vary === undefined ? '' : Array.isArray(vary) ? vary.join(', ') : vary;
+        if (!/(^|,)\s*origin\s*(,|$)/i.test(list)) r.headers.vary = list ? `${list}, Origin` : 'Origin';
       }
     };
   },
