@@ -49,11 +49,20 @@ export const ConfigDumpBackend = z.object({
 });
 export type ConfigDumpBackend = z.infer<typeof ConfigDumpBackend>;
 
-export const ConfigDumpPolicy = z.object({
-  target: z.object({ route: z.string() }),
-  /** The route's effective policy (gateway → listener → route merged), sensitive values redacted. */
-  policy: Open,
-});
+export const ConfigDumpPolicy = z.union([
+  z.object({
+    target: z.object({ route: z.string() }),
+    /** The route's effective policy (gateway → listener → route merged), sensitive values redacted. */
+    policy: Open,
+  }),
+  z.object({
+    /** `<gateway>/<listener>` */
+    target: z.object({ listener: z.string() }),
+    /** The listener's gateway-phase policies (run before a route is chosen), merged and redacted. */
+    phase: z.literal('gateway'),
+    policy: Open,
+  }),
+]);
 export type ConfigDumpPolicy = z.infer<typeof ConfigDumpPolicy>;
 
 /** health.active's probes of one endpoint: one prober per proxy, so every worker shows the same. */

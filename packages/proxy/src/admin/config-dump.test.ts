@@ -119,7 +119,8 @@ describe('credentials never appear in the dump', () => {
       ];
       for (const s of secrets) assert.ok(!text.includes(s), `${name}: ${s} leaked into the dump`);
       const policies = (JSON.parse(text) as ConfigDump).policies;
-      const byRoute = (suffix: string) => policies.find((p) => p.target.route?.endsWith(suffix))?.policy;
+      const byRoute = (suffix: string) =>
+        policies.find((p) => 'route' in p.target && p.target.route.endsWith(suffix))?.policy;
       assert.deepEqual(byRoute('/files-admin')?.apiKey, {
         keys: {
           ops: { key: '[redacted]', metadata: { team: 'ops' } },
@@ -151,6 +152,31 @@ describe('credentials never appear in the dump', () => {
     const text = JSON.stringify(configDump(supervisorWith(ir, [ir.version]), startup, undefined));
     for (const s of ['W6ph5Mm5Pz8GgiULbPgzG37mj9g=', 'upstream-key-1', 'upstream-cookie-2'])
       assert.ok(!text.includes(s), `${s} leaked into the dump`);
+  });
+
+  test("a listener's gateway-phase policies are listed, before its routes', redacted", () => {
+    const { ir, startup } = loadConfigText(
+      'test.yaml',
+      `binds:
+- port: 0
+  listeners:
+  - gatewayName: edge
+    name: main
+    routes: [{name: r, policies: {cors: {allowOrigins: ["*"]}}, backends: [{host: "127.0.0.1:9"}]}]
+policies:
+- {phase: gateway, target: {listener: edge/main}, policy: {apiKey: {keys: [{key: gateway-key-1}]}}}
+`,
+      process.cwd(),
+    );
+    const dump = configDump(supervisorWith(ir, [ir.version]), startup, undefined);
+    assert.ok(!JSON.stringify(dump).includes('gateway-key-1'));
+    assert.deepEqual(
+      dump.policies.map((p) => [p.target, 'phase' in p ? p.phase : 'route', Object.keys(p.policy)]),
+      [
+        [{ listener: 'edge/main' }, 'gateway', ['apiKey']],
+        [{ route: 'edge/main/r' }, 'route', ['cors']],
+      ],
+    );
   });
 
   test('the IR still crosses worker threads: keys survive encodeSecrets/decodeSecrets and a structured clone', () => {

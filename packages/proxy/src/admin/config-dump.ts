@@ -48,11 +48,21 @@ export function configDump(
       for (const r of l.routes) for (const x of r.backends) backends.set(x.name, x);
   const sensitive = new Set(ir?.global.sensitiveHeaders ?? []);
   const policies = (ir?.binds ?? []).flatMap((b) =>
-    b.listeners.flatMap((l) =>
-      l.routes
+    b.listeners.flatMap((l) => [
+      // what runs before a route is chosen, then each route's own
+      ...(l.gatewayPhase
+        ? [
+            {
+              target: { listener: `${l.gateway}/${l.name}` },
+              phase: 'gateway' as const,
+              policy: redactPolicies(l.gatewayPhase, sensitive),
+            },
+          ]
+        : []),
+      ...l.routes
         .filter((r) => Object.keys(r.policies).length > 0)
         .map((r) => ({ target: { route: r.key }, policy: redactPolicies(r.policies, sensitive) })),
-    ),
+    ]),
   );
   // JSON.stringify through toJSON: Secret values come out as "[redacted]". config-dump.test.ts holds
   // the result to the ConfigDump schema.
