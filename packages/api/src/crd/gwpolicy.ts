@@ -254,7 +254,7 @@ export const Traffic = rules(
   obj({
     phase: z.enum(['PreRouting', 'PostRouting']).default('PostRouting').meta({
       description:
-        'PostRouting (the default): the policy runs once a route is chosen, merged with the policies of more specific targets. PreRouting (a Gateway target; a ListenerSet, which agentgateway also allows, is not attached by this build): it runs on every routed request to the Gateway (or the listener sectionName names) before a route is chosen, so what it changes (transformation, extProc) can pick the route and what it refuses is refused even where no route matches; it runs in addition to PostRouting policies. PreRouting takes cors, jwtAuthentication, basicAuthentication, apiKeyAuthentication, extAuth, authorization, extProc and transformation.',
+        'PostRouting (the default): the policy runs once a route is chosen, merged with the policies of more specific targets. PreRouting (a Gateway or ListenerSet target): it runs on every routed request to its listeners (or the one sectionName names) before a route is chosen, so what it changes (transformation, extProc) can pick the route and what it refuses is refused even where no route matches; it runs in addition to PostRouting policies. PreRouting takes cors, jwtAuthentication, basicAuthentication, apiKeyAuthentication, extAuth, authorization, extProc and transformation.',
     }),
     timeouts: obj({ request: Duration.optional(), backendRequest: Duration.optional() }).optional(),
     retry: Retry.optional(),

@@ -320,7 +320,7 @@ function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Att
     };
     const name = `policy/${String(order).padStart(4, '0')}/${ns}/${p.metadata.name}/${ti}`;
     /** The traffic section as a Policy resource for `target`, in each of `gatewayKeys`. */
-    const attachTraffic = (gatewayKeys: Iterable<string>, target: Record<string, string>) => {
+    const attachTraffic = (gatewayKeys: Iterable<string>, target: Record<string, string>, part = '') => {
       if (!traffic || Object.keys(traffic).length === 0) return;
       const policy = preRouting
         ? { name: `${ns}/${p.metadata.name}`, target, traffic, preRouting: true }
@@ -334,7 +334,7 @@ function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Att
               : {}),
           };
       for (const gateway of gatewayKeys)
-        out.resources.push({ gateway, resource: { name, resource: { policy } } });
+        out.resources.push({ gateway, resource: { name: `${name}${part}`, resource: { policy } } });
     };
     if (t.group === GATEWAY_GROUP && t.kind === 'Gateway') {
       const g = ctx.gateways.find((x) => x.key === `${ns}/${t.name}`);
@@ -365,6 +365,41 @@ function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Att
       ancestor(t, [
         accepted,
         attached(`Gateway ${g.key}${listener ? ` listener ${listener.name}` : ''}`, problems),
+      ]);
+    } else if (t.group === GATEWAY_GROUP && t.kind === 'ListenerSet') {
+      // the set's listeners (or the one sectionName names), as listeners of the Gateway it joined
+      const found = ctx.gateways
+        .map((g) => ({
+          g,
+          set: g.listenerSets.find(
+            (s) => s.object.metadata.name === t.name && (s.object.metadata.namespace ?? 'default') === ns,
+          ),
+        }))
+        .find((x) => x.set !== undefined);
+      if (!found?.set) {
+        notAttached(
+          'TargetNotFound',
+          `ListenerSet ${ns}/${t.name} not found on a Gateway of a gw GatewayClass`,
+        );
+        continue;
+      }
+      const { g, set } = found;
+      if (set.listeners.length === 0) {
+        notAttached('TargetNotFound', `ListenerSet ${ns}/${t.name} is not accepted by Gateway ${g.key}`);
+        continue;
+      }
+      const listeners = t.sectionName ? set.listeners.filter((l) => l.name === t.sectionName) : set.listeners;
+      if (listeners.length === 0) {
+        notAttached('TargetNotFound', `ListenerSet ${ns}/${t.name} has no listener ${t.sectionName}`);
+        continue;
+      }
+      // one resource per listener, each named apart
+      for (const l of listeners) attachTraffic([g.key], { listener: `${g.key}/${l.name}` }, `/${l.name}`);
+      if (frontend) problems.push('frontend policies attach to Gateways only');
+      if (backend) problems.push('backend policies attach to GwBackends only in this build');
+      ancestor(t, [
+        accepted,
+        attached(`ListenerSet ${ns}/${t.name}${t.sectionName ? ` listener ${t.sectionName}` : ''}`, problems),
       ]);
     } else if (t.group === GATEWAY_GROUP && (t.kind === 'HTTPRoute' || t.kind === 'GRPCRoute')) {
       const rules = ctx.routes.rules.filter(
@@ -487,7 +522,7 @@ function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Att
     } else {
       notAttached(
         'Unsupported',
-        `targets of kind ${t.group ? `${t.group}/` : ''}${t.kind} are not supported (Gateway, HTTPRoute, GRPCRoute, Service, gw.dev/GwBackend)`,
+        `targets of kind ${t.group ? `${t.group}/` : ''}${t.kind} are not supported (Gateway, ListenerSet, HTTPRoute, GRPCRoute, Service, gw.dev/GwBackend)`,
       );
     }
   }
