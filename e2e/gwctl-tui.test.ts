@@ -9,7 +9,6 @@ import { startUpstream, type TestServer } from '@gw/testkit';
 import { cleanupGw, configBlock, type GwProcess, sleep, startGw, tempDir } from './support/gw-process.ts';
 import { GWCTL_BIN } from './support/gwctl-process.ts';
 
-const SOCKET = `gwctl-tui-${process.pid}`;
 const SESSION = 'trace';
 const hasTmux = spawnSync('tmux', ['-V']).status === 0;
 
@@ -19,8 +18,10 @@ let port: number;
 let adminPort: number;
 let dir: string;
 
-const tmux = (...args: string[]) => execFileSync('tmux', ['-L', SOCKET, ...args], { encoding: 'utf8' });
-const alive = () => spawnSync('tmux', ['-L', SOCKET, 'has-session', '-t', SESSION]).status === 0;
+/** The tmux server's socket, in the test's own directory (removed with it). */
+const socket = () => join(dir, 'tmux.sock');
+const tmux = (...args: string[]) => execFileSync('tmux', ['-S', socket(), ...args], { encoding: 'utf8' });
+const alive = () => spawnSync('tmux', ['-S', socket(), 'has-session', '-t', SESSION]).status === 0;
 const screen = () => tmux('capture-pane', '-p', '-t', SESSION);
 const keys = (...k: string[]) => tmux('send-keys', '-t', SESSION, ...k);
 const sh = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
@@ -101,7 +102,7 @@ before(async () => {
 });
 
 after(async () => {
-  if (hasTmux) spawnSync('tmux', ['-L', SOCKET, 'kill-server']);
+  if (hasTmux && dir) spawnSync('tmux', ['-S', socket(), 'kill-server']);
   await cleanupGw();
   await upstream?.close();
 });
