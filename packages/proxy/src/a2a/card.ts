@@ -98,7 +98,7 @@ export async function rewriteCardResponse(
   let data: Buffer;
   if (Buffer.isBuffer(res.body)) data = res.body;
   else {
-    const r = await bufferUpTo(res.body, limit, contentLength(res.headers));
+    const r = await bufferUpTo(res.body, limit, contentLength(res.headers), ctx);
     if (!r.ok) {
       res.body = r.stream;
       return;

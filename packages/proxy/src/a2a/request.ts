@@ -69,7 +69,7 @@ async function readBody(ctx: RequestContext, limit: number): Promise<Buffer> {
   const b = ctx.body;
   if (b === null) return Buffer.alloc(0);
   if (Buffer.isBuffer(b)) return b;
-  const r = await bufferUpTo(b, limit, contentLength(ctx.headers));
+  const r = await bufferUpTo(b, limit, contentLength(ctx.headers), ctx);
   if (!r.ok) {
     ctx.body = r.stream;
     throw new GwError('GW_ERR_REQUEST_TOO_LARGE');

@@ -7,7 +7,7 @@ import { type CelProgram, celToJson, compileCel } from '../cel/cel.ts';
 import type { LlmFormat, LlmModelIR, LlmProviderIR } from '../config/ir.ts';
 import { GwError } from '../errors.ts';
 import { Lazy } from '../lazy.ts';
-import { bufferUpTo, contentLength, discard } from '../pipeline/body.ts';
+import { type AbortSource, bufferUpTo, contentLength, discard } from '../pipeline/body.ts';
 import type { Headers, RequestContext } from '../pipeline/context.ts';
 import type { Handler } from '../pipeline/layer.ts';
 import { compileRules, decide } from '../policies/authorization/decision.ts';
@@ -499,7 +499,7 @@ async function answer(
         `provider ${provider} answered ${res.status} with ${type.split(';')[0] || 'no content type'}, not JSON`,
       );
     }
-    const parsed = await readJson(res, limit);
+    const parsed = await readJson(res, limit, ctx);
     if (parsed === undefined) {
       ctx.response = undefined;
       throw new GwError(
@@ -524,7 +524,7 @@ async function answer(
     if (type.startsWith(EVENT_STREAM)) res.headers['content-type'] = 'text/event-stream';
     return;
   }
-  const parsed = await readJson(res, limit);
+  const parsed = await readJson(res, limit, ctx);
   if (parsed === undefined) {
     ctx.response = undefined;
     throw new GwError('GW_ERR_LLM_PROVIDER', `provider ${provider} answered with invalid JSON`);
@@ -558,6 +558,7 @@ type ReadJson = { over: false; value: JsonObject; raw: Buffer } | { over: true; 
 async function readJson(
   res: NonNullable<RequestContext['response']>,
   limit: number,
+  request: AbortSource,
 ): Promise<ReadJson | undefined> {
   const body = res.body;
   let raw: Buffer;
@@ -565,7 +566,7 @@ async function readJson(
   else if (Buffer.isBuffer(body)) raw = body;
   else {
     // An answer that came whole with its head is taken in one read (bufferUpTo's takeComplete).
-    const r = await bufferUpTo(body, limit, contentLength(res.headers));
+    const r = await bufferUpTo(body, limit, contentLength(res.headers), request);
     if (!r.ok) return { over: true, stream: r.stream };
     raw = r.data;
   }

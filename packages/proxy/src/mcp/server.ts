@@ -453,7 +453,7 @@ export class McpServer {
     if (b === null) raw = Buffer.alloc(0);
     else if (Buffer.isBuffer(b)) raw = b;
     else {
-      const r = await bufferUpTo(b, this.#limit, contentLength(ctx.headers));
+      const r = await bufferUpTo(b, this.#limit, contentLength(ctx.headers), ctx);
       if (!r.ok) {
         r.stream.resume();
         return {

@@ -9,7 +9,20 @@ const CLOSED_EARLY = 'the body was closed before it ended';
 /** Past the limit: `stream` is the whole body again; `head` the chunks read before the limit was passed. */
 export type Buffered = { ok: true; data: Buffer } | { ok: false; stream: Readable; head: readonly Buffer[] };
 
-export async function bufferUpTo(body: Readable, limit: number, declaredLength?: number): Promise<Buffered> {
+/** The request whose abort (its deadline, a stalled body, the client gone) ends a read that waits. */
+export type AbortSource = Pick<RequestContext, 'addAbortHook' | 'removeAbortHook'>;
+
+/**
+ * Reads `body` into memory up to `limit`. `request`: while the read waits for more, an abort of the
+ * request (timeout.requestTimeout, requestBodyIdleTimeout) ends it with the abort's reason, so a
+ * client that stops sending mid-body cannot hold the request past its deadline.
+ */
+export async function bufferUpTo(
+  body: Readable,
+  limit: number,
+  declaredLength?: number,
+  request?: AbortSource,
+): Promise<Buffered> {
   if (declaredLength !== undefined && declaredLength > limit) return { ok: false, stream: body, head: [] };
   const whole = takeComplete(body, limit);
   if (whole) return { ok: true, data: whole };
@@ -19,6 +32,14 @@ export async function bufferUpTo(body: Readable, limit: number, declaredLength?:
   let size = 0;
   return await new Promise<Buffered>((resolve, reject) => {
     let settled = false;
+    const hook = {
+      abort(reason: Error) {
+        if (settled) return;
+        settled = true;
+        cleanup();
+        reject(reason);
+      },
+    };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       chunks.push(chunk);
@@ -53,11 +74,14 @@ export async function bufferUpTo(body: Readable, limit: number, declaredLength?:
       body.off('end', onEnd);
       body.off('error', onError);
       body.off('close', onClose);
+      request?.removeAbortHook(hook);
     };
     body.on('data', onData);
     body.on('end', onEnd);
     body.on('error', onError);
     body.on('close', onClose);
+    // last: an already aborted request ends the read at once (and takes the listeners off again)
+    request?.addAbortHook(hook);
   });
 }
 
@@ -123,7 +147,7 @@ export function discard(body: Readable | Buffer | null | undefined): void {
  */
 export async function bufferForReplay(ctx: RequestContext, limit: number): Promise<boolean> {
   if (!ctx.body || Buffer.isBuffer(ctx.body)) return true;
-  const r = await bufferUpTo(ctx.body, limit, contentLength(ctx.headers));
+  const r = await bufferUpTo(ctx.body, limit, contentLength(ctx.headers), ctx);
   if (!r.ok) {
     ctx.body = r.stream;
     return false;

@@ -83,7 +83,7 @@ function conditionalLayer(policy: string, entries: Variant[], limit: number): La
 
 async function bufferRequest(ctx: RequestContext, limit: number, policy: string): Promise<void> {
   if (!ctx.body || Buffer.isBuffer(ctx.body)) return;
-  const r = await bufferUpTo(ctx.body, limit, contentLength(ctx.headers));
+  const r = await bufferUpTo(ctx.body, limit, contentLength(ctx.headers), ctx);
   if (!r.ok) {
     r.stream.resume(); // drain, so the connection stays usable for the 413
     throw new GwError(

@@ -868,6 +868,10 @@ export class DataPlane {
       res.destroy();
       return;
     }
+    // Ended early (its deadline, a stalled body) with the body still owed: an HTTP/1 connection is not
+    // kept for a client that stopped sending
+    if (ctx.abortReason !== undefined && 'shouldKeepAlive' in res && !(ctx.req as IncomingMessage).complete)
+      res.shouldKeepAlive = false;
     const route =
       ctx.route ?? (listener?.gatewayPhase ? listener.router.select(ctx.host, ctx)?.route.info : undefined);
     const routeFormat = route?.errorFormatOf ? route.errorFormatOf(ctx.originalUrl) : route?.errorFormat;

@@ -446,6 +446,54 @@ test('a request body that stalls is answered 408 after requestBodyIdleTimeout', 
   assert.ok(await until(() => p.plane.inflight === 0, 2000), 'the h2 request is over');
 });
 
+test('a body a policy reads into memory that stalls is answered too: 408 after requestBodyIdleTimeout, the deadline after requestTimeout', async (t) => {
+  const up = await startUpstream();
+  t.after(() => up.close());
+  // a transformation that reads the body and the buffer policy each wait for a body the client
+  // stopped sending (as extAuthz with the body, extProc buffered, an LLM, MCP or A2A route's read do)
+  const reads = [
+    "{transformations: {request: {set: {x-size: 'string(size(request.body))'}}}}",
+    '{buffer: {request: {maxBytes: 1000000}}}',
+  ];
+  for (const route of reads) {
+    await using_(
+      await startProxy(config(up.port, '  http: {requestBodyIdleTimeout: 300ms}', { route })),
+      async (p) => {
+        const r = await stalledUpload(p.port());
+        assert.ok(r.closed, `${route}: the connection was still open after ${Math.round(r.openMs)} ms`);
+        assert.match(r.data, /^HTTP\/1\.1 408 /, route);
+        assert.ok(r.openMs < 2000, `${route}: answered after ${Math.round(r.openMs)} ms`);
+      },
+    );
+    await using_(
+      await startProxy(
+        config(up.port, '  http: {requestBodyIdleTimeout: 60s}', {
+          route: route.replace(/^\{/, '{timeout: {requestTimeout: 300ms}, '),
+        }),
+      ),
+      async (p) => {
+        const r = await stalledUpload(p.port());
+        assert.ok(r.closed, `${route}: the connection was still open after ${Math.round(r.openMs)} ms`);
+        assert.match(r.data, /^HTTP\/1\.1 504 /, route);
+        assert.ok(r.openMs < 2000, `${route}: answered after ${Math.round(r.openMs)} ms`);
+      },
+    );
+  }
+  assert.equal(up.seen.length, 0, 'no stalled request reached the upstream');
+});
+
+/** Runs `fn` with the proxy, then closes it. */
+async function using_(
+  p: Awaited<ReturnType<typeof startProxy>>,
+  fn: (p: Awaited<ReturnType<typeof startProxy>>) => Promise<void>,
+) {
+  try {
+    await fn(p);
+  } finally {
+    await p.close();
+  }
+}
+
 test('a body that keeps arriving, or a route with a request timeout, is not cut by the body idle timeout', async (t) => {
   const up = await startUpstream();
   t.after(() => up.close());

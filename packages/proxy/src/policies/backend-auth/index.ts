@@ -201,6 +201,7 @@ function aws(c: Extract<BackendAuthIR, { aws: unknown }>['aws'], maxBody: number
         ctx.body as Readable,
         maxBody,
         Number.isNaN(declared) ? undefined : declared,
+        ctx,
       );
       if (!r.ok) {
         ctx.body = r.stream;

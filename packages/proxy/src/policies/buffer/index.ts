@@ -23,7 +23,7 @@ export const buffer: PolicyDefinition<'buffer'> = {
     const resOpen = failOpen(config.response?.failureMode);
     return async (ctx, next) => {
       if (config.request && ctx.body && !Buffer.isBuffer(ctx.body)) {
-        const r = await bufferUpTo(ctx.body, reqLimit, contentLength(ctx.headers));
+        const r = await bufferUpTo(ctx.body, reqLimit, contentLength(ctx.headers), ctx);
         if (r.ok) {
           ctx.body = r.data;
           ctx.headers['content-length'] = String(r.data.length);
@@ -38,7 +38,7 @@ export const buffer: PolicyDefinition<'buffer'> = {
       await next(ctx);
       const res = ctx.response;
       if (config.response && res?.body && !Buffer.isBuffer(res.body)) {
-        const r = await bufferUpTo(res.body, resLimit, contentLength(res.headers));
+        const r = await bufferUpTo(res.body, resLimit, contentLength(res.headers), ctx);
         if (r.ok) {
           res.body = r.data;
           res.headers['content-length'] = String(r.data.length);

@@ -58,7 +58,7 @@ export async function readCheckBody(ctx: RequestContext, o: BodyOptions): Promis
     return { data: body.subarray(0, o.limit), partial: body.length > o.limit, asBytes: o.asBytes };
   }
   // Without allowPartial a declared length past the limit is refused before anything is read.
-  const r = await bufferUpTo(body, o.limit, o.allowPartial ? undefined : contentLength(ctx.headers));
+  const r = await bufferUpTo(body, o.limit, o.allowPartial ? undefined : contentLength(ctx.headers), ctx);
   if (r.ok) {
     ctx.body = r.data;
     ctx.headers['content-length'] = String(r.data.length);

@@ -18,7 +18,7 @@ import type { Client } from '@grpc/grpc-js';
 import { parseGoDuration } from '@gw/api/runtime';
 import { GwError } from '../../errors.ts';
 import { Lazy } from '../../lazy.ts';
-import { bufferUpTo, contentLength, discard, prepend } from '../../pipeline/body.ts';
+import { type AbortSource, bufferUpTo, contentLength, discard, prepend } from '../../pipeline/body.ts';
 import type { Body, Headers, ProxyResponse, RequestContext } from '../../pipeline/context.ts';
 import { withConditional } from '../conditional.ts';
 import { serviceAuthOf, serviceHeadersOf } from '../service-call.ts';
@@ -142,7 +142,7 @@ export const extProc = withConditional({
         set: (b: Body) => void,
       ) => {
         const tooLarge = phase === 'requestBody' ? 'GW_ERR_REQUEST_TOO_LARGE' : 'GW_ERR_RESPONSE_TOO_LARGE';
-        const body = await take(current, headers, mode, limit, tooLarge);
+        const body = await take(current, headers, mode, limit, tooLarge, ctx);
         const a = await exchange(phase, () => ({
           case: phase,
           value: { body: body.data, endOfStream: body.rest === null },
@@ -359,6 +359,7 @@ async function take(
   mode: Exclude<BodyMode, 'fullDuplexStreamed'>,
   limit: number,
   code: 'GW_ERR_REQUEST_TOO_LARGE' | 'GW_ERR_RESPONSE_TOO_LARGE',
+  request: AbortSource,
 ): Promise<{ data: Buffer; rest: Readable | null }> {
   const tooLarge = () => new GwError(code, `body is larger than the buffer limit (${limit} bytes)`);
   if (Buffer.isBuffer(body)) {
@@ -367,7 +368,7 @@ async function take(
     return { data: body.subarray(0, limit), rest: Readable.from([body.subarray(limit)]) };
   }
   if (mode === 'buffered') {
-    const r = await bufferUpTo(body, limit, contentLength(headers));
+    const r = await bufferUpTo(body, limit, contentLength(headers), request);
     if (r.ok) return { data: r.data, rest: null };
     discard(r.stream);
     throw tooLarge();

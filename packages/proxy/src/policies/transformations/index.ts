@@ -90,7 +90,7 @@ export const transformations = withConditional({
       if (!rule.response || !res) return;
       const start = ctx.obs ? performance.now() : null;
       if (readsResponseBody && res.body && !Buffer.isBuffer(res.body)) {
-        const r = await bufferUpTo(res.body, limit, contentLength(res.headers));
+        const r = await bufferUpTo(res.body, limit, contentLength(res.headers), ctx);
         if (!r.ok) {
           discard(r.stream);
           ctx.response = undefined;
@@ -129,7 +129,7 @@ export const transformations = withConditional({
 /** Reads the request body into memory for the expressions that read it; 413 over the limit. */
 async function bufferRequest(ctx: RequestContext, limit: number): Promise<void> {
   if (!ctx.body || Buffer.isBuffer(ctx.body)) return;
-  const r = await bufferUpTo(ctx.body, limit, contentLength(ctx.headers));
+  const r = await bufferUpTo(ctx.body, limit, contentLength(ctx.headers), ctx);
   if (!r.ok) {
     r.stream.resume(); // drain, so the connection stays usable for the 413
     throw new GwError(

@@ -115,7 +115,7 @@ async function payload(ctx: RequestContext, limit: number): Promise<Buffer> {
     return ctx.body;
   }
   const declared = Number(ctx.headers['content-length'] ?? Number.NaN);
-  const r = await bufferUpTo(ctx.body as Readable, limit, Number.isNaN(declared) ? undefined : declared);
+  const r = await bufferUpTo(ctx.body as Readable, limit, Number.isNaN(declared) ? undefined : declared, ctx);
   if (!r.ok) {
     ctx.body = r.stream;
     throw new GwError(
@@ -171,7 +171,7 @@ async function recordError(ctx: RequestContext): Promise<void> {
   const type = String(res.headers['x-amzn-errortype'] ?? '').split(':')[0] || undefined;
   let message: string | undefined;
   if (res.body && !Buffer.isBuffer(res.body)) {
-    const r = await bufferUpTo(res.body, ERROR_BODY_LIMIT);
+    const r = await bufferUpTo(res.body, ERROR_BODY_LIMIT, undefined, ctx);
     if (r.ok) {
       res.body = r.data;
       try {
