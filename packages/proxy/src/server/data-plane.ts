@@ -462,7 +462,11 @@ export class DataPlane {
     if ((this.#draining || bs.retired) && 'shouldKeepAlive' in res) res.shouldKeepAlive = false;
     if (ctx.body !== null) {
       if ('stream' in req) req.once('close', () => drainUnreadStream(req));
-      else res.once('finish', () => discardUnreadBody(req));
+      else {
+        // the body idle timeout (or, when it is off, a minute) bounds what is still owed
+        const grace = this.#table?.ir.global.downstream.requestBodyIdleTimeoutMs || 60_000;
+        res.once('finish', () => discardUnreadBody(req, grace));
+      }
     }
     // Before anyone looks at the request: routes, policies, observers and the upstream see one path.
     const { paths, trusted } = this.#requests;
@@ -868,10 +872,7 @@ export class DataPlane {
       res.destroy();
       return;
     }
-    // Ended early (its deadline, a stalled body) with the body still owed: an HTTP/1 connection is not
-    // kept for a client that stopped sending
-    if (ctx.abortReason !== undefined && 'shouldKeepAlive' in res && !(ctx.req as IncomingMessage).complete)
-      res.shouldKeepAlive = false;
+    closeIfBodyOwed(ctx);
     const route =
       ctx.route ?? (listener?.gatewayPhase ? listener.router.select(ctx.host, ctx)?.route.info : undefined);
     const routeFormat = route?.errorFormatOf ? route.errorFormatOf(ctx.originalUrl) : route?.errorFormat;
@@ -1071,10 +1072,35 @@ function routeSelection(
  * nobody reads (the one it applies when a handler never touched the body) marks the request dumped,
  * so the parser discards what is left, and reading resumes.
  */
-function discardUnreadBody(req: IncomingMessage): void {
+/**
+ * A request ended early (its deadline, a stalled body) with its body still owed: the HTTP/1
+ * connection is not kept for a client that stopped sending.
+ */
+function closeIfBodyOwed(ctx: RequestContext): void {
+  const { req, res } = ctx;
+  if ('stream' in req || req.complete || ctx.ext.upgrade !== undefined || ctx.abortReason === undefined)
+    return;
+  if ('shouldKeepAlive' in res) res.shouldKeepAlive = false;
+}
+
+/**
+ * After an HTTP/1 answer, the rest of a body nobody read is read and dropped, so the connection can
+ * take the next request; a client that has not sent it all within `graceMs` (it stopped, or
+ * trickles) loses the connection instead of holding it.
+ */
+function discardUnreadBody(req: IncomingMessage, graceMs: number): void {
   if (req.complete) return;
   (req as IncomingMessage & { _dump?: () => void })._dump?.();
-  req.socket?.resume();
+  const socket = req.socket;
+  if (!socket) return;
+  socket.resume();
+  const timer = setTimeout(() => {
+    if (!req.complete) socket.destroy();
+  }, graceMs);
+  timer.unref();
+  const done = () => clearTimeout(timer);
+  req.once('end', done);
+  socket.once('close', done);
 }
 
 /**

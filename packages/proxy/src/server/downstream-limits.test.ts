@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import tls from 'node:tls';
 import { httpGet, makeTestPki, startUpstream } from '@gw/testkit';
+import { passHeaders, startExtProcServer } from '@gw/testkit/ext-proc-server';
 import { startProxy } from '@gw/testkit/proxy';
 import pino from 'pino';
 import { loadConfigText } from '../config/load.ts';
@@ -480,6 +481,88 @@ test('a body a policy reads into memory that stalls is answered too: 408 after r
     );
   }
   assert.equal(up.seen.length, 0, 'no stalled request reached the upstream');
+});
+
+test('extProc reading a streamed body counts as waiting for it: a stalled body is answered 408 after requestBodyIdleTimeout', async (t) => {
+  const up = await startUpstream();
+  const proc = await startExtProcServer(passHeaders);
+  t.after(async () => {
+    await up.close();
+    await proc.close();
+  });
+  // the default body mode streams the body to the service as it arrives (read with for await)
+  await using_(
+    await startProxy(
+      config(up.port, '  http: {requestBodyIdleTimeout: 300ms}', {
+        route: `{extProc: {host: "${proc.host}"}}`,
+      }),
+    ),
+    async (p) => {
+      const r = await stalledUpload(p.port());
+      assert.ok(r.closed, `the connection was still open after ${Math.round(r.openMs)} ms`);
+      assert.match(r.data, /^HTTP\/1\.1 408 /);
+      assert.ok(r.openMs < 2000, `answered after ${Math.round(r.openMs)} ms`);
+    },
+  );
+});
+
+test("a route's requestTimeout ends a request whose extProc service does not answer: 504, not the service's failure", async (t) => {
+  const up = await startUpstream();
+  const silent = await startExtProcServer(() => new Promise(() => {}));
+  t.after(async () => {
+    await up.close();
+    await silent.close();
+  });
+  await using_(
+    await startProxy(
+      config(up.port, '  http: {}', {
+        route: `{timeout: {requestTimeout: 300ms}, extProc: {host: "${silent.host}", timeout: 10s}}`,
+      }),
+    ),
+    async (p) => {
+      const started = performance.now();
+      const r = await httpGet(p.port(), '/x');
+      assert.equal(r.status, 504);
+      assert.ok(performance.now() - started < 2000);
+      assert.equal(up.seen.length, 0);
+    },
+  );
+});
+
+test('after an answer sent before the client sent its body, the client has requestBodyIdleTimeout to send the rest, then loses the connection', async (t) => {
+  const up = await startUpstream();
+  t.after(() => up.close());
+  // refused by an API key check, the body never read; the client then stops sending
+  await using_(
+    await startProxy(
+      config(up.port, '  http: {requestBodyIdleTimeout: 300ms}', { route: '{apiKey: {keys: [{key: k1}]}}' }),
+    ),
+    async (p) => {
+      const r = await stalledUpload(p.port());
+      assert.match(r.data, /^HTTP\/1\.1 401 /);
+      assert.ok(
+        r.closed && r.openMs >= 250 && r.openMs < 2000,
+        `closed: ${r.closed} after ${Math.round(r.openMs)} ms`,
+      );
+      // a request whose body was sent whole keeps its connection
+      const whole = await new Promise<string>((resolve) => {
+        let data = '';
+        const sock = net.connect(p.port(), '127.0.0.1', () =>
+          sock.write('POST /x HTTP/1.1\r\nhost: gw.test\r\ncontent-length: 2\r\n\r\nhi'),
+        );
+        sock.setEncoding('utf8');
+        sock.on('data', (c: string) => {
+          data += c;
+          if (data.includes('\r\n\r\n')) {
+            sock.destroy();
+            resolve(data);
+          }
+        });
+      });
+      assert.match(whole, /^HTTP\/1\.1 401 /);
+      assert.doesNotMatch(whole, /\r\nconnection: close\r\n/i);
+    },
+  );
 });
 
 /** Runs `fn` with the proxy, then closes it. */

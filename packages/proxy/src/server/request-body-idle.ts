@@ -18,9 +18,13 @@ export function watchRequestBody(ctx: RequestContext, ms: number): () => void {
   return watchSocket(ctx, ms);
 }
 
-/** Someone reads the body and has taken all that arrived: more is wanted and the client owes it. */
+/**
+ * Someone reads the body and has taken all that arrived: more is wanted and the client owes it. A
+ * reader is a flowing stream ('data', a pipe) or one waiting on 'readable' (`for await`, which
+ * leaves the stream paused: extProc's streamed body).
+ */
 function waitingForClient(req: RequestContext['req']): boolean {
-  return req.readableFlowing === true && req.readableLength === 0;
+  return (req.readableFlowing === true || req.listenerCount('readable') > 0) && req.readableLength === 0;
 }
 
 function stalled(ctx: RequestContext): void {

@@ -100,6 +100,8 @@ export const extProc = withConditional({
           ctx.obs?.event(ctx, 'extProc', { phase, result: 'failure', reason, failOpen }, start, 'warn');
           live = false;
           stream.close();
+          // the request's own end (its deadline, a stalled body, the client gone) is what it gets
+          if (ctx.abortReason !== undefined) throw ctx.abortReason;
           if (!failOpen) throw new GwError('GW_ERR_INTERNAL', 'external processing failed');
           return undefined;
         }

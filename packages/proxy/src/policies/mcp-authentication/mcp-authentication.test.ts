@@ -668,3 +668,42 @@ describe('the entra provider', () => {
     );
   });
 });
+
+// The registration endpoint answers before any authentication: an anonymous client that stops
+// sending its registration mid-body must not hold the request past requestBodyIdleTimeout.
+test('a client registration whose body stalls is answered 408 after requestBodyIdleTimeout', async () => {
+  const proxy = await startProxy(`frontendPolicies: {http: {requestBodyIdleTimeout: 300ms}}
+binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - policies: {mcpAuthentication: {issuer: "http://127.0.0.1:1", jwks: '{"keys":[]}'}}
+      backends: [{host: "127.0.0.1:1"}]
+`);
+  try {
+    const { connect } = await import('node:net');
+    const started = performance.now();
+    const answer = await new Promise<string>((resolve) => {
+      let data = '';
+      const sock = connect(proxy.port(), '127.0.0.1', () =>
+        sock.write(
+          'POST /.well-known/oauth-authorization-server/client-registration HTTP/1.1\r\nhost: gw.test\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"redi',
+        ),
+      );
+      sock.setEncoding('utf8');
+      sock.on('data', (c: string) => {
+        data += c;
+      });
+      sock.on('close', () => resolve(data));
+      setTimeout(() => sock.destroy(), 5000).unref();
+    });
+    assert.match(answer, /^HTTP\/1\.1 408 /);
+    assert.ok(
+      performance.now() - started < 2000,
+      `answered after ${Math.round(performance.now() - started)} ms`,
+    );
+  } finally {
+    await proxy.close();
+  }
+});

@@ -7,7 +7,7 @@ import type { McpIdpName } from '@gw/api';
 import { descopeAgentic, type EntraEndpoints, entraEndpoints } from '@gw/api/runtime';
 import type { McpAuthenticationIR } from '../../config/ir.ts';
 import { GwError } from '../../errors.ts';
-import { bufferUpTo, discard } from '../../pipeline/body.ts';
+import { bufferUpTo, contentLength, discard } from '../../pipeline/body.ts';
 import type { ProxyResponse, RequestContext } from '../../pipeline/context.ts';
 import type { Secret } from '../../secret.ts';
 import { Agent, request } from '../../upstream/undici.ts';
@@ -328,7 +328,8 @@ async function readBody(ctx: RequestContext): Promise<Buffer> {
   ctx.body = null;
   if (b === null) return Buffer.alloc(0);
   if (Buffer.isBuffer(b)) return b;
-  const read = await bufferUpTo(b, MAX_DOCUMENT);
+  // the request's deadline and body idle timeout end a registration a client stops sending
+  const read = await bufferUpTo(b, MAX_DOCUMENT, contentLength(ctx.headers), ctx);
   if (!read.ok) {
     discard(read.stream);
     throw new GwError('GW_ERR_REQUEST_TOO_LARGE', `a client registration is at most ${MAX_DOCUMENT} bytes`);
