@@ -12,6 +12,21 @@ import type { StreamConnection } from './upstream/stream.ts';
 
 /** Sessions unused this long lose their processes (agentgateway's default sessionTtl). */
 export const SESSION_IDLE_MS = 30 * 60 * 1000;
+/**
+ * The sessions one worker keeps connection-bound targets for (a stdio process, a legacy SSE stream
+ * each): past it, the session used least recently loses its own, so clients that start sessions
+ * and walk away cannot start processes without bound.
+ */
+export const MAX_STREAM_SESSIONS = 100;
+
+export interface RuntimeLimits {
+  /** A session whose targets were unused this long loses them. */
+  idleMs: number;
+  /** config.mcp.sessionTtl: a session this old loses them; 0: no limit. */
+  ttlMs: number;
+  /** At most this many sessions hold connection-bound targets. */
+  maxSessions: number;
+}
 
 /** A legacy SSE client's stream: its session once initialized, and the signal that ends with it. */
 export interface ClientStream {
@@ -40,7 +55,10 @@ export class McpRuntime implements Retained {
   /** Legacy SSE clients by session nonce: where that session's answers go. */
   readonly clientStreams = new Map<string, ClientStream>();
   #closed = false;
-  readonly #sweep: NodeJS.Timeout;
+  #sweep: NodeJS.Timeout;
+  #limits: RuntimeLimits = { idleMs: SESSION_IDLE_MS, ttlMs: 0, maxSessions: MAX_STREAM_SESSIONS };
+  /** When each session in `streams` started its first connection-bound target. */
+  readonly #started = new Map<string, number>();
   #channel: BroadcastChannel | undefined;
   /** Handles a legacy SSE message another worker received for a stream this worker holds. */
   onRemote: ((m: RemoteMessage) => void) | undefined;
@@ -50,8 +68,32 @@ export class McpRuntime implements Retained {
 
   constructor(key: string) {
     this.key = key;
-    this.#sweep = setInterval(() => this.sweep(Date.now()), 60_000);
-    this.#sweep.unref();
+    this.#sweep = this.#schedule();
+  }
+
+  /** A sweep often enough for the limits: every minute, or a quarter of the shorter of them (1 s at least). */
+  #schedule(): NodeJS.Timeout {
+    const { idleMs, ttlMs } = this.#limits;
+    const shortest = ttlMs > 0 ? Math.min(idleMs, ttlMs) : idleMs;
+    const t = setInterval(
+      () => this.sweep(Date.now()),
+      Math.max(1000, Math.min(60_000, Math.floor(shortest / 4))),
+    );
+    t.unref();
+    return t;
+  }
+
+  /** The limits of the config that uses this runtime (a reload that keeps its targets may change them). */
+  setLimits(l: Partial<RuntimeLimits>): void {
+    const next = { ...this.#limits, ...l };
+    if (next.idleMs === this.#limits.idleMs && next.ttlMs === this.#limits.ttlMs) {
+      this.#limits = next;
+      return;
+    }
+    this.#limits = next;
+    if (this.#closed) return;
+    clearInterval(this.#sweep);
+    this.#sweep = this.#schedule();
   }
 
   get closed(): boolean {
@@ -87,8 +129,10 @@ export class McpRuntime implements Retained {
   connection(nonce: string, target: string, create: () => StreamConnection): StreamConnection {
     let m = this.streams.get(nonce);
     if (!m) {
+      if (this.streams.size >= this.#limits.maxSessions) this.#endLeastUsed();
       m = new Map();
       this.streams.set(nonce, m);
+      this.#started.set(nonce, Date.now());
     }
     let c = m.get(target);
     if (!c) {
@@ -117,10 +161,25 @@ export class McpRuntime implements Retained {
     }
   }
 
-  /** Ends a session's connection-bound targets (DELETE, idle). */
+  /** Makes room for a new session: the one whose targets were used least recently loses them. */
+  #endLeastUsed(): void {
+    let oldest: string | undefined;
+    let at = Number.POSITIVE_INFINITY;
+    for (const [nonce, m] of this.streams) {
+      const last = lastUsed(m);
+      if (last < at) {
+        at = last;
+        oldest = nonce;
+      }
+    }
+    if (oldest !== undefined) void this.endSession(oldest);
+  }
+
+  /** Ends a session's connection-bound targets (DELETE, idle, its ttl, room for another). */
   async endSession(nonce: string): Promise<void> {
     const m = this.streams.get(nonce);
     this.streams.delete(nonce);
+    this.#started.delete(nonce);
     this.owners.delete(nonce);
     this.clientStreams.get(nonce)?.close();
     this.clientStreams.delete(nonce);
@@ -128,12 +187,13 @@ export class McpRuntime implements Retained {
   }
 
   sweep(now: number): void {
+    const { idleMs, ttlMs } = this.#limits;
     for (const [nonce, m] of this.streams) {
-      let last = 0;
-      for (const c of m.values()) last = Math.max(last, c.lastUsed);
-      if (now - last > SESSION_IDLE_MS && !this.clientStreams.has(nonce)) void this.endSession(nonce);
+      const idle = now - lastUsed(m) > idleMs && !this.clientStreams.has(nonce);
+      const expired = ttlMs > 0 && now - (this.#started.get(nonce) ?? now) > ttlMs;
+      if (idle || expired) void this.endSession(nonce);
     }
-    for (const [nonce, o] of this.owners) if (now - o.at > SESSION_IDLE_MS) this.owners.delete(nonce);
+    for (const [nonce, o] of this.owners) if (now - o.at > idleMs) this.owners.delete(nonce);
   }
 
   async close(): Promise<void> {
@@ -143,4 +203,11 @@ export class McpRuntime implements Retained {
     this.#channel?.close();
     await Promise.allSettled([...this.streams.keys()].map((n) => this.endSession(n)));
   }
+}
+
+/** When a session's connection-bound targets were last used. */
+function lastUsed(m: Map<string, StreamConnection>): number {
+  let last = 0;
+  for (const c of m.values()) last = Math.max(last, c.lastUsed);
+  return last;
 }

@@ -3,12 +3,13 @@
 // start a new session), its upstream session is ended, and a new session works; without the setting
 // sessions do not expire. config.session.key loads as a credential.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startProxy } from '@gw/testkit/proxy';
 import { loadConfigText } from '../config/load.ts';
 import { configIssues } from '../config/test-support.ts';
-import { connectClient, eventually, type HttpPeer, startHttpPeer } from './test-support.ts';
+import { connectClient, EVERYTHING, eventually, type HttpPeer, startHttpPeer } from './test-support.ts';
 
 let web: HttpPeer;
 before(async () => {
@@ -84,6 +85,55 @@ describe('config.mcp.sessionTtl', () => {
     const { ir } = loadConfigText('gw.yaml', gateway('config: {mcp: {sessionTtl: 30m}}'), process.cwd());
     assert.equal(ir.global.mcpSessionTtlMs, 1_800_000);
     assert.match(configIssues(gateway('config: {mcp: {sessionTtl: soon}}')), /config\.mcp\.sessionTtl/);
+  });
+});
+
+describe('config.mcp.sessionTtl and a stdio target', () => {
+  /** The stdio servers this test process has started (the in-process gateway's children). */
+  const children = () => {
+    const r = spawnSync('pgrep', ['-P', String(process.pid), '-f', 'server-everything'], {
+      encoding: 'utf8',
+    });
+    return r.stdout.split('\n').filter(Boolean).length;
+  };
+
+  test("a session's process ends when its time is up, whether or not the client comes back", async () => {
+    const proxy = await startProxy(`config: {mcp: {sessionTtl: 2s}}
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - backends:
+      - mcp:
+          targets:
+          - name: everything
+            stdio: {cmd: ${JSON.stringify(EVERYTHING.cmd)}, args: ${JSON.stringify(EVERYTHING.args)}}
+`);
+    try {
+      const before = children();
+      // a client that initializes and walks away: no stream open, no request after
+      const r = await fetch(proxy.url('/mcp'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: {
+            protocolVersion: '2025-06-18',
+            capabilities: {},
+            clientInfo: { name: 't', version: '1' },
+          },
+        }),
+      });
+      assert.equal(r.status, 200);
+      await r.body?.cancel();
+      await eventually(() => children() === before + 1, 5000, 'the stdio process');
+      // the sweep ends it within the ttl and a sweep's interval
+      await eventually(() => children() === before, 8000, 'the stdio process to end');
+    } finally {
+      await proxy.close();
+    }
   });
 });
 

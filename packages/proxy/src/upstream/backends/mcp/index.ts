@@ -52,6 +52,8 @@ export const mcpBackend: BackendKind<'mcp'> = {
       : new McpRuntime('dry-run');
     if (env.pools) env.used.add(runtime);
     else void runtime.close();
+    // the ttl's sessions lose their processes when it is up, whether or not the client comes back
+    runtime.setLimits({ ttlMs: env.global.mcpSessionTtlMs ?? 0 });
     const guards = t.guardrails.length > 0 ? new McpGuardrails(t.guardrails, env) : undefined;
     const fed = new Federation(t, runtime, dispatchers, env.attemptTimeoutMs, guards, direct);
     const server = new McpServer(fed, env.global.maxBufferSize, env.global.mcpSessionTtlMs);

@@ -1,0 +1,65 @@
+// What an MCP backend keeps per session in a worker (stdio processes, legacy SSE streams) is bounded:
+// a session idle too long, or older than config.mcp.sessionTtl, loses its connection-bound targets at
+// the next sweep, and past the cap the session used least recently makes room for a new one. The
+// connections here are stand-ins that record their closing; mcp/session-ttl.test.ts runs a real
+// stdio server through the gateway.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { McpRuntime } from './runtime.ts';
+import type { StreamConnection } from './upstream/stream.ts';
+
+/** A connection-bound target that records whether it was closed. */
+function standIn(closed: Set<string>, name: string, lastUsed = Date.now()): StreamConnection {
+  const c = {
+    lastUsed,
+    start: () => c,
+    close: async () => {
+      closed.add(name);
+    },
+  };
+  return c as unknown as StreamConnection;
+}
+
+test('past the cap, the session used least recently loses its targets to make room', async () => {
+  const closed = new Set<string>();
+  const rt = new McpRuntime('test-cap');
+  try {
+    rt.setLimits({ maxSessions: 2 });
+    const now = Date.now();
+    rt.connection('a', 't', () => standIn(closed, 'a', now - 5_000));
+    rt.connection('b', 't', () => standIn(closed, 'b', now - 1_000));
+    // a session already held takes another target without counting again
+    rt.connection('a', 'u', () => standIn(closed, 'a2', now - 6_000));
+    assert.deepEqual([...rt.streams.keys()], ['a', 'b']);
+    rt.connection('c', 't', () => standIn(closed, 'c'));
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual([...rt.streams.keys()].sort(), ['b', 'c']);
+    assert.deepEqual([...closed].sort(), ['a', 'a2']);
+  } finally {
+    await rt.close();
+  }
+});
+
+test('a sweep ends sessions idle past idleMs, and with a ttl those older than it however busy', async () => {
+  const closed = new Set<string>();
+  const rt = new McpRuntime('test-sweep');
+  try {
+    const now = Date.now();
+    rt.setLimits({ idleMs: 10_000 });
+    rt.connection('idle', 't', () => standIn(closed, 'idle', now - 20_000));
+    rt.connection('busy', 't', () => standIn(closed, 'busy', now));
+    rt.sweep(now);
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual([...closed], ['idle']);
+    // a ttl counts from the session's first target, used or not
+    rt.setLimits({ ttlMs: 1_000 });
+    const busy = rt.streams.get('busy')?.get('t');
+    if (busy) busy.lastUsed = now + 5_000;
+    rt.sweep(now + 2_000);
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual([...closed].sort(), ['busy', 'idle']);
+    assert.equal(rt.streams.size, 0);
+  } finally {
+    await rt.close();
+  }
+});
