@@ -2366,7 +2366,10 @@ const BackendTargetRef = z.union([
     backend: strict({
       name: z.string().min(1),
       namespace: z.string().meta({ description: 'not read: backends are named by name alone' }),
-      section: NotYet('a backend target by section').optional(),
+      section: z.string().min(1).nullable().optional().meta({
+        description:
+          "one part of the backend: an mcp backend's target or an ai backend's provider, by name (its own policies win over the policy's)",
+      }),
     }),
   }),
   strict({
@@ -2411,9 +2414,10 @@ export const PolicyTarget = z.union([
   strict({ route: z.union([z.string().min(1), RouteTarget]) }).transform(({ route: r }) => ({
     route: typeof r === 'string' ? r : [r.namespace, r.name, ...(r.ruleName ? [r.ruleName] : [])].join('/'),
   })),
-  strict({ backend: z.union([z.string().min(1), BackendTargetRef]) }).transform(({ backend: b }) => ({
-    backend: backendTargetName(b),
-  })),
+  strict({ backend: z.union([z.string().min(1), BackendTargetRef]) }).transform(({ backend: b }) => {
+    const section = typeof b === 'object' && 'backend' in b ? b.backend.section : undefined;
+    return { backend: backendTargetName(b), ...(section ? { section } : {}) };
+  }),
   strict({ listenerSet: NotYet('a policy target by listenerSet') }).transform((v) => v as never),
 ]);
 export const TargetedPolicy = strict({

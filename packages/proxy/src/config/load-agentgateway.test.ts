@@ -254,6 +254,37 @@ policies:
     assert.match(set as string, NOT_YET);
   });
 
+  test('a backend target with section: one provider of a named ai backend (mcp targets: mcp/target-auth.test.ts)', () => {
+    const { ir } = loadConfigText(
+      'agw.yaml',
+      `backends:
+- name: llm
+  ai:
+    groups:
+    - providers:
+      - {name: primary, provider: {openAI: {}}, policies: {responseHeaderModifier: {set: {x-own: "1"}}}}
+      - {name: spare, provider: {openAI: {}}}
+policies:
+- target: {backend: {backend: {name: llm, namespace: default, section: primary}}}
+  policy: {requestHeaderModifier: {set: {x-section: "1"}}, responseHeaderModifier: {set: {x-own: "0"}}}
+binds:
+- port: 8080
+  listeners:
+  - routes: [{backends: [{backend: llm}]}]
+`,
+      process.cwd(),
+    );
+    const target = ir.binds[0]?.listeners[0]?.routes[0]?.backends[0]?.target;
+    assert.equal(target?.kind, 'ai');
+    const models = target?.kind === 'ai' ? target.models : [];
+    const model = (entry: string) => models.find((m) => m.entry === entry);
+    // the section's policies under the provider's own (a policy the provider sets is its own); the
+    // other provider untouched
+    assert.deepEqual(model('primary')?.requestHeaders?.set, { 'x-section': '1' });
+    assert.deepEqual(model('primary')?.responseHeaders?.set, { 'x-own': '1' });
+    assert.equal(model('spare')?.requestHeaders, undefined);
+  });
+
   test("a gateway target by port: the gateway's listeners on that port, less specific than a listener's", () => {
     const yaml = `binds:
 - port: 8080

@@ -351,6 +351,11 @@ class Builder {
   readonly #inheritedAt = new WeakMap<object, (policy: string) => FieldPath | undefined>();
   /** The fields `inheritance: override` policies fixed for what inherits a merged object (see mergeLocked). */
   readonly #fixed = new WeakMap<object, Fixed>();
+  /**
+   * Policies on one part of a backend (`{backend: {name, section}}`), by sectionKey: an mcp target's
+   * or an ai provider's, under its own; `at` the policies' indexes, for the warning when none is found.
+   */
+  readonly #sections = new Map<string, { policy: TrafficPolicies; at: number[]; used?: boolean }>();
   /** The `phase: gateway` policies, by their target (attachGatewayPhase gives them to listeners). */
   readonly #gatewayPhase: {
     index: number;
@@ -937,7 +942,25 @@ class Builder {
       this.fail([], 'no listeners: define binds: or gateways:');
     const binds = [...byKey.values()];
     this.attachGatewayPhase(binds);
+    for (const [key, sec] of this.#sections)
+      if (!sec.used)
+        for (const i of sec.at)
+          this.src.warnings.push(
+            this.src.issueAt(
+              ['policies', i, 'target', 'backend', 'backend', 'section'],
+              `no route uses an mcp target or ai provider ${JSON.stringify(key.split('\n')[1])} of backend ${JSON.stringify(key.split('\n')[0])}: the policy applies to nothing`,
+            ),
+          );
     return binds;
+  }
+
+  /** The policies targeting one part of backend `name` (an mcp target, an ai provider), marked used. */
+  sectionPolicies(name: string | undefined, section: string): TrafficPolicies | undefined {
+    if (name === undefined) return undefined;
+    const sec = this.#sections.get(sectionKey(name, section));
+    if (!sec) return undefined;
+    sec.used = true;
+    return sec.policy;
   }
 
   /**
@@ -1265,7 +1288,12 @@ class Builder {
    * provider is a model `*` built by llmModel; groups are a virtual model `*` failing over between
    * them in group order.
    */
-  routeAiTarget(path: FieldPath, ai: AiBackend, outer?: AiPolicy): AiTarget | undefined {
+  routeAiTarget(
+    path: FieldPath,
+    ai: AiBackend,
+    outer?: AiPolicy,
+    backendName?: string,
+  ): AiTarget | undefined {
     const grouped = 'groups' in ai;
     const groups = grouped ? ai.groups.map((g) => g.providers) : [[ai]];
     const models: LlmModelIR[] = [];
@@ -1278,7 +1306,7 @@ class Builder {
         const pp = grouped ? [...path, 'groups', gi, 'providers', pi] : path;
         if (names.has(p.name)) this.fail([...pp, 'name'], `provider names must be unique: ${p.name}`);
         names.add(p.name);
-        const ir = this.aiProviderModel(p, pp, grouped ? 'internal' : 'public', outer);
+        const ir = this.aiProviderModel(p, pp, grouped ? 'internal' : 'public', outer, backendName);
         if (!ir) {
           ok = false;
           return;
@@ -1390,6 +1418,8 @@ class Builder {
     pp: FieldPath,
     visibility: 'public' | 'internal',
     outer?: AiPolicy,
+    /** A named backend's name: policies targeting this provider (`section`) apply under its own. */
+    backendName?: string,
   ): LlmModelIR | undefined {
     const k = p.provider;
     const params: LlmParams = {};
@@ -1418,6 +1448,11 @@ class Builder {
     if (p.hostOverride !== undefined) params.hostOverride = p.hostOverride;
     if (p.pathOverride !== undefined) params.pathOverride = p.pathOverride;
     if (p.pathPrefix !== undefined) params.pathPrefix = p.pathPrefix;
+    // a policy targeting this provider (section) under the provider's own
+    const providerPolicies = mergePolicies(
+      this.sectionPolicies(backendName, p.name) as NonNullable<AiNamedProvider['policies']> | undefined,
+      p.policies ?? undefined,
+    );
     const {
       backendAuth,
       ai: own,
@@ -1425,7 +1460,7 @@ class Builder {
       sessionAffinity,
       inferenceRouting,
       ...policies
-    } = p.policies ?? {};
+    } = providerPolicies ?? {};
     if (own) this.report(checkAiPolicy(own, [...pp, 'policies', 'ai']));
     if (inferenceRouting)
       this.fail(
@@ -1841,6 +1876,17 @@ class Builder {
               : `${k} is a route policy: a policy that targets a backend takes backend policies (target the route, gateway or listener)`,
           );
         }
+      // one part of a backend (an mcp target, an ai provider): its own policies, kept apart
+      const section = (p.target as { section?: string }).section;
+      if (kind === 'backend' && section !== undefined) {
+        const key = sectionKey(name, section);
+        const had = this.#sections.get(key);
+        this.#sections.set(key, {
+          policy: mergePolicies(had?.policy, p.policy) ?? {},
+          at: [...(had?.at ?? []), i],
+        });
+        return;
+      }
       out[kind].set(name, mergePolicies(out[kind].get(name), p.policy) ?? {});
       if (override && kind !== 'backend')
         overrides[kind].set(name, mergePolicies(overrides[kind].get(name), p.policy) ?? {});
@@ -2252,7 +2298,7 @@ class Builder {
     } else if ('ai' in b) {
       name = 'groups' in b.ai ? 'ai' : b.ai.name;
       const outer = mergeAi(routePolicies.ai, targeted.backend.get(name)?.ai, b.policies?.ai);
-      target = this.routeAiTarget([...path, 'ai'], b.ai, outer);
+      target = this.routeAiTarget([...path, 'ai'], b.ai, outer, name);
       if (!target) return undefined;
     } else if ('dynamic' in b) {
       target = this.dynamicTarget([...path, 'dynamic'], b.dynamic);
@@ -2303,7 +2349,7 @@ class Builder {
       const outer = () =>
         mergeAi(routePolicies.ai, targeted.backend.get(name)?.ai, def.policies?.ai, b.policies?.ai);
       if ('ai' in def) {
-        target = this.routeAiTarget(['backends', di, 'ai'], def.ai, outer());
+        target = this.routeAiTarget(['backends', di, 'ai'], def.ai, outer(), name);
         if (!target) return undefined;
       } else if ('llmModels' in def) {
         target = this.llmModelsTarget(['backends', di, 'llmModels'], def.llmModels, outer());
@@ -2319,6 +2365,7 @@ class Builder {
             def.policies,
             b.policies,
           ),
+          name,
         );
         if (!target) return undefined;
       } else if ('aws' in def) {
@@ -2717,6 +2764,8 @@ class Builder {
     path: FieldPath,
     m: McpBackend,
     outer?: { policies: BackendPolicies; at: FieldPath },
+    /** A named backend's name: policies targeting one of its targets (`section`) apply to it. */
+    backendName?: string,
   ): McpTarget | undefined {
     const before = this.issues.length;
     this.report(checkMcpBackend(m, path));
@@ -2757,7 +2806,12 @@ class Builder {
             );
           else if (v !== undefined) (inherited as Record<string, unknown>)[k] = v;
       }
-      const { mcpAuthorization, mcpGuardrails, transformations, ...own } = t.policies ?? {};
+      // a policy targeting this target (section) under the target's own
+      const targetPolicies = mergePolicies(
+        this.sectionPolicies(backendName, t.name) as typeof t.policies,
+        t.policies ?? undefined,
+      );
+      const { mcpAuthorization, mcpGuardrails, transformations, ...own } = targetPolicies ?? {};
       // what the route or the mcp backend sets; a stdio process makes no HTTP call to take it, and the
       // client's token (passthrough) goes only with a streamable-HTTP target's per-request calls
       const fromOuter: BackendPolicies = kind ? { ...outer?.policies } : {};
@@ -4335,6 +4389,11 @@ const TAKES_COLLECTOR: Takes = {
 };
 
 /** A bind listener's gateway (its gatewayName, else bind/<port>) and name (else listener<index>). */
+/** A backend's part, as the section policies are kept: the backend's name and the part's. */
+function sectionKey(backend: string, section: string): string {
+  return `${backend}\n${section}`;
+}
+
 function bindListenerName(
   port: number | null | undefined,
   l: { gatewayName?: string | undefined; name?: string | undefined },

@@ -2,14 +2,16 @@
 // sent on every call the gateway makes to it — the streamable-HTTP and the legacy SSE transports of
 // the SDK's server, which answers 401 without them. Before, both were accepted and never sent. A
 // target by backend reference (`mcp: {backend}`) takes the backend's host and those policies.
-// `backendAuth.passthrough` sends a streamable-HTTP target the client's JWT the route validated. The
-// policies a target does not take are refused by name at load.
+// `backendAuth.passthrough` sends a streamable-HTTP target the client's JWT the route validated. A
+// policy may target one target of a named mcp backend (agentgateway's `section`). The policies a
+// target does not take are refused by name at load.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { loadConfigText } from '../config/load.ts';
 import { configIssues } from '../config/test-support.ts';
 import { connectClient, type HttpPeer, startHttpPeer, textOf } from './test-support.ts';
 
@@ -45,6 +47,16 @@ before(async () => {
   policies: {backendAuth: {key: sk-mcp}, requestHeaderModifier: {set: {x-tenant: acme}}}
 - name: bare-backend
   host: ${JSON.stringify(securedHost)}
+- name: tools
+  mcp:
+    targets:
+    - name: secured
+      mcp: {host: ${JSON.stringify(secured.url)}}
+policies:
+# agentgateway's target of one part of a backend: the mcp target "secured" of backend "tools"
+- name: tools-secured
+  target: {backend: {backend: {name: tools, namespace: default, section: secured}}}
+  policy: {backendAuth: {key: sk-mcp}, requestHeaderModifier: {set: {x-tenant: acme}}}
 binds:
 - port: 0
   address: 127.0.0.1
@@ -57,6 +69,8 @@ ${route('named', 'mcp: {backend: secured-backend}')}
 ${route('named-sse', 'sse: {backend: secured-backend, path: /sse}')}
 ${route('named-own', `mcp: {backend: bare-backend}\n            ${policies}`)}
 ${route('extra', `mcp: {host: ${JSON.stringify(secured.url)}}\n            policies: {backendAuth: {key: sk-mcp, credentials: [{location: {header: {name: x-tenant}}, key: acme}]}}`)}
+    - matches: [{path: {pathPrefix: /sectioned}}]
+      backends: [{backend: tools}]
     - matches: [{path: {pathPrefix: /pass}}]
       policies:
         jwtAuth: {issuer: "https://idp.test", jwks: {inline: ${JSON.stringify(jwks)}}}
@@ -88,6 +102,30 @@ for (const prefix of ['http', 'sse']) {
     }
   });
 }
+
+test('a policy on one target of a named mcp backend (target.backend.backend.section) reaches that target', async () => {
+  const { client } = await connectClient(proxy.url('/sectioned'));
+  try {
+    const r = await client.callTool({ name: 'echo', arguments: { message: 'section' } });
+    assert.equal(textOf(r), 'secured echo: section');
+  } finally {
+    await client.close();
+  }
+  // a section no target has applies to nothing: a warning names it
+  const { warnings } = loadConfigText(
+    'gw.yaml',
+    `backends:\n- name: tools\n  mcp: {targets: [{name: a, mcp: {host: "http://127.0.0.1:1/mcp"}}]}\npolicies:\n- target: {backend: {backend: {name: tools, namespace: default, section: b}}}\n  policy: {requestHeaderModifier: {set: {x: y}}}\nbinds:\n- port: 0\n  listeners:\n  - routes: [{backends: [{backend: tools}]}]\n`,
+    process.cwd(),
+  );
+  assert.ok(
+    warnings.some(
+      (w) =>
+        w.path === 'policies[0].target.backend.backend.section' &&
+        /no route uses an mcp target or ai provider "b" of backend "tools"/.test(w.message),
+    ),
+    JSON.stringify(warnings),
+  );
+});
 
 for (const prefix of ['named', 'named-sse', 'named-own']) {
   test(`${prefix}: a target by backend reference takes the backend's host and policies (its own win)`, async () => {
