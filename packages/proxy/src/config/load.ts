@@ -954,13 +954,33 @@ class Builder {
     return binds;
   }
 
-  /** The policies targeting one part of backend `name` (an mcp target, an ai provider), marked used. */
-  sectionPolicies(name: string | undefined, section: string): TrafficPolicies | undefined {
+  /**
+   * The policies targeting one part of backend `name` (an mcp target, an ai provider), marked used;
+   * `takes`: the policies that part takes, the others refused where the policy targeting it is.
+   */
+  sectionPolicies(
+    name: string | undefined,
+    section: string,
+    takes?: { has(k: string): boolean; what: string },
+  ): TrafficPolicies | undefined {
     if (name === undefined) return undefined;
     const sec = this.#sections.get(sectionKey(name, section));
     if (!sec) return undefined;
     sec.used = true;
-    return sec.policy;
+    if (!takes) return sec.policy;
+    const kept: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(sec.policy)) {
+      if (v === undefined) continue;
+      if (takes.has(k)) {
+        kept[k] = v;
+        continue;
+      }
+      const i = sec.at.findLast(
+        (j) => (this.cfg.policies?.[j]?.policy as Record<string, unknown>)?.[k] !== undefined,
+      );
+      this.fail(['policies', i ?? sec.at[0] ?? 0, 'policy', k], `${k} is not taken by ${takes.what}`);
+    }
+    return kept as TrafficPolicies;
   }
 
   /**
@@ -2808,7 +2828,10 @@ class Builder {
       }
       // a policy targeting this target (section) under the target's own
       const targetPolicies = mergePolicies(
-        this.sectionPolicies(backendName, t.name) as typeof t.policies,
+        this.sectionPolicies(backendName, t.name, {
+          has: (k) => MCP_TARGET_POLICIES.has(k) || k === 'mcpAuthorization',
+          what: `MCP target ${t.name} of backend ${JSON.stringify(backendName)} (it takes ${[...MCP_TARGET_POLICIES, 'mcpAuthorization'].join(', ')})`,
+        }) as typeof t.policies,
         t.policies ?? undefined,
       );
       const { mcpAuthorization, mcpGuardrails, transformations, ...own } = targetPolicies ?? {};

@@ -26,7 +26,7 @@ import {
   type Response,
 } from './jsonrpc.ts';
 import { mcpLog } from './log.ts';
-import type { McpRuntime } from './runtime.ts';
+import { type McpRuntime, STATELESS } from './runtime.ts';
 import { newSessionNonce, type SessionState } from './session.ts';
 import { idKey, type Relay, type TargetConnection, TargetError } from './upstream/connection.ts';
 import { LegacySseConnection } from './upstream/legacy-sse.ts';
@@ -203,7 +203,7 @@ export class Federation {
         session ? session.p : undefined,
       );
     }
-    const nonce = session?.n ?? 'stateless';
+    const nonce = session?.n ?? STATELESS;
     const params = initParams ?? session?.c ?? Federation.gatewayInitParams(version);
     return this.runtime.connection(nonce, t.name, () => {
       if (tr.kind === 'stdio')

@@ -5,13 +5,14 @@
 // stdio server through the gateway.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { McpRuntime } from './runtime.ts';
+import { McpRuntime, STATELESS } from './runtime.ts';
 import type { StreamConnection } from './upstream/stream.ts';
 
 /** A connection-bound target that records whether it was closed. */
-function standIn(closed: Set<string>, name: string, lastUsed = Date.now()): StreamConnection {
+function standIn(closed: Set<string>, name: string, lastUsed = Date.now(), busy = false): StreamConnection {
   const c = {
     lastUsed,
+    busy,
     start: () => c,
     close: async () => {
       closed.add(name);
@@ -59,6 +60,35 @@ test('a sweep ends sessions idle past idleMs, and with a ttl those older than it
     await new Promise((r) => setImmediate(r));
     assert.deepEqual([...closed].sort(), ['busy', 'idle']);
     assert.equal(rt.streams.size, 0);
+  } finally {
+    await rt.close();
+  }
+});
+
+test('the cap passes over sessions in use and the shared stateless targets; with all in use a new one is refused', async () => {
+  const closed = new Set<string>();
+  const rt = new McpRuntime('test-in-use');
+  try {
+    rt.setLimits({ maxSessions: 2, ttlMs: 1_000 });
+    const now = Date.now();
+    rt.connection(STATELESS, 't', () => standIn(closed, 'stateless', now - 60_000));
+    rt.connection('calling', 't', () => standIn(closed, 'calling', now - 50_000, true));
+    rt.connection('listening', 't', () => standIn(closed, 'listening', now - 40_000));
+    rt.clientStreams.set('listening', {
+      send: () => {},
+      close: () => {},
+      signal: new AbortController().signal,
+    });
+    // the stateless targets are not a session: two sessions, both in use
+    assert.throws(
+      () => rt.connection('new', 't', () => standIn(closed, 'new')),
+      /holds targets for 2 MCP sessions, all in use/,
+    );
+    // the ttl is a client session's: the stateless targets stay
+    rt.sweep(now + 5_000);
+    await new Promise((r) => setImmediate(r));
+    assert.ok(!closed.has('stateless'));
+    assert.ok(rt.streams.has(STATELESS));
   } finally {
     await rt.close();
   }

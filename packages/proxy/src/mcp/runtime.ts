@@ -18,6 +18,8 @@ export const SESSION_IDLE_MS = 30 * 60 * 1000;
  * and walk away cannot start processes without bound.
  */
 export const MAX_STREAM_SESSIONS = 100;
+/** The session of stateless routing: every client's calls share its targets (federation.ts). */
+export const STATELESS = 'stateless';
 
 export interface RuntimeLimits {
   /** A session whose targets were unused this long loses them. */
@@ -129,7 +131,7 @@ export class McpRuntime implements Retained {
   connection(nonce: string, target: string, create: () => StreamConnection): StreamConnection {
     let m = this.streams.get(nonce);
     if (!m) {
-      if (this.streams.size >= this.#limits.maxSessions) this.#endLeastUsed();
+      if (nonce !== STATELESS && this.#sessions() >= this.#limits.maxSessions) this.#endLeastUsed();
       m = new Map();
       this.streams.set(nonce, m);
       this.#started.set(nonce, Date.now());
@@ -161,18 +163,33 @@ export class McpRuntime implements Retained {
     }
   }
 
-  /** Makes room for a new session: the one whose targets were used least recently loses them. */
+  /** The client sessions holding connection-bound targets (the shared stateless ones not counted). */
+  #sessions(): number {
+    return this.streams.size - (this.streams.has(STATELESS) ? 1 : 0);
+  }
+
+  /**
+   * Makes room for a new session: the one whose targets were used least recently loses them, unless
+   * it is in use (a call waiting for its answer, a legacy SSE client listening). With every session
+   * in use the new one is refused.
+   */
   #endLeastUsed(): void {
     let oldest: string | undefined;
     let at = Number.POSITIVE_INFINITY;
     for (const [nonce, m] of this.streams) {
+      if (nonce === STATELESS || this.clientStreams.has(nonce) || [...m.values()].some((c) => c.busy))
+        continue;
       const last = lastUsed(m);
       if (last < at) {
         at = last;
         oldest = nonce;
       }
     }
-    if (oldest !== undefined) void this.endSession(oldest);
+    if (oldest === undefined)
+      throw new Error(
+        `this gateway worker holds targets for ${this.#limits.maxSessions} MCP sessions, all in use: try again later`,
+      );
+    void this.endSession(oldest);
   }
 
   /** Ends a session's connection-bound targets (DELETE, idle, its ttl, room for another). */
@@ -190,7 +207,8 @@ export class McpRuntime implements Retained {
     const { idleMs, ttlMs } = this.#limits;
     for (const [nonce, m] of this.streams) {
       const idle = now - lastUsed(m) > idleMs && !this.clientStreams.has(nonce);
-      const expired = ttlMs > 0 && now - (this.#started.get(nonce) ?? now) > ttlMs;
+      // the ttl is a client session's; the stateless targets are everyone's
+      const expired = ttlMs > 0 && nonce !== STATELESS && now - (this.#started.get(nonce) ?? now) > ttlMs;
       if (idle || expired) void this.endSession(nonce);
     }
     for (const [nonce, o] of this.owners) if (now - o.at > idleMs) this.owners.delete(nonce);

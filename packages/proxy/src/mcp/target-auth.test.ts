@@ -125,6 +125,13 @@ test('a policy on one target of a named mcp backend (target.backend.backend.sect
     ),
     JSON.stringify(warnings),
   );
+  // a policy an MCP target does not take is refused where the policy is
+  assert.match(
+    configIssues(
+      `backends:\n- name: tools\n  mcp: {targets: [{name: a, mcp: {host: "http://127.0.0.1:1/mcp"}}]}\npolicies:\n- target: {backend: {backend: {name: tools, namespace: default, section: a}}}\n  policy: {ai: {defaults: {temperature: 0.5}}}\nbinds:\n- port: 0\n  listeners:\n  - routes: [{backends: [{backend: tools}]}]\n`,
+    ),
+    /policies\[0\]\.policy\.ai: ai is not taken by MCP target a of backend "tools"/,
+  );
 });
 
 for (const prefix of ['named', 'named-sse', 'named-own']) {

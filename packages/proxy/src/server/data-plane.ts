@@ -1083,10 +1083,14 @@ function closeIfBodyOwed(ctx: RequestContext): void {
   if ('shouldKeepAlive' in res) res.shouldKeepAlive = false;
 }
 
+/** The most of a body nobody read that is read and dropped after the answer (Go's server: 256 KiB). */
+const DRAIN_LIMIT = 1024 * 1024;
+
 /**
  * After an HTTP/1 answer, the rest of a body nobody read is read and dropped, so the connection can
- * take the next request; a client that has not sent it all within `graceMs` (it stopped, or
- * trickles) loses the connection instead of holding it.
+ * take the next request. A client that sends nothing for `graceMs` (the body idle timeout), owes
+ * more than DRAIN_LIMIT, or is still sending after ten times `graceMs` loses the connection instead
+ * of holding it.
  */
 function discardUnreadBody(req: IncomingMessage, graceMs: number): void {
   if (req.complete) return;
@@ -1094,11 +1098,28 @@ function discardUnreadBody(req: IncomingMessage, graceMs: number): void {
   const socket = req.socket;
   if (!socket) return;
   socket.resume();
-  const timer = setTimeout(() => {
-    if (!req.complete) socket.destroy();
-  }, graceMs);
+  const from = socket.bytesRead;
+  const until = performance.now() + 10 * graceMs;
+  let seen = from;
+  let timer: NodeJS.Timeout;
+  const check = () => {
+    if (req.complete) return;
+    const read = socket.bytesRead;
+    if (read === seen || read - from > DRAIN_LIMIT || performance.now() > until) {
+      socket.destroy();
+      return;
+    }
+    seen = read;
+    timer = setTimeout(check, graceMs);
+    timer.unref();
+  };
+  timer = setTimeout(check, graceMs);
   timer.unref();
-  const done = () => clearTimeout(timer);
+  const done = () => {
+    clearTimeout(timer);
+    req.off('end', done);
+    socket.off('close', done);
+  };
   req.once('end', done);
   socket.once('close', done);
 }

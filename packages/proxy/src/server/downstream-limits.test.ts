@@ -506,6 +506,48 @@ test('extProc reading a streamed body counts as waiting for it: a stalled body i
   );
 });
 
+test('after an early answer, a body still arriving is drained and the connection kept; many on one connection leak nothing', async (t) => {
+  const up = await startUpstream();
+  t.after(() => up.close());
+  const warnings: string[] = [];
+  const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+  process.on('warning', onWarning);
+  t.after(() => process.off('warning', onWarning));
+  await using_(
+    await startProxy(
+      config(up.port, '  http: {requestBodyIdleTimeout: 300ms}', { route: '{apiKey: {keys: [{key: k1}]}}' }),
+    ),
+    async (p) => {
+      const sock = net.connect(p.port(), '127.0.0.1');
+      await new Promise((r) => sock.once('connect', r));
+      sock.setEncoding('utf8');
+      let data = '';
+      sock.on('data', (c: string) => {
+        data += c;
+      });
+      const answers = () => data.split('HTTP/1.1 401 ').length - 1;
+      // 15 requests on the connection, each refused before its body, which then arrives in pieces
+      // 100 ms apart (under the 300 ms idle timeout), for longer than the timeout in all
+      for (let n = 1; n <= 15; n++) {
+        sock.write('POST /x HTTP/1.1\r\nhost: gw.test\r\ncontent-length: 6\r\n\r\n');
+        while (answers() < n) await sleep(5);
+        for (const part of n === 1 ? ['ab', 'cd', 'ef'] : ['abcdef']) {
+          await sleep(n === 1 ? 100 : 0);
+          sock.write(part);
+        }
+      }
+      sock.write('GET /x HTTP/1.1\r\nhost: gw.test\r\n\r\n');
+      while (answers() < 16) await sleep(5);
+      assert.ok(!sock.destroyed, 'the connection was kept');
+      sock.destroy();
+    },
+  );
+  assert.deepEqual(
+    warnings.filter((w) => /MaxListeners/.test(w)),
+    [],
+  );
+});
+
 test("a route's requestTimeout ends a request whose extProc service does not answer: 504, not the service's failure", async (t) => {
   const up = await startUpstream();
   const silent = await startExtProcServer(() => new Promise(() => {}));

@@ -50,6 +50,11 @@ export abstract class StreamConnection implements TargetConnection {
   /** When the connection was last used (ms), for the idle sweep. */
   lastUsed = Date.now();
 
+  /** Whether a request to the target is waiting for its answer (a session that is not to be ended). */
+  get busy(): boolean {
+    return this.#pending.size > 0;
+  }
+
   constructor(target: string, initParams: Record<string, unknown>, initTimeoutMs: number) {
     this.target = target;
     this.#initParams = initParams;
