@@ -7,7 +7,7 @@
 import { BroadcastChannel } from 'node:worker_threads';
 import type { Retained } from '../upstream/pools.ts';
 import type { SessionState } from './session.ts';
-import type { Relay } from './upstream/connection.ts';
+import { type Relay, TargetError } from './upstream/connection.ts';
 import type { StreamConnection } from './upstream/stream.ts';
 
 /** Sessions unused this long lose their processes (agentgateway's default sessionTtl). */
@@ -131,7 +131,7 @@ export class McpRuntime implements Retained {
   connection(nonce: string, target: string, create: () => StreamConnection): StreamConnection {
     let m = this.streams.get(nonce);
     if (!m) {
-      if (nonce !== STATELESS && this.#sessions() >= this.#limits.maxSessions) this.#endLeastUsed();
+      if (nonce !== STATELESS && this.#sessions() >= this.#limits.maxSessions) this.#endLeastUsed(target);
       m = new Map();
       this.streams.set(nonce, m);
       this.#started.set(nonce, Date.now());
@@ -173,7 +173,7 @@ export class McpRuntime implements Retained {
    * it is in use (a call waiting for its answer, a legacy SSE client listening). With every session
    * in use the new one is refused.
    */
-  #endLeastUsed(): void {
+  #endLeastUsed(target: string): void {
     let oldest: string | undefined;
     let at = Number.POSITIVE_INFINITY;
     for (const [nonce, m] of this.streams) {
@@ -185,8 +185,10 @@ export class McpRuntime implements Retained {
         oldest = nonce;
       }
     }
+    // the client is told as for a target that cannot be reached (a JSON-RPC error)
     if (oldest === undefined)
-      throw new Error(
+      throw new TargetError(
+        target,
         `this gateway worker holds targets for ${this.#limits.maxSessions} MCP sessions, all in use: try again later`,
       );
     void this.endSession(oldest);
