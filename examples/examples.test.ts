@@ -187,6 +187,11 @@ describe('examples', () => {
     assert.equal(echo.headers['x-gateway'], 'gw');
     assert.equal(echo.headers['x-debug'], undefined);
     assert.deepEqual(JSON.parse(echo.body), { order: { qty: 2 }, tenant: 'acme' });
+    assert.equal(echo.headers['x-api-version'], '2');
+    // the gateway phase's header picks the retired version's route
+    const old = await request(p.url('/v1/orders/7'));
+    assert.equal(old.statusCode, 410);
+    assert.match(await old.body.text(), /API version 1 is retired/);
   });
 
   test('backend-health.yaml takes a replica failing its probes out, and brings it back', async (t) => {
