@@ -184,7 +184,7 @@ export function signatureOf(d: CustomFunctionDef): string {
 }
 
 /** Every syntax node below `n`, `n` included (comprehensions hold theirs in an object). */
-function* nodes(n: unknown): Generator<ASTNode> {
+export function* nodes(n: unknown): Generator<ASTNode> {
   if (Array.isArray(n)) {
     for (const x of n) yield* nodes(x);
   } else if (n !== null && typeof n === 'object') {

@@ -1,6 +1,6 @@
 // CEL expressions compile in the environment the proxy evaluates them in (../cel/environment.ts).
 import type { ASTNode } from '@marcbachmann/cel-js';
-import { customFunctionsOf } from '../cel/custom-functions.ts';
+import { customFunctionsOf, nodes } from '../cel/custom-functions.ts';
 import { type CelRuntime, celEnvironment, compileCelWith, withCustomFunctions } from '../cel/environment.ts';
 import type { FieldPath } from '../config/source.ts';
 import type { Problem } from './problem.ts';
@@ -80,33 +80,20 @@ export function checkCel(expr: string, path: FieldPath): Problem[] {
 /** The first of `names` the expression reads, itself or in the body of a custom function it calls. */
 function firstVariable(ast: ASTNode, names: ReadonlySet<string>): string | undefined {
   const bodies = customFunctionsOf(env)?.bodies;
+  const pending: ASTNode[] = [ast];
   const seen = new Set<string>();
-  const visit = (n: unknown): string | undefined => {
-    if (Array.isArray(n)) {
-      for (const x of n) {
-        const hit = visit(x);
-        if (hit !== undefined) return hit;
+  for (let next = pending.pop(); next !== undefined; next = pending.pop())
+    for (const n of nodes(next)) {
+      if (n.op === 'id' && names.has(n.args as string)) return n.args as string;
+      // a custom function's body reads for its callers
+      const fn = n.op === 'call' || n.op === 'rcall' ? ((n.args as unknown[])[0] as string) : undefined;
+      const body = fn === undefined ? undefined : bodies?.get(fn);
+      if (fn !== undefined && body !== undefined && !seen.has(fn)) {
+        seen.add(fn);
+        pending.push(body);
       }
-      return undefined;
     }
-    if (n === null || typeof n !== 'object') return undefined;
-    if ('op' in n && 'args' in n) {
-      const node = n as ASTNode;
-      if (node.op === 'id' && names.has(node.args as string)) return node.args as string;
-      if (node.op === 'call' || node.op === 'rcall') {
-        const fn = (node.args as unknown[])[0] as string;
-        const body = bodies?.get(fn);
-        if (body !== undefined && !seen.has(fn)) {
-          seen.add(fn);
-          const hit = visit(body);
-          if (hit !== undefined) return hit;
-        }
-      }
-      return visit(node.args);
-    }
-    return Object.getPrototypeOf(n) === Object.prototype ? visit(Object.values(n)) : undefined;
-  };
-  return visit(ast);
+  return undefined;
 }
 
 /** Every value of a name → expression map, each at `path.<name>`. */

@@ -1015,16 +1015,7 @@ class Builder {
         `${k} does not run in the gateway phase (before a route is chosen; it takes ${GATEWAY_PHASE_POLICY_NAMES.join(', ')}): set phase: route`,
       );
     }
-    const keys = kind === 'gatewayPort' ? this.listenersOnPort(name) : undefined;
-    if (keys?.length === 0) {
-      const [gateway, port] = splitGatewayPort(name);
-      this.src.warnings.push(
-        this.src.issueAt(
-          ['policies', i, 'target', 'gateway', 'port'],
-          `gateway ${JSON.stringify(gateway)} has no listener on port ${port}: the policy applies to nothing`,
-        ),
-      );
-    }
+    const keys = kind === 'gatewayPort' ? this.portTargets(i, name) : undefined;
     this.#gatewayPhase.push({ index: i, kind: kind === 'gatewayPort' ? 'port' : kind, name, keys, policy });
   }
 
@@ -1849,18 +1840,19 @@ class Builder {
     const onPortOverrides = new Map<string, TrafficPolicies>();
     this.#overrides = overrides;
     (this.cfg.policies ?? []).forEach((p, i) => {
-      const check = () => this.trafficChecks(['policies', i, 'policy'], p.policy);
-      if (p.phase === 'gateway')
-        withUnavailable(GATEWAY_PHASE_UNKNOWN, GATEWAY_PHASE_WHY, gatewayPhaseReadsRequest, check);
-      else check();
       const [kind, name] = Object.entries(p.target)[0] as unknown as [
         keyof typeof out | 'gatewayPort',
         string,
       ];
       if (p.phase === 'gateway') {
+        // its expressions run before there is a route to read
+        withUnavailable(GATEWAY_PHASE_UNKNOWN, GATEWAY_PHASE_WHY, gatewayPhaseReadsRequest, () =>
+          this.trafficChecks(['policies', i, 'policy'], p.policy),
+        );
         this.gatewayPhasePolicy(i, kind, name, p.policy, p.inheritance);
         return;
       }
+      this.trafficChecks(['policies', i, 'policy'], p.policy);
       const override = p.inheritance === 'override';
       if (override && kind === 'backend')
         this.fail(
@@ -1868,16 +1860,7 @@ class Builder {
           'inheritance applies to policies on a gateway, listener or route: backend policies merge without it',
         );
       if (kind === 'gatewayPort') {
-        const keys = this.listenersOnPort(name);
-        if (keys.length === 0) {
-          const [gateway, port] = splitGatewayPort(name);
-          this.src.warnings.push(
-            this.src.issueAt(
-              ['policies', i, 'target', 'gateway', 'port'],
-              `gateway ${JSON.stringify(gateway)} has no listener on port ${port}: the policy applies to nothing`,
-            ),
-          );
-        }
+        const keys = this.portTargets(i, name);
         for (const key of keys) {
           onPort.set(key, mergePolicies(onPort.get(key), p.policy) ?? {});
           if (override) onPortOverrides.set(key, mergePolicies(onPortOverrides.get(key), p.policy) ?? {});
@@ -1925,6 +1908,21 @@ class Builder {
       if (policies && fixed) this.#fixed.set(policies, fixed);
     }
     return out;
+  }
+
+  /** The listeners policies[i] targets on a gateway's port; none is a warning (it applies to nothing). */
+  portTargets(i: number, target: string): string[] {
+    const keys = this.listenersOnPort(target);
+    if (keys.length === 0) {
+      const [gateway, port] = splitGatewayPort(target);
+      this.src.warnings.push(
+        this.src.issueAt(
+          ['policies', i, 'target', 'gateway', 'port'],
+          `gateway ${JSON.stringify(gateway)} has no listener on port ${port}: the policy applies to nothing`,
+        ),
+      );
+    }
+    return keys;
   }
 
   /**

@@ -1065,14 +1065,6 @@ function routeSelection(
 }
 
 /**
- * An HTTP/1 request whose answer is complete before its body was. When the upstream answered early
- * (an error, or an upstream that does not read bodies), undici destroys the body stream it was
- * sending; node's parser then pushes the rest of the body into a destroyed stream, pauses the
- * connection for good, and the client's next request waits forever. Node's own remedy for a body
- * nobody reads (the one it applies when a handler never touched the body) marks the request dumped,
- * so the parser discards what is left, and reading resumes.
- */
-/**
  * A request ended early (its deadline, a stalled body) with its body still owed: the HTTP/1
  * connection is not kept for a client that stopped sending.
  */
@@ -1087,10 +1079,14 @@ function closeIfBodyOwed(ctx: RequestContext): void {
 const DRAIN_LIMIT = 1024 * 1024;
 
 /**
- * After an HTTP/1 answer, the rest of a body nobody read is read and dropped, so the connection can
- * take the next request. A client that sends nothing for `graceMs` (the body idle timeout), owes
- * more than DRAIN_LIMIT, or is still sending after ten times `graceMs` loses the connection instead
- * of holding it.
+ * An HTTP/1 request whose answer is complete before its body was. When the upstream answered early
+ * (an error, or an upstream that does not read bodies), undici destroys the body stream it was
+ * sending; node's parser then pushes the rest of the body into a destroyed stream, pauses the
+ * connection for good, and the client's next request waits forever. Node's own remedy for a body
+ * nobody reads (the one it applies when a handler never touched the body) marks the request dumped,
+ * so the parser discards what is left, and reading resumes. The rest is taken only while it keeps
+ * coming: a client that sends nothing for `graceMs` (the body idle timeout), owes more than
+ * DRAIN_LIMIT, or is still sending after ten times `graceMs` loses the connection instead.
  */
 function discardUnreadBody(req: IncomingMessage, graceMs: number): void {
   if (req.complete) return;
