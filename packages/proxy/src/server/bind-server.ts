@@ -277,7 +277,15 @@ export class BindServer {
           } else {
             socket.unshift(chunk);
             if (h1 instanceof H1Server) h1.connection(socket);
-            else h1.emit('connection', socket);
+            else {
+              // As on node's own listener (allowHalfOpen: true): the HTTP server ends the connection
+              // when the client ends its side (socketOnEnd), so net need not. Left false, net also
+              // gives each such socket an own `write` (writeAfterFIN): the first client to close a
+              // connection reshapes the socket objects the hot path was optimized for, and V8 throws
+              // away the compiled code of some 40 functions of it (bench/TAIL.md).
+              socket.allowHalfOpen = true;
+              h1.emit('connection', socket);
+            }
             socket.resume();
           }
         });
