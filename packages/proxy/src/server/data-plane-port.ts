@@ -13,12 +13,15 @@ import { heapSpaces } from './heap-spaces.ts';
 import { trimNow, trimWhenQuiet } from './idle-trim.ts';
 import { cpuProfile, heapProfile } from './profile.ts';
 import type { Envelope, Reply, TraceMessage, WorkerData, WorkerRequest } from './protocol.ts';
+import { primeStreamShapes } from './stream-shapes.ts';
 
 /**
  * Starts the data plane of worker `data.index`, answering the requests that arrive on `port`. From
  * then on an uncaught exception in the thread is logged, not fatal.
  */
 export function runDataPlane(port: MessagePort, data: WorkerData): void {
+  // before any request: the hot path is then compiled against the maps of errored streams too
+  primeStreamShapes();
   const logs = new LogHub(data.logFilter, data.logFormat, undefined, true);
   const log = logs.module('proxy');
   const metrics = new ProxyMetrics();
