@@ -4,7 +4,10 @@
 // connections here are stand-ins that record their closing; mcp/session-ttl.test.ts runs a real
 // stdio server through the gateway.
 import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
 import { test } from 'node:test';
+import pino from 'pino';
+import { setMcpLogger } from './log.ts';
 import { McpRuntime, STATELESS } from './runtime.ts';
 import type { StreamConnection } from './upstream/stream.ts';
 
@@ -91,5 +94,50 @@ test('the cap passes over sessions in use and the shared stateless targets; with
     assert.ok(rt.streams.has(STATELESS));
   } finally {
     await rt.close();
+  }
+});
+
+test('each session the runtime ends is logged with why, its targets and its age, never its id', async () => {
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      for (const l of String(chunk).split('\n')) if (l) lines.push(JSON.parse(l));
+      cb();
+    },
+  });
+  setMcpLogger(pino({ level: 'debug' }, sink));
+  const closed = new Set<string>();
+  const rt = new McpRuntime('test-log');
+  try {
+    const now = Date.now();
+    rt.setLimits({ maxSessions: 1, idleMs: 10_000 });
+    rt.connection('secret-session-one', 'files', () => standIn(closed, 'one', now - 4_000));
+    rt.connection('secret-session-one', 'git', () => standIn(closed, 'one-git', now - 3_000));
+    // room for a second session: the first is evicted (info)
+    rt.connection('secret-session-two', 'files', () => standIn(closed, 'two', now - 20_000));
+    // then idle past idleMs (debug)
+    rt.sweep(now);
+    // a third evicts the next; with the only session in use, a fifth is refused (warn)
+    rt.connection('secret-session-three', 'files', () => standIn(closed, 'three', now));
+    rt.connection('secret-session-four', 'files', () => standIn(closed, 'four', now, true));
+    assert.throws(() => rt.connection('secret-session-five', 'files', () => standIn(closed, 'five')));
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    const ended = lines.filter((l) => l['msg'] === 'MCP session stopped its stdio processes and streams');
+    assert.deepEqual(
+      ended.map((l) => [l['level'], l['reason'], l['targets'], l['limit']]),
+      [
+        [30, 'evicted', ['files', 'git'], 1],
+        [20, 'idle', ['files'], undefined],
+        [30, 'evicted', ['files'], 1],
+      ],
+    );
+    assert.ok((ended[0]?.['idleSeconds'] as number) >= 3, JSON.stringify(ended[0]));
+    const refused = lines.find((l) => String(l['msg']).startsWith('MCP session refused'));
+    assert.deepEqual([refused?.['level'], refused?.['target'], refused?.['limit']], [40, 'files', 1]);
+    assert.ok(!JSON.stringify(lines).includes('secret-session'), 'a session id reached the log');
+  } finally {
+    await rt.close();
+    setMcpLogger(pino({ level: 'silent' }));
   }
 });

@@ -6,6 +6,7 @@
 
 import { BroadcastChannel } from 'node:worker_threads';
 import type { Retained } from '../upstream/pools.ts';
+import { mcpLog } from './log.ts';
 import type { SessionState } from './session.ts';
 import { type Relay, TargetError } from './upstream/connection.ts';
 import type { StreamConnection } from './upstream/stream.ts';
@@ -186,12 +187,40 @@ export class McpRuntime implements Retained {
       }
     }
     // the client is told as for a target that cannot be reached (a JSON-RPC error)
-    if (oldest === undefined)
+    if (oldest === undefined) {
+      mcpLog().warn(
+        { target, limit: this.#limits.maxSessions },
+        'MCP session refused: every session holding stdio processes or streams in this worker is in use',
+      );
       throw new TargetError(
         target,
         `this gateway worker holds targets for ${this.#limits.maxSessions} MCP sessions, all in use: try again later`,
       );
+    }
+    // the client finds out when it comes back (its session is gone); the operator, here
+    this.#logEnd(oldest, 'evicted', Date.now(), 'info');
     void this.endSession(oldest);
+  }
+
+  /**
+   * Why a session lost its connection-bound targets: `evicted` (room for a new session, past
+   * maxSessions), `idle` (unused for idleMs) or `expired` (config.mcp.sessionTtl). The session id is
+   * left out: it is what a client presents to use the session.
+   */
+  #logEnd(nonce: string, reason: 'evicted' | 'idle' | 'expired', now: number, level: 'info' | 'debug'): void {
+    const m = this.streams.get(nonce);
+    if (!m) return;
+    const started = this.#started.get(nonce) ?? now;
+    mcpLog()[level](
+      {
+        reason,
+        targets: [...m.keys()],
+        ageSeconds: Math.round((now - started) / 1000),
+        idleSeconds: Math.round((now - lastUsed(m)) / 1000),
+        ...(reason === 'evicted' ? { limit: this.#limits.maxSessions } : {}),
+      },
+      'MCP session stopped its stdio processes and streams',
+    );
   }
 
   /** Ends a session's connection-bound targets (DELETE, idle, its ttl, room for another). */
@@ -211,7 +240,10 @@ export class McpRuntime implements Retained {
       const idle = now - lastUsed(m) > idleMs && !this.clientStreams.has(nonce);
       // the ttl is a client session's; the stateless targets are everyone's
       const expired = ttlMs > 0 && nonce !== STATELESS && now - (this.#started.get(nonce) ?? now) > ttlMs;
-      if (idle || expired) void this.endSession(nonce);
+      if (idle || expired) {
+        this.#logEnd(nonce, expired ? 'expired' : 'idle', now, 'debug');
+        void this.endSession(nonce);
+      }
     }
     for (const [nonce, o] of this.owners) if (now - o.at > idleMs) this.owners.delete(nonce);
   }
