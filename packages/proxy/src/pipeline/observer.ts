@@ -102,11 +102,13 @@ export interface RequestSummary {
 
 /**
  * Every hook is optional and synchronous; an observer must not throw and must not change the
- * request. Hooks arrive in request order: start, routeSelected, policy/stage/event…, upstreamChosen,
+ * request. Hooks arrive in request order: start, gatewayPhase, routeSelected, policy/stage/event…, upstreamChosen,
  * upstreamStart, requestBody…, upstreamEnd, responseHead, responseBody…, error?, end.
  */
 export interface RequestObserver {
   start?(req: ObservedRequest): void;
+  /** The listener's gateway-phase policies (merged, unredacted), about to run before a route is chosen. */
+  gatewayPhase?(req: ObservedRequest, policies: object): void;
   routeSelected?(req: ObservedRequest, sel: RouteSelection): void;
   policy?(req: ObservedRequest, outcome: PolicyOutcome): void;
   stage?(req: ObservedRequest, stage: Stage): void;
@@ -136,6 +138,7 @@ export interface ObserverSource {
 
 const DETAIL_HOOKS = [
   'start',
+  'gatewayPhase',
   'routeSelected',
   'policy',
   'stage',
@@ -184,6 +187,9 @@ export class Observation {
 
   start(req: ObservedRequest): void {
     for (const o of this.#observers) o.start?.(req);
+  }
+  gatewayPhase(req: ObservedRequest, policies: object): void {
+    for (const o of this.#observers) o.gatewayPhase?.(req, policies);
   }
   routeSelected(req: ObservedRequest, sel: RouteSelection): void {
     for (const o of this.#observers) o.routeSelected?.(req, sel);

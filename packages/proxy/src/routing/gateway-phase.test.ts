@@ -198,6 +198,12 @@ describe('the gateway phase', () => {
     // the request as the gateway phase left it, before the route was chosen
     const snap = all.find((m) => m.type === 'requestSnapshot' && m.stage === 'pre-routing policies');
     assert.ok(snap, names.join(' '));
+    // what the phase runs, merged, before the first of it; the keys redacted
+    const sel = names.indexOf('policySelection:pre-routing');
+    assert.ok(sel !== -1 && sel < pre, names.join(' '));
+    const effective = all[sel]?.effectivePolicy as Record<string, unknown>;
+    assert.deepEqual(Object.keys(effective).sort(), ['apiKey', 'cors', 'transformations']);
+    assert.ok(!JSON.stringify(effective).includes('k-dev'), JSON.stringify(effective.apiKey));
   });
 });
 

@@ -582,6 +582,7 @@ export class DataPlane {
             unwatchBody = watchRequestBody(c, route.requestBodyIdleTimeoutMs);
           return route.handler(c);
         };
+        if (obs && listener.ir.gatewayPhase) obs.gatewayPhase(ctx, listener.ir.gatewayPhase);
         done = listener.gatewayPhase(ctx);
       } else {
         const route = this.#selectRoute(ctx, listener, upgrade);

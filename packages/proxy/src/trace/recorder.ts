@@ -85,6 +85,13 @@ export class TraceRecorder implements RequestObserver {
     this.requestSnapshot('initial request', req);
   }
 
+  gatewayPhase(_req: ObservedRequest, policies: object): void {
+    this.emit('policySelection', {
+      phase: 'pre-routing',
+      effectivePolicy: redactPolicies(policies, this.#sensitive),
+    });
+  }
+
   routeSelected(_req: ObservedRequest, sel: RouteSelection): void {
     if (sel.reason !== undefined) {
       this.emit('routeSelection', { selectedRoute: null, evaluatedRoutes: [], reason: sel.reason });
