@@ -97,7 +97,7 @@ test('the cap passes over sessions in use and the shared stateless targets; with
   }
 });
 
-test('each session the runtime ends is logged with why, its targets and its age, never its id', async () => {
+test('the sessions the runtime ends and refuses are logged, evictions and refusals at most once per 10 s, never an id', async () => {
   const lines: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk, _enc, cb) {
@@ -111,30 +111,38 @@ test('each session the runtime ends is logged with why, its targets and its age,
   try {
     const now = Date.now();
     rt.setLimits({ maxSessions: 1, idleMs: 10_000 });
+    rt.connection(STATELESS, 'shared', () => standIn(closed, 'stateless', now - 60_000));
     rt.connection('secret-session-one', 'files', () => standIn(closed, 'one', now - 4_000));
     rt.connection('secret-session-one', 'git', () => standIn(closed, 'one-git', now - 3_000));
     // room for a second session: the first is evicted (info)
     rt.connection('secret-session-two', 'files', () => standIn(closed, 'two', now - 20_000));
-    // then idle past idleMs (debug)
+    // then it is idle past idleMs (debug), as are the stateless targets, which are no session
     rt.sweep(now);
-    // a third evicts the next; with the only session in use, a fifth is refused (warn)
+    // the third takes the free room; the fourth evicts it within 10 s of the first eviction: counted,
+    // not written
     rt.connection('secret-session-three', 'files', () => standIn(closed, 'three', now));
     rt.connection('secret-session-four', 'files', () => standIn(closed, 'four', now, true));
-    assert.throws(() => rt.connection('secret-session-five', 'files', () => standIn(closed, 'five')));
+    // with the only session in use, the next two are refused (warn, once)
+    for (const n of ['five', 'six'])
+      assert.throws(() => rt.connection(`secret-session-${n}`, 'files', () => standIn(closed, n)));
     await new Promise((r) => setImmediate(r));
     await new Promise((r) => setImmediate(r));
+    assert.deepEqual([...closed].sort(), ['one', 'one-git', 'stateless', 'three', 'two']);
     const ended = lines.filter((l) => l['msg'] === 'MCP session stopped its stdio processes and streams');
     assert.deepEqual(
-      ended.map((l) => [l['level'], l['reason'], l['targets'], l['limit']]),
+      ended.map((l) => [l['level'], l['reason'], l['targets'], l['limit'], l['count']]),
       [
-        [30, 'evicted', ['files', 'git'], 1],
-        [20, 'idle', ['files'], undefined],
-        [30, 'evicted', ['files'], 1],
+        [30, 'evicted', ['files', 'git'], 1, 1],
+        [20, 'idle', ['files'], undefined, undefined],
       ],
     );
     assert.ok((ended[0]?.['idleSeconds'] as number) >= 3, JSON.stringify(ended[0]));
-    const refused = lines.find((l) => String(l['msg']).startsWith('MCP session refused'));
-    assert.deepEqual([refused?.['level'], refused?.['target'], refused?.['limit']], [40, 'files', 1]);
+    assert.ok((ended[0]?.['ageSeconds'] as number) >= 0, JSON.stringify(ended[0]));
+    const refused = lines.filter((l) => String(l['msg']).startsWith('MCP session refused'));
+    assert.deepEqual(
+      refused.map((l) => [l['level'], l['target'], l['limit'], l['count']]),
+      [[40, 'files', 1, 1]],
+    );
     assert.ok(!JSON.stringify(lines).includes('secret-session'), 'a session id reached the log');
   } finally {
     await rt.close();

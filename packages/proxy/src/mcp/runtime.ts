@@ -5,6 +5,7 @@
 // when none does.
 
 import { BroadcastChannel } from 'node:worker_threads';
+import { Refusals } from '../server/connection-limit.ts';
 import type { Retained } from '../upstream/pools.ts';
 import { mcpLog } from './log.ts';
 import type { SessionState } from './session.ts';
@@ -63,6 +64,22 @@ export class McpRuntime implements Retained {
   /** When each session in `streams` started its first connection-bound target. */
   readonly #started = new Map<string, number>();
   #channel: BroadcastChannel | undefined;
+  /**
+   * What the log says of sessions evicted for room and of sessions refused for want of it: one line
+   * per 10 s at most of each, with how many since the last one (a client retrying in a loop would
+   * otherwise write a line a request); the eviction's line describes the latest.
+   */
+  #evicted: Record<string, unknown> = {};
+  readonly #evictions = new Refusals((count) =>
+    mcpLog().info({ ...this.#evicted, count }, 'MCP session stopped its stdio processes and streams'),
+  );
+  #refusedFor = '';
+  readonly #refusals = new Refusals((count) =>
+    mcpLog().warn(
+      { target: this.#refusedFor, limit: this.#limits.maxSessions, count },
+      'MCP session refused: every session holding stdio processes or streams in this worker is in use',
+    ),
+  );
   /** Handles a legacy SSE message another worker received for a stream this worker holds. */
   onRemote: ((m: RemoteMessage) => void) | undefined;
 
@@ -188,17 +205,15 @@ export class McpRuntime implements Retained {
     }
     // the client is told as for a target that cannot be reached (a JSON-RPC error)
     if (oldest === undefined) {
-      mcpLog().warn(
-        { target, limit: this.#limits.maxSessions },
-        'MCP session refused: every session holding stdio processes or streams in this worker is in use',
-      );
+      this.#refusedFor = target;
+      this.#refusals.note();
       throw new TargetError(
         target,
         `this gateway worker holds targets for ${this.#limits.maxSessions} MCP sessions, all in use: try again later`,
       );
     }
     // the client finds out when it comes back (its session is gone); the operator, here
-    this.#logEnd(oldest, 'evicted', Date.now(), 'info');
+    this.#logEnd(oldest, 'evicted', Date.now());
     void this.endSession(oldest);
   }
 
@@ -207,20 +222,20 @@ export class McpRuntime implements Retained {
    * maxSessions), `idle` (unused for idleMs) or `expired` (config.mcp.sessionTtl). The session id is
    * left out: it is what a client presents to use the session.
    */
-  #logEnd(nonce: string, reason: 'evicted' | 'idle' | 'expired', now: number, level: 'info' | 'debug'): void {
+  #logEnd(nonce: string, reason: 'evicted' | 'idle' | 'expired', now: number): void {
     const m = this.streams.get(nonce);
     if (!m) return;
     const started = this.#started.get(nonce) ?? now;
-    mcpLog()[level](
-      {
-        reason,
-        targets: [...m.keys()],
-        ageSeconds: Math.round((now - started) / 1000),
-        idleSeconds: Math.round((now - lastUsed(m)) / 1000),
-        ...(reason === 'evicted' ? { limit: this.#limits.maxSessions } : {}),
-      },
-      'MCP session stopped its stdio processes and streams',
-    );
+    const fields = {
+      reason,
+      targets: [...m.keys()],
+      ageSeconds: Math.round((now - started) / 1000),
+      idleSeconds: Math.round((now - lastUsed(m)) / 1000),
+    };
+    if (reason === 'evicted') {
+      this.#evicted = { ...fields, limit: this.#limits.maxSessions };
+      this.#evictions.note();
+    } else mcpLog().debug(fields, 'MCP session stopped its stdio processes and streams');
   }
 
   /** Ends a session's connection-bound targets (DELETE, idle, its ttl, room for another). */
@@ -241,7 +256,8 @@ export class McpRuntime implements Retained {
       // the ttl is a client session's; the stateless targets are everyone's
       const expired = ttlMs > 0 && nonce !== STATELESS && now - (this.#started.get(nonce) ?? now) > ttlMs;
       if (idle || expired) {
-        this.#logEnd(nonce, expired ? 'expired' : 'idle', now, 'debug');
+        // the stateless targets are everyone's, not a session's
+        if (nonce !== STATELESS) this.#logEnd(nonce, expired ? 'expired' : 'idle', now);
         void this.endSession(nonce);
       }
     }

@@ -84,7 +84,9 @@ async function serverSide(client: net.Socket): Promise<net.Socket> {
 const closed = (s: net.Socket) =>
   s.destroyed && s.closed ? Promise.resolve() : new Promise<void>((r) => s.once('close', () => r()));
 
-test('a client that closes a kept-alive connection after its answer: gw ends it, the socket keeps its write', async () => {
+test('a client that closes a kept-alive connection after its answer: gw ends it, the socket keeps its write', {
+  timeout: 10_000,
+}, async () => {
   const { client, received } = await connect();
   const gwSide = await serverSide(client);
   client.write('GET /first HTTP/1.1\r\nhost: example.test\r\n\r\n');
@@ -115,7 +117,9 @@ test('a client that closes a kept-alive connection after its answer: gw ends it,
   assert.equal(gwSide.allowHalfOpen, true);
 });
 
-test('a client that sends its request and its FIN together: gw ends the connection (as agentgateway does)', async () => {
+test('a client that sends its request and its FIN together: gw ends the connection (as agentgateway does)', {
+  timeout: 10_000,
+}, async () => {
   const { client, received } = await connect();
   const gwSide = await serverSide(client);
   client.end('GET /half HTTP/1.1\r\nhost: example.test\r\n\r\n');
@@ -124,7 +128,9 @@ test('a client that sends its request and its FIN together: gw ends the connecti
   assert.equal(Object.hasOwn(gwSide, 'write'), false);
 });
 
-test('a client that ends before sending a byte: gw ends the connection too', async () => {
+test('a client that ends before sending a byte: gw ends the connection too', {
+  timeout: 10_000,
+}, async () => {
   const { client, received } = await connect();
   const gwSide = await serverSide(client);
   client.end();
@@ -132,7 +138,7 @@ test('a client that ends before sending a byte: gw ends the connection too', asy
   await closed(gwSide);
 });
 
-test('pipelined requests then a FIN: every answer is sent before gw ends the connection', async () => {
+test('pipelined requests answered, then a FIN: gw ends the connection', { timeout: 10_000 }, async () => {
   const { client, received } = await connect();
   await serverSide(client);
   client.write('GET /a HTTP/1.1\r\nhost: example.test\r\n\r\nGET /b HTTP/1.1\r\nhost: example.test\r\n\r\n');
