@@ -9,6 +9,13 @@ import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { startUpstream, type TestServer } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import { http1ServerKind } from './http1-kind.ts';
+
+/**
+ * gw's own HTTP/1.1 server (GW_HTTP1_SERVER=net, as `make unit-net` runs this suite) ends such
+ * connections itself and keeps net's ending: the shape checks are node:http's.
+ */
+const nodeHttp = http1ServerKind() === 'node';
 
 let up: TestServer;
 let proxy: TestProxy;
@@ -109,12 +116,14 @@ test('a client that closes a kept-alive connection after its answer: gw ends it,
   assert.match(all, /^HTTP\/1\.1 200 /);
   assert.match(all, /"url":"\/first"/);
   await closed(gwSide);
-  assert.equal(
-    Object.hasOwn(gwSide, 'write'),
-    false,
-    'net replaced write on the socket (writeAfterFIN): allowHalfOpen was false when the client ended',
-  );
-  assert.equal(gwSide.allowHalfOpen, true);
+  if (nodeHttp) {
+    assert.equal(
+      Object.hasOwn(gwSide, 'write'),
+      false,
+      'net replaced write on the socket (writeAfterFIN): allowHalfOpen was false when the client ended',
+    );
+    assert.equal(gwSide.allowHalfOpen, true);
+  }
 });
 
 test('a client that sends its request and its FIN together: gw ends the connection (as agentgateway does)', {
@@ -125,7 +134,7 @@ test('a client that sends its request and its FIN together: gw ends the connecti
   client.end('GET /half HTTP/1.1\r\nhost: example.test\r\n\r\n');
   await received;
   await closed(gwSide);
-  assert.equal(Object.hasOwn(gwSide, 'write'), false);
+  if (nodeHttp) assert.equal(Object.hasOwn(gwSide, 'write'), false);
 });
 
 test('a client that ends before sending a byte: gw ends the connection too', {
