@@ -89,6 +89,16 @@ after(async () => {
   await personal?.close();
 });
 
+/** Calls the secured echo through `path` with a new client session; returns the tool's text. */
+async function echoThrough(path: string, message: string): Promise<string> {
+  const { client } = await connectClient(proxy.url(path));
+  try {
+    return textOf(await client.callTool({ name: 'echo', arguments: { message } }));
+  } finally {
+    await client.close();
+  }
+}
+
 for (const prefix of ['http', 'sse']) {
   test(`${prefix}: the key and the header reach the target; its tools answer`, async () => {
     const { client } = await connectClient(proxy.url(`/${prefix}`));
@@ -104,13 +114,7 @@ for (const prefix of ['http', 'sse']) {
 }
 
 test('a policy on one target of a named mcp backend (target.backend.backend.section) reaches that target', async () => {
-  const { client } = await connectClient(proxy.url('/sectioned'));
-  try {
-    const r = await client.callTool({ name: 'echo', arguments: { message: 'section' } });
-    assert.equal(textOf(r), 'secured echo: section');
-  } finally {
-    await client.close();
-  }
+  assert.equal(await echoThrough('/sectioned', 'section'), 'secured echo: section');
   // a section no target has applies to nothing: a warning names it
   const { warnings } = loadConfigText(
     'gw.yaml',
@@ -136,24 +140,12 @@ test('a policy on one target of a named mcp backend (target.backend.backend.sect
 
 for (const prefix of ['named', 'named-sse', 'named-own']) {
   test(`${prefix}: a target by backend reference takes the backend's host and policies (its own win)`, async () => {
-    const { client } = await connectClient(proxy.url(`/${prefix}`));
-    try {
-      const r = await client.callTool({ name: 'echo', arguments: { message: prefix } });
-      assert.equal(textOf(r), `secured echo: ${prefix}`);
-    } finally {
-      await client.close();
-    }
+    assert.equal(await echoThrough(`/${prefix}`, prefix), `secured echo: ${prefix}`);
   });
 }
 
 test('credentials beside the key: the extra header reaches the target with the key', async () => {
-  const { client } = await connectClient(proxy.url('/extra'));
-  try {
-    const r = await client.callTool({ name: 'echo', arguments: { message: 'both' } });
-    assert.equal(textOf(r), 'secured echo: both');
-  } finally {
-    await client.close();
-  }
+  assert.equal(await echoThrough('/extra', 'both'), 'secured echo: both');
 });
 
 test('without them the target answers 401, which the client hears as the session fails', async () => {

@@ -88,6 +88,21 @@ async function serverSide(client: net.Socket): Promise<net.Socket> {
   throw new Error('gw never accepted the connection');
 }
 
+/** Resolves once what the client has received since the call satisfies `done`. */
+function receivedUntil(client: net.Socket, done: (got: string) => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    let got = '';
+    const onData = (d: string) => {
+      got += d;
+      if (done(got)) {
+        client.off('data', onData);
+        resolve();
+      }
+    };
+    client.on('data', onData);
+  });
+}
+
 const closed = (s: net.Socket) =>
   s.destroyed && s.closed ? Promise.resolve() : new Promise<void>((r) => s.once('close', () => r()));
 
@@ -98,18 +113,10 @@ test('a client that closes a kept-alive connection after its answer: gw ends it,
   const gwSide = await serverSide(client);
   client.write('GET /first HTTP/1.1\r\nhost: example.test\r\n\r\n');
   // the answer in full (the echo upstream's JSON), then the client's FIN
-  await new Promise<void>((resolve) => {
-    let got = '';
-    const onData = (d: string) => {
-      got += d;
-      const head = got.indexOf('\r\n\r\n');
-      const len = /content-length: (\d+)/i.exec(got)?.[1];
-      if (head >= 0 && len !== undefined && got.length >= head + 4 + Number(len)) {
-        client.off('data', onData);
-        resolve();
-      }
-    };
-    client.on('data', onData);
+  await receivedUntil(client, (got) => {
+    const head = got.indexOf('\r\n\r\n');
+    const len = /content-length: (\d+)/i.exec(got)?.[1];
+    return head >= 0 && len !== undefined && got.length >= head + 4 + Number(len);
   });
   client.end();
   const all = await received;
@@ -152,17 +159,10 @@ test('pipelined requests answered, then a FIN: gw ends the connection', { timeou
   await serverSide(client);
   client.write('GET /a HTTP/1.1\r\nhost: example.test\r\n\r\nGET /b HTTP/1.1\r\nhost: example.test\r\n\r\n');
   // both answers, then the FIN
-  await new Promise<void>((resolve) => {
-    let got = '';
-    const onData = (d: string) => {
-      got += d;
-      if ((got.match(/HTTP\/1\.1 200 /g) ?? []).length === 2 && got.includes('"url":"/b"')) {
-        client.off('data', onData);
-        resolve();
-      }
-    };
-    client.on('data', onData);
-  });
+  await receivedUntil(
+    client,
+    (got) => (got.match(/HTTP\/1\.1 200 /g) ?? []).length === 2 && got.includes('"url":"/b"'),
+  );
   client.end();
   const all = await received;
   assert.equal((all.match(/HTTP\/1\.1 200 /g) ?? []).length, 2);
