@@ -288,6 +288,40 @@ binds:
     assert.equal(last().url, '/api/v1/pets/7', "under the fetched document's server path");
     assert.deepEqual(got.structuredContent, { id: '7', name: 'Rex' });
   });
+
+  test("a document at another origin than the API's is fetched on gw's own connection", async (t) => {
+    const docs = createServer((req, res) => {
+      if (req.url === '/specs/pets.json') return answer(res, 200, parseYaml(DOC));
+      answer(res, 404, 'not found');
+    });
+    await new Promise<void>((r) => docs.listen(0, '127.0.0.1', r));
+    t.after(() => new Promise((r) => docs.close(r)));
+    const docsPort = (docs.address() as AddressInfo).port;
+    const p = await startProxy(`config:
+  adminAddr: "off"
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - backends:
+      - mcp:
+          targets:
+          - name: pets
+            openapi: {schema: {url: "http://127.0.0.1:${docsPort}/specs/pets.json"}, host: "127.0.0.1:${apiPort}"}
+`);
+    t.after(() => p.close());
+    const { client: c } = await connectClient(p.url('/mcp'));
+    t.after(() => c.close());
+    docServed = false; // the API's own /openapi.json answers 503: it must not be the one read
+    const { tools } = await c.listTools();
+    assert.deepEqual(
+      tools.map((x) => x.name),
+      ['listPets', 'createPet', 'getPet', 'deletePet', 'getRecords'],
+    );
+    const got = await c.callTool({ name: 'getPet', arguments: { path: { petId: '9' } } });
+    assert.equal(last().url, '/api/v1/pets/9', 'called at the API, under the document server path');
+    assert.deepEqual(got.structuredContent, { id: '9', name: 'Rex' });
+  });
 });
 
 describe('documents and config errors', () => {

@@ -6,12 +6,17 @@
 // error. Holds no session: any worker serves any call. A document given by URL is fetched on the
 // first list or call (each worker fetches its own) and kept; a fetch that fails fails that request
 // as a target failure and is tried again by the next.
-import { type Dispatcher, request } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { OpenApiToolIR } from '../../config/ir.ts';
 import { bufferUpTo } from '../../pipeline/body.ts';
+import { serviceAgent } from '../../upstream/pools.ts';
+import { request } from '../../upstream/undici.ts';
 import { CODE, errorResponse, type Notification, type Request, type Response } from '../jsonrpc.ts';
 import { type OpenApiTools, openApiTools } from '../openapi.ts';
 import { deadline, type RequestOptions, type TargetConnection, TargetError } from './connection.ts';
+
+/** The connections that fetch a document served at another origin than its API's. */
+const documentAgent = serviceAgent('openapi document', undefined, undefined, { keepAliveTimeout: 30_000 });
 
 export interface OpenApiTargetSpec {
   name: string;
@@ -120,7 +125,7 @@ export class OpenApiConnection implements TargetConnection {
               headers,
               signal,
             })
-          : await request(url, { headers, signal });
+          : await request(url, { headers, signal, dispatcher: documentAgent() });
       text = await readText(res.body, this.#spec.maxAnswerBytes);
       if (res.statusCode !== 200)
         throw fail(
