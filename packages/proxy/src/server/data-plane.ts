@@ -837,11 +837,12 @@ export class DataPlane {
     } else if (Buffer.isBuffer(body)) {
       res.end(body);
     } else {
-      // an event stream's head goes at once: its first event may be long in coming (an MCP GET
-      // stream, a slow model), and a client or load balancer waits for the head meanwhile
+      // an event stream's head goes without waiting for a body: its first event may be long in
+      // coming (an MCP GET stream, a slow model), and a client or load balancer waits for the head
+      // meanwhile. Not at once, though: an event that came with the head (the usual case: one read
+      // of the upstream holds both) is written by then, the head with it in one write.
       const type = r.headers['content-type'];
-      if (typeof type === 'string' && type.startsWith('text/event-stream'))
-        (res as { flushHeaders?: () => void }).flushHeaders?.();
+      if (typeof type === 'string' && type.startsWith('text/event-stream')) setImmediate(flushHead, res);
       pump(body, res as unknown as Writable, (err) => {
         if (!ctx.error) {
           ctx.error =
@@ -1197,4 +1198,11 @@ function collectorKey(c: CollectorConnectionIR): string {
     credential ? [credential.header, credential.value.reveal()] : null,
     headers ?? null,
   ]);
+}
+
+/** An event stream's head, when no event has taken it out yet (setImmediate's callback in #respond). */
+function flushHead(res: ServerResponse | Http2ServerResponse): void {
+  // node:http's headersSent is true from writeHead on, its _headerSent once the head is written
+  const sent = (res as { _headerSent?: boolean })._headerSent ?? res.headersSent;
+  if (!sent && !res.destroyed && !res.writableEnded) (res as { flushHeaders?: () => void }).flushHeaders?.();
 }
