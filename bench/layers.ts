@@ -20,6 +20,7 @@
 //   node-floor   node:http in, an undici Pool out (bench/peers/node-floor.ts, as in make bench)
 //   gw           bin/gw, one worker, one plain route, logs off (as make bench runs it)
 //   gw-net       the same with GW_HTTP1_SERVER=net: gw's own HTTP/1.1 server on node:net
+//   gw-llm       (streams only) bin/gw with make bench's llm-stream config: the LLM layer's route
 //
 //   node bench/layers.ts           both; LAYERS=ttft or LAYERS=plain for one
 //   LAYERS_ROUNDS=n                interleaved rounds (default 3)
@@ -44,7 +45,7 @@ import { processTree, runTool, spawnTracked, stopAll, stopTracked, type Tracked 
 import { median } from './lib/stats.ts';
 import { streamUpstreamArgv } from './lib/stream-comparison.ts';
 import { ensureTools } from './lib/tools.ts';
-import { chatRequest } from './scenarios/llm.ts';
+import { chatRequest, llmGatewayYaml } from './scenarios/llm.ts';
 import { KEEPALIVE, nginxProxy } from './scenarios/plain-http.ts';
 import type { LoadSpec } from './scenarios/types.ts';
 
@@ -110,10 +111,11 @@ function usage(pid: number): Usage {
 /** The proxies, each on PROXY_CPU with one thread serving, in front of the upstream on `upstreamPort`. */
 async function startPeers(dir: string, upstreamPort: number, streaming: boolean): Promise<Peer[]> {
   // freePorts(n) gives n distinct ports
-  const free = await freePorts(14);
+  const free = await freePorts(18);
   const [nginxPort, relayPort, rawPort, rawUndiciPort, httpPort, floorPort, gwPort, admin, stats, ready] =
     free as [number, number, number, number, number, number, number, number, number, number];
   const [gwNetPort, adminNet, statsNet, readyNet] = free.slice(10) as [number, number, number, number];
+  const [gwLlmPort, adminLlm, statsLlm, readyLlm] = free.slice(14) as [number, number, number, number];
   const sub = join(dir, streaming ? 'ttft' : 'plain');
   mkdirSync(sub, { recursive: true });
   const node = (name: string, port: number): Tracked =>
@@ -155,32 +157,41 @@ async function startPeers(dir: string, upstreamPort: number, streaming: boolean)
     workers: 1,
     cpus: PROXY_CPU,
   });
-  const gwPeer = async (name: string, p: typeof ports, env?: Record<string, string>): Promise<Tracked> =>
-    startGw({
-      name,
-      gwBin,
-      workDir: sub,
-      readyPort: p.ready,
-      cpus: PROXY_CPU,
-      yaml: gwConfig(
-        p,
-        1,
-        `- port: ${p.gw}
+  const plainRoute = (p: typeof ports): string =>
+    gwConfig(
+      p,
+      1,
+      `- port: ${p.gw}
   address: 127.0.0.1
   listeners:
   - routes:
     - backends:
       - host: 127.0.0.1:${upstreamPort}
 `,
-      ),
+    );
+  const gwPeer = async (
+    name: string,
+    p: typeof ports,
+    yaml: string,
+    env?: Record<string, string>,
+  ): Promise<Tracked> =>
+    startGw({
+      name,
+      gwBin,
+      workDir: sub,
+      readyPort: p.ready,
+      cpus: PROXY_CPU,
+      yaml,
       ...(env ? { env } : {}),
     });
-  const gw = await gwPeer('gw', ports);
-  const gwNet = await gwPeer(
-    'gw-net',
-    { ...ports, gw: gwNetPort, admin: adminNet, stats: statsNet, ready: readyNet },
-    { GW_HTTP1_SERVER: 'net' },
-  );
+  const gw = await gwPeer('gw', ports, plainRoute(ports));
+  const netPorts = { ...ports, gw: gwNetPort, admin: adminNet, stats: statsNet, ready: readyNet };
+  const gwNet = await gwPeer('gw-net', netPorts, plainRoute(netPorts), { GW_HTTP1_SERVER: 'net' });
+  // Streams only: the same gw as make bench's llm-stream runs it, the LLM layer in front of the upstream.
+  const llmPorts = { ...ports, gw: gwLlmPort, admin: adminLlm, stats: statsLlm, ready: readyLlm };
+  const gwLlm = streaming
+    ? await gwPeer('gw-llm', llmPorts, llmGatewayYaml({ mode: { workers: 1 }, ports: llmPorts }))
+    : undefined;
   const peers: Peer[] = [
     { name: 'direct', port: upstreamPort, proc: undefined },
     { name: 'nginx', port: ports.nginx, proc: nginx },
@@ -191,6 +202,7 @@ async function startPeers(dir: string, upstreamPort: number, streaming: boolean)
     { name: 'node-floor', port: floorPort, proc: floor },
     { name: 'gw', port: ports.gw, proc: gw },
     { name: 'gw-net', port: gwNetPort, proc: gwNet },
+    ...(gwLlm === undefined ? [] : [{ name: 'gw-llm', port: gwLlmPort, proc: gwLlm }]),
   ];
   for (const p of peers) {
     if (p.proc !== undefined) await waitForHttp(`http://127.0.0.1:${p.port}/`, p.proc, { timeoutMs: 10_000 });

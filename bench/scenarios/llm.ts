@@ -7,7 +7,7 @@ import { agentgatewayConfig } from '../lib/agentgateway.ts';
 import { gwConfigWith } from '../lib/gw.ts';
 import { runProxyComparison } from '../lib/proxy-comparison.ts';
 import { configure as configurePlain, plainHttp } from './plain-http.ts';
-import type { ConfigureInput, Scenario, ScenarioConfig } from './types.ts';
+import type { ConfigureInput, Mode, Ports, Scenario, ScenarioConfig } from './types.ts';
 
 /** The model clients ask for, and the one gw sends to the provider instead. */
 export const MODEL = 'bench-model';
@@ -89,7 +89,7 @@ const BODY = chatRequest();
  * at the OpenAI-compatible upstream on ports.upstream. The token limit is never reached (10^10 an hour
  * against a few 10^7 tokens in a full run), but every answer spends it.
  */
-export function llmGatewayYaml({ mode, ports }: ConfigureInput): string {
+export function llmGatewayYaml({ mode, ports }: { mode: Pick<Mode, 'workers'>; ports: Ports }): string {
   return gwConfigWith(
     ports,
     mode.workers,
