@@ -468,6 +468,7 @@ function nodeHttp1(
       ...http1Timeouts(opts),
       shouldUpgradeCallback: proxiesUpgrade,
       IncomingMessage: ChurnCountingRequest,
+      optimizeEmptyRequests: true,
     },
     handler,
   );
