@@ -57,23 +57,21 @@ export function rateLimitKey(route: string, index: number, l: LocalRateLimit): s
   return `${route}#${index}#${createHash('sha256').update(JSON.stringify(l)).digest('hex').slice(0, 12)}`;
 }
 
-function headers(
-  limits: Limit[],
-  results: { remaining: number; resetSeconds: number }[],
-): Record<string, string> {
-  // Report the tightest limit.
-  let i = 0;
-  results.forEach((r, j) => {
-    if (r.remaining < (results[i]?.remaining ?? Number.POSITIVE_INFINITY)) i = j;
-  });
-  const l = limits[i] as Limit;
-  const r = results[i] as { remaining: number; resetSeconds: number };
-  return {
-    'x-ratelimit-limit': String(l.capacity),
-    'x-ratelimit-remaining': String(r.remaining),
-    // a bucket that never refills (tokensPerFill 0) has no reset to announce
-    ...(r.resetSeconds >= 0 ? { 'x-ratelimit-reset': String(r.resetSeconds) } : {}),
+interface Taken {
+  ok: boolean;
+  remaining: number;
+  resetSeconds: number;
+}
+
+/** The rate limit headers of the tightest limit (`taken` from `limit`). */
+function headers(limit: Limit, taken: Taken): Record<string, string> {
+  const h: Record<string, string> = {
+    'x-ratelimit-limit': String(limit.capacity),
+    'x-ratelimit-remaining': String(taken.remaining),
   };
+  // a bucket that never refills (tokensPerFill 0) has no reset to announce
+  if (taken.resetSeconds >= 0) h['x-ratelimit-reset'] = String(taken.resetSeconds);
+  return h;
 }
 
 // The conditional form's entry is one bucket: its own list of one.
@@ -102,18 +100,33 @@ export const localRateLimit = withConditional<'localRateLimit', LocalRateLimit[]
       });
       const keyed = limits.some((l) => l.keyed !== undefined);
       const tokenLimits = limits.flatMap((l, i) => (l.kind === 'tokens' ? [i] : []));
+      const count = limits.length;
       return async (ctx, next) => {
         // each keyed limit's bucket, by the request as it is now (llm.* read on an LLM route)
         const cel = keyed ? ctx.celContext() : undefined;
-        const keys = limits.map((l) => (l.keyed && cel ? hashes(keyOf(l.keyed.key.eval(cel))) : undefined));
-        const results = limits.map((l, i) => {
-          const k = keys[i];
-          if (l.keyed && k) return l.kind === 'requests' ? l.keyed.table.take(k, 1) : l.keyed.table.peek(k);
-          const b = l.bucket as SharedBucket;
-          return l.kind === 'requests' ? b.take(1) : b.peek();
-        });
-        const h = headers(limits, results);
-        if (results.some((r) => !r.ok)) {
+        const keys: ([number, number] | undefined)[] | undefined = keyed ? [] : undefined;
+        let refused = false;
+        // the tightest limit is the one reported (the first of those with the fewest left)
+        let tightest = limits[0] as Limit;
+        let least: Taken | undefined;
+        for (let i = 0; i < count; i++) {
+          const l = limits[i] as Limit;
+          const k = l.keyed && cel ? hashes(keyOf(l.keyed.key.eval(cel))) : undefined;
+          if (keys) keys.push(k);
+          let r: Taken;
+          if (l.keyed && k) r = l.kind === 'requests' ? l.keyed.table.take(k, 1) : l.keyed.table.peek(k);
+          else {
+            const b = l.bucket as SharedBucket;
+            r = l.kind === 'requests' ? b.take(1) : b.peek();
+          }
+          if (!r.ok) refused = true;
+          if (least === undefined || r.remaining < least.remaining) {
+            least = r;
+            tightest = l;
+          }
+        }
+        const h = headers(tightest, least as Taken);
+        if (refused) {
           ctx.obs?.event(ctx, 'rateLimit', { limited: true, ...h }, null, 'warn');
           throw new GwError('GW_ERR_RATE_LIMITED', undefined, { headers: h });
         }
@@ -123,7 +136,7 @@ export const localRateLimit = withConditional<'localRateLimit', LocalRateLimit[]
           onResponseUsage(ctx, (tokens) => {
             for (const i of tokenLimits) {
               const l = limits[i] as Limit;
-              const k = keys[i];
+              const k = keys?.[i];
               if (l.keyed && k) l.keyed.table.debit(k, tokens);
               else l.bucket?.debit(tokens);
             }
