@@ -280,6 +280,28 @@ describe('errors, in OpenAI’s shape', () => {
     assert.equal(body.error.code, 'gw_err_llm_bad_request');
   });
 
+  test('JSON nested deeper than 128 levels: 400 with the reason, not a 500 from a stack overflow', async () => {
+    // 5,000 levels of brackets in 10 KB: JSON.parse reads them, JSON.stringify overflowed the stack
+    const deep = `${'['.repeat(5000)}${']'.repeat(5000)}`;
+    const r = await request(proxy.url('/v1/chat/completions'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: `{"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}], "x": ${deep}}`,
+    });
+    assert.equal(r.statusCode, 400);
+    const body = (await r.body.json()) as { error: { message: string; type: string; code: string } };
+    assert.match(body.error.message, /nests objects and arrays more than 128 levels deep/);
+    assert.equal(body.error.type, 'invalid_request_error');
+    assert.equal(body.error.code, 'gw_err_llm_bad_request');
+    // 128 levels in all (the body object is the first) are fine
+    const ok = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages,
+      metadata: JSON.parse(`${'['.repeat(127)}${']'.repeat(127)}`),
+    } as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    assert.ok(ok.choices.length > 0);
+  });
+
   test('a request without a model: 400 BadRequestError', async () => {
     await assert.rejects(
       client.chat.completions.create({

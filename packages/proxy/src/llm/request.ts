@@ -4,6 +4,7 @@
 import { GwError } from '../errors.ts';
 import { bufferUpTo, contentLength } from '../pipeline/body.ts';
 import type { RequestContext } from '../pipeline/context.ts';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '../pipeline/json-depth.ts';
 import { type ClientApi, clientApiFor } from './formats/clients.ts';
 import { LlmRequestState } from './state.ts';
 
@@ -34,6 +35,11 @@ export async function readLlmRequest(
   }
   if (!body || typeof body !== 'object' || Array.isArray(body))
     throw new GwError('GW_ERR_LLM_BAD_REQUEST', 'the request body must be a JSON object');
+  if (nestedDeeperThan(body))
+    throw new GwError(
+      'GW_ERR_LLM_BAD_REQUEST',
+      `the request body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep`,
+    );
   const json = body as Record<string, unknown>;
   api.normalize?.(json);
   const model = api.model(json, ctx.path);

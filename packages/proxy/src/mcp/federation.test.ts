@@ -300,6 +300,14 @@ describe('sessions', () => {
     const b = await post('{not json');
     assert.equal(b.statusCode, 400);
     assert.equal(((await b.body.json()) as { error: { code: number } }).error.code, -32700);
+    // nested deeper than 128 levels: an invalid request with its id, not a 500 from a stack overflow
+    const deep = `${'['.repeat(5000)}${']'.repeat(5000)}`;
+    const c = await post(`{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"x": ${deep}}}`);
+    assert.equal(c.statusCode, 400);
+    const e = (await c.body.json()) as { id: unknown; error: { code: number; message: string } };
+    assert.equal(e.id, 7);
+    assert.equal(e.error.code, -32600);
+    assert.match(e.error.message, /more than 128 levels deep/);
   });
 
   test('DELETE ends the session on the HTTP target', async () => {

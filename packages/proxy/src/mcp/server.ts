@@ -6,6 +6,7 @@ import { PassThrough } from 'node:stream';
 import type { CelContext } from '../cel/cel.ts';
 import { bufferUpTo, contentLength } from '../pipeline/body.ts';
 import type { RequestContext } from '../pipeline/context.ts';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '../pipeline/json-depth.ts';
 import {
   type Call,
   type Federation,
@@ -471,6 +472,17 @@ export class McpServer {
       return {
         status: 400,
         error: errorResponse(null, CODE.PARSE_ERROR, `Parse error: ${(err as Error).message}`),
+      };
+    }
+    if (nestedDeeperThan(v)) {
+      const id = (v as { id?: unknown }).id;
+      return {
+        status: 400,
+        error: errorResponse(
+          typeof id === 'string' || typeof id === 'number' ? id : null,
+          CODE.INVALID_REQUEST,
+          `the message nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep`,
+        ),
       };
     }
     if (Array.isArray(v)) {
