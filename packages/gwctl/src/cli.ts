@@ -173,6 +173,14 @@ async function main(argv: string[]): Promise<number> {
   throw usageError(`unknown command: ${cmd}`);
 }
 
+// A reader that stops early (`gwctl proxy trace --raw | head`) closes the pipe, and every later write
+// fails with EPIPE. As with `git log | head`, that ends gwctl quietly: nobody is left to read the rest.
+// Any other write error still ends gwctl with its stack trace.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') throw err;
+  process.exit(0);
+});
+
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
