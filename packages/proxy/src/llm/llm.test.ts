@@ -361,12 +361,23 @@ describe('errors, in OpenAI’s shape', () => {
     assert.equal(r.headers['access-control-allow-origin'], 'https://app.example.com');
   });
 
-  test('a GET of the chat path: 400 naming the method', async () => {
+  test('a GET of the chat path, a PUT of the model list: 405 naming the method, with Allow', async () => {
     const r = await request(proxy.url('/v1/chat/completions'));
-    assert.equal(r.statusCode, 400);
+    assert.equal(r.statusCode, 405);
+    assert.equal(r.headers.allow, 'POST');
+    const e = ((await r.body.json()) as { error: { message: string; type: string } }).error;
+    assert.match(e.message, /takes POST, not GET/);
+    assert.equal(e.type, 'invalid_request_error');
+    const m = await request(proxy.url('/v1/models'), {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    assert.equal(m.statusCode, 405);
+    assert.equal(m.headers.allow, 'GET, HEAD');
     assert.match(
-      ((await r.body.json()) as { error: { message: string } }).error.message,
-      /takes POST, not GET/,
+      ((await m.body.json()) as { error: { message: string } }).error.message,
+      /takes GET, not PUT/,
     );
   });
 

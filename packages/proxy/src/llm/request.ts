@@ -21,7 +21,9 @@ export async function readLlmRequest(
   if (known) return known;
   if (!api) return undefined;
   if (ctx.method !== 'POST') {
-    throw new GwError('GW_ERR_LLM_BAD_REQUEST', `${api.path} takes POST, not ${ctx.method}`);
+    throw new GwError('GW_ERR_METHOD_NOT_ALLOWED', `${api.path} takes POST, not ${ctx.method}`, {
+      headers: { allow: 'POST' },
+    });
   }
   const raw = await readBody(ctx, limit);
   let body: unknown;

@@ -185,8 +185,9 @@ export function compileRoutes(
   routes: readonly (readonly [string, AiRouteType])[] | undefined,
 ): (path: string, method: string) => LlmRoute | undefined {
   if (!routes) {
-    return (path, method) => {
-      if (path.endsWith(MODELS_PATH) && (method === 'GET' || method === 'HEAD')) return { models: true };
+    return (path) => {
+      // any method: the model list answers one it does not take with 405
+      if (path.endsWith(MODELS_PATH)) return { models: true };
       const api = clientApiFor(path);
       return api ? { api } : undefined;
     };

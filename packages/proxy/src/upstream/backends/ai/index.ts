@@ -70,7 +70,9 @@ export const aiBackend: BackendKind<'ai'> = {
         const r = routeOf(ctx.path, ctx.method);
         if (r && 'models' in r) {
           if (ctx.method !== 'GET' && ctx.method !== 'HEAD')
-            throw new GwError('GW_ERR_LLM_BAD_REQUEST', `the model list takes GET, not ${ctx.method}`);
+            throw new GwError('GW_ERR_METHOD_NOT_ALLOWED', `the model list takes GET, not ${ctx.method}`, {
+              headers: { allow: 'GET, HEAD' },
+            });
           // an API key limited to some models sees only those
           const body = allowed ? modelList(listed.filter((m) => allowed(m.id))) : list;
           ctx.response = {
