@@ -302,6 +302,21 @@ describe('errors, in OpenAI’s shape', () => {
     assert.ok(ok.choices.length > 0);
   });
 
+  test('a body over the buffer limit: 413 naming the limit and the setting', async () => {
+    const r = await request(proxy.url('/v1/chat/completions'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'x'.repeat(3 << 20) }],
+      }),
+    });
+    assert.equal(r.statusCode, 413);
+    const e = ((await r.body.json()) as { error: { message: string; code: string } }).error;
+    assert.match(e.message, /larger than the buffer limit \(\d+ bytes; config\.maxBufferSize\)/);
+    assert.equal(e.code, 'gw_err_request_too_large');
+  });
+
   test('a request without a model: 400 BadRequestError', async () => {
     await assert.rejects(
       client.chat.completions.create({

@@ -86,7 +86,10 @@ async function readBody(ctx: RequestContext, limit: number): Promise<Buffer> {
   const r = await bufferUpTo(b, limit, contentLength(ctx.headers), ctx);
   if (!r.ok) {
     ctx.body = r.stream;
-    throw new GwError('GW_ERR_REQUEST_TOO_LARGE');
+    throw new GwError(
+      'GW_ERR_REQUEST_TOO_LARGE',
+      `the request body is larger than the buffer limit (${limit} bytes; config.maxBufferSize)`,
+    );
   }
   // Kept for a second attempt (failover); the provider gets a body of its own.
   ctx.body = r.data;

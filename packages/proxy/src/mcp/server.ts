@@ -459,7 +459,11 @@ export class McpServer {
         r.stream.resume();
         return {
           status: 413,
-          error: errorResponse(null, CODE.INVALID_REQUEST, 'the message is larger than the buffer limit'),
+          error: errorResponse(
+            null,
+            CODE.INVALID_REQUEST,
+            `the message is larger than the buffer limit (${this.#limit} bytes; config.maxBufferSize)`,
+          ),
         };
       }
       raw = r.data;
