@@ -6,6 +6,7 @@ import { setCelField } from '@gw/api/runtime';
 import { finalOutcome } from '../a2a/info.ts';
 import { type CelContext, type CelProgram, celTrue, compileCel } from '../cel/cel.ts';
 import type { FrontendIR } from '../config/ir.ts';
+import type { GwError } from '../errors.ts';
 import type { ObservedRequest, RequestObserver, RequestSummary } from '../pipeline/observer.ts';
 import { redactQuery } from '../trace/redact.ts';
 import type { RecordLog } from './logger.ts';
@@ -209,7 +210,7 @@ export function requestRecord(
           'http.status': status,
           duration,
         };
-  if (req.error) rec.error = req.error.detail;
+  if (req.error) rec.error = logged(req.error);
   const upgrade = req.ext.upgrade;
   if (upgrade) {
     // a CONNECT tunnel has no protocol of its own
@@ -308,4 +309,14 @@ function pathAndQueryOf(target: string): string {
   } catch {
     return target;
   }
+}
+
+/**
+ * An error as the log shows it: the reason the client was given and, when it had one, its cause (a
+ * service's connection error, say), which the client is not told.
+ */
+function logged(e: GwError): string {
+  const cause = e.cause;
+  if (!(cause instanceof Error) || cause.message === '' || cause.message === e.detail) return e.detail;
+  return `${e.detail}: ${cause.message}`;
 }

@@ -244,6 +244,14 @@ describe('extProc against a real ext_proc v3 server', () => {
   test('processor unavailable: failClosed answers 500, failOpen passes unprocessed', async () => {
     const closed = await call('/down-closed');
     assert.equal(closed.status, 500);
+    assert.doesNotMatch(
+      closed.text,
+      /ECONNREFUSED|127\.0\.0\.1/,
+      'the client is not told where the service is',
+    );
+    // the access log says why: the phase and the service's error
+    const line = proxy.accessLog.findLast((l) => String(l['http.path']).startsWith('/down-closed'));
+    assert.match(String(line?.error), /^external processing failed: requestHeaders: .*ECONNREFUSED/);
     const open = await call('/down-open', { 'x-secret': 's' });
     assert.equal(open.status, 200);
     const echo = JSON.parse(open.text) as { headers: Record<string, string> };

@@ -68,7 +68,9 @@ export const extProc = withConditional({
         } catch (err) {
           const reason = `backendAuth: ${(err as Error).message}`;
           ctx.obs?.event(ctx, 'extProc', { result: 'failure', reason, failOpen }, start, 'warn');
-          if (!failOpen) throw new GwError('GW_ERR_INTERNAL', 'external processing failed');
+          // the reason goes to the access log (the error's cause), not to the client
+          if (!failOpen)
+            throw new GwError('GW_ERR_INTERNAL', 'external processing failed', { cause: new Error(reason) });
           return next(ctx);
         }
       }
@@ -102,7 +104,10 @@ export const extProc = withConditional({
           stream.close();
           // the request's own end (its deadline, a stalled body, the client gone) is what it gets
           if (ctx.abortReason !== undefined) throw ctx.abortReason;
-          if (!failOpen) throw new GwError('GW_ERR_INTERNAL', 'external processing failed');
+          if (!failOpen)
+            throw new GwError('GW_ERR_INTERNAL', 'external processing failed', {
+              cause: new Error(`${phase}: ${reason}`),
+            });
           return undefined;
         }
         if (a.kind === 'done') live = false;
