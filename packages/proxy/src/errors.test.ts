@@ -56,7 +56,10 @@ test('Anthropic: the documented error envelope and types', () => {
   }
 });
 
-test('JSON-RPC: an error response with a null id, the HTTP status kept', () => {
+test('JSON-RPC: the request id echoed when it was read, else null; the HTTP status kept', () => {
+  for (const id of [2, 'req-7']) {
+    assert.equal(parse(errorResponse(new GwError('GW_ERR_FORBIDDEN'), 'jsonrpc', id).body).id, id);
+  }
   const a = errorResponse(new GwError('GW_ERR_FORBIDDEN'), 'jsonrpc');
   assert.equal(a.status, 403);
   assert.deepEqual(parse(a.body), {

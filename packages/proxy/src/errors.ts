@@ -113,7 +113,13 @@ export interface ErrorAnswer {
   body: Buffer;
 }
 
-type Formatter = (err: GwError) => {
+/** A JSON-RPC request id: a string or a number as the client sent it; null when none could be read. */
+export type JsonRpcId = string | number | null;
+
+type Formatter = (
+  err: GwError,
+  id: JsonRpcId,
+) => {
   status?: number;
   type: string;
   body: string;
@@ -130,11 +136,12 @@ const FORMATTERS: Record<ErrorFormat, Formatter> = {
     }),
   // Anthropic's error envelope, with its documented error types.
   anthropic: (e) => json({ type: 'error', error: { type: anthropicType(e.status), message: e.detail } }),
-  // The request's id is unknown when the gateway answers before reading the body.
-  jsonrpc: (e) =>
+  // JSON-RPC 2.0: the request's id, null only when it could not be read (a body that is not JSON,
+  // an answer before the body was read).
+  jsonrpc: (e, id) =>
     json({
       jsonrpc: '2.0',
-      id: null,
+      id,
       error: {
         code: e.code === 'GW_ERR_JSONRPC_PARSE' ? -32700 : e.status === 400 ? -32600 : -32000,
         message: e.detail,
@@ -154,9 +161,12 @@ const FORMATTERS: Record<ErrorFormat, Formatter> = {
   }),
 };
 
-/** The answer a client gets for `err` in the given format. */
-export function errorResponse(err: GwError, format: ErrorFormat): ErrorAnswer {
-  const f = FORMATTERS[format](err);
+/**
+ * The answer a client gets for `err` in the given format. `jsonrpcId` is the id of the JSON-RPC
+ * request being answered, when the gateway read it (only the jsonrpc format uses it).
+ */
+export function errorResponse(err: GwError, format: ErrorFormat, jsonrpcId: JsonRpcId = null): ErrorAnswer {
+  const f = FORMATTERS[format](err, jsonrpcId);
   const body = Buffer.from(f.body);
   return {
     status: f.status ?? err.status,

@@ -44,6 +44,13 @@ binds:
               authorization:
                 rules: [{ deny: 'a2a.method == "SendMessage" || a2a.method == "message/send"' }]
             backends: [{ host: 127.0.0.1:${agent.port} }]
+          - name: limited
+            matches: [{ path: { pathPrefix: /limited } }]
+            policies:
+              a2a: {}
+              urlRewrite: { path: { prefix: / } }
+              localRateLimit: [{ maxTokens: 1, tokensPerFill: 1, fillInterval: 1h }]
+            backends: [{ host: 127.0.0.1:${agent.port} }]
           - name: prefixed
             matches: [{ path: { pathPrefix: /agents/echo } }]
             policies:
@@ -414,6 +421,46 @@ describe('the gateway itself', () => {
     await assert.rejects(client.sendMessage(send('no')), /403|authorization denied/);
     assert.equal(agent.calls.length, before);
     assert.equal(logOf('SendMessage')['a2a.outcome'], 'rejected');
+  });
+
+  test('an error the gateway answers after reading the call carries its id; unreadable JSON gets null', async () => {
+    type Answer = { jsonrpc: string; id: unknown; error: { code: number; message: string } };
+    const post = async (path: string, body: string) => {
+      const r = await fetch(`${gateway()}${path}${AGENT_PATH}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+      return { status: r.status, body: (await r.json()) as Answer };
+    };
+    const call = (id: unknown) =>
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id,
+        method: 'message/send',
+        params: {
+          message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'x' }] },
+        },
+      });
+    const before = agent.calls.length;
+    for (const id of [2, 'req-7']) {
+      const denied = await post('/locked', call(id));
+      assert.equal(denied.status, 403);
+      assert.deepEqual(
+        { id: denied.body.id, code: denied.body.error.code, message: denied.body.error.message },
+        { id, code: -32000, message: 'authorization denied' },
+      );
+    }
+    const notJson = await post('/locked', '{"jsonrpc": "2.0", "id": 3, "method": ');
+    assert.equal(notJson.status, 400);
+    assert.equal(notJson.body.id, null);
+    assert.equal(notJson.body.error.code, -32700);
+    // The limit's one token goes to the first call; the second is refused in the same words.
+    assert.equal((await post('/limited', call(4))).status, 200);
+    const limited = await post('/limited', call(5));
+    assert.equal(limited.status, 429);
+    assert.equal(limited.body.id, 5);
+    assert.equal(agent.calls.length, before + 1);
   });
 
   test('the trace shows the call: method, task and outcome', async () => {

@@ -878,7 +878,12 @@ export class DataPlane {
     const route =
       ctx.route ?? (listener?.gatewayPhase ? listener.router.select(ctx.host, ctx)?.route.info : undefined);
     const routeFormat = route?.errorFormatOf ? route.errorFormatOf(ctx.originalUrl) : route?.errorFormat;
-    const answer = errorResponse(e, errorFormatFor(ctx.headers['content-type'], routeFormat));
+    // An A2A JSON-RPC call read before the route's policies: its error carries the call's id.
+    const answer = errorResponse(
+      e,
+      errorFormatFor(ctx.headers['content-type'], routeFormat),
+      ctx.ext.a2a?.id,
+    );
     const obs = ctx.obs;
     if (obs) {
       obs.error(ctx, e);
