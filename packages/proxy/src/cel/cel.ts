@@ -97,6 +97,8 @@ export interface CelProgram {
   readonly source: string;
   /** The value, or `undefined` when evaluation fails (e.g. a missing variable or field). */
   eval(ctx: CelContext): unknown;
+  /** Why evaluation in `ctx` fails (evaluating again: for a log, after eval gave undefined). */
+  failure(ctx: CelContext): string | undefined;
   /** Whether it reads `variable.field` (e.g. `request.body`), or the whole variable. */
   reads(variable: (typeof CEL_VARIABLES)[number], field: string): boolean;
 }
@@ -115,6 +117,14 @@ export function compileCel(source: string): CelProgram {
         return fn(ctx);
       } catch {
         return undefined;
+      }
+    },
+    failure(ctx) {
+      try {
+        fn(ctx);
+        return undefined;
+      } catch (err) {
+        return err instanceof Error ? err.message : String(err);
       }
     },
     reads: (variable, field) => readsField(fn.ast, variable, field, lib.customFunctionsOf(env)?.bodies),

@@ -265,7 +265,13 @@ function apply(side: Side, t: Target): Applied {
   }
   if (side.body) {
     const v = evaluate(side.body);
-    if (v === undefined) throw new GwError('GW_ERR_INTERNAL', 'the transformation body expression failed');
+    if (v === undefined) {
+      // why goes to the access log (the error's cause); the client gets the catalogue's reason
+      const why = view ? side.body.failure(view) : undefined;
+      throw new GwError('GW_ERR_INTERNAL', 'the transformation body expression failed', {
+        ...(why ? { cause: new Error(why) } : {}),
+      });
+    }
     if (v === null) applied.body = 'kept';
     else {
       const b = bodyOf(v);

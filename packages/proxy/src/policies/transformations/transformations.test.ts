@@ -198,6 +198,20 @@ describe('request body', () => {
     assert.equal(seen?.headers['x-model'], 'small');
   });
 
+  test('a body expression that fails: 500, and the access log says why', async () => {
+    const before = up.seen.length;
+    const r = await send('/body/broken', {
+      headers: { 'content-type': 'application/json' },
+      body: 'not json',
+    });
+    assert.equal(r.status, 500);
+    assert.match(r.text, /the transformation body expression failed/);
+    assert.equal(up.seen.length, before, 'nothing reached the upstream');
+    const line = proxy.accessLog.findLast((l) => String(l['http.path']).startsWith('/body/broken'));
+    // the client's reason, then the expression's own error
+    assert.match(String(line?.error), /^the transformation body expression failed: .+/);
+  });
+
   test('a chunked body is replaced too (the upstream gets a length, not chunks)', async () => {
     const r = await send('/fixed', { body: Readable.from([Buffer.from('a'), Buffer.from('b')]) });
     assert.equal(r.status, 200);
