@@ -188,7 +188,7 @@ describe('standalone config and GwPolicy: one definition, one message', () => {
     );
     assert.equal(
       r.file.message,
-      `Invalid value: "bad header": ${ROUTE_POLICIES}.requestHeaderModifier.remove[0] in body should match '${HEADER_NAME_PATTERN}'`,
+      `Invalid value: "bad header": ${ROUTE_POLICIES}.requestHeaderModifier.remove[0] should match '${HEADER_NAME_PATTERN}'`,
     );
   });
 });

@@ -249,7 +249,8 @@ function locate(root: unknown, path: FieldPath, atKey: boolean): { offset: numbe
  */
 export function validateSource<T extends z.ZodType>(src: SourceDocument, schema: T): z.output<T> {
   // Limits and patterns the schema gives no message of its own are worded as the API server words
-  // them for the CRDs (crd/validate.ts), so a config file and `kubectl apply` read the same.
+  // them for the CRDs (crd/validate.ts), so a config file and `kubectl apply` read alike; but a file
+  // has no request body, so its field is not said to be "in body".
   const check = () =>
     schema.safeParse(src.data, {
       reportInput: true,
@@ -257,8 +258,8 @@ export function validateSource<T extends z.ZodType>(src: SourceDocument, schema:
         if (iss.code === 'unrecognized_keys') return suggestionsFor(iss);
         if (iss.code !== 'too_big' && iss.code !== 'too_small' && iss.code !== 'invalid_format')
           return undefined;
-        const path = (iss.path ?? []).map((p) => (typeof p === 'number' ? p : String(p)));
-        return describeIssue(iss as unknown as Issue, formatPath(path))[0];
+        const field = formatPath((iss.path ?? []).map((p) => (typeof p === 'number' ? p : String(p))));
+        return describeIssue(iss as unknown as Issue, field)[0]?.replace(`${field} in body `, `${field} `);
       },
     });
   let parsed = check();

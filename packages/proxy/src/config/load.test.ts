@@ -382,6 +382,18 @@ binds:
     assert.match(got.join('\n'), /cannot read/);
   });
 
+  test('two binds on one port with the same hostname: the second names where the first is', () => {
+    const got = issues(`binds:
+- port: 18773
+  listeners: [{routes: [{backends: [{host: "127.0.0.1:1"}]}]}]
+- port: 18773
+  listeners: [{routes: [{backends: [{host: "127.0.0.1:1"}]}]}]
+`);
+    assert.deepEqual(got, [
+      '5:15 binds[1].listeners[0]: listener bind/18773/listener0 has the same hostname (any) on port 18773 as bind/18773/listener0 (binds[0].listeners[0])',
+    ]);
+  });
+
   test('routes attached to an unknown gateway', () => {
     const got = issues(
       'gateways:\n  web: {port: 8080}\nroutes:\n- gateways: api\n  backends: [{host: "a:1"}]\n',

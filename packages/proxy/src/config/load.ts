@@ -729,6 +729,8 @@ class Builder {
 
   binds(): BindIR[] {
     const byKey = new Map<string, BindIR>();
+    /** Where each listener added is in the config, to name the first of two that clash. */
+    const placed = new Map<ListenerIR, FieldPath>();
     let zeroPorts = 0;
     const add = (
       path: FieldPath,
@@ -785,12 +787,14 @@ class Builder {
       }
       const dup = b.listeners.find((o) => (o.hostname ?? '') === (l.hostname ?? ''));
       if (dup && port !== 0) {
+        const at = placed.get(dup);
         this.fail(
           path,
-          `listener ${l.gateway}/${l.name} has the same hostname (${l.hostname ?? 'any'}) on port ${port} as ${dup.gateway}/${dup.name}`,
+          `listener ${l.gateway}/${l.name} has the same hostname (${l.hostname ?? 'any'}) on port ${port} as ${dup.gateway}/${dup.name}${at ? ` (${formatPath(at)})` : ''}`,
         );
         return;
       }
+      placed.set(l, path);
       b.listeners.push(l);
       return b;
     };

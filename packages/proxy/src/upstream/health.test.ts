@@ -265,7 +265,7 @@ test('the standalone schema: agentgateway field names; the scores are 0.0 to 1.0
   const bad = (h: string, field: string) =>
     assert.throws(
       () => loadConfigText('t.yaml', config([1], h), process.cwd()),
-      new RegExp(`policies\\.health\\.eviction\\.${field} in body should be less than or equal to 1`),
+      new RegExp(`policies\\.health\\.eviction\\.${field} should be less than or equal to 1`),
     );
   bad('{eviction: {healthThreshold: 50}}', 'healthThreshold');
   bad('{eviction: {restoreHealth: 100}}', 'restoreHealth');
