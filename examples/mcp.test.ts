@@ -29,6 +29,9 @@ test('mcp.yaml federates server-everything and server-memory over stdio', async 
   assert.ok(names.includes('everything_echo'), names.join(','));
   assert.ok(names.includes('memory_create_entities'), names.join(','));
   assert.ok(!names.some((n) => n.startsWith('memory_delete_')), 'delete_* are hidden by the rule');
+  // the everything server's get-env would show a client gw's environment (a stdio target's)
+  assert.ok(!names.includes('everything_get-env'), 'get-env is hidden by the rule');
+  await assert.rejects(client.callTool({ name: 'everything_get-env', arguments: {} }), /not allowed/);
 
   await client.callTool({
     name: 'memory_create_entities',
