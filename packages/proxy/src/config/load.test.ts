@@ -394,6 +394,26 @@ binds:
     ]);
   });
 
+  test('a listen address that is neither an IP address nor a host name', () => {
+    const got = issues(`binds:
+- port: 18773
+  address: 999.1.1.1
+  listeners: [{routes: [{backends: [{host: "127.0.0.1:1"}]}]}]
+- port: 18774
+  address: localhost
+  listeners: [{routes: [{backends: [{host: "127.0.0.1:1"}]}]}]
+- port: 18775
+  address: "::1"
+  listeners: [{routes: [{backends: [{host: "127.0.0.1:1"}]}]}]
+gateways:
+  g: {port: 18776, address: "bad host"}
+`);
+    assert.deepEqual(got, [
+      '3:12 binds[0].address: "999.1.1.1" is not an IP address or a host name to listen on',
+      '12:29 gateways.g.address: "bad host" is not an IP address or a host name to listen on',
+    ]);
+  });
+
   test('routes attached to an unknown gateway', () => {
     const got = issues(
       'gateways:\n  web: {port: 8080}\nroutes:\n- gateways: api\n  backends: [{host: "a:1"}]\n',

@@ -727,6 +727,18 @@ class Builder {
 
   // ---------- listeners and binds ----------
 
+  /**
+   * An address to listen on: an IP address, or a host name that resolves to one (localhost). A name
+   * whose last label is all digits (999.1.1.1) is neither: the start would fail, not the check.
+   */
+  listenAddress(path: FieldPath, address: string): void {
+    if (isIP(address) !== 0) return;
+    const labels = address.split('.');
+    const name = labels.every((l) => /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i.test(l));
+    if (!name || /^\d+$/.test(labels[labels.length - 1] ?? ''))
+      this.fail(path, `${JSON.stringify(address)} is not an IP address or a host name to listen on`);
+  }
+
   binds(): BindIR[] {
     const byKey = new Map<string, BindIR>();
     /** Where each listener added is in the config, to name the first of two that clash. */
@@ -805,6 +817,7 @@ class Builder {
     (this.cfg.binds ?? []).forEach((bind, bi) => {
       if (bind.mode === 'internal' && bind.address !== undefined)
         this.fail(['binds', bi, 'address'], 'an internal bind listens on no address');
+      else if (bind.address !== undefined) this.listenAddress(['binds', bi, 'address'], bind.address);
       bind.listeners.forEach((l, li) => {
         const path = ['binds', bi, 'listeners', li];
         const { gateway, name } = bindListenerName(bind.port, l, li);
@@ -873,6 +886,7 @@ class Builder {
       this.transformationChecks([...path, 'policies'], gw.policies);
       if (gw.address !== undefined && gw.bindAddress != null)
         this.fail([...path, 'bindAddress'], 'set address or bindAddress (its agentgateway name), not both');
+      else if (gw.address !== undefined) this.listenAddress([...path, 'address'], gw.address);
       const gwInline = gatewayInlinePolicies(gw);
       if (gw.listeners && gwInline)
         for (const k of Object.keys(gwInline))

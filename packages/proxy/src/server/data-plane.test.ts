@@ -54,7 +54,8 @@ test('a config that cannot be applied leaves the running one in place', async (t
     p.reload(
       `${config(up.port, 'good', 'replaced')}- port: ${busyPort}\n  address: 127.0.0.1\n  listeners: [{routes: []}]\n`,
     ),
-    /cannot listen: .*EADDRINUSE/,
+    // the bind named by its address and its listener, then the reason
+    new RegExp(`cannot listen: 127\\.0\\.0\\.1:${busyPort} \\(bind/${busyPort}/listener0\\): .*EADDRINUSE`),
   );
   assert.equal(p.plane.version, before);
   const r = await request(p.url('/'));

@@ -731,8 +731,20 @@ export class DataPlane {
 
   /** A new bind's socket; an internal bind has none (it takes CONNECT tunnels only). */
   async #open(server: BindServer | TcpBindServer, ir: BindIR, port: number | undefined): Promise<void> {
-    if (ir.internal) server.internal(ir.port);
-    else await server.listen(ir.address, port ?? ir.port, this.#opts.reusePort ?? false);
+    if (ir.internal) {
+      server.internal(ir.port);
+      return;
+    }
+    try {
+      await server.listen(ir.address, port ?? ir.port, this.#opts.reusePort ?? false);
+    } catch (err) {
+      // which of the config's binds: its listeners' names (bind/<port>/<listener>, <gateway>/<listener>)
+      const names = ir.listeners.map((l) => `${l.gateway}/${l.name}`).join(', ');
+      throw new Error(
+        `${ir.address.includes(':') ? `[${ir.address}]` : ir.address}:${port ?? ir.port} (${names}): ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
   }
 
   /**
