@@ -692,6 +692,40 @@ describe('graceful shutdown', () => {
   });
 });
 
+describe('--admin-addr, --stats-addr, --readiness-addr', () => {
+  test("with -f they win over the file's config: block; what they leave out, the block sets", async () => {
+    const [fileAdmin, fileStats] = [await freePort(), await freePort()];
+    const g = await startGw({
+      yaml: directConfig('flags\n').replace(
+        configBlock(),
+        `config:\n  adminAddr: 127.0.0.1:${fileAdmin}\n  statsAddr: 127.0.0.1:${fileStats}\n  readinessAddr: 127.0.0.1:0\n`,
+      ),
+      args: ['--admin-addr', '127.0.0.1:0', '--stats-addr', 'off'],
+    });
+    assert.notEqual(g.admin, `http://127.0.0.1:${fileAdmin}`);
+    assert.match(g.admin, /^http:\/\/127\.0\.0\.1:\d+$/);
+    assert.equal(g.stats, '');
+    assert.notEqual(g.readiness, '', "the file's readinessAddr stands");
+    assert.equal((await g.configDump()).binds.length, 1, 'the admin API answers on the flag address');
+    assert.equal(await portIsFree(fileAdmin, '127.0.0.1'), true, "nothing listens on the file's adminAddr");
+    assert.equal(await portIsFree(fileStats, '127.0.0.1'), true, "nothing listens on the file's statsAddr");
+    assert.deepEqual(await g.stop(), { code: 0, signal: null });
+  });
+
+  test('the embedded config runs on other ports than the defaults', async () => {
+    const port = await freePort();
+    const g = await startGw({
+      env: { GW_PORT: String(port) },
+      args: ['--admin-addr', '127.0.0.1:0', '--stats-addr', 'off', '--readiness-addr', '127.0.0.1:0'],
+    });
+    assert.notEqual(g.admin, 'http://127.0.0.1:15000');
+    const hello = await get(port, '/');
+    assert.equal(hello.status, 200);
+    assert.match(hello.body, /^Hello from gw\./);
+    assert.deepEqual(await g.stop(), { code: 0, signal: null });
+  });
+});
+
 describe('embedded default config', () => {
   test('gw without -f serves the example route on GW_PORT', async (t) => {
     const busy: string[] = [];

@@ -18,13 +18,16 @@ import { VERSION } from './version.ts';
 import { parseXdsAddress } from './xds-client/address.ts';
 import type { XdsClient } from './xds-client/client.ts';
 
-const USAGE = `Usage: gw [-f config.yaml] [--validate-only] [--workers N]
+const USAGE = `Usage: gw [-f config.yaml] [--validate-only] [--workers N] [--admin-addr ADDR ...]
        gw --xds-address URL --gateway NAMESPACE/NAME [--xds-token-file FILE] [--workers N]
 
   -f, --file FILE     run this config file (default: the embedded example config); reloaded when it,
                       or a file it reads (certificates, keys, ...), changes, and on SIGHUP
   --validate-only     check the config file and exit (0 = valid, 1 = invalid)
   --workers N         data-plane worker threads (default: config.workerThreads, else one per core)
+  --admin-addr, --stats-addr, --readiness-addr ADDR
+                      ip:port, unix:/path or off, over the config: block's (adminAddr, statsAddr,
+                      readinessAddr; defaults 127.0.0.1:15000, 0.0.0.0:15020, 0.0.0.0:15021)
   -V, --version       print the version
   -h, --help          this help
 
@@ -34,13 +37,23 @@ xDS (config from the controller instead of a file; not ready until the first con
   --xds-token-file FILE   bearer token sent to the controller, re-read on reconnect  [GW_XDS_TOKEN_FILE]
   --xds-ca-file FILE      CA bundle for an https:// address (default system roots)  [GW_XDS_CA_FILE]
   kill -HUP               reconnect at once when waiting between tries (SIGHUP never ends gw)
-  --admin-addr, --stats-addr, --readiness-addr ADDR
-                          ip:port, unix:/path or off (defaults 127.0.0.1:15000, 0.0.0.0:15020,
-                          0.0.0.0:15021; with -f the file's config: block sets these)
 
 Environment: GW_LOG overrides config.logging.level (e.g. "info,proxy=debug"); in xDS mode
 GW_LOG_FORMAT=json writes JSON log lines (default text).
 `;
+
+/** The admin, stats and readiness addresses the command line sets. */
+function addressFlags(o: {
+  'admin-addr'?: string;
+  'stats-addr'?: string;
+  'readiness-addr'?: string;
+}): Partial<Pick<StartupConfig, 'adminAddr' | 'statsAddr' | 'readinessAddr'>> {
+  return {
+    ...(o['admin-addr'] !== undefined ? { adminAddr: o['admin-addr'] } : {}),
+    ...(o['stats-addr'] !== undefined ? { statsAddr: o['stats-addr'] } : {}),
+    ...(o['readiness-addr'] !== undefined ? { readinessAddr: o['readiness-addr'] } : {}),
+  };
+}
 
 /** Start-up settings in xDS mode, where there is no file: flags, else the documented defaults. */
 function xdsStartup(o: {
@@ -129,12 +142,6 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write('gw: --xds-address needs --gateway <namespace>/<name> (or GW_GATEWAY)\n');
     return 2;
   }
-  if (!xds && (o['admin-addr'] ?? o['stats-addr'] ?? o['readiness-addr']) !== undefined) {
-    process.stderr.write(
-      'gw: --admin-addr/--stats-addr/--readiness-addr are for xDS mode; with a file use its config: block\n',
-    );
-    return 2;
-  }
   // `kill -HUP` never ends gw (node's default would): with -f it reloads the file, over xDS it
   // reconnects at once if it is waiting to, and the embedded config has nothing to reload. One that
   // comes while starting is answered once start-up has set what it does.
@@ -168,7 +175,8 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
 
-  const startup = loaded?.startup ?? xdsStartup(o);
+  // the address flags win over the file's config: block (e.g. to run an example beside another gw)
+  const startup = loaded ? { ...loaded.startup, ...addressFlags(o) } : xdsStartup(o);
   const logFilter = process.env.GW_LOG ?? startup.logLevel;
   try {
     parseLevelFilter(logFilter);
