@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, type TestContext, test } from 'node:test';
 import { ConfigError } from '@gw/api';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { tempDir } from '@gw/testkit/temp-dir';
@@ -257,7 +257,8 @@ describe('an openapi target through the gateway', () => {
 });
 
 describe('a document given by url', () => {
-  test('fetched on first use; a failed fetch fails the list and is tried again next time', async (t) => {
+  /** An MCP client of a proxy whose one target is the pets API (at apiPort) with its document at `url`. */
+  const clientFor = async (t: TestContext, url: string) => {
     const p = await startProxy(`config:
   adminAddr: "off"
 binds:
@@ -268,25 +269,34 @@ binds:
       - mcp:
           targets:
           - name: pets
-            openapi: {schema: {url: "http://127.0.0.1:${apiPort}/openapi.json"}, host: "127.0.0.1:${apiPort}"}
+            openapi: {schema: {url: "${url}"}, host: "127.0.0.1:${apiPort}"}
 `);
     t.after(() => p.close());
     const { client: c } = await connectClient(p.url('/mcp'));
     t.after(() => c.close());
+    return c;
+  };
+  /** The document's tools are listed, and a call reaches the API under the document's server path. */
+  const servesTheApi = async (c: Client, petId: string) => {
+    const { tools } = await c.listTools();
+    assert.deepEqual(
+      tools.map((x) => x.name),
+      ['listPets', 'createPet', 'getPet', 'deletePet', 'getRecords'],
+    );
+    const got = await c.callTool({ name: 'getPet', arguments: { path: { petId } } });
+    assert.equal(last().url, `/api/v1/pets/${petId}`, "under the fetched document's server path");
+    assert.deepEqual(got.structuredContent, { id: petId, name: 'Rex' });
+  };
+
+  test('fetched on first use; a failed fetch fails the list and is tried again next time', async (t) => {
+    const c = await clientFor(t, `http://127.0.0.1:${apiPort}/openapi.json`);
     docServed = false;
     await assert.rejects(
       c.listTools(),
       /the OpenAPI document at http:\/\/127\.0\.0\.1:\d+\/openapi\.json answered 503/,
     );
     docServed = true;
-    const { tools } = await c.listTools();
-    assert.deepEqual(
-      tools.map((x) => x.name),
-      ['listPets', 'createPet', 'getPet', 'deletePet', 'getRecords'],
-    );
-    const got = await c.callTool({ name: 'getPet', arguments: { path: { petId: '7' } } });
-    assert.equal(last().url, '/api/v1/pets/7', "under the fetched document's server path");
-    assert.deepEqual(got.structuredContent, { id: '7', name: 'Rex' });
+    await servesTheApi(c, '7');
   });
 
   test("a document at another origin than the API's is fetched on gw's own connection", async (t) => {
@@ -296,31 +306,9 @@ binds:
     });
     await new Promise<void>((r) => docs.listen(0, '127.0.0.1', r));
     t.after(() => new Promise((r) => docs.close(r)));
-    const docsPort = (docs.address() as AddressInfo).port;
-    const p = await startProxy(`config:
-  adminAddr: "off"
-binds:
-- port: 0
-  listeners:
-  - routes:
-    - backends:
-      - mcp:
-          targets:
-          - name: pets
-            openapi: {schema: {url: "http://127.0.0.1:${docsPort}/specs/pets.json"}, host: "127.0.0.1:${apiPort}"}
-`);
-    t.after(() => p.close());
-    const { client: c } = await connectClient(p.url('/mcp'));
-    t.after(() => c.close());
+    const c = await clientFor(t, `http://127.0.0.1:${(docs.address() as AddressInfo).port}/specs/pets.json`);
     docServed = false; // the API's own /openapi.json answers 503: it must not be the one read
-    const { tools } = await c.listTools();
-    assert.deepEqual(
-      tools.map((x) => x.name),
-      ['listPets', 'createPet', 'getPet', 'deletePet', 'getRecords'],
-    );
-    const got = await c.callTool({ name: 'getPet', arguments: { path: { petId: '9' } } });
-    assert.equal(last().url, '/api/v1/pets/9', 'called at the API, under the document server path');
-    assert.deepEqual(got.structuredContent, { id: '9', name: 'Rex' });
+    await servesTheApi(c, '9');
   });
 });
 

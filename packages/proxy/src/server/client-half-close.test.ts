@@ -4,11 +4,11 @@
 // does; without that, net gave every such socket an own `write` (writeAfterFIN) at the client's FIN,
 // and the first one cost V8 the compiled code of the hot path (bench/TAIL.md).
 import assert from 'node:assert/strict';
-import diagnostics from 'node:diagnostics_channel';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { startUpstream, type TestServer } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import { watchAccepted } from './accepted-test-support.ts';
 import { http1ServerKind } from './http1-kind.ts';
 
 /**
@@ -19,17 +19,9 @@ const nodeHttp = http1ServerKind() === 'node';
 
 let up: TestServer;
 let proxy: TestProxy;
-/** gw's side of each connection accepted on the bind, by the client's port. */
-const accepted = new Map<number, net.Socket>();
-const onAccept = (msg: unknown) => {
-  const socket = (msg as { socket: net.Socket }).socket;
-  if (proxy && socket.localPort === proxy.port() && socket.remotePort !== undefined) {
-    accepted.set(socket.remotePort, socket);
-  }
-};
+const accepted = watchAccepted(() => proxy?.port() ?? 0);
 
 before(async () => {
-  diagnostics.subscribe('net.server.socket', onAccept);
   up = await startUpstream('echo');
   proxy = await startProxy(`binds:
 - port: 0
@@ -39,7 +31,7 @@ before(async () => {
 `);
 });
 after(async () => {
-  diagnostics.unsubscribe('net.server.socket', onAccept);
+  accepted.close();
   await proxy?.close();
   await up?.close();
 });
@@ -78,15 +70,7 @@ function connect(): Promise<Exchange> {
   });
 }
 
-/** gw's side of the client's connection, once accepted. */
-async function serverSide(client: net.Socket): Promise<net.Socket> {
-  for (let i = 0; i < 100; i++) {
-    const s = accepted.get(client.localPort ?? -1);
-    if (s) return s;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error('gw never accepted the connection');
-}
+const serverSide = (client: net.Socket) => accepted.serverSide(client);
 
 /** Resolves once what the client has received since the call satisfies `done`. */
 function receivedUntil(client: net.Socket, done: (got: string) => boolean): Promise<void> {

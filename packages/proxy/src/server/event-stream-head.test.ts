@@ -3,27 +3,19 @@
 // usually does (one read of the upstream holds both), the two go to the client in one write: a
 // separate write for the head cost a system call and a wake-up of the client before the first event.
 import assert from 'node:assert/strict';
-import diagnostics from 'node:diagnostics_channel';
 import http from 'node:http';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
+import { watchAccepted } from './accepted-test-support.ts';
 
 let upstream: http.Server;
 let proxy: TestProxy;
 /** How long the upstream waits between the head and the first event, by path. */
 const firstEventAfterMs: Record<string, number> = { '/together': 0, '/later': 600 };
-/** gw's side of each connection accepted on the bind, by the client's port. */
-const accepted = new Map<number, net.Socket>();
-const onAccept = (msg: unknown) => {
-  const socket = (msg as { socket: net.Socket }).socket;
-  if (proxy && socket.localPort === proxy.port() && socket.remotePort !== undefined) {
-    accepted.set(socket.remotePort, socket);
-  }
-};
+const accepted = watchAccepted(() => proxy?.port() ?? 0);
 
 before(async () => {
-  diagnostics.subscribe('net.server.socket', onAccept);
   upstream = http.createServer((req, res) => {
     const wait = firstEventAfterMs[req.url ?? ''] ?? 0;
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
@@ -48,7 +40,7 @@ before(async () => {
 `);
 });
 after(async () => {
-  diagnostics.unsubscribe('net.server.socket', onAccept);
+  accepted.close();
   await proxy?.close();
   upstream.closeAllConnections();
   await new Promise((r) => upstream.close(r));
@@ -83,13 +75,7 @@ async function exchange(
 ): Promise<{ writes: string[]; headAtMs: number; firstEventAtMs: number }> {
   const client = net.connect(proxy.port(), '127.0.0.1');
   await new Promise<void>((r, j) => client.once('connect', r).once('error', j));
-  let gwSide: net.Socket | undefined;
-  for (let i = 0; i < 100 && !gwSide; i++) {
-    gwSide = accepted.get(client.localPort ?? -1);
-    if (!gwSide) await new Promise((r) => setTimeout(r, 10));
-  }
-  assert.ok(gwSide, 'gw never accepted the connection');
-  const writes = recordWrites(gwSide);
+  const writes = recordWrites(await accepted.serverSide(client));
   const start = performance.now();
   let got = '';
   let headAtMs = Number.NaN;
