@@ -375,7 +375,9 @@ describe('the gateway itself', () => {
       body: big,
     });
     assert.equal(r.status, 413);
-    assert.equal(((await r.json()) as { jsonrpc: string }).jsonrpc, '2.0');
+    const e = (await r.json()) as { jsonrpc: string; error: { message: string } };
+    assert.equal(e.jsonrpc, '2.0');
+    assert.match(e.error.message, /larger than the buffer limit \(\d+ bytes; config\.maxBufferSize\)/);
   });
 
   test('a card that is not JSON, or a 404, passes untouched', async () => {

@@ -3,7 +3,7 @@
 // or a JSON-RPC call whose body is read, up to the buffer limit, to learn its method and task. Other
 // requests (another content type: gRPC, a file; a JSON object that is not JSON-RPC) pass unread.
 import { GwError } from '../errors.ts';
-import { bufferUpTo, contentLength } from '../pipeline/body.ts';
+import { readRequestBody } from '../pipeline/body.ts';
 import type { RequestContext } from '../pipeline/context.ts';
 import { cardSuffix } from './card.ts';
 import { type A2aRequestInfo, AGENT_CARD } from './info.ts';
@@ -66,16 +66,9 @@ function isJson(type: string | string[] | undefined): boolean {
 }
 
 async function readBody(ctx: RequestContext, limit: number): Promise<Buffer> {
-  const b = ctx.body;
-  if (b === null) return Buffer.alloc(0);
-  if (Buffer.isBuffer(b)) return b;
-  const r = await bufferUpTo(b, limit, contentLength(ctx.headers), ctx);
-  if (!r.ok) {
-    ctx.body = r.stream;
-    throw new GwError('GW_ERR_REQUEST_TOO_LARGE');
-  }
-  // Kept, so a retry can send it again.
-  ctx.body = r.data;
-  ctx.headers['content-length'] = String(r.data.length);
-  return r.data;
+  const had = ctx.body;
+  // kept, so a retry can send it again
+  const data = await readRequestBody(ctx, limit);
+  if (had !== null && !Buffer.isBuffer(had)) ctx.headers['content-length'] = String(data.length);
+  return data;
 }

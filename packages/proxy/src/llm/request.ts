@@ -2,7 +2,7 @@
 // JSON, the model and stream flag. The result is the request's LLM slot; the body stays in memory so
 // a failover can send it again.
 import { GwError } from '../errors.ts';
-import { bufferUpTo, contentLength } from '../pipeline/body.ts';
+import { readRequestBody } from '../pipeline/body.ts';
 import type { RequestContext } from '../pipeline/context.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '../pipeline/json-depth.ts';
 import { type ClientApi, clientApiFor } from './formats/clients.ts';
@@ -80,18 +80,7 @@ export async function readForwarded(
 }
 
 async function readBody(ctx: RequestContext, limit: number): Promise<Buffer> {
-  const b = ctx.body;
-  if (b === null) throw new GwError('GW_ERR_LLM_BAD_REQUEST', 'the request has no body');
-  if (Buffer.isBuffer(b)) return b;
-  const r = await bufferUpTo(b, limit, contentLength(ctx.headers), ctx);
-  if (!r.ok) {
-    ctx.body = r.stream;
-    throw new GwError(
-      'GW_ERR_REQUEST_TOO_LARGE',
-      `the request body is larger than the buffer limit (${limit} bytes; config.maxBufferSize)`,
-    );
-  }
-  // Kept for a second attempt (failover); the provider gets a body of its own.
-  ctx.body = r.data;
-  return r.data;
+  if (ctx.body === null) throw new GwError('GW_ERR_LLM_BAD_REQUEST', 'the request has no body');
+  // kept for a second attempt (failover); the provider gets a body of its own
+  return readRequestBody(ctx, limit);
 }

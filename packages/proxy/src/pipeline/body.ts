@@ -2,6 +2,7 @@
 // limit nothing is lost: the caller gets back a stream of everything read plus the rest.
 import { IncomingMessage } from 'node:http';
 import { PassThrough, Readable } from 'node:stream';
+import { GwError } from '../errors.ts';
 import type { RequestContext } from './context.ts';
 
 const CLOSED_EARLY = 'the body was closed before it ended';
@@ -86,6 +87,27 @@ export async function bufferUpTo(
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/**
+ * The request's whole body (empty when it has none), read into memory and kept as ctx.body so a
+ * retry or failover can send it again. Over `limit` (config.maxBufferSize): a 413 that says so, and
+ * ctx.body is the whole body again as a stream.
+ */
+export async function readRequestBody(ctx: RequestContext, limit: number): Promise<Buffer> {
+  const b = ctx.body;
+  if (b === null) return EMPTY;
+  if (Buffer.isBuffer(b)) return b;
+  const r = await bufferUpTo(b, limit, contentLength(ctx.headers), ctx);
+  if (!r.ok) {
+    ctx.body = r.stream;
+    throw new GwError(
+      'GW_ERR_REQUEST_TOO_LARGE',
+      `the request body is larger than the buffer limit (${limit} bytes; config.maxBufferSize)`,
+    );
+  }
+  ctx.body = r.data;
+  return r.data;
+}
 
 /**
  * A body stream that says, as IncomingMessage does, when all of it has arrived: `complete` is set
