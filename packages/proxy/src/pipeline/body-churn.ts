@@ -36,15 +36,22 @@ export const CHURN_BYTES = 2 * 1024 * 1024;
 const gc = (globalThis as { gc?: Gc }).gc;
 let pending = 0;
 let collections = 0;
+let total = 0;
 
 /** `n` bytes of body have passed through (read from one side, handed to the other). */
 export function bodyChurned(n: number): void {
+  total += n;
   pending += n;
   if (pending < CHURN_BYTES) return;
   pending = 0;
   if (gc === undefined) return;
   collections++;
   gc({ type: 'minor', execution: 'sync' });
+}
+
+/** The bytes of body that have passed through this thread. */
+export function bodyBytes(): number {
+  return total;
 }
 
 /** The scavenges bodyChurned has run in this thread. */

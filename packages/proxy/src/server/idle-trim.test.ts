@@ -7,6 +7,9 @@ import { test } from 'node:test';
 const SCRIPT = `
 import { getHeapSpaceStatistics } from 'node:v8';
 import { trimWhenQuiet } from ${JSON.stringify(new URL('./idle-trim.ts', import.meta.url).href)};
+import { bodyChurned } from ${JSON.stringify(new URL('../pipeline/body-churn.ts', import.meta.url).href)};
+// STREAM: a slow stream's bytes pass every half second, for 6 s
+if (process.env.STREAM) { const s = setInterval(() => bodyChurned(100), 500); setTimeout(() => clearInterval(s), 6000); }
 const newSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
 const trims = [];
 const served = Number(process.env.SERVED ?? 'NaN');
@@ -21,16 +24,17 @@ const start = Date.now();
 const poll = setInterval(() => {
   const elapsed = Date.now() - start;
   const decided = stats === undefined || trims.length > 0 || stats.skipped === true;
-  if ((decided && elapsed >= 4600) || elapsed >= 15000) {
+  if ((decided && elapsed >= 4600) || elapsed >= (process.env.STREAM ? 5500 : 15000)) {
     clearInterval(poll);
     console.log(JSON.stringify({ enabled: stats !== undefined, skipped: stats?.skipped, grown, after: newSpace(), trims }));
   }
-}, 250);
+}, 500);
 `;
 
 function run(
   flags: string[],
   served?: number,
+  stream = false,
 ): {
   enabled: boolean;
   skipped: boolean | undefined;
@@ -40,7 +44,7 @@ function run(
 } {
   const r = spawnSync(process.execPath, [...flags, '--input-type=module', '-e', SCRIPT], {
     encoding: 'utf8',
-    env: { ...process.env, SERVED: served === undefined ? '' : String(served) },
+    env: { ...process.env, SERVED: served === undefined ? '' : String(served), STREAM: stream ? '1' : '' },
   });
   assert.equal(r.status, 0, r.stderr);
   return JSON.parse(r.stdout);
@@ -58,6 +62,12 @@ test('a thread that served a probe or two is still trimmed', () => {
   const r = run(['--expose-gc'], 2);
   assert.equal(r.trims.length, 1);
   assert.equal(r.skipped, false);
+});
+
+test('a thread with a stream flowing is not trimmed, however idle its loop', () => {
+  const r = run(['--expose-gc'], 1, true);
+  assert.equal(r.enabled, true);
+  assert.equal(r.trims.length, 0, 'no trim while body bytes pass');
 });
 
 test('a thread that served real traffic keeps its memory and its compiled code', () => {
