@@ -15,9 +15,10 @@ const CHECK_MS = 1000;
  * Idle this long before trimming: in every check, no request served and no byte of body passed (a
  * slow stream or a trickle of requests keeps a thread from it), and the event loop busy under
  * IDLE_ELU (other work: a config being compiled). Only a thread with next to nothing to do pays the
- * pause. The loop's own measure cannot be the whole test: on a host that pages an idle process's
- * memory out (a VM's DAMON `pageout` scheme), every wake-up faults it back in, 5-15 ms, and a loop
- * with nothing to do read 1.5-4% busy, where 0.5% was the bar: it was never trimmed.
+ * pause. The loop's own measure cannot be the whole test: on the 2-core VM gw is tested on, with the
+ * machine otherwise idle, a node process with nothing to do but a timer spends about 10 ms of CPU per
+ * wake-up (timer lateness 5-15 ms; about 1 ms when the other core is busy) and read 1.5-4% busy,
+ * where 0.5% was the bar: it was never trimmed.
  */
 const QUIET_MS = 3000;
 const IDLE_ELU = 0.05;
