@@ -308,6 +308,14 @@ describe('sessions', () => {
     assert.equal(e.id, 7);
     assert.equal(e.error.code, -32600);
     assert.match(e.error.message, /more than 128 levels deep/);
+    // over the buffer limit: 413, a JSON-RPC error naming the limit and its setting
+    const big = await post(
+      JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'ping', params: { pad: 'x'.repeat(3 << 20) } }),
+    );
+    assert.equal(big.statusCode, 413);
+    const t = (await big.body.json()) as { error: { code: number; message: string } };
+    assert.equal(t.error.code, -32600);
+    assert.match(t.error.message, /larger than the buffer limit \(\d+ bytes; config\.maxBufferSize\)/);
   });
 
   test('DELETE ends the session on the HTTP target', async () => {

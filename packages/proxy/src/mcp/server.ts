@@ -2,9 +2,10 @@
 // with JSON, or with an SSE stream once the targets have something to say before the answer; GET for
 // the server's stream; DELETE ends the session) and the legacy SSE transport (GET …/sse, then POST
 // …/message?sessionId=). Every refusal is a JSON-RPC error, never an HTTP error page.
-import { PassThrough } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
 import type { CelContext } from '../cel/cel.ts';
-import { bufferUpTo, contentLength } from '../pipeline/body.ts';
+import { GwError } from '../errors.ts';
+import { readRequestBody } from '../pipeline/body.ts';
 import type { RequestContext } from '../pipeline/context.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '../pipeline/json-depth.ts';
 import {
@@ -449,24 +450,15 @@ export class McpServer {
         error: errorResponse(null, CODE.INVALID_REQUEST, 'Content-Type must be application/json'),
       };
     }
-    const b = ctx.body;
     let raw: Buffer;
-    if (b === null) raw = Buffer.alloc(0);
-    else if (Buffer.isBuffer(b)) raw = b;
-    else {
-      const r = await bufferUpTo(b, this.#limit, contentLength(ctx.headers), ctx);
-      if (!r.ok) {
-        r.stream.resume();
-        return {
-          status: 413,
-          error: errorResponse(
-            null,
-            CODE.INVALID_REQUEST,
-            `the message is larger than the buffer limit (${this.#limit} bytes; config.maxBufferSize)`,
-          ),
-        };
-      }
-      raw = r.data;
+    try {
+      raw = await readRequestBody(ctx, this.#limit);
+    } catch (err) {
+      if (!(err instanceof GwError) || err.code !== 'GW_ERR_REQUEST_TOO_LARGE') throw err;
+      // drained, so the connection stays usable for the answer
+      (ctx.body as Readable).resume();
+      ctx.body = null;
+      return { status: 413, error: errorResponse(null, CODE.INVALID_REQUEST, err.detail) };
     }
     ctx.body = null;
     let v: unknown;

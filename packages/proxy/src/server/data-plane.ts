@@ -7,6 +7,7 @@ import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 import type { TraceEvent } from '@gw/api';
+import { hostPort } from '@gw/api/runtime';
 import type { Logger } from 'pino';
 import { compileCel, useCelFunctions } from '../cel/cel.ts';
 import type { AccessLogOtlpIR, BindIR, CollectorConnectionIR, ProxyIR, TracingIR } from '../config/ir.ts';
@@ -740,10 +741,9 @@ export class DataPlane {
     } catch (err) {
       // which of the config's binds: its listeners' names (bind/<port>/<listener>, <gateway>/<listener>)
       const names = ir.listeners.map((l) => `${l.gateway}/${l.name}`).join(', ');
-      throw new Error(
-        `${ir.address.includes(':') ? `[${ir.address}]` : ir.address}:${port ?? ir.port} (${names}): ${(err as Error).message}`,
-        { cause: err },
-      );
+      throw new Error(`${hostPort(ir.address, port ?? ir.port)} (${names}): ${(err as Error).message}`, {
+        cause: err,
+      });
     }
   }
 
