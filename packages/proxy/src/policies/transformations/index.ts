@@ -267,7 +267,8 @@ function apply(side: Side, t: Target): Applied {
     const v = evaluate(side.body);
     if (v === undefined) {
       // why goes to the access log (the error's cause); the client gets the catalogue's reason
-      const why = side.body.failure((view ??= t.cel()));
+      // evaluate() has just made the view
+      const why = side.body.failure(view as CelContext);
       throw new GwError('GW_ERR_INTERNAL', 'the transformation body expression failed', {
         ...(why ? { cause: new Error(why) } : {}),
       });
