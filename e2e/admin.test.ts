@@ -2,7 +2,7 @@
 // (two workers) serves every test in this file.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -11,7 +11,7 @@ import { gunzipSync } from 'node:zlib';
 import { makeTestPki, startUpstream, type TestPki, type TestServer } from '@gw/testkit';
 import { Profile } from 'pprof-format';
 import { Client } from 'undici';
-import { cleanupGw, configBlock, type GwProcess, sleep, startGw } from './support/gw-process.ts';
+import { cleanupGw, configBlock, GW_BIN, type GwProcess, sleep, startGw } from './support/gw-process.ts';
 
 const run = promisify(execFile);
 
@@ -424,6 +424,46 @@ describe('stats and readiness', () => {
     assert.match(text, /^gw_requests_total\{.*status="404".*\} \d+$/m);
     // Also under the Envoy-style path.
     assert.equal((await fetch(`${g.stats}/stats/prometheus`)).status, 200);
+  });
+
+  test('/metrics serves the process figures, the build, and each worker event loop and heap', async () => {
+    const text = await (await fetch(`${g.stats}/metrics`)).text();
+    // Well-formed exposition text: every sample's family has one TYPE line, none twice.
+    const types = new Map<string, number>();
+    for (const m of text.matchAll(/^# TYPE (\S+) (counter|gauge|histogram)$/gm))
+      types.set(m[1] as string, (types.get(m[1] as string) ?? 0) + 1);
+    for (const [name, n] of types) assert.equal(n, 1, `TYPE ${name} ${n} times`);
+    for (const line of text.split('\n')) {
+      if (line === '' || line.startsWith('#')) continue;
+      const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$/.exec(line);
+      assert.ok(m, `not a sample line: ${line}`);
+      const family = (m[1] as string).replace(/_(bucket|sum|count)$/, '');
+      assert.ok(types.has(m[1] as string) || types.has(family), `no TYPE for ${line}`);
+      assert.ok(!Number.isNaN(Number(m[3])), `value of ${line}`);
+    }
+    const value = (re: RegExp) => Number(re.exec(text)?.[1] ?? Number.NaN);
+    // Whole-process figures: RSS and CPU are gw's (the workers are threads of it).
+    const pid = g.pid;
+    const rss = value(/^process_resident_memory_bytes (\S+)$/m);
+    const statusRss = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'latin1'))?.[1];
+    assert.ok(Math.abs(rss / 1024 - Number(statusRss)) < 32 * 1024, `rss ${rss} against ${statusRss} kB`);
+    assert.ok(value(/^process_cpu_seconds_total (\S+)$/m) > 0);
+    assert.ok(value(/^process_open_fds (\S+)$/m) > 10);
+    assert.ok(value(/^process_threads (\S+)$/m) >= 3, 'the main thread and two workers at least');
+    const started = value(/^process_start_time_seconds (\S+)$/m);
+    assert.ok(started > Date.now() / 1000 - 600 && started < Date.now() / 1000, String(started));
+    const version = (await run(GW_BIN, ['--version'])).stdout;
+    const build = /^gw_build_info\{version="([^"]+)",node_version="(v[^"]+)"\} 1$/m.exec(text);
+    assert.ok(build && version.includes(build[1] as string), `${build?.[0]} against ${version}`);
+    for (const w of ['0', '1']) {
+      const busy = value(
+        new RegExp(`^gw_worker_event_loop_busy_seconds_total\\{worker="${w}"\\} (\\S+)$`, 'm'),
+      );
+      assert.ok(busy > 0 && busy < process.uptime() + 60, `worker ${w} busy ${busy}`);
+      const used = value(new RegExp(`^gw_worker_heap_bytes\\{kind="used",worker="${w}"\\} (\\S+)$`, 'm'));
+      const limit = value(new RegExp(`^gw_worker_heap_bytes\\{kind="limit",worker="${w}"\\} (\\S+)$`, 'm'));
+      assert.ok(used > 1024 * 1024 && used < limit, `worker ${w} heap ${used} of ${limit}`);
+    }
   });
 
   test('readiness answers 200 while serving', async () => {

@@ -77,6 +77,10 @@ test('one replica leads and writes status; killed, it is replaced and the new le
   await until('the gauges to agree', async () =>
     (await leaderGauge(leader)) === 1 && (await leaderGauge(follower)) === 0 ? true : undefined,
   );
+  // Beside its own counters, the controller serves the process figures and its build.
+  const metrics = await (await fetch(`http://127.0.0.1:${leader.controller.metricsPort}/metrics`)).text();
+  assert.ok(Number(/^process_resident_memory_bytes (\d+)$/m.exec(metrics)?.[1]) > 10 * 1024 * 1024, metrics);
+  assert.match(metrics, /^gw_controller_build_info\{version="[^"]+",node_version="v\d+[^"]*"\} 1$/m);
 
   await kubectl(['apply', '--server-side', '-f', '-'], gatewayYaml('default', 18080));
   await until('the Gateway status, written by the leader', async () => {

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
+import { processMetricsText } from '@gw/api/process-metrics';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Controller } from './controller.ts';
 import { LeaderElector } from './leader.ts';
@@ -305,7 +306,7 @@ const metrics = await listen(port('metrics-port', values['metrics-port']), (_req
     ),
   ];
   res.setHeader('content-type', 'text/plain; version=0.0.4');
-  res.end(`${lines.join('\n')}\n`);
+  res.end(`${lines.join('\n')}\n${processMetricsText('gw_controller', VERSION)}`);
 });
 
 await controller.start();

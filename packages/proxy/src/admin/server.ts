@@ -8,6 +8,7 @@
 import { rmSync } from 'node:fs';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { processMetricsText } from '@gw/api/process-metrics';
 import type { FastifyInstance } from 'fastify';
 import { AggregatorRegistry } from 'prom-client';
 import type { StartupConfig } from '../config/load.ts';
@@ -16,6 +17,7 @@ import { parseLevelFilter } from '../observability/logger.ts';
 import { heapSpaces } from '../server/heap-spaces.ts';
 import { listenWith } from '../server/listen.ts';
 import type { Supervisor } from '../server/supervisor.ts';
+import { VERSION } from '../version.ts';
 import { formatListenAddress, type ListenAddress, parseListenAddress } from './address.ts';
 import { configDump, workerHealth } from './config-dump.ts';
 import { refuse } from './guard.ts';
@@ -332,7 +334,7 @@ export async function startStats(addr: string, supervisor: Supervisor): Promise<
         const registry = AggregatorRegistry.aggregate(
           perWorker as Parameters<typeof AggregatorRegistry.aggregate>[0],
         );
-        const body = await registry.metrics();
+        const body = `${await registry.metrics()}${processMetricsText('gw', VERSION)}`;
         res.writeHead(200, {
           'content-type': registry.contentType,
           'content-length': String(Buffer.byteLength(body)),

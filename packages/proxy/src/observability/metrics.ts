@@ -1,5 +1,7 @@
 // Prometheus metrics of a data-plane worker. Each worker has its own registry; the main thread
 // collects them and serves the sum on the stats port.
+import { performance } from 'node:perf_hooks';
+import { getHeapStatistics } from 'node:v8';
 import { Counter, Histogram, type Metric, Registry } from 'prom-client';
 import { finalOutcome, methodLabel } from '../a2a/info.ts';
 import { type CelProgram, celToJson, compileCel } from '../cel/cel.ts';
@@ -122,6 +124,26 @@ export class ProxyMetrics implements RequestObserver {
     help: 'Bytes proxied on connections to TCP and TLS listeners, by route and direction (received: from the client, sent: to it)',
     labelNames: ['route', 'direction'],
     registry: this.registry,
+  });
+  readonly workerBusy = new CollectedFamily({
+    name: 'gw_worker_event_loop_busy_seconds_total',
+    help: "Time the worker's event loop spent running code rather than waiting for I/O, in seconds: its rate is the worker's utilization (1 is saturated)",
+    type: 'counter',
+    registry: this.registry,
+    collect: () => [{ labels: {}, value: performance.eventLoopUtilization().active / 1000 }],
+  });
+  readonly workerHeap = new CollectedFamily({
+    name: 'gw_worker_heap_bytes',
+    help: "The worker's V8 heap in bytes, by kind (used: live and not yet collected; limit: what it may grow to before the worker runs out of memory)",
+    type: 'gauge',
+    registry: this.registry,
+    collect: () => {
+      const h = getHeapStatistics();
+      return [
+        { labels: { kind: 'used' }, value: h.used_heap_size },
+        { labels: { kind: 'limit' }, value: h.heap_size_limit },
+      ];
+    },
   });
   readonly configVersion = new Counter({
     name: 'gw_config_applied_total',
