@@ -522,6 +522,13 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket, opts: Bin
 }
 
 /**
+ * The longest HTTP/1 request head (request line and headers) a bind reads; a longer one is answered
+ * 431. node's default (16 KiB) turned away requests with large cookies or tokens that HTTP/2 clients
+ * could send (its header list is 64 KiB, maxHeaderListSize) and other proxies pass (Envoy 60 KiB).
+ */
+export const HTTP1_MAX_HEADER_SIZE = 64 * 1024;
+
+/**
  * node's HTTP/1 timers. requestHeadersTimeout also bounds the wait for the first request of a new
  * connection (node counts from the connection's start). Expiry is checked on an interval, which is
  * kept well below the timeout so a connection is cut close to its deadline.
@@ -532,6 +539,7 @@ function http1Timeouts(s: BindSettings): {
   headersTimeout: number;
   connectionsCheckingInterval: number;
   maxHeadersCount: number;
+  maxHeaderSize: number;
 } {
   const headers = s.limits.requestHeadersTimeoutMs;
   const max = s.limits.http1MaxHeaders;
@@ -543,6 +551,7 @@ function http1Timeouts(s: BindSettings): {
     // Node keeps the first maxHeadersCount headers and drops the rest without a word: one more than
     // the limit is read, so the data plane can tell a request over it and answer 431.
     maxHeadersCount: max === undefined ? 2000 : max + 1,
+    maxHeaderSize: HTTP1_MAX_HEADER_SIZE,
   };
 }
 

@@ -119,6 +119,48 @@ binds:
   assert.equal(session.remoteSettings.maxConcurrentStreams, 9);
 });
 
+test('over TLS, HTTP/1.1 heads are limited as in plain text: 60 KB passes, 70 KB is answered 431', async (t) => {
+  const pki = await makeTestPki(['gw.test']);
+  t.after(() => pki.cleanup());
+  // a backend that takes longer heads than gw, so that the limit seen is gw's
+  const up = http.createServer({ maxHeaderSize: 256 * 1024 }, (req, res) =>
+    res.end(`${req.headers.cookie?.length}`),
+  );
+  await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
+  t.after(() => up.close());
+  const cert = pki.servers['gw.test']!;
+  const p = await startProxy(`binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - protocol: HTTPS
+    tls: {cert: ${JSON.stringify(cert.certFile)}, key: ${JSON.stringify(cert.keyFile)}}
+    routes: [{backends: [{host: "127.0.0.1:${(up.address() as AddressInfo).port}"}]}]
+`);
+  t.after(() => p.close());
+  const send = (cookie: number) =>
+    new Promise<string>((resolve, reject) => {
+      let data = '';
+      const sock = tls.connect(
+        { port: p.port(), host: '127.0.0.1', servername: 'gw.test', ca: pki.ca, ALPNProtocols: ['http/1.1'] },
+        () =>
+          sock.write(
+            `GET / HTTP/1.1\r\nhost: gw.test\r\ncookie: ${'c'.repeat(cookie)}\r\nconnection: close\r\n\r\n`,
+          ),
+      );
+      sock.setEncoding('utf8');
+      sock.on('data', (c: string) => {
+        data += c;
+      });
+      sock.on('error', reject);
+      sock.on('close', () => resolve(data));
+    });
+  const ok = await send(60_000);
+  assert.match(ok, /^HTTP\/1\.1 200 /);
+  assert.match(ok, /\r\n\r\n60000$/);
+  assert.match(await send(70_000), /^HTTP\/1\.1 431 /);
+});
+
 test('a connection that never sends anything is closed after firstRequestTimeout', async (t) => {
   const up = await startUpstream();
   t.after(() => up.close());

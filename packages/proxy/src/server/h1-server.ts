@@ -59,6 +59,8 @@ export interface H1Settings {
   requestTimeout: number;
   connectionsCheckingInterval: number;
   maxHeadersCount: number;
+  /** The longest request head in bytes (llhttp's limit; 0: node's --max-http-header-size). */
+  maxHeaderSize: number;
 }
 
 export interface H1Handlers {
@@ -76,6 +78,7 @@ export class H1Server implements H1Settings {
   requestTimeout = 0;
   connectionsCheckingInterval = 30_000;
   maxHeadersCount = 2000;
+  maxHeaderSize = 0;
   readonly #handlers: H1Handlers;
   readonly #connections = new Set<H1Connection>();
   #checker: NodeJS.Timeout | undefined = undefined;
@@ -174,7 +177,7 @@ export class H1Connection {
     this.socket = socket;
     this.#headStartedAt = performance.now();
     const p = new HTTPParser();
-    p.initialize(HTTPParser.REQUEST, {}, 0, HTTPParser.kLenientNone);
+    p.initialize(HTTPParser.REQUEST, {}, server.maxHeaderSize, HTTPParser.kLenientNone);
     p[HTTPParser.kOnMessageBegin] = () => {
       if (this.#headStartedAt === 0) this.#headStartedAt = performance.now();
     };
