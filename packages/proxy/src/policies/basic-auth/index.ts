@@ -1,5 +1,6 @@
 // basicAuth: HTTP Basic credentials checked against htpasswd entries; a failure answers 401 with
-// `WWW-Authenticate: Basic realm="<realm>"` (default realm "Restricted").
+// `WWW-Authenticate: Basic realm="<realm>"` (default realm "Restricted"). Credentials that pass are
+// taken off the request before it goes upstream.
 import { GwError } from '../../errors.ts';
 import {
   type CredentialLocation,
@@ -45,6 +46,8 @@ export const basicAuth: PolicyDefinition<'basicAuth'> = {
       if (verified.size >= CACHE_MAX) verified.clear();
       verified.set(cred.value, hash);
       ctx.ext.basicUser = user;
+      // The password is the gateway's business, not the backend's (as agentgateway, and apiKey here).
+      cred.remove(ctx);
       return next(ctx);
     };
   },
