@@ -61,3 +61,41 @@ test('a disallowed origin gets no CORS headers and its preflight is forwarded', 
   assert.equal(pre.headers.get('access-control-allow-origin'), null);
   assert.equal(up.seen.length, before + 1);
 });
+
+test('with credentials, * in allowMethods and allowHeaders answers a preflight with what it asks for; without, with *', async (t) => {
+  const wild = (credentials: boolean) =>
+    startProxy(
+      oneRoute(
+        up.port,
+        `cors:
+  allowOrigins: ["*"]
+  allowMethods: ["*"]
+  allowHeaders: ["*"]
+  allowCredentials: ${credentials}`,
+      ),
+    );
+  const preflight = (p: TestProxy, headers: Record<string, string>) =>
+    fetch(p.url('/x'), {
+      method: 'OPTIONS',
+      headers: { origin: 'https://x.example', 'access-control-request-method': 'PUT', ...headers },
+    });
+  const withCreds = await wild(true);
+  t.after(() => withCreds.close());
+  const res = await preflight(withCreds, { 'access-control-request-headers': 'x-a, content-type' });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('access-control-allow-origin'), 'https://x.example');
+  assert.equal(res.headers.get('access-control-allow-credentials'), 'true');
+  assert.equal(res.headers.get('access-control-allow-methods'), 'PUT');
+  assert.equal(res.headers.get('access-control-allow-headers'), 'x-a, content-type');
+  assert.match(res.headers.get('vary') ?? '', /Access-Control-Request-Headers/);
+  // no headers asked for: none allowed, rather than a * the browser would not honour
+  const bare = await preflight(withCreds, {});
+  assert.equal(bare.headers.get('access-control-allow-headers'), null);
+
+  const anonymous = await wild(false);
+  t.after(() => anonymous.close());
+  const any = await preflight(anonymous, { 'access-control-request-headers': 'x-a' });
+  assert.equal(any.headers.get('access-control-allow-origin'), '*');
+  assert.equal(any.headers.get('access-control-allow-methods'), '*');
+  assert.equal(any.headers.get('access-control-allow-headers'), '*');
+});

@@ -30,6 +30,10 @@ export const cors: PolicyDefinition<'cors'> = {
     const anyOrigin = (config.allowOrigins ?? []).includes('*') && !config.allowCredentials;
     const methods = (config.allowMethods ?? []).join(', ');
     const headers = (config.allowHeaders ?? []).join(', ');
+    // A browser does not take `*` as a wildcard in an answer to a request with credentials: then a
+    // preflight is answered with the method and headers it asks for.
+    const reflectMethod = !!config.allowCredentials && (config.allowMethods ?? []).includes('*');
+    const reflectHeaders = !!config.allowCredentials && (config.allowHeaders ?? []).includes('*');
     const expose = (config.exposeHeaders ?? []).join(', ');
     const maxAge = config.maxAge ? String(Math.floor((parseGoDuration(config.maxAge) ?? 0) / 1000)) : '';
     return async (ctx, next) => {
@@ -38,11 +42,21 @@ export const cors: PolicyDefinition<'cors'> = {
       const allowOrigin = anyOrigin ? '*' : origin;
       if (ctx.method === 'OPTIONS' && ctx.headers['access-control-request-method'] !== undefined) {
         const h: Record<string, string> = { 'access-control-allow-origin': allowOrigin };
-        if (methods) h['access-control-allow-methods'] = methods;
-        if (headers) h['access-control-allow-headers'] = headers;
+        const askedMethod = ctx.headers['access-control-request-method'];
+        const askedHeaders = ctx.headers['access-control-request-headers'];
+        if (reflectMethod && typeof askedMethod === 'string') h['access-control-allow-methods'] = askedMethod;
+        else if (methods) h['access-control-allow-methods'] = methods;
+        if (reflectHeaders) {
+          if (typeof askedHeaders === 'string' && askedHeaders !== '')
+            h['access-control-allow-headers'] = askedHeaders;
+        } else if (headers) h['access-control-allow-headers'] = headers;
         if (maxAge) h['access-control-max-age'] = maxAge;
         if (config.allowCredentials) h['access-control-allow-credentials'] = 'true';
-        if (!anyOrigin) h.vary = 'Origin';
+        if (!anyOrigin)
+          h.vary =
+            reflectMethod || reflectHeaders
+              ? 'Origin, Access-Control-Request-Method, Access-Control-Request-Headers'
+              : 'Origin';
         ctx.response = { status: 200, headers: h, body: null };
         return;
       }
