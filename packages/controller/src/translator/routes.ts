@@ -350,6 +350,18 @@ interface ResolvedBackends {
   problem?: Condition;
 }
 
+/**
+ * The HTTP version a route calls a Service port with when no policy says: HTTP/2 for a GRPCRoute (gRPC
+ * is HTTP/2) and for a port whose appProtocol says so (Gateway API's `kubernetes.io/h2c`; `h2c`,
+ * `http2` and `grpc` as Istio names them): h2c in plain text, h2 by ALPN over TLS. Else HTTP/1.1.
+ */
+export function inferredHttpVersion(routeKind: string, appProtocol: string | undefined): 'HTTP2' | undefined {
+  if (routeKind === 'GRPCRoute') return 'HTTP2';
+  if (routeKind !== 'HTTPRoute' || appProtocol === undefined) return undefined;
+  return H2_APP_PROTOCOLS.has(appProtocol.toLowerCase()) ? 'HTTP2' : undefined;
+}
+const H2_APP_PROTOCOLS = new Set(['kubernetes.io/h2c', 'h2c', 'http2', 'grpc']);
+
 function resolveBackends(route: KubeObject, rule: HttpRule, ri: number, ctx: RouteContext): ResolvedBackends {
   const ns = route.metadata.namespace ?? 'default';
   const gen = route.metadata.generation;
@@ -387,8 +399,9 @@ function resolveBackends(route: KubeObject, rule: HttpRule, ri: number, ctx: Rou
         fail('BackendNotFound', `service ${refNs}/${ref.name} not found`);
         continue;
       }
-      const ports = ((svc.spec as { ports?: { port: number }[] })?.ports ?? []).map((p) => p.port);
-      if (ref.port === undefined || !ports.includes(ref.port)) {
+      const ports = (svc.spec as { ports?: { port: number; appProtocol?: string }[] })?.ports ?? [];
+      const port = ports.find((p) => p.port === ref.port);
+      if (ref.port === undefined || !port) {
         fail('BackendNotFound', `service ${refNs}/${ref.name} has no port ${ref.port ?? '(none given)'}`);
         continue;
       }
@@ -400,6 +413,9 @@ function resolveBackends(route: KubeObject, rule: HttpRule, ri: number, ctx: Rou
       // each backend its own copy: the routes' resources are written out one by one; the ref's
       // own filters win a field a GwPolicy on the Service also sets
       const policies = { ...structuredClone(attached?.policies ?? {}), ...own.policies };
+      const version = inferredHttpVersion(route.kind, port.appProtocol);
+      const http = policies.http as Record<string, unknown> | undefined;
+      if (version && http?.version === undefined) policies.http = { ...http, version };
       out.backends.push({
         weight,
         host: { host: `${ref.name}.${refNs}.svc.${ctx.clusterDomain}`, port: ref.port },
