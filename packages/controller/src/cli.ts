@@ -54,37 +54,44 @@ function fail(message: string): never {
   process.exit(2);
 }
 
-const { values } = parseArgs({
-  options: {
-    kubeconfig: { type: 'string' },
-    'xds-port': { type: 'string', default: process.env['GW_XDS_PORT'] ?? '9978' },
-    'xds-address': { type: 'string', default: '0.0.0.0' },
-    'xds-mode': { type: 'string', default: process.env['GW_XDS_MODE'] ?? 'plaintext' },
-    'xds-cert': { type: 'string' },
-    'xds-key': { type: 'string' },
-    'xds-ca-secret': { type: 'string', default: 'gw-xds-ca' },
-    'xds-ca-file': { type: 'string' },
-    'xds-auth': { type: 'string', default: process.env['GW_XDS_AUTH'] ?? 'true' },
-    'xds-token-audience': { type: 'string' },
-    'health-port': { type: 'string', default: '9093' },
-    'metrics-port': { type: 'string', default: '9092' },
-    'controller-name': { type: 'string', default: 'gw.dev/gw' },
-    'gateway-class': { type: 'string', default: 'gw' },
-    'cluster-domain': { type: 'string', default: 'cluster.local' },
-    'enable-models': { type: 'boolean', default: false },
-    'enable-inference-extension': { type: 'boolean', default: false },
-    'proxy-image': { type: 'string', default: process.env['GW_PROXY_IMAGE'] },
-    'proxy-xds-address': { type: 'string' },
-    'proxy-service-type': { type: 'string', default: 'LoadBalancer' },
-    'leader-elect': { type: 'boolean', default: false },
-    'leader-election-namespace': { type: 'string' },
-    'leader-lease-seconds': { type: 'string', default: '15' },
-    version: { type: 'boolean', short: 'V' },
-    help: { type: 'boolean', short: 'h' },
-  },
-  strict: true,
-});
+const OPTIONS = {
+  kubeconfig: { type: 'string' },
+  'xds-port': { type: 'string', default: process.env['GW_XDS_PORT'] ?? '9978' },
+  'xds-address': { type: 'string', default: '0.0.0.0' },
+  'xds-mode': { type: 'string', default: process.env['GW_XDS_MODE'] ?? 'plaintext' },
+  'xds-cert': { type: 'string' },
+  'xds-key': { type: 'string' },
+  'xds-ca-secret': { type: 'string', default: 'gw-xds-ca' },
+  'xds-ca-file': { type: 'string' },
+  'xds-auth': { type: 'string', default: process.env['GW_XDS_AUTH'] ?? 'true' },
+  'xds-token-audience': { type: 'string' },
+  'health-port': { type: 'string', default: '9093' },
+  'metrics-port': { type: 'string', default: '9092' },
+  'controller-name': { type: 'string', default: 'gw.dev/gw' },
+  'gateway-class': { type: 'string', default: 'gw' },
+  'cluster-domain': { type: 'string', default: 'cluster.local' },
+  'enable-models': { type: 'boolean', default: false },
+  'enable-inference-extension': { type: 'boolean', default: false },
+  'proxy-image': { type: 'string', default: process.env['GW_PROXY_IMAGE'] },
+  'proxy-xds-address': { type: 'string' },
+  'proxy-service-type': { type: 'string', default: 'LoadBalancer' },
+  'leader-elect': { type: 'boolean', default: false },
+  'leader-election-namespace': { type: 'string' },
+  'leader-lease-seconds': { type: 'string', default: '15' },
+  version: { type: 'boolean', short: 'V' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
 
+const parsed = (() => {
+  try {
+    return parseArgs({ options: OPTIONS, strict: true });
+  } catch (err) {
+    // an unknown or malformed flag (a typo in the chart's controller.extraArgs): say which, and how
+    process.stderr.write(`gw-controller: ${(err as Error).message}\n\n${USAGE}`);
+    process.exit(2);
+  }
+})();
+const { values } = parsed;
 if (values.version) {
   process.stdout.write(`gw-controller ${VERSION} (node ${process.versions.node})\n`);
   process.exit(0);
