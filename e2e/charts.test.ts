@@ -91,6 +91,17 @@ describe('values.schema.json and the chart refuse bad values', () => {
     ['an unknown key', ['--set', 'controller.replicas=2'], /additional properties 'replicas'/],
     ['a proxy Service type', ['--set', 'proxy.serviceType=External'], /serviceType/],
     ['a namespace name', ['--set', 'rbac.gatewayNamespaces[0]=Team_A'], /gatewayNamespaces/],
+    ['a misspelt resources field', ['--set', 'resources.limit.memory=1Gi'], /additional properties 'limit'/],
+    [
+      'a misspelt security context field',
+      ['--set', 'securityContext.readOnlyRootFileSystem=true'],
+      /additional properties 'readOnlyRootFileSystem'/,
+    ],
+    [
+      'no controller Service and no other xDS address',
+      ['--set', 'controller.service.enabled=false'],
+      /set proxy\.xdsAddress/,
+    ],
   ];
   for (const [what, args, message] of bad) {
     test(what, async () => {

@@ -76,6 +76,8 @@ app.kubernetes.io/part-of: gw
 {{- define "gw.proxyXdsAddress" -}}
 {{- if .Values.proxy.xdsAddress }}
 {{- .Values.proxy.xdsAddress }}
+{{- else if not .Values.controller.service.enabled }}
+{{- fail "controller.service.enabled is false, so there is no Service for provisioned proxies to reach xDS through: set proxy.xdsAddress to where they reach the controller" }}
 {{- else }}
 {{- printf "%s://%s.%s.svc:%d" (ternary "https" "http" (ne .Values.controller.xds.mode "plaintext")) (include "gw.fullname" .) .Release.Namespace (int .Values.controller.service.ports.agwGrpc) }}
 {{- end }}
