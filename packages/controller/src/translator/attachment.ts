@@ -133,7 +133,7 @@ export function failClosedBackends(policies: CheckedPolicy[], backends: Map<stri
 const KIND_ONLY_BACKEND_KEYS = ['ai', 'mcpAuthorization', 'mcpAuthentication', 'mcpGuardrails'] as const;
 
 /**
- * GwPolicy backend sections whose targets are Services (`sectionName`: one port, by its name): what
+ * GwPolicy backend sections whose targets are Services (`sectionName`: one port, by its name or number): what
  * each route backend to a port of that Service gets as its policies (routes.ts). Kind-only keys
  * (`ai`, `mcp`) are left out (attachOne reports them).
  */
@@ -178,9 +178,12 @@ export function servicePolicies(
 }
 
 /** The port of a Service named `portName` in its spec. */
-function servicePort(svc: KubeObject | undefined, portName: string): number | undefined {
+function servicePort(svc: KubeObject | undefined, section: string): number | undefined {
   const ports = (svc?.spec as { ports?: { name?: string; port: number }[] } | undefined)?.ports ?? [];
-  return ports.find((p) => p.name === portName)?.port;
+  const named = ports.find((p) => p.name === section)?.port;
+  if (named !== undefined) return named;
+  // agentgateway's form, the port's number: a port name has a letter in it, so the two never clash
+  return /^\d+$/.test(section) ? ports.find((p) => p.port === Number(section))?.port : undefined;
 }
 
 /** Newest first: later layers override earlier ones, so the oldest policy wins a field two set. */
@@ -498,7 +501,10 @@ function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Att
         continue;
       }
       if (t.sectionName && servicePort(svc, t.sectionName) === undefined) {
-        notAttached('TargetNotFound', `Service ${ns}/${t.name} has no port named ${t.sectionName}`);
+        notAttached(
+          'TargetNotFound',
+          `Service ${ns}/${t.name} has no port ${/^\d+$/.test(t.sectionName) ? '' : 'named '}${t.sectionName}`,
+        );
         continue;
       }
       const ports = (svc.spec as { ports?: { port: number }[] } | undefined)?.ports ?? [];
