@@ -192,7 +192,10 @@ export const DirectResponse = rules(
 export const Retry = obj({
   attempts: z.int().min(1).max(255).default(1),
   backoff: Duration.optional(),
-  codes: z.array(z.int().min(400).max(599)).min(1).max(16),
+  codes: z.array(z.int().min(400).max(599)).min(1).max(16).optional().meta({
+    description:
+      'Response statuses that are retried. Unset: only failed connections, resets and what condition says.',
+  }),
   condition: CELExpression.optional().meta({
     description:
       'CEL on each response (response.code, response.headers): true retries it, as a status in codes does.',

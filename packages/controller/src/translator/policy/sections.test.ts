@@ -93,6 +93,16 @@ describe('traffic: direct mappings', () => {
       { retry: { attempts: 1, backoff: '100ms', codes: [502, 503] } },
     ],
     [
+      'retry without codes (agentgateway writes it so): failed connections and resets only',
+      { retry: { attempts: 3, backoff: '200ms' } },
+      { retry: { attempts: 3, backoff: '200ms', codes: [] } },
+    ],
+    [
+      'retry by condition alone',
+      { retry: { attempts: 2, condition: 'response.code == 429' } },
+      { retry: { attempts: 2, codes: [], condition: 'response.code == 429' } },
+    ],
+    [
       'cors',
       {
         cors: {

@@ -13,7 +13,7 @@ export const retry: TrafficMapper<'retry'> = {
     out.retry = defined({
       attempts: spec.attempts,
       backoff: spec.backoff,
-      codes: [...spec.codes],
+      codes: [...(spec.codes ?? [])],
       condition: spec.condition,
       precondition: spec.precondition,
     });
