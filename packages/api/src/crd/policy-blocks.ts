@@ -442,7 +442,10 @@ export const CustomResponse = obj({
 });
 export const RegexGuard = rules(
   obj({
-    action: z.enum(['Mask', 'Reject', 'Audit']).default('Reject'),
+    action: z.enum(['Mask', 'Reject', 'Audit']).default('Mask').meta({
+      description:
+        "What a match does: Mask replaces it (not applied to streamed responses), Reject answers the guard's response, Audit records it and passes the content on. Default Mask, as agentgateway's and a standalone file's.",
+    }),
     matches: z
       .array(obj({ pattern: LongString, name: TinyString.optional() }))
       .max(64)

@@ -2220,6 +2220,17 @@ describe("agentgateway's field names (issue 16): translated, or refused by name"
     assert.deepEqual(r.problems, []);
   });
 
+  test('backend: a regex guard without action masks, as agentgateway and a standalone file do', () => {
+    const r = backend(
+      backendSpec({ ai: { promptGuard: { request: [{ regex: { builtins: ['Ssn'] } }] } } }),
+      [],
+    );
+    const guard = (r.policies as { ai?: { promptGuard?: { request: { regex: { action: string } }[] } } }).ai
+      ?.promptGuard?.request[0];
+    assert.equal(guard?.regex.action, 'mask');
+    assert.deepEqual(r.problems, []);
+  });
+
   test('backend: promptInjection and a raw webhook with its path and size floor become the standalone guards', () => {
     const r = backend(
       backendSpec({
