@@ -26,6 +26,8 @@ export const CONDITIONS = {
     PartiallyAttached: 'attached without the parts the message names',
     Invalid: 'not attached: the policy is invalid (see Accepted)',
     TargetNotFound: 'the target does not exist, is not usable or is not handled by gw',
+    InvalidReference:
+      'a reference of the policy itself (a Secret, a CA) cannot be resolved, so its target is not used until it does',
     Unsupported: 'the kind of target, or a sectionName on it, is not supported',
   },
   Programmed: {

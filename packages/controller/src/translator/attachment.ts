@@ -119,6 +119,7 @@ export function failClosedBackends(policies: CheckedPolicy[], backends: Map<stri
       const b = t.group === GW_GROUP && t.kind === 'GwBackend' ? backends.get(`${ns}/${t.name}`) : undefined;
       if (!b?.usable) continue;
       b.usable = false;
+      b.failedBy = key(c.object);
       b.accepted = bad(
         'Accepted',
         'InvalidReference',
@@ -318,7 +319,7 @@ function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Att
   ];
   for (const [ti, t] of targets.entries()) {
     const problems = [...sectionProblems];
-    const notAttached = (reason: 'TargetNotFound' | 'Unsupported', message: string) => {
+    const notAttached = (reason: 'TargetNotFound' | 'Unsupported' | 'InvalidReference', message: string) => {
       ancestor(t, [accepted, bad('Attached', reason, message, gen)]);
     };
     const name = `policy/${String(order).padStart(4, '0')}/${ns}/${p.metadata.name}/${ti}`;
@@ -430,6 +431,12 @@ function attachOne(c: CheckedPolicy, order: number, ctx: AttachContext, out: Att
       const b = ctx.backends.get(`${ns}/${t.name}`);
       if (!b) {
         notAttached('TargetNotFound', `GwBackend ${ns}/${t.name} not found`);
+        continue;
+      }
+      if (!b.usable && b.failedBy === key(p)) {
+        // the policy's own reference (a Secret, a CA) is what keeps its target out of use
+        const why = b.accepted.message.slice(`GwPolicy ${b.failedBy}: `.length);
+        notAttached('InvalidReference', `${why}; GwBackend ${ns}/${t.name} is not used until it resolves`);
         continue;
       }
       if (!b.usable) {

@@ -31,6 +31,8 @@ export interface BackendInfo {
   /** Whether routes may use it. */
   usable: boolean;
   accepted: Condition;
+  /** The GwPolicy (namespace/name) whose backend section could not be honoured, making it unusable. */
+  failedBy?: string;
 }
 
 export function collectBackends(
