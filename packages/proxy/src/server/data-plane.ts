@@ -818,6 +818,20 @@ export class DataPlane {
       joinExtendedConnect(ctx, upgrade, res as Http2ServerResponse);
       return;
     }
+    // A body held whole (a direct response, a redirect, a buffered or rewritten answer) goes with its
+    // length rather than chunked: an HTTP/1.0 client or a cache needs it, and it saves the chunk framing
+    // (not a CONNECT's answer: a 2xx to it is a tunnel, and may carry no length)
+    const held = r.body;
+    if (
+      (held === null || Buffer.isBuffer(held)) &&
+      ctx.method !== 'CONNECT' &&
+      r.status >= 200 &&
+      r.status !== 204 &&
+      r.status !== 304 &&
+      r.headers['content-length'] === undefined &&
+      r.headers['transfer-encoding'] === undefined
+    )
+      r.headers['content-length'] = String(held === null ? 0 : held.length);
     // http1HeaderCase preserve: the names as the upstream spelled them (HTTP/1 to the client only)
     const spelled = ctx.ext.responseHeaderCase;
     const headers = spelled && !('stream' in res) ? inClientCase(r.headers, spelled) : r.headers;

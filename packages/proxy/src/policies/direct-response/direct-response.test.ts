@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { oneRoute, startUpstream, type TestServer } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
@@ -61,4 +62,29 @@ test('headers and bodyExpression are CEL over the request; a header that fails o
     await p.close();
   }
   assert.equal(up.seen.length, 0);
+});
+
+test('the answer goes with its length, not chunked: an HTTP/1.0 client keeps its connection', async () => {
+  const raw = (head: string) =>
+    new Promise<string>((resolve, reject) => {
+      const s = net.connect(proxy.port(), '127.0.0.1', () => s.write(head));
+      let text = '';
+      s.setEncoding('latin1');
+      s.on('data', (c: string) => {
+        text += c;
+        // the whole answer is in: its head and the 16 bytes of body
+        if (/\r\n\r\nshort and stout\n$/.test(text)) {
+          s.destroy();
+          resolve(text);
+        }
+      });
+      s.on('error', reject);
+      s.on('close', () => resolve(text));
+    });
+  const one = await raw('GET /x HTTP/1.1\r\nHost: a\r\n\r\n');
+  assert.match(one, /^content-length: 16\r$/im);
+  assert.doesNotMatch(one, /transfer-encoding/i);
+  const old = await raw('GET /x HTTP/1.0\r\nHost: a\r\nConnection: keep-alive\r\n\r\n');
+  assert.match(old, /^content-length: 16\r$/im);
+  assert.match(old, /^connection: keep-alive\r$/im);
 });
