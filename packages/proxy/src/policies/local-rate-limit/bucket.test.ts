@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { hashes } from '../limit-keys.ts';
-import { KEYED_BUCKET_BYTES, KEYED_WAYS, KeyedBuckets, keyedSet } from './bucket.ts';
+import { KEYED_BUCKET_BYTES, KEYED_WAYS, KeyedBuckets, keyedSet, resetSeconds } from './bucket.ts';
 
 const table = (capacity = 2, refillPerMs = 0) =>
   new KeyedBuckets(new SharedArrayBuffer(KEYED_BUCKET_BYTES), capacity, refillPerMs);
@@ -76,4 +76,14 @@ test('a bucket that never refills reports no reset, and 0 once full', () => {
   const buckets = table(2, 0);
   assert.equal(buckets.peek(hashes('a')).resetSeconds, 0);
   assert.equal(buckets.take(hashes('a'), 1).resetSeconds, -1);
+});
+
+test('reset: an empty bucket says when it takes a request again, a bucket with tokens when it is full', () => {
+  const perMinute = 1 / 60_000; // tokensPerFill 1, fillInterval 60s
+  assert.equal(resetSeconds(2, perMinute, 2), 0);
+  assert.equal(resetSeconds(2, perMinute, 1), 60); // one left: full in a minute
+  assert.equal(resetSeconds(2, perMinute, 0), 60); // none left: the next one in a minute, not two
+  assert.equal(resetSeconds(2, perMinute, 0.75), 15);
+  assert.equal(resetSeconds(2, perMinute, -3), 240); // a token budget overdrawn by a response
+  assert.equal(resetSeconds(2, 0, 0), -1);
 });

@@ -76,20 +76,23 @@ export class SharedBucket {
     });
   }
 
-  /** Seconds until the bucket is full again. */
+  /** Seconds until the bucket takes a request again (when it would not), else until it is full. */
   #reset(tokens: number): number {
     return resetSeconds(this.capacity, this.refillPerMs, tokens);
   }
 }
 
 /**
- * Seconds until a bucket holding `tokens` is full again; a bucket that never refills (tokensPerFill
- * 0) and is not full reports -1, which the headers leave out.
+ * x-ratelimit-reset of a bucket holding `tokens`: when it holds less than one (the next request would
+ * be refused), the seconds until it takes one again, which is what a refused client waits for; else
+ * the seconds until it is full. A bucket that never refills (tokensPerFill 0) and is not full
+ * reports -1, which the headers leave out.
  */
-function resetSeconds(capacity: number, refillPerMs: number, tokens: number): number {
+export function resetSeconds(capacity: number, refillPerMs: number, tokens: number): number {
   if (tokens >= capacity) return 0;
   if (refillPerMs <= 0) return -1;
-  return Math.ceil((capacity - tokens) / refillPerMs / 1000);
+  const until = tokens < 1 ? 1 : capacity;
+  return Math.ceil((until - tokens) / refillPerMs / 1000);
 }
 
 /**
