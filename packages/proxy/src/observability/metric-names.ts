@@ -16,6 +16,8 @@ export const METRIC_NAMES = [
   'gw_endpoint_health_checks_total',
   'gw_tcp_connections_total',
   'gw_tcp_bytes_total',
+  'gw_downstream_connections_total',
+  'gw_downstream_connections_open',
   'gw_worker_event_loop_busy_seconds_total',
   'gw_worker_heap_bytes',
   'gw_config_applied_total',

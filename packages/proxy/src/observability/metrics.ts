@@ -8,6 +8,7 @@ import { type CelProgram, celToJson, compileCel } from '../cel/cel.ts';
 import type { MetricsIR } from '../config/ir.ts';
 import type { RouteInfo } from '../pipeline/context.ts';
 import type { ObservedRequest, RequestObserver, RequestSummary } from '../pipeline/observer.ts';
+import type { ConnectionCounts } from '../server/bind-server.ts';
 import type { TcpConnectionSummary } from '../server/tcp-bind-server.ts';
 import type { EndpointHealth } from '../upstream/health.ts';
 import {
@@ -125,6 +126,25 @@ export class ProxyMetrics implements RequestObserver {
     labelNames: ['route', 'direction'],
     registry: this.registry,
   });
+  readonly downstreamConnections = new CounterFamily({
+    name: 'gw_downstream_connections_total',
+    help: 'Client connections to binds, by bind and outcome (accepted; limit: refused by frontendPolicies.tcp.maxConnections; denied: refused by networkAuthorization)',
+    labelNames: ['bind', 'outcome'],
+    registry: this.registry,
+  });
+  #binds: () => readonly { key: string; connections: number }[] = () => [];
+  readonly downstreamOpen = new CollectedFamily({
+    name: 'gw_downstream_connections_open',
+    help: 'Client connections open now, by bind (HTTP connections once accepted, TLS ones once their handshake is done)',
+    type: 'gauge',
+    registry: this.registry,
+    collect: () => {
+      const open = new Map<string, number>();
+      // a bind a reload replaced serves its open connections on beside the new one: both count
+      for (const b of this.#binds()) open.set(b.key, (open.get(b.key) ?? 0) + b.connections);
+      return [...open].map(([bind, value]) => ({ labels: { bind }, value }));
+    },
+  });
   readonly workerBusy = new CollectedFamily({
     name: 'gw_worker_event_loop_busy_seconds_total',
     help: "Time the worker's event loop spent running code rather than waiting for I/O, in seconds: its rate is the worker's utilization (1 is saturated)",
@@ -206,6 +226,20 @@ export class ProxyMetrics implements RequestObserver {
     }
   }
   readonly #tokens = new Map<string, [CounterSeries, CounterSeries]>();
+
+  /** The series gw_downstream_connections_total counts a bind's connections in, by outcome. */
+  connectionCounts(bind: string): ConnectionCounts {
+    return {
+      accepted: this.downstreamConnections.series(bind, 'accepted'),
+      limit: this.downstreamConnections.series(bind, 'limit'),
+      denied: this.downstreamConnections.series(bind, 'denied'),
+    };
+  }
+
+  /** Where gw_downstream_connections_open reads from (the data plane's bind servers). */
+  watchBinds(binds: () => readonly { key: string; connections: number }[]): void {
+    this.#binds = binds;
+  }
 
   /** Where the endpoint health gauges read from (the data plane's pools). */
   watchEndpoints(endpoints: () => readonly EndpointHealth[]): void {

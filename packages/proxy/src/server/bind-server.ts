@@ -43,6 +43,15 @@ export interface BindSettings {
   connections: ConnectionLimit;
   /** The bind's requests in flight, counted across workers against `limits.maxConcurrentRequests`. */
   requests: ConnectionLimit;
+  /** gw_downstream_connections_total's series of the bind, by outcome (no metrics: absent). */
+  counted?: ConnectionCounts | undefined;
+}
+
+/** Connections accepted, and refused by the connection cap (limit) or networkAuthorization (denied). */
+export interface ConnectionCounts {
+  accepted: { value: number };
+  limit: { value: number };
+  denied: { value: number };
 }
 
 /** An HTTP/1.1 request that asks to switch protocols: its connection is no longer HTTP's. */
@@ -154,17 +163,21 @@ export class BindServer {
     /** Admission of an accepted socket: the connection cap, then networkAuthorization. */
     const accept = admitOnce((socket: Socket): boolean => {
       const conns = this.#settings.connections;
+      const counted = this.#settings.counted;
       if (!conns.tryOpen(this.#settings.limits.maxConnections)) {
         socket.destroy();
         this.#connectionsRefused.note();
+        if (counted) counted.limit.value++;
         return false;
       }
       socket.once('close', () => conns.close());
       const client = clientOf(socket);
       if (!opts.admit(client.address, client.port)) {
         socket.destroy();
+        if (counted) counted.denied.value++;
         return false;
       }
+      if (counted) counted.accepted.value++;
       keepAlive(socket, this.#settings.limits);
       return true;
     });

@@ -145,6 +145,7 @@ export class DataPlane {
     // Worker 0 (or the one worker) probes the endpoints with active health checks for every worker.
     this.#pools = new PoolRegistry(opts.workers ?? 1, (opts.worker ?? 0) === 0);
     opts.metrics?.watchEndpoints(() => endpointHealthOf(this.#pools));
+    opts.metrics?.watchBinds(() => [...this.#servers.values()]);
     this.#trace = new TraceSource(opts.traceSink);
     this.#sources = [this.#trace];
   }
@@ -268,6 +269,7 @@ export class DataPlane {
       limits: ir.global.downstream,
       connections: counter(connectionMemoryKey(key)),
       requests: counter(requestMemoryKey(key)),
+      counted: this.#opts.metrics?.connectionCounts(key),
     });
     // What HTTP and TCP binds share: who may connect, and what gets logged when one cannot.
     const common = {

@@ -209,6 +209,17 @@ test('the connection cap refuses connections past maxConnections, logs once, and
   assert.equal(lines.length, 1, 'one log line for a burst of refusals');
   assert.equal(lines[0]?.limit, 3);
   assert.equal(lines[0]?.level, 40, 'logged as a warning');
+  // and counted: three accepted, three refused at the cap, three open
+  const metric = async (name: string) =>
+    (await p.metrics.registry.getMetricsAsJSON()).find((m) => m.name === name)?.values ?? [];
+  const counts = Object.fromEntries(
+    (await metric('gw_downstream_connections_total')).map((v) => [v.labels.outcome, v.value]),
+  );
+  assert.deepEqual(counts, { accepted: 3, limit: 3, denied: 0 });
+  assert.deepEqual(
+    (await metric('gw_downstream_connections_open')).map((v) => [v.labels.bind, v.value]),
+    [['127.0.0.1:0#0', 3]], // the bind's key: address:port (a port-0 bind numbered)
+  );
 
   held.pop()?.destroy();
   // the slot is freed when the server sees that connection close, which a busy machine can put after

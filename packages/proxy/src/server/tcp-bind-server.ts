@@ -154,17 +154,21 @@ export class TcpBindServer {
   /** The connection cap, then networkAuthorization; counted until the socket closes. */
   #accept(socket: Socket): boolean {
     const conns = this.#settings.connections;
+    const counted = this.#settings.counted;
     if (!conns.tryOpen(this.#settings.limits.maxConnections)) {
       socket.destroy();
       this.#refused.note();
+      if (counted) counted.limit.value++;
       return false;
     }
     socket.once('close', () => conns.close());
     const client = clientOf(socket);
     if (!this.#opts.admit(client.address, client.port)) {
       socket.destroy();
+      if (counted) counted.denied.value++;
       return false;
     }
+    if (counted) counted.accepted.value++;
     keepAlive(socket, this.#settings.limits);
     socket.on('error', noop);
     const listed = this.#sockets.add(socket);

@@ -32,6 +32,14 @@ test('a connection from outside the allowed range is closed before any HTTP; an 
   t.after(() => p.close());
   await assert.rejects(get(p.url('')), /other side closed|ECONNRESET|socket/i);
   assert.equal(up.seen.length, 0);
+  const counted = (await p.metrics.registry.getMetricsAsJSON()).find(
+    (m) => m.name === 'gw_downstream_connections_total',
+  );
+  assert.deepEqual(
+    counted?.values.filter((v) => v.value > 0).map((v) => v.labels.outcome),
+    ['denied'],
+    'the refused connection is counted as denied',
+  );
 
   await p.reload(config(up.port, 'cidr("127.0.0.0/8").containsIP(source.address)'));
   assert.equal(await get(p.url('')), 200);
