@@ -32,6 +32,8 @@ export interface PoolSpec {
   endpoints?: Endpoint[];
 }
 
+/** The longest response head (status line and headers) read from a backend: 64 KiB, as on the client side. */
+export const UPSTREAM_MAX_HEADER_SIZE = 64 * 1024;
 /** The net/tls connect options that make a name resolve as config.dns says. */
 export function dnsConnectOptions(d: DnsIR | undefined): { family?: 4 | 6; lookup?: net.LookupFunction } {
   if (!d) return {};
@@ -92,6 +94,8 @@ export function createPool(spec: PoolSpec): Dispatcher {
     // Policies own the deadlines (timeout, backendRequestTimeout); undici's own would cut SSE streams.
     headersTimeout: 0,
     bodyTimeout: 0,
+    // an answer's head may be as long as a request's (HTTP1_MAX_HEADER_SIZE), not node's 16 KiB
+    maxHeaderSize: UPSTREAM_MAX_HEADER_SIZE,
   });
 }
 
