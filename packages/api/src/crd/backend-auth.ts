@@ -67,24 +67,33 @@ const locationFields = {
       .regex(new RegExp(WRITABLE_HEADER))
       .meta({ description: 'Name of an HTTP header (not an HTTP/2 pseudo-header).' }),
     prefix: ShortString.optional().meta({ description: 'Written before the credential, e.g. "Bearer ".' }),
-  }).optional(),
-  queryParameter: obj({ name: ShortString }).optional(),
-  cookie: obj({ name: ShortString }).optional(),
+  })
+    .optional()
+    .meta({ description: 'An HTTP header, with an optional prefix before the credential.' }),
+  queryParameter: obj({ name: ShortString.meta({ description: 'Name of the query parameter.' }) })
+    .optional()
+    .meta({ description: 'A query parameter of the request URL.' }),
+  cookie: obj({ name: ShortString.meta({ description: 'Name of the cookie.' }) })
+    .optional()
+    .meta({ description: 'A cookie.' }),
 };
 /** Where a credential is written on the backend request. */
 export const AuthLocation = rules(obj(locationFields), exactlyOne(['header', 'queryParameter', 'cookie']));
 /** Where a token is read from the client request. */
 const TokenSource = rules(
-  obj({ ...locationFields, expression: CELExpression.optional() }),
+  obj({
+    ...locationFields,
+    expression: CELExpression.optional().meta({ description: 'CEL over the request giving the token.' }),
+  }),
   exactlyOne(['header', 'queryParameter', 'cookie', 'expression']),
 );
 
 // ---------- aws ----------
 const AwsSessionTag = rules(
   obj({
-    key: z.string().min(1).max(128),
-    value: z.string().max(256).optional(),
-    expression: CELExpression.optional(),
+    key: z.string().min(1).max(128).meta({ description: 'The session tag key.' }),
+    value: z.string().max(256).optional().meta({ description: 'A fixed tag value; set this or expression.' }),
+    expression: CELExpression.optional().meta({ description: 'CEL over the request giving the tag value.' }),
   }),
   {
     rule: 'has(self.value) != has(self.expression)',
@@ -102,17 +111,25 @@ export const AwsAuth = rules(
         roleArn: z
           .string()
           .min(1)
-          .regex(/^arn:aws[a-z-]*:iam::[0-9]{12}:role\/.+$/),
+          .regex(/^arn:aws[a-z-]*:iam::[0-9]{12}:role\/.+$/)
+          .meta({ description: 'The ARN of the IAM role, e.g. arn:aws:iam::123456789012:role/gateway.' }),
         sessionName: z
           .string()
           .regex(/^[\w+=,.@-]{2,64}$/)
-          .optional(),
-        sessionNameExpression: CELExpression.optional(),
+          .optional()
+          .meta({ description: 'A fixed role session name; set this or sessionNameExpression.' }),
+        sessionNameExpression: CELExpression.optional().meta({
+          description: 'CEL over the request giving the role session name (e.g. per user).',
+        }),
         tags: z
           .array(AwsSessionTag)
           .max(50)
           .optional()
-          .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['key'] }),
+          .meta({
+            'x-kubernetes-list-type': 'map',
+            'x-kubernetes-list-map-keys': ['key'],
+            description: 'Session tags passed when the role is assumed, each key once.',
+          }),
       }),
       atMostOne(['sessionName', 'sessionNameExpression']),
     )
@@ -142,9 +159,12 @@ export const AzureAuth = rules(
     }),
     managedIdentity: rules(
       obj({
-        clientId: z.string().optional(),
-        objectId: z.string().optional(),
-        resourceId: z.string().optional(),
+        clientId: z.string().optional().meta({ description: 'A user-assigned identity by its client id.' }),
+        objectId: z.string().optional().meta({ description: 'A user-assigned identity by its object id.' }),
+        resourceId: z
+          .string()
+          .optional()
+          .meta({ description: 'A user-assigned identity by its resource id.' }),
       }),
       atMostOne(['clientId', 'objectId', 'resourceId']),
     )
@@ -190,7 +210,9 @@ const ClientAuth = rules(
     method: z.enum(['ClientSecretBasic', 'ClientSecretPost', 'PrivateKeyJwt']).optional().meta({
       description: 'Default ClientSecretBasic (ClientSecretPost when there is no secretRef).',
     }),
-    secretRef: CredentialKeyRef('clientSecret').optional(),
+    secretRef: CredentialKeyRef('clientSecret').optional().meta({
+      description: 'Secret holding the client secret (key clientSecret).',
+    }),
     privateKeyJwt: rules(
       obj({
         signingKeyRef: CredentialKeyRef('signingKey').meta({
@@ -199,7 +221,7 @@ const ClientAuth = rules(
         alg: z.enum(['ES256', 'ES384', 'PS256', 'RS256', 'RS384', 'RS512']).optional().meta({
           description: 'Default RS256.',
         }),
-        kid: z.string().optional(),
+        kid: z.string().optional().meta({ description: 'The kid header of the client assertion.' }),
         assertionAudience: z.string().min(1).meta({ description: 'The aud of the client assertion.' }),
         certificateRef: CredentialKeyRef('certificate').optional().meta({
           description:
@@ -214,7 +236,9 @@ const ClientAuth = rules(
         rule: 'has(self.certificateRef) == has(self.certificateHeader)',
         message: 'certificateRef and certificateHeader must be set together',
       },
-    ).optional(),
+    )
+      .optional()
+      .meta({ description: 'The signed client assertion of method PrivateKeyJwt (RFC 7523).' }),
   }),
   {
     rule: "has(self.privateKeyJwt) == (has(self.method) && self.method == 'PrivateKeyJwt')",
@@ -265,14 +289,18 @@ const TokenCache = obj({
       format: 'int32',
       description: 'Tokens kept, one per subject (default 8192; 0: no cache).',
     }),
-  }).optional(),
+  })
+    .optional()
+    .meta({ description: 'Keep obtained tokens in memory and reuse them until they expire.' }),
 });
 const scopes = z.array(z.string()).min(1).max(64);
 
 export const OAuthTokenExchange = rules(
   obj({
     ...endpointFields,
-    clientAuth: ClientAuth.optional(),
+    clientAuth: ClientAuth.optional().meta({
+      description: 'How the gateway authenticates itself to the token endpoint.',
+    }),
     grantType: z.enum(['JwtBearer', 'TokenExchange']).optional().meta({
       description:
         'TokenExchange (RFC 8693, default) or JwtBearer (RFC 7523: the subject token is the assertion).',
@@ -284,10 +312,12 @@ export const OAuthTokenExchange = rules(
       tokenType: z.string().optional().meta({
         description: 'AccessToken (default), IdToken, Jwt, IdJag or a token type URN.',
       }),
-    }).optional(),
+    })
+      .optional()
+      .meta({ description: "The client's token that is exchanged: where it is read and its type." }),
     actorToken: rules(
       obj({
-        source: TokenSource,
+        source: TokenSource.meta({ description: 'Where the actor token is read from the request.' }),
         tokenType: z
           .string()
           .optional()
@@ -301,11 +331,18 @@ export const OAuthTokenExchange = rules(
         rule: "!has(self.mayAct) || self.mayAct != 'Required' || (has(self.tokenType) && self.tokenType == 'Jwt')",
         message: 'mayAct Required requires tokenType Jwt',
       },
-    ).optional(),
-    audiences: z.array(ShortString).min(1).max(64).optional(),
-    scopes: scopes.optional(),
-    resources: scopes.optional(),
-    requestedTokenType: z.enum(['AccessToken', 'Jwt', 'IdToken', 'IdJag']).optional(),
+    )
+      .optional()
+      .meta({ description: 'A second token naming who acts for the subject (TokenExchange only).' }),
+    audiences: z.array(ShortString).min(1).max(64).optional().meta({
+      description: 'The audience parameters of the exchange: whom the new token is for.',
+    }),
+    scopes: scopes.optional().meta({ description: 'The scopes asked for.' }),
+    resources: scopes.optional().meta({ description: 'The resource parameters of the exchange (URIs).' }),
+    requestedTokenType: z
+      .enum(['AccessToken', 'Jwt', 'IdToken', 'IdJag'])
+      .optional()
+      .meta({ description: 'The type of token asked for (TokenExchange only).' }),
     additionalParams: z.record(z.string(), CELExpression).optional().meta({
       maxProperties: 64,
       description: 'Extra form parameters, each a CEL expression over the request.',
@@ -313,7 +350,7 @@ export const OAuthTokenExchange = rules(
     location: AuthLocation.optional().meta({
       description: 'Where the token is written; default the Authorization header, Bearer prefix.',
     }),
-    cache: TokenCache.optional(),
+    cache: TokenCache.optional().meta({ description: 'Reuse of obtained tokens.' }),
   }),
   {
     rule: "!(has(self.actorToken) && has(self.grantType) && self.grantType == 'JwtBearer')",
@@ -330,7 +367,15 @@ export const OAuthTokenExchange = rules(
   ...endpointRules,
 );
 
-const CrossAppEndpoint = rules(obj({ ...endpointFields, clientAuth: ClientAuth }), ...endpointRules);
+const CrossAppEndpoint = rules(
+  obj({
+    ...endpointFields,
+    clientAuth: ClientAuth.meta({
+      description: 'How the gateway authenticates itself to this token endpoint.',
+    }),
+  }),
+  ...endpointRules,
+);
 export const CrossAppAccessAuth = obj({
   identityProvider: CrossAppEndpoint.meta({
     description: "The user's identity provider: its token endpoint issues the ID-JAG (RFC 8693).",
@@ -340,8 +385,8 @@ export const CrossAppAccessAuth = obj({
       "The resource's authorization server: it exchanges the ID-JAG for an access token (RFC 7523).",
   }),
   audience: ShortString.meta({ description: 'The issuer of the resource authorization server.' }),
-  resources: scopes.optional(),
-  scopes: scopes.optional(),
+  resources: scopes.optional().meta({ description: 'The resource parameters of the ID-JAG request (URIs).' }),
+  scopes: scopes.optional().meta({ description: 'The scopes asked for in the ID-JAG.' }),
   accessTokenScopes: z.array(z.string()).max(64).optional().meta({
     description:
       "Scopes of the access token; gw's spec: defaults to scopes, an empty list omits the scope parameter.",
@@ -359,8 +404,10 @@ export const CrossAppAccessAuth = obj({
       rule: "!has(self.tokenType) || (self.tokenType != 'IdJag' && self.tokenType != 'urn:ietf:params:oauth:token-type:id-jag')",
       message: 'tokenType IdJag is not supported by crossAppAccess',
     },
-  ).optional(),
-  cache: TokenCache.optional(),
+  )
+    .optional()
+    .meta({ description: "The user's token sent to the identity provider: where it is read and its type." }),
+  cache: TokenCache.optional().meta({ description: 'Reuse of obtained tokens.' }),
 });
 
 // ---------- jwtSign (gw's spec: JwtSignAuth) ----------
@@ -368,8 +415,11 @@ export const JwtSignAuth = obj({
   signingKeyRef: CredentialKeyRef('signingKey').meta({
     description: "gw's spec: Secret key signingKey, a PEM RSA or EC private key.",
   }),
-  alg: z.enum(['RS256', 'RS384', 'RS512', 'PS256', 'ES256', 'ES384']).default('RS256'),
-  kid: ShortString.optional(),
+  alg: z
+    .enum(['RS256', 'RS384', 'RS512', 'PS256', 'ES256', 'ES384'])
+    .default('RS256')
+    .meta({ description: 'The signing algorithm; it must suit the key. Default: RS256.' }),
+  kid: ShortString.optional().meta({ description: 'The kid header of the token.' }),
   claims: rules(
     z
       .object({ iat: IntOrString.optional(), exp: IntOrString.optional(), nbf: IntOrString.optional() })
@@ -379,7 +429,9 @@ export const JwtSignAuth = obj({
       rule: '!has(self.iat) && !has(self.exp) && !has(self.nbf)',
       message: 'claims may not set iat, exp or nbf: the gateway sets them when it signs',
     },
-  ).optional(),
+  )
+    .optional()
+    .meta({ description: 'Claims of the token (any JSON); iat, exp and nbf are set by the gateway.' }),
   ttl: TtlDuration.default('300s').meta({ description: "gw's spec: default 300s." }),
   location: CredentialLocation.optional().meta({
     description: "gw's spec: where the token is written; default the Authorization header, Bearer prefix.",
@@ -431,10 +483,17 @@ export const BackendAuth = rules(
           'More credentials written on the backend request, each from a Secret to its location; beside the main form (which wins a place both name) or alone.',
         'x-kubernetes-list-type': 'atomic',
       }),
-    aws: AwsAuth.optional(),
+    aws: AwsAuth.optional().meta({
+      description: 'Sign requests with AWS SigV4, from a Secret, an assumed role or the ambient credentials.',
+    }),
     azure: AzureAuth.optional(),
-    gcp: GcpAuth.optional(),
-    oauthTokenExchange: OAuthTokenExchange.optional(),
+    gcp: GcpAuth.optional().meta({
+      description: 'A Google access token (default) or ID token, from a Secret or the ambient credentials.',
+    }),
+    oauthTokenExchange: OAuthTokenExchange.optional().meta({
+      description:
+        "Exchange the client's token at an OAuth token endpoint (RFC 8693 or RFC 7523) and send the new token.",
+    }),
     crossAppAccess: CrossAppAccessAuth.optional().meta({
       description:
         "gw's spec (CrossAppAccessAuth): an ID-JAG from the user's identity provider, exchanged for an access token.",

@@ -31,9 +31,13 @@ const ParentKind = z.enum(['Gateway', 'ListenerSet', 'HTTPRoute']);
 
 export const ModelParentReference = rules(
   obj({
-    group: Group.default('gateway.networking.k8s.io'),
-    kind: ParentKind.default('Gateway'),
-    name: ObjectName,
+    group: Group.default('gateway.networking.k8s.io').meta({
+      description: 'API group of the parent. Default: gateway.networking.k8s.io.',
+    }),
+    kind: ParentKind.default('Gateway').meta({
+      description: 'Kind of the parent: Gateway (default), ListenerSet or HTTPRoute.',
+    }),
+    name: ObjectName.meta({ description: 'Name of the parent.' }),
     namespace: z
       .string()
       .min(1)
@@ -117,7 +121,7 @@ export const AzureSettings = rules(
     projectName: ShortString.optional().meta({
       description: 'Azure: the Foundry project, required when resourceType is Foundry.',
     }),
-    apiVersion: TinyString.optional(),
+    apiVersion: TinyString.optional().meta({ description: 'The api-version query parameter sent to Azure.' }),
   }),
   {
     rule: 'has(self.resourceName) == has(self.resourceType)',
@@ -136,7 +140,7 @@ export const AzureSettings = rules(
 const Region = z.string().min(1).max(63).regex(new RegExp(BEDROCK_REGION_PATTERN));
 
 export const VertexAISettings = obj({
-  projectId: ShortString,
+  projectId: ShortString.meta({ description: 'The Google Cloud project.' }),
   region: Region.default('us-central1').meta({
     description: 'A Vertex AI location such as us-central1 or global.',
   }),
@@ -146,8 +150,15 @@ export const VertexAISettings = obj({
 });
 
 export const BedrockSettings = obj({
-  region: Region.default('us-east-1'),
-  guardrail: obj({ identifier: ShortString, version: ShortString }).optional(),
+  region: Region.default('us-east-1').meta({
+    description: 'The AWS region of Bedrock, e.g. us-west-2. Default: us-east-1.',
+  }),
+  guardrail: obj({
+    identifier: ShortString.meta({ description: 'The Bedrock guardrail id.' }),
+    version: ShortString.meta({ description: 'The guardrail version, e.g. 1 or DRAFT.' }),
+  })
+    .optional()
+    .meta({ description: 'A Bedrock guardrail applied to every request by Bedrock itself.' }),
   model: ShortString.optional().meta({
     description: 'The Bedrock model id sent instead of the requested model.',
   }),
@@ -193,7 +204,9 @@ const Targets = <T extends z.ZodType>(target: T) => z.array(target).min(1).max(6
 export const WeightedTarget = obj({
   modelRef: ModelRef,
   model: targetModel,
-  weight: z.int().min(0).max(1000000).default(1),
+  weight: z.int().min(0).max(1000000).default(1).meta({
+    description: 'The share of requests this target gets, relative to the others; 0: none. Default: 1.',
+  }),
 });
 export const FailoverTarget = obj({
   modelRef: ModelRef,
@@ -218,11 +231,13 @@ export const VirtualModel = rules(
       targets: rules(Targets(WeightedTarget), {
         rule: 'self.size() == 0 || self.exists(t, t.weight > 0)',
         message: 'at least one target needs a weight above 0',
-      }),
+      }).meta({ description: 'The models requests are spread over, each with a weight.' }),
     })
       .optional()
       .meta({ description: 'Spreads requests over the targets in proportion to their weights.' }),
-    failover: obj({ targets: Targets(FailoverTarget) })
+    failover: obj({
+      targets: Targets(FailoverTarget).meta({ description: 'The models to try, by priority then in order.' }),
+    })
       .optional()
       .meta({ description: 'Tries the targets in order; the next one serves when the previous one fails.' }),
     conditional: obj({
@@ -231,7 +246,7 @@ export const VirtualModel = rules(
         rule: 'self.filter(t, !has(t.when)).size() == (self.map(t, has(t.when))[self.size() - 1] ? 0 : 1)',
         message:
           'every target but the last needs when; only the last target may omit it to act as the fallback',
-      }),
+      }).meta({ description: 'The models to choose from, in order, each with its when condition.' }),
     })
       .optional()
       .meta({ description: 'Evaluates the targets in order and routes to the first whose when is true.' }),
@@ -255,7 +270,14 @@ export const ModelPolicies = rules(
         'Rules a request must pass to be sent to this model (CEL; llmRequest is the request); otherwise 403 in the client’s format.',
     }),
     headers: rules(
-      obj({ request: HeaderModifier.optional(), response: HeaderModifier.optional() }),
+      obj({
+        request: HeaderModifier.optional().meta({
+          description: 'Header changes to requests sent to the provider.',
+        }),
+        response: HeaderModifier.optional().meta({
+          description: "Header changes to the provider's answers returned to the client.",
+        }),
+      }),
       atLeastOne(['request', 'response']),
     )
       .optional()
@@ -292,19 +314,28 @@ export const GwModelSpec = rules(
       // the API server wants escaped as __namespace__ and cel-js does not know
       rule: 'self.all(a, self.exists_one(b, a == b))',
       message: 'parentRefs must be unique',
+    }).meta({
+      description:
+        'Where the model is served: Gateways, ListenerSets or an HTTPRoute rule, each listed once.',
     }),
-    match: ModelMatch,
+    match: ModelMatch.meta({ description: 'Which requests this GwModel serves, by the model they ask for.' }),
     visibility: z.enum(['Public', 'Internal']).default('Public').meta({
       description: 'Internal models are not served to clients directly; only virtual models route to them.',
     }),
-    provider: ModelProvider.optional(),
-    azure: AzureSettings.optional(),
-    vertexai: VertexAISettings.optional(),
-    bedrock: BedrockSettings.optional(),
-    custom: CustomProviderSettings.optional(),
+    provider: ModelProvider.optional().meta({
+      description:
+        'The provider that serves the model (OpenAI, Anthropic, Bedrock, Custom, ...); set this or virtualModel. Its settings go in the field of the same name.',
+    }),
+    azure: AzureSettings.optional().meta({ description: 'Settings of provider Azure or AzureOpenAI.' }),
+    vertexai: VertexAISettings.optional().meta({ description: 'Settings of provider VertexAI.' }),
+    bedrock: BedrockSettings.optional().meta({ description: 'Settings of provider Bedrock.' }),
+    custom: CustomProviderSettings.optional().meta({ description: 'Settings of provider Custom.' }),
     baseURL: BaseURL.optional(),
     policies: ModelPolicies.optional().meta({ description: 'Connection and AI settings for this model.' }),
-    virtualModel: VirtualModel.optional(),
+    virtualModel: VirtualModel.optional().meta({
+      description:
+        'Route to other GwModels instead of a provider: weighted, failover or conditional; set this or provider.',
+    }),
   }),
   exactlyOne(['provider', 'virtualModel']),
   {

@@ -29,7 +29,10 @@ export const Logging = obj({
         'must be RUST_LOG directives separated by commas: a level (off, error, warn, info, debug, trace) or target=level, e.g. info,gw::proxy=debug',
     },
   ),
-  format: z.enum(['json', 'text']).default('text'),
+  format: z
+    .enum(['json', 'text'])
+    .default('text')
+    .meta({ description: 'The log line format: json or text. Default: text.' }),
 });
 
 // ---------- image and container ----------
@@ -39,22 +42,38 @@ export const IMAGE_TAG_PATTERN = '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$';
 export const IMAGE_DIGEST_PATTERN = '^[a-z0-9]+([+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,}$';
 export const Image = obj({
   registry: ShortString.optional().meta({ description: 'e.g. ghcr.io or registry.example.com:5000.' }),
-  repository: ShortString.optional(),
-  tag: z.string().min(1).max(128).regex(new RegExp(IMAGE_TAG_PATTERN)).optional(),
+  repository: ShortString.optional().meta({
+    description: 'The image name within the registry, e.g. gw/proxy.',
+  }),
+  tag: z
+    .string()
+    .min(1)
+    .max(128)
+    .regex(new RegExp(IMAGE_TAG_PATTERN))
+    .optional()
+    .meta({ description: 'The image tag, e.g. v0.1.0.' }),
   digest: z
     .string()
     .max(256)
     .regex(new RegExp(IMAGE_DIGEST_PATTERN))
     .optional()
     .meta({ description: 'e.g. sha256:…; the image is then pulled by digest (registry/repository@digest).' }),
-  pullPolicy: z.enum(['Always', 'IfNotPresent', 'Never']).optional(),
+  pullPolicy: z
+    .enum(['Always', 'IfNotPresent', 'Never'])
+    .optional()
+    .meta({ description: "The container's imagePullPolicy: Always, IfNotPresent or Never." }),
 });
 
 export const ENV_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]*$';
 export const EnvVar = rules(
   obj({
-    name: z.string().min(1).max(256).regex(new RegExp(ENV_NAME_PATTERN)),
-    value: z.string().max(32768).optional(),
+    name: z
+      .string()
+      .min(1)
+      .max(256)
+      .regex(new RegExp(ENV_NAME_PATTERN))
+      .meta({ description: 'The environment variable name.' }),
+    value: z.string().max(32768).optional().meta({ description: 'A literal value; set this or valueFrom.' }),
     valueFrom: JsonObject.optional().meta({
       description: 'A Kubernetes EnvVarSource (secretKeyRef, configMapKeyRef, fieldRef, resourceFieldRef).',
     }),
@@ -80,8 +99,14 @@ const ResourceList = rules(
   },
 );
 export const Resources = obj({
-  limits: ResourceList.optional(),
-  requests: ResourceList.optional(),
+  limits: ResourceList.optional().meta({
+    description:
+      'Most the proxy container may use, by resource name (cpu, memory, ...): a quantity such as 500m or 1Gi.',
+  }),
+  requests: ResourceList.optional().meta({
+    description:
+      'What the proxy container is scheduled with, by resource name: a quantity such as 100m or 256Mi.',
+  }),
   claims: mapList(
     z
       .array(
@@ -91,7 +116,12 @@ export const Resources = obj({
             .min(1)
             .max(253)
             .meta({ description: "An entry of the pod's spec.resourceClaims." }),
-          request: z.string().min(1).max(253).optional(),
+          request: z
+            .string()
+            .min(1)
+            .max(253)
+            .optional()
+            .meta({ description: 'One request of that claim; unset: all of them.' }),
         }),
       )
       .max(16),
@@ -128,19 +158,36 @@ const absolutePath = (field: string) => ({
 });
 
 export const Istio = obj({
-  enabled: z.boolean().default(false),
+  enabled: z.boolean().default(false).meta({
+    description:
+      "Give the proxies an Istio mesh identity (certificates from Istio's CA). This build of gw cannot do so yet: when true, the Gateway's Accepted message says so. Default: false.",
+  }),
   caAddress: rules(LongString, {
     rule: `self.matches('${URL_PATTERN}')`,
     message: 'caAddress must be http(s)://host[:port][/path] without userinfo',
-  }).default('https://istiod.istio-system.svc:15012'),
-  trustDomain: SNI.default('cluster.local'),
-  additionalTrustDomains: setList(z.array(SNI).max(16)).optional(),
-  clusterId: ShortString.default('Kubernetes'),
-  network: ShortString.optional(),
+  })
+    .default('https://istiod.istio-system.svc:15012')
+    .meta({
+      description:
+        "The address of Istio's certificate authority. Default: https://istiod.istio-system.svc:15012.",
+    }),
+  trustDomain: SNI.default('cluster.local').meta({
+    description: 'The trust domain of the mesh. Default: cluster.local.',
+  }),
+  additionalTrustDomains: setList(z.array(SNI).max(16))
+    .optional()
+    .meta({ description: 'Other trust domains whose identities are trusted too.' }),
+  clusterId: ShortString.default('Kubernetes').meta({
+    description: 'The cluster id the proxies report to Istio. Default: Kubernetes.',
+  }),
+  network: ShortString.optional().meta({ description: 'The Istio network the proxies are in.' }),
 });
 
 export const Spiffe = obj({
-  enabled: z.boolean().default(false),
+  enabled: z.boolean().default(false).meta({
+    description:
+      "Give the proxies a SPIFFE identity from the workload API. This build of gw cannot do so yet: when true, the Gateway's Accepted message says so. Default: false.",
+  }),
   trustDomain: SNI.optional().meta({ description: 'Default: the trust domain of the workload API.' }),
   socketPath: rules(LongString, absolutePath('socketPath'))
     .optional()
@@ -148,10 +195,22 @@ export const Spiffe = obj({
   source: notBuilt(
     rules(
       obj({
-        csi: obj({ driver: ShortString.optional() }).optional(),
-        hostPath: obj({ path: rules(LongString, absolutePath('hostPath.path')) }).optional(),
-        mountPath: rules(LongString, absolutePath('mountPath')).optional(),
-        socketName: ShortString.optional(),
+        csi: obj({ driver: ShortString.optional().meta({ description: 'The CSI driver name.' }) })
+          .optional()
+          .meta({ description: 'Mount the socket from a CSI driver volume (e.g. the SPIFFE CSI driver).' }),
+        hostPath: obj({
+          path: rules(LongString, absolutePath('hostPath.path')).meta({
+            description: "The socket's directory on the node.",
+          }),
+        })
+          .optional()
+          .meta({ description: "Mount the socket's directory from the node." }),
+        mountPath: rules(LongString, absolutePath('mountPath'))
+          .optional()
+          .meta({ description: 'Where the volume is mounted in the proxy container.' }),
+        socketName: ShortString.optional().meta({
+          description: 'The file name of the socket in the volume.',
+        }),
       }),
       { rule: '!has(self.csi) || !has(self.hostPath)', message: 'at most one of csi or hostPath may be set' },
     ).optional(),
@@ -160,10 +219,18 @@ export const Spiffe = obj({
 });
 
 export const ModelCatalog = obj({
-  enabled: z.boolean().default(true),
+  enabled: z.boolean().default(true).meta({
+    description:
+      "Whether the model catalog (model names and their costs) is used. Default: true. This build of gw has no model catalog yet: the Gateway's Accepted message says so.",
+  }),
   configMapRef: obj({
-    name: ObjectName,
-    key: z.string().min(1).max(253).default('catalog.yaml'),
+    name: ObjectName.meta({ description: 'Name of the ConfigMap.' }),
+    key: z
+      .string()
+      .min(1)
+      .max(253)
+      .default('catalog.yaml')
+      .meta({ description: 'The key holding the entries. Default: catalog.yaml.' }),
   })
     .optional()
     .meta({
@@ -174,9 +241,16 @@ export const ModelCatalog = obj({
       .array(
         obj({
           configMap: obj({
-            name: ObjectName,
-            key: z.string().min(1).max(253).default('catalog.json'),
-          }).optional(),
+            name: ObjectName.meta({ description: 'Name of the ConfigMap.' }),
+            key: z
+              .string()
+              .min(1)
+              .max(253)
+              .default('catalog.json')
+              .meta({ description: 'The key holding the catalog. Default: catalog.json.' }),
+          })
+            .optional()
+            .meta({ description: 'A catalog kept in a ConfigMap of the Gateway’s namespace.' }),
         }),
       )
       .max(16)
@@ -188,9 +262,13 @@ export const ModelCatalog = obj({
 // ---------- overlays ----------
 export const Overlay = obj({
   metadata: obj({
-    labels: maxEntries(Labels, 64).optional(),
-    annotations: maxEntries(z.record(z.string().min(1).max(317), z.string().max(65536)), 64).optional(),
-  }).optional(),
+    labels: maxEntries(Labels, 64).optional().meta({ description: 'Labels added to the object.' }),
+    annotations: maxEntries(z.record(z.string().min(1).max(317), z.string().max(65536)), 64)
+      .optional()
+      .meta({ description: 'Annotations added to the object.' }),
+  })
+    .optional()
+    .meta({ description: 'Labels and annotations added to the generated object.' }),
   spec: JsonObject.optional().meta({
     description:
       'Merged into the generated object with strategic-merge-patch semantics; $patch: delete and $patch: replace directives are honored.',
@@ -207,19 +285,35 @@ export const GwParametersSpec = rules(
     })
       .optional()
       .meta({ description: "The kind of the data plane's workload." }),
-    logging: Logging.optional(),
+    logging: Logging.optional().meta({
+      description: "The proxies' log: level and format (the GW_LOG and GW_LOG_FORMAT variables).",
+    }),
     rawConfig: JsonObject.optional().meta({
       description: 'Merged into the generated proxy configuration; typed fields win.',
     }),
-    image: Image.optional(),
+    image: Image.optional().meta({
+      description:
+        "The proxy container image; each part set replaces that part of the controller's --proxy-image.",
+    }),
     env: z.array(EnvVar).max(64).optional().meta({
       description:
         'Setting SESSION_KEY takes precedence over the per-Gateway session key the controller manages.',
     }),
-    resources: Resources.optional(),
-    shutdown: Shutdown.optional(),
-    istio: Istio.optional(),
-    spiffe: Spiffe.optional(),
+    resources: Resources.optional().meta({
+      description: "The proxy container's compute resources: limits, requests and resource claims.",
+    }),
+    shutdown: Shutdown.optional().meta({
+      description:
+        "How long a stopping proxy drains, in seconds: max is the pod's termination grace period, min how long it keeps serving while not ready.",
+    }),
+    istio: Istio.optional().meta({
+      description:
+        "Istio mesh identity for the proxies; this build of gw cannot provide it yet (the Gateway's Accepted message says so).",
+    }),
+    spiffe: Spiffe.optional().meta({
+      description:
+        "SPIFFE identity for the proxies; this build of gw cannot provide it yet (the Gateway's Accepted message says so).",
+    }),
     modelCatalog: ModelCatalog.optional(),
     deployment: Overlay.optional(),
     daemonSet: Overlay.optional(),

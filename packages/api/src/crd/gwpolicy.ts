@@ -51,12 +51,16 @@ import {
 
 const sectionXorPort = atMostOne(['sectionName', 'port'], 'at most one of sectionName or port may be set');
 
+const TARGET_GROUP = "API group of the target: gateway.networking.k8s.io, gw.dev, or '' for a Service.";
+const TARGET_KIND = 'Kind of the target: Gateway, ListenerSet, HTTPRoute, GRPCRoute, GwBackend, Service, ...';
+const TARGET_SECTION =
+  'A part of the target only: a listener of a Gateway or ListenerSet, a rule name of a route, a port of a Service, or a provider or MCP target name of a GwBackend.';
 export const PolicyTargetReference = rules(
   obj({
-    group: Group,
-    kind: Kind,
-    name: ObjectName,
-    sectionName: SectionName.optional(),
+    group: Group.meta({ description: TARGET_GROUP }),
+    kind: Kind.meta({ description: TARGET_KIND }),
+    name: ObjectName.meta({ description: "Name of the target, in the policy's namespace." }),
+    sectionName: SectionName.optional().meta({ description: TARGET_SECTION }),
     port: Port.optional().meta({
       description: 'A Gateway port; only for frontend policies targeting a Gateway.',
     }),
@@ -65,11 +69,17 @@ export const PolicyTargetReference = rules(
 );
 export const PolicyTargetSelector = rules(
   obj({
-    group: Group,
-    kind: Kind,
-    matchLabels: z.record(z.string().min(1).max(317), z.string().max(63)).meta({ maxProperties: 64 }),
-    sectionName: SectionName.optional(),
-    port: Port.optional(),
+    group: Group.meta({ description: TARGET_GROUP }),
+    kind: Kind.meta({ description: TARGET_KIND }),
+    matchLabels: z.record(z.string().min(1).max(317), z.string().max(63)).meta({
+      maxProperties: 64,
+      description:
+        "Labels an object of this group and kind in the policy's namespace must carry to be a target.",
+    }),
+    sectionName: SectionName.optional().meta({ description: TARGET_SECTION }),
+    port: Port.optional().meta({
+      description: 'A Gateway port; only for frontend policies targeting a Gateway.',
+    }),
   }),
   sectionXorPort,
 );
@@ -78,8 +88,12 @@ export const PolicyTargetSelector = rules(
 export { ExtAuth };
 export const BodySendMode = z.enum(['None', 'Buffered', 'BufferedPartial', 'FullDuplexStreamed']);
 const SendMode = z.enum(['Send', 'Skip']);
+const BODY_MODE_DESCRIPTION =
+  'How the body is sent to the processor: None, Buffered (whole), BufferedPartial (up to the buffer limit) or FullDuplexStreamed (in chunks as it arrives).';
 const extProcFields = {
-  backendRef: LocalBackendObjectReference.optional(),
+  backendRef: LocalBackendObjectReference.optional().meta({
+    description: 'The external processing service (a Service and its port, gRPC); set this or url.',
+  }),
   url: urlWithoutPath.optional().meta({
     description:
       'The service by URL instead of backendRef: http://host[:port], or https://host[:port] for TLS with the system roots.',
@@ -95,13 +109,29 @@ const extProcFields = {
     allowModeOverride: z.boolean().default(false).meta({
       description: "Whether a headers answer's mode_override may change the body modes that follow.",
     }),
-    requestBodyMode: BodySendMode.default('FullDuplexStreamed'),
-    requestHeaderMode: SendMode.default('Send'),
-    requestTrailerMode: SendMode.default('Send'),
-    responseBodyMode: BodySendMode.default('FullDuplexStreamed'),
-    responseHeaderMode: SendMode.default('Send'),
-    responseTrailerMode: SendMode.default('Send'),
-  }).optional(),
+    requestBodyMode: BodySendMode.default('FullDuplexStreamed').meta({
+      description: `Request body: ${BODY_MODE_DESCRIPTION} Default: FullDuplexStreamed.`,
+    }),
+    requestHeaderMode: SendMode.default('Send').meta({
+      description: 'Send (default) or Skip the request headers.',
+    }),
+    requestTrailerMode: SendMode.default('Send').meta({
+      description: 'Send (default) or Skip the request trailers.',
+    }),
+    responseBodyMode: BodySendMode.default('FullDuplexStreamed').meta({
+      description: `Response body: ${BODY_MODE_DESCRIPTION} Default: FullDuplexStreamed.`,
+    }),
+    responseHeaderMode: SendMode.default('Send').meta({
+      description: 'Send (default) or Skip the response headers.',
+    }),
+    responseTrailerMode: SendMode.default('Send').meta({
+      description: 'Send (default) or Skip the response trailers.',
+    }),
+  })
+    .optional()
+    .meta({
+      description: 'Which parts of the request and response are sent to the processor, and how.',
+    }),
   metadataContext: maxEntries(
     z.record(z.string().min(1).max(256), z.record(z.string().min(1).max(256), CELExpression)),
     64,
@@ -149,31 +179,53 @@ export const Csrf = obj({
       }),
     )
     .min(1)
-    .max(16),
+    .max(16)
+    .meta({
+      description:
+        'Origins (<scheme>://<host>[:<port>]) whose state-changing requests are accepted besides same-origin ones.',
+    }),
 });
 export const Cors = obj({
-  allowOrigins: z.array(ShortString).min(1).max(64).optional(),
-  allowMethods: z.array(TinyString).max(16).optional(),
-  allowHeaders: z.array(HeaderName).max(64).optional(),
-  exposeHeaders: z.array(HeaderName).max(64).optional(),
-  allowCredentials: z.boolean().optional(),
+  allowOrigins: z.array(ShortString).min(1).max(64).optional().meta({
+    description:
+      'Origins allowed to make cross-origin requests, e.g. https://app.example.com; * matches any characters within the host (https://*.example.com), * alone any origin.',
+  }),
+  allowMethods: z.array(TinyString).max(16).optional().meta({
+    description: 'HTTP methods a cross-origin request may use (Access-Control-Allow-Methods).',
+  }),
+  allowHeaders: z.array(HeaderName).max(64).optional().meta({
+    description: 'Request headers a cross-origin request may send (Access-Control-Allow-Headers).',
+  }),
+  exposeHeaders: z.array(HeaderName).max(64).optional().meta({
+    description: 'Response headers the browser lets the page read (Access-Control-Expose-Headers).',
+  }),
+  allowCredentials: z.boolean().optional().meta({
+    description: 'Whether the browser may send cookies and credentials (Access-Control-Allow-Credentials).',
+  }),
   maxAge: z.int().min(1).max(2147483647).optional().meta({
     description: 'Seconds a browser may cache the preflight answer.',
   }),
 });
 const directResponseFields = {
   status: z.int().min(200).max(599).optional().meta({ description: 'HTTP status code (required).' }),
-  body: z.string().max(65536).optional(),
+  body: z.string().max(65536).optional().meta({ description: 'The response body, as written; unset: none.' }),
   bodyExpression: CELExpression.optional().meta({
     description: 'CEL giving the body: a string or bytes as they are, another value as JSON.',
   }),
   headers: mapList(
     z
-      .array(obj({ name: HeaderName, value: CELExpression.meta({ description: 'CEL giving the value.' }) }))
+      .array(
+        obj({
+          name: HeaderName.meta({ description: 'The header name.' }),
+          value: CELExpression.meta({ description: 'CEL giving the value.' }),
+        }),
+      )
       .min(1)
       .max(16),
     ['name'],
-  ).optional(),
+  )
+    .optional()
+    .meta({ description: 'Headers of the response, each name once.' }),
 };
 const notBoth = {
   rule: '!(has(self.body) && has(self.bodyExpression))',
@@ -190,8 +242,13 @@ export const DirectResponse = rules(
   { rule: 'has(self.conditional) || has(self.status)', message: 'status is required' },
 );
 export const Retry = obj({
-  attempts: z.int().min(1).max(255).default(1),
-  backoff: Duration.optional(),
+  attempts: z.int().min(1).max(255).default(1).meta({
+    description: 'How many times a request may be retried after its first attempt. Default: 1.',
+  }),
+  backoff: Duration.optional().meta({
+    description:
+      'The wait before the first retry, doubled for each next one, a duration such as 100ms. Default: 25ms.',
+  }),
   codes: z.array(z.int().min(400).max(599)).min(1).max(16).optional().meta({
     description:
       'Response statuses that are retried. Unset: only failed connections, resets and what condition says.',
@@ -259,17 +316,54 @@ export const Traffic = rules(
       description:
         'PostRouting (the default): the policy runs once a route is chosen, merged with the policies of more specific targets. PreRouting (a Gateway or ListenerSet target): it runs on every routed request to its listeners (or the one sectionName names) before a route is chosen, so what it changes (transformation, extProc) can pick the route and what it refuses is refused even where no route matches; it runs in addition to PostRouting policies. PreRouting takes cors, jwtAuthentication, basicAuthentication, apiKeyAuthentication, extAuth, authorization, extProc and transformation.',
     }),
-    timeouts: obj({ request: Duration.optional(), backendRequest: Duration.optional() }).optional(),
-    retry: Retry.optional(),
-    cors: Cors.optional(),
-    csrf: Csrf.optional(),
-    jwtAuthentication: JwtAuthentication.optional(),
-    basicAuthentication: BasicAuthentication.optional(),
-    apiKeyAuthentication: ApiKeyAuthentication.optional(),
-    extAuth: ExtAuth.optional(),
-    extProc: ExtProc.optional(),
-    authorization: Authorization.optional(),
-    rateLimit: RateLimit.optional(),
+    timeouts: obj({
+      request: Duration.optional().meta({
+        description:
+          'Time for the whole request, including retries and a streamed response; then 504 (or the response is cut). A duration such as 30s.',
+      }),
+      backendRequest: Duration.optional().meta({
+        description: 'Time for each attempt sent to a backend; then 504. A duration such as 10s.',
+      }),
+    })
+      .optional()
+      .meta({ description: 'Timeouts of the whole request and of each attempt sent to a backend.' }),
+    retry: Retry.optional().meta({
+      description:
+        'Retry a request whose connection failed or was reset, or whose response matches codes or condition.',
+    }),
+    cors: Cors.optional().meta({
+      description:
+        'CORS: the gateway answers preflights from allowed origins and adds the Access-Control-* headers.',
+    }),
+    csrf: Csrf.optional().meta({
+      description:
+        'Refuse state-changing browser requests (not GET, HEAD, OPTIONS, TRACE) from other origins; non-browser requests pass.',
+    }),
+    jwtAuthentication: JwtAuthentication.optional().meta({
+      description: 'Validate a JWT on each request; its claims are then readable in CEL as jwt.<claim>.',
+    }),
+    basicAuthentication: BasicAuthentication.optional().meta({
+      description: 'HTTP Basic authentication against htpasswd entries.',
+    }),
+    apiKeyAuthentication: ApiKeyAuthentication.optional().meta({
+      description:
+        'API keys kept in Secrets (or hashed in ConfigMaps); a key’s metadata is readable in CEL as apiKey.<field>.',
+    }),
+    extAuth: ExtAuth.optional().meta({
+      description:
+        'Ask an external authorization service (gRPC ext_authz or HTTP) whether each request may pass.',
+    }),
+    extProc: ExtProc.optional().meta({
+      description:
+        "Send the request and response to an external processor (Envoy's ext_proc gRPC protocol) that may read and change them.",
+    }),
+    authorization: Authorization.optional().meta({
+      description:
+        'CEL rules a request must pass, after authentication; a refused request gets 403. Policies on the same target are combined.',
+    }),
+    rateLimit: RateLimit.optional().meta({
+      description: 'Request or LLM token rate limits, local to each proxy or kept by a rate limit service.',
+    }),
     ipAccessControl: IpAccessControl.optional().meta({
       description:
         'Which client addresses may send requests: checked before anything else, with a 403 naming the address.',
@@ -278,13 +372,26 @@ export const Traffic = rules(
       description:
         'Requests in flight at once, all limits applied: a slot is held until the response has been sent. Counted per proxy, across its workers.',
     }),
-    buffer: Buffer.optional(),
-    transformation: Transformation.optional(),
+    buffer: Buffer.optional().meta({
+      description: 'Read whole request or response bodies into memory before they are passed on.',
+    }),
+    transformation: Transformation.optional().meta({
+      description: 'Change headers and bodies of requests and responses with CEL.',
+    }),
     headerModifiers: obj({
-      request: HeaderModifier.optional(),
-      response: HeaderModifier.optional(),
-    }).optional(),
-    directResponse: DirectResponse.optional(),
+      request: HeaderModifier.optional().meta({
+        description: 'Header changes to the request sent upstream.',
+      }),
+      response: HeaderModifier.optional().meta({
+        description: 'Header changes to the response returned to the client.',
+      }),
+    })
+      .optional()
+      .meta({ description: 'Set, add or remove fixed headers on requests and responses.' }),
+    directResponse: DirectResponse.optional().meta({
+      description:
+        'Answer the request from the gateway with a fixed status, body and headers; no backend is called.',
+    }),
     hostRewrite: obj({
       mode: z.enum(['Auto', 'None']).meta({
         description:
@@ -298,7 +405,12 @@ export const Traffic = rules(
         description:
           'A duration or a CEL expression giving a duration or milliseconds; non-positive adds none.',
       }),
-    }).optional(),
+    })
+      .optional()
+      .meta({
+        description:
+          'Wait before the request is sent on (fault injection); the wait counts against the request timeout.',
+      }),
   }),
   {
     rule: `!has(self.phase) || self.phase != 'PreRouting' || [${POST_ROUTING_ONLY.map((k) => `has(self.${k})`).join(', ')}].all(x, !x)`,
@@ -308,11 +420,24 @@ export const Traffic = rules(
 );
 
 // ---------- frontend ----------
-const NamedExpression = obj({ name: ShortString, expression: CELExpression });
+const NamedExpression = obj({
+  name: ShortString.meta({ description: 'The attribute name.' }),
+  expression: CELExpression.meta({ description: 'CEL giving its value.' }),
+});
 const Attributes = rules(
   obj({
-    add: z.array(NamedExpression).min(1).max(32).optional(),
-    remove: z.array(TinyString).min(1).max(32).optional(),
+    add: z
+      .array(NamedExpression)
+      .min(1)
+      .max(32)
+      .optional()
+      .meta({ description: 'Attributes added, each from CEL.' }),
+    remove: z
+      .array(TinyString)
+      .min(1)
+      .max(32)
+      .optional()
+      .meta({ description: 'Names of attributes removed.' }),
   }),
   atLeastOne(['add', 'remove']),
 );
@@ -320,7 +445,10 @@ const Attributes = rules(
 function otlpEndpoint<S extends z.ZodRawShape>(extra: S) {
   return remoteEndpoint(
     {
-      protocol: z.enum(['GRPC', 'HTTP']).default('GRPC'),
+      protocol: z
+        .enum(['GRPC', 'HTTP'])
+        .default('GRPC')
+        .meta({ description: 'The OTLP transport: GRPC (default) or HTTP.' }),
       path: LongString.optional().meta({ description: 'The OTLP/HTTP path (protocol HTTP only).' }),
       ...extra,
     },
@@ -344,12 +472,17 @@ export const AccessLog = obj({
   }),
   filter: CELExpression.optional().meta({ description: 'Logs only when true.' }),
   attributes: obj({
-    remove: z.array(TinyString).max(32).optional(),
-    add: z
-      .array(obj({ name: ShortString, expression: CELExpression }))
+    remove: z
+      .array(TinyString)
       .max(32)
-      .optional(),
-  }).optional(),
+      .optional()
+      .meta({ description: 'Names of fields left out of the record.' }),
+    add: z.array(NamedExpression).max(32).optional().meta({
+      description: 'Fields added to the record, each from CEL; a failed evaluation leaves the field out.',
+    }),
+  })
+    .optional()
+    .meta({ description: 'Fields added to and removed from each access log record.' }),
   otlp: otlpEndpoint({
     filter: CELExpression.optional().meta({
       description: 'Exports only when true (unset: the access log filter).',
@@ -402,8 +535,13 @@ const FrameSize = rules(
 );
 export const Frontend = rules(
   obj({
-    networkAuthorization: Authorization.optional(),
-    accessLog: AccessLog.optional(),
+    networkAuthorization: Authorization.optional().meta({
+      description:
+        'CEL rules on each client connection (source.address is its peer, perhaps a proxy in front); a refused connection is closed.',
+    }),
+    accessLog: AccessLog.optional().meta({
+      description: 'The access log of requests: which are logged, their fields, and an optional OTLP export.',
+    }),
     tcp: BackendTcp.omit({ connectTimeout: true })
       .extend({
         maxConnections: z.int().min(1).max(1_000_000).optional().meta({
@@ -411,7 +549,10 @@ export const Frontend = rules(
             'Open client connections per port of the Gateway across the workers of a replica; more are closed at once (default 10000).',
         }),
       })
-      .optional(),
+      .optional()
+      .meta({
+        description: 'TCP settings of client connections: keepalive probes and the connection limit.',
+      }),
     tls: rules(
       obj({
         handshakeTimeout: Duration.optional().meta({
@@ -422,9 +563,15 @@ export const Frontend = rules(
           description:
             'The ALPN protocols offered to clients, in order of preference (default: h2, http/1.1 on HTTPS listeners; none on TLS listeners).',
         }),
-        minProtocolVersion: TlsVersion.optional(),
-        maxProtocolVersion: TlsVersion.optional(),
-        cipherSuites: setList(z.array(CipherSuite).min(1).max(9)).optional(),
+        minProtocolVersion: TlsVersion.optional().meta({
+          description: 'The oldest TLS version accepted from clients: TLS12 or TLS13.',
+        }),
+        maxProtocolVersion: TlsVersion.optional().meta({
+          description: 'The newest TLS version offered to clients: TLS12 or TLS13.',
+        }),
+        cipherSuites: setList(z.array(CipherSuite).min(1).max(9))
+          .optional()
+          .meta({ description: 'The cipher suites accepted, in order of preference.' }),
         keyExchangeGroups: setList(z.array(KeyExchangeGroup).min(1).max(4))
           .optional()
           .meta({ description: 'Key exchange groups of the handshake, in order of preference.' }),
@@ -433,17 +580,33 @@ export const Frontend = rules(
         rule: '!has(self.minProtocolVersion) || !has(self.maxProtocolVersion) || self.minProtocolVersion <= self.maxProtocolVersion',
         message: 'minProtocolVersion must not be above maxProtocolVersion',
       },
-    ).optional(),
+    )
+      .optional()
+      .meta({
+        description:
+          'TLS settings of the HTTPS and TLS listeners: versions, ciphers, ALPN, handshake timeout.',
+      }),
     http: obj({
-      maxBufferSize: IntOrByteSize.optional(),
-      http1MaxHeaders: z.int().min(1).max(4096).optional(),
-      http1IdleTimeout: Duration.optional(),
+      maxBufferSize: IntOrByteSize.optional().meta({
+        description:
+          'The most bytes of a body the proxy keeps in memory when a policy needs it whole: a number or a quantity. Default: 2Mi.',
+      }),
+      http1MaxHeaders: z.int().min(1).max(4096).optional().meta({
+        description: 'The most headers an HTTP/1 request may have; more are answered 431. Default: 2000.',
+      }),
+      http1IdleTimeout: Duration.optional().meta({
+        description: 'How long an HTTP/1 connection may stay idle before it is closed. Default: 10m.',
+      }),
       http1HeaderCase: z.enum(['Lowercase', 'Preserve']).optional().meta({
         description:
           "Lowercase (default): header names go upstream in lowercase. Preserve: an HTTP/1 client's request header names go to an HTTP/1 backend as the client spelled them, and the backend's response header names back to the client as it spelled them; Host, names a policy adds, and HTTP/2 on either side are lowercase.",
       }),
-      http2KeepaliveInterval: Duration.optional(),
-      http2KeepaliveTimeout: Duration.optional(),
+      http2KeepaliveInterval: Duration.optional().meta({
+        description: 'Send a PING to each HTTP/2 client this often, a duration such as 30s; unset: none.',
+      }),
+      http2KeepaliveTimeout: Duration.optional().meta({
+        description: 'How long a PING may go unanswered before the connection is closed. Default: 20s.',
+      }),
       http2WindowSize: Uint32Size.optional().meta({
         description:
           "Each HTTP/2 stream's receive window (SETTINGS_INITIAL_WINDOW_SIZE): bytes or a quantity.",
@@ -463,7 +626,11 @@ export const Frontend = rules(
         description:
           'Requests in flight per port of the Gateway across the workers of a replica (HTTP/1 requests and HTTP/2 streams, each until its response is sent); one more is answered 503 at once (gRPC: status 14). Unset: no limit.',
       }),
-    }).optional(),
+    })
+      .optional()
+      .meta({
+        description: 'HTTP settings of client connections: buffering, HTTP/1 and HTTP/2 limits and timeouts.',
+      }),
     tracing: otlpEndpoint({
       randomSampling: CELExpression.optional().meta({
         description:
@@ -497,7 +664,7 @@ export const Frontend = rules(
           }),
         }),
         atLeastOne(['add']),
-      ),
+      ).meta({ description: 'The labels to add.' }),
     })
       .optional()
       .meta({
@@ -548,11 +715,26 @@ const everyTarget = (cond: string) =>
   `(!has(self.targetRefs) || self.targetRefs.all(t, ${cond})) && (!has(self.targetSelectors) || self.targetSelectors.all(t, ${cond}))`;
 export const GwPolicySpec = rules(
   obj({
-    targetRefs: z.array(PolicyTargetReference).min(1).max(16).optional(),
-    targetSelectors: z.array(PolicyTargetSelector).min(1).max(16).optional(),
-    traffic: Traffic.optional(),
-    frontend: Frontend.optional(),
-    backend: BackendFull.optional(),
+    targetRefs: z.array(PolicyTargetReference).min(1).max(16).optional().meta({
+      description:
+        "The objects this policy applies to, by name, in the policy's namespace; set this or targetSelectors. Prefer it when reconciliation latency matters.",
+    }),
+    targetSelectors: z.array(PolicyTargetSelector).min(1).max(16).optional().meta({
+      description:
+        "The objects this policy applies to, by label, in the policy's namespace; set this or targetRefs.",
+    }),
+    traffic: Traffic.optional().meta({
+      description:
+        'Policies run on each request: authentication, authorization, rate limits, CORS, timeouts, retries, transformations, ...',
+    }),
+    frontend: Frontend.optional().meta({
+      description:
+        'Policies of the client side of a Gateway (targets must be Gateways): connections, TLS, HTTP limits, access log, tracing, metrics.',
+    }),
+    backend: BackendFull.optional().meta({
+      description:
+        'Policies of the connections to backends (a Service, GwBackend, ...): TLS, TCP, HTTP, tunnel, credentials, health, AI and MCP settings. A GwBackend’s own policies win a field both set.',
+    }),
     strategy: obj({
       inheritance: z.enum(['Default', 'Override']).optional().meta({
         description:

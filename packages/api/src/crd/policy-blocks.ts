@@ -48,7 +48,7 @@ export function conditional<T extends z.ZodType>(policy: T, what: string) {
       .array(
         obj({
           condition: CELExpression.optional().meta({ description: 'CEL; the entry applies when true.' }),
-          policy,
+          policy: policy.meta({ description: `The ${what} settings this entry applies.` }),
         }),
       )
       .min(1)
@@ -67,8 +67,16 @@ export function conditional<T extends z.ZodType>(policy: T, what: string) {
 
 // ---------- authorization ----------
 export const Authorization = obj({
-  action: z.enum(['Allow', 'Require', 'Deny']).default('Allow'),
-  policy: obj({ matchExpressions: z.array(CELExpression).min(1).max(256) }),
+  action: z.enum(['Allow', 'Require', 'Deny']).default('Allow').meta({
+    description:
+      'What a matching expression means. Allow: once any Allow rule exists, a request must match one. Require: every expression must be true. Deny: a match refuses the request, whatever else allows it. Default: Allow.',
+  }),
+  policy: obj({
+    matchExpressions: z.array(CELExpression).min(1).max(256).meta({
+      description:
+        'CEL expressions over the request (request.*, jwt.*, source.address, ...), each true or false.',
+    }),
+  }).meta({ description: 'The rules of this block, all with the same action.' }),
 });
 
 // ---------- authentication ----------
@@ -87,40 +95,78 @@ const jwksPathRules = [
 export const JwksRemote = remoteEndpoint(jwksRemoteFields, jwksPathRules);
 export const Jwks = rules(
   obj({
-    remote: JwksRemote.optional(),
+    remote: JwksRemote.optional().meta({
+      description: 'Fetch the keys from an endpoint: a Service (backendRef and jwksPath) or a url.',
+    }),
     inline: z.string().min(2).max(65536).optional().meta({ description: 'A JWKS document as JSON.' }),
   }),
   exactlyOne(['remote', 'inline'], 'jwks: exactly one of remote or inline must be set'),
 );
 export const JwtProvider = obj({
   issuer: ShortString.meta({ description: 'Matches the iss claim.' }),
-  audiences: z.array(ShortString).min(1).max(64).optional(),
-  jwks: Jwks,
+  audiences: z.array(ShortString).min(1).max(64).optional().meta({
+    description: 'Accepted values of the aud claim; unset: any audience.',
+  }),
+  jwks: Jwks.meta({
+    description: "The provider's public keys that verify token signatures (remote or inline).",
+  }),
 });
 export const McpIdp = z.enum(['Auth0', 'Authentik', 'Descope', 'Entra', 'Keycloak', 'Okta', 'Generic']);
+const RESOURCE_METADATA_DESCRIPTION =
+  'Extra fields of the OAuth protected resource metadata the gateway serves for MCP clients (name to any JSON value).';
+const MCP_PROVIDER_DESCRIPTION =
+  'The identity provider in front of the MCP server, so the gateway can adapt its OAuth discovery to it. Generic: a standard OAuth/OIDC server.';
+const MCP_CLIENT_ID_DESCRIPTION =
+  'A client id handed to MCP clients; when set, the gateway answers dynamic client registration with it instead of passing it to the identity provider.';
 export const JwtMcpConfig = obj({
-  resourceMetadata: maxEntries(z.record(z.string().min(1).max(256), Json), 64).optional(),
-  provider: McpIdp.optional(),
-  clientId: ShortString.optional(),
+  resourceMetadata: maxEntries(z.record(z.string().min(1).max(256), Json), 64)
+    .optional()
+    .meta({ description: RESOURCE_METADATA_DESCRIPTION }),
+  provider: McpIdp.optional().meta({ description: MCP_PROVIDER_DESCRIPTION }),
+  clientId: ShortString.optional().meta({ description: MCP_CLIENT_ID_DESCRIPTION }),
 });
+const MODE3_DESCRIPTION =
+  'Strict (default): a request without a valid credential is refused with 401. Optional: a credential that is present must be valid; requests without one pass. Permissive: never refuses; a valid credential is still read for later policies.';
+const LOCATION_DESCRIPTION =
+  'Where the credential is read from. Default: the Authorization header, Bearer prefix.';
 export const JwtAuthentication = obj({
-  mode: Mode3.default('Strict'),
-  providers: z.array(JwtProvider).min(1).max(64),
-  location: CredentialLocation.optional(),
-  preserveToken: z.boolean().default(false),
-  mcp: JwtMcpConfig.optional(),
+  mode: Mode3.default('Strict').meta({ description: MODE3_DESCRIPTION }),
+  providers: z.array(JwtProvider).min(1).max(64).meta({
+    description: 'The token issuers accepted; a token is checked against the provider whose issuer it names.',
+  }),
+  location: CredentialLocation.optional().meta({ description: LOCATION_DESCRIPTION }),
+  preserveToken: z.boolean().default(false).meta({
+    description:
+      'Keep the validated token in the request sent upstream; by default it is removed. Default: false.',
+  }),
+  mcp: JwtMcpConfig.optional().meta({
+    description: 'Serve the MCP OAuth discovery endpoints for MCP clients, backed by these providers.',
+  }),
 });
 
 const MatchLabels = maxEntries(z.record(z.string().min(1).max(317), z.string().max(63)), 64);
 export const ApiKeyAuthentication = rules(
   obj({
-    mode: Mode3.default('Strict'),
-    secretRef: LocalSecretObjectRef.optional(),
-    secretSelector: obj({ matchLabels: MatchLabels }).optional(),
-    configMapSelector: obj({ matchLabels: MatchLabels }).optional().meta({
-      description: 'ConfigMaps hold only hashed keys (keyHash: sha256:<hex>); a raw key is rejected.',
+    mode: Mode3.default('Strict').meta({ description: MODE3_DESCRIPTION }),
+    secretRef: LocalSecretObjectRef.optional().meta({
+      description:
+        'A Secret whose entries are the API keys: each value a key, or JSON with key or keyHash and optional metadata (readable in CEL as apiKey.<field>).',
     }),
-    location: CredentialLocation.optional(),
+    secretSelector: obj({
+      matchLabels: MatchLabels.meta({ description: 'Labels a Secret must carry to be used.' }),
+    })
+      .optional()
+      .meta({
+        description: "The Secrets of the policy's namespace with these labels, each holding API keys.",
+      }),
+    configMapSelector: obj({
+      matchLabels: MatchLabels.meta({ description: 'Labels a ConfigMap must carry to be used.' }),
+    })
+      .optional()
+      .meta({
+        description: 'ConfigMaps hold only hashed keys (keyHash: sha256:<hex>); a raw key is rejected.',
+      }),
+    location: CredentialLocation.optional().meta({ description: LOCATION_DESCRIPTION }),
   }),
   exactlyOne(['secretRef', 'secretSelector', 'configMapSelector']),
 );
@@ -129,8 +175,13 @@ export const ApiKeyAuthentication = rules(
 export const HTPASSWD_PATTERN = '^[^:]+:([$]apr1[$].+|[$]2[aby][$].+|[{]SHA[}].+|[./0-9A-Za-z]{13})$';
 export const BasicAuthentication = rules(
   obj({
-    mode: z.enum(['Strict', 'Optional']).default('Strict'),
-    realm: ShortString.default('Restricted'),
+    mode: z.enum(['Strict', 'Optional']).default('Strict').meta({
+      description:
+        'Strict (default): a request without valid credentials gets 401. Optional: credentials that are sent must be valid; requests without any pass.',
+    }),
+    realm: ShortString.default('Restricted').meta({
+      description: 'The realm named in the WWW-Authenticate header of a 401. Default: Restricted.',
+    }),
     users: z
       .array(
         rules(z.string().min(3).max(512), {
@@ -141,31 +192,63 @@ export const BasicAuthentication = rules(
       )
       .min(1)
       .max(256)
-      .optional(),
+      .optional()
+      .meta({
+        description:
+          'The users as htpasswd lines <user>:<hash> (MD5 $apr1$, bcrypt, SHA-1 {SHA} or crypt); plain passwords are refused.',
+      }),
     secretRef: LocalSecretKeyRef.optional().meta({
       description: 'Secret holding htpasswd lines (key .htaccess).',
     }),
-    location: CredentialLocation.optional(),
+    location: CredentialLocation.optional().meta({
+      description: 'Where the credentials are read from. Default: the Authorization header, Basic prefix.',
+    }),
   }),
   exactlyOne(['users', 'secretRef']),
 );
 
 // ---------- external authorization ----------
 const ExtAuthGrpc = obj({
-  contextExtensions: z.record(z.string().min(1).max(256), LongString).meta({ maxProperties: 64 }).optional(),
-  requestMetadata: z.record(z.string().min(1).max(256), CELExpression).meta({ maxProperties: 64 }).optional(),
+  contextExtensions: z
+    .record(z.string().min(1).max(256), LongString)
+    .meta({ maxProperties: 64 })
+    .optional()
+    .meta({ description: 'Fixed key-value pairs sent in the context_extensions of each check.' }),
+  requestMetadata: z
+    .record(z.string().min(1).max(256), CELExpression)
+    .meta({ maxProperties: 64 })
+    .optional()
+    .meta({ description: "Name to CEL: values sent in the check's metadata_context.filter_metadata." }),
 });
 const ExtAuthHttp = obj({
   path: CELExpression.optional().meta({ description: 'CEL; default the original path.' }),
-  redirect: CELExpression.optional(),
-  body: CELExpression.optional(),
-  allowedRequestHeaders: z.array(HeaderName).max(64).optional(),
-  addRequestHeaders: z.record(HeaderName, CELExpression).meta({ maxProperties: 64 }).optional(),
-  allowedResponseHeaders: z.array(HeaderName).max(64).optional(),
+  redirect: CELExpression.optional().meta({
+    description:
+      'CEL giving where to redirect a request the service answers 401 or 403 (e.g. a sign-in page) instead of that answer.',
+  }),
+  body: CELExpression.optional().meta({
+    description:
+      'CEL giving the body of the check request: a string or bytes as they are, another value as JSON.',
+  }),
+  allowedRequestHeaders: z.array(HeaderName).max(64).optional().meta({
+    description: "The client's request headers copied to the check request. Default: Authorization.",
+  }),
+  addRequestHeaders: z
+    .record(HeaderName, CELExpression)
+    .meta({ maxProperties: 64 })
+    .optional()
+    .meta({ description: 'Header name to CEL: headers added to the check request.' }),
+  allowedResponseHeaders: z.array(HeaderName).max(64).optional().meta({
+    description: "Headers of the service's allowing answer copied onto the request sent upstream.",
+  }),
   responseMetadata: z
     .record(z.string().min(1).max(256), CELExpression)
     .meta({ maxProperties: 64 })
-    .optional(),
+    .optional()
+    .meta({
+      description:
+        "Name to CEL over the service's answer: values later CEL reads as extauthz.<name> (e.g. for logs).",
+    }),
 });
 /** A URL without a path: where a gRPC service is reached by URL. */
 export const urlWithoutPath = rules(Url, {
@@ -173,15 +256,25 @@ export const urlWithoutPath = rules(Url, {
   message: 'url must not include a path',
 });
 const extAuthFields = {
-  backendRef: LocalBackendObjectReference.optional(),
+  backendRef: LocalBackendObjectReference.optional().meta({
+    description: 'The authorization service (a Service and its port); set this or url.',
+  }),
   url: Url.optional().meta({
     description:
       'The service by URL instead of backendRef: TLS with the system roots for https; its path is not used.',
   }),
-  grpc: ExtAuthGrpc.optional(),
-  http: ExtAuthHttp.optional(),
+  grpc: ExtAuthGrpc.optional().meta({
+    description: "Speak Envoy's ext_authz gRPC protocol to the service; set this or http.",
+  }),
+  http: ExtAuthHttp.optional().meta({
+    description:
+      'Send each check as a plain HTTP request: a 2xx answer allows, a 5xx or no answer is a failure (failureMode), any other answer goes back to the client. Set this or grpc.',
+  }),
   failureMode: FailureMode.optional().meta({ description: 'FailClosed (default) or FailOpen.' }),
-  timeout: Duration.optional(),
+  timeout: Duration.optional().meta({
+    description:
+      'How long to wait for the service to answer a check; then failureMode applies. Default: 200ms.',
+  }),
   cache: obj({
     key: z.array(CELExpression).min(1).max(16).meta({
       description:
@@ -252,10 +345,19 @@ export const ExtAuth = rules(
 export const RateLimitUnit = z.enum(['Seconds', 'Minutes', 'Hours']);
 export const LocalRateLimit = rules(
   obj({
-    requests: z.int().min(1).optional(),
-    tokens: z.int().min(1).optional(),
-    unit: RateLimitUnit,
-    burst: z.int().min(0).optional(),
+    requests: z.int().min(1).optional().meta({
+      description: 'Requests allowed per unit; set this or tokens. More are answered 429.',
+    }),
+    tokens: z.int().min(1).optional().meta({
+      description: 'LLM tokens (input plus output) allowed per unit; set this or requests.',
+    }),
+    unit: RateLimitUnit.meta({
+      description: 'The period the limit refills over: Seconds, Minutes or Hours.',
+    }),
+    burst: z.int().min(0).optional().meta({
+      description:
+        'Extra requests or tokens allowed at once above the per-unit limit: the bucket holds limit plus burst. Default: 0.',
+    }),
   }),
   exactlyOne(['requests', 'tokens']),
 );
@@ -268,15 +370,23 @@ export const GlobalRateLimit = rules(
       description:
         'The service by URL instead of backendRef: http://host[:port], or https://host[:port] for TLS with the system roots.',
     }),
-    domain: ShortString,
+    domain: ShortString.meta({
+      description: 'The domain sent to the rate limit service, which picks the set of limits it applies.',
+    }),
     descriptors: z
       .array(
         rules(
           obj({
             entries: z
-              .array(obj({ name: TinyString, expression: CELExpression }))
+              .array(
+                obj({
+                  name: TinyString.meta({ description: 'The descriptor key.' }),
+                  expression: CELExpression.meta({ description: 'CEL giving the value sent for the key.' }),
+                }),
+              )
               .min(1)
-              .max(16),
+              .max(16)
+              .meta({ description: 'The key-value pairs of the descriptor, each value from CEL.' }),
             unit: z.enum(['Requests', 'Tokens']).optional().meta({
               description: 'What the descriptor counts: Requests (default) or Tokens.',
             }),
@@ -296,18 +406,29 @@ export const GlobalRateLimit = rules(
         ),
       )
       .min(1)
-      .max(16),
+      .max(16)
+      .meta({
+        description: 'The descriptors sent with each request; the service counts each against its limits.',
+      }),
     failureMode: FailureMode.default('FailClosed').meta({
       description:
         'When the rate limit service cannot be reached or gives no verdict: FailClosed (default, as agentgateway) answers 500, FailOpen lets the request through.',
     }),
-    timeout: Duration.optional(),
+    timeout: Duration.optional().meta({
+      description:
+        'How long to wait for the rate limit service to answer; then failureMode applies. Default: 100ms.',
+    }),
   }),
   exactlyOne(['backendRef', 'url']),
 );
 const rateLimitFields = {
-  local: z.array(LocalRateLimit).min(1).max(16).optional(),
-  global: GlobalRateLimit.optional(),
+  local: z.array(LocalRateLimit).min(1).max(16).optional().meta({
+    description: 'Limits counted by each proxy on its own, all applied; a request over any of them gets 429.',
+  }),
+  global: GlobalRateLimit.optional().meta({
+    description:
+      "Limits kept by an external rate limit service (Envoy's gRPC rate limit protocol), shared by every proxy.",
+  }),
 };
 export const RateLimit = rules(
   obj({
@@ -319,28 +440,42 @@ export const RateLimit = rules(
 );
 
 // ---------- headers and transformation ----------
-const HeaderValue = obj({ name: HeaderName, value: z.string().min(1).max(4096) });
+const HeaderValue = obj({
+  name: HeaderName.meta({ description: 'The header name.' }),
+  value: z.string().min(1).max(4096).meta({ description: 'The header value, as written.' }),
+});
 export const HeaderModifier = obj({
-  set: z.array(HeaderValue).max(16).optional(),
-  add: z.array(HeaderValue).max(16).optional(),
-  remove: z.array(HeaderName).max(16).optional(),
+  set: z.array(HeaderValue).max(16).optional().meta({
+    description: 'Headers set to these values, replacing any the message already has.',
+  }),
+  add: z.array(HeaderValue).max(16).optional().meta({
+    description: 'Headers added, keeping values the message already has.',
+  }),
+  remove: z.array(HeaderName).max(16).optional().meta({ description: 'Names of headers removed.' }),
+});
+const CelHeader = obj({
+  name: HeaderName.meta({ description: 'The header name.' }),
+  value: CELExpression.meta({ description: 'CEL giving the header value.' }),
 });
 const TransformSide = obj({
-  set: z
-    .array(obj({ name: HeaderName, value: CELExpression }))
-    .max(16)
-    .optional(),
-  add: z
-    .array(obj({ name: HeaderName, value: CELExpression }))
-    .max(16)
-    .optional(),
-  remove: z.array(HeaderName).max(16).optional(),
-  body: CELExpression.optional(),
+  set: z.array(CelHeader).max(16).optional().meta({
+    description: 'Headers set from CEL, replacing any the message already has.',
+  }),
+  add: z.array(CelHeader).max(16).optional().meta({
+    description: 'Headers added from CEL, keeping values the message already has.',
+  }),
+  remove: z.array(HeaderName).max(16).optional().meta({ description: 'Names of headers removed.' }),
+  body: CELExpression.optional().meta({
+    description: 'CEL giving a new body: a string or bytes as they are, another value as JSON.',
+  }),
   metadata: maxEntries(z.record(z.string().min(1).max(256), CELExpression), 16)
     .optional()
     .meta({ description: 'Values stored for later policies and CEL as metadata.<name>; evaluated first.' }),
 });
-const transformationFields = { request: TransformSide.optional(), response: TransformSide.optional() };
+const transformationFields = {
+  request: TransformSide.optional().meta({ description: 'Changes to the request before it is sent on.' }),
+  response: TransformSide.optional().meta({ description: 'Changes to the response before it is returned.' }),
+};
 export const TransformationPolicy = rules(obj(transformationFields), atLeastOne(['request', 'response']));
 export const Transformation = rules(
   obj({ ...transformationFields, conditional: conditional(TransformationPolicy, 'transformation') }),
@@ -350,16 +485,30 @@ export const Transformation = rules(
 
 // ---------- backend connection settings ----------
 export const Keepalive = obj({
-  retries: z.int().min(1).max(64).default(9),
-  time: Duration.default('180s'),
-  interval: Duration.default('180s'),
+  retries: z.int().min(1).max(64).default(9).meta({
+    description: 'Probes left unanswered before the connection is dropped. Default: 9.',
+  }),
+  time: Duration.default('180s').meta({
+    description: 'How long a connection is idle before the first probe. Default: 180s.',
+  }),
+  interval: Duration.default('180s').meta({ description: 'Time between probes. Default: 180s.' }),
 });
-export const BackendTcp = obj({ keepalive: Keepalive.optional(), connectTimeout: Duration.optional() });
+export const BackendTcp = obj({
+  keepalive: Keepalive.optional().meta({
+    description: 'TCP keepalive probes on the connections (enabled when this is set).',
+  }),
+  connectTimeout: Duration.optional().meta({
+    description: 'How long to wait for a TCP connection to open, a duration such as 5s.',
+  }),
+});
 
 export const KeyExchangeGroup = z.enum(['X25519', 'P-256', 'P-384', 'X25519_MLKEM768']);
 export const BackendTls = rules(
   obj({
-    certificateSource: z.enum(['Inline', 'SPIFFE']).default('Inline'),
+    certificateSource: z.enum(['Inline', 'SPIFFE']).default('Inline').meta({
+      description:
+        "Inline (default): the certificates named here. SPIFFE (the workload's SPIFFE identity): this build of gw cannot use it yet and leaves the backend unused.",
+    }),
     mtlsCertificateRef: z
       .array(LocalSecretObjectRef)
       .max(1)
@@ -370,19 +519,37 @@ export const BackendTls = rules(
       .max(1)
       .optional()
       .meta({ description: 'CA bundle (key ca.crt); takes priority over ca.cert of mtlsCertificateRef.' }),
-    insecureSkipVerify: z.enum(['All', 'Hostname']).optional(),
-    sni: SNI.optional(),
-    verifySubjectAltNames: z.array(ShortString).min(1).max(16).optional(),
-    alpnProtocols: z.array(z.string().min(1).max(64)).min(1).max(16).optional(),
-    keyExchangeGroups: setList(z.array(KeyExchangeGroup).min(1).max(4)).optional(),
+    insecureSkipVerify: z.enum(['All', 'Hostname']).optional().meta({
+      description:
+        "Turns verification off. All: the server's certificate is not checked at all. Hostname: it must chain to a trusted CA, but its names are not checked.",
+    }),
+    sni: SNI.optional().meta({
+      description: "The server name sent in the handshake; default the backend's host.",
+    }),
+    verifySubjectAltNames: z.array(ShortString).min(1).max(16).optional().meta({
+      description: "Names the server's certificate must carry (one of them); default the destination host.",
+    }),
+    alpnProtocols: z.array(z.string().min(1).max(64)).min(1).max(16).optional().meta({
+      description: 'ALPN protocols offered to the backend, in order of preference. Default: h2, http/1.1.',
+    }),
+    keyExchangeGroups: setList(z.array(KeyExchangeGroup).min(1).max(4))
+      .optional()
+      .meta({ description: 'Key exchange groups of the handshake, in order of preference.' }),
   }),
   atMostOne(['verifySubjectAltNames', 'insecureSkipVerify']),
 );
 export const BackendHttp = obj({
   version: z.enum(['HTTP1', 'HTTP2']).optional().meta({ description: 'Inferred when unset.' }),
-  requestTimeout: Duration.optional(),
+  requestTimeout: Duration.optional().meta({
+    description: 'How long to wait for the response once the request is sent, a duration such as 30s.',
+  }),
 });
-export const Tunnel = remoteEndpoint({ mode: z.enum(['Auto', 'Connect']).default('Auto') });
+export const Tunnel = remoteEndpoint({
+  mode: z.enum(['Auto', 'Connect']).default('Auto').meta({
+    description:
+      'Auto (default): CONNECT for TLS and non-HTTP traffic, plain HTTP requests in absolute form. Connect: always a CONNECT tunnel.',
+  }),
+});
 
 // backend auth: ./backend-auth.ts
 export { AwsAuth, BackendAuth, CrossAppAccessAuth, JwtSignAuth, OAuthTokenExchange } from './backend-auth.ts';
@@ -393,18 +560,38 @@ const guardAuthLocation = notBuilt(AuthLocation.optional(), 'auth.location on a 
 export const Health = rules(
   obj({
     passive: obj({
-      consecutiveFailures: z.int().min(1).max(1000).default(5),
-      ejectionTime: Duration.default('30s'),
-    }).optional(),
+      consecutiveFailures: z.int().min(1).max(1000).default(5).meta({
+        description:
+          'Unhealthy answers in a row (by default a 5xx or no answer) that eject the endpoint. Default: 5.',
+      }),
+      ejectionTime: Duration.default('30s').meta({
+        description: 'How long the first ejection lasts; repeated ejections last longer. Default: 30s.',
+      }),
+    })
+      .optional()
+      .meta({
+        description: 'Eject an endpoint from load balancing when its answers to requests keep failing.',
+      }),
     active: obj({
-      path: rules(LongString, { rule: "self.startsWith('/')", message: 'path must start with /' }).default(
-        '/',
-      ),
-      interval: Duration.default('10s'),
-      timeout: Duration.default('1s'),
-      healthyThreshold: z.int().min(1).max(100).default(1),
-      unhealthyThreshold: z.int().min(1).max(100).default(3),
-    }).optional(),
+      path: rules(LongString, { rule: "self.startsWith('/')", message: 'path must start with /' })
+        .default('/')
+        .meta({ description: 'The path probed with GET. Default: /.' }),
+      interval: Duration.default('10s').meta({ description: 'Time between probes. Default: 10s.' }),
+      timeout: Duration.default('1s').meta({
+        description: 'How long a probe may take before it counts as failed. Default: 1s.',
+      }),
+      healthyThreshold: z.int().min(1).max(100).default(1).meta({
+        description: 'Passed probes in a row that bring an unhealthy endpoint back. Default: 1.',
+      }),
+      unhealthyThreshold: z.int().min(1).max(100).default(3).meta({
+        description: 'Failed probes in a row that take the endpoint out. Default: 3.',
+      }),
+    })
+      .optional()
+      .meta({
+        description:
+          'Probe each endpoint with an HTTP GET; with active alone, answers to requests eject nothing.',
+      }),
     eviction: obj({
       consecutiveFailures: z.int().min(0).max(2147483647).optional().meta({
         description:
@@ -438,7 +625,12 @@ export const CustomResponse = obj({
   message: LongString.optional().meta({
     description: 'Default: a generic rejected-due-to-inappropriate-content text.',
   }),
-  statusCode: z.int().min(200).max(599).default(403),
+  statusCode: z
+    .int()
+    .min(200)
+    .max(599)
+    .default(403)
+    .meta({ description: 'The HTTP status of the refusal. Default: 403.' }),
 });
 export const RegexGuard = rules(
   obj({
@@ -447,16 +639,27 @@ export const RegexGuard = rules(
         "What a match does: Mask replaces it (not applied to streamed responses), Reject answers the guard's response, Audit records it and passes the content on. Default Mask, as agentgateway's and a standalone file's.",
     }),
     matches: z
-      .array(obj({ pattern: LongString, name: TinyString.optional() }))
+      .array(
+        obj({
+          pattern: LongString.meta({ description: 'A regular expression to look for.' }),
+          name: TinyString.optional().meta({
+            description:
+              'Names the pattern: a masked match becomes <name> (unset: <MASKED>), and a refusal names it.',
+          }),
+        }),
+      )
       .max(64)
       .optional()
       .meta({
         description:
           "Patterns, each {pattern, name}: gw's spec gives matches this shape, where agentgateway's CRD lists bare pattern strings.",
       }),
-    builtins: setList(
-      z.array(z.enum(['Ssn', 'CreditCard', 'PhoneNumber', 'Email', 'CaSin'])).max(5),
-    ).optional(),
+    builtins: setList(z.array(z.enum(['Ssn', 'CreditCard', 'PhoneNumber', 'Email', 'CaSin'])).max(5))
+      .optional()
+      .meta({
+        description:
+          'Built-in detectors: US social security numbers, credit card numbers, phone numbers, email addresses, Canadian social insurance numbers.',
+      }),
   }),
   atLeastOne(['matches', 'builtins'], 'regex: at least one of matches or builtins must be set'),
 );
@@ -469,10 +672,14 @@ export const PromptInjectionGuard = obj({
       description:
         'The score (families of injection phrasing matched in one text, over 3, at most 1) at which a text is flagged, a decimal from 0 to 1 written as a string; default "0.33": one match flags.',
     }),
-  action: z.enum(['Reject', 'Audit']).default('Reject'),
+  action: z.enum(['Reject', 'Audit']).default('Reject').meta({
+    description: 'Reject (default): a flagged request is refused. Audit: it is recorded and passed on.',
+  }),
 });
 export const WebhookGuard = obj({
-  backendRef: LocalBackendObjectReference,
+  backendRef: LocalBackendObjectReference.meta({
+    description: 'The webhook service (a Service and its port) implementing the guardrail webhook contract.',
+  }),
   messageFormat: z.enum(['Guardrail', 'Raw']).optional().meta({
     description:
       "Guardrail (default): the guardrail webhook contract. Raw (request guards only): the request's own messages are posted as {messages, model} and the messages of the answer replace them.",
@@ -486,8 +693,13 @@ export const WebhookGuard = obj({
   minSizeBytes: z.int().min(0).optional().meta({
     description: 'The webhook is called only when what it would be sent is at least this many bytes.',
   }),
-  action: z.enum(['Enforce', 'Audit']).default('Enforce'),
-  headers: maxEntries(z.record(z.string().min(1).max(256), CELExpression), 64).optional(),
+  action: z.enum(['Enforce', 'Audit']).default('Enforce').meta({
+    description:
+      "Enforce (default): the webhook's verdict applies. Audit: it is only recorded and the content passes.",
+  }),
+  headers: maxEntries(z.record(z.string().min(1).max(256), CELExpression), 64)
+    .optional()
+    .meta({ description: 'Header name to CEL: headers sent with each webhook call.' }),
   failureMode: FailureMode.optional().meta({
     description:
       'When the webhook fails (unreachable, timeout, no verdict): FailClosed (default) answers an error, FailOpen passes the content on.',
@@ -504,21 +716,28 @@ export const WebhookGuard = obj({
     .optional()
     .meta({ description: "The client's request headers forwarded to the webhook: those matching an entry." }),
 });
+const GUARD_TCP = 'TCP settings of the connections to the guard service.';
+const GUARD_TLS = 'TLS to the guard service.';
+const GUARD_HTTP = 'HTTP settings of the calls to the guard service.';
+const GUARD_POLICIES = 'How the guard service is reached: connection settings and its credential.';
 const GuardConnection = obj({
-  tcp: BackendTcp.optional(),
-  tls: BackendTls.optional(),
-  http: BackendHttp.optional(),
+  tcp: BackendTcp.optional().meta({ description: GUARD_TCP }),
+  tls: BackendTls.optional().meta({ description: GUARD_TLS }),
+  http: BackendHttp.optional().meta({ description: GUARD_HTTP }),
   tunnel: Tunnel.optional().meta({ description: 'The forward proxy the guard service is reached through.' }),
 });
 export const BedrockGuardrails = obj({
-  identifier: ShortString,
-  version: ShortString,
-  region: ShortString,
-  action: z.enum(['Reject', 'Audit']).default('Reject'),
+  identifier: ShortString.meta({ description: 'The Bedrock guardrail id.' }),
+  version: ShortString.meta({ description: 'The guardrail version, e.g. 1 or DRAFT.' }),
+  region: ShortString.meta({ description: 'The AWS region of the guardrail, e.g. us-east-1.' }),
+  action: z.enum(['Reject', 'Audit']).default('Reject').meta({
+    description:
+      'Reject (default): content the guardrail blocks is refused. Audit: it is recorded and passed on.',
+  }),
   policies: obj({
-    tcp: BackendTcp.optional(),
-    tls: BackendTls.optional(),
-    http: BackendHttp.optional(),
+    tcp: BackendTcp.optional().meta({ description: GUARD_TCP }),
+    tls: BackendTls.optional().meta({ description: GUARD_TLS }),
+    http: BackendHttp.optional().meta({ description: GUARD_HTTP }),
     tunnel: Tunnel.optional().meta({
       description: 'The forward proxy the guard service is reached through.',
     }),
@@ -526,53 +745,74 @@ export const BedrockGuardrails = obj({
       obj({
         key: AuthKey.optional(),
         secretRef: AuthSecretRef.optional(),
-        aws: AwsAuth.optional(),
+        aws: AwsAuth.optional().meta({ description: 'SigV4 signing with AWS credentials.' }),
         location: guardAuthLocation,
       }),
       exactlyOne(['key', 'secretRef', 'aws']),
-    ).optional(),
-  }).optional(),
+    )
+      .optional()
+      .meta({ description: 'The credential for Bedrock: exactly one of key, secretRef or aws.' }),
+  })
+    .optional()
+    .meta({ description: GUARD_POLICIES }),
 });
 export const OpenAIModeration = obj({
-  model: ShortString.optional(),
+  model: ShortString.optional().meta({ description: "The moderation model; default OpenAI's." }),
   policies: obj({
-    tcp: BackendTcp.optional(),
-    tls: BackendTls.optional(),
-    http: BackendHttp.optional(),
+    tcp: BackendTcp.optional().meta({ description: GUARD_TCP }),
+    tls: BackendTls.optional().meta({ description: GUARD_TLS }),
+    http: BackendHttp.optional().meta({ description: GUARD_HTTP }),
     tunnel: Tunnel.optional().meta({
       description: 'The forward proxy the guard service is reached through.',
     }),
     auth: rules(
       obj({ key: AuthKey.optional(), secretRef: AuthSecretRef.optional(), location: guardAuthLocation }),
       exactlyOne(['key', 'secretRef']),
-    ).optional(),
-  }).optional(),
+    )
+      .optional()
+      .meta({ description: 'The OpenAI API key: key or secretRef.' }),
+  })
+    .optional()
+    .meta({ description: GUARD_POLICIES }),
 });
 export const GoogleModelArmor = obj({
-  templateId: ShortString,
-  projectId: ShortString,
-  location: ShortString.default('us-central1'),
+  templateId: ShortString.meta({ description: 'The Model Armor template that decides what is flagged.' }),
+  projectId: ShortString.meta({ description: 'The Google Cloud project of the template.' }),
+  location: ShortString.default('us-central1').meta({
+    description: 'The Google Cloud location of the template. Default: us-central1.',
+  }),
   policies: GuardConnection.extend({
-    auth: rules(obj({ gcp: GcpAuth.optional() }), exactlyOne(['gcp'], 'auth: gcp must be set'))
+    auth: rules(
+      obj({ gcp: GcpAuth.optional().meta({ description: 'Google credentials for Model Armor.' }) }),
+      exactlyOne(['gcp'], 'auth: gcp must be set'),
+    )
       .optional()
       .meta({
         description:
           "gcp: {} (or unset): the proxy's Application Default Credentials; gcp.secretRef and IdToken are not supported by this build of gw yet (the controller reports them by name).",
       }),
-  }).optional(),
+  })
+    .optional()
+    .meta({ description: GUARD_POLICIES }),
 });
 const guardFields = {
-  regex: RegexGuard.optional(),
-  webhook: WebhookGuard.optional(),
-  bedrockGuardrails: BedrockGuardrails.optional(),
-  googleModelArmor: GoogleModelArmor.optional(),
+  regex: RegexGuard.optional().meta({
+    description: 'Look for regular expressions and built-in patterns (no service called).',
+  }),
+  webhook: WebhookGuard.optional().meta({ description: 'Ask your own guardrail webhook service.' }),
+  bedrockGuardrails: BedrockGuardrails.optional().meta({ description: 'Ask an AWS Bedrock guardrail.' }),
+  googleModelArmor: GoogleModelArmor.optional().meta({
+    description: 'Ask a Google Cloud Model Armor template.',
+  }),
   contentScopes: setList(z.array(ContentScope).min(1).max(4))
     .optional()
     .meta({ description: "gw's earlier name of scope; set one of them." }),
   scope: setList(z.array(ContentScope).min(1).max(4))
     .optional()
     .meta({ description: 'Which content the guard inspects (default all of it).' }),
-  response: CustomResponse.optional(),
+  response: CustomResponse.optional().meta({
+    description: 'The answer the client gets when this guard refuses: message and status code.',
+  }),
 };
 /** The guard kinds of a request guard, one per entry (a response guard takes all but two). */
 export const CRD_REQUEST_GUARD_KINDS = [
@@ -589,7 +829,9 @@ const CRD_RESPONSE_GUARD_KINDS = CRD_REQUEST_GUARD_KINDS.filter(
 export const RequestGuard = rules(
   obj({
     ...guardFields,
-    openAIModeration: OpenAIModeration.optional(),
+    openAIModeration: OpenAIModeration.optional().meta({
+      description: "Ask OpenAI's moderation API whether the request's content is harmful.",
+    }),
     promptInjection: PromptInjectionGuard.optional().meta({
       description:
         "Injection phrasing found by gw itself, no service called (instruction overrides, role hijacks, system-prompt extraction, chat-template delimiters, safety bypasses, encoded instructions); the model's own turns and defensive clauses are not read as attacks.",
@@ -617,8 +859,13 @@ export const PromptGuard = rules(
       description:
         'Enabled: the guards also apply to streamed responses and realtime websocket messages; unset: they do not.',
     }),
-    request: z.array(RequestGuard).min(1).max(8).optional(),
-    response: z.array(ResponseGuard).min(1).max(8).optional(),
+    request: z.array(RequestGuard).min(1).max(8).optional().meta({
+      description:
+        "Guards run on the client's request before it is sent to the model, in order; each entry one kind.",
+    }),
+    response: z.array(ResponseGuard).min(1).max(8).optional().meta({
+      description: "Guards run on the model's answer before it is returned, in order; each entry one kind.",
+    }),
   }),
   atLeastOne(['request', 'response']),
 );
@@ -635,9 +882,24 @@ const FieldValues = mapList(
     .max(64),
   ['field'],
 );
-const Message = obj({ role: TinyString, content: z.string().min(1).max(65536) });
+const Message = obj({
+  role: TinyString.meta({ description: 'The role of the message, e.g. system or user.' }),
+  content: z.string().min(1).max(65536).meta({ description: 'The text of the message.' }),
+});
+/** agentgateway's prompt message: the same as Message, without limits. */
+const PromptMessage = obj({
+  role: z.string().meta({ description: 'The role of the message, e.g. system or user.' }),
+  content: z.string().meta({ description: 'The text of the message.' }),
+});
 export const PromptEnrichment = rules(
-  obj({ prepend: z.array(Message).max(16).optional(), append: z.array(Message).max(16).optional() }),
+  obj({
+    prepend: z.array(Message).max(16).optional().meta({
+      description: "Messages put before the client's messages in every request.",
+    }),
+    append: z.array(Message).max(16).optional().meta({
+      description: "Messages put after the client's messages in every request.",
+    }),
+  }),
   atLeastOne(['prepend', 'append']),
 );
 export const AiRouteType = z.enum([
@@ -657,25 +919,36 @@ export const AiRouteType = z.enum([
 /** Request body fields set from CEL expressions, each field once. */
 export const FieldExpressions = mapList(
   z
-    .array(obj({ field: ShortString, expression: CELExpression }))
+    .array(
+      obj({
+        field: ShortString.meta({ description: 'A key of the JSON request body.' }),
+        expression: CELExpression.meta({ description: 'CEL giving the value of the field.' }),
+      }),
+    )
     .min(1)
     .max(64),
   ['field'],
 );
 export const AiPolicy = obj({
-  promptGuard: PromptGuard.optional(),
-  promptEnrichment: PromptEnrichment.optional(),
+  promptGuard: PromptGuard.optional().meta({
+    description: 'Guards that inspect prompts and answers and refuse, mask or record what they flag.',
+  }),
+  promptEnrichment: PromptEnrichment.optional().meta({
+    description: "Fixed messages put before and after the client's messages.",
+  }),
   defaults: FieldValues.optional().meta({
     description: 'Request body fields set when the client did not set them.',
   }),
   overrides: FieldValues.optional().meta({
     description: "Request body fields always set, replacing the client's.",
   }),
-  modelAliases: maxEntries(z.record(ShortString, ShortString), 64).optional(),
+  modelAliases: maxEntries(z.record(ShortString, ShortString), 64).optional().meta({
+    description: 'Requested model name to the model sent to the provider, e.g. fast: gpt-4o-mini.',
+  }),
   prompt: rules(
     obj({
-      prepend: z.array(obj({ role: z.string(), content: z.string() })).optional(),
-      append: z.array(obj({ role: z.string(), content: z.string() })).optional(),
+      prepend: z.array(PromptMessage).optional().meta({ description: "Messages put before the client's." }),
+      append: z.array(PromptMessage).optional().meta({ description: "Messages put after the client's." }),
     }),
     atLeastOne(['prepend', 'append']),
   )
@@ -685,11 +958,24 @@ export const AiPolicy = obj({
         "agentgateway's name of promptEnrichment: messages put before and after the client's. Set one of the two.",
     }),
   promptCaching: obj({
-    cacheSystem: z.boolean().default(true),
-    cacheMessages: z.boolean().default(true),
-    cacheTools: z.boolean().default(false),
-    cacheMessageOffset: z.int().min(0).max(2147483647).default(0),
-    minTokens: z.int().min(0).max(2147483647).default(1024),
+    cacheSystem: z
+      .boolean()
+      .default(true)
+      .meta({ description: 'Mark the end of the system prompt for caching. Default: true.' }),
+    cacheMessages: z
+      .boolean()
+      .default(true)
+      .meta({ description: 'Mark a message near the end of the conversation for caching. Default: true.' }),
+    cacheTools: z
+      .boolean()
+      .default(false)
+      .meta({ description: 'Mark the end of the tool definitions for caching. Default: false.' }),
+    cacheMessageOffset: z.int().min(0).max(2147483647).default(0).meta({
+      description: 'How many messages before the second-to-last the message breakpoint goes. Default: 0.',
+    }),
+    minTokens: z.int().min(0).max(2147483647).default(1024).meta({
+      description: 'The estimated size in tokens a system prompt needs before it is marked. Default: 1024.',
+    }),
   })
     .optional()
     .meta({
@@ -719,8 +1005,13 @@ export const McpGuardrails = obj({
     .array(
       obj({
         remote: remoteEndpoint({
-          failureMode: FailureMode.default('FailClosed'),
-          metadata: maxEntries(z.record(z.string().min(1).max(256), CELExpression), 64).optional(),
+          failureMode: FailureMode.default('FailClosed').meta({
+            description:
+              'When the processor cannot be reached or fails: FailClosed (default) refuses the MCP message, FailOpen passes it on.',
+          }),
+          metadata: maxEntries(z.record(z.string().min(1).max(256), CELExpression), 64)
+            .optional()
+            .meta({ description: 'Name to CEL: context values sent to the processor with each message.' }),
           allowedRequestHeaders: z.array(HeaderName).max(64).optional().meta({
             description:
               'the client request headers sent to the processor; unset or empty: all of them, pseudo-headers (:authority, :method, :path, :scheme) included',
@@ -728,7 +1019,7 @@ export const McpGuardrails = obj({
           disallowedRequestHeaders: z.array(HeaderName).max(64).optional().meta({
             description: 'headers never sent to the processor, even when allowedRequestHeaders lists them',
           }),
-        }),
+        }).meta({ description: 'The processor service: backendRef (a Service) or url.' }),
         methods: rules(
           z.record(z.string().min(1).max(256), McpMethodPhase),
           { rule: 'self.size() >= 1 && self.size() <= 64', message: 'methods must have 1 to 64 entries' },
@@ -737,17 +1028,27 @@ export const McpGuardrails = obj({
             message:
               'method keys are exact names, a prefix wildcard like tools/*, a suffix wildcard like */list, or *',
           },
-        ).meta({ maxProperties: 64, minProperties: 1 }),
+        ).meta({
+          maxProperties: 64,
+          minProperties: 1,
+          description:
+            'MCP method to when the processor sees it: Request, Response, Full (both) or Off. Keys are exact names, tools/* style prefixes, */list style suffixes or *; the most specific wins, and unmatched methods skip the processor.',
+        }),
       }),
     )
     .min(1)
-    .max(16),
+    .max(16)
+    .meta({ description: 'External processors that inspect MCP messages, each for the methods it names.' }),
 });
 export const McpAuthentication = obj({
-  resourceMetadata: maxEntries(z.record(z.string().min(1).max(256), Json), 64).optional(),
-  provider: McpIdp.optional(),
-  issuer: ShortString.optional(),
-  audiences: z.array(ShortString).min(1).max(64).optional(),
+  resourceMetadata: maxEntries(z.record(z.string().min(1).max(256), Json), 64)
+    .optional()
+    .meta({ description: RESOURCE_METADATA_DESCRIPTION }),
+  provider: McpIdp.optional().meta({ description: MCP_PROVIDER_DESCRIPTION }),
+  issuer: ShortString.optional().meta({ description: 'The token issuer; matches the iss claim.' }),
+  audiences: z.array(ShortString).min(1).max(64).optional().meta({
+    description: 'Accepted values of the aud claim; unset: any audience.',
+  }),
   jwks: rules(
     obj({
       remote: JwksRemote.optional().meta({
@@ -767,47 +1068,73 @@ export const McpAuthentication = obj({
     description:
       "The keys' endpoint: the spec writes it under remote, agentgateway's CRD directly here (backendRef or url); both are accepted.",
   }),
-  mode: Mode3.default('Strict'),
-  clientId: ShortString.optional(),
+  mode: Mode3.default('Strict').meta({ description: MODE3_DESCRIPTION }),
+  clientId: ShortString.optional().meta({ description: MCP_CLIENT_ID_DESCRIPTION }),
   clientSecretRef: LocalSecretKeyRef.optional().meta({ description: 'Default key clientSecret.' }),
 });
 export const McpPolicy = obj({
-  authorization: Authorization.optional(),
+  authorization: Authorization.optional().meta({
+    description:
+      'Which MCP tools, prompts and resources a caller may use: list answers are filtered per item, a refused call or get is an error.',
+  }),
   authentication: McpAuthentication.optional().meta({
     description: 'Deprecated: use traffic.jwtAuthentication.mcp.',
   }),
-  guardrails: McpGuardrails.optional(),
+  guardrails: McpGuardrails.optional().meta({
+    description: 'External processors that inspect, and may change or refuse, MCP requests and results.',
+  }),
 });
 
 /** BackendSimple: connection settings every backend takes. */
 export const backendSimpleFields = {
-  tcp: BackendTcp.optional(),
-  tls: BackendTls.optional(),
-  http: BackendHttp.optional(),
-  tunnel: Tunnel.optional(),
-  auth: BackendAuth.optional(),
-  transformation: TransformationPolicy.optional(),
-  health: Health.optional(),
+  tcp: BackendTcp.optional().meta({ description: 'TCP settings of the connections to the backend.' }),
+  tls: BackendTls.optional().meta({
+    description:
+      'Connect to the backend over TLS (system CAs, SNI from the host unless set here), with optional client certificate and custom CA.',
+  }),
+  http: BackendHttp.optional().meta({
+    description: 'HTTP settings of the requests to the backend: protocol version and request timeout.',
+  }),
+  tunnel: Tunnel.optional().meta({ description: 'Reach the backend through an HTTP forward proxy.' }),
+  auth: BackendAuth.optional().meta({
+    description:
+      'The credential the gateway presents to the backend: a key, the client’s own token, a cloud identity, a token exchange or a signed JWT.',
+  }),
+  transformation: TransformationPolicy.optional().meta({
+    description: 'Header and body changes to requests sent to the backend and to its responses (CEL).',
+  }),
+  health: Health.optional().meta({
+    description: 'Health checking of the endpoints: passive (from answers to requests) and active (probes).',
+  }),
 };
 /** BackendFull: BackendSimple plus the AI and MCP settings. */
+const AI_POLICY_DESCRIPTION =
+  'LLM settings for AI backends: prompt guards, prompt enrichment, request defaults and overrides, model aliases, prompt caching.';
 export const BackendFull = obj({
   ...backendSimpleFields,
-  ai: AiPolicy.optional(),
-  mcp: McpPolicy.optional(),
+  ai: AiPolicy.optional().meta({ description: AI_POLICY_DESCRIPTION }),
+  mcp: McpPolicy.optional().meta({
+    description: 'MCP settings for MCP backends: tool authorization and guardrail processors.',
+  }),
   extAuth: ExtAuthPolicy.optional().meta({
     description:
       "An external authorization check for requests sent to the targeted backend, after the route's policies.",
   }),
 });
-export const BackendWithAI = obj({ ...backendSimpleFields, ai: AiPolicy.optional() });
-
-export const Buffer = obj({
-  request: obj({
-    maxBytes: IntOrByteSize.optional(),
-    failureMode: FailureMode.default('FailClosed'),
-  }).optional(),
-  response: obj({
-    maxBytes: IntOrByteSize.optional(),
-    failureMode: FailureMode.default('FailClosed'),
-  }).optional(),
+export const BackendWithAI = obj({
+  ...backendSimpleFields,
+  ai: AiPolicy.optional().meta({ description: AI_POLICY_DESCRIPTION }),
 });
+
+const BufferSide = (what: string) =>
+  obj({
+    maxBytes: IntOrByteSize.optional().meta({
+      description: `The most bytes of the ${what} body kept in memory: a number or a quantity such as 2Mi. Default: the proxy's buffer limit (frontend http.maxBufferSize, 2Mi).`,
+    }),
+    failureMode: FailureMode.default('FailClosed').meta({
+      description: `When the ${what} body is larger than maxBytes: FailClosed (default) answers ${what === 'request' ? '413' : '502'}, FailOpen streams it on unchanged.`,
+    }),
+  })
+    .optional()
+    .meta({ description: `Read the whole ${what} body into memory before it is passed on.` });
+export const Buffer = obj({ request: BufferSide('request'), response: BufferSide('response') });

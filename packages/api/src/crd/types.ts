@@ -83,12 +83,12 @@ export const Labels = z.record(z.string().max(317), z.string().max(63));
 export const LocalSecretObjectRef = obj({
   group: Group.optional().meta({ description: 'Empty means the core group.' }),
   kind: Kind.optional().meta({ description: 'Empty means Secret.' }),
-  name: ObjectName,
+  name: ObjectName.meta({ description: "Name of the Secret, in the resource's own namespace." }),
 });
 export const LocalSecretKeyRef = obj({
-  group: Group.optional(),
-  kind: Kind.optional(),
-  name: ObjectName,
+  group: Group.optional().meta({ description: 'Empty means the core group.' }),
+  kind: Kind.optional().meta({ description: 'Empty means Secret.' }),
+  name: ObjectName.meta({ description: "Name of the Secret, in the resource's own namespace." }),
   key: z
     .string()
     .min(1)
@@ -101,9 +101,11 @@ export const BACKEND_NAMESPACE_DESCRIPTION =
   "Namespace of the referent; default the resource's own. A Service in another namespace needs a ReferenceGrant there that lets this resource's kind (GwPolicy, GwBackend or GwModel) refer to it.";
 export const LocalBackendObjectReference = rules(
   obj({
-    group: Group.default(''),
-    kind: Kind.default('Service'),
-    name: ObjectName,
+    group: Group.default('').meta({
+      description: "API group of the referent; '' (the default) is the core group.",
+    }),
+    kind: Kind.default('Service').meta({ description: 'Kind of the referent. Default: Service.' }),
+    name: ObjectName.meta({ description: 'Name of the referent.' }),
     namespace: z
       .string()
       .min(1)
@@ -111,7 +113,9 @@ export const LocalBackendObjectReference = rules(
       .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/)
       .optional()
       .meta({ description: BACKEND_NAMESPACE_DESCRIPTION }),
-    port: Port.optional(),
+    port: Port.optional().meta({
+      description: 'Port of the Service to call; required when the referent is a Service.',
+    }),
   }),
   {
     rule: "!(self.group == '' && self.kind == 'Service') || has(self.port)",
@@ -120,8 +124,11 @@ export const LocalBackendObjectReference = rules(
 );
 
 export const LocalCACertificateRef = obj({
-  name: ObjectName,
-  kind: z.enum(['ConfigMap', 'Secret']).default('ConfigMap'),
+  name: ObjectName.meta({ description: "Name of the ConfigMap or Secret, in the resource's own namespace." }),
+  kind: z
+    .enum(['ConfigMap', 'Secret'])
+    .default('ConfigMap')
+    .meta({ description: 'Where the PEM CA bundle is kept, under the key ca.crt. Default: ConfigMap.' }),
 });
 
 export const URL_PATTERN = '^https?://[^/@?# ]+(/[^ ]*)?$';
@@ -131,7 +138,16 @@ export const Url = rules(LongString, { rule: `self.matches('${URL_PATTERN}')`, m
 /** An endpoint reached either through a backend reference or by a URL (opaque: no service policies). */
 export function remoteEndpoint<S extends z.ZodRawShape>(extra: S, more: Rule[] = []) {
   return rules(
-    obj({ backendRef: LocalBackendObjectReference.optional(), url: Url.optional(), ...extra }),
+    obj({
+      backendRef: LocalBackendObjectReference.optional().meta({
+        description: 'The Service (or other backend) to call; set this or url.',
+      }),
+      url: Url.optional().meta({
+        description:
+          'The endpoint by URL instead of backendRef: http(s)://host[:port][/path]; https uses TLS with the system roots. A URL gets no service policies or load balancing.',
+      }),
+      ...extra,
+    }),
     exactlyOne(['backendRef', 'url']),
     ...more,
   );
@@ -141,10 +157,25 @@ export const RemoteEndpoint = remoteEndpoint({});
 /** Where a credential is read from; the default is the Authorization header with a scheme prefix. */
 export const CredentialLocation = rules(
   obj({
-    header: obj({ name: HeaderName, prefix: ShortString.optional() }).optional(),
-    queryParameter: obj({ name: ShortString }).optional(),
-    cookie: obj({ name: ShortString }).optional(),
-    expression: CELExpression.optional(),
+    header: obj({
+      name: HeaderName.meta({ description: 'Name of the request header that carries the credential.' }),
+      prefix: ShortString.optional().meta({
+        description: 'Text that comes before the credential in the header value, e.g. "Bearer ".',
+      }),
+    })
+      .optional()
+      .meta({ description: 'Read the credential from a request header.' }),
+    queryParameter: obj({
+      name: ShortString.meta({ description: 'Name of the query parameter.' }),
+    })
+      .optional()
+      .meta({ description: 'Read the credential from a query parameter of the request URL.' }),
+    cookie: obj({ name: ShortString.meta({ description: 'Name of the cookie.' }) })
+      .optional()
+      .meta({ description: 'Read the credential from a cookie.' }),
+    expression: CELExpression.optional().meta({
+      description: 'CEL over the request giving the credential, for places the other forms cannot name.',
+    }),
   }),
   exactlyOne(['header', 'queryParameter', 'cookie', 'expression']),
 );
