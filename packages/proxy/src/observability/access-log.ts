@@ -211,6 +211,8 @@ export function requestRecord(
           duration,
         };
   if (req.error) rec.error = logged(req.error);
+  // as agentgateway writes it: the retry the answer came from
+  if (req.ext.retryAttempt !== undefined) rec['retry.attempt'] = req.ext.retryAttempt;
   const upgrade = req.ext.upgrade;
   if (upgrade) {
     // a CONNECT tunnel has no protocol of its own

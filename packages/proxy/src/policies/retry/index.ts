@@ -10,6 +10,13 @@ import { GwError } from '../../errors.ts';
 import { bufferForReplay, discard } from '../../pipeline/body.ts';
 import type { PolicyDefinition } from '../types.ts';
 
+declare module '../../pipeline/context.ts' {
+  interface RequestExtensions {
+    /** The retry the request's answer came from (1: the first retry); unset when the first try did. */
+    retryAttempt?: number;
+  }
+}
+
 const RETRIABLE_ERRORS = new Set(['GW_ERR_UPSTREAM_CONNECT', 'GW_ERR_UPSTREAM_RESET']);
 const MAX_BACKOFF_MS = 10_000;
 
@@ -31,6 +38,7 @@ export const retry: PolicyDefinition<'retry'> = {
       const replayable = await bufferForReplay(ctx, bufferLimit);
       for (let attempt = 0; ; attempt++) {
         const last = !replayable || attempt >= retries;
+        if (attempt > 0) ctx.ext.retryAttempt = attempt;
         try {
           await next(ctx);
         } catch (err) {

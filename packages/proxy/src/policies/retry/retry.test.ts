@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { CLOSED_PORT, oneRoute, startUpstream, type TestServer } from '@gw/testkit';
+import { CLOSED_PORT, eventually, oneRoute, startUpstream, type TestServer } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 
 let up: TestServer;
@@ -29,6 +29,13 @@ test('retries a listed status and replays the request body', async () => {
   const res = await fetch(proxy.url('/r'), { method: 'POST', body: 'payload' });
   assert.equal(res.status, 200);
   assert.equal(await res.text(), 'ok after 3 attempts, body=payload');
+  // the access log says which retry answered, as agentgateway's does
+  const record = (path: string) => proxy.accessLog.findLast((r) => r['http.path'] === path);
+  await eventually(() => record('/r') !== undefined);
+  assert.equal(record('/r')?.['retry.attempt'], 2);
+  await (await fetch(proxy.url('/first'))).text();
+  await eventually(() => record('/first') !== undefined);
+  assert.equal(record('/first')?.['retry.attempt'], undefined, 'no field when the first try answered');
 });
 
 test('gives up after `attempts` retries and returns the last answer', async () => {
