@@ -1636,8 +1636,9 @@ class Builder {
       const https = u.protocol === 'https:';
       const host = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
       common.endpoint = { host, port: u.port ? Number(u.port) : https ? 443 : 80, tls: https };
+      // no path (or `/`): the provider's own prefix (`/v1` …) stays, as agentgateway reads it
       const prefix = u.pathname.replace(/\/+$/, '');
-      common.pathPrefix = prefix;
+      if (prefix !== '') common.pathPrefix = prefix;
     } else if (params.hostOverride !== undefined) {
       const h = params.hostOverride;
       const i = h.lastIndexOf(':');

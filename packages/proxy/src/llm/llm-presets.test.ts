@@ -68,6 +68,19 @@ describe('presets as the loader reads them', () => {
     assert.deepEqual(c?.endpoint, { host: 'together.internal', port: 443, tls: true });
   });
 
+  test('a baseUrl without a path moves the address only: the provider keeps its own prefix', () => {
+    const [groq, openai] = providers(
+      llm(`  - {name: a, provider: groq, params: {baseUrl: "http://10.0.0.6:8080"}}
+  - {name: b, provider: openai, params: {baseUrl: "https://llm-proxy.example/"}}
+`),
+    );
+    assert.deepEqual(groq?.endpoint, { host: '10.0.0.6', port: 8080, tls: false });
+    assert.equal(groq?.pathPrefix, '/openai/v1');
+    assert.deepEqual(openai?.endpoint, { host: 'llm-proxy.example', port: 443, tls: true });
+    // OpenAI's own /v1, as agentgateway reads such a URL (it was '', and requests went to /chat/completions)
+    assert.equal(openai?.pathPrefix, undefined);
+  });
+
   test('a named provider may be a preset; copilot loads; an unknown name lists the known', () => {
     const [p] = providers(`llm:
   port: 0
