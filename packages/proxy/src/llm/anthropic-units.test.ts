@@ -335,6 +335,13 @@ describe('anthropic-messages__openai-chat', () => {
         ),
       (e) => e instanceof GwError && e.status === 400 && /server tool "web_search_20250305"/.test(e.detail),
     );
+    // OpenAI's own API takes the limit under its current name; other chat providers keep max_tokens
+    const named = pair.request(
+      { max_tokens: 7, messages: [] },
+      { ...req(), tokenLimitField: 'max_completion_tokens' },
+      state('anthropic-messages'),
+    );
+    assert.deepEqual([named.max_completion_tokens, named.max_tokens], [7, undefined]);
   });
 
   test('answer: finish reasons map to stop reasons; cached tokens leave input_tokens', () => {

@@ -192,7 +192,7 @@ describe('Anthropic client → Anthropic provider (native)', () => {
 });
 
 describe('Anthropic client → OpenAI provider (translated)', () => {
-  test('a message: system and max_tokens sent OpenAI’s way, the answer as a message', async () => {
+  test('a message: system and max_tokens (as max_completion_tokens) sent OpenAI’s way, the answer as a message', async () => {
     const m = await claude.messages.create({
       model: GPT,
       max_tokens: 300,
@@ -212,7 +212,9 @@ describe('Anthropic client → OpenAI provider (translated)', () => {
       { role: 'system', content: 'Be brief.' },
       { role: 'user', content: 'Hello!' },
     ]);
-    assert.equal(seen.json?.max_tokens, 300);
+    // OpenAI's current name (its reasoning models refuse max_tokens), as agentgateway sends it
+    assert.equal(seen.json?.max_completion_tokens, 300);
+    assert.equal(seen.json?.max_tokens, undefined);
     assert.deepEqual(seen.json?.stop, ['END']);
     assert.deepEqual(tokens(await lastLog()), [
       FAKE_USAGE.chat.prompt_tokens,

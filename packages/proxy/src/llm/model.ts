@@ -139,7 +139,12 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
     state.providerFormat = format;
     const out = pair.request(
       body,
-      { model, stream: state.streaming, bodyHasModel: provider.bodyHasModel?.(p as never, format) ?? true },
+      {
+        model,
+        stream: state.streaming,
+        bodyHasModel: provider.bodyHasModel?.(p as never, format) ?? true,
+        tokenLimitField: p.kind === 'openai' ? 'max_completion_tokens' : 'max_tokens',
+      },
       state,
     );
     const fields = provider.bodyFields?.(p as never, format);

@@ -42,8 +42,7 @@ export const anthropicMessagesToOpenaiChat: FormatPair<'anthropic-messages', 'op
     const out: JsonObject = {};
     if (req.bodyHasModel) out.model = req.model;
     out.messages = convertMessages(body.system, body.messages);
-    // max_tokens rather than max_completion_tokens: Mistral and most compatible servers know only it.
-    if (typeof body.max_tokens === 'number') out.max_tokens = body.max_tokens;
+    if (typeof body.max_tokens === 'number') out[req.tokenLimitField ?? 'max_tokens'] = body.max_tokens;
     if (Array.isArray(body.stop_sequences) && body.stop_sequences.length > 0) out.stop = body.stop_sequences;
     for (const k of ['temperature', 'top_p'] as const) if (typeof body[k] === 'number') out[k] = body[k];
     if (req.stream) {

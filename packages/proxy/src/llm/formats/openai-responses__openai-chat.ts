@@ -17,8 +17,8 @@ export const openaiResponsesToOpenaiChat: FormatPair<'openai-responses', 'openai
     const out: JsonObject = {};
     if (req.bodyHasModel) out.model = req.model;
     out.messages = convertInput(body.instructions, body.input);
-    // max_tokens rather than max_completion_tokens: Mistral and most compatible servers know only it.
-    if (typeof body.max_output_tokens === 'number') out.max_tokens = body.max_output_tokens;
+    if (typeof body.max_output_tokens === 'number')
+      out[req.tokenLimitField ?? 'max_tokens'] = body.max_output_tokens;
     for (const k of ['temperature', 'top_p'] as const) if (typeof body[k] === 'number') out[k] = body[k];
     const user = str(body.safety_identifier) ?? str(body.user);
     if (user !== undefined) out.user = user;

@@ -14,6 +14,11 @@ export interface PairRequest {
   stream: boolean;
   /** Whether the provider's body carries `model` (a deployment path may name it instead). */
   bodyHasModel: boolean;
+  /**
+   * What a chat completion's output limit is called: OpenAI's API takes `max_completion_tokens` (its
+   * reasoning models refuse `max_tokens`); Mistral and most compatible servers know `max_tokens` only.
+   */
+  tokenLimitField?: 'max_tokens' | 'max_completion_tokens';
 }
 
 /**
