@@ -126,13 +126,24 @@ type Formatter = (
   headers?: Record<string, string>;
 };
 
+/** OpenAI's own error codes, which clients test for, where gw's error is one of them. */
+const OPENAI_CODES: Partial<Record<string, string>> = {
+  GW_ERR_LLM_UNKNOWN_MODEL: 'model_not_found',
+  GW_ERR_RATE_LIMITED: 'rate_limit_exceeded',
+};
+
 const FORMATTERS: Record<ErrorFormat, Formatter> = {
   // One text line, so curl users see the reason at once.
   http: (e) => ({ type: 'text/plain; charset=utf-8', body: `${e.detail}\n` }),
   // OpenAI's error object: the SDKs pick the error class by status and show error.message.
   openai: (e) =>
     json({
-      error: { message: e.detail, type: openaiType(e.status), param: null, code: e.code.toLowerCase() },
+      error: {
+        message: e.detail,
+        type: openaiType(e.status),
+        param: null,
+        code: OPENAI_CODES[e.code] ?? e.code.toLowerCase(),
+      },
     }),
   // Anthropic's error envelope, with its documented error types.
   anthropic: (e) => json({ type: 'error', error: { type: anthropicType(e.status), message: e.detail } }),

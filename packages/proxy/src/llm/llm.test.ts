@@ -259,6 +259,8 @@ describe('errors, in OpenAI’s shape', () => {
       assert.ok(err instanceof OpenAI.NotFoundError);
       assert.match(err.message, /the model "gpt-nope" does not exist on this gateway/);
       assert.equal((err.error as { type?: string }).type, 'invalid_request_error');
+      // OpenAI's own code for it, which clients test for
+      assert.equal(err.code, 'model_not_found');
       return true;
     });
   });
@@ -502,6 +504,7 @@ llm:
   await assert.rejects(c.chat.completions.create({ model: 'any-model', messages }), (err) => {
     assert.ok(err instanceof OpenAI.RateLimitError);
     assert.equal(err.headers?.get('x-ratelimit-remaining'), '0');
+    assert.equal(err.code, 'rate_limit_exceeded');
     return true;
   });
 });
