@@ -318,12 +318,29 @@ describe('sessions', () => {
     assert.match(t.error.message, /larger than the buffer limit \(\d+ bytes; config\.maxBufferSize\)/);
   });
 
-  test('DELETE ends the session on the HTTP target', async () => {
+  test('DELETE ends the session on the HTTP target, and its id is a 404 from then on', async () => {
     const { client, transport } = await connectClient(proxy.url('/mcp'));
+    const t = transport as { sessionId?: string; terminateSession(): Promise<void> };
+    const sid = t.sessionId;
+    assert.ok(sid);
     const before = web.sessions.size;
-    await (transport as { terminateSession(): Promise<void> }).terminateSession();
+    await t.terminateSession();
     assert.equal(web.sessions.size, before - 1);
     await client.close();
+    // the MCP transport's answer for a session that is gone: the client starts a new one
+    const again = await request(proxy.url('/mcp'), {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-session-id': sid,
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list' }),
+    });
+    assert.equal(again.statusCode, 404);
+    const e = (await again.body.json()) as { id: unknown; error: { code: number; message: string } };
+    assert.equal(e.id, 3);
+    assert.match(e.error.message, /Session ended/);
   });
 
   test('the access log names the MCP method, the target and the outcome', async () => {

@@ -8,6 +8,7 @@ import { GwError } from '../errors.ts';
 import { readRequestBody } from '../pipeline/body.ts';
 import type { RequestContext } from '../pipeline/context.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '../pipeline/json-depth.ts';
+import { endSession, sessionEnded } from './ended-sessions.ts';
 import {
   type Call,
   type Federation,
@@ -265,7 +266,10 @@ export class McpServer {
     if (session instanceof McpError)
       return answer(ctx, session.httpStatus, errorResponse(null, session.code, session.message));
     ctx.ext.mcp = { method: 'DELETE session', outcome: 'ok' };
-    if (session) await this.#fed.end(session);
+    if (session) {
+      endSession(session.n);
+      await this.#fed.end(session);
+    }
     ctx.response = { status: 200, headers: { 'content-length': '0' }, body: null };
   }
 
@@ -419,6 +423,8 @@ export class McpServer {
     const s = this.#seal.open(id);
     if (!s || s.n.startsWith('legacy-'))
       return new McpError(CODE.SESSION_NOT_FOUND, 'Session not found', undefined, 404);
+    if (sessionEnded(s.n))
+      return new McpError(CODE.SESSION_NOT_FOUND, 'Session ended (DELETE)', undefined, 404);
     if (this.#leftMs(s) <= 0) {
       this.#expire(id, s);
       // 404: the client starts a new session (the MCP transport's rule for a session that ended)
