@@ -92,15 +92,23 @@ for (const kind of ['streamable-http', 'sse'] as const) {
       assert.match(textOf(b), /hi/);
     });
 
-    test('prompts and resources are merged and routed', async () => {
+    test('prompts and resources are merged and routed; resource URIs name their target', async () => {
       const prompts = await client.listPrompts();
       assert.ok(prompts.prompts.some((p) => p.name === 'web_greet'));
       const got = await client.getPrompt({ name: 'web_greet', arguments: { who: 'Ada' } });
       assert.deepEqual(got.messages[0]?.content, { type: 'text', text: 'web says hello to Ada' });
+      // several targets: a resource's URI names its target (`<target>+<uri>`, as agentgateway writes it)
       const res = await client.listResources();
-      assert.ok(res.resources.some((r) => r.uri === 'notes://web/1'));
-      const read = await client.readResource({ uri: 'notes://web/1' });
+      assert.ok(
+        res.resources.some((r) => r.uri === 'web+notes://web/1'),
+        JSON.stringify(res.resources),
+      );
+      assert.ok(!res.resources.some((r) => r.uri === 'notes://web/1'));
+      const read = await client.readResource({ uri: 'web+notes://web/1' });
       assert.equal((read.contents[0] as { text: string }).text, 'web note 1');
+      // a URI without the prefix (kept from before) is still found by asking the targets
+      const bare = await client.readResource({ uri: 'notes://web/1' });
+      assert.equal((bare.contents[0] as { text: string }).text, 'web note 1');
     });
 
     test('an unknown tool: the target says so, or (no such target) a JSON-RPC error naming it', async () => {

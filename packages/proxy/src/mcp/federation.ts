@@ -40,6 +40,8 @@ export const LATEST_VERSION = PROTOCOL_VERSIONS[0] as string;
 const DEFAULT_FANOUT_TIMEOUT_MS = 10_000;
 /** The separator of `<target>_<name>` (agentgateway's; target names cannot contain it). */
 export const PREFIX_SEPARATOR = '_';
+/** Between a target's name and a resource URI (or template) it serves, as agentgateway writes it. */
+export const URI_PREFIX_SEPARATOR = '+';
 
 type ListMethod = 'tools/list' | 'prompts/list' | 'resources/list' | 'resources/templates/list';
 const LISTS: Record<ListMethod, { key: string; item: 'tool' | 'prompt' | 'resource' | 'template' }> = {
@@ -261,6 +263,12 @@ export class Federation {
 
   toClient(target: string, m: Message): Message {
     if (isRequest(m)) return { ...m, id: `${target}:${JSON.stringify(m.id)}` };
+    // a subscribed resource changed: named as the client knows it
+    if ('method' in m && m.method === 'notifications/resources/updated' && this.prefixed) {
+      const p = m.params as { uri?: unknown } | undefined;
+      if (typeof p?.uri === 'string')
+        return { ...m, params: { ...p, uri: `${target}${URI_PREFIX_SEPARATOR}${p.uri}` } };
+    }
     if ('method' in m && m.method === 'notifications/cancelled') {
       const p = m.params as { requestId?: Id } | undefined;
       if (p?.requestId !== undefined)
@@ -641,12 +649,17 @@ export class Federation {
       return exposed === name ? x : { ...x, name: exposed };
     }
     const uri = typeof x.uri === 'string' ? x.uri : typeof x.uriTemplate === 'string' ? x.uriTemplate : '';
-    if (item === 'resource') {
-      if (!this.#allowed(call, { method: 'resources/list', target, resource: { uri, target } }))
-        return undefined;
-      learned.push([`resource:${uri}`, target]);
-    } else learned.push([`template:${uri}`, target]);
-    return x;
+    if (
+      item === 'resource' &&
+      !this.#allowed(call, { method: 'resources/list', target, resource: { uri, target } })
+    )
+      return undefined;
+    // several targets: `<target>+<uri>`, so that two targets' equal URIs stay apart and a read finds
+    // its target without asking
+    const exposed = this.prefixed ? `${target}${URI_PREFIX_SEPARATOR}${uri}` : uri;
+    learned.push([`${item}:${exposed}`, target]);
+    if (exposed === uri) return x;
+    return item === 'resource' ? { ...x, uri: exposed } : { ...x, uriTemplate: exposed };
   }
 
   // ---------- calls routed to one target ----------
@@ -698,8 +711,12 @@ export class Federation {
     if (!checked) await this.#rateLimit(call, info);
     const params = { ...(req.params ?? {}) } as Record<string, unknown>;
     if (completion)
-      params.ref = { ...(params.ref as object), ...(kind === 'prompt' ? { name: upstreamName } : {}) };
-    else if (kind !== 'resource') params.name = upstreamName;
+      params.ref = {
+        ...(params.ref as object),
+        ...(kind === 'prompt' ? { name: upstreamName } : { uri: upstreamName }),
+      };
+    else if (kind === 'resource') params.uri = upstreamName;
+    else params.name = upstreamName;
     const key = call.session ? `${call.session.n}|${idKey(req.id)}` : undefined;
     if (key) this.runtime.inflight.set(key, t.name);
     // A client that goes away (or a deadline) cancels the call on the target too.
@@ -765,6 +782,12 @@ export class Federation {
     beforeLookup: () => Promise<void>,
   ): Promise<[Target, string] | undefined> {
     const live = this.#live(call.session);
+    if (this.prefixed) {
+      const i = uri.indexOf(URI_PREFIX_SEPARATOR);
+      const t = i > 0 ? this.#byName.get(uri.slice(0, i)) : undefined;
+      if (t && live.includes(t)) return [t, uri.slice(i + 1)];
+      // else a URI without a target's prefix (one a client kept from before): looked up below
+    }
     if (live.length === 1) return [live[0] as Target, uri];
     const nonce = call.session?.n;
     const known = nonce ? this.runtime.owner(nonce, `resource:${uri}`) : undefined;
