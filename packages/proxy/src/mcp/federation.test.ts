@@ -109,6 +109,15 @@ for (const kind of ['streamable-http', 'sse'] as const) {
       // a URI without the prefix (kept from before) is still found by asking the targets
       const bare = await client.readResource({ uri: 'notes://web/1' });
       assert.equal((bare.contents[0] as { text: string }).text, 'web note 1');
+      // templates too: the everything server's, read through its prefix
+      const templates = (await client.listResourceTemplates()).resourceTemplates;
+      assert.ok(templates.length > 0 && templates.every((t) => /^(everything|web)\+/.test(t.uriTemplate)));
+      const one = templates.find(
+        (t) => t.uriTemplate.startsWith('everything+') && /\/text\/\{resourceId\}$/.test(t.uriTemplate),
+      );
+      assert.ok(one, JSON.stringify(templates));
+      const viaTemplate = await client.readResource({ uri: one.uriTemplate.replace('{resourceId}', '1') });
+      assert.ok(viaTemplate.contents.length > 0);
     });
 
     test('an unknown tool: the target says so, or (no such target) a JSON-RPC error naming it', async () => {
