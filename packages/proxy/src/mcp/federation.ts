@@ -344,6 +344,7 @@ export class Federation {
       negotiated,
       ok.map((o) => (o.result.capabilities ?? {}) as Record<string, unknown>),
       ok.map((o) => [o.t.name, o.result.instructions] as const),
+      ok.length === 1 ? ok[0]?.result.serverInfo : undefined,
     );
     return { response: { jsonrpc: '2.0', id: req.id, result }, state };
   }
@@ -359,6 +360,7 @@ export class Federation {
     version: string,
     caps: Record<string, unknown>[],
     instructions: (readonly [string, unknown])[],
+    upstreamInfo?: unknown,
   ): Record<string, unknown> {
     const out: Record<string, Record<string, unknown>> = {};
     for (const c of caps) {
@@ -375,10 +377,15 @@ export class Federation {
     }
     // server: what a federation of several targets reports of itself (agentgateway's overrides)
     const own = this.targets.length > 1 ? this.ir.server : undefined;
+    // one target: the gateway is that server to its clients, and says so with its name (as agentgateway)
+    const single =
+      this.targets.length === 1 && upstreamInfo !== null && typeof upstreamInfo === 'object'
+        ? (upstreamInfo as Record<string, unknown>)
+        : undefined;
     const result: Record<string, unknown> = {
       protocolVersion: version,
       capabilities: out,
-      serverInfo: {
+      serverInfo: single ?? {
         name: own?.name ?? 'gw',
         version: own?.version ?? VERSION,
         ...(own?.title !== undefined ? { title: own.title } : {}),

@@ -58,10 +58,10 @@ test('several targets: serverInfo and the instructions preamble are the configur
   }
 });
 
-test('one target: nothing is overridden (as agentgateway)', async () => {
+test('one target: nothing is overridden, and the client sees that server as it names itself (as agentgateway)', async () => {
   const { client } = await connectClient(proxy.url('/one/mcp'));
   try {
-    assert.equal(client.getServerVersion()?.name, 'gw');
+    assert.equal(client.getServerVersion()?.name, 'a-server');
     assert.doesNotMatch(client.getInstructions() ?? '', /platform team/);
   } finally {
     await client.close();
