@@ -158,5 +158,37 @@ export function collectBackends(
       );
     }
   }
+  for (const info of out.values()) {
+    const m = info.accepted.message;
+    const named = specPaths(m);
+    if (named !== m) info.accepted = { ...info.accepted, message: named };
+  }
   return out;
+}
+
+/** The GwBackend spec's own fields: a problem that starts with one is a path under `spec`. */
+const SPEC_FIELD = /^(static|ai|mcp|a2a|aws|dynamicForwardProxy|policies)(?=[.[:\s])/;
+
+/**
+ * A GwBackend condition's message with each problem's field path under `spec.`, as the API server
+ * and GwPolicy conditions write them: the translators name some paths from the spec and some from
+ * `spec` down, and a message said `policies.auth…` beside `spec.mcp.targets[0]…`.
+ */
+export function specPaths(message: string): string {
+  const lead = 'accepted without: ';
+  const head = message.startsWith(lead) ? lead : '';
+  const parts = message.slice(head.length).split('; ');
+  return head + parts.map(underSpec).join('; ');
+}
+
+/** One problem: its leading path, or each of a comma-separated list of paths before its `: `. */
+function underSpec(problem: string): string {
+  if (!SPEC_FIELD.test(problem)) return problem;
+  const colon = problem.indexOf(': ');
+  const paths = colon < 0 ? problem : problem.slice(0, colon);
+  const named = paths
+    .split(', ')
+    .map((p) => (SPEC_FIELD.test(p) ? `spec.${p}` : p))
+    .join(', ');
+  return colon < 0 ? named : named + problem.slice(colon);
 }
