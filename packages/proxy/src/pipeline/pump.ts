@@ -5,7 +5,13 @@ import type { Readable, Writable } from 'node:stream';
 import { discard } from './body.ts';
 import { bodyChurned } from './body-churn.ts';
 
-export function pump(body: Readable, res: Writable, onError: (err: Error) => void): void {
+export function pump(
+  body: Readable,
+  res: Writable,
+  onError: (err: Error) => void,
+  /** The upstream's trailers once its body has ended (gRPC's status), to send after the body. */
+  trailers?: () => Record<string, string> | undefined,
+): void {
   const onData = (chunk: Buffer) => {
     bodyChurned(chunk.length);
     if (!res.write(chunk)) body.pause();
@@ -13,6 +19,11 @@ export function pump(body: Readable, res: Writable, onError: (err: Error) => voi
   const onDrain = () => body.resume();
   const onEnd = () => {
     cleanup();
+    const t = trailers?.();
+    // node's HTTP/1 and HTTP/2 answers take trailers (HTTP/1 sends them when chunked); gw's own
+    // HTTP/1 server's answer does not
+    const add = (res as unknown as { addTrailers?: (h: Record<string, string>) => void }).addTrailers;
+    if (t && typeof add === 'function') add.call(res, t);
     res.end();
   };
   const onBodyError = (err: Error) => {

@@ -834,6 +834,18 @@ export class DataPlane {
       r.headers['transfer-encoding'] === undefined
     )
       r.headers['content-length'] = String(held === null ? 0 : held.length);
+    // gRPC's trailers-only answer (its status in the head, no body) goes to an HTTP/2 client as one
+    // HEADERS frame that ends the stream, as it came: a head, then an empty end, reads to a gRPC client
+    // as a call without a status
+    if ('stream' in res && r.headers['grpc-status'] !== undefined && ctx.method !== 'HEAD') {
+      discard(r.body);
+      try {
+        res.stream.respond({ ':status': r.status, ...r.headers }, { endStream: true });
+      } catch {
+        res.destroy();
+      }
+      return;
+    }
     // http1HeaderCase preserve: the names as the upstream spelled them (HTTP/1 to the client only)
     const spelled = ctx.ext.responseHeaderCase;
     const headers = spelled && !('stream' in res) ? inClientCase(r.headers, spelled) : r.headers;
@@ -871,14 +883,20 @@ export class DataPlane {
       // of the upstream holds both) is written by then, the head with it in one write.
       const type = r.headers['content-type'];
       if (typeof type === 'string' && type.startsWith('text/event-stream')) setImmediate(flushHead, res);
-      pump(body, res as unknown as Writable, (err) => {
-        if (!ctx.error) {
-          ctx.error =
-            err instanceof GwError
-              ? err
-              : new GwError('GW_ERR_UPSTREAM_RESET', `response stream failed: ${err.message}`);
-        }
-      });
+      const upstream = r.body as { trailers?: Record<string, string> };
+      pump(
+        body,
+        res as unknown as Writable,
+        (err) => {
+          if (!ctx.error) {
+            ctx.error =
+              err instanceof GwError
+                ? err
+                : new GwError('GW_ERR_UPSTREAM_RESET', `response stream failed: ${err.message}`);
+          }
+        },
+        () => upstream.trailers,
+      );
     }
   }
 

@@ -24,6 +24,7 @@ export function connectionSpec(p: ResolvedBackendPolicies, global: GlobalIR): Om
     allowH2: p.http?.version === 'HTTP2' || (tls?.alpn?.includes('h2') ?? false),
     // Without TLS there is no ALPN to agree on HTTP/2: the upstream must speak it from the first byte.
     ...(p.http?.version === 'HTTP2' && !tls ? { h2c: true } : {}),
+    ...(p.http?.version !== undefined ? { versionSet: true } : {}),
     ...(tls ? { tls } : {}),
     ...(p.backendTunnel ? { tunnel: p.backendTunnel } : {}),
     ...(global.dns ? { dns: global.dns } : {}),

@@ -77,9 +77,11 @@ export class Exchange implements Dispatcher.DispatchHandler {
     return this.#body?.push(chunk) ?? true;
   }
 
-  onComplete(): void {
+  onComplete(trailers?: Buffer[] | string[] | Record<string, string | string[] | undefined> | null): void {
     const body = this.#body;
     if (!body) return;
+    const t = trailerFields(trailers);
+    if (t) body.trailers = t;
     body.complete = true;
     body.push(null);
   }
@@ -116,6 +118,8 @@ export class Exchange implements Dispatcher.DispatchHandler {
  * `complete` once all of it has arrived, so that a reader who wants it whole can take it at once.
  */
 class ResponseBody extends CompletableBody {
+  /** What came after the body (gRPC's grpc-status and grpc-message), for the client's answer. */
+  trailers: Record<string, string> | undefined = undefined;
   readonly #resume: () => void;
   readonly #abort: (err?: Error) => void;
 
@@ -163,4 +167,31 @@ export function forwardedHeaders(raw: Buffer[]): Headers {
   const extra = connectionNames(connection);
   if (extra) for (const k of extra) if (Object.hasOwn(out, k)) delete out[k];
   return out;
+}
+
+/**
+ * An answer's trailers as header fields (lower-case names), whichever way undici hands them over: name
+ * and value in turn (HTTP/1, or HTTP/2 through its handler wrapper) or node's object. None: undefined.
+ */
+function trailerFields(
+  t: Buffer[] | string[] | Record<string, string | string[] | undefined> | null | undefined,
+): Record<string, string> | undefined {
+  if (!t) return undefined;
+  const out: Record<string, string> = {};
+  let n = 0;
+  if (Array.isArray(t)) {
+    for (let i = 0; i + 1 < t.length; i += 2) {
+      const name = String(t[i]).toLowerCase();
+      out[name] = String(t[i + 1]);
+      n++;
+    }
+  } else {
+    for (const [name, v] of Object.entries(t)) {
+      // node's own keys on an HTTP/2 trailers object (its raw pseudo-headers) are not fields
+      if (v === undefined || name.startsWith(':')) continue;
+      out[name.toLowerCase()] = Array.isArray(v) ? v.join(', ') : v;
+      n++;
+    }
+  }
+  return n > 0 ? out : undefined;
 }

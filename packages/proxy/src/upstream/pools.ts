@@ -21,6 +21,8 @@ export interface PoolSpec {
   allowH2: boolean;
   /** HTTP/2 over plain text by prior knowledge (http.version HTTP2 without TLS). */
   h2c?: boolean;
+  /** The backend's http.version was set: gRPC requests keep to it too (see backends/host). */
+  versionSet?: true;
   /** Reached through a forward proxy (backendTunnel). */
   tunnel?: TunnelIR;
   /** How the backend's name resolves (config.dns); unset: both families, as the system orders them. */
