@@ -10,25 +10,12 @@ import {
   status,
 } from '@grpc/grpc-js';
 import { CLOSED_PORT } from '@gw/testkit';
+import { ECHO_SERVICE, type EchoSay } from '@gw/testkit/grpc-echo';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
 
-const raw = (b: Buffer) => b;
-const Echo = {
-  say: {
-    path: '/test.Echo/Say',
-    requestStream: false,
-    responseStream: false,
-    requestSerialize: raw,
-    requestDeserialize: raw,
-    responseSerialize: raw,
-    responseDeserialize: raw,
-  },
-};
-type Say = (req: Buffer, md: Metadata, cb: (err: ServiceError | null, res?: Buffer) => void) => void;
-
 let proxy: TestProxy;
-let client: Client & { say: Say };
+let client: Client & { say: EchoSay };
 let closedPort: number;
 
 before(async () => {
@@ -48,7 +35,7 @@ ${route('keyed', '{apiKey: {keys: {alice: k-123}}}')}
 ${route('limited', '{localRateLimit: [{maxTokens: 1, tokensPerFill: 1, fillInterval: 1h}]}')}
 ${route('down', '{}')}
 `);
-  const Ctor = makeGenericClientConstructor(Echo, 'Echo');
+  const Ctor = makeGenericClientConstructor(ECHO_SERVICE, 'Echo');
   client = new Ctor(`127.0.0.1:${proxy.port()}`, credentials.createInsecure()) as unknown as typeof client;
 });
 

@@ -12,30 +12,17 @@ import {
   status,
 } from '@grpc/grpc-js';
 import { startUpstream, type TestServer } from '@gw/testkit';
+import { ECHO_SERVICE, type EchoSay } from '@gw/testkit/grpc-echo';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
-
-const raw = (b: Buffer) => b;
-const Echo = {
-  say: {
-    path: '/test.Echo/Say',
-    requestStream: false,
-    responseStream: false,
-    requestSerialize: raw,
-    requestDeserialize: raw,
-    responseSerialize: raw,
-    responseDeserialize: raw,
-  },
-};
-type Say = (req: Buffer, cb: (err: ServiceError | null, res?: Buffer) => void) => void;
 
 let server: Server;
 let http1: TestServer;
 let proxy: TestProxy;
-let client: Client & { say: Say };
+let client: Client & { say: EchoSay };
 
 before(async () => {
   server = new Server();
-  server.addService(Echo, {
+  server.addService(ECHO_SERVICE, {
     say: (call: { request: Buffer }, cb: (err: Partial<ServiceError> | null, res?: Buffer) => void) =>
       call.request.toString() === 'fail'
         ? cb({ code: status.NOT_FOUND, details: 'no such thing' })
@@ -56,7 +43,7 @@ before(async () => {
       backends: [{host: "127.0.0.1:${port}"}]
     - backends: [{host: "127.0.0.1:${http1.port}"}]
 `);
-  const Ctor = makeGenericClientConstructor(Echo, 'Echo');
+  const Ctor = makeGenericClientConstructor(ECHO_SERVICE, 'Echo');
   client = new Ctor(`127.0.0.1:${proxy.port()}`, credentials.createInsecure()) as unknown as typeof client;
 });
 
