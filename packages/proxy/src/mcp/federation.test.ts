@@ -15,6 +15,7 @@ import {
   EVERYTHING,
   eventually,
   type HttpPeer,
+  postInSession,
   startHttpPeer,
   textOf,
 } from './test-support.ts';
@@ -345,17 +346,13 @@ describe('sessions', () => {
     assert.equal(web.sessions.size, before - 1);
     await client.close();
     // the MCP transport's answer for a session that is gone: the client starts a new one
-    const again = await request(proxy.url('/mcp'), {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-session-id': sid,
-      },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list' }),
+    const again = await postInSession(proxy.url('/mcp'), sid, {
+      jsonrpc: '2.0',
+      id: 3,
+      method: 'tools/list',
     });
-    assert.equal(again.statusCode, 404);
-    const e = (await again.body.json()) as { id: unknown; error: { code: number; message: string } };
+    assert.equal(again.status, 404);
+    const e = (await again.json()) as { id: unknown; error: { code: number; message: string } };
     assert.equal(e.id, 3);
     assert.match(e.error.message, /Session ended/);
   });

@@ -9,7 +9,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { startProxy } from '@gw/testkit/proxy';
 import { loadConfigText } from '../config/load.ts';
 import { configIssues } from '../config/test-support.ts';
-import { connectClient, EVERYTHING, eventually, type HttpPeer, startHttpPeer } from './test-support.ts';
+import {
+  connectClient,
+  EVERYTHING,
+  eventually,
+  type HttpPeer,
+  postInSession,
+  startHttpPeer,
+} from './test-support.ts';
 
 let web: HttpPeer;
 before(async () => {
@@ -48,15 +55,7 @@ describe('config.mcp.sessionTtl', () => {
         return true;
       });
       // the gateway's raw answer names why, in JSON-RPC
-      const raw = await fetch(proxy.url('/mcp'), {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-session-id': id,
-        },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list' }),
-      });
+      const raw = await postInSession(proxy.url('/mcp'), id, { jsonrpc: '2.0', id: 9, method: 'tools/list' });
       assert.equal(raw.status, 404);
       assert.match(JSON.stringify(await raw.json()), /Session expired \(config\.mcp\.sessionTtl\)/);
       await eventually(() => web.sessions.size === 0, 5000, 'the upstream session to be ended');

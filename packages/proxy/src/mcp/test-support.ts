@@ -281,6 +281,19 @@ export async function connectClient(
 }
 
 /** The text of a tool result's first content item. */
+/** A JSON-RPC message POSTed as a streamable-HTTP client of session `sid` sends it (fetch's answer). */
+export function postInSession(url: string, sid: string, message: unknown): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-session-id': sid,
+    },
+    body: JSON.stringify(message),
+  });
+}
+
 export function textOf(r: unknown): string {
   const c = (r as { content?: { type: string; text?: string }[] }).content?.[0];
   return c?.type === 'text' ? (c.text ?? '') : '';
