@@ -62,7 +62,7 @@ export function translateAi(
   lookup: Lookup,
   backendPolicies: GwBackendPoliciesSpec | undefined,
   /** How status messages name the single provider's field (a GwModel's is its spec). */
-  providerField = 'ai.provider',
+  providerField = 'spec.ai.provider',
   /** The kind being translated, for ReferenceGrants. */
   owner = 'GwBackend',
 ): AiResult {
@@ -111,11 +111,11 @@ export function translateAi(
     const { auth, ai: ownAi, ...own } = spec ?? {};
     const out: BackendPolicies & { ai?: Record<string, unknown> } = {};
     for (const [s, f] of [
-      [shared, 'policies'],
+      [shared, 'spec.policies'],
       [own, `${field}.policies`],
     ] as const) {
       if (Object.keys(s).length === 0) continue;
-      const r = backendPolicy(s as GwBackendPoliciesSpec, namespace, lookup, f, ['spec', f], owner);
+      const r = backendPolicy(s as GwBackendPoliciesSpec, namespace, lookup, f, f.split('.'), owner);
       if (r.invalid.length > 0) invalid.push(describeProblems(r.invalid));
       problems.push(...r.problems);
       if (r.failClosed) ctx.failClosed = true;
@@ -128,19 +128,23 @@ export function translateAi(
         ? { ...ownAi, routes: sharedAi.routes }
         : (ownAi ?? sharedAi);
     if (aiSpec) {
-      const r = translateAiPolicy(aiSpec, ownAi ? `${field}.policies.ai` : 'policies.ai', guardRefs(ctx));
-      const at = ownAi ? [...field.split('.'), 'policies', 'ai'] : ['policies', 'ai'];
+      const r = translateAiPolicy(
+        aiSpec,
+        ownAi ? `${field}.policies.ai` : 'spec.policies.ai',
+        guardRefs(ctx),
+      );
+      const at = ownAi ? [...field.split('.'), 'policies', 'ai'] : ['spec', 'policies', 'ai'];
       if (r.invalid.length > 0)
         invalid.push(describeProblems(r.invalid.map((p) => ({ ...p, path: [...at, ...p.path] }))));
       for (const u of r.unsupported) ctx.unsupported(u);
       if (Object.keys(r.policy).length > 0) out.ai = r.policy;
     }
     routeTables.push({
-      field: ownAi?.routes ? `${field}.policies.ai.routes` : 'policies.ai.routes',
+      field: ownAi?.routes ? `${field}.policies.ai.routes` : 'spec.policies.ai.routes',
       routes: out.ai?.routes,
     });
     const authSpec = auth ?? fallbackAuth;
-    const authAt = auth ? `${field}.policies` : 'policies';
+    const authAt = auth ? `${field}.policies` : 'spec.policies';
     // an auth block translated as a GwBackend's is, its Secrets read, its findings collected here
     const translatedAuth = (a: AuthSpec) => {
       const r = backendPolicy(
@@ -206,7 +210,7 @@ export function translateAi(
     if (spec.groups) {
       ai = {
         groups: spec.groups.map((g, gi) => ({
-          providers: g.providers.map((p, pi) => provider(p, `ai.groups[${gi}].providers[${pi}]`)),
+          providers: g.providers.map((p, pi) => provider(p, `spec.ai.groups[${gi}].providers[${pi}]`)),
         })),
       };
     } else ai = provider(spec.provider as ProviderSpec, providerField) as Record<string, unknown>;

@@ -104,7 +104,7 @@ export function collectBackends(
     } else if (spec.aws?.agentCore) {
       // the ARN rule the standalone loader applies, in the same words
       const ac = spec.aws.agentCore;
-      const problems = checkAgentCore(ac, ['aws', 'agentCore']);
+      const problems = checkAgentCore(ac, ['spec', 'aws', 'agentCore']);
       if (problems.length > 0) {
         info.accepted = bad('Accepted', 'Invalid', describeProblems(problems), gen);
         continue;
@@ -119,7 +119,7 @@ export function collectBackends(
       };
     }
     if (spec.policies) {
-      const p = backendPolicy(spec.policies, ns, lookup, 'policies', ['spec', 'policies'], 'GwBackend');
+      const p = backendPolicy(spec.policies, ns, lookup, 'spec.policies', ['spec', 'policies'], 'GwBackend');
       if (p.invalid.length > 0) {
         info.accepted = bad('Accepted', 'Invalid', describeProblems(p.invalid), gen);
         continue;
@@ -128,7 +128,7 @@ export function collectBackends(
       const arn = spec.aws?.agentCore && parseAgentRuntimeArn(spec.aws.agentCore.agentRuntimeArn);
       const awsAuth =
         arn && policies.backendAuth
-          ? checkAgentCoreAuth(policies.backendAuth as BackendAuth, arn.region, ['policies', 'auth'])
+          ? checkAgentCoreAuth(policies.backendAuth as BackendAuth, arn.region, ['spec', 'policies', 'auth'])
           : [];
       if (awsAuth.length > 0) {
         info.accepted = bad('Accepted', 'Invalid', describeProblems(awsAuth), gen);
@@ -136,7 +136,7 @@ export function collectBackends(
       }
       info.policies = policies;
       info.problems.push(...p.problems);
-      if (ai) info.problems.push('policies.ai applies to ai backends only');
+      if (ai) info.problems.push('spec.policies.ai applies to ai backends only');
       if (p.failClosed) {
         // a connection setting that cannot be honoured (e.g. a missing CA) must not be dropped silently
         info.accepted = bad('Accepted', 'InvalidReference', info.problems.join('; '), gen);
@@ -158,37 +158,5 @@ export function collectBackends(
       );
     }
   }
-  for (const info of out.values()) {
-    const m = info.accepted.message;
-    const named = specPaths(m);
-    if (named !== m) info.accepted = { ...info.accepted, message: named };
-  }
   return out;
-}
-
-/** The GwBackend spec's own fields: a problem that starts with one is a path under `spec`. */
-const SPEC_FIELD = /^(static|ai|mcp|a2a|aws|dynamicForwardProxy|policies)(?=[.[:\s])/;
-
-/**
- * A GwBackend condition's message with each problem's field path under `spec.`, as the API server
- * and GwPolicy conditions write them: the translators name some paths from the spec and some from
- * `spec` down, and a message said `policies.auth…` beside `spec.mcp.targets[0]…`.
- */
-export function specPaths(message: string): string {
-  const lead = 'accepted without: ';
-  const head = message.startsWith(lead) ? lead : '';
-  const parts = message.slice(head.length).split('; ');
-  return head + parts.map(underSpec).join('; ');
-}
-
-/** One problem: its leading path, or each of a comma-separated list of paths before its `: `. */
-function underSpec(problem: string): string {
-  if (!SPEC_FIELD.test(problem)) return problem;
-  const colon = problem.indexOf(': ');
-  const paths = colon < 0 ? problem : problem.slice(0, colon);
-  const named = paths
-    .split(', ')
-    .map((p) => (SPEC_FIELD.test(p) ? `spec.${p}` : p))
-    .join(', ');
-  return colon < 0 ? named : named + problem.slice(colon);
 }
