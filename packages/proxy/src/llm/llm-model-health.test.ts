@@ -89,6 +89,54 @@ describe('health on a model', () => {
   });
 });
 
+describe('health on the providers of an ai backend', () => {
+  test('two providers on one host (two API keys) are ejected apart: a failing key passes to the other, not to the next group', async (t) => {
+    // one OpenAI-compatible host; the key sk-1 is refused (503), sk-2 served
+    const shared = await startFakeOpenAI({
+      name: 'shared',
+      answer: (r) => (r.headers.authorization === 'Bearer sk-1' ? { error: 503 } : undefined),
+    });
+    const other = await startFakeOpenAI({ name: 'other' });
+    const p = await startProxy(`config:
+  adminAddr: "off"
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - backends:
+      - ai:
+          groups:
+          - providers:
+            - {name: key1, provider: {openAI: {}}, hostOverride: "127.0.0.1:${shared.port}",
+               policies: {backendAuth: {key: sk-1}, health: {eviction: {consecutiveFailures: 1, duration: 30s}}}}
+          - providers:
+            - {name: key2, provider: {openAI: {}}, hostOverride: "127.0.0.1:${shared.port}",
+               policies: {backendAuth: {key: sk-2}, health: {eviction: {consecutiveFailures: 1, duration: 30s}}}}
+          - providers:
+            - {name: other, provider: {openAI: {}}, hostOverride: "127.0.0.1:${other.port}", policies: {backendAuth: {key: sk-3}}}
+`);
+    t.after(async () => {
+      await p.close();
+      await shared.close();
+      await other.close();
+    });
+    const client = new OpenAI({ apiKey: 'sk-client', baseURL: p.url('/v1'), maxRetries: 0 });
+    const keys = () => shared.seen.map((r) => r.headers.authorization);
+    for (let i = 0; i < 4; i++) await client.chat.completions.create({ model: 'gpt-4o', messages });
+    // key1 tried once and ejected; key2, on the same host, stays in and answers everything
+    assert.deepEqual(keys(), ['Bearer sk-1', 'Bearer sk-2', 'Bearer sk-2', 'Bearer sk-2', 'Bearer sk-2']);
+    assert.equal(other.seen.length, 0, 'the last group is never needed');
+    // and each provider is its own endpoint record, named by backend and provider
+    const owners = p.plane
+      .endpointHealth()
+      .map((h) => h.backend)
+      .sort();
+    assert.equal(owners.length, 2);
+    assert.match(owners[0] ?? '', /\/key1$/);
+    assert.match(owners[1] ?? '', /\/key2$/);
+  });
+});
+
 describe('health.active on a model', () => {
   const seenChats = (f: FakeOpenAI) => f.seen.filter((r) => r.method === 'POST').length;
 

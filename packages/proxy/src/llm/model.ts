@@ -330,7 +330,10 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
     return p.pathPrefix.replace(/\/$/, '') + rest;
   };
   if (!m.health) return { ir: m, call, endpoint };
-  const tracked = trackHealth(m.health, m.name, endpoint, env.pools, env.used, call);
+  // Health is the provider's own, by backend and entry: two providers on one host (two API keys of
+  // api.openai.com, say) are ejected apart, and an ai backend's providers, all models `*`, are told apart.
+  const owner = env.backend === undefined ? (m.entry ?? m.name) : `${env.backend}/${m.entry ?? m.name}`;
+  const tracked = trackHealth(m.health, owner, endpoint, env.pools, env.used, call);
   // health.active: GETs of its path (a self-hosted server's /health) through the model's own pool
   const active = m.health.active;
   if (active)
