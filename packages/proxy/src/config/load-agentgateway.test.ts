@@ -254,6 +254,50 @@ policies:
     assert.match(set as string, NOT_YET);
   });
 
+  test('a route without a namespace is in "default" for a target; a target naming nothing is a warning at its line', () => {
+    const yaml = `binds:
+- port: 8080
+  listeners:
+  - name: l
+    routes:
+    - {name: r1, backends: [{host: 127.0.0.1:9}]}
+    - {name: r2, ruleName: only, backends: [{host: 127.0.0.1:9}]}
+policies:
+- target: {route: {name: r1, namespace: default}}
+  policy: {authorization: {rules: ['false']}}
+- target: {route: {name: r2, namespace: default, ruleName: only}}
+  policy: {responseHeaderModifier: {set: {x-rule: "1"}}}
+- target: {route: {name: r1, namespace: team}}
+  policy: {timeout: {requestTimeout: 1s}}
+- target: {route: nope}
+  policy: {timeout: {requestTimeout: 1s}}
+- target: {listener: bind/8080/nol}
+  policy: {timeout: {requestTimeout: 1s}}
+- target: {gateway: {gatewayName: web, gatewayNamespace: default}}
+  policy: {timeout: {requestTimeout: 1s}}
+- target: {backend: nob}
+  policy: {backendTLS: {}}
+`;
+    const { ir, warnings } = loadConfigText('gw.yaml', yaml, process.cwd(), () => undefined);
+    const routes = new Map(
+      ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.map((r) => [r.name, r.policies]))),
+    );
+    // agentgateway's form of a target on a route of the file: the authorization is enforced
+    assert.deepEqual(routes.get('r1')?.authorization, { rules: ['false'] });
+    assert.equal(routes.get('r1')?.timeout, undefined, 'another namespace is another route');
+    assert.deepEqual(routes.get('r2')?.responseHeaderModifier?.set, { 'x-rule': '1' });
+    assert.deepEqual(
+      warnings.map((w) => `${w.line}: ${w.path}: ${w.message.split(';')[0]}`),
+      [
+        '13: policies[2].target.route: no route "team/r1" in this config: the policy applies to nothing',
+        '15: policies[3].target.route: no route "nope" in this config: the policy applies to nothing',
+        '17: policies[4].target.listener: no listener "bind/8080/nol" in this config: the policy applies to nothing',
+        '19: policies[5].target.gateway: no gateway "web" in this config: the policy applies to nothing',
+        '21: policies[6].target.backend: no backend "nob" in this config: the policy applies to nothing',
+      ],
+    );
+  });
+
   test('a backend target with section: one provider of a named ai backend (mcp targets: mcp/target-auth.test.ts)', () => {
     const { ir } = loadConfigText(
       'agw.yaml',

@@ -356,6 +356,8 @@ class Builder {
    * or an ai provider's, under its own; `at` the policies' indexes, for the warning when none is found.
    */
   readonly #sections = new Map<string, { policy: TrafficPolicies; at: number[]; used?: boolean }>();
+  /** By `<kind>\n<name>`, the route-phase policies targeting a gateway, listener, route or backend. */
+  readonly #targetIndexes = new Map<string, number[]>();
   /** The `phase: gateway` policies, by their target (attachGatewayPhase gives them to listeners). */
   readonly #gatewayPhase: {
     index: number;
@@ -960,6 +962,7 @@ class Builder {
       this.fail([], 'no listeners: define binds: or gateways:');
     const binds = [...byKey.values()];
     this.attachGatewayPhase(binds);
+    this.warnUntargeted(targeted);
     for (const [key, sec] of this.#sections)
       if (!sec.used)
         for (const i of sec.at)
@@ -970,6 +973,32 @@ class Builder {
             ),
           );
     return binds;
+  }
+
+  /**
+   * A policy whose gateway, listener, route or backend no listener, route or backend of the config
+   * reads applies to nothing: a warning at its target (agentgateway loads it too), naming how that
+   * kind is named, so that a misspelt target is not a silently missing authorization.
+   */
+  warnUntargeted(targeted: ReturnType<Builder['targetedPolicies']>): void {
+    const how: Record<string, string> = {
+      gateway: 'gateways are named by gatewayName, a bind listener without one by bind/<port>',
+      listener: 'listeners are named <gateway>/<listener name>',
+      route:
+        'routes are named by name or by <namespace>/<name>, and a route without a namespace is in "default"',
+      backend: 'backends are named by name, Services by <namespace>/<hostname>[:<port>]',
+    };
+    for (const [at, indexes] of this.#targetIndexes) {
+      const [kind = '', name = ''] = at.split('\n');
+      if (targeted[kind as keyof typeof targeted]?.wasRead(name)) continue;
+      for (const i of indexes)
+        this.src.warnings.push(
+          this.src.issueAt(
+            ['policies', i, 'target', kind],
+            `no ${kind} ${JSON.stringify(name)} in this config: the policy applies to nothing; ${how[kind]}`,
+          ),
+        );
+    }
   }
 
   /**
@@ -1840,10 +1869,10 @@ class Builder {
 
   targetedPolicies() {
     const out = {
-      gateway: new Map<string, TrafficPolicies>(),
-      listener: new Map<string, TrafficPolicies>(),
-      route: new Map<string, TrafficPolicies>(),
-      backend: new Map<string, TrafficPolicies>(),
+      gateway: new ReadMap<TrafficPolicies>(),
+      listener: new ReadMap<TrafficPolicies>(),
+      route: new ReadMap<TrafficPolicies>(),
+      backend: new ReadMap<TrafficPolicies>(),
     };
     /** By listener, the policies that target its gateway's listeners on its port. */
     const onPort = new Map<string, TrafficPolicies>();
@@ -1909,7 +1938,9 @@ class Builder {
         });
         return;
       }
-      out[kind].set(name, mergePolicies(out[kind].get(name), p.policy) ?? {});
+      out[kind].set(name, mergePolicies(out[kind].peek(name), p.policy) ?? {});
+      const at = `${kind}\n${name}`;
+      this.#targetIndexes.set(at, [...(this.#targetIndexes.get(at) ?? []), i]);
       if (override && kind !== 'backend')
         overrides[kind].set(name, mergePolicies(overrides[kind].get(name), p.policy) ?? {});
     });
@@ -2162,13 +2193,14 @@ class Builder {
     // A route with a namespace (every route from Kubernetes) is also targeted as <namespace>/<name>,
     // and each of its rules is a route of its own, so the rule is part of the key.
     const qualified = r.namespace ? `${r.namespace}/${name}` : name;
-    // a policy on one rule (<namespace>/<route>/<rule name>) is more specific than one on the route
-    const ruleKey = r.namespace && r.ruleName ? `${qualified}/${r.ruleName}` : undefined;
+    // A target names a route as <namespace>/<name> (agentgateway's form; a route without a
+    // namespace is in "default"), or by its name alone. A policy on one rule
+    // (<namespace>/<route>/<rule name>) is more specific than one on the route.
+    const inNamespace = `${r.namespace ?? 'default'}/${name}`;
+    const ruleKey = r.ruleName ? `${inNamespace}/${r.ruleName}` : undefined;
     const ownLayers = [
       { policies: targeted.route.get(name), override: this.#overrides.route.get(name) },
-      ...(r.namespace
-        ? [{ policies: targeted.route.get(qualified), override: this.#overrides.route.get(qualified) }]
-        : []),
+      { policies: targeted.route.get(inNamespace), override: this.#overrides.route.get(inNamespace) },
       ...(ruleKey
         ? [{ policies: targeted.route.get(ruleKey), override: this.#overrides.route.get(ruleKey) }]
         : []),
@@ -2184,8 +2216,8 @@ class Builder {
     const writtenAt = (k: string): FieldPath | undefined =>
       (fixedAbove?.has(k) ? inheritedAt?.(k) : undefined) ??
       written([...path, 'policies'], r.policies, k) ??
-      (r.namespace && r.ruleName ? this.targetedAt('route', `${qualified}/${r.ruleName}`, k) : undefined) ??
-      (r.namespace ? this.targetedAt('route', qualified, k) : undefined) ??
+      (ruleKey ? this.targetedAt('route', ruleKey, k) : undefined) ??
+      this.targetedAt('route', inNamespace, k) ??
       this.targetedAt('route', name, k) ??
       inheritedAt?.(k);
     const policySources: RouteIR['policySources'] = {};
@@ -4430,6 +4462,22 @@ const TAKES_COLLECTOR: Takes = {
 
 /** A bind listener's gateway (its gatewayName, else bind/<port>) and name (else listener<index>). */
 /** A backend's part, as the section policies are kept: the backend's name and the part's. */
+/** A Map that remembers which of its keys were read with `get` (`peek` reads without counting). */
+class ReadMap<V> extends Map<string, V> {
+  readonly #read = new Set<string>();
+  override get(key: string): V | undefined {
+    const v = super.get(key);
+    if (v !== undefined) this.#read.add(key);
+    return v;
+  }
+  peek(key: string): V | undefined {
+    return super.get(key);
+  }
+  wasRead(key: string): boolean {
+    return this.#read.has(key);
+  }
+}
+
 function sectionKey(backend: string, section: string): string {
   return `${backend}\n${section}`;
 }
