@@ -1,23 +1,47 @@
 // A token bucket in shared memory, so every worker thread of a proxy draws from the same bucket and
-// the limit is exact per replica. A tiny spin lock guards the two fields (shared-lock.ts, taken over
+// the limit is exact per replica. It fills as Envoy's and agentgateway's do, `tokensPerFill` at a
+// time once every `fillInterval` (the spec's window: a limit of 10 a minute is 10 more each minute),
+// not continuously: an emptied bucket takes nothing until its next fill. A tiny spin lock guards the two fields (shared-lock.ts, taken over
 // from a thread that died holding it); the critical section is a few arithmetic operations, so
 // contention between a handful of threads is negligible.
 import { lockShared, unlockShared } from '../shared-lock.ts';
 
 const LOCK = 0;
-/** Int32 slots: [lock]; Float64 slots (after 8 bytes): [tokens, lastRefillMs]. */
+/** Int32 slots: [lock]; Float64 slots (after 8 bytes): [tokens, lastFillMs]. */
 export const BUCKET_BYTES = 8 + 16;
+
+/** How a bucket fills: `tokens` at once, every `everyMs`. */
+export interface Fill {
+  tokens: number;
+  everyMs: number;
+}
+
+/**
+ * A bucket holding `tokens` after its fill at `last`, filled to `now`: the fills due since, whole,
+ * and the time of the latest of them (so the next is a whole interval after it).
+ */
+export function filled(
+  capacity: number,
+  fill: Fill,
+  tokens: number,
+  last: number,
+  now: number,
+): [number, number] {
+  if (fill.tokens <= 0 || now - last < fill.everyMs) return [tokens, last];
+  const fills = Math.floor((now - last) / fill.everyMs);
+  return [Math.min(capacity, tokens + fills * fill.tokens), last + fills * fill.everyMs];
+}
 
 export class SharedBucket {
   readonly capacity: number;
-  readonly refillPerMs: number;
+  readonly fill: Fill;
   readonly #lock: Int32Array;
   readonly #state: Float64Array;
 
   /** `memory` must be BUCKET_BYTES long and zeroed for a new bucket; it is full when first used. */
-  constructor(memory: SharedArrayBuffer, capacity: number, refillPerMs: number) {
+  constructor(memory: SharedArrayBuffer, capacity: number, fill: Fill) {
     this.capacity = capacity;
-    this.refillPerMs = refillPerMs;
+    this.fill = fill;
     this.#lock = new Int32Array(memory, 0, 1);
     this.#state = new Float64Array(memory, 8, 2);
   }
@@ -32,11 +56,9 @@ export class SharedBucket {
         s[0] = this.capacity;
         s[1] = now;
       } else {
-        const elapsed = now - (s[1] as number);
-        if (elapsed > 0) {
-          s[0] = Math.min(this.capacity, (s[0] as number) + elapsed * this.refillPerMs);
-          s[1] = now;
-        }
+        const [tokens, last] = filled(this.capacity, this.fill, s[0] as number, s[1] as number, now);
+        s[0] = tokens;
+        s[1] = last;
       }
       return fn(s, now);
     } finally {
@@ -46,26 +68,27 @@ export class SharedBucket {
 
   /** Takes `n` tokens if at least one is left (the request that crosses the limit still passes). */
   take(n: number): { ok: boolean; remaining: number; resetSeconds: number } {
-    return this.#withLock((s) => {
+    return this.#withLock((s, now) => {
       const tokens = s[0] as number;
-      if (tokens < 1) return { ok: false, remaining: 0, resetSeconds: this.#reset(tokens) };
+      const last = s[1] as number;
+      if (tokens < 1) return { ok: false, remaining: 0, resetSeconds: this.#reset(tokens, last, now) };
       s[0] = tokens - n;
       return {
         ok: true,
         remaining: Math.max(0, Math.floor(tokens - n)),
-        resetSeconds: this.#reset(tokens - n),
+        resetSeconds: this.#reset(tokens - n, last, now),
       };
     });
   }
 
   /** Whether a token is left, without taking one (token budgets are debited after the response). */
   peek(): { ok: boolean; remaining: number; resetSeconds: number } {
-    return this.#withLock((s) => {
+    return this.#withLock((s, now) => {
       const tokens = s[0] as number;
       return {
         ok: tokens >= 1,
         remaining: Math.max(0, Math.floor(tokens)),
-        resetSeconds: this.#reset(tokens),
+        resetSeconds: this.#reset(tokens, s[1] as number, now),
       };
     });
   }
@@ -77,51 +100,61 @@ export class SharedBucket {
   }
 
   /** Seconds until the bucket takes a request again (when it would not), else until it is full. */
-  #reset(tokens: number): number {
-    return resetSeconds(this.capacity, this.refillPerMs, tokens);
+  #reset(tokens: number, last: number, now: number): number {
+    return resetSeconds(this.capacity, this.fill, tokens, last, now);
   }
 }
 
 /**
- * x-ratelimit-reset of a bucket holding `tokens`: when it holds less than one (the next request would
- * be refused), the seconds until it takes one again, which is what a refused client waits for; else
- * the seconds until it is full. A bucket that never refills (tokensPerFill 0) and is not full
- * reports -1, which the headers leave out.
+ * x-ratelimit-reset of a bucket holding `tokens` since its fill at `last`: when it holds less than
+ * one (the next request would be refused), the seconds until the fill that gives it one, which is
+ * what a refused client waits for; else the seconds until the fill that makes it full. A bucket that
+ * never fills (tokensPerFill 0) and is not full reports -1, which the headers leave out.
  */
-export function resetSeconds(capacity: number, refillPerMs: number, tokens: number): number {
+export function resetSeconds(
+  capacity: number,
+  fill: Fill,
+  tokens: number,
+  last: number,
+  now: number,
+): number {
   if (tokens >= capacity) return 0;
-  if (refillPerMs <= 0) return -1;
+  if (fill.tokens <= 0) return -1;
   const until = tokens < 1 ? 1 : capacity;
-  return Math.ceil((until - tokens) / refillPerMs / 1000);
+  const fills = Math.ceil((until - tokens) / fill.tokens);
+  return Math.max(0, Math.ceil((last + fills * fill.everyMs - now) / 1000));
 }
 
 /**
  * Token buckets by key (localRateLimit's `key`: `jwt.sub`, one bucket per user), in memory every
  * worker shares, so each key's limit is exact per replica. The table is set-associative: a key's two
  * 32-bit hashes pick one set of KEYED_WAYS slots (distinct keys share a bucket only if both hashes
- * collide), and a key not in its set takes an empty slot there, else one whose bucket has refilled to
+ * collide), and a key not in its set takes an empty slot there, else one whose bucket has filled to
  * full (forgetting it loses nothing: a new bucket starts full), else the one least recently used, whose
  * key starts afresh. So at most KEYED_SETS × KEYED_WAYS keys are remembered per limit, the busiest
  * ones. One spin lock guards the table, as SharedBucket's guards its bucket.
  */
 export const KEYED_SETS = 512;
 export const KEYED_WAYS = 8;
-/** Bytes of a slot: the key's two hashes (Int32), then tokens and the last refill (Float64). */
-const SLOT_BYTES = 24;
+/**
+ * Bytes of a slot: the key's two hashes (Int32), then tokens, the last fill and the last use
+ * (Float64; a slot is empty while its last fill is 0).
+ */
+const SLOT_BYTES = 32;
 /** The lock (padded to 8 bytes), then the slots. */
 export const KEYED_BUCKET_BYTES = 8 + KEYED_SETS * KEYED_WAYS * SLOT_BYTES;
 
 export class KeyedBuckets {
   readonly capacity: number;
-  readonly refillPerMs: number;
+  readonly fill: Fill;
   readonly #lock: Int32Array;
   readonly #ints: Int32Array;
   readonly #floats: Float64Array;
 
   /** `memory` must be KEYED_BUCKET_BYTES long and zeroed for a new table. */
-  constructor(memory: SharedArrayBuffer, capacity: number, refillPerMs: number) {
+  constructor(memory: SharedArrayBuffer, capacity: number, fill: Fill) {
     this.capacity = capacity;
-    this.refillPerMs = refillPerMs;
+    this.fill = fill;
     this.#lock = new Int32Array(memory, 0, 1);
     this.#ints = new Int32Array(memory);
     this.#floats = new Float64Array(memory);
@@ -129,23 +162,23 @@ export class KeyedBuckets {
 
   /** Takes `n` tokens from the key's bucket if at least one is left. */
   take(h: [number, number], n: number): { ok: boolean; remaining: number; resetSeconds: number } {
-    return this.#withBucket(h, (tokens, set) => {
-      if (tokens < 1) return { ok: false, remaining: 0, resetSeconds: this.#reset(tokens) };
+    return this.#withBucket(h, (tokens, set, reset) => {
+      if (tokens < 1) return { ok: false, remaining: 0, resetSeconds: reset(tokens) };
       set(tokens - n);
       return {
         ok: true,
         remaining: Math.max(0, Math.floor(tokens - n)),
-        resetSeconds: this.#reset(tokens - n),
+        resetSeconds: reset(tokens - n),
       };
     });
   }
 
   /** Whether the key's bucket has a token left, without taking one. */
   peek(h: [number, number]): { ok: boolean; remaining: number; resetSeconds: number } {
-    return this.#withBucket(h, (tokens) => ({
+    return this.#withBucket(h, (tokens, _set, reset) => ({
       ok: tokens >= 1,
       remaining: Math.max(0, Math.floor(tokens)),
-      resetSeconds: this.#reset(tokens),
+      resetSeconds: reset(tokens),
     }));
   }
 
@@ -167,10 +200,14 @@ export class KeyedBuckets {
   }
 
   /**
-   * Runs `fn` on the key's bucket, refilled to now, under the lock: the slot holding the key, or the
-   * one it takes over (see the class comment). `set` stores the bucket's new token count.
+   * Runs `fn` on the key's bucket, filled to now, under the lock: the slot holding the key, or the
+   * one it takes over (see the class comment). `set` stores the bucket's new token count; `reset`
+   * is resetSeconds for a count of this bucket.
    */
-  #withBucket<T>([h1, h2]: [number, number], fn: (tokens: number, set: (t: number) => void) => T): T {
+  #withBucket<T>(
+    [h1, h2]: [number, number],
+    fn: (tokens: number, set: (t: number) => void, reset: (t: number) => number) => T,
+  ): T {
     // another thread holds it for a few dozen instructions (taken over if that thread is gone)
     lockShared(this.#lock, 0);
     try {
@@ -194,38 +231,46 @@ export class KeyedBuckets {
           slot = i;
           break;
         }
-        if (full === -1 && this.#refilled(f[at / 8 + 1] as number, last, now) >= this.capacity) full = i;
-        if (oldest === -1 || last < (f[this.#at(oldest) / 8 + 2] as number)) oldest = i;
+        if (
+          full === -1 &&
+          filled(this.capacity, this.fill, f[at / 8 + 1] as number, last, now)[0] >= this.capacity
+        )
+          full = i;
+        if (oldest === -1 || (f[at / 8 + 3] as number) < (f[this.#at(oldest) / 8 + 3] as number)) oldest = i;
       }
       let tokens: number;
+      let last: number;
       if (slot === -1) {
         slot = free !== -1 ? free : full !== -1 ? full : oldest;
         const at = this.#at(slot);
         ints[at / 4] = h1;
         ints[at / 4 + 1] = h2;
         tokens = this.capacity;
+        last = now;
       } else {
         const at = this.#at(slot);
-        tokens = this.#refilled(f[at / 8 + 1] as number, f[at / 8 + 2] as number, now);
+        [tokens, last] = filled(
+          this.capacity,
+          this.fill,
+          f[at / 8 + 1] as number,
+          f[at / 8 + 2] as number,
+          now,
+        );
       }
       const base = this.#at(slot) / 8;
       f[base + 1] = tokens;
-      f[base + 2] = now;
-      return fn(tokens, (t) => {
-        f[base + 1] = t;
-      });
+      f[base + 2] = last;
+      f[base + 3] = now;
+      return fn(
+        tokens,
+        (t) => {
+          f[base + 1] = t;
+        },
+        (t) => resetSeconds(this.capacity, this.fill, t, last, now),
+      );
     } finally {
       unlockShared(this.#lock, 0);
     }
-  }
-
-  #refilled(tokens: number, last: number, now: number): number {
-    const elapsed = now - last;
-    return elapsed > 0 ? Math.min(this.capacity, tokens + elapsed * this.refillPerMs) : tokens;
-  }
-
-  #reset(tokens: number): number {
-    return resetSeconds(this.capacity, this.refillPerMs, tokens);
   }
 }
 

@@ -13,7 +13,7 @@ import { onResponseUsage } from '../../llm/usage.ts';
 import { withConditional } from '../conditional.ts';
 import { hashes, keyOf } from '../limit-keys.ts';
 import type { BuildEnv } from '../types.ts';
-import { BUCKET_BYTES, KEYED_BUCKET_BYTES, KeyedBuckets, SharedBucket } from './bucket.ts';
+import { BUCKET_BYTES, type Fill, KEYED_BUCKET_BYTES, KeyedBuckets, SharedBucket } from './bucket.ts';
 
 const UNIT_MS = { Seconds: 1000, Minutes: 60_000, Hours: 3_600_000 } as const;
 
@@ -33,22 +33,23 @@ const keyExpr = (l: LocalRateLimit): string | undefined =>
 export function normalizeLimit(l: LocalRateLimit): {
   kind: 'requests' | 'tokens';
   capacity: number;
-  refillPerMs: number;
+  fill: Fill;
 } {
   if ('maxTokens' in l) {
     const every = parseGoDuration(l.fillInterval) ?? 1000;
     return {
       kind: l.type ?? 'requests',
       capacity: l.maxTokens,
-      refillPerMs: l.tokensPerFill / Math.max(1, every),
+      fill: { tokens: l.tokensPerFill, everyMs: Math.max(1, every) },
     };
   }
-  // the schema lets exactly one of requests and tokens through
+  // the schema lets exactly one of requests and tokens through; `burst` more the first time, and
+  // the unit's worth each unit after
   const perUnit = l.requests ?? l.tokens ?? 0;
   return {
     kind: l.requests !== undefined ? 'requests' : 'tokens',
     capacity: perUnit + (l.burst ?? 0),
-    refillPerMs: perUnit / UNIT_MS[l.unit],
+    fill: { tokens: perUnit, everyMs: UNIT_MS[l.unit] },
   };
 }
 
@@ -87,13 +88,13 @@ export const localRateLimit = withConditional<'localRateLimit', LocalRateLimit[]
           return {
             kind: n.kind,
             capacity: n.capacity,
-            bucket: new SharedBucket(env.shared(memory, BUCKET_BYTES), n.capacity, n.refillPerMs),
+            bucket: new SharedBucket(env.shared(memory, BUCKET_BYTES), n.capacity, n.fill),
           };
         return {
           kind: n.kind,
           capacity: n.capacity,
           keyed: {
-            table: new KeyedBuckets(env.shared(memory, KEYED_BUCKET_BYTES), n.capacity, n.refillPerMs),
+            table: new KeyedBuckets(env.shared(memory, KEYED_BUCKET_BYTES), n.capacity, n.fill),
             key: compileCel(key),
           },
         };
