@@ -157,6 +157,35 @@ describe('Host and absolute-form targets', () => {
     assert.match(r.body, /more than one Host/);
   });
 
+  test('a Host that is not host[:port] gets 400 and goes nowhere; valid ones of every form pass', async () => {
+    const before = up.seen.length;
+    for (const host of [
+      'evil.example"><script>',
+      'a b',
+      'x/y',
+      'user@a.example',
+      'a.example:80:80',
+      'a\\b',
+    ]) {
+      const r = await get(p, '/files/x', { host });
+      assert.equal(r.status, 400, host);
+      assert.match(r.body, /invalid Host header/, host);
+    }
+    assert.equal(up.seen.length, before, 'none reached the backend');
+    for (const host of [
+      'a.example',
+      'a.example:8080',
+      '127.0.0.1:1',
+      '[::1]:80',
+      '[fe80::1%25eth0]',
+      'ex_ample.test',
+    ]) {
+      const r = await get(p, '/files/x', { host });
+      assert.equal(r.status, 200, host);
+    }
+    // (over HTTP/2, nghttp2 refuses such an :authority itself: a stream error before any route)
+  });
+
   test('an absolute-form target routes by its authority, not Host, and forwards its path', async () => {
     const r = await get(p, 'http://b.example/anything', { host: 'a.example' });
     assert.equal(r.status, 200);

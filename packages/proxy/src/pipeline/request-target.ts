@@ -9,6 +9,13 @@ const ABSOLUTE_FORM = /^https?:\/\//i;
 /** host:port: a name or IPv4 address, or an IPv6 one in brackets, and a port. */
 export const AUTHORITY_FORM = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$/;
 
+/**
+ * uri-host[:port] (RFC 3986 §3.2.2): a reg-name or IPv4 address (unreserved, sub-delims and
+ * percent-encoded characters), or an IP literal in brackets; no userinfo.
+ */
+const HOST_HEADER =
+  /^(?:(?:[A-Za-z0-9._~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})+|\[[0-9A-Fa-f:.]+(?:%25[A-Za-z0-9._~-]+)?\])(?::[0-9]*)?$/;
+
 /** Rewrites ctx's path (and authority, for an absolute-form target); a GwError when the target is refused. */
 export function resolveRequestTarget(ctx: RequestContext, opts: PathNormalization): GwError | undefined {
   if (ctx.httpVersion.startsWith('1') && hostCount(ctx.req.rawHeaders) > 1) {
@@ -46,6 +53,12 @@ export function resolveRequestTarget(ctx: RequestContext, opts: PathNormalizatio
     ctx.host = hostOf(authority);
     ctx.headers.host = authority;
   }
+  // RFC 9112 §3.2: a Host that is not uri-host[:port] is answered 400. What a client wrote there is
+  // what the gateway hands on (agent cards name it, redirects and upstream Host carry it), so a
+  // quote, a space or a slash in it never gets that far. Empty is allowed (a target without an
+  // authority).
+  if (ctx.authority !== '' && !HOST_HEADER.test(ctx.authority))
+    return new GwError('GW_ERR_BAD_REQUEST', 'bad request: invalid Host header');
   const n = normalizePath(path, opts);
   if (!n.ok) return new GwError('GW_ERR_BAD_REQUEST', `bad request: ${n.reason}`);
   ctx.path = n.path;
