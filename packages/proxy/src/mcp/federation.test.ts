@@ -262,7 +262,7 @@ describe('sessions', () => {
       stream.body.on('error', () => {});
       await eventually(() => events.length > 0, 5000, 'the endpoint event');
       const endpoint = (events[0] as string).replace(/^endpoint /, '');
-      assert.match(endpoint, /^\/mcp\/message\?sessionId=/);
+      assert.match(endpoint, /^\/mcp\/sse\?sessionId=/);
       const post = async (m: unknown) => {
         const r = await request(other.url(endpoint), {
           method: 'POST',

@@ -1,7 +1,8 @@
 // The MCP endpoint clients talk to, on the proxy's own request context: streamable HTTP (POST answered
 // with JSON, or with an SSE stream once the targets have something to say before the answer; GET for
 // the server's stream; DELETE ends the session) and the legacy SSE transport (GET …/sse, then POST
-// …/message?sessionId=). Every refusal is a JSON-RPC error, never an HTTP error page.
+// …/sse?sessionId=, or the older …/message?sessionId=). Every refusal is a JSON-RPC error, never an
+// HTTP error page.
 import { PassThrough, type Readable } from 'node:stream';
 import type { CelContext } from '../cel/cel.ts';
 import { GwError } from '../errors.ts';
@@ -78,9 +79,9 @@ export class McpServer {
     if (this.#localhostOnly && !localOnly(ctx)) {
       return answer(ctx, 403, errorResponse(null, CODE.INVALID_REQUEST, 'Host and Origin must be localhost'));
     }
-    const legacy = legacyPath(ctx.path);
-    if (ctx.method === 'GET' && legacy === 'sse') return this.#legacyOpen(ctx);
-    if (ctx.method === 'POST' && legacy === 'message') return this.#legacyMessage(ctx);
+    const legacy = legacyStep(ctx);
+    if (legacy === 'open') return this.#legacyOpen(ctx);
+    if (legacy === 'message') return this.#legacyMessage(ctx);
     switch (ctx.method) {
       case 'POST':
         return this.#post(ctx);
@@ -289,8 +290,8 @@ export class McpServer {
       n: `legacy-${newSessionNonce()}`,
     });
     const nonce = (this.#seal.open(id) as SessionState).n;
-    const base = ctx.path.slice(0, -'sse'.length);
-    stream.write(sseFrame(`${base}message?sessionId=${id}`, 'endpoint'));
+    // The GET's own path, as agentgateway advertises: a route matching exactly `/sse` takes the POSTs too.
+    stream.write(sseFrame(`${ctx.path}?sessionId=${id}`, 'endpoint'));
     const keepalive = this.#keepAlive(stream);
     const ac = new AbortController();
     const entry: ClientStream = {
@@ -319,7 +320,7 @@ export class McpServer {
     ac.signal.addEventListener('abort', end, { once: true });
   }
 
-  /** POST …/message?sessionId=: answered 202; the answer goes on the session's stream. */
+  /** POST …/sse?sessionId= (or …/message?sessionId=): answered 202; the answer comes on the stream. */
   async #legacyMessage(ctx: RequestContext): Promise<void> {
     const id = new URLSearchParams(ctx.query.slice(1)).get('sessionId') ?? '';
     const opened = this.#seal.open(id);
@@ -540,9 +541,17 @@ function answer(
   };
 }
 
-function legacyPath(path: string): 'sse' | 'message' | undefined {
-  if (path === '/sse' || path.endsWith('/sse')) return 'sse';
-  if (path === '/message' || path.endsWith('/message')) return 'message';
+/**
+ * The legacy SSE step a request is, if any: GET …/sse opens a stream; a message is POSTed to the path
+ * the stream advertised (…/sse?sessionId=) or to …/message, which gw advertised before and clients may
+ * have kept. A POST to …/sse without a sessionId is a streamable-HTTP client's whose URL ends in /sse.
+ */
+function legacyStep(ctx: RequestContext): 'open' | 'message' | undefined {
+  const sse = ctx.path.endsWith('/sse');
+  if (ctx.method === 'GET') return sse ? 'open' : undefined;
+  if (ctx.method !== 'POST') return undefined;
+  if (ctx.path.endsWith('/message')) return 'message';
+  if (sse && new URLSearchParams(ctx.query.slice(1)).has('sessionId')) return 'message';
   return undefined;
 }
 
