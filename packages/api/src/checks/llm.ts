@@ -80,30 +80,21 @@ export function checkLlm(llm: LlmConfig, path: FieldPath): Problem[] {
     } else if (m.guardrails) out.push(...checkPromptGuard(m.guardrails, [...mp, 'guardrails']));
     if (m.authorization) out.push(...checkAuthorization(m.authorization, [...mp, 'authorization']));
     if (m.passthrough) {
-      // what would change the request, or read it as a guard does, has no place in a passthrough
+      // A passthrough request keeps the client's format: the model's own fields (params.model,
+      // defaults, overrides, transformation) are set on it, as agentgateway does, but what works on
+      // the provider's format (finalTransformation, promptCaching) or reads it as a guard does has
+      // no place there.
       const named = resolveLlmProvider(llm, m)?.named?.defaults;
-      for (const k of [
-        'defaults',
-        'overrides',
-        'transformation',
-        'finalTransformation',
-        'guardrails',
-        'promptCaching',
-      ] as const) {
+      for (const k of ['finalTransformation', 'guardrails', 'promptCaching'] as const) {
         const own = m[k] !== undefined;
         const inherited =
           !own && k !== 'finalTransformation' && k !== 'guardrails' && named?.[k] !== undefined;
         if (own || inherited)
           out.push({
             path: own ? [...mp, k] : [...mp, 'provider'],
-            message: `${own ? k : `the provider's defaults.${k}`} would change or read the request, which passthrough sends as it is`,
+            message: `${own ? k : `the provider's defaults.${k}`} has no place in a passthrough model: it sends the client's request in the client's format, unguarded`,
           });
       }
-      if (m.params?.model !== undefined)
-        out.push({
-          path: [...mp, 'params', 'model'],
-          message: 'params.model would change the request, which passthrough sends as it is',
-        });
       if (!m.guardrails && llm.policies?.guardrails)
         out.push({
           path: [...mp, 'passthrough'],

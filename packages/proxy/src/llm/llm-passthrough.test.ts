@@ -1,7 +1,8 @@
 // passthrough on a model (agentgateway's): the client's request goes to the provider byte for byte,
 // in its own format, with only the gateway's credential added; `detect` reads the answer for usage as
 // it passes, `opaque` leaves it alone. A client whose format the provider does not speak is told so
-// in its own error shape; settings that would change the request are config errors. The official
+// in its own error shape. The model's own fields (params.model, overrides …) are set on the client's
+// JSON, as agentgateway does; what works on the provider's format is a config error. The official
 // `@anthropic-ai/sdk` and `openai` clients, and a raw request, against a fake Anthropic.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -31,6 +32,12 @@ llm:
     provider: anthropic
     params: {apiKey: sk-ant-gw, baseUrl: "${anthropic.origin}"}
     passthrough: opaque
+  - name: claude-pinned
+    provider: anthropic
+    params: {apiKey: sk-ant-gw, baseUrl: "${anthropic.origin}", model: claude-sonnet-4-5}
+    passthrough: detect
+    overrides: {max_tokens: 10}
+    defaults: {temperature: 0.2}
 `);
 });
 
@@ -83,6 +90,23 @@ describe('passthrough', () => {
     assert.equal(log['llm.inputTokens'], undefined);
   });
 
+  test('params.model, overrides and defaults are set on the client’s JSON, still in its format', async () => {
+    const r = await request(proxy.url('/v1/messages'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: raw('claude-pinned'),
+    });
+    assert.equal(r.statusCode, 200);
+    await r.body.dump();
+    const seen = anthropic.seen[anthropic.seen.length - 1]?.json;
+    assert.equal(seen?.model, 'claude-sonnet-4-5');
+    assert.equal(seen?.max_tokens, 10, 'the override replaces the client’s 50');
+    assert.equal(seen?.temperature, 0.2);
+    assert.deepEqual(seen?.x_vendor_hint, { keep: true }, 'fields gw does not know go on');
+    const log = await lastLog();
+    assert.equal(log['llm.model'], 'claude-sonnet-4-5');
+  });
+
   test('a client format the provider does not speak: a 400 in the client’s shape, naming both', async () => {
     const openai = new OpenAI({ apiKey: 'sk', baseURL: proxy.url('/v1'), maxRetries: 0 });
     const before = anthropic.seen.length;
@@ -104,13 +128,17 @@ describe('config errors name the field', () => {
       `llm:\n  port: 4000\n${policies}  models:\n  - {name: m, provider: anthropic, params: {apiKey: k}, passthrough: detect${extra}}\n`,
       process.cwd(),
     );
-  test('a setting that would change the request', () => {
+  test('a setting that works on the provider’s format', () => {
     assert.throws(
-      () => load(', overrides: {max_tokens: 10}'),
+      () => load(', finalTransformation: {max_tokens: "10"}'),
       (e: unknown) =>
         e instanceof ConfigError &&
-        /llm\.models\[0\]\.overrides: overrides would change or read the request/.test(e.message),
+        /llm\.models\[0\]\.finalTransformation: finalTransformation has no place in a passthrough model/.test(
+          e.message,
+        ),
     );
+    // the model's own fields load (agentgateway sets them on a passthrough request too)
+    load(', overrides: {max_tokens: 10}, defaults: {temperature: 0}');
   });
   test('guardrails of every model while one is passed through', () => {
     assert.throws(

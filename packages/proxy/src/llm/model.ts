@@ -121,13 +121,7 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
     if (passthrough) return sendAsItIs(ctx, state, passthrough);
     // What the guards read of the client's request, taken before it is rewritten for the provider.
     const guarded = guards?.snapshot(ctx);
-    const body: JsonObject = { ...state.request };
-    body.model = p.model ?? state.routedModel ?? state.requestModel;
-    if (defaults) for (const k in defaults) if (body[k] === undefined) body[k] = defaults[k];
-    if (overrides) Object.assign(body, overrides);
-    if (transformation.length > 0) setFields(ctx, body, transformation);
-    // an alias renames what the provider model, defaults, overrides and transformations left
-    if (alias && typeof body.model === 'string') body.model = alias(body.model) ?? body.model;
+    const body = rewritten(ctx, state);
     // Guards read what the client sent (after defaults and overrides), not the operator's own prompts.
     if (guards && guarded) await guards.request(ctx, state, body, guarded);
     if (prompts) enrichRequest(state.httpFormat, body, prompts.prepend, prompts.append);
@@ -211,9 +205,31 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
   };
 
   /**
-   * passthrough: the client's body goes unchanged to the provider's endpoint for the client's own
-   * format (which the provider must speak); detect reads the answer for usage as it passes, opaque
-   * leaves it alone.
+   * The client's request with the model's fields set: the provider model (else the virtual model's
+   * choice, else the client's), defaults, overrides and transformations, then an alias renames the
+   * model they left.
+   */
+  const rewritten = (ctx: RequestContext, state: LlmRequestState): JsonObject => {
+    const body: JsonObject = { ...state.request };
+    body.model = p.model ?? state.routedModel ?? state.requestModel;
+    if (defaults) for (const k in defaults) if (body[k] === undefined) body[k] = defaults[k];
+    if (overrides) Object.assign(body, overrides);
+    if (transformation.length > 0) setFields(ctx, body, transformation);
+    if (alias && typeof body.model === 'string') body.model = alias(body.model) ?? body.model;
+    return body;
+  };
+  /** Whether passthrough has fields of the model's to set (agentgateway sets them there too). */
+  const setsFields =
+    p.model !== undefined ||
+    defaults !== undefined ||
+    overrides !== undefined ||
+    transformation.length > 0 ||
+    alias !== undefined;
+  /**
+   * passthrough: the client's body goes to the provider's endpoint for the client's own format
+   * (which the provider must speak), unconverted: as it came, or with the model's own fields set
+   * (params.model, defaults, overrides, transformation, aliases) when it has any. detect reads the
+   * answer for usage as it passes, opaque leaves it alone.
    */
   const sendAsItIs = async (ctx: RequestContext, state: LlmRequestState, mode: 'detect' | 'opaque') => {
     const format = state.httpFormat;
@@ -222,12 +238,19 @@ export function compileModel(m: LlmModelIR, env: BackendEnv): CompiledModel {
         'GW_ERR_LLM_UNSUPPORTED_FORMAT',
         `passthrough sends requests as they are, and provider ${p.name} does not speak ${format} (it speaks ${formats.join(', ')})`,
       );
-    const raw = Buffer.isBuffer(ctx.body) ? ctx.body : Buffer.from(JSON.stringify(state.request));
-    state.model = state.requestModel;
+    let raw: Buffer;
+    if (setsFields) {
+      const body = rewritten(ctx, state);
+      state.model = typeof body.model === 'string' ? body.model : state.requestModel;
+      raw = Buffer.from(JSON.stringify(body));
+    } else {
+      raw = Buffer.isBuffer(ctx.body) ? ctx.body : Buffer.from(JSON.stringify(state.request));
+      state.model = state.requestModel;
+    }
     state.provider = p.name;
     state.catalog = catalog;
     state.providerFormat = format;
-    const path = providerPath(provider, p, format, state.requestModel, state.streaming);
+    const path = providerPath(provider, p, format, state.model, state.streaming);
     await dispatch(ctx, 'POST', path, raw, mode === 'detect');
     const same = FORMAT_PAIRS[`${format}__${format}`];
     if (mode === 'detect' && same) await answer(ctx, state, same, p.name, limit, undefined);
