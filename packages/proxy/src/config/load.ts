@@ -2556,15 +2556,23 @@ class Builder {
       );
     // MCP rules accumulate like authorization: the route's, then the backend's own.
     const { mcpAuthorization: _rules, ...rest } = merged;
-    const mcpRules = [
-      routePolicies.mcpAuthorization,
-      fromTargeted?.mcpAuthorization,
-      named?.mcpAuthorization,
-      b.policies?.mcpAuthorization,
-    ].filter((x) => x !== undefined);
-    mcpRules.forEach((r) => {
-      this.report(checkAuthorization(r, [...path, 'policies', 'mcpAuthorization']));
-    });
+    // each set of rules checked where it is written (the route's, a policy's, the definition's, its own)
+    const rulesAt = [
+      [routePolicies.mcpAuthorization, routeAt?.('mcpAuthorization')],
+      [
+        fromTargeted?.mcpAuthorization,
+        this.targetedAt('backend', name, 'mcpAuthorization') ??
+          ('service' in b ? this.targetedAt('backend', b.service.name, 'mcpAuthorization') : undefined),
+      ],
+      [named?.mcpAuthorization, namedAt],
+      [b.policies?.mcpAuthorization, [...path, 'policies']],
+    ] as const;
+    const mcpRules: NonNullable<typeof routePolicies.mcpAuthorization>[] = [];
+    for (const [r, at] of rulesAt) {
+      if (r === undefined) continue;
+      mcpRules.push(r);
+      this.report(checkAuthorization(r, [...(at ?? [...path, 'policies']), 'mcpAuthorization']));
+    }
     if (target.kind === 'mcp') {
       target.authorization = mcpRules;
       if (routePolicies.mcpRemoteRateLimit)

@@ -105,6 +105,29 @@ targets:
     assert.equal(t.authorization.length, 2);
   });
 
+  test("a rule that does not compile is named where it is written: the route's, the backend's", () => {
+    const text = (route: string, own: string) =>
+      backend(
+        `targets:\n- {name: a, stdio: {cmd: x}}`,
+        `        policies:
+          mcpAuthorization:
+            rules: ['${own}']`,
+      ).replace(
+        '    - backends:',
+        `    - policies:
+        mcpAuthorization: {rules: ['${route}']}
+      backends:`,
+      );
+    rejects(
+      text('mcp.tool.name ==', 'true'),
+      /gw\.yaml:6:36: binds\[0\]\.listeners\[0\]\.routes\[0\]\.policies\.mcpAuthorization\.rules\[0\]: invalid CEL/,
+    );
+    rejects(
+      text('true', 'mcp.tool.name =='),
+      /gw\.yaml:\d+:\d+: binds\[0\]\.listeners\[0\]\.routes\[0\]\.backends\[0\]\.policies\.mcpAuthorization\.rules\[0\]: invalid CEL/,
+    );
+  });
+
   test('a target needs exactly one transport', () => {
     rejects(
       backend(`targets:\n- {name: a}`),
