@@ -27,10 +27,11 @@ import {
 } from './jsonrpc.ts';
 import { mcpLog } from './log.ts';
 import { type McpRuntime, STATELESS } from './runtime.ts';
-import { newSessionNonce, type SessionState } from './session.ts';
+import { homeHere, newSessionNonce, remoteHome, type SessionState } from './session.ts';
 import { idKey, type Relay, type TargetConnection, TargetError } from './upstream/connection.ts';
 import { LegacySseConnection } from './upstream/legacy-sse.ts';
 import { StdioConnection } from './upstream/stdio.ts';
+import type { StreamConnection } from './upstream/stream.ts';
 import { StreamableHttpConnection } from './upstream/streamable-http.ts';
 
 /** Protocol versions the gateway speaks, newest first. */
@@ -154,6 +155,14 @@ export class Federation {
     this.#byName = new Map(this.targets.map((t) => [t.name, t]));
     this.#rules = compileRules(ir.authorization);
     this.#stateless = ir.sessionRouting === 'Stateless';
+    // the home worker of a session starts its targets for siblings that ask first
+    const bound = this.targets.some((t) => t.ir.transport.kind === 'stdio' || t.ir.transport.kind === 'sse');
+    if (bound && !this.#stateless)
+      runtime.serve((name, params) => {
+        const t = this.#byName.get(name);
+        if (!t) throw new TargetError(name, 'not a target of this backend');
+        return this.#bound(t, params);
+      });
   }
 
   get prefixed(): boolean {
@@ -207,16 +216,23 @@ export class Federation {
     }
     const nonce = session?.n ?? STATELESS;
     const params = initParams ?? session?.c ?? Federation.gatewayInitParams(version);
-    return this.runtime.connection(nonce, t.name, () => {
-      if (tr.kind === 'stdio')
-        return new StdioConnection({ name: t.name, ...tr }, params, this.#fanoutTimeout(t));
-      if (!t.dispatcher) throw new TargetError(t.name, 'not connected (validation only)');
-      return new LegacySseConnection(
-        { name: t.name, origin: tr.origin, path: tr.path, dispatcher: t.dispatcher },
-        params,
-        this.#fanoutTimeout(t),
-      );
-    });
+    // the process or stream is the home worker's: a client's answer, and the target's state, meet there
+    const home = session ? remoteHome(session) : undefined;
+    if (home !== undefined) return this.runtime.remote(home, { nonce, target: t.name, params });
+    return this.runtime.connection(nonce, t.name, () => this.#bound(t, params));
+  }
+
+  /** A new connection to a stdio or legacy SSE target, initialized with `params`. */
+  #bound(t: Target, params: Record<string, unknown>): StreamConnection {
+    const tr = t.ir.transport;
+    if (tr.kind === 'stdio')
+      return new StdioConnection({ name: t.name, ...tr }, params, this.#fanoutTimeout(t));
+    if (tr.kind !== 'sse' || !t.dispatcher) throw new TargetError(t.name, 'not connected (validation only)');
+    return new LegacySseConnection(
+      { name: t.name, origin: tr.origin, path: tr.path, dispatcher: t.dispatcher },
+      params,
+      this.#fanoutTimeout(t),
+    );
   }
 
   /** Targets serving this session: all but those that failed at its initialize (FailOpen). */
@@ -306,6 +322,7 @@ export class Federation {
       c: initParams,
       t: Math.floor(Date.now() / 1000),
       n: nonce,
+      ...homeHere(),
     };
     const results = await Promise.allSettled(
       this.targets.map(async (t) => {
@@ -903,6 +920,8 @@ export class Federation {
         .filter((t) => t.ir.transport.kind === 'streamable-http')
         .map((t) => this.connection(t, session).close()),
     );
+    const home = remoteHome(session);
+    if (home !== undefined) this.runtime.endAt(home, session.n);
     await this.runtime.endSession(session.n);
   }
 

@@ -1,15 +1,18 @@
 // What an MCP backend keeps between requests in one worker: the connection-bound targets of each
 // session (stdio processes, legacy SSE streams), the legacy SSE streams of clients, and which target
-// owns a name or URI (for Never mode and resources). Everything else travels in the session id. The
-// proxy's pool registry holds the runtime while a config uses it and closes it (killing its processes)
-// when none does.
+// owns a name or URI (for Never mode and resources). Everything else travels in the session id. A
+// session's connection-bound targets live in its home worker only; the other workers reach them through
+// it (remote-connection.ts). The proxy's pool registry holds the runtime while a config uses it and
+// closes it (killing its processes) when none does.
 
 import { BroadcastChannel } from 'node:worker_threads';
 import { Refusals } from '../server/connection-limit.ts';
 import type { Retained } from '../upstream/pools.ts';
+import { sessionEnded } from './ended-sessions.ts';
 import { mcpLog } from './log.ts';
+import { HomeLink, type Where } from './remote-connection.ts';
 import type { SessionState } from './session.ts';
-import { type Relay, TargetError } from './upstream/connection.ts';
+import { type Relay, type TargetConnection, TargetError } from './upstream/connection.ts';
 import type { StreamConnection } from './upstream/stream.ts';
 
 /** Sessions unused this long lose their processes (agentgateway's default sessionTtl). */
@@ -82,6 +85,9 @@ export class McpRuntime implements Retained {
   );
   /** Handles a legacy SSE message another worker received for a stream this worker holds. */
   onRemote: ((m: RemoteMessage) => void) | undefined;
+  /** How this worker starts a target of a session it is the home of, when a sibling asks first. */
+  #open: ((target: string, params: Record<string, unknown>) => StreamConnection) | undefined;
+  #home: HomeLink | undefined;
 
   /** Names this runtime's config across workers. */
   readonly key: string;
@@ -144,6 +150,45 @@ export class McpRuntime implements Retained {
       this.#channel = ch;
     }
     return this.#channel;
+  }
+
+  /**
+   * Serves the sessions whose home is this worker to its siblings, starting a target with `open` when
+   * a sibling asks for one this worker has not started (after an eviction, a reload, a restart).
+   */
+  serve(open: (target: string, params: Record<string, unknown>) => StreamConnection): void {
+    this.#open = open;
+    this.#homeLink();
+  }
+
+  /** A session's target that lives in worker `home` of this process, reached through it. */
+  remote(home: number, where: Where): TargetConnection {
+    return this.#homeLink().connection(home, where);
+  }
+
+  /** Ends, in its home worker, a session whose targets live there. */
+  endAt(home: number, nonce: string): void {
+    this.#homeLink().end(home, nonce);
+  }
+
+  #homeLink(): HomeLink {
+    this.#home ??= new HomeLink(`gw-mcp-home:${this.key}`, {
+      connection: (nonce, target, params) => {
+        const open = this.#open;
+        if (!open) throw new TargetError(target, 'the gateway worker holding the session does not serve it');
+        // a sibling's request that crossed the session's DELETE must not start the process again
+        if (sessionEnded(nonce)) throw new TargetError(target, 'session ended', { sessionGone: true });
+        return this.connection(nonce, target, () => open(target, params));
+      },
+      close: async (nonce, target) => {
+        const m = this.streams.get(nonce);
+        const c = m?.get(target);
+        m?.delete(target);
+        await c?.close();
+      },
+      end: (nonce) => this.endSession(nonce),
+    });
+    return this.#home;
   }
 
   connection(nonce: string, target: string, create: () => StreamConnection): StreamConnection {
@@ -269,6 +314,7 @@ export class McpRuntime implements Retained {
     this.#closed = true;
     clearInterval(this.#sweep);
     this.#channel?.close();
+    this.#home?.close();
     await Promise.allSettled([...this.streams.keys()].map((n) => this.endSession(n)));
   }
 }

@@ -6,11 +6,14 @@
 import {
   createCipheriv,
   createDecipheriv,
+  createHash,
   createSecretKey,
   hkdfSync,
   type KeyObject,
   randomBytes,
 } from 'node:crypto';
+import { hostname } from 'node:os';
+import { threadId } from 'node:worker_threads';
 
 export interface SessionState {
   /** Version of this layout. */
@@ -27,6 +30,33 @@ export interface SessionState {
   t: number;
   /** Random, so two sessions never share an id. */
   n: string;
+  /**
+   * The worker that initialized the session (its threadId), which holds its stdio processes and
+   * legacy SSE streams; absent in ids sealed before workers shared them.
+   */
+  h?: number;
+  /** The process of worker `h`: another process (a replica) has a worker of that number too. */
+  hp?: string;
+}
+
+/**
+ * This process among the gateway's replicas: its host and pid, hashed. The same in every worker of
+ * the process, so a worker finds out whether a session's home is a sibling it can reach.
+ */
+const PROCESS = createHash('sha256').update(`${hostname()}\0${process.pid}`).digest('base64url').slice(0, 8);
+
+/** What a session initialized in this worker records of its home. */
+export function homeHere(): { h: number; hp: string } {
+  return { h: threadId, hp: PROCESS };
+}
+
+/**
+ * The worker of this process holding `s`'s connection-bound targets when it is not this one; undefined
+ * when it is this one, when the id predates homes, or when the home is in another process (a replica
+ * cannot reach it: the targets are opened here, as before homes).
+ */
+export function remoteHome(s: SessionState): number | undefined {
+  return s.h !== undefined && s.hp === PROCESS && s.h !== threadId ? s.h : undefined;
 }
 
 const INFO = Buffer.from('gw mcp session id v1');
