@@ -131,6 +131,9 @@ describe('chat completions', () => {
     assert.equal(seen.url, '/v1/chat/completions');
     assert.equal(seen.headers.authorization, 'Bearer sk-provider');
     assert.equal(seen.headers.host, `127.0.0.1:${openai.port}`);
+    // the client's address and scheme are not the provider's business (agentgateway sends neither)
+    assert.equal(seen.headers['x-forwarded-for'], undefined);
+    assert.equal(seen.headers['x-forwarded-proto'], undefined);
     assert.equal(seen.json?.model, 'gpt-4o-mini');
     assert.deepEqual(seen.json?.messages, messages);
   });

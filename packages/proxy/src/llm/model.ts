@@ -46,8 +46,13 @@ const CLIENT_CREDENTIALS = ['authorization', 'x-api-key', 'api-key'];
 const EVENT_STREAM = 'application/vnd.amazon.eventstream';
 /** Set by the gateway for each attempt. */
 const REPLACED = ['content-length', 'transfer-encoding', 'host', 'accept-encoding', 'content-encoding'];
-const NOT_FORWARDED = new Set(REPLACED);
-const NOT_FORWARDED_WITH_KEY = new Set([...REPLACED, ...CLIENT_CREDENTIALS]);
+/**
+ * The client's address and scheme, which a provider (a third party, most often) has no use for: not
+ * sent, as agentgateway sends none (the provider's own requestHeaderModifier can still set them).
+ */
+const CLIENT_ADDRESS = ['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'forwarded', 'x-real-ip'];
+const NOT_FORWARDED = new Set([...REPLACED, ...CLIENT_ADDRESS]);
+const NOT_FORWARDED_WITH_KEY = new Set([...REPLACED, ...CLIENT_ADDRESS, ...CLIENT_CREDENTIALS]);
 /** The reader of realtime sessions' usage (and ws's frame parser): loaded by the first session. */
 const realtimeUsage = new Lazy(() => import('./realtime-usage.ts'));
 /** The relay that runs prompt guards on realtime sessions: loaded by the first guarded session. */
