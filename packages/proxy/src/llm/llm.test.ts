@@ -468,6 +468,12 @@ describe('token accounting', () => {
     assert.equal(streamed?.['llm.streaming'], true);
     assert.equal(streamed?.['llm.inputTokens'], FAKE_USAGE.stream.prompt_tokens);
     assert.equal(streamed?.['llm.outputTokens'], FAKE_USAGE.stream.completion_tokens);
+    assert.equal(streamed?.['llm.reasoningTokens'], FAKE_USAGE.stream.reasoning_tokens);
+    // a stream's time to its first bytes, within the request's own duration
+    const ttft = Number.parseFloat(String(streamed?.['llm.timeToFirstToken']));
+    assert.ok(ttft > 0 && ttft <= Number.parseFloat(String(streamed?.duration)), JSON.stringify(streamed));
+    assert.equal(json?.['llm.timeToFirstToken'], undefined, 'a JSON answer has no first token of its own');
+    assert.equal(json?.['llm.reasoningTokens'], undefined, 'none: not written');
   });
 
   test('Prometheus: gw_llm_tokens_total by provider, model and kind', async () => {
@@ -481,6 +487,10 @@ describe('token accounting', () => {
       );
     assert.ok(value('input') >= FAKE_USAGE.chat.prompt_tokens);
     assert.ok(value('output') >= FAKE_USAGE.chat.completion_tokens);
+    assert.ok(value('reasoning') >= FAKE_USAGE.stream.reasoning_tokens, 'the streamed answer reasoned');
+    const firstTokens =
+      /^gw_llm_time_to_first_token_seconds_count\{provider="openai",model="gpt-4o-mini"\} (\d+)/m.exec(text);
+    assert.ok(Number(firstTokens?.[1]) >= 1, 'the stream of the test above');
   });
 });
 

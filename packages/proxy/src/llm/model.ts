@@ -654,6 +654,7 @@ function convertStream(
     },
   });
   const send = (s: string | Buffer) => {
+    if (state.firstOutputAt === undefined && s.length > 0) state.firstOutputAt = performance.now();
     if (!out.destroyed && !out.push(s)) full = true;
   };
   const windows = guards?.windows({

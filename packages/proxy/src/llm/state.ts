@@ -58,6 +58,8 @@ export class LlmRequestState {
   usage: LlmUsage | undefined = undefined;
   /** What the prompt guards found and did, in order (llm/guardrails/). */
   readonly guardrails: GuardFinding[] = [];
+  /** performance.now() when the first bytes of a streamed answer went to the client. */
+  firstOutputAt: number | undefined = undefined;
   /** The answer has passed completely (its usage, if any, is final). */
   done = false;
   /** Why the usage could not be read in full (a realtime session's frame gw could not read). */

@@ -233,9 +233,14 @@ export function requestRecord(
     if (llm.usage) {
       rec['llm.inputTokens'] = llm.usage.input;
       rec['llm.outputTokens'] = llm.usage.output;
+      if (llm.usage.cachedInput > 0) rec['llm.cachedInputTokens'] = llm.usage.cachedInput;
+      if (llm.usage.reasoning > 0) rec['llm.reasoningTokens'] = llm.usage.reasoning;
       const cost = llm.cost;
       if (cost) rec['llm.cost'] = cost.total;
     }
+    if (llm.firstOutputAt !== undefined)
+      rec['llm.timeToFirstToken'] =
+        `${Math.round(Math.max(0, llm.firstOutputAt - req.startTime) * 10) / 10}ms`;
     if (llm.usageUnread !== undefined) rec['llm.usageUnread'] = llm.usageUnread;
     if (llm.guardrails.length > 0)
       rec['llm.guardrails'] = llm.guardrails.map(

@@ -6,6 +6,7 @@ export const METRIC_NAMES = [
   'gw_upstream_duration_seconds',
   'gw_a2a_requests_total',
   'gw_llm_tokens_total',
+  'gw_llm_time_to_first_token_seconds',
   'gw_llm_cost_total',
   'gw_llm_guardrail_actions_total',
   'gw_mcp_requests_total',

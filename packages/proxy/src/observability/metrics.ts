@@ -38,8 +38,15 @@ export class ProxyMetrics implements RequestObserver {
   });
   readonly llmTokens = new CounterFamily({
     name: 'gw_llm_tokens_total',
-    help: 'LLM tokens the providers reported using, by provider, model (as sent) and kind (input, output)',
+    help: 'LLM tokens the providers reported using, by provider, model (as sent) and kind (input, output; cached_input and reasoning are the parts of input and output that were read from the prompt cache or spent reasoning)',
     labelNames: ['provider', 'model', 'kind'],
+    registry: this.registry,
+  });
+  readonly llmFirstToken = new HistogramFamily({
+    name: 'gw_llm_time_to_first_token_seconds',
+    help: "Time from a streamed LLM request's arrival to the first bytes of its answer sent to the client, in seconds, by provider and model (as sent)",
+    labelNames: ['provider', 'model'],
+    buckets: [0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30],
     registry: this.registry,
   });
   readonly llmCost = new CounterFamily({
@@ -225,7 +232,8 @@ export class ProxyMetrics implements RequestObserver {
       }
     }
   }
-  readonly #tokens = new Map<string, [CounterSeries, CounterSeries]>();
+  /** By provider and model: the input, output, cached_input and reasoning series. */
+  readonly #tokens = new Map<string, [CounterSeries, CounterSeries, CounterSeries, CounterSeries]>();
 
   /** The series gw_downstream_connections_total counts a bind's connections in, by outcome. */
   connectionCounts(bind: string): ConnectionCounts {
@@ -261,6 +269,10 @@ export class ProxyMetrics implements RequestObserver {
       const cost = llm.catalog && llm.cost;
       if (cost) this.llmCost.series(llm.provider ?? '', model).value += cost.total;
     }
+    if (llm?.firstOutputAt !== undefined)
+      this.llmFirstToken
+        .series(llm.provider ?? '', llm.model ?? llm.requestModel)
+        .observe(Math.max(0, llm.firstOutputAt - req.startTime) / 1000);
     if (llm)
       for (const g of llm.guardrails) this.llmGuardrailActions.labels(g.phase, g.guard, g.action).inc();
     const mirror = req.ext.requestMirror;
@@ -283,15 +295,22 @@ export class ProxyMetrics implements RequestObserver {
     if (s.bytesSent > 0) this.tcpBytes.series(route, 'sent').value += s.bytesSent;
   }
 
-  recordTokens(provider: string, model: string, usage: { input: number; output: number }): void {
+  recordTokens(
+    provider: string,
+    model: string,
+    usage: { input: number; output: number; cachedInput?: number; reasoning?: number },
+  ): void {
     const key = `${provider}\u0000${model}`;
     let c = this.#tokens.get(key);
     if (!c) {
-      c = [this.llmTokens.series(provider, model, 'input'), this.llmTokens.series(provider, model, 'output')];
+      const kind = (k: string) => this.llmTokens.series(provider, model, k);
+      c = [kind('input'), kind('output'), kind('cached_input'), kind('reasoning')];
       this.#tokens.set(key, c);
     }
     if (usage.input > 0) c[0].value += usage.input;
     if (usage.output > 0) c[1].value += usage.output;
+    if (usage.cachedInput) c[2].value += usage.cachedInput;
+    if (usage.reasoning) c[3].value += usage.reasoning;
   }
 
   /** A request under config.metrics.fields.add: its label values worked out, its series looked up. */
