@@ -7,7 +7,7 @@ import { parseGoDuration } from '@gw/api/runtime';
 import type { Dispatcher } from 'undici';
 import type { CelContext } from '../cel/cel.ts';
 import type { McpTarget, McpTargetIR } from '../config/ir.ts';
-import type { RequestExtensions } from '../pipeline/context.ts';
+import type { Headers, RequestExtensions } from '../pipeline/context.ts';
 import type { Observation } from '../pipeline/observer.ts';
 import { compileRules, decide, type Rule } from '../policies/authorization/decision.ts';
 import { AUTHORIZATION, credentialHeader } from '../policies/backend-auth/index.ts';
@@ -28,6 +28,7 @@ import {
 import { mcpLog } from './log.ts';
 import { type McpRuntime, STATELESS } from './runtime.ts';
 import { homeHere, newSessionNonce, remoteHome, type SessionState } from './session.ts';
+import { type ForwardedHeaders, forwardedHeaders } from './upstream/client-headers.ts';
 import { idKey, type Relay, type TargetConnection, TargetError } from './upstream/connection.ts';
 import { LegacySseConnection } from './upstream/legacy-sse.ts';
 import { StdioConnection } from './upstream/stdio.ts';
@@ -86,6 +87,11 @@ export interface McpRequest {
   readonly signal: AbortSignal;
   /** The trace and other observers of a request handled on this worker. */
   readonly obs?: Observation | undefined;
+  /**
+   * Its headers as the policies left them (authentication took off the credential it checked), for
+   * HTTP targets; a message relayed from another worker has none.
+   */
+  readonly headers?: Headers | undefined;
 }
 
 /** One client request as the federation sees it. */
@@ -109,6 +115,8 @@ interface Target {
   timeoutMs: number;
   /** The backend's mcpAuthorization rules and the target's own, decided together for its items. */
   rules: Rule[];
+  /** Its backendAuth sets the credential: the client's `authorization` is not sent. */
+  ownAuth: boolean;
 }
 
 export class Federation {
@@ -150,6 +158,7 @@ export class Federation {
         dispatcher: dispatchers.get(t.name),
         timeoutMs: own ?? backendTimeoutMs,
         rules: compileRules([...ir.authorization, ...t.authorization]),
+        ownAuth: t.policies.backendAuth !== undefined,
       };
     });
     this.#byName = new Map(this.targets.map((t) => [t.name, t]));
@@ -182,8 +191,8 @@ export class Federation {
 
   /**
    * A connection to `t` for this session (cheap for HTTP targets; a live one for stdio and SSE).
-   * `call`: the client request it serves, whose validated JWT a streamable-HTTP target with
-   * backendAuth passthrough is sent.
+   * `call`: the client request it serves, whose headers a streamable-HTTP target is sent (and its
+   * validated JWT with backendAuth passthrough).
    */
   connection(
     t: Target,
@@ -200,7 +209,8 @@ export class Federation {
     }
     if (tr.kind === 'streamable-http') {
       if (!t.dispatcher) throw new TargetError(t.name, 'not connected (validation only)');
-      const forward = passthroughHeader(t.ir, call);
+      const auth = passthroughHeader(t.ir, call);
+      const headers = call && clientHeaders(t, forwardedHeaders(call.ctx));
       return new StreamableHttpConnection(
         {
           name: t.name,
@@ -208,7 +218,8 @@ export class Federation {
           path: tr.path,
           dispatcher: t.dispatcher,
           timeoutMs: this.#fanoutTimeout(t),
-          ...(forward ? { headers: forward } : {}),
+          ...(headers ? { headers } : {}),
+          ...(auth ? { auth } : {}),
         },
         session?.s[t.name] ?? null,
         session ? session.p : undefined,
@@ -247,7 +258,13 @@ export class Federation {
    */
   async #ask(t: Target, call: Call, req: Request, timeoutMs: number): Promise<Response> {
     const conn = this.connection(t, call.session, undefined, call);
-    const opts = { signal: call.signal, relay: this.#relayFrom(t, call.relay), timeoutMs };
+    const opts = {
+      signal: call.signal,
+      relay: this.#relayFrom(t, call.relay),
+      timeoutMs,
+      // an openapi target's one HTTP request per call carries them (a streamable-HTTP connection has them)
+      ...(t.ir.transport.kind === 'openapi' ? { headers: clientHeaders(t, forwardedHeaders(call.ctx)) } : {}),
+    };
     if (!(this.#stateless && conn instanceof StreamableHttpConnection)) return conn.request(req, opts);
     const init = await conn.request(
       {
@@ -913,12 +930,12 @@ export class Federation {
     );
   }
 
-  /** Ends the session on every target. */
-  async end(session: SessionState): Promise<void> {
+  /** Ends the session on every target; `call`: the client's DELETE, whose headers go with it. */
+  async end(session: SessionState, call?: Pick<Call, 'ctx'>): Promise<void> {
     await Promise.allSettled(
       this.#live(session)
         .filter((t) => t.ir.transport.kind === 'streamable-http')
-        .map((t) => this.connection(t, session).close()),
+        .map((t) => this.connection(t, session, undefined, call).close()),
     );
     const home = remoteHome(session);
     if (home !== undefined) this.runtime.endAt(home, session.n);
@@ -1031,6 +1048,11 @@ export function traceRequest(ctx: McpRequest, start: number | null): void {
     start,
     info.outcome === 'ok' || info.outcome === undefined ? 'info' : 'warn',
   );
+}
+
+/** The client's headers for target `t`: its backendAuth, when it has one, replaces their Authorization. */
+function clientHeaders(t: Target, h: ForwardedHeaders): Readonly<Headers> {
+  return t.ownAuth ? h.withoutAuthorization() : h.all;
 }
 
 /**

@@ -269,7 +269,7 @@ export class McpServer {
     ctx.ext.mcp = { method: 'DELETE session', outcome: 'ok' };
     if (session) {
       endSession(session.n);
-      await this.#fed.end(session);
+      await this.#fed.end(session, { ctx });
     }
     ctx.response = { status: 200, headers: { 'content-length': '0' }, body: null };
   }

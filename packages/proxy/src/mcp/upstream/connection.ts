@@ -1,6 +1,7 @@
 // What the federation needs of one target: send it a request and get the answer (with the messages
 // it sends about that request on the way: progress, sampling), send it notifications and answers,
 // listen to what it says unasked, and end the session.
+import type { Headers } from '../../pipeline/context.ts';
 import type { Id, Message, Notification, Request, Response } from '../jsonrpc.ts';
 
 /** Where messages for the client go: notifications and server-to-client requests of a target. */
@@ -12,6 +13,11 @@ export interface RequestOptions {
   relay?: Relay | undefined;
   /** 0: none. */
   timeoutMs?: number | undefined;
+  /**
+   * The client's headers for a target that makes one HTTP request per call (openapi; a
+   * streamable-HTTP connection is made with them, for its notifications and streams too).
+   */
+  headers?: Readonly<Headers> | undefined;
 }
 
 export interface TargetConnection {

@@ -1,7 +1,7 @@
 // An `openapi` target: an HTTP API that is not an MCP server, served as one by the gateway itself.
 // `initialize` and the lists are answered here (tools from the document, no prompts or resources);
 // a tools/call becomes one HTTP request — the path template filled in, the query and the declared
-// headers from the arguments, `body` as JSON — and the API's answer becomes the tool's result: JSON
+// headers from the arguments (over the client's own), `body` as JSON — and the API's answer becomes the tool's result: JSON
 // as structuredContent and as text; a status of 400 or more a result with isError, 5xx a JSON-RPC
 // error. Holds no session: any worker serves any call. A document given by URL is fetched on the
 // first list or call (each worker fetches its own) and kept; a fetch that fails fails that request
@@ -9,6 +9,7 @@
 import type { Dispatcher } from 'undici';
 import type { OpenApiToolIR } from '../../config/ir.ts';
 import { bufferUpTo } from '../../pipeline/body.ts';
+import type { Headers } from '../../pipeline/context.ts';
 import { serviceAgent } from '../../upstream/pools.ts';
 import { request } from '../../upstream/undici.ts';
 import { CODE, errorResponse, type Notification, type Request, type Response } from '../jsonrpc.ts';
@@ -182,9 +183,9 @@ export class OpenApiConnection implements TargetConnection {
     const tool = served.tools.get(name);
     if (!tool) return errorResponse(req.id, CODE.INVALID_PARAMS, `tool ${JSON.stringify(name)} not found`);
     const args = isObject(p.arguments) ? p.arguments : {};
-    let http: { path: string; headers: Record<string, string>; body: Buffer | null };
+    let http: { path: string; headers: Headers; body: Buffer | null };
     try {
-      http = this.#request(tool, args, served.path);
+      http = this.#request(tool, args, served.path, opts.headers);
     } catch (err) {
       if (err instanceof BadArguments) return errorResponse(req.id, CODE.INVALID_PARAMS, err.message);
       throw err;
@@ -225,12 +226,16 @@ export class OpenApiConnection implements TargetConnection {
     }
   }
 
-  /** The HTTP request a call makes: path with its parameters filled in and query, headers, body. */
+  /**
+   * The HTTP request a call makes: path with its parameters filled in and query, headers, body. The
+   * client's headers go too (never its Host), under the operation's declared ones.
+   */
   #request(
     tool: OpenApiToolIR,
     args: Json,
     prefix: string,
-  ): { path: string; headers: Record<string, string>; body: Buffer | null } {
+    client: Readonly<Headers> | undefined,
+  ): { path: string; headers: Headers; body: Buffer | null } {
     const group = (g: 'path' | 'query' | 'header'): Json => {
       const v = args[g];
       if (v === undefined || v === null) return {};
@@ -261,7 +266,8 @@ export class OpenApiConnection implements TargetConnection {
         // an object has no single spelling in a query: left out
       }
     }
-    const headers: Record<string, string> = {
+    const headers: Headers = {
+      ...client,
       accept: 'application/json',
       host: new URL(this.#spec.origin).host,
     };

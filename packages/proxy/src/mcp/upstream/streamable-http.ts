@@ -2,6 +2,7 @@
 // carrying the messages about the request before the answer. Holds nothing but the session id, so
 // any worker can make the next call of a session.
 import type { Dispatcher } from 'undici';
+import type { Headers } from '../../pipeline/context.ts';
 import {
   asMessage,
   isResponse,
@@ -29,8 +30,13 @@ export interface HttpTargetSpec {
   dispatcher: Dispatcher;
   /** For requests the gateway makes on its own (initialize, lists); 0: none. */
   timeoutMs: number;
-  /** Sent with every call of this connection (the client's token for backendAuth passthrough). */
-  headers?: Record<string, string>;
+  /**
+   * The headers of the client request this connection serves, sent with each of its calls (gw's own
+   * below win); shared by every target of that request, never changed here.
+   */
+  headers?: Readonly<Headers>;
+  /** The client's validated JWT for backendAuth passthrough, over the client's headers. */
+  auth?: Record<string, string>;
 }
 
 export class StreamableHttpConnection implements TargetConnection {
@@ -50,9 +56,10 @@ export class StreamableHttpConnection implements TargetConnection {
     this.#version = v;
   }
 
-  #headers(accept: string, json: boolean): Record<string, string> {
-    const h: Record<string, string> = {
+  #headers(accept: string, json: boolean): Headers {
+    const h: Headers = {
       ...this.#spec.headers,
+      ...this.#spec.auth,
       accept,
       host: new URL(this.#spec.origin).host,
     };
