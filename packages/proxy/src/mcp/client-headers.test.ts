@@ -13,70 +13,8 @@ import { after, before, describe, test } from 'node:test';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
-import { z } from 'zod';
-import { textOf } from './test-support.ts';
-
-/** One request a target received: its HTTP method, the JSON-RPC method of a POST, its headers. */
-interface Seen {
-  http: string;
-  rpc: string | undefined;
-  headers: IncomingHttpHeaders;
-}
-
-/** A stateful SDK streamable-HTTP server at /mcp with an `echo` tool, recording every request. */
-async function startRecordingPeer(): Promise<{ url: string; seen: Seen[]; close(): Promise<void> }> {
-  const seen: Seen[] = [];
-  const sessions = new Map<string, StreamableHTTPServerTransport>();
-  const server: Server = createServer(async (req, res) => {
-    let body: unknown;
-    if (req.method === 'POST') {
-      const chunks: Buffer[] = [];
-      for await (const c of req) chunks.push(c as Buffer);
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-    }
-    const rpc = (body as { method?: string } | undefined)?.method;
-    seen.push({ http: req.method ?? '', rpc, headers: req.headers });
-    const sid = req.headers['mcp-session-id'];
-    let t = typeof sid === 'string' ? sessions.get(sid) : undefined;
-    if (!t) {
-      if (rpc !== 'initialize') {
-        res.writeHead(404).end();
-        return;
-      }
-      const created = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => crypto.randomUUID(),
-        onsessioninitialized: (id) => {
-          sessions.set(id, created);
-        },
-      });
-      created.onclose = () => {
-        if (created.sessionId) sessions.delete(created.sessionId);
-      };
-      const s = new McpServer({ name: 'rec', version: '1.0.0' });
-      s.registerTool('echo', { inputSchema: { message: z.string() } }, async ({ message }) => ({
-        content: [{ type: 'text', text: `echo: ${message}` }],
-      }));
-      await s.connect(created);
-      t = created;
-    }
-    await t.handleRequest(req, res, body);
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const port = (server.address() as AddressInfo).port;
-  return {
-    url: `http://127.0.0.1:${port}/mcp`,
-    seen,
-    close: async () => {
-      for (const t of sessions.values()) await t.close().catch(() => {});
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-}
+import { eventually, type HttpPeer, type PeerRequest, startHttpPeer, textOf } from './test-support.ts';
 
 const CLIENT_HEADERS = { authorization: 'Bearer client-tok', 'x-tenant': 'acme', cookie: 'theme=dark' };
 
@@ -93,22 +31,16 @@ async function echoWith(proxy: TestProxy, path: string, headers: Record<string, 
   }
 }
 
-/** Waits (at most 5 s) until `done` holds; the assertions after it say what did not happen. */
-async function waitFor(done: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5000;
-  while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-}
-
 /** The requests the peer saw since `from`, of JSON-RPC method `rpc`. */
-const of = (seen: Seen[], from: number, rpc: string) => seen.slice(from).filter((s) => s.rpc === rpc);
+const of = (seen: PeerRequest[], from: number, rpc: string) => seen.slice(from).filter((s) => s.rpc === rpc);
 
 describe('streamable-HTTP targets', () => {
-  let peer: Awaited<ReturnType<typeof startRecordingPeer>>;
+  let peer: HttpPeer;
   let proxy: TestProxy;
   let jwt: string;
 
   before(async () => {
-    peer = await startRecordingPeer();
+    peer = await startHttpPeer('rec');
     const { privateKey, publicKey } = await generateKeyPair('ES256');
     const jwks = JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256' }] });
     jwt = await new SignJWT({ sub: 'alice' })
@@ -153,28 +85,39 @@ ${target('plain')}${target('stateless')}${target('keyed', '{backendAuth: {key: s
   });
 
   test("the client's headers reach the target on initialize, tools/call, the GET stream and the DELETE", async () => {
-    const from = peer.seen.length;
+    const from = peer.requests.length;
     const client = new Client({ name: 'user', version: '1.0.0' });
     const transport = new StreamableHTTPClientTransport(new URL(proxy.url('/plain')), {
       requestInit: { headers: CLIENT_HEADERS },
     });
     await client.connect(transport);
     try {
-      assert.equal(textOf(await client.callTool({ name: 'echo', arguments: { message: 'hi' } })), 'echo: hi');
+      assert.equal(
+        textOf(await client.callTool({ name: 'echo', arguments: { message: 'hi' } })),
+        'rec echo: hi',
+      );
       // the SDK opens its GET stream after initialize; the gateway's to the target follows
-      await waitFor(() => peer.seen.slice(from).some((s) => s.http === 'GET'));
+      await eventually(
+        () => peer.requests.slice(from).some((s) => s.http === 'GET'),
+        5000,
+        'the GET at the target',
+      );
       await transport.terminateSession();
-      await waitFor(() => peer.seen.slice(from).some((s) => s.http === 'DELETE'));
+      await eventually(
+        () => peer.requests.slice(from).some((s) => s.http === 'DELETE'),
+        5000,
+        'the DELETE at the target',
+      );
     } finally {
       await client.close();
     }
     const asked = [
-      ...of(peer.seen, from, 'initialize'),
-      ...of(peer.seen, from, 'notifications/initialized'),
-      ...of(peer.seen, from, 'tools/call'),
-      ...peer.seen.slice(from).filter((s) => s.http === 'GET' || s.http === 'DELETE'),
+      ...of(peer.requests, from, 'initialize'),
+      ...of(peer.requests, from, 'notifications/initialized'),
+      ...of(peer.requests, from, 'tools/call'),
+      ...peer.requests.slice(from).filter((s) => s.http === 'GET' || s.http === 'DELETE'),
     ];
-    assert.equal(asked.length, 5, JSON.stringify(peer.seen.slice(from).map((s) => s.rpc ?? s.http)));
+    assert.equal(asked.length, 5, JSON.stringify(peer.requests.slice(from).map((s) => s.rpc ?? s.http)));
     for (const s of asked) {
       assert.equal(s.headers.authorization, 'Bearer client-tok', `${s.rpc ?? s.http}`);
       assert.equal(s.headers['x-tenant'], 'acme');
@@ -185,7 +128,7 @@ ${target('plain')}${target('stateless')}${target('keyed', '{backendAuth: {key: s
   });
 
   test('hop-by-hop headers, Host and the MCP transport headers of the client are not forwarded', async () => {
-    const from = peer.seen.length;
+    const from = peer.requests.length;
     const body = JSON.stringify({
       jsonrpc: '2.0',
       id: 1,
@@ -226,7 +169,7 @@ ${target('plain')}${target('stateless')}${target('keyed', '{backendAuth: {key: s
       req.end(body);
     });
     assert.equal(status, 200);
-    const [init] = of(peer.seen, from, 'initialize');
+    const [init] = of(peer.requests, from, 'initialize');
     assert.ok(init, 'the target was asked');
     const h = init.headers;
     assert.equal(h['x-tenant'], 'acme');
@@ -249,28 +192,32 @@ ${target('plain')}${target('stateless')}${target('keyed', '{backendAuth: {key: s
   });
 
   test('stateless: the initialize, call and DELETE a client request causes carry its headers', async () => {
-    const from = peer.seen.length;
-    assert.equal(await echoWith(proxy, '/stateless', CLIENT_HEADERS), 'echo: hi');
+    const from = peer.requests.length;
+    assert.equal(await echoWith(proxy, '/stateless', CLIENT_HEADERS), 'rec echo: hi');
     // the upstream session is ended after the answer, not before it
-    await waitFor(() => peer.seen.slice(from).some((s) => s.http === 'DELETE'));
-    const caused = peer.seen.slice(from);
+    await eventually(
+      () => peer.requests.slice(from).some((s) => s.http === 'DELETE'),
+      5000,
+      'the DELETE at the target',
+    );
+    const caused = peer.requests.slice(from);
     assert.ok(caused.some((s) => s.rpc === 'tools/call'));
     for (const s of caused) assert.equal(s.headers.authorization, 'Bearer client-tok', `${s.rpc ?? s.http}`);
   });
 
   test("the target's backendAuth key replaces the client's Authorization", async () => {
-    const from = peer.seen.length;
-    assert.equal(await echoWith(proxy, '/keyed', CLIENT_HEADERS), 'echo: hi');
-    for (const s of [...of(peer.seen, from, 'initialize'), ...of(peer.seen, from, 'tools/call')]) {
+    const from = peer.requests.length;
+    assert.equal(await echoWith(proxy, '/keyed', CLIENT_HEADERS), 'rec echo: hi');
+    for (const s of [...of(peer.requests, from, 'initialize'), ...of(peer.requests, from, 'tools/call')]) {
       assert.equal(s.headers.authorization, 'Bearer sk-target');
       assert.equal(s.headers['x-tenant'], 'acme');
     }
   });
 
   test("the target's requestHeaderModifier applies after the client's headers", async () => {
-    const from = peer.seen.length;
-    assert.equal(await echoWith(proxy, '/modified', CLIENT_HEADERS), 'echo: hi');
-    const [call] = of(peer.seen, from, 'tools/call');
+    const from = peer.requests.length;
+    assert.equal(await echoWith(proxy, '/modified', CLIENT_HEADERS), 'rec echo: hi');
+    const [call] = of(peer.requests, from, 'tools/call');
     assert.equal(call?.headers['x-tenant'], 'globex');
     assert.equal(call?.headers.cookie, undefined);
     assert.equal(call?.headers.authorization, 'Bearer client-tok');
@@ -278,12 +225,12 @@ ${target('plain')}${target('stateless')}${target('keyed', '{backendAuth: {key: s
 
   for (const path of ['jwt', 'oauth']) {
     test(`${path === 'jwt' ? 'jwtAuth' : 'mcpAuthentication'}: the token it validated is not forwarded`, async () => {
-      const from = peer.seen.length;
+      const from = peer.requests.length;
       assert.equal(
         await echoWith(proxy, `/${path}`, { authorization: `Bearer ${jwt}`, 'x-tenant': 'acme' }),
-        'echo: hi',
+        'rec echo: hi',
       );
-      const asked = [...of(peer.seen, from, 'initialize'), ...of(peer.seen, from, 'tools/call')];
+      const asked = [...of(peer.requests, from, 'initialize'), ...of(peer.requests, from, 'tools/call')];
       assert.equal(asked.length, 2);
       for (const s of asked) {
         assert.equal(s.headers.authorization, undefined);
@@ -293,12 +240,12 @@ ${target('plain')}${target('stateless')}${target('keyed', '{backendAuth: {key: s
   }
 
   test('backendAuth passthrough: the validated JWT, as before (target-auth.test.ts)', async () => {
-    const from = peer.seen.length;
+    const from = peer.requests.length;
     assert.equal(
       await echoWith(proxy, '/passthrough', { authorization: `Bearer ${jwt}`, 'x-tenant': 'acme' }),
-      'echo: hi',
+      'rec echo: hi',
     );
-    const [call] = of(peer.seen, from, 'tools/call');
+    const [call] = of(peer.requests, from, 'tools/call');
     assert.equal(call?.headers.authorization, `Bearer ${jwt}`);
     assert.equal(call?.headers['x-tenant'], 'acme');
   });

@@ -17,6 +17,7 @@ import { Supervisor } from '../server/supervisor.ts';
 import type { Message, Request, Response } from './jsonrpc.ts';
 import { type Home, HomeLink } from './remote-connection.ts';
 import { SseParser } from './sse.ts';
+import { alive } from './test-support.ts';
 import { type RequestOptions, type TargetConnection, TargetError } from './upstream/connection.ts';
 
 const SERVER = join(import.meta.dirname, 'testdata/home-server.ts');
@@ -132,15 +133,6 @@ function stream(method: 'GET' | 'POST', sid: string, body?: Json): { seen: Json[
   req.on('error', () => {});
   req.end(body ? JSON.stringify({ jsonrpc: '2.0', ...body }) : undefined);
   return { seen, close: () => req.destroy() };
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 describe('an MCP session with a stdio target, over two workers', () => {

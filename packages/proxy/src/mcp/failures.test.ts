@@ -10,6 +10,7 @@ import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { request } from 'undici';
 import {
+  alive,
   connectClient,
   EVERYTHING,
   eventually,
@@ -37,15 +38,6 @@ binds:
 ${opts.map((o) => `          ${o}\n`).join('')}          targets:
           ${targets.join('\n          ')}
 ${policies ? `        policies:\n${policies}` : ''}`;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 async function toolNames(c: Client): Promise<string[]> {

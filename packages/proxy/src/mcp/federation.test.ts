@@ -9,12 +9,12 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CreateMessageRequestSchema, ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { request } from 'undici';
 import { SessionSealer } from './session.ts';
-import { SseParser } from './sse.ts';
 import {
   connectClient,
   EVERYTHING,
   eventually,
   type HttpPeer,
+  openLegacyStream,
   postInSession,
   startHttpPeer,
   textOf,
@@ -246,22 +246,10 @@ describe('sessions', () => {
   test('legacy SSE: a message POSTed to another gateway worker reaches the worker holding the stream', async () => {
     // Two planes in one process stand in for two workers of one proxy (same config, same key).
     const other = await startProxy(config(web.url));
-    const ac = new AbortController();
+    let stop = () => {};
     try {
-      const stream = await request(proxy.url('/mcp/sse'), {
-        headers: { accept: 'text/event-stream' },
-        signal: ac.signal,
-      });
-      assert.equal(stream.statusCode, 200);
-      const events: string[] = [];
-      const parser = new SseParser();
-      stream.body.setEncoding('utf8');
-      stream.body.on('data', (c: string) => {
-        for (const e of parser.push(c)) events.push(`${e.event} ${e.data}`);
-      });
-      stream.body.on('error', () => {});
-      await eventually(() => events.length > 0, 5000, 'the endpoint event');
-      const endpoint = (events[0] as string).replace(/^endpoint /, '');
+      const { events, endpoint, close } = await openLegacyStream(proxy.url('/mcp/sse'));
+      stop = close;
       assert.match(endpoint, /^\/mcp\/sse\?sessionId=/);
       const post = async (m: unknown) => {
         const r = await request(other.url(endpoint), {
@@ -296,7 +284,7 @@ describe('sessions', () => {
         'the call answer on the stream',
       );
     } finally {
-      ac.abort();
+      stop();
       await other.close();
     }
   });

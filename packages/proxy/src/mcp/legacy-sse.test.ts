@@ -6,8 +6,14 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
-import { SseParser } from './sse.ts';
-import { connectClient, eventually, type HttpPeer, startHttpPeer, textOf } from './test-support.ts';
+import {
+  connectClient,
+  eventually,
+  type HttpPeer,
+  openLegacyStream,
+  startHttpPeer,
+  textOf,
+} from './test-support.ts';
 
 let web: HttpPeer;
 let proxy: TestProxy;
@@ -34,27 +40,6 @@ after(async () => {
   await proxy?.close();
   await web?.close();
 });
-
-/** A raw legacy SSE stream at `path`: its events as `<event> <data>`, and a way to close it. */
-async function openStream(path: string): Promise<{ events: string[]; endpoint: string; close(): void }> {
-  const ac = new AbortController();
-  const stream = await request(proxy.url(path), {
-    headers: { accept: 'text/event-stream' },
-    signal: ac.signal,
-  });
-  assert.equal(stream.statusCode, 200);
-  const events: string[] = [];
-  const parser = new SseParser();
-  stream.body.setEncoding('utf8');
-  stream.body.on('data', (c: string) => {
-    for (const e of parser.push(c)) events.push(`${e.event} ${e.data}`);
-  });
-  stream.body.on('error', () => {});
-  await eventually(() => events.length > 0, 5000, 'the endpoint event');
-  const first = events[0] as string;
-  assert.match(first, /^endpoint /);
-  return { events, endpoint: first.slice('endpoint '.length), close: () => ac.abort() };
-}
 
 async function postTo(path: string, m: unknown): Promise<{ status: number; text: string }> {
   const r = await request(proxy.url(path), {
@@ -83,13 +68,13 @@ test('the endpoint is the GET’s own path: the SDK’s SSE client works through
   } finally {
     await client.close();
   }
-  const raw = await openStream('/sse');
+  const raw = await openLegacyStream(proxy.url('/sse'));
   raw.close();
   assert.match(raw.endpoint, /^\/sse\?sessionId=[^&]+$/);
 });
 
 test('under a prefix, messages are taken at …/sse?sessionId= and at the older …/message?sessionId=', async () => {
-  const s = await openStream('/legacy/sse');
+  const s = await openLegacyStream(proxy.url('/legacy/sse'));
   try {
     assert.match(s.endpoint, /^\/legacy\/sse\?sessionId=[^&]+$/);
     const old = s.endpoint.replace('/legacy/sse?', '/legacy/message?');

@@ -4,12 +4,19 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ConfigError } from '@gw/api';
+import { eventually } from '@gw/testkit';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -17,7 +24,9 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { type CreateMessageResult, CreateMessageResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { request as undiciRequest } from 'undici';
 import { z } from 'zod';
+import { SseParser } from './sse.ts';
 
 const require = createRequire(import.meta.url);
 const pkgDir = (name: string) => dirname(require.resolve(`${name}/package.json`));
@@ -86,7 +95,15 @@ export interface HttpPeer {
   hanging: number;
   /** Requests it received, by method. */
   seen: string[];
+  /** Every request to /mcp: its HTTP method, JSON-RPC method (a POST's) and headers. */
+  requests: PeerRequest[];
   close(): Promise<void>;
+}
+
+export interface PeerRequest {
+  http: string;
+  rpc: string | undefined;
+  headers: IncomingHttpHeaders;
 }
 
 /** The tools, prompts and resources of the SDK test server (`weather`, `slow`, `ask`, `notes://…`). */
@@ -152,6 +169,7 @@ function buildServer(peer: { hanging: number; seen: string[] }, prefix: string):
  */
 export async function startHttpPeer(prefix = 'web', require?: Record<string, string>): Promise<HttpPeer> {
   const peer = { hanging: 0, seen: [] as string[] };
+  const requests: PeerRequest[] = [];
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   const legacy = new Map<string, SSEServerTransport>();
   const server: Server = createServer(async (req, res) => {
@@ -188,6 +206,11 @@ export async function startHttpPeer(prefix = 'web', require?: Record<string, str
       const m = body as { method?: string };
       if (m.method) peer.seen.push(m.method);
     }
+    requests.push({
+      http: req.method ?? '',
+      rpc: (body as { method?: string } | undefined)?.method,
+      headers: req.headers,
+    });
     const sid = req.headers['mcp-session-id'];
     let t = typeof sid === 'string' ? sessions.get(sid) : undefined;
     if (!t) {
@@ -223,6 +246,7 @@ export async function startHttpPeer(prefix = 'web', require?: Record<string, str
       return peer.hanging;
     },
     seen: peer.seen,
+    requests,
     close: async () => {
       for (const t of sessions.values()) await t.close().catch(() => {});
       for (const t of legacy.values()) await t.close().catch(() => {});
@@ -300,7 +324,37 @@ export function textOf(r: unknown): string {
 }
 
 /** Shared with other tests (@gw/testkit). */
-export { eventually } from '@gw/testkit';
+export { eventually };
+
+/** A raw legacy SSE stream at `url`: its events as `<event> <data>`, its endpoint, and a way to close it. */
+export async function openLegacyStream(
+  url: string,
+): Promise<{ events: string[]; endpoint: string; close(): void }> {
+  const ac = new AbortController();
+  const stream = await undiciRequest(url, { headers: { accept: 'text/event-stream' }, signal: ac.signal });
+  assert.equal(stream.statusCode, 200);
+  const events: string[] = [];
+  const parser = new SseParser();
+  stream.body.setEncoding('utf8');
+  stream.body.on('data', (c: string) => {
+    for (const e of parser.push(c)) events.push(`${e.event} ${e.data}`);
+  });
+  stream.body.on('error', () => {});
+  await eventually(() => events.length > 0, 5000, 'the endpoint event');
+  const first = events[0] as string;
+  assert.match(first, /^endpoint /);
+  return { events, endpoint: first.slice('endpoint '.length), close: () => ac.abort() };
+}
+
+/** Whether process `pid` is still running. */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** A route (YAML, under a listener's routes) whose MCP backend `web` at `url` has these processors. */
 export function guardedRoute(url: string, path: string, processors: string): string {
