@@ -362,6 +362,16 @@ export function inferredHttpVersion(routeKind: string, appProtocol: string | und
 }
 const H2_APP_PROTOCOLS = new Set(['kubernetes.io/h2c', 'h2c', 'http2', 'grpc']);
 
+/**
+ * A Service port serving an A2A agent: appProtocol gw.dev/a2a, or agentgateway's and kgateway's
+ * spelling (agentgateway.dev/a2a, kgateway.dev/a2a), which agent platforms such as kagent set. A
+ * route to it is an A2A backend, as a GwBackend's spec.a2a is.
+ */
+export function isA2aAppProtocol(appProtocol: string | undefined): boolean {
+  return appProtocol !== undefined && A2A_APP_PROTOCOLS.has(appProtocol.toLowerCase());
+}
+const A2A_APP_PROTOCOLS = new Set(['gw.dev/a2a', 'agentgateway.dev/a2a', 'kgateway.dev/a2a']);
+
 function resolveBackends(route: KubeObject, rule: HttpRule, ri: number, ctx: RouteContext): ResolvedBackends {
   const ns = route.metadata.namespace ?? 'default';
   const gen = route.metadata.generation;
@@ -416,6 +426,8 @@ function resolveBackends(route: KubeObject, rule: HttpRule, ri: number, ctx: Rou
       const version = inferredHttpVersion(route.kind, port.appProtocol);
       const http = policies.http as Record<string, unknown> | undefined;
       if (version && http?.version === undefined) policies.http = { ...http, version };
+      // an A2A agent's port (kagent and agentgateway's users mark it so): its cards point at the gateway
+      if (isA2aAppProtocol(port.appProtocol) && policies.a2a === undefined) policies.a2a = {};
       out.backends.push({
         weight,
         host: { host: `${ref.name}.${refNs}.svc.${ctx.clusterDomain}`, port: ref.port },
