@@ -85,8 +85,27 @@ export function celHeaderMap(
   if (authority !== undefined && out.host === undefined) out.host = authority;
   const raw: CelRawHeaders = { headers: h, received };
   Object.defineProperty(out, RAW_HEADERS, { value: raw });
-  return out;
+  return caseless(out);
 }
+
+/** A header map whose lookups ignore case (see CASELESS). */
+export function caseless<T extends Record<string, string>>(headers: T): T {
+  return new Proxy(headers, CASELESS as ProxyHandler<T>);
+}
+
+/**
+ * Header names are case-insensitive (RFC 9110 §5.1), and the map's keys are lower case: a lookup by
+ * any other spelling (`request.headers["X-Tenant"]`, `"X-Tenant" in request.headers`) finds the
+ * header, as agentgateway's does. A rule that missed it would fail, and a failing deny rule lets
+ * the request through.
+ */
+const CASELESS: ProxyHandler<Record<string, string>> = {
+  get: (t, k) => (typeof k !== 'string' || k in t ? Reflect.get(t, k) : t[k.toLowerCase()]),
+  has: (t, k) => k in t || (typeof k === 'string' && k.toLowerCase() in t),
+  getOwnPropertyDescriptor: (t, k) =>
+    Reflect.getOwnPropertyDescriptor(t, k) ??
+    (typeof k === 'string' ? Reflect.getOwnPropertyDescriptor(t, k.toLowerCase()) : undefined),
+};
 
 export interface CelRawHeaders {
   headers: Readonly<Record<string, string | string[] | undefined>>;

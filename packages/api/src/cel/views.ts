@@ -5,7 +5,14 @@
 // field that becomes one per entry).
 import type { Environment } from '@marcbachmann/cel-js';
 import { DEFAULT_SENSITIVE_HEADERS } from '../config/credentials.ts';
-import { type CelFlatten, type CelRawHeaders, FLATTEN, RAW_HEADERS, rawHeaderValues } from './values.ts';
+import {
+  type CelFlatten,
+  type CelRawHeaders,
+  caseless,
+  FLATTEN,
+  RAW_HEADERS,
+  rawHeaderValues,
+} from './values.ts';
 
 const REDACTED = '<redacted>';
 const SENSITIVE: ReadonlySet<string> = new Set(DEFAULT_SENSITIVE_HEADERS);
@@ -25,12 +32,29 @@ function headerEntries(m: HeaderLike): [string, string[]][] {
   });
 }
 
+/**
+ * A header view's map: a name in any case finds its header, as in the header map it came from. A
+ * Map whose own get and has fall back to the lower-case name (CEL tells a map by its constructor, so
+ * it stays a Map, not a subclass).
+ */
+function headerViewMap<V>(entries: Iterable<[string, V]> = []): Map<string, V> {
+  const m = new Map<string, V>(entries);
+  const get = m.get.bind(m);
+  const has = m.has.bind(m);
+  m.get = (k) => get(k) ?? (typeof k === 'string' ? get(k.toLowerCase()) : undefined);
+  m.has = (k) => has(k) || (typeof k === 'string' && has(k.toLowerCase()));
+  return m;
+}
+
 /** The same kind of map with sensitive values replaced: a header map stays one (its methods work on). */
 function redacted(m: HeaderLike): HeaderLike {
   if (m instanceof Map) {
-    const out = new Map<unknown, unknown>();
+    const out = headerViewMap<unknown>();
     for (const [k, v] of m)
-      out.set(k, SENSITIVE.has(String(k)) ? (Array.isArray(v) ? v.map(() => REDACTED) : REDACTED) : v);
+      out.set(
+        String(k),
+        SENSITIVE.has(String(k)) ? (Array.isArray(v) ? v.map(() => REDACTED) : REDACTED) : v,
+      );
     return out;
   }
   const headers: Record<string, string[]> = {};
@@ -42,7 +66,7 @@ function redacted(m: HeaderLike): HeaderLike {
   }
   const raw: CelRawHeaders = { headers, received: undefined };
   Object.defineProperty(out, RAW_HEADERS, { value: raw });
-  return out;
+  return caseless(out);
 }
 
 /** The first value of the cookie `name` in the Cookie header(s); an error when there is none. */
@@ -140,13 +164,13 @@ export function countCall(): number {
 export function registerViews(e: Environment): void {
   e.registerFunction('map.redacted(): map', (m: HeaderLike) => redacted(m));
   e.registerFunction('map.join(): map', (m: HeaderLike) => {
-    const out = new Map<string, string>();
+    const out = headerViewMap<string>();
     for (const [k, values] of headerEntries(m)) out.set(k, values.join(','));
     return out;
   });
-  e.registerFunction('map.raw(): map', (m: HeaderLike) => new Map(headerEntries(m)));
+  e.registerFunction('map.raw(): map', (m: HeaderLike) => headerViewMap(headerEntries(m)));
   e.registerFunction('map.split(): map', (m: HeaderLike) => {
-    const out = new Map<string, string[]>();
+    const out = headerViewMap<string[]>();
     for (const [k, values] of headerEntries(m))
       out.set(
         k,

@@ -48,6 +48,23 @@ test('header views: a lookup is one string; redacted(), join(), raw(), split() a
   assert.deepEqual(v('{"k": "a, b"}.split()'), { k: ['a', 'b'] });
 });
 
+test('header names in any case find the header; the map itself keeps lower-case keys', () => {
+  assert.equal(v('request.headers["X-M"]'), '1, 2');
+  assert.equal(v('request.headers["Accept"] == "*/*"'), true);
+  assert.equal(v('"ACCEPT" in request.headers'), true);
+  assert.equal(v('has(request.headers.accept)'), true);
+  fails('request.headers["X-Nope"]');
+  assert.equal(v('"X-Nope" in request.headers'), false);
+  assert.deepEqual(Object.keys(v('request.headers') as object).sort(), [
+    'accept',
+    'authorization',
+    'cookie',
+    'host',
+    'x-m',
+  ]);
+  assert.deepEqual(v('request.headers.raw()["X-M"]'), ['1', '2']);
+});
+
 test('query accessors on request.pathAndQuery and request.uri: query(), addQuery(), setQuery()', () => {
   assert.deepEqual(v('request.pathAndQuery.query("foo")'), ['bar', 'baz']);
   assert.deepEqual(v('request.uri.query("x")'), ['a b']);

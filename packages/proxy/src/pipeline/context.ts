@@ -212,8 +212,11 @@ export class RequestContext implements ObservedRequest {
       ctx.llm = llm.cel();
       ctx.llmRequest = llm.request;
     }
-    if (jwt) ctx.jwt = jwt;
-    if (apiKey) ctx.apiKey = apiKey;
+    // Without a credential they are empty, not absent: `has(jwt.sub)` is then false, as in
+    // agentgateway, where an unknown variable made it an error, and a deny rule that errs lets the
+    // request through (`deny: '!has(jwt.sub)'` let anonymous requests in).
+    ctx.jwt = jwt ?? NO_CLAIMS;
+    ctx.apiKey = apiKey ?? NO_CLAIMS;
     if (extauthz) ctx.extauthz = extauthz;
     if (a2a) ctx.a2a = a2a;
     if (metadata) ctx.metadata = metadata;
@@ -228,6 +231,7 @@ export class RequestContext implements ObservedRequest {
 }
 
 const EMPTY = Buffer.alloc(0);
+const NO_CLAIMS: Readonly<Record<string, never>> = Object.freeze({});
 
 export function hostOf(authority: string): string {
   if (authority.startsWith('[')) {

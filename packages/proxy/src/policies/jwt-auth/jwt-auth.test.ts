@@ -88,6 +88,12 @@ ${route(
         authorization: {rules: ['jwt.sub == "u1"']}`,
 )}
 ${route(
+  'anonymous-denied',
+  '/deny-anonymous',
+  `        jwtAuth: {mode: optional, issuer: https://idp.local, jwks: {inline: '${inline}'}}
+        authorization: {rules: [{deny: '!has(jwt.sub)'}, {deny: 'request.headers["X-Blocked"] == "1"'}]}`,
+)}
+${route(
   'no-exp',
   '/no-exp',
   `        jwtAuth:
@@ -247,4 +253,16 @@ test('a verified token is reused until its exp, then rejected as expired', async
   const late = await call('/strict', token);
   assert.equal(late.status, 401);
   assert.match(late.text, /expired/);
+});
+
+test('a deny rule on a missing claim or a header by any spelling holds: has(jwt.sub) is false without a token', async () => {
+  const get = async (headers: Record<string, string> = {}) =>
+    (await request(`http://127.0.0.1:${proxy.port()}/deny-anonymous`, { headers })).statusCode;
+  // optional lets a request without a token in; the deny rule takes it out (it let it through when
+  // jwt was not there at all: the rule failed, and a failing deny rule matches nothing)
+  assert.equal(await get(), 403);
+  const token = await sign(inlineKey, { sub: 'u1' });
+  assert.equal(await get({ authorization: `Bearer ${token}` }), 200);
+  // header names are case-insensitive in CEL as on the wire
+  assert.equal(await get({ authorization: `Bearer ${token}`, 'x-blocked': '1' }), 403);
 });
