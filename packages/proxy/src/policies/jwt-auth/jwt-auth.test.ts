@@ -7,6 +7,7 @@ import { startUpstream, type TestServer } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 import { request } from 'undici';
+import { CLOCK_SKEW_S } from './verifier.ts';
 
 type Key = { kid: string; privateKey: Awaited<ReturnType<typeof generateKeyPair>>['privateKey']; jwk: JWK };
 async function makeKey(kid: string): Promise<Key> {
@@ -147,7 +148,7 @@ test('Strict: missing, malformed, expired, wrong issuer, wrong audience, no kid,
     ['malformed', 'not.a.jwt', /invalid JWT/],
     [
       'expired',
-      await sign(inlineKey, {}, { aud: 'api', exp: Math.floor(Date.now() / 1000) - 60 }),
+      await sign(inlineKey, {}, { aud: 'api', exp: Math.floor(Date.now() / 1000) - CLOCK_SKEW_S - 5 }),
       /expired/,
     ],
     [
@@ -177,7 +178,7 @@ test("jwtValidationOptions.requiredClaims: a provider's own list, exactly ([] re
   const noExp = await sign(inlineKey, { sub: 'u1' }, { exp: null });
   assert.equal((await call('/no-exp', noExp)).status, 200);
   assert.equal((await call('/no-exp', noExp)).status, 200, 'checked again, not cached without exp');
-  const expired = await sign(inlineKey, {}, { exp: Math.floor(Date.now() / 1000) - 60 });
+  const expired = await sign(inlineKey, {}, { exp: Math.floor(Date.now() / 1000) - CLOCK_SKEW_S - 5 });
   assert.match((await call('/no-exp', expired)).text, /expired/, 'an exp present is still checked');
   const noSub = await call('/needs-sub', await sign(inlineKey, {}));
   assert.equal(noSub.status, 401);
@@ -243,13 +244,16 @@ test('remote JWKS: fetched, cached, and a rotated key is picked up', async () =>
   assert.ok(jwksFetches > fetchesAfterFirst, 'the JWKS was fetched again for the new kid');
 });
 
-test('a verified token is reused until its exp, then rejected as expired', async () => {
-  // 3 to 4 s ahead: room for the two calls on a busy machine
-  const exp = Math.floor(Date.now() / 1000) + 4;
+test('a token a little past its exp (clock skew) passes; a verified one is reused until then, then rejected as expired', async () => {
+  const now = Math.floor(Date.now() / 1000);
+  const skewed = await sign(inlineKey, { sub: 'skewed' }, { aud: 'api', exp: now - 30 });
+  assert.equal((await call('/strict', skewed)).status, 200, '30 s past exp is within the skew');
+  // 3 to 4 s of skew left: room for the two calls on a busy machine
+  const exp = now - CLOCK_SKEW_S + 4;
   const token = await sign(inlineKey, { sub: 'short' }, { aud: 'api', exp });
   assert.equal((await call('/strict', token)).status, 200);
   assert.equal((await call('/strict', token)).status, 200, 'served from the cache');
-  await sleep(exp * 1000 - Date.now() + 100);
+  await sleep((exp + CLOCK_SKEW_S) * 1000 - Date.now() + 100);
   const late = await call('/strict', token);
   assert.equal(late.status, 401);
   assert.match(late.text, /expired/);

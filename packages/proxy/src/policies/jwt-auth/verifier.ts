@@ -14,6 +14,12 @@ import {
 import { GwError } from '../../errors.ts';
 
 /**
+ * How far exp and nbf may be off, in seconds: the clocks of an identity provider and the gateway
+ * are never quite the same (agentgateway allows 60 s past exp too, as Envoy's jwt_authn does).
+ */
+export const CLOCK_SKEW_S = 60;
+
+/**
  * After a fetch, a token with an unknown key id triggers another fetch only after this long: key
  * rotation is picked up within seconds, and tokens with made-up key ids cannot hammer the IdP.
  */
@@ -102,6 +108,7 @@ export class JwtVerifier {
         issuer: provider.issuer,
         ...(audience ? { audience } : {}),
         requiredClaims: provider.requiredClaims ?? this.#requiredClaims,
+        clockTolerance: CLOCK_SKEW_S,
       });
       if (!protectedHeader.kid) throw invalid('the header has no kid');
       claims = payload as Record<string, unknown>;
@@ -112,7 +119,7 @@ export class JwtVerifier {
     // a token without exp (a provider requiring none) is checked each time
     if (typeof claims['exp'] !== 'number') return claims;
     if (this.#verified.size >= VERIFIED_CACHE_MAX) this.#verified.clear();
-    this.#verified.set(key, { claims, expMs: claims['exp'] * 1000 });
+    this.#verified.set(key, { claims, expMs: (claims['exp'] + CLOCK_SKEW_S) * 1000 });
     return claims;
   }
 }
