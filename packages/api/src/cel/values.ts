@@ -9,6 +9,8 @@ export const CEL_VARIABLES = [
   'source',
   'jwt',
   'apiKey',
+  // The user basicAuth let in (`basicAuth.username`), as agentgateway names it.
+  'basicAuth',
   'extauthz',
   'llmRequest',
   'llm',

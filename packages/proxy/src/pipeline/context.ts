@@ -217,6 +217,8 @@ export class RequestContext implements ObservedRequest {
     // request through (`deny: '!has(jwt.sub)'` let anonymous requests in).
     ctx.jwt = jwt ?? NO_CLAIMS;
     ctx.apiKey = apiKey ?? NO_CLAIMS;
+    const user = this.ext.basicUser;
+    ctx.basicAuth = user === undefined ? NO_CLAIMS : { username: user };
     if (extauthz) ctx.extauthz = extauthz;
     if (a2a) ctx.a2a = a2a;
     if (metadata) ctx.metadata = metadata;

@@ -52,6 +52,8 @@ ${users}
           mode: optional
           users:
 ${users}
+        transformations: {request: {set: {x-user: 'default(basicAuth.username, "anonymous")'}}}
+        authorization: {rules: [{deny: 'has(basicAuth.username) && basicAuth.username == "crypt-user"'}]}
       backends: [{host: "127.0.0.1:${up.port}"}]
 `);
 });
@@ -114,4 +116,18 @@ test('plain-text passwords are refused when the config loads', async () => {
 `),
     /basicAuth\.users\[0\]: must be an htpasswd line <user>:<hash> .*; plain passwords are not accepted/,
   );
+});
+
+test('the user basicAuth let in is basicAuth.username in CEL (empty without credentials), as in agentgateway', async () => {
+  const seen = async (headers: Record<string, string>) => {
+    const r = await request(proxy.url('/optional'), { headers });
+    if (r.statusCode !== 200) {
+      await r.body.dump();
+      return r.statusCode;
+    }
+    return ((await r.body.json()) as { headers: Record<string, string> }).headers['x-user'];
+  };
+  assert.equal(await seen({ authorization: basic('sha-user', 's-secret') }), 'sha-user');
+  assert.equal(await seen({}), 'anonymous');
+  assert.equal(await seen({ authorization: basic('crypt-user', 'c-secret') }), 403);
 });
