@@ -303,6 +303,15 @@ export function registerExtensions(e: Environment): void {
     for (const [k, v] of b instanceof Map ? b : Object.entries(b)) out.set(k, v);
     return out;
   });
+  // CEL's string() of a duration, a timestamp and a type, which the library leaves out: "90s",
+  // "1.5s"; RFC 3339 ("2024-01-02T03:04:05Z"); the type's name ("int")
+  e.registerFunction('string(google.protobuf.Duration): string', (d: { seconds: bigint; nanos: number }) =>
+    durationText(d),
+  );
+  e.registerFunction('string(google.protobuf.Timestamp): string', (t: Date) =>
+    t.toISOString().replace(/\.?0+Z$/, 'Z'),
+  );
+  e.registerFunction('string(type): string', (t: { name: string }) => t.name);
   e.registerFunction('uuid(): string', () => randomUUID());
   e.registerFunction('isIP(string): bool', (s: string) => isIP(s) !== 0);
   e.registerType('IP', CelIp);
@@ -382,4 +391,13 @@ export function registerExtensions(e: Environment): void {
     'dyn.with(ast, ast): dyn',
     bindingMacro('with', true, (x, exprWith) => exprWith(x)),
   );
+}
+
+/** A CEL duration as CEL writes it: seconds, with a fraction only when there is one ("-1.5s"). */
+function durationText(d: { seconds: bigint; nanos: number }): string {
+  const total = d.seconds * 1_000_000_000n + BigInt(d.nanos);
+  const abs = total < 0n ? -total : total;
+  const whole = abs / 1_000_000_000n;
+  const frac = (abs % 1_000_000_000n).toString().padStart(9, '0').replace(/0+$/, '');
+  return `${total < 0n ? '-' : ''}${whole}${frac ? `.${frac}` : ''}s`;
 }

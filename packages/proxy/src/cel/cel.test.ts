@@ -89,6 +89,12 @@ test("agentgateway's functions: encodings, digests, math, strings, maps and the 
     a: 1n,
     b: 3n,
   });
+  // string() of a duration, a timestamp and a type, as CEL writes them (agentgateway's do too)
+  assert.equal(v('string(duration("90s"))'), '90s');
+  assert.equal(v('string(duration("-1.5s"))'), '-1.5s');
+  assert.equal(v('string(timestamp("2024-01-02T03:04:05Z"))'), '2024-01-02T03:04:05Z');
+  assert.equal(v('string(timestamp("2024-01-02T03:04:05.120Z"))'), '2024-01-02T03:04:05.12Z');
+  assert.equal(v('string(type(1)) + "/" + string(type("a"))'), 'int/string');
   assert.match(String(v('uuid()')), /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   assert.equal(v('isIP("::1") && !isIP("example.com")'), true);
   const jwt = `x.${Buffer.from('{"sub":"u1"}').toString('base64url')}.y`;
