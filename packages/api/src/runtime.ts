@@ -4,7 +4,7 @@
 // the proxy loads @gw/api/cel/environment with the first expression it compiles (cel/cel.ts).
 
 export { AWS_SESSION_NAME } from './aws-names.ts';
-export { CEL_VARIABLES, celHeaderMap, celToJson, setCelField } from './cel/values.ts';
+export { CEL_VARIABLES, caseless, celHeaderMap, celToJson, setCelField } from './cel/values.ts';
 export { hashFormat, parseHtpasswd } from './checks/htpasswd.ts';
 export { GUARD_REGEX_FLAGS, jsRegexSource, userRegExp } from './checks/regex.ts';
 export { DEFAULT_SENSITIVE_HEADERS } from './config/credentials.ts';

@@ -4,6 +4,7 @@
 // …/sse?sessionId=, or the older …/message?sessionId=). Every refusal is a JSON-RPC error, never an
 // HTTP error page.
 import { PassThrough, type Readable } from 'node:stream';
+import { caseless } from '@gw/api/runtime';
 import type { CelContext } from '../cel/cel.ts';
 import { GwError } from '../errors.ts';
 import { readRequestBody } from '../pipeline/body.ts';
@@ -340,7 +341,7 @@ export class McpServer {
       this.#fed.runtime.forward({
         nonce: opened.n,
         message: parsed.message,
-        cel: ctx.celContext() as Record<string, unknown>,
+        cel: portableCel(ctx.celContext()),
         route: ctx.route?.key,
       });
       return;
@@ -352,9 +353,10 @@ export class McpServer {
     const entry = this.#fed.runtime.clientStreams.get(m.nonce);
     const msg = asMessage(m.message);
     if (!entry || !msg) return;
+    const cel = receivedCel(m.cel);
     const view: McpRequest = {
       ext: {},
-      celContext: () => m.cel as CelContext,
+      celContext: () => cel,
       route: m.route === undefined ? undefined : { key: m.route },
       signal: entry.signal,
     };
@@ -567,4 +569,26 @@ function localOnly(ctx: RequestContext): boolean {
     }
   }
   return local(ctx.authority) && originOk;
+}
+
+/**
+ * A request's CEL view as another worker can receive it: its header maps plain objects (each is a
+ * Proxy that finds names in any case, and a Proxy does not cross to another thread).
+ */
+function portableCel(cel: CelContext): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...cel };
+  for (const k of ['request', 'response'] as const) {
+    const part = cel[k] as Record<string, unknown> | undefined;
+    if (part?.headers) out[k] = { ...part, headers: { ...(part.headers as Record<string, string>) } };
+  }
+  return out;
+}
+
+/** The CEL view another worker sent (portableCel), its header maps finding names in any case again. */
+function receivedCel(cel: Record<string, unknown>): CelContext {
+  for (const k of ['request', 'response']) {
+    const part = cel[k] as Record<string, unknown> | undefined;
+    if (part?.headers) part.headers = caseless(part.headers as Record<string, string>);
+  }
+  return cel as CelContext;
 }
