@@ -185,7 +185,7 @@ spec:
     const { client } = await connectClient(`http://127.0.0.1:${proxyPort}/mcp`);
     await assert.rejects(
       client.callTool({ name: 'everything_get-sum', arguments: { a: 1, b: 2 } }),
-      /not allowed/,
+      /unknown tool "everything_get-sum": no target serves it/,
     );
     await client.close();
     await untilPolicyAttached(until, kubectl, 'no-sum', {

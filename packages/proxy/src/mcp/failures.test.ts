@@ -309,7 +309,10 @@ describe("a target's own MCP authorization", () => {
     assert.ok(names.includes('web_weather') && !names.includes('other_weather'), names.join(', '));
     assert.ok(!names.includes('web_slow') && !names.includes('other_slow'), names.join(', '));
     assert.ok(names.includes('other_echo'), names.join(', '));
-    await assert.rejects(client.callTool({ name: 'other_weather', arguments: { city: 'x' } }), /not allowed/);
+    await assert.rejects(
+      client.callTool({ name: 'other_weather', arguments: { city: 'x' } }),
+      /unknown (tool|resource) "[^"]+": no target serves it/,
+    );
     assert.match(textOf(await client.callTool({ name: 'web_weather', arguments: { city: 'x' } })), /sunny/);
     await client.close();
   });
@@ -331,19 +334,24 @@ describe('MCP authorization', () => {
     await proxy?.close();
   });
 
-  test('lists are filtered item by item; a call of a hidden tool is a JSON-RPC error, not an HTTP 403', async () => {
+  test('lists are filtered item by item; a call of a hidden tool is answered as an unknown one, not an HTTP 403', async () => {
     const { client } = await connectClient(proxy.url('/mcp'));
     assert.deepEqual(await toolNames(client), ['echo']);
     const err = await client.callTool({ name: 'weather', arguments: { city: 'x' } }).catch((e: Error) => e);
-    assert.ok(err instanceof Error);
-    assert.match(err.message, /tools\/call of the tool "weather" is not allowed/);
-    assert.match(err.message, /-32003/);
+    const nope = await client.callTool({ name: 'nope', arguments: {} }).catch((e: Error) => e);
+    assert.ok(err instanceof Error && nope instanceof Error);
+    // the same answer as a tool nobody serves: the client is not told the hidden one is there
+    assert.match(err.message, /-32602.*unknown tool "weather": no target serves it/);
+    assert.equal(err.message.replace('weather', 'nope'), nope.message);
     assert.match(textOf(await client.callTool({ name: 'echo', arguments: { message: 'ok' } })), /echo: ok/);
     assert.deepEqual(
       (await client.listResources()).resources.map((r) => r.uri),
       ['notes://web/1'],
     );
-    await assert.rejects(client.readResource({ uri: 'notes://web/2' }), /not allowed/);
+    await assert.rejects(
+      client.readResource({ uri: 'notes://web/2' }),
+      /unknown (tool|resource) "[^"]+": no target serves it/,
+    );
     assert.equal((await client.listPrompts()).prompts.length, 1);
     await client.close();
     const denied = proxy.accessLog.find((l) => l['mcp.outcome'] === 'denied');

@@ -725,8 +725,9 @@ export class Federation {
       kind === 'resource'
         ? await this.#resourceOwner(call, name, precheck)
         : await this.#nameOwner(call, kind, name, precheck);
-    if (!owner) {
-      info.outcome = 'invalid';
+    // A denied item is answered as one no target serves, as agentgateway answers it: the list left
+    // it out, and the answer does not tell the client it is there (the log and metrics say denied).
+    const unknown = (): Response => {
       const what =
         kind === 'resource' ? `resource ${JSON.stringify(name)}` : `${kind} ${JSON.stringify(name)}`;
       return {
@@ -734,6 +735,10 @@ export class Federation {
         id: req.id,
         error: { code: CODE.INVALID_PARAMS, message: `unknown ${what}: no target serves it` },
       };
+    };
+    if (!owner) {
+      info.outcome = 'invalid';
+      return unknown();
     }
     const [t, upstreamName] = owner;
     info.target = t.name;
@@ -741,13 +746,7 @@ export class Federation {
     else info[kind] = { name: upstreamName, target: t.name };
     if (!this.#allowed(call, info)) {
       info.outcome = 'denied';
-      const what =
-        kind === 'resource' ? `the resource ${JSON.stringify(name)}` : `the ${kind} ${JSON.stringify(name)}`;
-      return {
-        jsonrpc: '2.0',
-        id: req.id,
-        error: { code: CODE.FORBIDDEN, message: `${req.method} of ${what} is not allowed` },
-      };
+      return unknown();
     }
     if (!checked) await this.#rateLimit(call, info);
     const params = { ...(req.params ?? {}) } as Record<string, unknown>;
