@@ -62,7 +62,7 @@ test('a disallowed origin gets no CORS headers and its preflight is forwarded', 
   assert.equal(up.seen.length, before + 1);
 });
 
-test('with credentials, * in allowMethods and allowHeaders answers a preflight with what it asks for; without, with *', async (t) => {
+test('* in allowMethods and allowHeaders answers a preflight with what it asks for, with credentials or without', async (t) => {
   const wild = (credentials: boolean) =>
     startProxy(
       oneRoute(
@@ -94,8 +94,41 @@ test('with credentials, * in allowMethods and allowHeaders answers a preflight w
 
   const anonymous = await wild(false);
   t.after(() => anonymous.close());
-  const any = await preflight(anonymous, { 'access-control-request-headers': 'x-a' });
+  // a bearer token's Authorization is never covered by `Access-Control-Allow-Headers: *`: it is named
+  const any = await preflight(anonymous, { 'access-control-request-headers': 'authorization, x-a' });
   assert.equal(any.headers.get('access-control-allow-origin'), '*');
-  assert.equal(any.headers.get('access-control-allow-methods'), '*');
-  assert.equal(any.headers.get('access-control-allow-headers'), '*');
+  assert.equal(any.headers.get('access-control-allow-methods'), 'PUT');
+  assert.equal(any.headers.get('access-control-allow-headers'), 'authorization, x-a');
+  assert.equal(any.headers.get('vary'), 'Access-Control-Request-Method, Access-Control-Request-Headers');
+});
+
+test('an error the gateway answers for an allowed origin carries the CORS headers: a browser sees the error', async (t) => {
+  const p = await startProxy(`binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - policies:
+        cors: {allowOrigins: ["https://app.example"], exposeHeaders: [x-trace]}
+        apiKey: {keys: [k-1]}
+      backends: [{host: "127.0.0.1:1"}]
+`);
+  t.after(() => p.close());
+  const get = (headers: Record<string, string>) =>
+    fetch(p.url('/x'), { headers: { origin: 'https://app.example', ...headers } });
+  // refused by a policy after cors (401), and the backend unreachable (503)
+  for (const [r, status] of [
+    [await get({}), 401],
+    [await get({ authorization: 'Bearer k-1' }), 503],
+  ] as const) {
+    assert.equal(r.status, status);
+    assert.equal(r.headers.get('access-control-allow-origin'), 'https://app.example');
+    assert.equal(r.headers.get('access-control-expose-headers'), 'x-trace');
+    assert.equal(r.headers.get('vary'), 'Origin');
+    await r.arrayBuffer();
+  }
+  // another origin gets no CORS headers on an error either
+  const other = await fetch(p.url('/x'), { headers: { origin: 'https://evil.example' } });
+  assert.equal(other.headers.get('access-control-allow-origin'), null);
+  await other.arrayBuffer();
 });

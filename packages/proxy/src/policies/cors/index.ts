@@ -1,6 +1,8 @@
 // cors: answers preflights from allowed origins itself (so they never need authentication) and adds
 // the Access-Control-* headers to responses for allowed origins.
 import { parseGoDuration } from '@gw/api/runtime';
+import { GwError } from '../../errors.ts';
+import type { Headers } from '../../pipeline/context.ts';
 import type { PolicyDefinition } from '../types.ts';
 
 function originMatcher(patterns: string[]): (origin: string) => boolean {
@@ -30,12 +32,23 @@ export const cors: PolicyDefinition<'cors'> = {
     const anyOrigin = (config.allowOrigins ?? []).includes('*') && !config.allowCredentials;
     const methods = (config.allowMethods ?? []).join(', ');
     const headers = (config.allowHeaders ?? []).join(', ');
-    // A browser does not take `*` as a wildcard in an answer to a request with credentials: then a
-    // preflight is answered with the method and headers it asks for.
-    const reflectMethod = !!config.allowCredentials && (config.allowMethods ?? []).includes('*');
-    const reflectHeaders = !!config.allowCredentials && (config.allowHeaders ?? []).includes('*');
+    // `*` is answered with what the preflight asks for: a browser takes no wildcard in an answer to
+    // a request with credentials, and `Access-Control-Allow-Headers: *` never covers Authorization.
+    const reflectMethod = (config.allowMethods ?? []).includes('*');
+    const reflectHeaders = (config.allowHeaders ?? []).includes('*');
     const expose = (config.exposeHeaders ?? []).join(', ');
     const maxAge = config.maxAge ? String(Math.floor((parseGoDuration(config.maxAge) ?? 0) / 1000)) : '';
+    /** What an answer to an allowed origin carries (a response, or an error the gateway answers). */
+    const answerHeaders = (h: Headers, allowOrigin: string) => {
+      h['access-control-allow-origin'] = allowOrigin;
+      if (config.allowCredentials) h['access-control-allow-credentials'] = 'true';
+      if (expose) h['access-control-expose-headers'] = expose;
+      if (!anyOrigin) {
+        const vary = h.vary;
+        const list = vary === undefined ? '' : Array.isArray(vary) ? vary.join(', ') : vary;
+        if (!/(^|,)\s*origin\s*(,|$)/i.test(list)) h.vary = list ? `${list}, Origin` : 'Origin';
+      }
+    };
     return async (ctx, next) => {
       const origin = ctx.headers.origin;
       if (typeof origin !== 'string' || !allowed(origin)) return next(ctx);
@@ -52,27 +65,33 @@ export const cors: PolicyDefinition<'cors'> = {
         } else if (headers) h['access-control-allow-headers'] = headers;
         if (maxAge) h['access-control-max-age'] = maxAge;
         if (config.allowCredentials) h['access-control-allow-credentials'] = 'true';
-        if (!anyOrigin)
-          h.vary =
-            reflectMethod || reflectHeaders
-              ? 'Origin, Access-Control-Request-Method, Access-Control-Request-Headers'
-              : 'Origin';
+        const vary = [
+          ...(anyOrigin ? [] : ['Origin']),
+          ...(reflectMethod ? ['Access-Control-Request-Method'] : []),
+          ...(reflectHeaders ? ['Access-Control-Request-Headers'] : []),
+        ];
+        if (vary.length > 0) h.vary = vary.join(', ');
         ctx.response = { status: 200, headers: h, body: null };
         return;
       }
-      await next(ctx);
+      try {
+        await next(ctx);
+      } catch (err) {
+        // an error the gateway answers (a timeout, an unreachable backend, a refusal after cors)
+        // carries the headers too, so a browser sees the error, not a CORS failure
+        if (err instanceof GwError && !ctx.ext.corsAnswered) {
+          ctx.ext.corsAnswered = true;
+          const h: Headers = { ...err.headers };
+          answerHeaders(h, allowOrigin);
+          err.headers = h as Record<string, string>;
+        }
+        throw err;
+      }
       const r = ctx.response;
       // a route's own cors (inside a gateway-phase one) answered for this origin: the more specific wins
       if (!r || ctx.ext.corsAnswered) return;
       ctx.ext.corsAnswered = true;
-      r.headers['access-control-allow-origin'] = allowOrigin;
-      if (config.allowCredentials) r.headers['access-control-allow-credentials'] = 'true';
-      if (expose) r.headers['access-control-expose-headers'] = expose;
-      if (!anyOrigin) {
-        const vary = r.headers.vary;
-        const list = vary === undefined ? '' : Array.isArray(vary) ? vary.join(', ') : vary;
-        if (!/(^|,)\s*origin\s*(,|$)/i.test(list)) r.headers.vary = list ? `${list}, Origin` : 'Origin';
-      }
+      answerHeaders(r.headers, allowOrigin);
     };
   },
 };
