@@ -17,7 +17,16 @@ declare module '../../pipeline/context.ts' {
   }
 }
 
-const RETRIABLE_ERRORS = new Set(['GW_ERR_UPSTREAM_CONNECT', 'GW_ERR_UPSTREAM_RESET']);
+/**
+ * Failures tried again: no connection, a reset, and an attempt that ran out of its own time
+ * (backendRequestTimeout) before the backend answered, as agentgateway and Envoy's per-try timeout
+ * retry it; the request's own deadline (requestTimeout) ends every attempt.
+ */
+const RETRIABLE_ERRORS = new Set([
+  'GW_ERR_UPSTREAM_CONNECT',
+  'GW_ERR_UPSTREAM_RESET',
+  'GW_ERR_BACKEND_TIMEOUT',
+]);
 const MAX_BACKOFF_MS = 10_000;
 
 export const retry: PolicyDefinition<'retry'> = {

@@ -48,6 +48,43 @@ test('gives up after `attempts` retries and returns the last answer', async () =
   failuresLeft = 0;
 });
 
+test('an attempt that runs out of backendRequestTimeout is tried again; the last one is a 504', async (t) => {
+  let slowLeft = 0;
+  const slow = await startUpstream('slow', async (_req, res) => {
+    if (slowLeft > 0) {
+      slowLeft--;
+      await new Promise((r) => setTimeout(r, 600));
+      if (!res.destroyed) res.end('late');
+      return;
+    }
+    res.end('in time');
+  });
+  const p = await startProxy(`binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - policies:
+        timeout: {backendRequestTimeout: 150ms}
+        retry: {attempts: 2, codes: [503], backoff: 10ms}
+      backends: [{host: "127.0.0.1:${slow.port}"}]
+`);
+  t.after(async () => {
+    await p.close();
+    await slow.close();
+  });
+  slowLeft = 1;
+  const ok = await fetch(p.url('/'));
+  assert.equal(ok.status, 200);
+  assert.equal(await ok.text(), 'in time');
+  assert.equal(slow.seen.length, 2);
+  slowLeft = 5;
+  const late = await fetch(p.url('/'));
+  assert.equal(late.status, 504);
+  await late.text();
+  assert.equal(slow.seen.length, 5, 'three attempts, each timed out');
+});
+
 test('a connection that fails is retried on another attempt', async () => {
   // nothing listens there (a port freed by a server of this process could be handed to the next)
   const port = CLOSED_PORT;
