@@ -208,7 +208,7 @@ binds:
     await pki.cleanup();
   });
 
-  const httpsGet = (servername: string, alpn: string[]) =>
+  const httpsGet = (servername: string, alpn: string[], host = servername) =>
     new Promise<Reply & { cn: unknown; alpn: string | false | null }>((resolve, reject) => {
       // A fresh agent per request: one TLS handshake each, with the ALPN list asked for.
       const agent = new https.Agent({ ALPNProtocols: alpn, maxCachedSessions: 0 });
@@ -218,7 +218,7 @@ binds:
           port,
           path: '/tls',
           servername,
-          headers: { host: servername },
+          headers: { host },
           ca: pki.ca,
           agent,
         },
@@ -289,6 +289,14 @@ binds:
     assert.equal(b.cn, 'b.test');
     assert.equal(served(a), 'upstream-a');
     assert.equal(served(b), 'upstream-b');
+  });
+
+  test("a Host of another listener than the TLS server name chose is a 421, not served by that listener's routes", async () => {
+    const before = upB.seen.length;
+    const r = await httpsGet('a.test', ['http/1.1'], 'b.test');
+    assert.equal(r.status, 421);
+    assert.match(r.body, /another host/);
+    assert.equal(upB.seen.length, before, "b's backend is not called on a's connection");
   });
 
   test('a malformed HTTP/1 request over TLS gets 400 with a reason, like on a plain port', async () => {

@@ -5,6 +5,11 @@
 export const ERRORS = {
   GW_ERR_NO_ROUTE: { status: 404, message: 'route not found' },
   GW_ERR_NO_LISTENER: { status: 404, message: 'no listener for this host' },
+  // RFC 9110 §15.5.20: the connection's TLS server name chose another listener than the Host names
+  GW_ERR_MISDIRECTED: {
+    status: 421,
+    message: 'this connection is for another host: open one to this host (its TLS server name)',
+  },
   GW_ERR_NO_BACKEND: { status: 500, message: 'route has no backends' },
   GW_ERR_INVALID_BACKEND: { status: 500, message: 'backend does not exist' },
   GW_ERR_BAD_REQUEST: { status: 400, message: 'bad request' },
@@ -234,6 +239,7 @@ export function anthropicType(status: number): string {
 const GRPC_STATUS: Record<ErrorCode, number> = {
   GW_ERR_NO_ROUTE: 12, // UNIMPLEMENTED, as gRPC maps HTTP 404
   GW_ERR_NO_LISTENER: 12,
+  GW_ERR_MISDIRECTED: 14, // UNAVAILABLE: the client may retry on a new connection
   GW_ERR_NO_BACKEND: 13, // INTERNAL
   GW_ERR_INVALID_BACKEND: 13,
   GW_ERR_BAD_REQUEST: 3, // INVALID_ARGUMENT

@@ -570,6 +570,17 @@ export class DataPlane {
       this.#fail(ctx, new GwError('GW_ERR_NO_LISTENER'));
       return;
     }
+    // On a port with several listeners, the handshake chose a certificate (and its client check)
+    // by the TLS server name: a Host that belongs to another listener is refused, not served with
+    // that listener's routes and policies (a client reusing a connection gets the 421 it retries on).
+    if (bind.listeners.length > 1 && listener.ir.tls) {
+      const sni = serverNameOf(req);
+      if (sni !== undefined && selectListener(bind, sni) !== listener) {
+        obs?.routeSelected(ctx, NO_LISTENER);
+        this.#fail(ctx, new GwError('GW_ERR_MISDIRECTED'));
+        return;
+      }
+    }
     const unverified = unverifiedClient(listener, req);
     if (unverified) {
       this.#fail(ctx, unverified);
