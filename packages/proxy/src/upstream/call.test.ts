@@ -4,7 +4,7 @@ import net, { type AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { errors } from 'undici';
-import { toGwError } from './call.ts';
+import { tlsReason, toGwError } from './call.ts';
 
 const ANSWERS: Record<string, string> = {
   '/not-http': 'SSH-2.0-OpenSSH_9.6\r\n',
@@ -55,4 +55,36 @@ test("toGwError: undici's parser error, with or without a code, is GW_ERR_UPSTRE
   const coded = Object.assign(new errors.HTTPParserError('bad'), { code: 'HPE_INVALID_STATUS' });
   assert.equal(toGwError(coded, signal).code, 'GW_ERR_UPSTREAM_PROTOCOL');
   assert.equal(toGwError(new Error('something else'), signal).code, 'GW_ERR_INTERNAL');
+});
+
+test("a TLS failure is told in the gateway's words: no advice to run Node differently, no raw OpenSSL string", async (t) => {
+  assert.equal(
+    tlsReason(
+      'unable to verify the first certificate; if the root CA is installed locally, try running Node.js with --use-system-ca',
+      'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+    ),
+    'unable to verify the first certificate (UNABLE_TO_VERIFY_LEAF_SIGNATURE)',
+  );
+  assert.equal(
+    tlsReason(
+      'C0EC1CF6B57F0000:error:0A00010B:SSL routines:ssl3_get_record:wrong version number:../deps/openssl/openssl/ssl/record/ssl3_record.c:354:\n',
+      'ERR_SSL_WRONG_VERSION_NUMBER',
+    ),
+    'wrong version number (does the backend speak TLS on that port?)',
+  );
+  // backendTLS to a plain-text server: what the client reads
+  const plain = await startProxy(`binds:
+- port: 0
+  address: 127.0.0.1
+  listeners:
+  - routes:
+    - policies: {backendTLS: {}}
+      backends: [{host: "127.0.0.1:${(garbage.address() as AddressInfo).port}"}]
+`);
+  t.after(() => plain.close());
+  const r = await fetch(plain.url('/'));
+  assert.equal(r.status, 502);
+  const text = await r.text();
+  assert.match(text, /^upstream TLS error: /);
+  assert.doesNotMatch(text, /Node\.js|deps\/openssl|SSL routines/);
 });

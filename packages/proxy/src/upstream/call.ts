@@ -206,6 +206,20 @@ export function responseHeaders(h: Record<string, string | string[] | undefined>
   return out;
 }
 
+/**
+ * A TLS failure in the gateway's words: Node's advice to its own user ("try running Node.js with
+ * --use-system-ca") cut off, an OpenSSL error string ("error:0A00010B:SSL routines::wrong version
+ * number") down to its reason, and a certificate check's code named.
+ */
+export function tlsReason(message: string, code: string): string {
+  let why = message.split('; if the root CA is installed locally')[0] ?? message;
+  const ssl = /error:[0-9A-Fa-f]+:SSL routines:[^:]*:([^:\n]+)/.exec(why);
+  if (ssl?.[1]) why = ssl[1].trim();
+  if (why === 'wrong version number' || why === 'packet length too long')
+    why += ' (does the backend speak TLS on that port?)';
+  return code && !code.startsWith('ERR_') && !why.includes(code) ? `${why} (${code})` : why;
+}
+
 /** A transport failure as the GwError the client gets; an abort's own reason when `signal` says so. */
 export function toGwError(err: unknown, signal?: AbortSignal): GwError {
   if (err instanceof GwError) return err;
@@ -222,7 +236,7 @@ export function toGwError(err: unknown, signal?: AbortSignal): GwError {
     code.includes('SSL') ||
     /certificate|TLS/i.test(why)
   ) {
-    return new GwError('GW_ERR_UPSTREAM_TLS', `upstream TLS error: ${why}`, { cause: err });
+    return new GwError('GW_ERR_UPSTREAM_TLS', `upstream TLS error: ${tlsReason(why, code)}`, { cause: err });
   }
   // A response that is not HTTP (a bad status line, a garbled header): undici's parser error often
   // carries no code.
