@@ -2220,6 +2220,19 @@ class Builder {
       this.targetedAt('route', inNamespace, k) ??
       this.targetedAt('route', name, k) ??
       inheritedAt?.(k);
+    // A prefix rewrite or redirect replaces the prefix a pathPrefix match matched (Gateway API's
+    // ReplacePrefixMatch); on an exact or regex match there is none, and it would be put in front of
+    // the whole path.
+    const notPrefix = matches.find((m) => m.path !== undefined && !('pathPrefix' in m.path));
+    if (notPrefix?.path)
+      for (const k of ['urlRewrite', 'requestRedirect'] as const) {
+        const spec = merged[k]?.path;
+        if (spec && 'prefix' in spec)
+          this.fail(
+            [...(writtenAt(k) ?? [...path, 'policies']), k, 'path', 'prefix'],
+            `a prefix ${k === 'urlRewrite' ? 'rewrite' : 'redirect'} replaces what a pathPrefix match matched, and this route matches ${'exact' in notPrefix.path ? 'an exact path' : 'a regex'}: use path.full`,
+          );
+      }
     const policySources: RouteIR['policySources'] = {};
     const parentSources = this.#delegating.at(-1)?.sources;
     for (const k of Object.keys(merged))

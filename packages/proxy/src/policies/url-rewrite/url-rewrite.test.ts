@@ -3,6 +3,7 @@ import { after, before, test } from 'node:test';
 import { startUpstream, type TestServer } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import { request } from 'undici';
+import { loadConfigText } from '../../config/load.ts';
 
 let up: TestServer;
 let proxy: TestProxy;
@@ -132,4 +133,31 @@ test('hostRewrite on a backend that is not a host backend is a config error at i
         err.message,
       ),
   );
+});
+
+test('a prefix rewrite or redirect on a route matching an exact path or a regex is refused at load, naming the field', () => {
+  const load = (match: string, policy: string) =>
+    loadConfigText(
+      'gw.yaml',
+      `binds:
+- port: 8080
+  listeners:
+  - routes:
+    - matches: [{path: ${match}}]
+      policies: ${policy}
+      backends: [{host: 127.0.0.1:9}]
+`,
+      process.cwd(),
+    );
+  assert.throws(
+    () => load('{exact: /ex/act}', '{urlRewrite: {path: {prefix: /y}}}'),
+    /routes\[0\]\.policies\.urlRewrite\.path\.prefix: a prefix rewrite replaces what a pathPrefix match matched, and this route matches an exact path: use path\.full/,
+  );
+  assert.throws(
+    () => load('{regex: "/r.*"}', '{requestRedirect: {path: {prefix: /y}}}'),
+    /requestRedirect\.path\.prefix: a prefix redirect .* matches a regex/,
+  );
+  // a pathPrefix match, or a full path on an exact one, loads
+  load('{pathPrefix: /p}', '{urlRewrite: {path: {prefix: /y}}}');
+  load('{exact: /ex/act}', '{urlRewrite: {path: {full: /y}}}');
 });
