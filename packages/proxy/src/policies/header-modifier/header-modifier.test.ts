@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { oneRoute, startUpstream, type TestServer } from '@gw/testkit';
+import { CLOSED_PORT, oneRoute, startUpstream, type TestServer } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 
 let up: TestServer;
@@ -35,4 +35,20 @@ test('response headers are modified on the way back', async () => {
   assert.equal(res.headers.get('x-resp'), 'added');
   assert.equal(res.headers.get('x-upstream'), 'replaced');
   assert.equal(res.headers.get('content-type'), null);
+});
+
+test('an error the gateway answers gets the response headers too (set and add)', async (t) => {
+  const p = await startProxy(
+    oneRoute(
+      CLOSED_PORT,
+      'responseHeaderModifier: {set: {strict-transport-security: max-age=63072000}, add: {x-resp: added}}',
+    ),
+  );
+  t.after(() => p.close());
+  const res = await fetch(p.url('/'));
+  assert.equal(res.status, 503);
+  await res.arrayBuffer();
+  assert.equal(res.headers.get('strict-transport-security'), 'max-age=63072000');
+  assert.equal(res.headers.get('x-resp'), 'added');
+  assert.match(res.headers.get('content-type') ?? '', /^text\/plain/);
 });

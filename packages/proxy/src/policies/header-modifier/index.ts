@@ -1,5 +1,6 @@
 // requestHeaderModifier / responseHeaderModifier: add appends to a header, set replaces it, remove
 // drops it; names are case-insensitive.
+import { GwError } from '../../errors.ts';
 import type { Headers } from '../../pipeline/context.ts';
 import type { PolicyDefinition } from '../types.ts';
 
@@ -39,7 +40,18 @@ export const responseHeaderModifier: PolicyDefinition<'responseHeaderModifier'> 
   build(config) {
     const apply = headerModifier(config);
     return async (ctx, next) => {
-      await next(ctx);
+      try {
+        await next(ctx);
+      } catch (err) {
+        // an error the gateway answers (a timeout, an unreachable backend) gets the headers too, as
+        // agentgateway sets them (a security header the route adds is on its errors as well)
+        if (err instanceof GwError) {
+          const h: Headers = { ...err.headers };
+          apply(h);
+          err.headers = h as Record<string, string>;
+        }
+        throw err;
+      }
       if (ctx.response) apply(ctx.response.headers);
     };
   },
