@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { oneRoute, startUpstream, type TestServer } from '@gw/testkit';
+import { CLOSED_PORT, oneRoute, startUpstream, type TestServer } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 
 let up: TestServer;
@@ -103,16 +103,13 @@ test('* in allowMethods and allowHeaders answers a preflight with what it asks f
 });
 
 test('an error the gateway answers for an allowed origin carries the CORS headers: a browser sees the error', async (t) => {
-  const p = await startProxy(`binds:
-- port: 0
-  address: 127.0.0.1
-  listeners:
-  - routes:
-    - policies:
-        cors: {allowOrigins: ["https://app.example"], exposeHeaders: [x-trace]}
-        apiKey: {keys: [k-1]}
-      backends: [{host: "127.0.0.1:1"}]
-`);
+  const p = await startProxy(
+    oneRoute(
+      CLOSED_PORT,
+      `cors: {allowOrigins: ["https://app.example"], exposeHeaders: [x-trace]}
+apiKey: {keys: [k-1]}`,
+    ),
+  );
   t.after(() => p.close());
   const get = (headers: Record<string, string>) =>
     fetch(p.url('/x'), { headers: { origin: 'https://app.example', ...headers } });

@@ -59,16 +59,13 @@ test('an attempt that runs out of backendRequestTimeout is tried again; the last
     }
     res.end('in time');
   });
-  const p = await startProxy(`binds:
-- port: 0
-  address: 127.0.0.1
-  listeners:
-  - routes:
-    - policies:
-        timeout: {backendRequestTimeout: 150ms}
-        retry: {attempts: 2, codes: [503], backoff: 10ms}
-      backends: [{host: "127.0.0.1:${slow.port}"}]
-`);
+  const p = await startProxy(
+    oneRoute(
+      slow.port,
+      `timeout: {backendRequestTimeout: 150ms}
+retry: {attempts: 2, codes: [503], backoff: 10ms}`,
+    ),
+  );
   t.after(async () => {
     await p.close();
     await slow.close();
