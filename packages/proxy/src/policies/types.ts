@@ -32,6 +32,9 @@ export type BackendPolicyName = Exclude<
 /** As the IR holds it: credentials are Secrets (config/seal.ts). */
 export type PolicyConfig<K extends PolicyName> = NonNullable<RoutePolicies[K]>;
 
+/** How the route key of a listener's gateway-phase policies ends (`<gateway>/<listener>/gateway-phase`). */
+export const GATEWAY_PHASE_KEY = '/gateway-phase';
+
 export interface BuildEnv {
   global: GlobalIR;
   /** The whole effective policy of the route, for policies that depend on another (retry ↔ buffer). */

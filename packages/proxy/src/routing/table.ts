@@ -9,6 +9,7 @@ import type { RouteInfo } from '../pipeline/context.ts';
 import { compose, type Handler, observed } from '../pipeline/layer.ts';
 import { POLICY_ORDER } from '../policies/order.ts';
 import { buildLayers } from '../policies/registry.ts';
+import { GATEWAY_PHASE_KEY } from '../policies/types.ts';
 import { compileBackend } from '../upstream/backends/compile.ts';
 import { weighted } from '../upstream/backends/select.ts';
 import type { PoolRegistry, Retained } from '../upstream/pools.ts';
@@ -157,7 +158,7 @@ function compileGatewayPhase(
   global: GlobalIR,
   shared: SharedMemory,
 ): Handler {
-  const layers = buildLayers(policies, global, `${l.gateway}/${l.name}/gateway-phase`, shared);
+  const layers = buildLayers(policies, global, `${l.gateway}/${l.name}${GATEWAY_PHASE_KEY}`, shared);
   const last = layers.length - 1;
   return compose(
     layers.map((x, i) =>

@@ -48,7 +48,7 @@ test('wildcard origins match one label', async () => {
   assert.match(res.headers.get('vary') ?? '', /Origin/);
 });
 
-test('a disallowed origin gets no CORS headers and its preflight is forwarded', async () => {
+test('a disallowed origin gets no CORS headers; its preflight is answered here, not by the backend', async () => {
   const res = await fetch(proxy.url('/x'), { headers: { origin: 'https://evil.example' } });
   await res.arrayBuffer();
   assert.equal(res.headers.get('access-control-allow-origin'), null);
@@ -58,7 +58,15 @@ test('a disallowed origin gets no CORS headers and its preflight is forwarded', 
     headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
   });
   await pre.arrayBuffer();
+  assert.equal(pre.status, 200);
   assert.equal(pre.headers.get('access-control-allow-origin'), null);
+  assert.equal(pre.headers.get('access-control-allow-methods'), null);
+  // the backend's own CORS answer (it might allow anything) is never asked for
+  assert.equal(up.seen.length, before);
+  // a plain OPTIONS (no Access-Control-Request-Method) still goes to the backend
+  await (
+    await fetch(proxy.url('/x'), { method: 'OPTIONS', headers: { origin: 'https://evil.example' } })
+  ).arrayBuffer();
   assert.equal(up.seen.length, before + 1);
 });
 

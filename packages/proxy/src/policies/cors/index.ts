@@ -1,9 +1,9 @@
-// cors: answers preflights from allowed origins itself (so they never need authentication) and adds
-// the Access-Control-* headers to responses for allowed origins.
+// cors: answers preflights itself (so they never need authentication; one from an origin it does not
+// allow without CORS headers) and adds the Access-Control-* headers to responses for allowed origins.
 import { parseGoDuration } from '@gw/api/runtime';
 import { GwError } from '../../errors.ts';
 import type { Headers } from '../../pipeline/context.ts';
-import type { PolicyDefinition } from '../types.ts';
+import { GATEWAY_PHASE_KEY, type PolicyDefinition } from '../types.ts';
 
 function originMatcher(patterns: string[]): (origin: string) => boolean {
   if (patterns.includes('*')) return () => true;
@@ -27,7 +27,8 @@ declare module '../../pipeline/context.ts' {
 
 export const cors: PolicyDefinition<'cors'> = {
   name: 'cors',
-  build(config) {
+  build(config, env) {
+    const gatewayPhase = env.route.endsWith(GATEWAY_PHASE_KEY);
     const allowed = originMatcher(config.allowOrigins ?? []);
     const anyOrigin = (config.allowOrigins ?? []).includes('*') && !config.allowCredentials;
     const methods = (config.allowMethods ?? []).join(', ');
@@ -51,9 +52,20 @@ export const cors: PolicyDefinition<'cors'> = {
     };
     return async (ctx, next) => {
       const origin = ctx.headers.origin;
-      if (typeof origin !== 'string' || !allowed(origin)) return next(ctx);
+      if (typeof origin !== 'string') return next(ctx);
+      const preflight =
+        ctx.method === 'OPTIONS' && ctx.headers['access-control-request-method'] !== undefined;
+      if (!allowed(origin)) {
+        // a preflight from an origin the policy does not allow is answered here, without CORS
+        // headers (the browser then refuses the request), as agentgateway answers it: sent on, the
+        // backend's own CORS answer could allow what the policy does not. In the gateway phase it
+        // goes on to the route, whose own cors may allow it.
+        if (!preflight || gatewayPhase) return next(ctx);
+        ctx.response = { status: 200, headers: { vary: 'Origin' }, body: null };
+        return;
+      }
       const allowOrigin = anyOrigin ? '*' : origin;
-      if (ctx.method === 'OPTIONS' && ctx.headers['access-control-request-method'] !== undefined) {
+      if (preflight) {
         const h: Record<string, string> = { 'access-control-allow-origin': allowOrigin };
         const askedMethod = ctx.headers['access-control-request-method'];
         const askedHeaders = ctx.headers['access-control-request-headers'];
