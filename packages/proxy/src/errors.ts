@@ -25,6 +25,8 @@ export const ERRORS = {
   GW_ERR_JWT_INVALID: { status: 401, message: 'invalid JWT' },
   GW_ERR_FORBIDDEN: { status: 403, message: 'authorization denied' },
   GW_ERR_RATE_LIMITED: { status: 429, message: 'rate limit exceeded' },
+  // a token budget (type: tokens) spent: OpenAI's clients tell the two apart by the error's type
+  GW_ERR_TOKEN_RATE_LIMITED: { status: 429, message: 'token rate limit exceeded' },
   GW_ERR_CONCURRENCY_LIMITED: { status: 429, message: 'too many requests in flight' },
   GW_ERR_CSRF: { status: 403, message: 'cross-site request rejected (CSRF)' },
   GW_ERR_IP_DENIED: { status: 403, message: 'client address not allowed' },
@@ -135,6 +137,7 @@ type Formatter = (
 const OPENAI_CODES: Partial<Record<string, string>> = {
   GW_ERR_LLM_UNKNOWN_MODEL: 'model_not_found',
   GW_ERR_RATE_LIMITED: 'rate_limit_exceeded',
+  GW_ERR_TOKEN_RATE_LIMITED: 'rate_limit_exceeded',
 };
 
 const FORMATTERS: Record<ErrorFormat, Formatter> = {
@@ -145,7 +148,7 @@ const FORMATTERS: Record<ErrorFormat, Formatter> = {
     json({
       error: {
         message: e.detail,
-        type: openaiType(e.status),
+        type: e.code === 'GW_ERR_TOKEN_RATE_LIMITED' ? 'tokens' : openaiType(e.status),
         param: null,
         code: OPENAI_CODES[e.code] ?? e.code.toLowerCase(),
       },
@@ -250,6 +253,7 @@ const GRPC_STATUS: Record<ErrorCode, number> = {
   GW_ERR_JWT_INVALID: 16,
   GW_ERR_FORBIDDEN: 7, // PERMISSION_DENIED
   GW_ERR_RATE_LIMITED: 8, // RESOURCE_EXHAUSTED
+  GW_ERR_TOKEN_RATE_LIMITED: 8,
   GW_ERR_CONCURRENCY_LIMITED: 8,
   GW_ERR_CSRF: 7,
   GW_ERR_IP_DENIED: 7,

@@ -518,6 +518,9 @@ llm:
     assert.ok(err instanceof OpenAI.RateLimitError);
     assert.equal(err.headers?.get('x-ratelimit-remaining'), '0');
     assert.equal(err.code, 'rate_limit_exceeded');
+    // OpenAI's own 429s say which limit: tokens here, not requests
+    assert.equal(err.type, 'tokens');
+    assert.match(err.message, /token rate limit exceeded/);
     return true;
   });
 });

@@ -106,7 +106,7 @@ export const localRateLimit = withConditional<'localRateLimit', LocalRateLimit[]
         // each keyed limit's bucket, by the request as it is now (llm.* read on an LLM route)
         const cel = keyed ? ctx.celContext() : undefined;
         const keys: ([number, number] | undefined)[] | undefined = keyed ? [] : undefined;
-        let refused = false;
+        let refused: Limit | undefined;
         // the tightest limit is the one reported (the first of those with the fewest left)
         let tightest = limits[0] as Limit;
         let least: Taken | undefined;
@@ -120,7 +120,7 @@ export const localRateLimit = withConditional<'localRateLimit', LocalRateLimit[]
             const b = l.bucket as SharedBucket;
             r = l.kind === 'requests' ? b.take(1) : b.peek();
           }
-          if (!r.ok) refused = true;
+          if (!r.ok) refused ??= l;
           if (least === undefined || r.remaining < least.remaining) {
             least = r;
             tightest = l;
@@ -129,7 +129,8 @@ export const localRateLimit = withConditional<'localRateLimit', LocalRateLimit[]
         const h = headers(tightest, least as Taken);
         if (refused) {
           ctx.obs?.event(ctx, 'rateLimit', { limited: true, ...h }, null, 'warn');
-          throw new GwError('GW_ERR_RATE_LIMITED', undefined, { headers: h });
+          const code = refused.kind === 'tokens' ? 'GW_ERR_TOKEN_RATE_LIMITED' : 'GW_ERR_RATE_LIMITED';
+          throw new GwError(code, undefined, { headers: h });
         }
         await next(ctx);
         if (ctx.response) Object.assign(ctx.response.headers, h);
