@@ -102,6 +102,16 @@ export class GwError extends Error {
     this.detail = detail ?? def.message;
     this.headers = options?.headers;
   }
+
+  /**
+   * Changes the headers the error's answer carries: a response policy (cors, responseHeaderModifier)
+   * an error passes on its way out puts its headers on the gateway's answer too.
+   */
+  editHeaders(edit: (h: Record<string, string | string[]>) => void): void {
+    const h: Record<string, string | string[]> = { ...this.headers };
+    edit(h);
+    this.headers = h as Record<string, string>;
+  }
 }
 
 /**

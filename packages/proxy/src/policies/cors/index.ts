@@ -93,9 +93,7 @@ export const cors: PolicyDefinition<'cors'> = {
         // carries the headers too, so a browser sees the error, not a CORS failure
         if (err instanceof GwError && !ctx.ext.corsAnswered) {
           ctx.ext.corsAnswered = true;
-          const h: Headers = { ...err.headers };
-          answerHeaders(h, allowOrigin);
-          err.headers = h as Record<string, string>;
+          err.editHeaders((h) => answerHeaders(h, allowOrigin));
         }
         throw err;
       }

@@ -45,11 +45,7 @@ export const responseHeaderModifier: PolicyDefinition<'responseHeaderModifier'> 
       } catch (err) {
         // an error the gateway answers (a timeout, an unreachable backend) gets the headers too, as
         // agentgateway sets them (a security header the route adds is on its errors as well)
-        if (err instanceof GwError) {
-          const h: Headers = { ...err.headers };
-          apply(h);
-          err.headers = h as Record<string, string>;
-        }
+        if (err instanceof GwError) err.editHeaders(apply);
         throw err;
       }
       if (ctx.response) apply(ctx.response.headers);
