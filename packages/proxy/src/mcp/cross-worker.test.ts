@@ -16,6 +16,7 @@ import { sharedMemoryOf } from '../policies/shared-memory.ts';
 import { Supervisor } from '../server/supervisor.ts';
 import type { Message, Request, Response } from './jsonrpc.ts';
 import { type Home, HomeLink } from './remote-connection.ts';
+import { sessionSealer } from './session.ts';
 import { SseParser } from './sse.ts';
 import { alive } from './test-support.ts';
 import { type RequestOptions, type TargetConnection, TargetError } from './upstream/connection.ts';
@@ -217,6 +218,36 @@ describe('an MCP session with a stdio target, over two workers', () => {
       get.close();
       await httpGet(port, '/mcp', { method: 'DELETE', headers: { 'mcp-session-id': sid } });
     }
+  });
+
+  // last: it ends a worker (the supervisor starts another)
+  test('a session whose home worker exited is a 404 on every worker, at once: the client starts anew', async () => {
+    const sid = await initialize();
+    await callTool(sid, 1, 'whoami');
+    const home = sessionSealer().open(sid)?.h;
+    const handle = sup.workers.find((w) => w.threadId === home);
+    assert.ok(handle?.worker, `the session's home (thread ${home}) is a worker of the supervisor`);
+    const restarted = new Promise<void>((resolve) => {
+      sup.onWorkerExit = () => resolve();
+    });
+    await handle.worker.terminate();
+    await restarted;
+    // each on a connection of its own: the surviving worker and the one started in its place
+    await eventually(
+      async () => (await post({ id: 2, method: 'tools/list' }, sid)).status === 404,
+      5000,
+      'the exit to reach the siblings',
+    );
+    for (let i = 0; i < ROUNDS; i++) {
+      const started = performance.now();
+      const r = await post({ id: 3 + i, method: 'tools/call', params: { name: 'whoami' } }, sid);
+      assert.equal(r.status, 404, JSON.stringify(r.messages));
+      assert.match(String((r.messages[0]?.error as Json | undefined)?.message), /worker holding its stdio/);
+      assert.ok(performance.now() - started < 2000, 'answered without waiting for the gone home');
+    }
+    // a new session works
+    const again = await initialize();
+    assert.match(await callTool(again, 1, 'whoami'), /^\d+ 1$/);
   });
 });
 

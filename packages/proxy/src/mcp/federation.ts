@@ -127,6 +127,8 @@ export class Federation {
   /** The backend's mcpAuthorization rules (each target adds its own to them). */
   readonly #rules: Rule[];
   readonly #stateless: boolean;
+  /** Sessions keep connection-bound targets (stdio, legacy SSE) in their home worker. */
+  readonly homeBound: boolean;
   /** The mcpGuardrails processors every client request passes; none when unset. */
   readonly guards: McpGuardrails | undefined;
   readonly #direct: Map<string, TargetConnection>;
@@ -166,7 +168,8 @@ export class Federation {
     this.#stateless = ir.sessionRouting === 'Stateless';
     // the home worker of a session starts its targets for siblings that ask first
     const bound = this.targets.some((t) => t.ir.transport.kind === 'stdio' || t.ir.transport.kind === 'sse');
-    if (bound && !this.#stateless)
+    this.homeBound = bound && !this.#stateless;
+    if (this.homeBound)
       runtime.serve((name, params) => {
         const t = this.#byName.get(name);
         if (!t) throw new TargetError(name, 'not a target of this backend');

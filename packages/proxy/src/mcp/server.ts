@@ -33,7 +33,13 @@ import {
   type Response,
 } from './jsonrpc.ts';
 import type { ClientStream, RemoteMessage } from './runtime.ts';
-import { newSessionNonce, type SessionSealer, type SessionState, sessionSealer } from './session.ts';
+import {
+  homeExited,
+  newSessionNonce,
+  type SessionSealer,
+  type SessionState,
+  sessionSealer,
+} from './session.ts';
 import { sseFrame } from './sse.ts';
 
 const SESSION_HEADER = 'mcp-session-id';
@@ -428,6 +434,14 @@ export class McpServer {
       return new McpError(CODE.SESSION_NOT_FOUND, 'Session not found', undefined, 404);
     if (sessionEnded(s.n))
       return new McpError(CODE.SESSION_NOT_FOUND, 'Session ended (DELETE)', undefined, 404);
+    // its stdio processes and SSE streams died with the worker that held them: the client starts anew
+    if (this.#fed.homeBound && homeExited(s))
+      return new McpError(
+        CODE.SESSION_NOT_FOUND,
+        'Session ended: the gateway worker holding its stdio and SSE targets exited',
+        undefined,
+        404,
+      );
     if (this.#leftMs(s) <= 0) {
       this.#expire(id, s);
       // 404: the client starts a new session (the MCP transport's rule for a session that ended)

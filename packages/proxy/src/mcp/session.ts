@@ -14,6 +14,7 @@ import {
 } from 'node:crypto';
 import { hostname } from 'node:os';
 import { threadId } from 'node:worker_threads';
+import { workerExited } from '../server/worker-exits.ts';
 
 export interface SessionState {
   /** Version of this layout. */
@@ -57,6 +58,12 @@ export function homeHere(): { h: number; hp: string } {
  */
 export function remoteHome(s: SessionState): number | undefined {
   return s.h !== undefined && s.hp === PROCESS && s.h !== threadId ? s.h : undefined;
+}
+
+/** Whether `s`'s home is a worker of this process that exited: what it held for the session is gone. */
+export function homeExited(s: SessionState): boolean {
+  const h = remoteHome(s);
+  return h !== undefined && workerExited(h);
 }
 
 const INFO = Buffer.from('gw mcp session id v1');

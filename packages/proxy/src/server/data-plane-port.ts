@@ -14,6 +14,7 @@ import { trimNow, trimWhenQuiet } from './idle-trim.ts';
 import { cpuProfile, heapProfile } from './profile.ts';
 import type { Envelope, Reply, TraceMessage, WorkerData, WorkerRequest } from './protocol.ts';
 import { primeStreamShapes } from './stream-shapes.ts';
+import { watchWorkerExits } from './worker-exits.ts';
 
 /**
  * Starts the data plane of worker `data.index`, answering the requests that arrive on `port`. From
@@ -41,6 +42,7 @@ export function runDataPlane(port: MessagePort, data: WorkerData): void {
   );
 
   if (data.admin !== undefined) setAdminAddress(data.admin);
+  if (data.workers > 1) watchWorkerExits(data.exitedThreads);
   let started = false;
   async function handle(req: WorkerRequest): Promise<unknown> {
     switch (req.type) {

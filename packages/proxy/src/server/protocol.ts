@@ -27,4 +27,6 @@ export interface WorkerData {
   logFormat: 'text' | 'json';
   /** Where the admin API listens, once it does (a worker started after it: a restart). */
   admin?: string;
+  /** Thread ids of the workers that exited before this one started (server/worker-exits.ts). */
+  exitedThreads?: number[];
 }

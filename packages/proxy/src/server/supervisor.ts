@@ -12,6 +12,7 @@ import { encodeSecrets } from '../secret.ts';
 import { activeHealthMemoryOf } from '../upstream/active-health.ts';
 import { connectionMemoryOf } from './connection-limit.ts';
 import type { Envelope, Reply, TraceMessage, WorkerData, WorkerRequest } from './protocol.ts';
+import { announceWorkerExit, workerExits } from './worker-exits.ts';
 
 // The worker: the module beside this one, or the bundle's gw-worker entry.
 const WORKER_URL = entryUrl(import.meta.url, './worker.ts', 'gw-worker');
@@ -36,6 +37,8 @@ export class WorkerHandle {
   readonly index: number;
   /** The worker thread; undefined when the data plane runs in this thread. */
   readonly worker: Worker | undefined;
+  /** The worker's thread id (Worker.threadId reads -1 once it exited); -1 in this thread. */
+  readonly threadId: number = -1;
   version: string | undefined;
   /** The worker thread, or this end of the channel to the data plane in this thread. */
   readonly #port: Worker | MessagePort;
@@ -69,6 +72,7 @@ export class WorkerHandle {
         resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
       });
       this.#port = this.worker;
+      this.threadId = this.worker.threadId;
       this.worker.on('error', (err) => this.#fail(err, false));
       this.worker.on('exit', (code) => {
         this.#fail(new Error(`worker ${index} exited with code ${code}`), false);
@@ -161,6 +165,7 @@ export class Supervisor {
       logFilter: this.#opts.logFilter,
       logFormat: this.#opts.logFormat,
       ...(this.#admin !== undefined ? { admin: this.#admin } : {}),
+      exitedThreads: workerExits(),
     };
     this.workers[index] = new WorkerHandle(
       index,
@@ -168,6 +173,8 @@ export class Supervisor {
       (code) => {
         if (this.#stopping) return;
         this.#opts.log.error({ worker: index, code }, 'data-plane worker exited; starting a new one');
+        const gone = this.workers[index]?.threadId;
+        if (gone !== undefined && gone >= 0) announceWorkerExit(gone);
         this.onWorkerExit(index, code);
         this.#spawn(index, total);
         const ir = this.#ir;
