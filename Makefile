@@ -8,7 +8,7 @@ CONFIG ?=
 
 setup: $(STAMP)
 
-$(STAMP): .node-version package.json pnpm-lock.yaml pnpm-workspace.yaml $(wildcard packages/*/package.json) hack/bootstrap.sh
+$(STAMP): .node-version package.json pnpm-lock.yaml pnpm-workspace.yaml $(wildcard patches/*.patch) $(wildcard packages/*/package.json) hack/bootstrap.sh
 	@./hack/bootstrap.sh
 	@pnpm install --frozen-lockfile --prefer-offline --reporter=append-only | grep -v '^Progress' || true
 	@test -d node_modules/.pnpm || { echo "setup: pnpm install failed" >&2; exit 1; }
