@@ -520,18 +520,66 @@ const CLIENT_ERROR_STATUS: Record<string, string> = {
   ERR_HTTP_REQUEST_TIMEOUT: '408 Request Timeout',
 };
 
-/** An HTTP/1 request that cannot be parsed gets a status and a one-line reason, then the connection closes. */
+/** Connections whose parse error is answered (or waits for the answers owed before it). */
+const erred = new WeakSet<Socket>();
+
+/**
+ * An HTTP/1 request that cannot be parsed gets a status and a one-line reason, then the connection
+ * closes. Answers owed to the requests before it on the connection (pipelined) go out first, in order
+ * (RFC 9112 §9.3.2); bytes after a request that said `Connection: close` are not a request at all
+ * (§9.6): its answer ends the connection, with no 400 after it.
+ */
 function answerClientError(err: NodeJS.ErrnoException, socket: Socket, opts: BindServerOptions): void {
+  if (erred.has(socket)) return;
+  erred.add(socket);
   opts.onClientError(err);
   if (!socket.writable || err.code === 'ECONNRESET') {
     socket.destroy();
     return;
   }
+  const closing = err.code === 'HPE_CLOSED_CONNECTION';
+  if (owedAnswer(socket)) {
+    socket.pause();
+    if (!closing) afterOwedAnswers(socket, () => refuse(err, socket));
+    return;
+  }
+  if (closing) socket.end();
+  else refuse(err, socket);
+}
+
+function refuse(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (!socket.writable) return;
   const status = CLIENT_ERROR_STATUS[err.code ?? ''] ?? '400 Bad Request';
   const reason = `bad request: ${err.code ?? err.message}\n`;
   socket.end(
     `HTTP/1.1 ${status}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(reason)}\r\nconnection: close\r\n\r\n${reason}`,
   );
+}
+
+/**
+ * The answer a connection is writing (node's http server and h1-server.ts both keep it on the
+ * socket) to a request read whole: the answer to the request the error cut short is not owed.
+ */
+function owedAnswer(socket: Socket): ServerResponse | undefined {
+  const res = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  return res && !res.writableFinished && res.req.complete ? res : undefined;
+}
+
+/** `then`, once the connection wrote every answer it owes (the next pipelined one takes the socket). */
+function afterOwedAnswers(socket: Socket, then: () => void): void {
+  const res = owedAnswer(socket);
+  if (!res) {
+    then();
+    return;
+  }
+  let seen = false;
+  const next = () => {
+    if (seen) return;
+    seen = true;
+    setImmediate(() => afterOwedAnswers(socket, then));
+  };
+  res.once('finish', next);
+  res.once('close', next);
 }
 
 /**

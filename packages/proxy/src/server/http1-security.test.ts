@@ -244,6 +244,32 @@ binds:
       assert.ok(closed);
     });
 
+    test('bytes after a Connection: close request are no request: its answer, no 400, then the end', async () => {
+      seen.length = 0;
+      const { text, closed } = await exchange(
+        proxy.port(),
+        'GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /d HTTP/1.1\r\nHost: x\r\n\r\n',
+      );
+      assert.deepEqual(statuses(text), [200], text);
+      assert.ok(closed);
+      assert.deepEqual(
+        seen.map((r) => r.url),
+        ['/a'],
+      );
+    });
+
+    test('a bad request pipelined behind good ones: their answers first, in order, then the 400', async () => {
+      seen.length = 0;
+      const good = ['/p1', '/p2'].map((p) => `GET ${p} HTTP/1.1\r\nHost: x\r\n\r\n`).join('');
+      const { text, closed } = await exchange(proxy.port(), `${good}GARBAGE\r\n\r\n`);
+      assert.deepEqual(statuses(text), [200, 200, 400], text);
+      assert.deepEqual(
+        [...text.matchAll(/seen GET (\/p\d)/g)].map((m) => m[1]),
+        ['/p1', '/p2'],
+      );
+      assert.ok(closed);
+    });
+
     test('HTTP/1.0: the answer is framed without chunks and the connection ends', async () => {
       const { text, closed } = await exchange(proxy.port(), 'GET /a HTTP/1.0\r\n\r\n');
       assert.deepEqual(statuses(text), [200]);
