@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseByteSize, parseDuration, parseGoDuration } from './duration.ts';
+import { MAX_DURATION_MS, parseByteSize, parseDuration, parseGoDuration } from './duration.ts';
 
 test('Duration pattern of the spec: 1–4 groups of 1–5 digits with h, m, s or ms', () => {
   assert.equal(parseDuration('10s'), 10_000);
@@ -28,4 +28,10 @@ test('ByteSize quantities', () => {
   assert.equal(parseByteSize(4096), 4096);
   for (const bad of ['', '1Pi', '2 Mi', '-1', 'Mi', '5Gi']) assert.equal(parseByteSize(bad), undefined, bad);
   assert.equal(parseByteSize(-1), undefined);
+});
+
+test('a duration longer than a timer can wait counts as the longest it can (about 24.8 days)', () => {
+  assert.equal(parseGoDuration('720h'), MAX_DURATION_MS);
+  assert.equal(parseGoDuration('596h'), 596 * 3_600_000);
+  assert.equal(parseDuration('99999h'), MAX_DURATION_MS);
 });

@@ -7,12 +7,19 @@ const DURATION_RE = new RegExp(DURATION_PATTERN);
 const PART_RE = /([0-9]{1,5})(ms|h|m|s)/g;
 const UNIT_MS: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 };
 
-/** Milliseconds of a Duration string, or undefined when it does not match the pattern. */
+/**
+ * The longest duration a timer can wait (2^31 - 1 ms, about 24.8 days): a longer one fires at once in
+ * node (TimeoutOverflowWarning), so a `720h` meaning "practically never" cut every request. Parsed
+ * durations are capped at it; for a timeout, that is never in practice.
+ */
+export const MAX_DURATION_MS = 2 ** 31 - 1;
+
+/** Milliseconds of a Duration string (at most MAX_DURATION_MS), or undefined when it does not match the pattern. */
 export function parseDuration(text: string): number | undefined {
   if (text.length > 32 || !DURATION_RE.test(text)) return undefined;
   let total = 0;
   for (const m of text.matchAll(PART_RE)) total += Number(m[1]) * (UNIT_MS[m[2] as string] ?? 0);
-  return total;
+  return Math.min(total, MAX_DURATION_MS);
 }
 
 export function formatDuration(ms: number): string {
@@ -65,7 +72,8 @@ const GO_UNIT_MS: Record<string, number> = {
 
 /**
  * Milliseconds of a Go-style duration (`1m30s`, `1.5h`, `500ms`, `0`), which the standalone config
- * accepts so files written for agentgateway load unchanged. Undefined when malformed or negative.
+ * accepts so files written for agentgateway load unchanged; at most MAX_DURATION_MS. Undefined when
+ * malformed or negative.
  */
 export function parseGoDuration(text: string): number | undefined {
   if (text === '0') return 0;
@@ -79,5 +87,5 @@ export function parseGoDuration(text: string): number | undefined {
     total += Number(m[0].slice(0, m[0].length - unit.length)) * (GO_UNIT_MS[unit] ?? 0);
     rest = rest.slice(m[0].length);
   }
-  return total;
+  return Math.min(total, MAX_DURATION_MS);
 }

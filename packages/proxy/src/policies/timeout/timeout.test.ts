@@ -97,3 +97,16 @@ describe('responseIdleTimeout', () => {
     assert.match(text, /^first\n0\n1\n[\s\S]*9\nend\n$/);
   });
 });
+
+test('a timeout longer than a timer can wait (720h: "practically never") does not cut a request', async () => {
+  const long = await startProxy(
+    oneRoute(up.port, 'timeout: {requestTimeout: 720h, backendRequestTimeout: 1000h}'),
+  );
+  try {
+    const res = await fetch(long.url('/?sleep=100'));
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), 'done');
+  } finally {
+    await long.close();
+  }
+});
