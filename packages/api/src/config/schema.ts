@@ -36,6 +36,7 @@ import {
   ByteSize as CrdByteSize,
   CredentialLocation as CrdCredentialLocation,
   HeaderName as CrdHeaderName,
+  HeaderValueText,
   ShortString,
   Url,
 } from '../crd/types.ts';
@@ -153,8 +154,8 @@ export const RouteMatch = strict({
 
 // ---------- traffic policies ----------
 const HeaderModifier = strict({
-  add: z.record(HeaderName, z.string()).optional(),
-  set: z.record(HeaderName, z.string()).optional(),
+  add: z.record(HeaderName, HeaderValueText).optional(),
+  set: z.record(HeaderName, HeaderValueText).optional(),
   remove: z.array(HeaderName).optional(),
 });
 

@@ -21,6 +21,7 @@ import {
   CredentialLocation,
   Duration,
   HeaderName,
+  HeaderValueText,
   IntOrByteSize,
   LocalBackendObjectReference,
   LocalCACertificateRef,
@@ -442,7 +443,7 @@ export const RateLimit = rules(
 // ---------- headers and transformation ----------
 const HeaderValue = obj({
   name: HeaderName.meta({ description: 'The header name.' }),
-  value: z.string().min(1).max(4096).meta({ description: 'The header value, as written.' }),
+  value: HeaderValueText.min(1).max(4096).meta({ description: 'The header value, as written.' }),
 });
 export const HeaderModifier = obj({
   set: z.array(HeaderValue).max(16).optional().meta({

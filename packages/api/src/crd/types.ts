@@ -68,6 +68,12 @@ export const SNI = z.string().min(1).max(253).regex(new RegExp(SNI_PATTERN));
 export const HEADER_NAME_PATTERN = HEADER_NAME_SOURCE;
 export const HeaderName = z.string().min(1).max(256).regex(new RegExp(HEADER_NAME_PATTERN));
 
+/** A header value: no line break or NUL, which no HTTP message can carry (RFC 9110 §5.5). */
+export const HEADER_VALUE_PATTERN = '^[^\\r\\n\\x00]*$';
+export const HEADER_VALUE_MESSAGE =
+  'a header value cannot hold a line break or NUL (a value read from a file or variable may end with a newline)';
+export const HeaderValueText = z.string().regex(new RegExp(HEADER_VALUE_PATTERN), HEADER_VALUE_MESSAGE);
+
 export const Port = z.int().min(1).max(65535);
 
 /** A DNS label style name (sectionName of a targetRef, listener names). */

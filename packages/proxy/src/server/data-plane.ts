@@ -2,7 +2,13 @@
 // upstream pools; serves each request on the table it arrived under; swaps tables atomically.
 
 import { randomBytes } from 'node:crypto';
-import { type IncomingMessage, ServerResponse } from 'node:http';
+import {
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  ServerResponse,
+  validateHeaderName,
+  validateHeaderValue,
+} from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
@@ -957,7 +963,14 @@ export class DataPlane {
       res.stream.respond({ ':status': answer.status, ...answer.headers }, { endStream: true });
       return;
     }
-    (res as ServerResponse).writeHead(answer.status, answer.headers);
+    try {
+      (res as ServerResponse).writeHead(answer.status, answer.headers);
+    } catch (err) {
+      // a header a policy put on the error that no message can carry (a CEL-made value with a line
+      // break): the error goes without the headers that cannot be sent, rather than not at all
+      this.#opts.log.warn({ err, route: ctx.route?.key }, 'error response header dropped');
+      (res as ServerResponse).writeHead(answer.status, sendableHeaders(answer.headers));
+    }
     res.end(answer.body);
   }
 
@@ -1267,4 +1280,17 @@ function flushHead(res: ServerResponse | Http2ServerResponse): void {
   // node:http's headersSent is true from writeHead on, its _headerSent once the head is written
   const sent = (res as { _headerSent?: boolean })._headerSent ?? res.headersSent;
   if (!sent && !res.destroyed && !res.writableEnded) (res as { flushHeaders?: () => void }).flushHeaders?.();
+}
+
+/** The headers of `h` that node can send (a name and value it validates). */
+function sendableHeaders(h: OutgoingHttpHeaders): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const [k, v] of Object.entries(h)) {
+    try {
+      validateHeaderName(k);
+      if (v !== undefined) for (const one of Array.isArray(v) ? v : [v]) validateHeaderValue(k, String(one));
+      out[k] = v;
+    } catch {}
+  }
+  return out;
 }
