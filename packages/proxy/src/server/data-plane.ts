@@ -300,30 +300,48 @@ export class DataPlane {
         ),
     };
     const created: (BindServer | TcpBindServer)[] = [];
+    // Binds whose port this plane already holds with another protocol (HTTP to HTTPS, to TCP...).
+    // Without SO_REUSEPORT (one worker) the new socket cannot open beside the old one: these go last,
+    // once every other bind opened, and the old one stops accepting just before (its connections
+    // finish as they would at any reload).
+    const replacing: { server: BindServer | TcpBindServer; old: BindServer | TcpBindServer; ir: BindIR }[] =
+      [];
     try {
       for (const [key, bind] of table.binds) {
         const existing = this.#servers.get(key);
         const tcp = tcpSchemeOf(bind.ir);
         if (existing && existing.scheme === (tcp ?? (bind.ir.protocol === 'HTTPS' ? 'https' : 'http')))
           continue;
-        if (tcp) {
-          const server = new TcpBindServer(bind, {
-            ...settings(key),
-            ...common,
-            onEnd: (s) => this.#tcpEnd(s),
-          });
-          await this.#open(server, bind.ir, ports[key]);
-          created.push(server);
+        const server: BindServer | TcpBindServer = tcp
+          ? new TcpBindServer(bind, {
+              ...settings(key),
+              ...common,
+              onEnd: (s) => this.#tcpEnd(s),
+            })
+          : new BindServer(bind, {
+              ...settings(key),
+              ...common,
+              onRequest: (bs, req, res) => this.#handle(bs, req, res),
+              onUpgrade: (bs, req, socket, head) => this.#upgrade(bs, req, socket, head),
+            });
+        // the old server on this port: this bind's own, or a bind this config drops (its address changed)
+        const port = ports[key] ?? bind.ir.port;
+        const old =
+          existing ??
+          (port > 0
+            ? [...this.#servers.values()].find((o) => o.port === port && !table.binds.has(o.key))
+            : undefined);
+        if (old && !this.#opts.reusePort && !bind.ir.internal) {
+          replacing.push({ server, old, ir: bind.ir });
           continue;
         }
-        const server = new BindServer(bind, {
-          ...settings(key),
-          ...common,
-          onRequest: (bs, req, res) => this.#handle(bs, req, res),
-          onUpgrade: (bs, req, socket, head) => this.#upgrade(bs, req, socket, head),
-        });
         await this.#open(server, bind.ir, ports[key]);
         created.push(server);
+      }
+      for (const r of replacing) {
+        r.old.stopAccepting();
+        await this.#open(r.server, r.ir, ports[r.server.key] ?? r.old.port);
+        created.push(r.server);
       }
     } catch (err) {
       for (const s of created) s.stopAccepting();
