@@ -269,8 +269,64 @@ export function validateSource<T extends z.ZodType>(src: SourceDocument, schema:
     if (!standIns(src, parsed.error)) break;
     parsed = check();
   }
+  // `policies:` with everything under it commented out is null in YAML: an optional field left empty
+  // is read as absent, as agentgateway reads it (a field where null means something accepts it).
+  for (let round = 0; !parsed.success && round < 3; round++) {
+    const dropped = dropEmpty(src, parsed.error);
+    if (dropped.length === 0) break;
+    const next = check();
+    // a required field left empty keeps its null, so its error says what it got: one whose object
+    // (or a union around it) fails without it
+    const still = next.success ? [] : allIssues(next.error).map((i) => i.path.map(pathSegment));
+    const restored = dropped.filter((d) =>
+      still.some((p) => p.length <= d.path.length && p.every((seg, n) => seg === d.path[n])),
+    );
+    for (const d of restored) d.parent[d.key] = null;
+    parsed = restored.length > 0 ? check() : next;
+    if (restored.length === dropped.length) break;
+  }
   if (!parsed.success) throw new ConfigError(withSourceIssues(src, issuesFromZod(src, parsed.error)));
   return parsed.data;
+}
+
+const pathSegment = (p: PropertyKey) => (typeof p === 'number' ? p : String(p));
+
+type FoundIssue = { code: string; input?: unknown; path: PropertyKey[]; errors?: FoundIssue[][] };
+
+/** Every issue, a union's branches' own included (under the union's path). */
+function allIssues(error: z.ZodError): FoundIssue[] {
+  const all: FoundIssue[] = [];
+  const collect = (issues: readonly FoundIssue[], base: PropertyKey[]) => {
+    for (const i of issues) {
+      const path = [...base, ...i.path];
+      all.push({ ...i, path });
+      if (i.code === 'invalid_union' && i.errors) for (const branch of i.errors) collect(branch, path);
+    }
+  };
+  collect(error.issues as unknown as FoundIssue[], []);
+  return all;
+}
+
+/** Removes the fields left empty (null) where the schema wanted something else; what it removed. */
+function dropEmpty(
+  src: SourceDocument,
+  error: z.ZodError,
+): { parent: Record<string, unknown>; key: string; path: (string | number)[] }[] {
+  const out: { parent: Record<string, unknown>; key: string; path: (string | number)[] }[] = [];
+  for (const issue of allIssues(error)) {
+    if ((issue.code !== 'invalid_type' && issue.code !== 'invalid_union') || issue.input !== null) continue;
+    const path = issue.path.map(pathSegment);
+    const key = path[path.length - 1];
+    if (typeof key !== 'string') continue;
+    let parent: unknown = src.data;
+    for (const seg of path.slice(0, -1)) parent = (parent as Record<string | number, unknown> | null)?.[seg];
+    if (parent === null || typeof parent !== 'object' || Array.isArray(parent)) continue;
+    const obj = parent as Record<string, unknown>;
+    if (obj[key] !== null) continue;
+    delete obj[key];
+    out.push({ parent: obj, key, path });
+  }
+  return out;
 }
 
 /**
