@@ -390,7 +390,24 @@ binds:
   listeners: [{routes: [{backends: [{host: "127.0.0.1:1"}]}]}]
 `);
     assert.deepEqual(got, [
-      '5:15 binds[1].listeners[0]: listener bind/18773/listener0 has the same hostname (any) on port 18773 as bind/18773/listener0 (binds[0].listeners[0])',
+      '5:15 binds[1].listeners[0]: listener bind/18773/listener0 has the same hostname (any) on port 18773 as binds[0].listeners[0]',
+    ]);
+  });
+
+  test('two listeners of one port named alike: their routes could not be told apart', () => {
+    const got = issues(`binds:
+- port: 18773
+  listeners:
+  - {name: web, hostname: a.example, routes: [{backends: [{host: "127.0.0.1:1"}]}]}
+  - {name: web, hostname: b.example, routes: [{backends: [{host: "127.0.0.1:1"}]}]}
+- port: 18773
+  listeners: [{hostname: c.example, routes: [{backends: [{host: "127.0.0.1:1"}]}]}]
+- port: 18773
+  listeners: [{hostname: d.example, routes: [{backends: [{host: "127.0.0.1:1"}]}]}]
+`);
+    // the unnamed ones (listener0 of each bind) are as they always were
+    assert.deepEqual(got, [
+      '5:12 binds[0].listeners[1].name: listener name web is used twice on bind/18773 (also binds[0].listeners[0]): names tell listeners, and their routes, apart in logs, metrics and /config_dump',
     ]);
   });
 

@@ -752,6 +752,8 @@ class Builder {
       port: number,
       l: ListenerIR,
       internal = false,
+      /** The config named the listener (else its name is its index, which another bind's may share). */
+      explicitName = false,
     ): BindIR | undefined => {
       // Port 0 asks the OS for a free port, separately for every listener that says so; an internal
       // bind has no socket, and without a port takes tunnels to any port.
@@ -802,9 +804,19 @@ class Builder {
       const dup = b.listeners.find((o) => (o.hostname ?? '') === (l.hostname ?? ''));
       if (dup && port !== 0) {
         const at = placed.get(dup);
+        const which = dup.gateway === l.gateway && dup.name === l.name ? '' : ` ${dup.gateway}/${dup.name}`;
         this.fail(
           path,
-          `listener ${l.gateway}/${l.name} has the same hostname (${l.hostname ?? 'any'}) on port ${port} as ${dup.gateway}/${dup.name}${at ? ` (${formatPath(at)})` : ''}`,
+          `listener ${l.gateway}/${l.name} has the same hostname (${l.hostname ?? 'any'}) on port ${port} as${which}${at ? ` ${formatPath(at)}` : ''}`,
+        );
+        return;
+      }
+      const named = b.listeners.find((o) => o.gateway === l.gateway && o.name === l.name);
+      if (named && explicitName) {
+        const at = placed.get(named);
+        this.fail(
+          [...path, 'name'],
+          `listener name ${l.name} is used twice on ${l.gateway}${at ? ` (also ${formatPath(at)})` : ''}: names tell listeners, and their routes, apart in logs, metrics and /config_dump`,
         );
         return;
       }
@@ -854,7 +866,14 @@ class Builder {
           );
         if (l.hostname) ir.hostname = l.hostname.toLowerCase();
         const internal = bind.mode === 'internal';
-        const b = add(path, internal ? '::' : (bind.address ?? '::'), bind.port ?? 0, ir, internal);
+        const b = add(
+          path,
+          internal ? '::' : (bind.address ?? '::'),
+          bind.port ?? 0,
+          ir,
+          internal,
+          l.name != null,
+        );
         if (b && bind.tunnelProtocol === 'connect') {
           if (protocol === 'TCP' || protocol === 'TLS')
             this.fail(
@@ -903,7 +922,7 @@ class Builder {
         if (protocol === 'TCP' || protocol === 'TLS') ir.tcpRoutes = [];
         if ('hostname' in l && l.hostname) ir.hostname = l.hostname.toLowerCase();
         out.push(ir);
-        add(lpath, gw.address ?? gw.bindAddress ?? '::', gw.port as number, ir);
+        add(lpath, gw.address ?? gw.bindAddress ?? '::', gw.port as number, ir, false, true);
         const lp = 'policies' in l ? l.policies : undefined;
         if (gw.listeners) this.transformationChecks([...lpath, 'policies'], lp);
         const own =
