@@ -256,6 +256,13 @@ export function validateSource<T extends z.ZodType>(src: SourceDocument, schema:
       reportInput: true,
       error: (iss) => {
         if (iss.code === 'unrecognized_keys') return suggestionsFor(iss);
+        // a map's key (a header name in a modifier's set): what is wrong with it, not 'Invalid key in record'
+        if (iss.code === 'invalid_key') {
+          const why = (iss as { issues?: { message?: string }[] }).issues
+            ?.map((i) => i.message?.replace(/^Invalid value: .*?: +/, ''))
+            .filter(Boolean);
+          return `${JSON.stringify(iss.input)} is not a valid key here${why?.length ? `: it ${why.join('; ')}` : ''}`;
+        }
         if (iss.code !== 'too_big' && iss.code !== 'too_small' && iss.code !== 'invalid_format')
           return undefined;
         const field = formatPath((iss.path ?? []).map((p) => (typeof p === 'number' ? p : String(p))));

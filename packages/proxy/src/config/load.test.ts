@@ -394,6 +394,21 @@ binds:
     ]);
   });
 
+  test("a map key that is not allowed says why, not 'Invalid key in record'", () => {
+    const got = issues(`binds:
+- port: 18773
+  listeners:
+  - routes:
+    - backends: [{host: "127.0.0.1:1"}]
+      policies: {requestHeaderModifier: {set: {"bad name": x}}}
+`);
+    assert.equal(got.length, 1);
+    assert.match(
+      got[0] ?? '',
+      /requestHeaderModifier\.set\["bad name"\]: "bad name" is not a valid key here: it should match '/,
+    );
+  });
+
   test('two listeners of one port named alike: their routes could not be told apart', () => {
     const got = issues(`binds:
 - port: 18773
