@@ -2879,9 +2879,9 @@ class Builder {
     const before = this.issues.length;
     this.report(checkMcpBackend(m, path));
     const keepAlive = m.sseKeepAlive == null ? MCP_KEEPALIVE_MS : ms(m.sseKeepAlive, MCP_KEEPALIVE_MS);
-    // a timer past 2^31-1 ms would fire every millisecond; below 100ms is a flood, not a keep-alive
-    if (keepAlive !== 0 && (keepAlive < 100 || keepAlive > 2 ** 31 - 1))
-      this.fail([...path, 'sseKeepAlive'], 'expected 0s (none) or from 100ms to 24 days');
+    // below 100ms is a flood, not a keep-alive (a duration past what a timer can wait is capped)
+    if (keepAlive !== 0 && keepAlive < 100)
+      this.fail([...path, 'sseKeepAlive'], 'expected 0s (none) or at least 100ms');
     const pascal = <T extends string>(v: string | null | undefined, d: T): T =>
       (v ? v[0]?.toUpperCase() + v.slice(1) : d) as T;
     const targets: McpTargetIR[] = [];
