@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { freePort } from '@gw/testkit';
 import { startProxy, type TestProxy } from '@gw/testkit/proxy';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { CreateMessageRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { request } from 'undici';
 import {
   alive,
@@ -395,4 +396,29 @@ describe('Stateless mode', () => {
       await proxy.close();
     }
   });
+
+  // No session carries the client's answer back to the target: the gateway answers for the client
+  // (as a client without the capability does) rather than leave the call waiting for ever.
+  for (const kind of ['streamable-http', 'sse'] as const) {
+    test(`a target's request to the client is answered by the gateway at once (${kind} client)`, async () => {
+      const proxy = await startProxy(gateway([http('web', web.url)], ['statefulMode: stateless']));
+      try {
+        const url = proxy.url(kind === 'sse' ? '/sse' : '/mcp');
+        const { client } = await connectClient(url, kind, { sampling: {} });
+        client.setRequestHandler(CreateMessageRequestSchema, async () => ({
+          role: 'assistant' as const,
+          model: 'm',
+          content: { type: 'text' as const, text: 'the client answered' },
+        }));
+        const started = performance.now();
+        const r = await client.callTool({ name: 'ask', arguments: {} }, undefined, { timeout: 10_000 });
+        assert.ok(performance.now() - started < 5000, 'answered without waiting for the client');
+        assert.equal(r.isError, true, JSON.stringify(r));
+        assert.match(textOf(r), /Stateless/);
+        await client.close();
+      } finally {
+        await proxy.close();
+      }
+    });
+  }
 });

@@ -263,7 +263,7 @@ export class Federation {
     const conn = this.connection(t, call.session, undefined, call);
     const opts = {
       signal: call.signal,
-      relay: this.#relayFrom(t, call.relay),
+      relay: this.#relayFrom(t, call.relay, conn),
       timeoutMs,
       // an openapi target's one HTTP request per call carries them (a streamable-HTTP connection has them)
       ...(t.ir.transport.kind === 'openapi' ? { headers: clientHeaders(t, forwardedHeaders(call.ctx)) } : {}),
@@ -293,8 +293,24 @@ export class Federation {
    * Messages of target `t` on their way to the client: a server-to-client request gets an id that
    * names its target (`<target>:<id as JSON>`), so the client's answer finds its way back.
    */
-  #relayFrom(t: Target, relay: Relay): Relay {
-    return (m) => relay(this.toClient(t.name, m));
+  #relayFrom(t: Target, relay: Relay, conn?: TargetConnection): Relay {
+    if (!this.#stateless || !conn) return (m) => relay(this.toClient(t.name, m));
+    // Stateless: no session would carry the client's answer back to this target (a request of its
+    // own reaches another upstream session, or none), so the gateway answers for the client, as a
+    // client without the capability does, rather than leave the call waiting for ever.
+    return (m) => {
+      if (!isRequest(m)) return relay(this.toClient(t.name, m));
+      void conn
+        .send({
+          jsonrpc: '2.0',
+          id: m.id,
+          error: {
+            code: CODE.METHOD_NOT_FOUND,
+            message: `${m.method} is not available: the gateway's Stateless MCP routing carries no requests from a server to its client`,
+          },
+        })
+        .catch(() => {});
+    };
   }
 
   toClient(target: string, m: Message): Message {
