@@ -6,11 +6,14 @@
 export { AWS_SESSION_NAME } from './aws-names.ts';
 export { CEL_VARIABLES, caseless, celHeaderMap, celToJson, setCelField } from './cel/values.ts';
 export { hashFormat, parseHtpasswd } from './checks/htpasswd.ts';
-export { GUARD_REGEX_FLAGS, jsRegexSource, userRegExp } from './checks/regex.ts';
+export { GUARD_REGEX_FLAGS, jsRegex, userRegExp } from './checks/regex.ts';
 export { DEFAULT_SENSITIVE_HEADERS } from './config/credentials.ts';
 export { parseByteSize, parseGoDuration } from './duration.ts';
 export { EXTPROC_ATTRIBUTES_NAMESPACE, EXTPROC_GRPC_METADATA_NAMESPACE } from './ext-proc-names.ts';
 export { HEADER_NAME_REGEXP as HEADER_NAME_PATTERN } from './header-name.ts';
 export { bracketHost, hostPort, splitHostPort } from './host-port.ts';
+export { listenAddressProblem } from './listen-address.ts';
 export { ModelNameMatcher } from './llm/model-names.ts';
+export { LOG_LEVELS } from './log-level.ts';
 export { descopeAgentic, type EntraEndpoints, entraEndpoints } from './mcp-idp.ts';
+export { caCertificatesProblem } from './pem.ts';

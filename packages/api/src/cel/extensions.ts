@@ -8,7 +8,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { Environment } from '@marcbachmann/cel-js';
-import { jsRegexSource } from '../checks/regex.ts';
+import { userRegExp } from '../checks/regex.ts';
 import { parseJson } from './values.ts';
 
 type Bytes = Uint8Array;
@@ -292,11 +292,11 @@ export function registerExtensions(e: Environment): void {
   );
   // the first match replaced, $1 … naming its groups; the pattern in either regex dialect
   e.registerFunction('string.regexReplace(string, string): string', (s: string, re: string, to: string) =>
-    s.replace(new RegExp(jsRegexSource(re)), to),
+    s.replace(celRegExp(re, ''), to),
   );
   // every match replaced (agentgateway's name for it)
   e.registerFunction('string.regexReplaceAll(string, string): string', (s: string, re: string, to: string) =>
-    s.replace(new RegExp(jsRegexSource(re), 'g'), to),
+    s.replace(celRegExp(re, 'g'), to),
   );
   e.registerFunction('map.merge(map): map', (a: Map<unknown, unknown>, b: Map<unknown, unknown>) => {
     const out = new Map(a instanceof Map ? a : Object.entries(a));
@@ -400,4 +400,19 @@ function durationText(d: { seconds: bigint; nanos: number }): string {
   const whole = abs / 1_000_000_000n;
   const frac = (abs % 1_000_000_000n).toString().padStart(9, '0').replace(/0+$/, '');
   return `${total < 0n ? '-' : ''}${whole}${frac ? `.${frac}` : ''}s`;
+}
+
+/** Compiled patterns of regexReplace(All), by flags and source: a CEL program names the same ones each time. */
+const celRegExps = new Map<string, RegExp>();
+
+/** A pattern (either regex dialect) for String.replace, which starts a global one from its beginning. */
+function celRegExp(pattern: string, flags: '' | 'g'): RegExp {
+  const key = `${flags}/${pattern}`;
+  let re = celRegExps.get(key);
+  if (!re) {
+    re = userRegExp(pattern, flags);
+    if (celRegExps.size >= 256) celRegExps.delete(celRegExps.keys().next().value as string);
+    celRegExps.set(key, re);
+  }
+  return re;
 }

@@ -42,7 +42,13 @@ import {
 } from '../crd/types.ts';
 import { parseByteSize, parseGoDuration } from '../duration.ts';
 import { EXTPROC_ATTRIBUTES_NAMESPACE, EXTPROC_GRPC_METADATA_NAMESPACE } from '../ext-proc-names.ts';
+import {
+  LISTEN_ADDRESS_MESSAGE,
+  LISTEN_ADDRESS_PATTERN,
+  listenAddressValueProblem,
+} from '../listen-address.ts';
 import { LLM_PRESETS } from '../llm/presets.ts';
+import { logLevelProblem } from '../log-level.ts';
 import { CIPHER_SUITE_NAMES, KEY_EXCHANGE_GROUPS } from '../tls-names.ts';
 import { conditionalEntry, conditionalForm, explicitOrConditional } from './conditional.ts';
 import { ModelCatalogSource } from './model-catalog.ts';
@@ -133,10 +139,12 @@ const Port = z.number().int().min(0).max(65535);
 
 const Address = z
   .string()
-  .regex(
-    /^(off|unix:\/.+|(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5})$/,
-    'expected "ip:port", "localhost:port", "unix:/path" or "off"',
-  );
+  .regex(LISTEN_ADDRESS_PATTERN, LISTEN_ADDRESS_MESSAGE)
+  .superRefine((v, ctx) => {
+    // of the shape, but not one to listen on (a port past 65535): refused here, not at start
+    const problem = LISTEN_ADDRESS_PATTERN.test(v) ? listenAddressValueProblem(v) : undefined;
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
 
 // ---------- matches ----------
 const StringMatch = z.union([strict({ exact: z.string() }), strict({ regex: z.string() })]);
@@ -2437,7 +2445,19 @@ export const TargetedPolicy = strict({
   policy: TrafficPolicies,
 });
 
-export const LogLevel = z.union([z.string().min(1), z.array(z.string().min(1))]);
+/**
+ * A level filter the logger takes (`info`, `info,proxy=debug`), refused here rather than at start.
+ * (A new schema for each use, so the published JSON Schema spells each out rather than sharing one.)
+ */
+const levelFilter = () =>
+  z
+    .string()
+    .min(1)
+    .superRefine((v, ctx) => {
+      const problem = logLevelProblem(v);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    });
+export const LogLevel = z.union([levelFilter(), z.array(levelFilter())]);
 
 /** agentgateway's startup settings this build has no counterpart for, refused by name. */
 const CONFIG_NOT_BUILT_KEYS = [

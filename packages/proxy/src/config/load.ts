@@ -187,7 +187,7 @@ type CollectorSpec = {
   policies?: CollectorPolicies | null | undefined;
 };
 
-import { hostPort, splitHostPort } from '@gw/api/runtime';
+import { caCertificatesProblem, hostPort, splitHostPort } from '@gw/api/runtime';
 import {
   SERVICE_AUTH,
   sealExtAuthzPolicy,
@@ -1847,7 +1847,9 @@ class Builder {
     const cert = this.readMaterial([...path, 'cert'], tls.cert);
     const key = this.readMaterial([...path, 'key'], tls.key);
     const root = tls.root ? this.readMaterial([...path, 'root'], tls.root) : undefined;
-    if (cert === undefined || key === undefined) return undefined;
+    const rootProblem = root === undefined ? undefined : caCertificatesProblem(root);
+    if (rootProblem) this.fail([...path, 'root'], rootProblem);
+    if (cert === undefined || key === undefined || rootProblem) return undefined;
     try {
       createSecureContext({ cert, key, ...(root ? { ca: root } : {}) });
     } catch (err) {

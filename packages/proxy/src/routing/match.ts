@@ -1,7 +1,7 @@
 // Route matching: compiled matchers ordered by Gateway API precedence (hostname specificity, then
 // exact path, longest prefix, regex, method, header count, query count, then definition order).
 import type { RouteMatch } from '@gw/api';
-import { jsRegexSource } from '@gw/api/runtime';
+import { userRegExp } from '@gw/api/runtime';
 
 export interface MatchInput {
   method: string;
@@ -29,7 +29,7 @@ function valueTest(m: { exact: string } | { regex: string }): ValueTest {
     const want = m.exact;
     return (v) => v === want;
   }
-  const re = new RegExp(`^(?:${jsRegexSource(m.regex)})$`);
+  const re = userRegExp(m.regex, '', true);
   return (v) => v !== undefined && re.test(v);
 }
 
@@ -57,7 +57,7 @@ export function compileMatch<R>(route: R, m: RouteMatch, order: number): Compile
     pathRank = 2;
     pathLen = want.length;
   } else {
-    const re = new RegExp(`^(?:${jsRegexSource(Array.isArray(p.regex) ? p.regex[0] : p.regex)})$`);
+    const re = userRegExp(Array.isArray(p.regex) ? p.regex[0] : p.regex, '', true);
     tests.push((i) => re.test(i.path));
     pathRank = 1;
     pathLen = 0;

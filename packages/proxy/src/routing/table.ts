@@ -2,7 +2,7 @@
 // config is compiled completely before it replaces the old table, and a request keeps the table it
 // started with.
 import { createSecureContext, type SecureContext, type SecureContextOptions } from 'node:tls';
-import { parseGoDuration } from '@gw/api/runtime';
+import { caCertificatesProblem, parseGoDuration } from '@gw/api/runtime';
 import type { BindIR, GlobalIR, ListenerIR, ProxyIR, RouteIR, TlsServerIR } from '../config/ir.ts';
 import { GwError } from '../errors.ts';
 import type { RouteInfo } from '../pipeline/context.ts';
@@ -131,6 +131,10 @@ function compileListener(
   });
   router.freeze();
   for (const g of groups.values()) g.router.freeze();
+  // A client CA file with no certificate in it would be taken by Node and then refuse every client:
+  // the config is refused instead (at validate, load and reload, which all compile the table first).
+  const rootProblem = l.tls?.root === undefined ? undefined : caCertificatesProblem(l.tls.root);
+  if (rootProblem) throw new Error(`listener ${l.gateway}/${l.name}: tls.root: ${rootProblem}`);
   const secureContext = l.tls
     ? createSecureContext({
         cert: l.tls.cert,

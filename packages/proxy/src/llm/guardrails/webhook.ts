@@ -6,7 +6,7 @@
 // answer replaces them whole: for services that rewrite a conversation (compression, redaction of
 // tool results) rather than judge its text.
 
-import { jsRegexSource } from '@gw/api/runtime';
+import { userRegExp } from '@gw/api/runtime';
 import type { ParseResult, Verdict } from '@gw/guardrail-sdk';
 import { REQUEST_PATH, RESPONSE_PATH } from '@gw/guardrail-sdk/wire';
 import { type CelProgram, compileCel } from '../../cel/cel.ts';
@@ -67,7 +67,7 @@ export const webhookGuard: GuardKindModule<'webhook'> = {
           ? (
               (re: RegExp) => (v: string) =>
                 re.test(v)
-            )(new RegExp(`^(?:${jsRegexSource(f.regex)})$`))
+            )(userRegExp(f.regex, '', true))
           : (v: string) => v === f.exact,
     }));
     const authority = new URL(s.origin).host;
